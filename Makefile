@@ -1,0 +1,39 @@
+# roost: `make run` starts the daemon, `make test` runs every test.
+# Both create .venv and install the pinned dependencies themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test pytest nodetest bench lint format clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/roost serve
+
+test: pytest nodetest
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+nodetest:
+	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }
+	node --test js/test/
+
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

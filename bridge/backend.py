@@ -1,0 +1,101 @@
+"""The model backend interface and the types that cross it.
+
+The core talks to every model server through `Backend.stream`, which yields
+`TextDelta` and `ToolCall` events and ends with one `Finish`. Failures are
+raised as `BackendError` with a short message meant for the person. Backends
+live in `bridge/llm/`; this module imports nothing from the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """A tool call the model asked for; `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the conversation in OpenAI chat-completions shape."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool as offered to the model: a wire-safe name and a JSON schema."""
+
+    name: str  # ^[a-zA-Z0-9_-]{1,64}$
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolSchema] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call: ToolCallRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: str  # "stop" | "tool_calls" | "length" | ...
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+ModelEvent = TextDelta | ToolCall | Finish
+
+
+class BackendError(Exception):
+    """A model call failed; `user_message` is safe to show the person.
+
+    `kind` is one of: auth, not_found, rate_limited, unavailable, timeout,
+    bad_response, config.
+    """
+
+    def __init__(self, kind: str, user_message: str) -> None:
+        super().__init__(f"{kind}: {user_message}")
+        self.kind = kind
+        self.user_message = user_message
+
+
+class Backend(Protocol):
+    """A model server. One instance serves every chat concurrently."""
+
+    name: str  # "openai" | "offline" | ...
+
+    def describe(self) -> str:
+        """One line for /status and the log: provider, model, base URL host."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the answer as events; raise BackendError on failure."""
+        ...
+
+    async def aclose(self) -> None: ...

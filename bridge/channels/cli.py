@@ -1,0 +1,76 @@
+"""The terminal channel: `roost chat` and `roost send`.
+
+Both run the full pipeline in this process (the same database and files as
+the daemon; SQLite WAL lets them share). `chat` reads lines from stdin and
+streams answers to stdout; `send` runs one turn and prints the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TextIO
+
+from bridge.messages import Final, Inbound
+
+Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
+QUIT = {"/quit", "/exit", ":q"}
+
+
+def inbound(text: str, chat: str) -> Inbound:
+    return Inbound("cli", "local", chat, text, uuid.uuid4().hex)
+
+
+async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
+    """One turn; the reply on `out`. Exit status 1 when the reply is an error."""
+    final = await handle(inbound(text, chat), None)
+    out.write(final.text.rstrip("\n") + "\n")
+    out.flush()
+    return 1 if final.kind in ("error", "refusal") else 0
+
+
+async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner: str) -> int:
+    """Read lines until EOF or /quit; stream each answer as it grows."""
+    interactive = inp.isatty()
+    if interactive:
+        out.write(banner + "\n")
+    loop = asyncio.get_running_loop()
+    while True:
+        if interactive:
+            out.write("you> ")
+            out.flush()
+        line = await loop.run_in_executor(None, inp.readline)
+        if not line:
+            break
+        text = line.rstrip("\n")
+        if text.strip() in QUIT:
+            break
+        if not text.strip():
+            continue
+        streamed: list[str] = []
+
+        async def on_delta(piece: str, streamed: list[str] = streamed) -> None:
+            if not streamed:
+                out.write("roost> " if interactive else "")
+            streamed.append(piece)
+            out.write(piece)
+            out.flush()
+
+        final = await handle(inbound(text, chat), on_delta)
+        if streamed and "".join(streamed) == final.text:
+            out.write("\n")
+        else:
+            if streamed:
+                out.write("\n")
+            prefix = "roost> " if interactive else ""
+            out.write(prefix + final.text.rstrip("\n") + "\n")
+        if not interactive:
+            out.write("\n")
+        out.flush()
+    return 0
+
+
+def stdio() -> tuple[TextIO, TextIO]:
+    return sys.stdin, sys.stdout

@@ -1,0 +1,183 @@
+"""The web channel: the chat page and a small JSON/SSE API over aiohttp.
+
+Routes: `GET /` (the page), `GET /static/*` (its ES modules), `GET /healthz`,
+and, with `Authorization: Bearer <token>`, `GET /api/commands`,
+`POST /api/chat` (`{"text", "chat"?}` -> `{"reply", "kind"}`) and
+`POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
+`final`). The server runs inside roost's loop (AppRunner/TCPSite); other
+channels may add routes (the Telegram webhook) before it starts.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bridge.messages import Final, Inbound
+
+log = logging.getLogger(__name__)
+
+Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
+JS_DIR = Path(__file__).resolve().parents[2] / "js"
+MAX_BODY = 1024 * 1024
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    payload = json.dumps(data, ensure_ascii=False)
+    return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+class WebChannel:
+    name = "web"
+
+    def __init__(
+        self,
+        handle: Handle,
+        command_list: Callable[[], list[dict[str, str]]],
+        token: str,
+        host: str = "127.0.0.1",
+        port: int = 8787,
+        js_dir: Path = JS_DIR,
+    ) -> None:
+        self._handle = handle
+        self._command_list = command_list
+        self._token = token.encode()
+        self._host, self._port = host, port
+        self._js = js_dir
+        self.app = web.Application(client_max_size=MAX_BODY, middlewares=[self._headers])
+        self.app.router.add_get("/", self._index)
+        self.app.router.add_get("/healthz", self._healthz)
+        self.app.router.add_get("/api/commands", self._commands)
+        self.app.router.add_post("/api/chat", self._chat)
+        self.app.router.add_post("/api/chat/stream", self._chat_stream)
+        if js_dir.is_dir():
+            self.app.router.add_static("/static", js_dir, follow_symlinks=False)
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=15.0
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        server = site._server
+        if server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        log.info("web bridge listening on http://%s:%d/", self._host, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @web.middleware
+    async def _headers(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        response: web.StreamResponse = await handler(request)
+        if not response.prepared:
+            for key, value in SECURITY_HEADERS.items():
+                response.headers.setdefault(key, value)
+        return response
+
+    def _authorized(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return False
+        return hmac.compare_digest(token.strip().encode(), self._token)
+
+    def _deny(self) -> web.Response:
+        return web.json_response(
+            {"error": "missing or wrong access token (Authorization: Bearer <token>)"},
+            status=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        page = self._js / "index.html"
+        if not page.is_file():
+            return web.Response(text="roost: the web page is not installed", status=500)
+        return web.FileResponse(page)
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def _commands(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._deny()
+        return web.json_response({"commands": self._command_list()})
+
+    async def _parse(self, request: web.Request) -> ChatRequest | web.Response:
+        if not self._authorized(request):
+            return self._deny()
+        try:
+            body = await request.json()
+            return ChatRequest.model_validate(body)
+        except (ValueError, ValidationError) as exc:
+            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else "not JSON"
+            return web.json_response(
+                {"error": f'send JSON like {{"text": "hello"}} ({reason})'}, status=400
+            )
+
+    def _inbound(self, req: ChatRequest) -> Inbound:
+        return Inbound("web", "local", req.chat, req.text, uuid.uuid4().hex)
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        parsed = await self._parse(request)
+        if isinstance(parsed, web.Response):
+            return parsed
+        final = await self._handle(self._inbound(parsed), None)
+        return web.json_response({"reply": final.text, "kind": final.kind})
+
+    async def _chat_stream(self, request: web.Request) -> web.StreamResponse:
+        parsed = await self._parse(request)
+        if isinstance(parsed, web.Response):
+            return parsed
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream; charset=utf-8", **SECURITY_HEADERS}
+        )
+        await response.prepare(request)
+        gone = False
+
+        async def on_delta(piece: str) -> None:
+            nonlocal gone
+            if gone:
+                return
+            try:
+                await response.write(_sse("delta", {"text": piece}))
+            except (ConnectionResetError, RuntimeError):
+                gone = True  # the page went away; the turn still completes and is stored
+
+        final = await self._handle(self._inbound(parsed), on_delta)
+        if not gone:
+            try:
+                await response.write(_sse("final", {"text": final.text, "kind": final.kind}))
+                await response.write_eof()
+            except (ConnectionResetError, RuntimeError):
+                pass
+        return response

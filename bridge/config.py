@@ -1,0 +1,193 @@
+"""Configuration: a TOML file plus `ROOST_*` environment variables.
+
+The file is `$ROOST_CONFIG`, else `~/.config/roost/roost.toml` (optional).
+Environment variables win over the file and nest with `__`
+(`ROOST_LLM__BASE_URL`). Invalid configuration raises `ConfigError` whose
+message names the key and the reason; the CLI turns it into exit status 78.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+EX_CONFIG = 78
+
+
+class ConfigError(Exception):
+    """Configuration that cannot be used; the message names key and reason."""
+
+
+def check_tenant_id(value: str) -> str:
+    if not TENANT_ID.fullmatch(value):
+        raise ValueError(
+            f"tenant id {value!r} must match {TENANT_ID.pattern} "
+            "(lowercase letters, digits, '_' or '-', at most 32)"
+        )
+    return value
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMSettings(_Section):
+    provider: Literal["auto", "openai", "offline"] = "auto"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+    max_steps: int = Field(8, ge=1, le=50)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
+class WebSettings(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=0, le=65535)
+    token: SecretStr | None = None
+
+
+class TelegramSettings(_Section):
+    token: SecretStr | None = None
+    api_base_url: str = "https://api.telegram.org/bot"
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    allowed_groups: list[int] = Field(default_factory=list)
+    audience: str | None = None
+
+
+class LimitSettings(_Section):
+    max_message_chars: int = Field(16_000, ge=1)
+    session_chars: int = Field(32_000, ge=1_000)
+    session_idle_days: float = Field(7.0, gt=0)
+
+
+class TenantRule(_Section):
+    telegram_ids: list[int] = Field(default_factory=list)
+
+
+def default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "roost"
+
+
+class Settings(BaseSettings):
+    """Everything roost reads at start-up. Sections mirror the TOML tables."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ROOST_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    home: Path = Field(default_factory=default_home)
+    local_tenant: str = "local"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    audit_hmac_key_file: Path | None = None
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    tenants: dict[str, TenantRule] = Field(default_factory=dict)
+
+    @field_validator("local_tenant")
+    @classmethod
+    def _local(cls, v: str) -> str:
+        return check_tenant_id(v)
+
+    @field_validator("tenants")
+    @classmethod
+    def _tenants(cls, v: dict[str, TenantRule]) -> dict[str, TenantRule]:
+        seen: dict[int, str] = {}
+        for tid, rule in v.items():
+            check_tenant_id(tid)
+            for uid in rule.telegram_ids:
+                if uid in seen:
+                    raise ValueError(f"telegram id {uid} is mapped to both {seen[uid]!r} and {tid!r}")
+                seen[uid] = tid
+        return v
+
+    @field_validator("home")
+    @classmethod
+    def _home(cls, v: Path) -> Path:
+        return v.expanduser().absolute()
+
+
+def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The TOML file to read and whether it was named explicitly."""
+    named = env.get("ROOST_CONFIG")
+    if named:
+        return Path(named).expanduser(), True
+    return Path.home() / ".config" / "roost" / "roost.toml", False
+
+
+def _describe(err: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        env = "ROOST_" + "__".join(str(p).upper() for p in e["loc"])
+        reason = e["msg"]
+        if e["type"] == "extra_forbidden":
+            reason = "unknown setting"
+        lines.append(f"  {key}: {reason}  [file key {key!r} or env {env}]")
+    return "\n".join(lines)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the file and the environment; raise ConfigError naming key and reason.
+
+    `overrides` (keyword arguments) win over both; tests and `roost` flags use them.
+    """
+    path, named = config_path(os.environ)
+    if named and not path.is_file():
+        raise ConfigError(f"invalid configuration: ROOST_CONFIG={path} does not exist")
+    if path.is_file():
+        try:
+            with path.open("rb") as fh:
+                tomllib.load(fh)
+        except (tomllib.TOMLDecodeError, OSError) as exc:
+            raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
+
+    class _Loaded(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+            if path.is_file():
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+            return tuple(sources)
+
+    source = f"{path} and environment" if path.is_file() else "environment"
+    try:
+        loaded = _Loaded(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from exc
+    return Settings.model_construct(**{k: getattr(loaded, k) for k in Settings.model_fields})

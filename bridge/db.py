@@ -1,0 +1,64 @@
+"""The SQLite database (`roost.db`, WAL) and its schema migrations.
+
+One connection per process, used from the event loop thread; statements
+are short. Each migration is a row in `MIGRATIONS`; `PRAGMA user_version`
+records how many have run. Other modules add their tables by appending a
+migration here, never by creating tables on the side.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        started_at REAL NOT NULL, updated_at REAL NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0, dropped INTEGER NOT NULL DEFAULT 0,
+        chars INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, channel, chat)
+    );
+    CREATE TABLE session_messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        turn INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
+        msg_id TEXT NOT NULL DEFAULT '', at REAL NOT NULL
+    );
+    CREATE INDEX session_messages_key ON session_messages (tenant, channel, chat, id);
+    CREATE TABLE chat_settings (
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        key TEXT NOT NULL, value TEXT NOT NULL,
+        PRIMARY KEY (tenant, channel, chat, key)
+    );
+    """,
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and migrate) the database; WAL mode, foreign keys on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=10000")
+    migrate(conn)
+    path.chmod(0o600)
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        for index in range(version, len(MIGRATIONS)):
+            for statement in MIGRATIONS[index].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,58 @@
+"""Prompt assembly: an ordered table of blocks, each a pure function.
+
+A block turns one frozen snapshot into text; the assembler applies each
+block's character budget (announcing any cut inside the block), skips empty
+blocks and joins the rest. `render_blocks` gives `roost prompt` the same
+blocks with names and sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Generic[S]):
+    name: str
+    budget: int
+    render: Callable[[S], str]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedBlock:
+    name: str
+    text: str
+    budget: int
+    size: int  # characters before the budget was applied
+    cut: bool
+
+
+def cap(text: str, budget: int, name: str) -> tuple[str, bool]:
+    """Keep whole lines within `budget` characters; announce the cut."""
+    if len(text) <= budget:
+        return text, False
+    note = f"\n[{name}: cut to fit {budget:,} characters; {len(text) - budget:,} more not shown]"
+    room = max(0, budget - len(note))
+    kept = text[:room]
+    if "\n" in kept:
+        kept = kept[: kept.rindex("\n")]
+    return kept + note, True
+
+
+def render_blocks(blocks: Sequence[Block[S]], snapshot: S) -> list[RenderedBlock]:
+    out: list[RenderedBlock] = []
+    for block in blocks:
+        text = block.render(snapshot).strip()
+        if not text:
+            continue
+        capped, was_cut = cap(text, block.budget, block.name)
+        out.append(RenderedBlock(block.name, capped, block.budget, len(text), was_cut))
+    return out
+
+
+def assemble(blocks: Sequence[Block[S]], snapshot: S) -> str:
+    return "\n\n".join(b.text for b in render_blocks(blocks, snapshot))

@@ -1,0 +1,114 @@
+"""One model turn: session in, prompt built, agent run, exchange stored.
+
+`TurnRunner` loads the chat's session, asks the prompt source for this
+turn's system prompt (a frozen snapshot of the loadout), collects the tools
+every source offers, runs the agent loop and stores the exchange. A backend
+failure becomes a short reply and stores nothing, so the person can retry.
+Observers (outcome grading, skills) hook in before and after.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bridge.agent import AgentResult, run_agent
+from bridge.audit_sink import AuditSink
+from bridge.backend import Backend, BackendError, ChatMessage
+from bridge.messages import Final, Inbound
+from bridge.sessions import Session, SessionKey, SessionStore
+from bridge.tenants import TenantDirs
+from bridge.tools import Tool, ToolSource, TurnContext
+
+log = logging.getLogger(__name__)
+
+DeltaSink = Callable[[str], Awaitable[None]]
+
+
+class PromptSource(Protocol):
+    def system_prompt(self, turn: TurnContext) -> str: ...
+
+
+class TurnObserver(Protocol):
+    async def before_turn(self, turn: TurnContext, session: Session) -> None: ...
+
+    async def after_turn(self, turn: TurnContext, result: AgentResult) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    max_steps: int = 8
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        sessions: SessionStore,
+        prompt: PromptSource,
+        tool_sources: Sequence[ToolSource],
+        audit: AuditSink,
+        clock: Callable[[], float] = time.time,
+        settings: TurnSettings | None = None,
+        observers: Sequence[TurnObserver] = (),
+    ) -> None:
+        self.backend = backend
+        self.sessions = sessions
+        self._prompt = prompt
+        self._sources = tuple(tool_sources)
+        self._audit = audit
+        self._clock = clock
+        self._settings = settings or TurnSettings()
+        self._observers = tuple(observers)
+
+    async def run(
+        self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
+    ) -> Final:
+        started = time.perf_counter()
+        dirs.ensure()
+        tenant = dirs.tenant
+        await self._audit.emit(
+            "message.received",
+            tenant,
+            {"channel": inbound.channel, "chat": inbound.chat, "msg_id": inbound.msg_id,
+             "chars": len(inbound.text)},
+        )
+        session = self.sessions.load(key, self._clock())
+        turn = TurnContext(tenant, dirs.root, inbound, self._clock)
+        for observer in self._observers:
+            await observer.before_turn(turn, session)
+        system = self._prompt.system_prompt(turn)
+        tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
+        messages = (*session.history, ChatMessage(role="user", content=inbound.text))
+        try:
+            result = await run_agent(
+                self.backend, system, messages, tools, turn, self._settings.max_steps, on_delta
+            )
+        except BackendError as exc:
+            log.warning("model backend failed: %s", exc.kind)
+            await self._audit.emit(
+                "message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind}
+            )
+            return Final(exc.user_message, "error")
+        text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        self.sessions.append(key, inbound.text, text, inbound.msg_id, self._clock())
+        for observer in self._observers:
+            await observer.after_turn(turn, result)
+        await self._audit.emit(
+            "message.answered",
+            tenant,
+            {
+                "channel": inbound.channel,
+                "chat": inbound.chat,
+                "msg_id": inbound.msg_id,
+                "chars": len(text),
+                "ms": int((time.perf_counter() - started) * 1000),
+                "steps": result.steps,
+                "tool_calls": len(result.tool_runs),
+            },
+        )
+        return Final(text, "answer")
