@@ -125,7 +125,7 @@ class Settings(BaseSettings):
             check_tenant_id(tid)
             for uid in rule.telegram_ids:
                 if uid in seen:
-                    raise ValueError(f"telegram id {uid} is mapped to both {seen[uid]!r} and {tid!r}")
+                    raise ValueError(f"telegram id {uid} is mapped to {seen[uid]!r} and {tid!r}")
                 seen[uid] = tid
         return v
 

@@ -59,7 +59,8 @@ class Roost:
         return TenantDirs.of(self.settings.home, tenant).ensure()
 
     def command_list(self) -> list[dict[str, str]]:
-        return [{"name": c.name, "usage": c.usage, "summary": c.summary} for c in self.core.commands]
+        rows = self.core.commands
+        return [{"name": c.name, "usage": c.usage, "summary": c.summary} for c in rows]
 
     async def aclose(self) -> None:
         for close in reversed(self.closers):

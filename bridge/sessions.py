@@ -131,9 +131,7 @@ class SessionStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             args = (key.tenant, key.channel, key.chat)
-            db.execute(
-                "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=?", args
-            )
+            db.execute("DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=?", args)
             db.execute("DELETE FROM sessions WHERE tenant=? AND channel=? AND chat=?", args)
             db.execute("COMMIT")
         except BaseException:

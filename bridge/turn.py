@@ -74,8 +74,12 @@ class TurnRunner:
         await self._audit.emit(
             "message.received",
             tenant,
-            {"channel": inbound.channel, "chat": inbound.chat, "msg_id": inbound.msg_id,
-             "chars": len(inbound.text)},
+            {
+                "channel": inbound.channel,
+                "chat": inbound.chat,
+                "msg_id": inbound.msg_id,
+                "chars": len(inbound.text),
+            },
         )
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(tenant, dirs.root, inbound, self._clock)
