@@ -1,0 +1,100 @@
+"""Shared fixtures: a temporary ROOST_HOME and a scripted in-process backend."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from bridge.backend import (
+    BackendError,
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallRequest,
+)
+from bridge.config import Settings, load_settings
+
+
+class ScriptedBackend:
+    """A zero-latency model: each request pops the next step of a script.
+
+    A step is a string (the answer, streamed in pieces), a list of
+    (name, arguments-json) tool calls, a BackendError to raise, or a callable
+    that receives the request and returns one of those.
+    """
+
+    name = "scripted"
+
+    def __init__(self, *steps: object, delay: float = 0.0) -> None:
+        self.steps = list(steps)
+        self.requests: list[ModelRequest] = []
+        self.delay = delay
+
+    def describe(self) -> str:
+        return "scripted test model"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        step: object = self.steps.pop(0) if self.steps else "ok"
+        if callable(step):
+            step = step(request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if isinstance(step, BackendError):
+            raise step
+        if isinstance(step, list):
+            for i, (name, args) in enumerate(step):
+                yield ToolCall(ToolCallRequest(f"call_{len(self.requests)}_{i}", name, args))
+            yield Finish("tool_calls")
+            return
+        text = str(step)
+        for start in range(0, len(text), 7):
+            yield TextDelta(text[start : start + 7])
+        yield Finish("stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ROOST_HOME; no config file and no ROOST_* variables leak in."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("ROOST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("ROOST_CONFIG", str(tmp_path / "roost.toml"))
+    (tmp_path / "roost.toml").write_text("")
+    path = tmp_path / "home"
+    monkeypatch.setenv("ROOST_HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return load_settings()
+
+
+class Clock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+Factory = Callable[..., object]

@@ -1,0 +1,77 @@
+"""Configuration: file + environment, nesting, precedence and clear errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.config import ConfigError, load_settings
+
+
+def test_defaults_are_the_embedded_ones(home: Path) -> None:
+    s = load_settings()
+    assert s.home == home
+    assert (s.web.host, s.web.port) == ("127.0.0.1", 8787)
+    assert s.llm.provider == "auto"
+    assert s.limits.max_message_chars == 16_000
+    assert s.local_tenant == "local"
+
+
+def test_file_and_env_nesting_env_wins(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(
+        '[llm]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "from-file"\n'
+        "[web]\nport = 9000\n"
+        "[tenants.alice]\ntelegram_ids = [111111]\n"
+    )
+    monkeypatch.setenv("ROOST_LLM__MODEL", "from-env")
+    s = load_settings()
+    assert s.llm.model == "from-env"
+    assert s.llm.base_url == "http://127.0.0.1:9/v1"
+    assert s.web.port == 9000
+    assert s.tenants["alice"].telegram_ids == [111111]
+
+
+@pytest.mark.parametrize(
+    ("env", "toml", "needle"),
+    [
+        ({"ROOST_WEB__PORT": "99999"}, "", "web.port"),
+        ({"ROOST_LLM__PROVIDER": "magic"}, "", "llm.provider"),
+        ({}, "[llm]\nbase_url = 'ftp://x'\n", "llm.base_url"),
+        ({}, "[tenants.Bad_Name]\n", "tenants"),
+        ({}, "[web]\nprot = 1\n", "web.prot: unknown setting"),
+        ({}, "[tenants.a]\ntelegram_ids=[1]\n[tenants.b]\ntelegram_ids=[1]\n", "telegram id 1"),
+    ],
+)
+def test_invalid_configuration_names_key(
+    home: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], toml: str, needle: str
+) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(toml)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert needle in str(err.value)
+
+
+def test_unreadable_toml_is_a_config_error(home: Path) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text("[llm\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings()
+
+
+def test_cli_exits_78_on_bad_config(home: Path) -> None:
+    env = {**os.environ, "ROOST_WEB__PORT": "not-a-port"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bridge.cli", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 78
+    assert "web.port" in proc.stderr
+    assert "ROOST_WEB__PORT" in proc.stderr
