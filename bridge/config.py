@@ -84,6 +84,7 @@ class LimitSettings(_Section):
     max_message_chars: int = Field(16_000, ge=1)
     session_chars: int = Field(32_000, ge=1_000)
     session_idle_days: float = Field(7.0, gt=0)
+    shutdown_grace_s: float = Field(10.0, ge=0)
 
 
 class TenantRule(_Section):

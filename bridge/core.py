@@ -98,6 +98,21 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks = ChatLocks()
+        self._inflight: set[asyncio.Task[object]] = set()
+
+    async def drain(self, grace_s: float) -> int:
+        """Let in-flight messages finish for up to `grace_s`, then cancel the rest.
+
+        Returns how many were cancelled.
+        """
+        pending = {t for t in self._inflight if not t.done()}
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        return len(pending)
 
     async def handle(self, inbound: Inbound, on_delta: DeltaSink | None = None) -> Final:
         """Answer one message; `on_delta` receives answer pieces as they grow."""
@@ -118,6 +133,18 @@ class Core:
                 "error",
             )
         key = SessionKey(tenant, inbound.channel, inbound.chat)
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            return await self._locked(inbound, tenant, key, on_delta)
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def _locked(
+        self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
+    ) -> Final:
         async with self.locks.acquire(key):
             try:
                 return await self._route(inbound, tenant, key, on_delta)

@@ -180,7 +180,11 @@ async def serve(settings: Settings, *, ready: Callable[[int], None] | None = Non
         if ready is not None:
             ready(channels[0].port if channels else 0)
         await stop.wait()
-        log.info("stopping: finishing in-flight messages")
+        grace = settings.limits.shutdown_grace_s
+        log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
+        cancelled = await roost.core.drain(grace)
+        if cancelled:
+            log.warning("stopping: cancelled %d unfinished messages", cancelled)
     finally:
         for channel in reversed(channels):
             await channel.stop()

@@ -81,7 +81,7 @@ class WebChannel:
 
     async def start(self) -> None:
         self._runner = web.AppRunner(
-            self.app, access_log=None, handle_signals=False, shutdown_timeout=15.0
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=2.0
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)

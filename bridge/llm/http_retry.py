@@ -1,0 +1,60 @@
+"""HTTP helpers for model backends: retryable failures, Retry-After, safe hosts.
+
+Nothing here knows the OpenAI protocol; another HTTP backend (anthropic, say)
+can reuse it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from urllib.parse import urlsplit
+
+import aiohttp
+
+
+class Retry(Exception):
+    """A failure worth another attempt (429, 5xx, connection trouble)."""
+
+    def __init__(self, kind: str, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+def connection_detail(exc: aiohttp.ClientError) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "cannot connect"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "the reply was cut off"
+    return type(exc).__name__
+
+
+def safe_host(base_url: str) -> str:
+    """`host[:port]` of a URL: no scheme, credentials, path or query."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or base_url
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{host}:{port}" if port else host
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Parse `Retry-After`: delta seconds or an HTTP date; None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))

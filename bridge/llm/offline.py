@@ -1,0 +1,43 @@
+"""The `offline` backend: used when no model server is configured.
+
+Every turn gets one short answer that says no model is configured and exactly
+how to configure one, so slash commands, the web page and the terminal all
+work before a model exists. It makes no network call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from bridge.backend import Finish, ModelEvent, ModelRequest, TextDelta
+
+OFFLINE_ANSWER = """\
+No model is configured, so I can only run slash commands (try /help).
+
+To connect a model, set these environment variables and restart roost:
+  ROOST_LLM__BASE_URL  an OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 \
+for Ollama, or https://api.openai.com/v1
+  ROOST_LLM__API_KEY   the server's API key (not needed for a local Ollama)
+  ROOST_LLM__MODEL     the model name, e.g. llama3.2 or gpt-4o-mini
+
+or put the same keys in the [llm] table of roost.toml:
+  [llm]
+  base_url = "http://127.0.0.1:11434/v1"
+  model = "llama3.2"
+"""
+
+
+class OfflineBackend:
+    """Answers every turn with how to configure a model."""
+
+    name = "offline"
+
+    def describe(self) -> str:
+        return "offline (no model configured)"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta(OFFLINE_ANSWER)
+        yield Finish("stop")
+
+    async def aclose(self) -> None:
+        return None

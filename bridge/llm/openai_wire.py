@@ -1,0 +1,259 @@
+"""The OpenAI chat-completions wire format: request bodies and answer events.
+
+`build_body` turns a `ModelRequest` into the JSON body of
+`POST /chat/completions`. `StreamAssembler` turns streamed
+`chat.completion.chunk` objects into `TextDelta`/`ToolCall`/`Finish` events,
+re-assembling tool calls whose `arguments` arrive in pieces (keyed by
+`index`). `completion_events` does the same for a non-streaming
+`chat.completion` object. No I/O here.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.backend import (
+    BackendError,
+    ChatMessage,
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallRequest,
+)
+
+_RESERVED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
+
+
+def build_body(model: str, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
+    """The JSON body for one chat-completions call."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.extend(message_json(m) for m in request.messages)
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in request.tools
+        ]
+    for key, value in request.extra.items():
+        if key not in _RESERVED:
+            body[key] = value
+    return body
+
+
+def message_json(message: ChatMessage) -> dict[str, Any]:
+    """One `ChatMessage` in the shape the API expects."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    if message.name:
+        out["name"] = message.name
+    return out
+
+
+def bad_response(detail: str) -> BackendError:
+    message = f"the model server sent a reply roost could not read: {detail}"
+    return BackendError("bad_response", message)
+
+
+def server_error_message(obj: Any) -> str | None:
+    """The `error.message` of an OpenAI-style error object, if it is one."""
+    if not isinstance(obj, Mapping) or "error" not in obj:
+        return None
+    err = obj["error"]
+    if isinstance(err, Mapping):
+        return str(err.get("message") or err.get("code") or "unknown error")
+    return str(err)
+
+
+def parse_json(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_response("bad JSON") from exc
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def request(self, index: int) -> ToolCallRequest:
+        call_id = self.id or f"call_{index}_{uuid.uuid4().hex[:12]}"
+        return ToolCallRequest(call_id, self.name, "".join(self.arguments) or "{}")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _arguments_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # some servers send an object instead of a string
+
+
+class StreamAssembler:
+    """Feed it streamed chunks; it returns events as they become complete."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PartialCall] = {}
+        self._last_index: int | None = None
+        self._emitted_calls = 0
+        self.reason: str | None = None
+        self.saw_choice = False
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def feed(self, chunk: Any) -> list[ModelEvent]:
+        if not isinstance(chunk, Mapping):
+            raise bad_response("a stream chunk is not a JSON object")
+        message = server_error_message(chunk)
+        if message is not None:
+            raise BackendError("bad_response", f"the model server reported an error: {message}")
+        self._usage(chunk.get("usage"))
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise bad_response("`choices` is not a list")
+        events: list[ModelEvent] = []
+        for choice in choices:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            self.saw_choice = True
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, Mapping):
+                raise bad_response("`delta` is not an object")
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                events.append(TextDelta(content))
+            for fragment in delta.get("tool_calls") or []:
+                self._fragment(fragment)
+            if choice.get("finish_reason"):
+                self.reason = str(choice["finish_reason"])
+                events.extend(self._flush())
+        return events
+
+    def finish(self) -> list[ModelEvent]:
+        """End of stream: pending tool calls, then the one `Finish`."""
+        if not self.saw_choice:
+            raise bad_response("the stream was empty")
+        events = self._flush()
+        reason = self.reason or "stop"
+        if self._emitted_calls and reason == "stop":
+            reason = "tool_calls"
+        events.append(Finish(reason, self.prompt_tokens, self.completion_tokens))
+        return events
+
+    def _usage(self, usage: Any) -> None:
+        if isinstance(usage, Mapping):
+            self.prompt_tokens = _count(usage.get("prompt_tokens"))
+            self.completion_tokens = _count(usage.get("completion_tokens"))
+
+    def _fragment(self, fragment: Any) -> None:
+        if not isinstance(fragment, Mapping):
+            raise bad_response("a tool call fragment is not an object")
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            # Servers that omit `index`: a new id starts a new call.
+            last = self._calls.get(self._last_index) if self._last_index is not None else None
+            new_id = fragment.get("id")
+            if last is None or (new_id and last.id and new_id != last.id):
+                index = max(self._calls, default=-1) + 1
+            else:
+                index = self._last_index
+        self._last_index = index
+        call = self._calls.setdefault(index, _PartialCall())
+        if fragment.get("id") and not call.id:
+            call.id = str(fragment["id"])
+        function = fragment.get("function") or {}
+        if not isinstance(function, Mapping):
+            raise bad_response("a tool call's `function` is not an object")
+        if function.get("name") and not call.name:
+            call.name = str(function["name"])
+        piece = _arguments_text(function.get("arguments"))
+        if piece:
+            call.arguments.append(piece)
+
+    def _flush(self) -> list[ModelEvent]:
+        events: list[ModelEvent] = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            if not call.name:
+                raise bad_response("a tool call has no function name")
+            events.append(ToolCall(call.request(index)))
+        self._emitted_calls += len(events)
+        self._calls.clear()
+        self._last_index = None
+        return events
+
+
+def completion_events(obj: Any) -> list[ModelEvent]:
+    """Events for a non-streaming `chat.completion` object."""
+    message = server_error_message(obj)
+    if message is not None:
+        raise BackendError("bad_response", f"the model server reported an error: {message}")
+    if not isinstance(obj, Mapping):
+        raise bad_response("the reply is not a JSON object")
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise bad_response("the reply has no `choices`")
+    choice = choices[0]
+    msg = choice.get("message")
+    if not isinstance(msg, Mapping):
+        raise bad_response("the reply has no `message`")
+    events: list[ModelEvent] = []
+    content = msg.get("content")
+    if isinstance(content, str) and content:
+        events.append(TextDelta(content))
+    calls = msg.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise bad_response("`tool_calls` is not a list")
+    for i, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not function.get("name"):
+            raise bad_response("a tool call has no function name")
+        partial = _PartialCall(
+            str(call.get("id") or ""),
+            str(function["name"]),
+            [_arguments_text(function.get("arguments"))],
+        )
+        events.append(ToolCall(partial.request(i)))
+    reason = str(choice.get("finish_reason") or ("tool_calls" if calls else "stop"))
+    usage = obj.get("usage") if isinstance(obj.get("usage"), Mapping) else {}
+    events.append(
+        Finish(
+            reason,
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+        )
+    )
+    return events

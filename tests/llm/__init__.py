@@ -1,0 +1,1 @@
+"""Tests of the model backends (bridge/llm) and the fake OpenAI server."""

@@ -1,0 +1,188 @@
+"""OpenAIBackend failure handling: retries, status codes, garbage, timeouts."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import pytest
+
+from bridge.backend import BackendError, TextDelta
+from bridge.llm.http_retry import retry_after_seconds
+from tests.fakes.fake_openai import Garbage, Hang, Status, Text
+from tests.llm.support import KEY, MODEL, collect
+
+
+async def failure(backend) -> BackendError:
+    with pytest.raises(BackendError) as info:
+        await collect(backend)
+    error = info.value
+    assert KEY not in str(error) and KEY not in error.user_message
+    assert KEY[:12] not in error.user_message
+    return error
+
+
+async def test_429_honours_retry_after_then_succeeds(fake, make_backend, sleeps, caplog):
+    caplog.set_level(logging.DEBUG)
+    fake.script(Status(429, retry_after=7), Text("ok"))
+    events = await collect(make_backend())
+    assert TextDelta("ok") in events
+    assert sleeps.delays == [7.0]
+    assert len(fake.requests) == 2
+    assert "retry 1/3" in caplog.text
+    assert KEY not in caplog.text
+
+
+async def test_retry_after_is_capped_by_max_backoff(fake, make_backend, sleeps):
+    fake.script(Status(503, retry_after=120), Text("ok"))
+    await collect(make_backend(max_backoff_s=5))
+    assert sleeps.delays == [5.0]
+
+
+def test_retry_after_accepts_seconds_and_http_dates():
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
+    later = format_datetime(datetime(2026, 1, 1, 12, 0, 42, tzinfo=UTC), usegmt=True)
+    assert retry_after_seconds(later, now=now) == pytest.approx(42)
+    assert retry_after_seconds("3", now=now) == 3
+    assert retry_after_seconds("1.5") == 1.5
+    assert retry_after_seconds("-4") == 0
+    assert retry_after_seconds("soon") is None
+    assert retry_after_seconds(None) is None
+
+
+async def test_500_then_success_backs_off_with_jitter(fake, make_backend, sleeps):
+    fake.script(Status(500), Status(502), Text("recovered"))
+    events = await collect(make_backend(backoff_base_s=0.4))
+    assert TextDelta("recovered") in events
+    assert len(sleeps.delays) == 2
+    assert 0.2 <= sleeps.delays[0] <= 0.4
+    assert 0.4 <= sleeps.delays[1] <= 0.8
+
+
+async def test_server_errors_exhaust_retries(fake, make_backend, sleeps):
+    fake.script(*[Status(503)] * 4, Text("too late"))
+    error = await failure(make_backend(max_retries=3))
+    assert error.kind == "unavailable"
+    assert "HTTP 503" in error.user_message and "4 attempts" in error.user_message
+    assert len(fake.requests) == 4
+    assert len(sleeps.delays) == 3
+    assert fake.pending == 1
+
+
+async def test_rate_limit_exhausts_retries(fake, make_backend, sleeps):
+    fake.script(*[Status(429, retry_after=0)] * 3)
+    error = await failure(make_backend(max_retries=2))
+    assert error.kind == "rate_limited"
+    assert sleeps.delays == [0.0, 0.0]
+
+
+async def test_401_is_an_auth_error_without_retry(fake, make_backend, sleeps):
+    error = await failure(make_backend(api_key="sk-wrong-key-999"))
+    assert error.kind == "auth"
+    assert "ROOST_LLM__API_KEY" in error.user_message
+    assert "sk-wrong-key-999" not in error.user_message
+    assert len(fake.requests) == 1 and sleeps.delays == []
+
+
+async def test_404_names_the_model_and_the_server(fake, make_backend):
+    error = await failure(make_backend(model="no-such-model"))
+    assert error.kind == "not_found"
+    assert "no-such-model" in error.user_message
+    assert fake.base_url in error.user_message
+    assert len(fake.requests) == 1
+
+
+async def test_404_for_a_base_url_without_v1(fake, make_backend):
+    error = await failure(make_backend(base_url=fake.base_url.removesuffix("/v1")))
+    assert error.kind == "not_found"
+    assert "/v1" in error.user_message
+    assert fake.requests == []
+
+
+async def test_400_passes_on_the_server_message_with_the_key_redacted(fake, make_backend):
+    fake.script(Status(400, message=f"context too long for key {KEY}"))
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+    assert "HTTP 400" in error.user_message
+    assert "context too long for key ***" in error.user_message
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        Garbage(),
+        Garbage('data: {"choices": "nope"}\n\n'),
+        Garbage("data: [1, 2]\n\n"),
+        Garbage(b"data: \xff\xfe\n\n"),
+    ],
+)
+async def test_bad_json_in_the_stream(fake, make_backend, garbage):
+    fake.script(garbage)
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+    assert len(fake.requests) == 1
+
+
+async def test_html_instead_of_a_stream_hints_at_the_base_url(fake, make_backend):
+    fake.script(Garbage("<html><body>Welcome to nginx!</body></html>", content_type="text/html"))
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+    assert "text/html" in error.user_message and "/v1" in error.user_message
+
+
+async def test_bad_json_body_in_a_json_reply(fake, make_backend):
+    fake.script(Garbage("{'not': json", content_type="application/json"))
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+
+
+async def test_error_object_inside_the_stream(fake, make_backend):
+    fake.script(Garbage('data: {"error": {"message": "model overloaded"}}\n\n'))
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+    assert "model overloaded" in error.user_message
+
+
+@pytest.mark.parametrize("body", ["data: [DONE]\n\n", "", ": ping\n\n"])
+async def test_empty_stream_is_a_bad_response(fake, make_backend, body):
+    fake.script(Garbage(body), Text("not asked for"))
+    error = await failure(make_backend())
+    assert error.kind == "bad_response"
+    assert len(fake.requests) == 1
+
+
+async def test_idle_timeout_when_the_server_goes_silent(fake, make_backend, sleeps):
+    fake.script(Hang())
+    error = await failure(make_backend(idle_timeout_s=0.2, timeout_s=30))
+    assert error.kind == "timeout"
+    assert "silent" in error.user_message
+    assert sleeps.delays == []
+
+
+async def test_total_timeout_when_no_headers_arrive(fake, make_backend):
+    fake.script(Hang(headers=False))
+    error = await failure(make_backend(timeout_s=0.2))
+    assert error.kind == "timeout"
+    assert "within 0.2s" in error.user_message
+
+
+async def test_unreachable_server_is_retried_then_unavailable(make_backend, sleeps):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    error = await failure(make_backend(base_url=f"http://127.0.0.1:{port}/v1", max_retries=2))
+    assert error.kind == "unavailable"
+    assert "cannot connect" in error.user_message
+    assert len(sleeps.delays) == 2
+
+
+async def test_owned_session_is_closed_and_reopened(fake, make_backend):
+    backend = make_backend()
+    fake.script(Text("a"), Text("b"))
+    await collect(backend)
+    await backend.aclose()
+    events = await collect(backend)
+    assert TextDelta("b") in events
+    assert fake.requests[1]["model"] == MODEL

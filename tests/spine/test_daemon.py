@@ -1,0 +1,176 @@
+"""The real daemon and terminal commands as subprocesses, with a fake model server.
+
+`roost serve` is started as a process, talked to over HTTP, stopped with
+SIGTERM and started again: the conversation must survive. `roost send` and
+`roost chat` run through real stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.fakes.fake_openai import FakeOpenAI
+
+ROOST = [sys.executable, "-m", "bridge.cli"]
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+        yield server
+
+
+def env_for(home: Path, fake: FakeOpenAI) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    env.update(
+        ROOST_HOME=str(home),
+        ROOST_CONFIG=os.environ["ROOST_CONFIG"],
+        ROOST_WEB__PORT="0",
+        ROOST_LLM__BASE_URL=fake.base_url,
+        ROOST_LLM__API_KEY="sk-test-key-000000000000",
+        ROOST_LLM__MODEL="m1",
+        ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
+    )
+    return env
+
+
+class Daemon:
+    def __init__(self, proc: asyncio.subprocess.Process, port: int, lines: list[str]) -> None:
+        self.proc, self.port, self.lines = proc, port, lines
+
+    async def stop(self) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(self.proc.communicate(), 30)
+        return self.proc.returncode or 0, err.decode()
+
+
+async def start_daemon(env: dict[str, str]) -> Daemon:
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST, "serve", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    while True:
+        raw = await asyncio.wait_for(proc.stdout.readline(), 60)
+        if not raw:
+            _, err = await proc.communicate()
+            raise AssertionError(f"daemon exited early: {err.decode()}")
+        lines.append(raw.decode())
+        match = re.search(r"web chat at http://127\.0\.0\.1:(\d+)/", lines[-1])
+        if match:
+            port = int(match.group(1))
+        if lines[-1].startswith("roost: model"):
+            return Daemon(proc, port, lines)
+
+
+async def test_serve_restart_keeps_the_conversation(home: Path, fake: FakeOpenAI) -> None:
+    env = env_for(home, fake)
+    daemon = await start_daemon(env)
+    first_start = "".join(daemon.lines)
+    token = re.search(r"#token=(\S+)", first_start)
+    assert token is not None, first_start
+    auth = {"Authorization": f"Bearer {token.group(1)}"}
+    assert (home / "web-token").stat().st_mode & 0o077 == 0
+    url = f"http://127.0.0.1:{daemon.port}"
+    async with aiohttp.ClientSession(url) as http:
+        r = await http.post("/api/chat", json={"text": "my secret word is kiwi"}, headers=auth)
+        assert (await r.json())["reply"] == "echo: my secret word is kiwi"
+        r = await http.post("/api/chat", json={"text": "/status"}, headers=auth)
+        status = (await r.json())["reply"]
+    assert "openai" in status and "1 turns" in status
+    code, stderr = await daemon.stop()
+    assert code == 0
+    assert "kiwi" not in stderr  # nothing a user typed is logged
+
+    daemon = await start_daemon(env)
+    assert "#token=" not in "".join(daemon.lines)  # printed on the first start only
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
+        r = await http.post("/api/chat", json={"text": "what was it?"}, headers=auth)
+        assert (await r.json())["reply"] == "echo: what was it?"
+    code, _ = await daemon.stop()
+    assert code == 0
+    sent = [m["content"] for m in fake.requests[-1]["messages"]]
+    assert sent[1:] == [
+        "my secret word is kiwi",
+        "echo: my secret word is kiwi",
+        "what was it?",
+    ]
+    assert fake.requests[-1]["messages"][0]["role"] == "system"
+
+
+async def test_sigterm_during_a_slow_turn_exits_cleanly(home: Path, fake: FakeOpenAI) -> None:
+    from tests.fakes.fake_openai import Hang
+
+    env = env_for(home, fake)
+    daemon = await start_daemon(env)
+    token = (home / "web-token").read_text().strip()
+    fake.script(Hang())
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
+        pending = asyncio.ensure_future(
+            http.post(
+                "/api/chat", json={"text": "slow"}, headers={"Authorization": f"Bearer {token}"}
+            )
+        )
+        while not fake.requests:
+            await asyncio.sleep(0.05)
+        code, _ = await daemon.stop()
+        assert code == 0
+        with pytest.raises(aiohttp.ClientError):
+            await pending
+
+
+async def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST,
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_send_runs_one_turn(home: Path, fake: FakeOpenAI) -> None:
+    env = env_for(home, fake)
+    code, out, _ = await run(["send", "--tenant", "bob", "hello", "world"], env)
+    assert (code, out) == (0, "echo: hello world\n")
+    assert (home / "tenants" / "bob" / "global" / "workspace").is_dir()
+    code, out, _ = await run(["send", "--tenant", "bob", "/whoami"], env)
+    assert "Tenant: bob" in out
+    code, _, err = await run(["send", "--tenant", "../etc", "x"], env)
+    assert code == 2 and "tenant id" in err
+
+
+async def test_chat_through_stdin_and_stdout(home: Path, fake: FakeOpenAI) -> None:
+    env = env_for(home, fake)
+    code, out, _ = await run(["chat"], env, b"first line\n/status\nsecond\n")
+    assert code == 0
+    replies = [block for block in out.split("\n\n") if block.strip()]
+    assert replies[0] == "echo: first line"
+    assert "Tenant: local" in replies[1] and "1 turns" in replies[1]
+    assert replies[2] == "echo: second"
+    assert len(fake.requests[-1]["messages"]) == 4  # system + first exchange + second
+
+
+async def test_model_server_down_gets_a_useful_reply(home: Path, fake: FakeOpenAI) -> None:
+    env = env_for(home, fake) | {"ROOST_LLM__BASE_URL": "http://127.0.0.1:9/v1"}
+    env["ROOST_LLM__MAX_RETRIES"] = "0"
+    code, out, _ = await run(["send", "hello"], env)
+    assert code == 1
+    assert "127.0.0.1:9" in out or "reach" in out.lower()
+    code, out, _ = await run(["send", "/status"], env)
+    assert code == 0 and "Tenant: local" in out
+
+
