@@ -14,7 +14,6 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -50,7 +49,7 @@ class Daemon:
 
     async def stop(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(self.proc.communicate(), 30)
+        _, err = await asyncio.wait_for(self.proc.communicate(), 30)
         return self.proc.returncode or 0, err.decode()
 
 
@@ -172,5 +171,3 @@ async def test_model_server_down_gets_a_useful_reply(home: Path, fake: FakeOpenA
     assert "127.0.0.1:9" in out or "reach" in out.lower()
     code, out, _ = await run(["send", "/status"], env)
     assert code == 0 and "Tenant: local" in out
-
-

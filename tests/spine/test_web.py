@@ -62,7 +62,10 @@ async def test_healthz_and_page_without_token(site: Any) -> None:
         assert r.status == 200
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}])
+BAD_AUTH = [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}]
+
+
+@pytest.mark.parametrize("headers", BAD_AUTH)
 async def test_api_needs_the_token(site: Any, headers: dict[str, str]) -> None:
     http, roost = site
     async with http.post("/api/chat", json={"text": "hi"}, headers=headers) as r:
