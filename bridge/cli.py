@@ -1,26 +1,116 @@
 """The `roost` command line: serve, chat, send and the operator commands.
 
-Configuration errors exit with status 78 (EX_CONFIG) and a message naming
-the key, so systemd's RestartPreventExitStatus=78 stops a restart loop.
+Each subcommand is one row of `SUBCOMMANDS` (name, help, how to add its
+arguments, how to run it); operator tools of other parts (vault, pair,
+audit, ...) live in their own modules and add one row here. Configuration
+errors exit with status 78 (EX_CONFIG) and a message naming the key, so
+systemd's RestartPreventExitStatus=78 stops a restart loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from bridge.config import EX_CONFIG, ConfigError, Settings, check_tenant_id, load_settings
 from bridge.logging_setup import setup_logging
 
 
-def _tenant(value: str) -> str:
+def tenant_arg(value: str) -> str:
+    """argparse type for a tenant id."""
     try:
         return check_tenant_id(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Settings], int]
+    quiet: bool = True  # log only warnings (operator tools); serve logs at the configured level
+
+
+async def with_roost(
+    settings: Settings, tenant: str | None, body: Callable[[Any], Awaitable[int]]
+) -> int:
+    """Build a roost in this process (tenant as the local one), run `body`, close."""
+    from bridge.daemon import build
+
+    if tenant is not None and tenant != settings.local_tenant:
+        settings = settings.model_copy(update={"local_tenant": tenant})
+    roost = await build(settings)
+    try:
+        return await body(roost)
+    finally:
+        await roost.aclose()
+
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    return None
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from bridge.daemon import serve
+
+    return asyncio.run(serve(settings))
+
+
+def _chat_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chat", default="terminal", help="conversation name (default terminal)")
+
+
+def _chat(args: argparse.Namespace, settings: Settings) -> int:
+    from bridge.channels import cli as term
+
+    banner = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
+    return asyncio.run(
+        with_roost(
+            settings,
+            None,
+            lambda r: term.chat_loop(r.core.handle, args.chat, sys.stdin, sys.stdout, banner),
+        )
+    )
+
+
+def _send_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tenant", type=tenant_arg, help="tenant (default: the local tenant)")
+    p.add_argument("--chat", default="send", help="conversation name (default send)")
+    p.add_argument("text", nargs="+", help="the message")
+
+
+def _send(args: argparse.Namespace, settings: Settings) -> int:
+    from bridge.channels import cli as term
+
+    text = " ".join(args.text)
+    return asyncio.run(
+        with_roost(
+            settings,
+            args.tenant,
+            lambda r: term.send_once(r.core.handle, text, args.chat, sys.stdout),
+        )
+    )
+
+
+SUBCOMMANDS: list[Subcommand] = [
+    Subcommand(
+        "serve",
+        "run the daemon (web bridge, Telegram if configured)",
+        _serve_args,
+        _serve,
+        quiet=False,
+    ),
+    Subcommand("chat", "talk to roost in this terminal", _chat_args, _chat),
+    Subcommand(
+        "send", "run one turn through the full pipeline, print the reply", _send_args, _send
+    ),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,74 +119,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="roost: a chat-bridge daemon with a persistent per-person loadout.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("serve", help="run the daemon (web bridge, Telegram if configured)")
-    chat = sub.add_parser("chat", help="talk to roost in this terminal")
-    chat.add_argument("--chat", default="terminal", help="conversation name (default terminal)")
-    send = sub.add_parser("send", help="run one turn and print the reply")
-    send.add_argument("--tenant", type=_tenant, help="tenant (default: the local tenant)")
-    send.add_argument("--chat", default="send", help="conversation name (default send)")
-    send.add_argument("text", nargs="+", help="the message")
+    for row in SUBCOMMANDS:
+        row.configure(sub.add_parser(row.name, help=row.help, description=row.help))
     return parser
-
-
-async def _with_roost(settings: Settings, tenant: str | None, coro_fn):  # type: ignore[no-untyped-def]
-    from bridge.daemon import build
-
-    if tenant is not None and tenant != settings.local_tenant:
-        settings = settings.model_copy(update={"local_tenant": tenant})
-    roost = await build(settings)
-    try:
-        return await coro_fn(roost)
-    finally:
-        await roost.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    command = args.command or "serve"
+    row = next(r for r in SUBCOMMANDS if r.name == (args.command or "serve"))
     try:
         settings = load_settings()
     except ConfigError as exc:
         print(f"roost: {exc}", file=sys.stderr)
         return EX_CONFIG
-    quiet = command in ("chat", "send")
-    setup_logging(settings.log_level if not quiet else "WARNING")
+    setup_logging("WARNING" if row.quiet else settings.log_level)
     try:
-        return _dispatch(command, args, settings)
+        return row.run(args, settings)
     except KeyboardInterrupt:
         return 130
     except ConfigError as exc:
         print(f"roost: {exc}", file=sys.stderr)
         return EX_CONFIG
-
-
-def _dispatch(command: str, args: argparse.Namespace, settings: Settings) -> int:
-    from bridge.channels import cli as term
-
-    if command == "serve":
-        from bridge.daemon import serve
-
-        return asyncio.run(serve(settings))
-    if command == "send":
-        text = " ".join(args.text)
-        return asyncio.run(
-            _with_roost(
-                settings,
-                args.tenant,
-                lambda r: term.send_once(r.core.handle, text, args.chat, sys.stdout),
-            )
-        )
-    if command == "chat":
-        banner = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
-        return asyncio.run(
-            _with_roost(
-                settings,
-                None,
-                lambda r: term.chat_loop(r.core.handle, args.chat, sys.stdin, sys.stdout, banner),
-            )
-        )
-    logging.getLogger("roost").error("unknown command %s", command)
-    return 2
 
 
 if __name__ == "__main__":
