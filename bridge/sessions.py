@@ -5,11 +5,16 @@ message and the final answer) is one turn; when the stored characters pass
 the budget the oldest turns are dropped first and counted. A session idle
 longer than the idle limit starts fresh on its next message. The clock is
 passed in, so expiry is testable without waiting.
+
+Histories of recently used chats are cached in memory; the cache entry is
+used only while the stored row (turns, dropped) still matches, so another
+process writing the same database (`roost send`) is seen at once.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from bridge.backend import ChatMessage
@@ -35,10 +40,16 @@ class Session:
 
 
 class SessionStore:
-    def __init__(self, conn: sqlite3.Connection, budget_chars: int, idle_s: float) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, budget_chars: int, idle_s: float, cache_size: int = 256
+    ) -> None:
         self._db = conn
         self.budget_chars = budget_chars
         self.idle_s = idle_s
+        self._cache: OrderedDict[SessionKey, tuple[float, int, int, tuple[ChatMessage, ...]]] = (
+            OrderedDict()
+        )
+        self._cache_size = cache_size
 
     def load(self, key: SessionKey, now: float) -> Session:
         """The current conversation; starts a fresh one if none or idle too long."""
@@ -50,13 +61,32 @@ class SessionStore:
         if row is None:
             return Session(key, (), now, now, 0, 0, 0, expired)
         started, updated, turns, dropped, chars = row
-        rows = self._db.execute(
-            "SELECT role, content FROM session_messages"
-            " WHERE tenant=? AND channel=? AND chat=? ORDER BY id",
-            (key.tenant, key.channel, key.chat),
-        ).fetchall()
-        history = tuple(ChatMessage(role=r, content=c) for r, c in rows)
+        cached = self._cache.get(key)
+        if cached is not None and cached[:3] == (started, turns, dropped):
+            self._cache.move_to_end(key)
+            history = cached[3]
+        else:
+            rows = self._db.execute(
+                "SELECT role, content FROM session_messages"
+                " WHERE tenant=? AND channel=? AND chat=? ORDER BY id",
+                (key.tenant, key.channel, key.chat),
+            ).fetchall()
+            history = tuple(ChatMessage(role=r, content=c) for r, c in rows)
+            self._remember(key, started, turns, dropped, history)
         return Session(key, history, started, updated, turns, dropped, chars, expired)
+
+    def _remember(
+        self,
+        key: SessionKey,
+        started: float,
+        turns: int,
+        dropped: int,
+        history: tuple[ChatMessage, ...],
+    ) -> None:
+        self._cache[key] = (started, turns, dropped, history)
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     def append(self, key: SessionKey, user: str, answer: str, msg_id: str, now: float) -> None:
         """Store one exchange, then drop the oldest turns beyond the budget."""
@@ -73,6 +103,7 @@ class SessionStore:
                 turns, chars = 0, 0
             else:
                 turns, chars = row[2], row[4]
+            cached = self._cache.pop(key, None)
             turn = turns + 1
             for role, content in (("user", user), ("assistant", answer)):
                 db.execute(
@@ -93,6 +124,10 @@ class SessionStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        if cached is not None and row is not None and cached[:3] == (row[0], row[2], row[3]):
+            exchange = (ChatMessage("user", user), ChatMessage("assistant", answer))
+            kept = (cached[3] + exchange)[2 * dropped[0] :]
+            self._remember(key, row[0], turn, row[3] + dropped[0], kept)
 
     def reset(self, key: SessionKey, now: float) -> None:
         """Forget this conversation (memory, tools and style are elsewhere)."""
@@ -127,6 +162,7 @@ class SessionStore:
         ).fetchone()
 
     def _clear(self, key: SessionKey, now: float) -> None:
+        self._cache.pop(key, None)
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:

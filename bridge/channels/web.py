@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
 MAX_BODY = 1024 * 1024
+STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(js|css)$")
+STATIC_TYPES = {"js": "text/javascript", "css": "text/css"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -74,8 +77,7 @@ class WebChannel:
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
         self.app.router.add_post("/api/chat/stream", self._chat_stream)
-        if js_dir.is_dir():
-            self.app.router.add_static("/static", js_dir, follow_symlinks=False)
+        self.app.router.add_get("/static/{name}", self._static)
         self._runner: web.AppRunner | None = None
         self.port = port
 
@@ -123,6 +125,15 @@ class WebChannel:
         if not page.is_file():
             return web.Response(text="roost: the web page is not installed", status=500)
         return web.FileResponse(page)
+
+    async def _static(self, request: web.Request) -> web.StreamResponse:
+        """Top-level page files only (no sub-directories, tests or dotfiles)."""
+        name = request.match_info["name"]
+        kind = STATIC_TYPES.get(name.rsplit(".", 1)[-1]) if STATIC_NAME.fullmatch(name) else None
+        path = self._js / name
+        if kind is None or not path.is_file() or path.is_symlink():
+            raise web.HTTPNotFound()
+        return web.Response(body=path.read_bytes(), content_type=kind, charset="utf-8")
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})

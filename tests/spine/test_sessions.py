@@ -67,3 +67,25 @@ def test_database_is_wal_and_private(tmp_path: Path) -> None:
     conn = connect(tmp_path / "roost.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert (tmp_path / "roost.db").stat().st_mode & 0o077 == 0
+
+
+def test_cached_history_matches_the_database(tmp_path: Path) -> None:
+    cached = store(tmp_path, budget=1000)
+    for i in range(40):
+        cached.load(KEY, float(i))
+        cached.append(KEY, f"q{i} " + "x" * (i * 7 % 90), f"a{i}", f"m{i}", float(i))
+        fresh = store(tmp_path, budget=1000).load(KEY, float(i))
+        assert cached.load(KEY, float(i)).history == fresh.history
+
+
+def test_a_second_writer_is_seen_at_once(tmp_path: Path) -> None:
+    daemon, script = store(tmp_path), store(tmp_path)
+    daemon.append(KEY, "from web", "ok", "m0", 1.0)
+    assert len(daemon.load(KEY, 2.0).history) == 2
+    script.append(KEY, "from roost send", "ok", "m1", 3.0)
+    assert [m.content for m in daemon.load(KEY, 4.0).history][-2] == "from roost send"
+    script.reset(KEY, 5.0)
+    assert daemon.load(KEY, 6.0).history == ()
+    daemon.load(KEY, 6.5)
+    script.append(KEY, "after reset", "ok", "m2", 7.0)
+    assert [m.content for m in daemon.load(KEY, 8.0).history] == ["after reset", "ok"]

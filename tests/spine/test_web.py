@@ -60,6 +60,12 @@ async def test_healthz_and_page_without_token(site: Any) -> None:
         assert "<script" in await r.text()
     async with http.get("/static/app.js") as r:
         assert r.status == 200
+        assert r.headers["Content-Type"].startswith("text/javascript")
+    async with http.get("/static/style.css") as r:
+        assert r.headers["Content-Type"].startswith("text/css")
+    for hidden in ("package.json", "README.md", "..%2Fpyproject.toml", "test/sse.test.js"):
+        async with http.get(f"/static/{hidden}") as r:
+            assert r.status == 404, hidden
 
 
 BAD_AUTH = [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}]
