@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test pytest nodetest bench lint format clean
+.PHONY: run test pytest nodetest browser bench lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,14 @@ run: $(STAMP)
 
 test: pytest nodetest
 
-pytest: $(STAMP)
+# The web page's browser test needs Debian's chromium; as root we install it,
+# otherwise that test is skipped with a message (CI requires it).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	       >/dev/null; } ; } || echo "make: chromium not installed; the browser test will be skipped"
+
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest -q
 
 nodetest:
