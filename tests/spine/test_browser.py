@@ -73,7 +73,7 @@ async def test_type_a_message_and_see_the_answer(page: Any) -> None:
 
 async def test_slash_command_hints_and_replies(page: Any) -> None:
     tab, _ = page
-    await tab.fill("#input", "/sta")
+    await tab.fill("#input", "/stat")
     hints = tab.locator("#hints")
     await hints.wait_for(state="visible")
     assert "/status" in await hints.inner_text()

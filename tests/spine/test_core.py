@@ -213,7 +213,7 @@ async def test_tool_calls_run_and_errors_go_back_to_the_model(make: Any) -> None
     final = await roost.core.handle(msg("use the tool"))
     assert final.text == "done"
     second = roost.backend.requests[1]
-    assert [t.name for t in second.tools] == ["echo"]
+    assert "echo" in [t.name for t in second.tools]
     results = [m.content for m in second.messages if m.role == "tool"]
     assert results[0] == "echo 3 for local"
     assert results[1] == "error: the value must be positive"

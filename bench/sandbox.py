@@ -1,0 +1,157 @@
+"""Benchmark the sandbox: plain exec (the floor), a sandboxed call, a fresh
+`python -I` subprocess; p50/p99 and same-run ratios; sustained calls/s with two
+concurrent callers; resident memory of the helper. Run: .venv/bin/python bench/sandbox.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from forge.runner import SandboxRunner
+
+CSV_TOOL = '''
+import csv
+
+def run(path: str) -> dict:
+    """Sum every column of a CSV file."""
+    totals = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            for key, value in row.items():
+                totals[key] = totals.get(key, 0) + float(value)
+    return totals
+'''
+TRIVIAL_TOOL = '''
+def run(n: int) -> int:
+    """Square a number."""
+    return n * n
+'''
+TOOLS = {"csv": (CSV_TOOL, {"path": "data.csv"}), "trivial": (TRIVIAL_TOOL, {"n": 7})}
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def plain_exec(source: str, params: dict[str, Any], ws: Path, n: int) -> list[float]:
+    import os
+
+    code = compile(source, "<tool>", "exec")
+    cwd = os.getcwd()
+    os.chdir(ws)
+    times = []
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            glb: dict[str, Any] = {}
+            exec(code, glb)
+            glb["run"](**params)
+            times.append((time.perf_counter() - t) * 1000)
+    finally:
+        os.chdir(cwd)
+    return times
+
+
+def fresh_subprocess(source: str, params: dict[str, Any], ws: Path, n: int) -> list[float]:
+    script = f"{source}\nimport json\nprint(json.dumps(run(**{params!r})))\n"
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-I", "-c", script], cwd=ws, check=True, capture_output=True
+        )
+        times.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+async def sandboxed(
+    runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, n: int
+) -> list[float]:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        res = await runner.run(source, params, ws)
+        times.append((time.perf_counter() - t) * 1000)
+        assert res.ok, res
+    return times
+
+
+async def sustained(
+    runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, seconds: float
+) -> float:
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def caller() -> None:
+        nonlocal done
+        while time.perf_counter() < stop:
+            res = await runner.run(source, params, ws)
+            assert res.ok
+            done += 1
+
+    t = time.perf_counter()
+    await asyncio.gather(caller(), caller())
+    return done / (time.perf_counter() - t)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def main() -> None:
+    ws = Path(tempfile.mkdtemp(prefix="forge-bench-"))
+    rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
+    (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
+    runner = SandboxRunner()
+    await runner.start()
+    missing = runner.missing_layers()
+    print(f"layers missing on this machine: {missing or 'none'}")
+    try:
+        for name, (source, params) in TOOLS.items():
+            await sandboxed(runner, source, params, ws, 20)  # warm caches
+            floor = plain_exec(source, params, ws, 500)
+            sand = await sandboxed(runner, source, params, ws, 300)
+            fresh = fresh_subprocess(source, params, ws, 30)
+            p50 = {
+                k: statistics.median(v)
+                for k, v in (("exec", floor), ("sandbox", sand), ("fresh", fresh))
+            }
+            print(f"\n[{name} tool]")
+            for label, values in (
+                ("plain exec (floor)", floor),
+                ("sandboxed call", sand),
+                ("fresh python -I", fresh),
+            ):
+                print(
+                    f"  {label:20s} p50 {statistics.median(values):8.3f} ms   "
+                    f"p99 {pct(values, 0.99):8.3f} ms   (n={len(values)})"
+                )
+            print(f"  sandbox / floor  = {p50['sandbox'] / p50['exec']:.1f}x")
+            print(
+                f"  fresh / sandbox  = {p50['fresh'] / p50['sandbox']:.1f}x faster than a "
+                "fresh subprocess"
+            )
+        rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, 3.0)
+        print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s")
+        pid = runner.helper_pid()
+        if pid:
+            print(f"helper RSS: {rss_kib(pid) / 1024:.1f} MiB")
+    finally:
+        await runner.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

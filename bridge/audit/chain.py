@@ -1,0 +1,231 @@
+"""The audit chain writer: an `AuditSink` that returns once a record is fsynced.
+
+One writer thread per process owns the file. `emit()` redacts the details,
+queues the event and awaits its acknowledgement; the thread takes everything
+queued (up to `max_batch`), and under the cross-process lock re-reads the
+chain's tail, appends the batch, fsyncs, updates the head file and only then
+acknowledges each event of the batch (group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.audit.record import build_record, check_event, check_tenant
+from bridge.audit.redact import redact
+from bridge.audit.store import (
+    ChainCorrupt,
+    Tail,
+    exclusive,
+    head_path,
+    inspect_tail,
+    lock_path,
+    write_all,
+    write_head,
+)
+
+log = logging.getLogger(__name__)
+REPAIRED = "audit.repaired"
+
+
+@dataclass
+class _Pending:
+    event: str
+    tenant: str | None
+    details: dict[str, object]
+    ts: int
+    loop: asyncio.AbstractEventLoop | None = None
+    future: asyncio.Future[int] | None = None
+
+
+_STOP = object()
+
+
+class AuditChain:
+    """Append-only, hash-linked, fsynced JSONL audit log (see docs/audit.md)."""
+
+    def __init__(
+        self,
+        path: Path,
+        hmac_key: bytes | None = None,
+        clock: Callable[[], float] = time.time,
+        max_batch: int = 512,
+    ) -> None:
+        self.path = path
+        self._key = hmac_key
+        self._clock = clock
+        self._max_batch = max(1, max_batch)
+        self._head = head_path(path)
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._fd = -1
+        self._lock_fd = -1
+        self._dir_fd = -1
+        self._cache: tuple[int, int, int, str] | None = None  # inode, size, seq, hash
+        self.batches = 0  # number of fsynced batches, for the benchmark
+
+    async def open(self) -> None:
+        await asyncio.to_thread(self._open_sync)
+        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._thread.start()
+
+    async def aclose(self) -> None:
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+        self._close_fds()
+
+    async def __aenter__(self) -> AuditChain:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        await self.append(event, tenant, details)
+
+    async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
+        """Like `emit`, returning the record's sequence number."""
+        check_event(event)
+        check_tenant(tenant)
+        if self._thread is None:
+            raise RuntimeError("audit chain is not open")
+        loop = asyncio.get_running_loop()
+        item = _Pending(event, tenant, redact(details), self._now(), loop, loop.create_future())
+        self._queue.put(item)
+        assert item.future is not None
+        return await item.future
+
+    def _now(self) -> int:
+        return int(self._clock() * 1000)
+
+    # --- writer thread -------------------------------------------------
+
+    def _open_sync(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        self._lock_fd = os.open(lock_path(self.path), os.O_RDWR | os.O_CREAT, 0o600)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            with exclusive(self._lock_fd):
+                for orphan in self.path.parent.glob(f".{self._head.name}.*.tmp"):
+                    orphan.unlink(missing_ok=True)
+                self._commit([])  # repairs a torn tail (and records it) if there is one
+        except BaseException:
+            self._close_fds()
+            raise
+
+    def _close_fds(self) -> None:
+        for name in ("_fd", "_lock_fd", "_dir_fd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is _STOP:
+                break
+            batch = [first]
+            while len(batch) < self._max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stop = True
+                    break
+                batch.append(nxt)
+            pending = [p for p in batch if isinstance(p, _Pending)]
+            try:
+                with exclusive(self._lock_fd):
+                    seqs = self._commit(pending)
+            except Exception as exc:  # resolve every waiter, keep the thread alive
+                log.error("audit append failed: %s", exc)
+                for p in pending:
+                    _resolve(p, exc=exc)
+            else:
+                for p, seq in zip(pending, seqs, strict=True):
+                    _resolve(p, seq=seq)
+
+    def _tail(self) -> Tail:
+        st = os.stat(self.path)
+        if os.fstat(self._fd).st_ino != st.st_ino:
+            raise ChainCorrupt(f"{self.path} was replaced while roost was writing it")
+        cache = self._cache
+        if cache is not None and cache[0] == st.st_ino and cache[1] == st.st_size:
+            return Tail(seq=cache[2], hash=cache[3], end=cache[1], torn=0)
+        return inspect_tail(self._fd, self._head, self._key)
+
+    def _commit(self, pending: list[_Pending]) -> list[int]:
+        """Under the lock: repair a torn tail, append `pending`, fsync, move the head."""
+        tail = self._tail()
+        wanted = len(pending)
+        if tail.torn:
+            os.ftruncate(self._fd, tail.end)
+            os.fsync(self._fd)
+            log.warning("audit chain: cut %d bytes of a torn last line", tail.torn)
+            repair = _Pending(REPAIRED, None, {"bytes_cut": tail.torn}, self._now())
+            pending = [repair, *pending]
+        if not pending:
+            self._cache = (os.fstat(self._fd).st_ino, tail.end, tail.seq, tail.hash)
+            return []
+        seq, prev, lines, seqs = tail.seq, tail.hash, [], []
+        for p in pending:
+            seq += 1
+            record, line = build_record(
+                seq=seq,
+                ts=p.ts,
+                event=p.event,
+                tenant=p.tenant,
+                details=p.details,
+                prev=prev,
+                key=self._key,
+            )
+            prev = str(record["hash"])
+            lines.append(line)
+            seqs.append(seq)
+        data = "".join(lines).encode("ascii")
+        try:
+            write_all(self._fd, data)
+            os.fsync(self._fd)
+        except BaseException:
+            self._cache = None
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, tail.end)
+                os.fsync(self._fd)
+            raise
+        write_head(self._head, self._dir_fd, seq, prev, self._key)
+        self._cache = (os.fstat(self._fd).st_ino, tail.end + len(data), seq, prev)
+        self.batches += 1
+        return seqs[len(seqs) - wanted :]
+
+
+def _resolve(p: _Pending, *, seq: int = 0, exc: Exception | None = None) -> None:
+    if p.loop is None or p.future is None:
+        return
+    fut = p.future
+
+    def settle() -> None:
+        if fut.done():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(seq)
+
+    with contextlib.suppress(RuntimeError):  # loop already closed
+        p.loop.call_soon_threadsafe(settle)

@@ -1,0 +1,149 @@
+"""File-level operations on the chain: lock, tail inspection, head file.
+
+Blocking functions only; `AuditChain` calls them from its writer thread.
+The chain file is append-only; its last complete line holds the state a
+writer continues from, and the head file (`<chain>.head`) holds the last
+acknowledged `{seq, hash}` so that a cut tail is noticed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hmac
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.audit.record import GENESIS, HEX64_RE, head_document, head_mac
+
+BLOCK = 64 * 1024
+
+
+class ChainCorrupt(Exception):
+    """The chain cannot be continued safely; run `roost audit verify`."""
+
+
+def head_path(chain: Path) -> Path:
+    return chain.with_name(chain.stem + ".head")
+
+
+def lock_path(chain: Path) -> Path:
+    return chain.with_name(chain.stem + ".lock")
+
+
+@contextlib.contextmanager
+def exclusive(lock_fd: int) -> Iterator[None]:
+    """Hold the cross-process chain lock (flock on the lock file)."""
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+
+def complete_end(fd: int, size: int) -> int:
+    """Offset just after the last newline (0 when there is none)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - BLOCK)
+        chunk = os.pread(fd, pos - start, start)
+        idx = chunk.rfind(b"\n")
+        if idx >= 0:
+            return start + idx + 1
+        pos = start
+    return 0
+
+
+def line_before(fd: int, end: int) -> bytes:
+    """The complete line that ends at `end` (which follows its newline)."""
+    stop = end - 1
+    pos = stop
+    parts: list[bytes] = []
+    while pos > 0:
+        start = max(0, pos - BLOCK)
+        chunk = os.pread(fd, pos - start, start)
+        idx = chunk.rfind(b"\n")
+        if idx >= 0:
+            parts.append(chunk[idx + 1 :])
+            break
+        parts.append(chunk)
+        pos = start
+    return b"".join(reversed(parts))
+
+
+@dataclass(frozen=True)
+class Tail:
+    """Where a writer continues: last complete record and the torn bytes after it."""
+
+    seq: int
+    hash: str
+    end: int
+    torn: int
+
+
+def _parse_last(line: bytes) -> tuple[int, str]:
+    try:
+        rec = json.loads(line)
+        seq, digest = rec["seq"], rec["hash"]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ChainCorrupt("the last complete line of the chain is not a record") from exc
+    if type(seq) is not int or not isinstance(digest, str) or not HEX64_RE.match(digest):
+        raise ChainCorrupt("the last complete line of the chain is not a record")
+    return seq, digest
+
+
+def read_head(path: Path) -> dict[str, object] | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        head = json.loads(raw)
+    except ValueError as exc:
+        raise ChainCorrupt(f"head file {path} is not JSON") from exc
+    if not isinstance(head, dict) or type(head.get("seq")) is not int:
+        raise ChainCorrupt(f"head file {path} is malformed")
+    return head
+
+
+def inspect_tail(fd: int, head_file: Path, key: bytes | None) -> Tail:
+    """Read the last complete record and check it against the head file."""
+    size = os.fstat(fd).st_size
+    end = complete_end(fd, size)
+    seq, digest = _parse_last(line_before(fd, end)) if end else (0, GENESIS)
+    head = read_head(head_file)
+    if head is not None:
+        hseq, hhash = head["seq"], head.get("hash")
+        if key is not None and not hmac.compare_digest(
+            str(head.get("mac", "")), head_mac(key, int(str(hseq)), str(hhash))
+        ):
+            raise ChainCorrupt("head file MAC does not match the key")
+        if int(str(hseq)) > seq:
+            raise ChainCorrupt(f"head says seq {hseq} but the chain ends at seq {seq}: tail cut")
+        if hseq == seq and hhash != digest:
+            raise ChainCorrupt(f"head hash differs from record {seq}")
+    return Tail(seq=seq, hash=digest, end=end, torn=size - end)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def write_head(head_file: Path, dir_fd: int, seq: int, digest: str, key: bytes | None) -> None:
+    """Atomically replace the head file (temp file, fsync, rename, fsync dir)."""
+    tmp = head_file.with_name(f".{head_file.name}.{os.getpid()}.tmp")
+    data = json.dumps(head_document(seq, digest, key), sort_keys=True).encode() + b"\n"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, head_file)
+    os.fsync(dir_fd)

@@ -1,0 +1,76 @@
+"""The outcome grader: what the user's next message says about the last reply.
+
+`classify(previous_user, reply, next_user) -> Outcome` is a pure function.
+Labels: approval, rejection, rephrase (the same request again in other
+words: the reply missed), neutral (a new topic, or building on the reply).
+Explicit cues decide first (rejection over approval); a rephrase is found by
+similarity to the previous user message, discounted when the overlap comes
+from the reply (building on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from bridge.grading.cues import Cue, find_cues
+from bridge.grading.text import content_words, related, similarity, tokens
+
+Label = Literal["approval", "rejection", "rephrase", "neutral"]
+LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
+
+REPHRASE_AT = 0.40  # similarity from which a message counts as the same request
+EARLY = 4  # a cue this close to the start speaks about the reply
+SHORT = 8  # a message this short is all reaction
+
+
+@dataclass(frozen=True)
+class Outcome:
+    label: Label
+    confidence: float  # 0..1
+    reason: str
+
+
+def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[float, float]:
+    """Similarity to the previous request, and the share of new words taken from the reply."""
+    sim = similarity(previous_user, next_user)
+    nxt = set(content_words(next_user))
+    prev, said = set(content_words(previous_user)), set(content_words(reply))
+    novel = [w for w in nxt if not any(related(w, p) for p in prev)]
+    taken = sum(any(related(w, r) for r in said) for w in novel)
+    from_reply = taken / len(nxt) if nxt else 0.0
+    return sim, from_reply
+
+
+def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
+    found = [c for c in cues if c.polarity == polarity]
+    return max(found, key=lambda c: (c.strength, -c.position)) if found else None
+
+
+def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
+    """Label the next user message as approval, rejection, rephrase or neutral."""
+    n_tokens = len(tokens(next_user))
+    cues = find_cues(next_user)
+    rejection = _strongest(cues, -1)
+    approval = _strongest(cues, +1)
+    sim, from_reply = _rephrase_score(previous_user, reply, next_user)
+
+    if rejection is not None and (rejection.strength >= 2 or approval is None):
+        conf = 0.95 if rejection.strength >= 3 else 0.8
+        return Outcome("rejection", conf, f"rejection cue {rejection.phrase!r}")
+    if (
+        approval is not None
+        and approval.strength >= 2
+        and (approval.position < EARLY or n_tokens <= SHORT)
+    ):
+        conf = 0.9 if n_tokens <= SHORT else 0.75
+        return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
+    if sim - 0.5 * from_reply >= REPHRASE_AT:
+        conf = min(0.95, 0.5 + sim / 2)
+        return Outcome("rephrase", conf, f"similar to the previous request ({sim:.2f})")
+    if approval is not None and n_tokens <= 3:
+        return Outcome("approval", 0.6, f"short acknowledgement {approval.phrase!r}")
+    if rejection is not None and n_tokens <= 3:
+        return Outcome("rejection", 0.6, f"short refusal {rejection.phrase!r}")
+    conf = 0.7 if sim < REPHRASE_AT / 2 else 0.55
+    return Outcome("neutral", conf, f"no cue, similarity {sim:.2f}")

@@ -1,0 +1,103 @@
+"""Text helpers of the outcome grader: tokens, stopwords, stems, similarity.
+
+Pure functions. English and German. Similarity is what tells a rephrase (the
+same request in other words) from a new topic: content words after stopword
+removal and a light stemmer, plus character trigrams (inflections, compounds).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
+_FOLD = str.maketrans("äöüßàáâãåçèéêëìíîïñòóôõøùúûýÿ", "aousaaaaaceeeeiiiinooooouuuyy")
+
+STOPWORDS = frozenset(
+    """
+    a aber about actually again all als also am an and any anything are as at auch auf aus
+    be been bei being bin bis bist bitte brauche brauchst but by can could da danke dann das
+    dein deine dem den denn der des dich did die dir do doch does doing done dort down du
+    eigentlich ein eine einem einen einer eines er erklär erkläre erklären es etwas explain
+    for from für geben gegen gern gerne get gib gibt give got habe haben had halt has hast
+    hat hatte have having he here hier how hätte i i'd i'm i've ich if ihr ihre im in into
+    irgendwie is ist it it's its ja just kann kannst kein keine kindly know könnte könntest
+    let let's like mach mache machen make mal may maybe me mein meine meinen mich might mine
+    mir mit more most muss must my möchte möchtest nach need nein nicht no noch not now nur
+    oder of off ohne ok okay on once one ones only or other our out over own please pls plz
+    quick quickly really sag sage sagen same schon sehr sein shall she should show sie sind
+    so soll sollte some something such tell than thank thanks that the their them then there
+    these they thing things this those to too um und under uns unter up us very von vor wann
+    want war waren warum was way we weißt welche welcher welches wenn wer werden were
+    weshalb what what's when where which who whom whose why wie wieso will willst wir wird
+    wissen with wo wollen wollte would wurde würde würdest yes you you're your yours zeig
+    zeige zeigen zu zum zur über
+    """.split()  # noqa: SIM905
+)
+_SUFFIXES = (
+    "ungen", "ingly", "ation", "ments", "ness", "ing", "ung", "ies", "ied", "est",
+    "ern", "ens", "ed", "es", "er", "en", "em", "ly", "e", "s", "n",
+)  # fmt: skip
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased word tokens (apostrophe contractions kept: don't, it's)."""
+    words = _TOKEN_RE.findall(text.lower().replace("’", "'"))
+    return [
+        w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "let's") else w
+        for w in words
+    ]
+
+
+def stem(word: str) -> str:
+    """Strip one common English/German suffix; fold umlauts."""
+    w = word.translate(_FOLD)
+    for suffix in _SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def content_words(text: str) -> list[str]:
+    return [stem(t) for t in tokens(text) if t not in STOPWORDS]
+
+
+def _trigrams(words: list[str]) -> Counter[str]:
+    grams: Counter[str] = Counter()
+    for w in words:
+        padded = f" {w} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return grams
+
+
+def cosine(a: Counter[str], b: Counter[str]) -> float:
+    if not a or not b:
+        return 0.0
+    dot = sum(v * b[k] for k, v in a.items() if k in b)
+    return dot / (
+        math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    )
+
+
+def related(x: str, y: str) -> bool:
+    """Same stem, or one is the head or modifier of a compound (Wetter/Wetterbericht)."""
+    if x == y:
+        return True
+    short, long_ = (x, y) if len(x) <= len(y) else (y, x)
+    return len(short) >= 4 and (long_.startswith(short) or long_.endswith(short))
+
+
+def dice(a: set[str], b: set[str]) -> float:
+    """Dice overlap where related stems count as shared."""
+    if not a or not b:
+        return 0.0
+    hits_a = sum(any(related(x, y) for y in b) for x in a)
+    hits_b = sum(any(related(y, x) for x in a) for y in b)
+    return (hits_a + hits_b) / (len(a) + len(b))
+
+
+def similarity(first: str, second: str) -> float:
+    """0..1: how much two messages ask for the same thing (content words + trigrams)."""
+    a, b = content_words(first), content_words(second)
+    return 0.5 * dice(set(a), set(b)) + 0.5 * cosine(_trigrams(a), _trigrams(b))

@@ -1,0 +1,53 @@
+"""Skill files: `skills/<name>.md` with front matter (name, description, when).
+
+Read through the loadout's stat-checked cache, so an unchanged skills
+directory costs one stat per file per turn.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.loadout.filecache import FileCache
+from bridge.loadout.views import front_matter
+
+SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63})\.md$")
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str  # the file stem: the key of its grade
+    description: str
+    when: str
+    body: str
+
+
+def _body(text: str) -> str:
+    if text.startswith("---\n"):
+        end = text.find("\n---", 3)
+        if end > 0:
+            return text[end + 4 :].lstrip("\n")
+    return text
+
+
+def read_skills(skills_dir: Path, cache: FileCache) -> list[Skill]:
+    out: list[Skill] = []
+    for filename in sorted(cache.listdir(skills_dir)):
+        match = SKILL_FILE.match(filename)
+        if match is None:
+            continue
+        text = cache.read(skills_dir / filename)
+        if text is None:
+            continue
+        meta = front_matter(text)
+        out.append(
+            Skill(
+                name=match.group(1),
+                description=meta.get("description", ""),
+                when=meta.get("when", ""),
+                body=_body(text).strip(),
+            )
+        )
+    return out

@@ -1,0 +1,89 @@
+"""Grading around each turn: outcome grading before, auto-grading after.
+
+Before a turn, the person's new message grades the previous reply
+(`outcome.graded`), and the skills that reply used get that signal
+(`skill.outcome_graded` with signal, skills and `prev_run_id` = the graded
+turn's message id — the user-style learner reads exactly this). After a
+turn, skills the reply used gain `AUTO_STEP` each (`skill.graded`). A turn
+is outcome-graded at most once, even when the next message fails and is
+sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bridge.agent import AgentResult
+from bridge.audit_sink import AuditSink
+from bridge.grading.classify import classify
+from bridge.loadout.filecache import FileCache
+from bridge.sessions import Session
+from bridge.skills.files import read_skills
+from bridge.skills.grades import SkillGrades, TurnLog
+from bridge.skills.usage import skills_used
+from bridge.tools import TurnContext
+
+
+class SkillsObserver:
+    def __init__(
+        self,
+        grades: SkillGrades,
+        log: TurnLog,
+        audit: AuditSink,
+        cache: FileCache,
+        clock: Callable[[], float],
+    ) -> None:
+        self._grades, self._log, self._audit = grades, log, audit
+        self._cache, self._clock = cache, clock
+
+    async def before_turn(self, turn: TurnContext, session: Session) -> None:
+        inbound = turn.inbound
+        last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
+        if last is None or last[2] or len(session.history) < 2:
+            return
+        prev_id, skills, _ = last
+        prev_user, reply = session.history[-2], session.history[-1]
+        if prev_user.role != "user" or reply.role != "assistant":
+            return
+        outcome = classify(prev_user.content, reply.content, inbound.text)
+        self._log.mark_graded(turn.tenant, inbound.channel, inbound.chat, prev_id)
+        await self._audit.emit(
+            "outcome.graded",
+            turn.tenant,
+            {
+                "label": outcome.label,
+                "confidence_pct": round(outcome.confidence * 100),
+                "prev_run_id": prev_id,
+                "msg_id": inbound.msg_id,
+                "channel": inbound.channel,
+            },
+        )
+        if not skills:
+            return
+        now = self._clock()
+        for name in skills:
+            self._grades.apply(turn.tenant, name, outcome.label, now)
+        await self._audit.emit(
+            "skill.outcome_graded",
+            turn.tenant,
+            {"signal": outcome.label, "skills": skills, "prev_run_id": prev_id},
+        )
+
+    async def after_turn(self, turn: TurnContext, result: AgentResult) -> None:
+        grades = self._grades.all(turn.tenant)
+        offered = [
+            s
+            for s in read_skills(turn.tenant_root / "skills", self._cache)
+            if (grades[s.name].grade if s.name in grades else 1) > 0
+        ]
+        used = skills_used(result.text, offered)
+        now = self._clock()
+        for name in used:
+            step, after = self._grades.apply(turn.tenant, name, "auto", now)
+            await self._audit.emit(
+                "skill.graded",
+                turn.tenant,
+                {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
+            )
+        inbound = turn.inbound
+        self._log.record(turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now)

@@ -1,0 +1,34 @@
+"""Prompt block 7's source: the tenant's skills whose grade is above 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.loadout.filecache import FileCache
+from bridge.loadout.views import SkillRow
+from bridge.skills.files import read_skills
+from bridge.skills.grades import INITIAL_GRADE, SkillGrades
+
+
+class GradedSkills:
+    """Implements the loadout's `SkillsView` from skill files and SQLite grades."""
+
+    def __init__(self, grades: SkillGrades, cache: FileCache) -> None:
+        self._grades, self._cache = grades, cache
+
+    def active(self, tenant_root: Path) -> list[SkillRow]:
+        skills = read_skills(tenant_root / "skills", self._cache)
+        if not skills:
+            return []
+        grades = self._grades.all(tenant_root.parent.name)
+        out: list[SkillRow] = []
+        for skill in skills:
+            grade = grades[skill.name].grade if skill.name in grades else INITIAL_GRADE
+            if grade > 0:
+                description = skill.description
+                if skill.when:
+                    description = (
+                        f"{description} (when: {skill.when})" if description else skill.when
+                    )
+                out.append((skill.name, description, grade / 1000))
+        return out

@@ -1,0 +1,12 @@
+"""forge: lints, stores and runs the personal tools a model writes.
+
+Public API (import from the submodules):
+
+- `forge.lint.lint(source) -> list[Finding]`
+- `forge.schema.tool_schema(source) -> dict` and `describe_tool(source) -> ToolInfo`
+- `forge.runner.SandboxRunner` — the async sandbox (pre-warmed helper, one fork per call)
+- `forge.library.SessionTools`, `forge.library.ToolLibrary` — session and saved `me.*` tools
+- `forge.names` — name rules and the `me.<name>` <-> `me__<name>` wire mapping
+
+forge never imports bridge.
+"""

@@ -1,0 +1,191 @@
+"""The path gate: the only way a tool opens a file.
+
+Every path is resolved under the workspace directory and opened component by
+component relative to a directory descriptor with O_NOFOLLOW, so no symlink is
+ever followed and a concurrent rename cannot swap a component. Refused with a
+clear message: `..`, absolute paths outside the workspace, symlinks (including
+ones created after the check), hard links (a regular file with st_nlink > 1 may
+be a link to a file outside), devices, FIFOs, sockets, directories, files on
+another mount, NUL bytes and over-long names. Write modes truncate only after
+the checks pass.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from typing import IO, Any
+
+MAX_PATH_CHARS = 1024
+MAX_COMPONENT_BYTES = 255
+_MODES = {
+    "r": os.O_RDONLY,
+    "w": os.O_WRONLY | os.O_CREAT,
+    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+}
+_BASE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class PathDenied(PermissionError):
+    """The gate refused a path; the message says why and what to do."""
+
+
+def _components(path: str, root: str) -> list[str]:
+    if not isinstance(path, str):
+        raise PathDenied("a path must be a string relative to the workspace")
+    if "\x00" in path:
+        raise PathDenied("path contains a NUL byte")
+    if not path or len(path) > MAX_PATH_CHARS:
+        raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
+    if path.startswith("/"):
+        if path == root or not path.startswith(root + "/"):
+            where = (
+                "/proc, /sys and /dev are"
+                if path.split("/")[1] in ("proc", "sys", "dev")
+                else "it is"
+            )
+            raise PathDenied(
+                f"absolute path {path!r} refused: {where} outside the workspace; "
+                "use a path relative to the workspace"
+            )
+        path = path[len(root) + 1 :]
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts:
+        raise PathDenied("path names the workspace itself, not a file")
+    for part in parts:
+        if part == "..":
+            raise PathDenied(f"'..' is not allowed in {path!r}; stay inside the workspace")
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+            raise PathDenied(f"a name in {path!r} is longer than {MAX_COMPONENT_BYTES} bytes")
+    return parts
+
+
+def _parse_mode(mode: str) -> tuple[int, bool, str]:
+    if not isinstance(mode, str) or len(set(mode)) != len(mode):
+        raise ValueError(f"invalid mode {mode!r}")
+    kinds = [c for c in mode if c in _MODES]
+    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
+        raise ValueError(f"invalid mode {mode!r}; use r, w, a or x, optionally with b or +")
+    flags = _MODES[kinds[0]]
+    if "+" in mode:
+        flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
+    return flags, kinds[0] == "w", mode
+
+
+class PathGate:
+    """Opens files under one workspace directory; refuses everything else."""
+
+    def __init__(
+        self, workspace: str | os.PathLike[str], dir_fd: int | None = None, resolved: bool = False
+    ) -> None:
+        root = os.fspath(workspace)
+        self.root = root if resolved else os.path.realpath(root)
+        self._dir_fd = dir_fd if dir_fd is not None else os.open(self.root, _DIR_FLAGS)
+        self._dev = os.fstat(self._dir_fd).st_dev
+
+    def close(self) -> None:
+        os.close(self._dir_fd)
+
+    def _walk(self, parts: list[str], display: str) -> int:
+        """Open the parent directory of the last component; returns a new fd."""
+        fd = os.dup(self._dir_fd)
+        try:
+            for part in parts[:-1]:
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    raise self._explain(exc, part, display, directory=True) from None
+                os.close(fd)
+                fd = nfd
+                if os.fstat(fd).st_dev != self._dev:
+                    raise PathDenied(f"{display!r} crosses into another file system")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _explain(exc: OSError, part: str, display: str, directory: bool = False) -> OSError:
+        if exc.errno == errno.ELOOP:
+            return PathDenied(f"{display!r}: {part!r} is a symbolic link; links are not followed")
+        if exc.errno == errno.ENOTDIR and directory:
+            return PathDenied(f"{display!r}: {part!r} is not a directory (or is a symlink)")
+        if exc.errno == errno.ENOENT:
+            return FileNotFoundError(errno.ENOENT, f"no such file in the workspace: {display!r}")
+        if exc.errno == errno.EEXIST:
+            return FileExistsError(errno.EEXIST, f"file exists: {display!r}")
+        if exc.errno == errno.EISDIR:
+            return IsADirectoryError(errno.EISDIR, f"{display!r} is a directory")
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return PathDenied(f"{display!r}: permission denied")
+        return OSError(exc.errno, f"{display!r}: {os.strerror(exc.errno or 0)}")
+
+    def open_fd(self, path: str, flags: int, truncate: bool = False) -> int:
+        """Checked descriptor for `path` (relative to the workspace)."""
+        parts = _components(path, self.root)
+        display = "/".join(parts)
+        parent = self._walk(parts, display)
+        try:
+            try:
+                fd = os.open(parts[-1], flags | _BASE_FLAGS, 0o644, dir_fd=parent)
+            except OSError as exc:
+                raise self._explain(exc, parts[-1], display) from None
+        finally:
+            os.close(parent)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise PathDenied(
+                    f"{display!r} is not a regular file (device, FIFO, socket or directory)"
+                )
+            if st.st_nlink != 1:
+                raise PathDenied(
+                    f"{display!r} has {st.st_nlink} hard links; hard-linked files "
+                    "are refused because they may point outside the workspace"
+                )
+            if st.st_dev != self._dev:
+                raise PathDenied(f"{display!r} is on another file system")
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            if truncate:
+                os.ftruncate(fd, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open(
+        self,
+        path: str,
+        mode: str = "r",
+        encoding: str | None = None,
+        errors: str | None = None,
+        newline: str | None = None,
+    ) -> IO[Any]:
+        """Like the built-in open(), for workspace-relative paths only."""
+        flags, truncate, mode = _parse_mode(mode)
+        fd = self.open_fd(path, flags, truncate)
+        try:
+            if "b" in mode:
+                return os.fdopen(fd, mode)
+            return os.fdopen(fd, mode, encoding=encoding or "utf-8", errors=errors, newline=newline)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def listdir(self, path: str = ".") -> list[str]:
+        """Sorted names in a workspace directory (no symlinks followed)."""
+        if path in (".", "", "./"):
+            fd = os.dup(self._dir_fd)
+        else:
+            parts = _components(path, self.root)
+            display = "/".join(parts)
+            parent = self._walk([*parts, "."], display)
+            fd = parent
+        try:
+            return sorted(os.listdir(fd))
+        finally:
+            os.close(fd)

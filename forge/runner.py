@@ -1,0 +1,289 @@
+"""SandboxRunner: the daemon-side async API to the sandbox helper process.
+
+    runner = SandboxRunner()
+    await runner.start()            # spawns the helper, logs missing layers once
+    res = await runner.run(source, {"path": "a.csv"}, workspace=Path(...))
+    await runner.aclose()
+
+Each `run` lints the source (layer 1), validates the arguments against the
+schema derived from `run()`'s signature, and hands the call to the helper,
+which compiles it (layer 2) and forks a confined child (layers 3 and 4).
+Several calls may be in flight at once. If the helper dies it is restarted and
+the calls it carried fail with kind "runtime"; a call that outlives its
+deadline by a grace period restarts the helper too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge import confine
+from forge.child import Layers
+from forge.findings import format_findings
+from forge.lint import lint
+from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
+
+log = logging.getLogger(__name__)
+ERROR_KINDS = ("lint", "compile", "runtime", "denied", "timeout", "memory", "output")
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
+GRACE_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    ok: bool
+    result: Any = None
+    error_kind: str | None = None
+    error_message: str = ""
+    duration_ms: float = 0.0
+    printed: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The `python -m forge run` shape: {"ok", "result", "error"}."""
+        error = None if self.ok else {"kind": self.error_kind, "message": self.error_message}
+        return {"ok": self.ok, "result": self.result, "error": error}
+
+
+def _fail(kind: str, message: str, started: float) -> RunResult:
+    return RunResult(False, None, kind, message, round((time.monotonic() - started) * 1000, 3))
+
+
+@dataclass
+class _Helper:
+    proc: asyncio.subprocess.Process
+    reader: asyncio.Task[None] | None = None
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+
+
+class SandboxRunner:
+    """Runs tool source in the sandbox. One instance per daemon; not a singleton."""
+
+    def __init__(
+        self,
+        *,
+        default_timeout_s: float = 5.0,
+        max_output: int = 1 << 20,
+        limits: confine.Limits | None = None,
+        layers: Layers | None = None,
+        check_lint: bool = True,
+        python: str = sys.executable,
+    ) -> None:
+        self.default_timeout_s = default_timeout_s
+        self.max_output = max_output
+        self.limits = limits or confine.Limits()
+        self.layers = layers or Layers()
+        self.check_lint = check_lint  # False only in tests that exercise deeper layers
+        self.python = python
+        self._helper: _Helper | None = None
+        self._caps: dict[str, Any] = {}
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self._warned = False
+        self._closed = False
+        self._lint_cache: dict[bytes, ToolInfo | str] = {}
+
+    async def start(self) -> None:
+        async with self._lock:
+            if self._helper is None:
+                await self._spawn()
+
+    async def _spawn(self) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            self.python,
+            "-I",
+            "-c",
+            _BOOT,
+            _PROJECT_ROOT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={},
+            cwd="/",
+            limit=self.max_output * 2 + (1 << 16),
+        )
+        assert proc.stdout is not None
+        line = await proc.stdout.readline()
+        try:
+            hello = json.loads(line)
+        except ValueError:
+            proc.kill()
+            await proc.wait()
+            raise RuntimeError("sandbox helper failed to start") from None
+        self._caps = hello.get("capabilities", {})
+        helper = _Helper(proc)
+        helper.reader = asyncio.create_task(self._read(helper))
+        self._helper = helper
+        if not self._warned:
+            self._warned = True
+            for name in self.missing_layers():
+                log.warning(
+                    "sandbox layer unavailable on this machine: %s (%s)",
+                    name,
+                    self._caps[name].get("detail", ""),
+                )
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the machine offers, as probed by the helper at start."""
+        return dict(self._caps)
+
+    def missing_layers(self) -> list[str]:
+        return confine.missing(self._caps)
+
+    def helper_pid(self) -> int | None:
+        return self._helper.proc.pid if self._helper else None
+
+    async def _read(self, helper: _Helper) -> None:
+        assert helper.proc.stdout is not None
+        try:
+            while line := await helper.proc.stdout.readline():
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                fut = helper.pending.pop(msg.get("id"), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+        except (ValueError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        finally:
+            for fut in helper.pending.values():
+                if not fut.done():
+                    fut.set_exception(ConnectionError("sandbox helper exited"))
+            helper.pending.clear()
+            if self._helper is helper:
+                self._helper = None
+            if helper.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    helper.proc.kill()
+            await helper.proc.wait()
+
+    async def _ensure(self) -> _Helper:
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("runner is closed")
+            if self._helper is None or self._helper.proc.returncode is not None:
+                await self._spawn()
+            assert self._helper is not None
+            return self._helper
+
+    async def run(
+        self,
+        source: str,
+        params: Mapping[str, Any],
+        workspace: Path,
+        secrets: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> RunResult:
+        """Run `source`'s `run(**params)` in a fresh confined process."""
+        started = time.monotonic()
+        timeout = self.default_timeout_s if timeout_s is None else timeout_s
+        if self.check_lint:
+            checked = self._checked(source)
+            if isinstance(checked, str):
+                return _fail("lint", checked, started)
+            info = checked
+            problems = validate_params(info.schema, dict(params))
+            if problems:
+                return _fail("runtime", "invalid arguments: " + "; ".join(problems), started)
+            secrets = {k: v for k, v in (secrets or {}).items() if k in info.secrets}
+        request = {
+            "source": source,
+            "params": dict(params),
+            "workspace": os.fspath(workspace),
+            "secrets": dict(secrets or {}),
+            "timeout_s": timeout,
+            "max_output": self.max_output,
+            "limits": _limits_dict(self.limits),
+            "layers": asdict(self.layers),
+        }
+        return await self._call(request, timeout, started)
+
+    def _checked(self, source: str) -> ToolInfo | str:
+        """Lint + format check, cached by source hash (tools are called repeatedly)."""
+        key = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
+        hit = self._lint_cache.get(key)
+        if hit is not None:
+            return hit
+        findings = lint(source)
+        out: ToolInfo | str
+        if findings:
+            out = format_findings(findings)
+        else:
+            try:
+                out = describe_tool(source)
+            except ToolFormatError as exc:
+                out = format_findings(exc.findings)
+        if len(self._lint_cache) >= 256:
+            self._lint_cache.pop(next(iter(self._lint_cache)))
+        self._lint_cache[key] = out
+        return out
+
+    async def _call(self, request: dict[str, Any], limit_s: float, started: float) -> RunResult:
+        helper = await self._ensure()
+        req_id = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        helper.pending[req_id] = fut
+        assert helper.proc.stdin is not None
+        try:
+            helper.proc.stdin.write((json.dumps({"id": req_id, **request}) + "\n").encode())
+            await helper.proc.stdin.drain()
+            msg = await asyncio.wait_for(fut, limit_s + GRACE_S)
+        except (ConnectionError, BrokenPipeError):
+            helper.pending.pop(req_id, None)
+            return _fail(
+                "runtime",
+                "the sandbox helper died during the call; it restarts on the next call",
+                started,
+            )
+        except TimeoutError:
+            helper.pending.pop(req_id, None)
+            log.error("sandbox helper missed a deadline; restarting it")
+            with contextlib.suppress(ProcessLookupError):
+                helper.proc.kill()
+            return _fail("timeout", f"the tool ran longer than {limit_s:g} s", started)
+        err = msg.get("error") or {}
+        return RunResult(
+            ok=bool(msg.get("ok")),
+            result=msg.get("result"),
+            error_kind=None if msg.get("ok") else err.get("kind", "runtime"),
+            error_message=err.get("message", ""),
+            duration_ms=msg.get("duration_ms", 0.0),
+            printed=msg.get("printed", ""),
+        )
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            self._closed = True
+            helper, self._helper = self._helper, None
+        if helper is None:
+            return
+        if helper.proc.stdin is not None:
+            helper.proc.stdin.close()
+        try:
+            await asyncio.wait_for(helper.proc.wait(), 5)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                helper.proc.kill()
+        if helper.reader is not None:
+            await helper.reader
+
+
+def _limits_dict(limits: confine.Limits) -> dict[str, int]:
+    return {
+        "address_space": limits.address_space,
+        "open_files": limits.open_files,
+        "file_size": limits.file_size,
+    }

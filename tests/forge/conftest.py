@@ -1,0 +1,27 @@
+"""Shared fixtures: one real sandbox helper per test module (starting one costs
+a `python -I` start-up), and a fresh workspace per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from forge.runner import SandboxRunner
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def runner() -> AsyncIterator[SandboxRunner]:
+    r = SandboxRunner(default_timeout_s=5.0, max_output=256 * 1024)
+    await r.start()
+    yield r
+    await r.aclose()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws

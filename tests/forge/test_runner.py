@@ -1,0 +1,100 @@
+"""The runner: capabilities, concurrency, helper restart, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forge.runner import SandboxRunner
+from tests.forge.helpers import tool
+
+aio = pytest.mark.asyncio(loop_scope="module")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@aio
+async def test_capabilities_reported(runner: SandboxRunner) -> None:
+    caps = runner.capabilities()
+    for layer in ("landlock", "seccomp", "rlimit_nproc"):
+        assert isinstance(caps[layer]["available"], bool) and caps[layer]["detail"]
+    assert set(runner.missing_layers()) == {k for k, v in caps.items() if not v["available"]}
+
+
+@aio
+async def test_concurrent_calls(runner: SandboxRunner, workspace: Path) -> None:
+    src = tool("return n * n", params="n: int")
+    slow = tool("x = 0\nfor i in range(300000):\n    x += i\nreturn n", params="n: int")
+    results = await asyncio.gather(
+        *(runner.run(slow if n % 3 == 0 else src, {"n": n}, workspace) for n in range(12))
+    )
+    assert [r.result for r in results] == [n if n % 3 == 0 else n * n for n in range(12)]
+
+
+@aio
+async def test_timeout_does_not_block_others(runner: SandboxRunner, workspace: Path) -> None:
+    loop = tool("while True:\n    pass")
+    quick = tool("return 1")
+    slow, fast = await asyncio.gather(
+        runner.run(loop, {}, workspace, timeout_s=1.0), runner.run(quick, {}, workspace)
+    )
+    assert slow.error_kind == "timeout" and fast.ok
+
+
+@aio
+async def test_each_call_is_a_fresh_process(runner: SandboxRunner, workspace: Path) -> None:
+    src = "import random\ndef run() -> float:\n    '''d'''\n    return random.random()\n"
+    first = await runner.run(src, {}, workspace)
+    second = await runner.run(src, {}, workspace)
+    assert first.ok and second.ok and first.result != second.result
+
+
+@aio
+async def test_helper_restarts_after_dying(workspace: Path) -> None:
+    r = SandboxRunner()
+    await r.start()
+    try:
+        pid = r.helper_pid()
+        assert pid is not None
+        pending = asyncio.create_task(r.run(tool("while True:\n    pass"), {}, workspace))
+        await asyncio.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        res = await pending
+        assert res.error_kind == "runtime" and "helper" in res.error_message
+        res = await r.run(tool("return 5"), {}, workspace)
+        assert res.ok and res.result == 5 and r.helper_pid() != pid
+    finally:
+        await r.aclose()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forge", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_run_and_lint(tmp_path: Path, workspace: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(tool("return {'sum': a + b}", params="a: int, b: int"))
+    out = _cli("run", str(good), "--workspace", str(workspace), "--params", '{"a": 2, "b": 3}')
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == {"ok": True, "result": {"sum": 5}, "error": None}
+    bad = tmp_path / "bad.py"
+    bad.write_text(tool("return os.getcwd()", imports="import os"))
+    out = _cli("run", str(bad), "--workspace", str(workspace))
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["ok"] is False and doc["error"]["kind"] == "lint"
+    lint = _cli("lint", str(bad))
+    assert lint.returncode == 1 and "[F010]" in lint.stdout
+    assert _cli("lint", str(good)).returncode == 0

@@ -1,0 +1,137 @@
+"""Skills: files, usage detection, grades in SQLite, grading around turns, block 7 view."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge.agent import AgentResult
+from bridge.audit_sink import MemoryAudit
+from bridge.backend import ChatMessage
+from bridge.db import connect
+from bridge.loadout.filecache import FileCache
+from bridge.messages import Inbound
+from bridge.sessions import Session, SessionKey
+from bridge.skills.files import Skill, read_skills
+from bridge.skills.grades import INITIAL_GRADE, SkillGrades, TurnLog
+from bridge.skills.observer import SkillsObserver
+from bridge.skills.usage import skills_used
+from bridge.skills.view import GradedSkills
+from bridge.tenants import TenantDirs
+from bridge.tools import TurnContext
+
+CSV = Skill(
+    "csv_cleanup",
+    "Normalise delimiters, trim whitespace and deduplicate rows of a CSV export",
+    "the user pastes CSV",
+    "1. detect the delimiter\n2. ...",
+)
+TRIP = Skill("trip_planning", "Plan train journeys with connections and seat reservations", "", "")
+
+
+def write_skill(dirs: TenantDirs, skill: Skill) -> None:
+    (dirs.skills / f"{skill.name}.md").write_text(
+        f"---\nname: {skill.name}\ndescription: {skill.description}\nwhen: {skill.when}\n---\n"
+        f"{skill.body}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Using csv_cleanup: I trimmed the fields.", ["csv_cleanup"]),
+        ("I applied the CSV cleanup steps.", ["csv_cleanup"]),
+        (
+            "I normalised the delimiters, trimmed whitespace and removed duplicate rows.",
+            ["csv_cleanup"],
+        ),
+        (
+            "Your train leaves at 9; the connection in Fulda has a seat reservation.",
+            ["trip_planning"],
+        ),
+        ("Here is a poem about autumn.", []),
+        ("The CSV has 3 rows.", []),
+    ],
+)
+def test_usage_by_name_or_paraphrase(reply: str, expected: list[str]) -> None:
+    assert skills_used(reply, [CSV, TRIP]) == expected
+
+
+def test_grades_move_within_bounds(tmp_path: Path) -> None:
+    grades = SkillGrades(connect(tmp_path / "db"))
+    assert grades.get("t", "x").grade == INITIAL_GRADE
+    assert grades.apply("t", "x", "auto", 1.0) == (300, 1300)
+    for _ in range(20):
+        grades.apply("t", "x", "rejection", 2.0)
+    g = grades.get("t", "x")
+    assert g.grade == -3000 and g.counts["rejection"] == 20 and g.counts["auto"] == 1
+    assert grades.get("other", "x").grade == INITIAL_GRADE  # per tenant
+
+
+def _turn(dirs: TenantDirs, text: str, msg_id: str) -> TurnContext:
+    return TurnContext(
+        dirs.tenant, dirs.root, Inbound("web", "local", "c", text, msg_id), lambda: 5.0
+    )
+
+
+def _session(*pairs: tuple[str, str]) -> Session:
+    history = tuple(
+        m for u, a in pairs for m in (ChatMessage("user", u), ChatMessage("assistant", a))
+    )
+    return Session(SessionKey("t1", "web", "c"), history, 0, 0, len(pairs), 0, 0)
+
+
+async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "db")
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    write_skill(dirs, TRIP)
+    audit, grades = MemoryAudit(), SkillGrades(conn)
+    observer = SkillsObserver(grades, TurnLog(conn), audit, FileCache(), lambda: 5.0)
+
+    reply = "Using csv_cleanup I removed 3 duplicate rows."
+    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1))
+    assert grades.get("t1", "csv_cleanup").grade == INITIAL_GRADE + 300
+    assert audit.events[-1][0] == "skill.graded"
+
+    session = _session(("clean this csv", reply))
+    await observer.before_turn(
+        _turn(dirs, "no, that's wrong, the rows were not duplicates", "m2"), session
+    )
+    names = [e[0] for e in audit.events]
+    assert names[-2:] == ["outcome.graded", "skill.outcome_graded"]
+    graded = audit.events[-1][2]
+    assert graded == {"signal": "rejection", "skills": ["csv_cleanup"], "prev_run_id": "m1"}
+    assert grades.get("t1", "csv_cleanup").grade == INITIAL_GRADE + 300 - 500
+    assert grades.get("t1", "trip_planning").counts["rejection"] == 0
+
+    # the same previous turn is never graded twice (e.g. the next message is retried)
+    await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session)
+    assert [e[0] for e in audit.events] == names
+
+
+async def test_view_offers_only_skills_above_zero(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "db")
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    write_skill(dirs, TRIP)
+    grades = SkillGrades(conn)
+    for _ in range(3):
+        grades.apply("t1", "trip_planning", "rejection", 1.0)
+    view = GradedSkills(grades, FileCache())
+    rows = view.active(dirs.root)
+    assert [r[0] for r in rows] == ["csv_cleanup"]
+    assert "when: the user pastes CSV" in rows[0][1]
+    other = TenantDirs.of(tmp_path, "t2").ensure()
+    assert view.active(other.root) == []
+
+
+def test_skill_files_parse_front_matter(tmp_path: Path) -> None:
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    (dirs.skills / "Bad Name.md").write_text("ignored")
+    (dirs.skills / "notes.txt").write_text("ignored")
+    assert read_skills(dirs.skills, FileCache()) == [CSV]
+    assert os.stat(dirs.skills).st_mode & 0o077 == 0
