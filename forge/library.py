@@ -175,7 +175,7 @@ class ToolLibrary:
             "saved_from": saved_from,
         }
         write_atomic(py, spec.source.encode("utf-8"))
-        write_atomic(meta, json.dumps(record, indent=2, sort_keys=True).encode() + b"\n")
+        write_atomic(meta, json.dumps(record, indent=2).encode() + b"\n")  # keeps parameter order
         return SavedTool(spec, created, saved_from, self.usage.get(name))
 
     def _load(self, name: str, usage: Usage | None = None) -> SavedTool:

@@ -22,7 +22,11 @@ def chain_path(home: Path) -> Path:
 
 
 def add_audit_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    audit = subparsers.add_parser("audit", help="verify or read the audit chain")
+    configure_audit_parser(subparsers.add_parser("audit", help="verify or read the audit chain"))
+
+
+def configure_audit_parser(audit: argparse.ArgumentParser) -> None:
+    """`verify` and `tail [-n N] [--type T] [--tenant T] [--json]` under `audit`."""
     sub = audit.add_subparsers(dest="audit_command", required=True)
     sub.add_parser("verify", help="check every record, link, MAC and the head")
     t = sub.add_parser("tail", help="show recent events")

@@ -1,0 +1,146 @@
+"""The tools a turn offers for the forge: `forge_create` and the `me.*` tools.
+
+`forge_create(name, description, source)` lints and compiles a tool and
+keeps it for this chat (findings go back to the model so it can fix the
+code). Each saved tool is offered under its wire name `me__<name>` (the
+reversible mapping of `forge.names`) and runs in the sandbox: hash checked,
+only declared secrets passed, usage counted, and one `tool.called` event
+with name, hash prefix, duration and outcome — never arguments or source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bridge.audit_sink import AuditSink
+from bridge.backend import ToolSchema
+from bridge.personal_tools.catalog import Entry, ToolCatalog
+from bridge.tools import FunctionTool, Tool, ToolError, TurnContext
+from forge.calls import call_saved
+from forge.library import SessionTools
+from forge.names import to_wire
+from forge.runner import SandboxRunner
+
+MAX_RESULT_CHARS = 8_000
+CREATE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "lowercase name, e.g. csv_totals"},
+        "description": {"type": "string", "description": "one line: what the tool does"},
+        "source": {
+            "type": "string",
+            "description": (
+                "a Python module with one function run(...) whose parameters are annotated "
+                "(str, int, float, bool, list, dict, optional with defaults) and whose "
+                "docstring's first line describes it; files only by relative paths (the "
+                "person's workspace); imports only from math, statistics, json, re, datetime, "
+                "collections, itertools, functools, string, textwrap, csv, decimal, fractions, "
+                "random, hashlib, uuid, typing, dataclasses"
+            ),
+        },
+    },
+    "required": ["name", "description", "source"],
+}
+
+
+def chat_key(turn: TurnContext) -> str:
+    return f"{turn.tenant}/{turn.inbound.channel}/{turn.inbound.chat}"
+
+
+class ForgeTools:
+    """A `ToolSource` for the forge; one per daemon."""
+
+    def __init__(
+        self,
+        runner: SandboxRunner,
+        sessions: SessionTools,
+        catalog: ToolCatalog,
+        vault_values: Callable[[Path], Mapping[str, str]],
+        audit: AuditSink,
+    ) -> None:
+        self._runner = runner
+        self._sessions = sessions
+        self._catalog = catalog
+        self._vault = vault_values
+        self._audit = audit
+        self._create = FunctionTool(
+            ToolSchema(
+                "forge_create",
+                "Write a small personal Python tool for this person. It is checked and kept "
+                "for this chat; the person can keep it for good with /tool save <name>.",
+                CREATE_SCHEMA,
+            ),
+            self._forge_create,
+        )
+
+    def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
+        tools: list[Tool] = [self._create]
+        for entry in self._catalog.entries(turn.tenant_root):
+            tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
+        return tools
+
+    def _schema(self, entry: Entry) -> ToolSchema:
+        return ToolSchema(
+            to_wire(entry.name), f"me.{entry.name} — {entry.description}", entry.schema
+        )
+
+    async def _forge_create(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        name, description, source = (args.get(k) for k in ("name", "description", "source"))
+        if not all(isinstance(v, str) for v in (name, description, source)):
+            raise ToolError("name, description and source must all be strings")
+        result = self._sessions.create(chat_key(turn), name, description, source)
+        if result.tool is None:
+            await self._audit.emit(
+                "tool.created",
+                turn.tenant,
+                {"name": name[:64], "outcome": "rejected", "findings": len(result.findings)},
+            )
+            lines = [f"line {f.line}, col {f.col}: {f.message} [{f.code}]" for f in result.findings]
+            raise ToolError(
+                "the tool was not accepted; fix these and call forge_create again:\n"
+                + "\n".join(lines)
+            )
+        spec = result.tool
+        await self._audit.emit(
+            "tool.created",
+            turn.tenant,
+            {"name": spec.name, "hash": spec.sha256[:12], "outcome": "ok"},
+        )
+        params = ", ".join(spec.schema.get("properties", {})) or "no parameters"
+        secrets = f"; needs vault secrets: {', '.join(spec.secrets)}" if spec.secrets else ""
+        return (
+            f"Created {spec.name}({params}), sha256 {spec.sha256[:12]}{secrets}. It exists for "
+            f"this chat only: tell the person they can keep it with /tool save {spec.name}"
+        )
+
+    def _caller(self, entry: Entry) -> Callable[[Mapping[str, Any], TurnContext], Any]:
+        async def call(args: Mapping[str, Any], turn: TurnContext) -> str:
+            return await self.call(entry.name, dict(args), turn)
+
+        return call
+
+    async def call(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
+        library = self._catalog.library(turn.tenant_root)
+        vault = self._vault(turn.tenant_root)
+        entry = next((e for e in self._catalog.entries(turn.tenant_root) if e.name == name), None)
+        result = await call_saved(
+            self._runner, library, name, params, turn.tenant_root / "workspace", vault
+        )
+        details: dict[str, object] = {
+            "name": f"me.{name}",
+            "hash": entry.sha256[:12] if entry else "",
+            "ms": int(result.duration_ms),
+            "outcome": "ok" if result.ok else "error",
+        }
+        if not result.ok:
+            details["error_kind"] = result.error_kind or "runtime"
+        await self._audit.emit("tool.called", turn.tenant, details)
+        if result.ok:
+            text = json.dumps(result.result, ensure_ascii=False, default=str)
+            if len(text) > MAX_RESULT_CHARS:
+                text = text[:MAX_RESULT_CHARS] + f"… [cut, {len(text):,} characters in all]"
+            return text
+        raise ToolError(f"me.{name} failed ({result.error_kind}): {result.error_message}")

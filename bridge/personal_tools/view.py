@@ -1,0 +1,26 @@
+"""Prompt block 9's source: the tenant's `me.*` tools with last use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.loadout.views import ToolRow
+from bridge.personal_tools.catalog import ToolCatalog
+
+
+class SavedToolsView:
+    """Implements the loadout's `PersonalToolsView` from the forge library."""
+
+    def __init__(self, catalog: ToolCatalog) -> None:
+        self._catalog = catalog
+
+    def tools(self, tenant_root: Path) -> list[ToolRow]:
+        entries = self._catalog.entries(tenant_root)
+        if not entries:
+            return []
+        usage = self._catalog.usage(tenant_root)
+        rows: list[ToolRow] = []
+        for e in entries:
+            last = usage[e.name].last_used_ms if e.name in usage else None
+            rows.append((e.name, e.description, last / 1000 if last else None, e.created_ms / 1000))
+        return rows
