@@ -87,6 +87,17 @@ class LimitSettings(_Section):
     shutdown_grace_s: float = Field(10.0, ge=0)
 
 
+class LoadoutSettings(_Section):
+    """Caps of the loadout (characters); see bridge/loadout."""
+
+    memory_chars: int = Field(2_200, ge=200)
+    topic_chars: int = Field(6_000, ge=200)
+    profile_chars: int = Field(1_375, ge=100)
+    steering_file_chars: int = Field(45_000, ge=0)
+    audience_chars: int = Field(400, ge=20)
+    personas_dir: Path | None = None
+
+
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
 
@@ -111,6 +122,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
 
     @field_validator("local_tenant")

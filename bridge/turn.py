@@ -32,6 +32,20 @@ class PromptSource(Protocol):
     def system_prompt(self, turn: TurnContext) -> str: ...
 
 
+class StreamMask(Protocol):
+    def feed(self, delta: str) -> str: ...
+
+    def flush(self) -> str: ...
+
+
+class OutputMask(Protocol):
+    """Masks secret values out of what the model says (the vault's masker)."""
+
+    def mask(self, text: str) -> str: ...
+
+    def stream(self) -> StreamMask: ...
+
+
 class TurnObserver(Protocol):
     async def before_turn(self, turn: TurnContext, session: Session) -> None: ...
 
@@ -55,6 +69,7 @@ class TurnRunner:
         clock: Callable[[], float] = time.time,
         settings: TurnSettings | None = None,
         observers: Sequence[TurnObserver] = (),
+        masks: Callable[[TenantDirs], OutputMask] | None = None,
     ) -> None:
         self.backend = backend
         self.sessions = sessions
@@ -64,6 +79,7 @@ class TurnRunner:
         self._clock = clock
         self._settings = settings or TurnSettings()
         self._observers = tuple(observers)
+        self._masks = masks
 
     async def run(
         self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
@@ -88,9 +104,20 @@ class TurnRunner:
         system = self._prompt.system_prompt(turn)
         tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
         messages = (*session.history, ChatMessage(role="user", content=inbound.text))
+        mask = self._masks(dirs) if self._masks is not None else None
+        stream = mask.stream() if mask is not None and on_delta is not None else None
+        sink = on_delta
+        if stream is not None and on_delta is not None:
+            deliver = on_delta
+
+            async def sink(piece: str) -> None:
+                safe = stream.feed(piece)
+                if safe:
+                    await deliver(safe)
+
         try:
             result = await run_agent(
-                self.backend, system, messages, tools, turn, self._settings.max_steps, on_delta
+                self.backend, system, messages, tools, turn, self._settings.max_steps, sink
             )
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
@@ -98,7 +125,13 @@ class TurnRunner:
                 "message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind}
             )
             return Final(exc.user_message, "error")
+        if stream is not None and on_delta is not None:
+            rest = stream.flush()
+            if rest:
+                await on_delta(rest)
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        if mask is not None:
+            text = mask.mask(text)
         self.sessions.append(key, inbound.text, text, inbound.msg_id, self._clock())
         for observer in self._observers:
             await observer.after_turn(turn, result)

@@ -26,6 +26,7 @@ class Entry:
     schema: dict[str, Any]
     sha256: str
     created_ms: int
+    secrets: tuple[str, ...]
 
 
 class ToolCatalog:
@@ -57,6 +58,7 @@ class ToolCatalog:
                         record["schema"],
                         record["sha256"],
                         int(record["created_ms"]),
+                        tuple(record.get("secrets", ())),
                     )
                 )
             except (BadName, ValueError, KeyError, TypeError):

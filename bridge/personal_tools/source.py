@@ -11,7 +11,7 @@ with name, hash prefix, duration and outcome — never arguments or source.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from forge.names import to_wire
 from forge.runner import SandboxRunner
 
 MAX_RESULT_CHARS = 8_000
+Reveal = Callable[[str, Path, list[str], str], Awaitable[dict[str, str]]]
 CREATE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -58,13 +59,13 @@ class ForgeTools:
         runner: SandboxRunner,
         sessions: SessionTools,
         catalog: ToolCatalog,
-        vault_values: Callable[[Path], Mapping[str, str]],
+        reveal: Reveal,
         audit: AuditSink,
     ) -> None:
         self._runner = runner
         self._sessions = sessions
         self._catalog = catalog
-        self._vault = vault_values
+        self._reveal = reveal
         self._audit = audit
         self._create = FunctionTool(
             ToolSchema(
@@ -124,8 +125,9 @@ class ForgeTools:
 
     async def call(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
         library = self._catalog.library(turn.tenant_root)
-        vault = self._vault(turn.tenant_root)
         entry = next((e for e in self._catalog.entries(turn.tenant_root) if e.name == name), None)
+        wanted = list(entry.secrets) if entry else []
+        vault = await self._reveal(turn.tenant, turn.tenant_root, wanted, f"me.{name}")
         result = await call_saved(
             self._runner, library, name, params, turn.tenant_root / "workspace", vault
         )

@@ -17,6 +17,7 @@ from bridge.audit_sink import MemoryAudit
 from bridge.config import Settings
 from bridge.daemon import Roost, build
 from bridge.messages import Inbound
+from bridge.sessions import SessionKey
 from tests.conftest import Clock, ScriptedBackend
 
 SOURCE = '''
@@ -181,3 +182,52 @@ async def test_tools_never_cross_tenants(settings: Settings, clock: Clock) -> No
     assert "me__secret_tool" not in [t.name for t in request.tools]
     assert "secret_tool" not in (await bob.core.handle(msg("/tools", 2))).text
     await bob.aclose()
+
+
+SECRET_TOOL = '''
+SECRETS = ["poke_api_key"]
+
+def run(word: str) -> str:
+    """Use the private key."""
+    key = secret("poke_api_key")
+    return word + ":" + str(len(key))
+'''
+
+
+async def test_declared_secret_reaches_the_tool_and_is_masked_in_replies(roost: Roost) -> None:
+    from bridge.loadout.vault import set_value
+
+    value = "pk_live_9f8e7d6c5b4a"
+    set_value(roost.tenant_dirs("local").root, "poke_api_key", value)
+    script(
+        roost,
+        [
+            (
+                "forge_create",
+                json.dumps({"name": "poke", "description": "poke", "source": SECRET_TOOL}),
+            )
+        ],
+        "made",
+    )
+    await roost.core.handle(msg("make poke", 1))
+    saved = await roost.core.handle(msg("/tool save poke", 2))
+    assert "vault secrets: poke_api_key" in saved.text
+    backend = script(roost, [("me__poke", '{"word": "x"}')], f"The key is {value}, done.")
+    pieces: list[str] = []
+
+    async def on_delta(p: str) -> None:
+        pieces.append(p)
+
+    final = await roost.core.handle(msg("poke it", 3), on_delta)
+    result = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
+    assert json.loads(result) == f"x:{len(value)}"
+    assert final.text == "The key is [vault:poke_api_key], done."
+    assert value not in "".join(pieces) and "".join(pieces) == final.text
+    assert (
+        "poke_api_key" in backend.requests[-1].system and value not in backend.requests[-1].system
+    )
+    used = [e[2] for e in roost.audit.events if e[0] == "secret.used"]
+    assert used == [{"name": "poke_api_key", "purpose": "me.poke"}]
+    assert value not in json.dumps(roost.audit.events)
+    history = roost.sessions.load(SessionKey("local", "web", "c1"), 0).history
+    assert value not in "".join(m.content for m in history)

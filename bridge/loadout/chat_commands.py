@@ -1,0 +1,160 @@
+"""Chat commands for the rest of the loadout: /profile, /persona, /audience.
+
+Rows of small async functions returning text; none involves the model.
+Persona and audience are per chat (the `chat_settings` table), the profile
+is per tenant. Every change is audited with names and sizes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from bridge.audit_sink import AuditSink
+from bridge.commands import Command, CommandContext, UsageError
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.personas import DEFAULT, Personas
+from bridge.loadout.profile import Profile, ProfileError, body_chars
+from bridge.loadout.screen import refusal, screen
+
+
+class ProfileCommands:
+    def __init__(self, profile: Profile) -> None:
+        self._profile = profile
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command(
+                "profile",
+                "/profile [set <key> <value> | rm <key>]",
+                "one-liners about you that every answer sees",
+                self.profile,
+            ),
+        )
+
+    async def profile(self, ctx: CommandContext, args: str) -> str:
+        sub, _, rest = args.strip().partition(" ")
+        root = ctx.dirs.ensure().root
+        if not sub:
+            text = self._profile.read(root)
+            lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+            used = f"{body_chars(text):,}/{self._profile.cap:,} characters"
+            if not lines:
+                return f"Your profile is empty ({used}). /profile set <key> <value> adds a line."
+            return f"Your profile ({used}):\n" + "\n".join(lines)
+        if sub == "set":
+            key, _, value = rest.strip().partition(" ")
+            if not key or not value.strip():
+                raise UsageError("Give a key and a value.")
+            try:
+                used = await self._profile.set(ctx.tenant, root, key, value)
+            except ProfileError as exc:
+                return str(exc)
+            return f"Profile: {key} set ({used:,}/{self._profile.cap:,} characters)."
+        if sub in ("rm", "remove", "delete"):
+            if not rest.strip():
+                raise UsageError("Which key?")
+            if await self._profile.remove(ctx.tenant, root, rest):
+                return f"Profile: {rest.strip()} removed."
+            return f"Your profile has no line {rest.strip()!r}."
+        raise UsageError(f"Unknown /profile subcommand {sub!r}.")
+
+
+class PersonaCommands:
+    def __init__(self, personas: Personas, chats: ChatSettings, audit: AuditSink) -> None:
+        self._personas = personas
+        self._chats = chats
+        self._audit = audit
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command(
+                "persona",
+                "/persona [name]",
+                "list personas, or switch this chat to one",
+                self.persona,
+            ),
+        )
+
+    async def persona(self, ctx: CommandContext, args: str) -> str:
+        i = ctx.inbound
+        table = self._personas.all()
+        current = self._chats.get(ctx.tenant, i.channel, i.chat, "persona") or DEFAULT
+        if current not in table:
+            current = DEFAULT
+        wanted = args.strip().lower()
+        if not wanted:
+            lines = [
+                f"{'•' if n == current else ' '} {n} — {p.description}"
+                for n, p in sorted(table.items())
+            ]
+            return (
+                "Personas (• is this chat's):\n" + "\n".join(lines) + "\n/persona <name> switches."
+            )
+        if wanted not in table:
+            names = ", ".join(sorted(table)) or "none"
+            return f"There is no persona {wanted!r}. Available: {names}."
+        if wanted == DEFAULT:
+            self._chats.clear(ctx.tenant, i.channel, i.chat, "persona")
+        else:
+            self._chats.set(ctx.tenant, i.channel, i.chat, "persona", wanted)
+        await self._audit.emit(
+            "persona.changed",
+            ctx.tenant,
+            {"persona": wanted, "previous": current, "channel": i.channel, "chat": i.chat},
+        )
+        return f"This chat now uses the {wanted} persona: {table[wanted].description}"
+
+
+class AudienceCommands:
+    def __init__(
+        self, chats: ChatSettings, audit: AuditSink, defaults: Mapping[str, str], cap: int
+    ) -> None:
+        self._chats = chats
+        self._audit = audit
+        self._defaults = dict(defaults)
+        self._cap = cap
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command(
+                "audience",
+                "/audience [<who reads the replies> | clear]",
+                "tell the assistant who reads this chat",
+                self.audience,
+            ),
+        )
+
+    async def audience(self, ctx: CommandContext, args: str) -> str:
+        i = ctx.inbound
+        text = " ".join(args.split())
+        if not text:
+            mine = self._chats.get(ctx.tenant, i.channel, i.chat, "audience")
+            if mine:
+                return f"Audience of this chat: {mine}\n/audience clear removes it."
+            default = self._defaults.get(i.channel)
+            if default:
+                return f"Audience (the operator's default for {i.channel}): {default}"
+            return "No audience set: replies are written for you. /audience <text> sets one."
+        if text.lower() == "clear":
+            had = self._chats.clear(ctx.tenant, i.channel, i.chat, "audience")
+            if had:
+                await self._audit.emit(
+                    "audience.changed",
+                    ctx.tenant,
+                    {"op": "clear", "channel": i.channel, "chat": i.chat},
+                )
+            return "Audience cleared." if had else "This chat had no audience set."
+        if len(text) > self._cap:
+            return (
+                f"That is {len(text):,} characters; an audience note holds at most {self._cap:,}."
+            )
+        reasons = screen(text)
+        if reasons:
+            return refusal("this audience note", reasons)
+        self._chats.set(ctx.tenant, i.channel, i.chat, "audience", text)
+        await self._audit.emit(
+            "audience.changed",
+            ctx.tenant,
+            {"op": "set", "chars": len(text), "channel": i.channel, "chat": i.chat},
+        )
+        return f"Audience of this chat: {text}"

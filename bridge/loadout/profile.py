@@ -1,0 +1,123 @@
+"""The profile: `USER.md`, one-liners about the person (`- key: value`), capped.
+
+The person may edit the file by hand; `/profile set` and `/profile rm` change
+one line and keep the rest as written. A change that would pass the cap, or
+text that looks like a secret or an instruction, is refused and nothing is
+written. Changes are audited with the key and sizes only.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bridge.audit_sink import AuditSink
+from bridge.loadout.atomic import write_text
+from bridge.loadout.locks import TenantLocks, file_lock
+from bridge.loadout.screen import refusal, screen
+
+HEADER = "# Profile: one line per fact about you. Edit freely, or use /profile set|rm."
+KEY = re.compile(r"^[\w][\w .-]{0,31}$")
+_LINE = re.compile(r"^- ([^:]{1,32}):\s?(.*)$")
+
+
+class ProfileError(Exception):
+    """Refused; the message says why. Nothing was written."""
+
+
+def body_lines(text: str) -> list[str]:
+    """The lines the prompt shows and the cap counts (comments and blanks dropped)."""
+    return [ln.rstrip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def body_chars(text: str) -> int:
+    return len("\n".join(body_lines(text)))
+
+
+def entries(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in body_lines(text):
+        m = _LINE.match(line)
+        if m:
+            out[m.group(1).strip().lower()] = m.group(2).strip()
+    return out
+
+
+def set_line(text: str, key: str, value: str) -> str:
+    new = f"- {key}: {' '.join(value.split())}"
+    lines = text.splitlines() if text else [HEADER]
+    for i, line in enumerate(lines):
+        m = _LINE.match(line)
+        if m and m.group(1).strip().lower() == key.lower():
+            lines[i] = new
+            return "\n".join(lines) + "\n"
+    return "\n".join([*lines, new]) + "\n"
+
+
+def remove_line(text: str, key: str) -> str | None:
+    lines = text.splitlines()
+    kept = [
+        ln
+        for ln in lines
+        if not ((m := _LINE.match(ln)) and m.group(1).strip().lower() == key.lower())
+    ]
+    return None if len(kept) == len(lines) else "\n".join(kept) + "\n"
+
+
+class Profile:
+    def __init__(self, cap: int, audit: AuditSink, locks: TenantLocks | None = None) -> None:
+        self.cap = cap
+        self._audit = audit
+        self._locks = locks or TenantLocks()
+
+    @staticmethod
+    def path(root: Path) -> Path:
+        return root / "USER.md"
+
+    def read(self, root: Path) -> str:
+        try:
+            return self.path(root).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    async def set(self, tenant: str, root: Path, key: str, value: str) -> int:
+        key = key.strip()
+        if not KEY.fullmatch(key):
+            raise ProfileError(
+                "A key is one word or short phrase (letters, digits, _ . -), at most 32 characters."
+            )
+        if not value.strip():
+            raise ProfileError("Give a value: /profile set <key> <value>.")
+        reasons = screen(f"{key}\n{value}")
+        if reasons:
+            raise ProfileError(refusal("this profile line", reasons))
+        async with self._locks.hold(root, "profile"):
+            with file_lock(root / ".profile.lock"):
+                new = set_line(self.read(root), key, value)
+                used = body_chars(new)
+                if used > self.cap:
+                    raise ProfileError(
+                        f"Not saved: the profile would be {used:,} characters; the cap is "
+                        f"{self.cap:,}. Remove or shorten a line first (/profile rm <key>)."
+                    )
+                write_text(self.path(root), new)
+        await self._audit.emit(
+            "profile.changed",
+            tenant,
+            {"key": key, "op": "set", "chars": len(value), "profile_chars": used},
+        )
+        return used
+
+    async def remove(self, tenant: str, root: Path, key: str) -> bool:
+        async with self._locks.hold(root, "profile"):
+            with file_lock(root / ".profile.lock"):
+                new = remove_line(self.read(root), key.strip())
+                if new is None:
+                    return False
+                write_text(self.path(root), new)
+        await self._audit.emit(
+            "profile.changed",
+            tenant,
+            {"key": key.strip(), "op": "rm", "profile_chars": body_chars(new)},
+        )
+        return True

@@ -1,0 +1,170 @@
+"""Steering: always-on instructions from `STEERING.md` files, with `@path` includes.
+
+Two files are read: `$ROOST_HOME/STEERING.md` (the operator's, every tenant)
+and the tenant's own `STEERING.md`, combined operator first. An `@path` names
+another file, resolved relative to the file that mentions it; it is appended
+under a "Contents of" header if it is a real file inside the confinement
+root, at most 3 levels deep and 20 files per tree, each file once (cycles are
+safe). Anything else stays plain text. A tree shares one character cap; a cut
+is announced with a note naming the file.
+
+Confinement: the operator's tree may reach files under `$ROOST_HOME` except
+the tenants' directories and private files (database, tokens, audit); a
+tenant's tree may reach only files under its own root, never its vault.
+`SteeringCache` keeps each resolved tree with the stat keys of every path it
+looked at, so an unchanged tree costs one `stat` per path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.loadout.filecache import FileCache, StatKey, sig
+
+MAX_DEPTH = 3
+MAX_FILES = 20
+_REF = re.compile(r"(?<![\w@/`])@((?:~/|/|\.{1,2}/)?[A-Za-z0-9_][A-Za-z0-9_.\-/~]*)")
+_PRIVATE_NAMES = frozenset({"roost.db", "roost.db-wal", "roost.db-shm", "web-token"})
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    root: str  # realpath of the directory includes must stay in
+    excluded: tuple[str, ...] = ()  # realpaths of subtrees that are off limits
+
+    def allows(self, real: str) -> bool:
+        if not _within(real, self.root) or real == self.root:
+            return False
+        if any(_within(real, ex) for ex in self.excluded):
+            return False
+        return os.path.basename(real) not in _PRIVATE_NAMES
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def operator_confinement(home: Path) -> Confinement:
+    real = os.path.realpath(home)
+    return Confinement(real, (os.path.join(real, "tenants"), os.path.join(real, "audit")))
+
+
+def tenant_confinement(root: Path) -> Confinement:
+    real = os.path.realpath(root)
+    return Confinement(real, (os.path.join(real, "vault"),))
+
+
+@dataclass(slots=True)
+class _Walk:
+    read: Callable[[str], str | None]
+    conf: Confinement
+    cap: int
+    deps: dict[str, StatKey] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    parts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    used: int = 0
+    files: int = 0
+
+    def label(self, real: str) -> str:
+        return os.path.relpath(real, self.conf.root)
+
+    def add(self, text: str, label: str) -> None:
+        room = self.cap - self.used if self.cap else len(text)
+        if len(text) > room:
+            kept = text[: max(0, room)]
+            if "\n" in kept:
+                kept = kept[: kept.rindex("\n")]
+            self.notes.append(
+                f"[steering: {label} cut at {len(kept):,} characters; "
+                f"{len(text) - len(kept):,} more not shown — read the file for the rest]"
+            )
+            self.used = self.cap  # what is left after a cut is not enough for another file
+            self.parts.append(kept)
+            return
+        self.used += len(text)
+        self.parts.append(text)
+
+
+def _candidate(ref: str, base_dir: str) -> str:
+    if ref.startswith("~/"):
+        path = os.path.expanduser(ref)
+    elif ref.startswith("/"):
+        path = ref
+    else:
+        path = os.path.join(base_dir, ref)
+    return os.path.realpath(path.rstrip(".,;:!?)"))
+
+
+def _visit(walk: _Walk, real: str, depth: int) -> None:
+    text = walk.read(real)
+    if text is None:
+        return
+    walk.seen.add(real)
+    walk.files += 1
+    label = walk.label(real)
+    if walk.used >= walk.cap > 0:
+        walk.notes.append(f"[steering: {label} not included — the steering cap is used up]")
+        return
+    walk.add(
+        text.strip("\n") if depth == 0 else f"--- Contents of {label} ---\n{text.strip()}", label
+    )
+    base_dir = os.path.dirname(real)
+    for match in _REF.finditer(text):
+        target = _candidate(match.group(1), base_dir)
+        if not walk.conf.allows(target) or target in walk.seen:
+            continue
+        stat = sig(target)
+        walk.deps[target] = stat
+        if stat is None or not os.path.isfile(target):
+            continue  # missing or a directory: plain text
+        if depth + 1 > MAX_DEPTH:
+            walk.notes.append(
+                f"[steering: {walk.label(target)} not included — more than "
+                f"{MAX_DEPTH} levels of @includes]"
+            )
+            continue
+        if walk.files >= MAX_FILES:
+            walk.notes.append(
+                f"[steering: {walk.label(target)} not included — at most {MAX_FILES} files]"
+            )
+            continue
+        _visit(walk, target, depth + 1)
+
+
+def resolve(
+    top: Path, conf: Confinement, cap: int, read: Callable[[str], str | None]
+) -> tuple[str, dict[str, StatKey]]:
+    """The text of one steering tree and the stat keys of every path it depended on."""
+    real = os.path.realpath(top)
+    walk = _Walk(read, conf, cap)
+    walk.deps[real] = sig(real)
+    if walk.deps[real] is not None:
+        _visit(walk, real, 0)
+    text = "\n\n".join(p for p in walk.parts if p.strip())
+    if walk.notes:
+        text = f"{text}\n" + "\n".join(walk.notes)
+    return text.strip(), walk.deps
+
+
+class SteeringCache:
+    """Resolved trees by top file; re-resolved only when a path they depend on changed."""
+
+    def __init__(self, files: FileCache, cap: int, enabled: bool = True) -> None:
+        self._files = files
+        self._cap = cap
+        self._enabled = enabled
+        self._trees: dict[str, tuple[dict[str, StatKey], str]] = {}
+
+    def text(self, top: Path, conf: Confinement) -> str:
+        key = str(top)
+        hit = self._trees.get(key)
+        if self._enabled and hit is not None and all(sig(p) == s for p, s in hit[0].items()):
+            return hit[1]
+        text, deps = resolve(top, conf, self._cap, self._files.read)
+        self._trees[key] = (deps, text)
+        return text

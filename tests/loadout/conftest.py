@@ -1,0 +1,90 @@
+"""Fixtures for loadout tests: a real home, a real SQLite database, a recording audit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.audit_sink import MemoryAudit
+from bridge.config import Settings, load_settings
+from bridge.daemon import Roost, build
+from bridge.db import connect
+from bridge.loadout.wiring import Loadout, build_loadout
+from bridge.messages import Inbound
+from bridge.tenants import TenantDirs
+from bridge.tools import TurnContext
+from tests.conftest import Clock, ScriptedBackend
+
+
+def inbound(
+    text: str = "hi",
+    chat: str = "c1",
+    channel: str = "web",
+    identity: str = "local",
+    msg_id: str | None = None,
+) -> Inbound:
+    return Inbound(channel, identity, chat, text, msg_id or os.urandom(4).hex())
+
+
+def turn_for(
+    dirs: TenantDirs,
+    clock: Clock,
+    text: str = "hi",
+    chat: str = "c1",
+    channel: str = "web",
+    msg_id: str | None = None,
+) -> TurnContext:
+    return TurnContext(dirs.tenant, dirs.root, inbound(text, chat, channel, msg_id=msg_id), clock)
+
+
+@pytest.fixture
+def audit() -> MemoryAudit:
+    return MemoryAudit()
+
+
+@pytest.fixture
+def db(settings: Settings) -> Iterator[Any]:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    conn = connect(settings.home / "roost.db")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def lo(settings: Settings, db: Any, audit: MemoryAudit) -> Loadout:
+    return build_loadout(settings, db, audit)
+
+
+@pytest.fixture
+def alice(settings: Settings) -> TenantDirs:
+    return TenantDirs.of(settings.home, "alice").ensure()
+
+
+@pytest.fixture
+def bob(settings: Settings) -> TenantDirs:
+    return TenantDirs.of(settings.home, "bob").ensure()
+
+
+@pytest.fixture
+def two_tenant_settings(home: Path) -> Settings:
+    return load_settings(tenants={"alice": {"telegram_ids": [111]}, "bob": {"telegram_ids": [222]}})
+
+
+@pytest.fixture
+async def make_roost(clock: Clock) -> AsyncIterator[Any]:
+    made: list[Roost] = []
+
+    async def factory(settings: Settings, *steps: object) -> Roost:
+        roost = await build(
+            settings, backend=ScriptedBackend(*steps), audit=MemoryAudit(), clock=clock
+        )
+        made.append(roost)
+        return roost
+
+    yield factory
+    for roost in made:
+        await roost.aclose()

@@ -1,0 +1,159 @@
+"""The nine blocks: order, blocks 7-9 from their stores, shadow cohort, caps, byte identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from bridge.config import Settings
+from bridge.loadout.memory import Provenance
+from bridge.loadout.snapshot import shadow_cohort
+from bridge.loadout.views import FileSkills, FileTools, StaticStyle
+from bridge.loadout.wiring import Loadout, build_loadout
+from bridge.tenants import TenantDirs
+from tests.conftest import Clock
+
+DAY = 86_400
+
+
+def odd_and_even_ids() -> tuple[str, str]:
+    odd = next(f"m{i}" for i in range(100) if hashlib.sha256(f"m{i}".encode()).digest()[0] % 2)
+    even = next(f"m{i}" for i in range(100) if not hashlib.sha256(f"m{i}".encode()).digest()[0] % 2)
+    return odd, even
+
+
+def make(settings: Settings, db: Any, audit: Any, alice: TenantDirs) -> Loadout:
+    def grades(root: Path) -> dict[str, float]:
+        return (
+            {"csv-report": 1.5, "git-rebase": 0.3, "dead-skill": 0.0} if root == alice.root else {}
+        )
+
+    def bullets(root: Path) -> list[tuple[str, str, str]]:
+        if root != alice.root:
+            return []
+        return [
+            ("b1", "Lead with the command, then explain.", "live"),
+            ("b2", "Double-check dates before answering.", "shadow"),
+        ]
+
+    return build_loadout(
+        settings,
+        db,
+        audit,
+        skills=FileSkills(grades),
+        style=StaticStyle(bullets),
+        tools=FileTools(),
+    )
+
+
+def seed_blocks_7_to_9(alice: TenantDirs, now: float) -> None:
+    for name, desc in (
+        ("csv-report", "summarise a CSV"),
+        ("git-rebase", "rebase safely"),
+        ("dead-skill", "never shown"),
+    ):
+        (alice.skills / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: {desc}\n---\nbody"
+        )
+    tools = {
+        "daily_log": {
+            "description": "append to your journal",
+            "created": now - 200 * DAY,
+            "last_used": now - 2 * DAY,
+        },
+        "poke_api": {"description": "call your private API", "created": now - 120 * DAY},
+        "old_one": {
+            "description": "stale",
+            "created_ms": int((now - 400 * DAY) * 1000),
+            "last_used_ms": int((now - 95 * DAY) * 1000),
+        },
+    }
+    for name, meta in tools.items():
+        (alice.tools / f"me.{name}.json").write_text(json.dumps({"name": name, **meta}))
+
+
+def test_blocks_7_to_9_render_from_their_stores(
+    settings: Settings, db: Any, audit: Any, alice: TenantDirs, clock: Clock
+) -> None:
+    lo = make(settings, db, audit, alice)
+    seed_blocks_7_to_9(alice, clock.now)
+    odd, even = odd_and_even_ids()
+    r = lo.prompt.render("alice", alice.root, "web", "c1", odd, clock.now)
+    names = [b.name for b in r.blocks]
+    assert names == ["base", "memory", "persona", "skills", "style", "tools"]
+    text = {b.name: b.text for b in r.blocks}
+    assert text["skills"].index("csv-report — summarise a CSV (grade 1.5)") < text["skills"].index(
+        "git-rebase"
+    )
+    assert "dead-skill" not in text["skills"]
+    assert "Lead with the command" in text["style"] and "Double-check dates" in text["style"]
+    tools = text["tools"].splitlines()
+    assert tools[1] == "- `me.daily_log` — append to your journal"
+    assert "- `me.old_one` — stale (unused 95d)" in tools
+    assert "- `me.poke_api` — call your private API (unused 120d)" in tools
+    even_text = lo.prompt.render("alice", alice.root, "web", "c1", even, clock.now).text
+    assert "Lead with the command" in even_text and "Double-check dates" not in even_text
+    assert shadow_cohort(odd) and not shadow_cohort(even)
+
+
+def test_tools_block_shows_at_most_fifteen(
+    settings: Settings, db: Any, audit: Any, alice: TenantDirs, clock: Clock
+) -> None:
+    lo = make(settings, db, audit, alice)
+    for i in range(20):
+        meta = {"description": f"tool {i}", "created": clock.now - i * 3600}
+        (alice.tools / f"me.t{i:02d}.json").write_text(json.dumps(meta))
+    text = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    assert text.count("- `me.t") == 15 and "(and 5 more; /tools lists them all)" in text
+    assert "me.t00" in text and "me.t19" not in text
+
+
+def test_order_is_stable_first_and_prompt_byte_identical(
+    lo: Loadout, alice: TenantDirs, clock: Clock, db: Any
+) -> None:
+    alice.user_md.write_text("- name: Alice\n")
+    (alice.vault / "API_KEY").write_text("value-1234")
+    lo.chats.set("alice", "web", "c1", "audience", "my students")  # type: ignore[union-attr]
+    prov = Provenance("person", "web", "c1", "m")
+    lo.memory.store.save(alice.root, "x", "user", "y", "z", prov, clock.now)
+    same_cohort = [f"m{i}" for i in range(40) if shadow_cohort(f"m{i}")][:2]
+    a = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[0], clock.now)
+    assert [b.name for b in a.blocks] == [
+        "base",
+        "profile",
+        "memory",
+        "vault",
+        "persona",
+        "audience",
+    ]
+    clock.advance(3600)
+    b = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[1], clock.now)
+    assert a.text == b.text and b is a  # nothing changed: same object, no re-render
+    other_cohort = next(f"m{i}" for i in range(40) if not shadow_cohort(f"m{i}"))
+    c = lo.prompt.render("alice", alice.root, "web", "c1", other_cohort, clock.now)
+    assert c.text == a.text  # no shadow bullets: both cohorts get the same bytes
+
+
+def test_every_block_announces_a_cut(
+    settings: Settings, db: Any, audit: Any, alice: TenantDirs
+) -> None:
+    small = settings.model_copy(
+        update={"loadout": settings.loadout.model_copy(update={"profile_chars": 100})}
+    )
+    lo = build_loadout(small, db, audit)
+    alice.user_md.write_text("\n".join(f"- fact{i}: {'x' * 40}" for i in range(20)) + "\n")
+    r = lo.prompt.render("alice", alice.root, "web", None, "m", 0.0)
+    block = next(b for b in r.blocks if b.name == "profile")
+    assert block.cut and len(block.text) <= block.budget
+    assert "[profile: cut to fit 300 characters;" in block.text
+
+
+def test_memory_block_shows_usage(lo: Loadout, alice: TenantDirs, clock: Clock) -> None:
+    prov = Provenance("person", "web", "c1", "m")
+    lo.memory.store.save(alice.root, "editor", "user", "uses helix", "hx", prov, clock.now)
+    text = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    line = "- editor (user): uses helix"
+    assert f"## Memory [{round(100 * len(line) / 2200)}% — {len(line)}/2,200]" in text
+    assert line in text

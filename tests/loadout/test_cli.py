@@ -1,0 +1,50 @@
+"""`roost vault set|list|rm` and the CLI table rows."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import stat
+
+from bridge.cli import SUBCOMMANDS, build_parser
+from bridge.config import Settings
+from bridge.loadout.cli import vault_command
+from bridge.tenants import TenantDirs
+
+
+def run(settings: Settings, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    args = build_parser().parse_args(["vault", *argv])
+    assert isinstance(args, argparse.Namespace)
+    out, err = io.StringIO(), io.StringIO()
+    code = vault_command(settings, args, io.StringIO(stdin), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_vault_set_list_rm(settings: Settings) -> None:
+    code, out, _ = run(settings, ["set", "alice", "GITHUB_TOKEN"], "ghp_verysecretvalue\n")
+    assert code == 0 and "ghp_" not in out and "GITHUB_TOKEN" in out
+    path = TenantDirs.of(settings.home, "alice").vault / "GITHUB_TOKEN"
+    assert path.read_text() == "ghp_verysecretvalue"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert run(settings, ["list", "alice"])[1] == "GITHUB_TOKEN\n"
+    assert run(settings, ["list", "bob"])[1] == "(no secrets)\n"
+    code, _, err = run(settings, ["rm", "bob", "GITHUB_TOKEN"])
+    assert code == 1 and "no secret" in err
+    assert run(settings, ["rm", "alice", "GITHUB_TOKEN"])[0] == 0
+    assert not path.exists()
+
+
+def test_vault_refuses_bad_names_and_short_values(settings: Settings) -> None:
+    code, _, err = run(settings, ["set", "alice", "../escape"], "value-1234")
+    assert code == 2 and "must start with a letter" in err
+    assert not (settings.home / "tenants" / "alice" / "escape").exists()
+    code, _, err = run(settings, ["set", "alice", "PIN"], "123\n")
+    assert code == 2 and "at least 4" in err
+
+
+def test_rows_are_in_the_cli_table() -> None:
+    names = [row.name for row in SUBCOMMANDS]
+    assert "prompt" in names and "vault" in names
+    args = build_parser().parse_args(["prompt", "--tenant", "alice", "--channel", "telegram"])
+    assert args.tenant == "alice" and args.channel == "telegram" and not args.raw

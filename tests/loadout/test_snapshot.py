@@ -1,0 +1,97 @@
+"""The snapshot is cheap when nothing changed (stat calls only) and sees every change."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from bridge.loadout.atomic import write_text
+from bridge.loadout.memory import Provenance
+from bridge.loadout.views import DirRows, FileTools
+from bridge.loadout.wiring import Loadout, build_loadout
+from bridge.tenants import TenantDirs
+from tests.conftest import Clock
+
+
+def populate(lo: Loadout, alice: TenantDirs, home: Any, now: float) -> None:
+    (home / "STEERING.md").write_text("operator @inc.md")
+    (home / "inc.md").write_text("included")
+    alice.steering.write_text("mine")
+    alice.user_md.write_text("- name: Alice\n")
+    (alice.vault / "TOKEN").write_text("value-1234")
+    (alice.tools / "me.t.json").write_text(json.dumps({"description": "d", "created": now}))
+    prov = Provenance("person", "web", "c1", "m")
+    lo.memory.store.save(alice.root, "x", "user", "y", "z", prov, now)
+
+
+def test_unchanged_turn_opens_no_file(
+    lo: Loadout, alice: TenantDirs, clock: Clock, settings: Any
+) -> None:
+    populate(lo, alice, settings.home, clock.now)
+    first = lo.prompt.render("alice", alice.root, "web", "c1", "m1", clock.now)
+    reads = lo.files.reads
+    for i in range(5):
+        again = lo.prompt.render("alice", alice.root, "web", "c1", f"m{i + 2}", clock.now)
+        assert again.text == first.text
+    assert lo.files.reads == reads
+
+
+def test_every_source_change_is_seen_next_turn(
+    lo: Loadout, alice: TenantDirs, clock: Clock, settings: Any
+) -> None:
+    populate(lo, alice, settings.home, clock.now)
+
+    def text() -> str:
+        return lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+
+    assert "included" in text()
+    changes = [
+        (lambda: (settings.home / "inc.md").write_text("INCLUDE v2"), "INCLUDE v2"),
+        (lambda: alice.steering.write_text("MINE v2"), "MINE v2"),
+        (lambda: alice.user_md.write_text("- name: ALICE v2\n"), "ALICE v2"),
+        (lambda: (alice.vault / "SECOND").write_text("value-5678"), "SECOND, TOKEN"),
+        (lambda: write_text(alice.tools / "me.t.json", '{"description": "TOOL v2"}'), "TOOL v2"),
+        (lambda: lo.chats.set("alice", "web", "c1", "audience", "AUD v2"), "AUD v2"),  # type: ignore[union-attr]
+        (lambda: lo.chats.set("alice", "web", "c1", "persona", "forge"), "tool smith"),  # type: ignore[union-attr]
+    ]
+    for change, expected in changes:
+        change()
+        assert expected in text()
+
+
+def test_same_size_same_mtime_rewrite_is_still_seen(
+    lo: Loadout, alice: TenantDirs, clock: Clock
+) -> None:
+    alice.user_md.write_text("- k: AAAA\n")
+    st = alice.user_md.stat()
+    assert "AAAA" in lo.prompt.render("alice", alice.root, "web", None, "m", clock.now).text
+    tmp = alice.root / "tmp"
+    tmp.write_text("- k: BBBB\n")
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, alice.user_md)  # new inode, same size and mtime
+    assert "BBBB" in lo.prompt.render("alice", alice.root, "web", None, "m", clock.now).text
+
+
+def test_uncached_loadout_gives_the_same_prompt(
+    settings: Any, db: Any, audit: Any, lo: Loadout, alice: TenantDirs, clock: Clock
+) -> None:
+    populate(lo, alice, settings.home, clock.now)
+    plain = build_loadout(settings, db, audit, cached=False)
+    a = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    b = plain.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    assert a == b
+
+
+def test_in_place_edit_of_a_tool_file_is_seen_after_the_recheck(alice: TenantDirs) -> None:
+    now = [0.0]
+    view = FileTools(rows=DirRows(recheck_s=2.0, clock=lambda: now[0]))
+    meta = alice.tools / "me.t.json"
+    meta.write_text('{"description": "v1", "created": 1}')
+    assert view.tools(alice.root)[0][1] == "v1"
+    with meta.open("r+") as fh:  # in place: the directory does not change
+        fh.write('{"description": "v2", "created": 1}')
+    now[0] = 1.0
+    assert view.tools(alice.root)[0][1] == "v1"
+    now[0] = 2.5
+    assert view.tools(alice.root)[0][1] == "v2"
