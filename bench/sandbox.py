@@ -1,6 +1,12 @@
 """Benchmark the sandbox: plain exec (the floor), a sandboxed call, a fresh
 `python -I` subprocess; p50/p99 and same-run ratios; sustained calls/s with two
 concurrent callers; resident memory of the helper. Run: .venv/bin/python bench/sandbox.py
+
+`--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
+median time (ms since `run()` began) at which each stage of a call ended:
+runner lint/schema check, request sent, helper received/ready/handed over, the
+child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
+globals built, tool ran, result serialised, helper saw EOF/replied, runner done.
 """
 
 from __future__ import annotations
@@ -111,10 +117,37 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+async def stages(ws: Path, n: int = 300) -> None:
+    runner = SandboxRunner(trace=True)
+    await runner.start()
+    try:
+        for name, (source, params) in TOOLS.items():
+            await sandboxed(runner, source, params, ws, 20)
+            runner.stages().clear()
+            first = len(runner.stages())
+            await sandboxed(runner, source, params, ws, n)
+            rows = runner.stages()[first:]
+            names: list[str] = []
+            for row in rows:
+                names += [k for k in row if k not in names]
+            order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
+            print(f"\n[{name} tool] stage ends, median ms since run() began (n={len(rows)})")
+            prev = 0.0
+            for k in order:
+                at = statistics.median(r[k] for r in rows if k in r)
+                print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
+                prev = at
+    finally:
+        await runner.aclose()
+
+
 async def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="forge-bench-"))
     rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
+    if "--stages" in sys.argv[1:]:
+        await stages(ws)
+        return
     runner = SandboxRunner()
     await runner.start()
     missing = runner.missing_layers()

@@ -27,13 +27,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import aiohttp  # noqa: E402
-from aiohttp import web  # noqa: E402
+import aiohttp
+from aiohttp import web
 
-from bridge.config import load_settings  # noqa: E402
-from bridge.daemon import build  # noqa: E402
-from bridge.messages import Inbound  # noqa: E402
-from tests.conftest import ScriptedBackend  # noqa: E402
+from bridge.config import load_settings
+from bridge.daemon import build
+from bridge.messages import Inbound
+from tests.conftest import ScriptedBackend
 
 TOKEN = "bench-token-0123456789"
 
@@ -187,14 +187,20 @@ def main() -> None:
         http_proc, http_port = start(serve_roost, tmp2, model_url)
         procs += [echo_proc, roost_proc, model_proc, http_proc]
         try:
-            print(f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes)")
-            print(f"{'clients':>8} {'bare echo':>10} {'roost+0-lat':>12} {'ratio':>6} "
-                  f"{'roost+fake HTTP model':>22}")
+            print(
+                f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes)"
+            )
+            print(
+                f"{'clients':>8} {'bare echo':>10} {'roost+0-lat':>12} {'ratio':>6} "
+                f"{'roost+fake HTTP model':>22}"
+            )
             for clients in (1, 10, 100):
                 echo = asyncio.run(load(echo_port, clients, args.seconds))
                 zero = asyncio.run(load(roost_port, clients, args.seconds))
                 fake = asyncio.run(load(http_port, clients, args.seconds))
-                print(f"{clients:>8} {echo:>10.0f} {zero:>12.0f} {echo / zero:>5.1f}x {fake:>22.0f}")
+                print(
+                    f"{clients:>8} {echo:>10.0f} {zero:>12.0f} {echo / zero:>5.1f}x {fake:>22.0f}"
+                )
         finally:
             for proc in procs:
                 proc.terminate()

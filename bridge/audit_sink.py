@@ -8,8 +8,10 @@ This module imports nothing from the project.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
+
+Event = tuple[str, str | None, Mapping[str, object]]  # (event, tenant, details)
 
 
 class AuditSink(Protocol):
@@ -17,11 +19,38 @@ class AuditSink(Protocol):
         """Record one event durably; return only once it is written."""
         ...
 
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        """Record several events, in order, durably (one write where the sink can)."""
+        ...
+
+
+class TurnEvents:
+    """The bookkeeping events of one turn, written together when the turn ends.
+
+    A turn's received/answered/graded events become durable in one batch
+    before the reply is returned; state changes made by tools (memory,
+    tools, secrets) are still emitted at once by whoever makes them.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        self.events.append((event, tenant, dict(details)))
+
+    async def flush(self, sink: AuditSink) -> None:
+        events, self.events = self.events, []
+        if events:
+            await sink.emit_many(events)
+
 
 class NullAudit:
     """Records nothing (`roost prompt`, unit tests)."""
 
     async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        return None
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
         return None
 
 
@@ -33,3 +62,7 @@ class MemoryAudit:
 
     async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
         self.events.append((event, tenant, dict(details)))
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        for event, tenant, details in events:
+            await self.emit(event, tenant, details)

@@ -16,8 +16,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bridge import operator_cli
+from bridge.audit import ChainCorrupt
 from bridge.config import EX_CONFIG, ConfigError, Settings, check_tenant_id, load_settings
+from bridge.loadout import cli as loadout_cli
 from bridge.logging_setup import setup_logging
+from bridge.pairing import pair_args, pair_command
 
 
 def tenant_arg(value: str) -> str:
@@ -110,7 +114,12 @@ SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         "send", "run one turn through the full pipeline, print the reply", _send_args, _send
     ),
+    Subcommand(
+        "pair", "print a one-time code binding a Telegram user to TENANT", pair_args, pair_command
+    ),
 ]
+SUBCOMMANDS += [Subcommand(*row) for row in loadout_cli.subcommand_rows()]
+SUBCOMMANDS += [Subcommand(*row) for row in operator_cli.subcommand_rows()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,6 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except ConfigError as exc:
         print(f"roost: {exc}", file=sys.stderr)
+        return EX_CONFIG
+    except ChainCorrupt as exc:
+        print(
+            f"roost: the audit chain is damaged ({exc}). Run `roost audit verify` for details; "
+            "move audit/ aside to start a new chain.",
+            file=sys.stderr,
+        )
         return EX_CONFIG
 
 

@@ -33,6 +33,43 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tenant, channel, chat, key)
     );
     """,
+    # pairing (bridge/pairing.py): code hashes only, bindings, lockouts, refusal notices
+    """
+    CREATE TABLE pairing_codes (
+        code_hash TEXT PRIMARY KEY, tenant TEXT NOT NULL,
+        created_at REAL NOT NULL, expires_at REAL NOT NULL,
+        used_at REAL, used_by TEXT
+    );
+    CREATE TABLE pairing_bindings (
+        channel TEXT NOT NULL, identity TEXT NOT NULL, tenant TEXT NOT NULL,
+        bound_at REAL NOT NULL, PRIMARY KEY (channel, identity)
+    );
+    CREATE TABLE pairing_failures (
+        channel TEXT NOT NULL, identity TEXT NOT NULL,
+        failures INTEGER NOT NULL, window_start REAL NOT NULL,
+        locked_until REAL NOT NULL DEFAULT 0, PRIMARY KEY (channel, identity)
+    );
+    CREATE TABLE refusal_notices (
+        channel TEXT NOT NULL, identity TEXT NOT NULL, at REAL NOT NULL,
+        PRIMARY KEY (channel, identity)
+    );
+    """,
+    # skills (bridge/skills): grades in thousandths, the last turn per chat
+    """
+    CREATE TABLE skill_grades (
+        tenant TEXT NOT NULL, name TEXT NOT NULL, grade INTEGER NOT NULL,
+        approvals INTEGER NOT NULL DEFAULT 0, rejections INTEGER NOT NULL DEFAULT 0,
+        rephrases INTEGER NOT NULL DEFAULT 0, neutrals INTEGER NOT NULL DEFAULT 0,
+        autos INTEGER NOT NULL DEFAULT 0, updated_at REAL,
+        PRIMARY KEY (tenant, name)
+    );
+    CREATE TABLE turn_log (
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        msg_id TEXT NOT NULL, skills TEXT NOT NULL, at REAL NOT NULL,
+        graded INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, channel, chat)
+    );
+    """,
 )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.agent import AgentResult, run_agent
-from bridge.audit_sink import AuditSink
+from bridge.audit_sink import AuditSink, TurnEvents
 from bridge.backend import Backend, BackendError, ChatMessage
 from bridge.messages import Final, Inbound
 from bridge.sessions import Session, SessionKey, SessionStore
@@ -47,9 +47,15 @@ class OutputMask(Protocol):
 
 
 class TurnObserver(Protocol):
-    async def before_turn(self, turn: TurnContext, session: Session) -> None: ...
+    """Hooks around a turn; their audit events go into the turn's batch."""
 
-    async def after_turn(self, turn: TurnContext, result: AgentResult) -> None: ...
+    async def before_turn(
+        self, turn: TurnContext, session: Session, events: TurnEvents
+    ) -> None: ...
+
+    async def after_turn(
+        self, turn: TurnContext, result: AgentResult, events: TurnEvents
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +93,8 @@ class TurnRunner:
         started = time.perf_counter()
         dirs.ensure()
         tenant = dirs.tenant
-        await self._audit.emit(
+        events = TurnEvents()
+        events.add(
             "message.received",
             tenant,
             {
@@ -100,7 +107,7 @@ class TurnRunner:
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(tenant, dirs.root, inbound, self._clock)
         for observer in self._observers:
-            await observer.before_turn(turn, session)
+            await observer.before_turn(turn, session, events)
         system = self._prompt.system_prompt(turn)
         tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
         messages = (*session.history, ChatMessage(role="user", content=inbound.text))
@@ -121,9 +128,8 @@ class TurnRunner:
             )
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
-            await self._audit.emit(
-                "message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind}
-            )
+            events.add("message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind})
+            await events.flush(self._audit)
             return Final(exc.user_message, "error")
         if stream is not None and on_delta is not None:
             rest = stream.flush()
@@ -134,8 +140,8 @@ class TurnRunner:
             text = mask.mask(text)
         self.sessions.append(key, inbound.text, text, inbound.msg_id, self._clock())
         for observer in self._observers:
-            await observer.after_turn(turn, result)
-        await self._audit.emit(
+            await observer.after_turn(turn, result, events)
+        events.add(
             "message.answered",
             tenant,
             {
@@ -148,4 +154,5 @@ class TurnRunner:
                 "tool_calls": len(result.tool_runs),
             },
         )
+        await events.flush(self._audit)
         return Final(text, "answer")

@@ -1,20 +1,34 @@
 """What runs inside one forked sandbox child: confine, run the tool, report JSON bytes.
 
-The child never returns: it writes one JSON document to its result pipe and
-calls os._exit. The result is serialised here, inside the child, so objects a
-tool returns (custom __eq__, __repr__, endless iterators) never run code in the
-helper or the daemon; only bytes leave.
+The helper forks a child *before* a call arrives (`child_main`). While idle the
+child does only what is the same for every call: it arranges to die with the
+helper, closes every descriptor it inherited except its own three, puts /dev/null
+on stdin/stdout/stderr, empties its environment and builds a Landlock ruleset
+holding the read-only roots. It then blocks until the helper hands it exactly
+one call (a marshalled `Job` in a memfd, then one byte on the "go" pipe), applies
+every per-call layer (the workspace rule and Landlock enforcement, cwd, closing
+descriptors, rlimits, capabilities, seccomp), runs the tool, writes one JSON
+document to its result pipe and calls os._exit. A child never receives a
+second call: there is no loop, and the helper closes its end of the go pipe and
+the memfd as soon as the call is written.
+
+The result is serialised here, inside the child, so objects a tool returns
+(custom __eq__, __repr__, endless iterators) never run code in the helper or
+the daemon; only bytes leave.
 """
 
 from __future__ import annotations
 
 import builtins
+import gc
 import json
+import marshal
 import os
+import time
 import traceback
 from dataclasses import dataclass
 from types import CodeType, SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 from forge import confine
 from forge.pathgate import PathDenied, PathGate
@@ -22,19 +36,26 @@ from forge.policy import OutputTooLarge, PrintSink, make_globals, make_unrestric
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = b'{"ok":false,"kind":"memory","message":"the tool ran out of memory"}'
+_JOB_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Layers:
-    """Which layers run. The daemon always uses all; tests switch one off at a time
-    to show that the next one still holds."""
+    """Which layers run. Production always runs all of them: the runner only takes
+    a `Layers` through its explicit `layers_for_tests` parameter, and the helper
+    reads it once from its command line, never from a request. The layer tests
+    switch one off at a time to show that the next one still holds."""
 
+    lint: bool = True
     restricted: bool = True
     gate: bool = True
     landlock: bool = True
     seccomp: bool = True
     rlimits: bool = True
     drop_caps: bool = True
+
+    def switched_off(self) -> list[str]:
+        return [name for name in self.__slots__ if not getattr(self, name)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +68,8 @@ class HelperContext:
     landlock_abi: int
     seccomp: confine.SeccompFilter | None
     builtins: dict[str, Any]
+    layers: Layers
+    helper_pid: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +79,37 @@ class Job:
     workspace: str
     secrets: dict[str, str]
     limits: confine.Limits
-    layers: Layers
     max_output: int
+    trace: bool = False
+
+
+def encode_job(
+    code: bytes,
+    params: dict[str, Any],
+    workspace: str,
+    secrets: dict[str, str],
+    limits: confine.Limits,
+    max_output: int,
+    trace: bool,
+) -> bytes:
+    """The bytes the helper hands a child: `code` is an already marshalled code object."""
+    lim = (limits.cpu_s, limits.address_space, limits.open_files, limits.file_size)
+    return marshal.dumps((_JOB_VERSION, code, params, workspace, secrets, lim, max_output, trace))
+
+
+def decode_job(data: bytes) -> Job:
+    version, code, params, workspace, secrets, lim, max_output, trace = marshal.loads(data)
+    if version != _JOB_VERSION:
+        raise ValueError(f"job format {version} is not {_JOB_VERSION}")
+    return Job(
+        marshal.loads(code),
+        params,
+        workspace,
+        secrets,
+        confine.Limits(*lim),
+        max_output,
+        bool(trace),
+    )
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -96,38 +148,98 @@ def _describe(exc: BaseException) -> str:
     return f"{name}: {text[:MAX_MESSAGE]}{_tool_line(exc)}" if text else name + _tool_line(exc)
 
 
-def _confine(job: Job, ctx: HelperContext, result_fd: int) -> int:
+class _Stages:
+    """perf_counter_ns marks of one child (CLOCK_MONOTONIC: comparable with the helper's
+    and the runner's). Cheap enough to take always; sent only when the call asks."""
+
+    __slots__ = ("marks",)
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, int]] = []
+
+    def __call__(self, name: str) -> None:
+        self.marks.append((name, time.perf_counter_ns()))
+
+
+def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int | None:
+    """The layers that are the same for every call, applied before the call is known
+    (so the child is already confined when the call's data reaches it): die with the
+    helper, no inherited descriptors, /dev/null for stdio, empty environment, no
+    capabilities, seccomp. Returns this child's own Landlock ruleset with the
+    read-only roots (the workspace is added per call), or None."""
+    confine.die_with_parent(ctx.helper_pid)
+    gc.freeze()  # the collector never walks (and so never copies) the helper's objects
     for std in (0, 1, 2):
         os.dup2(ctx.devnull, std)
+    # Other children's pipes and memfds, the helper's protocol pipes: gone now.
+    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds})
+    os.environ.clear()
+    ruleset = None
+    if ctx.layers.landlock and ctx.landlock_abi:
+        ruleset = confine.landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
+    if ctx.layers.drop_caps and os.geteuid() == 0:
+        confine.drop_capabilities()
+    if ctx.layers.seccomp and ctx.seccomp is not None:
+        ctx.seccomp.install()
+    return ruleset
+
+
+def _await_job(go_fd: int, job_fd: int) -> Job:
+    """Block until the helper hands over this child's one call; exit if it never does."""
+    try:
+        go = os.read(go_fd, 1)
+    except OSError:
+        go = b""
+    if go != b"g":  # the helper closed the pipe (shutdown or death): no call
+        os._exit(0)
+    size = os.fstat(job_fd).st_size
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.pread(job_fd, size - len(data), len(data))
+        if not chunk:
+            break
+        data += chunk
+    os.close(go_fd)
+    os.close(job_fd)
+    return decode_job(bytes(data))
+
+
+def _confine(
+    job: Job, ctx: HelperContext, ruleset: int | None, result_fd: int, mark: _Stages
+) -> int:
+    """The per-call layers: Landlock with this call's workspace, cwd, descriptors,
+    rlimits (capabilities and seccomp are already in place, see `_prepare`)."""
     ws_fd = os.open(job.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    if job.layers.landlock and ctx.landlock_abi:
-        confine.apply_landlock(ctx.landlock_abi, ws_fd, ctx.read_fds)
+    if ctx.layers.landlock and ctx.landlock_abi:
+        if ruleset is None:
+            raise RuntimeError("the Landlock ruleset was not prepared")
+        confine.landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
+        mark("landlock")
     os.fchdir(ws_fd)
     _close_other_fds({0, 1, 2, result_fd, ws_fd})
-    os.environ.clear()
-    if job.layers.rlimits:
+    mark("fds")
+    if ctx.layers.rlimits:
         confine.apply_rlimits(job.limits)
-    if job.layers.drop_caps and os.geteuid() == 0:
-        confine.drop_capabilities()
-    if job.layers.seccomp and ctx.seccomp is not None:
-        ctx.seccomp.install()
+        mark("rlimits")
     return ws_fd
 
 
-def _run_tool(job: Job, ctx: HelperContext, ws_fd: int) -> dict[str, Any]:
+def _run_tool(job: Job, ctx: HelperContext, ws_fd: int, mark: _Stages) -> dict[str, Any]:
     sink = PrintSink(job.max_output)
     gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
-    if not job.layers.restricted:
+    if not ctx.layers.restricted:
         glb = make_unrestricted_globals()
     else:
-        opener = gate.open if job.layers.gate else builtins.open
+        opener = gate.open if ctx.layers.gate else builtins.open
         glb = make_globals(ctx.builtins, ctx.proxies, opener, gate.listdir, job.secrets, sink)
+    mark("globals")
     try:
         exec(job.code, glb)
         run = glb.get("run")
         if not callable(run):
             return _error("runtime", "the tool defines no run() function")
         result = run(**job.params)
+        mark("ran")
     except PathDenied as exc:
         return _error("denied", f"{exc}{_tool_line(exc)}")
     except OutputTooLarge as exc:
@@ -158,15 +270,31 @@ def _serialise(payload: dict[str, Any], max_output: int) -> bytes:
     return data
 
 
-def child_main(job: Job, ctx: HelperContext, result_fd: int) -> None:
-    """Entry point after fork; never returns."""
+def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> NoReturn:
+    """Entry point right after fork, before the call is known; never returns."""
+    mark = _Stages()
+    trace = False
     try:
         try:
-            ws_fd = _confine(job, ctx, result_fd)
+            ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
+        except BaseException as exc:
+            setup_error: BaseException | None = exc
+        else:
+            setup_error = None
+        job = _await_job(go_fd, job_fd)
+        trace = job.trace
+        mark("job")
+        try:
+            if setup_error is not None:
+                raise setup_error
+            ws_fd = _confine(job, ctx, ruleset, result_fd, mark)
         except BaseException as exc:
             data = json.dumps(_error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:
-            data = _serialise(_run_tool(job, ctx, ws_fd), job.max_output)
+            data = _serialise(_run_tool(job, ctx, ws_fd, mark), job.max_output)
+        if trace:
+            mark("serialised")
+            data = data[:-1] + b',"trace":' + json.dumps(mark.marks).encode() + b"}"
         _write_all(result_fd, data)
         os.close(result_fd)  # EOF now: the helper replies before this process is torn down
     except MemoryError:

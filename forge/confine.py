@@ -11,6 +11,7 @@ import ctypes
 import os
 import platform
 import resource
+import signal
 import struct
 import sysconfig
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
 SYS_CLOSE_RANGE = 436  # generic number, x86_64 and aarch64
 PR_CAPBSET_DROP = 24
 SECCOMP_SET_MODE_FILTER = 1
@@ -188,6 +190,68 @@ def open_roots(paths: Sequence[str]) -> list[int]:
     return [os.open(p, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY) for p in paths]
 
 
+def _landlock_access(abi: int) -> tuple[int, int, int]:
+    """(handled, read, write) access masks for this ABI."""
+    handled = _fs_mask(abi)
+    read = FS_READ_FILE | FS_READ_DIR
+    write = read | FS_WRITE_FILE | FS_REMOVE_FILE | FS_REMOVE_DIR | FS_MAKE_REG | FS_MAKE_DIR
+    if abi >= 3:
+        write |= FS_TRUNCATE
+    return handled, read & handled, write & handled
+
+
+def _add_path_rule(ruleset: int, fd: int, allowed: int) -> None:
+    rule = _PathBeneath(allowed, fd)
+    _syscall(
+        SYS_LANDLOCK_ADD_RULE,
+        ruleset,
+        LANDLOCK_RULE_PATH_BENEATH,
+        ctypes.byref(rule),
+        ctypes.c_uint32(0),
+    )
+
+
+def landlock_ruleset(abi: int, read_fds: Sequence[int]) -> int:
+    """A new Landlock ruleset with the read-only roots; the workspace rule is not in it.
+
+    Built by each sandbox child for itself, before its call arrives, so it never
+    holds a workspace rule of another call: a ruleset is a kernel object shared by
+    every descriptor that refers to it, so one built in the helper and inherited
+    would collect every child's workspace rule. `landlock_restrict` adds the
+    workspace and applies it.
+    """
+    handled, read, _ = _landlock_access(abi)
+    attr = _RulesetAttr(
+        handled,
+        NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
+        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
+    )
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = _syscall(
+        SYS_LANDLOCK_CREATE_RULESET,
+        ctypes.byref(attr),
+        ctypes.c_size_t(size),
+        ctypes.c_uint32(0),  # the kernel makes ruleset descriptors close-on-exec
+    )
+    try:
+        for fd in read_fds:
+            _add_path_rule(ruleset, fd, read)
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def landlock_restrict(abi: int, ruleset: int, workspace_fd: int) -> None:
+    """Add the workspace (read/write) to `ruleset`, enforce it on this process, close it."""
+    try:
+        _add_path_rule(ruleset, workspace_fd, _landlock_access(abi)[2])
+        set_no_new_privs()
+        _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+
+
 def apply_landlock(abi: int, workspace_fd: int, read_fds: Sequence[int]) -> None:
     """Writes only under the workspace; reads only there and in the Python roots.
 
@@ -196,34 +260,14 @@ def apply_landlock(abi: int, workspace_fd: int, read_fds: Sequence[int]) -> None
     ABI >= 4 all TCP bind/connect, with ABI >= 6 signals and abstract UNIX
     sockets outside the sandbox.
     """
-    handled = _fs_mask(abi)
-    attr = _RulesetAttr(
-        handled,
-        NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
-        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
-    )
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = _syscall(
-        SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
-    )
-    try:
-        read = FS_READ_FILE | FS_READ_DIR
-        write = read | FS_WRITE_FILE | FS_REMOVE_FILE | FS_REMOVE_DIR | FS_MAKE_REG | FS_MAKE_DIR
-        if abi >= 3:
-            write |= FS_TRUNCATE
-        for fd, allowed in [*((f, read) for f in read_fds), (workspace_fd, write)]:
-            rule = _PathBeneath(allowed & handled, fd)
-            _syscall(
-                SYS_LANDLOCK_ADD_RULE,
-                ruleset,
-                LANDLOCK_RULE_PATH_BENEATH,
-                ctypes.byref(rule),
-                ctypes.c_uint32(0),
-            )
-        set_no_new_privs()
-        _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
-    finally:
-        os.close(ruleset)
+    landlock_restrict(abi, landlock_ruleset(abi, read_fds), workspace_fd)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent (the helper) dies; exit now if it already has."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(0)
 
 
 def set_no_new_privs() -> None:

@@ -11,6 +11,11 @@ which compiles it (layer 2) and forks a confined child (layers 3 and 4).
 Several calls may be in flight at once. If the helper dies it is restarted and
 the calls it carried fail with kind "runtime"; a call that outlives its
 deadline by a grace period restarts the helper too.
+
+Two constructor parameters exist for tests and measurements only, both off by
+default: `layers_for_tests` switches single layers off (the layer tests show
+that the next layer still holds; a WARNING is logged) and `trace` records where
+the time of every call goes (`stages()`; bench/sandbox.py --stages).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import logging
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,6 +46,7 @@ ERROR_KINDS = ("lint", "compile", "runtime", "denied", "timeout", "memory", "out
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
 GRACE_S = 3.0
+TRACE_KEEP = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +84,20 @@ class SandboxRunner:
         default_timeout_s: float = 5.0,
         max_output: int = 1 << 20,
         limits: confine.Limits | None = None,
-        layers: Layers | None = None,
-        check_lint: bool = True,
         python: str = sys.executable,
+        layers_for_tests: Layers | None = None,
+        trace: bool = False,
     ) -> None:
+        """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
+        default, runs every layer; the helper takes them on its command line, so no
+        request can switch a layer off). `trace`: keep per-stage timings of every call
+        (`stages()`), for measurements only."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or confine.Limits()
-        self.layers = layers or Layers()
-        self.check_lint = check_lint  # False only in tests that exercise deeper layers
         self.python = python
+        self._layers = layers_for_tests or Layers()
+        self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
         self._helper: _Helper | None = None
         self._caps: dict[str, Any] = {}
         self._ids = itertools.count(1)
@@ -101,12 +112,15 @@ class SandboxRunner:
                 await self._spawn()
 
     async def _spawn(self) -> None:
+        switched_off = self._layers.switched_off()
+        extra = [json.dumps(asdict(self._layers))] if switched_off else []
         proc = await asyncio.create_subprocess_exec(
             self.python,
             "-I",
             "-c",
             _BOOT,
             _PROJECT_ROOT,
+            *extra,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -128,6 +142,8 @@ class SandboxRunner:
         self._helper = helper
         if not self._warned:
             self._warned = True
+            if switched_off:
+                log.warning("sandbox layers switched off (tests only): %s", switched_off)
             for name in self.missing_layers():
                 log.warning(
                     "sandbox layer unavailable on this machine: %s (%s)",
@@ -189,8 +205,9 @@ class SandboxRunner:
     ) -> RunResult:
         """Run `source`'s `run(**params)` in a fresh confined process."""
         started = time.monotonic()
+        t0 = time.perf_counter_ns()
         timeout = self.default_timeout_s if timeout_s is None else timeout_s
-        if self.check_lint:
+        if self._layers.lint:
             checked = self._checked(source)
             if isinstance(checked, str):
                 return _fail("lint", checked, started)
@@ -207,9 +224,17 @@ class SandboxRunner:
             "timeout_s": timeout,
             "max_output": self.max_output,
             "limits": _limits_dict(self.limits),
-            "layers": asdict(self.layers),
         }
-        return await self._call(request, timeout, started)
+        if self._trace is None:
+            return await self._call(request, timeout, started)
+        request["trace"] = True
+        marks = [("runner_checked", time.perf_counter_ns())]
+        return await self._call(request, timeout, started, (t0, marks))
+
+    def stages(self) -> list[dict[str, float]]:
+        """With `trace=True`: for each call, milliseconds from the start of `run()` to
+        the end of each stage (runner, helper and child marks, in time order)."""
+        return list(self._trace or ())
 
     def _checked(self, source: str) -> ToolInfo | str:
         """Lint + format check, cached by source hash (tools are called repeatedly)."""
@@ -231,7 +256,13 @@ class SandboxRunner:
         self._lint_cache[key] = out
         return out
 
-    async def _call(self, request: dict[str, Any], limit_s: float, started: float) -> RunResult:
+    async def _call(
+        self,
+        request: dict[str, Any],
+        limit_s: float,
+        started: float,
+        trace: tuple[int, list[tuple[str, int]]] | None = None,
+    ) -> RunResult:
         helper = await self._ensure()
         req_id = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -240,6 +271,8 @@ class SandboxRunner:
         try:
             helper.proc.stdin.write((json.dumps({"id": req_id, **request}) + "\n").encode())
             await helper.proc.stdin.drain()
+            if trace is not None:
+                trace[1].append(("runner_sent", time.perf_counter_ns()))
             msg = await asyncio.wait_for(fut, limit_s + GRACE_S)
         except (ConnectionError, BrokenPipeError):
             helper.pending.pop(req_id, None)
@@ -254,6 +287,12 @@ class SandboxRunner:
             with contextlib.suppress(ProcessLookupError):
                 helper.proc.kill()
             return _fail("timeout", f"the tool ran longer than {limit_s:g} s", started)
+        if trace is not None and self._trace is not None:
+            t0, marks = trace
+            marks += [(str(n), int(t)) for n, t in msg.get("trace") or ()]
+            marks.append(("runner_done", time.perf_counter_ns()))
+            marks.sort(key=lambda m: m[1])
+            self._trace.append({name: (t - t0) / 1e6 for name, t in marks})
         err = msg.get("error") or {}
         return RunResult(
             ok=bool(msg.get("ok")),

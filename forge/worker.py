@@ -1,13 +1,19 @@
 """The sandbox helper process: small, pre-warmed, forks one child per call.
 
 Started by `SandboxRunner` as `python -I` with an empty environment; it imports
-only the standard library, RestrictedPython and forge. Protocol: JSON lines.
-On start it writes `{"op": "hello", "pid": ..., "capabilities": {...}}`; then
-for every request line `{"id", "source", "params", "workspace", "secrets",
-"timeout_s", "max_output", "limits", "layers"}` it answers one line `{"id",
-"ok", "result", "printed", "error": {"kind", "message"} | null, "duration_ms"}`.
-Compiled code is cached by source hash; each call runs in a fresh fork that
-never runs a second call; the wall-clock deadline is enforced here with SIGKILL.
+only the standard library, RestrictedPython and forge. Its command line carries
+the layer switches of the layer tests (`{}` in production: every layer on); a
+request cannot change them. Protocol: JSON lines. On start it writes
+`{"op": "hello", "pid": ..., "capabilities": {...}}`; then for every request
+line `{"id", "source", "params", "workspace", "secrets", "timeout_s",
+"max_output", "limits"[, "trace"]}` it answers one line `{"id", "ok", "result",
+"printed", "error": {"kind", "message"} | null, "duration_ms"[, "trace"]}`.
+
+Compiled code is cached (marshalled) by source hash. Children are forked ahead
+of demand: up to `IDLE_CHILDREN` wait, already half-prepared (see forge.child),
+while the helper has nothing else to do; a call goes to one of them (or to a
+child forked on the spot when none waits) and that child exits after it. The
+wall-clock deadline is enforced here with SIGKILL.
 """
 
 from __future__ import annotations
@@ -16,22 +22,24 @@ import contextlib
 import gc
 import hashlib
 import json
+import marshal
 import os
 import selectors
 import signal
 import sys
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from types import CodeType
 from typing import Any
 
 from forge import confine
-from forge.child import HelperContext, Job, Layers, child_main
+from forge.child import HelperContext, Layers, child_main, encode_job
 from forge.modules import build_proxies
 from forge.policy import CompileFailed, compile_tool, safe_builtins
 
 CACHE_SIZE = 256
+IDLE_CHILDREN = 2  # children forked ahead of demand (two concurrent callers on 2 cores)
+SPAWN_BACKOFF_S = 0.5
 _PREWARM = (
     "_strptime",
     "encodings.latin_1",
@@ -45,6 +53,16 @@ _PREWARM = (
 
 
 @dataclass
+class _Idle:
+    """A forked child waiting for its one call."""
+
+    pid: int
+    go: int  # write end of its go pipe
+    job: int  # memfd the call is written to
+    result: int  # read end of its result pipe
+
+
+@dataclass
 class _Pending:
     req_id: Any
     pid: int
@@ -54,6 +72,7 @@ class _Pending:
     max_output: int
     buf: bytearray = field(default_factory=bytearray)
     killed: str = ""
+    trace: list[tuple[str, int]] | None = None
 
 
 def _reply(
@@ -76,8 +95,13 @@ def _reply(
     }
 
 
+def _mark(trace: list[tuple[str, int]] | None, name: str) -> None:
+    if trace is not None:
+        trace.append((name, time.perf_counter_ns()))
+
+
 class Helper:
-    def __init__(self) -> None:
+    def __init__(self, layers: Layers | None = None) -> None:
         for name in _PREWARM:
             with contextlib.suppress(ImportError):
                 __import__(name)
@@ -94,9 +118,13 @@ class Helper:
             if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
             else None,
             builtins=safe_builtins(),
+            layers=layers or Layers(),
+            helper_pid=os.getpid(),
         )
-        self.cache: OrderedDict[tuple[str, bool], CodeType] = OrderedDict()
+        self.cache: OrderedDict[str, bytes] = OrderedDict()
         self.pending: dict[int, _Pending] = {}
+        self.idle: deque[_Idle] = deque()
+        self.spawn_after = 0.0
         self.sel = selectors.DefaultSelector()
         self.inbuf = bytearray()
         self.exiting: dict[int, float] = {}
@@ -107,11 +135,12 @@ class Helper:
         while view:
             view = view[os.write(1, view) :]
 
-    def compile(self, source: str, restricted: bool) -> CodeType:
-        key = (hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(), restricted)
+    def compile(self, source: str) -> bytes:
+        """The marshalled code object of `source`, compiled once per source text."""
+        key = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
         code = self.cache.get(key)
         if code is None:
-            code = compile_tool(source, restricted)
+            code = marshal.dumps(compile_tool(source, self.ctx.layers.restricted))
             self.cache[key] = code
             if len(self.cache) > CACHE_SIZE:
                 self.cache.popitem(last=False)
@@ -119,12 +148,65 @@ class Helper:
             self.cache.move_to_end(key)
         return code
 
+    def spawn(self) -> _Idle:
+        """Fork a child that prepares itself and waits for one call."""
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
+        res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        job = os.memfd_create("forge-call", os.MFD_CLOEXEC)
+        try:
+            pid = os.fork()
+        except BaseException:
+            for fd in (go_r, go_w, res_r, res_w, job):
+                os.close(fd)
+            raise
+        if pid == 0:  # pragma: no cover - child
+            child_main(self.ctx, go_r, job, res_w)
+        os.close(go_r)
+        os.close(res_w)
+        return _Idle(pid, go_w, job, res_r)
+
+    def discard(self, child: _Idle) -> None:
+        for fd in (child.go, child.job, child.result):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+
+    def refill(self) -> None:
+        """Fork one more waiting child; on failure back off for SPAWN_BACKOFF_S."""
+        try:
+            self.idle.append(self.spawn())
+        except OSError:
+            self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+
+    def hand_over(self, data: bytes) -> _Idle:
+        """Give one call to a waiting child (forking one if none waits); that child's
+        go pipe and memfd are closed here, so it can never be given another."""
+        for _ in range(3):
+            child = self.idle.popleft() if self.idle else self.spawn()
+            try:
+                view = memoryview(data)
+                offset = 0
+                while offset < len(view):
+                    offset += os.pwrite(child.job, view[offset:], offset)
+                os.write(child.go, b"g")
+            except OSError:  # it died while waiting (OOM killer, signal): use another
+                self.discard(child)
+                continue
+            os.close(child.go)
+            os.close(child.job)
+            return child
+        raise OSError("no sandbox child could be started")
+
     def start_job(self, req: dict[str, Any]) -> None:
         started = time.monotonic()
         req_id = req.get("id")
+        trace: list[tuple[str, int]] | None = [] if req.get("trace") else None
+        _mark(trace, "helper_recv")
         try:
-            layers = Layers(**req.get("layers", {}))
-            code = self.compile(req["source"], layers.restricted)
+            code = self.compile(req["source"])
             workspace = os.path.realpath(req["workspace"])
             if not os.path.isdir(workspace):
                 raise FileNotFoundError(f"workspace {req['workspace']!r} is not a directory")
@@ -133,14 +215,15 @@ class Helper:
                 raise TypeError("params must be a JSON object")
             timeout = float(req.get("timeout_s", 5.0))
             limits = confine.Limits(**{**req.get("limits", {}), "cpu_s": int(timeout) + 1})
-            job = Job(
+            max_output = int(req.get("max_output", 1 << 20))
+            data = encode_job(
                 code,
                 params,
                 workspace,
                 dict(req.get("secrets") or {}),
                 limits,
-                layers,
-                int(req.get("max_output", 1 << 20)),
+                max_output,
+                trace is not None,
             )
         except CompileFailed as exc:
             self.send(_reply(req_id, started, ok=False, kind="compile", message=str(exc)))
@@ -150,14 +233,19 @@ class Helper:
                 _reply(req_id, started, ok=False, kind="runtime", message=f"bad request: {exc}")
             )
             return
-        r, w = os.pipe2(os.O_CLOEXEC)
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - child
-            os.close(r)
-            child_main(job, self.ctx, w)
-        os.close(w)
+        _mark(trace, "helper_ready")
+        try:
+            child = self.hand_over(data)
+        except OSError as exc:
+            msg = f"could not start a sandbox process: {exc}"
+            self.send(_reply(req_id, started, ok=False, kind="runtime", message=msg))
+            return
+        _mark(trace, "helper_sent")
+        r = child.result
         os.set_blocking(r, False)
-        self.pending[r] = _Pending(req_id, pid, r, started + timeout, started, job.max_output)
+        self.pending[r] = _Pending(
+            req_id, child.pid, r, started + timeout, started, max_output, trace=trace
+        )
         self.sel.register(r, selectors.EVENT_READ, "child")
 
     def child_readable(self, fd: int) -> None:
@@ -176,6 +264,7 @@ class Helper:
         self.finish(p)
 
     def finish(self, p: _Pending) -> None:
+        _mark(p.trace, "helper_eof")
         self.sel.unregister(p.fd)
         os.close(p.fd)
         del self.pending[p.fd]
@@ -183,11 +272,18 @@ class Helper:
         if pid == 0 and p.buf and not p.killed:
             # The child closed its pipe after writing; reply now, reap it shortly.
             self.exiting[p.pid] = time.monotonic() + 1.0
-            self.send(self.outcome(p, 0))
+            self.send(self.traced(p, self.outcome(p, 0)))
             return
         if pid == 0:
             _, status = os.waitpid(p.pid, 0)
-        self.send(self.outcome(p, status))
+        self.send(self.traced(p, self.outcome(p, status)))
+
+    @staticmethod
+    def traced(p: _Pending, reply: dict[str, Any]) -> dict[str, Any]:
+        if p.trace is not None:
+            _mark(p.trace, "helper_reply")
+            reply["trace"] = p.trace
+        return reply
 
     def reap(self) -> None:
         now = time.monotonic()
@@ -245,6 +341,8 @@ class Helper:
                 kind=kind,
                 message=f"the tool exited without a valid result (status {code})",
             )
+        if p.trace is not None and isinstance(data.get("trace"), list):
+            p.trace.extend((str(n), int(t)) for n, t in data["trace"])
         if data.get("ok"):
             return _reply(
                 p.req_id,
@@ -304,7 +402,14 @@ class Helper:
             if self.exiting:
                 self.reap()
                 timeout = 0.01 if timeout is None else min(timeout, 0.01)
-            for key, _ in self.sel.select(timeout):
+            want_child = open_stdin and len(self.idle) < IDLE_CHILDREN
+            if want_child:
+                wait = self.spawn_after - time.monotonic()
+                if wait > 0:  # forking failed recently: try again later
+                    want_child = False
+                    timeout = wait if timeout is None else min(timeout, wait)
+            events = self.sel.select(0 if want_child else timeout)
+            for key, _ in events:
                 if key.data == "stdin":
                     if not self.stdin_readable():
                         open_stdin = False
@@ -315,12 +420,20 @@ class Helper:
                                 os.kill(p.pid, signal.SIGKILL)
                 else:
                     self.child_readable(key.fd)
+            if not events and want_child:
+                self.refill()  # nothing to answer: fork the next child now, off the calls' path
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(BrokenPipeError):
-        Helper().serve()
+    layers = Layers(**json.loads(sys.argv[2])) if len(sys.argv) > 2 else Layers()
+    helper = Helper(layers)
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            helper.serve()
+    finally:
+        while helper.idle:
+            helper.discard(helper.idle.popleft())
     sys.exit(0)
 
 

@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +94,26 @@ class AuditChain:
 
     async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
         await self.append(event, tenant, details)
+
+    async def emit_many(
+        self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
+    ) -> None:
+        """Queue every event before waiting, so they share one write and fsync."""
+        if self._thread is None:
+            raise RuntimeError("audit chain is not open")
+        loop = asyncio.get_running_loop()
+        items = []
+        for event, tenant, details in events:
+            check_event(event)
+            check_tenant(tenant)
+            items.append(
+                _Pending(event, tenant, redact(details), self._now(), loop, loop.create_future())
+            )
+        for item in items:
+            self._queue.put(item)
+        for item in items:
+            assert item.future is not None
+            await item.future
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""

@@ -135,15 +135,27 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+HEAD_BYTES = 512  # the head document, padded: one sector, rewritten in place
+
+
 def write_head(head_file: Path, dir_fd: int, seq: int, digest: str, key: bytes | None) -> None:
-    """Atomically replace the head file (temp file, fsync, rename, fsync dir)."""
-    tmp = head_file.with_name(f".{head_file.name}.{os.getpid()}.tmp")
-    data = json.dumps(head_document(seq, digest, key), sort_keys=True).encode() + b"\n"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Rewrite the head file in place (one padded sector) and fdatasync it.
+
+    In place rather than temp-file-and-rename: one sync instead of three per
+    batch. The document fits one 512-byte sector, so a crash leaves the old
+    head or the new one; a damaged head is reported by `verify`, never
+    silently accepted. The directory is synced once, when the file is new.
+    """
+    doc = json.dumps(head_document(seq, digest, key), sort_keys=True).encode()
+    data = doc.ljust(HEAD_BYTES - 1) + b"\n"
+    fd = os.open(head_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        write_all(fd, data)
-        os.fsync(fd)
+        created = os.fstat(fd).st_size == 0
+        os.pwrite(fd, data, 0)
+        if os.fstat(fd).st_size > len(data):
+            os.ftruncate(fd, len(data))
+        os.fdatasync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, head_file)
-    os.fsync(dir_fd)
+    if created:
+        os.fsync(dir_fd)

@@ -1,42 +1,26 @@
-"""Atomic file writes for the loadout: temp file, fsync, rename, fsync the directory.
+"""Atomic file writes for the loadout, on top of `forge.atomic`.
 
-Readers see the old file or the new one, never half of either. If any step
-fails the write failed and the error propagates; the temp file is removed.
+Temp file in the same directory, fsync, rename, fsync the directory: readers
+see the old file or the new one, never half of either. If any step fails the
+write failed and the error propagates. Loadout files are private (0600).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
-TMP_PREFIX = ".tmp-"
+from forge.atomic import TMP_PREFIX, fsync_dir, remove_orphan_temps, write_atomic
+
+__all__ = ["TMP_PREFIX", "fsync_dir", "remove", "remove_orphan_temps", "write_bytes", "write_text"]
 
 
 def write_text(path: Path, text: str, mode: int = 0o600) -> None:
     """Replace `path` with `text` (UTF-8) atomically; the new file gets `mode`."""
-    write_bytes(path, text.encode("utf-8"), mode)
+    write_atomic(path, text.encode("utf-8"), mode)
 
 
 def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    directory = path.parent
-    tmp = directory / f"{TMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(directory)
+    write_atomic(path, data, mode)
 
 
 def remove(path: Path) -> bool:
@@ -47,23 +31,3 @@ def remove(path: Path) -> bool:
         return False
     fsync_dir(path.parent)
     return True
-
-
-def fsync_dir(directory: Path) -> None:
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def remove_orphan_temps(directory: Path) -> int:
-    """Delete temp files a crash left behind; returns how many."""
-    count = 0
-    if not directory.is_dir():
-        return 0
-    for entry in directory.glob(TMP_PREFIX + "*"):
-        with contextlib.suppress(OSError):
-            entry.unlink()
-            count += 1
-    return count

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bridge.agent import AgentResult
-from bridge.audit_sink import AuditSink
+from bridge.audit_sink import TurnEvents
 from bridge.grading.classify import classify
 from bridge.loadout.filecache import FileCache
 from bridge.sessions import Session
@@ -29,14 +29,13 @@ class SkillsObserver:
         self,
         grades: SkillGrades,
         log: TurnLog,
-        audit: AuditSink,
         cache: FileCache,
         clock: Callable[[], float],
     ) -> None:
-        self._grades, self._log, self._audit = grades, log, audit
+        self._grades, self._log = grades, log
         self._cache, self._clock = cache, clock
 
-    async def before_turn(self, turn: TurnContext, session: Session) -> None:
+    async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         inbound = turn.inbound
         last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
         if last is None or last[2] or len(session.history) < 2:
@@ -47,7 +46,7 @@ class SkillsObserver:
             return
         outcome = classify(prev_user.content, reply.content, inbound.text)
         self._log.mark_graded(turn.tenant, inbound.channel, inbound.chat, prev_id)
-        await self._audit.emit(
+        events.add(
             "outcome.graded",
             turn.tenant,
             {
@@ -63,13 +62,13 @@ class SkillsObserver:
         now = self._clock()
         for name in skills:
             self._grades.apply(turn.tenant, name, outcome.label, now)
-        await self._audit.emit(
+        events.add(
             "skill.outcome_graded",
             turn.tenant,
             {"signal": outcome.label, "skills": skills, "prev_run_id": prev_id},
         )
 
-    async def after_turn(self, turn: TurnContext, result: AgentResult) -> None:
+    async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
         grades = self._grades.all(turn.tenant)
         offered = [
             s
@@ -80,7 +79,7 @@ class SkillsObserver:
         now = self._clock()
         for name in used:
             step, after = self._grades.apply(turn.tenant, name, "auto", now)
-            await self._audit.emit(
+            events.add(
                 "skill.graded",
                 turn.tenant,
                 {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},

@@ -132,3 +132,26 @@ async def test_key_mismatch_on_head_refuses_to_open(make_chain: ChainFactory) ->
     path = await make_chain(3, b"k" * 32)
     with pytest.raises(ChainCorrupt):
         await AuditChain(path, b"other-key-0123456789", fake_clock()).open()
+
+
+async def test_emit_many_writes_one_batch_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "audit" / "chain.jsonl"
+    async with AuditChain(path, None, fake_clock()) as chain:
+        await chain.emit("message.received", "alice", {"chars": 5})
+        before = chain.batches
+        await chain.emit_many(
+            [
+                ("outcome.graded", "alice", {"label": "approval", "prev_run_id": "m1"}),
+                ("skill.graded", "alice", {"name": "csv", "step_milli": 300}),
+                ("message.answered", "alice", {"chars": 12, "ms": 3}),
+            ]
+        )
+        assert chain.batches == before + 1
+    records = tail(path, 10)
+    assert [r["event"] for r in records] == [
+        "message.received",
+        "outcome.graded",
+        "skill.graded",
+        "message.answered",
+    ]
+    assert verify(path).ok

@@ -10,14 +10,21 @@ A test whose layer this machine lacks is skipped with the reason, never passed.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from forge import runner as runner_mod
 from forge.child import Layers
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
@@ -26,7 +33,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def _runner(layers: Layers) -> SandboxRunner:
-    r = SandboxRunner(check_lint=False, layers=layers)
+    r = SandboxRunner(layers_for_tests=replace(layers, lint=False))
     await r.start()
     return r
 
@@ -174,3 +181,123 @@ async def test_seccomp_off_landlock_blocks_tcp(workspace: Path) -> None:
     finally:
         await r.aclose()
         server.close()
+
+
+async def test_workspace_rule_never_carries_over(raw_python: SandboxRunner, tmp_path: Path) -> None:
+    """Children are forked before their call is known and each builds its own Landlock
+    ruleset: alternating workspaces, a call can write only its own, never the previous
+    call's (a ruleset shared between children would collect both)."""
+    _need(raw_python, "landlock")
+    a, b = tmp_path / "ws_a", tmp_path / "ws_b"
+    a.mkdir()
+    b.mkdir()
+    for round_ in range(3):
+        for own, other in ((a, b), (b, a)):
+            body = (
+                f"open('mine{round_}.txt', 'w').write('ok')\n"
+                "try:\n"
+                f"    open({str(other / 'stolen.txt')!r}, 'w').write('x')\n"
+                "except PermissionError:\n"
+                "    return 'denied'\n"
+                "return 'escaped'"
+            )
+            res = await raw_python.run(tool(body), {}, own)
+            assert res.ok and res.result == "denied", (own, res)
+            assert (own / f"mine{round_}.txt").read_text() == "ok"
+            assert not (other / "stolen.txt").exists()
+
+
+async def test_every_call_gets_its_own_child(raw_python: SandboxRunner, workspace: Path) -> None:
+    body = "import os\nreturn [os.getpid(), os.getppid()]"
+    pids = []
+    for _ in range(8):
+        res = await raw_python.run(tool(body), {}, workspace)
+        assert res.ok, res
+        pids.append(res.result[0])
+        assert res.result[1] == raw_python.helper_pid()
+    assert len(set(pids)) == len(pids) and raw_python.helper_pid() not in pids
+
+
+def _helper_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+async def test_waiting_children_die_with_the_helper(workspace: Path) -> None:
+    r = SandboxRunner()
+    await r.start()
+    try:
+        res = await r.run(tool("return 1"), {}, workspace)
+        assert res.ok
+        pid = r.helper_pid()
+        assert pid is not None
+        waiting: list[int] = []
+        for _ in range(200):  # the helper forks its waiting children when idle
+            waiting = _helper_children(pid)
+            if waiting:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting, "the helper keeps children waiting for calls"
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(200):
+            if not any(_alive(c) for c in waiting):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(_alive(c) for c in waiting)
+    finally:
+        await r.aclose()
+
+
+async def test_a_request_cannot_switch_layers_off(workspace: Path) -> None:
+    """Layer switches are read once from the helper's command line (tests only);
+    the production helper ignores any "layers" a request carries."""
+    reply = await asyncio.to_thread(_ask_production_helper, workspace)
+    assert reply["id"] == 1 and reply["ok"] is False
+    assert reply["error"]["kind"] == "compile"
+
+
+def _ask_production_helper(workspace: Path) -> dict[str, object]:
+    boot = runner_mod._BOOT
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-c", boot, runner_mod._PROJECT_ROOT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={},
+        cwd="/",
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert json.loads(proc.stdout.readline())["op"] == "hello"
+        off = {k: False for k in Layers.__slots__}
+        request = {
+            "id": 1,
+            "source": "def run():\n    return str(().__class__)\n",
+            "params": {},
+            "workspace": str(workspace),
+            "timeout_s": 5,
+            "layers": off,
+        }
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        reply: dict[str, object] = json.loads(proc.stdout.readline())
+        return reply
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()

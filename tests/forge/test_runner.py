@@ -98,3 +98,26 @@ def test_cli_run_and_lint(tmp_path: Path, workspace: Path) -> None:
     lint = _cli("lint", str(bad))
     assert lint.returncode == 1 and "[F010]" in lint.stdout
     assert _cli("lint", str(good)).returncode == 0
+
+
+@aio
+async def test_trace_records_every_stage(workspace: Path) -> None:
+    r = SandboxRunner(trace=True)
+    await r.start()
+    try:
+        assert r.stages() == []
+        res = await r.run(tool("return n * n", params="n: int"), {"n": 3}, workspace)
+        assert res.ok and res.result == 9
+        (stages,) = r.stages()
+        for name in ("runner_sent", "helper_recv", "job", "fds", "globals", "ran", "runner_done"):
+            assert name in stages, stages
+        times = list(stages.values())
+        assert times == sorted(times) and list(stages)[-1] == "runner_done"
+    finally:
+        await r.aclose()
+
+
+@aio
+async def test_default_runner_records_no_trace(runner: SandboxRunner, workspace: Path) -> None:
+    res = await runner.run(tool("return 1"), {}, workspace)
+    assert res.ok and runner.stages() == []

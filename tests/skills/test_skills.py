@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bridge.agent import AgentResult
-from bridge.audit_sink import MemoryAudit
+from bridge.audit_sink import MemoryAudit, TurnEvents
 from bridge.backend import ChatMessage
 from bridge.db import connect
 from bridge.loadout.filecache import FileCache
@@ -89,17 +89,20 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path)
     write_skill(dirs, CSV)
     write_skill(dirs, TRIP)
     audit, grades = MemoryAudit(), SkillGrades(conn)
-    observer = SkillsObserver(grades, TurnLog(conn), audit, FileCache(), lambda: 5.0)
+    observer = SkillsObserver(grades, TurnLog(conn), FileCache(), lambda: 5.0)
 
     reply = "Using csv_cleanup I removed 3 duplicate rows."
-    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1))
+    events = TurnEvents()
+    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
+    await events.flush(audit)
     assert grades.get("t1", "csv_cleanup").grade == INITIAL_GRADE + 300
     assert audit.events[-1][0] == "skill.graded"
 
     session = _session(("clean this csv", reply))
     await observer.before_turn(
-        _turn(dirs, "no, that's wrong, the rows were not duplicates", "m2"), session
+        _turn(dirs, "no, that's wrong, the rows were not duplicates", "m2"), session, events
     )
+    await events.flush(audit)
     names = [e[0] for e in audit.events]
     assert names[-2:] == ["outcome.graded", "skill.outcome_graded"]
     graded = audit.events[-1][2]
@@ -108,7 +111,8 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path)
     assert grades.get("t1", "trip_planning").counts["rejection"] == 0
 
     # the same previous turn is never graded twice (e.g. the next message is retried)
-    await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session)
+    await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session, events)
+    await events.flush(audit)
     assert [e[0] for e in audit.events] == names
 
 

@@ -228,3 +228,17 @@ async def test_step_limit_ends_the_loop(make: Any, settings: Settings) -> None:
     final = await roost.core.handle(msg("loop forever"))
     assert f"stopped after {settings.llm.max_steps} tool steps" in final.text
     assert len(roost.backend.requests) == settings.llm.max_steps
+
+
+async def test_start_up_maintenance_cleans_temps_and_rebuilds_the_index(make: Any) -> None:
+    roost = await make()
+    await roost.core.handle(msg("/remember I like green tea"))
+    dirs = roost.tenant_dirs("local")
+    index = dirs.memory / "MEMORY.md"
+    before = index.read_text()
+    index.write_text("stale\n")
+    (dirs.memory / ".tmp-MEMORY.md.123.abcd").write_text("half a write")
+    (roost.settings.home / "tenants" / "Not A Tenant").mkdir()
+    assert roost.maintain() == 1
+    assert index.read_text() == before
+    assert not list(dirs.memory.glob(".tmp-*"))

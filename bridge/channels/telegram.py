@@ -1,0 +1,324 @@
+"""The Telegram channel: python-telegram-bot inside roost's own event loop.
+
+A thin translator. One `TypeHandler` sees every update and decides, in
+this order: edited messages, channel posts and other update kinds are
+ignored (logged at debug); groups that are not allow-listed are ignored,
+and in allowed groups only messages that mention the bot, reply to it or
+use `/cmd@botname` are read; `/pair CODE` is handled here (private chats
+only), before the core, so unknown people can pair; an unknown person gets
+one short refusal, ever, and nothing reaches the core; a known person's
+non-text message gets a short "text only" note; text goes to the core,
+whose answer streams back through `StreamingReply`. In groups each person
+has their own session (chat id "<group>:<user>"). The lifecycle is manual
+(initialize, start, updater.start_polling and the reverse) - never
+`run_polling`; webhook mode mounts a route on the web channel's aiohttp
+app and checks `X-Telegram-Bot-Api-Secret-Token` in constant time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import os
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from aiohttp import web
+from telegram import BotCommand, Message, Update
+from telegram.constants import ChatType
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from bridge.audit_sink import AuditSink
+from bridge.channels.telegram_access import AccessGate
+from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
+from bridge.channels.telegram_stream import KeyedLocks, StreamingReply, StreamTiming, Typing
+from bridge.commands import COMMAND_NAME, parse_command
+from bridge.config import ConfigError, TelegramSettings
+from bridge.messages import Final, Inbound
+from bridge.pairing import PairingStore
+
+log = logging.getLogger(__name__)
+
+Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
+Resolve = Callable[[Inbound], str | None]
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
+_SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+TEXT_ONLY = "I can only read text messages for now - please type your question."
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramOptions:
+    poll_timeout_s: float = 10.0
+    timing: StreamTiming = field(default_factory=StreamTiming)
+    send: SendPolicy = field(default_factory=SendPolicy)
+    rate_limiter: bool = True
+    concurrent_updates: int = 256
+    bootstrap_attempts: int = 5
+    bootstrap_backoff_s: float = 1.0
+    stop_grace_s: float = 10.0
+
+
+class TelegramChannel:
+    name = "telegram"
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        handle: Handle,
+        resolve: Resolve,
+        pairing: PairingStore,
+        command_list: Callable[[], list[dict[str, str]]],
+        audit: AuditSink,
+        options: TelegramOptions | None = None,
+    ) -> None:
+        if settings.token is None:
+            raise ConfigError("telegram.token is required for the Telegram channel")
+        # python-telegram-bot 22.x opt-in: durations as timedelta (otherwise every 429
+        # raises a PTBDeprecationWarning inside the library)
+        os.environ.setdefault("PTB_TIMEDELTA", "true")
+        self._settings = settings
+        self._handle, self._resolve = handle, resolve
+        self._commands = command_list
+        self._gate = AccessGate("telegram", resolve, pairing, audit)
+        self._opts = options or TelegramOptions()
+        self._groups = frozenset(settings.allowed_groups)
+        self._webhook = settings.mode == "webhook"
+        self._secret = self._webhook_secret(settings) if self._webhook else ""
+        builder = (
+            ApplicationBuilder()
+            .token(settings.token.get_secret_value())
+            .base_url(settings.api_base_url)
+            .concurrent_updates(self._opts.concurrent_updates)
+        )
+        if self._opts.rate_limiter:
+            builder = builder.rate_limiter(AIORateLimiter(max_retries=2))
+        if self._webhook:
+            builder = builder.updater(None)
+        self.app: Application = builder.build()  # type: ignore[type-arg]
+        self.app.add_handler(TypeHandler(Update, self._on_update))
+        self.app.add_error_handler(self._on_error)
+        self.sender = Sender(self.app.bot, self._opts.send)
+        self._locks = KeyedLocks()
+        self._tasks: set[asyncio.Task[object]] = set()
+        self._running = False
+
+    @staticmethod
+    def _webhook_secret(settings: TelegramSettings) -> str:
+        if not settings.webhook_url:
+            raise ConfigError("telegram.webhook_url is required when telegram.mode is 'webhook'")
+        if settings.webhook_secret is None:
+            return secrets.token_urlsafe(32)
+        secret = settings.webhook_secret.get_secret_value()
+        if not _SECRET_OK.fullmatch(secret):
+            raise ConfigError("telegram.webhook_secret: 1-256 of A-Z a-z 0-9 _ -")
+        return secret
+
+    @property
+    def webhook_path(self) -> str:
+        path = urlparse(self._settings.webhook_url or "").path
+        return path if path not in ("", "/") else "/telegram/webhook"
+
+    def mount(self, app: web.Application) -> None:
+        """Add the webhook route to the web channel's app (before it starts)."""
+        app.router.add_post(self.webhook_path, self._on_webhook)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._initialize()
+        await self.app.start()
+        await self._register_commands()
+        if self._webhook:
+            await self.app.bot.set_webhook(
+                self._settings.webhook_url or "",
+                secret_token=self._secret,
+                allowed_updates=ALLOWED_UPDATES,
+            )
+        else:
+            assert self.app.updater is not None
+            await self.app.updater.start_polling(
+                timeout=int(self._opts.poll_timeout_s),
+                allowed_updates=ALLOWED_UPDATES,
+                error_callback=self._on_poll_error,
+            )
+        self._running = True
+        log.info("telegram: @%s ready (%s)", self.app.bot.username, self._settings.mode)
+
+    async def _initialize(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                await self.app.initialize()
+                return
+            except InvalidToken:
+                await self.app.shutdown()
+                raise ConfigError(
+                    "telegram.token: Telegram rejected the bot token (check "
+                    "ROOST_TELEGRAM__TOKEN and ROOST_TELEGRAM__API_BASE_URL)"
+                ) from None
+            except NetworkError as exc:
+                attempt += 1
+                if attempt >= self._opts.bootstrap_attempts:
+                    await self.app.shutdown()
+                    raise RuntimeError(f"telegram: cannot reach the Bot API: {exc}") from None
+                delay = self._opts.bootstrap_backoff_s * 2 ** (attempt - 1)
+                log.warning("telegram: Bot API not reachable (%s); retry in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _register_commands(self) -> None:
+        rows = [
+            BotCommand(c["name"], c["summary"][:256] or c["name"])
+            for c in self._commands()
+            if COMMAND_NAME.fullmatch(c["name"])
+        ]
+        try:
+            await self.app.bot.set_my_commands(rows[:100])
+        except TelegramError as exc:
+            log.warning("telegram: could not register the command menu: %s", exc)
+
+    async def stop(self) -> None:
+        self._running = False
+        if self.app.updater is not None and self.app.updater.running:
+            await self.app.updater.stop()
+        pending = {t for t in self._tasks if not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
+        if self.app.running:
+            await self.app.stop()
+        await self.app.shutdown()
+
+    # -- input -------------------------------------------------------------------------------
+
+    async def _on_webhook(self, request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not (given and hmac.compare_digest(given.encode(), self._secret.encode())):
+            return web.Response(status=401)
+        if not self._running:
+            return web.Response(status=503)
+        try:
+            update = Update.de_json(await request.json(), self.app.bot)
+        except (ValueError, TypeError, KeyError):
+            return web.Response(status=400)
+        await self.app.update_queue.put(update)
+        return web.Response(text="ok")
+
+    async def _on_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            if isinstance(update, Update):
+                await self._dispatch(update)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _dispatch(self, update: Update) -> None:
+        msg = update.message
+        if msg is None:
+            kind = "edited message" if update.edited_message else "channel post or other"
+            log.debug("telegram: ignoring an update (%s)", kind)
+            return
+        user = msg.from_user
+        if user is None or user.is_bot:
+            return
+        chat = msg.chat
+        private = chat.type == ChatType.PRIVATE
+        if not private and (chat.id not in self._groups or not self._addressed(msg)):
+            return
+        text = self._clean(msg.text) if msg.text is not None else None
+        session_chat = str(chat.id) if private else f"{chat.id}:{user.id}"
+        inbound = Inbound(
+            "telegram",
+            str(user.id),
+            session_chat,
+            text or "",
+            str(msg.message_id),
+            is_private=private,
+            display_name=user.first_name or "",
+        )
+        reply_to = None if private else msg.message_id
+        parsed = parse_command(text) if text else None
+        if parsed is not None and parsed.name == "pair":
+            await self._pair(inbound, chat.id, reply_to, parsed.args)
+        elif self._resolve(inbound) is None:
+            await self._refuse(inbound, chat.id, reply_to)
+        elif text is None:
+            await self._say(chat.id, TEXT_ONLY, reply_to)
+        else:
+            await self._converse(inbound, chat.id, reply_to)
+
+    def _addressed(self, msg: Message) -> bool:
+        bot = self.app.bot
+        me = f"@{bot.username}".lower()
+        replied = msg.reply_to_message
+        if replied is not None and replied.from_user and replied.from_user.id == bot.id:
+            return True
+        for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
+            if entity.type == "mention" and value.lower() == me:
+                return True
+            if entity.type == "text_mention" and entity.user and entity.user.id == bot.id:
+                return True
+            if entity.type == "bot_command" and value.lower().endswith(me):
+                return True
+        return False
+
+    def _clean(self, text: str) -> str:
+        """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
+        name = self.app.bot.username
+        cleaned = re.sub(rf"(?<![/\w])@{re.escape(name)}\b", " ", text, flags=re.IGNORECASE)
+        return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+
+    # -- access ------------------------------------------------------------------------------
+
+    async def _pair(self, inbound: Inbound, chat_id: int, reply_to: int | None, code: str) -> None:
+        text = await self._gate.pair(inbound, code)
+        if text is not None:
+            await self._say(chat_id, text, reply_to if not inbound.is_private else None)
+
+    async def _refuse(self, inbound: Inbound, chat_id: int, reply_to: int | None) -> None:
+        text = await self._gate.refusal(inbound)
+        if text is not None:
+            await self._say(chat_id, text, reply_to)
+
+    # -- output ------------------------------------------------------------------------------
+
+    async def _say(self, chat_id: int, markdown: str, reply_to: int | None) -> None:
+        reply = StreamingReply(self.sender, chat_id, reply_to, self._opts.timing)
+        try:
+            await reply.finish(markdown)
+        except DeliveryError as exc:
+            log.error("telegram: a reply to chat %s was not delivered: %s", chat_id, exc)
+
+    async def _converse(self, inbound: Inbound, chat_id: int, reply_to: int | None) -> None:
+        async with self._locks.hold(inbound.chat):
+            reply = StreamingReply(self.sender, chat_id, reply_to, self._opts.timing)
+            try:
+                async with Typing(self.sender, chat_id, self._opts.timing.typing_every_s):
+                    final = await self._handle(inbound, reply.on_delta)
+                await reply.finish(final.text)
+            except DeliveryError as exc:
+                ref = secrets.token_hex(4)
+                log.error(
+                    "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s",
+                    chat_id,
+                    inbound.msg_id,
+                    ref,
+                    exc,
+                )
+            except BaseException:
+                await reply.abort()
+                raise
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        log.error("telegram: handler failed", exc_info=context.error)
+
+    def _on_poll_error(self, exc: TelegramError) -> None:
+        log.warning("telegram: polling failed (%s: %s); retrying", type(exc).__name__, exc)

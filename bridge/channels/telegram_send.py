@@ -1,0 +1,216 @@
+"""Sending to Telegram reliably: pacing per chat, retries, plain-text fallback.
+
+Every outgoing call of the channel goes through `Sender`:
+- per chat, a small token bucket (a burst of a few, then about one per
+  second) so one busy chat cannot trip Telegram's per-chat flood limit; the
+  global 30/s and the 20/min group limits are python-telegram-bot's
+  `AIORateLimiter`, which also retries a 429 after its `retry_after`;
+- a 429 that still comes through waits `retry_after`; a 5xx or a network
+  error is retried with exponential backoff; after the last attempt the
+  failure is raised as `DeliveryError` so the caller can log it (a reply is
+  never dropped silently);
+- "can't parse entities" resends the same text without entities;
+- "message is not modified" counts as success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from telegram import Bot, MessageEntity, ReplyParameters
+from telegram.constants import ChatAction
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+
+from bridge.channels.telegram_render import Rendered
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class DeliveryError(Exception):
+    """Telegram did not take the message after every retry."""
+
+
+class MessageGone(DeliveryError):
+    """The message to edit or delete no longer exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendPolicy:
+    attempts: int = 6  # for 5xx / network errors
+    backoff_s: float = 0.5  # doubled per attempt
+    backoff_max_s: float = 16.0
+    flood_attempts: int = 5  # 429s that reach us after the rate limiter's own retries
+    chat_burst: int = 3
+    chat_rate_per_s: float = 1.0
+
+
+class ChatPacer:
+    """A token bucket per chat; idle (full) buckets are forgotten."""
+
+    def __init__(
+        self,
+        burst: int,
+        rate_per_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self._burst, self._rate = float(burst), rate_per_s
+        self._clock, self._sleep = clock, sleep
+        self._buckets: dict[int, tuple[float, float]] = {}
+
+    async def wait(self, chat_id: int) -> None:
+        if self._rate <= 0:
+            return
+        while True:
+            now = self._clock()
+            tokens, at = self._buckets.get(chat_id, (self._burst, now))
+            tokens = min(self._burst, tokens + (now - at) * self._rate)
+            if tokens >= 1:
+                self._buckets[chat_id] = (tokens - 1, now)
+                if len(self._buckets) > 4096:
+                    self._forget_idle(now)
+                return
+            self._buckets[chat_id] = (tokens, now)
+            await self._sleep((1 - tokens) / self._rate)
+
+    def _forget_idle(self, now: float) -> None:
+        full = [
+            chat
+            for chat, (tokens, at) in self._buckets.items()
+            if tokens + (now - at) * self._rate >= self._burst
+        ]
+        for chat in full:
+            del self._buckets[chat]
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+
+def retry_after_s(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _entities(chunk: Rendered) -> list[MessageEntity] | None:
+    if not chunk.entities:
+        return None
+    return [
+        MessageEntity(e.type, e.offset, e.length, url=e.url, language=e.language)
+        for e in chunk.entities
+    ]
+
+
+def _parse_error(exc: BadRequest) -> bool:
+    text = str(exc).lower()
+    return "parse entities" in text or "entity" in text
+
+
+class Sender:
+    def __init__(
+        self,
+        bot: Bot,
+        policy: SendPolicy | None = None,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self._bot = bot
+        self.policy = policy or SendPolicy()
+        self._sleep = sleep
+        self.pacer = ChatPacer(self.policy.chat_burst, self.policy.chat_rate_per_s, sleep=sleep)
+
+    async def send(self, chat_id: int, chunk: Rendered, reply_to: int | None = None) -> int:
+        """Send one chunk; returns the new message id."""
+        reply = (
+            ReplyParameters(reply_to, allow_sending_without_reply=True)
+            if reply_to is not None
+            else None
+        )
+
+        async def call(entities: list[MessageEntity] | None) -> Any:
+            return await self._bot.send_message(
+                chat_id, chunk.text, entities=entities, reply_parameters=reply
+            )
+
+        message = await self._with_fallback(chat_id, chunk, call)
+        return int(message.message_id)
+
+    async def edit(self, chat_id: int, message_id: int, chunk: Rendered) -> None:
+        async def call(entities: list[MessageEntity] | None) -> Any:
+            return await self._bot.edit_message_text(
+                chunk.text, chat_id=chat_id, message_id=message_id, entities=entities
+            )
+
+        try:
+            await self._with_fallback(chat_id, chunk, call)
+        except BadRequest as exc:
+            text = str(exc).lower()
+            if "not modified" in text:
+                return
+            if "not found" in text:
+                raise MessageGone(str(exc)) from exc
+            raise DeliveryError(str(exc)) from exc
+
+    async def delete(self, chat_id: int, message_id: int) -> None:
+        try:
+            await self._retrying(chat_id, lambda: self._bot.delete_message(chat_id, message_id))
+        except BadRequest as exc:
+            raise MessageGone(str(exc)) from exc
+
+    async def typing(self, chat_id: int) -> None:
+        """One typing indicator; failures are harmless and only logged."""
+        try:
+            await self._bot.send_chat_action(chat_id, ChatAction.TYPING)
+        except TelegramError as exc:
+            log.debug("typing indicator failed: %s", type(exc).__name__)
+
+    async def _with_fallback(
+        self,
+        chat_id: int,
+        chunk: Rendered,
+        call: Callable[[list[MessageEntity] | None], Awaitable[T]],
+    ) -> T:
+        entities = _entities(chunk)
+        try:
+            return await self._retrying(chat_id, lambda: call(entities))
+        except BadRequest as exc:
+            if entities is None or not _parse_error(exc):
+                raise
+            log.warning("telegram rejected the formatting (%s); sending plain text", exc)
+            return await self._retrying(chat_id, lambda: call(None))
+
+    async def _retrying(self, chat_id: int, call: Callable[[], Awaitable[T]]) -> T:
+        policy = self.policy
+        failures = floods = 0
+        while True:
+            await self.pacer.wait(chat_id)
+            try:
+                return await call()
+            except RetryAfter as exc:
+                floods += 1
+                if floods > policy.flood_attempts:
+                    raise DeliveryError(f"flood control: {exc}") from exc
+                wait = retry_after_s(exc)
+                log.warning("telegram flood control: waiting %.1fs (chat %s)", wait, chat_id)
+                await self._sleep(wait)
+            except BadRequest:
+                raise
+            except Forbidden as exc:
+                raise DeliveryError(f"forbidden: {exc}") from exc
+            except NetworkError as exc:
+                failures += 1
+                if failures >= policy.attempts:
+                    raise DeliveryError(f"network: {exc}") from exc
+                delay = min(policy.backoff_max_s, policy.backoff_s * 2 ** (failures - 1))
+                log.warning("telegram call failed (%s); retry %d in %.1fs", exc, failures, delay)
+                await self._sleep(delay)
+            except TelegramError as exc:  # InvalidToken, Conflict, ...: retrying cannot help
+                raise DeliveryError(f"{type(exc).__name__}: {exc}") from exc

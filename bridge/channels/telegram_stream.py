@@ -1,0 +1,186 @@
+"""One reply in one Telegram chat: streamed drafts, then the final text.
+
+`StreamingReply` collects the pieces of a growing answer. A background
+pump shows the answer as it grows, at most once per `interval` (the first
+draft only after `first_delay`, so a fast answer is just one message). The
+messages it shows are kept in one list; drafts and the final text are
+applied to that same list by `_sync` - edit where the text differs, send
+where a message is missing, delete where one is left over - so the final
+answer edits the draft in place and continuation chunks follow it: no
+duplicates, no vanishing drafts. Only one `_sync` runs at a time, and the
+final one waits for an in-flight draft, so a message whose id is not yet
+known is never sent twice. `Typing` keeps the typing indicator alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from bridge.channels.telegram_render import Rendered, render
+from bridge.channels.telegram_send import DeliveryError, MessageGone, Sender
+from bridge.channels.telegram_split import LIMIT, split
+
+log = logging.getLogger(__name__)
+CURSOR = " …"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTiming:
+    interval_s: float = 1.0  # at most one draft edit per chat per interval
+    first_delay_s: float = 1.0  # answers faster than this arrive as one message
+    typing_every_s: float = 4.0  # Telegram shows "typing" for about 5 s
+
+
+def layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
+    """The messages a Markdown answer becomes (pure)."""
+    return split(render(markdown), limit)
+
+
+def draft_layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
+    chunks = layout(markdown, limit - len(CURSOR))
+    if chunks:
+        last = chunks[-1]
+        chunks[-1] = Rendered(last.text + CURSOR, last.entities)
+    return chunks
+
+
+class StreamingReply:
+    def __init__(
+        self,
+        sender: Sender,
+        chat_id: int,
+        reply_to: int | None,
+        timing: StreamTiming,
+        limit: int = LIMIT,
+    ) -> None:
+        self._sender = sender
+        self._chat = chat_id
+        self._reply_to = reply_to
+        self._timing = timing
+        self._limit = limit
+        self._pieces: list[str] = []
+        self._version = 0
+        self._shown_version = 0
+        self.shown: list[tuple[int, Rendered]] = []  # (message id, what it shows)
+        self._lock = asyncio.Lock()
+        self._closing = asyncio.Event()
+        self._pump: asyncio.Task[None] | None = None
+
+    async def on_delta(self, piece: str) -> None:
+        """A new piece of the answer; never waits for Telegram."""
+        self._pieces.append(piece)
+        self._version += 1
+        if self._pump is None and not self._closing.is_set():
+            self._pump = asyncio.create_task(self._run_pump())
+
+    async def finish(self, markdown: str) -> list[int]:
+        """Show the final answer; returns the message ids that carry it."""
+        self._closing.set()
+        if self._pump is not None:
+            await self._pump
+        chunks = layout(markdown, self._limit)
+        if not chunks:
+            chunks = [Rendered("(empty answer)")]
+        async with self._lock:
+            await self._sync(chunks, final=True)
+        return [mid for mid, _ in self.shown]
+
+    async def abort(self) -> None:
+        self._closing.set()
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump
+
+    async def _run_pump(self) -> None:
+        delay = self._timing.first_delay_s
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), delay)
+            if self._closing.is_set():
+                return
+            delay = self._timing.interval_s
+            if self._version == self._shown_version:
+                continue
+            version = self._version
+            chunks = draft_layout("".join(self._pieces), self._limit)
+            async with self._lock:
+                try:
+                    await self._sync(chunks, final=False)
+                    self._shown_version = version
+                except DeliveryError as exc:
+                    log.warning("draft not shown (chat %s): %s", self._chat, exc)
+
+    async def _sync(self, chunks: list[Rendered], final: bool) -> None:
+        for index, chunk in enumerate(chunks):
+            if index < len(self.shown):
+                message_id, showing = self.shown[index]
+                if showing == chunk:
+                    continue
+                try:
+                    await self._sender.edit(self._chat, message_id, chunk)
+                except MessageGone:
+                    if not final:
+                        raise
+                    message_id = await self._sender.send(self._chat, chunk)
+                self.shown[index] = (message_id, chunk)
+            else:
+                reply_to = self._reply_to if not self.shown else None
+                message_id = await self._sender.send(self._chat, chunk, reply_to)
+                self.shown.append((message_id, chunk))
+        if final:
+            while len(self.shown) > len(chunks):
+                message_id, _ = self.shown.pop()
+                with contextlib.suppress(MessageGone):
+                    await self._sender.delete(self._chat, message_id)
+
+
+class Typing:
+    """Sends "typing" now and every few seconds until the block ends."""
+
+    def __init__(self, sender: Sender, chat_id: int, every_s: float) -> None:
+        self._sender, self._chat, self._every = sender, chat_id, every_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Typing:
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            await self._sender.typing(self._chat)
+            await asyncio.sleep(self._every)
+
+
+class KeyedLocks:
+    """FIFO locks by key, forgotten when nobody holds or waits for them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)

@@ -1,0 +1,107 @@
+"""A roost with the real python-telegram-bot Application against FakeBotAPI.
+
+`running(...)` builds a roost in process (scripted model, memory audit),
+starts the Telegram channel with small poll timeouts, throttle intervals
+and retry delays, and stops everything in reverse order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.audit_sink import MemoryAudit
+from bridge.channels.telegram import TelegramChannel, TelegramOptions
+from bridge.channels.telegram_send import SendPolicy
+from bridge.channels.telegram_stream import StreamTiming
+from bridge.config import Settings, load_settings
+from bridge.daemon import Roost, build
+from bridge.pairing import PairingStore
+from tests.conftest import ScriptedBackend
+from tests.telegram.fake_bot_api import FakeBotAPI
+
+TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
+ALICE = 111111
+GROUP = -1001234567890
+
+FAST = TelegramOptions(
+    poll_timeout_s=1,
+    timing=StreamTiming(interval_s=0.05, first_delay_s=0.05, typing_every_s=0.2),
+    send=SendPolicy(backoff_s=0.01, backoff_max_s=0.05, chat_burst=50, chat_rate_per_s=200.0),
+    bootstrap_backoff_s=0.01,
+    stop_grace_s=5.0,
+)
+# answers from a zero-latency model arrive before the first draft would be shown
+NO_DRAFTS = TelegramOptions(
+    poll_timeout_s=1,
+    timing=StreamTiming(interval_s=30.0, first_delay_s=30.0, typing_every_s=0.2),
+    send=FAST.send,
+    bootstrap_backoff_s=0.01,
+)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeBotAPI]:
+    async with FakeBotAPI(TOKEN, max_poll_s=2.0) as server:
+        yield server
+
+
+def tg_settings(home: Path, fake: FakeBotAPI, **telegram: Any) -> Settings:
+    return load_settings(
+        home=home,
+        telegram={"token": TOKEN, "api_base_url": fake.base_url, **telegram},
+        tenants={"alice": {"telegram_ids": [ALICE]}},
+    )
+
+
+@dataclass
+class Running:
+    roost: Roost
+    channel: TelegramChannel
+    backend: ScriptedBackend
+    audit: MemoryAudit
+    fake: FakeBotAPI
+
+    @property
+    def pairing(self) -> PairingStore:
+        return PairingStore(self.roost.db)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    settings: Settings,
+    fake: FakeBotAPI,
+    backend: Any = None,
+    options: TelegramOptions = NO_DRAFTS,
+    web_app: Any = None,
+    start: bool = True,
+) -> AsyncIterator[Running]:
+    backend = backend if backend is not None else ScriptedBackend()
+    audit = MemoryAudit()
+    roost = await build(settings, backend=backend, audit=audit)
+    try:
+        assert roost.resolver is not None
+        channel = TelegramChannel(
+            settings.telegram,
+            roost.core.handle,
+            roost.resolver.resolve,
+            PairingStore(roost.db),
+            roost.command_list,
+            audit,
+            options,
+        )
+        if web_app is not None:
+            channel.mount(web_app)
+        try:
+            if start:
+                await channel.start()
+            yield Running(roost, channel, backend, audit, fake)
+        finally:
+            await channel.stop()
+    finally:
+        await roost.aclose()

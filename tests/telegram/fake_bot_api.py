@@ -1,0 +1,443 @@
+"""A fake Telegram Bot API server on 127.0.0.1, speaking the real HTTP protocol.
+
+python-telegram-bot posts form-encoded parameters (JSON-encoded values for
+objects, lists and numbers) to `/bot{token}/{method}` and expects
+`{"ok": true, "result": ...}` or `{"ok": false, "error_code", "description",
+"parameters"?}`. Implemented: getMe, getUpdates (long polling with offsets;
+waiting polls wake on a new update and on shutdown), sendMessage,
+editMessageText, deleteMessage, sendChatAction, setMyCommands,
+deleteWebhook, setWebhook, getWebhookInfo. Like Telegram, it rejects texts
+over 4096 UTF-16 units, empty texts, entities outside the text or splitting
+a surrogate pair, and edits that change nothing ("message is not modified").
+
+Usage::
+
+    async with FakeBotAPI(TOKEN) as fake:
+        app = ApplicationBuilder().token(TOKEN).base_url(fake.base_url).build()
+        fake.fail("sendMessage", Failure.flood(retry_after=1))
+        fake.push_text(user_id=111, text="hello")
+        call = await fake.wait_call("sendMessage")
+
+`fake.calls` records every call (method, decoded params, monotonic time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+JSON_KEYS = frozenset(
+    {
+        "entities",
+        "allowed_updates",
+        "commands",
+        "reply_parameters",
+        "link_preview_options",
+        "reply_markup",
+        "scope",
+    }
+)
+INT_KEYS = frozenset({"offset", "limit", "timeout", "message_id", "max_connections"})
+BOT_ID = 4242
+BOT_USERNAME = "roost_test_bot"
+
+
+@dataclass(frozen=True)
+class Failure:
+    status: int
+    description: str
+    parameters: dict[str, Any] | None = None
+
+    @classmethod
+    def flood(cls, retry_after: int) -> Failure:
+        return cls(
+            429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after}
+        )
+
+    @classmethod
+    def bad_gateway(cls) -> Failure:
+        return cls(502, "Bad Gateway")
+
+    @classmethod
+    def server_error(cls) -> Failure:
+        return cls(500, "Internal Server Error")
+
+    @classmethod
+    def unauthorized(cls) -> Failure:
+        return cls(401, "Unauthorized")
+
+    @classmethod
+    def cant_parse(cls) -> Failure:
+        return cls(400, "Bad Request: can't parse entities: Can't find end of the entity")
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+
+
+@dataclass
+class Sent:
+    chat_id: int
+    message_id: int
+    text: str
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    edits: int = 0
+    deleted: bool = False
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class ApiError(Exception):
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.description)
+        self.failure = failure
+
+
+class FakeBotAPI:
+    def __init__(self, token: str, *, max_poll_s: float = 30.0) -> None:
+        self.token = token
+        self.max_poll_s = max_poll_s
+        self.calls: list[Call] = []
+        self.updates: list[dict[str, Any]] = []
+        self.messages: dict[tuple[int, int], Sent] = {}
+        self.sent_count: dict[int, int] = defaultdict(int)  # sendMessage successes per chat
+        self.commands: list[dict[str, Any]] = []
+        self.webhook: dict[str, Any] = {}
+        self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self._next_update = 1
+        self._next_message: dict[int, int] = defaultdict(lambda: 1000)
+        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.app = web.Application()
+        self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    async def __aenter__(self) -> FakeBotAPI:
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        assert site._server is not None
+        self.port = site._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._notify()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def fail(self, method: str, *failures: Failure) -> None:
+        """The next calls of `method` fail with these, in order."""
+        self._failures[method].extend(failures)
+
+    def push(self, update: dict[str, Any]) -> int:
+        """Queue an update (update_id is assigned); wakes waiting polls."""
+        update = {"update_id": self._next_update, **update}
+        self._next_update += 1
+        self.updates.append(update)
+        self._notify()
+        return int(update["update_id"])
+
+    def push_text(
+        self,
+        user_id: int,
+        text: str,
+        *,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        message_id: int | None = None,
+        kind: str = "message",
+        entities: list[dict[str, Any]] | None = None,
+        reply_to_bot: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> int:
+        return self.push(
+            {
+                kind: self.message(
+                    user_id,
+                    text,
+                    chat_id=chat_id,
+                    chat_type=chat_type,
+                    message_id=message_id,
+                    entities=entities,
+                    reply_to_bot=reply_to_bot,
+                    extra=extra,
+                )
+            }
+        )
+
+    def message(
+        self,
+        user_id: int,
+        text: str | None,
+        *,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        message_id: int | None = None,
+        entities: list[dict[str, Any]] | None = None,
+        reply_to_bot: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        chat_id = user_id if chat_id is None else chat_id
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type == "private":
+            chat["first_name"] = f"user{user_id}"
+        else:
+            chat["title"] = f"group {chat_id}"
+        msg: dict[str, Any] = {
+            "message_id": message_id if message_id is not None else self._next_update + 500,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+        }
+        if text is not None:
+            msg["text"] = text
+            if entities is None and text.startswith("/"):
+                word = text.split()[0]
+                entities = [{"type": "bot_command", "offset": 0, "length": utf16_len(word)}]
+            if entities:
+                msg["entities"] = entities
+        if reply_to_bot:
+            msg["reply_to_message"] = {
+                "message_id": 1,
+                "date": int(time.time()),
+                "chat": chat,
+                "from": {"id": BOT_ID, "is_bot": True, "first_name": "roost"},
+                "text": "earlier answer",
+            }
+        msg.update(extra or {})
+        return msg
+
+    # -- inspection --------------------------------------------------------------------------
+
+    def calls_of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def sent_to(self, chat_id: int) -> list[Sent]:
+        """Messages the bot shows in a chat now (deleted ones left out), in order."""
+        rows = [m for (c, _), m in sorted(self.messages.items()) if c == chat_id]
+        return [m for m in rows if not m.deleted]
+
+    async def wait_until(self, predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+        """Wait for `predicate` (re-checked on every call); a hang guard, not a timing test."""
+
+        if predicate():
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((predicate, future))
+        await asyncio.wait_for(future, limit_s)
+
+    async def wait_call(self, method: str, count: int = 1, limit_s: float = 20.0) -> Call:
+        await self.wait_until(lambda: len(self.calls_of(method)) >= count, limit_s)
+        return self.calls_of(method)[count - 1]
+
+    def _notify(self) -> None:
+        """Wake the waiters whose predicate now holds (checked here, not in each waiter)."""
+        waiting = []
+        for predicate, future in self._waiters:
+            if future.done():
+                continue
+            if predicate():
+                future.set_result(None)
+            else:
+                waiting.append((predicate, future))
+        self._waiters = waiting
+
+    # -- the protocol ------------------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(Failure(401, "Unauthorized"))
+        method = request.match_info["method"]
+        params = await _params(request)
+        self.calls.append(Call(method, params, time.monotonic()))
+        self._notify()
+        queued = self._failures.get(method)
+        if queued:
+            return _error(queued.popleft())
+        handler = getattr(self, f"_m_{method}", None)
+        if handler is None:
+            return _error(Failure(404, "Not Found: method not found"))
+        try:
+            result = await handler(params)
+        except ApiError as exc:
+            return _error(exc.failure)
+        self._notify()
+        return web.json_response({"ok": True, "result": result})
+
+    async def _m_getMe(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": BOT_ID,
+            "is_bot": True,
+            "first_name": "roost",
+            "username": BOT_USERNAME,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+
+    async def _m_getUpdates(self, p: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(p.get("offset") or 0)
+        limit = int(p.get("limit") or 100)
+        timeout = min(float(p.get("timeout") or 0), self.max_poll_s)
+        if offset:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+
+        def ready() -> bool:
+            return bool(self.updates) or self._closing
+
+        if not ready() and timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await self.wait_until(ready, timeout)
+        return [] if self._closing else self.updates[:limit]
+
+    async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(p["chat_id"])
+        text, entities = _checked_text(p)
+        self._next_message[chat_id] += 1
+        message_id = self._next_message[chat_id]
+        self.messages[(chat_id, message_id)] = Sent(chat_id, message_id, text, entities)
+        self.sent_count[chat_id] += 1
+        return self._message_json(self.messages[(chat_id, message_id)])
+
+    async def _m_editMessageText(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id, message_id = int(p["chat_id"]), int(p["message_id"])
+        sent = self.messages.get((chat_id, message_id))
+        if sent is None or sent.deleted:
+            raise ApiError(Failure(400, "Bad Request: message to edit not found"))
+        text, entities = _checked_text(p)
+        if text == sent.text and entities == sent.entities:
+            raise ApiError(
+                Failure(
+                    400,
+                    "Bad Request: message is not modified: specified new message content and "
+                    "reply markup are exactly the same as a current content and reply markup "
+                    "of the message",
+                )
+            )
+        sent.text, sent.entities = text, entities
+        sent.edits += 1
+        return self._message_json(sent)
+
+    async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
+        sent = self.messages.get((int(p["chat_id"]), int(p["message_id"])))
+        if sent is None or sent.deleted:
+            raise ApiError(Failure(400, "Bad Request: message to delete not found"))
+        sent.deleted = True
+        return True
+
+    async def _m_sendChatAction(self, p: dict[str, Any]) -> bool:
+        return True
+
+    async def _m_setMyCommands(self, p: dict[str, Any]) -> bool:
+        self.commands = list(p.get("commands") or [])
+        return True
+
+    async def _m_deleteWebhook(self, p: dict[str, Any]) -> bool:
+        self.webhook = {}
+        return True
+
+    async def _m_setWebhook(self, p: dict[str, Any]) -> bool:
+        self.webhook = dict(p)
+        return True
+
+    async def _m_getWebhookInfo(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": self.webhook.get("url", ""),
+            "has_custom_certificate": False,
+            "pending_update_count": 0,
+        }
+
+    def _message_json(self, sent: Sent) -> dict[str, Any]:
+        chat_type = "private" if sent.chat_id > 0 else "supergroup"
+        out: dict[str, Any] = {
+            "message_id": sent.message_id,
+            "date": int(time.time()),
+            "chat": {"id": sent.chat_id, "type": chat_type},
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "roost"},
+            "text": sent.text,
+        }
+        if sent.edits:
+            out["edit_date"] = int(time.time())
+        if sent.entities:
+            out["entities"] = sent.entities
+        return out
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        raw: dict[str, Any] = await request.json()
+        return raw
+    form = await request.post()
+    out: dict[str, Any] = {}
+    for key, value in form.items():
+        text = value if isinstance(value, str) else str(value)
+        if key in JSON_KEYS:
+            out[key] = json.loads(text)
+        elif key in INT_KEYS:
+            out[key] = int(text)
+        else:
+            out[key] = text
+    return out
+
+
+def _checked_text(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    text = str(p.get("text", ""))
+    entities = list(p.get("entities") or [])
+    if not text.strip():
+        raise ApiError(Failure(400, "Bad Request: message text is empty"))
+    units = utf16_len(text)
+    if units > 4096:
+        raise ApiError(Failure(400, "Bad Request: message is too long"))
+    starts = _code_point_starts(text)
+    for e in entities:
+        offset, length = int(e["offset"]), int(e["length"])
+        if offset < 0 or length <= 0 or offset + length > units:
+            raise ApiError(Failure(400, "Bad Request: can't parse entities: entity out of text"))
+        if offset not in starts or (offset + length) not in starts:
+            raise ApiError(Failure(400, "Bad Request: can't parse entities: splits a character"))
+    return text, entities
+
+
+def _code_point_starts(text: str) -> set[int]:
+    starts, pos = {0}, 0
+    for ch in text:
+        pos += 2 if ord(ch) > 0xFFFF else 1
+        starts.add(pos)
+    return starts
+
+
+def _error(failure: Failure) -> web.Response:
+    body: dict[str, Any] = {
+        "ok": False,
+        "error_code": failure.status,
+        "description": failure.description,
+    }
+    if failure.parameters:
+        body["parameters"] = failure.parameters
+    return web.json_response(body, status=failure.status)

@@ -1,0 +1,125 @@
+"""The bot token never reaches a log line: in process and from the real daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.logging_setup import RedactingFilter
+from tests.conftest import ScriptedBackend
+from tests.telegram.conftest import ALICE, TOKEN, running, tg_settings
+from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+
+ROOST = [sys.executable, "-m", "bridge.cli"]
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.addFilter(RedactingFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def collected() -> Iterator[Collect]:
+    handler = Collect()
+    root = logging.getLogger()
+    names = ("httpx", "httpcore", "telegram", "bridge")
+    old = {n: logging.getLogger(n).level for n in names}
+    root.addHandler(handler)
+    for name in names:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        for name, level in old.items():
+            logging.getLogger(name).setLevel(level)
+
+
+async def test_debug_logs_with_failures_never_show_the_token(
+    home: Path, fake: FakeBotAPI, collected: Collect
+) -> None:
+    fake.fail("getMe", Failure.server_error())
+    fake.fail("sendMessage", Failure.bad_gateway(), Failure.unauthorized())
+    fake.fail("setMyCommands", Failure.server_error())
+    async with running(tg_settings(home, fake), fake, ScriptedBackend("x", "y")):
+        fake.push_text(ALICE, "one")
+        fake.push_text(ALICE, "two")
+        await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 1)
+    text = "\n".join(collected.lines)
+    assert f"127.0.0.1:{fake.port}/bot[redacted]/sendMessage" in text, "URLs were logged"
+    assert "Internal Server Error" in text and "Bad Gateway" in text
+    secret_part = TOKEN.split(":")[1]
+    assert TOKEN not in text and secret_part not in text
+
+
+def daemon_env(home: Path, fake: FakeBotAPI) -> dict[str, str]:
+    config = Path(os.environ["ROOST_CONFIG"])
+    config.write_text(f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    env.update(
+        ROOST_HOME=str(home),
+        ROOST_CONFIG=str(config),
+        ROOST_WEB__PORT="0",
+        ROOST_LOG_LEVEL="DEBUG",
+        ROOST_LLM__PROVIDER="offline",
+        ROOST_TELEGRAM__TOKEN=TOKEN,
+        ROOST_TELEGRAM__API_BASE_URL=fake.base_url,
+        ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
+    )
+    return env
+
+
+async def test_the_daemon_serves_telegram_without_logging_the_token(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    fake.fail("getMe", Failure.server_error())
+    fake.fail("sendMessage", Failure.bad_gateway())
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST,
+        "serve",
+        env=daemon_env(home, fake),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await fake.wait_call("getUpdates", limit_s=60)
+        fake.push_text(ALICE, "/start")
+        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)), limit_s=60)
+        assert fake.sent_to(ALICE)[0].text.startswith("Hi user111111! I'm roost")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    logs = out.decode() + err.decode()
+    assert proc.returncode == 0, logs
+    assert "roost: telegram bot @roost_test_bot (polling)" in logs
+    assert "Bot API not reachable" in logs and "Bad Gateway" in logs
+    assert TOKEN not in logs and TOKEN.split(":")[1] not in logs
+
+
+async def test_a_rejected_token_is_a_configuration_error(home: Path, fake: FakeBotAPI) -> None:
+    fake.fail("getMe", Failure.unauthorized())
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST,
+        "serve",
+        env=daemon_env(home, fake),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    logs = out.decode() + err.decode()
+    assert proc.returncode == 78, logs
+    assert "Telegram rejected the bot token" in logs
+    assert TOKEN not in logs and TOKEN.split(":")[1] not in logs
