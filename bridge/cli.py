@@ -61,7 +61,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from bridge.daemon import serve
+    from bridge.service import serve
 
     return asyncio.run(serve(settings))
 

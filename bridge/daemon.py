@@ -1,31 +1,26 @@
 """The composition root: builds every object of a running roost.
 
-`build()` wires configuration, the database, tenants, the command table,
-the model backend and the core, and returns them as one `Roost` that owns
-their lifetimes. `serve()` adds the channels, owns signals and shuts down
-cleanly on SIGTERM. `roost send` and `roost chat` use `build()` too, so a
-message from a script takes exactly the same path as one from a chat.
+`build()` wires configuration, the database, the audit chain, tenants, the
+command table, the loadout, skills, the forge, the model backend and the
+core, and returns them as one `Roost` that owns their lifetimes. `roost
+send` and `roost chat` use `build()` too, so a message from a script takes
+exactly the same path as one from a chat; `bridge.service.serve()` adds the
+channels and signals.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import secrets
-import signal
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
 from bridge.audit_sink import AuditSink
 from bridge.backend import Backend
-from bridge.base_prompt import base_prompt
 from bridge.builtin_commands import CoreCommands
 from bridge.channels.telegram_start import start_command
 from bridge.commands import CommandTable
@@ -46,19 +41,12 @@ from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.view import GradedSkills
 from bridge.tenants import TenantDirs, TenantResolver, loopback_rule, telegram_rule
-from bridge.tools import ToolSource, TurnContext
+from bridge.tools import ToolSource
 from bridge.turn import TurnRunner, TurnSettings
 from forge.library import SessionTools
 from forge.runner import SandboxRunner
 
 log = logging.getLogger("roost")
-
-
-class BasePromptSource:
-    """The spine's prompt: block 1 only (the loadout adds the other eight)."""
-
-    def system_prompt(self, turn: TurnContext) -> str:
-        return base_prompt(turn.inbound.channel)
 
 
 @dataclass
@@ -74,6 +62,7 @@ class Roost:
     loadout: Loadout | None = None
     runner: SandboxRunner | None = None
     resolver: TenantResolver | None = None
+    pairing: PairingStore | None = None
 
     def maintain(self) -> int:
         """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.
@@ -222,96 +211,5 @@ async def build(
         loadout=loadout,
         resolver=resolver,
         runner=runner,
+        pairing=pairing,
     )
-
-
-def web_token(settings: Settings) -> tuple[str, bool]:
-    """The web bearer token: configured, stored, or generated now (mode 0600)."""
-    if settings.web.token is not None:
-        return settings.web.token.get_secret_value(), False
-    path = settings.home / "web-token"
-    if path.is_file():
-        return path.read_text().strip(), False
-    token = secrets.token_urlsafe(24)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return token, True
-
-
-def telegram_channel(settings: Settings, roost: Roost) -> Any:
-    """The Telegram channel when a token is configured; telegram is imported only then."""
-    if settings.telegram.token is None:
-        return None
-    if settings.telegram.mode == "webhook" and not settings.web.enabled:
-        raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
-    from bridge.channels.telegram import TelegramChannel
-
-    assert roost.resolver is not None
-    return TelegramChannel(
-        settings.telegram,
-        roost.core.handle,
-        roost.resolver.resolve,
-        PairingStore(roost.db),
-        roost.command_list,
-        roost.audit,
-    )
-
-
-async def serve(settings: Settings, *, ready: Callable[[int], None] | None = None) -> int:
-    """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop."""
-    from bridge.channels.web import WebChannel
-
-    prepare_home(settings.home)
-    roost = await build(settings)
-    log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
-    removed = roost.maintain()
-    if removed:
-        log.warning("removed %d temporary files left by an earlier crash", removed)
-    if roost.runner is not None:
-        await roost.runner.start()  # probes the sandbox; missing layers are logged loudly
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    channels = []
-    telegram = telegram_channel(settings, roost)
-    try:
-        if settings.web.enabled:
-            token, created = web_token(settings)
-            web = WebChannel(
-                roost.core.handle, roost.command_list, token, settings.web.host, settings.web.port
-            )
-            if telegram is not None and settings.telegram.mode == "webhook":
-                telegram.mount(web.app)
-            await web.start()
-            channels.append(web)
-            url = f"http://{settings.web.host}:{web.port}/"
-            if created:
-                print(f"roost: web chat at {url}#token={token}", flush=True)
-                print(f"roost: the access token is stored in {settings.home / 'web-token'}")
-            else:
-                print(f"roost: web chat at {url} (token in {settings.home / 'web-token'})")
-        if telegram is not None:
-            channels.append(telegram)
-            await telegram.start()
-            print(f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})")
-        print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
-        if ready is not None:
-            ready(channels[0].port if channels else 0)
-        await stop.wait()
-        grace = settings.limits.shutdown_grace_s
-        log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
-        cancelled = await roost.core.drain(grace)
-        if cancelled:
-            log.warning("stopping: cancelled %d unfinished messages", cancelled)
-    finally:
-        for channel in reversed(channels):
-            await channel.stop()
-        await roost.aclose()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-    print("roost: stopped", file=sys.stderr, flush=True)
-    return 0
