@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.audit.record import GENESIS, RECORD_FIELDS, canonical, head_mac, record_mac
-from bridge.audit.store import head_path
+from bridge.audit.store import ChainCorrupt, head_path, read_head
 
 _FIELDS = frozenset(RECORD_FIELDS)
 _FIELDS_MAC = _FIELDS | {"mac"}
@@ -41,16 +41,9 @@ def _bad(records: int, seq: int | None, kind: str, message: str, line: int | Non
 
 def _load_head(path: Path) -> dict[str, object] | str | None:
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        head = json.loads(raw)
-    except ValueError:
-        return "head file is not JSON"
-    if not isinstance(head, dict) or type(head.get("seq")) is not int:
-        return "head file is malformed"
-    return head
+        return read_head(path)
+    except ChainCorrupt as exc:
+        return "head file is not JSON" if "not JSON" in str(exc) else "head file is malformed"
 
 
 def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> bool:
