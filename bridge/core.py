@@ -31,6 +31,9 @@ REFUSAL = (
 )
 
 
+MAX_REMEMBERED_TENANTS = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class CoreLimits:
     max_message_chars: int = 16_000
@@ -91,6 +94,7 @@ class Core:
         limits: CoreLimits | None = None,
     ) -> None:
         self._dirs = home_tenant_dirs
+        self._tenant_dirs: dict[str, TenantDirs] = {}
         self._resolver = resolver
         self.commands = commands
         self._turns = turns
@@ -162,7 +166,7 @@ class Core:
     async def _route(
         self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
     ) -> Final:
-        dirs = self._dirs(tenant)
+        dirs = self._dirs_of(tenant)
         parsed = parse_command(inbound.text.strip())
         if parsed is None:
             return await self._turns.run(inbound, dirs, key, on_delta)
@@ -182,6 +186,20 @@ class Core:
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
         await self._emit_command(tenant, inbound, command.name, outcome)
         return Final(reply, "command")
+
+    def _dirs_of(self, tenant: str) -> TenantDirs:
+        """The tenant's (immutable) directory layout, made once per tenant.
+
+        Only the paths are remembered; whether they exist is checked by
+        `ensure()` on every use, as before.
+        """
+        dirs = self._tenant_dirs.get(tenant)
+        if dirs is None:
+            dirs = self._dirs(tenant)
+            if len(self._tenant_dirs) >= MAX_REMEMBERED_TENANTS:
+                self._tenant_dirs.clear()
+            self._tenant_dirs[tenant] = dirs
+        return dirs
 
     async def _emit_command(self, tenant: str, inbound: Inbound, name: str, outcome: str) -> None:
         details = {"name": name, "outcome": outcome, "channel": inbound.channel}

@@ -127,6 +127,17 @@ _WORD_RE = re.compile(r"[A-Z]?[a-z]+\d*|[A-Z]+\d*(?![a-z])|\d+")
 _SLUG_RE = re.compile(r"^[\w.:@/+#=-]{1,128}$")
 _HEX_RE = re.compile(r"^[0-9a-f]{4,128}$")
 INVALID_KEY = "<invalid-key>"
+_MEASURE_OR_HASH = MEASURE_WORDS | HASH_WORDS
+_KEPT_ANYWAY = MEASURE_WORDS | HASH_WORDS | REF_WORDS
+_Rule = tuple[str, bool, bool]  # last word, rescued, forbidden
+# Memos of pure decisions (cleared when full). `_RULES` holds only names that
+# matched `KEY_RE`. `_KEPT` holds string values found fit to record, with the
+# (last word, rescued) of their key, so a repeated value ("web", a chat id,
+# the message id in several events of one turn) is not checked again; a
+# dropped value is never remembered.
+_RULES: dict[str, _Rule] = {}
+_KEPT: dict[tuple[str, str, bool], None] = {}
+_MEMO_MAX = 4096
 
 Scalar = str | int | bool | None
 
@@ -159,14 +170,25 @@ def _scalar(value: object, key: str, last: str, rescued: bool) -> Scalar:
         return value
     if not isinstance(value, str):
         raise _Drop
-    if rescued or last in MEASURE_WORDS | HASH_WORDS:
+    if type(value) is str and (value, last, rescued) in _KEPT:
+        return value
+    _check_string(value, last, rescued)
+    if type(value) is str:
+        if len(_KEPT) >= _MEMO_MAX:
+            _KEPT.clear()
+        _KEPT[value, last, rescued] = None
+    return value
+
+
+def _check_string(value: str, last: str, rescued: bool) -> None:
+    if rescued or last in _MEASURE_OR_HASH:
         # A forbidden word kept only because the key names a measure or a
         # reference: the value must be a number, a hex digest or a slug.
         if last in MEASURE_WORDS:
             raise _Drop
         if last in HASH_WORDS:
             if _HEX_RE.match(value):
-                return value
+                return
             raise _Drop
         if not _SLUG_RE.match(value):
             raise _Drop
@@ -174,17 +196,37 @@ def _scalar(value: object, key: str, last: str, rescued: bool) -> Scalar:
         raise _Drop
     if looks_secret(value, hex_ok=last in HASH_WORDS or last in ("id", "ids")):
         raise _Drop
-    return value
 
 
-def _value(value: object, key: str, nested: bool) -> object:
-    words = key_words(key)
-    last = words[-1] if words else ""
-    rescued = False
-    if _forbidden(key, words):
-        if last not in MEASURE_WORDS | HASH_WORDS | REF_WORDS:
-            raise _Drop
-        rescued = True
+def _key_rule(key: str) -> _Rule:
+    """(last word, rescued, forbidden) of a key that matched `KEY_RE`.
+
+    A pure function of the name, remembered per name: keys repeat in every
+    turn ("channel", "chat", "msg_id") and a valid name has at most 64 characters.
+    """
+    rule = _RULES.get(key)
+    if rule is None:
+        words = key_words(key)
+        last = words[-1] if words else ""
+        if not _forbidden(key, words):
+            rule = (last, False, False)
+        elif last in _KEPT_ANYWAY:
+            rule = (last, True, False)
+        else:
+            rule = (last, False, True)
+        if len(_RULES) >= _MEMO_MAX:
+            _RULES.clear()
+        _RULES[key] = rule
+    return rule
+
+
+def _value(value: object, rule: _Rule, key: str, nested: bool) -> object:
+    last, rescued, forbidden = rule
+    if forbidden:
+        raise _Drop
+    kind = type(value)
+    if kind is str or kind is int:  # the common cases, decided by `_scalar`
+        return _scalar(value, key, last, rescued)
     if isinstance(value, list | tuple):
         if len(value) > MAX_ITEMS:
             raise _Drop
@@ -200,20 +242,20 @@ def _redact_map(details: Mapping[object, object], prefix: str, dropped: list[str
     out: dict[str, object] = {}
     nested = bool(prefix)
     for i, (key, value) in enumerate(details.items()):
-        if not isinstance(key, str) or not KEY_RE.match(key):
+        if not isinstance(key, str) or (key not in _RULES and not KEY_RE.match(key)):
             dropped.append(prefix + INVALID_KEY)
             continue
-        path = prefix + key
         if i >= MAX_ITEMS:
-            dropped.append(path)
+            dropped.append(prefix + key)
             continue
         try:
-            kept = _value(value, key, nested)
+            kept = _value(value, _key_rule(key), key, nested)
         except _Drop:
-            dropped.append(path)
+            dropped.append(prefix + key)
             continue
-        if isinstance(kept, Mapping):
-            kept = _redact_map(kept, path + ".", dropped)
+        kind = type(kept)
+        if kind is not str and kind is not int and isinstance(kept, Mapping):
+            kept = _redact_map(kept, prefix + key + ".", dropped)
         out[key] = kept
     return out
 

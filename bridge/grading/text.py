@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 _TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
 _FOLD = str.maketrans("äöüßàáâãåçèéêëìíîïñòóôõøùúûýÿ", "aousaaaaaceeeeiiiinooooouuuyy")
@@ -50,8 +51,9 @@ def tokens(text: str) -> list[str]:
     ]
 
 
+@lru_cache(maxsize=8192)
 def stem(word: str) -> str:
-    """Strip one common English/German suffix; fold umlauts."""
+    """Strip one common English/German suffix; fold umlauts (pure, so remembered)."""
     w = word.translate(_FOLD)
     for suffix in _SUFFIXES:
         if len(w) - len(suffix) >= 4 and w.endswith(suffix):

@@ -58,6 +58,14 @@ def shadow_cohort(msg_id: str) -> bool:
     return hashlib.sha256(msg_id.encode("utf-8")).digest()[0] % 2 == 1
 
 
+@dataclass(frozen=True, slots=True)
+class _TenantPaths:
+    steering: Path
+    profile: Path
+    memory_index: Path
+    conf: Confinement
+
+
 class SnapshotTaker:
     def __init__(
         self,
@@ -86,7 +94,8 @@ class SnapshotTaker:
         self._audience = dict(audience_defaults or {})
         self._derived: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         self._op_conf = operator_confinement(home)
-        self._tenant_conf: dict[Path, Confinement] = {}
+        self._op_steering = home / "STEERING.md"
+        self._tenants: dict[str, _TenantPaths] = {}
 
     def _lines(self, path: Path, fn: Callable[[str], list[str]]) -> tuple[str, ...]:
         """fn(text of path), remembered while the cached text object is the same."""
@@ -99,11 +108,21 @@ class SnapshotTaker:
         self._derived[key] = (text, out)
         return out
 
-    def _conf(self, root: Path) -> Confinement:
-        conf = self._tenant_conf.get(root)
-        if conf is None:
-            conf = self._tenant_conf[root] = tenant_confinement(root)
-        return conf
+    def _paths(self, root: Path) -> _TenantPaths:
+        """The tenant's file paths and confinement, worked out once per root.
+
+        Only names are kept here: every turn still stats each file.
+        """
+        key = str(root)
+        paths = self._tenants.get(key)
+        if paths is None:
+            paths = self._tenants[key] = _TenantPaths(
+                steering=root / "STEERING.md",
+                profile=root / "USER.md",
+                memory_index=root / "memory" / INDEX_NAME,
+                conf=tenant_confinement(root),
+            )
+        return paths
 
     def take(
         self, tenant: str, root: Path, channel: str, chat: str | None, msg_id: str, now: float
@@ -111,6 +130,7 @@ class SnapshotTaker:
         chosen = self._chat.get_all(tenant, channel, chat) if self._chat and chat else {}
         persona = self._personas.get(chosen.get("persona"))
         odd = shadow_cohort(msg_id)
+        paths = self._paths(root)
         bullets = tuple(
             (bid, text)
             for bid, text, state in self._style.bullets(root)
@@ -120,10 +140,10 @@ class SnapshotTaker:
             tenant=tenant,
             channel=channel,
             base=base_prompt(channel),
-            operator_steering=self._steering.text(self.home / "STEERING.md", self._op_conf),
-            tenant_steering=self._steering.text(root / "STEERING.md", self._conf(root)),
-            profile=self._lines(root / "USER.md", body_lines),
-            memory=self._lines(root / "memory" / INDEX_NAME, index_entries),
+            operator_steering=self._steering.text(self._op_steering, self._op_conf),
+            tenant_steering=self._steering.text(paths.steering, paths.conf),
+            profile=self._lines(paths.profile, body_lines),
+            memory=self._lines(paths.memory_index, index_entries),
             memory_cap=self.memory_cap,
             vault_names=vault.names(root, self.files),
             persona=persona.name if persona else DEFAULT,

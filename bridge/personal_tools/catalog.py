@@ -8,6 +8,7 @@ usage store. One `ToolLibrary` per tenant root, made on first use.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,15 @@ class ToolCatalog:
         self._cache = cache
         self._clock_ms = clock_ms
         self._libraries: dict[Path, ToolLibrary] = {}
+        self._dirs: dict[str, str] = {}
+
+    def _tools_dir(self, tenant_root: Path) -> str:
+        """`<root>/forge/tools`, worked out once per tenant root."""
+        key = str(tenant_root)
+        directory = self._dirs.get(key)
+        if directory is None:
+            directory = self._dirs[key] = os.path.join(key, "forge", "tools")
+        return directory
 
     def library(self, tenant_root: Path) -> ToolLibrary:
         lib = self._libraries.get(tenant_root)
@@ -43,14 +53,14 @@ class ToolCatalog:
         return lib
 
     def entries(self, tenant_root: Path) -> list[Entry]:
-        directory = tenant_root / "forge" / "tools"
+        directory = self._tools_dir(tenant_root)
         out: list[Entry] = []
         for filename in sorted(self._cache.listdir(directory)):
             if not (filename.startswith("me.") and filename.endswith(".json")):
                 continue
             try:
                 check_name(filename[3:-5])
-                record = json.loads(self._cache.read(directory / filename) or "")
+                record = json.loads(self._cache.read(os.path.join(directory, filename)) or "")
                 out.append(
                     Entry(
                         record["name"],

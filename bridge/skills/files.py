@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from bridge.loadout.filecache import FileCache
@@ -30,6 +31,12 @@ def _body(text: str) -> str:
         if end > 0:
             return text[end + 4 :].lstrip("\n")
     return text
+
+
+@lru_cache(maxsize=256)
+def skills_dir(tenant_root: Path) -> Path:
+    """`<root>/skills`, made once per tenant root (a path, not a file check)."""
+    return tenant_root / "skills"
 
 
 def read_skills(skills_dir: Path, cache: FileCache) -> list[Skill]:

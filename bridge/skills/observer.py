@@ -18,7 +18,7 @@ from bridge.audit_sink import TurnEvents
 from bridge.grading.classify import classify
 from bridge.loadout.filecache import FileCache
 from bridge.sessions import Session
-from bridge.skills.files import read_skills
+from bridge.skills.files import read_skills, skills_dir
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.usage import skills_used
 from bridge.tools import TurnContext
@@ -69,13 +69,12 @@ class SkillsObserver:
         )
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
-        grades = self._grades.all(turn.tenant)
-        offered = [
-            s
-            for s in read_skills(turn.tenant_root / "skills", self._cache)
-            if (grades[s.name].grade if s.name in grades else 1) > 0
-        ]
-        used = skills_used(result.text, offered)
+        skills = read_skills(skills_dir(turn.tenant_root), self._cache)
+        used: list[str] = []
+        if skills:  # no skill files: nothing to grade, no need to read the grades
+            grades = self._grades.all(turn.tenant)
+            offered = [s for s in skills if (grades[s.name].grade if s.name in grades else 1) > 0]
+            used = skills_used(result.text, offered)
         now = self._clock()
         for name in used:
             step, after = self._grades.apply(turn.tenant, name, "auto", now)

@@ -34,6 +34,8 @@ def _paraphrased(description: str, reply_words: set[str]) -> bool:
 
 
 def skills_used(reply: str, skills: Sequence[Skill]) -> list[str]:
+    if not skills:
+        return []
     lower = reply.lower()
     reply_words = set(content_words(reply))
     return [

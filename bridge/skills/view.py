@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bridge.loadout.filecache import FileCache
 from bridge.loadout.views import SkillRow
-from bridge.skills.files import read_skills
+from bridge.skills.files import read_skills, skills_dir
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
 
 
@@ -17,7 +17,7 @@ class GradedSkills:
         self._grades, self._cache = grades, cache
 
     def active(self, tenant_root: Path) -> list[SkillRow]:
-        skills = read_skills(tenant_root / "skills", self._cache)
+        skills = read_skills(skills_dir(tenant_root), self._cache)
         if not skills:
             return []
         grades = self._grades.all(tenant_root.parent.name)
