@@ -175,11 +175,9 @@ class AuditChain:
                     seqs = self._commit(pending)
             except Exception as exc:  # resolve every waiter, keep the thread alive
                 log.error("audit append failed: %s", exc)
-                for p in pending:
-                    _resolve(p, exc=exc)
+                _resolve_all([(p, 0) for p in pending], exc)
             else:
-                for p, seq in zip(pending, seqs, strict=True):
-                    _resolve(p, seq=seq)
+                _resolve_all(list(zip(pending, seqs, strict=True)), None)
 
     def _tail(self) -> Tail:
         st = os.stat(self.path)
@@ -234,18 +232,22 @@ class AuditChain:
         return seqs[len(seqs) - wanted :]
 
 
-def _resolve(p: _Pending, *, seq: int = 0, exc: Exception | None = None) -> None:
-    if p.loop is None or p.future is None:
-        return
-    fut = p.future
+def _resolve_all(done: list[tuple[_Pending, int]], exc: Exception | None) -> None:
+    """Wake the waiters of a batch: one call into each event loop, not one per event."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[int], int]]] = {}
+    for p, seq in done:
+        if p.loop is not None and p.future is not None:
+            by_loop.setdefault(p.loop, []).append((p.future, seq))
 
-    def settle() -> None:
-        if fut.done():
-            return
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(seq)
+    def settle(items: list[tuple[asyncio.Future[int], int]]) -> None:
+        for fut, seq in items:
+            if fut.done():
+                continue
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(seq)
 
-    with contextlib.suppress(RuntimeError):  # loop already closed
-        p.loop.call_soon_threadsafe(settle)
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(settle, items)

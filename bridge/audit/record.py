@@ -37,11 +37,11 @@ def record_hash(prev: str, body: Mapping[str, object]) -> str:
 
 
 def record_mac(key: bytes, digest: str) -> str:
-    return hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+    return hmac.digest(key, digest.encode("ascii"), "sha256").hex()
 
 
 def head_mac(key: bytes, seq: int, digest: str) -> str:
-    return hmac.new(key, f"head:{seq}:{digest}".encode("ascii"), hashlib.sha256).hexdigest()
+    return hmac.digest(key, f"head:{seq}:{digest}".encode("ascii"), "sha256").hex()
 
 
 def check_event(event: str) -> None:
