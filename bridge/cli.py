@@ -12,24 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from bridge import operator_cli
 from bridge.audit import ChainCorrupt
-from bridge.config import EX_CONFIG, ConfigError, Settings, check_tenant_id, load_settings
+from bridge.cli_support import tenant_arg, with_roost
+from bridge.config import EX_CONFIG, ConfigError, Settings, load_settings
 from bridge.loadout import cli as loadout_cli
 from bridge.logging_setup import setup_logging
 from bridge.pairing import pair_args, pair_command
-
-
-def tenant_arg(value: str) -> str:
-    """argparse type for a tenant id."""
-    try:
-        return check_tenant_id(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -39,21 +31,6 @@ class Subcommand:
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Settings], int]
     quiet: bool = True  # log only warnings (operator tools); serve logs at the configured level
-
-
-async def with_roost(
-    settings: Settings, tenant: str | None, body: Callable[[Any], Awaitable[int]]
-) -> int:
-    """Build a roost in this process (tenant as the local one), run `body`, close."""
-    from bridge.daemon import build
-
-    if tenant is not None and tenant != settings.local_tenant:
-        settings = settings.model_copy(update={"local_tenant": tenant})
-    roost = await build(settings)
-    try:
-        return await body(roost)
-    finally:
-        await roost.aclose()
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:

@@ -12,18 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge.audit.cli import configure_audit_parser, run_audit_command
-from bridge.config import Settings, check_tenant_id
+from bridge.cli_support import tenant_arg
+from bridge.config import Settings
 from bridge.grading.cli import run_grade_eval
 from bridge.tenants import TenantDirs
 
 Row = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]
-
-
-def _tenant(value: str) -> str:
-    try:
-        return check_tenant_id(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _audit(args: argparse.Namespace, settings: Settings) -> int:
@@ -47,7 +41,7 @@ def _grade(args: argparse.Namespace, settings: Settings) -> int:
 def _tools_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="tools_command", required=True)
     listing = sub.add_parser("list", help="a tenant's saved me.* tools")
-    listing.add_argument("--tenant", type=_tenant, required=True)
+    listing.add_argument("--tenant", type=tenant_arg, required=True)
 
 
 def _tools(args: argparse.Namespace, settings: Settings) -> int:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bridge.cli_support import tenant_arg, with_roost
 from bridge.messages import Inbound
 from bridge.tenants import Rule
 
@@ -158,16 +159,12 @@ class PairingStore:
 
 
 def pair_args(p: argparse.ArgumentParser) -> None:
-    from bridge.cli import tenant_arg
-
     p.add_argument("tenant", type=tenant_arg, help="the tenant the person will be bound to")
 
 
 def pair_command(args: argparse.Namespace, settings: Any) -> int:
     """`roost pair TENANT`: print a one-time code (never logged, stored hashed)."""
     import asyncio
-
-    from bridge.cli import with_roost
 
     async def body(roost: Any) -> int:
         roost.tenant_dirs(args.tenant)

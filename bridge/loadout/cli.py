@@ -18,20 +18,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 from bridge.audit_sink import NullAudit
-from bridge.config import Settings, check_tenant_id
+from bridge.cli_support import tenant_arg
+from bridge.config import Settings
 from bridge.loadout import vault
 from bridge.tenants import TenantDirs
 
 
-def _tenant(value: str) -> str:
-    try:
-        return check_tenant_id(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def prompt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tenant", type=_tenant, help="tenant (default: the local tenant)")
+    p.add_argument("--tenant", type=tenant_arg, help="tenant (default: the local tenant)")
     p.add_argument("--channel", default="web", help="channel: web, cli, telegram (default web)")
     p.add_argument("--chat", default=None, help="chat id (for its persona and audience)")
     p.add_argument("--msg-id", default="roost-prompt", help="message id (decides shadow bullets)")
@@ -39,19 +33,23 @@ def prompt_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
-    return print_prompt(
-        settings,
-        args.tenant or settings.local_tenant,
-        args.channel,
-        args.chat,
-        args.msg_id,
-        args.raw,
-        sys.stdout,
-        time.time(),
+    import asyncio
+
+    return asyncio.run(
+        print_prompt(
+            settings,
+            args.tenant or settings.local_tenant,
+            args.channel,
+            args.chat,
+            args.msg_id,
+            args.raw,
+            sys.stdout,
+            time.time(),
+        )
     )
 
 
-def print_prompt(
+async def print_prompt(
     settings: Settings,
     tenant: str,
     channel: str,
@@ -61,18 +59,18 @@ def print_prompt(
     out: TextIO,
     now: float,
 ) -> int:
-    from bridge.daemon import prepare_home
-    from bridge.db import connect
-    from bridge.loadout.wiring import build_loadout
+    from bridge.daemon import build
+    from bridge.llm.offline import OfflineBackend
 
-    prepare_home(settings.home)
-    db = connect(settings.home / "roost.db")
+    # the daemon's own wiring, so blocks 7-9 read the same stores a turn reads
+    roost = await build(settings, backend=OfflineBackend(), audit=NullAudit())
     try:
-        loadout = build_loadout(settings, db, NullAudit())
-        dirs = TenantDirs.of(settings.home, tenant).ensure()
-        rendered = loadout.prompt.render(tenant, dirs.root, channel, chat, msg_id, now)
+        assert roost.loadout is not None
+        prompt = roost.loadout.prompt
+        root = roost.tenant_dirs(tenant).root
+        rendered = prompt.render(tenant, root, channel, chat, msg_id, now)
     finally:
-        db.close()
+        await roost.aclose()
     if raw:
         out.write(rendered.text)
         return 0
@@ -83,7 +81,7 @@ def print_prompt(
         f"persona {snap.persona}, shadow bullets {'on' if snap.shadow_on else 'off'}\n"
     )
     shown = {b.name: b for b in rendered.blocks}
-    for number, block in enumerate(loadout.prompt.blocks, 1):
+    for number, block in enumerate(prompt.blocks, 1):
         got = shown.get(block.name)
         if got is None:
             out.write(f"\n== {number}. {block.name}: empty, not sent ==\n")
@@ -103,12 +101,12 @@ def print_prompt(
 def vault_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="vault_command", metavar="ACTION", required=True)
     s = sub.add_parser("set", help="store a secret (value read from stdin, never echoed)")
-    s.add_argument("tenant", type=_tenant)
+    s.add_argument("tenant", type=tenant_arg)
     s.add_argument("name")
     ls = sub.add_parser("list", help="list a tenant's secret names")
-    ls.add_argument("tenant", type=_tenant)
+    ls.add_argument("tenant", type=tenant_arg)
     rm = sub.add_parser("rm", help="delete a secret")
-    rm.add_argument("tenant", type=_tenant)
+    rm.add_argument("tenant", type=tenant_arg)
     rm.add_argument("name")
 
 

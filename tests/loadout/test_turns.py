@@ -49,7 +49,15 @@ async def test_unchanged_prompt_is_byte_identical_across_turns(
 async def test_roost_prompt_prints_exactly_what_the_model_got(
     settings: Settings, make_roost: Any, clock: Any
 ) -> None:
-    roost = await make_roost(settings, "ok")
+    tool = 'def run(n: int) -> int:\n    """Double a number."""\n    return 2 * n\n'
+    create = json.dumps({"name": "double", "description": "double a number", "source": tool})
+    roost = await make_roost(settings, [("forge_create", create)], "made", "ok")
+    await roost.core.handle(inbound("write a doubling tool"))
+    await roost.core.handle(inbound("/tool save double"))
+    skills = roost.tenant_dirs("local").skills
+    (skills / "lesson_plan.md").write_text(
+        "---\nname: lesson_plan\ndescription: plan a physics lesson in three parts\n---\n1. ...\n"
+    )
     await roost.core.handle(inbound("/remember I teach physics"))
     await roost.core.handle(inbound("/profile set name Ada"))
     await roost.core.handle(inbound("/audience my study group"))
@@ -58,15 +66,16 @@ async def test_roost_prompt_prints_exactly_what_the_model_got(
     await roost.core.handle(inbound("hello", msg_id="fixed-id"))
     sent = roost.backend.requests[-1].system
     raw = io.StringIO()
-    print_prompt(settings, "local", "web", "c1", "fixed-id", True, raw, clock.now)
+    await print_prompt(settings, "local", "web", "c1", "fixed-id", True, raw, clock.now)
     assert raw.getvalue() == sent
     pretty = io.StringIO()
-    print_prompt(settings, "local", "web", "c1", "fixed-id", False, pretty, clock.now)
+    await print_prompt(settings, "local", "web", "c1", "fixed-id", False, pretty, clock.now)
     out = pretty.getvalue()
     for n, name in enumerate(["base", "profile", "memory", "vault", "persona", "audience"], 1):
         assert f"== {n}. {name}" in out
     assert "== 4. vault: empty, not sent ==" in out and "budget" in out
     assert f"{len(sent):,} characters" in out
+    assert "lesson_plan" in sent and "`me.double` — double a number" in sent  # blocks 7 and 9
 
 
 async def test_memory_commands(settings: Settings, make_roost: Any) -> None:
