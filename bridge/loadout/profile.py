@@ -104,7 +104,7 @@ class Profile:
         await self._audit.emit(
             "profile.changed",
             tenant,
-            {"key": key, "op": "set", "chars": len(value), "profile_chars": used},
+            {"field": key, "op": "set", "chars": len(value), "profile_chars": used},
         )
         return used
 
@@ -118,6 +118,6 @@ class Profile:
         await self._audit.emit(
             "profile.changed",
             tenant,
-            {"key": key.strip(), "op": "rm", "profile_chars": body_chars(new)},
+            {"field": key.strip(), "op": "rm", "profile_chars": body_chars(new)},
         )
         return True

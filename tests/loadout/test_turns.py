@@ -128,7 +128,7 @@ async def test_profile_persona_audience_commands(settings: Settings, make_roost:
     assert "Audience of this chat: my students" in await say("/audience")
     assert "cleared" in await say("/audience clear")
     events = {e[0]: e[2] for e in audit.events}
-    assert events["profile.changed"]["key"] == "city"
+    assert events["profile.changed"]["field"] == "city"
     assert events["persona.changed"]["persona"] == "forge"
     assert events["audience.changed"]["op"] == "clear"
     assert "students" not in json.dumps(audit.events) and "Lisbon" not in json.dumps(audit.events)

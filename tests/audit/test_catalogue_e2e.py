@@ -1,0 +1,102 @@
+"""The catalogue is true: the events a real run emits are catalogued, and kept whole.
+
+One scenario through the real core (memory, profile, persona, audience, a
+tool written, saved, called and removed, a secret used, a skill graded, a
+rejected answer, a failing backend, a refused stranger) records every event
+with a sink that applies the writer's redaction; every event must be in the
+catalogue, its keys among the catalogued ones, and nothing dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from bridge.audit import redact
+from bridge.audit.catalogue import EVENTS, RESERVED
+from bridge.backend import BackendError
+from bridge.config import Settings
+from bridge.daemon import build
+from bridge.loadout.vault import set_value
+from bridge.messages import Inbound
+from tests.conftest import Clock, ScriptedBackend
+
+TOOL = 'SECRETS = ["api"]\n\ndef run(n: int) -> int:\n    """Double."""\n    return 2 * n\n'
+MEMORY = {"name": "tea", "type": "user", "description": "likes tea", "content": "Likes tea."}
+
+
+class RedactingAudit:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, object]]] = []
+
+    async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        self.events.append((event, redact(details)))
+
+    async def emit_many(
+        self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
+    ) -> None:
+        for event, tenant, details in events:
+            await self.emit(event, tenant, details)
+
+
+async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock: Clock) -> None:
+    audit = RedactingAudit()
+    backend = ScriptedBackend(
+        [("memory_save", json.dumps(MEMORY))],
+        "Saved. Using the tea_ritual skill: brew at 80 degrees.",
+        "Sorry, hotter then.",
+        [("forge_create", json.dumps({"name": "double", "description": "x2", "source": TOOL}))],
+        "made",
+        [("me__double", '{"n": 2}')],
+        "4",
+        BackendError("rate_limited", "busy"),
+        "fine",
+    )
+    roost = await build(settings, backend=backend, audit=audit, clock=clock)
+    dirs = roost.tenant_dirs("local")
+    (dirs.skills / "tea_ritual.md").write_text("---\ndescription: brew tea well\n---\nsteps\n")
+    set_value(dirs.root, "api", "value-0123456789")
+    n = 0
+
+    async def say(text: str, identity: str = "local", channel: str = "web") -> None:
+        nonlocal n
+        n += 1
+        await roost.core.handle(Inbound(channel, identity, "c", text, f"m{n}"))
+
+    for text in (
+        "remember that I like tea",
+        "no, that's wrong, brew it hotter",
+        "/remember I live in Graz",
+        "/memory rm tea",
+        "/memory undo",
+        "/profile set city Graz",
+        "/profile rm city",
+        "/persona forge",
+        "/audience my family",
+        "/audience clear",
+        "write a doubling tool",
+        "/tool save double",
+        "double 2",
+        "/tool rm me.double",
+        "/nosuchcommand",
+        "this one fails",
+        "and this works",
+    ):
+        await say(text)
+    await say("hello", identity="424242", channel="telegram")
+    await roost.aclose()
+
+    seen = {event for event, _ in audit.events}
+    expected = (
+        set(EVENTS)
+        - RESERVED
+        - {"pairing.issued", "pairing.used", "pairing.failed", "audit.repaired", "memory.refused"}
+    )
+    assert expected <= seen, sorted(expected - seen)
+    for event, details in audit.events:
+        assert event in EVENTS, event
+        assert "_dropped" not in details, (event, details)
+        assert set(details) <= set(EVENTS[event]), (
+            event,
+            sorted(set(details) - set(EVENTS[event])),
+        )
