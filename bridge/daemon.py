@@ -130,6 +130,17 @@ async def open_chain(settings: Settings, clock: Callable[[], float]) -> AuditCha
     return chain
 
 
+async def record_event(
+    settings: Settings, event: str, tenant: str | None, details: dict[str, object]
+) -> None:
+    """Append one event from an operator command (no daemon needed; the chain is locked)."""
+    chain = await open_chain(settings, time.time)
+    try:
+        await chain.emit(event, tenant, details)
+    finally:
+        await chain.aclose()
+
+
 async def build(
     settings: Settings,
     *,

@@ -57,6 +57,8 @@ EVENTS: dict[str, dict[str, object]] = {
         "error_kind": "timeout",
     },
     "secret.used": {"name": "github", "purpose": "me.open_prs"},
+    "secret.stored": {"name": "github", "by": "operator"},
+    "secret.removed": {"name": "github", "by": "operator"},
     "pairing.issued": {"ttl_s": 3600},
     "pairing.used": {"channel": "telegram", "identity": "111111"},
     "pairing.failed": {"channel": "telegram", "identity": "222222", "locked": False},

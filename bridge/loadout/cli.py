@@ -123,6 +123,14 @@ def run_vault(args: argparse.Namespace, settings: Settings) -> int:
     return vault_command(settings, args, sys.stdin, sys.stdout, sys.stderr)
 
 
+def _record(settings: Settings, event: str, tenant: str, name: str) -> None:
+    import asyncio
+
+    from bridge.daemon import record_event
+
+    asyncio.run(record_event(settings, event, tenant, {"name": name, "by": "operator"}))
+
+
 def vault_command(
     settings: Settings, args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
 ) -> int:
@@ -135,6 +143,7 @@ def vault_command(
             vault.check_name(args.name)
             value = read_value(stdin)
             vault.set_value(root, args.name, value)
+            _record(settings, "secret.stored", args.tenant, args.name)
             out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
         elif args.vault_command == "list":
             names = vault.names(root)
@@ -143,6 +152,7 @@ def vault_command(
             if not vault.remove_value(root, args.name):
                 err.write(f"roost: {args.tenant} has no secret {args.name}\n")
                 return 1
+            _record(settings, "secret.removed", args.tenant, args.name)
             out.write(f"vault: {args.name} removed from {args.tenant}\n")
     except vault.VaultError as exc:
         err.write(f"roost: {exc}\n")

@@ -90,7 +90,15 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     expected = (
         set(EVENTS)
         - RESERVED
-        - {"pairing.issued", "pairing.used", "pairing.failed", "audit.repaired", "memory.refused"}
+        - {
+            "pairing.issued",
+            "pairing.used",
+            "pairing.failed",
+            "audit.repaired",
+            "memory.refused",
+            "secret.stored",
+            "secret.removed",
+        }
     )
     assert expected <= seen, sorted(expected - seen)
     for event, details in audit.events:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import stat
 
 from bridge.cli import SUBCOMMANDS, build_parser
@@ -33,6 +34,13 @@ def test_vault_set_list_rm(settings: Settings) -> None:
     assert code == 1 and "no secret" in err
     assert run(settings, ["rm", "alice", "GITHUB_TOKEN"])[0] == 0
     assert not path.exists()
+    chain = settings.home / "audit" / "chain.jsonl"
+    records = [json.loads(line) for line in chain.read_text().splitlines()]
+    assert [(r["event"], r["tenant"], r["details"]["name"]) for r in records] == [
+        ("secret.stored", "alice", "GITHUB_TOKEN"),
+        ("secret.removed", "alice", "GITHUB_TOKEN"),
+    ]
+    assert "verysecret" not in chain.read_text()
 
 
 def test_vault_refuses_bad_names_and_short_values(settings: Settings) -> None:
