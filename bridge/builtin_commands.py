@@ -74,8 +74,9 @@ class CoreCommands:
         if s.turns == 0 and not s.history:
             session = "Session: new (no turns yet)"
         else:
+            turns = f"{s.turns} turn{'' if s.turns == 1 else 's'}"
             session = (
-                f"Session: {s.turns} turns, {len(s.history) // 2} kept, "
+                f"Session: {turns}, {len(s.history) // 2} kept, "
                 f"{s.chars:,}/{self._sessions.budget_chars:,} characters, "
                 f"{s.dropped} oldest turns dropped; started {_ago(ctx.now - s.started_at)} ago, "
                 f"last message {_ago(ctx.now - s.updated_at)} ago"

@@ -3,14 +3,14 @@
  *
  * Pure: no DOM. The whole reply is HTML-escaped first; formatting is then
  * recognised on the escaped text, so no character of the reply can ever
- * become markup. The only tags produced are: pre, code, strong, em, a, br
- * and span (for headings); the only attributes are class on code/span and
+ * become markup. The only tags produced are: pre, code, strong, em, a, br,
+ * ul, ol, li and span (for headings); the only attributes are class on code/span and
  * href/rel/target on a. Links are made only for http(s) URLs.
  *
  * Supported: ```lang fenced code blocks (an unclosed fence runs to the end,
  * which keeps a streaming reply stable), `inline code`, **bold**, __bold__,
  * *italics*, _italics_, [text](https://...), bare https://... URLs,
- * "# heading" lines, and line breaks.
+ * "# heading" lines, "- item" / "1. item" lists, and line breaks.
  */
 
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
@@ -75,12 +75,44 @@ export function renderMarkdown(text) {
     .map((line) => (line.startsWith("<span class=\"h") ? line : inline(line)))
     .join("\n");
 
-  // 6. Line breaks.
-  s = s.replace(/\n/g, "<br>");
+  // 6. Lists: runs of "- item" / "* item" / "+ item" or "1. item" lines
+  // become one <ul>/<ol>; the line break after a list is absorbed by it.
+  s = lists(s, keep);
+
+  // 7. Line breaks.
+  s = s.replace(/\n/g, "<br>").replace(/\u0001(<br>)?/g, "");
 
   // Restore stashed pieces; a link label may hold an inline-code piece.
   const restore = (t) => t.replace(PH_RE, (_m, i) => restore(stash[Number(i)]));
   return restore(s);
+}
+
+const ITEM_RE = /^[ \t]{0,3}(?:([-*+])|(\d{1,3})[.)])[ \t]+(\S.*)$/;
+
+/** Group list lines (already escaped and formatted) into stashed <ul>/<ol> blocks. */
+function lists(s, keep) {
+  const out = [];
+  let kind = null;
+  let items = [];
+  const flush = () => {
+    if (kind) out.push(`${keep(`<${kind}>${items.map((i) => `<li>${i}</li>`).join("")}</${kind}>`)}\u0001`);
+    kind = null;
+    items = [];
+  };
+  for (const line of s.split("\n")) {
+    const m = line.match(ITEM_RE);
+    if (!m) {
+      flush();
+      out.push(line);
+      continue;
+    }
+    const k = m[1] ? "ul" : "ol";
+    if (kind !== k) flush();
+    kind = k;
+    items.push(m[3]);
+  }
+  flush();
+  return out.join("\n");
 }
 
 function anchor(url, label) {

@@ -13,6 +13,9 @@ const ALLOWED = {
   em: /^$/,
   br: /^$/,
   span: /^ class="h h[1-6]"$/,
+  ul: /^$/,
+  ol: /^$/,
+  li: /^$/,
   a: /^ href="https?:\/\/[^"<>\s]+" rel="noopener noreferrer" target="_blank"$/,
 };
 
@@ -68,7 +71,7 @@ test("markers that are not emphasis stay as text", () => {
   assert.equal(r("2*3*4 = 24"), "2*3*4 = 24");
   assert.equal(r("a * b * c"), "a * b * c");
   assert.equal(r("**unclosed"), "**unclosed");
-  assert.equal(r("* list item"), "* list item");
+  assert.equal(r("* list item"), "<ul><li>list item</li></ul>"); // a list, not emphasis
 });
 
 test("fenced code blocks keep their text verbatim", () => {
@@ -170,4 +173,12 @@ test("rendering a long reply is not quadratic in practice", () => {
   const text = "word **bold** `code` https://example.com/x _it_\n".repeat(5000);
   const html = r(text);
   assert.equal(html.split("<strong>").length - 1, 5000);
+});
+
+test("bullet and numbered lists", () => {
+  assert.equal(r("- a\n- **b**\n* c"), "<ul><li>a</li><li><strong>b</strong></li><li>c</li></ul>");
+  assert.equal(r("Steps:\n1. one\n2. two\n\nDone."), "Steps:<br><ol><li>one</li><li>two</li></ol><br>Done.");
+  assert.equal(r("- x\n1. y"), "<ul><li>x</li></ul><ol><li>y</li></ol>");
+  assert.equal(r("-not a list\n*emph*"), "-not a list<br><em>emph</em>");
+  assert.equal(r("- <img src=x onerror=alert(1)>"), "<ul><li>&lt;img src=x onerror=alert(1)&gt;</li></ul>");
 });

@@ -86,7 +86,7 @@ async def test_serve_restart_keeps_the_conversation(home: Path, fake: FakeOpenAI
         assert (await r.json())["reply"] == "echo: my secret word is kiwi"
         r = await http.post("/api/chat", json={"text": "/status"}, headers=auth)
         status = (await r.json())["reply"]
-    assert "openai" in status and "1 turns" in status
+    assert "openai" in status and "1 turn," in status
     code, stderr = await daemon.stop()
     assert code == 0
     assert "kiwi" not in stderr  # nothing a user typed is logged
@@ -158,7 +158,7 @@ async def test_chat_through_stdin_and_stdout(home: Path, fake: FakeOpenAI) -> No
     assert code == 0
     replies = [block for block in out.split("\n\n") if block.strip()]
     assert replies[0] == "echo: first line"
-    assert "Tenant: local" in replies[1] and "1 turns" in replies[1]
+    assert "Tenant: local" in replies[1] and "1 turn," in replies[1]
     assert replies[2] == "echo: second"
     assert len(fake.requests[-1]["messages"]) == 4  # system + first exchange + second
 
