@@ -6,7 +6,8 @@ concurrent callers; resident memory of the helper. Run: .venv/bin/python bench/s
 median time (ms since `run()` began) at which each stage of a call ended:
 runner lint/schema check, request sent, helper received/ready/handed over, the
 child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
-globals built, tool ran, result serialised, helper saw EOF/replied, runner done.
+call's globals bound, tool ran, result serialised, helper had the complete result
+frame (helper_result; helper_eof when a child died first)/replied, runner done.
 """
 
 from __future__ import annotations

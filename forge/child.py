@@ -4,10 +4,12 @@ The helper forks a child *before* a call arrives (`child_main`). While idle the
 child does only what is the same for every call: it arranges to die with the
 helper, closes every descriptor it inherited except its own three, puts /dev/null
 on stdin/stdout/stderr, empties its environment and builds a Landlock ruleset
-holding the read-only roots. It then blocks until the helper hands it exactly
+holding the read-only roots, and builds the fresh globals of its one call (new
+builtins dict, guards, import hook, print sink; the call adds its path-gated
+open, listdir and secrets). It then blocks until the helper hands it exactly
 one call (a marshalled `Job` in a memfd, then one byte on the "go" pipe), applies
 every per-call layer (the workspace rule and Landlock enforcement, cwd, closing
-descriptors, rlimits, capabilities, seccomp), runs the tool, writes one JSON
+descriptors, rlimits, capabilities, seccomp), runs the tool, writes one length-prefixed JSON
 document to its result pipe and calls os._exit. A child never receives a
 second call: there is no loop, and the helper closes its end of the go pipe and
 the memfd as soon as the call is written.
@@ -24,6 +26,7 @@ import gc
 import json
 import marshal
 import os
+import struct
 import time
 import traceback
 from dataclasses import dataclass
@@ -32,10 +35,36 @@ from typing import Any, NoReturn
 
 from forge import confine
 from forge.pathgate import PathDenied, PathGate
-from forge.policy import OutputTooLarge, PrintSink, make_globals, make_unrestricted_globals
+from forge.policy import (
+    OutputTooLarge,
+    PrintSink,
+    bind_call,
+    make_unrestricted_globals,
+    prepare_globals,
+)
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = b'{"ok":false,"kind":"memory","message":"the tool ran out of memory"}'
+# The result pipe carries one frame: an 8-byte little-endian length, then that many
+# bytes of JSON. The helper replies as soon as the frame is complete, without
+# waiting for the pipe's EOF or the child's exit.
+RESULT_HEADER = struct.Struct("<Q")
+
+
+def frame(data: bytes) -> bytes:
+    return RESULT_HEADER.pack(len(data)) + data
+
+
+def unframe(buf: bytes | bytearray) -> bytes | None:
+    """The document of a complete frame at the start of `buf`, else None."""
+    if len(buf) < RESULT_HEADER.size:
+        return None
+    (size,) = RESULT_HEADER.unpack_from(buf)
+    end = RESULT_HEADER.size + size
+    return bytes(buf[RESULT_HEADER.size : end]) if len(buf) >= end else None
+
+
+_FRAMED_MEMORY_ERROR = frame(_MEMORY_ERROR)
 _JOB_VERSION = 1
 
 
@@ -224,14 +253,33 @@ def _confine(
     return ws_fd
 
 
-def _run_tool(job: Job, ctx: HelperContext, ws_fd: int, mark: _Stages) -> dict[str, Any]:
-    sink = PrintSink(job.max_output)
-    gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
+@dataclass(slots=True)
+class _Prepared:
+    """This child's globals for its one call, built while it waits for that call:
+    everything that does not depend on the call (new builtins dict, guards, import
+    hook, print sink). Never reused: the child runs one call and exits."""
+
+    globals: dict[str, Any]
+    sink: PrintSink
+
+
+def _prepare_globals(ctx: HelperContext) -> _Prepared:
+    sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
-        glb = make_unrestricted_globals()
-    else:
+        return _Prepared(make_unrestricted_globals(), sink)
+    return _Prepared(prepare_globals(ctx.builtins, ctx.proxies, sink), sink)
+
+
+def _run_tool(
+    job: Job, ctx: HelperContext, pre: _Prepared, ws_fd: int, mark: _Stages
+) -> dict[str, Any]:
+    sink = pre.sink
+    sink.cap = job.max_output
+    glb = pre.globals
+    if ctx.layers.restricted:
+        gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
         opener = gate.open if ctx.layers.gate else builtins.open
-        glb = make_globals(ctx.builtins, ctx.proxies, opener, gate.listdir, job.secrets, sink)
+        bind_call(glb, opener, gate.listdir, job.secrets)
     mark("globals")
     try:
         exec(job.code, glb)
@@ -277,6 +325,7 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
     try:
         try:
             ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
+            pre = _prepare_globals(ctx)
         except BaseException as exc:
             setup_error: BaseException | None = exc
         else:
@@ -291,15 +340,15 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
         except BaseException as exc:
             data = json.dumps(_error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:
-            data = _serialise(_run_tool(job, ctx, ws_fd, mark), job.max_output)
+            data = _serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
         if trace:
             mark("serialised")
             data = data[:-1] + b',"trace":' + json.dumps(mark.marks).encode() + b"}"
-        _write_all(result_fd, data)
-        os.close(result_fd)  # EOF now: the helper replies before this process is torn down
+        _write_all(result_fd, frame(data))
+        os.close(result_fd)
     except MemoryError:
         try:
-            _write_all(result_fd, _MEMORY_ERROR)
+            _write_all(result_fd, _FRAMED_MEMORY_ERROR)
         except BaseException:
             os._exit(3)
     except BaseException:

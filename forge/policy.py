@@ -127,6 +127,18 @@ _INPLACE: Mapping[str, Callable[[Any, Any], Any]] = {
     "@=": operator.imatmul,
 }
 _MISSING = object()
+# Names the guards treat specially (refused, or routed through the safe formatter).
+_SPECIAL_ATTRS = BLOCKED_ATTRS | {"format", "format_map", "obj"}
+# Exact built-in types that are not a type, an exception or a string.Formatter:
+# for them the full check below comes down to "a public name, not one of
+# _SPECIAL_ATTRS", so `getattr` answers from a precomputed set of those names.
+_PLAIN_ATTRS: Mapping[type, frozenset[str]] = {
+    cls: frozenset(n for n in dir(cls) if not n.startswith("_") and n not in _SPECIAL_ATTRS)
+    for cls in (dict, list, tuple, set, frozenset, str, bytes, bytearray, int, float, complex, bool)
+}
+_builtin_getattr = builtins.getattr
+# Exact types `write` allows (all in WRITABLE_TYPES, none a type): the fast path.
+_WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
 
 
 class CompileFailed(Exception):
@@ -244,6 +256,11 @@ class Guards:
         self.formatter = _SafeFormatter(self.getattr, self.getitem)
 
     def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
+        allowed = _PLAIN_ATTRS.get(type(ob))
+        if allowed is not None and type(name) is str and name in allowed:
+            if default is _MISSING:
+                return _builtin_getattr(ob, name)
+            return _builtin_getattr(ob, name, default)
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") or name in BLOCKED_ATTRS:
@@ -272,6 +289,8 @@ class Guards:
 
     def write(self, ob: Any) -> Any:
         cls = type(ob)
+        if cls in _WRITABLE_EXACT:
+            return ob
         if isinstance(ob, WRITABLE_TYPES) and not isinstance(ob, type):
             return ob
         if (isinstance(ob, type) and ob in self.tool_classes) or any(
@@ -347,6 +366,22 @@ def _apply(f: Any, *args: Any, **kwargs: Any) -> Any:
     return f(*args, **kwargs)
 
 
+def _unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
+    """RestrictedPython's guarded_unpack_sequence; without nested targets and with
+    the plain `iter` guard (ours) it is exactly `list(it)`, so that is done directly."""
+    if getiter is iter and not spec["childs"]:
+        return list(it)
+    return guarded_unpack_sequence(it, spec, getiter)
+
+
+def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
+    """RestrictedPython's guarded_iter_unpack_sequence (a generator yielding
+    `guarded_unpack_sequence(item)` for each item); same shortcut as above."""
+    if getiter is iter and not spec["childs"]:
+        return map(list, it)
+    return guarded_iter_unpack_sequence(it, spec, getiter)
+
+
 # Modules that allowed C functions import lazily through the frame's __import__
 # (datetime.strptime -> _strptime, datetime.strftime -> time). CPython's
 # PyImport_Import passes an empty *list* as fromlist; compiled import
@@ -394,11 +429,19 @@ def make_globals(
     sink: PrintSink,
 ) -> dict[str, Any]:
     """A fresh globals dict (with fresh builtins) for one restricted run."""
+    glb = prepare_globals(template, proxies, sink)
+    bind_call(glb, open_fn, listdir_fn, secrets)
+    return glb
+
+
+def prepare_globals(
+    template: Mapping[str, Any], proxies: Mapping[str, SimpleNamespace], sink: PrintSink
+) -> dict[str, Any]:
+    """The part of a run's fresh globals that does not depend on the call: new
+    guards, a new builtins dict, the import hook. A sandbox child builds it while
+    it waits for its one call; `bind_call` then adds what the call decides."""
     guards = Guards()
     safe = dict(template)
-    safe["open"] = open_fn
-    safe["listdir"] = listdir_fn
-    safe["secret"] = make_secret_getter(secrets)
     safe["__import__"] = make_import(proxies)
     safe["__build_class__"] = builtins.__build_class__
     return {
@@ -406,7 +449,7 @@ def make_globals(
         "__name__": "tool",
         "__metaclass__": guards.make_class,
         "_getattr_": guards.getattr,
-        "_getitem_": guards.getitem,
+        "_getitem_": operator.getitem,
         "_getiter_": iter,
         "_write_": guards.write,
         "_inplacevar_": _inplacevar,
@@ -414,9 +457,22 @@ def make_globals(
         "_aug_attr_": guards.aug_attr,
         "_apply_": _apply,
         "_print_": sink.collector,
-        "_unpack_sequence_": guarded_unpack_sequence,
-        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": _unpack_sequence,
+        "_iter_unpack_sequence_": _iter_unpack_sequence,
     }
+
+
+def bind_call(
+    glb: dict[str, Any],
+    open_fn: Callable[..., Any],
+    listdir_fn: Callable[..., Any],
+    secrets: Mapping[str, str],
+) -> None:
+    """Add the call's path gate and secrets to globals from `prepare_globals`."""
+    safe = glb["__builtins__"]
+    safe["open"] = open_fn
+    safe["listdir"] = listdir_fn
+    safe["secret"] = make_secret_getter(secrets)
 
 
 def make_unrestricted_globals() -> dict[str, Any]:

@@ -27,11 +27,12 @@ import itertools
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,124 @@ def _fail(kind: str, message: str, started: float) -> RunResult:
     return RunResult(False, None, kind, message, round((time.monotonic() - started) * 1000, 3))
 
 
-@dataclass
-class _Helper:
-    proc: asyncio.subprocess.Process
-    reader: asyncio.Task[None] | None = None
-    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+class _Helper(asyncio.SubprocessProtocol):
+    """The helper process and its protocol: JSON lines out, one reply line per call.
+
+    Replies are parsed as their bytes arrive (`pipe_data_received`) and complete the
+    waiting call's future directly: no stream reader task in between."""
+
+    def __init__(self, limit: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.limit = limit
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.stdin: asyncio.WriteTransport | None = None
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.hello: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.dead = False
+        self._broken = False
+        self._buf = bytearray()
+        self._scan = 0
+        self._paused = False
+        self._drained: list[asyncio.Future[None]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.transport = transport
+        stdin = transport.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        self.stdin = stdin
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd != 1 or self._broken:
+            return
+        buf = self._buf
+        buf += data  # type: ignore[arg-type]
+        start = 0
+        scan = self._scan
+        while (nl := buf.find(b"\n", scan)) >= 0:
+            self._line(bytes(buf[start:nl]))
+            start = scan = nl + 1
+        if start:
+            del buf[:start]
+        self._scan = len(buf)
+        if len(buf) > self.limit:  # a reply larger than any the helper may send
+            self._broken = True
+            self._down()
+
+    def _line(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        if not self.hello.done():
+            self.hello.set_result(msg)
+            return
+        fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self._down()
+
+    def process_exited(self) -> None:
+        # New calls go to a new helper; the calls this one carried fail at the EOF
+        # of its stdout (after any replies it wrote before exiting are delivered).
+        self.dead = True
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._down()
+        self._wake_writers()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _down(self) -> None:
+        """The helper is gone (or no longer readable): fail what it carried."""
+        self.dead = True
+        self.kill()  # no-op when it has exited
+        if not self.hello.done():
+            self.hello.set_exception(ConnectionError("sandbox helper exited"))
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("sandbox helper exited"))
+        self.pending.clear()
+
+    def kill(self) -> None:
+        if self.transport is not None and self.transport.get_returncode() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.transport.kill()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake_writers()
+
+    def _wake_writers(self) -> None:
+        for fut in self._drained:
+            if not fut.done():
+                fut.set_result(None)
+        self._drained.clear()
+
+    async def send(self, data: bytes) -> None:
+        if self.dead or self.stdin is None or self.stdin.is_closing():
+            raise ConnectionError("sandbox helper exited")
+        self.stdin.write(data)
+        if self._paused:
+            fut = asyncio.get_running_loop().create_future()
+            self._drained.append(fut)
+            await fut
+            if self.dead:
+                raise ConnectionError("sandbox helper exited")
+
+    def pid(self) -> int | None:
+        return self.transport.get_pid() if self.transport is not None else None
 
 
 class SandboxRunner:
@@ -114,31 +228,27 @@ class SandboxRunner:
     async def _spawn(self) -> None:
         switched_off = self._layers.switched_off()
         extra = [json.dumps(asdict(self._layers))] if switched_off else []
-        proc = await asyncio.create_subprocess_exec(
+        loop = asyncio.get_running_loop()
+        _, helper = await loop.subprocess_exec(
+            lambda: _Helper(self.max_output * 2 + (1 << 16)),
             self.python,
             "-I",
             "-c",
             _BOOT,
             _PROJECT_ROOT,
             *extra,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             env={},
             cwd="/",
-            limit=self.max_output * 2 + (1 << 16),
         )
-        assert proc.stdout is not None
-        line = await proc.stdout.readline()
         try:
-            hello = json.loads(line)
-        except ValueError:
-            proc.kill()
-            await proc.wait()
+            hello = await helper.hello
+        except ConnectionError:
+            helper.kill()
             raise RuntimeError("sandbox helper failed to start") from None
         self._caps = hello.get("capabilities", {})
-        helper = _Helper(proc)
-        helper.reader = asyncio.create_task(self._read(helper))
         self._helper = helper
         if not self._warned:
             self._warned = True
@@ -159,38 +269,16 @@ class SandboxRunner:
         return confine.missing(self._caps)
 
     def helper_pid(self) -> int | None:
-        return self._helper.proc.pid if self._helper else None
-
-    async def _read(self, helper: _Helper) -> None:
-        assert helper.proc.stdout is not None
-        try:
-            while line := await helper.proc.stdout.readline():
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                fut = helper.pending.pop(msg.get("id"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(msg)
-        except (ValueError, asyncio.LimitOverrunError, ConnectionError):
-            pass
-        finally:
-            for fut in helper.pending.values():
-                if not fut.done():
-                    fut.set_exception(ConnectionError("sandbox helper exited"))
-            helper.pending.clear()
-            if self._helper is helper:
-                self._helper = None
-            if helper.proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    helper.proc.kill()
-            await helper.proc.wait()
+        return self._helper.pid() if self._helper else None
 
     async def _ensure(self) -> _Helper:
+        helper = self._helper
+        if helper is not None and not helper.dead and not self._closed:
+            return helper
         async with self._lock:
             if self._closed:
                 raise RuntimeError("runner is closed")
-            if self._helper is None or self._helper.proc.returncode is not None:
+            if self._helper is None or self._helper.dead:
                 await self._spawn()
             assert self._helper is not None
             return self._helper
@@ -265,28 +353,28 @@ class SandboxRunner:
     ) -> RunResult:
         helper = await self._ensure()
         req_id = next(self._ids)
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
         helper.pending[req_id] = fut
-        assert helper.proc.stdin is not None
+        timer = loop.call_later(limit_s + GRACE_S, _expire, fut)
         try:
-            helper.proc.stdin.write((json.dumps({"id": req_id, **request}) + "\n").encode())
-            await helper.proc.stdin.drain()
+            await helper.send((json.dumps({"id": req_id, **request}) + "\n").encode())
             if trace is not None:
                 trace[1].append(("runner_sent", time.perf_counter_ns()))
-            msg = await asyncio.wait_for(fut, limit_s + GRACE_S)
-        except (ConnectionError, BrokenPipeError):
-            helper.pending.pop(req_id, None)
+            msg = await fut
+        except ConnectionError:
             return _fail(
                 "runtime",
                 "the sandbox helper died during the call; it restarts on the next call",
                 started,
             )
         except TimeoutError:
-            helper.pending.pop(req_id, None)
             log.error("sandbox helper missed a deadline; restarting it")
-            with contextlib.suppress(ProcessLookupError):
-                helper.proc.kill()
+            helper.kill()
             return _fail("timeout", f"the tool ran longer than {limit_s:g} s", started)
+        finally:
+            timer.cancel()
+            helper.pending.pop(req_id, None)
         if trace is not None and self._trace is not None:
             t0, marks = trace
             marks += [(str(n), int(t)) for n, t in msg.get("trace") or ()]
@@ -309,15 +397,21 @@ class SandboxRunner:
             helper, self._helper = self._helper, None
         if helper is None:
             return
-        if helper.proc.stdin is not None:
-            helper.proc.stdin.close()
+        if helper.stdin is not None:
+            helper.stdin.close()  # EOF: the helper finishes its calls and exits
         try:
-            await asyncio.wait_for(helper.proc.wait(), 5)
+            await asyncio.wait_for(asyncio.shield(helper.exited), 5)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                helper.proc.kill()
-        if helper.reader is not None:
-            await helper.reader
+            helper.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(helper.exited), 5)
+        if helper.transport is not None:
+            helper.transport.close()
+
+
+def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
 
 
 def _limits_dict(limits: confine.Limits) -> dict[str, int]:

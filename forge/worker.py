@@ -11,9 +11,11 @@ line `{"id", "source", "params", "workspace", "secrets", "timeout_s",
 
 Compiled code is cached (marshalled) by source hash. Children are forked ahead
 of demand: up to `IDLE_CHILDREN` wait, already half-prepared (see forge.child),
-while the helper has nothing else to do; a call goes to one of them (or to a
+while the helper has no call in flight (forking stalls the helper and competes
+for the CPU, so it never runs while a reply may be due); a call goes to one of them (or to a
 child forked on the spot when none waits) and that child exits after it. The
-wall-clock deadline is enforced here with SIGKILL.
+reply goes out as soon as the child's result frame is complete; the child is
+reaped afterwards. The wall-clock deadline is enforced here with SIGKILL.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forge import confine
-from forge.child import HelperContext, Layers, child_main, encode_job
+from forge.child import HelperContext, Layers, child_main, encode_job, unframe
 from forge.modules import build_proxies
 from forge.policy import CompileFailed, compile_tool, safe_builtins
 
@@ -174,6 +176,12 @@ class Helper:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(child.pid, 0)
 
+    def refill_now(self) -> bool:
+        """Fork the next waiting child only while no call is in flight (forking stalls
+        this process for a while and competes with the calls' children for the CPU),
+        unless no child waits at all."""
+        return not self.pending or not self.idle
+
     def refill(self) -> None:
         """Fork one more waiting child; on failure back off for SPAWN_BACKOFF_S."""
         try:
@@ -254,29 +262,34 @@ class Helper:
             chunk = os.read(fd, 1 << 16)
         except BlockingIOError:
             return
-        if chunk:
-            p.buf += chunk
-            if len(p.buf) > p.max_output + 4096 and not p.killed:
-                p.killed = "output"
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p.pid, signal.SIGKILL)
+        if not chunk:
+            self.finish(p, None)
             return
-        self.finish(p)
+        p.buf += chunk
+        if p.killed:
+            return
+        if len(p.buf) > p.max_output + 4096:
+            p.killed = "output"
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            return
+        doc = unframe(p.buf)
+        if doc is not None:
+            self.finish(p, doc)
 
-    def finish(self, p: _Pending) -> None:
-        _mark(p.trace, "helper_eof")
+    def finish(self, p: _Pending, doc: bytes | None) -> None:
+        """Reply for `p`: at once when its result frame is complete (`doc`; the child
+        is reaped later, off the call's path), else at EOF after reaping it."""
+        _mark(p.trace, "helper_result" if doc is not None else "helper_eof")
         self.sel.unregister(p.fd)
         os.close(p.fd)
         del self.pending[p.fd]
-        pid, status = os.waitpid(p.pid, os.WNOHANG)
-        if pid == 0 and p.buf and not p.killed:
-            # The child closed its pipe after writing; reply now, reap it shortly.
+        if doc is not None:
+            self.send(self.traced(p, self.outcome(p, 0, doc)))
             self.exiting[p.pid] = time.monotonic() + 1.0
-            self.send(self.traced(p, self.outcome(p, 0)))
             return
-        if pid == 0:
-            _, status = os.waitpid(p.pid, 0)
-        self.send(self.traced(p, self.outcome(p, status)))
+        _, status = os.waitpid(p.pid, 0)
+        self.send(self.traced(p, self.outcome(p, status, unframe(p.buf))))
 
     @staticmethod
     def traced(p: _Pending, reply: dict[str, Any]) -> dict[str, Any]:
@@ -295,7 +308,7 @@ class Helper:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
 
-    def outcome(self, p: _Pending, status: int) -> dict[str, Any]:
+    def outcome(self, p: _Pending, status: int, doc: bytes | None) -> dict[str, Any]:
         if p.killed == "timeout":
             return _reply(
                 p.req_id,
@@ -312,7 +325,7 @@ class Helper:
                 kind="output",
                 message=f"the tool produced more than {p.max_output} bytes",
             )
-        if os.WIFSIGNALED(status) and not p.buf:
+        if os.WIFSIGNALED(status) and doc is None:
             sig = os.WTERMSIG(status)
             if sig in (signal.SIGXCPU, signal.SIGKILL):
                 return _reply(
@@ -330,7 +343,9 @@ class Helper:
                 message=f"the tool crashed ({signal.Signals(sig).name})",
             )
         try:
-            data = json.loads(p.buf)
+            data = json.loads(doc) if doc is not None else None
+            if not isinstance(data, dict):
+                raise ValueError("not a result document")
         except (ValueError, MemoryError):
             code = os.waitstatus_to_exitcode(status)
             kind = "memory" if code == 3 else "runtime"
@@ -402,7 +417,7 @@ class Helper:
             if self.exiting:
                 self.reap()
                 timeout = 0.01 if timeout is None else min(timeout, 0.01)
-            want_child = open_stdin and len(self.idle) < IDLE_CHILDREN
+            want_child = open_stdin and len(self.idle) < IDLE_CHILDREN and self.refill_now()
             if want_child:
                 wait = self.spawn_after - time.monotonic()
                 if wait > 0:  # forking failed recently: try again later

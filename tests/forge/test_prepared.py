@@ -1,0 +1,202 @@
+"""What a waiting child prepares before its call, and the guards' fast paths.
+
+A sandbox child builds its globals (builtins, guards, import hook, print sink)
+while it waits; these tests show that nothing one call does (globals, builtins,
+module proxies, printed text, secrets) is ever seen by the next call, and that
+the guards' fast paths answer exactly like the full checks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import ChainMap, deque
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+
+from forge import policy
+from forge.child import Layers, frame, unframe
+from forge.modules import build_proxies
+from forge.runner import SandboxRunner
+from tests.forge.helpers import tool
+
+aio = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def raw_python() -> AsyncIterator[SandboxRunner]:
+    """Lint and RestrictedPython off: a tool can mutate anything in its process."""
+    r = SandboxRunner(layers_for_tests=Layers(lint=False, restricted=False))
+    await r.start()
+    yield r
+    await r.aclose()
+
+
+@aio
+async def test_module_globals_start_fresh_every_call(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    src = tool("STATE.append(1)\nreturn len(STATE)", imports="STATE = []")
+    results = [(await runner.run(src, {}, workspace)).result for _ in range(4)]
+    assert results == [1, 1, 1, 1]
+
+
+@aio
+async def test_printed_text_is_per_call(runner: SandboxRunner, workspace: Path) -> None:
+    a = await runner.run(tool("print('from a')\nreturn 1"), {}, workspace)
+    b = await runner.run(tool("print('from b')\nreturn 2"), {}, workspace)
+    c = await runner.run(tool("return 3"), {}, workspace)
+    assert (a.printed, b.printed, c.printed) == ("from a\n", "from b\n", "")
+
+
+@aio
+async def test_secrets_are_per_call(runner: SandboxRunner, workspace: Path) -> None:
+    src = "SECRETS = ['k']\n\ndef run() -> str:\n    '''d'''\n    return secret('k')\n"
+    first = await runner.run(src, {}, workspace, secrets={"k": "one"})
+    second = await runner.run(src, {}, workspace)
+    assert first.ok and first.result == "one"
+    assert second.error_kind == "runtime" and "not available" in second.error_message
+
+
+@aio
+async def test_a_module_proxy_cannot_be_changed(runner: SandboxRunner, workspace: Path) -> None:
+    poison = tool("json.dumps = len\nreturn 1", imports="import json")
+    res = await runner.run(poison, {}, workspace)
+    assert not res.ok
+    res = await runner.run(tool("return json.dumps([1])", imports="import json"), {}, workspace)
+    assert res.ok and res.result == "[1]"
+
+
+@aio
+async def test_mutated_builtins_and_modules_do_not_reach_the_next_call(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """Even with RestrictedPython off, whatever a call changes in its process (the
+    builtins, its globals' builtins dict, a module) dies with that process."""
+    poison = tool(
+        "import builtins, json\n"
+        "builtins.sorted = None\n"
+        "__builtins__['abs'] = lambda x: 42\n"
+        "json.loads = None\n"
+        "return abs(-1)"
+    )
+    res = await raw_python.run(poison, {}, workspace)
+    assert res.ok and res.result == 42, res
+    check = tool("import json\nreturn [abs(-2), sorted([2, 1]), json.loads('1')]")
+    for _ in range(3):
+        res = await raw_python.run(check, {}, workspace)
+        assert res.ok and res.result == [2, [1, 2], 1], res
+
+
+def test_prepared_globals_are_new_objects_every_time() -> None:
+    proxies = build_proxies()
+    template = policy.safe_builtins()
+    a = policy.prepare_globals(template, proxies, policy.PrintSink(10))
+    b = policy.prepare_globals(template, proxies, policy.PrintSink(10))
+    assert a is not b and a["__builtins__"] is not b["__builtins__"]
+    assert a["__builtins__"] is not template
+    assert a["_getattr_"].__self__ is not b["_getattr_"].__self__  # fresh guards
+    for name in ("open", "listdir", "secret"):
+        assert name not in a["__builtins__"]  # only the call adds them
+    policy.bind_call(a, print, print, {"k": "v"})
+    assert a["__builtins__"]["secret"]("k") == "v"
+    assert "open" not in b["__builtins__"] and "open" not in template
+
+
+class _Mine:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("ob", "name"),
+    [
+        ({}, "get"),
+        ([], "append"),
+        ("x", "upper"),
+        ("x", "format"),
+        ("x", "format_map"),
+        ("x", "_formatter_parser"),
+        (1, "real"),
+        (1, "__class__"),
+        ({}, "__class__"),
+        ([], "no_such_attr"),
+        (str, "format"),
+        (ValueError("e"), "obj"),
+        (ValueError("e"), "args"),
+        (_Mine(), "x"),
+        (True, "to_bytes"),
+    ],
+)
+def test_getattr_fast_path_agrees_with_the_full_check(ob: Any, name: str) -> None:
+    guards = policy.Guards()
+    saved = policy._PLAIN_ATTRS
+    try:
+        fast = _outcome(lambda: guards.getattr(ob, name))
+        policy._PLAIN_ATTRS = {}  # every lookup takes the full check
+        full = _outcome(lambda: guards.getattr(ob, name))
+    finally:
+        policy._PLAIN_ATTRS = saved
+    assert fast == full
+
+
+def test_fast_path_names_are_public_and_not_special() -> None:
+    for names in policy._PLAIN_ATTRS.values():
+        assert not any(n.startswith("_") for n in names)
+        assert not names & policy._SPECIAL_ATTRS
+    assert "format" not in policy._PLAIN_ATTRS[str]
+
+
+def test_str_format_still_resolves_fields_through_the_guards() -> None:
+    guards = policy.Guards()
+    fmt = guards.getattr("{0.__class__}", "format")
+    with pytest.raises(AttributeError):
+        fmt(1)
+    assert guards.getattr("{0}-{1[a]}", "format")(1, {"a": 2}) == "1-2"
+
+
+def test_write_fast_path() -> None:
+    guards = policy.Guards()
+    for ob in ({}, [], set(), bytearray(), deque(), ChainMap()):
+        assert guards.write(ob) is ob
+    for ob in (dict, list, (1,), "s", json):
+        assert isinstance(guards.write(ob), policy._DeniedWrite)
+
+
+@pytest.mark.parametrize(
+    ("value", "spec"),
+    [
+        ((1, 2), {"childs": (), "min_len": 2}),
+        ([1], {"childs": (), "min_len": 2}),
+        ("ab", {"childs": (), "min_len": 2}),
+        ((1, (2, 3)), {"childs": ((1, {"childs": (), "min_len": 2}),), "min_len": 2}),
+    ],
+)
+def test_unpack_shortcuts_match_restrictedpython(value: Any, spec: dict[str, Any]) -> None:
+    assert policy._unpack_sequence(value, spec, iter) == guarded_unpack_sequence(value, spec, iter)
+    items = [value, value]
+    assert list(policy._iter_unpack_sequence(items, spec, iter)) == list(
+        guarded_iter_unpack_sequence(items, spec, iter)
+    )
+
+
+def test_result_frames() -> None:
+    doc = b'{"ok": true}'
+    framed = frame(doc)
+    assert unframe(framed) == doc
+    assert unframe(framed + b"junk") == doc
+    for cut in range(len(framed)):
+        assert unframe(framed[:cut]) is None
+
+
+def _outcome(fn: Any) -> tuple[Any, ...]:
+    try:
+        value = fn()
+    except Exception as exc:
+        return ("raised", type(exc))
+    if callable(value):
+        return ("callable", type(value), getattr(value, "__name__", None))
+    return ("value", value)
