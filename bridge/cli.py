@@ -22,6 +22,7 @@ from bridge.config import EX_CONFIG, ConfigError, Settings, load_settings
 from bridge.loadout import cli as loadout_cli
 from bridge.logging_setup import setup_logging
 from bridge.pairing import pair_args, pair_command
+from bridge.style import cli as style_cli
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ SUBCOMMANDS: list[Subcommand] = [
 ]
 SUBCOMMANDS += [Subcommand(*row) for row in loadout_cli.subcommand_rows()]
 SUBCOMMANDS += [Subcommand(*row) for row in operator_cli.subcommand_rows()]
+SUBCOMMANDS += [Subcommand(*row) for row in style_cli.subcommand_rows()]
 
 
 def build_parser() -> argparse.ArgumentParser:

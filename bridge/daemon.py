@@ -40,6 +40,8 @@ from bridge.skills.commands import SkillCommands
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.view import GradedSkills
+from bridge.style.store import StyleStore
+from bridge.style.view import LearnedStyle
 from bridge.tenants import TenantDirs, TenantResolver, loopback_rule, telegram_rule
 from bridge.tools import ToolSource
 from bridge.turn import TurnRunner, TurnSettings
@@ -177,7 +179,12 @@ async def build(
     closers.append(runner.aclose)
     catalog = ToolCatalog(files, lambda: int(clock() * 1000))
     loadout = build_loadout(
-        settings, db, audit, skills=GradedSkills(grades, files), tools=SavedToolsView(catalog)
+        settings,
+        db,
+        audit,
+        skills=GradedSkills(grades, files),
+        style=LearnedStyle(StyleStore(db)),
+        tools=SavedToolsView(catalog),
     )
     draft_tools = SessionTools()
     forge_tools = ForgeTools(runner, draft_tools, catalog, loadout.vault.reveal, audit)

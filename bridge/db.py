@@ -70,6 +70,29 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tenant, channel, chat)
     );
     """,
+    # user-style learner (bridge/style): bullets with their state and A/B counters
+    """
+    CREATE TABLE style_bullets (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL, skill TEXT NOT NULL, state TEXT NOT NULL,
+        text TEXT NOT NULL, outcome TEXT NOT NULL DEFAULT '',
+        signal_count INTEGER NOT NULL, negative_count INTEGER NOT NULL,
+        judge_attempts INTEGER NOT NULL DEFAULT 0,
+        created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+        shadow_since_ms INTEGER, live_since_ms INTEGER,
+        cooldown_until_ms INTEGER NOT NULL DEFAULT 0,
+        with_n INTEGER NOT NULL DEFAULT 0, with_neg INTEGER NOT NULL DEFAULT 0,
+        without_n INTEGER NOT NULL DEFAULT 0, without_neg INTEGER NOT NULL DEFAULT 0,
+        live_n INTEGER NOT NULL DEFAULT 0, live_neg INTEGER NOT NULL DEFAULT 0,
+        score INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX style_bullets_tenant ON style_bullets (tenant, state);
+    CREATE TABLE style_sweeps (
+        at_ms INTEGER NOT NULL, tenants INTEGER NOT NULL, candidates INTEGER NOT NULL,
+        judged INTEGER NOT NULL, pending INTEGER NOT NULL, promoted INTEGER NOT NULL,
+        rejected INTEGER NOT NULL, rolled_back INTEGER NOT NULL, judge_status TEXT NOT NULL
+    );
+    """,
 )
 
 

@@ -98,5 +98,5 @@ EVENTS: dict[str, dict[str, object]] = {
     "audit.repaired": {"bytes_cut": 37},
 }
 
-# Reserved for the user-style learner, which is not built yet: nothing emits them.
-RESERVED = frozenset({"style.candidate", "style.judged", "style.promoted", "style.rolled_back"})
+# Emitted by the user-style sweep (`roost style sweep`), not by turns.
+SWEEP_EVENTS = frozenset({"style.candidate", "style.judged", "style.promoted", "style.rolled_back"})

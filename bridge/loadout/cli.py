@@ -78,7 +78,7 @@ async def print_prompt(
     digest = hashlib.sha256(rendered.text.encode("utf-8")).hexdigest()[:16]
     out.write(
         f"roost prompt: tenant {tenant}, channel {channel}, chat {chat or '-'}, "
-        f"persona {snap.persona}, shadow bullets {'on' if snap.shadow_on else 'off'}\n"
+        f"persona {snap.persona}, shadow bullets {'shown' if snap.shadow_on else 'none shown'}\n"
     )
     shown = {b.name: b for b in rendered.blocks}
     for number, block in enumerate(prompt.blocks, 1):

@@ -40,14 +40,14 @@ class LoadoutPrompt:
     ) -> None:
         self.taker = taker
         self.blocks = tuple(blocks)
-        self._last: OrderedDict[tuple[str, str, str, bool], Rendered] = OrderedDict()
+        self._last: OrderedDict[tuple[str, str, str, tuple[str, ...]], Rendered] = OrderedDict()
         self._remember = remember
 
     def render(
         self, tenant: str, root: Path, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Rendered:
         snap = self.taker.take(tenant, root, channel, chat, msg_id, now)
-        key = (tenant, channel, chat or "", snap.shadow_on)
+        key = (tenant, channel, chat or "", tuple(bid for bid, _ in snap.bullets))
         last = self._last.get(key)
         if last is not None and last.snapshot == snap:
             self._last.move_to_end(key)

@@ -9,7 +9,6 @@ SQLite query and the views, and no file is opened.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,13 @@ from bridge.loadout.steering import (
     operator_confinement,
     tenant_confinement,
 )
-from bridge.loadout.views import PersonalToolsView, SkillRow, SkillsView, StyleView
+from bridge.loadout.views import (
+    PersonalToolsView,
+    SkillRow,
+    SkillsView,
+    StyleView,
+    shadow_cohort,
+)
 
 DAY = 86_400.0
 UNUSED_DAYS = 90
@@ -50,12 +55,7 @@ class Snapshot:
     skills: tuple[SkillRow, ...]
     bullets: tuple[tuple[str, str], ...]  # (id, text) shown this turn
     tools: tuple[tuple[str, str, int | None, float], ...]  # name, desc, unused days, recency
-    shadow_on: bool = field(default=False, compare=False)
-
-
-def shadow_cohort(msg_id: str) -> bool:
-    """Shadow bullets show on turns whose sha256(msg_id) first byte is odd."""
-    return hashlib.sha256(msg_id.encode("utf-8")).digest()[0] % 2 == 1
+    shadow_on: bool = field(default=False, compare=False)  # a shadow bullet is shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +129,13 @@ class SnapshotTaker:
     ) -> Snapshot:
         chosen = self._chat.get_all(tenant, channel, chat) if self._chat and chat else {}
         persona = self._personas.get(chosen.get("persona"))
-        odd = shadow_cohort(msg_id)
         paths = self._paths(root)
-        bullets = tuple(
-            (bid, text)
+        shown = [
+            (bid, text, state)
             for bid, text, state in self._style.bullets(root)
-            if state == "live" or (state == "shadow" and odd)
-        )
+            if state == "live" or (state == "shadow" and shadow_cohort(msg_id, bid))
+        ]
+        bullets = tuple((bid, text) for bid, text, _ in shown)
         return Snapshot(
             tenant=tenant,
             channel=channel,
@@ -152,7 +152,7 @@ class SnapshotTaker:
             skills=tuple(self._skills.active(root)),
             bullets=bullets,
             tools=tuple(_tool_rows(self._tools, root, now)),
-            shadow_on=odd,
+            shadow_on=any(state == "shadow" for _, _, state in shown),
         )
 
 

@@ -9,6 +9,7 @@ personal tools from `forge/tools/me.<name>.json` metadata.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,7 +30,18 @@ class SkillsView(Protocol):
 
 
 class StyleView(Protocol):
-    def bullets(self, tenant_root: Path) -> Sequence[BulletRow]: ...
+    def bullets(self, tenant_root: Path) -> Sequence[BulletRow]:
+        """Live and shadow bullets; the snapshot decides which shadows a turn shows."""
+        ...
+
+
+def shadow_cohort(msg_id: str, bullet_id: str) -> bool:
+    """Whether a shadow bullet is shown on a turn: its own bit, sha256("msg_id:bullet_id").
+
+    Each bullet has its own cohort bit per turn, so two shadow bullets are shown
+    independently and the learner's A/B of each measures only that bullet.
+    """
+    return hashlib.sha256(f"{msg_id}:{bullet_id}".encode()).digest()[0] & 1 == 1
 
 
 class PersonalToolsView(Protocol):

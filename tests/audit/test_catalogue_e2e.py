@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from bridge.audit import redact
-from bridge.audit.catalogue import EVENTS, RESERVED
+from bridge.audit.catalogue import EVENTS, SWEEP_EVENTS
 from bridge.backend import BackendError
 from bridge.config import Settings
 from bridge.daemon import build
@@ -89,7 +89,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     seen = {event for event, _ in audit.events}
     expected = (
         set(EVENTS)
-        - RESERVED
+        - SWEEP_EVENTS
         - {
             "pairing.issued",
             "pairing.used",

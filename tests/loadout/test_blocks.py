@@ -9,8 +9,7 @@ from typing import Any
 
 from bridge.config import Settings
 from bridge.loadout.memory import Provenance
-from bridge.loadout.snapshot import shadow_cohort
-from bridge.loadout.views import FileSkills, FileTools, StaticStyle
+from bridge.loadout.views import FileSkills, FileTools, StaticStyle, shadow_cohort
 from bridge.loadout.wiring import Loadout, build_loadout
 from bridge.tenants import TenantDirs
 from tests.conftest import Clock
@@ -18,9 +17,10 @@ from tests.conftest import Clock
 DAY = 86_400
 
 
-def odd_and_even_ids() -> tuple[str, str]:
-    odd = next(f"m{i}" for i in range(100) if hashlib.sha256(f"m{i}".encode()).digest()[0] % 2)
-    even = next(f"m{i}" for i in range(100) if not hashlib.sha256(f"m{i}".encode()).digest()[0] % 2)
+def odd_and_even_ids(bullet: str = "b2") -> tuple[str, str]:
+    """A turn that shows shadow bullet `bullet`, and one that does not."""
+    odd = next(f"m{i}" for i in range(100) if shadow_cohort(f"m{i}", bullet))
+    even = next(f"m{i}" for i in range(100) if not shadow_cohort(f"m{i}", bullet))
     return odd, even
 
 
@@ -95,7 +95,8 @@ def test_blocks_7_to_9_render_from_their_stores(
     assert "- `me.poke_api` — call your private API (unused 120d)" in tools
     even_text = lo.prompt.render("alice", alice.root, "web", "c1", even, clock.now).text
     assert "Lead with the command" in even_text and "Double-check dates" not in even_text
-    assert shadow_cohort(odd) and not shadow_cohort(even)
+    assert hashlib.sha256(f"{odd}:b2".encode()).digest()[0] % 2 == 1
+    assert hashlib.sha256(f"{even}:b2".encode()).digest()[0] % 2 == 0
 
 
 def test_tools_block_shows_at_most_fifteen(
@@ -118,7 +119,7 @@ def test_order_is_stable_first_and_prompt_byte_identical(
     lo.chats.set("alice", "web", "c1", "audience", "my students")  # type: ignore[union-attr]
     prov = Provenance("person", "web", "c1", "m")
     lo.memory.store.save(alice.root, "x", "user", "y", "z", prov, clock.now)
-    same_cohort = [f"m{i}" for i in range(40) if shadow_cohort(f"m{i}")][:2]
+    same_cohort = [f"m{i}" for i in range(40) if shadow_cohort(f"m{i}", "b2")][:2]
     a = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[0], clock.now)
     assert [b.name for b in a.blocks] == [
         "base",
@@ -131,7 +132,7 @@ def test_order_is_stable_first_and_prompt_byte_identical(
     clock.advance(3600)
     b = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[1], clock.now)
     assert a.text == b.text and b is a  # nothing changed: same object, no re-render
-    other_cohort = next(f"m{i}" for i in range(40) if not shadow_cohort(f"m{i}"))
+    other_cohort = next(f"m{i}" for i in range(40) if not shadow_cohort(f"m{i}", "b2"))
     c = lo.prompt.render("alice", alice.root, "web", "c1", other_cohort, clock.now)
     assert c.text == a.text  # no shadow bullets: both cohorts get the same bytes
 
@@ -157,3 +158,12 @@ def test_memory_block_shows_usage(lo: Loadout, alice: TenantDirs, clock: Clock) 
     line = "- editor (user): uses helix"
     assert f"## Memory [{round(100 * len(line) / 2200)}% — {len(line)}/2,200]" in text
     assert line in text
+
+
+def test_each_shadow_bullet_has_its_own_cohort() -> None:
+    turns = [f"m{i}" for i in range(400)]
+    a = [shadow_cohort(t, "b-0001") for t in turns]
+    b = [shadow_cohort(t, "b-0002") for t in turns]
+    assert 150 < sum(a) < 250 and 150 < sum(b) < 250  # about half each
+    both = sum(x and y for x, y in zip(a, b, strict=True))
+    assert 60 < both < 140  # independent: about a quarter, not a half

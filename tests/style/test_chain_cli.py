@@ -1,0 +1,127 @@
+"""A sweep over a real chain written with AuditChain, and the `roost style` actions."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge.audit.chain import AuditChain
+from bridge.audit.verify import tail, verify
+from bridge.cli import Subcommand
+from bridge.config import Settings
+from bridge.db import connect
+from bridge.style import cli as style_cli
+from bridge.style.judge import Judge
+from bridge.style.rules import Counts
+from bridge.style.store import StyleStore
+from bridge.style.sweep import Sweeper
+from tests.style.helpers import DAY, T0, FakeJudge, open_store
+
+
+async def write_turns(path: Path, clock: list[float], tenant: str, skill: str, n: int) -> None:
+    chain = AuditChain(path, clock=lambda: clock[0])
+    await chain.open()
+    try:
+        for i in range(n):
+            mid = f"{tenant}-{i}"
+            await chain.emit(
+                "message.received",
+                tenant,
+                {"channel": "web", "chat": "default", "msg_id": mid, "chars": 10},
+            )
+            clock[0] += 60
+            await chain.emit(
+                "skill.outcome_graded",
+                tenant,
+                {"signal": "rephrase", "skills": [skill], "prev_run_id": mid},
+            )
+    finally:
+        await chain.aclose()
+
+
+async def test_sweep_over_a_real_chain(tmp_path: Path) -> None:
+    path = tmp_path / "audit" / "chain.jsonl"
+    clock = [(T0 - DAY) / 1000]
+    await write_turns(path, clock, "alice", "deploy", 6)
+    await write_turns(path, clock, "bob", "deploy", 3)
+    _, store = open_store(tmp_path)
+    chain = AuditChain(path, clock=lambda: T0 / 1000)
+    await chain.open()
+    try:
+        report = await Sweeper(store, Judge(FakeJudge("FAITHFUL")), chain).sweep_chain(path, T0)
+    finally:
+        await chain.aclose()
+    assert report.tenants == ["alice", "bob"] and report.candidates == 1
+    assert verify(path).ok
+    recs = tail(path, 5)
+    assert [r["event"] for r in recs[-2:]] == ["style.candidate", "style.judged"]
+    assert recs[-1]["tenant"] == "alice" and "_dropped" not in recs[-1]["details"]  # type: ignore[operator]
+    [b] = store.tenant("alice")
+    assert b.state == "shadow" and store.tenant("bob") == []
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="roost")
+    sub = parser.add_subparsers(dest="command")
+    for row in style_cli.subcommand_rows():
+        cmd = Subcommand(*row)
+        cmd.configure(sub.add_parser(cmd.name, help=cmd.help))
+    return parser.parse_args(argv)
+
+
+def run(argv: list[str], settings: Settings) -> int:
+    [row] = style_cli.subcommand_rows()
+    return row[3](parse(argv), settings)
+
+
+async def seed_chain(settings: Settings) -> None:
+    clock = [time.time() - 3600]
+    await write_turns(settings.home / "audit" / "chain.jsonl", clock, "alice", "deploy", 6)
+
+
+def test_cli_requires_an_action() -> None:
+    with pytest.raises(SystemExit):
+        parse(["style"])
+
+
+def test_cli_sweep_offline_leaves_pending_then_status_and_list(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(seed_chain(settings))
+    assert run(["style", "sweep", "--dry-run"], settings) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dry run: 1 tenant(s): 1 candidate(s)")
+    assert "judge: no model configured" in out
+    assert run(["style", "status"], settings) == 0
+    assert "last sweep: never" in capsys.readouterr().out
+    assert run(["style", "sweep"], settings) == 0
+    out = capsys.readouterr().out
+    assert "1 candidate(s), 0 judged, 1 pending" in out and "no model configured" in out
+    assert run(["style", "status"], settings) == 0
+    out = capsys.readouterr().out
+    assert "alice: 1 pending, 0 shadow, 0 live" in out and "awaiting the judge" in out
+    assert "next sweep: daily at 04:45" in out
+    assert run(["style", "list-live"], settings) == 0
+    assert capsys.readouterr().out.strip() == "no live bullets"
+    events = [r["event"] for r in tail(settings.home / "audit" / "chain.jsonl", 3)]
+    assert events[-1] == "style.candidate"
+
+
+def test_cli_list_live_per_tenant(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    db = connect(settings.home / "roost.db")
+    store = StyleStore(db)
+    for tenant in ("alice", "bob"):
+        row = store.add_candidate(tenant, "deploy", f"bullet of {tenant}", Counts(8, 7), T0)
+        store.update(row.id, T0, state="live", live_since_ms=T0, score=120)
+    db.close()
+    assert run(["style", "list-live", "--tenant", "bob"], settings) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("bob\tb-0002\tdeploy") and "alice" not in out[0]
+    assert run(["style", "list-live"], settings) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+    assert run(["style", "list-live", "--tenant", "carol"], settings) == 0
+    assert "carol: no live bullets" in capsys.readouterr().out

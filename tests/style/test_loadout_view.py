@@ -1,0 +1,42 @@
+"""LearnedStyle plugged into the loadout: block 8 shows live bullets always and each
+shadow bullet on its own cohort's turns, per tenant."""
+
+from __future__ import annotations
+
+from bridge.audit_sink import NullAudit
+from bridge.config import Settings
+from bridge.db import connect
+from bridge.loadout.wiring import build_loadout
+from bridge.style.rules import Counts, cohort_bit
+from bridge.style.store import StyleStore
+from bridge.style.view import LearnedStyle
+from bridge.tenants import TenantDirs
+from tests.style.helpers import T0
+
+
+def test_block_8_renders_live_bullets_of_this_tenant_only(settings: Settings) -> None:
+    db = connect(settings.home / "roost.db")
+    store = StyleStore(db)
+    live = store.add_candidate("alice", "deploy", "LIVE-ALICE flag", Counts(8, 7), T0)
+    store.update(live.id, T0, state="live", live_since_ms=T0)
+    shadow = store.add_candidate("alice", "review", "SHADOW-ALICE flag", Counts(8, 7), T0)
+    store.update(shadow.id, T0, state="shadow", shadow_since_ms=T0)
+    other = store.add_candidate("alice", "write", "SHADOW-TWO flag", Counts(8, 7), T0)
+    store.update(other.id, T0, state="shadow", shadow_since_ms=T0)
+    store.add_candidate("bob", "deploy", "PENDING-BOB flag", Counts(8, 7), T0)
+    loadout = build_loadout(settings, db, NullAudit(), style=LearnedStyle(store))
+    alice = TenantDirs.of(settings.home, "alice").ensure().root
+    bob = TenantDirs.of(settings.home, "bob").ensure().root
+    seen: set[tuple[bool, bool]] = set()
+    for i in range(64):
+        msg_id = f"m{i}"
+        text = loadout.prompt.render("alice", alice, "web", "default", msg_id, T0 / 1000).text
+        assert "LIVE-ALICE flag" in text
+        first, second = "SHADOW-ALICE flag" in text, "SHADOW-TWO flag" in text
+        assert first == (cohort_bit(msg_id, shadow.bid) == 1)  # the learner's own cohort
+        assert second == (cohort_bit(msg_id, other.bid) == 1)
+        seen.add((first, second))
+        bobs = loadout.prompt.render("bob", bob, "web", "default", msg_id, T0 / 1000).text
+        assert "ALICE" not in bobs and "PENDING-BOB" not in bobs and "TWO" not in bobs
+    assert seen == {(True, True), (True, False), (False, True), (False, False)}
+    db.close()
