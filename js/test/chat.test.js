@@ -3,21 +3,8 @@ import assert from "node:assert/strict";
 import { ApiError } from "../api.js";
 import { chatIdFromSearch, createChat } from "../chat.js";
 import { createTokenStore, createTranscriptStore } from "../storage.js";
+import { FakeStorage as MemStorage } from "../testlib/fake_dom.js";
 
-class MemStorage {
-  constructor() {
-    this.map = new Map();
-  }
-  getItem(k) {
-    return this.map.has(k) ? this.map.get(k) : null;
-  }
-  setItem(k, v) {
-    this.map.set(k, String(v));
-  }
-  removeItem(k) {
-    this.map.delete(k);
-  }
-}
 
 /** Records every call the controller makes; keeps the latest state. */
 function fakeView() {

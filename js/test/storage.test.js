@@ -1,21 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cleanToken, createTokenStore, createTranscriptStore, tokenFromHash } from "../storage.js";
+import { FakeStorage } from "../testlib/fake_dom.js";
 
-class FakeStorage {
-  constructor() {
-    this.map = new Map();
-  }
-  getItem(k) {
-    return this.map.has(k) ? this.map.get(k) : null;
-  }
-  setItem(k, v) {
-    this.map.set(k, String(v));
-  }
-  removeItem(k) {
-    this.map.delete(k);
-  }
-}
 
 class BrokenStorage {
   getItem() {
