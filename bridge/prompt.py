@@ -1,9 +1,9 @@
 """Prompt assembly: an ordered table of blocks, each a pure function.
 
-A block turns one frozen snapshot into text; the assembler applies each
-block's character budget (announcing any cut inside the block), skips empty
-blocks and joins the rest. `render_blocks` gives `roost prompt` the same
-blocks with names and sizes.
+A block turns one frozen snapshot into text; `render_blocks` applies each
+block's character budget (announcing any cut inside the block) and skips
+empty blocks; the prompt source joins what is left, and `roost prompt`
+shows the same blocks with names and sizes.
 """
 
 from __future__ import annotations
@@ -52,7 +52,3 @@ def render_blocks(blocks: Sequence[Block[S]], snapshot: S) -> list[RenderedBlock
         capped, was_cut = cap(text, block.budget, block.name)
         out.append(RenderedBlock(block.name, capped, block.budget, len(text), was_cut))
     return out
-
-
-def assemble(blocks: Sequence[Block[S]], snapshot: S) -> str:
-    return "\n\n".join(b.text for b in render_blocks(blocks, snapshot))

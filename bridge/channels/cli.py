@@ -8,7 +8,6 @@ streams answers to stdout; `send` runs one turn and prints the reply.
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TextIO
@@ -70,7 +69,3 @@ async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner:
             out.write("\n")
         out.flush()
     return 0
-
-
-def stdio() -> tuple[TextIO, TextIO]:
-    return sys.stdin, sys.stdout
