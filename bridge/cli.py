@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from bridge import operator_cli
 from bridge.audit import ChainCorrupt
+from bridge.channels import ChannelStartError
 from bridge.cli_support import tenant_arg, with_roost
 from bridge.config import EX_CONFIG, ConfigError, Settings, load_settings
 from bridge.loadout import cli as loadout_cli
@@ -128,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"roost: {exc}", file=sys.stderr)
         return EX_CONFIG
+    except ChannelStartError as exc:
+        print(f"roost: {exc}", file=sys.stderr)
+        return 1
     except ChainCorrupt as exc:
         print(
             f"roost: the audit chain is damaged ({exc}). Run `roost audit verify` for details; "

@@ -34,6 +34,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.audit_sink import AuditSink
+from bridge.channels import ChannelStartError
 from bridge.channels.telegram_access import AccessGate
 from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
 from bridge.channels.telegram_stream import KeyedLocks, StreamingReply, StreamTiming, Typing
@@ -167,7 +168,10 @@ class TelegramChannel:
                 attempt += 1
                 if attempt >= self._opts.bootstrap_attempts:
                     await self.app.shutdown()
-                    raise RuntimeError(f"telegram: cannot reach the Bot API: {exc}") from None
+                    raise ChannelStartError(
+                        f"telegram: cannot reach the Bot API ({exc}); check the network and "
+                        "ROOST_TELEGRAM__API_BASE_URL"
+                    ) from None
                 delay = self._opts.bootstrap_backoff_s * 2 ** (attempt - 1)
                 log.warning("telegram: Bot API not reachable (%s); retry in %.1fs", exc, delay)
                 await asyncio.sleep(delay)

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bridge.channels import ChannelStartError
 from bridge.messages import Final, Inbound
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,15 @@ class WebChannel:
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise ChannelStartError(
+                f"the web bridge cannot listen on {self._host}:{self._port}: {exc.strerror}. "
+                "Another roost (or program) may use it: stop it or set ROOST_WEB__PORT."
+            ) from None
         server = site._server
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]

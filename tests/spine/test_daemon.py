@@ -171,3 +171,14 @@ async def test_model_server_down_gets_a_useful_reply(home: Path, fake: FakeOpenA
     assert "127.0.0.1:9" in out or "reach" in out.lower()
     code, out, _ = await run(["send", "/status"], env)
     assert code == 0 and "Tenant: local" in out
+
+
+async def test_a_port_in_use_is_a_clear_error(home: Path, fake: FakeOpenAI) -> None:
+    env = env_for(home, fake)
+    daemon = await start_daemon(env)
+    second = {**env, "ROOST_WEB__PORT": str(daemon.port)}
+    code, _, err = await run(["serve"], second)
+    await daemon.stop()
+    assert code == 1
+    assert "cannot listen on 127.0.0.1" in err and "ROOST_WEB__PORT" in err
+    assert "Traceback" not in err
