@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -101,8 +102,17 @@ class Roost:
 
 
 def prepare_home(home: Path) -> None:
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (home / "tenants").mkdir(mode=0o700, exist_ok=True)
+    """Create `$ROOST_HOME` (0700); an unusable home is a configuration error."""
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (home / "tenants").mkdir(mode=0o700, exist_ok=True)
+        if not os.access(home, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        raise ConfigError(
+            f"invalid configuration: home: cannot use {home} ({exc.strerror}); "
+            "set ROOST_HOME to a writable directory"
+        ) from None
 
 
 def make_backend(settings: Settings) -> tuple[Backend, str]:

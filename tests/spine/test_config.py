@@ -75,3 +75,16 @@ def test_cli_exits_78_on_bad_config(home: Path) -> None:
     assert proc.returncode == 78
     assert "web.port" in proc.stderr
     assert "ROOST_WEB__PORT" in proc.stderr
+
+
+def test_unusable_home_exits_78(home: Path) -> None:
+    env = {**os.environ, "ROOST_HOME": "/proc/roost-cannot-live-here"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bridge.cli", "send", "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 78
+    assert "ROOST_HOME" in proc.stderr and "Traceback" not in proc.stderr
