@@ -58,7 +58,7 @@ async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner:
             out.flush()
 
         final = await handle(inbound(text, chat), on_delta)
-        if streamed and "".join(streamed) == final.text:
+        if streamed and "".join(streamed).strip() == final.text.strip():
             out.write("\n")
         else:
             if streamed:

@@ -73,7 +73,8 @@ class MemoryCommands:
             return f"Memory is empty {label}. Tell me something to remember, or /remember <text>."
         lines = sorted((t.type, t.name.lower(), t.index_line()) for t in topics)
         body = "\n".join(line for *_, line in lines)
-        return f"Memory {label}, {len(topics)} topics:\n{body}\n/memory show <name> for one."
+        count = f"{len(topics)} topic{'' if len(topics) == 1 else 's'}"
+        return f"Memory {label}, {count}:\n{body}\n/memory show <name> for one."
 
     async def _show(self, ctx: CommandContext, rest: str) -> str:
         if not rest:
