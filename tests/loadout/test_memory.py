@@ -129,14 +129,13 @@ async def test_full_index_refuses_and_lists_entries(
     lo: Loadout, alice: TenantDirs, clock: Clock
 ) -> None:
     save = tool(lo, alice, clock, "memory_save")
-    n = 0
-    while True:
+    message = ""
+    for n in range(200):  # the 2,200-character index is full long before 200 topics
         try:
             await save(name=f"topic {n}", type="project", description="d" * 100, content="c")
         except ToolError as exc:
             message = str(exc)
             break
-        n += 1
     assert n > 5 and "memory is full" in message and "- topic 0 (project)" in message
     assert "2,200" in message
     assert len(topic_files(alice)) == n

@@ -120,8 +120,9 @@ async def test_sigterm_during_a_slow_turn_exits_cleanly(home: Path, fake: FakeOp
                 "/api/chat", json={"text": "slow"}, headers={"Authorization": f"Bearer {token}"}
             )
         )
-        while not fake.requests:
-            await asyncio.sleep(0.05)
+        async with asyncio.timeout(120):  # a safety net against a hung run, not a speed check
+            while not fake.requests:
+                await asyncio.sleep(0.05)
         code, _ = await daemon.stop()
         assert code == 0
         with pytest.raises(aiohttp.ClientError):
