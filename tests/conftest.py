@@ -18,6 +18,8 @@ from bridge.backend import (
     ToolCallRequest,
 )
 from bridge.config import Settings, load_settings
+from bridge.daemon import Roost
+from bridge.messages import Inbound
 
 
 class ScriptedBackend:
@@ -98,3 +100,19 @@ def clock() -> Clock:
 
 
 Factory = Callable[..., object]
+
+
+def web_msg(text: str, n: int, chat: str = "c1") -> Inbound:
+    """A web message from the local person with message id `m<n>`."""
+    return Inbound("web", "local", chat, text, f"m{n}")
+
+
+@pytest.fixture
+async def roost(settings: Settings, clock: Clock) -> AsyncIterator[Roost]:
+    """A roost built in process with an empty ScriptedBackend and a MemoryAudit."""
+    from bridge.audit_sink import MemoryAudit
+    from bridge.daemon import build
+
+    made = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
+    yield made
+    await made.aclose()

@@ -37,25 +37,24 @@ SAVE = ToolSchema(
         "additionalProperties": False,
     },
 )
-READ = ToolSchema(
-    "memory_read",
-    "Read one memory topic in full (its name as shown in the memory index).",
-    {
+
+
+def _by_name(name: str, description: str) -> ToolSchema:
+    schema = {
         "type": "object",
         "properties": {"name": _NAME},
         "required": ["name"],
         "additionalProperties": False,
-    },
+    }
+    return ToolSchema(name, description, schema)
+
+
+READ = _by_name(
+    "memory_read", "Read one memory topic in full (its name as shown in the memory index)."
 )
-DELETE = ToolSchema(
+DELETE = _by_name(
     "memory_delete",
     "Delete one memory topic that is wrong or stale (the person can /memory undo).",
-    {
-        "type": "object",
-        "properties": {"name": _NAME},
-        "required": ["name"],
-        "additionalProperties": False,
-    },
 )
 
 

@@ -9,16 +9,12 @@ and /tool rm; block 9 lists it; the audit events carry no source.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-
-import pytest
 
 from bridge.audit_sink import MemoryAudit
 from bridge.config import Settings
 from bridge.daemon import Roost, build
-from bridge.messages import Inbound
 from bridge.sessions import SessionKey
-from tests.conftest import Clock, ScriptedBackend
+from tests.conftest import Clock, ScriptedBackend, web_msg
 
 SOURCE = '''
 import csv
@@ -36,15 +32,7 @@ def run(path: str, column: str = "amount") -> dict:
 BROKEN = "import os\n\ndef run() -> str:\n    return os.getcwd()\n"
 
 
-def msg(text: str, n: int) -> Inbound:
-    return Inbound("web", "local", "c1", text, f"m{n}")
-
-
-@pytest.fixture
-async def roost(settings: Settings, clock: Clock) -> AsyncIterator[Roost]:
-    r = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
-    yield r
-    await r.aclose()
+msg = web_msg
 
 
 def script(roost: Roost, *steps: object) -> ScriptedBackend:

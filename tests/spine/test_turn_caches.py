@@ -10,28 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
-from bridge.audit_sink import MemoryAudit
 from bridge.config import Settings
-from bridge.daemon import Roost, build
-from bridge.messages import Inbound
+from bridge.daemon import Roost
 from bridge.tenants import TenantDirs
-from tests.conftest import Clock, ScriptedBackend
+from tests.conftest import web_msg
 
-
-def msg(text: str, n: int) -> Inbound:
-    return Inbound("web", "local", "c1", text, f"m{n}")
-
-
-@pytest.fixture
-async def roost(settings: Settings, clock: Clock) -> AsyncIterator[Roost]:
-    made = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
-    yield made
-    await made.aclose()
+msg = web_msg
 
 
 def system_prompt(roost: Roost, index: int) -> str:
