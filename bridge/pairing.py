@@ -120,14 +120,14 @@ class PairingStore:
                 (code_hash(normal), now),
             ).fetchone()
         if found is None:
-            if row is None:
-                self._prune_failures(now)
             failures += 1
             locked = now + LOCKOUT_S if failures >= MAX_FAILURES else 0.0
             self._db.execute(
                 "INSERT OR REPLACE INTO pairing_failures VALUES (?, ?, ?, ?, ?)",
                 (channel, identity, failures, window_start, locked),
             )
+            if row is None:
+                self._prune_failures(now)
             if locked:
                 return Redeemed("locked", locked_until=locked, just_locked=True)
             return Redeemed("wrong", failures_left=MAX_FAILURES - failures)

@@ -8,7 +8,9 @@ events were not recorded since that identity's previous record. At most
 `records_per_window` such records are written per window in all; beyond
 that, events are only counted, and one `access.flood` record per event kind
 (`count` events from `identities` identities) is written when the window
-rolls over or on `flush()`. So per window the chain grows by at most
+rolls over. `flush()` (at shutdown) also folds every identity's
+still-unrecorded count into those aggregates, so nothing counted is lost.
+So per window the chain grows by at most
 `records_per_window` + (number of event kinds) records, however many
 strangers write. At most `max_tracked` identities are remembered (least
 recently seen evicted first; an evicted identity's unrecorded count moves
@@ -90,7 +92,16 @@ class StrangerAudit:
         return True
 
     async def flush(self) -> None:
-        """Write the aggregate of what was only counted so far (shutdown, tests)."""
+        """At shutdown: write one aggregate per event kind of all not yet recorded."""
+        for (event, _, _), seen in self._seen.items():
+            if seen.suppressed:
+                over = self._overflow.setdefault(event, _Overflow())
+                over.count += seen.suppressed
+                over.identities += 1
+                seen.suppressed = 0
+        await self._write_overflow()
+
+    async def _write_overflow(self) -> None:
         overflow, self._overflow = self._overflow, {}
         for event, over in sorted(overflow.items()):
             details = {
@@ -106,7 +117,7 @@ class StrangerAudit:
         if start is not None and now - start < self._limits.window_s:
             return
         if start is not None:
-            await self.flush()
+            await self._write_overflow()
         self._window_start, self._written = now, 0
 
     def _remember(self, key: tuple[str, str, str], seen: _Seen) -> None:
