@@ -184,7 +184,7 @@ class PairingStore:
         rows = self._db.execute(
             "SELECT channel, identity, tenant, bound_at FROM pairing_bindings ORDER BY bound_at"
         )
-        return [tuple(row) for row in rows]
+        return [(str(c), str(i), str(t), float(at)) for c, i, t, at in rows]
 
     def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
         """A TenantResolver rule: paired identities of any channel whose tenant is `known`.
