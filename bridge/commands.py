@@ -3,7 +3,10 @@
 A command is (name, usage, summary, handler); the handler gets a
 `CommandContext` and the argument text and returns the reply text. `/help`,
 the Telegram menu and the web page's hints are all generated from the table.
-A handler raises `UsageError` to answer with its usage line.
+A handler raises `UsageError` to answer with its usage line. A command
+addressed to another bot (`/whoami@other_bot`) is not ours: a channel that
+knows its bot's name drops such a message before pairing, refusal or the
+core (`ParsedCommand.for_another_bot`) - no reply, nothing runs.
 """
 
 from __future__ import annotations
@@ -90,6 +93,14 @@ class ParsedCommand:
     name: str
     args: str
     addressee: str | None  # the @botname suffix, if any
+
+    def for_another_bot(self, me: str | None) -> bool:
+        """True when `/cmd@name` names a bot other than `me` (Telegram usernames
+        compare case-insensitively). A channel that names no bot (`me` empty)
+        takes every command as its own."""
+        if not me or self.addressee is None:
+            return False
+        return self.addressee.casefold() != me.casefold()
 
 
 def parse_command(text: str) -> ParsedCommand | None:

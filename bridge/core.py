@@ -20,6 +20,7 @@ from bridge.audit_sink import AuditSink
 from bridge.commands import CommandContext, CommandTable, UsageError, parse_command
 from bridge.messages import Final, Inbound
 from bridge.sessions import SessionKey
+from bridge.stranger_audit import StrangerAudit, StrangerLimits
 from bridge.tenants import TenantDirs, TenantResolver
 from bridge.turn import DeltaSink, TurnRunner
 
@@ -92,6 +93,7 @@ class Core:
         audit: AuditSink,
         clock: Callable[[], float] = time.time,
         limits: CoreLimits | None = None,
+        strangers: StrangerLimits | None = None,
     ) -> None:
         self._dirs = home_tenant_dirs
         self._tenant_dirs: dict[str, TenantDirs] = {}
@@ -103,12 +105,15 @@ class Core:
         self._limits = limits or CoreLimits()
         self.locks = ChatLocks()
         self._inflight: set[asyncio.Task[object]] = set()
+        self._strangers = StrangerAudit(audit, clock, strangers)
 
     async def drain(self, grace_s: float) -> int:
         """Let in-flight messages finish for up to `grace_s`, then cancel the rest.
 
-        Returns how many were cancelled.
+        Returns how many were cancelled. Counted-only stranger events are
+        written as their aggregate record.
         """
+        await self._strangers.flush()
         pending = {t for t in self._inflight if not t.done()}
         if pending:
             _, pending = await asyncio.wait(pending, timeout=grace_s)
@@ -122,9 +127,7 @@ class Core:
         """Answer one message; `on_delta` receives answer pieces as they grow."""
         tenant = self._resolver.resolve(inbound)
         if tenant is None:
-            await self._audit.emit(
-                "access.refused", None, {"channel": inbound.channel, "identity": inbound.identity}
-            )
+            await self._strangers.record("access.refused", inbound.channel, inbound.identity, {})
             return Final(REFUSAL, "refusal")
         text = inbound.text.strip()
         if not text:

@@ -43,7 +43,13 @@ from bridge.skills.observer import SkillsObserver
 from bridge.skills.view import GradedSkills
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
-from bridge.tenants import TenantDirs, TenantResolver, loopback_rule, telegram_rule
+from bridge.tenants import (
+    TenantDirs,
+    TenantResolver,
+    configured_tenants,
+    loopback_rule,
+    telegram_rule,
+)
 from bridge.tools import ToolSource
 from bridge.turn import TurnRunner, TurnSettings
 from forge.library import SessionTools
@@ -177,7 +183,11 @@ async def build(
     ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
     pairing = PairingStore(db, clock)
     resolver = TenantResolver(
-        [loopback_rule(settings.local_tenant), telegram_rule(ids), pairing.rule()]
+        [
+            loopback_rule(settings.local_tenant),
+            telegram_rule(ids),
+            pairing.rule(configured_tenants(settings.tenants, settings.local_tenant).__contains__),
+        ]
     )
     table = CommandTable(())
     for row in CoreCommands(lambda: table, sessions, backend.describe).commands():

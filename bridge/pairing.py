@@ -7,8 +7,12 @@ SHA-256 hash; it is printed once and never logged. The person sends
 Wrong codes are counted per identity; five failures within an hour lock
 the identity out for an hour, during which codes are not even checked.
 The store also remembers who was already told "I don't know you", so an
-unknown person hears it once, not once per message. Plain SQLite; no
-telegram import; the clock is injected.
+unknown person hears it once, not once per message; both stranger tables
+are bounded (`MAX_STRANGER_ROWS`, oldest forgotten first; expired failure
+windows are dropped), so a flood of strangers cannot grow the database
+without bound. A binding holds only while its tenant is configured
+(`rule(known)`), and `revoke` removes it: both take effect on the next
+message. Plain SQLite; no telegram import; the clock is injected.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, Literal
 
 from bridge.cli_support import tenant_arg, with_roost
 from bridge.messages import Inbound
-from bridge.tenants import Rule
+from bridge.tenants import Rule, configured_tenants
 
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -32,6 +36,7 @@ CODE_TTL_S = 3600.0
 MAX_FAILURES = 5
 LOCKOUT_S = 3600.0
 FAILURE_WINDOW_S = 3600.0
+MAX_STRANGER_ROWS = 10_000  # per table: refusal notices, failure counters
 
 
 def normalize(code: str) -> str:
@@ -62,6 +67,10 @@ class PairingStore:
         self._db = db
         self._clock = clock
         self._rand = rand
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._clock
 
     def issue(self, tenant: str) -> str:
         """A fresh code for `tenant`; only its hash is stored."""
@@ -117,6 +126,8 @@ class PairingStore:
                 "INSERT OR REPLACE INTO pairing_failures VALUES (?, ?, ?, ?, ?)",
                 (channel, identity, failures, window_start, locked),
             )
+            if row is None:
+                self._prune_failures(now)
             if locked:
                 return Redeemed("locked", locked_until=locked, just_locked=True)
             return Redeemed("wrong", failures_left=MAX_FAILURES - failures)
@@ -129,10 +140,18 @@ class PairingStore:
             "INSERT OR REPLACE INTO pairing_bindings VALUES (?, ?, ?, ?)",
             (channel, identity, tenant, now),
         )
-        self._db.execute(
-            "DELETE FROM pairing_failures WHERE channel = ? AND identity = ?", (channel, identity)
-        )
+        for table in ("pairing_failures", "refusal_notices"):
+            self._db.execute(
+                f"DELETE FROM {table} WHERE channel = ? AND identity = ?", (channel, identity)
+            )
         return Redeemed("bound", tenant=tenant)
+
+    def _prune_failures(self, now: float) -> None:
+        self._db.execute(
+            "DELETE FROM pairing_failures WHERE window_start < ? AND locked_until < ?",
+            (now - FAILURE_WINDOW_S, now),
+        )
+        _keep_newest(self._db, "pairing_failures")
 
     def bound_tenant(self, channel: str, identity: str) -> str | None:
         row = self._db.execute(
@@ -147,15 +166,46 @@ class PairingStore:
             "INSERT OR IGNORE INTO refusal_notices VALUES (?, ?, ?)",
             (channel, identity, self._clock()),
         )
-        return cur.rowcount == 1
+        if cur.rowcount != 1:
+            return False
+        _keep_newest(self._db, "refusal_notices")
+        return True
 
-    def rule(self) -> Rule:
-        """A TenantResolver rule: paired identities of any channel."""
+    def revoke(self, channel: str, identity: str) -> str | None:
+        """Remove a binding; returns the tenant it pointed to (None: there was none)."""
+        tenant = self.bound_tenant(channel, identity)
+        self._db.execute(
+            "DELETE FROM pairing_bindings WHERE channel = ? AND identity = ?", (channel, identity)
+        )
+        return tenant
+
+    def bindings(self) -> list[tuple[str, str, str, float]]:
+        """Every binding: (channel, identity, tenant, bound_at), oldest first."""
+        rows = self._db.execute(
+            "SELECT channel, identity, tenant, bound_at FROM pairing_bindings ORDER BY bound_at"
+        )
+        return [(str(c), str(i), str(t), float(at)) for c, i, t, at in rows]
+
+    def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
+        """A TenantResolver rule: paired identities of any channel whose tenant is `known`.
+
+        A binding to a tenant that is no longer configured resolves to nothing:
+        the person is a stranger again from their next message on.
+        """
 
         def rule(inbound: Inbound) -> str | None:
-            return self.bound_tenant(inbound.channel, inbound.identity)
+            tenant = self.bound_tenant(inbound.channel, inbound.identity)
+            return tenant if tenant is not None and known(tenant) else None
 
         return rule
+
+
+def _keep_newest(db: sqlite3.Connection, table: str) -> None:
+    """Forget all but the newest MAX_STRANGER_ROWS rows (rowid order = last written)."""
+    db.execute(
+        f"DELETE FROM {table} WHERE rowid <= (SELECT max(rowid) FROM {table}) - ?",
+        (MAX_STRANGER_ROWS,),
+    )
 
 
 def pair_args(p: argparse.ArgumentParser) -> None:
@@ -163,8 +213,23 @@ def pair_args(p: argparse.ArgumentParser) -> None:
 
 
 def pair_command(args: argparse.Namespace, settings: Any) -> int:
-    """`roost pair TENANT`: print a one-time code (never logged, stored hashed)."""
+    """`roost pair TENANT`: print a one-time code (never logged, stored hashed).
+
+    Only a configured tenant (`[tenants.X]` or the local tenant) can be paired
+    to: a binding to anything else would never resolve. Exit 2 otherwise.
+    """
     import asyncio
+    import sys
+
+    known = configured_tenants(settings.tenants, settings.local_tenant)
+    if args.tenant not in known:
+        print(
+            f"roost pair: there is no tenant {args.tenant!r} in the configuration "
+            f"(known: {', '.join(sorted(known))}). Add [tenants.{args.tenant}] to the "
+            "config file first (telegram_ids may stay empty), then run roost pair again.",
+            file=sys.stderr,
+        )
+        return 2
 
     async def body(roost: Any) -> int:
         roost.tenant_dirs(args.tenant)

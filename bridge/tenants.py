@@ -3,13 +3,15 @@
 Every path of a tenant is derived from its root
 (`$ROOST_HOME/tenants/<tid>/global`), never from user text; the tree is
 created with mode 0700. `TenantResolver` maps an `Inbound` to a tenant id or
-to None (unknown identity: refused, nothing else happens).
+to None (unknown identity: refused, nothing else happens). The tenants a
+chat identity may resolve to through pairing are the configured ones
+(`configured_tenants`: every `[tenants.X]` plus the local tenant).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +76,11 @@ class TenantDirs:
 
 
 Rule = Callable[[Inbound], str | None]
+
+
+def configured_tenants(tenants: Iterable[str], local_tenant: str) -> frozenset[str]:
+    """The tenants a person may be paired to: `[tenants.X]` of the config plus the local one."""
+    return frozenset((*tenants, local_tenant))
 
 
 class TenantResolver:

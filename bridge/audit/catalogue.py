@@ -23,7 +23,13 @@ EVENTS: dict[str, dict[str, object]] = {
     },
     "message.failed": {"channel": "web", "kind": "rate_limited"},
     "command.run": {"name": "memory", "outcome": "ok", "channel": "web"},
-    "access.refused": {"channel": "telegram", "identity": "999"},
+    "access.refused": {"channel": "telegram", "identity": "999", "suppressed": 0},
+    "access.flood": {
+        "event": "access.refused",
+        "count": 9950,
+        "identities": 9950,
+        "window_s": 3600,
+    },
     "memory.saved": {
         "name": "tabs",
         "type": "feedback",
@@ -61,7 +67,12 @@ EVENTS: dict[str, dict[str, object]] = {
     "secret.removed": {"name": "github", "by": "operator"},
     "pairing.issued": {"ttl_s": 3600},
     "pairing.used": {"channel": "telegram", "identity": "111111"},
-    "pairing.failed": {"channel": "telegram", "identity": "222222", "locked": False},
+    "pairing.failed": {
+        "channel": "telegram",
+        "identity": "222222",
+        "locked": False,
+        "suppressed": 3,
+    },
     "skill.graded": {"name": "deploy", "signal": "auto", "step_milli": 300, "grade_milli": 1300},
     "skill.outcome_graded": {
         "signal": "rejection",

@@ -194,6 +194,7 @@ class TelegramChannel:
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
+        await self._gate.flush()
         if self.app.running:
             await self.app.stop()
         await self.app.shutdown()
@@ -250,6 +251,8 @@ class TelegramChannel:
         )
         reply_to = None if private else msg.message_id
         parsed = parse_command(text) if text else None
+        if parsed is not None and parsed.for_another_bot(self.app.bot.username):
+            return
         if parsed is not None and parsed.name == "pair":
             await self._pair(inbound, chat.id, reply_to, parsed.args)
         elif self._resolve(inbound) is None:

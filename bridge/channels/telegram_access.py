@@ -2,7 +2,9 @@
 
 No telegram import: the gate takes our `Inbound`, talks to the pairing
 store and the audit sink, and returns what to say (or None: say nothing).
-Audit events carry ids only, never the code.
+Audit events carry ids only, never the code. Refusals and failed pairings
+go through `StrangerAudit`: one record per identity per hour with a count,
+a cap per hour in all, so strangers cannot grow the chain without bound.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from bridge.audit_sink import AuditSink
 from bridge.messages import Inbound
 from bridge.pairing import MAX_FAILURES, PairingStore
+from bridge.stranger_audit import StrangerAudit, StrangerLimits
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +40,15 @@ class AccessGate:
         resolve: Callable[[Inbound], str | None],
         pairing: PairingStore,
         audit: AuditSink,
+        limits: StrangerLimits | None = None,
     ) -> None:
         self._channel, self._resolve = channel, resolve
         self._pairing, self._audit = pairing, audit
+        self._strangers = StrangerAudit(audit, pairing.clock, limits)
+
+    async def flush(self) -> None:
+        """Write the aggregate of stranger events only counted so far (at stop)."""
+        await self._strangers.flush()
 
     async def pair(self, inbound: Inbound, code: str) -> str | None:
         """The reply to `/pair CODE`; None when a locked-out identity keeps trying."""
@@ -57,7 +66,9 @@ class AccessGate:
             tenant = result.tenant
             return f"Paired: you now talk to roost as **{tenant}**. Say hello, or send /help."
         locked = result.outcome == "locked"
-        await self._audit.emit("pairing.failed", None, {**details, "locked": locked})
+        await self._strangers.record(
+            "pairing.failed", self._channel, inbound.identity, {"locked": locked}
+        )
         if not locked:
             left = result.failures_left
             return (
@@ -74,8 +85,7 @@ class AccessGate:
         if not self._pairing.should_refuse_loudly(self._channel, inbound.identity):
             log.debug("%s: message from an unknown identity dropped (already told)", self._channel)
             return None
-        details = {"channel": self._channel, "identity": inbound.identity}
-        await self._audit.emit("access.refused", None, details)
+        await self._strangers.record("access.refused", self._channel, inbound.identity, {})
         if inbound.is_private:
             return REFUSAL_PRIVATE.format(user_id=inbound.identity)
         return REFUSAL_GROUP

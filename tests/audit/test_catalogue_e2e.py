@@ -91,6 +91,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         set(EVENTS)
         - SWEEP_EVENTS
         - {
+            "access.flood",
             "pairing.issued",
             "pairing.used",
             "pairing.failed",

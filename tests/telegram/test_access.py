@@ -5,11 +5,21 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from bridge.config import Settings, load_settings
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import ALICE, running, tg_settings
+from tests.telegram.conftest import ALICE, TOKEN, running, tg_settings
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
 
 STRANGER = 999001
+
+
+def with_bob(home: Path, fake: FakeBotAPI) -> Settings:
+    """Alice by id; bob configured with no ids (people reach him by pairing)."""
+    return load_settings(
+        home=home,
+        telegram={"token": TOKEN, "api_base_url": fake.base_url},
+        tenants={"alice": {"telegram_ids": [ALICE]}, "bob": {}},
+    )
 
 
 async def test_allowed_user_gets_the_answer(home: Path, fake: FakeBotAPI) -> None:
@@ -58,7 +68,9 @@ async def test_stranger_is_refused_once_and_never_reaches_the_model(
         assert len(backend.requests) == 1
         assert backend.requests[0].messages[-1].content == "ping"
         refused = [e for e in run.audit.events if e[0] == "access.refused"]
-        assert refused == [("access.refused", None, {"channel": "telegram", "identity": "999001"})]
+        assert refused == [
+            ("access.refused", None, {"channel": "telegram", "identity": "999001", "suppressed": 0})
+        ]
     # the memory is in SQLite: a restarted roost does not refuse again
     async with running(tg_settings(home, fake), fake, backend):
         fake.push_text(STRANGER, "still there?")
@@ -90,7 +102,7 @@ async def test_non_text_and_edits_are_handled_deliberately(home: Path, fake: Fak
 
 async def test_pairing_right_code_binds_the_user(home: Path, fake: FakeBotAPI) -> None:
     backend = ScriptedBackend("welcome aboard")
-    async with running(tg_settings(home, fake), fake, backend) as run:
+    async with running(with_bob(home, fake), fake, backend) as run:
         code = run.pairing.issue("bob")
         fake.push_text(STRANGER, "/pair WRONG234")
         await fake.wait_until(lambda: len(fake.sent_to(STRANGER)) == 1)

@@ -100,6 +100,7 @@ async def test_chat_pacer_bursts_then_paces_per_chat() -> None:
 
 
 async def test_roost_pair_prints_a_code_that_works(home: Path) -> None:
+    (home.parent / "roost.toml").write_text("[tenants.carol]\ntelegram_ids = []\n")
     env = {**os.environ}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
