@@ -4,13 +4,16 @@ Each subcommand is one row of `SUBCOMMANDS` (name, help, how to add its
 arguments, how to run it); operator tools of other parts (vault, pair,
 audit, ...) live in their own modules and add one row here. Configuration
 errors exit with status 78 (EX_CONFIG) and a message naming the key, so
-systemd's RestartPreventExitStatus=78 stops a restart loop.
+systemd's RestartPreventExitStatus=78 stops a restart loop. Every entry point
+runs with umask 0077 (`PRIVATE_UMASK`): whatever roost or its sandbox creates
+(database and its WAL, audit files, memory, tools) is readable by its owner only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +27,8 @@ from bridge.loadout import cli as loadout_cli
 from bridge.logging_setup import setup_logging
 from bridge.pairing import pair_args, pair_command
 from bridge.style import cli as style_cli
+
+PRIVATE_UMASK = 0o077
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.umask(PRIVATE_UMASK)  # before anything is created, in every subcommand
     args = build_parser().parse_args(argv)
     row = next(r for r in SUBCOMMANDS if r.name == (args.command or "serve"))
     try:

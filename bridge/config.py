@@ -63,11 +63,25 @@ class LLMSettings(_Section):
         return v.rstrip("/")
 
 
+HOST_ENTRY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(:\d{1,5})?$")
+
+
 class WebSettings(_Section):
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535)
     token: SecretStr | None = None
+    # Host header values served besides loopback names (DNS-rebinding guard):
+    # "name" (bare or with the listening port) or "name:port" (exactly).
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if not HOST_ENTRY.fullmatch(entry.lower()):
+                raise ValueError(f"{entry!r} is not a host name or host:port")
+        return [entry.lower() for entry in v]
 
 
 class TelegramSettings(_Section):

@@ -107,11 +107,25 @@ class Roost:
         self.db.close()
 
 
+def tighten(path: Path) -> None:
+    """Make an existing directory of roost's 0700; say so when it was looser."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        path.chmod(0o700)
+        log.warning(
+            "%s was readable by others (mode %04o); changed to 0700 (it holds private data)",
+            path,
+            mode,
+        )
+
+
 def prepare_home(home: Path) -> None:
-    """Create `$ROOST_HOME` (0700); an unusable home is a configuration error."""
+    """Create `$ROOST_HOME` (0700) or tighten it to 0700; an unusable home is a config error."""
     try:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tighten(home)
         (home / "tenants").mkdir(mode=0o700, exist_ok=True)
+        tighten(home / "tenants")
         if not os.access(home, os.W_OK | os.X_OK):
             raise PermissionError(13, "not writable")
     except OSError as exc:

@@ -3,11 +3,15 @@
 One connection per process, used from the event loop thread; statements
 are short. Each migration is a row in `MIGRATIONS`; `PRAGMA user_version`
 records how many have run. Other modules add their tables by appending a
-migration here, never by creating tables on the side.
+migration here, never by creating tables on the side. The database and its
+`-wal`/`-shm` files hold recent conversation text: they are 0600 whatever
+the process umask (SQLite gives the WAL files the database file's mode).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from pathlib import Path
 
@@ -97,15 +101,18 @@ MIGRATIONS: tuple[str, ...] = (
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (and migrate) the database; WAL mode, foreign keys on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Open (and migrate) the database (0600 with its WAL files); WAL mode, foreign keys on."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for sibling in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        with contextlib.suppress(FileNotFoundError):
+            sibling.chmod(0o600)  # before SQLite opens them: an older roost left them 0644
     conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=10000")
     migrate(conn)
-    path.chmod(0o600)
     return conn
 
 

@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from bridge.config import ConfigError, Settings
 from bridge.daemon import Roost, build, prepare_home
@@ -37,6 +38,16 @@ def web_token(settings: Settings) -> tuple[str, bool]:
         fh.flush()
         os.fsync(fh.fileno())
     return token, True
+
+
+def web_hosts(settings: Settings) -> list[str]:
+    """Extra Host names the web server answers: configured ones and the webhook's."""
+    hosts = list(settings.web.allowed_hosts)
+    if settings.telegram.token is not None and settings.telegram.mode == "webhook":
+        netloc = urlsplit(settings.telegram.webhook_url or "").netloc.rpartition("@")[2]
+        if netloc:
+            hosts.append(netloc.lower())
+    return hosts
 
 
 def telegram_channel(settings: Settings, roost: Roost) -> Any:
@@ -80,7 +91,12 @@ async def serve(settings: Settings, *, ready: Callable[[int], None] | None = Non
         if settings.web.enabled:
             token, created = web_token(settings)
             web = WebChannel(
-                roost.core.handle, roost.command_list, token, settings.web.host, settings.web.port
+                roost.core.handle,
+                roost.command_list,
+                token,
+                settings.web.host,
+                settings.web.port,
+                allowed_hosts=web_hosts(settings),
             )
             if telegram is not None and settings.telegram.mode == "webhook":
                 telegram.mount(web.app)

@@ -6,6 +6,11 @@ and, with `Authorization: Bearer <token>`, `GET /api/commands`,
 `POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
 `final`). The server runs inside roost's loop (AppRunner/TCPSite); other
 channels may add routes (the Telegram webhook) before it starts.
+
+Every route, added here or by another channel, first checks `Host` against
+the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
+otherwise; a body that is not the expected JSON object gets a 400 (413 when
+too large) with a JSON `error`, never a 500.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
+from bridge.channels.web_input import BodyError, HostAllowList, decode_json_object
 from bridge.messages import Final, Inbound
 
 log = logging.getLogger(__name__)
@@ -66,13 +72,17 @@ class WebChannel:
         host: str = "127.0.0.1",
         port: int = 8787,
         js_dir: Path = JS_DIR,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self._handle = handle
         self._command_list = command_list
         self._token = token.encode()
         self._host, self._port = host, port
         self._js = js_dir
-        self.app = web.Application(client_max_size=MAX_BODY, middlewares=[self._headers])
+        self._hosts = HostAllowList(host, allowed_hosts)
+        self.app = web.Application(
+            client_max_size=MAX_BODY, middlewares=[self._host_check, self._headers]
+        )
         self.app.router.add_get("/", self._index)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/api/commands", self._commands)
@@ -100,12 +110,27 @@ class WebChannel:
         server = site._server
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        self._hosts.listen_on(self.port)
         log.info("web bridge listening on http://%s:%d/", self._host, self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    @web.middleware
+    async def _host_check(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs."""
+        if not self._hosts.allows(request.headers.get("Host")):
+            return web.json_response(
+                {
+                    "error": "this roost does not serve that host name; the operator can "
+                    "add it to [web] allowed_hosts (ROOST_WEB__ALLOWED_HOSTS)"
+                },
+                status=421,
+                headers=SECURITY_HEADERS,
+            )
+        return await handler(request)
 
     @web.middleware
     async def _headers(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -156,10 +181,16 @@ class WebChannel:
         if not self._authorized(request):
             return self._deny()
         try:
-            body = await request.json()
-            return ChatRequest.model_validate(body)
-        except (ValueError, ValidationError) as exc:
-            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else "not JSON"
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return web.json_response(
+                {"error": f"the request body is too large (limit {MAX_BODY:,} bytes)"},
+                status=413,
+            )
+        try:
+            return ChatRequest.model_validate(decode_json_object(raw))
+        except (BodyError, ValidationError) as exc:
+            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             return web.json_response(
                 {"error": f'send JSON like {{"text": "hello"}} ({reason})'}, status=400
             )

@@ -37,6 +37,8 @@ def safe_host(base_url: str) -> str:
     """`host[:port]` of a URL: no scheme, credentials, path or query."""
     parts = urlsplit(base_url)
     host = parts.hostname or base_url
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal, as in a URL
     try:
         port = parts.port
     except ValueError:

@@ -5,7 +5,10 @@ server and OpenRouter. One `POST {base_url}/chat/completions` per model call,
 streamed as Server-Sent Events; a server that ignores `stream: true` and
 answers `application/json` is accepted too.
 
-Failures become `BackendError` with a short message for the person. 429, 5xx
+Failures become `BackendError` with a short message for the person that names
+no host, port, URL or path and quotes nothing the server said; the full story
+(server address, status, the server's own message) goes to the log under a
+reference the message repeats (`http_retry.reported`). 429, 5xx
 and connection errors are retried with exponential backoff and jitter
 (honouring `Retry-After`), but only while nothing has been yielded yet: half an
 answer is never replayed. Timeouts: `timeout_s` bounds the whole call
@@ -28,7 +31,13 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bridge.backend import BackendError, ModelEvent, ModelRequest
-from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
+from bridge.llm.faults import ServerFault, reported
+from bridge.llm.http_retry import (
+    Retry,
+    connection_detail,
+    retry_after_seconds,
+    safe_host,
+)
 from bridge.llm.openai_wire import (
     StreamAssembler,
     bad_response,
@@ -82,7 +91,12 @@ class OpenAIBackend:
         self._rng = rng or random.Random()
 
     def describe(self) -> str:
-        return f"openai model={self._model} at {self._host}"
+        """Provider and model, for /status: the server's address stays in the log."""
+        return f"openai model={self._model}"
+
+    def server(self) -> str:
+        """`host[:port]` of the model server, for the operator's log."""
+        return self._host
 
     async def aclose(self) -> None:
         if self._owns_session and self._session is not None:
@@ -90,6 +104,14 @@ class OpenAIBackend:
             self._session = None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        try:
+            async with aclosing(self._stream(request)) as events:
+                async for event in events:
+                    yield event
+        except BackendError as exc:
+            raise reported(exc, self._host, self._redact) from exc
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = build_body(self._model, request)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
@@ -104,10 +126,10 @@ class OpenAIBackend:
                 return
             except Retry as exc:
                 if yielded:
-                    raise BackendError(
+                    raise ServerFault(
                         "unavailable",
-                        f"the connection to the model server at {self._host} broke "
-                        "mid-answer; please ask again",
+                        "the connection to the model server broke mid-answer; please ask again",
+                        f"{exc.detail} after the answer had started",
                     ) from exc
                 if attempt >= self._max_retries:
                     raise self._exhausted(exc, attempt + 1) from exc
@@ -133,15 +155,18 @@ class OpenAIBackend:
 
     def _exhausted(self, exc: Retry, attempts: int) -> BackendError:
         tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        detail = f"{exc.detail}, {tries}"
         if exc.kind == "rate_limited":
-            return BackendError(
+            return ServerFault(
                 "rate_limited",
-                f"the model server at {self._host} is rate-limiting requests "
-                f"({exc.detail}, {tries}); try again in a minute",
+                f"the model server is rate-limiting requests ({detail}); try again in a minute",
+                detail,
             )
-        return BackendError(
+        status = f"{exc.detail}, " if exc.detail.startswith("HTTP ") else ""
+        return ServerFault(
             "unavailable",
-            f"the model server at {self._host} is unavailable ({exc.detail}, {tries})",
+            f"the model server cannot be reached right now ({status}{tries})",
+            detail,
         )
 
     def _client(self) -> aiohttp.ClientSession:
@@ -167,15 +192,10 @@ class OpenAIBackend:
 
     def _timed_out(self, idle: bool) -> BackendError:
         if idle:
-            return BackendError(
-                "timeout",
-                f"the model server at {self._host} went silent for "
-                f"{self._idle_timeout_s:g}s mid-answer",
-            )
-        return BackendError(
-            "timeout",
-            f"the model server at {self._host} did not answer within {self._timeout_s:g}s",
-        )
+            text = f"the model server went silent for {self._idle_timeout_s:g}s mid-answer"
+        else:
+            text = f"the model server did not answer within {self._timeout_s:g}s"
+        return ServerFault("timeout", text, text)
 
     async def _attempt(self, body: dict[str, Any], deadline: float) -> AsyncIterator[ModelEvent]:
         loop = asyncio.get_running_loop()
@@ -240,7 +260,7 @@ class OpenAIBackend:
             return bad_response(detail)
         return bad_response(
             f"{detail} (content type {ctype or 'none'}; is ROOST_LLM__BASE_URL "
-            f"{self._base_url!r} right? OpenAI-compatible servers usually end in /v1)"
+            f"{self._base_url_safe()!r} right? OpenAI-compatible servers usually end in /v1)"
         )
 
     async def _raise_for_status(self, response: aiohttp.ClientResponse, deadline: float) -> None:
@@ -260,20 +280,25 @@ class OpenAIBackend:
         if status >= 500:
             raise Retry("unavailable", f"HTTP {status}", self._retry_after(response))
         if status in (401, 403):
-            raise BackendError(
+            raise ServerFault(
                 "auth",
-                f"the model server rejected the API key (HTTP {status}) — check ROOST_LLM__API_KEY",
+                f"the model server rejected roost's API key (HTTP {status}); "
+                "the operator should check ROOST_LLM__API_KEY",
+                f"HTTP {status}: {detail or 'no reason given'}",
             )
         if status == 404:
-            raise BackendError(
+            raise ServerFault(
                 "not_found",
-                f"the model server at {self._base_url_safe()} has no model {self._model!r} "
-                f"or no /chat/completions (HTTP 404: {detail or 'not found'}) — check "
+                f"the model server has no model {self._model!r} (HTTP 404); "
+                "the operator should check ROOST_LLM__MODEL and ROOST_LLM__BASE_URL",
+                f"{self._base_url_safe()} has no model {self._model!r} or no "
+                f"/chat/completions (HTTP 404: {detail or 'not found'}); check "
                 "ROOST_LLM__MODEL and ROOST_LLM__BASE_URL (usually ends in /v1)",
             )
-        raise BackendError(
+        raise ServerFault(
             "bad_response",
-            f"the model server refused the request (HTTP {status}): {detail or 'no reason given'}",
+            f"the model server refused the request (HTTP {status})",
+            f"HTTP {status}: {detail or 'no reason given'}",
         )
 
     def _retry_after(self, response: aiohttp.ClientResponse) -> float | None:

@@ -26,6 +26,7 @@ from bridge.backend import (
     ToolCall,
     ToolCallRequest,
 )
+from bridge.llm.faults import ServerFault
 
 _RESERVED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
 
@@ -78,8 +79,13 @@ def message_json(message: ChatMessage) -> dict[str, Any]:
 
 
 def bad_response(detail: str) -> BackendError:
-    message = f"the model server sent a reply roost could not read: {detail}"
-    return BackendError("bad_response", message)
+    """An unreadable reply: the person is told so, the log gets `detail`."""
+    return ServerFault("bad_response", "the model server sent a reply roost could not read", detail)
+
+
+def server_reported(message: str) -> BackendError:
+    """An error object from the server: its text goes to the log only (it may name hosts)."""
+    return ServerFault("bad_response", "the model server reported an error", message)
 
 
 def server_error_message(obj: Any) -> str | None:
@@ -139,7 +145,7 @@ class StreamAssembler:
             raise bad_response("a stream chunk is not a JSON object")
         message = server_error_message(chunk)
         if message is not None:
-            raise BackendError("bad_response", f"the model server reported an error: {message}")
+            raise server_reported(message)
         self._usage(chunk.get("usage"))
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
@@ -220,7 +226,7 @@ def completion_events(obj: Any) -> list[ModelEvent]:
     """Events for a non-streaming `chat.completion` object."""
     message = server_error_message(obj)
     if message is not None:
-        raise BackendError("bad_response", f"the model server reported an error: {message}")
+        raise server_reported(message)
     if not isinstance(obj, Mapping):
         raise bad_response("the reply is not a JSON object")
     choices = obj.get("choices")

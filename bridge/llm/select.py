@@ -66,4 +66,4 @@ def select_backend(
     from bridge.llm.openai import OpenAIBackend  # aiohttp only when chosen
 
     backend = OpenAIBackend(base_url or OPENAI_DEFAULT_BASE_URL, api_key, model.strip(), **kw)
-    return backend, f"{why}: {backend.describe()}"
+    return backend, f"{why}: {backend.describe()} at {backend.server()}"

@@ -1,4 +1,7 @@
-"""/skills and /skill show: what the tenant's skills are and how they are graded."""
+"""/skills and /skill show: what the tenant's skills are and how they are graded.
+
+Replies name skills and tenant-relative paths only, never the server's file system.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +29,9 @@ class SkillCommands:
         skills = read_skills(ctx.dirs.skills, self._cache)
         if not skills:
             return (
-                f"No skills yet. A skill is a markdown file in {ctx.dirs.skills}/<name>.md "
-                "with front matter (name, description, when) and the procedure as its body."
+                "No skills yet. A skill is a markdown file skills/<name>.md in your roost "
+                "folder (the operator can place it there), with front matter (name, "
+                "description, when) and the procedure as its body."
             )
         lines = ["Skills (grade > 0 are offered to the model):"]
         for skill in skills:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -14,13 +15,43 @@ from bridge.llm.http_retry import retry_after_seconds
 from tests.fakes.fake_openai import Garbage, Hang, Status, Text
 from tests.llm.support import KEY, MODEL, collect
 
+INTERNAL = re.compile(
+    r"https?://|\b\d{1,3}(\.\d{1,3}){3}\b|localhost|\[::1?\]|:\d{2,5}\b|"
+    r"(^|[\s(\'\"])/[\w.-]+"
+)
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
 
 async def failure(backend) -> BackendError:
-    with pytest.raises(BackendError) as info:
-        await collect(backend)
+    """The error a person sees; `error.logged` is the operator's log line with its ref."""
+    handler = Lines()
+    logger = logging.getLogger("bridge.llm")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with pytest.raises(BackendError) as info:
+            await collect(backend)
+    finally:
+        logger.removeHandler(handler)
     error = info.value
-    assert KEY not in str(error) and KEY not in error.user_message
-    assert KEY[:12] not in error.user_message
+    text = error.user_message
+    assert KEY not in str(error) and KEY not in text
+    assert KEY[:12] not in text
+    assert not INTERNAL.search(text), text  # no host, port, URL or path for the person
+    ref = re.search(r"\(ref ([0-9a-f]{6})\)", text)
+    assert ref is not None and "operator" in text, text
+    logged = [line for line in handler.lines if ref.group(1) in line]
+    assert len(logged) == 1, handler.lines
+    assert KEY not in "\n".join(handler.lines)
+    error.logged = logged[0]  # type: ignore[attr-defined]
     return error
 
 
@@ -66,6 +97,7 @@ async def test_server_errors_exhaust_retries(fake, make_backend, sleeps):
     error = await failure(make_backend(max_retries=3))
     assert error.kind == "unavailable"
     assert "HTTP 503" in error.user_message and "4 attempts" in error.user_message
+    assert "127.0.0.1:" in error.logged
     assert len(fake.requests) == 4
     assert len(sleeps.delays) == 3
     assert fake.pending == 1
@@ -90,23 +122,24 @@ async def test_404_names_the_model_and_the_server(fake, make_backend):
     error = await failure(make_backend(model="no-such-model"))
     assert error.kind == "not_found"
     assert "no-such-model" in error.user_message
-    assert fake.base_url in error.user_message
+    assert fake.base_url in error.logged
     assert len(fake.requests) == 1
 
 
 async def test_404_for_a_base_url_without_v1(fake, make_backend):
     error = await failure(make_backend(base_url=fake.base_url.removesuffix("/v1")))
     assert error.kind == "not_found"
-    assert "/v1" in error.user_message
+    assert "/v1" in error.logged and "ROOST_LLM__BASE_URL" in error.logged
     assert fake.requests == []
 
 
-async def test_400_passes_on_the_server_message_with_the_key_redacted(fake, make_backend):
-    fake.script(Status(400, message=f"context too long for key {KEY}"))
+async def test_400_logs_the_server_message_with_the_key_redacted(fake, make_backend):
+    fake.script(Status(400, message=f"context too long for key {KEY} at /srv/models/x.gguf"))
     error = await failure(make_backend())
     assert error.kind == "bad_response"
     assert "HTTP 400" in error.user_message
-    assert "context too long for key ***" in error.user_message
+    assert "context too long" not in error.user_message
+    assert "context too long for key *** at /srv/models/x.gguf" in error.logged
 
 
 @pytest.mark.parametrize(
@@ -129,7 +162,7 @@ async def test_html_instead_of_a_stream_hints_at_the_base_url(fake, make_backend
     fake.script(Garbage("<html><body>Welcome to nginx!</body></html>", content_type="text/html"))
     error = await failure(make_backend())
     assert error.kind == "bad_response"
-    assert "text/html" in error.user_message and "/v1" in error.user_message
+    assert "text/html" in error.logged and "/v1" in error.logged
 
 
 async def test_bad_json_body_in_a_json_reply(fake, make_backend):
@@ -142,7 +175,7 @@ async def test_error_object_inside_the_stream(fake, make_backend):
     fake.script(Garbage('data: {"error": {"message": "model overloaded"}}\n\n'))
     error = await failure(make_backend())
     assert error.kind == "bad_response"
-    assert "model overloaded" in error.user_message
+    assert "model overloaded" in error.logged
 
 
 @pytest.mark.parametrize("body", ["data: [DONE]\n\n", "", ": ping\n\n"])
@@ -157,7 +190,7 @@ async def test_idle_timeout_when_the_server_goes_silent(fake, make_backend, slee
     fake.script(Hang())
     error = await failure(make_backend(idle_timeout_s=0.2, timeout_s=30))
     assert error.kind == "timeout"
-    assert "silent" in error.user_message
+    assert "silent" in error.user_message and "127.0.0.1:" in error.logged
     assert sleeps.delays == []
 
 
@@ -174,7 +207,8 @@ async def test_unreachable_server_is_retried_then_unavailable(make_backend, slee
         port = sock.getsockname()[1]
     error = await failure(make_backend(base_url=f"http://127.0.0.1:{port}/v1", max_retries=2))
     assert error.kind == "unavailable"
-    assert "cannot connect" in error.user_message
+    assert "cannot be reached" in error.user_message
+    assert f"127.0.0.1:{port}" in error.logged and "cannot connect" in error.logged
     assert len(sleeps.delays) == 2
 
 
@@ -186,3 +220,21 @@ async def test_owned_session_is_closed_and_reopened(fake, make_backend):
     events = await collect(backend)
     assert TextDelta("b") in events
     assert fake.requests[1]["model"] == MODEL
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://192.0.2.10:8000/v1",
+        "http://llm-gpu-3.internal.corp:11434/v1",
+        "http://[fd00::7]:8080/v1",
+        "http://localhost:1/v1",
+    ],
+)
+async def test_an_internal_model_server_is_never_named_to_the_person(make_backend, base_url):
+    error = await failure(
+        make_backend(base_url=base_url, max_retries=0, connect_timeout_s=0.5, timeout_s=2)
+    )
+    assert error.kind in ("unavailable", "timeout")
+    host = base_url.split("//")[1].split("/")[0]
+    assert host not in error.user_message and host in error.logged

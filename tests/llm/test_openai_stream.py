@@ -153,9 +153,10 @@ async def test_connection_cut_mid_answer_is_not_replayed(fake, make_backend, sle
     assert fake.pending == 1
 
 
-async def test_describe_names_model_and_host_only(make_backend):
+async def test_describe_names_the_model_and_server_the_host_only(make_backend):
     backend = make_backend(base_url="https://user:pw@api.example.com/v1?x=1", model="gpt-4o-mini")
-    assert backend.describe() == "openai model=gpt-4o-mini at api.example.com"
+    assert backend.describe() == "openai model=gpt-4o-mini"
+    assert backend.server() == "api.example.com"
     assert backend.name == "openai"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from bridge.agent import AgentResult
 from bridge.audit_sink import MemoryAudit, TurnEvents
 from bridge.backend import ChatMessage
+from bridge.config import Settings
+from bridge.daemon import Roost
 from bridge.db import connect
 from bridge.loadout.filecache import FileCache
 from bridge.messages import Inbound
@@ -21,6 +24,7 @@ from bridge.skills.usage import skills_used
 from bridge.skills.view import GradedSkills
 from bridge.tenants import TenantDirs
 from bridge.tools import TurnContext
+from tests.conftest import web_msg
 
 CSV = Skill(
     "csv_cleanup",
@@ -139,3 +143,17 @@ def test_skill_files_parse_front_matter(tmp_path: Path) -> None:
     (dirs.skills / "notes.txt").write_text("ignored")
     assert read_skills(dirs.skills, FileCache()) == [CSV]
     assert os.stat(dirs.skills).st_mode & 0o077 == 0
+
+
+async def test_skills_command_names_no_server_path(roost: Roost, settings: Settings) -> None:
+    """/skills tells the person where skills go without showing the server's file system."""
+    empty = (await roost.core.handle(web_msg("/skills", 1), None)).text
+    dirs = roost.tenant_dirs("local")
+    write_skill(dirs, CSV)
+    listed = (await roost.core.handle(web_msg("/skills", 2), None)).text
+    shown = (await roost.core.handle(web_msg("/skill show csv_cleanup", 3), None)).text
+    assert "skills/<name>.md" in empty and "csv_cleanup" in listed and "csv_cleanup" in shown
+    for reply in (empty, listed, shown):
+        assert str(settings.home) not in reply
+        assert str(dirs.root) not in reply
+        assert not re.search(r"(^|\s)/[\w.-]+/", reply), reply
