@@ -99,6 +99,7 @@ class LimitSettings(_Section):
     session_chars: int = Field(32_000, ge=1_000)
     session_idle_days: float = Field(7.0, gt=0)
     shutdown_grace_s: float = Field(10.0, ge=0)
+    max_reply_chars: int = Field(32_000, ge=100)  # a longer model reply is cut visibly
 
 
 class LoadoutSettings(_Section):

@@ -238,7 +238,7 @@ async def build(
         tool_sources=(loadout.tool_source, forge_tools, *tool_sources),
         audit=audit,
         clock=clock,
-        settings=TurnSettings(max_steps=settings.llm.max_steps),
+        settings=TurnSettings(settings.llm.max_steps, limits.max_reply_chars),
         observers=observers,
         masks=lambda dirs: loadout.vault.masker(dirs.root),
     )

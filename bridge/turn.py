@@ -5,6 +5,11 @@ turn's system prompt (a frozen snapshot of the loadout), collects the tools
 every source offers, runs the agent loop and stores the exchange. A backend
 failure becomes a short reply and stores nothing, so the person can retry.
 Observers (outcome grading, skills) hook in before and after.
+
+The tenant's vault masker is applied at two points: on the way to the model
+(the agent loop's `redact`) and before anything is sent, stored or logged
+(the stream masker on deltas, the final text, and both sides of the
+exchange written to the session store).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bridge.agent import AgentResult, run_agent
+from bridge.agent import MAX_REPLY_CHARS, AgentResult, run_agent
 from bridge.audit_sink import AuditSink, TurnEvents
 from bridge.backend import Backend, BackendError, ChatMessage
 from bridge.messages import Final, Inbound
@@ -26,6 +31,10 @@ from bridge.tools import Tool, ToolSource, TurnContext
 log = logging.getLogger(__name__)
 
 DeltaSink = Callable[[str], Awaitable[None]]
+
+
+def _same(text: str) -> str:
+    return text
 
 
 class PromptSource(Protocol):
@@ -61,6 +70,7 @@ class TurnObserver(Protocol):
 @dataclass(frozen=True, slots=True)
 class TurnSettings:
     max_steps: int = 8
+    max_reply_chars: int = MAX_REPLY_CHARS
 
 
 class TurnRunner:
@@ -124,7 +134,15 @@ class TurnRunner:
 
         try:
             result = await run_agent(
-                self.backend, system, messages, tools, turn, self._settings.max_steps, sink
+                self.backend,
+                system,
+                messages,
+                tools,
+                turn,
+                self._settings.max_steps,
+                sink,
+                redact=mask.mask if mask is not None else _same,
+                max_reply_chars=self._settings.max_reply_chars,
             )
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
@@ -136,9 +154,10 @@ class TurnRunner:
             if rest:
                 await on_delta(rest)
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        asked = inbound.text
         if mask is not None:
-            text = mask.mask(text)
-        self.sessions.append(key, inbound.text, text, inbound.msg_id, self._clock())
+            text, asked = mask.mask(text), mask.mask(asked)
+        self.sessions.append(key, asked, text, inbound.msg_id, self._clock())
         for observer in self._observers:
             await observer.after_turn(turn, result, events)
         events.add(

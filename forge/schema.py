@@ -17,7 +17,16 @@ from typing import Any
 
 from forge.findings import Finding
 
-SECRET_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# The one rule for secret names, in a tool's SECRETS and in the vault (bridge imports
+# it): a letter, then letters, digits and "_", at most 64; case-insensitive, so
+# GITHUB_TOKEN and github_token name one secret (`secret_key` is the comparison key).
+SECRET_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$", re.ASCII)
+
+
+def secret_key(name: str) -> str:
+    return name.upper()
+
+
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 _CONTAINERS = {"list": "array", "List": "array", "dict": "object", "Dict": "object"}
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

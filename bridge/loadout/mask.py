@@ -1,60 +1,152 @@
-"""Masking vault values out of text the model produced.
+"""Masking vault values, in every common spelling, out of text.
 
-`mask(text, values)` replaces every occurrence of a secret value with
-`[vault:NAME]`. `StreamMasker` does the same for an answer that arrives in
-pieces: it holds back the tail of the text that could be the start of a
-secret, so a value split across two deltas is never sent half-way.
+`Masker(secrets)` knows every spelling of each value (`spellings`): the value
+itself, its JSON and Python string escapes, URL-encoding (`quote`,
+`quote_plus`, lower-case hex), hex in both cases, base64 standard and urlsafe
+with and without padding, and the part of a base64 text that only the value
+decides when the value sits inside a longer encoded blob (HTTP Basic auth
+`user:value`, say) at each of the three byte alignments. `mask(text)`
+replaces each with `[vault:NAME]`.
+
+`StreamMasker` does the same for text that arrives in pieces: it holds back
+the longest tail that could be the start of some spelling (found with the
+Knuth-Morris-Pratt failure table: the work per piece is linear in the held
+tail, which is never longer than the longest spelling), and a value split
+across two pieces is never sent half-way.
+
+Which values to mask for a tenant: all of that tenant's vault values (a tool
+may obtain or echo any of them), not only those a tool declared.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from urllib.parse import quote, quote_plus
 
 MIN_SECRET_CHARS = 4
+_ESCAPE = re.compile(r"%[0-9A-F]{2}")
 
 
-def _pattern(values: Mapping[str, str]) -> re.Pattern[str] | None:
-    usable = sorted((v for v in values.values() if len(v) >= MIN_SECRET_CHARS), key=len)
-    if not usable:
-        return None
-    return re.compile("|".join(re.escape(v) for v in reversed(usable)))
+def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
+    """Base64 characters fully decided by `data` when it starts `offset` bytes into a blob."""
+    text = encode(b"\0" * offset + data).decode("ascii")
+    first = -(-offset * 8 // 6)
+    last = (offset + len(data)) * 8 // 6
+    return text[first:last]
+
+
+def spellings(value: str) -> set[str]:
+    """The value and its common encodings, each at least MIN_SECRET_CHARS long."""
+    data = value.encode("utf-8")
+    escaped = json.dumps(value)[1:-1]
+    forms = {
+        value,
+        escaped,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(escaped)[1:-1],  # a JSON text inside a JSON string
+        repr(value)[1:-1],
+        ascii(value)[1:-1],
+        data.hex(),
+        data.hex().upper(),
+    }
+    for quoted in (quote(value, safe=""), quote(value), quote_plus(value)):
+        forms.add(quoted)
+        forms.add(_ESCAPE.sub(lambda m: m.group(0).lower(), quoted))
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        full = encode(data).decode("ascii")
+        forms.update((full, full.rstrip("=")))
+        forms.update(_aligned(data, offset, encode) for offset in range(3))
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def _failure(pattern: str) -> list[int]:
+    """KMP failure table: fail[i] = longest proper border of pattern[: i + 1]."""
+    fail = [0] * len(pattern)
+    k = 0
+    for i in range(1, len(pattern)):
+        while k and pattern[i] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        fail[i] = k
+    return fail
+
+
+def _overlap(text: str, pattern: str, fail: list[int]) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of `pattern`."""
+    window = text[max(0, len(text) - len(pattern) + 1) :]
+    start = window.find(pattern[0])
+    if start < 0:
+        return 0
+    k = 0
+    for ch in window[start:]:
+        while k and pattern[k] != ch:
+            k = fail[k - 1]
+        if pattern[k] == ch:
+            k += 1
+            if k == len(pattern):
+                k = fail[k - 1]
+    return k
 
 
 class Masker:
-    """The secrets of one tenant, ready to mask text (built per turn, immutable)."""
+    """The secrets of one tenant, ready to mask text (built when the vault changes)."""
 
     def __init__(self, secrets: Mapping[str, str]) -> None:
-        self._by_value = {v: k for k, v in secrets.items() if len(v) >= MIN_SECRET_CHARS}
-        self._pattern = _pattern(secrets)
-        self._max = max((len(v) for v in self._by_value), default=0)
+        by_form: dict[str, str] = {}
+        for name, value in sorted(secrets.items()):
+            if len(value) >= MIN_SECRET_CHARS:
+                for form in spellings(value):
+                    by_form.setdefault(form, name)
+        self._by_form = by_form
+        longest_first = sorted(by_form, key=lambda f: (-len(f), f))
+        self._pattern = (
+            re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
+        )
+        self._tables = [(f, _failure(f)) for f in longest_first]
+
+    def _replace(self, m: re.Match[str]) -> str:
+        return f"[vault:{self._by_form[m.group(0)]}]"
 
     def mask(self, text: str) -> str:
-        if self._pattern is None:
+        if self._pattern is None or not text:
             return text
-        return self._pattern.sub(lambda m: f"[vault:{self._by_value[m.group(0)]}]", text)
+        return self._pattern.sub(self._replace, text)
 
     def stream(self) -> StreamMasker:
         return StreamMasker(self)
 
     def _held(self, tail: str) -> int:
-        """Length of the longest suffix of `tail` that starts some secret value."""
-        for k in range(min(len(tail), self._max - 1), 0, -1):
-            piece = tail[-k:]
-            if any(v.startswith(piece) for v in self._by_value):
-                return k
-        return 0
+        """Length of the longest suffix of `tail` that starts some spelling."""
+        best = 0
+        for form, fail in self._tables:
+            if len(form) - 1 <= best:
+                break  # longest first: no shorter form can beat `best`
+            best = max(best, _overlap(tail, form, fail))
+        return best
 
     def split(self, text: str) -> tuple[str, str]:
         """(masked text safe to send now, raw tail to hold back)."""
         if self._pattern is None:
             return text, ""
+        # From `open_at` on, the text may be the start of a spelling that more text
+        # would complete (or lengthen: padding after unpadded base64), so a match
+        # there is left for later; a match before it is final.
+        open_at = len(text) - self._held(text)
         out: list[str] = []
         last = 0
         for m in self._pattern.finditer(text):
+            if m.start() >= open_at:
+                break
             out.append(text[last : m.start()])
-            out.append(f"[vault:{self._by_value[m.group(0)]}]")
+            out.append(self._replace(m))
             last = m.end()
+        if last <= open_at:
+            out.append(text[last:open_at])
+            return "".join(out), text[open_at:]
         rest = text[last:]
         hold = self._held(rest)
         out.append(rest[: len(rest) - hold])
@@ -62,7 +154,7 @@ class Masker:
 
 
 def mask(text: str, secrets: Mapping[str, str]) -> str:
-    """Replace every secret value in `text` with `[vault:NAME]`."""
+    """Replace every spelling of every secret value in `text` with `[vault:NAME]`."""
     return Masker(secrets).mask(text)
 
 

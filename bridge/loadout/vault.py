@@ -1,14 +1,17 @@
 """The vault: a tenant's secret values, one file per name under `vault/`, mode 0600.
 
 The prompt sees names only; values leave the vault through `reveal` (which
-audits `secret.used` with the name) and `values` (for masking replies). A
-value is never logged, audited or echoed. Names are `[A-Za-z][A-Za-z0-9_]*`.
+audits `secret.used` with the name) and `values` (for masking). A value is
+never logged, audited or echoed. Names follow the forge's one rule for secret
+names (`forge.schema.SECRET_NAME_RE`, also a tool's `SECRETS`): case-insensitive,
+kept as last spelled, so `GITHUB_TOKEN` and a tool's `github_token` are one
+secret and two spellings never sit side by side (nor clash on a
+case-insensitive file system).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,8 +19,9 @@ from bridge.audit_sink import AuditSink
 from bridge.loadout.atomic import remove, write_text
 from bridge.loadout.filecache import FileCache, sig
 from bridge.loadout.mask import MIN_SECRET_CHARS, Masker
+from forge.schema import SECRET_NAME_RE, secret_key
 
-NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+NAME = SECRET_NAME_RE
 MAX_VALUE = 16_384
 
 
@@ -38,9 +42,18 @@ def vault_dir(root: Path) -> Path:
     return root / "vault"
 
 
-def names(root: Path, cache: FileCache | None = None) -> tuple[str, ...]:
+def _files(root: Path, cache: FileCache | None = None) -> dict[str, str]:
+    """Comparison key -> file name (the first in sort order if a spelling is doubled)."""
     listing = cache.listdir(vault_dir(root)) if cache else _listdir(vault_dir(root))
-    return tuple(n for n in listing if NAME.fullmatch(n))
+    out: dict[str, str] = {}
+    for n in sorted(listing):
+        if NAME.fullmatch(n):
+            out.setdefault(secret_key(n), n)
+    return out
+
+
+def names(root: Path, cache: FileCache | None = None) -> tuple[str, ...]:
+    return tuple(sorted(_files(root, cache).values()))
 
 
 def _listdir(path: Path) -> tuple[str, ...]:
@@ -60,11 +73,16 @@ def set_value(root: Path, name: str, value: str) -> None:
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(d, 0o700)
     write_text(d / name, value, mode=0o600)
+    for other in _listdir(d):
+        if other != name and NAME.fullmatch(other) and secret_key(other) == secret_key(name):
+            remove(d / other)
 
 
 def remove_value(root: Path, name: str) -> bool:
     check_name(name)
-    return remove(vault_dir(root) / name)
+    d = vault_dir(root)
+    found = [n for n in _listdir(d) if NAME.fullmatch(n) and secret_key(n) == secret_key(name)]
+    return any([remove(d / n) for n in found])
 
 
 class Vault:
@@ -77,7 +95,7 @@ class Vault:
 
     def values(self, root: Path) -> Mapping[str, str]:
         out = {}
-        for name in names(root, self._cache):
+        for name in _files(root, self._cache).values():
             value = self._cache.read(vault_dir(root) / name)
             if value is not None and len(value) >= MIN_SECRET_CHARS:
                 out[name] = value
@@ -97,9 +115,13 @@ class Vault:
     async def reveal(
         self, tenant: str, root: Path, wanted: list[str], purpose: str
     ) -> dict[str, str]:
-        """Values for a tool that declared them; audits `secret.used` per name found."""
-        values = self.values(root)
-        out = {n: values[n] for n in wanted if n in values}
-        for name in out:
-            await self._audit.emit("secret.used", tenant, {"name": name, "purpose": purpose})
+        """Values for a tool that declared them, under the names it declared (matched
+        case-insensitively); audits `secret.used` with the vault's name per name found."""
+        by_key = {secret_key(n): (n, v) for n, v in self.values(root).items()}
+        out: dict[str, str] = {}
+        for want in wanted:
+            hit = by_key.get(secret_key(want))
+            if hit is not None and want not in out:
+                out[want] = hit[1]
+                await self._audit.emit("secret.used", tenant, {"name": hit[0], "purpose": purpose})
         return out

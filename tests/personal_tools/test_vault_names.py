@@ -1,0 +1,105 @@
+"""One rule for vault names and a tool's SECRETS names (README: `GITHUB_TOKEN`).
+
+`roost vault set alice GITHUB_TOKEN` (the real CLI, value on stdin), then a
+tool declaring `SECRETS = ["GITHUB_TOKEN"]` is accepted, saved and called with
+that value; a tool declaring `github_token` gets the same secret (names are
+case-insensitive). Both sides refuse the same malformed names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.audit_sink import MemoryAudit
+from bridge.config import Settings
+from bridge.daemon import build
+from bridge.loadout import vault
+from forge.lint import lint
+from tests.conftest import Clock, ScriptedBackend, web_msg
+
+VALUE = "ghp_4Vq9ZrT2mWx7Lk3Bn8Cy1Pd6Hs5Jf0Ga9Ue2"
+
+
+def tool(declared: str, asked: str) -> str:
+    return (
+        "import hashlib\n\n"
+        f"SECRETS = [{declared!r}]\n\n\n"
+        "def run() -> str:\n"
+        '    """Fingerprint the GitHub token."""\n'
+        f"    return hashlib.sha256(secret({asked!r}).encode()).hexdigest()\n"
+    )
+
+
+def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    env.update(ROOST_HOME=str(home), ROOST_CONFIG=os.environ["ROOST_CONFIG"])
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli", "vault", "set", tenant, name],
+        input=value + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("declared", "asked"), [("GITHUB_TOKEN", "GITHUB_TOKEN"), ("github_token", "github_token")]
+)
+async def test_the_readme_example_works_end_to_end(
+    settings: Settings, clock: Clock, home: Path, declared: str, asked: str
+) -> None:
+    done = vault_set(home, "alice", "GITHUB_TOKEN", VALUE)
+    assert done.returncode == 0, done.stderr
+    assert VALUE not in done.stdout + done.stderr
+    backend = ScriptedBackend()
+    roost = await build(
+        settings.model_copy(update={"local_tenant": "alice"}),
+        backend=backend,
+        audit=MemoryAudit(),
+        clock=clock,
+    )
+    try:
+        source = tool(declared, asked)
+        create = {"name": "gh_print", "description": "fingerprint", "source": source}
+        backend.steps += [[("forge_create", json.dumps(create))], "made"]
+        await roost.core.handle(web_msg("make it", 1))
+        created = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
+        assert created.startswith("Created gh_print"), created
+        saved = await roost.core.handle(web_msg("/tool save gh_print", 2))
+        assert saved.text.startswith("Saved me.gh_print"), saved.text
+        backend.steps += [[("me__gh_print", "{}")], "done"]
+        await roost.core.handle(web_msg("fingerprint my token", 3))
+        result = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
+        assert json.loads(result) == hashlib.sha256(VALUE.encode()).hexdigest()
+        used = [e[2]["name"] for e in roost.audit.events if e[0] == "secret.used"]
+        assert used == ["GITHUB_TOKEN"]
+        assert "GITHUB_TOKEN" in backend.requests[-1].system  # block 4 lists the name
+    finally:
+        await roost.aclose()
+
+
+def test_vault_and_secrets_share_one_rule(tmp_path: Path) -> None:
+    for good in ("GITHUB_TOKEN", "github_token", "Api_Key2", "x"):
+        assert vault.check_name(good) == good
+        assert not [f for f in lint(tool(good, good)) if f.code == "F046"]
+    for bad in ("1TOKEN", "GITHUB-TOKEN", "_private", "a" * 65, "tok en", "ŧoken"):
+        with pytest.raises(vault.VaultError):
+            vault.check_name(bad)
+        assert [f for f in lint(tool(bad, "x")) if f.code == "F046"], bad
+
+
+def test_names_differing_only_in_case_are_one_secret(tmp_path: Path) -> None:
+    vault.set_value(tmp_path, "github_token", "first-value")
+    vault.set_value(tmp_path, "GITHUB_TOKEN", "second-value")
+    assert vault.names(tmp_path) == ("GITHUB_TOKEN",)
+    assert sorted(os.listdir(tmp_path / "vault")) == ["GITHUB_TOKEN"]
+    assert vault.remove_value(tmp_path, "Github_Token")
+    assert vault.names(tmp_path) == ()
