@@ -40,7 +40,7 @@ async def test_operator_script_agrees_with_verify(make_chain: ChainFactory, tmp_
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:10]))
     assert run(check, path) == 1  # cut tail
-    path.write_bytes(b"".join(lines).replace(b"me.tool3", b"me.tool4"))
+    path.write_bytes(b"".join(lines).replace(b'"ms":3,', b'"ms":4,'))
     assert run(check, path) == 1  # edited byte
 
 
