@@ -175,6 +175,8 @@ COMMANDS = frozenset(
         "jobs",
         "job",
         "pair",
+        "skill",
+        "status",
     ]
 )
 
