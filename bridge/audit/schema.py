@@ -187,8 +187,12 @@ IDENTITY = Ref(re.compile(r"[0-9]{1,20}|local"))  # Telegram user id | the loopb
 CHAT = Name("chat")  # web and terminal chat names are typed by people
 CHANNEL = enum("telegram", "web", "cli")
 BY = enum("model", "person", "user", "operator")
-MEMORY, TOOL, SKILL = Name("memory"), Name("tool", strip="me."), Name("skill")
-SECRET, PERSONA = Name("secret"), Name("persona")
+MEMORY, TOOL, PERSONA = Name("memory"), Name("tool", strip="me."), Name("persona")
+# Two names stay readable: a skill is a file the person authored (the style
+# learner reads its name back from the chain) and a vault name is set by the
+# operator with `roost vault set`; both are identifiers of a fixed pattern.
+SKILL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,63}"))
+SECRET = Ref(re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}"))
 BULLET = Ref(re.compile(r"b-[0-9]{4,12}"))
 LABEL = enum("approval", "rejection", "rephrase", "neutral")
 
