@@ -19,7 +19,7 @@ from bridge.audit import AuditChain, verify
 from bridge.audit.record import GENESIS, build_record, head_document
 from bridge.audit.store import head_path
 
-DETAILS = {"name": "me.daily_log", "hash_prefix": "ab12cd34", "duration_ms": 12, "outcome": "ok"}
+DETAILS = {"name": "me.daily_log", "hash": "ab12cd34ef56", "ms": 12, "outcome": "ok"}
 KEY = b"bench-hmac-key-0123456789abcdef"
 
 

@@ -1,9 +1,9 @@
 """The event catalogue: every event roost records, with an example of its details.
 
-Documentation as data: docs/audit.md shows the same table. Tests check that
-every example passes the redactor unchanged, that every event is documented,
-and that the events a real run emits are catalogued with keys listed here.
-Ids such as `msg_id`, `chat` and `identity` are platform ids, never text.
+Documentation as data: docs/audit.md shows the same table; the kinds of the
+fields are in `schema.py`. Tests check that every example fits the schema,
+that every event is documented, and that the events a real run emits are
+catalogued with keys listed here.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ EVENTS: dict[str, dict[str, object]] = {
         "by": "model",
         "channel": "web",
         "chat": "default",
-        "msg_id": "5f1c",
+        "msg_id": "5f1c0e9a2b7d4c3e8f6a1b2c3d4e5f60",
         "index_chars": 1474,
     },
     "memory.refused": {"by": "model", "reasons": 1, "chars": 80},

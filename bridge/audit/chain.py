@@ -1,7 +1,8 @@
 """The audit chain writer: an `AuditSink` that returns once a record is fsynced.
 
-One writer thread per process owns the file. `emit()` redacts the details,
-queues the event and awaits its acknowledgement; the thread takes everything
+One writer thread per process owns the file. `emit()` fits the details to
+the event's schema (`schema.py`: names people typed become keyed ids, any
+other text is refused), queues the event and awaits its acknowledgement; the thread takes everything
 queued (up to `max_batch`), and under the cross-process lock re-reads the
 chain's tail, appends the batch, fsyncs, updates the head file and only then
 acknowledges each event of the batch (group commit).
@@ -20,8 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.audit.keys import load_names_key
 from bridge.audit.record import build_record, check_event, check_tenant
-from bridge.audit.redact import redact
+from bridge.audit.schema import Namer, keyed_namer, sanitize
 from bridge.audit.store import (
     ChainCorrupt,
     Tail,
@@ -59,9 +61,12 @@ class AuditChain:
         hmac_key: bytes | None = None,
         clock: Callable[[], float] = time.time,
         max_batch: int = 512,
+        names_key: bytes | None = None,
     ) -> None:
         self.path = path
         self._key = hmac_key
+        self._names_key = names_key  # None: `<audit dir>/names.key`, made on first open
+        self._namer: Namer | None = None
         self._clock = clock
         self._max_batch = max(1, max_batch)
         self._head = head_path(path)
@@ -107,7 +112,14 @@ class AuditChain:
             check_event(event)
             check_tenant(tenant)
             items.append(
-                _Pending(event, tenant, redact(details), self._now(), loop, loop.create_future())
+                _Pending(
+                    event,
+                    tenant,
+                    self._fit(event, tenant, details),
+                    self._now(),
+                    loop,
+                    loop.create_future(),
+                )
             )
         for item in items:
             self._queue.put(item)
@@ -122,10 +134,23 @@ class AuditChain:
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
         loop = asyncio.get_running_loop()
-        item = _Pending(event, tenant, redact(details), self._now(), loop, loop.create_future())
+        fitted = self._fit(event, tenant, details)
+        item = _Pending(event, tenant, fitted, self._now(), loop, loop.create_future())
         self._queue.put(item)
         assert item.future is not None
         return await item.future
+
+    def _fit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> dict:
+        assert self._namer is not None  # set by open()
+        fitted = sanitize(event, tenant, details, self._namer)
+        if "_dropped" in fitted or "_unknown" in fitted:
+            log.warning(
+                "audit %s: refused fields %s, %d unknown",
+                event,
+                fitted.get("_dropped", []),
+                fitted.get("_unknown", 0),
+            )
+        return fitted
 
     def _now(self) -> int:
         return int(self._clock() * 1000)
@@ -139,6 +164,9 @@ class AuditChain:
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             with exclusive(self._lock_fd):
+                if self._names_key is None:
+                    self._names_key = load_names_key(self.path.parent)
+                self._namer = keyed_namer(self._names_key)
                 for orphan in self.path.parent.glob(f".{self._head.name}.*.tmp"):
                     orphan.unlink(missing_ok=True)
                 self._commit([])  # repairs a torn tail (and records it) if there is one

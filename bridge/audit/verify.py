@@ -1,6 +1,9 @@
 """Check a chain end to end, and read its most recent records.
 
-`verify()` reports the first violation: invalid_json, tampered (a record's
+`verify()` reports the first violation: invalid_json, duplicate_key (a key
+given twice in one object: a parser keeps one value, a reader may see the
+other), not_canonical (the line is not byte for byte the writer's canonical
+encoding of its record: CRLF, spaces, escapes, key order), tampered (a record's
 hash does not match its content), sequence_gap (deleted, swapped or replayed
 records), broken_link (`prev` differs from the previous record's hash),
 bad_mac (with the key), truncated_tail (the head file names a record the
@@ -44,6 +47,41 @@ def _load_head(path: Path) -> dict[str, object] | str | None:
         return read_head(path)
     except ChainCorrupt as exc:
         return "head file is not JSON" if "not JSON" in str(exc) else "head file is malformed"
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names the same key twice."""
+
+
+def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKey
+    return obj
+
+
+_STRICT_LOADS = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
+
+
+def _encoding_fault(line: str, rec: dict) -> str | None:
+    """None when `line` is the canonical encoding of `rec`, else the violation's kind.
+
+    Equality with the canonical form is checked first (one encode, the common
+    case); only a line that differs is parsed again to tell a duplicated key,
+    which the first parse silently collapsed, from any other deviation.
+    """
+    try:
+        if canonical(rec) == line:
+            return None
+    except ValueError:
+        return "not_canonical"
+    try:
+        _STRICT_LOADS(line)
+    except _DuplicateKey:
+        return "duplicate_key"
+    except ValueError:
+        pass
+    return "not_canonical"
 
 
 def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> bool:
@@ -92,6 +130,11 @@ def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:
         ):
             return _bad(n, expected, "invalid_json", f"line {lineno} is not a record", lineno)
         digest, mac, seq = rec["hash"], rec.get("mac"), rec["seq"]
+        fault = _encoding_fault(line, rec)
+        if fault is not None:
+            what = "a key twice" if fault == "duplicate_key" else "a non-canonical encoding"
+            msg = f"record {seq} (line {lineno}) has {what}"
+            return _bad(n, seq, fault, msg, lineno)
         if not _hash_ok(line, rec, digest, sha256):
             msg = f"record {seq} (line {lineno}): hash does not match its content"
             return _bad(n, seq, "tampered", msg, lineno)

@@ -30,7 +30,7 @@ def make_chain(tmp_path: Path) -> ChainFactory:
                 await chain.emit(
                     "tool.called",
                     "alice" if i % 2 else "bob",
-                    {"name": f"me.tool{i}", "duration_ms": i, "outcome": "ok"},
+                    {"name": f"me.tool{i}", "ms": i, "outcome": "ok"},
                 )
         return path
 

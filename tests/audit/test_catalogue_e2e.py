@@ -3,8 +3,8 @@
 One scenario through the real core (memory, profile, persona, audience, a
 tool written, saved, called and removed, a secret used, a skill graded, a
 rejected answer, a failing backend, a refused stranger) records every event
-with a sink that applies the writer's redaction; every event must be in the
-catalogue, its keys among the catalogued ones, and nothing dropped.
+with a sink that applies the writer's schema; every event must be in the
+catalogue and the schema table, and no field dropped or unknown.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from bridge.audit import redact
 from bridge.audit.catalogue import EVENTS, SWEEP_EVENTS
+from bridge.audit.schema import COMMANDS, SCHEMAS, keyed_namer, sanitize
 from bridge.backend import BackendError
 from bridge.config import Settings
 from bridge.daemon import build
@@ -30,13 +30,16 @@ class RedactingAudit:
         self.events: list[tuple[str, dict[str, object]]] = []
 
     async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
-        self.events.append((event, redact(details)))
+        self.events.append((event, sanitize(event, tenant, details, NAMER)))
 
     async def emit_many(
         self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
     ) -> None:
         for event, tenant, details in events:
             await self.emit(event, tenant, details)
+
+
+NAMER = keyed_namer(b"k" * 32)
 
 
 async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock: Clock) -> None:
@@ -61,7 +64,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     async def say(text: str, identity: str = "local", channel: str = "web") -> None:
         nonlocal n
         n += 1
-        await roost.core.handle(Inbound(channel, identity, "c", text, f"m{n}"))
+        await roost.core.handle(Inbound(channel, identity, "c", text, f"{n:032x}"))
 
     for text in (
         "remember that I like tea",
@@ -104,8 +107,21 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     assert expected <= seen, sorted(expected - seen)
     for event, details in audit.events:
         assert event in EVENTS, event
-        assert "_dropped" not in details, (event, details)
+        assert event in SCHEMAS, event
+        assert "_dropped" not in details and "_unknown" not in details, (event, details)
         assert set(details) <= set(EVENTS[event]), (
             event,
             sorted(set(details) - set(EVENTS[event])),
         )
+
+
+async def test_every_command_roost_defines_is_kept_by_name(
+    settings: Settings, clock: Clock
+) -> None:
+    """`command.run` keeps roost's own command names; any other `/word` is hashed."""
+    roost = await build(settings, backend=ScriptedBackend(), audit=RedactingAudit(), clock=clock)
+    try:
+        names = {c.name for c in roost.core.commands}
+    finally:
+        await roost.aclose()
+    assert names and names <= COMMANDS, sorted(names - COMMANDS)

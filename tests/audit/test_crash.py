@@ -69,7 +69,7 @@ async def test_kill_9_under_load_loses_no_acknowledged_event(tmp_path: Path) -> 
     assert result.ok, result
     stored = records_by_seq(path)
     for seq, ref in acks.items():
-        assert stored[seq]["details"]["ref_id"] == ref
+        assert stored[seq]["details"]["msg_id"] == ref
 
 
 async def test_two_processes_append_concurrently(tmp_path: Path) -> None:
@@ -83,9 +83,9 @@ async def test_two_processes_append_concurrently(tmp_path: Path) -> None:
     stored = records_by_seq(path)
     for out in outputs:
         for seq, ref in acknowledged(out.splitlines()).items():
-            assert stored[seq]["details"]["ref_id"] == ref
-    refs = {rec["details"]["ref_id"] for rec in stored.values()}
-    assert refs == {f"{t}-{n}" for t in "ab" for n in range(250)}
+            assert stored[seq]["details"]["msg_id"] == ref
+    refs = {rec["details"]["msg_id"] for rec in stored.values()}
+    assert refs == {f"{ord(t)}{n:06d}" for t in "ab" for n in range(250)}
 
 
 async def test_writer_in_this_process_interleaves_with_another(tmp_path: Path) -> None:
@@ -93,10 +93,10 @@ async def test_writer_in_this_process_interleaves_with_another(tmp_path: Path) -
     chain = AuditChain(path, None, fake_clock())
     async with chain:
         proc = start_writer(path, "x", 200, 4)
-        for i in range(100):
-            await chain.emit("command.run", "bob", {"command": "help", "ref_id": f"me-{i}"})
+        for _i in range(100):
+            await chain.emit("command.run", "bob", {"name": "help", "outcome": "ok"})
         proc.communicate()
-        await chain.emit("command.run", "bob", {"command": "help", "ref_id": "last"})
+        await chain.emit("command.run", "bob", {"name": "help", "outcome": "ok"})
     result = verify(path)
     assert (result.ok, result.records) == (True, 301)
 

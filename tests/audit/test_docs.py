@@ -40,8 +40,13 @@ async def test_operator_script_agrees_with_verify(make_chain: ChainFactory, tmp_
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:10]))
     assert run(check, path) == 1  # cut tail
-    path.write_bytes(b"".join(lines).replace(b"me.tool3", b"me.tool4"))
+    path.write_bytes(b"".join(lines).replace(b'"ms":3,', b'"ms":4,'))
     assert run(check, path) == 1  # edited byte
+    forged = lines[4].replace(b'{"details":', b'{"event":"vault.opened","details":', 1)
+    path.write_bytes(b"".join([*lines[:4], forged, *lines[5:]]))
+    assert run(check, path) == 1  # a duplicated key, forged value first
+    path.write_bytes(b"".join(lines).replace(b"\n", b"\r\n"))
+    assert run(check, path) == 1  # CRLF
 
 
 @pytest.mark.parametrize("event", sorted(EVENTS))

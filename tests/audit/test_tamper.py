@@ -33,8 +33,8 @@ async def test_one_changed_byte_is_tampered(make_chain: ChainFactory) -> None:
     data = bytearray(path.read_bytes())
     lines = lines_of(path)
     offset = sum(len(x) for x in lines[:6])
-    pos = data.index(b"me.tool6", offset) + 3
-    data[pos] = ord("X")
+    pos = data.index(b'"ms":6', offset) + 5
+    data[pos] = ord("7")
     path.write_bytes(bytes(data))
     result = verify(path)
     assert (result.ok, result.kind, result.first_bad_seq, result.records) == (

@@ -19,10 +19,9 @@ async def worker(chain: AuditChain, tag: str, numbers: itertools.count, stop: in
     for n in numbers:
         if stop and n >= stop:
             return
-        seq = await chain.append(
-            "command.run", "alice", {"command": "ping", "ref_id": f"{tag}-{n}"}
-        )
-        sys.stdout.write(f"{seq} {tag}-{n}\n")
+        ref = f"{ord(tag[0])}{n:06d}"  # a message id: digits only, as the schema wants
+        seq = await chain.append("message.received", "alice", {"channel": "cli", "msg_id": ref})
+        sys.stdout.write(f"{seq} {ref}\n")
         sys.stdout.flush()
 
 

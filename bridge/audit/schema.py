@@ -1,0 +1,344 @@
+"""Per-event field schemas: what the audit writer lets into a record's details.
+
+One table, `SCHEMAS`, names every event and, per field, the kind of value it
+may hold: a member of a declared enum, an integer, a bool, a lowercase hex
+digest, a roost- or platform-made id of a fixed pattern, or a *name* a person
+or a model chose (a memory topic, a tool, a skill, a secret, a profile key),
+which is never stored: the writer replaces it by a content-free keyed id,
+`n-` + 16 hex of HMAC-SHA256(names key, kind NUL tenant NUL name).
+
+`sanitize()` keeps a field only when its value fits its kind. A field whose
+value does not fit is dropped and its (schema-declared) name listed under
+`_dropped`; a field the schema does not declare is dropped and only counted
+under `_unknown` (its name may itself be text). Nothing else is ever written.
+
+Every check is linear in its input by construction: an id or enum string is
+length-checked before any pattern sees it (patterns only ever read at most
+`MAX_ID` characters), a name is hashed once, a list is length-checked before
+its items are.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+MAX_ID = 64
+MAX_ITEMS = 64
+MAX_INT = 2**53
+NAME_ID_RE = re.compile(r"n-[0-9a-f]{16}")
+
+Namer = Callable[[str, str | None, str], str]
+
+
+class Drop(Exception):
+    """The value does not fit its field's kind; it is not written."""
+
+
+def keyed_namer(key: bytes) -> Namer:
+    """A namer over `key`: the same (kind, tenant, name) always gives the same id."""
+
+    def name_id(kind: str, tenant: str | None, name: str) -> str:
+        msg = f"{kind}\0{tenant or ''}\0{name}".encode("utf-8", "surrogatepass")
+        return "n-" + hmac.digest(key, msg, "sha256")[:8].hex()
+
+    return name_id
+
+
+class Kind:
+    """One kind of field value."""
+
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        raise NotImplementedError
+
+    def admits(self, stored: str) -> bool:
+        """Whether `stored` (a string found in a written record) fits this kind."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Enum(Kind):
+    values: frozenset[str]
+
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) is str and len(value) <= MAX_ID and value in self.values:
+            return value
+        raise Drop
+
+    def admits(self, stored: str) -> bool:
+        return stored in self.values
+
+
+@dataclass(frozen=True)
+class Int(Kind):
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) is int and -MAX_INT < value < MAX_INT:
+            return value
+        raise Drop
+
+    def admits(self, stored: str) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Bool(Kind):
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) is bool:
+            return value
+        raise Drop
+
+    def admits(self, stored: str) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Ref(Kind):
+    """A roost- or platform-made id (a Telegram message id, a uuid hex): kept as is."""
+
+    pattern: re.Pattern[str]
+
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) is str and len(value) <= MAX_ID and self.pattern.fullmatch(value):
+            return value
+        raise Drop
+
+    def admits(self, stored: str) -> bool:
+        return len(stored) <= MAX_ID and bool(self.pattern.fullmatch(stored))
+
+
+@dataclass(frozen=True)
+class Name(Kind):
+    """A name chosen by a person or a model: stored as a keyed id, never as itself.
+
+    `known` names are roost's own (the command table) and are kept; `strip`
+    is a prefix removed before hashing, so `me.x` and `x` give one id.
+    """
+
+    kind: str
+    known: frozenset[str] = frozenset()
+    strip: str = ""
+
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) is not str or not value:
+            raise Drop
+        if len(value) <= MAX_ID and value in self.known:
+            return value
+        return namer(self.kind, tenant, value.removeprefix(self.strip))
+
+    def admits(self, stored: str) -> bool:
+        return stored in self.known or bool(NAME_ID_RE.fullmatch(stored))
+
+
+@dataclass(frozen=True)
+class ListOf(Kind):
+    item: Kind
+
+    def check(self, value: object, tenant: str | None, namer: Namer) -> object:
+        if type(value) not in (list, tuple) or len(value) > MAX_ITEMS:  # type: ignore[arg-type]
+            raise Drop
+        return [self.item.check(v, tenant, namer) for v in value]  # type: ignore[attr-defined]
+
+    def admits(self, stored: str) -> bool:
+        return self.item.admits(stored)
+
+
+def enum(*values: str) -> Enum:
+    return Enum(frozenset(values))
+
+
+# The chat commands roost defines (kept by name); any other `/word` is hashed.
+COMMANDS = frozenset(
+    [
+        "help",
+        "start",
+        "whoami",
+        "reset",
+        "new",
+        "model",
+        "usage",
+        "voice",
+        "unpair",
+        "export",
+        "memory",
+        "remember",
+        "forget",
+        "profile",
+        "persona",
+        "audience",
+        "skills",
+        "tool",
+        "tools",
+        "remind",
+        "every",
+        "jobs",
+        "job",
+        "pair",
+        "skill",
+        "status",
+    ]
+)
+
+INT, BOOL = Int(), Bool()
+HASH = Ref(re.compile(r"[0-9a-f]{8,64}"))
+MSG = Ref(re.compile(r"[0-9]{1,20}|[0-9a-f]{32}"))  # Telegram message id | roost's uuid4 hex
+IDENTITY = Ref(re.compile(r"[0-9]{1,20}|local"))  # Telegram user id | the loopback person
+CHAT = Name("chat")  # web and terminal chat names are typed by people
+CHANNEL = enum("telegram", "web", "cli")
+BY = enum("model", "person", "user", "operator")
+MEMORY, TOOL, PERSONA = Name("memory"), Name("tool", strip="me."), Name("persona")
+# Two names stay readable: a skill is a file the person authored (the style
+# learner reads its name back from the chain) and a vault name is set by the
+# operator with `roost vault set`; both are identifiers of a fixed pattern.
+SKILL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,63}"))
+SECRET = Ref(re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}"))
+BULLET = Ref(re.compile(r"b-[0-9]{4,12}"))
+LABEL = enum("approval", "rejection", "rephrase", "neutral")
+
+SCHEMAS: dict[str, dict[str, Kind]] = {
+    "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
+    "message.answered": {
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "msg_id": MSG,
+        "chars": INT,
+        "ms": INT,
+        "steps": INT,
+        "tool_calls": INT,
+    },
+    "message.failed": {
+        "channel": CHANNEL,
+        "kind": enum(
+            "auth", "not_found", "rate_limited", "unavailable", "timeout", "bad_response", "config"
+        ),
+    },
+    "command.run": {
+        "name": Name("command", known=COMMANDS),
+        "outcome": enum("ok", "usage", "unknown"),
+        "channel": CHANNEL,
+    },
+    "access.refused": {"channel": CHANNEL, "identity": IDENTITY, "suppressed": INT},
+    "access.flood": {
+        "event": enum("access.refused", "pairing.failed"),
+        "count": INT,
+        "identities": INT,
+        "window_s": INT,
+    },
+    "memory.saved": {
+        "name": MEMORY,
+        "type": enum("user", "feedback", "project", "reference"),
+        "chars": INT,
+        "created": BOOL,
+        "by": BY,
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "msg_id": MSG,
+        "index_chars": INT,
+    },
+    "memory.refused": {"by": BY, "reasons": INT, "chars": INT},
+    "memory.deleted": {
+        "name": MEMORY,
+        "type": enum("user", "feedback", "project", "reference"),
+        "chars": INT,
+        "by": BY,
+    },
+    "memory.undone": {"name": MEMORY, "op": enum("save", "delete", "remember"), "files": INT},
+    "profile.changed": {
+        "field": Name("profile"),
+        "op": enum("set", "rm"),
+        "chars": INT,
+        "profile_chars": INT,
+    },
+    "persona.changed": {"persona": PERSONA, "previous": PERSONA, "channel": CHANNEL, "chat": CHAT},
+    "audience.changed": {
+        "op": enum("set", "clear"),
+        "chars": INT,
+        "channel": CHANNEL,
+        "chat": CHAT,
+    },
+    "tool.created": {
+        "name": TOOL,
+        "hash": HASH,
+        "outcome": enum("ok", "rejected"),
+        "findings": INT,
+    },
+    "tool.saved": {"name": TOOL, "hash": HASH, "replace": BOOL},
+    "tool.removed": {"name": TOOL, "hash": HASH},
+    "tool.called": {
+        "name": TOOL,
+        "hash": HASH,
+        "ms": INT,
+        "outcome": enum("ok", "error"),
+        "error_kind": enum("lint", "compile", "runtime", "denied", "timeout", "memory", "output"),
+    },
+    "secret.used": {"name": SECRET, "purpose": TOOL},
+    "secret.stored": {"name": SECRET, "by": enum("operator")},
+    "secret.removed": {"name": SECRET, "by": enum("operator")},
+    "pairing.issued": {"ttl_s": INT},
+    "pairing.used": {"channel": CHANNEL, "identity": IDENTITY},
+    "pairing.failed": {"channel": CHANNEL, "identity": IDENTITY, "locked": BOOL, "suppressed": INT},
+    "skill.graded": {
+        "name": SKILL,
+        "signal": enum("auto"),
+        "step_milli": INT,
+        "grade_milli": INT,
+    },
+    "skill.outcome_graded": {"signal": LABEL, "skills": ListOf(SKILL), "prev_run_id": MSG},
+    "outcome.graded": {
+        "label": LABEL,
+        "confidence_pct": INT,
+        "prev_run_id": MSG,
+        "msg_id": MSG,
+        "channel": CHANNEL,
+    },
+    "style.candidate": {
+        "bullet_id": BULLET,
+        "skill": SKILL,
+        "signal_count": INT,
+        "negative_pct": INT,
+    },
+    "style.judged": {
+        "bullet_id": BULLET,
+        "verdict": enum("faithful", "overfit", "error"),
+        "judge_ms": INT,
+    },
+    "style.promoted": {
+        "bullet_id": BULLET,
+        "skill": SKILL,
+        "with_negative_pct": INT,
+        "without_negative_pct": INT,
+        "turn_count": INT,
+    },
+    "style.rolled_back": {
+        "bullet_id": BULLET,
+        "skill": SKILL,
+        "negative_pct": INT,
+        "cooldown_days": INT,
+    },
+    "audit.repaired": {"bytes_cut": INT},
+}
+
+
+def sanitize(
+    event: str, tenant: str | None, details: Mapping[object, object], namer: Namer
+) -> dict[str, object]:
+    """The details as they may be written: fitting fields, `_dropped`, `_unknown`."""
+    schema = SCHEMAS.get(event, {})
+    out: dict[str, object] = {}
+    dropped: list[str] = []
+    unknown = 0
+    for key, value in details.items():
+        kind = schema.get(key) if type(key) is str else None
+        if kind is None:
+            unknown += 1
+            continue
+        try:
+            out[key] = kind.check(value, tenant, namer)  # type: ignore[index]
+        except Drop:
+            dropped.append(key)  # type: ignore[arg-type]
+    if dropped:
+        out["_dropped"] = sorted(dropped)
+    if unknown:
+        out["_unknown"] = unknown
+    return out
