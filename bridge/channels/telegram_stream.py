@@ -21,11 +21,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from bridge.channels.telegram_render import Rendered, render
-from bridge.channels.telegram_send import DeliveryError, MessageGone, Sender
+from bridge.channels.telegram_send import DeliveryError, MessageGone, Rejected, Sender
 from bridge.channels.telegram_split import LIMIT, split
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
+REJECTED = Rendered("[this part of the answer could not be shown]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class StreamingReply:
             chunks = [Rendered("(empty answer)")]
         async with self._lock:
             await self._sync(chunks, final=True)
+            await self._trim_extra(len(chunks))
         return [mid for mid, _ in self.shown]
 
     async def abort(self) -> None:
@@ -117,26 +119,36 @@ class StreamingReply:
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
-            if index < len(self.shown):
-                message_id, showing = self.shown[index]
-                if showing == chunk:
-                    continue
-                try:
-                    await self._sender.edit(self._chat, message_id, chunk)
-                except MessageGone:
-                    if not final:
-                        raise
-                    message_id = await self._sender.send(self._chat, chunk)
-                self.shown[index] = (message_id, chunk)
-            else:
-                reply_to = self._reply_to if not self.shown else None
-                message_id = await self._sender.send(self._chat, chunk, reply_to)
-                self.shown.append((message_id, chunk))
-        if final:
-            while len(self.shown) > len(chunks):
-                message_id, _ = self.shown.pop()
-                with contextlib.suppress(MessageGone):
-                    await self._sender.delete(self._chat, message_id)
+            try:
+                await self._show(index, chunk, final)
+            except Rejected as exc:
+                # one text Telegram refuses never costs the rest of the answer
+                log.warning("chat %s: part %d refused (%s); marked", self._chat, index + 1, exc)
+                await self._show(index, REJECTED, final)
+
+    async def _show(self, index: int, chunk: Rendered, final: bool) -> None:
+        """Make message `index` show `chunk`: edit it, or send it when missing."""
+        if index < len(self.shown):
+            message_id, showing = self.shown[index]
+            if showing == chunk:
+                return
+            try:
+                await self._sender.edit(self._chat, message_id, chunk)
+            except MessageGone:
+                if not final:
+                    raise
+                message_id = await self._sender.send(self._chat, chunk)
+            self.shown[index] = (message_id, chunk)
+        else:
+            reply_to = self._reply_to if not self.shown else None
+            message_id = await self._sender.send(self._chat, chunk, reply_to)
+            self.shown.append((message_id, chunk))
+
+    async def _trim_extra(self, count: int) -> None:
+        while len(self.shown) > count:
+            message_id, _ = self.shown.pop()
+            with contextlib.suppress(MessageGone):
+                await self._sender.delete(self._chat, message_id)
 
 
 class Typing:
