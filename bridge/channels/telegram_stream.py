@@ -9,7 +9,9 @@ where a message is missing, delete where one is left over - so the final
 answer edits the draft in place and continuation chunks follow it: no
 duplicates, no vanishing drafts. Only one `_sync` runs at a time, and the
 final one waits for an in-flight draft, so a message whose id is not yet
-known is never sent twice. `Typing` keeps the typing indicator alive.
+known is never sent twice. Rendering is linear, and a text over
+`OFFLOAD_CHARS` is laid out in a worker thread. `Typing` keeps the typing
+indicator alive.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from bridge.channels.telegram_render import Rendered, render
@@ -26,6 +28,7 @@ from bridge.channels.telegram_split import LIMIT, split
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
+OFFLOAD_CHARS = 4096  # texts longer than this are rendered off the event loop
 REJECTED = Rendered("[this part of the answer could not be shown]")
 
 
@@ -39,6 +42,16 @@ class StreamTiming:
 def layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
     """The messages a Markdown answer becomes (pure)."""
     return split(render(markdown), limit)
+
+
+async def laid_out(
+    fn: Callable[[str, int], list[Rendered]], markdown: str, limit: int
+) -> list[Rendered]:
+    """`fn(markdown, limit)`; a big text is laid out in a worker thread, so a
+    long reply never holds the event loop (other chats) while it renders."""
+    if len(markdown) <= OFFLOAD_CHARS:
+        return fn(markdown, limit)
+    return await asyncio.to_thread(fn, markdown, limit)
 
 
 def draft_layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
@@ -83,7 +96,7 @@ class StreamingReply:
         self._closing.set()
         if self._pump is not None:
             await self._pump
-        chunks = layout(markdown, self._limit)
+        chunks = await laid_out(layout, markdown, self._limit)
         if not chunks:
             chunks = [Rendered("(empty answer)")]
         async with self._lock:
@@ -109,7 +122,7 @@ class StreamingReply:
             if self._version == self._shown_version:
                 continue
             version = self._version
-            chunks = draft_layout("".join(self._pieces), self._limit)
+            chunks = await laid_out(draft_layout, "".join(self._pieces), self._limit)
             async with self._lock:
                 try:
                     await self._sync(chunks, final=False)
