@@ -24,7 +24,7 @@ from bridge.channels import ChannelStartError
 from bridge.cli_support import tenant_arg, with_roost
 from bridge.config import EX_CONFIG, ConfigError, Settings, load_settings
 from bridge.loadout import cli as loadout_cli
-from bridge.logging_setup import setup_logging
+from bridge.logging_setup import Redactor, secret_values, setup_logging
 from bridge.pairing import pair_args, pair_command
 from bridge.style import cli as style_cli
 
@@ -125,26 +125,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"roost: {exc}", file=sys.stderr)
+        print(f"roost: {Redactor().redact(str(exc))}", file=sys.stderr)
         return EX_CONFIG
-    setup_logging("WARNING" if row.quiet else settings.log_level)
+    level = "WARNING" if row.quiet else settings.log_level
+    redactor = setup_logging(level, secret_values(settings))
+
+    def fail(message: str, status: int) -> int:
+        print(f"roost: {redactor.redact(message)}", file=sys.stderr)
+        return status
+
     try:
         return row.run(args, settings)
     except KeyboardInterrupt:
         return 130
     except ConfigError as exc:
-        print(f"roost: {exc}", file=sys.stderr)
-        return EX_CONFIG
+        return fail(str(exc), EX_CONFIG)
     except ChannelStartError as exc:
-        print(f"roost: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc), 1)
     except ChainCorrupt as exc:
-        print(
-            f"roost: the audit chain is damaged ({exc}). Run `roost audit verify` for details; "
+        return fail(
+            f"the audit chain is damaged ({exc}). Run `roost audit verify` for details; "
             "move audit/ aside to start a new chain.",
-            file=sys.stderr,
+            EX_CONFIG,
         )
-        return EX_CONFIG
 
 
 if __name__ == "__main__":

@@ -92,6 +92,18 @@ class TelegramSettings(_Section):
     webhook_secret: SecretStr | None = None
     allowed_groups: list[int] = Field(default_factory=list)
     audience: str | None = None
+    start_attempts: int = Field(5, ge=1, le=20)  # getMe tries at start-up (network errors)
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _bot_url(cls, v: str) -> str:
+        # python-telegram-bot appends the token: ".../bot" + token + "/getMe"
+        if not re.fullmatch(r"https?://[^\s?#]+/bot", v):
+            raise ValueError(
+                "must be an http(s) URL ending in /bot (the token is appended), "
+                "e.g. https://api.telegram.org/bot"
+            )
+        return v
 
 
 class LimitSettings(_Section):

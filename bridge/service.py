@@ -56,7 +56,7 @@ def telegram_channel(settings: Settings, roost: Roost) -> Any:
         return None
     if settings.telegram.mode == "webhook" and not settings.web.enabled:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
-    from bridge.channels.telegram import TelegramChannel
+    from bridge.channels.telegram import TelegramChannel, TelegramOptions
 
     assert roost.resolver is not None and roost.pairing is not None
     return TelegramChannel(
@@ -66,6 +66,7 @@ def telegram_channel(settings: Settings, roost: Roost) -> Any:
         roost.pairing,
         roost.command_list,
         roost.audit,
+        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
     )
 
 

@@ -2,7 +2,9 @@
 
 A thin translator. One `TypeHandler` sees every update and decides, in
 this order: edited messages, channel posts and other update kinds are
-ignored (logged at debug); groups that are not allow-listed are ignored,
+ignored (logged at debug), and so are messages that speak for a chat rather
+than a person (automatic forwards from a linked channel, sender 777000,
+`sender_chat` set): no refusal, no answer; groups that are not allow-listed are ignored,
 and in allowed groups only messages that mention the bot, reply to it or
 use `/cmd@botname` are read; `/pair CODE` is handled here (private chats
 only), before the core, so unknown people can pair; an unknown person gets
@@ -52,6 +54,18 @@ ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 TEXT_ONLY = "I can only read text messages for now - please type your question."
+# the "Telegram" service account that posts a linked channel's automatic forwards
+SERVICE_SENDER = 777000
+
+
+def _from_a_channel(msg: Message) -> bool:
+    """Automatic forwards from a linked channel, and messages sent on behalf of
+    a chat (sender_chat: a channel or an anonymous admin) speak for no person."""
+    return bool(
+        msg.is_automatic_forward
+        or msg.sender_chat is not None
+        or (msg.from_user is not None and msg.from_user.id == SERVICE_SENDER)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +246,8 @@ class TelegramChannel:
             log.debug("telegram: ignoring an update (%s)", kind)
             return
         user = msg.from_user
-        if user is None or user.is_bot:
+        if user is None or user.is_bot or _from_a_channel(msg):
+            log.debug("telegram: ignoring a message from a bot or a channel")
             return
         chat = msg.chat
         private = chat.type == ChatType.PRIVATE

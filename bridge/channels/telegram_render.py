@@ -11,24 +11,33 @@ end so a half-streamed answer renders), `inline code`, **bold**, __bold__,
 - / * / + bullets (•), horizontal rules, backslash escapes. Anything that
 does not match stays literal text. Intraword underscores (snake_case) are
 never emphasis.
+
+Linear by construction: blocks are found line by line with anchored,
+non-backtracking patterns; inline markup is parsed over index ranges of one
+line with lookup tables built in one pass each (`_Line`), so a `[`, a
+backtick run or an emphasis opener costs O(1) (O(log n) for code spans)
+instead of a scan to the end of the line; a failed closer search per
+delimiter is remembered for the rest of its range; nesting is capped.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)[^`]*$")
-_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
+_HEADING = re.compile(r" {0,3}#{1,6}\s+")
 _QUOTE = re.compile(r"^ {0,3}>\s?(.*)$")
 _RULE = re.compile(r"^ {0,3}([-*_])(?:\s*\1){2,}\s*$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
-_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*(<[^>\s]+>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
 _URL_OK = re.compile(r"^(https?://|tg://|mailto:)[^\s]+$", re.IGNORECASE)
 _PUNCT = frozenset("\\`*_{}[]()#+-.!|~>")
 _DELIMS = ("**", "__", "~~", "*", "_")
 _TYPES = {"**": "bold", "__": "bold", "~~": "strikethrough", "*": "italic", "_": "italic"}
 RULE_TEXT = "──────────"
+_MAX_DEPTH = 8  # emphasis/link nesting beyond this renders as literal text
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +116,7 @@ def _block(out: _Out, lines: list[str], i: int) -> int:
     heading = _HEADING.match(line)
     if heading:
         start = out.pos
-        _inline(out, heading.group(1))
+        _inline(out, _heading_text(line[heading.end() :]))
         out.wrap("bold", start)
         return i + 1
     if _QUOTE.match(line):
@@ -132,8 +141,100 @@ def _block(out: _Out, lines: list[str], i: int) -> int:
     return i + 1
 
 
+class _Line:
+    """One line of Markdown and lookups over it, each computed in one linear pass.
+
+    `next_*[i]` is the first index >= i holding such a character (len(s) if
+    none); `ticks[L]` lists the starts of the maximal backtick runs of length
+    L. With them every link, code-span and emphasis question is answered in
+    O(1) or O(log n), so no character is scanned again per `[` or backtick.
+    """
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+        n = len(s)
+        self.next_rbracket = _next_where(s, lambda c: c == "]")
+        self.next_nonspace = _next_where(s, lambda c: not c.isspace())
+        self.next_url_stop = _next_where(s, lambda c: c == ")" or c.isspace())
+        self.next_angle_stop = _next_where(s, lambda c: c == ">" or c.isspace())
+        self.next_quote = _next_where(s, lambda c: c == '"')
+        self.ticks: dict[int, list[int]] = {}
+        i = 0
+        while i < n:
+            if s[i] == "`":
+                run = _run(s, i, "`")
+                self.ticks.setdefault(run, []).append(i)
+                i += run
+            else:
+                i += 1
+
+    def code_end(self, start: int, run: int, hi: int) -> int | None:
+        """Start of the first backtick run of exactly `run` in [start, hi)."""
+        starts = self.ticks.get(run, [])
+        k = bisect_left(starts, start)
+        if k < len(starts) and starts[k] + run <= hi:
+            return starts[k]
+        return None
+
+    def link(self, i: int, hi: int) -> tuple[int, int, str] | None:
+        """`[text](url "title")` at i: (end of text, end of link, url)."""
+        s = self.s
+        close = self.next_rbracket[i + 1]
+        if close + 1 >= hi or s[close + 1] != "(":
+            return None
+        p = self.next_nonspace[close + 2]
+        if p >= hi:
+            return None
+        after = -1
+        if s[p] == "<":
+            q = self.next_angle_stop[p + 1]
+            if q < hi and s[q] == ">" and q > p + 1:
+                url, after = s[p + 1 : q], q + 1
+        if after < 0:
+            q = min(self.next_url_stop[p], hi)
+            if q == p:
+                return None
+            url, after = s[p:q], q
+        r = self.next_nonspace[after] if after < hi else hi
+        if after < r < hi and s[r] == '"':
+            e = self.next_quote[r + 1]
+            if e < hi:
+                r = self.next_nonspace[e + 1] if e + 1 < hi else hi
+        if r >= hi or s[r] != ")":
+            return None
+        return close, r + 1, url
+
+
+def _next_where(s: str, pred: Callable[[str], bool]) -> list[int]:
+    n = len(s)
+    out = [n] * (n + 2)
+    for i in range(n - 1, -1, -1):
+        out[i] = i if pred(s[i]) else out[i + 1]
+    return out
+
+
+def _heading_text(rest: str) -> str:
+    """A heading's text without trailing spaces and closing #s (no backtracking)."""
+    text = rest.rstrip()
+    hashes = len(text) - len(text.rstrip("#"))
+    if 0 < hashes < len(text) and text[-hashes - 1].isspace():
+        text = text[:-hashes].rstrip()
+    return text
+
+
 def _inline(out: _Out, s: str) -> None:
-    """Inline Markdown of one line (or part of one)."""
+    """Inline Markdown of one line."""
+    _span(out, _Line(s), 0, len(s), 0)
+
+
+def _span(out: _Out, line: _Line, lo: int, hi: int, depth: int) -> None:
+    """Inline Markdown of line.s[lo:hi]. Each level scans its range a bounded
+    number of times (a failed closer search per delimiter is remembered), and
+    nesting deeper than _MAX_DEPTH is literal text, so the work is linear."""
+    s = line.s
+    if depth > _MAX_DEPTH:
+        out.add(s[lo:hi])
+        return
     no_closer: dict[str, int] = {}  # delimiter -> position from which no closer exists
     literal: list[str] = []
 
@@ -142,16 +243,16 @@ def _inline(out: _Out, s: str) -> None:
             out.add("".join(literal))
             literal.clear()
 
-    i, n = 0, len(s)
-    while i < n:
+    i = lo
+    while i < hi:
         ch = s[i]
-        if ch == "\\" and i + 1 < n and s[i + 1] in _PUNCT:
+        if ch == "\\" and i + 1 < hi and s[i + 1] in _PUNCT:
             literal.append(s[i + 1])
             i += 2
             continue
         if ch == "`":
-            run = _run(s, i, "`")
-            end = _find_code_end(s, i + run, run, no_closer)
+            run = _run(s, i, "`", hi)
+            end = line.code_end(i + run, run, hi)
             if end is None:
                 literal.append("`" * run)
                 i += run
@@ -166,29 +267,29 @@ def _inline(out: _Out, s: str) -> None:
             i = end + run
             continue
         if ch == "[":
-            link = _LINK.match(s, i)
+            link = line.link(i, hi)
             if link:
                 flush()
-                url = link.group(2).strip("<>")
+                close, end, url = link
                 start = out.pos
-                _inline(out, link.group(1))
+                _span(out, line, i + 1, close, depth + 1)
                 if _URL_OK.match(url):
                     out.wrap("text_link", start, url=url)
                 elif url:
                     out.add(f" ({url})")
-                i = link.end()
+                i = end
                 continue
         if ch in "*_~":
-            matched = _emphasis(s, i, no_closer)
+            matched = _emphasis(line, i, lo, hi, no_closer)
             if matched is not None:
                 delim, close = matched
                 flush()
                 start = out.pos
-                _inline(out, s[i + len(delim) : close])
+                _span(out, line, i + len(delim), close, depth + 1)
                 out.wrap(_TYPES[delim], start)
                 i = close + len(delim)
                 continue
-            run = _run(s, i, ch)
+            run = _run(s, i, ch, hi)
             literal.append(s[i : i + run])
             i += run
             continue
@@ -197,70 +298,61 @@ def _inline(out: _Out, s: str) -> None:
     flush()
 
 
-def _run(s: str, i: int, ch: str) -> int:
+def _run(s: str, i: int, ch: str, hi: int | None = None) -> int:
+    """Length of the run of `ch` at i, not looking past hi."""
+    end = len(s) if hi is None else hi
     j = i
-    while j < len(s) and s[j] == ch:
+    while j < end and s[j] == ch:
         j += 1
     return j - i
 
 
-def _find_code_end(s: str, start: int, run: int, no_closer: dict[str, int]) -> int | None:
-    key = "`" * run
-    if start >= no_closer.get(key, len(s) + 1):
-        return None
-    j = start
-    while j < len(s):
-        if s[j] == "`":
-            length = _run(s, j, "`")
-            if length == run:
-                return j
-            j += length
-        else:
-            j += 1
-    no_closer[key] = min(start, no_closer.get(key, start))
-    return None
-
-
-def _emphasis(s: str, i: int, no_closer: dict[str, int]) -> tuple[str, int] | None:
-    """(delimiter, closer index) when s[i:] opens emphasis that closes later."""
+def _emphasis(
+    line: _Line, i: int, lo: int, hi: int, no_closer: dict[str, int]
+) -> tuple[str, int] | None:
+    """(delimiter, closer index) when s[i:hi] opens emphasis that closes before hi."""
+    s = line.s
     for delim in _DELIMS:
-        if not s.startswith(delim, i):
+        if not s.startswith(delim, i, hi):
             continue
         after = i + len(delim)
-        if after >= len(s) or s[after].isspace():
+        if after >= hi or s[after].isspace():
             continue
-        if delim[0] == "_" and i > 0 and s[i - 1].isalnum():
+        if delim[0] == "_" and i > lo and s[i - 1].isalnum():
             continue
-        close = _find_closer(s, delim, after, no_closer)
+        close = _find_closer(line, delim, after, hi, no_closer)
         if close is not None:
             return delim, close
     return None
 
 
-def _find_closer(s: str, delim: str, start: int, no_closer: dict[str, int]) -> int | None:
-    if start >= no_closer.get(delim, len(s) + 1):
+def _find_closer(
+    line: _Line, delim: str, start: int, hi: int, no_closer: dict[str, int]
+) -> int | None:
+    if start >= no_closer.get(delim, hi + 1):
         return None
+    s = line.s
     ch, size = delim[0], len(delim)
     j = start
-    while j < len(s):
+    while j < hi:
         c = s[j]
         if c == "\\":
             j += 2
             continue
         if c == "`":
-            run = _run(s, j, "`")
-            end = _find_code_end(s, j + run, run, {})
+            run = _run(s, j, "`", hi)
+            end = line.code_end(j + run, run, hi)
             j = end + run if end is not None else j + run
             continue
         if c == ch:
-            run = _run(s, j, ch)
+            run = _run(s, j, ch, hi)
             close = j + run - size
             usable = run >= size and not (size == 1 and run == 2)
             valid = (
                 usable
                 and close > start
                 and not s[close - 1].isspace()
-                and not (ch == "_" and close + size < len(s) and s[close + size].isalnum())
+                and not (ch == "_" and close + size < hi and s[close + size].isalnum())
             )
             if valid:
                 return close

@@ -10,7 +10,9 @@ Every outgoing call of the channel goes through `Sender`:
   failure is raised as `DeliveryError` so the caller can log it (a reply is
   never dropped silently);
 - "can't parse entities" resends the same text without entities;
-- "message is not modified" counts as success.
+- "message is not modified" counts as success;
+- any other 400 for one text is `Rejected`, so the caller can show a marker
+  in its place and go on with the rest of the answer.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ class DeliveryError(Exception):
 
 class MessageGone(DeliveryError):
     """The message to edit or delete no longer exists."""
+
+
+class Rejected(DeliveryError):
+    """Telegram refused this one text (400: empty, too long, ...); others may pass."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,10 @@ class Sender:
                 chat_id, chunk.text, entities=entities, reply_parameters=reply
             )
 
-        message = await self._with_fallback(chat_id, chunk, call)
+        try:
+            message = await self._with_fallback(chat_id, chunk, call)
+        except BadRequest as exc:
+            raise Rejected(str(exc)) from exc
         return int(message.message_id)
 
     async def edit(self, chat_id: int, message_id: int, chunk: Rendered) -> None:
@@ -157,7 +166,7 @@ class Sender:
                 return
             if "not found" in text:
                 raise MessageGone(str(exc)) from exc
-            raise DeliveryError(str(exc)) from exc
+            raise Rejected(str(exc)) from exc
 
     async def delete(self, chat_id: int, message_id: int) -> None:
         try:

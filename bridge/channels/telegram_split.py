@@ -8,7 +8,10 @@ space inside one (a long code block); only then at the hard limit, moved
 back so that it never lands inside a surrogate pair (we cut between code
 points) nor inside an emoji sequence (ZWJ, variation selectors, skin
 tones, keycaps, flags, combining marks). An entity that spans a cut is cut
-too: each message gets its own piece, re-offset to that message.
+too: each message gets its own piece, re-offset to that message. White
+space at a cut is dropped, and a chunk that Telegram would call empty (only
+tabs, no-break spaces, U+2028, zero-width or filler characters) is never
+produced.
 """
 
 from __future__ import annotations
@@ -20,6 +23,20 @@ from bridge.channels.telegram_render import Entity, Rendered
 
 LIMIT = 4096
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
+# Telegram strips these from a message's edges and calls a text of nothing
+# else empty: white space, format controls (ZWSP, ZWJ, BOM, bidi marks, soft
+# hyphen), separators, controls and the fillers that render blank.
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e")
+_BLANK_CATEGORIES = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
+def blank(ch: str) -> bool:
+    return ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in _BLANK_CATEGORIES
+
+
+def visible(text: str) -> bool:
+    """False when Telegram would reject `text` as empty."""
+    return not all(blank(ch) for ch in text)
 
 
 def split(rendered: Rendered, limit: int = LIMIT) -> list[Rendered]:
@@ -28,7 +45,7 @@ def split(rendered: Rendered, limit: int = LIMIT) -> list[Rendered]:
     text = rendered.text
     offsets = _utf16_offsets(text)
     if offsets[-1] <= limit:
-        return [rendered] if text else []
+        return [rendered] if visible(text) else []
     index_of = {u: i for i, u in enumerate(offsets)}
     spans = sorted(
         ((index_of[e.offset], index_of[e.offset + e.length], e) for e in rendered.entities),
@@ -51,12 +68,12 @@ def split(rendered: Rendered, limit: int = LIMIT) -> list[Rendered]:
             end = _choose_cut(text, start, hard, live)
             next_start = end
         chunk_end = end
-        while chunk_end > start and text[chunk_end - 1] in " \n":
+        while chunk_end > start and text[chunk_end - 1].isspace():
             chunk_end -= 1
-        if chunk_end > start:
+        if visible(text[start:chunk_end]):
             chunks.append(_slice(text, offsets, live, start, chunk_end))
         start = next_start
-        while start < n and text[start] == "\n":
+        while start < n and text[start].isspace():
             start += 1
     return chunks
 

@@ -9,7 +9,9 @@ where a message is missing, delete where one is left over - so the final
 answer edits the draft in place and continuation chunks follow it: no
 duplicates, no vanishing drafts. Only one `_sync` runs at a time, and the
 final one waits for an in-flight draft, so a message whose id is not yet
-known is never sent twice. `Typing` keeps the typing indicator alive.
+known is never sent twice. Rendering is linear, and a text over
+`OFFLOAD_CHARS` is laid out in a worker thread. `Typing` keeps the typing
+indicator alive.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from bridge.channels.telegram_render import Rendered, render
-from bridge.channels.telegram_send import DeliveryError, MessageGone, Sender
+from bridge.channels.telegram_send import DeliveryError, MessageGone, Rejected, Sender
 from bridge.channels.telegram_split import LIMIT, split
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
+OFFLOAD_CHARS = 4096  # texts longer than this are rendered off the event loop
+REJECTED = Rendered("[this part of the answer could not be shown]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,16 @@ class StreamTiming:
 def layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
     """The messages a Markdown answer becomes (pure)."""
     return split(render(markdown), limit)
+
+
+async def laid_out(
+    fn: Callable[[str, int], list[Rendered]], markdown: str, limit: int
+) -> list[Rendered]:
+    """`fn(markdown, limit)`; a big text is laid out in a worker thread, so a
+    long reply never holds the event loop (other chats) while it renders."""
+    if len(markdown) <= OFFLOAD_CHARS:
+        return fn(markdown, limit)
+    return await asyncio.to_thread(fn, markdown, limit)
 
 
 def draft_layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
@@ -82,11 +96,12 @@ class StreamingReply:
         self._closing.set()
         if self._pump is not None:
             await self._pump
-        chunks = layout(markdown, self._limit)
+        chunks = await laid_out(layout, markdown, self._limit)
         if not chunks:
             chunks = [Rendered("(empty answer)")]
         async with self._lock:
             await self._sync(chunks, final=True)
+            await self._trim_extra(len(chunks))
         return [mid for mid, _ in self.shown]
 
     async def abort(self) -> None:
@@ -107,7 +122,7 @@ class StreamingReply:
             if self._version == self._shown_version:
                 continue
             version = self._version
-            chunks = draft_layout("".join(self._pieces), self._limit)
+            chunks = await laid_out(draft_layout, "".join(self._pieces), self._limit)
             async with self._lock:
                 try:
                     await self._sync(chunks, final=False)
@@ -117,26 +132,36 @@ class StreamingReply:
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
-            if index < len(self.shown):
-                message_id, showing = self.shown[index]
-                if showing == chunk:
-                    continue
-                try:
-                    await self._sender.edit(self._chat, message_id, chunk)
-                except MessageGone:
-                    if not final:
-                        raise
-                    message_id = await self._sender.send(self._chat, chunk)
-                self.shown[index] = (message_id, chunk)
-            else:
-                reply_to = self._reply_to if not self.shown else None
-                message_id = await self._sender.send(self._chat, chunk, reply_to)
-                self.shown.append((message_id, chunk))
-        if final:
-            while len(self.shown) > len(chunks):
-                message_id, _ = self.shown.pop()
-                with contextlib.suppress(MessageGone):
-                    await self._sender.delete(self._chat, message_id)
+            try:
+                await self._show(index, chunk, final)
+            except Rejected as exc:
+                # one text Telegram refuses never costs the rest of the answer
+                log.warning("chat %s: part %d refused (%s); marked", self._chat, index + 1, exc)
+                await self._show(index, REJECTED, final)
+
+    async def _show(self, index: int, chunk: Rendered, final: bool) -> None:
+        """Make message `index` show `chunk`: edit it, or send it when missing."""
+        if index < len(self.shown):
+            message_id, showing = self.shown[index]
+            if showing == chunk:
+                return
+            try:
+                await self._sender.edit(self._chat, message_id, chunk)
+            except MessageGone:
+                if not final:
+                    raise
+                message_id = await self._sender.send(self._chat, chunk)
+            self.shown[index] = (message_id, chunk)
+        else:
+            reply_to = self._reply_to if not self.shown else None
+            message_id = await self._sender.send(self._chat, chunk, reply_to)
+            self.shown.append((message_id, chunk))
+
+    async def _trim_extra(self, count: int) -> None:
+        while len(self.shown) > count:
+            message_id, _ = self.shown.pop()
+            with contextlib.suppress(MessageGone):
+                await self._sender.delete(self._chat, message_id)
 
 
 class Typing:

@@ -7,7 +7,9 @@ objects, lists and numbers) to `/bot{token}/{method}` and expects
 waiting polls wake on a new update and on shutdown), sendMessage,
 editMessageText, deleteMessage, sendChatAction, setMyCommands,
 deleteWebhook, setWebhook, getWebhookInfo. Like Telegram, it rejects texts
-over 4096 UTF-16 units, empty texts, entities outside the text or splitting
+over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
+spaces, U+2028, zero-width or filler characters: Telegram strips them),
+entities outside the text or splitting
 a surrogate pair, and edits that change nothing ("message is not modified").
 
 Usage::
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import time
+import unicodedata
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -117,6 +120,8 @@ class FakeBotAPI:
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        # sendMessage/editMessageText of a text this returns a Failure for is refused
+        self.refuse_text: Callable[[str], Failure | None] = lambda text: None
         self._next_update = 1
         self._next_message: dict[int, int] = defaultdict(lambda: 1000)
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
@@ -318,7 +323,7 @@ class FakeBotAPI:
 
     async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = int(p["chat_id"])
-        text, entities = _checked_text(p)
+        text, entities = self._checked(p)
         self._next_message[chat_id] += 1
         message_id = self._next_message[chat_id]
         self.messages[(chat_id, message_id)] = Sent(chat_id, message_id, text, entities)
@@ -330,7 +335,7 @@ class FakeBotAPI:
         sent = self.messages.get((chat_id, message_id))
         if sent is None or sent.deleted:
             raise ApiError(Failure(400, "Bad Request: message to edit not found"))
-        text, entities = _checked_text(p)
+        text, entities = self._checked(p)
         if text == sent.text and entities == sent.entities:
             raise ApiError(
                 Failure(
@@ -373,6 +378,12 @@ class FakeBotAPI:
             "pending_update_count": 0,
         }
 
+    def _checked(self, p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        failure = self.refuse_text(str(p.get("text", "")))
+        if failure is not None:
+            raise ApiError(failure)
+        return _checked_text(p)
+
     def _message_json(self, sent: Sent) -> dict[str, Any]:
         chat_type = "private" if sent.chat_id > 0 else "supergroup"
         out: dict[str, Any] = {
@@ -409,7 +420,7 @@ async def _params(request: web.Request) -> dict[str, Any]:
 def _checked_text(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     text = str(p.get("text", ""))
     entities = list(p.get("entities") or [])
-    if not text.strip():
+    if not telegram_strip(text):
         raise ApiError(Failure(400, "Bad Request: message text is empty"))
     units = utf16_len(text)
     if units > 4096:
@@ -422,6 +433,28 @@ def _checked_text(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if offset not in starts or (offset + length) not in starts:
             raise ApiError(Failure(400, "Bad Request: can't parse entities: splits a character"))
     return text, entities
+
+
+# Telegram trims Unicode white space and invisible fillers from a message's
+# edges (and counts a text of nothing else as empty): format controls (Cf: ZWSP,
+# ZWJ, word joiner, BOM, bidi marks), separators, controls, and the Hangul and
+# Braille fillers that render blank.
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e")
+
+
+def _blank(ch: str) -> bool:
+    return (
+        ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in ("Cf", "Cc", "Zs", "Zl", "Zp")
+    )
+
+
+def telegram_strip(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and _blank(text[start]):
+        start += 1
+    while end > start and _blank(text[end - 1]):
+        end -= 1
+    return text[start:end]
 
 
 def _code_point_starts(text: str) -> set[int]:

@@ -73,3 +73,35 @@ async def test_stranger_in_an_allowed_group_is_refused_once(home: Path, fake: Fa
     texts = [m.text for m in fake.sent_to(GROUP)]
     assert sum("private chat" in t for t in texts) == 1
     assert len(backend.requests) == 1
+
+
+async def test_channel_forwards_and_channel_posts_are_ignored_silently(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """A post auto-forwarded from a linked channel (sender 777000, sender_chat,
+    is_automatic_forward), a message sent on behalf of a chat, and channel posts
+    get no refusal and no answer, even when they mention the bot."""
+    backend = ScriptedBackend("only alice")
+    entities = [{"type": "mention", "offset": 0, "length": len(BOT_USERNAME) + 1}]
+    text = f"@{BOT_USERNAME} new post"
+    channel_chat = {"id": -1007777, "type": "channel", "title": "news"}
+    async with running(group_settings(home, fake), fake, backend):
+        in_group(
+            fake,
+            777000,
+            text,
+            entities=entities,
+            extra={"is_automatic_forward": True, "sender_chat": channel_chat},
+        )
+        in_group(fake, 777000, text, entities=entities)
+        in_group(fake, 136817688, text, entities=entities, extra={"sender_chat": channel_chat})
+        in_group(fake, ALICE, text, entities=entities, extra={"is_automatic_forward": True})
+        fake.push(
+            {"channel_post": fake.message(777000, text, chat_id=-1007777, chat_type="channel")}
+        )
+        in_group(fake, ALICE, f"@{BOT_USERNAME} hi", entities=entities)
+        await fake.wait_until(lambda: len(fake.sent_to(GROUP)) >= 1)
+        await asyncio.sleep(0.1)
+    assert [m.text for m in fake.sent_to(GROUP)] == ["only alice"]
+    assert fake.sent_to(-1007777) == []
+    assert len(backend.requests) == 1
