@@ -51,6 +51,7 @@ async def test_a_huge_worst_shape_stream_does_not_stall_another_chat(
         home=home,
         telegram={"token": TOKEN, "api_base_url": fake.base_url},
         tenants={"alice": {"telegram_ids": [ALICE]}, "bob": {"telegram_ids": [BOB]}},
+        limits={"max_reply_chars": 100_000},  # above WORST: this test is about rendering
     )
     backend = TwoChats()
     async with running(settings, fake, backend, FAST):
