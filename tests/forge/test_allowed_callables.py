@@ -73,7 +73,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     ),
     "functools.lru_cache public api": (
         "from functools import lru_cache",
-        "@lru_cache\ndef f(x):\n    return x\nf(1)\nreturn [str(f.cache_info()), f.cache_parameters()]",
+        "@lru_cache\ndef f(x):\n    return x\nf(1)\n"
+        "return [str(f.cache_info()), f.cache_parameters()]",
     ),
     "functools.cached_property func": (
         "from functools import cached_property",
@@ -118,7 +119,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     ),
     "collections.namedtuple rename": (
         "from collections import namedtuple",
-        "P = namedtuple('P', ['a', 'def', 'a'], rename=True)\nreturn [str(P(1, 2, 3)), list(P(1, 2, 3))]",
+        "P = namedtuple('P', ['a', 'def', 'a'], rename=True)\n"
+        "return [str(P(1, 2, 3)), list(P(1, 2, 3))]",
     ),
     "collections.namedtuple module": (
         "from collections import namedtuple",
@@ -164,11 +166,13 @@ ROUTES: dict[str, tuple[str, str]] = {
     "re RegexFlag members": ("import re", "return str(re.RegexFlag.__members__)"),
     "datetime strftime lazily imports time": (
         "import datetime",
-        "d = datetime.datetime(2020, 1, 2)\nreturn [d.strftime('%Y'), str(datetime.datetime.strptime('2020', '%Y'))]",
+        "d = datetime.datetime(2020, 1, 2)\n"
+        "return [d.strftime('%Y'), str(datetime.datetime.strptime('2020', '%Y'))]",
     ),
     "datetime tzinfo subclass": (
         "import datetime",
-        "class Z(datetime.tzinfo):\n    def utcoffset(self, dt):\n        return datetime.timedelta(0)\n"
+        "class Z(datetime.tzinfo):\n    def utcoffset(self, dt):\n"
+        "        return datetime.timedelta(0)\n"
         "return str(datetime.datetime(2020, 1, 1, tzinfo=Z()))",
     ),
     "decimal context is the child's own": (
@@ -190,7 +194,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "csv Sniffer": ("import csv", "return csv.Sniffer().sniff('a,b\\n1,2\\n').delimiter"),
     "textwrap wrapper regexes": (
         "import textwrap",
-        "w = textwrap.TextWrapper()\nreturn [w.wordsep_re.pattern[:3], textwrap.shorten('a b c', 3)]",
+        "w = textwrap.TextWrapper()\n"
+        "return [w.wordsep_re.pattern[:3], textwrap.shorten('a b c', 3)]",
     ),
     "statistics NormalDist": (
         "import statistics",
@@ -258,7 +263,7 @@ async def test_route_is_refused_or_harmless(
     shown = str(res.result) if res.ok else res.error_message
     if not res.ok:
         assert res.error_kind in ("lint", "compile", "runtime"), (name, res)
-    assert not LEAKS.search(shown) or not res.ok and "not" in shown, (name, shown[:400])
+    assert not LEAKS.search(shown) or (not res.ok and "not" in shown), (name, shown[:400])
 
 
 @aio
