@@ -46,20 +46,23 @@ def run(n: int) -> int:
     return total + len(token) + len(NOTE)
 '''
 
-# A total break of the tool language: plain Python in the child.
+# A total break of the tool language: plain Python in the child. It scans its
+# own memory, and its zygote's and its helper's when the kernel lets it (a
+# break of the process confinement too: /proc/<pid>/mem of a same-user process).
 BOB_MEMORY_SCAN = '''
+import os
 import re
 SECRETS = ["api_token"]
 
 
-def run():
-    """Scan every writable page of this process for tenant markers."""
-    token = secret("api_token") if "secret" in globals() else ""
-    pat = re.compile(rb"zq-(?:alice|bob)-[0-9a-f]{16}")
-    found = set()
-    with open("/proc/self/maps") as f:
-        maps = f.read().splitlines()
-    with open("/proc/self/mem", "rb", 0) as mem:
+def scan(pid, pat, found):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", 0)
+    except OSError:
+        return False
+    with mem:
         for line in maps:
             addr, perms = line.split()[:2]
             if not perms.startswith("rw"):
@@ -75,6 +78,18 @@ def run():
                     break
                 found.update(m.decode() for m in pat.findall(data))
                 pos += n
+    return True
+
+
+def run():
+    """Scan every writable page of this process (and its parents') for markers."""
+    pat = re.compile(rb"zq-(?:alice|bob)-[0-9a-f]{16}")
+    found = set()
+    zygote = os.getppid()
+    with open(f"/proc/{zygote}/stat") as f:
+        helper = int(f.read().rsplit(")", 1)[1].split()[1])
+    for pid in ("self", zygote, helper):
+        scan(pid, pat, found)
     return sorted(found)
 '''
 
@@ -161,6 +176,8 @@ async def _contest(runner: SandboxRunner, bob_tool: str, tmp_path: Path) -> None
         assert set(bob.result) <= {bob_secret}, bob.result
         if bob_tool is BOB_MEMORY_SCAN:
             assert bob_secret in bob.result, "the scan must see the call's own secret"
+    assert runner.helper_pid(alice_ws) != runner.helper_pid(bob_ws)
+    assert runner.zygote_pid(alice_ws) != runner.zygote_pid(bob_ws)
 
 
 async def test_total_break_of_the_language_reads_only_own_call(
