@@ -1,6 +1,7 @@
 """Benchmark the sandbox: plain exec (the floor), a sandboxed call, a fresh
 `python -I` subprocess; p50/p99 and same-run ratios; sustained calls/s with two
-concurrent callers; resident memory of the helper. Run: .venv/bin/python bench/sandbox.py
+concurrent callers; resident memory of a helper and its zygote; the first call
+of a new tenant (which starts that tenant's own helper). Run: .venv/bin/python bench/sandbox.py
 
 `--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
 median time (ms since `run()` began) at which each stage of a call ended:
@@ -111,6 +112,18 @@ async def sustained(
     return done / (time.perf_counter() - t)
 
 
+async def new_tenants(runner: SandboxRunner, base: Path, n: int) -> list[float]:
+    """The first call in each of `n` new workspaces (each tenant gets its own helper)."""
+    times = []
+    for i in range(n):
+        ws = Path(tempfile.mkdtemp(prefix=f"forge-bench-tenant{i}-", dir=base))
+        t = time.perf_counter()
+        res = await runner.run(TRIVIAL_TOOL, {"n": 3}, ws)
+        times.append((time.perf_counter() - t) * 1000)
+        assert res.ok, res
+    return times
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -180,9 +193,17 @@ async def main() -> None:
             )
         rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, 3.0)
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s")
-        pid = runner.helper_pid()
+        pid = runner.helper_pid(ws)
         if pid:
             print(f"helper RSS: {rss_kib(pid) / 1024:.1f} MiB")
+        zygote = getattr(runner, "zygote_pid", lambda _: None)(ws)
+        if zygote:
+            print(f"zygote RSS: {rss_kib(zygote) / 1024:.1f} MiB (shares pages with its helper)")
+        first = await new_tenants(runner, ws.parent, 8)
+        print(
+            f"first call of a new tenant (own helper started): p50 "
+            f"{statistics.median(first):.1f} ms (n={len(first)})"
+        )
     finally:
         await runner.aclose()
 

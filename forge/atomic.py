@@ -1,4 +1,5 @@
-"""Atomic file writes: temp file in the same directory, fsync, rename, fsync dir."""
+"""Atomic file writes: temp file in the same directory, fsync, rename, fsync dir.
+Private by default: files 0600, directories made here 0700 (whatever the umask)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,34 @@ from pathlib import Path
 TMP_PREFIX = ".tmp-"
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: Path) -> None:
+    """Make `path` (and any missing parent) a directory only the owner can enter;
+    an existing `path` is tightened to 0700."""
+    missing = []
+    cur = path
+    while not cur.exists():
+        missing.append(cur)
+        cur = cur.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=PRIVATE_DIR)
+    os.chmod(path, PRIVATE_DIR)
+
+
+def private_file(path: Path) -> None:
+    """Create `path` empty and 0600 unless it exists; tighten it to 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never half."""
     directory = path.parent
     tmp = directory / f"{TMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"

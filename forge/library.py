@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.atomic import remove_orphan_temps, write_atomic
+from forge.atomic import private_dir, remove_orphan_temps, write_atomic
 from forge.findings import Finding
 from forge.lint import lint
 from forge.names import BadName, bare_name, check_name, qualified
@@ -144,7 +144,7 @@ class ToolLibrary:
         return self.directory / f"{base}.py", self.directory / f"{base}.json"
 
     def prepare(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         remove_orphan_temps(self.directory)
 
     def save(
@@ -157,7 +157,7 @@ class ToolLibrary:
     ) -> SavedTool:
         """Copy a session tool to `me.<alias or name>`; raises ToolExists unless replace."""
         name = check_name(alias or spec.name)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         py, meta = self._paths(name)
         if meta.exists() and not replace:
             raise ToolExists(f"me.{name} exists; save with --replace to overwrite it")

@@ -16,7 +16,7 @@ import builtins
 import importlib
 import operator
 import string
-from collections import ChainMap, UserDict, UserList, deque
+from collections import ChainMap, UserDict, UserList, UserString, deque
 from collections.abc import Callable, Mapping
 from decimal import Context as DecimalContext
 from types import CodeType, SimpleNamespace
@@ -128,7 +128,8 @@ _INPLACE: Mapping[str, Callable[[Any, Any], Any]] = {
 }
 _MISSING = object()
 # Names the guards treat specially (refused, or routed through the safe formatter).
-_SPECIAL_ATTRS = BLOCKED_ATTRS | {"format", "format_map", "obj"}
+_FORMAT_ATTRS = frozenset({"format", "format_map"})
+_SPECIAL_ATTRS = BLOCKED_ATTRS | _FORMAT_ATTRS | {"obj"}
 # Exact built-in types that are not a type, an exception or a string.Formatter:
 # for them the full check below comes down to "a public name, not one of
 # _SPECIAL_ATTRS", so `getattr` answers from a precomputed set of those names.
@@ -265,20 +266,35 @@ class Guards:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") or name in BLOCKED_ATTRS:
             raise AttributeError(f"attribute {name!r} is not accessible to tools")
-        if name in ("format", "format_map"):
-            if isinstance(ob, str):
-                fmt = self.formatter
-                if name == "format":
-                    return lambda *a, **kw: fmt.vformat(ob, a, kw)
-                return lambda mapping: fmt.vformat(ob, (), mapping)
-            if isinstance(ob, type) and issubclass(ob, str):
-                raise AttributeError("use 'text'.format(...) on a string instead of str.format")
+        if name in _FORMAT_ATTRS:
+            return self.format_attr(ob, name, default)
         if name == "obj" and isinstance(ob, BaseException):  # CVE-2024-47532
             raise AttributeError("exception attribute 'obj' is not accessible to tools")
         if isinstance(ob, string.Formatter) or (
             isinstance(ob, type) and issubclass(ob, string.Formatter)
         ):
             raise AttributeError("string.Formatter is not available to tools")
+        if default is _MISSING:
+            return builtins.getattr(ob, name)
+        return builtins.getattr(ob, name, default)
+
+    def format_attr(self, ob: Any, name: str, default: Any) -> Any:
+        """`format` / `format_map` (issue 9): on a str or a UserString (or any
+        subclass of either) they are the guarded formatter over the text; on a
+        class of those, refused; on anything else, only a tool class's own
+        method (never a library method that may call the real `str.format`)."""
+        if isinstance(ob, str | UserString):
+            text = str.__str__(ob) if isinstance(ob, str) else str(ob.data)
+            fmt = self.formatter
+            if name == "format":
+                return lambda *a, **kw: fmt.vformat(text, a, kw)
+            return lambda mapping: fmt.vformat(text, (), mapping)
+        cls = ob if isinstance(ob, type) else type(ob)
+        if isinstance(ob, type) and issubclass(ob, str | UserString):
+            raise AttributeError("use 'text'.format(...) on a string instead of str.format")
+        owner = next((c for c in cls.__mro__ if name in vars(c)), None)
+        if owner is not None and owner not in self.tool_classes:
+            raise AttributeError(f"{cls.__name__}.{name} is not accessible to tools")
         if default is _MISSING:
             return builtins.getattr(ob, name)
         return builtins.getattr(ob, name, default)

@@ -6,11 +6,18 @@
     await runner.aclose()
 
 Each `run` lints the source (layer 1), validates the arguments against the
-schema derived from `run()`'s signature, and hands the call to the helper,
-which compiles it (layer 2) and forks a confined child (layers 3 and 4).
-Several calls may be in flight at once. If the helper dies it is restarted and
+schema derived from `run()`'s signature, and hands the call to a helper,
+which compiles it (layer 2) and has a confined child (layers 3 and 4) forked
+from its pristine zygote (forge.zygote). Each workspace, that is each tenant,
+gets its own helper process (up to `max_helpers` at once, the least recently
+used idle one is closed beyond that): one tenant's requests, secrets and
+compiled tools never enter a process that runs another tenant's calls, so even
+a total break of the tool language and of the child's confinement reaches only
+that tenant's own data. `start()` starts one pristine spare helper (it probes
+the machine); the first new workspace takes it.
+Several calls may be in flight at once. If a helper dies it is restarted and
 the calls it carried fail with kind "runtime"; a call that outlives its
-deadline by a grace period restarts the helper too.
+deadline by a grace period restarts its helper too.
 
 Two constructor parameters exist for tests and measurements only, both off by
 default: `layers_for_tests` switches single layers off (the layer tests show
@@ -30,7 +37,7 @@ import os
 import subprocess
 import sys
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +54,7 @@ ERROR_KINDS = ("lint", "compile", "runtime", "denied", "timeout", "memory", "out
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
 GRACE_S = 3.0
+MAX_HELPERS = 8
 TRACE_KEEP = 4096
 
 
@@ -84,6 +92,7 @@ class _Helper(asyncio.SubprocessProtocol):
         self.hello: asyncio.Future[dict[str, Any]] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.dead = False
+        self.zygote_pid: int | None = None
         self._broken = False
         self._buf = bytearray()
         self._scan = 0
@@ -201,6 +210,7 @@ class SandboxRunner:
         python: str = sys.executable,
         layers_for_tests: Layers | None = None,
         trace: bool = False,
+        max_helpers: int = MAX_HELPERS,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -212,7 +222,9 @@ class SandboxRunner:
         self.python = python
         self._layers = layers_for_tests or Layers()
         self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
-        self._helper: _Helper | None = None
+        self.max_helpers = max(1, max_helpers)
+        self._helpers: OrderedDict[str, _Helper] = OrderedDict()  # workspace -> its helper
+        self._spare: _Helper | None = None  # pristine; the next new workspace takes it
         self._caps: dict[str, Any] = {}
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
@@ -222,10 +234,10 @@ class SandboxRunner:
 
     async def start(self) -> None:
         async with self._lock:
-            if self._helper is None:
-                await self._spawn()
+            if self._spare is None and not self._helpers:
+                self._spare = await self._spawn()
 
-    async def _spawn(self) -> None:
+    async def _spawn(self) -> _Helper:
         switched_off = self._layers.switched_off()
         extra = [json.dumps(asdict(self._layers))] if switched_off else []
         loop = asyncio.get_running_loop()
@@ -249,7 +261,7 @@ class SandboxRunner:
             helper.kill()
             raise RuntimeError("sandbox helper failed to start") from None
         self._caps = hello.get("capabilities", {})
-        self._helper = helper
+        helper.zygote_pid = hello.get("zygote")
         if not self._warned:
             self._warned = True
             if switched_off:
@@ -260,6 +272,7 @@ class SandboxRunner:
                     name,
                     self._caps[name].get("detail", ""),
                 )
+        return helper
 
     def capabilities(self) -> dict[str, Any]:
         """What the machine offers, as probed by the helper at start."""
@@ -268,20 +281,51 @@ class SandboxRunner:
     def missing_layers(self) -> list[str]:
         return confine.missing(self._caps)
 
-    def helper_pid(self) -> int | None:
-        return self._helper.pid() if self._helper else None
+    def _known(self, workspace: Path | None) -> _Helper | None:
+        if workspace is not None:
+            return self._helpers.get(_domain(workspace))
+        if self._helpers:
+            return next(reversed(self._helpers.values()))
+        return self._spare
 
-    async def _ensure(self) -> _Helper:
-        helper = self._helper
+    def helper_pid(self, workspace: Path | None = None) -> int | None:
+        """The pid of `workspace`'s helper (default: the one used last)."""
+        helper = self._known(workspace)
+        return helper.pid() if helper else None
+
+    def zygote_pid(self, workspace: Path | None = None) -> int | None:
+        """The pid of the zygote its children are forked from (default: last used)."""
+        helper = self._known(workspace)
+        return helper.zygote_pid if helper else None
+
+    async def _ensure(self, key: str) -> _Helper:
+        helper = self._helpers.get(key)
         if helper is not None and not helper.dead and not self._closed:
+            self._helpers.move_to_end(key)
             return helper
         async with self._lock:
             if self._closed:
                 raise RuntimeError("runner is closed")
-            if self._helper is None or self._helper.dead:
-                await self._spawn()
-            assert self._helper is not None
-            return self._helper
+            helper = self._helpers.get(key)
+            if helper is None or helper.dead:
+                spare, self._spare = self._spare, None
+                helper = spare if spare is not None and not spare.dead else await self._spawn()
+                self._helpers[key] = helper
+                self._evict()
+            self._helpers.move_to_end(key)
+            return helper
+
+    def _evict(self) -> None:
+        """Close the least recently used idle helpers beyond `max_helpers`."""
+        extra = len(self._helpers) - self.max_helpers
+        for key in list(self._helpers):
+            if extra <= 0:
+                return
+            helper = self._helpers[key]
+            if not helper.pending:
+                del self._helpers[key]
+                _close_helper(helper)
+                extra -= 1
 
     async def run(
         self,
@@ -319,6 +363,10 @@ class SandboxRunner:
         marks = [("runner_checked", time.perf_counter_ns())]
         return await self._call(request, timeout, started, (t0, marks))
 
+    def helper_count(self) -> int:
+        """Helpers running for workspaces (the spare not counted)."""
+        return sum(1 for h in self._helpers.values() if not h.dead)
+
     def stages(self) -> list[dict[str, float]]:
         """With `trace=True`: for each call, milliseconds from the start of `run()` to
         the end of each stage (runner, helper and child marks, in time order)."""
@@ -351,7 +399,7 @@ class SandboxRunner:
         started: float,
         trace: tuple[int, list[tuple[str, int]]] | None = None,
     ) -> RunResult:
-        helper = await self._ensure()
+        helper = await self._ensure(_domain(request["workspace"]))
         req_id = next(self._ids)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[dict[str, Any]] = loop.create_future()
@@ -394,19 +442,34 @@ class SandboxRunner:
     async def aclose(self) -> None:
         async with self._lock:
             self._closed = True
-            helper, self._helper = self._helper, None
-        if helper is None:
-            return
-        if helper.stdin is not None:
-            helper.stdin.close()  # EOF: the helper finishes its calls and exits
-        try:
+            helpers = [*self._helpers.values(), *([self._spare] if self._spare else [])]
+            self._helpers.clear()
+            self._spare = None
+        await asyncio.gather(*(_shut(h) for h in helpers))
+
+
+def _domain(workspace: str | os.PathLike[str]) -> str:
+    """The isolation key of a call: its workspace, as spelled (pure, no I/O). Two
+    spellings of one directory only cost a second helper; two tenants never share
+    a workspace, so never a helper."""
+    return os.path.normpath(os.fspath(workspace))
+
+
+def _close_helper(helper: _Helper) -> None:
+    if helper.stdin is not None:
+        helper.stdin.close()  # EOF: the helper finishes its calls and exits
+
+
+async def _shut(helper: _Helper) -> None:
+    _close_helper(helper)
+    try:
+        await asyncio.wait_for(asyncio.shield(helper.exited), 5)
+    except TimeoutError:
+        helper.kill()
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(helper.exited), 5)
-        except TimeoutError:
-            helper.kill()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(helper.exited), 5)
-        if helper.transport is not None:
-            helper.transport.close()
+    if helper.transport is not None:
+        helper.transport.close()
 
 
 def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:

@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from forge.atomic import private_file
+
 FILENAME = "usage.sqlite"
 
 
@@ -26,6 +28,8 @@ class UsageStore:
         self.path = directory / FILENAME
 
     def _connect(self) -> sqlite3.Connection:
+        # 0600 before SQLite opens it: its -wal and -shm files take the same mode
+        private_file(self.path)
         conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(

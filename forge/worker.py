@@ -9,7 +9,13 @@ line `{"id", "source", "params", "workspace", "secrets", "timeout_s",
 "max_output", "limits"[, "trace"]}` it answers one line `{"id", "ok", "result",
 "printed", "error": {"kind", "message"} | null, "duration_ms"[, "trace"]}`.
 
-Compiled code is cached (marshalled) by source hash. Children are forked ahead
+Children are never forked from this process: right after preparing what is
+the same for every call, and before reading its first request, it forks a
+zygote (forge.zygote), and every child is forked from that pristine process, so
+a child holds only the one call written into it after the fork. Compiled code is
+cached (marshalled) by source hash here, in the helper; the runner gives each
+workspace (one tenant's) its own helper, so the cache holds one tenant's tools
+and a child receives only its own call's code. Children are forked ahead
 of demand: up to `IDLE_CHILDREN` wait, already half-prepared (see forge.child),
 while the helper has no call in flight (forking stalls the helper and competes
 for the CPU, so it never runs while a reply may be due); a call goes to one of them (or to a
@@ -35,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forge import confine
-from forge.child import HelperContext, Layers, child_main, encode_job, unframe
+from forge.child import HelperContext, Layers, encode_job, unframe
 from forge.modules import build_proxies
 from forge.policy import CompileFailed, compile_tool, safe_builtins
+from forge.zygote import Spawned, Zygote, kill
 
 CACHE_SIZE = 256
 IDLE_CHILDREN = 2  # children forked ahead of demand (two concurrent callers on 2 cores)
@@ -55,19 +62,10 @@ _PREWARM = (
 
 
 @dataclass
-class _Idle:
-    """A forked child waiting for its one call."""
-
-    pid: int
-    go: int  # write end of its go pipe
-    job: int  # memfd the call is written to
-    result: int  # read end of its result pipe
-
-
-@dataclass
 class _Pending:
     req_id: Any
     pid: int
+    pidfd: int
     fd: int
     deadline: float
     started: float
@@ -102,34 +100,45 @@ def _mark(trace: list[tuple[str, int]] | None, name: str) -> None:
         trace.append((name, time.perf_counter_ns()))
 
 
+def prepare(layers: Layers | None = None) -> tuple[HelperContext, dict[str, Any]]:
+    """What every call shares, prepared before any request exists: warm imports,
+    module proxies, the seccomp program, the read-only roots; and the machine's
+    capabilities."""
+    for name in _PREWARM:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    caps = confine.probe()
+    abi = confine.landlock_abi()
+    program = confine.seccomp_program()
+    ctx = HelperContext(
+        proxies=build_proxies(),
+        devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
+        read_fds=tuple(confine.open_roots(confine.read_only_roots())) if abi else (),
+        landlock_abi=abi,
+        seccomp=confine.SeccompFilter(program)
+        if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
+        else None,
+        builtins=safe_builtins(),
+        layers=layers or Layers(),
+        helper_pid=os.getpid(),
+    )
+    return ctx, caps
+
+
 class Helper:
-    def __init__(self, layers: Layers | None = None) -> None:
-        for name in _PREWARM:
-            with contextlib.suppress(ImportError):
-                __import__(name)
-        caps = confine.probe()
-        abi = confine.landlock_abi()
-        program = confine.seccomp_program()
+    def __init__(self, ctx: HelperContext, caps: dict[str, Any], zygote: Zygote) -> None:
         self.caps = caps
-        self.ctx = HelperContext(
-            proxies=build_proxies(),
-            devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
-            read_fds=tuple(confine.open_roots(confine.read_only_roots())) if abi else (),
-            landlock_abi=abi,
-            seccomp=confine.SeccompFilter(program)
-            if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
-            else None,
-            builtins=safe_builtins(),
-            layers=layers or Layers(),
-            helper_pid=os.getpid(),
-        )
+        self.ctx = ctx
+        self.zygote = zygote
         self.cache: OrderedDict[str, bytes] = OrderedDict()
         self.pending: dict[int, _Pending] = {}
-        self.idle: deque[_Idle] = deque()
+        self.awaiting: dict[int, _Pending] = {}  # EOF seen, exit status not yet
+        self.statuses: dict[int, int] = {}  # exit status seen, EOF not yet
+        self.idle: deque[Spawned] = deque()
         self.spawn_after = 0.0
         self.sel = selectors.DefaultSelector()
         self.inbuf = bytearray()
-        self.exiting: dict[int, float] = {}
+        self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
 
     def send(self, obj: dict[str, Any]) -> None:
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode()
@@ -150,31 +159,18 @@ class Helper:
             self.cache.move_to_end(key)
         return code
 
-    def spawn(self) -> _Idle:
-        """Fork a child that prepares itself and waits for one call."""
-        go_r, go_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        job = os.memfd_create("forge-call", os.MFD_CLOEXEC)
+    def spawn(self) -> Spawned:
+        """A new child from the zygote that prepares itself and waits for one call."""
         try:
-            pid = os.fork()
-        except BaseException:
-            for fd in (go_r, go_w, res_r, res_w, job):
-                os.close(fd)
-            raise
-        if pid == 0:  # pragma: no cover - child
-            child_main(self.ctx, go_r, job, res_w)
-        os.close(go_r)
-        os.close(res_w)
-        return _Idle(pid, go_w, job, res_r)
+            return self.zygote.fork_child()
+        except ConnectionError:
+            raise SystemExit(1) from None  # no zygote, no children: the runner restarts us
 
-    def discard(self, child: _Idle) -> None:
-        for fd in (child.go, child.job, child.result):
+    def discard(self, child: Spawned) -> None:
+        kill(child.pidfd)
+        for fd in (child.go, child.job, child.result, child.pidfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child.pid, 0)
 
     def refill_now(self) -> bool:
         """Fork the next waiting child only while no call is in flight (forking stalls
@@ -189,7 +185,7 @@ class Helper:
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
 
-    def hand_over(self, data: bytes) -> _Idle:
+    def hand_over(self, data: bytes) -> Spawned:
         """Give one call to a waiting child (forking one if none waits); that child's
         go pipe and memfd are closed here, so it can never be given another."""
         for _ in range(3):
@@ -252,7 +248,7 @@ class Helper:
         r = child.result
         os.set_blocking(r, False)
         self.pending[r] = _Pending(
-            req_id, child.pid, r, started + timeout, started, max_output, trace=trace
+            req_id, child.pid, child.pidfd, r, started + timeout, started, max_output, trace=trace
         )
         self.sel.register(r, selectors.EVENT_READ, "child")
 
@@ -270,8 +266,7 @@ class Helper:
             return
         if len(p.buf) > p.max_output + 4096:
             p.killed = "output"
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGKILL)
+            kill(p.pidfd)
             return
         doc = unframe(p.buf)
         if doc is not None:
@@ -286,10 +281,29 @@ class Helper:
         del self.pending[p.fd]
         if doc is not None:
             self.send(self.traced(p, self.outcome(p, 0, doc)))
-            self.exiting[p.pid] = time.monotonic() + 1.0
+            if self.statuses.pop(p.pid, None) is None:
+                self.exiting[p.pid] = (time.monotonic() + 1.0, p.pidfd)
+            else:
+                os.close(p.pidfd)
             return
-        _, status = os.waitpid(p.pid, 0)
+        status = self.statuses.pop(p.pid, None)
+        if status is None:  # the zygote reports the exit status: reply then
+            self.awaiting[p.pid] = p
+            return
+        self.send_outcome(p, status)
+
+    def send_outcome(self, p: _Pending, status: int) -> None:
+        os.close(p.pidfd)
         self.send(self.traced(p, self.outcome(p, status, unframe(p.buf))))
+
+    def exited(self, pid: int, status: int) -> None:
+        """The zygote reaped `pid`."""
+        if (p := self.awaiting.pop(pid, None)) is not None:
+            self.send_outcome(p, status)
+        elif (gone := self.exiting.pop(pid, None)) is not None:
+            os.close(gone[1])
+        elif any(p.pid == pid for p in self.pending.values()):
+            self.statuses[pid] = status  # its pipe's EOF comes next
 
     @staticmethod
     def traced(p: _Pending, reply: dict[str, Any]) -> dict[str, Any]:
@@ -299,14 +313,11 @@ class Helper:
         return reply
 
     def reap(self) -> None:
+        """Children that sent their result but linger past a second are killed."""
         now = time.monotonic()
-        for pid, deadline in list(self.exiting.items()):
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                del self.exiting[pid]
-            elif now > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        for deadline, pidfd in self.exiting.values():
+            if now > deadline:
+                kill(pidfd)
 
     def outcome(self, p: _Pending, status: int, doc: bytes | None) -> dict[str, Any]:
         if p.killed == "timeout":
@@ -398,8 +409,7 @@ class Helper:
                 continue
             if now >= p.deadline:
                 p.killed = "timeout"
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p.pid, signal.SIGKILL)
+                kill(p.pidfd)
             else:
                 left = p.deadline - now
                 wait = left if wait is None else min(wait, left)
@@ -408,11 +418,13 @@ class Helper:
     def serve(self) -> None:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, "stdin")
-        self.send({"op": "hello", "pid": os.getpid(), "capabilities": self.caps})
+        self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
+        hello = {"op": "hello", "pid": os.getpid(), "zygote": self.zygote.pid}
+        self.send({**hello, "capabilities": self.caps})
         gc.collect()
         gc.freeze()
         open_stdin = True
-        while open_stdin or self.pending or self.exiting:
+        while open_stdin or self.pending or self.exiting or self.awaiting:
             timeout = self.expire()
             if self.exiting:
                 self.reap()
@@ -431,10 +443,14 @@ class Helper:
                         self.sel.unregister(0)
                         for p in self.pending.values():
                             p.killed = p.killed or "timeout"
-                            with contextlib.suppress(ProcessLookupError):
-                                os.kill(p.pid, signal.SIGKILL)
-                else:
+                            kill(p.pidfd)
+                elif key.data == "zygote":
+                    if not self.zygote.read_reports():
+                        raise SystemExit(1)  # no zygote: the runner restarts this helper
+                elif key.fd in self.pending:
                     self.child_readable(key.fd)
+            while self.zygote.exits:
+                self.exited(*self.zygote.exits.pop(0))
             if not events and want_child:
                 self.refill()  # nothing to answer: fork the next child now, off the calls' path
 
@@ -442,13 +458,16 @@ class Helper:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     layers = Layers(**json.loads(sys.argv[2])) if len(sys.argv) > 2 else Layers()
-    helper = Helper(layers)
+    ctx, caps = prepare(layers)
+    zygote = Zygote.start(ctx)  # before the first request is read
+    helper = Helper(ctx, caps, zygote)
     try:
         with contextlib.suppress(BrokenPipeError):
             helper.serve()
     finally:
         while helper.idle:
             helper.discard(helper.idle.popleft())
+        zygote.close()
     sys.exit(0)
 
 

@@ -134,11 +134,12 @@ async def test_process_layers_without_restricted_python(
     raw_python: SandboxRunner, workspace: Path, name: str, body: str
 ) -> None:
     _need(raw_python, "seccomp")
-    pid = raw_python.helper_pid()
+    assert (await raw_python.run(tool("return 1"), {}, workspace)).ok
+    pids = raw_python.helper_pid(workspace), raw_python.zygote_pid(workspace)
     res = await raw_python.run(tool(body), {}, workspace)
     assert not res.ok and res.error_kind == "runtime", (name, res)
     assert any(w in res.error_message for w in ("PermissionError", "BlockingIOError", "OSError"))
-    assert raw_python.helper_pid() == pid
+    assert (raw_python.helper_pid(workspace), raw_python.zygote_pid(workspace)) == pids
     assert os.listdir(workspace) == []
 
 
@@ -214,8 +215,10 @@ async def test_every_call_gets_its_own_child(raw_python: SandboxRunner, workspac
         res = await raw_python.run(tool(body), {}, workspace)
         assert res.ok, res
         pids.append(res.result[0])
-        assert res.result[1] == raw_python.helper_pid()
-    assert len(set(pids)) == len(pids) and raw_python.helper_pid() not in pids
+        # forked from the pristine zygote, never from the helper that read requests
+        assert res.result[1] == raw_python.zygote_pid(workspace)
+        assert res.result[1] != raw_python.helper_pid(workspace)
+    assert len(set(pids)) == len(pids) and raw_python.helper_pid(workspace) not in pids
 
 
 def _helper_children(pid: int) -> list[int]:
@@ -245,21 +248,22 @@ async def test_waiting_children_die_with_the_helper(workspace: Path) -> None:
     try:
         res = await r.run(tool("return 1"), {}, workspace)
         assert res.ok
-        pid = r.helper_pid()
-        assert pid is not None
+        pid, zygote = r.helper_pid(workspace), r.zygote_pid(workspace)
+        assert pid is not None and zygote is not None
+        assert _helper_children(pid) == [zygote]
         waiting: list[int] = []
-        for _ in range(200):  # the helper forks its waiting children when idle
-            waiting = _helper_children(pid)
+        for _ in range(200):  # the helper has the zygote fork waiting children when idle
+            waiting = _helper_children(zygote)
             if waiting:
                 break
             await asyncio.sleep(0.05)
         assert waiting, "the helper keeps children waiting for calls"
         os.kill(pid, signal.SIGKILL)
         for _ in range(200):
-            if not any(_alive(c) for c in waiting):
+            if not any(_alive(c) for c in [zygote, *waiting]):
                 break
             await asyncio.sleep(0.05)
-        assert not any(_alive(c) for c in waiting)
+        assert not any(_alive(c) for c in [zygote, *waiting])
     finally:
         await r.aclose()
 

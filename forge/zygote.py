@@ -1,0 +1,193 @@
+"""The zygote: the pristine process every sandbox child is forked from.
+
+The helper forks its zygote once, right after it has prepared what is the same
+for every call (module proxies, the seccomp program, the read-only roots) and
+before it reads its first request. The zygote then only ever does two things:
+fork a child when the helper asks (one byte on a socket), and report each
+child's exit status. It never reads a request, never compiles a tool, never
+holds a secret or a result, so a child forked from it holds nothing but what it
+is handed after the fork: its own one call, written by the helper into the
+child's memfd (forge.child). Before issue 9 the children were forked from the
+helper itself, mid-stack, and inherited its compiled-tool cache and the bytes of
+other calls in flight.
+
+Protocol on a SOCK_SEQPACKET pair (one message per datagram):
+helper -> zygote `b"f"` (fork one child);
+zygote -> helper `b"c" pid` with four descriptors (the child's go pipe write end,
+its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
+zygote -> helper `b"x" pid status` when a child has exited (the zygote reaps
+its children; the helper signals them through their pidfds, which cannot hit a
+recycled pid). The zygote dies with the helper (PDEATHSIG), its children with it.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import dataclasses
+import gc
+import os
+import selectors
+import signal
+import socket
+import struct
+from dataclasses import dataclass
+from typing import NoReturn
+
+from forge import confine
+from forge.child import HelperContext, child_main
+
+_CHILD = struct.Struct("<ci")
+_ERROR = struct.Struct("<ci")
+_EXIT = struct.Struct("<cii")
+
+
+@dataclass
+class Spawned:
+    """A forked child waiting for its one call, as the helper holds it."""
+
+    pid: int
+    pidfd: int  # for signals: never hits a recycled pid
+    go: int  # write end of its go pipe
+    job: int  # memfd the call is written to
+    result: int  # read end of its result pipe
+
+
+def _recv(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
+    """One message and its descriptors (socket.recv_fds ignores `flags` on 3.11)."""
+    size = socket.CMSG_LEN(4 * array.array("i").itemsize)
+    data, ancdata, _, _ = sock.recvmsg(64, size, flags)
+    fds = array.array("i")
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+def kill(pidfd: int) -> None:
+    with contextlib.suppress(ProcessLookupError, OSError):
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+
+
+class Zygote:
+    """The helper's handle on its zygote process."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.exits: list[tuple[int, int]] = []  # (pid, wait status) not yet handled
+
+    @classmethod
+    def start(cls, ctx: HelperContext) -> Zygote:
+        """Fork the zygote now (call before reading any request)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        helper_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - zygote
+            mine.close()
+            _zygote_main(ctx, theirs, helper_pid)
+        theirs.close()
+        return cls(pid, mine)
+
+    def fork_child(self) -> Spawned:
+        """Ask for one child and wait for it (exit reports met meanwhile are kept)."""
+        self.sock.send(b"f")
+        while True:
+            data, fds = _recv(self.sock)
+            kind = data[:1]
+            if kind == b"c" and len(fds) == 4:
+                _, pid = _CHILD.unpack(data)
+                go, job, result, pidfd = fds
+                return Spawned(pid, pidfd, go, job, result)
+            for fd in fds:
+                os.close(fd)
+            if kind == b"x":
+                _, pid, status = _EXIT.unpack(data)
+                self.exits.append((pid, status))
+            elif kind == b"e":
+                _, err = _ERROR.unpack(data)
+                raise OSError(err, f"the zygote could not fork: {os.strerror(err)}")
+            elif not data:
+                raise ConnectionError("the sandbox zygote exited")
+
+    def read_reports(self) -> bool:
+        """Read exit reports without blocking; False when the zygote is gone."""
+        while True:
+            try:
+                data, fds = _recv(self.sock, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            for fd in fds:
+                os.close(fd)
+            if not data:
+                return False
+            if data[:1] == b"x":
+                _, pid, status = _EXIT.unpack(data)
+                self.exits.append((pid, status))
+
+    def close(self) -> None:
+        self.sock.close()  # EOF: the zygote exits, waiting children die with it
+
+
+def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None:
+    """Fork one child that waits for its call; send the helper its descriptors."""
+    go_r, go_w = os.pipe2(os.O_CLOEXEC)
+    res_r, res_w = os.pipe2(os.O_CLOEXEC)
+    job = os.memfd_create("forge-call", os.MFD_CLOEXEC)
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in (go_r, go_w, res_r, res_w, job):
+            os.close(fd)
+        sock.send(_ERROR.pack(b"e", exc.errno or 0))
+        return None
+    if pid == 0:  # pragma: no cover - child
+        child_main(ctx, go_r, job, res_w)
+    pidfd = os.pidfd_open(pid)
+    try:
+        socket.send_fds(sock, [_CHILD.pack(b"c", pid)], [go_w, job, res_r, pidfd])
+    finally:
+        for fd in (go_r, go_w, res_r, res_w, job):
+            os.close(fd)
+    return pid, pidfd
+
+
+def _zygote_main(
+    ctx: HelperContext, sock: socket.socket, helper_pid: int
+) -> NoReturn:  # pragma: no cover - runs in the zygote process
+    try:
+        confine.die_with_parent(helper_pid)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ctx = dataclasses.replace(ctx, helper_pid=os.getpid())  # children die with us
+        for std in (0, 1, 2):  # not the helper's protocol pipes
+            os.dup2(ctx.devnull, std)
+        keep = sorted({0, 1, 2, sock.fileno(), ctx.devnull, *ctx.read_fds})
+        low = 0
+        for fd in keep:
+            if fd > low:
+                confine.close_range(low, fd - 1)
+            low = fd + 1
+        confine.close_range(low, 0xFFFFFFFF)
+        gc.collect()
+        gc.freeze()
+        sel = selectors.DefaultSelector()
+        sel.register(sock, selectors.EVENT_READ, None)
+        while True:
+            for key, _ in sel.select():
+                if key.data is None:
+                    cmd = sock.recv(16)
+                    if not cmd:
+                        os._exit(0)
+                    spawned = _fork_one(ctx, sock)
+                    if spawned is not None:
+                        sel.register(spawned[1], selectors.EVENT_READ, spawned[0])
+                else:
+                    pid = key.data
+                    _, status = os.waitpid(pid, 0)
+                    sel.unregister(key.fd)
+                    os.close(key.fd)
+                    sock.send(_EXIT.pack(b"x", pid, status))
+    except BaseException:
+        os._exit(1)
