@@ -91,7 +91,7 @@ class Backend(Protocol):
     name: str  # "openai" | "offline" | ...
 
     def describe(self) -> str:
-        """One line for /status and the log: provider, model, base URL host."""
+        """One line for /status: provider and model (never a server address)."""
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

@@ -32,6 +32,7 @@ from RestrictedPython.transformer import (
 
 from forge.findings import Finding
 from forge.lint import INSPECT_ATTRS
+from forge.schema import secret_key
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
 SAFE_BUILTINS = [
@@ -419,14 +420,16 @@ def make_import(proxies: Mapping[str, SimpleNamespace]) -> Callable[..., Any]:
 
 
 def make_secret_getter(secrets: Mapping[str, str]) -> Callable[[str], str]:
-    values = dict(secrets)
+    # Secret names are case-insensitive everywhere (one rule: schema.secret_key).
+    values = {secret_key(k): v for k, v in secrets.items()}
 
     def secret(name: str) -> str:
-        if name not in values:
+        key = secret_key(name) if isinstance(name, str) else None
+        if key is None or key not in values:
             raise KeyError(
                 f"secret {name!r} is not available: declare it in SECRETS and store it in the vault"
             )
-        return values[name]
+        return values[key]
 
     return secret
 

@@ -51,7 +51,13 @@ def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.Comp
 
 
 @pytest.mark.parametrize(
-    ("declared", "asked"), [("GITHUB_TOKEN", "GITHUB_TOKEN"), ("github_token", "github_token")]
+    ("declared", "asked"),
+    [
+        ("GITHUB_TOKEN", "GITHUB_TOKEN"),
+        ("github_token", "github_token"),
+        ("github_token", "GITHUB_TOKEN"),
+        ("GITHUB_TOKEN", "Github_Token"),
+    ],
 )
 async def test_the_readme_example_works_end_to_end(
     settings: Settings, clock: Clock, home: Path, declared: str, asked: str
