@@ -108,7 +108,7 @@ TOKENS: list[tuple[str, str, str, Callable[[], str]]] = [
         "slack-webhook",
         "SLACK_WEBHOOK_URL",
         lambda: (
-            f"https://hooks.slack.com/services/T{rnd(UP + DIG, 8)}/B{rnd(UP + DIG, 10)}/{rnd(ALNUM, 24)}"
+            f"https://hooks.slack.com/services/T{rnd(UP + DIG, 8)}/B{rnd(UP + DIG, 10)}/{rnd(ALNUM, 24)}"  # noqa: E501
         ),
     ),
     ("stripe", "stripe-key", "STRIPE_SECRET_KEY", lambda: "sk_live_" + rnd(ALNUM, 24)),
@@ -281,7 +281,7 @@ CONTEXT: list[tuple[str, str, str]] = [
     ("generic", "MY_SERVICE_TOKEN={v}", "alnum:48"),
     (
         "gcp",
-        '{{\n  "type": "service_account",\n  "project_id": "demo-123",\n  "private_key_id": "{v}",\n  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"\n}}',
+        '{{\n  "type": "service_account",\n  "project_id": "demo-123",\n  "private_key_id": "{v}",\n  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"\n}}',  # noqa: E501
         "hex:40",
     ),
     ("postgres", "DATABASE_URL=postgres://app:{v}@db.internal:5432/app", "alnum:16"),
@@ -566,10 +566,10 @@ HARMLESS: list[Callable[[], str]] = [
     lambda: f"Pin {R.randint(2, 40)} on the Raspberry Pi is ground",
     lambda: "passport number renewal due in May",
     lambda: "he passed the exam with 98 points",
-    lambda: f"postgres://db.example.com:5432/app",
+    lambda: "postgres://db.example.com:5432/app",
     lambda: f"see https://example.com/docs?page={R.randint(1, 9)}&lang=de",
     lambda: f"https://github.com/octocat/hello-world/commit/{rnd(HEX, 40)}",
-    lambda: f"email: alice@example.com",
+    lambda: "email: alice@example.com",
     lambda: f"color #{rnd(HEX, 6)} for the header",
     lambda: f"lottery numbers {' '.join(str(R.randint(1, 49)) for _ in range(6))}",
     lambda: f"the version is {rnd(DIG, 4)}.{rnd(DIG, 2)}",
