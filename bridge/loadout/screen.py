@@ -28,7 +28,7 @@ _INJECTION: tuple[re.Pattern[str], ...] = tuple(
         r"earlier|preceding|all|any|your|the|system)\b[^.\n]{0,30}\b(?:instructions?|prompts?|"
         r"rules|directions|guidelines|guardrails|messages?)\b",
         r"\byou are now\b",
-        r"\b(?:new|updated|revised) (?:system )?instructions?\s*:",
+        r"\b(?:new|updated|revised) (?:system )?instructions?\s{0,3}:",
         r"\bsystem prompt\b",
         r"\bdeveloper mode\b",
         r"\bdo anything now\b",

@@ -115,13 +115,17 @@ def card_number(text: str) -> bool:
     return False
 
 
+# A keyword stands in prose: after a space, start, quote or dash; before a space or
+# punctuation (never inside a base64 blob or a path: `+pw/`, `/pass/`).
+_BEFORE = r"(?<![^\s\"'(\[{,;:.!?-])"
+_AFTER = r"(?=[\s:=,.;!?)\]\"'-]|$)"
 _PASSWORD_WORD = re.compile(
-    r"(?i)(?<![a-zà-ÿ0-9_])(?:password|passwort|kennwort|passcode|passphrase|pass|pw|pwd)"
-    r"(?![a-zà-ÿ0-9_])"
+    r"(?i)" + _BEFORE + r"(?:wlan-|wifi-|wi-fi-)?(?:password|passwort|kennwort|passcode|"
+    r"passphrase|pass|pw|pwd)" + _AFTER
 )
 _PIN_WORD = re.compile(
-    r"(?i)(?<![a-zà-ÿ0-9_])(?:pin|pin-code|pincode|geheimzahl|passcode|door code|türcode|"
-    r"zugangscode)(?![a-zà-ÿ0-9_])"
+    r"(?i)" + _BEFORE + r"(?:pin|pin-code|pincode|geheimzahl|passcode|door code|türcode|"
+    r"zugangscode)" + _AFTER
 )
 _LINKERS = frozenset("is was ist lautet lautete heißt war wird be to are sind = ->".split())  # noqa: SIM905
 _NOT_A_VALUE = frozenset(
