@@ -125,9 +125,9 @@ _PASSWORD_WORD = re.compile(
 )
 _PIN_WORD = re.compile(
     r"(?i)" + _BEFORE + r"(?:pin|pin-code|pincode|geheimzahl|passcode|door code|türcode|"
-    r"zugangscode)" + _AFTER
+    r"zugangscode|alarm code|alarmcode|safe code|tresorcode|gate code|garage code)" + _AFTER
 )
-_LINKERS = frozenset("is was ist lautet lautete heißt war wird be to are sind = ->".split())  # noqa: SIM905
+_LINKERS = frozenset("is was ist lautet lautete heißt war wird be to are sind = -> - –".split())  # noqa: SIM905
 _NOT_A_VALUE = frozenset(
     """a an the my your our his her their this that it its in on at of for to from with by as
     too not no never still also very only just now again here there somewhere stored saved
@@ -154,8 +154,8 @@ def _candidates(window: str) -> list[tuple[str, bool]]:
     for raw in _WORD.findall(window[:120])[:12]:
         w = raw.strip(_TRIM)
         low = w.lower()
-        if not w:  # punctuation only: what follows is not the value
-            take, direct = False, False
+        if not w:  # punctuation only: "?" and "-" lead to a value, a bracket does not
+            take, direct = raw.strip() in ("?", "-", "–"), False
             continue
         if low in _LINKERS or w in (":", "->") or w.endswith(":"):
             take, direct = True, False
