@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bridge.grading.cues import Cue, find_cues
-from bridge.grading.text import content_words, related, similarity, tokens
+from bridge.grading.text import Related, content_words, similarity, tokens
 
 Label = Literal["approval", "rejection", "rephrase", "neutral"]
 LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
@@ -36,8 +36,9 @@ def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[flo
     sim = similarity(previous_user, next_user)
     nxt = set(content_words(next_user))
     prev, said = set(content_words(previous_user)), set(content_words(reply))
-    novel = [w for w in nxt if not any(related(w, p) for p in prev)]
-    taken = sum(any(related(w, r) for r in said) for w in novel)
+    in_prev, in_said = Related(prev), Related(said)
+    novel = [w for w in nxt if not in_prev.to(w)]
+    taken = sum(in_said.to(w) for w in novel)
     from_reply = taken / len(nxt) if nxt else 0.0
     return sim, from_reply
 

@@ -8,10 +8,11 @@ fixed phrases such as "no problem" / "kein Problem" are not rejections.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-from bridge.grading.text import tokens
+from bridge.grading.text import TOKEN_RE, tokens
 
 NEGATORS = frozenset(
     """
@@ -149,14 +150,19 @@ _NEGATED_STATEMENT = frozenset(
 def _clause_cues(clause: str, first_token: int) -> list[Cue]:
     cues: list[Cue] = []
     question = clause.rstrip().endswith("?")
+    starts = [m.start() for m in TOKEN_RE.finditer(clause)]
     masked = clause
     for pattern, pol, strength in _PHRASES:
+        chars: list[str] | None = None
         for m in pattern.finditer(masked):
             if pol > 0 and question:
                 continue
-            where = first_token + len(tokens(clause[: m.start()]))
+            where = first_token + bisect.bisect_left(starts, m.start())
             cues.append(Cue(pol, strength, where, m.group(0)))
-            masked = masked[: m.start()] + " " * (m.end() - m.start()) + masked[m.end() :]
+            chars = chars if chars is not None else list(masked)
+            chars[m.start() : m.end()] = " " * (m.end() - m.start())
+        if chars is not None:  # one rebuild per phrase pattern keeps this linear
+            masked = "".join(chars)
     if first_token == 0:
         leading = _LEADING_NO.match(masked)
         if leading:

@@ -3,6 +3,9 @@
 Pure functions. English and German. Similarity is what tells a rephrase (the
 same request in other words) from a new topic: content words after stopword
 removal and a light stemmer, plus character trigrams (inflections, compounds).
+Every function is linear in its input: a stem is at most `MAX_WORD` characters,
+and "related" look-ups go through a `Related` index instead of comparing all
+pairs of words.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-_TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
+TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
 _FOLD = str.maketrans("äöüßàáâãåçèéêëìíîïñòóôõøùúûýÿ", "aousaaaaaceeeeiiiinooooouuuyy")
 
 STOPWORDS = frozenset(
@@ -44,7 +47,7 @@ _SUFFIXES = (
 
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens (apostrophe contractions kept: don't, it's)."""
-    words = _TOKEN_RE.findall(text.lower().replace("’", "'"))
+    words = TOKEN_RE.findall(text.lower().replace("’", "'"))
     return [
         w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "let's") else w
         for w in words
@@ -61,8 +64,11 @@ def stem(word: str) -> str:
     return w
 
 
+MAX_WORD = 40  # no word of a natural language is longer; longer runs are cut
+
+
 def content_words(text: str) -> list[str]:
-    return [stem(t) for t in tokens(text) if t not in STOPWORDS]
+    return [stem(t[:MAX_WORD]) for t in tokens(text) if t not in STOPWORDS]
 
 
 def _trigrams(words: list[str]) -> Counter[str]:
@@ -90,12 +96,26 @@ def related(x: str, y: str) -> bool:
     return len(short) >= 4 and (long_.startswith(short) or long_.endswith(short))
 
 
+class Related:
+    """Answers "is any word of this set related to x?" in time linear in len(x)."""
+
+    def __init__(self, words: set[str]) -> None:
+        self._words = words
+        self._affixes = {cut for w in words for k in range(4, len(w)) for cut in (w[:k], w[-k:])}
+
+    def to(self, x: str) -> bool:
+        if x in self._words or x in self._affixes:
+            return True
+        return any(x[:k] in self._words or x[-k:] in self._words for k in range(4, len(x)))
+
+
 def dice(a: set[str], b: set[str]) -> float:
     """Dice overlap where related stems count as shared."""
     if not a or not b:
         return 0.0
-    hits_a = sum(any(related(x, y) for y in b) for x in a)
-    hits_b = sum(any(related(y, x) for x in a) for y in b)
+    in_a, in_b = Related(a), Related(b)
+    hits_a = sum(in_b.to(x) for x in a)
+    hits_b = sum(in_a.to(y) for y in b)
     return (hits_a + hits_b) / (len(a) + len(b))
 
 

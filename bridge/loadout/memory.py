@@ -3,7 +3,8 @@
 `MemoryStore` does the file work (synchronous, under an flock of the tenant's
 memory directory): save (same name updates, never duplicates), read, delete
 and undo. Every change is journalled before it is made and the index is
-regenerated atomically from the topic files after it. The async face the
+regenerated atomically from the topic files after it. What is stored is
+NFKC text without hidden code points (`unicode_clean.clean`). The async face the
 tools and commands use is `bridge.loadout.memory_service.Memory`.
 """
 
@@ -30,6 +31,7 @@ from bridge.loadout.memfiles import (
     slug,
     usage_chars,
 )
+from bridge.loadout.unicode_clean import clean
 
 
 class MemoryRefused(Exception):
@@ -107,6 +109,7 @@ class MemoryStore:
         prov: Provenance,
         now: float,
     ) -> SaveResult:
+        name, description, content = clean(name), clean(description), clean(content)
         check_fields(name, type_, description, content, self.topic_cap)
         mdir = _mdir(root)
         with file_lock(mdir / ".lock"):

@@ -15,6 +15,7 @@ from bridge.audit_sink import AuditSink
 from bridge.loadout.atomic import write_text
 from bridge.loadout.locks import TenantLocks, file_lock
 from bridge.loadout.screen import refusal, screen
+from bridge.loadout.unicode_clean import clean
 
 HEADER = "# Profile: one line per fact about you. Edit freely, or use /profile set|rm."
 KEY = re.compile(r"^[\w][\w .-]{0,31}$")
@@ -91,6 +92,7 @@ class Profile:
         reasons = screen(f"{key}\n{value}")
         if reasons:
             raise ProfileError(refusal("this profile line", reasons))
+        key, value = clean(key), clean(value)  # stored as NFKC
         async with self._locks.hold(root, "profile"):
             with file_lock(root / ".profile.lock"):
                 new = set_line(self.read(root), key, value)

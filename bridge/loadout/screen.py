@@ -3,6 +3,13 @@
 Pure functions. `screen(text, known_secrets)` returns the reasons a text must
 not be stored (empty when it is fine); the reasons name the kind of problem,
 never the offending text, so they can go back to the model and into logs.
+
+Secrets are looked for in the NFKC form with hidden code points removed (so
+full-width or zero-width-split tokens are still seen); instructions in the
+skeleton (combining marks dropped, look-alike letters folded, casefolded), so
+`i\\u0307gnore previous instructions` reads as what it says. The rules are in
+`secret_rules` (provider shapes) and `secret_context` (key=value, cards,
+sentences); the Unicode work is in `unicode_clean`.
 """
 
 from __future__ import annotations
@@ -10,40 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    (
-        "a GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    ),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("a Telegram bot token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b")),
-    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    (
-        "a JSON web token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ),
-    (
-        "a password or key in key=value form",
-        re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key|"
-            r"auth[_-]?token|token|private[_-]?key|client[_-]?secret)\s*[:=]\s*"
-            r"[\"']?[^\s\"',;]{4,}"
-        ),
-    ),
-    ("a URL with a password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]{3,}@")),
-)
-
-_INVISIBLE = re.compile(
-    "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u00ad\u061c\u180e\u200b\u200c\u200e\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
+from bridge.loadout import secret_context
+from bridge.loadout.secret_rules import LABELS, provider_kinds
+from bridge.loadout.unicode_clean import clean, describe, invisible, skeleton
 
 _INJECTION: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
@@ -52,13 +28,13 @@ _INJECTION: tuple[re.Pattern[str], ...] = tuple(
         r"earlier|preceding|all|any|your|the|system)\b[^.\n]{0,30}\b(?:instructions?|prompts?|"
         r"rules|directions|guidelines|guardrails|messages?)\b",
         r"\byou are now\b",
-        r"\b(?:new|updated|revised) (?:system )?instructions?\s*:",
+        r"\b(?:new|updated|revised) (?:system )?instructions?\s{0,3}:",
         r"\bsystem prompt\b",
         r"\bdeveloper mode\b",
         r"\bdo anything now\b",
         r"\bjailbr(?:eak|oken)\b",
         r"<\|?(?:im_start|im_end|system|endoftext)\|?>",
-        r"\[/?(?:INST|SYS)\]",
+        r"\[/?(?:inst|sys)\]",
         r"</?system>",
         r"\b(?:from now on|henceforth),? (?:you|the assistant) (?:must|will|should|shall)\b",
         r"\b(?:reveal|print|show|output|repeat)\b[^.\n]{0,30}\b(?:secrets?|vault|api keys?|"
@@ -68,24 +44,42 @@ _INJECTION: tuple[re.Pattern[str], ...] = tuple(
 
 
 def secret_kinds(text: str) -> list[str]:
-    return [kind for kind, pattern in _SECRET_PATTERNS if pattern.search(text)]
+    """Kind ids of the credentials `text` holds (see `secret_rules.LABELS`)."""
+    normal = clean(text)
+    kinds = provider_kinds(normal)
+    if secret_context.assigned(normal):
+        kinds.append("assigned-secret")
+    if secret_context.card_number(normal):
+        kinds.append("card-number")
+    spoken = secret_context.said(normal)
+    if spoken:
+        kinds.append(spoken)
+    return kinds
 
 
 def has_invisible(text: str) -> bool:
-    return _INVISIBLE.search(text) is not None
+    return bool(invisible(text))
 
 
 def looks_like_injection(text: str) -> bool:
-    return any(p.search(text) for p in _INJECTION)
+    bare = skeleton(text)
+    return any(p.search(bare) for p in _INJECTION)
+
+
+def _holds(text: str, values: Iterable[str]) -> bool:
+    forms = (text, clean(text))
+    return any(len(v) >= 4 and any(v in form for form in forms) for v in values)
 
 
 def screen(text: str, known_secrets: Iterable[str] = ()) -> list[str]:
     """Why `text` must not be stored; an empty list means it may be."""
-    reasons = [f"it looks like {kind}" for kind in secret_kinds(text)]
-    if any(len(value) >= 4 and value in text for value in known_secrets):
+    reasons = [f"it looks like {LABELS[kind]}" for kind in secret_kinds(text)]
+    if _holds(text, known_secrets):
         reasons.append("it contains the value of a vault secret")
     if has_invisible(text):
-        reasons.append("it contains invisible or bidirectional control characters")
+        reasons.append(
+            f"it contains invisible or bidirectional control characters ({describe(text)})"
+        )
     if looks_like_injection(text):
         reasons.append("it reads like instructions to the assistant rather than a fact")
     return reasons

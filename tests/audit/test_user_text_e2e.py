@@ -48,6 +48,7 @@ async def test_typed_names_never_reach_the_chain(settings: Settings, clock: Cloc
         for chat, text in (
             ("hunter2", "/remember wifi password is hunter2 and the PIN 4711"),
             ("hunter2", "/remember Arzttermin wegen Brustkrebs am Dienstag"),
+            ("hunter2", "/remember Minka the cat gets Sertralin twice a day"),
             ("c", "/profile set wifi_hunter2 yes"),
             ("c", "/Zx81kQpL0mWv"),
             ("c", "/persona Brustkrebs"),
@@ -61,7 +62,9 @@ async def test_typed_names_never_reach_the_chain(settings: Settings, clock: Cloc
     path = settings.home / "audit" / "chain.jsonl"
     raw = path.read_text()
     events = [json.loads(line)["event"] for line in raw.splitlines()]
-    assert events.count("memory.saved") == 3, events  # two /remember, one by the model
+    # the password line is refused by the secret screen; two /remember and one by the model
+    assert events.count("memory.refused") == 1, events
+    assert events.count("memory.saved") == 3, events
     assert "tool.saved" in events and "profile.changed" in events
     for word in SECRET_WORDS:
         assert word.lower() not in raw.lower(), word
