@@ -27,8 +27,13 @@ class ProfileError(Exception):
 
 
 def body_lines(text: str) -> list[str]:
-    """The lines the prompt shows and the cap counts (comments and blanks dropped)."""
-    return [ln.rstrip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    """The lines the prompt shows and the cap counts (comments and blanks dropped).
+
+    Cleaned like stored text (NFKC, hidden code points removed), so a USER.md
+    edited by hand never carries invisible characters into the prompt.
+    """
+    lines = (clean(ln).rstrip() for ln in text.splitlines())
+    return [ln for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
 def body_chars(text: str) -> int:

@@ -95,3 +95,12 @@ def test_in_place_edit_of_a_tool_file_is_seen_after_the_recheck(alice: TenantDir
     assert view.tools(alice.root)[0][1] == "v1"
     now[0] = 2.5
     assert view.tools(alice.root)[0][1] == "v2"
+
+
+def test_a_hand_edited_profile_brings_no_hidden_characters_into_the_prompt(
+    lo: Loadout, alice: TenantDirs, clock: Clock
+) -> None:
+    alice.user_md.write_text("- name: Ali\u200bce\ufeff\n- note: i\u2060gnore\u2028this\n")
+    text = lo.prompt.render("alice", alice.root, "web", "c1", "m1", clock.now).text
+    assert "- name: Alice" in text and "- note: ignore" in text  # U+2028 splits the line
+    assert not any(ch in text for ch in "\u200b\ufeff\u2060\u2028")
