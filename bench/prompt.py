@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.audit_sink import NullAudit
-from bridge.config import Settings, load_settings
-from bridge.db import connect
-from bridge.loadout.memory import Provenance
-from bridge.loadout.views import FileSkills, FileTools, StaticStyle
-from bridge.loadout.wiring import Loadout, build_loadout
-from bridge.tenants import TenantDirs
+from bridge.app.loadout import Loadout, build_loadout
+from bridge.core.config import Settings, load_settings
+from bridge.core.db import connect
+from bridge.core.tenants import TenantDirs
+from bridge.memory.store import Provenance
+from bridge.prompt.views import FileSkills, FileTools, StaticStyle
+from bridge.types.audit_sink import NullAudit
 
 NOW = 1_800_000_000.0
 

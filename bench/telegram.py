@@ -31,14 +31,14 @@ from pathlib import Path
 sys.path.remove(sys.path[0])  # this directory (python bench/telegram.py puts it first)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from bridge.app.build import build
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
 from bridge.channels.telegram_send import SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
-from bridge.config import load_settings
-from bridge.daemon import build
-from bridge.messages import Final, Inbound
-from bridge.pairing import PairingStore
+from bridge.core.config import load_settings
+from bridge.core.pairing import PairingStore
+from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from bridge.types.messages import Final, Inbound
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
@@ -139,7 +139,7 @@ async def daemon_memory(tmp: Path, chats: int) -> tuple[int, int]:
             ROOST_TELEGRAM__API_BASE_URL=fake.base_url,
         )
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli", "serve", env=env,
+            sys.executable, "-m", "bridge.cli.main", "serve", env=env,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         try:

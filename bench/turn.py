@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiohttp
 from aiohttp import web
 
-from bridge.config import load_settings
-from bridge.daemon import build
-from bridge.messages import Inbound
+from bridge.app.build import build
+from bridge.core.config import load_settings
+from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend
 
 TOKEN = "bench-token-0123456789"
@@ -78,7 +78,7 @@ async def overhead(turns: int) -> tuple[float, float, float]:
             await roost.core.handle(inbound)
             times.append(time.perf_counter() - start)
         bare: list[float] = []
-        from bridge.backend import ChatMessage, ModelRequest
+        from bridge.types.backend import ChatMessage, ModelRequest
 
         request = ModelRequest("sys", (ChatMessage("user", "x"),))
         for _ in range(turns):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.backend import (
+from bridge.app.build import Roost
+from bridge.core.config import Settings, load_settings
+from bridge.types.backend import (
     BackendError,
     Finish,
     ModelEvent,
@@ -17,9 +19,7 @@ from bridge.backend import (
     ToolCall,
     ToolCallRequest,
 )
-from bridge.config import Settings, load_settings
-from bridge.daemon import Roost
-from bridge.messages import Inbound
+from bridge.types.messages import Inbound
 
 
 class ScriptedBackend:
@@ -110,8 +110,8 @@ def web_msg(text: str, n: int, chat: str = "c1") -> Inbound:
 @pytest.fixture
 async def roost(settings: Settings, clock: Clock) -> AsyncIterator[Roost]:
     """A roost built in process with an empty ScriptedBackend and a MemoryAudit."""
-    from bridge.audit_sink import MemoryAudit
-    from bridge.daemon import build
+    from bridge.app.build import build
+    from bridge.types.audit_sink import MemoryAudit
 
     made = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
     yield made

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TextIO
 
-from bridge.messages import Final, Inbound
+from bridge.types.messages import Final, Inbound
 
 Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
 QUIT = {"/quit", "/exit", ":q"}

@@ -35,15 +35,15 @@ from telegram.constants import ChatType
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
-from bridge.audit_sink import AuditSink
 from bridge.channels import ChannelStartError
-from bridge.channels.telegram_access import AccessGate
 from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
 from bridge.channels.telegram_stream import KeyedLocks, StreamingReply, StreamTiming, Typing
-from bridge.commands import COMMAND_NAME, parse_command
-from bridge.config import ConfigError, TelegramSettings
-from bridge.messages import Final, Inbound
-from bridge.pairing import PairingStore
+from bridge.core.access import AccessGate
+from bridge.core.commands import COMMAND_NAME, parse_command
+from bridge.core.config import ConfigError, TelegramSettings
+from bridge.core.pairing import PairingStore
+from bridge.types.audit_sink import AuditSink
+from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger(__name__)
 

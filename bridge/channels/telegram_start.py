@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bridge.commands import Command, CommandContext, CommandTable
+from bridge.core.commands import Command, CommandContext, CommandTable
 
 GREETING = (
     "Hi{name}! I'm roost, a personal assistant that keeps a loadout for you.\n\n"

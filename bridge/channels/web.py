@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
 from bridge.channels.web_input import BodyError, HostAllowList, decode_json_object
-from bridge.messages import Final, Inbound
+from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger(__name__)
 

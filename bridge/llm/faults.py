@@ -13,7 +13,7 @@ import logging
 import secrets
 from collections.abc import Callable
 
-from bridge.backend import BackendError
+from bridge.types.backend import BackendError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from bridge.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 
 OFFLINE_ANSWER = """\
 No model is configured, so I can only run slash commands (try /help).

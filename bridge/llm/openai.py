@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from bridge.backend import BackendError, ModelEvent, ModelRequest
 from bridge.llm.faults import ServerFault, reported
 from bridge.llm.http_retry import (
     Retry,
@@ -47,6 +46,7 @@ from bridge.llm.openai_wire import (
     server_error_message,
 )
 from bridge.llm.sse import SSEDecoder, SSEError
+from bridge.types.backend import BackendError, ModelEvent, ModelRequest
 
 log = logging.getLogger(__name__)
 

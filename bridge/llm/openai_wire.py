@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.backend import (
+from bridge.llm.faults import ServerFault
+from bridge.types.backend import (
     BackendError,
     ChatMessage,
     Finish,
@@ -26,7 +27,6 @@ from bridge.backend import (
     ToolCall,
     ToolCallRequest,
 )
-from bridge.llm.faults import ServerFault
 
 _RESERVED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.backend import Backend, BackendError
 from bridge.llm.offline import OfflineBackend
+from bridge.types.backend import Backend, BackendError
 
 PROVIDERS = ("auto", "openai", "offline")
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"

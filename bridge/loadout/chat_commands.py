@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from bridge.audit_sink import AuditSink
-from bridge.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.personas import DEFAULT, Personas
 from bridge.loadout.profile import Profile, ProfileError, body_chars
-from bridge.loadout.screen import refusal, screen
+from bridge.screening.screen import refusal, screen
+from bridge.types.audit_sink import AuditSink
 
 
 class ProfileCommands:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.loadout.filecache import FileCache
+from bridge.core.filecache import FileCache
 
 log = logging.getLogger(__name__)
 DEFAULT = "default"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bridge.audit_sink import AuditSink
-from bridge.loadout.atomic import write_text
-from bridge.loadout.locks import TenantLocks, file_lock
-from bridge.loadout.screen import refusal, screen
-from bridge.loadout.unicode_clean import clean
+from bridge.core.atomic import write_text
+from bridge.core.locks import TenantLocks, file_lock
+from bridge.screening.screen import refusal, screen
+from bridge.screening.unicode_clean import clean
+from bridge.types.audit_sink import AuditSink
 
 HEADER = "# Profile: one line per fact about you. Edit freely, or use /profile set|rm."
 KEY = re.compile(r"^[\w][\w .-]{0,31}$")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.loadout.filecache import FileCache, StatKey, sig
+from bridge.core.filecache import FileCache, StatKey, sig
 
 MAX_DEPTH = 3
 MAX_FILES = 20

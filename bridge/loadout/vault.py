@@ -15,10 +15,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from bridge.audit_sink import AuditSink
-from bridge.loadout.atomic import remove, write_text
-from bridge.loadout.filecache import FileCache, sig
+from bridge.core.atomic import remove, write_text
+from bridge.core.filecache import FileCache, sig
 from bridge.loadout.mask import MIN_SECRET_CHARS, Masker
+from bridge.types.audit_sink import AuditSink
 from forge.schema import SECRET_NAME_RE, secret_key
 
 NAME = SECRET_NAME_RE

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.loadout.filecache import FileCache
+from bridge.core.filecache import FileCache
 from forge.library import ToolLibrary
 from forge.names import BadName, check_name
 from forge.usage import Usage

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from bridge.audit_sink import AuditSink
-from bridge.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.personal_tools.catalog import ToolCatalog
+from bridge.types.audit_sink import AuditSink
 from forge.library import SavedTool, SessionTools, ToolExists, ToolNotFound
 from forge.names import BadName, bare_name
 

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bridge.audit_sink import AuditSink
-from bridge.backend import ToolSchema
 from bridge.personal_tools.catalog import Entry, ToolCatalog
-from bridge.tools import FunctionTool, Tool, ToolError, TurnContext
+from bridge.types.audit_sink import AuditSink
+from bridge.types.backend import ToolSchema
+from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.calls import call_saved
 from forge.library import SessionTools
 from forge.names import to_wire

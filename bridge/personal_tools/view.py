@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.loadout.views import ToolRow
 from bridge.personal_tools.catalog import ToolCatalog
+from bridge.prompt.views import ToolRow
 
 
 class SavedToolsView:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bridge.commands import Command, CommandContext, UsageError
-from bridge.loadout.filecache import FileCache
+from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.filecache import FileCache
 from bridge.skills.files import read_skills
 from bridge.skills.grades import SkillGrades
 

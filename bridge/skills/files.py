@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from bridge.loadout.filecache import FileCache
-from bridge.loadout.views import front_matter
+from bridge.core.filecache import FileCache
+from bridge.prompt.views import front_matter
 
 SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63})\.md$")
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bridge.agent import AgentResult
-from bridge.audit_sink import TurnEvents
+from bridge.core.agent import AgentResult
+from bridge.core.filecache import FileCache
+from bridge.core.sessions import Session
 from bridge.grading.classify import classify
-from bridge.loadout.filecache import FileCache
-from bridge.sessions import Session
 from bridge.skills.files import read_skills, skills_dir
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.usage import skills_used
-from bridge.tools import TurnContext
+from bridge.types.audit_sink import TurnEvents
+from bridge.types.tools import TurnContext
 
 
 class SkillsObserver:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.loadout.filecache import FileCache
-from bridge.loadout.views import SkillRow
+from bridge.core.filecache import FileCache
+from bridge.prompt.views import SkillRow
 from bridge.skills.files import read_skills, skills_dir
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
 

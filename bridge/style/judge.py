@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
 from bridge.style.rules import Counts
+from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
 
 Verdict = Literal["faithful", "overfit", "error"]
 MAX_ANSWER_CHARS = 4000

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.loadout.views import shadow_cohort
+from bridge.prompt.views import shadow_cohort
 
 DAY_MS = 86_400_000
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -107,7 +107,7 @@ def cohort_bit(msg_id: str, bullet_id: str) -> int:
     """The shadow cohort of one bullet on one turn: 1 shows the bullet, 0 is control.
 
     The same function the loadout uses to decide what block 8 shows
-    (`bridge.loadout.views.shadow_cohort`), so a graded turn's cohort is
+    (`bridge.prompt.views.shadow_cohort`), so a graded turn's cohort is
     recomputed exactly from its message id.
     """
     return 1 if shadow_cohort(msg_id, bullet_id) else 0

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.audit_sink import AuditSink, Event
 from bridge.style.aggregate import GradedTurn, cohorts, graded_turns, skill_counts, turn_counts
 from bridge.style.judge import Judge, judge_prompt
 from bridge.style.records import read_records
@@ -31,6 +30,7 @@ from bridge.style.rules import (
     should_roll_back,
 )
 from bridge.style.store import ACTIVE, Bullet, StyleStore, SweepRow
+from bridge.types.audit_sink import AuditSink, Event
 
 NO_MODEL = "no model configured"
 

@@ -1,7 +1,7 @@
 """Block 8's source: a tenant's live and shadow bullets (the loadout's StyleView).
 
 The snapshot shows a shadow bullet on the turns where its own cohort bit
-(`bridge.loadout.views.shadow_cohort(msg_id, bullet_id)`) is 1. The tenant is
+(`bridge.prompt.views.shadow_cohort(msg_id, bullet_id)`) is 1. The tenant is
 the directory above `global/` of the tenant root, as everywhere in the loadout.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.loadout.views import BulletRow
+from bridge.prompt.views import BulletRow
 from bridge.style.store import StyleStore
 
 

@@ -18,7 +18,7 @@ import pytest
 from audit_helpers import KEY, ChainFactory
 
 from bridge.audit import verify
-from bridge.audit.cli import add_audit_parser, run_audit_command
+from bridge.cli.audit import add_audit_parser, run_audit_command
 
 Edit = Callable[[bytes], bytes]
 

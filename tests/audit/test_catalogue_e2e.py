@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from bridge.app.build import build
 from bridge.audit.catalogue import EVENTS, SWEEP_EVENTS
 from bridge.audit.schema import COMMANDS, SCHEMAS, keyed_namer, sanitize
-from bridge.backend import BackendError
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.core.config import Settings
 from bridge.loadout.vault import set_value
-from bridge.messages import Inbound
+from bridge.types.backend import BackendError
+from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 
 TOOL = 'SECRETS = ["api"]\n\ndef run(n: int) -> int:\n    """Double."""\n    return 2 * n\n'

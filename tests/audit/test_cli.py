@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from audit_helpers import KEY, ChainFactory
 
-from bridge.audit.cli import add_audit_parser, run_audit_command
+from bridge.cli.audit import add_audit_parser, run_audit_command
 
 
 def run(argv: list[str], home: Path, key_path: Path | None = None) -> tuple[int, str, str]:

@@ -12,12 +12,12 @@ import json
 import random
 import uuid
 
+from bridge.app.build import build
 from bridge.audit.catalogue import EVENTS
 from bridge.audit.schema import SCHEMAS, keyed_namer, sanitize
 from bridge.audit.verify import verify
-from bridge.config import Settings
-from bridge.daemon import build
-from bridge.messages import Inbound
+from bridge.core.config import Settings
+from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 
 TOOL = 'def run(n: int) -> int:\n    """Double."""\n    return 2 * n\n'

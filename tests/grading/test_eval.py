@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bridge.cli.grade import run_grade_eval
 from bridge.grading import LABELS, Case, Outcome, evaluate, load_cases
-from bridge.grading.cli import run_grade_eval
 
 HERE = Path(__file__).parent
 DEV = HERE / "outcomes.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.backend import ChatMessage, ModelEvent, ModelRequest
+from bridge.types.backend import ChatMessage, ModelEvent, ModelRequest
 
 KEY = "sk-test-0123456789abcdef"
 MODEL = "fake-model"

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.app.build import build
+from bridge.core.config import Settings
 from bridge.llm.openai import OpenAIBackend
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, web_msg
 from tests.fakes.fake_openai import FakeOpenAI, Garbage, Hang, Status
 from tests.llm.support import KEY, MODEL

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from bridge.backend import BackendError, Finish, TextDelta
 from bridge.llm.offline import OfflineBackend
 from bridge.llm.select import select_backend
+from bridge.types.backend import BackendError, Finish, TextDelta
 from tests.llm.support import collect
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.backend import BackendError, Finish, TextDelta, ToolCall, ToolCallRequest
 from bridge.llm.openai_wire import StreamAssembler, completion_events
 from bridge.llm.sse import SSEDecoder, SSEError
+from bridge.types.backend import BackendError, Finish, TextDelta, ToolCall, ToolCallRequest
 
 
 def test_sse_decoder_handles_any_split_and_line_ending():

@@ -10,8 +10,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from bridge.backend import BackendError, TextDelta
 from bridge.llm.http_retry import retry_after_seconds
+from bridge.types.backend import BackendError, TextDelta
 from tests.fakes.fake_openai import Garbage, Hang, Status, Text
 from tests.llm.support import KEY, MODEL, collect
 

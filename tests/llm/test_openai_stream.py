@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.backend import (
+from bridge.types.backend import (
     BackendError,
     ChatMessage,
     Finish,

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
-from bridge.config import Settings, load_settings
-from bridge.daemon import Roost, build
-from bridge.db import connect
-from bridge.loadout.wiring import Loadout, build_loadout
-from bridge.messages import Inbound
-from bridge.tenants import TenantDirs
-from bridge.tools import TurnContext
+from bridge.app.build import Roost, build
+from bridge.app.loadout import Loadout, build_loadout
+from bridge.core.config import Settings, load_settings
+from bridge.core.db import connect
+from bridge.core.tenants import TenantDirs
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.messages import Inbound
+from bridge.types.tools import TurnContext
 from tests.conftest import Clock, ScriptedBackend
 
 

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bridge.config import Settings
-from bridge.loadout.memory import Provenance
-from bridge.loadout.views import FileSkills, FileTools, StaticStyle, shadow_cohort
-from bridge.loadout.wiring import Loadout, build_loadout
-from bridge.tenants import TenantDirs
+from bridge.app.loadout import Loadout, build_loadout
+from bridge.core.config import Settings
+from bridge.core.tenants import TenantDirs
+from bridge.memory.store import Provenance
+from bridge.prompt.views import FileSkills, FileTools, StaticStyle, shadow_cohort
 from tests.conftest import Clock
 
 DAY = 86_400

@@ -7,10 +7,10 @@ import io
 import json
 import stat
 
-from bridge.cli import SUBCOMMANDS, build_parser
-from bridge.config import Settings
-from bridge.loadout.cli import vault_command
-from bridge.tenants import TenantDirs
+from bridge.cli.loadout import vault_command
+from bridge.cli.main import SUBCOMMANDS, build_parser
+from bridge.core.config import Settings
+from bridge.core.tenants import TenantDirs
 
 
 def run(settings: Settings, argv: list[str], stdin: str = "") -> tuple[int, str, str]:

@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge.config import Settings
+from bridge.core.config import Settings
+from bridge.core.tenants import TenantDirs
 from bridge.loadout import vault
-from bridge.loadout.memfiles import index_entries
-from bridge.tenants import TenantDirs
+from bridge.memory.files import index_entries
 from tests.loadout.conftest import inbound
 
 WRITER = """
 import sys
 from pathlib import Path
-from bridge.loadout.memory import MemoryStore, Provenance
+from bridge.memory.store import MemoryStore, Provenance
 root, tag = Path(sys.argv[1]), sys.argv[2]
 store = MemoryStore(100_000, 6_000)
 for i in range(25):

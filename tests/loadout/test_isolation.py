@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bridge.config import Settings
+from bridge.core.config import Settings
+from bridge.core.tenants import TenantDirs
 from bridge.loadout import vault
-from bridge.tenants import TenantDirs
 from tests.loadout.conftest import inbound
 
 WHO = {"alice": "111", "bob": "222"}

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bridge.loadout.memfiles import index_entries, parse_topic
-from bridge.loadout.wiring import Loadout
-from bridge.tenants import TenantDirs
-from bridge.tools import ToolError
+from bridge.app.loadout import Loadout
+from bridge.core.tenants import TenantDirs
+from bridge.memory.files import index_entries, parse_topic
+from bridge.types.tools import ToolError
 from tests.conftest import Clock
 from tests.loadout.conftest import turn_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.loadout.screen import screen
+from bridge.screening.screen import screen
 
 SECRETS = [
     "my key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",

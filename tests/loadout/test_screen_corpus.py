@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.loadout.screen import refusal, screen, secret_kinds
+from bridge.screening.screen import refusal, screen, secret_kinds
 
 CORPUS = Path(__file__).parent / "corpus"
 

@@ -15,9 +15,9 @@ import string
 
 import pytest
 
-from bridge.loadout import secret_context
-from bridge.loadout.screen import _INJECTION, screen, secret_kinds
-from bridge.loadout.secret_rules import RULES
+from bridge.screening import secret_context
+from bridge.screening.screen import _INJECTION, screen, secret_kinds
+from bridge.screening.secret_rules import RULES
 
 N = 100_000
 R = random.Random(4711)

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from bridge.loadout.memfiles import index_entries, parse_topic
+from bridge.app.loadout import Loadout
+from bridge.core.tenants import TenantDirs
 from bridge.loadout.profile import ProfileError
-from bridge.loadout.screen import screen
-from bridge.loadout.unicode_clean import clean
-from bridge.loadout.wiring import Loadout
-from bridge.tenants import TenantDirs
+from bridge.memory.files import index_entries, parse_topic
+from bridge.screening.screen import screen
+from bridge.screening.unicode_clean import clean
 from tests.conftest import Clock
 from tests.loadout.test_memory import tool
 

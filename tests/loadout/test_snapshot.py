@@ -6,11 +6,11 @@ import json
 import os
 from typing import Any
 
-from bridge.loadout.atomic import write_text
-from bridge.loadout.memory import Provenance
-from bridge.loadout.views import DirRows, FileTools
-from bridge.loadout.wiring import Loadout, build_loadout
-from bridge.tenants import TenantDirs
+from bridge.app.loadout import Loadout, build_loadout
+from bridge.core.atomic import write_text
+from bridge.core.tenants import TenantDirs
+from bridge.memory.store import Provenance
+from bridge.prompt.views import DirRows, FileTools
 from tests.conftest import Clock
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bridge.loadout.filecache import FileCache
+from bridge.core.filecache import FileCache
+from bridge.core.tenants import TenantDirs
 from bridge.loadout.steering import (
     SteeringCache,
     operator_confinement,
     resolve,
     tenant_confinement,
 )
-from bridge.tenants import TenantDirs
 
 
 def write(path: Path, text: str) -> Path:

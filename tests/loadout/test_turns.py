@@ -6,8 +6,8 @@ import io
 import json
 from typing import Any
 
-from bridge.config import Settings
-from bridge.loadout.cli import print_prompt
+from bridge.cli.loadout import print_prompt
+from bridge.core.config import Settings
 from tests.loadout.conftest import inbound
 
 SAVE = json.dumps(
@@ -135,7 +135,7 @@ async def test_profile_persona_audience_commands(settings: Settings, make_roost:
 
 
 async def test_channel_audience_from_config(home: Any, make_roost: Any) -> None:
-    from bridge.config import load_settings
+    from bridge.core.config import load_settings
 
     settings = load_settings(
         telegram={"audience": "a family group chat"}, tenants={"alice": {"telegram_ids": [111]}}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import load_settings
-from bridge.daemon import Roost, build
+from bridge.app.build import Roost, build
+from bridge.core.config import load_settings
 from tests.fakes.fake_openai import FakeOpenAI
 
 API_KEY = "sk-test-key-000000000000"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from bridge.audit_sink import MemoryAudit
-from bridge.config import Settings
-from bridge.daemon import Roost, build
-from bridge.sessions import SessionKey
+from bridge.app.build import Roost, build
+from bridge.core.config import Settings
+from bridge.core.sessions import SessionKey
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend, web_msg
 
 SOURCE = '''

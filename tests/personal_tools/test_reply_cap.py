@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import load_settings
-from bridge.daemon import Roost, build
-from bridge.sessions import SessionKey
+from bridge.app.build import Roost, build
+from bridge.core.config import load_settings
+from bridge.core.sessions import SessionKey
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import FakeOpenAI, Text
 from tests.personal_tools.conftest import API_KEY

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.app.build import build
+from bridge.core.config import Settings
 from bridge.loadout import vault
+from bridge.types.audit_sink import MemoryAudit
 from forge.lint import lint
 from tests.conftest import Clock, ScriptedBackend, web_msg
 
@@ -41,7 +41,7 @@ def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.Comp
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
     env.update(ROOST_HOME=str(home), ROOST_CONFIG=os.environ["ROOST_CONFIG"])
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli", "vault", "set", tenant, name],
+        [sys.executable, "-m", "bridge.cli.main", "vault", "set", tenant, name],
         input=value + "\n",
         env=env,
         capture_output=True,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.daemon import Roost
+from bridge.app.build import Roost
 from bridge.loadout import vault
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls

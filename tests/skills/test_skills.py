@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from bridge.agent import AgentResult
-from bridge.audit_sink import MemoryAudit, TurnEvents
-from bridge.backend import ChatMessage
-from bridge.config import Settings
-from bridge.daemon import Roost
-from bridge.db import connect
-from bridge.loadout.filecache import FileCache
-from bridge.messages import Inbound
-from bridge.sessions import Session, SessionKey
+from bridge.app.build import Roost
+from bridge.core.agent import AgentResult
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.core.filecache import FileCache
+from bridge.core.sessions import Session, SessionKey
+from bridge.core.tenants import TenantDirs
 from bridge.skills.files import Skill, read_skills
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.usage import skills_used
 from bridge.skills.view import GradedSkills
-from bridge.tenants import TenantDirs
-from bridge.tools import TurnContext
+from bridge.types.audit_sink import MemoryAudit, TurnEvents
+from bridge.types.backend import ChatMessage
+from bridge.types.messages import Inbound
+from bridge.types.tools import TurnContext
 from tests.conftest import web_msg
 
 CSV = Skill(

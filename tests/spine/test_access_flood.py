@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bridge.audit_sink import MemoryAudit
-from bridge.config import Settings
-from bridge.daemon import build
-from bridge.messages import Inbound
-from bridge.stranger_audit import StrangerAudit, StrangerLimits
+from bridge.app.build import build
+from bridge.core.config import Settings
+from bridge.core.strangers import StrangerAudit, StrangerLimits
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 
 LIMITS = StrangerLimits(window_s=3600.0, max_tracked=100, records_per_window=10)

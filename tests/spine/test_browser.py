@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
+from bridge.app.build import build
 from bridge.channels.web import WebChannel
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.core.config import Settings
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import ConfigError, load_settings
+from bridge.core.config import ConfigError, load_settings
 
 
 def test_defaults_are_the_embedded_ones(home: Path) -> None:
@@ -66,7 +66,7 @@ def test_unreadable_toml_is_a_config_error(home: Path) -> None:
 def test_cli_exits_78_on_bad_config(home: Path) -> None:
     env = {**os.environ, "ROOST_WEB__PORT": "not-a-port"}
     proc = subprocess.run(
-        [sys.executable, "-m", "bridge.cli", "serve"],
+        [sys.executable, "-m", "bridge.cli.main", "serve"],
         env=env,
         capture_output=True,
         text=True,
@@ -80,7 +80,7 @@ def test_cli_exits_78_on_bad_config(home: Path) -> None:
 def test_unusable_home_exits_78(home: Path) -> None:
     env = {**os.environ, "ROOST_HOME": "/proc/roost-cannot-live-here"}
     proc = subprocess.run(
-        [sys.executable, "-m", "bridge.cli", "send", "hi"],
+        [sys.executable, "-m", "bridge.cli.main", "send", "hi"],
         env=env,
         capture_output=True,
         text=True,

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
-from bridge.backend import BackendError, ToolSchema
-from bridge.config import Settings
-from bridge.daemon import Roost, build
-from bridge.messages import Inbound
-from bridge.tools import FunctionTool, ToolError, TurnContext
+from bridge.app.build import Roost, build
+from bridge.core.config import Settings
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.backend import BackendError, ToolSchema
+from bridge.types.messages import Inbound
+from bridge.types.tools import FunctionTool, ToolError, TurnContext
 from tests.conftest import Clock, ScriptedBackend
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 
-ROOST = [sys.executable, "-m", "bridge.cli"]
+ROOST = [sys.executable, "-m", "bridge.cli.main"]
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """File and directory modes of a busy roost: nothing is readable by group or others.
 
-The real daemon (`python -m bridge.cli serve`) is started with umask 022 in a
+The real daemon (`python -m bridge.cli.main serve`) is started with umask 022 in a
 home that already exists as 0755; a few turns over the web API save memory
 (by tool call and by /remember), write and save a personal tool and run it.
 While the daemon still runs (so `roost.db-wal` and `-shm` exist), every file
@@ -23,7 +23,7 @@ import pytest
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
 from tests.spine.test_daemon import Daemon, env_for
 
-ROOST = [sys.executable, "-m", "bridge.cli"]
+ROOST = [sys.executable, "-m", "bridge.cli.main"]
 TOOL = '''
 def run(a: int, b: int) -> int:
     """Add two numbers."""
@@ -161,7 +161,7 @@ async def test_operator_commands_create_private_files(
 
 
 def test_the_database_and_its_wal_are_private_under_any_umask(tmp_path: Path) -> None:
-    from bridge.db import connect
+    from bridge.core.db import connect
 
     old = os.umask(0o022)
     try:

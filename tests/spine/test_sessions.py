@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.db import connect
-from bridge.sessions import SessionKey, SessionStore
+from bridge.core.db import connect
+from bridge.core.sessions import SessionKey, SessionStore
 
 KEY = SessionKey("local", "web", "default")
 DAY = 86400.0

@@ -12,9 +12,9 @@ import json
 import shutil
 from typing import Any
 
-from bridge.config import Settings
-from bridge.daemon import Roost
-from bridge.tenants import TenantDirs
+from bridge.app.build import Roost
+from bridge.core.config import Settings
+from bridge.core.tenants import TenantDirs
 from tests.conftest import web_msg
 
 msg = web_msg

@@ -10,10 +10,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bridge.audit_sink import MemoryAudit
+from bridge.app.build import build
 from bridge.channels.web import WebChannel
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.core.config import Settings
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend
 
 TOKEN = "test-token-0123456789"

@@ -15,10 +15,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bridge.audit_sink import MemoryAudit
+from bridge.app.build import build
 from bridge.channels.web import WebChannel
-from bridge.config import Settings
-from bridge.daemon import build
+from bridge.core.config import Settings
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend
 
 TOKEN = "test-token-0123456789"
@@ -176,8 +176,8 @@ async def test_a_good_body_still_works(site: Any) -> None:
 
 
 def test_allowed_hosts_setting(home: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bridge.config import ConfigError, load_settings
-    from bridge.service import web_hosts
+    from bridge.app.serve import web_hosts
+    from bridge.core.config import ConfigError, load_settings
 
     monkeypatch.setenv("ROOST_WEB__ALLOWED_HOSTS", '["Roost.LAN", "[fd00::1]:8443"]')
     monkeypatch.setenv("ROOST_TELEGRAM__TOKEN", "123:abc")

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from bridge.backend import BackendError, Finish, ModelEvent, ModelRequest, TextDelta
-from bridge.db import connect
+from bridge.core.db import connect
 from bridge.style.rules import DAY_MS, cohort_bit
 from bridge.style.store import StyleStore
+from bridge.types.backend import BackendError, Finish, ModelEvent, ModelRequest, TextDelta
 
 T0 = 1_800_000_000_000  # ms
 

@@ -11,10 +11,10 @@ import pytest
 
 from bridge.audit.chain import AuditChain
 from bridge.audit.verify import tail, verify
-from bridge.cli import Subcommand
-from bridge.config import Settings
-from bridge.db import connect
-from bridge.style import cli as style_cli
+from bridge.cli import style as style_cli
+from bridge.cli.main import Subcommand
+from bridge.core.config import Settings
+from bridge.core.db import connect
 from bridge.style.judge import Judge
 from bridge.style.rules import Counts
 from bridge.style.store import StyleStore

@@ -3,14 +3,14 @@ shadow bullet on its own cohort's turns, per tenant."""
 
 from __future__ import annotations
 
-from bridge.audit_sink import NullAudit
-from bridge.config import Settings
-from bridge.db import connect
-from bridge.loadout.wiring import build_loadout
+from bridge.app.loadout import build_loadout
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.core.tenants import TenantDirs
 from bridge.style.rules import Counts, cohort_bit
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
-from bridge.tenants import TenantDirs
+from bridge.types.audit_sink import NullAudit
 from tests.style.helpers import T0
 
 

@@ -10,14 +10,14 @@ import pytest
 
 from bridge.audit.catalogue import EVENTS
 from bridge.audit.redact import redact
-from bridge.audit_sink import MemoryAudit
-from bridge.backend import BackendError, ModelEvent, ModelRequest
 from bridge.llm.offline import OfflineBackend
 from bridge.style.judge import Judge
 from bridge.style.rules import Counts, bullet_text
 from bridge.style.store import StyleStore
 from bridge.style.sweep import NO_MODEL, Sweeper
 from bridge.style.view import LearnedStyle
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.backend import BackendError, ModelEvent, ModelRequest
 from tests.style.helpers import DAY, T0, FakeJudge, cohort_records, open_store, outage, signals
 
 

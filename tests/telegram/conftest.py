@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from bridge.audit_sink import MemoryAudit
+from bridge.app.build import Roost, build
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
 from bridge.channels.telegram_send import SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
-from bridge.config import Settings, load_settings
-from bridge.daemon import Roost, build
-from bridge.pairing import PairingStore
+from bridge.core.config import Settings, load_settings
+from bridge.core.pairing import PairingStore
+from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import ScriptedBackend
 from tests.telegram.fake_bot_api import FakeBotAPI
 

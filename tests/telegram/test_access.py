@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bridge.config import Settings, load_settings
+from bridge.core.config import Settings, load_settings
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, running, tg_settings
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI

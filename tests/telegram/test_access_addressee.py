@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bridge.commands import parse_command
-from bridge.config import load_settings
+from bridge.core.commands import parse_command
+from bridge.core.config import load_settings
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, GROUP, TOKEN, running, tg_settings
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI

@@ -13,11 +13,11 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from bridge.app.build import Roost, build
 from bridge.channels.telegram import TelegramChannel
-from bridge.config import Settings
-from bridge.daemon import Roost, build
-from bridge.pairing import PairingStore
-from bridge.stranger_audit import StrangerLimits
+from bridge.core.config import Settings
+from bridge.core.pairing import PairingStore
+from bridge.core.strangers import StrangerLimits
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import NO_DRAFTS, tg_settings
 from tests.telegram.fake_bot_api import FakeBotAPI

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bridge.backend import Finish, ModelEvent, ModelRequest, TextDelta
-from bridge.config import load_settings
+from bridge.core.config import load_settings
+from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.telegram.conftest import ALICE, FAST, TOKEN, running
 from tests.telegram.fake_bot_api import FakeBotAPI
 

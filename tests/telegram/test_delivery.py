@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bridge.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from bridge.channels.telegram_render import render
 from bridge.channels.telegram_stream import CURSOR
+from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, FAST, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI, utf16_len

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bridge.config import load_settings
+from bridge.core.config import load_settings
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, GROUP, TOKEN, running
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bridge.logging_setup import RedactingFilter
+from bridge.app.logging_setup import RedactingFilter
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
-ROOST = [sys.executable, "-m", "bridge.cli"]
+ROOST = [sys.executable, "-m", "bridge.cli.main"]
 
 
 class Collect(logging.Handler):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bridge.channels.telegram_send import ChatPacer
-from bridge.db import connect
-from bridge.messages import Inbound
-from bridge.pairing import ALPHABET, LOCKOUT_S, PairingStore, code_hash
+from bridge.core.db import connect
+from bridge.core.pairing import ALPHABET, LOCKOUT_S, PairingStore, code_hash
+from bridge.types.messages import Inbound
 from tests.conftest import Clock
 
 
@@ -105,7 +105,7 @@ async def test_roost_pair_prints_a_code_that_works(home: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bridge.cli",
+        "bridge.cli.main",
         "pair",
         "carol",
         env=env,
@@ -126,7 +126,7 @@ async def test_roost_pair_prints_a_code_that_works(home: Path) -> None:
     bad = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bridge.cli",
+        "bridge.cli.main",
         "pair",
         "Not A Tenant",
         env=env,

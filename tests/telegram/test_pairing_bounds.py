@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.db import connect
-from bridge.pairing import MAX_STRANGER_ROWS, PairingStore
+from bridge.core.db import connect
+from bridge.core.pairing import MAX_STRANGER_ROWS, PairingStore
 from tests.conftest import Clock
 
 

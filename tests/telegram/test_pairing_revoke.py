@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from bridge.config import Settings, load_settings
-from bridge.db import connect
-from bridge.pairing import PairingStore
+from bridge.core.config import Settings, load_settings
+from bridge.core.db import connect
+from bridge.core.pairing import PairingStore
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, running
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -90,7 +90,7 @@ async def roost_cli(*argv: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bridge.cli",
+        "bridge.cli.main",
         *argv,
         env={**os.environ},
         stdout=asyncio.subprocess.PIPE,

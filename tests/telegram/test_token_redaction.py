@@ -20,14 +20,14 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from bridge.app.logging_setup import Redactor
 from bridge.channels import ChannelStartError
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
-from bridge.config import ConfigError, TelegramSettings, load_settings
-from bridge.logging_setup import Redactor
+from bridge.core.config import ConfigError, TelegramSettings, load_settings
 from tests.telegram.conftest import ALICE, TOKEN
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
-ROOST = [sys.executable, "-m", "bridge.cli"]
+ROOST = [sys.executable, "-m", "bridge.cli.main"]
 TOKENS = [TOKEN, "1:x", "abc", "987654:AAE-short_tail"]
 
 

@@ -1,0 +1,104 @@
+"""Builds the loadout of a running roost from the settings and the database.
+
+`build_loadout` returns one `Loadout` holding the prompt source (for the
+TurnRunner), the memory tool source, the chat command sets, and the vault
+(whose `masker(root)` masks secret values out of replies). The views of
+blocks 7-9 are passed in; the file-based defaults are used otherwise.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.core.commands import CommandSet
+from bridge.core.config import Settings
+from bridge.core.filecache import FileCache, NoCache
+from bridge.core.locks import TenantLocks
+from bridge.loadout.chat_commands import AudienceCommands, PersonaCommands, ProfileCommands
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.personas import SHIPPED, Personas
+from bridge.loadout.profile import Profile
+from bridge.loadout.vault import Vault
+from bridge.memory.commands import MemoryCommands
+from bridge.memory.service import Memory
+from bridge.memory.store import MemoryStore
+from bridge.memory.tools import MemoryTools
+from bridge.prompt.blocks import make_blocks
+from bridge.prompt.snapshot import SnapshotTaker
+from bridge.prompt.source import LoadoutPrompt
+from bridge.prompt.views import (
+    FileSkills,
+    FileTools,
+    PersonalToolsView,
+    SkillsView,
+    StaticStyle,
+    StyleView,
+)
+from bridge.types.audit_sink import AuditSink
+
+
+@dataclass
+class Loadout:
+    prompt: LoadoutPrompt
+    memory: Memory
+    profile: Profile
+    vault: Vault
+    personas: Personas
+    chats: ChatSettings | None
+    tool_source: MemoryTools
+    command_sets: tuple[CommandSet, ...]
+    files: FileCache
+
+
+def audience_defaults(settings: Settings) -> dict[str, str]:
+    out = {}
+    if settings.telegram.audience:
+        out["telegram"] = settings.telegram.audience
+    return out
+
+
+def build_loadout(
+    settings: Settings,
+    db: sqlite3.Connection | None,
+    audit: AuditSink,
+    *,
+    skills: SkillsView | None = None,
+    style: StyleView | None = None,
+    tools: PersonalToolsView | None = None,
+    cached: bool = True,
+) -> Loadout:
+    caps = settings.loadout
+    files = FileCache() if cached else NoCache()
+    locks = TenantLocks()
+    vault = Vault(audit, files)
+    memory = Memory(MemoryStore(caps.memory_chars, caps.topic_chars), audit, vault.values, locks)
+    profile = Profile(caps.profile_chars, audit, locks)
+    persona_dirs = [caps.personas_dir or SHIPPED, Path(settings.home) / "personas"]
+    personas = Personas(persona_dirs, files)
+    chats = ChatSettings(db) if db is not None else None
+    defaults = audience_defaults(settings)
+    taker = SnapshotTaker(
+        home=settings.home,
+        memory_cap=caps.memory_chars,
+        steering_cap=caps.steering_file_chars,
+        chat_settings=chats,
+        personas=personas,
+        skills=skills or FileSkills(cache=files),
+        style=style or StaticStyle(),
+        tools=tools or FileTools(files),
+        audience_defaults=defaults,
+        files=files,
+        cached=cached,
+    )
+    prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
+    sets: list[CommandSet] = [MemoryCommands(memory), ProfileCommands(profile)]
+    if chats is not None:
+        sets += [
+            PersonaCommands(personas, chats, audit),
+            AudienceCommands(chats, audit, defaults, caps.audience_chars),
+        ]
+    return Loadout(
+        prompt, memory, profile, vault, personas, chats, MemoryTools(memory), tuple(sets), files
+    )

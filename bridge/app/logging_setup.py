@@ -1,0 +1,120 @@
+"""Logging to stderr with secrets redacted: the one redaction point.
+
+A `Redactor` knows the configured secrets (bot token, API keys, web and
+webhook tokens) and masks every spelling a line could carry them in (plain,
+URL-encoded, the secret half of a bot token), plus secrets of known shapes
+it was not told about (bot tokens in URLs, bearer tokens, `sk-` keys).
+It runs on the *formatted* line, so the message, its arguments, the logger
+name, tracebacks and stack traces all pass through it; the same object
+cleans the CLI's exit messages and uncaught-exception tracebacks
+(`sys.excepthook`). python-telegram-bot and httpx log URLs that embed the
+bot token. Message text is never logged at INFO by roost itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import traceback
+from collections.abc import Iterable
+from types import TracebackType
+from urllib.parse import quote, quote_plus
+
+from bridge.core.config import Settings
+
+MASK = "[redacted]"
+_SHAPES = (
+    re.compile(r"(?i)(/bot)\d+:[A-Za-z0-9_-]+"),
+    re.compile(r"\b\d{6,}:[A-Za-z0-9_-]{30,}\b"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
+)
+_TAIL_MIN = 8  # the part after a bot token's ':' is masked alone from this length on
+
+
+def spellings(secret: str) -> set[str]:
+    """The forms in which `secret` can appear in a URL, an error or a log line."""
+    out = {secret, quote(secret), quote(secret, safe=""), quote_plus(secret)}
+    _, colon, tail = secret.partition(":")
+    if colon and len(tail) >= _TAIL_MIN:
+        out |= spellings(tail)
+    return {s for s in out if s}
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """The configured secrets a log line must never show."""
+    values = [
+        settings.telegram.token,
+        settings.telegram.webhook_secret,
+        settings.llm.api_key,
+        settings.web.token,
+    ]
+    return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+
+
+class Redactor:
+    """Masks known secrets (every spelling) and secrets of known shapes."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        forms = set().union(*(spellings(s) for s in secrets)) if secrets else set()
+        # longest first, one alternation: a single linear pass per line
+        ordered = sorted(forms, key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def redact(self, text: str) -> str:
+        if self._known is not None:
+            text = self._known.sub(MASK, text)
+        for pattern in _SHAPES:
+            text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MASK, text)
+        return text
+
+    def formatter(self, fmt: str) -> logging.Formatter:
+        return _RedactingFormatter(fmt, self)
+
+    def excepthook(
+        self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        text = "".join(traceback.format_exception(kind, exc, tb))
+        sys.stderr.write(self.redact(text))
+
+
+class _RedactingFormatter(logging.Formatter):
+    def __init__(self, fmt: str, redactor: Redactor) -> None:
+        super().__init__(fmt)
+        self._redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redactor.redact(super().format(record))
+
+
+class RedactingFilter(logging.Filter):
+    """For handlers roost does not format itself: cleans message and traceback."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self._redactor = redactor or Redactor()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = self._redactor.redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and record.exc_info[1] is not None:
+            formatted = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self._redactor.redact(formatted)
+        return True
+
+
+def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
+    """Route logging (and uncaught tracebacks) to stderr through one `Redactor`."""
+    redactor = Redactor(secrets)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(redactor.formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for noisy in ("httpx", "telegram", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    sys.excepthook = redactor.excepthook
+    return redactor

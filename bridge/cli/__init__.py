@@ -1,0 +1,1 @@
+"""The `roost` command line: one table of subcommands over the composition root."""

@@ -1,0 +1,160 @@
+"""`roost style status|list-live|sweep`: the learner's operator commands.
+
+One row for `bridge.cli.main.SUBCOMMANDS` (add
+`SUBCOMMANDS += [Subcommand(*row) for row in style_cli.subcommand_rows()]`).
+`sweep` builds the model backend and opens the audit chain exactly as the
+daemon does (bridge.app.build.make_backend / open_chain); with the offline
+backend the judge reports "no model configured" and candidates stay pending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from bridge.app.home import tenant_arg
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.style.judge import Judge
+from bridge.style.rules import DAY_MS, Thresholds
+from bridge.style.store import STATES, StyleStore
+from bridge.style.sweep import Sweeper, SweepReport
+
+Row = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]
+SCHEDULE = "daily at 04:45 (roost-style.timer, Persistent=true)"
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="style_command", required=True)
+    sub.add_parser("status", help="per tenant: bullets per state, A/B progress, cooldowns")
+    live = sub.add_parser("list-live", help="the live bullets (all tenants or one)")
+    live.add_argument("--tenant", type=tenant_arg, help="only this tenant")
+    sweep = sub.add_parser("sweep", help="run the learner once over every tenant")
+    sweep.add_argument(
+        "--dry-run", action="store_true", help="show what would change; ask no model, write nothing"
+    )
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _days(ms: int) -> int:
+    return max(0, -(-ms // DAY_MS))
+
+
+def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], None]) -> int:
+    last = store.last_sweep()
+    if last is None:
+        out("last sweep: never")
+    else:
+        out(
+            f"last sweep: {_when(last.at_ms)}: {last.candidates} candidate(s), "
+            f"{last.judged} judged, {last.promoted} promoted, {last.rejected} rejected, "
+            f"{last.rolled_back} rolled back; judge: {last.judge_status}"
+        )
+    out(f"next sweep: {SCHEDULE}")
+    tenants = store.tenants()
+    if not tenants:
+        out("no bullets yet")
+    for tenant in tenants:
+        rows = store.tenant(tenant)
+        counts = {s: sum(1 for b in rows if b.state == s) for s in STATES}
+        out(
+            f"{tenant}: "
+            + ", ".join(f"{counts[s]} {s}" for s in STATES)
+            + f" (live cap {t.live_cap})"
+        )
+        for b in rows:
+            if b.state == "pending":
+                out(f"  {b.bid} {b.skill}: awaiting the judge ({b.judge_attempts} attempt(s))")
+            elif b.state == "shadow":
+                left = (b.shadow_since_ms or 0) + t.shadow_days * DAY_MS - now_ms
+                out(
+                    f"  {b.bid} {b.skill}: shadow A/B, decided in {_days(left)} day(s); "
+                    f"with {b.with_counts.pct}% n={b.with_n}, "
+                    f"without {b.without_counts.pct}% n={b.without_n}"
+                )
+        cooling: dict[str, int] = {}
+        for b in rows:
+            if b.cooldown_until_ms > now_ms:
+                cooling[b.skill] = max(cooling.get(b.skill, 0), b.cooldown_until_ms)
+        for skill, until in sorted(cooling.items()):
+            out(f"  cooldown {skill}: until {_when(until)}")
+    return 0
+
+
+def list_live(store: StyleStore, tenant: str | None, out: Callable[[str], None]) -> int:
+    rows = store.tenant(tenant, ("live",)) if tenant else store.all(("live",))
+    if not rows:
+        out(f"{tenant}: no live bullets" if tenant else "no live bullets")
+    for b in rows:
+        out(
+            f"{b.tenant}\t{b.bid}\t{b.skill}\tsince {_when(b.live_since_ms or 0)}\t"
+            f"score {b.score}\t{b.text}"
+        )
+    return 0
+
+
+def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
+    head = "dry run: " if report.dry_run else ""
+    out(
+        f"{head}{len(report.tenants)} tenant(s): {report.candidates} candidate(s), "
+        f"{report.judged} judged, {report.pending} pending, {report.promoted} promoted, "
+        f"{report.rejected} rejected, {report.rolled_back} rolled back"
+    )
+    if report.judge_status != "ok":
+        out(f"judge: {report.judge_status}")
+    for line in report.lines:
+        out(f"  {line}")
+
+
+async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None]) -> int:
+    from bridge.app.build import make_backend, open_chain, prepare_home
+    from bridge.types.audit_sink import NullAudit
+
+    prepare_home(settings.home)
+    db = connect(settings.home / "roost.db")
+    backend, _reason = make_backend(settings)
+    try:
+        chain_path = settings.home / "audit" / "chain.jsonl"
+        now_ms = int(time.time() * 1000)
+        if dry_run:
+            sweeper = Sweeper(StyleStore(db), Judge(backend), NullAudit())
+            report = await sweeper.sweep_chain(chain_path, now_ms, dry_run=True)
+        else:
+            chain = await open_chain(settings, time.time)
+            try:
+                sweeper = Sweeper(StyleStore(db), Judge(backend), chain)
+                report = await sweeper.sweep_chain(chain_path, now_ms)
+            finally:
+                await chain.aclose()
+        print_report(report, out)
+        return 0
+    finally:
+        await backend.aclose()
+        db.close()
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    action = args.style_command
+    if action == "sweep":
+        return asyncio.run(run_sweep(settings, args.dry_run, print))
+    from bridge.app.build import prepare_home
+
+    prepare_home(settings.home)
+    db = connect(settings.home / "roost.db")
+    try:
+        store = StyleStore(db)
+        if action == "status":
+            return status(store, int(time.time() * 1000), Thresholds(), print)
+        return list_live(store, args.tenant, print)
+    finally:
+        db.close()
+
+
+def subcommand_rows() -> list[Row]:
+    return [("style", "the user-style learner: status, list-live, sweep", _configure, _run)]

@@ -1,0 +1,93 @@
+"""The commands every roost has: /help, /reset, /whoami, /status.
+
+They read the command table, the session store and the backend description;
+nothing here talks to a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from bridge.core.commands import Command, CommandContext, CommandTable, UsageError
+from bridge.core.sessions import SessionStore
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+class CoreCommands:
+    def __init__(
+        self,
+        table: Callable[[], CommandTable],
+        sessions: SessionStore,
+        backend_description: Callable[[], str],
+    ) -> None:
+        self._table = table
+        self._sessions = sessions
+        self._backend = backend_description
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command("help", "/help [command]", "list commands, or explain one", self.help),
+            Command(
+                "reset",
+                "/reset",
+                "start a fresh conversation (memory, tools and style stay)",
+                self.reset,
+                aliases=("new",),
+            ),
+            Command("whoami", "/whoami", "who you are to roost and which tenant", self.whoami),
+            Command("status", "/status", "tenant, model backend and session size", self.status),
+        )
+
+    async def help(self, ctx: CommandContext, args: str) -> str:
+        table = self._table()
+        if args:
+            cmd = table.get(args.lstrip("/").split()[0])
+            if cmd is None:
+                raise UsageError(f"There is no command /{args.lstrip('/')}.")
+            aliases = f"\nAliases: {', '.join('/' + a for a in cmd.aliases)}" if cmd.aliases else ""
+            return f"{cmd.usage}\n{cmd.summary}{aliases}"
+        lines = ["Commands:"]
+        lines += [f"{cmd.usage} — {cmd.summary}" for cmd in table]
+        lines.append("Anything else you type goes to the assistant.")
+        return "\n".join(lines)
+
+    async def reset(self, ctx: CommandContext, args: str) -> str:
+        self._sessions.reset(ctx.session, ctx.now)
+        return "Started a fresh conversation. Your memory, profile, tools and style are kept."
+
+    async def whoami(self, ctx: CommandContext, args: str) -> str:
+        who = ctx.inbound.display_name or ctx.inbound.identity
+        return (
+            f"You are {who} (id {ctx.inbound.identity}) on {ctx.inbound.channel}, "
+            f"chat {ctx.inbound.chat}.\nTenant: {ctx.tenant}"
+        )
+
+    async def status(self, ctx: CommandContext, args: str) -> str:
+        s = self._sessions.load(ctx.session, ctx.now)
+        if s.turns == 0 and not s.history:
+            session = "Session: new (no turns yet)"
+        else:
+            turns = f"{s.turns} turn{'' if s.turns == 1 else 's'}"
+            session = (
+                f"Session: {turns}, {len(s.history) // 2} kept, "
+                f"{s.chars:,}/{self._sessions.budget_chars:,} characters, "
+                f"{s.dropped} oldest turns dropped; started {_ago(ctx.now - s.started_at)} ago, "
+                f"last message {_ago(ctx.now - s.updated_at)} ago"
+            )
+        idle_days = self._sessions.idle_s / 86400
+        return "\n".join(
+            (
+                f"Tenant: {ctx.tenant}",
+                f"Channel: {ctx.inbound.channel}, chat {ctx.inbound.chat}",
+                f"Model: {self._backend()}",
+                session,
+                f"A conversation idle for {idle_days:g} days starts fresh.",
+            )
+        )

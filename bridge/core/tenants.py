@@ -1,0 +1,120 @@
+"""Tenants: who a chat identity belongs to, and where that tenant's files live.
+
+Every path of a tenant is derived from its root
+(`$ROOST_HOME/tenants/<tid>/global`), never from user text; the tree is
+created with mode 0700. `TenantResolver` maps an `Inbound` to a tenant id or
+to None (unknown identity: refused, nothing else happens). The tenants a
+chat identity may resolve to through pairing are the configured ones
+(`configured_tenants`: every `[tenants.X]` plus the local tenant).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.core.config import check_tenant_id
+from bridge.types.messages import Inbound
+
+SUBDIRS = ("memory", "skills", "forge/tools", "vault", "workspace")
+LOOPBACK_CHANNELS = frozenset({"web", "cli"})
+
+
+@dataclass(frozen=True, slots=True)
+class TenantDirs:
+    """The fixed layout of one tenant's files."""
+
+    tenant: str
+    root: Path  # tenants/<tid>/global
+
+    @classmethod
+    def of(cls, home: Path, tenant: str) -> TenantDirs:
+        check_tenant_id(tenant)
+        return cls(tenant, home / "tenants" / tenant / "global")
+
+    @property
+    def user_md(self) -> Path:
+        return self.root / "USER.md"
+
+    @property
+    def steering(self) -> Path:
+        return self.root / "STEERING.md"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def skills(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def tools(self) -> Path:
+        return self.root / "forge" / "tools"
+
+    @property
+    def vault(self) -> Path:
+        return self.root / "vault"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    def ensure(self) -> TenantDirs:
+        """Create the tree (mode 0700) if missing; cheap when it exists."""
+        if (self.root / "workspace").is_dir():
+            return self
+        for sub in ("", *SUBDIRS):
+            path = self.root / sub if sub else self.root
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(path, 0o700)
+        for parent in (self.root.parent, self.root.parent.parent):
+            os.chmod(parent, 0o700)
+        return self
+
+
+Rule = Callable[[Inbound], str | None]
+
+
+def configured_tenants(tenants: Iterable[str], local_tenant: str) -> frozenset[str]:
+    """The tenants a person may be paired to: `[tenants.X]` of the config plus the local one."""
+    return frozenset((*tenants, local_tenant))
+
+
+class TenantResolver:
+    """Maps an inbound identity to a tenant through an ordered list of rules."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self._rules = tuple(rules)
+
+    def resolve(self, inbound: Inbound) -> str | None:
+        for rule in self._rules:
+            tenant = rule(inbound)
+            if tenant is not None:
+                return tenant
+        return None
+
+
+def loopback_rule(local_tenant: str) -> Rule:
+    """The web page and the terminal on this machine belong to the local tenant."""
+
+    def rule(inbound: Inbound) -> str | None:
+        return local_tenant if inbound.channel in LOOPBACK_CHANNELS else None
+
+    return rule
+
+
+def telegram_rule(ids: Mapping[int, str]) -> Rule:
+    """Configured numeric Telegram user ids."""
+
+    def rule(inbound: Inbound) -> str | None:
+        if inbound.channel != "telegram":
+            return None
+        try:
+            return ids.get(int(inbound.identity))
+        except ValueError:
+            return None
+
+    return rule

@@ -1,0 +1,177 @@
+"""One model turn: session in, prompt built, agent run, exchange stored.
+
+`TurnRunner` loads the chat's session, asks the prompt source for this
+turn's system prompt (a frozen snapshot of the loadout), collects the tools
+every source offers, runs the agent loop and stores the exchange. A backend
+failure becomes a short reply and stores nothing, so the person can retry.
+Observers (outcome grading, skills) hook in before and after.
+
+The tenant's vault masker is applied at two points: on the way to the model
+(the agent loop's `redact`) and before anything is sent, stored or logged
+(the stream masker on deltas, the final text, and both sides of the
+exchange written to the session store).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
+from bridge.core.sessions import Session, SessionKey, SessionStore
+from bridge.core.tenants import TenantDirs
+from bridge.types.audit_sink import AuditSink, TurnEvents
+from bridge.types.backend import Backend, BackendError, ChatMessage
+from bridge.types.messages import Final, Inbound
+from bridge.types.tools import Tool, ToolSource, TurnContext
+
+log = logging.getLogger(__name__)
+
+DeltaSink = Callable[[str], Awaitable[None]]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+class PromptSource(Protocol):
+    def system_prompt(self, turn: TurnContext) -> str: ...
+
+
+class StreamMask(Protocol):
+    def feed(self, delta: str) -> str: ...
+
+    def flush(self) -> str: ...
+
+
+class OutputMask(Protocol):
+    """Masks secret values out of what the model says (the vault's masker)."""
+
+    def mask(self, text: str) -> str: ...
+
+    def stream(self) -> StreamMask: ...
+
+
+class TurnObserver(Protocol):
+    """Hooks around a turn; their audit events go into the turn's batch."""
+
+    async def before_turn(
+        self, turn: TurnContext, session: Session, events: TurnEvents
+    ) -> None: ...
+
+    async def after_turn(
+        self, turn: TurnContext, result: AgentResult, events: TurnEvents
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    max_steps: int = 8
+    max_reply_chars: int = MAX_REPLY_CHARS
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        sessions: SessionStore,
+        prompt: PromptSource,
+        tool_sources: Sequence[ToolSource],
+        audit: AuditSink,
+        clock: Callable[[], float] = time.time,
+        settings: TurnSettings | None = None,
+        observers: Sequence[TurnObserver] = (),
+        masks: Callable[[TenantDirs], OutputMask] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.sessions = sessions
+        self._prompt = prompt
+        self._sources = tuple(tool_sources)
+        self._audit = audit
+        self._clock = clock
+        self._settings = settings or TurnSettings()
+        self._observers = tuple(observers)
+        self._masks = masks
+
+    async def run(
+        self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
+    ) -> Final:
+        started = time.perf_counter()
+        dirs.ensure()
+        tenant = dirs.tenant
+        events = TurnEvents()
+        events.add(
+            "message.received",
+            tenant,
+            {
+                "channel": inbound.channel,
+                "chat": inbound.chat,
+                "msg_id": inbound.msg_id,
+                "chars": len(inbound.text),
+            },
+        )
+        session = self.sessions.load(key, self._clock())
+        turn = TurnContext(tenant, dirs.root, inbound, self._clock)
+        for observer in self._observers:
+            await observer.before_turn(turn, session, events)
+        system = self._prompt.system_prompt(turn)
+        tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
+        messages = (*session.history, ChatMessage(role="user", content=inbound.text))
+        mask = self._masks(dirs) if self._masks is not None else None
+        stream = mask.stream() if mask is not None and on_delta is not None else None
+        sink = on_delta
+        if stream is not None and on_delta is not None:
+            deliver = on_delta
+
+            async def sink(piece: str) -> None:
+                safe = stream.feed(piece)
+                if safe:
+                    await deliver(safe)
+
+        try:
+            result = await run_agent(
+                self.backend,
+                system,
+                messages,
+                tools,
+                turn,
+                self._settings.max_steps,
+                sink,
+                redact=mask.mask if mask is not None else _same,
+                max_reply_chars=self._settings.max_reply_chars,
+            )
+        except BackendError as exc:
+            log.warning("model backend failed: %s", exc.kind)
+            events.add("message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind})
+            await events.flush(self._audit)
+            return Final(exc.user_message, "error")
+        if stream is not None and on_delta is not None:
+            rest = stream.flush()
+            if rest:
+                await on_delta(rest)
+        text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        asked = inbound.text
+        if mask is not None:
+            text, asked = mask.mask(text), mask.mask(asked)
+        self.sessions.append(key, asked, text, inbound.msg_id, self._clock())
+        for observer in self._observers:
+            await observer.after_turn(turn, result, events)
+        events.add(
+            "message.answered",
+            tenant,
+            {
+                "channel": inbound.channel,
+                "chat": inbound.chat,
+                "msg_id": inbound.msg_id,
+                "chars": len(text),
+                "ms": int((time.perf_counter() - started) * 1000),
+                "steps": result.steps,
+                "tool_calls": len(result.tool_runs),
+            },
+        )
+        await events.flush(self._audit)
+        return Final(text, "answer")

@@ -1,0 +1,141 @@
+"""Chat commands for memory, no model involved: /memory (list, show, rm, undo, stats), /remember.
+
+`/memory rm` has the aliases `forget` and `delete`. `/memory undo` reverts the
+last memory change of this tenant (recorded in the journal before it was made).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+
+from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.memory import journal
+from bridge.memory.files import MAX_DESCRIPTION, TYPES, Topic, parse_filename, usage_label
+from bridge.memory.service import Memory
+from bridge.memory.store import MemoryRefused, Provenance
+
+Sub = Callable[[CommandContext, str], Awaitable[str]]
+USAGE = "/memory [list | show <name> | rm <name> | undo | stats]"
+
+
+def _who(topic: Topic) -> str:
+    m = topic.meta
+    by = {"model": "the assistant", "person": "you"}.get(m.get("by", ""), "hand edit")
+    where = f" on {m['channel']}, chat {m['chat']}" if m.get("channel") else ""
+    msg = f", message {m['msg_id']}" if m.get("msg_id") else ""
+    created, updated = m.get("created", "?"), m.get("updated", "?")
+    return f"saved by {by}{where}{msg}; created {created}, updated {updated}"
+
+
+def remember_name(text: str) -> str:
+    words = re.findall(r"[\w'-]+", text)[:6]
+    return " ".join(words)[:40].strip() or "note"
+
+
+class MemoryCommands:
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._subs: dict[str, Sub] = {
+            "list": self._list,
+            "show": self._show,
+            "rm": self._rm,
+            "forget": self._rm,
+            "delete": self._rm,
+            "undo": self._undo,
+            "stats": self._stats,
+        }
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command(
+                "memory", USAGE, "what the assistant remembers about you; undo changes", self.memory
+            ),
+            Command(
+                "remember", "/remember <text>", "save a memory directly (no model)", self.remember
+            ),
+        )
+
+    async def memory(self, ctx: CommandContext, args: str) -> str:
+        ctx.dirs.ensure()
+        sub, _, rest = args.strip().partition(" ")
+        handler = self._subs.get(sub.lower() or "list")
+        if handler is None:
+            raise UsageError(f"Unknown /memory subcommand {sub!r}.")
+        return await handler(ctx, rest.strip())
+
+    async def _list(self, ctx: CommandContext, rest: str) -> str:
+        topics = self._memory.store.topics(ctx.dirs.root)
+        label = self._memory.usage(ctx.dirs.root)
+        if not topics:
+            return f"Memory is empty {label}. Tell me something to remember, or /remember <text>."
+        lines = sorted((t.type, t.name.lower(), t.index_line()) for t in topics)
+        body = "\n".join(line for *_, line in lines)
+        count = f"{len(topics)} topic{'' if len(topics) == 1 else 's'}"
+        return f"Memory {label}, {count}:\n{body}\n/memory show <name> for one."
+
+    async def _show(self, ctx: CommandContext, rest: str) -> str:
+        if not rest:
+            raise UsageError("Which one? /memory show <name>")
+        topic = self._memory.store.find(ctx.dirs.root, rest)
+        if topic is None:
+            return f"No memory named {rest!r}. /memory list shows the names."
+        return f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
+
+    async def _rm(self, ctx: CommandContext, rest: str) -> str:
+        if not rest:
+            raise UsageError("Which one? /memory rm <name>")
+        topic = await self._memory.delete(ctx.tenant, ctx.dirs.root, rest, "person", ctx.now)
+        if topic is None:
+            return f"No memory named {rest!r}; nothing deleted."
+        return f"Forgot {topic.name!r}. /memory undo brings it back."
+
+    async def _undo(self, ctx: CommandContext, rest: str) -> str:
+        change = await self._memory.undo(ctx.tenant, ctx.dirs.root)
+        if change is None:
+            return "Nothing to undo."
+        what = {"save": "saving", "delete": "deleting"}.get(change.op, change.op)
+        return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs.root)}."
+
+    async def _stats(self, ctx: CommandContext, rest: str) -> str:
+        root = ctx.dirs.root
+        topics = self._memory.store.topics(root)
+        per = Counter(t.type for t in topics)
+        size = 0
+        for filename in os.listdir(root / "memory") if (root / "memory").is_dir() else ():
+            if parse_filename(filename):
+                size += (root / "memory" / filename).stat().st_size
+        last = journal.peek(root / "memory")
+        undo = f"{last.op} {last.name!r}" if last else "nothing"
+        by_type = ", ".join(f"{t} {per.get(t, 0)}" for t in TYPES)
+        store = self._memory.store
+        return (
+            f"Topics: {len(topics)} ({by_type})\n"
+            f"Topic files: {size:,} bytes (each at most {store.topic_cap:,} characters)\n"
+            f"Index: {usage_label(store.used(root), store.memory_cap)}\n"
+            f"Last change (/memory undo reverts it): {undo}"
+        )
+
+    async def remember(self, ctx: CommandContext, args: str) -> str:
+        text = args.strip()
+        if not text:
+            raise UsageError("What should I remember?")
+        root = ctx.dirs.ensure().root
+        base = name = remember_name(text)
+        n = 2
+        while self._memory.store.find(root, name) is not None:
+            name, n = f"{base} {n}", n + 1
+        one = " ".join(text.split())
+        desc = one if len(one) <= MAX_DESCRIPTION else one[: MAX_DESCRIPTION - 1] + "…"
+        inbound = ctx.inbound
+        prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
+        try:
+            result = await self._memory.save(
+                ctx.tenant, root, name, "user", desc, text, prov, ctx.now
+            )
+        except MemoryRefused as exc:
+            return str(exc)
+        label = usage_label(result.used, result.cap)
+        return f"Remembered as {result.topic.name!r} {label}. /memory undo reverts it."

@@ -1,0 +1,217 @@
+"""A tenant's auto-memory: topic files, the MEMORY.md index, the cap and undo.
+
+`MemoryStore` does the file work (synchronous, under an flock of the tenant's
+memory directory): save (same name updates, never duplicates), read, delete
+and undo. Every change is journalled before it is made and the index is
+regenerated atomically from the topic files after it. What is stored is
+NFKC text without hidden code points (`unicode_clean.clean`). The async face the
+tools and commands use is `bridge.memory.service.Memory`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.core.atomic import remove, write_text
+from bridge.core.locks import file_lock
+from bridge.memory import journal
+from bridge.memory.files import (
+    INDEX_NAME,
+    MemoryInputError,
+    Topic,
+    check_fields,
+    index_line,
+    iso,
+    parse_filename,
+    parse_topic,
+    render_index,
+    render_topic,
+    slug,
+    usage_chars,
+)
+from bridge.screening.unicode_clean import clean
+
+
+class MemoryRefused(Exception):
+    """A save or delete that was not done; the message is for the model or the person."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    by: str  # "model" | "person"
+    channel: str
+    chat: str
+    msg_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    topic: Topic
+    created: bool
+    used: int
+    cap: int
+
+
+class MemoryStore:
+    def __init__(self, memory_cap: int, topic_cap: int) -> None:
+        self.memory_cap = memory_cap
+        self.topic_cap = topic_cap
+
+    # -- reading --------------------------------------------------------------------------
+    def topics(self, root: Path) -> list[Topic]:
+        mdir = root / "memory"
+        try:
+            names = sorted(os.listdir(mdir))
+        except FileNotFoundError:
+            return []
+        out = []
+        for filename in names:
+            if parse_filename(filename) is None:
+                continue
+            topic = _read_topic(mdir / filename)
+            if topic is not None:
+                out.append(topic)
+        return out
+
+    def find(self, root: Path, name: str) -> Topic | None:
+        path = self._path_of(root, name)
+        return _read_topic(path) if path is not None else None
+
+    def _path_of(self, root: Path, name: str) -> Path | None:
+        try:
+            wanted = slug(name)
+        except MemoryInputError:
+            return None
+        mdir = root / "memory"
+        try:
+            names = sorted(os.listdir(mdir))
+        except FileNotFoundError:
+            return None
+        for filename in names:
+            parsed = parse_filename(filename)
+            if parsed is not None and parsed[1] == wanted:
+                return mdir / filename
+        return None
+
+    def used(self, root: Path) -> int:
+        return usage_chars(t.index_line() for t in self.topics(root))
+
+    # -- writing --------------------------------------------------------------------------
+    def save(
+        self,
+        root: Path,
+        name: str,
+        type_: str,
+        description: str,
+        content: str,
+        prov: Provenance,
+        now: float,
+    ) -> SaveResult:
+        name, description, content = clean(name), clean(description), clean(content)
+        check_fields(name, type_, description, content, self.topic_cap)
+        mdir = _mdir(root)
+        with file_lock(mdir / ".lock"):
+            old_path = self._path_of(root, name)
+            old = _read_topic(old_path) if old_path is not None else None
+            others = [t for t in self.topics(root) if slug(t.name) != slug(name)]
+            entries = [t.index_line() for t in others] + [index_line(name, type_, description)]
+            used = usage_chars(entries)
+            if used > self.memory_cap:
+                raise MemoryRefused(_full_message(others, used, self.memory_cap, name))
+            meta = {
+                "created": old.meta.get("created", iso(now)) if old else iso(now),
+                "updated": iso(now),
+                "by": prov.by,
+                "channel": prov.channel,
+                "chat": prov.chat,
+                "msg_id": prov.msg_id,
+            }
+            topic = Topic(name.strip(), type_, description.strip(), content, meta)
+            new_path = mdir / topic.filename
+            before = {new_path.name: _text(new_path)}
+            if old_path is not None and old_path != new_path:
+                before[old_path.name] = _text(old_path)
+            journal.record(mdir, journal.Change("save", topic.name, type_, now, before))
+            write_text(new_path, render_topic(topic))
+            if old_path is not None and old_path != new_path:
+                remove(old_path)
+            self._write_index(root)
+            return SaveResult(topic, old is None, used, self.memory_cap)
+
+    def delete(self, root: Path, name: str, now: float) -> Topic | None:
+        mdir = _mdir(root)
+        with file_lock(mdir / ".lock"):
+            path = self._path_of(root, name)
+            if path is None:
+                return None
+            topic = _read_topic(path)
+            journal.record(
+                mdir,
+                journal.Change(
+                    "delete",
+                    topic.name if topic else name,
+                    topic.type if topic else "",
+                    now,
+                    {path.name: _text(path)},
+                ),
+            )
+            remove(path)
+            self._write_index(root)
+            return topic
+
+    def undo(self, root: Path) -> journal.Change | None:
+        mdir = _mdir(root)
+        with file_lock(mdir / ".lock"):
+            change = journal.pop(mdir)
+            if change is None:
+                return None
+            for filename, text in change.before.items():
+                if parse_filename(filename) is None:
+                    continue  # never write outside the topic files
+                if text is None:
+                    remove(mdir / filename)
+                else:
+                    write_text(mdir / filename, text)
+            self._write_index(root)
+            return change
+
+    def rebuild_index(self, root: Path) -> None:
+        mdir = _mdir(root)
+        with file_lock(mdir / ".lock"):
+            self._write_index(root)
+
+    def _write_index(self, root: Path) -> None:
+        text = render_index(self.topics(root))
+        path = root / "memory" / INDEX_NAME
+        if _text(path) != text:
+            write_text(path, text)
+
+
+def _mdir(root: Path) -> Path:
+    mdir = root / "memory"
+    mdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return mdir
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _read_topic(path: Path) -> Topic | None:
+    text = _text(path)
+    return parse_topic(text) if text is not None else None
+
+
+def _full_message(others: list[Topic], used: int, cap: int, name: str) -> str:
+    lines = "\n".join(t.index_line() for t in sorted(others, key=lambda t: (t.type, t.name)))
+    return (
+        f"Not saved: memory is full. Saving {name!r} would make the index {used:,} characters; "
+        f"the cap is {cap:,}. Nothing was written. Consolidate first: merge related entries "
+        f"with memory_save under one name, shorten descriptions, or memory_delete stale ones, "
+        f"then save again. Current entries:\n{lines or '(none)'}"
+    )

@@ -1,0 +1,115 @@
+"""The model's memory tools: memory_save, memory_read, memory_delete (a ToolSource).
+
+Schemas follow the contract in DESIGN.md. Refusals (secrets, invisible
+characters, instructions, a full index, bad arguments) come back to the model
+as tool errors that say what to do; nothing is written then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bridge.memory.files import MAX_DESCRIPTION, MAX_NAME, TYPES, usage_label
+from bridge.memory.service import Memory
+from bridge.memory.store import MemoryRefused, Provenance
+from bridge.types.backend import ToolSchema
+from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
+
+_NAME = {"type": "string", "description": f"short topic name, 1-{MAX_NAME} characters"}
+
+SAVE = ToolSchema(
+    "memory_save",
+    "Save or update one memory topic about this person (same name updates it). Save only "
+    "what they stated or confirmed; never secrets. Shows in the prompt from the next message.",
+    {
+        "type": "object",
+        "properties": {
+            "name": _NAME,
+            "type": {"type": "string", "enum": list(TYPES)},
+            "description": {
+                "type": "string",
+                "description": f"one-line summary for the index, at most {MAX_DESCRIPTION}",
+            },
+            "content": {"type": "string", "description": "the full note (markdown)"},
+        },
+        "required": ["name", "type", "description", "content"],
+        "additionalProperties": False,
+    },
+)
+
+
+def _by_name(name: str, description: str) -> ToolSchema:
+    schema = {
+        "type": "object",
+        "properties": {"name": _NAME},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    return ToolSchema(name, description, schema)
+
+
+READ = _by_name(
+    "memory_read", "Read one memory topic in full (its name as shown in the memory index)."
+)
+DELETE = _by_name(
+    "memory_delete",
+    "Delete one memory topic that is wrong or stale (the person can /memory undo).",
+)
+
+
+def _str(args: Mapping[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise ToolError(f"argument {key!r} must be a string")
+    return value
+
+
+class MemoryTools:
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._tools: tuple[Tool, ...] = (
+            FunctionTool(SAVE, self.save),
+            FunctionTool(READ, self.read),
+            FunctionTool(DELETE, self.delete),
+        )
+
+    def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
+        return self._tools
+
+    async def save(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        inbound = turn.inbound
+        prov = Provenance("model", inbound.channel, inbound.chat, inbound.msg_id)
+        try:
+            result = await self._memory.save(
+                turn.tenant,
+                turn.tenant_root,
+                _str(args, "name"),
+                _str(args, "type"),
+                _str(args, "description"),
+                _str(args, "content"),
+                prov,
+                turn.now(),
+            )
+        except MemoryRefused as exc:
+            raise ToolError(str(exc)) from None
+        verb = "saved new" if result.created else "updated"
+        return (
+            f"{verb} memory {result.topic.name!r} ({result.topic.type}, "
+            f"{len(result.topic.content):,} characters). Index now "
+            f"{usage_label(result.used, result.cap)}. It shows in the prompt from the next message."
+        )
+
+    async def read(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        name = _str(args, "name")
+        topic = self._memory.store.find(turn.tenant_root, name)
+        if topic is None:
+            raise ToolError(f"there is no memory named {name!r}; the index lists the names")
+        return f"{topic.name} ({topic.type}): {topic.description}\n\n{topic.content}"
+
+    async def delete(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        name = _str(args, "name")
+        topic = await self._memory.delete(turn.tenant, turn.tenant_root, name, "model", turn.now())
+        if topic is None:
+            raise ToolError(f"there is no memory named {name!r}; nothing was deleted")
+        return f"deleted memory {topic.name!r}; the person can restore it with /memory undo"

@@ -1,0 +1,66 @@
+"""`LoadoutPrompt`: the nine-block system prompt of a turn (the spine's PromptSource).
+
+`system_prompt(turn)` takes one snapshot and assembles the blocks; the
+TurnRunner calls it once per turn and reuses the text for every model step,
+so a write during the turn shows from the next turn on. When the snapshot
+equals the previous one of the same chat, the previous text is returned as
+is: byte-identical, no rendering (kept per shadow cohort, so turns of both
+cohorts stay cheap). `render` gives `roost prompt` the same
+blocks with names, sizes and budgets; joining them yields `system_prompt`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.prompt.render import Block, RenderedBlock, render_blocks
+from bridge.prompt.snapshot import Snapshot, SnapshotTaker
+from bridge.types.tools import TurnContext
+
+SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    snapshot: Snapshot
+    blocks: tuple[RenderedBlock, ...]
+    text: str
+
+
+class LoadoutPrompt:
+    def __init__(
+        self,
+        taker: SnapshotTaker,
+        blocks: Sequence[Block[Snapshot]],
+        *,
+        remember: int = 512,
+    ) -> None:
+        self.taker = taker
+        self.blocks = tuple(blocks)
+        self._last: OrderedDict[tuple[str, str, str, tuple[str, ...]], Rendered] = OrderedDict()
+        self._remember = remember
+
+    def render(
+        self, tenant: str, root: Path, channel: str, chat: str | None, msg_id: str, now: float
+    ) -> Rendered:
+        snap = self.taker.take(tenant, root, channel, chat, msg_id, now)
+        key = (tenant, channel, chat or "", tuple(bid for bid, _ in snap.bullets))
+        last = self._last.get(key)
+        if last is not None and last.snapshot == snap:
+            self._last.move_to_end(key)
+            return last
+        blocks = tuple(render_blocks(self.blocks, snap))
+        out = Rendered(snap, blocks, SEPARATOR.join(b.text for b in blocks))
+        self._last[key] = out
+        if len(self._last) > self._remember:
+            self._last.popitem(last=False)
+        return out
+
+    def system_prompt(self, turn: TurnContext) -> str:
+        inbound = turn.inbound
+        return self.render(
+            turn.tenant, turn.tenant_root, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
+        ).text

@@ -1,0 +1,94 @@
+"""Screening of text the loadout is asked to keep: secrets, invisible characters, injections.
+
+Pure functions. `screen(text, known_secrets)` returns the reasons a text must
+not be stored (empty when it is fine); the reasons name the kind of problem,
+never the offending text, so they can go back to the model and into logs.
+
+Secrets are looked for in the NFKC form with hidden code points removed (so
+full-width or zero-width-split tokens are still seen); instructions in the
+skeleton (combining marks dropped, look-alike letters folded, casefolded), so
+`i\\u0307gnore previous instructions` reads as what it says. The rules are in
+`secret_rules` (provider shapes) and `secret_context` (key=value, cards,
+sentences); the Unicode work is in `unicode_clean`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bridge.screening import secret_context
+from bridge.screening.secret_rules import LABELS, provider_kinds
+from bridge.screening.unicode_clean import clean, describe, invisible, skeleton
+
+_INJECTION: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(?:previous|prior|above|"
+        r"earlier|preceding|all|any|your|the|system)\b[^.\n]{0,30}\b(?:instructions?|prompts?|"
+        r"rules|directions|guidelines|guardrails|messages?)\b",
+        r"\byou are now\b",
+        r"\b(?:new|updated|revised) (?:system )?instructions?\s{0,3}:",
+        r"\bsystem prompt\b",
+        r"\bdeveloper mode\b",
+        r"\bdo anything now\b",
+        r"\bjailbr(?:eak|oken)\b",
+        r"<\|?(?:im_start|im_end|system|endoftext)\|?>",
+        r"\[/?(?:inst|sys)\]",
+        r"</?system>",
+        r"\b(?:from now on|henceforth),? (?:you|the assistant) (?:must|will|should|shall)\b",
+        r"\b(?:reveal|print|show|output|repeat)\b[^.\n]{0,30}\b(?:secrets?|vault|api keys?|"
+        r"passwords?)\b",
+    )
+)
+
+
+def secret_kinds(text: str) -> list[str]:
+    """Kind ids of the credentials `text` holds (see `secret_rules.LABELS`)."""
+    normal = clean(text)
+    kinds = provider_kinds(normal)
+    if secret_context.assigned(normal):
+        kinds.append("assigned-secret")
+    if secret_context.card_number(normal):
+        kinds.append("card-number")
+    spoken = secret_context.said(normal)
+    if spoken:
+        kinds.append(spoken)
+    return kinds
+
+
+def has_invisible(text: str) -> bool:
+    return bool(invisible(text))
+
+
+def looks_like_injection(text: str) -> bool:
+    bare = skeleton(text)
+    return any(p.search(bare) for p in _INJECTION)
+
+
+def _holds(text: str, values: Iterable[str]) -> bool:
+    forms = (text, clean(text))
+    return any(len(v) >= 4 and any(v in form for form in forms) for v in values)
+
+
+def screen(text: str, known_secrets: Iterable[str] = ()) -> list[str]:
+    """Why `text` must not be stored; an empty list means it may be."""
+    reasons = [f"it looks like {LABELS[kind]}" for kind in secret_kinds(text)]
+    if _holds(text, known_secrets):
+        reasons.append("it contains the value of a vault secret")
+    if has_invisible(text):
+        reasons.append(
+            f"it contains invisible or bidirectional control characters ({describe(text)})"
+        )
+    if looks_like_injection(text):
+        reasons.append("it reads like instructions to the assistant rather than a fact")
+    return reasons
+
+
+def refusal(what: str, reasons: list[str]) -> str:
+    """One message for the model or the person: what was refused and why, nothing stored."""
+    why = "; ".join(reasons)
+    return (
+        f"Not saved: {what} was refused because {why}. Nothing was written. "
+        "Secrets belong in the vault (the operator runs `roost vault set`), never in memory."
+    )

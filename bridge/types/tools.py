@@ -1,0 +1,52 @@
+"""The interface model-callable tools plug in through.
+
+A `ToolSource` offers tools for one turn (memory tools, forge_create, the
+tenant's `me.*` tools); the agent loop asks every source once per turn and
+never knows what a tool does. A tool returns text for the model; a
+`ToolError` becomes a tool result the model can act on, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from bridge.types.backend import ToolSchema
+from bridge.types.messages import Inbound
+
+
+class ToolError(Exception):
+    """A tool refused or failed in a way the model should hear about."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What a tool may know about the turn that called it."""
+
+    tenant: str
+    tenant_root: Path  # tenants/<tid>/global
+    inbound: Inbound
+    now: Callable[[], float]  # injected clock, seconds since the epoch
+
+
+class Tool(Protocol):
+    schema: ToolSchema
+
+    async def __call__(self, args: Mapping[str, Any], turn: TurnContext) -> str: ...
+
+
+class ToolSource(Protocol):
+    def tools_for(self, turn: TurnContext) -> Sequence[Tool]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionTool:
+    """A tool made of a schema and an async function."""
+
+    schema: ToolSchema
+    fn: Callable[[Mapping[str, Any], TurnContext], Any]
+
+    async def __call__(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        return await self.fn(args, turn)
