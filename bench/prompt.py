@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
-from bridge.core.tenants import TenantDirs
 from bridge.memory.store import Provenance
 from bridge.prompt.views import FileSkills, FileTools, StaticStyle
 from bridge.types.audit_sink import NullAudit
+from bridge.types.tenant_dirs import TenantDirs
 
 NOW = 1_800_000_000.0
 

@@ -31,13 +31,7 @@ from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
 from bridge.core.router import Core, CoreLimits
 from bridge.core.sessions import SessionStore
-from bridge.core.tenants import (
-    TenantDirs,
-    TenantResolver,
-    configured_tenants,
-    loopback_rule,
-    telegram_rule,
-)
+from bridge.core.tenants import TenantResolver, configured_tenants, loopback_rule, telegram_rule
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
@@ -51,6 +45,7 @@ from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
 from forge.library import SessionTools
 from forge.runner import SandboxRunner

@@ -6,7 +6,8 @@ import argparse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bridge.core.config import Settings, check_tenant_id
+from bridge.core.config import Settings
+from bridge.types.tenant_dirs import check_tenant_id
 
 
 def tenant_arg(value: str) -> str:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import TextIO
 
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import Handle, Inbound
 
-Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
 QUIT = {"/quit", "/exit", ":q"}
 
 

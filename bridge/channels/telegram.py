@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -43,11 +43,10 @@ from bridge.core.commands import COMMAND_NAME, parse_command
 from bridge.core.config import ConfigError, TelegramSettings
 from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import Handle, Inbound
 
 log = logging.getLogger(__name__)
 
-Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
 Resolve = Callable[[Inbound], str | None]
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]

@@ -20,7 +20,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
 from bridge.channels.web_input import BodyError, HostAllowList, decode_json_object
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import Handle, Inbound
 
 log = logging.getLogger(__name__)
 
-Handle = Callable[[Inbound, Callable[[str], Awaitable[None]] | None], Awaitable[Final]]
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
 MAX_BODY = 1024 * 1024
 STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(js|css)$")

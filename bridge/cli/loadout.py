@@ -19,9 +19,9 @@ from typing import TextIO
 
 from bridge.app.home import tenant_arg
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
 from bridge.loadout import vault
 from bridge.types.audit_sink import NullAudit
+from bridge.types.tenant_dirs import TenantDirs
 
 
 def prompt_args(p: argparse.ArgumentParser) -> None:

@@ -25,8 +25,8 @@ from bridge.channels import ChannelStartError
 from bridge.cli import loadout as loadout_cli
 from bridge.cli import operator as operator_cli
 from bridge.cli import style as style_cli
+from bridge.cli.pair import pair_args, pair_command
 from bridge.core.config import EX_CONFIG, ConfigError, Settings, load_settings
-from bridge.core.pairing import pair_args, pair_command
 
 PRIVATE_UMASK = 0o077
 

@@ -15,7 +15,7 @@ from bridge.app.home import tenant_arg
 from bridge.cli.audit import configure_audit_parser, run_audit_command
 from bridge.cli.grade import run_grade_eval
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
+from bridge.types.tenant_dirs import TenantDirs
 
 Row = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]
 

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bridge.types.backend import (
@@ -31,11 +31,11 @@ from bridge.types.backend import (
     ToolCall,
     ToolCallRequest,
 )
+from bridge.types.messages import DeltaSink
 from bridge.types.tools import Tool, ToolError, TurnContext
 
 log = logging.getLogger(__name__)
 
-DeltaSink = Callable[[str], Awaitable[None]]
 Redact = Callable[[str], str]
 MAX_TOOL_RESULT_CHARS = 16_000
 MAX_REPLY_CHARS = 32_000

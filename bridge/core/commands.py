@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.sessions import SessionKey
-from bridge.core.tenants import TenantDirs
 from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
 
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _PARSE = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]{1,64}))?(?:\s+(.*))?$", re.DOTALL)

@@ -23,21 +23,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+from bridge.types.tenant_dirs import check_tenant_id
+
 EX_CONFIG = 78
 
 
 class ConfigError(Exception):
     """Configuration that cannot be used; the message names key and reason."""
-
-
-def check_tenant_id(value: str) -> str:
-    if not TENANT_ID.fullmatch(value):
-        raise ValueError(
-            f"tenant id {value!r} must match {TENANT_ID.pattern} "
-            "(lowercase letters, digits, '_' or '-', at most 32)"
-        )
-    return value
 
 
 class _Section(BaseModel):

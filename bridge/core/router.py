@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerAudit, StrangerLimits
-from bridge.core.tenants import TenantDirs, TenantResolver
-from bridge.core.turn import DeltaSink, TurnRunner
+from bridge.core.tenants import TenantResolver
+from bridge.core.turn import TurnRunner
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
 

@@ -10,69 +10,11 @@ chat identity may resolve to through pairing are the configured ones
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from bridge.core.config import check_tenant_id
 from bridge.types.messages import Inbound
 
-SUBDIRS = ("memory", "skills", "forge/tools", "vault", "workspace")
 LOOPBACK_CHANNELS = frozenset({"web", "cli"})
-
-
-@dataclass(frozen=True, slots=True)
-class TenantDirs:
-    """The fixed layout of one tenant's files."""
-
-    tenant: str
-    root: Path  # tenants/<tid>/global
-
-    @classmethod
-    def of(cls, home: Path, tenant: str) -> TenantDirs:
-        check_tenant_id(tenant)
-        return cls(tenant, home / "tenants" / tenant / "global")
-
-    @property
-    def user_md(self) -> Path:
-        return self.root / "USER.md"
-
-    @property
-    def steering(self) -> Path:
-        return self.root / "STEERING.md"
-
-    @property
-    def memory(self) -> Path:
-        return self.root / "memory"
-
-    @property
-    def skills(self) -> Path:
-        return self.root / "skills"
-
-    @property
-    def tools(self) -> Path:
-        return self.root / "forge" / "tools"
-
-    @property
-    def vault(self) -> Path:
-        return self.root / "vault"
-
-    @property
-    def workspace(self) -> Path:
-        return self.root / "workspace"
-
-    def ensure(self) -> TenantDirs:
-        """Create the tree (mode 0700) if missing; cheap when it exists."""
-        if (self.root / "workspace").is_dir():
-            return self
-        for sub in ("", *SUBDIRS):
-            path = self.root / sub if sub else self.root
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(path, 0o700)
-        for parent in (self.root.parent, self.root.parent.parent):
-            os.chmod(parent, 0o700)
-        return self
 
 
 Rule = Callable[[Inbound], str | None]

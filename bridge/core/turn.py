@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
 from bridge.core.sessions import Session, SessionKey, SessionStore
-from bridge.core.tenants import TenantDirs
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
-
-DeltaSink = Callable[[str], Awaitable[None]]
 
 
 def _same(text: str) -> str:
@@ -115,7 +113,7 @@ class TurnRunner:
             },
         )
         session = self.sessions.load(key, self._clock())
-        turn = TurnContext(tenant, dirs.root, inbound, self._clock)
+        turn = TurnContext(dirs, inbound, self._clock)
         for observer in self._observers:
             await observer.before_turn(turn, session, events)
         system = self._prompt.system_prompt(turn)

@@ -83,7 +83,7 @@ class MemoryTools:
         try:
             result = await self._memory.save(
                 turn.tenant,
-                turn.tenant_root,
+                turn.dirs.root,
                 _str(args, "name"),
                 _str(args, "type"),
                 _str(args, "description"),
@@ -102,14 +102,14 @@ class MemoryTools:
 
     async def read(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = self._memory.store.find(turn.tenant_root, name)
+        topic = self._memory.store.find(turn.dirs.root, name)
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; the index lists the names")
         return f"{topic.name} ({topic.type}): {topic.description}\n\n{topic.content}"
 
     async def delete(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = await self._memory.delete(turn.tenant, turn.tenant_root, name, "model", turn.now())
+        topic = await self._memory.delete(turn.tenant, turn.dirs.root, name, "model", turn.now())
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; nothing was deleted")
         return f"deleted memory {topic.name!r}; the person can restore it with /memory undo"

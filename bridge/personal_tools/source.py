@@ -79,7 +79,7 @@ class ForgeTools:
 
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
         tools: list[Tool] = [self._create]
-        for entry in self._catalog.entries(turn.tenant_root):
+        for entry in self._catalog.entries(turn.dirs.root):
             tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
         return tools
 
@@ -124,12 +124,12 @@ class ForgeTools:
         return call
 
     async def call(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
-        library = self._catalog.library(turn.tenant_root)
-        entry = next((e for e in self._catalog.entries(turn.tenant_root) if e.name == name), None)
+        library = self._catalog.library(turn.dirs.root)
+        entry = next((e for e in self._catalog.entries(turn.dirs.root) if e.name == name), None)
         wanted = list(entry.secrets) if entry else []
-        vault = await self._reveal(turn.tenant, turn.tenant_root, wanted, f"me.{name}")
+        vault = await self._reveal(turn.tenant, turn.dirs.root, wanted, f"me.{name}")
         result = await call_saved(
-            self._runner, library, name, params, turn.tenant_root / "workspace", vault
+            self._runner, library, name, params, turn.dirs.root / "workspace", vault
         )
         details: dict[str, object] = {
             "name": f"me.{name}",

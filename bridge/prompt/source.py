@@ -62,5 +62,5 @@ class LoadoutPrompt:
     def system_prompt(self, turn: TurnContext) -> str:
         inbound = turn.inbound
         return self.render(
-            turn.tenant, turn.tenant_root, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
+            turn.tenant, turn.dirs.root, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
         ).text

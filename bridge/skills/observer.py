@@ -69,7 +69,7 @@ class SkillsObserver:
         )
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
-        skills = read_skills(skills_dir(turn.tenant_root), self._cache)
+        skills = read_skills(skills_dir(turn.dirs.root), self._cache)
         used: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
             grades = self._grades.all(turn.tenant)

@@ -8,6 +8,7 @@ line. This module imports nothing from the project.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,3 +45,10 @@ class Final:
 
 
 Outbound = Delta | Final
+
+
+DeltaSink = Callable[[str], Awaitable[None]]
+"""Awaited with each new piece of a growing answer."""
+
+Handle = Callable[[Inbound, DeltaSink | None], Awaitable[Final]]
+"""What a channel calls for each message: the core's `handle`."""

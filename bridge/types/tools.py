@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from bridge.types.backend import ToolSchema
 from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
 
 
 class ToolError(Exception):
@@ -25,10 +25,13 @@ class ToolError(Exception):
 class TurnContext:
     """What a tool may know about the turn that called it."""
 
-    tenant: str
-    tenant_root: Path  # tenants/<tid>/global
+    dirs: TenantDirs  # the tenant's directories (id and every path)
     inbound: Inbound
     now: Callable[[], float]  # injected clock, seconds since the epoch
+
+    @property
+    def tenant(self) -> str:
+        return self.dirs.tenant
 
 
 class Tool(Protocol):

@@ -13,9 +13,9 @@ from bridge.app.build import Roost, build
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
-from bridge.core.tenants import TenantDirs
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 from tests.conftest import Clock, ScriptedBackend
 
@@ -38,7 +38,7 @@ def turn_for(
     channel: str = "web",
     msg_id: str | None = None,
 ) -> TurnContext:
-    return TurnContext(dirs.tenant, dirs.root, inbound(text, chat, channel, msg_id=msg_id), clock)
+    return TurnContext(dirs, inbound(text, chat, channel, msg_id=msg_id), clock)
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
 from bridge.memory.store import Provenance
 from bridge.prompt.views import FileSkills, FileTools, StaticStyle, shadow_cohort
+from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
 
 DAY = 86_400

@@ -10,7 +10,7 @@ import stat
 from bridge.cli.loadout import vault_command
 from bridge.cli.main import SUBCOMMANDS, build_parser
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
+from bridge.types.tenant_dirs import TenantDirs
 
 
 def run(settings: Settings, argv: list[str], stdin: str = "") -> tuple[int, str, str]:

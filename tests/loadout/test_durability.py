@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
 from bridge.loadout import vault
 from bridge.memory.files import index_entries
+from bridge.types.tenant_dirs import TenantDirs
 from tests.loadout.conftest import inbound
 
 WRITER = """

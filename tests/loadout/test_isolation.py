@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
 from bridge.loadout import vault
+from bridge.types.tenant_dirs import TenantDirs
 from tests.loadout.conftest import inbound
 
 WHO = {"alice": "111", "bob": "222"}

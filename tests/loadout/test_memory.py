@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bridge.app.loadout import Loadout
-from bridge.core.tenants import TenantDirs
 from bridge.memory.files import index_entries, parse_topic
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolError
 from tests.conftest import Clock
 from tests.loadout.conftest import turn_for

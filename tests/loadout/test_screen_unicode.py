@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from bridge.app.loadout import Loadout
-from bridge.core.tenants import TenantDirs
 from bridge.loadout.profile import ProfileError
 from bridge.memory.files import index_entries, parse_topic
 from bridge.screening.screen import screen
 from bridge.screening.unicode_clean import clean
+from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
 from tests.loadout.test_memory import tool
 

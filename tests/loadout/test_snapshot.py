@@ -8,9 +8,9 @@ from typing import Any
 
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.atomic import write_text
-from bridge.core.tenants import TenantDirs
 from bridge.memory.store import Provenance
 from bridge.prompt.views import DirRows, FileTools
+from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
 
 

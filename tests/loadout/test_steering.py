@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 
 from bridge.core.filecache import FileCache
-from bridge.core.tenants import TenantDirs
 from bridge.loadout.steering import (
     SteeringCache,
     operator_confinement,
     resolve,
     tenant_confinement,
 )
+from bridge.types.tenant_dirs import TenantDirs
 
 
 def write(path: Path, text: str) -> Path:

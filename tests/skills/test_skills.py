@@ -14,7 +14,6 @@ from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session, SessionKey
-from bridge.core.tenants import TenantDirs
 from bridge.skills.files import Skill, read_skills
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
@@ -23,6 +22,7 @@ from bridge.skills.view import GradedSkills
 from bridge.types.audit_sink import MemoryAudit, TurnEvents
 from bridge.types.backend import ChatMessage
 from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 from tests.conftest import web_msg
 
@@ -75,9 +75,7 @@ def test_grades_move_within_bounds(tmp_path: Path) -> None:
 
 
 def _turn(dirs: TenantDirs, text: str, msg_id: str) -> TurnContext:
-    return TurnContext(
-        dirs.tenant, dirs.root, Inbound("web", "local", "c", text, msg_id), lambda: 5.0
-    )
+    return TurnContext(dirs, Inbound("web", "local", "c", text, msg_id), lambda: 5.0)
 
 
 def _session(*pairs: tuple[str, str]) -> Session:

@@ -14,7 +14,7 @@ from typing import Any
 
 from bridge.app.build import Roost
 from bridge.core.config import Settings
-from bridge.core.tenants import TenantDirs
+from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import web_msg
 
 msg = web_msg

@@ -6,11 +6,11 @@ from __future__ import annotations
 from bridge.app.loadout import build_loadout
 from bridge.core.config import Settings
 from bridge.core.db import connect
-from bridge.core.tenants import TenantDirs
 from bridge.style.rules import Counts, cohort_bit
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import NullAudit
+from bridge.types.tenant_dirs import TenantDirs
 from tests.style.helpers import T0
 
 

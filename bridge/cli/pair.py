@@ -1,0 +1,45 @@
+"""`roost pair TENANT`: a one-time code that binds a chat identity to a configured tenant."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from bridge.app.home import tenant_arg, with_roost
+from bridge.core.pairing import CODE_TTL_S, PairingStore
+from bridge.core.tenants import configured_tenants
+
+
+def pair_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tenant", type=tenant_arg, help="the tenant the person will be bound to")
+
+
+def pair_command(args: argparse.Namespace, settings: Any) -> int:
+    """`roost pair TENANT`: print a one-time code (never logged, stored hashed).
+
+    Only a configured tenant (`[tenants.X]` or the local tenant) can be paired
+    to: a binding to anything else would never resolve. Exit 2 otherwise.
+    """
+    known = configured_tenants(settings.tenants, settings.local_tenant)
+    if args.tenant not in known:
+        print(
+            f"roost pair: there is no tenant {args.tenant!r} in the configuration "
+            f"(known: {', '.join(sorted(known))}). Add [tenants.{args.tenant}] to the "
+            "config file first (telegram_ids may stay empty), then run roost pair again.",
+            file=sys.stderr,
+        )
+        return 2
+
+    async def body(roost: Any) -> int:
+        roost.tenant_dirs(args.tenant)
+        code = PairingStore(roost.db).issue(args.tenant)
+        await roost.audit.emit("pairing.issued", args.tenant, {"ttl_s": int(CODE_TTL_S)})
+        minutes = int(CODE_TTL_S // 60)
+        print(f"Pairing code for tenant {args.tenant}: {code}")
+        print(f"Valid for {minutes} minutes, once. The person sends this to the bot in a")
+        print(f"private chat:  /pair {code}")
+        return 0
+
+    return asyncio.run(with_roost(settings, None, body))

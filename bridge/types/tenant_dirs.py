@@ -1,0 +1,78 @@
+"""Where one tenant's files live: every path derived from its root, never from user text.
+
+`TenantDirs` is passed (not a bare path) to everything that touches a
+tenant's files; the tree is created with mode 0700. Tenant ids match
+`TENANT_ID`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+SUBDIRS = ("memory", "skills", "forge/tools", "vault", "workspace")
+
+
+def check_tenant_id(value: str) -> str:
+    if not TENANT_ID.fullmatch(value):
+        raise ValueError(
+            f"tenant id {value!r} must match {TENANT_ID.pattern} "
+            "(lowercase letters, digits, '_' or '-', at most 32)"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class TenantDirs:
+    """The fixed layout of one tenant's files."""
+
+    tenant: str
+    root: Path  # tenants/<tid>/global
+
+    @classmethod
+    def of(cls, home: Path, tenant: str) -> TenantDirs:
+        check_tenant_id(tenant)
+        return cls(tenant, home / "tenants" / tenant / "global")
+
+    @property
+    def user_md(self) -> Path:
+        return self.root / "USER.md"
+
+    @property
+    def steering(self) -> Path:
+        return self.root / "STEERING.md"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def skills(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def tools(self) -> Path:
+        return self.root / "forge" / "tools"
+
+    @property
+    def vault(self) -> Path:
+        return self.root / "vault"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    def ensure(self) -> TenantDirs:
+        """Create the tree (mode 0700) if missing; cheap when it exists."""
+        if (self.root / "workspace").is_dir():
+            return self
+        for sub in ("", *SUBDIRS):
+            path = self.root / sub if sub else self.root
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(path, 0o700)
+        for parent in (self.root.parent, self.root.parent.parent):
+            os.chmod(parent, 0o700)
+        return self
