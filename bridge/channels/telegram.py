@@ -27,6 +27,7 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
@@ -95,7 +96,7 @@ class TelegramChannel:
         self._groups = frozenset(settings.allowed_groups)
         self._webhook = settings.mode == "webhook"
         self._secret = self._webhook_secret(settings) if self._webhook else ""
-        builder = (
+        builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
