@@ -36,9 +36,8 @@ from bridge.channels.telegram import TelegramChannel, TelegramOptions
 from bridge.channels.telegram_send import SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.core.config import load_settings
-from bridge.core.pairing import PairingStore
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
-from bridge.types.messages import Final, Inbound
+from bridge.types.messages import Final, Inbound, Reply
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
@@ -69,9 +68,11 @@ def options(limits: bool) -> TelegramOptions:
     )
 
 
-async def echo(inbound: Inbound, on_delta: object) -> Final:
+async def echo(inbound: Inbound, reply: Reply) -> Final:
     """The core replaced by an echo: what the channel itself costs."""
-    return Final("pong: " + inbound.text[:40])
+    final = Final("pong: " + inbound.text[:40])
+    await reply.send(final)
+    return final
 
 
 async def round_trips(
@@ -85,14 +86,10 @@ async def round_trips(
             tenants={"bench": {"telegram_ids": ids}},
         )
         roost = await build(settings, backend=ZeroLatency())
-        assert roost.resolver is not None
         channel = TelegramChannel(
             settings.telegram,
-            roost.core.handle if core else echo,
-            roost.resolver.resolve,
-            PairingStore(roost.db),
+            roost.core.answer if core else echo,
             roost.command_list,
-            roost.audit,
             options(limits),
         )
         await channel.start()

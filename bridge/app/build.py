@@ -240,12 +240,14 @@ async def build(
     core = Core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
+        pairing=pairing,
         commands=table,
         turns=turns,
         audit=audit,
         clock=clock,
         limits=CoreLimits(limits.max_message_chars),
     )
+    closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     return Roost(
         settings,
         db,

@@ -1,9 +1,12 @@
 """The running service: channels, signals and a clean shutdown.
 
 `serve()` builds a roost (`bridge.app.build.build`), does start-up maintenance,
-probes the sandbox, starts the web bridge (and Telegram when a token is
-configured), waits for SIGTERM/SIGINT, lets in-flight messages finish for a
-grace period, and stops everything in reverse order; exit status 0.
+probes the sandbox, starts the channels of the channel table (`CHANNELS`:
+one row per platform - name, enabled(settings), factory; the web bridge,
+and Telegram when a token is configured), waits for SIGTERM/SIGINT, lets
+in-flight messages finish for a grace period, and stops everything in
+reverse order; exit status 0. A new platform is one module, one config
+section and one row.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost, build, prepare_home
@@ -50,30 +54,126 @@ def web_hosts(settings: Settings) -> list[str]:
     return hosts
 
 
-def telegram_channel(settings: Settings, roost: Roost) -> Any:
-    """The Telegram channel when a token is configured; telegram is imported only then."""
-    if settings.telegram.token is None:
-        return None
-    if settings.telegram.mode == "webhook" and not settings.web.enabled:
-        raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
-    from bridge.channels.telegram import TelegramChannel, TelegramOptions
+class Channel(Protocol):
+    """What serve needs of a channel: start it, stop it."""
 
-    assert roost.resolver is not None and roost.pairing is not None
-    return TelegramChannel(
-        settings.telegram,
-        roost.core.handle,
-        roost.resolver.resolve,
-        roost.pairing,
-        roost.command_list,
-        roost.audit,
-        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
-    )
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
-async def serve(settings: Settings, *, ready: Callable[[int], None] | None = None) -> int:
-    """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop."""
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A channel made by its row, and what to print once it has started."""
+
+    channel: Channel
+    announce: Callable[[], str]
+    port: Callable[[], int] | None = None  # the local port it listens on, if any
+
+
+Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRow:
+    """One chat platform: its name, whether the settings turn it on, how to make it.
+
+    The factory sees the channels made by the rows above it (by name), so a
+    channel can mount itself on another (Telegram's webhook on the web app).
+    """
+
+    name: str
+    enabled: Callable[[Settings], bool]
+    factory: Factory
+
+
+def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
     from bridge.channels.web import WebChannel
 
+    token, created = web_token(settings)
+    web = WebChannel(
+        roost.core.handle,
+        roost.command_list,
+        token,
+        settings.web.host,
+        settings.web.port,
+        allowed_hosts=web_hosts(settings),
+    )
+    stored = settings.home / "web-token"
+
+    def announce() -> str:
+        url = f"http://{settings.web.host}:{web.port}/"
+        if created:
+            where = f"roost: the access token is stored in {stored}"
+            return f"roost: web chat at {url}#token={token}\n{where}"
+        return f"roost: web chat at {url} (token in {stored})"
+
+    return Launched(web, announce, lambda: web.port)
+
+
+def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    """The Telegram channel; telegram is imported only when it is configured."""
+    webhook = settings.telegram.mode == "webhook"
+    if webhook and "web" not in made:
+        raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
+    from bridge.channels.telegram import TelegramChannel, TelegramOptions
+    from bridge.channels.web import WebChannel
+
+    telegram = TelegramChannel(
+        settings.telegram,
+        roost.core.answer,
+        roost.command_list,
+        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
+    )
+    if webhook:
+        web = made["web"].channel
+        assert isinstance(web, WebChannel)
+        telegram.mount(web.app)
+
+    def announce() -> str:
+        return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
+
+    return Launched(telegram, announce)
+
+
+CHANNELS: tuple[ChannelRow, ...] = (
+    ChannelRow("web", lambda s: s.web.enabled, web_channel),
+    ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel),
+)
+"""Every chat platform, in start order (a new platform is one more row)."""
+
+
+def make_channels(
+    settings: Settings, roost: Roost, rows: Sequence[ChannelRow]
+) -> dict[str, Launched]:
+    """Make the channels of the enabled rows, in order (nothing starts yet)."""
+    made: dict[str, Launched] = {}
+    for row in rows:
+        if row.enabled(settings):
+            made[row.name] = row.factory(settings, roost, made)
+    return made
+
+
+async def start_channels(made: Mapping[str, Launched], started: list[Launched]) -> None:
+    """Start each channel in order, appending it to `started` (stopped in reverse)."""
+    for launched in made.values():
+        started.append(launched)
+        await launched.channel.start()
+        print(launched.announce(), flush=True)
+
+
+async def stop_channels(started: list[Launched]) -> None:
+    for launched in reversed(started):
+        await launched.channel.stop()
+
+
+async def serve(
+    settings: Settings,
+    *,
+    ready: Callable[[int], None] | None = None,
+    channels: Sequence[ChannelRow] = CHANNELS,
+) -> int:
+    """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop."""
     prepare_home(settings.home)
     roost = await build(settings)
     log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
@@ -86,36 +186,14 @@ async def serve(settings: Settings, *, ready: Callable[[int], None] | None = Non
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    channels = []
-    telegram = telegram_channel(settings, roost)
+    started: list[Launched] = []
     try:
-        if settings.web.enabled:
-            token, created = web_token(settings)
-            web = WebChannel(
-                roost.core.handle,
-                roost.command_list,
-                token,
-                settings.web.host,
-                settings.web.port,
-                allowed_hosts=web_hosts(settings),
-            )
-            if telegram is not None and settings.telegram.mode == "webhook":
-                telegram.mount(web.app)
-            await web.start()
-            channels.append(web)
-            url = f"http://{settings.web.host}:{web.port}/"
-            if created:
-                print(f"roost: web chat at {url}#token={token}", flush=True)
-                print(f"roost: the access token is stored in {settings.home / 'web-token'}")
-            else:
-                print(f"roost: web chat at {url} (token in {settings.home / 'web-token'})")
-        if telegram is not None:
-            channels.append(telegram)
-            await telegram.start()
-            print(f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})")
+        made = make_channels(settings, roost, channels)
+        await start_channels(made, started)
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         if ready is not None:
-            ready(channels[0].port if channels else 0)
+            ports = [launched.port() for launched in started if launched.port is not None]
+            ready(ports[0] if ports else 0)
         await stop.wait()
         grace = settings.limits.shutdown_grace_s
         log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
@@ -123,8 +201,7 @@ async def serve(settings: Settings, *, ready: Callable[[int], None] | None = Non
         if cancelled:
             log.warning("stopping: cancelled %d unfinished messages", cancelled)
     finally:
-        for channel in reversed(channels):
-            await channel.stop()
+        await stop_channels(started)
         await roost.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -1,16 +1,16 @@
 """The Telegram channel: python-telegram-bot inside roost's own event loop.
 
-A thin translator. One `TypeHandler` sees every update and decides, in
-this order: edited messages, channel posts and other update kinds are
-ignored (logged at debug), and so are messages that speak for a chat rather
-than a person (automatic forwards from a linked channel, sender 777000,
-`sender_chat` set): no refusal, no answer; groups that are not allow-listed are ignored,
-and in allowed groups only messages that mention the bot, reply to it or
-use `/cmd@botname` are read; `/pair CODE` is handled here (private chats
-only), before the core, so unknown people can pair; an unknown person gets
-one short refusal, ever, and nothing reaches the core; a known person's
-non-text message gets a short "text only" note; text goes to the core,
-whose answer streams back through `StreamingReply`. In groups each person
+A thin translator: Telegram updates in, `Inbound` to the core's `answer`,
+the core's reply out through `TelegramReply`. One `TypeHandler` sees every
+update: edited messages, channel posts and other update kinds are ignored
+(logged at debug), and so are messages that speak for a chat rather than a
+person (automatic forwards from a linked channel, sender 777000,
+`sender_chat` set); groups that are not allow-listed are ignored, and in
+allowed groups only messages that mention the bot, reply to it or use
+`/cmd@botname` are read. Everything else becomes an `Inbound` carrying the
+bot's username (`bot_name`), whether the chat is private and whether the
+message has text; who may talk, `/pair`, the one-time refusal, commands for
+another bot and the per-chat order are the core's. In groups each person
 has their own session (chat id "<group>:<user>"). The lifecycle is manual
 (initialize, start, updater.start_polling and the reverse) - never
 `run_polling`; webhook mode mounts a route on the web channel's aiohttp
@@ -27,6 +27,7 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
@@ -37,22 +38,16 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, Contex
 
 from bridge.channels import ChannelStartError
 from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
-from bridge.channels.telegram_stream import KeyedLocks, StreamingReply, StreamTiming, Typing
-from bridge.core.access import AccessGate
-from bridge.core.commands import COMMAND_NAME, parse_command
+from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
+from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError, TelegramSettings
-from bridge.core.pairing import PairingStore
-from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Handle, Inbound
+from bridge.types.messages import Answer, Final, Inbound
 
 log = logging.getLogger(__name__)
 
-Resolve = Callable[[Inbound], str | None]
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-
-TEXT_ONLY = "I can only read text messages for now - please type your question."
 # the "Telegram" service account that posts a linked channel's automatic forwards
 SERVICE_SENDER = 777000
 
@@ -85,11 +80,8 @@ class TelegramChannel:
     def __init__(
         self,
         settings: TelegramSettings,
-        handle: Handle,
-        resolve: Resolve,
-        pairing: PairingStore,
+        answer: Answer,
         command_list: Callable[[], list[dict[str, str]]],
-        audit: AuditSink,
         options: TelegramOptions | None = None,
     ) -> None:
         if settings.token is None:
@@ -98,14 +90,13 @@ class TelegramChannel:
         # raises a PTBDeprecationWarning inside the library)
         os.environ.setdefault("PTB_TIMEDELTA", "true")
         self._settings = settings
-        self._handle, self._resolve = handle, resolve
+        self._answer = answer
         self._commands = command_list
-        self._gate = AccessGate("telegram", resolve, pairing, audit)
         self._opts = options or TelegramOptions()
         self._groups = frozenset(settings.allowed_groups)
         self._webhook = settings.mode == "webhook"
         self._secret = self._webhook_secret(settings) if self._webhook else ""
-        builder = (
+        builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
@@ -119,7 +110,7 @@ class TelegramChannel:
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
-        self._locks = KeyedLocks()
+        self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
 
@@ -207,7 +198,6 @@ class TelegramChannel:
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
-        await self._gate.flush()
         if self.app.running:
             await self.app.stop()
         await self.app.shutdown()
@@ -252,29 +242,23 @@ class TelegramChannel:
         private = chat.type == ChatType.PRIVATE
         if not private and (chat.id not in self._groups or not self._addressed(msg)):
             return
-        text = self._clean(msg.text) if msg.text is not None else None
-        session_chat = str(chat.id) if private else f"{chat.id}:{user.id}"
         inbound = Inbound(
             "telegram",
             str(user.id),
-            session_chat,
-            text or "",
+            str(chat.id) if private else f"{chat.id}:{user.id}",
+            self._clean(msg.text) if msg.text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
+            has_text=msg.text is not None,
+            bot_name=self.app.bot.username,
         )
-        reply_to = None if private else msg.message_id
-        parsed = parse_command(text) if text else None
-        if parsed is not None and parsed.for_another_bot(self.app.bot.username):
-            return
-        if parsed is not None and parsed.name == "pair":
-            await self._pair(inbound, chat.id, reply_to, parsed.args)
-        elif self._resolve(inbound) is None:
-            await self._refuse(inbound, chat.id, reply_to)
-        elif text is None:
-            await self._say(chat.id, TEXT_ONLY, reply_to)
-        else:
-            await self._converse(inbound, chat.id, reply_to)
+        reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound.msg_id)
+        try:
+            await self._answer(inbound, reply)
+        except BaseException:
+            await reply.abort()
+            raise
 
     def _addressed(self, msg: Message) -> bool:
         bot = self.app.bot
@@ -297,49 +281,41 @@ class TelegramChannel:
         cleaned = re.sub(rf"(?<![/\w])@{re.escape(name)}\b", " ", text, flags=re.IGNORECASE)
         return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
 
-    # -- access ------------------------------------------------------------------------------
-
-    async def _pair(self, inbound: Inbound, chat_id: int, reply_to: int | None, code: str) -> None:
-        text = await self._gate.pair(inbound, code)
-        if text is not None:
-            await self._say(chat_id, text, reply_to if not inbound.is_private else None)
-
-    async def _refuse(self, inbound: Inbound, chat_id: int, reply_to: int | None) -> None:
-        text = await self._gate.refusal(inbound)
-        if text is not None:
-            await self._say(chat_id, text, reply_to)
-
-    # -- output ------------------------------------------------------------------------------
-
-    async def _say(self, chat_id: int, markdown: str, reply_to: int | None) -> None:
-        reply = StreamingReply(self.sender, chat_id, reply_to, self._opts.timing)
-        try:
-            await reply.finish(markdown)
-        except DeliveryError as exc:
-            log.error("telegram: a reply to chat %s was not delivered: %s", chat_id, exc)
-
-    async def _converse(self, inbound: Inbound, chat_id: int, reply_to: int | None) -> None:
-        async with self._locks.hold(inbound.chat):
-            reply = StreamingReply(self.sender, chat_id, reply_to, self._opts.timing)
-            try:
-                async with Typing(self.sender, chat_id, self._opts.timing.typing_every_s):
-                    final = await self._handle(inbound, reply.on_delta)
-                await reply.finish(final.text)
-            except DeliveryError as exc:
-                ref = secrets.token_hex(4)
-                log.error(
-                    "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s",
-                    chat_id,
-                    inbound.msg_id,
-                    ref,
-                    exc,
-                )
-            except BaseException:
-                await reply.abort()
-                raise
-
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handler failed", exc_info=context.error)
 
     def _on_poll_error(self, exc: TelegramError) -> None:
         log.warning("telegram: polling failed (%s: %s); retrying", type(exc).__name__, exc)
+
+
+class TelegramReply:
+    """One message's answer in one chat: typing, streamed drafts, the final text."""
+
+    def __init__(
+        self, channel: TelegramChannel, chat_id: int, reply_to: int | None, msg_id: str
+    ) -> None:
+        self._sender, self._chat, self._msg_id = channel.sender, chat_id, msg_id
+        self._timing = channel.timing
+        self._stream = StreamingReply(channel.sender, chat_id, reply_to, self._timing)
+
+    def working(self) -> Typing:
+        return Typing(self._sender, self._chat, self._timing.typing_every_s)
+
+    async def delta(self, piece: str) -> None:
+        await self._stream.on_delta(piece)
+
+    async def send(self, final: Final) -> None:
+        try:
+            await self._stream.finish(final.text)
+        except DeliveryError as exc:
+            ref = secrets.token_hex(4)
+            log.error(
+                "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s",
+                self._chat,
+                self._msg_id,
+                ref,
+                exc,
+            )
+
+    async def abort(self) -> None:
+        await self._stream.abort()

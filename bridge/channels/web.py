@@ -15,6 +15,7 @@ too large) with a JSON `error`, never a 500.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
@@ -107,7 +109,7 @@ class WebChannel:
                 "Another roost (or program) may use it: stop it or set ROOST_WEB__PORT."
             ) from None
         server = site._server
-        if server is not None and server.sockets:
+        if isinstance(server, asyncio.Server) and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
         self._hosts.listen_on(self.port)
         log.info("web bridge listening on http://%s:%d/", self._host, self.port)
@@ -118,7 +120,7 @@ class WebChannel:
             self._runner = None
 
     @web.middleware
-    async def _host_check(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _host_check(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs."""
         if not self._hosts.allows(request.headers.get("Host")):
             return web.json_response(
@@ -132,7 +134,7 @@ class WebChannel:
         return await handler(request)
 
     @web.middleware
-    async def _headers(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _headers(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
         if not response.prepared:
             for key, value in SECURITY_HEADERS.items():

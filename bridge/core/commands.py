@@ -5,8 +5,9 @@ A command is (name, usage, summary, handler); the handler gets a
 the Telegram menu and the web page's hints are all generated from the table.
 A handler raises `UsageError` to answer with its usage line. A command
 addressed to another bot (`/whoami@other_bot`) is not ours: a channel that
-knows its bot's name drops such a message before pairing, refusal or the
-core (`ParsedCommand.for_another_bot`) - no reply, nothing runs.
+knows its bot's name sets `Inbound.bot_name`, and the core's access drops
+such a message before pairing or refusal (`ParsedCommand.for_another_bot`) -
+no reply, nothing runs.
 """
 
 from __future__ import annotations

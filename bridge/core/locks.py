@@ -1,9 +1,13 @@
-"""Per-tenant locks: an asyncio lock per tenant root, plus an flock for other processes.
+"""Locks by key: one FIFO type for chats and tenants, plus an flock for other processes.
+
+`KeyedLocks[K]` gives mutual exclusion per key: holders of one key take turns
+in arrival order, different keys never wait on each other, and a key's entry
+exists only while someone holds or waits for it, so a stream of one-off keys
+(chats, tenants) leaves nothing behind. The core serialises each chat with it.
 
 Writers of one tenant (memory, profile) take `async with locks.hold(root, "memory")`
-around a read-modify-write; inside it `file_lock` keeps a second process
-(`roost` on the command line) out as well. Different tenants never wait on
-each other.
+(`TenantLocks`, built on `KeyedLocks`) around a read-modify-write; inside it
+`file_lock` keeps a second process (`roost` on the command line) out as well.
 """
 
 from __future__ import annotations
@@ -12,22 +16,66 @@ import asyncio
 import contextlib
 import fcntl
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Hashable, Iterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, NamedTuple, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(slots=True)
+class LockEntry:
+    """One key's lock and how many tasks hold it or wait for it."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class KeyedLocks(Generic[K]):
+    """FIFO locks by key, forgotten when nobody holds or waits for them."""
+
+    def __init__(self) -> None:
+        self._entries: dict[K, LockEntry] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: K) -> AsyncIterator[None]:
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = LockEntry()
+        entry.users += 1
+        try:
+            async with entry.lock:  # asyncio.Lock wakes its waiters in arrival order
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._entries[key]
+
+    def __len__(self) -> int:
+        """How many keys are held or waited for right now."""
+        return len(self._entries)
+
+
+class TenantPart(NamedTuple):
+    """What a tenant lock guards: one part (memory, profile, ...) of one tenant root."""
+
+    root: str
+    part: str
 
 
 class TenantLocks:
-    def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+    """Per-tenant, per-part locks; different tenants never wait on each other."""
 
-    @contextlib.asynccontextmanager
-    async def hold(self, root: Path, part: str) -> AsyncIterator[None]:
-        key = (str(root), part)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        async with lock:
-            yield
+    def __init__(self) -> None:
+        self._locks: KeyedLocks[TenantPart] = KeyedLocks()
+
+    def hold(self, root: Path, part: str) -> AbstractAsyncContextManager[None]:
+        return self._locks.hold(TenantPart(str(root), part))
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from bridge.core.tenants import Rule
 from bridge.types.messages import Inbound
@@ -53,6 +53,15 @@ class Redeemed:
     failures_left: int = 0
     locked_until: float = 0.0
     just_locked: bool = False  # this attempt caused the lockout
+
+
+class Binding(NamedTuple):
+    """One paired identity: who, on which channel, to which tenant, since when."""
+
+    channel: str
+    identity: str
+    tenant: str
+    bound_at: float
 
 
 class PairingStore:
@@ -177,12 +186,12 @@ class PairingStore:
         )
         return tenant
 
-    def bindings(self) -> list[tuple[str, str, str, float]]:
-        """Every binding: (channel, identity, tenant, bound_at), oldest first."""
+    def bindings(self) -> list[Binding]:
+        """Every binding, oldest first."""
         rows = self._db.execute(
             "SELECT channel, identity, tenant, bound_at FROM pairing_bindings ORDER BY bound_at"
         )
-        return [(str(c), str(i), str(t), float(at)) for c, i, t, at in rows]
+        return [Binding(str(c), str(i), str(t), float(at)) for c, i, t, at in rows]
 
     def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
         """A TenantResolver rule: paired identities of any channel whose tenant is `known`.

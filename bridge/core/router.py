@@ -1,39 +1,44 @@
 """The core: one inbound message in, one reply out.
 
-It resolves the tenant (unknown identities are refused and nothing else
-happens), checks size, serialises messages of one chat (different chats run
-concurrently), and routes `/commands` to the command table and everything
-else to a model turn. Any failure inside becomes a short reply; the core
-never lets one message take down another. It imports no channel or backend.
+Access comes first (`bridge.core.access`: unknown identities are refused
+once and nothing else happens, `/pair` is redeemed, commands for another bot
+are silently dropped); then size checks; then messages of one chat are
+serialised by one FIFO lock (different chats run concurrently) and
+`/commands` go to the command table, everything else to a model turn. Any
+failure inside becomes a short reply; the core never lets one message take
+down another. It imports no channel or backend: a request/response channel
+calls `handle` and sends the returned `Final`; a push channel calls `answer`
+with a `Reply`, which the core drives (working, delta, send) while the
+chat's lock is held, so one chat's replies go out in order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
+from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
+from bridge.core.locks import KeyedLocks
+from bridge.core.pairing import PairingStore
 from bridge.core.sessions import SessionKey
-from bridge.core.strangers import StrangerAudit, StrangerLimits
+from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.messages import DeltaSink, Final, Inbound, Reply
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
 
-REFUSAL = (
-    "Sorry, I don't know you. This assistant is private: ask its operator for access "
-    "(they can run `roost pair <tenant>` and give you a code to send as /pair CODE)."
-)
-
-
 MAX_REMEMBERED_TENANTS = 1024
+TEXT_ONLY = "I can only read text messages for now - please type your question."
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,46 +46,36 @@ class CoreLimits:
     max_message_chars: int = 16_000
 
 
-class ChatLocks:
-    """One FIFO lock per chat, dropped again when nobody holds or waits for it."""
+class Returned:
+    """The `Reply` of `Core.handle`: deltas to `on_delta`, the Final is returned."""
 
-    def __init__(self) -> None:
-        self._locks: dict[SessionKey, tuple[asyncio.Lock, int]] = {}
+    def __init__(self, on_delta: DeltaSink | None) -> None:
+        self.on_delta = on_delta
 
-    def acquire(self, key: SessionKey) -> _Held:
-        return _Held(self, key)
+    def working(self) -> AbstractAsyncContextManager[object]:
+        return contextlib.nullcontext()
 
-    def __len__(self) -> int:
-        return len(self._locks)
+    async def delta(self, piece: str) -> None:
+        if self.on_delta is not None:
+            await self.on_delta(piece)
+
+    async def send(self, final: Final) -> None:
+        return None
 
 
-class _Held:
-    def __init__(self, owner: ChatLocks, key: SessionKey) -> None:
-        self._owner, self._key = owner, key
-
-    async def __aenter__(self) -> None:
-        locks = self._owner._locks
-        lock, users = locks.get(self._key, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        locks[self._key] = (lock, users + 1)
-        try:
-            await lock.acquire()
-        except BaseException:
-            self._release_slot()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._owner._locks[self._key][0].release()
-        self._release_slot()
-
-    def _release_slot(self) -> None:
-        locks = self._owner._locks
-        lock, users = locks[self._key]
-        if users <= 1:
-            del locks[self._key]
-        else:
-            locks[self._key] = (lock, users - 1)
+def unreadable(inbound: Inbound, limit: int) -> Final | None:
+    """The reply to a message the core will not read (not text, empty, too long)."""
+    if not inbound.has_text:
+        return Final(TEXT_ONLY, "error")
+    if not inbound.text.strip():
+        return Final("Your message is empty. Type something, or /help for commands.", "error")
+    if len(inbound.text) > limit:
+        return Final(
+            f"Your message is {len(inbound.text):,} characters; the limit is {limit:,}. "
+            "Please shorten it or send it in parts.",
+            "error",
+        )
+    return None
 
 
 class Core:
@@ -89,6 +84,7 @@ class Core:
         *,
         home_tenant_dirs: Callable[[str], TenantDirs],
         resolver: TenantResolver,
+        pairing: PairingStore,
         commands: CommandTable,
         turns: TurnRunner,
         audit: AuditSink,
@@ -98,15 +94,14 @@ class Core:
     ) -> None:
         self._dirs = home_tenant_dirs
         self._tenant_dirs: dict[str, TenantDirs] = {}
-        self._resolver = resolver
+        self.access = Access(resolver, pairing, audit, strangers)
         self.commands = commands
         self._turns = turns
         self._audit = audit
         self._clock = clock
         self._limits = limits or CoreLimits()
-        self.locks = ChatLocks()
+        self.locks: KeyedLocks[SessionKey] = KeyedLocks()
         self._inflight: set[asyncio.Task[object]] = set()
-        self._strangers = StrangerAudit(audit, clock, strangers)
 
     async def drain(self, grace_s: float) -> int:
         """Let in-flight messages finish for up to `grace_s`, then cancel the rest.
@@ -114,7 +109,7 @@ class Core:
         Returns how many were cancelled. Counted-only stranger events are
         written as their aggregate record.
         """
-        await self._strangers.flush()
+        await self.access.flush()
         pending = {t for t in self._inflight if not t.done()}
         if pending:
             _, pending = await asyncio.wait(pending, timeout=grace_s)
@@ -126,46 +121,55 @@ class Core:
 
     async def handle(self, inbound: Inbound, on_delta: DeltaSink | None = None) -> Final:
         """Answer one message; `on_delta` receives answer pieces as they grow."""
-        tenant = self._resolver.resolve(inbound)
-        if tenant is None:
-            await self._strangers.record("access.refused", inbound.channel, inbound.identity, {})
-            return Final(REFUSAL, "refusal")
-        text = inbound.text.strip()
-        if not text:
-            return Final("Your message is empty. Type something, or /help for commands.", "error")
-        limit = self._limits.max_message_chars
-        if len(inbound.text) > limit:
-            return Final(
-                f"Your message is {len(inbound.text):,} characters; the limit is {limit:,}. "
-                "Please shorten it or send it in parts.",
-                "error",
-            )
-        key = SessionKey(tenant, inbound.channel, inbound.chat)
+        return await self._serve(inbound, Returned(on_delta), on_delta)
+
+    async def answer(self, inbound: Inbound, reply: Reply) -> Final:
+        """Answer one message through `reply`; returns what was sent (or `silent`)."""
+        return await self._serve(inbound, reply, reply.delta)
+
+    async def _serve(self, inbound: Inbound, reply: Reply, on_delta: DeltaSink | None) -> Final:
         task = asyncio.current_task()
         if task is not None:
             self._inflight.add(task)
         try:
-            return await self._locked(inbound, tenant, key, on_delta)
+            admitted = await self.access.admit(inbound)
+            if isinstance(admitted, str):
+                return await self._admitted(inbound, admitted, reply, on_delta)
+            if admitted.kind != "silent":
+                await reply.send(admitted)
+            return admitted
         finally:
             if task is not None:
                 self._inflight.discard(task)
 
-    async def _locked(
+    async def _admitted(
+        self, inbound: Inbound, tenant: str, reply: Reply, on_delta: DeltaSink | None
+    ) -> Final:
+        final = unreadable(inbound, self._limits.max_message_chars)
+        if final is not None:
+            await reply.send(final)
+            return final
+        key = SessionKey(tenant, inbound.channel, inbound.chat)
+        async with self.locks.hold(key):
+            async with reply.working():
+                final = await self._guarded(inbound, tenant, key, on_delta)
+            await reply.send(final)
+        return final
+
+    async def _guarded(
         self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
     ) -> Final:
-        async with self.locks.acquire(key):
-            try:
-                return await self._route(inbound, tenant, key, on_delta)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                ref = secrets.token_hex(4)
-                log.exception("message failed (ref %s, channel %s)", ref, inbound.channel)
-                return Final(
-                    f"Something went wrong on my side (ref {ref}). Nothing was lost; "
-                    "please try again.",
-                    "error",
-                )
+        try:
+            return await self._route(inbound, tenant, key, on_delta)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            ref = secrets.token_hex(4)
+            log.exception("message failed (ref %s, channel %s)", ref, inbound.channel)
+            return Final(
+                f"Something went wrong on my side (ref {ref}). Nothing was lost; please try again.",
+                "error",
+            )
 
     async def _route(
         self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None

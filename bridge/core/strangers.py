@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bridge.types.audit_sink import AuditSink
 
@@ -33,6 +34,14 @@ class StrangerLimits:
     window_s: float = 3600.0
     max_tracked: int = 4096  # identities remembered (memory bound)
     records_per_window: int = 50  # per-identity records per window, all identities together
+
+
+class StrangerKey(NamedTuple):
+    """Whose events of which kind are counted together."""
+
+    event: str
+    channel: str
+    identity: str
 
 
 @dataclass(slots=True)
@@ -56,7 +65,7 @@ class StrangerAudit:
     ) -> None:
         self._audit, self._clock = audit, clock
         self._limits = limits or StrangerLimits()
-        self._seen: OrderedDict[tuple[str, str, str], _Seen] = OrderedDict()
+        self._seen: OrderedDict[StrangerKey, _Seen] = OrderedDict()
         self._window_start: float | None = None
         self._written = 0
         self._overflow: dict[str, _Overflow] = {}
@@ -71,7 +80,7 @@ class StrangerAudit:
         """Count one event; write its record if the limits allow. True if written."""
         now = self._clock()
         await self._roll(now)
-        key = (event, channel, identity)
+        key = StrangerKey(event, channel, identity)
         seen = self._seen.get(key)
         if seen is not None:
             self._seen.move_to_end(key)
@@ -93,9 +102,9 @@ class StrangerAudit:
 
     async def flush(self) -> None:
         """At shutdown: write one aggregate per event kind of all not yet recorded."""
-        for (event, _, _), seen in self._seen.items():
+        for key, seen in self._seen.items():
             if seen.suppressed:
-                over = self._overflow.setdefault(event, _Overflow())
+                over = self._overflow.setdefault(key.event, _Overflow())
                 over.count += seen.suppressed
                 over.identities += 1
                 seen.suppressed = 0
@@ -120,12 +129,12 @@ class StrangerAudit:
             await self._write_overflow()
         self._window_start, self._written = now, 0
 
-    def _remember(self, key: tuple[str, str, str], seen: _Seen) -> None:
+    def _remember(self, key: StrangerKey, seen: _Seen) -> None:
         self._seen[key] = seen
         self._seen.move_to_end(key)
         while len(self._seen) > self._limits.max_tracked:
-            (event, _, _), old = self._seen.popitem(last=False)
+            gone, old = self._seen.popitem(last=False)
             if old.suppressed:
-                over = self._overflow.setdefault(event, _Overflow())
+                over = self._overflow.setdefault(gone.event, _Overflow())
                 over.count += old.suppressed
                 over.identities += 1

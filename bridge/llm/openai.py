@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
@@ -111,7 +111,7 @@ class OpenAIBackend:
         except BackendError as exc:
             raise reported(exc, self._host, self._redact) from exc
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         body = build_body(self._model, request)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
@@ -150,7 +150,7 @@ class OpenAIBackend:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self._max_backoff_s)
-        ceiling = min(self._max_backoff_s, self._backoff_base_s * 2**attempt)
+        ceiling = min(self._max_backoff_s, self._backoff_base_s * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self._rng.random())  # "equal jitter"
 
     def _exhausted(self, exc: Retry, attempts: int) -> BackendError:
@@ -197,7 +197,9 @@ class OpenAIBackend:
             text = f"the model server did not answer within {self._timeout_s:g}s"
         return ServerFault("timeout", text, text)
 
-    async def _attempt(self, body: dict[str, Any], deadline: float) -> AsyncIterator[ModelEvent]:
+    async def _attempt(
+        self, body: dict[str, Any], deadline: float
+    ) -> AsyncGenerator[ModelEvent, None]:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout_at(deadline):
@@ -227,7 +229,7 @@ class OpenAIBackend:
 
     async def _sse(
         self, response: aiohttp.ClientResponse, deadline: float, ctype: str
-    ) -> AsyncIterator[ModelEvent]:
+    ) -> AsyncGenerator[ModelEvent, None]:
         loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         assembler = StreamAssembler()

@@ -184,18 +184,20 @@ class StreamAssembler:
             self.prompt_tokens = _count(usage.get("prompt_tokens"))
             self.completion_tokens = _count(usage.get("completion_tokens"))
 
+    def _implicit_index(self, new_id: object) -> int:
+        """Servers that omit `index`: a new id starts a new call, else the last one goes on."""
+        last_index = self._last_index
+        last = self._calls.get(last_index) if last_index is not None else None
+        if last_index is None or last is None or (new_id and last.id and new_id != last.id):
+            return max(self._calls, default=-1) + 1
+        return last_index
+
     def _fragment(self, fragment: Any) -> None:
         if not isinstance(fragment, Mapping):
             raise bad_response("a tool call fragment is not an object")
         index = fragment.get("index")
         if not isinstance(index, int):
-            # Servers that omit `index`: a new id starts a new call.
-            last = self._calls.get(self._last_index) if self._last_index is not None else None
-            new_id = fragment.get("id")
-            if last is None or (new_id and last.id and new_id != last.id):
-                index = max(self._calls, default=-1) + 1
-            else:
-                index = self._last_index
+            index = self._implicit_index(fragment.get("id"))
         self._last_index = index
         call = self._calls.setdefault(index, _PartialCall())
         if fragment.get("id") and not call.id:
@@ -254,7 +256,8 @@ def completion_events(obj: Any) -> list[ModelEvent]:
         )
         events.append(ToolCall(partial.request(i)))
     reason = str(choice.get("finish_reason") or ("tool_calls" if calls else "stop"))
-    usage = obj.get("usage") if isinstance(obj.get("usage"), Mapping) else {}
+    raw_usage = obj.get("usage")
+    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
     events.append(
         Finish(
             reason,

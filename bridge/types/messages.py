@@ -9,8 +9,9 @@ line. This module imports nothing from the project.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,8 @@ class Inbound:
     msg_id: str  # unique per message within (channel, chat)
     is_private: bool = True  # a one-to-one chat (not a group)
     display_name: str = ""
+    has_text: bool = True  # False: a photo, sticker, ... (the core says "text only")
+    bot_name: str = ""  # the channel's own bot account; `/cmd@other` is not for us
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,9 @@ class Delta:
     text: str
 
 
-FinalKind = Literal["answer", "command", "refusal", "error"]
+FinalKind = Literal["answer", "command", "refusal", "error", "silent"]
+"""`silent`: the core decided nothing is sent back (a stranger already told,
+a command for another bot, a locked-out pairing attempt); its text is empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,4 +56,23 @@ DeltaSink = Callable[[str], Awaitable[None]]
 """Awaited with each new piece of a growing answer."""
 
 Handle = Callable[[Inbound, DeltaSink | None], Awaitable[Final]]
-"""What a channel calls for each message: the core's `handle`."""
+"""What a request/response channel (web, terminal) calls: the core's `handle`."""
+
+
+class Reply(Protocol):
+    """How a push channel (Telegram) takes one message's answer from the core."""
+
+    def working(self) -> AbstractAsyncContextManager[object]:
+        """Entered while the core works on an admitted message (a typing indicator)."""
+        ...
+
+    async def delta(self, piece: str) -> None:
+        """A new piece of a growing answer."""
+
+    async def send(self, final: Final) -> None:
+        """Deliver the reply; never called for a `silent` one. Awaited while the
+        chat's lock is held, so the replies of one chat go out in order."""
+
+
+Answer = Callable[[Inbound, Reply], Awaitable[Final]]
+"""What a push channel calls for each message: the core's `answer`."""

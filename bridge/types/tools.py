@@ -52,4 +52,5 @@ class FunctionTool:
     fn: Callable[[Mapping[str, Any], TurnContext], Any]
 
     async def __call__(self, args: Mapping[str, Any], turn: TurnContext) -> str:
-        return await self.fn(args, turn)
+        reply: str = await self.fn(args, turn)
+        return reply

@@ -85,16 +85,7 @@ async def running(
     audit = MemoryAudit()
     roost = await build(settings, backend=backend, audit=audit)
     try:
-        assert roost.resolver is not None
-        channel = TelegramChannel(
-            settings.telegram,
-            roost.core.handle,
-            roost.resolver.resolve,
-            PairingStore(roost.db),
-            roost.command_list,
-            audit,
-            options,
-        )
+        channel = TelegramChannel(settings.telegram, roost.core.answer, roost.command_list, options)
         if web_app is not None:
             channel.mount(web_app)
         try:

@@ -16,7 +16,6 @@ from pathlib import Path
 from bridge.app.build import Roost, build
 from bridge.channels.telegram import TelegramChannel
 from bridge.core.config import Settings
-from bridge.core.pairing import PairingStore
 from bridge.core.strangers import StrangerLimits
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import NO_DRAFTS, tg_settings
@@ -34,15 +33,7 @@ async def with_chain(settings: Settings) -> AsyncIterator[Roost]:
     """A roost whose audit sink is its real hash chain, and its Telegram channel."""
     roost = await build(settings, backend=ScriptedBackend("never"))
     try:
-        channel = TelegramChannel(
-            settings.telegram,
-            roost.core.handle,
-            roost.resolver.resolve,  # type: ignore[union-attr]
-            PairingStore(roost.db),
-            roost.command_list,
-            roost.audit,
-            UNPACED,
-        )
+        channel = TelegramChannel(settings.telegram, roost.core.answer, roost.command_list, UNPACED)
         await channel.start()
         try:
             yield roost

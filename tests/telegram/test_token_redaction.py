@@ -12,9 +12,7 @@ import asyncio
 import logging
 import os
 import sys
-import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -117,8 +115,7 @@ async def test_the_cannot_reach_line_of_a_glued_url_hides_the_token(token: str) 
     )
     options = TelegramOptions(bootstrap_attempts=2, bootstrap_backoff_s=0.01)
     unused: Any = None  # the channel never gets past getMe
-    pairing: Any = SimpleNamespace(clock=time.time)  # only its clock is read before getMe
-    channel = TelegramChannel(settings, unused, unused, pairing, lambda: [], unused, options)
+    channel = TelegramChannel(settings, unused, lambda: [], options)
     with pytest.raises(ChannelStartError) as caught:
         await channel.start()
     raw = str(caught.value)
