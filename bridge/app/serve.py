@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from bridge.app.build import Roost, build, prepare_home
+from bridge.app.build import Roost, build
+from bridge.app.home import prepare_home
 from bridge.core.config import ConfigError, Settings
 
 log = logging.getLogger("roost")
