@@ -14,7 +14,7 @@ import getpass
 import hashlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -23,6 +23,7 @@ from bridge.app.home import prepare_home, record_event
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
 from bridge.core.config import Settings
 from bridge.loadout import vault
+from bridge.prompt.source import Rendered
 from bridge.types.audit_sink import NullAudit
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -75,29 +76,37 @@ async def print_prompt(
         await roost.aclose()
     if raw:
         out.write(rendered.text)
-        return 0
+    else:
+        out.write(describe_prompt(rendered, [b.name for b in prompt.blocks], tenant, channel, chat))
+    return 0
+
+
+def describe_prompt(
+    rendered: Rendered, names: Sequence[str], tenant: str, channel: str, chat: str | None
+) -> str:
+    """Every block in table order (an empty one says so), with sizes, budgets, cuts and a hash."""
     snap = rendered.snapshot
     digest = hashlib.sha256(rendered.text.encode("utf-8")).hexdigest()[:16]
-    out.write(
+    parts = [
         f"roost prompt: tenant {tenant}, channel {channel}, chat {chat or '-'}, "
         f"persona {snap.persona}, shadow bullets {'shown' if snap.shadow_on else 'none shown'}\n"
-    )
+    ]
     shown = {b.name: b for b in rendered.blocks}
-    for number, block in enumerate(prompt.blocks, 1):
-        got = shown.get(block.name)
+    for number, name in enumerate(names, 1):
+        got = shown.get(name)
         if got is None:
-            out.write(f"\n== {number}. {block.name}: empty, not sent ==\n")
+            parts.append(f"\n== {number}. {name}: empty, not sent ==\n")
             continue
         cut = f", cut from {got.size:,}" if got.cut else ""
-        out.write(
-            f"\n== {number}. {block.name}: {len(got.text):,} characters "
+        parts.append(
+            f"\n== {number}. {name}: {len(got.text):,} characters "
             f"(budget {got.budget:,}{cut}) ==\n{got.text}\n"
         )
-    out.write(
+    parts.append(
         f"\n== total: {len(rendered.blocks)} blocks, {len(rendered.text):,} characters, "
         f"sha256 {digest} (blocks joined by a blank line) ==\n"
     )
-    return 0
+    return "".join(parts)
 
 
 def read_value(stdin: TextIO) -> str:
