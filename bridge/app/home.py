@@ -1,33 +1,76 @@
-"""Helpers shared by the `roost` subcommands: argument types and an in-process roost."""
+"""The home directory, its audit chain and operator events: the helpers every command shares.
+
+`prepare_home` creates `$ROOST_HOME` (0700) or tightens it; `open_chain`
+opens the audit chain of the home with its HMAC key; `record_event` appends
+one event from an operator command without a running daemon. Any of them
+that meets an unusable home or key raises `ConfigError` (exit 78).
+"""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Awaitable, Callable
-from typing import Any
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
 
-from bridge.core.config import Settings
-from bridge.types.tenant_dirs import check_tenant_id
+from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
+from bridge.core.config import ConfigError, Settings
+
+log = logging.getLogger("roost")
 
 
-def tenant_arg(value: str) -> str:
-    """argparse type for a tenant id."""
+def chain_path(home: Path) -> Path:
+    """Where the audit chain of a home lives."""
+    return home / "audit" / "chain.jsonl"
+
+
+def tighten(path: Path) -> None:
+    """Make an existing directory of roost's 0700; say so when it was looser."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        path.chmod(0o700)
+        log.warning(
+            "%s was readable by others (mode %04o); changed to 0700 (it holds private data)",
+            path,
+            mode,
+        )
+
+
+def prepare_home(home: Path) -> None:
+    """Create `$ROOST_HOME` (0700) or tighten it to 0700; an unusable home is a config error."""
     try:
-        return check_tenant_id(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tighten(home)
+        (home / "tenants").mkdir(mode=0o700, exist_ok=True)
+        tighten(home / "tenants")
+        if not os.access(home, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        raise ConfigError(
+            f"invalid configuration: home: cannot use {home} ({exc.strerror}); "
+            "set ROOST_HOME to a writable directory"
+        ) from None
 
 
-async def with_roost(
-    settings: Settings, tenant: str | None, body: Callable[[Any], Awaitable[int]]
-) -> int:
-    """Build a roost in this process (tenant as the local one), run `body`, close."""
-    from bridge.app.build import build
-
-    if tenant is not None and tenant != settings.local_tenant:
-        settings = settings.model_copy(update={"local_tenant": tenant})
-    roost = await build(settings)
+async def open_chain(settings: Settings, clock: Callable[[], float]) -> AuditChain:
+    """The audit chain of this home, with the HMAC key when one is configured."""
+    path = chain_path(settings.home)
     try:
-        return await body(roost)
+        key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
+    except HmacKeyError as exc:
+        raise ConfigError(f"invalid configuration: audit_hmac_key_file: {exc}") from exc
+    chain = AuditChain(path, hmac_key=key, clock=clock)
+    await chain.open()
+    return chain
+
+
+async def record_event(
+    settings: Settings, event: str, tenant: str | None, details: dict[str, object]
+) -> None:
+    """Append one event from an operator command (no daemon needed; the chain is locked)."""
+    chain = await open_chain(settings, time.time)
+    try:
+        await chain.emit(event, tenant, details)
     finally:
-        await roost.aclose()
+        await chain.aclose()

@@ -93,12 +93,27 @@ def build_loadout(
         cached=cached,
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
+    sets = command_sets(settings, memory, profile, personas, chats, audit)
+    return Loadout(
+        prompt, memory, profile, vault, personas, chats, MemoryTools(memory), sets, files
+    )
+
+
+def command_sets(
+    settings: Settings,
+    memory: Memory,
+    profile: Profile,
+    personas: Personas,
+    chats: ChatSettings | None,
+    audit: AuditSink,
+) -> tuple[CommandSet, ...]:
+    """/memory and /profile always; /persona and /audience when chat settings are stored."""
     sets: list[CommandSet] = [MemoryCommands(memory), ProfileCommands(profile)]
     if chats is not None:
         sets += [
             PersonaCommands(personas, chats, audit),
-            AudienceCommands(chats, audit, defaults, caps.audience_chars),
+            AudienceCommands(
+                chats, audit, audience_defaults(settings), settings.loadout.audience_chars
+            ),
         ]
-    return Loadout(
-        prompt, memory, profile, vault, personas, chats, MemoryTools(memory), tuple(sets), files
-    )
+    return tuple(sets)

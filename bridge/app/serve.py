@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from bridge.app.build import Roost, build, prepare_home
+from bridge.app.build import Roost, build
+from bridge.app.home import prepare_home
 from bridge.core.config import ConfigError, Settings
 
 log = logging.getLogger("roost")

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from bridge.core.config import Settings
 from bridge.grading.evaluate import evaluate, format_report, load_cases
+
+
+def grade_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--eval",
+        dest="eval_file",
+        type=Path,
+        required=True,
+        help='JSONL lines of {"previous", "reply", "next", "label"}',
+    )
 
 
 def run_grade_eval(path: Path, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -24,3 +36,7 @@ def run_grade_eval(path: Path, out: TextIO | None = None, err: TextIO | None = N
         return 2
     print(format_report(evaluate(cases)), file=out)
     return 0
+
+
+def run_grade(args: argparse.Namespace, settings: Settings) -> int:
+    return run_grade_eval(args.eval_file)

@@ -14,12 +14,16 @@ import getpass
 import hashlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
-from bridge.app.home import tenant_arg
+from bridge.app.home import prepare_home, record_event
+from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
 from bridge.core.config import Settings
 from bridge.loadout import vault
+from bridge.prompt.source import Rendered
 from bridge.types.audit_sink import NullAudit
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -65,7 +69,6 @@ async def print_prompt(
     # the daemon's own wiring, so blocks 7-9 read the same stores a turn reads
     roost = await build(settings, backend=OfflineBackend(), audit=NullAudit())
     try:
-        assert roost.loadout is not None
         prompt = roost.loadout.prompt
         root = roost.tenant_dirs(tenant).root
         rendered = prompt.render(tenant, root, channel, chat, msg_id, now)
@@ -73,41 +76,37 @@ async def print_prompt(
         await roost.aclose()
     if raw:
         out.write(rendered.text)
-        return 0
-    snap = rendered.snapshot
-    digest = hashlib.sha256(rendered.text.encode("utf-8")).hexdigest()[:16]
-    out.write(
-        f"roost prompt: tenant {tenant}, channel {channel}, chat {chat or '-'}, "
-        f"persona {snap.persona}, shadow bullets {'shown' if snap.shadow_on else 'none shown'}\n"
-    )
-    shown = {b.name: b for b in rendered.blocks}
-    for number, block in enumerate(prompt.blocks, 1):
-        got = shown.get(block.name)
-        if got is None:
-            out.write(f"\n== {number}. {block.name}: empty, not sent ==\n")
-            continue
-        cut = f", cut from {got.size:,}" if got.cut else ""
-        out.write(
-            f"\n== {number}. {block.name}: {len(got.text):,} characters "
-            f"(budget {got.budget:,}{cut}) ==\n{got.text}\n"
-        )
-    out.write(
-        f"\n== total: {len(rendered.blocks)} blocks, {len(rendered.text):,} characters, "
-        f"sha256 {digest} (blocks joined by a blank line) ==\n"
-    )
+    else:
+        out.write(describe_prompt(rendered, [b.name for b in prompt.blocks], tenant, channel, chat))
     return 0
 
 
-def vault_args(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="vault_command", metavar="ACTION", required=True)
-    s = sub.add_parser("set", help="store a secret (value read from stdin, never echoed)")
-    s.add_argument("tenant", type=tenant_arg)
-    s.add_argument("name")
-    ls = sub.add_parser("list", help="list a tenant's secret names")
-    ls.add_argument("tenant", type=tenant_arg)
-    rm = sub.add_parser("rm", help="delete a secret")
-    rm.add_argument("tenant", type=tenant_arg)
-    rm.add_argument("name")
+def describe_prompt(
+    rendered: Rendered, names: Sequence[str], tenant: str, channel: str, chat: str | None
+) -> str:
+    """Every block in table order (an empty one says so), with sizes, budgets, cuts and a hash."""
+    snap = rendered.snapshot
+    digest = hashlib.sha256(rendered.text.encode("utf-8")).hexdigest()[:16]
+    parts = [
+        f"roost prompt: tenant {tenant}, channel {channel}, chat {chat or '-'}, "
+        f"persona {snap.persona}, shadow bullets {'shown' if snap.shadow_on else 'none shown'}\n"
+    ]
+    shown = {b.name: b for b in rendered.blocks}
+    for number, name in enumerate(names, 1):
+        got = shown.get(name)
+        if got is None:
+            parts.append(f"\n== {number}. {name}: empty, not sent ==\n")
+            continue
+        cut = f", cut from {got.size:,}" if got.cut else ""
+        parts.append(
+            f"\n== {number}. {name}: {len(got.text):,} characters "
+            f"(budget {got.budget:,}{cut}) ==\n{got.text}\n"
+        )
+    parts.append(
+        f"\n== total: {len(rendered.blocks)} blocks, {len(rendered.text):,} characters, "
+        f"sha256 {digest} (blocks joined by a blank line) ==\n"
+    )
+    return "".join(parts)
 
 
 def read_value(stdin: TextIO) -> str:
@@ -119,63 +118,82 @@ def read_value(stdin: TextIO) -> str:
     return value[:-1] if value.endswith("\n") else value
 
 
-def run_vault(args: argparse.Namespace, settings: Settings) -> int:
-    return vault_command(settings, args, sys.stdin, sys.stdout, sys.stderr)
-
-
 def _record(settings: Settings, event: str, tenant: str, name: str) -> None:
     import asyncio
 
-    from bridge.app.build import record_event
-
     asyncio.run(record_event(settings, event, tenant, {"name": name, "by": "operator"}))
+
+
+@dataclass(frozen=True)
+class VaultCall:
+    """What a vault verb works on: the settings, the parsed line, the tenant root, stdio."""
+
+    settings: Settings
+    args: argparse.Namespace
+    root: Path
+    stdin: TextIO
+    out: TextIO
+    err: TextIO
+
+
+def vault_set(call: VaultCall) -> int:
+    args = call.args
+    vault.check_name(args.name)
+    value = read_value(call.stdin)
+    vault.set_value(call.root, args.name, value)
+    _record(call.settings, "secret.stored", args.tenant, args.name)
+    call.out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
+    return 0
+
+
+def vault_list(call: VaultCall) -> int:
+    names = vault.names(call.root)
+    call.out.write("".join(f"{n}\n" for n in names) if names else "(no secrets)\n")
+    return 0
+
+
+def vault_rm(call: VaultCall) -> int:
+    args = call.args
+    if not vault.remove_value(call.root, args.name):
+        call.err.write(f"roost: {args.tenant} has no secret {args.name}\n")
+        return 1
+    _record(call.settings, "secret.removed", args.tenant, args.name)
+    call.out.write(f"vault: {args.name} removed from {args.tenant}\n")
+    return 0
+
+
+def tenant_and_name(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tenant", type=tenant_arg)
+    p.add_argument("name")
+
+
+def tenant_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tenant", type=tenant_arg)
+
+
+VERBS: tuple[Verb[Callable[[VaultCall], int]], ...] = (
+    Verb("set", "store a secret (value read from stdin, never echoed)", tenant_and_name, vault_set),
+    Verb("list", "list a tenant's secret names", tenant_only, vault_list),
+    Verb("rm", "delete a secret", tenant_and_name, vault_rm),
+)
+
+
+def vault_args(p: argparse.ArgumentParser) -> None:
+    add_verbs(p, "vault_command", VERBS)
 
 
 def vault_command(
     settings: Settings, args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
 ) -> int:
-    from bridge.app.build import prepare_home
-
+    """Exit 0 done, 1 no such secret, 2 a refused name or value."""
     prepare_home(settings.home)
     root = TenantDirs.of(settings.home, args.tenant).ensure().root
     try:
-        if args.vault_command == "set":
-            vault.check_name(args.name)
-            value = read_value(stdin)
-            vault.set_value(root, args.name, value)
-            _record(settings, "secret.stored", args.tenant, args.name)
-            out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
-        elif args.vault_command == "list":
-            names = vault.names(root)
-            out.write("".join(f"{n}\n" for n in names) if names else "(no secrets)\n")
-        elif args.vault_command == "rm":
-            if not vault.remove_value(root, args.name):
-                err.write(f"roost: {args.tenant} has no secret {args.name}\n")
-                return 1
-            _record(settings, "secret.removed", args.tenant, args.name)
-            out.write(f"vault: {args.name} removed from {args.tenant}\n")
+        return pick(VERBS, args.vault_command)(VaultCall(settings, args, root, stdin, out, err))
     except vault.VaultError as exc:
         err.write(f"roost: {exc}\n")
         return 2
-    return 0
 
 
-Row = tuple[
-    str,
-    str,
-    Callable[[argparse.ArgumentParser], None],
-    Callable[[argparse.Namespace, Settings], int],
-]
-
-
-def subcommand_rows() -> list[Row]:
-    """(name, help, configure, run) rows; `bridge.cli.main` appends them to SUBCOMMANDS."""
-    return [
-        (
-            "prompt",
-            "print the system prompt the model would see, block by block",
-            prompt_args,
-            run_prompt,
-        ),
-        ("vault", "manage a tenant's secrets (set, list, rm)", vault_args, run_vault),
-    ]
+def run_vault(args: argparse.Namespace, settings: Settings) -> int:
+    return vault_command(settings, args, sys.stdin, sys.stdout, sys.stderr)

@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from bridge.app.home import tenant_arg, with_roost
-from bridge.core.pairing import CODE_TTL_S, PairingStore
+from bridge.cli.rows import tenant_arg
+from bridge.core.config import Settings
+from bridge.core.pairing import CODE_TTL_S
 from bridge.core.tenants import configured_tenants
+
+if TYPE_CHECKING:
+    from bridge.app.build import Roost
 
 
 def pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("tenant", type=tenant_arg, help="the tenant the person will be bound to")
 
 
-def pair_command(args: argparse.Namespace, settings: Any) -> int:
+def pair_command(args: argparse.Namespace, settings: Settings) -> int:
     """`roost pair TENANT`: print a one-time code (never logged, stored hashed).
 
     Only a configured tenant (`[tenants.X]` or the local tenant) can be paired
@@ -32,9 +36,11 @@ def pair_command(args: argparse.Namespace, settings: Any) -> int:
         )
         return 2
 
-    async def body(roost: Any) -> int:
+    from bridge.app.build import with_roost
+
+    async def body(roost: Roost) -> int:
         roost.tenant_dirs(args.tenant)
-        code = PairingStore(roost.db).issue(args.tenant)
+        code = roost.pairing.issue(args.tenant)
         await roost.audit.emit("pairing.issued", args.tenant, {"ttl_s": int(CODE_TTL_S)})
         minutes = int(CODE_TTL_S // 60)
         print(f"Pairing code for tenant {args.tenant}: {code}")

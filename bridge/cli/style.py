@@ -1,10 +1,9 @@
-"""`roost style status|list-live|sweep`: the learner's operator commands.
+"""`roost style status|list-live|sweep`: the learner's operator commands, a table of verbs.
 
-One row for `bridge.cli.main.SUBCOMMANDS` (add
-`SUBCOMMANDS += [Subcommand(*row) for row in style_cli.subcommand_rows()]`).
 `sweep` builds the model backend and opens the audit chain exactly as the
-daemon does (bridge.app.build.make_backend / open_chain); with the offline
-backend the judge reports "no model configured" and candidates stay pending.
+daemon does (`bridge.app.build.make_backend`, `bridge.app.home.open_chain`);
+with the offline backend the judge reports "no model configured" and
+candidates stay pending.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bridge.app.home import tenant_arg
+from bridge.app.home import chain_path, open_chain, prepare_home
+from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.style.judge import Judge
@@ -23,17 +23,15 @@ from bridge.style.rules import DAY_MS, Thresholds
 from bridge.style.store import STATES, StyleStore
 from bridge.style.sweep import Sweeper, SweepReport
 
-Row = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]
 SCHEDULE = "daily at 04:45 (roost-style.timer, Persistent=true)"
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="style_command", required=True)
-    sub.add_parser("status", help="per tenant: bullets per state, A/B progress, cooldowns")
-    live = sub.add_parser("list-live", help="the live bullets (all tenants or one)")
-    live.add_argument("--tenant", type=tenant_arg, help="only this tenant")
-    sweep = sub.add_parser("sweep", help="run the learner once over every tenant")
-    sweep.add_argument(
+def live_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tenant", type=tenant_arg, help="only this tenant")
+
+
+def sweep_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--dry-run", action="store_true", help="show what would change; ask no model, write nothing"
     )
 
@@ -113,23 +111,23 @@ def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
 
 
 async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None]) -> int:
-    from bridge.app.build import make_backend, open_chain, prepare_home
+    from bridge.app.build import make_backend
     from bridge.types.audit_sink import NullAudit
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
     backend, _reason = make_backend(settings)
     try:
-        chain_path = settings.home / "audit" / "chain.jsonl"
+        path = chain_path(settings.home)
         now_ms = int(time.time() * 1000)
         if dry_run:
             sweeper = Sweeper(StyleStore(db), Judge(backend), NullAudit())
-            report = await sweeper.sweep_chain(chain_path, now_ms, dry_run=True)
+            report = await sweeper.sweep_chain(path, now_ms, dry_run=True)
         else:
             chain = await open_chain(settings, time.time)
             try:
                 sweeper = Sweeper(StyleStore(db), Judge(backend), chain)
-                report = await sweeper.sweep_chain(chain_path, now_ms)
+                report = await sweeper.sweep_chain(path, now_ms)
             finally:
                 await chain.aclose()
         print_report(report, out)
@@ -139,22 +137,49 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
         db.close()
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
-    action = args.style_command
-    if action == "sweep":
-        return asyncio.run(run_sweep(settings, args.dry_run, print))
-    from bridge.app.build import prepare_home
-
-    prepare_home(settings.home)
-    db = connect(settings.home / "roost.db")
-    try:
-        store = StyleStore(db)
-        if action == "status":
-            return status(store, int(time.time() * 1000), Thresholds(), print)
-        return list_live(store, args.tenant, print)
-    finally:
-        db.close()
+def run_sweep_verb(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(run_sweep(settings, args.dry_run, print))
 
 
-def subcommand_rows() -> list[Row]:
-    return [("style", "the user-style learner: status, list-live, sweep", _configure, _run)]
+def with_store(use: Callable[[argparse.Namespace, StyleStore], int]) -> Run:
+    """A verb that reads the style store of the home (created when missing)."""
+
+    def run(args: argparse.Namespace, settings: Settings) -> int:
+        prepare_home(settings.home)
+        db = connect(settings.home / "roost.db")
+        try:
+            return use(args, StyleStore(db))
+        finally:
+            db.close()
+
+    return run
+
+
+def run_status(args: argparse.Namespace, store: StyleStore) -> int:
+    return status(store, int(time.time() * 1000), Thresholds(), print)
+
+
+def run_list_live(args: argparse.Namespace, store: StyleStore) -> int:
+    return list_live(store, args.tenant, print)
+
+
+VERBS: tuple[Verb[Run], ...] = (
+    Verb(
+        "status",
+        "per tenant: bullets per state, A/B progress, cooldowns",
+        no_args,
+        with_store(run_status),
+    ),
+    Verb(
+        "list-live", "the live bullets (all tenants or one)", live_args, with_store(run_list_live)
+    ),
+    Verb("sweep", "run the learner once over every tenant", sweep_args, run_sweep_verb),
+)
+
+
+def style_args(p: argparse.ArgumentParser) -> None:
+    add_verbs(p, "style_command", VERBS)
+
+
+def run_style(args: argparse.Namespace, settings: Settings) -> int:
+    return pick(VERBS, args.style_command)(args, settings)

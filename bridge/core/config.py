@@ -187,6 +187,33 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def _blank(value: str | SecretStr | None) -> bool:
+    text = value.get_secret_value() if isinstance(value, SecretStr) else value
+    return not (text or "").strip()
+
+
+def check_llm(llm: LLMSettings) -> None:
+    """The rules of `bridge.llm.select` that need no code of it: raise ConfigError, one line.
+
+    `openai` forced needs a server: `llm.base_url`, or `llm.api_key` alone for
+    api.openai.com. Whenever openai is chosen (forced, or `auto` with a URL or
+    a key), `llm.model` must name a model.
+    """
+    no_url, no_key = _blank(llm.base_url), _blank(llm.api_key)
+    if llm.provider == "openai" and no_url and no_key:
+        raise ConfigError(
+            "invalid configuration: llm.base_url: ROOST_LLM__PROVIDER is openai but no server "
+            "is set; set llm.base_url (ROOST_LLM__BASE_URL), an OpenAI-compatible base such as "
+            "http://127.0.0.1:11434/v1, or llm.api_key (ROOST_LLM__API_KEY) for api.openai.com"
+        )
+    uses_openai = llm.provider == "openai" or (llm.provider == "auto" and not (no_url and no_key))
+    if uses_openai and not llm.model.strip():
+        raise ConfigError(
+            "invalid configuration: llm.model: empty; set llm.model (ROOST_LLM__MODEL) "
+            "to the model the server should run"
+        )
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the file and the environment; raise ConfigError naming key and reason.
 
@@ -222,4 +249,5 @@ def load_settings(**overrides: object) -> Settings:
         loaded = _Loaded(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
+    check_llm(loaded.llm)
     return Settings.model_construct(**{k: getattr(loaded, k) for k in Settings.model_fields})

@@ -8,7 +8,8 @@ import json
 import stat
 
 from bridge.cli.loadout import vault_command
-from bridge.cli.main import SUBCOMMANDS, build_parser
+from bridge.cli.main import build_parser
+from bridge.cli.table import COMMANDS
 from bridge.core.config import Settings
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -52,7 +53,7 @@ def test_vault_refuses_bad_names_and_short_values(settings: Settings) -> None:
 
 
 def test_rows_are_in_the_cli_table() -> None:
-    names = [row.name for row in SUBCOMMANDS]
+    names = [row.name for row in COMMANDS]
     assert "prompt" in names and "vault" in names
     args = build_parser().parse_args(["prompt", "--tenant", "alice", "--channel", "telegram"])
     assert args.tenant == "alice" and args.channel == "telegram" and not args.raw

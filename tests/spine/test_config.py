@@ -88,3 +88,64 @@ def test_unusable_home_exits_78(home: Path) -> None:
     )
     assert proc.returncode == 78
     assert "ROOST_HOME" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def run_roost(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_LLM__")}
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", *argv],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"ROOST_LLM__PROVIDER": "openai"},
+        {"ROOST_LLM__PROVIDER": "openai", "ROOST_LLM__API_KEY": "   ", "ROOST_LLM__BASE_URL": ""},
+    ],
+    ids=["nothing-set", "blank-values"],
+)
+def test_openai_without_a_server_is_a_config_error(
+    home: Path, argv: tuple[str, ...], env: dict[str, str]
+) -> None:
+    proc = run_roost(home, *argv, **env)
+    assert proc.returncode == 78, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    for key in ("llm.base_url", "ROOST_LLM__BASE_URL", "llm.api_key", "ROOST_LLM__API_KEY"):
+        assert key in lines[0]
+    assert not home.exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])
+def test_an_empty_model_name_is_a_config_error(home: Path, argv: tuple[str, ...]) -> None:
+    proc = run_roost(home, *argv, ROOST_LLM__BASE_URL="http://127.0.0.1:9/v1", ROOST_LLM__MODEL=" ")
+    assert proc.returncode == 78, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "llm.model" in lines[0] and "ROOST_LLM__MODEL" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"ROOST_LLM__BASE_URL": "http://127.0.0.1:11434/v1"},  # a local server needs no key
+        {"ROOST_LLM__API_KEY": "sk-test"},  # a key alone means api.openai.com
+    ],
+)
+def test_openai_with_a_url_or_a_key_is_accepted(
+    home: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    monkeypatch.setenv("ROOST_LLM__PROVIDER", "openai")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert load_settings().llm.provider == "openai"
+
+
+def test_offline_needs_no_model_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOST_LLM__MODEL", "")
+    assert load_settings().llm.provider == "auto"  # auto without url or key -> offline

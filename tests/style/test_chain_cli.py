@@ -11,8 +11,7 @@ import pytest
 
 from bridge.audit.chain import AuditChain
 from bridge.audit.verify import tail, verify
-from bridge.cli import style as style_cli
-from bridge.cli.main import Subcommand
+from bridge.cli.table import command
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.style.judge import Judge
@@ -67,15 +66,13 @@ async def test_sweep_over_a_real_chain(tmp_path: Path) -> None:
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="roost")
     sub = parser.add_subparsers(dest="command")
-    for row in style_cli.subcommand_rows():
-        cmd = Subcommand(*row)
-        cmd.configure(sub.add_parser(cmd.name, help=cmd.help))
+    cmd = command("style")
+    cmd.add_args(sub.add_parser(cmd.name, help=cmd.help))
     return parser.parse_args(argv)
 
 
 def run(argv: list[str], settings: Settings) -> int:
-    [row] = style_cli.subcommand_rows()
-    return row[3](parse(argv), settings)
+    return command("style").run(parse(argv), settings)
 
 
 async def seed_chain(settings: Settings) -> None:

@@ -1,0 +1,162 @@
+"""How the parts of a roost are connected: access, capabilities, chat commands, turns, the core.
+
+Each function wires one concern from objects `bridge.app.build` has opened
+(database, audit sink, sandbox runner, backend, clock) and returns it; none
+opens or closes anything, so `build()` stays the one owner of lifetimes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bridge.app.loadout import Loadout, build_loadout
+from bridge.channels.telegram_start import start_command
+from bridge.core.builtin_commands import CoreCommands
+from bridge.core.commands import CommandSet, CommandTable
+from bridge.core.config import Settings
+from bridge.core.filecache import FileCache
+from bridge.core.pairing import PairingStore
+from bridge.core.router import Core, CoreLimits
+from bridge.core.sessions import SessionStore
+from bridge.core.tenants import TenantResolver, configured_tenants, loopback_rule, telegram_rule
+from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.personal_tools.catalog import ToolCatalog
+from bridge.personal_tools.commands import ToolCommands
+from bridge.personal_tools.source import ForgeTools
+from bridge.personal_tools.view import SavedToolsView
+from bridge.skills.commands import SkillCommands
+from bridge.skills.grades import SkillGrades, TurnLog
+from bridge.skills.observer import SkillsObserver
+from bridge.skills.view import GradedSkills
+from bridge.style.store import StyleStore
+from bridge.style.view import LearnedStyle
+from bridge.types.audit_sink import AuditSink
+from bridge.types.backend import Backend
+from bridge.types.tenant_dirs import TenantDirs
+from bridge.types.tools import ToolSource
+from forge.library import SessionTools
+from forge.runner import SandboxRunner
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the capability layer hands the turn and the command table."""
+
+    loadout: Loadout
+    tool_sources: tuple[ToolSource, ...]
+    command_sets: tuple[CommandSet, ...]
+    observers: tuple[TurnObserver, ...]
+
+
+def build_access(
+    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float]
+) -> tuple[TenantResolver, PairingStore]:
+    """Who is who: loopback, configured Telegram ids, then pairings to configured tenants."""
+    ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
+    pairing = PairingStore(db, clock)
+    known = configured_tenants(settings.tenants, settings.local_tenant)
+    resolver = TenantResolver(
+        [loopback_rule(settings.local_tenant), telegram_rule(ids), pairing.rule(known.__contains__)]
+    )
+    return resolver, pairing
+
+
+def build_capabilities(
+    settings: Settings,
+    db: sqlite3.Connection,
+    audit: AuditSink,
+    runner: SandboxRunner,
+    clock: Callable[[], float],
+    extra_tools: Sequence[ToolSource] = (),
+) -> Capabilities:
+    """Loadout, skills, learned style and personal tools over one database and file cache.
+
+    `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources.
+    """
+    files = FileCache()
+    grades = SkillGrades(db)
+    catalog = ToolCatalog(files, lambda: int(clock() * 1000))
+    loadout = build_loadout(
+        settings,
+        db,
+        audit,
+        skills=GradedSkills(grades, files),
+        style=LearnedStyle(StyleStore(db)),
+        tools=SavedToolsView(catalog),
+    )
+    drafts = SessionTools()
+    return Capabilities(
+        loadout,
+        (
+            loadout.tool_source,
+            ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
+            *extra_tools,
+        ),
+        (
+            *loadout.command_sets,
+            SkillCommands(grades, files),
+            ToolCommands(drafts, catalog, audit),
+        ),
+        (SkillsObserver(grades, TurnLog(db), files, clock),),
+    )
+
+
+def build_commands(
+    sessions: SessionStore, backend: Backend, command_sets: Sequence[CommandSet]
+) -> CommandTable:
+    """The chat command table: core commands, /start, then each capability's rows."""
+    table = CommandTable(())
+    for row in CoreCommands(lambda: table, sessions, backend.describe).commands():
+        table.add(row)
+    table.add(start_command(lambda: table))
+    for command_set in command_sets:
+        for row in command_set.commands():
+            table.add(row)
+    return table
+
+
+def build_turns(
+    settings: Settings,
+    backend: Backend,
+    sessions: SessionStore,
+    audit: AuditSink,
+    caps: Capabilities,
+    clock: Callable[[], float],
+) -> TurnRunner:
+    vault = caps.loadout.vault
+    return TurnRunner(
+        backend=backend,
+        sessions=sessions,
+        prompt=caps.loadout.prompt,
+        tool_sources=caps.tool_sources,
+        audit=audit,
+        clock=clock,
+        settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
+        observers=caps.observers,
+        masks=lambda dirs: vault.masker(dirs.root),
+    )
+
+
+def build_core(
+    settings: Settings,
+    backend: Backend,
+    sessions: SessionStore,
+    resolver: TenantResolver,
+    pairing: PairingStore,
+    audit: AuditSink,
+    caps: Capabilities,
+    clock: Callable[[], float],
+) -> Core:
+    """The core: tenant access, the chat command table and the turn runner behind one handle."""
+    return Core(
+        home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
+        resolver=resolver,
+        pairing=pairing,
+        commands=build_commands(sessions, backend, caps.command_sets),
+        turns=build_turns(settings, backend, sessions, audit, caps, clock),
+        audit=audit,
+        clock=clock,
+        limits=CoreLimits(settings.limits.max_message_chars),
+    )

@@ -1,0 +1,65 @@
+"""Every `roost` subcommand, one row each, in the order `roost --help` lists them.
+
+A row names the command, gives its one-line help (also its `--help`
+description), how it adds its arguments and how it runs; commands with
+sub-verbs keep them in a `VERBS` table in their own module. A new subcommand
+is one function in a module of `bridge/cli` and one row here.
+"""
+
+from __future__ import annotations
+
+from bridge.cli import audit, daemon, grade, loadout, pair, style, tools
+from bridge.cli.rows import Command, no_args
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "serve",
+        "run the daemon (web bridge, Telegram if configured)",
+        no_args,
+        daemon.run_serve,
+        quiet=False,
+    ),
+    Command("chat", "talk to roost in this terminal", daemon.chat_args, daemon.run_chat),
+    Command(
+        "send",
+        "run one turn through the full pipeline, print the reply",
+        daemon.send_args,
+        daemon.run_send,
+    ),
+    Command(
+        "pair",
+        "print a one-time code binding a Telegram user to TENANT",
+        pair.pair_args,
+        pair.pair_command,
+    ),
+    Command(
+        "prompt",
+        "print the system prompt the model would see, block by block",
+        loadout.prompt_args,
+        loadout.run_prompt,
+    ),
+    Command(
+        "vault", "manage a tenant's secrets (set, list, rm)", loadout.vault_args, loadout.run_vault
+    ),
+    Command(
+        "audit", "verify the audit chain or show recent events", audit.audit_args, audit.run_audit
+    ),
+    Command(
+        "grade",
+        "score the outcome grader on a labelled JSONL set",
+        grade.grade_args,
+        grade.run_grade,
+    ),
+    Command("tools", "list a tenant's personal tools", tools.tools_args, tools.run_tools),
+    Command(
+        "style",
+        "the user-style learner: status, list-live, sweep",
+        style.style_args,
+        style.run_style,
+    ),
+)
+
+
+def command(name: str) -> Command:
+    """The row of `name` (KeyError for a name that is not in the table)."""
+    return {row.name: row for row in COMMANDS}[name]
