@@ -239,14 +239,15 @@ class JobStore:
         next_run_ms: int | None,
         error: str | None = None,
         pause: bool = False,
-    ) -> None:
+    ) -> bool:
         """Record one run: its time, its error ('' clears the failure count), the next
         slot (None: the job is done). `pause` parks it (too many failures). Joins an
-        open transaction, so the run's outbox entry can commit with it."""
+        open transaction, so the run's outbox entry can commit with it. False: the job
+        was removed meanwhile (nothing recorded)."""
         with transaction(self.conn):
             job = self.get(tenant, job_id)
             if job is None:
-                return  # removed while it ran
+                return False  # removed while it ran
             if next_run_ms is not None and job.recurring:
                 next_run_ms = max(next_run_ms, ran_ms + self.limits.min_interval_ms)
             if next_run_ms is None:
@@ -261,6 +262,7 @@ class JobStore:
                 " fail_count = ?, last_error = ? WHERE tenant = ? AND id = ?",
                 (state, next_run_ms, ran_ms, failures, (error or "")[:ERROR_CHARS], tenant, job_id),
             )
+        return True
 
     def due(self, now_ms: int, limit: int = 100) -> list[Job]:
         """Active jobs whose slot has come, earliest first (index `jobs_due`)."""
