@@ -1,0 +1,344 @@
+"""The scheduler with a fake clock on real SQLite, and a real kill -9 between run and delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.schedule.jobs import Job, JobLimits, JobStore
+from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
+from bridge.schedule.scheduler import (
+    ScheduleEvent,
+    Scheduler,
+    SchedulerConfig,
+    plan_after_run,
+    sleep_ms,
+)
+from tests.schedule.test_jobs import HOUR, MIN, T0, next_run, open_db
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeTime:
+    """The injected clock and sleep: sleeping moves the clock, nothing waits."""
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+        self.sleeps: list[float] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += int(seconds * 1000)
+        await asyncio.sleep(0)
+
+
+class Harness:
+    """Stores on one real database, a scheduler, and what it ran and delivered."""
+
+    def __init__(self, path: Path, now: int = T0, **config: int) -> None:
+        conn = open_db(path)
+        self.jobs = JobStore(conn, next_run, JobLimits(min_interval_ms=MIN))
+        self.outbox = OutboxStore(conn)
+        self.time = FakeTime(now)
+        self.ran: list[tuple[str, int]] = []
+        self.sent: list[tuple[str, str]] = []
+        self.sent_at: list[int] = []
+        self.events: list[ScheduleEvent] = []
+        self.fail_runs: set[str] = set()
+        self.fail_sends = 0
+        self.scheduler = Scheduler(
+            self.jobs,
+            self.outbox,
+            run_job=self.run_job,
+            deliver=self.deliver,
+            next_run=next_run,
+            clock=self.time.clock,
+            sleep=self.time.sleep,
+            observe=self.observe,
+            config=SchedulerConfig(**config),
+        )
+
+    async def run_job(self, job: Job, slot: int) -> str | None:
+        self.ran.append((job.id, slot))
+        if job.payload in self.fail_runs:
+            raise RuntimeError("the model server is down")
+        return None if job.payload == "quiet" else f"{job.payload} @{slot}"
+
+    async def deliver(self, entry: OutboxEntry) -> None:
+        if self.fail_sends:
+            self.fail_sends -= 1
+            raise ConnectionError("Bot API unreachable")
+        self.sent.append((entry.chat, entry.text))
+        self.sent_at.append(self.time.now)
+
+    async def observe(self, event: ScheduleEvent) -> None:
+        self.events.append(event)
+
+    def add(self, spec: str = "", payload: str = "bread", at: int = T0, chat: str = "42") -> str:
+        return self.jobs.create(
+            tenant="alice", channel="telegram", chat=chat, kind="reminder", spec=spec,
+            payload=payload, tz="UTC", next_run_ms=at, created_ms=T0,
+        ).id  # fmt: skip
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "roost.db")
+
+
+async def test_a_due_reminder_is_run_once_and_delivered_once(h: Harness) -> None:
+    job_id = h.add(at=T0 + 2000)
+    await h.scheduler.tick()
+    assert h.ran == [] and h.sent == []  # not yet
+    h.time.now = T0 + 2000
+    report = await h.scheduler.tick()
+    assert (report.ran, report.delivered) == (1, 1)
+    assert h.sent == [("42", f"bread @{T0 + 2000}")]
+    await h.scheduler.tick()
+    assert len(h.sent) == 1
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and job.state == "done"
+
+
+async def test_a_job_missed_for_ten_slots_runs_once(h: Harness) -> None:
+    job_id = h.add(spec=f"every {HOUR}", at=T0 + HOUR)
+    h.time.now = T0 + 10 * HOUR + 5 * MIN  # the daemon was down for ten slots
+    await h.scheduler.tick()
+    await h.scheduler.tick()
+    assert h.ran == [(job_id, T0 + HOUR)]
+    assert len(h.sent) == 1
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and job.next_run_ms == T0 + 11 * HOUR
+
+
+async def test_the_loop_runs_a_recurring_job_three_times_and_sleeps_until_due(h: Harness) -> None:
+    job_id = h.add(spec=f"every {HOUR}", at=T0 + HOUR)
+
+    async def watch() -> None:
+        while len(h.sent) < 3:
+            await asyncio.sleep(0)
+        h.scheduler.stop()
+
+    await asyncio.gather(h.scheduler.run(), watch())
+    assert h.ran == [(job_id, T0 + k * HOUR) for k in (1, 2, 3)]
+    assert [text for _, text in h.sent] == [f"bread @{T0 + k * HOUR}" for k in (1, 2, 3)]
+    assert max(h.time.sleeps) == 30  # capped
+    assert h.sent_at == [T0 + k * HOUR for k in (1, 2, 3)]  # woke at each slot, never late
+
+
+async def test_a_failing_run_is_recorded_and_others_still_run(h: Harness) -> None:
+    bad = h.add(spec=f"every {HOUR}", payload="broken", at=T0)
+    good = h.add(payload="bread", at=T0, chat="7")
+    h.fail_runs.add("broken")
+    report = await h.scheduler.tick()
+    assert (report.ran, report.run_failures, report.delivered) == (2, 1, 1)
+    job = h.jobs.get("alice", bad)
+    assert job is not None
+    assert (job.fail_count, job.last_error) == (1, "RuntimeError: the model server is down")
+    assert job.next_run_ms == T0 + HOUR  # on to its next slot
+    assert {e.ref: e.name for e in h.events if e.name.startswith("job.")} == {
+        bad: "job.failed",
+        good: "job.run",
+    }
+
+
+async def test_a_recurring_job_failing_five_times_in_a_row_is_paused(h: Harness) -> None:
+    job_id = h.add(spec=f"every {HOUR}", payload="broken", at=T0)
+    h.fail_runs.add("broken")
+    for k in range(5):
+        h.time.now = T0 + k * HOUR
+        await h.scheduler.tick()
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and (job.state, job.fail_count) == ("paused", 5)
+    h.time.now = T0 + 9 * HOUR
+    await h.scheduler.tick()
+    assert len(h.ran) == 5
+
+
+async def test_a_failing_one_shot_retries_then_ends_with_its_error(h: Harness) -> None:
+    job_id = h.add(payload="broken", at=T0)
+    h.fail_runs.add("broken")
+    await h.scheduler.tick()
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and (job.state, job.next_run_ms) == ("active", T0 + MIN)
+    h.time.now = T0 + MIN
+    await h.scheduler.tick()
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and job.next_run_ms == T0 + 3 * MIN
+    h.time.now = T0 + 3 * MIN
+    await h.scheduler.tick()
+    job = h.jobs.get("alice", job_id)
+    assert job is not None and (job.state, job.fail_count) == ("done", 3)
+    assert job.last_error.startswith("RuntimeError")
+
+
+async def test_a_run_with_nothing_to_say_posts_nothing(h: Harness) -> None:
+    h.add(spec=f"every {HOUR}", payload="quiet", at=T0)
+    report = await h.scheduler.tick()
+    assert (report.ran, report.delivered, h.sent) == (1, 0, [])
+
+
+async def test_an_outage_delays_delivery_but_loses_nothing(h: Harness) -> None:
+    h.add(at=T0)
+    h.fail_sends = 4  # four failed attempts: 5 s, 10 s, 20 s, 40 s of backoff
+
+    async def watch() -> None:
+        while not h.sent:
+            await asyncio.sleep(0)
+        h.scheduler.stop()
+
+    await asyncio.gather(h.scheduler.run(), watch())
+    assert h.sent == [("42", f"bread @{T0}")]
+    assert h.sent_at == [T0 + 75_000]  # 5 + 10 + 20 + 40 s
+    names = [e.name for e in h.events if e.name.startswith("outbox.")]
+    assert names == ["outbox.failed"] * 4 + ["outbox.delivered"]
+    assert all(e.detail == "ConnectionError" for e in h.events if e.name == "outbox.failed")
+
+
+async def test_a_permanent_delivery_error_is_a_visible_dead_letter(h: Harness) -> None:
+    async def blocked(entry: OutboxEntry) -> None:
+        raise DeliveryError("forbidden", permanent=True)
+
+    h.scheduler.deliver = blocked
+    h.add(at=T0)
+    report = await h.scheduler.tick()
+    assert report.delivery_failures == 1
+    (dead,) = h.outbox.failures("alice", "telegram", "42")
+    assert (dead.state, dead.last_error) == ("dead", "forbidden")
+    assert h.events[-1].name == "outbox.dead"
+
+
+async def test_events_carry_ids_never_the_text(h: Harness) -> None:
+    h.add(payload="my secret diagnosis", at=T0)
+    await h.scheduler.tick()
+    assert h.events and all("secret" not in repr(e) for e in h.events)
+
+
+async def test_wake_cuts_a_long_sleep_short(h: Harness) -> None:
+    never = asyncio.get_running_loop().create_future()
+
+    async def stuck(seconds: float) -> None:  # a sleep that only a wake ends
+        h.time.sleeps.append(seconds)
+        await never
+
+    h.scheduler.sleep = stuck
+    loop = asyncio.create_task(h.scheduler.run())
+    while not h.time.sleeps:
+        await asyncio.sleep(0)
+    h.add(at=T0)
+    h.scheduler.wake()
+    while not h.sent:
+        await asyncio.sleep(0)
+    h.scheduler.stop()
+    await loop
+    assert h.sent == [("42", f"bread @{T0}")]
+
+
+async def test_an_error_in_a_tick_does_not_end_the_loop(h: Harness) -> None:
+    h.add(at=T0)
+    h.jobs.conn.execute("ALTER TABLE outbox RENAME TO outbox_gone")  # every tick now fails
+    h.time.sleeps.clear()
+
+    async def fix_after_two_sleeps() -> None:
+        while len(h.time.sleeps) < 2:
+            await asyncio.sleep(0)
+        h.jobs.conn.execute("ALTER TABLE outbox_gone RENAME TO outbox")
+        while not h.sent:
+            await asyncio.sleep(0)
+        h.scheduler.stop()
+
+    await asyncio.gather(h.scheduler.run(), fix_after_two_sleeps())
+    assert h.sent == [("42", f"bread @{T0}")] and len(h.ran) >= 1
+
+
+def test_the_stores_must_share_a_connection(tmp_path: Path) -> None:
+    jobs = JobStore(open_db(tmp_path / "a.db"), next_run)
+    with pytest.raises(ValueError):
+        Scheduler(
+            jobs, OutboxStore(open_db(tmp_path / "b.db")), run_job=None, deliver=None,  # type: ignore[arg-type]
+            next_run=next_run, clock=lambda: T0,
+        )  # fmt: skip
+
+
+def test_sleep_is_until_the_earliest_wake_within_bounds() -> None:
+    assert sleep_ms(T0, (None, None), 30_000) == 30_000
+    assert sleep_ms(T0, (T0 + 7000, None), 30_000) == 7000
+    assert sleep_ms(T0, (T0 + HOUR, T0 + 2000), 30_000) == 2000
+    assert sleep_ms(T0, (T0 - 5000, T0 + 2000), 30_000) == 0
+
+
+def test_plan_after_run_collapses_missed_slots(h: Harness) -> None:
+    job = h.jobs.get("alice", h.add(spec=f"every {HOUR}", at=T0 + HOUR))
+    assert job is not None
+    cfg = SchedulerConfig()
+    assert plan_after_run(job, T0 + 10 * HOUR + 1, False, next_run, cfg) == (T0 + 11 * HOUR, False)
+
+
+CHILD = """
+import asyncio, os, signal, sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from bridge.schedule.jobs import JobStore
+from bridge.schedule.outbox import OutboxStore
+from bridge.schedule.scheduler import Scheduler
+from tests.schedule.test_jobs import open_db, next_run
+
+conn = open_db(Path({db!r}))
+marker = Path({marker!r})
+
+async def run_job(job, slot):
+    if {kill_in_run}:
+        marker.write_text("ran")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return job.payload
+
+async def deliver(entry):
+    marker.write_text("deliver " + entry.key)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+scheduler = Scheduler(JobStore(conn, next_run), OutboxStore(conn), run_job=run_job,
+                      deliver=deliver, next_run=next_run, clock=lambda: {now})
+asyncio.run(scheduler.tick())
+"""
+
+
+async def kill_during_tick(path: Path, kill_in_run: bool) -> str:
+    """Run a real scheduler process on the database and let it die by SIGKILL."""
+    marker = path.with_name("marker")
+    script = CHILD.format(root=str(ROOT), db=str(path), marker=str(marker), now=T0,
+                          kill_in_run=kill_in_run)  # fmt: skip
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", script, cwd=ROOT)
+    assert await child.wait() == -signal.SIGKILL
+    return marker.read_text()
+
+
+@pytest.mark.parametrize("kill_in_run", [False, True], ids=["before-delivery", "during-run"])
+async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
+    tmp_path: Path, kill_in_run: bool
+) -> None:
+    path = tmp_path / "roost.db"
+    first = Harness(path)
+    job_id = first.add(payload="call the dentist", at=T0)
+    first.jobs.conn.close()
+    reached = await kill_during_tick(path, kill_in_run)
+    assert reached == ("ran" if kill_in_run else f"deliver job:{job_id}:{T0}")
+
+    restarted = Harness(path, now=T0 + 5 * MIN)  # past the lease of the dead claim
+    for _ in range(3):
+        await restarted.scheduler.tick()
+        restarted.time.now += 5 * MIN
+    assert (
+        restarted.sent == [("42", "call the dentist @" + str(T0))]
+        if kill_in_run
+        else (restarted.sent == [("42", "call the dentist")])
+    )
+    assert len(restarted.sent) == 1
+    job = restarted.jobs.get("alice", job_id)
+    assert job is not None and job.state == "done"
