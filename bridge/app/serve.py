@@ -23,7 +23,6 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost, build
-from bridge.app.home import prepare_home
 from bridge.core.config import ConfigError, Settings
 
 log = logging.getLogger("roost")
@@ -175,14 +174,12 @@ async def serve(
     channels: Sequence[ChannelRow] = CHANNELS,
 ) -> int:
     """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop."""
-    prepare_home(settings.home)
     roost = await build(settings)
     log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
     removed = roost.maintain()
     if removed:
         log.warning("removed %d temporary files left by an earlier crash", removed)
-    if roost.runner is not None:
-        await roost.runner.start()  # probes the sandbox; missing layers are logged loudly
+    await roost.runner.start()  # probes the sandbox; missing layers are logged loudly
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
