@@ -1,0 +1,1 @@
+"""Capability: reminders, recurring jobs and the outbox that delivers them."""
