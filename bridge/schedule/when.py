@@ -18,28 +18,17 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from bridge.schedule.when_echo import DAY_LABELS, EXAMPLES, duration, skipped_note, stamp
+from bridge.schedule.when_echo import DAY_LABELS, duration, skipped_note, stamp
+from bridge.schedule.when_errors import WhenError, make_error
 from bridge.schedule.when_grammar import Reading, read
 from bridge.schedule.when_local import add_months, resolve_local, to_local
 from bridge.schedule.when_tokens import WhenFail, tokenize
 from bridge.schedule.when_words import GERMAN_HINTS
 
+__all__ = ["When", "WhenError", "parse_when"]
+
 MAX_YEARS: Final = 5
 DEFAULT_HOUR: Final = 9
-_HEADLINES: Final[dict[str, dict[str, str]]] = {
-    "en": {
-        "empty": "No time given", "not_understood": "I could not read a time",
-        "past": "That time is not in the future", "invalid_time": "That is not a time of day",
-        "invalid_date": "That date does not exist", "ambiguous": "That date is ambiguous",
-        "too_far": "That is too far ahead", "negative": "A negative duration",
-    },
-    "de": {
-        "empty": "Keine Zeit angegeben", "not_understood": "Ich konnte keine Zeit lesen",
-        "past": "Diese Zeit liegt nicht in der Zukunft", "invalid_time": "Das ist keine Uhrzeit",
-        "invalid_date": "Dieses Datum gibt es nicht", "ambiguous": "Dieses Datum ist mehrdeutig",
-        "too_far": "Das liegt zu weit in der Zukunft", "negative": "Eine negative Dauer",
-    },
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +41,6 @@ class When:
     lang: str  # "en" | "de": the language the phrase was written in
 
 
-@dataclass(frozen=True, slots=True)
-class WhenError:
-    """A phrase that cannot be scheduled; `message` is ready to send to the person."""
-
-    code: str  # empty | not_understood | past | invalid_time | invalid_date | ambiguous ...
-    message: str
-    understood: str  # what was read before it failed
-    example: str  # a phrasing that works
-
-    def __str__(self) -> str:
-        return self.message
-
-
 def parse_when(text: str, now: datetime, tz: ZoneInfo, lang: str | None = None) -> When | WhenError:
     """Read the time phrase at the start of `text` (e.g. a `/remind` argument)."""
     if now.tzinfo is None:
@@ -72,23 +48,23 @@ def parse_when(text: str, now: datetime, tz: ZoneInfo, lang: str | None = None) 
     tokens = tokenize(text)
     lang = lang or _language([t.word for t in tokens[:6]])
     if not tokens:
-        return _error("empty", "", lang)
+        return make_error("empty", "", lang)
     try:
         r = read(tokens)
         if not r.used:
             raise WhenFail("not_understood", repr(_clip(text)))
         at, wanted = _place(r, to_local(now, tz), tz)
     except WhenFail as fail:
-        return _error(fail.code, fail.detail, lang)
+        return make_error(fail.code, fail.detail, lang)
     echo = _echo(r, at, to_local(now, tz), lang) + (
         skipped_note(wanted, at, lang) if wanted else ""
     )
     if at <= now:
-        return _error("past", echo, lang)
+        return make_error("past", echo, lang)
     local_now = to_local(now, tz)
     limit = resolve_local(add_months(local_now.date(), 12 * MAX_YEARS), local_now.time(), tz)
     if at > limit:
-        return _error("too_far", f"{echo}; the limit is {MAX_YEARS} years", lang)
+        return make_error("too_far", f"{echo}; the limit is {MAX_YEARS} years", lang)
     rest = text[r.used[-1].end :].lstrip(" \t\r\n:,-–—").rstrip()
     return When(at=at, rest=rest, echo=echo, lang=lang)
 
@@ -100,14 +76,6 @@ def _language(words: list[str]) -> str:
 def _clip(text: str) -> str:
     text = text.strip()
     return text if len(text) <= 40 else text[:40] + "…"
-
-
-def _error(code: str, detail: str, lang: str) -> WhenError:
-    example = EXAMPLES[lang].get(code, EXAMPLES[lang]["default"])
-    try_ = "Zum Beispiel" if lang == "de" else "Try e.g."
-    head = _HEADLINES[lang][code]
-    body = f"{head}: {detail}." if detail else f"{head}."
-    return WhenError(code, f"{body} {try_}: {example}", detail, example)
 
 
 def _place(r: Reading, now: datetime, tz: ZoneInfo) -> tuple[datetime, time | None]:

@@ -27,6 +27,10 @@ EXAMPLES: Final[dict[str, dict[str, str]]] = {
         "ambiguous": "2026-12-24 18:00 (or 24.12. 18:00) christmas dinner",
         "too_far": "2027-06-01 9:00 renew the passport",
         "negative": "in 5m check the oven",
+        "every": "weekdays 7:30 summarize my inbox",
+        "no_time": "weekdays 7:30 summarize my inbox",
+        "too_often": "1h me.check_site",
+        "bad_cron": "0 7 * * 1-5 summarize my inbox",
     },
     "de": {
         "default": "in 20 Minuten Brot rausholen",
@@ -36,6 +40,10 @@ EXAMPLES: Final[dict[str, dict[str, str]]] = {
         "ambiguous": "24.12. 18 Uhr (oder 2026-12-24 18:00) Bescherung",
         "too_far": "01.06.2027 9 Uhr Pass verlängern",
         "negative": "in 5 Minuten Ofen prüfen",
+        "every": "werktags 7:30 fasse meine Mails zusammen",
+        "no_time": "werktags 7:30 fasse meine Mails zusammen",
+        "too_often": "1h me.check_site",
+        "bad_cron": "0 7 * * 1-5 fasse meine Mails zusammen",
     },
 }
 

@@ -99,7 +99,7 @@ def _absolute(tokens: list[Token], i: int, r: Reading) -> int:
 
 def _relative(tokens: list[Token], i: int, r: Reading) -> int:
     if i < len(tokens) and tokens[i].word == "in":
-        j = _duration(tokens, i + 1, r)
+        j = read_duration(tokens, i + 1, r)
         if j == i + 1:
             nxt = tokens[j].word if j < len(tokens) else ""
             if nxt.startswith("-") and nxt[1:2].isdigit():
@@ -107,11 +107,11 @@ def _relative(tokens: list[Token], i: int, r: Reading) -> int:
             raise WhenFail("not_understood", "`in` needs a number and a unit")
         return j
     if i < len(tokens) and _COMPACT.fullmatch(tokens[i].word):
-        return _duration(tokens, i, r)
+        return read_duration(tokens, i, r)
     return i
 
 
-def _duration(tokens: list[Token], i: int, r: Reading) -> int:
+def read_duration(tokens: list[Token], i: int, r: Reading) -> int:
     """Read `20m`, `1h30`, `2 hours and 30 minutes`, `einer halben Stunde`."""
     while i < len(tokens):
         word = tokens[i].word
