@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from bridge.schedule.when_local import is_ambiguous, resolve_local, to_local
+from bridge.schedule.when_local import is_ambiguous, resolve_local, to_local, utc
 from bridge.schedule.when_tokens import WhenFail
 
 MACROS: Final[dict[str, str]] = {
@@ -131,7 +131,7 @@ def _some_day_exists(spec: CronSpec) -> bool:
 
 def next_cron(spec: CronSpec, after: datetime, tz: ZoneInfo) -> datetime:
     """The first run strictly after `after`, as an aware datetime in `tz`."""
-    start = to_local(after, tz)
+    start, after_utc = to_local(after, tz), utc(after)
     day = start.date()
     for _ in range(_SEARCH_DAYS):
         if day.month not in spec.months:
@@ -140,7 +140,7 @@ def next_cron(spec: CronSpec, after: datetime, tz: ZoneInfo) -> datetime:
         if spec.day_matches(day):
             min_hour = start.hour - 2 if day == start.date() else 0
             for at in _slots(spec, day, tz, min_hour):
-                if at > after:
+                if utc(at) > after_utc:
                     return at
         day += timedelta(days=1)
     raise WhenFail("bad_cron", f"{spec.text!r} never runs")  # unreachable once parsed

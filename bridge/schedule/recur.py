@@ -23,6 +23,7 @@ from bridge.schedule.cron import CronSpec, min_gap_minutes, next_cron, parse_cro
 from bridge.schedule.recur_grammar import GERMAN_EVERY, Interval, read_every
 from bridge.schedule.when_echo import EXAMPLES
 from bridge.schedule.when_errors import WhenError, make_error
+from bridge.schedule.when_local import utc
 from bridge.schedule.when_tokens import WhenFail, tokenize
 from bridge.schedule.when_words import GERMAN_HINTS
 
@@ -59,7 +60,8 @@ def parse_every(text: str, tz: ZoneInfo, lang: str | None = None) -> Every | Whe
 
 
 def _example(lang: str, code: str = "every") -> str:
-    return EXAMPLES[lang].get(code, EXAMPLES[lang]["every"])
+    own = code in ("no_time", "too_often", "bad_cron")
+    return EXAMPLES[lang][code if own else "every"]
 
 
 def _interval_spec(seconds: int) -> str:
@@ -81,7 +83,7 @@ def next_run(every: Every, after: datetime) -> datetime:
 
 def due_once(every: Every, last_run: datetime, now: datetime) -> bool:
     """True if at least one slot passed since `last_run` (or creation): run once now."""
-    return next_run(every, last_run) <= now
+    return utc(next_run(every, last_run)) <= utc(now)
 
 
 def catch_up(every: Every, last_run: datetime, now: datetime) -> tuple[bool, datetime]:

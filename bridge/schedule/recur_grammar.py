@@ -66,7 +66,7 @@ Got = tuple[Interval | CronSpec, int, Echo]
 def read_every(tokens: list[Token], text: str) -> Got | None:
     """(rule, end offset in `text`, echo per language), or None if nothing reads."""
     first = tokens[0].word
-    if first in MACROS:
+    if first in MACROS or first.startswith("@"):  # an unknown macro raises
         spec = parse_cron(first)
         return spec, tokens[0].end, {"en": f"cron {first}", "de": f"cron {first}"}
     if len(tokens) >= 5 and _looks_like_cron(tokens[:5]):

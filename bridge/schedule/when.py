@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from bridge.schedule.when_echo import DAY_LABELS, duration, skipped_note, stamp
 from bridge.schedule.when_errors import WhenError, make_error
 from bridge.schedule.when_grammar import Reading, read
-from bridge.schedule.when_local import add_months, resolve_local, to_local
+from bridge.schedule.when_local import add_months, resolve_local, to_local, utc
 from bridge.schedule.when_tokens import WhenFail, tokenize
 from bridge.schedule.when_words import GERMAN_HINTS
 
@@ -59,11 +59,11 @@ def parse_when(text: str, now: datetime, tz: ZoneInfo, lang: str | None = None) 
     echo = _echo(r, at, to_local(now, tz), lang) + (
         skipped_note(wanted, at, lang) if wanted else ""
     )
-    if at <= now:
+    if utc(at) <= utc(now):
         return make_error("past", echo, lang)
     local_now = to_local(now, tz)
     limit = resolve_local(add_months(local_now.date(), 12 * MAX_YEARS), local_now.time(), tz)
-    if at > limit:
+    if utc(at) > utc(limit):
         return make_error("too_far", f"{echo}; the limit is {MAX_YEARS} years", lang)
     rest = text[r.used[-1].end :].lstrip(" \t\r\n:,-–—").rstrip()
     return When(at=at, rest=rest, echo=echo, lang=lang)
@@ -88,13 +88,13 @@ def _place(r: Reading, now: datetime, tz: ZoneInfo) -> tuple[datetime, time | No
         return _dated(r.date, wanted, now, tz), wanted
     if r.weekday is not None:
         ahead = (r.weekday - today.weekday()) % 7
-        if ahead == 0 and (r.weekday_next or resolve_local(today, wanted, tz) <= now):
+        if ahead == 0 and (r.weekday_next or utc(resolve_local(today, wanted, tz)) <= utc(now)):
             ahead = 7
         return resolve_local(today + timedelta(days=ahead), wanted, tz), wanted
     if r.day_offset is not None:
         return resolve_local(today + timedelta(days=r.day_offset), wanted, tz), wanted
     at = resolve_local(today, wanted, tz)  # a clock time alone: today, or tomorrow
-    if at <= now:
+    if utc(at) <= utc(now):
         at = resolve_local(today + timedelta(days=1), wanted, tz)
     return at, wanted
 
@@ -126,7 +126,7 @@ def _dated(ymd: tuple[int | None, int, int], wanted: time, now: datetime, tz: Zo
             valid.append(resolve_local(date(y, month, day), wanted, tz))
         except ValueError:
             continue
-        if year is not None or valid[-1] > now:
+        if year is not None or utc(valid[-1]) > utc(now):
             return valid[-1]
     raise WhenFail("invalid_date", f"no {day:02d}.{month:02d}.{year or ''} in the calendar")
 

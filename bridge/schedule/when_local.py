@@ -60,6 +60,12 @@ def add_months(day: date, months: int) -> date:
     return date(year, month + 1, min(day.day, last))
 
 
+def utc(instant: datetime) -> datetime:
+    """The instant in UTC. Compare through this: Python compares two datetimes that
+    share a tzinfo by wall time, ignoring fold, so 02:30 CEST == 02:30 CET."""
+    return instant.astimezone(UTC)
+
+
 def to_local(instant: datetime, tz: ZoneInfo) -> datetime:
     """An aware instant shown in `tz` (fold set right, as ZoneInfo does)."""
     return instant.astimezone(UTC).astimezone(tz)

@@ -156,5 +156,7 @@ def test_next_cron_is_after_and_strictly_increasing_across_a_year(tz: str) -> No
             assert str(nxt.tzinfo) == tz
             local = nxt.replace(tzinfo=None)
             # Either a listed wall time, or the end of a DST gap that swallowed one.
-            assert _matches(spec, local) or nxt.utcoffset() != (nxt - timedelta(hours=3)).utcoffset()
+            assert (
+                _matches(spec, local) or nxt.utcoffset() != (nxt - timedelta(hours=3)).utcoffset()
+            )
             at = nxt

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -128,3 +128,12 @@ def test_a_valid_time_before_100k_of_text_keeps_all_the_text() -> None:
     body = "x" * 100_000
     got = ok("in 20m " + body)
     assert got.rest == body
+
+
+def test_in_the_repeated_autumn_hour_a_passed_first_occurrence_is_past() -> None:
+    # 02:20 in the second pass (CET): 02:30 CEST already happened 50 minutes ago.
+    now = datetime(2026, 10, 25, 2, 20, tzinfo=BERLIN, fold=1)
+    assert now.utcoffset() == timedelta(hours=1)
+    got = ok("at 2:30 x", now=now)
+    assert got.at.isoformat() == "2026-10-26T02:30:00+01:00"
+    assert err("today 2:30 x", now=now).code == "past"
