@@ -138,19 +138,36 @@ def next_cron(spec: CronSpec, after: datetime, tz: ZoneInfo) -> datetime:
             day = (day.replace(day=1) + timedelta(days=32)).replace(day=1)
             continue
         if spec.day_matches(day):
-            min_hour = start.hour - 2 if day == start.date() else 0
-            for at in _slots(spec, day, tz, min_hour):
+            first = start if day == start.date() else None
+            for at in _slots(spec, day, tz, first):
                 if utc(at) > after_utc:
                     return at
         day += timedelta(days=1)
     raise WhenFail("bad_cron", f"{spec.text!r} never runs")  # unreachable once parsed
 
 
-def _slots(spec: CronSpec, day: date, tz: ZoneInfo, min_hour: int) -> Iterator[datetime]:
-    """The runs on `day`, in order of real time (gap slots collapse to the gap's end)."""
+def _slots(spec: CronSpec, day: date, tz: ZoneInfo, start: datetime | None) -> Iterator[datetime]:
+    """The runs on `day` in order of real time, from about `start` (local) on."""
+    if _steady(day, tz):  # no clock change today: wall order is time order
+        floor = (start.hour, start.minute) if start else (0, 0)
+        for hour in sorted(h for h in spec.hours if h >= floor[0]):
+            for minute in sorted(spec.minutes):
+                if (hour, minute) >= floor:
+                    yield datetime.combine(day, time(hour, minute), tzinfo=tz)
+        return
+    yield from _slots_on_change_day(spec, day, tz)
+
+
+def _steady(day: date, tz: ZoneInfo) -> bool:
+    today = datetime.combine(day, time(0), tzinfo=tz).utcoffset()
+    return today == datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz).utcoffset()
+
+
+def _slots_on_change_day(spec: CronSpec, day: date, tz: ZoneInfo) -> Iterator[datetime]:
+    """Gap slots collapse to the gap's end; a repeated hour runs twice only for hour `*`."""
     hour_star = len(spec.hours) == 24
     minutes = sorted(spec.minutes)
-    for hour in sorted(h for h in spec.hours if h >= min_hour):
+    for hour in sorted(spec.hours):
         repeated = False
         for minute in minutes:
             wall = time(hour, minute)
