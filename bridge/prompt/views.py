@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from bridge.core import frontmatter
 from bridge.core.filecache import FileCache, sig
 
 SkillRow = tuple[str, str, float]  # name, description, grade
@@ -81,18 +82,6 @@ class DirRows:
         return rows
 
 
-def front_matter(text: str) -> dict[str, str]:
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---", 3)
-    out: dict[str, str] = {}
-    for line in text[4 : end if end > 0 else 0].splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            out[key.strip()] = value.strip().strip("\"'")
-    return out
-
-
 class FileSkills:
     """Skills from `skills/<name>.md`; only those the grade source rates above 0."""
 
@@ -120,7 +109,7 @@ class FileSkills:
             m = _SKILL_FILE.match(filename)
             if not m:
                 continue
-            meta = front_matter(self._cache.read(os.path.join(d, filename)) or "")
+            meta = frontmatter.fields(self._cache.read(os.path.join(d, filename)) or "")
             out.append((m.group(1), meta.get("name") or m.group(1), meta.get("description", "")))
         return out
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from bridge.core import frontmatter
 from bridge.core.filecache import FileCache
-from bridge.prompt.views import front_matter
 
 SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63})\.md$")
 
@@ -23,14 +23,6 @@ class Skill:
     description: str
     when: str
     body: str
-
-
-def _body(text: str) -> str:
-    if text.startswith("---\n"):
-        end = text.find("\n---", 3)
-        if end > 0:
-            return text[end + 4 :].lstrip("\n")
-    return text
 
 
 @lru_cache(maxsize=256)
@@ -48,13 +40,14 @@ def read_skills(skills_dir: Path, cache: FileCache) -> list[Skill]:
         text = cache.read(skills_dir / filename)
         if text is None:
             continue
-        meta = front_matter(text)
+        found = frontmatter.split(text) or frontmatter.FrontMatter({}, text)
+        meta = found.unquoted()
         out.append(
             Skill(
                 name=match.group(1),
                 description=meta.get("description", ""),
                 when=meta.get("when", ""),
-                body=_body(text).strip(),
+                body=found.body.strip(),
             )
         )
     return out
