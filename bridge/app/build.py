@@ -83,7 +83,7 @@ class Roost:
             for sub in (dirs.root, dirs.memory, dirs.tools, dirs.vault, dirs.skills):
                 removed += remove_orphan_temps(sub)
             if self.loadout is not None and dirs.memory.is_dir():
-                self.loadout.memory.store.rebuild_index(dirs.root)
+                self.loadout.memory.store.rebuild_index(dirs)
         return removed
 
     def tenant_dirs(self, tenant: str) -> TenantDirs:
@@ -235,7 +235,7 @@ async def build(
         clock=clock,
         settings=TurnSettings(settings.llm.max_steps, limits.max_reply_chars),
         observers=observers,
-        masks=lambda dirs: loadout.vault.masker(dirs.root),
+        masks=loadout.vault.masker,
     )
     core = Core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),

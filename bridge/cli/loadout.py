@@ -67,8 +67,7 @@ async def print_prompt(
     try:
         assert roost.loadout is not None
         prompt = roost.loadout.prompt
-        root = roost.tenant_dirs(tenant).root
-        rendered = prompt.render(tenant, root, channel, chat, msg_id, now)
+        rendered = prompt.render(roost.tenant_dirs(tenant), channel, chat, msg_id, now)
     finally:
         await roost.aclose()
     if raw:
@@ -137,19 +136,19 @@ def vault_command(
     from bridge.app.build import prepare_home
 
     prepare_home(settings.home)
-    root = TenantDirs.of(settings.home, args.tenant).ensure().root
+    dirs = TenantDirs.of(settings.home, args.tenant).ensure()
     try:
         if args.vault_command == "set":
             vault.check_name(args.name)
             value = read_value(stdin)
-            vault.set_value(root, args.name, value)
+            vault.set_value(dirs, args.name, value)
             _record(settings, "secret.stored", args.tenant, args.name)
             out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
         elif args.vault_command == "list":
-            names = vault.names(root)
+            names = vault.names(dirs)
             out.write("".join(f"{n}\n" for n in names) if names else "(no secrets)\n")
         elif args.vault_command == "rm":
-            if not vault.remove_value(root, args.name):
+            if not vault.remove_value(dirs, args.name):
                 err.write(f"roost: {args.tenant} has no secret {args.name}\n")
                 return 1
             _record(settings, "secret.removed", args.tenant, args.name)

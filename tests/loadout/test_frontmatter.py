@@ -57,6 +57,6 @@ def test_a_skill_without_closing_fence_is_all_body(tmp_path: Path) -> None:
     dirs = TenantDirs.of(tmp_path, "t1").ensure()
     (dirs.skills / "half.md").write_text("---\ndescription: never closed\nsteps\n")
     (dirs.skills / "ok.md").write_text("---\ndescription: 'tidy'\nwhen: csv\n---\n\nsteps\n")
-    half, ok = read_skills(dirs.skills, FileCache())
+    half, ok = read_skills(dirs, FileCache())
     assert (half.description, half.body) == ("", "---\ndescription: never closed\nsteps")
     assert (ok.description, ok.when, ok.body) == ("tidy", "csv", "steps")
