@@ -140,7 +140,9 @@ class AuditChain:
         assert item.future is not None
         return await item.future
 
-    def _fit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> dict:
+    def _fit(
+        self, event: str, tenant: str | None, details: Mapping[str, object]
+    ) -> dict[str, object]:
         assert self._namer is not None  # set by open()
         fitted = sanitize(event, tenant, details, self._namer)
         if "_dropped" in fitted or "_unknown" in fitted:

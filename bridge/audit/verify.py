@@ -63,7 +63,7 @@ def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
 _STRICT_LOADS = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
 
 
-def _encoding_fault(line: str, rec: dict) -> str | None:
+def _encoding_fault(line: str, rec: dict[str, Any]) -> str | None:
     """None when `line` is the canonical encoding of `rec`, else the violation's kind.
 
     Equality with the canonical form is checked first (one encode, the common
@@ -84,10 +84,10 @@ def _encoding_fault(line: str, rec: dict) -> str | None:
     return "not_canonical"
 
 
-def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> bool:
+def _hash_ok(line: str, rec: dict[str, Any], digest: str, sha256: Callable[..., Any]) -> bool:
     """Fast path: the line as written minus `hash`/`mac` (identical to the canonical
     JSON for every line the writer produced); else recompute the canonical form."""
-    prev = rec["prev"]
+    prev = str(rec["prev"])
     cut = line.rfind(',"hash":"')
     if cut > 0:
         rest = line[cut + 74 :]
@@ -101,7 +101,7 @@ def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> b
         canon = canonical(body)
     except ValueError:
         return False
-    return sha256((prev + canon).encode("utf-8", "surrogateescape")).hexdigest() == digest
+    return bool(sha256((prev + canon).encode("utf-8", "surrogateescape")).hexdigest() == digest)
 
 
 def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:

@@ -38,9 +38,9 @@ class SkillsObserver:
     async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         inbound = turn.inbound
         last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
-        if last is None or last[2] or len(session.history) < 2:
+        if last is None or last.graded or len(session.history) < 2:
             return
-        prev_id, skills, _ = last
+        prev_id, skills = last.msg_id, last.skills
         prev_user, reply = session.history[-2], session.history[-1]
         if prev_user.role != "user" or reply.role != "assistant":
             return
