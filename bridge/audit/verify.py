@@ -128,6 +128,19 @@ def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:
     return _check_head(head, head_hash_seen, count, hmac_key)
 
 
+def _is_record(rec: object) -> bool:
+    """A JSON object with exactly the record's fields, typed as the writer writes them."""
+    if type(rec) is not dict:
+        return False
+    keys = rec.keys()
+    return (
+        keys in (_FIELDS, _FIELDS_MAC)
+        and type(rec["seq"]) is int
+        and isinstance(rec["prev"], str)
+        and isinstance(rec["hash"], str)
+    )
+
+
 def _check_line(
     line: str,
     lineno: int,
@@ -143,14 +156,7 @@ def _check_line(
         rec = loads(line)
     except ValueError:
         return _bad(n, expected, "invalid_json", f"line {lineno} is not JSON", lineno)
-    keys = rec.keys() if type(rec) is dict else None
-    if (
-        keys is None
-        or (keys != _FIELDS and keys != _FIELDS_MAC)
-        or type(rec["seq"]) is not int
-        or not isinstance(rec["prev"], str)
-        or not isinstance(rec["hash"], str)
-    ):
+    if not _is_record(rec):
         return _bad(n, expected, "invalid_json", f"line {lineno} is not a record", lineno)
     digest, mac, seq = rec["hash"], rec.get("mac"), rec["seq"]
     fault = _encoding_fault(line, rec)

@@ -91,10 +91,7 @@ async def run_agent(
         request = ModelRequest(system, tuple(convo), schemas)
         text, calls = await _stream_step(backend, request, reply, result)
         if result.reply_cut:
-            note = cut_note(max_reply_chars)
-            if on_delta is not None:
-                await on_delta("\n" + note)
-            reply.pieces.append(text + "\n" + note)
+            await reply.add_note(text + "\n", cut_note(max_reply_chars), "\n")
             break
         if text:
             reply.pieces.append(text)
@@ -108,9 +105,7 @@ async def run_agent(
     else:
         result.stopped_at_limit = True
         note = f"(I stopped after {max_steps} tool steps without a final answer.)"
-        if on_delta is not None:
-            await on_delta(("\n\n" if reply.pieces else "") + note)
-        reply.pieces.append(note)
+        await reply.add_note("", note, "\n\n" if reply.pieces else "")
     result.text = "\n\n".join(reply.pieces)
     return result
 
@@ -122,6 +117,12 @@ class _Reply:
     room: int
     on_delta: DeltaSink | None
     pieces: list[str] = field(default_factory=list)
+
+    async def add_note(self, before: str, note: str, sep: str) -> None:
+        """End the reply with `note`: streamed after `sep`, stored after `before`."""
+        if self.on_delta is not None:
+            await self.on_delta(sep + note)
+        self.pieces.append(before + note)
 
 
 async def _stream_step(

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-SUBDIRS = ("memory", "skills", "forge/tools", "vault", "workspace")
 
 
 def check_tenant_id(value: str) -> str:
@@ -67,10 +66,9 @@ class TenantDirs:
 
     def ensure(self) -> TenantDirs:
         """Create the tree (mode 0700) if missing; cheap when it exists."""
-        if (self.root / "workspace").is_dir():
+        if self.workspace.is_dir():
             return self
-        for sub in ("", *SUBDIRS):
-            path = self.root / sub if sub else self.root
+        for path in (self.root, self.memory, self.skills, self.tools, self.vault, self.workspace):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(path, 0o700)
         for parent in (self.root.parent, self.root.parent.parent):
