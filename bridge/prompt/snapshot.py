@@ -166,7 +166,7 @@ class SnapshotTaker:
             persona=persona.name if persona else DEFAULT,
             persona_system=persona.append_system if persona else "",
             audience=chosen.get("audience") or self._audience.get(channel) or "",
-            skills=tuple(SkillRow(*row) for row in self._skills.active(dirs)),
+            skills=tuple(self._skills.active(dirs)),
             bullets=tuple(ShownBullet(row.bid, row.text) for row in shown),
             tools=tuple(_tool_lines(self._tools.tools(dirs), now)),
             shadow_on=any(row.state == "shadow" for row in shown),
