@@ -46,7 +46,7 @@ def populate(settings: Settings, lo: Loadout, dirs: TenantDirs) -> None:
     prov = Provenance("person", "web", "c1", "m")
     for i in range(200):
         lo.memory.store.save(
-            dirs.root,
+            dirs,
             f"topic {i:03d}",
             ("user", "feedback", "project", "reference")[i % 4],
             f"summary of topic {i}",
@@ -77,8 +77,8 @@ def make(settings: Settings, db: sqlite3.Connection, dirs: TenantDirs, cached: b
         settings,
         db,
         NullAudit(),
-        skills=FileSkills(lambda root: grades),
-        style=StaticStyle(lambda root: bullets),
+        skills=FileSkills(lambda dirs: grades),
+        style=StaticStyle(lambda dirs: bullets),
         tools=FileTools(),
         cached=cached,
     )
@@ -117,7 +117,7 @@ def main() -> int:
         plain = make(settings, db, dirs, False)
 
         def render(lo: Loadout) -> Callable[[int], object]:
-            return lambda i: lo.prompt.render("alice", dirs.root, "web", "c1", f"m{i}", NOW)
+            return lambda i: lo.prompt.render(dirs, "web", "c1", f"m{i}", NOW)
 
         text = render(cached)(0)
         assert render(plain)(0).text == text.text  # type: ignore[attr-defined]

@@ -69,7 +69,7 @@ class Roost:
             for sub in (dirs.root, dirs.memory, dirs.tools, dirs.vault, dirs.skills):
                 removed += remove_orphan_temps(sub)
             if dirs.memory.is_dir():
-                self.loadout.memory.store.rebuild_index(dirs.root)
+                self.loadout.memory.store.rebuild_index(dirs)
         return removed
 
     def tenant_dirs(self, tenant: str) -> TenantDirs:

@@ -135,7 +135,7 @@ def build_turns(
         clock=clock,
         settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
         observers=caps.observers,
-        masks=lambda dirs: vault.masker(dirs.root),
+        masks=vault.masker,
     )
 
 

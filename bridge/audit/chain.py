@@ -140,7 +140,9 @@ class AuditChain:
         assert item.future is not None
         return await item.future
 
-    def _fit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> dict:
+    def _fit(
+        self, event: str, tenant: str | None, details: Mapping[str, object]
+    ) -> dict[str, object]:
         assert self._namer is not None  # set by open()
         fitted = sanitize(event, tenant, details, self._namer)
         if "_dropped" in fitted or "_unknown" in fitted:
@@ -229,7 +231,24 @@ class AuditChain:
         if not pending:
             self._cache = (os.fstat(self._fd).st_ino, tail.end, tail.seq, tail.hash)
             return []
-        seq, prev, lines, seqs = tail.seq, tail.hash, [], []
+        data, seq, prev = self._encode(pending, tail.seq, tail.hash)
+        try:
+            write_all(self._fd, data)
+            os.fsync(self._fd)
+        except BaseException:
+            self._cache = None
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, tail.end)
+                os.fsync(self._fd)
+            raise
+        write_head(self._head, self._dir_fd, seq, prev, self._key)
+        self._cache = (os.fstat(self._fd).st_ino, tail.end + len(data), seq, prev)
+        self.batches += 1
+        return list(range(seq - wanted + 1, seq + 1))
+
+    def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
+        """The records of `pending` after record `seq` (hash `prev`): bytes, last seq, last hash."""
+        lines = []
         for p in pending:
             seq += 1
             record, line = build_record(
@@ -243,21 +262,7 @@ class AuditChain:
             )
             prev = str(record["hash"])
             lines.append(line)
-            seqs.append(seq)
-        data = "".join(lines).encode("ascii")
-        try:
-            write_all(self._fd, data)
-            os.fsync(self._fd)
-        except BaseException:
-            self._cache = None
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, tail.end)
-                os.fsync(self._fd)
-            raise
-        write_head(self._head, self._dir_fd, seq, prev, self._key)
-        self._cache = (os.fstat(self._fd).st_ino, tail.end + len(data), seq, prev)
-        self.batches += 1
-        return seqs[len(seqs) - wanted :]
+        return "".join(lines).encode("ascii"), seq, prev
 
 
 def _resolve_all(done: list[tuple[_Pending, int]], exc: Exception | None) -> None:

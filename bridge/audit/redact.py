@@ -238,7 +238,9 @@ def _value(value: object, rule: _Rule, key: str, nested: bool) -> object:
     return _scalar(value, key, last, rescued)
 
 
-def _redact_map(details: Mapping[object, object], prefix: str, dropped: list[str]) -> dict:
+def _redact_map(
+    details: Mapping[object, object], prefix: str, dropped: list[str]
+) -> dict[str, object]:
     out: dict[str, object] = {}
     nested = bool(prefix)
     for i, (key, value) in enumerate(details.items()):

@@ -321,7 +321,10 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
 
 
 def sanitize(
-    event: str, tenant: str | None, details: Mapping[object, object], namer: Namer
+    event: str,
+    tenant: str | None,
+    details: Mapping[str, object] | Mapping[object, object],
+    namer: Namer,
 ) -> dict[str, object]:
     """The details as they may be written: fitting fields, `_dropped`, `_unknown`."""
     schema = SCHEMAS.get(event, {})

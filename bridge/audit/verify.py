@@ -63,7 +63,7 @@ def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
 _STRICT_LOADS = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
 
 
-def _encoding_fault(line: str, rec: dict) -> str | None:
+def _encoding_fault(line: str, rec: dict[str, Any]) -> str | None:
     """None when `line` is the canonical encoding of `rec`, else the violation's kind.
 
     Equality with the canonical form is checked first (one encode, the common
@@ -84,10 +84,10 @@ def _encoding_fault(line: str, rec: dict) -> str | None:
     return "not_canonical"
 
 
-def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> bool:
+def _hash_ok(line: str, rec: dict[str, Any], digest: str, sha256: Callable[..., Any]) -> bool:
     """Fast path: the line as written minus `hash`/`mac` (identical to the canonical
     JSON for every line the writer produced); else recompute the canonical form."""
-    prev = rec["prev"]
+    prev = str(rec["prev"])
     cut = line.rfind(',"hash":"')
     if cut > 0:
         rest = line[cut + 74 :]
@@ -101,7 +101,7 @@ def _hash_ok(line: str, rec: dict, digest: str, sha256: Callable[..., Any]) -> b
         canon = canonical(body)
     except ValueError:
         return False
-    return sha256((prev + canon).encode("utf-8", "surrogateescape")).hexdigest() == digest
+    return bool(sha256((prev + canon).encode("utf-8", "surrogateescape")).hexdigest() == digest)
 
 
 def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:
@@ -115,47 +115,69 @@ def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:
     head_hash_seen: str | None = None
     prev, expected = GENESIS, 1
     for lineno, line in enumerate(lines, 1):
-        n = expected - 1
-        try:
-            rec = loads(line)
-        except ValueError:
-            return _bad(n, expected, "invalid_json", f"line {lineno} is not JSON", lineno)
-        keys = rec.keys() if type(rec) is dict else None
-        if (
-            keys is None
-            or (keys != _FIELDS and keys != _FIELDS_MAC)
-            or type(rec["seq"]) is not int
-            or not isinstance(rec["prev"], str)
-            or not isinstance(rec["hash"], str)
-        ):
-            return _bad(n, expected, "invalid_json", f"line {lineno} is not a record", lineno)
-        digest, mac, seq = rec["hash"], rec.get("mac"), rec["seq"]
-        fault = _encoding_fault(line, rec)
-        if fault is not None:
-            what = "a key twice" if fault == "duplicate_key" else "a non-canonical encoding"
-            msg = f"record {seq} (line {lineno}) has {what}"
-            return _bad(n, seq, fault, msg, lineno)
-        if not _hash_ok(line, rec, digest, sha256):
-            msg = f"record {seq} (line {lineno}): hash does not match its content"
-            return _bad(n, seq, "tampered", msg, lineno)
-        if seq != expected:
-            msg = f"line {lineno} holds seq {seq} where {expected} was expected"
-            return _bad(n, seq, "sequence_gap", msg, lineno)
-        if rec["prev"] != prev:
-            msg = f"record {seq} does not link to the hash of record {seq - 1}"
-            return _bad(n, seq, "broken_link", msg, lineno)
-        if hmac_key is not None and not (
-            isinstance(mac, str) and hmac.compare_digest(mac, record_mac(hmac_key, digest))
-        ):
-            return _bad(n, seq, "bad_mac", f"record {seq}: MAC missing or wrong", lineno)
-        if seq == head_seq:
-            head_hash_seen = digest
-        prev, expected = digest, expected + 1
+        checked = _check_line(line, lineno, expected, prev, hmac_key, loads, sha256)
+        if isinstance(checked, VerifyResult):
+            return checked
+        if expected == head_seq:
+            head_hash_seen = checked
+        prev, expected = checked, expected + 1
     count = expected - 1
     if torn:
         msg = f"torn last line after record {count} ({len(torn)} bytes; an interrupted append)"
         return _bad(count, expected, "invalid_json", msg, len(lines) + 1)
     return _check_head(head, head_hash_seen, count, hmac_key)
+
+
+def _is_record(rec: object) -> bool:
+    """A JSON object with exactly the record's fields, typed as the writer writes them."""
+    if type(rec) is not dict:
+        return False
+    keys = rec.keys()
+    return (
+        keys in (_FIELDS, _FIELDS_MAC)
+        and type(rec["seq"]) is int
+        and isinstance(rec["prev"], str)
+        and isinstance(rec["hash"], str)
+    )
+
+
+def _check_line(
+    line: str,
+    lineno: int,
+    expected: int,
+    prev: str,
+    hmac_key: bytes | None,
+    loads: Callable[[str], Any],
+    sha256: Callable[..., Any],
+) -> VerifyResult | str:
+    """The hash of line `lineno` if it is record `expected` linked to `prev`, else the fault."""
+    n = expected - 1
+    try:
+        rec = loads(line)
+    except ValueError:
+        return _bad(n, expected, "invalid_json", f"line {lineno} is not JSON", lineno)
+    if not _is_record(rec):
+        return _bad(n, expected, "invalid_json", f"line {lineno} is not a record", lineno)
+    digest, mac, seq = rec["hash"], rec.get("mac"), rec["seq"]
+    fault = _encoding_fault(line, rec)
+    if fault is not None:
+        what = "a key twice" if fault == "duplicate_key" else "a non-canonical encoding"
+        msg = f"record {seq} (line {lineno}) has {what}"
+        return _bad(n, seq, fault, msg, lineno)
+    if not _hash_ok(line, rec, digest, sha256):
+        msg = f"record {seq} (line {lineno}): hash does not match its content"
+        return _bad(n, seq, "tampered", msg, lineno)
+    if seq != expected:
+        msg = f"line {lineno} holds seq {seq} where {expected} was expected"
+        return _bad(n, seq, "sequence_gap", msg, lineno)
+    if rec["prev"] != prev:
+        msg = f"record {seq} does not link to the hash of record {seq - 1}"
+        return _bad(n, seq, "broken_link", msg, lineno)
+    if hmac_key is not None and not (
+        isinstance(mac, str) and hmac.compare_digest(mac, record_mac(hmac_key, digest))
+    ):
+        return _bad(n, seq, "bad_mac", f"record {seq}: MAC missing or wrong", lineno)
+    return str(digest)
 
 
 def _check_head(

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
 from bridge.app.home import prepare_home, record_event
@@ -70,8 +69,7 @@ async def print_prompt(
     roost = await build(settings, backend=OfflineBackend(), audit=NullAudit())
     try:
         prompt = roost.loadout.prompt
-        root = roost.tenant_dirs(tenant).root
-        rendered = prompt.render(tenant, root, channel, chat, msg_id, now)
+        rendered = prompt.render(roost.tenant_dirs(tenant), channel, chat, msg_id, now)
     finally:
         await roost.aclose()
     if raw:
@@ -126,11 +124,11 @@ def _record(settings: Settings, event: str, tenant: str, name: str) -> None:
 
 @dataclass(frozen=True)
 class VaultCall:
-    """What a vault verb works on: the settings, the parsed line, the tenant root, stdio."""
+    """What a vault verb works on: settings, the parsed line, the tenant's directories, stdio."""
 
     settings: Settings
     args: argparse.Namespace
-    root: Path
+    dirs: TenantDirs
     stdin: TextIO
     out: TextIO
     err: TextIO
@@ -140,21 +138,21 @@ def vault_set(call: VaultCall) -> int:
     args = call.args
     vault.check_name(args.name)
     value = read_value(call.stdin)
-    vault.set_value(call.root, args.name, value)
+    vault.set_value(call.dirs, args.name, value)
     _record(call.settings, "secret.stored", args.tenant, args.name)
     call.out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
     return 0
 
 
 def vault_list(call: VaultCall) -> int:
-    names = vault.names(call.root)
+    names = vault.names(call.dirs)
     call.out.write("".join(f"{n}\n" for n in names) if names else "(no secrets)\n")
     return 0
 
 
 def vault_rm(call: VaultCall) -> int:
     args = call.args
-    if not vault.remove_value(call.root, args.name):
+    if not vault.remove_value(call.dirs, args.name):
         call.err.write(f"roost: {args.tenant} has no secret {args.name}\n")
         return 1
     _record(call.settings, "secret.removed", args.tenant, args.name)
@@ -187,9 +185,9 @@ def vault_command(
 ) -> int:
     """Exit 0 done, 1 no such secret, 2 a refused name or value."""
     prepare_home(settings.home)
-    root = TenantDirs.of(settings.home, args.tenant).ensure().root
+    dirs = TenantDirs.of(settings.home, args.tenant).ensure()
     try:
-        return pick(VERBS, args.vault_command)(VaultCall(settings, args, root, stdin, out, err))
+        return pick(VERBS, args.vault_command)(VaultCall(settings, args, dirs, stdin, out, err))
     except vault.VaultError as exc:
         err.write(f"roost: {exc}\n")
         return 2

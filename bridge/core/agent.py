@@ -81,58 +81,23 @@ async def run_agent(
 ) -> AgentResult:
     """Run model steps until a final answer; BackendError propagates."""
     by_name: Mapping[str, Tool] = {t.schema.name: t for t in tools}
-    schemas = [t.schema for t in tools]
+    schemas = tuple(t.schema for t in tools)
     system = redact(system)
     convo = [_redacted(m, redact) for m in messages]
     result = AgentResult(text="", steps=0)
-    pieces: list[str] = []
-    room = max_reply_chars
+    reply = _Reply(max_reply_chars, on_delta)
     for step in range(1, max_steps + 1):
         result.steps = step
-        step_text: list[str] = []
-        calls: list[ToolCallRequest] = []
-        events = backend.stream(ModelRequest(system, tuple(convo), tuple(schemas)))
-        try:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    text = event.text
-                    if len(text) > room:
-                        text, result.reply_cut = text[:room], True
-                    room -= len(text)
-                    if text and on_delta is not None:
-                        if not any(step_text) and pieces:
-                            await on_delta("\n\n")
-                        await on_delta(text)
-                    step_text.append(text)
-                    if result.reply_cut:
-                        break  # closing the stream drops the rest of a runaway reply
-                elif isinstance(event, ToolCall):
-                    calls.append(event.call)
-                elif isinstance(event, Finish):
-                    result.prompt_tokens += event.prompt_tokens
-                    result.completion_tokens += event.completion_tokens
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
-        text = "".join(step_text)
+        request = ModelRequest(system, tuple(convo), schemas)
+        text, calls = await _stream_step(backend, request, reply, result)
         if result.reply_cut:
-            note = cut_note(max_reply_chars)
-            if on_delta is not None:
-                await on_delta("\n" + note)
-            pieces.append(text + "\n" + note)
+            await reply.add_note(text + "\n", cut_note(max_reply_chars), "\n")
             break
         if text:
-            pieces.append(text)
+            reply.pieces.append(text)
         if not calls:
             break
-        convo.append(
-            ChatMessage(
-                role="assistant",
-                content=redact(text),
-                tool_calls=tuple(ToolCallRequest(c.id, c.name, redact(c.arguments)) for c in calls),
-            )
-        )
+        convo.append(_redacted(ChatMessage("assistant", text, tuple(calls)), redact))
         for call in calls:
             output, run = await _run_tool(by_name, call, turn, redact)
             result.tool_runs.append(run)
@@ -140,11 +105,60 @@ async def run_agent(
     else:
         result.stopped_at_limit = True
         note = f"(I stopped after {max_steps} tool steps without a final answer.)"
-        if on_delta is not None:
-            await on_delta(("\n\n" if pieces else "") + note)
-        pieces.append(note)
-    result.text = "\n\n".join(pieces)
+        await reply.add_note("", note, "\n\n" if reply.pieces else "")
+    result.text = "\n\n".join(reply.pieces)
     return result
+
+
+@dataclass(slots=True)
+class _Reply:
+    """The reply across steps: characters left, where deltas go, each step's text."""
+
+    room: int
+    on_delta: DeltaSink | None
+    pieces: list[str] = field(default_factory=list)
+
+    async def add_note(self, before: str, note: str, sep: str) -> None:
+        """End the reply with `note`: streamed after `sep`, stored after `before`."""
+        if self.on_delta is not None:
+            await self.on_delta(sep + note)
+        self.pieces.append(before + note)
+
+
+async def _stream_step(
+    backend: Backend, request: ModelRequest, reply: _Reply, result: AgentResult
+) -> tuple[str, list[ToolCallRequest]]:
+    """One model step streamed: its text (cut at the reply's room) and its tool calls."""
+    step_text: list[str] = []
+    calls: list[ToolCallRequest] = []
+    events = backend.stream(request)
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                await _deliver(event.text, reply, result, step_text)
+                if result.reply_cut:
+                    break  # closing the stream drops the rest of a runaway reply
+            elif isinstance(event, ToolCall):
+                calls.append(event.call)
+            elif isinstance(event, Finish):
+                result.prompt_tokens += event.prompt_tokens
+                result.completion_tokens += event.completion_tokens
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    return "".join(step_text), calls
+
+
+async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: list[str]) -> None:
+    if len(text) > reply.room:
+        text, result.reply_cut = text[: reply.room], True
+    reply.room -= len(text)
+    if text and reply.on_delta is not None:
+        if not any(step_text) and reply.pieces:
+            await reply.on_delta("\n\n")
+        await reply.on_delta(text)
+    step_text.append(text)
 
 
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:

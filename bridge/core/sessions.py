@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bridge.types.backend import ChatMessage
 
@@ -39,6 +40,37 @@ class Session:
     expired: bool = False  # the previous conversation was idle too long
 
 
+class _Row(NamedTuple):
+    """A `sessions` table row."""
+
+    started_at: float
+    updated_at: float
+    turns: int
+    dropped: int
+    chars: int
+
+
+class _Cached(NamedTuple):
+    """A remembered history, valid while the stored row still shows (started, turns, dropped)."""
+
+    started_at: float
+    turns: int
+    dropped: int
+    history: tuple[ChatMessage, ...]
+
+    def matches(self, row: _Row) -> bool:
+        return (self.started_at, self.turns, self.dropped) == (
+            row.started_at,
+            row.turns,
+            row.dropped,
+        )
+
+
+class _Trim(NamedTuple):
+    turns: int
+    chars: int
+
+
 class SessionStore:
     def __init__(
         self, conn: sqlite3.Connection, budget_chars: int, idle_s: float, cache_size: int = 256
@@ -46,25 +78,22 @@ class SessionStore:
         self._db = conn
         self.budget_chars = budget_chars
         self.idle_s = idle_s
-        self._cache: OrderedDict[SessionKey, tuple[float, int, int, tuple[ChatMessage, ...]]] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[SessionKey, _Cached] = OrderedDict()
         self._cache_size = cache_size
 
     def load(self, key: SessionKey, now: float) -> Session:
         """The current conversation; starts a fresh one if none or idle too long."""
         row = self._row(key)
         expired = False
-        if row is not None and now - row[1] > self.idle_s:
+        if row is not None and now - row.updated_at > self.idle_s:
             self._clear(key, now)
             row, expired = self._row(key), True
         if row is None:
             return Session(key, (), now, now, 0, 0, 0, expired)
-        started, updated, turns, dropped, chars = row
         cached = self._cache.get(key)
-        if cached is not None and cached[:3] == (started, turns, dropped):
+        if cached is not None and cached.matches(row):
             self._cache.move_to_end(key)
-            history = cached[3]
+            history = cached.history
         else:
             rows = self._db.execute(
                 "SELECT role, content FROM session_messages"
@@ -72,18 +101,13 @@ class SessionStore:
                 (key.tenant, key.channel, key.chat),
             ).fetchall()
             history = tuple(ChatMessage(role=r, content=c) for r, c in rows)
-            self._remember(key, started, turns, dropped, history)
-        return Session(key, history, started, updated, turns, dropped, chars, expired)
+            self._remember(key, _Cached(row.started_at, row.turns, row.dropped, history))
+        return Session(
+            key, history, row.started_at, row.updated_at, row.turns, row.dropped, row.chars, expired
+        )
 
-    def _remember(
-        self,
-        key: SessionKey,
-        started: float,
-        turns: int,
-        dropped: int,
-        history: tuple[ChatMessage, ...],
-    ) -> None:
-        self._cache[key] = (started, turns, dropped, history)
+    def _remember(self, key: SessionKey, cached: _Cached) -> None:
+        self._cache[key] = cached
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -102,7 +126,7 @@ class SessionStore:
                 )
                 turns, chars = 0, 0
             else:
-                turns, chars = row[2], row[4]
+                turns, chars = row.turns, row.chars
             cached = self._cache.pop(key, None)
             turn = turns + 1
             for role, content in (("user", user), ("assistant", answer)):
@@ -114,29 +138,29 @@ class SessionStore:
                 )
             chars += len(user) + len(answer)
             dropped = self._trim(key, chars)
-            chars -= dropped[1]
+            chars -= dropped.chars
             db.execute(
                 "UPDATE sessions SET updated_at=?, turns=?, dropped=dropped+?, chars=?"
                 " WHERE tenant=? AND channel=? AND chat=?",
-                (now, turn, dropped[0], chars, key.tenant, key.channel, key.chat),
+                (now, turn, dropped.turns, chars, key.tenant, key.channel, key.chat),
             )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        if cached is not None and row is not None and cached[:3] == (row[0], row[2], row[3]):
+        if cached is not None and row is not None and cached.matches(row):
             exchange = (ChatMessage("user", user), ChatMessage("assistant", answer))
-            kept = (cached[3] + exchange)[2 * dropped[0] :]
-            self._remember(key, row[0], turn, row[3] + dropped[0], kept)
+            kept = (cached.history + exchange)[2 * dropped.turns :]
+            self._remember(key, _Cached(row.started_at, turn, row.dropped + dropped.turns, kept))
 
     def reset(self, key: SessionKey, now: float) -> None:
         """Forget this conversation (memory, tools and style are elsewhere)."""
         self._clear(key, now)
 
-    def _trim(self, key: SessionKey, chars: int) -> tuple[int, int]:
+    def _trim(self, key: SessionKey, chars: int) -> _Trim:
         """Drop whole turns, oldest first, until under budget; keep the newest."""
         if chars <= self.budget_chars:
-            return 0, 0
+            return _Trim(0, 0)
         per_turn = self._db.execute(
             "SELECT turn, SUM(LENGTH(content)) FROM session_messages"
             " WHERE tenant=? AND channel=? AND chat=? GROUP BY turn ORDER BY turn",
@@ -152,14 +176,15 @@ class SessionStore:
                 "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
                 (key.tenant, key.channel, key.chat, last),
             )
-        return cut_turns, cut_chars
+        return _Trim(cut_turns, cut_chars)
 
-    def _row(self, key: SessionKey) -> tuple[float, float, int, int, int] | None:
-        return self._db.execute(
+    def _row(self, key: SessionKey) -> _Row | None:
+        found = self._db.execute(
             "SELECT started_at, updated_at, turns, dropped, chars FROM sessions"
             " WHERE tenant=? AND channel=? AND chat=?",
             (key.tenant, key.channel, key.chat),
         ).fetchone()
+        return None if found is None else _Row(*found)
 
     def _clear(self, key: SessionKey, now: float) -> None:
         self._cache.pop(key, None)

@@ -100,26 +100,44 @@ class TurnRunner:
     ) -> Final:
         started = time.perf_counter()
         dirs.ensure()
-        tenant = dirs.tenant
         events = TurnEvents()
-        events.add(
-            "message.received",
-            tenant,
-            {
-                "channel": inbound.channel,
-                "chat": inbound.chat,
-                "msg_id": inbound.msg_id,
-                "chars": len(inbound.text),
-            },
-        )
+        events.add("message.received", dirs.tenant, _received(inbound))
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(dirs, inbound, self._clock)
         for observer in self._observers:
             await observer.before_turn(turn, session, events)
+        mask = self._masks(dirs) if self._masks is not None else None
+        try:
+            result = await self._agent(turn, session, mask, on_delta)
+        except BackendError as exc:
+            log.warning("model backend failed: %s", exc.kind)
+            details = {"channel": inbound.channel, "kind": exc.kind}
+            events.add("message.failed", dirs.tenant, details)
+            await events.flush(self._audit)
+            return Final(exc.user_message, "error")
+        text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        asked = inbound.text
+        if mask is not None:
+            text, asked = mask.mask(text), mask.mask(asked)
+        self.sessions.append(key, asked, text, inbound.msg_id, self._clock())
+        for observer in self._observers:
+            await observer.after_turn(turn, result, events)
+        ms = int((time.perf_counter() - started) * 1000)
+        events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
+        await events.flush(self._audit)
+        return Final(text, "answer")
+
+    async def _agent(
+        self,
+        turn: TurnContext,
+        session: Session,
+        mask: OutputMask | None,
+        on_delta: DeltaSink | None,
+    ) -> AgentResult:
+        """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system = self._prompt.system_prompt(turn)
         tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
-        messages = (*session.history, ChatMessage(role="user", content=inbound.text))
-        mask = self._masks(dirs) if self._masks is not None else None
+        messages = (*session.history, ChatMessage(role="user", content=turn.inbound.text))
         stream = mask.stream() if mask is not None and on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:
@@ -130,46 +148,40 @@ class TurnRunner:
                 if safe:
                     await deliver(safe)
 
-        try:
-            result = await run_agent(
-                self.backend,
-                system,
-                messages,
-                tools,
-                turn,
-                self._settings.max_steps,
-                sink,
-                redact=mask.mask if mask is not None else _same,
-                max_reply_chars=self._settings.max_reply_chars,
-            )
-        except BackendError as exc:
-            log.warning("model backend failed: %s", exc.kind)
-            events.add("message.failed", tenant, {"channel": inbound.channel, "kind": exc.kind})
-            await events.flush(self._audit)
-            return Final(exc.user_message, "error")
+        result = await run_agent(
+            self.backend,
+            system,
+            messages,
+            tools,
+            turn,
+            self._settings.max_steps,
+            sink,
+            redact=mask.mask if mask is not None else _same,
+            max_reply_chars=self._settings.max_reply_chars,
+        )
         if stream is not None and on_delta is not None:
             rest = stream.flush()
             if rest:
                 await on_delta(rest)
-        text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
-        asked = inbound.text
-        if mask is not None:
-            text, asked = mask.mask(text), mask.mask(asked)
-        self.sessions.append(key, asked, text, inbound.msg_id, self._clock())
-        for observer in self._observers:
-            await observer.after_turn(turn, result, events)
-        events.add(
-            "message.answered",
-            tenant,
-            {
-                "channel": inbound.channel,
-                "chat": inbound.chat,
-                "msg_id": inbound.msg_id,
-                "chars": len(text),
-                "ms": int((time.perf_counter() - started) * 1000),
-                "steps": result.steps,
-                "tool_calls": len(result.tool_runs),
-            },
-        )
-        await events.flush(self._audit)
-        return Final(text, "answer")
+        return result
+
+
+def _received(inbound: Inbound) -> dict[str, object]:
+    return {
+        "channel": inbound.channel,
+        "chat": inbound.chat,
+        "msg_id": inbound.msg_id,
+        "chars": len(inbound.text),
+    }
+
+
+def _answered(inbound: Inbound, text: str, ms: int, result: AgentResult) -> dict[str, object]:
+    return {
+        "channel": inbound.channel,
+        "chat": inbound.chat,
+        "msg_id": inbound.msg_id,
+        "chars": len(text),
+        "ms": ms,
+        "steps": result.steps,
+        "tool_calls": len(result.tool_runs),
+    }

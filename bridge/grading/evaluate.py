@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.grading.classify import LABELS, Outcome, classify
+from bridge.grading.classify import LABELS, Label, Outcome, classify
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Case:
     previous: str
     reply: str
     next: str
-    label: str
+    label: Label
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,9 @@ class LabelScore:
 class Report:
     total: int
     accuracy: float
-    per_label: dict[str, LabelScore]
+    per_label: dict[Label, LabelScore]
     macro_f1: float
-    confusion: dict[str, dict[str, int]]  # confusion[gold][predicted]
+    confusion: dict[Label, dict[Label, int]]  # confusion[gold][predicted]
     errors: list[tuple[Case, Outcome]]
 
 
@@ -51,7 +51,7 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-def _ratio(a: int, b: int) -> float:
+def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
@@ -67,7 +67,7 @@ def evaluate(
         total += 1
         if outcome.label != case.label:
             errors.append((case, outcome))
-    per_label = {}
+    per_label: dict[Label, LabelScore] = {}
     for label in LABELS:
         tp = confusion[label][label]
         predicted = sum(confusion[g][label] for g in LABELS)

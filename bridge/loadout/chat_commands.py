@@ -33,27 +33,27 @@ class ProfileCommands:
 
     async def profile(self, ctx: CommandContext, args: str) -> str:
         sub, _, rest = args.strip().partition(" ")
-        root = ctx.dirs.ensure().root
+        dirs = ctx.dirs.ensure()
         if not sub:
-            text = self._profile.read(root)
+            text = self._profile.read(dirs)
             lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-            used = f"{body_chars(text):,}/{self._profile.cap:,} characters"
+            size = f"{body_chars(text):,}/{self._profile.cap:,} characters"
             if not lines:
-                return f"Your profile is empty ({used}). /profile set <key> <value> adds a line."
-            return f"Your profile ({used}):\n" + "\n".join(lines)
+                return f"Your profile is empty ({size}). /profile set <key> <value> adds a line."
+            return f"Your profile ({size}):\n" + "\n".join(lines)
         if sub == "set":
             key, _, value = rest.strip().partition(" ")
             if not key or not value.strip():
                 raise UsageError("Give a key and a value.")
             try:
-                used = await self._profile.set(ctx.tenant, root, key, value)
+                used = await self._profile.set(dirs, key, value)
             except ProfileError as exc:
                 return str(exc)
             return f"Profile: {key} set ({used:,}/{self._profile.cap:,} characters)."
         if sub in ("rm", "remove", "delete"):
             if not rest.strip():
                 raise UsageError("Which key?")
-            if await self._profile.remove(ctx.tenant, root, rest):
+            if await self._profile.remove(dirs, rest):
                 return f"Profile: {rest.strip()} removed."
             return f"Your profile has no line {rest.strip()!r}."
         raise UsageError(f"Unknown /profile subcommand {sub!r}.")

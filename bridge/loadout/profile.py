@@ -9,13 +9,13 @@ written. Changes are audited with the key and sizes only.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from bridge.core.atomic import write_text
 from bridge.core.locks import TenantLocks, file_lock
 from bridge.screening.screen import refusal, screen
 from bridge.screening.unicode_clean import clean
 from bridge.types.audit_sink import AuditSink
+from bridge.types.tenant_dirs import TenantDirs
 
 HEADER = "# Profile: one line per fact about you. Edit freely, or use /profile set|rm."
 KEY = re.compile(r"^[\w][\w .-]{0,31}$")
@@ -76,17 +76,13 @@ class Profile:
         self._audit = audit
         self._locks = locks or TenantLocks()
 
-    @staticmethod
-    def path(root: Path) -> Path:
-        return root / "USER.md"
-
-    def read(self, root: Path) -> str:
+    def read(self, dirs: TenantDirs) -> str:
         try:
-            return self.path(root).read_text(encoding="utf-8")
+            return dirs.user_md.read_text(encoding="utf-8")
         except FileNotFoundError:
             return ""
 
-    async def set(self, tenant: str, root: Path, key: str, value: str) -> int:
+    async def set(self, dirs: TenantDirs, key: str, value: str) -> int:
         key = key.strip()
         if not KEY.fullmatch(key):
             raise ProfileError(
@@ -98,33 +94,33 @@ class Profile:
         if reasons:
             raise ProfileError(refusal("this profile line", reasons))
         key, value = clean(key), clean(value)  # stored as NFKC
-        async with self._locks.hold(root, "profile"):
-            with file_lock(root / ".profile.lock"):
-                new = set_line(self.read(root), key, value)
+        async with self._locks.hold(dirs.root, "profile"):
+            with file_lock(dirs.root / ".profile.lock"):
+                new = set_line(self.read(dirs), key, value)
                 used = body_chars(new)
                 if used > self.cap:
                     raise ProfileError(
                         f"Not saved: the profile would be {used:,} characters; the cap is "
                         f"{self.cap:,}. Remove or shorten a line first (/profile rm <key>)."
                     )
-                write_text(self.path(root), new)
+                write_text(dirs.user_md, new)
         await self._audit.emit(
             "profile.changed",
-            tenant,
+            dirs.tenant,
             {"field": key, "op": "set", "chars": len(value), "profile_chars": used},
         )
         return used
 
-    async def remove(self, tenant: str, root: Path, key: str) -> bool:
-        async with self._locks.hold(root, "profile"):
-            with file_lock(root / ".profile.lock"):
-                new = remove_line(self.read(root), key.strip())
+    async def remove(self, dirs: TenantDirs, key: str) -> bool:
+        async with self._locks.hold(dirs.root, "profile"):
+            with file_lock(dirs.root / ".profile.lock"):
+                new = remove_line(self.read(dirs), key.strip())
                 if new is None:
                     return False
-                write_text(self.path(root), new)
+                write_text(dirs.user_md, new)
         await self._audit.emit(
             "profile.changed",
-            tenant,
+            dirs.tenant,
             {"field": key.strip(), "op": "rm", "profile_chars": body_chars(new)},
         )
         return True

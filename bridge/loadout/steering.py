@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.core.filecache import FileCache, StatKey, sig
+from bridge.types.tenant_dirs import TenantDirs
 
 MAX_DEPTH = 3
 MAX_FILES = 20
@@ -53,9 +54,10 @@ def operator_confinement(home: Path) -> Confinement:
     return Confinement(real, (os.path.join(real, "tenants"), os.path.join(real, "audit")))
 
 
-def tenant_confinement(root: Path) -> Confinement:
-    real = os.path.realpath(root)
-    return Confinement(real, (os.path.join(real, "vault"),))
+def tenant_confinement(dirs: TenantDirs) -> Confinement:
+    """Includes stay in the tenant's directory and never read its vault."""
+    real = os.path.realpath(dirs.root)
+    return Confinement(real, (os.path.realpath(dirs.vault),))
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from bridge.core.atomic import remove, write_text
 from bridge.core.filecache import FileCache, sig
 from bridge.loadout.mask import MIN_SECRET_CHARS, Masker
 from bridge.types.audit_sink import AuditSink
+from bridge.types.tenant_dirs import TenantDirs
 from forge.schema import SECRET_NAME_RE, secret_key
 
 NAME = SECRET_NAME_RE
@@ -38,13 +39,9 @@ def check_name(name: str) -> str:
     return name
 
 
-def vault_dir(root: Path) -> Path:
-    return root / "vault"
-
-
-def _files(root: Path, cache: FileCache | None = None) -> dict[str, str]:
+def _files(dirs: TenantDirs, cache: FileCache | None = None) -> dict[str, str]:
     """Comparison key -> file name (the first in sort order if a spelling is doubled)."""
-    listing = cache.listdir(vault_dir(root)) if cache else _listdir(vault_dir(root))
+    listing = cache.listdir(dirs.vault) if cache else _listdir(dirs.vault)
     out: dict[str, str] = {}
     for n in sorted(listing):
         if NAME.fullmatch(n):
@@ -52,8 +49,8 @@ def _files(root: Path, cache: FileCache | None = None) -> dict[str, str]:
     return out
 
 
-def names(root: Path, cache: FileCache | None = None) -> tuple[str, ...]:
-    return tuple(sorted(_files(root, cache).values()))
+def names(dirs: TenantDirs, cache: FileCache | None = None) -> tuple[str, ...]:
+    return tuple(sorted(_files(dirs, cache).values()))
 
 
 def _listdir(path: Path) -> tuple[str, ...]:
@@ -63,13 +60,13 @@ def _listdir(path: Path) -> tuple[str, ...]:
         return ()
 
 
-def set_value(root: Path, name: str, value: str) -> None:
+def set_value(dirs: TenantDirs, name: str, value: str) -> None:
     check_name(name)
     if len(value) < MIN_SECRET_CHARS:
         raise VaultError(f"a vault value needs at least {MIN_SECRET_CHARS} characters")
     if len(value) > MAX_VALUE:
         raise VaultError(f"a vault value holds at most {MAX_VALUE:,} characters")
-    d = vault_dir(root)
+    d = dirs.vault
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(d, 0o700)
     write_text(d / name, value, mode=0o600)
@@ -78,9 +75,9 @@ def set_value(root: Path, name: str, value: str) -> None:
             remove(d / other)
 
 
-def remove_value(root: Path, name: str) -> bool:
+def remove_value(dirs: TenantDirs, name: str) -> bool:
     check_name(name)
-    d = vault_dir(root)
+    d = dirs.vault
     found = [n for n in _listdir(d) if NAME.fullmatch(n) and secret_key(n) == secret_key(name)]
     return any([remove(d / n) for n in found])
 
@@ -93,35 +90,35 @@ class Vault:
         self._cache = cache or FileCache()
         self._maskers: dict[str, tuple[object, Masker]] = {}
 
-    def values(self, root: Path) -> Mapping[str, str]:
+    def values(self, dirs: TenantDirs) -> Mapping[str, str]:
         out = {}
-        for name in _files(root, self._cache).values():
-            value = self._cache.read(vault_dir(root) / name)
+        for name in _files(dirs, self._cache).values():
+            value = self._cache.read(dirs.vault / name)
             if value is not None and len(value) >= MIN_SECRET_CHARS:
                 out[name] = value
         return out
 
-    def masker(self, root: Path) -> Masker:
+    def masker(self, dirs: TenantDirs) -> Masker:
         """The masker for this tenant's current values; rebuilt only when the vault changed."""
-        d = vault_dir(root)
-        key = (sig(d), tuple((n, sig(d / n)) for n in names(root, self._cache)))
-        hit = self._maskers.get(str(root))
+        d = dirs.vault
+        key = (sig(d), tuple((n, sig(d / n)) for n in names(dirs, self._cache)))
+        hit = self._maskers.get(str(dirs.root))
         if hit is not None and hit[0] == key:
             return hit[1]
-        masker = Masker(self.values(root))
-        self._maskers[str(root)] = (key, masker)
+        masker = Masker(self.values(dirs))
+        self._maskers[str(dirs.root)] = (key, masker)
         return masker
 
-    async def reveal(
-        self, tenant: str, root: Path, wanted: list[str], purpose: str
-    ) -> dict[str, str]:
+    async def reveal(self, dirs: TenantDirs, wanted: list[str], purpose: str) -> dict[str, str]:
         """Values for a tool that declared them, under the names it declared (matched
         case-insensitively); audits `secret.used` with the vault's name per name found."""
-        by_key = {secret_key(n): (n, v) for n, v in self.values(root).items()}
+        by_key = {secret_key(n): (n, v) for n, v in self.values(dirs).items()}
         out: dict[str, str] = {}
         for want in wanted:
             hit = by_key.get(secret_key(want))
             if hit is not None and want not in out:
                 out[want] = hit[1]
-                await self._audit.emit("secret.used", tenant, {"name": hit[0], "purpose": purpose})
+                await self._audit.emit(
+                    "secret.used", dirs.tenant, {"name": hit[0], "purpose": purpose}
+                )
         return out

@@ -67,8 +67,8 @@ class MemoryCommands:
         return await handler(ctx, rest.strip())
 
     async def _list(self, ctx: CommandContext, rest: str) -> str:
-        topics = self._memory.store.topics(ctx.dirs.root)
-        label = self._memory.usage(ctx.dirs.root)
+        topics = self._memory.store.topics(ctx.dirs)
+        label = self._memory.usage(ctx.dirs)
         if not topics:
             return f"Memory is empty {label}. Tell me something to remember, or /remember <text>."
         lines = sorted((t.type, t.name.lower(), t.index_line()) for t in topics)
@@ -79,7 +79,7 @@ class MemoryCommands:
     async def _show(self, ctx: CommandContext, rest: str) -> str:
         if not rest:
             raise UsageError("Which one? /memory show <name>")
-        topic = self._memory.store.find(ctx.dirs.root, rest)
+        topic = self._memory.store.find(ctx.dirs, rest)
         if topic is None:
             return f"No memory named {rest!r}. /memory list shows the names."
         return f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
@@ -87,34 +87,34 @@ class MemoryCommands:
     async def _rm(self, ctx: CommandContext, rest: str) -> str:
         if not rest:
             raise UsageError("Which one? /memory rm <name>")
-        topic = await self._memory.delete(ctx.tenant, ctx.dirs.root, rest, "person", ctx.now)
+        topic = await self._memory.delete(ctx.dirs, rest, "person", ctx.now)
         if topic is None:
             return f"No memory named {rest!r}; nothing deleted."
         return f"Forgot {topic.name!r}. /memory undo brings it back."
 
     async def _undo(self, ctx: CommandContext, rest: str) -> str:
-        change = await self._memory.undo(ctx.tenant, ctx.dirs.root)
+        change = await self._memory.undo(ctx.dirs)
         if change is None:
             return "Nothing to undo."
         what = {"save": "saving", "delete": "deleting"}.get(change.op, change.op)
-        return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs.root)}."
+        return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs)}."
 
     async def _stats(self, ctx: CommandContext, rest: str) -> str:
-        root = ctx.dirs.root
-        topics = self._memory.store.topics(root)
+        dirs = ctx.dirs
+        topics = self._memory.store.topics(dirs)
         per = Counter(t.type for t in topics)
         size = 0
-        for filename in os.listdir(root / "memory") if (root / "memory").is_dir() else ():
+        for filename in os.listdir(dirs.memory) if dirs.memory.is_dir() else ():
             if parse_filename(filename):
-                size += (root / "memory" / filename).stat().st_size
-        last = journal.peek(root / "memory")
+                size += (dirs.memory / filename).stat().st_size
+        last = journal.peek(dirs.memory)
         undo = f"{last.op} {last.name!r}" if last else "nothing"
         by_type = ", ".join(f"{t} {per.get(t, 0)}" for t in TYPES)
         store = self._memory.store
         return (
             f"Topics: {len(topics)} ({by_type})\n"
             f"Topic files: {size:,} bytes (each at most {store.topic_cap:,} characters)\n"
-            f"Index: {usage_label(store.used(root), store.memory_cap)}\n"
+            f"Index: {usage_label(store.used(dirs), store.memory_cap)}\n"
             f"Last change (/memory undo reverts it): {undo}"
         )
 
@@ -122,19 +122,17 @@ class MemoryCommands:
         text = args.strip()
         if not text:
             raise UsageError("What should I remember?")
-        root = ctx.dirs.ensure().root
+        dirs = ctx.dirs.ensure()
         base = name = remember_name(text)
         n = 2
-        while self._memory.store.find(root, name) is not None:
+        while self._memory.store.find(dirs, name) is not None:
             name, n = f"{base} {n}", n + 1
         one = " ".join(text.split())
         desc = one if len(one) <= MAX_DESCRIPTION else one[: MAX_DESCRIPTION - 1] + "…"
         inbound = ctx.inbound
         prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
         try:
-            result = await self._memory.save(
-                ctx.tenant, root, name, "user", desc, text, prov, ctx.now
-            )
+            result = await self._memory.save(dirs, name, "user", desc, text, prov, ctx.now)
         except MemoryRefused as exc:
             return str(exc)
         label = usage_label(result.used, result.cap)

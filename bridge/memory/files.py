@@ -27,6 +27,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from bridge.core import frontmatter
 from bridge.screening.unicode_clean import clean
 
 TYPES = ("user", "feedback", "project", "reference")
@@ -120,22 +121,15 @@ def parse_topic(text: str) -> Topic | None:
 
     The text is cleaned first (NFKC, hidden code points dropped), so a hand edit
     cannot carry invisible characters into the index or a prompt."""
-    text = clean(text)
-    if not text.startswith("---\n"):
+    found = frontmatter.split(clean(text))
+    if found is None:
         return None
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        return None
-    values: dict[str, str] = {}
-    for line in text[4:end].splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            values[key.strip()] = value.strip()
+    values = dict(found.fields)
     name, type_ = values.pop("name", ""), values.pop("type", "")
     description = values.pop("description", "")
     if not name or type_ not in TYPES:
         return None
-    return Topic(name, type_, description, text[end + 5 :].rstrip("\n"), values)
+    return Topic(name, type_, description, found.body.rstrip("\n"), values)
 
 
 def render_index(topics: Iterable[Topic]) -> str:

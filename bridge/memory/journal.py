@@ -44,9 +44,9 @@ class Change:
             str(raw["op"]),
             str(raw["name"]),
             str(raw.get("type", "")),
-            float(raw["at"]),
-            {str(k): v for k, v in before.items()},
-        )  # type: ignore[misc]
+            float(str(raw["at"])),
+            {str(k): None if v is None else str(v) for k, v in before.items()},
+        )
 
 
 def _path(memory_dir: Path) -> Path:

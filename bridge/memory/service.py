@@ -9,7 +9,6 @@ and `memory.refused` with names and sizes only, never content.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from bridge.core.locks import TenantLocks
 from bridge.memory import journal
@@ -17,8 +16,9 @@ from bridge.memory.files import MemoryInputError, Topic, usage_label
 from bridge.memory.store import MemoryRefused, MemoryStore, Provenance, SaveResult
 from bridge.screening.screen import refusal, screen
 from bridge.types.audit_sink import AuditSink
+from bridge.types.tenant_dirs import TenantDirs
 
-SecretsOf = Callable[[Path], Mapping[str, str]]
+SecretsOf = Callable[[TenantDirs], Mapping[str, str]]
 
 
 class Memory:
@@ -38,8 +38,7 @@ class Memory:
 
     async def save(
         self,
-        tenant: str,
-        root: Path,
+        dirs: TenantDirs,
         name: str,
         type_: str,
         description: str,
@@ -47,22 +46,22 @@ class Memory:
         prov: Provenance,
         now: float,
     ) -> SaveResult:
-        reasons = screen("\n".join((name, description, content)), self._secrets_of(root).values())
+        reasons = screen("\n".join((name, description, content)), self._secrets_of(dirs).values())
         if reasons:
             await self._audit.emit(
                 "memory.refused",
-                tenant,
+                dirs.tenant,
                 {"by": prov.by, "reasons": len(reasons), "chars": len(content)},
             )
             raise MemoryRefused(refusal("this memory", reasons))
-        async with self._locks.hold(root, "memory"):
+        async with self._locks.hold(dirs.root, "memory"):
             try:
-                result = self.store.save(root, name, type_, description, content, prov, now)
+                result = self.store.save(dirs, name, type_, description, content, prov, now)
             except MemoryInputError as exc:
                 raise MemoryRefused(f"Not saved: {exc}. Nothing was written.") from None
         await self._audit.emit(
             "memory.saved",
-            tenant,
+            dirs.tenant,
             {
                 "name": result.topic.name,
                 "type": type_,
@@ -77,27 +76,27 @@ class Memory:
         )
         return result
 
-    async def delete(self, tenant: str, root: Path, name: str, by: str, now: float) -> Topic | None:
-        async with self._locks.hold(root, "memory"):
-            topic = self.store.delete(root, name, now)
+    async def delete(self, dirs: TenantDirs, name: str, by: str, now: float) -> Topic | None:
+        async with self._locks.hold(dirs.root, "memory"):
+            topic = self.store.delete(dirs, name, now)
         if topic is not None:
             await self._audit.emit(
                 "memory.deleted",
-                tenant,
+                dirs.tenant,
                 {"name": topic.name, "type": topic.type, "chars": len(topic.content), "by": by},
             )
         return topic
 
-    async def undo(self, tenant: str, root: Path) -> journal.Change | None:
-        async with self._locks.hold(root, "memory"):
-            change = self.store.undo(root)
+    async def undo(self, dirs: TenantDirs) -> journal.Change | None:
+        async with self._locks.hold(dirs.root, "memory"):
+            change = self.store.undo(dirs)
         if change is not None:
             await self._audit.emit(
                 "memory.undone",
-                tenant,
+                dirs.tenant,
                 {"name": change.name, "op": change.op, "files": len(change.before)},
             )
         return change
 
-    def usage(self, root: Path) -> str:
-        return usage_label(self.store.used(root), self.store.memory_cap)
+    def usage(self, dirs: TenantDirs) -> str:
+        return usage_label(self.store.used(dirs), self.store.memory_cap)

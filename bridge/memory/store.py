@@ -32,6 +32,7 @@ from bridge.memory.files import (
     usage_chars,
 )
 from bridge.screening.unicode_clean import clean
+from bridge.types.tenant_dirs import TenantDirs
 
 
 class MemoryRefused(Exception):
@@ -60,8 +61,8 @@ class MemoryStore:
         self.topic_cap = topic_cap
 
     # -- reading --------------------------------------------------------------------------
-    def topics(self, root: Path) -> list[Topic]:
-        mdir = root / "memory"
+    def topics(self, dirs: TenantDirs) -> list[Topic]:
+        mdir = dirs.memory
         try:
             names = sorted(os.listdir(mdir))
         except FileNotFoundError:
@@ -75,16 +76,16 @@ class MemoryStore:
                 out.append(topic)
         return out
 
-    def find(self, root: Path, name: str) -> Topic | None:
-        path = self._path_of(root, name)
+    def find(self, dirs: TenantDirs, name: str) -> Topic | None:
+        path = self._path_of(dirs, name)
         return _read_topic(path) if path is not None else None
 
-    def _path_of(self, root: Path, name: str) -> Path | None:
+    def _path_of(self, dirs: TenantDirs, name: str) -> Path | None:
         try:
             wanted = slug(name)
         except MemoryInputError:
             return None
-        mdir = root / "memory"
+        mdir = dirs.memory
         try:
             names = sorted(os.listdir(mdir))
         except FileNotFoundError:
@@ -95,13 +96,13 @@ class MemoryStore:
                 return mdir / filename
         return None
 
-    def used(self, root: Path) -> int:
-        return usage_chars(t.index_line() for t in self.topics(root))
+    def used(self, dirs: TenantDirs) -> int:
+        return usage_chars(t.index_line() for t in self.topics(dirs))
 
     # -- writing --------------------------------------------------------------------------
     def save(
         self,
-        root: Path,
+        dirs: TenantDirs,
         name: str,
         type_: str,
         description: str,
@@ -111,11 +112,11 @@ class MemoryStore:
     ) -> SaveResult:
         name, description, content = clean(name), clean(description), clean(content)
         check_fields(name, type_, description, content, self.topic_cap)
-        mdir = _mdir(root)
+        mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
-            old_path = self._path_of(root, name)
+            old_path = self._path_of(dirs, name)
             old = _read_topic(old_path) if old_path is not None else None
-            others = [t for t in self.topics(root) if slug(t.name) != slug(name)]
+            others = [t for t in self.topics(dirs) if slug(t.name) != slug(name)]
             entries = [t.index_line() for t in others] + [index_line(name, type_, description)]
             used = usage_chars(entries)
             if used > self.memory_cap:
@@ -137,13 +138,13 @@ class MemoryStore:
             write_text(new_path, render_topic(topic))
             if old_path is not None and old_path != new_path:
                 remove(old_path)
-            self._write_index(root)
+            self._write_index(dirs)
             return SaveResult(topic, old is None, used, self.memory_cap)
 
-    def delete(self, root: Path, name: str, now: float) -> Topic | None:
-        mdir = _mdir(root)
+    def delete(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
+        mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
-            path = self._path_of(root, name)
+            path = self._path_of(dirs, name)
             if path is None:
                 return None
             topic = _read_topic(path)
@@ -158,11 +159,11 @@ class MemoryStore:
                 ),
             )
             remove(path)
-            self._write_index(root)
+            self._write_index(dirs)
             return topic
 
-    def undo(self, root: Path) -> journal.Change | None:
-        mdir = _mdir(root)
+    def undo(self, dirs: TenantDirs) -> journal.Change | None:
+        mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
             change = journal.pop(mdir)
             if change is None:
@@ -174,23 +175,23 @@ class MemoryStore:
                     remove(mdir / filename)
                 else:
                     write_text(mdir / filename, text)
-            self._write_index(root)
+            self._write_index(dirs)
             return change
 
-    def rebuild_index(self, root: Path) -> None:
-        mdir = _mdir(root)
+    def rebuild_index(self, dirs: TenantDirs) -> None:
+        mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
-            self._write_index(root)
+            self._write_index(dirs)
 
-    def _write_index(self, root: Path) -> None:
-        text = render_index(self.topics(root))
-        path = root / "memory" / INDEX_NAME
+    def _write_index(self, dirs: TenantDirs) -> None:
+        text = render_index(self.topics(dirs))
+        path = dirs.memory / INDEX_NAME
         if _text(path) != text:
             write_text(path, text)
 
 
-def _mdir(root: Path) -> Path:
-    mdir = root / "memory"
+def _mdir(dirs: TenantDirs) -> Path:
+    mdir = dirs.memory
     mdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     return mdir
 

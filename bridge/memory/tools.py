@@ -82,8 +82,7 @@ class MemoryTools:
         prov = Provenance("model", inbound.channel, inbound.chat, inbound.msg_id)
         try:
             result = await self._memory.save(
-                turn.tenant,
-                turn.dirs.root,
+                turn.dirs,
                 _str(args, "name"),
                 _str(args, "type"),
                 _str(args, "description"),
@@ -102,14 +101,14 @@ class MemoryTools:
 
     async def read(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = self._memory.store.find(turn.dirs.root, name)
+        topic = self._memory.store.find(turn.dirs, name)
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; the index lists the names")
         return f"{topic.name} ({topic.type}): {topic.description}\n\n{topic.content}"
 
     async def delete(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = await self._memory.delete(turn.tenant, turn.dirs.root, name, "model", turn.now())
+        topic = await self._memory.delete(turn.dirs, name, "model", turn.now())
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; nothing was deleted")
         return f"deleted memory {topic.name!r}; the person can restore it with /memory undo"

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from bridge.personal_tools.catalog import Entry, ToolCatalog
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.calls import call_saved
 from forge.library import SessionTools
@@ -25,7 +25,7 @@ from forge.names import to_wire
 from forge.runner import SandboxRunner
 
 MAX_RESULT_CHARS = 8_000
-Reveal = Callable[[str, Path, list[str], str], Awaitable[dict[str, str]]]
+Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
 CREATE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -127,10 +127,8 @@ class ForgeTools:
         library = self._catalog.library(turn.dirs.root)
         entry = next((e for e in self._catalog.entries(turn.dirs.root) if e.name == name), None)
         wanted = list(entry.secrets) if entry else []
-        vault = await self._reveal(turn.tenant, turn.dirs.root, wanted, f"me.{name}")
-        result = await call_saved(
-            self._runner, library, name, params, turn.dirs.root / "workspace", vault
-        )
+        vault = await self._reveal(turn.dirs, wanted, f"me.{name}")
+        result = await call_saved(self._runner, library, name, params, turn.dirs.workspace, vault)
         details: dict[str, object] = {
             "name": f"me.{name}",
             "hash": entry.sha256[:12] if entry else "",

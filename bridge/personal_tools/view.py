@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.prompt.views import ToolRow
+from bridge.types.tenant_dirs import TenantDirs
 
 
 class SavedToolsView:
@@ -14,13 +13,15 @@ class SavedToolsView:
     def __init__(self, catalog: ToolCatalog) -> None:
         self._catalog = catalog
 
-    def tools(self, tenant_root: Path) -> list[ToolRow]:
-        entries = self._catalog.entries(tenant_root)
+    def tools(self, dirs: TenantDirs) -> list[ToolRow]:
+        entries = self._catalog.entries(dirs.root)
         if not entries:
             return []
-        usage = self._catalog.usage(tenant_root)
+        usage = self._catalog.usage(dirs.root)
         rows: list[ToolRow] = []
         for e in entries:
             last = usage[e.name].last_used_ms if e.name in usage else None
-            rows.append((e.name, e.description, last / 1000 if last else None, e.created_ms / 1000))
+            rows.append(
+                ToolRow(e.name, e.description, last / 1000 if last else None, e.created_ms / 1000)
+            )
         return rows

@@ -67,7 +67,7 @@ def audience_block(s: Snapshot) -> str:
 def skills_block(s: Snapshot) -> str:
     if not s.skills:
         return ""
-    rows = sorted(s.skills, key=lambda r: (-r[2], r[0]))
+    rows = sorted(s.skills, key=lambda r: (-r.grade, r.name))
     lines = [
         f"- {name} — {desc} (grade {grade:.1f})" if desc else f"- {name} (grade {grade:.1f})"
         for name, desc, grade in rows
@@ -78,14 +78,14 @@ def skills_block(s: Snapshot) -> str:
 def style_block(s: Snapshot) -> str:
     if not s.bullets:
         return ""
-    lines = [f"- {text}" for _, text in s.bullets]
+    lines = [f"- {b.text}" for b in s.bullets]
     return "## How this person likes answers (learned from their reactions)\n" + "\n".join(lines)
 
 
 def tools_block(s: Snapshot) -> str:
     if not s.tools:
         return ""
-    rows = sorted(s.tools, key=lambda r: (-r[3], r[0]))
+    rows = sorted(s.tools, key=lambda r: (-r.since, r.name))
     lines = []
     for name, desc, unused, _ in rows[:MAX_TOOLS]:
         flag = f" (unused {unused}d)" if unused is not None else ""

@@ -9,9 +9,10 @@ SQLite query and the views, and no file is opened.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from bridge.core.filecache import FileCache
 from bridge.loadout import vault
@@ -31,11 +32,27 @@ from bridge.prompt.views import (
     SkillRow,
     SkillsView,
     StyleView,
+    ToolRow,
     shadow_cohort,
 )
+from bridge.types.tenant_dirs import TenantDirs
 
 DAY = 86_400.0
 UNUSED_DAYS = 90
+
+
+class ShownBullet(NamedTuple):
+    bid: str
+    text: str
+
+
+class ToolLine(NamedTuple):
+    """A personal tool as block 9 shows it."""
+
+    name: str
+    description: str
+    unused_days: int | None  # set once it has been idle UNUSED_DAYS or more
+    since: float  # last use, else creation (epoch seconds): the recency order
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +70,8 @@ class Snapshot:
     persona_system: str
     audience: str
     skills: tuple[SkillRow, ...]
-    bullets: tuple[tuple[str, str], ...]  # (id, text) shown this turn
-    tools: tuple[tuple[str, str, int | None, float], ...]  # name, desc, unused days, recency
+    bullets: tuple[ShownBullet, ...]  # shown this turn
+    tools: tuple[ToolLine, ...]
     shadow_on: bool = field(default=False, compare=False)  # a shadow bullet is shown
 
 
@@ -108,34 +125,34 @@ class SnapshotTaker:
         self._derived[key] = (text, out)
         return out
 
-    def _paths(self, root: Path) -> _TenantPaths:
-        """The tenant's file paths and confinement, worked out once per root.
+    def _paths(self, dirs: TenantDirs) -> _TenantPaths:
+        """The tenant's file paths and confinement, worked out once per tenant directory.
 
         Only names are kept here: every turn still stats each file.
         """
-        key = str(root)
+        key = str(dirs.root)
         paths = self._tenants.get(key)
         if paths is None:
             paths = self._tenants[key] = _TenantPaths(
-                steering=root / "STEERING.md",
-                profile=root / "USER.md",
-                memory_index=root / "memory" / INDEX_NAME,
-                conf=tenant_confinement(root),
+                steering=dirs.steering,
+                profile=dirs.user_md,
+                memory_index=dirs.memory / INDEX_NAME,
+                conf=tenant_confinement(dirs),
             )
         return paths
 
     def take(
-        self, tenant: str, root: Path, channel: str, chat: str | None, msg_id: str, now: float
+        self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Snapshot:
+        tenant = dirs.tenant
         chosen = self._chat.get_all(tenant, channel, chat) if self._chat and chat else {}
         persona = self._personas.get(chosen.get("persona"))
-        paths = self._paths(root)
+        paths = self._paths(dirs)
         shown = [
-            (bid, text, state)
-            for bid, text, state in self._style.bullets(root)
-            if state == "live" or (state == "shadow" and shadow_cohort(msg_id, bid))
+            row
+            for row in self._style.bullets(dirs)
+            if row.state == "live" or (row.state == "shadow" and shadow_cohort(msg_id, row.bid))
         ]
-        bullets = tuple((bid, text) for bid, text, _ in shown)
         return Snapshot(
             tenant=tenant,
             channel=channel,
@@ -145,23 +162,23 @@ class SnapshotTaker:
             profile=self._lines(paths.profile, body_lines),
             memory=self._lines(paths.memory_index, index_entries),
             memory_cap=self.memory_cap,
-            vault_names=vault.names(root, self.files),
+            vault_names=vault.names(dirs, self.files),
             persona=persona.name if persona else DEFAULT,
             persona_system=persona.append_system if persona else "",
             audience=chosen.get("audience") or self._audience.get(channel) or "",
-            skills=tuple(self._skills.active(root)),
-            bullets=bullets,
-            tools=tuple(_tool_rows(self._tools, root, now)),
-            shadow_on=any(state == "shadow" for _, _, state in shown),
+            skills=tuple(self._skills.active(dirs)),
+            bullets=tuple(ShownBullet(row.bid, row.text) for row in shown),
+            tools=tuple(_tool_lines(self._tools.tools(dirs), now)),
+            shadow_on=any(row.state == "shadow" for row in shown),
         )
 
 
-def _tool_rows(
-    view: PersonalToolsView, root: Path, now: float
-) -> list[tuple[str, str, int | None, float]]:
+def _tool_lines(rows: Sequence[ToolRow], now: float) -> list[ToolLine]:
     out = []
-    for name, desc, last_used, created in view.tools(root):
-        since = last_used if last_used is not None else created
+    for row in rows:
+        since = row.last_used if row.last_used is not None else row.created
         idle = int((now - since) // DAY)
-        out.append((name, desc, idle if idle >= UNUSED_DAYS else None, since))
+        out.append(
+            ToolLine(row.name, row.description, idle if idle >= UNUSED_DAYS else None, since)
+        )
     return out

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from bridge.prompt.render import Block, RenderedBlock, render_blocks
 from bridge.prompt.snapshot import Snapshot, SnapshotTaker
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 
 SEPARATOR = "\n\n"
@@ -44,10 +44,10 @@ class LoadoutPrompt:
         self._remember = remember
 
     def render(
-        self, tenant: str, root: Path, channel: str, chat: str | None, msg_id: str, now: float
+        self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Rendered:
-        snap = self.taker.take(tenant, root, channel, chat, msg_id, now)
-        key = (tenant, channel, chat or "", tuple(bid for bid, _ in snap.bullets))
+        snap = self.taker.take(dirs, channel, chat, msg_id, now)
+        key = (dirs.tenant, channel, chat or "", tuple(b.bid for b in snap.bullets))
         last = self._last.get(key)
         if last is not None and last.snapshot == snap:
             self._last.move_to_end(key)
@@ -62,5 +62,5 @@ class LoadoutPrompt:
     def system_prompt(self, turn: TurnContext) -> str:
         inbound = turn.inbound
         return self.render(
-            turn.tenant, turn.dirs.root, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
+            turn.dirs, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
         ).text

@@ -16,21 +16,38 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from bridge.core import frontmatter
 from bridge.core.filecache import FileCache, sig
+from bridge.types.tenant_dirs import TenantDirs
 
-SkillRow = tuple[str, str, float]  # name, description, grade
-BulletRow = tuple[str, str, str]  # id, text, state ("live" | "shadow")
-ToolRow = tuple[str, str, float | None, float]  # name, description, last_used_ts, created_ts
+
+class SkillRow(NamedTuple):
+    name: str
+    description: str
+    grade: float
+
+
+class BulletRow(NamedTuple):
+    bid: str
+    text: str
+    state: str  # "live" | "shadow"
+
+
+class ToolRow(NamedTuple):
+    name: str
+    description: str
+    last_used: float | None  # epoch seconds
+    created: float  # epoch seconds
 
 
 class SkillsView(Protocol):
-    def active(self, tenant_root: Path) -> Sequence[SkillRow]: ...
+    def active(self, dirs: TenantDirs) -> Sequence[SkillRow]: ...
 
 
 class StyleView(Protocol):
-    def bullets(self, tenant_root: Path) -> Sequence[BulletRow]:
+    def bullets(self, dirs: TenantDirs) -> Sequence[BulletRow]:
         """Live and shadow bullets; the snapshot decides which shadows a turn shows."""
         ...
 
@@ -45,15 +62,15 @@ def shadow_cohort(msg_id: str, bullet_id: str) -> bool:
 
 
 class PersonalToolsView(Protocol):
-    def tools(self, tenant_root: Path) -> Sequence[ToolRow]: ...
+    def tools(self, dirs: TenantDirs) -> Sequence[ToolRow]: ...
 
 
-Grades = Callable[[Path], Mapping[str, float]]
+Grades = Callable[[TenantDirs], Mapping[str, float]]
 _SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_.-]{0,63})\.md$")
 _TOOL_META = re.compile(r"^me\.([a-z0-9_]{1,48})\.json$")
 
 
-def no_grades(tenant_root: Path) -> Mapping[str, float]:
+def no_grades(dirs: TenantDirs) -> Mapping[str, float]:
     return {}
 
 
@@ -81,18 +98,6 @@ class DirRows:
         return rows
 
 
-def front_matter(text: str) -> dict[str, str]:
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---", 3)
-    out: dict[str, str] = {}
-    for line in text[4 : end if end > 0 else 0].splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            out[key.strip()] = value.strip().strip("\"'")
-    return out
-
-
 class FileSkills:
     """Skills from `skills/<name>.md`; only those the grade source rates above 0."""
 
@@ -106,13 +111,17 @@ class FileSkills:
         self._cache = cache or FileCache()
         self._rows = rows or DirRows()
 
-    def active(self, tenant_root: Path) -> list[SkillRow]:
-        grades = self._grades(tenant_root)
+    def active(self, dirs: TenantDirs) -> list[SkillRow]:
+        grades = self._grades(dirs)
         if not grades:
             return []
-        d = os.path.join(tenant_root, "skills")
+        d = str(dirs.skills)
         listed = self._rows.get(d, lambda: self._scan(d))
-        return [(name, desc, grades[key]) for key, name, desc in listed if grades.get(key, 0.0) > 0]
+        return [
+            SkillRow(name, desc, grades[key])
+            for key, name, desc in listed
+            if grades.get(key, 0.0) > 0
+        ]
 
     def _scan(self, d: str) -> list[tuple[str, str, str]]:
         out = []
@@ -120,19 +129,19 @@ class FileSkills:
             m = _SKILL_FILE.match(filename)
             if not m:
                 continue
-            meta = front_matter(self._cache.read(os.path.join(d, filename)) or "")
+            meta = frontmatter.fields(self._cache.read(os.path.join(d, filename)) or "")
             out.append((m.group(1), meta.get("name") or m.group(1), meta.get("description", "")))
         return out
 
 
 class StaticStyle:
-    """Bullets from an injected source (callable per tenant root); none by default."""
+    """Bullets from an injected source (callable per tenant); none by default."""
 
-    def __init__(self, source: Callable[[Path], Sequence[BulletRow]] | None = None) -> None:
+    def __init__(self, source: Callable[[TenantDirs], Sequence[BulletRow]] | None = None) -> None:
         self._source = source
 
-    def bullets(self, tenant_root: Path) -> Sequence[BulletRow]:
-        return tuple(self._source(tenant_root)) if self._source else ()
+    def bullets(self, dirs: TenantDirs) -> Sequence[BulletRow]:
+        return tuple(BulletRow(*row) for row in self._source(dirs)) if self._source else ()
 
 
 def _seconds(value: object) -> float | None:
@@ -161,9 +170,8 @@ class FileTools:
         self._cache = cache or FileCache()
         self._rows = rows or DirRows()
 
-    def tools(self, tenant_root: Path) -> list[ToolRow]:
-        d = os.path.join(tenant_root, "forge", "tools")
-        rows: list[ToolRow] = self._rows.get(d, lambda: self._scan(Path(d)))
+    def tools(self, dirs: TenantDirs) -> list[ToolRow]:
+        rows: list[ToolRow] = self._rows.get(str(dirs.tools), lambda: self._scan(dirs.tools))
         return rows
 
     def _scan(self, d: Path) -> list[ToolRow]:
@@ -190,5 +198,5 @@ class FileTools:
             if last is None and isinstance(meta.get("last_used_ms"), int):
                 last = meta["last_used_ms"] / 1000
             desc = str(meta.get("description", ""))
-            out.append((m.group(1), desc, last, created))
+            out.append(ToolRow(m.group(1), desc, last, created))
         return out

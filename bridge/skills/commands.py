@@ -26,7 +26,7 @@ class SkillCommands:
         )
 
     async def list(self, ctx: CommandContext, args: str) -> str:
-        skills = read_skills(ctx.dirs.skills, self._cache)
+        skills = read_skills(ctx.dirs, self._cache)
         if not skills:
             return (
                 "No skills yet. A skill is a markdown file skills/<name>.md in your roost "
@@ -50,9 +50,7 @@ class SkillCommands:
         if len(parts) != 2 or parts[0] != "show":
             raise UsageError()
         wanted = parts[1]
-        skill = next(
-            (s for s in read_skills(ctx.dirs.skills, self._cache) if s.name == wanted), None
-        )
+        skill = next((s for s in read_skills(ctx.dirs, self._cache) if s.name == wanted), None)
         if skill is None:
             raise UsageError(f"There is no skill named {wanted!r}; /skills lists them.")
         g = self._grades.get(ctx.tenant, skill.name)

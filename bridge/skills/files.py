@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
+from bridge.core import frontmatter
 from bridge.core.filecache import FileCache
-from bridge.prompt.views import front_matter
+from bridge.types.tenant_dirs import TenantDirs
 
 SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_-]{0,63})\.md$")
 
@@ -25,36 +24,23 @@ class Skill:
     body: str
 
 
-def _body(text: str) -> str:
-    if text.startswith("---\n"):
-        end = text.find("\n---", 3)
-        if end > 0:
-            return text[end + 4 :].lstrip("\n")
-    return text
-
-
-@lru_cache(maxsize=256)
-def skills_dir(tenant_root: Path) -> Path:
-    """`<root>/skills`, made once per tenant root (a path, not a file check)."""
-    return tenant_root / "skills"
-
-
-def read_skills(skills_dir: Path, cache: FileCache) -> list[Skill]:
+def read_skills(dirs: TenantDirs, cache: FileCache) -> list[Skill]:
     out: list[Skill] = []
-    for filename in sorted(cache.listdir(skills_dir)):
+    for filename in sorted(cache.listdir(dirs.skills)):
         match = SKILL_FILE.match(filename)
         if match is None:
             continue
-        text = cache.read(skills_dir / filename)
+        text = cache.read(dirs.skills / filename)
         if text is None:
             continue
-        meta = front_matter(text)
+        found = frontmatter.split(text) or frontmatter.FrontMatter({}, text)
+        meta = found.unquoted()
         out.append(
             Skill(
                 name=match.group(1),
                 description=meta.get("description", ""),
                 when=meta.get("when", ""),
-                body=_body(text).strip(),
+                body=found.body.strip(),
             )
         )
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import NamedTuple
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
@@ -49,8 +50,8 @@ class SkillGrades:
             name, INITIAL_GRADE, dict.fromkeys(SIGNALS, 0), None
         )
 
-    def apply(self, tenant: str, name: str, signal: str, now: float) -> tuple[int, int]:
-        """Record one signal; returns (step, grade after), both in thousandths."""
+    def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
+        """Record one signal; returns the step and the grade after it."""
         step = AUTO_STEP if signal == "auto" else OUTCOME_STEP[signal]
         column = {
             "approval": "approvals",
@@ -78,7 +79,22 @@ class SkillGrades:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return step, after
+        return Applied(step, after)
+
+
+class Applied(NamedTuple):
+    """One signal applied to a grade, both in thousandths."""
+
+    step: int
+    grade: int
+
+
+class LastTurn(NamedTuple):
+    """A chat's last answered turn."""
+
+    msg_id: str
+    skills: list[str]
+    graded: bool  # already outcome-graded
 
 
 class TurnLog:
@@ -87,15 +103,15 @@ class TurnLog:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._db = conn
 
-    def last(self, tenant: str, channel: str, chat: str) -> tuple[str, list[str], bool] | None:
-        """(message id, skills used, already outcome-graded) of the chat's last turn."""
+    def last(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
+        """The chat's last answered turn, if any."""
         row = self._db.execute(
             "SELECT msg_id, skills, graded FROM turn_log WHERE tenant=? AND channel=? AND chat=?",
             (tenant, channel, chat),
         ).fetchone()
         if row is None:
             return None
-        return row[0], [s for s in row[1].split("\n") if s], bool(row[2])
+        return LastTurn(row[0], [s for s in row[1].split("\n") if s], bool(row[2]))
 
     def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
         self._db.execute(

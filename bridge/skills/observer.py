@@ -17,7 +17,7 @@ from bridge.core.agent import AgentResult
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session
 from bridge.grading.classify import classify
-from bridge.skills.files import read_skills, skills_dir
+from bridge.skills.files import read_skills
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.usage import skills_used
 from bridge.types.audit_sink import TurnEvents
@@ -38,9 +38,9 @@ class SkillsObserver:
     async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         inbound = turn.inbound
         last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
-        if last is None or last[2] or len(session.history) < 2:
+        if last is None or last.graded or len(session.history) < 2:
             return
-        prev_id, skills, _ = last
+        prev_id, skills = last.msg_id, last.skills
         prev_user, reply = session.history[-2], session.history[-1]
         if prev_user.role != "user" or reply.role != "assistant":
             return
@@ -69,7 +69,7 @@ class SkillsObserver:
         )
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
-        skills = read_skills(skills_dir(turn.dirs.root), self._cache)
+        skills = read_skills(turn.dirs, self._cache)
         used: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
             grades = self._grades.all(turn.tenant)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bridge.core.filecache import FileCache
 from bridge.prompt.views import SkillRow
-from bridge.skills.files import read_skills, skills_dir
+from bridge.skills.files import read_skills
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
+from bridge.types.tenant_dirs import TenantDirs
 
 
 class GradedSkills:
@@ -16,11 +15,11 @@ class GradedSkills:
     def __init__(self, grades: SkillGrades, cache: FileCache) -> None:
         self._grades, self._cache = grades, cache
 
-    def active(self, tenant_root: Path) -> list[SkillRow]:
-        skills = read_skills(skills_dir(tenant_root), self._cache)
+    def active(self, dirs: TenantDirs) -> list[SkillRow]:
+        skills = read_skills(dirs, self._cache)
         if not skills:
             return []
-        grades = self._grades.all(tenant_root.parent.name)
+        grades = self._grades.all(dirs.tenant)
         out: list[SkillRow] = []
         for skill in skills:
             grade = grades[skill.name].grade if skill.name in grades else INITIAL_GRADE
@@ -30,5 +29,5 @@ class GradedSkills:
                     description = (
                         f"{description} (when: {skill.when})" if description else skill.when
                     )
-                out.append((skill.name, description, grade / 1000))
+                out.append(SkillRow(skill.name, description, grade / 1000))
         return out

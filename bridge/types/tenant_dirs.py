@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TENANT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-SUBDIRS = ("memory", "skills", "forge/tools", "vault", "workspace")
 
 
 def check_tenant_id(value: str) -> str:
@@ -27,50 +26,41 @@ def check_tenant_id(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TenantDirs:
-    """The fixed layout of one tenant's files."""
+    """The fixed layout of one tenant's files, each path built once (a turn reads them often)."""
 
     tenant: str
     root: Path  # tenants/<tid>/global
+    user_md: Path = field(init=False, repr=False, compare=False)
+    steering: Path = field(init=False, repr=False, compare=False)
+    memory: Path = field(init=False, repr=False, compare=False)
+    skills: Path = field(init=False, repr=False, compare=False)
+    tools: Path = field(init=False, repr=False, compare=False)  # forge/tools
+    vault: Path = field(init=False, repr=False, compare=False)
+    workspace: Path = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        root = self.root
+        for name, path in (
+            ("user_md", root / "USER.md"),
+            ("steering", root / "STEERING.md"),
+            ("memory", root / "memory"),
+            ("skills", root / "skills"),
+            ("tools", root / "forge" / "tools"),
+            ("vault", root / "vault"),
+            ("workspace", root / "workspace"),
+        ):
+            object.__setattr__(self, name, path)
 
     @classmethod
     def of(cls, home: Path, tenant: str) -> TenantDirs:
         check_tenant_id(tenant)
         return cls(tenant, home / "tenants" / tenant / "global")
 
-    @property
-    def user_md(self) -> Path:
-        return self.root / "USER.md"
-
-    @property
-    def steering(self) -> Path:
-        return self.root / "STEERING.md"
-
-    @property
-    def memory(self) -> Path:
-        return self.root / "memory"
-
-    @property
-    def skills(self) -> Path:
-        return self.root / "skills"
-
-    @property
-    def tools(self) -> Path:
-        return self.root / "forge" / "tools"
-
-    @property
-    def vault(self) -> Path:
-        return self.root / "vault"
-
-    @property
-    def workspace(self) -> Path:
-        return self.root / "workspace"
-
     def ensure(self) -> TenantDirs:
         """Create the tree (mode 0700) if missing; cheap when it exists."""
-        if (self.root / "workspace").is_dir():
+        if self.workspace.is_dir():
             return self
-        for sub in ("", *SUBDIRS):
-            path = self.root / sub if sub else self.root
+        for path in (self.root, self.memory, self.skills, self.tools, self.vault, self.workspace):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(path, 0o700)
         for parent in (self.root.parent, self.root.parent.parent):

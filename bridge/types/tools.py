@@ -8,7 +8,7 @@ never knows what a tool does. A tool returns text for the model; a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,7 +35,8 @@ class TurnContext:
 
 
 class Tool(Protocol):
-    schema: ToolSchema
+    @property
+    def schema(self) -> ToolSchema: ...
 
     async def __call__(self, args: Mapping[str, Any], turn: TurnContext) -> str: ...
 
@@ -49,7 +50,7 @@ class FunctionTool:
     """A tool made of a schema and an async function."""
 
     schema: ToolSchema
-    fn: Callable[[Mapping[str, Any], TurnContext], Any]
+    fn: Callable[[Mapping[str, Any], TurnContext], Awaitable[str]]
 
     async def __call__(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         reply: str = await self.fn(args, turn)

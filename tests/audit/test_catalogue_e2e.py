@@ -58,7 +58,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     roost = await build(settings, backend=backend, audit=audit, clock=clock)
     dirs = roost.tenant_dirs("local")
     (dirs.skills / "tea_ritual.md").write_text("---\ndescription: brew tea well\n---\nsteps\n")
-    set_value(dirs.root, "api", "value-0123456789")
+    set_value(dirs, "api", "value-0123456789")
     n = 0
 
     async def say(text: str, identity: str = "local", channel: str = "web") -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from bridge.app.loadout import Loadout, build_loadout
@@ -25,13 +24,11 @@ def odd_and_even_ids(bullet: str = "b2") -> tuple[str, str]:
 
 
 def make(settings: Settings, db: Any, audit: Any, alice: TenantDirs) -> Loadout:
-    def grades(root: Path) -> dict[str, float]:
-        return (
-            {"csv-report": 1.5, "git-rebase": 0.3, "dead-skill": 0.0} if root == alice.root else {}
-        )
+    def grades(dirs: TenantDirs) -> dict[str, float]:
+        return {"csv-report": 1.5, "git-rebase": 0.3, "dead-skill": 0.0} if dirs == alice else {}
 
-    def bullets(root: Path) -> list[tuple[str, str, str]]:
-        if root != alice.root:
+    def bullets(dirs: TenantDirs) -> list[tuple[str, str, str]]:
+        if dirs != alice:
             return []
         return [
             ("b1", "Lead with the command, then explain.", "live"),
@@ -80,7 +77,7 @@ def test_blocks_7_to_9_render_from_their_stores(
     lo = make(settings, db, audit, alice)
     seed_blocks_7_to_9(alice, clock.now)
     odd, even = odd_and_even_ids()
-    r = lo.prompt.render("alice", alice.root, "web", "c1", odd, clock.now)
+    r = lo.prompt.render(alice, "web", "c1", odd, clock.now)
     names = [b.name for b in r.blocks]
     assert names == ["base", "memory", "persona", "skills", "style", "tools"]
     text = {b.name: b.text for b in r.blocks}
@@ -93,7 +90,7 @@ def test_blocks_7_to_9_render_from_their_stores(
     assert tools[1] == "- `me.daily_log` — append to your journal"
     assert "- `me.old_one` — stale (unused 95d)" in tools
     assert "- `me.poke_api` — call your private API (unused 120d)" in tools
-    even_text = lo.prompt.render("alice", alice.root, "web", "c1", even, clock.now).text
+    even_text = lo.prompt.render(alice, "web", "c1", even, clock.now).text
     assert "Lead with the command" in even_text and "Double-check dates" not in even_text
     assert hashlib.sha256(f"{odd}:b2".encode()).digest()[0] % 2 == 1
     assert hashlib.sha256(f"{even}:b2".encode()).digest()[0] % 2 == 0
@@ -106,7 +103,7 @@ def test_tools_block_shows_at_most_fifteen(
     for i in range(20):
         meta = {"description": f"tool {i}", "created": clock.now - i * 3600}
         (alice.tools / f"me.t{i:02d}.json").write_text(json.dumps(meta))
-    text = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    text = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
     assert text.count("- `me.t") == 15 and "(and 5 more; /tools lists them all)" in text
     assert "me.t00" in text and "me.t19" not in text
 
@@ -118,9 +115,9 @@ def test_order_is_stable_first_and_prompt_byte_identical(
     (alice.vault / "API_KEY").write_text("value-1234")
     lo.chats.set("alice", "web", "c1", "audience", "my students")  # type: ignore[union-attr]
     prov = Provenance("person", "web", "c1", "m")
-    lo.memory.store.save(alice.root, "x", "user", "y", "z", prov, clock.now)
+    lo.memory.store.save(alice, "x", "user", "y", "z", prov, clock.now)
     same_cohort = [f"m{i}" for i in range(40) if shadow_cohort(f"m{i}", "b2")][:2]
-    a = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[0], clock.now)
+    a = lo.prompt.render(alice, "web", "c1", same_cohort[0], clock.now)
     assert [b.name for b in a.blocks] == [
         "base",
         "profile",
@@ -130,10 +127,10 @@ def test_order_is_stable_first_and_prompt_byte_identical(
         "audience",
     ]
     clock.advance(3600)
-    b = lo.prompt.render("alice", alice.root, "web", "c1", same_cohort[1], clock.now)
+    b = lo.prompt.render(alice, "web", "c1", same_cohort[1], clock.now)
     assert a.text == b.text and b is a  # nothing changed: same object, no re-render
     other_cohort = next(f"m{i}" for i in range(40) if not shadow_cohort(f"m{i}", "b2"))
-    c = lo.prompt.render("alice", alice.root, "web", "c1", other_cohort, clock.now)
+    c = lo.prompt.render(alice, "web", "c1", other_cohort, clock.now)
     assert c.text == a.text  # no shadow bullets: both cohorts get the same bytes
 
 
@@ -145,7 +142,7 @@ def test_every_block_announces_a_cut(
     )
     lo = build_loadout(small, db, audit)
     alice.user_md.write_text("\n".join(f"- fact{i}: {'x' * 40}" for i in range(20)) + "\n")
-    r = lo.prompt.render("alice", alice.root, "web", None, "m", 0.0)
+    r = lo.prompt.render(alice, "web", None, "m", 0.0)
     block = next(b for b in r.blocks if b.name == "profile")
     assert block.cut and len(block.text) <= block.budget
     assert "[profile: cut to fit 300 characters;" in block.text
@@ -153,8 +150,8 @@ def test_every_block_announces_a_cut(
 
 def test_memory_block_shows_usage(lo: Loadout, alice: TenantDirs, clock: Clock) -> None:
     prov = Provenance("person", "web", "c1", "m")
-    lo.memory.store.save(alice.root, "editor", "user", "uses helix", "hx", prov, clock.now)
-    text = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    lo.memory.store.save(alice, "editor", "user", "uses helix", "hx", prov, clock.now)
+    text = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
     line = "- editor (user): uses helix"
     assert f"## Memory [{round(100 * len(line) / 2200)}% — {len(line)}/2,200]" in text
     assert line in text

@@ -17,11 +17,12 @@ WRITER = """
 import sys
 from pathlib import Path
 from bridge.memory.store import MemoryStore, Provenance
-root, tag = Path(sys.argv[1]), sys.argv[2]
+from bridge.types.tenant_dirs import TenantDirs
+dirs, tag = TenantDirs("alice", Path(sys.argv[1])), sys.argv[2]
 store = MemoryStore(100_000, 6_000)
 for i in range(25):
     prov = Provenance("person", "cli", "x", "m")
-    store.save(root, f"{tag} {i}", "user", f"{tag}{i}", "c", prov, 0)
+    store.save(dirs, f"{tag} {i}", "user", f"{tag}{i}", "c", prov, 0)
 """
 
 
@@ -40,7 +41,7 @@ def test_two_processes_saving_at_once_lose_nothing(alice: TenantDirs) -> None:
 
 async def test_reply_echoing_a_secret_is_masked(settings: Settings, make_roost: Any) -> None:
     dirs = TenantDirs.of(settings.home, "local").ensure()
-    vault.set_value(dirs.root, "GITHUB_TOKEN", "ghp_abcdefghijklmnop")
+    vault.set_value(dirs, "GITHUB_TOKEN", "ghp_abcdefghijklmnop")
     roost = await make_roost(settings, "Your token is ghp_abcdefghijklmnop, keep it safe.")
     pieces: list[str] = []
 

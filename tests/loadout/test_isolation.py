@@ -53,7 +53,7 @@ async def test_canaries_never_cross_tenants(two_tenant_settings: Settings, make_
         c = canaries(tenant)
         dirs = TenantDirs.of(settings.home, tenant).ensure()
         dirs.steering.write_text(f"{c['steering']} rules")
-        vault.set_value(dirs.root, c["vault"], f"value-of-{tenant}-secret")
+        vault.set_value(dirs, c["vault"], f"value-of-{tenant}-secret")
         (dirs.skills / f"{c['skill']}.md").write_text(f"---\ndescription: {c['skill']}\n---\n")
         (dirs.tools / f"me.{c['tool']}.json").write_text(json.dumps({"description": c["tool"]}))
         await say(tenant, f"remember {c['memory']}")  # the model saves it

@@ -65,7 +65,7 @@ async def test_same_name_updates_never_duplicates(
     out = await save(name="Editor", type="feedback", description="uses helix now", content="hx")
     assert "updated" in out
     assert topic_files(alice) == ["feedback_editor.md"]
-    topic = lo.memory.store.find(alice.root, "editor")
+    topic = lo.memory.store.find(alice, "editor")
     assert topic is not None and topic.content == "hx"
     assert topic.meta["created"] != topic.meta["updated"]
     assert index_entries((alice.memory / "MEMORY.md").read_text()) == [
@@ -106,7 +106,7 @@ async def test_refusals_write_nothing(
 async def test_vault_value_cannot_be_saved(lo: Loadout, alice: TenantDirs, clock: Clock) -> None:
     from bridge.loadout import vault
 
-    vault.set_value(alice.root, "PIN", "plain-looking-value-42")
+    vault.set_value(alice, "PIN", "plain-looking-value-42")
     save = tool(lo, alice, clock, "memory_save")
     with pytest.raises(ToolError, match="vault secret"):
         await save(name="pin", type="user", description="d", content="plain-looking-value-42")
@@ -139,7 +139,7 @@ async def test_full_index_refuses_and_lists_entries(
     assert n > 5 and "memory is full" in message and "- topic 0 (project)" in message
     assert "2,200" in message
     assert len(topic_files(alice)) == n
-    used = lo.memory.store.used(alice.root)
+    used = lo.memory.store.used(alice)
     assert used <= 2200
     # updating an existing entry to something shorter still works at the cap
     await save(name="topic 0", type="project", description="short", content="c")
@@ -154,16 +154,16 @@ async def test_undo_reverts_save_update_and_delete(
     await save(name="pet", type="reference", description="has two cats", content="Miso, Tofu")
     await delete(name="pet")
     mem = lo.memory
-    assert (await mem.undo("alice", alice.root)).op == "delete"
-    assert lo.memory.store.find(alice.root, "pet").content == "Miso, Tofu"  # type: ignore[union-attr]
-    assert (await mem.undo("alice", alice.root)).op == "save"
-    topic = lo.memory.store.find(alice.root, "pet")
+    assert (await mem.undo(alice)).op == "delete"
+    assert lo.memory.store.find(alice, "pet").content == "Miso, Tofu"  # type: ignore[union-attr]
+    assert (await mem.undo(alice)).op == "save"
+    topic = lo.memory.store.find(alice, "pet")
     assert topic is not None and topic.content == "cat named Miso" and topic.type == "user"
     assert topic_files(alice) == ["user_pet.md"]
-    await mem.undo("alice", alice.root)
+    await mem.undo(alice)
     assert topic_files(alice) == []
     assert index_entries((alice.memory / "MEMORY.md").read_text()) == []
-    assert await mem.undo("alice", alice.root) is None
+    assert await mem.undo(alice) is None
     assert [e[0] for e in audit.events].count("memory.undone") == 3
 
 

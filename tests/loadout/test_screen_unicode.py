@@ -86,7 +86,7 @@ async def test_memory_is_stored_nfkc(lo: Loadout, alice: TenantDirs, clock: Cloc
     await save(
         name="Ｃａｆé", type="user", description="ﬁne coﬀee", content="Ｌｉｋｅｓ ﬂat whites"
     )
-    topic = lo.memory.store.find(alice.root, "Café")
+    topic = lo.memory.store.find(alice, "Café")
     assert topic is not None
     assert (topic.name, topic.description, topic.content) == (
         "Café",
@@ -103,10 +103,10 @@ async def test_hand_edited_hidden_characters_never_reach_the_index(
     path = alice.memory / "user_editor.md"
     text = path.read_text().replace("uses vim", "uses\u200b vim\u202e\U000e0041")
     path.write_text(text.replace("\nvim", "\nv\u2060im"))
-    lo.memory.store.rebuild_index(alice.root)
+    lo.memory.store.rebuild_index(alice)
     index = (alice.memory / "MEMORY.md").read_text()
     assert index_entries(index) == ["- editor (user): uses vim"]
-    topic = lo.memory.store.find(alice.root, "editor")
+    topic = lo.memory.store.find(alice, "editor")
     assert topic is not None and topic.content == "vim"
     assert parse_topic(path.read_text()) is not None
 
@@ -115,6 +115,6 @@ async def test_profile_refuses_hidden_and_stores_nfkc(
     lo: Loadout, alice: TenantDirs, audit: Any
 ) -> None:
     with pytest.raises(ProfileError, match="invisible"):
-        await lo.profile.set("alice", alice.root, "city", "Zü\u200brich")
-    await lo.profile.set("alice", alice.root, "city", "Ｚüｒｉｃｈ")
-    assert "- city: Zürich" in lo.profile.read(alice.root)
+        await lo.profile.set(alice, "city", "Zü\u200brich")
+    await lo.profile.set(alice, "city", "Ｚüｒｉｃｈ")
+    assert "- city: Zürich" in lo.profile.read(alice)

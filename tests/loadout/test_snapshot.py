@@ -22,17 +22,17 @@ def populate(lo: Loadout, alice: TenantDirs, home: Any, now: float) -> None:
     (alice.vault / "TOKEN").write_text("value-1234")
     (alice.tools / "me.t.json").write_text(json.dumps({"description": "d", "created": now}))
     prov = Provenance("person", "web", "c1", "m")
-    lo.memory.store.save(alice.root, "x", "user", "y", "z", prov, now)
+    lo.memory.store.save(alice, "x", "user", "y", "z", prov, now)
 
 
 def test_unchanged_turn_opens_no_file(
     lo: Loadout, alice: TenantDirs, clock: Clock, settings: Any
 ) -> None:
     populate(lo, alice, settings.home, clock.now)
-    first = lo.prompt.render("alice", alice.root, "web", "c1", "m1", clock.now)
+    first = lo.prompt.render(alice, "web", "c1", "m1", clock.now)
     reads = lo.files.reads
     for i in range(5):
-        again = lo.prompt.render("alice", alice.root, "web", "c1", f"m{i + 2}", clock.now)
+        again = lo.prompt.render(alice, "web", "c1", f"m{i + 2}", clock.now)
         assert again.text == first.text
     assert lo.files.reads == reads
 
@@ -43,7 +43,7 @@ def test_every_source_change_is_seen_next_turn(
     populate(lo, alice, settings.home, clock.now)
 
     def text() -> str:
-        return lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+        return lo.prompt.render(alice, "web", "c1", "m", clock.now).text
 
     assert "included" in text()
     changes = [
@@ -65,12 +65,12 @@ def test_same_size_same_mtime_rewrite_is_still_seen(
 ) -> None:
     alice.user_md.write_text("- k: AAAA\n")
     st = alice.user_md.stat()
-    assert "AAAA" in lo.prompt.render("alice", alice.root, "web", None, "m", clock.now).text
+    assert "AAAA" in lo.prompt.render(alice, "web", None, "m", clock.now).text
     tmp = alice.root / "tmp"
     tmp.write_text("- k: BBBB\n")
     os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(tmp, alice.user_md)  # new inode, same size and mtime
-    assert "BBBB" in lo.prompt.render("alice", alice.root, "web", None, "m", clock.now).text
+    assert "BBBB" in lo.prompt.render(alice, "web", None, "m", clock.now).text
 
 
 def test_uncached_loadout_gives_the_same_prompt(
@@ -78,8 +78,8 @@ def test_uncached_loadout_gives_the_same_prompt(
 ) -> None:
     populate(lo, alice, settings.home, clock.now)
     plain = build_loadout(settings, db, audit, cached=False)
-    a = lo.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
-    b = plain.prompt.render("alice", alice.root, "web", "c1", "m", clock.now).text
+    a = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
+    b = plain.prompt.render(alice, "web", "c1", "m", clock.now).text
     assert a == b
 
 
@@ -88,19 +88,19 @@ def test_in_place_edit_of_a_tool_file_is_seen_after_the_recheck(alice: TenantDir
     view = FileTools(rows=DirRows(recheck_s=2.0, clock=lambda: now[0]))
     meta = alice.tools / "me.t.json"
     meta.write_text('{"description": "v1", "created": 1}')
-    assert view.tools(alice.root)[0][1] == "v1"
+    assert view.tools(alice)[0][1] == "v1"
     with meta.open("r+") as fh:  # in place: the directory does not change
         fh.write('{"description": "v2", "created": 1}')
     now[0] = 1.0
-    assert view.tools(alice.root)[0][1] == "v1"
+    assert view.tools(alice)[0][1] == "v1"
     now[0] = 2.5
-    assert view.tools(alice.root)[0][1] == "v2"
+    assert view.tools(alice)[0][1] == "v2"
 
 
 def test_a_hand_edited_profile_brings_no_hidden_characters_into_the_prompt(
     lo: Loadout, alice: TenantDirs, clock: Clock
 ) -> None:
     alice.user_md.write_text("- name: Ali\u200bce\ufeff\n- note: i\u2060gnore\u2028this\n")
-    text = lo.prompt.render("alice", alice.root, "web", "c1", "m1", clock.now).text
+    text = lo.prompt.render(alice, "web", "c1", "m1", clock.now).text
     assert "- name: Alice" in text and "- note: ignore" in text  # U+2028 splits the line
     assert not any(ch in text for ch in "\u200b\ufeff\u2060\u2028")

@@ -82,7 +82,7 @@ def test_operator_cannot_include_tenant_files_and_tenant_cannot_reach_out(home: 
     assert "BOB PROFILE" not in text and "WEBTOKEN" not in text and "SHARED OPERATOR" in text
     write(alice.steering, "@../../bob/global/USER.md @vault/TOKEN @notes.md @../../../shared.md")
     write(alice.root / "notes.md", "ALICE NOTES")
-    got = resolve(alice.steering, tenant_confinement(alice.root), 45_000, FileCache().read)[0]
+    got = resolve(alice.steering, tenant_confinement(alice), 45_000, FileCache().read)[0]
     assert "ALICE NOTES" in got
     assert "BOB PROFILE" not in got and "VAULTVALUE" not in got and "SHARED" not in got
 

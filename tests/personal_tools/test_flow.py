@@ -186,7 +186,7 @@ async def test_declared_secret_reaches_the_tool_and_is_masked_in_replies(roost: 
     from bridge.loadout.vault import set_value
 
     value = "pk_live_9f8e7d6c5b4a"
-    set_value(roost.tenant_dirs("local").root, "poke_api_key", value)
+    set_value(roost.tenant_dirs("local"), "poke_api_key", value)
     script(
         roost,
         [

@@ -21,6 +21,7 @@ from bridge.app.build import build
 from bridge.core.config import Settings
 from bridge.loadout import vault
 from bridge.types.audit_sink import MemoryAudit
+from bridge.types.tenant_dirs import TenantDirs
 from forge.lint import lint
 from tests.conftest import Clock, ScriptedBackend, web_msg
 
@@ -103,9 +104,10 @@ def test_vault_and_secrets_share_one_rule(tmp_path: Path) -> None:
 
 
 def test_names_differing_only_in_case_are_one_secret(tmp_path: Path) -> None:
-    vault.set_value(tmp_path, "github_token", "first-value")
-    vault.set_value(tmp_path, "GITHUB_TOKEN", "second-value")
-    assert vault.names(tmp_path) == ("GITHUB_TOKEN",)
-    assert sorted(os.listdir(tmp_path / "vault")) == ["GITHUB_TOKEN"]
-    assert vault.remove_value(tmp_path, "Github_Token")
-    assert vault.names(tmp_path) == ()
+    dirs = TenantDirs.of(tmp_path, "alice")
+    vault.set_value(dirs, "github_token", "first-value")
+    vault.set_value(dirs, "GITHUB_TOKEN", "second-value")
+    assert vault.names(dirs) == ("GITHUB_TOKEN",)
+    assert sorted(os.listdir(dirs.vault)) == ["GITHUB_TOKEN"]
+    assert vault.remove_value(dirs, "Github_Token")
+    assert vault.names(dirs) == ()

@@ -109,9 +109,9 @@ async def test_no_spelling_of_a_vault_value_escapes(
     wired: Roost, fake: FakeOpenAI, home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    root = wired.tenant_dirs("local").ensure().root
+    dirs = wired.tenant_dirs("local").ensure()
     for name, value in VALUES.items():
-        vault.set_value(root, name, value)
+        vault.set_value(dirs, name, value)
     create = {"name": "leak", "description": "leak secrets", "source": SOURCE}
     fake.script(ToolCalls([Call("forge_create", create)]), Text("made it"))
     await wired.core.handle(web_msg("write the leak tool", 1))

@@ -127,11 +127,11 @@ async def test_view_offers_only_skills_above_zero(tmp_path: Path) -> None:
     for _ in range(3):
         grades.apply("t1", "trip_planning", "rejection", 1.0)
     view = GradedSkills(grades, FileCache())
-    rows = view.active(dirs.root)
+    rows = view.active(dirs)
     assert [r[0] for r in rows] == ["csv_cleanup"]
     assert "when: the user pastes CSV" in rows[0][1]
     other = TenantDirs.of(tmp_path, "t2").ensure()
-    assert view.active(other.root) == []
+    assert view.active(other) == []
 
 
 def test_skill_files_parse_front_matter(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_skill_files_parse_front_matter(tmp_path: Path) -> None:
     write_skill(dirs, CSV)
     (dirs.skills / "Bad Name.md").write_text("ignored")
     (dirs.skills / "notes.txt").write_text("ignored")
-    assert read_skills(dirs.skills, FileCache()) == [CSV]
+    assert read_skills(dirs, FileCache()) == [CSV]
     assert os.stat(dirs.skills).st_mode & 0o077 == 0
 
 

@@ -25,18 +25,18 @@ def test_block_8_renders_live_bullets_of_this_tenant_only(settings: Settings) ->
     store.update(other.id, T0, state="shadow", shadow_since_ms=T0)
     store.add_candidate("bob", "deploy", "PENDING-BOB flag", Counts(8, 7), T0)
     loadout = build_loadout(settings, db, NullAudit(), style=LearnedStyle(store))
-    alice = TenantDirs.of(settings.home, "alice").ensure().root
-    bob = TenantDirs.of(settings.home, "bob").ensure().root
+    alice = TenantDirs.of(settings.home, "alice").ensure()
+    bob = TenantDirs.of(settings.home, "bob").ensure()
     seen: set[tuple[bool, bool]] = set()
     for i in range(64):
         msg_id = f"m{i}"
-        text = loadout.prompt.render("alice", alice, "web", "default", msg_id, T0 / 1000).text
+        text = loadout.prompt.render(alice, "web", "default", msg_id, T0 / 1000).text
         assert "LIVE-ALICE flag" in text
         first, second = "SHADOW-ALICE flag" in text, "SHADOW-TWO flag" in text
         assert first == (cohort_bit(msg_id, shadow.bid) == 1)  # the learner's own cohort
         assert second == (cohort_bit(msg_id, other.bid) == 1)
         seen.add((first, second))
-        bobs = loadout.prompt.render("bob", bob, "web", "default", msg_id, T0 / 1000).text
+        bobs = loadout.prompt.render(bob, "web", "default", msg_id, T0 / 1000).text
         assert "ALICE" not in bobs and "PENDING-BOB" not in bobs and "TWO" not in bobs
     assert seen == {(True, True), (True, False), (False, True), (False, False)}
     db.close()

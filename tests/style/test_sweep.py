@@ -18,6 +18,7 @@ from bridge.style.sweep import NO_MODEL, Sweeper
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+from bridge.types.tenant_dirs import TenantDirs
 from tests.style.helpers import DAY, T0, FakeJudge, cohort_records, open_store, outage, signals
 
 
@@ -225,14 +226,13 @@ async def test_tenant_isolation(tmp_path: Path) -> None:
     await promote(store, "alice", "deploy", (1, 10))
     await shadow_bullet(store, "bob", "review")
     view = LearnedStyle(store)
-    home = tmp_path / "home" / "tenants"
-    alice, bob, carol = (home / t / "global" for t in ("alice", "bob", "carol"))
-    assert [r[2] for r in view.bullets(alice)] == ["live"]
-    assert [r[2] for r in view.bullets(bob)] == ["shadow"]
+    home = tmp_path / "home"
+    alice, bob, carol = (TenantDirs.of(home, t) for t in ("alice", "bob", "carol"))
+    assert [r.state for r in view.bullets(alice)] == ["live"]
+    assert [r.state for r in view.bullets(bob)] == ["shadow"]
     assert view.bullets(carol) == []
     assert all("deploy" not in text for _, text, _ in view.bullets(bob))
     assert all("review" not in text for _, text, _ in view.bullets(alice))
-    assert view.bullets(home / "alice") == []  # not a tenant root
 
 
 async def test_events_pass_redaction_whole_and_carry_no_text(tmp_path: Path) -> None:
