@@ -28,7 +28,6 @@ from bridge.core import db
 from bridge.schedule.jobs import Job, JobLimits, JobStore
 from bridge.schedule.outbox import OutboxEntry, OutboxStore
 from bridge.schedule.scheduler import Scheduler
-from bridge.schedule.schema import SCHEDULE_MIGRATION, transaction
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -42,13 +41,7 @@ def next_run(spec: str, tz: str, after_ms: int) -> int | None:
 
 
 def open_db(path: Path) -> sqlite3.Connection:
-    conn = db.connect(path)
-    if SCHEDULE_MIGRATION not in db.MIGRATIONS:
-        with transaction(conn):
-            for statement in SCHEDULE_MIGRATION.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-    return conn
+    return db.connect(path)  # the schedule tables are one of roost.db's migrations
 
 
 def populate(jobs: JobStore, now_ms: int, tenants: int, per_tenant: int) -> float:

@@ -97,6 +97,36 @@ MIGRATIONS: tuple[str, ...] = (
         rejected INTEGER NOT NULL, rolled_back INTEGER NOT NULL, judge_status TEXT NOT NULL
     );
     """,
+    # schedule (bridge/schedule): jobs and the delivery outbox; times in ms, UTC
+    """
+    CREATE TABLE jobs (
+        tenant TEXT NOT NULL, id TEXT NOT NULL,
+        channel TEXT NOT NULL, chat TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('reminder', 'turn', 'tool')),
+        spec TEXT NOT NULL, payload TEXT NOT NULL, tz TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'done')),
+        next_run_ms INTEGER, created_ms INTEGER NOT NULL, last_run_ms INTEGER,
+        runs INTEGER NOT NULL DEFAULT 0, fail_count INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT NOT NULL DEFAULT '',
+        last_digest TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (tenant, id)
+    );
+    CREATE INDEX jobs_due ON jobs (next_run_ms) WHERE state = 'active';
+    CREATE INDEX jobs_chat ON jobs (tenant, channel, chat);
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        key TEXT NOT NULL, text TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'dead')),
+        created_ms INTEGER NOT NULL, due_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT NOT NULL DEFAULT '', done_ms INTEGER,
+        UNIQUE (tenant, channel, chat, key)
+    );
+    CREATE INDEX outbox_due ON outbox (due_ms) WHERE state = 'queued';
+    CREATE INDEX outbox_chat_queue ON outbox (tenant, channel, chat, id) WHERE state = 'queued';
+    CREATE INDEX outbox_done ON outbox (done_ms) WHERE state != 'queued'
+    """,
 )
 
 

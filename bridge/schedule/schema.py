@@ -1,13 +1,13 @@
-"""The SQL of the schedule tables (`jobs`, `outbox`) and the transaction helper.
+"""The schedule tables (`jobs`, `outbox`) described, and the transaction helper.
 
-`SCHEDULE_MIGRATION` is one entry for `bridge.core.db.MIGRATIONS` (appended,
-never edited once shipped). `db.migrate` splits a migration on ";", so no
-statement, comment or default below may contain one. Times are integer
-milliseconds since the epoch, UTC.
+The tables live in `bridge.core.db.MIGRATIONS` (the schedule migration);
+this module describes them and holds the transaction helper. Times are
+integer milliseconds since the epoch, UTC.
 
 jobs: one row per job, keyed by (tenant, id); `spec` is the recurrence as the
 person wrote it ('' for a one-shot), `next_run_ms` the next slot (NULL once
-done). The partial index `jobs_due` holds only active jobs, so `due()` and the
+done), `last_digest` a hash of the last result (for "post only on change").
+The partial index `jobs_due` holds only active jobs, so `due()` and the
 scheduler's "when is the next one" read a few index entries however many
 paused or finished jobs there are.
 
@@ -22,35 +22,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
-
-SCHEDULE_MIGRATION = """
-CREATE TABLE jobs (
-    tenant TEXT NOT NULL, id TEXT NOT NULL,
-    channel TEXT NOT NULL, chat TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('reminder', 'turn', 'tool')),
-    spec TEXT NOT NULL, payload TEXT NOT NULL, tz TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'done')),
-    next_run_ms INTEGER, created_ms INTEGER NOT NULL, last_run_ms INTEGER,
-    runs INTEGER NOT NULL DEFAULT 0, fail_count INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (tenant, id)
-);
-CREATE INDEX jobs_due ON jobs (next_run_ms) WHERE state = 'active';
-CREATE INDEX jobs_chat ON jobs (tenant, channel, chat);
-CREATE TABLE outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
-    key TEXT NOT NULL, text TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'dead')),
-    created_ms INTEGER NOT NULL, due_ms INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT NOT NULL DEFAULT '', done_ms INTEGER,
-    UNIQUE (tenant, channel, chat, key)
-);
-CREATE INDEX outbox_due ON outbox (due_ms) WHERE state = 'queued';
-CREATE INDEX outbox_chat_queue ON outbox (tenant, channel, chat, id) WHERE state = 'queued';
-CREATE INDEX outbox_done ON outbox (done_ms) WHERE state != 'queued'
-"""
 
 
 @contextlib.contextmanager

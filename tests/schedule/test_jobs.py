@@ -9,7 +9,7 @@ import pytest
 
 from bridge.core import db
 from bridge.schedule.jobs import ALPHABET, ID_LENGTH, JobLimits, JobStore, LimitError
-from bridge.schedule.schema import SCHEDULE_MIGRATION, transaction
+from bridge.schedule.schema import transaction
 
 MIN = 60_000
 HOUR = 60 * MIN
@@ -17,18 +17,8 @@ T0 = 1_800_000_000_000  # 2027-01-15, a fixed "now"
 
 
 def open_db(path: Path) -> sqlite3.Connection:
-    """roost.db as the daemon opens it, with the schedule migration applied once,
-    split on ";" statement by statement as `db.migrate` applies a MIGRATIONS entry."""
-    conn = db.connect(path)
-    if SCHEDULE_MIGRATION in db.MIGRATIONS:  # the lead has integrated it
-        return conn
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'jobs'").fetchone():
-        return conn  # reopened
-    with transaction(conn):
-        for statement in SCHEDULE_MIGRATION.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-    return conn
+    """roost.db as the daemon opens it (the schedule tables are one of its migrations)."""
+    return db.connect(path)
 
 
 def next_run(spec: str, tz: str, after_ms: int) -> int | None:
