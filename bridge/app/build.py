@@ -28,6 +28,8 @@ from bridge.core.pairing import PairingStore
 from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
+from bridge.schedule.jobs import JobLimits
+from bridge.schedule.service import ScheduleService
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
@@ -51,6 +53,7 @@ class Roost:
     runner: SandboxRunner
     resolver: TenantResolver
     pairing: PairingStore
+    schedule: ScheduleService
     core: Core
     closers: tuple[Closer, ...]
 
@@ -132,6 +135,14 @@ async def build(
     limits = settings.limits
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)
     resolver, pairing = build_access(settings, db, clock)
+    schedule = ScheduleService(
+        db,
+        JobLimits(
+            max_jobs=settings.schedule.max_jobs,
+            min_interval_ms=settings.schedule.min_interval_minutes * 60_000,
+        ),
+        settings.schedule.timezone,
+    )
     caps = build_capabilities(settings, db, audit, runner, clock, tool_sources)
     core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock)
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
@@ -146,6 +157,7 @@ async def build(
         runner=runner,
         resolver=resolver,
         pairing=pairing,
+        schedule=schedule,
         core=core,
         closers=tuple(closers),
     )

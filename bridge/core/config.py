@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -117,6 +118,27 @@ class LoadoutSettings(_Section):
     personas_dir: Path | None = None
 
 
+class ScheduleSettings(_Section):
+    """Reminders and recurring jobs (bridge/schedule)."""
+
+    timezone: str | None = None  # IANA name; default: the host's zone
+    max_jobs: int = Field(50, ge=1)  # per tenant, active and paused
+    min_interval_minutes: int = Field(5, ge=1)  # between two runs of a recurring job
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown time zone {v!r} (an IANA name such as Europe/Berlin)"
+            ) from exc
+        return v
+
+
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
 
@@ -142,6 +164,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
 
     @field_validator("local_tenant")
