@@ -15,10 +15,13 @@ class SavedToolsView:
         self._catalog = catalog
 
     def tools(self, tenant_root: Path) -> list[ToolRow]:
-        entries = self._catalog.entries(tenant_root)
+        # The protocol still passes the tenant root; when it passes `TenantDirs`
+        # (bridge/prompt/views.py, another part of issue 10) this is `dirs.tools`.
+        tools_dir = tenant_root / "forge" / "tools"
+        entries = self._catalog.entries(tools_dir)
         if not entries:
             return []
-        usage = self._catalog.usage(tenant_root)
+        usage = self._catalog.usage(tools_dir)
         rows: list[ToolRow] = []
         for e in entries:
             last = usage[e.name].last_used_ms if e.name in usage else None
