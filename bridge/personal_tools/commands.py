@@ -42,7 +42,7 @@ class ToolCommands:
 
     def commands(self) -> Iterable[Command]:
         return (
-            Command("tools", "/tools", "your personal me.* tools: calls, last use", self.list),
+            Command("tools", "/tools", "your personal me.* tools: calls, last use", self.listing),
             Command(
                 "tool",
                 f"{SAVE_USAGE} | /tool show me.<name> | /tool rm me.<name>",
@@ -54,7 +54,7 @@ class ToolCommands:
     def _key(self, ctx: CommandContext) -> str:
         return f"{ctx.tenant}/{ctx.inbound.channel}/{ctx.inbound.chat}"
 
-    async def list(self, ctx: CommandContext, args: str) -> str:
+    async def listing(self, ctx: CommandContext, args: str) -> str:
         library = self._catalog.library(ctx.dirs.tools)
         now_ms = int(ctx.now * 1000)
         saved = library.list()

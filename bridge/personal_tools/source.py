@@ -93,7 +93,7 @@ class ForgeTools:
 
     async def _forge_create(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name, description, source = (args.get(k) for k in ("name", "description", "source"))
-        if not all(isinstance(v, str) for v in (name, description, source)):
+        if not (isinstance(name, str) and isinstance(description, str) and isinstance(source, str)):
             raise ToolError("name, description and source must all be strings")
         result = self._sessions.create(chat_key(turn), name, description, source)
         if result.tool is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from types import CodeType
+from typing import cast
 
 from RestrictedPython.transformer import (
     IOPERATOR_TO_STR,
@@ -37,12 +38,12 @@ class ForgePolicy(RestrictingNodeTransformer):
         if not isinstance(node.target, ast.Name):
             self.error(node, "Only plain names may be annotated.")
             return node
-        return self.node_contents_visit(node)  # type: ignore[no-any-return]
+        return self.node_contents_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         target = node.target
         if not isinstance(target, ast.Subscript | ast.Attribute):
-            return super().visit_AugAssign(node)  # type: ignore[no-any-return]
+            return cast(ast.AST, super().visit_AugAssign(node))
         op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
         obj = self.visit(target.value)
         value = self.visit(node.value)

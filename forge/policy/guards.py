@@ -14,12 +14,15 @@ from collections.abc import Callable, Mapping
 from decimal import Context as DecimalContext
 from typing import Any
 
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython import Guards as _rp_guards
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from forge.lint import INSPECT_ATTRS
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
+# RestrictedPython ships no annotations: its two unpack guards, typed here.
+_guarded_unpack: Callable[..., Any] = _rp_guards.guarded_unpack_sequence
+_guarded_iter_unpack: Callable[..., Any] = _rp_guards.guarded_iter_unpack_sequence
 WRITABLE_TYPES = (dict, list, set, bytearray, deque, ChainMap, UserDict, UserList, DecimalContext)
 _INPLACE: Mapping[str, Callable[[Any, Any], Any]] = {
     "+=": operator.iadd,
@@ -56,6 +59,7 @@ class _DeniedWrite:
     """What `_write_` returns for objects a tool may not modify."""
 
     __slots__ = ("_name",)
+    _name: str
 
     def __init__(self, ob: Any) -> None:
         object.__setattr__(self, "_name", type(ob).__name__)
@@ -63,7 +67,7 @@ class _DeniedWrite:
     def _deny(self, *args: Any) -> None:
         raise TypeError(f"tools may not modify {self._name} objects")
 
-    __setattr__ = __delattr__ = __setitem__ = __delitem__ = _deny  # type: ignore[assignment]
+    __setattr__ = __delattr__ = __setitem__ = __delitem__ = _deny
 
 
 class _SafeFormatter(string.Formatter):
@@ -180,7 +184,7 @@ def _unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
     the plain `iter` guard (ours) it is exactly `list(it)`, so that is done directly."""
     if getiter is iter and not spec["childs"]:
         return list(it)
-    return guarded_unpack_sequence(it, spec, getiter)
+    return _guarded_unpack(it, spec, getiter)
 
 
 def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
@@ -188,4 +192,4 @@ def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any
     `guarded_unpack_sequence(item)` for each item); same shortcut as above."""
     if getiter is iter and not spec["childs"]:
         return map(list, it)
-    return guarded_iter_unpack_sequence(it, spec, getiter)
+    return _guarded_iter_unpack(it, spec, getiter)
