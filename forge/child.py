@@ -24,48 +24,31 @@ from __future__ import annotations
 import builtins
 import gc
 import json
-import marshal
 import os
-import struct
 import time
 import traceback
 from dataclasses import dataclass
-from types import CodeType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
-from forge import confine
+from forge.confine.capabilities import drop_capabilities
+from forge.confine.kernel import close_range, die_with_parent
+from forge.confine.landlock import landlock_restrict, landlock_ruleset
+from forge.confine.rlimits import apply_rlimits
+from forge.confine.seccomp import SeccompFilter
 from forge.pathgate import PathDenied, PathGate
-from forge.policy import (
+from forge.policy.globals import (
     OutputTooLarge,
     PrintSink,
     bind_call,
     make_unrestricted_globals,
     prepare_globals,
 )
+from forge.protocol import ErrorKind, Job, decode_job, failure_doc, frame, success_doc
 
 MAX_MESSAGE = 2000
-_MEMORY_ERROR = b'{"ok":false,"kind":"memory","message":"the tool ran out of memory"}'
-# The result pipe carries one frame: an 8-byte little-endian length, then that many
-# bytes of JSON. The helper replies as soon as the frame is complete, without
-# waiting for the pipe's EOF or the child's exit.
-RESULT_HEADER = struct.Struct("<Q")
-
-
-def frame(data: bytes) -> bytes:
-    return RESULT_HEADER.pack(len(data)) + data
-
-
-def unframe(buf: bytes | bytearray) -> bytes | None:
-    """The document of a complete frame at the start of `buf`, else None."""
-    if len(buf) < RESULT_HEADER.size:
-        return None
-    (size,) = RESULT_HEADER.unpack_from(buf)
-    end = RESULT_HEADER.size + size
-    return bytes(buf[RESULT_HEADER.size : end]) if len(buf) >= end else None
-
-
+_MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()
 _FRAMED_MEMORY_ERROR = frame(_MEMORY_ERROR)
-_JOB_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,59 +78,19 @@ class HelperContext:
     devnull: int
     read_fds: tuple[int, ...]
     landlock_abi: int
-    seccomp: confine.SeccompFilter | None
+    seccomp: SeccompFilter | None
     builtins: dict[str, Any]
     layers: Layers
     helper_pid: int
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    code: CodeType
-    params: dict[str, Any]
-    workspace: str
-    secrets: dict[str, str]
-    limits: confine.Limits
-    max_output: int
-    trace: bool = False
-
-
-def encode_job(
-    code: bytes,
-    params: dict[str, Any],
-    workspace: str,
-    secrets: dict[str, str],
-    limits: confine.Limits,
-    max_output: int,
-    trace: bool,
-) -> bytes:
-    """The bytes the helper hands a child: `code` is an already marshalled code object."""
-    lim = (limits.cpu_s, limits.address_space, limits.open_files, limits.file_size)
-    return marshal.dumps((_JOB_VERSION, code, params, workspace, secrets, lim, max_output, trace))
-
-
-def decode_job(data: bytes) -> Job:
-    version, code, params, workspace, secrets, lim, max_output, trace = marshal.loads(data)
-    if version != _JOB_VERSION:
-        raise ValueError(f"job format {version} is not {_JOB_VERSION}")
-    return Job(
-        marshal.loads(code),
-        params,
-        workspace,
-        secrets,
-        confine.Limits(*lim),
-        max_output,
-        bool(trace),
-    )
 
 
 def _close_other_fds(keep: set[int]) -> None:
     low = 0
     for fd in sorted(keep):
         if fd > low:
-            confine.close_range(low, fd - 1)
+            close_range(low, fd - 1)
         low = fd + 1
-    confine.close_range(low, 0xFFFFFFFF)
+    close_range(low, 0xFFFFFFFF)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -158,14 +101,14 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _tool_line(exc: BaseException) -> str:
     line = ""
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if frame.f_code.co_filename == "<tool>":
+    for tb_frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if tb_frame.f_code.co_filename == "<tool>":
             line = f" (line {lineno})"
     return line
 
 
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "kind": kind, "message": message[:MAX_MESSAGE]}
+def _error(kind: ErrorKind, message: str) -> dict[str, Any]:
+    return failure_doc(kind, message[:MAX_MESSAGE])
 
 
 def _describe(exc: BaseException) -> str:
@@ -196,7 +139,7 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     helper, no inherited descriptors, /dev/null for stdio, empty environment, no
     capabilities, seccomp. Returns this child's own Landlock ruleset with the
     read-only roots (the workspace is added per call), or None."""
-    confine.die_with_parent(ctx.helper_pid)
+    die_with_parent(ctx.helper_pid)
     gc.freeze()  # the collector never walks (and so never copies) the helper's objects
     for std in (0, 1, 2):
         os.dup2(ctx.devnull, std)
@@ -205,9 +148,9 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     os.environ.clear()
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
-        ruleset = confine.landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
+        ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
     if ctx.layers.drop_caps and os.geteuid() == 0:
-        confine.drop_capabilities()
+        drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
         ctx.seccomp.install()
     return ruleset
@@ -242,13 +185,13 @@ def _confine(
     if ctx.layers.landlock and ctx.landlock_abi:
         if ruleset is None:
             raise RuntimeError("the Landlock ruleset was not prepared")
-        confine.landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
+        landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
         mark("landlock")
     os.fchdir(ws_fd)
     _close_other_fds({0, 1, 2, result_fd, ws_fd})
     mark("fds")
     if ctx.layers.rlimits:
-        confine.apply_rlimits(job.limits)
+        apply_rlimits(job.limits)
         mark("rlimits")
     return ws_fd
 
@@ -297,7 +240,7 @@ def _run_tool(
         return _error("memory", "the tool ran out of memory")
     except BaseException as exc:
         return _error("runtime", _describe(exc))
-    return {"ok": True, "result": result, "printed": sink.text()}
+    return success_doc(result, sink.text())
 
 
 def _serialise(payload: dict[str, Any], max_output: int) -> bytes:

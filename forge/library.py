@@ -3,8 +3,7 @@
 Saved tools live in one directory (the tenant's `forge/tools/`):
 
     me.<name>.py      the source, exactly as linted
-    me.<name>.json    {"name", "description", "schema", "secrets", "sha256",
-                       "created_ms", "saved_from"}  (written last: the commit marker)
+    me.<name>.json    its metadata (forge.toolmeta; written last: the commit marker)
     usage.sqlite      calls, errors, last use (forge.usage)
 
 Every write is atomic. `load_verified` re-hashes the source before a run and
@@ -15,7 +14,6 @@ ever deleted automatically. This module does not import bridge.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +23,9 @@ from forge.atomic import private_dir, remove_orphan_temps, write_atomic
 from forge.findings import Finding
 from forge.lint import lint
 from forge.names import BadName, bare_name, check_name, qualified
-from forge.policy import CompileFailed, compile_tool
+from forge.policy.compile import CompileFailed, compile_tool
 from forge.schema import ToolFormatError, describe_tool
+from forge.toolmeta import BadMeta, ToolMeta, dumps, loads, name_of
 from forge.usage import Usage, UsageStore
 
 UNUSED_DAYS = 90
@@ -158,47 +157,25 @@ class ToolLibrary:
         """Copy a session tool to `me.<alias or name>`; raises ToolExists unless replace."""
         name = check_name(alias or spec.name)
         private_dir(self.directory)
-        py, meta = self._paths(name)
-        if meta.exists() and not replace:
+        py, meta_file = self._paths(name)
+        if meta_file.exists() and not replace:
             raise ToolExists(f"me.{name} exists; save with --replace to overwrite it")
-        spec = ToolSpec(
-            name, spec.description, spec.source, spec.schema, spec.secrets, sha256_text(spec.source)
+        digest = sha256_text(spec.source)
+        meta = ToolMeta(
+            name, spec.description, spec.schema, spec.secrets, digest, self.clock_ms(), saved_from
         )
-        created = self.clock_ms()
-        record = {
-            "name": name,
-            "description": spec.description,
-            "schema": spec.schema,
-            "secrets": list(spec.secrets),
-            "sha256": spec.sha256,
-            "created_ms": created,
-            "saved_from": saved_from,
-        }
         write_atomic(py, spec.source.encode("utf-8"))
-        write_atomic(meta, json.dumps(record, indent=2).encode() + b"\n")  # keeps parameter order
-        return SavedTool(spec, created, saved_from, self.usage.get(name))
+        write_atomic(meta_file, dumps(meta))
+        return _saved(meta, spec.source, self.usage.get(name))
 
     def _load(self, name: str, usage: Usage | None = None) -> SavedTool:
-        py, meta = self._paths(name)
+        py, meta_file = self._paths(name)
         try:
-            record = json.loads(meta.read_text("utf-8"))
+            meta = loads(meta_file.read_bytes(), bare_name(name))
             source = py.read_text("utf-8")
         except FileNotFoundError:
             raise ToolNotFound(f"no personal tool me.{bare_name(name)}") from None
-        spec = ToolSpec(
-            record["name"],
-            record["description"],
-            source,
-            record["schema"],
-            tuple(record.get("secrets", ())),
-            record["sha256"],
-        )
-        return SavedTool(
-            spec,
-            int(record["created_ms"]),
-            record.get("saved_from", ""),
-            usage if usage is not None else self.usage.get(spec.name),
-        )
+        return _saved(meta, source, usage if usage is not None else self.usage.get(meta.name))
 
     def show(self, name: str) -> SavedTool:
         """The tool with its usage (source as on disk; see `load_verified`)."""
@@ -209,11 +186,13 @@ class ToolLibrary:
             return []
         usage = self.usage.all()
         out = []
-        for meta in sorted(self.directory.glob("me.*.json")):
-            name = meta.name[3:-5]
+        for path in sorted(self.directory.glob("me.*.json")):
+            name = name_of(path.name)
+            if name is None:
+                continue
             try:
                 out.append(self._load(name, usage.get(name, Usage())))
-            except (ToolNotFound, BadName, ValueError, KeyError):
+            except (ToolNotFound, BadMeta, UnicodeDecodeError):
                 continue
         return out
 
@@ -238,3 +217,8 @@ class ToolLibrary:
 
     def record_use(self, name: str, ok: bool) -> None:
         self.usage.record(bare_name(name), ok, self.clock_ms())
+
+
+def _saved(meta: ToolMeta, source: str, usage: Usage) -> SavedTool:
+    spec = ToolSpec(meta.name, meta.description, source, meta.schema, meta.secrets, meta.sha256)
+    return SavedTool(spec, meta.created_ms, meta.saved_from, usage)

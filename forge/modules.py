@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import importlib
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-ALLOWED: Mapping[str, tuple[str, ...]] = {
+ALLOWED: Mapping[str, Sequence[str]] = {
     "math": [
         "acos",
         "acosh",

@@ -43,14 +43,26 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from forge import confine
 from forge.child import Layers
+from forge.confine.probe import missing
 from forge.findings import format_findings
 from forge.lint import lint
+from forge.protocol import (
+    MAX_REQUEST,
+    ErrorKind,
+    FrameReader,
+    Hello,
+    Limits,
+    ProtocolError,
+    Reply,
+    Request,
+    decode_hello,
+    decode_reply,
+    encode_request,
+)
 from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
 
 log = logging.getLogger(__name__)
-ERROR_KINDS = ("lint", "compile", "runtime", "denied", "timeout", "memory", "output")
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
 GRACE_S = 3.0
@@ -62,7 +74,7 @@ TRACE_KEEP = 4096
 class RunResult:
     ok: bool
     result: Any = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     error_message: str = ""
     duration_ms: float = 0.0
     printed: str = ""
@@ -73,29 +85,28 @@ class RunResult:
         return {"ok": self.ok, "result": self.result, "error": error}
 
 
-def _fail(kind: str, message: str, started: float) -> RunResult:
+def _fail(kind: ErrorKind, message: str, started: float) -> RunResult:
     return RunResult(False, None, kind, message, round((time.monotonic() - started) * 1000, 3))
 
 
 class _Helper(asyncio.SubprocessProtocol):
-    """The helper process and its protocol: JSON lines out, one reply line per call.
+    """The helper process and its protocol: frames out, one reply frame per call
+    (forge.protocol).
 
-    Replies are parsed as their bytes arrive (`pipe_data_received`) and complete the
+    Replies are decoded as their bytes arrive (`pipe_data_received`) and complete the
     waiting call's future directly: no stream reader task in between."""
 
     def __init__(self, limit: int) -> None:
         loop = asyncio.get_running_loop()
-        self.limit = limit
         self.transport: asyncio.SubprocessTransport | None = None
         self.stdin: asyncio.WriteTransport | None = None
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self.hello: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.pending: dict[int, asyncio.Future[Reply]] = {}
+        self.hello: asyncio.Future[Hello] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.dead = False
         self.zygote_pid: int | None = None
         self._broken = False
-        self._buf = bytearray()
-        self._scan = 0
+        self._frames = FrameReader(limit)  # a reply larger than any the helper may send
         self._paused = False
         self._drained: list[asyncio.Future[None]] = []
 
@@ -109,33 +120,21 @@ class _Helper(asyncio.SubprocessProtocol):
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         if fd != 1 or self._broken:
             return
-        buf = self._buf
-        buf += data  # type: ignore[arg-type]
-        start = 0
-        scan = self._scan
-        while (nl := buf.find(b"\n", scan)) >= 0:
-            self._line(bytes(buf[start:nl]))
-            start = scan = nl + 1
-        if start:
-            del buf[:start]
-        self._scan = len(buf)
-        if len(buf) > self.limit:  # a reply larger than any the helper may send
+        try:
+            for doc in self._frames.feed(data if isinstance(data, bytes) else data.encode()):
+                self._frame(doc)
+        except ProtocolError:  # the helper broke the protocol: nothing it says counts
             self._broken = True
             self._down()
 
-    def _line(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(msg, dict):
-            return
+    def _frame(self, doc: bytes) -> None:
         if not self.hello.done():
-            self.hello.set_result(msg)
+            self.hello.set_result(decode_hello(doc))
             return
-        fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+        reply = decode_reply(doc)
+        fut = self.pending.pop(reply.id, None)
         if fut is not None and not fut.done():
-            fut.set_result(msg)
+            fut.set_result(reply)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:
@@ -206,7 +205,7 @@ class SandboxRunner:
         *,
         default_timeout_s: float = 5.0,
         max_output: int = 1 << 20,
-        limits: confine.Limits | None = None,
+        limits: Limits | None = None,
         python: str = sys.executable,
         layers_for_tests: Layers | None = None,
         trace: bool = False,
@@ -218,7 +217,7 @@ class SandboxRunner:
         (`stages()`), for measurements only."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
-        self.limits = limits or confine.Limits()
+        self.limits = limits or Limits()
         self.python = python
         self._layers = layers_for_tests or Layers()
         self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
@@ -260,8 +259,8 @@ class SandboxRunner:
         except ConnectionError:
             helper.kill()
             raise RuntimeError("sandbox helper failed to start") from None
-        self._caps = hello.get("capabilities", {})
-        helper.zygote_pid = hello.get("zygote")
+        self._caps = hello.capabilities
+        helper.zygote_pid = hello.zygote
         if not self._warned:
             self._warned = True
             if switched_off:
@@ -279,7 +278,7 @@ class SandboxRunner:
         return dict(self._caps)
 
     def missing_layers(self) -> list[str]:
-        return confine.missing(self._caps)
+        return missing(self._caps)
 
     def _known(self, workspace: Path | None) -> _Helper | None:
         if workspace is not None:
@@ -348,20 +347,21 @@ class SandboxRunner:
             if problems:
                 return _fail("runtime", "invalid arguments: " + "; ".join(problems), started)
             secrets = {k: v for k, v in (secrets or {}).items() if k in info.secrets}
-        request = {
-            "source": source,
-            "params": dict(params),
-            "workspace": os.fspath(workspace),
-            "secrets": dict(secrets or {}),
-            "timeout_s": timeout,
-            "max_output": self.max_output,
-            "limits": _limits_dict(self.limits),
-        }
+        request = Request(
+            id=next(self._ids),
+            source=source,
+            params=dict(params),
+            workspace=os.fspath(workspace),
+            secrets=dict(secrets or {}),
+            timeout_s=timeout,
+            max_output=self.max_output,
+            limits=self.limits.for_timeout(timeout),
+            trace=self._trace is not None,
+        )
         if self._trace is None:
-            return await self._call(request, timeout, started)
-        request["trace"] = True
+            return await self._call(request, started)
         marks = [("runner_checked", time.perf_counter_ns())]
-        return await self._call(request, timeout, started, (t0, marks))
+        return await self._call(request, started, (t0, marks))
 
     def helper_count(self) -> int:
         """Helpers running for workspaces (the spare not counted)."""
@@ -394,22 +394,24 @@ class SandboxRunner:
 
     async def _call(
         self,
-        request: dict[str, Any],
-        limit_s: float,
+        request: Request,
         started: float,
         trace: tuple[int, list[tuple[str, int]]] | None = None,
     ) -> RunResult:
-        helper = await self._ensure(_domain(request["workspace"]))
-        req_id = next(self._ids)
+        data = encode_request(request)
+        if len(data) > MAX_REQUEST:
+            return _fail("runtime", f"the call is larger than {MAX_REQUEST} bytes", started)
+        helper = await self._ensure(_domain(request.workspace))
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-        helper.pending[req_id] = fut
+        fut: asyncio.Future[Reply] = loop.create_future()
+        helper.pending[request.id] = fut
+        limit_s = request.timeout_s
         timer = loop.call_later(limit_s + GRACE_S, _expire, fut)
         try:
-            await helper.send((json.dumps({"id": req_id, **request}) + "\n").encode())
+            await helper.send(data)
             if trace is not None:
                 trace[1].append(("runner_sent", time.perf_counter_ns()))
-            msg = await fut
+            reply = await fut
         except ConnectionError:
             return _fail(
                 "runtime",
@@ -422,21 +424,20 @@ class SandboxRunner:
             return _fail("timeout", f"the tool ran longer than {limit_s:g} s", started)
         finally:
             timer.cancel()
-            helper.pending.pop(req_id, None)
+            helper.pending.pop(request.id, None)
         if trace is not None and self._trace is not None:
             t0, marks = trace
-            marks += [(str(n), int(t)) for n, t in msg.get("trace") or ()]
+            marks += reply.trace
             marks.append(("runner_done", time.perf_counter_ns()))
             marks.sort(key=lambda m: m[1])
             self._trace.append({name: (t - t0) / 1e6 for name, t in marks})
-        err = msg.get("error") or {}
         return RunResult(
-            ok=bool(msg.get("ok")),
-            result=msg.get("result"),
-            error_kind=None if msg.get("ok") else err.get("kind", "runtime"),
-            error_message=err.get("message", ""),
-            duration_ms=msg.get("duration_ms", 0.0),
-            printed=msg.get("printed", ""),
+            ok=reply.ok,
+            result=reply.result,
+            error_kind=reply.error.kind if reply.error else None,
+            error_message=reply.error.message if reply.error else "",
+            duration_ms=reply.duration_ms,
+            printed=reply.printed,
         )
 
     async def aclose(self) -> None:
@@ -472,14 +473,6 @@ async def _shut(helper: _Helper) -> None:
         helper.transport.close()
 
 
-def _expire(fut: asyncio.Future[dict[str, Any]]) -> None:
+def _expire(fut: asyncio.Future[Reply]) -> None:
     if not fut.done():
         fut.set_exception(TimeoutError())
-
-
-def _limits_dict(limits: confine.Limits) -> dict[str, int]:
-    return {
-        "address_space": limits.address_space,
-        "open_files": limits.open_files,
-        "file_size": limits.file_size,
-    }

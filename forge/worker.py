@@ -3,11 +3,8 @@
 Started by `SandboxRunner` as `python -I` with an empty environment; it imports
 only the standard library, RestrictedPython and forge. Its command line carries
 the layer switches of the layer tests (`{}` in production: every layer on); a
-request cannot change them. Protocol: JSON lines. On start it writes
-`{"op": "hello", "pid": ..., "capabilities": {...}}`; then for every request
-line `{"id", "source", "params", "workspace", "secrets", "timeout_s",
-"max_output", "limits"[, "trace"]}` it answers one line `{"id", "ok", "result",
-"printed", "error": {"kind", "message"} | null, "duration_ms"[, "trace"]}`.
+request cannot change them. Protocol (forge.protocol): length-prefixed frames;
+on start it writes a `Hello`, then answers every `Request` with one `Reply`.
 
 Children are never forked from this process: right after preparing what is
 the same for every call, and before reading its first request, it forks a
@@ -37,13 +34,32 @@ import signal
 import sys
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from forge import confine
-from forge.child import HelperContext, Layers, encode_job, unframe
+from forge.child import HelperContext, Layers
+from forge.confine.landlock import landlock_abi, open_roots, read_only_roots
+from forge.confine.probe import probe
+from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.modules import build_proxies
-from forge.policy import CompileFailed, compile_tool, safe_builtins
+from forge.policy.compile import CompileFailed, compile_tool
+from forge.policy.globals import safe_builtins
+from forge.protocol import (
+    MAX_REQUEST,
+    ErrorKind,
+    Failure,
+    FrameReader,
+    Hello,
+    ProtocolError,
+    Reply,
+    Request,
+    decode_outcome,
+    decode_request,
+    encode_hello,
+    encode_job,
+    encode_reply,
+    unframe,
+)
 from forge.zygote import Spawned, Zygote, kill
 
 CACHE_SIZE = 256
@@ -63,7 +79,7 @@ _PREWARM = (
 
 @dataclass
 class _Pending:
-    req_id: Any
+    req_id: int
     pid: int
     pidfd: int
     fd: int
@@ -76,23 +92,23 @@ class _Pending:
 
 
 def _reply(
-    req_id: Any,
+    req_id: int,
     started: float,
     *,
     ok: bool,
     result: Any = None,
     printed: str = "",
-    kind: str = "",
+    kind: ErrorKind = "runtime",
     message: str = "",
-) -> dict[str, Any]:
-    return {
-        "id": req_id,
-        "ok": ok,
-        "result": result if ok else None,
-        "printed": printed,
-        "error": None if ok else {"kind": kind, "message": message},
-        "duration_ms": round((time.monotonic() - started) * 1000, 3),
-    }
+) -> Reply:
+    return Reply(
+        id=req_id,
+        ok=ok,
+        result=result if ok else None,
+        printed=printed,
+        error=None if ok else Failure(kind, message),
+        duration_ms=round((time.monotonic() - started) * 1000, 3),
+    )
 
 
 def _mark(trace: list[tuple[str, int]] | None, name: str) -> None:
@@ -107,15 +123,15 @@ def prepare(layers: Layers | None = None) -> tuple[HelperContext, dict[str, Any]
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
-    caps = confine.probe()
-    abi = confine.landlock_abi()
-    program = confine.seccomp_program()
+    caps = probe()
+    abi = landlock_abi()
+    program = seccomp_program()
     ctx = HelperContext(
         proxies=build_proxies(),
         devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
-        read_fds=tuple(confine.open_roots(confine.read_only_roots())) if abi else (),
+        read_fds=tuple(open_roots(read_only_roots())) if abi else (),
         landlock_abi=abi,
-        seccomp=confine.SeccompFilter(program)
+        seccomp=SeccompFilter(program)
         if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
         else None,
         builtins=safe_builtins(),
@@ -137,11 +153,13 @@ class Helper:
         self.idle: deque[Spawned] = deque()
         self.spawn_after = 0.0
         self.sel = selectors.DefaultSelector()
-        self.inbuf = bytearray()
+        self.requests = FrameReader(MAX_REQUEST)
         self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
 
-    def send(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, ensure_ascii=False) + "\n").encode()
+    def send(self, reply: Reply) -> None:
+        self.write(encode_reply(reply))
+
+    def write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(1, view) :]
@@ -204,35 +222,21 @@ class Helper:
             return child
         raise OSError("no sandbox child could be started")
 
-    def start_job(self, req: dict[str, Any]) -> None:
+    def start_job(self, req: Request) -> None:
         started = time.monotonic()
-        req_id = req.get("id")
-        trace: list[tuple[str, int]] | None = [] if req.get("trace") else None
+        req_id = req.id
+        trace: list[tuple[str, int]] | None = [] if req.trace else None
         _mark(trace, "helper_recv")
         try:
-            code = self.compile(req["source"])
-            workspace = os.path.realpath(req["workspace"])
+            code = self.compile(req.source)
+            workspace = os.path.realpath(req.workspace)
             if not os.path.isdir(workspace):
-                raise FileNotFoundError(f"workspace {req['workspace']!r} is not a directory")
-            params = req.get("params") or {}
-            if not isinstance(params, dict):
-                raise TypeError("params must be a JSON object")
-            timeout = float(req.get("timeout_s", 5.0))
-            limits = confine.Limits(**{**req.get("limits", {}), "cpu_s": int(timeout) + 1})
-            max_output = int(req.get("max_output", 1 << 20))
-            data = encode_job(
-                code,
-                params,
-                workspace,
-                dict(req.get("secrets") or {}),
-                limits,
-                max_output,
-                trace is not None,
-            )
+                raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")
+            data = encode_job(code, req, workspace)
         except CompileFailed as exc:
             self.send(_reply(req_id, started, ok=False, kind="compile", message=str(exc)))
             return
-        except (KeyError, TypeError, ValueError, OSError) as exc:
+        except (TypeError, ValueError, OSError) as exc:
             self.send(
                 _reply(req_id, started, ok=False, kind="runtime", message=f"bad request: {exc}")
             )
@@ -248,7 +252,14 @@ class Helper:
         r = child.result
         os.set_blocking(r, False)
         self.pending[r] = _Pending(
-            req_id, child.pid, child.pidfd, r, started + timeout, started, max_output, trace=trace
+            req_id,
+            child.pid,
+            child.pidfd,
+            r,
+            started + req.timeout_s,
+            started,
+            req.max_output,
+            trace=trace,
         )
         self.sel.register(r, selectors.EVENT_READ, "child")
 
@@ -306,10 +317,10 @@ class Helper:
             self.statuses[pid] = status  # its pipe's EOF comes next
 
     @staticmethod
-    def traced(p: _Pending, reply: dict[str, Any]) -> dict[str, Any]:
+    def traced(p: _Pending, reply: Reply) -> Reply:
         if p.trace is not None:
             _mark(p.trace, "helper_reply")
-            reply["trace"] = p.trace
+            return replace(reply, trace=tuple(p.trace))
         return reply
 
     def reap(self) -> None:
@@ -319,7 +330,7 @@ class Helper:
             if now > deadline:
                 kill(pidfd)
 
-    def outcome(self, p: _Pending, status: int, doc: bytes | None) -> dict[str, Any]:
+    def outcome(self, p: _Pending, status: int, doc: bytes | None) -> Reply:
         if p.killed == "timeout":
             return _reply(
                 p.req_id,
@@ -354,12 +365,12 @@ class Helper:
                 message=f"the tool crashed ({signal.Signals(sig).name})",
             )
         try:
-            data = json.loads(doc) if doc is not None else None
-            if not isinstance(data, dict):
-                raise ValueError("not a result document")
-        except (ValueError, MemoryError):
+            if doc is None:
+                raise ProtocolError("no result frame")
+            out = decode_outcome(doc)
+        except (ProtocolError, MemoryError):
             code = os.waitstatus_to_exitcode(status)
-            kind = "memory" if code == 3 else "runtime"
+            kind: ErrorKind = "memory" if code == 3 else "runtime"
             return _reply(
                 p.req_id,
                 p.started,
@@ -367,39 +378,34 @@ class Helper:
                 kind=kind,
                 message=f"the tool exited without a valid result (status {code})",
             )
-        if p.trace is not None and isinstance(data.get("trace"), list):
-            p.trace.extend((str(n), int(t)) for n, t in data["trace"])
-        if data.get("ok"):
-            return _reply(
-                p.req_id,
-                p.started,
-                ok=True,
-                result=data.get("result"),
-                printed=data.get("printed", ""),
-            )
-        return _reply(
-            p.req_id,
-            p.started,
-            ok=False,
-            kind=data.get("kind", "runtime"),
-            message=data.get("message", ""),
-        )
+        if p.trace is not None:
+            p.trace.extend(out.trace)
+        if out.error is None:
+            return _reply(p.req_id, p.started, ok=True, result=out.result, printed=out.printed)
+        return _reply(p.req_id, p.started, ok=False, kind=out.error.kind, message=out.error.message)
 
     def stdin_readable(self) -> bool:
         chunk = os.read(0, 1 << 20)
         if not chunk:
             return False
-        self.inbuf += chunk
-        while (nl := self.inbuf.find(b"\n")) >= 0:
-            line = bytes(self.inbuf[:nl])
-            del self.inbuf[: nl + 1]
-            if line.strip():
-                try:
-                    req = json.loads(line)
-                except ValueError:
-                    continue
-                self.start_job(req)
+        for doc in self.requests.feed(chunk):  # FrameTooLarge: exit, the runner restarts us
+            try:
+                req = decode_request(doc)
+            except ProtocolError as exc:
+                self.refuse(doc, exc)
+                continue
+            self.start_job(req)
         return True
+
+    def refuse(self, doc: bytes, exc: ProtocolError) -> None:
+        """Answer a malformed request if it carries an id (else nobody waits for it)."""
+        try:
+            req_id = json.loads(doc).get("id")
+        except (ValueError, AttributeError, RecursionError):
+            return
+        if type(req_id) is int:
+            msg = f"bad request: {exc}"
+            self.send(_reply(req_id, time.monotonic(), ok=False, kind="runtime", message=msg))
 
     def expire(self) -> float | None:
         now = time.monotonic()
@@ -419,8 +425,7 @@ class Helper:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, "stdin")
         self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
-        hello = {"op": "hello", "pid": os.getpid(), "zygote": self.zygote.pid}
-        self.send({**hello, "capabilities": self.caps})
+        self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         gc.collect()
         gc.freeze()
         open_stdin = True

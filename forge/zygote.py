@@ -34,8 +34,8 @@ import struct
 from dataclasses import dataclass
 from typing import NoReturn
 
-from forge import confine
 from forge.child import HelperContext, child_main
+from forge.confine.kernel import close_range, die_with_parent
 
 _CHILD = struct.Struct("<ci")
 _ERROR = struct.Struct("<ci")
@@ -158,7 +158,7 @@ def _zygote_main(
     ctx: HelperContext, sock: socket.socket, helper_pid: int
 ) -> NoReturn:  # pragma: no cover - runs in the zygote process
     try:
-        confine.die_with_parent(helper_pid)
+        die_with_parent(helper_pid)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         ctx = dataclasses.replace(ctx, helper_pid=os.getpid())  # children die with us
         for std in (0, 1, 2):  # not the helper's protocol pipes
@@ -167,9 +167,9 @@ def _zygote_main(
         low = 0
         for fd in keep:
             if fd > low:
-                confine.close_range(low, fd - 1)
+                close_range(low, fd - 1)
             low = fd + 1
-        confine.close_range(low, 0xFFFFFFFF)
+        close_range(low, 0xFFFFFFFF)
         gc.collect()
         gc.freeze()
         sel = selectors.DefaultSelector()

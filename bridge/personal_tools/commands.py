@@ -42,7 +42,7 @@ class ToolCommands:
 
     def commands(self) -> Iterable[Command]:
         return (
-            Command("tools", "/tools", "your personal me.* tools: calls, last use", self.list),
+            Command("tools", "/tools", "your personal me.* tools: calls, last use", self.listing),
             Command(
                 "tool",
                 f"{SAVE_USAGE} | /tool show me.<name> | /tool rm me.<name>",
@@ -54,8 +54,8 @@ class ToolCommands:
     def _key(self, ctx: CommandContext) -> str:
         return f"{ctx.tenant}/{ctx.inbound.channel}/{ctx.inbound.chat}"
 
-    async def list(self, ctx: CommandContext, args: str) -> str:
-        library = self._catalog.library(ctx.dirs.root)
+    async def listing(self, ctx: CommandContext, args: str) -> str:
+        library = self._catalog.library(ctx.dirs.tools)
         now_ms = int(ctx.now * 1000)
         saved = library.list()
         lines: list[str] = []
@@ -103,7 +103,7 @@ class ToolCommands:
         if spec is None:
             drafts = ", ".join(d.name for d in self._sessions.list(self._key(ctx))) or "none"
             return f"There is no tool {name!r} written in this chat (written here: {drafts})."
-        library = self._catalog.library(ctx.dirs.root)
+        library = self._catalog.library(ctx.dirs.tools)
         try:
             saved = library.save(spec, alias=alias, saved_from=ctx.inbound.channel, replace=replace)
         except ToolExists:
@@ -129,7 +129,7 @@ class ToolCommands:
 
     def _find(self, ctx: CommandContext, name: str) -> SavedTool:
         try:
-            return self._catalog.library(ctx.dirs.root).show(bare_name(name))
+            return self._catalog.library(ctx.dirs.tools).show(bare_name(name))
         except (ToolNotFound, BadName):
             raise UsageError(f"There is no personal tool {name}; /tools lists them.") from None
 
@@ -152,7 +152,7 @@ class ToolCommands:
 
     async def _remove(self, ctx: CommandContext, name: str) -> str:
         t = self._find(ctx, name)
-        self._catalog.library(ctx.dirs.root).remove(t.spec.name)
+        self._catalog.library(ctx.dirs.tools).remove(t.spec.name)
         await self._audit.emit(
             "tool.removed", ctx.tenant, {"name": f"me.{t.spec.name}", "hash": t.spec.sha256[:12]}
         )

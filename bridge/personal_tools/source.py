@@ -3,9 +3,12 @@
 `forge_create(name, description, source)` lints and compiles a tool and
 keeps it for this chat (findings go back to the model so it can fix the
 code). Each saved tool is offered under its wire name `me__<name>` (the
-reversible mapping of `forge.names`) and runs in the sandbox: hash checked,
-only declared secrets passed, usage counted, and one `tool.called` event
-with name, hash prefix, duration and outcome — never arguments or source.
+reversible mapping of `forge.names`) and runs in the sandbox through
+`forge.calls.call_saved`: metadata and source read once, hash checked, the
+vault asked for the declared secrets only, usage counted; then one
+`tool.called` event with name, hash prefix, duration and outcome — never
+arguments or source. The result goes back whole: the agent loop masks vault
+values and then cuts every tool's output at its one limit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from bridge.personal_tools.catalog import Entry, ToolCatalog
+from bridge.personal_tools.catalog import ToolCatalog
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
 from bridge.types.tenant_dirs import TenantDirs
@@ -23,8 +26,8 @@ from forge.calls import call_saved
 from forge.library import SessionTools
 from forge.names import to_wire
 from forge.runner import SandboxRunner
+from forge.toolmeta import ToolMeta
 
-MAX_RESULT_CHARS = 8_000
 Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
 CREATE_SCHEMA = {
     "type": "object",
@@ -79,18 +82,18 @@ class ForgeTools:
 
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
         tools: list[Tool] = [self._create]
-        for entry in self._catalog.entries(turn.dirs.root):
+        for entry in self._catalog.entries(turn.dirs.tools):
             tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
         return tools
 
-    def _schema(self, entry: Entry) -> ToolSchema:
+    def _schema(self, entry: ToolMeta) -> ToolSchema:
         return ToolSchema(
             to_wire(entry.name), f"me.{entry.name} — {entry.description}", entry.schema
         )
 
     async def _forge_create(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name, description, source = (args.get(k) for k in ("name", "description", "source"))
-        if not all(isinstance(v, str) for v in (name, description, source)):
+        if not (isinstance(name, str) and isinstance(description, str) and isinstance(source, str)):
             raise ToolError("name, description and source must all be strings")
         result = self._sessions.create(chat_key(turn), name, description, source)
         if result.tool is None:
@@ -117,21 +120,22 @@ class ForgeTools:
             f"this chat only: tell the person they can keep it with /tool save {spec.name}"
         )
 
-    def _caller(self, entry: Entry) -> Callable[[Mapping[str, Any], TurnContext], Any]:
+    def _caller(self, entry: ToolMeta) -> Callable[[Mapping[str, Any], TurnContext], Any]:
         async def call(args: Mapping[str, Any], turn: TurnContext) -> str:
             return await self.call(entry.name, dict(args), turn)
 
         return call
 
     async def call(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
-        library = self._catalog.library(turn.dirs.root)
-        entry = next((e for e in self._catalog.entries(turn.dirs.root) if e.name == name), None)
-        wanted = list(entry.secrets) if entry else []
-        vault = await self._reveal(turn.dirs, wanted, f"me.{name}")
-        result = await call_saved(self._runner, library, name, params, turn.dirs.workspace, vault)
+        async def reveal(wanted: tuple[str, ...]) -> Mapping[str, str]:
+            return await self._reveal(turn.dirs, list(wanted), f"me.{name}")
+
+        library = self._catalog.library(turn.dirs.tools)
+        call = await call_saved(self._runner, library, name, params, turn.dirs.workspace, reveal)
+        result = call.result
         details: dict[str, object] = {
             "name": f"me.{name}",
-            "hash": entry.sha256[:12] if entry else "",
+            "hash": call.tool.spec.sha256[:12] if call.tool else "",
             "ms": int(result.duration_ms),
             "outcome": "ok" if result.ok else "error",
         }
@@ -139,8 +143,5 @@ class ForgeTools:
             details["error_kind"] = result.error_kind or "runtime"
         await self._audit.emit("tool.called", turn.tenant, details)
         if result.ok:
-            text = json.dumps(result.result, ensure_ascii=False, default=str)
-            if len(text) > MAX_RESULT_CHARS:
-                text = text[:MAX_RESULT_CHARS] + f"… [cut, {len(text):,} characters in all]"
-            return text
+            return json.dumps(result.result, ensure_ascii=False, default=str)
         raise ToolError(f"me.{name} failed ({result.error_kind}): {result.error_message}")

@@ -14,10 +14,10 @@ class SavedToolsView:
         self._catalog = catalog
 
     def tools(self, dirs: TenantDirs) -> list[ToolRow]:
-        entries = self._catalog.entries(dirs.root)
+        entries = self._catalog.entries(dirs.tools)
         if not entries:
             return []
-        usage = self._catalog.usage(dirs.root)
+        usage = self._catalog.usage(dirs.tools)
         rows: list[ToolRow] = []
         for e in entries:
             last = usage[e.name].last_used_ms if e.name in usage else None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from forge.modules import ALLOWED
-from forge.policy import SAFE_BUILTINS
+from forge.policy.globals import SAFE_BUILTINS
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
 

@@ -20,10 +20,12 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import IO
 
 import pytest
 import pytest_asyncio
 
+from forge import protocol
 from forge import runner as runner_mod
 from forge.child import Layers
 from forge.runner import SandboxRunner
@@ -276,6 +278,12 @@ async def test_a_request_cannot_switch_layers_off(workspace: Path) -> None:
     assert reply["error"]["kind"] == "compile"
 
 
+def _read_frame(stream: IO[bytes]) -> dict[str, object]:
+    (size,) = protocol.HEADER.unpack(stream.read(protocol.HEADER.size))
+    doc: dict[str, object] = json.loads(stream.read(size))
+    return doc
+
+
 def _ask_production_helper(workspace: Path) -> dict[str, object]:
     boot = runner_mod._BOOT
     proc = subprocess.Popen(
@@ -287,20 +295,22 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        assert json.loads(proc.stdout.readline())["op"] == "hello"
+        assert _read_frame(proc.stdout)["op"] == "hello"
         off = {k: False for k in Layers.__slots__}
-        request = {
-            "id": 1,
-            "source": "def run():\n    return str(().__class__)\n",
-            "params": {},
-            "workspace": str(workspace),
-            "timeout_s": 5,
-            "layers": off,
-        }
-        proc.stdin.write((json.dumps(request) + "\n").encode())
+        request = protocol.Request(
+            id=1,
+            source="def run():\n    return str(().__class__)\n",
+            params={},
+            workspace=str(workspace),
+            secrets={},
+            timeout_s=5,
+            max_output=1 << 20,
+            limits=protocol.Limits(),
+        )
+        doc = json.loads(protocol.encode_request(request)[protocol.HEADER.size :])
+        proc.stdin.write(protocol.frame(json.dumps({**doc, "layers": off}).encode()))
         proc.stdin.flush()
-        reply: dict[str, object] = json.loads(proc.stdout.readline())
-        return reply
+        return _read_frame(proc.stdout)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)

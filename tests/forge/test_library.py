@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.calls import call_saved
+from forge.calls import Reveal, call_saved
 from forge.library import (
     IntegrityError,
     SessionTools,
@@ -116,18 +116,29 @@ async def test_call_saved(runner: SandboxRunner, tmp_path: Path, workspace: Path
     spec = SessionTools().create("c", "adder", "", SRC).tool
     assert spec is not None
     lib.save(spec)
-    vault = {"poke_api_key": "abcd", "other": "never passed"}
-    res = await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, vault)
+    asked: list[tuple[str, ...]] = []
+
+    def from_vault(vault: dict[str, str]) -> Reveal:
+        async def reveal(names: tuple[str, ...]) -> dict[str, str]:
+            asked.append(names)
+            return {n: vault[n] for n in names if n in vault}
+
+        return reveal
+
+    full = from_vault({"poke_api_key": "abcd", "other": "never passed"})
+    res = (await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, full)).result
     assert res.ok and res.result == 7
-    res = await call_saved(runner, lib, "me.adder", {"a": "x"}, workspace, vault)
+    assert asked == [("poke_api_key",)]  # the vault is asked for declared names only
+    res = (await call_saved(runner, lib, "me.adder", {"a": "x"}, workspace, full)).result
     assert res.error_kind == "runtime"
     assert lib.show("adder").usage.calls == 2 and lib.show("adder").usage.errors == 1
-    res = await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, {})
+    empty = from_vault({})
+    res = (await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, empty)).result
     assert res.error_kind == "runtime" and "not available" in res.error_message
     (lib.directory / "me.adder.py").write_text(SRC + "\n# changed\n")
-    res = await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, vault)
+    res = (await call_saved(runner, lib, "me.adder", {"a": 1}, workspace, full)).result
     assert res.error_kind == "denied" and "hash" in res.error_message
-    res = await call_saved(runner, lib, "me.nothing", {}, workspace, vault)
+    res = (await call_saved(runner, lib, "me.nothing", {}, workspace, full)).result
     assert res.error_kind == "denied"
 
 

@@ -18,9 +18,11 @@ import pytest
 import pytest_asyncio
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
-from forge import policy
-from forge.child import Layers, frame, unframe
+from forge.child import Layers
 from forge.modules import build_proxies
+from forge.policy import globals as run_globals
+from forge.policy import guards as policy_guards
+from forge.protocol import frame, unframe
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
 
@@ -94,15 +96,15 @@ async def test_mutated_builtins_and_modules_do_not_reach_the_next_call(
 
 def test_prepared_globals_are_new_objects_every_time() -> None:
     proxies = build_proxies()
-    template = policy.safe_builtins()
-    a = policy.prepare_globals(template, proxies, policy.PrintSink(10))
-    b = policy.prepare_globals(template, proxies, policy.PrintSink(10))
+    template = run_globals.safe_builtins()
+    a = run_globals.prepare_globals(template, proxies, run_globals.PrintSink(10))
+    b = run_globals.prepare_globals(template, proxies, run_globals.PrintSink(10))
     assert a is not b and a["__builtins__"] is not b["__builtins__"]
     assert a["__builtins__"] is not template
     assert a["_getattr_"].__self__ is not b["_getattr_"].__self__  # fresh guards
     for name in ("open", "listdir", "secret"):
         assert name not in a["__builtins__"]  # only the call adds them
-    policy.bind_call(a, print, print, {"k": "v"})
+    run_globals.bind_call(a, print, print, {"k": "v"})
     assert a["__builtins__"]["secret"]("k") == "v"
     assert "open" not in b["__builtins__"] and "open" not in template
 
@@ -132,26 +134,26 @@ class _Mine:
     ],
 )
 def test_getattr_fast_path_agrees_with_the_full_check(ob: Any, name: str) -> None:
-    guards = policy.Guards()
-    saved = policy._PLAIN_ATTRS
+    guards = policy_guards.Guards()
+    saved = policy_guards._PLAIN_ATTRS
     try:
         fast = _outcome(lambda: guards.getattr(ob, name))
-        policy._PLAIN_ATTRS = {}  # every lookup takes the full check
+        policy_guards._PLAIN_ATTRS = {}  # every lookup takes the full check
         full = _outcome(lambda: guards.getattr(ob, name))
     finally:
-        policy._PLAIN_ATTRS = saved
+        policy_guards._PLAIN_ATTRS = saved
     assert fast == full
 
 
 def test_fast_path_names_are_public_and_not_special() -> None:
-    for names in policy._PLAIN_ATTRS.values():
+    for names in policy_guards._PLAIN_ATTRS.values():
         assert not any(n.startswith("_") for n in names)
-        assert not names & policy._SPECIAL_ATTRS
-    assert "format" not in policy._PLAIN_ATTRS[str]
+        assert not names & policy_guards._SPECIAL_ATTRS
+    assert "format" not in policy_guards._PLAIN_ATTRS[str]
 
 
 def test_str_format_still_resolves_fields_through_the_guards() -> None:
-    guards = policy.Guards()
+    guards = policy_guards.Guards()
     fmt = guards.getattr("{0.__class__}", "format")
     with pytest.raises(AttributeError):
         fmt(1)
@@ -159,11 +161,11 @@ def test_str_format_still_resolves_fields_through_the_guards() -> None:
 
 
 def test_write_fast_path() -> None:
-    guards = policy.Guards()
+    guards = policy_guards.Guards()
     for ob in ({}, [], set(), bytearray(), deque(), ChainMap()):
         assert guards.write(ob) is ob
     for ob in (dict, list, (1,), "s", json):
-        assert isinstance(guards.write(ob), policy._DeniedWrite)
+        assert isinstance(guards.write(ob), policy_guards._DeniedWrite)
 
 
 @pytest.mark.parametrize(
@@ -176,9 +178,11 @@ def test_write_fast_path() -> None:
     ],
 )
 def test_unpack_shortcuts_match_restrictedpython(value: Any, spec: dict[str, Any]) -> None:
-    assert policy._unpack_sequence(value, spec, iter) == guarded_unpack_sequence(value, spec, iter)
+    assert policy_guards._unpack_sequence(value, spec, iter) == guarded_unpack_sequence(
+        value, spec, iter
+    )
     items = [value, value]
-    assert list(policy._iter_unpack_sequence(items, spec, iter)) == list(
+    assert list(policy_guards._iter_unpack_sequence(items, spec, iter)) == list(
         guarded_iter_unpack_sequence(items, spec, iter)
     )
 

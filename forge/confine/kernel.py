@@ -1,0 +1,49 @@
+"""The few raw kernel calls the confinement layers share (ctypes, no dependency):
+`syscall`, prctl flags, close_range, death with the parent."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+SYS_CLOSE_RANGE = 436  # generic number, x86_64 and aarch64
+
+
+def syscall(nr: int, *args: object) -> int:
+    res = libc.syscall(nr, *args)
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return int(res)
+
+
+def check(res: int) -> None:
+    """Raise the errno of a libc call that returned non-zero."""
+    if res != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def close_range(first: int, last: int) -> None:
+    """Close descriptors first..last with one close_range(2) call (fallback: a loop)."""
+    try:
+        syscall(SYS_CLOSE_RANGE, ctypes.c_uint(first), ctypes.c_uint(last), ctypes.c_uint(0))
+    except OSError:
+        os.closerange(first, min(last + 1, os.sysconf("SC_OPEN_MAX")))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent (the helper) dies; exit now if it already has."""
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def set_no_new_privs() -> None:
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))

@@ -1,0 +1,17 @@
+"""rlimits of one call: CPU, address space, open files, file size, no processes, no core."""
+
+from __future__ import annotations
+
+import resource
+
+from forge.protocol import Limits
+
+
+def apply_rlimits(limits: Limits) -> None:
+    cpu = max(1, limits.cpu_s)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.address_space, limits.address_space))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

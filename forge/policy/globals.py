@@ -1,0 +1,243 @@
+"""Layer 2, the run's namespace: a fresh globals dict with a fresh, minimal builtins
+dict per run (never RestrictedPython's shared `safe_builtins`), the import hook
+over read-only module proxies (forge.modules), the print sink, and the call's
+path-gated `open`/`listdir` and declared secrets.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import operator
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from forge.policy.guards import (
+    Guards,
+    _apply,
+    _inplacevar,
+    _iter_unpack_sequence,
+    _unpack_sequence,
+)
+from forge.schema import secret_key
+
+SAFE_BUILTINS = [
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "classmethod",
+    "complex",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "hash",
+    "hex",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "oct",
+    "ord",
+    "pow",
+    "property",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "tuple",
+    "zip",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "EOFError",
+    "Exception",
+    "FileExistsError",
+    "FileNotFoundError",
+    "IndexError",
+    "IsADirectoryError",
+    "KeyError",
+    "LookupError",
+    "NameError",
+    "NotADirectoryError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PermissionError",
+    "RecursionError",
+    "RuntimeError",
+    "StopIteration",
+    "TimeoutError",
+    "TypeError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "ValueError",
+    "ZeroDivisionError",
+]
+
+
+class OutputTooLarge(Exception):
+    """The tool printed more than the cap allows."""
+
+
+class PrintSink:
+    """Collects everything a tool prints, up to `cap` characters."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[str] = []
+        self.size = 0
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def collector(self, getattr_: Any = None) -> _PrintCollector:
+        return _PrintCollector(self, getattr_)
+
+
+class _PrintCollector:
+    def __init__(self, sink: PrintSink, getattr_: Any) -> None:
+        self.sink = sink
+        self.getattr = getattr_
+        self.txt: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.sink.size += len(text)
+        if self.sink.size > self.sink.cap:
+            raise OutputTooLarge(f"the tool printed more than {self.sink.cap} characters")
+        self.txt.append(text)
+        self.sink.parts.append(text)
+
+    def __call__(self) -> str:
+        return "".join(self.txt)
+
+    def _call_print(self, *objects: Any, **kwargs: Any) -> None:
+        if kwargs.get("file") is None:
+            kwargs["file"] = self
+        elif self.getattr is not None:
+            self.getattr(kwargs["file"], "write")
+        print(*objects, **kwargs)
+
+
+# Modules that allowed C functions import lazily through the frame's __import__
+# (datetime.strptime -> _strptime, datetime.strftime -> time). CPython's
+# PyImport_Import passes an empty *list* as fromlist; compiled import
+# statements pass None or a tuple, so tool code can never take this path.
+INTERNAL_IMPORTS = frozenset({"_strptime", "time"})
+
+
+def make_import(proxies: Mapping[str, SimpleNamespace]) -> Callable[..., Any]:
+    def guarded_import(
+        name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        if level == 0 and name in INTERNAL_IMPORTS and type(fromlist) is list and not fromlist:
+            return importlib.import_module(name)
+        if level != 0 or name not in proxies:
+            raise ImportError(f"import of {name!r} is not allowed")
+        return proxies[name]
+
+    return guarded_import
+
+
+def make_secret_getter(secrets: Mapping[str, str]) -> Callable[[str], str]:
+    # Secret names are case-insensitive everywhere (one rule: schema.secret_key).
+    values = {secret_key(k): v for k, v in secrets.items()}
+
+    def secret(name: str) -> str:
+        key = secret_key(name) if isinstance(name, str) else None
+        if key is None or key not in values:
+            raise KeyError(
+                f"secret {name!r} is not available: declare it in SECRETS and store it in the vault"
+            )
+        return values[key]
+
+    return secret
+
+
+def safe_builtins() -> dict[str, Any]:
+    """The template of plain builtins a tool gets; copied, never shared, per run."""
+    return {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+
+
+def make_globals(
+    template: Mapping[str, Any],
+    proxies: Mapping[str, SimpleNamespace],
+    open_fn: Callable[..., Any],
+    listdir_fn: Callable[..., Any],
+    secrets: Mapping[str, str],
+    sink: PrintSink,
+) -> dict[str, Any]:
+    """A fresh globals dict (with fresh builtins) for one restricted run."""
+    glb = prepare_globals(template, proxies, sink)
+    bind_call(glb, open_fn, listdir_fn, secrets)
+    return glb
+
+
+def prepare_globals(
+    template: Mapping[str, Any], proxies: Mapping[str, SimpleNamespace], sink: PrintSink
+) -> dict[str, Any]:
+    """The part of a run's fresh globals that does not depend on the call: new
+    guards, a new builtins dict, the import hook. A sandbox child builds it while
+    it waits for its one call; `bind_call` then adds what the call decides."""
+    guards = Guards()
+    safe = dict(template)
+    safe["__import__"] = make_import(proxies)
+    safe["__build_class__"] = builtins.__build_class__
+    return {
+        "__builtins__": safe,
+        "__name__": "tool",
+        "__metaclass__": guards.make_class,
+        "_getattr_": guards.getattr,
+        "_getitem_": operator.getitem,
+        "_getiter_": iter,
+        "_write_": guards.write,
+        "_inplacevar_": _inplacevar,
+        "_aug_item_": guards.aug_item,
+        "_aug_attr_": guards.aug_attr,
+        "_apply_": _apply,
+        "_print_": sink.collector,
+        "_unpack_sequence_": _unpack_sequence,
+        "_iter_unpack_sequence_": _iter_unpack_sequence,
+    }
+
+
+def bind_call(
+    glb: dict[str, Any],
+    open_fn: Callable[..., Any],
+    listdir_fn: Callable[..., Any],
+    secrets: Mapping[str, str],
+) -> None:
+    """Add the call's path gate and secrets to globals from `prepare_globals`."""
+    safe = glb["__builtins__"]
+    safe["open"] = open_fn
+    safe["listdir"] = listdir_fn
+    safe["secret"] = make_secret_getter(secrets)
+
+
+def make_unrestricted_globals() -> dict[str, Any]:
+    """Full Python builtins: only for tests that show the process layers alone."""
+    return {"__builtins__": dict(vars(builtins)), "__name__": "tool"}

@@ -1,0 +1,195 @@
+"""Layer 2, run time: the guards the restricted code calls for every attribute,
+item, write and in-place operation, and the `str.format` that resolves its fields
+through them. A fresh `Guards` per run (forge.policy.globals builds it).
+"""
+
+from __future__ import annotations
+
+import _string  # type: ignore[import-not-found]
+import builtins
+import operator
+import string
+from collections import ChainMap, UserDict, UserList, UserString, deque
+from collections.abc import Callable, Mapping
+from decimal import Context as DecimalContext
+from typing import Any
+
+from RestrictedPython import Guards as _rp_guards
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+from forge.lint import INSPECT_ATTRS
+
+BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
+# RestrictedPython ships no annotations: its two unpack guards, typed here.
+_guarded_unpack: Callable[..., Any] = _rp_guards.guarded_unpack_sequence
+_guarded_iter_unpack: Callable[..., Any] = _rp_guards.guarded_iter_unpack_sequence
+WRITABLE_TYPES = (dict, list, set, bytearray, deque, ChainMap, UserDict, UserList, DecimalContext)
+_INPLACE: Mapping[str, Callable[[Any, Any], Any]] = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "@=": operator.imatmul,
+}
+_MISSING = object()
+# Names the guards treat specially (refused, or routed through the safe formatter).
+_FORMAT_ATTRS = frozenset({"format", "format_map"})
+_SPECIAL_ATTRS = BLOCKED_ATTRS | _FORMAT_ATTRS | {"obj"}
+# Exact built-in types that are not a type, an exception or a string.Formatter:
+# for them the full check below comes down to "a public name, not one of
+# _SPECIAL_ATTRS", so `getattr` answers from a precomputed set of those names.
+_PLAIN_ATTRS: Mapping[type, frozenset[str]] = {
+    cls: frozenset(n for n in dir(cls) if not n.startswith("_") and n not in _SPECIAL_ATTRS)
+    for cls in (dict, list, tuple, set, frozenset, str, bytes, bytearray, int, float, complex, bool)
+}
+_builtin_getattr = builtins.getattr
+# Exact types `write` allows (all in WRITABLE_TYPES, none a type): the fast path.
+_WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
+
+
+class _DeniedWrite:
+    """What `_write_` returns for objects a tool may not modify."""
+
+    __slots__ = ("_name",)
+    _name: str
+
+    def __init__(self, ob: Any) -> None:
+        object.__setattr__(self, "_name", type(ob).__name__)
+
+    def _deny(self, *args: Any) -> None:
+        raise TypeError(f"tools may not modify {self._name} objects")
+
+    __setattr__ = __delattr__ = __setitem__ = __delitem__ = _deny
+
+
+class _SafeFormatter(string.Formatter):
+    """str.format whose fields go through the guards (CVE-2023-41039)."""
+
+    def __init__(self, getattr_: Callable[..., Any], getitem_: Callable[..., Any]) -> None:
+        self._getattr = getattr_
+        self._getitem = getitem_
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            obj = self._getattr(obj, key) if is_attr else self._getitem(obj, key)
+        return obj, first
+
+
+class Guards:
+    """The run-time guards of one run; `tool_classes` are classes the tool defined."""
+
+    def __init__(self) -> None:
+        self.tool_classes: set[type] = set()
+        self.formatter = _SafeFormatter(self.getattr, self.getitem)
+
+    def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
+        allowed = _PLAIN_ATTRS.get(type(ob))
+        if allowed is not None and type(name) is str and name in allowed:
+            if default is _MISSING:
+                return _builtin_getattr(ob, name)
+            return _builtin_getattr(ob, name, default)
+        if type(name) is not str:
+            raise TypeError("attribute name must be a string")
+        if name.startswith("_") or name in BLOCKED_ATTRS:
+            raise AttributeError(f"attribute {name!r} is not accessible to tools")
+        if name in _FORMAT_ATTRS:
+            return self.format_attr(ob, name, default)
+        if name == "obj" and isinstance(ob, BaseException):  # CVE-2024-47532
+            raise AttributeError("exception attribute 'obj' is not accessible to tools")
+        if isinstance(ob, string.Formatter) or (
+            isinstance(ob, type) and issubclass(ob, string.Formatter)
+        ):
+            raise AttributeError("string.Formatter is not available to tools")
+        if default is _MISSING:
+            return builtins.getattr(ob, name)
+        return builtins.getattr(ob, name, default)
+
+    def format_attr(self, ob: Any, name: str, default: Any) -> Any:
+        """`format` / `format_map` (issue 9): on a str or a UserString (or any
+        subclass of either) they are the guarded formatter over the text; on a
+        class of those, refused; on anything else, only a tool class's own
+        method (never a library method that may call the real `str.format`)."""
+        if isinstance(ob, str | UserString):
+            text = str.__str__(ob) if isinstance(ob, str) else str(ob.data)
+            fmt = self.formatter
+            if name == "format":
+                return lambda *a, **kw: fmt.vformat(text, a, kw)
+            return lambda mapping: fmt.vformat(text, (), mapping)
+        cls = ob if isinstance(ob, type) else type(ob)
+        if isinstance(ob, type) and issubclass(ob, str | UserString):
+            raise AttributeError("use 'text'.format(...) on a string instead of str.format")
+        owner = next((c for c in cls.__mro__ if name in vars(c)), None)
+        if owner is not None and owner not in self.tool_classes:
+            raise AttributeError(f"{cls.__name__}.{name} is not accessible to tools")
+        if default is _MISSING:
+            return builtins.getattr(ob, name)
+        return builtins.getattr(ob, name, default)
+
+    @staticmethod
+    def getitem(ob: Any, key: Any) -> Any:
+        return ob[key]
+
+    def write(self, ob: Any) -> Any:
+        cls = type(ob)
+        if cls in _WRITABLE_EXACT:
+            return ob
+        if isinstance(ob, WRITABLE_TYPES) and not isinstance(ob, type):
+            return ob
+        if (isinstance(ob, type) and ob in self.tool_classes) or any(
+            c in self.tool_classes for c in cls.__mro__
+        ):
+            return ob
+        return _DeniedWrite(ob)
+
+    def aug_item(self, ob: Any, key: Any, op: str, value: Any) -> None:
+        self.write(ob)[key] = _inplacevar(op, self.getitem(ob, key), value)
+
+    def aug_attr(self, ob: Any, name: str, op: str, value: Any) -> None:
+        setattr(self.write(ob), name, _inplacevar(op, self.getattr(ob, name), value))
+
+    def make_class(self, name: str, bases: tuple[Any, ...], ns: dict[str, Any], **kw: Any) -> Any:
+        meta: type = type
+        for base in bases:
+            bmeta = type(base)
+            if issubclass(bmeta, meta):
+                meta = bmeta
+        cls = meta(name, bases, ns, **kw)
+        self.tool_classes.add(cls)
+        return cls
+
+
+def _inplacevar(op: str, x: Any, y: Any) -> Any:
+    fn = _INPLACE.get(op)
+    if fn is None:
+        raise SyntaxError(f"unsupported in-place operator {op}")
+    return fn(x, y)
+
+
+def _apply(f: Any, *args: Any, **kwargs: Any) -> Any:
+    return f(*args, **kwargs)
+
+
+def _unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
+    """RestrictedPython's guarded_unpack_sequence; without nested targets and with
+    the plain `iter` guard (ours) it is exactly `list(it)`, so that is done directly."""
+    if getiter is iter and not spec["childs"]:
+        return list(it)
+    return _guarded_unpack(it, spec, getiter)
+
+
+def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
+    """RestrictedPython's guarded_iter_unpack_sequence (a generator yielding
+    `guarded_unpack_sequence(item)` for each item); same shortcut as above."""
+    if getiter is iter and not spec["childs"]:
+        return map(list, it)
+    return _guarded_iter_unpack(it, spec, getiter)
