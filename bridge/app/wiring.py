@@ -145,6 +145,7 @@ def build_turns(
         settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
         observers=caps.observers,
         masks=vault.masker,
+        user_note=caps.loadout.prompt.now_note,
     )
 
 
