@@ -31,7 +31,9 @@ async def test_remind_in_german_and_in_minutes(berlin: Roost) -> None:
     reply = await say(berlin, "/remind morgen um 18 Uhr Zahnarzt anrufen")
     assert reply.startswith("⏰ Ich erinnere dich morgen, Sa 16. Jan 18:00: Zahnarzt anrufen (id ")
     reply = await say(berlin, "/remind in 20m take the bread out")
-    assert reply.startswith("⏰ I'll remind you in 20 minutes, Fri 15 Jan 09:20: take the bread out")
+    assert reply.startswith(
+        "⏰ I'll remind you in 20 minutes, Fri 15 Jan 09:20: take the bread out"
+    )
     by_payload = {j.payload: j for j in berlin.schedule.jobs.list_jobs("local")}
     assert by_payload["Zahnarzt anrufen"].next_run_ms == ms_at("Europe/Berlin", 2027, 1, 16, 18)
     assert by_payload["take the bread out"].next_run_ms == NOW_MS + 20 * 60_000
