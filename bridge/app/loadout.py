@@ -91,6 +91,7 @@ def build_loadout(
         audience_defaults=defaults,
         files=files,
         cached=cached,
+        default_tz=settings.schedule.timezone,
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
     sets = command_sets(settings, memory, profile, personas, chats, audit)

@@ -26,6 +26,10 @@ from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
+from bridge.schedule.commands import ScheduleCommands
+from bridge.schedule.planning import Planner
+from bridge.schedule.service import ScheduleService
+from bridge.schedule.tools import ScheduleTools
 from bridge.skills.commands import SkillCommands
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
@@ -70,10 +74,12 @@ def build_capabilities(
     runner: SandboxRunner,
     clock: Callable[[], float],
     extra_tools: Sequence[ToolSource] = (),
+    schedule: ScheduleService | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
-    `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources.
+    `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources;
+    with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added.
     """
     files = FileCache()
     grades = SkillGrades(db)
@@ -87,17 +93,20 @@ def build_capabilities(
         tools=SavedToolsView(catalog),
     )
     drafts = SessionTools()
+    planner = Planner(schedule, audit) if schedule is not None else None
     return Capabilities(
         loadout,
         (
             loadout.tool_source,
             ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
+            *((ScheduleTools(planner),) if planner else ()),
             *extra_tools,
         ),
         (
             *loadout.command_sets,
             SkillCommands(grades, files),
             ToolCommands(drafts, catalog, audit),
+            *((ScheduleCommands(planner, audit),) if planner else ()),
         ),
         (SkillsObserver(grades, TurnLog(db), files, clock),),
     )
@@ -136,6 +145,7 @@ def build_turns(
         settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
         observers=caps.observers,
         masks=vault.masker,
+        user_note=caps.loadout.prompt.now_note,
     )
 
 

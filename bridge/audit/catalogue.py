@@ -106,8 +106,28 @@ EVENTS: dict[str, dict[str, object]] = {
         "negative_pct": 58,
         "cooldown_days": 30,
     },
+    "job.created": {
+        "id": "k7m2pq",
+        "kind": "reminder",
+        "recurring": False,
+        "channel": "telegram",
+        "by": "user",
+    },
+    "job.changed": {"id": "k7m2pq", "action": "paused", "by": "user"},
+    "job.ran": {"id": "k7m2pq", "kind": "turn", "outcome": "ok", "ms": 2310, "late_ms": 140},
+    "outbox.delivered": {"entry": 17, "channel": "telegram", "attempts": 2, "late_ms": 5200},
+    "outbox.failed": {
+        "entry": 17,
+        "channel": "telegram",
+        "attempts": 3,
+        "error": "network",
+        "dead": False,
+    },
     "audit.repaired": {"bytes_cut": 37},
 }
 
 # Emitted by the user-style sweep (`roost style sweep`), not by turns.
 SWEEP_EVENTS = frozenset({"style.candidate", "style.judged", "style.promoted", "style.rolled_back"})
+
+# Emitted by the scheduler and the outbox when jobs run and messages go out, not by turns.
+SCHEDULER_EVENTS = frozenset({"job.ran", "outbox.delivered", "outbox.failed"})

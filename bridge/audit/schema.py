@@ -195,6 +195,9 @@ SKILL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,63}"))
 SECRET = Ref(re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}"))
 BULLET = Ref(re.compile(r"b-[0-9]{4,12}"))
 LABEL = enum("approval", "rejection", "rephrase", "neutral")
+# A job id as bridge/schedule/jobs.py makes it: 6 of its base32 alphabet (no l, o, 0, 1).
+JOB = Ref(re.compile(r"[a-km-np-z2-9]{6}"))
+JOB_KIND = enum("reminder", "turn", "tool")
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
@@ -315,6 +318,35 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "skill": SKILL,
         "negative_pct": INT,
         "cooldown_days": INT,
+    },
+    "job.created": {
+        "id": JOB,
+        "kind": JOB_KIND,
+        "recurring": BOOL,
+        "channel": CHANNEL,
+        "by": enum("user", "model"),
+    },
+    "job.changed": {
+        "id": JOB,
+        "action": enum("removed", "paused", "resumed"),
+        "by": enum("user", "operator"),
+    },
+    "job.ran": {
+        "id": JOB,
+        "kind": JOB_KIND,
+        "outcome": enum("ok", "failed", "skipped"),
+        "ms": INT,
+        "late_ms": INT,
+    },
+    "outbox.delivered": {"entry": INT, "channel": CHANNEL, "attempts": INT, "late_ms": INT},
+    "outbox.failed": {
+        "entry": INT,
+        "channel": CHANNEL,
+        "attempts": INT,
+        "error": enum(
+            "network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"
+        ),
+        "dead": BOOL,
     },
     "audit.repaired": {"bytes_cut": INT},
 }

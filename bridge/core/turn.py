@@ -84,6 +84,7 @@ class TurnRunner:
         settings: TurnSettings | None = None,
         observers: Sequence[TurnObserver] = (),
         masks: Callable[[TenantDirs], OutputMask] | None = None,
+        user_note: Callable[[TurnContext], str] | None = None,
     ) -> None:
         self.backend = backend
         self.sessions = sessions
@@ -94,6 +95,7 @@ class TurnRunner:
         self._settings = settings or TurnSettings()
         self._observers = tuple(observers)
         self._masks = masks
+        self._note = user_note  # put before the newest message only (the date, time)
 
     async def run(
         self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
@@ -137,7 +139,9 @@ class TurnRunner:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system = self._prompt.system_prompt(turn)
         tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
-        messages = (*session.history, ChatMessage(role="user", content=turn.inbound.text))
+        note = self._note(turn) if self._note is not None else ""
+        now = (ChatMessage(role="user", content=note),) if note else ()
+        messages = (*session.history, *now, ChatMessage(role="user", content=turn.inbound.text))
         stream = mask.stream() if mask is not None and on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:

@@ -8,7 +8,9 @@ written. Changes are audited with the key and sizes only.
 
 from __future__ import annotations
 
+import difflib
 import re
+from zoneinfo import ZoneInfo, available_timezones
 
 from bridge.core.atomic import write_text
 from bridge.core.locks import TenantLocks, file_lock
@@ -24,6 +26,33 @@ _LINE = re.compile(r"^- ([^:]{1,32}):\s?(.*)$")
 
 class ProfileError(Exception):
     """Refused; the message says why. Nothing was written."""
+
+
+ZONE_KEY = "timezone"  # `- timezone: Europe/Berlin`: the zone the person's times are read in
+
+
+def known_zone(name: str) -> bool:
+    """True when `name` is an IANA zone this host knows (`Europe/Berlin`, `UTC`)."""
+    if not name or len(name) > 64:
+        return False
+    try:
+        ZoneInfo(name)
+    except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return False
+    return True
+
+
+def check_zone(value: str) -> str:
+    """The zone name `value` names, or ProfileError saying what would work."""
+    name = value.strip()
+    if known_zone(name):
+        return name
+    close = difflib.get_close_matches(name, sorted(available_timezones()), n=1, cutoff=0.7)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    raise ProfileError(
+        f"{name!r} is not a time zone I know.{hint} Use an IANA name such as "
+        "Europe/Berlin, America/New_York or UTC."
+    )
 
 
 def body_lines(text: str) -> list[str]:
@@ -94,6 +123,8 @@ class Profile:
         if reasons:
             raise ProfileError(refusal("this profile line", reasons))
         key, value = clean(key), clean(value)  # stored as NFKC
+        if key.lower() == ZONE_KEY:
+            value = check_zone(value)
         async with self._locks.hold(dirs.root, "profile"):
             with file_lock(dirs.root / ".profile.lock"):
                 new = set_line(self.read(dirs), key, value)

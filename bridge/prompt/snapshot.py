@@ -27,6 +27,7 @@ from bridge.loadout.steering import (
 )
 from bridge.memory.files import INDEX_NAME, index_entries
 from bridge.prompt.base import base_prompt
+from bridge.prompt.now import now_note
 from bridge.prompt.views import (
     PersonalToolsView,
     SkillRow,
@@ -35,6 +36,8 @@ from bridge.prompt.views import (
     ToolRow,
     shadow_cohort,
 )
+from bridge.schedule.service import host_zone
+from bridge.schedule.zone import person_zone
 from bridge.types.tenant_dirs import TenantDirs
 
 DAY = 86_400.0
@@ -98,8 +101,10 @@ class SnapshotTaker:
         audience_defaults: Mapping[str, str] | None = None,
         files: FileCache | None = None,
         cached: bool = True,
+        default_tz: str | None = None,
     ) -> None:
         self.home = home
+        self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
         self.memory_cap = memory_cap
         self.files = files or FileCache()
         self._steering = SteeringCache(self.files, steering_cap, enabled=cached)
@@ -140,6 +145,14 @@ class SnapshotTaker:
                 conf=tenant_confinement(dirs),
             )
         return paths
+
+    def zone(self, dirs: TenantDirs) -> str:
+        """The person's zone: profile `timezone`, else the configured or host zone."""
+        return person_zone(self._lines(self._paths(dirs).profile, body_lines), self.default_tz)
+
+    def now_note(self, dirs: TenantDirs, now: float) -> str:
+        """The current minute in the person's zone, put before their newest message."""
+        return now_note(now, self.zone(dirs))
 
     def take(
         self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float

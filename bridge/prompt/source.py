@@ -59,6 +59,10 @@ class LoadoutPrompt:
             self._last.popitem(last=False)
         return out
 
+    def now_note(self, turn: TurnContext) -> str:
+        """What the turn puts before the person's message: the date and time in their zone."""
+        return self.taker.now_note(turn.dirs, turn.now())
+
     def system_prompt(self, turn: TurnContext) -> str:
         inbound = turn.inbound
         return self.render(

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from bridge.app.build import build
-from bridge.audit.catalogue import EVENTS, SWEEP_EVENTS
+from bridge.audit.catalogue import EVENTS, SCHEDULER_EVENTS, SWEEP_EVENTS
 from bridge.audit.schema import COMMANDS, SCHEMAS, keyed_namer, sanitize
 from bridge.core.config import Settings
 from bridge.loadout.vault import set_value
@@ -82,10 +82,13 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "double 2",
         "/tool rm me.double",
         "/nosuchcommand",
+        "/remind in 20m stretch",
         "this one fails",
         "and this works",
     ):
         await say(text)
+    (job,) = roost.schedule.jobs.list_jobs("local")
+    await say(f"/job pause {job.id}")
     await say("hello", identity="424242", channel="telegram")
     await roost.aclose()
 
@@ -93,6 +96,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
     expected = (
         set(EVENTS)
         - SWEEP_EVENTS
+        - SCHEDULER_EVENTS
         - {
             "access.flood",
             "pairing.issued",

@@ -66,7 +66,11 @@ async def test_turn_streams_and_stores(make: Any) -> None:
     second = await roost.core.handle(msg("and again"))
     assert second.text == "ok"
     sent = roost.backend.requests[1].messages
-    assert [m.content for m in sent] == ["hi", "Hello there, friend!", "and again"]
+    assert [m.content for m in sent if not m.content.startswith("[Now: ")] == [
+        "hi",
+        "Hello there, friend!",
+        "and again",
+    ]
     events = [e[0] for e in roost.audit.events]
     assert events.count("message.answered") == 2
     assert all("hi" not in json.dumps(e[2]) for e in roost.audit.events)
@@ -124,7 +128,7 @@ async def test_reset_and_status(make: Any, clock: Clock) -> None:
     await roost.core.handle(msg("/reset"))
     assert "new (no turns yet)" in (await roost.core.handle(msg("/status"))).text
     await roost.core.handle(msg("c"))
-    assert [m.content for m in roost.backend.requests[-1].messages] == ["c"]
+    assert [m.content for m in roost.backend.requests[-1].messages][1:] == ["c"]
 
 
 async def test_idle_week_starts_fresh(make: Any, clock: Clock) -> None:
@@ -132,7 +136,7 @@ async def test_idle_week_starts_fresh(make: Any, clock: Clock) -> None:
     await roost.core.handle(msg("a"))
     clock.advance(7 * 86400 + 1)
     await roost.core.handle(msg("b"))
-    assert [m.content for m in roost.backend.requests[-1].messages] == ["b"]
+    assert [m.content for m in roost.backend.requests[-1].messages][1:] == ["b"]
 
 
 async def test_one_chat_in_order_different_chats_concurrently(make: Any) -> None:
@@ -219,7 +223,7 @@ async def test_tool_calls_run_and_errors_go_back_to_the_model(make: Any) -> None
     assert results[1] == "error: the value must be positive"
     assert "no tool named 'nope'" in results[2]
     assert "not a JSON object" in results[3]
-    assert [m.role for m in second.messages] == ["user", "assistant"] + ["tool"] * 4
+    assert [m.role for m in second.messages] == ["user", "user", "assistant"] + ["tool"] * 4
 
 
 async def test_step_limit_ends_the_loop(make: Any, settings: Settings) -> None:

@@ -98,7 +98,7 @@ async def test_serve_restart_keeps_the_conversation(home: Path, fake: FakeOpenAI
         assert (await r.json())["reply"] == "echo: what was it?"
     code, _ = await daemon.stop()
     assert code == 0
-    sent = [m["content"] for m in fake.requests[-1]["messages"]]
+    sent = [m["content"] for m in fake.requests[-1]["messages"] if m["content"][:6] != "[Now: "]
     assert sent[1:] == [
         "my secret word is kiwi",
         "echo: my secret word is kiwi",
@@ -161,7 +161,8 @@ async def test_chat_through_stdin_and_stdout(home: Path, fake: FakeOpenAI) -> No
     assert replies[0] == "echo: first line"
     assert "Tenant: local" in replies[1] and "1 turn," in replies[1]
     assert replies[2] == "echo: second"
-    assert len(fake.requests[-1]["messages"]) == 4  # system + first exchange + second
+    messages = fake.requests[-1]["messages"]  # system + first exchange + now + second
+    assert len(messages) == 5 and messages[3]["content"].startswith("[Now: ")
 
 
 async def test_model_server_down_gets_a_useful_reply(home: Path, fake: FakeOpenAI) -> None:

@@ -1,0 +1,156 @@
+"""/remind, /every, /jobs and /job rm|pause|resume: the schedule as chat commands.
+
+Rows of small async functions returning text (no model involved). Times are
+read and shown in the person's zone (`zone.py`); a job belongs to the chat
+the command came from. Creating goes through `Planner` (limits, `changed()`,
+`job.created`); removing, pausing and resuming record `job.changed`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from zoneinfo import ZoneInfo
+
+from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.schedule.jobs import Job
+from bridge.schedule.planning import Planner, Refused, Target, local, tool_payload
+from bridge.schedule.recur import parse_every
+from bridge.schedule.when_echo import stamp
+from bridge.schedule.when_errors import WhenError
+from bridge.types.audit_sink import AuditSink
+
+PREVIEW = 40
+SHOWN_FAILURES = 3
+
+
+def preview(job: Job) -> str:
+    """The first 40 characters of what a job does (a tool job: its tool and mode)."""
+    if job.kind == "tool":
+        try:
+            data = json.loads(job.payload)
+            return f"{data['tool']} ({'always' if data['mode'] == 'always' else 'on change'})"
+        except (ValueError, KeyError, TypeError):
+            return "(unreadable tool job)"
+    text = " ".join(job.payload.split())
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+
+
+def recurrence(job: Job) -> str:
+    if not job.recurring:
+        return "once"
+    every = parse_every(job.spec, ZoneInfo(job.tz))
+    return job.spec if isinstance(every, WhenError) else every.echo
+
+
+class ScheduleCommands:
+    def __init__(self, planner: Planner, audit: AuditSink) -> None:
+        self._planner = planner
+        self._jobs = planner.service.jobs
+        self._audit = audit
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command("remind", "/remind <when> <text>", "a reminder in this chat", self.remind),
+            Command(
+                "every",
+                "/every <when> <prompt> | /every <when> me.<tool> [always|on change]",
+                "a recurring answer or tool run in this chat",
+                self.every,
+            ),
+            Command("jobs", "/jobs", "this chat's reminders and recurring jobs", self.list_jobs),
+            Command("job", "/job rm|pause|resume <id>", "remove, pause or resume a job", self.job),
+        )
+
+    def _target(self, ctx: CommandContext) -> Target:
+        return Target(ctx.dirs, ctx.inbound.channel, ctx.inbound.chat, "user")
+
+    async def remind(self, ctx: CommandContext, args: str) -> str:
+        if not args.strip():
+            raise UsageError()
+        try:
+            when = self._planner.read_when(args, ctx.now, self._planner.zone(ctx.dirs))
+            done = await self._planner.once(self._target(ctx), when, when.rest, ctx.now)
+        except Refused as exc:
+            if exc.usage:
+                raise UsageError(exc.message) from None
+            return exc.message
+        return done.reply
+
+    async def every(self, ctx: CommandContext, args: str) -> str:
+        if not args.strip():
+            raise UsageError()
+        planner = self._planner
+        try:
+            every = planner.read_every(args, planner.zone(ctx.dirs))
+            if every.rest.startswith("me."):
+                payload, what = tool_payload(every.rest, ctx.dirs)
+                kind = "tool"
+            else:
+                payload, what, kind = every.rest, f"I'll answer “{every.rest}”", "turn"
+            done = await planner.recurring(self._target(ctx), every, payload, kind, what, ctx.now)
+        except Refused as exc:
+            if exc.usage:
+                raise UsageError(exc.message) from None
+            return exc.message
+        return done.reply
+
+    async def list_jobs(self, ctx: CommandContext, args: str) -> str:
+        i = ctx.inbound
+        tz = self._planner.zone(ctx.dirs)
+        now_ms = int(ctx.now * 1000)
+        jobs = self._jobs.list_jobs(ctx.tenant, i.channel, i.chat)
+        lines = [f"Jobs in this chat (times in {tz}):"] if jobs else ["No jobs in this chat."]
+        for job in jobs:
+            nxt = (
+                stamp(local(job.next_run_ms, tz), local(now_ms, tz), "en")
+                if job.next_run_ms
+                else "—"
+            )
+            lines.append(
+                f"• {job.id} · {job.kind} · {recurrence(job)} · next {nxt} · {job.state}"
+                f" — {preview(job)}"
+            )
+            if job.last_error:
+                lines.append(f"  last run failed ({job.fail_count}×): {job.last_error}")
+        lines += self._failures(ctx)
+        if not jobs:
+            lines.append("/remind and /every add one.")
+        return "\n".join(lines)
+
+    def _failures(self, ctx: CommandContext) -> list[str]:
+        i = ctx.inbound
+        failed = self._planner.service.outbox.failures(ctx.tenant, i.channel, i.chat)
+        if not failed:
+            return []
+        out = [f"Delivery problems ({len(failed)}):"]
+        for entry in failed[:SHOWN_FAILURES]:
+            state = "given up" if entry.state == "dead" else "retrying"
+            out.append(
+                f"  {state} after {entry.attempts} attempt(s): {entry.last_error or 'failed'}"
+            )
+        return out
+
+    async def job(self, ctx: CommandContext, args: str) -> str:
+        parts = args.lower().split()
+        if len(parts) != 2 or parts[0] not in ("rm", "remove", "delete", "pause", "resume"):
+            raise UsageError()
+        action, job_id = parts
+        job = self._jobs.get(ctx.tenant, job_id)
+        if job is None or job.state == "done":
+            return f"There is no job {job_id!r}; /jobs lists this chat's jobs."
+        if action == "pause":
+            ok, verb = self._jobs.pause(ctx.tenant, job_id), "paused"
+            fail = f"Job {job_id} is already paused; /job resume {job_id} restarts it."
+        elif action == "resume":
+            ok, verb = self._jobs.resume(ctx.tenant, job_id, int(ctx.now * 1000)), "resumed"
+            fail = f"Job {job_id} is not paused."
+        else:
+            ok, verb, fail = self._jobs.remove(ctx.tenant, job_id), "removed", "Already gone."
+        if not ok:
+            return fail
+        self._planner.service.changed()
+        await self._audit.emit(
+            "job.changed", ctx.tenant, {"id": job_id, "action": verb, "by": "user"}
+        )
+        return f"Job {job_id} {verb}: {preview(job)}"

@@ -1,0 +1,158 @@
+"""From a request to a stored job: what `/remind`, `/every` and `schedule_create` share.
+
+`Planner` reads the time phrase in the person's zone (`zone.tenant_zone`),
+checks the limits, stores the job for the chat the request came from, wakes
+the scheduler and records `job.created` (ids, kind, channel, who; never the
+text). Whatever it refuses comes back as `Refused` with a message fit to show
+the person (or the model): the parser's own (what it understood and an
+example), a per-tenant limit, an unknown tool.
+
+Payload conventions the runtime relies on: a `reminder` carries its text, a
+`turn` its prompt, a `tool` job `{"tool": "me.<name>", "mode": "change"|"always"}`.
+`spec` is `Every.spec` ('' for a one-shot), `tz` the zone name used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from bridge.schedule.jobs import Job, LimitError
+from bridge.schedule.recur import Every, check_min_interval, parse_every
+from bridge.schedule.service import ScheduleService, next_slot, to_ms
+from bridge.schedule.when import When, WhenError, parse_when
+from bridge.schedule.when_echo import stamp
+from bridge.schedule.zone import tenant_zone
+from bridge.types.audit_sink import AuditSink
+from bridge.types.tenant_dirs import TenantDirs
+from forge.names import BadName, bare_name
+
+ALWAYS: Final = frozenset({"always", "immer", "every time", "jedes mal"})
+ON_CHANGE: Final = frozenset(
+    {"", "on change", "change", "changed", "when changed", "bei änderung", "wenn geändert"}
+)
+
+
+class Refused(Exception):
+    """Not scheduled; `message` says why. `usage`: the text part was missing."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Whose job, delivered where, asked by whom (`user` or `model`)."""
+
+    dirs: TenantDirs
+    channel: str
+    chat: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduled:
+    job: Job
+    reply: str  # the confirmation, with the job id
+
+
+def local(ms: int, tz: str) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC).astimezone(ZoneInfo(tz))
+
+
+def tool_payload(rest: str, dirs: TenantDirs) -> tuple[str, str]:
+    """`me.name [always|on change]` -> (payload JSON, reply phrase); Refused if not saved."""
+    word, _, option = rest.partition(" ")
+    try:
+        name = bare_name(word)
+    except BadName as exc:
+        raise Refused(str(exc)) from None
+    if not (dirs.tools / f"me.{name}.py").is_file():
+        raise Refused(f"You have no saved tool me.{name}; /tools lists yours.")
+    option = " ".join(option.lower().split())
+    if option in ALWAYS:
+        mode, phrase = "always", "posting its result every time"
+    elif option in ON_CHANGE:
+        mode, phrase = "change", "posting its result only when it changes"
+    else:
+        raise Refused(f"After me.{name} say `always` or `on change` (the default).")
+    return json.dumps({"tool": f"me.{name}", "mode": mode}), f"me.{name}, {phrase}"
+
+
+class Planner:
+    def __init__(self, service: ScheduleService, audit: AuditSink) -> None:
+        self.service = service
+        self._audit = audit
+
+    def zone(self, dirs: TenantDirs) -> str:
+        return tenant_zone(dirs, self.service.default_tz)
+
+    def read_when(self, text: str, now: float, tz: str) -> When:
+        got = parse_when(text, datetime.fromtimestamp(now, UTC), ZoneInfo(tz))
+        if isinstance(got, WhenError):
+            raise Refused(got.message)
+        return got
+
+    def read_every(self, text: str, tz: str) -> Every:
+        every = parse_every(text, ZoneInfo(tz))
+        if isinstance(every, WhenError):
+            raise Refused(every.message)
+        minimum = timedelta(milliseconds=self.service.jobs.limits.min_interval_ms)
+        too_often = check_min_interval(every, minimum)
+        if too_often is not None:
+            raise Refused(too_often.message)
+        return every
+
+    async def once(
+        self, target: Target, when: When, text: str, now: float, kind: str = "reminder"
+    ) -> Scheduled:
+        """A one-shot job at `when` (already read in the person's zone)."""
+        if not text.strip():
+            raise Refused("What should it say? Give the text after the time.", usage=True)
+        tz = when.at.tzinfo.key if isinstance(when.at.tzinfo, ZoneInfo) else "UTC"
+        job = await self._store(target, kind, "", text.strip(), tz, to_ms(when.at), now)
+        if kind == "reminder":
+            head = "⏰ Ich erinnere dich" if when.lang == "de" else "⏰ I'll remind you"
+            reply = f"{head} {when.echo}: {job.payload} (id {job.id})"
+        else:
+            reply = f"⏰ {when.echo} I'll answer: {job.payload} (id {job.id})"
+        return Scheduled(job, reply)
+
+    async def recurring(
+        self, target: Target, every: Every, payload: str, kind: str, what: str, now: float
+    ) -> Scheduled:
+        """A recurring job from a parsed `Every`; `what` names it in the reply."""
+        if not payload.strip():
+            raise Refused("What should run? Give a prompt or me.<tool> after the time.", usage=True)
+        first = to_ms(next_slot(every, int(now * 1000)))
+        job = await self._store(target, kind, every.spec, payload.strip(), every.tz.key, first, now)
+        nxt = stamp(local(first, every.tz.key), local(int(now * 1000), every.tz.key), "en")
+        reply = f"🔁 {every.echo}: {what}. Next run {nxt}. (id {job.id})"
+        return Scheduled(job, reply)
+
+    async def _store(
+        self, t: Target, kind: str, spec: str, payload: str, tz: str, first_ms: int, now: float
+    ) -> Job:
+        try:
+            job = self.service.jobs.create(
+                tenant=t.dirs.tenant,
+                channel=t.channel,
+                chat=t.chat,
+                kind=kind,
+                spec=spec,
+                payload=payload,
+                tz=tz,
+                next_run_ms=first_ms,
+                created_ms=int(now * 1000),
+            )
+        except LimitError as exc:
+            raise Refused(exc.message) from None
+        self.service.changed()
+        details = {"id": job.id, "kind": kind, "recurring": job.recurring, "channel": t.channel}
+        await self._audit.emit("job.created", t.dirs.tenant, {**details, "by": t.by})
+        return job

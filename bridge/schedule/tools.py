@@ -1,0 +1,121 @@
+"""The model's schedule tools: `schedule_create` and `schedule_list` (a ToolSource).
+
+`schedule_create` validates exactly as `/remind` and `/every` do (same parser,
+zone, limits; `Planner`) and schedules for the chat of the current turn. Its
+result is the confirmation with the job id, which the model is told to pass
+on, so the person always hears what was scheduled. Refusals come back as tool
+errors that say what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bridge.schedule.commands import preview, recurrence
+from bridge.schedule.planning import Planner, Refused, Target, local
+from bridge.schedule.when_echo import stamp
+from bridge.types.backend import ToolSchema
+from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
+
+CREATE = ToolSchema(
+    "schedule_create",
+    "Schedule a reminder or a later answer in this chat. Always tell the person what was "
+    "scheduled (the result says it, with the job id); /jobs lists jobs, /job rm <id> "
+    "removes one. One-time: give `when`; recurring: give `every` instead.",
+    {
+        "type": "object",
+        "properties": {
+            "when": {
+                "type": "string",
+                "description": "one-time: 'in 20m', 'tomorrow 9:00', '2026-12-24 18:00', "
+                "'morgen 9 Uhr' (read in the person's time zone)",
+            },
+            "text": {
+                "type": "string",
+                "description": "reminder: the text to send; turn: the prompt to answer then",
+            },
+            "kind": {"type": "string", "enum": ["reminder", "turn"], "default": "reminder"},
+            "every": {
+                "type": "string",
+                "description": "recurring instead of `when`: 'weekdays 7:30', 'daily 8:00', "
+                "'2h', or a cron expression '0 7 * * 1-5'",
+            },
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+)
+
+LIST = ToolSchema(
+    "schedule_list",
+    "List the reminders and recurring jobs of this chat with their next run.",
+    {"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+
+def _opt_str(args: Mapping[str, Any], key: str) -> str:
+    value = args.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ToolError(f"argument {key!r} must be a string")
+    return value.strip()
+
+
+class ScheduleTools:
+    def __init__(self, planner: Planner) -> None:
+        self._planner = planner
+        self._tools: tuple[Tool, ...] = (
+            FunctionTool(CREATE, self.create),
+            FunctionTool(LIST, self.list_jobs),
+        )
+
+    def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
+        return self._tools
+
+    async def create(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        when, every, text = _opt_str(args, "when"), _opt_str(args, "every"), _opt_str(args, "text")
+        kind = _opt_str(args, "kind") or "reminder"
+        if kind not in ("reminder", "turn"):
+            raise ToolError("kind must be 'reminder' or 'turn'")
+        if not text:
+            raise ToolError("give the text (reminder) or the prompt (turn)")
+        if bool(when) == bool(every):
+            raise ToolError("give exactly one of `when` (one-time) or `every` (recurring)")
+        i = turn.inbound
+        target = Target(turn.dirs, i.channel, i.chat, "model")
+        planner, now = self._planner, turn.now()
+        tz = planner.zone(turn.dirs)
+        try:
+            if every:
+                rule = planner.read_every(every, tz)
+                if rule.rest:
+                    raise Refused(f"could not read {rule.rest!r} as part of `every`")
+                what = f"reminder “{text}”" if kind == "reminder" else f"I'll answer “{text}”"
+                done = await planner.recurring(target, rule, text, kind, what, now)
+            else:
+                at = planner.read_when(when, now, tz)
+                if at.rest:
+                    raise Refused(f"could not read {at.rest!r} as part of `when`")
+                done = await planner.once(target, at, text, now, kind)
+        except Refused as exc:
+            raise ToolError(exc.message) from None
+        return f"Scheduled. Tell the person: {done.reply}"
+
+    async def list_jobs(self, args: Mapping[str, Any], turn: TurnContext) -> str:
+        i = turn.inbound
+        tz = self._planner.zone(turn.dirs)
+        now_ms = int(turn.now() * 1000)
+        jobs = self._planner.service.jobs.list_jobs(turn.tenant, i.channel, i.chat)
+        if not jobs:
+            return "No jobs in this chat."
+        lines = [f"Jobs in this chat (times in {tz}):"]
+        for job in jobs:
+            nxt = local(job.next_run_ms, tz) if job.next_run_ms else None
+            when = stamp(nxt, local(now_ms, tz), "en") if nxt else "—"
+            lines.append(
+                f"- {job.id}: {job.kind}, {recurrence(job)}, next {when}, {job.state}: "
+                f"{preview(job)}"
+            )
+        return "\n".join(lines)
