@@ -44,7 +44,9 @@ from forge.policy.globals import (
     make_unrestricted_globals,
     prepare_globals,
 )
-from forge.protocol import ErrorKind, Job, decode_job, failure_doc, frame, success_doc
+from forge.protocol.fields import ErrorKind
+from forge.protocol.frames import frame
+from forge.protocol.jobs import Job, decode_job, failure_doc, success_doc
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resource
 
-from forge.protocol import Limits
+from forge.protocol.limits import Limits
 
 
 def apply_rlimits(limits: Limits) -> None:

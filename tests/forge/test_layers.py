@@ -25,9 +25,10 @@ from typing import IO
 import pytest
 import pytest_asyncio
 
-from forge import protocol
-from forge import runner as runner_mod
+from forge import helper_process
 from forge.child import Layers
+from forge.protocol import calls, frames
+from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
 
@@ -279,15 +280,15 @@ async def test_a_request_cannot_switch_layers_off(workspace: Path) -> None:
 
 
 def _read_frame(stream: IO[bytes]) -> dict[str, object]:
-    (size,) = protocol.HEADER.unpack(stream.read(protocol.HEADER.size))
+    (size,) = frames.HEADER.unpack(stream.read(frames.HEADER.size))
     doc: dict[str, object] = json.loads(stream.read(size))
     return doc
 
 
 def _ask_production_helper(workspace: Path) -> dict[str, object]:
-    boot = runner_mod._BOOT
+    boot = helper_process.BOOT
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-c", boot, runner_mod._PROJECT_ROOT],
+        [sys.executable, "-I", "-c", boot, helper_process.PROJECT_ROOT],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={},
@@ -297,7 +298,7 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
     try:
         assert _read_frame(proc.stdout)["op"] == "hello"
         off = {k: False for k in Layers.__slots__}
-        request = protocol.Request(
+        request = calls.Request(
             id=1,
             source="def run():\n    return str(().__class__)\n",
             params={},
@@ -305,10 +306,10 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
             secrets={},
             timeout_s=5,
             max_output=1 << 20,
-            limits=protocol.Limits(),
+            limits=Limits(),
         )
-        doc = json.loads(protocol.encode_request(request)[protocol.HEADER.size :])
-        proc.stdin.write(protocol.frame(json.dumps({**doc, "layers": off}).encode()))
+        doc = json.loads(calls.encode_request(request)[frames.HEADER.size :])
+        proc.stdin.write(frames.frame(json.dumps({**doc, "layers": off}).encode()))
         proc.stdin.flush()
         return _read_frame(proc.stdout)
     finally:

@@ -22,7 +22,7 @@ from forge.child import Layers
 from forge.modules import build_proxies
 from forge.policy import globals as run_globals
 from forge.policy import guards as policy_guards
-from forge.protocol import frame, unframe
+from forge.protocol.frames import frame, unframe
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
 

@@ -8,9 +8,30 @@ import marshal
 
 import pytest
 
-from forge import protocol as p
+from forge.protocol.calls import (
+    Hello,
+    Reply,
+    Request,
+    decode_hello,
+    decode_reply,
+    decode_request,
+    encode_hello,
+    encode_reply,
+    encode_request,
+)
+from forge.protocol.fields import ERROR_KINDS, ErrorKind, Failure
+from forge.protocol.frames import HEADER, FrameReader, FrameTooLarge, ProtocolError, frame, unframe
+from forge.protocol.jobs import (
+    Outcome,
+    decode_job,
+    decode_outcome,
+    encode_job,
+    failure_doc,
+    success_doc,
+)
+from forge.protocol.limits import Limits, decode_limits, encode_limits
 
-REQ = p.Request(
+REQ = Request(
     id=7,
     source="def run(a: int) -> int:\n    '''d'''\n    return a\n",
     params={"a": 1, "nested": {"ü": [1, 2.5, None]}},
@@ -18,45 +39,45 @@ REQ = p.Request(
     secrets={"api_key": "v"},
     timeout_s=2.5,
     max_output=4096,
-    limits=p.Limits().for_timeout(2.5),
+    limits=Limits().for_timeout(2.5),
     trace=True,
 )
 
 
 def _doc(framed: bytes) -> bytes:
-    doc = p.unframe(framed)
+    doc = unframe(framed)
     assert doc is not None
     return doc
 
 
 def test_request_round_trip_and_cpu_from_timeout() -> None:
-    back = p.decode_request(_doc(p.encode_request(REQ)))
+    back = decode_request(_doc(encode_request(REQ)))
     assert back == REQ
     assert back.limits.cpu_s == 3
 
 
-@pytest.mark.parametrize("kind", p.ERROR_KINDS)
-def test_reply_round_trip_for_every_kind(kind: p.ErrorKind) -> None:
-    reply = p.Reply(3, False, None, "", p.Failure(kind, "why"), 1.5, (("a", 1),))
-    assert p.decode_reply(_doc(p.encode_reply(reply))) == reply
-    ok = p.Reply(4, True, {"x": [1]}, "printed", None, 2.0)
-    assert p.decode_reply(_doc(p.encode_reply(ok))) == ok
+@pytest.mark.parametrize("kind", ERROR_KINDS)
+def test_reply_round_trip_for_every_kind(kind: ErrorKind) -> None:
+    reply = Reply(3, False, None, "", Failure(kind, "why"), 1.5, (("a", 1),))
+    assert decode_reply(_doc(encode_reply(reply))) == reply
+    ok = Reply(4, True, {"x": [1]}, "printed", None, 2.0)
+    assert decode_reply(_doc(encode_reply(ok))) == ok
 
 
 def test_unknown_error_kinds_are_refused() -> None:
     doc = {"id": 1, "ok": False, "printed": "", "duration_ms": 0, "error": {"kind": "x"}}
     doc["error"]["message"] = "m"
-    with pytest.raises(p.ProtocolError, match="unknown error kind"):
-        p.decode_reply(json.dumps(doc).encode())
-    with pytest.raises(p.ProtocolError):
-        p.decode_outcome(b'{"ok": false, "kind": "escaped", "message": ""}')
+    with pytest.raises(ProtocolError, match="unknown error kind"):
+        decode_reply(json.dumps(doc).encode())
+    with pytest.raises(ProtocolError):
+        decode_outcome(b'{"ok": false, "kind": "escaped", "message": ""}')
 
 
 def test_outcomes() -> None:
-    ok = p.decode_outcome(json.dumps(p.success_doc([1], "hi")).encode())
-    assert ok == p.Outcome(True, [1], "hi")
-    bad = p.decode_outcome(json.dumps(p.failure_doc("denied", "no")).encode())
-    assert bad.error == p.Failure("denied", "no") and not bad.ok
+    ok = decode_outcome(json.dumps(success_doc([1], "hi")).encode())
+    assert ok == Outcome(True, [1], "hi")
+    bad = decode_outcome(json.dumps(failure_doc("denied", "no")).encode())
+    assert bad.error == Failure("denied", "no") and not bad.ok
 
 
 @pytest.mark.parametrize(
@@ -64,12 +85,12 @@ def test_outcomes() -> None:
     [b"", b"[]", b"{", b'{"ok": 1}', b'{"ok": true, "printed": 3}', b'{"ok": "yes"}'],
 )
 def test_malformed_outcomes_are_refused(doc: bytes) -> None:
-    with pytest.raises(p.ProtocolError):
-        p.decode_outcome(doc)
+    with pytest.raises(ProtocolError):
+        decode_outcome(doc)
 
 
 def test_malformed_requests_are_refused() -> None:
-    good = json.loads(_doc(p.encode_request(REQ)))
+    good = json.loads(_doc(encode_request(REQ)))
     for key, value in [
         ("id", "7"),
         ("id", True),
@@ -80,58 +101,58 @@ def test_malformed_requests_are_refused() -> None:
         ("params", [1]),
         ("trace", 1),
     ]:
-        with pytest.raises(p.ProtocolError):
-            p.decode_request(json.dumps({**good, key: value}).encode())
+        with pytest.raises(ProtocolError):
+            decode_request(json.dumps({**good, key: value}).encode())
 
 
 def test_limits_codec() -> None:
-    limits = p.Limits(1, 2, 3, 4)
-    assert p.decode_limits(p.encode_limits(limits)) == limits
-    assert p.decode_limits(tuple(p.encode_limits(limits))) == limits
+    limits = Limits(1, 2, 3, 4)
+    assert decode_limits(encode_limits(limits)) == limits
+    assert decode_limits(tuple(encode_limits(limits))) == limits
 
 
 def test_hello_round_trip() -> None:
-    hello = p.Hello(10, 11, {"seccomp": {"available": True, "detail": ""}})
-    assert p.decode_hello(_doc(p.encode_hello(hello))) == hello
-    with pytest.raises(p.ProtocolError):
-        p.decode_hello(_doc(p.encode_reply(p.Reply(1, True))))
+    hello = Hello(10, 11, {"seccomp": {"available": True, "detail": ""}})
+    assert decode_hello(_doc(encode_hello(hello))) == hello
+    with pytest.raises(ProtocolError):
+        decode_hello(_doc(encode_reply(Reply(1, True))))
 
 
 def test_job_round_trip() -> None:
     code = marshal.dumps(compile("x = 1", "<tool>", "exec"))
-    job = p.decode_job(p.encode_job(code, REQ, "/real/ws"))
+    job = decode_job(encode_job(code, REQ, "/real/ws"))
     assert (job.params, job.workspace, job.secrets) == (REQ.params, "/real/ws", REQ.secrets)
     assert (job.limits, job.max_output, job.trace) == (REQ.limits, 4096, True)
-    with pytest.raises(p.ProtocolError):
-        p.decode_job(marshal.dumps((1, code, {}, "/", {}, [1, 2, 3, 4], 1, False)))
-    with pytest.raises(p.ProtocolError):
-        p.decode_job(b"not marshal")
+    with pytest.raises(ProtocolError):
+        decode_job(marshal.dumps((1, code, {}, "/", {}, [1, 2, 3, 4], 1, False)))
+    with pytest.raises(ProtocolError):
+        decode_job(b"not marshal")
 
 
 def test_frames_split_anywhere_come_out_whole() -> None:
-    frames = [p.encode_request(REQ), p.encode_reply(p.Reply(1, True, "é" * 100))]
+    frames = [encode_request(REQ), encode_reply(Reply(1, True, "é" * 100))]
     stream = b"".join(frames)
     for cut in range(len(stream) + 1):
-        reader = p.FrameReader(1 << 20)
+        reader = FrameReader(1 << 20)
         got = reader.feed(stream[:cut]) + reader.feed(stream[cut:])
         assert got == [_doc(f) for f in frames]
         assert reader.buffered() == 0
 
 
 def test_truncated_frames_wait() -> None:
-    framed = p.frame(b"abc")
+    framed = frame(b"abc")
     for cut in range(len(framed)):
-        assert p.unframe(framed[:cut]) is None
-        reader = p.FrameReader(16)
+        assert unframe(framed[:cut]) is None
+        reader = FrameReader(16)
         assert reader.feed(framed[:cut]) == []
         assert reader.buffered() == cut
-    assert p.unframe(framed + b"junk") == b"abc"
+    assert unframe(framed + b"junk") == b"abc"
 
 
 def test_oversize_frames_are_refused_from_the_header() -> None:
-    reader = p.FrameReader(8)
-    assert reader.feed(p.frame(b"12345678")) == [b"12345678"]
-    with pytest.raises(p.FrameTooLarge):
-        reader.feed(p.HEADER.pack(9))  # refused before any of its body arrives
-    with pytest.raises(p.FrameTooLarge):
-        p.FrameReader(1 << 20).feed(p.HEADER.pack(2**63))
+    reader = FrameReader(8)
+    assert reader.feed(frame(b"12345678")) == [b"12345678"]
+    with pytest.raises(FrameTooLarge):
+        reader.feed(HEADER.pack(9))  # refused before any of its body arrives
+    with pytest.raises(FrameTooLarge):
+        FrameReader(1 << 20).feed(HEADER.pack(2**63))

@@ -1,0 +1,78 @@
+"""The helper's children waiting for a call: forked ahead of demand, one call each.
+
+Up to `IDLE_CHILDREN` children, forked from the zygote (forge.zygote) and
+already half-prepared (forge.child), wait while the helper has no call in
+flight (forking stalls the helper and competes for the CPU, so it never runs
+while a reply may be due). A call goes to one of them, or to a child forked on
+the spot when none waits; its go pipe and memfd are closed as it is handed
+over, so no child is ever given a second call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import deque
+
+from forge.zygote import Spawned, Zygote, kill
+
+IDLE_CHILDREN = 2  # children forked ahead of demand (two concurrent callers on 2 cores)
+SPAWN_BACKOFF_S = 0.5
+
+
+class ChildPool:
+    def __init__(self, zygote: Zygote) -> None:
+        self.zygote = zygote
+        self.idle: deque[Spawned] = deque()
+        self.spawn_after = 0.0  # forking failed recently: not before this time
+
+    def spawn(self) -> Spawned:
+        """A new child from the zygote that prepares itself and waits for one call."""
+        try:
+            return self.zygote.fork_child()
+        except ConnectionError:
+            raise SystemExit(1) from None  # no zygote, no children: the runner restarts us
+
+    def wanted(self, busy: bool) -> bool:
+        """Whether to fork the next waiting child now: below `IDLE_CHILDREN`, and only
+        while no call is in flight (`busy`), unless no child waits at all."""
+        return len(self.idle) < IDLE_CHILDREN and (not busy or not self.idle)
+
+    def refill(self) -> None:
+        """Fork one more waiting child; on failure back off for SPAWN_BACKOFF_S."""
+        try:
+            self.idle.append(self.spawn())
+        except OSError:
+            self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+
+    def hand_over(self, data: bytes) -> Spawned:
+        """Give one call to a waiting child (forking one if none waits); that child's
+        go pipe and memfd are closed here, so it can never be given another."""
+        for _ in range(3):
+            child = self.idle.popleft() if self.idle else self.spawn()
+            try:
+                view = memoryview(data)
+                offset = 0
+                while offset < len(view):
+                    offset += os.pwrite(child.job, view[offset:], offset)
+                os.write(child.go, b"g")
+            except OSError:  # it died while waiting (OOM killer, signal): use another
+                discard(child)
+                continue
+            os.close(child.go)
+            os.close(child.job)
+            return child
+        raise OSError("no sandbox child could be started")
+
+    def close(self) -> None:
+        """Kill every waiting child."""
+        while self.idle:
+            discard(self.idle.popleft())
+
+
+def discard(child: Spawned) -> None:
+    kill(child.pidfd)
+    for fd in (child.go, child.job, child.result, child.pidfd):
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -1,0 +1,130 @@
+"""The runner <-> helper wire: a `Hello`, then one `Reply` per `Request`, as frames
+of JSON on the helper's stdin/stdout (replies may come in any order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from forge.protocol.fields import (
+    Failure,
+    Marks,
+    dump,
+    error_kind,
+    field,
+    load,
+    marks,
+    str_dict,
+)
+from forge.protocol.frames import ProtocolError, frame
+from forge.protocol.limits import Limits, decode_limits, encode_limits
+
+MAX_REQUEST = 64 << 20  # bytes of one request frame (source + params + secrets)
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    pid: int
+    zygote: int
+    capabilities: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: int
+    source: str
+    params: dict[str, Any]
+    workspace: str
+    secrets: dict[str, str]
+    timeout_s: float
+    max_output: int
+    limits: Limits
+    trace: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    id: int
+    ok: bool
+    result: Any = None
+    printed: str = ""
+    error: Failure | None = None
+    duration_ms: float = 0.0
+    trace: Marks = ()
+
+
+def encode_hello(hello: Hello) -> bytes:
+    msg = {"op": "hello", "pid": hello.pid, "zygote": hello.zygote}
+    return frame(dump({**msg, "capabilities": hello.capabilities}))
+
+
+def decode_hello(doc: bytes) -> Hello:
+    data = load(doc)
+    if data.get("op") != "hello":
+        raise ProtocolError("the first frame must be a hello")
+    caps = field(data, "capabilities", dict)
+    return Hello(field(data, "pid", int), field(data, "zygote", int), caps)
+
+
+def encode_request(req: Request) -> bytes:
+    doc = {
+        "id": req.id,
+        "source": req.source,
+        "params": req.params,
+        "workspace": req.workspace,
+        "secrets": req.secrets,
+        "timeout_s": req.timeout_s,
+        "max_output": req.max_output,
+        "limits": encode_limits(req.limits),
+        "trace": req.trace,
+    }
+    return frame(dump(doc))
+
+
+def decode_request(doc: bytes) -> Request:
+    data = load(doc)
+    return Request(
+        id=field(data, "id", int),
+        source=field(data, "source", str),
+        params=field(data, "params", dict),
+        workspace=field(data, "workspace", str),
+        secrets=str_dict(field(data, "secrets", dict), "secrets"),
+        timeout_s=float(field(data, "timeout_s", int, float)),
+        max_output=field(data, "max_output", int),
+        limits=decode_limits(data.get("limits")),
+        trace=field(data, "trace", bool),
+    )
+
+
+def encode_reply(reply: Reply) -> bytes:
+    doc: dict[str, Any] = {
+        "id": reply.id,
+        "ok": reply.ok,
+        "result": reply.result if reply.ok else None,
+        "printed": reply.printed,
+        "error": None
+        if reply.error is None
+        else {"kind": reply.error.kind, "message": reply.error.message},
+        "duration_ms": reply.duration_ms,
+    }
+    if reply.trace:
+        doc["trace"] = reply.trace
+    return frame(dump(doc))
+
+
+def decode_reply(doc: bytes) -> Reply:
+    data = load(doc)
+    ok = field(data, "ok", bool)
+    error = None
+    if not ok:
+        err = field(data, "error", dict)
+        error = Failure(error_kind(err.get("kind")), field(err, "message", str))
+    return Reply(
+        id=field(data, "id", int),
+        ok=ok,
+        result=data.get("result") if ok else None,
+        printed=field(data, "printed", str),
+        error=error,
+        duration_ms=float(field(data, "duration_ms", int, float)),
+        trace=marks(data.get("trace")),
+    )

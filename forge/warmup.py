@@ -1,0 +1,49 @@
+"""What every call of a helper shares, prepared once before any request exists."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from forge.child import HelperContext, Layers
+from forge.confine.landlock import landlock_abi, open_roots, read_only_roots
+from forge.confine.probe import probe
+from forge.confine.seccomp import SeccompFilter, seccomp_program
+from forge.modules import build_proxies
+from forge.policy.globals import safe_builtins
+
+_PREWARM = (
+    "_strptime",
+    "encodings.latin_1",
+    "encodings.ascii",
+    "encodings.utf_16",
+    "encodings.utf_8_sig",
+    "encodings.cp1252",
+    "unicodedata",
+    "_json",
+)
+
+
+def prepare(layers: Layers | None = None) -> tuple[HelperContext, dict[str, Any]]:
+    """Warm imports, module proxies, the seccomp program, the read-only roots; and
+    the machine's capabilities."""
+    for name in _PREWARM:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    caps = probe()
+    abi = landlock_abi()
+    program = seccomp_program()
+    ctx = HelperContext(
+        proxies=build_proxies(),
+        devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
+        read_fds=tuple(open_roots(read_only_roots())) if abi else (),
+        landlock_abi=abi,
+        seccomp=SeccompFilter(program)
+        if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
+        else None,
+        builtins=safe_builtins(),
+        layers=layers or Layers(),
+        helper_pid=os.getpid(),
+    )
+    return ctx, caps
