@@ -28,9 +28,11 @@ from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
 from bridge.memory.store import Provenance
-from bridge.prompt.views import FileSkills, FileTools, StaticStyle
+from bridge.prompt.views import FileSkills, StaticStyle
 from bridge.types.audit_sink import NullAudit
 from bridge.types.tenant_dirs import TenantDirs
+from forge import toolmeta
+from forge.toolmeta import ToolMeta
 
 NOW = 1_800_000_000.0
 
@@ -61,9 +63,10 @@ def populate(settings: Settings, lo: Loadout, dirs: TenantDirs) -> None:
         (dirs.skills / f"skill-{i:02d}.md").write_text(
             f"---\nname: skill-{i:02d}\ndescription: does thing {i}\n---\nbody\n"
         )
-        (dirs.tools / f"me.tool_{i:02d}.json").write_text(
-            f'{{"description": "tool {i}", "created": {NOW - i * 86400 * 3}}}'
+        meta = ToolMeta(
+            f"tool_{i:02d}", f"tool {i}", {}, (), "0" * 64, int(NOW - i * 259_200) * 1000
         )
+        (dirs.tools / f"me.tool_{i:02d}.json").write_bytes(toolmeta.dumps(meta))
     lo.chats.set(dirs.tenant, "web", "c1", "audience", "a study group")  # type: ignore[union-attr]
     lo.chats.set(dirs.tenant, "web", "c1", "persona", "forge")  # type: ignore[union-attr]
 
@@ -79,7 +82,6 @@ def make(settings: Settings, db: sqlite3.Connection, dirs: TenantDirs, cached: b
         NullAudit(),
         skills=FileSkills(lambda dirs: grades),
         style=StaticStyle(lambda dirs: bullets),
-        tools=FileTools(),
         cached=cached,
     )
 

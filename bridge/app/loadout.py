@@ -9,6 +9,7 @@ blocks 7-9 are passed in; the file-based defaults are used otherwise.
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,12 +26,13 @@ from bridge.memory.commands import MemoryCommands
 from bridge.memory.service import Memory
 from bridge.memory.store import MemoryStore
 from bridge.memory.tools import MemoryTools
+from bridge.personal_tools.catalog import ToolCatalog
+from bridge.personal_tools.view import SavedToolsView
 from bridge.prompt.blocks import make_blocks
 from bridge.prompt.snapshot import SnapshotTaker
 from bridge.prompt.source import LoadoutPrompt
 from bridge.prompt.views import (
     FileSkills,
-    FileTools,
     PersonalToolsView,
     SkillsView,
     StaticStyle,
@@ -57,6 +59,11 @@ def audience_defaults(settings: Settings) -> dict[str, str]:
     if settings.telegram.audience:
         out["telegram"] = settings.telegram.audience
     return out
+
+
+def _wall_ms() -> int:
+    """The tools view only reads; the catalog's clock stamps saves made elsewhere."""
+    return int(time.time() * 1000)
 
 
 def build_loadout(
@@ -87,7 +94,7 @@ def build_loadout(
         personas=personas,
         skills=skills or FileSkills(cache=files),
         style=style or StaticStyle(),
-        tools=tools or FileTools(files),
+        tools=tools or SavedToolsView(ToolCatalog(files, _wall_ms)),
         audience_defaults=defaults,
         files=files,
         cached=cached,

@@ -4,18 +4,16 @@ Other parts fill these stores (grading, the style learner, the forge); the
 loadout only reads them through these protocols. The file-based defaults work
 today: skills from `skills/<name>.md` front matter with grades from an
 injected source, style bullets from an injected source (none by default),
-personal tools from `forge/tools/me.<name>.json` metadata.
+personal tools come from the forge's catalog (`bridge/personal_tools/view.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from bridge.core import frontmatter
@@ -67,7 +65,6 @@ class PersonalToolsView(Protocol):
 
 Grades = Callable[[TenantDirs], Mapping[str, float]]
 _SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_.-]{0,63})\.md$")
-_TOOL_META = re.compile(r"^me\.([a-z0-9_]{1,48})\.json$")
 
 
 def no_grades(dirs: TenantDirs) -> Mapping[str, float]:
@@ -142,61 +139,3 @@ class StaticStyle:
 
     def bullets(self, dirs: TenantDirs) -> Sequence[BulletRow]:
         return tuple(BulletRow(*row) for row in self._source(dirs)) if self._source else ()
-
-
-def _seconds(value: object) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        from datetime import datetime
-
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-class FileTools:
-    """Personal tools from `forge/tools/me.<name>.json` (name, description, created, last_used).
-
-    Times are epoch seconds or ISO 8601; `created_ms` / `last_used_ms` (milliseconds,
-    as the forge writes) are read too. Without a creation time the file's mtime is used.
-    """
-
-    def __init__(self, cache: FileCache | None = None, rows: DirRows | None = None) -> None:
-        self._cache = cache or FileCache()
-        self._rows = rows or DirRows()
-
-    def tools(self, dirs: TenantDirs) -> list[ToolRow]:
-        rows: list[ToolRow] = self._rows.get(str(dirs.tools), lambda: self._scan(dirs.tools))
-        return rows
-
-    def _scan(self, d: Path) -> list[ToolRow]:
-        out = []
-        for filename in self._cache.listdir(d):
-            m = _TOOL_META.match(filename)
-            if not m:
-                continue
-            try:
-                meta = json.loads(self._cache.read(d / filename) or "")
-            except ValueError:
-                continue
-            if not isinstance(meta, dict):
-                continue
-            created = _seconds(meta.get("created"))
-            if created is None and isinstance(meta.get("created_ms"), int):
-                created = meta["created_ms"] / 1000
-            if created is None:
-                try:
-                    created = (d / filename).stat().st_mtime
-                except OSError:
-                    continue
-            last = _seconds(meta.get("last_used"))
-            if last is None and isinstance(meta.get("last_used_ms"), int):
-                last = meta["last_used_ms"] / 1000
-            desc = str(meta.get("description", ""))
-            out.append(ToolRow(m.group(1), desc, last, created))
-        return out

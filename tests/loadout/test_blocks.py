@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings
 from bridge.memory.store import Provenance
-from bridge.prompt.views import FileSkills, FileTools, StaticStyle, shadow_cohort
+from bridge.prompt.views import FileSkills, StaticStyle, shadow_cohort
 from bridge.types.tenant_dirs import TenantDirs
+from forge import toolmeta
+from forge.toolmeta import ToolMeta
+from forge.usage import UsageStore
 from tests.conftest import Clock
 
 DAY = 86_400
@@ -41,7 +43,6 @@ def make(settings: Settings, db: Any, audit: Any, alice: TenantDirs) -> Loadout:
         audit,
         skills=FileSkills(grades),
         style=StaticStyle(bullets),
-        tools=FileTools(),
     )
 
 
@@ -54,21 +55,22 @@ def seed_blocks_7_to_9(alice: TenantDirs, now: float) -> None:
         (alice.skills / f"{name}.md").write_text(
             f"---\nname: {name}\ndescription: {desc}\n---\nbody"
         )
+    # (description, created, last used) in days before now; usage as the forge records it
     tools = {
-        "daily_log": {
-            "description": "append to your journal",
-            "created": now - 200 * DAY,
-            "last_used": now - 2 * DAY,
-        },
-        "poke_api": {"description": "call your private API", "created": now - 120 * DAY},
-        "old_one": {
-            "description": "stale",
-            "created_ms": int((now - 400 * DAY) * 1000),
-            "last_used_ms": int((now - 95 * DAY) * 1000),
-        },
+        "daily_log": ("append to your journal", 200, 2),
+        "poke_api": ("call your private API", 120, None),
+        "old_one": ("stale", 400, 95),
     }
-    for name, meta in tools.items():
-        (alice.tools / f"me.{name}.json").write_text(json.dumps({"name": name, **meta}))
+    for name, (description, created, used) in tools.items():
+        save_meta(alice, name, description, now - created * DAY)
+        if used is not None:
+            UsageStore(alice.tools).record(name, True, int((now - used * DAY) * 1000))
+
+
+def save_meta(dirs: TenantDirs, name: str, description: str, created: float) -> None:
+    """A saved tool's metadata exactly as the forge writes it (forge.toolmeta)."""
+    meta = ToolMeta(name, description, {}, (), "0" * 64, int(created * 1000))
+    (dirs.tools / f"me.{name}.json").write_bytes(toolmeta.dumps(meta))
 
 
 def test_blocks_7_to_9_render_from_their_stores(
@@ -101,8 +103,7 @@ def test_tools_block_shows_at_most_fifteen(
 ) -> None:
     lo = make(settings, db, audit, alice)
     for i in range(20):
-        meta = {"description": f"tool {i}", "created": clock.now - i * 3600}
-        (alice.tools / f"me.t{i:02d}.json").write_text(json.dumps(meta))
+        save_meta(alice, f"t{i:02d}", f"tool {i}", clock.now - i * 3600)
     text = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
     assert text.count("- `me.t") == 15 and "(and 5 more; /tools lists them all)" in text
     assert "me.t00" in text and "me.t19" not in text

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.atomic import write_text
 from bridge.memory.store import Provenance
-from bridge.prompt.views import DirRows, FileTools
 from bridge.types.tenant_dirs import TenantDirs
+from forge import toolmeta
+from forge.toolmeta import ToolMeta
 from tests.conftest import Clock
+
+
+def tool_meta(description: str, created: float) -> bytes:
+    """A saved tool's metadata as the forge writes it (the one format, forge.toolmeta)."""
+    return toolmeta.dumps(ToolMeta("t", description, {}, (), "0" * 64, int(created * 1000)))
 
 
 def populate(lo: Loadout, alice: TenantDirs, home: Any, now: float) -> None:
@@ -20,7 +25,7 @@ def populate(lo: Loadout, alice: TenantDirs, home: Any, now: float) -> None:
     alice.steering.write_text("mine")
     alice.user_md.write_text("- name: Alice\n")
     (alice.vault / "TOKEN").write_text("value-1234")
-    (alice.tools / "me.t.json").write_text(json.dumps({"description": "d", "created": now}))
+    (alice.tools / "me.t.json").write_bytes(tool_meta("d", now))
     prov = Provenance("person", "web", "c1", "m")
     lo.memory.store.save(alice, "x", "user", "y", "z", prov, now)
 
@@ -46,12 +51,13 @@ def test_every_source_change_is_seen_next_turn(
         return lo.prompt.render(alice, "web", "c1", "m", clock.now).text
 
     assert "included" in text()
+    v2_tool = tool_meta("TOOL v2", 0).decode()
     changes = [
         (lambda: (settings.home / "inc.md").write_text("INCLUDE v2"), "INCLUDE v2"),
         (lambda: alice.steering.write_text("MINE v2"), "MINE v2"),
         (lambda: alice.user_md.write_text("- name: ALICE v2\n"), "ALICE v2"),
         (lambda: (alice.vault / "SECOND").write_text("value-5678"), "SECOND, TOKEN"),
-        (lambda: write_text(alice.tools / "me.t.json", '{"description": "TOOL v2"}'), "TOOL v2"),
+        (lambda: write_text(alice.tools / "me.t.json", v2_tool), "TOOL v2"),
         (lambda: lo.chats.set("alice", "web", "c1", "audience", "AUD v2"), "AUD v2"),  # type: ignore[union-attr]
         (lambda: lo.chats.set("alice", "web", "c1", "persona", "forge"), "tool smith"),  # type: ignore[union-attr]
     ]
@@ -83,18 +89,20 @@ def test_uncached_loadout_gives_the_same_prompt(
     assert a == b
 
 
-def test_in_place_edit_of_a_tool_file_is_seen_after_the_recheck(alice: TenantDirs) -> None:
-    now = [0.0]
-    view = FileTools(rows=DirRows(recheck_s=2.0, clock=lambda: now[0]))
+def test_in_place_edit_of_a_tool_file_is_seen_next_turn(
+    lo: Loadout, alice: TenantDirs, clock: Clock
+) -> None:
     meta = alice.tools / "me.t.json"
-    meta.write_text('{"description": "v1", "created": 1}')
-    assert view.tools(alice)[0][1] == "v1"
-    with meta.open("r+") as fh:  # in place: the directory does not change
-        fh.write('{"description": "v2", "created": 1}')
-    now[0] = 1.0
-    assert view.tools(alice)[0][1] == "v1"
-    now[0] = 2.5
-    assert view.tools(alice)[0][1] == "v2"
+    meta.write_bytes(tool_meta("v1", 1))
+
+    def tools_block() -> str:
+        rendered = lo.prompt.render(alice, "web", "c1", "m", clock.now)
+        return next(b.text for b in rendered.blocks if b.name == "tools")
+
+    assert "v1" in tools_block()
+    with meta.open("r+b") as fh:  # in place: the directory does not change
+        fh.write(tool_meta("v2", 1))
+    assert "v2" in tools_block() and "v1" not in tools_block()
 
 
 def test_a_hand_edited_profile_brings_no_hidden_characters_into_the_prompt(
