@@ -4,8 +4,8 @@
 roost in this process (`bridge.app.build.with_roost`) and talk to its core
 through the terminal channel, so a message from a script takes the path a
 chat message takes (`send --to` instead leaves a message in the outbox for the
-running daemon to deliver: `bridge.cli.schedule`). The composition root is imported only when one of them
-runs, so `roost --help` and the operator commands start lean.
+running daemon to deliver: `bridge.cli.schedule`). The composition root is
+imported only when one of them runs, so `roost --help` and the operator commands start lean.
 """
 
 from __future__ import annotations
