@@ -108,3 +108,17 @@ async def test_the_new_endpoints_need_the_token_and_a_known_host(roost: Roost) -
                 assert r.status == 400
         async with http.get(root + "/api/outbox?after=-1", headers=AUTH) as r:
             assert r.status == 400
+
+
+async def test_stopping_with_a_page_listening_ends_its_stream(roost: Roost) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with page_server(roost) as (web, _):
+            url = f"http://127.0.0.1:{web.port}/api/events?chat=default"
+            response = await http.get(url, headers=AUTH)
+            stream = events(response)
+            assert (await asyncio.wait_for(anext(stream), 20))[0] == "ready"
+            assert web.deliver.listeners("default") == 1
+        # the server stopped (bounded by the hang guard): the stream is over
+        rest = [item async for item in stream]
+        assert rest == [] and web.deliver.listeners("default") == 0
+        response.release()
