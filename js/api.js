@@ -9,6 +9,11 @@
  *   chat(text, {chat, signal})     -> Promise<{text, kind}>   POST /api/chat
  *   commands({signal})             -> Promise<body>           GET /api/commands
  *   health({signal})               -> Promise<boolean>        GET /healthz
+ *   missed({chat, after, signal})  -> Promise<[{id, key, text, at_ms}]>
+ *       GET /api/outbox: proactive messages (reminders, jobs) newer than `after`
+ *   events({chat, onMessage, signal}) -> Promise<void>
+ *       GET /api/events: calls onMessage({id, key, text, at_ms}) for each
+ *       proactive message pushed while open; resolves when the stream ends
  * Every failure is an ApiError whose `kind` is one of: unauthorized (401 or
  * no token), http, network, protocol, server (an SSE error event), aborted.
  */
@@ -182,7 +187,40 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     }
   }
 
-  return { chat, streamChat, commands, health };
+  async function missed({ chat: chatId = "default", after = 0, signal } = {}) {
+    const query = `?chat=${encodeURIComponent(chatId)}&after=${Math.max(0, Math.floor(after))}`;
+    const body = await json(await request("GET", `/api/outbox${query}`, { signal }));
+    const list = body && Array.isArray(body.messages) ? body.messages : [];
+    return list.filter(isOutboxMessage);
+  }
+
+  async function events({ chat: chatId = "default", onMessage, signal } = {}) {
+    const path = `/api/events?chat=${encodeURIComponent(chatId)}`;
+    const res = await request("GET", path, { accept: "text/event-stream", signal });
+    if (!res.ok) throw await httpError(res);
+    if (!res.body) return;
+    try {
+      for await (const ev of readEvents(res.body)) {
+        if (ev.event !== "message") continue;
+        let data = null;
+        try {
+          data = JSON.parse(ev.data);
+        } catch {
+          continue; // one malformed event does not end the stream
+        }
+        if (isOutboxMessage(data) && onMessage) onMessage(data);
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw wrapFailure(err, "network", "the event stream broke");
+    }
+  }
+
+  return { chat, streamChat, commands, health, missed, events };
+}
+
+function isOutboxMessage(m) {
+  return Boolean(m) && Number.isInteger(m.id) && m.id > 0 && typeof m.text === "string";
 }
 
 function replyKind(kind) {

@@ -17,6 +17,7 @@
 
 import { ApiError } from "./api.js";
 import { completeCommand, matchCommands, normalizeCommands } from "./commands.js";
+import { createProactive } from "./proactive.js";
 
 const MAX_INPUT = 16000;
 const CHAT_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -39,6 +40,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   let controller = null;
   let commands = [];
   let signedIn = false;
+  let listener = null;
 
   function save() {
     if (transcript) transcript.save(messages.filter((m) => m.status !== "pending"));
@@ -62,6 +64,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   }
 
   function signOut(reason) {
+    if (listener) listener.stop();
     tokens.clear();
     signedIn = false;
     commands = [];
@@ -90,10 +93,29 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     return ok;
   }
 
+  /** Proactive messages (reminders, jobs): missed ones now, pushed ones while open. */
+  function listen() {
+    if (listener || typeof api.events !== "function" || typeof api.missed !== "function") return;
+    const lastSeen = messages.reduce((n, m) => Math.max(n, m.outboxId || 0), 0);
+    listener = createProactive({
+      api,
+      chatId,
+      lastSeen,
+      show: (m) => {
+        add({ role: "assistant", text: m.text, kind: "proactive", outboxId: m.id });
+        save();
+      },
+    });
+    listener.start().finally(() => {
+      listener = null;
+    });
+  }
+
   function enter() {
     signedIn = true;
     view.showChat();
     view.setStatus(`Chat “${chatId}”`, "ok");
+    listen();
     return Promise.all([loadCommands(), checkHealth()]);
   }
 
@@ -220,6 +242,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     retry,
     stop,
     clear,
+    stopListening: () => listener?.stop(),
     hints: (input) => matchCommands(input, commands),
     complete: (input) => completeCommand(input, commands),
     get busy() {

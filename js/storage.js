@@ -137,6 +137,7 @@ export function createTranscriptStore(storage, { key = TRANSCRIPT_KEY, limit = 2
         kind: m.kind,
         status: m.status,
         error: m.error,
+        ...(Number.isInteger(m.outboxId) ? { outboxId: m.outboxId } : {}),
       }));
       s.set(key, JSON.stringify(slim));
     },

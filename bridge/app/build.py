@@ -54,6 +54,7 @@ class Roost:
     resolver: TenantResolver
     pairing: PairingStore
     schedule: ScheduleService
+    tool_sources: tuple[ToolSource, ...]  # what a turn offers; scheduled tool jobs use them
     core: Core
     closers: tuple[Closer, ...]
 
@@ -158,6 +159,7 @@ async def build(
         resolver=resolver,
         pairing=pairing,
         schedule=schedule,
+        tool_sources=caps.tool_sources,
         core=core,
         closers=tuple(closers),
     )

@@ -3,10 +3,12 @@
 `serve()` builds a roost (`bridge.app.build.build`), does start-up maintenance,
 probes the sandbox, starts the channels of the channel table (`CHANNELS`:
 one row per platform - name, enabled(settings), factory; the web bridge,
-and Telegram when a token is configured), waits for SIGTERM/SIGINT, lets
-in-flight messages finish for a grace period, and stops everything in
-reverse order; exit status 0. A new platform is one module, one config
-section and one row.
+and Telegram when a token is configured), then the scheduler (reminders,
+jobs and the outbox, delivered through the channels whose row offers a
+`deliver`; `bridge.app.schedule_loop`), waits for SIGTERM/SIGINT, stops the
+scheduler, lets in-flight messages finish for a grace period, and stops
+everything in reverse order; exit status 0. A new platform is one module,
+one config section and one row.
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost, build
+from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.config import ConfigError, Settings
+from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
+from bridge.types.messages import Inbound
 
 log = logging.getLogger("roost")
 
@@ -69,6 +75,7 @@ class Launched:
     channel: Channel
     announce: Callable[[], str]
     port: Callable[[], int] | None = None  # the local port it listens on, if any
+    deliver: ChannelDeliver | None = None  # takes outbox entries (proactive messages)
 
 
 Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
@@ -98,6 +105,9 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         settings.web.host,
         settings.web.port,
         allowed_hosts=web_hosts(settings),
+        recent=lambda chat, after: recent_messages(
+            roost.db, settings.local_tenant, "web", chat, after
+        ),
     )
     stored = settings.home / "web-token"
 
@@ -108,7 +118,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
             return f"roost: web chat at {url}#token={token}\n{where}"
         return f"roost: web chat at {url} (token in {stored})"
 
-    return Launched(web, announce, lambda: web.port)
+    return Launched(web, announce, lambda: web.port, web.deliver)
 
 
 def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
@@ -124,6 +134,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         roost.core.answer,
         roost.command_list,
         TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
+        undelivered=undelivered_hook(roost),
     )
     if webhook:
         web = made["web"].channel
@@ -133,7 +144,15 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     def announce() -> str:
         return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
 
-    return Launched(telegram, announce)
+    return Launched(telegram, announce, deliver=telegram.deliver)
+
+
+def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
+    """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
+    schedule = roost.schedule
+    return reply_to_outbox(
+        schedule.outbox, roost.resolver.resolve, schedule.changed, lambda: int(time.time() * 1000)
+    )
 
 
 CHANNELS: tuple[ChannelRow, ...] = (
@@ -185,20 +204,27 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     started: list[Launched] = []
+    scheduler = ScheduleLoop(roost)
     try:
         made = make_channels(settings, roost, channels)
         await start_channels(made, started)
+        for name, launched in made.items():
+            if launched.deliver is not None:
+                scheduler.deliveries.add(name, launched.deliver)
+        scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
         await stop.wait()
+        await scheduler.stop()
         grace = settings.limits.shutdown_grace_s
         log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
         cancelled = await roost.core.drain(grace)
         if cancelled:
             log.warning("stopping: cancelled %d unfinished messages", cancelled)
     finally:
+        await scheduler.stop()
         await stop_channels(started)
         await roost.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):

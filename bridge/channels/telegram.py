@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -37,6 +37,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
 from bridge.core.commands import COMMAND_NAME
@@ -50,6 +51,8 @@ ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # the "Telegram" service account that posts a linked channel's automatic forwards
 SERVICE_SENDER = 777000
+# a final reply the channel could not deliver: kept for later (True) or not (False)
+Undelivered = Callable[[Inbound, str], Awaitable[bool]]
 
 
 def _from_a_channel(msg: Message) -> bool:
@@ -83,6 +86,8 @@ class TelegramChannel:
         answer: Answer,
         command_list: Callable[[], list[dict[str, str]]],
         options: TelegramOptions | None = None,
+        *,
+        undelivered: Undelivered | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -110,6 +115,8 @@ class TelegramChannel:
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
+        self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
+        self.undelivered = undelivered
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
@@ -253,7 +260,7 @@ class TelegramChannel:
             has_text=msg.text is not None,
             bot_name=self.app.bot.username,
         )
-        reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound.msg_id)
+        reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound)
         try:
             await self._answer(inbound, reply)
         except BaseException:
@@ -289,12 +296,15 @@ class TelegramChannel:
 
 
 class TelegramReply:
-    """One message's answer in one chat: typing, streamed drafts, the final text."""
+    """One message's answer in one chat: typing, streamed drafts, the final text
+    (handed to the outbox, key `reply:<msg_id>`, when it fails after the retries)."""
 
     def __init__(
-        self, channel: TelegramChannel, chat_id: int, reply_to: int | None, msg_id: str
+        self, channel: TelegramChannel, chat_id: int, reply_to: int | None, inbound: Inbound
     ) -> None:
-        self._sender, self._chat, self._msg_id = channel.sender, chat_id, msg_id
+        self._sender, self._chat, self._msg_id = channel.sender, chat_id, inbound.msg_id
+        self._inbound = inbound
+        self._undelivered = channel.undelivered
         self._timing = channel.timing
         self._stream = StreamingReply(channel.sender, chat_id, reply_to, self._timing)
 
@@ -308,14 +318,26 @@ class TelegramReply:
         try:
             await self._stream.finish(final.text)
         except DeliveryError as exc:
+            kept = await self._keep(final.text)
             ref = secrets.token_hex(4)
             log.error(
-                "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s",
+                "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s%s",
                 self._chat,
                 self._msg_id,
                 ref,
                 exc,
+                "; it waits in the outbox" if kept else "",
             )
+
+    async def _keep(self, text: str) -> bool:
+        """Hand an undelivered final reply to the outbox (retried later), if wired."""
+        if self._undelivered is None:
+            return False
+        try:
+            return await self._undelivered(self._inbound, text)
+        except Exception:
+            log.exception("telegram: could not keep the undelivered answer")
+            return False
 
     async def abort(self) -> None:
         await self._stream.abort()

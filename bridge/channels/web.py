@@ -4,7 +4,9 @@ Routes: `GET /` (the page), `GET /static/*` (its ES modules), `GET /healthz`,
 and, with `Authorization: Bearer <token>`, `GET /api/commands`,
 `POST /api/chat` (`{"text", "chat"?}` -> `{"reply", "kind"}`) and
 `POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
-`final`). The server runs inside roost's loop (AppRunner/TCPSite); other
+`final`), `GET /api/events?chat=C` (proactive messages while the page is
+open, `bridge.channels.web_push`) and `GET /api/outbox?chat=C&after=ID` (the
+ones it missed). The server runs inside roost's loop (AppRunner/TCPSite); other
 channels may add routes (the Telegram webhook) before it starts.
 
 Every route, added here or by another channel, first checks `Host` against
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
 from bridge.channels.web_input import BodyError, HostAllowList, decode_json_object
+from bridge.channels.web_push import KEEPALIVE_S, WebPush, sse
 from bridge.types.messages import Handle, Inbound
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,9 @@ JS_DIR = Path(__file__).resolve().parents[2] / "js"
 MAX_BODY = 1024 * 1024
 STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(js|css)$")
 STATIC_TYPES = {"js": "text/javascript", "css": "text/css"}
+CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# (chat, after_id) -> the chat's outbox messages newer than after_id, oldest first
+Recent = Callable[[str, int], list[dict[str, Any]]]
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -74,8 +80,13 @@ class WebChannel:
         port: int = 8787,
         js_dir: Path = JS_DIR,
         allowed_hosts: Iterable[str] = (),
+        *,
+        recent: Recent | None = None,
     ) -> None:
         self._handle = handle
+        self._recent = recent
+        self.deliver = WebPush()  # the outbox's deliver for channel "web"
+        self._closing = asyncio.Event()
         self._command_list = command_list
         self._token = token.encode()
         self._host, self._port = host, port
@@ -89,6 +100,8 @@ class WebChannel:
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
         self.app.router.add_post("/api/chat/stream", self._chat_stream)
+        self.app.router.add_get("/api/events", self._events)
+        self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", self._static)
         self._runner: web.AppRunner | None = None
         self.port = port
@@ -115,6 +128,7 @@ class WebChannel:
         log.info("web bridge listening on http://%s:%d/", self._host, self.port)
 
     async def stop(self) -> None:
+        self._closing.set()  # open event streams end, so cleanup does not wait on them
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -233,3 +247,58 @@ class WebChannel:
             except (ConnectionResetError, RuntimeError):
                 pass
         return response
+
+    def _chat_param(self, request: web.Request) -> str | web.Response:
+        chat = request.query.get("chat", "default")
+        if not CHAT_ID.fullmatch(chat):
+            return web.json_response({"error": "chat: 1-64 of A-Z a-z 0-9 _ -"}, status=400)
+        return chat
+
+    async def _outbox(self, request: web.Request) -> web.Response:
+        """The chat's proactive messages after `after` (an entry id): what the page missed."""
+        if not self._authorized(request):
+            return self._deny()
+        chat = self._chat_param(request)
+        if isinstance(chat, web.Response):
+            return chat
+        after = request.query.get("after", "0")
+        if not after.isdigit() or len(after) > 18:
+            return web.json_response({"error": "after: an entry id"}, status=400)
+        messages = self._recent(chat, int(after)) if self._recent is not None else []
+        return web.json_response({"messages": messages})
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        """Server-Sent Events: one `message` per proactive message while this is open."""
+        if not self._authorized(request):
+            return self._deny()
+        chat = self._chat_param(request)
+        if isinstance(chat, web.Response):
+            return chat
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream; charset=utf-8", **SECURITY_HEADERS}
+        )
+        await response.prepare(request)
+        async with self.deliver.listen(chat) as queue:
+            try:
+                await response.write(sse("ready", {"chat": chat}))
+                while not self._closing.is_set():
+                    message = await self._next(queue)
+                    data = sse("message", message) if message else b": keep-alive\n\n"
+                    await response.write(data)
+            except (ConnectionResetError, RuntimeError):
+                pass  # the page went away
+        return response
+
+    async def _next(self, queue: asyncio.Queue[dict[str, Any]]) -> dict[str, Any] | None:
+        """The next message, or None after a keep-alive interval or at shutdown."""
+        getter = asyncio.ensure_future(queue.get())
+        closing = asyncio.ensure_future(self._closing.wait())
+        try:
+            done, _ = await asyncio.wait(
+                (getter, closing), timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            closing.cancel()
+            if not getter.done():
+                getter.cancel()
+        return getter.result() if getter in done else None

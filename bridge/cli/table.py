@@ -8,7 +8,7 @@ is one function in a module of `bridge/cli` and one row here.
 
 from __future__ import annotations
 
-from bridge.cli import audit, daemon, grade, loadout, pair, style, tools
+from bridge.cli import audit, daemon, grade, loadout, pair, schedule, style, tools
 from bridge.cli.rows import Command, no_args
 
 COMMANDS: tuple[Command, ...] = (
@@ -51,6 +51,12 @@ COMMANDS: tuple[Command, ...] = (
         grade.run_grade,
     ),
     Command("tools", "list a tenant's personal tools", tools.tools_args, tools.run_tools),
+    Command(
+        "jobs",
+        "list scheduled jobs with their next run, and delivery failures",
+        schedule.jobs_args,
+        schedule.run_jobs,
+    ),
     Command(
         "style",
         "the user-style learner: status, list-live, sweep",

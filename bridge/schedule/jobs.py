@@ -66,6 +66,7 @@ class Job:
     runs: int
     fail_count: int  # consecutive failed runs; 0 after a success
     last_error: str
+    last_digest: str = ""  # hash of the last posted result ("post only on change")
 
     @property
     def recurring(self) -> bool:
@@ -263,6 +264,15 @@ class JobStore:
                 (state, next_run_ms, ran_ms, failures, (error or "")[:ERROR_CHARS], tenant, job_id),
             )
         return True
+
+    def set_digest(self, tenant: str, job_id: str, digest: str) -> bool:
+        """Remember the digest of the result a job last posted; joins an open transaction."""
+        with transaction(self.conn):
+            cursor = self.conn.execute(
+                "UPDATE jobs SET last_digest = ? WHERE tenant = ? AND id = ?",
+                (digest, tenant, job_id),
+            )
+        return cursor.rowcount == 1
 
     def due(self, now_ms: int, limit: int = 100) -> list[Job]:
         """Active jobs whose slot has come, earliest first (index `jobs_due`)."""

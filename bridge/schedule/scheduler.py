@@ -29,7 +29,23 @@ from bridge.schedule.schema import transaction
 
 log = logging.getLogger(__name__)
 
-RunJob = Callable[[Job, int], Awaitable[str | None]]  # (job, slot_ms) -> text to post, or None
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    """What a run posts, with the digest to remember for "post only on change"
+    (stored with the run and its outbox entry in one transaction)."""
+
+    text: str
+    digest: str = ""
+
+
+class JobSkipped(Exception):
+    """A run that could not happen (the person is no longer admitted, the tool is
+    gone): recorded on the job like a failure, reported with outcome `skipped`."""
+
+
+# (job, slot_ms) -> what to post, or None for nothing
+RunJob = Callable[[Job, int], Awaitable[str | Post | None]]
 Deliver = Callable[[OutboxEntry], Awaitable[None]]  # raises (DeliveryError) when not delivered
 Clock = Callable[[], int]  # ms since the epoch, UTC
 Sleep = Callable[[float], Awaitable[None]]  # seconds, as asyncio.sleep
@@ -55,6 +71,11 @@ class ScheduleEvent:
     ref: str  # the job id or the outbox entry id
     at_ms: int
     detail: str = ""  # the error kind, or the job's next state
+    kind: str = ""  # the job's kind; for outbox events the channel
+    ms: int = 0  # how long the run took
+    late_ms: int = 0  # run start (or delivery) minus the slot (or enqueue time)
+    attempts: int = 0  # delivery attempts so far (outbox events)
+    skipped: bool = False  # the run raised JobSkipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,27 +159,40 @@ class Scheduler:
     async def _run(self, job: Job) -> bool:
         slot = job.next_run_ms if job.next_run_ms is not None else self.clock()
         error: str | None = None
-        text: str | None = None
+        result: str | Post | None = None
+        skipped = False
         async with self._limit:
+            started = self.clock()
             try:
-                text = await self.run_job(job, slot)
+                result = await self.run_job(job, slot)
             except Exception as exc:  # the job's failure, recorded on it
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, type(exc).__name__)
-                error = _describe(exc)
+                error, skipped = _describe(exc), isinstance(exc, JobSkipped)
         now = self.clock()
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
+        post = Post(result) if isinstance(result, str) else result
         with transaction(self.jobs.conn):
             kept = self.jobs.mark_run(
                 job.tenant, job.id, ran_ms=now, next_run_ms=next_ms, error=error, pause=pause
             )
-            if kept and text:
+            if kept and post is not None and post.text:
                 key = job_key(job, slot)
-                self.outbox.enqueue(job.tenant, job.channel, job.chat, text, key, now_ms=now)
+                self.outbox.enqueue(job.tenant, job.channel, job.chat, post.text, key, now_ms=now)
+                if post.digest:
+                    self.jobs.set_digest(job.tenant, job.id, post.digest)
         detail = error.split(":", 1)[0] if error else ("done" if next_ms is None else "")
-        name = "job.failed" if error else "job.run"
-        await self._emit(
-            ScheduleEvent(name, job.tenant, job.id, now, "paused" if pause else detail)
+        event = ScheduleEvent(
+            "job.failed" if error else "job.run",
+            job.tenant,
+            job.id,
+            now,
+            "paused" if pause else detail,
+            kind=job.kind,
+            ms=max(0, now - started),
+            late_ms=max(0, started - slot),
+            skipped=skipped,
         )
+        await self._emit(event)
         return error is None
 
     async def _send(self, entry: OutboxEntry) -> bool:
@@ -174,7 +208,19 @@ class Scheduler:
         now = self.clock()
         if failure is None:
             self.outbox.delivered(entry.id, now)
-            await self._emit(ScheduleEvent("outbox.delivered", entry.tenant, str(entry.id), now))
+            late = max(0, now - entry.created_ms)
+            ref = str(entry.id)
+            await self._emit(
+                ScheduleEvent(
+                    "outbox.delivered",
+                    entry.tenant,
+                    ref,
+                    now,
+                    kind=entry.channel,
+                    late_ms=late,
+                    attempts=entry.attempts,
+                )
+            )
             return True
         state = self.outbox.failed(
             entry.id,
@@ -184,7 +230,18 @@ class Scheduler:
             retry_after_ms=failure.retry_after_ms,
         )
         name = "outbox.dead" if state == "dead" else "outbox.failed"
-        await self._emit(ScheduleEvent(name, entry.tenant, str(entry.id), now, failure.kind))
+        ref = str(entry.id)
+        await self._emit(
+            ScheduleEvent(
+                name,
+                entry.tenant,
+                ref,
+                now,
+                failure.kind,
+                kind=entry.channel,
+                attempts=entry.attempts,
+            )
+        )
         return False
 
     async def _emit(self, event: ScheduleEvent) -> None:

@@ -1,0 +1,108 @@
+"""The scheduler as part of the running daemon: wired to the roost, started, stopped.
+
+`ScheduleLoop(roost)` builds the `Scheduler` over the roost's job and outbox
+stores with `JobRunner` (turns through the core, tools through the roost's
+tool sources), `Deliveries` (each channel that offers a `deliver` is added
+once it is up) and the audit observer. `start()` runs three tasks in the
+daemon's loop: the scheduler itself (a job missed while the daemon was down
+is due now and runs once), a watch that wakes it when another process
+committed to roost.db (`roost send --to`), and hourly pruning of delivered,
+dead and finished rows. `stop()` lets a running tick finish for a grace
+period, then cancels. The clock, sleep and config are injectable for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from bridge.app.build import Roost
+from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch_db
+from bridge.schedule.scheduler import Clock, Scheduler, SchedulerConfig
+from bridge.schedule.service import next_run_ms
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY_S = 3600.0
+KEEP_DONE_JOBS_MS = 30 * 86_400_000
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ScheduleLoop:
+    def __init__(
+        self,
+        roost: Roost,
+        *,
+        clock: Clock = wall_ms,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        config: SchedulerConfig | None = None,
+        watch_s: float = 1.0,
+        stop_grace_s: float = 10.0,
+    ) -> None:
+        schedule = roost.schedule
+        self.deliveries = Deliveries()
+        self.runner = JobRunner(
+            handle=roost.core.handle,
+            resolve=roost.resolver.resolve,
+            tool_sources=roost.tool_sources,
+            tenant_dirs=roost.tenant_dirs,
+            now=lambda: clock() / 1000,
+        )
+        self.scheduler = Scheduler(
+            schedule.jobs,
+            schedule.outbox,
+            run_job=self.runner,
+            deliver=self.deliveries,
+            next_run=next_run_ms,
+            clock=clock,
+            sleep=sleep,
+            observe=audit_observer(roost.audit),
+            config=config,
+        )
+        self._roost, self._clock = roost, clock
+        self._watch_s, self._grace = watch_s, stop_grace_s
+        self._tasks: list[asyncio.Task[None]] = []
+        schedule.subscribe(self.scheduler.wake)
+
+    def start(self) -> None:
+        if self._tasks:
+            return
+        db = self._roost.db
+        self._tasks = [
+            asyncio.create_task(self.scheduler.run(), name="scheduler"),
+            asyncio.create_task(watch_db(db, self.scheduler.wake, self._watch_s)),
+            asyncio.create_task(self._prune()),
+        ]
+
+    async def stop(self) -> None:
+        """Stop the loop (a tick in progress may finish within the grace), then the rest."""
+        if not self._tasks:
+            return
+        tasks, self._tasks = self._tasks, []
+        self.scheduler.stop()
+        main, helpers = tasks[0], tasks[1:]
+        _, pending = await asyncio.wait({main}, timeout=self._grace)
+        for task in (*pending, *helpers):
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _prune(self) -> None:
+        schedule = self._roost.schedule
+        while True:
+            try:
+                now = self._clock()
+                removed = schedule.outbox.prune(now)
+                removed += schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
+                if removed:
+                    log.info("schedule: pruned %d old outbox entries and finished jobs", removed)
+            except Exception:
+                log.exception("schedule: pruning failed")
+            await asyncio.sleep(PRUNE_EVERY_S)

@@ -1,0 +1,62 @@
+"""Proactive messages for the web page: pushed while it is open, listed on load.
+
+`WebPush` is the web channel's outbox `deliver`: an entry for chat C goes to
+every open `GET /api/events?chat=C` stream (Server-Sent Events, `message`
+events carrying the entry's id, key and text). Delivery to the web succeeds
+whether or not a page is open: the entry stays in the outbox (kept for its
+retention) and `GET /api/outbox?chat=C&after=ID` lists what a page missed, so
+a page loading later shows it, and a page de-duplicates by id. Each stream
+has a bounded queue: a page that stops reading loses live pushes (it sees
+them on its next load), never the daemon's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from bridge.schedule.outbox import OutboxEntry
+
+QUEUE_SIZE = 100
+KEEPALIVE_S = 25.0
+
+
+def message_of(entry: OutboxEntry) -> dict[str, Any]:
+    return {"id": entry.id, "key": entry.key, "text": entry.text, "at_ms": entry.created_ms}
+
+
+def sse(event: str, data: dict[str, Any]) -> bytes:
+    payload = json.dumps(data, ensure_ascii=False)
+    return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+class WebPush:
+    """Open event streams per chat; `__call__(entry)` pushes to them."""
+
+    def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
+        self._streams: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
+        self._size = queue_size
+
+    def listeners(self, chat: str) -> int:
+        return len(self._streams.get(chat, ()))
+
+    async def __call__(self, entry: OutboxEntry) -> None:
+        message = message_of(entry)
+        for queue in list(self._streams.get(entry.chat, ())):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(message)
+
+    @contextlib.asynccontextmanager
+    async def listen(self, chat: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self._size)
+        self._streams[chat].add(queue)
+        try:
+            yield queue
+        finally:
+            self._streams[chat].discard(queue)
+            if not self._streams[chat]:
+                del self._streams[chat]

@@ -1,0 +1,144 @@
+"""Operator commands over the schedule: `roost jobs` and `roost send --to`.
+
+`roost jobs [--tenant T]` lists jobs (id, kind, chat, state, next run in the
+job's zone, runs, the last error) and the outbox's delivery failures (dead
+letters and entries still retrying), never a job's text. `roost send --to
+telegram:<chat_id> TEXT` (or `--to web[:<chat>]`) stores the message in the
+outbox of roost.db, where the running daemon picks it up within a second
+(it watches the database) and delivers it with its retries; `--key K` makes
+a script's retry safe (a key is delivered at most once per chat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from bridge.cli.rows import tenant_arg
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.schedule.jobs import Job, JobLimits
+from bridge.schedule.outbox import OutboxEntry, OutboxStore
+from bridge.schedule.service import ScheduleService
+
+MAX_TEXT = 16_000
+TARGET = re.compile(r"^(?:telegram:(-?[0-9]{1,20})|web(?::([A-Za-z0-9_-]{1,64}))?)$")
+KEY = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+def open_db(settings: Settings) -> sqlite3.Connection | None:
+    path = settings.home / "roost.db"
+    return connect(path) if path.is_file() else None
+
+
+def when(ms: int | None, tz: str) -> str:
+    if ms is None:
+        return "-"
+    try:
+        zone = ZoneInfo(tz)
+    except (KeyError, ValueError):
+        zone = ZoneInfo("UTC")
+    return datetime.fromtimestamp(ms / 1000, UTC).astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def job_line(job: Job) -> str:
+    error = f"\terror: {job.last_error}" if job.last_error else ""
+    every = f"every {job.spec}" if job.spec else "once"
+    return (
+        f"{job.tenant}\t{job.id}\t{job.kind}\t{job.channel}:{job.chat}\t{job.state}\t"
+        f"{every}\tnext {when(job.next_run_ms, job.tz)}\truns {job.runs}{error}"
+    )
+
+
+def failure_line(entry: OutboxEntry) -> str:
+    state = "dead" if entry.state == "dead" else f"retrying ({entry.state})"
+    return (
+        f"{entry.tenant}\tentry {entry.id}\t{entry.channel}:{entry.chat}\t{state}\t"
+        f"attempts {entry.attempts}\t{entry.last_error}\t{entry.key}"
+    )
+
+
+def jobs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tenant", type=tenant_arg, help="one tenant (default: all)")
+
+
+def tenants_of(conn: sqlite3.Connection, tenant: str | None) -> list[str]:
+    if tenant is not None:
+        return [tenant]
+    rows = conn.execute("SELECT tenant FROM jobs UNION SELECT tenant FROM outbox ORDER BY 1")
+    return [str(row[0]) for row in rows]
+
+
+def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    conn = open_db(settings)
+    if conn is None:
+        print("roost: no database yet (the daemon has not run)", file=sys.stderr)
+        return 1
+    try:
+        service = ScheduleService(conn, JobLimits(), settings.schedule.timezone)
+        tenants = tenants_of(conn, args.tenant)
+        jobs = [job for t in tenants for job in service.jobs.list_jobs(t, done=True)]
+        failures = [e for t in tenants for e in service.outbox.failures(t)]
+    finally:
+        conn.close()
+    print("\n".join(job_line(j) for j in jobs) if jobs else "no jobs")
+    if failures:
+        print(f"\ndelivery failures ({len(failures)}):")
+        print("\n".join(failure_line(e) for e in failures))
+    return 0
+
+
+def target_of(text: str) -> tuple[str, str] | None:
+    """("telegram", chat id) or ("web", chat) from a `--to` value; None when malformed."""
+    match = TARGET.fullmatch(text)
+    if match is None:
+        return None
+    if match.group(1) is not None:
+        return "telegram", str(int(match.group(1)))
+    return "web", match.group(2) or "default"
+
+
+def tenant_for(settings: Settings, channel: str, chat: str, given: str | None) -> str:
+    """The tenant the message is filed under: given, the Telegram id's, or the local one."""
+    if given is not None:
+        return given
+    if channel == "telegram":
+        for tenant, rule in settings.tenants.items():
+            if int(chat) in rule.telegram_ids:
+                return tenant
+    return settings.local_tenant
+
+
+def send_to(args: argparse.Namespace, settings: Settings) -> int:
+    """Store the message in the outbox for the running daemon; exit 2 on bad input."""
+    target = target_of(args.to)
+    text = " ".join(args.text).strip()
+    if target is None or not text or len(text) > MAX_TEXT:
+        print(
+            "roost: --to telegram:<chat_id> or web[:<chat>], and a text of at most "
+            f"{MAX_TEXT:,} characters",
+            file=sys.stderr,
+        )
+        return 2
+    if args.key is not None and not KEY.fullmatch(args.key):
+        print("roost: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
+        return 2
+    channel, chat = target
+    tenant = tenant_for(settings, channel, chat, args.tenant)
+    key = f"send:{args.key or uuid.uuid4().hex}"
+    conn = connect(settings.home / "roost.db")
+    try:
+        added = OutboxStore(conn).enqueue(
+            tenant, channel, chat, text, key, now_ms=int(time.time() * 1000)
+        )
+    finally:
+        conn.close()
+    note = "queued" if added.new else "already queued (same key), nothing added"
+    print(f"outbox entry {added.id} for {channel}:{chat}: {note}")
+    return 0

@@ -1,0 +1,238 @@
+"""The scheduler's work inside the daemon: what a run does, where a message goes.
+
+`JobRunner` is the scheduler's `run_job`: a `reminder` posts "⏰ " + its
+text; a `turn` runs a full turn through the core's `handle` as if the person
+had sent the prompt in that chat (access check, loadout, tools, session), and
+posts the answer; a `tool` runs a saved `me.*` tool through the personal-tools
+`ToolSource` (the same sandbox, hash check and audit as in chat) and posts its
+result always, or only when its digest differs from the job's `last_digest`.
+A run whose chat no longer resolves to the job's tenant is skipped, never run
+as someone else.
+
+`Deliveries` is the scheduler's `deliver`: the outbox entry goes to the
+channel of its row (`telegram`, `web`); a channel that is not running now is a
+retryable failure. `audit_observer` turns scheduler events into the audited
+`job.ran`, `outbox.delivered` and `outbox.failed` (ids, kinds and times only).
+`reply_to_outbox` stores a final reply a channel could not deliver under the
+key `reply:<msg_id>`; `watch_db` wakes the scheduler when another process
+(`roost send --to`) committed to the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from bridge.core.tenants import LOOPBACK_CHANNELS
+from bridge.schedule.jobs import Job
+from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
+from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
+from bridge.types.audit_sink import AuditSink
+from bridge.types.messages import Handle, Inbound
+from bridge.types.tenant_dirs import TenantDirs
+from bridge.types.tools import ToolSource, TurnContext
+from forge.names import PREFIX, to_wire
+
+REMINDER_MARK: Final = "⏰ "
+ERROR_KINDS: Final = frozenset(
+    {"network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"}
+)
+TOOL_MODES: Final = ("change", "always")
+
+Resolve = Callable[[Inbound], str | None]
+ChannelDeliver = Callable[[OutboxEntry], Awaitable[None]]
+
+
+def job_inbound(job: Job, slot_ms: int) -> Inbound:
+    """The message a job's run stands for: from the person of the job's chat.
+
+    A Telegram group chat is "<group>:<user>" (the user speaks); a private one
+    is the user's id; the web page and the terminal speak as the local person.
+    """
+    msg_id = f"job:{job.id}:{slot_ms}"
+    if job.channel in LOOPBACK_CHANNELS:
+        return Inbound(job.channel, "local", job.chat, job.payload, msg_id)
+    group, _, user = job.chat.partition(":")
+    identity = user or group
+    return Inbound(job.channel, identity, job.chat, job.payload, msg_id, is_private=not user)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOrder:
+    name: str  # bare name, without "me."
+    mode: str  # change | always
+
+
+def parse_tool_payload(payload: str) -> ToolOrder:
+    """`{"tool": "me.<name>", "mode": "change"|"always"}` (ValueError when malformed)."""
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise ValueError("a tool job's payload is not JSON") from exc
+    if not isinstance(data, dict):
+        raise ValueError("a tool job's payload is not a JSON object")
+    tool, mode = data.get("tool"), data.get("mode", "change")
+    if not isinstance(tool, str) or not tool.startswith(PREFIX) or mode not in TOOL_MODES:
+        raise ValueError("a tool job needs {'tool': 'me.<name>', 'mode': 'change'|'always'}")
+    return ToolOrder(tool[len(PREFIX) :], mode)
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class JobRunner:
+    """`run_job` for the scheduler: reminder, turn or tool, by the job's kind."""
+
+    def __init__(
+        self,
+        *,
+        handle: Handle,
+        resolve: Resolve,
+        tool_sources: Sequence[ToolSource],
+        tenant_dirs: Callable[[str], TenantDirs],
+        now: Callable[[], float],
+    ) -> None:
+        self._handle, self._resolve = handle, resolve
+        self._sources = tuple(tool_sources)
+        self._dirs, self._now = tenant_dirs, now
+
+    async def __call__(self, job: Job, slot_ms: int) -> str | Post | None:
+        if job.kind == "reminder":
+            return REMINDER_MARK + job.payload
+        inbound = job_inbound(job, slot_ms)
+        if self._resolve(inbound) != job.tenant:
+            raise JobSkipped("the chat no longer belongs to the job's tenant")
+        if job.kind == "turn":
+            return await self._turn(inbound)
+        if job.kind == "tool":
+            return await self._tool(job, inbound)
+        raise ValueError(f"unknown job kind {job.kind!r}")
+
+    async def _turn(self, inbound: Inbound) -> str:
+        final = await self._handle(inbound, None)
+        if final.kind in ("refusal", "silent"):
+            raise JobSkipped(f"the turn was refused ({final.kind})")
+        if final.kind == "error":
+            raise RuntimeError("the turn failed")
+        return final.text
+
+    async def _tool(self, job: Job, inbound: Inbound) -> Post | None:
+        order = parse_tool_payload(job.payload)
+        ctx = TurnContext(self._dirs(job.tenant), inbound, self._now)
+        wire = to_wire(order.name)
+        tool = next(
+            (t for s in self._sources for t in s.tools_for(ctx) if t.schema.name == wire), None
+        )
+        if tool is None:
+            raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool")
+        result = await tool({}, ctx)  # a ToolError is the run's failure
+        seen = digest(result)
+        if order.mode == "change" and seen == job.last_digest:
+            return None
+        return Post(f"{PREFIX}{order.name}: {result}", seen)
+
+
+class Deliveries:
+    """`deliver` for the scheduler: each entry to the running channel of its name."""
+
+    def __init__(self, channels: Mapping[str, ChannelDeliver] | None = None) -> None:
+        self._channels: dict[str, ChannelDeliver] = dict(channels or {})
+
+    def add(self, channel: str, deliver: ChannelDeliver) -> None:
+        self._channels[channel] = deliver
+
+    async def __call__(self, entry: OutboxEntry) -> None:
+        deliver = self._channels.get(entry.channel)
+        if deliver is None:  # not running now (not configured): retried, then dead
+            raise DeliveryError("unknown")
+        await deliver(entry)
+
+
+def audit_observer(audit: AuditSink) -> Callable[[ScheduleEvent], Awaitable[None]]:
+    """The scheduler's `observe`: its events as the audited schedule events."""
+
+    async def observe(event: ScheduleEvent) -> None:
+        name, details = audit_event(event)
+        await audit.emit(name, event.tenant, details)
+
+    return observe
+
+
+def audit_event(event: ScheduleEvent) -> tuple[str, dict[str, object]]:
+    """(name, details) of the audit record for one scheduler event (pure)."""
+    if event.name in ("job.run", "job.failed"):
+        outcome = "skipped" if event.skipped else ("ok" if event.name == "job.run" else "failed")
+        return "job.ran", {
+            "id": event.ref,
+            "kind": event.kind,
+            "outcome": outcome,
+            "ms": event.ms,
+            "late_ms": event.late_ms,
+        }
+    entry = int(event.ref)
+    if event.name == "outbox.delivered":
+        return "outbox.delivered", {
+            "entry": entry,
+            "channel": event.kind,
+            "attempts": event.attempts,
+            "late_ms": event.late_ms,
+        }
+    return "outbox.failed", {
+        "entry": entry,
+        "channel": event.kind,
+        "attempts": event.attempts,
+        "error": event.detail if event.detail in ERROR_KINDS else "unknown",
+        "dead": event.name == "outbox.dead",
+    }
+
+
+def reply_to_outbox(
+    outbox: OutboxStore, resolve: Resolve, changed: Callable[[], None], now_ms: Callable[[], int]
+) -> Callable[[Inbound, str], Awaitable[bool]]:
+    """A channel's hook for a final reply it could not deliver: into the outbox
+    (key `reply:<msg_id>`, so a second failure of the same reply adds nothing).
+    False when the sender resolves to no tenant (nothing is stored)."""
+
+    async def undelivered(inbound: Inbound, text: str) -> bool:
+        tenant = resolve(inbound)
+        if tenant is None or not text:
+            return False
+        key = f"reply:{inbound.msg_id}"
+        outbox.enqueue(tenant, inbound.channel, inbound.chat, text, key, now_ms=now_ms())
+        changed()
+        return True
+
+    return undelivered
+
+
+def recent_messages(
+    conn: sqlite3.Connection, tenant: str, channel: str, chat: str, after_id: int, limit: int = 50
+) -> list[dict[str, Any]]:
+    """A chat's outbox messages newer than `after_id` (not dead-lettered), oldest first:
+    what a page that was closed missed."""
+    rows = conn.execute(
+        "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
+        " AND chat = ? AND id > ? AND state != 'dead' ORDER BY id DESC LIMIT ?",
+        (tenant, channel, chat, after_id, limit),
+    ).fetchall()
+    return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
+
+
+async def watch_db(
+    conn: sqlite3.Connection, wake: Callable[[], None], interval_s: float = 1.0
+) -> None:
+    """Wake the scheduler when another connection commits (`PRAGMA data_version`
+    changes only then): `roost send --to` from a shell, without a socket."""
+    (seen,) = conn.execute("PRAGMA data_version").fetchone()
+    while True:
+        await asyncio.sleep(interval_s)
+        (now,) = conn.execute("PRAGMA data_version").fetchone()
+        if now != seen:
+            seen = now
+            wake()
