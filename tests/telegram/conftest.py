@@ -8,6 +8,7 @@ and retry delays, and stops everything in reverse order.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,3 +97,21 @@ async def running(
             await channel.stop()
     finally:
         await roost.aclose()
+
+
+def env_for(home: Path, token: str, base_url: str, **extra: str) -> dict[str, str]:
+    config = Path(os.environ["ROOST_CONFIG"])
+    config.write_text(f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    env.update(
+        ROOST_HOME=str(home),
+        ROOST_CONFIG=str(config),
+        ROOST_WEB__PORT="0",
+        ROOST_LOG_LEVEL="DEBUG",
+        ROOST_LLM__PROVIDER="offline",
+        ROOST_TELEGRAM__TOKEN=token,
+        ROOST_TELEGRAM__API_BASE_URL=base_url,
+        ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
+        **extra,
+    )
+    return env

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import pytest
 
 from bridge.app.logging_setup import RedactingFilter
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import ALICE, TOKEN, running, tg_settings
+from tests.telegram.conftest import ALICE, TOKEN, env_for, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
@@ -66,20 +65,7 @@ async def test_debug_logs_with_failures_never_show_the_token(
 
 
 def daemon_env(home: Path, fake: FakeBotAPI) -> dict[str, str]:
-    config = Path(os.environ["ROOST_CONFIG"])
-    config.write_text(f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
-    env.update(
-        ROOST_HOME=str(home),
-        ROOST_CONFIG=str(config),
-        ROOST_WEB__PORT="0",
-        ROOST_LOG_LEVEL="DEBUG",
-        ROOST_LLM__PROVIDER="offline",
-        ROOST_TELEGRAM__TOKEN=TOKEN,
-        ROOST_TELEGRAM__API_BASE_URL=fake.base_url,
-        ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
-    )
-    return env
+    return env_for(home, TOKEN, fake.base_url)
 
 
 async def test_the_daemon_serves_telegram_without_logging_the_token(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from bridge.app.logging_setup import Redactor
 from bridge.channels import ChannelStartError
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
 from bridge.core.config import ConfigError, TelegramSettings, load_settings
-from tests.telegram.conftest import ALICE, TOKEN
+from tests.telegram.conftest import TOKEN, env_for
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
@@ -41,24 +40,6 @@ def forms(token: str) -> list[str]:
 def assert_clean(text: str, token: str) -> None:
     for form in forms(token):
         assert form not in text, f"{form!r} leaked:\n{text}"
-
-
-def env_for(home: Path, token: str, base_url: str, **extra: str) -> dict[str, str]:
-    config = Path(os.environ["ROOST_CONFIG"])
-    config.write_text(f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
-    env.update(
-        ROOST_HOME=str(home),
-        ROOST_CONFIG=str(config),
-        ROOST_WEB__PORT="0",
-        ROOST_LOG_LEVEL="DEBUG",
-        ROOST_LLM__PROVIDER="offline",
-        ROOST_TELEGRAM__TOKEN=token,
-        ROOST_TELEGRAM__API_BASE_URL=base_url,
-        ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
-        **extra,
-    )
-    return env
 
 
 async def run_daemon(env: dict[str, str]) -> tuple[int, str]:
