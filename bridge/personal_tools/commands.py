@@ -38,8 +38,8 @@ def consent_lines(spec: ToolSpec) -> list[str]:
     hosts: tuple[str, ...] = tuple(getattr(spec, "network", ()) or ())
     return [
         f"Parameters: {_params(spec.schema) or 'none'}",
-        f"Vault secrets it may read: {', '.join(spec.secrets) or 'none'}",
-        f"Network hosts it may call: {', '.join(hosts) or 'none'}",
+        f"It may read these vault secrets: {', '.join(spec.secrets) or 'none'}",
+        f"It may call these network hosts: {', '.join(hosts) or 'none'}",
         f"sha256 {spec.sha256[:12]}…",
     ]
 

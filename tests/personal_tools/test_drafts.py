@@ -176,8 +176,8 @@ def test_consent_lists_secrets_hosts_parameters_and_hash() -> None:
     )
     text = "\n".join(consent_lines(spec))  # type: ignore[arg-type]
     assert "Parameters: city: string" in text
-    assert "Vault secrets it may read: owm_key" in text
-    assert "Network hosts it may call: api.open-meteo.com, api.github.com:443" in text
+    assert "It may read these vault secrets: owm_key" in text
+    assert "It may call these network hosts: api.open-meteo.com, api.github.com:443" in text
     assert "sha256 ab12cd34ef56…" in text
 
 
@@ -188,9 +188,9 @@ async def test_tool_save_shows_what_the_person_consents_to(roost: Roost) -> None
     await roost.core.handle(web_msg("make poke", 1))
     saved = (await roost.core.handle(web_msg("/tool save poke", 2))).text
     assert saved.startswith("Saved me.poke(word: string) — Poke it")
-    assert "Vault secrets it may read: poke_api_key" in saved
+    assert "It may read these vault secrets: poke_api_key" in saved
     hosts = "api.open-meteo.com" if declares_network else "none"
-    assert f"Network hosts it may call: {hosts}" in saved
+    assert f"It may call these network hosts: {hosts}" in saved
     sha = json.loads((roost.tenant_dirs("local").tools / "me.poke.json").read_text())["sha256"]
     assert f"sha256 {sha[:12]}…" in saved
     shown = (await roost.core.handle(web_msg("/tool show me.poke", 3))).text
