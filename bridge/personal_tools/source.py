@@ -72,11 +72,14 @@ def draft_wire(name: str) -> str:
 
 def rejection_notice(name: str, findings: Sequence[Finding]) -> str:
     """The person's one line about a tool the forge refused: count and first problem."""
-    shown = name if len(name) <= 41 else name[:40] + "…"
+    shown = " ".join(name.split())
+    shown = shown if len(shown) <= 41 else shown[:40] + "…"
+    if not findings:
+        return f"🔧 me.{shown} was not accepted."
+    first, more = findings[0], " …" if len(findings) > 1 else ""
     count = f"{len(findings)} problem" + ("" if len(findings) == 1 else "s")
-    first = findings[0] if findings else None
-    detail = f" (line {first.line}: {first.message[:120]}{' …' if len(findings) > 1 else ''})"
-    return f"🔧 me.{shown} was not accepted: {count}{detail if first else ''}"
+    message = " ".join(first.message.split())[:120]
+    return f"🔧 me.{shown} was not accepted: {count} (line {first.line}: {message}{more})"
 
 
 class ForgeTools:
