@@ -4,6 +4,8 @@ Given a system prompt, the conversation and the tools of this turn, it
 streams text out through `on_delta`, runs tool calls (a failing tool becomes
 a tool result the model can read, never a crash) and stops at a final answer
 or at the step limit. It knows nothing about channels, tenants or storage.
+The tools may be a function: it is asked again before every step, so a tool
+made during the turn (a draft written with forge_create) can be called in it.
 
 Everything that goes to the model passes one `redact` function first (the
 tenant's vault masker): the system prompt, the history, the new message,
@@ -71,7 +73,7 @@ async def run_agent(
     backend: Backend,
     system: str,
     messages: Sequence[ChatMessage],
-    tools: Sequence[Tool],
+    tools: Sequence[Tool] | Callable[[], Sequence[Tool]],
     turn: TurnContext,
     max_steps: int,
     on_delta: DeltaSink | None = None,
@@ -80,15 +82,15 @@ async def run_agent(
     max_reply_chars: int = MAX_REPLY_CHARS,
 ) -> AgentResult:
     """Run model steps until a final answer; BackendError propagates."""
-    by_name: Mapping[str, Tool] = {t.schema.name: t for t in tools}
-    schemas = tuple(t.schema for t in tools)
     system = redact(system)
     convo = [_redacted(m, redact) for m in messages]
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta)
     for step in range(1, max_steps + 1):
         result.steps = step
-        request = ModelRequest(system, tuple(convo), schemas)
+        offered = tools() if callable(tools) else tools
+        by_name: Mapping[str, Tool] = {t.schema.name: t for t in offered}
+        request = ModelRequest(system, tuple(convo), tuple(t.schema for t in offered))
         text, calls = await _stream_step(backend, request, reply, result)
         if result.reply_cut:
             await reply.add_note(text + "\n", cut_note(max_reply_chars), "\n")

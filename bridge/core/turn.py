@@ -118,6 +118,8 @@ class TurnRunner:
             await events.flush(self._audit)
             return Final(exc.user_message, "error")
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
+        if turn.notices:
+            text = await _with_notices(text, turn.notices, mask, on_delta)
         asked = inbound.text
         if mask is not None:
             text, asked = mask.mask(text), mask.mask(asked)
@@ -138,7 +140,10 @@ class TurnRunner:
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system = self._prompt.system_prompt(turn)
-        tools: list[Tool] = [t for source in self._sources for t in source.tools_for(turn)]
+
+        def tools() -> list[Tool]:  # asked before each step: a step may add a tool
+            return [t for source in self._sources for t in source.tools_for(turn)]
+
         note = self._note(turn) if self._note is not None else ""
         now = (ChatMessage(role="user", content=note),) if note else ()
         messages = (*session.history, *now, ChatMessage(role="user", content=turn.inbound.text))
@@ -168,6 +173,18 @@ class TurnRunner:
             if rest:
                 await on_delta(rest)
         return result
+
+
+async def _with_notices(
+    text: str, notices: list[str], mask: OutputMask | None, on_delta: DeltaSink | None
+) -> str:
+    """End the reply with the tools' notices for the person (streamed too)."""
+    block = "\n".join(notices)
+    if mask is not None:
+        block = mask.mask(block)
+    if on_delta is not None:
+        await on_delta("\n\n" + block)
+    return text + "\n\n" + block
 
 
 def _received(inbound: Inbound) -> dict[str, object]:

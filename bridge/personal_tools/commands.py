@@ -1,7 +1,10 @@
 """/tools and /tool save|show|rm: the person decides what to keep.
 
 Nothing is ever deleted automatically; "unused 90d" is only a flag (from
-last use, or from creation when never used).
+last use, or from creation when never used). Saving is the person's consent,
+so `/tool save` answers with what was consented to (`consent_lines`): the
+description, the parameters, the vault secrets and network hosts the tool
+declares, and its hash prefix; a changed declaration needs a new save.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.types.audit_sink import AuditSink
-from forge.library import SavedTool, SessionTools, ToolExists, ToolNotFound
+from forge.library import SavedTool, SessionTools, ToolExists, ToolNotFound, ToolSpec
 from forge.names import BadName, bare_name
 
 SAVE_USAGE = "/tool save <name> [as <alias>] [--replace]"
@@ -28,6 +31,17 @@ def _params(schema: dict[str, Any]) -> str:
         kind = "|".join(kind) if isinstance(kind, list) else kind
         parts.append(f"{name}: {kind}" + ("" if name in required else "?"))
     return ", ".join(parts)
+
+
+def consent_lines(spec: ToolSpec) -> list[str]:
+    """What saving `spec` allows: secrets and hosts (`network` once the forge declares it)."""
+    hosts: tuple[str, ...] = tuple(getattr(spec, "network", ()) or ())
+    return [
+        f"Parameters: {_params(spec.schema) or 'none'}",
+        f"It may read these vault secrets: {', '.join(spec.secrets) or 'none'}",
+        f"It may call these network hosts: {', '.join(hosts) or 'none'}",
+        f"sha256 {spec.sha256[:12]}…",
+    ]
 
 
 def _when(ms: int | None) -> str:
@@ -119,12 +133,13 @@ class ToolCommands:
             ctx.tenant,
             {"name": f"me.{saved.spec.name}", "hash": saved.spec.sha256[:12], "replace": replace},
         )
-        secrets = saved.spec.secrets
-        needs = f"\nIt reads these vault secrets: {', '.join(secrets)}" if secrets else ""
-        return (
-            f"Saved me.{saved.spec.name}({_params(saved.spec.schema)}) — {saved.spec.description}"
-            f"\nsha256 {saved.spec.sha256[:12]}…; offered from your next message on."
-            f"{needs}"
+        return "\n".join(
+            (
+                f"Saved me.{saved.spec.name}({_params(saved.spec.schema)}) — "
+                f"{saved.spec.description}",
+                *consent_lines(spec),
+                "Offered from your next message on; a changed tool needs a new /tool save.",
+            )
         )
 
     def _find(self, ctx: CommandContext, name: str) -> SavedTool:
@@ -144,6 +159,7 @@ class ToolCommands:
                 f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
                 f"{u.calls} calls, {u.errors} errors, last use {_when(u.last_used_ms)}",
                 f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
+                f"Network: {', '.join(getattr(t.spec, 'network', ()) or ()) or 'none'}",
                 "```python",
                 t.spec.source.rstrip(),
                 "```",

@@ -9,6 +9,13 @@ vault asked for the declared secrets only, usage counted; then one
 `tool.called` event with name, hash prefix, duration and outcome — never
 arguments or source. The result goes back whole: the agent loop masks vault
 values and then cuts every tool's output at its one limit.
+
+Drafts run before they are saved: each tool written in this chat and not
+saved as it is is offered as `draft__<name>` (the agent loop asks again after
+every step, so the model can test a tool in the turn that wrote it). A draft
+runs in the same sandbox with the same lint and argument check, but with no
+vault secrets (the person has not consented yet) and no usage counted. A
+rejected `forge_create` gives the model the findings and the person a notice.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ from bridge.types.backend import ToolSchema
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.calls import call_saved
-from forge.library import SessionTools
-from forge.names import to_wire
+from forge.findings import Finding
+from forge.library import SessionTools, ToolSpec
+from forge.names import check_name, to_wire
 from forge.runner import SandboxRunner
 from forge.toolmeta import ToolMeta
 
@@ -50,8 +58,28 @@ CREATE_SCHEMA = {
 }
 
 
+DRAFT_WIRE_PREFIX = "draft__"
+
+
 def chat_key(turn: TurnContext) -> str:
     return f"{turn.tenant}/{turn.inbound.channel}/{turn.inbound.chat}"
+
+
+def draft_wire(name: str) -> str:
+    """`x` -> `draft__x`: a draft's wire name, never equal to a saved tool's `me__x`."""
+    return DRAFT_WIRE_PREFIX + check_name(name)
+
+
+def rejection_notice(name: str, findings: Sequence[Finding]) -> str:
+    """The person's one line about a tool the forge refused: count and first problem."""
+    shown = " ".join(name.split())
+    shown = shown if len(shown) <= 41 else shown[:40] + "…"
+    if not findings:
+        return f"🔧 me.{shown} was not accepted."
+    first, more = findings[0], " …" if len(findings) > 1 else ""
+    count = f"{len(findings)} problem" + ("" if len(findings) == 1 else "s")
+    message = " ".join(first.message.split())[:120]
+    return f"🔧 me.{shown} was not accepted: {count} (line {first.line}: {message}{more})"
 
 
 class ForgeTools:
@@ -82,9 +110,21 @@ class ForgeTools:
 
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
         tools: list[Tool] = [self._create]
-        for entry in self._catalog.entries(turn.dirs.tools):
+        entries = self._catalog.entries(turn.dirs.tools)
+        for entry in entries:
             tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
+        kept = {entry.sha256 for entry in entries}
+        for draft in self._sessions.list(chat_key(turn)):
+            if draft.sha256 not in kept:
+                tools.append(FunctionTool(self._draft_schema(draft), self._draft_caller(draft)))
         return tools
+
+    def _draft_schema(self, spec: ToolSpec) -> ToolSchema:
+        return ToolSchema(
+            draft_wire(spec.name),
+            f"draft of me.{spec.name}, not saved (runs without vault secrets) — {spec.description}",
+            spec.schema,
+        )
 
     def _schema(self, entry: ToolMeta) -> ToolSchema:
         return ToolSchema(
@@ -102,6 +142,7 @@ class ForgeTools:
                 turn.tenant,
                 {"name": name[:64], "outcome": "rejected", "findings": len(result.findings)},
             )
+            turn.notices.append(rejection_notice(name, result.findings))
             lines = [f"line {f.line}, col {f.col}: {f.message} [{f.code}]" for f in result.findings]
             raise ToolError(
                 "the tool was not accepted; fix these and call forge_create again:\n"
@@ -117,7 +158,41 @@ class ForgeTools:
         secrets = f"; needs vault secrets: {', '.join(spec.secrets)}" if spec.secrets else ""
         return (
             f"Created {spec.name}({params}), sha256 {spec.sha256[:12]}{secrets}. It exists for "
-            f"this chat only: tell the person they can keep it with /tool save {spec.name}"
+            f"this chat only: test it now by calling {draft_wire(spec.name)} (a draft has no "
+            f"vault secrets); tell the person they can keep it with /tool save {spec.name}"
+        )
+
+    def _draft_caller(self, spec: ToolSpec) -> Callable[[Mapping[str, Any], TurnContext], Any]:
+        async def call(args: Mapping[str, Any], turn: TurnContext) -> str:
+            return await self.call_draft(spec.name, dict(args), turn)
+
+        return call
+
+    async def call_draft(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
+        """Run this chat's draft `name`: no secrets, no usage; audited like a saved call."""
+        spec = self._sessions.get(chat_key(turn), name)
+        if spec is None:
+            raise ToolError(f"there is no draft {name!r} in this chat; write it with forge_create")
+        result = await self._runner.run(spec.source, params, turn.dirs.workspace, None)
+        details: dict[str, object] = {
+            "name": spec.name,
+            "hash": spec.sha256[:12],
+            "ms": int(result.duration_ms),
+            "outcome": "ok" if result.ok else "error",
+        }
+        if not result.ok:
+            details["error_kind"] = result.error_kind or "runtime"
+        await self._audit.emit("tool.called", turn.tenant, details)
+        if result.ok:
+            return json.dumps(result.result, ensure_ascii=False, default=str)
+        hint = (
+            f"\nA draft has no vault secrets: save the tool first (/tool save {name}) to use "
+            f"secrets ({', '.join(spec.secrets)})."
+            if spec.secrets
+            else ""
+        )
+        raise ToolError(
+            f"draft me.{name} failed ({result.error_kind}): {result.error_message}{hint}"
         )
 
     def _caller(self, entry: ToolMeta) -> Callable[[Mapping[str, Any], TurnContext], Any]:

@@ -4,12 +4,14 @@ A `ToolSource` offers tools for one turn (memory tools, forge_create, the
 tenant's `me.*` tools); the agent loop asks every source once per turn and
 never knows what a tool does. A tool returns text for the model; a
 `ToolError` becomes a tool result the model can act on, never a crash.
+A tool that has something the person must see (not only the model) adds a
+short line to `TurnContext.notices`; the turn ends its reply with them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bridge.types.backend import ToolSchema
@@ -28,6 +30,7 @@ class TurnContext:
     dirs: TenantDirs  # the tenant's directories (id and every path)
     inbound: Inbound
     now: Callable[[], float]  # injected clock, seconds since the epoch
+    notices: list[str] = field(default_factory=list)  # lines for the person, after the reply
 
     @property
     def tenant(self) -> str:
