@@ -45,9 +45,9 @@ from forge.policy.globals import (
     prepare_globals,
 )
 from forge.protocol.fields import ErrorKind
-from forge.shims import bind_shims
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, failure_doc, success_doc
+from forge.shims import bind_shims
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()

@@ -12,7 +12,10 @@ from forge.pathgate import PathDenied
 MAX_WALK_ENTRIES = 20_000  # entries one walk or glob may visit
 MAX_WALK_DEPTH = 64  # directory levels below its start
 
-_ENV = "environment variables are not available to tools; declare a secret in SECRETS and use secret(name)"
+_ENV = (
+    "environment variables are not available to tools; "
+    "declare a secret in SECRETS and use secret(name)"
+)
 _WHY: Mapping[str, str] = {
     "environ": _ENV,
     "environb": _ENV,
@@ -62,7 +65,7 @@ class ShimModule:
 class StatResult:
     """What a tool learns from stat(): size in bytes and modification time."""
 
-    __slots__ = ("st_size", "st_mtime")
+    __slots__ = ("st_mtime", "st_size")
     st_size: int
     st_mtime: float
 

@@ -6,6 +6,7 @@ workspace; `os.path` is the ospath shim. Nothing else of `os` exists here:
 
 from __future__ import annotations
 
+import os
 import posixpath
 import stat
 from collections.abc import Iterator
@@ -18,9 +19,12 @@ from forge.shims.common import ShimModule, StatResult, WalkBudget, text_path
 class DirEntry:
     """One entry of os.scandir: name, path, is_file(), is_dir(), stat()."""
 
-    __slots__ = ("name", "path", "_st")
+    __slots__ = ("_st", "name", "path")
+    _st: os.stat_result
+    name: str
+    path: str
 
-    def __init__(self, base: str, name: str, st: Any) -> None:
+    def __init__(self, base: str, name: str, st: os.stat_result) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "path", posixpath.join(base, name))
         object.__setattr__(self, "_st", st)

@@ -63,7 +63,7 @@ def bind_path(pure: type, gate: PathGate) -> type:
     """The `Path` class of one call."""
     root = gate.root
 
-    class Path(pure):  # type: ignore[valid-type, misc]
+    class Path(pure):  # type: ignore[misc]
         """A workspace path: relative to the workspace, or absolute inside it."""
 
         __slots__ = ()
