@@ -246,6 +246,8 @@ class PathGate:
             os.close(parent)
         if stat.S_ISLNK(st.st_mode):
             raise PathDenied(f"{display!r} is a symbolic link; links are not followed")
+        if stat.S_ISREG(st.st_mode) and st.st_nlink != 1:
+            raise PathDenied(f"{display!r} has {st.st_nlink} hard links; refused like open()")
         return st
 
     def mkdir(self, path: object, parents: bool = False, exist_ok: bool = False) -> None:

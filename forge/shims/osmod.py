@@ -12,7 +12,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
-from forge.pathgate import PathGate
+from forge.pathgate import PathDenied, PathGate
 from forge.shims.common import ShimModule, StatResult, WalkBudget, text_path
 
 
@@ -97,6 +97,8 @@ def make_os(gate: PathGate, ospath: ShimModule) -> ShimModule:
             where, depth = stack.pop()
             try:
                 found = entries(where)
+            except PathDenied:
+                raise  # a rule, not a vanished directory: never skipped silently
             except OSError as exc:
                 if onerror is not None:
                     onerror(exc)

@@ -20,7 +20,9 @@ def glob_parts(pattern: Any) -> list[str]:
     """A relative glob pattern's components; `..` and absolute patterns refused."""
     text = text_path(pattern)
     if text.startswith("/"):
-        raise NotImplementedError("Non-relative patterns are unsupported")
+        raise PathDenied(
+            f"absolute glob pattern {text!r} refused; use a pattern relative to the path"
+        )
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if not parts:
         raise ValueError(f"Unacceptable pattern: {text!r}")
