@@ -47,6 +47,7 @@ from forge.policy.globals import (
 from forge.protocol.fields import ErrorKind
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, failure_doc, success_doc
+from forge.shims import bind_shims
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()
@@ -225,6 +226,7 @@ def _run_tool(
         gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
         opener = gate.open if ctx.layers.gate else builtins.open
         bind_call(glb, opener, gate.listdir, job.secrets)
+        bind_shims(glb, gate)
     mark("globals")
     try:
         exec(job.code, glb)

@@ -139,7 +139,8 @@ class _Visitor(ast.NodeVisitor):
             node,
             "F010",
             f"import of {module!r} is not allowed; tools may import only: "
-            f"{allowed_modules_text()}. Files: use open() with a workspace-relative path",
+            f"{allowed_modules_text()}. Files: open(), os, os.path or pathlib "
+            "with paths inside the workspace",
         )
         return False
 

@@ -14,6 +14,9 @@ Left out on purpose, with the reason:
 - `dataclasses.make_dataclass` — builds source text and execs it.
 - `uuid.uuid1`, `uuid.getnode` — may spawn processes to find a MAC address.
 - `re.template`, `re.purge` — deprecated / global cache.
+
+`os`, `os.path` and `pathlib` are not imported at all: their names below are
+served by the path-gated shims of forge.shims, built per call (SHIMMED).
 """
 
 from __future__ import annotations
@@ -389,6 +392,55 @@ ALLOWED: Mapping[str, Sequence[str]] = {
     ],
 }
 
+# Served by forge.shims, bound to the call's workspace; never the real modules.
+SHIMMED: Mapping[str, Sequence[str]] = {
+    "os": [
+        "curdir",
+        "extsep",
+        "fspath",
+        "getcwd",
+        "linesep",
+        "listdir",
+        "makedirs",
+        "mkdir",
+        "name",
+        "pardir",
+        "path",
+        "remove",
+        "rename",
+        "replace",
+        "rmdir",
+        "scandir",
+        "sep",
+        "stat",
+        "unlink",
+        "walk",
+    ],
+    "os.path": [
+        "abspath",
+        "basename",
+        "commonpath",
+        "curdir",
+        "dirname",
+        "exists",
+        "extsep",
+        "getmtime",
+        "getsize",
+        "isabs",
+        "isdir",
+        "isfile",
+        "join",
+        "normpath",
+        "pardir",
+        "relpath",
+        "sep",
+        "split",
+        "splitext",
+    ],
+    "pathlib": ["Path", "PosixPath", "PurePath", "PurePosixPath"],
+}
+ALLOWED = {**ALLOWED, **SHIMMED}
+
 ALLOWED_NAMES: Mapping[str, frozenset[str]] = {m: frozenset(n) for m, n in ALLOWED.items()}
 
 
@@ -399,6 +451,8 @@ def build_proxies() -> dict[str, types.SimpleNamespace]:
     """
     proxies: dict[str, types.SimpleNamespace] = {}
     for module_name, names in ALLOWED.items():
+        if module_name in SHIMMED:
+            continue  # per call: forge.shims.bind_shims
         module = importlib.import_module(module_name)
         attrs = {}
         for name in names:

@@ -7,7 +7,9 @@ clear message: `..`, absolute paths outside the workspace, symlinks (including
 ones created after the check), hard links (a regular file with st_nlink > 1 may
 be a link to a file outside), devices, FIFOs, sockets, directories, files on
 another mount, NUL bytes and over-long names. Write modes truncate only after
-the checks pass.
+the checks pass. The directory operations the `os`/`pathlib` shims need (stat,
+scandir, mkdir, remove, rmdir, rename) walk the same way and act on the last
+component relative to its parent's descriptor, never on a resolved string.
 """
 
 from __future__ import annotations
@@ -34,14 +36,29 @@ class PathDenied(PermissionError):
     """The gate refused a path; the message says why and what to do."""
 
 
-def _components(path: str, root: str) -> list[str]:
-    if not isinstance(path, str):
+MAX_ENTRIES = 10_000  # names one scandir returns
+
+
+def _as_text(path: object) -> str:
+    """An exact str: a str subclass could override split() or startswith()."""
+    try:
+        text = os.fspath(path)  # type: ignore[call-overload]
+    except TypeError:
+        text = None
+    if not isinstance(text, str):
         raise PathDenied("a path must be a string relative to the workspace")
+    return str.__str__(text)
+
+
+def _components(path: object, root: str, allow_root: bool = False) -> list[str]:
+    path = _as_text(path)
     if "\x00" in path:
         raise PathDenied("path contains a NUL byte")
     if not path or len(path) > MAX_PATH_CHARS:
         raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
     if path.startswith("/"):
+        if allow_root and path.rstrip("/") == root:
+            return []
         if path == root or not path.startswith(root + "/"):
             where = (
                 "/proc, /sys and /dev are"
@@ -54,7 +71,7 @@ def _components(path: str, root: str) -> list[str]:
             )
         path = path[len(root) + 1 :]
     parts = [p for p in path.split("/") if p not in ("", ".")]
-    if not parts:
+    if not parts and not allow_root:
         raise PathDenied("path names the workspace itself, not a file")
     for part in parts:
         if part == "..":
@@ -176,16 +193,112 @@ class PathGate:
             os.close(fd)
             raise
 
-    def listdir(self, path: str = ".") -> list[str]:
+    def _dir_fd_of(self, path: object) -> int:
+        """A descriptor of a workspace directory (the workspace itself allowed)."""
+        parts = _components(path, self.root, allow_root=True)
+        return self._walk([*parts, "."], "/".join(parts) or ".")
+
+    def _split(self, path: object) -> tuple[int, str, str]:
+        """(parent descriptor, last name, display) for a path below the workspace."""
+        parts = _components(path, self.root)
+        display = "/".join(parts)
+        return self._walk(parts, display), parts[-1], display
+
+    def listdir(self, path: object = ".") -> list[str]:
         """Sorted names in a workspace directory (no symlinks followed)."""
-        if path in (".", "", "./"):
-            fd = os.dup(self._dir_fd)
-        else:
-            parts = _components(path, self.root)
-            display = "/".join(parts)
-            parent = self._walk([*parts, "."], display)
-            fd = parent
+        fd = self._dir_fd_of(path)
         try:
-            return sorted(os.listdir(fd))
+            names = os.listdir(fd)
         finally:
             os.close(fd)
+        if len(names) > MAX_ENTRIES:
+            raise PathDenied(f"{path!r} holds more than {MAX_ENTRIES} entries")
+        return sorted(names)
+
+    def scandir(self, path: object = ".") -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of every entry of a workspace directory, sorted by name."""
+        fd = self._dir_fd_of(path)
+        try:
+            names = os.listdir(fd)
+            if len(names) > MAX_ENTRIES:
+                raise PathDenied(f"{path!r} holds more than {MAX_ENTRIES} entries")
+            out = []
+            for name in sorted(names):
+                try:
+                    out.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue  # removed meanwhile
+            return out
+        finally:
+            os.close(fd)
+
+    def stat(self, path: object) -> os.stat_result:
+        """The status of a workspace file or directory; a symlink is refused."""
+        parts = _components(path, self.root, allow_root=True)
+        if not parts:
+            return os.fstat(self._dir_fd)
+        parent, name, display = self._split(path)
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            raise self._explain(exc, name, display) from None
+        finally:
+            os.close(parent)
+        if stat.S_ISLNK(st.st_mode):
+            raise PathDenied(f"{display!r} is a symbolic link; links are not followed")
+        if stat.S_ISREG(st.st_mode) and st.st_nlink != 1:
+            raise PathDenied(f"{display!r} has {st.st_nlink} hard links; refused like open()")
+        return st
+
+    def mkdir(self, path: object, parents: bool = False, exist_ok: bool = False) -> None:
+        """Create a directory (and its missing parents when asked)."""
+        parts = _components(path, self.root)
+        display = "/".join(parts)
+        todo = [parts[: i + 1] for i in range(len(parts))] if parents else [parts]
+        for i, prefix in enumerate(todo):
+            parent = self._walk(prefix, display)
+            try:
+                os.mkdir(prefix[-1], 0o755, dir_fd=parent)
+            except FileExistsError:
+                last = i == len(todo) - 1
+                st = os.stat(prefix[-1], dir_fd=parent, follow_symlinks=False)
+                if last and not (exist_ok and stat.S_ISDIR(st.st_mode)):
+                    raise FileExistsError(errno.EEXIST, f"file exists: {display!r}") from None
+            except OSError as exc:
+                raise self._explain(exc, prefix[-1], display, directory=True) from None
+            finally:
+                os.close(parent)
+
+    def remove(self, path: object) -> None:
+        """Delete a file (a symlink itself, never its target); not a directory."""
+        parent, name, display = self._split(path)
+        try:
+            os.unlink(name, dir_fd=parent)
+        except OSError as exc:
+            raise self._explain(exc, name, display) from None
+        finally:
+            os.close(parent)
+
+    def rmdir(self, path: object) -> None:
+        """Delete an empty directory."""
+        parent, name, display = self._split(path)
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError as exc:
+            raise self._explain(exc, name, display, directory=True) from None
+        finally:
+            os.close(parent)
+
+    def rename(self, src: object, dst: object) -> None:
+        """Rename within the workspace, replacing a file at `dst` (os.replace)."""
+        sparent, sname, sdisplay = self._split(src)
+        try:
+            dparent, dname, ddisplay = self._split(dst)
+            try:
+                os.rename(sname, dname, src_dir_fd=sparent, dst_dir_fd=dparent)
+            except OSError as exc:
+                raise self._explain(exc, sname, f"{sdisplay} -> {ddisplay}") from None
+            finally:
+                os.close(dparent)
+        finally:
+            os.close(sparent)

@@ -85,6 +85,10 @@ def _landlock_access(abi: int) -> tuple[int, int, int]:
     handled = _fs_mask(abi)
     read = FS_READ_FILE | FS_READ_DIR
     write = read | FS_WRITE_FILE | FS_REMOVE_FILE | FS_REMOVE_DIR | FS_MAKE_REG | FS_MAKE_DIR
+    # REFER on the workspace rule only: os.rename between two workspace folders
+    # works; nothing moves in from or out to a read-only root (they lack REFER),
+    # and hard links stay refused (seccomp: link/linkat; the gate: st_nlink).
+    write |= FS_REFER
     if abi >= 3:
         write |= FS_TRUNCATE
     return handled, read & handled, write & handled
@@ -146,7 +150,7 @@ def apply_landlock(abi: int, workspace_fd: int, read_fds: Sequence[int]) -> None
     """Writes only under the workspace; reads only there and in the Python roots.
 
     No symlinks, device nodes, FIFOs or sockets may be made anywhere, no file
-    may be executed, cross-directory links/renames (REFER) are refused; with
+    may be executed, cross-directory renames only inside the workspace; with
     ABI >= 4 all TCP bind/connect, with ABI >= 6 signals and abstract UNIX
     sockets outside the sandbox.
     """

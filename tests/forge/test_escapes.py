@@ -49,7 +49,7 @@ async def _blocked(
             "return Formatter().format('{0}', 1)",
             "from string import Formatter",
         ),
-        ("os import", "return os.listdir('/')", "import os"),
+        ("subprocess import", "return subprocess.getoutput('id')", "import subprocess"),
         ("eval", "return eval('1+1')", ""),
         ("dunder builtins", "return __builtins__", ""),
         ("import via __import__", "return __import__('os')", ""),

@@ -40,7 +40,7 @@ class Clock:
 
 def test_session_create_and_findings() -> None:
     tools = SessionTools()
-    bad = tools.create("chat1", "adder", "", "import os\ndef run(): pass\n")
+    bad = tools.create("chat1", "adder", "", "import shutil\ndef run(): pass\n")
     assert not bad.ok and {f.code for f in bad.findings} >= {"F010", "F042"}
     assert tools.get("chat1", "adder") is None
     bad_name = tools.create("chat1", "Bad-Name", "", SRC)

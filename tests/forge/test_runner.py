@@ -91,7 +91,7 @@ def test_cli_run_and_lint(tmp_path: Path, workspace: Path) -> None:
     assert out.returncode == 0
     assert json.loads(out.stdout) == {"ok": True, "result": {"sum": 5}, "error": None}
     bad = tmp_path / "bad.py"
-    bad.write_text(tool("return os.getcwd()", imports="import os"))
+    bad.write_text(tool("return shutil.which('sh')", imports="import shutil"))
     out = _cli("run", str(bad), "--workspace", str(workspace))
     doc = json.loads(out.stdout)
     assert out.returncode == 1 and doc["ok"] is False and doc["error"]["kind"] == "lint"

@@ -29,7 +29,7 @@ def run(path: str, column: str = "amount") -> dict:
             rows += 1
     return {"rows": rows, "total": round(total, 2)}
 '''
-BROKEN = "import os\n\ndef run() -> str:\n    return os.getcwd()\n"
+BROKEN = "import shutil\n\ndef run() -> str:\n    return shutil.which('sh')\n"
 
 
 msg = web_msg
@@ -60,7 +60,7 @@ async def test_write_save_call_show_remove(roost: Roost) -> None:
     first = await core.handle(msg("write me a csv summing tool", 1))
     assert "/tool save sum_csv" in first.text
     results = [m.content for m in backend.requests[1].messages if m.role == "tool"]
-    assert "not accepted" in results[0] and "os" in results[0] and "line 1" in results[0]
+    assert "not accepted" in results[0] and "shutil" in results[0] and "line 1" in results[0]
     results = [m.content for m in backend.requests[2].messages if m.role == "tool"]
     assert results[-1].startswith("Created sum_csv(path, column)")
 
