@@ -58,6 +58,24 @@ class NetCall:
     pins: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # checked addresses
 
 
+def http_details(event: HttpEvent) -> dict[str, object]:
+    """The `tool.http` audit details of `event`: the host by name only when the tool
+    declared it (the person consented to it at save), else under `host_id` (the
+    audit writer stores a keyed id); no URL, query or body."""
+    details: dict[str, object] = {
+        "tool": event.tool,
+        "host" if event.declared else "host_id": event.host,
+        "method": event.method,
+        "status": event.status,
+        "bytes": event.bytes,
+        "ms": event.ms,
+        "outcome": event.outcome,
+    }
+    if event.reason:
+        details["reason"] = event.reason
+    return details
+
+
 class NetBroker(Protocol):
     def open_call(
         self,

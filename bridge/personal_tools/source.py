@@ -25,6 +25,7 @@ from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.calls import call_saved
 from forge.library import SessionTools
 from forge.names import to_wire
+from forge.net_call import HttpEvent, NetScope, http_details
 from forge.runner import SandboxRunner
 from forge.toolmeta import ToolMeta
 
@@ -131,7 +132,14 @@ class ForgeTools:
             return await self._reveal(turn.dirs, list(wanted), f"me.{name}")
 
         library = self._catalog.library(turn.dirs.tools)
-        call = await call_saved(self._runner, library, name, params, turn.dirs.workspace, reveal)
+
+        async def on_http(event: HttpEvent) -> None:
+            await self._audit.emit("tool.http", turn.tenant, http_details(event))
+
+        call = await call_saved(
+            self._runner, library, name, params, turn.dirs.workspace, reveal,
+            net=NetScope(f"me.{name}", on_http),
+        )  # fmt: skip
         result = call.result
         details: dict[str, object] = {
             "name": f"me.{name}",

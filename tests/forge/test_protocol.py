@@ -121,7 +121,11 @@ def test_hello_round_trip() -> None:
 def test_job_round_trip() -> None:
     code = marshal.dumps(compile("x = 1", "<tool>", "exec"))
     job = decode_job(encode_job(code, REQ, "/real/ws"))
-    assert (job.params, job.workspace, job.secret_names) == (REQ.params, "/real/ws", REQ.secret_names)
+    assert (job.params, job.workspace, job.secret_names) == (
+        REQ.params,
+        "/real/ws",
+        REQ.secret_names,
+    )
     assert (job.limits, job.max_output, job.trace) == (REQ.limits, 4096, True)
     with pytest.raises(ProtocolError):
         decode_job(marshal.dumps((1, code, {}, "/", {}, [1, 2, 3, 4], 1, False)))
