@@ -107,11 +107,11 @@ def parse_request(data: dict[str, Any]) -> NetRequest:
     if not 0 < timeout <= 3600:
         raise ProtocolError("timeout_s out of range")
     return NetRequest(
-        method=method,  # type: ignore[arg-type]
+        method=method,
         url=field(data, "url", str),
         headers=_items(data.get("headers"), "headers"),
         params=_items(data.get("params"), "params"),
-        body_kind=kind,  # type: ignore[arg-type]
+        body_kind=kind,
         body=_parts(data.get("body"), "body"),
         form=_items(data.get("form"), "form"),
         timeout_s=timeout,
