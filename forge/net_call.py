@@ -72,7 +72,7 @@ def http_details(event: HttpEvent) -> dict[str, object]:
         "outcome": event.outcome,
     }
     if event.reason:
-        details["reason"] = event.reason
+        details["rule"] = event.reason
     return details
 
 

@@ -200,7 +200,9 @@ JOB = Ref(re.compile(r"[a-km-np-z2-9]{6}"))
 JOB_KIND = enum("reminder", "turn", "tool")
 # A host name or IP as a tool declared it in NETWORK (the broker fills `host`
 # only with declared hosts; others go to `host_id`, a keyed id).
-HOSTNAME = Ref(re.compile(r"[a-z0-9.:\[\]-]{1,64}"))
+HOSTNAME = Ref(
+    re.compile(r"(?:[a-z0-9-]{1,63}\.)+[a-z]{2,24}(?::[0-9]{1,5})?|[0-9.]{7,15}(?::[0-9]{1,5})?")
+)
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
@@ -287,7 +289,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "bytes": INT,
         "ms": INT,
         "outcome": enum("ok", "refused", "error"),
-        "reason": enum(
+        "rule": enum(
             "undeclared",
             "scheme",
             "dns",

@@ -22,4 +22,4 @@ def test_declared_host_kept_other_host_hashed() -> None:
     stored = sanitize("tool.http", "alice", http_details(odd), namer)
     assert "host" not in stored and NAME_ID_RE.fullmatch(str(stored["host_id"]))
     assert "secret-plans" not in repr(stored)
-    assert stored["reason"] == "undeclared" and "_dropped" not in stored
+    assert stored["rule"] == "undeclared" and "_dropped" not in stored
