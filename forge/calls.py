@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.library import IntegrityError, SavedTool, ToolLibrary, ToolNotFound
+from forge.net_call import NetScope
 from forge.runner import RunResult, SandboxRunner
 
 Reveal = Callable[[tuple[str, ...]], Awaitable[Mapping[str, str]]]
@@ -34,12 +35,13 @@ async def call_saved(
     workspace: Path,
     reveal: Reveal | None = None,
     timeout_s: float | None = None,
+    net: NetScope | None = None,
 ) -> Call:
     try:
         tool = library.load_verified(name)
     except (IntegrityError, ToolNotFound) as exc:
         return Call(None, RunResult(False, None, "denied", str(exc)))
     secrets = await reveal(tool.spec.secrets) if reveal and tool.spec.secrets else {}
-    result = await runner.run(tool.spec.source, params, workspace, secrets, timeout_s)
+    result = await runner.run(tool.spec.source, params, workspace, secrets, timeout_s, net)
     library.record_use(tool.spec.name, result.ok)
     return Call(tool, result)

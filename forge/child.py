@@ -1,22 +1,25 @@
 """What runs inside one forked sandbox child: confine, run the tool, report JSON bytes.
 
 The helper forks a child *before* a call arrives (`child_main`). While idle the
-child does only what is the same for every call: it arranges to die with the
-helper, closes every descriptor it inherited except its own three, puts /dev/null
-on stdin/stdout/stderr, empties its environment and builds a Landlock ruleset
-holding the read-only roots, and builds the fresh globals of its one call (new
-builtins dict, guards, import hook, print sink; the call adds its path-gated
-open, listdir and secrets). It then blocks until the helper hands it exactly
-one call (a marshalled `Job` in a memfd, then one byte on the "go" pipe), applies
-every per-call layer (the workspace rule and Landlock enforcement, cwd, closing
-descriptors, rlimits, capabilities, seccomp), runs the tool, writes one length-prefixed JSON
-document to its result pipe and calls os._exit. A child never receives a
-second call: there is no loop, and the helper closes its end of the go pipe and
-the memfd as soon as the call is written.
+child does only what is the same for every call: it arranges to die with the helper,
+closes every descriptor it inherited except its own three, puts /dev/null on
+stdin/stdout/stderr, empties its environment and builds a Landlock ruleset holding
+the read-only roots, and builds the fresh globals of its one call (new builtins
+dict, guards, import hook, print sink; the call adds its path-gated open, listdir
+and secret handles; `net` is bound to its pipes). It then blocks until the helper
+hands it exactly one call (a marshalled `Job` in a memfd, then one byte on the "go"
+pipe), applies every per-call layer (the workspace rule and Landlock enforcement,
+cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, writes one
+length-prefixed JSON document to its result pipe and calls os._exit. A child never
+receives a second call: there is no loop, the memfd is closed as soon as the call is
+written, and after the job the go pipe only ever carries the broker's answers to the
+child's own `net` requests (which it writes as frames on its result pipe before its
+outcome frame; forge.net_client). The child never holds a vault value: `secret()`
+gives handles the broker fills in.
 
-The result is serialised here, inside the child, so objects a tool returns
-(custom __eq__, __repr__, endless iterators) never run code in the helper or
-the daemon; only bytes leave.
+The result is serialised here, inside the child, so objects a tool returns (custom
+__eq__, __repr__, endless iterators) never run code in the helper or the daemon;
+only bytes leave.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import landlock_restrict, landlock_ruleset
 from forge.confine.rlimits import apply_rlimits
 from forge.confine.seccomp import SeccompFilter
+from forge.net_client import PipeChannel, make_net_module
 from forge.pathgate import PathDenied, PathGate
 from forge.policy.globals import (
     OutputTooLarge,
@@ -174,13 +178,12 @@ def _await_job(go_fd: int, job_fd: int) -> Job:
         if not chunk:
             break
         data += chunk
-    os.close(go_fd)
-    os.close(job_fd)
+    os.close(job_fd)  # the go pipe stays: the broker's answers to `net` calls arrive there
     return decode_job(bytes(data))
 
 
 def _confine(
-    job: Job, ctx: HelperContext, ruleset: int | None, result_fd: int, mark: _Stages
+    job: Job, ctx: HelperContext, ruleset: int | None, fds: tuple[int, int], mark: _Stages
 ) -> int:
     """The per-call layers: Landlock with this call's workspace, cwd, descriptors,
     rlimits (capabilities and seccomp are already in place, see `_prepare`)."""
@@ -191,7 +194,7 @@ def _confine(
         landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
         mark("landlock")
     os.fchdir(ws_fd)
-    _close_other_fds({0, 1, 2, result_fd, ws_fd})
+    _close_other_fds({0, 1, 2, *fds, ws_fd})
     mark("fds")
     if ctx.layers.rlimits:
         apply_rlimits(job.limits)
@@ -209,11 +212,13 @@ class _Prepared:
     sink: PrintSink
 
 
-def _prepare_globals(ctx: HelperContext) -> _Prepared:
+def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepared:
     sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
         return _Prepared(make_unrestricted_globals(), sink)
-    return _Prepared(prepare_globals(ctx.builtins, ctx.proxies, sink), sink)
+    net = make_net_module(PipeChannel(result_fd, go_fd).ask)
+    proxies = {**ctx.proxies, "net": net}
+    return _Prepared(prepare_globals(ctx.builtins, proxies, sink), sink)
 
 
 def _run_tool(
@@ -225,7 +230,7 @@ def _run_tool(
     if ctx.layers.restricted:
         gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
         opener = gate.open if ctx.layers.gate else builtins.open
-        bind_call(glb, opener, gate.listdir, job.secrets)
+        bind_call(glb, opener, gate.listdir, job.secret_names)
         bind_shims(glb, gate)
     mark("globals")
     try:
@@ -272,7 +277,7 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
     try:
         try:
             ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
-            pre = _prepare_globals(ctx)
+            pre = _prepare_globals(ctx, go_fd, result_fd)
         except BaseException as exc:
             setup_error: BaseException | None = exc
         else:
@@ -283,7 +288,7 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
         try:
             if setup_error is not None:
                 raise setup_error
-            ws_fd = _confine(job, ctx, ruleset, result_fd, mark)
+            ws_fd = _confine(job, ctx, ruleset, (go_fd, result_fd), mark)
         except BaseException as exc:
             data = json.dumps(_error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:

@@ -5,7 +5,8 @@ already half-prepared (forge.child), wait while the helper has no call in
 flight (forking stalls the helper and competes for the CPU, so it never runs
 while a reply may be due). A call goes to one of them, or to a child forked on
 the spot when none waits; its go pipe and memfd are closed as it is handed
-over, so no child is ever given a second call.
+over (its go pipe then carries only answers to its own `net` requests), so no
+child is ever given a second call.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class ChildPool:
 
     def hand_over(self, data: bytes) -> Spawned:
         """Give one call to a waiting child (forking one if none waits); that child's
-        go pipe and memfd are closed here, so it can never be given another."""
+        memfd is closed here, so it can never be given another (the caller keeps its
+        go pipe for the broker's answers and closes it when the call ends)."""
         for _ in range(3):
             child = self.idle.popleft() if self.idle else self.spawn()
             try:
@@ -60,8 +62,7 @@ class ChildPool:
             except OSError:  # it died while waiting (OOM killer, signal): use another
                 discard(child)
                 continue
-            os.close(child.go)
-            os.close(child.job)
+            os.close(child.job)  # the go pipe stays open for the broker's answers
             return child
         raise OSError("no sandbox child could be started")
 

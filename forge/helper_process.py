@@ -4,7 +4,9 @@
 and waits for its `Hello`. `HelperProcess` is the asyncio protocol of that
 process: request frames out, one reply frame per call back (forge.protocol).
 Replies are decoded as their bytes arrive (`pipe_data_received`) and complete
-the waiting call's future directly: no stream reader task in between. When the
+the waiting call's future directly: no stream reader task in between. A
+frame `{"op": "net", ...}` is a child's `net` request; it goes to `on_net`
+(the runner's broker), whose answer is written back as a frame on stdin. When the
 helper dies or breaks the protocol, every call it carried fails with
 ConnectionError.
 """
@@ -15,12 +17,17 @@ import asyncio
 import contextlib
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from forge.child import Layers
-from forge.protocol.calls import Hello, Reply, decode_hello, decode_reply
+from forge.protocol.calls import Hello, Reply, decode_hello, reply_of
+from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
+from forge.protocol.net import NetAsk, decode_ask
+
+OnNet = Callable[["HelperProcess", NetAsk], None]
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
@@ -30,7 +37,7 @@ SHUT_WAIT_S = 5
 class HelperProcess(asyncio.SubprocessProtocol):
     """The helper process and its protocol: frames out, one reply frame per call."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_net: OnNet | None = None) -> None:
         loop = asyncio.get_running_loop()
         self.transport: asyncio.SubprocessTransport | None = None
         self.stdin: asyncio.WriteTransport | None = None
@@ -43,6 +50,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self._frames = FrameReader(limit)  # a reply larger than any the helper may send
         self._paused = False
         self._drained: list[asyncio.Future[None]] = []
+        self._on_net = on_net
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.SubprocessTransport)
@@ -65,7 +73,13 @@ class HelperProcess(asyncio.SubprocessProtocol):
         if not self.hello.done():
             self.hello.set_result(decode_hello(doc))
             return
-        reply = decode_reply(doc)
+        data = load(doc)
+        if data.get("op") == "net":  # a child's `net` request, relayed
+            ask = decode_ask(data)
+            if self._on_net is not None:
+                self._on_net(self, ask)
+            return
+        reply = reply_of(data)
         fut = self.pending.pop(reply.id, None)
         if fut is not None and not fut.done():
             fut.set_result(reply)
@@ -148,13 +162,15 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self.transport.close()
 
 
-async def start_helper(python: str, layers: Layers, max_reply: int) -> tuple[HelperProcess, Hello]:
+async def start_helper(
+    python: str, layers: Layers, max_reply: int, on_net: OnNet | None = None
+) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start."""
     extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
     loop = asyncio.get_running_loop()
     _, helper = await loop.subprocess_exec(
-        lambda: HelperProcess(max_reply),
+        lambda: HelperProcess(max_reply, on_net),
         python,
         "-I",
         "-c",

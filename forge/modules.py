@@ -376,6 +376,7 @@ ALLOWED: Mapping[str, Sequence[str]] = {
         "final",
         "overload",
     ],
+    "net": ["NetError", "Response", "get", "post"],
     "dataclasses": [
         "Field",
         "FrozenInstanceError",
@@ -441,6 +442,11 @@ SHIMMED: Mapping[str, Sequence[str]] = {
 }
 ALLOWED = {**ALLOWED, **SHIMMED}
 
+# Modules of forge's own offered under another name. `net`'s functions here are
+# unbound (they refuse); each sandbox child binds its own to its pipes
+# (forge.child, forge.net_client).
+SOURCES: Mapping[str, str] = {"net": "forge.net_unbound"}
+
 ALLOWED_NAMES: Mapping[str, frozenset[str]] = {m: frozenset(n) for m, n in ALLOWED.items()}
 
 
@@ -453,7 +459,7 @@ def build_proxies() -> dict[str, types.SimpleNamespace]:
     for module_name, names in ALLOWED.items():
         if module_name in SHIMMED:
             continue  # per call: forge.shims.bind_shims
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(SOURCES.get(module_name, module_name))
         attrs = {}
         for name in names:
             value = getattr(module, name)

@@ -18,7 +18,7 @@ from typing import Any
 
 from forge.protocol.calls import Reply
 from forge.protocol.fields import ErrorKind, Failure
-from forge.protocol.frames import ProtocolError
+from forge.protocol.frames import FrameReader, ProtocolError
 from forge.protocol.jobs import decode_outcome
 
 Trace = list[tuple[str, int]]
@@ -35,9 +35,13 @@ class InFlight:
     deadline: float
     started: float
     max_output: int
+    go: int = -1  # write end of the child's go pipe: the broker's answers to it
     buf: bytearray = field(default_factory=bytearray)
     killed: str = ""  # "", "timeout" or "output"
     trace: Trace | None = None
+    frames: FrameReader | None = None  # frames on the child's result pipe
+    outbox: bytearray = field(default_factory=bytearray)  # answers not yet written
+    asks: int = 0  # `net` requests forwarded
 
 
 def mark(trace: Trace | None, name: str) -> None:

@@ -24,6 +24,7 @@ the time of every call goes (`stages()`; bench/sandbox.py --stages).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -42,9 +43,12 @@ from forge.findings import format_findings
 from forge.helper_pool import MAX_HELPERS, HelperPool, workspace_key
 from forge.helper_process import HelperProcess, start_helper
 from forge.lint import lint
+from forge.net_call import NetBroker, NetCall, NetScope
+from forge.net_rules import parse_hosts
 from forge.protocol.calls import MAX_REQUEST, Reply, Request, encode_request
 from forge.protocol.fields import ErrorKind
 from forge.protocol.limits import Limits
+from forge.protocol.net import MAX_NET_REQUEST, NetAnswer, NetAsk, encode_answer
 from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
 
 log = logging.getLogger(__name__)
@@ -97,11 +101,13 @@ class SandboxRunner:
         layers_for_tests: Layers | None = None,
         trace: bool = False,
         max_helpers: int = MAX_HELPERS,
+        broker: NetBroker | None = None,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
         request can switch a layer off). `trace`: keep per-stage timings of every call
-        (`stages()`), for measurements only."""
+        (`stages()`), for measurements only. `broker`: performs the `net` requests
+        of tools (forge.broker; None: every `net` call fails)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -113,6 +119,8 @@ class SandboxRunner:
         self._ids = itertools.count(1)
         self._warned = False
         self._lint_cache: dict[bytes, ToolInfo | str] = {}
+        self._broker = broker
+        self._net: dict[int, NetCall] = {}  # request id -> its broker state
 
     @property
     def max_helpers(self) -> int:
@@ -122,8 +130,8 @@ class SandboxRunner:
         await self._pool.start()
 
     async def _spawn(self) -> HelperProcess:
-        max_reply = self.max_output * 2 + (1 << 16)
-        helper, hello = await start_helper(self.python, self._layers, max_reply)
+        max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
+        helper, hello = await start_helper(self.python, self._layers, max_reply, self._on_net)
         self._caps = hello.capabilities
         if not self._warned:
             self._warned = True
@@ -166,8 +174,10 @@ class SandboxRunner:
         workspace: Path,
         secrets: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        net: NetScope | None = None,
     ) -> RunResult:
-        """Run `source`'s `run(**params)` in a fresh confined process."""
+        """Run `source`'s `run(**params)` in a fresh confined process. The child gets
+        only the names of `secrets`; the values stay here, for the broker."""
         started = time.monotonic()
         t0 = time.perf_counter_ns()
         timeout = self.default_timeout_s if timeout_s is None else timeout_s
@@ -179,21 +189,56 @@ class SandboxRunner:
             if problems:
                 return _fail("runtime", "invalid arguments: " + "; ".join(problems), started)
             secrets = {k: v for k, v in (secrets or {}).items() if k in checked.secrets}
+            network = checked.network
+        else:
+            network = ()
+        secrets = dict(secrets or {})
         request = Request(
             id=next(self._ids),
             source=source,
             params=dict(params),
             workspace=os.fspath(workspace),
-            secrets=dict(secrets or {}),
+            secret_names=tuple(secrets),
             timeout_s=timeout,
             max_output=self.max_output,
             limits=self.limits.for_timeout(timeout),
             trace=self._trace is not None,
         )
-        if self._trace is None:
-            return await self._call(request, started)
-        marks = [("runner_checked", time.perf_counter_ns())]
-        return await self._call(request, started, (t0, marks))
+        scope = net or NetScope()
+        if self._broker is not None and scope.allowed:
+            self._net[request.id] = self._broker.open_call(
+                tool=scope.tool,
+                network=parse_hosts(network),
+                secrets=secrets,
+                deadline=time.monotonic() + timeout,
+                rate_key=workspace_key(workspace),
+                on_http=scope.on_http,
+            )
+        try:
+            if self._trace is None:
+                return await self._call(request, started)
+            marks = [("runner_checked", time.perf_counter_ns())]
+            return await self._call(request, started, (t0, marks))
+        finally:
+            call = self._net.pop(request.id, None)
+            if call is not None and self._broker is not None:
+                await self._broker.close_call(call)
+
+    def _on_net(self, helper: HelperProcess, ask: NetAsk) -> None:
+        """A child's `net` request, relayed by its helper: the broker answers it."""
+        call = self._net.get(ask.call)
+        task = asyncio.ensure_future(self._answer(helper, call, ask))
+        if call is not None:
+            call.tasks.add(task)
+            task.add_done_callback(call.tasks.discard)
+
+    async def _answer(self, helper: HelperProcess, call: NetCall | None, ask: NetAsk) -> None:
+        if call is None or self._broker is None:
+            answer = NetAnswer(False, error="the network is not available to this tool")
+        else:
+            answer = await self._broker.fetch(call, ask.request)
+        with contextlib.suppress(ConnectionError):
+            await helper.send(encode_answer(ask.call, ask.seq, answer))
 
     def helper_count(self) -> int:
         """Helpers running for workspaces (the spare not counted)."""

@@ -4,7 +4,9 @@ A tool module has exactly one top-level `def run(...)`; every parameter is
 annotated with str, int, float, bool, list, dict (optionally `list[X]`,
 `dict[str, X]`, `Optional[X]` or `X | None`); the docstring's first line is the
 description; an optional module-level `SECRETS = ["vault_name", ...]` literal
-lists the vault entries the tool needs. `Args:` lines in the docstring
+lists the vault entries the tool needs; an optional `NETWORK = ["host", "host:port"]`
+literal lists the hosts its `net` calls may reach (both are part of the source,
+so of its pinned hash: a changed declaration needs a new save). `Args:` lines in the docstring
 (`name: text`) become parameter descriptions.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forge.findings import Finding
+from forge.net_rules import parse_host
 
 # The one rule for secret names, in a tool's SECRETS and in the vault (bridge imports
 # it): a letter, then letters, digits and "_", at most 64; case-insensitive, so
@@ -53,6 +56,7 @@ class ToolInfo:
     description: str
     schema: dict[str, Any]
     secrets: tuple[str, ...]
+    network: tuple[str, ...] = ()  # NETWORK: "host" or "host:port", as declared
 
 
 def _finding(node: ast.AST | None, code: str, message: str) -> Finding:
@@ -203,16 +207,45 @@ def _secrets(node: ast.Assign, findings: list[Finding]) -> tuple[str, ...]:
     return names
 
 
+def _network(node: ast.Assign, findings: list[Finding]) -> tuple[str, ...]:
+    value = node.value
+    ok = isinstance(value, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+    )
+    if not ok:
+        findings.append(
+            _finding(
+                node, "F047", 'NETWORK must be a literal list of hosts, e.g. ["api.example.com"]'
+            )
+        )
+        return ()
+    hosts = tuple(e.value for e in value.elts)  # type: ignore[attr-defined]
+    for host in hosts:
+        if parse_host(host) is None or host != host.strip().lower():
+            findings.append(
+                _finding(
+                    node, "F047", f"bad NETWORK entry {host!r}: use a lower-case host or host:port"
+                )
+            )
+    return hosts
+
+
 def inspect_tool(tree: ast.Module) -> tuple[ToolInfo | None, list[Finding]]:
     """Check the tool format of a parsed module; return its info and findings."""
     findings: list[Finding] = []
     runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
     secrets: tuple[str, ...] = ()
+    network: tuple[str, ...] = ()
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "SECRETS" for t in node.targets
-        ):
-            secrets = _secrets(node, findings)
+        names = (
+            {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.Assign)
+            else set()
+        )
+        if "SECRETS" in names:
+            secrets = _secrets(node, findings)  # type: ignore[arg-type]
+        if "NETWORK" in names:
+            network = _network(node, findings)  # type: ignore[arg-type]
     if len(runs) != 1:
         msg = "define exactly one top-level function `def run(...)`"
         findings.append(_finding(runs[1] if runs else None, "F040", f"{msg} (found {len(runs)})"))
@@ -220,7 +253,7 @@ def inspect_tool(tree: ast.Module) -> tuple[ToolInfo | None, list[Finding]]:
     description, schema = _check_run(runs[0], findings)
     if findings:
         return None, findings
-    return ToolInfo(description, schema, secrets), findings
+    return ToolInfo(description, schema, secrets, network), findings
 
 
 def describe_tool(source: str) -> ToolInfo:

@@ -16,7 +16,8 @@ tools and a child receives only its own call's code. Children are forked ahead
 of demand (forge.child_pool); a call goes to one of them and that child exits
 after it. The reply (forge.replies) goes out as soon as the child's result frame
 is complete; the child is reaped afterwards. The wall-clock deadline is enforced
-here with SIGKILL.
+here with SIGKILL. A child's `net` requests are relayed to the runner's broker
+and its answers back into the child (forge.relay); the deadline covers them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import sys
 import time
 from typing import Any
 
+from forge import relay
 from forge.child import HelperContext, Layers
 from forge.child_pool import ChildPool
 from forge.code_cache import CodeCache
@@ -40,12 +42,14 @@ from forge.protocol.calls import (
     Hello,
     Reply,
     Request,
-    decode_request,
     encode_hello,
     encode_reply,
+    request_of,
 )
-from forge.protocol.frames import FrameReader, ProtocolError, unframe
+from forge.protocol.fields import load
+from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
+from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
 from forge.replies import InFlight, failed, mark, outcome, traced
 from forge.warmup import prepare
 from forge.zygote import Spawned, Zygote, kill
@@ -61,6 +65,7 @@ class Helper:
         self.codes = CodeCache(ctx.layers.restricted)
         self.children = ChildPool(zygote)
         self.pending: dict[int, InFlight] = {}  # result fd -> its call
+        self.answering: dict[int, InFlight] = {}  # go fd with answers waiting -> its call
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
         self.statuses: dict[int, int] = {}  # exit status seen, EOF not yet
         self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
@@ -105,6 +110,7 @@ class Helper:
             return
         mark(trace, "helper_sent")
         deadline = started + req.timeout_s
+        limit = max(req.max_output + 4096, MAX_NET_REQUEST + 4096)
         self.watch(
             child,
             InFlight(
@@ -115,12 +121,15 @@ class Helper:
                 deadline,
                 started,
                 req.max_output,
+                go=child.go,
                 trace=trace,
+                frames=FrameReader(limit),
             ),
         )
 
     def watch(self, child: Spawned, call: InFlight) -> None:
         os.set_blocking(child.result, False)
+        os.set_blocking(child.go, False)
         self.pending[child.result] = call
         self.sel.register(child.result, selectors.EVENT_READ, "child")
 
@@ -133,16 +142,48 @@ class Helper:
         if not chunk:
             self.finish(p, None)
             return
-        p.buf += chunk
-        if p.killed:
+        if p.killed or p.frames is None:
             return
-        if len(p.buf) > p.max_output + 4096:
-            p.killed = "output"
-            kill(p.pidfd)
+        try:
+            docs = p.frames.feed(chunk)
+        except FrameTooLarge:
+            self.kill_output(p)
             return
-        doc = unframe(p.buf)
-        if doc is not None:
-            self.finish(p, doc)
+        for doc in docs:
+            ask = relay.net_request(doc)
+            if ask is None:  # the outcome frame
+                if len(doc) > p.max_output + 4096:
+                    self.kill_output(p)
+                else:
+                    self.finish(p, doc)
+                return
+            if isinstance(ask, ProtocolError):
+                relay.refuse(p, str(ask))
+                self.flush(p)
+                continue
+            p.asks += 1
+            self.write(encode_ask(p.req_id, p.asks, ask))
+
+    def kill_output(self, p: InFlight) -> None:
+        p.killed = "output"
+        kill(p.pidfd)
+
+    def answer(self, call: int, seq: int, doc: bytes) -> None:
+        """The runner's answer to a child's `net` request: into its go pipe."""
+        for p in self.pending.values():
+            if p.req_id == call and p.asks == seq and not p.killed:
+                relay.queue(p, doc)
+                self.flush(p)
+                return
+
+    def flush(self, p: InFlight) -> None:
+        waiting = p.go in self.answering
+        if relay.flush(p) and not waiting:
+            self.answering[p.go] = p
+            self.sel.register(p.go, selectors.EVENT_WRITE, "go")
+        elif not p.outbox and waiting:
+            del self.answering[p.go]
+            self.sel.unregister(p.go)
 
     def finish(self, p: InFlight, doc: bytes | None) -> None:
         """Reply for `p`: at once when its result frame is complete (`doc`; the child
@@ -150,6 +191,9 @@ class Helper:
         mark(p.trace, "helper_result" if doc is not None else "helper_eof")
         self.sel.unregister(p.fd)
         os.close(p.fd)
+        if self.answering.pop(p.go, None) is not None:
+            self.sel.unregister(p.go)
+        os.close(p.go)
         del self.pending[p.fd]
         if doc is not None:
             self.send(traced(p, outcome(p, 0, doc)))
@@ -166,7 +210,7 @@ class Helper:
 
     def send_outcome(self, p: InFlight, status: int) -> None:
         os.close(p.pidfd)
-        self.send(traced(p, outcome(p, status, unframe(p.buf))))
+        self.send(traced(p, outcome(p, status, None)))
 
     def exited(self, pid: int, status: int) -> None:
         """The zygote reaped `pid`."""
@@ -190,7 +234,11 @@ class Helper:
             return False
         for doc in self.requests.feed(chunk):  # FrameTooLarge: exit, the runner restarts us
             try:
-                req = decode_request(doc)
+                data = load(doc)
+                if data.get("op") == "net_answer":
+                    self.answer(*decode_answer(data))
+                    continue
+                req = request_of(data)
             except ProtocolError as exc:
                 self.refuse(doc, exc)
                 continue
@@ -250,6 +298,8 @@ class Helper:
         elif key.data == "zygote":
             if not self.zygote.read_reports():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
+        elif key.data == "go":
+            self.flush(self.answering[key.fd])
         elif key.fd in self.pending:
             self.child_readable(key.fd)
 

@@ -34,6 +34,7 @@ from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
+from forge.broker import Broker
 from forge.runner import SandboxRunner
 
 Closer = Callable[[], object]
@@ -131,7 +132,11 @@ async def build(
         chain = await open_chain(settings, clock)
         closers.append(chain.aclose)
         audit = chain
-    runner = SandboxRunner()
+    broker = Broker(
+        private_hosts=tuple(settings.forge.private_hosts),
+        rate_per_minute=settings.forge.net_requests_per_minute,
+    )
+    runner = SandboxRunner(broker=broker)
     closers.append(runner.aclose)
     limits = settings.limits
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)

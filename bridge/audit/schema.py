@@ -198,6 +198,11 @@ LABEL = enum("approval", "rejection", "rephrase", "neutral")
 # A job id as bridge/schedule/jobs.py makes it: 6 of its base32 alphabet (no l, o, 0, 1).
 JOB = Ref(re.compile(r"[a-km-np-z2-9]{6}"))
 JOB_KIND = enum("reminder", "turn", "tool")
+# A host name or IP as a tool declared it in NETWORK (the broker fills `host`
+# only with declared hosts; others go to `host_id`, a keyed id).
+HOSTNAME = Ref(
+    re.compile(r"(?:[a-z0-9-]{1,63}\.)+[a-z]{2,24}(?::[0-9]{1,5})?|[0-9.]{7,15}(?::[0-9]{1,5})?")
+)
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
@@ -274,6 +279,30 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "ms": INT,
         "outcome": enum("ok", "error"),
         "error_kind": enum("lint", "compile", "runtime", "denied", "timeout", "memory", "output"),
+    },
+    "tool.http": {
+        "tool": TOOL,
+        "host": HOSTNAME,  # only a host the tool declared in NETWORK (consented at save)
+        "host_id": Name("host"),  # any other host: a keyed id
+        "method": enum("GET", "POST"),
+        "status": INT,
+        "bytes": INT,
+        "ms": INT,
+        "outcome": enum("ok", "refused", "error"),
+        "rule": enum(
+            "undeclared",
+            "scheme",
+            "dns",
+            "address",
+            "redirects",
+            "size",
+            "count",
+            "rate",
+            "timeout",
+            "error",
+            "header",
+            "secret",
+        ),
     },
     "secret.used": {"name": SECRET, "purpose": TOOL},
     "secret.stored": {"name": SECRET, "by": enum("operator")},

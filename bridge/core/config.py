@@ -139,6 +139,25 @@ class ScheduleSettings(_Section):
         return v
 
 
+class ForgeSettings(_Section):
+    """The network broker of personal tools (forge.broker)."""
+
+    # "host" or "host:port" a tool may reach over plain http and at private,
+    # loopback or link-local addresses (e.g. "127.0.0.1:8080", "homeassistant.local").
+    private_hosts: list[str] = Field(default_factory=list)
+    net_requests_per_minute: int = Field(60, ge=1)  # per tenant, all its tools together
+
+    @field_validator("private_hosts")
+    @classmethod
+    def _hosts(cls, v: list[str]) -> list[str]:
+        from forge.net_rules import parse_host
+
+        for entry in v:
+            if parse_host(entry) is None:
+                raise ValueError(f"not a host or host:port: {entry!r}")
+        return v
+
+
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
 
@@ -165,6 +184,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    forge: ForgeSettings = Field(default_factory=ForgeSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
 
     @field_validator("local_tenant")

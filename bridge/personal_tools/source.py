@@ -33,6 +33,7 @@ from forge.calls import call_saved
 from forge.findings import Finding
 from forge.library import SessionTools, ToolSpec
 from forge.names import check_name, to_wire
+from forge.net_call import HttpEvent, NetScope, http_details
 from forge.runner import SandboxRunner
 from forge.toolmeta import ToolMeta
 
@@ -173,7 +174,9 @@ class ForgeTools:
         spec = self._sessions.get(chat_key(turn), name)
         if spec is None:
             raise ToolError(f"there is no draft {name!r} in this chat; write it with forge_create")
-        result = await self._runner.run(spec.source, params, turn.dirs.workspace, None)
+        # no secrets and no network: the person has not consented to either yet
+        no_net = NetScope(f"me.{name}", None, allowed=False)
+        result = await self._runner.run(spec.source, params, turn.dirs.workspace, None, net=no_net)
         details: dict[str, object] = {
             "name": spec.name,
             "hash": spec.sha256[:12],
@@ -186,9 +189,9 @@ class ForgeTools:
         if result.ok:
             return json.dumps(result.result, ensure_ascii=False, default=str)
         hint = (
-            f"\nA draft has no vault secrets: save the tool first (/tool save {name}) to use "
-            f"secrets ({', '.join(spec.secrets)})."
-            if spec.secrets
+            f"\nA draft has no vault secrets and no network: save the tool first "
+            f"(/tool save {name}) to use secrets or the hosts it declares."
+            if spec.secrets or "NETWORK" in spec.source
             else ""
         )
         raise ToolError(
@@ -206,7 +209,14 @@ class ForgeTools:
             return await self._reveal(turn.dirs, list(wanted), f"me.{name}")
 
         library = self._catalog.library(turn.dirs.tools)
-        call = await call_saved(self._runner, library, name, params, turn.dirs.workspace, reveal)
+
+        async def on_http(event: HttpEvent) -> None:
+            await self._audit.emit("tool.http", turn.tenant, http_details(event))
+
+        call = await call_saved(
+            self._runner, library, name, params, turn.dirs.workspace, reveal,
+            net=NetScope(f"me.{name}", on_http),
+        )  # fmt: skip
         result = call.result
         details: dict[str, object] = {
             "name": f"me.{name}",

@@ -1,7 +1,7 @@
 """Layer 2, the run's namespace: a fresh globals dict with a fresh, minimal builtins
 dict per run (never RestrictedPython's shared `safe_builtins`), the import hook
 over read-only module proxies (forge.modules), the print sink, and the call's
-path-gated `open`/`listdir` and declared secrets.
+path-gated `open`/`listdir` and the handles of its declared secrets.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import builtins
 import importlib
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from forge.net_client import Secret, handle
 from forge.policy.guards import (
     Guards,
     _apply,
@@ -163,17 +164,19 @@ def make_import(proxies: Mapping[str, SimpleNamespace]) -> Callable[..., Any]:
     return guarded_import
 
 
-def make_secret_getter(secrets: Mapping[str, str]) -> Callable[[str], str]:
-    # Secret names are case-insensitive everywhere (one rule: schema.secret_key).
-    values = {secret_key(k): v for k, v in secrets.items()}
+def make_secret_getter(names: Iterable[str]) -> Callable[[str], Secret]:
+    """`secret(name)`: an opaque handle (forge.net_client.Secret), never the value;
+    the child never receives vault values, only the names the runner holds values
+    for. Names are case-insensitive everywhere (one rule: schema.secret_key)."""
+    known = {secret_key(k): k for k in names}
 
-    def secret(name: str) -> str:
+    def secret(name: str) -> Secret:
         key = secret_key(name) if isinstance(name, str) else None
-        if key is None or key not in values:
+        if key is None or key not in known:
             raise KeyError(
                 f"secret {name!r} is not available: declare it in SECRETS and store it in the vault"
             )
-        return values[key]
+        return handle(known[key])
 
     return secret
 
@@ -188,7 +191,7 @@ def make_globals(
     proxies: Mapping[str, SimpleNamespace],
     open_fn: Callable[..., Any],
     listdir_fn: Callable[..., Any],
-    secrets: Mapping[str, str],
+    secrets: Iterable[str],
     sink: PrintSink,
 ) -> dict[str, Any]:
     """A fresh globals dict (with fresh builtins) for one restricted run."""
@@ -229,9 +232,10 @@ def bind_call(
     glb: dict[str, Any],
     open_fn: Callable[..., Any],
     listdir_fn: Callable[..., Any],
-    secrets: Mapping[str, str],
+    secrets: Iterable[str],
 ) -> None:
-    """Add the call's path gate and secrets to globals from `prepare_globals`."""
+    """Add the call's path gate and secret handles (by name) to globals from
+    `prepare_globals`."""
     safe = glb["__builtins__"]
     safe["open"] = open_fn
     safe["listdir"] = listdir_fn

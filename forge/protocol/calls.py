@@ -14,12 +14,12 @@ from forge.protocol.fields import (
     field,
     load,
     marks,
-    str_dict,
+    str_tuple,
 )
 from forge.protocol.frames import ProtocolError, frame
 from forge.protocol.limits import Limits, decode_limits, encode_limits
 
-MAX_REQUEST = 64 << 20  # bytes of one request frame (source + params + secrets)
+MAX_REQUEST = 64 << 20  # bytes of one request frame (source + params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class Request:
     source: str
     params: dict[str, Any]
     workspace: str
-    secrets: dict[str, str]
+    secret_names: tuple[str, ...]  # names only: vault values stay with the runner
     timeout_s: float
     max_output: int
     limits: Limits
@@ -72,7 +72,7 @@ def encode_request(req: Request) -> bytes:
         "source": req.source,
         "params": req.params,
         "workspace": req.workspace,
-        "secrets": req.secrets,
+        "secret_names": list(req.secret_names),
         "timeout_s": req.timeout_s,
         "max_output": req.max_output,
         "limits": encode_limits(req.limits),
@@ -82,13 +82,16 @@ def encode_request(req: Request) -> bytes:
 
 
 def decode_request(doc: bytes) -> Request:
-    data = load(doc)
+    return request_of(load(doc))
+
+
+def request_of(data: dict[str, Any]) -> Request:
     return Request(
         id=field(data, "id", int),
         source=field(data, "source", str),
         params=field(data, "params", dict),
         workspace=field(data, "workspace", str),
-        secrets=str_dict(field(data, "secrets", dict), "secrets"),
+        secret_names=str_tuple(field(data, "secret_names", list), "secret_names"),
         timeout_s=float(field(data, "timeout_s", int, float)),
         max_output=field(data, "max_output", int),
         limits=decode_limits(data.get("limits")),
@@ -113,7 +116,10 @@ def encode_reply(reply: Reply) -> bytes:
 
 
 def decode_reply(doc: bytes) -> Reply:
-    data = load(doc)
+    return reply_of(load(doc))
+
+
+def reply_of(data: dict[str, Any]) -> Reply:
     ok = field(data, "ok", bool)
     error = None
     if not ok:

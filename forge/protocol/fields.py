@@ -50,6 +50,12 @@ def str_dict(value: dict[str, Any], what: str) -> dict[str, str]:
     return value
 
 
+def str_tuple(value: list[Any], what: str) -> tuple[str, ...]:
+    if not all(isinstance(v, str) for v in value):
+        raise ProtocolError(f"{what} must be a list of strings")
+    return tuple(value)
+
+
 def error_kind(value: object) -> ErrorKind:
     for kind in ERROR_KINDS:
         if value == kind:

@@ -12,7 +12,7 @@ from forge.protocol.fields import ErrorKind, Failure, Marks, error_kind, field, 
 from forge.protocol.frames import ProtocolError
 from forge.protocol.limits import Limits, decode_limits, encode_limits
 
-JOB_VERSION = 2
+JOB_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class Job:
     code: CodeType
     params: dict[str, Any]
     workspace: str
-    secrets: dict[str, str]
+    secret_names: tuple[str, ...]  # handles only: the child never holds a vault value
     limits: Limits
     max_output: int
     trace: bool = False
@@ -32,13 +32,13 @@ def encode_job(code: bytes, req: Request, workspace: str) -> bytes:
     """The bytes the helper hands a child: `code` is an already marshalled code object,
     `workspace` the request's workspace resolved by the helper."""
     lim = encode_limits(req.limits)
-    fields = (JOB_VERSION, code, req.params, workspace, req.secrets, lim, req.max_output)
+    fields = (JOB_VERSION, code, req.params, workspace, list(req.secret_names), lim, req.max_output)
     return marshal.dumps((*fields, req.trace))
 
 
 def decode_job(data: bytes) -> Job:
     try:
-        version, code, params, workspace, secrets, lim, max_output, trace = marshal.loads(data)
+        version, code, params, workspace, names, lim, max_output, trace = marshal.loads(data)
     except (ValueError, EOFError, TypeError) as exc:
         raise ProtocolError(f"not a job: {exc}") from None
     if version != JOB_VERSION:
@@ -46,7 +46,10 @@ def decode_job(data: bytes) -> Job:
     code_obj = marshal.loads(code)
     if not isinstance(code_obj, CodeType):
         raise ProtocolError("the job's code is not a code object")
-    return Job(code_obj, params, workspace, secrets, decode_limits(lim), max_output, bool(trace))
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise ProtocolError("the job's secret names are not a list of strings")
+    lim_ = decode_limits(lim)
+    return Job(code_obj, params, workspace, tuple(names), lim_, max_output, bool(trace))
 
 
 @dataclass(frozen=True, slots=True)

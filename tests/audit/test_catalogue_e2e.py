@@ -106,6 +106,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "memory.refused",
             "secret.stored",
             "secret.removed",
+            "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

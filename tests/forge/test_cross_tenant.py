@@ -43,7 +43,7 @@ def run(n: int) -> int:
     total = 0
     for i in range(n):
         total += i % 7
-    return total + len(token) + len(NOTE)
+    return total + len(str(token)) + len(NOTE)
 '''
 
 # A total break of the tool language: plain Python in the child. It scans its
@@ -163,19 +163,26 @@ async def _contest(runner: SandboxRunner, bob_tool: str, tmp_path: Path) -> None
         alice_secrets = [_marker("alice") for _ in range(2)]
         seen_alice.update(alice_secrets)
         bob_secret = _marker("bob")
+        bob_mine = _marker("bob")  # in bob's own code: what the scan must find
+        bob_src = bob_tool.replace(
+            'SECRETS = ["api_token"]', f'SECRETS = ["api_token"]\nMINE = "{bob_mine}"'
+        )
         calls = [
             runner.run(alice_src, {"n": 300_000}, alice_ws, {"api_token": s}) for s in alice_secrets
         ]
-        calls.insert(1, runner.run(bob_tool, {}, bob_ws, {"api_token": bob_secret}))
+        calls.insert(1, runner.run(bob_src, {}, bob_ws, {"api_token": bob_secret}))
         results: list[RunResult] = await asyncio.gather(*calls)
         for res in results:
             assert res.ok, res
         bob = results[1]
         leaked = set(bob.result) & seen_alice
         assert not leaked, f"bob read alice's data: {sorted(leaked)}"
-        assert set(bob.result) <= {bob_secret}, bob.result
+        assert set(bob.result) <= {bob_mine}, bob.result
+        # Vault values never enter the sandbox (the broker keeps them): not even
+        # the call's own secret is in any page of the child, zygote or helper.
+        assert bob_secret not in bob.result
         if bob_tool is BOB_MEMORY_SCAN:
-            assert bob_secret in bob.result, "the scan must see the call's own secret"
+            assert bob_mine in bob.result, "the scan must see the call's own code"
     assert runner.helper_pid(alice_ws) != runner.helper_pid(bob_ws)
     assert runner.zygote_pid(alice_ws) != runner.zygote_pid(bob_ws)
 

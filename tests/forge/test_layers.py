@@ -303,7 +303,7 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
             source="def run():\n    return str(().__class__)\n",
             params={},
             workspace=str(workspace),
-            secrets={},
+            secret_names=(),
             timeout_s=5,
             max_output=1 << 20,
             limits=Limits(),

@@ -26,7 +26,7 @@ SECRETS = ["poke_api_key"]
 
 def run(a: int, b: int = 2) -> int:
     """Add two numbers."""
-    return a + b + len(secret("poke_api_key"))
+    return a + b + (4 if str(secret("poke_api_key")) == "[vault:poke_api_key]" else 0)
 '''
 
 

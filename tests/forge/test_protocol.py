@@ -36,7 +36,7 @@ REQ = Request(
     source="def run(a: int) -> int:\n    '''d'''\n    return a\n",
     params={"a": 1, "nested": {"ü": [1, 2.5, None]}},
     workspace="/tmp/ws",
-    secrets={"api_key": "v"},
+    secret_names=("api_key",),
     timeout_s=2.5,
     max_output=4096,
     limits=Limits().for_timeout(2.5),
@@ -94,7 +94,7 @@ def test_malformed_requests_are_refused() -> None:
     for key, value in [
         ("id", "7"),
         ("id", True),
-        ("secrets", {"k": 1}),
+        ("secret_names", [1]),
         ("limits", [1, 2, 3]),
         ("limits", [1, 2, 3, -4]),
         ("limits", [1, 2, 3, True]),
@@ -121,7 +121,11 @@ def test_hello_round_trip() -> None:
 def test_job_round_trip() -> None:
     code = marshal.dumps(compile("x = 1", "<tool>", "exec"))
     job = decode_job(encode_job(code, REQ, "/real/ws"))
-    assert (job.params, job.workspace, job.secrets) == (REQ.params, "/real/ws", REQ.secrets)
+    assert (job.params, job.workspace, job.secret_names) == (
+        REQ.params,
+        "/real/ws",
+        REQ.secret_names,
+    )
     assert (job.limits, job.max_output, job.trace) == (REQ.limits, 4096, True)
     with pytest.raises(ProtocolError):
         decode_job(marshal.dumps((1, code, {}, "/", {}, [1, 2, 3, 4], 1, False)))

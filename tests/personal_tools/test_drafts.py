@@ -32,7 +32,7 @@ SECRETS = ["poke_api_key"]
 def run(word: str) -> str:
     """Use the private key."""
     key = secret("poke_api_key")
-    return word + ":" + key
+    return word + ":" + str(key)  # a handle: its text is [vault:poke_api_key]
 '''
 
 

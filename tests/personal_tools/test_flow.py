@@ -178,7 +178,7 @@ SECRETS = ["poke_api_key"]
 def run(word: str) -> str:
     """Use the private key."""
     key = secret("poke_api_key")
-    return word + ":" + str(len(key))
+    return word + ":" + str(key)
 '''
 
 
@@ -208,7 +208,7 @@ async def test_declared_secret_reaches_the_tool_and_is_masked_in_replies(roost: 
 
     final = await roost.core.handle(msg("poke it", 3), on_delta)
     result = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
-    assert json.loads(result) == f"x:{len(value)}"
+    assert json.loads(result) == "x:[vault:poke_api_key]"  # a handle, never the value
     assert final.text == "The key is [vault:poke_api_key], done."
     assert value not in "".join(pieces) and "".join(pieces) == final.text
     assert (

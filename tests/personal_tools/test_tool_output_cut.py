@@ -28,7 +28,7 @@ SECRETS = ["gh_token"]
 
 def run(pad: int) -> str:
     """Return padding, then the token, then more padding."""
-    return "x" * pad + secret("gh_token") + "y" * 30000
+    return "x" * pad + str(secret("gh_token")) + "y" * 30000
 '''
 
 

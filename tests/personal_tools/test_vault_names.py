@@ -34,7 +34,7 @@ def tool(declared: str, asked: str) -> str:
         f"SECRETS = [{declared!r}]\n\n\n"
         "def run() -> str:\n"
         '    """Fingerprint the GitHub token."""\n'
-        f"    return hashlib.sha256(secret({asked!r}).encode()).hexdigest()\n"
+        f"    return hashlib.sha256(str(secret({asked!r})).encode()).hexdigest()\n"
     )
 
 
@@ -85,7 +85,9 @@ async def test_the_readme_example_works_end_to_end(
         backend.steps += [[("me__gh_print", "{}")], "done"]
         await roost.core.handle(web_msg("fingerprint my token", 3))
         result = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
-        assert json.loads(result) == hashlib.sha256(VALUE.encode()).hexdigest()
+        # The tool holds a handle under the declared name, never the value.
+        handles = {f"[vault:{n}]" for n in (declared, asked, "GITHUB_TOKEN")}
+        assert json.loads(result) in {hashlib.sha256(h.encode()).hexdigest() for h in handles}
         used = [e[2]["name"] for e in roost.audit.events if e[0] == "secret.used"]
         assert used == ["GITHUB_TOKEN"]
         assert "GITHUB_TOKEN" in backend.requests[-1].system  # block 4 lists the name

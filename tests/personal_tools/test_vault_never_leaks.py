@@ -83,8 +83,9 @@ def run(mode: str) -> dict:
             "bearer_b64": b64(("Bearer " + value + "\\n").encode("utf-8"), std, False),
         }
 
-    key = secret("api_key")
-    password = secret("db_password")
+    # A tool holds handles only (forge.net_client.Secret): their text is all it can spell.
+    key = str(secret("api_key"))
+    password = str(secret("db_password"))
     if mode == "return":
         return {"key": key, "password": password}
     if mode == "encodings":
