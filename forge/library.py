@@ -58,6 +58,7 @@ class ToolSpec:
     schema: dict[str, Any]
     secrets: tuple[str, ...]
     sha256: str
+    network: tuple[str, ...] = ()  # NETWORK as declared: part of the source, so of the hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,9 @@ def build_spec(name: str, description: str, source: str) -> CreateResult:
     except CompileFailed as exc:
         return CreateResult(None, tuple(exc.findings))
     desc = " ".join(description.split()) or info.description
-    spec = ToolSpec(name, desc, source, info.schema, info.secrets, sha256_text(source))
+    spec = ToolSpec(
+        name, desc, source, info.schema, info.secrets, sha256_text(source), info.network
+    )
     return CreateResult(spec)
 
 
@@ -220,5 +223,21 @@ class ToolLibrary:
 
 
 def _saved(meta: ToolMeta, source: str, usage: Usage) -> SavedTool:
-    spec = ToolSpec(meta.name, meta.description, source, meta.schema, meta.secrets, meta.sha256)
+    spec = ToolSpec(
+        meta.name,
+        meta.description,
+        source,
+        meta.schema,
+        meta.secrets,
+        meta.sha256,
+        _declared_hosts(source),
+    )
     return SavedTool(spec, meta.created_ms, meta.saved_from, usage)
+
+
+def _declared_hosts(source: str) -> tuple[str, ...]:
+    """NETWORK of a saved source (shown by /tool show); () when it no longer parses."""
+    try:
+        return describe_tool(source).network
+    except ToolFormatError:
+        return ()

@@ -34,8 +34,8 @@ def _params(schema: dict[str, Any]) -> str:
 
 
 def consent_lines(spec: ToolSpec) -> list[str]:
-    """What saving `spec` allows: secrets and hosts (`network` once the forge declares it)."""
-    hosts: tuple[str, ...] = tuple(getattr(spec, "network", ()) or ())
+    """What saving `spec` allows: the vault secrets it may read and the hosts it may call."""
+    hosts = spec.network
     return [
         f"Parameters: {_params(spec.schema) or 'none'}",
         f"It may read these vault secrets: {', '.join(spec.secrets) or 'none'}",
@@ -159,7 +159,7 @@ class ToolCommands:
                 f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
                 f"{u.calls} calls, {u.errors} errors, last use {_when(u.last_used_ms)}",
                 f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
-                f"Network: {', '.join(getattr(t.spec, 'network', ()) or ()) or 'none'}",
+                f"Network: {', '.join(t.spec.network) or 'none'}",
                 "```python",
                 t.spec.source.rstrip(),
                 "```",

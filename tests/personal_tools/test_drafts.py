@@ -9,7 +9,6 @@ tenant; `/tool save` answers with what the person consented to.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from bridge.app.build import Roost
 from bridge.personal_tools.commands import consent_lines
@@ -153,28 +152,17 @@ async def test_drafts_stay_in_their_chat_and_tenant(roost: Roost) -> None:
     assert "draft__mine" not in [t.schema.name for t in forge.tools_for(on_telegram)]
 
 
-@dataclass(frozen=True)
-class NetSpec:
-    """A spec as the forge gives it once tools declare NETWORK (the broker's change)."""
-
-    name: str
-    description: str
-    schema: dict[str, object]
-    secrets: tuple[str, ...]
-    sha256: str
-    network: tuple[str, ...]
-
-
 def test_consent_lists_secrets_hosts_parameters_and_hash() -> None:
-    spec = NetSpec(
+    spec = ToolSpec(
         "weather",
         "Weather for a city",
+        "",
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
         ("owm_key",),
         "ab12cd34ef56" + "0" * 52,
         ("api.open-meteo.com", "api.github.com:443"),
     )
-    text = "\n".join(consent_lines(spec))  # type: ignore[arg-type]
+    text = "\n".join(consent_lines(spec))
     assert "Parameters: city: string" in text
     assert "It may read these vault secrets: owm_key" in text
     assert "It may call these network hosts: api.open-meteo.com, api.github.com:443" in text
@@ -183,13 +171,12 @@ def test_consent_lists_secrets_hosts_parameters_and_hash() -> None:
 
 async def test_tool_save_shows_what_the_person_consents_to(roost: Roost) -> None:
     source = 'NETWORK = ["api.open-meteo.com"]\n' + SECRET_TOOL
-    declares_network = "network" in getattr(ToolSpec, "__dataclass_fields__", {})
-    script(roost, [create("poke", source if declares_network else SECRET_TOOL, "Poke it")], "ok")
+    script(roost, [create("poke", source, "Poke it")], "ok")
     await roost.core.handle(web_msg("make poke", 1))
     saved = (await roost.core.handle(web_msg("/tool save poke", 2))).text
     assert saved.startswith("Saved me.poke(word: string) — Poke it")
     assert "It may read these vault secrets: poke_api_key" in saved
-    hosts = "api.open-meteo.com" if declares_network else "none"
+    hosts = "api.open-meteo.com"
     assert f"It may call these network hosts: {hosts}" in saved
     sha = json.loads((roost.tenant_dirs("local").tools / "me.poke.json").read_text())["sha256"]
     assert f"sha256 {sha[:12]}…" in saved
