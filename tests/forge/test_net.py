@@ -9,6 +9,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,31 @@ async def test_a_call_without_network_consent_reaches_no_host(
     res = await sandbox.run(src, {}, workspace, {}, net=NetScope("me.t", None, allowed=False))
     assert not res.ok and "not available to this tool" in res.error_message
     assert len(state.seen) == seen  # nothing reached the server
+
+
+async def test_the_per_tenant_rate_limit_refuses_then_recovers(
+    api: tuple[Api, Path], workspace: Path
+) -> None:
+    state, crt = api
+    # The broker's clock also bounds each call by its deadline (time.monotonic), so the
+    # first call runs a minute "in the past" and the second one at the real time.
+    offset = [-61.0]
+    broker = Broker(
+        private_hosts=(f"127.0.0.1:{state.port}",),
+        ssl_context=ssl.create_default_context(cafile=str(crt)),
+        rate_per_minute=3,
+        clock=lambda: time.monotonic() + offset[0],
+    )
+    runner = SandboxRunner(default_timeout_s=10.0, broker=broker)
+    await runner.start()
+    try:
+        body = "out = []\nfor i in range(4):\n    try:\n        out.append(net.get(BASE + '/echo').status)\n    except net.NetError as e:\n        out.append(str(e))\nreturn out"  # noqa: E501
+        first = await runner.run(tool(state.port, body, secrets="[]"), {}, workspace)
+        assert first.ok, first
+        assert first.result[:3] == [200, 200, 200]
+        assert "more than 3 requests a minute" in first.result[3]
+        offset[0] = 0.0  # a minute later the tenant may call again
+        again = await runner.run(tool(state.port, body, secrets="[]"), {}, workspace)
+        assert again.ok and again.result[0] == 200
+    finally:
+        await runner.aclose()
