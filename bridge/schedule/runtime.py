@@ -56,10 +56,12 @@ def job_inbound(job: Job, slot_ms: int) -> Inbound:
     """
     msg_id = f"job:{job.id}:{slot_ms}"
     if job.channel in LOOPBACK_CHANNELS:
-        return Inbound(job.channel, "local", job.chat, job.payload, msg_id)
+        return Inbound(job.channel, "local", job.chat, job.payload, msg_id, scheduled=True)
     group, _, user = job.chat.partition(":")
     identity = user or group
-    return Inbound(job.channel, identity, job.chat, job.payload, msg_id, is_private=not user)
+    return Inbound(
+        job.channel, identity, job.chat, job.payload, msg_id, is_private=not user, scheduled=True
+    )
 
 
 @dataclass(frozen=True, slots=True)

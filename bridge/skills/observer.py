@@ -37,6 +37,8 @@ class SkillsObserver:
 
     async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         inbound = turn.inbound
+        if inbound.scheduled:
+            return  # a job's prompt is not the person reacting to the previous answer
         last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
         if last is None or last.graded or len(session.history) < 2:
             return

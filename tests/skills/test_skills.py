@@ -155,3 +155,24 @@ async def test_skills_command_names_no_server_path(roost: Roost, settings: Setti
         assert str(settings.home) not in reply
         assert str(dirs.root) not in reply
         assert not re.search(r"(^|\s)/[\w.-]+/", reply), reply
+
+
+async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(tmp_path: Path) -> None:
+    """A recurring job's prompt runs as a turn of the chat, but the person did not write
+    it in reaction to the last answer: no outcome is graded from it."""
+    conn = connect(tmp_path / "db")
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    audit, grades = MemoryAudit(), SkillGrades(conn)
+    observer = SkillsObserver(grades, TurnLog(conn), FileCache(), lambda: 5.0)
+    reply = "Using csv_cleanup I removed 3 duplicate rows."
+    events = TurnEvents()
+    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
+    before = grades.get("t1", "csv_cleanup").grade
+    job = Inbound("web", "local", "c", "no, wrong: summarise the news", "job:x:1", scheduled=True)
+    await observer.before_turn(
+        TurnContext(dirs, job, lambda: 5.0), _session(("clean this csv", reply)), events
+    )
+    await events.flush(audit)
+    assert "outcome.graded" not in [e[0] for e in audit.events]
+    assert grades.get("t1", "csv_cleanup").grade == before
