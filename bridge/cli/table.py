@@ -65,7 +65,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "backup",
-        "copy the home (databases, files, audit chain) while the daemon runs",
+        "copy the home, even while the daemon runs",
         backup.backup_args,
         backup.run_backup,
     ),
@@ -77,13 +77,13 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "export",
-        "write a ZIP of everything roost holds about a tenant",
+        "a ZIP of all roost holds about a tenant",
         export.export_args,
         export.run_export,
     ),
     Command(
         "forget",
-        "delete a tenant's files and rows (audit records stay)",
+        "delete all of a tenant's data but audit records",
         export.forget_args,
         export.run_forget,
     ),
