@@ -8,7 +8,7 @@ is one function in a module of `bridge/cli` and one row here.
 
 from __future__ import annotations
 
-from bridge.cli import audit, daemon, grade, loadout, pair, schedule, style, tools
+from bridge.cli import audit, backup, daemon, export, grade, loadout, pair, schedule, style, tools
 from bridge.cli.rows import Command, no_args
 
 COMMANDS: tuple[Command, ...] = (
@@ -62,6 +62,30 @@ COMMANDS: tuple[Command, ...] = (
         "the user-style learner: status, list-live, sweep",
         style.style_args,
         style.run_style,
+    ),
+    Command(
+        "backup",
+        "copy the home, even while the daemon runs",
+        backup.backup_args,
+        backup.run_backup,
+    ),
+    Command(
+        "restore",
+        "restore a backup into an empty home",
+        backup.restore_args,
+        backup.run_restore,
+    ),
+    Command(
+        "export",
+        "a ZIP of all roost holds about a tenant",
+        export.export_args,
+        export.run_export,
+    ),
+    Command(
+        "forget",
+        "delete all of a tenant's data but audit records",
+        export.forget_args,
+        export.run_forget,
     ),
 )
 

@@ -1,0 +1,175 @@
+"""`roost export --tenant T` and `roost forget --tenant T`: a person's data, handed over or erased.
+
+The tables are found, not listed: every table of `roost.db` with a `tenant`
+column (`tenant_tables`), so a table added by a later migration is exported
+and forgotten without a change here. The export is a ZIP (mode 0600) of the
+tenant's files (vault values left out: names only), one JSONL file per
+table, the tool usage counters, and the audit records whose tenant is T,
+with a README.txt saying what each file is. `forget` deletes the files
+(vault included) and every row keyed by the tenant in one transaction; the
+audit chain keeps its records, which hold no content (ids, counts, hashes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.types.tenant_dirs import TenantDirs
+
+USAGE_FILE = "usage.sqlite"
+
+README = """\
+Everything roost holds about tenant {tenant}, exported {when}.
+
+files/            the tenant's own files, as roost keeps them:
+  USER.md           the profile roost shows the model about you
+  STEERING.md       your always-on instructions
+  memory/           memories (one Markdown file each) and their journal
+  skills/           your skills (SKILL.md files)
+  forge/tools/      your personal tools: me.NAME.py (source) and me.NAME.json
+                    (metadata: description, parameters, SHA-256, network hosts)
+  workspace/        files your tools wrote
+vault-names.txt   the names of your stored secrets (the values are not exported)
+tool-usage.jsonl  per tool: calls, errors, last use
+db/TABLE.jsonl    your rows of each database table, one JSON object a line:
+  sessions, session_messages   your conversation history, message by message
+  chat_settings                per-chat settings (persona, ...)
+  style_bullets                style notes learned from how you write, with state
+  skill_grades, turn_log       how well each skill did for you
+  jobs, outbox                 your scheduled jobs and messages queued for you
+  pairing_*                    which chat identities are bound to you
+audit.jsonl       the audit records about you: what happened and when, with ids,
+                  counts and hashes only (no message text)
+"""
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    files: int
+    rows: dict[str, int]
+
+
+def tenant_tables(db: sqlite3.Connection) -> list[str]:
+    """Every table with a `tenant` column, sorted."""
+    names = [
+        str(row[0])
+        for row in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    return sorted(
+        name
+        for name in names
+        if any(col[1] == "tenant" for col in db.execute(f'PRAGMA table_info("{name}")'))
+    )
+
+
+def table_rows(db: sqlite3.Connection, table: str, tenant: str) -> Iterator[dict[str, object]]:
+    cursor = db.execute(f'SELECT * FROM "{table}" WHERE tenant = ?', (tenant,))
+    columns = [d[0] for d in cursor.description]
+    for row in cursor:
+        yield dict(zip(columns, row, strict=True))
+
+
+def audit_records(chain: Path, tenant: str) -> Iterator[bytes]:
+    """The chain's complete lines whose record names `tenant`, streamed."""
+    if not chain.exists():
+        return
+    with chain.open("rb") as fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break  # a torn tail is not a record
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("tenant") == tenant:
+                yield line
+
+
+def usage_rows(tools: Path) -> Iterator[dict[str, object]]:
+    path = tools / USAGE_FILE
+    if not path.exists():
+        return
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        for table in [
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]:
+            cursor = conn.execute(f'SELECT * FROM "{table}"')
+            columns = [d[0] for d in cursor.description]
+            for row in cursor:
+                yield dict(zip(columns, row, strict=True))
+    finally:
+        conn.close()
+
+
+def _jsonl(rows: Iterator[dict[str, object]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+
+
+def _tenant_files(dirs: TenantDirs) -> Iterator[Path]:
+    root = dirs.root
+    if not root.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if Path(dirpath) == dirs.vault:
+            dirnames.clear()
+            continue
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.startswith(USAGE_FILE) or not path.is_file() or path.is_symlink():
+                continue
+            yield path
+
+
+def write_export(
+    home: Path, db: sqlite3.Connection, tenant: str, out: Path, when: str
+) -> list[str]:
+    """Write the ZIP of `tenant` to `out` (0600, created new); return the names inside."""
+    dirs = TenantDirs.of(home, tenant)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("README.txt", README.format(tenant=tenant, when=when))
+            for path in _tenant_files(dirs):
+                zf.write(path, "files/" + path.relative_to(dirs.root).as_posix())
+            vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
+            zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
+            zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
+            for table in tenant_tables(db):
+                zf.writestr(f"db/{table}.jsonl", _jsonl(table_rows(db, table, tenant)))
+            chain = home / "audit" / "chain.jsonl"
+            zf.writestr("audit.jsonl", b"".join(audit_records(chain, tenant)))
+            names = zf.namelist()
+        os.link(tmp, out)  # never over an existing file
+    finally:
+        tmp.unlink(missing_ok=True)
+    return names
+
+
+def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
+    """Delete every row keyed by `tenant` (one transaction), then its whole file tree."""
+    rows: dict[str, int] = {}
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table in tenant_tables(db):
+            rows[table] = db.execute(f'DELETE FROM "{table}" WHERE tenant = ?', (tenant,)).rowcount
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
+    files = sum(len(f) for _, _, f in os.walk(top)) if top.exists() else 0
+    if top.exists():
+        shutil.rmtree(top)
+    return Forgotten(files, rows)

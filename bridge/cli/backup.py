@@ -1,0 +1,48 @@
+"""`roost backup DEST` and `roost restore SRC`: the command-line side of `bridge.app.backup`.
+
+Exit codes: 0 done, 2 refused (a non-empty destination or home, a damaged
+or incomplete backup); the message says why and what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bridge.app.backup import BackupError, backup, restore
+from bridge.core.config import Settings
+
+
+def backup_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dest", type=Path, help="a new or empty directory for the copy")
+
+
+def restore_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("src", type=Path, help="a directory written by `roost backup`")
+
+
+def run_backup(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        result = backup(settings.home, args.dest)
+    except BackupError as exc:
+        print(f"roost backup: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"backed up {settings.home} to {result.dest}: {result.files} files, "
+        f"{result.bytes:,} bytes, audit chain up to record {result.audit_seq}"
+    )
+    return 0
+
+
+def run_restore(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        count = restore(args.src, settings.home)
+    except BackupError as exc:
+        print(f"roost restore: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"restored {count} files from {args.src} into {settings.home}; check with "
+        "`roost audit verify`"
+    )
+    return 0

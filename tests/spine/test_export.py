@@ -1,0 +1,144 @@
+"""`roost export` hands a person their data; `roost forget` erases it (audit records stay).
+
+Real turns through `roost send` fill the conversation, memory and audit
+chain; the remaining tables with a `tenant` column get a row each, so that
+every one of them is exported and then emptied. Another tenant is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zipfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.spine.test_daemon import env_for, run
+
+# values that satisfy the CHECK constraints of the tables that have them
+VALID = {("jobs", "kind"): "reminder", ("jobs", "state"): "active", ("outbox", "state"): "queued"}
+FILLER: dict[str, object] = {"INTEGER": 1, "REAL": 1.0}  # TEXT: x-<tenant>
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+        yield server
+
+
+def tables_with_tenant(db: sqlite3.Connection) -> list[str]:
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return [
+        n for n in names if any(c[1] == "tenant" for c in db.execute(f"PRAGMA table_info({n})"))
+    ]
+
+
+def fill_missing_rows(db_path: Path, tenant: str) -> list[str]:
+    """Give `tenant` a row in every table with a tenant column that has none yet."""
+    db = sqlite3.connect(db_path)
+    tables = tables_with_tenant(db)
+    for table in tables:
+        if db.execute(f"SELECT 1 FROM {table} WHERE tenant = ?", (tenant,)).fetchone():
+            continue
+        info = db.execute(f"PRAGMA table_info({table})")
+        cols = [c for c in info if not (c[1] == "id" and c[2] == "INTEGER")]  # rowids
+        values = [
+            tenant
+            if c[1] == "tenant"
+            else VALID.get((table, c[1]), FILLER.get(c[2], f"x-{tenant}"))
+            for c in cols
+        ]
+        marks = ",".join("?" * len(cols))
+        db.execute(f"INSERT INTO {table} ({','.join(c[1] for c in cols)}) VALUES ({marks})", values)
+    db.commit()
+    db.close()
+    return tables
+
+
+def rows_of(db_path: Path, tenant: str) -> dict[str, int]:
+    db = sqlite3.connect(db_path)
+    counts = {
+        t: db.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (tenant,)).fetchone()[0]
+        for t in tables_with_tenant(db)
+    }
+    db.close()
+    return counts
+
+
+def audit_lines(home: Path, tenant: str) -> list[str]:
+    lines = (home / "audit" / "chain.jsonl").read_text().splitlines()
+    return [line for line in lines if json.loads(line).get("tenant") == tenant]
+
+
+async def setup_two_people(home: Path, env: dict[str, str]) -> None:
+    for tenant, words in (("bob", "hello from bob about plums"), ("alice", "hi from alice")):
+        assert (await run(["send", "--tenant", tenant, words], env))[0] == 0
+        code, out, _ = await run(["send", "--tenant", tenant, f"/remember {tenant} likes tea"], env)
+        assert code == 0 and "Remembered" in out
+    root = home / "tenants" / "bob" / "global"
+    (root / "STEERING.md").write_text("Answer in French.\n")
+    (root / "forge" / "tools" / "me.greet.py").write_text("def run():\n    return 'hi'\n")
+    (root / "forge" / "tools" / "me.greet.json").write_text('{"name": "me.greet"}\n')
+    (root / "vault" / "github").write_text("ghp_" + "A1b2" * 9)
+    for tenant in ("bob", "alice"):
+        fill_missing_rows(home / "roost.db", tenant)
+
+
+async def test_export_holds_everything_about_the_person(
+    home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    env = env_for(home, fake)
+    await setup_two_people(home, env)
+    out = tmp_path / "bob.zip"
+    code, _, err = await run(["export", "--tenant", "bob", "--out", str(out)], env)
+    assert code == 0, err
+    assert out.stat().st_mode & 0o777 == 0o600
+    with zipfile.ZipFile(out) as zf:
+        names = set(zf.namelist())
+        text = {n: zf.read(n).decode() for n in names}
+    assert "README.txt" in names and "session_messages" in text["README.txt"]
+    assert text["files/STEERING.md"] == "Answer in French.\n"
+    assert "me.greet.py" in text["README.txt"] or "forge/tools" in text["README.txt"]
+    assert {"files/forge/tools/me.greet.py", "files/forge/tools/me.greet.json"} <= names
+    assert any(n.startswith("files/memory/") and "bob likes tea" in text[n] for n in names)
+    assert "hello from bob about plums" in text["db/session_messages.jsonl"]
+    assert "alice" not in "".join(text[n] for n in names if n.startswith("db/"))
+    assert text["vault-names.txt"] == "github\n"
+    assert "ghp_" not in "".join(text.values())  # secret values stay in the vault
+    for table, count in rows_of(home / "roost.db", "bob").items():
+        assert count > 0 and len(text[f"db/{table}.jsonl"].splitlines()) == count, table
+    exported = text["audit.jsonl"].splitlines()
+    assert exported == audit_lines(home, "bob") and len(exported) >= 4
+    code, _, err = await run(["export", "--tenant", "bob", "--out", str(out)], env)
+    assert code == 2 and "exists" in err  # never over an existing file
+
+
+async def test_forget_erases_the_person_but_not_the_audit_chain(
+    home: Path, fake: FakeOpenAI
+) -> None:
+    env = env_for(home, fake)
+    await setup_two_people(home, env)
+    before = audit_lines(home, "bob")
+    alice = rows_of(home / "roost.db", "alice")
+
+    code, _, err = await run(["forget", "--tenant", "bob"], env)
+    assert code == 2 and "--yes" in err
+    assert (home / "tenants" / "bob").is_dir()
+    assert all(rows_of(home / "roost.db", "bob").values())
+
+    code, out, err = await run(["forget", "--tenant", "bob", "--yes"], env)
+    assert code == 0, err
+    assert not (home / "tenants" / "bob").exists()  # memory, tools, steering, vault
+    counts = rows_of(home / "roost.db", "bob")
+    assert {"sessions", "session_messages", "style_bullets", "jobs", "outbox"} <= set(counts)
+    assert set(counts.values()) == {0}
+    assert rows_of(home / "roost.db", "alice") == alice and all(alice.values())
+    assert (home / "tenants" / "alice" / "global").is_dir()
+
+    code, out, _ = await run(["audit", "verify"], env)
+    assert code == 0 and "intact" in out
+    assert audit_lines(home, "bob")[: len(before)] == before
+    assert "plums" not in (home / "audit" / "chain.jsonl").read_text()  # no content in it
