@@ -113,11 +113,15 @@ def build_capabilities(
 
 
 def build_commands(
-    sessions: SessionStore, backend: Backend, command_sets: Sequence[CommandSet]
+    sessions: SessionStore,
+    backend: Backend,
+    command_sets: Sequence[CommandSet],
+    pairing: PairingStore | None = None,
+    audit: AuditSink | None = None,
 ) -> CommandTable:
     """The chat command table: core commands, /start, then each capability's rows."""
     table = CommandTable(())
-    for row in CoreCommands(lambda: table, sessions, backend.describe).commands():
+    for row in CoreCommands(lambda: table, sessions, backend.describe, pairing, audit).commands():
         table.add(row)
     table.add(start_command(lambda: table))
     for command_set in command_sets:
@@ -164,7 +168,7 @@ def build_core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
         pairing=pairing,
-        commands=build_commands(sessions, backend, caps.command_sets),
+        commands=build_commands(sessions, backend, caps.command_sets, pairing, audit),
         turns=build_turns(settings, backend, sessions, audit, caps, clock),
         audit=audit,
         clock=clock,

@@ -78,6 +78,7 @@ EVENTS: dict[str, dict[str, object]] = {
     "secret.removed": {"name": "github", "by": "operator"},
     "pairing.issued": {"ttl_s": 3600},
     "pairing.used": {"channel": "telegram", "identity": "111111"},
+    "pairing.revoked": {"channel": "telegram", "identity": "111111", "by": "operator"},
     "pairing.failed": {
         "channel": "telegram",
         "identity": "222222",

@@ -309,6 +309,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     "secret.removed": {"name": SECRET, "by": enum("operator")},
     "pairing.issued": {"ttl_s": INT},
     "pairing.used": {"channel": CHANNEL, "identity": IDENTITY},
+    "pairing.revoked": {"channel": CHANNEL, "identity": IDENTITY, "by": enum("user", "operator")},
     "pairing.failed": {"channel": CHANNEL, "identity": IDENTITY, "locked": BOOL, "suppressed": INT},
     "skill.graded": {
         "name": SKILL,

@@ -8,7 +8,20 @@ is one function in a module of `bridge/cli` and one row here.
 
 from __future__ import annotations
 
-from bridge.cli import audit, backup, daemon, export, grade, loadout, pair, schedule, style, tools
+from bridge.cli import (
+    access,
+    audit,
+    backup,
+    daemon,
+    doctor,
+    export,
+    grade,
+    loadout,
+    pair,
+    schedule,
+    style,
+    tools,
+)
 from bridge.cli.rows import Command, no_args
 
 COMMANDS: tuple[Command, ...] = (
@@ -31,6 +44,18 @@ COMMANDS: tuple[Command, ...] = (
         "print a one-time code binding a Telegram user to TENANT",
         pair.pair_args,
         pair.pair_command,
+    ),
+    Command(
+        "access",
+        "who is mapped or paired (list), or revoke a pairing",
+        access.access_args,
+        access.run_access,
+    ),
+    Command(
+        "doctor",
+        "health checks, one line each (exit 1 on a FAIL)",
+        doctor.doctor_args,
+        doctor.run_doctor,
     ),
     Command(
         "prompt",

@@ -1,7 +1,9 @@
-"""The commands every roost has: /help, /reset, /whoami, /status.
+"""The commands every roost has: /help, /reset, /whoami, /status, /unpair.
 
 They read the command table, the session store and the backend description;
-nothing here talks to a model.
+/unpair lets a paired person end their own binding (audited
+`pairing.revoked` by user): from their next message on they are a stranger.
+Nothing here talks to a model.
 """
 
 from __future__ import annotations
@@ -9,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bridge.core.commands import Command, CommandContext, CommandTable, UsageError
+from bridge.core.pairing import PairingStore
 from bridge.core.sessions import SessionStore
+from bridge.types.audit_sink import AuditSink
+
+NOT_PAIRED = (
+    "You are not paired: your access comes from the operator's configuration. "
+    "Ask them to remove your id if you want to leave."
+)
+UNPAIRED = (
+    "Unpaired: this {channel} account is no longer bound to roost. Your data stays with the "
+    "operator; to come back, ask them for a new pairing code."
+)
 
 
 def _ago(seconds: float) -> str:
@@ -26,10 +39,13 @@ class CoreCommands:
         table: Callable[[], CommandTable],
         sessions: SessionStore,
         backend_description: Callable[[], str],
+        pairing: PairingStore | None = None,
+        audit: AuditSink | None = None,
     ) -> None:
         self._table = table
         self._sessions = sessions
         self._backend = backend_description
+        self._pairing, self._audit = pairing, audit
 
     def commands(self) -> Iterable[Command]:
         return (
@@ -43,7 +59,23 @@ class CoreCommands:
             ),
             Command("whoami", "/whoami", "who you are to roost and which tenant", self.whoami),
             Command("status", "/status", "tenant, model backend and session size", self.status),
+            *(
+                (Command("unpair", "/unpair", "end your own pairing with roost", self.unpair),)
+                if self._pairing is not None
+                else ()
+            ),
         )
+
+    async def unpair(self, ctx: CommandContext, args: str) -> str:
+        assert self._pairing is not None
+        channel, identity = ctx.inbound.channel, ctx.inbound.identity
+        tenant = self._pairing.revoke(channel, identity)
+        if tenant is None:
+            return NOT_PAIRED
+        if self._audit is not None:
+            details = {"channel": channel, "identity": identity, "by": "user"}
+            await self._audit.emit("pairing.revoked", tenant, details)
+        return UNPAIRED.format(channel=channel.capitalize())
 
     async def help(self, ctx: CommandContext, args: str) -> str:
         table = self._table()

@@ -127,6 +127,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX outbox_chat_queue ON outbox (tenant, channel, chat, id) WHERE state = 'queued';
     CREATE INDEX outbox_done ON outbox (done_ms) WHERE state != 'queued'
     """,
+    # pairing (bridge/core/pairing.py): when a paired identity was last resolved
+    """
+    ALTER TABLE pairing_bindings ADD COLUMN last_seen REAL
+    """,
 )
 
 

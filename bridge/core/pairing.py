@@ -12,7 +12,9 @@ are bounded (`MAX_STRANGER_ROWS`, oldest forgotten first; expired failure
 windows are dropped), so a flood of strangers cannot grow the database
 without bound. A binding holds only while its tenant is configured
 (`rule(known)`), and `revoke` removes it: both take effect on the next
-message. Plain SQLite; no telegram import; the clock is injected.
+message. Resolving a binding stamps its `last_seen`, at most once a minute
+per identity (`SEEN_EVERY_S`), so the hot path writes rarely. Plain
+SQLite; no telegram import; the clock is injected.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ MAX_FAILURES = 5
 LOCKOUT_S = 3600.0
 FAILURE_WINDOW_S = 3600.0
 MAX_STRANGER_ROWS = 10_000  # per table: refusal notices, failure counters
+SEEN_EVERY_S = 60.0  # last_seen is written at most this often per identity
 
 
 def normalize(code: str) -> str:
@@ -56,12 +59,13 @@ class Redeemed:
 
 
 class Binding(NamedTuple):
-    """One paired identity: who, on which channel, to which tenant, since when."""
+    """One paired identity: who, on which channel, to which tenant, since when, last seen."""
 
     channel: str
     identity: str
     tenant: str
     bound_at: float
+    last_seen: float | None = None
 
 
 class PairingStore:
@@ -144,7 +148,8 @@ class PairingStore:
             (now, f"{channel}:{identity}", code_hash(normal)),
         )
         self._db.execute(
-            "INSERT OR REPLACE INTO pairing_bindings VALUES (?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO pairing_bindings (channel, identity, tenant, bound_at)"
+            " VALUES (?, ?, ?, ?)",
             (channel, identity, tenant, now),
         )
         for table in ("pairing_failures", "refusal_notices"):
@@ -186,12 +191,39 @@ class PairingStore:
         )
         return tenant
 
+    def revoke_tenant(self, tenant: str) -> list[Binding]:
+        """Remove every binding to `tenant`; returns the bindings removed."""
+        gone = [b for b in self.bindings() if b.tenant == tenant]
+        self._db.execute("DELETE FROM pairing_bindings WHERE tenant = ?", (tenant,))
+        return gone
+
     def bindings(self) -> list[Binding]:
         """Every binding, oldest first."""
         rows = self._db.execute(
-            "SELECT channel, identity, tenant, bound_at FROM pairing_bindings ORDER BY bound_at"
+            "SELECT channel, identity, tenant, bound_at, last_seen FROM pairing_bindings"
+            " ORDER BY bound_at"
         )
-        return [Binding(str(c), str(i), str(t), float(at)) for c, i, t, at in rows]
+        return [
+            Binding(str(c), str(i), str(t), float(at), None if seen is None else float(seen))
+            for c, i, t, at, seen in rows
+        ]
+
+    def seen(self, channel: str, identity: str) -> str | None:
+        """The tenant of a binding, stamping its last_seen (at most once per SEEN_EVERY_S)."""
+        row = self._db.execute(
+            "SELECT tenant, last_seen FROM pairing_bindings WHERE channel = ? AND identity = ?",
+            (channel, identity),
+        ).fetchone()
+        if row is None:
+            return None
+        tenant, last_seen = row
+        now = self._clock()
+        if last_seen is None or now - last_seen >= SEEN_EVERY_S:
+            self._db.execute(
+                "UPDATE pairing_bindings SET last_seen = ? WHERE channel = ? AND identity = ?",
+                (now, channel, identity),
+            )
+        return str(tenant)
 
     def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
         """A TenantResolver rule: paired identities of any channel whose tenant is `known`.
@@ -201,7 +233,7 @@ class PairingStore:
         """
 
         def rule(inbound: Inbound) -> str | None:
-            tenant = self.bound_tenant(inbound.channel, inbound.identity)
+            tenant = self.seen(inbound.channel, inbound.identity)
             return tenant if tenant is not None and known(tenant) else None
 
         return rule

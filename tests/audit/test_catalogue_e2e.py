@@ -102,6 +102,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "pairing.issued",
             "pairing.used",
             "pairing.failed",
+            "pairing.revoked",  # tests/telegram/test_unpair.py, tests/spine/test_access_cli.py
             "audit.repaired",
             "memory.refused",
             "secret.stored",

@@ -1,0 +1,158 @@
+"""`roost access list` and `roost access revoke TENANT|CHANNEL:ID`: who gets in, and ending it.
+
+`list` prints one line per person: the identity, the tenant, how they got
+in (`config`: the tenant's `telegram_ids`; `paired`: a binding, since when)
+and when they were last seen (a binding's `last_seen`; for a config-mapped
+id, the last message of their private chat). `revoke` removes bindings
+(a tenant: all of its bindings) and writes `pairing.revoked` {by: operator}
+for each; the daemon reads bindings on every message, so it takes effect on
+the next one. A config-mapped id cannot be revoked here: it is named, with
+the config key to remove it from. Exit 0 when something was revoked, 1 when
+there was nothing to revoke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import NamedTuple, TextIO
+
+from bridge.app.home import open_chain, prepare_home
+from bridge.cli.rows import Verb, add_verbs, no_args, pick
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.core.pairing import Binding, PairingStore
+
+AccessRun = Callable[[argparse.Namespace, Settings, TextIO], int]
+
+
+class Person(NamedTuple):
+    identity: str  # "telegram:111111"
+    tenant: str
+    how: str  # "config" or "paired"
+    since: float | None
+    last_seen: float | None
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return "-"
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _private_last_seen(db: sqlite3.Connection, tenant: str, uid: int) -> float | None:
+    """The last message of a config-mapped id's private chat (its chat id is its user id)."""
+    row = db.execute(
+        "SELECT max(updated_at) FROM sessions WHERE tenant = ? AND channel = 'telegram'"
+        " AND chat = ?",
+        (tenant, str(uid)),
+    ).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
+    """Everyone who gets in: config-mapped ids first (by tenant), then bindings (oldest first)."""
+    mapped = [
+        Person(f"telegram:{uid}", tid, "config", None, _private_last_seen(db, tid, uid))
+        for tid, rule in sorted(settings.tenants.items())
+        for uid in rule.telegram_ids
+    ]
+    paired = [
+        Person(f"{b.channel}:{b.identity}", b.tenant, "paired", b.bound_at, b.last_seen)
+        for b in PairingStore(db).bindings()
+    ]
+    return mapped + paired
+
+
+def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    db = connect(settings.home / "roost.db")
+    try:
+        rows = people(settings, db)
+    finally:
+        db.close()
+    if not rows:
+        print("nobody is mapped or paired (roost pair TENANT issues a code)", file=out)
+        return 0
+    print("IDENTITY\tTENANT\tHOW\tSINCE\tLAST SEEN", file=out)
+    for p in rows:
+        since = "config" if p.how == "config" else f"paired {_when(p.since)}"
+        print(f"{p.identity}\t{p.tenant}\t{p.how}\t{since}\t{_when(p.last_seen)}", file=out)
+    return 0
+
+
+def _config_named(settings: Settings, target: str) -> list[str]:
+    """Config-mapped ids the target covers, as `telegram:ID (in [tenants.T] telegram_ids)`."""
+    return [
+        f"telegram:{uid} (in [tenants.{tid}] telegram_ids)"
+        for tid, rule in sorted(settings.tenants.items())
+        for uid in rule.telegram_ids
+        if target in (tid, f"telegram:{uid}")
+    ]
+
+
+def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
+    if ":" not in target:
+        return pairing.revoke_tenant(target)
+    channel, identity = target.split(":", 1)
+    found = [b for b in pairing.bindings() if (b.channel, b.identity) == (channel, identity)]
+    pairing.revoke(channel, identity)
+    return found
+
+
+async def _audit(settings: Settings, gone: Sequence[Binding]) -> None:
+    chain = await open_chain(settings, time.time)
+    try:
+        await chain.emit_many(
+            [
+                (
+                    "pairing.revoked",
+                    b.tenant,
+                    {"channel": b.channel, "identity": b.identity, "by": "operator"},
+                )
+                for b in gone
+            ]
+        )
+    finally:
+        await chain.aclose()
+
+
+def run_revoke(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    target: str = args.target
+    prepare_home(settings.home)
+    db = connect(settings.home / "roost.db")
+    try:
+        gone = _revoke(PairingStore(db), target)
+    finally:
+        db.close()
+    if gone:
+        asyncio.run(_audit(settings, gone))
+    for b in gone:
+        print(f"revoked {b.channel}:{b.identity} (paired to {b.tenant})", file=out)
+    for named in _config_named(settings, target):
+        print(f"{named} is mapped in the config: remove it from the config to revoke", file=out)
+    if not gone:
+        print(f"no pairing to revoke for {target}", file=out)
+    return 0 if gone else 1
+
+
+def revoke_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", help="a tenant (all its pairings) or CHANNEL:ID, e.g. telegram:1234")
+
+
+VERBS: tuple[Verb[AccessRun], ...] = (
+    Verb("list", "who is mapped or paired, since when, last seen", no_args, run_list),
+    Verb("revoke", "remove the pairings of a tenant or one identity", revoke_args, run_revoke),
+)
+
+
+def access_args(p: argparse.ArgumentParser) -> None:
+    add_verbs(p, "access_command", VERBS)
+
+
+def run_access(args: argparse.Namespace, settings: Settings) -> int:
+    return pick(VERBS, args.access_command)(args, settings, sys.stdout)

@@ -1,0 +1,165 @@
+"""`roost doctor`: one line per health check (ok / warn / FAIL and why); exit 1 on any FAIL.
+
+Checks, in order: the configuration loads; the home and everything in it is
+private (directories 0700, files 0600: no group or other bits); the
+database passes `PRAGMA quick_check`; the audit chain verifies; the model
+server answers with its model list; the Telegram Bot API knows the token
+and the webhook state; the sandbox layers forge can use (Landlock ABI,
+seccomp, via `python -m forge capabilities`); free disk space under the
+home (warn below 1 GiB, FAIL below 100 MiB). Nothing is created or
+repaired; the network checks live in `bridge.cli.doctor_net`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from bridge.app.home import chain_path
+from bridge.audit.keys import HmacKeyError, load_hmac_key
+from bridge.audit.verify import verify
+from bridge.cli.doctor_net import Check, check_backend, check_telegram
+from bridge.core.config import Settings, config_path
+
+GIB, MIB = 1 << 30, 1 << 20
+WARN_FREE, FAIL_FREE = 1 * GIB, 100 * MIB
+SANDBOX_LAYERS = ("landlock", "seccomp")
+
+
+def check_config(settings: Settings) -> Check:
+    path, named = config_path(os.environ)
+    source = str(path) if path.exists() else "defaults and environment"
+    if named and not path.exists():
+        return Check("FAIL", "config", f"ROOST_CONFIG names {path}, which does not exist")
+    return Check("ok", "config", f"loaded ({source}); {len(settings.tenants)} tenants")
+
+
+def _loose(home: Path) -> list[str]:
+    """Paths under `home` (and itself) readable or writable by group or others."""
+    found = []
+    for root, _dirs, files in os.walk(home):
+        for name in (root, *(os.path.join(root, f) for f in files)):
+            try:
+                mode = os.lstat(name).st_mode
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISLNK(mode) and mode & 0o077:
+                rel = os.path.relpath(name, home)
+                found.append(f"{'the home' if rel == '.' else rel} {stat.S_IMODE(mode):04o}")
+    return found
+
+
+def check_home(home: Path) -> Check:
+    if not home.is_dir():
+        return Check("FAIL", "home", f"{home} does not exist (roost serve creates it)")
+    loose = _loose(home)
+    if loose:
+        shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+        return Check("FAIL", "home", f"open to group/others: {shown} (want dirs 0700, files 0600)")
+    return Check("ok", "home", f"{home}: 0700, files 0600")
+
+
+def check_database(path: Path) -> Check:
+    if not path.exists():
+        return Check("warn", "database", "no roost.db yet (created on first start)")
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+        try:
+            rows = [str(r[0]) for r in db.execute("PRAGMA quick_check")]
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        return Check("FAIL", "database", f"{path.name}: {exc}; restore it from a backup")
+    if rows != ["ok"]:
+        return Check("FAIL", "database", f"quick_check: {rows[0]}; restore it from a backup")
+    return Check("ok", "database", "quick_check ok")
+
+
+def check_audit(settings: Settings) -> Check:
+    path = chain_path(settings.home)
+    if not path.exists():
+        return Check("warn", "audit", "no audit chain yet (created on first start)")
+    try:
+        key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
+        result = verify(path, key)
+    except HmacKeyError as exc:
+        return Check("FAIL", "audit", f"HMAC key: {exc}")
+    except OSError as exc:
+        return Check("FAIL", "audit", f"cannot read {path}: {exc.strerror}")
+    keyed = "with HMAC key" if key is not None else "without HMAC key"
+    if not result.ok:
+        return Check(
+            "FAIL",
+            "audit",
+            f"{result.kind} at record {result.first_bad_seq}: {result.message} "
+            "(roost audit verify)",
+        )
+    return Check("ok", "audit", f"chain intact: {result.records} records ({keyed})")
+
+
+async def check_sandbox(timeout_s: float = 60.0) -> Check:
+    """forge's own probe, in a child process like the daemon's helper."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "forge",
+        "capabilities",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        caps = json.loads(out)
+    except (TimeoutError, ValueError):
+        if proc.returncode is None:
+            proc.kill()
+        return Check("FAIL", "sandbox", "python -m forge capabilities gave no answer")
+    parts = [f"{n} {caps.get(n, {}).get('detail', '?')}" for n in SANDBOX_LAYERS]
+    missing = [n for n, c in caps.items() if isinstance(c, dict) and not c.get("available")]
+    if missing:
+        return Check("warn", "sandbox", f"{', '.join(parts)}; unavailable: {', '.join(missing)}")
+    return Check("ok", "sandbox", ", ".join(parts))
+
+
+def disk_check(free: int) -> Check:
+    """FAIL below 100 MiB free, warn below 1 GiB."""
+    text = f"{free / GIB:.1f} GiB free" if free >= GIB else f"{free // MIB} MiB free"
+    if free < FAIL_FREE:
+        return Check("FAIL", "disk", f"{text}: roost cannot save state; free some space")
+    if free < WARN_FREE:
+        return Check("warn", "disk", f"{text} (under 1 GiB)")
+    return Check("ok", "disk", text)
+
+
+async def checks(settings: Settings, timeout_s: float) -> list[Check]:
+    home = settings.home
+    found = [check_config(settings), check_home(home), check_database(home / "roost.db")]
+    found.append(check_audit(settings))
+    found.append(await check_backend(settings, timeout_s))
+    found += await check_telegram(settings, timeout_s)
+    found.append(await check_sandbox())
+    where = home if home.exists() else home.parent
+    found.append(disk_check(shutil.disk_usage(where).free))
+    return found
+
+
+def report(found: list[Check], out: TextIO) -> int:
+    for c in found:
+        print(f"{c.status:<4}  {c.name:<9} {c.reason}", file=out)
+    return 1 if any(c.status == "FAIL" for c in found) else 0
+
+
+def doctor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds per network check")
+
+
+def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    return report(asyncio.run(checks(settings, args.timeout)), sys.stdout)

@@ -1,0 +1,118 @@
+"""`roost doctor`'s network checks: the model server's model list and the Telegram Bot API.
+
+Each is one short GET with a timeout and turns into a `Check`. Secrets never
+reach the output: the model server is named by scheme, host and port only,
+and every message is scrubbed of the bot token and the API key, whatever an
+error string contains.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from bridge.core.config import Settings
+from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
+
+Status = Literal["ok", "warn", "FAIL"]
+
+
+class Check(NamedTuple):
+    status: Status
+    name: str
+    reason: str
+
+
+def _host(url: str) -> str:
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
+
+
+def _scrub(text: str, *secrets: str) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+async def _get_json(url: str, headers: dict[str, str], timeout_s: float) -> tuple[int, Any]:
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(url, headers=headers) as resp,
+    ):
+        try:
+            body = await resp.json(content_type=None)
+        except ValueError:
+            body = None
+        return resp.status, body
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer (timed out)"
+    return f"unreachable ({type(exc).__name__})"
+
+
+async def check_backend(settings: Settings, timeout_s: float) -> Check:
+    """The model server answers GET /models and lists the configured model."""
+    llm = settings.llm
+    key = llm.api_key.get_secret_value().strip() if llm.api_key else ""
+    base = (llm.base_url or "").strip()
+    if llm.provider == "offline":
+        return Check("ok", "backend", "offline (set explicitly): replies without a model")
+    if llm.provider == "auto" and not base and not key:
+        return Check("warn", "backend", "offline: no llm.base_url or llm.api_key is configured")
+    url = (base or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+    where = _host(url)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        status, body = await _get_json(f"{url}/models", headers, timeout_s)
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        return Check("FAIL", "backend", f"{where}: {_failure(exc)}")
+    if status != 200:
+        hint = " (check llm.api_key)" if status in (401, 403) else ""
+        return Check("FAIL", "backend", f"{where}: GET /models answered HTTP {status}{hint}")
+    data = body.get("data") if isinstance(body, dict) else None
+    names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+    if llm.model not in names:
+        listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
+        return Check("warn", "backend", f"{where}: model {llm.model} not listed ({listed})")
+    return Check("ok", "backend", f"{where}: {len(names)} models, {llm.model} among them")
+
+
+async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:
+    """getMe (the token works) and getWebhookInfo (polling or the webhook and its errors)."""
+    tg = settings.telegram
+    token = tg.token.get_secret_value().strip() if tg.token else ""
+    if not token:
+        return [Check("ok", "telegram", "not configured (no telegram.token)")]
+    base = tg.api_base_url + token
+    try:
+        me_status, me = await _get_json(f"{base}/getMe", {}, timeout_s)
+        hook_status, hook = await _get_json(f"{base}/getWebhookInfo", {}, timeout_s)
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        return [Check("FAIL", "telegram", _scrub(f"Bot API: {_failure(exc)}", token))]
+    if me_status != 200 or not isinstance(me, dict) or not me.get("ok"):
+        hint = " (the token was rejected)" if me_status in (401, 404) else ""
+        return [Check("FAIL", "telegram", f"getMe answered HTTP {me_status}{hint}")]
+    name = str(me.get("result", {}).get("username", "?"))
+    checks = [Check("ok", "telegram", _scrub(f"getMe: @{name}", token))]
+    result = hook.get("result") if isinstance(hook, dict) else None
+    if hook_status != 200 or not isinstance(result, dict):
+        return [*checks, Check("FAIL", "webhook", f"getWebhookInfo answered HTTP {hook_status}")]
+    return [*checks, _webhook(result, token)]
+
+
+def _webhook(info: dict[str, Any], token: str) -> Check:
+    url, pending = str(info.get("url") or ""), int(info.get("pending_update_count") or 0)
+    error = str(info.get("last_error_message") or "")
+    if not url:
+        return Check("ok", "webhook", f"none (long polling), {pending} updates pending")
+    state = f"set to {_host(url)}, {pending} updates pending"
+    if error:
+        return Check("warn", "webhook", _scrub(f"{state}; last error: {error}", token))
+    return Check("ok", "webhook", _scrub(state, token))
