@@ -8,7 +8,7 @@ is one function in a module of `bridge/cli` and one row here.
 
 from __future__ import annotations
 
-from bridge.cli import audit, daemon, grade, loadout, pair, schedule, style, tools
+from bridge.cli import audit, daemon, grade, loadout, pair, schedule, style, tools, units
 from bridge.cli.rows import Command, no_args
 
 COMMANDS: tuple[Command, ...] = (
@@ -56,6 +56,12 @@ COMMANDS: tuple[Command, ...] = (
         "list scheduled jobs with their next run, and delivery failures",
         schedule.jobs_args,
         schedule.run_jobs,
+    ),
+    Command(
+        "install-units",
+        "print the systemd units for a prefix, with LoadCredential= lines",
+        units.units_args,
+        units.run_install_units,
     ),
     Command(
         "style",
