@@ -217,6 +217,24 @@ async def heartbeat(notifier: Notifier, status: Callable[[], str], every: float,
             last = now
 
 
+def tell_ready(notifier: Notifier, status: Callable[[], str]) -> asyncio.Task[None] | None:
+    """READY=1 now; under systemd, the heartbeat task (watchdog pings, STATUS= updates)."""
+    notifier.ready(status())
+    if not notifier.enabled:
+        return None
+    every = watchdog_interval(os.environ, os.getpid())
+    return asyncio.create_task(
+        heartbeat(notifier, status, every or STATUS_EVERY_S, every is not None)
+    )
+
+
+async def drain(roost: Roost, grace: float) -> None:
+    log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
+    cancelled = await roost.core.drain(grace)
+    if cancelled:
+        log.warning("stopping: cancelled %d unfinished messages", cancelled)
+
+
 STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
@@ -286,24 +304,14 @@ async def run(
                 scheduler.deliveries.add(name, launched.deliver)
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
-        notifier.ready(status_line(roost, started, made))
-        if notifier.enabled:
-            every = watchdog_interval(os.environ, os.getpid())
-            status = functools.partial(status_line, roost, started, made)
-            beat = asyncio.create_task(
-                heartbeat(notifier, status, every or STATUS_EVERY_S, every is not None)
-            )
+        beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
         await stop.wait()
         notifier.stopping("stopping: letting in-flight messages finish")
         await scheduler.stop()
-        grace = settings.limits.shutdown_grace_s
-        log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
-        cancelled = await roost.core.drain(grace)
-        if cancelled:
-            log.warning("stopping: cancelled %d unfinished messages", cancelled)
+        await drain(roost, settings.limits.shutdown_grace_s)
     finally:
         if beat is not None:
             beat.cancel()
