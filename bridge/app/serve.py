@@ -8,12 +8,17 @@ jobs and the outbox, delivered through the channels whose row offers a
 `deliver`; `bridge.app.schedule_loop`), waits for SIGTERM/SIGINT, stops the
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
-one config section and one row.
+one config section and one row. Before anything opens the home, serve takes
+the home's instance lock (`bridge.app.instance`) and runs `PRAGMA
+quick_check` on roost.db; either failing is one line and exit status 1.
+Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
+channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
@@ -26,8 +31,13 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost, build
+from bridge.app.home import prepare_home
+from bridge.app.instance import InstanceBusy, hold
+from bridge.app.notify import Notifier, watchdog_interval
 from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.config import ConfigError, Settings
+from bridge.core.db import DatabaseDamaged
+from bridge.core.db import check as check_db
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 
@@ -186,13 +196,89 @@ async def stop_channels(started: list[Launched]) -> None:
         await launched.channel.stop()
 
 
+def status_line(roost: Roost, started: Sequence[Launched], made: Mapping[str, Launched]) -> str:
+    """The systemd STATUS= line: channels, turns served, backend."""
+    names = [name for name, launched in made.items() if launched in started]
+    up = ", ".join(names) or "none"
+    served = roost.core.turns_served
+    return f"channels: {up}; turns served: {served}; backend: {roost.backend.describe()}"
+
+
+async def heartbeat(notifier: Notifier, status: Callable[[], str], every: float, dog: bool) -> None:
+    """From the event loop: WATCHDOG=1 each tick (a wedged loop stops them), STATUS= on change."""
+    last = status()  # what READY=1 carried
+    while True:
+        await asyncio.sleep(every)
+        if dog:
+            notifier.watchdog()
+        now = status()
+        if now != last:
+            notifier.status(now)
+            last = now
+
+
+def tell_ready(notifier: Notifier, status: Callable[[], str]) -> asyncio.Task[None] | None:
+    """READY=1 now; under systemd, the heartbeat task (watchdog pings, STATUS= updates)."""
+    notifier.ready(status())
+    if not notifier.enabled:
+        return None
+    every = watchdog_interval(os.environ, os.getpid())
+    return asyncio.create_task(
+        heartbeat(notifier, status, every or STATUS_EVERY_S, every is not None)
+    )
+
+
+async def drain(roost: Roost, grace: float) -> None:
+    log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
+    cancelled = await roost.core.drain(grace)
+    if cancelled:
+        log.warning("stopping: cancelled %d unfinished messages", cancelled)
+
+
+STATUS_EVERY_S = 15.0
+"""How often STATUS= is refreshed when systemd asks for no watchdog."""
+
+
 async def serve(
     settings: Settings,
     *,
     ready: Callable[[int], None] | None = None,
     channels: Sequence[ChannelRow] = CHANNELS,
+    notifier: Notifier | None = None,
 ) -> int:
-    """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop."""
+    """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop.
+
+    Exit status 1 with one line on stderr when another daemon holds the home
+    or roost.db is damaged. `notifier` defaults to the one `$NOTIFY_SOCKET` names.
+    """
+    notifier = notifier or Notifier.from_env(os.environ)
+    prepare_home(settings.home)
+    try:
+        lock = hold(settings.home)
+    except InstanceBusy as exc:
+        return refuse(notifier, str(exc))
+    try:
+        check_db(settings.home / "roost.db")
+        return await run(settings, notifier, ready, channels)
+    except DatabaseDamaged as exc:
+        return refuse(notifier, str(exc))
+    finally:
+        lock.release()
+
+
+def refuse(notifier: Notifier, message: str) -> int:
+    notifier.status(f"failed: {message}")
+    print(f"roost: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+async def run(
+    settings: Settings,
+    notifier: Notifier,
+    ready: Callable[[int], None] | None,
+    channels: Sequence[ChannelRow],
+) -> int:
+    """Build, start the channels and the scheduler, tell systemd, wait for a signal, stop."""
     roost = await build(settings)
     log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
     removed = roost.maintain()
@@ -205,25 +291,30 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost)
+    beat: asyncio.Task[None] | None = None
     try:
         made = make_channels(settings, roost, channels)
-        await start_channels(made, started)
+        try:
+            await start_channels(made, started)
+        except Exception as exc:
+            notifier.status(f"failed: {exc}")
+            raise
         for name, launched in made.items():
             if launched.deliver is not None:
                 scheduler.deliveries.add(name, launched.deliver)
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
+        beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
         await stop.wait()
+        notifier.stopping("stopping: letting in-flight messages finish")
         await scheduler.stop()
-        grace = settings.limits.shutdown_grace_s
-        log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
-        cancelled = await roost.core.drain(grace)
-        if cancelled:
-            log.warning("stopping: cancelled %d unfinished messages", cancelled)
+        await drain(roost, settings.limits.shutdown_grace_s)
     finally:
+        if beat is not None:
+            beat.cancel()
         await scheduler.stop()
         await stop_channels(started)
         await roost.aclose()

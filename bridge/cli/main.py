@@ -24,10 +24,30 @@ from bridge.core.config import EX_CONFIG, ConfigError, load_settings
 PRIVATE_UMASK = 0o077
 
 
+class CommandListFormatter(argparse.HelpFormatter):
+    """One line per command in `roost --help`, names up to `install-units` long.
+
+    argparse measures subcommand names without their extra indent, so a long
+    name would push its help to the next line; count the indent, allow a wide line.
+    """
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32, width=110)
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and action.choices:
+            longest = max(len(str(name)) for name in action.choices)
+            self._action_max_length = max(
+                self._action_max_length, longest + self._current_indent + 2 * self._indent_increment
+            )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roost",
         description="roost: a chat-bridge daemon with a persistent per-person loadout.",
+        formatter_class=CommandListFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for row in COMMANDS:

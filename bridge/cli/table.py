@@ -21,6 +21,7 @@ from bridge.cli import (
     schedule,
     style,
     tools,
+    units,
 )
 from bridge.cli.rows import Command, no_args
 
@@ -81,6 +82,12 @@ COMMANDS: tuple[Command, ...] = (
         "list scheduled jobs with their next run, and delivery failures",
         schedule.jobs_args,
         schedule.run_jobs,
+    ),
+    Command(
+        "install-units",
+        "print the systemd units for a prefix, with LoadCredential= lines",
+        units.units_args,
+        units.run_install_units,
     ),
     Command(
         "style",

@@ -2,7 +2,8 @@
 
 The file is `$ROOST_CONFIG`, else `~/.config/roost/roost.toml` (optional).
 Environment variables win over the file and nest with `__`
-(`ROOST_LLM__BASE_URL`). Invalid configuration raises `ConfigError` whose
+(`ROOST_LLM__BASE_URL`); systemd credentials (`bridge.core.credentials`)
+sit between the two. Invalid configuration raises `ConfigError` whose
 message names the key and the reason; the CLI turns it into exit status 78.
 """
 
@@ -24,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from bridge.core.credentials import CredentialSource
 from bridge.types.tenant_dirs import check_tenant_id
 
 EX_CONFIG = 78
@@ -283,6 +285,7 @@ def load_settings(**overrides: object) -> Settings:
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+            sources.append(CredentialSource(settings_cls, os.environ))
             if path.is_file():
                 sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
             return tuple(sources)

@@ -6,6 +6,9 @@ records how many have run. Other modules add their tables by appending a
 migration here, never by creating tables on the side. The database and its
 `-wal`/`-shm` files hold recent conversation text: they are 0600 whatever
 the process umask (SQLite gives the WAL files the database file's mode).
+`check(path)` (run by `roost serve` before anything else opens the file)
+runs `PRAGMA quick_check` and turns a corrupt or truncated file into
+`DatabaseDamaged`: one line naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -132,6 +135,33 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE pairing_bindings ADD COLUMN last_seen REAL
     """,
 )
+
+
+class DatabaseDamaged(Exception):
+    """roost.db is not a usable SQLite database; the message names the file and the way out."""
+
+
+def check(path: Path) -> None:
+    """`PRAGMA quick_check` on an existing database; raise DatabaseDamaged when it fails."""
+    if not path.is_file():
+        return  # a new home: connect() creates it
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=rw", uri=True)
+        try:
+            rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+        finally:
+            conn.close()
+        found = [line.strip() for row in rows for line in str(row[0]).splitlines()]
+        problem = "" if found == ["ok"] else "; ".join(found[:3])
+    except sqlite3.Error as exc:
+        problem = str(exc)
+    if problem:
+        problem = " ".join(problem.split())[:200]  # one line, whatever SQLite said
+        raise DatabaseDamaged(
+            f"the database {path} is damaged ({problem}). Stop roost, move {path.name} "
+            f"(and any {path.name}-wal, {path.name}-shm) aside, then restore a backup "
+            "(roost restore) or start again with a new empty database"
+        )
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -102,6 +102,7 @@ class Core:
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
         self._inflight: set[asyncio.Task[object]] = set()
+        self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
     async def drain(self, grace_s: float) -> int:
         """Let in-flight messages finish for up to `grace_s`, then cancel the rest.
@@ -177,6 +178,7 @@ class Core:
         dirs = self._dirs_of(tenant)
         parsed = parse_command(inbound.text.strip())
         if parsed is None:
+            self.turns_served += 1
             return await self._turns.run(inbound, dirs, key, on_delta)
         command = self.commands.get(parsed.name)
         if command is None:

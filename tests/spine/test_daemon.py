@@ -178,7 +178,8 @@ async def test_model_server_down_gets_a_useful_reply(home: Path, fake: FakeOpenA
 async def test_a_port_in_use_is_a_clear_error(home: Path, fake: FakeOpenAI) -> None:
     env = env_for(home, fake)
     daemon = await start_daemon(env)
-    second = {**env, "ROOST_WEB__PORT": str(daemon.port)}
+    # another home: one home is one daemon (bridge.app.instance)
+    second = {**env, "ROOST_WEB__PORT": str(daemon.port), "ROOST_HOME": str(home) + "-second"}
     code, _, err = await run(["serve"], second)
     await daemon.stop()
     assert code == 1

@@ -1,0 +1,56 @@
+"""One `roost serve` per home: a lock file under ROOST_HOME, held while the daemon runs.
+
+`hold(home)` takes an exclusive `flock` on `$ROOST_HOME/roost.lock` (0600) and
+writes this process's pid into it; the lock ends with the process (the
+kernel drops it even after a crash, so a stale file never blocks a start).
+A second daemon on the same home gets `InstanceBusy`, whose message names the
+holder's pid and what to do. Operator commands do not take the lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+LOCK_NAME = "roost.lock"
+
+
+class InstanceBusy(Exception):
+    """Another daemon holds this home."""
+
+
+class InstanceLock:
+    """The held lock; `release()` (or process exit) lets the next daemon start."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self._fd = path, fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = -1
+
+
+def holder(fd: int) -> str:
+    """The pid written in the lock file, or a placeholder while the holder is starting."""
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return f"pid {text}" if text.isdigit() else "a process that is starting"
+
+
+def hold(home: Path) -> InstanceLock:
+    """Lock `home` for this process or raise InstanceBusy naming the holder."""
+    path = home / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        who = holder(fd)
+        os.close(fd)
+        raise InstanceBusy(
+            f"another roost serve ({who}) is running on {home} (lock {path}); "
+            "stop it first (systemctl stop roost) or set ROOST_HOME to another directory"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return InstanceLock(path, fd)
