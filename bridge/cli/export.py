@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bridge.app.export import forget, write_export
+from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
@@ -54,11 +55,17 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        lock = hold(settings.home)  # no daemon may write the tenant back meanwhile
+    except InstanceBusy as exc:
+        print(f"roost forget: {exc}", file=sys.stderr)
+        return 1
     db = connect(settings.home / "roost.db")
     try:
         gone = forget(settings.home, db, args.tenant)
     finally:
         db.close()
+        lock.release()
     rows = sum(gone.rows.values())
     print(
         f"forgot tenant {args.tenant}: {gone.files} files and {rows} database rows deleted; "

@@ -8,6 +8,7 @@ every one of them is exported and then emptied. Another tenant is untouched.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import zipfile
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.app.instance import hold
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import env_for, run
 
@@ -128,6 +130,14 @@ async def test_forget_erases_the_person_but_not_the_audit_chain(
     assert code == 2 and "--yes" in err
     assert (home / "tenants" / "bob").is_dir()
     assert all(rows_of(home / "roost.db", "bob").values())
+
+    daemon = hold(home)  # as a running `roost serve` holds it
+    try:
+        code, _, err = await run(["forget", "--tenant", "bob", "--yes"], env)
+    finally:
+        daemon.release()
+    assert code == 1 and "another roost serve" in err and str(os.getpid()) in err
+    assert (home / "tenants" / "bob").is_dir() and all(rows_of(home / "roost.db", "bob").values())
 
     code, out, err = await run(["forget", "--tenant", "bob", "--yes"], env)
     assert code == 0, err
