@@ -3,7 +3,8 @@
 `TurnRunner` loads the chat's session, asks the prompt source for this
 turn's system prompt (a frozen snapshot of the loadout), collects the tools
 every source offers, runs the agent loop and stores the exchange. A backend
-failure becomes a short reply and stores nothing, so the person can retry.
+failure becomes a short reply and stores nothing, so the person can retry;
+a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 Observers (outcome grading, skills) hook in before and after.
 
 The tenant's vault masker is applied at two points: on the way to the model
@@ -14,6 +15,7 @@ exchange written to the session store).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -117,6 +119,14 @@ class TurnRunner:
             events.add("message.failed", dirs.tenant, details)
             await events.flush(self._audit)
             return Final(exc.user_message, "error")
+        except asyncio.CancelledError:
+            # cancelled at shutdown (Core.drain): the chain says so, then the
+            # cancellation goes on; nothing was answered or stored
+            events.add(
+                "message.failed", dirs.tenant, {"channel": inbound.channel, "kind": "cancelled"}
+            )
+            await events.flush(self._audit)
+            raise
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
