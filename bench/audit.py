@@ -1,13 +1,19 @@
 """Audit chain benchmark: appends/s (one at a time, concurrent with and without
 group commit) and verify throughput. Prints figures and same-run ratios.
 
-Run: .venv/bin/python bench/audit.py [--records 100000]
+Run: .venv/bin/python bench/audit.py [--records 100000] [--rss 100000,1000000]
+
+`--rss` builds chains of those lengths and reports the peak RSS of a fresh
+process that only runs `verify` on each (ru_maxrss of that child), so the
+figure is verify's own footprint, not the benchmark's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,11 +62,44 @@ def build_big(path: Path, n: int) -> None:
     head_path(path).write_text(str(head_document(n, prev, KEY)).replace("'", '"'))
 
 
+def _verify_child(path: str) -> None:
+    """Run in a fresh process: verify `path` with the key, print records and peak RSS (KiB)."""
+    result = verify(Path(path), KEY)
+    assert result.ok, result
+    print(result.records, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def peak_rss(root: Path, sizes: list[int]) -> None:
+    for n in sizes:
+        big = root / f"rss{n}" / "chain.jsonl"
+        big.parent.mkdir()
+        build_big(big, n)
+        out = subprocess.run(
+            [sys.executable, __file__, "--verify-child", str(big)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        mib = int(out[1]) / 1024
+        size = big.stat().st_size / 2**20
+        print(f"verify peak RSS {n:>9} records ({size:7.1f} MiB chain): {mib:8.1f} MiB")
+        big.unlink()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--appends", type=int, default=300)
+    ap.add_argument("--rss", default="", help="comma-separated chain lengths; only RSS")
+    ap.add_argument("--verify-child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.verify_child:
+        _verify_child(args.verify_child)
+        return
+    if args.rss:
+        with tempfile.TemporaryDirectory() as tmp:
+            peak_rss(Path(tmp), [int(x) for x in args.rss.split(",")])
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         seq_rate = asyncio.run(sequential(root / "a" / "chain.jsonl", args.appends))

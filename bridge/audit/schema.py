@@ -218,7 +218,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.failed": {
         "channel": CHANNEL,
         "kind": enum(
-            "auth", "not_found", "rate_limited", "unavailable", "timeout", "bad_response", "config"
+            "auth",
+            "not_found",
+            "rate_limited",
+            "unavailable",
+            "timeout",
+            "bad_response",
+            "config",
+            "cancelled",
         ),
     },
     "command.run": {

@@ -104,28 +104,37 @@ def _hash_ok(line: str, rec: dict[str, Any], digest: str, sha256: Callable[..., 
     return bool(sha256((prev + canon).encode("utf-8", "surrogateescape")).hexdigest() == digest)
 
 
+def _lines(path: Path) -> Iterator[tuple[str, bool]]:
+    """Each line of the file without its newline, and whether it had one.
+
+    Reads one line at a time, so memory stays bounded by the longest line
+    whatever the chain's length. Only the last line can lack its newline.
+    """
+    with path.open("rb") as f:
+        for raw in f:
+            done = raw.endswith(b"\n")
+            yield (raw[:-1] if done else raw).decode("utf-8", "surrogateescape"), done
+
+
 def verify(path: Path, hmac_key: bytes | None = None) -> VerifyResult:
-    """Walk the whole chain; raise OSError when it cannot be read."""
-    text = path.read_bytes().decode("utf-8", "surrogateescape")
-    lines = text.split("\n")
-    torn = lines.pop()
+    """Walk the whole chain, streaming; raise OSError when it cannot be read."""
     loads, sha256 = json.loads, hashlib.sha256
     head = _load_head(head_path(path))
     head_seq = head["seq"] if isinstance(head, dict) else None
     head_hash_seen: str | None = None
-    prev, expected = GENESIS, 1
-    for lineno, line in enumerate(lines, 1):
+    prev, expected, lineno = GENESIS, 1, 0
+    for lineno, (line, done) in enumerate(_lines(path), 1):
+        if not done:
+            count = expected - 1
+            msg = f"torn last line after record {count} ({len(line)} bytes; an interrupted append)"
+            return _bad(count, expected, "invalid_json", msg, lineno)
         checked = _check_line(line, lineno, expected, prev, hmac_key, loads, sha256)
         if isinstance(checked, VerifyResult):
             return checked
         if expected == head_seq:
             head_hash_seen = checked
         prev, expected = checked, expected + 1
-    count = expected - 1
-    if torn:
-        msg = f"torn last line after record {count} ({len(torn)} bytes; an interrupted append)"
-        return _bad(count, expected, "invalid_json", msg, len(lines) + 1)
-    return _check_head(head, head_hash_seen, count, hmac_key)
+    return _check_head(head, head_hash_seen, expected - 1, hmac_key)
 
 
 def _is_record(rec: object) -> bool:

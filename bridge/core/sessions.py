@@ -146,7 +146,8 @@ class SessionStore:
             )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLITE_FULL may have rolled it back already
+                db.execute("ROLLBACK")
             raise
         if cached is not None and row is not None and cached.matches(row):
             exchange = (ChatMessage("user", user), ChatMessage("assistant", answer))

@@ -3,7 +3,10 @@
 `TurnRunner` loads the chat's session, asks the prompt source for this
 turn's system prompt (a frozen snapshot of the loadout), collects the tools
 every source offers, runs the agent loop and stores the exchange. A backend
-failure becomes a short reply and stores nothing, so the person can retry.
+failure becomes a short reply and stores nothing, so the person can retry;
+a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
+When the session store cannot write (a full disk), the answer is still sent,
+with a note that it was not stored.
 Observers (outcome grading, skills) hook in before and after.
 
 The tenant's vault masker is applied at two points: on the way to the model
@@ -14,7 +17,9 @@ exchange written to the session store).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +34,10 @@ from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
+NOT_STORED = (
+    "(I could not store this exchange: the disk may be full. This answer is not in "
+    "our conversation history, so I will not remember it next time.)"
+)
 
 
 def _same(text: str) -> str:
@@ -117,19 +126,39 @@ class TurnRunner:
             events.add("message.failed", dirs.tenant, details)
             await events.flush(self._audit)
             return Final(exc.user_message, "error")
+        except asyncio.CancelledError:
+            # cancelled at shutdown (Core.drain): the chain says so, then the
+            # cancellation goes on; nothing was answered or stored
+            events.add(
+                "message.failed", dirs.tenant, {"channel": inbound.channel, "kind": "cancelled"}
+            )
+            await events.flush(self._audit)
+            raise
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
         asked = inbound.text
         if mask is not None:
             text, asked = mask.mask(text), mask.mask(asked)
-        self.sessions.append(key, asked, text, inbound.msg_id, self._clock())
+        if not self._store(key, asked, text, inbound.msg_id):
+            text += "\n\n" + NOT_STORED
+            if on_delta is not None:
+                await on_delta("\n\n" + NOT_STORED)
         for observer in self._observers:
             await observer.after_turn(turn, result, events)
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
         await events.flush(self._audit)
         return Final(text, "answer")
+
+    def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
+        """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
+        try:
+            self.sessions.append(key, asked, text, msg_id, self._clock())
+        except (OSError, sqlite3.Error) as exc:
+            log.error("session store write failed (%s); the answer is sent unstored", exc)
+            return False
+        return True
 
     async def _agent(
         self,

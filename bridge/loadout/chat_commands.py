@@ -53,7 +53,11 @@ class ProfileCommands:
         if sub in ("rm", "remove", "delete"):
             if not rest.strip():
                 raise UsageError("Which key?")
-            if await self._profile.remove(dirs, rest):
+            try:
+                removed = await self._profile.remove(dirs, rest)
+            except ProfileError as exc:
+                return str(exc)
+            if removed:
                 return f"Profile: {rest.strip()} removed."
             return f"Your profile has no line {rest.strip()!r}."
         raise UsageError(f"Unknown /profile subcommand {sub!r}.")

@@ -9,6 +9,7 @@ written. Changes are audited with the key and sizes only.
 from __future__ import annotations
 
 import difflib
+import errno
 import re
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -99,6 +100,20 @@ def remove_line(text: str, key: str) -> str | None:
     return None if len(kept) == len(lines) else "\n".join(kept) + "\n"
 
 
+DISK_FULL = "Not saved: the disk is full; nothing was saved. Reading still works."
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _write(dirs: TenantDirs, text: str) -> None:
+    """Replace USER.md atomically; a full disk is a ProfileError (the old file stays)."""
+    try:
+        write_text(dirs.user_md, text)
+    except OSError as exc:
+        if exc.errno in _FULL:
+            raise ProfileError(DISK_FULL) from None
+        raise
+
+
 class Profile:
     def __init__(self, cap: int, audit: AuditSink, locks: TenantLocks | None = None) -> None:
         self.cap = cap
@@ -134,7 +149,7 @@ class Profile:
                         f"Not saved: the profile would be {used:,} characters; the cap is "
                         f"{self.cap:,}. Remove or shorten a line first (/profile rm <key>)."
                     )
-                write_text(dirs.user_md, new)
+                _write(dirs, new)
         await self._audit.emit(
             "profile.changed",
             dirs.tenant,
@@ -148,7 +163,7 @@ class Profile:
                 new = remove_line(self.read(dirs), key.strip())
                 if new is None:
                     return False
-                write_text(dirs.user_md, new)
+                _write(dirs, new)
         await self._audit.emit(
             "profile.changed",
             dirs.tenant,

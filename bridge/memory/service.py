@@ -3,11 +3,13 @@
 `Memory` takes a per-tenant asyncio lock around the file store, screens what
 is saved (secrets, vault values, invisible characters, instructions) and
 emits the audit events `memory.saved`, `memory.deleted`, `memory.undone`
-and `memory.refused` with names and sizes only, never content.
+and `memory.refused` with names and sizes only, never content. A save that
+meets a full disk (ENOSPC, EDQUOT) is refused with a plain "the disk is full".
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Mapping
 
 from bridge.core.locks import TenantLocks
@@ -19,6 +21,8 @@ from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
 
 SecretsOf = Callable[[TenantDirs], Mapping[str, str]]
+DISK_FULL = "Not saved: the disk is full; nothing was saved. Reading still works."
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class Memory:
@@ -59,6 +63,10 @@ class Memory:
                 result = self.store.save(dirs, name, type_, description, content, prov, now)
             except MemoryInputError as exc:
                 raise MemoryRefused(f"Not saved: {exc}. Nothing was written.") from None
+            except OSError as exc:
+                if exc.errno in _FULL:  # the atomic writer left the old files in place
+                    raise MemoryRefused(DISK_FULL) from None
+                raise
         await self._audit.emit(
             "memory.saved",
             dirs.tenant,

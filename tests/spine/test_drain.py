@@ -1,0 +1,81 @@
+"""Turns still running at shutdown are cancelled by `Core.drain` and audited as such."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from bridge.app.build import build
+from bridge.audit import verify
+from bridge.audit.verify import tail
+from bridge.core.config import Settings
+from bridge.types.backend import ModelEvent, ModelRequest
+from tests.conftest import Clock, web_msg
+
+
+class HangingBackend:
+    """A model that accepts the request and then never says anything."""
+
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.requests = 0
+
+    def describe(self) -> str:
+        return "a model that hangs"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests += 1
+        self.asked.set()
+        await asyncio.Event().wait()  # forever, until cancelled
+        yield  # type: ignore[misc]  # pragma: no cover
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_drain_cancels_a_hung_turn_and_the_chain_records_it(
+    settings: Settings, clock: Clock
+) -> None:
+    backend = HangingBackend()
+    roost = await build(settings, backend=backend, clock=clock)
+    try:
+        turns = [
+            asyncio.create_task(roost.core.handle(web_msg("hello?", n, f"c{n}"))) for n in (1, 2)
+        ]
+        while backend.requests < 2:
+            await backend.asked.wait()
+            backend.asked.clear()
+            await asyncio.sleep(0)
+        cancelled = await roost.core.drain(0)
+        assert cancelled == 2
+        for task in turns:
+            assert task.cancelled()
+    finally:
+        await roost.aclose()
+    chain = settings.home / "audit" / "chain.jsonl"
+    assert verify(chain).ok
+    failed = tail(chain, 10, type="message.failed")
+    assert [r["details"] for r in failed] == [
+        {"channel": "web", "kind": "cancelled"},
+        {"channel": "web", "kind": "cancelled"},
+    ]
+    assert tail(chain, 10, type="message.answered") == []
+    received = tail(chain, 10, type="message.received")
+    assert len(received) == 2, "each cancelled turn keeps its received record"
+
+
+async def test_a_finished_turn_is_not_reported_cancelled(settings: Settings, clock: Clock) -> None:
+    from tests.conftest import ScriptedBackend
+
+    roost = await build(settings, backend=ScriptedBackend("done"), clock=clock)
+    try:
+        final = await roost.core.handle(web_msg("hi", 1))
+        assert final.text == "done"
+        assert await roost.core.drain(0) == 0
+    finally:
+        await roost.aclose()
+    chain: Path = settings.home / "audit" / "chain.jsonl"
+    assert tail(chain, 10, type="message.failed") == []
