@@ -16,10 +16,12 @@ import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
 
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.fake_openai import FakeOpenAI, Response, last_user_text
 from tests.spine.test_daemon import ROOST, env_for
 from tests.spine.test_notify import next_message, until
 from tests.telegram.conftest import ALICE, TOKEN
@@ -38,9 +40,23 @@ def write_config(text: str) -> None:
     Path(os.environ["ROOST_CONFIG"]).write_text(text)
 
 
+class GatedOpenAI(FakeOpenAI):
+    """The fake model; a message "slow" is answered only once `gate` is set."""
+
+    gate = asyncio.Event()
+
+    async def _respond(
+        self, request: web.Request, body: dict[str, Any], response: Response
+    ) -> web.StreamResponse:
+        if last_user_text(body) == "slow":
+            await self.gate.wait()
+        return await super()._respond(request, body, response)
+
+
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+async def model() -> AsyncIterator[GatedOpenAI]:
+    async with GatedOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+        server.gate = asyncio.Event()
         yield server
 
 
@@ -184,3 +200,21 @@ async def test_a_file_change_without_a_signal_is_picked_up(
     assert await answered(bot, BOB, "no signal") == ["echo: no signal"]
     (warning,) = daemon.lines("applied only after a restart")
     assert "WARNING" in warning and warning.rstrip().endswith("web.host"), warning
+
+
+async def test_a_turn_in_flight_finishes_across_a_reload_that_unmaps_its_user(
+    daemon: Daemon, bot: FakeBotAPI, model: GatedOpenAI, notify: tuple[socket.socket, str]
+) -> None:
+    bot.push_text(ALICE, "slow")
+    async with asyncio.timeout(WAIT_S):
+        while not any(last_user_text(body) == "slow" for body in model.requests):
+            await asyncio.sleep(0.05)
+    write_config(config().replace(f"[{ALICE}]", "[]"))  # alice is no longer mapped
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    model.gate.set()
+    await bot.wait_until(
+        lambda: bot.sent_to(ALICE)[-1:] and bot.sent_to(ALICE)[-1].text == "echo: slow", WAIT_S
+    )
+    (refusal,) = await answered(bot, ALICE, "next")  # the reload applies from the next message
+    assert "I don't know you" in refusal
