@@ -13,6 +13,8 @@ the home's instance lock (`bridge.app.instance`) and runs `PRAGMA
 quick_check` on roost.db; either failing is one line and exit status 1.
 Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
 channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
+SIGHUP, or a change of the config file, reloads the configuration without a
+restart (`bridge.app.reload`); in-flight turns go on.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from bridge.app.build import Roost, build
 from bridge.app.home import prepare_home
 from bridge.app.instance import InstanceBusy, hold
 from bridge.app.notify import Notifier, watchdog_interval
+from bridge.app.reload import Reloader, watch_config
 from bridge.app.schedule_loop import ScheduleLoop
-from bridge.core.config import ConfigError, Settings
+from bridge.core.config import ConfigError, Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
@@ -235,6 +238,12 @@ async def drain(roost: Roost, grace: float) -> None:
         log.warning("stopping: cancelled %d unfinished messages", cancelled)
 
 
+async def stop_tasks(tasks: Sequence[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
@@ -245,11 +254,13 @@ async def serve(
     ready: Callable[[int], None] | None = None,
     channels: Sequence[ChannelRow] = CHANNELS,
     notifier: Notifier | None = None,
+    load: Callable[[], Settings] = load_settings,
 ) -> int:
     """Run the daemon until SIGTERM/SIGINT; exit status 0 on a clean stop.
 
     Exit status 1 with one line on stderr when another daemon holds the home
-    or roost.db is damaged. `notifier` defaults to the one `$NOTIFY_SOCKET` names.
+    or roost.db is damaged. `notifier` defaults to the one `$NOTIFY_SOCKET` names;
+    `load` reads the configuration again on a reload.
     """
     notifier = notifier or Notifier.from_env(os.environ)
     prepare_home(settings.home)
@@ -259,7 +270,7 @@ async def serve(
         return refuse(notifier, str(exc))
     try:
         check_db(settings.home / "roost.db")
-        return await run(settings, notifier, ready, channels)
+        return await run(settings, notifier, ready, channels, load)
     except DatabaseDamaged as exc:
         return refuse(notifier, str(exc))
     finally:
@@ -277,6 +288,7 @@ async def run(
     notifier: Notifier,
     ready: Callable[[int], None] | None,
     channels: Sequence[ChannelRow],
+    load: Callable[[], Settings],
 ) -> int:
     """Build, start the channels and the scheduler, tell systemd, wait for a signal, stop."""
     roost = await build(settings)
@@ -289,9 +301,13 @@ async def run(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    reloader = Reloader(settings, load, roost.resolver, roost.pairing, notifier)
+    loop.add_signal_handler(signal.SIGHUP, reloader.request)
+    watcher = asyncio.create_task(watch_config(config_path(os.environ)[0], reloader, stop))
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost)
     beat: asyncio.Task[None] | None = None
+    reloading = [watcher]
     try:
         made = make_channels(settings, roost, channels)
         try:
@@ -305,6 +321,7 @@ async def run(
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
+        reloading.append(asyncio.create_task(reloader.run()))  # after READY=1: then RELOADING=1
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
@@ -315,10 +332,11 @@ async def run(
     finally:
         if beat is not None:
             beat.cancel()
+        await stop_tasks(reloading)
         await scheduler.stop()
         await stop_channels(started)
         await roost.aclose()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
     print("roost: stopped", file=sys.stderr, flush=True)
     return 0

@@ -20,7 +20,13 @@ from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
 from bridge.core.router import Core, CoreLimits
 from bridge.core.sessions import SessionStore
-from bridge.core.tenants import TenantResolver, configured_tenants, loopback_rule, telegram_rule
+from bridge.core.tenants import (
+    Rule,
+    TenantResolver,
+    configured_tenants,
+    loopback_rule,
+    telegram_rule,
+)
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
@@ -58,13 +64,19 @@ def build_access(
     settings: Settings, db: sqlite3.Connection, clock: Callable[[], float]
 ) -> tuple[TenantResolver, PairingStore]:
     """Who is who: loopback, configured Telegram ids, then pairings to configured tenants."""
-    ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
     pairing = PairingStore(db, clock)
+    return TenantResolver(access_rules(settings, pairing)), pairing
+
+
+def access_rules(settings: Settings, pairing: PairingStore) -> list[Rule]:
+    """The resolver's rules for `settings` (at start, and again on every config reload)."""
+    ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
     known = configured_tenants(settings.tenants, settings.local_tenant)
-    resolver = TenantResolver(
-        [loopback_rule(settings.local_tenant), telegram_rule(ids), pairing.rule(known.__contains__)]
-    )
-    return resolver, pairing
+    return [
+        loopback_rule(settings.local_tenant),
+        telegram_rule(ids),
+        pairing.rule(known.__contains__),
+    ]
 
 
 def build_capabilities(

@@ -3,7 +3,9 @@
 Every path of a tenant is derived from its root
 (`$ROOST_HOME/tenants/<tid>/global`), never from user text; the tree is
 created with mode 0700. `TenantResolver` maps an `Inbound` to a tenant id or
-to None (unknown identity: refused, nothing else happens). The tenants a
+to None (unknown identity: refused, nothing else happens); `replace` swaps
+its rules in one step (a config reload), so a message sees the old rules or
+the new ones, never a mix. The tenants a
 chat identity may resolve to through pairing are the configured ones
 (`configured_tenants`: every `[tenants.X]` plus the local tenant).
 """
@@ -31,8 +33,13 @@ class TenantResolver:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self._rules = tuple(rules)
 
+    def replace(self, rules: Sequence[Rule]) -> None:
+        """Use `rules` from the next `resolve` on (one assignment: atomic for the event loop)."""
+        self._rules = tuple(rules)
+
     def resolve(self, inbound: Inbound) -> str | None:
-        for rule in self._rules:
+        rules = self._rules  # one snapshot per message, even if a reload replaces them
+        for rule in rules:
             tenant = rule(inbound)
             if tenant is not None:
                 return tenant

@@ -1,0 +1,220 @@
+"""Reload without restart: the real daemon, a fake Bot API, a fake model, a notify socket.
+
+`roost serve` runs as a subprocess with Telegram polling the fake Bot API and
+`NOTIFY_SOCKET` pointing at a datagram socket the test owns. The config file
+is rewritten: after SIGHUP (or, without a signal, after watchfiles sees the
+change) a newly mapped Telegram user is answered, a removed one is refused,
+and a broken file is refused with one ERROR line while the old mapping goes
+on working. systemd hears RELOADING=1 then READY=1 around each reload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tests.fakes.fake_openai import FakeOpenAI, Response, last_user_text
+from tests.spine.test_daemon import ROOST, env_for
+from tests.spine.test_notify import next_message, until
+from tests.telegram.conftest import ALICE, TOKEN
+from tests.telegram.fake_bot_api import FakeBotAPI
+
+BOB = 222222
+WAIT_S = 60.0  # a safety net against a hung run, not a speed check
+
+
+def config(*bob: int, extra: str = "") -> str:
+    alice = f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n"
+    return f"{alice}[tenants.bob]\ntelegram_ids = {list(bob)}\n{extra}"
+
+
+def write_config(text: str) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(text)
+
+
+class GatedOpenAI(FakeOpenAI):
+    """The fake model; a message "slow" is answered only once `gate` is set."""
+
+    gate = asyncio.Event()
+
+    async def _respond(
+        self, request: web.Request, body: dict[str, Any], response: Response
+    ) -> web.StreamResponse:
+        if last_user_text(body) == "slow":
+            await self.gate.wait()
+        return await super()._respond(request, body, response)
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[GatedOpenAI]:
+    async with GatedOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+        server.gate = asyncio.Event()
+        yield server
+
+
+@pytest.fixture
+async def bot() -> AsyncIterator[FakeBotAPI]:
+    async with FakeBotAPI(TOKEN, max_poll_s=1.0) as server:
+        yield server
+
+
+@pytest.fixture
+def notify(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    where = str(tmp_path / "notify.sock")
+    sock.bind(where)
+    sock.setblocking(False)
+    yield sock, where
+    sock.close()
+
+
+class Daemon:
+    """The daemon process and every stderr line it has written so far."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.log: list[str] = []
+        assert proc.stderr is not None
+        self._reader = asyncio.create_task(self._read(proc.stderr))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while raw := await stream.readline():
+            self.log.append(raw.decode())
+
+    def lines(self, word: str) -> list[str]:
+        return [line for line in self.log if word in line]
+
+    async def stop(self) -> int:
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(self.proc.wait(), WAIT_S)
+        await self._reader
+        return code
+
+
+@pytest.fixture
+async def daemon(
+    home: Path, model: FakeOpenAI, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> AsyncIterator[Daemon]:
+    write_config(config())
+    env = env_for(home, model) | {
+        "NOTIFY_SOCKET": notify[1],
+        "ROOST_TELEGRAM__TOKEN": TOKEN,
+        "ROOST_TELEGRAM__API_BASE_URL": bot.base_url,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST,
+        "serve",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    running = Daemon(proc)
+    try:
+        ready, _ = await until(notify[0], "READY")
+        assert ready["STATUS"].startswith("channels: web, telegram;"), running.log
+        yield running
+    finally:
+        assert await running.stop() == 0, "".join(running.log)
+
+
+async def answered(bot: FakeBotAPI, user: int, text: str) -> list[str]:
+    """Send `text` as `user`; wait for the replies to it (one, whatever it says)."""
+    before = len(bot.sent_to(user))
+    bot.push_text(user, text)
+    await bot.wait_until(lambda: len(bot.sent_to(user)) > before, WAIT_S)
+    await bot.wait_until(lambda: not bot.sent_to(user)[-1].text.endswith("…"), WAIT_S)
+    return [sent.text for sent in bot.sent_to(user)[before:]]
+
+
+async def reloaded(sock: socket.socket) -> dict[str, str]:
+    """RELOADING=1, then the READY=1 that ends the reload (returned)."""
+    reloading, _ = await until(sock, "RELOADING")
+    assert reloading["RELOADING"] == "1" and int(reloading["MONOTONIC_USEC"]) > 0
+    done = await next_message(sock)
+    while "READY" not in done:  # a STATUS= refresh may come in between
+        done = await next_message(sock)
+    return done
+
+
+async def test_sighup_maps_and_unmaps_a_telegram_user_without_restart(
+    daemon: Daemon, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> None:
+    sock = notify[0]
+    assert await answered(bot, ALICE, "hi") == ["echo: hi"]
+    write_config(config(BOB))
+    daemon.proc.send_signal(signal.SIGHUP)
+    done = await reloaded(sock)
+    assert done == {"READY": "1", "STATUS": "reloaded"}
+    assert await answered(bot, BOB, "hello from bob") == ["echo: hello from bob"]
+
+    write_config(config())
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(sock))["STATUS"] == "reloaded"
+    (refusal,) = await answered(bot, BOB, "still there?")
+    assert "I don't know you" in refusal and str(BOB) in refusal
+    assert await answered(bot, ALICE, "and me?") == ["echo: and me?"]
+    assert daemon.proc.returncode is None  # the same process all along
+
+
+@pytest.mark.parametrize(
+    ("broken", "reason"),
+    [
+        ("[tenants.bob\ntelegram_ids = [1]\n", "cannot read"),  # invalid TOML
+        (config(BOB, ALICE), f"telegram id {ALICE} is mapped to 'alice' and 'bob'"),
+        (config(BOB) + "[limits]\nmax_message_chars = 0\n", "limits.max_message_chars"),
+    ],
+)
+async def test_a_broken_config_is_refused_and_the_old_one_stays(
+    daemon: Daemon, bot: FakeBotAPI, notify: tuple[socket.socket, str], broken: str, reason: str
+) -> None:
+    write_config(broken)
+    daemon.proc.send_signal(signal.SIGHUP)
+    done = await reloaded(notify[0])
+    assert done["STATUS"].startswith("reload refused")
+    (error,) = daemon.lines("reload refused")
+    assert "ERROR" in error and reason in error, error
+    assert await answered(bot, ALICE, "still mine") == ["echo: still mine"]
+    (refusal,) = await answered(bot, BOB, "let me in")  # bob's id never got in force
+    assert "I don't know you" in refusal
+
+
+async def test_a_file_change_without_a_signal_is_picked_up(
+    daemon: Daemon, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> None:
+    path = Path(os.environ["ROOST_CONFIG"])
+    fresh = path.with_suffix(".new")  # as editors save: write aside, rename over
+    fresh.write_text(config(BOB, extra='[web]\nhost = "127.0.0.2"\n'))
+    fresh.replace(path)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    (seen,) = daemon.lines("changed: reloading")
+    assert str(path) in seen  # the watcher did it: no signal was sent
+    assert await answered(bot, BOB, "no signal") == ["echo: no signal"]
+    (warning,) = daemon.lines("applied only after a restart")
+    assert "WARNING" in warning and warning.rstrip().endswith("web.host"), warning
+
+
+async def test_a_turn_in_flight_finishes_across_a_reload_that_unmaps_its_user(
+    daemon: Daemon, bot: FakeBotAPI, model: GatedOpenAI, notify: tuple[socket.socket, str]
+) -> None:
+    bot.push_text(ALICE, "slow")
+    async with asyncio.timeout(WAIT_S):
+        while not any(last_user_text(body) == "slow" for body in model.requests):
+            await asyncio.sleep(0.05)
+    write_config(config().replace(f"[{ALICE}]", "[]"))  # alice is no longer mapped
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    model.gate.set()
+    await bot.wait_until(
+        lambda: bot.sent_to(ALICE)[-1:] and bot.sent_to(ALICE)[-1].text == "echo: slow", WAIT_S
+    )
+    (refusal,) = await answered(bot, ALICE, "next")  # the reload applies from the next message
+    assert "I don't know you" in refusal
