@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
+from bridge.app.metrics import MeteredAudit, Metrics
 from bridge.app.wiring import build_access, build_capabilities, build_core
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.config import Settings
@@ -57,6 +58,7 @@ class Roost:
     schedule: ScheduleService
     tool_sources: tuple[ToolSource, ...]  # what a turn offers; scheduled tool jobs use them
     core: Core
+    metrics: Metrics  # counted from the audit events; `/metrics` renders it
     closers: tuple[Closer, ...]
 
     def maintain(self) -> int:
@@ -132,6 +134,8 @@ async def build(
         chain = await open_chain(settings, clock)
         closers.append(chain.aclose)
         audit = chain
+    metrics = Metrics()
+    audit = MeteredAudit(audit, metrics)
     broker = Broker(
         private_hosts=tuple(settings.forge.private_hosts),
         rate_per_minute=settings.forge.net_requests_per_minute,
@@ -166,6 +170,7 @@ async def build(
         schedule=schedule,
         tool_sources=caps.tool_sources,
         core=core,
+        metrics=metrics,
         closers=tuple(closers),
     )
 

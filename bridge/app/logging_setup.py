@@ -9,13 +9,20 @@ name, tracebacks and stack traces all pass through it; the same object
 cleans the CLI's exit messages and uncaught-exception tracebacks
 (`sys.excepthook`). python-telegram-bot and httpx log URLs that embed the
 bot token. Message text is never logged at INFO by roost itself.
+
+With `log_format = "json"` (`ROOST_LOG_FORMAT=json`) each record is one
+JSON object on one line (`ts`, `level`, `logger`, `msg`, and `exc` for a
+traceback); each field passes the same Redactor before it is encoded, so the
+line is always valid JSON and never holds a secret.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
+import time
 import traceback
 from collections.abc import Iterable
 from types import TracebackType
@@ -88,6 +95,30 @@ class _RedactingFormatter(logging.Formatter):
         return self._redactor.redact(super().format(record))
 
 
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line; every field is cleaned by the Redactor before encoding."""
+
+    converter = staticmethod(time.gmtime)  # `ts` is UTC
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, str] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        clean = {key: self._redactor.redact(value) for key, value in entry.items()}
+        return json.dumps(clean, ensure_ascii=False)
+
+
 class RedactingFilter(logging.Filter):
     """For handlers roost does not format itself: cleans message and traceback."""
 
@@ -106,11 +137,16 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
+def setup_logging(
+    level: str = "INFO", secrets: Iterable[str] = (), log_format: str = "text"
+) -> Redactor:
     """Route logging (and uncaught tracebacks) to stderr through one `Redactor`."""
     redactor = Redactor(secrets)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(redactor.formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if log_format == "json":
+        handler.setFormatter(_JsonFormatter(redactor))
+    else:
+        handler.setFormatter(redactor.formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -121,6 +121,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         recent=lambda chat, after: recent_messages(
             roost.db, settings.local_tenant, "web", chat, after
         ),
+        metrics=roost.metrics.render if settings.web.metrics else None,
     )
     stored = settings.home / "web-token"
 

@@ -6,8 +6,10 @@ and, with `Authorization: Bearer <token>`, `GET /api/commands`,
 `POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
 `final`), `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web_push`) and `GET /api/outbox?chat=C&after=ID` (the
-ones it missed). The server runs inside roost's loop (AppRunner/TCPSite); other
-channels may add routes (the Telegram webhook) before it starts.
+ones it missed); `GET /metrics` (Prometheus text, only when the roost passes
+a `metrics` renderer: `[web] metrics = true`). The server runs inside
+roost's loop (AppRunner/TCPSite); other channels may add routes (the
+Telegram webhook) before it starts.
 
 Every route, added here or by another channel, first checks `Host` against
 the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
@@ -42,6 +44,7 @@ JS_DIR = Path(__file__).resolve().parents[2] / "js"
 MAX_BODY = 1024 * 1024
 STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(js|css)$")
 STATIC_TYPES = {"js": "text/javascript", "css": "text/css"}
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # (chat, after_id) -> the chat's outbox messages newer than after_id, oldest first
 Recent = Callable[[str, int], list[dict[str, Any]]]
@@ -82,6 +85,7 @@ class WebChannel:
         allowed_hosts: Iterable[str] = (),
         *,
         recent: Recent | None = None,
+        metrics: Callable[[], str] | None = None,
     ) -> None:
         self._handle = handle
         self._recent = recent
@@ -103,6 +107,9 @@ class WebChannel:
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", self._static)
+        if metrics is not None:  # off by default: no route, so a 404 like any unknown path
+            self._metrics = metrics
+            self.app.router.add_get("/metrics", self._metrics_text)
         self._runner: web.AppRunner | None = None
         self.port = port
 
@@ -186,6 +193,12 @@ class WebChannel:
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
+
+    async def _metrics_text(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._deny()
+        body = self._metrics().encode()
+        return web.Response(body=body, headers={"Content-Type": PROMETHEUS_TEXT})
 
     async def _commands(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"roost: {Redactor().redact(str(exc))}", file=sys.stderr)
         return EX_CONFIG
     level = "WARNING" if row.quiet else settings.log_level
-    redactor = setup_logging(level, secret_values(settings))
+    redactor = setup_logging(level, secret_values(settings), settings.log_format)
 
     def fail(message: str, status: int) -> int:
         print(f"roost: {redactor.redact(message)}", file=sys.stderr)

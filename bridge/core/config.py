@@ -69,6 +69,8 @@ class WebSettings(_Section):
     # Host header values served besides loopback names (DNS-rebinding guard):
     # "name" (bare or with the listening port) or "name:port" (exactly).
     allowed_hosts: list[str] = Field(default_factory=list)
+    # GET /metrics (Prometheus text, bearer token): off unless the operator turns it on
+    metrics: bool = False
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -179,6 +181,7 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     local_tenant: str = "local"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"  # json: one object per line (ROOST_LOG_FORMAT)
     audit_hmac_key_file: Path | None = None
     llm: LLMSettings = Field(default_factory=LLMSettings)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -1,0 +1,166 @@
+"""Counters and histograms for `/metrics`, in the Prometheus text format (written by hand).
+
+`Metrics` is one small registry per roost (no global): `count()` and
+`observe()` record, `render()` writes the text exposition format 0.0.4
+(`# HELP`, `# TYPE`, cumulative `_bucket{le=...}`, `_sum`, `_count`).
+Label values come from closed enums of the audit schema, never from what a
+person typed, so the number of series is bounded.
+
+`MeteredAudit` wraps the audit sink at the composition root and counts
+from the events that already describe each turn: `message.answered` (turns,
+turn latency), `message.failed` (failed turns by kind), `tool.called`
+(outcome, error kind), `outbox.failed` on Telegram (send failures) and the
+size of each batch written to the chain. `TimedBackend` wraps the model
+backend and times each model call until its stream ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bridge.types.audit_sink import AuditSink, Event
+
+SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+BATCH = (1, 2, 3, 4, 6, 8, 12, 16, 32)
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class _Histogram:
+    bounds: tuple[float, ...]
+    buckets: list[int] = field(default_factory=list)
+    total: float = 0.0
+    count: int = 0
+
+    def observe(self, value: float) -> None:
+        if not self.buckets:
+            self.buckets = [0] * len(self.bounds)
+        index = bisect.bisect_left(self.bounds, value)
+        if index < len(self.bounds):
+            self.buckets[index] += 1
+        self.total += value
+        self.count += 1
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str
+    kind: str  # counter | histogram
+    help: str
+    bounds: tuple[float, ...] = ()
+
+
+FAMILIES = (
+    _Family("roost_turns_total", "counter", "Turns that ended, by outcome (answer, failed)."),
+    _Family("roost_turn_seconds", "histogram", "Time from message to answer.", SECONDS),
+    _Family("roost_model_failures_total", "counter", "Failed turns by backend error kind."),
+    _Family("roost_tool_calls_total", "counter", "Personal tool calls by outcome."),
+    _Family("roost_tool_failures_total", "counter", "Failed personal tool calls by kind."),
+    _Family("roost_telegram_send_failures_total", "counter", "Telegram deliveries that failed."),
+    _Family("roost_audit_batch_size", "histogram", "Audit records written per batch.", BATCH),
+)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels: Labels, extra: tuple[str, str] | None = None) -> str:
+    pairs = [*labels, *([extra] if extra else [])]
+    if not pairs:
+        return ""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class Metrics:
+    """The registry: named families, each with series keyed by sorted labels."""
+
+    def __init__(self) -> None:
+        self._families = {f.name: f for f in FAMILIES}
+        self._counters: dict[str, dict[Labels, float]] = {}
+        self._histograms: dict[str, dict[Labels, _Histogram]] = {}
+
+    def count(self, name: str, amount: float = 1, **labels: str) -> None:
+        family = self._families[name]
+        assert family.kind == "counter", name
+        series = self._counters.setdefault(name, {})
+        key = tuple(sorted(labels.items()))
+        series[key] = series.get(key, 0) + amount
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        family = self._families[name]
+        assert family.kind == "histogram", name
+        series = self._histograms.setdefault(name, {})
+        key = tuple(sorted(labels.items()))
+        series.setdefault(key, _Histogram(family.bounds)).observe(value)
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for family in self._families.values():
+            lines += [f"# HELP {family.name} {family.help}", f"# TYPE {family.name} {family.kind}"]
+            if family.kind == "counter":
+                for key, value in sorted(self._counters.get(family.name, {}).items()):
+                    lines.append(f"{family.name}{_labels(key)} {_number(value)}")
+            else:
+                for key, hist in sorted(self._histograms.get(family.name, {}).items()):
+                    lines += _histogram_lines(family.name, key, hist)
+        return "\n".join(lines) + "\n"
+
+
+def _histogram_lines(name: str, key: Labels, hist: _Histogram) -> list[str]:
+    out, running = [], 0
+    for bound, hits in zip(hist.bounds, hist.buckets or [0] * len(hist.bounds), strict=True):
+        running += hits
+        out.append(f"{name}_bucket{_labels(key, ('le', _number(bound)))} {running}")
+    out.append(f"{name}_bucket{_labels(key, ('le', '+Inf'))} {hist.count}")
+    out.append(f"{name}_sum{_labels(key)} {_number(hist.total)}")
+    out.append(f"{name}_count{_labels(key)} {hist.count}")
+    return out
+
+
+def _record(metrics: Metrics, event: str, details: Mapping[str, object]) -> None:
+    """Count what one audit event says about the roost's work."""
+    if event == "message.answered":
+        metrics.count("roost_turns_total", outcome="answer")
+        ms = details.get("ms")
+        if isinstance(ms, int):
+            metrics.observe("roost_turn_seconds", ms / 1000)
+    elif event == "message.failed":
+        metrics.count("roost_turns_total", outcome="failed")
+        metrics.count("roost_model_failures_total", kind=str(details.get("kind", "unknown")))
+    elif event == "tool.called":
+        outcome = str(details.get("outcome", "unknown"))
+        metrics.count("roost_tool_calls_total", outcome=outcome)
+        if outcome != "ok":
+            kind = str(details.get("error_kind", "unknown"))
+            metrics.count("roost_tool_failures_total", kind=kind)
+    elif event == "outbox.failed" and details.get("channel") == "telegram":
+        metrics.count("roost_telegram_send_failures_total")
+
+
+class MeteredAudit:
+    """An AuditSink that counts what passes through it, then hands it on unchanged."""
+
+    def __init__(self, inner: AuditSink, metrics: Metrics) -> None:
+        self.inner = inner
+        self._metrics = metrics
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)  # what a test or tool reads from the sink (events)
+
+    async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        await self.inner.emit(event, tenant, details)
+        self._metrics.observe("roost_audit_batch_size", 1)
+        _record(self._metrics, event, details)
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        await self.inner.emit_many(events)
+        self._metrics.observe("roost_audit_batch_size", len(events))
+        for event, _tenant, details in events:
+            _record(self._metrics, event, details)
