@@ -180,8 +180,11 @@ async def test_a_broken_config_is_refused_and_the_old_one_stays(
     daemon.proc.send_signal(signal.SIGHUP)
     done = await reloaded(notify[0])
     assert done["STATUS"].startswith("reload refused")
-    (error,) = daemon.lines("reload refused")
-    assert "ERROR" in error and reason in error, error
+    # The write itself may also wake the file watcher: one or two refusals, each
+    # one line naming the reason (the signal and the watcher may not coalesce).
+    errors = daemon.lines("reload refused")
+    assert 1 <= len(errors) <= 2, errors
+    assert all("ERROR" in error and reason in error for error in errors), errors
     assert await answered(bot, ALICE, "still mine") == ["echo: still mine"]
     (refusal,) = await answered(bot, BOB, "let me in")  # bob's id never got in force
     assert "I don't know you" in refusal
