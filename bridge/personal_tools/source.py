@@ -34,7 +34,7 @@ from forge.findings import Finding
 from forge.library import SessionTools, ToolSpec
 from forge.names import check_name, to_wire
 from forge.net_call import HttpEvent, NetScope, http_details
-from forge.runner import SandboxRunner
+from forge.runner import RunResult, SandboxRunner
 from forge.toolmeta import ToolMeta
 
 Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
@@ -177,15 +177,7 @@ class ForgeTools:
         # no secrets and no network: the person has not consented to either yet
         no_net = NetScope(f"me.{name}", None, allowed=False)
         result = await self._runner.run(spec.source, params, turn.dirs.workspace, None, net=no_net)
-        details: dict[str, object] = {
-            "name": spec.name,
-            "hash": spec.sha256[:12],
-            "ms": int(result.duration_ms),
-            "outcome": "ok" if result.ok else "error",
-        }
-        if not result.ok:
-            details["error_kind"] = result.error_kind or "runtime"
-        await self._audit.emit("tool.called", turn.tenant, details)
+        await self._audited(turn, spec.name, spec.sha256, result)
         if result.ok:
             return json.dumps(result.result, ensure_ascii=False, default=str)
         hint = (
@@ -197,6 +189,18 @@ class ForgeTools:
         raise ToolError(
             f"draft me.{name} failed ({result.error_kind}): {result.error_message}{hint}"
         )
+
+    async def _audited(self, turn: TurnContext, name: str, sha256: str, result: RunResult) -> None:
+        """`tool.called`: name, hash prefix, duration and outcome; never arguments or output."""
+        details: dict[str, object] = {
+            "name": name,
+            "hash": sha256[:12],
+            "ms": int(result.duration_ms),
+            "outcome": "ok" if result.ok else "error",
+        }
+        if not result.ok:
+            details["error_kind"] = result.error_kind or "runtime"
+        await self._audit.emit("tool.called", turn.tenant, details)
 
     def _caller(self, entry: ToolMeta) -> Callable[[Mapping[str, Any], TurnContext], Any]:
         async def call(args: Mapping[str, Any], turn: TurnContext) -> str:
@@ -218,15 +222,7 @@ class ForgeTools:
             net=NetScope(f"me.{name}", on_http),
         )  # fmt: skip
         result = call.result
-        details: dict[str, object] = {
-            "name": f"me.{name}",
-            "hash": call.tool.spec.sha256[:12] if call.tool else "",
-            "ms": int(result.duration_ms),
-            "outcome": "ok" if result.ok else "error",
-        }
-        if not result.ok:
-            details["error_kind"] = result.error_kind or "runtime"
-        await self._audit.emit("tool.called", turn.tenant, details)
+        await self._audited(turn, f"me.{name}", call.tool.spec.sha256 if call.tool else "", result)
         if result.ok:
             return json.dumps(result.result, ensure_ascii=False, default=str)
         raise ToolError(f"me.{name} failed ({result.error_kind}): {result.error_message}")
