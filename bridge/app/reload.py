@@ -5,9 +5,10 @@ start). A configuration that does not load (invalid TOML, invalid values) is
 refused with one ERROR line naming the reason, and the old one stays in force.
 A good one replaces the resolver's rules in one step: tenants and their
 Telegram ids, and which tenants a pairing may bind to, apply from the next
-message; a turn already running is not touched. Settings that only take
-effect at a restart (`RESTART_ONLY`: ports, home, Telegram token and mode, the
-model backend, limits, personas, ...) are named in one WARNING line when they
+message; a turn already running is not touched. Message and reply size
+limits and the model's step limit apply live too. Settings that only take
+effect at a restart (ports, home, Telegram token and mode, the model backend,
+session limits, personas, ...) are named in one WARNING line when they
 differ. Around a reload systemd hears `RELOADING=1` then `READY=1` with a
 STATUS= line. `watch_config` turns changes of the file (watchfiles, its
 directory watched so an editor's rename-over counts) into reload requests;
@@ -32,8 +33,8 @@ from bridge.core.tenants import TenantResolver
 
 log = logging.getLogger("roost")
 
-LIVE = frozenset({"tenants"})
-"""Top-level settings a reload applies to the running daemon."""
+LIVE = frozenset({"tenants", "limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps"})
+"""Settings (top-level or dotted) a reload applies to the running daemon."""
 
 
 def restart_only(old: Settings, new: Settings) -> list[str]:
@@ -49,7 +50,7 @@ def restart_only(old: Settings, new: Settings) -> list[str]:
             changed += [
                 f"{name}.{field}"
                 for field in type(before).model_fields
-                if getattr(before, field) != getattr(after, field)
+                if getattr(before, field) != getattr(after, field) and f"{name}.{field}" not in LIVE
             ]
         else:
             changed.append(name)
@@ -70,8 +71,10 @@ class Reloader:
         resolver: TenantResolver,
         pairing: PairingStore,
         notifier: Notifier,
+        apply: Callable[[Settings], None] = lambda settings: None,
     ) -> None:
         self.settings = settings  # the configuration in force
+        self._apply = apply  # the live limits (message and reply size, model steps)
         self._load, self._resolver, self._pairing = load, resolver, pairing
         self._notifier = notifier
         self._wanted = asyncio.Event()
@@ -103,6 +106,7 @@ class Reloader:
             )
             return False
         self._resolver.replace(access_rules(new, self._pairing))
+        self._apply(new)
         stale = restart_only(self.settings, new)
         if stale:
             log.warning("reload: changed but applied only after a restart: %s", ", ".join(stale))

@@ -41,6 +41,8 @@ from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.config import ConfigError, Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
+from bridge.core.router import CoreLimits
+from bridge.core.turn import TurnSettings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 
@@ -249,6 +251,18 @@ STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
 
+def live_limits(roost: Roost) -> Callable[[Settings], None]:
+    """What a reload changes in the running core: message, reply and step limits."""
+
+    def apply(new: Settings) -> None:
+        roost.core.set_limits(
+            CoreLimits(new.limits.max_message_chars),
+            TurnSettings(new.llm.max_steps, new.limits.max_reply_chars),
+        )
+
+    return apply
+
+
 async def serve(
     settings: Settings,
     *,
@@ -302,7 +316,9 @@ async def run(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    reloader = Reloader(settings, load, roost.resolver, roost.pairing, notifier)
+    reloader = Reloader(
+        settings, load, roost.resolver, roost.pairing, notifier, apply=live_limits(roost)
+    )
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
     watcher = asyncio.create_task(watch_config(config_path(os.environ)[0], reloader, stop))
     started: list[Launched] = []

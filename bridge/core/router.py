@@ -30,7 +30,7 @@ from bridge.core.pairing import PairingStore
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
-from bridge.core.turn import TurnRunner
+from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import DeltaSink, Final, Inbound, Reply
 from bridge.types.tenant_dirs import TenantDirs
@@ -103,6 +103,11 @@ class Core:
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
         self._inflight: set[asyncio.Task[object]] = set()
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
+
+    def set_limits(self, limits: CoreLimits, turns: TurnSettings) -> None:
+        """Apply reloaded limits from the next message on (a running turn keeps its own)."""
+        self._limits = limits
+        self._turns.set_settings(turns)
 
     async def drain(self, grace_s: float) -> int:
         """Let in-flight messages finish for up to `grace_s`, then cancel the rest.

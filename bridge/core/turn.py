@@ -106,6 +106,10 @@ class TurnRunner:
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
 
+    def set_settings(self, settings: TurnSettings) -> None:
+        """Reloaded step and reply limits; a turn already running keeps the old ones."""
+        self._settings = settings
+
     async def run(
         self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
     ) -> Final:

@@ -221,3 +221,16 @@ async def test_a_turn_in_flight_finishes_across_a_reload_that_unmaps_its_user(
     )
     (refusal,) = await answered(bot, ALICE, "next")  # the reload applies from the next message
     assert "I don't know you" in refusal
+
+
+async def test_message_and_reply_limits_change_live(
+    daemon: Daemon, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> None:
+    long = "x" * 60
+    assert await answered(bot, ALICE, long) == [f"echo: {long}"]
+    write_config(config(extra="[limits]\nmax_message_chars = 50\n"))
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    (refusal,) = await answered(bot, ALICE, long)
+    assert "60 characters; the limit is 50" in refusal
+    assert not any("max_message_chars" in line for line in daemon.lines("after a restart"))
