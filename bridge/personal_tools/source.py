@@ -183,7 +183,7 @@ class ForgeTools:
         hint = (
             f"\nA draft has no vault secrets and no network: save the tool first "
             f"(/tool save {name}) to use secrets or the hosts it declares."
-            if spec.secrets or "NETWORK" in spec.source
+            if spec.secrets or spec.network
             else ""
         )
         raise ToolError(
