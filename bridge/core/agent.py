@@ -67,6 +67,7 @@ class AgentResult:
     reply_cut: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 async def run_agent(
@@ -80,6 +81,8 @@ async def run_agent(
     *,
     redact: Redact = _same,
     max_reply_chars: int = MAX_REPLY_CHARS,
+    tenant: str = "",
+    stable_chars: int = 0,
 ) -> AgentResult:
     """Run model steps until a final answer; BackendError propagates."""
     system = redact(system)
@@ -90,7 +93,13 @@ async def run_agent(
         result.steps = step
         offered = tools() if callable(tools) else tools
         by_name: Mapping[str, Tool] = {t.schema.name: t for t in offered}
-        request = ModelRequest(system, tuple(convo), tuple(t.schema for t in offered))
+        request = ModelRequest(
+            system,
+            tuple(convo),
+            tuple(t.schema for t in offered),
+            tenant=tenant,
+            stable_chars=stable_chars,
+        )
         text, calls = await _stream_step(backend, request, reply, result)
         if result.reply_cut:
             await reply.add_note(text + "\n", cut_note(max_reply_chars), "\n")
@@ -145,6 +154,7 @@ async def _stream_step(
             elif isinstance(event, Finish):
                 result.prompt_tokens += event.prompt_tokens
                 result.completion_tokens += event.completion_tokens
+                result.cached_tokens += event.cached_tokens
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

@@ -200,6 +200,7 @@ class TurnRunner:
             sink,
             redact=mask.mask if mask is not None else _same,
             max_reply_chars=self._settings.max_reply_chars,
+            tenant=turn.dirs.tenant,
         )
         if stream is not None and on_delta is not None:
             rest = stream.flush()

@@ -46,10 +46,16 @@ class ToolSchema:
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
+    """One model step. `system[:stable_chars]` is byte-stable across this
+    tenant's turns (a provider may mark it as a cache prefix); `tenant` names
+    whose turn this is (a backend that runs tools itself needs it)."""
+
     system: str
     messages: Sequence[ChatMessage]
     tools: Sequence[ToolSchema] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tenant: str = ""
+    stable_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,7 @@ class Finish:
     reason: str  # "stop" | "tool_calls" | "length" | ...
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
 
 
 ModelEvent = TextDelta | ToolCall | Finish
