@@ -109,6 +109,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise ListenError(f"--http: cannot listen on {host}:{port} ({exc.strerror})") from None
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     sock.set_inheritable(False)
     return sock
 
