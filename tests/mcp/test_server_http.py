@@ -55,6 +55,17 @@ def _roost(home: Path, config: Path, *args: str) -> subprocess.CompletedProcess[
     )
 
 
+def start_daemon(home: Path, config: Path) -> subprocess.Popen[bytes]:
+    env = {**roost_env(home, config), "ROOST_WEB__PORT": "0", "ROOST_LLM__PROVIDER": "offline"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli.main", "serve"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def token(home: Path, config: Path, tenant: str, rotate: bool = False) -> str:
     run = _roost(home, config, "mcp", "--tenant", tenant, "--token", *(["--rotate"] * rotate))
     assert run.returncode == 0, run.stderr
@@ -116,8 +127,9 @@ async def test_the_token_guards_every_request(home: Path, config: Path) -> None:
     assert mode == 0o600
     with serving(home, config, "alice") as url:
         async with httpx.AsyncClient() as raw:
-            for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {bob}"},
-                            {"Authorization": alice}):  # fmt: skip
+            wrong = ("", "Bearer nope", f"Bearer {bob}", alice)  # none, wrong, bob's, no scheme
+            for value in wrong:
+                headers = {"Authorization": value} if value else {}
                 answer = await raw.post(url, json=INIT, headers={**ACCEPT, **headers})
                 assert answer.status_code == 401, headers
                 assert "roost mcp --tenant T --token" in answer.json()["error_description"]
@@ -127,7 +139,8 @@ async def test_the_token_guards_every_request(home: Path, config: Path) -> None:
             )
             assert ok.status_code == 200
             # DNS rebinding: a loopback listener refuses a foreign Host even with the token
-            evil = await raw.post(url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {alice}", "Host": "evil.example"})  # fmt: skip
+            rebound = {**ACCEPT, "Authorization": f"Bearer {alice}", "Host": "evil.example"}
+            evil = await raw.post(url, json=INIT, headers=rebound)
             assert evil.status_code in (403, 421)
         with pytest.raises(BaseExceptionGroup) as refused:  # the SDK's client on a 401
             async with client(url, bob, mode="legacy") as c:
@@ -153,11 +166,7 @@ async def test_call_and_list_changed_while_the_daemon_runs(home: Path, config: P
     workspace = home / "tenants" / "alice" / "global" / "workspace"
     workspace.mkdir(parents=True)
     (workspace / "spend.csv").write_text("item,amount\ntea,3.5\n")
-    env = {**roost_env(home, config), "ROOST_WEB__PORT": "0", "ROOST_LLM__PROVIDER": "offline"}
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "serve"], env=env, cwd=REPO,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    daemon = start_daemon(home, config)
     notes: asyncio.Queue[str] = asyncio.Queue()
 
     async def on_message(message: object) -> None:
