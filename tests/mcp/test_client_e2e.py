@@ -190,3 +190,16 @@ def test_config_says_what_is_wrong(home: Path, tmp_path: Path) -> None:
         (tmp_path / "roost.toml").write_text(text)
         with pytest.raises(ConfigError, match=reason):
             load_settings()
+
+
+def test_server_secrets_never_reach_a_log_line(home: Path, tmp_path: Path) -> None:
+    from bridge.app.logging_setup import Redactor, secret_values
+
+    (tmp_path / "roost.toml").write_text(
+        _config(tmp_path)
+        + '\n[tenants.bob.mcp.notes]\nurl = "https://notes.example/mcp"\n'
+        + 'headers = { Authorization = "Bearer hdr-Vb73nQx5Kc" }\nallow = ["search"]\n'
+    )
+    redactor = Redactor(secret_values(load_settings()))
+    line = redactor.redact(f"env {EXT_TOKEN} header Bearer hdr-Vb73nQx5Kc")
+    assert EXT_TOKEN not in line and "hdr-Vb73nQx5Kc" not in line
