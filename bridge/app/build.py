@@ -154,6 +154,7 @@ async def build(
         settings.schedule.timezone,
     )
     caps = build_capabilities(settings, db, audit, runner, clock, tool_sources, schedule)
+    closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock)
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     return Roost(

@@ -57,6 +57,9 @@ def secret_values(settings: Settings) -> list[str]:
         settings.llm.api_key,
         settings.web.token,
     ]
+    for rule in settings.tenants.values():  # external MCP servers' env and headers
+        for server in rule.mcp.values():
+            values.extend((*server.env.values(), *server.headers.values()))
     return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
 
 

@@ -28,6 +28,7 @@ from bridge.core.tenants import (
     telegram_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.mcp.source import McpTools
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.source import ForgeTools
@@ -58,6 +59,7 @@ class Capabilities:
     tool_sources: tuple[ToolSource, ...]
     command_sets: tuple[CommandSet, ...]
     observers: tuple[TurnObserver, ...]
+    closers: tuple[Callable[[], object], ...] = ()  # run by `Roost.aclose()`
 
 
 def build_access(
@@ -106,12 +108,14 @@ def build_capabilities(
     )
     drafts = SessionTools()
     planner = Planner(schedule, audit) if schedule is not None else None
+    mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
         loadout,
         (
             loadout.tool_source,
             ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
             *((ScheduleTools(planner),) if planner else ()),
+            mcp,
             *extra_tools,
         ),
         (
@@ -120,7 +124,8 @@ def build_capabilities(
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock),),
+        (SkillsObserver(grades, TurnLog(db), files, clock), mcp),
+        (mcp.aclose,),
     )
 
 

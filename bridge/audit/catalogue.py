@@ -61,6 +61,14 @@ EVENTS: dict[str, dict[str, object]] = {
         "ms": 41,
         "outcome": "error",
         "error_kind": "timeout",
+        "channel": "mcp",
+    },
+    "mcp.called": {
+        "server": "github",
+        "tool": "list_issues",
+        "ms": 230,
+        "ok": False,
+        "error_kind": "timeout",
     },
     "tool.http": {
         "tool": "me.weather",

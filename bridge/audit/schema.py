@@ -185,7 +185,7 @@ HASH = Ref(re.compile(r"[0-9a-f]{8,64}"))
 MSG = Ref(re.compile(r"[0-9]{1,20}|[0-9a-f]{32}"))  # Telegram message id | roost's uuid4 hex
 IDENTITY = Ref(re.compile(r"[0-9]{1,20}|local"))  # Telegram user id | the loopback person
 CHAT = Name("chat")  # web and terminal chat names are typed by people
-CHANNEL = enum("telegram", "web", "cli")
+CHANNEL = enum("telegram", "web", "cli", "mcp")  # mcp: a call through `roost mcp`
 BY = enum("model", "person", "user", "operator")
 MEMORY, TOOL, PERSONA = Name("memory"), Name("tool", strip="me."), Name("persona")
 # Two names stay readable: a skill is a file the person authored (the style
@@ -286,6 +286,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "ms": INT,
         "outcome": enum("ok", "error"),
         "error_kind": enum("lint", "compile", "runtime", "denied", "timeout", "memory", "output"),
+        "channel": CHANNEL,
     },
     "tool.http": {
         "tool": TOOL,
@@ -310,6 +311,13 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
             "header",
             "secret",
         ),
+    },
+    "mcp.called": {  # a tool of an operator-attached MCP server (bridge/mcp/source.py)
+        "server": Name("mcp_server"),  # the config key: a keyed id like every chosen name
+        "tool": Name("mcp_tool"),  # the server's own tool name: a keyed id
+        "ms": INT,
+        "ok": BOOL,
+        "error_kind": enum("start", "timeout", "tool", "protocol"),
     },
     "secret.used": {"name": SECRET, "purpose": TOOL},
     "secret.stored": {"name": SECRET, "by": enum("operator")},

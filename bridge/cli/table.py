@@ -17,6 +17,7 @@ from bridge.cli import (
     export,
     grade,
     loadout,
+    mcp,
     pair,
     schedule,
     style,
@@ -77,6 +78,9 @@ COMMANDS: tuple[Command, ...] = (
         grade.run_grade,
     ),
     Command("tools", "list a tenant's personal tools", tools.tools_args, tools.run_tools),
+    Command(
+        "mcp", "serve a tenant's me.* tools over MCP (stdio, or --http)", mcp.mcp_args, mcp.run_mcp
+    ),
     Command(
         "jobs",
         "list scheduled jobs with their next run, and delivery failures",

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -162,8 +170,56 @@ class ForgeSettings(_Section):
         return v
 
 
+MCP_SERVER_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_)){0,23}$")
+
+
+class McpServerSettings(_Section):
+    """An external MCP server attached to one tenant (`[tenants.T.mcp.NAME]`, bridge/mcp).
+
+    Exactly one of `command` (stdio: argv, plus `env`) or `url` (streamable
+    HTTP, plus `headers`); `allow` names the server's tools the model may
+    call (empty: none; `["*"]`: every tool it lists, a risk: see docs/security.md).
+    """
+
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    allow: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(20.0, gt=0, le=600)  # start, list and each call
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("must start with https:// (or http:// for a local server)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == (self.url is not None):
+            raise ValueError('give either command = [...] (stdio) or url = "https://..."')
+        if self.env and not self.command:
+            raise ValueError("env goes with command (a stdio server)")
+        if self.headers and self.url is None:
+            raise ValueError("headers go with url (an HTTP server)")
+        return self
+
+
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
+    mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
+
+    @field_validator("mcp")
+    @classmethod
+    def _mcp_names(cls, v: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in v:
+            if not MCP_SERVER_NAME.fullmatch(name):
+                raise ValueError(
+                    f"MCP server name {name!r}: 1-24 of a-z, 0-9, '-', '_' (no '__'), "
+                    "starting with a letter or digit"
+                )
+        return v
 
 
 def default_home() -> Path:

@@ -197,6 +197,7 @@ class ForgeTools:
             "hash": sha256[:12],
             "ms": int(result.duration_ms),
             "outcome": "ok" if result.ok else "error",
+            "channel": turn.inbound.channel,
         }
         if not result.ok:
             details["error_kind"] = result.error_kind or "runtime"
