@@ -77,6 +77,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/persona forge",
         "/audience my family",
         "/audience clear",
+        "/model default",
         "write a doubling tool",
         "/tool save double",
         "double 2",
@@ -108,6 +109,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "secret.stored",
             "secret.removed",
             "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
+            "budget.reached",  # needs a budget: tests/models/test_budgets.py
         }
     )
     assert expected <= seen, sorted(expected - seen)
