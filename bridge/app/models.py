@@ -135,7 +135,7 @@ class ModelRegistry:
 
     def status_line(self, tenant: str, channel: str, chat: str) -> str:
         name = self.chat_model(tenant, channel, chat)
-        return f"{self.describe(name)} (named {name}; /model switches)"
+        return f"{self.describe(name)} (named {name})"
 
     @asynccontextmanager
     async def hold(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
