@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,6 +45,7 @@ from forge.broker import Broker
 from forge.runner import SandboxRunner
 
 Closer = Callable[[], object]
+log = logging.getLogger("roost")
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,9 @@ async def build(
     generation = build_generation(settings, default=backend)
     models = ModelRegistry(generation, ChatSettings(db), fixed_default=backend)
     backend, reason = models.default_backend, generation.reasons[generation.default]
+    for name, why in generation.reasons.items():
+        if name != generation.default:
+            log.info("model %s: %s", name, why)  # the default one is logged by serve
     meter = UsageMeter(UsageStore(db), budgets_of(settings), clock)
     closers: list[Closer] = []
     if audit is None:

@@ -115,6 +115,10 @@ class ModelRegistry:
     def default_backend(self) -> Backend:
         return self._current.backends[self._current.default]
 
+    def describe_default(self) -> str:
+        """The default model's provider and model id (as reloaded)."""
+        return self.default_backend.describe()
+
     def names(self) -> list[tuple[str, str]]:
         """(name, provider and model) of every model, the default first; never an address."""
         return [(name, b.describe()) for name, b in self._current.backends.items()]

@@ -208,7 +208,7 @@ def status_line(roost: Roost, started: Sequence[Launched], made: Mapping[str, La
     names = [name for name, launched in made.items() if launched in started]
     up = ", ".join(names) or "none"
     served = roost.core.turns_served
-    return f"channels: {up}; turns served: {served}; backend: {roost.backend.describe()}"
+    return f"channels: {up}; turns served: {served}; backend: {roost.models.describe_default()}"
 
 
 async def heartbeat(notifier: Notifier, status: Callable[[], str], every: float, dog: bool) -> None:

@@ -153,21 +153,14 @@ class TurnRunner:
         events.add("message.received", dirs.tenant, _received(inbound))
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(dirs, inbound, self._clock)
-        refused = await self._meter.refusal(dirs.tenant, events) if self._meter else None
+        refused = await self._over_budget(dirs.tenant, events)
         if refused is not None:
-            await events.flush(self._audit)
-            return Final(refused, "refusal")
+            return refused
         for observer in self._observers:
             await observer.before_turn(turn, session, events)
         mask = self._masks(dirs) if self._masks is not None else None
         try:
-            async with self._pick(turn) as model:
-                result = await self._agent(turn, session, mask, on_delta, model.backend)
-            if self._meter is not None:
-                tokens = Tokens(
-                    result.prompt_tokens, result.completion_tokens, result.cached_tokens
-                )
-                self._meter.record(dirs.tenant, model.name, tokens)
+            result = await self._on_model(turn, session, mask, on_delta)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
             details = {"channel": inbound.channel, "kind": exc.kind}
@@ -198,6 +191,29 @@ class TurnRunner:
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
         await events.flush(self._audit)
         return Final(text, "answer")
+
+    async def _over_budget(self, tenant: str, events: TurnEvents) -> Final | None:
+        """The refusal when the tenant's token budget is used up (no model is asked)."""
+        refused = await self._meter.refusal(tenant, events) if self._meter else None
+        if refused is None:
+            return None
+        await events.flush(self._audit)
+        return Final(refused, "refusal")
+
+    async def _on_model(
+        self,
+        turn: TurnContext,
+        session: Session,
+        mask: OutputMask | None,
+        on_delta: DeltaSink | None,
+    ) -> AgentResult:
+        """The agent loop on the chat's model (held for the turn); its tokens counted."""
+        async with self._pick(turn) as model:
+            result = await self._agent(turn, session, mask, on_delta, model.backend)
+        if self._meter is not None:
+            tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+            self._meter.record(turn.tenant, model.name, tokens)
+        return result
 
     def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
