@@ -44,7 +44,7 @@ def fill(conn: sqlite3.Connection, tenants: int, days: int) -> None:
     conn.execute("COMMIT")
 
 
-def median_us(fn: Callable[[int], None], n: int) -> float:
+def median_us(fn: Callable[[int], object], n: int) -> float:
     times = []
     for i in range(n):
         t0 = time.perf_counter()
@@ -67,7 +67,7 @@ def main() -> None:
         both = UsageMeter(store, lambda t: Budget(10**9, 10**10), lambda: NOW)
         loop = asyncio.new_event_loop()
 
-        def check(meter: UsageMeter) -> Callable[[int], None]:
+        def check(meter: UsageMeter) -> Callable[[int], object]:
             return lambda i: loop.run_until_complete(meter.refusal(f"t{i % 1000}", TurnEvents()))
 
         def record(i: int) -> None:
