@@ -60,10 +60,17 @@ class ModelCommands:
         current = self._models.chat_model(ctx.tenant, i.channel, i.chat)
         wanted = args.strip().lower()
         if not wanted:
+            more = (
+                "/model <name> switches this chat."
+                if len(self._models.names()) > 1
+                else "Only one model is configured; the operator adds more as "
+                "[models.<name>] tables in roost's config."
+            )
             return (
                 f"This chat uses {current}. Models (• is this chat's):\n"
                 + self._listing(current)
-                + "\n/model <name> switches this chat."
+                + "\n"
+                + more
             )
         known = dict(self._models.names())
         if wanted not in known:

@@ -106,5 +106,7 @@ async def test_a_switch_is_audited_with_the_names_only(
 async def test_the_default_model_can_be_named(make: Make, first: FakeOpenAI) -> None:
     roost = await make(models_toml(first, None).replace("[llm]\n", '[llm]\nname = "local"\n'))
     chat = web(roost)
-    assert "• local — openai model=small-1" in (await chat.say("/model")).text
+    listed = (await chat.say("/model")).text
+    assert "• local — openai model=small-1" in listed
+    assert "Only one model is configured" in listed and "[models.<name>]" in listed
     assert "Model: openai model=small-1 (named local)" in (await chat.say("/status")).text
