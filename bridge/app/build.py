@@ -13,6 +13,8 @@ and operator-event helpers are in `bridge.app.home`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,14 +23,18 @@ from dataclasses import dataclass
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics
-from bridge.app.wiring import build_access, build_capabilities, build_core
+from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
+from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
 from bridge.core.atomic import remove_orphan_temps
+from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
 from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
+from bridge.core.usage import UsageStore
+from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
 from bridge.types.audit_sink import AuditSink
@@ -39,6 +45,7 @@ from forge.broker import Broker
 from forge.runner import SandboxRunner
 
 Closer = Callable[[], object]
+log = logging.getLogger("roost")
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,10 @@ class Roost:
 
     settings: Settings
     db: sqlite3.Connection
-    backend: Backend
+    backend: Backend  # the default model's backend at start
     backend_reason: str
+    models: ModelRegistry  # every named model; a chat's choice; replaced on reload
+    meter: UsageMeter  # token usage and budgets
     audit: AuditSink
     sessions: SessionStore
     loadout: Loadout
@@ -91,24 +100,13 @@ class Roost:
             result = close()
             if asyncio.iscoroutine(result):
                 await result
-        await self.backend.aclose()
+        await self.models.aclose()  # the default backend too
         self.db.close()
 
 
-def make_backend(settings: Settings) -> tuple[Backend, str]:
-    """The model backend the configuration names, and why it was chosen (for the log)."""
-    from bridge.llm.select import select_backend
-
-    llm = settings.llm
-    key = llm.api_key.get_secret_value() if llm.api_key else None
-    return select_backend(
-        llm.provider,
-        llm.base_url,
-        key,
-        llm.model,
-        timeout_s=llm.timeout_s,
-        max_retries=llm.max_retries,
-    )
+def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
+    """The backend of the model `name` (None: the default, [llm]) and why it was chosen."""
+    return make_backend_of(model_tables(settings)[name or settings.llm.name])
 
 
 async def build(
@@ -126,9 +124,13 @@ async def build(
     """
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    reason = "backend passed in"
-    if backend is None:
-        backend, reason = make_backend(settings)
+    generation = build_generation(settings, default=backend)
+    models = ModelRegistry(generation, ChatSettings(db), fixed_default=backend)
+    backend, reason = models.default_backend, generation.reasons[generation.default]
+    for name, why in generation.reasons.items():
+        if name != generation.default:
+            log.info("model %s: %s", name, why)  # the default one is logged by serve
+    meter = UsageMeter(UsageStore(db), budgets_of(settings), clock)
     closers: list[Closer] = []
     if audit is None:
         chain = await open_chain(settings, clock)
@@ -155,13 +157,19 @@ async def build(
     )
     caps = build_capabilities(settings, db, audit, runner, clock, tool_sources, schedule)
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
-    core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock)
+    sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
+    caps = dataclasses.replace(caps, command_sets=sets)
+    core = build_core(
+        settings, backend, sessions, resolver, pairing, audit, caps, clock, models, meter
+    )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     return Roost(
         settings=settings,
         db=db,
         backend=backend,
         backend_reason=reason,
+        models=models,
+        meter=meter,
         audit=audit,
         sessions=sessions,
         loadout=caps.loadout,

@@ -6,8 +6,9 @@ refused with one ERROR line naming the reason, and the old one stays in force.
 A good one replaces the resolver's rules in one step: tenants and their
 Telegram ids, and which tenants a pairing may bind to, apply from the next
 message; a turn already running is not touched. Message and reply size
-limits and the model's step limit apply live too. Settings that only take
-effect at a restart (ports, home, Telegram token and mode, the model backend,
+limits and the model's step limit apply live too, and so do the models
+(`[llm]`, `[models.*]`: `bridge.app.models`) and the token budgets. Settings that only take
+effect at a restart (ports, home, Telegram token and mode,
 session limits, personas, ...) are named in one WARNING line when they
 differ. Around a reload systemd hears `RELOADING=1` then `READY=1` with a
 STATUS= line. `watch_config` turns changes of the file (watchfiles, its
@@ -33,7 +34,10 @@ from bridge.core.tenants import TenantResolver
 
 log = logging.getLogger("roost")
 
-LIVE = frozenset({"tenants", "limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps"})
+LIVE = frozenset(
+    {"tenants", "limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps"}
+    | {"llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens"}  # models
+)
 """Settings (top-level or dotted) a reload applies to the running daemon."""
 
 

@@ -38,6 +38,7 @@ from bridge.app.instance import InstanceBusy, hold
 from bridge.app.notify import Notifier, watchdog_interval
 from bridge.app.reload import Reloader, watch_config
 from bridge.app.schedule_loop import ScheduleLoop
+from bridge.core.budgets import budgets_of
 from bridge.core.config import ConfigError, Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
@@ -207,7 +208,7 @@ def status_line(roost: Roost, started: Sequence[Launched], made: Mapping[str, La
     names = [name for name, launched in made.items() if launched in started]
     up = ", ".join(names) or "none"
     served = roost.core.turns_served
-    return f"channels: {up}; turns served: {served}; backend: {roost.backend.describe()}"
+    return f"channels: {up}; turns served: {served}; backend: {roost.models.describe_default()}"
 
 
 async def heartbeat(notifier: Notifier, status: Callable[[], str], every: float, dog: bool) -> None:
@@ -251,6 +252,12 @@ STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
 
+def reload_models(roost: Roost, new: Settings) -> None:
+    """Named models and token budgets apply live (bridge.app.models)."""
+    roost.models.reload(new)
+    roost.meter.set_budgets(budgets_of(new))
+
+
 def live_limits(roost: Roost) -> Callable[[Settings], None]:
     """What a reload changes in the running core: message, reply and step limits."""
 
@@ -259,6 +266,7 @@ def live_limits(roost: Roost) -> Callable[[Settings], None]:
             CoreLimits(new.limits.max_message_chars),
             TurnSettings(new.llm.max_steps, new.limits.max_reply_chars),
         )
+        reload_models(roost, new)
 
     return apply
 

@@ -12,9 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
+from bridge.core.budgets import UsageMeter
 from bridge.core.builtin_commands import CoreCommands
-from bridge.core.commands import CommandSet, CommandTable
+from bridge.core.commands import CommandContext, CommandSet, CommandTable
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
@@ -28,6 +30,8 @@ from bridge.core.tenants import (
     telegram_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
@@ -129,16 +133,39 @@ def build_capabilities(
     )
 
 
+def model_commands(
+    models: ModelRegistry,
+    meter: UsageMeter,
+    db: sqlite3.Connection,
+    audit: AuditSink,
+    clock: Callable[[], float],
+) -> tuple[CommandSet, ...]:
+    """/model (this chat's model) and /usage (tokens and budgets of the tenant)."""
+    return (
+        ModelCommands(models, ChatSettings(db), audit),
+        UsageCommands(meter.store, meter.budget, clock),
+    )
+
+
+def _model_line(backend: Backend, models: ModelRegistry | None) -> Callable[[CommandContext], str]:
+    """/status's model line: this chat's named model, or the one backend."""
+    if models is None:
+        return lambda ctx: backend.describe()
+    return lambda ctx: models.status_line(ctx.tenant, ctx.inbound.channel, ctx.inbound.chat)
+
+
 def build_commands(
     sessions: SessionStore,
     backend: Backend,
     command_sets: Sequence[CommandSet],
     pairing: PairingStore | None = None,
     audit: AuditSink | None = None,
+    models: ModelRegistry | None = None,
 ) -> CommandTable:
     """The chat command table: core commands, /start, then each capability's rows."""
     table = CommandTable(())
-    for row in CoreCommands(lambda: table, sessions, backend.describe, pairing, audit).commands():
+    line = _model_line(backend, models)
+    for row in CoreCommands(lambda: table, sessions, line, pairing, audit).commands():
         table.add(row)
     table.add(start_command(lambda: table))
     for command_set in command_sets:
@@ -154,6 +181,8 @@ def build_turns(
     audit: AuditSink,
     caps: Capabilities,
     clock: Callable[[], float],
+    models: ModelRegistry | None = None,
+    meter: UsageMeter | None = None,
 ) -> TurnRunner:
     vault = caps.loadout.vault
     return TurnRunner(
@@ -167,6 +196,8 @@ def build_turns(
         observers=caps.observers,
         masks=vault.masker,
         user_note=caps.loadout.prompt.now_note,
+        pick=models.hold if models is not None else None,
+        meter=meter,
     )
 
 
@@ -179,14 +210,20 @@ def build_core(
     audit: AuditSink,
     caps: Capabilities,
     clock: Callable[[], float],
+    models: ModelRegistry | None = None,
+    meter: UsageMeter | None = None,
 ) -> Core:
-    """The core: tenant access, the chat command table and the turn runner behind one handle."""
+    """The core: tenant access, the chat command table and the turn runner behind one handle.
+
+    With `models`, each chat runs on the model it chose; with a `meter`, turns are
+    counted and budgets checked.
+    """
     return Core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
         pairing=pairing,
-        commands=build_commands(sessions, backend, caps.command_sets, pairing, audit),
-        turns=build_turns(settings, backend, sessions, audit, caps, clock),
+        commands=build_commands(sessions, backend, caps.command_sets, pairing, audit, models),
+        turns=build_turns(settings, backend, sessions, audit, caps, clock, models, meter),
         audit=audit,
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),

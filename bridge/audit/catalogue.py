@@ -87,6 +87,8 @@ EVENTS: dict[str, dict[str, object]] = {
     "pairing.issued": {"ttl_s": 3600},
     "pairing.used": {"channel": "telegram", "identity": "111111"},
     "pairing.revoked": {"channel": "telegram", "identity": "111111", "by": "operator"},
+    "chat.model_set": {"model": "smart", "previous": "default", "channel": "web", "chat": "c"},
+    "budget.reached": {"budget": "daily", "used": 50210, "limit": 50000, "period": "2027-01-15"},
     "pairing.failed": {
         "channel": "telegram",
         "identity": "222222",

@@ -204,6 +204,10 @@ HOSTNAME = Ref(
     re.compile(r"(?:[a-z0-9-]{1,63}\.)+[a-z]{2,24}(?::[0-9]{1,5})?|[0-9.]{7,15}(?::[0-9]{1,5})?")
 )
 
+# A model's configured name ([llm] name, [models.X]): the operator's, kept readable.
+MODEL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,31}"))
+PERIOD = Ref(re.compile(r"[0-9]{4}-[0-9]{2}(-[0-9]{2})?"))  # a UTC day or month
+
 SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
     "message.answered": {
@@ -325,6 +329,13 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     "pairing.issued": {"ttl_s": INT},
     "pairing.used": {"channel": CHANNEL, "identity": IDENTITY},
     "pairing.revoked": {"channel": CHANNEL, "identity": IDENTITY, "by": enum("user", "operator")},
+    "chat.model_set": {"model": MODEL, "previous": MODEL, "channel": CHANNEL, "chat": CHAT},
+    "budget.reached": {
+        "budget": enum("daily", "monthly"),
+        "used": INT,
+        "limit": INT,
+        "period": PERIOD,
+    },
     "pairing.failed": {"channel": CHANNEL, "identity": IDENTITY, "locked": BOOL, "suppressed": INT},
     "skill.graded": {
         "name": SKILL,

@@ -2,8 +2,9 @@
 
 `sweep` builds the model backend and opens the audit chain exactly as the
 daemon does (`bridge.app.build.make_backend`, `bridge.app.home.open_chain`);
-with the offline backend the judge reports "no model configured" and
-candidates stay pending.
+the judge runs on `[style] judge_model` (default: the default model) and its
+calls count against each tenant's token budget. With the offline backend the
+judge reports "no model configured" and candidates stay pending.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from datetime import UTC, datetime
 
 from bridge.app.home import chain_path, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
+from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
 from bridge.core.db import connect
+from bridge.core.usage import UsageStore
 from bridge.style.judge import Judge
 from bridge.style.rules import DAY_MS, Thresholds
 from bridge.style.store import STATES, StyleStore
@@ -116,17 +119,20 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    backend, _reason = make_backend(settings)
+    model = settings.style.judge_model or settings.llm.name
+    backend, _reason = make_backend(settings, model)
+    meter = UsageMeter(UsageStore(db), budgets_of(settings))
+    judge = Judge(backend, meter=meter, model=model)
     try:
         path = chain_path(settings.home)
         now_ms = int(time.time() * 1000)
         if dry_run:
-            sweeper = Sweeper(StyleStore(db), Judge(backend), NullAudit())
+            sweeper = Sweeper(StyleStore(db), judge, NullAudit())
             report = await sweeper.sweep_chain(path, now_ms, dry_run=True)
         else:
             chain = await open_chain(settings, time.time)
             try:
-                sweeper = Sweeper(StyleStore(db), Judge(backend), chain)
+                sweeper = Sweeper(StyleStore(db), judge, chain)
                 report = await sweeper.sweep_chain(path, now_ms)
             finally:
                 await chain.aclose()

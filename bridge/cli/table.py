@@ -23,6 +23,7 @@ from bridge.cli import (
     style,
     tools,
     units,
+    usage,
 )
 from bridge.cli.rows import Command, no_args
 
@@ -86,6 +87,12 @@ COMMANDS: tuple[Command, ...] = (
         "list scheduled jobs with their next run, and delivery failures",
         schedule.jobs_args,
         schedule.run_jobs,
+    ),
+    Command(
+        "usage",
+        "tokens per tenant and model this month (or --month), and budgets",
+        usage.usage_args,
+        usage.run_usage,
     ),
     Command(
         "install-units",

@@ -1,6 +1,6 @@
 """The commands every roost has: /help, /reset, /whoami, /status, /unpair.
 
-They read the command table, the session store and the backend description;
+They read the command table, the session store and the chat's model line;
 /unpair lets a paired person end their own binding (audited
 `pairing.revoked` by user): from their next message on they are a stranger.
 Nothing here talks to a model.
@@ -38,13 +38,13 @@ class CoreCommands:
         self,
         table: Callable[[], CommandTable],
         sessions: SessionStore,
-        backend_description: Callable[[], str],
+        model_line: Callable[[CommandContext], str],
         pairing: PairingStore | None = None,
         audit: AuditSink | None = None,
     ) -> None:
         self._table = table
         self._sessions = sessions
-        self._backend = backend_description
+        self._model = model_line  # this chat's model: name, provider and model id
         self._pairing, self._audit = pairing, audit
 
     def commands(self) -> Iterable[Command]:
@@ -118,7 +118,7 @@ class CoreCommands:
             (
                 f"Tenant: {ctx.tenant}",
                 f"Channel: {ctx.inbound.channel}, chat {ctx.inbound.chat}",
-                f"Model: {self._backend()}",
+                f"Model: {self._model(ctx)}",
                 session,
                 f"A conversation idle for {idle_days:g} days starts fresh.",
             )

@@ -37,6 +37,8 @@ from bridge.core.credentials import CredentialSource
 from bridge.types.tenant_dirs import check_tenant_id
 
 EX_CONFIG = 78
+DEFAULT_MODEL = "default"
+MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
 
 class ConfigError(Exception):
@@ -49,6 +51,7 @@ class _Section(BaseModel):
 
 class LLMSettings(_Section):
     provider: Literal["auto", "openai", "offline"] = "auto"
+    name: str = DEFAULT_MODEL  # [llm]: the default model's name; [models.X]: X
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
@@ -117,6 +120,9 @@ class LimitSettings(_Section):
     session_idle_days: float = Field(7.0, gt=0)
     shutdown_grace_s: float = Field(10.0, ge=0)
     max_reply_chars: int = Field(32_000, ge=100)  # a longer model reply is cut visibly
+    # token budgets per tenant (in + out, UTC day / month); None: no budget
+    daily_tokens: int | None = Field(None, ge=1)
+    monthly_tokens: int | None = Field(None, ge=1)
 
 
 class LoadoutSettings(_Section):
@@ -208,6 +214,9 @@ class McpServerSettings(_Section):
 
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
+    # token budgets (in + out); None: the [limits] default; 0: no budget for this tenant
+    daily_tokens: int | None = Field(None, ge=0)
+    monthly_tokens: int | None = Field(None, ge=0)
     mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
 
     @field_validator("mcp")
@@ -220,6 +229,12 @@ class TenantRule(_Section):
                     "starting with a letter or digit"
                 )
         return v
+
+
+class StyleSettings(_Section):
+    """The user-style learner (bridge/style)."""
+
+    judge_model: str | None = None  # a model name ([llm] name or a [models.X]); None: default
 
 
 def default_home() -> Path:
@@ -247,6 +262,13 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     forge: ForgeSettings = Field(default_factory=ForgeSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
+    models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
+    style: StyleSettings = Field(default_factory=StyleSettings)
+
+    @model_validator(mode="after")
+    def _models(self) -> Settings:
+        check_models(self)
+        return self
 
     @field_validator("local_tenant")
     @classmethod
@@ -318,6 +340,36 @@ def check_llm(llm: LLMSettings) -> None:
         )
 
 
+def check_models(settings: Settings) -> None:
+    """Names of the named models: valid, unique, and the judge's model exists (ValueError)."""
+    default = settings.llm.name
+    if not MODEL_NAME.fullmatch(default):
+        raise ValueError(f"llm.name {default!r}: use a-z, 0-9, _ and - (at most 32)")
+    for name, model in settings.models.items():
+        if not MODEL_NAME.fullmatch(name):
+            raise ValueError(f"models.{name}: a model name is a-z, 0-9, _ and - (at most 32)")
+        if name == default:
+            raise ValueError(f"models.{name}: {name!r} is the name of the [llm] model")
+        if model.name not in (DEFAULT_MODEL, name):
+            raise ValueError(
+                f"models.{name}.name: leave it out (the name is the table's, {name!r})"
+            )
+    judge = settings.style.judge_model
+    if judge is not None and judge != default and judge not in settings.models:
+        known = ", ".join([default, *settings.models])
+        raise ValueError(f"style.judge_model {judge!r} is not a configured model ({known})")
+
+
+def check_named_llms(settings: Settings) -> None:
+    """`check_llm` for every [models.X] table; the message names that table."""
+    for name, model in settings.models.items():
+        try:
+            check_llm(model)
+        except ConfigError as exc:
+            text = str(exc).replace("ROOST_LLM__", f"ROOST_MODELS__{name.upper()}__")
+            raise ConfigError(text.replace(" llm.", f" models.{name}.")) from exc
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the file and the environment; raise ConfigError naming key and reason.
 
@@ -355,4 +407,5 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
     check_llm(loaded.llm)
+    check_named_llms(loaded)
     return Settings.model_construct(**{k: getattr(loaded, k) for k in Settings.model_fields})

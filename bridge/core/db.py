@@ -134,6 +134,21 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE pairing_bindings ADD COLUMN last_seen REAL
     """,
+    # usage and budgets (bridge/core/usage.py): tokens per tenant, model and UTC day
+    """
+    CREATE TABLE token_usage (
+        tenant TEXT NOT NULL, model TEXT NOT NULL, day TEXT NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, day, model)
+    );
+    CREATE TABLE budget_notices (
+        tenant TEXT NOT NULL, period TEXT NOT NULL, at_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, period)
+    )
+    """,
 )
 
 

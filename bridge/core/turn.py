@@ -8,6 +8,10 @@ a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 When the session store cannot write (a full disk), the answer is still sent,
 with a note that it was not stored.
 Observers (outcome grading, skills) hook in before and after.
+The model is a per-turn choice: `pick` (injected by the app) gives the
+chat's named model for the length of the turn, so a reload never swaps a
+backend under a running turn. A `meter` refuses a turn over its tenant's
+token budget before any model is asked, and counts each turn's tokens.
 
 The tenant's vault masker is applied at two points: on the way to the model
 (the agent loop's `redact`) and before anything is sent, stored or logged
@@ -21,12 +25,14 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
 from bridge.core.sessions import Session, SessionKey, SessionStore
+from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
 from bridge.types.messages import DeltaSink, Final, Inbound
@@ -75,6 +81,26 @@ class TurnObserver(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ChosenModel:
+    """The model a turn runs on: its configured name and its backend."""
+
+    name: str
+    backend: Backend
+
+
+PickModel = Callable[[TurnContext], AbstractAsyncContextManager[ChosenModel]]
+"""The chat's model for one turn, held until the turn ends (the app's model registry)."""
+
+
+class TurnMeter(Protocol):
+    """Token budgets and usage counting (bridge.core.budgets.UsageMeter)."""
+
+    async def refusal(self, tenant: str, events: TurnEvents) -> str | None: ...
+
+    def record(self, tenant: str, model: str, tokens: Tokens) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSettings:
     max_steps: int = 8
     max_reply_chars: int = MAX_REPLY_CHARS
@@ -94,8 +120,12 @@ class TurnRunner:
         observers: Sequence[TurnObserver] = (),
         masks: Callable[[TenantDirs], OutputMask] | None = None,
         user_note: Callable[[TurnContext], str] | None = None,
+        pick: PickModel | None = None,
+        meter: TurnMeter | None = None,
     ) -> None:
         self.backend = backend
+        self._pick = pick or self._only_backend
+        self._meter = meter
         self.sessions = sessions
         self._prompt = prompt
         self._sources = tuple(tool_sources)
@@ -105,6 +135,10 @@ class TurnRunner:
         self._observers = tuple(observers)
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
+
+    @asynccontextmanager
+    async def _only_backend(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
+        yield ChosenModel("default", self.backend)
 
     def set_settings(self, settings: TurnSettings) -> None:
         """Reloaded step and reply limits; a turn already running keeps the old ones."""
@@ -119,11 +153,14 @@ class TurnRunner:
         events.add("message.received", dirs.tenant, _received(inbound))
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(dirs, inbound, self._clock)
+        refused = await self._over_budget(dirs.tenant, events)
+        if refused is not None:
+            return refused
         for observer in self._observers:
             await observer.before_turn(turn, session, events)
         mask = self._masks(dirs) if self._masks is not None else None
         try:
-            result = await self._agent(turn, session, mask, on_delta)
+            result = await self._on_model(turn, session, mask, on_delta)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
             details = {"channel": inbound.channel, "kind": exc.kind}
@@ -155,6 +192,29 @@ class TurnRunner:
         await events.flush(self._audit)
         return Final(text, "answer")
 
+    async def _over_budget(self, tenant: str, events: TurnEvents) -> Final | None:
+        """The refusal when the tenant's token budget is used up (no model is asked)."""
+        refused = await self._meter.refusal(tenant, events) if self._meter else None
+        if refused is None:
+            return None
+        await events.flush(self._audit)
+        return Final(refused, "refusal")
+
+    async def _on_model(
+        self,
+        turn: TurnContext,
+        session: Session,
+        mask: OutputMask | None,
+        on_delta: DeltaSink | None,
+    ) -> AgentResult:
+        """The agent loop on the chat's model (held for the turn); its tokens counted."""
+        async with self._pick(turn) as model:
+            result = await self._agent(turn, session, mask, on_delta, model.backend)
+        if self._meter is not None:
+            tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+            self._meter.record(turn.tenant, model.name, tokens)
+        return result
+
     def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
@@ -170,6 +230,7 @@ class TurnRunner:
         session: Session,
         mask: OutputMask | None,
         on_delta: DeltaSink | None,
+        backend: Backend,
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system = self._prompt.system_prompt(turn)
@@ -191,7 +252,7 @@ class TurnRunner:
                     await deliver(safe)
 
         result = await run_agent(
-            self.backend,
+            backend,
             system,
             messages,
             tools,

@@ -120,6 +120,12 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
+def _cached(usage: Mapping[str, Any]) -> int:
+    """`usage.prompt_tokens_details.cached_tokens`: the part of prompt_tokens read from cache."""
+    details = usage.get("prompt_tokens_details")
+    return _count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+
+
 def _arguments_text(value: Any) -> str:
     if value is None:
         return ""
@@ -139,6 +145,7 @@ class StreamAssembler:
         self.saw_choice = False
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cached_tokens = 0
 
     def feed(self, chunk: Any) -> list[ModelEvent]:
         if not isinstance(chunk, Mapping):
@@ -176,13 +183,16 @@ class StreamAssembler:
         reason = self.reason or "stop"
         if self._emitted_calls and reason == "stop":
             reason = "tool_calls"
-        events.append(Finish(reason, self.prompt_tokens, self.completion_tokens))
+        events.append(
+            Finish(reason, self.prompt_tokens, self.completion_tokens, self.cached_tokens)
+        )
         return events
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, Mapping):
             self.prompt_tokens = _count(usage.get("prompt_tokens"))
             self.completion_tokens = _count(usage.get("completion_tokens"))
+            self.cached_tokens = _cached(usage)
 
     def _implicit_index(self, new_id: object) -> int:
         """Servers that omit `index`: a new id starts a new call, else the last one goes on."""
@@ -263,6 +273,7 @@ def completion_events(obj: Any) -> list[ModelEvent]:
             reason,
             _count(usage.get("prompt_tokens")),
             _count(usage.get("completion_tokens")),
+            _cached(usage),
         )
     )
     return events

@@ -80,7 +80,7 @@ async def judge_pending(run: SweepRun, tenant: str, judge: Judge | None) -> None
         c = Counts(b.signal_count, b.negative_count)
         approvals, days = _evidence(run, tenant, b.skill, since)
         prompt = judge_prompt(b.skill, b.text, c, approvals, days, run.t.window_days)
-        result = await judge.judge(prompt)
+        result = await judge.judge(prompt, tenant)
         run.report.judged += 1
         event: Event = (
             "style.judged",

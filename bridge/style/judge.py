@@ -5,6 +5,11 @@ answer FAITHFUL (the data justifies the rule) or OVERFIT (noise). Anything else
 — a BackendError, a timeout, an answer naming neither or both — is an
 "error" verdict: the candidate stays pending and is judged again at the next
 sweep. An outage never counts as overfit.
+
+The judge may run on its own model (`[style] judge_model`). Its calls count
+against the tenant's token budget like turns (`meter`): a tenant over budget
+is not judged ("budget" error, retried at the next sweep), and each call's
+tokens are recorded under the judge's model name.
 """
 
 from __future__ import annotations
@@ -16,8 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bridge.core.budgets import UsageMeter
+from bridge.core.usage import Tokens
 from bridge.style.rules import Counts
-from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
+from bridge.types.backend import (
+    Backend,
+    BackendError,
+    ChatMessage,
+    Finish,
+    ModelRequest,
+    TextDelta,
+)
 
 Verdict = Literal["faithful", "overfit", "error"]
 MAX_ANSWER_CHARS = 4000
@@ -36,7 +50,7 @@ _WORD = re.compile(r"\b(FAITHFUL|OVERFIT)\b")
 class JudgeResult:
     verdict: Verdict
     ms: int
-    error_kind: str = ""  # BackendError kind, "timeout" or "unparseable"
+    error_kind: str = ""  # BackendError kind, "timeout", "unparseable" or "budget"
 
 
 def judge_prompt(
@@ -69,36 +83,53 @@ class Judge:
         backend: Backend,
         timeout_s: float = 120.0,
         monotonic: Callable[[], float] = time.monotonic,
+        *,
+        meter: UsageMeter | None = None,
+        model: str = "default",
     ) -> None:
         self._backend, self._timeout_s, self._monotonic = backend, timeout_s, monotonic
+        self._meter, self._model = meter, model
 
     @property
     def available(self) -> bool:
         """False for the offline backend: no model is configured, nothing to ask."""
         return self._backend.name != "offline"
 
-    async def judge(self, prompt: str) -> JudgeResult:
+    async def judge(self, prompt: str, tenant: str = "") -> JudgeResult:
+        """A verdict on one candidate of `tenant` (whose budget the call counts against)."""
         start = self._monotonic()
-        request = ModelRequest(system=SYSTEM, messages=(ChatMessage("user", prompt),))
+        if self._meter is not None and tenant and self._meter.reached(tenant) is not None:
+            return JudgeResult("error", 0, "budget")
+        request = ModelRequest(
+            system=SYSTEM, messages=(ChatMessage("user", prompt),), tenant=tenant
+        )
+        tokens: list[Tokens] = []
         try:
             async with asyncio.timeout(self._timeout_s):
-                answer = await self._collect(request)
+                answer = await self._collect(request, tokens)
         except TimeoutError:
             return JudgeResult("error", self._ms(start), "timeout")
         except BackendError as exc:
             return JudgeResult("error", self._ms(start), exc.kind)
         except Exception:  # a backend bug must not stop the sweep; retried next time
             return JudgeResult("error", self._ms(start), "unexpected")
+        finally:
+            if self._meter is not None and tenant and tokens:
+                self._meter.record(tenant, self._model, tokens[-1])
         verdict = parse_verdict(answer)
         return JudgeResult(verdict, self._ms(start), "" if verdict != "error" else "unparseable")
 
-    async def _collect(self, request: ModelRequest) -> str:
+    async def _collect(self, request: ModelRequest, tokens: list[Tokens]) -> str:
         parts: list[str] = []
         size = 0
         async for event in self._backend.stream(request):
             if isinstance(event, TextDelta) and size <= MAX_ANSWER_CHARS:
                 parts.append(event.text)
                 size += len(event.text)
+            elif isinstance(event, Finish):
+                tokens.append(
+                    Tokens(event.prompt_tokens, event.completion_tokens, event.cached_tokens)
+                )
         return "".join(parts)
 
     def _ms(self, start: float) -> int:

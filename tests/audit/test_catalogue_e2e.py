@@ -77,6 +77,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/persona forge",
         "/audience my family",
         "/audience clear",
+        "/model default",
         "write a doubling tool",
         "/tool save double",
         "double 2",
@@ -109,6 +110,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "secret.removed",
             "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
             "mcp.called",  # needs an attached MCP server: tests/mcp/test_client_e2e.py
+            "budget.reached",  # needs a budget: tests/models/test_budgets.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -17,12 +17,13 @@ from pathlib import Path
 from audit_helpers import KEY, fake_clock
 
 from bridge.audit import AuditChain, verify
-from bridge.audit.schema import NAME_ID_RE, SCHEMAS, SECRET, SKILL
+from bridge.audit.schema import MODEL, NAME_ID_RE, SCHEMAS, SECRET, SKILL
 
-# Skill names (files the person authored, read back by the style learner) and
-# vault names (set by the operator) are kept as identifiers of a fixed pattern,
-# so one-word text fits them; they are checked for the pattern only.
-READABLE = (SKILL, SECRET)
+# Skill names (files the person authored, read back by the style learner),
+# vault names and model names (set by the operator; /model records only a
+# configured one) are kept as identifiers of a fixed pattern, so one-word text
+# fits them; they are checked for the pattern only.
+READABLE = (SKILL, SECRET, MODEL)
 
 # (what a person or a model might put there, a fragment that must never be stored)
 USER_TEXT: list[tuple[str, str]] = [

@@ -65,7 +65,9 @@ class Text:
     text: str
     pieces: Sequence[str] | None = None
     finish_reason: str = "stop"
-    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens)
+    # (prompt_tokens, completion_tokens[, cached_tokens]); cached goes to
+    # usage.prompt_tokens_details.cached_tokens, part of prompt_tokens as OpenAI counts it
+    usage: tuple[int, ...] | None = None
     cut_after: int | None = None  # drop the connection after this many chunks
 
 
@@ -77,7 +79,7 @@ class ToolCalls:
     text: str = ""
     interleave: bool = False  # fragments of parallel calls alternate by index
     piece_size: int = 7
-    usage: tuple[int, int] | None = None
+    usage: tuple[int, ...] | None = None
     cut_after: int | None = None
 
 
@@ -300,16 +302,19 @@ class FakeOpenAI:
         }
 
     def _usage(
-        self, body: Mapping[str, Any], given: tuple[int, int] | None, pieces: int
-    ) -> dict[str, int]:
+        self, body: Mapping[str, Any], given: tuple[int, ...] | None, pieces: int
+    ) -> dict[str, Any]:
         if given is None:
             chars = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
             given = (max(1, chars // 4), pieces)
-        return {
+        usage: dict[str, Any] = {
             "prompt_tokens": given[0],
             "completion_tokens": given[1],
             "total_tokens": given[0] + given[1],
         }
+        if len(given) > 2:
+            usage["prompt_tokens_details"] = {"cached_tokens": given[2], "audio_tokens": 0}
+        return usage
 
     def _deltas(self, response: Text | ToolCalls) -> list[tuple[dict[str, Any], str | None]]:
         """(delta, finish_reason) of every choice chunk, in order."""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bridge.app.build import Roost, build
+from bridge.app.models import Generation
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import BackendError, ToolSchema
@@ -163,7 +164,7 @@ async def test_one_chat_in_order_different_chats_concurrently(make: Any) -> None
             active[chat] -= 1
 
     roost = await make()
-    roost.core._turns.backend = Probe(*([step] * 20))
+    roost.models.replace(Generation("default", {"default": Probe(*([step] * 20))}))
     sends = [roost.core.handle(msg(f"{c}-{i}", chat=c)) for i in range(10) for c in ("A", "B")]
     finals = await asyncio.gather(*sends)
     assert [f.text for f in finals] == [f"re:{c}-{i}" for i in range(10) for c in ("A", "B")]

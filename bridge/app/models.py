@@ -1,0 +1,194 @@
+"""The named models of a running roost: one backend per name, a choice per chat.
+
+`[llm]` is the default model (named `default` unless `[llm] name = ...`);
+each `[models.X]` table is another one, with the same keys. A `Generation`
+holds the backends of one configuration, built at start (or at a reload)
+through `bridge.llm.select.select_backend`. `ModelRegistry.hold(turn)` gives
+a turn the model its chat chose (`/model`, the `chat_settings` key `model`)
+for the length of the turn. A reload (`reload(settings)`) installs a new
+generation: new turns use it, turns in flight keep the old backends, and the
+old generation's backends are closed once its last turn has ended. A chat
+whose model is gone falls back to the default, once told so in its reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from bridge.core.config import LLMSettings, Settings
+from bridge.core.turn import ChosenModel
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.types.backend import Backend, BackendError
+from bridge.types.tools import TurnContext
+
+log = logging.getLogger("roost")
+
+KEY = "model"  # the chat_settings key of a chat's model
+GONE = (
+    "(The model {name!r} this chat used is no longer configured; "
+    "this chat is back on the default model, {default!r}. /model lists the others.)"
+)
+
+MakeBackend = Callable[[LLMSettings], tuple[Backend, str]]
+
+
+def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
+    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log)."""
+    from bridge.llm.select import select_backend
+
+    key = llm.api_key.get_secret_value() if llm.api_key else None
+    return select_backend(
+        llm.provider,
+        llm.base_url,
+        key,
+        llm.model,
+        timeout_s=llm.timeout_s,
+        max_retries=llm.max_retries,
+    )
+
+
+def model_tables(settings: Settings) -> dict[str, LLMSettings]:
+    """Name -> settings of every model, the default first."""
+    return {settings.llm.name: settings.llm, **settings.models}
+
+
+@dataclass
+class Generation:
+    """The backends of one configuration; closed once retired and idle."""
+
+    default: str
+    backends: Mapping[str, Backend]
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    users: int = 0
+    retired: bool = False
+    keep: frozenset[int] = frozenset()  # ids of backends the next generation reuses
+
+    async def aclose(self) -> None:
+        for backend in self.backends.values():
+            if id(backend) not in self.keep:
+                await backend.aclose()
+
+
+def build_generation(
+    settings: Settings, make: MakeBackend = make_backend_of, default: Backend | None = None
+) -> Generation:
+    """Every configured model's backend; `default` (tests, a backend passed in) replaces [llm]'s.
+
+    Raises what `select_backend` raises; backends built before a failure are not leaked
+    (they hold no connection until their first request).
+    """
+    backends: dict[str, Backend] = {}
+    reasons: dict[str, str] = {}
+    for name, llm in model_tables(settings).items():
+        if name == settings.llm.name and default is not None:
+            backends[name], reasons[name] = default, "backend passed in"
+        else:
+            backends[name], reasons[name] = make(llm)
+    return Generation(settings.llm.name, backends, reasons)
+
+
+class ModelRegistry:
+    """Which model a chat uses, and the backends behind the names."""
+
+    def __init__(
+        self,
+        generation: Generation,
+        chats: ChatSettings | None,
+        make: MakeBackend = make_backend_of,
+        fixed_default: Backend | None = None,
+    ) -> None:
+        self._current = generation
+        self._chats = chats
+        self._make = make
+        self._fixed = fixed_default  # a backend passed in stays the default across reloads
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def default(self) -> str:
+        return self._current.default
+
+    @property
+    def default_backend(self) -> Backend:
+        return self._current.backends[self._current.default]
+
+    def describe_default(self) -> str:
+        """The default model's provider and model id (as reloaded)."""
+        return self.default_backend.describe()
+
+    def names(self) -> list[tuple[str, str]]:
+        """(name, provider and model) of every model, the default first; never an address."""
+        return [(name, b.describe()) for name, b in self._current.backends.items()]
+
+    def describe(self, name: str) -> str:
+        backend = self._current.backends.get(name)
+        return backend.describe() if backend is not None else "not configured"
+
+    def backend(self, name: str | None) -> Backend:
+        """The backend of `name` (None or unknown: the default), e.g. the style judge's."""
+        found = self._current.backends.get(name or self.default)
+        return found if found is not None else self.default_backend
+
+    def chat_model(self, tenant: str, channel: str, chat: str) -> str:
+        """The name this chat uses now (a stored name no longer configured: the default)."""
+        stored = self._chats.get(tenant, channel, chat, KEY) if self._chats else None
+        return stored if stored is not None and stored in self._current.backends else self.default
+
+    def status_line(self, tenant: str, channel: str, chat: str) -> str:
+        name = self.chat_model(tenant, channel, chat)
+        return f"{self.describe(name)} (named {name})"
+
+    @asynccontextmanager
+    async def hold(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
+        """The chat's model for one turn; the backend stays open until the turn ends."""
+        gen = self._current
+        name = self._chosen(turn, gen)
+        gen.users += 1
+        try:
+            yield ChosenModel(name, gen.backends[name])
+        finally:
+            gen.users -= 1
+            if gen.retired and gen.users == 0:
+                await gen.aclose()
+
+    def _chosen(self, turn: TurnContext, gen: Generation) -> str:
+        if self._chats is None:
+            return gen.default
+        i = turn.inbound
+        stored = self._chats.get(turn.tenant, i.channel, i.chat, KEY)
+        if stored is None or stored in gen.backends:
+            return stored or gen.default
+        self._chats.clear(turn.tenant, i.channel, i.chat, KEY)  # told once
+        turn.notices.append(GONE.format(name=stored, default=gen.default))
+        return gen.default
+
+    def reload(self, settings: Settings) -> bool:
+        """Install the models of `settings`; False (the old ones stay) when one cannot be built."""
+        try:
+            new = build_generation(settings, self._make, self._fixed)
+        except (ValueError, BackendError) as exc:
+            log.error("reload: the models stay as they were: %s", exc)
+            return False
+        self.replace(new)
+        for name, why in new.reasons.items():
+            log.info("model %s: %s", name, why)
+        return True
+
+    def replace(self, new: Generation) -> None:
+        """Switch to `new`; the old backends close when their last turn ends."""
+        old, self._current = self._current, new
+        old.keep = frozenset(id(b) for b in new.backends.values())
+        old.retired = True
+        if old.users == 0:
+            task = asyncio.get_running_loop().create_task(old.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        """Close every backend (at shutdown, after the turns have drained)."""
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        await self._current.aclose()

@@ -1,0 +1,87 @@
+"""Token usage per tenant, model and UTC day (table `token_usage`), and budget notices.
+
+A turn's tokens (in, out, and the cached part of in) are added with one
+UPSERT statement, so counting is atomic and per tenant whatever runs at the
+same time (the daemon, `roost style sweep` in another process): a crash
+before it counts nothing, a crash after it counts the turn once. Days are
+UTC (`YYYY-MM-DD`), months their first seven characters. `budget_notices`
+remembers which budget period of a tenant was already announced, so
+`budget.reached` is audited once per tenant per period.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+
+def utc_day(now: float) -> str:
+    """`YYYY-MM-DD` of `now` (seconds since the epoch) in UTC."""
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    prompt: int = 0  # in, the cached part included
+    completion: int = 0  # out
+    cached: int = 0  # of `prompt`, read from the provider's cache
+
+    @property
+    def total(self) -> int:
+        """What a budget counts: in + out."""
+        return self.prompt + self.completion
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    tenant: str
+    model: str
+    turns: int
+    tokens: Tokens
+
+
+class UsageStore:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def record(self, tenant: str, model: str, day: str, tokens: Tokens) -> None:
+        """Add one turn (or one judge call) and its tokens; one atomic statement."""
+        self._db.execute(
+            "INSERT INTO token_usage (tenant, model, day, turns, prompt_tokens, "
+            "completion_tokens, cached_tokens) VALUES (?,?,?,1,?,?,?) "
+            "ON CONFLICT (tenant, day, model) DO UPDATE SET turns = turns + 1, "
+            "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
+            "completion_tokens = completion_tokens + excluded.completion_tokens, "
+            "cached_tokens = cached_tokens + excluded.cached_tokens",
+            (tenant, model, day, tokens.prompt, tokens.completion, tokens.cached),
+        )
+
+    def used(self, tenant: str, first_day: str, last_day: str) -> int:
+        """In + out tokens of `tenant` from `first_day` to `last_day` (inclusive)."""
+        (total,) = self._db.execute(
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM token_usage "
+            "WHERE tenant=? AND day BETWEEN ? AND ?",
+            (tenant, first_day, last_day),
+        ).fetchone()
+        return int(total)
+
+    def rows(self, tenant: str | None, first_day: str, last_day: str) -> list[UsageRow]:
+        """Per tenant and model, summed over the days (all tenants when `tenant` is None)."""
+        where = "day BETWEEN ? AND ?" + (" AND tenant=?" if tenant is not None else "")
+        args: tuple[str, ...] = (first_day, last_day) + ((tenant,) if tenant is not None else ())
+        found = self._db.execute(
+            "SELECT tenant, model, SUM(turns), SUM(prompt_tokens), SUM(completion_tokens), "
+            f"SUM(cached_tokens) FROM token_usage WHERE {where} "
+            "GROUP BY tenant, model ORDER BY tenant, model",
+            args,
+        ).fetchall()
+        return [UsageRow(t, m, n, Tokens(p, c, k)) for t, m, n, p, c, k in found]
+
+    def first_notice(self, tenant: str, period: str, at_ms: int) -> bool:
+        """True the first time `period` (e.g. `daily:2027-01-15`) is noted for `tenant`."""
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO budget_notices (tenant, period, at_ms) VALUES (?,?,?)",
+            (tenant, period, at_ms),
+        )
+        return cur.rowcount > 0
