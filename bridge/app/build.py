@@ -23,6 +23,7 @@ from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics
 from bridge.app.wiring import build_access, build_capabilities, build_core
 from bridge.core.atomic import remove_orphan_temps
+from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
@@ -59,6 +60,7 @@ class Roost:
     tool_sources: tuple[ToolSource, ...]  # what a turn offers; scheduled tool jobs use them
     core: Core
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
+    compactor: Compactor  # summaries of long conversations (background tasks)
     closers: tuple[Closer, ...]
 
     def maintain(self) -> int:
@@ -154,8 +156,10 @@ async def build(
         settings.schedule.timezone,
     )
     caps = build_capabilities(settings, db, audit, runner, clock, tool_sources, schedule)
-    core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock)
+    compactor = Compactor(sessions, audit)  # summaries of long conversations, in the background
+    core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock, compactor)
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
+    closers.append(compactor.aclose)  # before the backend, the chain and the database
     return Roost(
         settings=settings,
         db=db,
@@ -171,6 +175,7 @@ async def build(
         tool_sources=caps.tool_sources,
         core=core,
         metrics=metrics,
+        compactor=compactor,
         closers=tuple(closers),
     )
 

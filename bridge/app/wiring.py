@@ -15,6 +15,7 @@ from bridge.app.loadout import Loadout, build_loadout
 from bridge.channels.telegram_start import start_command
 from bridge.core.builtin_commands import CoreCommands
 from bridge.core.commands import CommandSet, CommandTable
+from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
@@ -149,6 +150,7 @@ def build_turns(
     audit: AuditSink,
     caps: Capabilities,
     clock: Callable[[], float],
+    compactor: Compactor | None = None,
 ) -> TurnRunner:
     vault = caps.loadout.vault
     return TurnRunner(
@@ -162,6 +164,7 @@ def build_turns(
         observers=caps.observers,
         masks=vault.masker,
         user_note=caps.loadout.prompt.now_note,
+        compactor=compactor,
     )
 
 
@@ -174,6 +177,7 @@ def build_core(
     audit: AuditSink,
     caps: Capabilities,
     clock: Callable[[], float],
+    compactor: Compactor | None = None,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle."""
     return Core(
@@ -181,7 +185,7 @@ def build_core(
         resolver=resolver,
         pairing=pairing,
         commands=build_commands(sessions, backend, caps.command_sets, pairing, audit),
-        turns=build_turns(settings, backend, sessions, audit, caps, clock),
+        turns=build_turns(settings, backend, sessions, audit, caps, clock, compactor),
         audit=audit,
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),

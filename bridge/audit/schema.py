@@ -205,7 +205,13 @@ HOSTNAME = Ref(
 )
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
-    "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
+    "message.received": {
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "msg_id": MSG,
+        "chars": INT,
+        "quoted_chars": INT,
+    },
     "message.answered": {
         "channel": CHANNEL,
         "chat": CHAT,
@@ -384,6 +390,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
             "network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"
         ),
         "dead": BOOL,
+    },
+    "session.summarised": {
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "how": enum("summary", "dropped"),
+        "turns": INT,
+        "chars_before": INT,
+        "chars_after": INT,
     },
     "audit.repaired": {"bytes_cut": INT},
 }

@@ -2,7 +2,10 @@
 
 `TurnRunner` loads the chat's session, asks the prompt source for this
 turn's system prompt (a frozen snapshot of the loadout), collects the tools
-every source offers, runs the agent loop and stores the exchange. A backend
+every source offers, runs the agent loop and stores the exchange with its
+tool-call steps; a message that replies to another gets the quoted text put
+before it. Once stored, an over-budget session is summarised in the
+background (`Compactor`). A backend
 failure becomes a short reply and stores nothing, so the person can retry;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 When the session store cannot write (a full disk), the answer is still sent,
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
+from bridge.core.compactor import Compactor
+from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
@@ -94,6 +99,7 @@ class TurnRunner:
         observers: Sequence[TurnObserver] = (),
         masks: Callable[[TenantDirs], OutputMask] | None = None,
         user_note: Callable[[TurnContext], str] | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         self.backend = backend
         self.sessions = sessions
@@ -105,6 +111,7 @@ class TurnRunner:
         self._observers = tuple(observers)
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
+        self.compactor = compactor or Compactor(sessions, audit)
 
     def set_settings(self, settings: TurnSettings) -> None:
         """Reloaded step and reply limits; a turn already running keeps the old ones."""
@@ -141,10 +148,12 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
-        asked = inbound.text
+        asked = with_quote(inbound.text, inbound.quoted)
         if mask is not None:
             text, asked = mask.mask(text), mask.mask(asked)
-        if not self._store(key, asked, text, inbound.msg_id):
+        steps = bounded_steps(result.tool_steps)  # masked by the agent loop already
+        stored = self._store(key, asked, text, inbound.msg_id, steps)
+        if not stored:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
@@ -153,12 +162,16 @@ class TurnRunner:
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
         await events.flush(self._audit)
+        if stored:  # an over-budget session is summarised in the background
+            self.compactor.after_turn(key, self.backend, mask.mask if mask is not None else _same)
         return Final(text, "answer")
 
-    def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
+    def _store(
+        self, key: SessionKey, asked: str, text: str, msg_id: str, steps: Sequence[ChatMessage]
+    ) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
-            self.sessions.append(key, asked, text, msg_id, self._clock())
+            self.sessions.append(key, asked, text, msg_id, self._clock(), steps)
         except (OSError, sqlite3.Error) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
@@ -179,7 +192,8 @@ class TurnRunner:
 
         note = self._note(turn) if self._note is not None else ""
         now = (ChatMessage(role="user", content=note),) if note else ()
-        messages = (*session.history, *now, ChatMessage(role="user", content=turn.inbound.text))
+        asked = with_quote(turn.inbound.text, turn.inbound.quoted)
+        messages = (*session.history, *now, ChatMessage(role="user", content=asked))
         stream = mask.stream() if mask is not None and on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:
@@ -227,6 +241,7 @@ def _received(inbound: Inbound) -> dict[str, object]:
         "chat": inbound.chat,
         "msg_id": inbound.msg_id,
         "chars": len(inbound.text),
+        "quoted_chars": quote_chars(inbound.quoted),
     }
 
 

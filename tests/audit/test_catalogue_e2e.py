@@ -108,6 +108,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "secret.stored",
             "secret.removed",
             "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
+            "session.summarised",  # needs a long session: tests/convo/test_summaries.py
         }
     )
     assert expected <= seen, sorted(expected - seen)
