@@ -170,7 +170,8 @@ def test_the_database_and_its_wal_are_private_under_any_umask(tmp_path: Path) ->
         for name in ("new.db", "old.db"):
             conn = connect(tmp_path / name)
             conn.execute(
-                "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at) VALUES ('t', 'web', 'c', 0, 0)"
+                "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at)"
+                " VALUES ('t', 'web', 'c', 0, 0)"
             )
             files = sorted(tmp_path.glob(f"{name}*"))
             assert {f.name for f in files} >= {name, f"{name}-wal", f"{name}-shm"}
