@@ -78,6 +78,7 @@ class Fold(NamedTuple):
     previous: str  # the summary the new one replaces
     messages: tuple[ChatMessage, ...]  # the turns to fold
     chars_before: int
+    rows: tuple[int, int]  # how many stored rows they are, and the newest row id
 
 
 class _Row(NamedTuple):
@@ -236,7 +237,7 @@ class SessionStore:
         if plan is None:
             return None
         messages = self._messages(key, plan.through)
-        return Fold(row.started_at, plan, row.summary, messages, row.total)
+        return Fold(row.started_at, plan, row.summary, messages, row.total, self._rows(key, plan))
 
     def fold(self, key: SessionKey, fold: Fold, summary: str) -> int | None:
         """Replace the planned turns by `summary`; the chars after, or None if the session moved."""
@@ -248,16 +249,11 @@ class SessionStore:
 
     def _apply(self, key: SessionKey, fold: Fold, summary: str | None) -> int | None:
         self._cache.pop(key, None)
-        with self._transaction() as db:
+        with self._transaction():
             row = self._row(key)
             if row is None or (row.started_at, row.summary) != (fold.started_at, fold.previous):
                 return None
-            found = db.execute(
-                f"SELECT COUNT(DISTINCT turn), COALESCE(SUM({_SIZE}), 0) FROM session_messages"
-                " WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
-                (*_args(key), fold.plan.through),
-            ).fetchone()
-            if tuple(found) != (fold.plan.turns, fold.plan.chars):
+            if self._rows(key, fold.plan) != fold.rows:
                 return None  # a reset, a hard drop or another process got there first
             if summary is None:
                 self._remove(key, fold.plan, row.summary, row.summarised, dropped=fold.plan.turns)
@@ -278,6 +274,16 @@ class SessionStore:
             " WHERE tenant=? AND channel=? AND chat=?",
             (plan.chars, dropped, summary, summarised, *_args(key)),
         )
+
+    def _rows(self, key: SessionKey, plan: FoldPlan) -> tuple[int, int]:
+        """How many rows the turns up to `plan.through` are, and the newest row's id
+        (ids are never reused: AUTOINCREMENT), so a fold sees if they changed."""
+        found = self._db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM session_messages"
+            " WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
+            (*_args(key), plan.through),
+        ).fetchone()
+        return (int(found[0]), int(found[1]))
 
     def _sizes(self, key: SessionKey) -> list[TurnSize]:
         rows = self._db.execute(

@@ -108,6 +108,19 @@ def test_a_fold_planned_before_a_reset_or_another_writer_does_nothing(tmp_path: 
     assert session.summary == "" and session.dropped == plan.plan.turns
 
 
+def test_a_reset_within_the_same_second_still_voids_an_old_fold(tmp_path: Path) -> None:
+    s = store(tmp_path, budget=1000)
+    for i in range(6):  # the same sizes before and after the reset, at one clock value
+        s.append(KEY, f"q{i} " + "x" * 100, f"a{i} " + "y" * 100, f"m{i}", 1.0)
+    stale = s.fold_plan(KEY)
+    assert stale is not None
+    s.reset(KEY, 1.0)
+    for i in range(6):
+        s.append(KEY, f"n{i} " + "x" * 100, f"b{i} " + "y" * 100, f"n{i}", 1.0)
+    assert s.fold(KEY, stale, "a summary of what was reset") is None
+    assert s.load(KEY, 1.0).summary == ""
+
+
 def test_tool_steps_are_stored_in_order_and_counted(tmp_path: Path) -> None:
     s = store(tmp_path, budget=1000)
     call = ToolCallRequest("call_1", "me__numbers", '{"n": 3}')
