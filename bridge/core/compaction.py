@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bridge.types.backend import ChatMessage
 
@@ -43,6 +44,17 @@ class FoldPlan:
     through: int  # the newest turn number folded
     turns: int  # how many turns that is
     chars: int  # their characters
+
+
+class Fold(NamedTuple):
+    """A fold planned on a snapshot; applied only if the session has not moved under it."""
+
+    started_at: float
+    plan: FoldPlan
+    previous: str  # the summary the new one replaces
+    messages: tuple[ChatMessage, ...]  # the turns to fold
+    chars_before: int
+    rows: tuple[int, int]  # how many stored rows they are, and the newest row id
 
 
 def summary_limit(budget: int) -> int:

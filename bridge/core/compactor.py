@@ -19,9 +19,9 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-from bridge.core.compaction import bounded_summary, summary_limit, summary_request
+from bridge.core.compaction import Fold, bounded_summary, summary_limit, summary_request
 from bridge.core.locks import KeyedLocks
-from bridge.core.sessions import Fold, SessionKey, SessionStore
+from bridge.core.sessions import SessionKey, SessionStore
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
 

@@ -26,7 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from bridge.core.compaction import FoldPlan, TurnSize, plan_fold, summary_chars, summary_message
+from bridge.core.compaction import (
+    Fold,
+    FoldPlan,
+    TurnSize,
+    plan_fold,
+    summary_chars,
+    summary_message,
+)
 from bridge.core.history import decode_calls, encode_calls, message_chars, well_formed
 from bridge.types.backend import ChatMessage
 
@@ -68,17 +75,6 @@ class Session:
             if message.role == "user":
                 return message, self.history[-1]
         return None
-
-
-class Fold(NamedTuple):
-    """A fold planned on a snapshot; applied only if the session has not moved under it."""
-
-    started_at: float
-    plan: FoldPlan
-    previous: str  # the summary the new one replaces
-    messages: tuple[ChatMessage, ...]  # the turns to fold
-    chars_before: int
-    rows: tuple[int, int]  # how many stored rows they are, and the newest row id
 
 
 class _Row(NamedTuple):
