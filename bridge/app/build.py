@@ -27,6 +27,7 @@ from bridge.app.models import ModelRegistry, build_generation, make_backend_of, 
 from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.budgets import UsageMeter, budgets_of
+from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
@@ -68,6 +69,7 @@ class Roost:
     tool_sources: tuple[ToolSource, ...]  # what a turn offers; scheduled tool jobs use them
     core: Core
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
+    compactor: Compactor  # summaries of long conversations (background tasks)
     closers: tuple[Closer, ...]
 
     def maintain(self) -> int:
@@ -159,10 +161,22 @@ async def build(
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
     caps = dataclasses.replace(caps, command_sets=sets)
+    compactor = Compactor(sessions, audit)  # summaries of long conversations, in the background
     core = build_core(
-        settings, backend, sessions, resolver, pairing, audit, caps, clock, models, meter
+        settings,
+        backend,
+        sessions,
+        resolver,
+        pairing,
+        audit,
+        caps,
+        clock,
+        models,
+        meter,
+        compactor,
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
+    closers.append(compactor.aclose)  # before the backend, the chain and the database
     return Roost(
         settings=settings,
         db=db,
@@ -180,6 +194,7 @@ async def build(
         tool_sources=caps.tool_sources,
         core=core,
         metrics=metrics,
+        compactor=compactor,
         closers=tuple(closers),
     )
 

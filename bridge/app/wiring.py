@@ -17,6 +17,7 @@ from bridge.channels.telegram_start import start_command
 from bridge.core.budgets import UsageMeter
 from bridge.core.builtin_commands import CoreCommands
 from bridge.core.commands import CommandContext, CommandSet, CommandTable
+from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
@@ -183,6 +184,7 @@ def build_turns(
     clock: Callable[[], float],
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
+    compactor: Compactor | None = None,
 ) -> TurnRunner:
     vault = caps.loadout.vault
     return TurnRunner(
@@ -198,6 +200,7 @@ def build_turns(
         user_note=caps.loadout.prompt.now_note,
         pick=models.hold if models is not None else None,
         meter=meter,
+        compactor=compactor,
     )
 
 
@@ -212,6 +215,7 @@ def build_core(
     clock: Callable[[], float],
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
+    compactor: Compactor | None = None,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
 
@@ -223,7 +227,9 @@ def build_core(
         resolver=resolver,
         pairing=pairing,
         commands=build_commands(sessions, backend, caps.command_sets, pairing, audit, models),
-        turns=build_turns(settings, backend, sessions, audit, caps, clock, models, meter),
+        turns=build_turns(
+            settings, backend, sessions, audit, caps, clock, models, meter, compactor
+        ),
         audit=audit,
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),

@@ -11,7 +11,13 @@ from __future__ import annotations
 H = "3f2a9c1e0b7d"  # a sha256 prefix (hex)
 
 EVENTS: dict[str, dict[str, object]] = {
-    "message.received": {"channel": "telegram", "chat": "111", "msg_id": "42", "chars": 58},
+    "message.received": {
+        "channel": "telegram",
+        "chat": "111",
+        "msg_id": "42",
+        "chars": 58,
+        "quoted_chars": 0,
+    },
     "message.answered": {
         "channel": "telegram",
         "chat": "111",
@@ -144,6 +150,14 @@ EVENTS: dict[str, dict[str, object]] = {
         "attempts": 3,
         "error": "network",
         "dead": False,
+    },
+    "session.summarised": {
+        "channel": "telegram",
+        "chat": "111",
+        "how": "summary",
+        "turns": 9,
+        "chars_before": 33120,
+        "chars_after": 17480,
     },
     "audit.repaired": {"bytes_cut": 37},
 }

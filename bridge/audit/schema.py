@@ -209,7 +209,13 @@ MODEL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,31}"))
 PERIOD = Ref(re.compile(r"[0-9]{4}-[0-9]{2}(-[0-9]{2})?"))  # a UTC day or month
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
-    "message.received": {"channel": CHANNEL, "chat": CHAT, "msg_id": MSG, "chars": INT},
+    "message.received": {
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "msg_id": MSG,
+        "chars": INT,
+        "quoted_chars": INT,
+    },
     "message.answered": {
         "channel": CHANNEL,
         "chat": CHAT,
@@ -403,6 +409,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
             "network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"
         ),
         "dead": BOOL,
+    },
+    "session.summarised": {
+        "channel": CHANNEL,
+        "chat": CHAT,
+        "how": enum("summary", "dropped"),
+        "turns": INT,
+        "chars_before": INT,
+        "chars_after": INT,
     },
     "audit.repaired": {"bytes_cut": INT},
 }

@@ -8,13 +8,15 @@ person (automatic forwards from a linked channel, sender 777000,
 `sender_chat` set); groups that are not allow-listed are ignored, and in
 allowed groups only messages that mention the bot, reply to it or use
 `/cmd@botname` are read. Everything else becomes an `Inbound` carrying the
-bot's username (`bot_name`), whether the chat is private and whether the
-message has text; who may talk, `/pair`, the one-time refusal, commands for
-another bot and the per-chat order are the core's. In groups each person
-has their own session (chat id "<group>:<user>"). The lifecycle is manual
-(initialize, start, updater.start_polling and the reverse) - never
-`run_polling`; webhook mode mounts a route on the web channel's aiohttp
-app and checks `X-Telegram-Bot-Api-Secret-Token` in constant time.
+bot's username (`bot_name`), whether the chat is private, whether the
+message has text and the text it replies to (`quoted`: Telegram's partial
+`quote`, else the replied-to text or caption); who may talk, `/pair`, the
+one-time refusal, commands for another bot and the per-chat order are the
+core's. In groups each person has their own session (chat id
+"<group>:<user>"). The lifecycle is manual (initialize, start,
+updater.start_polling and the reverse) - never `run_polling`; webhook mode
+mounts a route on the web channel's aiohttp app and checks
+`X-Telegram-Bot-Api-Secret-Token` in constant time.
 """
 
 from __future__ import annotations
@@ -63,6 +65,17 @@ def _from_a_channel(msg: Message) -> bool:
         or msg.sender_chat is not None
         or (msg.from_user is not None and msg.from_user.id == SERVICE_SENDER)
     )
+
+
+def _quoted(msg: Message) -> str:
+    """What a reply quotes: the part the person selected (`quote`), else the whole
+    replied-to message's text or caption; '' for a message that replies to nothing."""
+    if msg.quote is not None and msg.quote.text:
+        return msg.quote.text
+    replied = msg.reply_to_message
+    if replied is None:
+        return ""
+    return replied.text or replied.caption or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +272,7 @@ class TelegramChannel:
             display_name=user.first_name or "",
             has_text=msg.text is not None,
             bot_name=self.app.bot.username,
+            quoted=_quoted(msg),
         )
         reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound)
         try:

@@ -2,7 +2,7 @@
 
 Routes: `GET /` (the page), `GET /static/*` (its ES modules), `GET /healthz`,
 and, with `Authorization: Bearer <token>`, `GET /api/commands`,
-`POST /api/chat` (`{"text", "chat"?}` -> `{"reply", "kind"}`) and
+`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind"}`) and
 `POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
 `final`), `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web_push`) and `GET /api/outbox?chat=C&after=ID` (the
@@ -34,7 +34,7 @@ from aiohttp.typedefs import Handler
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels import ChannelStartError
-from bridge.channels.web_input import BodyError, HostAllowList, decode_json_object
+from bridge.channels.web_input import MAX_QUOTE, BodyError, HostAllowList, decode_json_object
 from bridge.channels.web_push import KEEPALIVE_S, WebPush, sse
 from bridge.types.messages import Handle, Inbound
 
@@ -64,6 +64,7 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str
     chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    quote: str = Field("", max_length=MAX_QUOTE)  # the text this message replies to
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -224,7 +225,7 @@ class WebChannel:
             )
 
     def _inbound(self, req: ChatRequest) -> Inbound:
-        return Inbound("web", "local", req.chat, req.text, uuid.uuid4().hex)
+        return Inbound("web", "local", req.chat, req.text, uuid.uuid4().hex, quoted=req.quote)
 
     async def _chat(self, request: web.Request) -> web.Response:
         parsed = await self._parse(request)

@@ -19,6 +19,9 @@ from typing import Any
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
 MAX_DEPTH = 32
+# `quote` of POST /api/chat: the text a message replies to. The core gives the
+# model at most its first 1,000 characters; longer is refused as a client bug.
+MAX_QUOTE = 16_000
 
 
 def _bracket(host: str) -> str:

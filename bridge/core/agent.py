@@ -13,6 +13,8 @@ each tool result or error and the model's own text sent back to it; a
 failure logged here is redacted too. A reply longer than `max_reply_chars`
 is cut while it streams: the rest of the model's stream is dropped and the
 cut is said in the text ("… [reply cut at N characters]").
+The result carries the turn's tool-call steps as the model saw them
+(`AgentResult.tool_steps`), so the session can keep them for later turns.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class AgentResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    # the turn's tool-call steps as the model was given them (masked, in order):
+    # each assistant message with tool_calls, then one tool result per call
+    tool_steps: list[ChatMessage] = field(default_factory=list)
 
 
 async def run_agent(
@@ -108,11 +113,13 @@ async def run_agent(
             reply.pieces.append(text)
         if not calls:
             break
-        convo.append(_redacted(ChatMessage("assistant", text, tuple(calls)), redact))
+        taken = [_redacted(ChatMessage("assistant", text, tuple(calls)), redact)]
         for call in calls:
             output, run = await _run_tool(by_name, call, turn, redact)
             result.tool_runs.append(run)
-            convo.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
+            taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
+        convo.extend(taken)
+        result.tool_steps.extend(taken)
     else:
         result.stopped_at_limit = True
         note = f"(I stopped after {max_steps} tool steps without a final answer.)"

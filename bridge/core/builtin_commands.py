@@ -58,7 +58,9 @@ class CoreCommands:
                 aliases=("new",),
             ),
             Command("whoami", "/whoami", "who you are to roost and which tenant", self.whoami),
-            Command("status", "/status", "tenant, model backend and session size", self.status),
+            Command(
+                "status", "/status", "tenant, model backend, session size and summary", self.status
+            ),
             *(
                 (Command("unpair", "/unpair", "end your own pairing with roost", self.unpair),)
                 if self._pairing is not None
@@ -91,7 +93,7 @@ class CoreCommands:
         return "\n".join(lines)
 
     async def reset(self, ctx: CommandContext, args: str) -> str:
-        self._sessions.reset(ctx.session, ctx.now)
+        self._sessions.reset(ctx.session, ctx.now)  # its summary too
         return "Started a fresh conversation. Your memory, profile, tools and style are kept."
 
     async def whoami(self, ctx: CommandContext, args: str) -> str:
@@ -108,11 +110,16 @@ class CoreCommands:
         else:
             turns = f"{s.turns} turn{'' if s.turns == 1 else 's'}"
             session = (
-                f"Session: {turns}, {len(s.history) // 2} kept, "
+                f"Session: {turns}, {s.kept} kept, "
                 f"{s.chars:,}/{self._sessions.budget_chars:,} characters, "
                 f"{s.dropped} oldest turns dropped; started {_ago(ctx.now - s.started_at)} ago, "
                 f"last message {_ago(ctx.now - s.updated_at)} ago"
             )
+            if s.summary:
+                session += (
+                    f"\nSummary: {s.summarised} earlier turn{'' if s.summarised == 1 else 's'} "
+                    f"in {len(s.summary):,} characters (the model reads it before the rest)"
+                )
         idle_days = self._sessions.idle_s / 86400
         return "\n".join(
             (

@@ -149,6 +149,13 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tenant, period)
     )
     """,
+    # sessions (bridge/core/sessions.py): the summary of folded turns, tool-call steps
+    """
+    ALTER TABLE sessions ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN summary_turns INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE session_messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '';
+    ALTER TABLE session_messages ADD COLUMN tool_call_id TEXT NOT NULL DEFAULT ''
+    """,
 )
 
 

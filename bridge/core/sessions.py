@@ -1,24 +1,45 @@
 """Conversations, persisted in SQLite and bounded by a character budget.
 
-A session is keyed by (tenant, channel, chat). Each exchange (the user's
-message and the final answer) is one turn; when the stored characters pass
-the budget the oldest turns are dropped first and counted. A session idle
-longer than the idle limit starts fresh on its next message. The clock is
-passed in, so expiry is testable without waiting.
+A session is keyed by (tenant, channel, chat). Each turn stores the person's
+message, the tool-call steps the agent took (cut, see `bridge.core.history`)
+and the final answer. When the stored characters pass the budget, the
+oldest whole turns are folded into a model-written summary that opens the
+history (`bridge.core.compactor` asks for it after the reply; this store
+plans the fold and applies it); when no summary can be had they are dropped
+and counted instead. A session that grows past twice its budget (summaries
+not keeping up) drops its oldest turns at once. A session idle longer than
+the idle limit starts fresh on its next message; `/reset` clears it, summary
+and all. The clock is passed in, so expiry is testable without waiting.
 
 Histories of recently used chats are cached in memory; the cache entry is
-used only while the stored row (turns, dropped) still matches, so another
-process writing the same database (`roost send`) is seen at once.
+used only while the stored row (turns, dropped, summarised) still matches,
+so another process writing the same database (`roost send`) is seen at once.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from bridge.core.compaction import (
+    Fold,
+    FoldPlan,
+    TurnSize,
+    plan_fold,
+    summary_chars,
+    summary_message,
+)
+from bridge.core.history import decode_calls, encode_calls, message_chars, well_formed
 from bridge.types.backend import ChatMessage
+
+log = logging.getLogger(__name__)
+HARD_FACTOR = 2  # past this many budgets, drop at once instead of waiting for a summary
+_SIZE = "LENGTH(content) + LENGTH(tool_calls)"  # message_chars, in SQL
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +52,29 @@ class SessionKey:
 @dataclass(frozen=True, slots=True)
 class Session:
     key: SessionKey
-    history: tuple[ChatMessage, ...]
+    history: tuple[ChatMessage, ...]  # the summary message first, when there is one
     started_at: float
     updated_at: float
     turns: int  # turns ever stored in this conversation
     dropped: int  # turns dropped to stay inside the budget
-    chars: int  # characters currently stored
+    chars: int  # characters currently stored (turns and summary)
     expired: bool = False  # the previous conversation was idle too long
+    summary: str = ""  # the model-written summary of folded turns ('' when none)
+    summarised: int = 0  # how many turns the summary covers
+
+    @property
+    def kept(self) -> int:
+        """Turns kept message by message."""
+        return self.turns - self.dropped - self.summarised
+
+    def last_exchange(self) -> tuple[ChatMessage, ChatMessage] | None:
+        """The newest kept turn's message and final answer (its tool steps skipped)."""
+        if self.kept < 1 or not self.history or self.history[-1].role != "assistant":
+            return None
+        for message in reversed(self.history):
+            if message.role == "user":
+                return message, self.history[-1]
+        return None
 
 
 class _Row(NamedTuple):
@@ -47,28 +84,24 @@ class _Row(NamedTuple):
     updated_at: float
     turns: int
     dropped: int
-    chars: int
+    chars: int  # of the stored messages (the summary not included)
+    summary: str
+    summarised: int
+
+    @property
+    def stamp(self) -> tuple[float, int, int, int]:
+        return (self.started_at, self.turns, self.dropped, self.summarised)
+
+    @property
+    def total(self) -> int:
+        return self.chars + summary_chars(self.summary)
 
 
 class _Cached(NamedTuple):
-    """A remembered history, valid while the stored row still shows (started, turns, dropped)."""
+    """A remembered history, valid while the stored row shows the same stamp."""
 
-    started_at: float
-    turns: int
-    dropped: int
+    stamp: tuple[float, int, int, int]
     history: tuple[ChatMessage, ...]
-
-    def matches(self, row: _Row) -> bool:
-        return (self.started_at, self.turns, self.dropped) == (
-            row.started_at,
-            row.turns,
-            row.dropped,
-        )
-
-
-class _Trim(NamedTuple):
-    turns: int
-    chars: int
 
 
 class SessionStore:
@@ -86,25 +119,38 @@ class SessionStore:
         row = self._row(key)
         expired = False
         if row is not None and now - row.updated_at > self.idle_s:
-            self._clear(key, now)
+            self._clear(key)
             row, expired = self._row(key), True
         if row is None:
             return Session(key, (), now, now, 0, 0, 0, expired)
         cached = self._cache.get(key)
-        if cached is not None and cached.matches(row):
+        if cached is not None and cached.stamp == row.stamp:
             self._cache.move_to_end(key)
             history = cached.history
         else:
-            rows = self._db.execute(
-                "SELECT role, content FROM session_messages"
-                " WHERE tenant=? AND channel=? AND chat=? ORDER BY id",
-                (key.tenant, key.channel, key.chat),
-            ).fetchall()
-            history = tuple(ChatMessage(role=r, content=c) for r, c in rows)
-            self._remember(key, _Cached(row.started_at, row.turns, row.dropped, history))
+            opening = (summary_message(row.summary),) if row.summary else ()
+            history = opening + well_formed(self._messages(key))
+            self._remember(key, _Cached(row.stamp, history))
         return Session(
-            key, history, row.started_at, row.updated_at, row.turns, row.dropped, row.chars, expired
+            key,
+            history,
+            row.started_at,
+            row.updated_at,
+            row.turns,
+            row.dropped,
+            row.total,
+            expired,
+            row.summary,
+            row.summarised,
         )
+
+    def _messages(self, key: SessionKey, through: int | None = None) -> tuple[ChatMessage, ...]:
+        rows = self._db.execute(
+            "SELECT role, content, tool_calls, tool_call_id FROM session_messages"
+            " WHERE tenant=? AND channel=? AND chat=? AND turn<=? ORDER BY id",
+            (key.tenant, key.channel, key.chat, through if through is not None else 2**62),
+        ).fetchall()
+        return tuple(ChatMessage(r, c, decode_calls(t), i) for r, c, t, i in rows)
 
     def _remember(self, key: SessionKey, cached: _Cached) -> None:
         self._cache[key] = cached
@@ -112,11 +158,31 @@ class SessionStore:
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def append(self, key: SessionKey, user: str, answer: str, msg_id: str, now: float) -> None:
-        """Store one exchange, then drop the oldest turns beyond the budget."""
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:  # SQLITE_FULL may have rolled it back already
+                db.execute("ROLLBACK")
+            raise
+
+    def append(
+        self,
+        key: SessionKey,
+        user: str,
+        answer: str,
+        msg_id: str,
+        now: float,
+        steps: Sequence[ChatMessage] = (),
+    ) -> None:
+        """Store one turn: the message, its tool-call steps (in order) and the answer."""
+        turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
+        cached = self._cache.pop(key, None)
+        with self._transaction() as db:
             row = self._row(key)
             if row is None:
                 db.execute(
@@ -124,78 +190,132 @@ class SessionStore:
                     " VALUES (?, ?, ?, ?, ?)",
                     (key.tenant, key.channel, key.chat, now, now),
                 )
-                turns, chars = 0, 0
-            else:
-                turns, chars = row.turns, row.chars
-            cached = self._cache.pop(key, None)
-            turn = turns + 1
-            for role, content in (("user", user), ("assistant", answer)):
-                db.execute(
-                    "INSERT INTO session_messages"
-                    " (tenant, channel, chat, turn, role, content, msg_id, at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key.tenant, key.channel, key.chat, turn, role, content, msg_id, now),
-                )
-            chars += len(user) + len(answer)
-            dropped = self._trim(key, chars)
-            chars -= dropped.chars
-            db.execute(
-                "UPDATE sessions SET updated_at=?, turns=?, dropped=dropped+?, chars=?"
-                " WHERE tenant=? AND channel=? AND chat=?",
-                (now, turn, dropped.turns, chars, key.tenant, key.channel, key.chat),
+                row = self._row(key)
+                assert row is not None
+            turn = row.turns + 1
+            db.executemany(
+                "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
+                " tool_calls, tool_call_id, msg_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [_row_args(key, turn, m, msg_id, now) for m in turn_messages],
             )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # SQLITE_FULL may have rolled it back already
-                db.execute("ROLLBACK")
-            raise
-        if cached is not None and row is not None and cached.matches(row):
-            exchange = (ChatMessage("user", user), ChatMessage("assistant", answer))
-            kept = (cached.history + exchange)[2 * dropped.turns :]
-            self._remember(key, _Cached(row.started_at, turn, row.dropped + dropped.turns, kept))
+            chars = row.chars + sum(message_chars(m) for m in turn_messages)
+            db.execute(
+                "UPDATE sessions SET updated_at=?, turns=?, chars=?"
+                " WHERE tenant=? AND channel=? AND chat=?",
+                (now, turn, chars, *_args(key)),
+            )
+            over = self._hard_drop(key, row._replace(turns=turn, chars=chars))
+        if cached is not None and cached.stamp == row.stamp and not over:
+            grown = row._replace(turns=turn)
+            self._remember(key, _Cached(grown.stamp, cached.history + turn_messages))
+
+    def _hard_drop(self, key: SessionKey, row: _Row) -> bool:
+        """Past HARD_FACTOR budgets, drop the oldest turns now (counted); inside a transaction."""
+        if row.total <= HARD_FACTOR * self.budget_chars:
+            return False
+        plan = plan_fold(self._sizes(key), row.total, self.budget_chars)
+        if plan is None:
+            return False
+        self._remove(key, plan, row.summary, row.summarised, dropped=plan.turns)
+        log.warning("session over twice its budget: dropped the %d oldest turns", plan.turns)
+        return True
+
+    def over_budget(self, key: SessionKey) -> bool:
+        row = self._row(key)
+        return row is not None and row.total > self.budget_chars
+
+    def fold_plan(self, key: SessionKey) -> Fold | None:
+        """What to fold now (a snapshot), or None when the session is within its budget."""
+        row = self._row(key)
+        if row is None:
+            return None
+        plan = plan_fold(self._sizes(key), row.total, self.budget_chars)
+        if plan is None:
+            return None
+        messages = self._messages(key, plan.through)
+        return Fold(row.started_at, plan, row.summary, messages, row.total, self._rows(key, plan))
+
+    def fold(self, key: SessionKey, fold: Fold, summary: str) -> int | None:
+        """Replace the planned turns by `summary`; the chars after, or None if the session moved."""
+        return self._apply(key, fold, summary)
+
+    def drop(self, key: SessionKey, fold: Fold) -> int | None:
+        """The fallback: drop the planned turns (counted); the chars after, or None if moved."""
+        return self._apply(key, fold, None)
+
+    def _apply(self, key: SessionKey, fold: Fold, summary: str | None) -> int | None:
+        self._cache.pop(key, None)
+        with self._transaction():
+            row = self._row(key)
+            if row is None or (row.started_at, row.summary) != (fold.started_at, fold.previous):
+                return None
+            if self._rows(key, fold.plan) != fold.rows:
+                return None  # a reset, a hard drop or another process got there first
+            if summary is None:
+                self._remove(key, fold.plan, row.summary, row.summarised, dropped=fold.plan.turns)
+                return row.total - fold.plan.chars
+            summarised = row.summarised + fold.plan.turns
+            self._remove(key, fold.plan, summary, summarised, dropped=0)
+            return row.chars - fold.plan.chars + summary_chars(summary)
+
+    def _remove(
+        self, key: SessionKey, plan: FoldPlan, summary: str, summarised: int, dropped: int
+    ) -> None:
+        self._db.execute(
+            "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
+            (*_args(key), plan.through),
+        )
+        self._db.execute(
+            "UPDATE sessions SET chars=chars-?, dropped=dropped+?, summary=?, summary_turns=?"
+            " WHERE tenant=? AND channel=? AND chat=?",
+            (plan.chars, dropped, summary, summarised, *_args(key)),
+        )
+
+    def _rows(self, key: SessionKey, plan: FoldPlan) -> tuple[int, int]:
+        """How many rows the turns up to `plan.through` are, and the newest row's id
+        (ids are never reused: AUTOINCREMENT), so a fold sees if they changed."""
+        found = self._db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM session_messages"
+            " WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
+            (*_args(key), plan.through),
+        ).fetchone()
+        return (int(found[0]), int(found[1]))
+
+    def _sizes(self, key: SessionKey) -> list[TurnSize]:
+        rows = self._db.execute(
+            f"SELECT turn, SUM({_SIZE}) FROM session_messages"
+            " WHERE tenant=? AND channel=? AND chat=? GROUP BY turn ORDER BY turn",
+            _args(key),
+        ).fetchall()
+        return [TurnSize(t, c) for t, c in rows]
 
     def reset(self, key: SessionKey, now: float) -> None:
-        """Forget this conversation (memory, tools and style are elsewhere)."""
-        self._clear(key, now)
-
-    def _trim(self, key: SessionKey, chars: int) -> _Trim:
-        """Drop whole turns, oldest first, until under budget; keep the newest."""
-        if chars <= self.budget_chars:
-            return _Trim(0, 0)
-        per_turn = self._db.execute(
-            "SELECT turn, SUM(LENGTH(content)) FROM session_messages"
-            " WHERE tenant=? AND channel=? AND chat=? GROUP BY turn ORDER BY turn",
-            (key.tenant, key.channel, key.chat),
-        ).fetchall()
-        cut_turns, cut_chars, last = 0, 0, None
-        for turn, size in per_turn[:-1]:
-            if chars - cut_chars <= self.budget_chars:
-                break
-            cut_turns, cut_chars, last = cut_turns + 1, cut_chars + size, turn
-        if last is not None:
-            self._db.execute(
-                "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=? AND turn<=?",
-                (key.tenant, key.channel, key.chat, last),
-            )
-        return _Trim(cut_turns, cut_chars)
+        """Forget this conversation and its summary (memory, tools and style are elsewhere)."""
+        self._clear(key)
 
     def _row(self, key: SessionKey) -> _Row | None:
         found = self._db.execute(
-            "SELECT started_at, updated_at, turns, dropped, chars FROM sessions"
-            " WHERE tenant=? AND channel=? AND chat=?",
-            (key.tenant, key.channel, key.chat),
+            "SELECT started_at, updated_at, turns, dropped, chars, summary, summary_turns"
+            " FROM sessions WHERE tenant=? AND channel=? AND chat=?",
+            _args(key),
         ).fetchone()
         return None if found is None else _Row(*found)
 
-    def _clear(self, key: SessionKey, now: float) -> None:
+    def _clear(self, key: SessionKey) -> None:
         self._cache.pop(key, None)
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            args = (key.tenant, key.channel, key.chat)
-            db.execute("DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=?", args)
-            db.execute("DELETE FROM sessions WHERE tenant=? AND channel=? AND chat=?", args)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._transaction() as db:
+            db.execute(
+                "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=?", _args(key)
+            )
+            db.execute("DELETE FROM sessions WHERE tenant=? AND channel=? AND chat=?", _args(key))
+
+
+def _args(key: SessionKey) -> tuple[str, str, str]:
+    return (key.tenant, key.channel, key.chat)
+
+
+def _row_args(
+    key: SessionKey, turn: int, m: ChatMessage, msg_id: str, now: float
+) -> tuple[object, ...]:
+    calls = encode_calls(m.tool_calls)
+    return (*_args(key), turn, m.role, m.content, calls, m.tool_call_id, msg_id, now)

@@ -2,7 +2,10 @@
 
 `TurnRunner` loads the chat's session, asks the prompt source for this
 turn's system prompt (a frozen snapshot of the loadout), collects the tools
-every source offers, runs the agent loop and stores the exchange. A backend
+every source offers, runs the agent loop and stores the exchange with its
+tool-call steps; a message that replies to another gets the quoted text put
+before it. Once stored, an over-budget session is summarised in the
+background (`Compactor`). A backend
 failure becomes a short reply and stores nothing, so the person can retry;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 When the session store cannot write (a full disk), the answer is still sent,
@@ -28,9 +31,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
+from bridge.core.compactor import Compactor
+from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink, TurnEvents
@@ -122,6 +128,7 @@ class TurnRunner:
         user_note: Callable[[TurnContext], str] | None = None,
         pick: PickModel | None = None,
         meter: TurnMeter | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         self.backend = backend
         self._pick = pick or self._only_backend
@@ -135,6 +142,7 @@ class TurnRunner:
         self._observers = tuple(observers)
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
+        self.compactor = compactor or Compactor(sessions, audit)
 
     @asynccontextmanager
     async def _only_backend(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
@@ -178,10 +186,12 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
-        asked = inbound.text
+        asked = with_quote(inbound.text, inbound.quoted)
         if mask is not None:
             text, asked = mask.mask(text), mask.mask(asked)
-        if not self._store(key, asked, text, inbound.msg_id):
+        steps = bounded_steps(result.tool_steps)  # masked by the agent loop already
+        stored = self._store(key, asked, text, inbound.msg_id, steps)
+        if not stored:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
@@ -190,7 +200,16 @@ class TurnRunner:
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
         await events.flush(self._audit)
+        if stored:  # an over-budget session is summarised in the background
+            hold = partial(self._hold_backend, turn)
+            self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
         return Final(text, "answer")
+
+    @asynccontextmanager
+    async def _hold_backend(self, turn: TurnContext) -> AsyncIterator[Backend]:
+        """The chat's model, held (for a background summary of this chat)."""
+        async with self._pick(turn) as model:
+            yield model.backend
 
     async def _over_budget(self, tenant: str, events: TurnEvents) -> Final | None:
         """The refusal when the tenant's token budget is used up (no model is asked)."""
@@ -215,10 +234,12 @@ class TurnRunner:
             self._meter.record(turn.tenant, model.name, tokens)
         return result
 
-    def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
+    def _store(
+        self, key: SessionKey, asked: str, text: str, msg_id: str, steps: Sequence[ChatMessage]
+    ) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
-            self.sessions.append(key, asked, text, msg_id, self._clock())
+            self.sessions.append(key, asked, text, msg_id, self._clock(), steps)
         except (OSError, sqlite3.Error) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
@@ -240,7 +261,8 @@ class TurnRunner:
 
         note = self._note(turn) if self._note is not None else ""
         now = (ChatMessage(role="user", content=note),) if note else ()
-        messages = (*session.history, *now, ChatMessage(role="user", content=turn.inbound.text))
+        asked = with_quote(turn.inbound.text, turn.inbound.quoted)
+        messages = (*session.history, *now, ChatMessage(role="user", content=asked))
         stream = mask.stream() if mask is not None and on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:
@@ -288,6 +310,7 @@ def _received(inbound: Inbound) -> dict[str, object]:
         "chat": inbound.chat,
         "msg_id": inbound.msg_id,
         "chars": len(inbound.text),
+        "quoted_chars": quote_chars(inbound.quoted),
     }
 
 

@@ -40,12 +40,11 @@ class SkillsObserver:
         if inbound.scheduled:
             return  # a job's prompt is not the person reacting to the previous answer
         last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
-        if last is None or last.graded or len(session.history) < 2:
+        exchange = session.last_exchange()  # the tool-call steps between are skipped
+        if last is None or last.graded or exchange is None:
             return
         prev_id, skills = last.msg_id, last.skills
-        prev_user, reply = session.history[-2], session.history[-1]
-        if prev_user.role != "user" or reply.role != "assistant":
-            return
+        prev_user, reply = exchange
         outcome = classify(prev_user.content, reply.content, inbound.text)
         self._log.mark_graded(turn.tenant, inbound.channel, inbound.chat, prev_id)
         events.add(

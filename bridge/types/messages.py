@@ -28,6 +28,7 @@ class Inbound:
     has_text: bool = True  # False: a photo, sticker, ... (the core says "text only")
     bot_name: str = ""  # the channel's own bot account; `/cmd@other` is not for us
     scheduled: bool = False  # sent by the scheduler for the person: not a reaction to a reply
+    quoted: str = ""  # the text of the message this one replies to ('' when none)
 
 
 @dataclass(frozen=True, slots=True)

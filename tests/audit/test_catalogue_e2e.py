@@ -111,6 +111,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
             "mcp.called",  # needs an attached MCP server: tests/mcp/test_client_e2e.py
             "budget.reached",  # needs a budget: tests/models/test_budgets.py
+            "session.summarised",  # needs a long session: tests/convo/test_summaries.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -47,7 +47,11 @@ async def test_a_value_across_the_cut_never_reaches_the_model(
     fake.script(ToolCalls([Call("me__straddle", {"pad": pad})]), Text("done"))
     await wired.core.handle(web_msg("run it", 3))
 
-    sent = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool"]
+    messages = fake.requests[-1]["messages"]
+    (call,) = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")][-1][
+        "tool_calls"
+    ]  # the session also holds the forge_create step of turn 1
+    sent = [m["content"] for m in messages if m.get("tool_call_id") == call["id"]]
     assert len(sent) == 1
     output = sent[0]
     assert "[vault:gh_token]" in output  # masked whole, before the one cut

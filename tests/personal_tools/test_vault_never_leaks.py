@@ -136,7 +136,9 @@ async def test_no_spelling_of_a_vault_value_escapes(
     answer = await wired.core.handle(web_msg(typed, 3), sink)
     later = await wired.core.handle(web_msg("what did you just say?", 4))
 
-    tool_results = [m["content"] for m in fake.requests[-2]["messages"] if m["role"] == "tool"]
+    this_turn = fake.requests[-2]["messages"]  # from the person's message of turn 3 on
+    start = max(i for i, m in enumerate(this_turn) if m["role"] == "user")
+    tool_results = [m["content"] for m in this_turn[start:] if m["role"] == "tool"]
     assert len(tool_results) == len(MODES)
     assert "[vault:" in tool_results[0]  # the tool really ran with both values
     assert "failed" in tool_results[2] and "[vault:" in tool_results[2]

@@ -19,7 +19,10 @@ def script(roost: Roost, *steps: object) -> ScriptedBackend:
 
 
 def tool_results(backend: ScriptedBackend) -> list[str]:
-    return [m.content for m in backend.requests[-1].messages if m.role == "tool"]
+    """This turn's tool results (the session also resends earlier turns' steps)."""
+    messages = list(backend.requests[-1].messages)
+    last_user = max(i for i, m in enumerate(messages) if m.role == "user")
+    return [m.content for m in messages[last_user:] if m.role == "tool"]
 
 
 async def test_the_model_schedules_a_reminder_and_is_told_to_confirm(berlin: Roost) -> None:

@@ -169,7 +169,10 @@ def test_the_database_and_its_wal_are_private_under_any_umask(tmp_path: Path) ->
         leftover.write_bytes(b"")  # an older roost's WAL, 0644
         for name in ("new.db", "old.db"):
             conn = connect(tmp_path / name)
-            conn.execute("INSERT INTO sessions VALUES ('t', 'web', 'c', 0, 0, 0, 0, 0)")
+            conn.execute(
+                "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at)"
+                " VALUES ('t', 'web', 'c', 0, 0)"
+            )
             files = sorted(tmp_path.glob(f"{name}*"))
             assert {f.name for f in files} >= {name, f"{name}-wal", f"{name}-shm"}
             assert [(f.name, f.stat().st_mode & 0o777) for f in files] == [

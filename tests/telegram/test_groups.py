@@ -52,7 +52,8 @@ async def test_group_mentions_replies_and_per_person_sessions(home: Path, fake: 
     first_send = fake.calls_of("sendMessage")[0]
     assert first_send.params["reply_parameters"]["message_id"] == 77
     asked = [r.messages[-1].content for r in backend.requests]
-    assert asked == ["remember the number 7", "what number did alice say?", "last"]
+    replying = "(replying to:\n> earlier answer)\n\n"  # bob replied to the bot's message
+    assert asked == ["remember the number 7", replying + "what number did alice say?", "last"]
     # bob's session does not contain alice's message; alice's third turn has her first
     bob_history = [m.content for m in backend.requests[1].messages]
     assert "remember the number 7" not in bob_history

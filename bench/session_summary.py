@@ -1,0 +1,107 @@
+"""Long conversations: what the model still sees, summarised vs dropped, and what it costs.
+
+Runs a 200-turn conversation through the real SessionStore (SQLite in a
+temporary directory) and the real Compactor with an in-process model that
+answers at once, twice: once with summaries, once with a model that cannot
+summarise (the fallback, the old behaviour: oldest turns dropped). Each turn
+carries one tool step. Prints, side by side: the turns the last request
+still reflects (kept turns plus those the summary covers), the characters
+of the last history, how many summary calls the conversation needed, and
+the median time of the store work on the reply's path (load + append).
+
+Run: .venv/bin/python bench/session_summary.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bridge.core.compactor import Compactor
+from bridge.core.db import connect
+from bridge.core.sessions import SessionKey, SessionStore
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.backend import (
+    BackendError,
+    ChatMessage,
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCallRequest,
+)
+
+TURNS, BUDGET = 200, 32_000
+KEY = SessionKey("bench", "web", "c")
+
+
+class Summariser:
+    name = "bench"
+
+    def __init__(self, works: bool) -> None:
+        self.works, self.calls = works, 0
+
+    def describe(self) -> str:
+        return "bench"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.calls += 1
+        if not self.works:
+            raise BackendError("unavailable", "down")
+        yield TextDelta("They discussed " + "topics, " * 300)
+        yield Finish("stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def run(works: bool) -> tuple[int, int, int, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SessionStore(connect(Path(tmp) / "roost.db"), BUDGET, 7 * 86400)
+        model = Summariser(works)
+        compactor = Compactor(store, MemoryAudit())
+        path_ms: list[float] = []
+        for n in range(TURNS):
+            call = ToolCallRequest(f"c{n}", "me__lookup", '{"q": "x"}')
+            steps = (
+                ChatMessage("assistant", "", (call,)),
+                ChatMessage("tool", "result " * 60, tool_call_id=f"c{n}"),
+            )
+            started = time.perf_counter()
+            store.load(KEY, float(n))
+            store.append(
+                KEY, f"question {n} " + "q" * 300, "answer " + "a" * 600, f"{n}", float(n), steps
+            )
+            path_ms.append((time.perf_counter() - started) * 1000)
+            compactor.after_turn(KEY, model)
+            await compactor.idle()
+        session = store.load(KEY, float(TURNS))
+        seen = session.kept + session.summarised
+        return seen, session.chars, model.calls, statistics.median(path_ms)
+
+
+async def main() -> None:
+    logging.getLogger("bridge").setLevel(logging.ERROR)  # the fallback's one warning
+    summary, dropped = await run(True), await run(False)
+    print(f"{TURNS} turns, budget {BUDGET:,} characters, one tool step per turn")
+    print(f"{'':38}{'summaries':>12}{'drop (fallback)':>18}")
+    rows = (
+        ("turns the last request reflects", 0, "{}"),
+        ("characters of the last history", 1, "{:,}"),
+        ("summary calls (failed ones too)", 2, "{}"),
+        ("store work on the reply path, median ms", 3, "{:.2f}"),
+    )
+    for label, i, fmt in rows:
+        print(f"{label:38}{fmt.format(summary[i]):>12}{fmt.format(dropped[i]):>18}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

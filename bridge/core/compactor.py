@@ -1,0 +1,154 @@
+"""Summaries of long conversations, written after the reply went out.
+
+`Compactor.after_turn` is called once a turn is stored. When the session is
+over its budget it starts a background task (off the reply's critical
+path) that takes the plan from the store, asks the chat's backend for a
+summary with the fixed prompt of `bridge.core.compaction` (everything sent
+through the tenant's vault masker, the answer masked again and bounded) and
+folds the turns into it. One summary per chat at a time (`KeyedLocks`); the
+next message of the chat never waits for it. When the model fails, answers
+nothing or is the offline stand-in, the oldest turns are dropped and counted
+instead (logged once per run of failures). Either way `session.summarised`
+is audited with counts only, never content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from bridge.core.compaction import Fold, bounded_summary, summary_limit, summary_request
+from bridge.core.locks import KeyedLocks
+from bridge.core.sessions import SessionKey, SessionStore
+from bridge.types.audit_sink import AuditSink
+from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
+
+log = logging.getLogger(__name__)
+Redact = Callable[[str], str]
+# holds the chat's model for the length of one summary (a reload never closes it under us)
+HoldBackend = Callable[[], AbstractAsyncContextManager[Backend]]
+SHUTDOWN_WAIT_S = 5.0
+
+
+def _same(text: str) -> str:
+    return text
+
+
+class Compactor:
+    def __init__(
+        self, sessions: SessionStore, audit: AuditSink, *, shutdown_wait_s: float = SHUTDOWN_WAIT_S
+    ) -> None:
+        self._sessions = sessions
+        self._audit = audit
+        self._wait_s = shutdown_wait_s
+        self._locks: KeyedLocks[SessionKey] = KeyedLocks()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._failing = False  # the model failed last time: the log already said so
+
+    def after_turn(self, key: SessionKey, hold: HoldBackend, redact: Redact = _same) -> None:
+        """Start summarising in the background if the session is over its budget."""
+        try:
+            if not self._sessions.over_budget(key):
+                return
+        except sqlite3.Error as exc:
+            log.error("could not read the session's size (%s); no summary now", exc)
+            return
+        task = asyncio.create_task(self._run(key, hold, redact))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def idle(self) -> None:
+        """Wait until no summary is being written (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Give running summaries a moment, then cancel them (the next turn starts over)."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=self._wait_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+            log.info("stopping: %d conversation summaries postponed", len(pending))
+
+    async def _run(self, key: SessionKey, hold: HoldBackend, redact: Redact) -> None:
+        try:
+            async with self._locks.hold(key):
+                fold = self._sessions.fold_plan(key)
+                if fold is not None:
+                    async with hold() as backend:
+                        await self._compact(key, fold, backend, redact)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("summarising a conversation failed; it stays as it is")
+
+    async def _compact(self, key: SessionKey, fold: Fold, backend: Backend, redact: Redact) -> None:
+        summary = await self._summary(key, fold, backend, redact)
+        if summary:
+            after, how = self._sessions.fold(key, fold, summary), "summary"
+        else:
+            after, how = self._sessions.drop(key, fold), "dropped"
+        if after is None:
+            return  # the session moved meanwhile (a reset, another process): nothing done
+        details = {
+            "channel": key.channel,
+            "chat": key.chat,
+            "how": how,
+            "turns": fold.plan.turns,
+            "chars_before": fold.chars_before,
+            "chars_after": after,
+        }
+        await self._audit.emit("session.summarised", key.tenant, details)
+
+    async def _summary(self, key: SessionKey, fold: Fold, backend: Backend, redact: Redact) -> str:
+        """The masked, bounded summary; '' (logged once) when the model cannot give one."""
+        if backend.name == "offline":
+            return self._fallback("no model is configured")
+        limit = summary_limit(self._sessions.budget_chars)
+        try:
+            text = await ask_summary(backend, fold, limit, redact, key.tenant)
+        except BackendError as exc:
+            return self._fallback(f"the model failed: {exc.kind}")
+        if not text.strip():
+            return self._fallback("the model sent an empty summary")
+        self._failing = False
+        return bounded_summary(redact(text), limit)
+
+    def _fallback(self, reason: str) -> str:
+        if not self._failing:
+            log.warning(
+                "a long conversation could not be summarised (%s); its oldest turns are "
+                "dropped instead until a summary works again",
+                reason,
+            )
+        self._failing = True
+        return ""
+
+
+async def ask_summary(backend: Backend, fold: Fold, limit: int, redact: Redact, tenant: str) -> str:
+    """Stream the summary of `fold` from the model; stops reading past the limit."""
+    system, ask = summary_request(fold.previous, fold.messages, limit)
+    request = ModelRequest(
+        redact(system), (ChatMessage("user", redact(ask.content)),), tenant=tenant
+    )
+    pieces: list[str] = []
+    size = 0
+    events = backend.stream(request)
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                pieces.append(event.text)
+                size += len(event.text)
+                if size > limit:
+                    break
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    return "".join(pieces)
