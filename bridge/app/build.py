@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
-from bridge.app.metrics import MeteredAudit, Metrics
+from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.wiring import build_access, build_capabilities, build_core
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.config import Settings
@@ -154,7 +154,8 @@ async def build(
         settings.schedule.timezone,
     )
     caps = build_capabilities(settings, db, audit, runner, clock, tool_sources, schedule)
-    core = build_core(settings, backend, sessions, resolver, pairing, audit, caps, clock)
+    timed = TimedBackend(backend, metrics)  # the turns' model steps, for /metrics
+    core = build_core(settings, timed, sessions, resolver, pairing, audit, caps, clock)
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     return Roost(
         settings=settings,

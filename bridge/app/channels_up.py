@@ -127,6 +127,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         roost.command_list,
         TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
         undelivered=undelivered_hook(roost),
+        send_failed=roost.metrics.telegram_failed,
     )
     if webhook:
         web = made["web"].channel

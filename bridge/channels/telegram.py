@@ -38,7 +38,7 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, Contex
 
 from bridge.channels import ChannelStartError
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
+from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError, TelegramSettings
@@ -88,6 +88,7 @@ class TelegramChannel:
         options: TelegramOptions | None = None,
         *,
         undelivered: Undelivered | None = None,
+        send_failed: SendFailed | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -115,6 +116,8 @@ class TelegramChannel:
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
+        if send_failed is not None:
+            self.sender.failed = send_failed  # every send path: replies, drafts, typing
         self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
         self.undelivered = undelivered
         self.timing = self._opts.timing
@@ -318,6 +321,7 @@ class TelegramReply:
         try:
             await self._stream.finish(final.text)
         except DeliveryError as exc:
+            self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(final.text)
             ref = secrets.token_hex(4)
             log.error(
