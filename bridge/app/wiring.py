@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bridge.app.export_chat import ExportCommands
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.channels.telegram_start import start_command
 from bridge.core.builtin_commands import CoreCommands
@@ -119,6 +120,7 @@ def build_capabilities(
             SkillCommands(grades, files),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
+            ExportCommands(settings.home, audit, clock),
         ),
         (SkillsObserver(grades, TurnLog(db), files, clock),),
     )

@@ -37,6 +37,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
@@ -332,6 +333,8 @@ class TelegramReply:
                 exc,
                 "; it waits in the outbox" if kept else "",
             )
+        if final.files:  # documents after the text (bridge.channels.telegram_files)
+            await send_files(self._sender, self._chat, final.files)
 
     async def _keep(self, text: str) -> bool:
         """Hand an undelivered final reply to the outbox (retried later), if wired."""

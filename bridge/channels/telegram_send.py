@@ -179,6 +179,16 @@ class Sender:
                 raise MessageGone(str(exc)) from exc
             raise Rejected(str(exc)) from exc
 
+    async def document(self, chat_id: int, data: bytes, name: str) -> int:
+        """Upload one file as a document (multipart); returns the new message id."""
+        try:
+            message = await self._retrying(
+                chat_id, lambda: self._bot.send_document(chat_id, data, filename=name)
+            )
+        except BadRequest as exc:
+            raise Rejected(str(exc)) from exc
+        return int(message.message_id)
+
     async def delete(self, chat_id: int, message_id: int) -> None:
         try:
             await self._retrying(chat_id, lambda: self._bot.delete_message(chat_id, message_id))

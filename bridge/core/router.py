@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
 from bridge.core.locks import KeyedLocks
+from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
@@ -189,10 +190,11 @@ class Core:
         if command is None:
             hint = self.commands.suggest(parsed.name)
             maybe = f" Did you mean /{hint}?" if hint else ""
-            reply = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
+            unknown = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
             await self._emit_command(tenant, inbound, parsed.name, "unknown")
-            return Final(reply, "command")
+            return Final(unknown, "command")
         ctx = CommandContext(inbound, tenant, dirs, key, self._clock())
+        reply: str | Final
         try:
             reply = await command.handler(ctx, parsed.args)
             outcome = "ok"
@@ -200,7 +202,7 @@ class Core:
             reason = f"{exc}\n" if str(exc) else ""
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
         await self._emit_command(tenant, inbound, command.name, outcome)
-        return Final(reply, "command")
+        return confine(reply, dirs) if isinstance(reply, Final) else Final(reply, "command")
 
     def _dirs_of(self, tenant: str) -> TenantDirs:
         """The tenant's (immutable) directory layout, made once per tenant.

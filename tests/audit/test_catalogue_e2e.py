@@ -85,6 +85,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/remind in 20m stretch",
         "this one fails",
         "and this works",
+        "/export",
     ):
         await say(text)
     (job,) = roost.schedule.jobs.list_jobs("local")
@@ -108,6 +109,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "secret.stored",
             "secret.removed",
             "tool.http",  # needs an HTTPS server: tests/personal_tools/test_net_audit.py
+            "data.forgotten",  # `roost forget`: tests/spine/test_export.py
         }
     )
     assert expected <= seen, sorted(expected - seen)
