@@ -23,6 +23,7 @@ from bridge.app.build import Roost
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
 
 
 def web_token(settings: Settings) -> tuple[str, bool]:
@@ -87,6 +88,7 @@ class ChannelRow:
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
     from bridge.channels.web import WebChannel
+    from bridge.channels.web_files import FileLinks
 
     token, created = web_token(settings)
     web = WebChannel(
@@ -100,6 +102,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
             roost.db, settings.local_tenant, "web", chat, after
         ),
         metrics=roost.metrics.render if settings.web.metrics else None,
+        files=FileLinks(TenantDirs.of(settings.home, settings.local_tenant).root.parent),
     )
     stored = settings.home / "web-token"
 
