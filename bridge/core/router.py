@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
+from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
 from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
@@ -139,7 +141,13 @@ class Core:
         if task is not None:
             self._inflight.add(task)
         try:
-            admitted = await self.access.admit(inbound)
+            try:
+                admitted = await self.access.admit(inbound)
+            except (OSError, sqlite3.Error) as exc:  # pairing, refusal notices: a full disk
+                if not disk_full(exc):
+                    raise
+                log.error("disk full while admitting a message (%s): %s", inbound.channel, exc)
+                admitted = Final(DISK_FULL, "error")
             if isinstance(admitted, str):
                 return await self._admitted(inbound, admitted, reply, on_delta)
             if admitted.kind != "silent":
@@ -170,7 +178,10 @@ class Core:
             return await self._route(inbound, tenant, key, on_delta)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
+            if disk_full(exc):  # a state change met a full disk: say so, not "nothing was lost"
+                log.error("disk full (channel %s): %s", inbound.channel, exc)
+                return Final(DISK_FULL, "error")
             ref = secrets.token_hex(4)
             log.exception("message failed (ref %s, channel %s)", ref, inbound.channel)
             return Final(

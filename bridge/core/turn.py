@@ -6,7 +6,8 @@ every source offers, runs the agent loop and stores the exchange. A backend
 failure becomes a short reply and stores nothing, so the person can retry;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 When the session store cannot write (a full disk), the answer is still sent,
-with a note that it was not stored.
+with a note that it was not stored; grading and the turn's audit batch that
+meet a full disk are logged and skipped (`_kept`), never the answer.
 Observers (outcome grading, skills) hook in before and after.
 
 The tenant's vault masker is applied at two points: on the way to the model
@@ -21,11 +22,12 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
+from bridge.core.diskfull import disk_full
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
@@ -120,7 +122,7 @@ class TurnRunner:
         session = self.sessions.load(key, self._clock())
         turn = TurnContext(dirs, inbound, self._clock)
         for observer in self._observers:
-            await observer.before_turn(turn, session, events)
+            await _kept("grading before the turn", observer.before_turn(turn, session, events))
         mask = self._masks(dirs) if self._masks is not None else None
         try:
             result = await self._agent(turn, session, mask, on_delta)
@@ -149,10 +151,10 @@ class TurnRunner:
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
         for observer in self._observers:
-            await observer.after_turn(turn, result, events)
+            await _kept("grading after the turn", observer.after_turn(turn, result, events))
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
-        await events.flush(self._audit)
+        await _kept("the turn's audit records", events.flush(self._audit))
         return Final(text, "answer")
 
     def _store(self, key: SessionKey, asked: str, text: str, msg_id: str) -> bool:
@@ -207,6 +209,16 @@ class TurnRunner:
             if rest:
                 await on_delta(rest)
         return result
+
+
+async def _kept(what: str, step: Awaitable[None]) -> None:
+    """Run a bookkeeping step; a full disk there is logged, and the answer goes on."""
+    try:
+        await step
+    except (OSError, sqlite3.Error) as exc:
+        if not disk_full(exc):
+            raise
+        log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
 
 
 async def _with_notices(
