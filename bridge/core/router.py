@@ -175,7 +175,8 @@ class Core:
         self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
     ) -> Final:
         try:
-            return await self._route(inbound, tenant, key, on_delta)
+            final = await self._route(inbound, tenant, key, on_delta)
+            return confine(final, self._dirs_of(tenant))  # a reply's files: the tenant's only
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -213,7 +214,7 @@ class Core:
             reason = f"{exc}\n" if str(exc) else ""
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
         await self._emit_command(tenant, inbound, command.name, outcome)
-        return confine(reply, dirs) if isinstance(reply, Final) else Final(reply, "command")
+        return reply if isinstance(reply, Final) else Final(reply, "command")
 
     def _dirs_of(self, tenant: str) -> TenantDirs:
         """The tenant's (immutable) directory layout, made once per tenant.
