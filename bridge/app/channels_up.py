@@ -20,6 +20,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost
+from bridge.app.reload import OnReload
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
@@ -68,6 +69,7 @@ class Launched:
     announce: Callable[[], str]
     port: Callable[[], int] | None = None  # the local port it listens on, if any
     deliver: ChannelDeliver | None = None  # takes outbox entries (proactive messages)
+    live: tuple[OnReload, ...] = ()  # what a config reload changes in this channel
 
 
 Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
@@ -140,7 +142,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     def announce() -> str:
         return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
 
-    return Launched(telegram, announce, deliver=telegram.deliver)
+    def groups(new: Settings) -> None:
+        telegram.allowed_groups = frozenset(new.telegram.allowed_groups)
+
+    live = (OnReload.of(("telegram.allowed_groups",), groups),)
+    return Launched(telegram, announce, deliver=telegram.deliver, live=live)
 
 
 def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:

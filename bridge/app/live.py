@@ -4,7 +4,8 @@
 (`bridge.app.reload`). Each row names the settings it applies live and a
 callback taking the new `Settings`; whatever no row names is reported as
 "applied only after a restart". A new live concern (named models, say) is
-one more row here, or one `reloader.on_reload(live, apply)` call.
+one more row here, or one `reloader.on_reload(live, apply)` call; a channel
+offers its own rows in `Launched.live` (Telegram: `allowed_groups`).
 """
 
 from __future__ import annotations

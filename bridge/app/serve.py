@@ -191,6 +191,7 @@ async def run(
         for name, launched in made.items():
             if launched.deliver is not None:
                 scheduler.deliveries.add(name, launched.deliver)
+            reloader.hooks += launched.live
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))

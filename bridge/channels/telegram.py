@@ -100,7 +100,7 @@ class TelegramChannel:
         self._answer = answer
         self._commands = command_list
         self._opts = options or TelegramOptions()
-        self._groups = frozenset(settings.allowed_groups)
+        self.allowed_groups = frozenset(settings.allowed_groups)  # a reload may replace it
         self._webhook = settings.mode == "webhook"
         self._secret = self._webhook_secret(settings) if self._webhook else ""
         builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
@@ -251,7 +251,7 @@ class TelegramChannel:
             return
         chat = msg.chat
         private = chat.type == ChatType.PRIVATE
-        if not private and (chat.id not in self._groups or not self._addressed(msg)):
+        if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
             return
         inbound = Inbound(
             "telegram",

@@ -25,8 +25,8 @@ from aiohttp import web
 from tests.fakes.fake_openai import FakeOpenAI, Response, last_user_text
 from tests.spine.test_daemon import ROOST, env_for
 from tests.spine.test_notify import next_message, until
-from tests.telegram.conftest import ALICE, TOKEN
-from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.telegram.conftest import ALICE, GROUP, TOKEN
+from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
 
 BOB = 222222
 WAIT_S = 60.0  # a safety net against a hung run, not a speed check
@@ -279,3 +279,24 @@ async def test_personas_follow_a_reload_of_their_directory(
     (shelf / "parrot.json").write_text(json.dumps(parrot))  # no reload: files are watched
     (listing,) = await answered(bot, ALICE, "/persona")
     assert "parrot — repeats" in listing and "pirate — talks like a pirate" in listing
+
+
+async def test_allowed_groups_follow_a_reload(
+    daemon: Daemon, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> None:
+    mention = f"@{BOT_USERNAME} hello group"
+    entities = [{"type": "mention", "offset": 0, "length": len(BOT_USERNAME) + 1}]
+
+    def in_group() -> None:
+        bot.push_text(ALICE, mention, chat_id=GROUP, chat_type="supergroup", entities=entities)
+
+    in_group()
+    assert await answered(bot, ALICE, "private") == ["echo: private"]
+    assert bot.sent_to(GROUP) == []  # not an allowed group: ignored
+    write_config(config(extra=f"[telegram]\nallowed_groups = [{GROUP}]\n"))
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    in_group()
+    await bot.wait_until(lambda: len(bot.sent_to(GROUP)) == 1, WAIT_S)
+    assert bot.sent_to(GROUP)[0].text == "echo: hello group"
+    assert not any("allowed_groups" in line for line in daemon.lines("after a restart"))
