@@ -127,7 +127,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     if (!body || typeof body.reply !== "string") {
       throw new ApiError("the daemon's reply has no text", { kind: "protocol", status: res.status });
     }
-    return { text: body.reply, kind: replyKind(body.kind) };
+    return withFiles({ text: body.reply, kind: replyKind(body.kind) }, body.files);
   }
 
   async function streamChat(text, { chat: chatId = "default", onDelta, signal } = {}) {
@@ -153,7 +153,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
         } else if (ev.event === "final") {
           const data = parseData(ev, soFar);
           if (typeof data.text !== "string") throw protocolError("the final event has no text", soFar);
-          return { text: data.text, kind: replyKind(data.kind) };
+          return withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files);
         } else if (ev.event === "error") {
           const data = parseData(ev, soFar);
           const message = typeof data.message === "string" && data.message ? data.message : "the turn failed";
@@ -225,6 +225,21 @@ function isOutboxMessage(m) {
 
 function replyKind(kind) {
   return REPLY_KINDS.includes(kind) ? kind : "answer";
+}
+
+/** A reply's files, kept only when well-formed download links of this server (one-time links
+ * under /files/); the result gets `files` only when there is at least one. */
+function withFiles(result, files) {
+  if (!Array.isArray(files)) return result;
+  const ok = files.filter(
+    (f) =>
+      f &&
+      typeof f.name === "string" &&
+      typeof f.url === "string" &&
+      /^\/files\/[A-Za-z0-9_.-]+$/.test(f.url) &&
+      Number.isFinite(f.size),
+  );
+  return ok.length ? { ...result, files: ok.map(({ name, url, size }) => ({ name, url, size })) } : result;
 }
 
 function parseData(ev, soFar) {

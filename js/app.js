@@ -45,9 +45,11 @@ function createDomView(win, els, actions) {
     retry.textContent = "Retry";
     retry.addEventListener("click", () => actions.retry(msg.id));
     error.append(errorText, retry);
-    root.append(who, body, error);
+    const files = document.createElement("div");
+    files.className = "files";
+    root.append(who, body, error, files);
     els.log.append(root);
-    n = { root, body, error, errorText, retry };
+    n = { root, body, files, error, errorText, retry };
     nodes.set(msg.id, n);
     return n;
   }
@@ -61,6 +63,7 @@ function createDomView(win, els, actions) {
     } else {
       n.body.innerHTML = renderMarkdown(msg.text); // escaped by renderMarkdown
     }
+    n.files.replaceChildren(...(msg.files || []).map((file) => fileLink(document, file)));
     n.root.setAttribute("aria-busy", String(msg.status === "pending" || msg.status === "streaming"));
     n.error.hidden = msg.status !== "failed";
     n.errorText.textContent = msg.error || "";
@@ -126,6 +129,16 @@ function autosize(win, input) {
  * Start the chat page in `win`. Returns the chat controller (for tests).
  * @param {Window} win
  */
+/** A download link for one file of a reply (one-time: it works once, for ten minutes). */
+function fileLink(document, file) {
+  const link = document.createElement("a");
+  link.href = file.url;
+  link.download = file.name;
+  const kb = Math.max(1, Math.round(file.size / 1024));
+  link.textContent = `📎 ${file.name} (${kb.toLocaleString()} KB, download once)`;
+  return link;
+}
+
 export function startPage(win) {
   const { document, location, history } = win;
   const $ = (id) => {

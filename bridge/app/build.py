@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
-from bridge.app.metrics import MeteredAudit, Metrics
+from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
 from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
 from bridge.core.atomic import remove_orphan_temps
@@ -127,7 +127,13 @@ async def build(
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
     generation = build_generation(settings, default=backend)
-    models = ModelRegistry(generation, ChatSettings(db), fixed_default=backend)
+    metrics = Metrics()
+    models = ModelRegistry(
+        generation,
+        ChatSettings(db),
+        fixed_default=backend,
+        wrap=lambda inner: TimedBackend(inner, metrics),  # each model step, for /metrics
+    )
     backend, reason = models.default_backend, generation.reasons[generation.default]
     for name, why in generation.reasons.items():
         if name != generation.default:
@@ -138,7 +144,6 @@ async def build(
         chain = await open_chain(settings, clock)
         closers.append(chain.aclose)
         audit = chain
-    metrics = Metrics()
     audit = MeteredAudit(audit, metrics)
     broker = Broker(
         private_hosts=tuple(settings.forge.private_hosts),

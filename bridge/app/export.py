@@ -8,6 +8,9 @@ table, the tool usage counters, and the audit records whose tenant is T,
 with a README.txt saying what each file is. `forget` deletes the files
 (vault included) and every row keyed by the tenant in one transaction; the
 audit chain keeps its records, which hold no content (ids, counts, hashes).
+Both return counts (files, rows, audit records, bytes) that the callers
+write to the chain as `data.exported` / `data.forgotten` (`export_details`,
+`forgotten_details`: counts and who asked, never content).
 """
 
 from __future__ import annotations
@@ -54,6 +57,33 @@ audit.jsonl       the audit records about you: what happened and when, with ids,
 class Forgotten:
     files: int
     rows: dict[str, int]
+    bytes: int = 0  # the size of the files deleted
+
+
+@dataclass(frozen=True)
+class Exported:
+    names: list[str]  # the entries of the ZIP
+    files: int  # the tenant's own files inside
+    rows: int  # database rows inside
+    audit: int  # audit records inside
+    bytes: int  # the ZIP's size
+
+
+def export_details(done: Exported, by: str, channel: str | None = None) -> dict[str, object]:
+    """The `data.exported` record: counts and who asked (`operator` | `user`), no content."""
+    details: dict[str, object] = {
+        "files": done.files,
+        "rows": done.rows,
+        "audit_records": done.audit,
+        "bytes": done.bytes,
+        "by": by,
+    }
+    return details | ({"channel": channel} if channel else {})
+
+
+def forgotten_details(gone: Forgotten, by: str) -> dict[str, object]:
+    """The `data.forgotten` record: what was deleted, counted, and who asked."""
+    return {"files": gone.files, "rows": sum(gone.rows.values()), "bytes": gone.bytes, "by": by}
 
 
 def tenant_tables(db: sqlite3.Connection) -> list[str]:
@@ -131,30 +161,35 @@ def _tenant_files(dirs: TenantDirs) -> Iterator[Path]:
             yield path
 
 
-def write_export(
-    home: Path, db: sqlite3.Connection, tenant: str, out: Path, when: str
-) -> list[str]:
-    """Write the ZIP of `tenant` to `out` (0600, created new); return the names inside."""
+def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, when: str) -> Exported:
+    """Write the ZIP of `tenant` to `out` (0600, created new); return what is inside."""
     dirs = TenantDirs.of(home, tenant)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    files = rows = 0
     try:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("README.txt", README.format(tenant=tenant, when=when))
             for path in _tenant_files(dirs):
                 zf.write(path, "files/" + path.relative_to(dirs.root).as_posix())
+                files += 1
             vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
             zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
             zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
             for table in tenant_tables(db):
-                zf.writestr(f"db/{table}.jsonl", _jsonl(table_rows(db, table, tenant)))
+                text = _jsonl(table_rows(db, table, tenant))
+                rows += text.count("\n")
+                zf.writestr(f"db/{table}.jsonl", text)
             chain = home / "audit" / "chain.jsonl"
-            zf.writestr("audit.jsonl", b"".join(audit_records(chain, tenant)))
+            records = list(audit_records(chain, tenant))
+            zf.writestr("audit.jsonl", b"".join(records))
             names = zf.namelist()
+            raw.flush()
+            os.fsync(raw.fileno())
         os.link(tmp, out)  # never over an existing file
     finally:
         tmp.unlink(missing_ok=True)
-    return names
+    return Exported(names, files, rows, len(records), out.stat().st_size)
 
 
 def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
@@ -169,7 +204,11 @@ def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
         db.execute("ROLLBACK")
         raise
     top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
-    files = sum(len(f) for _, _, f in os.walk(top)) if top.exists() else 0
+    files = size = 0
+    for folder, _, names in os.walk(top):
+        for name in names:
+            files += 1
+            size += os.lstat(os.path.join(folder, name)).st_size
     if top.exists():
         shutil.rmtree(top)
-    return Forgotten(files, rows)
+    return Forgotten(files, rows, size)

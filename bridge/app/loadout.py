@@ -61,6 +61,11 @@ def audience_defaults(settings: Settings) -> dict[str, str]:
     return out
 
 
+def persona_dirs(settings: Settings) -> list[Path]:
+    """Where personas come from: the shipped (or configured) directory, then the home's."""
+    return [settings.loadout.personas_dir or SHIPPED, Path(settings.home) / "personas"]
+
+
 def _wall_ms() -> int:
     """The tools view only reads; the catalog's clock stamps saves made elsewhere."""
     return int(time.time() * 1000)
@@ -82,8 +87,7 @@ def build_loadout(
     vault = Vault(audit, files)
     memory = Memory(MemoryStore(caps.memory_chars, caps.topic_chars), audit, vault.values, locks)
     profile = Profile(caps.profile_chars, audit, locks)
-    persona_dirs = [caps.personas_dir or SHIPPED, Path(settings.home) / "personas"]
-    personas = Personas(persona_dirs, files)
+    personas = Personas(persona_dirs(settings), files)  # a reload sets them again (app.live)
     chats = ChatSettings(db) if db is not None else None
     defaults = audience_defaults(settings)
     taker = SnapshotTaker(

@@ -9,18 +9,23 @@ person typed, so the number of series is bounded.
 `MeteredAudit` wraps the audit sink at the composition root and counts
 from the events that already describe each turn: `message.answered` (turns,
 turn latency), `message.failed` (failed turns by kind), `tool.called`
-(outcome, error kind), `outbox.failed` on Telegram (send failures) and the
-size of each batch written to the chain. `TimedBackend` wraps the model
-backend and times each model call until its stream ends.
+(outcome, error kind), `outbox.failed` on Telegram (send failures of kind
+`outbox`) and the size of each batch written to the chain. The Telegram
+channel reports its other failed sends itself (`Metrics.telegram_failed`:
+reply, command, draft, rejected, typing). `TimedBackend` wraps the model
+backend the turns use and times each model step until its stream ends,
+by backend name (`roost_model_seconds`).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bridge.types.audit_sink import AuditSink, Event
+from bridge.types.backend import Backend, ModelEvent, ModelRequest
 
 SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 BATCH = (1, 2, 3, 4, 6, 8, 12, 16, 32)
@@ -55,10 +60,16 @@ class _Family:
 FAMILIES = (
     _Family("roost_turns_total", "counter", "Turns that ended, by outcome (answer, failed)."),
     _Family("roost_turn_seconds", "histogram", "Time from message to answer.", SECONDS),
+    _Family("roost_model_seconds", "histogram", "One model step, by backend.", SECONDS),
     _Family("roost_model_failures_total", "counter", "Failed turns by backend error kind."),
     _Family("roost_tool_calls_total", "counter", "Personal tool calls by outcome."),
     _Family("roost_tool_failures_total", "counter", "Failed personal tool calls by kind."),
-    _Family("roost_telegram_send_failures_total", "counter", "Telegram deliveries that failed."),
+    _Family(
+        "roost_telegram_send_failures_total",
+        "counter",
+        "Telegram sends that failed for good, by kind "
+        "(reply, command, draft, rejected, typing, outbox).",
+    ),
     _Family("roost_audit_batch_size", "histogram", "Audit records written per batch.", BATCH),
 )
 
@@ -99,6 +110,10 @@ class Metrics:
         series = self._histograms.setdefault(name, {})
         key = tuple(sorted(labels.items()))
         series.setdefault(key, _Histogram(family.bounds)).observe(value)
+
+    def telegram_failed(self, kind: str) -> None:
+        """A Telegram send of this kind failed after its retries (the channel tells)."""
+        self.count("roost_telegram_send_failures_total", kind=kind)
 
     def render(self) -> str:
         lines: list[str] = []
@@ -141,7 +156,7 @@ def _record(metrics: Metrics, event: str, details: Mapping[str, object]) -> None
             kind = str(details.get("error_kind", "unknown"))
             metrics.count("roost_tool_failures_total", kind=kind)
     elif event == "outbox.failed" and details.get("channel") == "telegram":
-        metrics.count("roost_telegram_send_failures_total")
+        metrics.telegram_failed("outbox")
 
 
 class MeteredAudit:
@@ -164,3 +179,36 @@ class MeteredAudit:
         self._metrics.observe("roost_audit_batch_size", len(events))
         for event, _tenant, details in events:
             _record(self._metrics, event, details)
+
+
+class TimedBackend:
+    """A Backend that observes how long each model step takes (`roost_model_seconds`)."""
+
+    def __init__(
+        self,
+        inner: Backend,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._metrics, self._clock = metrics, clock
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """The inner stream, timed from the call until it ends, fails or is dropped."""
+        started = self._clock()
+        try:
+            async for event in self.inner.stream(request):
+                yield event
+        finally:
+            elapsed = self._clock() - started
+            self._metrics.observe("roost_model_seconds", elapsed, backend=self.inner.name)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

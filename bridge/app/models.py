@@ -100,8 +100,10 @@ class ModelRegistry:
         chats: ChatSettings | None,
         make: MakeBackend = make_backend_of,
         fixed_default: Backend | None = None,
+        wrap: Callable[[Backend], Backend] | None = None,
     ) -> None:
         self._current = generation
+        self._wrap = wrap  # e.g. timing each model step for /metrics
         self._chats = chats
         self._make = make
         self._fixed = fixed_default  # a backend passed in stays the default across reloads
@@ -148,7 +150,8 @@ class ModelRegistry:
         name = self._chosen(turn, gen)
         gen.users += 1
         try:
-            yield ChosenModel(name, gen.backends[name])
+            backend = gen.backends[name]
+            yield ChosenModel(name, self._wrap(backend) if self._wrap else backend)
         finally:
             gen.users -= 1
             if gen.retired and gen.users == 0:

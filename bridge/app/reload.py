@@ -3,49 +3,62 @@
 `Reloader.reload()` loads the configuration again (file and environment, as at
 start). A configuration that does not load (invalid TOML, invalid values) is
 refused with one ERROR line naming the reason, and the old one stays in force.
-A good one replaces the resolver's rules in one step: tenants and their
-Telegram ids, and which tenants a pairing may bind to, apply from the next
-message; a turn already running is not touched. Message and reply size
-limits and the model's step limit apply live too, and so do the models
-(`[llm]`, `[models.*]`: `bridge.app.models`) and the token budgets. Settings that only take
-effect at a restart (ports, home, Telegram token and mode,
-session limits, personas, ...) are named in one WARNING line when they
-differ. Around a reload systemd hears `RELOADING=1` then `READY=1` with a
-STATUS= line. `watch_config` turns changes of the file (watchfiles, its
-directory watched so an editor's rename-over counts) into reload requests;
-requests that arrive during a reload are folded into one more reload.
+A good one is handed to every registered `OnReload` callback (tenants and
+their Telegram ids, limits, personas, the models (`[llm]`, `[models.*]`)
+and token budgets, ...: the rows of `bridge.app.live`),
+each naming the settings it applies live; a turn already running is not
+touched. Settings that differ and no callback applies (ports, home, Telegram
+token and mode, ...) are named in one WARNING line. Around a reload systemd
+hears `RELOADING=1` then `READY=1` with a STATUS= line.
+
+Reloads are serialised (one task runs them) and coalesced at the root: a
+request whose configuration fingerprint (the file's bytes and the systemd
+credential files, hashed) equals the last one attempted, applied or refused,
+does nothing but one INFO line. So a config write followed by SIGHUP (the
+file watcher and the signal both ask) reloads once and reports a bad file
+once. `watch_config` turns changes of the file (watchfiles, its directory
+watched so an editor's rename-over counts) into reload requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from bridge.app.notify import Notifier
-from bridge.app.wiring import access_rules
 from bridge.core.config import ConfigError, Settings
-from bridge.core.pairing import PairingStore
-from bridge.core.tenants import TenantResolver
+from bridge.core.credentials import CREDENTIALS
 
 log = logging.getLogger("roost")
 
-LIVE = frozenset(
-    {"tenants", "limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps"}
-    | {"llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens"}  # models
-)
-"""Settings (top-level or dotted) a reload applies to the running daemon."""
+HMAC_CREDENTIAL = "audit-hmac-key"
 
 
-def restart_only(old: Settings, new: Settings) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class OnReload:
+    """A callback a good reload runs with the new settings, and the settings it makes live
+    (top-level names or dotted `section.key`)."""
+
+    live: frozenset[str]
+    apply: Callable[[Settings], None]
+
+    @classmethod
+    def of(cls, live: Iterable[str], apply: Callable[[Settings], None]) -> OnReload:
+        return cls(frozenset(live), apply)
+
+
+def restart_only(old: Settings, new: Settings, live: frozenset[str]) -> list[str]:
     """Dotted names of the settings that differ but apply only after a restart."""
     changed: list[str] = []
     for name in Settings.model_fields:
-        if name in LIVE:
+        if name in live:
             continue
         before, after = getattr(old, name), getattr(new, name)
         if before == after:
@@ -54,11 +67,27 @@ def restart_only(old: Settings, new: Settings) -> list[str]:
             changed += [
                 f"{name}.{field}"
                 for field in type(before).model_fields
-                if getattr(before, field) != getattr(after, field) and f"{name}.{field}" not in LIVE
+                if getattr(before, field) != getattr(after, field) and f"{name}.{field}" not in live
             ]
         else:
             changed.append(name)
     return changed
+
+
+def fingerprint(path: Path, env: Mapping[str, str]) -> str:
+    """A hash of what a reload reads that can change under a running process: the
+    config file's bytes and the credential files (the environment cannot change)."""
+    digest = hashlib.sha256()
+    names = [name for name, _, _ in CREDENTIALS] + [HMAC_CREDENTIAL]
+    where = env.get("CREDENTIALS_DIRECTORY")
+    places = [path] + [Path(where) / name for name in names] if where else [path]
+    for place in places:
+        try:
+            data = place.read_bytes()
+        except OSError as exc:
+            data = f"\0unreadable: {exc.errno}".encode()
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
 def one_line(text: str) -> str:
@@ -72,36 +101,54 @@ class Reloader:
         self,
         settings: Settings,
         load: Callable[[], Settings],
-        resolver: TenantResolver,
-        pairing: PairingStore,
         notifier: Notifier,
-        apply: Callable[[Settings], None] = lambda settings: None,
+        *,
+        fingerprint: Callable[[], str] = lambda: "",
+        hooks: Iterable[OnReload] = (),
     ) -> None:
         self.settings = settings  # the configuration in force
-        self._apply = apply  # the live limits (message and reply size, model steps)
-        self._load, self._resolver, self._pairing = load, resolver, pairing
-        self._notifier = notifier
+        self._load, self._notifier = load, notifier
+        self._fingerprint = fingerprint
+        self._attempted = fingerprint()  # what the configuration in force was read from
+        self._last_refused = False
+        self.hooks: list[OnReload] = list(hooks)
         self._wanted = asyncio.Event()
         self.reloads = 0  # applied reloads (tests, STATUS)
+
+    def on_reload(self, live: Iterable[str], apply: Callable[[Settings], None]) -> None:
+        """Register a callback for good reloads; `live` names the settings it applies."""
+        self.hooks.append(OnReload.of(live, apply))
+
+    @property
+    def live(self) -> frozenset[str]:
+        return frozenset().union(*(hook.live for hook in self.hooks))
 
     def request(self) -> None:
         """Ask for a reload (signal handler, file watcher); never blocks."""
         self._wanted.set()
 
     async def run(self) -> None:
-        """Serve reload requests until cancelled."""
+        """Serve reload requests until cancelled (the only caller of `reload`: serialised)."""
         while True:
             await self._wanted.wait()
             self._wanted.clear()
             self.reload()
 
-    def reload(self) -> bool:
-        """Load and apply the configuration; False (old one kept) when it is refused."""
+    def reload(self) -> bool | None:
+        """Load and apply the configuration: True applied, False refused (the old one
+        kept), None unchanged since the last attempt (nothing done)."""
+        seen = self._fingerprint()
+        if seen == self._attempted:
+            how = "refused" if self._last_refused else "applied"
+            log.info("reload: the configuration is unchanged since the last one (%s)", how)
+            return None
+        self._attempted = seen
         monotonic_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         self._notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec}")
         try:
             new = self._load()
         except ConfigError as exc:
+            self._last_refused = True
             log.error(
                 "reload refused, the old configuration stays in force: %s", one_line(str(exc))
             )
@@ -109,16 +156,23 @@ class Reloader:
                 "READY=1", "STATUS=reload refused: the old configuration is in force"
             )
             return False
-        self._resolver.replace(access_rules(new, self._pairing))
+        self._last_refused = False
         self._apply(new)
-        stale = restart_only(self.settings, new)
+        return True
+
+    def _apply(self, new: Settings) -> None:
+        for hook in self.hooks:
+            try:
+                hook.apply(new)
+            except Exception:  # one concern failing must not leave the others unapplied
+                log.exception("reload: applying %s failed", ", ".join(sorted(hook.live)))
+        stale = restart_only(self.settings, new, self.live)
         if stale:
             log.warning("reload: changed but applied only after a restart: %s", ", ".join(stale))
         self.settings = new
         self.reloads += 1
         log.info("reloaded the configuration: %d tenants configured", len(new.tenants))
         self._notifier.send("READY=1", "STATUS=reloaded")
-        return True
 
 
 async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> None:

@@ -23,184 +23,46 @@ import asyncio
 import functools
 import logging
 import os
-import secrets
 import signal
 import sys
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
-from urllib.parse import urlsplit
+from collections.abc import Callable, Mapping, Sequence
 
 from bridge.app.build import Roost, build
+from bridge.app.channels_up import (
+    CHANNELS,
+    ChannelRow,
+    Launched,
+    make_channels,
+    start_channels,
+    stop_channels,
+    undelivered_hook,
+    web_channel,
+    web_hosts,
+)
 from bridge.app.home import prepare_home
 from bridge.app.instance import InstanceBusy, hold
+from bridge.app.live import reload_hooks
 from bridge.app.notify import Notifier, watchdog_interval
-from bridge.app.reload import Reloader, watch_config
+from bridge.app.reload import Reloader, fingerprint, watch_config
 from bridge.app.schedule_loop import ScheduleLoop
-from bridge.core.budgets import budgets_of
-from bridge.core.config import ConfigError, Settings, config_path, load_settings
+from bridge.core.config import Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
-from bridge.core.router import CoreLimits
-from bridge.core.turn import TurnSettings
-from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
-from bridge.types.messages import Inbound
 
 log = logging.getLogger("roost")
 
-
-def web_token(settings: Settings) -> tuple[str, bool]:
-    """The web bearer token: configured, stored, or generated now (mode 0600)."""
-    if settings.web.token is not None:
-        return settings.web.token.get_secret_value(), False
-    path = settings.home / "web-token"
-    if path.is_file():
-        return path.read_text().strip(), False
-    token = secrets.token_urlsafe(24)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return token, True
-
-
-def web_hosts(settings: Settings) -> list[str]:
-    """Extra Host names the web server answers: configured ones and the webhook's."""
-    hosts = list(settings.web.allowed_hosts)
-    if settings.telegram.token is not None and settings.telegram.mode == "webhook":
-        netloc = urlsplit(settings.telegram.webhook_url or "").netloc.rpartition("@")[2]
-        if netloc:
-            hosts.append(netloc.lower())
-    return hosts
-
-
-class Channel(Protocol):
-    """What serve needs of a channel: start it, stop it."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Launched:
-    """A channel made by its row, and what to print once it has started."""
-
-    channel: Channel
-    announce: Callable[[], str]
-    port: Callable[[], int] | None = None  # the local port it listens on, if any
-    deliver: ChannelDeliver | None = None  # takes outbox entries (proactive messages)
-
-
-Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelRow:
-    """One chat platform: its name, whether the settings turn it on, how to make it.
-
-    The factory sees the channels made by the rows above it (by name), so a
-    channel can mount itself on another (Telegram's webhook on the web app).
-    """
-
-    name: str
-    enabled: Callable[[Settings], bool]
-    factory: Factory
-
-
-def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
-    from bridge.channels.web import WebChannel
-
-    token, created = web_token(settings)
-    web = WebChannel(
-        roost.core.handle,
-        roost.command_list,
-        token,
-        settings.web.host,
-        settings.web.port,
-        allowed_hosts=web_hosts(settings),
-        recent=lambda chat, after: recent_messages(
-            roost.db, settings.local_tenant, "web", chat, after
-        ),
-        metrics=roost.metrics.render if settings.web.metrics else None,
-    )
-    stored = settings.home / "web-token"
-
-    def announce() -> str:
-        url = f"http://{settings.web.host}:{web.port}/"
-        if created:
-            where = f"roost: the access token is stored in {stored}"
-            return f"roost: web chat at {url}#token={token}\n{where}"
-        return f"roost: web chat at {url} (token in {stored})"
-
-    return Launched(web, announce, lambda: web.port, web.deliver)
-
-
-def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
-    """The Telegram channel; telegram is imported only when it is configured."""
-    webhook = settings.telegram.mode == "webhook"
-    if webhook and "web" not in made:
-        raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
-    from bridge.channels.telegram import TelegramChannel, TelegramOptions
-    from bridge.channels.web import WebChannel
-
-    telegram = TelegramChannel(
-        settings.telegram,
-        roost.core.answer,
-        roost.command_list,
-        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
-        undelivered=undelivered_hook(roost),
-    )
-    if webhook:
-        web = made["web"].channel
-        assert isinstance(web, WebChannel)
-        telegram.mount(web.app)
-
-    def announce() -> str:
-        return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
-
-    return Launched(telegram, announce, deliver=telegram.deliver)
-
-
-def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
-    """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
-    schedule = roost.schedule
-    return reply_to_outbox(
-        schedule.outbox, roost.resolver.resolve, schedule.changed, lambda: int(time.time() * 1000)
-    )
-
-
-CHANNELS: tuple[ChannelRow, ...] = (
-    ChannelRow("web", lambda s: s.web.enabled, web_channel),
-    ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel),
-)
-"""Every chat platform, in start order (a new platform is one more row)."""
-
-
-def make_channels(
-    settings: Settings, roost: Roost, rows: Sequence[ChannelRow]
-) -> dict[str, Launched]:
-    """Make the channels of the enabled rows, in order (nothing starts yet)."""
-    made: dict[str, Launched] = {}
-    for row in rows:
-        if row.enabled(settings):
-            made[row.name] = row.factory(settings, roost, made)
-    return made
-
-
-async def start_channels(made: Mapping[str, Launched], started: list[Launched]) -> None:
-    """Start each channel in order, appending it to `started` (stopped in reverse)."""
-    for launched in made.values():
-        started.append(launched)
-        await launched.channel.start()
-        print(launched.announce(), flush=True)
-
-
-async def stop_channels(started: list[Launched]) -> None:
-    for launched in reversed(started):
-        await launched.channel.stop()
+__all__ = [  # the channel table lives in bridge.app.channels_up; these names stay importable
+    "CHANNELS",
+    "ChannelRow",
+    "Launched",
+    "make_channels",
+    "serve",
+    "start_channels",
+    "stop_channels",
+    "undelivered_hook",
+    "web_channel",
+    "web_hosts",
+]
 
 
 def status_line(roost: Roost, started: Sequence[Launched], made: Mapping[str, Launched]) -> str:
@@ -250,25 +112,6 @@ async def stop_tasks(tasks: Sequence[asyncio.Task[None]]) -> None:
 
 STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
-
-
-def reload_models(roost: Roost, new: Settings) -> None:
-    """Named models and token budgets apply live (bridge.app.models)."""
-    roost.models.reload(new)
-    roost.meter.set_budgets(budgets_of(new))
-
-
-def live_limits(roost: Roost) -> Callable[[Settings], None]:
-    """What a reload changes in the running core: message, reply and step limits."""
-
-    def apply(new: Settings) -> None:
-        roost.core.set_limits(
-            CoreLimits(new.limits.max_message_chars),
-            TurnSettings(new.llm.max_steps, new.limits.max_reply_chars),
-        )
-        reload_models(roost, new)
-
-    return apply
 
 
 async def serve(
@@ -324,11 +167,16 @@ async def run(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    path = config_path(os.environ)[0]
     reloader = Reloader(
-        settings, load, roost.resolver, roost.pairing, notifier, apply=live_limits(roost)
+        settings,
+        load,
+        notifier,
+        fingerprint=lambda: fingerprint(path, os.environ),
+        hooks=reload_hooks(roost),
     )
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
-    watcher = asyncio.create_task(watch_config(config_path(os.environ)[0], reloader, stop))
+    watcher = asyncio.create_task(watch_config(path, reloader, stop))
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost)
     beat: asyncio.Task[None] | None = None
@@ -343,6 +191,7 @@ async def run(
         for name, launched in made.items():
             if launched.deliver is not None:
                 scheduler.deliveries.add(name, launched.deliver)
+            reloader.hooks += launched.live
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))

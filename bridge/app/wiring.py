@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bridge.app.export_chat import ExportCommands
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
@@ -128,6 +129,7 @@ def build_capabilities(
             SkillCommands(grades, files),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
+            ExportCommands(settings.home, audit, clock),
         ),
         (SkillsObserver(grades, TurnLog(db), files, clock), mcp),
         (mcp.aclose,),

@@ -160,6 +160,15 @@ EVENTS: dict[str, dict[str, object]] = {
         "chars_after": 17480,
     },
     "audit.repaired": {"bytes_cut": 37},
+    "data.exported": {
+        "files": 12,
+        "rows": 240,
+        "audit_records": 310,
+        "bytes": 48213,
+        "by": "user",
+        "channel": "telegram",
+    },
+    "data.forgotten": {"files": 14, "rows": 251, "bytes": 91022, "by": "operator"},
 }
 
 # Emitted by the user-style sweep (`roost style sweep`), not by turns.

@@ -123,9 +123,8 @@ class AuditChain:
             )
         for item in items:
             self._queue.put(item)
-        for item in items:
-            assert item.future is not None
-            await item.future
+        # gather: a failed batch fails every future; each one's exception is retrieved
+        await asyncio.gather(*(item.future for item in items if item.future is not None))
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""

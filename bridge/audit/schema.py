@@ -419,6 +419,16 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "chars_after": INT,
     },
     "audit.repaired": {"bytes_cut": INT},
+    # a person's data handed over (`roost export`, /export) or erased (`roost forget`)
+    "data.exported": {
+        "files": INT,
+        "rows": INT,
+        "audit_records": INT,
+        "bytes": INT,
+        "by": enum("operator", "user"),
+        "channel": CHANNEL,
+    },
+    "data.forgotten": {"files": INT, "rows": INT, "bytes": INT, "by": enum("operator")},
 }
 
 

@@ -2,7 +2,9 @@
 
 Both run the full pipeline in this process (the same database and files as
 the daemon; SQLite WAL lets them share). `chat` reads lines from stdin and
-streams answers to stdout; `send` runs one turn and prints the reply.
+streams answers to stdout; `send` runs one turn and prints the reply. A
+reply's files are printed as paths after it (`file: PATH (name)`): the
+terminal runs on the machine that holds them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import uuid
 from typing import TextIO
 
-from bridge.types.messages import Handle, Inbound
+from bridge.types.messages import Final, Handle, Inbound
 
 QUIT = {"/quit", "/exit", ":q"}
 
@@ -20,10 +22,15 @@ def inbound(text: str, chat: str) -> Inbound:
     return Inbound("cli", "local", chat, text, uuid.uuid4().hex)
 
 
+def file_lines(final: Final) -> str:
+    """One `file: PATH (name)` line per file of the reply."""
+    return "".join(f"file: {f.path} ({f.name})\n" for f in final.files)
+
+
 async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
     """One turn; the reply on `out`. Exit status 1 when the reply is an error."""
     final = await handle(inbound(text, chat), None)
-    out.write(final.text.rstrip("\n") + "\n")
+    out.write(final.text.rstrip("\n") + "\n" + file_lines(final))
     out.flush()
     return 1 if final.kind in ("error", "refusal") else 0
 
@@ -63,6 +70,7 @@ async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner:
                 out.write("\n")
             prefix = "roost> " if interactive else ""
             out.write(prefix + final.text.rstrip("\n") + "\n")
+        out.write(file_lines(final))
         if not interactive:
             out.write("\n")
         out.flush()

@@ -39,8 +39,9 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_send import DeliveryError, Sender, SendPolicy
+from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError, TelegramSettings
@@ -101,6 +102,7 @@ class TelegramChannel:
         options: TelegramOptions | None = None,
         *,
         undelivered: Undelivered | None = None,
+        send_failed: SendFailed | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -111,7 +113,7 @@ class TelegramChannel:
         self._answer = answer
         self._commands = command_list
         self._opts = options or TelegramOptions()
-        self._groups = frozenset(settings.allowed_groups)
+        self.allowed_groups = frozenset(settings.allowed_groups)  # a reload may replace it
         self._webhook = settings.mode == "webhook"
         self._secret = self._webhook_secret(settings) if self._webhook else ""
         builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
@@ -128,6 +130,8 @@ class TelegramChannel:
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
+        if send_failed is not None:
+            self.sender.failed = send_failed  # every send path: replies, drafts, typing
         self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
         self.undelivered = undelivered
         self.timing = self._opts.timing
@@ -260,7 +264,7 @@ class TelegramChannel:
             return
         chat = msg.chat
         private = chat.type == ChatType.PRIVATE
-        if not private and (chat.id not in self._groups or not self._addressed(msg)):
+        if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
             return
         inbound = Inbound(
             "telegram",
@@ -332,6 +336,7 @@ class TelegramReply:
         try:
             await self._stream.finish(final.text)
         except DeliveryError as exc:
+            self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(final.text)
             ref = secrets.token_hex(4)
             log.error(
@@ -342,6 +347,8 @@ class TelegramReply:
                 exc,
                 "; it waits in the outbox" if kept else "",
             )
+        if final.files:  # documents after the text (bridge.channels.telegram_files)
+            await send_files(self._sender, self._chat, final.files)
 
     async def _keep(self, text: str) -> bool:
         """Hand an undelivered final reply to the outbox (retried later), if wired."""

@@ -13,6 +13,9 @@ Every outgoing call of the channel goes through `Sender`:
 - "message is not modified" counts as success;
 - any other 400 for one text is `Rejected`, so the caller can show a marker
   in its place and go on with the rest of the answer.
+`Sender.failed(kind)` is told of every send that failed for good, whichever
+path it took (`reply`, `command`, `draft`, `rejected`, `typing`): the
+composition root counts them for `/metrics`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ from bridge.channels.telegram_render import Rendered
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+SendFailed = Callable[[str], None]
+"""Told the kind of each Telegram send that failed for good."""
+
+
+def _ignore(kind: str) -> None:
+    return None
 
 
 class DeliveryError(Exception):
@@ -127,8 +136,10 @@ class Sender:
         bot: Bot,
         policy: SendPolicy | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        failed: SendFailed = _ignore,
     ) -> None:
         self._bot = bot
+        self.failed = failed
         self.policy = policy or SendPolicy()
         self._sleep = sleep
         self.pacer = ChatPacer(self.policy.chat_burst, self.policy.chat_rate_per_s, sleep=sleep)
@@ -168,6 +179,16 @@ class Sender:
                 raise MessageGone(str(exc)) from exc
             raise Rejected(str(exc)) from exc
 
+    async def document(self, chat_id: int, data: bytes, name: str) -> int:
+        """Upload one file as a document (multipart); returns the new message id."""
+        try:
+            message = await self._retrying(
+                chat_id, lambda: self._bot.send_document(chat_id, data, filename=name)
+            )
+        except BadRequest as exc:
+            raise Rejected(str(exc)) from exc
+        return int(message.message_id)
+
     async def delete(self, chat_id: int, message_id: int) -> None:
         try:
             await self._retrying(chat_id, lambda: self._bot.delete_message(chat_id, message_id))
@@ -180,6 +201,7 @@ class Sender:
             await self._bot.send_chat_action(chat_id, ChatAction.TYPING)
         except TelegramError as exc:
             log.debug("typing indicator failed: %s", type(exc).__name__)
+            self.failed("typing")
 
     async def _with_fallback(
         self,

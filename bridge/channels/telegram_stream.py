@@ -129,6 +129,7 @@ class StreamingReply:
                     self._shown_version = version
                 except DeliveryError as exc:
                     log.warning("draft not shown (chat %s): %s", self._chat, exc)
+                    self._sender.failed("draft")
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
@@ -137,6 +138,7 @@ class StreamingReply:
             except Rejected as exc:
                 # one text Telegram refuses never costs the rest of the answer
                 log.warning("chat %s: part %d refused (%s); marked", self._chat, index + 1, exc)
+                self._sender.failed("rejected")
                 await self._show(index, REJECTED, final)
 
     async def _show(self, index: int, chunk: Rendered, final: bool) -> None:

@@ -2,14 +2,16 @@
 
 Routes: `GET /` (the page), `GET /static/*` (its ES modules), `GET /healthz`,
 and, with `Authorization: Bearer <token>`, `GET /api/commands`,
-`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind"}`) and
+`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind", "files"?}`) and
 `POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
 `final`), `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web_push`) and `GET /api/outbox?chat=C&after=ID` (the
 ones it missed); `GET /metrics` (Prometheus text, only when the roost passes
-a `metrics` renderer: `[web] metrics = true`). The server runs inside
-roost's loop (AppRunner/TCPSite); other channels may add routes (the
-Telegram webhook) before it starts.
+a `metrics` renderer: `[web] metrics = true`). A reply's files come as
+`files: [{"name", "mime", "size", "url"}]`, each `url` a one-time signed
+`GET /files/<token>` link (`bridge.channels.web_files`; no bearer needed).
+The server runs inside roost's loop (AppRunner/TCPSite); other channels may
+add routes (the Telegram webhook) before it starts.
 
 Every route, added here or by another channel, first checks `Host` against
 the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import re
 import uuid
@@ -31,12 +32,13 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from bridge.channels import ChannelStartError
-from bridge.channels.web_input import MAX_QUOTE, BodyError, HostAllowList, decode_json_object
-from bridge.channels.web_push import KEEPALIVE_S, WebPush, sse
-from bridge.types.messages import Handle, Inbound
+from bridge.channels.web_files import FileLinks
+from bridge.channels.web_input import BodyError, ChatRequest, HostAllowList, decode_json_object
+from bridge.channels.web_push import WebPush, sse
+from bridge.types.messages import Final, Handle, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -60,18 +62,6 @@ SECURITY_HEADERS = {
 }
 
 
-class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str
-    chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    quote: str = Field("", max_length=MAX_QUOTE)  # the text this message replies to
-
-
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    payload = json.dumps(data, ensure_ascii=False)
-    return f"event: {event}\ndata: {payload}\n\n".encode()
-
-
 class WebChannel:
     name = "web"
 
@@ -87,8 +77,10 @@ class WebChannel:
         *,
         recent: Recent | None = None,
         metrics: Callable[[], str] | None = None,
+        files: FileLinks | None = None,
     ) -> None:
         self._handle = handle
+        self._files = files
         self._recent = recent
         self.deliver = WebPush()  # the outbox's deliver for channel "web"
         self._closing = asyncio.Event()
@@ -108,6 +100,8 @@ class WebChannel:
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", self._static)
+        if files is not None:  # the link is the credential (signed, one-time, short-lived)
+            self.app.router.add_get("/files/{token}", self._download)
         if metrics is not None:  # off by default: no route, so a 404 like any unknown path
             self._metrics = metrics
             self.app.router.add_get("/metrics", self._metrics_text)
@@ -232,7 +226,8 @@ class WebChannel:
         if isinstance(parsed, web.Response):
             return parsed
         final = await self._handle(self._inbound(parsed), None)
-        return web.json_response({"reply": final.text, "kind": final.kind})
+        body = self._final(final)
+        return web.json_response({"reply": body.pop("text"), **body})
 
     async def _chat_stream(self, request: web.Request) -> web.StreamResponse:
         parsed = await self._parse(request)
@@ -249,14 +244,14 @@ class WebChannel:
             if gone:
                 return
             try:
-                await response.write(_sse("delta", {"text": piece}))
+                await response.write(sse("delta", {"text": piece}))
             except (ConnectionResetError, RuntimeError):
                 gone = True  # the page went away; the turn still completes and is stored
 
         final = await self._handle(self._inbound(parsed), on_delta)
         if not gone:
             try:
-                await response.write(_sse("final", {"text": final.text, "kind": final.kind}))
+                await response.write(sse("final", self._final(final)))
                 await response.write_eof()
             except (ConnectionResetError, RuntimeError):
                 pass
@@ -288,31 +283,15 @@ class WebChannel:
         chat = self._chat_param(request)
         if isinstance(chat, web.Response):
             return chat
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream; charset=utf-8", **SECURITY_HEADERS}
-        )
-        await response.prepare(request)
-        async with self.deliver.listen(chat) as queue:
-            try:
-                await response.write(sse("ready", {"chat": chat}))
-                while not self._closing.is_set():
-                    message = await self._next(queue)
-                    data = sse("message", message) if message else b": keep-alive\n\n"
-                    await response.write(data)
-            except (ConnectionResetError, RuntimeError):
-                pass  # the page went away
-        return response
+        return await self.deliver.stream(request, chat, self._closing, SECURITY_HEADERS)
 
-    async def _next(self, queue: asyncio.Queue[dict[str, Any]]) -> dict[str, Any] | None:
-        """The next message, or None after a keep-alive interval or at shutdown."""
-        getter = asyncio.ensure_future(queue.get())
-        closing = asyncio.ensure_future(self._closing.wait())
-        try:
-            done, _ = await asyncio.wait(
-                (getter, closing), timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            closing.cancel()
-            if not getter.done():
-                getter.cancel()
-        return getter.result() if getter in done else None
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        assert self._files is not None
+        return await self._files.download(request, SECURITY_HEADERS)
+
+    def _final(self, final: Final) -> dict[str, Any]:
+        """A reply as JSON: text, kind, and download links for its files (if any)."""
+        body: dict[str, Any] = {"text": final.text, "kind": final.kind}
+        if final.files and self._files is not None:
+            body["files"] = self._files.offer(final.files)
+        return body

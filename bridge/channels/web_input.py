@@ -6,7 +6,8 @@ Pure functions, no aiohttp. `HostAllowList` blocks DNS rebinding: a page on
 `[::1]`) with the port roost listens on, the bind address itself and the
 operator's `[web] allowed_hosts` are served. `decode_json_object` turns a
 request body into a dict or raises `BodyError` with a reason a person can act
-on: never a RecursionError, a lone surrogate or a non-object.
+on: never a RecursionError, a lone surrogate or a non-object; `ChatRequest`
+is the shape a chat body must then have.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import ipaddress
 import json
 from collections.abc import Iterable
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
@@ -148,3 +151,12 @@ def decode_json_object(raw: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]
     if _has_lone_surrogate(value):
         raise BodyError("the text holds an unpaired surrogate (not valid Unicode)")
     return value
+
+
+class ChatRequest(BaseModel):
+    """The body of `POST /api/chat` and `/api/chat/stream`."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    quote: str = Field("", max_length=MAX_QUOTE)  # the text this message replies to

@@ -7,7 +7,9 @@ whether or not a page is open: the entry stays in the outbox (kept for its
 retention) and `GET /api/outbox?chat=C&after=ID` lists what a page missed, so
 a page loading later shows it, and a page de-duplicates by id. Each stream
 has a bounded queue: a page that stops reading loses live pushes (it sees
-them on its next load), never the daemon's memory.
+them on its next load), never the daemon's memory. `WebPush.stream` is the
+route's body: one `ready` event, then a `message` per push and a keep-alive
+comment every `KEEPALIVE_S`, until the page goes or the server closes.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import asyncio
 import contextlib
 import json
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
+
+from aiohttp import web
 
 from bridge.schedule.outbox import OutboxEntry
 
@@ -60,3 +64,39 @@ class WebPush:
             self._streams[chat].discard(queue)
             if not self._streams[chat]:
                 del self._streams[chat]
+
+    async def stream(
+        self, request: web.Request, chat: str, closing: asyncio.Event, headers: Mapping[str, str]
+    ) -> web.StreamResponse:
+        """Server-Sent Events for `chat` while the page reads them (until `closing`)."""
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream; charset=utf-8", **headers}
+        )
+        await response.prepare(request)
+        async with self.listen(chat) as queue:
+            try:
+                await response.write(sse("ready", {"chat": chat}))
+                while not closing.is_set():
+                    message = await _next(queue, closing)
+                    data = sse("message", message) if message else b": keep-alive\n\n"
+                    await response.write(data)
+            except (ConnectionResetError, RuntimeError):
+                pass  # the page went away
+        return response
+
+
+async def _next(
+    queue: asyncio.Queue[dict[str, Any]], closing: asyncio.Event
+) -> dict[str, Any] | None:
+    """The next message, or None after a keep-alive interval or at shutdown."""
+    getter = asyncio.ensure_future(queue.get())
+    closed = asyncio.ensure_future(closing.wait())
+    try:
+        done, _ = await asyncio.wait(
+            (getter, closed), timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        closed.cancel()
+        if not getter.done():
+            getter.cancel()
+    return getter.result() if getter in done else None

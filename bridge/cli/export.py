@@ -9,12 +9,14 @@ running daemon may still hold the person's session in memory).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bridge.app.export import forget, write_export
+from bridge.app.export import export_details, forget, forgotten_details, write_export
+from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
@@ -39,10 +41,13 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     db = connect(settings.home / "roost.db")
     try:
-        names = write_export(settings.home, db, args.tenant, out, now.isoformat("T", "seconds"))
+        done = write_export(settings.home, db, args.tenant, out, now.isoformat("T", "seconds"))
     finally:
         db.close()
-    print(f"exported tenant {args.tenant} to {out} ({len(names)} files, mode 0600)")
+    asyncio.run(
+        record_event(settings, "data.exported", args.tenant, export_details(done, "operator"))
+    )
+    print(f"exported tenant {args.tenant} to {out} ({len(done.names)} files, mode 0600)")
     return 0
 
 
@@ -63,6 +68,11 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     db = connect(settings.home / "roost.db")
     try:
         gone = forget(settings.home, db, args.tenant)
+        asyncio.run(
+            record_event(
+                settings, "data.forgotten", args.tenant, forgotten_details(gone, "operator")
+            )
+        )
     finally:
         db.close()
         lock.release()

@@ -26,6 +26,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
 from bridge.types.backend import (
     Backend,
     ChatMessage,
@@ -215,12 +216,20 @@ async def _run_tool(
             except ToolError as exc:
                 output = f"error: {exc}"
             except Exception as exc:
-                trace = "".join(traceback.format_exception(exc))
-                log.error("tool %s failed\n%s", call.name, redact(trace))
-                output = f"error: the tool {call.name} failed inside roost; do not retry it now"
+                output = _failed(call.name, exc, redact)
     output = redact(output)  # before the cut, so no part of a value survives it
     if len(output) > MAX_TOOL_RESULT_CHARS:
         cut = len(output) - MAX_TOOL_RESULT_CHARS
         output = output[:MAX_TOOL_RESULT_CHARS] + f"\n[cut: {cut:,} more characters]"
     ms = int((time.perf_counter() - started) * 1000)
     return output, ToolRun(call.name, ok, ms)
+
+
+def _failed(name: str, exc: Exception, redact: Callable[[str], str]) -> str:
+    """The result a tool's unexpected failure becomes (a full disk is said as such)."""
+    if disk_full(exc):
+        log.error("tool %s: the disk is full (%s)", name, exc)
+        return TOOL_DISK_FULL
+    trace = "".join(traceback.format_exception(exc))
+    log.error("tool %s failed\n%s", name, redact(trace))
+    return f"error: the tool {name} failed inside roost; do not retry it now"

@@ -1,7 +1,8 @@
 """The command table: slash commands as rows of small async functions.
 
 A command is (name, usage, summary, handler); the handler gets a
-`CommandContext` and the argument text and returns the reply text. `/help`,
+`CommandContext` and the argument text and returns the reply text (or a
+`Final` when the reply carries files, as `/export` does). `/help`,
 the Telegram menu and the web page's hints are all generated from the table.
 A handler raises `UsageError` to answer with its usage line. A command
 addressed to another bot (`/whoami@other_bot`) is not ours: a channel that
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.sessions import SessionKey
-from bridge.types.messages import Inbound
+from bridge.types.messages import Final, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -39,7 +40,7 @@ class CommandContext:
     now: float
 
 
-Handler = Callable[[CommandContext, str], Awaitable[str]]
+Handler = Callable[[CommandContext, str], Awaitable[str | Final]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -25,7 +26,9 @@ from dataclasses import dataclass
 
 from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
+from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
+from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
@@ -138,7 +141,13 @@ class Core:
         if task is not None:
             self._inflight.add(task)
         try:
-            admitted = await self.access.admit(inbound)
+            try:
+                admitted = await self.access.admit(inbound)
+            except (OSError, sqlite3.Error) as exc:  # pairing, refusal notices: a full disk
+                if not disk_full(exc):
+                    raise
+                log.error("disk full while admitting a message (%s): %s", inbound.channel, exc)
+                admitted = Final(DISK_FULL, "error")
             if isinstance(admitted, str):
                 return await self._admitted(inbound, admitted, reply, on_delta)
             if admitted.kind != "silent":
@@ -166,10 +175,14 @@ class Core:
         self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
     ) -> Final:
         try:
-            return await self._route(inbound, tenant, key, on_delta)
+            final = await self._route(inbound, tenant, key, on_delta)
+            return confine(final, self._dirs_of(tenant))  # a reply's files: the tenant's only
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
+            if disk_full(exc):  # a state change met a full disk: say so, not "nothing was lost"
+                log.error("disk full (channel %s): %s", inbound.channel, exc)
+                return Final(DISK_FULL, "error")
             ref = secrets.token_hex(4)
             log.exception("message failed (ref %s, channel %s)", ref, inbound.channel)
             return Final(
@@ -189,10 +202,11 @@ class Core:
         if command is None:
             hint = self.commands.suggest(parsed.name)
             maybe = f" Did you mean /{hint}?" if hint else ""
-            reply = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
+            unknown = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
             await self._emit_command(tenant, inbound, parsed.name, "unknown")
-            return Final(reply, "command")
+            return Final(unknown, "command")
         ctx = CommandContext(inbound, tenant, dirs, key, self._clock())
+        reply: str | Final
         try:
             reply = await command.handler(ctx, parsed.args)
             outcome = "ok"
@@ -200,7 +214,7 @@ class Core:
             reason = f"{exc}\n" if str(exc) else ""
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
         await self._emit_command(tenant, inbound, command.name, outcome)
-        return Final(reply, "command")
+        return reply if isinstance(reply, Final) else Final(reply, "command")
 
     def _dirs_of(self, tenant: str) -> TenantDirs:
         """The tenant's (immutable) directory layout, made once per tenant.

@@ -9,7 +9,8 @@ background (`Compactor`). A backend
 failure becomes a short reply and stores nothing, so the person can retry;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
 When the session store cannot write (a full disk), the answer is still sent,
-with a note that it was not stored.
+with a note that it was not stored; grading and the turn's audit batch that
+meet a full disk are logged and skipped (`_kept`), never the answer.
 Observers (outcome grading, skills) hook in before and after.
 The model is a per-turn choice: `pick` (injected by the app) gives the
 chat's named model for the length of the turn, so a reload never swaps a
@@ -28,7 +29,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -36,6 +37,7 @@ from typing import Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
 from bridge.core.compactor import Compactor
+from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.usage import Tokens
@@ -165,7 +167,7 @@ class TurnRunner:
         if refused is not None:
             return refused
         for observer in self._observers:
-            await observer.before_turn(turn, session, events)
+            await _kept("grading before the turn", observer.before_turn(turn, session, events))
         mask = self._masks(dirs) if self._masks is not None else None
         try:
             result = await self._on_model(turn, session, mask, on_delta)
@@ -196,10 +198,10 @@ class TurnRunner:
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
         for observer in self._observers:
-            await observer.after_turn(turn, result, events)
+            await _kept("grading after the turn", observer.after_turn(turn, result, events))
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
-        await events.flush(self._audit)
+        await _kept("the turn's audit records", events.flush(self._audit))
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_backend, turn)
             self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
@@ -290,6 +292,16 @@ class TurnRunner:
             if rest:
                 await on_delta(rest)
         return result
+
+
+async def _kept(what: str, step: Awaitable[None]) -> None:
+    """Run a bookkeeping step; a full disk there is logged, and the answer goes on."""
+    try:
+        await step
+    except (OSError, sqlite3.Error) as exc:
+        if not disk_full(exc):
+            raise
+        log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
 
 
 async def _with_notices(

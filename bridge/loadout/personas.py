@@ -39,6 +39,10 @@ class Personas:
         self._loaded: dict[str, Persona] = {}
         self.problems: list[str] = []
 
+    def set_dirs(self, dirs: Sequence[Path]) -> None:
+        """Read personas from `dirs` from now on (a configuration reload)."""
+        self._dirs = tuple(dirs)
+
     def all(self) -> dict[str, Persona]:
         key = tuple(
             (f, self._cache.read(d / f))

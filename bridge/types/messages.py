@@ -3,7 +3,10 @@
 A channel turns platform input into an `Inbound`, hands it to the core and
 sends back what the core yields: `Delta` pieces while a model answer grows
 and exactly one `Final` at the end. Nothing platform-specific passes this
-line. This module imports nothing from the project.
+line. A `Final` may carry files (`OutFile`: a path under the tenant's
+directories, the name to show, a MIME type); each channel hands them over
+its own way (Telegram: a document; web: a short-lived download link;
+terminal: the path). This module imports nothing from the project.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 
@@ -44,11 +48,22 @@ a command for another bot, a locked-out pairing attempt); its text is empty."""
 
 
 @dataclass(frozen=True, slots=True)
+class OutFile:
+    """A file a reply hands the person. `path` lies under the tenant's own directories
+    (channels check it again before they send); `name` is what the person sees."""
+
+    path: Path
+    name: str
+    mime: str = "application/octet-stream"
+
+
+@dataclass(frozen=True, slots=True)
 class Final:
     """The complete reply; always the last thing the core yields."""
 
     text: str
     kind: FinalKind = "answer"
+    files: tuple[OutFile, ...] = ()
 
 
 Outbound = Delta | Final

@@ -37,6 +37,7 @@ class TenantDirs:
     tools: Path = field(init=False, repr=False, compare=False)  # forge/tools
     vault: Path = field(init=False, repr=False, compare=False)
     workspace: Path = field(init=False, repr=False, compare=False)
+    out: Path = field(init=False, repr=False, compare=False)  # tenants/<tid>/out: files handed out
 
     def __post_init__(self) -> None:
         root = self.root
@@ -48,6 +49,7 @@ class TenantDirs:
             ("tools", root / "forge" / "tools"),
             ("vault", root / "vault"),
             ("workspace", root / "workspace"),
+            ("out", root.parent / "out"),  # beside global/: never inside an export
         ):
             object.__setattr__(self, name, path)
 

@@ -274,3 +274,19 @@ test("baseUrl is prefixed and createApi checks its arguments", async () => {
   assert.throws(() => createApi({ getToken: () => "t" }), TypeError);
   assert.throws(() => createApi({ fetch }), TypeError);
 });
+
+test("a reply's files come through as download links; anything else is dropped", async () => {
+  const files = [
+    { name: "roost-export-local.zip", mime: "application/zip", size: 2048, url: "/files/abc.DEF-_1" },
+    { name: "evil", size: 1, url: "https://evil.example/x" },
+    { name: "odd", size: "big", url: "/files/x" },
+    { name: 7, size: 1, url: "/files/y" },
+  ];
+  const final = `event: final\ndata: ${JSON.stringify({ text: "here", kind: "command", files })}\n\n`;
+  const { res } = sseResponse([enc.encode(final)]);
+  assert.deepEqual(await api(fakeFetch(() => res)).streamChat("/export"), {
+    text: "here",
+    kind: "command",
+    files: [{ name: "roost-export-local.zip", url: "/files/abc.DEF-_1", size: 2048 }],
+  });
+});

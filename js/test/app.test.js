@@ -225,3 +225,20 @@ test("without any token the form is shown first", async () => {
   assert.match(e.tokenMessage.textContent, /Paste the access token/);
   assert.equal(d.calls.filter((c) => c.url.startsWith("/api/")).length, 0);
 });
+
+test("a reply's files are shown as download links under it", async () => {
+  const file = { name: "roost-export-local.zip", mime: "application/zip", size: 4096, url: "/files/tok.en" };
+  const d = daemon(() => sse([["final", { text: "Here is everything", kind: "command", files: [file] }]]));
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/#token=tok", fetch: d.fetch });
+  const { ready, chat } = startPage(win);
+  await ready;
+  const e = els(win);
+  type(e, "/export");
+  e.input.dispatch("keydown", { key: "Enter" });
+  await until(() => !chat.busy && chat.messages[1]?.status === "done");
+  const reply = e.log.children[1];
+  const [link] = reply.children[3].children;
+  assert.equal(link.href, "/files/tok.en");
+  assert.equal(link.download, "roost-export-local.zip");
+  assert.match(link.textContent, /roost-export-local\.zip \(4 KB, download once\)/);
+});

@@ -86,6 +86,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/remind in 20m stretch",
         "this one fails",
         "and this works",
+        "/export",
     ):
         await say(text)
     (job,) = roost.schedule.jobs.list_jobs("local")
@@ -112,6 +113,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "mcp.called",  # needs an attached MCP server: tests/mcp/test_client_e2e.py
             "budget.reached",  # needs a budget: tests/models/test_budgets.py
             "session.summarised",  # needs a long session: tests/convo/test_summaries.py
+            "data.forgotten",  # `roost forget`: tests/spine/test_export.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

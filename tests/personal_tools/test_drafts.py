@@ -41,7 +41,7 @@ def create(name: str, source: str, description: str = "") -> tuple[str, str]:
 
 
 def script(roost: Roost, *steps: object) -> ScriptedBackend:
-    backend = roost.core._turns.backend
+    backend = roost.backend  # the model passed in
     assert isinstance(backend, ScriptedBackend)
     backend.steps.extend(steps)
     return backend

@@ -2,16 +2,20 @@
 
 A real full disk needs root (a loop device or tmpfs); the file writes are made
 to fail at the I/O seam instead: `os.write` raises ENOSPC, as the kernel does
-when a write finds no free block. The session store is a real SQLite database
-made full with `PRAGMA max_page_count`, which fails exactly as a full disk
-does (SQLITE_FULL, "database or disk is full").
+when a write finds no free block. The database is the real SQLite one made
+full with `PRAGMA max_page_count` (and, for the other writers, every free
+page used up), which fails exactly as a full disk does (SQLITE_FULL,
+"database or disk is full"). Every writer reaches the core's one handling
+point (`bridge.core.diskfull`): a clear reply, reads go on, answers survive.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +24,7 @@ from bridge.app.build import Roost, build
 from bridge.core.config import Settings
 from bridge.core.sessions import SessionKey
 from bridge.types.audit_sink import MemoryAudit
+from bridge.types.backend import ModelRequest
 from tests.conftest import Clock, ScriptedBackend, web_msg
 
 GENERIC = "Nothing was lost"
@@ -96,5 +101,88 @@ async def test_an_answer_whose_session_write_fails_is_still_sent_with_a_note(
         # reads and later turns still work once there is room again
         db.execute("PRAGMA max_page_count = 1073741823")
         assert (await roost.core.handle(web_msg("again", 3))).text == "ok"
+    finally:
+        await roost.aclose()
+
+
+# -- the shared handling point: every other writer --------------------------------------------
+
+DISK = "the disk is full, so this change could not be stored"
+
+
+def fill_database(db: sqlite3.Connection) -> None:
+    """Make the real database full: cap its pages, then use up every free one."""
+    db.execute("CREATE TABLE IF NOT EXISTS _filler (b BLOB)")
+    db.commit()
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")
+    for size in (65536, 4096, 512, 64):
+        with contextlib.suppress(sqlite3.OperationalError):
+            while True:
+                db.execute("INSERT INTO _filler VALUES (zeroblob(?))", (size,))
+                db.commit()
+        db.rollback()
+
+
+def free_database(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA max_page_count = 1073741823")
+
+
+async def test_schedule_writes_on_a_full_database_say_so_and_reads_go_on(roost: Roost) -> None:
+    first = await say(roost, "/remind in 20m stretch " + "a" * 3500, 1)
+    assert "⏰" in first or "remind" in first.lower(), first
+    fill_database(roost.db)
+    for n, command in enumerate(
+        ("/remind in 30m walk " + "b" * 3500, "/every 1h drink water " + "c" * 3500), 2
+    ):
+        reply = await say(roost, command, n)
+        assert DISK in reply and GENERIC not in reply, reply
+    listing = await say(roost, "/jobs", 9)  # reads keep working
+    assert "stretch" in listing and "walk" not in listing and "drink" not in listing
+    free_database(roost.db)
+    assert "walk" in await say(roost, "/remind in 30m walk", 10) or "walk" in await say(
+        roost, "/jobs", 11
+    )
+
+
+async def test_an_answer_survives_a_full_disk_under_its_bookkeeping(
+    settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit chain (a real one) cannot append: the answer still comes back whole."""
+    roost = await build(settings, backend=ScriptedBackend("the whole answer"), clock=clock)
+    try:
+        with full_disk(monkeypatch):
+            final = await roost.core.handle(web_msg("hello", 1))
+        assert final.kind == "answer" and final.text == "the whole answer"
+        history = roost.sessions.load(SessionKey("local", "web", "c1"), clock()).history
+        assert [m.content for m in history] == ["hello", "the whole answer"]
+    finally:
+        await roost.aclose()
+
+
+async def test_a_tool_that_meets_a_full_database_lets_the_model_answer(
+    settings: Settings, clock: Clock
+) -> None:
+    """`schedule_create` cannot store its job: the model reads why and still answers."""
+    seen: list[str] = []
+
+    def after_tool(request: ModelRequest) -> str:
+        seen.append(request.messages[-1].content)
+        return "Sorry, I could not schedule that: the disk is full."
+
+    call = [("schedule_create", json.dumps({"when": "in 20m", "text": "x" * 3500}))]
+    backend = ScriptedBackend(call, after_tool)
+    roost = await build(settings, backend=backend, audit=MemoryAudit(), clock=clock)
+    try:
+        assert (
+            "stretch"
+            in (await roost.core.handle(web_msg("/remind in 9m stretch " + "s" * 3500, 1))).text
+        )
+        fill_database(roost.db)
+        final = await roost.core.handle(web_msg("remind me", 2))
+        assert final.text.startswith("Sorry, I could not schedule that")
+        (result,) = seen
+        assert "the disk is full" in result and "do not retry" in result
+        assert GENERIC not in final.text
     finally:
         await roost.aclose()

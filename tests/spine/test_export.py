@@ -113,7 +113,21 @@ async def test_export_holds_everything_about_the_person(
     for table, count in rows_of(home / "roost.db", "bob").items():
         assert count > 0 and len(text[f"db/{table}.jsonl"].splitlines()) == count, table
     exported = text["audit.jsonl"].splitlines()
-    assert exported == audit_lines(home, "bob") and len(exported) >= 4
+    *before, record = audit_lines(home, "bob")  # the export's own record comes after the ZIP
+    assert exported == before and len(exported) >= 4
+    event = json.loads(record)
+    assert event["event"] == "data.exported"
+    files = sum(1 for n in names if n.startswith("files/"))
+    rows = sum(len(text[n].splitlines()) for n in names if n.startswith("db/"))
+    assert event["details"] == {
+        "files": files,
+        "rows": rows,
+        "audit_records": len(exported),
+        "bytes": out.stat().st_size,
+        "by": "operator",
+    }
+    code, verified, _ = await run(["audit", "verify"], env)
+    assert code == 0 and "intact" in verified
     code, _, err = await run(["export", "--tenant", "bob", "--out", str(out)], env)
     assert code == 2 and "exists" in err  # never over an existing file
 
@@ -150,5 +164,13 @@ async def test_forget_erases_the_person_but_not_the_audit_chain(
 
     code, out, _ = await run(["audit", "verify"], env)
     assert code == 0 and "intact" in out
-    assert audit_lines(home, "bob")[: len(before)] == before
+    *kept, last = audit_lines(home, "bob")
+    assert kept == before
+    gone = json.loads(last)
+    assert gone["event"] == "data.forgotten" and gone["details"]["by"] == "operator"
+    assert (
+        gone["details"]["files"] >= 5
+        and gone["details"]["rows"] >= sum(1 for _ in counts)
+        and gone["details"]["bytes"] > 0
+    )
     assert "plums" not in (home / "audit" / "chain.jsonl").read_text()  # no content in it

@@ -124,6 +124,10 @@ async def test_counts_move_after_real_turns(settings: Settings, clock: Clock) ->
     assert after['roost_turns_total{outcome="failed"}'] == 1
     assert after['roost_model_failures_total{kind="timeout"}'] == 1
     assert after["roost_turn_seconds_count"] == 2
+    # every model step is timed, the failed one too, labelled with the backend's name
+    assert after['roost_model_seconds_count{backend="scripted"}'] == 3
+    assert after['roost_model_seconds_bucket{backend="scripted",le="+Inf"}'] == 3
+    assert 'roost_model_seconds_count{backend="scripted"}' not in before
     assert after['roost_turn_seconds_bucket{le="+Inf"}'] == 2
     # every turn's bookkeeping went to the audit sink as batches; each batch is counted
     assert after["roost_audit_batch_size_count"] >= 3
@@ -149,7 +153,7 @@ async def test_tool_calls_and_failures_by_kind_from_audit_events(
     assert after['roost_tool_calls_total{outcome="error"}'] == 2
     assert after['roost_tool_failures_total{kind="timeout"}'] == 1
     assert after['roost_tool_failures_total{kind="denied"}'] == 1
-    assert after["roost_telegram_send_failures_total"] == 1
+    assert after['roost_telegram_send_failures_total{kind="outbox"}'] == 1
 
 
 def test_histogram_buckets_are_cumulative_and_labels_escaped() -> None:

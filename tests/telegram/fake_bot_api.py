@@ -6,7 +6,11 @@ objects, lists and numbers) to `/bot{token}/{method}` and expects
 "parameters"?}`. Implemented: getMe, getUpdates (long polling with offsets;
 waiting polls wake on a new update and on shutdown), sendMessage,
 editMessageText, deleteMessage, sendChatAction, setMyCommands,
-deleteWebhook, setWebhook, getWebhookInfo. Like Telegram, it rejects texts
+deleteWebhook, setWebhook, getWebhookInfo, and sendDocument as a
+multipart/form-data upload (the file lands in `fake.documents`); like the
+real server (its nginx front), an upload over the bots' 50 MB limit is
+answered 413 "Request Entity Too Large" as an HTML page, before any of the
+body is read. Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
 entities outside the text or splitting
@@ -51,6 +55,11 @@ JSON_KEYS = frozenset(
 INT_KEYS = frozenset({"offset", "limit", "timeout", "message_id", "max_connections"})
 BOT_ID = 4242
 BOT_USERNAME = "roost_test_bot"
+UPLOAD_LIMIT = 50 * 1024 * 1024  # "Bots can currently send files of any type of up to 50 MB"
+TOO_LARGE = (
+    "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n"
+    "<center><h1>413 Request Entity Too Large</h1></center>\r\n</body>\r\n</html>\r\n"
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,23 @@ class Sent:
     deleted: bool = False
 
 
+@dataclass(frozen=True)
+class Upload:
+    """A file part of a multipart request, as it arrived."""
+
+    filename: str
+    content_type: str
+    data: bytes
+
+
+@dataclass
+class Document:
+    chat_id: int
+    message_id: int
+    upload: Upload
+    caption: str = ""
+
+
 def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
@@ -116,6 +142,7 @@ class FakeBotAPI:
         self.calls: list[Call] = []
         self.updates: list[dict[str, Any]] = []
         self.messages: dict[tuple[int, int], Sent] = {}
+        self.documents: list[Document] = []  # sendDocument uploads, in order
         self.sent_count: dict[int, int] = defaultdict(int)  # sendMessage successes per chat
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
@@ -128,7 +155,7 @@ class FakeBotAPI:
         self._closing = False
         self._runner: web.AppRunner | None = None
         self.port = 0
-        self.app = web.Application()
+        self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
 
     @property
@@ -279,6 +306,8 @@ class FakeBotAPI:
         if request.match_info["token"] != self.token:
             return _error(Failure(401, "Unauthorized"))
         method = request.match_info["method"]
+        if (request.content_length or 0) > UPLOAD_LIMIT:
+            return web.Response(status=413, text=TOO_LARGE, content_type="text/html")
         params = await _params(request)
         self.calls.append(Call(method, params, time.monotonic()))
         self._notify()
@@ -356,6 +385,34 @@ class FakeBotAPI:
         sent.deleted = True
         return True
 
+    async def _m_sendDocument(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(p["chat_id"])
+        upload = p.get("document")
+        if not isinstance(upload, Upload):  # a file_id or URL: not what roost sends
+            raise ApiError(Failure(400, "Bad Request: wrong file identifier/HTTP URL specified"))
+        if not upload.data:
+            raise ApiError(Failure(400, "Bad Request: file must be non-empty"))
+        self._next_message[chat_id] += 1
+        message_id = self._next_message[chat_id]
+        self.documents.append(Document(chat_id, message_id, upload, str(p.get("caption", ""))))
+        chat_type = "private" if chat_id > 0 else "supergroup"
+        return {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": chat_type},
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "roost"},
+            "document": {
+                "file_id": f"doc-{message_id}",
+                "file_unique_id": f"u-{message_id}",
+                "file_name": upload.filename,
+                "mime_type": upload.content_type,
+                "file_size": len(upload.data),
+            },
+        }
+
+    def documents_to(self, chat_id: int) -> list[Document]:
+        return [d for d in self.documents if d.chat_id == chat_id]
+
     async def _m_sendChatAction(self, p: dict[str, Any]) -> bool:
         return True
 
@@ -404,9 +461,13 @@ async def _params(request: web.Request) -> dict[str, Any]:
     if request.content_type == "application/json":
         raw: dict[str, Any] = await request.json()
         return raw
-    form = await request.post()
+    form = await request.post()  # urlencoded, or multipart/form-data with file parts
     out: dict[str, Any] = {}
     for key, value in form.items():
+        if isinstance(value, web.FileField):
+            data = value.file.read()
+            out[key] = Upload(value.filename, value.content_type, data)
+            continue
         text = value if isinstance(value, str) else str(value)
         if key in JSON_KEYS:
             out[key] = json.loads(text)

@@ -1,0 +1,188 @@
+"""The channel table: which chat platforms a running roost starts, and how.
+
+`CHANNELS` has one row per platform (name, enabled(settings), factory); a
+factory makes the channel from the settings and the roost and returns it as
+`Launched` (the channel, what to print once it is up, its port, and the
+outbox's `deliver` for it). A new platform is one module, one config section
+and one row (`tests/spine/test_channel_table.py` registers a toy one).
+`serve()` makes the enabled rows' channels, starts them in order and stops
+them in reverse.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from bridge.app.build import Roost
+from bridge.app.reload import OnReload
+from bridge.core.config import ConfigError, Settings
+from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
+from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
+
+
+def web_token(settings: Settings) -> tuple[str, bool]:
+    """The web bearer token: configured, stored, or generated now (mode 0600)."""
+    if settings.web.token is not None:
+        return settings.web.token.get_secret_value(), False
+    path = settings.home / "web-token"
+    if path.is_file():
+        return path.read_text().strip(), False
+    token = secrets.token_urlsafe(24)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return token, True
+
+
+def web_hosts(settings: Settings) -> list[str]:
+    """Extra Host names the web server answers: configured ones and the webhook's."""
+    hosts = list(settings.web.allowed_hosts)
+    if settings.telegram.token is not None and settings.telegram.mode == "webhook":
+        netloc = urlsplit(settings.telegram.webhook_url or "").netloc.rpartition("@")[2]
+        if netloc:
+            hosts.append(netloc.lower())
+    return hosts
+
+
+class Channel(Protocol):
+    """What serve needs of a channel: start it, stop it."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A channel made by its row, and what to print once it has started."""
+
+    channel: Channel
+    announce: Callable[[], str]
+    port: Callable[[], int] | None = None  # the local port it listens on, if any
+    deliver: ChannelDeliver | None = None  # takes outbox entries (proactive messages)
+    live: tuple[OnReload, ...] = ()  # what a config reload changes in this channel
+
+
+Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRow:
+    """One chat platform: its name, whether the settings turn it on, how to make it.
+
+    The factory sees the channels made by the rows above it (by name), so a
+    channel can mount itself on another (Telegram's webhook on the web app).
+    """
+
+    name: str
+    enabled: Callable[[Settings], bool]
+    factory: Factory
+
+
+def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    from bridge.channels.web import WebChannel
+    from bridge.channels.web_files import FileLinks
+
+    token, created = web_token(settings)
+    web = WebChannel(
+        roost.core.handle,
+        roost.command_list,
+        token,
+        settings.web.host,
+        settings.web.port,
+        allowed_hosts=web_hosts(settings),
+        recent=lambda chat, after: recent_messages(
+            roost.db, settings.local_tenant, "web", chat, after
+        ),
+        metrics=roost.metrics.render if settings.web.metrics else None,
+        files=FileLinks(TenantDirs.of(settings.home, settings.local_tenant).root.parent),
+    )
+    stored = settings.home / "web-token"
+
+    def announce() -> str:
+        url = f"http://{settings.web.host}:{web.port}/"
+        if created:
+            where = f"roost: the access token is stored in {stored}"
+            return f"roost: web chat at {url}#token={token}\n{where}"
+        return f"roost: web chat at {url} (token in {stored})"
+
+    return Launched(web, announce, lambda: web.port, web.deliver)
+
+
+def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    """The Telegram channel; telegram is imported only when it is configured."""
+    webhook = settings.telegram.mode == "webhook"
+    if webhook and "web" not in made:
+        raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
+    from bridge.channels.telegram import TelegramChannel, TelegramOptions
+    from bridge.channels.web import WebChannel
+
+    telegram = TelegramChannel(
+        settings.telegram,
+        roost.core.answer,
+        roost.command_list,
+        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
+        undelivered=undelivered_hook(roost),
+        send_failed=roost.metrics.telegram_failed,
+    )
+    if webhook:
+        web = made["web"].channel
+        assert isinstance(web, WebChannel)
+        telegram.mount(web.app)
+
+    def announce() -> str:
+        return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
+
+    def groups(new: Settings) -> None:
+        telegram.allowed_groups = frozenset(new.telegram.allowed_groups)
+
+    live = (OnReload.of(("telegram.allowed_groups",), groups),)
+    return Launched(telegram, announce, deliver=telegram.deliver, live=live)
+
+
+def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
+    """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
+    schedule = roost.schedule
+    return reply_to_outbox(
+        schedule.outbox, roost.resolver.resolve, schedule.changed, lambda: int(time.time() * 1000)
+    )
+
+
+CHANNELS: tuple[ChannelRow, ...] = (
+    ChannelRow("web", lambda s: s.web.enabled, web_channel),
+    ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel),
+)
+"""Every chat platform, in start order (a new platform is one more row)."""
+
+
+def make_channels(
+    settings: Settings, roost: Roost, rows: Sequence[ChannelRow]
+) -> dict[str, Launched]:
+    """Make the channels of the enabled rows, in order (nothing starts yet)."""
+    made: dict[str, Launched] = {}
+    for row in rows:
+        if row.enabled(settings):
+            made[row.name] = row.factory(settings, roost, made)
+    return made
+
+
+async def start_channels(made: Mapping[str, Launched], started: list[Launched]) -> None:
+    """Start each channel in order, appending it to `started` (stopped in reverse)."""
+    for launched in made.values():
+        started.append(launched)
+        await launched.channel.start()
+        print(launched.announce(), flush=True)
+
+
+async def stop_channels(started: list[Launched]) -> None:
+    for launched in reversed(started):
+        await launched.channel.stop()

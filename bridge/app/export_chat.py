@@ -1,0 +1,86 @@
+"""`/export` in a private chat: the person's own ZIP, handed out as a file of the reply.
+
+The ZIP is the one `roost export --tenant T` writes (`bridge.app.export`),
+made in a worker thread over its own read-only database connection, and
+kept in the tenant's `out/` directory (beside `global/`, so never inside a
+later export; `roost forget` removes it with the rest). Only the newest
+`KEEP` exports stay there. In a group the command is refused with the
+reason: the ZIP holds the person's memories and conversations. Each export
+is audited as `data.exported` (`by` user, counts only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bridge.app.export import Exported, export_details, write_export
+from bridge.core.commands import Command, CommandContext
+from bridge.types.audit_sink import AuditSink
+from bridge.types.messages import Final, OutFile
+from bridge.types.tenant_dirs import TenantDirs
+
+KEEP = 2  # exports kept in out/ (the newest); older ones are removed before a new one
+ZIP = "application/zip"
+GROUP = (
+    "/export works only in a private chat with me: the file holds your memories, "
+    "conversations and tools, and everyone here would see it. Send /export to me directly."
+)
+
+
+def prune(out: Path, keep: int) -> None:
+    """Remove all but the newest `keep - 1` exports, making room for one more."""
+    old = sorted(out.glob("roost-export-*.zip"))
+    for path in old[: max(0, len(old) - (keep - 1))]:
+        path.unlink(missing_ok=True)
+
+
+def export_to(home: Path, dirs: TenantDirs, when: datetime) -> tuple[Path, Exported]:
+    """Write a new export of `dirs.tenant` into its out/ directory (a worker thread)."""
+    dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    prune(dirs.out, KEEP)
+    path = dirs.out / f"roost-export-{dirs.tenant}-{when:%Y%m%d-%H%M%S}.zip"
+    db = sqlite3.connect(f"{(home / 'roost.db').resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        done = write_export(home, db, dirs.tenant, path, when.isoformat("T", "seconds"))
+    finally:
+        db.close()
+    return path, done
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_048_576:.1f} MB" if n >= 1_048_576 else f"{max(1, n // 1024)} KB"
+
+
+class ExportCommands:
+    """The /export row of the chat command table."""
+
+    def __init__(self, home: Path, audit: AuditSink, clock: Callable[[], float]) -> None:
+        self._home, self._audit, self._clock = home, audit, clock
+
+    def commands(self) -> Iterable[Command]:
+        return (
+            Command(
+                "export",
+                "/export",
+                "a ZIP of everything roost keeps about you (private chats only)",
+                self.export,
+            ),
+        )
+
+    async def export(self, ctx: CommandContext, args: str) -> str | Final:
+        if not ctx.inbound.is_private:
+            return GROUP
+        when = datetime.fromtimestamp(self._clock(), UTC)
+        path, done = await asyncio.to_thread(export_to, self._home, ctx.dirs, when)
+        details = export_details(done, "user", ctx.inbound.channel)
+        await self._audit.emit("data.exported", ctx.tenant, details)
+        text = (
+            f"Here is everything roost keeps about you ({_size(done.bytes)}): {done.files} "
+            f"files, {done.rows} database rows and {done.audit} audit records. README.txt "
+            "inside says what each part is; secret values stay in the vault (names only)."
+        )
+        return Final(text, "command", (OutFile(path, path.name, ZIP),))

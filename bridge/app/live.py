@@ -1,0 +1,50 @@
+"""What a configuration reload changes in a running roost: one `OnReload` row per concern.
+
+`reload_hooks(roost)` is the table `serve()` registers with the `Reloader`
+(`bridge.app.reload`). Each row names the settings it applies live and a
+callback taking the new `Settings`; whatever no row names is reported as
+"applied only after a restart". A new live concern (named models, say) is
+one more row here, or one `reloader.on_reload(live, apply)` call; a channel
+offers its own rows in `Launched.live` (Telegram: `allowed_groups`).
+"""
+
+from __future__ import annotations
+
+from bridge.app.build import Roost
+from bridge.app.loadout import persona_dirs
+from bridge.app.reload import OnReload
+from bridge.app.wiring import access_rules
+from bridge.core.budgets import budgets_of
+from bridge.core.config import Settings
+from bridge.core.router import CoreLimits
+from bridge.core.turn import TurnSettings
+
+MODELS = ("llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens")
+LIMITS = ("limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps")
+
+
+def reload_hooks(roost: Roost) -> list[OnReload]:
+    """The live settings of a roost and how each is applied (in this order)."""
+
+    def access(new: Settings) -> None:  # tenants, their Telegram ids, who a pairing may bind
+        roost.resolver.replace(access_rules(new, roost.pairing))
+
+    def limits(new: Settings) -> None:  # from the next message on; running turns keep theirs
+        roost.core.set_limits(
+            CoreLimits(new.limits.max_message_chars),
+            TurnSettings(new.llm.max_steps, new.limits.max_reply_chars),
+        )
+
+    def personas(new: Settings) -> None:  # persona files themselves are re-read when changed
+        roost.loadout.personas.set_dirs(persona_dirs(new))
+
+    def models(new: Settings) -> None:  # named models (a running turn keeps its backend), budgets
+        roost.models.reload(new)
+        roost.meter.set_budgets(budgets_of(new))
+
+    return [
+        OnReload.of(("tenants",), access),
+        OnReload.of(MODELS, models),
+        OnReload.of(LIMITS, limits),
+        OnReload.of(("loadout.personas_dir",), personas),
+    ]

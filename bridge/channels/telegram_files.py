@@ -1,0 +1,62 @@
+"""The files of a reply, sent to a Telegram chat as documents.
+
+Each `OutFile` is opened the checked way (`bridge.core.outfiles`: no
+symbolic link, a regular file), and uploaded with `sendDocument` (a
+multipart request) through the chat's `Sender`, so it is paced and retried
+like any message. A file over Telegram's 50 MB bot upload limit is not
+uploaded (Telegram would answer 413): the chat gets a line saying so and
+what to do. A failed upload is counted (`Sender.failed("document")`) and
+logged; the other files still go.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+from bridge.channels.telegram_render import Rendered
+from bridge.channels.telegram_send import DeliveryError, Sender
+from bridge.core.outfiles import OutFileError, open_out_file
+from bridge.types.messages import OutFile
+
+log = logging.getLogger(__name__)
+UPLOAD_LIMIT = 50 * 1024 * 1024  # what a bot may send through the Bot API
+
+
+def too_large(out: OutFile, size: int) -> str:
+    return (
+        f"📎 {out.name} is {size / 1_048_576:.1f} MB, more than the 50 MB a Telegram bot may "
+        "send. Ask the operator of this roost to hand it to you another way."
+    )
+
+
+def read_limited(out: OutFile, limit: int) -> bytes | int:
+    """The file's bytes, or its size when it is over `limit` (nothing read then)."""
+    fd = open_out_file(out.path.parent, out.path)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            return size
+        return fh.read()
+
+
+async def send_files(
+    sender: Sender, chat_id: int, files: Sequence[OutFile], limit: int = UPLOAD_LIMIT
+) -> int:
+    """Send each file as a document; returns how many arrived."""
+    sent = 0
+    for out in files:
+        try:
+            data = read_limited(out, limit)
+            if isinstance(data, int):
+                await sender.send(chat_id, Rendered(too_large(out, data)))
+                continue
+            await sender.document(chat_id, data, out.name)
+            sent += 1
+        except OutFileError as exc:
+            log.warning("chat %s: a file was not sent: %s", chat_id, exc)
+        except DeliveryError as exc:
+            sender.failed("document")
+            log.error("chat %s: a file was not delivered: %s", chat_id, exc)
+    return sent
