@@ -36,7 +36,7 @@ msg = web_msg
 
 
 def script(roost: Roost, *steps: object) -> ScriptedBackend:
-    backend = roost.backend  # the model passed in (the turns see it wrapped in TimedBackend)
+    backend = roost.backend  # the model passed in
     assert isinstance(backend, ScriptedBackend)
     backend.steps.extend(steps)
     return backend
