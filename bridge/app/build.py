@@ -108,6 +108,9 @@ def make_backend(settings: Settings) -> tuple[Backend, str]:
         llm.model,
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
+        max_output_tokens=llm.max_output_tokens,
+        claude_path=llm.claude_path,
+        roost_home=str(settings.home),
     )
 
 
