@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 LINE_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole long message
 STDERR_KEEP = 8192
+REAP_S = 5.0
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "HMAC")
 
 
@@ -164,8 +165,7 @@ class ClaudeCliBackend:
                 for task in (feeder, errors):
                     task.cancel()
                 await asyncio.gather(feeder, errors, return_exceptions=True)
-                with contextlib.suppress(ProcessLookupError):
-                    await proc.wait()
+                await _reap(proc)
 
     async def _lines(
         self, proc: asyncio.subprocess.Process, reader: LineReader
@@ -224,6 +224,14 @@ async def _wait(proc: asyncio.subprocess.Process, grace_s: float) -> int | None:
         return await asyncio.wait_for(proc.wait(), min(grace_s, 10.0))
     except TimeoutError:
         return None
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the killed CLI; bounded, as a process that left the group may hold a pipe."""
+    try:
+        await asyncio.wait_for(proc.wait(), REAP_S)
+    except TimeoutError:
+        log.warning("claude: a process outside the CLI's group still holds its output pipes")
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
