@@ -210,6 +210,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._list_models)
         self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -221,6 +222,15 @@ class FakeAnthropic:
         self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        self.headers.append(dict(request.headers))
+        if request.headers.get("x-api-key") != self.api_key:
+            return web.json_response(
+                error_body("authentication_error", "invalid x-api-key"), status=401
+            )
+        data = [{"type": "model", "id": m, "display_name": m} for m in self.models]
+        return web.json_response({"data": data, "has_more": False})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         headers = dict(request.headers)

@@ -21,6 +21,7 @@ from bridge.types.backend import (
     ToolCallRequest,
     ToolSchema,
 )
+from tests.conftest import web_msg
 from tests.fakes.fake_claude import calls, install
 from tests.llm.support import collect
 
@@ -56,6 +57,19 @@ def echo(text: str) -> str:
 
 app.run()
 """
+
+
+@pytest.fixture
+def settings_factory(home, clock):
+    """A roost built from the environment, as `roost serve` builds it."""
+    from bridge.app.build import build
+    from bridge.core.config import load_settings
+    from bridge.types.audit_sink import MemoryAudit
+
+    async def make():
+        return await build(load_settings(), audit=MemoryAudit(), clock=clock)
+
+    return make
 
 
 def _exists(path: str) -> bool:
@@ -190,3 +204,27 @@ async def test_a_tool_not_offered_this_turn_is_not_allowed(tmp_path):
     request = ModelRequest("sys", [ChatMessage("user", "hi")], TOOLS[1:], tenant="alice")
     events = await collect(made, request)
     assert "was not granted" in text_of(events)
+
+
+async def test_configured_by_environment_and_streamed_to_the_chat(
+    tmp_path, monkeypatch, settings_factory
+):
+    exe = install(tmp_path / "bin", {"mode": "text", "pieces": ["Streamed ", "reply."]})
+    monkeypatch.setenv("ROOST_LLM__PROVIDER", "claude_cli")
+    monkeypatch.setenv("ROOST_LLM__CLAUDE_PATH", str(exe))
+    roost = await settings_factory()
+    try:
+        assert roost.backend.describe() == "claude_cli model=default"
+        pieces: list[str] = []
+
+        async def on_delta(piece: str) -> None:
+            pieces.append(piece)
+
+        final = await roost.core.handle(web_msg("hello", 1), on_delta)
+        assert final.kind == "answer" and final.text == "Streamed reply."
+        assert pieces == ["Streamed ", "reply."]
+        (call,) = calls(tmp_path / "bin")
+        assert call["argv"][call["argv"].index("--append-system-prompt") + 1].startswith("You are")
+        assert call["mcp"]["forge"]["args"][-2:] == ["--tenant", "local"]
+    finally:
+        await roost.aclose()
