@@ -2,8 +2,9 @@
 
 The CLI (Claude Code, logged in on the server) runs in its own process group
 in an empty temporary directory, with the assembled system prompt appended
-(`--append-system-prompt`), the conversation on stdin, and an MCP config
-naming roost's MCP server for this tenant (`python -m bridge.cli.main mcp
+(`--append-system-prompt-file`, a 0600 file there, never an argument anyone
+can read in /proc), the conversation on stdin, and an MCP config naming
+roost's MCP server for this tenant (`python -m bridge.cli.main mcp
 --tenant T`), so the person's `me.*` tools are called as
 `mcp__forge__me.<name>` and run in roost's sandbox. Claude Code runs those
 tools itself, so this backend yields text and one `Finish`, never a
@@ -107,10 +108,7 @@ class ClaudeCliBackend:
         env = {"ROOST_HOME": self._home} if self._home else {}
         if "ROOST_CONFIG" in self._env:
             env["ROOST_CONFIG"] = self._env["ROOST_CONFIG"]
-        path = tmp / "mcp.json"
-        path.write_text(mcp_config(command, env), encoding="utf-8")
-        path.chmod(0o600)
-        return str(path)
+        return _private_file(tmp / "mcp.json", mcp_config(command, env))
 
     async def _start(self, args: list[str], cwd: Path) -> asyncio.subprocess.Process:
         pipe = asyncio.subprocess.PIPE
@@ -144,7 +142,8 @@ class ClaudeCliBackend:
         with tempfile.TemporaryDirectory(prefix="roost-claude-") as tmp:
             config = self._config(Path(tmp), request.tenant)
             allowed = allowed_tools(request.tools) if config else []
-            args = cli_args(self._claude, self._model, request.system, config, allowed)
+            system = _private_file(Path(tmp) / "system.md", request.system)
+            args = cli_args(self._claude, self._model, system, config, allowed)
             proc = await self._start(args, Path(tmp))
             self._running.add(proc)
             feeder = asyncio.create_task(_feed(proc, transcript(request.messages)))
@@ -224,6 +223,16 @@ async def _wait(proc: asyncio.subprocess.Process, grace_s: float) -> int | None:
         return await asyncio.wait_for(proc.wait(), min(grace_s, 10.0))
     except TimeoutError:
         return None
+
+
+def _private_file(path: Path, text: str) -> str | None:
+    """Write `text` readable by this user only; None (no file) for an empty text."""
+    if not text:
+        return None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    return str(path)
 
 
 async def _reap(proc: asyncio.subprocess.Process) -> None:

@@ -1,7 +1,7 @@
 """The Claude Code CLI's side of a turn, without the process: arguments, stdin, output.
 
 `cli_args` builds the `claude -p` command line (stream-json output, the
-system prompt appended, roost's MCP server as the only one, its `me.*` tools
+system prompt appended from a file, roost's MCP server as the only one, its `me.*` tools
 allowed as `mcp__forge__me.<name>`, Claude Code's own tools switched off);
 `transcript` writes the conversation for stdin; `mcp_config` is the JSON
 `--mcp-config` points at; `LineReader` turns stream-json lines into
@@ -43,12 +43,14 @@ def allowed_tools(tools: Sequence[ToolSchema], server: str = SERVER) -> list[str
 
 
 def cli_args(
-    claude: str, model: str, system: str, config: str | None, allowed: Sequence[str]
+    claude: str, model: str, system_file: str | None, config: str | None, allowed: Sequence[str]
 ) -> list[str]:
+    """The command line. The system prompt goes in a file: an argument is world-readable
+    in /proc/PID/cmdline and limited to 128 KiB on Linux."""
     args = [claude, "-p", "--output-format", "stream-json", "--verbose"]
     args += ["--include-partial-messages", "--no-session-persistence", "--tools", ""]
-    if system:
-        args += ["--append-system-prompt", system]
+    if system_file is not None:
+        args += ["--append-system-prompt-file", system_file]
     if model:
         args += ["--model", model]
     if config is not None:

@@ -36,6 +36,7 @@ VALUED = {
     "--output-format",
     "--input-format",
     "--append-system-prompt",
+    "--append-system-prompt-file",
     "--system-prompt",
     "--model",
     "--mcp-config",
@@ -112,6 +113,13 @@ def parse(argv: list[str]) -> dict[str, Any]:
             _fail("Error: Invalid MCP configuration: mcpServers is required")
         opts["mcp"] = config["mcpServers"]
     return opts
+
+
+def _system(opts: dict[str, Any]) -> dict[str, Any] | None:
+    path = opts.get("--append-system-prompt-file")
+    if path is None:
+        return None
+    return {"text": Path(path).read_text(), "mode": oct(Path(path).stat().st_mode & 0o777)}
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -198,6 +206,7 @@ def main() -> None:
         "pgid": os.getpgid(0),
         "env": sorted(k for k in os.environ if k.startswith(("ROOST_", "ANTHROPIC_"))),
         "mcp": opts.get("mcp"),
+        "system": _system(opts),
     }
     mode = scenario["mode"]
     if mode == "hang":

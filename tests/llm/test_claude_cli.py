@@ -105,7 +105,8 @@ async def test_streams_text_and_passes_prompt_tools_and_conversation(tmp_path):
     assert events == [TextDelta("Hi "), TextDelta("there."), Finish("stop", 123, 9, 100)]
     (call,) = calls(tmp_path)
     argv = call["argv"]
-    assert argv[argv.index("--append-system-prompt") + 1] == REQUEST.system
+    assert call["system"] == {"text": REQUEST.system, "mode": "0o600"}
+    assert REQUEST.system not in " ".join(argv)  # not readable by others in /proc/PID/cmdline
     assert argv[argv.index("--model") + 1] == "sonnet"
     assert argv[argv.index("--allowedTools") + 1] == "mcp__forge__me.echo"
     assert "--strict-mcp-config" in argv and argv[argv.index("--tools") + 1] == ""
@@ -224,7 +225,7 @@ async def test_configured_by_environment_and_streamed_to_the_chat(
         assert final.kind == "answer" and final.text == "Streamed reply."
         assert pieces == ["Streamed ", "reply."]
         (call,) = calls(tmp_path / "bin")
-        assert call["argv"][call["argv"].index("--append-system-prompt") + 1].startswith("You are")
+        assert call["system"]["text"].startswith("You are")
         assert call["mcp"]["forge"]["args"][-2:] == ["--tenant", "local"]
     finally:
         await roost.aclose()
