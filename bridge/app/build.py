@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import sqlite3
 import time
@@ -108,7 +109,9 @@ class Roost:
 
 def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
     """The backend of the model `name` (None: the default, [llm]) and why it was chosen."""
-    return make_backend_of(model_tables(settings)[name or settings.llm.name])
+    return make_backend_of(
+        model_tables(settings)[name or settings.llm.name], home=str(settings.home)
+    )
 
 
 async def build(
@@ -126,11 +129,13 @@ async def build(
     """
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    generation = build_generation(settings, default=backend)
+    make = functools.partial(make_backend_of, home=str(settings.home))
+    generation = build_generation(settings, make, default=backend)
     metrics = Metrics()
     models = ModelRegistry(
         generation,
         ChatSettings(db),
+        make,
         fixed_default=backend,
         wrap=lambda inner: TimedBackend(inner, metrics),  # each model step, for /metrics
     )

@@ -36,8 +36,9 @@ GONE = (
 MakeBackend = Callable[[LLMSettings], tuple[Backend, str]]
 
 
-def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
-    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log)."""
+def make_backend_of(llm: LLMSettings, home: str | None = None) -> tuple[Backend, str]:
+    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log);
+    `home` is the roost home a `claude_cli` backend hands to `roost mcp`."""
     from bridge.llm.select import select_backend
 
     key = llm.api_key.get_secret_value() if llm.api_key else None
@@ -48,6 +49,9 @@ def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
         llm.model,
         timeout_s=llm.timeout_s,
         max_retries=llm.max_retries,
+        max_output_tokens=llm.max_output_tokens,
+        claude_path=llm.claude_path,
+        roost_home=home,
     )
 
 

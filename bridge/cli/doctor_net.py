@@ -8,12 +8,15 @@ error string contains.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from bridge.core.config import Settings
+from bridge.llm.anthropic import API_VERSION, messages_url
+from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -66,9 +69,21 @@ async def check_backend(settings: Settings, timeout_s: float) -> Check:
         return Check("ok", "backend", "offline (set explicitly): replies without a model")
     if llm.provider == "auto" and not base and not key:
         return Check("warn", "backend", "offline: no llm.base_url or llm.api_key is configured")
-    url = (base or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+    if llm.provider == "claude_cli":
+        found = shutil.which(llm.claude_path)
+        if found is None:
+            return Check("FAIL", "backend", f"claude_cli: {llm.claude_path!r} not found on PATH")
+        return Check("ok", "backend", f"claude_cli: {found}")
+    anthropic = llm.provider == "anthropic" or (
+        llm.provider == "auto" and not base and key.startswith("sk-ant-")
+    )
+    if anthropic:  # an Anthropic key is only ever sent to the Anthropic API
+        url = messages_url(base or ANTHROPIC_BASE_URL).removesuffix("/messages")
+        headers = {"x-api-key": key, "anthropic-version": API_VERSION}
+    else:
+        url = (base or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
     where = _host(url)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         status, body = await _get_json(f"{url}/models", headers, timeout_s)
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:

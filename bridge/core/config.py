@@ -50,12 +50,14 @@ class _Section(BaseModel):
 
 
 class LLMSettings(_Section):
-    provider: Literal["auto", "openai", "offline"] = "auto"
+    provider: Literal["auto", "openai", "anthropic", "claude_cli", "offline"] = "auto"
     name: str = DEFAULT_MODEL  # [llm]: the default model's name; [models.X]: X
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0)  # inactivity: fail after this long without a byte
+    max_output_tokens: int = Field(4096, ge=1, le=1_000_000)  # anthropic: max_tokens
+    claude_path: str = "claude"  # claude_cli: the Claude Code executable
     max_retries: int = Field(3, ge=0, le=10)
     max_steps: int = Field(8, ge=1, le=50)
 

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
 from bridge.core.compactor import Compactor
@@ -60,6 +60,13 @@ def _same(text: str) -> str:
 
 class PromptSource(Protocol):
     def system_prompt(self, turn: TurnContext) -> str: ...
+
+
+@runtime_checkable
+class StablePrefixSource(Protocol):
+    """A prompt source that knows how long its byte-stable prefix is (prompt caching)."""
+
+    def system_prompt_parts(self, turn: TurnContext) -> tuple[str, int]: ...
 
 
 class StreamMask(Protocol):
@@ -256,7 +263,7 @@ class TurnRunner:
         backend: Backend,
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
-        system = self._prompt.system_prompt(turn)
+        system, stable = self._system(turn, mask)
 
         def tools() -> list[Tool]:  # asked before each step: a step may add a tool
             return [t for source in self._sources for t in source.tools_for(turn)]
@@ -286,12 +293,24 @@ class TurnRunner:
             redact=mask.mask if mask is not None else _same,
             max_reply_chars=self._settings.max_reply_chars,
             tenant=turn.dirs.tenant,
+            stable_chars=stable,
         )
         if stream is not None and on_delta is not None:
             rest = stream.flush()
             if rest:
                 await on_delta(rest)
         return result
+
+    def _system(self, turn: TurnContext, mask: OutputMask | None) -> tuple[str, int]:
+        """The system prompt and its stable prefix length, measured after the vault mask
+        (which run_agent applies), so the offset points into the text the model gets."""
+        if not isinstance(self._prompt, StablePrefixSource):
+            return self._prompt.system_prompt(turn), 0
+        system, stable = self._prompt.system_prompt_parts(turn)
+        if mask is None or stable <= 0:
+            return system, stable
+        head = mask.mask(system[:stable])
+        return system, len(head) if mask.mask(system).startswith(head) else 0
 
 
 async def _kept(what: str, step: Awaitable[None]) -> None:

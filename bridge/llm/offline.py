@@ -24,6 +24,9 @@ or put the same keys in the [llm] table of roost.toml:
   [llm]
   base_url = "http://127.0.0.1:11434/v1"
   model = "llama3.2"
+
+For Claude: ROOST_LLM__API_KEY=sk-ant-... (Anthropic's API), or
+ROOST_LLM__PROVIDER=claude_cli to use a logged-in Claude Code on this machine.
 """
 
 

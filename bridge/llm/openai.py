@@ -8,22 +8,21 @@ answers `application/json` is accepted too.
 Failures become `BackendError` with a short message for the person that names
 no host, port, URL or path and quotes nothing the server said; the full story
 (server address, status, the server's own message) goes to the log under a
-reference the message repeats (`http_retry.reported`). 429, 5xx
-and connection errors are retried with exponential backoff and jitter
-(honouring `Retry-After`), but only while nothing has been yielded yet: half an
-answer is never replayed. Timeouts: `timeout_s` bounds the whole call
-(retries included), `idle_timeout_s` bounds the silence between two chunks
-once the answer has started, `connect_timeout_s` the TCP connect. The API key
-is sent in the `Authorization` header and nowhere else: it never appears in a
-message or a log line.
+reference the message repeats (`faults.reported`). 429, 5xx and connection
+errors are retried (`http_stream.RetryLoop`), but only while nothing has been
+yielded yet. `timeout_s` is an inactivity timeout: the call fails when no
+byte arrives for that long (waiting for the headers or for the next piece of
+the answer); a slow answer that keeps coming is never cut off.
+`connect_timeout_s` bounds the TCP connect. The API key is sent in the
+`Authorization` header and nowhere else: it never appears in a message or a
+log line.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,12 +30,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bridge.llm.faults import ServerFault, reported
-from bridge.llm.http_retry import (
-    Retry,
-    connection_detail,
-    retry_after_seconds,
-    safe_host,
-)
+from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
+from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, within
 from bridge.llm.openai_wire import (
     StreamAssembler,
     bad_response,
@@ -47,10 +42,6 @@ from bridge.llm.openai_wire import (
 )
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
-
-log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[Any]]
 
 
 class OpenAIBackend:
@@ -66,7 +57,6 @@ class OpenAIBackend:
         *,
         timeout_s: float = 120,
         connect_timeout_s: float = 10,
-        idle_timeout_s: float = 60,
         max_retries: int = 3,
         backoff_base_s: float = 1.0,
         max_backoff_s: float = 30.0,
@@ -81,14 +71,11 @@ class OpenAIBackend:
         self._model = model
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
-        self._idle_timeout_s = idle_timeout_s
-        self._max_retries = max(0, max_retries)
-        self._backoff_base_s = backoff_base_s
-        self._max_backoff_s = max_backoff_s
         self._session = session
         self._owns_session = session is None
-        self._sleep = sleep
-        self._rng = rng or random.Random()
+        self._retry = RetryLoop(
+            self._host, max_retries, backoff_base_s, max_backoff_s, sleep, rng or random.Random()
+        )
 
     def describe(self) -> str:
         """Provider and model, for /status: the server's address stays in the log."""
@@ -104,78 +91,18 @@ class OpenAIBackend:
             self._session = None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        body = build_body(self._model, request)
         try:
-            async with aclosing(self._stream(request)) as events:
+            async with aclosing(self._retry.run(lambda: self._attempt(body))) as events:
                 async for event in events:
                     yield event
         except BackendError as exc:
             raise reported(exc, self._host, self._redact) from exc
 
-    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        body = build_body(self._model, request)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout_s
-        attempt = 0
-        while True:
-            yielded = False
-            try:
-                async with aclosing(self._attempt(body, deadline)) as events:
-                    async for event in events:
-                        yielded = True
-                        yield event
-                return
-            except Retry as exc:
-                if yielded:
-                    raise ServerFault(
-                        "unavailable",
-                        "the connection to the model server broke mid-answer; please ask again",
-                        f"{exc.detail} after the answer had started",
-                    ) from exc
-                if attempt >= self._max_retries:
-                    raise self._exhausted(exc, attempt + 1) from exc
-                delay = self._delay(attempt, exc.retry_after)
-                if loop.time() + delay >= deadline:
-                    raise self._exhausted(exc, attempt + 1) from exc
-                log.warning(
-                    "model server %s: %s; retry %d/%d in %.2fs",
-                    self._host,
-                    exc.detail,
-                    attempt + 1,
-                    self._max_retries,
-                    delay,
-                )
-                await self._sleep(delay)
-                attempt += 1
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self._max_backoff_s)
-        ceiling = min(self._max_backoff_s, self._backoff_base_s * 2.0**attempt)
-        return ceiling * (0.5 + 0.5 * self._rng.random())  # "equal jitter"
-
-    def _exhausted(self, exc: Retry, attempts: int) -> BackendError:
-        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
-        detail = f"{exc.detail}, {tries}"
-        if exc.kind == "rate_limited":
-            return ServerFault(
-                "rate_limited",
-                f"the model server is rate-limiting requests ({detail}); try again in a minute",
-                detail,
-            )
-        status = f"{exc.detail}, " if exc.detail.startswith("HTTP ") else ""
-        return ServerFault(
-            "unavailable",
-            f"the model server cannot be reached right now ({status}{tries})",
-            detail,
-        )
-
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(
-                    total=None,
-                    sock_connect=self._connect_timeout_s,
-                )
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s)
             )
         return self._session
 
@@ -190,53 +117,36 @@ class OpenAIBackend:
             text = text.replace(self._api_key, "***")
         return text
 
-    def _timed_out(self, idle: bool) -> BackendError:
-        if idle:
-            text = f"the model server went silent for {self._idle_timeout_s:g}s mid-answer"
-        else:
-            text = f"the model server did not answer within {self._timeout_s:g}s"
-        return ServerFault("timeout", text, text)
-
-    async def _attempt(
-        self, body: dict[str, Any], deadline: float
-    ) -> AsyncGenerator[ModelEvent, None]:
-        loop = asyncio.get_running_loop()
+    async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
+        post = self._client().post(self._url, json=body, headers=self._headers())
         try:
-            async with asyncio.timeout_at(deadline):
-                response = await self._client().post(self._url, json=body, headers=self._headers())
-        except TimeoutError as exc:
-            raise self._timed_out(idle=False) from exc
+            response = await within(self._timeout_s, False, post)
         except aiohttp.ClientError as exc:
             raise Retry("unavailable", connection_detail(exc)) from exc
         async with response:
             if response.status >= 400:
-                await self._raise_for_status(response, deadline)
+                await self._raise_for_status(response)
             ctype = response.content_type or ""
             try:
                 if "json" in ctype:
-                    async with asyncio.timeout_at(deadline):
-                        raw = await response.read()
+                    raw = await within(self._timeout_s, True, response.read())
                     for event in completion_events(parse_json(raw)):
                         yield event
                     return
-                async with aclosing(self._sse(response, deadline, ctype)) as events:
+                async with aclosing(self._sse(response, ctype)) as events:
                     async for event in events:
                         yield event
-            except TimeoutError as exc:
-                raise self._timed_out(idle=loop.time() < deadline - 0.001) from exc
             except aiohttp.ClientError as exc:
                 raise Retry("unavailable", connection_detail(exc)) from exc
 
     async def _sse(
-        self, response: aiohttp.ClientResponse, deadline: float, ctype: str
+        self, response: aiohttp.ClientResponse, ctype: str
     ) -> AsyncGenerator[ModelEvent, None]:
-        loop = asyncio.get_running_loop()
         decoder = SSEDecoder()
         assembler = StreamAssembler()
         done = False
         while not done:
-            async with asyncio.timeout_at(min(deadline, loop.time() + self._idle_timeout_s)):
-                chunk = await response.content.readany()
+            chunk = await read_chunk(response, self._timeout_s, True)
             try:
                 datas = decoder.feed(chunk) if chunk else decoder.close()
             except SSEError as exc:
@@ -265,22 +175,23 @@ class OpenAIBackend:
             f"{self._base_url_safe()!r} right? OpenAI-compatible servers usually end in /v1)"
         )
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse, deadline: float) -> None:
+    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
         status = response.status
         try:
-            async with asyncio.timeout_at(deadline):
-                text = (await response.read())[:4096].decode("utf-8", "replace")
-        except (TimeoutError, aiohttp.ClientError):
+            raw = await within(self._timeout_s, False, response.read())
+            text = raw[:4096].decode("utf-8", "replace")
+        except (BackendError, aiohttp.ClientError):
             text = ""
         try:
             message = server_error_message(parse_json(text)) if text else None
         except BackendError:
             message = None
         detail = self._redact((message or text or response.reason or "").strip()[:300])
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         if status == 429:
-            raise Retry("rate_limited", "HTTP 429", self._retry_after(response))
+            raise Retry("rate_limited", "HTTP 429", retry_after)
         if status >= 500:
-            raise Retry("unavailable", f"HTTP {status}", self._retry_after(response))
+            raise Retry("unavailable", f"HTTP {status}", retry_after)
         if status in (401, 403):
             raise ServerFault(
                 "auth",
@@ -302,9 +213,6 @@ class OpenAIBackend:
             f"the model server refused the request (HTTP {status})",
             f"HTTP {status}: {detail or 'no reason given'}",
         )
-
-    def _retry_after(self, response: aiohttp.ClientResponse) -> float | None:
-        return retry_after_seconds(response.headers.get("Retry-After"))
 
     def _base_url_safe(self) -> str:
         parts = urlsplit(self._base_url)

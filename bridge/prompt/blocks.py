@@ -104,7 +104,7 @@ def make_blocks(caps: LoadoutSettings) -> tuple[Block[Snapshot], ...]:
         Block("vault", 2_000, vault_block),
         Block("persona", 8_000, persona_block),
         Block("audience", caps.audience_chars + 200, audience_block),
-        Block("skills", 3_000, skills_block),
-        Block("style", 2_500, style_block),
-        Block("tools", 2_500, tools_block),
+        Block("skills", 3_000, skills_block, stable=False),  # grades move every turn
+        Block("style", 2_500, style_block, stable=False),  # shadow bullets per message
+        Block("tools", 2_500, tools_block, stable=False),  # "(unused Nd)" moves daily
     )

@@ -3,7 +3,10 @@
 A block turns one frozen snapshot into text; `render_blocks` applies each
 block's character budget (announcing any cut inside the block) and skips
 empty blocks; the prompt source joins what is left, and `roost prompt`
-shows the same blocks with names and sizes.
+shows the same blocks with names and sizes. A block is `stable` when its
+text stays byte-identical from turn to turn until the person or the operator
+changes something; `stable_chars` measures the leading run of stable blocks,
+the prefix a provider's prompt cache can keep.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ class Block(Generic[S]):
     name: str
     budget: int
     render: Callable[[S], str]
+    stable: bool = True  # False: may change on any turn (grades, shadow bullets, "unused Nd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +33,7 @@ class RenderedBlock:
     budget: int
     size: int  # characters before the budget was applied
     cut: bool
+    stable: bool = True
 
 
 def cap(text: str, budget: int, name: str) -> tuple[str, bool]:
@@ -50,5 +55,17 @@ def render_blocks(blocks: Sequence[Block[S]], snapshot: S) -> list[RenderedBlock
         if not text:
             continue
         capped, was_cut = cap(text, block.budget, block.name)
-        out.append(RenderedBlock(block.name, capped, block.budget, len(text), was_cut))
+        out.append(
+            RenderedBlock(block.name, capped, block.budget, len(text), was_cut, block.stable)
+        )
     return out
+
+
+def stable_chars(blocks: Sequence[RenderedBlock], separator: str) -> int:
+    """Length of the joined text of the leading stable blocks (without the separator after)."""
+    size = 0
+    for i, block in enumerate(blocks):
+        if not block.stable:
+            break
+        size += len(block.text) + (len(separator) if i else 0)
+    return size

@@ -7,6 +7,8 @@ equals the previous one of the same chat, the previous text is returned as
 is: byte-identical, no rendering (kept per shadow cohort, so turns of both
 cohorts stay cheap). `render` gives `roost prompt` the same
 blocks with names, sizes and budgets; joining them yields `system_prompt`.
+`system_prompt_parts` also says how long the byte-stable prefix is (the
+leading stable blocks, `render.stable_chars`) for a provider's prompt cache.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bridge.prompt.render import Block, RenderedBlock, render_blocks
+from bridge.prompt.render import Block, RenderedBlock, render_blocks, stable_chars
 from bridge.prompt.snapshot import Snapshot, SnapshotTaker
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
@@ -28,6 +30,7 @@ class Rendered:
     snapshot: Snapshot
     blocks: tuple[RenderedBlock, ...]
     text: str
+    stable_chars: int = 0  # text[:stable_chars] is the leading stable blocks
 
 
 class LoadoutPrompt:
@@ -53,7 +56,8 @@ class LoadoutPrompt:
             self._last.move_to_end(key)
             return last
         blocks = tuple(render_blocks(self.blocks, snap))
-        out = Rendered(snap, blocks, SEPARATOR.join(b.text for b in blocks))
+        text = SEPARATOR.join(b.text for b in blocks)
+        out = Rendered(snap, blocks, text, stable_chars(blocks, SEPARATOR))
         self._last[key] = out
         if len(self._last) > self._remember:
             self._last.popitem(last=False)
@@ -64,7 +68,10 @@ class LoadoutPrompt:
         return self.taker.now_note(turn.dirs, turn.now())
 
     def system_prompt(self, turn: TurnContext) -> str:
+        return self.system_prompt_parts(turn)[0]
+
+    def system_prompt_parts(self, turn: TurnContext) -> tuple[str, int]:
+        """The system prompt and the length of its byte-stable prefix."""
         inbound = turn.inbound
-        return self.render(
-            turn.dirs, inbound.channel, inbound.chat, inbound.msg_id, turn.now()
-        ).text
+        out = self.render(turn.dirs, inbound.channel, inbound.chat, inbound.msg_id, turn.now())
+        return out.text, out.stable_chars

@@ -65,7 +65,7 @@ async def test_failure_replies_name_no_internal_address(
 ) -> None:
     fake, roost_for = served
     fake.script(*script)
-    roost = await roost_for(fake.base_url, idle_timeout_s=0.3, max_retries=3)
+    roost = await roost_for(fake.base_url, timeout_s=0.3, max_retries=3)
     final = await roost.core.handle(web_msg("hello", 1), None)
     assert final.kind == "error"
     assert not INTERNAL.search(final.text), final.text

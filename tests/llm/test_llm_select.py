@@ -61,7 +61,7 @@ def test_openai_needs_a_model_name():
 
 
 def test_unknown_provider_names_the_allowed_values():
-    with pytest.raises(ValueError, match="auto, openai, offline"):
+    with pytest.raises(ValueError, match="auto, openai, anthropic, claude_cli, offline"):
         select_backend("antropic", None, None, "m")
 
 
@@ -92,4 +92,45 @@ async def test_offline_backend_explains_how_to_configure_a_model():
     ):
         assert needle in text
     assert backend.describe() == "offline (no model configured)"
+    await backend.aclose()
+
+
+async def test_auto_with_an_anthropic_key_picks_anthropic_not_openai():
+    # an Anthropic key must never be sent to api.openai.com
+    backend, why = select_backend("auto", None, "sk-ant-api03-secret", "gpt-4o-mini")
+    try:
+        assert backend.name == "anthropic"
+        assert backend.describe() == "anthropic model=claude-sonnet-4-5"
+        assert why.endswith("at api.anthropic.com") and "sk-ant-api03-secret" not in why
+        assert "ROOST_LLM__MODEL not set for Claude" in why
+    finally:
+        await backend.aclose()
+
+
+async def test_anthropic_forced_keeps_a_named_model_and_a_base_url():
+    backend, why = select_backend(
+        "anthropic", "http://127.0.0.1:9/", "k", "claude-haiku-4-5", max_output_tokens=100
+    )
+    try:
+        assert backend.describe() == "anthropic model=claude-haiku-4-5"
+        assert why.startswith("provider anthropic (set explicitly)")
+        assert why.endswith("at 127.0.0.1:9")
+    finally:
+        await backend.aclose()
+
+
+def test_anthropic_without_a_key_is_a_config_error():
+    with pytest.raises(BackendError) as info:
+        select_backend("anthropic", None, None, "claude-sonnet-4-5")
+    assert info.value.kind == "config"
+    assert "ROOST_LLM__API_KEY" in info.value.user_message
+
+
+async def test_claude_cli_takes_its_path_and_ignores_http_settings():
+    backend, why = select_backend(
+        "claude_cli", None, None, "gpt-4o-mini", claude_path="/opt/claude", max_retries=2
+    )
+    assert backend.name == "claude_cli"
+    assert backend.describe() == "claude_cli model=default"
+    assert "claude_cli" in why
     await backend.aclose()

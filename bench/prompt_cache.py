@@ -1,0 +1,88 @@
+"""How much of the system prompt Anthropic's prompt cache can serve, three ways.
+
+Builds the bench loadout of bench/prompt.py (a ~50 KB system prompt, skills
+whose grades move every turn, live and shadow style bullets), renders ten
+consecutive turns of one chat and sends each to the fake Messages API
+(tests/fakes/fake_anthropic.py, which counts cache writes and reads by the
+exact bytes of the marked prefix, 4 characters a token). Side by side:
+
+  none    no cache_control
+  whole   the whole system prompt marked (breaks whenever a volatile block moves)
+  stable  system[:stable_chars] marked: the leading stable blocks (what roost does)
+
+Prints system-prompt tokens written to and read from the cache over the ten
+turns, and the share of them read. Run: .venv/bin/python bench/prompt_cache.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from prompt import NOW, make, populate  # type: ignore[import-not-found]
+
+from bridge.core.config import load_settings
+from bridge.core.db import connect
+from bridge.llm.anthropic import AnthropicBackend
+from bridge.types.backend import ChatMessage, ModelRequest
+from bridge.types.tenant_dirs import TenantDirs
+from tests.fakes.fake_anthropic import FakeAnthropic
+
+TURNS = 10
+
+
+def render_turns() -> list[tuple[str, int]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
+        (Path(tmp) / "roost.toml").write_text("")
+        settings = load_settings(home=Path(tmp) / "home", loadout={"memory_chars": 20_000})
+        settings.home.mkdir()
+        db = connect(settings.home / "roost.db")
+        dirs = TenantDirs.of(settings.home, "alice").ensure()
+        lo = make(settings, db, dirs, True)
+        populate(settings, lo, dirs)
+        out = []
+        for turn in range(TURNS):
+            lo_turn = make(settings, db, dirs, True) if turn % 3 == 0 else lo  # grades move
+            rendered = lo_turn.prompt.render(dirs, "web", "c1", f"m{turn}", NOW + 60 * turn)
+            out.append((rendered.text, rendered.stable_chars))
+        db.close()
+    return out
+
+
+async def measure(turns: list[tuple[str, int]], how: str) -> tuple[int, int]:
+    async with FakeAnthropic(api_key="k", models=["m"]) as fake:
+        backend = AnthropicBackend("k", "m", base_url=fake.base_url)
+        for system, stable in turns:
+            mark = {"none": 0, "whole": len(system), "stable": stable}[how]
+            request = ModelRequest(system, [ChatMessage("user", "hi")], stable_chars=mark)
+            async for _ in backend.stream(request):
+                pass
+        await backend.aclose()
+    written = sum(u["cache_creation_input_tokens"] for u in fake.usages)
+    read = sum(u["cache_read_input_tokens"] for u in fake.usages)
+    return written, read
+
+
+def main() -> int:
+    turns = render_turns()
+    system, stable = turns[-1]
+    distinct = len({s for s, _ in turns})
+    print(f"system prompt {len(system):,} chars; stable prefix {stable:,} chars ", end="")
+    print(f"({100 * stable / len(system):.1f}%); {distinct} distinct prompts in {TURNS} turns")
+    total = sum(len(s) // 4 for s, _ in turns)
+    print(f"{'marking':8} {'written':>9} {'read':>9} {'read share of system tokens':>30}")
+    for how in ("none", "whole", "stable"):
+        written, read = asyncio.run(measure(turns, how))
+        print(f"{how:8} {written:>9,} {read:>9,} {100 * read / total:>29.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

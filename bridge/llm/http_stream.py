@@ -1,0 +1,125 @@
+"""What every HTTP model backend does the same way: retries and inactivity timeouts.
+
+`RetryLoop.run` drives one streamed attempt after another: a `Retry` raised
+before anything was yielded is retried with exponential backoff and jitter
+(honouring `Retry-After`, at most `max_retries` times); after the answer has
+started it is a failure, because half an answer is never replayed.
+
+Timeouts are about silence, never about the length of an answer: `read_chunk`
+and `within` wait at most `timeout_s` for the next bytes (the response
+headers, the next piece of the body). A slow model that keeps sending is
+never cut off; one that goes silent for `timeout_s` fails with `silent()`.
+Nothing here knows a wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import aiohttp
+
+from bridge.llm.faults import ServerFault
+from bridge.llm.http_retry import Retry
+from bridge.types.backend import BackendError, ModelEvent
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[Any]]
+Attempt = Callable[[], AsyncGenerator[ModelEvent, None]]
+T = TypeVar("T")
+
+
+def silent(timeout_s: float, started: bool) -> BackendError:
+    """The inactivity timeout: nothing arrived for `timeout_s` seconds."""
+    where = "mid-answer" if started else "before answering"
+    text = f"the model server sent nothing for {timeout_s:g}s {where}"
+    return ServerFault("timeout", text, text)
+
+
+async def within(timeout_s: float, started: bool, awaitable: Awaitable[T]) -> T:
+    """Await `awaitable` unless `timeout_s` pass without it finishing."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await awaitable
+    except TimeoutError as exc:
+        raise silent(timeout_s, started) from exc
+
+
+async def read_chunk(response: aiohttp.ClientResponse, timeout_s: float, started: bool) -> bytes:
+    """The next bytes of the body (b"" at its end), or the inactivity timeout."""
+    return await within(timeout_s, started, response.content.readany())
+
+
+def default_exhausted(exc: Retry, attempts: int) -> BackendError:
+    """The message once the retries are used up (OpenAI-compatible servers)."""
+    tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+    detail = f"{exc.detail}, {tries}"
+    if exc.kind == "rate_limited":
+        return ServerFault(
+            "rate_limited",
+            f"the model server is rate-limiting requests ({detail}); try again in a minute",
+            detail,
+        )
+    status = f"{exc.detail}, " if exc.detail.startswith("HTTP ") else ""
+    return ServerFault(
+        "unavailable",
+        f"the model server cannot be reached right now ({status}{tries})",
+        detail,
+    )
+
+
+@dataclass
+class RetryLoop:
+    """Retry policy plus the injected sleep and randomness (tests pass their own)."""
+
+    host: str
+    max_retries: int = 3
+    backoff_base_s: float = 1.0
+    max_backoff_s: float = 30.0
+    sleep: Sleep = asyncio.sleep
+    rng: random.Random = field(default_factory=random.Random)
+    exhausted: Callable[[Retry, int], BackendError] = default_exhausted
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff_s)
+        ceiling = min(self.max_backoff_s, self.backoff_base_s * 2.0**attempt)
+        return ceiling * (0.5 + 0.5 * self.rng.random())  # "equal jitter"
+
+    async def run(self, attempt: Attempt) -> AsyncGenerator[ModelEvent, None]:
+        tries = 0
+        limit = max(0, self.max_retries)
+        while True:
+            yielded = False
+            try:
+                async with aclosing(attempt()) as events:
+                    async for event in events:
+                        yielded = True
+                        yield event
+                return
+            except Retry as exc:
+                if yielded:
+                    raise ServerFault(
+                        "unavailable",
+                        "the connection to the model server broke mid-answer; please ask again",
+                        f"{exc.detail} after the answer had started",
+                    ) from exc
+                if tries >= limit:
+                    raise self.exhausted(exc, tries + 1) from exc
+                delay = self.delay(tries, exc.retry_after)
+                log.warning(
+                    "model server %s: %s; retry %d/%d in %.2fs",
+                    self.host,
+                    exc.detail,
+                    tries + 1,
+                    limit,
+                    delay,
+                )
+                await self.sleep(delay)
+                tries += 1

@@ -1,0 +1,237 @@
+"""A fake `claude` (Claude Code CLI) executable, for tests.
+
+`install(directory, scenario)` writes an executable `claude` there (a Python
+script with a shebang that runs `main()` below) and `scenario.json` beside
+it; `calls(directory)` reads back what each run saw (arguments, stdin, cwd,
+process group, environment names). It checks its arguments as the CLI does
+(`-p`; `--output-format stream-json` needs `--verbose`;
+`--include-partial-messages` needs stream-json; unknown options are an
+error; `--mcp-config` must hold `mcpServers`) and prints stream-json lines as
+the CLI documents them: a `system`/`init` line, `stream_event` lines with the
+raw Messages API events (only with `--include-partial-messages`), one
+`assistant` line per message, `user` lines with tool results, and a final
+`result` line with `usage`.
+
+Scenario modes: `text` (`pieces`, `delay`, `usage`), `login` (the CLI's
+"Invalid API key · Please run /login" result, exit 1), `exit` (`code`,
+`stderr`, no output), `hang` (starts a grandchild in its process group, then
+sleeps), `mcp` (starts the server named in `--mcp-config` with the official
+MCP SDK stdio client, calls `tool` with `arguments`, and answers with what it
+returned; a tool missing from `--allowedTools` is refused, as the CLI does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+VALUED = {
+    "--output-format",
+    "--input-format",
+    "--append-system-prompt",
+    "--append-system-prompt-file",
+    "--system-prompt",
+    "--model",
+    "--mcp-config",
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--tools",
+    "--permission-mode",
+    "--max-turns",
+}
+FLAGS = {
+    "-p",
+    "--print",
+    "--verbose",
+    "--include-partial-messages",
+    "--strict-mcp-config",
+    "--no-session-persistence",
+}
+
+
+def install(directory: Path, scenario: dict[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    exe = directory / "claude"
+    exe.write_text(
+        f"#!{sys.executable}\n"
+        f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from tests.fakes.fake_claude import main\nmain()\n"
+    )
+    exe.chmod(0o755)
+    (directory / "scenario.json").write_text(json.dumps(scenario))
+    return exe
+
+
+def calls(directory: Path) -> list[dict[str, Any]]:
+    path = directory / "calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _fail(text: str, code: int = 1) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def parse(argv: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in FLAGS:
+            opts[arg] = True
+        elif arg in VALUED:
+            if i + 1 >= len(argv):
+                _fail(f"error: option '{arg} <value>' argument missing")
+            opts[arg] = argv[i + 1]
+            i += 1
+        else:
+            _fail(f"error: unknown option '{arg}'")
+        i += 1
+    if not (opts.get("-p") or opts.get("--print")):
+        _fail("error: this fake only runs with -p")
+    fmt = opts.get("--output-format", "text")
+    if fmt == "stream-json" and not opts.get("--verbose"):
+        _fail("Error: When using --print, --output-format=stream-json requires --verbose")
+    if opts.get("--include-partial-messages") and fmt != "stream-json":
+        _fail("Error: --include-partial-messages requires --output-format=stream-json")
+    if "--mcp-config" in opts:
+        raw = opts["--mcp-config"]
+        text = Path(raw).read_text() if Path(raw).exists() else raw
+        config = json.loads(text)
+        if not isinstance(config.get("mcpServers"), dict):
+            _fail("Error: Invalid MCP configuration: mcpServers is required")
+        opts["mcp"] = config["mcpServers"]
+    return opts
+
+
+def _system(opts: dict[str, Any]) -> dict[str, Any] | None:
+    path = opts.get("--append-system-prompt-file")
+    if path is None:
+        return None
+    return {"text": Path(path).read_text(), "mode": oct(Path(path).stat().st_mode & 0o777)}
+
+
+def emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _message(mid: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": mid, "type": "message", "role": "assistant", "content": content}
+
+
+def say(opts: dict[str, Any], pieces: list[str], delay: float = 0.0) -> None:
+    """One assistant message: partial events (if asked for), then the whole message."""
+    mid = f"msg_{uuid.uuid4().hex[:20]}"
+    if opts.get("--include-partial-messages"):
+        start = {"type": "message_start", "message": _message(mid, [])}
+        emit({"type": "stream_event", "event": start})
+        block = {"type": "text", "text": ""}
+        emit(
+            {
+                "type": "stream_event",
+                "event": {"type": "content_block_start", "index": 0, "content_block": block},
+            }
+        )
+        for piece in pieces:
+            delta = {"type": "text_delta", "text": piece}
+            event = {"type": "content_block_delta", "index": 0, "delta": delta}
+            emit({"type": "stream_event", "event": event})
+            if delay:
+                time.sleep(delay)
+        emit({"type": "stream_event", "event": {"type": "message_stop"}})
+    emit(
+        {"type": "assistant", "message": _message(mid, [{"type": "text", "text": "".join(pieces)}])}
+    )
+
+
+def result(text: str, usage: dict[str, int] | None = None, error: bool = False) -> None:
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": error,
+            "result": text,
+            "session_id": "s1",
+            "usage": usage or {"input_tokens": 5, "output_tokens": 7},
+        }
+    )
+
+
+def call_tool(opts: dict[str, Any], tool: str, arguments: dict[str, Any]) -> str:
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    allowed = str(opts.get("--allowedTools", "")).split(",")
+    if f"mcp__forge__{tool}" not in allowed:
+        return f"Claude requested permissions to use mcp__forge__{tool}, but it was not granted"
+    entry = opts["mcp"]["forge"]
+    env = {**os.environ, **entry.get("env", {})}
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+
+    async def run() -> str:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            listed = await s.list_tools()
+            if tool not in [t.name for t in listed.tools]:
+                return f"no tool {tool}"
+            out = await s.call_tool(tool, arguments)
+            return " ".join(getattr(c, "text", "") for c in out.content)
+
+    return anyio.run(run)
+
+
+def main() -> None:
+    here = Path(sys.argv[0]).resolve().parent
+    opts = parse(sys.argv[1:])
+    stdin = sys.stdin.read()
+    scenario = json.loads((here / "scenario.json").read_text())
+    record = {
+        "argv": sys.argv[1:],
+        "stdin": stdin,
+        "cwd": os.getcwd(),
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "env": sorted(k for k in os.environ if k.startswith(("ROOST_", "ANTHROPIC_"))),
+        "mcp": opts.get("mcp"),
+        "system": _system(opts),
+    }
+    mode = scenario["mode"]
+    if mode == "hang":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        record["grandchild"] = child.pid
+    with (here / "calls.jsonl").open("a") as log:
+        log.write(json.dumps(record) + "\n")
+    if mode == "exit":
+        _fail(scenario.get("stderr", ""), scenario.get("code", 1))
+    servers = [{"name": n, "status": "connected"} for n in opts.get("mcp", {})]
+    emit({"type": "system", "subtype": "init", "session_id": "s1", "mcp_servers": servers})
+    if mode == "hang":
+        time.sleep(600)
+    elif mode == "login":
+        text = "Invalid API key · Please run /login"
+        say({}, [text])
+        result(text, error=True)
+        raise SystemExit(1)
+    elif mode == "mcp":
+        said = call_tool(opts, scenario["tool"], scenario.get("arguments", {}))
+        say(opts, ["The tool said: ", said])
+        result("The tool said: " + said)
+    else:
+        pieces = scenario.get("pieces", ["Hello ", "from ", "Claude."])
+        if scenario.get("no_partials"):  # as a CLI too old for --include-partial-messages
+            opts.pop("--include-partial-messages", None)
+        say(opts, pieces, scenario.get("delay", 0.0))
+        result("".join(pieces), scenario.get("usage"))
