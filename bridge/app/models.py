@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from bridge.core.config import LLMSettings, Settings
+from bridge.core.config import Settings
+from bridge.core.config_sections import LLMSettings
 from bridge.core.turn import ChosenModel
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.backend import Backend, BackendError

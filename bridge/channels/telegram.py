@@ -44,7 +44,8 @@ from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
 from bridge.core.commands import COMMAND_NAME
-from bridge.core.config import ConfigError, TelegramSettings
+from bridge.core.config import ConfigError
+from bridge.core.config_sections import TelegramSettings
 from bridge.types.messages import Answer, Final, Inbound
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import mcp_types as types
 
-from bridge.core.config import McpServerSettings
+from bridge.core.config_sections import McpServerSettings
 
 log = logging.getLogger("roost.mcp")
 

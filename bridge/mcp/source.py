@@ -25,7 +25,7 @@ from typing import Any
 import mcp_types as types
 
 from bridge.core.agent import AgentResult
-from bridge.core.config import McpServerSettings
+from bridge.core.config_sections import McpServerSettings
 from bridge.core.sessions import Session
 from bridge.mcp.client import LinkError, ServerLink
 from bridge.mcp.names import allowed, wire_name

@@ -9,7 +9,7 @@ announces cuts inside the block.
 
 from __future__ import annotations
 
-from bridge.core.config import LoadoutSettings
+from bridge.core.config_sections import LoadoutSettings
 from bridge.memory.files import usage_chars, usage_label
 from bridge.prompt.render import Block
 from bridge.prompt.snapshot import Snapshot

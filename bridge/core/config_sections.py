@@ -1,0 +1,211 @@
+"""The tables of the configuration file, one pydantic model each (`[llm]`, `[web]`, ...).
+
+`bridge.core.config.Settings` puts them together and loads them; validators
+here check one table at a time and name the key that is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+DEFAULT_MODEL = "default"
+MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMSettings(_Section):
+    provider: Literal["auto", "openai", "anthropic", "claude_cli", "offline"] = "auto"
+    name: str = DEFAULT_MODEL  # [llm]: the default model's name; [models.X]: X
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    timeout_s: float = Field(120.0, gt=0)  # inactivity: fail after this long without a byte
+    max_output_tokens: int = Field(4096, ge=1, le=1_000_000)  # anthropic: max_tokens
+    claude_path: str = "claude"  # claude_cli: the Claude Code executable
+    max_retries: int = Field(3, ge=0, le=10)
+    max_steps: int = Field(8, ge=1, le=50)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
+HOST_ENTRY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(:\d{1,5})?$")
+
+
+class WebSettings(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=0, le=65535)
+    token: SecretStr | None = None
+    # Host header values served besides loopback names (DNS-rebinding guard):
+    # "name" (bare or with the listening port) or "name:port" (exactly).
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # GET /metrics (Prometheus text, bearer token): off unless the operator turns it on
+    metrics: bool = False
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if not HOST_ENTRY.fullmatch(entry.lower()):
+                raise ValueError(f"{entry!r} is not a host name or host:port")
+        return [entry.lower() for entry in v]
+
+
+class TelegramSettings(_Section):
+    token: SecretStr | None = None
+    api_base_url: str = "https://api.telegram.org/bot"
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    allowed_groups: list[int] = Field(default_factory=list)
+    audience: str | None = None
+    start_attempts: int = Field(5, ge=1, le=20)  # getMe tries at start-up (network errors)
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _bot_url(cls, v: str) -> str:
+        # python-telegram-bot appends the token: ".../bot" + token + "/getMe"
+        if not re.fullmatch(r"https?://[^\s?#]+/bot", v):
+            raise ValueError(
+                "must be an http(s) URL ending in /bot (the token is appended), "
+                "e.g. https://api.telegram.org/bot"
+            )
+        return v
+
+
+class LimitSettings(_Section):
+    max_message_chars: int = Field(16_000, ge=1)
+    session_chars: int = Field(32_000, ge=1_000)
+    session_idle_days: float = Field(7.0, gt=0)
+    shutdown_grace_s: float = Field(10.0, ge=0)
+    max_reply_chars: int = Field(32_000, ge=100)  # a longer model reply is cut visibly
+    # token budgets per tenant (in + out, UTC day / month); None: no budget
+    daily_tokens: int | None = Field(None, ge=1)
+    monthly_tokens: int | None = Field(None, ge=1)
+
+
+class LoadoutSettings(_Section):
+    """Caps of the loadout (characters); see bridge/loadout."""
+
+    memory_chars: int = Field(2_200, ge=200)
+    topic_chars: int = Field(6_000, ge=200)
+    profile_chars: int = Field(1_375, ge=100)
+    steering_file_chars: int = Field(45_000, ge=0)
+    audience_chars: int = Field(400, ge=20)
+    personas_dir: Path | None = None
+
+
+class ScheduleSettings(_Section):
+    """Reminders and recurring jobs (bridge/schedule)."""
+
+    timezone: str | None = None  # IANA name; default: the host's zone
+    max_jobs: int = Field(50, ge=1)  # per tenant, active and paused
+    min_interval_minutes: int = Field(5, ge=1)  # between two runs of a recurring job
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown time zone {v!r} (an IANA name such as Europe/Berlin)"
+            ) from exc
+        return v
+
+
+class ForgeSettings(_Section):
+    """The network broker of personal tools (forge.broker)."""
+
+    # "host" or "host:port" a tool may reach over plain http and at private,
+    # loopback or link-local addresses (e.g. "127.0.0.1:8080", "homeassistant.local").
+    private_hosts: list[str] = Field(default_factory=list)
+    net_requests_per_minute: int = Field(60, ge=1)  # per tenant, all its tools together
+
+    @field_validator("private_hosts")
+    @classmethod
+    def _hosts(cls, v: list[str]) -> list[str]:
+        from forge.net_rules import parse_host
+
+        for entry in v:
+            if parse_host(entry) is None:
+                raise ValueError(f"not a host or host:port: {entry!r}")
+        return v
+
+
+MCP_SERVER_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_)){0,23}$")
+
+
+class McpServerSettings(_Section):
+    """An external MCP server attached to one tenant (`[tenants.T.mcp.NAME]`, bridge/mcp).
+
+    Exactly one of `command` (stdio: argv, plus `env`) or `url` (streamable
+    HTTP, plus `headers`); `allow` names the server's tools the model may
+    call (empty: none; `["*"]`: every tool it lists, a risk: see docs/security.md).
+    """
+
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    allow: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(20.0, gt=0, le=600)  # start, list and each call
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("must start with https:// (or http:// for a local server)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if bool(self.command) == (self.url is not None):
+            raise ValueError('give either command = [...] (stdio) or url = "https://..."')
+        if self.env and not self.command:
+            raise ValueError("env goes with command (a stdio server)")
+        if self.headers and self.url is None:
+            raise ValueError("headers go with url (an HTTP server)")
+        return self
+
+
+class TenantRule(_Section):
+    telegram_ids: list[int] = Field(default_factory=list)
+    # token budgets (in + out); None: the [limits] default; 0: no budget for this tenant
+    daily_tokens: int | None = Field(None, ge=0)
+    monthly_tokens: int | None = Field(None, ge=0)
+    mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
+
+    @field_validator("mcp")
+    @classmethod
+    def _mcp_names(cls, v: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in v:
+            if not MCP_SERVER_NAME.fullmatch(name):
+                raise ValueError(
+                    f"MCP server name {name!r}: 1-24 of a-z, 0-9, '-', '_' (no '__'), "
+                    "starting with a letter or digit"
+                )
+        return v
+
+
+class StyleSettings(_Section):
+    """The user-style learner (bridge/style)."""
+
+    judge_model: str | None = None  # a model name ([llm] name or a [models.X]); None: default
