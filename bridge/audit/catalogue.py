@@ -106,6 +106,7 @@ EVENTS: dict[str, dict[str, object]] = {
         "signal": "rejection",
         "skills": ["deploy", "review"],
         "prev_run_id": "41",
+        "relevant": ["release_notes"],
     },
     "outcome.graded": {
         "label": "rephrase",

@@ -349,7 +349,12 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "step_milli": INT,
         "grade_milli": INT,
     },
-    "skill.outcome_graded": {"signal": LABEL, "skills": ListOf(SKILL), "prev_run_id": MSG},
+    "skill.outcome_graded": {
+        "signal": LABEL,
+        "skills": ListOf(SKILL),
+        "prev_run_id": MSG,
+        "relevant": ListOf(SKILL),  # asked about, not used (bridge/skills/observer.py)
+    },
     "outcome.graded": {
         "label": LABEL,
         "confidence_pct": INT,
