@@ -108,6 +108,22 @@ EVENTS: dict[str, dict[str, object]] = {
         "prev_run_id": "41",
         "relevant": ["release_notes"],
     },
+    "skill.proposed": {
+        "name": "deploy",
+        "hash": H,
+        "created": False,
+        "chars": 640,
+        "similarity_pct": 91,
+    },
+    "skill.saved": {
+        "name": "deploy",
+        "hash": H,
+        "created": False,
+        "grade_kept": True,
+        "similarity_pct": 91,
+    },
+    "skill.removed": {"name": "deploy", "hash": H},
+    "skill.restored": {"name": "deploy", "hash": H, "undid": "rm"},
     "outcome.graded": {
         "label": "rephrase",
         "confidence_pct": 80,

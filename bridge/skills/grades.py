@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
@@ -81,6 +81,33 @@ class SkillGrades:
             db.execute("ROLLBACK")
             raise
         return Applied(step, after)
+
+    def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
+        """The skill's grade row as plain data (for the skills journal); None: never graded."""
+        row = self._db.execute(
+            f"SELECT {', '.join(_ROW)} FROM skill_grades WHERE tenant=? AND name=?",
+            (tenant, name),
+        ).fetchone()
+        return dict(zip(_ROW, row, strict=True)) if row is not None else None
+
+    def restore(self, tenant: str, name: str, row: dict[str, Any] | None) -> None:
+        """Put back a snapshot (None: no row, the skill starts at INITIAL_GRADE)."""
+        values = [row.get(c) for c in _ROW] if row is not None else []
+        if row is None or not all(isinstance(v, int | float) or v is None for v in values):
+            self.reset(tenant, name)  # never graded (or a damaged entry): it starts fresh
+            return
+        self._db.execute(
+            f"INSERT OR REPLACE INTO skill_grades (tenant, name, {', '.join(_ROW)})"
+            f" VALUES (?, ?, {', '.join('?' * len(_ROW))})",
+            (tenant, name, *values),
+        )
+
+    def reset(self, tenant: str, name: str) -> None:
+        """Forget the skill's grade and counts: it starts fresh at INITIAL_GRADE."""
+        self._db.execute("DELETE FROM skill_grades WHERE tenant=? AND name=?", (tenant, name))
+
+
+_ROW = ("grade", "approvals", "rejections", "rephrases", "neutrals", "autos", "updated_at")
 
 
 class Applied(NamedTuple):
