@@ -44,8 +44,10 @@ from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
 from bridge.skills.commands import SkillCommands
+from bridge.skills.forge import SkillForge
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
+from bridge.skills.tool import SkillTools
 from bridge.skills.view import GradedSkills
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
@@ -113,12 +115,14 @@ def build_capabilities(
         tools=SavedToolsView(catalog),
     )
     drafts = SessionTools()
+    skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
         loadout,
         (
             loadout.tool_source,
+            SkillTools(skill_forge),
             ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
@@ -126,7 +130,7 @@ def build_capabilities(
         ),
         (
             *loadout.command_sets,
-            SkillCommands(grades, files),
+            SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
             ExportCommands(settings.home, audit, clock),

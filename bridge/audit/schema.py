@@ -349,7 +349,30 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "step_milli": INT,
         "grade_milli": INT,
     },
-    "skill.outcome_graded": {"signal": LABEL, "skills": ListOf(SKILL), "prev_run_id": MSG},
+    "skill.outcome_graded": {
+        "signal": LABEL,
+        "skills": ListOf(SKILL),
+        "prev_run_id": MSG,
+        "relevant": ListOf(SKILL),  # asked about, not used (bridge/skills/observer.py)
+    },
+    # skill-forge (bridge/skills/forge.py): a proposal's name is the model's, not yet
+    # consented to, so it is a keyed id; a saved skill's name is readable like skill.graded
+    "skill.proposed": {
+        "name": Name("skill"),
+        "hash": HASH,
+        "created": BOOL,
+        "chars": INT,
+        "similarity_pct": INT,
+    },
+    "skill.saved": {
+        "name": SKILL,
+        "hash": HASH,
+        "created": BOOL,
+        "grade_kept": BOOL,
+        "similarity_pct": INT,
+    },
+    "skill.removed": {"name": SKILL, "hash": HASH},
+    "skill.restored": {"name": SKILL, "hash": HASH, "undid": enum("save", "rm")},
     "outcome.graded": {
         "label": LABEL,
         "confidence_pct": INT,

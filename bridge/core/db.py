@@ -156,6 +156,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE session_messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '';
     ALTER TABLE session_messages ADD COLUMN tool_call_id TEXT NOT NULL DEFAULT ''
     """,
+    # turn_log (bridge/skills/grades.py): skills the request was about but the reply did
+    # not use, e.g. one graded down to 0 and no longer offered (the style learner counts them)
+    """
+    ALTER TABLE turn_log ADD COLUMN relevant TEXT NOT NULL DEFAULT ''
+    """,
 )
 
 

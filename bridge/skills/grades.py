@@ -9,8 +9,9 @@ nothing depends on float comparison.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
@@ -81,6 +82,33 @@ class SkillGrades:
             raise
         return Applied(step, after)
 
+    def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
+        """The skill's grade row as plain data (for the skills journal); None: never graded."""
+        row = self._db.execute(
+            f"SELECT {', '.join(_ROW)} FROM skill_grades WHERE tenant=? AND name=?",
+            (tenant, name),
+        ).fetchone()
+        return dict(zip(_ROW, row, strict=True)) if row is not None else None
+
+    def restore(self, tenant: str, name: str, row: dict[str, Any] | None) -> None:
+        """Put back a snapshot (None: no row, the skill starts at INITIAL_GRADE)."""
+        values = [row.get(c) for c in _ROW] if row is not None else []
+        if row is None or not all(isinstance(v, int | float) or v is None for v in values):
+            self.reset(tenant, name)  # never graded (or a damaged entry): it starts fresh
+            return
+        self._db.execute(
+            f"INSERT OR REPLACE INTO skill_grades (tenant, name, {', '.join(_ROW)})"
+            f" VALUES (?, ?, {', '.join('?' * len(_ROW))})",
+            (tenant, name, *values),
+        )
+
+    def reset(self, tenant: str, name: str) -> None:
+        """Forget the skill's grade and counts: it starts fresh at INITIAL_GRADE."""
+        self._db.execute("DELETE FROM skill_grades WHERE tenant=? AND name=?", (tenant, name))
+
+
+_ROW = ("grade", "approvals", "rejections", "rephrases", "neutrals", "autos", "updated_at")
+
 
 class Applied(NamedTuple):
     """One signal applied to a grade, both in thousandths."""
@@ -93,12 +121,17 @@ class LastTurn(NamedTuple):
     """A chat's last answered turn."""
 
     msg_id: str
-    skills: list[str]
+    skills: list[str]  # the skills its reply used (graded by the next message)
     graded: bool  # already outcome-graded
+    relevant: tuple[str, ...] = ()  # skills its request was about that the reply did not use
+
+
+def _lines(text: str) -> list[str]:
+    return [s for s in text.split("\n") if s]
 
 
 class TurnLog:
-    """The last answered turn per chat: its message id and the skills it used."""
+    """The last answered turn per chat: its message id and the skills it used or was about."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._db = conn
@@ -106,12 +139,13 @@ class TurnLog:
     def last(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
         """The chat's last answered turn, if any."""
         row = self._db.execute(
-            "SELECT msg_id, skills, graded FROM turn_log WHERE tenant=? AND channel=? AND chat=?",
+            "SELECT msg_id, skills, graded, relevant FROM turn_log"
+            " WHERE tenant=? AND channel=? AND chat=?",
             (tenant, channel, chat),
         ).fetchone()
         if row is None:
             return None
-        return LastTurn(row[0], [s for s in row[1].split("\n") if s], bool(row[2]))
+        return LastTurn(row[0], _lines(row[1]), bool(row[2]), tuple(_lines(row[3])))
 
     def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
         self._db.execute(
@@ -120,10 +154,18 @@ class TurnLog:
         )
 
     def record(
-        self, tenant: str, channel: str, chat: str, msg_id: str, skills: list[str], now: float
+        self,
+        tenant: str,
+        channel: str,
+        chat: str,
+        msg_id: str,
+        skills: list[str],
+        now: float,
+        relevant: Sequence[str] = (),
     ) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO turn_log (tenant, channel, chat, msg_id, skills, at, graded)"
-            " VALUES (?, ?, ?, ?, ?, ?, 0)",
-            (tenant, channel, chat, msg_id, "\n".join(skills), now),
+            "INSERT OR REPLACE INTO turn_log"
+            " (tenant, channel, chat, msg_id, skills, at, graded, relevant)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+            (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant)),
         )

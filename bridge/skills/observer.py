@@ -3,7 +3,10 @@
 Before a turn, the person's new message grades the previous reply
 (`outcome.graded`), and the skills that reply used get that signal
 (`skill.outcome_graded` with signal, skills and `prev_run_id` = the graded
-turn's message id — the user-style learner reads exactly this). After a
+turn's message id — the user-style learner reads exactly this). Skills the
+graded turn's *request* named or described but its reply did not use (one
+graded down to 0 is never offered, so never used) travel as `relevant`: they
+gain or lose no grade, but the learner counts the turn for their bullets. After a
 turn, skills the reply used gain `AUTO_STEP` each (`skill.graded`). A turn
 is outcome-graded at most once, even when the next message fails and is
 sent again.
@@ -19,7 +22,7 @@ from bridge.core.sessions import Session
 from bridge.grading.classify import classify
 from bridge.skills.files import read_skills
 from bridge.skills.grades import SkillGrades, TurnLog
-from bridge.skills.usage import skills_used
+from bridge.skills.usage import skills_asked, skills_used
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.tools import TurnContext
 
@@ -58,24 +61,30 @@ class SkillsObserver:
                 "channel": inbound.channel,
             },
         )
-        if not skills:
+        if not skills and not last.relevant:
             return
         now = self._clock()
-        for name in skills:
+        for name in skills:  # only a skill the reply used earns or loses grade
             self._grades.apply(turn.tenant, name, outcome.label, now)
-        events.add(
-            "skill.outcome_graded",
-            turn.tenant,
-            {"signal": outcome.label, "skills": skills, "prev_run_id": prev_id},
-        )
+        details: dict[str, object] = {
+            "signal": outcome.label,
+            "skills": skills,
+            "prev_run_id": prev_id,
+        }
+        if last.relevant:
+            details["relevant"] = list(last.relevant)
+        events.add("skill.outcome_graded", turn.tenant, details)
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
         skills = read_skills(turn.dirs, self._cache)
         used: list[str] = []
+        relevant: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
             grades = self._grades.all(turn.tenant)
             offered = [s for s in skills if (grades[s.name].grade if s.name in grades else 1) > 0]
             used = skills_used(result.text, offered)
+            # what the request was about, offered or not: turns a style bullet could affect
+            relevant = [n for n in skills_asked(turn.inbound.text, skills) if n not in used]
         now = self._clock()
         for name in used:
             step, after = self._grades.apply(turn.tenant, name, "auto", now)
@@ -85,4 +94,6 @@ class SkillsObserver:
                 {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
             )
         inbound = turn.inbound
-        self._log.record(turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now)
+        self._log.record(
+            turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant
+        )

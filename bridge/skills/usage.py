@@ -3,6 +3,12 @@
 A skill counts as used when its name appears in the reply (as words,
 `_`/`-` read as spaces) or when most of the content words of its
 description appear (stem-aware), with at least three of them.
+
+`skills_asked` reads the person's request the same way, and also takes an
+inflected name ("wie deploye ich", "deployed") as naming the skill: every
+word of the name must be related (same stem, or a compound's head or
+modifier) to a word of the request. It decides which turns were *about* a
+skill before any reply, so what a reply says never changes it.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bridge.grading.text import content_words, related
+from bridge.grading.text import Related, content_words, related, stem, tokens
 from bridge.skills.files import Skill
 
 PARAPHRASE_SHARE = 0.6
@@ -40,4 +46,23 @@ def skills_used(reply: str, skills: Sequence[Skill]) -> list[str]:
     reply_words = set(content_words(reply))
     return [
         s.name for s in skills if _named(s.name, lower) or _paraphrased(s.description, reply_words)
+    ]
+
+
+def _inflected(name: str, request: Related) -> bool:
+    words = [stem(w) for w in re.split(r"[_\-\s]+", name.lower()) if w]
+    return bool(words) and all(request.to(w) for w in words)
+
+
+def skills_asked(request: str, skills: Sequence[Skill]) -> list[str]:
+    """The skills a request is about: named (inflections too) or clearly described."""
+    if not skills:
+        return []
+    lower = request.lower()
+    words = set(content_words(request))
+    stems = Related({stem(t) for t in tokens(request)})
+    return [
+        s.name
+        for s in skills
+        if _named(s.name, lower) or _inflected(s.name, stems) or _paraphrased(s.description, words)
     ]

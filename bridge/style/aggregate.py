@@ -4,6 +4,13 @@ Input is a list of chain records (dicts as written by AuditChain); nothing here
 reads files or the clock. A graded turn is one `skill.outcome_graded` event:
 its signal applies to every skill named, and `prev_run_id` names the graded
 turn, whose time is taken from that turn's `message.received` when present.
+
+Its `skills` are the ones the graded reply used; its `relevant` ones are those
+the request was about that the reply did not use (a skill graded down to 0 is
+not offered, so never used). Candidates count only used skills (what the
+grades count); live and shadow bullets count both (`exposed`): a bullet in
+block 8 could affect every turn about its skill, offered or not, so its
+experiment never starves when its skill stops being offered.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ class GradedTurn:
     graded_ms: int
     signal: str
     skills: tuple[str, ...]
+    relevant: tuple[str, ...] = ()
+
+    def exposed(self, skill: str) -> bool:
+        """The turn was about `skill`: its reply used it or its request asked for it."""
+        return skill in self.skills or skill in self.relevant
 
 
 def graded_turns(records: Iterable[Mapping[str, Any]]) -> list[GradedTurn]:
@@ -48,11 +60,19 @@ def graded_turns(records: Iterable[Mapping[str, Any]]) -> list[GradedTurn]:
         )
         if not isinstance(prev, str) or not isinstance(signal, str) or not isinstance(skills, list):
             continue
-        names = tuple(sorted({s for s in skills if isinstance(s, str) and SKILL_NAME.match(s)}))
-        if names:
+        names, about = _names(skills), _names(details.get("relevant"))
+        if names or about:
             turn_ms = min(received.get((tenant, prev), ts), ts)
-            turns[(tenant, prev)] = GradedTurn(tenant, prev, turn_ms, ts, signal, names)
+            turns[(tenant, prev)] = GradedTurn(
+                tenant, prev, turn_ms, ts, signal, names, tuple(n for n in about if n not in names)
+            )
     return list(turns.values())
+
+
+def _names(raw: object) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(sorted({s for s in raw if isinstance(s, str) and SKILL_NAME.match(s)}))
 
 
 def skill_counts(
@@ -71,10 +91,10 @@ def skill_counts(
 def turn_counts(
     turns: Iterable[GradedTurn], tenant: str, skill: str, since_ms: int, until_ms: int
 ) -> Counts:
-    """Signals of one tenant's skill from turns that happened in [since_ms, until_ms)."""
+    """Signals of the turns about one tenant's skill that happened in [since_ms, until_ms)."""
     c = Counts()
     for t in turns:
-        if t.tenant == tenant and skill in t.skills and since_ms <= t.turn_ms < until_ms:
+        if t.tenant == tenant and t.exposed(skill) and since_ms <= t.turn_ms < until_ms:
             c = c.add(t.signal)
     return c
 
@@ -89,11 +109,12 @@ def cohorts(
 ) -> tuple[Counts, Counts]:
     """(with-bullet, without-bullet) signals of a shadow bullet's skill during its A/B.
 
-    The cohort of each graded turn is recomputed from its msg_id and the bullet's id.
+    Every graded turn about the skill counts, whether the skill was offered or not;
+    its cohort is recomputed from its msg_id and the bullet's id.
     """
     with_, without = Counts(), Counts()
     for t in turns:
-        if t.tenant == tenant and skill in t.skills and since_ms <= t.turn_ms < until_ms:
+        if t.tenant == tenant and t.exposed(skill) and since_ms <= t.turn_ms < until_ms:
             if cohort_bit(t.msg_id, bullet):
                 with_ = with_.add(t.signal)
             else:

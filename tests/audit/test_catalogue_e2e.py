@@ -114,6 +114,11 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "budget.reached",  # needs a budget: tests/models/test_budgets.py
             "session.summarised",  # needs a long session: tests/convo/test_summaries.py
             "data.forgotten",  # `roost forget`: tests/spine/test_export.py
+            # skill-forge: tests/skills/test_forge_web.py, tests/skills/test_forge_telegram.py
+            "skill.proposed",
+            "skill.saved",
+            "skill.removed",
+            "skill.restored",
         }
     )
     assert expected <= seen, sorted(expected - seen)
