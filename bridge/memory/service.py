@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from bridge.core.locks import TenantLocks
 from bridge.memory import journal
+from bridge.memory.consolidate import Plan
 from bridge.memory.files import MemoryInputError, Topic, usage_label
 from bridge.memory.store import MemoryRefused, MemoryStore, Provenance, SaveResult
 from bridge.screening.screen import refusal, screen
@@ -105,6 +106,21 @@ class Memory:
                 {"name": change.name, "op": change.op, "files": len(change.before)},
             )
         return change
+
+    async def consolidate(
+        self, dirs: TenantDirs, plan: Plan, fingerprint: str, prov: Provenance, now: float
+    ) -> int:
+        """Apply a confirmed tidy-up (`store.consolidate`) under the tenant's memory lock."""
+        async with self._locks.hold(dirs.root, "memory"):
+            try:
+                return self.store.consolidate(dirs, plan, fingerprint, prov, now)
+            except OSError as exc:
+                if exc.errno in _FULL:
+                    raise MemoryRefused(DISK_FULL) from None
+                raise
+
+    def secrets(self, dirs: TenantDirs) -> Mapping[str, str]:
+        return self._secrets_of(dirs)
 
     def usage(self, dirs: TenantDirs) -> str:
         return usage_label(self.store.used(dirs), self.store.memory_cap)

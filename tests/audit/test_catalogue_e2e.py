@@ -114,6 +114,10 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "budget.reached",  # needs a budget: tests/models/test_budgets.py
             "session.summarised",  # needs a long session: tests/convo/test_summaries.py
             "data.forgotten",  # `roost forget`: tests/spine/test_export.py
+            "correction.offered",  # corrections: tests/corrections/test_web_e2e.py
+            "correction.kept",
+            "correction.replaced",
+            "memory.consolidated",  # tests/corrections/test_consolidation_e2e.py
         }
     )
     assert expected <= seen, sorted(expected - seen)
