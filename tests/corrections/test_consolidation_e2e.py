@@ -144,7 +144,7 @@ async def test_an_unusable_proposal_changes_nothing(
 async def test_the_models_full_save_offers_a_tidy_up_action(
     started: tuple[Roost, str, ScriptedBackend],
 ) -> None:
-    roost, url, backend = started
+    _roost, url, backend = started
     save = {"name": "dentist", "type": "user", "description": "dentist on Fridays " * 3}
     save["content"] = "x"
     backend.steps = [[("memory_save", json.dumps(save))], "I could not save that."]
@@ -154,9 +154,7 @@ async def test_the_models_full_save_offers_a_tidy_up_action(
     assert reply["actions"] == [{"label": "Tidy up memory", "command": "/memory tidy"}]
 
 
-async def test_offline_says_memory_is_full_and_how_to_free_space(
-    home: Path, clock: Clock
-) -> None:
+async def test_offline_says_memory_is_full_and_how_to_free_space(home: Path, clock: Clock) -> None:
     settings = load_settings(loadout={"memory_chars": 300})
     roost = await build(settings, backend=OfflineBackend(), audit=MemoryAudit(), clock=clock)
     try:

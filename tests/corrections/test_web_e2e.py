@@ -77,8 +77,9 @@ async def test_offer_then_yes_keeps_a_feedback_memory_the_next_prompt_shows(page
     page.backend.steps = ["Alles klar.", "Hallo!"]
     reply = await page.say("From now on, always answer in German.")
     assert reply["reply"].startswith("Alles klar.")
-    assert "Keep “From now on, always answer in German.” as a standing instruction?" in (
-        reply["reply"]
+    assert (
+        "Keep “From now on, always answer in German.” as a standing instruction?"
+        in (reply["reply"])
     )
     oid = offer_id(reply)
     assert page.roost.loadout.memory.store.topics(page.dirs) == []  # nothing stored yet
