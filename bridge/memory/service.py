@@ -5,6 +5,7 @@ is saved (secrets, vault values, invisible characters, instructions) and
 emits the audit events `memory.saved`, `memory.deleted`, `memory.undone`
 and `memory.refused` with names and sizes only, never content. A save that
 meets a full disk (ENOSPC, EDQUOT) is refused with a plain "the disk is full".
+`consolidate` applies a confirmed tidy-up (`bridge.memory.tidy`) under the same lock.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Schemas follow the contract in DESIGN.md. Refusals (secrets, invisible
 characters, instructions, a full index, bad arguments) come back to the model
-as tool errors that say what to do; nothing is written then.
+as tool errors that say what to do; nothing is written then. A save that
+meets a full memory also ends the reply with a notice and a "Tidy up memory"
+action (`/memory tidy`: the chat's model proposes merges, the person applies).
 """
 
 from __future__ import annotations
