@@ -103,7 +103,8 @@ class MemoryCommands:
         change = await self._memory.undo(ctx.dirs)
         if change is None:
             return "Nothing to undo."
-        what = {"save": "saving", "delete": "deleting"}.get(change.op, change.op)
+        ops = {"save": "saving", "delete": "deleting", "consolidate": "the tidy-up"}
+        what = ops.get(change.op, change.op)
         return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs)}."
 
     async def _stats(self, ctx: CommandContext, rest: str) -> str:
