@@ -205,7 +205,8 @@ class MemoryStore:
             gone = {t.filename for t in topics} - {t.filename for t in result}
             written = [t for t in result if t not in topics]
             before = {f: _text(mdir / f) for f in sorted(gone | {t.filename for t in written})}
-            label = f"{len(plan.merges)} merged, {len(plan.drops)} dropped"
+            merged = sum(len(m.sources) for m in plan.merges)
+            label = f"{merged} merged into {len(plan.merges)}, {len(plan.drops)} dropped"
             journal.record(mdir, journal.Change("consolidate", label, "", now, before))
             for topic in written:
                 write_text(mdir / topic.filename, render_topic(topic))

@@ -108,7 +108,7 @@ async def test_full_memory_proposal_confirm_and_undo(
         again = await say(http, action["command"])
         assert "No tidy-up" in again["reply"]  # applied once
         undone = await say(http, "/memory undo")
-        assert undone["reply"].startswith("Undid the tidy-up '2 merged, 1 dropped'.")
+        assert undone["reply"].startswith("Undid the tidy-up '2 merged into 1, 1 dropped'.")
         assert index(roost) == before
     [event] = [d for e, _, d in roost.audit.events if e == "memory.consolidated"]
     assert event["merged"] == 2 and event["into"] == 1 and event["dropped"] == 1
