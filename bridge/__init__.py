@@ -4,7 +4,7 @@
     cli           the `roost` command line
     app           the composition root: build, home, serve
     channels, llm adapters: chat platforms and model servers
-    capabilities  audit, grading, loadout, memory, personal_tools, prompt,
+    capabilities  audit, corrections, grading, loadout, memory, personal_tools, prompt,
                   screening, skills, style
     core          config, tenants, access, pairing, routing, commands, turn, sessions
     types         messages, backend/tool interfaces, audit sink (import nothing)

@@ -18,6 +18,7 @@
  * no token), http, network, protocol, server (an SSE error event), aborted.
  */
 
+import { withActions } from "./actions.js";
 import { SSEParser } from "./sse.js";
 
 export const REPLY_KINDS = ["answer", "command", "refusal", "error"];
@@ -127,7 +128,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     if (!body || typeof body.reply !== "string") {
       throw new ApiError("the daemon's reply has no text", { kind: "protocol", status: res.status });
     }
-    return withFiles({ text: body.reply, kind: replyKind(body.kind) }, body.files);
+    return withActions(withFiles({ text: body.reply, kind: replyKind(body.kind) }, body.files), body.actions);
   }
 
   async function streamChat(text, { chat: chatId = "default", onDelta, signal } = {}) {
@@ -153,7 +154,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
         } else if (ev.event === "final") {
           const data = parseData(ev, soFar);
           if (typeof data.text !== "string") throw protocolError("the final event has no text", soFar);
-          return withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files);
+          return withActions(withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files), data.actions);
         } else if (ev.event === "error") {
           const data = parseData(ev, soFar);
           const message = typeof data.message === "string" && data.message ? data.message : "the turn failed";

@@ -7,6 +7,7 @@
  * browser; a small fake one in the node tests).
  */
 
+import { actionButtons } from "./actions.js";
 import { createApi } from "./api.js";
 import { chatIdFromSearch, createChat } from "./chat.js";
 import { renderMarkdown } from "./render.js";
@@ -47,9 +48,11 @@ function createDomView(win, els, actions) {
     error.append(errorText, retry);
     const files = document.createElement("div");
     files.className = "files";
-    root.append(who, body, error, files);
+    const buttons = document.createElement("div"); // one-tap actions (actions.js)
+    buttons.className = "actions";
+    root.append(who, body, error, files, buttons);
     els.log.append(root);
-    n = { root, body, files, error, errorText, retry };
+    n = { root, body, files, buttons, error, errorText, retry };
     nodes.set(msg.id, n);
     return n;
   }
@@ -64,6 +67,8 @@ function createDomView(win, els, actions) {
       n.body.innerHTML = renderMarkdown(msg.text); // escaped by renderMarkdown
     }
     n.files.replaceChildren(...(msg.files || []).map((file) => fileLink(document, file)));
+    if (n.shownActions !== msg.actions) n.buttons.replaceChildren(...actionButtons(document, msg.actions, actions.send));
+    n.shownActions = msg.actions;
     n.root.setAttribute("aria-busy", String(msg.status === "pending" || msg.status === "streaming"));
     n.error.hidden = msg.status !== "failed";
     n.errorText.textContent = msg.error || "";
@@ -197,6 +202,7 @@ export function startPage(win) {
 
   const view = createDomView(win, els, {
     retry: (id) => chat.retry(id),
+    send: (command) => chat.send(command),
     refreshHints,
   });
   chat = createChat({

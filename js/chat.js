@@ -188,7 +188,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
           update(reply, { text: soFar, status: "streaming" });
         },
       });
-      update(reply, { text: result.text, kind: result.kind, files: result.files, status: "done", error: "" });
+      update(reply, { text: result.text, kind: result.kind, files: result.files, actions: result.actions, status: "done", error: "" });
       view.setStatus(result.kind === "error" ? "The daemon reported an error" : "Ready", result.kind === "error" ? "error" : "ok");
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError(String(err?.message ?? err), { kind: "protocol" });

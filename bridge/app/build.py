@@ -167,7 +167,9 @@ async def build(
         ),
         settings.schedule.timezone,
     )
-    caps = build_capabilities(settings, db, audit, runner, clock, tool_sources, schedule)
+    caps = build_capabilities(
+        settings, db, audit, runner, clock, tool_sources, schedule, models=models
+    )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
     caps = dataclasses.replace(caps, command_sets=sets)

@@ -17,6 +17,7 @@ from bridge.core.commands import CommandSet
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache, NoCache
 from bridge.core.locks import TenantLocks
+from bridge.core.turn import PickModel
 from bridge.loadout.chat_commands import AudienceCommands, PersonaCommands, ProfileCommands
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.personas import SHIPPED, Personas
@@ -25,6 +26,7 @@ from bridge.loadout.vault import Vault
 from bridge.memory.commands import MemoryCommands
 from bridge.memory.service import Memory
 from bridge.memory.store import MemoryStore
+from bridge.memory.tidy import Consolidator
 from bridge.memory.tools import MemoryTools
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.view import SavedToolsView
@@ -52,6 +54,7 @@ class Loadout:
     tool_source: MemoryTools
     command_sets: tuple[CommandSet, ...]
     files: FileCache
+    tidy: Consolidator | None = None  # memory consolidation (/memory tidy)
 
 
 def audience_defaults(settings: Settings) -> dict[str, str]:
@@ -80,6 +83,7 @@ def build_loadout(
     style: StyleView | None = None,
     tools: PersonalToolsView | None = None,
     cached: bool = True,
+    hold: PickModel | None = None,
 ) -> Loadout:
     caps = settings.loadout
     files = FileCache() if cached else NoCache()
@@ -105,9 +109,10 @@ def build_loadout(
         default_tz=settings.schedule.timezone,
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
-    sets = command_sets(settings, memory, profile, personas, chats, audit)
+    tidy = Consolidator(memory, audit, vault.masker, hold)  # hold: the chat's model
+    sets = command_sets(settings, memory, profile, personas, chats, audit, tidy)
     return Loadout(
-        prompt, memory, profile, vault, personas, chats, MemoryTools(memory), sets, files
+        prompt, memory, profile, vault, personas, chats, MemoryTools(memory), sets, files, tidy
     )
 
 
@@ -118,9 +123,10 @@ def command_sets(
     personas: Personas,
     chats: ChatSettings | None,
     audit: AuditSink,
+    tidy: Consolidator | None = None,
 ) -> tuple[CommandSet, ...]:
     """/memory and /profile always; /persona and /audience when chat settings are stored."""
-    sets: list[CommandSet] = [MemoryCommands(memory), ProfileCommands(profile)]
+    sets: list[CommandSet] = [MemoryCommands(memory, tidy), ProfileCommands(profile)]
     if chats is not None:
         sets += [
             PersonaCommands(personas, chats, audit),

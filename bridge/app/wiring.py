@@ -32,6 +32,10 @@ from bridge.core.tenants import (
     telegram_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.corrections.commands import CorrectionCommands
+from bridge.corrections.keep import Keeper
+from bridge.corrections.observer import CorrectionObserver
+from bridge.corrections.offers import Offers
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
@@ -97,6 +101,7 @@ def build_capabilities(
     clock: Callable[[], float],
     extra_tools: Sequence[ToolSource] = (),
     schedule: ScheduleService | None = None,
+    models: ModelRegistry | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -113,7 +118,9 @@ def build_capabilities(
         skills=GradedSkills(grades, files),
         style=LearnedStyle(StyleStore(db)),
         tools=SavedToolsView(catalog),
+        hold=models.hold if models is not None else None,
     )
+    corrections = build_corrections(loadout, audit, clock)
     drafts = SessionTools()
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     planner = Planner(schedule, audit) if schedule is not None else None
@@ -134,10 +141,20 @@ def build_capabilities(
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
             ExportCommands(settings.home, audit, clock),
+            corrections[0],
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock), mcp),
+        (SkillsObserver(grades, TurnLog(db), files, clock), mcp, corrections[1]),
         (mcp.aclose,),
     )
+
+
+def build_corrections(
+    loadout: Loadout, audit: AuditSink, clock: Callable[[], float]
+) -> tuple[CorrectionCommands, CorrectionObserver]:
+    """Corrections that stick: offered by an observer, kept by /yes (bridge.corrections)."""
+    offers = Offers(clock)
+    keeper = Keeper(loadout.memory, audit, loadout.vault.values)
+    return CorrectionCommands(offers, keeper, loadout.tidy), CorrectionObserver(offers)
 
 
 def model_commands(

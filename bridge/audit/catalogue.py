@@ -186,6 +186,28 @@ EVENTS: dict[str, dict[str, object]] = {
         "channel": "telegram",
     },
     "data.forgotten": {"files": 14, "rows": 251, "bytes": 91022, "by": "operator"},
+    "correction.offered": {
+        "id": "k3f9",
+        "subject": "language",
+        "polarity": 1,
+        "lang": "de",
+        "hash": H,
+        "channel": "telegram",
+    },
+    "correction.kept": {"kind": "steering", "hash": H, "subject": "language", "replaced": True},
+    "correction.replaced": {
+        "kind": "steering",
+        "old_hash": "9c1e0b7d3f2a",
+        "hash": H,
+        "subject": "language",
+    },
+    "memory.consolidated": {
+        "merged": 4,
+        "into": 2,
+        "dropped": 1,
+        "index_before": 2190,
+        "index_after": 1480,
+    },
 }
 
 # Emitted by the user-style sweep (`roost style sweep`), not by turns.

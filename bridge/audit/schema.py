@@ -177,6 +177,8 @@ COMMANDS = frozenset(
         "pair",
         "skill",
         "status",
+        "yes",
+        "no",
     ]
 )
 
@@ -207,6 +209,30 @@ HOSTNAME = Ref(
 # A model's configured name ([llm] name, [models.X]): the operator's, kept readable.
 MODEL = Ref(re.compile(r"[a-z0-9][a-z0-9_-]{0,31}"))
 PERIOD = Ref(re.compile(r"[0-9]{4}-[0-9]{2}(-[0-9]{2})?"))  # a UTC day or month
+
+# a pending offer's id (bridge/corrections/offers.py) and the closed subject keys of subjects.py
+OFFER = Ref(re.compile(r"[a-hj-km-np-z][2-9][a-hj-km-np-z][2-9]"))
+SUBJECT = enum(
+    "none",
+    "name",
+    "formality",
+    "language",
+    "units",
+    "time",
+    "emoji",
+    "apology",
+    "disclaimer",
+    "closer",
+    "preamble",
+    "echo",
+    "sources",
+    "spelling",
+    "punctuation",
+    "indent",
+    "code",
+    "format",
+    "length",
+)
 
 SCHEMAS: dict[str, dict[str, Kind]] = {
     "message.received": {
@@ -268,7 +294,11 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "chars": INT,
         "by": BY,
     },
-    "memory.undone": {"name": MEMORY, "op": enum("save", "delete", "remember"), "files": INT},
+    "memory.undone": {
+        "name": MEMORY,
+        "op": enum("save", "delete", "remember", "consolidate"),
+        "files": INT,
+    },
     "profile.changed": {
         "field": Name("profile"),
         "op": enum("set", "rm"),
@@ -452,6 +482,34 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "channel": CHANNEL,
     },
     "data.forgotten": {"files": INT, "rows": INT, "bytes": INT, "by": enum("operator")},
+    # corrections that stick (bridge/corrections) and memory consolidation (bridge/memory/tidy.py)
+    "correction.offered": {
+        "id": OFFER,
+        "subject": SUBJECT,
+        "polarity": INT,
+        "lang": enum("en", "de"),
+        "hash": HASH,
+        "channel": CHANNEL,
+    },
+    "correction.kept": {
+        "kind": enum("memory", "steering"),
+        "hash": HASH,
+        "subject": SUBJECT,
+        "replaced": BOOL,
+    },
+    "correction.replaced": {
+        "kind": enum("memory", "steering"),
+        "old_hash": HASH,
+        "hash": HASH,
+        "subject": SUBJECT,
+    },
+    "memory.consolidated": {
+        "merged": INT,
+        "into": INT,
+        "dropped": INT,
+        "index_before": INT,
+        "index_after": INT,
+    },
 }
 
 

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from typing import TextIO
 
-from bridge.types.messages import Final, Handle, Inbound
+from bridge.types.messages import Final, Handle, Inbound, actions_hint
 
 QUIT = {"/quit", "/exit", ":q"}
 
@@ -23,8 +23,9 @@ def inbound(text: str, chat: str) -> Inbound:
 
 
 def file_lines(final: Final) -> str:
-    """One `file: PATH (name)` line per file of the reply."""
-    return "".join(f"file: {f.path} ({f.name})\n" for f in final.files)
+    """One `file: PATH (name)` line per file of the reply, then its actions as a hint."""
+    hint = actions_hint(final.actions)  # "(reply /yes k3f9 to keep as memory, or …)"
+    return "".join(f"file: {f.path} ({f.name})\n" for f in final.files) + (hint and hint + "\n")
 
 
 async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:

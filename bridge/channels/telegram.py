@@ -39,6 +39,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.telegram_actions import attach, pressed
 from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
@@ -51,7 +52,13 @@ from bridge.types.messages import Answer, Final, Inbound
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
+ALLOWED_UPDATES = [
+    "message",
+    "edited_message",
+    "channel_post",
+    "edited_channel_post",
+    "callback_query",  # a press of a reply's button (bridge.channels.telegram_actions)
+]
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # the "Telegram" service account that posts a linked channel's automatic forwards
 SERVICE_SENDER = 777000
@@ -254,6 +261,15 @@ class TelegramChannel:
                 self._tasks.discard(task)
 
     async def _dispatch(self, update: Update) -> None:
+        if update.callback_query is not None:  # a one-tap action: its command, as if typed
+            await pressed(
+                update.callback_query,
+                self.app.bot.username,
+                self.allowed_groups,
+                self._answer,
+                lambda inbound, chat_id: TelegramReply(self, chat_id, None, inbound),
+            )
+            return
         msg = update.message
         if msg is None:
             kind = "edited message" if update.edited_message else "channel post or other"
@@ -322,6 +338,7 @@ class TelegramReply:
         self, channel: TelegramChannel, chat_id: int, reply_to: int | None, inbound: Inbound
     ) -> None:
         self._sender, self._chat, self._msg_id = channel.sender, chat_id, inbound.msg_id
+        self._bot = channel.app.bot
         self._inbound = inbound
         self._undelivered = channel.undelivered
         self._timing = channel.timing
@@ -335,7 +352,9 @@ class TelegramReply:
 
     async def send(self, final: Final) -> None:
         try:
-            await self._stream.finish(final.text)
+            shown = await self._stream.finish(final.text)
+            if final.actions and shown:  # buttons on the last message of the reply
+                await attach(self._bot, self._chat, shown[-1], final.actions)
         except DeliveryError as exc:
             self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(final.text)

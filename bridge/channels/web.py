@@ -294,4 +294,6 @@ class WebChannel:
         body: dict[str, Any] = {"text": final.text, "kind": final.kind}
         if final.files and self._files is not None:
             body["files"] = self._files.offer(final.files)
+        if final.actions:  # one-tap replies: the page shows buttons that send `command`
+            body["actions"] = [{"label": a.label, "command": a.command} for a in final.actions]
         return body

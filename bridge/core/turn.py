@@ -212,7 +212,7 @@ class TurnRunner:
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_backend, turn)
             self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
-        return Final(text, "answer")
+        return Final(text, "answer", actions=tuple(turn.actions))
 
     @asynccontextmanager
     async def _hold_backend(self, turn: TurnContext) -> AsyncIterator[Backend]:

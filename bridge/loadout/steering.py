@@ -170,3 +170,65 @@ class SteeringCache:
         text, deps = resolve(top, conf, self._cap, self._files.read)
         self._trees[key] = (deps, text)
         return text
+
+
+# -- standing instructions kept from chat (bridge.corrections) --------------------------------
+
+KEPT_HEADER = "## Standing instructions (kept from chat with /yes; edit or delete freely)"
+
+
+def kept_lines(text: str) -> list[str]:
+    """The bullet lines under `KEPT_HEADER` (without the "- "), in order."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.strip() == KEPT_HEADER:
+            inside = True
+        elif inside and line.startswith("#"):
+            inside = False
+        elif inside and line.startswith("- "):
+            out.append(line[2:].strip())
+    return out
+
+
+def with_kept_line(text: str, line: str, replaces: Callable[[str], bool]) -> tuple[str, str | None]:
+    """`text` with `line` kept under `KEPT_HEADER` (pure).
+
+    The first kept line for which `replaces(old)` holds is replaced in place and
+    returned; other such lines are dropped (conflicts never pile up). Without one,
+    `line` is appended to the section (made at the end when missing).
+    """
+    one = " ".join(line.split())
+    lines = text.splitlines()
+    out: list[str] = []
+    inside = found = False
+    replaced: str | None = None
+    for current in lines:
+        if current.strip() == KEPT_HEADER:
+            inside = found = True
+        elif inside and current.startswith("#"):
+            inside = False
+        elif inside and current.startswith("- ") and replaces(current[2:].strip()):
+            if replaced is None:
+                replaced = current[2:].strip()
+                out.append(f"- {one}")
+            continue
+        out.append(current)
+    if replaced is None:
+        if not found:
+            out = [*out, "", KEPT_HEADER] if "".join(out).strip() else [KEPT_HEADER]
+        end = _section_end(out)
+        out.insert(end, f"- {one}")
+    return "\n".join(out).strip("\n") + "\n", replaced
+
+
+def _section_end(lines: list[str]) -> int:
+    """Where a new line of the kept section goes: after its last bullet."""
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == KEPT_HEADER)
+    end = start + 1
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("#"):
+            break
+        if lines[i].startswith("- "):
+            end = i + 1
+    return end

@@ -1,7 +1,10 @@
-"""Chat commands for memory, no model involved: /memory (list, show, rm, undo, stats), /remember.
+"""Chat commands for memory: /memory (list, show, rm, undo, stats, tidy), /remember.
 
 `/memory rm` has the aliases `forget` and `delete`. `/memory undo` reverts the
 last memory change of this tenant (recorded in the journal before it was made).
+`/memory tidy` asks the chat's model to merge and drop topics and shows the
+proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
+meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.memory import journal
 from bridge.memory.files import MAX_DESCRIPTION, TYPES, Topic, parse_filename, usage_label
 from bridge.memory.service import Memory
-from bridge.memory.store import MemoryRefused, Provenance
+from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
+from bridge.memory.tidy import HOW_TO_FREE, Consolidator
+from bridge.types.messages import Final
 
-Sub = Callable[[CommandContext, str], Awaitable[str]]
-USAGE = "/memory [list | show <name> | rm <name> | undo | stats]"
+Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
+USAGE = "/memory [list | show <name> | rm <name> | undo | stats | tidy [id]]"
 
 
 def _who(topic: Topic) -> str:
@@ -36,8 +41,9 @@ def remember_name(text: str) -> str:
 
 
 class MemoryCommands:
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, tidy: Consolidator | None = None) -> None:
         self._memory = memory
+        self._tidy = tidy
         self._subs: dict[str, Sub] = {
             "list": self._list,
             "show": self._show,
@@ -46,6 +52,7 @@ class MemoryCommands:
             "delete": self._rm,
             "undo": self._undo,
             "stats": self._stats,
+            "tidy": self._tidy_up,
         }
 
     def commands(self) -> Iterable[Command]:
@@ -58,7 +65,7 @@ class MemoryCommands:
             ),
         )
 
-    async def memory(self, ctx: CommandContext, args: str) -> str:
+    async def memory(self, ctx: CommandContext, args: str) -> str | Final:
         ctx.dirs.ensure()
         sub, _, rest = args.strip().partition(" ")
         handler = self._subs.get(sub.lower() or "list")
@@ -96,7 +103,8 @@ class MemoryCommands:
         change = await self._memory.undo(ctx.dirs)
         if change is None:
             return "Nothing to undo."
-        what = {"save": "saving", "delete": "deleting"}.get(change.op, change.op)
+        ops = {"save": "saving", "delete": "deleting", "consolidate": "the tidy-up"}
+        what = ops.get(change.op, change.op)
         return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs)}."
 
     async def _stats(self, ctx: CommandContext, rest: str) -> str:
@@ -118,7 +126,20 @@ class MemoryCommands:
             f"Last change (/memory undo reverts it): {undo}"
         )
 
-    async def remember(self, ctx: CommandContext, args: str) -> str:
+    async def _tidy_up(self, ctx: CommandContext, rest: str) -> str | Final:
+        if self._tidy is None:
+            return "Tidying up needs a model; none is wired here. " + HOW_TO_FREE
+        if rest:
+            return await self._tidy.apply(ctx.dirs, ctx.inbound, rest.split()[0])
+        return await self._tidy.propose(ctx.dirs, ctx.inbound)
+
+    async def full(self, ctx: CommandContext, lead: str) -> Final:
+        """The reply to a save that met a full memory: a tidy-up proposal when possible."""
+        if self._tidy is None:
+            return Final(f"{lead}\n\n{HOW_TO_FREE}", "command")
+        return await self._tidy.propose(ctx.dirs, ctx.inbound, lead)
+
+    async def remember(self, ctx: CommandContext, args: str) -> str | Final:
         text = args.strip()
         if not text:
             raise UsageError("What should I remember?")
@@ -133,6 +154,8 @@ class MemoryCommands:
         prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
         try:
             result = await self._memory.save(dirs, name, "user", desc, text, prov, ctx.now)
+        except MemoryFull:
+            return await self.full(ctx, f"Not saved: memory is full {self._memory.usage(dirs)}.")
         except MemoryRefused as exc:
             return str(exc)
         label = usage_label(result.used, result.cap)

@@ -5,6 +5,7 @@ is saved (secrets, vault values, invisible characters, instructions) and
 emits the audit events `memory.saved`, `memory.deleted`, `memory.undone`
 and `memory.refused` with names and sizes only, never content. A save that
 meets a full disk (ENOSPC, EDQUOT) is refused with a plain "the disk is full".
+`consolidate` applies a confirmed tidy-up (`bridge.memory.tidy`) under the same lock.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 from bridge.core.locks import TenantLocks
 from bridge.memory import journal
+from bridge.memory.consolidate import Plan
 from bridge.memory.files import MemoryInputError, Topic, usage_label
 from bridge.memory.store import MemoryRefused, MemoryStore, Provenance, SaveResult
 from bridge.screening.screen import refusal, screen
@@ -105,6 +107,21 @@ class Memory:
                 {"name": change.name, "op": change.op, "files": len(change.before)},
             )
         return change
+
+    async def consolidate(
+        self, dirs: TenantDirs, plan: Plan, fingerprint: str, prov: Provenance, now: float
+    ) -> int:
+        """Apply a confirmed tidy-up (`store.consolidate`) under the tenant's memory lock."""
+        async with self._locks.hold(dirs.root, "memory"):
+            try:
+                return self.store.consolidate(dirs, plan, fingerprint, prov, now)
+            except OSError as exc:
+                if exc.errno in _FULL:
+                    raise MemoryRefused(DISK_FULL) from None
+                raise
+
+    def secrets(self, dirs: TenantDirs) -> Mapping[str, str]:
+        return self._secrets_of(dirs)
 
     def usage(self, dirs: TenantDirs) -> str:
         return usage_label(self.store.used(dirs), self.store.memory_cap)

@@ -17,6 +17,7 @@ from pathlib import Path
 from bridge.core.atomic import remove, write_text
 from bridge.core.locks import file_lock
 from bridge.memory import journal
+from bridge.memory.consolidate import Plan, index_fingerprint, planned_topics
 from bridge.memory.files import (
     INDEX_NAME,
     MemoryInputError,
@@ -37,6 +38,10 @@ from bridge.types.tenant_dirs import TenantDirs
 
 class MemoryRefused(Exception):
     """A save or delete that was not done; the message is for the model or the person."""
+
+
+class MemoryFull(MemoryRefused):
+    """A save refused because the index would pass the cap (consolidation can help)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +125,7 @@ class MemoryStore:
             entries = [t.index_line() for t in others] + [index_line(name, type_, description)]
             used = usage_chars(entries)
             if used > self.memory_cap:
-                raise MemoryRefused(_full_message(others, used, self.memory_cap, name))
+                raise MemoryFull(_full_message(others, used, self.memory_cap, name))
             meta = {
                 "created": old.meta.get("created", iso(now)) if old else iso(now),
                 "updated": iso(now),
@@ -178,6 +183,38 @@ class MemoryStore:
             self._write_index(dirs)
             return change
 
+    def consolidate(
+        self, dirs: TenantDirs, plan: Plan, fingerprint: str, prov: Provenance, now: float
+    ) -> int:
+        """Apply a confirmed plan as one journalled change (one `/memory undo` reverts it).
+
+        Refused when the memory changed since the plan was made (its `fingerprint`)
+        or when the result would not fit the cap; returns the index size after.
+        """
+        mdir = _mdir(dirs)
+        with file_lock(mdir / ".lock"):
+            topics = self.topics(dirs)
+            if index_fingerprint(topics) != fingerprint:
+                raise MemoryRefused(
+                    "Not changed: the memory changed since this proposal. Ask again: /memory tidy"
+                )
+            result = planned_topics(topics, plan, _meta(prov, now))
+            used = usage_chars(t.index_line() for t in result)
+            if used > self.memory_cap:
+                raise MemoryRefused("Not changed: the result would still pass the memory cap.")
+            gone = {t.filename for t in topics} - {t.filename for t in result}
+            written = [t for t in result if t not in topics]
+            before = {f: _text(mdir / f) for f in sorted(gone | {t.filename for t in written})}
+            merged = sum(len(m.sources) for m in plan.merges)
+            label = f"{merged} merged into {len(plan.merges)}, {len(plan.drops)} dropped"
+            journal.record(mdir, journal.Change("consolidate", label, "", now, before))
+            for topic in written:
+                write_text(mdir / topic.filename, render_topic(topic))
+            for filename in sorted(gone):
+                remove(mdir / filename)
+            self._write_index(dirs)
+            return used
+
     def rebuild_index(self, dirs: TenantDirs) -> None:
         mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
@@ -206,6 +243,17 @@ def _text(path: Path) -> str | None:
 def _read_topic(path: Path) -> Topic | None:
     text = _text(path)
     return parse_topic(text) if text is not None else None
+
+
+def _meta(prov: Provenance, now: float) -> dict[str, str]:
+    return {
+        "created": iso(now),
+        "updated": iso(now),
+        "by": prov.by,
+        "channel": prov.channel,
+        "chat": prov.chat,
+        "msg_id": prov.msg_id,
+    }
 
 
 def _full_message(others: list[Topic], used: int, cap: int, name: str) -> str:

@@ -2,7 +2,9 @@
 
 Schemas follow the contract in DESIGN.md. Refusals (secrets, invisible
 characters, instructions, a full index, bad arguments) come back to the model
-as tool errors that say what to do; nothing is written then.
+as tool errors that say what to do; nothing is written then. A save that
+meets a full memory also ends the reply with a notice and a "Tidy up memory"
+action (`/memory tidy`: the chat's model proposes merges, the person applies).
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from typing import Any
 
 from bridge.memory.files import MAX_DESCRIPTION, MAX_NAME, TYPES, usage_label
 from bridge.memory.service import Memory
-from bridge.memory.store import MemoryRefused, Provenance
+from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
 from bridge.types.backend import ToolSchema
+from bridge.types.messages import Action
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
+
+TIDY = Action("Tidy up memory", "/memory tidy")
+FULL_NOTICE = "🧠 My memory is full, so I could not save a note. Tidy it up: /memory tidy"
 
 _NAME = {"type": "string", "description": f"short topic name, 1-{MAX_NAME} characters"}
 
@@ -90,6 +96,11 @@ class MemoryTools:
                 prov,
                 turn.now(),
             )
+        except MemoryFull as exc:
+            if not any(a.command == TIDY.command for a in turn.actions):
+                turn.notices.append(FULL_NOTICE)
+                turn.actions.append(TIDY)
+            raise ToolError(str(exc)) from None
         except MemoryRefused as exc:
             raise ToolError(str(exc)) from None
         verb = "saved new" if result.created else "updated"

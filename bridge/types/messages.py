@@ -6,7 +6,10 @@ and exactly one `Final` at the end. Nothing platform-specific passes this
 line. A `Final` may carry files (`OutFile`: a path under the tenant's
 directories, the name to show, a MIME type); each channel hands them over
 its own way (Telegram: a document; web: a short-lived download link;
-terminal: the path). This module imports nothing from the project.
+terminal: the path). A `Final` may also offer one-tap `actions`: buttons whose
+press sends `Action.command` as the person's next message (Telegram: an
+inline keyboard; web: buttons; terminal: a "(reply /yes k3f9 to ...)" hint,
+`actions_hint`). This module imports nothing from the project.
 """
 
 from __future__ import annotations
@@ -58,12 +61,29 @@ class OutFile:
 
 
 @dataclass(frozen=True, slots=True)
+class Action:
+    """A one-tap reply: pressing `label` sends `command` as the person's next message."""
+
+    label: str  # short, shown on the button ("Keep as memory")
+    command: str  # a slash command, at most 64 bytes of UTF-8 (Telegram's callback data)
+
+
+def actions_hint(actions: tuple[Action, ...]) -> str:
+    """The actions as one line for a text-only channel; '' when there are none."""
+    if not actions:
+        return ""
+    ways = [f"{a.command} to {a.label[:1].lower()}{a.label[1:]}" for a in actions]
+    return "(reply " + ", or ".join(ways) + ")"
+
+
+@dataclass(frozen=True, slots=True)
 class Final:
     """The complete reply; always the last thing the core yields."""
 
     text: str
     kind: FinalKind = "answer"
     files: tuple[OutFile, ...] = ()
+    actions: tuple[Action, ...] = ()  # one-tap replies offered with this reply
 
 
 Outbound = Delta | Final

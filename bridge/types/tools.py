@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bridge.types.backend import ToolSchema
-from bridge.types.messages import Inbound
+from bridge.types.messages import Action, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
 
@@ -31,6 +31,7 @@ class TurnContext:
     inbound: Inbound
     now: Callable[[], float]  # injected clock, seconds since the epoch
     notices: list[str] = field(default_factory=list)  # lines for the person, after the reply
+    actions: list[Action] = field(default_factory=list)  # one-tap replies offered with it
 
     @property
     def tenant(self) -> str:

@@ -119,6 +119,10 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "skill.saved",
             "skill.removed",
             "skill.restored",
+            "correction.offered",  # corrections: tests/corrections/test_web_e2e.py
+            "correction.kept",
+            "correction.replaced",
+            "memory.consolidated",  # tests/corrections/test_consolidation_e2e.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -6,7 +6,10 @@ objects, lists and numbers) to `/bot{token}/{method}` and expects
 "parameters"?}`. Implemented: getMe, getUpdates (long polling with offsets;
 waiting polls wake on a new update and on shutdown), sendMessage,
 editMessageText, deleteMessage, sendChatAction, setMyCommands,
-deleteWebhook, setWebhook, getWebhookInfo, and sendDocument as a
+deleteWebhook, setWebhook, getWebhookInfo, editMessageReplyMarkup and
+answerCallbackQuery (`push_callback` delivers a button press as a
+`callback_query` update; `Sent.reply_markup` holds a message's inline
+keyboard, from sendMessage or editMessageReplyMarkup), and sendDocument as a
 multipart/form-data upload (the file lands in `fake.documents`); like the
 real server (its nginx front), an upload over the bots' 50 MB limit is
 answered 413 "Request Entity Too Large" as an HTML page, before any of the
@@ -106,6 +109,7 @@ class Sent:
     entities: list[dict[str, Any]] = field(default_factory=list)
     edits: int = 0
     deleted: bool = False
+    reply_markup: dict[str, Any] | None = None  # an inline keyboard, as sent
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ class FakeBotAPI:
         self.sent_count: dict[int, int] = defaultdict(int)  # sendMessage successes per chat
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
+        self.answered: list[str] = []  # callback query ids answered (answerCallbackQuery)
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         # sendMessage/editMessageText of a text this returns a Failure for is refused
         self.refuse_text: Callable[[str], Failure | None] = lambda text: None
@@ -265,6 +270,39 @@ class FakeBotAPI:
         msg.update(extra or {})
         return msg
 
+    def push_callback(
+        self,
+        user_id: int,
+        data: str,
+        message_id: int,
+        *,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+    ) -> int:
+        """A press of an inline button under message `message_id` of the bot's."""
+        chat_id = user_id if chat_id is None else chat_id
+        sent = self.messages.get((chat_id, message_id))
+        text = sent.text if sent is not None else "earlier answer"
+        message = self.message(BOT_ID, text, chat_id=chat_id, chat_type=chat_type)
+        message["message_id"] = message_id
+        message["from"] = {"id": BOT_ID, "is_bot": True, "first_name": "roost"}
+        query = {
+            "id": str(9_000_000 + self._next_update),
+            "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+            "message": message,
+            "chat_instance": f"ci{chat_id}",
+            "data": data,
+        }
+        return self.push({"callback_query": query})
+
+    def keyboard(self, chat_id: int) -> list[tuple[str, str]]:
+        """(label, callback data) of the buttons shown in a chat now, in order."""
+        out = []
+        for sent in self.sent_to(chat_id):
+            rows = (sent.reply_markup or {}).get("inline_keyboard", [])
+            out += [(b["text"], b["callback_data"]) for row in rows for b in row]
+        return out
+
     # -- inspection --------------------------------------------------------------------------
 
     def calls_of(self, method: str) -> list[Call]:
@@ -355,7 +393,9 @@ class FakeBotAPI:
         text, entities = self._checked(p)
         self._next_message[chat_id] += 1
         message_id = self._next_message[chat_id]
-        self.messages[(chat_id, message_id)] = Sent(chat_id, message_id, text, entities)
+        self.messages[(chat_id, message_id)] = Sent(
+            chat_id, message_id, text, entities, reply_markup=p.get("reply_markup")
+        )
         self.sent_count[chat_id] += 1
         return self._message_json(self.messages[(chat_id, message_id)])
 
@@ -375,8 +415,28 @@ class FakeBotAPI:
                 )
             )
         sent.text, sent.entities = text, entities
+        sent.reply_markup = p.get("reply_markup")  # like Telegram: an edit without one drops it
         sent.edits += 1
         return self._message_json(sent)
+
+    async def _m_editMessageReplyMarkup(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id, message_id = int(p["chat_id"]), int(p["message_id"])
+        sent = self.messages.get((chat_id, message_id))
+        if sent is None or sent.deleted:
+            raise ApiError(Failure(400, "Bad Request: message to edit not found"))
+        markup = p.get("reply_markup")
+        for row in (markup or {}).get("inline_keyboard", []):
+            for button in row:
+                if len(str(button.get("callback_data", "")).encode()) > 64:
+                    raise ApiError(Failure(400, "Bad Request: BUTTON_DATA_INVALID"))
+        if markup == sent.reply_markup:
+            raise ApiError(Failure(400, "Bad Request: message is not modified"))
+        sent.reply_markup = markup
+        return self._message_json(sent)
+
+    async def _m_answerCallbackQuery(self, p: dict[str, Any]) -> bool:
+        self.answered.append(str(p["callback_query_id"]))
+        return True
 
     async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
         sent = self.messages.get((int(p["chat_id"]), int(p["message_id"])))
@@ -454,6 +514,8 @@ class FakeBotAPI:
             out["edit_date"] = int(time.time())
         if sent.entities:
             out["entities"] = sent.entities
+        if sent.reply_markup:
+            out["reply_markup"] = sent.reply_markup
         return out
 
 

@@ -1,0 +1,93 @@
+"""One-tap actions on Telegram: an inline keyboard on a reply, and the presses that come back.
+
+A `Final` with `actions` gets an inline keyboard on the last message of the
+reply (`attach`: one button per row, `callback_data` = the action's command,
+which must be a slash command of at most 64 bytes, as Telegram requires; an
+action that does not fit is left off the keyboard and stays in the text).
+A press arrives as a `callback_query`: `pressed` answers it at once
+(`answerCallbackQuery`, so the button stops spinning) and feeds its data
+through the core as if the person had typed it — the same access checks:
+the presser's `from.id` resolves to a tenant (or is refused), in a group the
+presser's own session is used ("<group>:<user>") and groups that are not
+allow-listed are ignored. So another person's press can only confirm what
+is pending in that person's own chat, never someone else's offer.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Collection
+
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.constants import ChatType
+from telegram.error import TelegramError
+
+from bridge.types.messages import Action, Final, Inbound, Reply
+
+log = logging.getLogger(__name__)
+MAX_DATA = 64  # bytes of callback_data Telegram accepts
+MAX_LABEL = 64
+
+
+def fits(command: str) -> bool:
+    return command.startswith("/") and 0 < len(command.encode("utf-8")) <= MAX_DATA
+
+
+def keyboard(actions: tuple[Action, ...]) -> InlineKeyboardMarkup | None:
+    rows = [
+        [InlineKeyboardButton(a.label[:MAX_LABEL], callback_data=a.command)]
+        for a in actions
+        if fits(a.command)
+    ]
+    return InlineKeyboardMarkup(rows) if rows else None
+
+
+async def attach(bot: Bot, chat_id: int, message_id: int, actions: tuple[Action, ...]) -> None:
+    """Put the actions' keyboard on a sent message; a failure is logged, the text stays."""
+    markup = keyboard(actions)
+    if markup is None:
+        return
+    try:
+        await bot.edit_message_reply_markup(chat_id, message_id, reply_markup=markup)
+    except TelegramError as exc:
+        log.warning("telegram: the reply's buttons were not shown (chat %s): %s", chat_id, exc)
+
+
+def press_inbound(query: CallbackQuery, bot_name: str, groups: Collection[int]) -> Inbound | None:
+    """The press as the message it stands for; None when it is not ours to read."""
+    data, message, user = query.data, query.message, query.from_user
+    if not data or not fits(data) or message is None or user.is_bot:
+        return None
+    chat = message.chat
+    private = chat.type == ChatType.PRIVATE
+    if not private and chat.id not in groups:
+        return None
+    return Inbound(
+        "telegram",
+        str(user.id),
+        str(chat.id) if private else f"{chat.id}:{user.id}",
+        data,
+        uuid.uuid4().hex,
+        is_private=private,
+        display_name=user.first_name or "",
+        bot_name=bot_name,
+    )
+
+
+async def pressed(
+    query: CallbackQuery,
+    bot_name: str,
+    groups: Collection[int],
+    answer: Callable[[Inbound, Reply], Awaitable[Final]],
+    reply_to: Callable[[Inbound, int], Reply],
+) -> None:
+    """Answer the callback query, then run its command through the core."""
+    try:
+        await query.answer()
+    except TelegramError as exc:
+        log.debug("telegram: answerCallbackQuery failed: %s", exc)
+    inbound = press_inbound(query, bot_name, groups)
+    if inbound is None or query.message is None:
+        return
+    await answer(inbound, reply_to(inbound, query.message.chat.id))
