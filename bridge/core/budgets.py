@@ -145,9 +145,10 @@ class UsageMeter:
             events.add("budget.reached", tenant, details)
         return refusal_text(found, now)
 
-    def record(self, tenant: str, model: str, tokens: Tokens) -> None:
-        """Count one turn; a database that cannot write is logged, the answer still goes out."""
+    def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None:
+        """Count one turn (`turns=0`: a summary's tokens); a database that cannot write is
+        logged, the answer still goes out."""
         try:
-            self.store.record(tenant, model, utc_day(self._clock()), tokens)
+            self.store.record(tenant, model, utc_day(self._clock()), tokens, turns)
         except sqlite3.Error as exc:
             log.error("usage not counted (%s): tenant %s, model %s", exc, tenant, model)
