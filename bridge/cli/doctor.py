@@ -153,8 +153,9 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
 
 
 def report(found: list[Check], out: TextIO) -> int:
+    width = max([9, *(len(c.name) for c in found)])  # model:<name> lines may be longer
     for c in found:
-        print(f"{c.status:<4}  {c.name:<9} {c.reason}", file=out)
+        print(f"{c.status:<4}  {c.name:<{width}} {c.reason}", file=out)
     return 1 if any(c.status == "FAIL" for c in found) else 0
 
 
