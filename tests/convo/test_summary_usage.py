@@ -10,7 +10,6 @@ step fails still counts the tokens its first step used.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from bridge.core.config import load_settings
 from bridge.core.sessions import SessionKey
 from tests.convo.conftest import API_KEY, NumbersSource, is_summary_request, msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Response, Status, Text, ToolCalls
+from tests.models.conftest import write_config
 
 KEY = SessionKey("local", "web", "c1")
 PLUMS = "They talked about plums; the number to remember is 7."
@@ -49,7 +49,7 @@ async def roost_on(
     made: list[Roost] = []
 
     async def factory(extra: str = "") -> Roost:
-        Path(os.environ["ROOST_CONFIG"]).write_text(
+        write_config(
             f'[llm]\nbase_url = "{fake.base_url}"\napi_key = "{API_KEY}"\nmodel = "m1"\n'
             f"max_retries = 0\n[limits]\nsession_chars = 1000\n{extra}"
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.models.conftest import write_config
 from tests.spine.test_daemon import run
 
 
@@ -20,9 +21,7 @@ def env_of(home: Path) -> dict[str, str]:
 
 
 async def test_forget_deletes_the_tenants_mcp_token_and_logs(home: Path, tmp_path: Path) -> None:
-    Path(os.environ["ROOST_CONFIG"]).write_text(
-        "[tenants.alice]\ntelegram_ids = [111]\n[tenants.bob]\ntelegram_ids = [222]\n"
-    )
+    write_config("[tenants.alice]\ntelegram_ids = [111]\n[tenants.bob]\ntelegram_ids = [222]\n")
     env = env_of(home)
     for tenant in ("alice", "bob"):
         code, out, err = await run(["mcp", "--tenant", tenant, "--token"], env)
