@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.core.compactor import Compactor
 from bridge.core.db import connect
 from bridge.core.sessions import SessionKey, SessionStore
+from bridge.core.turn import ChosenModel
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import (
     BackendError,
@@ -63,6 +66,11 @@ class Summariser:
         return None
 
 
+@asynccontextmanager
+async def held(model: Summariser) -> AsyncIterator[ChosenModel]:
+    yield ChosenModel("bench", model)
+
+
 async def run(works: bool) -> tuple[int, int, int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = SessionStore(connect(Path(tmp) / "roost.db"), BUDGET, 7 * 86400)
@@ -81,7 +89,7 @@ async def run(works: bool) -> tuple[int, int, int, float]:
                 KEY, f"question {n} " + "q" * 300, "answer " + "a" * 600, f"{n}", float(n), steps
             )
             path_ms.append((time.perf_counter() - started) * 1000)
-            compactor.after_turn(KEY, model)
+            compactor.after_turn(KEY, partial(held, model))
             await compactor.idle()
         session = store.load(KEY, float(TURNS))
         seen = session.kept + session.summarised

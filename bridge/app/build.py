@@ -173,7 +173,8 @@ async def build(
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
     caps = dataclasses.replace(caps, command_sets=sets)
-    compactor = Compactor(sessions, audit)  # summaries of long conversations, in the background
+    # summaries of long conversations, in the background, counted in usage
+    compactor = Compactor(sessions, audit, meter=meter)
     core = build_core(
         settings,
         backend,

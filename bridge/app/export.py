@@ -6,8 +6,9 @@ and forgotten without a change here. The export is a ZIP (mode 0600) of the
 tenant's files (vault values left out: names only), one JSONL file per
 table, the tool usage counters, and the audit records whose tenant is T,
 with a README.txt saying what each file is. `forget` deletes the files
-(vault included) and every row keyed by the tenant in one transaction; the
-audit chain keeps its records, which hold no content (ids, counts, hashes).
+(vault included; under `mcp/` its bearer token and its MCP servers' logs)
+and every row keyed by the tenant in one transaction; the audit chain keeps
+its records, which hold no content (ids, counts, hashes).
 Both return counts (files, rows, audit records, bytes) that the callers
 write to the chain as `data.exported` / `data.forgotten` (`export_details`,
 `forgotten_details`: counts and who asked, never content).
@@ -24,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.types.tenant_dirs import TenantDirs
+from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
 
@@ -58,6 +59,7 @@ class Forgotten:
     files: int
     rows: dict[str, int]
     bytes: int = 0  # the size of the files deleted
+    mcp: tuple[str, ...] = ()  # of those, under $ROOST_HOME/mcp: its token, its servers' logs
 
 
 @dataclass(frozen=True)
@@ -211,4 +213,16 @@ def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
             size += os.lstat(os.path.join(folder, name)).st_size
     if top.exists():
         shutil.rmtree(top)
-    return Forgotten(files, rows, size)
+    mcp = mcp_files(home, tenant)
+    for path in mcp:
+        size += path.lstat().st_size
+        path.unlink()
+    return Forgotten(files + len(mcp), rows, size, tuple(p.name for p in mcp))
+
+
+def mcp_files(home: Path, tenant: str) -> list[Path]:
+    """The tenant's files under `$ROOST_HOME/mcp`: the bearer token of `roost mcp --http`
+    and the stderr logs of its external MCP servers (tenant ids hold no `.`)."""
+    folder, tenant = home / "mcp", check_tenant_id(tenant)
+    found = [folder / f"{tenant}.token", *sorted(folder.glob(f"{tenant}.*.log"))]
+    return [path for path in found if path.is_file() or path.is_symlink()]

@@ -18,6 +18,7 @@ from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
 from bridge.core.router import CoreLimits
 from bridge.core.turn import TurnSettings
+from bridge.mcp.source import McpTools
 
 MODELS = ("llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens")
 LIMITS = ("limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps")
@@ -38,12 +39,18 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
     def personas(new: Settings) -> None:  # persona files themselves are re-read when changed
         roost.loadout.personas.set_dirs(persona_dirs(new))
 
+    def mcp(new: Settings) -> None:  # external MCP servers; a running turn keeps its sessions
+        for source in roost.tool_sources:
+            if isinstance(source, McpTools):
+                source.reload({t: rule.mcp for t, rule in new.tenants.items()})
+
     def models(new: Settings) -> None:  # named models (a running turn keeps its backend), budgets
         roost.models.reload(new)
         roost.meter.set_budgets(budgets_of(new))
 
     return [
         OnReload.of(("tenants",), access),
+        OnReload.of(("tenants",), mcp),
         OnReload.of(MODELS, models),
         OnReload.of(LIMITS, limits),
         OnReload.of(("loadout.personas_dir",), personas),

@@ -185,11 +185,13 @@ def build_commands(
     pairing: PairingStore | None = None,
     audit: AuditSink | None = None,
     models: ModelRegistry | None = None,
+    meter: UsageMeter | None = None,
 ) -> CommandTable:
     """The chat command table: core commands, /start, then each capability's rows."""
     table = CommandTable(())
     line = _model_line(backend, models)
-    for row in CoreCommands(lambda: table, sessions, line, pairing, audit).commands():
+    note = meter.near if meter is not None else None  # /status: a budget nearly used up
+    for row in CoreCommands(lambda: table, sessions, line, pairing, audit, note).commands():
         table.add(row)
     table.add(start_command(lambda: table))
     for command_set in command_sets:
@@ -249,7 +251,9 @@ def build_core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
         pairing=pairing,
-        commands=build_commands(sessions, backend, caps.command_sets, pairing, audit, models),
+        commands=build_commands(
+            sessions, backend, caps.command_sets, pairing, audit, models, meter
+        ),
         turns=build_turns(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor
         ),

@@ -2,8 +2,9 @@
 
 Checks, in order: the configuration loads; the home and everything in it is
 private (directories 0700, files 0600: no group or other bits); the
-database passes `PRAGMA quick_check`; the audit chain verifies; the model
-server answers with its model list; the Telegram Bot API knows the token
+database passes `PRAGMA quick_check`; the audit chain verifies; each model's
+server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
+with its model list; the Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
 seccomp, via `python -m forge capabilities`); free disk space under the
 home (warn below 1 GiB, FAIL below 100 MiB). Nothing is created or
@@ -26,7 +27,7 @@ from typing import TextIO
 from bridge.app.home import chain_path
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
-from bridge.cli.doctor_net import Check, check_backend, check_telegram
+from bridge.cli.doctor_net import Check, check_models, check_telegram
 from bridge.core.config import Settings, config_path
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -143,7 +144,7 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
     found = [check_config(settings), check_home(home), check_database(home / "roost.db")]
     found.append(check_audit(settings))
-    found.append(await check_backend(settings, timeout_s))
+    found += await check_models(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
     found.append(await check_sandbox())
     where = home if home.exists() else home.parent
@@ -152,8 +153,9 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
 
 
 def report(found: list[Check], out: TextIO) -> int:
+    width = max([9, *(len(c.name) for c in found)])  # model:<name> lines may be longer
     for c in found:
-        print(f"{c.status:<4}  {c.name:<9} {c.reason}", file=out)
+        print(f"{c.status:<4}  {c.name:<{width}} {c.reason}", file=out)
     return 1 if any(c.status == "FAIL" for c in found) else 0
 
 

@@ -1,4 +1,4 @@
-"""`roost doctor`'s network checks: the model server's model list and the Telegram Bot API.
+"""`roost doctor`'s network checks: each model server's model list and the Telegram Bot API.
 
 Each is one short GET with a timeout and turns into a `Check`. Secrets never
 reach the output: the model server is named by scheme, host and port only,
@@ -8,6 +8,7 @@ error string contains.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bridge.core.config import Settings
+from bridge.core.config_sections import LLMSettings
 from bridge.llm.anthropic import API_VERSION, messages_url
 from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
@@ -61,19 +63,36 @@ def _failure(exc: BaseException) -> str:
 
 
 async def check_backend(settings: Settings, timeout_s: float) -> Check:
-    """The model server answers GET /models and lists the configured model."""
-    llm = settings.llm
+    """The default model (`[llm]`): its server answers GET /models and lists it."""
+    return await check_llm(settings.llm, timeout_s)
+
+
+async def check_models(settings: Settings, timeout_s: float) -> list[Check]:
+    """One line per model: `backend` for `[llm]`, `model:X` for each `[models.X]`."""
+    named = sorted(settings.models.items())
+    return list(
+        await asyncio.gather(
+            check_backend(settings, timeout_s),
+            *(check_llm(llm, timeout_s, f"models.{name}") for name, llm in named),
+        )
+    )
+
+
+async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") -> Check:
+    """One model's server answers GET /models and lists the model (claude_cli: the
+    executable exists)."""
+    line = "backend" if section == "llm" else "model:" + section.removeprefix("models.")
     key = llm.api_key.get_secret_value().strip() if llm.api_key else ""
     base = (llm.base_url or "").strip()
     if llm.provider == "offline":
-        return Check("ok", "backend", "offline (set explicitly): replies without a model")
+        return Check("ok", line, "offline (set explicitly): replies without a model")
     if llm.provider == "auto" and not base and not key:
-        return Check("warn", "backend", "offline: no llm.base_url or llm.api_key is configured")
+        return Check("warn", line, f"offline: no {section}.base_url or {section}.api_key is set")
     if llm.provider == "claude_cli":
         found = shutil.which(llm.claude_path)
         if found is None:
-            return Check("FAIL", "backend", f"claude_cli: {llm.claude_path!r} not found on PATH")
-        return Check("ok", "backend", f"claude_cli: {found}")
+            return Check("FAIL", line, f"claude_cli: {llm.claude_path!r} not found on PATH")
+        return Check("ok", line, f"claude_cli: {found}")
     anthropic = llm.provider == "anthropic" or (
         llm.provider == "auto" and not base and key.startswith("sk-ant-")
     )
@@ -87,16 +106,16 @@ async def check_backend(settings: Settings, timeout_s: float) -> Check:
     try:
         status, body = await _get_json(f"{url}/models", headers, timeout_s)
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        return Check("FAIL", "backend", f"{where}: {_failure(exc)}")
+        return Check("FAIL", line, f"{where}: {_failure(exc)}")
     if status != 200:
-        hint = " (check llm.api_key)" if status in (401, 403) else ""
-        return Check("FAIL", "backend", f"{where}: GET /models answered HTTP {status}{hint}")
+        hint = f" (check {section}.api_key)" if status in (401, 403) else ""
+        return Check("FAIL", line, f"{where}: GET /models answered HTTP {status}{hint}")
     data = body.get("data") if isinstance(body, dict) else None
     names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     if llm.model not in names:
         listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
-        return Check("warn", "backend", f"{where}: model {llm.model} not listed ({listed})")
-    return Check("ok", "backend", f"{where}: {len(names)} models, {llm.model} among them")
+        return Check("warn", line, f"{where}: model {llm.model} not listed ({listed})")
+    return Check("ok", line, f"{where}: {len(names)} models, {llm.model} among them")
 
 
 async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:

@@ -77,8 +77,9 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
         db.close()
         lock.release()
     rows = sum(gone.rows.values())
+    mcp = f" (among them {', '.join('mcp/' + n for n in gone.mcp)})" if gone.mcp else ""
     print(
-        f"forgot tenant {args.tenant}: {gone.files} files and {rows} database rows deleted; "
-        "its audit records (no content) remain"
+        f"forgot tenant {args.tenant}: {gone.files} files{mcp} and {rows} database rows "
+        "deleted; its audit records (no content) remain"
     )
     return 0

@@ -15,6 +15,8 @@ is cut while it streams: the rest of the model's stream is dropped and the
 cut is said in the text ("… [reply cut at N characters]").
 The result carries the turn's tool-call steps as the model saw them
 (`AgentResult.tool_steps`), so the session can keep them for later turns.
+A step that fails raises `AgentFailed` (a `BackendError`) carrying the
+partial result, so the tokens of the steps before it are still counted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
 from bridge.types.backend import (
     Backend,
+    BackendError,
     ChatMessage,
     Finish,
     ModelRequest,
@@ -76,6 +79,14 @@ class AgentResult:
     tool_steps: list[ChatMessage] = field(default_factory=list)
 
 
+class AgentFailed(BackendError):
+    """A model step failed; `partial` holds what the turn had done and used until then."""
+
+    def __init__(self, cause: BackendError, partial: AgentResult) -> None:
+        super().__init__(cause.kind, cause.user_message)
+        self.partial = partial
+
+
 async def run_agent(
     backend: Backend,
     system: str,
@@ -90,7 +101,7 @@ async def run_agent(
     tenant: str = "",
     stable_chars: int = 0,
 ) -> AgentResult:
-    """Run model steps until a final answer; BackendError propagates."""
+    """Run model steps until a final answer; a failed step raises AgentFailed."""
     system = redact(system)
     convo = [_redacted(m, redact) for m in messages]
     result = AgentResult(text="", steps=0)
@@ -106,7 +117,10 @@ async def run_agent(
             tenant=tenant,
             stable_chars=stable_chars,
         )
-        text, calls = await _stream_step(backend, request, reply, result)
+        try:
+            text, calls = await _stream_step(backend, request, reply, result)
+        except BackendError as exc:
+            raise AgentFailed(exc, result) from exc
         if result.reply_cut:
             await reply.add_note(text + "\n", cut_note(max_reply_chars), "\n")
             break

@@ -4,7 +4,8 @@ A tenant's budget is its `[tenants.X] daily_tokens` / `monthly_tokens`, else
 the `[limits]` default (0 on a tenant: no budget). A budget counts in + out
 tokens over the UTC day or the UTC month. Before a turn, `UsageMeter.refusal`
 answers when a budget is used up: which budget, how much was used, when it
-resets; no model is asked. `budget.reached` is audited once per tenant per
+resets; no model is asked; from 80 % on, `near` is the warning /status and
+/usage show. `budget.reached` is audited once per tenant per
 period (remembered in SQLite, so a restart does not repeat it). The turn that
 crosses a budget is not cut: a budget is checked before a turn, never during.
 """
@@ -101,6 +102,26 @@ def refusal_text(r: Reached, now: float) -> str:
     )
 
 
+NEAR_PERCENT = 80  # from here on, /status and /usage say a budget is nearly used up
+
+
+def near_note(budget: Budget, today: int, month: int) -> str:
+    """A line per budget at 80 % or more ('' when none is). Pure."""
+    lines = []
+    for which, limit, used, span in (
+        ("daily", budget.daily, today, "today (UTC)"),
+        ("monthly", budget.monthly, month, "this month (UTC)"),
+    ):
+        if limit is None or used * 100 < limit * NEAR_PERCENT:
+            continue
+        state = "used up" if used >= limit else "nearly used up"
+        lines.append(
+            f"⚠ Your {which} token budget is {state}: {used:,} of {limit:,} tokens "
+            f"({used * 100 // limit}%) {span}."
+        )
+    return "\n".join(lines)
+
+
 class UsageMeter:
     """Counts each turn's tokens and refuses turns over budget."""
 
@@ -119,15 +140,26 @@ class UsageMeter:
     def budget(self, tenant: str) -> Budget:
         return self._budgets(tenant)
 
+    def _used(self, tenant: str, budget: Budget, now: float) -> tuple[int, int]:
+        """In + out tokens of `tenant` today and this month (0 for a budget not set)."""
+        day = utc_day(now)
+        today = self.store.used(tenant, day, day) if budget.daily is not None else 0
+        month = self.store.used(tenant, *month_days(day)) if budget.monthly is not None else 0
+        return today, month
+
     def reached(self, tenant: str) -> Reached | None:
         budget = self._budgets(tenant)
         if budget.daily is None and budget.monthly is None:
             return None
         now = self._clock()
-        day = utc_day(now)
-        today = self.store.used(tenant, day, day) if budget.daily is not None else 0
-        month = self.store.used(tenant, *month_days(day)) if budget.monthly is not None else 0
-        return reached(budget, today, month, now)
+        return reached(budget, *self._used(tenant, budget, now), now)
+
+    def near(self, tenant: str) -> str:
+        """The warning when a budget of `tenant` is 80 % used or more, else ''."""
+        budget = self._budgets(tenant)
+        if budget.daily is None and budget.monthly is None:
+            return ""
+        return near_note(budget, *self._used(tenant, budget, self._clock()))
 
     async def refusal(self, tenant: str, events: TurnEvents) -> str | None:
         """The reply when a budget is used up (audited once per period), else None."""
@@ -145,9 +177,10 @@ class UsageMeter:
             events.add("budget.reached", tenant, details)
         return refusal_text(found, now)
 
-    def record(self, tenant: str, model: str, tokens: Tokens) -> None:
-        """Count one turn; a database that cannot write is logged, the answer still goes out."""
+    def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None:
+        """Count one turn (`turns=0`: a summary's tokens); a database that cannot write is
+        logged, the answer still goes out."""
         try:
-            self.store.record(tenant, model, utc_day(self._clock()), tokens)
+            self.store.record(tenant, model, utc_day(self._clock()), tokens, turns)
         except sqlite3.Error as exc:
             log.error("usage not counted (%s): tenant %s, model %s", exc, tenant, model)

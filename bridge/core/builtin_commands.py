@@ -41,7 +41,9 @@ class CoreCommands:
         model_line: Callable[[CommandContext], str],
         pairing: PairingStore | None = None,
         audit: AuditSink | None = None,
+        budget_note: Callable[[str], str] | None = None,
     ) -> None:
+        self._budget_note = budget_note  # a tenant's "budget nearly used up" line, or ''
         self._table = table
         self._sessions = sessions
         self._model = model_line  # this chat's model: name, provider and model id
@@ -121,6 +123,7 @@ class CoreCommands:
                     f"in {len(s.summary):,} characters (the model reads it before the rest)"
                 )
         idle_days = self._sessions.idle_s / 86400
+        note = self._budget_note(ctx.tenant) if self._budget_note is not None else ""
         return "\n".join(
             (
                 f"Tenant: {ctx.tenant}",
@@ -128,5 +131,6 @@ class CoreCommands:
                 f"Model: {self._model(ctx)}",
                 session,
                 f"A conversation idle for {idle_days:g} days starts fresh.",
+                *((note,) if note else ()),
             )
         )

@@ -6,10 +6,13 @@ path) that takes the plan from the store, asks the chat's backend for a
 summary with the fixed prompt of `bridge.core.compaction` (everything sent
 through the tenant's vault masker, the answer masked again and bounded) and
 folds the turns into it. One summary per chat at a time (`KeyedLocks`); the
-next message of the chat never waits for it. When the model fails, answers
-nothing or is the offline stand-in, the oldest turns are dropped and counted
-instead (logged once per run of failures). Either way `session.summarised`
-is audited with counts only, never content.
+next message of the chat never waits for it. A summary's tokens are counted
+in the tenant's usage under the chat's model name (as tokens, not a turn);
+when the tenant's token budget is used up no summary is asked for. When the
+budget is reached, the model fails, answers nothing or is the offline
+stand-in, the oldest turns are dropped and counted instead (logged once per
+run of failures). Either way `session.summarised` is audited with counts
+only, never content.
 """
 
 from __future__ import annotations
@@ -19,18 +22,47 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from typing import Protocol
 
 from bridge.core.compaction import Fold, bounded_summary, summary_limit, summary_request
 from bridge.core.locks import KeyedLocks
 from bridge.core.sessions import SessionKey, SessionStore
+from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink
-from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
+from bridge.types.backend import (
+    Backend,
+    BackendError,
+    ChatMessage,
+    Finish,
+    ModelRequest,
+    TextDelta,
+)
 
 log = logging.getLogger(__name__)
 Redact = Callable[[str], str]
-# holds the chat's model for the length of one summary (a reload never closes it under us)
-HoldBackend = Callable[[], AbstractAsyncContextManager[Backend]]
 SHUTDOWN_WAIT_S = 5.0
+
+
+class HeldModel(Protocol):
+    """The chat's model while it is held: its configured name and its backend."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def backend(self) -> Backend: ...
+
+
+# holds the chat's model for the length of one summary (a reload never closes it under us)
+HoldModel = Callable[[], AbstractAsyncContextManager[HeldModel]]
+
+
+class SummaryMeter(Protocol):
+    """Budgets and usage (bridge.core.budgets.UsageMeter)."""
+
+    def reached(self, tenant: str) -> object | None: ...
+
+    def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None: ...
 
 
 def _same(text: str) -> str:
@@ -39,16 +71,22 @@ def _same(text: str) -> str:
 
 class Compactor:
     def __init__(
-        self, sessions: SessionStore, audit: AuditSink, *, shutdown_wait_s: float = SHUTDOWN_WAIT_S
+        self,
+        sessions: SessionStore,
+        audit: AuditSink,
+        *,
+        shutdown_wait_s: float = SHUTDOWN_WAIT_S,
+        meter: SummaryMeter | None = None,
     ) -> None:
         self._sessions = sessions
         self._audit = audit
+        self._meter = meter
         self._wait_s = shutdown_wait_s
         self._locks: KeyedLocks[SessionKey] = KeyedLocks()
         self._tasks: set[asyncio.Task[None]] = set()
         self._failing = False  # the model failed last time: the log already said so
 
-    def after_turn(self, key: SessionKey, hold: HoldBackend, redact: Redact = _same) -> None:
+    def after_turn(self, key: SessionKey, hold: HoldModel, redact: Redact = _same) -> None:
         """Start summarising in the background if the session is over its budget."""
         try:
             if not self._sessions.over_budget(key):
@@ -76,20 +114,20 @@ class Compactor:
             await asyncio.wait(pending)
             log.info("stopping: %d conversation summaries postponed", len(pending))
 
-    async def _run(self, key: SessionKey, hold: HoldBackend, redact: Redact) -> None:
+    async def _run(self, key: SessionKey, hold: HoldModel, redact: Redact) -> None:
         try:
             async with self._locks.hold(key):
                 fold = self._sessions.fold_plan(key)
                 if fold is not None:
-                    async with hold() as backend:
-                        await self._compact(key, fold, backend, redact)
+                    async with hold() as model:
+                        await self._compact(key, fold, model, redact)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("summarising a conversation failed; it stays as it is")
 
-    async def _compact(self, key: SessionKey, fold: Fold, backend: Backend, redact: Redact) -> None:
-        summary = await self._summary(key, fold, backend, redact)
+    async def _compact(self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact) -> None:
+        summary = await self._summary(key, fold, model, redact)
         if summary:
             after, how = self._sessions.fold(key, fold, summary), "summary"
         else:
@@ -106,15 +144,21 @@ class Compactor:
         }
         await self._audit.emit("session.summarised", key.tenant, details)
 
-    async def _summary(self, key: SessionKey, fold: Fold, backend: Backend, redact: Redact) -> str:
+    async def _summary(self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact) -> str:
         """The masked, bounded summary; '' (logged once) when the model cannot give one."""
-        if backend.name == "offline":
+        if model.backend.name == "offline":
             return self._fallback("no model is configured")
+        if self._meter is not None and self._meter.reached(key.tenant) is not None:
+            return self._fallback("the tenant's token budget is used up")
         limit = summary_limit(self._sessions.budget_chars)
+        used = Usage()
         try:
-            text = await ask_summary(backend, fold, limit, redact, key.tenant)
+            text = await ask_summary(model.backend, fold, limit, redact, key.tenant, used)
         except BackendError as exc:
             return self._fallback(f"the model failed: {exc.kind}")
+        finally:
+            if self._meter is not None and used.tokens.total:
+                self._meter.record(key.tenant, model.name, used.tokens, turns=0)
         if not text.strip():
             return self._fallback("the model sent an empty summary")
         self._failing = False
@@ -131,8 +175,26 @@ class Compactor:
         return ""
 
 
-async def ask_summary(backend: Backend, fold: Fold, limit: int, redact: Redact, tenant: str) -> str:
-    """Stream the summary of `fold` from the model; stops reading past the limit."""
+class Usage:
+    """The tokens a summary's stream reported (its `Finish` events)."""
+
+    def __init__(self) -> None:
+        self.tokens = Tokens()
+
+    def add(self, event: Finish) -> None:
+        t = self.tokens
+        self.tokens = Tokens(
+            t.prompt + event.prompt_tokens,
+            t.completion + event.completion_tokens,
+            t.cached + event.cached_tokens,
+        )
+
+
+async def ask_summary(
+    backend: Backend, fold: Fold, limit: int, redact: Redact, tenant: str, used: Usage
+) -> str:
+    """Stream the summary of `fold` from the model into `used`'s tokens; stops reading
+    past the limit."""
     system, ask = summary_request(fold.previous, fold.messages, limit)
     request = ModelRequest(
         redact(system), (ChatMessage("user", redact(ask.content)),), tenant=tenant
@@ -147,6 +209,8 @@ async def ask_summary(backend: Backend, fold: Fold, limit: int, redact: Redact, 
                 size += len(event.text)
                 if size > limit:
                     break
+            elif isinstance(event, Finish):
+                used.add(event)
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

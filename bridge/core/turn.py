@@ -15,7 +15,8 @@ Observers (outcome grading, skills) hook in before and after.
 The model is a per-turn choice: `pick` (injected by the app) gives the
 chat's named model for the length of the turn, so a reload never swaps a
 backend under a running turn. A `meter` refuses a turn over its tenant's
-token budget before any model is asked, and counts each turn's tokens.
+token budget before any model is asked, and counts each turn's tokens (a
+turn that fails mid-way counts the steps that completed, `AgentFailed`).
 
 The tenant's vault masker is applied at two points: on the way to the model
 (the agent loop's `redact`) and before anything is sent, stored or logged
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, runtime_checkable
 
-from bridge.core.agent import MAX_REPLY_CHARS, AgentResult, run_agent
+from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_agent
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
@@ -210,15 +211,15 @@ class TurnRunner:
         events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
         await _kept("the turn's audit records", events.flush(self._audit))
         if stored:  # an over-budget session is summarised in the background
-            hold = partial(self._hold_backend, turn)
+            hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
         return Final(text, "answer", actions=tuple(turn.actions))
 
     @asynccontextmanager
-    async def _hold_backend(self, turn: TurnContext) -> AsyncIterator[Backend]:
+    async def _hold_model(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
         """The chat's model, held (for a background summary of this chat)."""
         async with self._pick(turn) as model:
-            yield model.backend
+            yield model
 
     async def _over_budget(self, tenant: str, events: TurnEvents) -> Final | None:
         """The refusal when the tenant's token budget is used up (no model is asked)."""
@@ -237,11 +238,20 @@ class TurnRunner:
     ) -> AgentResult:
         """The agent loop on the chat's model (held for the turn); its tokens counted."""
         async with self._pick(turn) as model:
-            result = await self._agent(turn, session, mask, on_delta, model.backend)
-        if self._meter is not None:
-            tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
-            self._meter.record(turn.tenant, model.name, tokens)
+            try:
+                result = await self._agent(turn, session, mask, on_delta, model.backend)
+            except AgentFailed as exc:  # the steps that completed used tokens too
+                self._count(turn.tenant, model.name, exc.partial, failed=True)
+                raise
+        self._count(turn.tenant, model.name, result)
         return result
+
+    def _count(self, tenant: str, model: str, result: AgentResult, failed: bool = False) -> None:
+        if self._meter is None:
+            return
+        tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+        if tokens.total or not failed:
+            self._meter.record(tenant, model, tokens)
 
     def _store(
         self, key: SessionKey, asked: str, text: str, msg_id: str, steps: Sequence[ChatMessage]

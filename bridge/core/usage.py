@@ -45,16 +45,17 @@ class UsageStore:
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
-    def record(self, tenant: str, model: str, day: str, tokens: Tokens) -> None:
-        """Add one turn (or one judge call) and its tokens; one atomic statement."""
+    def record(self, tenant: str, model: str, day: str, tokens: Tokens, turns: int = 1) -> None:
+        """Add one turn and its tokens (a summary call: tokens, `turns=0`); one atomic
+        statement."""
         self._db.execute(
             "INSERT INTO token_usage (tenant, model, day, turns, prompt_tokens, "
-            "completion_tokens, cached_tokens) VALUES (?,?,?,1,?,?,?) "
-            "ON CONFLICT (tenant, day, model) DO UPDATE SET turns = turns + 1, "
+            "completion_tokens, cached_tokens) VALUES (?,?,?,?,?,?,?) "
+            "ON CONFLICT (tenant, day, model) DO UPDATE SET turns = turns + excluded.turns, "
             "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
             "completion_tokens = completion_tokens + excluded.completion_tokens, "
             "cached_tokens = cached_tokens + excluded.cached_tokens",
-            (tenant, model, day, tokens.prompt, tokens.completion, tokens.cached),
+            (tenant, model, day, turns, tokens.prompt, tokens.completion, tokens.cached),
         )
 
     def used(self, tenant: str, first_day: str, last_day: str) -> int:

@@ -6,15 +6,19 @@ in an empty temporary directory, with the assembled system prompt appended
 can read in /proc), the conversation on stdin, and an MCP config naming
 roost's MCP server for this tenant (`python -m bridge.cli.main mcp
 --tenant T`), so the person's `me.*` tools are called as
-`mcp__forge__me.<name>` and run in roost's sandbox. Claude Code runs those
+`mcp__forge__me__<name>` and run in roost's sandbox. Claude Code runs those
 tools itself, so this backend yields text and one `Finish`, never a
 `ToolCall`. Lines of `--output-format stream-json` are read as they come.
 
 `timeout_s` is an inactivity timeout: when the CLI writes nothing for that
 long, its whole process group (the CLI, the MCP server, anything they
 started) is killed. The group is killed too when the turn ends early and
-after every run, so nothing outlives a turn. The child's environment drops
-roost's own secrets (`ROOST_*` tokens and keys).
+after every run, so nothing outlives a turn. The CLI's environment drops
+roost's own secrets (`ROOST_*` tokens, keys, external MCP servers' settings,
+whole sections given as JSON) and `CREDENTIALS_DIRECTORY`. The MCP config
+hands `roost mcp` its non-secret `ROOST_*` settings, the home, and the two
+paths it needs to key the audit chain as the daemon does
+(`ROOST_AUDIT_HMAC_KEY_FILE`, `CREDENTIALS_DIRECTORY`): paths, never a value.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ log = logging.getLogger(__name__)
 LINE_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole long message
 STDERR_KEEP = 8192
 REAP_S = 5.0
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "HMAC")
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASS", "HMAC", "AUTH", "CREDENTIAL", "__MCP")
+MCP_PATHS = ("ROOST_AUDIT_HMAC_KEY_FILE", "CREDENTIALS_DIRECTORY")  # where the chain's key is
 
 
 def roost_mcp_command(tenant: str) -> list[str]:
@@ -54,13 +59,26 @@ def roost_mcp_command(tenant: str) -> list[str]:
     return [sys.executable, "-m", "bridge.cli.main", "mcp", "--tenant", tenant]
 
 
+def _secret(name: str, value: str) -> bool:
+    """A roost setting that is or may hold a secret (a whole section as JSON may)."""
+    if not name.startswith("ROOST_"):
+        return False
+    return any(w in name.upper() for w in SECRET_WORDS) or value.lstrip().startswith("{")
+
+
 def child_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The environment minus roost's secrets (the CLI needs none of them)."""
-    return {
-        k: v
-        for k, v in base.items()
-        if not (k.startswith("ROOST_") and any(w in k.upper() for w in SECRET_WORDS))
-    }
+    """The CLI's environment: without roost's secrets and credentials (it needs none)."""
+    return {k: v for k, v in base.items() if not _secret(k, v) and k != "CREDENTIALS_DIRECTORY"}
+
+
+def mcp_env(base: Mapping[str, str], home: str | None) -> dict[str, str]:
+    """What `roost mcp` is given: roost's non-secret settings, the home, and the paths
+    to the audit chain's key; never a token or key itself."""
+    env = {k: v for k, v in base.items() if k.startswith("ROOST_") and not _secret(k, v)}
+    env.update({k: base[k] for k in MCP_PATHS if k in base})
+    if home:
+        env["ROOST_HOME"] = home
+    return env
 
 
 class ClaudeCliBackend:
@@ -81,9 +99,10 @@ class ClaudeCliBackend:
         self._model = model
         self._claude = claude_path
         self._timeout_s = timeout_s
-        self._home = roost_home
         self._mcp_command = list(mcp_command) if mcp_command else None
-        self._env = child_env(os.environ if env is None else env)
+        base = os.environ if env is None else env
+        self._env = child_env(base)
+        self._mcp_env = mcp_env(base, roost_home)
         self._running: set[asyncio.subprocess.Process] = set()
 
     def describe(self) -> str:
@@ -105,10 +124,7 @@ class ClaudeCliBackend:
         if not tenant:
             return None
         command = self._mcp_command or roost_mcp_command(tenant)
-        env = {"ROOST_HOME": self._home} if self._home else {}
-        if "ROOST_CONFIG" in self._env:
-            env["ROOST_CONFIG"] = self._env["ROOST_CONFIG"]
-        return _private_file(tmp / "mcp.json", mcp_config(command, env))
+        return _private_file(tmp / "mcp.json", mcp_config(command, self._mcp_env))
 
     async def _start(self, args: list[str], cwd: Path) -> asyncio.subprocess.Process:
         pipe = asyncio.subprocess.PIPE

@@ -2,7 +2,7 @@
 
 `cli_args` builds the `claude -p` command line (stream-json output, the
 system prompt appended from a file, roost's MCP server as the only one, its `me.*` tools
-allowed as `mcp__forge__me.<name>`, Claude Code's own tools switched off);
+allowed as `mcp__forge__me__<name>`, Claude Code's own tools switched off);
 `transcript` writes the conversation for stdin; `mcp_config` is the JSON
 `--mcp-config` points at; `LineReader` turns stream-json lines into
 `TextDelta` / `Finish` as they arrive (partial `stream_event` deltas when
@@ -34,12 +34,13 @@ NOT_LOGGED_IN = (
 
 
 def allowed_tools(tools: Sequence[ToolSchema], server: str = SERVER) -> list[str]:
-    """`me__x` as Claude Code names it through roost's MCP server: `mcp__forge__me.x`."""
-    return [
-        f"mcp__{server}__me.{t.name[len(WIRE_PREFIX) :]}"
-        for t in tools
-        if t.name.startswith(WIRE_PREFIX)
-    ]
+    """The personal tools offered this turn as Claude Code names them: `mcp__forge__me__x`.
+
+    Claude Code calls an MCP tool `mcp__<server>__<tool>` with the tool's name as the
+    server lists it; roost's MCP server lists `me.x` as `me__x` (a `.` is not allowed in
+    a model API's tool name), so `--allowedTools` names exactly `mcp__forge__me__x`.
+    """
+    return [f"mcp__{server}__{t.name}" for t in tools if t.name.startswith(WIRE_PREFIX)]
 
 
 def cli_args(

@@ -5,7 +5,7 @@ server address or key) with this chat's marked; `/model NAME` switches this
 chat (the `chat_settings` key `model`, per tenant, channel and chat; audited
 `chat.model_set`), `/model default` goes back. `/usage` shows the tenant's
 tokens today and this month (UTC) per model, cached tokens included, and
-its budgets. Nothing here talks to a model.
+its budgets, with a warning from 80 % of one on. Nothing here talks to a model.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from bridge.core.budgets import Budget, month_days
+from bridge.core.budgets import Budget, month_days, near_note
 from bridge.core.commands import Command, CommandContext
 from bridge.core.usage import UsageRow, UsageStore, utc_day
 from bridge.loadout.chat_settings import ChatSettings
@@ -128,5 +128,7 @@ class UsageCommands:
         month = self._store.rows(ctx.tenant, first, last)
         lines += [_line(r) for r in month] or ["  nothing yet"]
         total = sum(r.tokens.total for r in today), sum(r.tokens.total for r in month)
-        lines.append(_budget_line(self._budget(ctx.tenant), *total))
-        return "\n".join(lines)
+        budget = self._budget(ctx.tenant)
+        lines.append(_budget_line(budget, *total))
+        note = near_note(budget, *total)
+        return "\n".join([*lines, note] if note else lines)

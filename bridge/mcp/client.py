@@ -8,7 +8,9 @@ environment; HTTP: `url` with `headers`), lists the tools and returns within
 The SDK's session lives in a task of its own (anyio scopes must be left by
 the task that entered them) until `aclose()`; calls are made from the turn's
 task and bounded by `timeout_s` too. A server's stderr goes to
-`$ROOST_HOME/mcp/<tenant>.<server>.log` (0600), not to roost's log.
+`$ROOST_HOME/mcp/<tenant>.<server>.log` (0600), not to roost's log. A link a
+reload replaced or removed is `retired` (`bridge.mcp.holds`): it is never
+started again.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class ServerLink:
         self.failure = ""
         self.tools: list[types.Tool] = []
         self.stale = False  # the server said its list changed
+        self.users = 0  # running turns that hold this link (bridge.mcp.holds)
+        self.busy = 0  # calls running on it
+        self.retired = False  # a reload replaced or removed it
 
     async def ready(self) -> None:
         """Start (or restart) the session if needed; raise LinkError if it is not usable."""
@@ -58,6 +63,10 @@ class ServerLink:
         if self._client is not None:
             await self._relist()
             return
+        if self.retired:
+            raise LinkError(
+                "start", f"the operator changed or removed the MCP server {self.name!r}"
+            )
         if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_S:
             raise LinkError("start", self.failure)
         if self._task is None or self._task.done():

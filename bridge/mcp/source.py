@@ -10,6 +10,11 @@ server that is not available still offers its explicitly allowed tools, which
 answer with a tool error saying so. Every call is one `mcp.called` event
 (keyed ids of server and tool, ms, ok, error_kind); never arguments or
 results. The agent loop masks vault values in the result and cuts it.
+
+`reload` applies a new `[tenants.*.mcp.*]`: unchanged servers keep their
+session, new ones start lazily (at a turn), removed or changed ones are
+closed once their running calls end; a turn in flight keeps the sessions it
+started with (`bridge.mcp.holds`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from bridge.core.agent import AgentResult
 from bridge.core.config_sections import McpServerSettings
 from bridge.core.sessions import Session
 from bridge.mcp.client import LinkError, ServerLink
+from bridge.mcp.holds import Holds
 from bridge.mcp.names import allowed, wire_name
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import ToolSchema
@@ -47,26 +53,45 @@ class McpTools:
         log_dir: Path,
     ) -> None:
         self._audit = audit
-        self._links: dict[str, tuple[ServerLink, ...]] = {
-            tenant: tuple(
-                ServerLink(tenant, name, conf, log_dir)
+        self._log_dir = log_dir
+        self._holds = Holds()
+        self._links: dict[str, tuple[ServerLink, ...]] = {}
+        self.reload(servers)
+
+    def reload(self, servers: Mapping[str, Mapping[str, McpServerSettings]]) -> None:
+        """The servers of a new configuration: unchanged ones keep their session."""
+        old = self._links
+        links: dict[str, tuple[ServerLink, ...]] = {}
+        for tenant, conf_map in servers.items():
+            known = {link.name: link for link in old.get(tenant, ())}
+            links[tenant] = tuple(
+                known[name]
+                if name in known and known[name].settings == conf
+                else ServerLink(tenant, name, conf, self._log_dir)
                 for name, conf in sorted(conf_map.items())
                 if conf.allow  # an empty allow-list offers nothing: never started
             )
-            for tenant, conf_map in servers.items()
-        }
+        self._links = links
+        kept = {id(link) for group in links.values() for link in group}
+        for link in (link for group in old.values() for link in group):
+            if id(link) not in kept:
+                self._holds.retire(link)
 
     async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         links = self._links.get(turn.tenant, ())
-        if links:
-            await asyncio.gather(*(_quietly(link) for link in links))
+        if not links:
+            self._holds.release()
+            return
+        self._holds.take(turn.tenant, links)  # until the turn ends, whatever a reload does
+        await asyncio.gather(*(_quietly(link) for link in links))
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
-        return None
+        self._holds.release()
 
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
         out: list[Tool] = []
-        for link in self._links.get(turn.tenant, ()):
+        links = self._holds.held(turn.tenant)
+        for link in self._links.get(turn.tenant, ()) if links is None else links:
             out.extend(self._offered(link))
         return out
 
@@ -94,6 +119,7 @@ class McpTools:
     ) -> str:
         started = time.perf_counter()
         kind = ""
+        link.busy += 1
         try:
             result = await link.call(tool, args)
             text = result_text(result)
@@ -105,6 +131,8 @@ class McpTools:
             kind = exc.kind
             raise ToolError(f"{exc}; tell the person, do not retry it in this turn") from None
         finally:
+            link.busy -= 1
+            self._holds.idle(link)
             details: dict[str, object] = {
                 "server": link.name,
                 "tool": tool,
@@ -117,7 +145,7 @@ class McpTools:
 
     async def aclose(self) -> None:
         links = [link for group in self._links.values() for link in group]
-        await asyncio.gather(*(link.aclose() for link in links))
+        await asyncio.gather(*(link.aclose() for link in links), self._holds.aclose())
 
 
 async def _quietly(link: ServerLink) -> None:

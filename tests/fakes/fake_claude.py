@@ -16,8 +16,12 @@ Scenario modes: `text` (`pieces`, `delay`, `usage`), `login` (the CLI's
 "Invalid API key · Please run /login" result, exit 1), `exit` (`code`,
 `stderr`, no output), `hang` (starts a grandchild in its process group, then
 sleeps), `mcp` (starts the server named in `--mcp-config` with the official
-MCP SDK stdio client, calls `tool` with `arguments`, and answers with what it
-returned; a tool missing from `--allowedTools` is refused, as the CLI does).
+MCP SDK stdio client, its environment the CLI's own plus the config's `env`,
+lists its tools, calls `tool` (the name the server lists) with `arguments`,
+and answers with what it returned; Claude Code names that tool
+`mcp__forge__<tool>`, and one missing from `--allowedTools` is refused, as
+the CLI does in `-p` mode). `mcp_seen(directory)` reads back, per MCP run,
+the tool names listed and the names of the server's environment variables.
 """
 
 from __future__ import annotations
@@ -70,11 +74,18 @@ def install(directory: Path, scenario: dict[str, Any]) -> Path:
     return exe
 
 
-def calls(directory: Path) -> list[dict[str, Any]]:
-    path = directory / "calls.jsonl"
+def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def calls(directory: Path) -> list[dict[str, Any]]:
+    return _jsonl(directory / "calls.jsonl")
+
+
+def mcp_seen(directory: Path) -> list[dict[str, Any]]:
+    return _jsonl(directory / "mcp.jsonl")
 
 
 def _fail(text: str, code: int = 1) -> None:
@@ -169,7 +180,7 @@ def result(text: str, usage: dict[str, int] | None = None, error: bool = False) 
     )
 
 
-def call_tool(opts: dict[str, Any], tool: str, arguments: dict[str, Any]) -> str:
+def call_tool(opts: dict[str, Any], tool: str, arguments: dict[str, Any], here: Path) -> str:
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -184,8 +195,10 @@ def call_tool(opts: dict[str, Any], tool: str, arguments: dict[str, Any]) -> str
     async def run() -> str:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            listed = await s.list_tools()
-            if tool not in [t.name for t in listed.tools]:
+            listed = [t.name for t in (await s.list_tools()).tools]
+            with (here / "mcp.jsonl").open("a") as seen:
+                seen.write(json.dumps({"listed": listed, "env": sorted(env)}) + "\n")
+            if tool not in listed:
                 return f"no tool {tool}"
             out = await s.call_tool(tool, arguments)
             return " ".join(getattr(c, "text", "") for c in out.content)
@@ -204,7 +217,9 @@ def main() -> None:
         "cwd": os.getcwd(),
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
-        "env": sorted(k for k in os.environ if k.startswith(("ROOST_", "ANTHROPIC_"))),
+        "env": sorted(
+            k for k in os.environ if k.startswith(("ROOST_", "ANTHROPIC_", "CREDENTIALS_"))
+        ),
         "mcp": opts.get("mcp"),
         "system": _system(opts),
     }
@@ -226,7 +241,7 @@ def main() -> None:
         result(text, error=True)
         raise SystemExit(1)
     elif mode == "mcp":
-        said = call_tool(opts, scenario["tool"], scenario.get("arguments", {}))
+        said = call_tool(opts, scenario["tool"], scenario.get("arguments", {}), here)
         say(opts, ["The tool said: ", said])
         result("The tool said: " + said)
     else:

@@ -50,7 +50,7 @@ from mcp.server.mcpserver import MCPServer
 app = MCPServer("forge")
 
 
-@app.tool(name="me.echo", description="Echo text back")
+@app.tool(name="me__echo", description="Echo text back")
 def echo(text: str) -> str:
     return "echo:" + text
 
@@ -108,7 +108,7 @@ async def test_streams_text_and_passes_prompt_tools_and_conversation(tmp_path):
     assert call["system"] == {"text": REQUEST.system, "mode": "0o600"}
     assert REQUEST.system not in " ".join(argv)  # not readable by others in /proc/PID/cmdline
     assert argv[argv.index("--model") + 1] == "sonnet"
-    assert argv[argv.index("--allowedTools") + 1] == "mcp__forge__me.echo"
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__forge__me__echo"
     assert "--strict-mcp-config" in argv and argv[argv.index("--tools") + 1] == ""
     server = call["mcp"]["forge"]
     assert server["command"] == sys.executable
@@ -191,7 +191,9 @@ async def test_a_slow_answer_longer_than_the_timeout_is_not_cut(tmp_path):
 async def test_the_cli_calls_a_tool_of_the_mcp_server_it_was_given(tmp_path):
     server = tmp_path / "server.py"
     server.write_text(SERVER)
-    exe = install(tmp_path / "bin", {"mode": "mcp", "tool": "me.echo", "arguments": {"text": "hi"}})
+    exe = install(
+        tmp_path / "bin", {"mode": "mcp", "tool": "me__echo", "arguments": {"text": "hi"}}
+    )
     made = backend(exe, mcp_command=[sys.executable, str(server)], timeout_s=60)
     events = await collect(made, REQUEST)
     assert text_of(events) == "The tool said: echo:hi"
@@ -200,7 +202,7 @@ async def test_the_cli_calls_a_tool_of_the_mcp_server_it_was_given(tmp_path):
 async def test_a_tool_not_offered_this_turn_is_not_allowed(tmp_path):
     server = tmp_path / "server.py"
     server.write_text(SERVER)
-    exe = install(tmp_path / "bin", {"mode": "mcp", "tool": "me.echo", "arguments": {"text": "x"}})
+    exe = install(tmp_path / "bin", {"mode": "mcp", "tool": "me__echo", "arguments": {"text": "x"}})
     made = backend(exe, mcp_command=[sys.executable, str(server)], timeout_s=60)
     request = ModelRequest("sys", [ChatMessage("user", "hi")], TOOLS[1:], tenant="alice")
     events = await collect(made, request)
