@@ -233,7 +233,8 @@ class Core:
             def turn(sink: DeltaSink, progress: ProgressSink) -> Coroutine[object, object, Final]:
                 return self._turns.run(inbound, dirs, key, sink, progress)
 
-            return await self.running.run(key, turn, on_delta, on_progress)
+            asked, now = inbound.text, self._clock()
+            return await self.running.run(key, turn, on_delta, on_progress, asked, now)
         command = self.commands.get(parsed.name)
         if command is None:
             hint = self.commands.suggest(parsed.name)

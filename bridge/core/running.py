@@ -68,6 +68,8 @@ class _Run:
     listeners: set[asyncio.Queue[Event]] = field(default_factory=set)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[Final] | None = None
+    asked: str = ""  # the message being answered (shown again on a reload)
+    started: float = 0.0
 
     def tell(self, event: Event) -> None:
         for queue in self.listeners:
@@ -100,15 +102,22 @@ class RunningTurns(Generic[K]):
     def running(self, key: K) -> bool:
         return key in self._runs
 
+    def asked(self, key: K) -> tuple[str, float] | None:
+        """The message the running turn answers and when it started (None: nothing runs)."""
+        run = self._runs.get(key)
+        return None if run is None else (run.asked, run.started)
+
     async def run(
         self,
         key: K,
         turn: Turn,
         on_delta: DeltaSink | None = None,
         on_progress: ProgressSink | None = None,
+        asked: str = "",
+        now: float = 0.0,
     ) -> Final:
         """Run `turn` as the chat's running turn; a stop makes it a `stopped` Final."""
-        run = _Run()
+        run = _Run(asked=asked, started=now)
 
         async def delta(piece: str) -> None:
             run.shown.append(piece)
