@@ -236,6 +236,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
             "bad_response",
             "config",
             "cancelled",
+            "stopped",
         ),
     },
     "command.run": {
