@@ -217,7 +217,12 @@ class WebChannel:
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
-        final = await self._handle(self.turns.inbound(tenant, parsed), None, None)
+        key = SessionKey(tenant, "web", parsed.chat)
+        self.turns.viewers.enter(key)  # a waiting request keeps its turn, as an open stream does
+        try:
+            final = await self._handle(self.turns.inbound(tenant, parsed), None, None)
+        finally:
+            self.turns.viewers.leave(key)
         body = self._final(final)
         return web.json_response({"reply": body.pop("text"), **body})
 

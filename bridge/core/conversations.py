@@ -68,20 +68,20 @@ class ConversationArchive:
         self.keep_days, self.keep_count = keep_days, keep_count
 
     def current(self, key: SessionKey, now: float) -> int:
-        """The current conversation's id (made on first use)."""
-        found = self._db.execute(
+        """The current conversation's id (made on first use; another process may race)."""
+        query = (
             "SELECT id FROM conversations WHERE tenant=? AND channel=? AND chat=?"
-            " AND archived_at IS NULL",
-            _args(key),
-        ).fetchone()
-        if found is not None:
-            return int(found[0])
-        cursor = self._db.execute(
-            "INSERT INTO conversations (tenant, channel, chat, started_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (*_args(key), now, now),
+            " AND archived_at IS NULL"
         )
-        return int(cursor.lastrowid or 0)
+        found = self._db.execute(query, _args(key)).fetchone()
+        if found is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO conversations (tenant, channel, chat, started_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?)",
+                (*_args(key), now, now),
+            )
+            found = self._db.execute(query, _args(key)).fetchone()
+        return int(found[0])
 
     def archive(self, key: SessionKey, now: float) -> None:
         """Keep the session about to be cleared; inside the caller's transaction."""

@@ -274,3 +274,21 @@ async def test_the_stream_tells_the_model_retries_and_tool_steps(home: Path) -> 
         assert tools[1]["result"].startswith("error:") and tools[1]["ms"] >= 0
         assert "not accepted" in tools[3]["result"] and "subprocess" in tools[3]["result"]
         assert seen[-1][0] == "final" and seen[-1][1]["text"].startswith("all done")
+
+
+async def test_a_waiting_plain_request_keeps_its_turn_when_an_attached_page_leaves(
+    home: Path,
+) -> None:
+    async with served(home, grace_s=0.1) as site, asyncio.timeout(GUARD_S):
+        site.fake.script(Text(WORDS))
+        site.fake.hold_after = 3
+        plain = asyncio.create_task(chat(site, "no stream for me"))
+        await site.fake.holding.wait()
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{site.web.port}") as other:
+            response = await other.get("/api/chat/attach?chat=c", headers=AS_ALICE)
+            await Events(response).next()
+            response.close()  # a page attached and left: the plain request still waits
+        await asyncio.sleep(2.0)  # past WATCH_S and the grace (a stop would come by then)
+        site.fake.release.set()
+        assert await plain == WORDS
+        assert not site.fake.closed.is_set()
