@@ -257,3 +257,23 @@ async def test_another_tenant_sees_nothing_of_alice(home: Path) -> None:
         for path in ("/api/history?chat=c", "/api/conversations?chat=c"):
             status, _ = await get(site, path, {"Authorization": "Bearer not-a-token-at-all"})
             assert status == 401
+
+
+async def test_the_archive_is_pruned_by_count_and_by_age(home: Path) -> None:
+    async with served(home) as site:
+        archive = site.roost.sessions.archive
+        archive.keep_count = 2
+        for n in range(4):
+            await chat(site, f"conversation {n}")
+            await post(site, "/api/chat/new", {"chat": "c"})
+        _, listed = await get(site, "/api/conversations?chat=c")
+        titles = [r["title"] for r in listed["conversations"]]
+        assert titles == ["", "conversation 3", "conversation 2"]
+        kept = site.roost.db.execute("SELECT COUNT(*) FROM conversation_messages").fetchone()
+        assert kept == (4,)  # the pruned conversations' messages went with them
+
+        archive.keep_days = 0  # everything archived before now is too old
+        await chat(site, "the newest")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        _, listed = await get(site, "/api/conversations?chat=c")
+        assert [r["title"] for r in listed["conversations"]] == ["", "the newest"]
