@@ -13,7 +13,9 @@ workspace, that is each tenant, gets its own helper process (forge.helper_pool).
 `start()` starts one pristine spare helper (it probes the machine); the first
 new workspace takes it. Several calls may be in flight at once. If a helper dies
 it is restarted and the calls it carried fail with kind "runtime"; a call that
-outlives its deadline by a grace period restarts its helper too.
+outlives its deadline by a grace period restarts its helper too, and so does
+a call whose caller is cancelled (a stopped turn, shutdown): the tool stops
+at once (other calls that helper carried fail with kind "runtime").
 
 Two constructor parameters exist for tests and measurements only, both off by
 default: `layers_for_tests` switches single layers off (the layer tests show
@@ -293,6 +295,9 @@ class SandboxRunner:
             log.error("sandbox helper missed a deadline; restarting it")
             helper.kill()
             return _fail("timeout", f"the tool ran longer than {limit_s:g} s", started)
+        except asyncio.CancelledError:
+            helper.kill()  # the turn was stopped or cancelled: the running tool dies with it
+            raise
         finally:
             timer.cancel()
             helper.pending.pop(request.id, None)

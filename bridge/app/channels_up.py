@@ -43,6 +43,19 @@ def web_token(settings: Settings) -> tuple[str, bool]:
     return token, True
 
 
+def tenant_web_tokens(settings: Settings, web: str) -> dict[str, str]:
+    """`[tenants.X] web_token` -> X; each token its own (not the web token, not shared)."""
+    tokens: dict[str, str] = {}
+    for tenant, rule in settings.tenants.items():
+        if rule.web_token is None:
+            continue
+        token = rule.web_token.get_secret_value().strip()
+        if token == web or token in tokens:
+            raise ConfigError(f"tenants.{tenant}.web_token: the same token is used twice")
+        tokens[token] = tenant
+    return tokens
+
+
 def web_hosts(settings: Settings) -> list[str]:
     """Extra Host names the web server answers: configured ones and the webhook's."""
     hosts = list(settings.web.allowed_hosts)
@@ -105,6 +118,11 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         ),
         metrics=roost.metrics.render if settings.web.metrics else None,
         files=FileLinks(TenantDirs.of(settings.home, settings.local_tenant).root.parent),
+        turns=roost.core.running,
+        archive=roost.sessions.archive,
+        local_tenant=settings.local_tenant,
+        tenant_tokens=tenant_web_tokens(settings, token),
+        detach_grace_s=settings.web.detach_grace_s,
     )
     stored = settings.home / "web-token"
 

@@ -30,6 +30,7 @@ from bridge.core.tenants import (
     configured_tenants,
     loopback_rule,
     telegram_rule,
+    web_token_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
 from bridge.corrections.commands import CorrectionCommands
@@ -88,6 +89,7 @@ def access_rules(settings: Settings, pairing: PairingStore) -> list[Rule]:
     known = configured_tenants(settings.tenants, settings.local_tenant)
     return [
         loopback_rule(settings.local_tenant),
+        web_token_rule(settings.tenants.__contains__),
         telegram_rule(ids),
         pairing.rule(known.__contains__),
     ]

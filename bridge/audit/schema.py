@@ -262,6 +262,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
             "bad_response",
             "config",
             "cancelled",
+            "stopped",
         ),
     },
     "command.run": {

@@ -1,10 +1,13 @@
 """The web channel: the chat page and a small JSON/SSE API over aiohttp.
 
-Routes: `GET /` (the page), `GET /static/*` (its ES modules), `GET /healthz`,
-and, with `Authorization: Bearer <token>`, `GET /api/commands`,
-`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind", "files"?}`) and
-`POST /api/chat/stream` (Server-Sent Events: `delta` pieces, then one
-`final`), `GET /api/events?chat=C` (proactive messages while the page is
+Routes: `GET /` (the page), `GET /static/*` (its ES modules; `vendor/*` too),
+`GET /healthz`, and, with `Authorization: Bearer <token>` (`web_gate`: the
+token names the tenant, every route is scoped to it), `GET /api/commands`,
+`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind", "files"?}`),
+the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
+`/api/chat/new`, `GET /api/chat/attach`: `web_turns`), the history
+(`GET /api/history`, `/api/conversations`: `web_history`),
+`GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web_push`) and `GET /api/outbox?chat=C&after=ID` (the
 ones it missed); `GET /metrics` (Prometheus text, only when the roost passes
 a `metrics` renderer: `[web] metrics = true`). A reply's files come as
@@ -22,33 +25,39 @@ too large) with a JSON `error`, never a 500.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import re
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
-from pydantic import ValidationError
 
 from bridge.channels import ChannelStartError
 from bridge.channels.web_files import FileLinks
-from bridge.channels.web_input import BodyError, ChatRequest, HostAllowList, decode_json_object
-from bridge.channels.web_push import WebPush, sse
-from bridge.types.messages import Final, Handle, Inbound
+from bridge.channels.web_gate import MAX_BODY, WebGate
+from bridge.channels.web_history import WebHistory
+from bridge.channels.web_input import ChatRequest, HostAllowList
+from bridge.channels.web_push import WebPush
+from bridge.channels.web_turns import ProgressHandle, WebTurns
+from bridge.core.conversations import ConversationArchive
+from bridge.core.running import RunningTurns
+from bridge.core.sessions import SessionKey
+from bridge.types.messages import Final
 
 log = logging.getLogger(__name__)
 
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
-MAX_BODY = 1024 * 1024
-STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}\.(js|css)$")
-STATIC_TYPES = {"js": "text/javascript", "css": "text/css"}
+STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}(\.[a-z0-9]{1,12}){0,2}\.(js|mjs|css|svg)$")
+STATIC_TYPES = {
+    "js": "text/javascript",
+    "mjs": "text/javascript",
+    "css": "text/css",
+    "svg": "image/svg+xml",
+}
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-CHAT_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-# (chat, after_id) -> the chat's outbox messages newer than after_id, oldest first
+# (chat, after_id) -> the local tenant's outbox messages newer than after_id, oldest first
 Recent = Callable[[str, int], list[dict[str, Any]]]
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -67,7 +76,7 @@ class WebChannel:
 
     def __init__(
         self,
-        handle: Handle,
+        handle: ProgressHandle,
         command_list: Callable[[], list[dict[str, str]]],
         token: str,
         host: str = "127.0.0.1",
@@ -78,6 +87,11 @@ class WebChannel:
         recent: Recent | None = None,
         metrics: Callable[[], str] | None = None,
         files: FileLinks | None = None,
+        turns: RunningTurns[SessionKey] | None = None,
+        archive: ConversationArchive | None = None,
+        local_tenant: str = "local",
+        tenant_tokens: Mapping[str, str] | None = None,
+        detach_grace_s: float = 30.0,
     ) -> None:
         self._handle = handle
         self._files = files
@@ -85,7 +99,8 @@ class WebChannel:
         self.deliver = WebPush()  # the outbox's deliver for channel "web"
         self._closing = asyncio.Event()
         self._command_list = command_list
-        self._token = token.encode()
+        self._gate = WebGate({**(tenant_tokens or {}), token: local_tenant}, local_tenant)
+        running = turns if turns is not None else RunningTurns()
         self._host, self._port = host, port
         self._js = js_dir
         self._hosts = HostAllowList(host, allowed_hosts)
@@ -96,10 +111,16 @@ class WebChannel:
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
-        self.app.router.add_post("/api/chat/stream", self._chat_stream)
+        self.turns = WebTurns(
+            self._gate, handle, running, archive, self._final, SECURITY_HEADERS, detach_grace_s
+        )
+        self.turns.mount(self.app)
+        if archive is not None:
+            WebHistory(self._gate, archive, running).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", self._static)
+        self.app.router.add_get("/static/vendor/{name}", self._static)
         if files is not None:  # the link is the credential (signed, one-time, short-lived)
             self.app.router.add_get("/files/{token}", self._download)
         if metrics is not None:  # off by default: no route, so a 404 like any unknown path
@@ -131,6 +152,7 @@ class WebChannel:
 
     async def stop(self) -> None:
         self._closing.set()  # open event streams end, so cleanup does not wait on them
+        self.turns.viewers.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -157,20 +179,6 @@ class WebChannel:
                 response.headers.setdefault(key, value)
         return response
 
-    def _authorized(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return False
-        return hmac.compare_digest(token.strip().encode(), self._token)
-
-    def _deny(self) -> web.Response:
-        return web.json_response(
-            {"error": "missing or wrong access token (Authorization: Bearer <token>)"},
-            status=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
     async def _index(self, request: web.Request) -> web.StreamResponse:
         page = self._js / "index.html"
         if not page.is_file():
@@ -178,10 +186,12 @@ class WebChannel:
         return web.FileResponse(page)
 
     async def _static(self, request: web.Request) -> web.StreamResponse:
-        """Top-level page files only (no sub-directories, tests or dotfiles)."""
+        """Top-level page files and `vendor/` ones only (no other directories, tests
+        or dotfiles)."""
         name = request.match_info["name"]
         kind = STATIC_TYPES.get(name.rsplit(".", 1)[-1]) if STATIC_NAME.fullmatch(name) else None
-        path = self._js / name
+        vendor = request.path.startswith("/static/vendor/")
+        path = self._js / "vendor" / name if vendor else self._js / name
         if kind is None or not path.is_file() or path.is_symlink():
             raise web.HTTPNotFound()
         return web.Response(body=path.read_bytes(), content_type=kind, charset="utf-8")
@@ -190,100 +200,56 @@ class WebChannel:
         return web.json_response({"ok": True})
 
     async def _metrics_text(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return self._deny()
+        if self._gate.tenant(request) != self._gate.local_tenant:
+            return self._gate.deny()
         body = self._metrics().encode()
         return web.Response(body=body, headers={"Content-Type": PROMETHEUS_TEXT})
 
     async def _commands(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return self._deny()
+        if self._gate.tenant(request) is None:
+            return self._gate.deny()
         return web.json_response({"commands": self._command_list()})
 
-    async def _parse(self, request: web.Request) -> ChatRequest | web.Response:
-        if not self._authorized(request):
-            return self._deny()
-        try:
-            raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return web.json_response(
-                {"error": f"the request body is too large (limit {MAX_BODY:,} bytes)"},
-                status=413,
-            )
-        try:
-            return ChatRequest.model_validate(decode_json_object(raw))
-        except (BodyError, ValidationError) as exc:
-            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            return web.json_response(
-                {"error": f'send JSON like {{"text": "hello"}} ({reason})'}, status=400
-            )
-
-    def _inbound(self, req: ChatRequest) -> Inbound:
-        return Inbound("web", "local", req.chat, req.text, uuid.uuid4().hex, quoted=req.quote)
-
     async def _chat(self, request: web.Request) -> web.Response:
-        parsed = await self._parse(request)
+        tenant = self._gate.tenant(request)
+        if tenant is None:
+            return self._gate.deny()
+        parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
-        final = await self._handle(self._inbound(parsed), None)
+        key = SessionKey(tenant, "web", parsed.chat)
+        self.turns.viewers.enter(key)  # a waiting request keeps its turn, as an open stream does
+        try:
+            final = await self._handle(self.turns.inbound(tenant, parsed), None, None)
+        finally:
+            self.turns.viewers.leave(key)
         body = self._final(final)
         return web.json_response({"reply": body.pop("text"), **body})
 
-    async def _chat_stream(self, request: web.Request) -> web.StreamResponse:
-        parsed = await self._parse(request)
-        if isinstance(parsed, web.Response):
-            return parsed
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream; charset=utf-8", **SECURITY_HEADERS}
-        )
-        await response.prepare(request)
-        gone = False
-
-        async def on_delta(piece: str) -> None:
-            nonlocal gone
-            if gone:
-                return
-            try:
-                await response.write(sse("delta", {"text": piece}))
-            except (ConnectionResetError, RuntimeError):
-                gone = True  # the page went away; the turn still completes and is stored
-
-        final = await self._handle(self._inbound(parsed), on_delta)
-        if not gone:
-            try:
-                await response.write(sse("final", self._final(final)))
-                await response.write_eof()
-            except (ConnectionResetError, RuntimeError):
-                pass
-        return response
-
-    def _chat_param(self, request: web.Request) -> str | web.Response:
-        chat = request.query.get("chat", "default")
-        if not CHAT_ID.fullmatch(chat):
-            return web.json_response({"error": "chat: 1-64 of A-Z a-z 0-9 _ -"}, status=400)
-        return chat
-
     async def _outbox(self, request: web.Request) -> web.Response:
         """The chat's proactive messages after `after` (an entry id): what the page missed."""
-        if not self._authorized(request):
-            return self._deny()
-        chat = self._chat_param(request)
+        tenant = self._gate.tenant(request)
+        if tenant is None:
+            return self._gate.deny()
+        chat = self._gate.chat(request)
         if isinstance(chat, web.Response):
             return chat
-        after = request.query.get("after", "0")
-        if not after.isdigit() or len(after) > 18:
+        after = self._gate.number(request, "after")
+        if isinstance(after, web.Response):
             return web.json_response({"error": "after: an entry id"}, status=400)
-        messages = self._recent(chat, int(after)) if self._recent is not None else []
+        local = tenant == self._gate.local_tenant  # the outbox of other tenants: not on the web
+        messages = self._recent(chat, after or 0) if local and self._recent is not None else []
         return web.json_response({"messages": messages})
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events: one `message` per proactive message while this is open."""
-        if not self._authorized(request):
-            return self._deny()
-        chat = self._chat_param(request)
+        tenant = self._gate.tenant(request)
+        if tenant is None:
+            return self._gate.deny()
+        chat = self._gate.chat(request)
         if isinstance(chat, web.Response):
             return chat
-        return await self.deliver.stream(request, chat, self._closing, SECURITY_HEADERS)
+        return await self.deliver.stream(request, tenant, chat, self._closing, SECURITY_HEADERS)
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
         assert self._files is not None

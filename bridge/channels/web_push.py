@@ -1,7 +1,7 @@
 """Proactive messages for the web page: pushed while it is open, listed on load.
 
 `WebPush` is the web channel's outbox `deliver`: an entry for chat C goes to
-every open `GET /api/events?chat=C` stream (Server-Sent Events, `message`
+every open `GET /api/events?chat=C` stream of the entry's tenant (Server-Sent Events, `message`
 events carrying the entry's id, key and text). Delivery to the web succeeds
 whether or not a page is open: the entry stays in the outbox (kept for its
 retention) and `GET /api/outbox?chat=C&after=ID` lists what a page missed, so
@@ -42,38 +42,43 @@ class WebPush:
     """Open event streams per chat; `__call__(entry)` pushes to them."""
 
     def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
-        self._streams: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
+        self._streams: dict[tuple[str, str], set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
         self._size = queue_size
 
     def listeners(self, chat: str) -> int:
-        return len(self._streams.get(chat, ()))
+        return sum(len(queues) for (_, c), queues in self._streams.items() if c == chat)
 
     async def __call__(self, entry: OutboxEntry) -> None:
         message = message_of(entry)
-        for queue in list(self._streams.get(entry.chat, ())):
+        for queue in list(self._streams.get((entry.tenant, entry.chat), ())):
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(message)
 
     @contextlib.asynccontextmanager
-    async def listen(self, chat: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+    async def listen(self, tenant: str, chat: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self._size)
-        self._streams[chat].add(queue)
+        self._streams[tenant, chat].add(queue)
         try:
             yield queue
         finally:
-            self._streams[chat].discard(queue)
-            if not self._streams[chat]:
-                del self._streams[chat]
+            self._streams[tenant, chat].discard(queue)
+            if not self._streams[tenant, chat]:
+                del self._streams[tenant, chat]
 
     async def stream(
-        self, request: web.Request, chat: str, closing: asyncio.Event, headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        tenant: str,
+        chat: str,
+        closing: asyncio.Event,
+        headers: Mapping[str, str],
     ) -> web.StreamResponse:
         """Server-Sent Events for `chat` while the page reads them (until `closing`)."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream; charset=utf-8", **headers}
         )
         await response.prepare(request)
-        async with self.listen(chat) as queue:
+        async with self.listen(tenant, chat) as queue:
             try:
                 await response.write(sse("ready", {"chat": chat}))
                 while not closing.is_set():

@@ -17,6 +17,8 @@ The result carries the turn's tool-call steps as the model saw them
 (`AgentResult.tool_steps`), so the session can keep them for later turns.
 A step that fails raises `AgentFailed` (a `BackendError`) carrying the
 partial result, so the tokens of the steps before it are still counted.
+An optional `progress` sink hears each tool call start and end (arguments
+and result masked, cut) and each `Retrying` of the backend.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from bridge.types.backend import (
     ChatMessage,
     Finish,
     ModelRequest,
+    Retrying,
     TextDelta,
     ToolCall,
     ToolCallRequest,
 )
 from bridge.types.messages import DeltaSink
+from bridge.types.progress import ProgressSink, RetryStep, ToolState, ToolStep, shown
 from bridge.types.tools import Tool, ToolError, TurnContext
 
 log = logging.getLogger(__name__)
@@ -100,12 +104,13 @@ async def run_agent(
     max_reply_chars: int = MAX_REPLY_CHARS,
     tenant: str = "",
     stable_chars: int = 0,
+    progress: ProgressSink | None = None,
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed."""
     system = redact(system)
     convo = [_redacted(m, redact) for m in messages]
     result = AgentResult(text="", steps=0)
-    reply = _Reply(max_reply_chars, on_delta)
+    reply = _Reply(max_reply_chars, on_delta, progress)
     for step in range(1, max_steps + 1):
         result.steps = step
         offered = tools() if callable(tools) else tools
@@ -130,7 +135,7 @@ async def run_agent(
             break
         taken = [_redacted(ChatMessage("assistant", text, tuple(calls)), redact)]
         for call in calls:
-            output, run = await _run_tool(by_name, call, turn, redact)
+            output, run = await _reported(by_name, call, turn, redact, progress)
             result.tool_runs.append(run)
             taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
         convo.extend(taken)
@@ -149,6 +154,7 @@ class _Reply:
 
     room: int
     on_delta: DeltaSink | None
+    progress: ProgressSink | None = None
     pieces: list[str] = field(default_factory=list)
 
     async def add_note(self, before: str, note: str, sep: str) -> None:
@@ -173,6 +179,8 @@ async def _stream_step(
                     break  # closing the stream drops the rest of a runaway reply
             elif isinstance(event, ToolCall):
                 calls.append(event.call)
+            elif isinstance(event, Retrying) and reply.progress is not None:
+                await reply.progress(RetryStep(event.attempt, event.max, event.reason))
             elif isinstance(event, Finish):
                 result.prompt_tokens += event.prompt_tokens
                 result.completion_tokens += event.completion_tokens
@@ -205,6 +213,24 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
         tool_call_id=message.tool_call_id,
         name=message.name,
     )
+
+
+async def _reported(
+    by_name: Mapping[str, Tool],
+    call: ToolCallRequest,
+    turn: TurnContext,
+    redact: Redact,
+    progress: ProgressSink | None,
+) -> tuple[str, ToolRun]:
+    """`_run_tool`, told to `progress` as it starts and ends (masked, cut)."""
+    if progress is None:
+        return await _run_tool(by_name, call, turn, redact)
+    args = shown(redact(call.arguments))
+    await progress(ToolStep(call.id, call.name, "start", args))
+    output, run = await _run_tool(by_name, call, turn, redact)
+    state: ToolState = "done" if run.ok else "error"
+    await progress(ToolStep(call.id, call.name, state, args, shown(output), run.ms))
+    return output, run
 
 
 async def _run_tool(

@@ -56,6 +56,8 @@ class WebSettings(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
     # GET /metrics (Prometheus text, bearer token): off unless the operator turns it on
     metrics: bool = False
+    # a running answer whose page went away is stopped after this long without one back
+    detach_grace_s: float = Field(30.0, ge=0, le=3600)
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -188,10 +190,19 @@ class McpServerSettings(_Section):
 
 class TenantRule(_Section):
     telegram_ids: list[int] = Field(default_factory=list)
+    # this tenant's bearer token for the web page and API (at least 16 characters)
+    web_token: SecretStr | None = None
     # token budgets (in + out); None: the [limits] default; 0: no budget for this tenant
     daily_tokens: int | None = Field(None, ge=0)
     monthly_tokens: int | None = Field(None, ge=0)
     mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
+
+    @field_validator("web_token")
+    @classmethod
+    def _web_token(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and len(v.get_secret_value().strip()) < 16:
+            raise ValueError("use at least 16 characters (e.g. from `openssl rand -hex 16`)")
+        return v
 
     @field_validator("mcp")
     @classmethod

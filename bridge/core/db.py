@@ -161,6 +161,26 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE turn_log ADD COLUMN relevant TEXT NOT NULL DEFAULT ''
     """,
+    # past conversations (bridge/core/conversations.py): the current one's id, archived ones
+    """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        started_at REAL NOT NULL, updated_at REAL NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0, title TEXT NOT NULL DEFAULT '',
+        summary TEXT NOT NULL DEFAULT '', archived_at REAL
+    );
+    CREATE INDEX conversations_key ON conversations (tenant, channel, chat, id);
+    CREATE UNIQUE INDEX conversations_current ON conversations (tenant, channel, chat)
+        WHERE archived_at IS NULL;
+    CREATE INDEX conversations_archived ON conversations (archived_at);
+    CREATE TABLE conversation_messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation INTEGER NOT NULL,
+        tenant TEXT NOT NULL, role TEXT NOT NULL, text TEXT NOT NULL, at REAL NOT NULL
+    );
+    CREATE INDEX conversation_messages_of ON conversation_messages (conversation, id)
+    """,
 )
 
 

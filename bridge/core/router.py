@@ -9,7 +9,9 @@ failure inside becomes a short reply; the core never lets one message take
 down another. It imports no channel or backend: a request/response channel
 calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
-chat's lock is held, so one chat's replies go out in order.
+chat's lock is held, so one chat's replies go out in order. A model turn
+runs through `running` (`bridge.core.running`), so a channel can stop it or
+attach to it while it runs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
@@ -30,12 +32,14 @@ from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
 from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
+from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import DeltaSink, Final, Inbound, Reply
+from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
@@ -104,6 +108,7 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
+        self.running: RunningTurns[SessionKey] = RunningTurns()  # stop / attach a turn
         self._inflight: set[asyncio.Task[object]] = set()
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
@@ -128,15 +133,27 @@ class Core:
             await asyncio.wait(pending, timeout=5)
         return len(pending)
 
-    async def handle(self, inbound: Inbound, on_delta: DeltaSink | None = None) -> Final:
-        """Answer one message; `on_delta` receives answer pieces as they grow."""
-        return await self._serve(inbound, Returned(on_delta), on_delta)
+    async def handle(
+        self,
+        inbound: Inbound,
+        on_delta: DeltaSink | None = None,
+        on_progress: ProgressSink | None = None,
+    ) -> Final:
+        """Answer one message; `on_delta` receives answer pieces as they grow,
+        `on_progress` the turn's tool steps, retries and model."""
+        return await self._serve(inbound, Returned(on_delta), on_delta, on_progress)
 
     async def answer(self, inbound: Inbound, reply: Reply) -> Final:
         """Answer one message through `reply`; returns what was sent (or `silent`)."""
         return await self._serve(inbound, reply, reply.delta)
 
-    async def _serve(self, inbound: Inbound, reply: Reply, on_delta: DeltaSink | None) -> Final:
+    async def _serve(
+        self,
+        inbound: Inbound,
+        reply: Reply,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None = None,
+    ) -> Final:
         task = asyncio.current_task()
         if task is not None:
             self._inflight.add(task)
@@ -149,7 +166,7 @@ class Core:
                 log.error("disk full while admitting a message (%s): %s", inbound.channel, exc)
                 admitted = Final(DISK_FULL, "error")
             if isinstance(admitted, str):
-                return await self._admitted(inbound, admitted, reply, on_delta)
+                return await self._admitted(inbound, admitted, reply, on_delta, on_progress)
             if admitted.kind != "silent":
                 await reply.send(admitted)
             return admitted
@@ -158,7 +175,12 @@ class Core:
                 self._inflight.discard(task)
 
     async def _admitted(
-        self, inbound: Inbound, tenant: str, reply: Reply, on_delta: DeltaSink | None
+        self,
+        inbound: Inbound,
+        tenant: str,
+        reply: Reply,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None,
     ) -> Final:
         final = unreadable(inbound, self._limits.max_message_chars)
         if final is not None:
@@ -167,15 +189,20 @@ class Core:
         key = SessionKey(tenant, inbound.channel, inbound.chat)
         async with self.locks.hold(key):
             async with reply.working():
-                final = await self._guarded(inbound, tenant, key, on_delta)
+                final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
             await reply.send(final)
         return final
 
     async def _guarded(
-        self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
+        self,
+        inbound: Inbound,
+        tenant: str,
+        key: SessionKey,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None = None,
     ) -> Final:
         try:
-            final = await self._route(inbound, tenant, key, on_delta)
+            final = await self._route(inbound, tenant, key, on_delta, on_progress)
             return confine(final, self._dirs_of(tenant))  # a reply's files: the tenant's only
         except asyncio.CancelledError:
             raise
@@ -191,13 +218,23 @@ class Core:
             )
 
     async def _route(
-        self, inbound: Inbound, tenant: str, key: SessionKey, on_delta: DeltaSink | None
+        self,
+        inbound: Inbound,
+        tenant: str,
+        key: SessionKey,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None = None,
     ) -> Final:
         dirs = self._dirs_of(tenant)
         parsed = parse_command(inbound.text.strip())
         if parsed is None:
             self.turns_served += 1
-            return await self._turns.run(inbound, dirs, key, on_delta)
+
+            def turn(sink: DeltaSink, progress: ProgressSink) -> Coroutine[object, object, Final]:
+                return self._turns.run(inbound, dirs, key, sink, progress)
+
+            asked, now = inbound.text, self._clock()
+            return await self.running.run(key, turn, on_delta, on_progress, asked, now)
         command = self.commands.get(parsed.name)
         if command is None:
             hint = self.commands.suggest(parsed.name)

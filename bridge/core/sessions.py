@@ -9,7 +9,9 @@ plans the fold and applies it); when no summary can be had they are dropped
 and counted instead. A session that grows past twice its budget (summaries
 not keeping up) drops its oldest turns at once. A session idle longer than
 the idle limit starts fresh on its next message; `/reset` clears it, summary
-and all. The clock is passed in, so expiry is testable without waiting.
+and all. A cleared conversation stays readable: `archive`
+(`bridge.core.conversations`) keeps it in the same transaction. The clock is
+passed in, so expiry is testable without waiting.
 
 Histories of recently used chats are cached in memory; the cache entry is
 used only while the stored row (turns, dropped, summarised) still matches,
@@ -34,6 +36,7 @@ from bridge.core.compaction import (
     summary_chars,
     summary_message,
 )
+from bridge.core.conversations import ConversationArchive
 from bridge.core.history import decode_calls, encode_calls, message_chars, well_formed
 from bridge.types.backend import ChatMessage
 
@@ -106,9 +109,15 @@ class _Cached(NamedTuple):
 
 class SessionStore:
     def __init__(
-        self, conn: sqlite3.Connection, budget_chars: int, idle_s: float, cache_size: int = 256
+        self,
+        conn: sqlite3.Connection,
+        budget_chars: int,
+        idle_s: float,
+        cache_size: int = 256,
+        archive: ConversationArchive | None = None,
     ) -> None:
         self._db = conn
+        self.archive = archive or ConversationArchive(conn)
         self.budget_chars = budget_chars
         self.idle_s = idle_s
         self._cache: OrderedDict[SessionKey, _Cached] = OrderedDict()
@@ -119,7 +128,7 @@ class SessionStore:
         row = self._row(key)
         expired = False
         if row is not None and now - row.updated_at > self.idle_s:
-            self._clear(key)
+            self._clear(key, now)
             row, expired = self._row(key), True
         if row is None:
             return Session(key, (), now, now, 0, 0, 0, expired)
@@ -290,8 +299,9 @@ class SessionStore:
         return [TurnSize(t, c) for t, c in rows]
 
     def reset(self, key: SessionKey, now: float) -> None:
-        """Forget this conversation and its summary (memory, tools and style are elsewhere)."""
-        self._clear(key)
+        """Start a new conversation; the old one is archived, readable but not in any prompt
+        (memory, tools and style are elsewhere)."""
+        self._clear(key, now)
 
     def _row(self, key: SessionKey) -> _Row | None:
         found = self._db.execute(
@@ -301,9 +311,10 @@ class SessionStore:
         ).fetchone()
         return None if found is None else _Row(*found)
 
-    def _clear(self, key: SessionKey) -> None:
+    def _clear(self, key: SessionKey, now: float) -> None:
         self._cache.pop(key, None)
         with self._transaction() as db:
+            self.archive.archive(key, now)
             db.execute(
                 "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=?", _args(key)
             )

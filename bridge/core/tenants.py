@@ -47,10 +47,27 @@ class TenantResolver:
 
 
 def loopback_rule(local_tenant: str) -> Rule:
-    """The web page and the terminal on this machine belong to the local tenant."""
+    """The web page (its own token: identity `local`) and the terminal on this
+    machine belong to the local tenant."""
 
     def rule(inbound: Inbound) -> str | None:
+        if inbound.channel == "web" and inbound.identity != "local":
+            return None  # a tenant's own web token (`web_token_rule`)
         return local_tenant if inbound.channel in LOOPBACK_CHANNELS else None
+
+    return rule
+
+
+def web_token_rule(known: Callable[[str], bool]) -> Rule:
+    """The web page signed in with a tenant's `web_token` (identity `tenant:<tid>`,
+    set by the web channel after checking the token) belongs to that tenant while
+    it is configured."""
+
+    def rule(inbound: Inbound) -> str | None:
+        if inbound.channel != "web" or not inbound.identity.startswith("tenant:"):
+            return None
+        tenant = inbound.identity.removeprefix("tenant:")
+        return tenant if known(tenant) else None
 
     return rule
 

@@ -7,7 +7,9 @@ tool-call steps; a message that replies to another gets the quoted text put
 before it. Once stored, an over-budget session is summarised in the
 background (`Compactor`). A backend
 failure becomes a short reply and stores nothing, so the person can retry;
-a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`.
+a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`;
+one the person stopped (`bridge.core.running`) keeps what was shown, marked
+"… [stopped]", and is audited with kind `stopped`.
 When the session store cannot write (a full disk), the answer is still sent,
 with a note that it was not stored; grading and the turn's audit batch that
 meet a full disk are logged and skipped (`_kept`), never the answer.
@@ -40,11 +42,13 @@ from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_age
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
+from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
 from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.progress import ModelInfo, ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import Tool, ToolSource, TurnContext
 
@@ -163,9 +167,16 @@ class TurnRunner:
         self._settings = settings
 
     async def run(
-        self, inbound: Inbound, dirs: TenantDirs, key: SessionKey, on_delta: DeltaSink | None
+        self,
+        inbound: Inbound,
+        dirs: TenantDirs,
+        key: SessionKey,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None = None,
     ) -> Final:
         started = time.perf_counter()
+        shown: list[str] = []  # what the person saw, kept if they stop the turn
+        on_delta = _showing(on_delta, shown)
         dirs.ensure()
         events = TurnEvents()
         events.add("message.received", dirs.tenant, _received(inbound))
@@ -178,7 +189,7 @@ class TurnRunner:
             await _kept("grading before the turn", observer.before_turn(turn, session, events))
         mask = self._masks(dirs) if self._masks is not None else None
         try:
-            result = await self._on_model(turn, session, mask, on_delta)
+            result = await self._on_model(turn, session, mask, on_delta, on_progress)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
             details = {"channel": inbound.channel, "kind": exc.kind}
@@ -187,10 +198,17 @@ class TurnRunner:
             return Final(exc.user_message, "error")
         except asyncio.CancelledError:
             # cancelled at shutdown (Core.drain): the chain says so, then the
-            # cancellation goes on; nothing was answered or stored
-            events.add(
-                "message.failed", dirs.tenant, {"channel": inbound.channel, "kind": "cancelled"}
-            )
+            # cancellation goes on; nothing was answered or stored. Stopped by
+            # the person: what they saw is stored, marked, before it goes on.
+            stopped = stop_requested()
+            if stopped:
+                kept = stopped_text("".join(shown))
+                asked = with_quote(inbound.text, inbound.quoted)
+                if mask is not None:
+                    kept, asked = mask.mask(kept), mask.mask(asked)
+                self._store(key, asked, kept, inbound.msg_id, ())
+            kind = "stopped" if stopped else "cancelled"
+            events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
             await events.flush(self._audit)
             raise
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
@@ -235,11 +253,16 @@ class TurnRunner:
         session: Session,
         mask: OutputMask | None,
         on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None = None,
     ) -> AgentResult:
         """The agent loop on the chat's model (held for the turn); its tokens counted."""
         async with self._pick(turn) as model:
+            if on_progress is not None:
+                await on_progress(ModelInfo(model.backend.describe()))
             try:
-                result = await self._agent(turn, session, mask, on_delta, model.backend)
+                result = await self._agent(
+                    turn, session, mask, on_delta, model.backend, on_progress
+                )
             except AgentFailed as exc:  # the steps that completed used tokens too
                 self._count(turn.tenant, model.name, exc.partial, failed=True)
                 raise
@@ -271,6 +294,7 @@ class TurnRunner:
         mask: OutputMask | None,
         on_delta: DeltaSink | None,
         backend: Backend,
+        on_progress: ProgressSink | None = None,
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system, stable = self._system(turn, mask)
@@ -304,6 +328,7 @@ class TurnRunner:
             max_reply_chars=self._settings.max_reply_chars,
             tenant=turn.dirs.tenant,
             stable_chars=stable,
+            progress=on_progress,
         )
         if stream is not None and on_delta is not None:
             rest = stream.flush()
@@ -321,6 +346,17 @@ class TurnRunner:
             return system, stable
         head = mask.mask(system[:stable])
         return system, len(head) if mask.mask(system).startswith(head) else 0
+
+
+def _showing(on_delta: DeltaSink | None, shown: list[str]) -> DeltaSink:
+    """`on_delta` that also keeps each piece in `shown`."""
+
+    async def sink(piece: str) -> None:
+        shown.append(piece)
+        if on_delta is not None:
+            await on_delta(piece)
+
+    return sink
 
 
 async def _kept(what: str, step: Awaitable[None]) -> None:

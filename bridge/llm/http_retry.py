@@ -23,6 +23,14 @@ class Retry(Exception):
         self.retry_after = retry_after
 
 
+def retry_reason(kind: str, detail: str) -> str:
+    """Why a retry happens, for the person: the kind in words, an HTTP status at most
+    (never the server's own message, which may echo anything)."""
+    busy = kind in ("rate_limited", "overloaded")
+    words = "the model server is busy" if busy else "the model server did not answer"
+    return f"{words} ({detail})" if detail.startswith("HTTP ") and len(detail) <= 8 else words
+
+
 def connection_detail(exc: aiohttp.ClientError) -> str:
     if isinstance(exc, aiohttp.ClientConnectorError):
         return "cannot connect"

@@ -3,7 +3,9 @@
 `RetryLoop.run` drives one streamed attempt after another: a `Retry` raised
 before anything was yielded is retried with exponential backoff and jitter
 (honouring `Retry-After`, at most `max_retries` times); after the answer has
-started it is a failure, because half an answer is never replayed.
+started it is a failure, because half an answer is never replayed. Before
+each wait it yields `Retrying(attempt, max, reason)` (a progress display
+shows "the model server is busy, retrying 1/3").
 
 Timeouts are about silence, never about the length of an answer: `read_chunk`
 and `within` wait at most `timeout_s` for the next bytes (the response
@@ -25,8 +27,8 @@ from typing import Any, TypeVar
 import aiohttp
 
 from bridge.llm.faults import ServerFault
-from bridge.llm.http_retry import Retry
-from bridge.types.backend import BackendError, ModelEvent
+from bridge.llm.http_retry import Retry, retry_reason
+from bridge.types.backend import BackendError, ModelEvent, Retrying
 
 log = logging.getLogger(__name__)
 
@@ -121,5 +123,6 @@ class RetryLoop:
                     limit,
                     delay,
                 )
+                yield Retrying(tries + 1, limit, retry_reason(exc.kind, exc.detail))
                 await self.sleep(delay)
                 tries += 1

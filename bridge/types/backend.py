@@ -1,7 +1,8 @@
 """The model backend interface and the types that cross it.
 
 The core talks to every model server through `Backend.stream`, which yields
-`TextDelta` and `ToolCall` events and ends with one `Finish`. Failures are
+`TextDelta` and `ToolCall` events and ends with one `Finish` (before a retry
+an HTTP backend yields `Retrying`, which only progress displays look at). Failures are
 raised as `BackendError` with a short message meant for the person. Backends
 live in `bridge/llm/`; this module imports nothing from the project.
 """
@@ -76,7 +77,18 @@ class Finish:
     cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
 
 
-ModelEvent = TextDelta | ToolCall | Finish
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """The backend waits before another attempt (`attempt` of `max`); `reason` is
+    safe to show the person ("the model server is busy (HTTP 429)"). Only progress:
+    a consumer that does not show progress ignores it."""
+
+    attempt: int
+    max: int
+    reason: str
+
+
+ModelEvent = TextDelta | ToolCall | Finish | Retrying
 
 
 class BackendError(Exception):

@@ -45,9 +45,10 @@ class Delta:
     text: str
 
 
-FinalKind = Literal["answer", "command", "refusal", "error", "silent"]
+FinalKind = Literal["answer", "command", "refusal", "error", "silent", "stopped"]
 """`silent`: the core decided nothing is sent back (a stranger already told,
-a command for another bot, a locked-out pairing attempt); its text is empty."""
+a command for another bot, a locked-out pairing attempt); its text is empty.
+`stopped`: the person stopped the answer; the text is what was shown, marked."""
 
 
 @dataclass(frozen=True, slots=True)
