@@ -54,7 +54,10 @@ function els(win) {
     tokenInput: $("token-input"),
     tokenMessage: $("token-message"),
     sendForm: $("send-form"),
-    clear: $("clear"),
+    messages: $("messages"),
+    newChat: $("new-chat"),
+    welcome: $("welcome"),
+    earlier: $("earlier"),
   };
 }
 
@@ -112,13 +115,13 @@ test("a turn: Enter sends, Send is disabled meanwhile, the reply is rendered", a
   assert.equal(e.send.disabled, false);
   assert.equal(e.stop.hidden, true);
 
-  const [user, reply] = e.log.children;
+  const [user, reply] = e.messages.children;
   assert.match(user.className, /\buser\b/);
-  assert.equal(user.children[1].textContent, "line one");
+  assert.equal(user.children[2].textContent, "line one");
   assert.match(reply.className, /\bassistant\b.*status-done.*kind-answer/);
-  const html = reply.children[1].innerHTML;
+  const html = reply.children[2].innerHTML;
   assert.match(html, /^<strong>Hi<\/strong> &lt;img src=x onerror=alert\(1\)&gt; line one$/);
-  assert.equal(reply.children[2].hidden, true, "no error shown");
+  assert.equal(reply.children[4].hidden, true, "no error shown");
   assert.equal(e.status.textContent, "Ready");
 });
 
@@ -141,16 +144,16 @@ test("streamed pieces are drawn on the next animation frame", async () => {
   await until(() => push);
   push("delta", { text: "par" });
   await until(() => chat.messages[1]?.text === "par");
-  const reply = e.log.children[1];
-  assert.equal(reply.children[1].innerHTML, "", "not drawn before the frame");
+  const reply = e.messages.children[1];
+  assert.equal(reply.children[2].innerHTML, "", "not drawn before the frame");
   win.flushFrames();
-  assert.equal(reply.children[1].innerHTML, "par");
+  assert.equal(reply.children[2].innerHTML, "par");
   assert.match(reply.className, /status-streaming/);
   push("final", { text: "done", kind: "answer" });
   await until(() => !chat.busy);
-  assert.equal(reply.children[1].innerHTML, "done");
+  assert.equal(reply.children[2].innerHTML, "done");
   win.flushFrames(); // a stale frame must not draw the streaming text again
-  assert.equal(reply.children[1].innerHTML, "done");
+  assert.equal(reply.children[2].innerHTML, "done");
 });
 
 test("command hints appear for / and Tab completes", async () => {
@@ -183,15 +186,15 @@ test("a failed turn shows the error inline with a Retry button", async () => {
   e.input.dispatch("keydown", { key: "Enter" });
   await until(() => chat.messages[1]?.status === "failed");
   await until(() => !chat.busy);
-  const reply = e.log.children[1];
-  const error = reply.children[2];
+  const reply = e.messages.children[1];
+  const error = reply.children[4];
   assert.equal(error.hidden, false);
   assert.equal(error.children[0].textContent, "model offline");
   assert.equal(e.status.dataset.tone, "error");
   error.children[1].dispatch("click");
   await until(() => chat.messages.length === 4 && !chat.busy);
-  assert.equal(e.log.children[3].children[1].innerHTML, "ok now");
-  assert.equal(e.log.children.length, 4, "the conversation stays visible");
+  assert.equal(e.messages.children[3].children[2].innerHTML, "ok now");
+  assert.equal(e.messages.children.length, 4, "the conversation stays visible");
 });
 
 test("a refused token clears it and shows the form with a message", async () => {
@@ -236,8 +239,8 @@ test("a reply's files are shown as download links under it", async () => {
   type(e, "/export");
   e.input.dispatch("keydown", { key: "Enter" });
   await until(() => !chat.busy && chat.messages[1]?.status === "done");
-  const reply = e.log.children[1];
-  const [link] = reply.children[3].children;
+  const reply = e.messages.children[1];
+  const [link] = reply.children[5].children;
   assert.equal(link.href, "/files/tok.en");
   assert.equal(link.download, "roost-export-local.zip");
   assert.match(link.textContent, /roost-export-local\.zip \(4 KB, download once\)/);
