@@ -206,7 +206,10 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
     if (button) sendText(button.textContent.trim());
   });
 
-  const rendererReady = loadRenderer(importer).then(({ render }) => messages.setRenderer(render));
+  const rendererReady = loadRenderer(importer).then(({ render, rich }) => {
+    messages.setRenderer(render);
+    document.documentElement.dataset.renderer = rich ? "rich" : "plain";
+  });
   const ready = chat.start({ hashToken });
   return { chat, ready, rendererReady };
 }
