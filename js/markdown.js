@@ -90,12 +90,15 @@ export function createRenderer({ Marked, hljs = null, purify }) {
   const config = {
     ALLOWED_TAGS,
     ALLOWED_ATTR,
-    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+    // DOMPurify checks every attribute value against this: no scheme but
+    // http(s)/mailto, plain values (align="right", class names) pass.
+    ALLOWED_URI_REGEXP: /^(?:(?:https?|mailto):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i,
     ALLOW_DATA_ATTR: false,
     ALLOW_ARIA_ATTR: false,
   };
   dp.addHook("afterSanitizeAttributes", (node) => {
     if (node.nodeName === "A" && node.hasAttribute("href")) {
+      if (!safeHref(node.getAttribute("href"))) node.removeAttribute("href");
       node.setAttribute("rel", "noopener noreferrer");
       node.setAttribute("target", "_blank");
     } else if (node.nodeName === "INPUT") {

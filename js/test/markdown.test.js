@@ -129,7 +129,9 @@ test("a working DOMPurify is used with our allow-lists and link hook", async () 
   assert.equal(render("**a**"), "clean:<p><strong>a</strong></p>\n");
   assert.deepEqual(hooks, ["afterSanitizeAttributes"]);
   assert.deepEqual(calls[0].ALLOWED_TAGS, ALLOWED_TAGS);
-  assert.ok(calls[0].ALLOWED_URI_REGEXP.test("https://x") && !calls[0].ALLOWED_URI_REGEXP.test("javascript:x"));
+  const uri = calls[0].ALLOWED_URI_REGEXP;
+  for (const ok of ["https://x", "mailto:a@b", "right", "hljs language-python", "checkbox"]) assert.ok(uri.test(ok), ok);
+  for (const bad of ["javascript:x", "JaVaScRiPt:x", "data:text/html,x", "vbscript:x", "tel:1"]) assert.ok(!uri.test(bad), bad);
 });
 
 test("the vendored files are the ones recorded in vendor/README.md", () => {
