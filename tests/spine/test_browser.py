@@ -148,7 +148,8 @@ async def page(home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> Asy
 async def rich_markdown(page: Page) -> None:
     """Skip unless the daemon serves the vendored Markdown modules."""
     await page.need("GET", "/static/vendor/marked.js", why="web.py serving js/vendor/")
-    await page.tab.wait_for_function("document.documentElement.dataset.renderer === 'rich'")
+    # (locators, not wait_for_function: the page's CSP forbids the eval it uses)
+    await page.tab.locator("html[data-renderer=rich]").wait_for(state="attached")
 
 
 async def test_type_a_message_and_see_the_answer(page: Page) -> None:
@@ -296,9 +297,7 @@ async def test_table_and_highlighted_code_with_a_copy_button(page: Page) -> None
     code = body.locator("pre code.hljs.language-python")
     assert await code.locator(".hljs-keyword").first.inner_text() == "def"
     await body.locator("pre button.copy").click()
-    await tab.wait_for_function(
-        "document.querySelector('pre button.copy').textContent === 'Copied'"
-    )
+    await body.locator("pre button.copy", has_text="Copied").wait_for()
     copied = await tab.evaluate("navigator.clipboard.readText()")
     assert copied.rstrip("\n") == "def is_palindrome(w):\n    return w == w[::-1]"
 
