@@ -2,10 +2,11 @@
  * HTTP client for the roost daemon's web API, built on an injected fetch.
  *
  * No DOM. createApi({fetch, getToken}) returns:
- *   streamChat(text, {chat, onDelta, signal}) -> Promise<{text, kind}>
- *       POST /api/chat/stream, read as server-sent events (delta* then one
- *       final, or error); falls back to POST /api/chat when the server has
- *       no streaming route (404/405).
+ *   streamChat(text, {chat, onDelta, onProgress, signal}) -> Promise<{text, kind, files?, actions?}>
+ *       POST /api/chat/stream, read as server-sent events (api_turn.js:
+ *       delta* then one final, or error; tool/retry/info progress on the
+ *       way); falls back to POST /api/chat when the server has no streaming
+ *       route (404/405).
  *   chat(text, {chat, signal})     -> Promise<{text, kind}>   POST /api/chat
  *   commands({signal})             -> Promise<body>           GET /api/commands
  *   health({signal})               -> Promise<boolean>        GET /healthz
@@ -14,70 +15,17 @@
  *   events({chat, onMessage, signal}) -> Promise<void>
  *       GET /api/events: calls onMessage({id, key, text, at_ms}) for each
  *       proactive message pushed while open; resolves when the stream ends
+ *   history, conversations, newChat, stopChat, attach: see api_history.js
  * Every failure is an ApiError whose `kind` is one of: unauthorized (401 or
  * no token), http, network, protocol, server (an SSE error event), aborted.
  */
 
 import { withActions } from "./actions.js";
-import { SSEParser } from "./sse.js";
+import { historyMethods } from "./api_history.js";
+import { readTurn } from "./api_turn.js";
+import { ApiError, discard, httpError, readEvents, replyKind, withFiles, wrapFailure } from "./api_util.js";
 
-export const REPLY_KINDS = ["answer", "command", "refusal", "error"];
-
-export class ApiError extends Error {
-  /**
-   * @param {string} message
-   * @param {{kind?: string, status?: number, partial?: string}} [info]
-   */
-  constructor(message, { kind = "http", status = 0, partial = "" } = {}) {
-    super(message);
-    this.name = "ApiError";
-    this.kind = kind;
-    this.status = status;
-    /** Text streamed before the failure, if any. */
-    this.partial = partial;
-  }
-}
-
-/**
- * Decode a byte stream to text chunks; a multi-byte character split across
- * chunks is held back until it is complete.
- * @param {ReadableStream<Uint8Array>} body
- */
-export async function* decodeChunks(body) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder("utf-8");
-  let finished = false;
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const text = decoder.decode(value, { stream: true });
-      if (text) yield text;
-    }
-    finished = true;
-    const tail = decoder.decode();
-    if (tail) yield tail;
-  } finally {
-    if (!finished) {
-      // The consumer stopped early (or reading failed): release the stream.
-      reader.cancel().catch(() => {});
-    }
-    reader.releaseLock?.();
-  }
-}
-
-/**
- * Server-sent events from a byte stream. An unterminated last event (no
- * blank line after it) is not yielded, as the SSE specification says.
- * @param {ReadableStream<Uint8Array>} body
- */
-export async function* readEvents(body) {
-  const parser = new SSEParser();
-  for await (const text of decodeChunks(body)) {
-    yield* parser.push(text);
-  }
-  yield* parser.end();
-}
+export { ApiError, decodeChunks, readEvents, REPLY_KINDS } from "./api_util.js";
 
 /**
  * @param {{fetch: typeof fetch, getToken: () => (string|null|undefined), baseUrl?: string}} opts
@@ -131,7 +79,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     return withActions(withFiles({ text: body.reply, kind: replyKind(body.kind) }, body.files), body.actions);
   }
 
-  async function streamChat(text, { chat: chatId = "default", onDelta, signal } = {}) {
+  async function streamChat(text, { chat: chatId = "default", onDelta, onProgress, signal } = {}) {
     const res = await request("POST", "/api/chat/stream", {
       body: { text, chat: chatId },
       accept: "text/event-stream",
@@ -143,30 +91,7 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     }
     if (!res.ok) throw await httpError(res);
     if (!res.body) throw new ApiError("the daemon sent an empty stream", { kind: "protocol", status: res.status });
-    let soFar = "";
-    try {
-      for await (const ev of readEvents(res.body)) {
-        if (ev.event === "delta") {
-          const piece = parseData(ev, soFar).text;
-          if (typeof piece !== "string") throw protocolError("a delta event has no text", soFar);
-          soFar += piece;
-          if (onDelta && piece) onDelta(piece, soFar);
-        } else if (ev.event === "final") {
-          const data = parseData(ev, soFar);
-          if (typeof data.text !== "string") throw protocolError("the final event has no text", soFar);
-          return withActions(withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files), data.actions);
-        } else if (ev.event === "error") {
-          const data = parseData(ev, soFar);
-          const message = typeof data.message === "string" && data.message ? data.message : "the turn failed";
-          throw new ApiError(message, { kind: "server", status: res.status, partial: soFar });
-        }
-        // Other event types are ignored, so the server may add new ones.
-      }
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      throw wrapFailure(err, "network", "the connection broke during the reply", soFar);
-    }
-    throw protocolError("the connection closed before the reply finished", soFar);
+    return readTurn(res, { onDelta, onProgress });
   }
 
   async function commands({ signal } = {}) {
@@ -217,79 +142,9 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     }
   }
 
-  return { chat, streamChat, commands, health, missed, events };
+  return { chat, streamChat, commands, health, missed, events, ...historyMethods({ request, json }) };
 }
 
 function isOutboxMessage(m) {
   return Boolean(m) && Number.isInteger(m.id) && m.id > 0 && typeof m.text === "string";
-}
-
-function replyKind(kind) {
-  return REPLY_KINDS.includes(kind) ? kind : "answer";
-}
-
-/** A reply's files, kept only when well-formed download links of this server (one-time links
- * under /files/); the result gets `files` only when there is at least one. */
-function withFiles(result, files) {
-  if (!Array.isArray(files)) return result;
-  const ok = files.filter(
-    (f) =>
-      f &&
-      typeof f.name === "string" &&
-      typeof f.url === "string" &&
-      /^\/files\/[A-Za-z0-9_.-]+$/.test(f.url) &&
-      Number.isFinite(f.size),
-  );
-  return ok.length ? { ...result, files: ok.map(({ name, url, size }) => ({ name, url, size })) } : result;
-}
-
-function parseData(ev, soFar) {
-  let data;
-  try {
-    data = JSON.parse(ev.data);
-  } catch {
-    throw protocolError(`a ${ev.event} event carries data that is not JSON`, soFar);
-  }
-  if (!data || typeof data !== "object") throw protocolError(`a ${ev.event} event is not an object`, soFar);
-  return data;
-}
-
-function protocolError(message, partial) {
-  return new ApiError(message, { kind: "protocol", partial });
-}
-
-function isAbort(err) {
-  return Boolean(err) && (err.name === "AbortError" || err.name === "TimeoutError");
-}
-
-function wrapFailure(err, kind, message, partial = "") {
-  if (isAbort(err)) return new ApiError("stopped", { kind: "aborted", partial });
-  const detail = err && err.message ? `: ${err.message}` : "";
-  return new ApiError(message + detail, { kind, partial });
-}
-
-async function discard(res) {
-  try {
-    await res.body?.cancel();
-  } catch {
-    // nothing to release
-  }
-}
-
-async function httpError(res) {
-  let detail = "";
-  try {
-    const raw = await res.text();
-    try {
-      const body = JSON.parse(raw);
-      detail = typeof body?.error === "string" ? body.error : typeof body?.message === "string" ? body.message : raw;
-    } catch {
-      detail = raw;
-    }
-  } catch {
-    // no body
-  }
-  detail = detail.trim().slice(0, 300);
-  const head = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
-  return new ApiError(detail ? `${head}: ${detail}` : head, { kind: "http", status: res.status });
 }

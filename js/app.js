@@ -1,88 +1,65 @@
 /**
  * DOM glue of the chat page: builds the view that chat.js drives and wires
  * the page's events to it. The behaviour lives in the pure modules; this file
- * only reads and writes the elements of index.html.
+ * and view.js only read and write the elements of index.html.
  *
- * startPage(win) runs the page in a window (the real one when loaded by the
- * browser; a small fake one in the node tests).
+ * startPage(win, {importer}) runs the page in a window (the real one when
+ * loaded by the browser; a small fake one in the node tests). `importer`
+ * loads the vendored Markdown modules (default: dynamic import()).
  */
 
-import { actionButtons } from "./actions.js";
 import { createApi } from "./api.js";
 import { chatIdFromSearch, createChat } from "./chat.js";
+import { loadRenderer } from "./markdown.js";
 import { renderMarkdown } from "./render.js";
 import { createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
+import { createThemeStore, nextTheme, themeLabel } from "./theme.js";
+import { createMessagesView } from "./view.js";
 
-const MAX_HINTS = 8;
-const NEAR_BOTTOM_PX = 96;
+const ELEMENT_IDS = [
+  "log", "messages", "welcome", "welcome-commands", "earlier", "status", "chats", "new-chat", "theme", "drawer",
+  "drawer-close", "drawer-empty", "conversation-list", "readonly", "readonly-text", "back", "token-view",
+  "token-form", "token-input", "token-message", "composer", "hints", "send-form", "input", "send", "stop", "examples",
+];
 
-function createDomView(win, els, actions) {
-  const document = win.document;
-  const nodes = new Map(); // message id -> {root, body, error}
-  const dirty = new Map(); // streaming messages waiting for the next frame
-  let frame = 0;
-
-  const nearBottom = () => els.log.scrollHeight - els.log.scrollTop - els.log.clientHeight < NEAR_BOTTOM_PX;
-  const toBottom = () => {
-    els.log.scrollTop = els.log.scrollHeight;
-  };
-
-  function node(msg) {
-    let n = nodes.get(msg.id);
-    if (n) return n;
-    const root = document.createElement("article");
-    const who = document.createElement("div");
-    who.className = "who";
-    who.textContent = msg.role === "user" ? "You" : "roost";
-    const body = document.createElement("div");
-    body.className = "body";
-    const error = document.createElement("div");
-    error.className = "error";
-    error.hidden = true;
-    const errorText = document.createElement("span");
-    const retry = document.createElement("button");
-    retry.type = "button";
-    retry.className = "retry";
-    retry.textContent = "Retry";
-    retry.addEventListener("click", () => actions.retry(msg.id));
-    error.append(errorText, retry);
-    const files = document.createElement("div");
-    files.className = "files";
-    const buttons = document.createElement("div"); // one-tap actions (actions.js)
-    buttons.className = "actions";
-    root.append(who, body, error, files, buttons);
-    els.log.append(root);
-    n = { root, body, files, buttons, error, errorText, retry };
-    nodes.set(msg.id, n);
-    return n;
+function elements(document) {
+  const els = {};
+  for (const id of ELEMENT_IDS) {
+    const el = document.getElementById(id);
+    if (!el) throw new Error(`index.html lacks #${id}`);
+    els[id.replace(/-([a-z])/g, (_m, c) => c.toUpperCase())] = el;
   }
+  return els;
+}
 
-  function draw(msg) {
-    const stick = nearBottom() || (msg.role === "user" && !nodes.has(msg.id));
-    const n = node(msg);
-    n.root.className = `msg ${msg.role} status-${msg.status}${msg.kind ? ` kind-${msg.kind}` : ""}`;
-    if (msg.role === "user") {
-      n.body.textContent = msg.text; // never parsed: shown exactly as typed
-    } else {
-      n.body.innerHTML = renderMarkdown(msg.text); // escaped by renderMarkdown
-    }
-    n.files.replaceChildren(...(msg.files || []).map((file) => fileLink(document, file)));
-    if (n.shownActions !== msg.actions) n.buttons.replaceChildren(...actionButtons(document, msg.actions, actions.send));
-    n.shownActions = msg.actions;
-    n.root.setAttribute("aria-busy", String(msg.status === "pending" || msg.status === "streaming"));
-    n.error.hidden = msg.status !== "failed";
-    n.errorText.textContent = msg.error || "";
-    n.retry.hidden = msg.role !== "assistant";
-    if (stick) toBottom();
+function commandItem(document, c, onPick) {
+  const li = document.createElement("li");
+  const usage = document.createElement("code");
+  usage.textContent = c.usage;
+  const summary = document.createElement("span");
+  summary.textContent = c.summary;
+  li.append(usage, summary);
+  li.addEventListener("mousedown", (e) => {
+    e.preventDefault(); // keep the focus in the input
+    onPick(c);
+  });
+  return li;
+}
+
+function when(ts) {
+  if (!ts) return "";
+  try {
+    return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  } catch {
+    return "";
   }
+}
 
-  function flush() {
-    frame = 0;
-    for (const msg of dirty.values()) draw(msg);
-    dirty.clear();
-  }
-
+/** The page around the messages: sign-in, status, busy, hints, drawer, read-only banner. */
+function createPageView(win, els, messages, actions) {
+  const { document } = win;
   return {
+    ...messages,
     showChat() {
       els.tokenView.hidden = true;
       els.composer.hidden = false;
@@ -96,20 +73,6 @@ function createDomView(win, els, actions) {
       els.tokenInput.value = "";
       els.tokenInput.focus();
     },
-    renderMessage(msg) {
-      if (msg.status === "streaming") {
-        dirty.set(msg.id, msg);
-        if (!frame) frame = win.requestAnimationFrame(flush);
-        return;
-      }
-      dirty.delete(msg.id);
-      draw(msg);
-    },
-    clearMessages() {
-      dirty.clear();
-      nodes.clear();
-      els.log.replaceChildren();
-    },
     setBusy(busy) {
       els.send.disabled = busy;
       els.stop.hidden = !busy;
@@ -119,8 +82,36 @@ function createDomView(win, els, actions) {
       els.status.textContent = text;
       els.status.dataset.tone = tone;
     },
-    setCommands() {
+    setCommands(list) {
+      els.welcomeCommands.replaceChildren(...list.map((c) => commandItem(document, c, actions.pickCommand)));
       actions.refreshHints();
+    },
+    setMore(more) {
+      els.earlier.hidden = !more;
+    },
+    setReadOnly(info) {
+      els.readonly.hidden = !info;
+      els.composer.hidden = Boolean(info);
+      if (info) els.readonlyText.textContent = `“${info.title || "An earlier conversation"}” — read-only`;
+    },
+    showConversations(list) {
+      els.conversationList.replaceChildren(
+        ...list.map((c) => {
+          const li = document.createElement("li");
+          const button = document.createElement("button");
+          button.type = "button";
+          button.className = `conversation${c.current ? " current" : ""}`;
+          const title = document.createElement("span");
+          title.textContent = c.title || "(no question yet)";
+          const meta = document.createElement("small");
+          meta.textContent = `${c.current ? "current · " : ""}${when(c.updatedAt)} · ${c.turns} turn${c.turns === 1 ? "" : "s"}`;
+          button.append(title, meta);
+          button.addEventListener("click", () => actions.open(c));
+          li.append(button);
+          return li;
+        }),
+      );
+      els.drawerEmpty.hidden = list.length > 0;
     },
   };
 }
@@ -130,48 +121,34 @@ function autosize(win, input) {
   input.style.height = `${Math.min(input.scrollHeight, Math.round(win.innerHeight * 0.4))}px`;
 }
 
-/**
- * Start the chat page in `win`. Returns the chat controller (for tests).
- * @param {Window} win
- */
-/** A download link for one file of a reply (one-time: it works once, for ten minutes). */
-function fileLink(document, file) {
-  const link = document.createElement("a");
-  link.href = file.url;
-  link.download = file.name;
-  const kb = Math.max(1, Math.round(file.size / 1024));
-  link.textContent = `📎 ${file.name} (${kb.toLocaleString()} KB, download once)`;
-  return link;
+function applyTheme(win, els, theme) {
+  const root = win.document.documentElement;
+  if (theme === "system") delete root.dataset.theme;
+  else root.dataset.theme = theme;
+  els.theme.title = themeLabel(theme);
+  els.theme.setAttribute("aria-label", themeLabel(theme));
 }
 
-export function startPage(win) {
-  const { document, location, history } = win;
-  const $ = (id) => {
-    const el = document.getElementById(id);
-    if (!el) throw new Error(`index.html lacks #${id}`);
-    return el;
-  };
-  const els = {
-    log: $("log"),
-    status: $("status"),
-    clear: $("clear"),
-    tokenView: $("token-view"),
-    tokenForm: $("token-form"),
-    tokenInput: $("token-input"),
-    tokenMessage: $("token-message"),
-    composer: $("composer"),
-    hints: $("hints"),
-    sendForm: $("send-form"),
-    input: $("input"),
-    send: $("send"),
-    stop: $("stop"),
-  };
-
-  // Take the token out of the address bar before anything else.
-  const { token: hashToken, rest } = tokenFromHash(location.hash);
-  if (hashToken !== null || /(^#|&)token=/.test(location.hash)) {
+/** Take `#token=…` out of the address bar; returns the token or null. */
+function takeHashToken(win) {
+  const { location, history } = win;
+  const { token, rest } = tokenFromHash(location.hash);
+  if (token !== null || /(^#|&)token=/.test(location.hash)) {
     history.replaceState(null, "", location.pathname + location.search + rest);
   }
+  return token;
+}
+
+/**
+ * Start the chat page in `win`. Returns {chat, ready, rendererReady} (for tests).
+ * @param {Window} win
+ */
+export function startPage(win, { importer = (path) => import(path) } = {}) {
+  const { document } = win;
+  const els = elements(document);
+  const hashToken = takeHashToken(win); // before anything else
+  const themes = createThemeStore(win.localStorage);
+  applyTheme(win, els, themes.get());
 
   const tokens = createTokenStore(win.localStorage);
   const api = createApi({ fetch: (url, init) => win.fetch(url, init), getToken: () => tokens.get() });
@@ -179,42 +156,43 @@ export function startPage(win) {
 
   function refreshHints() {
     const list = chat ? chat.hints(els.input.value) : [];
-    els.hints.replaceChildren(
-      ...list.slice(0, MAX_HINTS).map((c) => {
-        const li = document.createElement("li");
-        li.setAttribute("role", "option");
-        const usage = document.createElement("code");
-        usage.textContent = c.usage;
-        const summary = document.createElement("span");
-        summary.textContent = c.summary;
-        li.append(usage, summary);
-        li.addEventListener("mousedown", (e) => {
-          e.preventDefault(); // keep the focus in the input
-          els.input.value = `/${c.name} `;
-          refreshHints();
-          els.input.focus();
-        });
-        return li;
-      }),
-    );
+    const pick = (c) => {
+      els.input.value = `/${c.name} `;
+      refreshHints();
+      els.input.focus();
+    };
+    els.hints.replaceChildren(...list.map((c) => commandItem(document, c, pick)));
+    for (const li of els.hints.children) li.setAttribute("role", "option");
     els.hints.hidden = list.length === 0;
   }
 
-  const view = createDomView(win, els, {
+  const messages = createMessagesView(win, els, {
     retry: (id) => chat.retry(id),
     send: (command) => chat.send(command),
+    render: renderMarkdown,
+  });
+  const view = createPageView(win, els, messages, {
     refreshHints,
+    pickCommand: (c) => {
+      els.input.value = `/${c.name} `;
+      refreshHints();
+      els.input.focus();
+    },
+    open: (c) => {
+      els.drawer.hidden = true;
+      els.chats.setAttribute("aria-expanded", "false");
+      chat.openConversation(c.id, c.title);
+    },
   });
   chat = createChat({
     api,
     view,
     tokens,
     transcript: createTranscriptStore(win.sessionStorage),
-    chatId: chatIdFromSearch(location.search),
+    chatId: chatIdFromSearch(win.location.search),
   });
 
-  async function sendInput() {
-    const text = els.input.value;
+  async function sendText(text) {
     if (!text.trim() || chat.busy) return;
     els.input.value = "";
     autosize(win, els.input);
@@ -224,15 +202,32 @@ export function startPage(win) {
     autosize(win, els.input);
   }
 
+  wireComposer(win, els, chat, { sendText, refreshHints });
+  wireHeader(win, els, chat, themes);
+  wireTokens(win, els, chat);
+  els.examples.addEventListener("click", (e) => {
+    const button = e.target?.closest?.("button.example");
+    if (button) sendText(button.textContent.trim());
+  });
+
+  const rendererReady = loadRenderer(importer).then(({ render, rich }) => {
+    messages.setRenderer(render);
+    document.documentElement.dataset.renderer = rich ? "rich" : "plain";
+  });
+  const ready = chat.start({ hashToken });
+  return { chat, ready, rendererReady };
+}
+
+function wireComposer(win, els, chat, { sendText, refreshHints }) {
   els.sendForm.addEventListener("submit", (e) => {
     e.preventDefault();
-    sendInput();
+    sendText(els.input.value);
   });
   els.input.addEventListener("keydown", (e) => {
     if (e.isComposing || e.keyCode === 229) return; // an IME is composing
     if (e.key === "Enter" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();
-      sendInput();
+      sendText(els.input.value);
     } else if (e.key === "Tab" && !e.shiftKey && !els.hints.hidden) {
       const done = chat.complete(els.input.value);
       if (done !== null) {
@@ -250,16 +245,41 @@ export function startPage(win) {
     refreshHints();
   });
   els.stop.addEventListener("click", () => chat.stop());
-  els.clear.addEventListener("click", () => {
-    if (chat.clear()) els.input.focus();
+}
+
+function wireHeader(win, els, chat, themes) {
+  els.newChat.addEventListener("click", async () => {
+    if (await chat.newChat()) els.input.focus();
   });
+  els.chats.addEventListener("click", () => {
+    const open = els.drawer.hidden;
+    els.drawer.hidden = !open;
+    els.chats.setAttribute("aria-expanded", String(open));
+    if (open) chat.conversations();
+  });
+  els.drawerClose.addEventListener("click", () => {
+    els.drawer.hidden = true;
+    els.chats.setAttribute("aria-expanded", "false");
+  });
+  els.back.addEventListener("click", () => chat.backToCurrent());
+  els.theme.addEventListener("click", () => applyTheme(win, els, themes.set(nextTheme(themes.get()))));
+  els.earlier.addEventListener("click", async () => {
+    const fromBottom = els.log.scrollHeight - els.log.scrollTop;
+    await chat.loadEarlier();
+    els.log.scrollTop = els.log.scrollHeight - fromBottom; // keep the view where it was
+  });
+}
+
+function wireTokens(win, els, chat) {
   els.tokenForm.addEventListener("submit", (e) => {
     e.preventDefault();
     chat.submitToken(els.tokenInput.value);
   });
-
-  const ready = chat.start({ hashToken });
-  return { chat, ready };
+  // A #token= link pasted into the address bar of the open page signs in.
+  win.addEventListener("hashchange", () => {
+    const token = takeHashToken(win);
+    if (token) chat.submitToken(token);
+  });
 }
 
 if (typeof window !== "undefined" && typeof document !== "undefined") startPage(window);

@@ -3,7 +3,7 @@
  * a time, the token flow and the command hints.
  *
  * createChat({api, view, tokens, transcript, chatId}) drives a `view` (the
- * DOM in app.js, a recording fake in tests) through these calls:
+ * DOM in view.js, a recording fake in tests) through these calls:
  *   view.showChat()                  the token is known: show the chat
  *   view.showTokenForm(message)      ask for the token ("" or why)
  *   view.renderMessage(msg)          draw or redraw one message (by msg.id)
@@ -11,13 +11,19 @@
  *   view.setStatus(text, tone)       tone: "ok" | "busy" | "error"
  *   view.setCommands(list)           the command list arrived
  *   view.clearMessages()             the visible conversation was cleared
- * A message is {id, role: "user"|"assistant", text, kind, status, error}
- * with status "done" | "pending" | "streaming" | "failed".
+ * and, when the view has them, the history calls of chat_history.js.
+ * A message is described in conversation.js. The daemon's history is the
+ * source of truth (chat_history.js); sessionStorage only paints the first
+ * frame. Stop cancels on the daemon (POST /api/chat/stop) and keeps the
+ * partial answer, marked; a message sent right after waits for that.
  */
 
 import { ApiError } from "./api.js";
+import { createHistory } from "./chat_history.js";
 import { completeCommand, matchCommands, normalizeCommands } from "./commands.js";
+import { createConversation } from "./conversation.js";
 import { createProactive } from "./proactive.js";
+import { applyProgress, busyStatus } from "./progress.js";
 
 const MAX_INPUT = 16000;
 const CHAT_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -34,34 +40,22 @@ export function chatIdFromSearch(search) {
 }
 
 export function createChat({ api, view, tokens, transcript = null, chatId = "default" }) {
-  let messages = [];
-  let nextId = 1;
+  const convo = createConversation({ view, transcript });
   let busy = false;
   let controller = null;
+  let stopping = null;
   let commands = [];
   let signedIn = false;
   let listener = null;
-
-  function save() {
-    if (transcript) transcript.save(messages.filter((m) => m.status !== "pending"));
-  }
-
-  function add(msg) {
-    const full = { id: nextId++, kind: "", status: "done", error: "", ...msg };
-    messages.push(full);
-    view.renderMessage(full);
-    return full;
-  }
-
-  function update(msg, changes) {
-    Object.assign(msg, changes);
-    view.renderMessage(msg);
-  }
+  let model = "";
+  const history = createHistory({ api, chatId, convo, view, follow });
 
   function setBusy(value) {
     busy = value;
     view.setBusy(value);
   }
+
+  const ready = () => `Ready${model ? ` · ${model}` : ""}`;
 
   function signOut(reason) {
     if (listener) listener.stop();
@@ -73,14 +67,14 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     view.setStatus("Not signed in", "error");
   }
 
+  const refused = (err) => err instanceof ApiError && err.kind === "unauthorized";
+
   async function loadCommands() {
     try {
       commands = normalizeCommands(await api.commands());
       view.setCommands(commands);
     } catch (err) {
-      if (err instanceof ApiError && err.kind === "unauthorized") {
-        signOut("The daemon refused the stored token. Paste the current one.");
-      }
+      if (refused(err)) signOut("The daemon refused the stored token. Paste the current one.");
       // Otherwise hints are a convenience: the chat works without them.
     }
   }
@@ -93,17 +87,24 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     return ok;
   }
 
+  async function loadHistory() {
+    try {
+      await history.load();
+    } catch (err) {
+      if (refused(err)) signOut("The daemon refused the stored token. Paste the current one.");
+    }
+  }
+
   /** Proactive messages (reminders, jobs): missed ones now, pushed ones while open. */
-  function listen() {
+  function listen(lastSeen) {
     if (listener || typeof api.events !== "function" || typeof api.missed !== "function") return;
-    const lastSeen = messages.reduce((n, m) => Math.max(n, m.outboxId || 0), 0);
     listener = createProactive({
       api,
       chatId,
       lastSeen,
       show: (m) => {
-        add({ role: "assistant", text: m.text, kind: "proactive", outboxId: m.id });
-        save();
+        convo.add({ role: "assistant", text: m.text, kind: "proactive", outboxId: m.id });
+        convo.save();
       },
     });
     listener.start().finally(() => {
@@ -111,25 +112,18 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     });
   }
 
-  function enter() {
+  async function enter() {
     signedIn = true;
     view.showChat();
     view.setStatus(`Chat “${chatId}”`, "ok");
-    listen();
-    return Promise.all([loadCommands(), checkHealth()]);
+    const lastSeen = convo.lastSeenOutbox();
+    await Promise.all([loadCommands(), checkHealth(), loadHistory()]);
+    if (signedIn) listen(lastSeen);
   }
 
   /** Show the stored conversation and the chat, or the token form. */
   async function start({ hashToken = null } = {}) {
-    if (transcript) {
-      messages = transcript.load().map((m) =>
-        m.status === "pending" || m.status === "streaming"
-          ? { ...m, status: "failed", error: m.error || "interrupted by a page reload" }
-          : m,
-      );
-      nextId = messages.reduce((n, m) => Math.max(n, m.id + 1), 1);
-      for (const m of messages) view.renderMessage(m);
-    }
+    convo.restore();
     if (hashToken) {
       try {
         tokens.set(hashToken);
@@ -145,7 +139,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     await enter();
   }
 
-  /** The token form was submitted. Returns false when `raw` is no token. */
+  /** The token form was submitted (or a #token= link was opened). Returns false when `raw` is no token. */
   async function submitToken(raw) {
     try {
       tokens.set(raw);
@@ -159,79 +153,119 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
 
   /**
    * Run one turn. Resolves to false when nothing was sent (empty, too long,
-   * a turn already running, not signed in), true otherwise (even on error:
-   * the error is shown inline on the reply).
+   * a turn already running, not signed in, reading a past conversation),
+   * true otherwise (even on error: the error is shown inline on the reply).
    */
   async function send(rawText) {
     const text = typeof rawText === "string" ? rawText.trim() : "";
-    if (!text || busy || !signedIn) return false;
+    if (!text || busy || !signedIn || history.readOnly) return false;
     if (text.length > MAX_INPUT) {
       view.setStatus(`The message is too long (${text.length} > ${MAX_INPUT} characters)`, "error");
       return false;
     }
-    add({ role: "user", text });
+    convo.add({ role: "user", text });
     return runTurn(text);
   }
 
   async function runTurn(text) {
-    const reply = add({ role: "assistant", text: "", status: "pending" });
+    const reply = convo.add({ role: "assistant", text: "", status: "pending", tools: [] });
     reply.request = text;
-    setBusy(true);
-    view.setStatus("Thinking…", "busy");
-    controller = typeof AbortController === "function" ? new AbortController() : null;
-    try {
-      const result = await api.streamChat(text, {
-        chat: chatId,
-        signal: controller?.signal,
-        onDelta: (_piece, soFar) => {
-          if (reply.status === "pending") view.setStatus("Answering…", "busy");
-          update(reply, { text: soFar, status: "streaming" });
-        },
-      });
-      update(reply, { text: result.text, kind: result.kind, files: result.files, actions: result.actions, status: "done", error: "" });
-      view.setStatus(result.kind === "error" ? "The daemon reported an error" : "Ready", result.kind === "error" ? "error" : "ok");
-    } catch (err) {
-      const e = err instanceof ApiError ? err : new ApiError(String(err?.message ?? err), { kind: "protocol" });
-      const shown = e.partial || reply.text;
-      if (e.kind === "unauthorized") {
-        update(reply, { text: shown, status: "failed", error: "Not sent: the access token was refused." });
-        signOut("The daemon refused the access token (it may have changed). Paste the current one.");
-      } else if (e.kind === "aborted") {
-        update(reply, { text: shown, status: "failed", error: "Stopped." });
-        view.setStatus("Stopped", "ok");
-      } else {
-        update(reply, { text: shown, status: "failed", error: e.message });
-        view.setStatus(e.kind === "network" ? "Connection problem" : "The turn failed", "error");
-      }
-    } finally {
-      controller = null;
-      setBusy(false);
-      save();
-    }
+    await follow(reply, (handlers) => api.streamChat(text, { chat: chatId, ...handlers }));
     return true;
   }
 
-  /** Send again the message whose reply `replyId` failed. */
+  /**
+   * Follow one answer into `reply`: a turn this page started, or one it
+   * re-attached to. `runner(handlers)` resolves to the final reply, or null
+   * when there was nothing to follow.
+   */
+  async function follow(reply, runner) {
+    setBusy(true);
+    view.setStatus(busyStatus(reply, model), "busy");
+    controller = typeof AbortController === "function" ? new AbortController() : null;
+    let result = null;
+    try {
+      result = await runner({
+        signal: controller?.signal,
+        onDelta: (_piece, soFar) => {
+          convo.update(reply, { text: soFar, status: "streaming", notice: "" });
+          view.setStatus(busyStatus(reply, model), "busy");
+        },
+        onProgress: (ev) => {
+          const { model: name, ...changes } = applyProgress(reply, ev);
+          if (name) model = name;
+          convo.update(reply, changes);
+          view.setStatus(busyStatus(reply, model), "busy");
+        },
+      });
+      if (result !== null) {
+        convo.update(reply, { text: result.text, kind: result.kind, files: result.files, actions: result.actions, status: "done", error: "", notice: "" });
+        view.setStatus(result.kind === "error" ? "The daemon reported an error" : ready(), result.kind === "error" ? "error" : "ok");
+      }
+    } catch (err) {
+      failed(reply, err);
+    } finally {
+      if (stopping) await stopping; // the daemon confirms the stop before the next message
+      controller = null;
+      setBusy(false);
+      convo.save();
+    }
+    return result;
+  }
+
+  function failed(reply, err) {
+    const e = err instanceof ApiError ? err : new ApiError(String(err?.message ?? err), { kind: "protocol" });
+    const shown = e.partial || reply.text;
+    if (e.kind === "unauthorized") {
+      convo.update(reply, { text: shown, status: "failed", notice: "", error: "Not sent: the access token was refused." });
+      signOut("The daemon refused the access token (it may have changed). Paste the current one.");
+    } else if (e.kind === "aborted") {
+      convo.update(reply, { text: shown, status: "stopped", notice: "", error: "" });
+      view.setStatus("Stopped", "ok");
+    } else {
+      convo.update(reply, { text: shown, status: "failed", notice: "", error: e.message });
+      view.setStatus(e.kind === "network" ? "Connection problem" : "The turn failed", "error");
+    }
+  }
+
+  /** Send again the message whose reply `replyId` failed or was stopped. */
   async function retry(replyId) {
-    const reply = messages.find((m) => m.id === replyId);
-    const idx = messages.indexOf(reply);
-    const request = reply?.request ?? (idx > 0 && messages[idx - 1].role === "user" ? messages[idx - 1].text : null);
-    if (!reply || reply.status !== "failed" || !request || busy || !signedIn) return false;
-    add({ role: "user", text: request });
+    const list = convo.list;
+    const reply = list.find((m) => m.id === replyId);
+    const idx = list.indexOf(reply);
+    const request = reply?.request ?? (idx > 0 && list[idx - 1].role === "user" ? list[idx - 1].text : null);
+    if (!reply || !["failed", "stopped"].includes(reply.status) || !request || busy || !signedIn || history.readOnly) {
+      return false;
+    }
+    convo.add({ role: "user", text: request });
     return runTurn(request);
   }
 
-  /** Stop the running turn (the daemon may still finish it). */
-  function stop() {
-    if (controller) controller.abort();
+  /** Stop the running turn on the daemon (POST /api/chat/stop) and here. Resolves to the daemon's answer. */
+  async function stop() {
+    if (!busy) return false;
+    if (stopping) return stopping;
+    const stopChat = typeof api.stopChat === "function" ? api.stopChat({ chat: chatId }) : Promise.resolve(false);
+    stopping = stopChat.catch(() => false); // an old daemon (404): stopping here is all there is
+    view.setStatus("Stopping…", "busy");
+    controller?.abort();
+    const stopped = await stopping;
+    stopping = null;
+    return stopped;
   }
 
-  /** Forget the visible conversation (the daemon's session is untouched). */
-  function clear() {
-    if (busy) return false;
-    messages = [];
-    if (transcript) transcript.clear();
-    view.clearMessages();
+  /** A new conversation: the daemon forgets the context; the old one stays readable. */
+  async function newChat() {
+    if (!signedIn) return false;
+    if (busy) await stop();
+    try {
+      await history.newChat();
+    } catch (err) {
+      if (refused(err)) signOut("The daemon refused the access token (it may have changed). Paste the current one.");
+      else view.setStatus(`Could not start a new chat: ${err.message}`, "error");
+      return false;
+    }
+    view.setStatus("New chat: roost starts without the earlier messages", "ok");
     return true;
   }
 
@@ -241,7 +275,11 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     send,
     retry,
     stop,
-    clear,
+    newChat,
+    loadEarlier: () => history.loadEarlier(),
+    conversations: () => history.conversations(),
+    openConversation: (id, title) => (busy ? Promise.resolve(false) : history.open(id, title)),
+    backToCurrent: () => history.backToCurrent(),
     stopListening: () => listener?.stop(),
     hints: (input) => matchCommands(input, commands),
     complete: (input) => completeCommand(input, commands),
@@ -249,7 +287,16 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
       return busy;
     },
     get messages() {
-      return messages.slice();
+      return convo.list.slice();
+    },
+    get readOnly() {
+      return history.readOnly;
+    },
+    get attaching() {
+      return history.attaching;
+    },
+    get commands() {
+      return commands.slice();
     },
   };
 }

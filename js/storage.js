@@ -138,6 +138,7 @@ export function createTranscriptStore(storage, { key = TRANSCRIPT_KEY, limit = 2
         status: m.status,
         error: m.error,
         ...(Number.isInteger(m.outboxId) ? { outboxId: m.outboxId } : {}),
+        ...(Number.isInteger(m.seq) ? { seq: m.seq } : {}),
       }));
       s.set(key, JSON.stringify(slim));
     },

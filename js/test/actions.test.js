@@ -92,7 +92,7 @@ test("the page shows a reply's actions and a press sends the command as the next
   const { ready, chat } = startPage(win);
   await ready;
   await chat.send("From now on, always answer in German.");
-  const log = win.document.getElementById("log");
+  const log = win.document.getElementById("messages");
   const reply = log.children[1];
   const row = reply.children.find((c) => c.className === "actions");
   assert.deepEqual(
@@ -102,6 +102,7 @@ test("the page shows a reply's actions and a press sends the command as the next
   row.children[1].dispatch("click");
   await until(() => bodies.length === 2 && !chat.busy);
   assert.deepEqual(bodies, ["From now on, always answer in German.", "/yes k3f9 steering"]);
-  assert.equal(log.children[2].children[1].textContent, "/yes k3f9 steering");
-  assert.match(log.children[3].children[1].textContent, /Kept as a steering line/);
+  const body = (m) => m.children.find((c) => c.className === "body");
+  assert.equal(body(log.children[2]).textContent, "/yes k3f9 steering");
+  assert.match(body(log.children[3]).innerHTML, /Kept as a steering line/);
 });

@@ -29,7 +29,7 @@ function daemon(turn, { token = "tok" } = {}) {
     if (url === "/healthz") return Response.json({ ok: true });
     if (init.headers.Authorization !== `Bearer ${token}`) return new Response("", { status: 401 });
     if (url === "/api/commands") return Response.json(COMMANDS);
-    if (url === "/api/chat/stream") return turn(JSON.parse(init.body), calls.length);
+    if (url === "/api/chat/stream") return turn(JSON.parse(init.body), calls.length, init);
     return new Response("", { status: 404 });
   };
   return { fetch, calls };
@@ -54,7 +54,10 @@ function els(win) {
     tokenInput: $("token-input"),
     tokenMessage: $("token-message"),
     sendForm: $("send-form"),
-    clear: $("clear"),
+    messages: $("messages"),
+    newChat: $("new-chat"),
+    welcome: $("welcome"),
+    earlier: $("earlier"),
   };
 }
 
@@ -112,13 +115,13 @@ test("a turn: Enter sends, Send is disabled meanwhile, the reply is rendered", a
   assert.equal(e.send.disabled, false);
   assert.equal(e.stop.hidden, true);
 
-  const [user, reply] = e.log.children;
+  const [user, reply] = e.messages.children;
   assert.match(user.className, /\buser\b/);
-  assert.equal(user.children[1].textContent, "line one");
+  assert.equal(user.children[2].textContent, "line one");
   assert.match(reply.className, /\bassistant\b.*status-done.*kind-answer/);
-  const html = reply.children[1].innerHTML;
+  const html = reply.children[2].innerHTML;
   assert.match(html, /^<strong>Hi<\/strong> &lt;img src=x onerror=alert\(1\)&gt; line one$/);
-  assert.equal(reply.children[2].hidden, true, "no error shown");
+  assert.equal(reply.children[4].hidden, true, "no error shown");
   assert.equal(e.status.textContent, "Ready");
 });
 
@@ -141,16 +144,16 @@ test("streamed pieces are drawn on the next animation frame", async () => {
   await until(() => push);
   push("delta", { text: "par" });
   await until(() => chat.messages[1]?.text === "par");
-  const reply = e.log.children[1];
-  assert.equal(reply.children[1].innerHTML, "", "not drawn before the frame");
+  const reply = e.messages.children[1];
+  assert.equal(reply.children[2].innerHTML, "", "not drawn before the frame");
   win.flushFrames();
-  assert.equal(reply.children[1].innerHTML, "par");
+  assert.equal(reply.children[2].innerHTML, "par");
   assert.match(reply.className, /status-streaming/);
   push("final", { text: "done", kind: "answer" });
   await until(() => !chat.busy);
-  assert.equal(reply.children[1].innerHTML, "done");
+  assert.equal(reply.children[2].innerHTML, "done");
   win.flushFrames(); // a stale frame must not draw the streaming text again
-  assert.equal(reply.children[1].innerHTML, "done");
+  assert.equal(reply.children[2].innerHTML, "done");
 });
 
 test("command hints appear for / and Tab completes", async () => {
@@ -183,15 +186,15 @@ test("a failed turn shows the error inline with a Retry button", async () => {
   e.input.dispatch("keydown", { key: "Enter" });
   await until(() => chat.messages[1]?.status === "failed");
   await until(() => !chat.busy);
-  const reply = e.log.children[1];
-  const error = reply.children[2];
+  const reply = e.messages.children[1];
+  const error = reply.children[4];
   assert.equal(error.hidden, false);
   assert.equal(error.children[0].textContent, "model offline");
   assert.equal(e.status.dataset.tone, "error");
   error.children[1].dispatch("click");
   await until(() => chat.messages.length === 4 && !chat.busy);
-  assert.equal(e.log.children[3].children[1].innerHTML, "ok now");
-  assert.equal(e.log.children.length, 4, "the conversation stays visible");
+  assert.equal(e.messages.children[3].children[2].innerHTML, "ok now");
+  assert.equal(e.messages.children.length, 4, "the conversation stays visible");
 });
 
 test("a refused token clears it and shows the form with a message", async () => {
@@ -236,9 +239,135 @@ test("a reply's files are shown as download links under it", async () => {
   type(e, "/export");
   e.input.dispatch("keydown", { key: "Enter" });
   await until(() => !chat.busy && chat.messages[1]?.status === "done");
-  const reply = e.log.children[1];
-  const [link] = reply.children[3].children;
+  const reply = e.messages.children[1];
+  const [link] = reply.children[5].children;
   assert.equal(link.href, "/files/tok.en");
   assert.equal(link.download, "roost-export-local.zip");
   assert.match(link.textContent, /roost-export-local\.zip \(4 KB, download once\)/);
+});
+
+test("tool calls are cards with arguments and result; a retry is a line under the reply", async () => {
+  let push;
+  const d = daemon(() => {
+    const stream = new ReadableStream({
+      start(c) {
+        push = (ev, data) => c.enqueue(enc.encode(`event: ${ev}\ndata: ${JSON.stringify(data)}\n\n`));
+      },
+    });
+    return new Response(stream);
+  });
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/#token=tok", fetch: d.fetch });
+  const { ready, chat } = startPage(win);
+  await ready;
+  const e = els(win);
+  type(e, "q");
+  e.sendForm.dispatch("submit");
+  await until(() => push);
+  push("info", { model: "qwen3" });
+  push("retry", { attempt: 2, max: 4, reason: "the model server is busy" });
+  await until(() => chat.messages[1]?.notice);
+  const reply = e.messages.children[1];
+  const [, tools, , notice] = reply.children;
+  assert.equal(notice.textContent, "the model server is busy, retrying 2/4");
+  assert.equal(notice.hidden, false);
+  assert.equal(e.status.textContent, "The model server is busy, retrying 2/4… · qwen3");
+  push("tool", { id: "t", name: "me.sum", state: "start", args: "[1,2]" });
+  await until(() => chat.messages[1].tools?.length);
+  const card = tools.children[0];
+  assert.equal(card.tagName, "DETAILS");
+  assert.equal(card.children[0].textContent, "me.sum · running…");
+  assert.equal(card.children[2].textContent, "[1,2]");
+  assert.equal(card.children[4].hidden, true, "no result yet");
+  card.open = true;
+  push("tool", { id: "t", name: "me.sum", state: "error", result: "ZeroDivisionError: division by zero", ms: 7 });
+  await until(() => chat.messages[1].tools[0].state === "error");
+  assert.equal(tools.children[0], card, "the same card: an opened card stays open");
+  assert.equal(card.open, true);
+  assert.match(card.className, /state-error/);
+  assert.equal(card.children[0].textContent, "me.sum · failed in 7 ms");
+  assert.equal(card.children[3].textContent, "Error");
+  assert.equal(card.children[4].textContent, "ZeroDivisionError: division by zero");
+  push("final", { text: "sorry", kind: "answer" });
+  await until(() => !chat.busy);
+  assert.equal(notice.hidden, true);
+  assert.equal(e.status.textContent, "Ready · qwen3");
+});
+
+test("the welcome shows on an empty chat, lists the commands and goes with the first message", async () => {
+  const d = daemon(() => sse([["final", { text: "hi", kind: "answer" }]]));
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/#token=tok", fetch: d.fetch });
+  const { ready, chat } = startPage(win);
+  await ready;
+  const e = els(win);
+  assert.equal(e.welcome.hidden, false);
+  const commands = win.document.getElementById("welcome-commands");
+  assert.equal(commands.children[0].textContent, "/help [command]List commands");
+  commands.children[0].dispatch("mousedown");
+  assert.equal(e.input.value, "/help ");
+  const example = { textContent: "  Make a table  " };
+  win.document.getElementById("examples").dispatch("click", { target: { closest: () => example } });
+  await until(() => !chat.busy && chat.messages.length === 2);
+  assert.equal(chat.messages[0].text, "Make a table");
+  assert.equal(e.welcome.hidden, true);
+});
+
+test("a stopped answer is marked and keeps Retry", async () => {
+  const d = daemon((_b, _n, init) => {
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(enc.encode(`event: delta\ndata: {"text":"half"}\n\n`));
+        // as fetch does: aborting the request errors its body
+        init.signal.addEventListener("abort", () => c.error(new DOMException("aborted", "AbortError")));
+      },
+    });
+    return new Response(stream);
+  });
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/#token=tok", fetch: d.fetch });
+  const { ready, chat } = startPage(win);
+  await ready;
+  const e = els(win);
+  type(e, "q");
+  e.sendForm.dispatch("submit");
+  await until(() => chat.messages[1]?.text === "half");
+  e.stop.dispatch("click");
+  await until(() => !chat.busy);
+  const reply = e.messages.children[1];
+  assert.match(reply.className, /status-stopped/);
+  const error = reply.children[4];
+  assert.equal(error.hidden, false);
+  assert.equal(error.children[0].textContent, "Stopped — the answer was cut here.");
+  assert.equal(error.children[1].hidden, false);
+  assert.ok(d.calls.some((c) => c.url === "/api/chat/stop" && JSON.parse(c.init.body).chat === "default"));
+});
+
+test("a #token= link pasted into the open page signs in and leaves the address bar", async () => {
+  const d = daemon(() => sse([]), { token: "fresh" });
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/", fetch: d.fetch });
+  const { ready } = startPage(win);
+  await ready;
+  const e = els(win);
+  assert.equal(e.tokenView.hidden, false);
+  win.location.hash = "#token=fresh";
+  win.dispatch("hashchange");
+  await until(() => !e.composer.hidden);
+  assert.equal(win.location.hash, "");
+  assert.equal(win.localStorage.getItem("roost.token"), "fresh");
+});
+
+test("the theme button cycles and remembers; the stored choice applies on load", async () => {
+  const storage = new FakeStorage();
+  storage.setItem("roost.theme", "dark");
+  const win = fakeWindow({ url: "http://127.0.0.1:8787/#token=tok", fetch: daemon(() => sse([])).fetch, localStorage: storage });
+  const { ready } = startPage(win);
+  await ready;
+  const root = win.document.documentElement;
+  const button = win.document.getElementById("theme");
+  assert.equal(root.dataset.theme, "dark");
+  button.dispatch("click");
+  assert.equal(root.dataset.theme, undefined, "dark -> system");
+  assert.equal(storage.getItem("roost.theme"), null);
+  assert.equal(button.title, "Theme: system");
+  button.dispatch("click");
+  assert.equal(root.dataset.theme, "light");
+  assert.equal(storage.getItem("roost.theme"), "light");
 });

@@ -253,8 +253,8 @@ test("stop() aborts the running turn", async () => {
   const turn = chat.send("long one");
   chat.stop();
   await turn;
-  assert.equal(chat.messages[1].status, "failed");
-  assert.equal(chat.messages[1].error, "Stopped.");
+  assert.equal(chat.messages[1].status, "stopped");
+  assert.equal(chat.messages[1].error, "");
   assert.equal(chat.messages[1].text, "so");
 });
 
@@ -287,21 +287,21 @@ test("a reload shows the stored conversation; an interrupted reply is marked", a
   assert.deepEqual(chat.messages.map((m) => m.id), [4, 5, 6, 7]);
 });
 
-test("clear() empties the view and the stored transcript, not during a turn", async () => {
-  let release;
-  const { chat, view, session } = setup({
-    turns: [async () => ({ text: "a", kind: "answer" }), () => new Promise((r) => (release = r))],
-  });
+test("newChat() on a daemon without /api/chat/new sends /reset and empties the view", async () => {
+  const { chat, view, session, api } = setup({ turns: [async () => ({ text: "a", kind: "answer" })] });
+  const sent = [];
+  api.chat = async (text, opts) => {
+    sent.push([text, opts.chat]);
+    return { text: "Session cleared.", kind: "command" };
+  };
   await chat.start();
   await chat.send("x");
-  const running = chat.send("y");
-  assert.equal(chat.clear(), false);
-  release({ text: "b", kind: "answer" });
-  await running;
-  assert.equal(chat.clear(), true);
+  assert.equal(await chat.newChat(), true);
+  assert.deepEqual(sent, [["/reset", "default"]]);
   assert.deepEqual(chat.messages, []);
   assert.equal(view.rendered.size, 0);
   assert.equal(session.getItem("roost.transcript"), null);
+  assert.match(view.status.text, /New chat/);
 });
 
 test("an overlong message is refused before sending", async () => {

@@ -131,6 +131,7 @@ export class FakeDocument {
   constructor(html) {
     this.byId = new Map();
     this.activeElement = null;
+    this.documentElement = this.createElement("html");
     for (const m of html.matchAll(/<([a-z0-9]+)\b([^>]*)>/gi)) {
       const id = /\bid="([^"]+)"/.exec(m[2]);
       if (!id) continue;
@@ -171,6 +172,17 @@ export function fakeWindow({ url = "http://127.0.0.1:8787/", fetch, localStorage
     sessionStorage: sessionStorage ?? new FakeStorage(),
     innerHeight: 800,
     fetch,
+    listeners: new Map(),
+    addEventListener(type, fn) {
+      if (!win.listeners.has(type)) win.listeners.set(type, []);
+      win.listeners.get(type).push(fn);
+    },
+    /** Fire a window event (e.g. "hashchange"). */
+    dispatch(type) {
+      for (const fn of win.listeners.get(type) ?? []) fn({ type });
+    },
+    setTimeout: (fn, ms) => setTimeout(fn, ms),
+    navigator: {},
     requestAnimationFrame(fn) {
       frames.push(fn);
       return frames.length;

@@ -1,0 +1,150 @@
+/**
+ * The conversation as the daemon keeps it: history on load (paged back by
+ * "load earlier"), re-attaching to an answer still running, a new chat, and
+ * reading past conversations. No DOM.
+ *
+ * createHistory({api, chatId, convo, view, follow}) returns {load,
+ * loadEarlier, newChat, conversations, open, backToCurrent, readOnly,
+ * supported, attaching}. `follow(reply, runner)` is the chat controller's way to run
+ * an attached answer like its own turns (busy state, deltas, stop).
+ * View calls used: setMore(bool), setReadOnly(null | {id, title}),
+ * showConversations(list), setStatus(text, tone).
+ * A daemon without these routes (404) keeps the page's stored transcript.
+ */
+
+import { ApiError } from "./api.js";
+import { fromHistory } from "./conversation.js";
+
+const PAGE = 50;
+const is404 = (err) => err instanceof ApiError && err.kind === "http" && err.status === 404;
+
+export function createHistory({ api, chatId, convo, view, follow }) {
+  let supported = typeof api.history === "function" ? null : false; // null: not asked yet
+  let current = "";
+  let readOnly = null; // {id, title} while reading a past conversation
+  let more = false;
+  let attaching = Promise.resolve(); // a re-attached answer, followed in the background
+
+  function setMore(value) {
+    more = value;
+    view.setMore?.(value);
+  }
+
+  async function fetchPage(opts) {
+    try {
+      const page = await api.history({ chat: chatId, limit: PAGE, ...opts });
+      supported = true;
+      return page;
+    } catch (err) {
+      if (is404(err)) supported = false;
+      else if (!(err instanceof ApiError && err.kind === "unauthorized")) {
+        view.setStatus(`Could not load the history: ${err.message}`, "error");
+      }
+      if (err instanceof ApiError && err.kind === "unauthorized") throw err;
+      return null;
+    }
+  }
+
+  /** The current conversation from the daemon; re-attach when an answer runs. */
+  async function load({ attach = true } = {}) {
+    if (supported === false) return false;
+    const page = await fetchPage({});
+    if (!page) return false;
+    current = page.conversation;
+    convo.replace(page.messages.map(fromHistory));
+    setMore(page.more);
+    convo.save();
+    if (page.running && attach && typeof api.attach === "function") attaching = reattach();
+    return true;
+  }
+
+  async function reattach() {
+    const reply = convo.add({ role: "assistant", text: "", status: "pending" });
+    const result = await follow(reply, (handlers) => api.attach({ chat: chatId, ...handlers }));
+    if (result === null) {
+      convo.remove(reply); // it finished in between: show it as stored
+      await load({ attach: false });
+    }
+  }
+
+  async function loadEarlier() {
+    const before = convo.oldestSeq();
+    if (!more || before === null) return false;
+    const page = await fetchPage({ before, conversation: readOnly ? readOnly.id : current || undefined });
+    if (!page) return false;
+    convo.prepend(page.messages.map(fromHistory));
+    setMore(page.more);
+    return true;
+  }
+
+  /** A real reset on the daemon; a daemon without the route gets the /reset command. */
+  async function newChat() {
+    let fallback = typeof api.newChat !== "function";
+    if (!fallback) {
+      try {
+        current = await api.newChat({ chat: chatId });
+      } catch (err) {
+        if (!is404(err)) throw err;
+        fallback = true;
+      }
+    }
+    if (fallback) {
+      const reply = await api.chat("/reset", { chat: chatId });
+      if (reply.kind === "error") throw new ApiError(reply.text, { kind: "server" });
+    }
+    readOnly = null;
+    view.setReadOnly?.(null);
+    convo.clear();
+    setMore(false);
+    return true;
+  }
+
+  async function conversations() {
+    if (typeof api.conversations !== "function") return [];
+    try {
+      const list = await api.conversations({ chat: chatId });
+      view.showConversations?.(list);
+      return list;
+    } catch (err) {
+      if (!is404(err)) view.setStatus(`Could not list the conversations: ${err.message}`, "error");
+      view.showConversations?.([]);
+      return [];
+    }
+  }
+
+  /** Show a past conversation, read-only. */
+  async function open(id, title = "") {
+    if (!id || id === current) return backToCurrent();
+    const page = await fetchPage({ conversation: id });
+    if (!page) return false;
+    readOnly = { id, title };
+    convo.replace(page.messages.map(fromHistory));
+    setMore(page.more);
+    view.setReadOnly?.(readOnly);
+    return true;
+  }
+
+  async function backToCurrent() {
+    readOnly = null;
+    view.setReadOnly?.(null);
+    return load({ attach: true });
+  }
+
+  return {
+    load,
+    loadEarlier,
+    newChat,
+    conversations,
+    open,
+    backToCurrent,
+    get readOnly() {
+      return readOnly;
+    },
+    get supported() {
+      return supported;
+    },
+    get attaching() {
+      return attaching;
+    },
+  };
+}
