@@ -32,6 +32,7 @@ from bridge.core.tenants import (
     telegram_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.grading.judge import OutcomeJudge
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
@@ -95,11 +96,13 @@ def build_capabilities(
     clock: Callable[[], float],
     extra_tools: Sequence[ToolSource] = (),
     schedule: ScheduleService | None = None,
+    judge: OutcomeJudge | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
     `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources;
-    with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added.
+    with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added;
+    with a `judge`, outcome grading asks it about follow-ups it left neutral.
     """
     files = FileCache()
     grades = SkillGrades(db)
@@ -113,6 +116,8 @@ def build_capabilities(
         tools=SavedToolsView(catalog),
     )
     drafts = SessionTools()
+    if judge is not None:  # what the judge sees is masked like what the model sees
+        judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
@@ -131,7 +136,7 @@ def build_capabilities(
             *((ScheduleCommands(planner, audit),) if planner else ()),
             ExportCommands(settings.home, audit, clock),
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock), mcp),
+        (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp),
         (mcp.aclose,),
     )
 

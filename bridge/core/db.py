@@ -156,6 +156,16 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE session_messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '';
     ALTER TABLE session_messages ADD COLUMN tool_call_id TEXT NOT NULL DEFAULT ''
     """,
+    # the outcome judge (bridge/grading/judge_store.py): follow-ups asked per tenant and UTC day
+    """
+    CREATE TABLE grade_judge_usage (
+        tenant TEXT NOT NULL, day TEXT NOT NULL,
+        asked INTEGER NOT NULL DEFAULT 0,
+        ignored INTEGER NOT NULL DEFAULT 0,
+        capped INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, day)
+    )
+    """,
 )
 
 

@@ -114,6 +114,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "budget.reached",  # needs a budget: tests/models/test_budgets.py
             "session.summarised",  # needs a long session: tests/convo/test_summaries.py
             "data.forgotten",  # `roost forget`: tests/spine/test_export.py
+            "outcome.judged",  # needs the judge on: tests/grading/test_judge_flow.py
         }
     )
     assert expected <= seen, sorted(expected - seen)
