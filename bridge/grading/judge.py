@@ -109,6 +109,10 @@ class OutcomeJudge:
             return "off (no model configured: the offline backend)"
         return f"on (model {self._model})"
 
+    def queued(self) -> tuple[int, int]:
+        """Follow-ups held for turns still running, and released ones waiting for the judge."""
+        return len(self._held), sum(len(q) for q in self._ready.values())
+
     def submit(self, follow_up: FollowUp, dirs: TenantDirs | None = None) -> bool:
         """Hold a follow-up for the judge (asked after `release`); False when not a request."""
         if self._settings.judge_daily_cap == 0 or not is_request(follow_up.item.next):

@@ -27,7 +27,7 @@ MAX_ANSWER_CHARS = 2000
 @dataclass(frozen=True, slots=True)
 class Asked:
     labels: tuple[Label | None, ...]  # one per item
-    ignored: int  # items without a valid label, plus lines not of the form `N: label`
+    ignored: int  # items left without a valid label
     tokens: Tokens | None = None
     error: str = ""  # BackendError kind, "timeout" or "unexpected"; "" when answered
 

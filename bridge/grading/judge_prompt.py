@@ -4,10 +4,11 @@ The judge gets a small fixed system prompt and one user message listing one
 or more follow-ups, each as the previous request, the first lines of the
 answer and the next message. It must answer one line per item, `N: label`,
 with a label among approval, rejection, rephrase, neutral (a single item may
-be answered by the bare label). Anything else is ignored and counted: a line
-that is not `N: label`, a number out of range, an item labelled twice with
-different labels, an item left out. `cache_key` names an item by what the
-judge sees, so the same inputs are never asked twice.
+be answered by the bare label). Anything else is ignored: a line that is
+not `N: label`, a number out of range, an item labelled twice with different
+labels; an item left without a valid label is counted as ignored.
+`cache_key` names an item by what the judge sees, so the same inputs are
+never asked twice.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class JudgeItem:
 @dataclass(frozen=True, slots=True)
 class Parsed:
     labels: tuple[Label | None, ...]  # one per item; None: no valid label
-    ignored: int  # items without a valid label, plus lines that were not `N: label`
+    ignored: int  # items left without a valid label
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -100,17 +101,15 @@ def parse(answer: str, n: int) -> Parsed:
     if n == 1 and len(lines) == 1 and (bare := _label(lines[0].rstrip("."))) is not None:
         return Parsed((bare,), 0)
     found: dict[int, Label | None] = {}
-    bad_lines = 0
     for line in lines:
         m = _LINE.fullmatch(line)
         label = _label(m.group(2)) if m else None
         index = int(m.group(1)) if m else 0
         if label is None or not 1 <= index <= n:
-            bad_lines += 1
-            continue
+            continue  # not `N: label`: ignored
         if index in found and found[index] != label:
             found[index] = None  # two different labels for one item: neither counts
         elif index not in found:
             found[index] = label
     labels = tuple(found.get(i) for i in range(1, n + 1))
-    return Parsed(labels, bad_lines + sum(label is None for label in labels))
+    return Parsed(labels, sum(label is None for label in labels))
