@@ -72,6 +72,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if key.startswith("ROOST_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("ROOST_CONFIG", str(tmp_path / "roost.toml"))
+    # the outcome judge would ask the scripted model in the background: off unless a test
+    # turns it on (tests/grading/test_judge_*.py)
+    monkeypatch.setenv("ROOST_GRADING__JUDGE_DAILY_CAP", "0")
     (tmp_path / "roost.toml").write_text("")
     path = tmp_path / "home"
     monkeypatch.setenv("ROOST_HOME", str(path))

@@ -36,6 +36,8 @@ from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
 from bridge.core.usage import UsageStore
+from bridge.grading.judge import OutcomeJudge
+from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
@@ -71,6 +73,7 @@ class Roost:
     core: Core
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
     compactor: Compactor  # summaries of long conversations (background tasks)
+    judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
     closers: tuple[Closer, ...]
 
     def maintain(self) -> int:
@@ -167,8 +170,17 @@ async def build(
         ),
         settings.schedule.timezone,
     )
+    judge = OutcomeJudge(
+        settings.grading,
+        models.backend,
+        JudgeUsage(db),
+        audit,
+        default_model=settings.llm.name,
+        meter=meter,
+        clock=clock,
+    )
     caps = build_capabilities(
-        settings, db, audit, runner, clock, tool_sources, schedule, models=models
+        settings, db, audit, runner, clock, tool_sources, schedule, models=models, judge=judge
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
@@ -190,6 +202,7 @@ async def build(
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
+    closers.append(judge.aclose)  # its background requests: first of all
     return Roost(
         settings=settings,
         db=db,
@@ -208,6 +221,7 @@ async def build(
         core=core,
         metrics=metrics,
         compactor=compactor,
+        judge=judge,
         closers=tuple(closers),
     )
 

@@ -48,9 +48,13 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
         roost.models.reload(new)
         roost.meter.set_budgets(budgets_of(new))
 
+    def grading(new: Settings) -> None:  # the judge's model, cap and batch size
+        roost.judge.configure(new.grading, new.llm.name)
+
     return [
         OnReload.of(("tenants",), access),
         OnReload.of(("tenants",), mcp),
+        OnReload.of(("grading", "llm.name"), grading),
         OnReload.of(MODELS, models),
         OnReload.of(LIMITS, limits),
         OnReload.of(("loadout.personas_dir",), personas),

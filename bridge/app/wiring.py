@@ -37,6 +37,7 @@ from bridge.corrections.commands import CorrectionCommands
 from bridge.corrections.keep import Keeper
 from bridge.corrections.observer import CorrectionObserver
 from bridge.corrections.offers import Offers
+from bridge.grading.judge import OutcomeJudge
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
@@ -104,11 +105,13 @@ def build_capabilities(
     extra_tools: Sequence[ToolSource] = (),
     schedule: ScheduleService | None = None,
     models: ModelRegistry | None = None,
+    judge: OutcomeJudge | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
     `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources;
-    with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added.
+    with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added;
+    with a `judge`, outcome grading asks it about follow-ups it left neutral.
     """
     files = FileCache()
     grades = SkillGrades(db)
@@ -125,6 +128,8 @@ def build_capabilities(
     corrections = build_corrections(loadout, audit, clock)
     drafts = SessionTools()
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
+    if judge is not None:  # what the judge sees is masked like what the model sees
+        judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
@@ -145,7 +150,7 @@ def build_capabilities(
             ExportCommands(settings.home, audit, clock),
             corrections[0],
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock), mcp, corrections[1]),
+        (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp, corrections[1]),
         (mcp.aclose,),
     )
 

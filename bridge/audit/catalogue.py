@@ -131,6 +131,13 @@ EVENTS: dict[str, dict[str, object]] = {
         "msg_id": "42",
         "channel": "telegram",
     },
+    "outcome.judged": {
+        "label": "rephrase",
+        "prev_run_id": "41",
+        "msg_id": "42",
+        "channel": "telegram",
+        "cached": False,
+    },
     "style.candidate": {
         "bullet_id": "b-0007",
         "skill": "deploy",

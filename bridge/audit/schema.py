@@ -411,6 +411,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "msg_id": MSG,
         "channel": CHANNEL,
     },
+    # the outcome judge's late label for a follow-up the lexical stage left neutral
+    "outcome.judged": {
+        "label": LABEL,
+        "prev_run_id": MSG,
+        "msg_id": MSG,
+        "channel": CHANNEL,
+        "cached": BOOL,
+    },
     "style.candidate": {
         "bullet_id": BULLET,
         "skill": SKILL,

@@ -33,6 +33,7 @@ from bridge.core.config_sections import (
     DEFAULT_MODEL,
     MODEL_NAME,
     ForgeSettings,
+    GradingSettings,
     LimitSettings,
     LLMSettings,
     LoadoutSettings,
@@ -79,6 +80,7 @@ class Settings(BaseSettings):
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
     models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
     style: StyleSettings = Field(default_factory=StyleSettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
 
     @model_validator(mode="after")
     def _models(self) -> Settings:
@@ -173,6 +175,10 @@ def check_models(settings: Settings) -> None:
     if judge is not None and judge != default and judge not in settings.models:
         known = ", ".join([default, *settings.models])
         raise ValueError(f"style.judge_model {judge!r} is not a configured model ({known})")
+    grader = settings.grading.judge_model
+    if grader is not None and grader != default and grader not in settings.models:
+        known = ", ".join([default, *settings.models])
+        raise ValueError(f"grading.judge_model {grader!r} is not a configured model ({known})")
 
 
 def check_named_llms(settings: Settings) -> None:

@@ -220,3 +220,11 @@ class StyleSettings(_Section):
     """The user-style learner (bridge/style)."""
 
     judge_model: str | None = None  # a model name ([llm] name or a [models.X]); None: default
+
+
+class GradingSettings(_Section):
+    """The outcome grader's second opinion (bridge/grading/judge.py)."""
+
+    judge_model: str | None = None  # a model name ([llm] name or a [models.X]); None: default
+    judge_daily_cap: int = Field(200, ge=0)  # follow-ups judged per tenant and UTC day; 0: off
+    judge_batch: int = Field(8, ge=1, le=32)  # follow-ups at most in one judge request

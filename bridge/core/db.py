@@ -181,6 +181,16 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX conversation_messages_of ON conversation_messages (conversation, id)
     """,
+    # the outcome judge (bridge/grading/judge_store.py): follow-ups asked per tenant and UTC day
+    """
+    CREATE TABLE grade_judge_usage (
+        tenant TEXT NOT NULL, day TEXT NOT NULL,
+        asked INTEGER NOT NULL DEFAULT 0,
+        ignored INTEGER NOT NULL DEFAULT 0,
+        capped INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, day)
+    )
+    """,
 )
 
 

@@ -106,8 +106,40 @@ class SkillGrades:
         """Forget the skill's grade and counts: it starts fresh at INITIAL_GRADE."""
         self._db.execute("DELETE FROM skill_grades WHERE tenant=? AND name=?", (tenant, name))
 
+    def revise(self, tenant: str, name: str, old: str, new: str, now: float) -> Applied:
+        """A late grade (the outcome judge): move one signal from `old` to `new`."""
+        step = OUTCOME_STEP[new] - OUTCOME_STEP[old]
+        was, now_col = _COLUMN[old], _COLUMN[new]
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT OR IGNORE INTO skill_grades (tenant, name, grade) VALUES (?, ?, ?)",
+                (tenant, name, INITIAL_GRADE),
+            )
+            db.execute(
+                f"UPDATE skill_grades SET grade = MAX(?, MIN(?, grade + ?)),"
+                f" {was} = MAX(0, {was} - 1), {now_col} = {now_col} + 1, updated_at = ?"
+                " WHERE tenant=? AND name=?",
+                (MIN_GRADE, MAX_GRADE, step, now, tenant, name),
+            )
+            (after,) = db.execute(
+                "SELECT grade FROM skill_grades WHERE tenant=? AND name=?", (tenant, name)
+            ).fetchone()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return Applied(step, after)
+
 
 _ROW = ("grade", "approvals", "rejections", "rephrases", "neutrals", "autos", "updated_at")
+_COLUMN = {
+    "approval": "approvals",
+    "rejection": "rejections",
+    "rephrase": "rephrases",
+    "neutral": "neutrals",
+}
 
 
 class Applied(NamedTuple):

@@ -9,7 +9,11 @@ graded down to 0 is never offered, so never used) travel as `relevant`: they
 gain or lose no grade, but the learner counts the turn for their bullets. After a
 turn, skills the reply used gain `AUTO_STEP` each (`skill.graded`). A turn
 is outcome-graded at most once, even when the next message fails and is
-sent again.
+sent again. With an outcome judge, a follow-up the lexical stage left
+neutral is handed to it before the turn and released after it; a late label
+moves the graded turn's skills from neutral to that label (`revise`) and is
+audited as another `skill.outcome_graded` for the same `prev_run_id` (the
+learner keeps the last grade of a turn).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from collections.abc import Callable
 from bridge.core.agent import AgentResult
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session
-from bridge.grading.classify import classify
+from bridge.grading.classify import Label, classify
+from bridge.grading.judge import FollowUp, OutcomeJudge
+from bridge.grading.judge_prompt import JudgeItem
 from bridge.skills.files import read_skills
 from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.usage import skills_asked, skills_used
@@ -34,9 +40,13 @@ class SkillsObserver:
         log: TurnLog,
         cache: FileCache,
         clock: Callable[[], float],
+        judge: OutcomeJudge | None = None,
     ) -> None:
         self._grades, self._log = grades, log
         self._cache, self._clock = cache, clock
+        self._judge = judge
+        if judge is not None:
+            judge.listen(self._judged)
 
     async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
         inbound = turn.inbound
@@ -61,6 +71,18 @@ class SkillsObserver:
                 "channel": inbound.channel,
             },
         )
+        if outcome.label == "neutral" and self._judge is not None:
+            item = JudgeItem(prev_user.content, reply.content, inbound.text)
+            f = FollowUp(
+                turn.tenant,
+                inbound.channel,
+                prev_id,
+                inbound.msg_id,
+                item,
+                tuple(skills),
+                tuple(last.relevant),
+            )
+            self._judge.submit(f, turn.dirs)
         if not skills and not last.relevant:
             return
         now = self._clock()
@@ -97,3 +119,21 @@ class SkillsObserver:
         self._log.record(
             turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant
         )
+        if self._judge is not None:
+            self._judge.release(turn.tenant, inbound.msg_id)
+
+    def _judged(self, f: FollowUp, label: Label, events: TurnEvents) -> None:
+        """A late label from the judge: the graded turn's skills move from neutral to it."""
+        if label == "neutral" or not (f.skills or f.relevant):
+            return
+        now = self._clock()
+        for name in f.skills:
+            self._grades.revise(f.tenant, name, "neutral", label, now)
+        details: dict[str, object] = {
+            "signal": label,
+            "skills": list(f.skills),
+            "prev_run_id": f.prev_run_id,
+        }
+        if f.relevant:  # the learner keeps a turn's last grade: it must name them again
+            details["relevant"] = list(f.relevant)
+        events.add("skill.outcome_graded", f.tenant, details)

@@ -123,6 +123,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "correction.kept",
             "correction.replaced",
             "memory.consolidated",  # tests/corrections/test_consolidation_e2e.py
+            "outcome.judged",  # needs the judge on: tests/grading/test_judge_flow.py
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -18,6 +18,7 @@ import aiohttp
 import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
+from tests.grading.judge_fake import is_judge
 from tests.spine.test_daemon import env_for, run, start_daemon
 
 
@@ -77,7 +78,8 @@ async def test_backup_of_a_running_daemon_restores_into_a_fresh_home(
     async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
         assert await chat(http, token, "what was it?") == "echo: what was it?"
     assert (await daemon.stop())[0] == 0
-    sent = [m["content"] for m in fake.requests[-1]["messages"]]
+    last = [b for b in fake.requests if not is_judge(b)][-1]  # the outcome judge may ask after it
+    sent = [m["content"] for m in last["messages"]]
     assert "my secret word is kiwi" in sent
     assert not any("banana" in text for text in sent)  # said after the backup
 
