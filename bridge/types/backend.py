@@ -26,14 +26,26 @@ class ToolCallRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image sent with a user message (already downscaled and re-encoded)."""
+
+    mime: str  # image/jpeg | image/png | image/webp | image/gif
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
-    """One message of the conversation in OpenAI chat-completions shape."""
+    """One message of the conversation in OpenAI chat-completions shape.
+
+    `images` go with a user message to a backend that can see them; they are
+    never stored in the session (the history keeps a placeholder)."""
 
     role: Role
     content: str = ""
     tool_calls: tuple[ToolCallRequest, ...] = ()
     tool_call_id: str = ""
     name: str = ""
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+AttachmentKind = Literal["voice", "audio", "photo", "document"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with a message, already saved by the channel under the
+    tenant's `TenantDirs.inbox` under a generated name (never the platform's
+    file name as a path). `name` is the sender's file name, for display only."""
+
+    kind: AttachmentKind
+    path: str  # absolute, under the tenant's inbox
+    mime: str
+    name: str = ""
+    size: int = 0  # bytes
+    duration_s: float = 0.0  # voice and audio
+    width: int = 0  # photos, as the platform said
+    height: int = 0
+
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
@@ -36,6 +54,7 @@ class Inbound:
     bot_name: str = ""  # the channel's own bot account; `/cmd@other` is not for us
     scheduled: bool = False  # sent by the scheduler for the person: not a reaction to a reply
     quoted: str = ""  # the text of the message this one replies to ('' when none)
+    attachments: tuple[Attachment, ...] = ()  # files sent with the message (bridge/senses)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,8 @@ class TenantDirs:
     vault: Path = field(init=False, repr=False, compare=False)
     workspace: Path = field(init=False, repr=False, compare=False)
     out: Path = field(init=False, repr=False, compare=False)  # tenants/<tid>/out: files handed out
+    inbox: Path = field(init=False, repr=False, compare=False)  # workspace/inbox: attachments in
+    outputs: Path = field(init=False, repr=False, compare=False)  # workspace/outputs: tools' files
 
     def __post_init__(self) -> None:
         root = self.root
@@ -50,6 +52,8 @@ class TenantDirs:
             ("vault", root / "vault"),
             ("workspace", root / "workspace"),
             ("out", root.parent / "out"),  # beside global/: never inside an export
+            ("inbox", root / "workspace" / "inbox"),  # a saved tool can read what was sent
+            ("outputs", root / "workspace" / "outputs"),  # what a tool writes here is handed back
         ):
             object.__setattr__(self, name, path)
 
