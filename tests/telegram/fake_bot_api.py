@@ -13,8 +13,9 @@ answered 413 "Request Entity Too Large" as an HTML page, before any of the
 body is read. Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
-entities outside the text or splitting
-a surrogate pair, and edits that change nothing ("message is not modified").
+entities outside the text, splitting a surrogate pair or nesting against
+Telegram's rules (`entity_rules`), and edits that change nothing ("message
+is not modified").
 
 Usage::
 
@@ -40,6 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.telegram.entity_rules import problem as entity_problem
 
 JSON_KEYS = frozenset(
     {
@@ -486,13 +489,9 @@ def _checked_text(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     units = utf16_len(text)
     if units > 4096:
         raise ApiError(Failure(400, "Bad Request: message is too long"))
-    starts = _code_point_starts(text)
-    for e in entities:
-        offset, length = int(e["offset"]), int(e["length"])
-        if offset < 0 or length <= 0 or offset + length > units:
-            raise ApiError(Failure(400, "Bad Request: can't parse entities: entity out of text"))
-        if offset not in starts or (offset + length) not in starts:
-            raise ApiError(Failure(400, "Bad Request: can't parse entities: splits a character"))
+    why = entity_problem(text, entities)  # bounds, code points, nesting (entity_rules)
+    if why is not None:
+        raise ApiError(Failure(400, f"Bad Request: can't parse entities: {why}"))
     return text, entities
 
 
@@ -516,14 +515,6 @@ def telegram_strip(text: str) -> str:
     while end > start and _blank(text[end - 1]):
         end -= 1
     return text[start:end]
-
-
-def _code_point_starts(text: str) -> set[int]:
-    starts, pos = {0}, 0
-    for ch in text:
-        pos += 2 if ord(ch) > 0xFFFF else 1
-        starts.add(pos)
-    return starts
 
 
 def _error(failure: Failure) -> web.Response:
