@@ -72,6 +72,8 @@ class Roost:
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
     compactor: Compactor  # summaries of long conversations (background tasks)
     closers: tuple[Closer, ...]
+    # a channel that can be down registers its /status line here ("telegram: reconnecting…")
+    channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
 
     def maintain(self) -> int:
         """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.
@@ -172,6 +174,7 @@ async def build(
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
     caps = dataclasses.replace(caps, command_sets=sets)
     compactor = Compactor(sessions, audit)  # summaries of long conversations, in the background
+    channel_lines: dict[str, Callable[[], str]] = {}
     core = build_core(
         settings,
         backend,
@@ -184,6 +187,7 @@ async def build(
         models,
         meter,
         compactor,
+        channels=lambda: [line() for line in channel_lines.values()],
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
@@ -206,6 +210,7 @@ async def build(
         metrics=metrics,
         compactor=compactor,
         closers=tuple(closers),
+        channel_lines=channel_lines,
     )
 
 

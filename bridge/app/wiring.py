@@ -164,11 +164,15 @@ def build_commands(
     pairing: PairingStore | None = None,
     audit: AuditSink | None = None,
     models: ModelRegistry | None = None,
+    channels: Callable[[], Sequence[str]] = tuple,
 ) -> CommandTable:
-    """The chat command table: core commands, /start, then each capability's rows."""
+    """The chat command table: core commands, /start, then each capability's rows.
+
+    `channels` gives /status a line per chat channel (e.g. Telegram reconnecting)."""
     table = CommandTable(())
     line = _model_line(backend, models)
-    for row in CoreCommands(lambda: table, sessions, line, pairing, audit).commands():
+    core_commands = CoreCommands(lambda: table, sessions, line, pairing, audit, channels)
+    for row in core_commands.commands():
         table.add(row)
     table.add(start_command(lambda: table))
     for command_set in command_sets:
@@ -218,6 +222,7 @@ def build_core(
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
     compactor: Compactor | None = None,
+    channels: Callable[[], Sequence[str]] = tuple,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
 
@@ -228,7 +233,9 @@ def build_core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
         pairing=pairing,
-        commands=build_commands(sessions, backend, caps.command_sets, pairing, audit, models),
+        commands=build_commands(
+            sessions, backend, caps.command_sets, pairing, audit, models, channels
+        ),
         turns=build_turns(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor
         ),

@@ -139,7 +139,7 @@ class ApiError(Exception):
 
 
 class FakeBotAPI:
-    def __init__(self, token: str, *, max_poll_s: float = 30.0) -> None:
+    def __init__(self, token: str, *, max_poll_s: float = 30.0, port: int = 0) -> None:
         self.token = token
         self.max_poll_s = max_poll_s
         self.calls: list[Call] = []
@@ -157,7 +157,7 @@ class FakeBotAPI:
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._closing = False
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port  # 0: any free port
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
 
@@ -168,7 +168,7 @@ class FakeBotAPI:
     async def __aenter__(self) -> FakeBotAPI:
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         assert site._server is not None
         self.port = site._server.sockets[0].getsockname()[1]
