@@ -8,6 +8,8 @@ later by the scheduler) when the composition root wired one.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -18,6 +20,8 @@ from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
 from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger("bridge.channels.telegram")
+ABORTED = "roost was stopped before the answer was complete"
+ABORT_NOTICE_S = 3.0
 # a final reply the channel could not deliver: kept for later (True) or not (False)
 Undelivered = Callable[[Inbound, str], Awaitable[bool]]
 
@@ -49,7 +53,10 @@ class TelegramReply:
 
     async def send(self, final: Final) -> None:
         try:
-            await self._stream.finish(final.text)
+            if final.kind == "error" and self._stream.streamed.strip():
+                await self._stream.stopped(final.text)  # it broke after text was shown
+            else:
+                await self._stream.finish(final.text)
         except DeliveryError as exc:
             self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(final.text)
@@ -76,4 +83,9 @@ class TelegramReply:
             return False
 
     async def abort(self) -> None:
+        """The turn ended without a reply (cancelled at shutdown): a draft that
+        shows part of an answer gets the notice instead of keeping its cursor."""
         await self._stream.abort()
+        if self._stream.streamed.strip() and self._stream.shown:
+            with contextlib.suppress(Exception):  # best effort, bounded: it is shutting down
+                await asyncio.wait_for(self._stream.stopped(ABORTED), ABORT_NOTICE_S)
