@@ -36,13 +36,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
-from telegram import BotCommand, Message, Update
+from telegram import BotCommand, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels.telegram_connect import Connection, PollWatch
 from bridge.channels.telegram_health import Backoff
+from bridge.channels.telegram_input import addressed, from_a_channel, quoted, without_mention
 from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_reply import TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
@@ -57,29 +58,6 @@ log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-# the "Telegram" service account that posts a linked channel's automatic forwards
-SERVICE_SENDER = 777000
-
-
-def _from_a_channel(msg: Message) -> bool:
-    """Automatic forwards from a linked channel, and messages sent on behalf of
-    a chat (sender_chat: a channel or an anonymous admin) speak for no person."""
-    return bool(
-        msg.is_automatic_forward
-        or msg.sender_chat is not None
-        or (msg.from_user is not None and msg.from_user.id == SERVICE_SENDER)
-    )
-
-
-def _quoted(msg: Message) -> str:
-    """What a reply quotes: the part the person selected (`quote`), else the whole
-    replied-to message's text or caption; '' for a message that replies to nothing."""
-    if msg.quote is not None and msg.quote.text:
-        return msg.quote.text
-    replied = msg.reply_to_message
-    if replied is None:
-        return ""
-    return replied.text or replied.caption or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,24 +237,27 @@ class TelegramChannel:
             log.debug("telegram: ignoring an update (%s)", kind)
             return
         user = msg.from_user
-        if user is None or user.is_bot or _from_a_channel(msg):
+        if user is None or user.is_bot or from_a_channel(msg):
             log.debug("telegram: ignoring a message from a bot or a channel")
             return
         chat = msg.chat
         private = chat.type == ChatType.PRIVATE
-        if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
+        if not private and (
+            chat.id not in self.allowed_groups
+            or not addressed(msg, self.app.bot.id, self.app.bot.username)
+        ):
             return
         inbound = Inbound(
             "telegram",
             str(user.id),
             str(chat.id) if private else f"{chat.id}:{user.id}",
-            self._clean(msg.text) if msg.text is not None else "",
+            without_mention(msg.text, self.app.bot.username) if msg.text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
             has_text=msg.text is not None,
             bot_name=self.app.bot.username,
-            quoted=_quoted(msg),
+            quoted=quoted(msg),
         )
         reply_to = None if private else msg.message_id
         reply = TelegramReply(
@@ -287,27 +268,6 @@ class TelegramChannel:
         except BaseException:
             await reply.abort()
             raise
-
-    def _addressed(self, msg: Message) -> bool:
-        bot = self.app.bot
-        me = f"@{bot.username}".lower()
-        replied = msg.reply_to_message
-        if replied is not None and replied.from_user and replied.from_user.id == bot.id:
-            return True
-        for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
-            if entity.type == "mention" and value.lower() == me:
-                return True
-            if entity.type == "text_mention" and entity.user and entity.user.id == bot.id:
-                return True
-            if entity.type == "bot_command" and value.lower().endswith(me):
-                return True
-        return False
-
-    def _clean(self, text: str) -> str:
-        """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
-        name = self.app.bot.username
-        cleaned = re.sub(rf"(?<![/\w])@{re.escape(name)}\b", " ", text, flags=re.IGNORECASE)
-        return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handler failed", exc_info=context.error)
