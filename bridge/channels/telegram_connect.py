@@ -88,7 +88,7 @@ class Connection:
 
     def polling_failed(self, exc: Exception) -> None:
         """The library's polling loop failed once; it retries by itself."""
-        self.health.failing(why(exc, self._token), None)
+        self.health.failing(why(exc, self._token), None, type(exc).__name__)
 
     async def _supervise(self) -> None:
         attempt = 0
@@ -98,7 +98,7 @@ class Connection:
             except Exception as exc:  # any failure is retried; none ends the daemon
                 attempt += 1
                 delay = self._backoff.delay(attempt, self._rng)
-                self.health.failing(why(exc, self._token), delay)
+                self.health.failing(why(exc, self._token), delay, type(exc).__name__)
                 log.debug("telegram: connect attempt %d failed", attempt, exc_info=True)
                 with contextlib.suppress(Exception):
                     await self._disconnect()

@@ -96,6 +96,7 @@ class Health:
         self.error = ""  # the last reason it failed
         self.failures = 0  # in a row
         self._retry_at: float | None = None
+        self._kind = ""
         self.settled = asyncio.Event()  # the first attempt ended: up or said why not
 
     def up(self, detail: str) -> None:
@@ -108,17 +109,19 @@ class Health:
         self.state, self.detail, self.failures, self._retry_at = "up", detail, 0, None
         self.settled.set()
 
-    def failing(self, reason: str, retry_in: float | None) -> None:
+    def failing(self, reason: str, retry_in: float | None, kind: str | None = None) -> None:
         """An attempt failed (or the open connection broke); `retry_in`: when the
-        next try is due, None when the library retries on its own."""
+        next try is due, None when the library retries on its own. A new `kind`
+        of failure (default: the reason's words) is logged; the same one is not."""
         self.failures += 1
         self._retry_at = None if retry_in is None else self._clock() + retry_in
         when = "shortly" if retry_in is None else f"in {_seconds(retry_in)}"
-        if self.state != "reconnecting" or reason != self.error:
+        key = kind or reason
+        if self.state != "reconnecting" or key != self._kind:
             log.warning("telegram: %s; retrying in the background (next try %s)", reason, when)
         else:
             log.debug("telegram: try %d failed (%s); next try %s", self.failures, reason, when)
-        self.state, self.error = "reconnecting", reason
+        self.state, self.error, self._kind = "reconnecting", reason, key
         self.settled.set()
 
     def stopped(self) -> None:
