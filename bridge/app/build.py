@@ -75,6 +75,8 @@ class Roost:
     compactor: Compactor  # summaries of long conversations (background tasks)
     judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
     closers: tuple[Closer, ...]
+    # a channel that can be down registers its /status line here ("telegram: reconnecting…")
+    channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
 
     def maintain(self) -> int:
         """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.
@@ -187,6 +189,7 @@ async def build(
     caps = dataclasses.replace(caps, command_sets=sets)
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
+    channel_lines: dict[str, Callable[[], str]] = {}
     core = build_core(
         settings,
         backend,
@@ -199,6 +202,7 @@ async def build(
         models,
         meter,
         compactor,
+        channels=lambda: [line() for line in channel_lines.values()],
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
@@ -223,6 +227,7 @@ async def build(
         compactor=compactor,
         judge=judge,
         closers=tuple(closers),
+        channel_lines=channel_lines,
     )
 
 

@@ -148,7 +148,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         settings.telegram,
         roost.core.answer,
         roost.command_list,
-        TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
+        TelegramOptions(),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
     )
@@ -157,7 +157,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         assert isinstance(web, WebChannel)
         telegram.mount(web.app)
 
+    roost.channel_lines["telegram"] = telegram.status_line  # /status: up, or reconnecting and why
+
     def announce() -> str:
+        if not telegram.connection.connected:  # it retries in the background; the rest runs
+            return f"roost: {telegram.status_line()}"
         return f"roost: telegram bot @{telegram.app.bot.username} ({settings.telegram.mode})"
 
     def groups(new: Settings) -> None:

@@ -69,8 +69,12 @@ def status_line(roost: Roost, started: Sequence[Launched], made: Mapping[str, La
     """The systemd STATUS= line: channels, turns served, backend."""
     names = [name for name, launched in made.items() if launched in started]
     up = ", ".join(names) or "none"
+    health = "".join(f"; {line()}" for line in roost.channel_lines.values())  # e.g. reconnecting
     served = roost.core.turns_served
-    return f"channels: {up}; turns served: {served}; backend: {roost.models.describe_default()}"
+    return (
+        f"channels: {up}{health}; turns served: {served}; "
+        f"backend: {roost.models.describe_default()}"
+    )
 
 
 async def heartbeat(notifier: Notifier, status: Callable[[], str], every: float, dog: bool) -> None:

@@ -193,12 +193,18 @@ def build_commands(
     audit: AuditSink | None = None,
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
+    channels: Callable[[], Sequence[str]] = tuple,
 ) -> CommandTable:
-    """The chat command table: core commands, /start, then each capability's rows."""
+    """The chat command table: core commands, /start, then each capability's rows.
+
+    `channels` gives /status a line per chat channel (e.g. Telegram reconnecting)."""
     table = CommandTable(())
     line = _model_line(backend, models)
     note = meter.near if meter is not None else None  # /status: a budget nearly used up
-    for row in CoreCommands(lambda: table, sessions, line, pairing, audit, note).commands():
+    core_commands = CoreCommands(
+        lambda: table, sessions, line, pairing, audit, budget_note=note, channels=channels
+    )
+    for row in core_commands.commands():
         table.add(row)
     table.add(start_command(lambda: table))
     for command_set in command_sets:
@@ -248,6 +254,7 @@ def build_core(
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
     compactor: Compactor | None = None,
+    channels: Callable[[], Sequence[str]] = tuple,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
 
@@ -259,7 +266,7 @@ def build_core(
         resolver=resolver,
         pairing=pairing,
         commands=build_commands(
-            sessions, backend, caps.command_sets, pairing, audit, models, meter
+            sessions, backend, caps.command_sets, pairing, audit, models, meter, channels
         ),
         turns=build_turns(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor

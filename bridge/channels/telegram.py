@@ -14,7 +14,9 @@ message has text and the text it replies to (`quoted`: Telegram's partial
 one-time refusal, commands for another bot and the per-chat order are the
 core's. In groups each person has their own session (chat id
 "<group>:<user>"). The lifecycle is manual (initialize, start,
-updater.start_polling and the reverse) - never `run_polling`; webhook mode
+updater.start_polling and the reverse) - never `run_polling` - and kept
+in the background by `bridge.channels.telegram_connect` (a Telegram that
+is down never stops the daemon; `status_line()` says how it is); webhook mode
 mounts a route on the web channel's aiohttp app and checks
 `X-Telegram-Bot-Api-Secret-Token` in constant time.
 """
@@ -22,32 +24,35 @@ mounts a route on the web channel's aiohttp app and checks
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import os
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
-from telegram import BotCommand, Message, Update
+from telegram import BotCommand, Update
 from telegram.constants import ChatType
-from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
-from bridge.channels import ChannelStartError
-from bridge.channels.telegram_actions import attach, pressed
-from bridge.channels.telegram_files import send_files
+from bridge.channels.telegram_actions import pressed
+from bridge.channels.telegram_connect import Connection, PollWatch
+from bridge.channels.telegram_health import Backoff
+from bridge.channels.telegram_input import addressed, from_a_channel, quoted, without_mention
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
-from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
+from bridge.channels.telegram_reply import TelegramReply, Undelivered
+from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
+from bridge.channels.telegram_stream import StreamTiming
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
-from bridge.types.messages import Answer, Final, Inbound
+from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +65,6 @@ ALLOWED_UPDATES = [
     "callback_query",  # a press of a reply's button (bridge.channels.telegram_actions)
 ]
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-# the "Telegram" service account that posts a linked channel's automatic forwards
-SERVICE_SENDER = 777000
-# a final reply the channel could not deliver: kept for later (True) or not (False)
-Undelivered = Callable[[Inbound, str], Awaitable[bool]]
-
-
-def _from_a_channel(msg: Message) -> bool:
-    """Automatic forwards from a linked channel, and messages sent on behalf of
-    a chat (sender_chat: a channel or an anonymous admin) speak for no person."""
-    return bool(
-        msg.is_automatic_forward
-        or msg.sender_chat is not None
-        or (msg.from_user is not None and msg.from_user.id == SERVICE_SENDER)
-    )
-
-
-def _quoted(msg: Message) -> str:
-    """What a reply quotes: the part the person selected (`quote`), else the whole
-    replied-to message's text or caption; '' for a message that replies to nothing."""
-    if msg.quote is not None and msg.quote.text:
-        return msg.quote.text
-    replied = msg.reply_to_message
-    if replied is None:
-        return ""
-    return replied.text or replied.caption or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +74,7 @@ class TelegramOptions:
     send: SendPolicy = field(default_factory=SendPolicy)
     rate_limiter: bool = True
     concurrent_updates: int = 256
-    bootstrap_attempts: int = 5
-    bootstrap_backoff_s: float = 1.0
+    reconnect: Backoff = field(default_factory=Backoff)  # retries of a failed start
     stop_grace_s: float = 10.0
 
 
@@ -132,8 +111,12 @@ class TelegramChannel:
         )
         if self._opts.rate_limiter:
             builder = builder.rate_limiter(AIORateLimiter(max_retries=2))
+        token = settings.token.get_secret_value()
+        self.connection = Connection(self._connect, self._disconnect, token, self._opts.reconnect)
         if self._webhook:
             builder = builder.updater(None)
+        else:
+            builder = builder.get_updates_request(PollWatch(self.connection.polled))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
@@ -169,8 +152,18 @@ class TelegramChannel:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self._initialize()
-        await self.app.start()
+        """Returns once the first attempt ended: connected, or failed and said why
+        (then `connection` retries in the background; the daemon goes on)."""
+        await self.connection.start()
+
+    def status_line(self) -> str:
+        """This channel's line in /status."""
+        return self.connection.health.line()
+
+    async def _connect(self) -> str:
+        await self.app.initialize()  # getMe; a no-op once it has succeeded
+        if not self.app.running:
+            await self.app.start()
         await self._register_commands()
         if self._webhook:
             await self.app.bot.set_webhook(
@@ -183,34 +176,15 @@ class TelegramChannel:
             await self.app.updater.start_polling(
                 timeout=int(self._opts.poll_timeout_s),
                 allowed_updates=ALLOWED_UPDATES,
-                error_callback=self._on_poll_error,
+                error_callback=self.connection.polling_failed,
             )
         self._running = True
-        log.info("telegram: @%s ready (%s)", self.app.bot.username, self._settings.mode)
+        return f"@{self.app.bot.username}, {self._settings.mode}"
 
-    async def _initialize(self) -> None:
-        attempt = 0
-        while True:
-            try:
-                await self.app.initialize()
-                return
-            except InvalidToken:
-                await self.app.shutdown()
-                raise ConfigError(
-                    "telegram.token: Telegram rejected the bot token (check "
-                    "ROOST_TELEGRAM__TOKEN and ROOST_TELEGRAM__API_BASE_URL)"
-                ) from None
-            except NetworkError as exc:
-                attempt += 1
-                if attempt >= self._opts.bootstrap_attempts:
-                    await self.app.shutdown()
-                    raise ChannelStartError(
-                        f"telegram: cannot reach the Bot API ({exc}); check the network and "
-                        "ROOST_TELEGRAM__API_BASE_URL"
-                    ) from None
-                delay = self._opts.bootstrap_backoff_s * 2 ** (attempt - 1)
-                log.warning("telegram: Bot API not reachable (%s); retry in %.1fs", exc, delay)
-                await asyncio.sleep(delay)
+    async def _disconnect(self) -> None:
+        self._running = False
+        if self.app.updater is not None and self.app.updater.running:
+            await self.app.updater.stop()
 
     async def _register_commands(self) -> None:
         rows = [
@@ -224,15 +198,18 @@ class TelegramChannel:
             log.warning("telegram: could not register the command menu: %s", exc)
 
     async def stop(self) -> None:
+        await self.connection.stop()
         self._running = False
         if self.app.updater is not None and self.app.updater.running:
-            await self.app.updater.stop()
+            with contextlib.suppress(TelegramError):
+                await self.app.updater.stop()
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
         if self.app.running:
             await self.app.stop()
-        await self.app.shutdown()
+        with contextlib.suppress(TelegramError):
+            await self.app.shutdown()
 
     # -- input -------------------------------------------------------------------------------
 
@@ -267,7 +244,9 @@ class TelegramChannel:
                 self.app.bot.username,
                 self.allowed_groups,
                 self._answer,
-                lambda inbound, chat_id: TelegramReply(self, chat_id, None, inbound),
+                lambda inbound, chat_id: TelegramReply(
+                    self.sender, self.timing, self.undelivered, chat_id, None, inbound, self.app.bot
+                ),
             )
             return
         msg = update.message
@@ -276,109 +255,37 @@ class TelegramChannel:
             log.debug("telegram: ignoring an update (%s)", kind)
             return
         user = msg.from_user
-        if user is None or user.is_bot or _from_a_channel(msg):
+        if user is None or user.is_bot or from_a_channel(msg):
             log.debug("telegram: ignoring a message from a bot or a channel")
             return
         chat = msg.chat
         private = chat.type == ChatType.PRIVATE
-        if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
+        if not private and (
+            chat.id not in self.allowed_groups
+            or not addressed(msg, self.app.bot.id, self.app.bot.username)
+        ):
             return
         inbound = Inbound(
             "telegram",
             str(user.id),
             str(chat.id) if private else f"{chat.id}:{user.id}",
-            self._clean(msg.text) if msg.text is not None else "",
+            without_mention(msg.text, self.app.bot.username) if msg.text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
             has_text=msg.text is not None,
             bot_name=self.app.bot.username,
-            quoted=_quoted(msg),
+            quoted=quoted(msg),
         )
-        reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound)
+        reply_to = None if private else msg.message_id
+        reply = TelegramReply(
+            self.sender, self.timing, self.undelivered, chat.id, reply_to, inbound, self.app.bot
+        )
         try:
             await self._answer(inbound, reply)
         except BaseException:
             await reply.abort()
             raise
 
-    def _addressed(self, msg: Message) -> bool:
-        bot = self.app.bot
-        me = f"@{bot.username}".lower()
-        replied = msg.reply_to_message
-        if replied is not None and replied.from_user and replied.from_user.id == bot.id:
-            return True
-        for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
-            if entity.type == "mention" and value.lower() == me:
-                return True
-            if entity.type == "text_mention" and entity.user and entity.user.id == bot.id:
-                return True
-            if entity.type == "bot_command" and value.lower().endswith(me):
-                return True
-        return False
-
-    def _clean(self, text: str) -> str:
-        """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
-        name = self.app.bot.username
-        cleaned = re.sub(rf"(?<![/\w])@{re.escape(name)}\b", " ", text, flags=re.IGNORECASE)
-        return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
-
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handler failed", exc_info=context.error)
-
-    def _on_poll_error(self, exc: TelegramError) -> None:
-        log.warning("telegram: polling failed (%s: %s); retrying", type(exc).__name__, exc)
-
-
-class TelegramReply:
-    """One message's answer in one chat: typing, streamed drafts, the final text
-    (handed to the outbox, key `reply:<msg_id>`, when it fails after the retries)."""
-
-    def __init__(
-        self, channel: TelegramChannel, chat_id: int, reply_to: int | None, inbound: Inbound
-    ) -> None:
-        self._sender, self._chat, self._msg_id = channel.sender, chat_id, inbound.msg_id
-        self._bot = channel.app.bot
-        self._inbound = inbound
-        self._undelivered = channel.undelivered
-        self._timing = channel.timing
-        self._stream = StreamingReply(channel.sender, chat_id, reply_to, self._timing)
-
-    def working(self) -> Typing:
-        return Typing(self._sender, self._chat, self._timing.typing_every_s)
-
-    async def delta(self, piece: str) -> None:
-        await self._stream.on_delta(piece)
-
-    async def send(self, final: Final) -> None:
-        try:
-            shown = await self._stream.finish(final.text)
-            if final.actions and shown:  # buttons on the last message of the reply
-                await attach(self._bot, self._chat, shown[-1], final.actions)
-        except DeliveryError as exc:
-            self._sender.failed("command" if final.kind == "command" else "reply")
-            kept = await self._keep(final.text)
-            ref = secrets.token_hex(4)
-            log.error(
-                "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s%s",
-                self._chat,
-                self._msg_id,
-                ref,
-                exc,
-                "; it waits in the outbox" if kept else "",
-            )
-        if final.files:  # documents after the text (bridge.channels.telegram_files)
-            await send_files(self._sender, self._chat, final.files)
-
-    async def _keep(self, text: str) -> bool:
-        """Hand an undelivered final reply to the outbox (retried later), if wired."""
-        if self._undelivered is None:
-            return False
-        try:
-            return await self._undelivered(self._inbound, text)
-        except Exception:
-            log.exception("telegram: could not keep the undelivered answer")
-            return False
-
-    async def abort(self) -> None:
-        await self._stream.abort()

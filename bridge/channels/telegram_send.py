@@ -9,7 +9,8 @@ Every outgoing call of the channel goes through `Sender`:
   error is retried with exponential backoff; after the last attempt the
   failure is raised as `DeliveryError` so the caller can log it (a reply is
   never dropped silently);
-- "can't parse entities" resends the same text without entities;
+- "can't parse entities" (or a link address Telegram refuses) resends the
+  same text without entities;
 - "message is not modified" counts as success;
 - any other 400 for one text is `Rejected`, so the caller can show a marker
   in its place and go on with the rest of the answer.
@@ -126,8 +127,9 @@ def _entities(chunk: Rendered) -> list[MessageEntity] | None:
 
 
 def _parse_error(exc: BadRequest) -> bool:
+    """Telegram refused the entities (their nesting, or a link's address)."""
     text = str(exc).lower()
-    return "parse entities" in text or "entity" in text
+    return "parse entities" in text or "entity" in text or "url" in text
 
 
 class Sender:

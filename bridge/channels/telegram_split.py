@@ -8,7 +8,9 @@ space inside one (a long code block); only then at the hard limit, moved
 back so that it never lands inside a surrogate pair (we cut between code
 points) nor inside an emoji sequence (ZWJ, variation selectors, skin
 tones, keycaps, flags, combining marks). An entity that spans a cut is cut
-too: each message gets its own piece, re-offset to that message. White
+too: each message gets its own piece, re-offset to that message. A message
+carries at most `MAX_ENTITIES` (Telegram silently ignores the entities
+after the 100th), so a text dense with formatting is cut earlier. White
 space at a cut is dropped, and a chunk that Telegram would call empty (only
 tabs, no-break spaces, U+2028, zero-width or filler characters) is never
 produced.
@@ -22,6 +24,7 @@ from bisect import bisect_right
 from bridge.channels.telegram_render import Entity, Rendered
 
 LIMIT = 4096
+MAX_ENTITIES = 100  # Telegram ignores a message's entities after the 100th
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
 # Telegram strips these from a message's edges and calls a text of nothing
 # else empty: white space, format controls (ZWSP, ZWJ, BOM, bidi marks, soft
@@ -39,12 +42,15 @@ def visible(text: str) -> bool:
     return not all(blank(ch) for ch in text)
 
 
-def split(rendered: Rendered, limit: int = LIMIT) -> list[Rendered]:
-    """Chunks of at most `limit` UTF-16 units; their texts joined with the
-    trimmed whitespace give back the input, and every entity is preserved."""
+def split(
+    rendered: Rendered, limit: int = LIMIT, max_entities: int = MAX_ENTITIES
+) -> list[Rendered]:
+    """Chunks of at most `limit` UTF-16 units and `max_entities` entities; their
+    texts joined with the trimmed whitespace give back the input, and every
+    entity is preserved."""
     text = rendered.text
     offsets = _utf16_offsets(text)
-    if offsets[-1] <= limit:
+    if offsets[-1] <= limit and len(rendered.entities) <= max_entities:
         return [rendered] if visible(text) else []
     index_of = {u: i for i, u in enumerate(offsets)}
     spans = sorted(
@@ -61,7 +67,9 @@ def split(rendered: Rendered, limit: int = LIMIT) -> list[Rendered]:
         while next_span < len(spans) and spans[next_span][0] < hard:
             live.append(spans[next_span])
             next_span += 1
-        live = [span for span in live if span[1] > start]
+        live = [span for span in live if span[1] > start]  # sorted by start
+        if len(live) > max_entities:  # the chunk ends before the first one too many
+            hard, last_chunk = max(start + 1, live[max_entities][0]), False
         if last_chunk:
             end = next_start = n
         else:

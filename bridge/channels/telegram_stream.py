@@ -9,7 +9,10 @@ where a message is missing, delete where one is left over - so the final
 answer edits the draft in place and continuation chunks follow it: no
 duplicates, no vanishing drafts. Only one `_sync` runs at a time, and the
 final one waits for an in-flight draft, so a message whose id is not yet
-known is never sent twice. Rendering is linear, and a text over
+known is never sent twice. An answer that breaks after some text was shown
+(`stopped(reason)`) keeps that text and ends with a plain notice, "⚠️ the
+answer stopped: <reason>", instead of a draft left hanging with its cursor.
+Rendering is linear, and a text over
 `OFFLOAD_CHARS` is laid out in a worker thread. `Typing` keeps the typing
 indicator alive.
 """
@@ -22,12 +25,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.channels.telegram_render import Rendered, render
+from bridge.channels.telegram_render import Rendered, render, utf16_len
 from bridge.channels.telegram_send import DeliveryError, MessageGone, Rejected, Sender
 from bridge.channels.telegram_split import LIMIT, split
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
+STOPPED = "⚠️ the answer stopped: "
 OFFLOAD_CHARS = 4096  # texts longer than this are rendered off the event loop
 REJECTED = Rendered("[this part of the answer could not be shown]")
 
@@ -52,6 +56,16 @@ async def laid_out(
     if len(markdown) <= OFFLOAD_CHARS:
         return fn(markdown, limit)
     return await asyncio.to_thread(fn, markdown, limit)
+
+
+def with_notice(chunks: list[Rendered], notice: str, limit: int = LIMIT) -> list[Rendered]:
+    """`chunks` and then `notice` as plain text: in the last message when it
+    fits, else in a message of its own (never inside a code block)."""
+    note = split(Rendered(notice), limit)
+    if chunks and note and utf16_len(chunks[-1].text) + 2 + utf16_len(note[0].text) <= limit:
+        last = chunks[-1]
+        return [*chunks[:-1], Rendered(f"{last.text}\n\n{note[0].text}", last.entities), *note[1:]]
+    return [*chunks, *note]
 
 
 def draft_layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
@@ -91,12 +105,26 @@ class StreamingReply:
         if self._pump is None and not self._closing.is_set():
             self._pump = asyncio.create_task(self._run_pump())
 
+    @property
+    def streamed(self) -> str:
+        """The text received so far."""
+        return "".join(self._pieces)
+
     async def finish(self, markdown: str) -> list[int]:
         """Show the final answer; returns the message ids that carry it."""
+        return await self._final(markdown, None)
+
+    async def stopped(self, reason: str) -> list[int]:
+        """The answer broke: keep what was streamed, end it with a notice."""
+        return await self._final(self.streamed, STOPPED + reason)
+
+    async def _final(self, markdown: str, notice: str | None) -> list[int]:
         self._closing.set()
         if self._pump is not None:
-            await self._pump
+            await asyncio.wait({self._pump})  # an aborted (cancelled) pump raises nothing here
         chunks = await laid_out(layout, markdown, self._limit)
+        if notice is not None:
+            chunks = with_notice(chunks, notice, self._limit)
         if not chunks:
             chunks = [Rendered("(empty answer)")]
         async with self._lock:

@@ -8,7 +8,7 @@ Nothing here talks to a model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from bridge.core.commands import Command, CommandContext, CommandTable, UsageError
 from bridge.core.pairing import PairingStore
@@ -42,9 +42,11 @@ class CoreCommands:
         pairing: PairingStore | None = None,
         audit: AuditSink | None = None,
         budget_note: Callable[[str], str] | None = None,
+        channels: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self._budget_note = budget_note  # a tenant's "budget nearly used up" line, or ''
         self._table = table
+        self._channels = channels  # one line per chat channel that says how it is
         self._sessions = sessions
         self._model = model_line  # this chat's model: name, provider and model id
         self._pairing, self._audit = pairing, audit
@@ -129,6 +131,7 @@ class CoreCommands:
                 f"Tenant: {ctx.tenant}",
                 f"Channel: {ctx.inbound.channel}, chat {ctx.inbound.chat}",
                 f"Model: {self._model(ctx)}",
+                *self._channels(),
                 session,
                 f"A conversation idle for {idle_days:g} days starts fresh.",
                 *((note,) if note else ()),

@@ -76,7 +76,7 @@ class TelegramSettings(_Section):
     webhook_secret: SecretStr | None = None
     allowed_groups: list[int] = Field(default_factory=list)
     audience: str | None = None
-    start_attempts: int = Field(5, ge=1, le=20)  # getMe tries at start-up (network errors)
+    start_attempts: int = Field(5, ge=1, le=20)  # unused: Telegram retries in the background
 
     @field_validator("api_base_url")
     @classmethod

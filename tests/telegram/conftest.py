@@ -18,6 +18,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
+from bridge.channels.telegram_health import Backoff
 from bridge.channels.telegram_send import SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.core.config import Settings, load_settings
@@ -34,7 +35,7 @@ FAST = TelegramOptions(
     poll_timeout_s=1,
     timing=StreamTiming(interval_s=0.05, first_delay_s=0.05, typing_every_s=0.2),
     send=SendPolicy(backoff_s=0.01, backoff_max_s=0.05, chat_burst=50, chat_rate_per_s=200.0),
-    bootstrap_backoff_s=0.01,
+    reconnect=Backoff(first_s=0.01, max_s=0.05),
     stop_grace_s=5.0,
 )
 # answers from a zero-latency model arrive before the first draft would be shown
@@ -42,7 +43,7 @@ NO_DRAFTS = TelegramOptions(
     poll_timeout_s=1,
     timing=StreamTiming(interval_s=30.0, first_delay_s=30.0, typing_every_s=0.2),
     send=FAST.send,
-    bootstrap_backoff_s=0.01,
+    reconnect=FAST.reconnect,
 )
 
 

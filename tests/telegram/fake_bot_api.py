@@ -16,8 +16,9 @@ answered 413 "Request Entity Too Large" as an HTML page, before any of the
 body is read. Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
-entities outside the text or splitting
-a surrogate pair, and edits that change nothing ("message is not modified").
+entities outside the text, splitting a surrogate pair or nesting against
+Telegram's rules (`entity_rules`), and edits that change nothing ("message
+is not modified").
 
 Usage::
 
@@ -43,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.telegram.entity_rules import problem as entity_problem
 
 JSON_KEYS = frozenset(
     {
@@ -140,7 +143,7 @@ class ApiError(Exception):
 
 
 class FakeBotAPI:
-    def __init__(self, token: str, *, max_poll_s: float = 30.0) -> None:
+    def __init__(self, token: str, *, max_poll_s: float = 30.0, port: int = 0) -> None:
         self.token = token
         self.max_poll_s = max_poll_s
         self.calls: list[Call] = []
@@ -159,7 +162,7 @@ class FakeBotAPI:
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._closing = False
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port  # 0: any free port
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
 
@@ -170,7 +173,7 @@ class FakeBotAPI:
     async def __aenter__(self) -> FakeBotAPI:
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         assert site._server is not None
         self.port = site._server.sockets[0].getsockname()[1]
@@ -548,13 +551,9 @@ def _checked_text(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     units = utf16_len(text)
     if units > 4096:
         raise ApiError(Failure(400, "Bad Request: message is too long"))
-    starts = _code_point_starts(text)
-    for e in entities:
-        offset, length = int(e["offset"]), int(e["length"])
-        if offset < 0 or length <= 0 or offset + length > units:
-            raise ApiError(Failure(400, "Bad Request: can't parse entities: entity out of text"))
-        if offset not in starts or (offset + length) not in starts:
-            raise ApiError(Failure(400, "Bad Request: can't parse entities: splits a character"))
+    why = entity_problem(text, entities)  # bounds, code points, nesting (entity_rules)
+    if why is not None:
+        raise ApiError(Failure(400, f"Bad Request: can't parse entities: {why}"))
     return text, entities
 
 
@@ -578,14 +577,6 @@ def telegram_strip(text: str) -> str:
     while end > start and _blank(text[end - 1]):
         end -= 1
     return text[start:end]
-
-
-def _code_point_starts(text: str) -> set[int]:
-    starts, pos = {0}, 0
-    for ch in text:
-        pos += 2 if ord(ch) > 0xFFFF else 1
-        starts.add(pos)
-    return starts
 
 
 def _error(failure: Failure) -> web.Response:

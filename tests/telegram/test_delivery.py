@@ -167,3 +167,15 @@ async def test_a_reply_that_cannot_be_delivered_is_logged(
             await asyncio.sleep(0.2)
     records = [r.getMessage() for r in caplog.records]  # type: ignore[attr-defined]
     assert any("was not delivered" in r for r in records)
+
+
+async def test_a_link_address_telegram_refuses_falls_back_to_plain_text(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    fake.fail("sendMessage", Failure(400, "Bad Request: wrong HTTP URL specified"))
+    answer = ScriptedBackend("see [the docs](https://x.)")
+    async with running(tg_settings(home, fake), fake, answer):
+        fake.push_text(ALICE, "hi")
+        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))
+    shown = fake.sent_to(ALICE)
+    assert [(m.text, m.entities) for m in shown] == [("see the docs", [])]

@@ -142,3 +142,14 @@ def test_draft_layout_marks_the_last_chunk() -> None:
     chunks = draft_layout("**growing** answer")
     assert chunks[-1].text.endswith(CURSOR)
     assert chunks[0].entities == (Entity("bold", 0, 7),)
+
+
+def test_no_message_carries_more_than_a_hundred_entities() -> None:
+    """Telegram silently drops the formatting after a message's 100th entity."""
+    markdown = " ".join(f"**w{i}** `c{i}`" for i in range(260))  # 520 entities, 4k characters
+    whole = render(markdown)
+    chunks = split(whole)
+    assert len(chunks) == 6
+    assert all(len(c.entities) <= 100 for c in chunks)
+    assert sum(len(c.entities) for c in chunks) == len(whole.entities) == 520
+    check_chunks(whole, chunks, 4096)

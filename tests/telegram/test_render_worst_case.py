@@ -12,12 +12,15 @@ at most 4096 UTF-16 units, no text lost). Linearity holds by construction
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from bridge.channels.telegram_render import RULE_TEXT, Rendered, render, utf16_len
 from bridge.channels.telegram_split import LIMIT, split
 
+# what the renderer adds: list markers at a line start, a table's borders and cuts
+DECORATION = re.compile(r"(?m)^[ \t]*(?:(?:\d+\.|[•◦▪]) )+|[│─┼…]")
 META = ["[", "](", "]", "(", ")", "*", "**", "_", "__", "~~", "`", "```", "> ", "# ", "\\", "<"]
 WORDS = ["a", "b", "word", "x_y", "😀", "https://e.org/a", " ", "  ", "\n", "\t", "\u00a0", '"']
 
@@ -49,6 +52,10 @@ def shapes(n: int) -> dict[str, str]:
         "fences": rep("```\n"),
         "escapes": rep("\\*["),
         "bullets": rep("- [\n"),
+        "schemes": rep("a https:"),
+        "bare urls": rep("https://e.org/*a_"),
+        "tables": "|a|b|\n|-|-|\n" + rep("|[x](|`y|\n"),
+        "deep lists": rep("  - 1. > "),
     }
 
 
@@ -73,8 +80,9 @@ def check(markdown: str) -> None:
     for e in rendered.entities:
         assert e.length > 0 and e.offset >= 0 and e.offset + e.length <= units
         assert e.offset in starts and e.offset + e.length in starts
-    # nothing is invented: what remains (minus bullets and rules) is a subsequence of the input
-    visible = text.replace("• ", "").replace(RULE_TEXT, "")
+    # nothing is invented: what remains (minus list markers, table borders and rules)
+    # is a subsequence of the input
+    visible = DECORATION.sub("", text.replace(RULE_TEXT, ""))
     assert _subsequence([c for c in visible if not c.isspace()], markdown)
     chunks = split(rendered)
     joined = "".join(c.text for c in chunks)

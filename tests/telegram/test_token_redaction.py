@@ -1,15 +1,16 @@
 """The bot token never reaches stderr: log lines, tracebacks and exit messages.
 
 Real-format and short tokens; a Bot API URL that lacks `/bot` is refused at
-start-up (exit 78, no request made); the "cannot reach the Bot API" exit
-line and every warning of the real daemon are checked for the token in any
-form (plain, URL-encoded, the secret half alone).
+start-up (exit 78, no request made); the "unreachable" status line and
+every warning of the real daemon are checked for the token in any form
+(plain, URL-encoded, the secret half alone).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,8 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from bridge.app.logging_setup import Redactor
-from bridge.channels import ChannelStartError
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
+from bridge.channels.telegram_health import Backoff
 from bridge.core.config import ConfigError, TelegramSettings, load_settings
 from tests.telegram.conftest import TOKEN, env_for
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
@@ -42,7 +43,8 @@ def assert_clean(text: str, token: str) -> None:
         assert form not in text, f"{form!r} leaked:\n{text}"
 
 
-async def run_daemon(env: dict[str, str]) -> tuple[int, str]:
+async def run_daemon(env: dict[str, str], until: Any = None) -> tuple[int, str]:
+    """Run `roost serve` until it exits, or until `until()` (awaited) returns, then SIGTERM."""
     proc = await asyncio.create_subprocess_exec(
         *ROOST,
         "serve",
@@ -50,6 +52,11 @@ async def run_daemon(env: dict[str, str]) -> tuple[int, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    if until is not None:
+        try:
+            await until()
+        finally:
+            proc.send_signal(signal.SIGTERM)
     out, err = await asyncio.wait_for(proc.communicate(), 90)
     assert proc.returncode is not None
     return proc.returncode, out.decode() + err.decode()
@@ -75,35 +82,42 @@ def test_the_base_url_rule_in_config() -> None:
 
 @pytest.mark.parametrize("token", TOKENS)
 async def test_the_daemon_never_prints_the_token(home: Path, token: str) -> None:
-    """Warnings (retries), httpx debug lines and the final exit line of a daemon
-    whose Bot API answers 500 until it gives up."""
+    """Warnings (retries), httpx debug lines and the status lines of a daemon
+    whose Bot API answers 500, 502 and 401 before it works."""
     async with FakeBotAPI(token) as fake:
-        fake.fail("getMe", Failure.server_error(), Failure.bad_gateway())
-        env = env_for(home, token, fake.base_url, ROOST_TELEGRAM__START_ATTEMPTS="2")
-        code, logs = await run_daemon(env)
-        assert len(fake.calls_of("getMe")) == 2
-    assert code == 1, logs
-    assert "cannot reach the Bot API" in logs and "Bot API not reachable" in logs
+        fake.fail("getMe", Failure.server_error(), Failure.bad_gateway(), Failure.unauthorized())
+        env = env_for(home, token, fake.base_url)
+        code, logs = await run_daemon(env, lambda: fake.wait_call("getUpdates", limit_s=60))
+        assert len(fake.calls_of("getMe")) == 4
+    assert code == 0, logs
+    assert "the Bot API is unreachable or failing" in logs
+    assert "Telegram refused the bot token (401 Unauthorized)" in logs
     assert_clean(logs, token)
 
 
 @pytest.mark.parametrize("token", TOKENS)
-async def test_the_cannot_reach_line_of_a_glued_url_hides_the_token(token: str) -> None:
+async def test_the_status_line_of_a_glued_url_hides_the_token(
+    token: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """A base URL without a slash glues the token to the port: httpx then quotes
     the whole URL in its error. The real error, through the one redaction point."""
     settings = TelegramSettings.model_construct(
         token=TelegramSettings(token=token).token, api_base_url="http://127.0.0.1:1"
     )
-    options = TelegramOptions(bootstrap_attempts=2, bootstrap_backoff_s=0.01)
+    options = TelegramOptions(reconnect=Backoff(first_s=30.0))
     unused: Any = None  # the channel never gets past getMe
     channel = TelegramChannel(settings, unused, lambda: [], options)
-    with pytest.raises(ChannelStartError) as caught:
-        await channel.start()
-    raw = str(caught.value)
-    assert any(f in raw for f in forms(token)), "the raw error does carry the token"
-    redactor = Redactor([token])
-    assert_clean(redactor.redact(raw), token)
-    assert "cannot reach the Bot API" in redactor.redact(raw)
+    with caplog.at_level(logging.DEBUG):
+        await channel.start()  # returns: the channel retries in the background
+    try:
+        raw = "\n".join(caplog.text.splitlines())
+        assert any(f in raw for f in forms(token)), "the raw error does carry the token"
+        assert_clean(Redactor([token]).redact(raw), token)
+        line = channel.status_line()  # shown to chat users by /status
+        assert line.startswith("telegram: reconnecting, last error: the Bot API is unreachable")
+        assert_clean(line, token)
+    finally:
+        await channel.stop()
 
 
 class Lines(logging.Handler):

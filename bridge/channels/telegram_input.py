@@ -1,0 +1,60 @@
+"""Reading one Telegram message: who speaks, to whom, what it quotes (pure).
+
+Messages that speak for a chat rather than a person (automatic forwards
+from a linked channel, the 777000 service account, `sender_chat`) are
+recognised; in groups, `addressed` tells whether the bot is spoken to; the
+bot's own mention is taken out of the text; `quoted` is what a reply quotes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from telegram import Message
+
+# the "Telegram" service account that posts a linked channel's automatic forwards
+SERVICE_SENDER = 777000
+
+
+def from_a_channel(msg: Message) -> bool:
+    """Automatic forwards from a linked channel, and messages sent on behalf of
+    a chat (sender_chat: a channel or an anonymous admin) speak for no person."""
+    return bool(
+        msg.is_automatic_forward
+        or msg.sender_chat is not None
+        or (msg.from_user is not None and msg.from_user.id == SERVICE_SENDER)
+    )
+
+
+def quoted(msg: Message) -> str:
+    """What a reply quotes: the part the person selected (`quote`), else the whole
+    replied-to message's text or caption; '' for a message that replies to nothing."""
+    if msg.quote is not None and msg.quote.text:
+        return msg.quote.text
+    replied = msg.reply_to_message
+    if replied is None:
+        return ""
+    return replied.text or replied.caption or ""
+
+
+def addressed(msg: Message, bot_id: int, username: str) -> bool:
+    """In a group: does this message speak to the bot (a reply to it, a mention,
+    `/cmd@botname`)?"""
+    me = f"@{username}".lower()
+    replied = msg.reply_to_message
+    if replied is not None and replied.from_user and replied.from_user.id == bot_id:
+        return True
+    for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
+        if entity.type == "mention" and value.lower() == me:
+            return True
+        if entity.type == "text_mention" and entity.user and entity.user.id == bot_id:
+            return True
+        if entity.type == "bot_command" and value.lower().endswith(me):
+            return True
+    return False
+
+
+def without_mention(text: str, username: str) -> str:
+    """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
+    cleaned = re.sub(rf"(?<![/\w])@{re.escape(username)}\b", " ", text, flags=re.IGNORECASE)
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
