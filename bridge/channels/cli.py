@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from bridge.types.messages import Final, Handle, Inbound
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
     from rich.console import Console
 
 QUIT = {"/quit", "/exit", ":q"}
@@ -102,6 +103,15 @@ async def chat_tty(
     session = make_session(history, commands)
     console = Console(highlight=False)
     console.print(banner, markup=False)
+    try:
+        return await _tty_lines(handle, chat, session, console)
+    finally:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+
+async def _tty_lines(
+    handle: Handle, chat: str, session: PromptSession[str], console: Console
+) -> int:
     while True:
         try:
             text = await session.prompt_async()
@@ -131,6 +141,6 @@ async def _tty_turn(handle: Handle, text: str, chat: str, console: Console) -> N
             raise
         answer.stop()
         return
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
+    finally:  # until the prompt takes the keys again, a late Ctrl-C is ignored
+        loop.add_signal_handler(signal.SIGINT, lambda: None)
     answer.finish(final)
