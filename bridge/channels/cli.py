@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 QUIT = {"/quit", "/exit", ":q"}
+TTY_KEYS = (
+    "In this terminal: Tab completes a command, ↑/↓ recall earlier lines, Alt+Enter or a "
+    "line ending in \\ starts a new line, Ctrl-C stops an answer, Ctrl-D leaves."
+)
 
 
 def inbound(text: str, chat: str) -> Inbound:
@@ -123,6 +127,8 @@ async def _tty_lines(
             return 0
         if text.strip():
             await _tty_turn(handle, text, chat, console)
+        if text.strip().lower() == "/help":
+            console.print(TTY_KEYS, markup=False)
 
 
 async def _tty_turn(handle: Handle, text: str, chat: str, console: Console) -> None:

@@ -25,7 +25,6 @@ from bridge.channels.cli_history import CappedHistory
 
 PROMPT = "you> "
 CONTINUATION = "...> "
-MULTILINE_HINT = "Alt+Enter or a trailing \\ starts a new line"
 
 
 class CommandCompleter(Completer):
