@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 import pyte
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
-COLS, ROWS = 100, 40
+COLS, ROWS = 100, 60
 WAIT_S = 60  # a safety net against a hung run, not a speed check
 
 

@@ -112,7 +112,7 @@ async def test_tab_completes_a_command(home: Path, fake: FakeOpenAI, term: Termi
     term.type(ENTER)
     screen = await term.see("/whoami")  # /help lists the commands
     assert "/remember" in screen
-    await term.see("Alt+Enter or a line ending in \\ starts a new line")  # and in /help
+    await term.see("In this terminal: Tab completes")  # /help adds the editor's keys
     assert not fake.requests  # a command, no model
 
 
