@@ -166,3 +166,21 @@ async def test_piped_output_is_plain_text(home: Path, fake: FakeOpenAI) -> None:
     assert proc.returncode == 0
     assert b"\x1b" not in out
     assert out.decode().startswith("Here is **bold** and `code`.\n\n")
+
+
+async def test_history_keeps_the_newest_1000_entries(
+    home: Path, fake: FakeOpenAI, term: Terminal
+) -> None:
+    history = home / "tenants" / "local" / "terminal-history"
+    history.parent.mkdir(parents=True)
+    history.write_text("".join(f"\n# old\n+line {n}\n" for n in range(1005)))
+    history.chmod(0o644)
+    await term.start(["chat"], env_for(home, fake))
+    await term.see("you>")
+    term.type(UP)
+    await term.see("you> line 1004")  # loaded, so already cut
+    kept = [row[1:] for row in history.read_text().splitlines() if row.startswith("+")]
+    assert kept == [f"line {n}" for n in range(5, 1005)]
+    term.type(CTRL_C + "new line" + ENTER)
+    await term.see("echo: new line")
+    assert history.stat().st_mode & 0o777 == 0o600  # made private on the first write
