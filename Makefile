@@ -8,8 +8,9 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: run test pytest nodetest browser bench lint format clean
 
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make: installing roost and its pinned dependencies into $(VENV) (the first time takes a minute or two)"
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
 
 run: $(STAMP)

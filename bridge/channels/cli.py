@@ -1,8 +1,12 @@
 """The terminal channel: `roost chat` and `roost send`.
 
 Both run the full pipeline in this process (the same database and files as
-the daemon; SQLite WAL lets them share). `chat` reads lines from stdin and
-streams answers to stdout; `send` runs one turn and prints the reply. A
+the daemon; SQLite WAL lets them share). `send` runs one turn and prints the
+reply. `chat` has two faces: in a terminal (stdin and stdout both ttys) a
+line editor (`cli_editor`: history, Tab completion, multi-line) and answers
+rendered as Markdown while they stream (`cli_render`), where Ctrl-C cancels
+the running turn and Ctrl-D leaves; otherwise (a pipe) it reads lines from
+stdin and writes each answer as plain text, a blank line after each. A
 reply's files are printed as paths after it (`file: PATH (name)`): the
 terminal runs on the machine that holds them.
 """
@@ -10,12 +14,23 @@ terminal runs on the machine that holds them.
 from __future__ import annotations
 
 import asyncio
+import signal
 import uuid
-from typing import TextIO
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from bridge.types.messages import Final, Handle, Inbound, actions_hint
 
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from rich.console import Console
+
 QUIT = {"/quit", "/exit", ":q"}
+TTY_KEYS = (
+    "In this terminal: Tab completes a command, ↑/↓ recall earlier lines, Alt+Enter or a "
+    "line ending in \\ starts a new line, Ctrl-C stops an answer, Ctrl-D leaves."
+)
 
 
 def inbound(text: str, chat: str) -> Inbound:
@@ -37,7 +52,7 @@ async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
 
 
 async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner: str) -> int:
-    """Read lines until EOF or /quit; stream each answer as it grows."""
+    """Read lines until EOF or /quit; stream each answer as it grows (plain text)."""
     interactive = inp.isatty()
     if interactive:
         out.write(banner + "\n")
@@ -54,25 +69,85 @@ async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner:
             break
         if not text.strip():
             continue
-        streamed: list[str] = []
-
-        async def on_delta(piece: str, streamed: list[str] = streamed) -> None:
-            if not streamed:
-                out.write("roost> " if interactive else "")
-            streamed.append(piece)
-            out.write(piece)
-            out.flush()
-
-        final = await handle(inbound(text, chat), on_delta)
-        if streamed and "".join(streamed).strip() == final.text.strip():
-            out.write("\n")
-        else:
-            if streamed:
-                out.write("\n")
-            prefix = "roost> " if interactive else ""
-            out.write(prefix + final.text.rstrip("\n") + "\n")
-        out.write(file_lines(final))
-        if not interactive:
-            out.write("\n")
-        out.flush()
+        await _plain_turn(handle, text, chat, out, interactive)
     return 0
+
+
+async def _plain_turn(handle: Handle, text: str, chat: str, out: TextIO, prefixed: bool) -> None:
+    streamed: list[str] = []
+    prefix = "roost> " if prefixed else ""
+
+    async def on_delta(piece: str) -> None:
+        if not streamed:
+            out.write(prefix)
+        streamed.append(piece)
+        out.write(piece)
+        out.flush()
+
+    final = await handle(inbound(text, chat), on_delta)
+    if streamed and "".join(streamed).strip() == final.text.strip():
+        out.write("\n")
+    else:
+        if streamed:
+            out.write("\n")
+        out.write(prefix + final.text.rstrip("\n") + "\n")
+    out.write(file_lines(final))
+    if not prefixed:
+        out.write("\n")
+    out.flush()
+
+
+async def chat_tty(
+    handle: Handle, chat: str, commands: Sequence[tuple[str, str]], history: Path, banner: str
+) -> int:
+    """`roost chat` in a terminal, until Ctrl-D or /quit; exit status 0."""
+    from rich.console import Console
+
+    from bridge.channels.cli_editor import make_session
+
+    session = make_session(history, commands)
+    console = Console(highlight=False)
+    console.print(banner, markup=False)
+    try:
+        return await _tty_lines(handle, chat, session, console)
+    finally:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+
+async def _tty_lines(
+    handle: Handle, chat: str, session: PromptSession[str], console: Console
+) -> int:
+    while True:
+        try:
+            text = await session.prompt_async()
+        except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
+            continue
+        except EOFError:  # Ctrl-D
+            return 0
+        if text.strip() in QUIT:
+            return 0
+        if text.strip():
+            await _tty_turn(handle, text, chat, console)
+        if text.strip().lower() == "/help":
+            console.print(TTY_KEYS, markup=False)
+
+
+async def _tty_turn(handle: Handle, text: str, chat: str, console: Console) -> None:
+    """One turn shown live; Ctrl-C (SIGINT: the terminal is not raw now) cancels it."""
+    from bridge.channels.cli_render import LiveAnswer
+
+    answer = LiveAnswer(console)
+    loop = asyncio.get_running_loop()
+    turn = asyncio.ensure_future(handle(inbound(text, chat), answer.delta))
+    loop.add_signal_handler(signal.SIGINT, turn.cancel)
+    try:
+        final = await turn
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not turn.cancelled() or (current is not None and current.cancelling()):
+            raise
+        answer.stop()
+        return
+    finally:  # until the prompt takes the keys again, a late Ctrl-C is ignored
+        loop.add_signal_handler(signal.SIGINT, lambda: None)
+    answer.finish(final)

@@ -12,12 +12,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+from typing import TYPE_CHECKING
 
 from bridge.cli.rows import tenant_arg
-from bridge.core.config import Settings
+from bridge.core.config import EX_CONFIG, Settings
+
+if TYPE_CHECKING:
+    from bridge.app.build import Roost
 
 CHAT_BANNER = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
+TTY_BANNER = (
+    "roost chat — /help lists commands (Tab completes them), ↑/↓ recall earlier lines;\n"
+    "Alt+Enter or a line ending in \\ starts a new line; Ctrl-C stops an answer, "
+    "Ctrl-D leaves."
+)
+NO_MODEL = (
+    "roost send: no model is configured (provider auto found no server), so there is "
+    "nobody to answer. Set llm.base_url and llm.model in roost.toml ({path}) or "
+    "ROOST_LLM__BASE_URL and ROOST_LLM__MODEL (and ROOST_LLM__API_KEY), or pass --offline "
+    "to get the offline answer; `roost doctor` checks the setup."
+)
 
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -31,16 +47,18 @@ def chat_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_chat(args: argparse.Namespace, settings: Settings) -> int:
+    """In a terminal the line editor and rendered answers; from a pipe, line by line."""
     from bridge.app.build import with_roost
     from bridge.channels import cli as term
 
-    return asyncio.run(
-        with_roost(
-            settings,
-            None,
-            lambda r: term.chat_loop(r.core.handle, args.chat, sys.stdin, sys.stdout, CHAT_BANNER),
-        )
-    )
+    async def body(r: Roost) -> int:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            commands = [(c["name"], c["summary"]) for c in r.command_list()]
+            history = r.tenant_dirs(settings.local_tenant).root.parent / "terminal-history"
+            return await term.chat_tty(r.core.handle, args.chat, commands, history, TTY_BANNER)
+        return await term.chat_loop(r.core.handle, args.chat, sys.stdin, sys.stdout, CHAT_BANNER)
+
+    return asyncio.run(with_roost(settings, None, body))
 
 
 def send_args(p: argparse.ArgumentParser) -> None:
@@ -53,23 +71,52 @@ def send_args(p: argparse.ArgumentParser) -> None:
         "web[:<chat>]",
     )
     p.add_argument("--key", help="with --to: an idempotency key (delivered at most once)")
-    p.add_argument("text", nargs="+", help="the message")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="run the turn even when no model is configured (the offline answer)",
+    )
+    p.add_argument("text", nargs="+", help="the message; `-` reads it from stdin")
+
+
+def message_text(words: list[str]) -> str:
+    """The message: the words joined, or all of stdin for a lone `-`."""
+    if words == ["-"]:
+        return sys.stdin.read().rstrip("\n")
+    return " ".join(words)
+
+
+def no_model(r: Roost, text: str, offline: bool) -> bool:
+    """True when `send` has nobody to answer: provider auto found no model server.
+
+    A command needs no model; `--offline` or `provider = "offline"` asks for the
+    offline answer on purpose.
+    """
+    if offline or text.lstrip().startswith("/"):
+        return False
+    return r.settings.llm.provider == "auto" and r.backend.name == "offline"
 
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:
-    """Exit 0 on an answer (or a queued --to message), 1 when the reply is an error."""
+    """Exit 0 on an answer (or a queued --to message), 1 when the reply is an error,
+    78 when no model is configured (a command or `--offline` still runs)."""
     if args.to is not None:
         from bridge.cli.schedule import send_to
 
         return send_to(args, settings)
     from bridge.app.build import with_roost
     from bridge.channels import cli as term
+    from bridge.core.config import config_path
 
-    text = " ".join(args.text)
-    return asyncio.run(
-        with_roost(
-            settings,
-            args.tenant,
-            lambda r: term.send_once(r.core.handle, text, args.chat, sys.stdout),
-        )
-    )
+    text = message_text(args.text)
+    if not text.strip():
+        print("roost send: the message is empty", file=sys.stderr)
+        return 2
+
+    async def body(r: Roost) -> int:
+        if no_model(r, text, args.offline):
+            print(NO_MODEL.format(path=config_path(os.environ)[0]), file=sys.stderr)
+            return EX_CONFIG
+        return await term.send_once(r.core.handle, text, args.chat, sys.stdout)
+
+    return asyncio.run(with_roost(settings, args.tenant, body))

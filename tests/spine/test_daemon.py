@@ -189,30 +189,4 @@ async def test_a_port_in_use_is_a_clear_error(home: Path, fake: FakeOpenAI) -> N
     assert "Traceback" not in err
 
 
-async def test_chat_in_a_terminal_shows_a_streamed_answer_once(
-    home: Path, fake: FakeOpenAI
-) -> None:
-    import pty
-
-    env = {k: v for k, v in env_for(home, fake).items() if not k.startswith("ROOST_LLM__")}
-    main, child = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(
-        *ROOST, "chat", env=env, stdin=child, stdout=child, stderr=child
-    )
-    os.close(child)
-    loop = asyncio.get_running_loop()
-    seen = b""
-
-    async def read_until(marker: bytes, count: int) -> None:
-        nonlocal seen
-        while seen.count(marker) < count:
-            seen += await loop.run_in_executor(None, os.read, main, 4096)
-
-    await asyncio.wait_for(read_until(b"you> ", 1), 30)
-    os.write(main, b"tell me a story\n")  # the offline backend streams its explanation
-    await asyncio.wait_for(read_until(b"you> ", 2), 30)
-    os.write(main, b"/quit\n")
-    await asyncio.wait_for(proc.wait(), 30)
-    os.close(main)
-    assert seen.count(b"No model is configured") == 1
-    assert b"roost chat" in seen  # the banner on a terminal
+# `roost chat` in a terminal (a pty, the line editor, rendering): tests/spine/test_terminal.py
