@@ -49,10 +49,15 @@ def _riff(head: bytes) -> Sniffed | None:
 
 
 def _mp3(head: bytes) -> bool:
-    """An ID3 tag or an MPEG audio frame header (sync bits set, layer not 'reserved')."""
+    """An ID3 tag or an MPEG Layer III frame header (sync bits, a known version,
+    a valid bitrate and sample rate); `FF FE`, a UTF-16 byte order mark, is none."""
     if head.startswith(b"ID3"):  # then the version: 2, 3 or 4 (binary, never text)
         return len(head) > 3 and head[3] in (2, 3, 4)
-    return len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06 != 0
+    if len(head) < 3 or head[0] != 0xFF or head[1] & 0xE0 != 0xE0:
+        return False
+    version, layer = (head[1] >> 3) & 3, (head[1] >> 1) & 3
+    bitrate, rate = head[2] >> 4, (head[2] >> 2) & 3
+    return version != 1 and layer == 1 and bitrate not in (0, 15) and rate != 3
 
 
 def sniff_binary(head: bytes) -> Sniffed | None:

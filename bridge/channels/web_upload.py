@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from aiohttp import BodyPartReader, web
 
@@ -62,9 +63,10 @@ class Pending:
 
 
 def display_name(raw: str | None, fallback: str) -> str:
-    """The client's file name, safe to show: its last path piece, no control
-    characters, at most NAME_MAX characters; `fallback` when nothing is left."""
-    base = re.split(r"[\\/]", raw or "")[-1]
+    """The client's file name, safe to show: percent-escapes decoded (browsers escape
+    `"` and line breaks, aiohttp more), its last path piece, no control characters,
+    at most NAME_MAX characters; `fallback` when nothing is left."""
+    base = re.split(r"[\\/]", unquote(raw or ""))[-1]
     cleaned = "".join(c for c in base if unicodedata.category(c)[0] != "C").strip()
     return cleaned[:NAME_MAX] or fallback
 
