@@ -107,14 +107,18 @@ def recorder(
     return recorded
 
 
+def configure_bob() -> None:
+    """A second tenant with its own web token, in the config file."""
+    Path(os.environ["ROOST_CONFIG"]).write_text(f'[tenants.bob]\nweb_token = "{BOB}"\n')
+
+
 @asynccontextmanager
 async def served(
     home: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None = None, factory: bool = False
 ) -> AsyncIterator[Served]:
     """The web channel over a real roost; `factory`: made by `roost serve`'s own factory
     (no recorder), else made here with the recorder around the core's handle."""
-    config = Path(os.environ["ROOST_CONFIG"])
-    config.write_text(f'[tenants.bob]\nweb_token = "{BOB}"\n')
+    configure_bob()
     async with FakeOpenAI(api_key=KEY, models=["m1"]) as fake:
         for name, value in {
             "ROOST_WEB__PORT": "0",
@@ -277,7 +281,7 @@ async def test_ids_belong_to_the_tenant_that_uploaded(
         assert status == 400 and "send JSON like" in body["error"]
         assert s.inbounds == []
         # the refusal took nothing: the owner can still use it
-        status, reply = await s.chat({"text": "ok", "attachments": [mine["id"]]})
+        status, _ = await s.chat({"text": "ok", "attachments": [mine["id"]]})
         assert status == 200 and s.inbounds[-1].attachments[0].path.endswith(".txt")
 
         async with s.http.post("/api/upload", data=b"{}") as r:

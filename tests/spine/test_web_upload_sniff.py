@@ -134,7 +134,7 @@ async def test_an_upload_no_message_claims_is_deleted_after_an_hour(
 async def test_at_most_so_many_uploads_wait(
     waiting: tuple[aiohttp.ClientSession, WebUploads, Clock],
 ) -> None:
-    http, uploads, clock = waiting
+    http, _, clock = waiting
     for i in range(MAX_PENDING):
         assert (await post(http, f"n{i}"))[0] == 200
     status, body = await post(http, "one more")
