@@ -13,7 +13,7 @@ import os
 import struct
 import wave
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ import pytest
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import web_channel
 from bridge.channels.web import WebChannel
+from bridge.channels.web_turns import ProgressHandle
 from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import DeltaSink, Final, Inbound
@@ -94,10 +95,7 @@ class Served:
             return r.status, dict(await r.json())
 
 
-def recorder(
-    handle: Callable[[Inbound, DeltaSink | None, ProgressSink | None], Awaitable[Final]],
-    seen: list[Inbound],
-) -> Callable[[Inbound, DeltaSink | None, ProgressSink | None], Awaitable[Final]]:
+def recorder(handle: ProgressHandle, seen: list[Inbound]) -> ProgressHandle:
     async def recorded(
         inbound: Inbound, on_delta: DeltaSink | None, on_progress: ProgressSink | None
     ) -> Final:
