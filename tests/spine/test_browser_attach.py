@@ -45,6 +45,10 @@ GIVE = """([how, name, type, b64]) => {
 }"""
 
 
+def read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
 @dataclass
 class AttachPage:
     tab: Any
@@ -129,7 +133,7 @@ async def test_pick_paste_and_drop_files_see_chips_and_send_them(page: AttachPag
         ("photo", "image/png", "pasted image.png"),
         ("document", "text/csv", "table.csv"),
     ]
-    assert Path(inbound.attachments[1].path).read_bytes() == image
+    assert read(inbound.attachments[1].path) == image
     assert sorted(p.suffix for p in page.inbox.iterdir()) == [".csv", ".md", ".png"]
 
 
@@ -163,6 +167,6 @@ async def test_record_a_voice_note_and_send_it(page: AttachPage) -> None:
     (inbound,) = page.inbounds
     (voice,) = inbound.attachments
     assert (voice.kind, voice.mime) == ("voice", "audio/webm")
-    data = Path(voice.path).read_bytes()
+    data = read(voice.path)
     assert data.startswith(b"\x1a\x45\xdf\xa3") and b"webm" in data[:64]
     assert voice.size == len(data) > 1000  # a second of Opus, not an empty container
