@@ -82,7 +82,7 @@ class Spool:
     directory, fsync) are run in a thread by the caller."""
 
     def __init__(self, inbox: Path, ident: str) -> None:
-        inbox.mkdir(parents=True, exist_ok=True)
+        inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = inbox / f".web-{ident}.part"
         self._out = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
