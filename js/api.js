@@ -2,12 +2,13 @@
  * HTTP client for the roost daemon's web API, built on an injected fetch.
  *
  * No DOM. createApi({fetch, getToken}) returns:
- *   streamChat(text, {chat, onDelta, onProgress, signal}) -> Promise<{text, kind, files?, actions?}>
+ *   streamChat(text, {chat, attachments, onDelta, onProgress, signal}) -> Promise<{text, kind, files?, actions?}>
  *       POST /api/chat/stream, read as server-sent events (api_turn.js:
  *       delta* then one final, or error; tool/retry/info progress on the
  *       way); falls back to POST /api/chat when the server has no streaming
  *       route (404/405).
- *   chat(text, {chat, signal})     -> Promise<{text, kind}>   POST /api/chat
+ *   chat(text, {chat, attachments, signal}) -> Promise<{text, kind}>   POST /api/chat
+ *       (`attachments`: upload ids, attach.js)
  *   commands({signal})             -> Promise<body>           GET /api/commands
  *   health({signal})               -> Promise<boolean>        GET /healthz
  *   missed({chat, after, signal})  -> Promise<[{id, key, text, at_ms}]>
@@ -70,8 +71,12 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     }
   }
 
-  async function chat(text, { chat: chatId = "default", signal } = {}) {
-    const res = await request("POST", "/api/chat", { body: { text, chat: chatId }, signal });
+  // `attachments`: ids from POST /api/upload (attach.js); sent only when there are some
+  const chatBody = (text, chatId, attachments) =>
+    attachments?.length ? { text, chat: chatId, attachments } : { text, chat: chatId };
+
+  async function chat(text, { chat: chatId = "default", attachments, signal } = {}) {
+    const res = await request("POST", "/api/chat", { body: chatBody(text, chatId, attachments), signal });
     const body = await json(res);
     if (!body || typeof body.reply !== "string") {
       throw new ApiError("the daemon's reply has no text", { kind: "protocol", status: res.status });
@@ -79,15 +84,15 @@ export function createApi({ fetch: fetchFn, getToken, baseUrl = "" }) {
     return withActions(withFiles({ text: body.reply, kind: replyKind(body.kind) }, body.files), body.actions);
   }
 
-  async function streamChat(text, { chat: chatId = "default", onDelta, onProgress, signal } = {}) {
+  async function streamChat(text, { chat: chatId = "default", attachments, onDelta, onProgress, signal } = {}) {
     const res = await request("POST", "/api/chat/stream", {
-      body: { text, chat: chatId },
+      body: chatBody(text, chatId, attachments),
       accept: "text/event-stream",
       signal,
     });
     if (res.status === 404 || res.status === 405) {
       await discard(res);
-      return chat(text, { chat: chatId, signal });
+      return chat(text, { chat: chatId, attachments, signal });
     }
     if (!res.ok) throw await httpError(res);
     if (!res.body) throw new ApiError("the daemon sent an empty stream", { kind: "protocol", status: res.status });

@@ -9,17 +9,20 @@
  */
 
 import { createApi } from "./api.js";
+import { createAttachments, createUploader, wireAttach } from "./attach.js";
 import { chatIdFromSearch, createChat } from "./chat.js";
 import { loadRenderer } from "./markdown.js";
 import { renderMarkdown } from "./render.js";
 import { createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
 import { createThemeStore, nextTheme, themeLabel } from "./theme.js";
+import { wireRecord } from "./record.js";
 import { createMessagesView } from "./view.js";
 
 const ELEMENT_IDS = [
   "log", "messages", "welcome", "welcome-commands", "earlier", "status", "chats", "new-chat", "theme", "drawer",
   "drawer-close", "drawer-empty", "conversation-list", "readonly", "readonly-text", "back", "token-view",
   "token-form", "token-input", "token-message", "composer", "hints", "send-form", "input", "send", "stop", "examples",
+  "chips", "attach", "file-input", "mic",
 ];
 
 function elements(document) {
@@ -192,13 +195,18 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
     chatId: chatIdFromSearch(win.location.search),
   });
 
+  const files = wireFiles(win, els, tokens, view);
+
   async function sendText(text) {
-    if (!text.trim() || chat.busy) return;
+    if ((!text.trim() && !files.list.items.length) || chat.busy || files.uploading) return;
+    const attachments = await files.upload();
+    if (attachments === null) return; // the reason is in the status line; text and chips stay
     els.input.value = "";
     autosize(win, els.input);
     refreshHints();
-    const sent = await chat.send(text);
-    if (!sent && !els.input.value) els.input.value = text; // give it back
+    const sent = await chat.send(text, attachments);
+    if (sent) files.list.clear();
+    else if (!els.input.value) els.input.value = text; // give it back
     autosize(win, els.input);
   }
 
@@ -216,6 +224,46 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
   });
   const ready = chat.start({ hashToken });
   return { chat, ready, rendererReady };
+}
+
+/** Attached, pasted, dropped and recorded files (attach.js, record.js) and their upload. */
+function wireFiles(win, els, tokens, view) {
+  let draw = () => {};
+  const list = createAttachments({ onChange: (items) => draw(items) });
+  const refused = (why) => view.setStatus(`Not attached: ${why}`, "error");
+  draw = wireAttach(win, els, list, { onRefused: refused });
+  wireRecord(win, els, {
+    onRecorded: (blob, { name }) => {
+      const r = list.add(blob, { name, voice: true });
+      if (!r.ok) refused(r.reason);
+    },
+    onError: (why) => view.setStatus(`Not recorded: ${why}`, "error"),
+  });
+  const uploader = createUploader({ fetch: (url, init) => win.fetch(url, init), getToken: () => tokens.get() });
+  const files = {
+    list,
+    uploading: false,
+    /** The chips as {ids, note} for chat.send, or null when an upload failed. */
+    async upload() {
+      const items = list.items;
+      if (!items.length) return { ids: [], note: "" };
+      files.uploading = true;
+      els.send.disabled = true;
+      try {
+        const ids = await uploader.uploadAll(items, {
+          onEach: (item, i) => view.setStatus(`Uploading ${item.name} (${i + 1} of ${items.length})…`, "busy"),
+        });
+        return { ids, note: items.map((i) => `${i.voice ? "🎙" : "📎"} ${i.name}`).join("\n") };
+      } catch (err) {
+        view.setStatus(`Not sent: ${err.message}`, "error");
+        return null;
+      } finally {
+        files.uploading = false;
+        els.send.disabled = false;
+      }
+    },
+  };
+  return files;
 }
 
 function wireComposer(win, els, chat, { sendText, refreshHints }) {

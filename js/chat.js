@@ -152,25 +152,27 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   }
 
   /**
-   * Run one turn. Resolves to false when nothing was sent (empty, too long,
+   * Run one turn, with the ids of uploaded files (`ids`; `note` names them on the
+   * person's message). Resolves to false when nothing was sent (empty, too long,
    * a turn already running, not signed in, reading a past conversation),
    * true otherwise (even on error: the error is shown inline on the reply).
    */
-  async function send(rawText) {
+  async function send(rawText, { ids = [], note = "" } = {}) {
     const text = typeof rawText === "string" ? rawText.trim() : "";
-    if (!text || busy || !signedIn || history.readOnly) return false;
+    if ((!text && !ids.length) || busy || !signedIn || history.readOnly) return false;
     if (text.length > MAX_INPUT) {
       view.setStatus(`The message is too long (${text.length} > ${MAX_INPUT} characters)`, "error");
       return false;
     }
-    convo.add({ role: "user", text });
-    return runTurn(text);
+    convo.add({ role: "user", text: [text, note].filter(Boolean).join("\n\n") }); // note: the files sent
+    return runTurn(text, ids);
   }
 
-  async function runTurn(text) {
+  async function runTurn(text, attachments = []) {
     const reply = convo.add({ role: "assistant", text: "", status: "pending", tools: [] });
     reply.request = text;
-    await follow(reply, (handlers) => api.streamChat(text, { chat: chatId, ...handlers }));
+    const extra = attachments.length ? { attachments } : {}; // upload ids (attach.js)
+    await follow(reply, (handlers) => api.streamChat(text, { chat: chatId, ...extra, ...handlers }));
     return true;
   }
 

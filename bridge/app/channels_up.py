@@ -123,6 +123,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         local_tenant=settings.local_tenant,
         tenant_tokens=tenant_web_tokens(settings, token),
         detach_grace_s=settings.web.detach_grace_s,
+        inbox=lambda tenant: TenantDirs.of(settings.home, tenant).inbox,
+        attachment_bytes=settings.limits.attachment_bytes,
     )
     stored = settings.home / "web-token"
 

@@ -3,7 +3,8 @@
 Routes: `GET /` (the page), `GET /static/*` (its ES modules; `vendor/*` too),
 `GET /healthz`, and, with `Authorization: Bearer <token>` (`web_gate`: the
 token names the tenant, every route is scoped to it), `GET /api/commands`,
-`POST /api/chat` (`{"text", "chat"?, "quote"?}` -> `{"reply", "kind", "files"?}`),
+`POST /api/chat` (`{"text", "chat"?, "quote"?, "attachments"?}` -> `{"reply", "kind",
+"files"?}`; `attachments`: ids from `POST /api/upload`, `web_upload`),
 the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
 `/api/chat/new`, `GET /api/chat/attach`: `web_turns`), the history
 (`GET /api/history`, `/api/conversations`: `web_history`),
@@ -41,6 +42,7 @@ from bridge.channels.web_history import WebHistory
 from bridge.channels.web_input import ChatRequest, HostAllowList
 from bridge.channels.web_push import WebPush
 from bridge.channels.web_turns import ProgressHandle, WebTurns
+from bridge.channels.web_upload import WebUploads
 from bridge.core.conversations import ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
@@ -92,6 +94,8 @@ class WebChannel:
         local_tenant: str = "local",
         tenant_tokens: Mapping[str, str] | None = None,
         detach_grace_s: float = 30.0,
+        inbox: Callable[[str], Path] | None = None,  # a tenant's TenantDirs.inbox: uploads on
+        attachment_bytes: int = 20 * 1024 * 1024,
     ) -> None:
         self._handle = handle
         self._files = files
@@ -115,6 +119,9 @@ class WebChannel:
             self._gate, handle, running, archive, self._final, SECURITY_HEADERS, detach_grace_s
         )
         self.turns.mount(self.app)
+        if inbox is not None:  # POST /api/upload (bridge.channels.web_upload)
+            self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes)
+            self.turns.uploads.mount(self.app)
         if archive is not None:
             WebHistory(self._gate, archive, running).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
@@ -217,10 +224,13 @@ class WebChannel:
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
+        files = self.turns.attachments(tenant, parsed)
+        if isinstance(files, web.Response):
+            return files
         key = SessionKey(tenant, "web", parsed.chat)
         self.turns.viewers.enter(key)  # a waiting request keeps its turn, as an open stream does
         try:
-            final = await self._handle(self.turns.inbound(tenant, parsed), None, None)
+            final = await self._handle(self.turns.inbound(tenant, parsed, files), None, None)
         finally:
             self.turns.viewers.leave(key)
         body = self._final(final)

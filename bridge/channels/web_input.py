@@ -7,7 +7,7 @@ Pure functions, no aiohttp. `HostAllowList` blocks DNS rebinding: a page on
 operator's `[web] allowed_hosts` are served. `decode_json_object` turns a
 request body into a dict or raises `BodyError` with a reason a person can act
 on: never a RecursionError, a lone surrogate or a non-object; `ChatRequest`
-is the shape a chat body must then have.
+is the shape a chat body must then have (`attachments`: upload ids).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -160,3 +160,7 @@ class ChatRequest(BaseModel):
     text: str
     chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     quote: str = Field("", max_length=MAX_QUOTE)  # the text this message replies to
+    # ids of this tenant's uploads (POST /api/upload, bridge.channels.web_upload)
+    attachments: list[Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]] = Field(
+        default_factory=list, max_length=10
+    )

@@ -30,10 +30,11 @@ from aiohttp import web
 from bridge.channels.web_gate import ChatOnly, WebGate
 from bridge.channels.web_input import ChatRequest
 from bridge.channels.web_push import sse
+from bridge.channels.web_upload import WebUploads, claim_for
 from bridge.core.conversations import ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
-from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.messages import Attachment, DeltaSink, Final, Inbound
 from bridge.types.progress import ModelInfo, Progress, ProgressSink, RetryStep, ToolStep
 
 WATCH_S = 0.5  # how often an open stream checks that its page is still there
@@ -172,6 +173,7 @@ class WebTurns:
         self._archive, self._final, self._headers = archive, final_json, headers
         self.viewers = Viewers(running, grace_s)
         self._clock = clock
+        self.uploads: WebUploads | None = None  # set by the channel when it takes uploads
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post("/api/chat/stream", self.stream)
@@ -179,9 +181,18 @@ class WebTurns:
         app.router.add_post("/api/chat/new", self.new)
         app.router.add_get("/api/chat/attach", self.attach)
 
-    def inbound(self, tenant: str, req: ChatRequest) -> Inbound:
+    def inbound(
+        self, tenant: str, req: ChatRequest, attachments: tuple[Attachment, ...] = ()
+    ) -> Inbound:
         identity = self._gate.identity(tenant)
-        return Inbound("web", identity, req.chat, req.text, uuid.uuid4().hex, quoted=req.quote)
+        msg_id = uuid.uuid4().hex
+        return Inbound(
+            "web", identity, req.chat, req.text, msg_id, quoted=req.quote, attachments=attachments
+        )
+
+    def attachments(self, tenant: str, req: ChatRequest) -> tuple[Attachment, ...] | web.Response:
+        """The body's upload ids as the tenant's `Attachment`s (400 for an unknown one)."""
+        return claim_for(self.uploads, tenant, req.attachments)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         tenant = self._gate.tenant(request)
@@ -190,10 +201,14 @@ class WebTurns:
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
+        files = self.attachments(tenant, parsed)
+        if isinstance(files, web.Response):
+            return files
         out = Out(request, SessionKey(tenant, "web", parsed.chat), self.viewers)
         await out.open(self._headers)
         try:
-            final = await self._handle(self.inbound(tenant, parsed), out.delta, out.progress)
+            inbound = self.inbound(tenant, parsed, files)
+            final = await self._handle(inbound, out.delta, out.progress)
             await out.send("final", self._final(final))
         finally:
             await out.close()

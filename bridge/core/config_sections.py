@@ -99,6 +99,7 @@ class LimitSettings(_Section):
     # token budgets per tenant (in + out, UTC day / month); None: no budget
     daily_tokens: int | None = Field(None, ge=1)
     monthly_tokens: int | None = Field(None, ge=1)
+    attachment_bytes: int = Field(20 * 1024 * 1024, ge=1)  # one file sent with a message
 
 
 class LoadoutSettings(_Section):
