@@ -7,7 +7,9 @@ mono, one frame) with `packet_bytes` of seeded random frame data each - about
 what a 32 kbit/s Telegram voice note carries; pages hold 50 packets (one
 second) and end with the EOS flag, each with its CRC-32 (polynomial
 0x04C11DB7, as Ogg defines it). Nothing here is copied from a recording: the
-bytes are generated in the test, so no fixture file needs an origin.
+bytes are generated in the test, so no fixture file needs an origin. Checked
+with opus-tools 0.2: `opusinfo` accepts the stream and `opusdec` decodes it;
+`read_ogg_opus` reads what `opusenc` writes.
 
 `read_ogg_opus()` parses and checks such a stream (capture pattern, CRC of
 every page, the two header packets) and returns its comments and duration.
