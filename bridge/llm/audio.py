@@ -92,7 +92,8 @@ def audio_server(llm: DefaultLLMSettings, purpose: Purpose) -> AudioServer | Non
             return None
         if not own_key and llm.api_key is not None:  # the same server: the same key
             own_key = llm.api_key.get_secret_value().strip()
-    return AudioServer(purpose, url, own_key or None, table.model, table.timeout_s, table.max_retries)
+    key = own_key or None
+    return AudioServer(purpose, url, key, table.model, table.timeout_s, table.max_retries)
 
 
 def transcription_form(data: bytes, filename: str, mime: str, model: str) -> aiohttp.FormData:

@@ -37,7 +37,21 @@ from tests.fakes.ogg_opus import NotOggOpus, ogg_opus, read_ogg_opus
 
 FORMATS = ("flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "oga", "wav", "webm")
 VOICES = frozenset(
-    "alloy ash ballad coral echo fable onyx nova sage shimmer verse marin cedar".split()
+    {
+        "alloy",
+        "ash",
+        "ballad",
+        "coral",
+        "echo",
+        "fable",
+        "onyx",
+        "nova",
+        "sage",
+        "shimmer",
+        "verse",
+        "marin",
+        "cedar",
+    }
 )
 MAX_UPLOAD = 25 * 1024 * 1024
 

@@ -59,9 +59,7 @@ def _lacing(packet: bytes) -> bytes:
 def _page(packets: list[bytes], granule: int, serial: int, seq: int, flags: int) -> bytes:
     segments = b"".join(_lacing(p) for p in packets)
     assert len(segments) <= 255
-    header = struct.pack(
-        "<4sBBqIIIB", b"OggS", 0, flags, granule, serial, seq, 0, len(segments)
-    )
+    header = struct.pack("<4sBBqIIIB", b"OggS", 0, flags, granule, serial, seq, 0, len(segments))
     page = bytearray(header + segments + b"".join(packets))
     struct.pack_into("<I", page, 22, ogg_crc(bytes(page)))
     return bytes(page)

@@ -116,8 +116,11 @@ def test_servers_default_to_the_chat_backend_only_when_it_speaks_openai() -> Non
     )
     # another server: the chat key is not sent there
     s = load_settings(
-        llm={"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-chat",
-             "speech": {"base_url": "http://tts.local:8000/v1/"}}
+        llm={
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "sk-chat",
+            "speech": {"base_url": "http://tts.local:8000/v1/"},
+        }
     )
     sp = audio_server(s.llm, "speech")
     assert sp is not None and (sp.base_url, sp.api_key) == ("http://tts.local:8000/v1", None)
@@ -131,5 +134,5 @@ def test_servers_default_to_the_chat_backend_only_when_it_speaks_openai() -> Non
 def test_models_tables_take_no_audio_keys() -> None:
     from bridge.core.config import ConfigError
 
-    with pytest.raises(ConfigError, match="models.big.transcribe"):
+    with pytest.raises(ConfigError, match=r"models\.big\.transcribe"):
         load_settings(models={"big": {"model": "x", "transcribe": {"model": "w"}}})
