@@ -16,7 +16,9 @@ core's. In groups each person has their own session (chat id
 "<group>:<user>"). The lifecycle is manual (initialize, start,
 updater.start_polling and the reverse) - never `run_polling`; webhook mode
 mounts a route on the web channel's aiohttp app and checks
-`X-Telegram-Bot-Api-Secret-Token` in constant time.
+`X-Telegram-Bot-Api-Secret-Token` in constant time. A known person's voice
+note or audio file is fetched into their inbox as an attachment and an
+answer may also be spoken (`bridge.channels.telegram_voice`).
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
+from bridge.channels.telegram_voice import InboxFor, Speak, speak_out, voice_attachment
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
-from bridge.types.messages import Answer, Final, Inbound
+from bridge.types.messages import Answer, Attachment, Final, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,8 @@ class TelegramChannel:
         *,
         undelivered: Undelivered | None = None,
         send_failed: SendFailed | None = None,
+        voice_inbox: InboxFor | None = None,
+        speak: Speak | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -128,6 +133,7 @@ class TelegramChannel:
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
+            .base_file_url(file_base_url(settings.api_base_url))
             .concurrent_updates(self._opts.concurrent_updates)
         )
         if self._opts.rate_limiter:
@@ -142,6 +148,8 @@ class TelegramChannel:
             self.sender.failed = send_failed  # every send path: replies, drafts, typing
         self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
         self.undelivered = undelivered
+        self.voice_inbox = voice_inbox  # voice notes in (bridge.channels.telegram_voice)
+        self.speak = speak  # answers spoken
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
@@ -283,17 +291,22 @@ class TelegramChannel:
         private = chat.type == ChatType.PRIVATE
         if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
             return
+        heard = await self._voice(msg, str(user.id))
+        text = msg.text
+        if text is None and heard:  # a voice note's caption, if any, goes with its transcript
+            text = msg.caption or ""
         inbound = Inbound(
             "telegram",
             str(user.id),
             str(chat.id) if private else f"{chat.id}:{user.id}",
-            self._clean(msg.text) if msg.text is not None else "",
+            self._clean(text) if text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
-            has_text=msg.text is not None,
+            has_text=text is not None,
             bot_name=self.app.bot.username,
             quoted=_quoted(msg),
+            attachments=heard,
         )
         reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound)
         try:
@@ -301,6 +314,16 @@ class TelegramChannel:
         except BaseException:
             await reply.abort()
             raise
+
+    async def _voice(self, msg: Message, identity: str) -> tuple[Attachment, ...]:
+        """A voice note or audio file of a known person, fetched within its limits."""
+        if (msg.voice is None and msg.audio is None) or self.voice_inbox is None:
+            return ()
+        gate = self.voice_inbox(identity)
+        if gate is None:
+            return ()
+        att = await voice_attachment(self.app.bot, msg, gate)
+        return (att,) if att is not None else ()
 
     def _addressed(self, msg: Message) -> bool:
         bot = self.app.bot
@@ -330,6 +353,11 @@ class TelegramChannel:
         log.warning("telegram: polling failed (%s: %s); retrying", type(exc).__name__, exc)
 
 
+def file_base_url(api_base_url: str) -> str:
+    """Where the Bot API server serves files: `.../bot` -> `.../file/bot`."""
+    return api_base_url[: -len("bot")] + "file/bot"
+
+
 class TelegramReply:
     """One message's answer in one chat: typing, streamed drafts, the final text
     (handed to the outbox, key `reply:<msg_id>`, when it fails after the retries)."""
@@ -341,6 +369,7 @@ class TelegramReply:
         self._bot = channel.app.bot
         self._inbound = inbound
         self._undelivered = channel.undelivered
+        self._speak = channel.speak
         self._timing = channel.timing
         self._stream = StreamingReply(channel.sender, chat_id, reply_to, self._timing)
 
@@ -369,6 +398,8 @@ class TelegramReply:
             )
         if final.files:  # documents after the text (bridge.channels.telegram_files)
             await send_files(self._sender, self._chat, final.files)
+        if self._speak is not None and final.kind == "answer" and final.text.strip():
+            await speak_out(self._sender, self._chat, self._speak, self._inbound, final.text)
 
     async def _keep(self, text: str) -> bool:
         """Hand an undelivered final reply to the outbox (retried later), if wired."""
