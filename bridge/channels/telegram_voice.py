@@ -31,7 +31,7 @@ from telegram.error import TelegramError
 
 from bridge.channels.telegram_render import Rendered
 from bridge.channels.telegram_send import DeliveryError, Sender
-from bridge.types.messages import Attachment, Inbound
+from bridge.types.messages import Attachment, AttachmentKind, Inbound
 
 log = logging.getLogger(__name__)
 DOWNLOAD_LIMIT = 20 * 1024 * 1024  # what getFile lets a bot download
@@ -79,7 +79,7 @@ async def voice_attachment(bot: Bot, msg: Message, gate: VoiceGate) -> Attachmen
     media = msg.voice or msg.audio
     if media is None:
         return None
-    kind = "voice" if msg.voice is not None else "audio"
+    kind: AttachmentKind = "voice" if msg.voice is not None else "audio"
     mime = media.mime_type or ("audio/ogg" if kind == "voice" else "")
     name = getattr(media, "file_name", None) or ""
     att = Attachment(kind, "", mime, name, media.file_size or 0, _seconds(media.duration))

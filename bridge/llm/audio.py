@@ -220,11 +220,11 @@ class AudioClient:
     ) -> tuple[str, bytes]:
         s = self.server
         headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
-        kw: dict[str, object] = {"json": body} if isinstance(body, dict) else {"data": body}
+        as_json, form = (body, None) if isinstance(body, dict) else (None, body)
         timeout = aiohttp.ClientTimeout(total=s.timeout_s)
         try:
             async with self._client().post(
-                s.base_url + path, headers=headers, timeout=timeout, **kw
+                s.base_url + path, headers=headers, timeout=timeout, json=as_json, data=form
             ) as resp:
                 status = resp.status
                 if status == 429 or status >= 500:
