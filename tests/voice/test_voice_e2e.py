@@ -154,3 +154,28 @@ async def test_quote_mode_and_keep_audio(home: Path) -> None:
         (kept,) = v.roost.tenant_dirs("alice").inbox.iterdir()
         assert kept.read_bytes() == note and kept.name.startswith("voice-")
         assert kept.stat().st_mode & 0o777 == 0o600
+
+
+async def test_the_daemon_wires_voice_into_its_telegram_channel(home: Path) -> None:
+    from bridge.app.build import build
+    from bridge.app.channels_up import telegram_channel
+    from bridge.core.config import load_settings
+    from tests.telegram.conftest import TOKEN
+
+    settings = load_settings(
+        home=home,
+        telegram={"token": TOKEN, "api_base_url": "http://127.0.0.1:9/bot"},
+        tenants={"alice": {"telegram_ids": [ALICE]}},
+    )
+    roost = await build(settings)
+    try:
+        channel = telegram_channel(settings, roost, {}).channel
+        assert channel.voice_inbox is not None and channel.speak is not None  # type: ignore[attr-defined]
+        gate = roost.voice.inbox_for(str(ALICE))
+        assert gate is not None and gate.inbox == roost.tenant_dirs("alice").inbox
+        assert not gate.download  # no transcription server configured: nothing is fetched
+        assert roost.voice.inbox_for("999") is None
+        assert channel.app.bot.base_file_url.startswith("http://127.0.0.1:9/file/bot")  # type: ignore[attr-defined]
+        assert "voice" in {c["name"] for c in roost.command_list()}
+    finally:
+        await roost.aclose()
