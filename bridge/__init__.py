@@ -5,7 +5,7 @@
     app           the composition root: build, home, serve
     channels, llm adapters: chat platforms and model servers
     capabilities  audit, corrections, grading, loadout, memory, personal_tools, prompt,
-                  screening, skills, style
+                  screening, senses, skills, style
     core          config, tenants, access, pairing, routing, commands, turn, sessions
     types         messages, backend/tool interfaces, audit sink (import nothing)
 """

@@ -25,6 +25,7 @@ from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
+from bridge.app.voice import Voice
 from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.budgets import UsageMeter, budgets_of
@@ -74,6 +75,7 @@ class Roost:
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
     compactor: Compactor  # summaries of long conversations (background tasks)
     judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
+    voice: Voice  # voice notes in, spoken answers out ([llm.transcribe], [llm.speech])
     closers: tuple[Closer, ...]
     # a channel that can be down registers its /status line here ("telegram: reconnecting…")
     channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
@@ -185,7 +187,9 @@ async def build(
         settings, db, audit, runner, clock, tool_sources, schedule, models=models, judge=judge
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
-    sets = caps.command_sets + model_commands(models, meter, db, audit, clock)
+    voice = Voice(settings, resolver, db, audit)
+    closers.append(voice.aclose)
+    sets = caps.command_sets + model_commands(models, meter, db, audit, clock) + (voice.commands,)
     caps = dataclasses.replace(caps, command_sets=sets)
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
@@ -226,6 +230,7 @@ async def build(
         metrics=metrics,
         compactor=compactor,
         judge=judge,
+        voice=voice,
         closers=tuple(closers),
         channel_lines=channel_lines,
     )

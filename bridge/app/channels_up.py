@@ -148,11 +148,13 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     telegram = TelegramChannel(
         settings.telegram,
-        roost.core.answer,
+        roost.voice.front(roost.core.answer),  # voice notes transcribed first
         roost.command_list,
         TelegramOptions(),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
+        voice_inbox=roost.voice.inbox_for,
+        speak=roost.voice.speak,
     )
     if webhook:
         web = made["web"].channel

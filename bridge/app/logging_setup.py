@@ -55,6 +55,8 @@ def secret_values(settings: Settings) -> list[str]:
         settings.telegram.token,
         settings.telegram.webhook_secret,
         settings.llm.api_key,
+        settings.llm.transcribe.api_key,
+        settings.llm.speech.api_key,
         settings.web.token,
     ]
     for rule in settings.tenants.values():  # external MCP servers' env and headers

@@ -313,6 +313,19 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "channel": CHANNEL,
         "chat": CHAT,
     },
+    "voice.transcribed": {
+        "kind": enum("voice", "audio"),
+        "bytes": INT,
+        "duration_s": INT,
+        "outcome": enum("ok", "too_large", "not_configured", "unsupported", "failed", "empty"),
+    },
+    "voice.spoken": {
+        "chars": INT,
+        "bytes": INT,
+        "outcome": enum("ok", "failed"),
+        "channel": CHANNEL,
+    },
+    "voice.changed": {"on": BOOL, "channel": CHANNEL, "chat": CHAT},
     "tool.created": {
         "name": TOOL,
         "hash": HASH,

@@ -18,7 +18,9 @@ updater.start_polling and the reverse) - never `run_polling` - and kept
 in the background by `bridge.channels.telegram_connect` (a Telegram that
 is down never stops the daemon; `status_line()` says how it is); webhook mode
 mounts a route on the web channel's aiohttp app and checks
-`X-Telegram-Bot-Api-Secret-Token` in constant time.
+`X-Telegram-Bot-Api-Secret-Token` in constant time. A known person's voice
+note or audio file is fetched into their inbox as an attachment and an
+answer may also be spoken (`bridge.channels.telegram_voice`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from aiohttp import web
-from telegram import BotCommand, Update
+from telegram import BotCommand, Message, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
@@ -49,10 +51,11 @@ from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_reply import TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
+from bridge.channels.telegram_voice import InboxFor, Speak, voice_attachment
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
-from bridge.types.messages import Answer, Inbound
+from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +93,8 @@ class TelegramChannel:
         *,
         undelivered: Undelivered | None = None,
         send_failed: SendFailed | None = None,
+        voice_inbox: InboxFor | None = None,
+        speak: Speak | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -107,6 +112,7 @@ class TelegramChannel:
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
+            .base_file_url(file_base_url(settings.api_base_url))
             .concurrent_updates(self._opts.concurrent_updates)
         )
         if self._opts.rate_limiter:
@@ -125,6 +131,8 @@ class TelegramChannel:
             self.sender.failed = send_failed  # every send path: replies, drafts, typing
         self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
         self.undelivered = undelivered
+        self.voice_inbox = voice_inbox  # voice notes in (bridge.channels.telegram_voice)
+        self.speak = speak  # answers spoken
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
@@ -245,7 +253,14 @@ class TelegramChannel:
                 self.allowed_groups,
                 self._answer,
                 lambda inbound, chat_id: TelegramReply(
-                    self.sender, self.timing, self.undelivered, chat_id, None, inbound, self.app.bot
+                    self.sender,
+                    self.timing,
+                    self.undelivered,
+                    chat_id,
+                    None,
+                    inbound,
+                    self.app.bot,
+                    self.speak,
                 ),
             )
             return
@@ -265,21 +280,33 @@ class TelegramChannel:
             or not addressed(msg, self.app.bot.id, self.app.bot.username)
         ):
             return
+        heard = await self._voice(msg, str(user.id))
+        text = msg.text
+        if text is None and heard:  # a voice note's caption, if any, goes with its transcript
+            text = msg.caption or ""
         inbound = Inbound(
             "telegram",
             str(user.id),
             str(chat.id) if private else f"{chat.id}:{user.id}",
-            without_mention(msg.text, self.app.bot.username) if msg.text is not None else "",
+            without_mention(text, self.app.bot.username) if text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
-            has_text=msg.text is not None,
+            has_text=text is not None,
             bot_name=self.app.bot.username,
             quoted=quoted(msg),
+            attachments=heard,
         )
         reply_to = None if private else msg.message_id
         reply = TelegramReply(
-            self.sender, self.timing, self.undelivered, chat.id, reply_to, inbound, self.app.bot
+            self.sender,
+            self.timing,
+            self.undelivered,
+            chat.id,
+            reply_to,
+            inbound,
+            self.app.bot,
+            self.speak,
         )
         try:
             await self._answer(inbound, reply)
@@ -287,5 +314,20 @@ class TelegramChannel:
             await reply.abort()
             raise
 
+    async def _voice(self, msg: Message, identity: str) -> tuple[Attachment, ...]:
+        """A voice note or audio file of a known person, fetched within its limits."""
+        if (msg.voice is None and msg.audio is None) or self.voice_inbox is None:
+            return ()
+        gate = self.voice_inbox(identity)
+        if gate is None:
+            return ()
+        att = await voice_attachment(self.app.bot, msg, gate)
+        return (att,) if att is not None else ()
+
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handler failed", exc_info=context.error)
+
+
+def file_base_url(api_base_url: str) -> str:
+    """Where the Bot API server serves files: `.../bot` -> `.../file/bot`."""
+    return api_base_url[: -len("bot")] + "file/bot"

@@ -20,6 +20,7 @@ from bridge.channels.telegram_actions import attach
 from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_send import DeliveryError, Sender
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
+from bridge.channels.telegram_voice import Speak, speak_out
 from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger("bridge.channels.telegram")
@@ -42,9 +43,11 @@ class TelegramReply:
         reply_to: int | None,
         inbound: Inbound,
         bot: Bot | None = None,
+        speak: Speak | None = None,
     ) -> None:
         self._sender, self._chat, self._msg_id = sender, chat_id, inbound.msg_id
         self._bot = bot  # puts a reply's one-tap actions on its last message
+        self._speak = speak  # the answer spoken too (bridge.channels.telegram_voice)
         self._inbound = inbound
         self._undelivered = undelivered
         self._timing = timing
@@ -78,6 +81,8 @@ class TelegramReply:
             )
         if final.files:  # documents after the text (bridge.channels.telegram_files)
             await send_files(self._sender, self._chat, final.files)
+        if self._speak is not None and final.kind == "answer" and final.text.strip():
+            await speak_out(self._sender, self._chat, self._speak, self._inbound, final.text)
 
     async def _keep(self, text: str) -> bool:
         """Hand an undelivered final reply to the outbox (retried later), if wired."""

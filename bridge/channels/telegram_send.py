@@ -191,6 +191,16 @@ class Sender:
             raise Rejected(str(exc)) from exc
         return int(message.message_id)
 
+    async def voice(self, chat_id: int, data: bytes) -> int:
+        """Upload OGG/Opus audio as a voice message (sendVoice); returns the message id."""
+        try:
+            message = await self._retrying(
+                chat_id, lambda: self._bot.send_voice(chat_id, data, filename="answer.ogg")
+            )
+        except BadRequest as exc:
+            raise Rejected(str(exc)) from exc
+        return int(message.message_id)
+
     async def delete(self, chat_id: int, message_id: int) -> None:
         try:
             await self._retrying(chat_id, lambda: self._bot.delete_message(chat_id, message_id))

@@ -32,6 +32,7 @@ from pydantic_settings import (
 from bridge.core.config_sections import (
     DEFAULT_MODEL,
     MODEL_NAME,
+    DefaultLLMSettings,
     ForgeSettings,
     GradingSettings,
     LimitSettings,
@@ -70,7 +71,7 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"  # json: one object per line (ROOST_LOG_FORMAT)
     audit_hmac_key_file: Path | None = None
-    llm: LLMSettings = Field(default_factory=LLMSettings)
+    llm: DefaultLLMSettings = Field(default_factory=DefaultLLMSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)

@@ -43,6 +43,51 @@ class LLMSettings(_Section):
         return v.rstrip("/")
 
 
+class _AudioServer(_Section):
+    """An OpenAI-compatible audio endpoint; base_url and api_key default to [llm]'s
+    server and key when [llm] is an OpenAI-compatible backend (bridge/llm/audio.py)."""
+
+    enabled: bool = True
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(60.0, gt=0, le=600)
+    max_retries: int = Field(2, ge=0, le=10)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
+class TranscribeSettings(_AudioServer):
+    """`[llm.transcribe]`: voice notes in, `POST {base_url}/audio/transcriptions`."""
+
+    model: str = "whisper-1"
+    max_seconds: int = Field(300, ge=1, le=4 * 3600)  # checked before anything is downloaded
+    max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=25 * 1024 * 1024)
+    show: Literal["line", "quote", "off"] = "line"  # how the person sees what was heard
+    keep_audio: bool = False  # keep the file in the inbox after transcription
+
+
+class SpeechSettings(_AudioServer):
+    """`[llm.speech]`: answers spoken, `POST {base_url}/audio/speech` (OGG/Opus)."""
+
+    model: str = "tts-1"
+    voice: str = "alloy"
+    max_chars: int = Field(1500, ge=50, le=4096)  # the endpoint takes at most 4096
+
+
+class DefaultLLMSettings(LLMSettings):
+    """`[llm]`, the default model, plus the audio endpoints (not part of a [models.X])."""
+
+    transcribe: TranscribeSettings = Field(default_factory=TranscribeSettings)
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)
+
+
 HOST_ENTRY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(:\d{1,5})?$")
 
 
@@ -77,6 +122,7 @@ class TelegramSettings(_Section):
     allowed_groups: list[int] = Field(default_factory=list)
     audience: str | None = None
     start_attempts: int = Field(5, ge=1, le=20)  # unused: Telegram retries in the background
+    reply_voice_to_voice: bool = False  # a voice note's answer is spoken too ([llm.speech])
 
     @field_validator("api_base_url")
     @classmethod

@@ -124,6 +124,10 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "correction.replaced",
             "memory.consolidated",  # tests/corrections/test_consolidation_e2e.py
             "outcome.judged",  # needs the judge on: tests/grading/test_judge_flow.py
+            # need the fake Bot API and audio servers: tests/voice/test_voice_e2e.py
+            "voice.transcribed",
+            "voice.spoken",
+            "voice.changed",
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -29,7 +29,9 @@ asked for), `Status` (an OpenAI-style JSON error, optional `Retry-After`),
 `cut_after=N` to drop the connection after N chunks. With `api_key` set,
 requests need `Authorization: Bearer <key>` (401 otherwise); with `models`
 set, other model names get 404. `fake.requests` holds every JSON body
-received, `fake.request_headers` the matching headers.
+received, `fake.request_headers` the matching headers. `fake.audio` serves
+`/v1/audio/transcriptions` and `/v1/audio/speech`
+(tests/fakes/fake_openai_audio.py).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.fake_openai_audio import FakeAudio
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self._script: deque[Response] = deque()
+        self.audio = FakeAudio(self)  # /v1/audio/*
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -208,6 +213,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        self.audio.mount(app)
         self._runner = web.AppRunner(
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
         )
@@ -253,22 +259,26 @@ class FakeOpenAI:
         response = self._script.popleft() if self._script else self.responder(body)
         return await self._respond(request, body, response)
 
-    async def _respond(
-        self, request: web.Request, body: dict[str, Any], response: Response
-    ) -> web.StreamResponse:
-        if isinstance(response, Status):
-            headers = {}
-            if response.retry_after is not None:
-                headers["Retry-After"] = str(response.retry_after)
-            message = response.message or f"fake error {response.status}"
-            return web.json_response(
-                _error(response.status, message), status=response.status, headers=headers
-            )
+    def _respond_failure(self, response: Status | Garbage) -> web.Response:
+        """A scripted `Status` or `Garbage` as a plain (non-streamed) response."""
         if isinstance(response, Garbage):
             raw = response.body.encode() if isinstance(response.body, str) else response.body
             return web.Response(
                 body=raw, status=response.status, headers={"Content-Type": response.content_type}
             )
+        headers = {}
+        if response.retry_after is not None:
+            headers["Retry-After"] = str(response.retry_after)
+        message = response.message or f"fake error {response.status}"
+        return web.json_response(
+            _error(response.status, message), status=response.status, headers=headers
+        )
+
+    async def _respond(
+        self, request: web.Request, body: dict[str, Any], response: Response
+    ) -> web.StreamResponse:
+        if isinstance(response, Status | Garbage):
+            return self._respond_failure(response)
         if isinstance(response, Hang):
             return await self._hang(request, body, response)
         if isinstance(response, Json):

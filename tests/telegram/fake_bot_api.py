@@ -13,7 +13,11 @@ keyboard, from sendMessage or editMessageReplyMarkup), and sendDocument as a
 multipart/form-data upload (the file lands in `fake.documents`); like the
 real server (its nginx front), an upload over the bots' 50 MB limit is
 answered 413 "Request Entity Too Large" as an HTML page, before any of the
-body is read. Like Telegram, it rejects texts
+body is read. Voice: `push_voice` delivers a voice note or audio file whose
+bytes `getFile` describes (400 "file is too big" over the bots' 20 MB
+download limit) and `GET /file/bot{token}/{file_path}` serves; `sendVoice`
+takes a multipart upload that must be OGG/Opus (checked by parsing it,
+tests/fakes/ogg_opus.py; lands in `fake.voices`). Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
 entities outside the text, splitting a surrogate pair or nesting against
@@ -45,6 +49,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.ogg_opus import NotOggOpus, read_ogg_opus
 from tests.telegram.entity_rules import problem as entity_problem
 
 JSON_KEYS = frozenset(
@@ -62,6 +67,7 @@ INT_KEYS = frozenset({"offset", "limit", "timeout", "message_id", "max_connectio
 BOT_ID = 4242
 BOT_USERNAME = "roost_test_bot"
 UPLOAD_LIMIT = 50 * 1024 * 1024  # "Bots can currently send files of any type of up to 50 MB"
+DOWNLOAD_LIMIT = 20 * 1024 * 1024  # getFile: "files of up to 20MB in size"
 TOO_LARGE = (
     "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n"
     "<center><h1>413 Request Entity Too Large</h1></center>\r\n</body>\r\n</html>\r\n"
@@ -150,6 +156,8 @@ class FakeBotAPI:
         self.updates: list[dict[str, Any]] = []
         self.messages: dict[tuple[int, int], Sent] = {}
         self.documents: list[Document] = []  # sendDocument uploads, in order
+        self.voices: list[Document] = []  # sendVoice uploads, in order
+        self.files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes)
         self.sent_count: dict[int, int] = defaultdict(int)  # sendMessage successes per chat
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
@@ -165,6 +173,7 @@ class FakeBotAPI:
         self.port = port  # 0: any free port
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        self.app.router.add_get("/file/bot{token}/{path:.+}", self._download)
 
     @property
     def base_url(self) -> str:
@@ -272,6 +281,48 @@ class FakeBotAPI:
             }
         msg.update(extra or {})
         return msg
+
+    def add_file(self, data: bytes, folder: str = "voice") -> str:
+        """Store a file the way Telegram holds one; returns its file_id."""
+        n = len(self.files) + 1
+        file_id = f"file-{n}-{len(data)}"
+        self.files[file_id] = (f"{folder}/file_{n}.oga", data)
+        return file_id
+
+    def push_voice(
+        self,
+        user_id: int,
+        data: bytes,
+        *,
+        duration: int,
+        kind: str = "voice",
+        mime: str = "audio/ogg",
+        file_size: int | None = None,
+        caption: str | None = None,
+        file_name: str | None = None,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        reply_to_bot: bool = False,
+    ) -> int:
+        """A voice note (`kind="voice"`) or audio file (`"audio"`) with these bytes;
+        `file_size` is what the message claims (default: the real size)."""
+        file_id = self.add_file(data, "voice" if kind == "voice" else "music")
+        media: dict[str, Any] = {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "duration": duration,
+            "mime_type": mime,
+            "file_size": len(data) if file_size is None else file_size,
+        }
+        if file_name is not None:
+            media["file_name"] = file_name
+        extra: dict[str, Any] = {kind: media}
+        if caption is not None:
+            extra["caption"] = caption
+        msg = self.message(
+            user_id, None, chat_id=chat_id, chat_type=chat_type, reply_to_bot=reply_to_bot
+        )
+        return self.push({"message": {**msg, **extra}})
 
     def push_callback(
         self,
@@ -472,6 +523,59 @@ class FakeBotAPI:
                 "file_size": len(upload.data),
             },
         }
+
+    async def _m_getFile(self, p: dict[str, Any]) -> dict[str, Any]:
+        held = self.files.get(str(p.get("file_id", "")))
+        if held is None:
+            raise ApiError(Failure(400, "Bad Request: invalid file_id"))
+        path, data = held
+        if len(data) > DOWNLOAD_LIMIT:
+            raise ApiError(Failure(400, "Bad Request: file is too big"))
+        file_id = str(p["file_id"])
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_size": len(data),
+            "file_path": path,
+        }
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        self.calls.append(Call("download", {"path": request.match_info["path"]}, time.monotonic()))
+        for path, data in self.files.values():
+            if path == request.match_info["path"] and len(data) <= DOWNLOAD_LIMIT:
+                return web.Response(body=data, content_type="application/octet-stream")
+        return web.Response(status=404, text="Not Found")
+
+    async def _m_sendVoice(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = int(p["chat_id"])
+        upload = p.get("voice")
+        if not isinstance(upload, Upload) or not upload.data:
+            raise ApiError(Failure(400, "Bad Request: file must be non-empty"))
+        try:
+            info = read_ogg_opus(upload.data)
+        except (NotOggOpus, UnicodeDecodeError, ValueError):
+            raise ApiError(Failure(400, "Bad Request: voice must be OGG/Opus")) from None
+        self._next_message[chat_id] += 1
+        message_id = self._next_message[chat_id]
+        self.voices.append(Document(chat_id, message_id, upload, str(p.get("caption", ""))))
+        return {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "roost"},
+            "voice": {
+                "file_id": f"voice-{message_id}",
+                "file_unique_id": f"uv-{message_id}",
+                "duration": round(info.duration_s),
+                "mime_type": "audio/ogg",
+                "file_size": len(upload.data),
+            },
+        }
+
+    def voices_to(self, chat_id: int) -> list[Document]:
+        return [v for v in self.voices if v.chat_id == chat_id]
 
     def documents_to(self, chat_id: int) -> list[Document]:
         return [d for d in self.documents if d.chat_id == chat_id]
