@@ -25,7 +25,13 @@ from bridge.app.home import open_chain, prepare_home
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
-from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
+from bridge.app.wiring import (
+    build_access,
+    build_capabilities,
+    build_core,
+    build_senses,
+    model_commands,
+)
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
@@ -41,6 +47,7 @@ from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
+from bridge.senses.pipeline import SensePipeline
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
@@ -74,6 +81,7 @@ class Roost:
     metrics: Metrics  # counted from the audit events; `/metrics` renders it
     compactor: Compactor  # summaries of long conversations (background tasks)
     judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
+    senses: SensePipeline  # attachments in, files from outputs/ out, the inbox sweep
     closers: tuple[Closer, ...]
 
     def maintain(self) -> int:
@@ -187,6 +195,7 @@ async def build(
     caps = dataclasses.replace(caps, command_sets=sets)
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
+    senses = build_senses(settings, models)
     core = build_core(
         settings,
         backend,
@@ -199,6 +208,7 @@ async def build(
         models,
         meter,
         compactor,
+        senses,
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
@@ -222,6 +232,7 @@ async def build(
         metrics=metrics,
         compactor=compactor,
         judge=judge,
+        senses=senses,
         closers=tuple(closers),
     )
 
