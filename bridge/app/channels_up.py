@@ -16,6 +16,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -142,7 +143,12 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.channels.telegram import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram_files_in import FilesIn, file_base_url
     from bridge.channels.web import WebChannel
+
+    def inbox_of(inbound: Inbound) -> Path | None:  # only a known person's files are fetched
+        tenant = roost.resolver.resolve(inbound)
+        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
 
     telegram = TelegramChannel(
         settings.telegram,
@@ -151,6 +157,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
+        files_in=FilesIn(
+            inbox_of,
+            lambda: roost.senses.limits.attachment_bytes,
+            file_base_url(settings.telegram.api_base_url),
+        ),
     )
     if webhook:
         web = made["web"].channel

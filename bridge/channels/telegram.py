@@ -9,7 +9,8 @@ person (automatic forwards from a linked channel, sender 777000,
 allowed groups only messages that mention the bot, reply to it or use
 `/cmd@botname` are read. Everything else becomes an `Inbound` carrying the
 bot's username (`bot_name`), whether the chat is private, whether the
-message has text and the text it replies to (`quoted`: Telegram's partial
+message has text (a caption counts; photos and documents are fetched by
+`telegram_files_in`) and the text it replies to (`quoted`: Telegram's partial
 `quote`, else the replied-to text or caption); who may talk, `/pair`, the
 one-time refusal, commands for another bot and the per-chat order are the
 core's. In groups each person has their own session (chat id
@@ -41,6 +42,7 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, Contex
 from bridge.channels import ChannelStartError
 from bridge.channels.telegram_actions import attach, pressed
 from bridge.channels.telegram_files import send_files
+from bridge.channels.telegram_files_in import FilesIn, file_base_url
 from bridge.channels.telegram_outbox import OutboxSender
 from bridge.channels.telegram_send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamingReply, StreamTiming, Typing
@@ -111,6 +113,7 @@ class TelegramChannel:
         *,
         undelivered: Undelivered | None = None,
         send_failed: SendFailed | None = None,
+        files_in: FilesIn | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -128,6 +131,7 @@ class TelegramChannel:
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
+            .base_file_url(file_base_url(settings.api_base_url))
             .concurrent_updates(self._opts.concurrent_updates)
         )
         if self._opts.rate_limiter:
@@ -142,6 +146,7 @@ class TelegramChannel:
             self.sender.failed = send_failed  # every send path: replies, drafts, typing
         self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
         self.undelivered = undelivered
+        self.files_in = files_in  # photos and documents in (None: text only)
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
@@ -283,11 +288,12 @@ class TelegramChannel:
         private = chat.type == ChatType.PRIVATE
         if not private and (chat.id not in self.allowed_groups or not self._addressed(msg)):
             return
+        text = msg.text if msg.text is not None else msg.caption
         inbound = Inbound(
             "telegram",
             str(user.id),
             str(chat.id) if private else f"{chat.id}:{user.id}",
-            self._clean(msg.text) if msg.text is not None else "",
+            self._clean(text) if text is not None else "",
             str(msg.message_id),
             is_private=private,
             display_name=user.first_name or "",
@@ -295,6 +301,8 @@ class TelegramChannel:
             bot_name=self.app.bot.username,
             quoted=_quoted(msg),
         )
+        if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
+            inbound = await self.files_in.receive(self.app.bot, msg, inbound)
         reply = TelegramReply(self, chat.id, None if private else msg.message_id, inbound)
         try:
             await self._answer(inbound, reply)
@@ -308,7 +316,9 @@ class TelegramChannel:
         replied = msg.reply_to_message
         if replied is not None and replied.from_user and replied.from_user.id == bot.id:
             return True
-        for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
+        kinds: list[str | None] = ["mention", "text_mention", "bot_command"]
+        found = msg.parse_entities(kinds) if msg.text else msg.parse_caption_entities(kinds)
+        for entity, value in found.items():
             if entity.type == "mention" and value.lower() == me:
                 return True
             if entity.type == "text_mention" and entity.user and entity.user.id == bot.id:

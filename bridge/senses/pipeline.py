@@ -58,6 +58,10 @@ class SensePipeline:
         """Handle attachments of `kind` with `handler` (one line per kind)."""
         self._handlers[kind] = handler
 
+    @property
+    def limits(self) -> SenseLimits:
+        return self._limits
+
     def set_limits(self, limits: SenseLimits) -> None:
         """Reloaded limits, from the next message on."""
         self._limits = limits
