@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost
@@ -26,6 +26,9 @@ from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
+
+if TYPE_CHECKING:
+    from bridge.channels.telegram_files_in import FilesIn
 
 
 def web_token(settings: Settings) -> tuple[str, bool]:
@@ -143,12 +146,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.channels.telegram import TelegramChannel, TelegramOptions
-    from bridge.channels.telegram_files_in import FilesIn, file_base_url
     from bridge.channels.web import WebChannel
-
-    def inbox_of(inbound: Inbound) -> Path | None:  # only a known person's files are fetched
-        tenant = roost.resolver.resolve(inbound)
-        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
 
     telegram = TelegramChannel(
         settings.telegram,
@@ -157,11 +155,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         TelegramOptions(bootstrap_attempts=settings.telegram.start_attempts),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
-        files_in=FilesIn(
-            inbox_of,
-            lambda: roost.senses.limits.attachment_bytes,
-            file_base_url(settings.telegram.api_base_url),
-        ),
+        files_in=telegram_files_in(settings, roost),
     )
     if webhook:
         web = made["web"].channel
@@ -176,6 +170,21 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     live = (OnReload.of(("telegram.allowed_groups",), groups),)
     return Launched(telegram, announce, deliver=telegram.deliver, live=live)
+
+
+def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
+    """Photos and documents from Telegram: a known person's go into their tenant's inbox."""
+    from bridge.channels.telegram_files_in import FilesIn, file_base_url
+
+    def inbox_of(inbound: Inbound) -> Path | None:
+        tenant = roost.resolver.resolve(inbound)
+        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
+
+    return FilesIn(
+        inbox_of,
+        lambda: roost.senses.limits.attachment_bytes,
+        file_base_url(settings.telegram.api_base_url),
+    )
 
 
 def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:

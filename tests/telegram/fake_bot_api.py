@@ -13,7 +13,8 @@ keyboard, from sendMessage or editMessageReplyMarkup), and sendDocument as a
 multipart/form-data upload (the file lands in `fake.documents`); like the
 real server (its nginx front), an upload over the bots' 50 MB limit is
 answered 413 "Request Entity Too Large" as an HTML page, before any of the
-body is read. Like Telegram, it rejects texts
+body is read. Files a person sends, getFile, file downloads and sendPhoto
+live in `fake.files` (tests/telegram/fake_files.py). Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
 entities outside the text or splitting
@@ -43,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.telegram.fake_files import FakeFiles
 
 JSON_KEYS = frozenset(
     {
@@ -162,6 +165,8 @@ class FakeBotAPI:
         self.port = 0
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        self.files = FakeFiles(self)  # photos/documents in, getFile, downloads, sendPhoto
+        self.app.router.add_get("/file/bot{token}/{path:.+}", self.files.download)
 
     @property
     def base_url(self) -> str:
@@ -352,7 +357,7 @@ class FakeBotAPI:
         queued = self._failures.get(method)
         if queued:
             return _error(queued.popleft())
-        handler = getattr(self, f"_m_{method}", None)
+        handler = getattr(self, f"_m_{method}", None) or self.files.handler(method)
         if handler is None:
             return _error(Failure(404, "Not Found: method not found"))
         try:
@@ -469,6 +474,10 @@ class FakeBotAPI:
                 "file_size": len(upload.data),
             },
         }
+
+    def next_message_id(self, chat_id: int) -> int:
+        self._next_message[chat_id] += 1
+        return self._next_message[chat_id]
 
     def documents_to(self, chat_id: int) -> list[Document]:
         return [d for d in self.documents if d.chat_id == chat_id]
