@@ -3,7 +3,8 @@
 `read_bytes(att, ctx)` opens `att.path` only when it lies directly under
 the tenant's inbox (`TenantDirs.inbox`), with `O_NOFOLLOW`, as a regular
 file with one link, and reads at most `[limits] attachment_bytes` (checked
-by `fstat` before reading and by the count while reading). Anything else is
+by `fstat` before reading and by the count while reading; a platform's own
+download limit, Telegram's 20 MB, when that is smaller). Anything else is
 a `Refused` with a reason fit to show the person.
 """
 
@@ -15,6 +16,14 @@ from pathlib import Path
 
 from bridge.senses.handlers import SenseContext, megabytes, shown_name
 from bridge.types.messages import Attachment
+
+PLATFORM_BYTES = {"telegram": 20_000_000}  # what a bot may fetch from the platform
+
+
+def byte_limit(ctx: SenseContext) -> int:
+    """`[limits] attachment_bytes`, or the platform's own download limit when smaller."""
+    platform = PLATFORM_BYTES.get(ctx.turn.inbound.channel, ctx.limits.attachment_bytes)
+    return min(ctx.limits.attachment_bytes, platform)
 
 
 class Refused(Exception):
@@ -39,7 +48,7 @@ def inside_inbox(att: Attachment, ctx: SenseContext) -> Path:
 
 def read_bytes(att: Attachment, ctx: SenseContext) -> bytes:
     """The file's bytes, read as the module says."""
-    limit = ctx.limits.attachment_bytes
+    limit = byte_limit(ctx)
     path = inside_inbox(att, ctx)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)

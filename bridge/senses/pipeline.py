@@ -26,7 +26,7 @@ from bridge.core.perceive import Prepared
 from bridge.senses import outputs
 from bridge.senses.cleanup import sweep_home
 from bridge.senses.documents import document
-from bridge.senses.files import Refused, too_large
+from bridge.senses.files import Refused, byte_limit, too_large
 from bridge.senses.handlers import Handler, SenseContext, SenseLimits, shown_name
 from bridge.senses.photos import photo
 from bridge.types.messages import Attachment, OutFile
@@ -78,8 +78,8 @@ class SensePipeline:
 
     async def _one(self, att: Attachment, ctx: SenseContext) -> Prepared:
         if not att.path:  # the channel did not fetch it (too large, or it failed)
-            if att.size > ctx.limits.attachment_bytes:
-                return Prepared(refusal=too_large(att, att.size, ctx.limits.attachment_bytes))
+            if att.size > byte_limit(ctx):
+                return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
             return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")
         handler = self._handlers.get(att.kind)
         if handler is None:
