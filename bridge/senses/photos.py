@@ -58,7 +58,9 @@ def downscale(data: bytes, max_side: int) -> ImagePart:
             width, height = img.size
             if width * height > MAX_PIXELS:
                 raise Refused(_too_many(width, height))
-            img.draft("RGB", (max_side, max_side))  # JPEG: decode at a smaller scale
+            scale = min(1.0, max_side / max(width, height))
+            target = (max(1, int(width * scale)), max(1, int(height * scale)))
+            img.draft("RGB", target)  # JPEG: decode at 1/2, 1/4 or 1/8 scale, still >= target
             upright = ImageOps.exif_transpose(img)
         return _encoded(upright, max_side)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
