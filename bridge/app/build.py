@@ -26,7 +26,13 @@ from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
 from bridge.app.voice import Voice
-from bridge.app.wiring import build_access, build_capabilities, build_core, model_commands
+from bridge.app.wiring import (
+    build_access,
+    build_capabilities,
+    build_core,
+    build_senses,
+    model_commands,
+)
 from bridge.core.atomic import remove_orphan_temps
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
@@ -42,6 +48,8 @@ from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
+from bridge.senses.pipeline import SensePipeline
+from bridge.senses.voice import VOICE_KINDS
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
@@ -76,6 +84,7 @@ class Roost:
     compactor: Compactor  # summaries of long conversations (background tasks)
     judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
     voice: Voice  # voice notes in, spoken answers out ([llm.transcribe], [llm.speech])
+    senses: SensePipeline  # attachments in, files from outputs/ out, the inbox sweep
     closers: tuple[Closer, ...]
     # a channel that can be down registers its /status line here ("telegram: reconnecting…")
     channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
@@ -194,6 +203,9 @@ async def build(
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
     channel_lines: dict[str, Callable[[], str]] = {}
+    senses = build_senses(settings, models)
+    for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
+        senses.register(kind, voice.handle)
     core = build_core(
         settings,
         backend,
@@ -206,6 +218,7 @@ async def build(
         models,
         meter,
         compactor,
+        senses,
         channels=lambda: [line() for line in channel_lines.values()],
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
@@ -231,6 +244,7 @@ async def build(
         compactor=compactor,
         judge=judge,
         voice=voice,
+        senses=senses,
         closers=tuple(closers),
         channel_lines=channel_lines,
     )

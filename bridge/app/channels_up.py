@@ -16,7 +16,8 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost
@@ -25,6 +26,9 @@ from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
+
+if TYPE_CHECKING:
+    from bridge.channels.telegram_files_in import FilesIn
 
 
 def web_token(settings: Settings) -> tuple[str, bool]:
@@ -148,13 +152,14 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     telegram = TelegramChannel(
         settings.telegram,
-        roost.voice.front(roost.core.answer),  # voice notes transcribed first
+        roost.core.answer,
         roost.command_list,
         TelegramOptions(),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
         voice_inbox=roost.voice.inbox_for,
         speak=roost.voice.speak,
+        files_in=telegram_files_in(settings, roost),
     )
     if webhook:
         web = made["web"].channel
@@ -173,6 +178,21 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     live = (OnReload.of(("telegram.allowed_groups",), groups),)
     return Launched(telegram, announce, deliver=telegram.deliver, live=live)
+
+
+def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
+    """Photos and documents from Telegram: a known person's go into their tenant's inbox."""
+    from bridge.channels.telegram_files_in import FilesIn, file_base_url
+
+    def inbox_of(inbound: Inbound) -> Path | None:
+        tenant = roost.resolver.resolve(inbound)
+        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
+
+    return FilesIn(
+        inbox_of,
+        lambda: roost.senses.limits.attachment_bytes,
+        file_base_url(settings.telegram.api_base_url),
+    )
 
 
 def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bridge.app.build import Roost
 from bridge.app.loadout import persona_dirs
 from bridge.app.reload import OnReload
-from bridge.app.wiring import access_rules
+from bridge.app.wiring import access_rules, sense_limits
 from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
 from bridge.core.router import CoreLimits
@@ -22,6 +22,12 @@ from bridge.mcp.source import McpTools
 
 MODELS = ("llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens")
 LIMITS = ("limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps")
+SENSES = (
+    "limits.attachment_bytes",
+    "limits.image_max_side",
+    "limits.document_chars",
+    "limits.attachment_keep_hours",
+)
 
 
 def reload_hooks(roost: Roost) -> list[OnReload]:
@@ -51,8 +57,12 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
     def grading(new: Settings) -> None:  # the judge's model, cap and batch size
         roost.judge.configure(new.grading, new.llm.name)
 
+    def senses(new: Settings) -> None:  # attachments: sizes, cut, keep time
+        roost.senses.set_limits(sense_limits(new))
+
     return [
         OnReload.of(("tenants",), access),
+        OnReload.of(SENSES, senses),
         OnReload.of(("tenants",), mcp),
         OnReload.of(("grading", "llm.name"), grading),
         OnReload.of(MODELS, models),

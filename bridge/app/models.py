@@ -71,6 +71,7 @@ class Generation:
     users: int = 0
     retired: bool = False
     keep: frozenset[int] = frozenset()  # ids of backends the next generation reuses
+    seeing: tuple[str, ...] = ()  # names of the models that can see images (`vision = true`)
 
     async def aclose(self) -> None:
         for backend in self.backends.values():
@@ -93,7 +94,8 @@ def build_generation(
             backends[name], reasons[name] = default, "backend passed in"
         else:
             backends[name], reasons[name] = make(llm)
-    return Generation(settings.llm.name, backends, reasons)
+    seeing = tuple(name for name, llm in model_tables(settings).items() if llm.vision)
+    return Generation(settings.llm.name, backends, reasons, seeing=seeing)
 
 
 class ModelRegistry:
@@ -172,6 +174,16 @@ class ModelRegistry:
         self._chats.clear(turn.tenant, i.channel, i.chat, KEY)  # told once
         turn.notices.append(GONE.format(name=stored, default=gen.default))
         return gen.default
+
+    def sees(self, turn: TurnContext) -> bool:
+        """Whether the chat's model (as `hold` would pick it) can see images."""
+        i = turn.inbound
+        name = self.chat_model(turn.tenant, i.channel, i.chat)
+        return name in self._current.seeing
+
+    def seeing(self) -> tuple[str, ...]:
+        """The configured models that can see images."""
+        return self._current.seeing
 
     def reload(self, settings: Settings) -> bool:
         """Install the models of `settings`; False (the old ones stay) when one cannot be built."""

@@ -7,7 +7,8 @@ once it is up) and the audit observer. `start()` runs three tasks in the
 daemon's loop: the scheduler itself (a job missed while the daemon was down
 is due now and runs once), a watch that wakes it when another process
 committed to roost.db (`roost send --to`), and hourly pruning of delivered,
-dead and finished rows. `stop()` lets a running tick finish for a grace
+dead and finished rows (and of attachments past `[limits]
+attachment_keep_hours`). `stop()` lets a running tick finish for a grace
 period, then cancels. The clock, sleep and config are injectable for tests.
 """
 
@@ -103,6 +104,9 @@ class ScheduleLoop:
                 removed += schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
                 if removed:
                     log.info("schedule: pruned %d old outbox entries and finished jobs", removed)
+                swept = self._roost.senses.sweep(now / 1000)  # old attachments in the inboxes
+                if swept:
+                    log.info("senses: removed %d old attachments", swept)
             except Exception:
                 log.exception("schedule: pruning failed")
             await asyncio.sleep(PRUNE_EVERY_S)

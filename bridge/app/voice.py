@@ -6,31 +6,28 @@ handler (`bridge.senses.voice.VoiceSense`) and the `/voice` command rows.
 For the Telegram channel it gives `inbox_for` (a known person's gate:
 their inbox and the limits), `speak` (the answer's voice, when the chat
 asked for it or a voice note is answered with `reply_voice_to_voice`) and
-`front`, which runs the handler on a message's voice attachments before
-the core sees it: the transcript becomes the message's text and the notice
-("🎙 heard: …") is put before the answer; a refusal is the reply. The front
-holds a per-chat FIFO lock across the handler and the core's answer, so a
-text sent while a voice note is transcribed is answered after it.
-(Once the senses pipeline runs handlers inside the turn, `front` gives way to
-one registration line: kinds `voice` and `audio` -> `VoiceSense.handle`.)
+`handle`, registered with the senses pipeline for the kinds `voice` and
+`audio`: inside the turn (so in the chat's order), the transcript goes
+before the person's words and "🎙 heard: …" opens the reply; a refusal is
+the reply.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from bridge.channels.telegram_voice import VoiceGate
 from bridge.core.config import Settings
-from bridge.core.locks import KeyedLocks
+from bridge.core.perceive import Prepared as Perceived
 from bridge.core.tenants import TenantResolver
 from bridge.llm.audio import AudioClient, AudioError, audio_server
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.senses.handlers import SenseContext
 from bridge.senses.speech import VoiceCommands, speak_wanted, speakable
-from bridge.senses.voice import VOICE_KINDS, Heard, Prepared, Transcribe, VoiceLimits, VoiceSense
+from bridge.senses.voice import Heard, Transcribe, VoiceLimits, VoiceSense
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Answer, Final, Inbound, Reply
+from bridge.types.messages import Attachment, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
 NOT_SPOKEN = "🔇 I could not speak this answer ({why}); the text above is the whole answer."
@@ -52,25 +49,6 @@ class _Ctx:
     dirs: TenantDirs
 
 
-class NoticeReply:
-    """A `Reply` whose answer starts with the voice notices."""
-
-    def __init__(self, inner: Reply, notice: str) -> None:
-        self._inner, self._notice, self._started = inner, notice, False
-
-    def working(self) -> AbstractAsyncContextManager[object]:
-        return self._inner.working()
-
-    async def delta(self, piece: str) -> None:
-        if not self._started:
-            self._started = True
-            piece = f"{self._notice}\n\n{piece}"
-        await self._inner.delta(piece)
-
-    async def send(self, final: Final) -> None:
-        await self._inner.send(replace(final, text=f"{self._notice}\n\n{final.text}"))
-
-
 class Voice:
     def __init__(
         self, settings: Settings, resolver: TenantResolver, db: sqlite3.Connection, audit: AuditSink
@@ -90,7 +68,6 @@ class Voice:
             settings.telegram.reply_voice_to_voice,
         )
         self._settings, self._resolver, self._audit = settings, resolver, audit
-        self._locks: KeyedLocks[tuple[str, str]] = KeyedLocks()
 
     def _tenant(self, inbound: Inbound) -> str | None:
         return self._resolver.resolve(inbound)
@@ -103,30 +80,11 @@ class Voice:
         lim = self.limits
         return VoiceGate(inbox, lim.max_seconds, lim.max_bytes, self.transcriber is not None)
 
-    def front(self, answer: Answer) -> Answer:
-        async def run(inbound: Inbound, reply: Reply) -> Final:
-            async with self._locks.hold((inbound.channel, inbound.chat)):
-                return await self._answer(answer, inbound, reply)
-
-        return run
-
-    async def _answer(self, answer: Answer, inbound: Inbound, reply: Reply) -> Final:
-        voices = [a for a in inbound.attachments if a.kind in VOICE_KINDS]
-        tenant = self._tenant(inbound) if voices else None
-        if tenant is None:
-            return await answer(inbound, reply)
-        ctx = _Ctx(tenant, TenantDirs.of(self._settings.home, tenant).ensure())
-        done: list[Prepared] = [await self.sense.handle(a, ctx) for a in voices]
-        refusal = next((p.refusal for p in done if p.refusal), "")
-        if refusal:
-            final = Final(refusal, "refusal")
-            await reply.send(final)
-            return final
-        parts = [p.text for p in done if p.text] + ([inbound.text] if inbound.text.strip() else [])
-        rest = tuple(a for a in inbound.attachments if a.kind not in VOICE_KINDS)
-        heard = replace(inbound, text="\n\n".join(parts), has_text=True, attachments=rest)
-        notice = "\n".join(n for p in done for n in p.notices)
-        return await answer(heard, NoticeReply(reply, notice) if notice else reply)
+    async def handle(self, att: Attachment, ctx: SenseContext) -> Perceived:
+        """The senses pipeline's handler for `voice` and `audio`: the transcript goes
+        before the person's words, "🎙 heard: …" opens the reply, a refusal is the reply."""
+        done = await self.sense.handle(att, _Ctx(ctx.turn.tenant, ctx.turn.dirs))
+        return Perceived(text_prefix=done.text, notices=done.notices, refusal=done.refusal)
 
     async def speak(self, inbound: Inbound, text: str) -> bytes | str | None:
         """The answer's voice (OGG/Opus), a notice when speaking failed, or None."""

@@ -49,6 +49,8 @@ from bridge.schedule.commands import ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
+from bridge.senses.handlers import SenseLimits
+from bridge.senses.pipeline import SensePipeline, default_pipeline
 from bridge.skills.commands import SkillCommands
 from bridge.skills.forge import SkillForge
 from bridge.skills.grades import SkillGrades, TurnLog
@@ -213,6 +215,24 @@ def build_commands(
     return table
 
 
+def sense_limits(settings: Settings) -> SenseLimits:
+    """The `[limits]` keys of the senses (at start and on every reload)."""
+    lim = settings.limits
+    return SenseLimits(
+        lim.attachment_bytes, lim.image_max_side, lim.document_chars, lim.attachment_keep_hours
+    )
+
+
+def build_senses(settings: Settings, models: ModelRegistry | None = None) -> SensePipeline:
+    """Attachments in (photo, document; another kind is one `register` line), files out."""
+    return default_pipeline(
+        sense_limits(settings),
+        settings.home,
+        vision_of=models.sees if models is not None else lambda turn: settings.llm.vision,
+        vision_models=models.seeing if models is not None else tuple,
+    )
+
+
 def build_turns(
     settings: Settings,
     backend: Backend,
@@ -223,6 +243,7 @@ def build_turns(
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
     compactor: Compactor | None = None,
+    senses: SensePipeline | None = None,
 ) -> TurnRunner:
     vault = caps.loadout.vault
     return TurnRunner(
@@ -239,6 +260,7 @@ def build_turns(
         pick=models.hold if models is not None else None,
         meter=meter,
         compactor=compactor,
+        senses=senses,
     )
 
 
@@ -254,6 +276,7 @@ def build_core(
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
     compactor: Compactor | None = None,
+    senses: SensePipeline | None = None,
     channels: Callable[[], Sequence[str]] = tuple,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
@@ -269,7 +292,7 @@ def build_core(
             sessions, backend, caps.command_sets, pairing, audit, models, meter, channels
         ),
         turns=build_turns(
-            settings, backend, sessions, audit, caps, clock, models, meter, compactor
+            settings, backend, sessions, audit, caps, clock, models, meter, compactor, senses
         ),
         audit=audit,
         clock=clock,

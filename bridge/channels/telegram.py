@@ -9,7 +9,8 @@ person (automatic forwards from a linked channel, sender 777000,
 allowed groups only messages that mention the bot, reply to it or use
 `/cmd@botname` are read. Everything else becomes an `Inbound` carrying the
 bot's username (`bot_name`), whether the chat is private, whether the
-message has text and the text it replies to (`quoted`: Telegram's partial
+message has text (a caption counts; photos and documents are fetched by
+`telegram_files_in`) and the text it replies to (`quoted`: Telegram's partial
 `quote`, else the replied-to text or caption); who may talk, `/pair`, the
 one-time refusal, commands for another bot and the per-chat order are the
 core's. In groups each person has their own session (chat id
@@ -45,6 +46,7 @@ from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, Contex
 
 from bridge.channels.telegram_actions import pressed
 from bridge.channels.telegram_connect import Connection, PollWatch
+from bridge.channels.telegram_files_in import FilesIn, file_base_url
 from bridge.channels.telegram_health import Backoff
 from bridge.channels.telegram_input import addressed, from_a_channel, quoted, without_mention
 from bridge.channels.telegram_outbox import OutboxSender
@@ -95,6 +97,7 @@ class TelegramChannel:
         send_failed: SendFailed | None = None,
         voice_inbox: InboxFor | None = None,
         speak: Speak | None = None,
+        files_in: FilesIn | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -133,6 +136,7 @@ class TelegramChannel:
         self.undelivered = undelivered
         self.voice_inbox = voice_inbox  # voice notes in (bridge.channels.telegram_voice)
         self.speak = speak  # answers spoken
+        self.files_in = files_in  # photos and documents in (None: text only)
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
@@ -281,9 +285,7 @@ class TelegramChannel:
         ):
             return
         heard = await self._voice(msg, str(user.id))
-        text = msg.text
-        if text is None and heard:  # a voice note's caption, if any, goes with its transcript
-            text = msg.caption or ""
+        text = msg.text if msg.text is not None else msg.caption  # a file's caption
         inbound = Inbound(
             "telegram",
             str(user.id),
@@ -297,6 +299,8 @@ class TelegramChannel:
             quoted=quoted(msg),
             attachments=heard,
         )
+        if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
+            inbound = await self.files_in.receive(self.app.bot, msg, inbound)
         reply_to = None if private else msg.message_id
         reply = TelegramReply(
             self.sender,
@@ -326,8 +330,3 @@ class TelegramChannel:
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handler failed", exc_info=context.error)
-
-
-def file_base_url(api_base_url: str) -> str:
-    """Where the Bot API server serves files: `.../bot` -> `.../file/bot`."""
-    return api_base_url[: -len("bot")] + "file/bot"

@@ -1,9 +1,11 @@
-"""The files of a reply, sent to a Telegram chat as documents.
+"""The files of a reply, sent to a Telegram chat as photos or documents.
 
 Each `OutFile` is opened the checked way (`bridge.core.outfiles`: no
 symbolic link, a regular file), and uploaded with `sendDocument` (a
 multipart request) through the chat's `Sender`, so it is paced and retried
-like any message. A file over Telegram's 50 MB bot upload limit is not
+like any message; a JPEG, PNG or WebP image of at most 10 MB goes with
+`sendPhoto` instead (shown inline), and as a document when Telegram
+refuses it as a photo (its sides, say). A file over Telegram's 50 MB bot upload limit is not
 uploaded (Telegram would answer 413): the chat gets a line saying so and
 what to do. A failed upload is counted (`Sender.failed("document")`) and
 logged; the other files still go.
@@ -16,12 +18,14 @@ import os
 from collections.abc import Sequence
 
 from bridge.channels.telegram_render import Rendered
-from bridge.channels.telegram_send import DeliveryError, Sender
+from bridge.channels.telegram_send import DeliveryError, Rejected, Sender
 from bridge.core.outfiles import OutFileError, open_out_file
 from bridge.types.messages import OutFile
 
 log = logging.getLogger(__name__)
 UPLOAD_LIMIT = 50 * 1024 * 1024  # what a bot may send through the Bot API
+PHOTO_LIMIT = 10_000_000  # what Telegram takes as a photo
+PHOTO_MIMES = frozenset({"image/jpeg", "image/png", "image/webp"})
 
 
 def too_large(out: OutFile, size: int) -> str:
@@ -52,7 +56,7 @@ async def send_files(
             if isinstance(data, int):
                 await sender.send(chat_id, Rendered(too_large(out, data)))
                 continue
-            await sender.document(chat_id, data, out.name)
+            await _upload(sender, chat_id, data, out)
             sent += 1
         except OutFileError as exc:
             log.warning("chat %s: a file was not sent: %s", chat_id, exc)
@@ -60,3 +64,14 @@ async def send_files(
             sender.failed("document")
             log.error("chat %s: a file was not delivered: %s", chat_id, exc)
     return sent
+
+
+async def _upload(sender: Sender, chat_id: int, data: bytes, out: OutFile) -> None:
+    """A photo when Telegram takes it as one, else a document."""
+    if out.mime in PHOTO_MIMES and len(data) <= PHOTO_LIMIT:
+        try:
+            await sender.photo(chat_id, data, out.name)
+            return
+        except Rejected as exc:
+            log.info("chat %s: an image went as a document (%s)", chat_id, exc)
+    await sender.document(chat_id, data, out.name)

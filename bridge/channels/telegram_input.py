@@ -44,7 +44,10 @@ def addressed(msg: Message, bot_id: int, username: str) -> bool:
     replied = msg.reply_to_message
     if replied is not None and replied.from_user and replied.from_user.id == bot_id:
         return True
-    for entity, value in msg.parse_entities(["mention", "text_mention", "bot_command"]).items():
+    kinds: list[str | None] = ["mention", "text_mention", "bot_command"]
+    # a photo's or a document's words are its caption
+    found = msg.parse_entities(kinds) if msg.text else msg.parse_caption_entities(kinds)
+    for entity, value in found.items():
         if entity.type == "mention" and value.lower() == me:
             return True
         if entity.type == "text_mention" and entity.user and entity.user.id == bot_id:

@@ -201,6 +201,16 @@ class Sender:
             raise Rejected(str(exc)) from exc
         return int(message.message_id)
 
+    async def photo(self, chat_id: int, data: bytes, name: str) -> int:
+        """Upload one image as a photo (multipart); returns the new message id."""
+        try:
+            message = await self._retrying(
+                chat_id, lambda: self._bot.send_photo(chat_id, data, filename=name)
+            )
+        except BadRequest as exc:
+            raise Rejected(str(exc)) from exc
+        return int(message.message_id)
+
     async def delete(self, chat_id: int, message_id: int) -> None:
         try:
             await self._retrying(chat_id, lambda: self._bot.delete_message(chat_id, message_id))

@@ -212,6 +212,7 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
         ),
         tool_call_id=message.tool_call_id,
         name=message.name,
+        images=message.images,  # bytes, nothing to mask
     )
 
 

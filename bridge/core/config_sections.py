@@ -32,6 +32,7 @@ class LLMSettings(_Section):
     claude_path: str = "claude"  # claude_cli: the Claude Code executable
     max_retries: int = Field(3, ge=0, le=10)
     max_steps: int = Field(8, ge=1, le=50)
+    vision: bool = False  # the model sees images: photos go to it as image parts
 
     @field_validator("base_url")
     @classmethod
@@ -145,7 +146,11 @@ class LimitSettings(_Section):
     # token budgets per tenant (in + out, UTC day / month); None: no budget
     daily_tokens: int | None = Field(None, ge=1)
     monthly_tokens: int | None = Field(None, ge=1)
-    attachment_bytes: int = Field(20 * 1024 * 1024, ge=1)  # one file sent with a message
+    # files sent with a message (bridge/senses): size, photos, documents, how long kept
+    attachment_bytes: int = Field(20 * 1024 * 1024, ge=1024)  # per file, checked before download
+    image_max_side: int = Field(1568, ge=64, le=8192)  # pixels: photos are downscaled to it
+    document_chars: int = Field(20_000, ge=500)  # a document's text in the turn, then cut
+    attachment_keep_hours: float = Field(72.0, gt=0)  # then removed from the inbox
 
 
 class LoadoutSettings(_Section):

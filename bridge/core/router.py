@@ -72,9 +72,9 @@ class Returned:
 
 def unreadable(inbound: Inbound, limit: int) -> Final | None:
     """The reply to a message the core will not read (not text, empty, too long)."""
-    if not inbound.has_text:
+    if not inbound.has_text and not inbound.attachments:
         return Final(TEXT_ONLY, "error")
-    if not inbound.text.strip():
+    if not inbound.text.strip() and not inbound.attachments:  # a photo needs no caption
         return Final("Your message is empty. Type something, or /help for commands.", "error")
     if len(inbound.text) > limit:
         return Final(

@@ -4,7 +4,11 @@
 turn's system prompt (a frozen snapshot of the loadout), collects the tools
 every source offers, runs the agent loop and stores the exchange with its
 tool-call steps; a message that replies to another gets the quoted text put
-before it. Once stored, an over-budget session is summarised in the
+before it. Files that came with the message are prepared by the injected
+`Senses` (`bridge.core.perceive`) before the model is asked: their text goes
+before the person's, images with it (the history keeps only the text), or
+the turn is refused with the reason; files a tool wrote into `outputs/`
+during the turn go out with the reply. Once stored, an over-budget session is summarised in the
 background (`Compactor`). A backend
 failure becomes a short reply and stores nothing, so the person can retry;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`;
@@ -42,6 +46,7 @@ from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_age
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
+from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.usage import Tokens
@@ -143,8 +148,10 @@ class TurnRunner:
         pick: PickModel | None = None,
         meter: TurnMeter | None = None,
         compactor: Compactor | None = None,
+        senses: Senses | None = None,
     ) -> None:
         self.backend = backend
+        self._senses = senses  # attachments in, files from outputs/ out (bridge.senses)
         self._pick = pick or self._only_backend
         self._meter = meter
         self.sessions = sessions
@@ -185,11 +192,18 @@ class TurnRunner:
         refused = await self._over_budget(dirs.tenant, events)
         if refused is not None:
             return refused
+        prepared = await self._senses.prepare(turn) if self._senses is not None else NOTHING
+        if prepared.refusal:  # nothing of what was sent could be read: say why, ask no model
+            await events.flush(self._audit)
+            return Final(prepared.refusal, "refusal")
         for observer in self._observers:
             await _kept("grading before the turn", observer.before_turn(turn, session, events))
         mask = self._masks(dirs) if self._masks is not None else None
+        lead = mask.mask(prepared.lead()) if mask is not None else prepared.lead()
+        if lead:
+            await on_delta(lead)
         try:
-            result = await self._on_model(turn, session, mask, on_delta, on_progress)
+            result = await self._on_model(turn, session, mask, on_delta, on_progress, prepared)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
             details = {"channel": inbound.channel, "kind": exc.kind}
@@ -203,7 +217,7 @@ class TurnRunner:
             stopped = stop_requested()
             if stopped:
                 kept = stopped_text("".join(shown))
-                asked = with_quote(inbound.text, inbound.quoted)
+                asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 if mask is not None:
                     kept, asked = mask.mask(kept), mask.mask(asked)
                 self._store(key, asked, kept, inbound.msg_id, ())
@@ -214,7 +228,8 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
-        asked = with_quote(inbound.text, inbound.quoted)
+        text = lead + text
+        asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
         if mask is not None:
             text, asked = mask.mask(text), mask.mask(asked)
         steps = bounded_steps(result.tool_steps)  # masked by the agent loop already
@@ -231,7 +246,8 @@ class TurnRunner:
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
-        return Final(text, "answer", actions=tuple(turn.actions))
+        files = self._senses.handed_out(turn, prepared) if self._senses is not None else ()
+        return Final(text, "answer", files=files, actions=tuple(turn.actions))
 
     @asynccontextmanager
     async def _hold_model(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
@@ -254,6 +270,7 @@ class TurnRunner:
         mask: OutputMask | None,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
+        prepared: Prepared = NOTHING,
     ) -> AgentResult:
         """The agent loop on the chat's model (held for the turn); its tokens counted."""
         async with self._pick(turn) as model:
@@ -261,7 +278,7 @@ class TurnRunner:
                 await on_progress(ModelInfo(model.backend.describe()))
             try:
                 result = await self._agent(
-                    turn, session, mask, on_delta, model.backend, on_progress
+                    turn, session, mask, on_delta, model.backend, on_progress, prepared
                 )
             except AgentFailed as exc:  # the steps that completed used tokens too
                 self._count(turn.tenant, model.name, exc.partial, failed=True)
@@ -295,6 +312,7 @@ class TurnRunner:
         on_delta: DeltaSink | None,
         backend: Backend,
         on_progress: ProgressSink | None = None,
+        prepared: Prepared = NOTHING,
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system, stable = self._system(turn, mask)
@@ -304,8 +322,9 @@ class TurnRunner:
 
         note = self._note(turn) if self._note is not None else ""
         now = (ChatMessage(role="user", content=note),) if note else ()
-        asked = with_quote(turn.inbound.text, turn.inbound.quoted)
-        messages = (*session.history, *now, ChatMessage(role="user", content=asked))
+        asked = prepared.asked(with_quote(turn.inbound.text, turn.inbound.quoted))
+        newest = ChatMessage(role="user", content=asked, images=prepared.images)
+        messages = (*session.history, *now, newest)
         stream = mask.stream() if mask is not None and on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:
@@ -388,6 +407,7 @@ def _received(inbound: Inbound) -> dict[str, object]:
         "msg_id": inbound.msg_id,
         "chars": len(inbound.text),
         "quoted_chars": quote_chars(inbound.quoted),
+        **attachment_meta(inbound),
     }
 
 

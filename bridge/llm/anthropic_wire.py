@@ -4,11 +4,13 @@
 the system prompt as text blocks, `cache_control: {"type": "ephemeral"}` on
 the byte-stable prefix `system[:stable_chars]`, tools as `input_schema`, and
 the conversation as alternating user/assistant messages of content blocks
-(`messages_json`). Stream events are read by `anthropic_events.py`. No I/O.
+(`messages_json`; a user message's images as `image` blocks with a base64
+source, before its text). Stream events are read by `anthropic_events.py`. No I/O.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -120,6 +122,21 @@ def _text(text: str) -> list[Block]:
     return [{"type": "text", "text": text}] if text.strip() else []
 
 
+def _images(message: ChatMessage) -> list[Block]:
+    """A message's images as `image` blocks with a base64 source (before its text)."""
+    return [
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": image.mime,
+                "data": base64.b64encode(image.data).decode("ascii"),
+            },
+        }
+        for image in message.images
+    ]
+
+
 def messages_json(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """roost's history as the API wants it: user first, roles alternating, blocks merged."""
     convo = _Convo()
@@ -141,7 +158,7 @@ def messages_json(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                 convo.push("assistant", blocks + calls)
                 convo.open = [c["id"] for c in calls]
         else:  # user (and a stray system message, told as the person's context)
-            convo.push("user", _text(message.content))
+            convo.push("user", [*_images(message), *_text(message.content)])
     convo.close_open()
     out = convo.out
     if out and out[0]["role"] != "user":

@@ -1,7 +1,8 @@
 """The OpenAI chat-completions wire format: request bodies and answer events.
 
 `build_body` turns a `ModelRequest` into the JSON body of
-`POST /chat/completions`. `StreamAssembler` turns streamed
+`POST /chat/completions` (a user message with images becomes content parts:
+text, then `image_url` parts holding `data:` URLs). `StreamAssembler` turns streamed
 `chat.completion.chunk` objects into `TextDelta`/`ToolCall`/`Finish` events,
 re-assembling tool calls whose `arguments` arrive in pieces (keyed by
 `index`). `completion_events` does the same for a non-streaming
@@ -10,6 +11,7 @@ re-assembling tool calls whose `arguments` arrive in pieces (keyed by
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Mapping
@@ -63,6 +65,8 @@ def message_json(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.images and message.role == "user":
+        out["content"] = content_parts(message)
     if message.role == "assistant" and message.tool_calls:
         out["content"] = message.content or None
         out["tool_calls"] = [
@@ -76,6 +80,18 @@ def message_json(message: ChatMessage) -> dict[str, Any]:
     if message.name:
         out["name"] = message.name
     return out
+
+
+def content_parts(message: ChatMessage) -> list[dict[str, Any]]:
+    """A user message with images: its text, then each image as a base64 `data:` URL."""
+    parts: list[dict[str, Any]] = []
+    if message.content.strip():
+        parts.append({"type": "text", "text": message.content})
+    for image in message.images:
+        data = base64.b64encode(image.data).decode("ascii")
+        url = f"data:{image.mime};base64,{data}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
 def bad_response(detail: str) -> BackendError:

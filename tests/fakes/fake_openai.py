@@ -31,12 +31,18 @@ requests need `Authorization: Bearer <key>` (401 otherwise); with `models`
 set, other model names get 404. `fake.requests` holds every JSON body
 received, `fake.request_headers` the matching headers. `fake.audio` serves
 `/v1/audio/transcriptions` and `/v1/audio/speech`
-(tests/fakes/fake_openai_audio.py).
+(tests/fakes/fake_openai_audio.py). User messages may
+carry content arrays of `text` and `image_url` parts (base64 `data:` URLs);
+each image is decoded with Pillow and recorded in `fake.images` (size,
+type, whether EXIF is left); a malformed part or image is a 400.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import io
 import json
 import time
 import uuid
@@ -46,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from PIL import Image, UnidentifiedImageError
 
 from tests.fakes.fake_openai_audio import FakeAudio
 
@@ -126,11 +133,44 @@ Response = Text | ToolCalls | Json | Status | Garbage | Hang
 Responder = Callable[[dict[str, Any]], Response]
 
 
+def text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content array."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return str(content or "")
+
+
 def last_user_text(body: Mapping[str, Any]) -> str:
     for message in reversed(body.get("messages") or []):
         if message.get("role") == "user":
-            return str(message.get("content") or "")
+            return text_of(message.get("content"))
     return ""
+
+
+@dataclass(frozen=True)
+class SeenImage:
+    """An `image_url` part as the server decoded it (request index, type, pixel size)."""
+
+    request: int
+    mime: str
+    width: int
+    height: int
+    size: int  # bytes of the decoded image
+    exif: bool  # the image still carried EXIF data
+
+
+def _decode_image(url: str) -> tuple[str, bytes]:
+    """`data:<mime>;base64,<data>` -> (mime, bytes); ValueError as OpenAI's 400."""
+    head, sep, data = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise ValueError("Invalid image URL: expected a base64 data URL.")
+    mime = head[5:-7]
+    if mime not in ("image/jpeg", "image/png", "image/webp", "image/gif"):
+        raise ValueError(f"Invalid MIME type {mime}: use image/jpeg, png, webp or gif.")
+    try:
+        return mime, base64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise ValueError("Invalid base64 image data.") from None
 
 
 def echo_responder(body: dict[str, Any]) -> Response:
@@ -193,6 +233,7 @@ class FakeOpenAI:
         self.keepalive = keepalive  # send ": keep-alive" comments between chunks
         self.split_writes = split_writes  # write every chunk in two halves
         self.requests: list[dict[str, Any]] = []
+        self.images: list[SeenImage] = []  # every image part received, decoded
         self.request_headers: list[dict[str, str]] = []
         self._script: deque[Response] = deque()
         self.audio = FakeAudio(self)  # /v1/audio/*
@@ -256,8 +297,35 @@ class FakeOpenAI:
         if self.models is not None and model not in self.models:
             msg = f"The model `{model}` does not exist or you do not have access to it."
             return web.json_response(_error(404, msg, "model_not_found"), status=404)
+        try:
+            self._see_images(body)
+        except ValueError as exc:
+            return web.json_response(_error(400, str(exc), "invalid_image_format"), status=400)
         response = self._script.popleft() if self._script else self.responder(body)
         return await self._respond(request, body, response)
+
+    def _see_images(self, body: Mapping[str, Any]) -> None:
+        """Check every content array as OpenAI does and decode its images."""
+        index = len(self.requests) - 1
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            if message.get("role") != "user":
+                raise ValueError("Image content parts are only allowed in user messages.")
+            for part in content:
+                if part.get("type") == "text" and isinstance(part.get("text"), str):
+                    continue
+                if part.get("type") != "image_url":
+                    raise ValueError(f"Invalid content part type: {part.get('type')!r}.")
+                mime, data = _decode_image(str((part.get("image_url") or {}).get("url", "")))
+                try:
+                    with Image.open(io.BytesIO(data)) as img:
+                        img.load()
+                        seen = SeenImage(index, mime, *img.size, len(data), bool(img.getexif()))
+                except (UnidentifiedImageError, OSError):
+                    raise ValueError("The image data is not a valid image.") from None
+                self.images.append(seen)
 
     def _respond_failure(self, response: Status | Garbage) -> web.Response:
         """A scripted `Status` or `Garbage` as a plain (non-streamed) response."""
@@ -315,7 +383,7 @@ class FakeOpenAI:
         self, body: Mapping[str, Any], given: tuple[int, ...] | None, pieces: int
     ) -> dict[str, Any]:
         if given is None:
-            chars = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+            chars = sum(len(text_of(m.get("content"))) for m in body.get("messages") or [])
             given = (max(1, chars // 4), pieces)
         usage: dict[str, Any] = {
             "prompt_tokens": given[0],

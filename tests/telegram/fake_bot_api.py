@@ -13,11 +13,11 @@ keyboard, from sendMessage or editMessageReplyMarkup), and sendDocument as a
 multipart/form-data upload (the file lands in `fake.documents`); like the
 real server (its nginx front), an upload over the bots' 50 MB limit is
 answered 413 "Request Entity Too Large" as an HTML page, before any of the
-body is read. Voice: `push_voice` delivers a voice note or audio file whose
-bytes `getFile` describes (400 "file is too big" over the bots' 20 MB
-download limit) and `GET /file/bot{token}/{file_path}` serves; `sendVoice`
-takes a multipart upload that must be OGG/Opus (checked by parsing it,
-tests/fakes/ogg_opus.py; lands in `fake.voices`). Like Telegram, it rejects texts
+body is read. Files a person sends, getFile, file downloads and sendPhoto
+live in `fake.files` (tests/telegram/fake_files.py); `push_voice` delivers a
+voice note or audio file stored there too; `sendVoice` takes a multipart
+upload that must be OGG/Opus (checked by parsing it, tests/fakes/ogg_opus.py;
+lands in `fake.voices`). Like Telegram, it rejects texts
 over 4096 UTF-16 units, empty texts (also texts of only tabs, no-break
 spaces, U+2028, zero-width or filler characters: Telegram strips them),
 entities outside the text, splitting a surrogate pair or nesting against
@@ -51,6 +51,7 @@ from aiohttp import web
 
 from tests.fakes.ogg_opus import NotOggOpus, read_ogg_opus
 from tests.telegram.entity_rules import problem as entity_problem
+from tests.telegram.fake_files import FakeFiles
 
 JSON_KEYS = frozenset(
     {
@@ -157,7 +158,6 @@ class FakeBotAPI:
         self.messages: dict[tuple[int, int], Sent] = {}
         self.documents: list[Document] = []  # sendDocument uploads, in order
         self.voices: list[Document] = []  # sendVoice uploads, in order
-        self.files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes)
         self.sent_count: dict[int, int] = defaultdict(int)  # sendMessage successes per chat
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
@@ -173,7 +173,8 @@ class FakeBotAPI:
         self.port = port  # 0: any free port
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
-        self.app.router.add_get("/file/bot{token}/{path:.+}", self._download)
+        self.files = FakeFiles(self)  # photos/documents in, getFile, downloads, sendPhoto
+        self.app.router.add_get("/file/bot{token}/{path:.+}", self.files.download)
 
     @property
     def base_url(self) -> str:
@@ -284,10 +285,7 @@ class FakeBotAPI:
 
     def add_file(self, data: bytes, folder: str = "voice") -> str:
         """Store a file the way Telegram holds one; returns its file_id."""
-        n = len(self.files) + 1
-        file_id = f"file-{n}-{len(data)}"
-        self.files[file_id] = (f"{folder}/file_{n}.oga", data)
-        return file_id
+        return self.files.add(data, folder, ".oga").file_id
 
     def push_voice(
         self,
@@ -406,7 +404,7 @@ class FakeBotAPI:
         queued = self._failures.get(method)
         if queued:
             return _error(queued.popleft())
-        handler = getattr(self, f"_m_{method}", None)
+        handler = getattr(self, f"_m_{method}", None) or self.files.handler(method)
         if handler is None:
             return _error(Failure(404, "Not Found: method not found"))
         try:
@@ -524,30 +522,6 @@ class FakeBotAPI:
             },
         }
 
-    async def _m_getFile(self, p: dict[str, Any]) -> dict[str, Any]:
-        held = self.files.get(str(p.get("file_id", "")))
-        if held is None:
-            raise ApiError(Failure(400, "Bad Request: invalid file_id"))
-        path, data = held
-        if len(data) > DOWNLOAD_LIMIT:
-            raise ApiError(Failure(400, "Bad Request: file is too big"))
-        file_id = str(p["file_id"])
-        return {
-            "file_id": file_id,
-            "file_unique_id": f"u{file_id}",
-            "file_size": len(data),
-            "file_path": path,
-        }
-
-    async def _download(self, request: web.Request) -> web.Response:
-        if request.match_info["token"] != self.token:
-            return web.Response(status=401)
-        self.calls.append(Call("download", {"path": request.match_info["path"]}, time.monotonic()))
-        for path, data in self.files.values():
-            if path == request.match_info["path"] and len(data) <= DOWNLOAD_LIMIT:
-                return web.Response(body=data, content_type="application/octet-stream")
-        return web.Response(status=404, text="Not Found")
-
     async def _m_sendVoice(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = int(p["chat_id"])
         upload = p.get("voice")
@@ -576,6 +550,10 @@ class FakeBotAPI:
 
     def voices_to(self, chat_id: int) -> list[Document]:
         return [v for v in self.voices if v.chat_id == chat_id]
+
+    def next_message_id(self, chat_id: int) -> int:
+        self._next_message[chat_id] += 1
+        return self._next_message[chat_id]
 
     def documents_to(self, chat_id: int) -> list[Document]:
         return [d for d in self.documents if d.chat_id == chat_id]

@@ -80,7 +80,7 @@ async def voiced(
         try:
             channel = TelegramChannel(
                 settings.telegram,
-                roost.voice.front(roost.core.answer),
+                roost.core.answer,
                 roost.command_list,
                 NO_DRAFTS,
                 voice_inbox=roost.voice.inbox_for,

@@ -1,0 +1,68 @@
+"""Reading an attachment the careful way: inside the tenant's inbox, no link, capped.
+
+`read_bytes(att, ctx)` opens `att.path` only when it lies directly under
+the tenant's inbox (`TenantDirs.inbox`), with `O_NOFOLLOW`, as a regular
+file with one link, and reads at most `[limits] attachment_bytes` (checked
+by `fstat` before reading and by the count while reading; a platform's own
+download limit, Telegram's 20 MB, when that is smaller). Anything else is
+a `Refused` with a reason fit to show the person.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from bridge.senses.handlers import SenseContext, megabytes, shown_name
+from bridge.types.messages import Attachment
+
+PLATFORM_BYTES = {"telegram": 20_000_000}  # what a bot may fetch from the platform
+
+
+def byte_limit(ctx: SenseContext) -> int:
+    """`[limits] attachment_bytes`, or the platform's own download limit when smaller."""
+    platform = PLATFORM_BYTES.get(ctx.turn.inbound.channel, ctx.limits.attachment_bytes)
+    return min(ctx.limits.attachment_bytes, platform)
+
+
+class Refused(Exception):
+    """The attachment cannot be used; the message is for the person."""
+
+
+def too_large(att: Attachment, size: int, limit: int) -> str:
+    return (
+        f"📎 {shown_name(att)} is {megabytes(size)}; I can read files up to "
+        f"{megabytes(limit)}. Please send a smaller one."
+    )
+
+
+def inside_inbox(att: Attachment, ctx: SenseContext) -> Path:
+    """`att.path` when it names a file directly in this tenant's inbox, else `Refused`."""
+    inbox = Path(os.path.abspath(ctx.turn.dirs.inbox))
+    path = Path(os.path.abspath(att.path)) if att.path else None
+    if path is None or path.parent != inbox:
+        raise Refused(f"📎 {shown_name(att)} could not be received. Please send it again.")
+    return path
+
+
+def read_bytes(att: Attachment, ctx: SenseContext) -> bytes:
+    """The file's bytes, read as the module says."""
+    limit = byte_limit(ctx)
+    path = inside_inbox(att, ctx)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        raise Refused(f"📎 {shown_name(att)} is no longer there. Please send it again.") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise Refused(f"📎 {shown_name(att)} is not a plain file; I cannot read it.")
+        if info.st_size > limit:
+            raise Refused(too_large(att, info.st_size, limit))
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise Refused(too_large(att, len(data), limit))
+    if not data:
+        raise Refused(f"📎 {shown_name(att)} is empty.")
+    return data

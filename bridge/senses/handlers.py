@@ -1,0 +1,60 @@
+"""What a sense handler is given and what it returns.
+
+A handler is `async def handle(att: Attachment, ctx: SenseContext) -> Prepared`
+(`bridge.core.perceive.Prepared`): text to put before the person's message,
+images for the model, notices for the person, or a refusal saying why the
+file could not be used. It may raise: the pipeline turns any exception into
+a short "could not be read" line (logged with the kind, never the content).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bridge.core.perceive import Prepared
+from bridge.types.messages import Attachment
+from bridge.types.tools import TurnContext
+
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True, slots=True)
+class SenseLimits:
+    """`[limits]` keys of the senses."""
+
+    attachment_bytes: int = 20 * 1024 * 1024
+    image_max_side: int = 1568
+    document_chars: int = 20_000
+    attachment_keep_hours: float = 72.0
+
+
+@dataclass(frozen=True, slots=True)
+class SenseContext:
+    """One turn as a handler sees it: the turn, the limits, whether its model can see."""
+
+    turn: TurnContext
+    limits: SenseLimits
+    vision: bool = False
+    vision_models: tuple[str, ...] = ()  # configured model names that can see images
+
+
+Handler = Callable[[Attachment, SenseContext], Awaitable[Prepared]]
+
+
+def shown_name(att: Attachment, fallback: str = "the file") -> str:
+    """The sender's file name, fit to show (no controls or bidi tricks, at most 80)."""
+    name = _UNSHOWN.sub("", att.name).strip()
+    if not name:
+        return fallback
+    return name if len(name) <= 80 else name[:79] + "…"
+
+
+def in_workspace(att: Attachment, ctx: SenseContext) -> str:
+    """The file's path as a tool sees it (relative to the workspace): inbox/NAME."""
+    return f"inbox/{att.path.rsplit('/', 1)[-1]}"
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1_048_576:.1f} MB"

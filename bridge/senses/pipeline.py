@@ -1,0 +1,132 @@
+"""The senses pipeline: a message's attachments in, by kind; files from outputs/ out.
+
+`SensePipeline` is the core's `Senses` (`bridge.core.perceive`), built by
+the app. Its registry maps an attachment kind to a handler
+(`bridge.senses.handlers`); `default_pipeline` registers `photo` and
+`document`, and another kind is one line: `senses.register("voice", hear)`.
+`prepare(turn)` runs each attachment's handler (a file the channel could
+not fetch, a kind nobody handles, a handler's `Refused` or any exception
+becomes a line for the person) and merges the results: when nothing sent
+could be used the turn is refused with the reasons; otherwise it runs on
+what was read and the person is told what was not. Photos are named in the
+text as "[image: N photos]" (what the stored history keeps). Before any
+attachment is looked at, `outputs/` is listed, so `handed_out` can return
+the files a tool wrote there during the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bridge.core.perceive import Prepared
+from bridge.senses import outputs
+from bridge.senses.cleanup import sweep_home
+from bridge.senses.documents import document
+from bridge.senses.files import Refused, byte_limit, too_large
+from bridge.senses.handlers import Handler, SenseContext, SenseLimits, shown_name
+from bridge.senses.photos import photo
+from bridge.types.messages import Attachment, OutFile
+from bridge.types.tools import TurnContext
+
+log = logging.getLogger(__name__)
+NOT_HANDLED = {
+    "voice": "🎙 I cannot listen to voice messages here yet; please type your question.",
+    "audio": "🎙 I cannot listen to audio files here yet; please type your question.",
+}
+
+
+class SensePipeline:
+    def __init__(
+        self,
+        limits: SenseLimits,
+        home: Path,
+        *,
+        vision_of: Callable[[TurnContext], bool] = lambda turn: False,
+        vision_models: Callable[[], Sequence[str]] = tuple,
+    ) -> None:
+        self._limits = limits
+        self._home = home
+        self._vision_of = vision_of  # can the chat's model (for this turn) see images?
+        self._vision_models = vision_models
+        self._handlers: dict[str, Handler] = {}
+
+    def register(self, kind: str, handler: Handler) -> None:
+        """Handle attachments of `kind` with `handler` (one line per kind)."""
+        self._handlers[kind] = handler
+
+    @property
+    def limits(self) -> SenseLimits:
+        return self._limits
+
+    def set_limits(self, limits: SenseLimits) -> None:
+        """Reloaded limits, from the next message on."""
+        self._limits = limits
+
+    async def prepare(self, turn: TurnContext) -> Prepared:
+        before = outputs.seen(turn.dirs.outputs)
+        if not turn.inbound.attachments:
+            return Prepared(outputs_seen=before)
+        for path in (turn.dirs.inbox, turn.dirs.outputs):
+            path.mkdir(mode=0o700, exist_ok=True)
+        ctx = SenseContext(turn, self._limits, self._vision_of(turn), tuple(self._vision_models()))
+        results = [await self._one(att, ctx) for att in turn.inbound.attachments]
+        return merged(results, before)
+
+    async def _one(self, att: Attachment, ctx: SenseContext) -> Prepared:
+        if not att.path:  # the channel did not fetch it (too large, or it failed)
+            if att.size > byte_limit(ctx):
+                return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
+            return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")
+        handler = self._handlers.get(att.kind)
+        if handler is None:
+            default = f"📎 I cannot read {att.kind} attachments yet."
+            return Prepared(refusal=NOT_HANDLED.get(att.kind, default))
+        try:
+            return await handler(att, ctx)
+        except Refused as exc:
+            return Prepared(refusal=str(exc))
+        except Exception as exc:  # never the content: the kind and the exception's type
+            ref = secrets.token_hex(3)
+            log.error("senses: a %s attachment failed (ref %s): %s", att.kind, ref, type(exc))
+            return Prepared(refusal=f"📎 I could not read {shown_name(att)} (ref {ref}).")
+
+    def handed_out(self, turn: TurnContext, prepared: Prepared) -> tuple[OutFile, ...]:
+        return outputs.new_files(turn.dirs.outputs, prepared.outputs_seen)
+
+    def sweep(self, now: float | None = None) -> int:
+        """Remove attachments older than the keep time from every tenant's inbox."""
+        keep_s = self._limits.attachment_keep_hours * 3600
+        return sweep_home(self._home, time.time() if now is None else now, keep_s)
+
+
+def merged(results: Sequence[Prepared], before: outputs.Seen) -> Prepared:
+    """One `Prepared` for the message: refused when nothing could be used."""
+    usable = [r for r in results if not r.refusal]
+    problems = tuple(r.refusal for r in results if r.refusal)
+    if not usable:
+        return Prepared(refusal="\n".join(problems), outputs_seen=before)
+    images = tuple(image for r in usable for image in r.images)
+    texts = [r.text_prefix for r in usable if r.text_prefix]
+    if images:
+        texts.insert(0, f"[image: {len(images)} photo{'s' if len(images) > 1 else ''}]")
+    if problems:
+        texts.append("[not read, and the person was told: " + " ".join(problems) + "]")
+    notices = problems + tuple(n for r in usable for n in r.notices)
+    return Prepared("\n\n".join(texts), images, notices, outputs_seen=before)
+
+
+def default_pipeline(
+    limits: SenseLimits,
+    home: Path,
+    vision_of: Callable[[TurnContext], bool] = lambda turn: False,
+    vision_models: Callable[[], Sequence[str]] = tuple,
+) -> SensePipeline:
+    """The pipeline with the photo and document handlers registered."""
+    senses = SensePipeline(limits, home, vision_of=vision_of, vision_models=vision_models)
+    senses.register("photo", photo)
+    senses.register("document", document)
+    return senses
