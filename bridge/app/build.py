@@ -205,7 +205,7 @@ async def build(
     channel_lines: dict[str, Callable[[], str]] = {}
     senses = build_senses(settings, models)
     for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
-        senses.register(kind, voice.handle)
+        senses.register(kind, voice.handle, explains_unfetched=True)
     core = build_core(
         settings,
         backend,

@@ -53,10 +53,15 @@ class SensePipeline:
         self._vision_of = vision_of  # can the chat's model (for this turn) see images?
         self._vision_models = vision_models
         self._handlers: dict[str, Handler] = {}
+        self._explains_unfetched: set[str] = set()
 
-    def register(self, kind: str, handler: Handler) -> None:
-        """Handle attachments of `kind` with `handler` (one line per kind)."""
+    def register(self, kind: str, handler: Handler, *, explains_unfetched: bool = False) -> None:
+        """Handle attachments of `kind` with `handler` (one line per kind). With
+        `explains_unfetched`, the handler also gets a file the channel did not fetch
+        and says why itself (voice: the note's length against its own limit)."""
         self._handlers[kind] = handler
+        if explains_unfetched:
+            self._explains_unfetched.add(kind)
 
     @property
     def limits(self) -> SenseLimits:
@@ -77,7 +82,7 @@ class SensePipeline:
         return merged(results, before)
 
     async def _one(self, att: Attachment, ctx: SenseContext) -> Prepared:
-        if not att.path:  # the channel did not fetch it (too large, or it failed)
+        if not att.path and att.kind not in self._explains_unfetched:  # not fetched
             if att.size > byte_limit(ctx):
                 return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
             return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")

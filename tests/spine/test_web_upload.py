@@ -174,8 +174,11 @@ async def test_a_photo_is_stored_in_the_inbox_and_reaches_the_turn(
         status, reply = await s.chat(
             {"text": "what is on this receipt?", "attachments": [up["id"]]}
         )
-        assert status == 200 and reply["reply"] == "echo: what is on this receipt?"
-        assert last_user_text(s.fake.requests[-1]) == "what is on this receipt?"
+        # the senses pipeline got the photo: this model cannot see, so it says so and
+        # asks no model (tests/senses covers a vision model receiving the image)
+        assert status == 200 and reply["kind"] == "refusal"
+        assert "cannot see images" in reply["reply"] and "/model" in reply["reply"]
+        assert s.fake.requests == []
         (att,) = s.inbounds[-1].attachments
         assert (att.kind, att.mime, att.name) == ("photo", "image/png", "Receipt 2026.png")
         assert att.size == len(image)
@@ -195,7 +198,12 @@ async def test_the_stream_route_takes_attachments_too_and_each_upload_only_once(
         body = {"text": "read these", "attachments": [doc["id"], voice["id"]]}
         async with s.http.post("/api/chat/stream", json=body, headers=AUTH) as r:
             assert r.status == 200
-            assert "echo: read these" in (await r.text())
+            streamed = await r.text()
+        # both reached the senses pipeline: the note's transcript was empty (a silent
+        # WAV), so the person is told; the document's text went to the model
+        assert "could not make out any words" in streamed
+        assert "read these" in last_user_text(s.fake.requests[-1])
+        assert "- one" in last_user_text(s.fake.requests[-1])
         kinds = [(a.kind, Path(a.path).suffix) for a in s.inbounds[-1].attachments]
         assert kinds == [("document", ".md"), ("voice", ".wav")]
         status, again = await s.chat(body)  # the ids were used by that message
