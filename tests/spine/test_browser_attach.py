@@ -77,6 +77,8 @@ async def page(
 ) -> AsyncIterator[AttachPage]:
     from playwright.async_api import async_playwright
 
+    monkeypatch.setenv("ROOST_LLM__VISION", "true")  # the echo model "sees" the pasted image
+    monkeypatch.setenv("ROOST_LLM__TRANSCRIBE__KEEP_AUDIO", "true")  # the test reads the note
     settings = load_settings()
     roost = await build(settings, backend=EchoModel(), audit=MemoryAudit(), clock=clock)
     seen: list[Inbound] = []
@@ -121,7 +123,13 @@ async def test_pick_paste_and_drop_files_see_chips_and_send_them(page: AttachPag
     await tab.get_by_role("button", name="Remove junk.txt").click()
     await chips.nth(3).wait_for(state="detached")
 
-    assert await page.send("echo: got them") == "got them"
+    await page.send("echo: got them")
+    # through the senses pipeline: the documents' text and the image reach the model
+    model = page.roost.backend
+    assert isinstance(model, EchoModel)
+    last_user = [m for m in model.requests[-1].messages if m.role == "user"][-1]
+    assert "echo: got them" in last_user.content and "a,b" in last_user.content
+    assert len(last_user.images) == 1
     assert await tab.locator("#chips").is_hidden()  # sent: the chips are gone
     shown = await tab.locator(".msg.user .body").last.inner_text()
     assert "📎 pasted image.png" in shown and "junk.txt" not in shown
