@@ -24,6 +24,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from bridge.core.ask import read_answer
 from bridge.core.compaction import Fold, bounded_summary, summary_limit, summary_request
 from bridge.core.locks import KeyedLocks
 from bridge.core.sessions import SessionKey, SessionStore
@@ -35,7 +36,6 @@ from bridge.types.backend import (
     ChatMessage,
     Finish,
     ModelRequest,
-    TextDelta,
 )
 
 log = logging.getLogger(__name__)
@@ -193,26 +193,9 @@ class Usage:
 async def ask_summary(
     backend: Backend, fold: Fold, limit: int, redact: Redact, tenant: str, used: Usage
 ) -> str:
-    """Stream the summary of `fold` from the model into `used`'s tokens; stops reading
-    past the limit."""
+    """The model's summary of `fold` (bounded by `limit`); its tokens go into `used`."""
     system, ask = summary_request(fold.previous, fold.messages, limit)
     request = ModelRequest(
         redact(system), (ChatMessage("user", redact(ask.content)),), tenant=tenant
     )
-    pieces: list[str] = []
-    size = 0
-    events = backend.stream(request)
-    try:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                pieces.append(event.text)
-                size += len(event.text)
-                if size > limit:
-                    break
-            elif isinstance(event, Finish):
-                used.add(event)
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
-    return "".join(pieces)
+    return await read_answer(backend, request, limit, used.add)

@@ -15,10 +15,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bridge.core.ask import read_answer
 from bridge.core.usage import Tokens
 from bridge.grading.classify import Label
 from bridge.grading.judge_prompt import SYSTEM, JudgeItem, parse, render
-from bridge.types.backend import Backend, BackendError, ChatMessage, Finish, ModelRequest, TextDelta
+from bridge.types.backend import Backend, BackendError, ChatMessage, Finish, ModelRequest
 
 log = logging.getLogger(__name__)
 MAX_ANSWER_CHARS = 2000
@@ -68,17 +69,10 @@ class JudgeClient:
         return Asked(parsed.labels, parsed.ignored, _last(tokens))
 
     async def _collect(self, request: ModelRequest, tokens: list[Tokens]) -> str:
-        parts: list[str] = []
-        size = 0
-        async for event in self._backend.stream(request):
-            if isinstance(event, TextDelta) and size <= MAX_ANSWER_CHARS:
-                parts.append(event.text)
-                size += len(event.text)
-            elif isinstance(event, Finish):
-                tokens.append(
-                    Tokens(event.prompt_tokens, event.completion_tokens, event.cached_tokens)
-                )
-        return "".join(parts)
+        def used(event: Finish) -> None:
+            tokens.append(Tokens(event.prompt_tokens, event.completion_tokens, event.cached_tokens))
+
+        return await read_answer(self._backend, request, MAX_ANSWER_CHARS, used)
 
 
 def _last(tokens: list[Tokens]) -> Tokens | None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from bridge.core.ask import read_answer
 from bridge.core.turn import PickModel
 from bridge.memory.consolidate import (
     SYSTEM,
@@ -35,7 +36,7 @@ from bridge.memory.service import Memory
 from bridge.memory.store import MemoryRefused, Provenance
 from bridge.screening.screen import refusal, screen
 from bridge.types.audit_sink import AuditSink
-from bridge.types.backend import Backend, BackendError, ChatMessage, ModelRequest, TextDelta
+from bridge.types.backend import BackendError, ChatMessage, ModelRequest
 from bridge.types.messages import Action, Final, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
@@ -162,7 +163,7 @@ class Consolidator:
                 mask.mask(SYSTEM), (ChatMessage("user", mask.mask(ask)),), tenant=dirs.tenant
             )
             try:
-                return await _read(backend, request)
+                return await read_answer(backend, request, MAX_ANSWER)
             except BackendError as exc:
                 log.warning("memory tidy-up: the model failed (%s)", exc.kind)
                 raise _NoModel("The model could not propose a tidy-up just now.") from None
@@ -170,24 +171,6 @@ class Consolidator:
 
 class _NoModel(Exception):
     """No usable model; the message says so for the person."""
-
-
-async def _read(backend: Backend, request: ModelRequest) -> str:
-    pieces: list[str] = []
-    size = 0
-    events = backend.stream(request)
-    try:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                pieces.append(event.text)
-                size += len(event.text)
-                if size > MAX_ANSWER:
-                    break
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
-    return "".join(pieces)
 
 
 def _plan_text(plan: Plan) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bridge.core.ask import read_answer
 from bridge.core.budgets import UsageMeter
 from bridge.core.usage import Tokens
 from bridge.style.rules import Counts
@@ -30,7 +31,6 @@ from bridge.types.backend import (
     ChatMessage,
     Finish,
     ModelRequest,
-    TextDelta,
 )
 
 Verdict = Literal["faithful", "overfit", "error"]
@@ -120,17 +120,10 @@ class Judge:
         return JudgeResult(verdict, self._ms(start), "" if verdict != "error" else "unparseable")
 
     async def _collect(self, request: ModelRequest, tokens: list[Tokens]) -> str:
-        parts: list[str] = []
-        size = 0
-        async for event in self._backend.stream(request):
-            if isinstance(event, TextDelta) and size <= MAX_ANSWER_CHARS:
-                parts.append(event.text)
-                size += len(event.text)
-            elif isinstance(event, Finish):
-                tokens.append(
-                    Tokens(event.prompt_tokens, event.completion_tokens, event.cached_tokens)
-                )
-        return "".join(parts)
+        def used(event: Finish) -> None:
+            tokens.append(Tokens(event.prompt_tokens, event.completion_tokens, event.cached_tokens))
+
+        return await read_answer(self._backend, request, MAX_ANSWER_CHARS, used)
 
     def _ms(self, start: float) -> int:
         return max(0, round((self._monotonic() - start) * 1000))
