@@ -139,7 +139,11 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
             return f"roost: web chat at {url}#token={token}\n{where}"
         return f"roost: web chat at {url} (token in {stored})"
 
-    return Launched(web, announce, lambda: web.port, web.deliver)
+    def tokens(new: Settings) -> None:  # a removed tenant's page is refused at once
+        web.set_tenant_tokens(tenant_web_tokens(new, token))
+
+    live = (OnReload.of(("tenants",), tokens),)
+    return Launched(web, announce, lambda: web.port, web.deliver, live=live)
 
 
 def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:

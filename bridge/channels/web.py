@@ -104,6 +104,7 @@ class WebChannel:
         self._closing = asyncio.Event()
         self._command_list = command_list
         self._gate = WebGate({**(tenant_tokens or {}), token: local_tenant}, local_tenant)
+        self._token = token
         running = turns if turns is not None else RunningTurns()
         self._host, self._port = host, port
         self._js = js_dir
@@ -135,6 +136,10 @@ class WebChannel:
             self.app.router.add_get("/metrics", self._metrics_text)
         self._runner: web.AppRunner | None = None
         self.port = port
+
+    def set_tenant_tokens(self, tenant_tokens: Mapping[str, str]) -> None:
+        """`[tenants.X] web_token`s as reloaded; the web token itself cannot change live."""
+        self._gate.replace({**tenant_tokens, self._token: self._gate.local_tenant})
 
     async def start(self) -> None:
         self._runner = web.AppRunner(

@@ -44,6 +44,11 @@ class WebGate:
         self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
         self.local_tenant = local_tenant
 
+    def replace(self, tokens: Mapping[str, str]) -> None:
+        """Reloaded tokens, in one step: a token no longer configured is refused
+        from the next request on (a removed tenant's page reads nothing more)."""
+        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
+
     def tenant(self, request: web.Request) -> str | None:
         """The tenant of the request's bearer token, or None (no token, a wrong one)."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")

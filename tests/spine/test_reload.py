@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -300,3 +301,29 @@ async def test_allowed_groups_follow_a_reload(
     await bot.wait_until(lambda: len(bot.sent_to(GROUP)) == 1, WAIT_S)
     assert bot.sent_to(GROUP)[0].text == "echo: hello group"
     assert not any("allowed_groups" in line for line in daemon.lines("after a restart"))
+
+
+async def test_a_tenants_web_token_follows_a_reload(
+    daemon: Daemon, notify: tuple[socket.socket, str]
+) -> None:
+    """`[tenants.X] web_token` is live: added, it signs in; removed, it is refused at once
+    (a removed person's page reads no more history)."""
+    (line,) = daemon.lines("web bridge listening on")
+    base = line.split("listening on ")[1].strip().rstrip("/")
+    bob_token = "bob-page-token-7f3a9c21"
+    url = f"{base}/api/history?chat=default"
+    headers = {"Authorization": f"Bearer {bob_token}"}
+
+    async def status() -> int:
+        async with aiohttp.ClientSession() as http, http.get(url, headers=headers) as resp:
+            return resp.status
+
+    assert await status() == 401
+    write_config(config(BOB, extra=f'web_token = "{bob_token}"\n'))
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    assert await status() == 200
+    write_config(config(BOB))
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+    assert await status() == 401
