@@ -45,7 +45,10 @@ from bridge.types.tenant_dirs import TenantDirs
 log = logging.getLogger(__name__)
 
 MAX_REMEMBERED_TENANTS = 1024
-TEXT_ONLY = "I can only read text messages for now - please type your question."
+TEXT_ONLY = (
+    "I can read text, photos, documents (PDF, text, Markdown, CSV, JSON) and voice notes, "
+    "but not this kind of message - please type your question or send one of those."
+)
 
 
 @dataclass(frozen=True, slots=True)

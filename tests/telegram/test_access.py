@@ -95,7 +95,7 @@ async def test_non_text_and_edits_are_handled_deliberately(home: Path, fake: Fak
         fake.push_text(ALICE, "real question")
         await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 2)
         texts = [m.text for m in fake.sent_to(ALICE)]
-        assert texts[0].startswith("I can only read text messages")
+        assert texts[0].startswith("I can read text, photos, documents")
         assert texts[1] == "answer"
         assert [r.messages[-1].content for r in backend.requests] == ["real question"]
 
