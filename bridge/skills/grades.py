@@ -54,33 +54,8 @@ class SkillGrades:
     def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
         """Record one signal; returns the step and the grade after it."""
         step = AUTO_STEP if signal == "auto" else OUTCOME_STEP[signal]
-        column = {
-            "approval": "approvals",
-            "rejection": "rejections",
-            "rephrase": "rephrases",
-            "neutral": "neutrals",
-            "auto": "autos",
-        }[signal]
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(
-                "INSERT OR IGNORE INTO skill_grades (tenant, name, grade) VALUES (?, ?, ?)",
-                (tenant, name, INITIAL_GRADE),
-            )
-            db.execute(
-                f"UPDATE skill_grades SET grade = MAX(?, MIN(?, grade + ?)),"
-                f" {column} = {column} + 1, updated_at = ? WHERE tenant=? AND name=?",
-                (MIN_GRADE, MAX_GRADE, step, now, tenant, name),
-            )
-            (after,) = db.execute(
-                "SELECT grade FROM skill_grades WHERE tenant=? AND name=?", (tenant, name)
-            ).fetchone()
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return Applied(step, after)
+        column = _COLUMN[signal]
+        return self._step(tenant, name, step, f"{column} = {column} + 1", now)
 
     def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
         """The skill's grade row as plain data (for the skills journal); None: never graded."""
@@ -110,6 +85,12 @@ class SkillGrades:
         """A late grade (the outcome judge): move one signal from `old` to `new`."""
         step = OUTCOME_STEP[new] - OUTCOME_STEP[old]
         was, now_col = _COLUMN[old], _COLUMN[new]
+        counts = f"{was} = MAX(0, {was} - 1), {now_col} = {now_col} + 1"
+        return self._step(tenant, name, step, counts, now)
+
+    def _step(self, tenant: str, name: str, step: int, counts: str, now: float) -> Applied:
+        """Move the grade by `step` (within its bounds) and update `counts`, in one
+        transaction; a skill never graded starts at INITIAL_GRADE."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -118,9 +99,8 @@ class SkillGrades:
                 (tenant, name, INITIAL_GRADE),
             )
             db.execute(
-                f"UPDATE skill_grades SET grade = MAX(?, MIN(?, grade + ?)),"
-                f" {was} = MAX(0, {was} - 1), {now_col} = {now_col} + 1, updated_at = ?"
-                " WHERE tenant=? AND name=?",
+                f"UPDATE skill_grades SET grade = MAX(?, MIN(?, grade + ?)), {counts},"
+                " updated_at = ? WHERE tenant=? AND name=?",
                 (MIN_GRADE, MAX_GRADE, step, now, tenant, name),
             )
             (after,) = db.execute(
@@ -139,6 +119,7 @@ _COLUMN = {
     "rejection": "rejections",
     "rephrase": "rephrases",
     "neutral": "neutrals",
+    "auto": "autos",
 }
 
 
