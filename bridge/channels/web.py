@@ -243,28 +243,24 @@ class WebChannel:
 
     async def _outbox(self, request: web.Request) -> web.Response:
         """The chat's proactive messages after `after` (an entry id): what the page missed."""
-        tenant = self._gate.tenant(request)
-        if tenant is None:
-            return self._gate.deny()
-        chat = self._gate.chat(request)
-        if isinstance(chat, web.Response):
-            return chat
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
         after = self._gate.number(request, "after")
         if isinstance(after, web.Response):
             return web.json_response({"error": "after: an entry id"}, status=400)
-        local = tenant == self._gate.local_tenant  # the outbox of other tenants: not on the web
-        messages = self._recent(chat, after or 0) if local and self._recent is not None else []
+        local = key.tenant == self._gate.local_tenant  # other tenants' outboxes: not on the web
+        messages = self._recent(key.chat, after or 0) if local and self._recent else []
         return web.json_response({"messages": messages})
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events: one `message` per proactive message while this is open."""
-        tenant = self._gate.tenant(request)
-        if tenant is None:
-            return self._gate.deny()
-        chat = self._gate.chat(request)
-        if isinstance(chat, web.Response):
-            return chat
-        return await self.deliver.stream(request, tenant, chat, self._closing, SECURITY_HEADERS)
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
+        return await self.deliver.stream(
+            request, key.tenant, key.chat, self._closing, SECURITY_HEADERS
+        )
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
         assert self._files is not None

@@ -21,6 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.channels.web_input import BodyError, decode_json_object
+from bridge.core.sessions import SessionKey
 
 MAX_BODY = 1024 * 1024
 CHAT_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -91,6 +92,17 @@ class WebGate:
         if not CHAT_ID.fullmatch(chat):
             return error(400, "chat: 1-64 of A-Z a-z 0-9 _ -")
         return chat
+
+    def key(self, request: web.Request) -> SessionKey | web.Response:
+        """The web session the request names: its token's tenant and `?chat=`
+        (401 without a known token, 400 for a bad chat id)."""
+        tenant = self.tenant(request)
+        if tenant is None:
+            return self.deny()
+        chat = self.chat(request)
+        if isinstance(chat, web.Response):
+            return chat
+        return SessionKey(tenant, "web", chat)
 
     @staticmethod
     def number(request: web.Request, name: str) -> int | web.Response | None:

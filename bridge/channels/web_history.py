@@ -42,17 +42,8 @@ class WebHistory:
         app.router.add_get("/api/history", self.history)
         app.router.add_get("/api/conversations", self.conversations)
 
-    def _key(self, request: web.Request) -> SessionKey | web.Response:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
-            return self._gate.deny()
-        chat = self._gate.chat(request)
-        if isinstance(chat, web.Response):
-            return chat
-        return SessionKey(tenant, "web", chat)
-
     async def history(self, request: web.Request) -> web.Response:
-        key = self._key(request)
+        key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
         numbers = [self._gate.number(request, n) for n in ("conversation", "before", "limit")]
@@ -78,7 +69,7 @@ class WebHistory:
         return web.json_response(body)
 
     async def conversations(self, request: web.Request) -> web.Response:
-        key = self._key(request)
+        key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
         return web.json_response({"conversations": self._archive.listing(key, self._clock())})

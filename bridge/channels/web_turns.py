@@ -215,13 +215,9 @@ class WebTurns:
         return out.response
 
     async def attach(self, request: web.Request) -> web.StreamResponse:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
-            return self._gate.deny()
-        chat = self._gate.chat(request)
-        if isinstance(chat, web.Response):
-            return chat
-        key = SessionKey(tenant, "web", chat)
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
         attached = self._running.attach(key)
         if attached is None:
             return web.Response(status=204)
