@@ -15,9 +15,9 @@ import string
 
 import pytest
 
-from bridge.screening import secret_context
-from bridge.screening.screen import _INJECTION, screen, secret_kinds
-from bridge.screening.secret_rules import RULES
+from bridge.screening import injection, secret_context, secret_speech
+from bridge.screening.screen import screen, secret_kinds
+from bridge.screening.secret_rules import NAMED, RULES
 
 N = 100_000
 R = random.Random(4711)
@@ -127,10 +127,13 @@ def _unbounded(pattern: re.Pattern[str]) -> list[str]:
 ALL_PATTERNS = [r.pattern for r in RULES] + [
     secret_context._ASSIGN,
     secret_context._CARD,
-    secret_context._PASSWORD_WORD,
-    secret_context._PIN_WORD,
-    secret_context._WORD,
-    *_INJECTION,
+    secret_speech._PASSWORD_WORD,
+    secret_speech._PIN_WORD,
+    secret_speech._SEED_WORD,
+    secret_speech._SEED_RUN,
+    secret_speech._WORD,
+    *(r.value for r in NAMED),
+    *injection.PATTERNS,
 ]
 
 
