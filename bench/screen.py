@@ -93,7 +93,9 @@ def cost() -> None:
     adversarial = ("eyJ" * 10_000 + "=_" * 20_000 + "ignore the " * 3_000)[:100_000]
     print("\ncost per message (median µs, ratio to a floor measured now)")
     for name, text, repeat in [
-        ("short", short, 400), ("paragraph", para, 200), ("long 20k", long, 20),
+        ("short", short, 400),
+        ("paragraph", para, 200),
+        ("long 20k", long, 20),
         ("adversarial 100k", adversarial, 5),
     ]:
         base = _median_us(floor, text, repeat)

@@ -29,7 +29,8 @@ _EN = (
     r"|above|earlier|preceding|all|any|your|the|system)\b[^.\n]{0,30}\b(?:instructions?|prompts?"
     r"|rules|directions|guidelines|guardrails|messages?|orders|assignments|tasks|commands"
     r"|context|information|documents|articles)\b",
-    r"\bforget (?:about )?everything (?:before|above|prior|previous|we discussed|i said|you (?:were|have been) told)",
+    r"\bforget (?:about )?everything (?:before|above|prior|previous|we discussed|i said"
+    r"|you (?:were|have been) told)",
     r"\b(?:ignore|disregard) (?:the |everything )?above\b",
     r"\bnow (?:new|further) (?:tasks|instructions) (?:follow|are followed)",
     r"\byou are now\b",
@@ -61,23 +62,26 @@ _DE = (
     r"\bvergiss\w{0,2}\b(?: sie)?(?: (?:nun|jetzt|bitte))? (?:alle|deine|die|ihre|samtliche)\b"
     r"[^.\n]{0,30}\b(?:anweisungen|instruktionen|auftrage|aufgaben|regeln|befehle|angaben"
     r"|informationen|vorgaben)\b",
-    r"\bvergiss\w{0,2}\b(?: sie)?(?: (?:nun|jetzt|bitte))? alles\b,?(?: (?:davor|zuvor|vorher|bisher"
-    r"|bisherige|vorherige|obige|oben|bis hierhin)\b| (?:was|das) (?:wir|ich|du|dir|man|ihnen)\b"
+    r"\bvergiss\w{0,2}\b(?: sie)?(?: (?:nun|jetzt|bitte))? alles\b,?"
+    r"(?: (?:davor|zuvor|vorher|bisher|bisherige|vorherige|obige|oben|bis hierhin)\b"
+    r"| (?:was|das) (?:wir|ich|du|dir|man|ihnen)\b"
     r"| (?:und )?(?:schreib|sag|antworte|gib|zeig|nenn|erzahl|formulier|sprich))",
-    r"\b(?:lass|lassen sie) (?:alle )?(?:vorherigen|bisherigen|fruheren) (?:informationen|anweisungen"
-    r"|aufgaben) hinter (?:dir|sich)",
+    r"\b(?:lass|lassen sie) (?:alle )?(?:vorherigen|bisherigen|fruheren) "
+    r"(?:informationen|anweisungen|aufgaben) hinter (?:dir|sich)",
     r"\b(?:aus dem kopf (?:zu )?streichen|aus deinem gedachtnis (?:zu )?(?:loschen|streichen))",
     r"\b(?:nun|jetzt|ab jetzt|hier) folgen (?:neue|weitere) (?:anweisungen|aufgaben|auftrage"
     r"|instruktionen|befehle)",
     r"\bneue (?:system)?(?:anweisung(?:en)?|instruktion(?:en)?)\s{0,3}:",
-    r"\bkonzentrier(?:e|en|t)? (?:dich|sich|sie) (?:jetzt |nun )?auf (?:deine |die |ihre )?neue aufgabe",
+    r"\bkonzentrier(?:e|en|t)? (?:dich|sich|sie) (?:jetzt |nun )?auf "
+    r"(?:deine |die |ihre )?neue aufgabe",
     r"\b(?:ab (?:jetzt|sofort)|von nun an),? (?:bist du|wirst du|sollst du|musst du|antwortest du"
     r"|sind sie|werden sie)\b",
     r"\b(?:du bist|sie sind) (?:jetzt|nun|ab jetzt|ab sofort) (?:ein |eine |der |die )?"
     r"(?:\w{1,20} ){0,2}(?:ki|ai|assistent|chatbot|bot|modell|sprachmodell|dan|hacker|terminal"
     r"|interpreter|entwickler)\b",
-    r"\b(?:stell dir vor|tu so|tue so|gib vor)\b,?(?: als ob)? (?:du|sie) (?:bist|warst|seist|waerst"
-    r"|waren|sind) (?:eine?|der|die)? ?(?:\w{1,20} ){0,2}(?:ki|ai|assistent|bot|modell|sprachmodell)\b",
+    r"\b(?:stell dir vor|tu so|tue so|gib vor)\b,?(?: als ob)? (?:du|sie) "
+    r"(?:bist|warst|seist|waerst|waren|sind) (?:eine?|der|die)? ?(?:\w{1,20} ){0,2}"
+    r"(?:ki|ai|assistent|bot|modell|sprachmodell)\b",
     r"\b(?:system-?prompt|systemanweisung(?:en)?|prompt-?texte?)\b",
     r"\bentwicklermodus\b",
     r"\b(?:ohne|keine) (?:einschrankungen|filter|zensur|regeln)\b[^.\n]{0,30}\b(?:antwort\w{0,3}"

@@ -65,7 +65,7 @@ def load(text: str) -> tuple[tuple[Rule, ...], tuple[NamedRule, ...], dict[str, 
         )
         for r in data.get("named", [])
     )
-    missing = {r.kind for r in (*rules, *named)} - labels.keys()
+    missing = ({r.kind for r in rules} | {r.kind for r in named}) - labels.keys()
     if missing:
         raise ValueError(f"secret rules without a label: {sorted(missing)}")
     return rules, named, labels

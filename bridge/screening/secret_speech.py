@@ -26,7 +26,9 @@ _AFTER = r"(?=[\s:=,.;!?)\]\"'-]|$)"
 # Long keywords also end compounds (Routerpasswort, WLAN-Kennwort, Tresorcode), so they
 # need no boundary before them; short ones (pw, pin) must stand as words.
 _PASSWORD_WORD = re.compile(
-    r"(?i)(?:(?<![_0-9])(?:password|passwort|kennwort|passcode|passphrase|passwd)|" + _BEFORE + r"(?:pass|pw"
+    r"(?i)(?:(?<![_0-9])(?:password|passwort|kennwort|passcode|passphrase|passwd)|"
+    + _BEFORE
+    + r"(?:pass|pw"
     r"|pwd|zugangsdaten|anmeldedaten|logindaten|login-daten|credentials|creds|login"
     r"|wlan-schlüssel|wlan-key|wifi-key|netzwerkschlüssel))" + _AFTER
 )
@@ -145,4 +147,4 @@ _FUNCTION_WORDS = frozenset(
 
 def _digits(word: str, shortest: int) -> bool:
     digits = word.rstrip("#")
-    return re.fullmatch(r"[0-9]{%d,12}" % shortest, digits) is not None
+    return re.fullmatch(rf"[0-9]{{{shortest},12}}", digits) is not None

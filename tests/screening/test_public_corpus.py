@@ -87,7 +87,9 @@ def test_every_rule_names_its_public_source_and_a_label() -> None:
         assert rule.sources, rule.kind
         assert all(s.strip() for s in rule.sources)
         assert rule.kind in LABELS
-    from_public_sets = [r for r in RULES if any(s.startswith(("gitleaks:", "trufflehog:")) for s in r.sources)]
+    from_public_sets = [
+        r for r in RULES if any(s.startswith(("gitleaks:", "trufflehog:")) for s in r.sources)
+    ]
     assert len(from_public_sets) >= 80
     assert len(RULES) >= 90
 
@@ -95,6 +97,9 @@ def test_every_rule_names_its_public_source_and_a_label() -> None:
 def test_a_rule_file_without_a_label_is_refused() -> None:
     from bridge.screening.rule_data import load
 
-    text = '[labels]\n\n[[rule]]\nkind = "x"\nkeywords = ["x_"]\npattern = "x_[0-9]{4}"\nfrom = ["t"]\n'
+    text = (
+        '[labels]\n\n[[rule]]\nkind = "x"\nkeywords = ["x_"]\n'
+        'pattern = "x_[0-9]{4}"\nfrom = ["t"]\n'
+    )
     with pytest.raises(ValueError, match="without a label"):
         load(text)
