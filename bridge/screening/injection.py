@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from bridge.screening.unicode_clean import clean, skeleton
+from bridge.screening.unicode_clean import clean, skeleton_of_clean
 
 _GAP = r"[^.\n]{0,40}"  # a few words, never past the end of a sentence
 
@@ -174,10 +174,13 @@ def _any(table: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], text: str) 
     )
 
 
+_OTHER_SCRIPT = re.compile(r"[\u0400-\u04ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
 def looks_like_injection(text: str) -> bool:
-    bare = skeleton(text)
-    if _any(LATIN, bare):
+    cleaned = clean(text)
+    if _any(LATIN, skeleton_of_clean(cleaned)):
         return True
-    if text.isascii():
+    if not _OTHER_SCRIPT.search(cleaned):  # no Cyrillic, kana, CJK or Hangul
         return False
-    return _any(OTHER, clean(text).casefold())
+    return _any(OTHER, cleaned.casefold())

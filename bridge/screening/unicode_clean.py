@@ -194,8 +194,13 @@ def clean(text: str) -> str:
 
 def skeleton(text: str) -> str:
     """What the injection screen reads: clean, marks dropped, look-alikes folded, casefolded."""
-    if text.isascii():
-        return clean(text).lower()
-    base = unicodedata.normalize("NFKD", clean(text))
+    return skeleton_of_clean(clean(text))
+
+
+def skeleton_of_clean(cleaned: str) -> str:
+    """`skeleton` of a text that is already `clean` (saves a second pass)."""
+    if cleaned.isascii():
+        return cleaned.lower()
+    base = unicodedata.normalize("NFKD", cleaned)
     bare = "".join(c for c in base if not unicodedata.category(c).startswith("M"))
     return unicodedata.normalize("NFKC", bare.translate(_CONFUSABLES)).casefold()
