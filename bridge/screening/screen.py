@@ -8,39 +8,23 @@ Secrets are looked for in the NFKC form with hidden code points removed (so
 full-width or zero-width-split tokens are still seen); instructions in the
 skeleton (combining marks dropped, look-alike letters folded, casefolded), so
 `i\\u0307gnore previous instructions` reads as what it says. The rules are in
-`secret_rules` (provider shapes) and `secret_context` (key=value, cards,
-sentences); the Unicode work is in `unicode_clean`.
+`secret_rules.toml` (provider shapes with their public sources, read by
+`rule_data`), `secret_context` (key=value, named services, cards),
+`secret_speech` (sentences, English and German) and `injection` (instructions
+in ten languages); what is public on purpose is in `public_shapes`; the
+Unicode work is in `unicode_clean`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from bridge.screening import secret_context
+from bridge.screening import secret_context, secret_speech
+from bridge.screening.injection import looks_like_injection
 from bridge.screening.secret_rules import LABELS, provider_kinds
-from bridge.screening.unicode_clean import clean, describe, invisible, skeleton
+from bridge.screening.unicode_clean import clean, describe, invisible
 
-_INJECTION: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(?:ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(?:previous|prior|above|"
-        r"earlier|preceding|all|any|your|the|system)\b[^.\n]{0,30}\b(?:instructions?|prompts?|"
-        r"rules|directions|guidelines|guardrails|messages?)\b",
-        r"\byou are now\b",
-        r"\b(?:new|updated|revised) (?:system )?instructions?\s{0,3}:",
-        r"\bsystem prompt\b",
-        r"\bdeveloper mode\b",
-        r"\bdo anything now\b",
-        r"\bjailbr(?:eak|oken)\b",
-        r"<\|?(?:im_start|im_end|system|endoftext)\|?>",
-        r"\[/?(?:inst|sys)\]",
-        r"</?system>",
-        r"\b(?:from now on|henceforth),? (?:you|the assistant) (?:must|will|should|shall)\b",
-        r"\b(?:reveal|print|show|output|repeat)\b[^.\n]{0,30}\b(?:secrets?|vault|api keys?|"
-        r"passwords?)\b",
-    )
-)
+__all__ = ["has_invisible", "looks_like_injection", "refusal", "screen", "secret_kinds"]
 
 
 def secret_kinds(text: str) -> list[str]:
@@ -49,9 +33,12 @@ def secret_kinds(text: str) -> list[str]:
     kinds = provider_kinds(normal)
     if secret_context.assigned(normal):
         kinds.append("assigned-secret")
+    service = secret_context.named(normal)
+    if service and not kinds:
+        kinds.append(service)
     if secret_context.card_number(normal):
         kinds.append("card-number")
-    spoken = secret_context.said(normal)
+    spoken = secret_speech.said(normal)
     if spoken:
         kinds.append(spoken)
     return kinds
@@ -59,11 +46,6 @@ def secret_kinds(text: str) -> list[str]:
 
 def has_invisible(text: str) -> bool:
     return bool(invisible(text))
-
-
-def looks_like_injection(text: str) -> bool:
-    bare = skeleton(text)
-    return any(p.search(bare) for p in _INJECTION)
 
 
 def _holds(text: str, values: Iterable[str]) -> bool:

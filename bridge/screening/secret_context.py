@@ -1,22 +1,32 @@
-"""Secrets without a shape of their own: read from the words around them (pure functions).
+"""Secrets without a shape of their own, read from the key they are assigned to (pure).
 
-- `assigned(text)`: a value after a secret-naming key in .env, shell, YAML, INI,
-  JSON, XML or properties lines (`DB_PASSWORD=`, `aws_secret_access_key = `,
-  `AccountKey=`, `"client_secret": `), in any case and after `_`, `.`, `-`.
+- `assigned(text)`: a value after a secret-naming key in .env, shell, Makefile,
+  YAML, INI, JSON (also escaped), XML, properties or code (`DB_PASSWORD=`,
+  `aws_secret_access_key = `, `AccountKey=`, `"client_secret": `,
+  `<apiToken>...</apiToken>`, `TOKEN ::= "..."`), in any case and after `_`,
+  `.`, `-`; the key kinds follow gitleaks' generic-api-key rule and its
+  allowlist (identifiers such as `key_id`, `primary_key`, `public_key` are not
+  secrets; nor are references such as `${DB_PASSWORD}` or public keys).
+- `named(text)`: gitleaks' semi-generic rules: a token-like value assigned to
+  a key that names a service (`TWITTER_CONSUMER=...`), from `secret_rules.toml`.
 - `card_number(text)`: 13-19 digits with a card network's prefix that pass Luhn.
-- `said(text)`: how people say a password or PIN in a sentence, English and German.
 
 Each scan is one pass of a pattern that cannot start inside its own run of
-characters, plus a bounded look at a window after each hit.
+characters, plus a bounded look at each hit.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+
+from bridge.screening.public_shapes import entropy, identifier_key, public_value, reference
+from bridge.screening.secret_rules import NAMED
 
 _ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z][A-Za-z0-9_.\-]{0,63}+)[\"'\]]?[ \t]{0,8}"
-    r"(?:=>|:=|=|:|>)[ \t]{0,8}[\"'`]?(?P<val>[^\s\"'`,;<>]{1,512}+)"
+    r"(?<![A-Za-z0-9_.\-])(?:(?P<pre>[A-Za-z]{2,20})[ \t])?(?P<key>[A-Za-z][A-Za-z0-9_.\-]{0,63}+)"
+    r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)(?:\\?[\"'`])?"
+    r"(?P<val>[^\s\"'`,;<>\\]{1,512}+)"
 )
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # A key whose last part is one of these holds a password: any real value counts.
@@ -25,24 +35,27 @@ _PASSWORD_LAST = frozenset(
 )
 _PASSWORD_SUFFIX = ("password", "passwd", "passphrase", "passwort", "kennwort", "secret")
 # A key whose last part is one of these holds a token: the value must look like one.
-_TOKEN_LAST = frozenset("key token sig signature auth credential apikey sas".split())  # noqa: SIM905
+_TOKEN_LAST = frozenset(
+    "key token sig signature auth authorization credential apikey sas cookie".split()  # noqa: SIM905
+)
 _TOKEN_SUFFIX = ("apikey", "accesskey", "accountkey", "secretkey", "authtoken", "accesstoken",
-                 "apitoken", "privatekey", "authkey", "clientsecret")  # fmt: skip
-_NOT_SECRET_PARTS = frozenset("public pub".split())  # noqa: SIM905
+                 "apitoken", "privatekey", "authkey", "clientsecret", "refreshtoken")  # fmt: skip
 _PLACEHOLDER = frozenset(
     """true false null none nil yes no required optional empty blank string str text hidden
-    redacted placeholder example changeme_later your_password xxx undefined env secret
-    password token key value""".split()  # noqa: SIM905
+    redacted placeholder example changeme changeit changeme_later your_password xxx undefined
+    env secret password token key value test dummy sample foo bar baz""".split()  # noqa: SIM905
 )
-_CODE_REF = re.compile(
-    r"(?i)^(?:os\.environ|os\.getenv|process\.env|env\(|getenv|config\[|settings\.)"
-)
+_QUALIFIERS = frozenset("public pub publishable site".split())  # noqa: SIM905
+_EXAMPLE = re.compile(r"(?i)(?:example|^your[_-]|x{4}|placeholder|redacted|changeme)")
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_.~\-]{8,512}")
 
 
-def _key_class(key: str) -> str | None:
-    parts = [p.lower() for p in _PARTS.findall(key)]
-    if not parts or _NOT_SECRET_PARTS & set(parts):
+def _parts(key: str) -> list[str]:
+    return [p.lower() for p in _PARTS.findall(key)]
+
+
+def _key_class(parts: list[str]) -> str | None:
+    if not parts or identifier_key(parts):
         return None
     last, squashed = parts[-1], "".join(parts)
     if last in _PASSWORD_LAST or last.endswith(_PASSWORD_SUFFIX):
@@ -55,9 +68,9 @@ def _key_class(key: str) -> str | None:
 
 def _real_value(value: str) -> bool:
     v = value.strip("\"'`")
-    if len(v) < 3 or v.lower() in _PLACEHOLDER or len(set(v)) == 1:
+    if len(v) < 3 or v.lower() in _PLACEHOLDER or len(set(v)) == 1 or "://" in v:
         return False
-    return v[0] not in "$%{<[(" and not _CODE_REF.match(v)
+    return not reference(v) and not public_value(v) and not _EXAMPLE.search(v)
 
 
 def _token_like(value: str) -> bool:
@@ -66,21 +79,54 @@ def _token_like(value: str) -> bool:
         return False
     has_digit = any(c.isdigit() for c in v)
     has_alpha = any(c.isalpha() for c in v)
-    return has_digit and has_alpha and (len(v) >= 8 if len(v) < 20 else True)
+    if has_digit and has_alpha:
+        return True
+    # all letters (or all digits) still count when long and random, as gitleaks' entropy does
+    return len(v) >= 20 and entropy(v) >= 3.5
 
 
-def assigned(text: str) -> bool:
+def _assignments(text: str) -> Iterator[tuple[list[str], str]]:
     pos = 0
     while (m := _ASSIGN.search(text, pos)) is not None:
         # resume inside the value: `https://host?sig=...` holds a second assignment
         pos = m.start("val")
-        cls = _key_class(m.group("key"))
-        value = m.group("val")
+        parts = _parts(m.group("key"))
+        # "minisign public key: ...", "SSH public key = ...": the word before names it
+        pre = (m.group("pre") or "").lower()
+        yield ([pre, *parts] if pre in _QUALIFIERS else parts), m.group("val")
+
+
+def assigned(text: str) -> bool:
+    for parts, value in _assignments(text):
+        cls = _key_class(parts)
         if cls is None or not _real_value(value):
             continue
         if cls == "password" or _token_like(value):
             return True
     return False
+
+
+def named(text: str) -> str | None:
+    """Kind of the first semi-generic rule whose service names the key of a token-like value."""
+    lowered = text.lower()
+    live = [r for r in NAMED if any(n in lowered for n in r.names)]
+    if not live:
+        return None
+    for parts, value in _assignments(text):
+        if not parts or identifier_key(parts):
+            continue
+        squashed = "".join(parts)
+        for rule in live:
+            if (
+                any(n in squashed for n in rule.names)
+                and rule.value.fullmatch(value)
+                and any(c.isdigit() for c in value)
+                and any(c.isalpha() for c in value)
+                and entropy(value) >= rule.min_entropy
+                and _real_value(value)
+            ):
+                return rule.kind
+    return None
 
 
 _CARD = re.compile(r"(?<![0-9])(?<![0-9][ -])[0-9](?:[ -]?[0-9]){12,18}+(?![ -]?[0-9])")
@@ -113,76 +159,3 @@ def card_number(text: str) -> bool:
         if _card_network(digits) and _luhn(digits):
             return True
     return False
-
-
-# A keyword stands in prose: after a space, start, quote or dash; before a space or
-# punctuation (never inside a base64 blob or a path: `+pw/`, `/pass/`).
-_BEFORE = r"(?<![^\s\"'(\[{,;:.!?-])"
-_AFTER = r"(?=[\s:=,.;!?)\]\"'-]|$)"
-_PASSWORD_WORD = re.compile(
-    r"(?i)" + _BEFORE + r"(?:wlan-|wifi-|wi-fi-)?(?:password|passwort|kennwort|passcode|"
-    r"passphrase|pass|pw|pwd)" + _AFTER
-)
-_PIN_WORD = re.compile(
-    r"(?i)" + _BEFORE + r"(?:pin|pin-code|pincode|geheimzahl|passcode|door code|türcode|"
-    r"zugangscode|alarm code|alarmcode|safe code|tresorcode|gate code|garage code)" + _AFTER
-)
-_LINKERS = frozenset("is was ist lautet lautete heißt war wird be to are sind = -> - –".split())  # noqa: SIM905
-_NOT_A_VALUE = frozenset(
-    """a an the my your our his her their this that it its in on at of for to from with by as
-    too not no never still also very only just now again here there somewhere stored saved
-    expired weak strong wrong correct incorrect invalid required missing same different
-    changed reset long short secure safe unsafe insecure case sensitive empty blank set
-    managed locked written hidden easy hard simple complicated forgotten lost known new old
-    and or but because so then
-    zu nicht nie kein keine noch auch sehr nur jetzt hier dort irgendwo gespeichert
-    abgelaufen falsch richtig schwach stark sicher unsicher geändert leer lang kurz
-    gesperrt vergessen verloren bekannt neu alt einfach schwer im in auf unter bei der die
-    das den dem des ein eine einen mein meine dein deine sein seine unser für von mit
-    und oder aber weil dann
-    manager reset recovery policy rules hint change""".split()  # noqa: SIM905
-)
-_WORD = re.compile(r"\S{1,200}")
-_TRIM = ".,;!?()[]{}<>\"'`“”„«»"
-
-
-def _candidates(window: str) -> list[tuple[str, bool]]:
-    """(token, direct): the token right after the keyword (direct), and each token
-    right after a linking word or a colon."""
-    out: list[tuple[str, bool]] = []
-    take, direct = True, True
-    for raw in _WORD.findall(window[:120])[:12]:
-        w = raw.strip(_TRIM)
-        low = w.lower()
-        if not w:  # punctuation only: "?" and "-" lead to a value, a bracket does not
-            take, direct = raw.strip() in ("?", "-", "–"), False
-            continue
-        if low in _LINKERS or w in (":", "->") or w.endswith(":"):
-            take, direct = True, False
-            continue
-        if take:
-            out.append((w, direct))
-        take, direct = False, False
-    return out
-
-
-def _password_like(word: str, direct: bool) -> bool:
-    if len(word) < 4 or word.lower() in _NOT_A_VALUE or word[0] in "$%{<[(":
-        return False
-    if not direct:
-        return True
-    has_upper_inside = any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
-    return any(c.isdigit() or not c.isalnum() for c in word) or has_upper_inside
-
-
-def said(text: str) -> str | None:
-    """ "password" or "pin" if a sentence states one."""
-    for m in _PASSWORD_WORD.finditer(text):
-        window = text[m.end() : m.end() + 160]
-        if any(_password_like(w, direct) for w, direct in _candidates(window)):
-            return "password"
-    for m in _PIN_WORD.finditer(text):
-        window = text[m.end() : m.end() + 160]
-        if any(re.fullmatch(r"\d{4,12}", w) for w, _ in _candidates(window)):
-            return "pin"
-    return None

@@ -12,6 +12,7 @@ Every function is one pass over the text.
 from __future__ import annotations
 
 import bisect
+import re
 import unicodedata
 
 # Extended_Pictographic (Unicode emoji-data.txt), as (first, last) ranges.
@@ -109,8 +110,13 @@ def _emoji_end(cp: int) -> bool:
     return is_pictographic(cp) or 0x1F3FB <= cp <= 0x1F3FF or cp in (_VS16, _KEYCAP)
 
 
+_ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def invisible(text: str) -> list[int]:
     """Indices of hidden code points that no valid emoji sequence or joining script explains."""
+    if text.isascii():  # only control characters can hide in ASCII
+        return [m.start() for m in _ASCII_HIDDEN.finditer(text)]
     out: list[int] = []
     n = len(text)
     tag_run = False  # inside 1F3F4 + tag letters, waiting for the cancel tag
@@ -181,11 +187,20 @@ def strip_invisible(text: str) -> str:
 
 def clean(text: str) -> str:
     """What the loadout stores: NFKC, hidden code points outside emoji sequences removed."""
+    if text.isascii():  # NFKC leaves ASCII as it is
+        return _ASCII_HIDDEN.sub("", text)
     return strip_invisible(unicodedata.normalize("NFKC", text))
 
 
 def skeleton(text: str) -> str:
     """What the injection screen reads: clean, marks dropped, look-alikes folded, casefolded."""
-    base = unicodedata.normalize("NFKD", clean(text))
+    return skeleton_of_clean(clean(text))
+
+
+def skeleton_of_clean(cleaned: str) -> str:
+    """`skeleton` of a text that is already `clean` (saves a second pass)."""
+    if cleaned.isascii():
+        return cleaned.lower()
+    base = unicodedata.normalize("NFKD", cleaned)
     bare = "".join(c for c in base if not unicodedata.category(c).startswith("M"))
     return unicodedata.normalize("NFKC", bare.translate(_CONFUSABLES)).casefold()

@@ -11,7 +11,7 @@ SECRETS = [
     "anthropic sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
     "token ghp_16C7e42F292c6912E7710c838347Ae178B4a",
     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
-    "AWS AKIAIOSFODNN7EXAMPLE for the bucket",
+    "AWS AKIAQ3EGRSU7TNW5XKPZ for the bucket",
     "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
     "slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",

@@ -1,0 +1,76 @@
+"""The secret rules as data: `secret_rules.toml` read once and compiled (pure after import).
+
+`RULES` are tokens with a shape of their own, `NAMED` are gitleaks-style
+"semi-generic" rules (a value of a given shape assigned to a key that names a
+service), `LABELS` says each kind in words. Every rule carries `sources`: the
+public rule (gitleaks rule id, trufflehog detector) or provider format it was
+learned from. `{start}`/`{end}` in a pattern are the run-boundary assertions
+every shape uses, so no match can start inside a run of its own alphabet.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+START = r"(?<![A-Za-z0-9])"  # starts at a run boundary; '_', '-', '=', quotes may precede
+END = r"(?![A-Za-z0-9_-])"  # ends where the token alphabet ends
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str
+    keywords: tuple[str, ...]  # lower-case literals, one of which must occur (cheap filter)
+    pattern: re.Pattern[str]
+    sources: tuple[str, ...]
+    entropy: float = 0.0  # Shannon bits per character a match needs (0: any)
+
+
+@dataclass(frozen=True, slots=True)
+class NamedRule:
+    kind: str
+    names: tuple[str, ...]  # lower-case words looked for inside an assignment's key
+    value: re.Pattern[str]  # the whole value must match
+    min_entropy: float  # Shannon bits per character the value needs
+    sources: tuple[str, ...]
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern.replace("{start}", START).replace("{end}", END))
+
+
+def load(text: str) -> tuple[tuple[Rule, ...], tuple[NamedRule, ...], dict[str, str]]:
+    """Parse a rules document; every kind a rule uses must have a label."""
+    data = tomllib.loads(text)
+    labels: dict[str, str] = dict(data["labels"])
+    rules = tuple(
+        Rule(
+            kind=r["kind"],
+            keywords=tuple(k.lower() for k in r["keywords"]),
+            pattern=_compile(r["pattern"]),
+            sources=tuple(r["from"]),
+            entropy=float(r.get("entropy", 0.0)),
+        )
+        for r in data.get("rule", [])
+    )
+    named = tuple(
+        NamedRule(
+            kind=r["kind"],
+            names=tuple(n.lower() for n in r["names"]),
+            value=re.compile(r["value"]),
+            min_entropy=float(r.get("min_entropy", 0.0)),
+            sources=tuple(r["from"]),
+        )
+        for r in data.get("named", [])
+    )
+    missing = ({r.kind for r in rules} | {r.kind for r in named}) - labels.keys()
+    if missing:
+        raise ValueError(f"secret rules without a label: {sorted(missing)}")
+    return rules, named, labels
+
+
+RULES, NAMED, LABELS = load(
+    resources.files("bridge.screening").joinpath("secret_rules.toml").read_text("utf-8")
+)
