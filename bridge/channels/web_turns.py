@@ -11,9 +11,12 @@ text so far (204 when nothing runs); `POST /api/chat/new {"chat"}` -> stops
 what runs, sends a real `/reset` through the core (the model forgets; the
 old conversation stays readable) and returns `{"conversation": NEWID}`.
 
-`Viewers` counts the open streams of each chat; when the last one goes
-(the page closed, a network drop: seen within `WATCH_S`) and none comes
-back within the grace period (`[web] detach_grace_s`), the turn is stopped.
+Each open stream holds a slot of `StreamSlots` (`web_streams`: at most so
+many per token and per tenant, 429 past them; a reload that drops the token
+closes the stream's connection). `Viewers` counts the open streams of each
+chat; when the last one goes (the page closed, a network drop: seen within
+`WATCH_S`) and none comes back within the grace period (`[web]
+detach_grace_s`), the turn is stopped.
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from bridge.channels.web_gate import ChatOnly, WebGate
+from bridge.channels.web_gate import ChatOnly, WebGate, error
 from bridge.channels.web_input import ChatRequest
 from bridge.channels.web_push import sse
+from bridge.channels.web_streams import Slot, StreamSlots
 from bridge.channels.web_upload import WebUploads, claim_for
 from bridge.core.conversations import ConversationArchive
+from bridge.core.diskfull import DISK_FULL
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.messages import Attachment, DeltaSink, Final, Inbound
@@ -168,8 +173,10 @@ class WebTurns:
         headers: dict[str, str],
         grace_s: float = 30.0,
         clock: Callable[[], float] = time.time,
+        streams: StreamSlots | None = None,
     ) -> None:
         self._gate, self._handle, self._running = gate, handle, running
+        self._streams = streams if streams is not None else StreamSlots(8, 16)
         self._archive, self._final, self._headers = archive, final_json, headers
         self.viewers = Viewers(running, grace_s)
         self._clock = clock
@@ -194,16 +201,48 @@ class WebTurns:
         """The body's upload ids as the tenant's `Attachment`s (400 for an unknown one)."""
         return claim_for(self.uploads, tenant, req.attachments)
 
+    def too_many(self, tenant: str) -> web.Response:
+        """429: the token (or its tenant) holds as many open streams as it may."""
+        response = error(
+            429,
+            f"too many open event streams (at most {self._streams.per_token} per page token, "
+            f"{self._streams.per_tenant} per person); close another tab or wait",
+        )
+        response.headers["Retry-After"] = "10"
+        return response
+
+    def slot(self, request: web.Request, token: str, tenant: str) -> Slot | None:
+        """A stream slot whose revocation closes this request's connection."""
+
+        def close() -> None:
+            transport = request.transport
+            if transport is not None:
+                transport.close()
+
+        return self._streams.open(token, tenant, close)
+
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
+        caller = self._gate.caller(request)
+        if caller is None:
             return self._gate.deny()
+        tenant, token = caller
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
-        files = self.attachments(tenant, parsed)
-        if isinstance(files, web.Response):
-            return files
+        slot = self.slot(request, token, tenant)
+        if slot is None:
+            return self.too_many(tenant)
+        try:
+            files = self.attachments(tenant, parsed)
+            if isinstance(files, web.Response):
+                return files
+            return await self._answer(request, tenant, parsed, files)
+        finally:
+            self._streams.release(slot)
+
+    async def _answer(
+        self, request: web.Request, tenant: str, parsed: ChatRequest, files: tuple[Attachment, ...]
+    ) -> web.StreamResponse:
         out = Out(request, SessionKey(tenant, "web", parsed.chat), self.viewers)
         await out.open(self._headers)
         try:
@@ -216,8 +255,18 @@ class WebTurns:
 
     async def attach(self, request: web.Request) -> web.StreamResponse:
         key = self._gate.key(request)
-        if isinstance(key, web.Response):
-            return key
+        caller = self._gate.caller(request)
+        if isinstance(key, web.Response) or caller is None:
+            return key if isinstance(key, web.Response) else self._gate.deny()
+        slot = self.slot(request, caller[1], key.tenant)
+        if slot is None:
+            return self.too_many(key.tenant)
+        try:
+            return await self._attached(request, key)
+        finally:
+            self._streams.release(slot)
+
+    async def _attached(self, request: web.Request, key: SessionKey) -> web.StreamResponse:
         attached = self._running.attach(key)
         if attached is None:
             return web.Response(status=204)
@@ -261,7 +310,8 @@ class WebTurns:
         reset = Inbound("web", identity, key.chat, "/reset", uuid.uuid4().hex)
         final = await self._handle(reset, None, None)
         if final.kind != "command":
-            return web.json_response({"error": final.text or "the chat was not reset"}, status=500)
+            status = 507 if final.text == DISK_FULL else 500  # the core said why: say it too
+            return error(status, final.text or "the chat was not reset")
         now = self._clock()
         ident = self._archive.current(key, now) if self._archive is not None else None
         return web.json_response({"conversation": ident})

@@ -28,10 +28,17 @@ def configured_tenants(tenants: Iterable[str], local_tenant: str) -> frozenset[s
 
 
 class TenantResolver:
-    """Maps an inbound identity to a tenant through an ordered list of rules."""
+    """Maps an inbound identity to a tenant through an ordered list of rules.
 
-    def __init__(self, rules: Sequence[Rule]) -> None:
+    `barred(tenant)` is true while the tenant must be served nothing (an
+    unfinished `roost forget`, `bridge.app.forgetting`); `Access` asks it.
+    """
+
+    def __init__(
+        self, rules: Sequence[Rule], barred: Callable[[str], bool] = lambda tenant: False
+    ) -> None:
         self._rules = tuple(rules)
+        self.barred = barred
 
     def replace(self, rules: Sequence[Rule]) -> None:
         """Use `rules` from the next `resolve` on (one assignment: atomic for the event loop)."""
