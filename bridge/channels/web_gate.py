@@ -107,6 +107,8 @@ class WebGate:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return error(413, f"the request body is too large (limit {MAX_BODY:,} bytes)")
+        except ConnectionError:  # the client went, or stalled and was dropped (web_conns)
+            return error(408, "the request body did not arrive in time")
         try:
             return model.model_validate(decode_json_object(raw))
         except (BodyError, ValidationError) as exc:
