@@ -220,6 +220,9 @@ class GuardedSite(web.BaseSite):
                 log.warning("web: accepting again after %d refused accepts", self._shortage)
                 self._shortage = 0
             self._admit(loop, conn, address)
+            # sock_accept does not yield while connections wait: let the loop close the
+            # ones that gave way (their descriptors) and start the admitted ones
+            await asyncio.sleep(0)
 
     def _short(self, exc: OSError) -> None:
         if not self._shortage:
