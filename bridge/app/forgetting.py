@@ -124,15 +124,23 @@ def _files(home: Path, tenant: str) -> tuple[int, int, list[str]]:
     return files, size, mcp
 
 
+def begin(home: Path, tenant: str) -> dict[str, Any]:
+    """Write the marker (durable) if it is not there yet; its state. From now on the
+    tenant is barred: call it before opening anything of the tenant."""
+    marker = marker_path(home, tenant)
+    state = _read(marker) if marker.exists() else {}
+    if not state:
+        state = {"tenant": tenant, "started_ms": int(time.time() * 1000)}
+        _write(marker, state)
+    return state
+
+
 async def forget_tenant(
     home: Path, db: sqlite3.Connection, tenant: str, record: Record
 ) -> Forgotten:
     """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record."""
     marker = marker_path(home, tenant)
-    state = _read(marker) if marker.exists() else {}
-    state.setdefault("tenant", tenant)
-    state.setdefault("started_ms", int(time.time() * 1000))
-    _write(marker, state)  # durable before anything is deleted
+    state = begin(home, tenant)
     if not state.get("recorded"):
         rows = _rows(db, tenant)
         done: dict[str, int] = state.get("rows", {})

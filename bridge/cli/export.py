@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bridge.app.export import Forgotten, export_details, forgotten_details, write_export
-from bridge.app.forgetting import EXPORTS, export_files, forget_tenant, marker_path
+from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant, marker_path
 from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
@@ -83,6 +83,7 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost forget: {exc}", file=sys.stderr)
         return 1
     resumed = marker_path(settings.home, args.tenant).exists()
+    begin(settings.home, args.tenant)  # durable, before the database or a file is touched
 
     async def record(gone: Forgotten) -> None:
         details = forgotten_details(gone, "operator")
