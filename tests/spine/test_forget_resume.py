@@ -28,6 +28,10 @@ WAIT_S = 60.0  # a safety net against a hang, never a speed check
 BOB_PAGE = "bob-page-token-5c1d8e0f"
 
 
+def configure_bob(config: Path) -> None:
+    config.write_text(f'[tenants.bob]\nweb_token = "{BOB_PAGE}"\n')
+
+
 async def killed_forget(home: Path, env: dict[str, str]) -> None:
     """Start `roost forget` for bob and kill -9 it once its marker is written."""
     db = sqlite3.connect(home / "roost.db", isolation_level=None)
@@ -60,7 +64,7 @@ async def test_an_interrupted_forget_serves_nothing_and_a_rerun_finishes_it(
     home: Path, fake: FakeOpenAI
 ) -> None:
     env = env_for(home, fake)
-    Path(env["ROOST_CONFIG"]).write_text(f'[tenants.bob]\nweb_token = "{BOB_PAGE}"\n')
+    configure_bob(Path(env["ROOST_CONFIG"]))
     await setup_two_people(home, env)
     before = audit_lines(home, "bob")
     await killed_forget(home, env)
