@@ -32,7 +32,6 @@ per token and per tenant, 429 past it; ended when a reload drops their token).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from bridge.channels.web_history import WebHistory
 from bridge.channels.web_input import ChatRequest, HostAllowList
 from bridge.channels.web_push import WebPush
 from bridge.channels.web_site import GuardedSite, WebGuard
+from bridge.channels.web_static import JS_DIR, PageFiles
 from bridge.channels.web_streams import StreamSlots
 from bridge.channels.web_turns import ProgressHandle, WebTurns
 from bridge.channels.web_upload import WebUploads
@@ -59,14 +59,6 @@ from bridge.types.messages import Final
 
 log = logging.getLogger(__name__)
 
-JS_DIR = Path(__file__).resolve().parents[2] / "js"
-STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}(\.[a-z0-9]{1,12}){0,2}\.(js|mjs|css|svg)$")
-STATIC_TYPES = {
-    "js": "text/javascript",
-    "mjs": "text/javascript",
-    "css": "text/css",
-    "svg": "image/svg+xml",
-}
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # (chat, after_id) -> the local tenant's outbox messages newer than after_id, oldest first
 Recent = Callable[[str, int], list[dict[str, Any]]]
@@ -118,7 +110,6 @@ class WebChannel:
         self._token = token
         running = turns if turns is not None else RunningTurns()
         self._host, self._port = host, port
-        self._js = js_dir
         self._hosts = HostAllowList(host, allowed_hosts)
         self.guard = WebGuard(limits)
         self.streams = StreamSlots(limits.streams_per_token, limits.streams_per_tenant)
@@ -126,7 +117,8 @@ class WebChannel:
             client_max_size=MAX_BODY,
             middlewares=[self.guard.middleware, self._host_check, self._disk, self._headers],
         )
-        self.app.router.add_get("/", self._index)
+        pages = PageFiles(js_dir)
+        self.app.router.add_get("/", pages.index)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
@@ -148,8 +140,8 @@ class WebChannel:
             WebHistory(self._gate, archive, running).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
-        self.app.router.add_get("/static/{name}", self._static)
-        self.app.router.add_get("/static/vendor/{name}", self._static)
+        self.app.router.add_get("/static/{name}", pages.static)
+        self.app.router.add_get("/static/vendor/{name}", pages.static)
         if files is not None:  # the link is the credential (signed, one-time, short-lived)
             self.app.router.add_get("/files/{token}", self._download)
         if metrics is not None:  # off by default: no route, so a 404 like any unknown path
@@ -230,23 +222,6 @@ class WebChannel:
             for key, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(key, value)
         return response
-
-    async def _index(self, request: web.Request) -> web.StreamResponse:
-        page = self._js / "index.html"
-        if not page.is_file():
-            return web.Response(text="roost: the web page is not installed", status=500)
-        return web.FileResponse(page)
-
-    async def _static(self, request: web.Request) -> web.StreamResponse:
-        """Top-level page files and `vendor/` ones only (no other directories, tests
-        or dotfiles)."""
-        name = request.match_info["name"]
-        kind = STATIC_TYPES.get(name.rsplit(".", 1)[-1]) if STATIC_NAME.fullmatch(name) else None
-        vendor = request.path.startswith("/static/vendor/")
-        path = self._js / "vendor" / name if vendor else self._js / name
-        if kind is None or not path.is_file() or path.is_symlink():
-            raise web.HTTPNotFound()
-        return web.Response(body=path.read_bytes(), content_type=kind, charset="utf-8")
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
