@@ -71,7 +71,7 @@ class Access:
             return SILENT
         if parsed is not None and parsed.name == "pair":
             return _said(await self._pair(inbound, parsed.args), "command")
-        tenant = self._resolver.resolve(inbound)
+        tenant = self._resolver.match(inbound)
         if tenant is not None and self._resolver.barred(tenant):
             log.warning("%s: a message for a tenant being forgotten refused", inbound.channel)
             return Final(BARRED, "refusal")

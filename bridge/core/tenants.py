@@ -31,7 +31,9 @@ class TenantResolver:
     """Maps an inbound identity to a tenant through an ordered list of rules.
 
     `barred(tenant)` is true while the tenant must be served nothing (an
-    unfinished `roost forget`, `bridge.app.forgetting`); `Access` asks it.
+    unfinished `roost forget`, `bridge.app.forgetting`): `resolve` then
+    answers None for it (jobs, files and voice notes go nowhere), and `Access`
+    reads `match` to say why instead of refusing a stranger.
     """
 
     def __init__(
@@ -45,6 +47,11 @@ class TenantResolver:
         self._rules = tuple(rules)
 
     def resolve(self, inbound: Inbound) -> str | None:
+        tenant = self.match(inbound)
+        return None if tenant is not None and self.barred(tenant) else tenant
+
+    def match(self, inbound: Inbound) -> str | None:
+        """The tenant the rules name, barred or not."""
         rules = self._rules  # one snapshot per message, even if a reload replaces them
         for rule in rules:
             tenant = rule(inbound)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import aiohttp
 
+from bridge.app.build import Roost
+from tests.conftest import web_msg
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import ROOST, env_for, fake, run, start_daemon
 from tests.spine.test_export import audit_lines, rows_of, setup_two_people
@@ -133,3 +135,14 @@ async def test_export_goes_to_the_homes_exports_folder_and_says_where(
     assert f"to {made} " in out.decode()  # the full path it wrote
     code, out_text, _ = await run(["forget", "--tenant", "bob", "--yes"], env)
     assert code == 0 and str(made) in out_text  # the operator's copy stays, named
+
+
+async def test_a_barred_tenant_resolves_to_nothing_and_is_told_why(roost: Roost) -> None:
+    said = await roost.core.handle(web_msg("hello", 1))
+    assert said.kind == "answer"
+    roost.resolver.barred = lambda tenant: tenant == "local"  # as a forgetting marker does
+    assert roost.resolver.resolve(web_msg("hi", 2)) is None  # jobs and files go nowhere
+    assert roost.resolver.match(web_msg("hi", 2)) == "local"
+    refused = await roost.core.handle(web_msg("what did I say?", 3))
+    assert refused.kind == "refusal" and "being deleted" in refused.text
+    assert "roost forget --tenant" in refused.text
