@@ -149,7 +149,7 @@ async def forget_tenant(
         files, size, mcp = _files(home, tenant)
         state["files"] = max(files, state.get("files", 0))
         state["bytes"] = max(size, state.get("bytes", 0))
-        state["mcp"] = sorted(set(mcp) | set(state.get("mcp", [])))
+        state["mcp"] = list(dict.fromkeys([*state.get("mcp", []), *mcp]))
         _write(marker, state)
     gone = Forgotten(state["files"], state["rows"], state["bytes"], tuple(state["mcp"]))
     if not state.get("recorded"):

@@ -22,7 +22,8 @@ lines per `interval_s`, all kinds together `total` lines, and what is held
 back is counted and said in one line per kind when its window ends ("... N
 more like this in the last 10s"). A descriptor shortage that fails every
 accept or every file open therefore writes a few lines a minute, not a
-traceback per attempt.
+traceback per attempt. At `log_level = "DEBUG"` nothing is held back (a
+debugging session asks for every line).
 """
 
 from __future__ import annotations
@@ -237,10 +238,11 @@ def setup_logging(
         handler.setFormatter(_JsonFormatter(redactor))
     else:
         handler.setFormatter(redactor.formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    flood = LogFlood()
-    flood.emit = handler.handle
-    handler.addFilter(flood)
-    atexit.register(flood.flush)
+    if level != "DEBUG":  # DEBUG is for a debugging session: everything, unlimited
+        flood = LogFlood()
+        flood.emit = handler.handle
+        handler.addFilter(flood)
+        atexit.register(flood.flush)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
