@@ -11,6 +11,7 @@ them in reverse.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import time
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.build import Roost
+from bridge.app.descriptors import web_limits
+from bridge.app.forgetting import forgetting
 from bridge.app.reload import OnReload
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
@@ -29,6 +32,8 @@ from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:
     from bridge.channels.telegram_files_in import FilesIn
+
+log = logging.getLogger(__name__)
 
 
 def web_token(settings: Settings) -> tuple[str, bool]:
@@ -110,6 +115,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     from bridge.channels.web_files import FileLinks
 
     token, created = web_token(settings)
+    budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
+    log.info("web: %s", budget.describe())
     web = WebChannel(
         roost.core.handle,
         roost.command_list,
@@ -129,6 +136,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         detach_grace_s=settings.web.detach_grace_s,
         inbox=lambda tenant: TenantDirs.of(settings.home, tenant).inbox,
         attachment_bytes=settings.limits.attachment_bytes,
+        limits=budget.limits,
+        barred=lambda tenant: forgetting(settings.home, tenant),
     )
     stored = settings.home / "web-token"
 

@@ -14,17 +14,28 @@ With `log_format = "json"` (`ROOST_LOG_FORMAT=json`) each record is one
 JSON object on one line (`ts`, `level`, `logger`, `msg`, and `exc` for a
 traceback); each field passes the same Redactor before it is encoded, so the
 line is always valid JSON and never holds a secret.
+
+`LogFlood` (on the one handler) bounds what a flood can write: lines are
+grouped by kind (logger, level, the message's first line with numbers and
+addresses blanked, the exception's type); each kind may write `burst`
+lines per `interval_s`, all kinds together `total` lines, and what is held
+back is counted and said in one line per kind when its window ends ("... N
+more like this in the last 10s"). A descriptor shortage that fails every
+accept or every file open therefore writes a few lines a minute, not a
+traceback per attempt. At `log_level = "DEBUG"` nothing is held back (a
+debugging session asks for every line).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import re
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from urllib.parse import quote, quote_plus
 
@@ -142,6 +153,81 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+FLOOD_INTERVAL_S = 10.0
+FLOOD_BURST = 10  # lines of one kind per interval
+FLOOD_TOTAL = 100  # lines of all kinds per interval
+FLOOD_KINDS = 1000  # kinds remembered at once
+
+
+def kind_of(record: logging.LogRecord) -> tuple[str, int, str, str]:
+    """What makes two log lines "the same": logger, level, message shape, exception type."""
+    first = str(record.msg).split("\n", 1)[0][:160]
+    exc = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
+    return record.name, record.levelno, _NUMBERS.sub("#", first), exc
+
+
+class LogFlood(logging.Filter):
+    """Rate limits log lines by kind; held-back lines are counted and reported."""
+
+    def __init__(
+        self,
+        interval_s: float = FLOOD_INTERVAL_S,
+        burst: int = FLOOD_BURST,
+        total: int = FLOOD_TOTAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.interval_s, self.burst, self.total, self._clock = interval_s, burst, total, clock
+        self._window = clock()
+        self._all = 0
+        self._seen: dict[tuple[str, int, str, str], list[int]] = {}  # kind -> [written, held]
+        self.emit: Callable[[logging.LogRecord], object] | None = None  # the handler's
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "roost_flood_report", False):
+            return True
+        now = self._clock()
+        if now - self._window >= self.interval_s:
+            self._report(now)
+        kind = kind_of(record)
+        counts = self._seen.get(kind)
+        if counts is None:
+            if len(self._seen) >= FLOOD_KINDS:
+                self._seen.pop(next(iter(self._seen)))
+            counts = self._seen[kind] = [0, 0]
+        if counts[0] >= self.burst or self._all >= self.total:
+            counts[1] += 1
+            return False
+        counts[0] += 1
+        self._all += 1
+        return True
+
+    def flush(self) -> None:
+        """Report what is held back now (at shutdown)."""
+        self._report(self._clock())
+
+    def _report(self, now: float) -> None:
+        held = [(kind, c[1]) for kind, c in self._seen.items() if c[1]]
+        window, self._window = now - self._window, now
+        self._seen = {}
+        self._all = 0
+        if not held or self.emit is None:
+            return
+        for (name, level, shape, exc), count in held[: self.burst]:
+            text = f"... {count} more like this in the last {window:.0f}s: {shape}"
+            self._say(name, level, text + (f" ({exc})" if exc else ""))
+        if len(held) > self.burst:
+            rest = sum(count for _, count in held[self.burst :])
+            self._say("roost", logging.WARNING, f"... and {rest} more log lines held back")
+
+    def _say(self, name: str, level: int, text: str) -> None:
+        assert self.emit is not None
+        record = logging.LogRecord(name, level, __file__, 0, text, None, None)
+        record.roost_flood_report = True
+        self.emit(record)
+
+
 def setup_logging(
     level: str = "INFO", secrets: Iterable[str] = (), log_format: str = "text"
 ) -> Redactor:
@@ -152,6 +238,11 @@ def setup_logging(
         handler.setFormatter(_JsonFormatter(redactor))
     else:
         handler.setFormatter(redactor.formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if level != "DEBUG":  # DEBUG is for a debugging session: everything, unlimited
+        flood = LogFlood()
+        flood.emit = handler.handle
+        handler.addFilter(flood)
+        atexit.register(flood.flush)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -14,7 +14,9 @@ quick_check` on roost.db; either failing is one line and exit status 1.
 Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
 channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
 SIGHUP, or a change of the config file, reloads the configuration without a
-restart (`bridge.app.reload`); in-flight turns go on.
+restart (`bridge.app.reload`); in-flight turns go on. Before anything opens,
+the soft descriptor limit is raised to the hard one (`bridge.app.descriptors`);
+the web row then takes its share of it and leaves the reserve to the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from bridge.app.channels_up import (
     web_channel,
     web_hosts,
 )
+from bridge.app.descriptors import raise_soft_limit
 from bridge.app.home import prepare_home
 from bridge.app.instance import InstanceBusy, hold
 from bridge.app.live import reload_hooks
@@ -133,6 +136,7 @@ async def serve(
     `load` reads the configuration again on a reload.
     """
     notifier = notifier or Notifier.from_env(os.environ)
+    raise_soft_limit()
     prepare_home(settings.home)
     try:
         lock = hold(settings.home)

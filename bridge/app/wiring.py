@@ -7,11 +7,13 @@ opens or closes anything, so `build()` stays the one owner of lifetimes.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
+from bridge.app.forgetting import forgetting
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
@@ -83,7 +85,8 @@ def build_access(
 ) -> tuple[TenantResolver, PairingStore]:
     """Who is who: loopback, configured Telegram ids, then pairings to configured tenants."""
     pairing = PairingStore(db, clock)
-    return TenantResolver(access_rules(settings, pairing)), pairing
+    barred = functools.partial(forgetting, settings.home)  # an unfinished `roost forget`
+    return TenantResolver(access_rules(settings, pairing), barred), pairing
 
 
 def access_rules(settings: Settings, pairing: PairingStore) -> list[Rule]:

@@ -20,14 +20,18 @@ add routes (the Telegram webhook) before it starts.
 Every route, added here or by another channel, first checks `Host` against
 the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
 otherwise; a body that is not the expected JSON object gets a 400 (413 when
-too large) with a JSON `error`, never a 500.
+too large) with a JSON `error`, never a 500; a route that meets a full disk
+answers 507 with the reason (`bridge.core.diskfull`).
+
+Connections pass `web_site.GuardedSite` (roost's accept loop, `web_conns`:
+caps in all and per client, a descriptor reserve, header and body timeouts)
+before aiohttp serves them; event streams hold a `web_streams` slot (a cap
+per token and per tenant, 429 past it; ended when a reload drops their token).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,28 +40,25 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.web_conns import UNBUDGETED, ConnLimits
 from bridge.channels.web_files import FileLinks
-from bridge.channels.web_gate import MAX_BODY, WebGate
+from bridge.channels.web_gate import MAX_BODY, WebGate, error
 from bridge.channels.web_history import WebHistory
 from bridge.channels.web_input import ChatRequest, HostAllowList
 from bridge.channels.web_push import WebPush
+from bridge.channels.web_site import GuardedSite, WebGuard
+from bridge.channels.web_static import JS_DIR, PageFiles
+from bridge.channels.web_streams import StreamSlots
 from bridge.channels.web_turns import ProgressHandle, WebTurns
 from bridge.channels.web_upload import WebUploads
 from bridge.core.conversations import ConversationArchive
+from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.messages import Final
 
 log = logging.getLogger(__name__)
 
-JS_DIR = Path(__file__).resolve().parents[2] / "js"
-STATIC_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,40}(\.[a-z0-9]{1,12}){0,2}\.(js|mjs|css|svg)$")
-STATIC_TYPES = {
-    "js": "text/javascript",
-    "mjs": "text/javascript",
-    "css": "text/css",
-    "svg": "image/svg+xml",
-}
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # (chat, after_id) -> the local tenant's outbox messages newer than after_id, oldest first
 Recent = Callable[[str, int], list[dict[str, Any]]]
@@ -96,28 +97,40 @@ class WebChannel:
         detach_grace_s: float = 30.0,
         inbox: Callable[[str], Path] | None = None,  # a tenant's TenantDirs.inbox: uploads on
         attachment_bytes: int = 20 * 1024 * 1024,
+        limits: ConnLimits = UNBUDGETED,  # connections and streams (the app's descriptor budget)
+        barred: Callable[[str], bool] = lambda tenant: False,  # a tenant being forgotten
     ) -> None:
         self._handle = handle
         self._files = files
         self._recent = recent
         self.deliver = WebPush()  # the outbox's deliver for channel "web"
-        self._closing = asyncio.Event()
         self._command_list = command_list
-        self._gate = WebGate({**(tenant_tokens or {}), token: local_tenant}, local_tenant)
+        tokens = {**(tenant_tokens or {}), token: local_tenant}
+        self._gate = WebGate(tokens, local_tenant, barred)
         self._token = token
         running = turns if turns is not None else RunningTurns()
         self._host, self._port = host, port
-        self._js = js_dir
         self._hosts = HostAllowList(host, allowed_hosts)
+        self.guard = WebGuard(limits)
+        self.streams = StreamSlots(limits.streams_per_token, limits.streams_per_tenant)
         self.app = web.Application(
-            client_max_size=MAX_BODY, middlewares=[self._host_check, self._headers]
+            client_max_size=MAX_BODY,
+            middlewares=[self.guard.middleware, self._host_check, self._disk, self._headers],
         )
-        self.app.router.add_get("/", self._index)
+        pages = PageFiles(js_dir)
+        self.app.router.add_get("/", pages.index)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
         self.turns = WebTurns(
-            self._gate, handle, running, archive, self._final, SECURITY_HEADERS, detach_grace_s
+            self._gate,
+            handle,
+            running,
+            archive,
+            self._final,
+            SECURITY_HEADERS,
+            detach_grace_s,
+            streams=self.streams,
         )
         self.turns.mount(self.app)
         if inbox is not None:  # POST /api/upload (bridge.channels.web_upload)
@@ -127,8 +140,8 @@ class WebChannel:
             WebHistory(self._gate, archive, running).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
-        self.app.router.add_get("/static/{name}", self._static)
-        self.app.router.add_get("/static/vendor/{name}", self._static)
+        self.app.router.add_get("/static/{name}", pages.static)
+        self.app.router.add_get("/static/vendor/{name}", pages.static)
         if files is not None:  # the link is the credential (signed, one-time, short-lived)
             self.app.router.add_get("/files/{token}", self._download)
         if metrics is not None:  # off by default: no route, so a 404 like any unknown path
@@ -138,15 +151,25 @@ class WebChannel:
         self.port = port
 
     def set_tenant_tokens(self, tenant_tokens: Mapping[str, str]) -> None:
-        """`[tenants.X] web_token`s as reloaded; the web token itself cannot change live."""
+        """`[tenants.X] web_token`s as reloaded; the web token itself cannot change live.
+        Streams opened with a token no longer configured end now."""
         self._gate.replace({**tenant_tokens, self._token: self._gate.local_tenant})
+        ended = self.streams.keep(self._gate.keys())
+        if ended:
+            log.info("web: ended %d event streams whose token is no longer configured", ended)
 
     async def start(self) -> None:
+        # the keep-alive timer also runs from the moment a connection opens until its
+        # request head is complete: that is the header timeout
         self._runner = web.AppRunner(
-            self.app, access_log=None, handle_signals=False, shutdown_timeout=2.0
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=2.0,
+            keepalive_timeout=self.guard.limits.header_timeout_s,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        site = GuardedSite(self._runner, self._host, self._port, self.guard)
         try:
             await site.start()
         except OSError as exc:
@@ -156,14 +179,12 @@ class WebChannel:
                 f"the web bridge cannot listen on {self._host}:{self._port}: {exc.strerror}. "
                 "Another roost (or program) may use it: stop it or set ROOST_WEB__PORT."
             ) from None
-        server = site._server
-        if isinstance(server, asyncio.Server) and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self.port = site.port
         self._hosts.listen_on(self.port)
         log.info("web bridge listening on http://%s:%d/", self._host, self.port)
 
     async def stop(self) -> None:
-        self._closing.set()  # open event streams end, so cleanup does not wait on them
+        self.streams.close_all()  # open event streams end, so cleanup does not wait on them
         self.turns.viewers.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -184,29 +205,23 @@ class WebChannel:
         return await handler(request)
 
     @web.middleware
+    async def _disk(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """A route that meets a full disk says so (507), never a bare 500."""
+        try:
+            return await handler(request)
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
+            log.warning("web: %s %s met a full disk", request.method, request.path)
+            return error(507, DISK_FULL)
+
+    @web.middleware
     async def _headers(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
         if not response.prepared:
             for key, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(key, value)
         return response
-
-    async def _index(self, request: web.Request) -> web.StreamResponse:
-        page = self._js / "index.html"
-        if not page.is_file():
-            return web.Response(text="roost: the web page is not installed", status=500)
-        return web.FileResponse(page)
-
-    async def _static(self, request: web.Request) -> web.StreamResponse:
-        """Top-level page files and `vendor/` ones only (no other directories, tests
-        or dotfiles)."""
-        name = request.match_info["name"]
-        kind = STATIC_TYPES.get(name.rsplit(".", 1)[-1]) if STATIC_NAME.fullmatch(name) else None
-        vendor = request.path.startswith("/static/vendor/")
-        path = self._js / "vendor" / name if vendor else self._js / name
-        if kind is None or not path.is_file() or path.is_symlink():
-            raise web.HTTPNotFound()
-        return web.Response(body=path.read_bytes(), content_type=kind, charset="utf-8")
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -258,9 +273,16 @@ class WebChannel:
         key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
-        return await self.deliver.stream(
-            request, key.tenant, key.chat, self._closing, SECURITY_HEADERS
-        )
+        caller = self._gate.caller(request)
+        slot = self.streams.open(caller[1], key.tenant) if caller is not None else None
+        if slot is None:
+            return self.turns.too_many(key.tenant)
+        try:
+            return await self.deliver.stream(
+                request, key.tenant, key.chat, slot.ended, SECURITY_HEADERS
+            )
+        finally:
+            self.streams.release(slot)
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
         assert self._files is not None

@@ -7,14 +7,18 @@ tenant here and scopes everything it does to it. The channel's `Inbound`
 carries identity `local` for the local tenant and `tenant:X` otherwise
 (`bridge.core.tenants.web_token_rule` resolves it back). `body(...)` reads a
 JSON object into a pydantic model (400 with a reason, 413 when too large);
-`chat(...)` reads and checks the `chat` query parameter.
+`chat(...)` reads and checks the `chat` query parameter. `caller(...)` also
+names the token by `token_key` (a short hash: event streams are counted and
+ended per token, `bridge.channels.web_streams`). A tenant `barred` says no to
+(one whose data `roost forget` is erasing) is refused like an unknown token.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from aiohttp import web
@@ -40,18 +44,34 @@ def error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def token_key(token: bytes) -> str:
+    """A token's name in counts and logs: a short hash, never the token."""
+    return hashlib.sha256(token).hexdigest()[:16]
+
+
 class WebGate:
-    def __init__(self, tokens: Mapping[str, str], local_tenant: str) -> None:
+    def __init__(
+        self,
+        tokens: Mapping[str, str],
+        local_tenant: str,
+        barred: Callable[[str], bool] = lambda tenant: False,
+    ) -> None:
         self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
         self.local_tenant = local_tenant
+        self._barred = barred
 
     def replace(self, tokens: Mapping[str, str]) -> None:
         """Reloaded tokens, in one step: a token no longer configured is refused
         from the next request on (a removed tenant's page reads nothing more)."""
         self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
 
-    def tenant(self, request: web.Request) -> str | None:
-        """The tenant of the request's bearer token, or None (no token, a wrong one)."""
+    def keys(self) -> list[str]:
+        """The `token_key` of every configured token."""
+        return [token_key(known) for known, _ in self._tokens]
+
+    def caller(self, request: web.Request) -> tuple[str, str] | None:
+        """(tenant, token_key) of the request's bearer token, or None (no token, a
+        wrong one, a barred tenant's)."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return None
@@ -59,8 +79,15 @@ class WebGate:
         found = None
         for known, tenant in self._tokens:  # all of them: the time says nothing of which
             if hmac.compare_digest(given, known):
-                found = tenant
-        return found
+                found = tenant, known
+        if found is None or self._barred(found[0]):
+            return None
+        return found[0], token_key(found[1])
+
+    def tenant(self, request: web.Request) -> str | None:
+        """The tenant of the request's bearer token, or None (no token, a wrong one)."""
+        caller = self.caller(request)
+        return caller[0] if caller is not None else None
 
     def identity(self, tenant: str) -> str:
         return "local" if tenant == self.local_tenant else f"tenant:{tenant}"
@@ -80,6 +107,8 @@ class WebGate:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return error(413, f"the request body is too large (limit {MAX_BODY:,} bytes)")
+        except ConnectionError:  # the client went, or stalled and was dropped (web_conns)
+            return error(408, "the request body did not arrive in time")
         try:
             return model.model_validate(decode_json_object(raw))
         except (BodyError, ValidationError) as exc:

@@ -9,7 +9,8 @@ a page loading later shows it, and a page de-duplicates by id. Each stream
 has a bounded queue: a page that stops reading loses live pushes (it sees
 them on its next load), never the daemon's memory. `WebPush.stream` is the
 route's body: one `ready` event, then a `message` per push and a keep-alive
-comment every `KEEPALIVE_S`, until the page goes or the server closes.
+comment every `KEEPALIVE_S`, until the page goes (seen within `WATCH_S`, so
+its slot of `web_streams` is free again at once) or the server ends it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bridge.schedule.outbox import OutboxEntry
 
 QUEUE_SIZE = 100
 KEEPALIVE_S = 25.0
+WATCH_S = 0.5  # how often an idle stream checks that its page is still there
 
 
 def message_of(entry: OutboxEntry) -> dict[str, Any]:
@@ -78,27 +80,40 @@ class WebPush:
             headers={"Content-Type": "text/event-stream; charset=utf-8", **headers}
         )
         await response.prepare(request)
+        loop = asyncio.get_running_loop()
         async with self.listen(tenant, chat) as queue:
             try:
                 await response.write(sse("ready", {"chat": chat}))
-                while not closing.is_set():
+                wrote = loop.time()
+                while not closing.is_set() and _connected(request):
                     message = await _next(queue, closing)
-                    data = sse("message", message) if message else b": keep-alive\n\n"
-                    await response.write(data)
+                    if message is not None:
+                        await response.write(sse("message", message))
+                    elif loop.time() - wrote >= KEEPALIVE_S:
+                        await response.write(b": keep-alive\n\n")
+                    else:
+                        continue
+                    wrote = loop.time()
             except (ConnectionResetError, RuntimeError):
                 pass  # the page went away
         return response
 
 
+def _connected(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is not None and not transport.is_closing()
+
+
 async def _next(
     queue: asyncio.Queue[dict[str, Any]], closing: asyncio.Event
 ) -> dict[str, Any] | None:
-    """The next message, or None after a keep-alive interval or at shutdown."""
+    """The next message, or None after `WATCH_S` (to see whether the page is still
+    there: a gone page's stream ends within it) or at shutdown."""
     getter = asyncio.ensure_future(queue.get())
     closed = asyncio.ensure_future(closing.wait())
     try:
         done, _ = await asyncio.wait(
-            (getter, closed), timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
+            (getter, closed), timeout=WATCH_S, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
         closed.cancel()

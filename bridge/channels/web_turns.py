@@ -11,15 +11,15 @@ text so far (204 when nothing runs); `POST /api/chat/new {"chat"}` -> stops
 what runs, sends a real `/reset` through the core (the model forgets; the
 old conversation stays readable) and returns `{"conversation": NEWID}`.
 
-`Viewers` counts the open streams of each chat; when the last one goes
-(the page closed, a network drop: seen within `WATCH_S`) and none comes
-back within the grace period (`[web] detach_grace_s`), the turn is stopped.
+Each open stream holds a slot of `StreamSlots` (`web_streams`: at most so
+many per token and per tenant, 429 past them; a reload that drops the token
+closes the stream's connection). `Viewers` (`web_out`) counts the open
+streams of each chat; when the last one goes and none comes back within the
+grace period (`[web] detach_grace_s`), the turn is stopped.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -27,18 +27,17 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from bridge.channels.web_gate import ChatOnly, WebGate
+from bridge.channels.web_gate import ChatOnly, WebGate, error
 from bridge.channels.web_input import ChatRequest
-from bridge.channels.web_push import sse
+from bridge.channels.web_out import Out, Viewers
+from bridge.channels.web_streams import Slot, StreamSlots
 from bridge.channels.web_upload import WebUploads, claim_for
 from bridge.core.conversations import ConversationArchive
+from bridge.core.diskfull import DISK_FULL
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.messages import Attachment, DeltaSink, Final, Inbound
-from bridge.types.progress import ModelInfo, Progress, ProgressSink, RetryStep, ToolStep
-
-WATCH_S = 0.5  # how often an open stream checks that its page is still there
-SSE_TYPE = "text/event-stream; charset=utf-8"
+from bridge.types.progress import ProgressSink
 
 
 class ProgressHandle(Protocol):
@@ -47,112 +46,6 @@ class ProgressHandle(Protocol):
     def __call__(
         self, inbound: Inbound, on_delta: DeltaSink | None, on_progress: ProgressSink | None
     ) -> Awaitable[Final]: ...
-
-
-def progress_event(report: Progress) -> tuple[str, dict[str, Any]]:
-    """A progress report as an SSE event name and its data."""
-    if isinstance(report, ToolStep):
-        data: dict[str, Any] = {
-            "id": report.id,
-            "name": report.name,
-            "state": report.state,
-            "args": report.args,
-        }
-        if report.state != "start":
-            data |= {"result": report.result, "ms": report.ms}
-        return "tool", data
-    if isinstance(report, RetryStep):
-        return "retry", {"attempt": report.attempt, "max": report.max, "reason": report.reason}
-    assert isinstance(report, ModelInfo)
-    return "info", {"model": report.model}
-
-
-class Viewers:
-    """Open streams per chat; the last one gone for `grace_s` stops the chat's turn."""
-
-    def __init__(self, running: RunningTurns[SessionKey], grace_s: float) -> None:
-        self._running, self.grace_s = running, grace_s
-        self._open: dict[SessionKey, int] = {}
-        self._timers: dict[SessionKey, asyncio.Task[None]] = {}
-
-    def enter(self, key: SessionKey) -> None:
-        self._open[key] = self._open.get(key, 0) + 1
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-
-    def leave(self, key: SessionKey) -> None:
-        left = self._open.get(key, 1) - 1
-        if left > 0:
-            self._open[key] = left
-            return
-        self._open.pop(key, None)
-        if self._running.running(key) and key not in self._timers:
-            self._timers[key] = asyncio.create_task(self._expire(key))
-
-    async def _expire(self, key: SessionKey) -> None:
-        try:
-            await asyncio.sleep(self.grace_s)
-            if key not in self._open:
-                await self._running.stop(key)
-        finally:
-            if self._timers.get(key) is asyncio.current_task():
-                del self._timers[key]
-
-    def close(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-
-
-class Out:
-    """One open event stream: writes until the page goes, then tells `Viewers` once."""
-
-    def __init__(self, request: web.Request, key: SessionKey, viewers: Viewers) -> None:
-        self.response = web.StreamResponse(headers={"Content-Type": SSE_TYPE})
-        self._request, self._key, self._viewers = request, key, viewers
-        self.gone = False
-        self._watch: asyncio.Task[None] | None = None
-
-    async def open(self, headers: dict[str, str]) -> None:
-        self.response.headers.update(headers)
-        await self.response.prepare(self._request)
-        self._viewers.enter(self._key)
-        self._watch = asyncio.create_task(self._watching())
-
-    async def _watching(self) -> None:
-        while not self.gone:
-            transport = self._request.transport
-            if transport is None or transport.is_closing():
-                self._left()
-                return
-            await asyncio.sleep(WATCH_S)
-
-    def _left(self) -> None:
-        if not self.gone:
-            self.gone = True
-            self._viewers.leave(self._key)
-
-    async def send(self, event: str, data: dict[str, Any]) -> None:
-        if self.gone:
-            return
-        try:
-            await self.response.write(sse(event, data))
-        except (ConnectionResetError, RuntimeError):
-            self._left()  # the page went away; the turn goes on for the grace period
-
-    async def delta(self, piece: str) -> None:
-        await self.send("delta", {"text": piece})
-
-    async def progress(self, report: Progress) -> None:
-        await self.send(*progress_event(report))
-
-    async def close(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-        if not self.gone:
-            with contextlib.suppress(ConnectionResetError, RuntimeError):
-                await self.response.write_eof()
-        self._left()
 
 
 class WebTurns:
@@ -168,8 +61,10 @@ class WebTurns:
         headers: dict[str, str],
         grace_s: float = 30.0,
         clock: Callable[[], float] = time.time,
+        streams: StreamSlots | None = None,
     ) -> None:
         self._gate, self._handle, self._running = gate, handle, running
+        self._streams = streams if streams is not None else StreamSlots(8, 16)
         self._archive, self._final, self._headers = archive, final_json, headers
         self.viewers = Viewers(running, grace_s)
         self._clock = clock
@@ -194,16 +89,48 @@ class WebTurns:
         """The body's upload ids as the tenant's `Attachment`s (400 for an unknown one)."""
         return claim_for(self.uploads, tenant, req.attachments)
 
+    def too_many(self, tenant: str) -> web.Response:
+        """429: the token (or its tenant) holds as many open streams as it may."""
+        response = error(
+            429,
+            f"too many open event streams (at most {self._streams.per_token} per page token, "
+            f"{self._streams.per_tenant} per person); close another tab or wait",
+        )
+        response.headers["Retry-After"] = "10"
+        return response
+
+    def slot(self, request: web.Request, token: str, tenant: str) -> Slot | None:
+        """A stream slot whose revocation closes this request's connection."""
+
+        def close() -> None:
+            transport = request.transport
+            if transport is not None:
+                transport.close()
+
+        return self._streams.open(token, tenant, close)
+
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
+        caller = self._gate.caller(request)
+        if caller is None:
             return self._gate.deny()
+        tenant, token = caller
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
-        files = self.attachments(tenant, parsed)
-        if isinstance(files, web.Response):
-            return files
+        slot = self.slot(request, token, tenant)
+        if slot is None:
+            return self.too_many(tenant)
+        try:
+            files = self.attachments(tenant, parsed)
+            if isinstance(files, web.Response):
+                return files
+            return await self._answer(request, tenant, parsed, files)
+        finally:
+            self._streams.release(slot)
+
+    async def _answer(
+        self, request: web.Request, tenant: str, parsed: ChatRequest, files: tuple[Attachment, ...]
+    ) -> web.StreamResponse:
         out = Out(request, SessionKey(tenant, "web", parsed.chat), self.viewers)
         await out.open(self._headers)
         try:
@@ -216,8 +143,18 @@ class WebTurns:
 
     async def attach(self, request: web.Request) -> web.StreamResponse:
         key = self._gate.key(request)
-        if isinstance(key, web.Response):
-            return key
+        caller = self._gate.caller(request)
+        if isinstance(key, web.Response) or caller is None:
+            return key if isinstance(key, web.Response) else self._gate.deny()
+        slot = self.slot(request, caller[1], key.tenant)
+        if slot is None:
+            return self.too_many(key.tenant)
+        try:
+            return await self._attached(request, key)
+        finally:
+            self._streams.release(slot)
+
+    async def _attached(self, request: web.Request, key: SessionKey) -> web.StreamResponse:
         attached = self._running.attach(key)
         if attached is None:
             return web.Response(status=204)
@@ -261,7 +198,8 @@ class WebTurns:
         reset = Inbound("web", identity, key.chat, "/reset", uuid.uuid4().hex)
         final = await self._handle(reset, None, None)
         if final.kind != "command":
-            return web.json_response({"error": final.text or "the chat was not reset"}, status=500)
+            status = 507 if final.text == DISK_FULL else 500  # the core said why: say it too
+            return error(status, final.text or "the chat was not reset")
         now = self._clock()
         ident = self._archive.current(key, now) if self._archive is not None else None
         return web.json_response({"conversation": ident})

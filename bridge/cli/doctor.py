@@ -7,7 +7,8 @@ server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
 with its model list; the Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
 seccomp, via `python -m forge capabilities`); free disk space under the
-home (warn below 1 GiB, FAIL below 100 MiB). Nothing is created or
+home (warn below 1 GiB, FAIL below 100 MiB); a `roost forget` that was
+interrupted (FAIL: the tenant's files may still be there). Nothing is created or
 repaired; the network checks live in `bridge.cli.doctor_net`.
 """
 
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from bridge.app.forgetting import pending
 from bridge.app.home import chain_path
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
@@ -140,10 +142,27 @@ def disk_check(free: int) -> Check:
     return Check("ok", "disk", text)
 
 
+def check_forgetting(home: Path) -> Check | None:
+    """FAIL when a `roost forget` was interrupted (its marker stands); None otherwise."""
+    left = pending(home)
+    if not left:
+        return None
+    names = ", ".join(left)
+    return Check(
+        "FAIL",
+        "forget",
+        f"unfinished for {names}: files may remain and nothing is served to "
+        f"{'them' if len(left) > 1 else 'it'}; run `roost forget --tenant {left[0]} --yes` "
+        "again to finish",
+    )
+
+
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
     found = [check_config(settings), check_home(home), check_database(home / "roost.db")]
     found.append(check_audit(settings))
+    unfinished = check_forgetting(home)
+    found += [unfinished] if unfinished is not None else []
     found += await check_models(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
     found.append(await check_sandbox())

@@ -1,9 +1,12 @@
 """`roost export --tenant T` and `roost forget --tenant T --yes`: a person's data.
 
-Export writes a ZIP (mode 0600, never over an existing file); forget deletes
-the tenant's files and rows and needs `--yes` (exit 2 without it). Export
-may run beside the daemon; forget should run with the daemon stopped (a
-running daemon may still hold the person's session in memory).
+Export writes a ZIP (mode 0600, never over an existing file) into the home's
+`exports/` (0700) unless `--out PATH` names another place, and prints the
+full path it wrote. Forget deletes the tenant's files and rows and needs
+`--yes` (exit 2 without it); it runs with the daemon stopped (it takes the
+home's instance lock) and is resumable (`bridge.app.forgetting`): a run that
+was killed is finished by running it again, and until then the daemon serves
+the tenant nothing and `roost doctor` says so.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bridge.app.export import export_details, forget, forgotten_details, write_export
+from bridge.app.export import Forgotten, export_details, forgotten_details, write_export
+from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant, marker_path
 from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
@@ -25,7 +29,11 @@ from bridge.core.db import connect
 
 def export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", type=tenant_arg, required=True, help="whose data")
-    p.add_argument("--out", type=Path, help="the ZIP to write (default roost-export-T-DATE.zip)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the ZIP to write (default: $ROOST_HOME/exports/roost-export-T-DATE.zip)",
+    )
 
 
 def forget_args(p: argparse.ArgumentParser) -> None:
@@ -35,7 +43,8 @@ def forget_args(p: argparse.ArgumentParser) -> None:
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     now = datetime.fromtimestamp(time.time(), UTC)
-    out = args.out or Path(f"roost-export-{args.tenant}-{now:%Y%m%d-%H%M%S}.zip")
+    out = args.out or default_out(settings, args.tenant, now)
+    out = out.absolute()
     if out.exists():
         print(f"roost export: {out} exists; give another --out", file=sys.stderr)
         return 2
@@ -49,6 +58,14 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(f"exported tenant {args.tenant} to {out} ({len(done.names)} files, mode 0600)")
     return 0
+
+
+def default_out(settings: Settings, tenant: str, now: datetime) -> Path:
+    """`exports/roost-export-T-DATE.zip` in the home (the folder made 0700)."""
+    folder = settings.home / EXPORTS
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    return folder / f"roost-export-{tenant}-{now:%Y%m%d-%H%M%S}.zip"
 
 
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
@@ -65,21 +82,26 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     except InstanceBusy as exc:
         print(f"roost forget: {exc}", file=sys.stderr)
         return 1
+    resumed = marker_path(settings.home, args.tenant).exists()
+    begin(settings.home, args.tenant)  # durable, before the database or a file is touched
+
+    async def record(gone: Forgotten) -> None:
+        details = forgotten_details(gone, "operator")
+        await record_event(settings, "data.forgotten", args.tenant, details)
+
     db = connect(settings.home / "roost.db")
     try:
-        gone = forget(settings.home, db, args.tenant)
-        asyncio.run(
-            record_event(
-                settings, "data.forgotten", args.tenant, forgotten_details(gone, "operator")
-            )
-        )
+        gone = asyncio.run(forget_tenant(settings.home, db, args.tenant, record))
     finally:
         db.close()
         lock.release()
     rows = sum(gone.rows.values())
     mcp = f" (among them {', '.join('mcp/' + n for n in gone.mcp)})" if gone.mcp else ""
+    again = " (an interrupted run finished)" if resumed else ""
     print(
-        f"forgot tenant {args.tenant}: {gone.files} files{mcp} and {rows} database rows "
+        f"forgot tenant {args.tenant}{again}: {gone.files} files{mcp} and {rows} database rows "
         "deleted; its audit records (no content) remain"
     )
+    for path in export_files(settings.home, args.tenant):
+        print(f"an export of {args.tenant} remains: {path} (delete it once handed over)")
     return 0

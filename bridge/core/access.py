@@ -38,6 +38,10 @@ PAIR_USAGE = "Usage: /pair CODE (the 8-character code your roost operator gave y
 PAIR_PRIVATE = "For safety, send /pair CODE to me in a private chat, not in a group."
 ALREADY = "You already have access; no code needed."
 SILENT = Final("", "silent")
+BARRED = (
+    "This person's data is being deleted (`roost forget` has not finished), so nothing is "
+    "served. The operator finishes it by running `roost forget --tenant <tenant> --yes` again."
+)
 
 
 def _said(text: str | None, kind: FinalKind) -> Final:
@@ -67,7 +71,10 @@ class Access:
             return SILENT
         if parsed is not None and parsed.name == "pair":
             return _said(await self._pair(inbound, parsed.args), "command")
-        tenant = self._resolver.resolve(inbound)
+        tenant = self._resolver.match(inbound)
+        if tenant is not None and self._resolver.barred(tenant):
+            log.warning("%s: a message for a tenant being forgotten refused", inbound.channel)
+            return Final(BARRED, "refusal")
         if tenant is not None:
             return tenant
         return _said(await self._refusal(inbound), "refusal")

@@ -104,6 +104,16 @@ class WebSettings(_Section):
     metrics: bool = False
     # a running answer whose page went away is stopped after this long without one back
     detach_grace_s: float = Field(30.0, ge=0, le=3600)
+    # connections (bridge/channels/web_conns.py, bridge/app/descriptors.py): 0 = from the
+    # descriptor budget at start; per client = per IPv4 address or IPv6 /64 (behind a
+    # reverse proxy every request comes from the proxy: raise it, limit per client there)
+    max_connections: int = Field(0, ge=0, le=1_000_000)
+    max_connections_per_client: int = Field(64, ge=1, le=1_000_000)
+    header_timeout_s: float = Field(10.0, gt=0, le=600)  # the request head, from connect
+    body_timeout_s: float = Field(300.0, gt=0, le=86_400)  # the whole request body
+    body_idle_s: float = Field(20.0, gt=0, le=3600)  # the longest pause within a body
+    streams_per_token: int = Field(8, ge=1, le=10_000)  # open event streams per page token
+    streams_per_tenant: int = Field(16, ge=1, le=10_000)  # ... and per tenant
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -28,16 +28,30 @@ def configured_tenants(tenants: Iterable[str], local_tenant: str) -> frozenset[s
 
 
 class TenantResolver:
-    """Maps an inbound identity to a tenant through an ordered list of rules."""
+    """Maps an inbound identity to a tenant through an ordered list of rules.
 
-    def __init__(self, rules: Sequence[Rule]) -> None:
+    `barred(tenant)` is true while the tenant must be served nothing (an
+    unfinished `roost forget`, `bridge.app.forgetting`): `resolve` then
+    answers None for it (jobs, files and voice notes go nowhere), and `Access`
+    reads `match` to say why instead of refusing a stranger.
+    """
+
+    def __init__(
+        self, rules: Sequence[Rule], barred: Callable[[str], bool] = lambda tenant: False
+    ) -> None:
         self._rules = tuple(rules)
+        self.barred = barred
 
     def replace(self, rules: Sequence[Rule]) -> None:
         """Use `rules` from the next `resolve` on (one assignment: atomic for the event loop)."""
         self._rules = tuple(rules)
 
     def resolve(self, inbound: Inbound) -> str | None:
+        tenant = self.match(inbound)
+        return None if tenant is not None and self.barred(tenant) else tenant
+
+    def match(self, inbound: Inbound) -> str | None:
+        """The tenant the rules name, barred or not."""
         rules = self._rules  # one snapshot per message, even if a reload replaces them
         for rule in rules:
             tenant = rule(inbound)

@@ -1,0 +1,172 @@
+"""`roost forget`, resumable: a durable marker first, idempotent steps, a re-run finishes it.
+
+`forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
+before it deletes anything, then: every database row keyed by the tenant
+(one transaction), the tenant's tree `tenants/<tid>/` and its files under
+`mcp/`; then the `data.forgotten` audit record,
+then the marker goes. Each step finds what is left and deletes it, so a run
+killed anywhere (kill -9, a power cut) is finished by running it again; the
+counts of what was deleted are kept in the marker between runs (rows and
+files only ever go down while the marker stands, so the larger count is the
+true one). While a marker stands the tenant is barred: the daemon's access
+check (`Access`, the web gate) serves it nothing, and `roost doctor` names
+it (`pending`). Export ZIPs in `exports/` are the operator's copies to hand
+over and stay (`export_files` lists them; the CLI names them). The record is
+written once: the marker says when it is about to be written (`recording`),
+and a re-run after a kill from then on looks for it in the chain (a
+`data.forgotten` of this tenant since the marker's start) before writing it
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from bridge.app.export import Forgotten, audit_records, mcp_files, tenant_tables
+from bridge.app.home import chain_path
+from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
+
+FOLDER = "forgetting"
+EXPORTS = "exports"
+
+Record = Callable[[Forgotten], Awaitable[None]]
+
+
+def marker_path(home: Path, tenant: str) -> Path:
+    return home / FOLDER / f"{check_tenant_id(tenant)}.json"
+
+
+def forgetting(home: Path, tenant: str) -> bool:
+    """Whether an unfinished `roost forget` bars `tenant` (one stat)."""
+    try:
+        return marker_path(home, tenant).exists()
+    except ValueError:
+        return False
+
+
+def pending(home: Path) -> list[str]:
+    """Tenants whose forgetting was started and not finished."""
+    folder = home / FOLDER
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def _write(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(state, fh, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dirfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dirfd)
+    finally:
+        os.close(dirfd)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _rows(db: sqlite3.Connection, tenant: str) -> dict[str, int]:
+    rows: dict[str, int] = {}
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table in tenant_tables(db):
+            rows[table] = db.execute(f'DELETE FROM "{table}" WHERE tenant = ?', (tenant,)).rowcount
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return rows
+
+
+def export_files(home: Path, tenant: str) -> list[Path]:
+    """The tenant's ZIPs (and half-written ones) that `roost export` left in `exports/`."""
+    folder = home / EXPORTS
+    if not folder.is_dir():
+        return []
+    names = (f"roost-export-{tenant}-*.zip", f".roost-export-{tenant}-*.zip.*.tmp")
+    return sorted({p for pattern in names for p in folder.glob(pattern)})
+
+
+def _files(home: Path, tenant: str) -> tuple[int, int, list[str]]:
+    """Delete the tenant's tree and MCP files; (files, bytes, mcp names)."""
+    top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
+    files = size = 0
+    for folder, _, names in os.walk(top):
+        for name in names:
+            files += 1
+            size += os.lstat(os.path.join(folder, name)).st_size
+    if top.exists():
+        shutil.rmtree(top)
+    loose = mcp_files(home, tenant)
+    mcp = [p.name for p in loose]
+    for path in loose:
+        size += path.lstat().st_size
+        path.unlink(missing_ok=True)
+        files += 1
+    return files, size, mcp
+
+
+def begin(home: Path, tenant: str) -> dict[str, Any]:
+    """Write the marker (durable) if it is not there yet; its state. From now on the
+    tenant is barred: call it before opening anything of the tenant."""
+    marker = marker_path(home, tenant)
+    state = _read(marker) if marker.exists() else {}
+    if not state:
+        state = {"tenant": tenant, "started_ms": int(time.time() * 1000)}
+        _write(marker, state)
+    return state
+
+
+async def forget_tenant(
+    home: Path, db: sqlite3.Connection, tenant: str, record: Record
+) -> Forgotten:
+    """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record."""
+    marker = marker_path(home, tenant)
+    state = begin(home, tenant)
+    if not state.get("recorded"):
+        rows = _rows(db, tenant)
+        done: dict[str, int] = state.get("rows", {})
+        state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
+        _write(marker, state)
+        files, size, mcp = _files(home, tenant)
+        state["files"] = max(files, state.get("files", 0))
+        state["bytes"] = max(size, state.get("bytes", 0))
+        state["mcp"] = list(dict.fromkeys([*state.get("mcp", []), *mcp]))
+        _write(marker, state)
+    gone = Forgotten(state["files"], state["rows"], state["bytes"], tuple(state["mcp"]))
+    if not state.get("recorded"):
+        if not (state.get("recording") and _recorded(home, tenant, state["started_ms"])):
+            state["recording"] = True
+            _write(marker, state)
+            await record(gone)
+        state["recorded"] = True
+        _write(marker, state)
+    marker.unlink()
+    return gone
+
+
+def _recorded(home: Path, tenant: str, since_ms: int) -> bool:
+    """Whether the chain holds this forgetting's `data.forgotten` already."""
+    for line in audit_records(chain_path(home), tenant):
+        rec = json.loads(line)
+        if rec.get("event") == "data.forgotten" and int(rec.get("ts", 0)) >= since_ms:
+            return True
+    return False

@@ -1,0 +1,187 @@
+"""Who holds the web server's connections, and which one gives way when it is full.
+
+`ConnTable` counts open connections in all and per client (an IPv4 address,
+an IPv6 /64: one machine easily holds a whole /64) and decides, for each
+connection the listener accepts, before any HTTP work:
+
+- `refuse` ("fd") when the accepted socket's descriptor number reaches the
+  ceiling (the descriptors below it are all in use: the kernel hands out the
+  lowest free one, so its number is a free lower bound of the count), which
+  keeps a reserve for Telegram, SQLite, the audit chain and the sandbox;
+- at the per-client cap, the client's own longest-idle connection gives way
+  (a connection is idle when no request of it is being handled: a slowloris
+  socket that never finished its head is idle from its first byte); with
+  none idle, `refuse` ("client");
+- at the total cap, the longest-idle connection of anyone gives way; with
+  none idle, `refuse` ("total").
+
+So a flood of half-sent heads or idle sockets can never keep a fresh request
+(`/healthz`, the page) out, and one client can only push out its own
+connections once it is at its cap. Requests in progress are tracked
+(`busy`/`done`) and `overdue(now)` names those whose body stalls
+(`body_idle_s` without a byte) or runs past `body_timeout_s`. Pure: the
+clock is passed in, closing is a callable each connection brings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Refusal = Literal["fd", "client", "total"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnLimits:
+    max_total: int  # web connections in all
+    per_client: int  # of one client address (IPv6: one /64)
+    fd_ceiling: int  # refuse a connection whose descriptor number reaches this
+    header_timeout_s: float = 10.0  # a request head must be complete within this
+    body_timeout_s: float = 300.0  # a request body must be complete within this
+    body_idle_s: float = 20.0  # ... with no pause longer than this
+    streams_per_token: int = 8  # open event streams of one page token
+    streams_per_tenant: int = 16  # ... and of one tenant, whatever its tokens
+
+
+# for a channel made without a budget (tests, tools): generous, and no descriptor check
+UNBUDGETED = ConnLimits(max_total=1024, per_client=256, fd_ceiling=1 << 30)
+
+
+class Body(Protocol):
+    """What `overdue` reads of a request's body (aiohttp's StreamReader has both)."""
+
+    def is_eof(self) -> bool: ...
+
+    @property
+    def total_bytes(self) -> int: ...
+
+
+def client_key(host: str) -> str:
+    """The per-client bucket of a peer address: IPv4 as is (also when IPv4-mapped),
+    IPv6 by its /64, anything else (a Unix socket) as given."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+@dataclass(eq=False, slots=True)
+class Conn:
+    """One accepted connection."""
+
+    client: str
+    close: Callable[[], None]
+    opened: float
+    busy: int = 0  # requests of it being handled now
+    body: Body | None = None  # the body of the request being read, until it is complete
+    body_started: float = 0.0
+    body_seen: int = 0
+    body_moved: float = 0.0
+
+
+@dataclass
+class ConnTable:
+    limits: ConnLimits
+    _clients: Counter[str] = field(default_factory=Counter)
+    _idle: dict[Conn, None] = field(default_factory=dict)  # oldest idle first
+    _open: set[Conn] = field(default_factory=set)
+    refused: Counter[str] = field(default_factory=Counter)  # by reason, since start
+    evicted: int = 0
+    timed_out: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self._open)
+
+    def of(self, client: str) -> int:
+        return self._clients[client]
+
+    def admit(self, host: str, fd: int, close: Callable[[], None], now: float) -> Conn | Refusal:
+        """A new connection's record, after making room; or why it must be refused."""
+        client = client_key(host)
+        if fd >= self.limits.fd_ceiling:
+            return self._refuse("fd")
+        if self._clients[client] >= self.limits.per_client and not self._evict(client):
+            return self._refuse("client")
+        if len(self._open) >= self.limits.max_total and not self._evict(None):
+            return self._refuse("total")
+        conn = Conn(client, close, now)
+        self._open.add(conn)
+        self._clients[client] += 1
+        self._idle[conn] = None
+        return conn
+
+    def shed(self) -> bool:
+        """Close the longest-idle connection (the listener met a descriptor shortage)."""
+        return self._evict(None)
+
+    def gone(self, conn: Conn) -> None:
+        if conn not in self._open:
+            return
+        self._open.discard(conn)
+        self._idle.pop(conn, None)
+        self._clients[conn.client] -= 1
+        if self._clients[conn.client] <= 0:
+            del self._clients[conn.client]
+
+    def busy(self, conn: Conn, body: Body | None, now: float) -> None:
+        """A request of `conn` is being handled (its head is complete)."""
+        conn.busy += 1
+        self._idle.pop(conn, None)
+        if body is not None and not body.is_eof():
+            conn.body, conn.body_started, conn.body_moved = body, now, now
+            conn.body_seen = body.total_bytes
+
+    def done(self, conn: Conn) -> None:
+        conn.busy = max(0, conn.busy - 1)
+        conn.body = None
+        if conn.busy == 0 and conn in self._open:
+            self._idle[conn] = None  # the newest idle: the last to give way
+
+    def overdue(self, now: float) -> list[Conn]:
+        """Busy connections whose request body stalls or takes too long; bodies
+        that moved since the last look are noted."""
+        late = []
+        for conn in self._open:
+            body = conn.body
+            if body is None:
+                continue
+            if body.is_eof():
+                conn.body = None
+                continue
+            if body.total_bytes != conn.body_seen:
+                conn.body_seen, conn.body_moved = body.total_bytes, now
+            stalled = now - conn.body_moved >= self.limits.body_idle_s
+            if stalled or now - conn.body_started >= self.limits.body_timeout_s:
+                late.append(conn)
+        return late
+
+    def timeout(self, conn: Conn) -> None:
+        self.timed_out += 1
+        conn.body = None
+        conn.close()
+
+    def all(self) -> list[Conn]:
+        return list(self._open)
+
+    def _evict(self, client: str | None) -> bool:
+        for conn in self._idle:
+            if client is None or conn.client == client:
+                self._idle.pop(conn)
+                self.evicted += 1
+                conn.close()
+                self.gone(conn)
+                return True
+        return False
+
+    def _refuse(self, why: Refusal) -> Refusal:
+        self.refused[why] += 1
+        return why
