@@ -132,7 +132,7 @@ def build_capabilities(
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     if judge is not None:  # what the judge sees is masked like what the model sees
         judge.use_masks(loadout.vault.masker)
-    planner = Planner(schedule, audit) if schedule is not None else None
+    planner = Planner(schedule, audit, loadout.vault.masker) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
         loadout,
@@ -295,6 +295,7 @@ def build_core(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor, senses
         ),
         audit=audit,
+        masks=caps.loadout.vault.masker,  # every reply leaves through the tenant's masker
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),
     )
