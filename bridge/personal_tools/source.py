@@ -149,8 +149,9 @@ class ForgeTools:
         name, description, source = (args.get(k) for k in ("name", "description", "source"))
         if not (isinstance(name, str) and isinstance(description, str) and isinstance(source, str)):
             raise ToolError("name, description and source must all be strings")
-        masked = self._masks(turn.dirs).mask(source)  # stored text: through the masker
-        result = build_spec(name, description, masked)
+        mask = self._masks(turn.dirs)  # stored text (source, description): through the masker
+        masked = mask.mask(source)
+        result = build_spec(name, mask.mask(description), masked)
         if result.tool is None:
             await self._audit.emit(
                 "tool.created",
