@@ -32,13 +32,14 @@ from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
 from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
+from bridge.core.masks import OutputMask
 from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
-from bridge.core.turn import OutputMask, TurnRunner, TurnSettings
+from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Action, DeltaSink, Final, Inbound, Reply
 from bridge.types.progress import ProgressSink

@@ -45,7 +45,13 @@ from bridge.core.compaction import (
     summary_message,
 )
 from bridge.core.conversations import ConversationArchive
-from bridge.core.history import decode_calls, encode_calls, message_chars, well_formed
+from bridge.core.history import (
+    decode_calls,
+    encode_calls,
+    message_chars,
+    require_masked,
+    well_formed,
+)
 from bridge.types.backend import ChatMessage
 from bridge.types.masked import Masked, require
 
@@ -59,14 +65,6 @@ class SessionKey:
     tenant: str
     channel: str
     chat: str
-
-
-def require_masked(messages: Sequence[ChatMessage], where: str) -> None:
-    """Every text of `messages` (content, tool-call arguments) passed the masker."""
-    for m in messages:
-        require(m.content, where)
-        for call in m.tool_calls:
-            require(call.arguments, where)
 
 
 Stored = Callable[["SessionKey", tuple[ChatMessage, ...]], None]

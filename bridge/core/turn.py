@@ -41,7 +41,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +51,7 @@ from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_age
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
+from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
@@ -79,28 +80,6 @@ class StablePrefixSource(Protocol):
     """A prompt source that knows how long its byte-stable prefix is (prompt caching)."""
 
     def system_prompt_parts(self, turn: TurnContext) -> tuple[str, int]: ...
-
-
-class StreamMask(Protocol):
-    def feed(self, delta: str) -> Masked: ...
-
-    def flush(self) -> Masked: ...
-
-
-class OutputMask(Protocol):
-    """The tenant's masker (`bridge.loadout.mask.Masker`): the one masking point."""
-
-    def mask(self, text: str) -> Masked: ...
-
-    def stream(self) -> StreamMask: ...
-
-    def also(self, texts: Iterable[str]) -> OutputMask:
-        """This mask plus the secrets a screen found in `texts` (which it refused)."""
-        ...
-
-    def message(self, m: ChatMessage) -> ChatMessage:
-        """`m` with its text and tool-call arguments masked."""
-        ...
 
 
 class TurnObserver(Protocol):
