@@ -28,9 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.core import db
+from bridge.loadout.mask import Masker
 from bridge.schedule.jobs import Job, JobLimits, JobStore
 from bridge.schedule.outbox import OutboxEntry, OutboxStore
 from bridge.schedule.scheduler import Scheduler
+from bridge.types.masked import Masked
+
+PLAIN = Masker({})  # no vault: what a tenant without secrets gets
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
@@ -58,7 +62,7 @@ def populate(jobs: JobStore, now_ms: int, tenants: int, per_tenant: int) -> floa
             spec = f"every {period} +{offset}"
             jobs.create(
                 tenant=f"t{tenant:04d}", channel="telegram", chat=str(tenant),
-                kind="turn", spec=spec, payload="briefing", tz="UTC",
+                kind="turn", spec=spec, payload=PLAIN.mask("briefing"), tz="UTC",
                 next_run_ms=now_ms + 2 * DAY + offset, created_ms=now_ms,
             )  # fmt: skip
     return time.perf_counter() - t
@@ -105,13 +109,13 @@ async def lateness(jobs: JobStore, outbox: OutboxStore, due: int, spread_ms: int
         at = start + rng.randrange(spread_ms)
         jobs.create(
             tenant=f"t{n % 1000:04d}", channel="telegram", chat=f"r{n}", kind="reminder",
-            spec="", payload="bread", tz="UTC", next_run_ms=at, created_ms=start,
+            spec="", payload=PLAIN.mask("bread"), tz="UTC", next_run_ms=at, created_ms=start,
         )  # fmt: skip
     by_key: dict[str, int] = {}
 
-    async def run_job(job: Job, slot: int) -> str | None:
+    async def run_job(job: Job, slot: int) -> Masked | None:
         by_key[f"job:{job.id}:{slot}"] = slot
-        return job.payload
+        return PLAIN.mask(job.payload)
 
     async def deliver(entry: OutboxEntry) -> None:
         late.append(now_ms() - by_key[entry.key])
@@ -153,7 +157,7 @@ async def daemon_lateness(home: Path, due: int, spread_ms: int) -> list[int]:
         at = start + rng.randrange(spread_ms)
         job = roost.schedule.jobs.create(
             tenant="local", channel="web", chat=f"c{n % 50}", kind="reminder", spec="",
-            payload="bread", tz="UTC", next_run_ms=at, created_ms=start,
+            payload=PLAIN.mask("bread"), tz="UTC", next_run_ms=at, created_ms=start,
         )  # fmt: skip
         slots[f"job:{job.id}:{at}"] = at
     loop.start()

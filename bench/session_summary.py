@@ -31,6 +31,7 @@ from bridge.core.compactor import Compactor
 from bridge.core.db import connect
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.turn import ChosenModel
+from bridge.loadout.mask import Masker
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import (
     BackendError,
@@ -44,6 +45,8 @@ from bridge.types.backend import (
 
 TURNS, BUDGET = 200, 32_000
 KEY = SessionKey("bench", "web", "c")
+
+PLAIN = Masker({})  # no vault: what a tenant without secrets gets
 
 
 class Summariser:
@@ -86,10 +89,15 @@ async def run(works: bool) -> tuple[int, int, int, float]:
             started = time.perf_counter()
             store.load(KEY, float(n))
             store.append(
-                KEY, f"question {n} " + "q" * 300, "answer " + "a" * 600, f"{n}", float(n), steps
+                KEY,
+                PLAIN.mask(f"question {n} " + "q" * 300),
+                PLAIN.mask("answer " + "a" * 600),
+                f"{n}",
+                float(n),
+                tuple(PLAIN.message(m) for m in steps),
             )
             path_ms.append((time.perf_counter() - started) * 1000)
-            compactor.after_turn(KEY, partial(held, model))
+            compactor.after_turn(KEY, partial(held, model), PLAIN.mask)
             await compactor.idle()
         session = store.load(KEY, float(TURNS))
         seen = session.kept + session.summarised

@@ -212,7 +212,11 @@ def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
     schedule = roost.schedule
     return reply_to_outbox(
-        schedule.outbox, roost.resolver.resolve, schedule.changed, lambda: int(time.time() * 1000)
+        schedule.outbox,
+        roost.resolver.resolve,
+        schedule.changed,
+        lambda: int(time.time() * 1000),
+        lambda tenant: roost.loadout.vault.masker(roost.tenant_dirs(tenant)),
     )
 
 

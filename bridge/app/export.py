@@ -5,10 +5,13 @@ column (`tenant_tables`), so a table added by a later migration is exported
 and forgotten without a change here. The export is a ZIP (mode 0600) of the
 tenant's files (vault values left out: names only), one JSONL file per
 table, the tool usage counters, and the audit records whose tenant is T,
-with a README.txt saying what each file is. `forget` deletes the files
-(vault included; under `mcp/` its bearer token and its MCP servers' logs)
-and every row keyed by the tenant in one transaction; the audit chain keeps
-its records, which hold no content (ids, counts, hashes).
+with a README.txt saying what each file is. An export is a way out of roost:
+every text in it (each table's JSONL, each file that reads as UTF-8) passes
+the tenant's masker (`bridge.loadout.vault.masker_of`), streamed in pieces,
+so a vault value a person left in a workspace file is `[vault:NAME]` there.
+`forget` deletes the files (vault included; under `mcp/` its bearer token and
+its MCP servers' logs) and every row keyed by the tenant in one transaction;
+the audit chain keeps its records, which hold no content (ids, counts, hashes).
 Both return counts (files, rows, audit records, bytes) that the callers
 write to the chain as `data.exported` / `data.forgotten` (`export_details`,
 `forgotten_details`: counts and who asked, never content).
@@ -16,6 +19,7 @@ write to the chain as `data.exported` / `data.forgotten` (`export_details`,
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import shutil
@@ -25,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.loadout.mask import Masker
+from bridge.loadout.vault import masker_of
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -40,7 +46,8 @@ files/            the tenant's own files, as roost keeps them:
   forge/tools/      your personal tools: me.NAME.py (source) and me.NAME.json
                     (metadata: description, parameters, SHA-256, network hosts)
   workspace/        files your tools wrote
-vault-names.txt   the names of your stored secrets (the values are not exported)
+vault-names.txt   the names of your stored secrets (the values are not exported;
+                  where one appears in a text it reads [vault:NAME])
 tool-usage.jsonl  per tool: calls, errors, last use
 db/TABLE.jsonl    your rows of each database table, one JSON object a line:
   sessions, session_messages   your conversation history, message by message
@@ -172,8 +179,9 @@ def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, whe
     try:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("README.txt", README.format(tenant=tenant, when=when))
+            mask = masker_of(dirs)
             for path in _tenant_files(dirs):
-                zf.write(path, "files/" + path.relative_to(dirs.root).as_posix())
+                _add_file(zf, path, "files/" + path.relative_to(dirs.root).as_posix(), mask)
                 files += 1
             vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
             zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
@@ -181,7 +189,7 @@ def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, whe
             for table in tenant_tables(db):
                 text = _jsonl(table_rows(db, table, tenant))
                 rows += text.count("\n")
-                zf.writestr(f"db/{table}.jsonl", text)
+                zf.writestr(f"db/{table}.jsonl", mask.mask(text))
             chain = home / "audit" / "chain.jsonl"
             records = list(audit_records(chain, tenant))
             zf.writestr("audit.jsonl", b"".join(records))
@@ -192,6 +200,32 @@ def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, whe
     finally:
         tmp.unlink(missing_ok=True)
     return Exported(names, files, rows, len(records), out.stat().st_size)
+
+
+def _is_text(path: Path) -> bool:
+    """Whether the whole file reads as UTF-8 (read in pieces)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _add_file(zf: zipfile.ZipFile, path: Path, name: str, mask: Masker) -> None:
+    """A file into the ZIP: a UTF-8 text through the masker (in pieces), else as it is
+    (no text of a binary file can be masked)."""
+    if not _is_text(path):
+        zf.write(path, name)
+        return
+    decoder, stream = codecs.getincrementaldecoder("utf-8")(), mask.stream()
+    with path.open("rb") as fh, zf.open(name, "w") as out:
+        while chunk := fh.read(1 << 20):
+            out.write(stream.feed(decoder.decode(chunk)).encode())
+        out.write((stream.feed(decoder.decode(b"", final=True)) + stream.flush()).encode())
 
 
 def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:

@@ -54,6 +54,7 @@ class ScheduleLoop:
             tool_sources=roost.tool_sources,
             tenant_dirs=roost.tenant_dirs,
             now=lambda: clock() / 1000,
+            masks=roost.loadout.vault.masker,  # what a run posts: masked before the outbox
         )
         self.scheduler = Scheduler(
             schedule.jobs,

@@ -45,6 +45,7 @@ from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
+from bridge.personal_tools.drafts import DraftStore
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
 from bridge.schedule.commands import ScheduleCommands
@@ -65,7 +66,6 @@ from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
-from forge.library import SessionTools
 from forge.runner import SandboxRunner
 
 
@@ -131,18 +131,18 @@ def build_capabilities(
         hold=models.hold if models is not None else None,
     )
     corrections = build_corrections(loadout, audit, clock)
-    drafts = SessionTools()
+    drafts = DraftStore(db, lambda: int(clock() * 1000))  # per chat, until saved or expired
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     if judge is not None:  # what the judge sees is masked like what the model sees
         judge.use_masks(loadout.vault.masker)
-    planner = Planner(schedule, audit) if schedule is not None else None
+    planner = Planner(schedule, audit, loadout.vault.masker) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     return Capabilities(
         loadout,
         (
             loadout.tool_source,
             SkillTools(skill_forge),
-            ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
+            ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit, loadout.vault.masker),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
             *extra_tools,
@@ -298,6 +298,7 @@ def build_core(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor, senses
         ),
         audit=audit,
+        masks=caps.loadout.vault.masker,  # every reply leaves through the tenant's masker
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),
     )

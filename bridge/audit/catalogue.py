@@ -61,7 +61,8 @@ EVENTS: dict[str, dict[str, object]] = {
     "voice.transcribed": {"kind": "voice", "bytes": 118_422, "duration_s": 29, "outcome": "ok"},
     "voice.spoken": {"chars": 412, "bytes": 41_877, "outcome": "ok", "channel": "telegram"},
     "voice.changed": {"on": True, "channel": "telegram", "chat": "111"},
-    "tool.created": {"name": "csv_sum", "hash": H, "outcome": "ok", "findings": 0},
+    "tool.created": {"name": "csv_sum", "hash": H, "outcome": "ok", "findings": 0, "version": 2},
+    "tool.offered": {"name": "me.csv_sum", "hash": H, "changed": True},
     "tool.saved": {"name": "me.csv_sum", "hash": H, "replace": False},
     "tool.removed": {"name": "me.csv_sum", "hash": H},
     "tool.called": {

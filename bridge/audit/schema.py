@@ -331,7 +331,9 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "hash": HASH,
         "outcome": enum("ok", "rejected"),
         "findings": INT,
+        "version": INT,
     },
+    "tool.offered": {"name": TOOL, "hash": HASH, "changed": BOOL},
     "tool.saved": {"name": TOOL, "hash": HASH, "replace": BOOL},
     "tool.removed": {"name": TOOL, "hash": HASH},
     "tool.called": {

@@ -23,9 +23,11 @@ from zoneinfo import ZoneInfo
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
+from bridge.loadout.vault import masker_of
 from bridge.schedule.jobs import Job, JobLimits
 from bridge.schedule.outbox import OutboxEntry, OutboxStore
 from bridge.schedule.service import ScheduleService
+from bridge.types.tenant_dirs import TenantDirs
 
 MAX_TEXT = 16_000
 TARGET = re.compile(r"^(?:telegram:(-?[0-9]{1,20})|web(?::([A-Za-z0-9_-]{1,64}))?)$")
@@ -132,10 +134,11 @@ def send_to(args: argparse.Namespace, settings: Settings) -> int:
     channel, chat = target
     tenant = tenant_for(settings, channel, chat, args.tenant)
     key = f"send:{args.key or uuid.uuid4().hex}"
+    masked = masker_of(TenantDirs.of(settings.home, tenant)).mask(text)  # the outbox's type
     conn = connect(settings.home / "roost.db")
     try:
         added = OutboxStore(conn).enqueue(
-            tenant, channel, chat, text, key, now_ms=int(time.time() * 1000)
+            tenant, channel, chat, masked, key, now_ms=int(time.time() * 1000)
         )
     finally:
         conn.close()

@@ -9,10 +9,12 @@ made during the turn (a draft written with forge_create) can be called in it.
 
 Everything that goes to the model passes one `redact` function first (the
 tenant's vault masker): the system prompt, the history, the new message,
-each tool result or error and the model's own text sent back to it; a
-failure logged here is redacted too. A reply longer than `max_reply_chars`
-is cut while it streams: the rest of the model's stream is dropped and the
-cut is said in the text ("… [reply cut at N characters]").
+each tool's description and parameter schema (a draft's or an MCP server's
+description is text someone else wrote), each tool result or error and the
+model's own text sent back to it; a failure logged here is redacted too.
+A reply longer than `max_reply_chars` is cut while it streams: the rest of
+the model's stream is dropped and the cut is said in the text ("… [reply cut
+at N characters]").
 The result carries the turn's tool-call steps as the model saw them
 (`AgentResult.tool_steps`), so the session can keep them for later turns.
 A step that fails raises `AgentFailed` (a `BackendError`) carrying the
@@ -41,6 +43,7 @@ from bridge.types.backend import (
     TextDelta,
     ToolCall,
     ToolCallRequest,
+    ToolSchema,
 )
 from bridge.types.messages import DeltaSink
 from bridge.types.progress import ProgressSink, RetryStep, ToolState, ToolStep, shown
@@ -118,7 +121,7 @@ async def run_agent(
         request = ModelRequest(
             system,
             tuple(convo),
-            tuple(t.schema for t in offered),
+            tuple(_redacted_schema(t.schema, redact) for t in offered),
             tenant=tenant,
             stable_chars=stable_chars,
         )
@@ -214,6 +217,19 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
         name=message.name,
         images=message.images,  # bytes, nothing to mask
     )
+
+
+def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
+    """A tool as the model sees it: its description and parameter schema masked."""
+    text = json.dumps(schema.parameters, ensure_ascii=False, sort_keys=True)
+    masked = redact(text)
+    parameters = schema.parameters
+    if masked != text:
+        try:
+            parameters = json.loads(masked)
+        except ValueError:  # a value spelled across the JSON's own quotes: keep no schema
+            parameters = {"type": "object"}
+    return ToolSchema(schema.name, redact(schema.description), parameters)
 
 
 async def _reported(

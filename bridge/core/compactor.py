@@ -37,9 +37,10 @@ from bridge.types.backend import (
     Finish,
     ModelRequest,
 )
+from bridge.types.masked import Masked
 
 log = logging.getLogger(__name__)
-Redact = Callable[[str], str]
+Redact = Callable[[str], Masked]  # the tenant's masker: the session store takes only Masked
 SHUTDOWN_WAIT_S = 5.0
 
 
@@ -65,10 +66,6 @@ class SummaryMeter(Protocol):
     def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None: ...
 
 
-def _same(text: str) -> str:
-    return text
-
-
 class Compactor:
     def __init__(
         self,
@@ -86,7 +83,7 @@ class Compactor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._failing = False  # the model failed last time: the log already said so
 
-    def after_turn(self, key: SessionKey, hold: HoldModel, redact: Redact = _same) -> None:
+    def after_turn(self, key: SessionKey, hold: HoldModel, redact: Redact) -> None:
         """Start summarising in the background if the session is over its budget."""
         try:
             if not self._sessions.over_budget(key):
@@ -144,8 +141,10 @@ class Compactor:
         }
         await self._audit.emit("session.summarised", key.tenant, details)
 
-    async def _summary(self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact) -> str:
-        """The masked, bounded summary; '' (logged once) when the model cannot give one."""
+    async def _summary(
+        self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact
+    ) -> Masked | None:
+        """The masked, bounded summary; None (logged once) when the model cannot give one."""
         if model.backend.name == "offline":
             return self._fallback("no model is configured")
         if self._meter is not None and self._meter.reached(key.tenant) is not None:
@@ -162,9 +161,10 @@ class Compactor:
         if not text.strip():
             return self._fallback("the model sent an empty summary")
         self._failing = False
-        return bounded_summary(redact(text), limit)
+        # masked before the cut (no part of a value survives it) and after (the store's type)
+        return redact(bounded_summary(redact(text), limit))
 
-    def _fallback(self, reason: str) -> str:
+    def _fallback(self, reason: str) -> Masked | None:
         if not self._failing:
             log.warning(
                 "a long conversation could not be summarised (%s); its oldest turns are "
@@ -172,7 +172,7 @@ class Compactor:
                 reason,
             )
         self._failing = True
-        return ""
+        return None
 
 
 class Usage:

@@ -191,6 +191,21 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tenant, day)
     )
     """,
+    # tool drafts (bridge/personal_tools/drafts.py): every version forge_create wrote per
+    # chat until saved or expired, and which version a consent prompt last showed
+    """
+    CREATE TABLE tool_drafts (
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        name TEXT NOT NULL, version INTEGER NOT NULL, sha256 TEXT NOT NULL,
+        description TEXT NOT NULL, source TEXT NOT NULL, created_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, channel, chat, name, version)
+    );
+    CREATE TABLE tool_draft_shown (
+        tenant TEXT NOT NULL, channel TEXT NOT NULL, chat TEXT NOT NULL,
+        name TEXT NOT NULL, sha256 TEXT NOT NULL, shown_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, channel, chat, name)
+    )
+    """,
 )
 
 

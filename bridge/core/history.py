@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 
 from bridge.types.backend import ChatMessage, ToolCallRequest
+from bridge.types.masked import require
 
 STORED_TOOL_RESULT_CHARS = 2_000
 STORED_ARGUMENTS_CHARS = 2_000
@@ -82,6 +83,15 @@ def bounded_steps(
         else:
             out.append(m)
     return tuple(out)
+
+
+def require_masked(messages: Sequence[ChatMessage], where: str) -> None:
+    """Every text of `messages` (content, tool-call arguments) passed the masker
+    (`Unmasked` otherwise): what a store of turns checks before it writes."""
+    for m in messages:
+        require(m.content, where)
+        for call in m.tool_calls:
+            require(call.arguments, where)
 
 
 def well_formed(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:

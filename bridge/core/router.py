@@ -11,7 +11,9 @@ calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
 chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs.
+attach to it while it runs. Every reply to an admitted message leaves
+through the tenant's masker (`masks`), commands' replies included, and so
+does the question a running turn shows to an attaching page.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bridge.core.access import Access
 from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
 from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
+from bridge.core.masks import OutputMask
 from bridge.core.outfiles import confine
 from bridge.core.pairing import PairingStore
 from bridge.core.running import RunningTurns
@@ -38,7 +41,7 @@ from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import DeltaSink, Final, Inbound, Reply
+from bridge.types.messages import Action, DeltaSink, Final, Inbound, Reply
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -98,6 +101,7 @@ class Core:
         commands: CommandTable,
         turns: TurnRunner,
         audit: AuditSink,
+        masks: Callable[[TenantDirs], OutputMask],
         clock: Callable[[], float] = time.time,
         limits: CoreLimits | None = None,
         strangers: StrangerLimits | None = None,
@@ -108,6 +112,7 @@ class Core:
         self.commands = commands
         self._turns = turns
         self._audit = audit
+        self._masks = masks
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
@@ -193,6 +198,7 @@ class Core:
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
+            final = masked(final, self._masks(self._dirs_of(tenant)))
             await reply.send(final)
         return final
 
@@ -236,7 +242,7 @@ class Core:
             def turn(sink: DeltaSink, progress: ProgressSink) -> Coroutine[object, object, Final]:
                 return self._turns.run(inbound, dirs, key, sink, progress)
 
-            asked, now = inbound.text, self._clock()
+            asked, now = self._masks(dirs).mask(inbound.text), self._clock()
             return await self.running.run(key, turn, on_delta, on_progress, asked, now)
         command = self.commands.get(parsed.name)
         if command is None:
@@ -273,3 +279,9 @@ class Core:
     async def _emit_command(self, tenant: str, inbound: Inbound, name: str, outcome: str) -> None:
         details = {"name": name, "outcome": outcome, "channel": inbound.channel}
         await self._audit.emit("command.run", tenant, details)
+
+
+def masked(final: Final, mask: OutputMask) -> Final:
+    """The reply as it leaves: its text and its buttons through the tenant's masker."""
+    actions = tuple(Action(mask.mask(a.label), mask.mask(a.command)) for a in final.actions)
+    return replace(final, text=mask.mask(final.text), actions=actions)

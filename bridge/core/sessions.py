@@ -13,6 +13,14 @@ and all. A cleared conversation stays readable: `archive`
 (`bridge.core.conversations`) keeps it in the same transaction. The clock is
 passed in, so expiry is testable without waiting.
 
+The store is a way out of roost: it takes only text that passed the
+tenant's masker (`Masked`, `bridge.types.masked`; checked on every write,
+the message, each tool step's text and arguments, the answer, a summary),
+so the archive, the history page, exports and any index fed from it hold
+masked text by construction. An index of what was said (recall) hooks in
+with `subscribe`: after each stored turn it gets the turn's messages, every
+text in them `Masked`.
+
 Histories of recently used chats are cached in memory; the cache entry is
 used only while the stored row (turns, dropped, summarised) still matches,
 so another process writing the same database (`roost send`) is seen at once.
@@ -23,7 +31,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -37,8 +45,15 @@ from bridge.core.compaction import (
     summary_message,
 )
 from bridge.core.conversations import ConversationArchive
-from bridge.core.history import decode_calls, encode_calls, message_chars, well_formed
+from bridge.core.history import (
+    decode_calls,
+    encode_calls,
+    message_chars,
+    require_masked,
+    well_formed,
+)
 from bridge.types.backend import ChatMessage
+from bridge.types.masked import Masked, require
 
 log = logging.getLogger(__name__)
 HARD_FACTOR = 2  # past this many budgets, drop at once instead of waiting for a summary
@@ -50,6 +65,10 @@ class SessionKey:
     tenant: str
     channel: str
     chat: str
+
+
+Stored = Callable[["SessionKey", tuple[ChatMessage, ...]], None]
+"""Told each stored turn (an index of what was said); every text in it is `Masked`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +141,11 @@ class SessionStore:
         self.idle_s = idle_s
         self._cache: OrderedDict[SessionKey, _Cached] = OrderedDict()
         self._cache_size = cache_size
+        self._listeners: list[Stored] = []
+
+    def subscribe(self, listener: Stored) -> None:
+        """`listener(key, messages)` after each stored turn (masked texts only)."""
+        self._listeners.append(listener)
 
     def load(self, key: SessionKey, now: float) -> Session:
         """The current conversation; starts a fresh one if none or idle too long."""
@@ -182,14 +206,16 @@ class SessionStore:
     def append(
         self,
         key: SessionKey,
-        user: str,
-        answer: str,
+        user: Masked,
+        answer: Masked,
         msg_id: str,
         now: float,
         steps: Sequence[ChatMessage] = (),
     ) -> None:
-        """Store one turn: the message, its tool-call steps (in order) and the answer."""
+        """Store one turn: the message, its tool-call steps (in order) and the answer,
+        every text of them masked (`Unmasked` otherwise, before anything is written)."""
         turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
+        require_masked(turn_messages, "the session store")
         cached = self._cache.pop(key, None)
         with self._transaction() as db:
             row = self._row(key)
@@ -217,6 +243,11 @@ class SessionStore:
         if cached is not None and cached.stamp == row.stamp and not over:
             grown = row._replace(turns=turn)
             self._remember(key, _Cached(grown.stamp, cached.history + turn_messages))
+        for listener in self._listeners:
+            try:
+                listener(key, turn_messages)
+            except Exception:  # the turn is stored; an index that failed catches up itself
+                log.exception("a listener of stored turns failed")
 
     def _hard_drop(self, key: SessionKey, row: _Row) -> bool:
         """Past HARD_FACTOR budgets, drop the oldest turns now (counted); inside a transaction."""
@@ -244,9 +275,9 @@ class SessionStore:
         messages = self._messages(key, plan.through)
         return Fold(row.started_at, plan, row.summary, messages, row.total, self._rows(key, plan))
 
-    def fold(self, key: SessionKey, fold: Fold, summary: str) -> int | None:
+    def fold(self, key: SessionKey, fold: Fold, summary: Masked) -> int | None:
         """Replace the planned turns by `summary`; the chars after, or None if the session moved."""
-        return self._apply(key, fold, summary)
+        return self._apply(key, fold, require(summary, "a session summary"))
 
     def drop(self, key: SessionKey, fold: Fold) -> int | None:
         """The fallback: drop the planned turns (counted); the chars after, or None if moved."""

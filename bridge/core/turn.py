@@ -24,10 +24,15 @@ backend under a running turn. A `meter` refuses a turn over its tenant's
 token budget before any model is asked, and counts each turn's tokens (a
 turn that fails mid-way counts the steps that completed, `AgentFailed`).
 
-The tenant's vault masker is applied at two points: on the way to the model
-(the agent loop's `redact`) and before anything is sent, stored or logged
-(the stream masker on deltas, the final text, and both sides of the
-exchange written to the session store).
+The tenant's masker (`masks`, the vault's) is the one masking point: the
+agent loop's `redact` on the way to the model, the stream masker on deltas,
+the notices, and everything stored: the session store takes only `Masked`
+text (`bridge.types.masked`), so the message, the tool steps and the answer
+are masked right before they are written. Texts a screen refused to keep
+this turn (`TurnContext.refused`, e.g. a `memory_save` that held a
+password) make the turn's masker mask their secrets too (`OutputMask.also`),
+wherever the turn is stored: the person's message, the tool steps (the
+refused arguments), the answer, and so the summary, the archive and exports.
 """
 
 from __future__ import annotations
@@ -46,12 +51,14 @@ from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_age
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.history import bounded_steps, quote_chars, with_quote
+from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
+from bridge.types.masked import Masked
 from bridge.types.messages import DeltaSink, Final, Inbound
 from bridge.types.progress import ModelInfo, ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
@@ -64,10 +71,6 @@ NOT_STORED = (
 )
 
 
-def _same(text: str) -> str:
-    return text
-
-
 class PromptSource(Protocol):
     def system_prompt(self, turn: TurnContext) -> str: ...
 
@@ -77,20 +80,6 @@ class StablePrefixSource(Protocol):
     """A prompt source that knows how long its byte-stable prefix is (prompt caching)."""
 
     def system_prompt_parts(self, turn: TurnContext) -> tuple[str, int]: ...
-
-
-class StreamMask(Protocol):
-    def feed(self, delta: str) -> str: ...
-
-    def flush(self) -> str: ...
-
-
-class OutputMask(Protocol):
-    """Masks secret values out of what the model says (the vault's masker)."""
-
-    def mask(self, text: str) -> str: ...
-
-    def stream(self) -> StreamMask: ...
 
 
 class TurnObserver(Protocol):
@@ -140,10 +129,10 @@ class TurnRunner:
         prompt: PromptSource,
         tool_sources: Sequence[ToolSource],
         audit: AuditSink,
+        masks: Callable[[TenantDirs], OutputMask],
         clock: Callable[[], float] = time.time,
         settings: TurnSettings | None = None,
         observers: Sequence[TurnObserver] = (),
-        masks: Callable[[TenantDirs], OutputMask] | None = None,
         user_note: Callable[[TurnContext], str] | None = None,
         pick: PickModel | None = None,
         meter: TurnMeter | None = None,
@@ -198,8 +187,8 @@ class TurnRunner:
             return Final(prepared.refusal, "refusal")
         for observer in self._observers:
             await _kept("grading before the turn", observer.before_turn(turn, session, events))
-        mask = self._masks(dirs) if self._masks is not None else None
-        lead = mask.mask(prepared.lead()) if mask is not None else prepared.lead()
+        mask = self._masks(dirs)
+        lead = mask.mask(prepared.lead())
         if lead:
             await on_delta(lead)
         try:
@@ -218,9 +207,8 @@ class TurnRunner:
             if stopped:
                 kept = stopped_text("".join(shown))
                 asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
-                if mask is not None:
-                    kept, asked = mask.mask(kept), mask.mask(asked)
-                self._store(key, asked, kept, inbound.msg_id, ())
+                mask = mask.also(turn.refused)
+                self._store(key, mask.mask(asked), mask.mask(kept), inbound.msg_id, ())
             kind = "stopped" if stopped else "cancelled"
             events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
             await events.flush(self._audit)
@@ -228,12 +216,12 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
-        text = lead + text
-        asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
-        if mask is not None:
-            text, asked = mask.mask(text), mask.mask(asked)
-        steps = bounded_steps(result.tool_steps)  # masked by the agent loop already
-        stored = self._store(key, asked, text, inbound.msg_id, steps)
+        mask = mask.also(turn.refused)  # what a screen refused this turn: masked when stored
+        answer = mask.mask(lead + text)
+        asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
+        steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
+        stored = self._store(key, asked, answer, inbound.msg_id, steps)
+        text = answer
         if not stored:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
@@ -245,7 +233,7 @@ class TurnRunner:
         await _kept("the turn's audit records", events.flush(self._audit))
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
-            self.compactor.after_turn(key, hold, mask.mask if mask is not None else _same)
+            self.compactor.after_turn(key, hold, mask.mask)
         files = self._senses.handed_out(turn, prepared) if self._senses is not None else ()
         return Final(text, "answer", files=files, actions=tuple(turn.actions))
 
@@ -267,7 +255,7 @@ class TurnRunner:
         self,
         turn: TurnContext,
         session: Session,
-        mask: OutputMask | None,
+        mask: OutputMask,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
         prepared: Prepared = NOTHING,
@@ -294,7 +282,12 @@ class TurnRunner:
             self._meter.record(tenant, model, tokens)
 
     def _store(
-        self, key: SessionKey, asked: str, text: str, msg_id: str, steps: Sequence[ChatMessage]
+        self,
+        key: SessionKey,
+        asked: Masked,
+        text: Masked,
+        msg_id: str,
+        steps: Sequence[ChatMessage],
     ) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
@@ -308,7 +301,7 @@ class TurnRunner:
         self,
         turn: TurnContext,
         session: Session,
-        mask: OutputMask | None,
+        mask: OutputMask,
         on_delta: DeltaSink | None,
         backend: Backend,
         on_progress: ProgressSink | None = None,
@@ -325,7 +318,7 @@ class TurnRunner:
         asked = prepared.asked(with_quote(turn.inbound.text, turn.inbound.quoted))
         newest = ChatMessage(role="user", content=asked, images=prepared.images)
         messages = (*session.history, *now, newest)
-        stream = mask.stream() if mask is not None and on_delta is not None else None
+        stream = mask.stream() if on_delta is not None else None
         sink = on_delta
         if stream is not None and on_delta is not None:
             deliver = on_delta
@@ -343,7 +336,7 @@ class TurnRunner:
             turn,
             self._settings.max_steps,
             sink,
-            redact=mask.mask if mask is not None else _same,
+            redact=mask.mask,
             max_reply_chars=self._settings.max_reply_chars,
             tenant=turn.dirs.tenant,
             stable_chars=stable,
@@ -355,13 +348,13 @@ class TurnRunner:
                 await on_delta(rest)
         return result
 
-    def _system(self, turn: TurnContext, mask: OutputMask | None) -> tuple[str, int]:
+    def _system(self, turn: TurnContext, mask: OutputMask) -> tuple[str, int]:
         """The system prompt and its stable prefix length, measured after the vault mask
         (which run_agent applies), so the offset points into the text the model gets."""
         if not isinstance(self._prompt, StablePrefixSource):
             return self._prompt.system_prompt(turn), 0
         system, stable = self._prompt.system_prompt_parts(turn)
-        if mask is None or stable <= 0:
+        if stable <= 0:
             return system, stable
         head = mask.mask(system[:stable])
         return system, len(head) if mask.mask(system).startswith(head) else 0
@@ -389,12 +382,10 @@ async def _kept(what: str, step: Awaitable[None]) -> None:
 
 
 async def _with_notices(
-    text: str, notices: list[str], mask: OutputMask | None, on_delta: DeltaSink | None
+    text: str, notices: list[str], mask: OutputMask, on_delta: DeltaSink | None
 ) -> str:
     """End the reply with the tools' notices for the person (streamed too)."""
-    block = "\n".join(notices)
-    if mask is not None:
-        block = mask.mask(block)
+    block = mask.mask("\n".join(notices))
     if on_delta is not None:
         await on_delta("\n\n" + block)
     return text + "\n\n" + block

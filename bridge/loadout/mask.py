@@ -6,7 +6,11 @@ itself, its JSON and Python string escapes, URL-encoding (`quote`,
 with and without padding, and the part of a base64 text that only the value
 decides when the value sits inside a longer encoded blob (HTTP Basic auth
 `user:value`, say) at each of the three byte alignments. `mask(text)`
-replaces each with `[vault:NAME]`.
+replaces each with `[vault:NAME]` and returns `Masked` (`bridge.types.masked`):
+the one type the ways out of roost accept, so this module is the one masking
+point. `also(texts)` is the same masker plus the secrets a screen refused to
+keep in those texts (`bridge.loadout.refused`), each spelling replaced by
+`[refused secret]`: the turn that met a refusal stores them masked.
 
 `StreamMasker` does the same for text that arrives in pieces: it holds back
 the longest tail that could be the start of some spelling (found with the
@@ -23,10 +27,15 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
+from bridge.loadout.refused import secret_spans
+from bridge.types.backend import ChatMessage, ToolCallRequest
+from bridge.types.masked import Masked
+
 MIN_SECRET_CHARS = 4
+REFUSED_MARK = "[refused secret]"
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
 
 
@@ -95,12 +104,17 @@ def _overlap(text: str, pattern: str, fail: list[int]) -> int:
 class Masker:
     """The secrets of one tenant, ready to mask text (built when the vault changes)."""
 
-    def __init__(self, secrets: Mapping[str, str]) -> None:
+    def __init__(self, secrets: Mapping[str, str], refused: Iterable[str] = ()) -> None:
+        self._secrets = dict(secrets)
+        self._refused = frozenset(r for r in refused if len(r) >= MIN_SECRET_CHARS)
         by_form: dict[str, str] = {}
-        for name, value in sorted(secrets.items()):
+        for name, value in sorted(self._secrets.items()):
             if len(value) >= MIN_SECRET_CHARS:
                 for form in spellings(value):
-                    by_form.setdefault(form, name)
+                    by_form.setdefault(form, f"[vault:{name}]")
+        for span in sorted(self._refused):
+            for form in spellings(span):
+                by_form.setdefault(form, REFUSED_MARK)
         self._by_form = by_form
         longest_first = sorted(by_form, key=lambda f: (-len(f), f))
         self._pattern = (
@@ -109,12 +123,24 @@ class Masker:
         self._tables = [(f, _failure(f)) for f in longest_first]
 
     def _replace(self, m: re.Match[str]) -> str:
-        return f"[vault:{self._by_form[m.group(0)]}]"
+        return self._by_form[m.group(0)]
 
-    def mask(self, text: str) -> str:
+    def mask(self, text: str) -> Masked:
         if self._pattern is None or not text:
-            return text
-        return self._pattern.sub(self._replace, text)
+            return Masked(text)
+        return Masked(self._pattern.sub(self._replace, text))
+
+    def also(self, texts: Iterable[str]) -> Masker:
+        """This masker plus the secrets the screen finds in `texts` (texts it refused)."""
+        spans = {span for text in texts for span in secret_spans(text)}
+        if spans <= self._refused:
+            return self
+        return Masker(self._secrets, self._refused | spans)
+
+    def message(self, m: ChatMessage) -> ChatMessage:
+        """A chat message with its text and every tool call's arguments masked."""
+        calls = tuple(ToolCallRequest(c.id, c.name, self.mask(c.arguments)) for c in m.tool_calls)
+        return ChatMessage(m.role, self.mask(m.content), calls, m.tool_call_id, m.name, m.images)
 
     def stream(self) -> StreamMasker:
         return StreamMasker(self)
@@ -128,10 +154,10 @@ class Masker:
             best = max(best, _overlap(tail, form, fail))
         return best
 
-    def split(self, text: str) -> tuple[str, str]:
+    def split(self, text: str) -> tuple[Masked, str]:
         """(masked text safe to send now, raw tail to hold back)."""
         if self._pattern is None:
-            return text, ""
+            return Masked(text), ""
         # From `open_at` on, the text may be the start of a spelling that more text
         # would complete (or lengthen: padding after unpadded base64), so a match
         # there is left for later; a match before it is final.
@@ -146,14 +172,14 @@ class Masker:
             last = m.end()
         if last <= open_at:
             out.append(text[last:open_at])
-            return "".join(out), text[open_at:]
+            return Masked("".join(out)), text[open_at:]
         rest = text[last:]
         hold = self._held(rest)
         out.append(rest[: len(rest) - hold])
-        return "".join(out), rest[len(rest) - hold :]
+        return Masked("".join(out)), rest[len(rest) - hold :]
 
 
-def mask(text: str, secrets: Mapping[str, str]) -> str:
+def mask(text: str, secrets: Mapping[str, str]) -> Masked:
     """Replace every spelling of every secret value in `text` with `[vault:NAME]`."""
     return Masker(secrets).mask(text)
 
@@ -165,10 +191,10 @@ class StreamMasker:
         self._masker = masker
         self._pending = ""
 
-    def feed(self, delta: str) -> str:
+    def feed(self, delta: str) -> Masked:
         out, self._pending = self._masker.split(self._pending + delta)
         return out
 
-    def flush(self) -> str:
+    def flush(self) -> Masked:
         out, self._pending = self._masker.mask(self._pending), ""
         return out

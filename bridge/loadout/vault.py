@@ -1,7 +1,9 @@
 """The vault: a tenant's secret values, one file per name under `vault/`, mode 0600.
 
 The prompt sees names only; values leave the vault through `reveal` (which
-audits `secret.used` with the name) and `values` (for masking). A value is
+audits `secret.used` with the name) and `values` (for masking: `masker(dirs)`
+is the tenant's one masking point, `masker_of(dirs)` the same for a process
+that runs no daemon, such as `roost send --to`). A value is
 never logged, audited or echoed. Names follow the forge's one rule for secret
 names (`forge.schema.SECRET_NAME_RE`, also a tool's `SECRETS`): case-insensitive,
 kept as last spelled, so `GITHUB_TOKEN` and a tool's `github_token` are one
@@ -60,6 +62,27 @@ def _listdir(path: Path) -> tuple[str, ...]:
         return ()
 
 
+def read_values(dirs: TenantDirs, cache: FileCache | None = None) -> dict[str, str]:
+    """Every value of the tenant's vault long enough to mask, by name."""
+    out = {}
+    for name in _files(dirs, cache).values():
+        if cache is not None:
+            value = cache.read(dirs.vault / name)
+        else:
+            try:
+                value = (dirs.vault / name).read_text("utf-8")
+            except (FileNotFoundError, UnicodeDecodeError):
+                value = None
+        if value is not None and len(value) >= MIN_SECRET_CHARS:
+            out[name] = value
+    return out
+
+
+def masker_of(dirs: TenantDirs) -> Masker:
+    """The tenant's masker, read now (a short-lived process; the daemon caches it)."""
+    return Masker(read_values(dirs))
+
+
 def set_value(dirs: TenantDirs, name: str, value: str) -> None:
     check_name(name)
     if len(value) < MIN_SECRET_CHARS:
@@ -91,12 +114,7 @@ class Vault:
         self._maskers: dict[str, tuple[object, Masker]] = {}
 
     def values(self, dirs: TenantDirs) -> Mapping[str, str]:
-        out = {}
-        for name in _files(dirs, self._cache).values():
-            value = self._cache.read(dirs.vault / name)
-            if value is not None and len(value) >= MIN_SECRET_CHARS:
-                out[name] = value
-        return out
+        return read_values(dirs, self._cache)
 
     def masker(self, dirs: TenantDirs) -> Masker:
         """The masker for this tenant's current values; rebuilt only when the vault changed."""

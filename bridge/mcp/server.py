@@ -35,6 +35,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from bridge.core.agent import MAX_TOOL_RESULT_CHARS
+from bridge.types.masked import Masked
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import Tool, ToolError, ToolSource, TurnContext
@@ -52,7 +53,7 @@ class TenantTools:
 
     dirs: TenantDirs
     source: ToolSource  # the personal-tools source chat turns use
-    mask: Callable[[TenantDirs], Callable[[str], str]]  # the vault masker of a tenant
+    mask: Callable[[TenantDirs], Callable[[str], Masked]]  # the vault masker of a tenant
     clock: Callable[[], float] = time.time
 
     def turn(self) -> TurnContext:
@@ -97,7 +98,8 @@ class ToolsFeed:
             await session.send_tool_list_changed()  # best effort: a closed one drops it
 
 
-def _text(text: str, error: bool = False) -> types.CallToolResult:
+def _text(text: Masked, error: bool = False) -> types.CallToolResult:
+    """A result leaves only masked (`bridge.types.masked`): the masker is its one way out."""
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
 
@@ -128,15 +130,16 @@ async def call_tool(tenant: TenantTools, name: str, args: dict[str, Any]) -> typ
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return _text(f"there is no saved tool named {name!r}; available: {known}", error=True)
+        return _text(mask(f"there is no saved tool named {name!r}; available: {known}"), True)
     try:
         output = await tool(args, turn)
     except ToolError as exc:
-        return _text(_cut(mask(str(exc))), error=True)
+        return _text(mask(_cut(mask(str(exc)))), error=True)
     except Exception as exc:  # a bug in roost must not end the connection
         log.error("MCP call of %s failed inside roost: %s", name, mask(repr(exc)))
-        return _text(f"the tool {name} failed inside roost; the operator's log has details", True)
-    return _text(_cut(mask(output)))
+        failed = f"the tool {name} failed inside roost; the operator's log has details"
+        return _text(mask(failed), True)
+    return _text(mask(_cut(mask(output))))  # masked before the cut, and what is left after
 
 
 def build_server(tenant: TenantTools, feed: ToolsFeed, version: str = "") -> Server[Any]:

@@ -2,7 +2,8 @@
 
 Schemas follow the contract in DESIGN.md. Refusals (secrets, invisible
 characters, instructions, a full index, bad arguments) come back to the model
-as tool errors that say what to do; nothing is written then. A save that
+as tool errors that say what to do; nothing is written then, and the refused
+arguments go to `TurnContext.refused`, so the turn stores their secrets masked. A save that
 meets a full memory also ends the reply with a notice and a "Tidy up memory"
 action (`/memory tidy`: the chat's model proposes merges, the person applies).
 """
@@ -102,6 +103,8 @@ class MemoryTools:
                 turn.actions.append(TIDY)
             raise ToolError(str(exc)) from None
         except MemoryRefused as exc:
+            # what was refused is masked wherever this turn is stored (bridge.core.turn)
+            turn.refused.extend(v for v in args.values() if isinstance(v, str))
             raise ToolError(str(exc)) from None
         verb = "saved new" if result.created else "updated"
         return (

@@ -1,47 +1,42 @@
 """/tools and /tool save|show|rm: the person decides what to keep.
 
 Nothing is ever deleted automatically; "unused 90d" is only a flag (from
-last use, or from creation when never used). Saving is the person's consent,
-so `/tool save` answers with what was consented to (`consent_lines`): the
-description, the parameters, the vault secrets and network hosts the tool
-declares, and its hash prefix; a changed declaration needs a new save.
+last use, or from creation when never used). Saving is the person's consent
+to exactly one version of a tool (`bridge.personal_tools.consent`):
+`/tool save NAME [as ALIAS]` saves nothing; it shows the description, the
+parameters, the vault secrets and network hosts that version may use, its
+hash, and what changed since the version the person was last shown (or
+since the saved tool it would replace), records which version it showed
+(`DraftStore.show`) and offers a one-tap button. `/tool save NAME yes
+[HASH]` (what the button sends) saves only when the draft is still that
+version (and HASH, when given, names it); otherwise it shows the new version
+and its diff and asks again. The drafts are kept per chat in roost.db
+(`bridge.personal_tools.drafts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.personal_tools.catalog import ToolCatalog
+from bridge.personal_tools.consent import (
+    MIN_HASH,
+    capabilities,
+    confirm_command,
+    params,
+    prompt,
+)
+from bridge.personal_tools.drafts import Draft, DraftStore
 from bridge.types.audit_sink import AuditSink
-from forge.library import SavedTool, SessionTools, ToolExists, ToolNotFound, ToolSpec
-from forge.names import BadName, bare_name
+from bridge.types.messages import Action, Final
+from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec
+from forge.names import BadName, bare_name, check_name
 
-SAVE_USAGE = "/tool save <name> [as <alias>] [--replace]"
-
-
-def _params(schema: dict[str, Any]) -> str:
-    props = schema.get("properties", {})
-    required = set(schema.get("required", []))
-    parts = []
-    for name, spec in props.items():
-        kind = spec.get("type", "any")
-        kind = "|".join(kind) if isinstance(kind, list) else kind
-        parts.append(f"{name}: {kind}" + ("" if name in required else "?"))
-    return ", ".join(parts)
-
-
-def consent_lines(spec: ToolSpec) -> list[str]:
-    """What saving `spec` allows: the vault secrets it may read and the hosts it may call."""
-    hosts = spec.network
-    return [
-        f"Parameters: {_params(spec.schema) or 'none'}",
-        f"It may read these vault secrets: {', '.join(spec.secrets) or 'none'}",
-        f"It may call these network hosts: {', '.join(hosts) or 'none'}",
-        f"sha256 {spec.sha256[:12]}…",
-    ]
+SAVE_USAGE = "/tool save <name> [as <alias>] [yes <hash>]"
+_HEX = frozenset("0123456789abcdef")
 
 
 def _when(ms: int | None) -> str:
@@ -50,9 +45,45 @@ def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+@dataclass(frozen=True, slots=True)
+class SaveOrder:
+    """`/tool save` parsed: which draft, under which name, and a confirmation if given."""
+
+    name: str
+    alias: str | None = None
+    confirm: bool = False
+    given: str | None = None  # the hash the confirmation names (lower-case hex)
+
+
+def parse_save(words: list[str]) -> SaveOrder:
+    """`NAME [as ALIAS] [--replace] [yes [HASH]]` (`--replace` is implied by consent)."""
+    words = [w for w in words if w != "--replace"]
+    if not words:
+        raise UsageError(f"Usage: {SAVE_USAGE}")
+    name, rest, alias = words[0].removeprefix("me."), words[1:], None
+    if len(rest) >= 2 and rest[0] == "as":
+        alias, rest = rest[1].removeprefix("me."), rest[2:]
+    confirm, given = False, None
+    if rest[:1] == ["yes"]:
+        confirm, given, rest = True, (rest[1].lower() if len(rest) > 1 else None), rest[2:]
+    if rest:
+        raise UsageError(f"Usage: {SAVE_USAGE}")
+    return SaveOrder(name, alias, confirm, given)
+
+
+def consented(order: SaveOrder, shown: str | None, current: str) -> bool:
+    """Whether a confirmation names exactly the version the last prompt showed."""
+    if not order.confirm or shown != current:
+        return False
+    given = order.given
+    if given is None:
+        return True
+    return len(given) >= MIN_HASH and set(given) <= _HEX and current.startswith(given)
+
+
 class ToolCommands:
-    def __init__(self, sessions: SessionTools, catalog: ToolCatalog, audit: AuditSink) -> None:
-        self._sessions, self._catalog, self._audit = sessions, catalog, audit
+    def __init__(self, drafts: DraftStore, catalog: ToolCatalog, audit: AuditSink) -> None:
+        self._drafts, self._catalog, self._audit = drafts, catalog, audit
 
     def commands(self) -> Iterable[Command]:
         return (
@@ -65,9 +96,6 @@ class ToolCommands:
             ),
         )
 
-    def _key(self, ctx: CommandContext) -> str:
-        return f"{ctx.tenant}/{ctx.inbound.channel}/{ctx.inbound.chat}"
-
     async def listing(self, ctx: CommandContext, args: str) -> str:
         library = self._catalog.library(ctx.dirs.tools)
         now_ms = int(ctx.now * 1000)
@@ -78,56 +106,99 @@ class ToolCommands:
             for t in saved:
                 flag = " · unused 90d" if t.unused(now_ms) else ""
                 lines.append(
-                    f"- me.{t.spec.name}({_params(t.spec.schema)}) — {t.spec.description} · "
+                    f"- me.{t.spec.name}({params(t.spec.schema)}) — {t.spec.description} · "
                     f"{t.usage.calls} calls, last use {_when(t.usage.last_used_ms)}{flag}"
                 )
         kept = {t.spec.sha256 for t in saved}
-        drafts = [d for d in self._sessions.list(self._key(ctx)) if d.sha256 not in kept]
+        drafts = [d for d in self._drafts.drafts(ctx.session) if d.spec.sha256 not in kept]
         if drafts:
             lines.append("Written in this chat, not saved yet:")
-            lines += [f"- {d.name} — {d.description} (/tool save {d.name})" for d in drafts]
+            lines += [
+                f"- {d.spec.name} v{d.version} — {d.spec.description} (/tool save {d.spec.name})"
+                for d in drafts
+            ]
         return "\n".join(lines) or (
             "No personal tools yet. Ask the assistant to write one (the forge persona is good "
             "at it: /persona forge), then keep it with /tool save <name>."
         )
 
-    async def tool(self, ctx: CommandContext, args: str) -> str:
+    async def tool(self, ctx: CommandContext, args: str) -> str | Final:
         words = args.split()
         if not words:
             raise UsageError()
         verb, rest = words[0], words[1:]
         if verb == "save":
-            return await self._save(ctx, rest)
+            return await self._save(ctx, parse_save(rest))
         if verb == "show" and len(rest) == 1:
             return self._show(ctx, rest[0])
         if verb in ("rm", "remove", "delete") and len(rest) == 1:
             return await self._remove(ctx, rest[0])
         raise UsageError()
 
-    async def _save(self, ctx: CommandContext, words: list[str]) -> str:
-        replace = "--replace" in words
-        words = [w for w in words if w != "--replace"]
-        if len(words) == 1:
-            name, alias = words[0], None
-        elif len(words) == 3 and words[1] == "as":
-            name, alias = words[0], words[2]
-        else:
-            raise UsageError(f"Usage: {SAVE_USAGE}")
-        spec = self._sessions.get(self._key(ctx), name.removeprefix("me."))
-        if spec is None:
-            drafts = ", ".join(d.name for d in self._sessions.list(self._key(ctx))) or "none"
-            return f"There is no tool {name!r} written in this chat (written here: {drafts})."
-        library = self._catalog.library(ctx.dirs.tools)
+    async def _save(self, ctx: CommandContext, order: SaveOrder) -> str | Final:
+        draft = self._drafts.latest(ctx.session, order.name)
+        if draft is None:
+            names = ", ".join(d.spec.name for d in self._drafts.drafts(ctx.session)) or "none"
+            return f"There is no tool {order.name!r} written in this chat (written here: {names})."
         try:
-            saved = library.save(spec, alias=alias, saved_from=ctx.inbound.channel, replace=replace)
-        except ToolExists:
-            target = alias or spec.name
-            return (
-                f"me.{target} already exists. To overwrite it: /tool save {spec.name} as "
-                f"{target} --replace"
-            )
+            target = check_name(order.alias or draft.spec.name)
         except BadName as exc:
             return str(exc)
+        library = self._catalog.library(ctx.dirs.tools)
+        existing = _saved(library, target)
+        shown = self._drafts.shown(ctx.session, draft.spec.name)
+        if consented(order, shown, draft.spec.sha256):
+            return await self._keep(ctx, draft.spec, target, library, existing)
+        return await self._offer(ctx, order, draft, target, existing, shown)
+
+    async def _offer(
+        self,
+        ctx: CommandContext,
+        order: SaveOrder,
+        draft: Draft,
+        target: str,
+        existing: SavedTool | None,
+        shown: str | None,
+    ) -> str | Final:
+        """Show what keeping this exact version allows, and what changed; remember it."""
+        spec = draft.spec
+        seen = self._drafts.by_hash(ctx.session, spec.name, shown) if shown else None
+        baseline: tuple[str, ToolSpec] | None = None
+        if seen is not None and seen.spec.sha256 != spec.sha256:
+            baseline = (f"the version you were last shown (v{seen.version})", seen.spec)
+        elif existing is not None:
+            baseline = (f"your saved me.{target}", existing.spec)
+        text = prompt(spec, draft.version, target, baseline, existing is not None)
+        if order.confirm:
+            text = (
+                "Not saved: that confirmation is not for the version this chat holds now "
+                "(the draft changed, or you were not shown it yet).\n" + text
+            )
+        self._drafts.show(ctx.session, spec.name, spec.sha256)
+        changed = baseline is not None and baseline[1].sha256 != spec.sha256
+        await self._audit.emit(
+            "tool.offered",
+            ctx.tenant,
+            {"name": f"me.{target}", "hash": spec.sha256[:12], "changed": changed},
+        )
+        command = confirm_command(spec.name, order.alias, spec.sha256)
+        if command is None:
+            return text
+        return Final(text, "command", actions=(Action(f"Keep me.{target}", command),))
+
+    async def _keep(
+        self,
+        ctx: CommandContext,
+        spec: ToolSpec,
+        target: str,
+        library: ToolLibrary,
+        existing: SavedTool | None,
+    ) -> str:
+        """Save the consented version (replacing `existing`: the prompt said so)."""
+        alias = target if target != spec.name else None
+        saved = library.save(spec, alias=alias, saved_from=ctx.inbound.channel, replace=True)
+        self._drafts.remove(ctx.session, spec.name)
+        replace = existing is not None
         await self._audit.emit(
             "tool.saved",
             ctx.tenant,
@@ -135,9 +206,9 @@ class ToolCommands:
         )
         return "\n".join(
             (
-                f"Saved me.{saved.spec.name}({_params(saved.spec.schema)}) — "
+                f"Saved me.{saved.spec.name}({params(saved.spec.schema)}) — "
                 f"{saved.spec.description}",
-                *consent_lines(spec),
+                *capabilities(spec)[1:],
                 "Offered from your next message on; a changed tool needs a new /tool save.",
             )
         )
@@ -154,7 +225,7 @@ class ToolCommands:
         return "\n".join(
             (
                 f"me.{t.spec.name} — {t.spec.description}",
-                f"Parameters: {_params(t.spec.schema) or 'none'}",
+                f"Parameters: {params(t.spec.schema) or 'none'}",
                 f"sha256: {t.spec.sha256}",
                 f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
                 f"{u.calls} calls, {u.errors} errors, last use {_when(u.last_used_ms)}",
@@ -173,3 +244,10 @@ class ToolCommands:
             "tool.removed", ctx.tenant, {"name": f"me.{t.spec.name}", "hash": t.spec.sha256[:12]}
         )
         return f"Removed me.{t.spec.name}."
+
+
+def _saved(library: ToolLibrary, name: str) -> SavedTool | None:
+    try:
+        return library.show(name)
+    except ToolNotFound:
+        return None

@@ -11,11 +11,17 @@ arguments or source. The result goes back whole: the agent loop masks vault
 values and then cuts every tool's output at its one limit.
 
 Drafts run before they are saved: each tool written in this chat and not
-saved as it is is offered as `draft__<name>` (the agent loop asks again after
+saved as it is (kept in roost.db per chat, `bridge.personal_tools.drafts`,
+every version; its source masked by the tenant's masker like any stored
+text) is offered as `draft__<name>` (the agent loop asks again after
 every step, so the model can test a tool in the turn that wrote it). A draft
 runs in the same sandbox with the same lint and argument check, but with no
 vault secrets (the person has not consented yet) and no usage counted. A
-rejected `forge_create` gives the model the findings and the person a notice.
+rejected `forge_create` gives the model the findings and the person a notice;
+an accepted one that writes or rewrites a draft tells the person too: the
+draft, its version, the secrets and hosts it declares, and a short diff
+against the version before it or the saved tool of that name
+(`consent.rewrite_notice`), so no rewrite happens out of sight.
 """
 
 from __future__ import annotations
@@ -24,14 +30,18 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from bridge.core.sessions import SessionKey
 from bridge.personal_tools.catalog import ToolCatalog
+from bridge.personal_tools.consent import rewrite_notice
+from bridge.personal_tools.drafts import DraftStore
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
+from bridge.types.masked import TextMask
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.calls import call_saved
 from forge.findings import Finding
-from forge.library import SessionTools, ToolSpec
+from forge.library import ToolNotFound, ToolSpec, build_spec
 from forge.names import check_name, to_wire
 from forge.net_call import HttpEvent, NetScope, http_details
 from forge.runner import RunResult, SandboxRunner
@@ -62,8 +72,8 @@ CREATE_SCHEMA = {
 DRAFT_WIRE_PREFIX = "draft__"
 
 
-def chat_key(turn: TurnContext) -> str:
-    return f"{turn.tenant}/{turn.inbound.channel}/{turn.inbound.chat}"
+def chat_key(turn: TurnContext) -> SessionKey:
+    return SessionKey(turn.tenant, turn.inbound.channel, turn.inbound.chat)
 
 
 def draft_wire(name: str) -> str:
@@ -89,13 +99,15 @@ class ForgeTools:
     def __init__(
         self,
         runner: SandboxRunner,
-        sessions: SessionTools,
+        drafts: DraftStore,
         catalog: ToolCatalog,
         reveal: Reveal,
         audit: AuditSink,
+        masks: Callable[[TenantDirs], TextMask],
     ) -> None:
         self._runner = runner
-        self._sessions = sessions
+        self._drafts = drafts
+        self._masks = masks
         self._catalog = catalog
         self._reveal = reveal
         self._audit = audit
@@ -115,9 +127,10 @@ class ForgeTools:
         for entry in entries:
             tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
         kept = {entry.sha256 for entry in entries}
-        for draft in self._sessions.list(chat_key(turn)):
-            if draft.sha256 not in kept:
-                tools.append(FunctionTool(self._draft_schema(draft), self._draft_caller(draft)))
+        for draft in self._drafts.drafts(chat_key(turn)):
+            if draft.spec.sha256 not in kept:
+                spec = draft.spec
+                tools.append(FunctionTool(self._draft_schema(spec), self._draft_caller(spec)))
         return tools
 
     def _draft_schema(self, spec: ToolSpec) -> ToolSchema:
@@ -136,7 +149,9 @@ class ForgeTools:
         name, description, source = (args.get(k) for k in ("name", "description", "source"))
         if not (isinstance(name, str) and isinstance(description, str) and isinstance(source, str)):
             raise ToolError("name, description and source must all be strings")
-        result = self._sessions.create(chat_key(turn), name, description, source)
+        mask = self._masks(turn.dirs)  # stored text (source, description): through the masker
+        masked = mask.mask(source)
+        result = build_spec(name, mask.mask(description), masked)
         if result.tool is None:
             await self._audit.emit(
                 "tool.created",
@@ -149,11 +164,23 @@ class ForgeTools:
                 "the tool was not accepted; fix these and call forge_create again:\n"
                 + "\n".join(lines)
             )
-        spec = result.tool
+        written = self._drafts.put(chat_key(turn), result.tool, masked)
+        spec = written.current.spec
+        if written.changed:
+            old = written.previous.spec if written.previous is not None else None
+            saved = self._saved_spec(turn, spec.name)
+            turn.notices.append(
+                rewrite_notice(spec.name, written.current.version, spec, old, saved)
+            )
         await self._audit.emit(
             "tool.created",
             turn.tenant,
-            {"name": spec.name, "hash": spec.sha256[:12], "outcome": "ok"},
+            {
+                "name": spec.name,
+                "hash": spec.sha256[:12],
+                "outcome": "ok",
+                "version": written.current.version,
+            },
         )
         params = ", ".join(spec.schema.get("properties", {})) or "no parameters"
         secrets = f"; needs vault secrets: {', '.join(spec.secrets)}" if spec.secrets else ""
@@ -163,6 +190,12 @@ class ForgeTools:
             f"vault secrets); tell the person they can keep it with /tool save {spec.name}"
         )
 
+    def _saved_spec(self, turn: TurnContext, name: str) -> ToolSpec | None:
+        try:
+            return self._catalog.library(turn.dirs.tools).show(name).spec
+        except ToolNotFound:
+            return None
+
     def _draft_caller(self, spec: ToolSpec) -> Callable[[Mapping[str, Any], TurnContext], Any]:
         async def call(args: Mapping[str, Any], turn: TurnContext) -> str:
             return await self.call_draft(spec.name, dict(args), turn)
@@ -171,9 +204,10 @@ class ForgeTools:
 
     async def call_draft(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
         """Run this chat's draft `name`: no secrets, no usage; audited like a saved call."""
-        spec = self._sessions.get(chat_key(turn), name)
-        if spec is None:
+        draft = self._drafts.latest(chat_key(turn), name)
+        if draft is None:
             raise ToolError(f"there is no draft {name!r} in this chat; write it with forge_create")
+        spec = draft.spec
         # no secrets and no network: the person has not consented to either yet
         no_net = NetScope(f"me.{name}", None, allowed=False)
         result = await self._runner.run(spec.source, params, turn.dirs.workspace, None, net=no_net)

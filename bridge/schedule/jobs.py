@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from bridge.schedule.schema import transaction
+from bridge.types.masked import Masked, require
 
 KINDS: Final = ("reminder", "turn", "tool")
 ALPHABET: Final = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 symbols: no l, o, 0, 1
@@ -117,14 +118,16 @@ class JobStore:
         chat: str,
         kind: str,
         spec: str,
-        payload: str,
+        payload: Masked,
         tz: str,
         next_run_ms: int,
         created_ms: int,
     ) -> Job:
-        """Store a new active job; LimitError when a per-tenant limit refuses it."""
+        """Store a new active job; LimitError when a per-tenant limit refuses it.
+        The payload (a reminder's text, a prompt) passed the tenant's masker (`Unmasked`)."""
         if kind not in KINDS:
             raise ValueError(f"unknown job kind {kind!r}")
+        require(payload, "the job store")
         self._check_shape(spec, payload, tz, next_run_ms)
         with transaction(self.conn):
             self._check_count(tenant)

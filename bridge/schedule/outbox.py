@@ -1,7 +1,9 @@
 """The delivery outbox in SQLite (table `outbox`): store first, then deliver.
 
 Every proactive message (a reminder, a job's answer) and every reply that
-failed after its retries is enqueued under an idempotency key; the key is
+failed after its retries is enqueued under an idempotency key, as text that
+passed the tenant's masker (`Masked`: `enqueue` refuses anything else, so a
+vault value never sits in a row, nor comes back from `GET /api/outbox`); the key is
 UNIQUE per chat, so enqueueing it again (a job re-run after a crash, a retry
 of the same reply) adds nothing and the message goes out at most once.
 
@@ -30,6 +32,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from bridge.schedule.schema import transaction
+from bridge.types.masked import Masked, require
 
 ERROR_CHARS: Final = 200
 
@@ -96,12 +99,13 @@ class OutboxStore:
         self.policy = policy or OutboxPolicy()
 
     def enqueue(
-        self, tenant: str, channel: str, chat: str, text: str, key: str, *, now_ms: int
+        self, tenant: str, channel: str, chat: str, text: Masked, key: str, *, now_ms: int
     ) -> Enqueued:
         """Store a message due now; a key already known for this chat adds nothing.
-        Joins an open transaction (a job's `mark_run`)."""
+        Joins an open transaction (a job's `mark_run`). Only masked text (`Unmasked`)."""
         if not key:
             raise ValueError("an outbox entry needs an idempotency key")
+        require(text, "the outbox")
         with transaction(self.conn):
             row = self.conn.execute(
                 "INSERT INTO outbox (tenant, channel, chat, key, text, state, created_ms, due_ms)"

@@ -15,6 +15,7 @@ Payload conventions the runtime relies on: a `reminder` carries its text, a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -27,6 +28,7 @@ from bridge.schedule.when import When, WhenError, parse_when
 from bridge.schedule.when_echo import stamp
 from bridge.schedule.zone import tenant_zone
 from bridge.types.audit_sink import AuditSink
+from bridge.types.masked import TextMask
 from bridge.types.tenant_dirs import TenantDirs
 from forge.names import BadName, bare_name
 
@@ -85,9 +87,15 @@ def tool_payload(rest: str, dirs: TenantDirs) -> tuple[str, str]:
 
 
 class Planner:
-    def __init__(self, service: ScheduleService, audit: AuditSink) -> None:
+    def __init__(
+        self,
+        service: ScheduleService,
+        audit: AuditSink,
+        masks: Callable[[TenantDirs], TextMask],
+    ) -> None:
         self.service = service
         self._audit = audit
+        self._masks = masks  # a job's text is stored masked, as it will be posted
 
     def zone(self, dirs: TenantDirs) -> str:
         return tenant_zone(dirs, self.service.default_tz)
@@ -145,7 +153,7 @@ class Planner:
                 chat=t.chat,
                 kind=kind,
                 spec=spec,
-                payload=payload,
+                payload=self._masks(t.dirs).mask(payload),
                 tz=tz,
                 next_run_ms=first_ms,
                 created_ms=int(now * 1000),

@@ -7,15 +7,16 @@ posts the answer; a `tool` runs a saved `me.*` tool through the personal-tools
 `ToolSource` (the same sandbox, hash check and audit as in chat) and posts its
 result always, or only when its digest differs from the job's `last_digest`.
 A run whose chat no longer resolves to the job's tenant is skipped, never run
-as someone else.
+as someone else. What a run posts goes through the tenant's masker (`masks`)
+before it is stored, whatever its kind: the outbox takes only `Masked` text.
 
 `Deliveries` is the scheduler's `deliver`: the outbox entry goes to the
 channel of its row (`telegram`, `web`); a channel that is not running now is a
 retryable failure. `audit_observer` turns scheduler events into the audited
 `job.ran`, `outbox.delivered` and `outbox.failed` (ids, kinds and times only).
 `reply_to_outbox` stores a final reply a channel could not deliver under the
-key `reply:<msg_id>`; `watch_db` wakes the scheduler when another process
-(`roost send --to`) committed to the database.
+key `reply:<msg_id>` (masked again: the outbox's type); `watch_db` wakes the
+scheduler when another process (`roost send --to`) committed to the database.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
 from bridge.types.audit_sink import AuditSink
+from bridge.types.masked import Masked, TextMask
 from bridge.types.messages import Handle, Inbound
 from bridge.types.tenant_dirs import TenantDirs
-from bridge.types.tools import ToolSource, TurnContext
+from bridge.types.tools import ToolError, ToolSource, TurnContext
 from forge.names import PREFIX, to_wire
 
 REMINDER_MARK: Final = "⏰ "
@@ -99,21 +101,24 @@ class JobRunner:
         tool_sources: Sequence[ToolSource],
         tenant_dirs: Callable[[str], TenantDirs],
         now: Callable[[], float],
+        masks: Callable[[TenantDirs], TextMask],
     ) -> None:
         self._handle, self._resolve = handle, resolve
         self._sources = tuple(tool_sources)
         self._dirs, self._now = tenant_dirs, now
+        self._masks = masks
 
-    async def __call__(self, job: Job, slot_ms: int) -> str | Post | None:
+    async def __call__(self, job: Job, slot_ms: int) -> Masked | Post | None:
+        mask = self._masks(self._dirs(job.tenant))
         if job.kind == "reminder":
-            return REMINDER_MARK + job.payload
+            return mask.mask(REMINDER_MARK + job.payload)
         inbound = job_inbound(job, slot_ms)
         if self._resolve(inbound) != job.tenant:
             raise JobSkipped("the chat no longer belongs to the job's tenant")
         if job.kind == "turn":
-            return await self._turn(inbound)
+            return mask.mask(await self._turn(inbound))
         if job.kind == "tool":
-            return await self._tool(job, inbound)
+            return await self._tool(job, inbound, mask)
         raise ValueError(f"unknown job kind {job.kind!r}")
 
     async def _turn(self, inbound: Inbound) -> str:
@@ -124,7 +129,7 @@ class JobRunner:
             raise RuntimeError("the turn failed")
         return final.text
 
-    async def _tool(self, job: Job, inbound: Inbound) -> Post | None:
+    async def _tool(self, job: Job, inbound: Inbound, mask: TextMask) -> Post | None:
         order = parse_tool_payload(job.payload)
         ctx = TurnContext(self._dirs(job.tenant), inbound, self._now)
         wire = to_wire(order.name)
@@ -133,11 +138,15 @@ class JobRunner:
         )
         if tool is None:
             raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool")
-        result = await tool({}, ctx)  # a ToolError is the run's failure
-        seen = digest(result)
+        try:
+            result = await tool({}, ctx)  # a ToolError is the run's failure
+        except ToolError as exc:  # its text is kept on the job (/jobs shows it): masked
+            raise ToolError(mask.mask(str(exc))) from None
+        post = mask.mask(f"{PREFIX}{order.name}: {result}")
+        seen = digest(post)
         if order.mode == "change" and seen == job.last_digest:
             return None
-        return Post(f"{PREFIX}{order.name}: {result}", seen)
+        return Post(post, seen)
 
 
 class Deliveries:
@@ -195,7 +204,11 @@ def audit_event(event: ScheduleEvent) -> tuple[str, dict[str, object]]:
 
 
 def reply_to_outbox(
-    outbox: OutboxStore, resolve: Resolve, changed: Callable[[], None], now_ms: Callable[[], int]
+    outbox: OutboxStore,
+    resolve: Resolve,
+    changed: Callable[[], None],
+    now_ms: Callable[[], int],
+    masks: Callable[[str], TextMask],
 ) -> Callable[[Inbound, str], Awaitable[bool]]:
     """A channel's hook for a final reply it could not deliver: into the outbox
     (key `reply:<msg_id>`, so a second failure of the same reply adds nothing).
@@ -206,7 +219,8 @@ def reply_to_outbox(
         if tenant is None or not text:
             return False
         key = f"reply:{inbound.msg_id}"
-        outbox.enqueue(tenant, inbound.channel, inbound.chat, text, key, now_ms=now_ms())
+        masked = masks(tenant).mask(text)
+        outbox.enqueue(tenant, inbound.channel, inbound.chat, masked, key, now_ms=now_ms())
         changed()
         return True
 

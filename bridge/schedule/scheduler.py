@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from bridge.schedule.jobs import Job, JobStore, NextRun
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore, backoff_ms
 from bridge.schedule.schema import transaction
+from bridge.types.masked import Masked
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class Post:
     """What a run posts, with the digest to remember for "post only on change"
     (stored with the run and its outbox entry in one transaction)."""
 
-    text: str
+    text: Masked  # through the tenant's masker: the outbox takes nothing else
     digest: str = ""
 
 
@@ -45,7 +46,7 @@ class JobSkipped(Exception):
 
 
 # (job, slot_ms) -> what to post, or None for nothing
-RunJob = Callable[[Job, int], Awaitable[str | Post | None]]
+RunJob = Callable[[Job, int], Awaitable[Masked | Post | None]]
 Deliver = Callable[[OutboxEntry], Awaitable[None]]  # raises (DeliveryError) when not delivered
 Clock = Callable[[], int]  # ms since the epoch, UTC
 Sleep = Callable[[float], Awaitable[None]]  # seconds, as asyncio.sleep
@@ -159,7 +160,7 @@ class Scheduler:
     async def _run(self, job: Job) -> bool:
         slot = job.next_run_ms if job.next_run_ms is not None else self.clock()
         error: str | None = None
-        result: str | Post | None = None
+        result: Masked | Post | None = None
         skipped = False
         async with self._limit:
             started = self.clock()
@@ -170,7 +171,7 @@ class Scheduler:
                 error, skipped = _describe(exc), isinstance(exc, JobSkipped)
         now = self.clock()
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
-        post = Post(result) if isinstance(result, str) else result
+        post = result if result is None or isinstance(result, Post) else Post(result)
         with transaction(self.jobs.conn):
             kept = self.jobs.mark_run(
                 job.tenant, job.id, ran_ms=now, next_run_ms=next_ms, error=error, pause=pause

@@ -106,6 +106,9 @@ class SkillTools:
                 turn.now(),
             )
         except ProposalRefused as exc:
+            turn.refused.extend(
+                v for v in args.values() if isinstance(v, str)
+            )  # masked when stored
             raise ToolError(f"Not proposed: {exc}. Nothing was shown or written.") from None
         turn.notices.append(notice(proposal))
         return (

@@ -6,6 +6,9 @@ never knows what a tool does. A tool returns text for the model; a
 `ToolError` becomes a tool result the model can act on, never a crash.
 A tool that has something the person must see (not only the model) adds a
 short line to `TurnContext.notices`; the turn ends its reply with them.
+A tool whose screen refused to keep a text because it holds a secret adds
+the text to `TurnContext.refused`: the turn masks those secrets wherever it
+stores the turn (`bridge.core.turn`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class TurnContext:
     now: Callable[[], float]  # injected clock, seconds since the epoch
     notices: list[str] = field(default_factory=list)  # lines for the person, after the reply
     actions: list[Action] = field(default_factory=list)  # one-tap replies offered with it
+    refused: list[str] = field(default_factory=list)  # texts a screen refused (secrets)
 
     @property
     def tenant(self) -> str:

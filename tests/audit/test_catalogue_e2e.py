@@ -80,6 +80,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/model default",
         "write a doubling tool",
         "/tool save double",
+        "/tool save double yes",
         "double 2",
         "/tool rm me.double",
         "/nosuchcommand",

@@ -55,6 +55,7 @@ async def test_typed_names_never_reach_the_chain(settings: Settings, clock: Cloc
             ("Minka", "remember my medication"),
             ("Minka", "write a tool for Minka"),
             ("Minka", "/tool save minka_feeder"),
+            ("Minka", "/tool save minka_feeder yes"),
         ):
             await roost.core.handle(Inbound("web", "local", chat, text, uuid.uuid4().hex))
     finally:

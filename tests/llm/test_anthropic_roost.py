@@ -68,7 +68,8 @@ async def test_builtin_and_personal_tools_round_trip(served):
     result = _results(fake.requests[1])
     assert [r["tool_use_id"] for r in result] == ["toolu_save"] and "is_error" not in result[0]
     assert (await roost.core.handle(web_msg("write an adding tool", 2), None)).kind == "answer"
-    saved = await roost.core.handle(web_msg("/tool save add", 3), None)
+    await roost.core.handle(web_msg("/tool save add", 3), None)
+    saved = await roost.core.handle(web_msg("/tool save add yes", 3), None)
     assert "Saved me.add" in saved.text, saved.text
     third = await roost.core.handle(web_msg("add 2 and 3", 4), None)
     assert third.text == "It is 5."
@@ -102,6 +103,7 @@ async def test_volatile_blocks_stay_out_of_the_cached_prefix(served):
     )
     await roost.core.handle(web_msg("make a tool", 1), None)
     await roost.core.handle(web_msg("/tool save add", 2), None)
+    await roost.core.handle(web_msg("/tool save add yes", 2), None)
     await roost.core.handle(web_msg("hi", 3), None)
     system = fake.requests[-1]["system"]
     assert "me.add" not in system[0]["text"]
@@ -121,6 +123,7 @@ async def test_a_secret_in_the_prompt_keeps_the_offset_right(served):
     )
     await roost.core.handle(web_msg("make a tool", 1), None)
     await roost.core.handle(web_msg("/tool save add", 2), None)
+    await roost.core.handle(web_msg("/tool save add yes", 2), None)
     await roost.core.handle(web_msg("hi", 3), None)
     await roost.core.handle(web_msg("hi again", 4), None)
     assert secret not in json.dumps(fake.requests[-1])

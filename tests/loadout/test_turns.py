@@ -54,6 +54,7 @@ async def test_roost_prompt_prints_exactly_what_the_model_got(
     roost = await make_roost(settings, [("forge_create", create)], "made", "ok")
     await roost.core.handle(inbound("write a doubling tool"))
     await roost.core.handle(inbound("/tool save double"))
+    await roost.core.handle(inbound("/tool save double yes"))
     skills = roost.tenant_dirs("local").skills
     (skills / "lesson_plan.md").write_text(
         "---\nname: lesson_plan\ndescription: plan a physics lesson in three parts\n---\n1. ...\n"

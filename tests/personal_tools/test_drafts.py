@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 
 from bridge.app.build import Roost
-from bridge.personal_tools.commands import consent_lines
+from bridge.personal_tools.consent import capabilities
 from bridge.personal_tools.source import ForgeTools
 from bridge.types.messages import Inbound
 from bridge.types.tools import TurnContext
 from forge.library import ToolSpec
 from tests.conftest import ScriptedBackend, web_msg
+from tests.consent import keep
 
 COUNT = '''
 def run(path: str, word: str) -> dict:
@@ -81,7 +82,7 @@ async def test_the_model_tests_its_tool_in_the_turn_that_wrote_it(roost: Roost) 
     assert escaped.startswith("error: draft me.count_word failed") and "root:" not in escaped
     # no usage counted for a draft: once saved, it starts at zero calls
     assert not (dirs.tools / "usage.sqlite").exists()
-    saved = await roost.core.handle(web_msg("/tool save count_word", 2))
+    saved = await keep(lambda t: roost.core.handle(web_msg(t, 2)), "count_word")
     assert saved.text.startswith("Saved me.count_word(path: string, word: string)")
     assert "0 calls" in (await roost.core.handle(web_msg("/tool show me.count_word", 3))).text
     called = [e[2] for e in roost.audit.events if e[0] == "tool.called"]
@@ -98,7 +99,7 @@ async def test_a_changed_draft_is_offered_again_and_runs_its_new_source(roost: R
     two = 'def run() -> int:\n    """Two."""\n    return 2\n'
     script(roost, [create("num", one)], "made")
     await roost.core.handle(web_msg("make num", 1))
-    await roost.core.handle(web_msg("/tool save num", 2))
+    await keep(lambda t: roost.core.handle(web_msg(t, 2)), "num")
     backend = script(roost, [create("num", two)], [("draft__num", "{}")], "two now")
     await roost.core.handle(web_msg("make it two", 3))
     assert "me__num" in offered(backend) and "draft__num" in offered(backend)
@@ -123,7 +124,7 @@ async def test_a_draft_gets_no_secret_and_says_how_to_get_one(roost: Roost) -> N
     assert not any(value in json.dumps(r.messages, default=str) for r in backend.requests)
     assert "secret.used" not in [e[0] for e in roost.audit.events]
     # once saved, the same source gets its secret
-    await roost.core.handle(web_msg("/tool save poke", 2))
+    await keep(lambda t: roost.core.handle(web_msg(t, 2)), "poke")
     backend = script(roost, [("me__poke", json.dumps({"word": "hi"}))], "done")
     await roost.core.handle(web_msg("poke", 3))
     assert "secret.used" in [e[0] for e in roost.audit.events]
@@ -162,7 +163,7 @@ def test_consent_lists_secrets_hosts_parameters_and_hash() -> None:
         "ab12cd34ef56" + "0" * 52,
         ("api.open-meteo.com", "api.github.com:443"),
     )
-    text = "\n".join(consent_lines(spec))
+    text = "\n".join(capabilities(spec))
     assert "Parameters: city: string" in text
     assert "It may read these vault secrets: owm_key" in text
     assert "It may call these network hosts: api.open-meteo.com, api.github.com:443" in text
@@ -173,7 +174,7 @@ async def test_tool_save_shows_what_the_person_consents_to(roost: Roost) -> None
     source = 'NETWORK = ["api.open-meteo.com"]\n' + SECRET_TOOL
     script(roost, [create("poke", source, "Poke it")], "ok")
     await roost.core.handle(web_msg("make poke", 1))
-    saved = (await roost.core.handle(web_msg("/tool save poke", 2))).text
+    saved = (await keep(lambda t: roost.core.handle(web_msg(t, 2)), "poke")).text
     assert saved.startswith("Saved me.poke(word: string) — Poke it")
     assert "It may read these vault secrets: poke_api_key" in saved
     hosts = "api.open-meteo.com"

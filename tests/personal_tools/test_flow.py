@@ -15,6 +15,7 @@ from bridge.core.config import Settings
 from bridge.core.sessions import SessionKey
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend, web_msg
+from tests.consent import keep
 
 SOURCE = '''
 import csv
@@ -65,11 +66,13 @@ async def test_write_save_call_show_remove(roost: Roost) -> None:
     assert results[-1].startswith("Created sum_csv(path, column)")
 
     assert "Written in this chat, not saved yet" in (await core.handle(msg("/tools", 2))).text
-    saved = await core.handle(msg("/tool save sum_csv", 3))
+    offer = await core.handle(msg("/tool save sum_csv", 3))
+    assert not (roost.tenant_dirs("local").tools / "me.sum_csv.py").exists()  # not yet
+    assert offer.actions and "sum_csv" in offer.actions[0].command
+    saved = await core.handle(msg(offer.actions[0].command, 4))
     assert saved.text.startswith("Saved me.sum_csv(path: string, column: string?)")
-    again = await core.handle(msg("/tool save sum_csv", 4))
-    assert "--replace" in again.text
-    assert "Saved me.sum_csv" in (await core.handle(msg("/tool save sum_csv --replace", 5))).text
+    again = await core.handle(msg("/tool save sum_csv", 5))  # a saved draft is gone
+    assert "There is no tool 'sum_csv' written in this chat" in again.text
 
     dirs = roost.tenant_dirs("local")
     (dirs.workspace / "spend.csv").write_text("item,amount\ntea,3.5\ncake,4.25\n")
@@ -125,7 +128,7 @@ async def test_a_tampered_tool_does_not_run(roost: Roost) -> None:
         "made it",
     )
     await roost.core.handle(msg("make hello", 1))
-    await roost.core.handle(msg("/tool save hello", 2))
+    await keep(lambda t: roost.core.handle(msg(t, 2)), "hello")
     path = roost.tenant_dirs("local").tools / "me.hello.py"
     path.write_text(path.read_text().replace('"hi "', '"pwned "'))
     backend = script(roost, [("me__hello", '{"name": "x"}')], "done")
@@ -156,7 +159,7 @@ async def test_tools_never_cross_tenants(settings: Settings, clock: Clock) -> No
         clock=clock,
     )
     await roost.core.handle(msg("make it", 1))
-    await roost.core.handle(msg("/tool save secret_tool", 2))
+    await keep(lambda t: roost.core.handle(msg(t, 2)), "secret_tool")
     await roost.aclose()
     bob = await build(
         settings.model_copy(update={"local_tenant": "bob"}),
@@ -198,7 +201,7 @@ async def test_declared_secret_reaches_the_tool_and_is_masked_in_replies(roost: 
         "made",
     )
     await roost.core.handle(msg("make poke", 1))
-    saved = await roost.core.handle(msg("/tool save poke", 2))
+    saved = await keep(lambda t: roost.core.handle(msg(t, 2)), "poke")
     assert "vault secrets: poke_api_key" in saved.text
     backend = script(roost, [("me__poke", '{"word": "x"}')], f"The key is {value}, done.")
     pieces: list[str] = []

@@ -15,6 +15,7 @@ from bridge.app.build import Roost
 from bridge.core.agent import MAX_TOOL_RESULT_CHARS
 from bridge.loadout import vault
 from tests.conftest import web_msg
+from tests.consent import keep
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
 
 # A GitHub fine-grained PAT shape: github_pat_ + 22 + "_" + 59 base62 characters.
@@ -40,7 +41,7 @@ async def test_a_value_across_the_cut_never_reaches_the_model(
     create = {"name": "straddle", "description": "pad a token", "source": SOURCE}
     fake.script(ToolCalls([Call("forge_create", create)]), Text("made it"))
     await wired.core.handle(web_msg("write it", 1))
-    saved = await wired.core.handle(web_msg("/tool save straddle", 2))
+    saved = await keep(lambda t: wired.core.handle(web_msg(t, 2)), "straddle")
     assert saved.text.startswith("Saved me.straddle"), saved.text
 
     pad = 8_000 - 1 - len(TOKEN) // 2  # json.dumps adds a quote: the token spans 8,000

@@ -24,6 +24,7 @@ from bridge.types.audit_sink import MemoryAudit
 from bridge.types.tenant_dirs import TenantDirs
 from forge.lint import lint
 from tests.conftest import Clock, ScriptedBackend, web_msg
+from tests.consent import keep
 
 VALUE = "ghp_4Vq9ZrT2mWx7Lk3Bn8Cy1Pd6Hs5Jf0Ga9Ue2"
 
@@ -80,7 +81,7 @@ async def test_the_readme_example_works_end_to_end(
         await roost.core.handle(web_msg("make it", 1))
         created = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
         assert created.startswith("Created gh_print"), created
-        saved = await roost.core.handle(web_msg("/tool save gh_print", 2))
+        saved = await keep(lambda t: roost.core.handle(web_msg(t, 2)), "gh_print")
         assert saved.text.startswith("Saved me.gh_print"), saved.text
         backend.steps += [[("me__gh_print", "{}")], "done"]
         await roost.core.handle(web_msg("fingerprint my token", 3))

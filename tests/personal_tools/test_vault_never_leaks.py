@@ -20,6 +20,7 @@ import pytest
 from bridge.app.build import Roost
 from bridge.loadout import vault
 from tests.conftest import web_msg
+from tests.consent import keep
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
 from tests.personal_tools.leakcheck import leaks, spellings
 
@@ -116,7 +117,7 @@ async def test_no_spelling_of_a_vault_value_escapes(
     create = {"name": "leak", "description": "leak secrets", "source": SOURCE}
     fake.script(ToolCalls([Call("forge_create", create)]), Text("made it"))
     await wired.core.handle(web_msg("write the leak tool", 1))
-    saved = await wired.core.handle(web_msg("/tool save leak", 2))
+    saved = await keep(lambda t: wired.core.handle(web_msg(t, 2)), "leak")
     assert saved.text.startswith("Saved me.leak"), saved.text
 
     echoed = "Here they are: " + " | ".join(

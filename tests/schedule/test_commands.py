@@ -6,6 +6,7 @@ import json
 
 from bridge.app.build import Roost
 from tests.conftest import Clock
+from tests.masking import m
 from tests.schedule.sched_helpers import audit_text, berlin, ms_at, say
 
 __all__ = ["berlin"]
@@ -130,7 +131,7 @@ async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> No
 
 async def test_delivery_failures_show_in_jobs(berlin: Roost) -> None:
     outbox = berlin.schedule.outbox
-    entry = outbox.enqueue("local", "web", "c1", "your summary", "job:k:1", now_ms=NOW_MS)
+    entry = outbox.enqueue("local", "web", "c1", m("your summary"), "job:k:1", now_ms=NOW_MS)
     outbox.claim(NOW_MS)
     outbox.failed(entry.id, "network", NOW_MS)
     listing = await say(berlin, "/jobs")
@@ -141,7 +142,7 @@ async def test_another_tenants_job_ids_are_unknown(berlin: Roost) -> None:
     await say(berlin, "/remind tomorrow 9:00 call the dentist")
     (job,) = berlin.schedule.jobs.list_jobs("local")
     other = berlin.schedule.jobs.create(
-        tenant="bob", channel="web", chat="c1", kind="reminder", spec="", payload="bob's",
+        tenant="bob", channel="web", chat="c1", kind="reminder", spec="", payload=m("bob's"),
         tz="UTC", next_run_ms=NOW_MS + 60_000, created_ms=NOW_MS,
     )  # fmt: skip
     assert "There is no job" in await say(berlin, f"/job rm {other.id}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from bridge.core.db import connect
 from bridge.schedule.jobs import JobStore
 from bridge.schedule.service import next_run_ms
+from tests.masking import m
 from tests.telegram.conftest import ALICE, fake
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 from tests.telegram.test_logs import daemon_env
@@ -36,7 +37,7 @@ def add_job(home: Path, payload: str, at_ms: int, spec: str = "") -> str:
     try:
         return JobStore(conn, next_run_ms).create(
             tenant="alice", channel="telegram", chat=str(ALICE), kind="reminder", spec=spec,
-            payload=payload, tz="UTC", next_run_ms=at_ms, created_ms=at_ms - HOUR,
+            payload=m(payload), tz="UTC", next_run_ms=at_ms, created_ms=at_ms - HOUR,
         ).id  # fmt: skip
     finally:
         conn.close()

@@ -28,6 +28,7 @@ from bridge.schedule.scheduler import SchedulerConfig
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend
+from tests.masking import m
 from tests.telegram.conftest import ALICE, NO_DRAFTS, fake, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
@@ -76,7 +77,7 @@ class Live:
     def job(self, kind: str, payload: str, at_ms: int, spec: str = "") -> Job:
         job = self.roost.schedule.jobs.create(
             tenant="alice", channel="telegram", chat=str(ALICE), kind=kind, spec=spec,
-            payload=payload, tz="UTC", next_run_ms=at_ms, created_ms=at_ms - 1000,
+            payload=m(payload), tz="UTC", next_run_ms=at_ms, created_ms=at_ms - 1000,
         )  # fmt: skip
         self.roost.schedule.changed()
         return job
@@ -230,8 +231,10 @@ async def test_a_tool_job_posts_only_on_change(home: Path, fake: FakeBotAPI) -> 
     async with live(home, fake, [("forge_create", create)], "made it", time_=clock) as t:
         me = Inbound("telegram", str(ALICE), str(ALICE), "/tool save watch", "m2")
         await t.roost.core.handle(Inbound("telegram", str(ALICE), str(ALICE), "make it", "m1"))
-        saved = await t.roost.core.handle(me)
-        assert "watch" in saved.text, saved.text
+        await t.roost.core.handle(me)
+        yes = Inbound("telegram", str(ALICE), str(ALICE), "/tool save watch yes", "m3")
+        saved = await t.roost.core.handle(yes)
+        assert "Saved me.watch" in saved.text, saved.text
         workspace = t.roost.tenant_dirs("alice").workspace
         (workspace / "value.txt").write_text("42\n")
         payload = json.dumps({"tool": "me.watch", "mode": "change"})

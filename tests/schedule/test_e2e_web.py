@@ -18,6 +18,7 @@ from bridge.app.build import Roost
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
 from bridge.channels.web import WebChannel
 from bridge.schedule.runtime import recent_messages
+from tests.masking import m
 
 TOKEN = "web-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -48,7 +49,7 @@ async def page_server(roost: Roost) -> AsyncIterator[tuple[WebChannel, ScheduleL
 def remind(roost: Roost, text: str, chat: str = "default") -> None:
     roost.schedule.jobs.create(
         tenant=roost.settings.local_tenant, channel="web", chat=chat, kind="reminder", spec="",
-        payload=text, tz="UTC", next_run_ms=wall_ms(), created_ms=wall_ms(),
+        payload=m(text), tz="UTC", next_run_ms=wall_ms(), created_ms=wall_ms(),
     )  # fmt: skip
     roost.schedule.changed()
 

@@ -10,6 +10,7 @@ import pytest
 from bridge.core import db
 from bridge.schedule.jobs import ALPHABET, ID_LENGTH, JobLimits, JobStore, LimitError
 from bridge.schedule.schema import transaction
+from tests.masking import m
 
 MIN = 60_000
 HOUR = 60 * MIN
@@ -46,6 +47,7 @@ def make(store: JobStore, tenant: str = "alice", chat: str = "42", **over: objec
         "created_ms": T0,
     }
     fields.update(over)
+    fields["payload"] = m(str(fields["payload"]))
     return store.create(**fields).id  # type: ignore[arg-type]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from bridge.schedule.outbox import OutboxPolicy, OutboxStore, backoff_ms
 from bridge.schedule.schema import transaction
+from tests.masking import m
 from tests.schedule.test_jobs import T0, open_db, plans_of
 
 S = 1000
@@ -23,7 +24,7 @@ def outbox(tmp_path: Path) -> OutboxStore:
 def put(
     outbox: OutboxStore, key: str = "k", chat: str = "42", tenant: str = "alice", at: int = T0
 ) -> int:
-    return outbox.enqueue(tenant, "telegram", chat, f"text of {key}", key, now_ms=at).id
+    return outbox.enqueue(tenant, "telegram", chat, m(f"text of {key}"), key, now_ms=at).id
 
 
 def deliver_all(outbox: OutboxStore, now: int) -> list[str]:
@@ -36,13 +37,13 @@ def deliver_all(outbox: OutboxStore, now: int) -> list[str]:
 
 
 def test_the_same_key_is_stored_and_delivered_once(outbox: OutboxStore) -> None:
-    first = outbox.enqueue("alice", "telegram", "42", "hello", "job:abc:1", now_ms=T0)
-    again = outbox.enqueue("alice", "telegram", "42", "hello", "job:abc:1", now_ms=T0 + S)
+    first = outbox.enqueue("alice", "telegram", "42", m("hello"), "job:abc:1", now_ms=T0)
+    again = outbox.enqueue("alice", "telegram", "42", m("hello"), "job:abc:1", now_ms=T0 + S)
     assert first.new and not again.new and again.id == first.id
     assert deliver_all(outbox, T0 + S) == ["job:abc:1"]
     # enqueued once more after delivery (a job re-run after a crash): still nothing to send
     assert not outbox.enqueue(
-        "alice", "telegram", "42", "hello", "job:abc:1", now_ms=T0 + 9 * S
+        "alice", "telegram", "42", m("hello"), "job:abc:1", now_ms=T0 + 9 * S
     ).new
     assert deliver_all(outbox, T0 + HOUR) == []
 
@@ -56,7 +57,7 @@ def test_a_key_is_per_chat(outbox: OutboxStore) -> None:
 
 def test_an_empty_key_is_refused(outbox: OutboxStore) -> None:
     with pytest.raises(ValueError):
-        outbox.enqueue("alice", "telegram", "42", "x", "", now_ms=T0)
+        outbox.enqueue("alice", "telegram", "42", m("x"), "", now_ms=T0)
 
 
 def test_backoff_doubles_from_five_seconds_up_to_an_hour() -> None:

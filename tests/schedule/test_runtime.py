@@ -25,6 +25,7 @@ from bridge.schedule.runtime import (
 )
 from bridge.schedule.scheduler import JobSkipped, ScheduleEvent
 from bridge.types.messages import Inbound
+from tests.masking import NO_SECRETS, m
 
 
 def job(channel: str = "telegram", chat: str = "111", kind: str = "turn", **kw: object) -> Job:
@@ -70,6 +71,7 @@ async def test_a_job_of_a_person_no_longer_admitted_is_skipped(roost: Roost) -> 
         tool_sources=roost.tool_sources,
         tenant_dirs=roost.tenant_dirs,
         now=lambda: 0.0,
+        masks=roost.loadout.vault.masker,
     )
     with pytest.raises(JobSkipped, match="no longer belongs"):
         await runner(job(), 5)
@@ -133,6 +135,7 @@ async def test_a_failed_reply_is_kept_once_under_its_message_id(tmp_path: Path) 
         lambda inbound: "alice" if inbound.identity == "111" else None,
         lambda: woken.append(1),
         lambda: 1000,
+        lambda tenant: NO_SECRETS,
     )
     mine = Inbound("telegram", "111", "111", "q", "42")
     assert await keep(mine, "the answer")
@@ -146,10 +149,11 @@ def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
     conn = connect(tmp_path / "roost.db")
     outbox = OutboxStore(conn)
     ids = [
-        outbox.enqueue("local", "web", "default", f"m{n}", f"k{n}", now_ms=n).id for n in range(3)
+        outbox.enqueue("local", "web", "default", m(f"m{n}"), f"k{n}", now_ms=n).id
+        for n in range(3)
     ]
-    outbox.enqueue("local", "web", "other", "elsewhere", "k9", now_ms=1)
-    outbox.enqueue("bob", "web", "default", "not local", "k8", now_ms=1)
+    outbox.enqueue("local", "web", "other", m("elsewhere"), "k9", now_ms=1)
+    outbox.enqueue("bob", "web", "default", m("not local"), "k8", now_ms=1)
     outbox.failed(ids[1], "forbidden", 5, permanent=True)  # dead: not shown
     got = recent_messages(conn, "local", "web", "default", 0)
     assert [m["text"] for m in got] == ["m0", "m2"]
@@ -161,10 +165,10 @@ async def test_a_commit_from_another_process_wakes_the_scheduler(tmp_path: Path)
     woke = asyncio.Event()
     watcher = asyncio.create_task(watch_db(mine, woke.set, 0.01))
     try:
-        OutboxStore(mine).enqueue("a", "web", "c", "own write", "k1", now_ms=1)
+        OutboxStore(mine).enqueue("a", "web", "c", m("own write"), "k1", now_ms=1)
         await asyncio.sleep(0.05)
         assert not woke.is_set()  # its own writes do not count
-        OutboxStore(other).enqueue("a", "web", "c", "from roost send", "k2", now_ms=1)
+        OutboxStore(other).enqueue("a", "web", "c", m("from roost send"), "k2", now_ms=1)
         await asyncio.wait_for(woke.wait(), 10)
     finally:
         watcher.cancel()

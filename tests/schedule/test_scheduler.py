@@ -18,6 +18,8 @@ from bridge.schedule.scheduler import (
     plan_after_run,
     sleep_ms,
 )
+from bridge.types.masked import Masked
+from tests.masking import m
 from tests.schedule.test_jobs import HOUR, MIN, T0, next_run, open_db
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,11 +67,11 @@ class Harness:
             config=SchedulerConfig(**config),
         )
 
-    async def run_job(self, job: Job, slot: int) -> str | None:
+    async def run_job(self, job: Job, slot: int) -> Masked | None:
         self.ran.append((job.id, slot))
         if job.payload in self.fail_runs:
             raise RuntimeError("the model server is down")
-        return None if job.payload == "quiet" else f"{job.payload} @{slot}"
+        return None if job.payload == "quiet" else m(f"{job.payload} @{slot}")
 
     async def deliver(self, entry: OutboxEntry) -> None:
         if self.fail_sends:
@@ -84,7 +86,7 @@ class Harness:
     def add(self, spec: str = "", payload: str = "bread", at: int = T0, chat: str = "42") -> str:
         return self.jobs.create(
             tenant="alice", channel="telegram", chat=chat, kind="reminder", spec=spec,
-            payload=payload, tz="UTC", next_run_ms=at, created_ms=T0,
+            payload=m(payload), tz="UTC", next_run_ms=at, created_ms=T0,
         ).id  # fmt: skip
 
 
@@ -289,6 +291,7 @@ from bridge.schedule.jobs import JobStore
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.scheduler import Scheduler
 from tests.schedule.test_jobs import open_db, next_run
+from tests.masking import m
 
 conn = open_db(Path({db!r}))
 marker = Path({marker!r})
@@ -297,7 +300,7 @@ async def run_job(job, slot):
     if {kill_in_run}:
         marker.write_text("ran")
         os.kill(os.getpid(), signal.SIGKILL)
-    return job.payload
+    return m(job.payload)
 
 async def deliver(entry):
     marker.write_text("deliver " + entry.key)

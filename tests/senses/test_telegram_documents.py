@@ -86,6 +86,8 @@ async def test_a_saved_tool_sums_an_uploaded_csv_in_the_sandbox(home: Path) -> N
         run.fake.push_text(ALICE, "write me a CSV summing tool")
         await run.wait_text(ALICE, "Wrote csv_totals.")
         run.fake.push_text(ALICE, "/tool save csv_totals")
+        await run.wait_text(ALICE, "Keep draft csv_totals v1")
+        run.fake.push_text(ALICE, "/tool save csv_totals yes")
         await run.wait_text(ALICE, "Saved me.csv_totals")
 
         def model(body: dict[str, Any]) -> Response:

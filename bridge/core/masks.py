@@ -1,0 +1,38 @@
+"""What the core needs of a tenant's masker: the one masking point, as a protocol.
+
+The masker itself (`bridge.loadout.mask.Masker`) lives with the vault; the
+core only calls it: the turn (`bridge.core.turn`) on everything it streams,
+stores and sends to the model, the router (`bridge.core.router`) on every
+reply that leaves. Each method returns `Masked` (`bridge.types.masked`), the
+type the stores take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from bridge.types.backend import ChatMessage
+from bridge.types.masked import Masked
+
+
+class StreamMask(Protocol):
+    def feed(self, delta: str) -> Masked: ...
+
+    def flush(self) -> Masked: ...
+
+
+class OutputMask(Protocol):
+    """The tenant's masker (`bridge.loadout.mask.Masker`): the one masking point."""
+
+    def mask(self, text: str) -> Masked: ...
+
+    def stream(self) -> StreamMask: ...
+
+    def also(self, texts: Iterable[str]) -> OutputMask:
+        """This mask plus the secrets a screen found in `texts` (which it refused)."""
+        ...
+
+    def message(self, m: ChatMessage) -> ChatMessage:
+        """`m` with its text and tool-call arguments masked."""
+        ...

@@ -1,0 +1,133 @@
+"""Drafts live in roost.db per (tenant, channel, chat) until saved or expired.
+
+A draft written with `forge_create` survives a restart and is seen by
+`roost send` in another process (each a real `python -m bridge.cli.main`
+against the fake OpenAI server); its versions are kept for the consent
+diff; it expires 7 days after its newest version (an injected clock); and
+the store takes only masked source.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bridge.app.build import build
+from bridge.core.config import Settings
+from bridge.core.db import connect
+from bridge.core.sessions import SessionKey
+from bridge.personal_tools.drafts import KEEP_MS, DraftStore
+from bridge.types.masked import Unmasked
+from forge.library import ToolSpec, build_spec
+from tests.conftest import ScriptedBackend, web_msg
+from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
+from tests.masking import m
+from tests.spine.test_terminal_send import KEY, model_env, run
+
+ONE = 'def run() -> int:\n    """One."""\n    return 1\n'
+TWO = 'def run() -> int:\n    """Two."""\n    return 2\n'
+CHAT = SessionKey("local", "web", "c1")
+
+
+def spec(source: str, name: str = "num") -> ToolSpec:
+    made = build_spec(name, "a number", source).tool
+    assert made is not None
+    return made
+
+
+class Ms:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_versions_are_kept_and_a_draft_expires_after_seven_days(tmp_path: Path) -> None:
+    clock = Ms()
+    store = DraftStore(connect(tmp_path / "roost.db"), clock)
+    first = store.put(CHAT, spec(ONE), m(ONE))
+    assert (first.current.version, first.previous, first.changed) == (1, None, True)
+    same = store.put(CHAT, spec(ONE), m(ONE))
+    assert same.current.version == 1 and not same.changed
+    clock.now += KEEP_MS - 1000
+    second = store.put(CHAT, spec(TWO), m(TWO))
+    assert second.previous is not None and second.previous.spec.source == ONE
+    assert (second.current.version, second.changed) == (2, True)
+    assert store.by_hash(CHAT, "num", first.current.spec.sha256) is not None
+    assert [d.spec.source for d in store.drafts(CHAT)] == [TWO]
+    assert store.drafts(SessionKey("local", "web", "c2")) == []
+    assert store.drafts(SessionKey("bob", "web", "c1")) == []
+    clock.now += KEEP_MS - 1000  # v2 is younger than 7 days: still there
+    latest = store.latest(CHAT, "num")
+    assert latest is not None and latest.version == 2
+    clock.now += 2000  # now it is not
+    assert store.latest(CHAT, "num") is None and store.drafts(CHAT) == []
+    assert store.prune() > 0
+    rows = store._db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0]
+    assert rows == 0
+
+
+def test_at_most_twenty_versions_and_only_masked_source(tmp_path: Path) -> None:
+    store = DraftStore(connect(tmp_path / "roost.db"), Ms())
+    for n in range(25):
+        source = f'def run() -> int:\n    """N."""\n    return {n}\n'
+        store.put(CHAT, spec(source), m(source))
+    versions = [r[0] for r in store._db.execute("SELECT version FROM tool_drafts")]
+    assert sorted(versions) == list(range(6, 26))
+    with pytest.raises(Unmasked):
+        store.put(CHAT, spec(ONE), ONE)  # type: ignore[arg-type]
+
+
+async def test_a_draft_survives_a_restart(settings: Settings) -> None:
+    create = json.dumps({"name": "num", "description": "a number", "source": ONE})
+    first = await build(settings, backend=ScriptedBackend([("forge_create", create)], "made"))
+    try:
+        await first.core.handle(web_msg("write num", 1))
+    finally:
+        await first.aclose()
+    backend = ScriptedBackend([("draft__num", "{}")], "it is 1")
+    second = await build(settings, backend=backend)
+    try:
+        assert "num v1" in (await second.core.handle(web_msg("/tools", 2))).text
+        await second.core.handle(web_msg("try num", 3))
+        assert "draft__num" in [t.name for t in backend.requests[0].tools]
+        assert [m.content for m in backend.requests[1].messages if m.role == "tool"][-1] == "1"
+        offer = await second.core.handle(web_msg("/tool save num", 4))
+        saved = await second.core.handle(web_msg(offer.actions[0].command, 5))
+        assert saved.text.startswith("Saved me.num"), saved.text
+    finally:
+        await second.aclose()
+    conn = sqlite3.connect(settings.home / "roost.db")
+    assert conn.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0  # saved: gone
+    conn.close()
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
+        yield server
+
+
+async def test_roost_send_in_another_process_sees_the_draft(home: Path, fake: FakeOpenAI) -> None:
+    def respond(body: dict[str, object]) -> Text | ToolCalls:
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        if last_user_text(body) == "write num" and messages[-1]["role"] == "user":
+            call = {"name": "num", "description": "a number", "source": ONE}
+            return ToolCalls([Call("forge_create", call)])
+        return Text("done")
+
+    fake.responder = respond
+    env = model_env(home, fake)
+    code, out, err = await run(["send", "write num"], env)
+    assert code == 0 and "Draft num written (v1)" in out, (out, err)
+    code, out, err = await run(["send", "/tool save num"], env)
+    assert code == 0 and "Keep draft num v1 as me.num?" in out, (out, err)
+    assert not (home / "tenants" / "local" / "global" / "forge" / "tools" / "me.num.py").exists()
+    code, out, err = await run(["send", "/tool save num yes"], env)
+    assert code == 0 and out.startswith("Saved me.num"), (out, err)
