@@ -123,6 +123,32 @@ def test_openai_without_a_server_is_a_config_error(
 
 
 @pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])
+@pytest.mark.parametrize("where", ["env", "file"])
+def test_anthropic_without_a_key_is_a_config_error(
+    home: Path, argv: tuple[str, ...], where: str
+) -> None:
+    """Exit 78 (systemd's RestartPreventExitStatus) with one line naming the key, no traceback."""
+    if where == "file":
+        Path(os.environ["ROOST_CONFIG"]).write_text('[llm]\nprovider = "anthropic"\n')
+        proc = run_roost(home, *argv)
+    else:
+        proc = run_roost(home, *argv, ROOST_LLM__PROVIDER="anthropic", ROOST_LLM__API_KEY=" ")
+    assert proc.returncode == 78, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "llm.api_key" in lines[0] and "ROOST_LLM__API_KEY" in lines[0]
+    assert not home.exists()  # refused before anything was created
+
+
+def test_a_named_anthropic_model_without_a_key_names_its_table(home: Path) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text('[models.claude]\nprovider = "anthropic"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert "models.claude.api_key" in str(err.value)
+    assert "ROOST_MODELS__CLAUDE__API_KEY" in str(err.value)
+
+
+@pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])
 def test_an_empty_model_name_is_a_config_error(home: Path, argv: tuple[str, ...]) -> None:
     proc = run_roost(home, *argv, ROOST_LLM__BASE_URL="http://127.0.0.1:9/v1", ROOST_LLM__MODEL=" ")
     assert proc.returncode == 78, proc.stderr
