@@ -18,7 +18,7 @@ ENV = {"ROOST_LLM__API_KEY": API_KEY, "ROOST_LLM__MODEL": "fake-model"}
 async def test_no_model_list_but_chat_works_is_ok(home: Path) -> None:
     async with FakeOpenAI(api_key=API_KEY, list_models=False) as llm:
         llm.script(Text("OK"))
-        code, out = await roost("doctor", ROOST_LLM__BASE_URL=llm.base_url, **ENV)
+        _code, out = await roost("doctor", ROOST_LLM__BASE_URL=llm.base_url, **ENV)
     backend = lines(out)["backend"]
     assert backend[0] == "ok", out
     assert "fake-model answered a chat request (GET /models answered HTTP 404)" in backend[1]
