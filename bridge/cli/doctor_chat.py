@@ -12,7 +12,6 @@ reach the doctor's output.
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 
 from bridge.app.models import make_backend_of
 from bridge.core.config_sections import LLMSettings
@@ -30,14 +29,17 @@ async def probe_chat(llm: LLMSettings, timeout_s: float) -> str | None:
     faults = logging.getLogger("bridge.llm.faults")
     level = faults.level
     faults.setLevel(logging.CRITICAL)
+    events = backend.stream(PING)
     try:
-        async with aclosing(backend.stream(PING)) as events:
-            async for event in events:
-                if not isinstance(event, Retrying):
-                    return None
+        async for event in events:
+            if not isinstance(event, Retrying):
+                return None
         return "the model sent an empty answer"
     except BackendError as exc:
         return f"{exc.kind}: {exc.user_message.split(' The operator')[0]}"
     finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()  # closes the HTTP stream: the model stops generating
         faults.setLevel(level)
         await backend.aclose()
