@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
+from bridge.app.instance import held
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
@@ -182,6 +183,7 @@ async def build(
             min_interval_ms=settings.schedule.min_interval_minutes * 60_000,
         ),
         settings.schedule.timezone,
+        serving=lambda: held(settings.home),
     )
     judge = OutcomeJudge(
         settings.grading,

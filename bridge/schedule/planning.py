@@ -7,6 +7,10 @@ text). Whatever it refuses comes back as `Refused` with a message fit to show
 the person (or the model): the parser's own (what it understood and an
 example), a per-tenant limit, an unknown tool.
 
+The confirmation says where the message will arrive when that is not simply
+this chat (`arrival`): a terminal shows it while `roost chat` is open or the
+next time it opens, and only a running daemon runs jobs at all.
+
 Payload conventions the runtime relies on: a `reminder` carries its text, a
 `turn` its prompt, a `tool` job `{"tool": "me.<name>", "mode": "change"|"always"}`.
 `spec` is `Every.spec` ('' for a one-shot), `tz` the zone name used.
@@ -59,6 +63,28 @@ class Target:
 class Scheduled:
     job: Job
     reply: str  # the confirmation, with the job id
+
+
+TERMINAL_CHAT: Final = "terminal"  # `roost chat`'s default --chat
+
+
+def arrival(channel: str, chat: str, serving: bool | None) -> str:
+    """What to add to a confirmation about where and when it shows ('' for a push chat).
+
+    The terminal is not a push channel: an open `roost chat` on this chat name
+    prints what the daemon delivered, and one opened later prints what it missed.
+    """
+    if channel != "cli":
+        return ""
+    command = "roost chat" if chat == TERMINAL_CHAT else f"roost chat --chat {chat}"
+    note = f" It will show in `{command}` (while it is open, or the next time it starts)."
+    if serving is False:
+        note += (
+            " Jobs run in the daemon, and `roost serve` is not running now: start it"
+            " (`make run`, or `systemctl start roost`); a time missed meanwhile runs once"
+            " when it starts."
+        )
+    return note
 
 
 def local(ms: int, tz: str) -> datetime:
@@ -121,7 +147,7 @@ class Planner:
             reply = f"{head} {when.echo}: {job.payload} (id {job.id})"
         else:
             reply = f"⏰ {when.echo} I'll answer: {job.payload} (id {job.id})"
-        return Scheduled(job, reply)
+        return Scheduled(job, reply + self._arrival(target))
 
     async def recurring(
         self, target: Target, every: Every, payload: str, kind: str, what: str, now: float
@@ -133,7 +159,11 @@ class Planner:
         job = await self._store(target, kind, every.spec, payload.strip(), every.tz.key, first, now)
         nxt = stamp(local(first, every.tz.key), local(int(now * 1000), every.tz.key), "en")
         reply = f"🔁 {every.echo}: {what}. Next run {nxt}. (id {job.id})"
-        return Scheduled(job, reply)
+        return Scheduled(job, reply + self._arrival(target))
+
+    def _arrival(self, target: Target) -> str:
+        serving = self.service.serving() if target.channel == "cli" else None
+        return arrival(target.channel, target.chat, serving)
 
     async def _store(
         self, t: Target, kind: str, spec: str, payload: str, tz: str, first_ms: int, now: float

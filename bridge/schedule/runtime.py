@@ -226,6 +226,12 @@ def recent_messages(
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
 
 
+def newest_message_id(conn: sqlite3.Connection) -> int:
+    """The id of the newest outbox entry (0 when there is none): where a new reader starts."""
+    (newest,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM outbox").fetchone()
+    return int(newest)
+
+
 async def watch_db(
     conn: sqlite3.Connection, wake: Callable[[], None], interval_s: float = 1.0
 ) -> None:
