@@ -38,4 +38,3 @@ async def test_no_model_list_and_chat_fails_is_a_failure(home: Path) -> None:
     assert len(llm.requests) == 1  # no retries in the doctor
     for leaked in ("gpu-7", "10.0.0.5", API_KEY):
         assert leaked not in out
-
