@@ -25,12 +25,16 @@ SHOWN_FAILURES = 3
 
 
 def preview(job: Job) -> str:
-    """The first 40 characters of what a job does (a tool job: its tool and mode)."""
+    """The first 40 characters of what a job does (a tool job: its tool, arguments, mode)."""
     if job.kind == "tool":
         try:
             data = json.loads(job.payload)
-            return f"{data['tool']} ({'always' if data['mode'] == 'always' else 'on change'})"
-        except (ValueError, KeyError, TypeError):
+            args = "".join(
+                f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.get("args", {}).items()
+            )
+            mode = "always" if data["mode"] == "always" else "on change"
+            return f"{data['tool']}{args} ({mode})"
+        except (ValueError, KeyError, TypeError, AttributeError):
             return "(unreadable tool job)"
     text = " ".join(job.payload.split())
     return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
@@ -54,7 +58,7 @@ class ScheduleCommands:
             Command("remind", "/remind <when> <text>", "a reminder in this chat", self.remind),
             Command(
                 "every",
-                "/every <when> <prompt> | /every <when> me.<tool> [always|on change]",
+                "/every <when> <prompt> | /every <when> me.<tool> [key=value …] [always|on change]",
                 "a recurring answer or tool run in this chat",
                 self.every,
             ),

@@ -21,17 +21,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from bridge.schedule.jobs import Job, LimitError
 from bridge.schedule.recur import Every, check_min_interval, parse_every
 from bridge.schedule.service import ScheduleService, next_slot, to_ms
+from bridge.schedule.tool_args import ArgsRefused, read_tool_args, split_words
 from bridge.schedule.when import When, WhenError, parse_when
 from bridge.schedule.when_echo import stamp
 from bridge.schedule.zone import tenant_zone
 from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
+from forge import toolmeta
 from forge.names import BadName, bare_name
 
 ALWAYS: Final = frozenset({"always", "immer", "every time", "jedes mal"})
@@ -92,22 +94,46 @@ def local(ms: int, tz: str) -> datetime:
 
 
 def tool_payload(rest: str, dirs: TenantDirs) -> tuple[str, str]:
-    """`me.name [always|on change]` -> (payload JSON, reply phrase); Refused if not saved."""
+    """`me.name [key=value ...] [always|on change]` -> (payload JSON, reply phrase).
+
+    Refused if the tool is not saved, or its arguments do not fit its schema
+    (checked now: a run has nobody to ask).
+    """
     word, _, option = rest.partition(" ")
     try:
         name = bare_name(word)
     except BadName as exc:
         raise Refused(str(exc)) from None
-    if not (dirs.tools / f"me.{name}.py").is_file():
+    schema = saved_schema(dirs, name)
+    if schema is None:
         raise Refused(f"You have no saved tool me.{name}; /tools lists yours.")
-    option = " ".join(option.lower().split())
+    try:
+        args, words = read_tool_args(split_words(option), schema, f"me.{name}")
+    except ArgsRefused as exc:
+        raise Refused(str(exc)) from None
+    option = " ".join(" ".join(words).lower().split())
     if option in ALWAYS:
         mode, phrase = "always", "posting its result every time"
     elif option in ON_CHANGE:
         mode, phrase = "change", "posting its result only when it changes"
     else:
-        raise Refused(f"After me.{name} say `always` or `on change` (the default).")
-    return json.dumps({"tool": f"me.{name}", "mode": mode}), f"me.{name}, {phrase}"
+        raise Refused(
+            f"After me.{name} give its arguments as key=value, then `always` or "
+            "`on change` (the default)."
+        )
+    order: dict[str, object] = {"tool": f"me.{name}", "mode": mode}
+    if args:
+        order["args"] = args
+    shown = "".join(f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return json.dumps(order, ensure_ascii=False), f"me.{name}{shown}, {phrase}"
+
+
+def saved_schema(dirs: TenantDirs, name: str) -> dict[str, Any] | None:
+    """The parameter schema of the saved tool `me.<name>`, or None when there is none."""
+    try:
+        return toolmeta.loads((dirs.tools / toolmeta.filename(name)).read_bytes(), name).schema
+    except (OSError, toolmeta.BadMeta):
+        return None
 
 
 class Planner:
