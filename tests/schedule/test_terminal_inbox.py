@@ -12,6 +12,7 @@ from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
 from bridge.schedule.runtime import newest_message_id, recent_messages
+from tests.waits import HANG_S
 
 
 def inbox_over(path: Path, chat: str = "terminal") -> tuple[TerminalInbox, OutboxStore]:
@@ -43,7 +44,7 @@ async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -
     store.enqueue("local", "cli", "terminal", "⏰ pills", "job:b:1", now_ms=2)
     store.enqueue("local", "cli", "other", "⏰ not this chat", "job:c:1", now_ms=2)
     store.enqueue("bob", "cli", "terminal", "⏰ not this tenant", "job:d:1", now_ms=2)
-    await asyncio.wait_for(arrived.wait(), 60)
+    await asyncio.wait_for(arrived.wait(), HANG_S)
     watcher.cancel()
     assert shown == ["⏰ pills"]
     store.enqueue("local", "cli", "terminal", "⏰ basil", "job:e:1", now_ms=3)

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.spine.test_daemon import Daemon, start_daemon
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
-GUARD_S = 120.0  # only to stop a hang
+GUARD_S = HANG_S  # only to stop a hang
 
 
 def offline_env(home: Path) -> dict[str, str]:

@@ -27,6 +27,7 @@ from bridge.types.audit_sink import MemoryAudit
 from forge.library import ToolLibrary, build_spec
 from tests.conftest import ScriptedBackend
 from tests.schedule.test_e2e_web import events
+from tests.waits import HANG_S
 
 LOCAL, ALICE = "local-token-0123456789", "alice-token-0123456789"
 WEATHER = (
@@ -79,7 +80,7 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
             assert {j.kind for j in jobs} == {"tool", "turn"}
             async with http.get(f"{root}/api/events?chat=c1", headers=auth) as response:
                 stream = events(response)
-                assert (await asyncio.wait_for(anext(stream), 60))[0] == "ready"
+                assert (await asyncio.wait_for(anext(stream), HANG_S))[0] == "ready"
                 for job in jobs:  # their time has come
                     roost.db.execute(
                         "UPDATE jobs SET next_run_ms = ? WHERE id = ?", (wall_ms(), job.id)
@@ -87,7 +88,7 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
                 roost.schedule.changed()
                 got: list[dict[str, Any]] = []
                 while len(got) < 2:
-                    name, data = await asyncio.wait_for(anext(stream), 120)  # hang guard
+                    name, data = await asyncio.wait_for(anext(stream), HANG_S)  # hang guard
                     if name == "message":
                         got.append(data)
     finally:

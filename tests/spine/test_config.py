@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.core.config import ConfigError, load_settings
+from tests.waits import HANG_S
 
 
 def test_defaults_are_the_embedded_ones(home: Path) -> None:
@@ -70,7 +71,7 @@ def test_cli_exits_78_on_bad_config(home: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 78
     assert "web.port" in proc.stderr
@@ -84,7 +85,7 @@ def test_unusable_home_exits_78(home: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 78
     assert "ROOST_HOME" in proc.stderr and "Traceback" not in proc.stderr
@@ -97,7 +98,7 @@ def run_roost(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
 
 
