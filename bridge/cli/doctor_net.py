@@ -20,6 +20,7 @@ import aiohttp
 from bridge.cli.doctor_chat import probe_chat
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
+from bridge.core.words import count
 from bridge.llm.anthropic import API_VERSION, messages_url
 from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
@@ -121,7 +122,7 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
     if llm.model not in names:
         listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
         return Check("warn", line, f"{where}: model {llm.model} not listed ({listed})")
-    return Check("ok", line, f"{where}: {len(names)} models, {llm.model} among them")
+    return Check("ok", line, f"{where}: {count(len(names), 'model')}, {llm.model} among them")
 
 
 async def _chat_instead(
@@ -164,8 +165,8 @@ def _webhook(info: dict[str, Any], token: str) -> Check:
     url, pending = str(info.get("url") or ""), int(info.get("pending_update_count") or 0)
     error = str(info.get("last_error_message") or "")
     if not url:
-        return Check("ok", "webhook", f"none (long polling), {pending} updates pending")
-    state = f"set to {_host(url)}, {pending} updates pending"
+        return Check("ok", "webhook", f"none (long polling), {count(pending, 'update')} pending")
+    state = f"set to {_host(url)}, {count(pending, 'update')} pending"
     if error:
         return Check("warn", "webhook", _scrub(f"{state}; last error: {error}", token))
     return Check("ok", "webhook", _scrub(state, token))

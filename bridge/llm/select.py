@@ -6,8 +6,9 @@ base URL, `openai` when a base URL or another API key is configured and
 `offline` otherwise; `openai`, `anthropic`, `claude_cli` and `offline`
 force one. A backend module (aiohttp, subprocess) is imported only when it
 is chosen. The reason names the setting (`base_url`, `api_key` of `[llm]` or
-`[models.X]`), never where it came from: the file or `ROOST_*` alike. Keyword arguments a backend does not take are dropped, so one
-call serves every provider.
+`[models.X]`), never where it came from: the file or `ROOST_*` alike.
+Keyword arguments a backend does not take are dropped, so one call serves
+every provider.
 """
 
 from __future__ import annotations
@@ -65,14 +66,10 @@ def select_backend(
         if base_url:
             why = "provider auto -> openai (base_url is set)"
         elif api_key:
-            why = (
-                "provider auto -> openai (api_key is set; "
-                f"base URL {OPENAI_DEFAULT_BASE_URL})"
-            )
+            why = f"provider auto -> openai (api_key is set; base URL {OPENAI_DEFAULT_BASE_URL})"
         else:
             return OfflineBackend(), (
-                "provider auto -> offline "
-                "(neither base_url nor api_key is set)"
+                "provider auto -> offline (neither base_url nor api_key is set)"
             )
     else:
         if not base_url and not api_key:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from zoneinfo import ZoneInfo
 
 from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.words import count
 from bridge.schedule.jobs import Job
 from bridge.schedule.planning import Planner, Refused, Target, local, tool_payload
 from bridge.schedule.recur import parse_every
@@ -131,7 +132,8 @@ class ScheduleCommands:
         for entry in failed[:SHOWN_FAILURES]:
             state = "given up" if entry.state == "dead" else "retrying"
             out.append(
-                f"  {state} after {entry.attempts} attempt(s): {entry.last_error or 'failed'}"
+                f"  {state} after {count(entry.attempts, 'attempt')}: "
+                f"{entry.last_error or 'failed'}"
             )
         return out
 

@@ -168,7 +168,7 @@ async def test_delivery_failures_show_in_jobs(berlin: Roost) -> None:
     outbox.claim(NOW_MS)
     outbox.failed(entry.id, "network", NOW_MS)
     listing = await say(berlin, "/jobs")
-    assert "Delivery problems (1):\n  retrying after 1 attempt(s): network" in listing
+    assert "Delivery problems (1):\n  retrying after 1 attempt: network" in listing
 
 
 async def test_another_tenants_job_ids_are_unknown(berlin: Roost) -> None:
