@@ -69,6 +69,7 @@ class Access:
             return _said(await self._pair(inbound, parsed.args), "command")
         tenant = self._resolver.resolve(inbound)
         if tenant is not None:
+            self._pairing.stamp(inbound.channel, inbound.identity, tenant)  # access list
             return tenant
         return _said(await self._refusal(inbound), "refusal")
 
