@@ -84,7 +84,7 @@ async def test_revoke_by_identity_takes_effect_on_the_next_message(
         assert code == 0, out
         assert f"revoked telegram:{PAIRED} (paired to bob)" in out
         fake.push_text(PAIRED, "second")
-        await settle(fake, 1)
+        await settle(run, 1)
         replies = [m.text for m in fake.sent_to(PAIRED)[3:]]
         assert len(replies) == 1 and "I don't know you" in replies[0]
         assert [r.messages[-1].content for r in backend.requests] == ["first", "sync 1"]

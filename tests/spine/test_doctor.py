@@ -90,7 +90,7 @@ async def test_a_healthy_home_is_all_ok(home: Path) -> None:
     ]
     for name in ("config", "home", "database", "audit", "backend", "telegram", "webhook"):
         assert checks[name][0] == "ok", (name, out)
-    assert "chain intact: 1 records" in checks["audit"][1]
+    assert "chain intact: 1 record (" in checks["audit"][1]  # one, not "1 records"
     assert "fake-model among them" in checks["backend"][1]
     assert f"@{BOT_USERNAME}" in checks["telegram"][1]
     assert "long polling" in checks["webhook"][1]
