@@ -16,7 +16,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/roost serve
 
-test: pytest nodetest
+# Both halves always run; the run fails if either did. pytest prints its slowest tests.
+PYTEST_ARGS ?=
+test: $(STAMP) browser
+	@status=0; \
+	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS) || status=$$?; \
+	$(MAKE) --no-print-directory nodetest || { [ $$status -ne 0 ] || status=1; }; \
+	[ $$status -eq 0 ] || echo "make test: FAILED (pytest and/or the node tests; see above)"; \
+	exit $$status
 
 # The web page's browser test needs Debian's chromium; as root we install it,
 # otherwise that test is skipped with a message (CI requires it).
@@ -26,7 +33,7 @@ browser:
 	       >/dev/null; } ; } || echo "make: chromium not installed; the browser test will be skipped"
 
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,48 @@ async def roost(settings: Settings, clock: Clock) -> AsyncIterator[Roost]:
     made = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
     yield made
     await made.aclose()
+
+
+@pytest.fixture(autouse=True)
+def audit_fields_agree(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[None]:
+    """Every event a test makes roost emit names only fields the audit schema knows.
+
+    The chain drops a field its schema does not know (and logs "refused fields
+    [], N unknown"), so an emitter and the schema that disagree lose data
+    silently. Every sink a test uses is watched: the in-memory one and the real
+    chain's `sanitize`. A test that emits stray fields on purpose is marked
+    `stray_audit_fields`.
+    """
+    from bridge.audit import chain as chain_module
+    from bridge.audit.schema import SCHEMAS
+    from bridge.types.audit_sink import MemoryAudit
+
+    strays: list[tuple[str, list[str]]] = []
+
+    def look(event: str, details: Mapping[object, object]) -> None:
+        known = SCHEMAS.get(event)
+        extra = sorted(str(k) for k in details if known is None or k not in known)
+        if extra:
+            strays.append((event, extra))
+
+    remember = MemoryAudit.emit
+
+    async def emit(
+        self: MemoryAudit, event: str, tenant: str | None, details: Mapping[str, object]
+    ) -> None:
+        look(event, details)
+        await remember(self, event, tenant, details)
+
+    fit = chain_module.sanitize
+
+    def sanitize(event: str, tenant: str | None, details: Any, namer: Any) -> dict[str, object]:
+        look(event, details)
+        return fit(event, tenant, details, namer)
+
+    monkeypatch.setattr(MemoryAudit, "emit", emit)
+    monkeypatch.setattr(chain_module, "sanitize", sanitize)
+    yield
+    if strays and request.node.get_closest_marker("stray_audit_fields") is None:
+        pytest.fail(f"audit fields the schema does not know: {sorted(set(map(str, strays)))}")

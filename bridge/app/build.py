@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import sqlite3
 import time
@@ -22,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
+from bridge.app.instance import held
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
@@ -125,9 +125,7 @@ class Roost:
 
 def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
     """The backend of the model `name` (None: the default, [llm]) and why it was chosen."""
-    return make_backend_of(
-        model_tables(settings)[name or settings.llm.name], home=str(settings.home)
-    )
+    return make_backend_of(model_tables(settings)[name or settings.llm.name])
 
 
 async def build(
@@ -145,13 +143,12 @@ async def build(
     """
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    make = functools.partial(make_backend_of, home=str(settings.home))
-    generation = build_generation(settings, make, default=backend)
+    generation = build_generation(settings, make_backend_of, default=backend)
     metrics = Metrics()
     models = ModelRegistry(
         generation,
         ChatSettings(db),
-        make,
+        make_backend_of,
         fixed_default=backend,
         wrap=lambda inner: TimedBackend(inner, metrics),  # each model step, for /metrics
     )
@@ -182,6 +179,7 @@ async def build(
             min_interval_ms=settings.schedule.min_interval_minutes * 60_000,
         ),
         settings.schedule.timezone,
+        serving=lambda: held(settings.home),
     )
     judge = OutcomeJudge(
         settings.grading,

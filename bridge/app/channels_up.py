@@ -52,6 +52,20 @@ def web_token(settings: Settings) -> tuple[str, bool]:
     return token, True
 
 
+def web_start_line(url: str, token: str, created: bool, stored: Path | None) -> str:
+    """What `serve` prints once the page is up: where, and where its token is.
+
+    `stored` is the `web-token` file, None when the token is configured
+    (`web.token`, from the file or ROOST_WEB__TOKEN): then no file is named.
+    """
+    if stored is None:
+        return f"roost: web chat at {url} (token: the configured web.token)"
+    if created:
+        where = f"roost: the access token is stored in {stored}"
+        return f"roost: web chat at {url}#token={token}\n{where}"
+    return f"roost: web chat at {url} (token in {stored})"
+
+
 def tenant_web_tokens(settings: Settings, web: str) -> dict[str, str]:
     """`[tenants.X] web_token` -> X; each token its own (not the web token, not shared)."""
     tokens: dict[str, str] = {}
@@ -139,14 +153,10 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         limits=budget.limits,
         barred=lambda tenant: forgetting(settings.home, tenant),
     )
-    stored = settings.home / "web-token"
+    stored = None if settings.web.token is not None else settings.home / "web-token"
 
     def announce() -> str:
-        url = f"http://{settings.web.host}:{web.port}/"
-        if created:
-            where = f"roost: the access token is stored in {stored}"
-            return f"roost: web chat at {url}#token={token}\n{where}"
-        return f"roost: web chat at {url} (token in {stored})"
+        return web_start_line(f"http://{settings.web.host}:{web.port}/", token, created, stored)
 
     def tokens(new: Settings) -> None:  # a removed tenant's page is refused at once
         web.set_tenant_tokens(tenant_web_tokens(new, token))

@@ -4,7 +4,8 @@
 writes this process's pid into it; the lock ends with the process (the
 kernel drops it even after a crash, so a stale file never blocks a start).
 A second daemon on the same home gets `InstanceBusy`, whose message names the
-holder's pid and what to do. Operator commands do not take the lock.
+holder's pid and what to do. Operator commands do not take the lock; `held(home)`
+tells whether a daemon runs (the terminal's /remind says so when none does).
 """
 
 from __future__ import annotations
@@ -54,3 +55,29 @@ def hold(home: Path) -> InstanceLock:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return InstanceLock(path, fd)
+
+
+def held(home: Path) -> bool | None:
+    """Whether a process holds `home`'s lock now (a `roost serve`, or `roost forget`
+    for a moment); None when it cannot be told (no /proc/locks).
+
+    Read from the kernel's lock table, never by trying the lock: a probe that
+    took it, even shared and for a moment, could make a daemon starting at that
+    instant fail with InstanceBusy.
+    """
+    try:
+        inode = (home / LOCK_NAME).stat().st_ino
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    for line in table.splitlines():
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2148561 0 EOF"; waiters carry "->"
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False

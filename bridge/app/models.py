@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
 from bridge.core.turn import ChosenModel
 from bridge.loadout.chat_settings import ChatSettings
-from bridge.types.backend import Backend, BackendError
+from bridge.types.backend import Backend, BackendError, ToolCaller, ToolEndpoint, ToolSchema
 from bridge.types.tools import TurnContext
 
 log = logging.getLogger("roost")
@@ -37,9 +37,18 @@ GONE = (
 MakeBackend = Callable[[LLMSettings], tuple[Backend, str]]
 
 
-def make_backend_of(llm: LLMSettings, home: str | None = None) -> tuple[Backend, str]:
-    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log);
-    `home` is the roost home a `claude_cli` backend hands to `roost mcp`."""
+def turn_tool_server(
+    tools: Sequence[ToolSchema], call: ToolCaller
+) -> AbstractAsyncContextManager[ToolEndpoint]:
+    """The `ToolServer` a `claude_cli` backend gets: roost's MCP endpoint of one model call
+    (the MCP SDK is imported on the first call, never by a roost without Claude Code)."""
+    from bridge.mcp.turn_tools import serve_turn_tools
+
+    return serve_turn_tools(tools, call)
+
+
+def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
+    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log)."""
     from bridge.llm.select import select_backend
 
     key = llm.api_key.get_secret_value() if llm.api_key else None
@@ -52,7 +61,7 @@ def make_backend_of(llm: LLMSettings, home: str | None = None) -> tuple[Backend,
         max_retries=llm.max_retries,
         max_output_tokens=llm.max_output_tokens,
         claude_path=llm.claude_path,
-        roost_home=home,
+        tool_server=turn_tool_server,
     )
 
 

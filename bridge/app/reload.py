@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from bridge.app.notify import Notifier
 from bridge.core.config import ConfigError, Settings
 from bridge.core.credentials import CREDENTIALS
+from bridge.core.words import count
 
 log = logging.getLogger("roost")
 
@@ -107,6 +108,8 @@ class Reloader:
         hooks: Iterable[OnReload] = (),
     ) -> None:
         self.settings = settings  # the configuration in force
+        # what the restart-only settings still are: the start's, whatever reloads read since
+        self.started = settings
         self._load, self._notifier = load, notifier
         self._fingerprint = fingerprint
         self._attempted = fingerprint()  # what the configuration in force was read from
@@ -166,12 +169,12 @@ class Reloader:
                 hook.apply(new)
             except Exception:  # one concern failing must not leave the others unapplied
                 log.exception("reload: applying %s failed", ", ".join(sorted(hook.live)))
-        stale = restart_only(self.settings, new, self.live)
+        stale = restart_only(self.started, new, self.live)
         if stale:
             log.warning("reload: changed but applied only after a restart: %s", ", ".join(stale))
         self.settings = new
         self.reloads += 1
-        log.info("reloaded the configuration: %d tenants configured", len(new.tenants))
+        log.info("reloaded the configuration: %s configured", count(len(new.tenants), "tenant"))
         self._notifier.send("READY=1", "STATUS=reloaded")
 
 

@@ -2,14 +2,15 @@
 
 `ScheduleLoop(roost)` builds the `Scheduler` over the roost's job and outbox
 stores with `JobRunner` (turns through the core, tools through the roost's
-tool sources), `Deliveries` (each channel that offers a `deliver` is added
-once it is up) and the audit observer. `start()` runs three tasks in the
-daemon's loop: the scheduler itself (a job missed while the daemon was down
-is due now and runs once), a watch that wakes it when another process
-committed to roost.db (`roost send --to`), and hourly pruning of delivered,
-dead and finished rows (and of attachments past `[limits]
-attachment_keep_hours`). `stop()` lets a running tick finish for a grace
-period, then cancels. The clock, sleep and config are injectable for tests.
+tool sources), `Deliveries` (the terminal's `keep_for_terminal` from the
+start, each channel that offers a `deliver` once it is up) and the audit
+observer. `start()` runs three tasks in the daemon's loop: the scheduler
+itself (a job missed while the daemon was down is due now and runs once), a
+watch that wakes it when another process committed to roost.db (`roost send
+--to`), and hourly pruning of delivered, dead and finished rows (and of
+attachments past `[limits] attachment_keep_hours`). `stop()` lets a running
+tick finish for a grace period, then cancels. The clock, sleep and config
+are injectable for tests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bridge.app.build import Roost
+from bridge.channels.cli_inbox import keep_for_terminal
 from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch_db
 from bridge.schedule.scheduler import Clock, Scheduler, SchedulerConfig
 from bridge.schedule.service import next_run_ms
@@ -47,7 +49,9 @@ class ScheduleLoop:
         stop_grace_s: float = 10.0,
     ) -> None:
         schedule = roost.schedule
-        self.deliveries = Deliveries()
+        # the terminal reads its entries itself (an open `roost chat`); the rest are
+        # added as their channels come up
+        self.deliveries = Deliveries({"cli": keep_for_terminal})
         self.runner = JobRunner(
             handle=roost.core.handle,
             resolve=roost.resolver.resolve,

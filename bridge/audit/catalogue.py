@@ -17,6 +17,10 @@ EVENTS: dict[str, dict[str, object]] = {
         "msg_id": "42",
         "chars": 58,
         "quoted_chars": 0,
+        "attachments": 2,
+        "attachment_kinds": "document,photo",
+        "attachment_bytes": 48213,
+        "attachment_ms": 0,
     },
     "message.answered": {
         "channel": "telegram",

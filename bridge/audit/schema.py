@@ -184,7 +184,8 @@ COMMANDS = frozenset(
 
 INT, BOOL = Int(), Bool()
 HASH = Ref(re.compile(r"[0-9a-f]{8,64}"))
-MSG = Ref(re.compile(r"[0-9]{1,20}|[0-9a-f]{32}"))  # Telegram message id | roost's uuid4 hex
+# Telegram message id | roost's uuid4 hex | a scheduled run (`job:<job id>:<slot ms>`)
+MSG = Ref(re.compile(r"[0-9]{1,20}|[0-9a-f]{32}|job:[a-km-np-z2-9]{6}:[0-9]{1,16}"))
 IDENTITY = Ref(re.compile(r"[0-9]{1,20}|local"))  # Telegram user id | the loopback person
 CHAT = Name("chat")  # web and terminal chat names are typed by people
 CHANNEL = enum("telegram", "web", "cli", "mcp")  # mcp: a call through `roost mcp`
@@ -199,6 +200,8 @@ BULLET = Ref(re.compile(r"b-[0-9]{4,12}"))
 LABEL = enum("approval", "rejection", "rephrase", "neutral")
 # A job id as bridge/schedule/jobs.py makes it: 6 of its base32 alphabet (no l, o, 0, 1).
 JOB = Ref(re.compile(r"[a-km-np-z2-9]{6}"))
+_KIND = "(?:audio|document|photo|voice)"  # bridge.types.messages.AttachmentKind
+KINDS = Ref(re.compile(f"{_KIND}(?:,{_KIND}){{0,3}}"))  # "document,photo": sorted, joined
 JOB_KIND = enum("reminder", "turn", "tool")
 # A host name or IP as a tool declared it in NETWORK (the broker fills `host`
 # only with declared hosts; others go to `host_id`, a keyed id).
@@ -241,6 +244,11 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "msg_id": MSG,
         "chars": INT,
         "quoted_chars": INT,
+        # core/perceive.attachment_meta: how many, which kinds, bytes, audio length
+        "attachments": INT,
+        "attachment_kinds": KINDS,
+        "attachment_bytes": INT,
+        "attachment_ms": INT,
     },
     "message.answered": {
         "channel": CHANNEL,

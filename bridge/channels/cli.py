@@ -8,12 +8,16 @@ rendered as Markdown while they stream (`cli_render`), where Ctrl-C cancels
 the running turn and Ctrl-D leaves; otherwise (a pipe) it reads lines from
 stdin and writes each answer as plain text, a blank line after each. A
 reply's files are printed as paths after it (`file: PATH (name)`): the
-terminal runs on the machine that holds them.
+terminal runs on the machine that holds them. With a `TerminalInbox`
+(`cli_inbox`), `chat` also prints the chat's reminders and job answers: the
+ones missed while it was closed after the banner, then each as it arrives,
+between answers (a turn holds `busy`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import uuid
 from collections.abc import Sequence
@@ -25,6 +29,8 @@ from bridge.types.messages import Final, Handle, Inbound, actions_hint
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from rich.console import Console
+
+    from bridge.channels.cli_inbox import Show, TerminalInbox
 
 QUIT = {"/quit", "/exit", ":q"}
 TTY_KEYS = (
@@ -51,25 +57,64 @@ async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
     return 1 if final.kind in ("error", "refusal") else 0
 
 
-async def chat_loop(handle: Handle, chat: str, inp: TextIO, out: TextIO, banner: str) -> int:
+AWAY = "While you were away:"
+
+
+def watch_inbox(inbox: TerminalInbox | None, show: Show) -> asyncio.Task[None] | None:
+    """Start showing the inbox's new messages; None without an inbox."""
+    return asyncio.create_task(inbox.watch(show)) if inbox is not None else None
+
+
+async def stop_watching(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def chat_loop(
+    handle: Handle,
+    chat: str,
+    inp: TextIO,
+    out: TextIO,
+    banner: str,
+    inbox: TerminalInbox | None = None,
+) -> int:
     """Read lines until EOF or /quit; stream each answer as it grows (plain text)."""
     interactive = inp.isatty()
+    prefix, gap = ("roost> ", "") if interactive else ("", "\n")
     if interactive:
         out.write(banner + "\n")
-    loop = asyncio.get_running_loop()
-    while True:
-        if interactive:
-            out.write("you> ")
+    missed = inbox.missed() if inbox is not None else []
+    if missed:
+        out.write("".join(f"{prefix}{line}\n" for line in [AWAY, *missed]) + gap)
+        out.flush()
+    busy = asyncio.Lock()
+
+    async def show(text: str) -> None:
+        async with busy:
+            out.write(f"{prefix}{text}\n{gap}")
             out.flush()
-        line = await loop.run_in_executor(None, inp.readline)
-        if not line:
-            break
-        text = line.rstrip("\n")
-        if text.strip() in QUIT:
-            break
-        if not text.strip():
-            continue
-        await _plain_turn(handle, text, chat, out, interactive)
+
+    watcher = watch_inbox(inbox, show)
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            if interactive:
+                out.write("you> ")
+                out.flush()
+            line = await loop.run_in_executor(None, inp.readline)
+            if not line:
+                break
+            text = line.rstrip("\n")
+            if text.strip() in QUIT:
+                break
+            if not text.strip():
+                continue
+            async with busy:
+                await _plain_turn(handle, text, chat, out, interactive)
+    finally:
+        await stop_watching(watcher)
     return 0
 
 
@@ -98,9 +143,15 @@ async def _plain_turn(handle: Handle, text: str, chat: str, out: TextIO, prefixe
 
 
 async def chat_tty(
-    handle: Handle, chat: str, commands: Sequence[tuple[str, str]], history: Path, banner: str
+    handle: Handle,
+    chat: str,
+    commands: Sequence[tuple[str, str]],
+    history: Path,
+    banner: str,
+    inbox: TerminalInbox | None = None,
 ) -> int:
     """`roost chat` in a terminal, until Ctrl-D or /quit; exit status 0."""
+    from prompt_toolkit.application import run_in_terminal
     from rich.console import Console
 
     from bridge.channels.cli_editor import make_session
@@ -108,14 +159,25 @@ async def chat_tty(
     session = make_session(history, commands)
     console = Console(highlight=False)
     console.print(banner, markup=False)
+    missed = inbox.missed() if inbox is not None else []
+    for line in [AWAY, *missed] if missed else []:
+        console.print(line, markup=False)
+    busy = asyncio.Lock()
+
+    async def show(text: str) -> None:  # above the prompt, never inside an answer
+        async with busy:
+            await run_in_terminal(lambda: console.print(text, markup=False))
+
+    watcher = watch_inbox(inbox, show)
     try:
-        return await _tty_lines(handle, chat, session, console)
+        return await _tty_lines(handle, chat, session, console, busy)
     finally:
+        await stop_watching(watcher)
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
 
 
 async def _tty_lines(
-    handle: Handle, chat: str, session: PromptSession[str], console: Console
+    handle: Handle, chat: str, session: PromptSession[str], console: Console, busy: asyncio.Lock
 ) -> int:
     while True:
         try:
@@ -127,7 +189,8 @@ async def _tty_lines(
         if text.strip() in QUIT:
             return 0
         if text.strip():
-            await _tty_turn(handle, text, chat, console)
+            async with busy:
+                await _tty_turn(handle, text, chat, console)
         if text.strip().lower() == "/help":
             console.print(TTY_KEYS, markup=False)
 

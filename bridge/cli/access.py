@@ -55,16 +55,39 @@ def _private_last_seen(db: sqlite3.Connection, tenant: str, uid: int) -> float |
     return None if row is None or row[0] is None else float(row[0])
 
 
+def _latest(*times: float | None) -> float | None:
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
 def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
-    """Everyone who gets in: config-mapped ids first (by tenant), then bindings (oldest first)."""
+    """Everyone who gets in: config-mapped ids first (by tenant), then bindings (oldest first).
+
+    LAST SEEN is the identity's last admitted message on any chat (`identity_seen`,
+    stamped as it arrives: commands and groups count), else what older data shows.
+    """
+    store = PairingStore(db)
+    seen = store.last_seen()
     mapped = [
-        Person(f"telegram:{uid}", tid, "config", None, _private_last_seen(db, tid, uid))
+        Person(
+            f"telegram:{uid}",
+            tid,
+            "config",
+            None,
+            _latest(seen.get(("telegram", str(uid))), _private_last_seen(db, tid, uid)),
+        )
         for tid, rule in sorted(settings.tenants.items())
         for uid in rule.telegram_ids
     ]
     paired = [
-        Person(f"{b.channel}:{b.identity}", b.tenant, "paired", b.bound_at, b.last_seen)
-        for b in PairingStore(db).bindings()
+        Person(
+            f"{b.channel}:{b.identity}",
+            b.tenant,
+            "paired",
+            b.bound_at,
+            _latest(seen.get((b.channel, b.identity)), b.last_seen),
+        )
+        for b in store.bindings()
     ]
     return mapped + paired
 

@@ -20,6 +20,7 @@ from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import tail, verify
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
+from bridge.core.words import count
 
 # (args, chain file, HMAC key file or None, out, err) -> exit status
 AuditRun = Callable[[argparse.Namespace, Path, Path | None, TextIO, TextIO], int]
@@ -70,11 +71,11 @@ def run_verify(
         return 2
     keyed = "with HMAC key" if key is not None else "without HMAC key"
     if result.ok:
-        print(f"audit chain intact: {result.records} records ({keyed})", file=out)
+        print(f"audit chain intact: {count(result.records, 'record')} ({keyed})", file=out)
         return 0
     print(
         f"audit chain violation: {result.kind} at record {result.first_bad_seq}: "
-        f"{result.message} ({result.records} records verified before it, {keyed})",
+        f"{result.message} ({count(result.records, 'record')} verified before it, {keyed})",
         file=out,
     )
     return 1

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bridge.app.backup import BackupError, backup, restore
 from bridge.core.config import Settings
+from bridge.core.words import count
 
 
 def backup_args(p: argparse.ArgumentParser) -> None:
@@ -29,20 +30,20 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost backup: {exc}", file=sys.stderr)
         return 2
     print(
-        f"backed up {settings.home} to {result.dest}: {result.files} files, "
-        f"{result.bytes:,} bytes, audit chain up to record {result.audit_seq}"
+        f"backed up {settings.home} to {result.dest}: {count(result.files, 'file')}, "
+        f"{count(result.bytes, 'byte')}, audit chain up to record {result.audit_seq}"
     )
     return 0
 
 
 def run_restore(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        count = restore(args.src, settings.home)
+        restored = restore(args.src, settings.home)
     except BackupError as exc:
         print(f"roost restore: {exc}", file=sys.stderr)
         return 2
     print(
-        f"restored {count} files from {args.src} into {settings.home}; check with "
+        f"restored {count(restored, 'file')} from {args.src} into {settings.home}; check with "
         "`roost audit verify`"
     )
     return 0

@@ -21,6 +21,7 @@ from bridge.core.config import EX_CONFIG, Settings
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
+    from bridge.channels.cli_inbox import TerminalInbox
 
 CHAT_BANNER = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
 TTY_BANNER = (
@@ -46,17 +47,39 @@ def chat_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", default="terminal", help="conversation name (default terminal)")
 
 
+def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
+    """The local tenant's reminders and job answers for terminal chat `chat`."""
+    from bridge.channels.cli_inbox import SEEN_KEY, TerminalInbox
+    from bridge.loadout.chat_settings import ChatSettings
+    from bridge.schedule.runtime import newest_message_id, recent_messages
+
+    tenant, db = r.settings.local_tenant, r.db
+    seen = ChatSettings(db)
+    return TerminalInbox(
+        lambda after: recent_messages(db, tenant, "cli", chat, after),
+        lambda: newest_message_id(db),
+        lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
+        lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value),
+    )
+
+
 def run_chat(args: argparse.Namespace, settings: Settings) -> int:
-    """In a terminal the line editor and rendered answers; from a pipe, line by line."""
+    """In a terminal the line editor and rendered answers; from a pipe, line by line.
+    Either way the chat's reminders and job answers show between answers."""
     from bridge.app.build import with_roost
     from bridge.channels import cli as term
 
     async def body(r: Roost) -> int:
+        inbox = terminal_inbox(r, args.chat)
         if sys.stdin.isatty() and sys.stdout.isatty():
             commands = [(c["name"], c["summary"]) for c in r.command_list()]
             history = r.tenant_dirs(settings.local_tenant).root.parent / "terminal-history"
-            return await term.chat_tty(r.core.handle, args.chat, commands, history, TTY_BANNER)
-        return await term.chat_loop(r.core.handle, args.chat, sys.stdin, sys.stdout, CHAT_BANNER)
+            return await term.chat_tty(
+                r.core.handle, args.chat, commands, history, TTY_BANNER, inbox
+            )
+        return await term.chat_loop(
+            r.core.handle, args.chat, sys.stdin, sys.stdout, CHAT_BANNER, inbox
+        )
 
     return asyncio.run(with_roost(settings, None, body))
 

@@ -31,6 +31,7 @@ from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
 from bridge.core.config import Settings, config_path
+from bridge.core.words import count
 
 GIB, MIB = 1 << 30, 1 << 20
 WARN_FREE, FAIL_FREE = 1 * GIB, 100 * MIB
@@ -42,7 +43,7 @@ def check_config(settings: Settings) -> Check:
     source = str(path) if path.exists() else "defaults and environment"
     if named and not path.exists():
         return Check("FAIL", "config", f"ROOST_CONFIG names {path}, which does not exist")
-    return Check("ok", "config", f"loaded ({source}); {len(settings.tenants)} tenants")
+    return Check("ok", "config", f"loaded ({source}); {count(len(settings.tenants), 'tenant')}")
 
 
 def _loose(home: Path) -> list[str]:
@@ -105,7 +106,7 @@ def check_audit(settings: Settings) -> Check:
             f"{result.kind} at record {result.first_bad_seq}: {result.message} "
             "(roost audit verify)",
         )
-    return Check("ok", "audit", f"chain intact: {result.records} records ({keyed})")
+    return Check("ok", "audit", f"chain intact: {count(result.records, 'record')} ({keyed})")
 
 
 async def check_sandbox(timeout_s: float = 60.0) -> Check:

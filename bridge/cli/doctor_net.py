@@ -1,6 +1,8 @@
 """`roost doctor`'s network checks: each model server's model list and the Telegram Bot API.
 
-Each is one short GET with a timeout and turns into a `Check`. Secrets never
+Each is one short GET with a timeout and turns into a `Check`. A model server
+whose `GET /models` answers no list (404 is common; roost does not need it)
+is asked one chat request instead (`doctor_chat.probe_chat`). Secrets never
 reach the output: the model server is named by scheme, host and port only,
 and every message is scrubbed of the bot token and the API key, whatever an
 error string contains.
@@ -15,8 +17,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from bridge.cli.doctor_chat import probe_chat
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
+from bridge.core.words import count
 from bridge.llm.anthropic import API_VERSION, messages_url
 from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
@@ -107,15 +111,31 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
         status, body = await _get_json(f"{url}/models", headers, timeout_s)
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         return Check("FAIL", line, f"{where}: {_failure(exc)}")
-    if status != 200:
-        hint = f" (check {section}.api_key)" if status in (401, 403) else ""
-        return Check("FAIL", line, f"{where}: GET /models answered HTTP {status}{hint}")
     data = body.get("data") if isinstance(body, dict) else None
-    names = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+    if status in (401, 403):
+        return Check(
+            "FAIL", line, f"{where}: GET /models answered HTTP {status} (check {section}.api_key)"
+        )
+    if status != 200 or not isinstance(data, list):
+        return await _chat_instead(llm, timeout_s, line, where, status)
+    names = [m.get("id") for m in data if isinstance(m, dict)]
     if llm.model not in names:
         listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
         return Check("warn", line, f"{where}: model {llm.model} not listed ({listed})")
-    return Check("ok", line, f"{where}: {len(names)} models, {llm.model} among them")
+    return Check("ok", line, f"{where}: {count(len(names), 'model')}, {llm.model} among them")
+
+
+async def _chat_instead(
+    llm: LLMSettings, timeout_s: float, line: str, where: str, status: int
+) -> Check:
+    """The model list is optional: without one, a one-word chat request decides."""
+    listed = f"GET /models answered HTTP {status}" if status != 200 else "GET /models sent no list"
+    failed = await probe_chat(llm, timeout_s)
+    if failed is None:
+        return Check("ok", line, f"{where}: {llm.model} answered a chat request ({listed})")
+    return Check(
+        "FAIL", line, f"{where}: a chat request to {llm.model} failed, {failed} ({listed})"
+    )
 
 
 async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:
@@ -145,8 +165,8 @@ def _webhook(info: dict[str, Any], token: str) -> Check:
     url, pending = str(info.get("url") or ""), int(info.get("pending_update_count") or 0)
     error = str(info.get("last_error_message") or "")
     if not url:
-        return Check("ok", "webhook", f"none (long polling), {pending} updates pending")
-    state = f"set to {_host(url)}, {pending} updates pending"
+        return Check("ok", "webhook", f"none (long polling), {count(pending, 'update')} pending")
+    state = f"set to {_host(url)}, {count(pending, 'update')} pending"
     if error:
         return Check("warn", "webhook", _scrub(f"{state}; last error: {error}", token))
     return Check("ok", "webhook", _scrub(state, token))

@@ -25,6 +25,7 @@ from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
+from bridge.core.words import count
 
 
 def export_args(p: argparse.ArgumentParser) -> None:
@@ -56,7 +57,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     asyncio.run(
         record_event(settings, "data.exported", args.tenant, export_details(done, "operator"))
     )
-    print(f"exported tenant {args.tenant} to {out} ({len(done.names)} files, mode 0600)")
+    print(f"exported tenant {args.tenant} to {out} ({count(len(done.names), 'file')}, mode 0600)")
     return 0
 
 
@@ -99,7 +100,8 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     mcp = f" (among them {', '.join('mcp/' + n for n in gone.mcp)})" if gone.mcp else ""
     again = " (an interrupted run finished)" if resumed else ""
     print(
-        f"forgot tenant {args.tenant}{again}: {gone.files} files{mcp} and {rows} database rows "
+        f"forgot tenant {args.tenant}{again}: {count(gone.files, 'file')}{mcp} and "
+        f"{count(rows, 'database row')} "
         "deleted; its audit records (no content) remain"
     )
     for path in export_files(settings.home, args.tenant):

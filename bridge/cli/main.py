@@ -20,6 +20,7 @@ from bridge.audit import ChainCorrupt
 from bridge.channels import ChannelStartError
 from bridge.cli.table import COMMANDS, command
 from bridge.core.config import EX_CONFIG, ConfigError, load_settings
+from bridge.types.backend import BackendError
 
 PRIVATE_UMASK = 0o077
 
@@ -77,6 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except ConfigError as exc:
         return fail(str(exc), EX_CONFIG)
+    except BackendError as exc:
+        if exc.kind != "config":
+            raise
+        # a backend refused what it was given (a rule check_llm does not know yet)
+        return fail(f"invalid configuration: {exc.user_message}", EX_CONFIG)
     except ChannelStartError as exc:
         return fail(str(exc), 1)
     except ChainCorrupt as exc:

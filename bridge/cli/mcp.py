@@ -1,7 +1,8 @@
 """`roost mcp --tenant T`: a tenant's saved `me.*` tools as an MCP server.
 
-stdio by default (what Claude Desktop, Claude Code and roost's own Claude
-Code backend start); `--http [HOST:]PORT` serves streamable HTTP on loopback
+stdio by default (what Claude Desktop and Claude Code start; roost's own
+`claude_cli` backend serves each call its turn's tools itself,
+`bridge.mcp.turn_tools`); `--http [HOST:]PORT` serves streamable HTTP on loopback
 with the tenant's bearer token (`--token` shows it, `--token --rotate`
 replaces it). The server is built from the same composition root as the
 daemon (`bridge.app.build`): configuration, vault, audit chain and sandbox are

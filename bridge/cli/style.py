@@ -21,6 +21,7 @@ from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.usage import UsageStore
+from bridge.core.words import count
 from bridge.style.judge import Judge
 from bridge.style.rules import DAY_MS, Thresholds
 from bridge.style.store import STATES, StyleStore
@@ -53,7 +54,7 @@ def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], N
         out("last sweep: never")
     else:
         out(
-            f"last sweep: {_when(last.at_ms)}: {last.candidates} candidate(s), "
+            f"last sweep: {_when(last.at_ms)}: {count(last.candidates, 'candidate')}, "
             f"{last.judged} judged, {last.promoted} promoted, {last.rejected} rejected, "
             f"{last.rolled_back} rolled back; judge: {last.judge_status}"
         )
@@ -71,11 +72,12 @@ def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], N
         )
         for b in rows:
             if b.state == "pending":
-                out(f"  {b.bid} {b.skill}: awaiting the judge ({b.judge_attempts} attempt(s))")
+                tries = count(b.judge_attempts, "attempt")
+                out(f"  {b.bid} {b.skill}: awaiting the judge ({tries})")
             elif b.state == "shadow":
                 left = (b.shadow_since_ms or 0) + t.shadow_days * DAY_MS - now_ms
                 out(
-                    f"  {b.bid} {b.skill}: shadow A/B, decided in {_days(left)} day(s); "
+                    f"  {b.bid} {b.skill}: shadow A/B, decided in {count(_days(left), 'day')}; "
                     f"with {b.with_counts.pct}% n={b.with_n}, "
                     f"without {b.without_counts.pct}% n={b.without_n}"
                 )
@@ -103,7 +105,8 @@ def list_live(store: StyleStore, tenant: str | None, out: Callable[[str], None])
 def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
     head = "dry run: " if report.dry_run else ""
     out(
-        f"{head}{len(report.tenants)} tenant(s): {report.candidates} candidate(s), "
+        f"{head}{count(len(report.tenants), 'tenant')}: "
+        f"{count(report.candidates, 'candidate')}, "
         f"{report.judged} judged, {report.pending} pending, {report.promoted} promoted, "
         f"{report.rejected} rejected, {report.rolled_back} rolled back"
     )

@@ -76,6 +76,7 @@ class Access:
             log.warning("%s: a message for a tenant being forgotten refused", inbound.channel)
             return Final(BARRED, "refusal")
         if tenant is not None:
+            self._pairing.stamp(inbound.channel, inbound.identity, tenant)  # access list
             return tenant
         return _said(await self._refusal(inbound), "refusal")
 

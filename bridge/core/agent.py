@@ -21,6 +21,11 @@ A step that fails raises `AgentFailed` (a `BackendError`) carrying the
 partial result, so the tokens of the steps before it are still counted.
 An optional `progress` sink hears each tool call start and end (arguments
 and result masked, cut) and each `Retrying` of the backend.
+
+A backend whose model runs tools itself (Claude Code) gets `call_tool` on the
+request: the same `_run_tool` path, each call kept as a tool step and counted
+against `max_steps` (past it the model is told to answer), so the turn stores
+and reports its tools whoever ran the loop.
 """
 
 from __future__ import annotations
@@ -124,6 +129,7 @@ async def run_agent(
             tuple(_redacted_schema(t.schema, redact) for t in offered),
             tenant=tenant,
             stable_chars=stable_chars,
+            call_tool=_Direct(by_name, turn, redact, progress, result, max_steps, step),
         )
         try:
             text, calls = await _stream_step(backend, request, reply, result)
@@ -149,6 +155,33 @@ async def run_agent(
         await reply.add_note("", note, "\n\n" if reply.pieces else "")
     result.text = "\n\n".join(reply.pieces)
     return result
+
+
+@dataclass(slots=True)
+class _Direct:
+    """`ModelRequest.call_tool` of one step: a tool the backend's own model called."""
+
+    by_name: Mapping[str, Tool]
+    turn: TurnContext
+    redact: Redact
+    progress: ProgressSink | None
+    result: AgentResult
+    limit: int
+    step: int
+
+    async def __call__(self, name: str, arguments: str) -> str:
+        n = len(self.result.tool_runs)
+        if n >= self.limit:
+            return (
+                f"error: this turn's limit of {self.limit} tool calls is reached; "
+                "answer now with what you have"
+            )
+        call = ToolCallRequest(f"direct_{self.step}_{n}", name, arguments)
+        output, run = await _reported(self.by_name, call, self.turn, self.redact, self.progress)
+        self.result.tool_runs.append(run)
+        asked = _redacted(ChatMessage("assistant", "", (call,)), self.redact)
+        self.result.tool_steps += [asked, ChatMessage("tool", output, tool_call_id=call.id)]
+        return output
 
 
 @dataclass(slots=True)

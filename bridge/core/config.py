@@ -141,9 +141,14 @@ def check_llm(llm: LLMSettings) -> None:
 
     `openai` forced needs a server: `llm.base_url`, or `llm.api_key` alone for
     api.openai.com. Whenever openai is chosen (forced, or `auto` with a URL or
-    a key), `llm.model` must name a model.
+    a key), `llm.model` must name a model. `anthropic` forced needs `llm.api_key`.
     """
     no_url, no_key = _blank(llm.base_url), _blank(llm.api_key)
+    if llm.provider == "anthropic" and no_key:
+        raise ConfigError(
+            "invalid configuration: llm.api_key: ROOST_LLM__PROVIDER is anthropic but no key "
+            "is set; put an Anthropic API key (sk-ant-...) in llm.api_key (ROOST_LLM__API_KEY)"
+        )
     if llm.provider == "openai" and no_url and no_key:
         raise ConfigError(
             "invalid configuration: llm.base_url: ROOST_LLM__PROVIDER is openai but no server "

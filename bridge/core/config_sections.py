@@ -230,7 +230,9 @@ class McpServerSettings(_Section):
     url: str | None = None
     headers: dict[str, SecretStr] = Field(default_factory=dict)
     allow: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(20.0, gt=0, le=600)  # start, list and each call
+    timeout_s: float = Field(20.0, gt=0, le=600)  # list and each call
+    # starting (a process that imports its SDK, `npx` fetching a package) takes longer
+    start_timeout_s: float = Field(60.0, gt=0, le=600)
 
     @field_validator("url")
     @classmethod

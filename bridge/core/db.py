@@ -206,6 +206,13 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (tenant, channel, chat, name)
     )
     """,
+    # when each admitted identity last wrote (bridge/core/pairing.py `stamp`: roost access list)
+    """
+    CREATE TABLE identity_seen (
+        channel TEXT NOT NULL, identity TEXT NOT NULL, tenant TEXT NOT NULL, at REAL NOT NULL,
+        PRIMARY KEY (channel, identity)
+    )
+    """,
 )
 
 

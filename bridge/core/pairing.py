@@ -38,6 +38,7 @@ LOCKOUT_S = 3600.0
 FAILURE_WINDOW_S = 3600.0
 MAX_STRANGER_ROWS = 10_000  # per table: refusal notices, failure counters
 SEEN_EVERY_S = 60.0  # last_seen is written at most this often per identity
+STAMP_EVERY_S = 5.0  # identity_seen: at most this often per identity (roost access list)
 
 
 def normalize(code: str) -> str:
@@ -78,6 +79,7 @@ class PairingStore:
         self._db = db
         self._clock = clock
         self._rand = rand
+        self._stamped: dict[tuple[str, str], float] = {}  # identity_seen writes, per identity
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -224,6 +226,26 @@ class PairingStore:
                 (now, channel, identity),
             )
         return str(tenant)
+
+    def stamp(self, channel: str, identity: str, tenant: str) -> None:
+        """An admitted identity wrote now (every channel, configured or paired); written
+        at most once per STAMP_EVERY_S per identity, so `roost access list` is current."""
+        now = self._clock()
+        key = (channel, identity)
+        if now - self._stamped.get(key, float("-inf")) < STAMP_EVERY_S:
+            return
+        self._stamped[key] = now
+        self._db.execute(
+            "INSERT INTO identity_seen (channel, identity, tenant, at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (channel, identity) DO UPDATE SET tenant = excluded.tenant,"
+            " at = excluded.at",
+            (channel, identity, tenant, now),
+        )
+
+    def last_seen(self) -> dict[tuple[str, str], float]:
+        """(channel, identity) -> when it last wrote (see `stamp`)."""
+        rows = self._db.execute("SELECT channel, identity, at FROM identity_seen").fetchall()
+        return {(str(c), str(i)): float(at) for c, i, at in rows}
 
     def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
         """A TenantResolver rule: paired identities of any channel whose tenant is `known`.

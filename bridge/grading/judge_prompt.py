@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bridge.core.words import count
 from bridge.grading.classify import LABELS, Label
 
 HEAD_LINES = 3  # the answer's first lines the judge sees
@@ -78,7 +79,7 @@ def render(items: Sequence[JudgeItem]) -> str:
         f"Next message: {_one_line(it.next, TEXT_CHARS)}"
         for n, it in enumerate(items, 1)
     ]
-    return "\n\n".join(blocks) + f"\n\nLabel the {len(items)} item(s), one line each."
+    return "\n\n".join(blocks) + f"\n\nLabel the {count(len(items), 'item')}, one line each."
 
 
 def cache_key(item: JudgeItem) -> str:

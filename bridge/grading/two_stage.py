@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bridge.core.words import count
 from bridge.grading.classify import Outcome, classify
 from bridge.grading.evaluate import Case, Report, evaluate
 from bridge.grading.judge_client import JudgeClient
@@ -33,8 +34,9 @@ class JudgeTally:
     def line(self) -> str:
         return (
             f"judge: {self.eligible} follow-ups eligible, {self.asked} asked in "
-            f"{self.requests} request(s), {self.ignored} answer(s) ignored (not one label), "
-            f"{self.failed} without an answer, {self.changed} label(s) changed"
+            f"{count(self.requests, 'request')}, {count(self.ignored, 'answer')} ignored "
+            f"(not one label), {self.failed} without an answer, "
+            f"{count(self.changed, 'label')} changed"
         )
 
 

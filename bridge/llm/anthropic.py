@@ -30,7 +30,7 @@ from bridge.llm.anthropic_events import EventReader, bad_response, message_event
 from bridge.llm.anthropic_wire import build_body, error_fields, safe_message
 from bridge.llm.faults import ServerFault, reported
 from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
-from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, within
+from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, unavailable_text, within
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
 
@@ -54,7 +54,7 @@ def exhausted(exc: Retry, attempts: int) -> BackendError:
         text = f"Anthropic is rate-limiting roost's API key ({tries}); try again in a minute"
         return ServerFault("rate_limited", text, detail)
     return ServerFault(
-        "unavailable", f"the Anthropic API cannot be reached right now ({tries})", detail
+        "unavailable", unavailable_text(exc.detail, attempts, "the Anthropic API"), detail
     )
 
 

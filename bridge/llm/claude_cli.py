@@ -3,22 +3,25 @@
 The CLI (Claude Code, logged in on the server) runs in its own process group
 in an empty temporary directory, with the assembled system prompt appended
 (`--append-system-prompt-file`, a 0600 file there, never an argument anyone
-can read in /proc), the conversation on stdin, and an MCP config naming
-roost's MCP server for this tenant (`python -m bridge.cli.main mcp
---tenant T`), so the person's `me.*` tools are called as
-`mcp__forge__me__<name>` and run in roost's sandbox. Claude Code runs those
+can read in /proc) and the conversation on stdin. The turn's tools (all of
+them: memory, forge_create and drafts, skills, schedule, recall, the
+tenant's `me.*` tools and attached MCP servers) reach it through the injected
+`ToolServer`: roost's MCP endpoint for this one call (`bridge.mcp.turn_tools`,
+loopback HTTP, a bearer token made for the call, closed when the call ends),
+named in a 0600 `--mcp-config` file as server `roost`, so Claude Code calls
+`mcp__roost__<name>` and `--allowedTools` lists exactly those. Each call runs
+through `ModelRequest.call_tool`, the agent loop's own tool path, so it is
+masked, audited, shown and stored like any tool call. Claude Code runs the
 tools itself, so this backend yields text and one `Finish`, never a
-`ToolCall`. Lines of `--output-format stream-json` are read as they come.
+`ToolCall`. Without a tool server or `call_tool` (a summary, a judge) no tool
+is offered. Lines of `--output-format stream-json` are read as they come.
 
 `timeout_s` is an inactivity timeout: when the CLI writes nothing for that
-long, its whole process group (the CLI, the MCP server, anything they
-started) is killed. The group is killed too when the turn ends early and
-after every run, so nothing outlives a turn. The CLI's environment drops
-roost's own secrets (`ROOST_*` tokens, keys, external MCP servers' settings,
-whole sections given as JSON) and `CREDENTIALS_DIRECTORY`. The MCP config
-hands `roost mcp` its non-secret `ROOST_*` settings, the home, and the two
-paths it needs to key the audit chain as the daemon does
-(`ROOST_AUDIT_HMAC_KEY_FILE`, `CREDENTIALS_DIRECTORY`): paths, never a value.
+long, its whole process group (the CLI and anything it started) is killed.
+The group is killed too when the turn ends early and after every run, so
+nothing outlives a turn; the tool endpoint closes after it. The CLI's
+environment drops roost's own secrets (`ROOST_*` tokens, keys, external MCP
+servers' settings, whole sections given as JSON) and `CREDENTIALS_DIRECTORY`.
 """
 
 from __future__ import annotations
@@ -28,22 +31,29 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 import tempfile
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from pathlib import Path
 
+from bridge.llm.claude_relay import ToolRelay
 from bridge.llm.claude_stream import (
     LineReader,
     allowed_tools,
     cli_args,
     cli_failure,
     mcp_config,
+    tools_note,
     transcript,
 )
 from bridge.llm.faults import ServerFault, reported
-from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+from bridge.types.backend import (
+    BackendError,
+    ModelEvent,
+    ModelRequest,
+    ToolEndpoint,
+    ToolServer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +61,6 @@ LINE_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole long mes
 STDERR_KEEP = 8192
 REAP_S = 5.0
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASS", "HMAC", "AUTH", "CREDENTIAL", "__MCP")
-MCP_PATHS = ("ROOST_AUDIT_HMAC_KEY_FILE", "CREDENTIALS_DIRECTORY")  # where the chain's key is
-
-
-def roost_mcp_command(tenant: str) -> list[str]:
-    """roost's own MCP server for one tenant (`roost mcp --tenant T`)."""
-    return [sys.executable, "-m", "bridge.cli.main", "mcp", "--tenant", tenant]
 
 
 def _secret(name: str, value: str) -> bool:
@@ -71,16 +75,6 @@ def child_env(base: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in base.items() if not _secret(k, v) and k != "CREDENTIALS_DIRECTORY"}
 
 
-def mcp_env(base: Mapping[str, str], home: str | None) -> dict[str, str]:
-    """What `roost mcp` is given: roost's non-secret settings, the home, and the paths
-    to the audit chain's key; never a token or key itself."""
-    env = {k: v for k, v in base.items() if k.startswith("ROOST_") and not _secret(k, v)}
-    env.update({k: base[k] for k in MCP_PATHS if k in base})
-    if home:
-        env["ROOST_HOME"] = home
-    return env
-
-
 class ClaudeCliBackend:
     """Claude Code as a model backend; one subprocess per model call."""
 
@@ -92,17 +86,14 @@ class ClaudeCliBackend:
         model: str = "",
         claude_path: str = "claude",
         timeout_s: float = 120,
-        roost_home: str | None = None,
-        mcp_command: Sequence[str] | None = None,
+        tool_server: ToolServer | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self._model = model
         self._claude = claude_path
         self._timeout_s = timeout_s
-        self._mcp_command = list(mcp_command) if mcp_command else None
-        base = os.environ if env is None else env
-        self._env = child_env(base)
-        self._mcp_env = mcp_env(base, roost_home)
+        self._tool_server = tool_server
+        self._env = child_env(os.environ if env is None else env)
         self._running: set[asyncio.subprocess.Process] = set()
 
     def describe(self) -> str:
@@ -120,11 +111,16 @@ class ClaudeCliBackend:
         except BackendError as exc:
             raise reported(exc, "", lambda text: text) from exc
 
-    def _config(self, tmp: Path, tenant: str) -> str | None:
-        if not tenant:
-            return None
-        command = self._mcp_command or roost_mcp_command(tenant)
-        return _private_file(tmp / "mcp.json", mcp_config(command, self._mcp_env))
+    @contextlib.asynccontextmanager
+    async def _tools(
+        self, request: ModelRequest, relay: ToolRelay
+    ) -> AsyncIterator[ToolEndpoint | None]:
+        """This call's tool endpoint, open for the call; None when no tool is offered."""
+        if self._tool_server is None or request.call_tool is None or not request.tools:
+            yield None
+            return
+        async with self._tool_server(request.tools, relay) as endpoint:
+            yield endpoint
 
     async def _start(self, args: list[str], cwd: Path) -> asyncio.subprocess.Process:
         pipe = asyncio.subprocess.PIPE
@@ -155,54 +151,86 @@ class ClaudeCliBackend:
             ) from exc
 
     async def _run(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        relay = ToolRelay()
         with tempfile.TemporaryDirectory(prefix="roost-claude-") as tmp:
-            config = self._config(Path(tmp), request.tenant)
-            allowed = allowed_tools(request.tools) if config else []
-            system = _private_file(Path(tmp) / "system.md", request.system)
-            args = cli_args(self._claude, self._model, system, config, allowed)
-            proc = await self._start(args, Path(tmp))
-            self._running.add(proc)
-            feeder = asyncio.create_task(_feed(proc, transcript(request.messages)))
-            errors = asyncio.create_task(_tail(proc.stderr))
-            reader = LineReader()
-            try:
-                async with aclosing(self._lines(proc, reader)) as events:
+            async with self._tools(request, relay) as endpoint:
+                run = self._call(request, Path(tmp), endpoint, relay)
+                async with aclosing(run) as events:
                     async for event in events:
                         yield event
-                code = await _wait(proc, self._timeout_s)
-                if reader.result is None:
-                    raise cli_failure(code, await _stderr(errors))
-                for event in reader.finish():
+
+    async def _call(
+        self, request: ModelRequest, tmp: Path, endpoint: ToolEndpoint | None, relay: ToolRelay
+    ) -> AsyncGenerator[ModelEvent, None]:
+        """One CLI run; its process group is dead when this ends (before the endpoint)."""
+        config, allowed, system_text = None, [], request.system
+        if endpoint is not None:
+            config = _private_file(tmp / "mcp.json", mcp_config(endpoint))
+            allowed = allowed_tools(request.tools)
+            system_text = request.system + tools_note(request.tools)
+        system = _private_file(tmp / "system.md", system_text)
+        args = cli_args(self._claude, self._model, system, config, allowed)
+        proc = await self._start(args, tmp)
+        self._running.add(proc)
+        feeder = asyncio.create_task(_feed(proc, transcript(request.messages)))
+        errors = asyncio.create_task(_tail(proc.stderr))
+        reader = LineReader()
+        try:
+            async with aclosing(self._lines(proc, reader, relay, request)) as events:
+                async for event in events:
                     yield event
-            finally:
-                _kill_group(proc)
-                self._running.discard(proc)
-                for task in (feeder, errors):
-                    task.cancel()
-                await asyncio.gather(feeder, errors, return_exceptions=True)
-                await _reap(proc)
+            code = await _wait(proc, self._timeout_s)
+            if reader.result is None:
+                raise cli_failure(code, await _stderr(errors))
+            for event in reader.finish():
+                yield event
+        finally:
+            _kill_group(proc)
+            relay.cancel_waiting()
+            self._running.discard(proc)
+            for task in (feeder, errors):
+                task.cancel()
+            await asyncio.gather(feeder, errors, return_exceptions=True)
+            await _reap(proc)
 
     async def _lines(
-        self, proc: asyncio.subprocess.Process, reader: LineReader
+        self,
+        proc: asyncio.subprocess.Process,
+        reader: LineReader,
+        relay: ToolRelay,
+        request: ModelRequest,
     ) -> AsyncGenerator[ModelEvent, None]:
-        assert proc.stdout is not None
+        """The CLI's output as events; the tools it calls meanwhile run here (the turn's task)."""
+        stdout = proc.stdout
+        assert stdout is not None
         started = False
-        while True:
-            try:
-                async with asyncio.timeout(self._timeout_s):
-                    line = await proc.stdout.readline()
-            except TimeoutError as exc:
-                where = "mid-answer" if started else "before answering"
-                text = f"Claude Code sent nothing for {self._timeout_s:g}s {where} and was stopped"
-                raise ServerFault("timeout", text, text) from exc
-            except ValueError as exc:  # a line over LINE_LIMIT
-                text = "Claude Code sent an unreadable answer"
-                raise ServerFault("bad_response", text, str(exc)) from exc
-            if not line:
-                return
-            for event in reader.feed(line):
-                started = True
-                yield event
+        read: asyncio.Future[bytes] | None = None
+        try:
+            while True:
+                read = read or asyncio.ensure_future(stdout.readline())
+                line = await self._line(relay, read, request, started)
+                read = None
+                if not line:
+                    return
+                for event in reader.feed(line):
+                    started = True
+                    yield event
+        finally:
+            if read is not None:
+                read.cancel()
+
+    async def _line(
+        self, relay: ToolRelay, read: asyncio.Future[bytes], request: ModelRequest, started: bool
+    ) -> bytes:
+        try:
+            return await relay.next_line(read, self._timeout_s, request.call_tool)
+        except TimeoutError as exc:
+            where = "mid-answer" if started else "before answering"
+            text = f"Claude Code sent nothing for {self._timeout_s:g}s {where} and was stopped"
+            raise ServerFault("timeout", text, text) from exc
+        except ValueError as exc:  # a line over LINE_LIMIT
+            text = "Claude Code sent an unreadable answer"
+            raise ServerFault("bad_response", text, str(exc)) from exc
 
 
 async def _stderr(errors: asyncio.Task[str]) -> str:

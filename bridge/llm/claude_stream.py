@@ -1,14 +1,16 @@
 """The Claude Code CLI's side of a turn, without the process: arguments, stdin, output.
 
 `cli_args` builds the `claude -p` command line (stream-json output, the
-system prompt appended from a file, roost's MCP server as the only one, its `me.*` tools
-allowed as `mcp__forge__me__<name>`, Claude Code's own tools switched off);
-`transcript` writes the conversation for stdin; `mcp_config` is the JSON
-`--mcp-config` points at; `LineReader` turns stream-json lines into
-`TextDelta` / `Finish` as they arrive (partial `stream_event` deltas when
-the CLI sends them, whole `assistant` messages otherwise; the `result` line
-gives usage); `cli_failure` turns an error result, exit status or stderr
-into a clear reply (not installed, not logged in, failed). No I/O.
+system prompt appended from a file, roost's MCP endpoint of this call as the
+only server, every tool of the turn allowed as `mcp__roost__<name>`, Claude
+Code's own tools switched off); `transcript` writes the conversation for
+stdin; `mcp_config` is the JSON `--mcp-config` points at (the endpoint's URL
+and bearer token); `tools_note` tells the model how its tools are named;
+`LineReader` turns stream-json lines into `TextDelta` / `Finish` as they
+arrive (partial `stream_event` deltas when the CLI sends them, whole
+`assistant` messages otherwise; the `result` line gives usage);
+`cli_failure` turns an error result, exit status or stderr into a clear
+reply (not installed, not logged in, failed). No I/O.
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ from typing import Any
 
 from bridge.llm.anthropic_events import Usage
 from bridge.llm.faults import ServerFault
-from bridge.types.backend import BackendError, ChatMessage, ModelEvent, TextDelta, ToolSchema
+from bridge.types.backend import (
+    BackendError,
+    ChatMessage,
+    ModelEvent,
+    TextDelta,
+    ToolEndpoint,
+    ToolSchema,
+)
 
 log = logging.getLogger(__name__)
 
-SERVER = "forge"
-WIRE_PREFIX = "me__"
+SERVER = "roost"
 LOGIN_HINTS = ("/login", "api key", "not logged in", "authentication", "oauth token")
 NOT_LOGGED_IN = (
     "the Claude Code CLI on the server is not logged in; the operator should run `claude` "
@@ -34,13 +42,25 @@ NOT_LOGGED_IN = (
 
 
 def allowed_tools(tools: Sequence[ToolSchema], server: str = SERVER) -> list[str]:
-    """The personal tools offered this turn as Claude Code names them: `mcp__forge__me__x`.
+    """The tools offered this step as Claude Code names them: `mcp__roost__memory_save`.
 
     Claude Code calls an MCP tool `mcp__<server>__<tool>` with the tool's name as the
-    server lists it; roost's MCP server lists `me.x` as `me__x` (a `.` is not allowed in
-    a model API's tool name), so `--allowedTools` names exactly `mcp__forge__me__x`.
+    server lists it (the turn's wire names: `memory_save`, `me__x` for `me.x`), and in
+    `-p` mode refuses one `--allowedTools` does not name.
     """
-    return [f"mcp__{server}__{t.name}" for t in tools if t.name.startswith(WIRE_PREFIX)]
+    return [f"mcp__{server}__{t.name}" for t in tools]
+
+
+def tools_note(tools: Sequence[ToolSchema], server: str = SERVER) -> str:
+    """The end of the system prompt when tools are offered: how they are named here."""
+    if not tools:
+        return ""
+    first = tools[0].name
+    return (
+        f"\n\n(Tool names in this session: every tool named above is served by the MCP "
+        f"server `{server}`, so `{first}` is `mcp__{server}__{first}`, and so on. They are "
+        "the only tools you have.)"
+    )
 
 
 def cli_args(
@@ -61,10 +81,13 @@ def cli_args(
     return args
 
 
-def mcp_config(command: Sequence[str], env: Mapping[str, str], server: str = SERVER) -> str:
-    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
-    if env:
-        entry["env"] = dict(env)
+def mcp_config(endpoint: ToolEndpoint, server: str = SERVER) -> str:
+    """`--mcp-config`: the call's endpoint as Claude Code's streamable-HTTP server entry."""
+    entry: dict[str, Any] = {
+        "type": "http",
+        "url": endpoint.url,
+        "headers": {"Authorization": f"Bearer {endpoint.token}"},
+    }
     return json.dumps({"mcpServers": {server: entry}}, indent=2)
 
 
@@ -197,7 +220,7 @@ def _check_servers(servers: Any) -> None:
     for server in servers if isinstance(servers, list) else []:
         if isinstance(server, Mapping) and server.get("status") not in (None, "connected"):
             log.warning(
-                "claude: MCP server %s is %s; personal tools are unavailable this turn",
+                "claude: MCP server %s is %s; roost's tools are unavailable this turn",
                 server.get("name"),
                 server.get("status"),
             )

@@ -31,9 +31,12 @@ def retry_reason(kind: str, detail: str) -> str:
     return f"{words} ({detail})" if detail.startswith("HTTP ") and len(detail) <= 8 else words
 
 
+CANNOT_CONNECT = "cannot connect"
+
+
 def connection_detail(exc: aiohttp.ClientError) -> str:
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return "cannot connect"
+        return CANNOT_CONNECT
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "the server closed the connection"
     if isinstance(exc, aiohttp.ClientPayloadError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from bridge.llm.faults import ServerFault
-from bridge.llm.http_retry import Retry, retry_reason
+from bridge.llm.http_retry import CANNOT_CONNECT, Retry, retry_reason
 from bridge.types.backend import BackendError, ModelEvent, Retrying
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 Sleep = Callable[[float], Awaitable[Any]]
 Attempt = Callable[[], AsyncGenerator[ModelEvent, None]]
 T = TypeVar("T")
+_STATUS = re.compile(r"HTTP (\d{3})\b")
 
 
 def silent(timeout_s: float, started: bool) -> BackendError:
@@ -58,22 +60,35 @@ async def read_chunk(response: aiohttp.ClientResponse, timeout_s: float, started
     return await within(timeout_s, started, response.content.readany())
 
 
+def attempts_text(attempts: int) -> str:
+    return f"{attempts} attempt" + ("s" if attempts != 1 else "")
+
+
+def unavailable_text(detail: str, attempts: int, who: str = "the model server") -> str:
+    """What went wrong, in words that match it: a server that answered with an error
+    status was reached; one that refused the connection was not. Only roost's own
+    words and an HTTP status: never the server's message (`detail` may carry it)."""
+    tries = attempts_text(attempts)
+    status = _STATUS.match(detail)
+    if status:
+        return f"{who} answered with an error (HTTP {status.group(1)}, {tries}); try again later"
+    if detail == CANNOT_CONNECT:
+        return f"{who} cannot be reached right now ({tries})"
+    if " in the stream:" in detail:  # an error event where the answer should be
+        return f"{who} reported an error instead of answering ({tries}); try again later"
+    return f"the connection to {who} broke before it answered ({tries}); please ask again"
+
+
 def default_exhausted(exc: Retry, attempts: int) -> BackendError:
     """The message once the retries are used up (OpenAI-compatible servers)."""
-    tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
-    detail = f"{exc.detail}, {tries}"
+    detail = f"{exc.detail}, {attempts_text(attempts)}"
     if exc.kind == "rate_limited":
         return ServerFault(
             "rate_limited",
             f"the model server is rate-limiting requests ({detail}); try again in a minute",
             detail,
         )
-    status = f"{exc.detail}, " if exc.detail.startswith("HTTP ") else ""
-    return ServerFault(
-        "unavailable",
-        f"the model server cannot be reached right now ({status}{tries})",
-        detail,
-    )
+    return ServerFault("unavailable", unavailable_text(exc.detail, attempts), detail)
 
 
 @dataclass

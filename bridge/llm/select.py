@@ -5,8 +5,10 @@ default) picks `anthropic` for an Anthropic key (`sk-ant-...`) without a
 base URL, `openai` when a base URL or another API key is configured and
 `offline` otherwise; `openai`, `anthropic`, `claude_cli` and `offline`
 force one. A backend module (aiohttp, subprocess) is imported only when it
-is chosen. Keyword arguments a backend does not take are dropped, so one
-call serves every provider.
+is chosen. The reason names the setting (`base_url`, `api_key` of `[llm]` or
+`[models.X]`), never where it came from: the file or `ROOST_*` alike.
+Keyword arguments a backend does not take are dropped, so one call serves
+every provider.
 """
 
 from __future__ import annotations
@@ -55,24 +57,19 @@ def select_backend(
     if choice == "claude_cli":
         return _claude_cli(model, kw)
     if choice == "auto" and not base_url and api_key and api_key.startswith("sk-ant-"):
-        choice, why = "anthropic", "provider auto -> anthropic (ROOST_LLM__API_KEY is an "
-        why += "Anthropic key)"
+        choice, why = "anthropic", "provider auto -> anthropic (api_key is an Anthropic key)"
     elif choice == "anthropic":
         why = "provider anthropic (set explicitly)"
     if choice == "anthropic":
         return _anthropic(base_url, api_key, model, kw, why)
     if choice == "auto":
         if base_url:
-            why = "provider auto -> openai (ROOST_LLM__BASE_URL is set)"
+            why = "provider auto -> openai (base_url is set)"
         elif api_key:
-            why = (
-                "provider auto -> openai (ROOST_LLM__API_KEY is set; "
-                f"base URL {OPENAI_DEFAULT_BASE_URL})"
-            )
+            why = f"provider auto -> openai (api_key is set; base URL {OPENAI_DEFAULT_BASE_URL})"
         else:
             return OfflineBackend(), (
-                "provider auto -> offline "
-                "(neither ROOST_LLM__BASE_URL nor ROOST_LLM__API_KEY is set)"
+                "provider auto -> offline (neither base_url nor api_key is set)"
             )
     else:
         if not base_url and not api_key:

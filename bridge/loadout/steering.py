@@ -5,7 +5,10 @@ and the tenant's own `STEERING.md`, combined operator first. An `@path` names
 another file, resolved relative to the file that mentions it; it is appended
 under a "Contents of" header if it is a real file inside the confinement
 root, at most 3 levels deep and 20 files per tree, each file once (cycles are
-safe). Anything else stays plain text. A tree shares one character cap; a cut
+safe). One that names a path outside the confinement, or a private file, gets
+a note in the block saying it was not included and why (`roost prompt` shows
+it; the note never says whether such a file exists). Anything else stays
+plain text. A tree shares one character cap; a cut
 is announced with a note naming the file.
 
 Confinement: the operator's tree may reach files under `$ROOST_HOME` except
@@ -38,11 +41,18 @@ class Confinement:
     excluded: tuple[str, ...] = ()  # realpaths of subtrees that are off limits
 
     def allows(self, real: str) -> bool:
+        return self.refusal(real) is None
+
+    def refusal(self, real: str) -> str | None:
+        """Why an include of `real` is refused (None: allowed). Says nothing of whether
+        the file exists, so a note never tells a tenant what lies outside its root."""
         if not _within(real, self.root) or real == self.root:
-            return False
+            return "outside the files steering may include"
         if any(_within(real, ex) for ex in self.excluded):
-            return False
-        return os.path.basename(real) not in _PRIVATE_NAMES
+            return "tenants', audit and vault files are never included"
+        if os.path.basename(real) in _PRIVATE_NAMES:
+            return "a private file (database, token)"
+        return None
 
 
 def _within(path: str, root: str) -> bool:
@@ -72,8 +82,16 @@ class _Walk:
     used: int = 0
     files: int = 0
 
+    refused: set[str] = field(default_factory=set)
+
     def label(self, real: str) -> str:
         return os.path.relpath(real, self.conf.root)
+
+    def refuse(self, ref: str, why: str) -> None:
+        """Say once, inside the block, why `@ref` was not included (as written)."""
+        if ref not in self.refused and len(self.refused) < MAX_FILES:
+            self.refused.add(ref)
+            self.notes.append(f"[steering: @{ref} not included — {why}]")
 
     def add(self, text: str, label: str) -> None:
         room = self.cap - self.used if self.cap else len(text)
@@ -118,7 +136,11 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
     base_dir = os.path.dirname(real)
     for match in _REF.finditer(text):
         target = _candidate(match.group(1), base_dir)
-        if not walk.conf.allows(target) or target in walk.seen:
+        why = walk.conf.refusal(target)
+        if why is not None:
+            walk.refuse(match.group(1), why)
+            continue
+        if target in walk.seen:
             continue
         stat = sig(target)
         walk.deps[target] = stat

@@ -3,11 +3,13 @@
 `ServerLink.ready()` starts the session (stdio: the operator's `command` with
 only `env` and a few safe variables such as PATH and HOME, never roost's own
 environment; HTTP: `url` with `headers`), lists the tools and returns within
-`timeout_s`, whatever the server does; a failure is remembered for
+`start_timeout_s` (60 s: a process that imports its SDK on a busy machine, or
+`npx` fetching a package, takes longer than a call), whatever the server
+does; a failure is remembered for
 `RETRY_S`, so a dead server costs one timeout per minute, not one per turn.
 The SDK's session lives in a task of its own (anyio scopes must be left by
 the task that entered them) until `aclose()`; calls are made from the turn's
-task and bounded by `timeout_s` too. A server's stderr goes to
+task and bounded by `timeout_s` (20 s). A server's stderr goes to
 `$ROOST_HOME/mcp/<tenant>.<server>.log` (0600), not to roost's log. A link a
 reload replaced or removed is `retired` (`bridge.mcp.holds`): it is never
 started again.
@@ -75,9 +77,9 @@ class ServerLink:
             self._task = asyncio.create_task(self._run(self._ready), name=f"mcp:{self.name}")
         assert self._ready is not None
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), self.settings.timeout_s)
+            await asyncio.wait_for(asyncio.shield(self._ready), self.settings.start_timeout_s)
         except TimeoutError:
-            self._fail(f"did not start within {self.settings.timeout_s:g} s")
+            self._fail(f"did not start within {self.settings.start_timeout_s:g} s")
             await self._end()
             raise LinkError("start", self.failure) from None
         except LinkError as exc:
@@ -132,7 +134,8 @@ class ServerLink:
             transport,
             mode="legacy",
             cache=None,
-            read_timeout_seconds=self.settings.timeout_s,
+            # a bound on each answer; start and calls have their own (wait_for)
+            read_timeout_seconds=max(self.settings.timeout_s, self.settings.start_timeout_s),
             message_handler=self._on_message,
         )
 

@@ -5,7 +5,7 @@ only the tools its `allow` list names are offered, as `mcp__<server>__<tool>`
 (`bridge.mcp.names`), with the server's own description and input schema.
 Before each of a tenant's turns (`before_turn`, a `TurnObserver` hook) its
 servers are started concurrently if they are not running, each bounded by its
-`timeout_s`; nothing of one tenant's servers is ever offered to another. A
+`start_timeout_s`; nothing of one tenant's servers is ever offered to another. A
 server that is not available still offers its explicitly allowed tools, which
 answer with a tool error saying so. Every call is one `mcp.called` event
 (keyed ids of server and tool, ms, ok, error_kind); never arguments or
@@ -87,6 +87,10 @@ class McpTools:
 
     async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
         self._holds.release()
+
+    def links(self, tenant: str) -> tuple[ServerLink, ...]:
+        """The tenant's attached servers now (after the last reload)."""
+        return self._links.get(tenant, ())
 
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]:
         out: list[Tool] = []

@@ -16,13 +16,23 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.memory import journal
-from bridge.memory.files import MAX_DESCRIPTION, TYPES, Topic, parse_filename, usage_label
+from bridge.memory.files import (
+    MAX_DESCRIPTION,
+    TYPES,
+    MemoryInputError,
+    Topic,
+    parse_filename,
+    slug,
+    usage_label,
+)
 from bridge.memory.service import Memory
 from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
 from bridge.memory.tidy import HOW_TO_FREE, Consolidator
+from bridge.screening.unicode_clean import clean
 from bridge.types.messages import Final
 
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
+ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
 USAGE = "/memory [list | show <name> | rm <name> | undo | stats | tidy [id]]"
 
 
@@ -36,8 +46,37 @@ def _who(topic: Topic) -> str:
 
 
 def remember_name(text: str) -> str:
-    words = re.findall(r"[\w'-]+", text)[:6]
-    return " ".join(words)[:40].strip() or "note"
+    """A topic name from the first words of the text as stored (NFKC), "note" without any.
+
+    A name needs a letter or digit that survives the file name's ASCII folding
+    (`files.slug`), so text in a script without one (Chinese, Arabic) is a "note".
+    """
+    words = re.findall(r"[\w'-]+", clean(text))[:6]
+    name = " ".join(words)[:40].strip()
+    try:
+        slug(name)
+    except MemoryInputError:
+        return "note"
+    return name
+
+
+def remember_description(text: str) -> str:
+    """The index line for `/remember TEXT`: the text as stored, on one line, cut to fit.
+
+    The store keeps NFKC text (`clean`), which can be longer than what was typed
+    ("…" becomes "...", "ﷺ" eighteen characters): normalise first, then cut, with
+    an ellipsis that normalisation leaves alone.
+    """
+    one = " ".join(clean(text).split())
+    if len(one) <= MAX_DESCRIPTION:
+        return one
+    cut = MAX_DESCRIPTION - len(ELLIPSIS)
+    while cut > 0:
+        desc = clean(one[:cut].rstrip() + ELLIPSIS)
+        if len(desc) <= MAX_DESCRIPTION:
+            return desc
+        cut -= 1
+    return ELLIPSIS
 
 
 class MemoryCommands:
@@ -148,8 +187,7 @@ class MemoryCommands:
         n = 2
         while self._memory.store.find(dirs, name) is not None:
             name, n = f"{base} {n}", n + 1
-        one = " ".join(text.split())
-        desc = one if len(one) <= MAX_DESCRIPTION else one[: MAX_DESCRIPTION - 1] + "…"
+        desc = remember_description(text)
         inbound = ctx.inbound
         prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
         try:

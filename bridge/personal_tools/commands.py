@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.words import count
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import (
     MIN_HASH,
@@ -107,7 +108,7 @@ class ToolCommands:
                 flag = " · unused 90d" if t.unused(now_ms) else ""
                 lines.append(
                     f"- me.{t.spec.name}({params(t.spec.schema)}) — {t.spec.description} · "
-                    f"{t.usage.calls} calls, last use {_when(t.usage.last_used_ms)}{flag}"
+                    f"{count(t.usage.calls, 'call')}, last use {_when(t.usage.last_used_ms)}{flag}"
                 )
         kept = {t.spec.sha256 for t in saved}
         drafts = [d for d in self._drafts.drafts(ctx.session) if d.spec.sha256 not in kept]
@@ -228,7 +229,8 @@ class ToolCommands:
                 f"Parameters: {params(t.spec.schema) or 'none'}",
                 f"sha256: {t.spec.sha256}",
                 f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
-                f"{u.calls} calls, {u.errors} errors, last use {_when(u.last_used_ms)}",
+                f"{count(u.calls, 'call')}, {count(u.errors, 'error')}, "
+                f"last use {_when(u.last_used_ms)}",
                 f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
                 f"Network: {', '.join(t.spec.network) or 'none'}",
                 "```python",

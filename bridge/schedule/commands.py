@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from zoneinfo import ZoneInfo
 
 from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.words import count
 from bridge.schedule.jobs import Job
 from bridge.schedule.planning import Planner, Refused, Target, local, tool_payload
 from bridge.schedule.recur import parse_every
@@ -25,12 +26,16 @@ SHOWN_FAILURES = 3
 
 
 def preview(job: Job) -> str:
-    """The first 40 characters of what a job does (a tool job: its tool and mode)."""
+    """The first 40 characters of what a job does (a tool job: its tool, arguments, mode)."""
     if job.kind == "tool":
         try:
             data = json.loads(job.payload)
-            return f"{data['tool']} ({'always' if data['mode'] == 'always' else 'on change'})"
-        except (ValueError, KeyError, TypeError):
+            args = "".join(
+                f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.get("args", {}).items()
+            )
+            mode = "always" if data["mode"] == "always" else "on change"
+            return f"{data['tool']}{args} ({mode})"
+        except (ValueError, KeyError, TypeError, AttributeError):
             return "(unreadable tool job)"
     text = " ".join(job.payload.split())
     return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
@@ -54,7 +59,7 @@ class ScheduleCommands:
             Command("remind", "/remind <when> <text>", "a reminder in this chat", self.remind),
             Command(
                 "every",
-                "/every <when> <prompt> | /every <when> me.<tool> [always|on change]",
+                "/every <when> <prompt> | /every <when> me.<tool> [key=value …] [always|on change]",
                 "a recurring answer or tool run in this chat",
                 self.every,
             ),
@@ -127,7 +132,8 @@ class ScheduleCommands:
         for entry in failed[:SHOWN_FAILURES]:
             state = "given up" if entry.state == "dead" else "retrying"
             out.append(
-                f"  {state} after {entry.attempts} attempt(s): {entry.last_error or 'failed'}"
+                f"  {state} after {count(entry.attempts, 'attempt')}: "
+                f"{entry.last_error or 'failed'}"
             )
         return out
 

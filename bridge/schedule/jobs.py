@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from bridge.core.words import count
 from bridge.schedule.schema import transaction
 from bridge.types.masked import Masked, require
 
@@ -154,12 +155,12 @@ class JobStore:
             )
 
     def _check_count(self, tenant: str) -> None:
-        (count,) = self.conn.execute(
+        (held,) = self.conn.execute(
             "SELECT COUNT(*) FROM jobs WHERE tenant = ? AND state != 'done'", (tenant,)
         ).fetchone()
-        if count >= self.limits.max_jobs:
+        if held >= self.limits.max_jobs:
             raise LimitError(
-                f"You have {count} jobs, the most allowed is {self.limits.max_jobs}: "
+                f"You have {count(held, 'job')}, the most allowed is {self.limits.max_jobs}: "
                 "remove one first (/jobs lists them)."
             )
 

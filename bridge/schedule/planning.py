@@ -7,6 +7,10 @@ text). Whatever it refuses comes back as `Refused` with a message fit to show
 the person (or the model): the parser's own (what it understood and an
 example), a per-tenant limit, an unknown tool.
 
+The confirmation says where the message will arrive when that is not simply
+this chat (`arrival`): a terminal shows it while `roost chat` is open or the
+next time it opens, and only a running daemon runs jobs at all.
+
 Payload conventions the runtime relies on: a `reminder` carries its text, a
 `turn` its prompt, a `tool` job `{"tool": "me.<name>", "mode": "change"|"always"}`.
 `spec` is `Every.spec` ('' for a one-shot), `tz` the zone name used.
@@ -18,18 +22,20 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from bridge.schedule.jobs import Job, LimitError
 from bridge.schedule.recur import Every, check_min_interval, parse_every
 from bridge.schedule.service import ScheduleService, next_slot, to_ms
+from bridge.schedule.tool_args import ArgsRefused, read_tool_args, split_words
 from bridge.schedule.when import When, WhenError, parse_when
 from bridge.schedule.when_echo import stamp
 from bridge.schedule.zone import tenant_zone
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import TextMask
 from bridge.types.tenant_dirs import TenantDirs
+from forge import toolmeta
 from forge.names import BadName, bare_name
 
 ALWAYS: Final = frozenset({"always", "immer", "every time", "jedes mal"})
@@ -63,27 +69,73 @@ class Scheduled:
     reply: str  # the confirmation, with the job id
 
 
+TERMINAL_CHAT: Final = "terminal"  # `roost chat`'s default --chat
+
+
+def arrival(channel: str, chat: str, serving: bool | None) -> str:
+    """What to add to a confirmation about where and when it shows ('' for a push chat).
+
+    The terminal is not a push channel: an open `roost chat` on this chat name
+    prints what the daemon delivered, and one opened later prints what it missed.
+    """
+    if channel != "cli":
+        return ""
+    command = "roost chat" if chat == TERMINAL_CHAT else f"roost chat --chat {chat}"
+    note = f" It will show in `{command}` (while it is open, or the next time it starts)."
+    if serving is False:
+        note += (
+            " Jobs run in the daemon, and `roost serve` is not running now: start it"
+            " (`make run`, or `systemctl start roost`); a time missed meanwhile runs once"
+            " when it starts."
+        )
+    return note
+
+
 def local(ms: int, tz: str) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC).astimezone(ZoneInfo(tz))
 
 
 def tool_payload(rest: str, dirs: TenantDirs) -> tuple[str, str]:
-    """`me.name [always|on change]` -> (payload JSON, reply phrase); Refused if not saved."""
+    """`me.name [key=value ...] [always|on change]` -> (payload JSON, reply phrase).
+
+    Refused if the tool is not saved, or its arguments do not fit its schema
+    (checked now: a run has nobody to ask).
+    """
     word, _, option = rest.partition(" ")
     try:
         name = bare_name(word)
     except BadName as exc:
         raise Refused(str(exc)) from None
-    if not (dirs.tools / f"me.{name}.py").is_file():
+    schema = saved_schema(dirs, name)
+    if schema is None:
         raise Refused(f"You have no saved tool me.{name}; /tools lists yours.")
-    option = " ".join(option.lower().split())
+    try:
+        args, words = read_tool_args(split_words(option), schema, f"me.{name}")
+    except ArgsRefused as exc:
+        raise Refused(str(exc)) from None
+    option = " ".join(" ".join(words).lower().split())
     if option in ALWAYS:
         mode, phrase = "always", "posting its result every time"
     elif option in ON_CHANGE:
         mode, phrase = "change", "posting its result only when it changes"
     else:
-        raise Refused(f"After me.{name} say `always` or `on change` (the default).")
-    return json.dumps({"tool": f"me.{name}", "mode": mode}), f"me.{name}, {phrase}"
+        raise Refused(
+            f"After me.{name} give its arguments as key=value, then `always` or "
+            "`on change` (the default)."
+        )
+    order: dict[str, object] = {"tool": f"me.{name}", "mode": mode}
+    if args:
+        order["args"] = args
+    shown = "".join(f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return json.dumps(order, ensure_ascii=False), f"me.{name}{shown}, {phrase}"
+
+
+def saved_schema(dirs: TenantDirs, name: str) -> dict[str, Any] | None:
+    """The parameter schema of the saved tool `me.<name>`, or None when there is none."""
+    try:
+        return toolmeta.loads((dirs.tools / toolmeta.filename(name)).read_bytes(), name).schema
+    except (OSError, toolmeta.BadMeta):
+        return None
 
 
 class Planner:
@@ -129,7 +181,7 @@ class Planner:
             reply = f"{head} {when.echo}: {job.payload} (id {job.id})"
         else:
             reply = f"⏰ {when.echo} I'll answer: {job.payload} (id {job.id})"
-        return Scheduled(job, reply)
+        return Scheduled(job, reply + self._arrival(target))
 
     async def recurring(
         self, target: Target, every: Every, payload: str, kind: str, what: str, now: float
@@ -141,7 +193,11 @@ class Planner:
         job = await self._store(target, kind, every.spec, payload.strip(), every.tz.key, first, now)
         nxt = stamp(local(first, every.tz.key), local(int(now * 1000), every.tz.key), "en")
         reply = f"🔁 {every.echo}: {what}. Next run {nxt}. (id {job.id})"
-        return Scheduled(job, reply)
+        return Scheduled(job, reply + self._arrival(target))
+
+    def _arrival(self, target: Target) -> str:
+        serving = self.service.serving() if target.channel == "cli" else None
+        return arrival(target.channel, target.chat, serving)
 
     async def _store(
         self, t: Target, kind: str, spec: str, payload: str, tz: str, first_ms: int, now: float

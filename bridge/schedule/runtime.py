@@ -26,7 +26,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bridge.core.tenants import LOOPBACK_CHANNELS
@@ -50,12 +50,27 @@ Resolve = Callable[[Inbound], str | None]
 ChannelDeliver = Callable[[OutboxEntry], Awaitable[None]]
 
 
-def job_inbound(job: Job, slot_ms: int) -> Inbound:
-    """The message a job's run stands for: from the person of the job's chat.
+def job_inbounds(job: Job, slot_ms: int) -> tuple[Inbound, ...]:
+    """The messages a job's run may stand for: from the person of the job's chat.
 
     A Telegram group chat is "<group>:<user>" (the user speaks); a private one
-    is the user's id; the web page and the terminal speak as the local person.
+    is the user's id. The web page speaks as the local person or, signed in
+    with a tenant's own token, as `tenant:<tid>`: the chat does not say which,
+    so both are offered and the one that resolves to the job's tenant speaks.
+    The terminal speaks as the local person.
     """
+    msg_id = f"job:{job.id}:{slot_ms}"
+    if job.channel in LOOPBACK_CHANNELS:
+        identities = ["local"] + ([f"tenant:{job.tenant}"] if job.channel == "web" else [])
+        return tuple(
+            Inbound(job.channel, who, job.chat, job.payload, msg_id, scheduled=True)
+            for who in identities
+        )
+    return (job_inbound(job, slot_ms),)
+
+
+def job_inbound(job: Job, slot_ms: int) -> Inbound:
+    """The message a job's run stands for in a chat of one person (Telegram, ...)."""
     msg_id = f"job:{job.id}:{slot_ms}"
     if job.channel in LOOPBACK_CHANNELS:
         return Inbound(job.channel, "local", job.chat, job.payload, msg_id, scheduled=True)
@@ -70,20 +85,24 @@ def job_inbound(job: Job, slot_ms: int) -> Inbound:
 class ToolOrder:
     name: str  # bare name, without "me."
     mode: str  # change | always
+    args: Mapping[str, Any] = field(default_factory=dict)  # checked when the job was made
 
 
 def parse_tool_payload(payload: str) -> ToolOrder:
-    """`{"tool": "me.<name>", "mode": "change"|"always"}` (ValueError when malformed)."""
+    """`{"tool": "me.<name>", "mode": "change"|"always", "args"?: {...}}` (ValueError when
+    malformed)."""
     try:
         data = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise ValueError("a tool job's payload is not JSON") from exc
     if not isinstance(data, dict):
         raise ValueError("a tool job's payload is not a JSON object")
-    tool, mode = data.get("tool"), data.get("mode", "change")
+    tool, mode, args = data.get("tool"), data.get("mode", "change"), data.get("args", {})
     if not isinstance(tool, str) or not tool.startswith(PREFIX) or mode not in TOOL_MODES:
         raise ValueError("a tool job needs {'tool': 'me.<name>', 'mode': 'change'|'always'}")
-    return ToolOrder(tool[len(PREFIX) :], mode)
+    if not isinstance(args, dict):
+        raise ValueError("a tool job's args are not a JSON object")
+    return ToolOrder(tool[len(PREFIX) :], mode, args)
 
 
 def digest(text: str) -> str:
@@ -112,8 +131,10 @@ class JobRunner:
         mask = self._masks(self._dirs(job.tenant))
         if job.kind == "reminder":
             return mask.mask(REMINDER_MARK + job.payload)
-        inbound = job_inbound(job, slot_ms)
-        if self._resolve(inbound) != job.tenant:
+        inbound = next(
+            (i for i in job_inbounds(job, slot_ms) if self._resolve(i) == job.tenant), None
+        )
+        if inbound is None:
             raise JobSkipped("the chat no longer belongs to the job's tenant")
         if job.kind == "turn":
             return mask.mask(await self._turn(inbound))
@@ -139,7 +160,7 @@ class JobRunner:
         if tool is None:
             raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool")
         try:
-            result = await tool({}, ctx)  # a ToolError is the run's failure
+            result = await tool(dict(order.args), ctx)  # a ToolError is the run's failure
         except ToolError as exc:  # its text is kept on the job (/jobs shows it): masked
             raise ToolError(mask.mask(str(exc))) from None
         post = mask.mask(f"{PREFIX}{order.name}: {result}")
@@ -238,6 +259,12 @@ def recent_messages(
         (tenant, channel, chat, after_id, limit),
     ).fetchall()
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
+
+
+def newest_message_id(conn: sqlite3.Connection) -> int:
+    """The id of the newest outbox entry (0 when there is none): where a new reader starts."""
+    (newest,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM outbox").fetchone()
+    return int(newest)
 
 
 async def watch_db(

@@ -1,6 +1,8 @@
 """The schedule as the rest of roost sees it: the job and outbox stores over
-roost.db, the zone a tenant's times are read in, and who to wake when a job
-changes (the running scheduler subscribes; commands and tools call `changed`).
+roost.db, the zone a tenant's times are read in, who to wake when a job
+changes (the running scheduler subscribes; commands and tools call `changed`),
+and whether a daemon runs the jobs at all (`serving`: a terminal's `roost chat`
+builds the same service without one).
 """
 
 from __future__ import annotations
@@ -59,10 +61,17 @@ def host_zone() -> str:
 class ScheduleService:
     """Stores, limits and the default zone; `changed()` wakes the scheduler."""
 
-    def __init__(self, conn: sqlite3.Connection, limits: JobLimits, default_tz: str | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        limits: JobLimits,
+        default_tz: str | None,
+        serving: Callable[[], bool | None] = lambda: None,
+    ) -> None:
         self.jobs = JobStore(conn, next_run_ms, limits)
         self.outbox = OutboxStore(conn)
         self.default_tz = default_tz or host_zone()
+        self.serving = serving  # a daemon runs the jobs: True, False, or None (cannot tell)
         self._wakers: list[Callable[[], None]] = []
 
     def subscribe(self, wake: Callable[[], None]) -> None:

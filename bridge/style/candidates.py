@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bridge.core.words import count
 from bridge.style.aggregate import skill_counts
 from bridge.style.judge import Judge, judge_prompt
 from bridge.style.rules import DAY_MS, Counts, bullet_text, is_candidate
@@ -26,7 +27,7 @@ async def propose(run: SweepRun, tenant: str) -> None:
         until = run.store.cooldown_until(tenant, skill)
         if until > run.now:
             days = -(-(until - run.now) // DAY_MS)
-            run.say(tenant, f"skipped {skill}: cooling down for {days} more day(s)")
+            run.say(tenant, f"skipped {skill}: cooling down for {count(days, 'more day')}")
             continue
         await _add_candidate(run, tenant, skill, c)
 

@@ -5,11 +5,18 @@ The core talks to every model server through `Backend.stream`, which yields
 an HTTP backend yields `Retrying`, which only progress displays look at). Failures are
 raised as `BackendError` with a short message meant for the person. Backends
 live in `bridge/llm/`; this module imports nothing from the project.
+
+A backend whose model runs tools itself (Claude Code, `claude_cli`) never
+yields `ToolCall`: it runs the request's tools through `ModelRequest.call_tool`
+(the agent loop's own tool path: same checks, masking, audit, progress and
+stored steps), served to its model by a `ToolServer` for the length of the
+call (roost's MCP endpoint of this turn, `ToolEndpoint`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -57,11 +64,30 @@ class ToolSchema:
     parameters: Mapping[str, Any]
 
 
+# (tool name, arguments as JSON text) -> the result the model reads ("error: ..." when it
+# failed); runs one of the request's tools as the agent loop runs a ToolCall
+ToolCaller = Callable[[str, str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEndpoint:
+    """Where a model that runs tools itself reaches this call's tools: an MCP endpoint
+    (streamable HTTP on loopback) that wants `Authorization: Bearer <token>`."""
+
+    url: str
+    token: str
+
+
+# serves `tools` through `call` for as long as the context is open
+ToolServer = Callable[[Sequence[ToolSchema], ToolCaller], AbstractAsyncContextManager[ToolEndpoint]]
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One model step. `system[:stable_chars]` is byte-stable across this
     tenant's turns (a provider may mark it as a cache prefix); `tenant` names
-    whose turn this is (a backend that runs tools itself needs it)."""
+    whose turn this is; `call_tool` runs one of `tools` (for a backend whose
+    model runs tools itself; None outside a turn's agent loop)."""
 
     system: str
     messages: Sequence[ChatMessage]
@@ -69,6 +95,7 @@ class ModelRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
     tenant: str = ""
     stable_chars: int = 0
+    call_tool: ToolCaller | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,6 +141,7 @@ def test_structure_limits() -> None:
     }
 
 
+@pytest.mark.stray_audit_fields  # sensitive fields nobody declared: the chain must drop them
 async def test_nothing_sensitive_reaches_the_chain_file(tmp_path: Path) -> None:
     path = tmp_path / "audit" / "chain.jsonl"
     sensitive = [MEMORY_BODY, TOOL_SOURCE, MESSAGE_TEXT, BULLET, *VAULT_VALUES]

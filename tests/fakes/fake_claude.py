@@ -15,13 +15,17 @@ raw Messages API events (only with `--include-partial-messages`), one
 Scenario modes: `text` (`pieces`, `delay`, `usage`), `login` (the CLI's
 "Invalid API key · Please run /login" result, exit 1), `exit` (`code`,
 `stderr`, no output), `hang` (starts a grandchild in its process group, then
-sleeps), `mcp` (starts the server named in `--mcp-config` with the official
-MCP SDK stdio client, its environment the CLI's own plus the config's `env`,
-lists its tools, calls `tool` (the name the server lists) with `arguments`,
-and answers with what it returned; Claude Code names that tool
-`mcp__forge__<tool>`, and one missing from `--allowedTools` is refused, as
+sleeps), `mcp` (connects to the one server of `--mcp-config` with the
+official MCP SDK client: a `"type": "http"` entry over streamable HTTP with
+the entry's `headers`, after one request without them, as anyone else on
+the machine could send; a `command` entry over stdio, its environment the
+CLI's own plus the entry's `env`), lists its tools, calls each of `calls`
+(`tool`, the name the server lists, and `arguments`; or one `tool` and
+`arguments`) and answers with what they returned; Claude Code names a tool
+`mcp__<server>__<tool>`, and one missing from `--allowedTools` is refused, as
 the CLI does in `-p` mode). `mcp_seen(directory)` reads back, per MCP run,
-the tool names listed and the names of the server's environment variables.
+the server's name, the tool names listed, the status of the request without
+the token (HTTP) or the names of the server's environment variables (stdio).
 """
 
 from __future__ import annotations
@@ -180,30 +184,64 @@ def result(text: str, usage: dict[str, int] | None = None, error: bool = False) 
     )
 
 
-def call_tool(opts: dict[str, Any], tool: str, arguments: dict[str, Any], here: Path) -> str:
+def call_tools(opts: dict[str, Any], calls: list[dict[str, Any]], here: Path) -> str:
+    """Connect to the one server of `--mcp-config` as Claude Code does, list its tools,
+    call each of `calls` ({"tool", "arguments"}) in order; the results joined by " | "."""
     import anyio
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import ClientSession
 
+    ((server, entry),) = opts["mcp"].items()
     allowed = str(opts.get("--allowedTools", "")).split(",")
-    if f"mcp__forge__{tool}" not in allowed:
-        return f"Claude requested permissions to use mcp__forge__{tool}, but it was not granted"
-    entry = opts["mcp"]["forge"]
-    env = {**os.environ, **entry.get("env", {})}
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    seen: dict[str, Any] = {"server": server}
 
-    async def run() -> str:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-            await s.initialize()
-            listed = [t.name for t in (await s.list_tools()).tools]
-            with (here / "mcp.jsonl").open("a") as seen:
-                seen.write(json.dumps({"listed": listed, "env": sorted(env)}) + "\n")
-            if tool not in listed:
-                return f"no tool {tool}"
-            out = await s.call_tool(tool, arguments)
-            return " ".join(getattr(c, "text", "") for c in out.content)
+    async def session_calls(session: ClientSession) -> list[str]:
+        await session.initialize()
+        listed = [t.name for t in (await session.list_tools()).tools]
+        seen["listed"] = listed
+        said = []
+        for call in calls:
+            tool, arguments = call["tool"], call.get("arguments", {})
+            wire = f"mcp__{server}__{tool}"
+            if wire not in allowed:
+                said.append(f"Claude requested permissions to use {wire}, but it was not granted")
+            elif tool not in listed:
+                said.append(f"no tool {tool}")
+            else:
+                out = await session.call_tool(tool, arguments)
+                text = " ".join(getattr(c, "text", "") for c in out.content)
+                said.append(("ERROR: " if out.is_error else "") + text)
+        return said
 
-    return anyio.run(run)
+    async def over_http() -> list[str]:
+        import httpx
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with httpx.AsyncClient() as raw:  # what anyone else on the machine gets
+            probe = await raw.post(entry["url"], json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            seen["without_token"] = probe.status_code
+        http = create_mcp_http_client(headers=entry.get("headers", {}))
+        async with (
+            http,
+            streamable_http_client(entry["url"], http_client=http) as (read, write, *_),
+            ClientSession(read, write) as session,
+        ):
+            return await session_calls(session)
+
+    async def over_stdio() -> list[str]:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        env = {**os.environ, **entry.get("env", {})}
+        seen["env"] = sorted(env)
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await session_calls(session)
+
+    said = anyio.run(over_http if entry.get("type") == "http" else over_stdio)
+    with (here / "mcp.jsonl").open("a") as out:
+        out.write(json.dumps(seen) + "\n")
+    return " | ".join(said)
 
 
 def main() -> None:
@@ -241,7 +279,10 @@ def main() -> None:
         result(text, error=True)
         raise SystemExit(1)
     elif mode == "mcp":
-        said = call_tool(opts, scenario["tool"], scenario.get("arguments", {}), here)
+        todo = scenario.get("calls") or [
+            {"tool": scenario["tool"], "arguments": scenario.get("arguments", {})}
+        ]
+        said = call_tools(opts, todo, here) if "mcp" in opts else "no MCP server was given"
         say(opts, ["The tool said: ", said])
         result("The tool said: " + said)
     else:

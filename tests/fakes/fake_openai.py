@@ -28,7 +28,8 @@ asked for), `Status` (an OpenAI-style JSON error, optional `Retry-After`),
 `Hang` (go silent, before or after the headers). `Text`/`ToolCalls` take
 `cut_after=N` to drop the connection after N chunks. With `api_key` set,
 requests need `Authorization: Bearer <key>` (401 otherwise); with `models`
-set, other model names get 404. `fake.requests` holds every JSON body
+set, other model names get 404; `list_models=False` leaves `GET /v1/models`
+unrouted (404), as several OpenAI-compatible servers do. `fake.requests` holds every JSON body
 received, `fake.request_headers` the matching headers. `fake.audio` serves
 `/v1/audio/transcriptions` and `/v1/audio/speech`
 (tests/fakes/fake_openai_audio.py). User messages may
@@ -225,8 +226,10 @@ class FakeOpenAI:
         chunk_delay_s: float = 0.0,
         keepalive: bool = False,
         split_writes: bool = False,
+        list_models: bool = True,
     ) -> None:
         self.api_key = api_key
+        self.list_models = list_models  # False: no GET /v1/models route (404), as some servers
         self.models = list(models) if models is not None else None
         self.responder = responder
         self.chunk_delay_s = chunk_delay_s
@@ -253,7 +256,8 @@ class FakeOpenAI:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_get("/v1/models", self._models)
+        if self.list_models:
+            app.router.add_get("/v1/models", self._models)
         self.audio.mount(app)
         self._runner = web.AppRunner(
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None

@@ -10,11 +10,13 @@ import pytest
 import pytest_asyncio
 
 from forge.runner import SandboxRunner
+from tests.waits import HANG_S
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def runner() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=5.0, max_output=256 * 1024)
+    # a call's own time limit, as a hang guard: a test of the limit passes its own
+    r = SandboxRunner(default_timeout_s=HANG_S, max_output=256 * 1024)
     await r.start()
     yield r
     await r.aclose()

@@ -25,6 +25,7 @@ import pytest_asyncio
 
 from forge.child import Layers
 from forge.runner import RunResult, SandboxRunner
+from tests.waits import HANG_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 ROUNDS = 6
@@ -132,7 +133,7 @@ def _marker(who: str) -> str:
 
 
 async def _runner(layers: Layers) -> SandboxRunner:
-    r = SandboxRunner(default_timeout_s=20.0, layers_for_tests=layers)
+    r = SandboxRunner(default_timeout_s=HANG_S, layers_for_tests=layers)
     await r.start()
     return r
 
@@ -146,7 +147,7 @@ async def broken_language() -> AsyncIterator[SandboxRunner]:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def production() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=20.0)
+    r = SandboxRunner(default_timeout_s=HANG_S)
     await r.start()
     yield r
     await r.aclose()

@@ -15,6 +15,7 @@ import pytest
 
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
+from tests.waits import HANG_S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -25,7 +26,7 @@ async def _blocked(
     ws: Path,
     kind: str,
     *,
-    limit_s: float = 5,
+    limit_s: float = HANG_S,  # a hang guard: the kind asked for comes long before it
     params: dict[str, object] | None = None,
 ) -> str:
     res = await runner.run(src, params or {}, ws, timeout_s=limit_s)

@@ -31,6 +31,7 @@ from forge.protocol import calls, frames
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
+from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -154,7 +155,7 @@ async def test_system_exit_and_evil_results(raw_python: SandboxRunner, workspace
         + "\nclass Evil:\n    def __repr__(self):\n        while True:\n            pass\n"
         "    def __eq__(self, other):\n        raise SystemExit(1)\n"
     )
-    res = await raw_python.run(evil, {}, workspace, timeout_s=2)
+    res = await raw_python.run(evil, {}, workspace, timeout_s=HANG_S)  # JSON fails at once
     assert res.error_kind == "output" and "JSON" in res.error_message
 
 
@@ -254,19 +255,11 @@ async def test_waiting_children_die_with_the_helper(workspace: Path) -> None:
         pid, zygote = r.helper_pid(workspace), r.zygote_pid(workspace)
         assert pid is not None and zygote is not None
         assert _helper_children(pid) == [zygote]
-        waiting: list[int] = []
-        for _ in range(200):  # the helper has the zygote fork waiting children when idle
-            waiting = _helper_children(zygote)
-            if waiting:
-                break
-            await asyncio.sleep(0.05)
-        assert waiting, "the helper keeps children waiting for calls"
+        # the helper has the zygote fork waiting children when idle
+        await until(lambda: _helper_children(zygote), "children waiting for calls")
+        waiting = _helper_children(zygote)
         os.kill(pid, signal.SIGKILL)
-        for _ in range(200):
-            if not any(_alive(c) for c in [zygote, *waiting]):
-                break
-            await asyncio.sleep(0.05)
-        assert not any(_alive(c) for c in [zygote, *waiting])
+        await until(lambda: not any(_alive(c) for c in [zygote, *waiting]), "all of them gone")
     finally:
         await r.aclose()
 
@@ -304,7 +297,7 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
             params={},
             workspace=str(workspace),
             secret_names=(),
-            timeout_s=5,
+            timeout_s=HANG_S,
             max_output=1 << 20,
             limits=Limits(),
         )
@@ -314,5 +307,5 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
         return _read_frame(proc.stdout)
     finally:
         proc.stdin.close()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
         proc.stdout.close()

@@ -23,6 +23,7 @@ from forge.library import sha256_text
 from forge.net_call import HttpEvent, NetScope
 from forge.runner import SandboxRunner
 from forge.schema import describe_tool
+from tests.waits import HANG_S
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -84,7 +85,7 @@ async def sandbox(api: tuple[Api, Path]) -> AsyncIterator[SandboxRunner]:
     state, crt = api
     ctx = ssl.create_default_context(cafile=str(crt))
     broker = Broker(private_hosts=(f"127.0.0.1:{state.port}",), ssl_context=ctx)
-    r = SandboxRunner(default_timeout_s=10.0, broker=broker)
+    r = SandboxRunner(default_timeout_s=HANG_S, broker=broker)
     await r.start()
     yield r
     await r.aclose()
@@ -203,7 +204,7 @@ async def test_the_per_tenant_rate_limit_refuses_then_recovers(
         rate_per_minute=3,
         clock=lambda: time.monotonic() + offset[0],
     )
-    runner = SandboxRunner(default_timeout_s=10.0, broker=broker)
+    runner = SandboxRunner(default_timeout_s=HANG_S, broker=broker)
     await runner.start()
     try:
         body = "out = []\nfor i in range(4):\n    try:\n        out.append(net.get(BASE + '/echo').status)\n    except net.NetError as e:\n        out.append(str(e))\nreturn out"  # noqa: E501

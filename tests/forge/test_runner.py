@@ -14,6 +14,7 @@ import pytest
 
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
+from tests.waits import HANG_S, until
 
 aio = pytest.mark.asyncio(loop_scope="module")
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,13 +58,14 @@ async def test_each_call_is_a_fresh_process(runner: SandboxRunner, workspace: Pa
 
 @aio
 async def test_helper_restarts_after_dying(workspace: Path) -> None:
-    r = SandboxRunner()
+    r = SandboxRunner(default_timeout_s=HANG_S)
     await r.start()
     try:
         pid = r.helper_pid()
         assert pid is not None
-        pending = asyncio.create_task(r.run(tool("while True:\n    pass"), {}, workspace))
-        await asyncio.sleep(0.3)
+        busy = tool("open('started', 'w').write('x')\nwhile True:\n    pass")
+        pending = asyncio.create_task(r.run(busy, {}, workspace))
+        await until(lambda: (workspace / "started").exists(), "the call runs")
         os.kill(pid, signal.SIGKILL)
         res = await pending
         assert res.error_kind == "runtime" and "helper" in res.error_message
@@ -79,7 +81,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=HANG_S,
         check=False,
     )
 

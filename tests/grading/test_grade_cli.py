@@ -80,8 +80,8 @@ async def test_with_the_judge_the_rephrasings_are_found_in_one_batched_request(
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("stage: lexical + judge (model default: ")
     assert lines[1] == (
-        "judge: 3 follow-ups eligible, 2 asked in 1 request(s), 0 answer(s) ignored "
-        "(not one label), 0 without an answer, 2 label(s) changed"
+        "judge: 3 follow-ups eligible, 2 asked in 1 request, 0 answers ignored "
+        "(not one label), 0 without an answer, 2 labels changed"
     )
     rephrase = next(ln for ln in lines if ln.startswith("rephrase ")).split()
     assert rephrase[2] == "1.000" and rephrase[4] == "2"  # recall, support
@@ -101,8 +101,8 @@ async def test_batches_follow_the_batch_size_and_bad_answers_are_counted(
     finally:
         await backend.aclose()
     assert len(fake.requests) == 2
-    assert "2 asked in 2 request(s), 2 answer(s) ignored (not one label)" in out.getvalue()
-    assert "0 label(s) changed" in out.getvalue()
+    assert "2 asked in 2 requests, 2 answers ignored (not one label)" in out.getvalue()
+    assert "0 labels changed" in out.getvalue()
 
 
 async def test_with_no_model_the_judge_refuses_clearly(cases_file: Path) -> None:

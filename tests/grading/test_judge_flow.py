@@ -29,6 +29,7 @@ from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import Clock
 from tests.grading.judge_fake import ScriptedJudge, items_of
+from tests.waits import until
 
 KEY = "sk-judge"
 ASK = "How do I show hidden files in my shell?"
@@ -125,16 +126,14 @@ async def test_the_judge_is_asked_only_after_the_reply_went_out(
     await chat.say(ASK)
     fake.hold_chat.add(AGAIN)  # the reply to the follow-up is held at the server
     replying = asyncio.create_task(chat.say(AGAIN))
-    while fake.chat_waiting == 0:
-        await asyncio.sleep(0.01)
+    await until(lambda: fake.chat_waiting, "the reply held at the server")
     assert roost.judge.queued() == (1, 0)  # held for the judge, not yet asked
     assert fake.arrivals == ["chat", "chat"]
     fake.chat_gate.set()
     assert await replying == "ok"
 
     fake.gate.clear()  # now the judge is asked, and waits: the reply is already out
-    while fake.waiting == 0:
-        await asyncio.sleep(0.01)
+    await until(lambda: fake.waiting, "the judge request waiting at the gate")
     assert fake.arrivals == ["chat", "chat", "judge"]
     assert events(audit, "outcome.judged") == []
     fake.gate.set()
@@ -153,8 +152,7 @@ async def test_follow_ups_that_queue_up_go_in_one_request_and_same_inputs_are_ca
     first = Chat(roost, "a")
     await first.say(ASK)
     await first.say(follow_ups[0])  # its judge request waits at the gate
-    while fake.waiting == 0:
-        await asyncio.sleep(0.01)
+    await until(lambda: fake.waiting, "the judge request waiting at the gate")
     for name, text in zip("bc", follow_ups[1:], strict=True):
         chat = Chat(roost, name)
         await chat.say(ASK)

@@ -26,7 +26,7 @@ def test_the_prompt_shows_request_answer_head_and_follow_up_per_numbered_item() 
     assert "Answer (first lines): Use ls -a. / It shows dotfiles." in text
     assert "Next message: ich meinte in Tokio" in text
     assert "line 3" in text and "line 4" not in text  # only the answer's first lines
-    assert text.endswith("Label the 2 item(s), one line each.")
+    assert text.endswith("Label the 2 items, one line each.")
     for label in ("approval", "rejection", "rephrase", "neutral"):
         assert label in SYSTEM
 

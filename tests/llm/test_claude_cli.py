@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
-import sys
+import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bridge.llm.claude_cli import ClaudeCliBackend
+from bridge.mcp.turn_tools import serve_turn_tools
 from bridge.types.backend import (
     BackendError,
     ChatMessage,
@@ -22,8 +25,9 @@ from bridge.types.backend import (
     ToolSchema,
 )
 from tests.conftest import web_msg
-from tests.fakes.fake_claude import calls, install
+from tests.fakes.fake_claude import calls, install, mcp_seen
 from tests.llm.support import collect
+from tests.waits import until
 
 TOOLS = [
     ToolSchema("me__echo", "Echo", {"type": "object"}),
@@ -43,20 +47,6 @@ REQUEST = ModelRequest(
     tenant="alice",
 )
 ENV = {"PATH": os.environ["PATH"], "ROOST_TELEGRAM__TOKEN": "123:tg-secret", "ROOST_HOME": "/h"}
-
-SERVER = """
-from mcp.server.mcpserver import MCPServer
-
-app = MCPServer("forge")
-
-
-@app.tool(name="me__echo", description="Echo text back")
-def echo(text: str) -> str:
-    return "echo:" + text
-
-
-app.run()
-"""
 
 
 @pytest.fixture
@@ -101,19 +91,24 @@ async def test_streams_text_and_passes_prompt_tools_and_conversation(tmp_path):
         "output_tokens": 9,
     }
     exe = install(tmp_path, {"mode": "text", "pieces": ["Hi ", "there."], "usage": usage})
-    events = await collect(backend(exe, model="sonnet", roost_home="/srv/roost"), REQUEST)
+    request = replace(REQUEST, call_tool=Recorder())
+    made = backend(exe, model="sonnet", tool_server=serve_turn_tools)
+    events = await collect(made, request)
     assert events == [TextDelta("Hi "), TextDelta("there."), Finish("stop", 123, 9, 100)]
     (call,) = calls(tmp_path)
     argv = call["argv"]
-    assert call["system"] == {"text": REQUEST.system, "mode": "0o600"}
+    assert call["system"]["mode"] == "0o600"
+    assert call["system"]["text"].startswith(REQUEST.system)
+    assert "`me__echo` is `mcp__roost__me__echo`" in call["system"]["text"]
     assert REQUEST.system not in " ".join(argv)  # not readable by others in /proc/PID/cmdline
     assert argv[argv.index("--model") + 1] == "sonnet"
-    assert argv[argv.index("--allowedTools") + 1] == "mcp__forge__me__echo"
+    allowed = argv[argv.index("--allowedTools") + 1]
+    assert allowed == "mcp__roost__me__echo,mcp__roost__memory_read"  # every tool offered
     assert "--strict-mcp-config" in argv and argv[argv.index("--tools") + 1] == ""
-    server = call["mcp"]["forge"]
-    assert server["command"] == sys.executable
-    assert server["args"] == ["-m", "bridge.cli.main", "mcp", "--tenant", "alice"]
-    assert server["env"] == {"ROOST_HOME": "/srv/roost"}
+    server = call["mcp"]["roost"]
+    assert server["type"] == "http" and server["url"].startswith("http://127.0.0.1:")
+    assert server["headers"]["Authorization"].startswith("Bearer ")
+    assert server["headers"]["Authorization"] not in " ".join(argv)  # in the 0600 file only
     assert call["stdin"].endswith("[Now: Friday]\n\nwhat now?")
     assert "Person: earlier question" in call["stdin"] and "You: earlier answer" in call["stdin"]
     assert call["pgid"] == call["pid"]  # its own process group
@@ -172,11 +167,8 @@ async def test_silence_kills_the_whole_process_group(tmp_path, caplog):
     error = await failure(backend(install(tmp_path, {"mode": "hang"}), timeout_s=1.0), caplog)
     assert error.kind == "timeout" and "sent nothing for 1s" in error.user_message
     (call,) = calls(tmp_path)
-    for _ in range(100):  # SIGKILL is delivered asynchronously; no time limit is asserted
-        if _gone(call["pid"]) and _gone(call["grandchild"]):
-            break
-        await asyncio.sleep(0.02)
-    assert _gone(call["pid"]) and _gone(call["grandchild"])
+    # SIGKILL is delivered asynchronously; no time limit is asserted
+    await until(lambda: _gone(call["pid"]) and _gone(call["grandchild"]), "the group is gone")
 
 
 async def test_a_slow_answer_longer_than_the_timeout_is_not_cut(tmp_path):
@@ -188,25 +180,62 @@ async def test_a_slow_answer_longer_than_the_timeout_is_not_cut(tmp_path):
     assert time.monotonic() - started > 1.0
 
 
-async def test_the_cli_calls_a_tool_of_the_mcp_server_it_was_given(tmp_path):
-    server = tmp_path / "server.py"
-    server.write_text(SERVER)
-    exe = install(
-        tmp_path / "bin", {"mode": "mcp", "tool": "me__echo", "arguments": {"text": "hi"}}
-    )
-    made = backend(exe, mcp_command=[sys.executable, str(server)], timeout_s=60)
-    events = await collect(made, REQUEST)
-    assert text_of(events) == "The tool said: echo:hi"
+class Recorder:
+    """A request's `call_tool`: records each call, answers like a tool (or fails)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, object]]] = []
+        self.tasks: list[asyncio.Task[object] | None] = []
+
+    async def __call__(self, name: str, arguments: str) -> str:
+        self.calls.append((name, json.loads(arguments)))
+        self.tasks.append(asyncio.current_task())
+        args = json.loads(arguments)
+        if name == "memory_read":
+            return "error: no memory named 'x'"
+        return "echo:" + str(args.get("text", ""))
 
 
-async def test_a_tool_not_offered_this_turn_is_not_allowed(tmp_path):
-    server = tmp_path / "server.py"
-    server.write_text(SERVER)
+async def test_the_cli_calls_the_turns_tools_through_the_endpoint(tmp_path):
+    todo = [
+        {"tool": "me__echo", "arguments": {"text": "hi"}},
+        {"tool": "memory_read", "arguments": {"name": "x"}},
+    ]
+    exe = install(tmp_path / "bin", {"mode": "mcp", "calls": todo})
+    made = backend(exe, tool_server=serve_turn_tools, timeout_s=60)
+    recorder = Recorder()
+    runner = asyncio.current_task()
+    events = await collect(made, replace(REQUEST, call_tool=recorder))
+    assert text_of(events) == "The tool said: echo:hi | ERROR: error: no memory named 'x'"
+    assert recorder.calls == [("me__echo", {"text": "hi"}), ("memory_read", {"name": "x"})]
+    assert recorder.tasks == [runner, runner]  # run in the turn's own task, not the server's
+    (seen,) = mcp_seen(tmp_path / "bin")
+    assert seen["server"] == "roost" and seen["listed"] == ["me__echo", "memory_read"]
+    assert seen["without_token"] == 401  # the per-call token guards the endpoint
+    (call,) = calls(tmp_path / "bin")
+    port = int(call["mcp"]["roost"]["url"].rsplit(":", 1)[1].split("/")[0])
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass  # closed with the call
+
+
+async def test_a_tool_not_offered_this_step_is_not_allowed(tmp_path):
     exe = install(tmp_path / "bin", {"mode": "mcp", "tool": "me__echo", "arguments": {"text": "x"}})
-    made = backend(exe, mcp_command=[sys.executable, str(server)], timeout_s=60)
-    request = ModelRequest("sys", [ChatMessage("user", "hi")], TOOLS[1:], tenant="alice")
+    made = backend(exe, tool_server=serve_turn_tools, timeout_s=60)
+    request = ModelRequest(
+        "sys", [ChatMessage("user", "hi")], TOOLS[1:], tenant="alice", call_tool=Recorder()
+    )
     events = await collect(made, request)
     assert "was not granted" in text_of(events)
+
+
+async def test_without_call_tool_no_tool_is_offered(tmp_path):
+    """A summary or a judge asks the backend without a turn's tools: no MCP at all."""
+    exe = install(tmp_path / "bin", {"mode": "mcp", "tool": "me__echo"})
+    made = backend(exe, tool_server=serve_turn_tools, timeout_s=60)
+    events = await collect(made, REQUEST)  # tools listed, but no call_tool
+    assert text_of(events) == "The tool said: no MCP server was given"
+    (call,) = calls(tmp_path / "bin")
+    assert "--allowedTools" not in call["argv"] and "--mcp-config" not in call["argv"]
 
 
 async def test_configured_by_environment_and_streamed_to_the_chat(
@@ -228,6 +257,9 @@ async def test_configured_by_environment_and_streamed_to_the_chat(
         assert pieces == ["Streamed ", "reply."]
         (call,) = calls(tmp_path / "bin")
         assert call["system"]["text"].startswith("You are")
-        assert call["mcp"]["forge"]["args"][-2:] == ["--tenant", "local"]
+        assert call["mcp"]["roost"]["type"] == "http"  # the turn's tools, for this call
+        argv = call["argv"]
+        allowed = argv[argv.index("--allowedTools") + 1].split(",")
+        assert "mcp__roost__memory_save" in allowed and "mcp__roost__forge_create" in allowed
     finally:
         await roost.aclose()

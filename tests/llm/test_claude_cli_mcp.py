@@ -1,15 +1,17 @@
-"""Claude Code <-> roost's own MCP server, end to end.
+"""Claude Code gets every tool of the turn through roost's MCP endpoint, end to end.
 
 roost runs on the `claude_cli` provider; the fake `claude` reads the
-`--mcp-config` the backend wrote and starts the REAL `python -m
-bridge.cli.main mcp --tenant alice` with the official SDK stdio client (its
-environment the CLI's own plus the config's `env`, as Claude Code does),
-lists the tools, calls alice's saved `me.csv_sum` (a real sandboxed tool) under
-the name Claude Code gives it (`mcp__forge__me__csv_sum`, which must be in
-`--allowedTools`), and streams the result back as text. The person sees the
-tool's result; the audit chain (HMAC-keyed, the key given as the daemon gets
-it) holds `tool.called` with channel `mcp` and verifies; bob's tools are not
-listed; neither the CLI nor the MCP server gets roost's tokens.
+`--mcp-config` the backend wrote (server `roost`, type `http`, a loopback URL
+and a bearer token made for this call), first tries the endpoint without the
+token (401), then connects with the official SDK's streamable-HTTP client,
+lists the tools and calls `memory_save` (roost's own tool: the prompt tells
+the model to use it) and alice's saved `me.csv_sum` (a real sandboxed tool)
+under the names Claude Code gives them (`mcp__roost__<name>`, which must be in
+`--allowedTools`), and streams the results back as text. The memory is saved
+as the turn's (alice, web chat, this message); the tool runs as in any turn
+(`tool.called` on channel web); the next turn's transcript shows the calls;
+bob's tools are not offered; the CLI gets none of roost's tokens; the chain
+(HMAC-keyed) verifies.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytest
 from bridge.app.build import build
 from bridge.audit.verify import verify
 from bridge.core.config import load_settings
-from bridge.llm.claude_cli import child_env, mcp_env
+from bridge.llm.claude_cli import child_env
 from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import web_msg
 from tests.fakes.fake_claude import calls, install, mcp_seen
@@ -32,6 +34,12 @@ from tests.mcp.conftest import BOB_ONLY, CSV_SUM, save_tool
 
 TG_TOKEN = "123456:tg-secret-Xq81kQpL0mWvX3"
 WEB_TOKEN = "web-secret-Vb5nKk2Lq"
+SAVE = {
+    "name": "tea",
+    "type": "user",
+    "description": "drinks green tea in the morning",
+    "content": "Alice drinks green tea every morning.",
+}
 
 
 def _chain(home: Path) -> list[dict[str, Any]]:
@@ -52,24 +60,23 @@ def alice_and_bob(home: Path, tmp_path: Path) -> Path:
     return config
 
 
-@pytest.mark.parametrize("key_from", ["env", "credentials"])
-async def test_claude_code_calls_alices_saved_tool_through_roost_mcp(
-    home: Path, tmp_path: Path, alice_and_bob: Path, monkeypatch: pytest.MonkeyPatch, key_from: str
+async def test_claude_code_calls_roosts_own_and_saved_tools_of_the_turn(
+    home: Path, tmp_path: Path, alice_and_bob: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = secrets.token_hex(32).encode()
+    (tmp_path / "hmac.key").write_bytes(key)
+    monkeypatch.setenv("ROOST_AUDIT_HMAC_KEY_FILE", str(tmp_path / "hmac.key"))
     creds = tmp_path / "credentials"
     creds.mkdir()
     (creds / "telegram-token").write_text(TG_TOKEN)
-    if key_from == "env":
-        (tmp_path / "hmac.key").write_bytes(key)
-        monkeypatch.setenv("ROOST_AUDIT_HMAC_KEY_FILE", str(tmp_path / "hmac.key"))
-    else:
-        (creds / "audit-hmac-key").write_bytes(key)
     monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))
     monkeypatch.setenv("ROOST_WEB__TOKEN", WEB_TOKEN)
     bin_dir = tmp_path / "bin"
-    scenario = {"mode": "mcp", "tool": "me__csv_sum", "arguments": {"path": "spend.csv"}}
-    exe = install(bin_dir, scenario)
+    todo = [
+        {"tool": "memory_save", "arguments": SAVE},
+        {"tool": "me__csv_sum", "arguments": {"path": "spend.csv"}},
+    ]
+    exe = install(bin_dir, {"mode": "mcp", "calls": todo})
     monkeypatch.setenv("ROOST_LLM__PROVIDER", "claude_cli")
     monkeypatch.setenv("ROOST_LLM__CLAUDE_PATH", str(exe))
     monkeypatch.setenv("ROOST_LLM__TIMEOUT_S", "120")
@@ -82,31 +89,40 @@ async def test_claude_code_calls_alices_saved_tool_through_roost_mcp(
         pieces.append(piece)
 
     try:
-        final = await roost.core.handle(web_msg("what did I spend?", 1), on_delta)
+        final = await roost.core.handle(web_msg("remember my tea; what did I spend?", 1), on_delta)
+        install(bin_dir, {"mode": "text", "pieces": ["Noted."]})  # the next turn
+        await roost.core.handle(web_msg("thanks", 2), None)
+        topic = roost.loadout.memory.store.find(roost.tenant_dirs("alice"), "tea")
     finally:
         await roost.aclose()
 
     assert final.kind == "answer", final.text
-    assert final.text == 'The tool said: {"total": 7.75}'
+    assert final.text.startswith("The tool said: saved new memory 'tea' (user, 37 characters)")
+    assert final.text.endswith(' | {"total": 7.75}')
     assert "".join(pieces) == final.text  # streamed to the person as it came
-    (call,) = calls(bin_dir)
-    argv = call["argv"]
-    assert argv[argv.index("--allowedTools") + 1] == "mcp__forge__me__csv_sum"
+    first, second = calls(bin_dir)
+    argv = first["argv"]
+    allowed = argv[argv.index("--allowedTools") + 1].split(",")
+    assert {"mcp__roost__memory_save", "mcp__roost__me__csv_sum"} <= set(allowed)
+    assert not any("bob_only" in name for name in allowed)  # bob's tools are not alice's
     (seen,) = mcp_seen(bin_dir)
-    assert seen["listed"] == ["me__csv_sum"]  # bob's tools are not offered to alice
-    # roost's tokens reach neither the CLI nor the MCP server it starts
-    assert "ROOST_WEB__TOKEN" not in call["env"] and "ROOST_WEB__TOKEN" not in seen["env"]
-    assert "CREDENTIALS_DIRECTORY" not in call["env"]  # the CLI needs no roost credential
-    assert "ROOST_AUDIT_HMAC_KEY_FILE" not in call["env"]
-    wanted = "ROOST_AUDIT_HMAC_KEY_FILE" if key_from == "env" else "CREDENTIALS_DIRECTORY"
-    assert wanted in seen["env"]  # what roost mcp needs to key the chain as the daemon does
+    assert seen["without_token"] == 401
+    assert "memory_save" in seen["listed"] and "me__csv_sum" in seen["listed"]
+    assert topic is not None and topic.meta["channel"] == "web" and topic.meta["msg_id"] == "m1"
+    # the calls are kept as the turn's steps: the next turn's transcript shows them
+    assert "(you called: memory_save)" in second["stdin"]
+    assert "(you called: me__csv_sum)" in second["stdin"]
+    # roost's tokens and credentials do not reach the CLI
+    for name in ("ROOST_WEB__TOKEN", "CREDENTIALS_DIRECTORY", "ROOST_AUDIT_HMAC_KEY_FILE"):
+        assert name not in first["env"]
 
     records = _chain(home)
     called = [r for r in records if r["event"] == "tool.called"]
     assert len(called) == 1 and called[0]["tenant"] == "alice"
-    assert called[0]["details"]["channel"] == "mcp"
+    assert called[0]["details"]["channel"] == "web"  # the turn's, not a side process's
     assert called[0]["details"]["outcome"] == "ok"
-    assert any(r["event"] == "message.answered" for r in records)  # the daemon's own records
+    assert any(r["event"] == "memory.saved" for r in records)
+    assert any(r["event"] == "message.answered" for r in records)
     result = verify(home / "audit" / "chain.jsonl", key)
     assert result.ok, result.message
     assert "spend.csv" not in (home / "audit" / "chain.jsonl").read_text()
@@ -137,11 +153,3 @@ def test_the_environments_keep_secrets_out() -> None:
         "ROOST_FORGE__PRIVATE_HOSTS",
         "ROOST_HOME",
     ]
-    server = mcp_env(base, "/srv/roost")
-    assert server == {
-        "ROOST_HOME": "/srv/roost",
-        "ROOST_CONFIG": "/etc/roost/roost.toml",
-        "ROOST_FORGE__PRIVATE_HOSTS": '["127.0.0.1:8080"]',
-        "ROOST_AUDIT_HMAC_KEY_FILE": "/etc/roost/hmac.key",
-        "CREDENTIALS_DIRECTORY": "/run/credentials/roost.service",
-    }

@@ -19,7 +19,7 @@ from bridge.core.config import Settings
 from bridge.llm.openai import OpenAIBackend
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, web_msg
-from tests.fakes.fake_openai import FakeOpenAI, Garbage, Hang, Status
+from tests.fakes.fake_openai import FakeOpenAI, Garbage, Hang, Status, Text
 from tests.llm.support import KEY, MODEL
 
 INTERNAL = re.compile(
@@ -88,3 +88,23 @@ async def test_a_closed_port_cannot_be_reached(served: Any) -> None:
     final = await roost.core.handle(web_msg("hello", 1), None)
     assert "cannot be reached" in final.text
     assert str(port) not in final.text and "127.0.0.1" not in final.text
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_a_server_error_is_not_called_unreachable(served: Any, status: int) -> None:
+    """The server was reached and answered with an error status: say that."""
+    fake, roost_for = served
+    fake.script(*[Status(status, message="upstream down")] * 2)
+    roost = await roost_for(fake.base_url, max_retries=1)
+    final = await roost.core.handle(web_msg("hello", 1), None)
+    assert f"answered with an error (HTTP {status}, 2 attempts)" in final.text, final.text
+    assert "cannot be reached" not in final.text and "upstream" not in final.text
+
+
+async def test_a_connection_dropped_before_the_answer_is_said_so(served: Any) -> None:
+    fake, roost_for = served
+    fake.script(*[Text("never seen", cut_after=0)] * 2)
+    roost = await roost_for(fake.base_url, max_retries=1)
+    final = await roost.core.handle(web_msg("hello", 1), None)
+    assert "The connection to the model server broke before it answered" in final.text
+    assert "cannot be reached" not in final.text

@@ -19,7 +19,7 @@ async def test_auto_with_a_base_url_picks_openai():
         assert backend.name == "openai"
         assert backend.describe() == "openai model=llama3.2"  # /status shows no address
         assert why.endswith("openai model=llama3.2 at 127.0.0.1:11434")  # the log does
-        assert why.startswith("provider auto -> openai (ROOST_LLM__BASE_URL is set)")
+        assert why.startswith("provider auto -> openai (base_url is set)")
     finally:
         await backend.aclose()
 
@@ -29,7 +29,7 @@ async def test_auto_with_only_a_key_uses_the_openai_url_and_hides_the_key():
     try:
         assert backend.describe() == "openai model=gpt-4o-mini"
         assert why.endswith("at api.openai.com")
-        assert "ROOST_LLM__API_KEY is set" in why
+        assert "api_key is set" in why and "ROOST_" not in why
         assert "sk-secret-key-42" not in why
     finally:
         await backend.aclose()

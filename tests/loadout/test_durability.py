@@ -12,6 +12,7 @@ from bridge.loadout import vault
 from bridge.memory.files import index_entries
 from bridge.types.tenant_dirs import TenantDirs
 from tests.loadout.conftest import inbound
+from tests.waits import HANG_S
 
 WRITER = """
 import sys
@@ -32,7 +33,7 @@ def test_two_processes_saving_at_once_lose_nothing(alice: TenantDirs) -> None:
         subprocess.Popen([sys.executable, "-c", WRITER, str(alice.root), tag], cwd=repo)
         for tag in ("left", "right")
     ]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    assert [p.wait(timeout=HANG_S) for p in procs] == [0, 0]
     entries = index_entries((alice.memory / "MEMORY.md").read_text())
     assert len(entries) == 50
     assert len(list(alice.memory.glob("user_*.md"))) == 50

@@ -23,6 +23,7 @@ from bridge.audit.verify import verify
 from bridge.core.config import ConfigError, load_settings
 from bridge.loadout.vault import set_value
 from bridge.mcp.names import wire_name
+from bridge.mcp.source import McpTools, result_text
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
@@ -34,7 +35,9 @@ EXT_TOKEN = "ext-Qm41vTz9LpX2"
 VAULT_VALUE = "vault-Hk28sWq7Zr5N"
 
 
-def _config(tmp_path: Path, timeout_s: int = 20) -> str:
+def _config(tmp_path: Path) -> str:
+    """`ext` answers within a generous bound (a hang guard); `sleepy` has a short one,
+    met only by its `slow` tool, which never answers in time however fast the machine."""
     py = json.dumps(sys.executable)
     return f"""
 [tenants.alice]
@@ -43,8 +46,13 @@ telegram_ids = [111]
 [tenants.alice.mcp.ext]
 command = [{py}, {json.dumps(str(EXT))}]
 env = {{ EXT_TOKEN = "{EXT_TOKEN}" }}
-allow = ["add", "fail", "slow", "echo", "whoami", "dotted.name"]
-timeout_s = {timeout_s}
+allow = ["add", "fail", "echo", "whoami", "dotted.name"]
+timeout_s = 120
+
+[tenants.alice.mcp.sleepy]
+command = [{py}, {json.dumps(str(EXT))}]
+allow = ["slow", "add"]
+timeout_s = 1
 
 [tenants.alice.mcp.broken]
 command = [{py}, {json.dumps(str(EXT))}, "--crash"]
@@ -68,7 +76,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 async def roost(
     home: Path, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Roost]:
-    (tmp_path / "roost.toml").write_text(_config(tmp_path, timeout_s=3))
+    (tmp_path / "roost.toml").write_text(_config(tmp_path))
     monkeypatch.setenv("ROOST_LLM__BASE_URL", fake.base_url)
     monkeypatch.setenv("ROOST_LLM__API_KEY", API_KEY)
     monkeypatch.setenv("ROOST_LLM__MODEL", "m1")
@@ -130,7 +138,7 @@ async def test_errors_timeouts_and_a_dead_server_are_tool_errors(
         ToolCalls(
             [
                 Call("mcp__ext__fail", {}),
-                Call("mcp__ext__slow", {"seconds": 120}),
+                Call("mcp__sleepy__slow", {"seconds": 3600}),
                 Call("mcp__broken__add", {"a": 1, "b": 2}),
                 Call("mcp__ext__add", {"a": 1, "b": 2}),
             ]
@@ -146,10 +154,15 @@ async def test_errors_timeouts_and_a_dead_server_are_tool_errors(
     assert "not available" in broken["function"]["description"]
     failed, slow, dead, ok = tool_results(fake.requests[1])
     assert failed.startswith("error: ext/fail answered with an error:")
-    assert slow.startswith("error: ext/slow gave no answer within 3 s")
+    assert slow.startswith("error: sleepy/slow gave no answer within 1 s")
     assert dead.startswith("error: the MCP server 'broken' is not available")
     assert "tell the person" in dead
-    assert ok == "3"  # the server still works after a call of it timed out
+    assert ok == "3"
+    # the server whose call timed out still works (given the time: a hang guard)
+    source = next(s for s in roost.tool_sources if isinstance(s, McpTools))
+    sleepy = next(link for link in source.links("alice") if link.name == "sleepy")
+    sleepy.settings = sleepy.settings.model_copy(update={"timeout_s": 120})
+    assert result_text(await sleepy.call("add", {"a": 2, "b": 2})) == "4"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("broken" in w for w in warnings) and any("timed out" in w for w in warnings)
     kinds = sorted(e["details"].get("error_kind", "ok") for e in mcp_events(home))

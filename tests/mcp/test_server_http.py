@@ -30,6 +30,7 @@ from tests.mcp.conftest import (
     roost_env,
     save_tool,
 )
+from tests.waits import HANG_S
 
 INIT = {
     "jsonrpc": "2.0",
@@ -51,7 +52,7 @@ def _roost(home: Path, config: Path, *args: str) -> subprocess.CompletedProcess[
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
 
 
@@ -100,7 +101,7 @@ def serving(home: Path, config: Path, tenant: str, *extra: str) -> Iterator[str]
         yield line.rsplit(" ", 1)[1].strip()
     finally:
         proc.send_signal(signal.SIGTERM)
-        status = proc.wait(timeout=60)
+        status = proc.wait(timeout=HANG_S)
         rest = proc.stderr.read() if proc.stderr else ""
         if proc.stderr:
             proc.stderr.close()
@@ -181,7 +182,10 @@ async def test_call_and_list_changed_while_the_daemon_runs(home: Path, config: P
                     result = await c.call_tool("me__csv_sum", {"path": "spend.csv"})
                     assert json.loads(_text(result)) == {"total": 3.5}
                 save_tool(home, "alice", "other", BOB_ONLY)
-                assert await asyncio.wait_for(notes.get(), 30) == "notifications/tools/list_changed"
+                assert (
+                    await asyncio.wait_for(notes.get(), HANG_S)
+                    == "notifications/tools/list_changed"
+                )
                 assert {t.name for t in (await c.list_tools()).tools} == {
                     "me__csv_sum",
                     "me__other",
@@ -191,7 +195,7 @@ async def test_call_and_list_changed_while_the_daemon_runs(home: Path, config: P
         assert daemon.poll() is None  # it ran the whole time
     finally:
         daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=60)
+        daemon.wait(timeout=HANG_S)
     report = verify(home / "audit" / "chain.jsonl")
     assert report.ok, report
     records = [json.loads(line) for line in chain_text(home).splitlines()]

@@ -36,6 +36,7 @@ from tests.mcp.conftest import (
     save_tool,
     stdio_params,
 )
+from tests.waits import HANG_S
 
 TOKEN_VALUE = "tok-Zq81kQpL0mWvX3"
 
@@ -124,8 +125,8 @@ async def test_list_changed_after_save_and_remove(home: Path, config: Path) -> N
         assert legacy.server_capabilities.tools and legacy.server_capabilities.tools.list_changed
         async with modern.listen(tools_list_changed=True) as sub:
             save_tool(home, "alice", "divide", FAILING)
-            assert await asyncio.wait_for(notes.get(), 30) == "notifications/tools/list_changed"
-            event = await asyncio.wait_for(sub.__anext__(), 30)
+            assert await asyncio.wait_for(notes.get(), HANG_S) == "notifications/tools/list_changed"
+            event = await asyncio.wait_for(sub.__anext__(), HANG_S)
             assert type(event).__name__ == "ToolsListChanged"
             names = {t.name for t in (await legacy.list_tools()).tools}
             assert names == {"me__csv_sum", "me__divide"}
@@ -133,15 +134,15 @@ async def test_list_changed_after_save_and_remove(home: Path, config: Path) -> N
             assert names == {"me__csv_sum", "me__divide"}
 
             remove_tool(home, "alice", "csv_sum")
-            assert await asyncio.wait_for(notes.get(), 30) == "notifications/tools/list_changed"
-            await asyncio.wait_for(sub.__anext__(), 30)
+            assert await asyncio.wait_for(notes.get(), HANG_S) == "notifications/tools/list_changed"
+            await asyncio.wait_for(sub.__anext__(), HANG_S)
             assert [t.name for t in (await legacy.list_tools()).tools] == ["me__divide"]
 
             # a call only counts usage: no change of the list, no notification
             await legacy.call_tool("me__divide", {"n": 1})
             save_tool(home, "bob", "bob_only", BOB_ONLY)  # another tenant's change
             save_tool(home, "alice", "csv_sum", CSV_SUM)
-            assert await asyncio.wait_for(notes.get(), 30) == "notifications/tools/list_changed"
+            assert await asyncio.wait_for(notes.get(), HANG_S) == "notifications/tools/list_changed"
             assert notes.empty()
 
 
@@ -152,7 +153,7 @@ def test_an_unknown_tenant_exits_2(home: Path, config: Path) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert run.returncode == 2
     assert "unknown tenant 'nobody'" in run.stderr and "[tenants.nobody]" in run.stderr

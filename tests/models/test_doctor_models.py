@@ -25,7 +25,7 @@ async def test_every_named_model_gets_its_own_line(
         + f'[models.gone]\nbase_url = "{gone}"\napi_key = "{KEY_C}"\nmodel = "x-1"\n'
         + f'[models.typo]\nbase_url = "{second.base_url}"\napi_key = "{KEY_B}"\nmodel = "big-3"\n'
     )
-    code, out = await roost("doctor", "--timeout", "5", ROOST_LLM__PROVIDER="auto")
+    code, out = await roost("doctor", ROOST_LLM__PROVIDER="auto")
     assert code == 1, out  # a model that cannot be reached fails the doctor
     checks = lines(out)
     assert checks["backend"][0] == "ok" and "small-1 among them" in checks["backend"][1]

@@ -23,8 +23,9 @@ from aiohttp import web
 from tests.fakes.fake_openai import FakeOpenAI, Response, last_user_text
 from tests.models.conftest import KEY_B, write_config
 from tests.spine.test_daemon import env_for, start_daemon
+from tests.waits import HANG_S
 
-WAIT_S = 60.0  # a safety net against a hung run, not a speed check
+WAIT_S = HANG_S  # a safety net against a hung run, not a speed check
 
 
 class Gated(FakeOpenAI):

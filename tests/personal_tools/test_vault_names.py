@@ -25,6 +25,7 @@ from bridge.types.tenant_dirs import TenantDirs
 from forge.lint import lint
 from tests.conftest import Clock, ScriptedBackend, web_msg
 from tests.consent import keep
+from tests.waits import HANG_S
 
 VALUE = "ghp_4Vq9ZrT2mWx7Lk3Bn8Cy1Pd6Hs5Jf0Ga9Ue2"
 
@@ -48,7 +49,7 @@ def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.Comp
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
 
 

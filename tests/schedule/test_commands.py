@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bridge.app.build import Roost
+from forge.library import ToolLibrary, build_spec
 from tests.conftest import Clock
 from tests.masking import m
 from tests.schedule.sched_helpers import audit_text, berlin, ms_at, say
@@ -73,18 +74,51 @@ async def test_every_makes_a_turn_job_with_its_next_run(berlin: Roost) -> None:
 async def test_every_runs_only_saved_tools_in_the_mode_asked(berlin: Roost) -> None:
     reply = await say(berlin, "/every 1h me.check_site")
     assert reply == "You have no saved tool me.check_site; /tools lists yours."
-    dirs = berlin.tenant_dirs("local")
-    (dirs.tools / "me.check_site.py").write_text("def run() -> str:\n    return 'x'\n")
+    save_tool(berlin, "check_site", '"""Check the site."""\n    return "x"')
     await say(berlin, "/every 1h me.check_site")
     await say(berlin, "/every 2h me.check_site always")
     reply = await say(berlin, "/every 3h me.check_site sometimes")
-    assert reply == "After me.check_site say `always` or `on change` (the default)."
+    assert reply == (
+        "After me.check_site give its arguments as key=value, then `always` or "
+        "`on change` (the default)."
+    )
     jobs = sorted(berlin.schedule.jobs.list_jobs("local"), key=lambda j: j.spec)
     assert [(j.kind, j.spec, json.loads(j.payload)) for j in jobs] == [
         ("tool", "1h", {"tool": "me.check_site", "mode": "change"}),
         ("tool", "2h", {"tool": "me.check_site", "mode": "always"}),
     ]
     assert jobs[0].next_run_ms == NOW_MS + 3_600_000
+
+
+def save_tool(roost: Roost, name: str, body: str, params: str = "") -> None:
+    """A saved tool, as `/tool save` leaves it (source and metadata)."""
+    made = build_spec(name, "a test tool", f"def run({params}) -> str:\n    {body}\n")
+    assert made.tool is not None, made
+    ToolLibrary(roost.tenant_dirs("local").tools, lambda: NOW_MS).save(made.tool)
+
+
+WEATHER = ("city: str, days: int = 1, metric: bool = True", '"""Weather."""\n    return city')
+
+
+async def test_a_tool_job_gets_the_arguments_its_tool_requires(berlin: Roost) -> None:
+    save_tool(berlin, "weather", WEATHER[1], WEATHER[0])
+    reply = await say(berlin, "/every 1h me.weather")
+    assert reply.startswith("me.weather takes city: string, days?: integer, metric?: boolean;")
+    assert "missing argument 'city'" in reply and "/every 1h me.weather city=…" in reply
+    reply = await say(berlin, "/every 1h me.weather city=Berlin days=soon")
+    assert "argument 'days' must be integer, got str" in reply
+    assert "unknown argument 'town'" in await say(berlin, "/every 1h me.weather town=Rome")
+    assert berlin.schedule.jobs.list_jobs("local") == []  # nothing made without them
+    reply = await say(berlin, '/every 2h me.weather city="Bad Homburg" days=3 metric=no always')
+    assert 'me.weather city="Bad Homburg" days=3 metric=false, posting its result every' in reply
+    (job,) = berlin.schedule.jobs.list_jobs("local")
+    assert json.loads(job.payload) == {
+        "tool": "me.weather",
+        "mode": "always",
+        "args": {"city": "Bad Homburg", "days": 3, "metric": False},
+    }
+    jobs = await say(berlin, "/jobs")
+    assert 'me.weather city="Bad Homburg" days=3' in jobs
 
 
 async def test_jobs_lists_this_chat_in_the_persons_zone(berlin: Roost, clock: Clock) -> None:
@@ -135,7 +169,7 @@ async def test_delivery_failures_show_in_jobs(berlin: Roost) -> None:
     outbox.claim(NOW_MS)
     outbox.failed(entry.id, "network", NOW_MS)
     listing = await say(berlin, "/jobs")
-    assert "Delivery problems (1):\n  retrying after 1 attempt(s): network" in listing
+    assert "Delivery problems (1):\n  retrying after 1 attempt: network" in listing
 
 
 async def test_another_tenants_job_ids_are_unknown(berlin: Roost) -> None:

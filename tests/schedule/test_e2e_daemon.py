@@ -22,6 +22,7 @@ from tests.masking import m
 from tests.telegram.conftest import ALICE, fake
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 from tests.telegram.test_logs import daemon_env
+from tests.waits import HANG_S
 
 __all__ = ["fake"]
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
@@ -70,14 +71,14 @@ async def start(home: Path, fake: FakeBotAPI) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    await fake.wait_call("getUpdates", calls + 1, limit_s=60)
+    await fake.wait_call("getUpdates", calls + 1, limit_s=HANG_S)
     return proc
 
 
 async def stop(proc: asyncio.subprocess.Process) -> str:
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     return out.decode() + err.decode()
 
 
@@ -100,7 +101,7 @@ async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
     assert texts(fake) == []
     second = await start(home, fake)
     try:
-        await fake.wait_until(lambda: texts(fake) == ["⏰ take the pills"], limit_s=60)
+        await fake.wait_until(lambda: texts(fake) == ["⏰ take the pills"], limit_s=HANG_S)
         await until(lambda: outbox_rows(home)[0][1] == "delivered")
     finally:
         logs = await stop(second)
@@ -116,27 +117,27 @@ async def test_missed_slots_run_once_and_roost_send_to_arrives(
     job_id = add_job(home, "stand up", now_ms() - 10 * HOUR, spec="1h")  # ten slots missed
     proc = await start(home, fake)
     try:
-        await fake.wait_until(lambda: texts(fake) == ["⏰ stand up"], limit_s=60)
+        await fake.wait_until(lambda: texts(fake) == ["⏰ stand up"], limit_s=HANG_S)
         env = daemon_env(home, fake)
         sent = await asyncio.create_subprocess_exec(
             *ROOST, "send", "--to", f"telegram:{ALICE}", "--key", "cron-1", "backup", "done",
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        out, err = await asyncio.wait_for(sent.communicate(), 60)
+        out, err = await asyncio.wait_for(sent.communicate(), HANG_S)
         assert sent.returncode == 0, err.decode()
         assert "queued" in out.decode()
-        await fake.wait_until(lambda: texts(fake)[-1:] == ["backup done"], limit_s=60)
+        await fake.wait_until(lambda: texts(fake)[-1:] == ["backup done"], limit_s=HANG_S)
         again = await asyncio.create_subprocess_exec(
             *ROOST, "send", "--to", f"telegram:{ALICE}", "--key", "cron-1", "backup", "done",
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        out, _ = await asyncio.wait_for(again.communicate(), 60)
+        out, _ = await asyncio.wait_for(again.communicate(), HANG_S)
         assert "nothing added" in out.decode()
         listing = await asyncio.create_subprocess_exec(
             *ROOST, "jobs", "--tenant", "alice",
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        out, _ = await asyncio.wait_for(listing.communicate(), 60)
+        out, _ = await asyncio.wait_for(listing.communicate(), HANG_S)
     finally:
         logs = await stop(proc)
     assert proc.returncode == 0, logs

@@ -31,6 +31,7 @@ from tests.conftest import ScriptedBackend
 from tests.masking import m
 from tests.telegram.conftest import ALICE, NO_DRAFTS, fake, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import until
 
 __all__ = ["fake"]  # the fake Bot API fixture, shared with tests/telegram
 HOUR = 3_600_000
@@ -133,7 +134,7 @@ async def test_a_reminder_two_seconds_ahead_arrives(home: Path, fake: FakeBotAPI
         arrived = fake.calls_of("sendMessage")[-1].at
         assert arrived - started >= 1.9  # never before its time (a lower bound only)
         assert t.roost.schedule.jobs.get("alice", job.id).state == "done"  # type: ignore[union-attr]
-        await asyncio.sleep(0.05)
+        await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
     ran = t.events("job.ran")
     assert ran and ran[0]["id"] == job.id and ran[0]["outcome"] == "ok"
     assert ran[0]["kind"] == "reminder" and ran[0]["late_ms"] >= 0
@@ -159,7 +160,7 @@ async def test_a_bot_api_outage_delays_but_does_not_lose(home: Path, fake: FakeB
         fake.fail("sendMessage", *[Failure.bad_gateway()] * 4)
         t.job("reminder", "water the plants", wall_ms())
         await fake.wait_until(lambda: t.texts() == ["⏰ water the plants"])
-        await asyncio.sleep(0.05)
+        await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
         (entry,) = _all_entries(t.roost)
         assert entry["state"] == "delivered" and entry["attempts"] == 5
     failed = t.events("outbox.failed")
@@ -173,8 +174,7 @@ async def test_a_blocked_bot_is_a_visible_dead_letter(home: Path, fake: FakeBotA
     async with live(home, fake) as t:
         fake.fail("sendMessage", Failure(403, "Forbidden: bot was blocked by the user"))
         t.job("reminder", "call mum", wall_ms())
-        await fake.wait_until(lambda: bool(t.roost.schedule.outbox.failures("alice")))
-        await asyncio.sleep(0.05)
+        await until(lambda: t.events("outbox.failed"), "the dead letter recorded")
         (entry,) = t.roost.schedule.outbox.failures("alice")
         assert entry.state == "dead" and entry.last_error == "forbidden"
     assert t.texts() == []
@@ -191,7 +191,7 @@ async def test_a_failed_final_reply_is_delivered_from_the_outbox(
         fake.fail("sendMessage", *[Failure.bad_gateway()] * attempts)
         fake.push_text(ALICE, "a question")
         await fake.wait_until(lambda: t.texts() == ["the answer you asked for"])
-        await asyncio.sleep(0.05)
+        await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
         (entry,) = [
             e for e in _all_entries(t.roost) if e["key"].startswith("reply:")
         ]  # the reply went through the outbox, once
@@ -208,7 +208,7 @@ async def test_a_turn_jobs_answer_arrives_in_the_chat(home: Path, fake: FakeBotA
     async with live(home, fake, "Good morning: three meetings today.") as t:
         job = t.job("turn", "brief me on my day", wall_ms())
         await fake.wait_until(lambda: t.texts() == ["Good morning: three meetings today."])
-        await asyncio.sleep(0.05)
+        await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
     (request,) = t.backend.requests
     assert "brief me on my day" in str(request.messages[-1])
     assert request.system  # the full loadout prompt, as in chat
@@ -257,12 +257,12 @@ async def test_a_tool_job_posts_only_on_change(home: Path, fake: FakeBotAPI) -> 
 
 async def _wait_runs(t: Live, job_id: str, runs: int) -> None:
     """Until the job has `runs` runs and its outbox holds nothing undelivered."""
-    for _ in range(2000):
+
+    def done() -> bool:
         job = t.roost.schedule.jobs.get("alice", job_id)
         (queued,) = t.roost.db.execute(
             "SELECT COUNT(*) FROM outbox WHERE state = 'queued'"
         ).fetchone()
-        if job is not None and job.runs >= runs and queued == 0:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"job {job_id} did not run {runs} times")
+        return job is not None and job.runs >= runs and queued == 0
+
+    await until(done, f"job {job_id} runs {runs} times")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from bridge.app.schedule_loop import ScheduleLoop, wall_ms
 from bridge.channels.web import WebChannel
 from bridge.schedule.runtime import recent_messages
 from tests.masking import m
+from tests.waits import HANG_S
 
 TOKEN = "web-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -70,10 +72,10 @@ async def test_an_open_page_gets_the_reminder_pushed(roost: Roost) -> None:
         async with http.get(url, headers=AUTH) as response:
             assert response.status == 200
             stream = events(response)
-            assert await asyncio.wait_for(anext(stream), 20) == ("ready", {"chat": "default"})
+            assert await asyncio.wait_for(anext(stream), HANG_S) == ("ready", {"chat": "default"})
             remind(roost, "tea is ready")
             remind(roost, "for another chat", chat="other")
-            name, data = await asyncio.wait_for(anext(stream), 20)
+            name, data = await asyncio.wait_for(anext(stream), HANG_S)
     assert name == "message" and data["text"] == "⏰ tea is ready"
     assert data["key"].startswith("job:") and isinstance(data["id"], int)
 
@@ -82,11 +84,12 @@ async def test_a_closed_page_sees_what_it_missed_on_load(roost: Roost) -> None:
     async with page_server(roost) as (web, _), aiohttp.ClientSession() as http:
         remind(roost, "the oven")
         base = f"http://127.0.0.1:{web.port}/api/outbox"
-        for _ in range(2000):  # until the scheduler has run it (a hang guard)
+        listed: list[dict[str, Any]] = []
+        deadline = time.monotonic() + HANG_S
+        while not listed:  # until the scheduler has run it (a hang guard)
+            assert time.monotonic() < deadline, "the reminder was never listed"
             async with http.get(f"{base}?chat=default", headers=AUTH) as response:
                 listed = (await response.json())["messages"]
-            if listed:
-                break
             await asyncio.sleep(0.01)
         assert [m["text"] for m in listed] == ["⏰ the oven"]
         async with http.get(f"{base}?chat=default&after={listed[0]['id']}", headers=AUTH) as r:
@@ -117,7 +120,7 @@ async def test_stopping_with_a_page_listening_ends_its_stream(roost: Roost) -> N
             url = f"http://127.0.0.1:{web.port}/api/events?chat=default"
             response = await http.get(url, headers=AUTH)
             stream = events(response)
-            assert (await asyncio.wait_for(anext(stream), 20))[0] == "ready"
+            assert (await asyncio.wait_for(anext(stream), HANG_S))[0] == "ready"
             assert web.deliver.listeners("default") == 1
         # the server stopped (bounded by the hang guard): the stream is over
         rest = [item async for item in stream]

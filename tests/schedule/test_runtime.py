@@ -26,6 +26,7 @@ from bridge.schedule.runtime import (
 from bridge.schedule.scheduler import JobSkipped, ScheduleEvent
 from bridge.types.messages import Inbound
 from tests.masking import NO_SECRETS, m
+from tests.waits import HANG_S
 
 
 def job(channel: str = "telegram", chat: str = "111", kind: str = "turn", **kw: object) -> Job:
@@ -169,6 +170,6 @@ async def test_a_commit_from_another_process_wakes_the_scheduler(tmp_path: Path)
         await asyncio.sleep(0.05)
         assert not woke.is_set()  # its own writes do not count
         OutboxStore(other).enqueue("a", "web", "c", m("from roost send"), "k2", now_ms=1)
-        await asyncio.wait_for(woke.wait(), 10)
+        await asyncio.wait_for(woke.wait(), HANG_S)
     finally:
         watcher.cancel()

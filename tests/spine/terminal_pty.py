@@ -19,9 +19,11 @@ from collections.abc import Callable, Mapping
 
 import pyte
 
+from tests.waits import HANG_S
+
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 COLS, ROWS = 100, 60
-WAIT_S = 60  # a safety net against a hung run, not a speed check
+WAIT_S = HANG_S  # a safety net against a hung run, not a speed check
 
 
 class _Screen(pyte.Screen):

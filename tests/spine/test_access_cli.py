@@ -23,6 +23,7 @@ from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, running
 from tests.telegram.fake_bot_api import FakeBotAPI
 from tests.telegram.test_pairing_revoke import PAIRED, pair_as, settle
+from tests.waits import HANG_S
 
 CONFIG = f"[tenants.alice]\ntelegram_ids = [{ALICE}]\n[tenants.bob]\n"
 
@@ -47,7 +48,7 @@ async def roost(*argv: str) -> tuple[int, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    out, _ = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode is not None
     return proc.returncode, out.decode()
 
@@ -83,7 +84,7 @@ async def test_revoke_by_identity_takes_effect_on_the_next_message(
         assert code == 0, out
         assert f"revoked telegram:{PAIRED} (paired to bob)" in out
         fake.push_text(PAIRED, "second")
-        await settle(fake, 1)
+        await settle(run, 1)
         replies = [m.text for m in fake.sent_to(PAIRED)[3:]]
         assert len(replies) == 1 and "I don't know you" in replies[0]
         assert [r.messages[-1].content for r in backend.requests] == ["first", "sync 1"]

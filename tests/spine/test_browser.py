@@ -30,6 +30,7 @@ from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.conftest import Clock
+from tests.waits import HANG_S
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = [
@@ -136,7 +137,7 @@ async def page(home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> Asy
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = await browser.new_context(permissions=["clipboard-read", "clipboard-write"])
         tab = await context.new_page()
-        tab.set_default_timeout(20_000)
+        tab.set_default_timeout(HANG_S * 1000)
         await tab.goto(f"{base}/#token={TOKEN}")
         await tab.locator("#composer").wait_for(state="visible")
         yield Page(tab, roost, model, base)

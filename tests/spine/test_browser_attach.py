@@ -27,6 +27,7 @@ from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
 from tests.spine.test_browser import ARGS, CHROMIUM, TOKEN, EchoModel
 from tests.spine.test_web_upload import png, recorder
+from tests.waits import HANG_S
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
 MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
@@ -97,7 +98,7 @@ async def page(
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS + MEDIA)
         context = await browser.new_context(permissions=["microphone"])
         tab = await context.new_page()
-        tab.set_default_timeout(20_000)
+        tab.set_default_timeout(HANG_S * 1000)
         await tab.goto(f"http://127.0.0.1:{web.port}/#token={TOKEN}")
         await tab.locator("#composer").wait_for(state="visible")
         yield AttachPage(tab, roost, seen, TenantDirs.of(home, "local").inbox)

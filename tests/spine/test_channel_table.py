@@ -34,6 +34,7 @@ from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Answer, Final, Inbound
 from tests.conftest import ScriptedBackend
+from tests.waits import HANG_S
 
 
 class ToyChannel:
@@ -118,7 +119,7 @@ async def test_serve_starts_the_table_and_the_toy_channel_talks_to_the_offline_m
         serve(settings, ready=lambda port: ready.set(), channels=(*CHANNELS, toy_row(toys)))
     )
     try:
-        await asyncio.wait_for(ready.wait(), 120)
+        await asyncio.wait_for(ready.wait(), HANG_S)
         (toy,) = toys
         await toy.receive("local", "/whoami")  # a stranger on "toy": refused, like Telegram
         assert toy.sent[-1].kind == "refusal"
@@ -132,7 +133,7 @@ async def test_serve_starts_the_table_and_the_toy_channel_talks_to_the_offline_m
             os.kill(os.getpid(), signal.SIGTERM)
         else:
             serving.cancel()
-    assert await asyncio.wait_for(serving, 60) == 0
+    assert await asyncio.wait_for(serving, HANG_S) == 0
     assert not toy.running
 
 

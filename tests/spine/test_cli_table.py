@@ -16,6 +16,7 @@ from bridge.cli import audit, loadout, style, tools
 from bridge.cli.main import build_parser
 from bridge.cli.rows import Command
 from bridge.cli.table import COMMANDS
+from tests.waits import HANG_S
 
 VERB_TABLES = {"audit": audit.VERBS, "vault": loadout.VERBS, "style": style.VERBS}
 VERB_TABLES["tools"] = tools.VERBS
@@ -34,7 +35,7 @@ def test_roost_help_lists_every_row() -> None:
         [sys.executable, "-m", "bridge.cli.main", "--help"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 0
     listed = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("    ")}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.core.config import ConfigError, load_settings
+from tests.waits import HANG_S
 
 
 def test_defaults_are_the_embedded_ones(home: Path) -> None:
@@ -70,7 +71,7 @@ def test_cli_exits_78_on_bad_config(home: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 78
     assert "web.port" in proc.stderr
@@ -84,7 +85,7 @@ def test_unusable_home_exits_78(home: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 78
     assert "ROOST_HOME" in proc.stderr and "Traceback" not in proc.stderr
@@ -97,7 +98,7 @@ def run_roost(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
 
 
@@ -120,6 +121,32 @@ def test_openai_without_a_server_is_a_config_error(
     for key in ("llm.base_url", "ROOST_LLM__BASE_URL", "llm.api_key", "ROOST_LLM__API_KEY"):
         assert key in lines[0]
     assert not home.exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])
+@pytest.mark.parametrize("where", ["env", "file"])
+def test_anthropic_without_a_key_is_a_config_error(
+    home: Path, argv: tuple[str, ...], where: str
+) -> None:
+    """Exit 78 (systemd's RestartPreventExitStatus) with one line naming the key, no traceback."""
+    if where == "file":
+        Path(os.environ["ROOST_CONFIG"]).write_text('[llm]\nprovider = "anthropic"\n')
+        proc = run_roost(home, *argv)
+    else:
+        proc = run_roost(home, *argv, ROOST_LLM__PROVIDER="anthropic", ROOST_LLM__API_KEY=" ")
+    assert proc.returncode == 78, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "llm.api_key" in lines[0] and "ROOST_LLM__API_KEY" in lines[0]
+    assert not home.exists()  # refused before anything was created
+
+
+def test_a_named_anthropic_model_without_a_key_names_its_table(home: Path) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text('[models.claude]\nprovider = "anthropic"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert "models.claude.api_key" in str(err.value)
+    assert "ROOST_MODELS__CLAUDE__API_KEY" in str(err.value)
 
 
 @pytest.mark.parametrize("argv", [("serve",), ("send", "hi")])

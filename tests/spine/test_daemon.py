@@ -20,6 +20,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.grading.judge_fake import is_judge
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 
@@ -50,7 +51,7 @@ class Daemon:
 
     async def stop(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(self.proc.communicate(), 30)
+        _, err = await asyncio.wait_for(self.proc.communicate(), HANG_S)
         return self.proc.returncode or 0, err.decode()
 
 
@@ -61,7 +62,7 @@ async def start_daemon(env: dict[str, str]) -> Daemon:
     assert proc.stdout is not None
     lines: list[str] = []
     while True:
-        raw = await asyncio.wait_for(proc.stdout.readline(), 60)
+        raw = await asyncio.wait_for(proc.stdout.readline(), HANG_S)
         if not raw:
             _, err = await proc.communicate()
             raise AssertionError(f"daemon exited early: {err.decode()}")
@@ -122,7 +123,7 @@ async def test_sigterm_during_a_slow_turn_exits_cleanly(home: Path, fake: FakeOp
                 "/api/chat", json={"text": "slow"}, headers={"Authorization": f"Bearer {token}"}
             )
         )
-        async with asyncio.timeout(120):  # a safety net against a hung run, not a speed check
+        async with asyncio.timeout(HANG_S):  # a safety net against a hung run, not a speed check
             while not fake.requests:
                 await asyncio.sleep(0.05)
         code, _ = await daemon.stop()
@@ -140,7 +141,7 @@ async def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), HANG_S)
     return proc.returncode or 0, out.decode(), err.decode()
 
 

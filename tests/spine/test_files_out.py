@@ -26,8 +26,9 @@ from bridge.types.messages import Final, OutFile
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, FAST, GROUP, TOKEN
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
+from tests.waits import HANG_S
 
-WAIT_S = 60.0  # a safety net against a hung run, not a speed check
+WAIT_S = HANG_S  # a safety net against a hung run, not a speed check
 
 
 def tg(home: Path, bot: FakeBotAPI) -> Settings:

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from bridge.core.locks import KeyedLocks, TenantLocks
+from tests.waits import HANG_S
 
 
 async def test_waiters_of_one_key_get_the_lock_in_arrival_order() -> None:
@@ -62,7 +63,7 @@ async def test_keys_are_forgotten_once_nobody_holds_or_waits_even_after_cancel()
 async def test_different_keys_do_not_wait_on_each_other() -> None:
     locks: KeyedLocks[str] = KeyedLocks()
     # a deadlock here (b waiting for a) would hang; the timeout turns that into a failure
-    async with locks.hold("a"), asyncio.timeout(5), locks.hold("b"):
+    async with locks.hold("a"), asyncio.timeout(HANG_S), locks.hold("b"):
         assert len(locks) == 2
 
 

@@ -25,9 +25,10 @@ from tests.spine.test_metrics import AUTH, TOKEN, samples
 from tests.telegram.conftest import ALICE
 from tests.telegram.conftest import TOKEN as BOT_TOKEN
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import HANG_S
 
 BLOCKED = Failure(403, "Forbidden: bot was blocked by the user")
-WAIT_S = 60.0  # a safety net against a hung run, not a speed check
+WAIT_S = HANG_S  # a safety net against a hung run, not a speed check
 
 
 class GatedBackend:

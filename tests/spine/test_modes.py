@@ -22,6 +22,7 @@ import pytest
 
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
 from tests.spine.test_daemon import Daemon, env_for
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 TOOL = '''
@@ -78,7 +79,7 @@ async def start_daemon(env: dict[str, str]) -> Daemon:
     lines: list[str] = []
     port = 0
     while not (lines and lines[-1].startswith("roost: model")):
-        raw = await asyncio.wait_for(proc.stdout.readline(), 60)
+        raw = await asyncio.wait_for(proc.stdout.readline(), HANG_S)
         if not raw:
             _, err = await proc.communicate()
             raise AssertionError(f"daemon exited early: {err.decode()}")
@@ -157,7 +158,7 @@ async def test_operator_commands_create_private_files(
         stderr=asyncio.subprocess.PIPE,
         preexec_fn=umask_022,
     )
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    _, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode == 0, err.decode()
     assert (home / "roost.db").exists()
     assert loose(home) == []

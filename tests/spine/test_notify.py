@@ -21,6 +21,7 @@ import pytest
 from bridge.app.notify import Notifier, socket_address, watchdog_interval
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import ROOST, env_for
+from tests.waits import HANG_S
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def listener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[s
 async def next_message(sock: socket.socket) -> dict[str, str]:
     """The next datagram as KEY -> value (a safety-net timeout, not a speed check)."""
     loop = asyncio.get_running_loop()
-    data = await asyncio.wait_for(loop.sock_recv(sock, 4096), 60)
+    data = await asyncio.wait_for(loop.sock_recv(sock, 4096), HANG_S)
     return dict(line.split("=", 1) for line in data.decode().splitlines())
 
 
@@ -90,7 +91,7 @@ async def test_ready_status_watchdog_stopping(
         proc.send_signal(signal.SIGTERM)
         stopping, _ = await until(sock, "STOPPING")
         assert stopping["STOPPING"] == "1"
-        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        _, err = await asyncio.wait_for(proc.communicate(), HANG_S)
         assert proc.returncode == 0, err.decode()
     finally:
         if proc.returncode is None:
@@ -103,7 +104,7 @@ async def web_port(proc: asyncio.subprocess.Process) -> int:
 
     assert proc.stdout is not None
     while True:
-        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        line = (await asyncio.wait_for(proc.stdout.readline(), HANG_S)).decode()
         assert line, "daemon closed stdout"
         match = re.search(r"web chat at http://127\.0\.0\.1:(\d+)/", line)
         if match:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.core.config import load_settings
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 PREFIX = Path(sys.executable).parents[2]  # the checkout whose .venv runs these tests
@@ -25,7 +26,7 @@ PREFIX = Path(sys.executable).parents[2]  # the checkout whose .venv runs these 
 def install_units(home: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "CREDENTIALS_DIRECTORY"}
     proc = subprocess.run(
-        [*ROOST, "install-units", *args], env=env, capture_output=True, text=True, timeout=60
+        [*ROOST, "install-units", *args], env=env, capture_output=True, text=True, timeout=HANG_S
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -61,7 +62,7 @@ def test_install_units_prints_the_prefix_and_present_credentials(
         unit = tmp_path / "roost.service"
         unit.write_text(units["roost.service"])
         proc = subprocess.run(
-            [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60
+            [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=HANG_S
         )
         assert proc.returncode == 0, proc.stderr
 

@@ -28,9 +28,10 @@ from tests.spine.test_daemon import ROOST, env_for
 from tests.spine.test_notify import next_message, until
 from tests.telegram.conftest import ALICE, GROUP, TOKEN
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
+from tests.waits import HANG_S
 
 BOB = 222222
-WAIT_S = 60.0  # a safety net against a hung run, not a speed check
+WAIT_S = HANG_S  # a safety net against a hung run, not a speed check
 
 
 def config(*bob: int, extra: str = "") -> str:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_S
+
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / "roost.service"
 ANALYZE = shutil.which("systemd-analyze")
 pytestmark = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -28,7 +30,7 @@ def test_unit_verifies(tmp_path: Path) -> None:
         [ANALYZE, "--recursive-errors=yes", "verify", str(unit)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -39,7 +41,7 @@ def test_unit_exposure_is_low(tmp_path: Path) -> None:
         [ANALYZE, "security", "--offline=yes", "--threshold=20", str(unit)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     assert proc.returncode == 0, proc.stdout[-500:]
     assert "RestartPreventExitStatus=78" in UNIT.read_text()

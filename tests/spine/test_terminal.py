@@ -16,6 +16,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI, Text, last_user_text
 from tests.spine.terminal_pty import ROOST, Terminal
+from tests.waits import HANG_S
 
 KEY = "sk-test-key-000000000000"
 UP, ENTER, ALT_ENTER, CTRL_C, CTRL_D, TAB = "\x1b[A", "\r", "\x1b\r", "\x03", "\x04", "\t"
@@ -162,7 +163,7 @@ async def test_piped_output_is_plain_text(home: Path, fake: FakeOpenAI) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, _ = await asyncio.wait_for(proc.communicate(b"hi\n/status\n"), 60)
+    out, _ = await asyncio.wait_for(proc.communicate(b"hi\n/status\n"), HANG_S)
     assert proc.returncode == 0
     assert b"\x1b" not in out
     assert out.decode().startswith("Here is **bold** and `code`.\n\n")

@@ -22,6 +22,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI, last_user_text
 from tests.spine.terminal_pty import ROOST
+from tests.waits import HANG_S
 
 KEY = "sk-test-key-000000000000"
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ async def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), HANG_S)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
@@ -94,12 +95,12 @@ async def serve_model_line(env: dict[str, str]) -> str:
     )
     assert proc.stdout is not None
     try:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(HANG_S):
             while not (line := (await proc.stdout.readline()).decode()).startswith("roost: model"):
                 assert line, (await proc.communicate())[1].decode()
     finally:
         proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(proc.communicate(), 30)
+        await asyncio.wait_for(proc.communicate(), HANG_S)
     return line
 
 
@@ -141,7 +142,7 @@ def test_make_says_what_it_installs_and_pip_shows_progress(tmp_path: Path) -> No
         ["make", "-s", "-C", str(REPO), f"VENV={venv}", f"{venv}/.installed-stamp"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=True,
     )
     lines = done.stdout.splitlines()

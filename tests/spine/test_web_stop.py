@@ -29,8 +29,9 @@ from tests.spine.test_web_history import (
     post,
     served,
 )
+from tests.waits import HANG_S
 
-GUARD_S = 60  # only a guard against hanging; no test measures time
+GUARD_S = HANG_S  # only a guard against hanging; no test measures time
 WORDS = " ".join(f"word{n}" for n in range(40))
 
 

@@ -91,13 +91,13 @@ def test_cli_sweep_offline_leaves_pending_then_status_and_list(
     asyncio.run(seed_chain(settings))
     assert run(["style", "sweep", "--dry-run"], settings) == 0
     out = capsys.readouterr().out
-    assert out.startswith("dry run: 1 tenant(s): 1 candidate(s)")
+    assert out.startswith("dry run: 1 tenant: 1 candidate")
     assert "judge: no model configured" in out
     assert run(["style", "status"], settings) == 0
     assert "last sweep: never" in capsys.readouterr().out
     assert run(["style", "sweep"], settings) == 0
     out = capsys.readouterr().out
-    assert "1 candidate(s), 0 judged, 1 pending" in out and "no model configured" in out
+    assert "1 candidate, 0 judged, 1 pending" in out and "no model configured" in out
     assert run(["style", "status"], settings) == 0
     out = capsys.readouterr().out
     assert "alice: 1 pending, 0 shadow, 0 live" in out and "awaiting the judge" in out

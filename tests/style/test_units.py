@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_S
+
 UNITS = Path(__file__).resolve().parents[2] / "systemd"
 ANALYZE = shutil.which("systemd-analyze")
 pytestmark = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -26,7 +28,7 @@ def _units_here(tmp_path: Path) -> tuple[Path, Path]:
 
 def _analyze(*args: str) -> subprocess.CompletedProcess[str]:
     assert ANALYZE is not None
-    return subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=HANG_S)
 
 
 def test_units_verify(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 `running(...)` builds a roost in process (scripted model, memory audit),
 starts the Telegram channel with small poll timeouts, throttle intervals
-and retry delays, and stops everything in reverse order.
+and retry delays, and stops everything in reverse order. `Running.idle()`
+waits until every update pushed so far went all the way through the channel
+(a handler in a later group of the same Application counts them), so a test
+can say what did *not* happen without waiting a fixed time.
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from telegram import Update
+from telegram.ext import TypeHandler
 
 from bridge.app.build import Roost, build
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
@@ -26,6 +31,7 @@ from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import ScriptedBackend
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import until
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
 ALICE = 111111
@@ -68,10 +74,25 @@ class Running:
     backend: ScriptedBackend
     audit: MemoryAudit
     fake: FakeBotAPI
+    handled: list[int] = field(default_factory=lambda: [0])  # updates through the channel
+    base: int = 0  # updates pushed before this roost started (handled by an earlier one)
 
     @property
     def pairing(self) -> PairingStore:
         return PairingStore(self.roost.db)
+
+    async def idle(self) -> None:
+        """Every update pushed so far has been handled (answered, refused or ignored)."""
+        await until(lambda: self.handled[0] >= self.fake.pushed - self.base, "every update handled")
+
+
+def count_handled(channel: TelegramChannel, handled: list[int]) -> None:
+    """PTB runs an update's handler groups in order: group 1 runs after roost's own."""
+
+    async def seen(update: object, context: object) -> None:
+        handled[0] += 1
+
+    channel.app.add_handler(TypeHandler(Update, seen), group=1)
 
 
 @contextlib.asynccontextmanager
@@ -90,10 +111,12 @@ async def running(
         channel = TelegramChannel(settings.telegram, roost.core.answer, roost.command_list, options)
         if web_app is not None:
             channel.mount(web_app)
+        run = Running(roost, channel, backend, audit, fake, base=fake.pushed)
+        count_handled(channel, run.handled)
         try:
             if start:
                 await channel.start()
-            yield Running(roost, channel, backend, audit, fake)
+            yield run
         finally:
             await channel.stop()
     finally:

@@ -52,6 +52,7 @@ from aiohttp import web
 from tests.fakes.ogg_opus import NotOggOpus, read_ogg_opus
 from tests.telegram.entity_rules import problem as entity_problem
 from tests.telegram.fake_files import FakeFiles
+from tests.waits import HANG_S
 
 JSON_KEYS = frozenset(
     {
@@ -155,6 +156,7 @@ class FakeBotAPI:
         self.max_poll_s = max_poll_s
         self.calls: list[Call] = []
         self.updates: list[dict[str, Any]] = []
+        self.pushed = 0  # updates queued so far (`Running.idle` waits until all are handled)
         self.messages: dict[tuple[int, int], Sent] = {}
         self.documents: list[Document] = []  # sendDocument uploads, in order
         self.voices: list[Document] = []  # sendVoice uploads, in order
@@ -208,6 +210,7 @@ class FakeBotAPI:
     def push(self, update: dict[str, Any]) -> int:
         """Queue an update (update_id is assigned); wakes waiting polls."""
         update = {"update_id": self._next_update, **update}
+        self.pushed += 1
         self._next_update += 1
         self.updates.append(update)
         self._notify()
@@ -365,7 +368,7 @@ class FakeBotAPI:
         rows = [m for (c, _), m in sorted(self.messages.items()) if c == chat_id]
         return [m for m in rows if not m.deleted]
 
-    async def wait_until(self, predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], limit_s: float = HANG_S) -> None:
         """Wait for `predicate` (re-checked on every call); a hang guard, not a timing test."""
 
         if predicate():
@@ -374,7 +377,7 @@ class FakeBotAPI:
         self._waiters.append((predicate, future))
         await asyncio.wait_for(future, limit_s)
 
-    async def wait_call(self, method: str, count: int = 1, limit_s: float = 20.0) -> Call:
+    async def wait_call(self, method: str, count: int = 1, limit_s: float = HANG_S) -> Call:
         await self.wait_until(lambda: len(self.calls_of(method)) >= count, limit_s)
         return self.calls_of(method)[count - 1]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from bridge.core.config import Settings, load_settings
@@ -60,8 +59,7 @@ async def test_stranger_is_refused_once_and_never_reaches_the_model(
         for text in ("hi", "hello?", "/help"):
             fake.push_text(STRANGER, text)
         fake.push_text(ALICE, "ping")
-        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))
-        await asyncio.sleep(0.1)
+        await run.idle()
         refusals = fake.sent_to(STRANGER)
         assert len(refusals) == 1
         assert "/pair CODE" in refusals[0].text and str(STRANGER) in refusals[0].text
@@ -72,12 +70,11 @@ async def test_stranger_is_refused_once_and_never_reaches_the_model(
             ("access.refused", None, {"channel": "telegram", "identity": "999001", "suppressed": 0})
         ]
     # the memory is in SQLite: a restarted roost does not refuse again
-    async with running(tg_settings(home, fake), fake, backend):
+    async with running(tg_settings(home, fake), fake, backend) as run:
         fake.push_text(STRANGER, "still there?")
         fake.push_text(ALICE, "ping 2")
-        await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 2)
-        await asyncio.sleep(0.1)
-        assert len(fake.sent_to(STRANGER)) == 1
+        await run.idle()
+        assert len(fake.sent_to(ALICE)) == 2 and len(fake.sent_to(STRANGER)) == 1
 
 
 async def test_non_text_and_edits_are_handled_deliberately(home: Path, fake: FakeBotAPI) -> None:
@@ -140,9 +137,7 @@ async def test_pairing_locks_out_after_five_wrong_codes(home: Path, fake: FakeBo
         assert "1 more attempt before" in replies[3]
         assert "locked for this account for an hour" in replies[4]
         fake.push_text(STRANGER, f"/pair {code}")  # the right code, but locked: not checked
-        fake.push_text(ALICE, "sync")
-        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))
-        await asyncio.sleep(0.1)
+        await run.idle()
         assert len(fake.sent_to(STRANGER)) == 5
         assert run.pairing.bound_tenant("telegram", str(STRANGER)) is None
 

@@ -7,7 +7,6 @@ private chats and in groups, from known people and strangers alike;
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from bridge.core.commands import parse_command
@@ -39,8 +38,7 @@ async def test_private_chat_ignores_commands_for_another_bot(home: Path, fake: F
         for text in ("/whoami@other_bot", "/reset@other_bot", "/help@OtherBot x", "/nosuch@x_bot"):
             fake.push_text(ALICE, text)
         fake.push_text(ALICE, f"/whoami@{BOT_USERNAME}")
-        await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 2)
-        await asyncio.sleep(0.1)
+        await run.idle()
         replies = [m.text for m in fake.sent_to(ALICE)]
         assert len(replies) == 2 and "Tenant: alice" in replies[1]
         commands = [e[2]["name"] for e in run.audit.events if e[0] == "command.run"]
@@ -69,8 +67,7 @@ async def test_group_ignores_commands_for_another_bot(home: Path, fake: FakeBotA
         in_group(ALICE, "/reset@other_bot", reply_to_bot=True)
         in_group(STRANGER, "/whoami@other_bot", reply_to_bot=True)
         in_group(ALICE, f"/whoami@{BOT_USERNAME}")
-        await fake.wait_until(lambda: len(fake.sent_to(GROUP)) == 1)
-        await asyncio.sleep(0.1)
+        await run.idle()
         assert len(fake.sent_to(GROUP)) == 1 and "Tenant: alice" in fake.sent_to(GROUP)[0].text
         commands = [e[2]["name"] for e in run.audit.events if e[0] == "command.run"]
         assert commands == ["whoami"]
@@ -82,9 +79,7 @@ async def test_pair_for_another_bot_is_not_tried(home: Path, fake: FakeBotAPI) -
         code = run.pairing.issue("alice")
         fake.push_text(STRANGER, f"/pair@other_bot {code}")
         fake.push_text(STRANGER, "/start@other_bot")
-        fake.push_text(ALICE, "sync")
-        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))
-        await asyncio.sleep(0.1)
+        await run.idle()
         assert fake.sent_to(STRANGER) == []
         assert run.pairing.bound_tenant("telegram", str(STRANGER)) is None
         assert not [e for e in run.audit.events if e[0].startswith(("pairing.", "access."))]

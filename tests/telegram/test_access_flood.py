@@ -18,8 +18,9 @@ from bridge.channels.telegram import TelegramChannel
 from bridge.core.config import Settings
 from bridge.core.strangers import StrangerLimits
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import NO_DRAFTS, tg_settings
+from tests.telegram.conftest import NO_DRAFTS, count_handled, tg_settings
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import until
 
 STRANGERS = 300
 FIRST = 7_000_000
@@ -29,11 +30,13 @@ UNPACED = dataclasses.replace(NO_DRAFTS, rate_limiter=False)
 
 
 @contextlib.asynccontextmanager
-async def with_chain(settings: Settings) -> AsyncIterator[Roost]:
-    """A roost whose audit sink is its real hash chain, and its Telegram channel."""
+async def with_chain(settings: Settings, handled: list[int]) -> AsyncIterator[Roost]:
+    """A roost whose audit sink is its real hash chain, and its Telegram channel
+    (`handled` counts the updates that went all the way through it)."""
     roost = await build(settings, backend=ScriptedBackend("never"))
     try:
         channel = TelegramChannel(settings.telegram, roost.core.answer, roost.command_list, UNPACED)
+        count_handled(channel, handled)
         await channel.start()
         try:
             yield roost
@@ -52,7 +55,8 @@ async def test_stranger_flood_on_telegram_is_bounded_in_the_chain(
     home: Path, fake: FakeBotAPI
 ) -> None:
     settings = tg_settings(home, fake)
-    async with with_chain(settings) as roost:
+    handled = [0]
+    async with with_chain(settings, handled) as roost:
         start = len(records(home))
         for _ in range(PAIR_TRIES):
             fake.push_text(PAIRER, "/pair WRONGCDE")
@@ -62,7 +66,8 @@ async def test_stranger_flood_on_telegram_is_bounded_in_the_chain(
         for n in range(0, STRANGERS, 3):  # again: no new reply, no new record
             fake.push_text(FIRST + n, "anyone?")
         fake.push_text(FIRST + STRANGERS, "last")
-        await fake.wait_until(lambda: len(fake.calls_of("sendMessage")) == STRANGERS + 6)
+        await until(lambda: handled[0] >= fake.pushed, "every update handled")
+        assert len(fake.calls_of("sendMessage")) == STRANGERS + 6
         assert roost.backend.requests == []  # type: ignore[attr-defined]
     new = records(home)[start:]
     cap = StrangerLimits().records_per_window

@@ -11,6 +11,7 @@ from bridge.core.config import load_settings
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.telegram.conftest import ALICE, FAST, TOKEN, running
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import HANG_S
 
 BOB = 222222
 WORST = "[a](" * 10_000  # 40k characters: unclosed link heads, the quadratic shape
@@ -37,7 +38,7 @@ class TwoChats:
                 yield TextDelta(WORST[start : start + 2_000])
                 await asyncio.sleep(0.01)  # let a draft render the grown text
             self.alice_streamed.set()
-            await asyncio.wait_for(self.bob_answered.wait(), 60)
+            await asyncio.wait_for(self.bob_answered.wait(), HANG_S)
         yield Finish("stop")
 
     async def aclose(self) -> None:
@@ -56,7 +57,7 @@ async def test_a_huge_worst_shape_stream_does_not_stall_another_chat(
     backend = TwoChats()
     async with running(settings, fake, backend, FAST):
         fake.push_text(ALICE, "write a lot")
-        await asyncio.wait_for(backend.alice_streamed.wait(), 60)
+        await asyncio.wait_for(backend.alice_streamed.wait(), HANG_S)
         await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))  # drafts are showing
         fake.push_text(BOB, "bob here")
         await fake.wait_until(lambda: any(m.text == "hello bob" for m in fake.sent_to(BOB)))

@@ -3,7 +3,6 @@ never aborts the rest of an answer (item 15)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -61,10 +60,9 @@ async def test_a_rejected_chunk_is_marked_and_the_rest_still_arrives(
     answer = "\n\n".join(f"part{n} " + "x" * 3000 for n in range(3))
     part1 = Failure(400, "Bad Request: message text is empty")
     fake.refuse_text = lambda text: part1 if text.startswith("part1") else None
-    async with running(tg_settings(home, fake), fake, ScriptedBackend(answer)):
+    async with running(tg_settings(home, fake), fake, ScriptedBackend(answer)) as run:
         fake.push_text(ALICE, "go")
-        await fake.wait_until(lambda: any(m.text.startswith("part2") for m in fake.sent_to(ALICE)))
-        await asyncio.sleep(0.05)
+        await run.idle()
     texts = [m.text for m in fake.sent_to(ALICE)]
     assert texts[0].startswith("part0") and texts[-1].startswith("part2")
     assert len(texts) == 3 and "could not be shown" in texts[1]

@@ -51,10 +51,9 @@ def long_answer() -> str:
 
 async def test_long_answer_is_split_into_valid_messages(home: Path, fake: FakeBotAPI) -> None:
     answer = long_answer()
-    async with running(tg_settings(home, fake), fake, ScriptedBackend(answer)):
+    async with running(tg_settings(home, fake), fake, ScriptedBackend(answer)) as run:
         fake.push_text(ALICE, "write a lot")
-        await fake.wait_until(lambda: len(fake.calls_of("sendMessage")) >= 3)
-        await asyncio.sleep(0.1)
+        await run.idle()
     messages = fake.sent_to(ALICE)
     assert len(messages) >= 3
     assert all(utf16_len(m.text) <= 4096 for m in messages)
@@ -97,12 +96,9 @@ async def test_streaming_edits_one_message_and_finalizes_without_duplicate(
 ) -> None:
     answer = "Streaming **works**: " + " ".join(f"word{i}" for i in range(60)) + " done."
     backend = DrippingBackend(answer, piece=12, pause_s=0.01)
-    async with running(tg_settings(home, fake), fake, backend, options=FAST):
+    async with running(tg_settings(home, fake), fake, backend, options=FAST) as run:
         fake.push_text(ALICE, "stream please")
-        await fake.wait_until(
-            lambda: bool(fake.sent_to(ALICE)) and fake.sent_to(ALICE)[0].text.endswith("done.")
-        )
-        await asyncio.sleep(0.2)
+        await run.idle()
     sends, edits = fake.calls_of("sendMessage"), fake.calls_of("editMessageText")
     assert len(sends) == 1, "one message, edited in place"
     assert len(edits) >= 2, "the answer was shown growing"
@@ -118,12 +114,9 @@ async def test_streaming_edits_one_message_and_finalizes_without_duplicate(
 async def test_long_streamed_answer_continues_in_new_messages(home: Path, fake: FakeBotAPI) -> None:
     answer = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum dolor " * 30 for i in range(20))
     backend = DrippingBackend(answer, piece=400, pause_s=0.01)
-    async with running(tg_settings(home, fake), fake, backend, options=FAST):
+    async with running(tg_settings(home, fake), fake, backend, options=FAST) as run:
         fake.push_text(ALICE, "long stream")
-        await fake.wait_until(
-            lambda: any(m.text.endswith(answer[-20:].strip()) for m in fake.sent_to(ALICE))
-        )
-        await asyncio.sleep(0.2)
+        await run.idle()
     shown = fake.sent_to(ALICE)
     assert_pieces_of(render(answer).text, [m.text for m in shown])
     assert len(fake.calls_of("sendMessage")) == len(shown), "no message sent twice"
@@ -161,10 +154,10 @@ async def test_a_reply_that_cannot_be_delivered_is_logged(
 
     fake.fail("sendMessage", *[Failure.bad_gateway() for _ in range(6)])
     with caplog.at_level(logging.ERROR, logger="bridge.channels.telegram"):  # type: ignore[attr-defined]
-        async with running(tg_settings(home, fake), fake, ScriptedBackend("lost")):
+        async with running(tg_settings(home, fake), fake, ScriptedBackend("lost")) as run:
             fake.push_text(ALICE, "hi")
-            await fake.wait_call("sendMessage", 6)
-            await asyncio.sleep(0.2)
+            await run.idle()
+            assert len(fake.calls_of("sendMessage")) == 6
     records = [r.getMessage() for r in caplog.records]  # type: ignore[attr-defined]
     assert any("was not delivered" in r for r in records)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from bridge.core.config import load_settings
@@ -28,7 +27,7 @@ def in_group(fake: FakeBotAPI, user: int, text: str, chat: int = GROUP, **kw: ob
 
 async def test_group_mentions_replies_and_per_person_sessions(home: Path, fake: FakeBotAPI) -> None:
     backend = ScriptedBackend("first", "second", "third")
-    async with running(group_settings(home, fake), fake, backend):
+    async with running(group_settings(home, fake), fake, backend) as run:
         in_group(fake, ALICE, "talking among ourselves")
         in_group(fake, ALICE, "/help@other_bot")
         mention = f"@{BOT_USERNAME} remember the number 7"
@@ -42,9 +41,8 @@ async def test_group_mentions_replies_and_per_person_sessions(home: Path, fake: 
         # a group that is not allow-listed is ignored even when it mentions the bot
         in_group(fake, ALICE, mention, chat=OTHER_GROUP, entities=entities)
         in_group(fake, ALICE, f"@{BOT_USERNAME} last", entities=entities)
-        await fake.wait_until(lambda: len(fake.sent_to(GROUP)) == 4)
-        await asyncio.sleep(0.05)
-        assert fake.sent_to(OTHER_GROUP) == []
+        await run.idle()
+        assert len(fake.sent_to(GROUP)) == 4 and fake.sent_to(OTHER_GROUP) == []
 
     texts = [m.text for m in fake.sent_to(GROUP)]
     assert texts[0] == "first" and texts[1] == "second" and texts[3] == "third"
@@ -65,12 +63,11 @@ async def test_stranger_in_an_allowed_group_is_refused_once(home: Path, fake: Fa
     backend = ScriptedBackend()
     stranger = 31337
     entities = [{"type": "mention", "offset": 0, "length": len(BOT_USERNAME) + 1}]
-    async with running(group_settings(home, fake), fake, backend):
+    async with running(group_settings(home, fake), fake, backend) as run:
         for _ in range(3):
             in_group(fake, stranger, f"@{BOT_USERNAME} hi", entities=entities)
         in_group(fake, ALICE, f"@{BOT_USERNAME} hi", entities=entities)
-        await fake.wait_until(lambda: len(fake.sent_to(GROUP)) == 2)
-        await asyncio.sleep(0.05)
+        await run.idle()
     texts = [m.text for m in fake.sent_to(GROUP)]
     assert sum("private chat" in t for t in texts) == 1
     assert len(backend.requests) == 1
@@ -86,7 +83,7 @@ async def test_channel_forwards_and_channel_posts_are_ignored_silently(
     entities = [{"type": "mention", "offset": 0, "length": len(BOT_USERNAME) + 1}]
     text = f"@{BOT_USERNAME} new post"
     channel_chat = {"id": -1007777, "type": "channel", "title": "news"}
-    async with running(group_settings(home, fake), fake, backend):
+    async with running(group_settings(home, fake), fake, backend) as run:
         in_group(
             fake,
             777000,
@@ -101,8 +98,7 @@ async def test_channel_forwards_and_channel_posts_are_ignored_silently(
             {"channel_post": fake.message(777000, text, chat_id=-1007777, chat_type="channel")}
         )
         in_group(fake, ALICE, f"@{BOT_USERNAME} hi", entities=entities)
-        await fake.wait_until(lambda: len(fake.sent_to(GROUP)) >= 1)
-        await asyncio.sleep(0.1)
+        await run.idle()
     assert [m.text for m in fake.sent_to(GROUP)] == ["only alice"]
     assert fake.sent_to(-1007777) == []
     assert len(backend.requests) == 1

@@ -15,6 +15,7 @@ from bridge.app.logging_setup import RedactingFilter
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, env_for, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 
@@ -81,13 +82,13 @@ async def test_the_daemon_serves_telegram_without_logging_the_token(
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        await fake.wait_call("getUpdates", limit_s=60)
+        await fake.wait_call("getUpdates", limit_s=HANG_S)
         fake.push_text(ALICE, "/start")
-        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)), limit_s=60)
+        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)), limit_s=HANG_S)
         assert fake.sent_to(ALICE)[0].text.startswith("Hi user111111! I'm roost")
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     logs = out.decode() + err.decode()
     assert proc.returncode == 0, logs
     assert "roost: telegram: reconnecting, last error: the Bot API is unreachable" in logs

@@ -15,6 +15,7 @@ from bridge.core.db import connect
 from bridge.core.pairing import ALPHABET, LOCKOUT_S, PairingStore, code_hash
 from bridge.types.messages import Inbound
 from tests.conftest import Clock
+from tests.waits import HANG_S
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ async def test_roost_pair_prints_a_code_that_works(home: Path) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode == 0, err.decode()
     line = out.decode().splitlines()[0]
     code = line.rsplit(" ", 1)[1]

@@ -15,8 +15,9 @@ from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import ALICE, TOKEN, running
+from tests.telegram.conftest import ALICE, TOKEN, Running, running
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import HANG_S
 
 PAIRED = 555001
 
@@ -39,11 +40,11 @@ async def pair_as(fake: FakeBotAPI, pairing: PairingStore, tenant: str) -> None:
     assert f"as {tenant}" in fake.sent_to(PAIRED)[1].text
 
 
-async def settle(fake: FakeBotAPI, n: int) -> None:
-    """Alice's message is answered after everything pushed before it."""
-    fake.push_text(ALICE, f"sync {n}")
-    await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == n)
-    await asyncio.sleep(0.1)
+async def settle(run: Running, n: int) -> None:
+    """Alice says `sync n`; every update pushed so far has been handled."""
+    run.fake.push_text(ALICE, f"sync {n}")
+    await run.idle()
+    assert len(run.fake.sent_to(ALICE)) == n
 
 
 async def test_removed_tenant_makes_the_paired_person_a_stranger(
@@ -59,7 +60,7 @@ async def test_removed_tenant_makes_the_paired_person_a_stranger(
     async with running(with_tenants(home, fake), fake, backend) as run:
         for text in ("are you there?", "/whoami", "/status"):
             fake.push_text(PAIRED, text)
-        await settle(fake, 1)
+        await settle(run, 1)
         replies = [m.text for m in fake.sent_to(PAIRED)[3:]]
         assert len(replies) == 1 and "I don't know you" in replies[0]
         asked = [r.messages[-1].content for r in backend.requests]
@@ -80,7 +81,7 @@ async def test_revoked_binding_takes_effect_on_the_next_message(
         assert run.pairing.bindings() == []
         fake.push_text(PAIRED, "/whoami")
         fake.push_text(PAIRED, "second")
-        await settle(fake, 1)
+        await settle(run, 1)
         replies = [m.text for m in fake.sent_to(PAIRED)[3:]]
         assert len(replies) == 1 and "I don't know you" in replies[0]
         assert [r.messages[-1].content for r in backend.requests] == ["first", "sync 1"]
@@ -96,7 +97,7 @@ async def roost_cli(*argv: str) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 

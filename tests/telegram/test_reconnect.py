@@ -24,6 +24,7 @@ import pytest
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.conftest import ALICE, TOKEN, env_for
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 KEY = "sk-test-key-000000000000"
@@ -51,7 +52,7 @@ class Daemon:
         """Read stdout up to the "model" line (every channel has said how it is)."""
         assert self.proc.stdout is not None
         while True:
-            line = (await asyncio.wait_for(self.proc.stdout.readline(), 60)).decode()
+            line = (await asyncio.wait_for(self.proc.stdout.readline(), HANG_S)).decode()
             assert line, "the daemon exited: " + "".join(self.out)
             self.out.append(line)
             found = re.search(r"web chat at http://127\.0\.0\.1:(\d+)/", line)
@@ -73,7 +74,7 @@ class Daemon:
 
     async def stop(self) -> str:
         self.proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(self.proc.communicate(), 60)
+        out, err = await asyncio.wait_for(self.proc.communicate(), HANG_S)
         assert self.proc.returncode == 0, err.decode()
         return "".join(self.out) + out.decode() + err.decode()
 
@@ -119,7 +120,7 @@ async def notify_listener(tmp_path: Path) -> tuple[socket.socket, str]:
 
 
 async def next_notice(sock: socket.socket) -> dict[str, str]:
-    data = await asyncio.wait_for(asyncio.get_running_loop().sock_recv(sock, 4096), 60)
+    data = await asyncio.wait_for(asyncio.get_running_loop().sock_recv(sock, 4096), HANG_S)
     return dict(line.split("=", 1) for line in data.decode().splitlines())
 
 
@@ -145,9 +146,9 @@ async def test_the_web_page_answers_while_telegram_is_down_then_telegram_comes_u
     ), status
 
     async with FakeBotAPI(TOKEN, max_poll_s=2.0, port=port) as fake:  # the Bot API comes up
-        await fake.wait_call("getUpdates", limit_s=120)
+        await fake.wait_call("getUpdates", limit_s=HANG_S)
         fake.push_text(ALICE, "hello bot")
-        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)), limit_s=60)
+        await fake.wait_until(lambda: bool(fake.sent_to(ALICE)), limit_s=HANG_S)
         assert fake.sent_to(ALICE)[-1].text == "echo: hello bot"
         assert await daemon.chat("and the web?") == "echo: and the web?"
         assert "telegram: up (@roost_test_bot, polling)" in await daemon.chat("/status")
@@ -162,7 +163,7 @@ async def test_a_revoked_token_keeps_the_daemon_running_and_says_why(launch: obj
         fake.fail("getMe", *[Failure.unauthorized()] * 100)  # the token was revoked
         daemon = await launch(fake.base_url)  # type: ignore[operator]
         assert await daemon.chat("still here?") == "echo: still here?"
-        await fake.wait_until(lambda: len(fake.calls_of("getMe")) >= 3, limit_s=120)
+        await fake.wait_until(lambda: len(fake.calls_of("getMe")) >= 3, limit_s=HANG_S)
         status = await daemon.chat("/status")
         assert "telegram: reconnecting, last error: Telegram refused the bot token (401" in status
         assert "ROOST_TELEGRAM__TOKEN" in status and re.search(r"next try in \d+", status)

@@ -24,6 +24,7 @@ from bridge.channels.telegram_health import Backoff
 from bridge.core.config import ConfigError, TelegramSettings, load_settings
 from tests.telegram.conftest import TOKEN, env_for
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 TOKENS = [TOKEN, "1:x", "abc", "987654:AAE-short_tail"]
@@ -57,7 +58,7 @@ async def run_daemon(env: dict[str, str], until: Any = None) -> tuple[int, str]:
             await until()
         finally:
             proc.send_signal(signal.SIGTERM)
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode is not None
     return proc.returncode, out.decode() + err.decode()
 
@@ -87,7 +88,7 @@ async def test_the_daemon_never_prints_the_token(home: Path, token: str) -> None
     async with FakeBotAPI(token) as fake:
         fake.fail("getMe", Failure.server_error(), Failure.bad_gateway(), Failure.unauthorized())
         env = env_for(home, token, fake.base_url)
-        code, logs = await run_daemon(env, lambda: fake.wait_call("getUpdates", limit_s=60))
+        code, logs = await run_daemon(env, lambda: fake.wait_call("getUpdates", limit_s=HANG_S))
         assert len(fake.calls_of("getMe")) == 4
     assert code == 0, logs
     assert "the Bot API is unreachable or failing" in logs

@@ -28,7 +28,7 @@ async def test_unpair_ends_the_binding_and_the_next_message_is_refused(
         assert run.pairing.bindings() == []
         fake.push_text(PAIRED, "second")
         fake.push_text(PAIRED, "/whoami")
-        await settle(fake, 1)
+        await settle(run, 1)
         replies = [m.text for m in fake.sent_to(PAIRED)[4:]]
         assert len(replies) == 1 and "I don't know you" in replies[0]
         assert [r.messages[-1].content for r in backend.requests] == ["first", "sync 1"]
@@ -59,7 +59,7 @@ async def test_unpair_works_in_a_group_and_leaves_config_mapped_people_alone(
         fake.push_text(ALICE, "/unpair")
         await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 1)
         assert "not paired" in fake.sent_to(ALICE)[0].text
-        await settle(fake, 2)
+        await settle(run, 2)
         assert fake.sent_to(ALICE)[1].text == "alice 1"
         assert [e[1:] for e in run.audit.events if e[0] == "pairing.revoked"] == [
             ("bob", {"channel": "telegram", "identity": str(PAIRED), "by": "user"})

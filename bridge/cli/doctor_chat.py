@@ -1,0 +1,45 @@
+"""`roost doctor`'s fallback when a model server has no usable `GET /models`: one chat request.
+
+The model list is optional (several OpenAI-compatible servers answer it with
+404 or 405); what roost needs is the chat endpoint. `probe_chat` sends what a
+turn sends, through the very backend a turn uses (`make_backend_of`, no
+retries, the doctor's timeout as the inactivity limit), asks for one word,
+and stops at the first thing the model streams back. Its answer is the
+backend's own safe line (no address, no server text), so nothing secret can
+reach the doctor's output.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bridge.app.models import make_backend_of
+from bridge.core.config_sections import LLMSettings
+from bridge.types.backend import BackendError, ChatMessage, ModelRequest, Retrying
+
+PING = ModelRequest(system="", messages=(ChatMessage("user", "Reply with the word OK."),))
+
+
+async def probe_chat(llm: LLMSettings, timeout_s: float) -> str | None:
+    """None when the model started answering; else why not, one safe line."""
+    quiet = llm.model_copy(update={"max_retries": 0, "timeout_s": timeout_s})
+    backend, _ = make_backend_of(quiet)
+    # the backend logs a failure's full story under a reference; the doctor's one
+    # line is the report here, so keep its log out of the table
+    faults = logging.getLogger("bridge.llm.faults")
+    level = faults.level
+    faults.setLevel(logging.CRITICAL)
+    events = backend.stream(PING)
+    try:
+        async for event in events:
+            if not isinstance(event, Retrying):
+                return None
+        return "the model sent an empty answer"
+    except BackendError as exc:
+        return f"{exc.kind}: {exc.user_message.split(' The operator')[0]}"
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()  # closes the HTTP stream: the model stops generating
+        faults.setLevel(level)
+        await backend.aclose()

@@ -1,0 +1,72 @@
+"""The terminal's inbox over the real outbox table, and telling whether a daemon runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bridge.app.instance import held, hold
+from bridge.channels.cli_inbox import SEEN_KEY, TerminalInbox
+from bridge.core.db import connect
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.schedule.outbox import OutboxStore
+from bridge.schedule.planning import arrival
+from bridge.schedule.runtime import newest_message_id, recent_messages
+from tests.waits import HANG_S
+
+
+def inbox_over(path: Path, chat: str = "terminal") -> tuple[TerminalInbox, OutboxStore]:
+    db = connect(path)
+    seen, store = ChatSettings(db), OutboxStore(db)
+    inbox = TerminalInbox(
+        lambda after: recent_messages(db, "local", "cli", chat, after),
+        lambda: newest_message_id(db),
+        lambda: seen.get("local", "cli", chat, SEEN_KEY),
+        lambda value: seen.set("local", "cli", chat, SEEN_KEY, value),
+        interval_s=0,
+    )
+    return inbox, store
+
+
+async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -> None:
+    db = tmp_path / "roost.db"
+    first, store = inbox_over(db)
+    store.enqueue("local", "cli", "terminal", "⏰ old news", "job:a:1", now_ms=1)
+    assert first.missed() == []  # a chat opened the first time starts from now
+    shown: list[str] = []
+    arrived = asyncio.Event()
+
+    async def show(text: str) -> None:
+        shown.append(text)
+        arrived.set()
+
+    watcher = asyncio.create_task(first.watch(show))
+    store.enqueue("local", "cli", "terminal", "⏰ pills", "job:b:1", now_ms=2)
+    store.enqueue("local", "cli", "other", "⏰ not this chat", "job:c:1", now_ms=2)
+    store.enqueue("bob", "cli", "terminal", "⏰ not this tenant", "job:d:1", now_ms=2)
+    await asyncio.wait_for(arrived.wait(), HANG_S)
+    watcher.cancel()
+    assert shown == ["⏰ pills"]
+    store.enqueue("local", "cli", "terminal", "⏰ basil", "job:e:1", now_ms=3)
+    second, _ = inbox_over(db)  # the next `roost chat`
+    assert second.missed() == ["⏰ basil"]
+    third, _ = inbox_over(db)
+    assert third.missed() == []
+
+
+def test_held_tells_a_running_daemon(tmp_path: Path) -> None:
+    assert held(tmp_path) is False  # no lock file yet
+    lock = hold(tmp_path)
+    try:
+        assert held(tmp_path) is True
+    finally:
+        lock.release()
+    assert held(tmp_path) is False  # the file stays, the lock is gone
+
+
+def test_arrival_notes_only_for_the_terminal() -> None:
+    assert arrival("web", "c1", None) == arrival("telegram", "42", False) == ""
+    assert "`roost chat`" in arrival("cli", "terminal", True)
+    assert "`roost chat --chat send`" in arrival("cli", "send", None)
+    assert "not running" in arrival("cli", "terminal", False)
+    assert "not running" not in arrival("cli", "terminal", None)
