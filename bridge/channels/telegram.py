@@ -22,6 +22,16 @@ mounts a route on the web channel's aiohttp app and checks
 `X-Telegram-Bot-Api-Secret-Token` in constant time. A known person's voice
 note or audio file is fetched into their inbox as an attachment and an
 answer may also be spoken (`bridge.channels.telegram_voice`).
+
+With a durable inbox (`inbox`, `bridge.channels.telegram_inbox`) no update
+is lost to a crash or a restart: each is committed before Telegram hears it
+arrived (in `getUpdates`' own request object, `PollWatch`, before the next
+poll confirms the offset; in webhook mode before the route answers 200, a
+503 when it cannot be stored), answered through `telegram_replay.Durable`
+(claimed once, done once its answer was delivered or kept in the outbox),
+and what a process left unanswered is answered by the next one at start, in
+each chat's order; a message older than `telegram.answer_max_age_s` gets a
+line saying it is too old instead (`dropped`).
 """
 
 from __future__ import annotations
@@ -29,12 +39,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import os
 import re
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 
@@ -48,15 +61,18 @@ from bridge.channels.telegram_actions import pressed
 from bridge.channels.telegram_connect import Connection, PollWatch
 from bridge.channels.telegram_files_in import FilesIn, file_base_url
 from bridge.channels.telegram_health import Backoff
-from bridge.channels.telegram_input import addressed, from_a_channel, quoted, without_mention
+from bridge.channels.telegram_inbox import UpdateInbox
+from bridge.channels.telegram_input import addressed, chat_of, from_a_channel, message_inbound
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_reply import TelegramReply, Undelivered
+from bridge.channels.telegram_replay import Durable, Outcome
+from bridge.channels.telegram_reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.channels.telegram_voice import InboxFor, Speak, voice_attachment
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
+from bridge.schedule.outbox_parts import PartLog
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
@@ -70,6 +86,18 @@ ALLOWED_UPDATES = [
     "callback_query",  # a press of a reply's button (bridge.channels.telegram_actions)
 ]
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+PRUNE_EVERY_S = 3600.0
+
+
+def too_old(update: Update, age_s: float) -> str:
+    """The line for a message roost got too late to answer."""
+    message = update.message
+    when = message.date.astimezone(UTC) if message is not None else datetime.now(UTC)
+    hours = max(1, round(age_s / 3600))
+    return (
+        f"⌛ Your message of {when:%a %d %b %H:%M} UTC reached me {hours} h later, too late "
+        "to answer it now. Please send it again if it still matters."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +126,8 @@ class TelegramChannel:
         voice_inbox: InboxFor | None = None,
         speak: Speak | None = None,
         files_in: FilesIn | None = None,
+        inbox: UpdateInbox | None = None,
+        parts: PartLog | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -122,17 +152,24 @@ class TelegramChannel:
             builder = builder.rate_limiter(AIORateLimiter(max_retries=2))
         token = settings.token.get_secret_value()
         self.connection = Connection(self._connect, self._disconnect, token, self._opts.reconnect)
+        self.durable = (
+            Durable(inbox, self._dispatch, self._drop, settings.answer_max_age_s)
+            if inbox is not None
+            else None
+        )
+        self._pruned_at = 0.0
         if self._webhook:
             builder = builder.updater(None)
         else:
-            builder = builder.get_updates_request(PollWatch(self.connection.polled))
+            received = self._received if inbox is not None else None
+            builder = builder.get_updates_request(PollWatch(self.connection.polled, received))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
         if send_failed is not None:
             self.sender.failed = send_failed  # every send path: replies, drafts, typing
-        self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
+        self.deliver = OutboxSender(self.sender, parts)  # the outbox's deliver, part by part
         self.undelivered = undelivered
         self.voice_inbox = voice_inbox  # voice notes in (bridge.channels.telegram_voice)
         self.speak = speak  # answers spoken
@@ -176,6 +213,8 @@ class TelegramChannel:
         await self.app.initialize()  # getMe; a no-op once it has succeeded
         if not self.app.running:
             await self.app.start()
+        if self.durable is not None:  # what an earlier process left, before anything new
+            self.durable.replay(self.app.bot, self._spawn)
         await self._register_commands()
         if self._webhook:
             await self.app.bot.set_webhook(
@@ -232,40 +271,92 @@ class TelegramChannel:
         if not self._running:
             return web.Response(status=503)
         try:
-            update = Update.de_json(await request.json(), self.app.bot)
+            raw = await request.json()
+            update = Update.de_json(raw, self.app.bot)
         except (ValueError, TypeError, KeyError):
             return web.Response(status=400)
+        if self.durable is not None:
+            try:  # committed before Telegram hears 200; a 503 makes it send the update again
+                self.durable.inbox.store([raw])
+            except Exception as exc:
+                log.error("telegram: an update could not be stored (%s)", type(exc).__name__)
+                return web.Response(status=503)
         await self.app.update_queue.put(update)
         return web.Response(text="ok")
+
+    def _received(self, payload: bytes) -> None:
+        """`getUpdates` answered: commit its updates before the next poll confirms them."""
+        assert self.durable is not None
+        body = json.loads(payload)
+        result = body.get("result") if isinstance(body, dict) and body.get("ok") else None
+        if isinstance(result, list) and result:
+            self.durable.inbox.store(u for u in result if isinstance(u, dict))
+        now = time.monotonic()
+        if now - self._pruned_at > PRUNE_EVERY_S:
+            self._pruned_at = now
+            self.durable.inbox.prune()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A background task the channel waits for when it stops."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _on_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            if isinstance(update, Update):
-                await self._dispatch(update)
+            if not isinstance(update, Update):
+                return
+            if self.durable is not None:
+                await self.durable.fresh(update, chat_of(update))
+            else:
+                await self._dispatch(update, Outcome())
         finally:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _dispatch(self, update: Update) -> None:
+    def _reply(self, chat_id: int, reply_to: int | None, inbound: Inbound) -> TelegramReply:
+        reply = TelegramReply(
+            self.sender,
+            self.timing,
+            self.undelivered,
+            chat_id,
+            reply_to,
+            inbound,
+            self.app.bot,
+            self.speak,
+        )
+        if self.durable is not None:
+            reply.abort_notice = RESUMES
+        return reply
+
+    async def _dispatch(self, update: Update, outcome: Outcome) -> None:
+        """Answer one update; `outcome.settled` once its answer was delivered or kept
+        (or nothing was to be sent)."""
+        replies: list[TelegramReply] = []
+
+        def reply_for(inbound: Inbound, chat_id: int, reply_to: int | None) -> TelegramReply:
+            replies.append(self._reply(chat_id, reply_to, inbound))
+            return replies[-1]
+
+        try:
+            await self._read(update, reply_for)
+        finally:
+            outcome.settled = all(r.settled or not r.called for r in replies)
+
+    async def _read(
+        self, update: Update, reply_for: Callable[[Inbound, int, int | None], TelegramReply]
+    ) -> None:
         if update.callback_query is not None:  # a one-tap action: its command, as if typed
             await pressed(
                 update.callback_query,
                 self.app.bot.username,
                 self.allowed_groups,
                 self._answer,
-                lambda inbound, chat_id: TelegramReply(
-                    self.sender,
-                    self.timing,
-                    self.undelivered,
-                    chat_id,
-                    None,
-                    inbound,
-                    self.app.bot,
-                    self.speak,
-                ),
+                lambda inbound, chat_id: reply_for(inbound, chat_id, None),
             )
             return
         msg = update.message
@@ -285,38 +376,24 @@ class TelegramChannel:
         ):
             return
         heard = await self._voice(msg, str(user.id))
-        text = msg.text if msg.text is not None else msg.caption  # a file's caption
-        inbound = Inbound(
-            "telegram",
-            str(user.id),
-            str(chat.id) if private else f"{chat.id}:{user.id}",
-            without_mention(text, self.app.bot.username) if text is not None else "",
-            str(msg.message_id),
-            is_private=private,
-            display_name=user.first_name or "",
-            has_text=text is not None,
-            bot_name=self.app.bot.username,
-            quoted=quoted(msg),
-            attachments=heard,
-        )
+        inbound = message_inbound(msg, self.app.bot.username, heard)
         if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
             inbound = await self.files_in.receive(self.app.bot, msg, inbound)
-        reply_to = None if private else msg.message_id
-        reply = TelegramReply(
-            self.sender,
-            self.timing,
-            self.undelivered,
-            chat.id,
-            reply_to,
-            inbound,
-            self.app.bot,
-            self.speak,
-        )
+        reply = reply_for(inbound, chat.id, None if private else msg.message_id)
         try:
             await self._answer(inbound, reply)
         except BaseException:
             await reply.abort()
             raise
+
+    async def _drop(self, update: Update, age_s: float) -> None:
+        """A message too old to answer: the person is told, through the outbox."""
+        msg = update.message
+        if msg is None or msg.from_user is None or self.undelivered is None:
+            return
+        inbound = message_inbound(msg, self.app.bot.username)
+        key = f"dropped:{msg.message_id}"
+        await self.undelivered(inbound, too_old(update, age_s), key)
 
     async def _voice(self, msg: Message, identity: str) -> tuple[Attachment, ...]:
         """A voice note or audio file of a known person, fetched within its limits."""

@@ -1,0 +1,126 @@
+"""Updates through the durable inbox: claimed, answered in each chat's order, settled.
+
+`Durable` stands between python-telegram-bot and the channel's `dispatch`:
+- `fresh(update)`: an update the library hands over (already stored by the
+  inbox's hook on `getUpdates`, or by the webhook route) is claimed, so one
+  that is answered or being answered is skipped (a redelivery after a
+  restart); it waits while the replay of its chat runs, so a chat's
+  messages keep their order;
+- `replay()`: at start, what earlier processes left unanswered, grouped by
+  chat; each chat's updates in order, the chats concurrently;
+- each update is marked `done` once its answer was delivered or kept in the
+  outbox (`Outcome.settled`; a message that gets no answer, like a
+  stranger's after the one refusal, is settled too), or when answering it
+  failed for a reason a retry would not fix; cancelled (roost stopping) or
+  undeliverable with no outbox before it settled, it stays for the next
+  start. A message the person sent more than `max_age_s` ago is not
+  answered: `drop` tells them (through the outbox) and it is marked dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from telegram import Bot, Update
+
+from bridge.channels.telegram_inbox import Stored, UpdateInbox
+
+log = logging.getLogger("bridge.channels.telegram")
+
+
+@dataclass
+class Outcome:
+    """Filled in by the dispatch: did the answer reach the person or the outbox?"""
+
+    settled: bool = False
+
+
+Dispatch = Callable[[Update, Outcome], Awaitable[None]]
+Drop = Callable[[Update, float], Awaitable[None]]  # (update, age in s): tell the person
+
+
+def sent_at(update: Update) -> float | None:
+    """When the person sent a message (epoch seconds); None for other updates."""
+    message = update.message
+    return message.date.timestamp() if message is not None else None
+
+
+class Durable:
+    def __init__(
+        self,
+        inbox: UpdateInbox,
+        dispatch: Dispatch,
+        drop: Drop,
+        max_age_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.inbox = inbox
+        self._dispatch, self._drop = dispatch, drop
+        self._max_age_s, self._clock = max_age_s, clock
+        self._replaying: dict[str, asyncio.Task[None]] = {}
+        self.replayed = False
+
+    async def fresh(self, update: Update, chat: str) -> None:
+        if not self.inbox.claim(update.update_id):
+            log.debug("telegram: update %d is answered or being answered", update.update_id)
+            return
+        before = self._replaying.get(chat)
+        if before is not None:
+            await asyncio.wait({before})  # the chat's earlier messages go first
+        await self._answer(update)
+
+    def replay(
+        self, bot: Bot, spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
+    ) -> int:
+        """Start answering what earlier processes left (once); returns how many."""
+        if self.replayed:
+            return 0
+        self.replayed = True
+        rows = self.inbox.recover()
+        chats: dict[str, list[Stored]] = {}
+        for row in rows:
+            chats.setdefault(row.chat, []).append(row)
+        for chat, stored in chats.items():
+            self._replaying[chat] = spawn(self._replay_chat(bot, chat, stored))
+        if rows:
+            log.info("telegram: answering %d messages left from before the restart", len(rows))
+        return len(rows)
+
+    async def _replay_chat(self, bot: Bot, chat: str, stored: list[Stored]) -> None:
+        try:
+            for row in stored:
+                try:
+                    update = Update.de_json(row.payload, bot)
+                except (ValueError, TypeError, KeyError):
+                    log.warning("telegram: stored update %d is unreadable; dropped", row.update_id)
+                    self.inbox.done(row.update_id, dropped=True)
+                    continue
+                await self._answer(update)
+        finally:
+            if self._replaying.get(chat) is asyncio.current_task():
+                del self._replaying[chat]
+
+    async def _answer(self, update: Update) -> None:
+        sent = sent_at(update)
+        age = self._clock() - sent if sent is not None else 0.0
+        if age > self._max_age_s:
+            log.info("telegram: update %d is %.0fs old; dropped", update.update_id, age)
+            try:
+                await self._drop(update, age)
+            finally:
+                self.inbox.done(update.update_id, dropped=True)
+            return
+        outcome = Outcome()
+        try:
+            await self._dispatch(update, outcome)
+        except Exception:
+            outcome.settled = True  # a retry would fail the same way
+            raise
+        finally:  # cancelled before it settled (roost stopping): left for the next start
+            if outcome.settled:
+                self.inbox.done(update.update_id)
