@@ -177,6 +177,7 @@ class TelegramChannel:
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
+        self._stopping = False
 
     @staticmethod
     def _webhook_secret(settings: TelegramSettings) -> str:
@@ -254,8 +255,13 @@ class TelegramChannel:
         if self.app.updater is not None and self.app.updater.running:
             with contextlib.suppress(TelegramError):
                 await self.app.updater.stop()
+        self._stopping = True  # updates not begun stay in the inbox for the next start
         pending = {t for t in self._tasks if not t.done()}
         if pending:
+            _, pending = await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
+        if pending and self.durable is not None:  # the inbox answers them after the restart
+            for task in pending:
+                task.cancel()
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
         if self.app.running:
             await self.app.stop()
@@ -311,6 +317,9 @@ class TelegramChannel:
             if not isinstance(update, Update):
                 return
             if self.durable is not None:
+                if self._stopping:
+                    return  # stored: answered after the restart
+
                 await self.durable.fresh(update, chat_of(update))
             else:
                 await self._dispatch(update, Outcome())
@@ -344,8 +353,10 @@ class TelegramChannel:
 
         try:
             await self._read(update, reply_for)
-        finally:
-            outcome.settled = all(r.settled or not r.called for r in replies)
+        except BaseException:  # cancelled (stopping) or failed: settled if its answer was
+            outcome.settled = any(r.settled for r in replies)
+            raise
+        outcome.settled = all(r.settled or not r.called for r in replies)
 
     async def _read(
         self, update: Update, reply_for: Callable[[Inbound, int, int | None], TelegramReply]
