@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,16 @@ class Gate:
         return None
 
 
+@dataclass
+class Durable(Running):
+    schedule: ScheduleLoop | None = None  # delivers the outbox (start() it when deliver=False)
+
+    def deliver_outbox(self) -> None:
+        assert self.schedule is not None
+        self.schedule.deliveries.add("telegram", self.channel.deliver)
+        self.schedule.start()
+
+
 @contextlib.asynccontextmanager
 async def durable(
     settings: Settings,
@@ -69,7 +80,7 @@ async def durable(
     options: TelegramOptions = NO_DRAFTS,
     web_app: Any = None,
     deliver: bool = True,
-) -> AsyncIterator[Running]:
+) -> AsyncIterator[Durable]:
     audit = MemoryAudit()
     roost = await build(settings, backend=backend, audit=audit)
     loop = ScheduleLoop(roost)
@@ -87,10 +98,10 @@ async def durable(
             channel.mount(web_app)
         try:
             await channel.start()
+            running = Durable(roost, channel, backend, audit, fake, loop)
             if deliver:
-                loop.deliveries.add("telegram", channel.deliver)
-                loop.start()
-            yield Running(roost, channel, backend, audit, fake)
+                running.deliver_outbox()
+            yield running
         finally:
             await loop.stop()
             await roost.core.drain(0)
