@@ -38,16 +38,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import json
 import logging
 import os
-import re
-import secrets
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 
@@ -62,13 +56,14 @@ from bridge.channels.telegram_connect import Connection, PollWatch
 from bridge.channels.telegram_files_in import FilesIn, file_base_url
 from bridge.channels.telegram_health import Backoff
 from bridge.channels.telegram_inbox import UpdateInbox
-from bridge.channels.telegram_input import addressed, chat_of, from_a_channel, message_inbound
+from bridge.channels.telegram_input import chat_of, message_inbound, to_answer
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_replay import Durable, Outcome
+from bridge.channels.telegram_replay import Durable, Outcome, too_old
 from bridge.channels.telegram_reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.channels.telegram_voice import InboxFor, Speak, voice_attachment
+from bridge.channels.telegram_webhook import secret_ok, take_update, webhook_secret
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
@@ -77,7 +72,6 @@ from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
 
-SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = [
     "message",
     "edited_message",
@@ -85,19 +79,6 @@ ALLOWED_UPDATES = [
     "edited_channel_post",
     "callback_query",  # a press of a reply's button (bridge.channels.telegram_actions)
 ]
-_SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-PRUNE_EVERY_S = 3600.0
-
-
-def too_old(update: Update, age_s: float) -> str:
-    """The line for a message roost got too late to answer."""
-    message = update.message
-    when = message.date.astimezone(UTC) if message is not None else datetime.now(UTC)
-    hours = max(1, round(age_s / 3600))
-    return (
-        f"⌛ Your message of {when:%a %d %b %H:%M} UTC reached me {hours} h later, too late "
-        "to answer it now. Please send it again if it still matters."
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +121,7 @@ class TelegramChannel:
         self._opts = options or TelegramOptions()
         self.allowed_groups = frozenset(settings.allowed_groups)  # a reload may replace it
         self._webhook = settings.mode == "webhook"
-        self._secret = self._webhook_secret(settings) if self._webhook else ""
+        self._secret = webhook_secret(settings) if self._webhook else ""
         builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
@@ -157,11 +138,10 @@ class TelegramChannel:
             if inbox is not None
             else None
         )
-        self._pruned_at = 0.0
         if self._webhook:
             builder = builder.updater(None)
         else:
-            received = self._received if inbox is not None else None
+            received = self.durable.received if self.durable is not None else None
             builder = builder.get_updates_request(PollWatch(self.connection.polled, received))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
@@ -178,17 +158,6 @@ class TelegramChannel:
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
         self._stopping = False
-
-    @staticmethod
-    def _webhook_secret(settings: TelegramSettings) -> str:
-        if not settings.webhook_url:
-            raise ConfigError("telegram.webhook_url is required when telegram.mode is 'webhook'")
-        if settings.webhook_secret is None:
-            return secrets.token_urlsafe(32)
-        secret = settings.webhook_secret.get_secret_value()
-        if not _SECRET_OK.fullmatch(secret):
-            raise ConfigError("telegram.webhook_secret: 1-256 of A-Z a-z 0-9 _ -")
-        return secret
 
     @property
     def webhook_path(self) -> str:
@@ -271,36 +240,10 @@ class TelegramChannel:
     # -- input -------------------------------------------------------------------------------
 
     async def _on_webhook(self, request: web.Request) -> web.Response:
-        given = request.headers.get(SECRET_HEADER, "")
-        if not (given and hmac.compare_digest(given.encode(), self._secret.encode())):
-            return web.Response(status=401)
-        if not self._running:
+        if not self._running and secret_ok(request, self._secret):
             return web.Response(status=503)
-        try:
-            raw = await request.json()
-            update = Update.de_json(raw, self.app.bot)
-        except (ValueError, TypeError, KeyError):
-            return web.Response(status=400)
-        if self.durable is not None:
-            try:  # committed before Telegram hears 200; a 503 makes it send the update again
-                self.durable.inbox.store([raw])
-            except Exception as exc:
-                log.error("telegram: an update could not be stored (%s)", type(exc).__name__)
-                return web.Response(status=503)
-        await self.app.update_queue.put(update)
-        return web.Response(text="ok")
-
-    def _received(self, payload: bytes) -> None:
-        """`getUpdates` answered: commit its updates before the next poll confirms them."""
-        assert self.durable is not None
-        body = json.loads(payload)
-        result = body.get("result") if isinstance(body, dict) and body.get("ok") else None
-        if isinstance(result, list) and result:
-            self.durable.inbox.store(u for u in result if isinstance(u, dict))
-        now = time.monotonic()
-        if now - self._pruned_at > PRUNE_EVERY_S:
-            self._pruned_at = now
-            self.durable.inbox.prune()
+        store = self.durable.inbox.store if self.durable is not None else None
+        return await take_update(request, self._secret, self.app.bot, store, self.app.update_queue)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """A background task the channel waits for when it stops."""
@@ -370,27 +313,15 @@ class TelegramChannel:
                 lambda inbound, chat_id: reply_for(inbound, chat_id, None),
             )
             return
-        msg = update.message
-        if msg is None:
-            kind = "edited message" if update.edited_message else "channel post or other"
-            log.debug("telegram: ignoring an update (%s)", kind)
+        msg = to_answer(update, self.allowed_groups, self.app.bot.id, self.app.bot.username)
+        if msg is None or msg.from_user is None:
             return
-        user = msg.from_user
-        if user is None or user.is_bot or from_a_channel(msg):
-            log.debug("telegram: ignoring a message from a bot or a channel")
-            return
-        chat = msg.chat
-        private = chat.type == ChatType.PRIVATE
-        if not private and (
-            chat.id not in self.allowed_groups
-            or not addressed(msg, self.app.bot.id, self.app.bot.username)
-        ):
-            return
-        heard = await self._voice(msg, str(user.id))
+        private = msg.chat.type == ChatType.PRIVATE
+        heard = await self._voice(msg, str(msg.from_user.id))
         inbound = message_inbound(msg, self.app.bot.username, heard)
         if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
             inbound = await self.files_in.receive(self.app.bot, msg, inbound)
-        reply = reply_for(inbound, chat.id, None if private else msg.message_id)
+        reply = reply_for(inbound, msg.chat.id, None if private else msg.message_id)
         try:
             await self._answer(inbound, reply)
         except BaseException:

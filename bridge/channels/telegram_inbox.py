@@ -45,6 +45,13 @@ class Stored:
     sent_ms: int
 
 
+def updates_in(payload: bytes) -> list[dict[str, Any]]:
+    """The updates of a `getUpdates` answer's body ([] for anything else)."""
+    body = json.loads(payload)
+    result = body.get("result") if isinstance(body, dict) and body.get("ok") else None
+    return [u for u in result if isinstance(u, dict)] if isinstance(result, list) else []
+
+
 def describe(update: Mapping[str, Any]) -> tuple[str, str, int | None]:
     """(roost chat id, message id, when the person sent it in ms) of a raw update;
     ('', '', None) for kinds roost does not answer."""

@@ -24,13 +24,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from telegram import Bot, Update
 
-from bridge.channels.telegram_inbox import Stored, UpdateInbox
+from bridge.channels.telegram_inbox import Stored, UpdateInbox, updates_in
 
 log = logging.getLogger("bridge.channels.telegram")
+PRUNE_EVERY_S = 3600.0
 
 
 @dataclass
@@ -42,6 +44,17 @@ class Outcome:
 
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
 Drop = Callable[[Update, float], Awaitable[None]]  # (update, age in s): tell the person
+
+
+def too_old(update: Update, age_s: float) -> str:
+    """The line for a message roost got too late to answer."""
+    message = update.message
+    when = message.date.astimezone(UTC) if message is not None else datetime.now(UTC)
+    hours = max(1, round(age_s / 3600))
+    return (
+        f"⌛ Your message of {when:%a %d %b %H:%M} UTC reached me {hours} h later, too late "
+        "to answer it now. Please send it again if it still matters."
+    )
 
 
 def sent_at(update: Update) -> float | None:
@@ -64,8 +77,21 @@ class Durable:
         self._max_age_s, self._clock = max_age_s, clock
         self._replaying: dict[str, asyncio.Task[None]] = {}
         self.replayed = False
+        self._pruned_at = 0.0
+
+    def received(self, payload: bytes) -> None:
+        """`getUpdates` answered: commit its updates before the next poll confirms them."""
+        self.inbox.store(updates_in(payload))
+
+    def _tidy(self) -> None:
+        """Now and then, forget updates answered long ago."""
+        now = time.monotonic()
+        if now - self._pruned_at > PRUNE_EVERY_S:
+            self._pruned_at = now
+            self.inbox.prune()
 
     async def fresh(self, update: Update, chat: str) -> None:
+        self._tidy()
         if not self.inbox.claim(update.update_id):
             log.debug("telegram: update %d is answered or being answered", update.update_id)
             return
@@ -100,7 +126,10 @@ class Durable:
                     log.warning("telegram: stored update %d is unreadable; dropped", row.update_id)
                     self.inbox.done(row.update_id, dropped=True)
                     continue
-                await self._answer(update)
+                try:
+                    await self._answer(update)
+                except Exception:  # marked done; the chat's next messages still go
+                    log.exception("telegram: answering stored update %d failed", row.update_id)
         finally:
             if self._replaying.get(chat) is asyncio.current_task():
                 del self._replaying[chat]

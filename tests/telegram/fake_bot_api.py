@@ -439,6 +439,8 @@ class FakeBotAPI:
             return _error(queued.popleft())
         if method in self._holds:
             await self._release.wait()
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=499)  # the client went away: nothing happened
         handler = getattr(self, f"_m_{method}", None) or self.files.handler(method)
         if handler is None:
             return _error(Failure(404, "Not Found: method not found"))
