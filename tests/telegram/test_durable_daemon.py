@@ -87,9 +87,17 @@ async def fake() -> AsyncIterator[FakeBotAPI]:
 
 
 @pytest.fixture
-async def launch(home: Path, model: FakeOpenAI, fake: FakeBotAPI) -> AsyncIterator[Launch]:
-    config = Path(os.environ["ROOST_CONFIG"])
-    config.write_text(f"[tenants.alice]\ntelegram_ids = {PEOPLE}\n")
+def config(home: Path) -> Path:
+    """The ten people, all of the tenant alice."""
+    path = Path(os.environ["ROOST_CONFIG"])
+    path.write_text(f"[tenants.alice]\ntelegram_ids = {PEOPLE}\n")
+    return path
+
+
+@pytest.fixture
+async def launch(
+    home: Path, config: Path, model: FakeOpenAI, fake: FakeBotAPI
+) -> AsyncIterator[Launch]:
     daemons: list[Daemon] = []
 
     async def start(**extra: str) -> Daemon:
