@@ -262,7 +262,6 @@ class TelegramChannel:
             if self.durable is not None:
                 if self._stopping:
                     return  # stored: answered after the restart
-
                 await self.durable.fresh(update, chat_of(update))
             else:
                 await self._dispatch(update, Outcome())
