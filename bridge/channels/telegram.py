@@ -285,20 +285,19 @@ class TelegramChannel:
         return reply
 
     async def _dispatch(self, update: Update, outcome: Outcome) -> None:
-        """Answer one update; `outcome.settled` once its answer was delivered or kept
+        """Answer one update; `outcome.settle()` once its answer was delivered or kept
         (or nothing was to be sent)."""
         replies: list[TelegramReply] = []
 
         def reply_for(inbound: Inbound, chat_id: int, reply_to: int | None) -> TelegramReply:
-            replies.append(self._reply(chat_id, reply_to, inbound))
-            return replies[-1]
+            reply = self._reply(chat_id, reply_to, inbound)
+            reply.on_settled = outcome.settle  # its text delivered or kept: answered
+            replies.append(reply)
+            return reply
 
-        try:
-            await self._read(update, reply_for)
-        except BaseException:  # cancelled (stopping) or failed: settled if its answer was
-            outcome.settled = any(r.settled for r in replies)
-            raise
-        outcome.settled = all(r.settled or not r.called for r in replies)
+        await self._read(update, reply_for)
+        if all(r.settled or not r.called for r in replies):  # incl. nothing to send
+            outcome.settle()
 
     async def _read(
         self, update: Update, reply_for: Callable[[Inbound, int, int | None], TelegramReply]

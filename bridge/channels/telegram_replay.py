@@ -8,10 +8,11 @@
   messages keep their order;
 - `replay()`: at start, what earlier processes left unanswered, grouped by
   chat; each chat's updates in order, the chats concurrently;
-- each update is marked `done` once its answer was delivered or kept in the
-  outbox (`Outcome.settled`; a message that gets no answer, like a
-  stranger's after the one refusal, is settled too), or when answering it
-  failed for a reason a retry would not fix; cancelled (roost stopping) or
+- each update is marked `done` the moment its answer's text was delivered
+  or kept in the outbox (`Outcome.settle`, before files or a voice message
+  follow; a message that gets no answer, like a stranger's after the one
+  refusal, is settled when its dispatch ends), or when answering it failed
+  for a reason a retry would not fix; cancelled (roost stopping) or
   undeliverable with no outbox before it settled, it stays for the next
   start. A message the person sent more than `max_age_s` ago is not
   answered: `drop` tells them (through the outbox) and it is marked dropped.
@@ -35,11 +36,23 @@ log = logging.getLogger("bridge.channels.telegram")
 PRUNE_EVERY_S = 3600.0
 
 
+def _nothing() -> None:
+    return None
+
+
 @dataclass
 class Outcome:
-    """Filled in by the dispatch: did the answer reach the person or the outbox?"""
+    """Told by the dispatch when the answer reached the person or the outbox (`settle`):
+    the inbox marks the update answered at that moment, before files or a voice
+    message follow, so a crash after it never answers the message twice."""
 
+    done: Callable[[], None] = _nothing
     settled: bool = False
+
+    def settle(self) -> None:
+        if not self.settled:
+            self.settled = True
+            self.done()
 
 
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
@@ -144,12 +157,10 @@ class Durable:
             finally:
                 self.inbox.done(update.update_id, dropped=True)
             return
-        outcome = Outcome()
-        try:
+        uid = update.update_id
+        outcome = Outcome(lambda: self.inbox.done(uid))
+        try:  # cancelled before it settled (roost stopping): left for the next start
             await self._dispatch(update, outcome)
         except Exception:
-            outcome.settled = True  # a retry would fail the same way
+            outcome.settle()  # a retry would fail the same way
             raise
-        finally:  # cancelled before it settled (roost stopping): left for the next start
-            if outcome.settled:
-                self.inbox.done(update.update_id)

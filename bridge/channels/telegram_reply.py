@@ -14,8 +14,9 @@ Nothing fails silently: a file that did not arrive, a voice message that
 could not be uploaded, buttons Telegram did not take and an answer Telegram
 did not confirm each get a line in the chat saying so, and a line that
 cannot be sent either goes to the outbox (`reply:<msg_id>:<what>`).
-`settled` turns True once the final text was delivered or kept in the
-outbox: the durable inbox counts the message answered then. A turn
+`settled` turns True (and `on_settled` is told) once the final text was
+delivered or kept in the outbox: the durable inbox counts the message
+answered at that moment, before files or a voice message follow. A turn
 cancelled while its final is being delivered (roost stopping) finishes that
 delivery first, for up to `SETTLE_S`, so what the person sees and what is
 recorded agree.
@@ -27,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable
 
 from telegram import Bot
 
@@ -94,6 +96,7 @@ class TelegramReply:
         self._once = sender.once() if undelivered is not None else sender
         self._stream = StreamingReply(sender, chat_id, reply_to, timing, final_sender=self._once)
         self.settled = False  # the final text was delivered or kept in the outbox
+        self.on_settled: Callable[[], None] | None = None  # told the moment it settles
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
 
@@ -147,7 +150,8 @@ class TelegramReply:
         except DeliveryError as exc:
             self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(text, "", shown_parts(self._stream.parts()))
-            self.settled = kept
+            if kept:
+                self._settle()
             log.error(
                 "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s%s",
                 self._chat,
@@ -157,8 +161,13 @@ class TelegramReply:
                 "; it waits in the outbox" if kept else "",
             )
             return []
-        self.settled = True
+        self._settle()
         return shown
+
+    def _settle(self) -> None:
+        self.settled = True
+        if self.on_settled is not None:
+            self.on_settled()
 
     async def _files(self, files: tuple[OutFile, ...]) -> None:
         problems = await send_files(self._sender, self._chat, files)

@@ -18,7 +18,9 @@ from pathlib import Path
 import aiohttp
 
 from bridge.channels.web import WebChannel
+from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings, load_settings
+from bridge.types.messages import Final, OutFile
 from tests.telegram.conftest import ALICE, GROUP, TOKEN, tg_settings
 from tests.telegram.durable import Gate, durable, inbox_rows, outbox_rows, until
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -148,3 +150,24 @@ async def test_updates_roost_does_not_answer_are_settled_too(home: Path, fake: F
         await fake.wait_until(lambda: bool(fake.sent_to(ALICE)))
         await until(lambda: all(s == "done" for _, s, _ in inbox_rows(home)))
     assert len(inbox_rows(home)) == 5
+
+
+async def test_an_answer_counts_once_its_text_arrived_before_its_files(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    path = home / "tenants" / "alice" / "workspace" / "outputs" / "big.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("a,b\n")
+
+    async def files(ctx: CommandContext, args: str) -> Final:
+        return Final("here", files=(OutFile(path, "big.csv", "text/csv"),))
+
+    fake.hold("sendDocument")  # the upload hangs (a kill now must not answer again)
+    async with durable(tg_settings(home, fake), fake, Gate(is_open=True)) as r:
+        r.roost.core.commands.add(Command("files", "/files", "a file", files))
+        fake.push_text(ALICE, "/files")
+        await fake.wait_call("sendDocument")
+        await until(lambda: [s for _, s, _ in inbox_rows(home)] == ["done"])
+        assert texts(fake, ALICE) == ["here"] and fake.documents_to(ALICE) == []
+        fake.release()
+        await fake.wait_until(lambda: bool(fake.documents_to(ALICE)))
