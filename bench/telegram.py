@@ -4,7 +4,9 @@ Round trip = an update injected into the fake Bot API until the fake
 receives the bot's `sendMessage`, through the real python-telegram-bot
 (long polling), roost's core and a zero-latency model. Measured with 1 chat
 (sequential) and 100 chats (each sequential, all concurrent), first with
-the pacing off (the machinery's own ceiling), then with roost's defaults
+the pacing off (the machinery's own ceiling), with and without the durable
+inbox (every update committed to SQLite before it is confirmed, marked
+answered after the reply; the daemon always runs with it), then with roost's defaults
 (AIORateLimiter 30/s overall + per-chat pacing), which is the ceiling
 Telegram itself would impose. Then `roost serve` as a subprocess: resident
 memory at start and after 1,000 known chats (1,000 tenants, one message
@@ -32,7 +34,9 @@ sys.path.remove(sys.path[0])  # this directory (python bench/telegram.py puts it
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.app.build import build
+from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram import TelegramChannel, TelegramOptions
+from bridge.channels.telegram_inbox import UpdateInbox
 from bridge.channels.telegram_send import SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.core.config import load_settings
@@ -76,7 +80,7 @@ async def echo(inbound: Inbound, reply: Reply) -> Final:
 
 
 async def round_trips(
-    home: Path, chats: int, per_chat: int, limits: bool, core: bool = True
+    home: Path, chats: int, per_chat: int, limits: bool, core: bool = True, inbox: bool = False
 ) -> float:
     ids = [BASE_ID + i for i in range(chats)]
     async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
@@ -86,11 +90,19 @@ async def round_trips(
             tenants={"bench": {"telegram_ids": ids}},
         )
         roost = await build(settings, backend=ZeroLatency())
+        durable = {}
+        if inbox:  # as the daemon wires it (bridge/app/channels_up.py)
+            durable = {
+                "undelivered": undelivered_hook(roost),
+                "inbox": UpdateInbox(roost.db, "telegram:bench", "bench"),
+                "parts": roost.schedule.outbox.parts,
+            }
         channel = TelegramChannel(
             settings.telegram,
             roost.core.answer if core else echo,
             roost.command_list,
             options(limits),
+            **durable,  # type: ignore[arg-type]
         )
         await channel.start()
         try:
@@ -109,6 +121,31 @@ async def round_trips(
             await channel.stop()
             await roost.aclose()
     return sum(counts.values()) / elapsed
+
+
+def inbox_ms(home: Path, updates: int = 2000) -> float:
+    """The durable inbox's own work per update on a real roost.db: store (as one
+    getUpdates answer of 1), claim, done."""
+    from bridge.core.db import connect
+
+    home.mkdir(parents=True, exist_ok=True)
+    inbox = UpdateInbox(connect(home / "roost.db"), "telegram:bench", "bench")
+    update = {
+        "update_id": 0,
+        "message": {
+            "message_id": 1,
+            "date": int(time.time()),
+            "chat": {"id": BASE_ID, "type": "private"},
+            "from": {"id": BASE_ID, "is_bot": False, "first_name": "b"},
+            "text": "ping 1",
+        },
+    }
+    started = time.perf_counter()
+    for n in range(1, updates + 1):
+        inbox.store([{**update, "update_id": n}])
+        inbox.claim(n)
+        inbox.done(n)
+    return (time.perf_counter() - started) * 1000 / updates
 
 
 def rss_kib(pid: int) -> int:
@@ -169,17 +206,29 @@ async def main() -> None:
         n, per = args.messages, max(1, args.messages // 100)
         one = await round_trips(base / "a", 1, n, limits=False)
         hundred = await round_trips(base / "b", 100, per, limits=False)
+        kept_one = await round_trips(base / "g", 1, n, limits=False, inbox=True)
+        kept_hundred = await round_trips(base / "h", 100, per, limits=False, inbox=True)
         bare_one = await round_trips(base / "e", 1, n, limits=False, core=False)
         bare_hundred = await round_trips(base / "f", 100, per, limits=False, core=False)
-        limited = await round_trips(base / "c", 100, 1, limits=True)
+        bare_kept = await round_trips(base / "i", 1, n, limits=False, core=False, inbox=True)
+        limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)
         print("round trips/s, injected update -> received sendMessage (real PTB, fake Bot API)")
         print(f"  1 chat, full roost:        {one:8.1f}/s ({1000 / one:.2f} ms each)")
         print(f"  100 chats, full roost:     {hundred:8.1f}/s ({hundred / one:.2f}x 1 chat)")
+        print(f"  1 chat, + durable inbox:   {kept_one:8.1f}/s ({kept_one / one:.2f}x without)")
+        ratio = kept_hundred / hundred
+        print(f"  100 chats, + durable inbox:{kept_hundred:8.1f}/s ({ratio:.2f}x without)")
         print(f"  1 chat, channel only:      {bare_one:8.1f}/s ({1000 / bare_one:.2f} ms each)")
         ratio = bare_hundred / bare_one
         print(f"  100 chats, channel only:   {bare_hundred:8.1f}/s ({ratio:.2f}x 1 chat)")
+        ratio = bare_kept / bare_one
+        print(f"  1 chat, channel + inbox:   {bare_kept:8.1f}/s ({ratio:.2f}x channel only)")
         print(f"  full roost / channel only: {one / bare_one:.2f}x (1 chat)")
-        print(f"  100 chats, default limits: {limited:8.1f}/s (AIORateLimiter 30/s overall)")
+        print(f"  with inbox / channel only: {kept_one / bare_one:.2f}x (1 chat)")
+        cost = inbox_ms(base / "j")
+        share = cost / (1000 / bare_one)
+        print(f"  inbox work per update:     {cost:8.3f} ms ({share:.1%} of a channel-only trip)")
+        print(f"  100 chats, default limits: {limited:8.1f}/s (AIORateLimiter 30/s overall, inbox)")
         print("  (pacing off = no AIORateLimiter, no per-chat bucket; channel only = core")
         print("   replaced by an echo, to show what the Telegram layer itself costs)")
         before, after = await daemon_memory(base / "d", args.known_chats)

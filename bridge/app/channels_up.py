@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -26,7 +26,7 @@ from bridge.app.descriptors import web_limits
 from bridge.app.forgetting import forgetting
 from bridge.app.reload import OnReload
 from bridge.core.config import ConfigError, Settings
-from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
+from bridge.schedule.runtime import ChannelDeliver, Undelivered, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -171,8 +171,12 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.channels.telegram import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram_inbox import UpdateInbox
     from bridge.channels.web import WebChannel
 
+    token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
+    bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
+    inbox = UpdateInbox(roost.db, f"telegram:{bot_id}", secrets.token_hex(6))
     telegram = TelegramChannel(
         settings.telegram,
         roost.core.answer,
@@ -183,6 +187,8 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         voice_inbox=roost.voice.inbox_for,
         speak=roost.voice.speak,
         files_in=telegram_files_in(settings, roost),
+        inbox=inbox,  # every update stored before it is confirmed
+        parts=roost.schedule.outbox.parts,  # outbox entries delivered part by part
     )
     if webhook:
         web = made["web"].channel
@@ -218,7 +224,7 @@ def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     )
 
 
-def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
+def undelivered_hook(roost: Roost) -> Undelivered:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
     schedule = roost.schedule
     return reply_to_outbox(

@@ -4,7 +4,8 @@
 stores with `JobRunner` (turns through the core, tools through the roost's
 tool sources), `Deliveries` (the terminal's `keep_for_terminal` from the
 start, each channel that offers a `deliver` once it is up) and the audit
-observer. `start()` runs three tasks in the daemon's loop: the scheduler
+observer. `start()` first makes the outbox entries a killed daemon had
+claimed due again, then runs three tasks in the daemon's loop: the scheduler
 itself (a job missed while the daemon was down is due now and runs once), a
 watch that wakes it when another process committed to roost.db (`roost send
 --to`), and hourly pruning of delivered, dead and finished rows (and of
@@ -79,6 +80,9 @@ class ScheduleLoop:
     def start(self) -> None:
         if self._tasks:
             return
+        released = self._roost.schedule.outbox.release_leases(self._clock())  # holder is gone
+        if released:
+            log.info("schedule: %d outbox entries claimed before a restart are due again", released)
         db = self._roost.db
         self._tasks = [
             asyncio.create_task(self.scheduler.run(), name="scheduler"),

@@ -22,18 +22,25 @@ mounts a route on the web channel's aiohttp app and checks
 `X-Telegram-Bot-Api-Secret-Token` in constant time. A known person's voice
 note or audio file is fetched into their inbox as an attachment and an
 answer may also be spoken (`bridge.channels.telegram_voice`).
+
+With a durable inbox (`inbox`, `bridge.channels.telegram_inbox`) no update
+is lost to a crash or a restart: each is committed before Telegram hears it
+arrived (in `getUpdates`' own request object, `PollWatch`, before the next
+poll confirms the offset; in webhook mode before the route answers 200, a
+503 when it cannot be stored), answered through `telegram_replay.Durable`
+(claimed once, done once its answer was delivered or kept in the outbox),
+and what a process left unanswered is answered by the next one at start, in
+each chat's order; a message older than `telegram.answer_max_age_s` gets a
+line saying it is too old instead (`dropped`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
-import re
-import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -48,20 +55,23 @@ from bridge.channels.telegram_actions import pressed
 from bridge.channels.telegram_connect import Connection, PollWatch
 from bridge.channels.telegram_files_in import FilesIn, file_base_url
 from bridge.channels.telegram_health import Backoff
-from bridge.channels.telegram_input import addressed, from_a_channel, quoted, without_mention
+from bridge.channels.telegram_inbox import UpdateInbox
+from bridge.channels.telegram_input import chat_of, message_inbound, to_answer
 from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_reply import TelegramReply, Undelivered
+from bridge.channels.telegram_replay import Durable, Outcome, too_old
+from bridge.channels.telegram_reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.channels.telegram_voice import InboxFor, Speak, voice_attachment
+from bridge.channels.telegram_webhook import secret_ok, take_update, webhook_secret
 from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
+from bridge.schedule.outbox_parts import PartLog
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
 
-SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = [
     "message",
     "edited_message",
@@ -69,7 +79,6 @@ ALLOWED_UPDATES = [
     "edited_channel_post",
     "callback_query",  # a press of a reply's button (bridge.channels.telegram_actions)
 ]
-_SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,8 @@ class TelegramChannel:
         voice_inbox: InboxFor | None = None,
         speak: Speak | None = None,
         files_in: FilesIn | None = None,
+        inbox: UpdateInbox | None = None,
+        parts: PartLog | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -110,7 +121,7 @@ class TelegramChannel:
         self._opts = options or TelegramOptions()
         self.allowed_groups = frozenset(settings.allowed_groups)  # a reload may replace it
         self._webhook = settings.mode == "webhook"
-        self._secret = self._webhook_secret(settings) if self._webhook else ""
+        self._secret = webhook_secret(settings) if self._webhook else ""
         builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
@@ -122,17 +133,23 @@ class TelegramChannel:
             builder = builder.rate_limiter(AIORateLimiter(max_retries=2))
         token = settings.token.get_secret_value()
         self.connection = Connection(self._connect, self._disconnect, token, self._opts.reconnect)
+        self.durable = (
+            Durable(inbox, self._dispatch, self._drop, settings.answer_max_age_s)
+            if inbox is not None
+            else None
+        )
         if self._webhook:
             builder = builder.updater(None)
         else:
-            builder = builder.get_updates_request(PollWatch(self.connection.polled))
+            received = self.durable.received if self.durable is not None else None
+            builder = builder.get_updates_request(PollWatch(self.connection.polled, received))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
         self.app.add_error_handler(self._on_error)
         self.sender = Sender(self.app.bot, self._opts.send)
         if send_failed is not None:
             self.sender.failed = send_failed  # every send path: replies, drafts, typing
-        self.deliver = OutboxSender(self.app.bot, self._opts.send)  # the outbox's deliver
+        self.deliver = OutboxSender(self.sender, parts)  # the outbox's deliver, part by part
         self.undelivered = undelivered
         self.voice_inbox = voice_inbox  # voice notes in (bridge.channels.telegram_voice)
         self.speak = speak  # answers spoken
@@ -140,17 +157,7 @@ class TelegramChannel:
         self.timing = self._opts.timing
         self._tasks: set[asyncio.Task[object]] = set()
         self._running = False
-
-    @staticmethod
-    def _webhook_secret(settings: TelegramSettings) -> str:
-        if not settings.webhook_url:
-            raise ConfigError("telegram.webhook_url is required when telegram.mode is 'webhook'")
-        if settings.webhook_secret is None:
-            return secrets.token_urlsafe(32)
-        secret = settings.webhook_secret.get_secret_value()
-        if not _SECRET_OK.fullmatch(secret):
-            raise ConfigError("telegram.webhook_secret: 1-256 of A-Z a-z 0-9 _ -")
-        return secret
+        self._stopping = False
 
     @property
     def webhook_path(self) -> str:
@@ -176,6 +183,8 @@ class TelegramChannel:
         await self.app.initialize()  # getMe; a no-op once it has succeeded
         if not self.app.running:
             await self.app.start()
+        if self.durable is not None:  # what an earlier process left, before anything new
+            self.durable.replay(self.app.bot, self._spawn)
         await self._register_commands()
         if self._webhook:
             await self.app.bot.set_webhook(
@@ -215,8 +224,13 @@ class TelegramChannel:
         if self.app.updater is not None and self.app.updater.running:
             with contextlib.suppress(TelegramError):
                 await self.app.updater.stop()
+        self._stopping = True  # updates not begun stay in the inbox for the next start
         pending = {t for t in self._tasks if not t.done()}
         if pending:
+            _, pending = await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
+        if pending and self.durable is not None:  # the inbox answers them after the restart
+            for task in pending:
+                task.cancel()
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
         if self.app.running:
             await self.app.stop()
@@ -226,97 +240,100 @@ class TelegramChannel:
     # -- input -------------------------------------------------------------------------------
 
     async def _on_webhook(self, request: web.Request) -> web.Response:
-        given = request.headers.get(SECRET_HEADER, "")
-        if not (given and hmac.compare_digest(given.encode(), self._secret.encode())):
-            return web.Response(status=401)
-        if not self._running:
+        if not self._running and secret_ok(request, self._secret):
             return web.Response(status=503)
-        try:
-            update = Update.de_json(await request.json(), self.app.bot)
-        except (ValueError, TypeError, KeyError):
-            return web.Response(status=400)
-        await self.app.update_queue.put(update)
-        return web.Response(text="ok")
+        store = self.durable.inbox.store if self.durable is not None else None
+        return await take_update(request, self._secret, self.app.bot, store, self.app.update_queue)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A background task the channel waits for when it stops."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _on_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
-            if isinstance(update, Update):
-                await self._dispatch(update)
+            if not isinstance(update, Update):
+                return
+            if self.durable is not None:
+                if self._stopping:
+                    return  # stored: answered after the restart
+                await self.durable.fresh(update, chat_of(update))
+            else:
+                await self._dispatch(update, Outcome())
         finally:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _dispatch(self, update: Update) -> None:
+    def _reply(self, chat_id: int, reply_to: int | None, inbound: Inbound) -> TelegramReply:
+        reply = TelegramReply(
+            self.sender,
+            self.timing,
+            self.undelivered,
+            chat_id,
+            reply_to,
+            inbound,
+            self.app.bot,
+            self.speak,
+        )
+        if self.durable is not None:
+            reply.abort_notice = RESUMES
+        return reply
+
+    async def _dispatch(self, update: Update, outcome: Outcome) -> None:
+        """Answer one update; `outcome.settle()` once its answer was delivered or kept
+        (or nothing was to be sent)."""
+        replies: list[TelegramReply] = []
+
+        def reply_for(inbound: Inbound, chat_id: int, reply_to: int | None) -> TelegramReply:
+            reply = self._reply(chat_id, reply_to, inbound)
+            reply.on_settled = outcome.settle  # its text delivered or kept: answered
+            replies.append(reply)
+            return reply
+
+        await self._read(update, reply_for)
+        if all(r.settled or not r.called for r in replies):  # incl. nothing to send
+            outcome.settle()
+
+    async def _read(
+        self, update: Update, reply_for: Callable[[Inbound, int, int | None], TelegramReply]
+    ) -> None:
         if update.callback_query is not None:  # a one-tap action: its command, as if typed
             await pressed(
                 update.callback_query,
                 self.app.bot.username,
                 self.allowed_groups,
                 self._answer,
-                lambda inbound, chat_id: TelegramReply(
-                    self.sender,
-                    self.timing,
-                    self.undelivered,
-                    chat_id,
-                    None,
-                    inbound,
-                    self.app.bot,
-                    self.speak,
-                ),
+                lambda inbound, chat_id: reply_for(inbound, chat_id, None),
             )
             return
-        msg = update.message
-        if msg is None:
-            kind = "edited message" if update.edited_message else "channel post or other"
-            log.debug("telegram: ignoring an update (%s)", kind)
+        msg = to_answer(update, self.allowed_groups, self.app.bot.id, self.app.bot.username)
+        if msg is None or msg.from_user is None:
             return
-        user = msg.from_user
-        if user is None or user.is_bot or from_a_channel(msg):
-            log.debug("telegram: ignoring a message from a bot or a channel")
-            return
-        chat = msg.chat
-        private = chat.type == ChatType.PRIVATE
-        if not private and (
-            chat.id not in self.allowed_groups
-            or not addressed(msg, self.app.bot.id, self.app.bot.username)
-        ):
-            return
-        heard = await self._voice(msg, str(user.id))
-        text = msg.text if msg.text is not None else msg.caption  # a file's caption
-        inbound = Inbound(
-            "telegram",
-            str(user.id),
-            str(chat.id) if private else f"{chat.id}:{user.id}",
-            without_mention(text, self.app.bot.username) if text is not None else "",
-            str(msg.message_id),
-            is_private=private,
-            display_name=user.first_name or "",
-            has_text=text is not None,
-            bot_name=self.app.bot.username,
-            quoted=quoted(msg),
-            attachments=heard,
-        )
+        private = msg.chat.type == ChatType.PRIVATE
+        heard = await self._voice(msg, str(msg.from_user.id))
+        inbound = message_inbound(msg, self.app.bot.username, heard)
         if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
             inbound = await self.files_in.receive(self.app.bot, msg, inbound)
-        reply_to = None if private else msg.message_id
-        reply = TelegramReply(
-            self.sender,
-            self.timing,
-            self.undelivered,
-            chat.id,
-            reply_to,
-            inbound,
-            self.app.bot,
-            self.speak,
-        )
+        reply = reply_for(inbound, msg.chat.id, None if private else msg.message_id)
         try:
             await self._answer(inbound, reply)
         except BaseException:
             await reply.abort()
             raise
+
+    async def _drop(self, update: Update, age_s: float) -> None:
+        """A message too old to answer: the person is told, through the outbox."""
+        msg = update.message
+        if msg is None or msg.from_user is None or self.undelivered is None:
+            return
+        inbound = message_inbound(msg, self.app.bot.username)
+        key = f"dropped:{msg.message_id}"
+        await self.undelivered(inbound, too_old(update, age_s), key)
 
     async def _voice(self, msg: Message, identity: str) -> tuple[Attachment, ...]:
         """A voice note or audio file of a known person, fetched within its limits."""

@@ -4,19 +4,22 @@ A `Final` with `actions` gets an inline keyboard on the last message of the
 reply (`attach`: one button per row, `callback_data` = the action's command,
 which must be a slash command of at most 64 bytes, as Telegram requires; an
 action that does not fit is left off the keyboard and stays in the text).
+When Telegram does not take the keyboard, `attach` says so and the reply
+sends `typed(actions)` instead: the commands to type, so no offer is lost.
 A press arrives as a `callback_query`: `pressed` answers it at once
 (`answerCallbackQuery`, so the button stops spinning) and feeds its data
 through the core as if the person had typed it — the same access checks:
 the presser's `from.id` resolves to a tenant (or is refused), in a group the
 presser's own session is used ("<group>:<user>") and groups that are not
 allow-listed are ignored. So another person's press can only confirm what
-is pending in that person's own chat, never someone else's offer.
+is pending in that person's own chat, never someone else's offer. The
+press's message id is `cb<callback query id>`: the same press stored twice
+(the durable inbox, a redelivery) is the same message.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Collection
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
@@ -43,15 +46,23 @@ def keyboard(actions: tuple[Action, ...]) -> InlineKeyboardMarkup | None:
     return InlineKeyboardMarkup(rows) if rows else None
 
 
-async def attach(bot: Bot, chat_id: int, message_id: int, actions: tuple[Action, ...]) -> None:
-    """Put the actions' keyboard on a sent message; a failure is logged, the text stays."""
+async def attach(bot: Bot, chat_id: int, message_id: int, actions: tuple[Action, ...]) -> bool:
+    """Put the actions' keyboard on a sent message; False (logged) when Telegram refused."""
     markup = keyboard(actions)
     if markup is None:
-        return
+        return True
     try:
         await bot.edit_message_reply_markup(chat_id, message_id, reply_markup=markup)
     except TelegramError as exc:
         log.warning("telegram: the reply's buttons were not shown (chat %s): %s", chat_id, exc)
+        return False
+    return True
+
+
+def typed(actions: tuple[Action, ...]) -> str:
+    """The offers as commands to type, for when the buttons could not be shown."""
+    lines = [f"{a.command} ({a.label[:MAX_LABEL]})" for a in actions if fits(a.command)]
+    return "The buttons could not be shown; type instead:\n" + "\n".join(lines)
 
 
 def press_inbound(query: CallbackQuery, bot_name: str, groups: Collection[int]) -> Inbound | None:
@@ -68,7 +79,7 @@ def press_inbound(query: CallbackQuery, bot_name: str, groups: Collection[int]) 
         str(user.id),
         str(chat.id) if private else f"{chat.id}:{user.id}",
         data,
-        uuid.uuid4().hex,
+        f"cb{query.id}",
         is_private=private,
         display_name=user.first_name or "",
         bot_name=bot_name,

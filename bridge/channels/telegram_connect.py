@@ -13,7 +13,11 @@ Once connected, python-telegram-bot's polling loop retries on its own
 polling error callback, a good answer turns the channel up again. A 401 on
 `getUpdates` (the token was revoked while running) is raised as
 `TokenRefused`, a network-kind error, so the library keeps retrying
-instead of ending its polling loop for good.
+instead of ending its polling loop for good. `PollWatch` also hands every
+good answer's body to `received` (the durable inbox) before the library
+sees it: the updates are committed before the next `getUpdates` confirms
+them. When they cannot be stored, the answer is treated as a network error
+(`InboxUnavailable`): the library waits and asks again, nothing is confirmed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from telegram.error import NetworkError
 from telegram.request import HTTPXRequest
 
 from bridge.channels.telegram_health import Backoff, Health, TokenRefused, why
@@ -32,18 +37,32 @@ from bridge.channels.telegram_health import Backoff, Health, TokenRefused, why
 log = logging.getLogger("bridge.channels.telegram")
 
 
-class PollWatch(HTTPXRequest):
-    """The `getUpdates` request: tells `seen(status)` of every answer."""
+class InboxUnavailable(NetworkError):
+    """Updates arrived but could not be stored: they are fetched again later."""
 
-    def __init__(self, seen: Callable[[int], None]) -> None:
+
+class PollWatch(HTTPXRequest):
+    """The `getUpdates` request: tells `seen(status)` of every answer and hands a
+    good answer's body to `received` before the library reads it."""
+
+    def __init__(
+        self, seen: Callable[[int], None], received: Callable[[bytes], None] | None = None
+    ) -> None:
         super().__init__(connection_pool_size=1)
         self._seen = seen
+        self.received = received
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         code, payload = await super().do_request(*args, **kwargs)
         self._seen(code)
         if code == 401:
             raise TokenRefused("Unauthorized")
+        if code == 200 and self.received is not None:
+            try:
+                self.received(payload)
+            except Exception as exc:
+                log.error("telegram: updates could not be stored (%s)", type(exc).__name__)
+                raise InboxUnavailable("the inbox could not store updates") from exc
         return code, payload
 
 

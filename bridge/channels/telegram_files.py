@@ -8,7 +8,10 @@ like any message; a JPEG, PNG or WebP image of at most 10 MB goes with
 refuses it as a photo (its sides, say). A file over Telegram's 50 MB bot upload limit is not
 uploaded (Telegram would answer 413): the chat gets a line saying so and
 what to do. A failed upload is counted (`Sender.failed("document")`) and
-logged; the other files still go.
+logged, the other files still go, and `send_files` returns a line for each
+file that did not arrive (`missed`: gone from disk, refused, Telegram
+unreachable, or sent without an answer, which is never repeated), which the
+reply tells the person (or keeps in the outbox when even that fails).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 from collections.abc import Sequence
 
 from bridge.channels.telegram_render import Rendered
-from bridge.channels.telegram_send import DeliveryError, Rejected, Sender
+from bridge.channels.telegram_send import DeliveryError, Rejected, Sender, Unconfirmed
 from bridge.core.outfiles import OutFileError, open_out_file
 from bridge.types.messages import OutFile
 
@@ -45,11 +48,16 @@ def read_limited(out: OutFile, limit: int) -> bytes | int:
         return fh.read()
 
 
+def missed(out: OutFile, why: str) -> str:
+    """The line that tells the person a file did not arrive."""
+    return f"📎 {out.name} could not be sent ({why}). Ask me for it again later."
+
+
 async def send_files(
     sender: Sender, chat_id: int, files: Sequence[OutFile], limit: int = UPLOAD_LIMIT
-) -> int:
-    """Send each file as a document; returns how many arrived."""
-    sent = 0
+) -> list[str]:
+    """Send each file as a photo or document; returns a line for each that did not arrive."""
+    problems: list[str] = []
     for out in files:
         try:
             data = read_limited(out, limit)
@@ -57,13 +65,22 @@ async def send_files(
                 await sender.send(chat_id, Rendered(too_large(out, data)))
                 continue
             await _upload(sender, chat_id, data, out)
-            sent += 1
         except OutFileError as exc:
             log.warning("chat %s: a file was not sent: %s", chat_id, exc)
+            problems.append(missed(out, "it is no longer there"))
+        except Unconfirmed as exc:  # it may have arrived: not sent again
+            sender.failed("unconfirmed")
+            log.warning("chat %s: a file is unconfirmed: %s", chat_id, exc)
+            problems.append(
+                f"📎 Telegram did not confirm that {out.name} arrived. If it is missing, "
+                "ask me for it again."
+            )
         except DeliveryError as exc:
             sender.failed("document")
             log.error("chat %s: a file was not delivered: %s", chat_id, exc)
-    return sent
+            why = "Telegram refused it" if isinstance(exc, Rejected) else "Telegram failed"
+            problems.append(missed(out, why))
+    return problems
 
 
 async def _upload(sender: Sender, chat_id: int, data: bytes, out: OutFile) -> None:

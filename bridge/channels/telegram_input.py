@@ -3,15 +3,24 @@
 Messages that speak for a chat rather than a person (automatic forwards
 from a linked channel, the 777000 service account, `sender_chat`) are
 recognised; in groups, `addressed` tells whether the bot is spoken to; the
-bot's own mention is taken out of the text; `quoted` is what a reply quotes.
+bot's own mention is taken out of the text; `quoted` is what a reply quotes;
+`to_answer` picks the message roost answers out of an update;
+`chat_of` is roost's chat id of an update ("<chat>" private, "<group>:<user>"
+in a group); `message_inbound` is a person's message as an `Inbound`.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Collection
 
-from telegram import Message
+from telegram import Message, Update
+from telegram.constants import ChatType
 
+from bridge.types.messages import Attachment, Inbound
+
+log = logging.getLogger("bridge.channels.telegram")
 # the "Telegram" service account that posts a linked channel's automatic forwards
 SERVICE_SENDER = 777000
 
@@ -61,3 +70,58 @@ def without_mention(text: str, username: str) -> str:
     """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
     cleaned = re.sub(rf"(?<![/\w])@{re.escape(username)}\b", " ", text, flags=re.IGNORECASE)
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+
+
+def to_answer(
+    update: Update, groups: Collection[int], bot_id: int, username: str
+) -> Message | None:
+    """The person's message roost answers in this update; None for anything else
+    (edits, channel posts, bots, other groups, group talk not meant for the bot)."""
+    msg = update.message
+    if msg is None:
+        kind = "edited message" if update.edited_message else "channel post or other"
+        log.debug("telegram: ignoring an update (%s)", kind)
+        return None
+    user = msg.from_user
+    if user is None or user.is_bot or from_a_channel(msg):
+        log.debug("telegram: ignoring a message from a bot or a channel")
+        return None
+    if msg.chat.type != ChatType.PRIVATE and (
+        msg.chat.id not in groups or not addressed(msg, bot_id, username)
+    ):
+        return None
+    return msg
+
+
+def chat_of(update: Update) -> str:
+    """roost's chat id of a message or a button press ('' for other updates)."""
+    query = update.callback_query
+    message = query.message if query is not None else update.message
+    user = query.from_user if query is not None else (update.message and update.message.from_user)
+    if message is None or user is None:
+        return ""
+    chat = message.chat
+    return str(chat.id) if chat.type == ChatType.PRIVATE else f"{chat.id}:{user.id}"
+
+
+def message_inbound(
+    msg: Message, username: str, attachments: tuple[Attachment, ...] = ()
+) -> Inbound:
+    """A person's message (msg.from_user set) as roost's `Inbound`."""
+    user = msg.from_user
+    assert user is not None
+    private = msg.chat.type == ChatType.PRIVATE
+    text = msg.text if msg.text is not None else msg.caption  # a file's caption
+    return Inbound(
+        "telegram",
+        str(user.id),
+        str(msg.chat.id) if private else f"{msg.chat.id}:{user.id}",
+        without_mention(text, username) if text is not None else "",
+        str(msg.message_id),
+        is_private=private,
+        display_name=user.first_name or "",
+        has_text=text is not None,
+        bot_name=username,
+        quoted=quoted(msg),
+        attachments=attachments,
+    )

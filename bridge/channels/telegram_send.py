@@ -9,6 +9,16 @@ Every outgoing call of the channel goes through `Sender`:
   error is retried with exponential backoff; after the last attempt the
   failure is raised as `DeliveryError` so the caller can log it (a reply is
   never dropped silently);
+- a call that makes a new message (sendMessage, sendDocument, sendPhoto,
+  sendVoice) is never repeated once its outcome is unknown: when the request
+  reached Telegram and no answer came (a read timeout, the connection cut
+  while waiting), Telegram may well show the message already, and the Bot API
+  has no idempotency key, so a retry could show it twice. That raises
+  `Unconfirmed` at once; edits and deletes are idempotent and retried as
+  before. Failures before the request left (connect or pool timeouts,
+  refused connections) and HTTP errors are retried. New messages wait
+  `send_timeout_s` for Telegram's answer, so a slow Bot API is waited for
+  rather than given up on;
 - "can't parse entities" (or a link address Telegram refuses) resends the
   same text without entities;
 - "message is not modified" counts as success;
@@ -23,17 +33,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from telegram import Bot, MessageEntity, ReplyParameters
 from telegram.constants import ChatAction
-from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+from telegram.error import (
+    BadRequest,
+    Forbidden,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
 
+from bridge.channels.telegram_pace import ChatPacer
 from bridge.channels.telegram_render import Rendered
 
 log = logging.getLogger(__name__)
@@ -58,6 +75,23 @@ class Rejected(DeliveryError):
     """Telegram refused this one text (400: empty, too long, ...); others may pass."""
 
 
+class Unconfirmed(DeliveryError):
+    """A new message whose request reached Telegram but got no answer: it may be
+    shown. It is not sent again (that could show it twice)."""
+
+
+# httpx errors (the cause python-telegram-bot chains) raised after the request was sent
+AFTER_SENDING = frozenset({"ReadTimeout", "ReadError", "RemoteProtocolError"})
+
+
+def outcome_unknown(exc: NetworkError) -> bool:
+    """Did the request reach Telegram without an answer coming back?"""
+    cause = exc.__cause__
+    if cause is None:
+        return isinstance(exc, TimedOut)  # a timeout of unknown kind: assume it arrived
+    return type(cause).__name__ in AFTER_SENDING
+
+
 @dataclass(frozen=True, slots=True)
 class SendPolicy:
     attempts: int = 6  # for 5xx / network errors
@@ -66,48 +100,11 @@ class SendPolicy:
     flood_attempts: int = 5  # 429s that reach us after the rate limiter's own retries
     chat_burst: int = 3
     chat_rate_per_s: float = 1.0
+    send_timeout_s: float = 20.0  # how long a new message waits for Telegram's answer
 
-
-class ChatPacer:
-    """A token bucket per chat; idle (full) buckets are forgotten."""
-
-    def __init__(
-        self,
-        burst: int,
-        rate_per_s: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    ) -> None:
-        self._burst, self._rate = float(burst), rate_per_s
-        self._clock, self._sleep = clock, sleep
-        self._buckets: dict[int, tuple[float, float]] = {}
-
-    async def wait(self, chat_id: int) -> None:
-        if self._rate <= 0:
-            return
-        while True:
-            now = self._clock()
-            tokens, at = self._buckets.get(chat_id, (self._burst, now))
-            tokens = min(self._burst, tokens + (now - at) * self._rate)
-            if tokens >= 1:
-                self._buckets[chat_id] = (tokens - 1, now)
-                if len(self._buckets) > 4096:
-                    self._forget_idle(now)
-                return
-            self._buckets[chat_id] = (tokens, now)
-            await self._sleep((1 - tokens) / self._rate)
-
-    def _forget_idle(self, now: float) -> None:
-        full = [
-            chat
-            for chat, (tokens, at) in self._buckets.items()
-            if tokens + (now - at) * self._rate >= self._burst
-        ]
-        for chat in full:
-            del self._buckets[chat]
-
-    def __len__(self) -> int:
-        return len(self._buckets)
+    def once(self) -> SendPolicy:
+        """The same policy, one attempt per call (the outbox does the retrying)."""
+        return replace(self, attempts=1, flood_attempts=0)
 
 
 def retry_after_s(exc: RetryAfter) -> float:
@@ -156,11 +153,15 @@ class Sender:
 
         async def call(entities: list[MessageEntity] | None) -> Any:
             return await self._bot.send_message(
-                chat_id, chunk.text, entities=entities, reply_parameters=reply
+                chat_id,
+                chunk.text,
+                entities=entities,
+                reply_parameters=reply,
+                read_timeout=self.policy.send_timeout_s,
             )
 
         try:
-            message = await self._with_fallback(chat_id, chunk, call)
+            message = await self._with_fallback(chat_id, chunk, call, fresh=True)
         except BadRequest as exc:
             raise Rejected(str(exc)) from exc
         return int(message.message_id)
@@ -185,7 +186,11 @@ class Sender:
         """Upload one file as a document (multipart); returns the new message id."""
         try:
             message = await self._retrying(
-                chat_id, lambda: self._bot.send_document(chat_id, data, filename=name)
+                chat_id,
+                lambda: self._bot.send_document(
+                    chat_id, data, filename=name, read_timeout=self.policy.send_timeout_s
+                ),
+                fresh=True,
             )
         except BadRequest as exc:
             raise Rejected(str(exc)) from exc
@@ -195,7 +200,11 @@ class Sender:
         """Upload OGG/Opus audio as a voice message (sendVoice); returns the message id."""
         try:
             message = await self._retrying(
-                chat_id, lambda: self._bot.send_voice(chat_id, data, filename="answer.ogg")
+                chat_id,
+                lambda: self._bot.send_voice(
+                    chat_id, data, filename="answer.ogg", read_timeout=self.policy.send_timeout_s
+                ),
+                fresh=True,
             )
         except BadRequest as exc:
             raise Rejected(str(exc)) from exc
@@ -205,7 +214,11 @@ class Sender:
         """Upload one image as a photo (multipart); returns the new message id."""
         try:
             message = await self._retrying(
-                chat_id, lambda: self._bot.send_photo(chat_id, data, filename=name)
+                chat_id,
+                lambda: self._bot.send_photo(
+                    chat_id, data, filename=name, read_timeout=self.policy.send_timeout_s
+                ),
+                fresh=True,
             )
         except BadRequest as exc:
             raise Rejected(str(exc)) from exc
@@ -230,17 +243,28 @@ class Sender:
         chat_id: int,
         chunk: Rendered,
         call: Callable[[list[MessageEntity] | None], Awaitable[T]],
+        fresh: bool = False,
     ) -> T:
         entities = _entities(chunk)
         try:
-            return await self._retrying(chat_id, lambda: call(entities))
+            return await self._retrying(chat_id, lambda: call(entities), fresh)
         except BadRequest as exc:
             if entities is None or not _parse_error(exc):
                 raise
             log.warning("telegram rejected the formatting (%s); sending plain text", exc)
-            return await self._retrying(chat_id, lambda: call(None))
+            return await self._retrying(chat_id, lambda: call(None), fresh)
 
-    async def _retrying(self, chat_id: int, call: Callable[[], Awaitable[T]]) -> T:
+    def once(self) -> Sender:
+        """A sender that tries each call once, sharing this one's pacing and `failed`."""
+        single = Sender(self._bot, self.policy.once(), self._sleep, self.failed)
+        single.pacer = self.pacer
+        return single
+
+    async def _retrying(
+        self, chat_id: int, call: Callable[[], Awaitable[T]], fresh: bool = False
+    ) -> T:
+        """`fresh`: the call makes a new message, so it is not repeated once its
+        outcome is unknown (`Unconfirmed`)."""
         policy = self.policy
         failures = floods = 0
         while True:
@@ -259,6 +283,8 @@ class Sender:
             except Forbidden as exc:
                 raise DeliveryError(f"forbidden: {exc}") from exc
             except NetworkError as exc:
+                if fresh and outcome_unknown(exc):
+                    raise Unconfirmed(f"no answer from Telegram: {exc}") from exc
                 failures += 1
                 if failures >= policy.attempts:
                     raise DeliveryError(f"network: {exc}") from exc

@@ -12,6 +12,13 @@ final one waits for an in-flight draft, so a message whose id is not yet
 known is never sent twice. An answer that breaks after some text was shown
 (`stopped(reason)`) keeps that text and ends with a plain notice, "⚠️ the
 answer stopped: <reason>", instead of a draft left hanging with its cursor.
+A new message whose outcome is unknown (`Unconfirmed`: Telegram got the
+request, no answer came) is kept in `shown` with the id `UNKNOWN` and never
+sent again: no more drafts are shown after it, and the final text skips it
+when it showed that very text (a draft's older text is replaced by the final
+one in a new message). `unconfirmed` counts them, so the reply can say so.
+The final text may use its own sender (`final_sender`: one attempt per call
+when the outbox does the retrying); `parts()` tells what the person sees.
 Rendering is linear, and a text over
 `OFFLOAD_CHARS` is laid out in a worker thread. `Typing` keeps the typing
 indicator alive.
@@ -26,7 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.channels.telegram_render import Rendered, render, utf16_len
-from bridge.channels.telegram_send import DeliveryError, MessageGone, Rejected, Sender
+from bridge.channels.telegram_send import (
+    DeliveryError,
+    MessageGone,
+    Rejected,
+    Sender,
+    Unconfirmed,
+)
 from bridge.channels.telegram_split import LIMIT, split
 
 log = logging.getLogger(__name__)
@@ -34,6 +47,7 @@ CURSOR = " …"
 STOPPED = "⚠️ the answer stopped: "
 OFFLOAD_CHARS = 4096  # texts longer than this are rendered off the event loop
 REJECTED = Rendered("[this part of the answer could not be shown]")
+UNKNOWN = 0  # the message id of a message Telegram may or may not show (ids start at 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +98,11 @@ class StreamingReply:
         reply_to: int | None,
         timing: StreamTiming,
         limit: int = LIMIT,
+        final_sender: Sender | None = None,
     ) -> None:
         self._sender = sender
+        self._final_sender = final_sender or sender
+        self.unconfirmed = 0  # new messages whose outcome is unknown (never sent again)
         self._chat = chat_id
         self._reply_to = reply_to
         self._timing = timing
@@ -132,6 +149,11 @@ class StreamingReply:
             await self._trim_extra(len(chunks))
         return [mid for mid, _ in self.shown]
 
+    def parts(self) -> list[int]:
+        """The message ids the answer's parts are shown in so far (`UNKNOWN` where
+        a send's outcome is unknown), in order."""
+        return [mid for mid, _ in self.shown]
+
     async def abort(self) -> None:
         self._closing.set()
         if self._pump is not None:
@@ -144,8 +166,8 @@ class StreamingReply:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), delay)
-            if self._closing.is_set():
-                return
+            if self._closing.is_set() or self.unconfirmed:
+                return  # no draft after one that may or may not show
             delay = self._timing.interval_s
             if self._version == self._shown_version:
                 continue
@@ -161,6 +183,8 @@ class StreamingReply:
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
+            if self.unconfirmed and not final:
+                return  # drafts stop at a message that may or may not show
             try:
                 await self._show(index, chunk, final)
             except Rejected as exc:
@@ -171,25 +195,40 @@ class StreamingReply:
 
     async def _show(self, index: int, chunk: Rendered, final: bool) -> None:
         """Make message `index` show `chunk`: edit it, or send it when missing."""
+        sender = self._final_sender if final else self._sender
         if index < len(self.shown):
             message_id, showing = self.shown[index]
             if showing == chunk:
                 return
+            if message_id == UNKNOWN:  # an older text, maybe shown: the final one goes anew
+                self.shown[index] = (await self._send(sender, chunk, None), chunk)
+                return
             try:
-                await self._sender.edit(self._chat, message_id, chunk)
+                await sender.edit(self._chat, message_id, chunk)
             except MessageGone:
                 if not final:
                     raise
-                message_id = await self._sender.send(self._chat, chunk)
+                message_id = await self._send(sender, chunk, None)
             self.shown[index] = (message_id, chunk)
         else:
             reply_to = self._reply_to if not self.shown else None
-            message_id = await self._sender.send(self._chat, chunk, reply_to)
-            self.shown.append((message_id, chunk))
+            self.shown.append((await self._send(sender, chunk, reply_to), chunk))
+
+    async def _send(self, sender: Sender, chunk: Rendered, reply_to: int | None) -> int:
+        """A new message's id; `UNKNOWN` when Telegram got it and never answered."""
+        try:
+            return await sender.send(self._chat, chunk, reply_to)
+        except Unconfirmed as exc:
+            self.unconfirmed += 1
+            sender.failed("unconfirmed")
+            log.warning("chat %s: a message is unconfirmed, not sent again: %s", self._chat, exc)
+            return UNKNOWN
 
     async def _trim_extra(self, count: int) -> None:
         while len(self.shown) > count:
             message_id, _ = self.shown.pop()
+            if message_id == UNKNOWN:
+                continue
             with contextlib.suppress(MessageGone):
                 await self._sender.delete(self._chat, message_id)
 

@@ -13,7 +13,9 @@ stranger's audio is never fetched.
 
 Out: `speak_out` asks the app's `Speak` hook for the answer's voice (OGG/Opus
 bytes), a notice (speech failed: the text was already sent), or nothing
-(speech not wanted), and uploads the voice with `sendVoice`.
+(speech not wanted), and uploads the voice with `sendVoice`; it returns the
+notice the person still has to get (speech failed, the upload failed or
+Telegram did not take it), which the reply sends or keeps in the outbox.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from pathlib import Path
 from telegram import Bot, Message
 from telegram.error import TelegramError
 
-from bridge.channels.telegram_render import Rendered
-from bridge.channels.telegram_send import DeliveryError, Sender
+from bridge.channels.telegram_send import DeliveryError, Sender, Unconfirmed
 from bridge.types.messages import Attachment, AttachmentKind, Inbound
 
 log = logging.getLogger(__name__)
 DOWNLOAD_LIMIT = 20 * 1024 * 1024  # what getFile lets a bot download
 UPLOAD_LIMIT = 50 * 1024 * 1024
 NOT_SPOKEN = "🔇 The voice message could not be sent; the text above is the whole answer."
+NOT_CONFIRMED = "🔇 Telegram did not confirm the voice message; the text above is the whole answer."
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,25 +109,28 @@ async def voice_attachment(bot: Bot, msg: Message, gate: VoiceGate) -> Attachmen
 
 async def speak_out(
     sender: Sender, chat_id: int, speak: Speak, inbound: Inbound, text: str
-) -> bool:
-    """Send the answer's voice message if one is wanted; True when it arrived."""
+) -> str | None:
+    """Send the answer's voice message if one is wanted; returns a notice the
+    person still has to get (None: the voice arrived, or none was wanted)."""
     try:
         result = await speak(inbound, text)
     except Exception:
         log.exception("telegram: speaking an answer failed")
         result = NOT_SPOKEN
     if result is None:
-        return False
+        return None
+    if isinstance(result, str):
+        return result
+    if len(result) > UPLOAD_LIMIT:
+        return NOT_SPOKEN
     try:
-        if isinstance(result, str):
-            await sender.send(chat_id, Rendered(result))
-            return False
-        if len(result) > UPLOAD_LIMIT:
-            await sender.send(chat_id, Rendered(NOT_SPOKEN))
-            return False
         await sender.voice(chat_id, result)
-        return True
+    except Unconfirmed as exc:  # it may have arrived: not sent again
+        sender.failed("unconfirmed")
+        log.warning("chat %s: a voice message is unconfirmed: %s", chat_id, exc)
+        return NOT_CONFIRMED
     except DeliveryError as exc:
         sender.failed("voice")
         log.error("chat %s: a voice message was not delivered: %s", chat_id, exc)
-        return False
+        return NOT_SPOKEN
+    return None

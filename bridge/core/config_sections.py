@@ -134,6 +134,9 @@ class TelegramSettings(_Section):
     audience: str | None = None
     start_attempts: int = Field(5, ge=1, le=20)  # unused: Telegram retries in the background
     reply_voice_to_voice: bool = False  # a voice note's answer is spoken too ([llm.speech])
+    # a message that reaches roost later than this after it was sent (roost was down) is not
+    # answered; the person is told (bridge/channels/telegram_replay.py)
+    answer_max_age_s: int = Field(86_400, ge=60)
 
     @field_validator("api_base_url")
     @classmethod

@@ -213,6 +213,28 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (channel, identity)
     )
     """,
+    # the durable inbox (bridge/channels/telegram_inbox.py): every update stored before it is
+    # confirmed; outbox delivery per part and leases a restart releases (bridge/schedule/outbox*)
+    """
+    CREATE TABLE channel_inbox (
+        source TEXT NOT NULL, update_id INTEGER NOT NULL,
+        chat TEXT NOT NULL, msg TEXT NOT NULL, payload TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('new', 'working', 'done', 'dropped')),
+        owner TEXT NOT NULL DEFAULT '',
+        received_ms INTEGER NOT NULL, sent_ms INTEGER NOT NULL, done_ms INTEGER,
+        PRIMARY KEY (source, update_id)
+    );
+    CREATE INDEX channel_inbox_open ON channel_inbox (source, update_id)
+        WHERE state IN ('new', 'working');
+    CREATE INDEX channel_inbox_done ON channel_inbox (done_ms) WHERE done_ms IS NOT NULL;
+    CREATE TABLE outbox_parts (
+        entry INTEGER NOT NULL, idx INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('sent', 'draft', 'unknown')),
+        ref TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (entry, idx)
+    );
+    ALTER TABLE outbox ADD COLUMN leased INTEGER NOT NULL DEFAULT 0
+    """,
 )
 
 

@@ -11,7 +11,12 @@ Delivery is a separate step: `claim` hands out due entries, one per chat at a
 time and oldest first (a chat's messages keep their order), and leases them
 (`due_ms` moves `lease_ms` ahead); `delivered` or `failed` ends the claim.
 A claim that is never ended (the process died) is claimed again when its
-lease runs out. Every transition is one transaction.
+lease runs out, or at once when the next daemon starts (`release_leases`:
+one daemon per home holds the instance lock, so every lease it finds was
+held by a process that is gone). Every transition is one transaction.
+A message delivered in several parts records each part as it arrives
+(`parts`, `bridge.schedule.outbox_parts`): a retry resumes at the first part
+that did not arrive and never sends one twice.
 
 The window that remains: a crash after the platform accepted the message and
 before `delivered` committed sends it again after the lease. Platforms that
@@ -31,6 +36,7 @@ import sqlite3
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
+from bridge.schedule.outbox_parts import OutboxParts
 from bridge.schedule.schema import transaction
 from bridge.types.masked import Masked, require
 
@@ -97,6 +103,7 @@ class OutboxStore:
     def __init__(self, conn: sqlite3.Connection, policy: OutboxPolicy | None = None) -> None:
         self.conn = conn
         self.policy = policy or OutboxPolicy()
+        self.parts = OutboxParts(conn)  # what of a multi-part entry has arrived
 
     def enqueue(
         self, tenant: str, channel: str, chat: str, text: Masked, key: str, *, now_ms: int
@@ -145,7 +152,7 @@ class OutboxStore:
             ]
             lease = now_ms + policy.lease_ms
             self.conn.executemany(
-                "UPDATE outbox SET due_ms = ?, attempts = attempts + 1 WHERE id = ?",
+                "UPDATE outbox SET due_ms = ?, attempts = attempts + 1, leased = 1 WHERE id = ?",
                 [(lease, entry.id) for entry in entries],
             )
         return [replace(entry, due_ms=lease, attempts=entry.attempts + 1) for entry in entries]
@@ -153,7 +160,7 @@ class OutboxStore:
     def delivered(self, entry_id: int, now_ms: int) -> bool:
         with transaction(self.conn):
             cursor = self.conn.execute(
-                "UPDATE outbox SET state = 'delivered', done_ms = ?, last_error = ''"
+                "UPDATE outbox SET state = 'delivered', done_ms = ?, last_error = '', leased = 0"
                 " WHERE id = ? AND state = 'queued'",
                 (now_ms, entry_id),
             )
@@ -186,7 +193,8 @@ class OutboxStore:
                 or now_ms + wait - created_ms > policy.max_age_ms
             )
             self.conn.execute(
-                "UPDATE outbox SET state = ?, due_ms = ?, done_ms = ?, last_error = ? WHERE id = ?",
+                "UPDATE outbox SET state = ?, due_ms = ?, done_ms = ?, last_error = ?, leased = 0"
+                " WHERE id = ?",
                 (
                     "dead" if dead else "queued",
                     now_ms + wait,
@@ -196,6 +204,15 @@ class OutboxStore:
                 ),
             )
         return "dead" if dead else "queued"
+
+    def release_leases(self, now_ms: int) -> int:
+        """Make every leased entry due now (at start-up: their holder is gone)."""
+        with transaction(self.conn):
+            cursor = self.conn.execute(
+                "UPDATE outbox SET due_ms = ?, leased = 0 WHERE state = 'queued' AND leased = 1",
+                (now_ms,),
+            )
+        return cursor.rowcount
 
     def get(self, entry_id: int) -> OutboxEntry | None:
         row = self.conn.execute(
@@ -233,4 +250,5 @@ class OutboxStore:
                 " WHEN 'delivered' THEN ? ELSE ? END",
                 (now_ms - policy.keep_delivered_ms, now_ms - policy.keep_dead_ms),
             )
+            self.conn.execute("DELETE FROM outbox_parts WHERE entry NOT IN (SELECT id FROM outbox)")
         return cursor.rowcount

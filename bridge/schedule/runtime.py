@@ -15,7 +15,9 @@ channel of its row (`telegram`, `web`); a channel that is not running now is a
 retryable failure. `audit_observer` turns scheduler events into the audited
 `job.ran`, `outbox.delivered` and `outbox.failed` (ids, kinds and times only).
 `reply_to_outbox` stores a final reply a channel could not deliver under the
-key `reply:<msg_id>` (masked again: the outbox's type); `watch_db` wakes the
+key `reply:<msg_id>` (or the key the channel names, e.g. a notice about a
+file; masked again: the outbox's type), with what of it the person already
+sees (`OutboxPart`s, recorded in the same transaction); `watch_db` wakes the
 scheduler when another process (`roost send --to`) committed to the database.
 """
 
@@ -27,12 +29,14 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from bridge.core.tenants import LOOPBACK_CHANNELS
 from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
+from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
+from bridge.schedule.schema import transaction
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
 from bridge.types.messages import Handle, Inbound
@@ -224,24 +228,41 @@ def audit_event(event: ScheduleEvent) -> tuple[str, dict[str, object]]:
     }
 
 
+class Undelivered(Protocol):
+    """A channel's hook for a message it could not deliver (see `reply_to_outbox`)."""
+
+    async def __call__(
+        self, inbound: Inbound, text: str, key: str = "", parts: Sequence[OutboxPart] = ()
+    ) -> bool: ...
+
+
 def reply_to_outbox(
     outbox: OutboxStore,
     resolve: Resolve,
     changed: Callable[[], None],
     now_ms: Callable[[], int],
     masks: Callable[[str], TextMask],
-) -> Callable[[Inbound, str], Awaitable[bool]]:
+) -> Undelivered:
     """A channel's hook for a final reply it could not deliver: into the outbox
-    (key `reply:<msg_id>`, so a second failure of the same reply adds nothing).
-    False when the sender resolves to no tenant (nothing is stored)."""
+    (key `reply:<msg_id>` unless `key` names another, so a second failure of the
+    same reply adds nothing), with `parts` (what the person already sees of it)
+    in the same transaction. False when the sender resolves to no tenant
+    (nothing is stored)."""
 
-    async def undelivered(inbound: Inbound, text: str) -> bool:
+    async def undelivered(
+        inbound: Inbound, text: str, key: str = "", parts: Sequence[OutboxPart] = ()
+    ) -> bool:
         tenant = resolve(inbound)
         if tenant is None or not text:
             return False
-        key = f"reply:{inbound.msg_id}"
+        key = key or f"reply:{inbound.msg_id}"
         masked = masks(tenant).mask(text)
-        outbox.enqueue(tenant, inbound.channel, inbound.chat, masked, key, now_ms=now_ms())
+        with transaction(outbox.conn):
+            kept = outbox.enqueue(
+                tenant, inbound.channel, inbound.chat, masked, key, now_ms=now_ms()
+            )
+            if kept.new and parts:
+                outbox.parts.put(kept.id, parts)
         changed()
         return True
 

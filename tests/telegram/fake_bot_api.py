@@ -33,6 +33,15 @@ Usage::
         call = await fake.wait_call("sendMessage")
 
 `fake.calls` records every call (method, decoded params, monotonic time).
+
+Faults of the kind a real Bot API shows: `fail` queues error answers
+(`heal` forgets the rest); `stall(method)` makes the next call of a method
+take effect (the message is stored and shown) while its answer is held back
+until `release()` or shutdown, as when Telegram is slow to answer and the
+client gives up first; `hold(method)` holds calls BEFORE they take effect
+(nothing is stored; a client that goes away meanwhile has sent nothing).
+`confirmed` lists the update ids a `getUpdates` offset confirmed, in order,
+and `on_confirm(ids)` is called at that moment (before they are forgotten).
 """
 
 from __future__ import annotations
@@ -165,6 +174,11 @@ class FakeBotAPI:
         self.webhook: dict[str, Any] = {}
         self.answered: list[str] = []  # callback query ids answered (answerCallbackQuery)
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self._stalls: dict[str, int] = defaultdict(int)
+        self._holds: set[str] = set()
+        self._release = asyncio.Event()
+        self.confirmed: list[int] = []
+        self.on_confirm: Callable[[list[int]], None] = lambda ids: None
         # sendMessage/editMessageText of a text this returns a Failure for is refused
         self.refuse_text: Callable[[str], Failure | None] = lambda text: None
         self._next_update = 1
@@ -196,6 +210,7 @@ class FakeBotAPI:
 
     async def close(self) -> None:
         self._closing = True
+        self._release.set()
         self._notify()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -207,11 +222,29 @@ class FakeBotAPI:
         """The next calls of `method` fail with these, in order."""
         self._failures[method].extend(failures)
 
-    def push(self, update: dict[str, Any]) -> int:
-        """Queue an update (update_id is assigned); wakes waiting polls."""
-        update = {"update_id": self._next_update, **update}
+    def heal(self, method: str) -> None:
+        """Forget the failures still queued for `method`."""
+        self._failures.pop(method, None)
+
+    def stall(self, method: str, count: int = 1) -> None:
+        """The next `count` calls of `method` take effect, then their answers wait
+        for `release()` (the client times out while the message is shown)."""
+        self._stalls[method] += count
+
+    def hold(self, method: str) -> None:
+        """Calls of `method` wait for `release()` before they take effect."""
+        self._holds.add(method)
+
+    def release(self) -> None:
+        """Let held and stalled calls go on (held ones take effect now)."""
+        self._holds.clear()
+        self._release.set()
+
+    def push(self, update: dict[str, Any], update_id: int | None = None) -> int:
+        """Queue an update (update_id assigned unless given: a redelivery); wakes polls."""
+        update = {"update_id": self._next_update if update_id is None else update_id, **update}
         self.pushed += 1
-        self._next_update += 1
+        self._next_update = max(self._next_update, int(update["update_id"])) + 1
         self.updates.append(update)
         self._notify()
         return int(update["update_id"])
@@ -407,6 +440,10 @@ class FakeBotAPI:
         queued = self._failures.get(method)
         if queued:
             return _error(queued.popleft())
+        if method in self._holds:
+            await self._release.wait()
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=499)  # the client went away: nothing happened
         handler = getattr(self, f"_m_{method}", None) or self.files.handler(method)
         if handler is None:
             return _error(Failure(404, "Not Found: method not found"))
@@ -415,6 +452,9 @@ class FakeBotAPI:
         except ApiError as exc:
             return _error(exc.failure)
         self._notify()
+        if self._stalls.get(method):
+            self._stalls[method] -= 1
+            await self._release.wait()  # shown already; the answer comes too late
         return web.json_response({"ok": True, "result": result})
 
     async def _m_getMe(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -433,6 +473,10 @@ class FakeBotAPI:
         limit = int(p.get("limit") or 100)
         timeout = min(float(p.get("timeout") or 0), self.max_poll_s)
         if offset:
+            gone = [int(u["update_id"]) for u in self.updates if u["update_id"] < offset]
+            if gone:
+                self.on_confirm(gone)
+                self.confirmed += gone
             self.updates = [u for u in self.updates if u["update_id"] >= offset]
 
         def ready() -> bool:
