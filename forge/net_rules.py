@@ -112,11 +112,17 @@ def has_secret(parts: Parts) -> bool:
     return any(kind == "v" for kind, _ in parts)
 
 
-def mask(text: str, secrets: Mapping[str, str]) -> str:
+def mask(text: str, secrets: Mapping[str, str], *, fold_case: bool = False) -> str:
     """`text` with every vault value the call holds replaced by `[vault:name]`
-    (plain and URL-encoded spellings; the agent loop masks the rest)."""
+    (plain and URL-encoded spellings; the agent loop masks the rest). With
+    `fold_case`, regardless of case (header and host names are case-blind)."""
     for name, value in secrets.items():
-        if len(value) >= 4:
-            text = text.replace(value, f"[vault:{name}]")
-            text = text.replace(quote(value, safe=""), f"[vault:{name}]")
+        if len(value) < 4:
+            continue
+        marker = f"[vault:{name}]"
+        for spelling in dict.fromkeys((value, quote(value, safe=""))):
+            if fold_case:
+                text = re.sub(re.escape(spelling), marker.replace("\\", "\\\\"), text, flags=re.I)
+            else:
+                text = text.replace(spelling, marker)
     return text
