@@ -52,6 +52,7 @@ from forge.protocol.fields import ErrorKind
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, failure_doc, success_doc
 from forge.shims import bind_shims
+from forge.write_budget import WriteBudget, undo
 
 MAX_MESSAGE = 2000
 _MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()
@@ -227,19 +228,29 @@ def _run_tool(
     sink = pre.sink
     sink.cap = job.max_output
     glb = pre.globals
+    budget = WriteBudget(job.limits.write_bytes, job.limits.file_size)
+    gate = None
     if ctx.layers.restricted:
-        gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
+        gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True, budget=budget)
         opener = gate.open if ctx.layers.gate else builtins.open
         bind_call(glb, opener, gate.listdir, job.secret_names)
         bind_shims(glb, gate)
     mark("globals")
+    doc = _call(job, glb, sink)
+    mark("ran")
+    if budget.exceeded and gate is not None:
+        # over the write budget, whatever the tool did with the error: nothing half-written
+        return _error("quota", budget.message(undo(budget, gate)))
+    return doc
+
+
+def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
     try:
         exec(job.code, glb)
         run = glb.get("run")
         if not callable(run):
             return _error("runtime", "the tool defines no run() function")
         result = run(**job.params)
-        mark("ran")
     except PathDenied as exc:
         return _error("denied", f"{exc}{_tool_line(exc)}")
     except OutputTooLarge as exc:

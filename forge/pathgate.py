@@ -7,7 +7,8 @@ clear message: `..`, absolute paths outside the workspace, symlinks (including
 ones created after the check), hard links (a regular file with st_nlink > 1 may
 be a link to a file outside), devices, FIFOs, sockets, directories, files on
 another mount, NUL bytes and over-long names. Write modes truncate only after
-the checks pass. The directory operations the `os`/`pathlib` shims need (stat,
+the checks pass, and files opened for writing are charged to the call's write
+budget (forge.write_budget). The directory operations the `os`/`pathlib` shims need (stat,
 scandir, mkdir, remove, rmdir, rename) walk the same way and act on the last
 component relative to its parent's descriptor, never on a resolved string.
 """
@@ -19,6 +20,8 @@ import fcntl
 import os
 import stat
 from typing import IO, Any
+
+from forge.write_budget import WriteBudget, wrap
 
 MAX_PATH_CHARS = 1024
 MAX_COMPONENT_BYTES = 255
@@ -97,8 +100,14 @@ class PathGate:
     """Opens files under one workspace directory; refuses everything else."""
 
     def __init__(
-        self, workspace: str | os.PathLike[str], dir_fd: int | None = None, resolved: bool = False
+        self,
+        workspace: str | os.PathLike[str],
+        dir_fd: int | None = None,
+        resolved: bool = False,
+        budget: WriteBudget | None = None,
     ) -> None:
+        """`budget`: the call's write budget (forge.write_budget); None: not counted."""
+        self.budget = budget
         root = os.fspath(workspace)
         self.root = root if resolved else os.path.realpath(root)
         self._dir_fd = dir_fd if dir_fd is not None else os.open(self.root, _DIR_FLAGS)
@@ -143,12 +152,16 @@ class PathGate:
 
     def open_fd(self, path: str, flags: int, truncate: bool = False) -> int:
         """Checked descriptor for `path` (relative to the workspace)."""
+        return self._open(path, flags, truncate)[0]
+
+    def _open(self, path: str, flags: int, truncate: bool) -> tuple[int, os.stat_result, bool, str]:
+        """(descriptor, its status before truncation, created by this open, display)."""
         parts = _components(path, self.root)
         display = "/".join(parts)
         parent = self._walk(parts, display)
         try:
             try:
-                fd = os.open(parts[-1], flags | _BASE_FLAGS, 0o644, dir_fd=parent)
+                fd, created = self._create_or_open(parts[-1], flags, parent)
             except OSError as exc:
                 raise self._explain(exc, parts[-1], display) from None
         finally:
@@ -172,7 +185,17 @@ class PathGate:
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st, created, display
+
+    def _create_or_open(self, name: str, flags: int, parent: int) -> tuple[int, bool]:
+        """Open `name`; with a write budget, also learn whether this open created it."""
+        if self.budget is None or not flags & os.O_CREAT or flags & os.O_EXCL:
+            fd = os.open(name, flags | _BASE_FLAGS, 0o644, dir_fd=parent)
+            return fd, bool(flags & os.O_EXCL)
+        try:
+            return os.open(name, flags | os.O_EXCL | _BASE_FLAGS, 0o644, dir_fd=parent), True
+        except FileExistsError:
+            return os.open(name, (flags & ~os.O_CREAT) | _BASE_FLAGS, dir_fd=parent), False
 
     def open(
         self,
@@ -182,9 +205,14 @@ class PathGate:
         errors: str | None = None,
         newline: str | None = None,
     ) -> IO[Any]:
-        """Like the built-in open(), for workspace-relative paths only."""
+        """Like the built-in open(), for workspace-relative paths only; a file
+        opened for writing is charged to the call's write budget, if any."""
         flags, truncate, mode = _parse_mode(mode)
-        fd = self.open_fd(path, flags, truncate)
+        writes = flags & (os.O_WRONLY | os.O_RDWR)
+        fd, st, created, display = self._open(path, flags, truncate)
+        if self.budget is not None and writes:
+            rec = self.budget.opened(display, st, created or truncate, bool(flags & os.O_APPEND))
+            return wrap(fd, mode, self.budget, rec, encoding, errors, newline)  # owns fd
         try:
             if "b" in mode:
                 return os.fdopen(fd, mode)
@@ -249,6 +277,21 @@ class PathGate:
         if stat.S_ISREG(st.st_mode) and st.st_nlink != 1:
             raise PathDenied(f"{display!r} has {st.st_nlink} hard links; refused like open()")
         return st
+
+    def identity(self, path: str) -> tuple[int, int]:
+        """(device, inode) of a workspace file."""
+        st = self.stat(path)
+        return st.st_dev, st.st_ino
+
+    def cut(self, path: str, key: tuple[int, int], size: int) -> None:
+        """Truncate `path` to `size` bytes if it is still the file `key` names."""
+        fd = self.open_fd(path, os.O_WRONLY)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == key:
+                os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
 
     def mkdir(self, path: object, parents: bool = False, exist_ok: bool = False) -> None:
         """Create a directory (and its missing parents when asked)."""
