@@ -34,7 +34,7 @@ import types
 import typing
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from forge.modules import build_proxies
@@ -161,7 +161,13 @@ def _walk(roots: dict[str, Any], guards: Guards, depth: int) -> Iterator[tuple[s
         seen.add(id(ob))
         keep.append(ob)
         if isinstance(ob, list | tuple) and level < depth:
-            queue.extend((f"{path}[{i}]", item, level + 1) for i, item in enumerate(ob))
+            for i, item in enumerate(ob):
+                yield f"{path}[{i}]", item  # items are judged too: `_getitem_` is plain
+                queue.append((f"{path}[{i}]", item, level + 1))
+        if isinstance(ob, Mapping) and level < depth:
+            for key, item in list(ob.items())[:200]:
+                yield f"{path}[{key!r}]", item
+                queue.append((f"{path}[{key!r}]", item, level + 1))
         if level >= depth:
             continue
         try:
