@@ -6,11 +6,12 @@ ever followed and a concurrent rename cannot swap a component. Refused with a
 clear message: `..`, absolute paths outside the workspace, symlinks (including
 ones created after the check), hard links (a regular file with st_nlink > 1 may
 be a link to a file outside), devices, FIFOs, sockets, directories, files on
-another mount, NUL bytes and over-long names. Write modes truncate only after
-the checks pass, and files opened for writing are charged to the call's write
-budget (forge.write_budget). The directory operations the `os`/`pathlib` shims need (stat,
-scandir, mkdir, remove, rmdir, rename) walk the same way and act on the last
-component relative to its parent's descriptor, never on a resolved string.
+another mount, NUL bytes and over-long names (forge.pathnames checks the
+text). Write modes truncate only after the checks pass, and files opened for
+writing are charged to the call's write budget (forge.write_budget). The
+directory operations the `os`/`pathlib` shims need (stat, scandir, mkdir,
+remove, rmdir, rename) walk the same way and act on the last component
+relative to its parent's descriptor, never on a resolved string.
 """
 
 from __future__ import annotations
@@ -21,79 +22,14 @@ import os
 import stat
 from typing import IO, Any
 
+from forge.pathnames import PathDenied, components, parse_mode
 from forge.write_budget import WriteBudget, wrap
 
-MAX_PATH_CHARS = 1024
-MAX_COMPONENT_BYTES = 255
-_MODES = {
-    "r": os.O_RDONLY,
-    "w": os.O_WRONLY | os.O_CREAT,
-    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-}
+__all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
+
 _BASE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class PathDenied(PermissionError):
-    """The gate refused a path; the message says why and what to do."""
-
-
 MAX_ENTRIES = 10_000  # names one scandir returns
-
-
-def _as_text(path: object) -> str:
-    """An exact str: a str subclass could override split() or startswith()."""
-    try:
-        text = os.fspath(path)  # type: ignore[call-overload]
-    except TypeError:
-        text = None
-    if not isinstance(text, str):
-        raise PathDenied("a path must be a string relative to the workspace")
-    return str.__str__(text)
-
-
-def _components(path: object, root: str, allow_root: bool = False) -> list[str]:
-    path = _as_text(path)
-    if "\x00" in path:
-        raise PathDenied("path contains a NUL byte")
-    if not path or len(path) > MAX_PATH_CHARS:
-        raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
-    if path.startswith("/"):
-        if allow_root and path.rstrip("/") == root:
-            return []
-        if path == root or not path.startswith(root + "/"):
-            where = (
-                "/proc, /sys and /dev are"
-                if path.split("/")[1] in ("proc", "sys", "dev")
-                else "it is"
-            )
-            raise PathDenied(
-                f"absolute path {path!r} refused: {where} outside the workspace; "
-                "use a path relative to the workspace"
-            )
-        path = path[len(root) + 1 :]
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    if not parts and not allow_root:
-        raise PathDenied("path names the workspace itself, not a file")
-    for part in parts:
-        if part == "..":
-            raise PathDenied(f"'..' is not allowed in {path!r}; stay inside the workspace")
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-            raise PathDenied(f"a name in {path!r} is longer than {MAX_COMPONENT_BYTES} bytes")
-    return parts
-
-
-def _parse_mode(mode: str) -> tuple[int, bool, str]:
-    if not isinstance(mode, str) or len(set(mode)) != len(mode):
-        raise ValueError(f"invalid mode {mode!r}")
-    kinds = [c for c in mode if c in _MODES]
-    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
-        raise ValueError(f"invalid mode {mode!r}; use r, w, a or x, optionally with b or +")
-    flags = _MODES[kinds[0]]
-    if "+" in mode:
-        flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
-    return flags, kinds[0] == "w", mode
 
 
 class PathGate:
@@ -156,7 +92,7 @@ class PathGate:
 
     def _open(self, path: str, flags: int, truncate: bool) -> tuple[int, os.stat_result, bool, str]:
         """(descriptor, its status before truncation, created by this open, display)."""
-        parts = _components(path, self.root)
+        parts = components(path, self.root)
         display = "/".join(parts)
         parent = self._walk(parts, display)
         try:
@@ -207,7 +143,7 @@ class PathGate:
     ) -> IO[Any]:
         """Like the built-in open(), for workspace-relative paths only; a file
         opened for writing is charged to the call's write budget, if any."""
-        flags, truncate, mode = _parse_mode(mode)
+        flags, truncate, mode = parse_mode(mode)
         writes = flags & (os.O_WRONLY | os.O_RDWR)
         fd, st, created, display = self._open(path, flags, truncate)
         if self.budget is not None and writes:
@@ -223,12 +159,12 @@ class PathGate:
 
     def _dir_fd_of(self, path: object) -> int:
         """A descriptor of a workspace directory (the workspace itself allowed)."""
-        parts = _components(path, self.root, allow_root=True)
+        parts = components(path, self.root, allow_root=True)
         return self._walk([*parts, "."], "/".join(parts) or ".")
 
     def _split(self, path: object) -> tuple[int, str, str]:
         """(parent descriptor, last name, display) for a path below the workspace."""
-        parts = _components(path, self.root)
+        parts = components(path, self.root)
         display = "/".join(parts)
         return self._walk(parts, display), parts[-1], display
 
@@ -262,7 +198,7 @@ class PathGate:
 
     def stat(self, path: object) -> os.stat_result:
         """The status of a workspace file or directory; a symlink is refused."""
-        parts = _components(path, self.root, allow_root=True)
+        parts = components(path, self.root, allow_root=True)
         if not parts:
             return os.fstat(self._dir_fd)
         parent, name, display = self._split(path)
@@ -295,7 +231,7 @@ class PathGate:
 
     def mkdir(self, path: object, parents: bool = False, exist_ok: bool = False) -> None:
         """Create a directory (and its missing parents when asked)."""
-        parts = _components(path, self.root)
+        parts = components(path, self.root)
         display = "/".join(parts)
         todo = [parts[: i + 1] for i in range(len(parts))] if parents else [parts]
         for i, prefix in enumerate(todo):
