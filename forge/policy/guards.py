@@ -19,7 +19,7 @@ from RestrictedPython import Guards as _rp_guards
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from forge.lint import INSPECT_ATTRS
-from forge.policy.verdict import judge
+from forge.policy.verdict import Verdicts
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
 # RestrictedPython ships no annotations: its two unpack guards, typed here.
@@ -93,6 +93,9 @@ class Guards:
     def __init__(self) -> None:
         self.tool_classes: set[type] = set()
         self.formatter = _SafeFormatter(self.getattr, self.getitem)
+        verdicts = Verdicts()
+        self._judge = verdicts.judge
+        self._passing = verdicts.types
 
     def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
         allowed = _PLAIN_ATTRS.get(type(ob))
@@ -112,9 +115,14 @@ class Guards:
             isinstance(ob, type) and issubclass(ob, string.Formatter)
         ):
             raise AttributeError("string.Formatter is not available to tools")
-        if default is _MISSING:
-            return judge(builtins.getattr(ob, name), name)
-        return judge(builtins.getattr(ob, name, default), name)
+        value = (
+            _builtin_getattr(ob, name)
+            if default is _MISSING
+            else _builtin_getattr(ob, name, default)
+        )
+        if type(value) in self._passing:  # values, and types whose instances passed
+            return value
+        return self._judge(value, name)
 
     def format_attr(self, ob: Any, name: str, default: Any) -> Any:
         """`format` / `format_map` (issue 9): on a str or a UserString (or any
@@ -137,8 +145,8 @@ class Guards:
         # Found nowhere on the class: an object forwarding the lookup (a typing
         # alias to its origin, issue 21). What it returns decides.
         if default is _MISSING:
-            return judge(builtins.getattr(ob, name), name)
-        return judge(builtins.getattr(ob, name, default), name)
+            return self._judge(builtins.getattr(ob, name), name)
+        return self._judge(builtins.getattr(ob, name, default), name)
 
     @staticmethod
     def getitem(ob: Any, key: Any) -> Any:

@@ -63,6 +63,18 @@ _REFUSED_CLASSES = frozenset(
         types.BuiltinFunctionType,
     }
 )
+_FUNCTION = types.FunctionType
+_METHOD = types.MethodType
+# Result types judged value by value (never memoised by type).
+_PER_VALUE = frozenset(
+    {
+        types.MethodType,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodDescriptorType,
+        dict,
+    }
+)
 _FORMAT_DESCRIPTORS = frozenset({id(str.format), id(str.format_map)})
 _FORMAT_NAMES = frozenset({"format", "format_map"})
 # C modules whose functions a tool may hold: those the allowed names are
@@ -109,6 +121,42 @@ def judge(value: Any, name: str) -> Any:
     if why is None:
         return value
     raise AttributeError(f"attribute {name!r} gives {why}, which is not accessible to tools")
+
+
+class Verdicts:
+    """`judge` with a memo of one run: the types whose every instance passes
+    (values judged by their type alone) and the classes that passed (a class is
+    judged as a value). Method, function and dict results are judged each time."""
+
+    __slots__ = ("_classes", "types")
+
+    def __init__(self) -> None:
+        self.types: set[type] = set(_INERT)  # read by Guards.getattr before calling
+        self._classes: set[type] = set()
+
+    def judge(self, value: Any, name: str) -> Any:
+        cls = type(value)
+        if cls in self.types:
+            return value
+        if cls is type and value in self._classes:
+            return value
+        if cls is _FUNCTION:  # the tool's own functions and the libraries': inline
+            if id(value) not in _DENIED_FUNCTIONS:
+                return value
+        elif cls is _METHOD:
+            # a method bound to a Formatter is one of Formatter's functions: a tool
+            # cannot subclass Formatter (the class is refused), so `__func__` decides
+            if id(value.__func__) not in _DENIED_FUNCTIONS:
+                return value
+        elif isinstance(value, type):
+            if value not in self._classes:
+                judge(value, name)
+                self._classes.add(value)
+            return value
+        judge(value, name)
+        if cls not in _PER_VALUE and not issubclass(cls, _REFUSED_INSTANCES):
+            self.types.add(cls)
+        return value
 
 
 def _why(value: Any, cls: type) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from forge.policy.verdict import judge
+from forge.policy.verdict import Verdicts, judge
 
 
 def _frame() -> types.FrameType:
@@ -140,3 +140,18 @@ def test_refused_whatever_the_name(name: str) -> None:
 def test_allowed_values_pass_unchanged(name: str) -> None:
     value = ALLOWED[name]()
     assert judge(value, "x") is value
+
+
+def test_the_run_memo_never_lets_a_refused_value_through() -> None:
+    """`Verdicts` (what the guards use) memoises types and classes that passed;
+    after every allowed value has been judged twice, every refused one still fails."""
+    verdicts = Verdicts()
+    for make in ALLOWED.values():
+        value = make()
+        assert verdicts.judge(value, "x") is value
+        assert verdicts.judge(value, "x") is value
+    for make in REFUSED.values():
+        with pytest.raises(AttributeError, match="not accessible to tools"):
+            verdicts.judge(make(), "harmless_name")
+        with pytest.raises(AttributeError, match="not accessible to tools"):
+            verdicts.judge(make(), "harmless_name")  # refusals are never memoised
