@@ -9,11 +9,13 @@ unless listed), and the connection goes to exactly those addresses (a resolver
 that only answers from the checked set: no DNS rebinding between check and
 connect). Caps: `max_requests` per call, `max_body` bytes of response, the
 call's own deadline, `rate_per_minute` per tenant. Secret references are
-filled into header, query, form and body slots only, and vault values in the
-response are masked before it reaches the tool. Each attempt is reported as
+filled into header, query, form and body slots only, and vault values are
+masked in every field of the answer before it reaches the tool
+(forge.net_answer). Each attempt is reported as
 an `HttpEvent` (host, method, status, bytes, ms; never a URL, query or body).
-Errors are fixed texts naming the host: never an exception's text (which may
-quote a URL with a filled-in query).
+Errors are fixed texts naming the host (never one a redirect chose, unless
+declared): never an exception's text (which may quote a URL with a filled-in
+query).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from forge.net_answer import RawResponse, refused_answer, tool_answer
 from forge.net_call import HttpEvent, NetCall, OnHttp
 from forge.net_rules import (
     HostRule,
@@ -38,7 +41,6 @@ from forge.net_rules import (
     address_refusal,
     has_secret,
     listed,
-    mask,
     parse_hosts,
     render,
 )
@@ -129,7 +131,7 @@ class Broker:
         try:
             return await self._fetch(call, request)
         except Refused as exc:
-            return NetAnswer(False, error=str(exc))
+            return refused_answer(str(exc), call.secrets)
 
     async def _fetch(self, call: NetCall, req: NetRequest) -> NetAnswer:
         url = URL(req.url)
@@ -139,11 +141,13 @@ class Broker:
         if ctype and not any(k.lower() == "content-type" for k, _ in headers):
             headers.append(("Content-Type", ctype))
         method = req.method
-        for _ in range(self.max_redirects + 1):
-            answer = await self._hop(call, method, url, headers, params, body, req.timeout_s)
+        for hop in range(self.max_redirects + 1):
+            answer = await self._hop(
+                call, method, url, headers, params, body, req.timeout_s, redirected=hop > 0
+            )
             location = answer.headers_get("location")
             if answer.status not in REDIRECTS or location is None:
-                return answer.to_answer(call.secrets)
+                return tool_answer(answer, call.secrets)
             target = url.join(URL(location))
             if (target.scheme, target.host, target.port) != (url.scheme, url.host, url.port):
                 secret_names = {k.lower() for k, v in req.headers if has_secret(v)}
@@ -163,14 +167,16 @@ class Broker:
         params: list[tuple[str, str]],
         body: bytes | None,
         timeout_s: float,
-    ) -> _Raw:
+        *,
+        redirected: bool,
+    ) -> RawResponse:
         host = (url.host or "").lower()
         declared = listed(call.network, host, url.port or 0, _default_port(url))
         started = self.clock()
         event = _Event(call, host, declared, method)
         try:
             self._count(call)
-            await self._check(call, url, host, declared)
+            await self._check(call, url, host, declared, redirected)
             raw = await self._send(call, method, url, headers, params, body, timeout_s)
         except Refused as exc:
             await event.report(self.clock() - started, "refused", exc.reason)
@@ -195,12 +201,17 @@ class Broker:
         recent.append(now)
         call.requests += 1
 
-    async def _check(self, call: NetCall, url: URL, host: str, declared: bool) -> None:
+    async def _check(
+        self, call: NetCall, url: URL, host: str, declared: bool, redirected: bool
+    ) -> None:
         if url.scheme not in ("https", "http") or not host:
             raise Refused("scheme", "only https:// URLs may be requested")
         if url.user is not None or url.password is not None:
             raise Refused("scheme", "a URL may not carry a user name or password")
         port = url.port or _default_port(url)
+        if not declared and redirected:
+            # the server chose that name: it may carry (a transform of) a value
+            raise Refused("undeclared", "a redirect led to a host not declared in NETWORK")
         if not declared:
             raise Refused("undeclared", f"host {_spell(host, url)} is not declared in NETWORK")
         private = listed(self.private, host, port, _default_port(url))
@@ -232,7 +243,7 @@ class Broker:
         params: list[tuple[str, str]],
         body: bytes | None,
         timeout_s: float,
-    ) -> _Raw:
+    ) -> RawResponse:
         left = min(timeout_s, call.deadline - self.clock())
         if left <= 0:
             raise Refused("timeout", "the tool's time is up")
@@ -260,37 +271,13 @@ class Broker:
                     raise Refused(
                         "size", f"the response from {url.host} is larger than {self.max_body} bytes"
                     )
-            return _Raw(
+            return RawResponse(
                 resp.status,
                 [(k.lower(), v) for k, v in resp.headers.items()],
                 bytes(data),
                 resp.charset or "utf-8",
                 str(resp.url.with_query(None)),
             )
-
-
-class _Raw:
-    def __init__(
-        self, status: int, headers: list[tuple[str, str]], body: bytes, charset: str, url: str
-    ) -> None:
-        self.status, self.headers, self.body, self.charset, self.url = (
-            status,
-            headers,
-            body,
-            charset,
-            url,
-        )
-
-    def headers_get(self, name: str) -> str | None:
-        return next((v for k, v in self.headers if k == name), None)
-
-    def to_answer(self, secrets: Mapping[str, str]) -> NetAnswer:
-        try:
-            text = self.body.decode(self.charset, errors="replace")
-        except LookupError:
-            text = self.body.decode("utf-8", errors="replace")
-        headers = tuple((k, mask(v, secrets)) for k, v in self.headers)
-        return NetAnswer(True, self.status, headers, mask(text, secrets), mask(self.url, secrets))
 
 
 class _Event:

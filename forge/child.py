@@ -29,11 +29,11 @@ import gc
 import json
 import os
 import time
-import traceback
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
+from forge.child_report import FRAMED_MEMORY_ERROR, describe, error, serialise, tool_line
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import landlock_restrict, landlock_ruleset
@@ -48,14 +48,10 @@ from forge.policy.globals import (
     make_unrestricted_globals,
     prepare_globals,
 )
-from forge.protocol.fields import ErrorKind
 from forge.protocol.frames import frame
-from forge.protocol.jobs import Job, decode_job, failure_doc, success_doc
+from forge.protocol.jobs import Job, decode_job, success_doc
 from forge.shims import bind_shims
-
-MAX_MESSAGE = 2000
-_MEMORY_ERROR = json.dumps(failure_doc("memory", "the tool ran out of memory")).encode()
-_FRAMED_MEMORY_ERROR = frame(_MEMORY_ERROR)
+from forge.write_budget import WriteBudget, undo
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,27 +100,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _tool_line(exc: BaseException) -> str:
-    line = ""
-    for tb_frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if tb_frame.f_code.co_filename == "<tool>":
-            line = f" (line {lineno})"
-    return line
-
-
-def _error(kind: ErrorKind, message: str) -> dict[str, Any]:
-    return failure_doc(kind, message[:MAX_MESSAGE])
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except BaseException:
-        text = "<unprintable>"
-    name = type(exc).__name__
-    return f"{name}: {text[:MAX_MESSAGE]}{_tool_line(exc)}" if text else name + _tool_line(exc)
 
 
 class _Stages:
@@ -227,47 +202,39 @@ def _run_tool(
     sink = pre.sink
     sink.cap = job.max_output
     glb = pre.globals
+    budget = WriteBudget(job.limits.write_bytes, job.limits.file_size)
+    gate = None
     if ctx.layers.restricted:
-        gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True)
+        gate = PathGate(job.workspace, dir_fd=ws_fd, resolved=True, budget=budget)
         opener = gate.open if ctx.layers.gate else builtins.open
         bind_call(glb, opener, gate.listdir, job.secret_names)
         bind_shims(glb, gate)
     mark("globals")
+    doc = _call(job, glb, sink)
+    mark("ran")
+    if budget.exceeded and gate is not None:
+        # over the write budget, whatever the tool did with the error: nothing half-written
+        return error("quota", budget.message(undo(budget, gate)))
+    return doc
+
+
+def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
     try:
         exec(job.code, glb)
         run = glb.get("run")
         if not callable(run):
-            return _error("runtime", "the tool defines no run() function")
+            return error("runtime", "the tool defines no run() function")
         result = run(**job.params)
-        mark("ran")
     except PathDenied as exc:
-        return _error("denied", f"{exc}{_tool_line(exc)}")
+        return error("denied", f"{exc}{tool_line(exc)}")
     except OutputTooLarge as exc:
-        return _error("output", str(exc))
+        return error("output", str(exc))
     except MemoryError:
         glb.clear()
-        return _error("memory", "the tool ran out of memory")
+        return error("memory", "the tool ran out of memory")
     except BaseException as exc:
-        return _error("runtime", _describe(exc))
+        return error("runtime", describe(exc))
     return success_doc(result, sink.text())
-
-
-def _serialise(payload: dict[str, Any], max_output: int) -> bytes:
-    try:
-        data = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except MemoryError:
-        return _MEMORY_ERROR
-    except BaseException as exc:
-        msg = (
-            "the result is not JSON-serialisable; return only dict, list, str, int, "
-            f"float, bool or None ({_describe(exc)})"
-        )
-        data = json.dumps(_error("output", msg)).encode()
-    if len(data) > max_output:
-        data = json.dumps(
-            _error("output", f"the result is {len(data)} bytes; the limit is {max_output}")
-        ).encode()
-    return data
 
 
 def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> NoReturn:
@@ -290,9 +257,9 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
                 raise setup_error
             ws_fd = _confine(job, ctx, ruleset, (go_fd, result_fd), mark)
         except BaseException as exc:
-            data = json.dumps(_error("runtime", f"sandbox setup failed: {exc}")).encode()
+            data = json.dumps(error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:
-            data = _serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
+            data = serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
         if trace:
             mark("serialised")
             data = data[:-1] + b',"trace":' + json.dumps(mark.marks).encode() + b"}"
@@ -300,7 +267,7 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
         os.close(result_fd)
     except MemoryError:
         try:
-            _write_all(result_fd, _FRAMED_MEMORY_ERROR)
+            _write_all(result_fd, FRAMED_MEMORY_ERROR)
         except BaseException:
             os._exit(3)
     except BaseException:

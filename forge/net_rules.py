@@ -6,11 +6,10 @@ refused, how a secret reference is filled into its slot.
   `host:port` that port only. The operator's `[forge] private_hosts` uses the
   same spelling.
 - https only, unless the URL's host (and port) is in `private_hosts`.
-- After resolution every address must be global unicast: loopback, private
-  (RFC 1918, ULA), link-local, multicast, unspecified, shared (CGNAT),
-  reserved and cloud-metadata addresses are refused unless the host is in
-  `private_hosts`. IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4
-  address they carry.
+- After resolution every address must be global unicast (forge.net_addresses:
+  the IANA special-purpose registries; every IPv6 form that carries an IPv4
+  address is judged by that address, the deprecated forms are refused) unless
+  the host is in `private_hosts`.
 """
 
 from __future__ import annotations
@@ -22,15 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from forge.net_addresses import refusal
 from forge.protocol.net import Parts
 
 HOST_RE = re.compile(
     r"(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
 )
-METADATA = frozenset(
-    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
-)
-NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 class Refused(Exception):
@@ -91,27 +87,9 @@ def listed(rules: Iterable[HostRule], host: str, port: int, default_port: int) -
 
 
 def address_refusal(address: str) -> str | None:
-    """Why `address` may not be reached (None: a global unicast address)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if ip in METADATA:
-        return "a cloud metadata address"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        elif ip in NAT64:
-            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if ip in METADATA:
-            return "a cloud metadata address"
-    for test, what in (
-        (ip.is_unspecified, "an unspecified address"),
-        (ip.is_loopback, "a loopback address"),
-        (ip.is_link_local, "a link-local address"),
-        (ip.is_multicast, "a multicast address"),
-        (ip.is_private, "a private address"),
-    ):
-        if test:
-            return what
-    return None if ip.is_global else "a non-public address"
+    """Why `address` may not be reached (None: a global unicast address); the
+    table and the IPv4-embedding forms are forge.net_addresses'."""
+    return refusal(address)
 
 
 def render(parts: Parts, secrets: Mapping[str, str], escape: str = "") -> str:
@@ -134,11 +112,17 @@ def has_secret(parts: Parts) -> bool:
     return any(kind == "v" for kind, _ in parts)
 
 
-def mask(text: str, secrets: Mapping[str, str]) -> str:
+def mask(text: str, secrets: Mapping[str, str], *, fold_case: bool = False) -> str:
     """`text` with every vault value the call holds replaced by `[vault:name]`
-    (plain and URL-encoded spellings; the agent loop masks the rest)."""
+    (plain and URL-encoded spellings; the agent loop masks the rest). With
+    `fold_case`, regardless of case (header and host names are case-blind)."""
     for name, value in secrets.items():
-        if len(value) >= 4:
-            text = text.replace(value, f"[vault:{name}]")
-            text = text.replace(quote(value, safe=""), f"[vault:{name}]")
+        if len(value) < 4:
+            continue
+        marker = f"[vault:{name}]"
+        for spelling in dict.fromkeys((value, quote(value, safe=""))):
+            if fold_case:
+                text = re.sub(re.escape(spelling), marker.replace("\\", "\\\\"), text, flags=re.I)
+            else:
+                text = text.replace(spelling, marker)
     return text

@@ -6,10 +6,12 @@ ever followed and a concurrent rename cannot swap a component. Refused with a
 clear message: `..`, absolute paths outside the workspace, symlinks (including
 ones created after the check), hard links (a regular file with st_nlink > 1 may
 be a link to a file outside), devices, FIFOs, sockets, directories, files on
-another mount, NUL bytes and over-long names. Write modes truncate only after
-the checks pass. The directory operations the `os`/`pathlib` shims need (stat,
-scandir, mkdir, remove, rmdir, rename) walk the same way and act on the last
-component relative to its parent's descriptor, never on a resolved string.
+another mount, NUL bytes and over-long names (forge.pathnames checks the
+text). Write modes truncate only after the checks pass, and files opened for
+writing are charged to the call's write budget (forge.write_budget). The
+directory operations the `os`/`pathlib` shims need (stat, scandir, mkdir,
+remove, rmdir, rename) walk the same way and act on the last component
+relative to its parent's descriptor, never on a resolved string.
 """
 
 from __future__ import annotations
@@ -20,85 +22,28 @@ import os
 import stat
 from typing import IO, Any
 
-MAX_PATH_CHARS = 1024
-MAX_COMPONENT_BYTES = 255
-_MODES = {
-    "r": os.O_RDONLY,
-    "w": os.O_WRONLY | os.O_CREAT,
-    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-}
+from forge.pathnames import PathDenied, components, parse_mode
+from forge.write_budget import WriteBudget, wrap
+
+__all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
+
 _BASE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class PathDenied(PermissionError):
-    """The gate refused a path; the message says why and what to do."""
-
-
 MAX_ENTRIES = 10_000  # names one scandir returns
-
-
-def _as_text(path: object) -> str:
-    """An exact str: a str subclass could override split() or startswith()."""
-    try:
-        text = os.fspath(path)  # type: ignore[call-overload]
-    except TypeError:
-        text = None
-    if not isinstance(text, str):
-        raise PathDenied("a path must be a string relative to the workspace")
-    return str.__str__(text)
-
-
-def _components(path: object, root: str, allow_root: bool = False) -> list[str]:
-    path = _as_text(path)
-    if "\x00" in path:
-        raise PathDenied("path contains a NUL byte")
-    if not path or len(path) > MAX_PATH_CHARS:
-        raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
-    if path.startswith("/"):
-        if allow_root and path.rstrip("/") == root:
-            return []
-        if path == root or not path.startswith(root + "/"):
-            where = (
-                "/proc, /sys and /dev are"
-                if path.split("/")[1] in ("proc", "sys", "dev")
-                else "it is"
-            )
-            raise PathDenied(
-                f"absolute path {path!r} refused: {where} outside the workspace; "
-                "use a path relative to the workspace"
-            )
-        path = path[len(root) + 1 :]
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    if not parts and not allow_root:
-        raise PathDenied("path names the workspace itself, not a file")
-    for part in parts:
-        if part == "..":
-            raise PathDenied(f"'..' is not allowed in {path!r}; stay inside the workspace")
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-            raise PathDenied(f"a name in {path!r} is longer than {MAX_COMPONENT_BYTES} bytes")
-    return parts
-
-
-def _parse_mode(mode: str) -> tuple[int, bool, str]:
-    if not isinstance(mode, str) or len(set(mode)) != len(mode):
-        raise ValueError(f"invalid mode {mode!r}")
-    kinds = [c for c in mode if c in _MODES]
-    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
-        raise ValueError(f"invalid mode {mode!r}; use r, w, a or x, optionally with b or +")
-    flags = _MODES[kinds[0]]
-    if "+" in mode:
-        flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
-    return flags, kinds[0] == "w", mode
 
 
 class PathGate:
     """Opens files under one workspace directory; refuses everything else."""
 
     def __init__(
-        self, workspace: str | os.PathLike[str], dir_fd: int | None = None, resolved: bool = False
+        self,
+        workspace: str | os.PathLike[str],
+        dir_fd: int | None = None,
+        resolved: bool = False,
+        budget: WriteBudget | None = None,
     ) -> None:
+        """`budget`: the call's write budget (forge.write_budget); None: not counted."""
+        self.budget = budget
         root = os.fspath(workspace)
         self.root = root if resolved else os.path.realpath(root)
         self._dir_fd = dir_fd if dir_fd is not None else os.open(self.root, _DIR_FLAGS)
@@ -143,12 +88,16 @@ class PathGate:
 
     def open_fd(self, path: str, flags: int, truncate: bool = False) -> int:
         """Checked descriptor for `path` (relative to the workspace)."""
-        parts = _components(path, self.root)
+        return self._open(path, flags, truncate)[0]
+
+    def _open(self, path: str, flags: int, truncate: bool) -> tuple[int, os.stat_result, bool, str]:
+        """(descriptor, its status before truncation, created by this open, display)."""
+        parts = components(path, self.root)
         display = "/".join(parts)
         parent = self._walk(parts, display)
         try:
             try:
-                fd = os.open(parts[-1], flags | _BASE_FLAGS, 0o644, dir_fd=parent)
+                fd, created = self._create_or_open(parts[-1], flags, parent)
             except OSError as exc:
                 raise self._explain(exc, parts[-1], display) from None
         finally:
@@ -172,7 +121,17 @@ class PathGate:
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st, created, display
+
+    def _create_or_open(self, name: str, flags: int, parent: int) -> tuple[int, bool]:
+        """Open `name`; with a write budget, also learn whether this open created it."""
+        if self.budget is None or not flags & os.O_CREAT or flags & os.O_EXCL:
+            fd = os.open(name, flags | _BASE_FLAGS, 0o644, dir_fd=parent)
+            return fd, bool(flags & os.O_EXCL)
+        try:
+            return os.open(name, flags | os.O_EXCL | _BASE_FLAGS, 0o644, dir_fd=parent), True
+        except FileExistsError:
+            return os.open(name, (flags & ~os.O_CREAT) | _BASE_FLAGS, dir_fd=parent), False
 
     def open(
         self,
@@ -182,9 +141,14 @@ class PathGate:
         errors: str | None = None,
         newline: str | None = None,
     ) -> IO[Any]:
-        """Like the built-in open(), for workspace-relative paths only."""
-        flags, truncate, mode = _parse_mode(mode)
-        fd = self.open_fd(path, flags, truncate)
+        """Like the built-in open(), for workspace-relative paths only; a file
+        opened for writing is charged to the call's write budget, if any."""
+        flags, truncate, mode = parse_mode(mode)
+        writes = flags & (os.O_WRONLY | os.O_RDWR)
+        fd, st, created, display = self._open(path, flags, truncate)
+        if self.budget is not None and writes:
+            rec = self.budget.opened(display, st, created or truncate, bool(flags & os.O_APPEND))
+            return wrap(fd, mode, self.budget, rec, encoding, errors, newline)  # owns fd
         try:
             if "b" in mode:
                 return os.fdopen(fd, mode)
@@ -195,12 +159,12 @@ class PathGate:
 
     def _dir_fd_of(self, path: object) -> int:
         """A descriptor of a workspace directory (the workspace itself allowed)."""
-        parts = _components(path, self.root, allow_root=True)
+        parts = components(path, self.root, allow_root=True)
         return self._walk([*parts, "."], "/".join(parts) or ".")
 
     def _split(self, path: object) -> tuple[int, str, str]:
         """(parent descriptor, last name, display) for a path below the workspace."""
-        parts = _components(path, self.root)
+        parts = components(path, self.root)
         display = "/".join(parts)
         return self._walk(parts, display), parts[-1], display
 
@@ -234,7 +198,7 @@ class PathGate:
 
     def stat(self, path: object) -> os.stat_result:
         """The status of a workspace file or directory; a symlink is refused."""
-        parts = _components(path, self.root, allow_root=True)
+        parts = components(path, self.root, allow_root=True)
         if not parts:
             return os.fstat(self._dir_fd)
         parent, name, display = self._split(path)
@@ -250,9 +214,24 @@ class PathGate:
             raise PathDenied(f"{display!r} has {st.st_nlink} hard links; refused like open()")
         return st
 
+    def identity(self, path: str) -> tuple[int, int]:
+        """(device, inode) of a workspace file."""
+        st = self.stat(path)
+        return st.st_dev, st.st_ino
+
+    def cut(self, path: str, key: tuple[int, int], size: int) -> None:
+        """Truncate `path` to `size` bytes if it is still the file `key` names."""
+        fd = self.open_fd(path, os.O_WRONLY)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == key:
+                os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
     def mkdir(self, path: object, parents: bool = False, exist_ok: bool = False) -> None:
         """Create a directory (and its missing parents when asked)."""
-        parts = _components(path, self.root)
+        parts = components(path, self.root)
         display = "/".join(parts)
         todo = [parts[: i + 1] for i in range(len(parts))] if parents else [parts]
         for i, prefix in enumerate(todo):

@@ -177,9 +177,13 @@ class SandboxRunner:
         secrets: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
         net: NetScope | None = None,
+        write_bytes: int | None = None,
     ) -> RunResult:
         """Run `source`'s `run(**params)` in a fresh confined process. The child gets
-        only the names of `secrets`; the values stay here, for the broker."""
+        only the names of `secrets`; the values stay here, for the broker.
+        `write_bytes`: a lower byte budget for what this call may write into its
+        workspace (e.g. what is left of the tenant's quota); never above the
+        runner's `limits.write_bytes`. Over it the call fails with kind `quota`."""
         started = time.monotonic()
         t0 = time.perf_counter_ns()
         timeout = self.default_timeout_s if timeout_s is None else timeout_s
@@ -203,7 +207,7 @@ class SandboxRunner:
             secret_names=tuple(secrets),
             timeout_s=timeout,
             max_output=self.max_output,
-            limits=self.limits.for_timeout(timeout),
+            limits=self.limits.for_timeout(timeout).with_write_budget(write_bytes),
             trace=self._trace is not None,
         )
         scope = net or NetScope()

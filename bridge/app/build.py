@@ -55,6 +55,7 @@ from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
 from forge.broker import Broker
+from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 
 Closer = Callable[[], object]
@@ -167,7 +168,9 @@ async def build(
         private_hosts=tuple(settings.forge.private_hosts),
         rate_per_minute=settings.forge.net_requests_per_minute,
     )
-    runner = SandboxRunner(broker=broker)
+    runner = SandboxRunner(
+        broker=broker, limits=Limits(write_bytes=settings.forge.write_bytes_per_call)
+    )
     closers.append(runner.aclose)
     limits = settings.limits
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)

@@ -349,7 +349,9 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "hash": HASH,
         "ms": INT,
         "outcome": enum("ok", "error"),
-        "error_kind": enum("lint", "compile", "runtime", "denied", "timeout", "memory", "output"),
+        "error_kind": enum(
+            "lint", "compile", "runtime", "denied", "timeout", "memory", "output", "quota"
+        ),
         "channel": CHANNEL,
     },
     "tool.http": {

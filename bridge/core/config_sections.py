@@ -205,6 +205,9 @@ class ForgeSettings(_Section):
     # loopback or link-local addresses (e.g. "127.0.0.1:8080", "homeassistant.local").
     private_hosts: list[str] = Field(default_factory=list)
     net_requests_per_minute: int = Field(60, ge=1)  # per tenant, all its tools together
+    # bytes one tool call may add to its workspace (forge.write_budget); over it
+    # the call fails with kind "quota" and nothing half-written stays
+    write_bytes_per_call: int = Field(64 * 1024 * 1024, ge=0)
 
     @field_validator("private_hosts")
     @classmethod

@@ -1,6 +1,7 @@
 """Layer 2, run time: the guards the restricted code calls for every attribute,
 item, write and in-place operation, and the `str.format` that resolves its fields
-through them. A fresh `Guards` per run (forge.policy.globals builds it).
+through them. A fresh `Guards` per run (forge.policy.globals builds it). What an
+attribute lookup returns is judged by forge.policy.verdict (issue 21).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from RestrictedPython import Guards as _rp_guards
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from forge.lint import INSPECT_ATTRS
+from forge.policy.verdict import Verdicts
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
 # RestrictedPython ships no annotations: its two unpack guards, typed here.
@@ -91,6 +93,9 @@ class Guards:
     def __init__(self) -> None:
         self.tool_classes: set[type] = set()
         self.formatter = _SafeFormatter(self.getattr, self.getitem)
+        verdicts = Verdicts()
+        self._judge = verdicts.judge
+        self._passing = verdicts.types
 
     def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
         allowed = _PLAIN_ATTRS.get(type(ob))
@@ -110,15 +115,21 @@ class Guards:
             isinstance(ob, type) and issubclass(ob, string.Formatter)
         ):
             raise AttributeError("string.Formatter is not available to tools")
-        if default is _MISSING:
-            return builtins.getattr(ob, name)
-        return builtins.getattr(ob, name, default)
+        value = (
+            _builtin_getattr(ob, name)
+            if default is _MISSING
+            else _builtin_getattr(ob, name, default)
+        )
+        if type(value) in self._passing:  # values, and types whose instances passed
+            return value
+        return self._judge(value, name)
 
     def format_attr(self, ob: Any, name: str, default: Any) -> Any:
         """`format` / `format_map` (issue 9): on a str or a UserString (or any
         subclass of either) they are the guarded formatter over the text; on a
         class of those, refused; on anything else, only a tool class's own
-        method (never a library method that may call the real `str.format`)."""
+        method (never a library method that may call the real `str.format`),
+        and whatever an object forwarding the lookup returns is judged."""
         if isinstance(ob, str | UserString):
             text = str.__str__(ob) if isinstance(ob, str) else str(ob.data)
             fmt = self.formatter
@@ -131,9 +142,11 @@ class Guards:
         owner = next((c for c in cls.__mro__ if name in vars(c)), None)
         if owner is not None and owner not in self.tool_classes:
             raise AttributeError(f"{cls.__name__}.{name} is not accessible to tools")
+        # Found nowhere on the class: an object forwarding the lookup (a typing
+        # alias to its origin, issue 21). What it returns decides.
         if default is _MISSING:
-            return builtins.getattr(ob, name)
-        return builtins.getattr(ob, name, default)
+            return self._judge(builtins.getattr(ob, name), name)
+        return self._judge(builtins.getattr(ob, name, default), name)
 
     @staticmethod
     def getitem(ob: Any, key: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from forge.protocol.frames import ProtocolError
 
-ErrorKind = Literal["lint", "compile", "runtime", "denied", "timeout", "memory", "output"]
+ErrorKind = Literal["lint", "compile", "runtime", "denied", "timeout", "memory", "output", "quota"]
 ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 Marks = tuple[tuple[str, int], ...]
 

@@ -12,7 +12,7 @@ from forge.protocol.fields import ErrorKind, Failure, Marks, error_kind, field, 
 from forge.protocol.frames import ProtocolError
 from forge.protocol.limits import Limits, decode_limits, encode_limits
 
-JOB_VERSION = 3
+JOB_VERSION = 4  # 4: limits carry the call's write budget
 
 
 @dataclass(frozen=True, slots=True)

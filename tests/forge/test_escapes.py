@@ -175,7 +175,7 @@ async def test_file_size_limit(runner: SandboxRunner, workspace: Path) -> None:
     body = (
         "with open('big.bin', 'wb') as f:\n    for i in range(40):\n        f.write(b'x' * 2 ** 20)"
     )
-    msg = await _blocked(runner, tool(body), workspace, "runtime")
+    msg = await _blocked(runner, tool(body), workspace, "quota")  # issue 21: kind quota
     assert "File too large" in msg
 
 

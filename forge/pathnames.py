@@ -1,0 +1,74 @@
+"""Pure checks of the paths and modes a tool passes to the path gate: a path
+becomes workspace-relative components (or a clear refusal), a mode becomes
+open flags. No file system access here (forge.pathgate opens)."""
+
+from __future__ import annotations
+
+import os
+
+MAX_PATH_CHARS = 1024
+MAX_COMPONENT_BYTES = 255
+_MODES = {
+    "r": os.O_RDONLY,
+    "w": os.O_WRONLY | os.O_CREAT,
+    "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+}
+
+
+class PathDenied(PermissionError):
+    """The gate refused a path; the message says why and what to do."""
+
+
+def as_text(path: object) -> str:
+    """An exact str: a str subclass could override split() or startswith()."""
+    try:
+        text = os.fspath(path)  # type: ignore[call-overload]
+    except TypeError:
+        text = None
+    if not isinstance(text, str):
+        raise PathDenied("a path must be a string relative to the workspace")
+    return str.__str__(text)
+
+
+def components(path: object, root: str, allow_root: bool = False) -> list[str]:
+    path = as_text(path)
+    if "\x00" in path:
+        raise PathDenied("path contains a NUL byte")
+    if not path or len(path) > MAX_PATH_CHARS:
+        raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
+    if path.startswith("/"):
+        if allow_root and path.rstrip("/") == root:
+            return []
+        if path == root or not path.startswith(root + "/"):
+            where = (
+                "/proc, /sys and /dev are"
+                if path.split("/")[1] in ("proc", "sys", "dev")
+                else "it is"
+            )
+            raise PathDenied(
+                f"absolute path {path!r} refused: {where} outside the workspace; "
+                "use a path relative to the workspace"
+            )
+        path = path[len(root) + 1 :]
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts and not allow_root:
+        raise PathDenied("path names the workspace itself, not a file")
+    for part in parts:
+        if part == "..":
+            raise PathDenied(f"'..' is not allowed in {path!r}; stay inside the workspace")
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+            raise PathDenied(f"a name in {path!r} is longer than {MAX_COMPONENT_BYTES} bytes")
+    return parts
+
+
+def parse_mode(mode: str) -> tuple[int, bool, str]:
+    if not isinstance(mode, str) or len(set(mode)) != len(mode):
+        raise ValueError(f"invalid mode {mode!r}")
+    kinds = [c for c in mode if c in _MODES]
+    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
+        raise ValueError(f"invalid mode {mode!r}; use r, w, a or x, optionally with b or +")
+    flags = _MODES[kinds[0]]
+    if "+" in mode:
+        flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
+    return flags, kinds[0] == "w", mode
