@@ -187,8 +187,10 @@ class SessionStore:
         msg_id: str,
         now: float,
         steps: Sequence[ChatMessage] = (),
+        sent: str = "",
     ) -> None:
-        """Store one turn: the message, its tool-call steps (in order) and the answer."""
+        """Store one turn: the message, its tool-call steps (in order) and the answer;
+        `sent`: what the person sent, when it differs from `user` (`bridge.core.shown`)."""
         turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
         cached = self._cache.pop(key, None)
         with self._transaction() as db:
@@ -204,8 +206,12 @@ class SessionStore:
             turn = row.turns + 1
             db.executemany(
                 "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
-                " tool_calls, tool_call_id, msg_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_row_args(key, turn, m, msg_id, now) for m in turn_messages],
+                " tool_calls, tool_call_id, msg_id, at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (*_row_args(key, turn, m, msg_id, now), sent if i == 0 else "")
+                    for i, m in enumerate(turn_messages)
+                ],
             )
             chars = row.chars + sum(message_chars(m) for m in turn_messages)
             db.execute(
@@ -228,6 +234,17 @@ class SessionStore:
         self._remove(key, plan, row.summary, row.summarised, dropped=plan.turns)
         log.warning("session over twice its budget: dropped the %d oldest turns", plan.turns)
         return True
+
+    def failed(self, key: SessionKey, user: str, sent: str, told: str, now: float) -> None:
+        """Keep a turn the model failed for the page's history (never for a prompt):
+        the person's message and what they were told (`bridge.core.turn_failures`)."""
+        conversation = self.archive.current(key, now)
+        self.archive.shown.failures.record(key, conversation, user, sent, told, now)
+
+    def forget(self, key: SessionKey) -> None:
+        """Drop the cached history of `key`: its rows were changed outside this store
+        (`bridge.core.versions`)."""
+        self._cache.pop(key, None)
 
     def over_budget(self, key: SessionKey) -> bool:
         row = self._row(key)
