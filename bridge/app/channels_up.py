@@ -106,12 +106,14 @@ class ChannelRow:
 
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    from bridge.app.web_extras import mount_extras, spoken_handle
     from bridge.channels.web import WebChannel
     from bridge.channels.web_files import FileLinks
 
     token, created = web_token(settings)
+    handle = spoken_handle(roost)  # answers spoken in the page after /voice on
     web = WebChannel(
-        roost.core.handle,
+        handle,
         roost.command_list,
         token,
         settings.web.host,
@@ -130,6 +132,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         inbox=lambda tenant: TenantDirs.of(settings.home, tenant).inbox,
         attachment_bytes=settings.limits.attachment_bytes,
     )
+    mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = settings.home / "web-token"
 
     def announce() -> str:

@@ -213,6 +213,15 @@ class TurnVersions:
             (point.turn - 1, chars, *_args(key)),
         )
 
+    def set_sent(self, key: SessionKey, msg_id: str, meta: str) -> None:
+        """What the person sent, for the message `msg_id` asked again with the model's
+        text (its files were no longer kept)."""
+        self._db.execute(
+            "UPDATE session_messages SET meta=? WHERE tenant=? AND channel=? AND chat=?"
+            " AND msg_id=? AND role='user'",
+            (meta, *_args(key), msg_id),
+        )
+
     def _prune(self, conversation: int, tenant: str) -> None:
         self._db.execute(
             "DELETE FROM turn_versions WHERE conversation=? AND tenant=? AND id NOT IN"
