@@ -3,8 +3,9 @@
 A message is `{"seq", "role", "text", "ts", "status"}` plus, when there are
 some, `files` (the chips of what the person sent: name, kind, MIME type,
 size), `quote`, `tools` (an answer's tool cards, `bridge.core.shown`) and
-`versions` (`{"index", "count"}` on the person's message of a turn that was
-edited or regenerated, `bridge.core.versions`). The person's message shows
+`versions` (`{"index", "count", "edited"}` on the person's message of a turn
+that was edited (`edited`: a version asked something else) or regenerated,
+`bridge.core.versions`). The person's message shows
 what they typed (`meta`), not the text the model was given; a stopped answer
 is told by its status, its text without the stored mark; a failed turn
 (`bridge.core.turn_failures`) shows the person's message and the failure
@@ -113,8 +114,8 @@ class CurrentPage:
             if r.role == "assistant" and tools.get(r.turn):
                 shown["tools"] = tools[r.turn]
             if r.role == "user" and r.turn in versions:
-                index, count = versions[r.turn]
-                shown["versions"] = {"index": index, "count": count}
+                index, count, edited = versions[r.turn]
+                shown["versions"] = {"index": index, "count": count, "edited": edited}
             out.append(((r.id, 0, 0), shown))
         hi = before or NEWEST
         lo = 0 if not more else (rows[0].id if rows else hi)

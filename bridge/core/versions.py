@@ -116,9 +116,10 @@ class TurnVersions:
 
     def shown(
         self, key: SessionKey, conversation: int, turns: Sequence[int]
-    ) -> dict[int, tuple[int, int]]:
-        """For each of `turns` that has other versions: (its index, how many), 0-based."""
-        out: dict[int, tuple[int, int]] = {}
+    ) -> dict[int, tuple[int, int, bool]]:
+        """For each of `turns` that has other versions: (its index, how many, whether any
+        of them asked something else: an edit, not only another answer), 0-based."""
+        out: dict[int, tuple[int, int, bool]] = {}
         if not self._db.execute(
             "SELECT 1 FROM turn_versions WHERE conversation=? AND tenant=? LIMIT 1",
             (conversation, key.tenant),
@@ -131,8 +132,22 @@ class TurnVersions:
             order = self.ordered(key, conversation, point)
             if len(order) > 1:
                 index = next(i for i, s in enumerate(order) if s.id == 0)
-                out[turn] = (index, len(order))
+                out[turn] = (index, len(order), self._edited(point, order))
         return out
+
+    def _edited(self, point: BranchPoint, order: list[Sibling]) -> bool:
+        """Whether a version at `point` starts with another message of the person's."""
+        asked = (point.content, point.meta)
+        for sibling in order:
+            if sibling.id == 0:
+                continue
+            (text,) = self._db.execute(
+                "SELECT rows FROM turn_versions WHERE id=?", (sibling.id,)
+            ).fetchone()
+            first = next((r for r in json.loads(text) if r[1] == "user"), None)
+            if first is not None and (first[2], first[7]) != asked:
+                return True
+        return False
 
     def branch(self, key: SessionKey, conversation: int, seq: int) -> BranchPoint:
         """Keep turns k.. (k: the turn of message `seq`) as a version, and take them out

@@ -203,7 +203,7 @@ async def test_edit_keeps_the_old_version_and_switching_changes_what_the_model_s
         assert "Mira" not in " ".join(site.fake.user_texts())  # asked from before the edit
         shown = await history(site)
         assert [m["text"] for m in shown] == ["my dog is Rex", "echo: my dog is Rex"]
-        assert shown[0]["versions"] == {"index": 1, "count": 2}
+        assert shown[0]["versions"] == {"index": 1, "count": 2, "edited": True}
 
         switched = {"chat": "c", "seq": shown[0]["seq"], "index": 0}
         assert await post(site, "/api/chat/version", switched) == {"switched": True}
@@ -214,7 +214,7 @@ async def test_edit_keeps_the_old_version_and_switching_changes_what_the_model_s
             "what is my cat called?",
             "echo: what is my cat called?",
         ]
-        assert shown[0]["versions"] == {"index": 0, "count": 2}
+        assert shown[0]["versions"] == {"index": 0, "count": 2, "edited": True}
         await chat(site, "and now?")
         sent = " ".join(site.fake.user_texts())
         assert "my cat is Mira" in sent and "my dog is Rex" not in sent
@@ -241,7 +241,7 @@ async def test_regenerate_keeps_the_first_answer_with_arrows_between_them(home: 
         assert site.fake.user_texts()[-1].endswith("tell me a joke")
         shown = await history(site)
         assert [m["text"] for m in shown] == ["tell me a joke", "second answer"]
-        assert shown[0]["versions"] == {"index": 1, "count": 2}
+        assert shown[0]["versions"] == {"index": 1, "count": 2, "edited": False}
         await post(site, "/api/chat/version", {"chat": "c", "seq": shown[1]["seq"], "index": 0})
         assert [m["text"] for m in await history(site)] == ["tell me a joke", "first answer"]
         turns = site.roost.db.execute("SELECT turns FROM sessions").fetchone()
@@ -271,7 +271,7 @@ async def test_regenerate_sends_the_same_file_again_or_the_text_the_model_had(
         assert "cardamom" in site.fake.user_texts()[-1]  # the text the model had the first time
         asked = (await history(site))[0]
         assert (asked["text"], asked["files"][0]["name"]) == ("read it", "notes.txt")
-        assert asked["versions"] == {"index": 2, "count": 3}
+        assert asked["versions"] == {"index": 2, "count": 3, "edited": False}
 
 
 async def test_another_tenant_cannot_branch_and_a_running_answer_blocks_it(home: Path) -> None:
