@@ -159,6 +159,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     reply.request = text;
     const extra = attachments.length ? { attachments } : {}; // upload ids (attach.js)
     await follow(reply, (handlers) => api.streamChat(text, { chat: chatId, ...extra, ...handlers }));
+    if (reply.status === "done" || reply.status === "stopped") await history.sync(); // seqs: Edit, another answer
     return true;
   }
 

@@ -3,7 +3,7 @@
  * "load earlier"), re-attaching to an answer still running, a new chat, and
  * reading past conversations. No DOM.
  *
- * createHistory({api, chatId, convo, view, follow}) returns {load,
+ * createHistory({api, chatId, convo, view, follow}) returns {load, sync,
  * loadEarlier, newChat, conversations, open, backToCurrent, rename, remove,
  * search, thumbnail, shown, readOnly, supported, attaching}. `follow(reply, runner)` is the chat controller's way to run
  * an attached answer like its own turns (busy state, deltas, stop).
@@ -62,6 +62,28 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     }
     convo.save();
     return true;
+  }
+
+  /**
+   * Give the newest messages their place in the daemon's history (`seq`), once a
+   * turn is stored, so they can be edited or answered again; matched from the end.
+   */
+  async function sync() {
+    if (supported !== true || readOnly) return;
+    let page;
+    try {
+      page = await api.history({ chat: chatId, limit: 4 });
+    } catch {
+      return; // the buttons wait for the next load
+    }
+    if (current && page.conversation !== current) return;
+    const theirs = placeVersions(page.messages.map(fromHistory)).filter((m) => Number.isInteger(m.seq));
+    const ours = convo.list;
+    for (let i = ours.length - 1, j = theirs.length - 1; i >= 0 && j >= 0; i--, j--) {
+      const [a, b] = [ours[i], theirs[j]];
+      if (a.role !== b.role || (a.role === "user" && a.text.trim() !== b.text.trim())) break;
+      if (!Number.isInteger(a.seq)) convo.update(a, { seq: b.seq, ...(b.versions ? { versions: b.versions } : {}) });
+    }
   }
 
   async function reattach() {
@@ -200,6 +222,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
 
   return {
     load,
+    sync,
     loadEarlier,
     /** The conversation shown: its id while reading a past one, else the current one's. */
     get shown() {
