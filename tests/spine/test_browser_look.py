@@ -103,8 +103,9 @@ async def test_without_a_model_the_page_says_so_before_the_first_message(
 
 
 async def test_a_spoken_answer_plays_in_the_page() -> None:
-    async with FakeOpenAI(api_key="sk-speech-0123456789") as speech:
-        config = {"llm": {"speech": {"base_url": speech.base_url, "api_key": "sk-speech-0123456789"}}}
+    key = "sk-speech-0123456789"
+    async with FakeOpenAI(api_key=key) as speech:
+        config = {"llm": {"speech": {"base_url": speech.base_url, "api_key": key}}}
         async with opened(config=config) as page:
             tab = page.tab
             on = await page.send("/voice on")
