@@ -12,7 +12,9 @@ model was given the first time, and still shows what the person sent);
 `POST /api/chat/version {"chat", "seq", "index"}` -> `{"switched": bool}` makes
 version `index` (0-based, oldest first; `/api/history` gives each turn's
 `versions: {"index", "count"}`) the one the conversation continues from.
-While an answer runs in the chat, each is a 409. A message of another chat
+When the new turn is not stored (the model failed, or it was cancelled at
+shutdown), the version it replaced comes back. While an answer runs in the
+chat, each is a 409. A message of another chat
 or tenant is a 404, as if it did not exist.
 """
 
@@ -162,6 +164,10 @@ class WebBranches:
             final = await self._handle(inbound, out.delta, out.progress)
             if keep_sent:  # asked with the model's text: still show what the person sent
                 self._versions.set_sent(key, inbound.msg_id, point.meta)
+        finally:
+            if self._versions.undo_branch(key, conversation, point):  # nothing new was stored
+                self._sessions.forget(key)
+        try:
             await out.send("final", self._final(final))
         finally:
             await out.close()

@@ -5,7 +5,9 @@ person's message of turn k, or asking for another answer to it, *branches*
 at k: `branch` moves turns k..end (their rows as stored, with tool steps) into
 `turn_versions` and leaves the session at turn k-1, so the next turn stored
 is the new turn k. `switch` swaps the turns from k on with a kept version, in
-one transaction, so the model continues from the version shown. A version is
+one transaction, so the model continues from the version shown; when the new
+turn of a branch is not stored (the model failed), `undo_branch` brings the
+newest kept version back, so nothing the person had disappears. A version is
 known by its conversation, its first turn and its *parent*: the message id of
 turn k-1's message (`#k` when that turn is not in the session), so versions
 made inside a version come back with it, as in a tree. `siblings` are the
@@ -163,7 +165,7 @@ class TurnVersions:
     def switch(self, key: SessionKey, conversation: int, seq: int, index: int) -> bool:
         """Show version `index` (0-based, oldest first) at the turn of message `seq`;
         False when it is shown already."""
-        with self._transaction() as db:
+        with self._transaction():
             point = self.point(key, seq)
             if point is None:
                 raise VersionError("that message is no longer in this conversation")
@@ -173,24 +175,42 @@ class TurnVersions:
             target = order[index]
             if target.id == 0:
                 return False
-            (text,) = db.execute(
-                "SELECT rows FROM turn_versions WHERE id=?", (target.id,)
-            ).fetchone()
             self._keep_tail(key, conversation, point)
-            rows = json.loads(text)
-            db.executemany(
-                f"INSERT INTO session_messages (tenant, channel, chat, {_ROW})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*_args(key), *row) for row in rows],
-            )
-            db.execute("DELETE FROM turn_versions WHERE id=?", (target.id,))
-            added = sum(len(r[2]) + len(r[3]) for r in rows)
-            db.execute(
-                "UPDATE sessions SET turns=?, chars=chars+?"
-                " WHERE tenant=? AND channel=? AND chat=?",
-                (max(r[0] for r in rows), added, *_args(key)),
-            )
+            self._put_back(key, target.id)
         return True
+
+    def undo_branch(self, key: SessionKey, conversation: int, point: BranchPoint) -> bool:
+        """After a branch at `point` whose new turn was not stored (the model failed):
+        the newest version kept there comes back. False when a turn k exists."""
+        with self._transaction() as db:
+            there = db.execute(
+                "SELECT 1 FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
+                " AND turn>=? LIMIT 1",
+                (*_args(key), point.turn),
+            ).fetchone()
+            kept = self.siblings(conversation, key.tenant, point.turn, self.parent(key, point.turn))
+            if there or not kept:
+                return False
+            self._put_back(key, max(kept, key=lambda s: (s.made, s.id)).id)
+        return True
+
+    def _put_back(self, key: SessionKey, version: int) -> None:
+        """Insert a kept version's rows into the session, which ends before them
+        (in a transaction); the version is then the session's own."""
+        db = self._db
+        (text,) = db.execute("SELECT rows FROM turn_versions WHERE id=?", (version,)).fetchone()
+        rows = json.loads(text)
+        db.executemany(
+            f"INSERT INTO session_messages (tenant, channel, chat, {_ROW})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*_args(key), *row) for row in rows],
+        )
+        db.execute("DELETE FROM turn_versions WHERE id=?", (version,))
+        added = sum(len(r[2]) + len(r[3]) for r in rows)
+        db.execute(
+            "UPDATE sessions SET turns=?, chars=chars+? WHERE tenant=? AND channel=? AND chat=?",
+            (max(r[0] for r in rows), added, *_args(key)),
+        )
 
     def _keep_tail(self, key: SessionKey, conversation: int, point: BranchPoint) -> None:
         """Move the session's turns from `point` on into a version (in a transaction)."""

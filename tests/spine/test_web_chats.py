@@ -21,7 +21,7 @@ from bridge.app.channels_up import web_channel
 from bridge.channels.web import WebChannel
 from bridge.core.config import Settings, load_settings
 from bridge.types.tenant_dirs import TenantDirs
-from tests.fakes.fake_openai import Text
+from tests.fakes.fake_openai import Status, Text
 from tests.spine.test_web_history import (
     AS_ALICE,
     AS_BOB,
@@ -246,6 +246,27 @@ async def test_regenerate_keeps_the_first_answer_with_arrows_between_them(home: 
         assert [m["text"] for m in await history(site)] == ["tell me a joke", "first answer"]
         turns = site.roost.db.execute("SELECT turns FROM sessions").fetchone()
         assert turns == (1,)
+
+
+async def test_a_failed_regenerate_brings_the_answer_back(home: Path) -> None:
+    async with served(home) as site:
+        site.fake.script(Text("the only answer"))
+        await chat(site, "tell me")
+        answer = (await history(site))[1]
+        site.fake.script(Status(400, "refused"))
+        status, final = await stream(
+            site, "/api/chat/regenerate", {"chat": "c", "seq": answer["seq"]}
+        )
+        assert status == 200 and final["kind"] == "error"
+        shown = await history(site)
+        assert [(m["text"], m["status"]) for m in shown[-2:]] == [
+            ("tell me", "done"),
+            ("the only answer", "done"),
+        ]
+        assert "versions" not in shown[-2]  # nothing else was made
+        assert [m["status"] for m in shown[:-2]] == ["done", "error"]  # what failed, and why
+        await chat(site, "and then?")
+        assert "the only answer" in str(site.fake.requests[-1]["messages"])
 
 
 async def test_regenerate_sends_the_same_file_again_or_the_text_the_model_had(
