@@ -23,7 +23,7 @@ import { createBranching } from "./chat_branch.js";
 import { createHistory } from "./chat_history.js";
 import { createLoader, REFUSED } from "./chat_load.js";
 import { completeCommand, matchCommands } from "./commands.js";
-import { createConversation, withoutStopMark } from "./conversation.js";
+import { createConversation, finalChanges } from "./conversation.js";
 import { createProactive } from "./proactive.js";
 import { applyProgress, busyStatus } from "./progress.js";
 
@@ -187,16 +187,10 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
           view.setStatus(busyStatus(reply, model), "busy");
         },
       });
-      if (result !== null && result.kind === "stopped") {
-        convo.update(reply, { text: withoutStopMark(result.text), kind: "", status: "stopped", error: "", notice: "" });
-        view.setStatus("Stopped", "ok");
-      } else if (result !== null && result.kind === "error") {
-        // a failed turn: the daemon's reason as the error line, with Retry (as after a reload)
-        convo.update(reply, { text: "", kind: "", status: "failed", error: result.text, notice: "" });
-        view.setStatus("The daemon reported an error", "error");
-      } else if (result !== null) {
-        convo.update(reply, { text: result.text, kind: result.kind, files: result.files, actions: result.actions, status: "done", error: "", notice: "" });
-        view.setStatus(result.kind === "error" ? "The daemon reported an error" : ready(), result.kind === "error" ? "error" : "ok");
+      if (result !== null) {
+        const { changes, status } = finalChanges(result, ready());
+        convo.update(reply, changes);
+        view.setStatus(...status);
       }
     } catch (err) {
       failed(reply, err);

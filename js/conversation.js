@@ -44,6 +44,24 @@ export function placeVersions(list) {
   return out;
 }
 
+/**
+ * What a turn's final reply changes in its message, and the status line: a
+ * stopped answer is marked once (by its status, the daemon's mark taken off);
+ * an error is a failed turn, its reason the error line with Retry, as after a
+ * reload; anything else is done.
+ */
+export function finalChanges(result, ready = "Ready") {
+  const clean = { kind: "", error: "", notice: "" };
+  if (result.kind === "stopped") {
+    return { changes: { ...clean, text: withoutStopMark(result.text), status: "stopped" }, status: ["Stopped", "ok"] };
+  }
+  if (result.kind === "error") {
+    return { changes: { ...clean, text: "", status: "failed", error: result.text }, status: ["The daemon reported an error", "error"] };
+  }
+  const { text, kind, files, actions } = result;
+  return { changes: { ...clean, text, kind, files, actions, status: "done" }, status: [ready, "ok"] };
+}
+
 /** A stopped answer's text without the daemon's mark (the page marks it once, by its status). */
 export function withoutStopMark(text) {
   const s = String(text ?? "");
