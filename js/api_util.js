@@ -6,7 +6,7 @@
 
 import { SSEParser } from "./sse.js";
 
-export const REPLY_KINDS = ["answer", "command", "refusal", "error"];
+export const REPLY_KINDS = ["answer", "command", "refusal", "error", "stopped"];
 
 export class ApiError extends Error {
   /**
@@ -80,7 +80,8 @@ export function withFiles(result, files) {
       /^\/files\/[A-Za-z0-9_.-]+$/.test(f.url) &&
       Number.isFinite(f.size),
   );
-  return ok.length ? { ...result, files: ok.map(({ name, url, size }) => ({ name, url, size })) } : result;
+  const mime = (f) => (typeof f.mime === "string" && /^[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(f.mime) ? f.mime : "");
+  return ok.length ? { ...result, files: ok.map((f) => ({ name: f.name, url: f.url, size: f.size, mime: mime(f) })) } : result;
 }
 
 export function parseData(ev, soFar) {

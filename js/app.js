@@ -15,14 +15,17 @@ import { loadRenderer } from "./markdown.js";
 import { renderMarkdown } from "./render.js";
 import { createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
 import { createThemeStore, nextTheme, themeLabel } from "./theme.js";
+import { commandItem, createPageView, drawIcons, fitPlaceholder } from "./page_view.js";
 import { wireRecord } from "./record.js";
+import { sentFiles } from "./attach.js";
 import { createMessagesView } from "./view.js";
 
 const ELEMENT_IDS = [
   "log", "messages", "welcome", "welcome-commands", "earlier", "status", "chats", "new-chat", "theme", "drawer",
   "drawer-close", "drawer-empty", "conversation-list", "readonly", "readonly-text", "back", "token-view",
   "token-form", "token-input", "token-message", "composer", "hints", "send-form", "input", "send", "stop", "examples",
-  "chips", "attach", "file-input", "mic",
+  "chips", "attach", "file-input", "mic", "setup", "setup-toml", "setup-env", "setup-model", "search-input",
+  "search-icon",
 ];
 
 function elements(document) {
@@ -33,90 +36,6 @@ function elements(document) {
     els[id.replace(/-([a-z])/g, (_m, c) => c.toUpperCase())] = el;
   }
   return els;
-}
-
-function commandItem(document, c, onPick) {
-  const li = document.createElement("li");
-  const usage = document.createElement("code");
-  usage.textContent = c.usage;
-  const summary = document.createElement("span");
-  summary.textContent = c.summary;
-  li.append(usage, summary);
-  li.addEventListener("mousedown", (e) => {
-    e.preventDefault(); // keep the focus in the input
-    onPick(c);
-  });
-  return li;
-}
-
-function when(ts) {
-  if (!ts) return "";
-  try {
-    return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
-  } catch {
-    return "";
-  }
-}
-
-/** The page around the messages: sign-in, status, busy, hints, drawer, read-only banner. */
-function createPageView(win, els, messages, actions) {
-  const { document } = win;
-  return {
-    ...messages,
-    showChat() {
-      els.tokenView.hidden = true;
-      els.composer.hidden = false;
-      els.input.focus();
-    },
-    showTokenForm(message) {
-      els.tokenMessage.textContent = message || "Paste the access token that the daemon printed when it started.";
-      els.tokenMessage.classList.toggle("warn", Boolean(message));
-      els.tokenView.hidden = false;
-      els.composer.hidden = true;
-      els.tokenInput.value = "";
-      els.tokenInput.focus();
-    },
-    setBusy(busy) {
-      els.send.disabled = busy;
-      els.stop.hidden = !busy;
-      els.log.setAttribute("aria-busy", String(busy));
-    },
-    setStatus(text, tone) {
-      els.status.textContent = text;
-      els.status.dataset.tone = tone;
-    },
-    setCommands(list) {
-      els.welcomeCommands.replaceChildren(...list.map((c) => commandItem(document, c, actions.pickCommand)));
-      actions.refreshHints();
-    },
-    setMore(more) {
-      els.earlier.hidden = !more;
-    },
-    setReadOnly(info) {
-      els.readonly.hidden = !info;
-      els.composer.hidden = Boolean(info);
-      if (info) els.readonlyText.textContent = `“${info.title || "An earlier conversation"}” — read-only`;
-    },
-    showConversations(list) {
-      els.conversationList.replaceChildren(
-        ...list.map((c) => {
-          const li = document.createElement("li");
-          const button = document.createElement("button");
-          button.type = "button";
-          button.className = `conversation${c.current ? " current" : ""}`;
-          const title = document.createElement("span");
-          title.textContent = c.title || "(no question yet)";
-          const meta = document.createElement("small");
-          meta.textContent = `${c.current ? "current · " : ""}${when(c.updatedAt)} · ${c.turns} turn${c.turns === 1 ? "" : "s"}`;
-          button.append(title, meta);
-          button.addEventListener("click", () => actions.open(c));
-          li.append(button);
-          return li;
-        }),
-      );
-      els.drawerEmpty.hidden = list.length > 0;
-    },
-  };
 }
 
 function autosize(win, input) {
@@ -169,10 +88,17 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
     els.hints.hidden = list.length === 0;
   }
 
+  drawIcons(win, els);
+  fitPlaceholder(win, els.input);
+  win.matchMedia?.("(max-width: 480px)")?.addEventListener?.("change", () => fitPlaceholder(win, els.input));
   const messages = createMessagesView(win, els, {
     retry: (id) => chat.retry(id),
     send: (command) => chat.send(command),
     render: renderMarkdown,
+    edit: (id, text) => chat.edit(id, text),
+    regenerate: (id) => chat.regenerate(id),
+    version: (id, index) => chat.switchVersion(id, index),
+    thumb: (msg, index) => chat.thumbnail(msg, index),
   });
   const view = createPageView(win, els, messages, {
     refreshHints,
@@ -186,6 +112,8 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
       els.chats.setAttribute("aria-expanded", "false");
       chat.openConversation(c.id, c.title);
     },
+    rename: (id, title) => chat.renameConversation(id, title),
+    remove: (id) => chat.deleteConversation(id),
   });
   chat = createChat({
     api,
@@ -243,17 +171,17 @@ function wireFiles(win, els, tokens, view) {
   const files = {
     list,
     uploading: false,
-    /** The chips as {ids, note} for chat.send, or null when an upload failed. */
+    /** The chips as {ids, sent} for chat.send, or null when an upload failed. */
     async upload() {
       const items = list.items;
-      if (!items.length) return { ids: [], note: "" };
+      if (!items.length) return { ids: [], sent: [] };
       files.uploading = true;
       els.send.disabled = true;
       try {
         const ids = await uploader.uploadAll(items, {
           onEach: (item, i) => view.setStatus(`Uploading ${item.name} (${i + 1} of ${items.length})…`, "busy"),
         });
-        return { ids, note: items.map((i) => `${i.voice ? "🎙" : "📎"} ${i.name}`).join("\n") };
+        return { ids, sent: sentFiles(items) };
       } catch (err) {
         view.setStatus(`Not sent: ${err.message}`, "error");
         return null;
@@ -304,6 +232,11 @@ function wireHeader(win, els, chat, themes) {
     els.drawer.hidden = !open;
     els.chats.setAttribute("aria-expanded", String(open));
     if (open) chat.conversations();
+  });
+  let searching = 0;
+  els.searchInput.addEventListener("input", () => {
+    win.clearTimeout?.(searching);
+    searching = win.setTimeout(() => chat.searchConversations(els.searchInput.value), 250);
   });
   els.drawerClose.addEventListener("click", () => {
     els.drawer.hidden = true;

@@ -1,16 +1,17 @@
 /**
  * Files sent with a message: the attach button, an image pasted from the
- * clipboard, files dropped on the page, one chip per file (name, size,
- * remove) before sending, and the upload (POST /api/upload, one file each,
+ * clipboard, files dropped on the page, one chip per file (an icon or the
+ * image's thumbnail, name, size, remove) before sending, and the upload (POST /api/upload, one file each,
  * multipart) that turns each into an id for the message's `attachments`.
  *
  * Pure parts (no DOM, tested in node):
- *   formatSize(bytes)                -> "512 B" | "1.5 KB" | "12 MB"
+ *   formatSize(bytes)                -> "512 B" | "1.5 KB" | "12 MB" (thumbs.js)
  *   createAttachments({max, onChange}) the chip list: add(file, {name, voice}),
  *                                    remove(key), clear(), items
  *   filesFromTransfer(dataTransfer)  -> File[] (clipboard or drop)
  *   uploadRequest(item, token)       -> {path, init} for fetch
  *   createUploader({fetch, getToken}) -> {upload(item, {signal})}, failures as ApiError
+ *   sentFiles(items)                 -> the chips as a sent message shows them
  * DOM glue: wireAttach(win, els, list, {onRefused}) draws the chips into
  * #chips and wires #attach / #file-input, paste and drop on the window.
  * The server decides what a file is (it sniffs the bytes); the page only
@@ -18,22 +19,12 @@
  */
 
 import { ApiError, httpError, wrapFailure } from "./api_util.js";
+import { setIcon } from "./icons.js";
+import { chipLead, fileKind, formatSize } from "./thumbs.js";
+
+export { formatSize };
 
 export const MAX_FILES = 10;
-
-/** A byte count as people read it: 512 B, 1.5 KB, 12 KB, 3.4 MB. */
-export function formatSize(bytes) {
-  const n = Number.isFinite(bytes) && bytes > 0 ? bytes : 0;
-  if (n < 1000) return `${Math.round(n)} B`;
-  const units = ["KB", "MB", "GB"];
-  let value = n / 1000;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit += 1;
-  }
-  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[unit]}`;
-}
 
 /** The name a chip shows: the file's own, or a made-up one for a pasted image. */
 export function chipName(file, fallback = "file") {
@@ -145,23 +136,29 @@ export function createUploader({ fetch: fetchFn, getToken, baseUrl = "" }) {
   return { upload, uploadAll };
 }
 
-/** One chip: the name, the size and a remove button. */
-function chip(document, item, onRemove) {
+/** One chip: an icon or the image's thumbnail, the name, the size and a remove button. */
+function chip(win, item, onRemove) {
+  const { document } = win;
   const li = document.createElement("li");
   li.className = `chip${item.voice ? " voice" : ""}`;
   const name = document.createElement("span");
   name.className = "chip-name";
-  name.textContent = `${item.voice ? "🎙 " : "📎 "}${item.name}`;
+  name.textContent = item.name;
   const size = document.createElement("small");
   size.textContent = formatSize(item.size);
   const remove = document.createElement("button");
   remove.type = "button";
   remove.className = "quiet chip-remove";
-  remove.textContent = "✕";
+  setIcon(remove, "close");
   remove.setAttribute("aria-label", `Remove ${item.name}`);
   remove.addEventListener("click", () => onRemove(item.key));
-  li.append(name, size, remove);
+  li.append(chipLead(win, item, () => item.file), name, size, remove);
   return li;
+}
+
+/** The chips as the person's sent message shows them ({name, kind, mime, size, blob}). */
+export function sentFiles(items) {
+  return items.map((i) => ({ name: i.name, kind: fileKind(i), mime: i.file?.type || "", size: i.size, blob: i.file }));
 }
 
 /** Draw the chips and wire the attach button, paste and drop to `list`. */
@@ -174,7 +171,7 @@ export function wireAttach(win, els, list, { onRefused = () => {} } = {}) {
     }
   };
   const draw = (items) => {
-    els.chips.replaceChildren(...items.map((item) => chip(document, item, (key) => list.remove(key))));
+    els.chips.replaceChildren(...items.map((item) => chip(win, item, (key) => list.remove(key))));
     els.chips.hidden = items.length === 0;
   };
   els.attach.addEventListener("click", () => els.fileInput.click?.());

@@ -19,9 +19,11 @@
  */
 
 import { ApiError } from "./api.js";
+import { createBranching } from "./chat_branch.js";
 import { createHistory } from "./chat_history.js";
-import { completeCommand, matchCommands, normalizeCommands } from "./commands.js";
-import { createConversation } from "./conversation.js";
+import { createLoader, REFUSED } from "./chat_load.js";
+import { completeCommand, matchCommands } from "./commands.js";
+import { createConversation, finalChanges } from "./conversation.js";
 import { createProactive } from "./proactive.js";
 import { applyProgress, busyStatus } from "./progress.js";
 
@@ -44,11 +46,12 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   let busy = false;
   let controller = null;
   let stopping = null;
-  let commands = [];
   let signedIn = false;
   let listener = null;
   let model = "";
   const history = createHistory({ api, chatId, convo, view, follow });
+  const canRun = () => !busy && signedIn && !history.readOnly;
+  const branching = createBranching({ api, chatId, convo, history, follow, canRun, view });
 
   function setBusy(value) {
     busy = value;
@@ -61,37 +64,19 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     if (listener) listener.stop();
     tokens.clear();
     signedIn = false;
-    commands = [];
-    view.setCommands([]);
+    loader.clear();
     view.showTokenForm(reason);
     view.setStatus("Not signed in", "error");
   }
 
   const refused = (err) => err instanceof ApiError && err.kind === "unauthorized";
-
-  async function loadCommands() {
-    try {
-      commands = normalizeCommands(await api.commands());
-      view.setCommands(commands);
-    } catch (err) {
-      if (refused(err)) signOut("The daemon refused the stored token. Paste the current one.");
-      // Otherwise hints are a convenience: the chat works without them.
-    }
-  }
-
-  async function checkHealth() {
-    const ok = await api.health();
-    if (!busy && signedIn) {
-      view.setStatus(ok ? `Connected · chat “${chatId}”` : "The daemon is not answering", ok ? "ok" : "error");
-    }
-    return ok;
-  }
+  const loader = createLoader({ api, view, chatId, isIdle: () => !busy && signedIn, onRefused: signOut });
 
   async function loadHistory() {
     try {
       await history.load();
     } catch (err) {
-      if (refused(err)) signOut("The daemon refused the stored token. Paste the current one.");
+      if (refused(err)) signOut(REFUSED);
     }
   }
 
@@ -117,7 +102,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     view.showChat();
     view.setStatus(`Chat “${chatId}”`, "ok");
     const lastSeen = convo.lastSeenOutbox();
-    await Promise.all([loadCommands(), checkHealth(), loadHistory()]);
+    await Promise.all([loader.commands(), loader.health(), loader.status(), loadHistory()]);
     if (signedIn) listen(lastSeen);
   }
 
@@ -152,19 +137,20 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   }
 
   /**
-   * Run one turn, with the ids of uploaded files (`ids`; `note` names them on the
-   * person's message). Resolves to false when nothing was sent (empty, too long,
-   * a turn already running, not signed in, reading a past conversation),
-   * true otherwise (even on error: the error is shown inline on the reply).
+   * Run one turn, with the ids of uploaded files (`ids`; `sent` describes them for
+   * the person's message: {name, kind, mime, size, blob}). Resolves to false when
+   * nothing was sent (empty, too long, a turn already running, not signed in,
+   * reading a past conversation), true otherwise (even on error: the error is
+   * shown inline on the reply).
    */
-  async function send(rawText, { ids = [], note = "" } = {}) {
+  async function send(rawText, { ids = [], sent = [] } = {}) {
     const text = typeof rawText === "string" ? rawText.trim() : "";
-    if ((!text && !ids.length) || busy || !signedIn || history.readOnly) return false;
+    if ((!text && !ids.length) || !canRun()) return false;
     if (text.length > MAX_INPUT) {
       view.setStatus(`The message is too long (${text.length} > ${MAX_INPUT} characters)`, "error");
       return false;
     }
-    convo.add({ role: "user", text: [text, note].filter(Boolean).join("\n\n") }); // note: the files sent
+    convo.add({ role: "user", text, ...(sent.length ? { sent } : {}) });
     return runTurn(text, ids);
   }
 
@@ -173,6 +159,7 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     reply.request = text;
     const extra = attachments.length ? { attachments } : {}; // upload ids (attach.js)
     await follow(reply, (handlers) => api.streamChat(text, { chat: chatId, ...extra, ...handlers }));
+    if (reply.status === "done" || reply.status === "stopped") await history.sync(); // seqs: Edit, another answer
     return true;
   }
 
@@ -201,8 +188,9 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
         },
       });
       if (result !== null) {
-        convo.update(reply, { text: result.text, kind: result.kind, files: result.files, actions: result.actions, status: "done", error: "", notice: "" });
-        view.setStatus(result.kind === "error" ? "The daemon reported an error" : ready(), result.kind === "error" ? "error" : "ok");
+        const { changes, status } = finalChanges(result, ready());
+        convo.update(reply, changes);
+        view.setStatus(...status);
       }
     } catch (err) {
       failed(reply, err);
@@ -278,13 +266,20 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     retry,
     stop,
     newChat,
+    edit: (id, text) => branching.edit(id, text),
+    regenerate: (id) => branching.regenerate(id),
+    switchVersion: (id, index) => branching.switchVersion(id, index),
+    renameConversation: (id, title) => history.rename(id, title),
+    deleteConversation: (id) => history.remove(id),
+    searchConversations: (q) => history.search(q),
+    thumbnail: (msg, index) => history.thumbnail(msg, index),
     loadEarlier: () => history.loadEarlier(),
     conversations: () => history.conversations(),
     openConversation: (id, title) => (busy ? Promise.resolve(false) : history.open(id, title)),
     backToCurrent: () => history.backToCurrent(),
     stopListening: () => listener?.stop(),
-    hints: (input) => matchCommands(input, commands),
-    complete: (input) => completeCommand(input, commands),
+    hints: (input) => matchCommands(input, loader.list),
+    complete: (input) => completeCommand(input, loader.list),
     get busy() {
       return busy;
     },
@@ -294,11 +289,14 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     get readOnly() {
       return history.readOnly;
     },
+    get canEdit() {
+      return canRun() && history.supported !== false;
+    },
     get attaching() {
       return history.attaching;
     },
     get commands() {
-      return commands.slice();
+      return loader.list.slice();
     },
   };
 }

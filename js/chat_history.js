@@ -3,17 +3,19 @@
  * "load earlier"), re-attaching to an answer still running, a new chat, and
  * reading past conversations. No DOM.
  *
- * createHistory({api, chatId, convo, view, follow}) returns {load,
- * loadEarlier, newChat, conversations, open, backToCurrent, readOnly,
- * supported, attaching}. `follow(reply, runner)` is the chat controller's way to run
+ * createHistory({api, chatId, convo, view, follow}) returns {load, sync,
+ * loadEarlier, newChat, conversations, open, backToCurrent, rename, remove,
+ * search, thumbnail, shown, readOnly, supported, attaching}. `follow(reply, runner)` is the chat controller's way to run
  * an attached answer like its own turns (busy state, deltas, stop).
  * View calls used: setMore(bool), setReadOnly(null | {id, title}),
- * showConversations(list), setStatus(text, tone).
+ * showConversations(list), showResults(results | null, query), setStatus(text, tone).
  * A daemon without these routes (404) keeps the page's stored transcript.
+ * On a reload while an answer runs, the question it answers (`pending`) is
+ * shown above it; arrows between versions go where `placeVersions` puts them.
  */
 
 import { ApiError } from "./api.js";
-import { fromHistory } from "./conversation.js";
+import { fromHistory, placeVersions } from "./conversation.js";
 
 const PAGE = 50;
 const is404 = (err) => err instanceof ApiError && err.kind === "http" && err.status === 404;
@@ -51,11 +53,37 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     const page = await fetchPage({});
     if (!page) return false;
     current = page.conversation;
-    convo.replace(page.messages.map(fromHistory));
+    convo.replace(placeVersions(page.messages.map(fromHistory)));
     setMore(page.more);
+    if (page.running && attach && typeof api.attach === "function") {
+      // the question being answered is not stored yet: show it above its answer
+      if (page.pending) convo.add({ role: "user", text: page.pending.text, pending: true });
+      attaching = reattach();
+    }
     convo.save();
-    if (page.running && attach && typeof api.attach === "function") attaching = reattach();
     return true;
+  }
+
+  /**
+   * Give the newest messages their place in the daemon's history (`seq`), once a
+   * turn is stored, so they can be edited or answered again; matched from the end.
+   */
+  async function sync() {
+    if (supported !== true || readOnly) return;
+    let page;
+    try {
+      page = await api.history({ chat: chatId, limit: 4 });
+    } catch {
+      return; // the buttons wait for the next load
+    }
+    if (current && page.conversation !== current) return;
+    const theirs = placeVersions(page.messages.map(fromHistory)).filter((m) => Number.isInteger(m.seq));
+    const ours = convo.list;
+    for (let i = ours.length - 1, j = theirs.length - 1; i >= 0 && j >= 0; i--, j--) {
+      const [a, b] = [ours[i], theirs[j]];
+      if (a.role !== b.role || (a.role === "user" && a.text.trim() !== b.text.trim())) break;
+      if (!Number.isInteger(a.seq)) convo.update(a, { seq: b.seq, ...(b.versions ? { versions: b.versions } : {}) });
+    }
   }
 
   async function reattach() {
@@ -72,7 +100,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     if (!more || before === null) return false;
     const page = await fetchPage({ before, conversation: readOnly ? readOnly.id : current || undefined });
     if (!page) return false;
-    convo.prepend(page.messages.map(fromHistory));
+    convo.prepend(placeVersions(page.messages.map(fromHistory)));
     setMore(page.more);
     return true;
   }
@@ -118,10 +146,72 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     const page = await fetchPage({ conversation: id });
     if (!page) return false;
     readOnly = { id, title };
-    convo.replace(page.messages.map(fromHistory));
+    convo.replace(placeVersions(page.messages.map(fromHistory)));
     setMore(page.more);
     view.setReadOnly?.(readOnly);
     return true;
+  }
+
+  /** Give conversation `id` a title of its own; the list is drawn again. */
+  async function rename(id, title) {
+    try {
+      await api.renameConversation({ chat: chatId, conversation: id, title });
+    } catch (err) {
+      view.setStatus(`Could not rename: ${err.message}`, "error");
+      return false;
+    }
+    if (readOnly && readOnly.id === id) readOnly = { id, title };
+    view.setReadOnly?.(readOnly);
+    await conversations();
+    return true;
+  }
+
+  /** Delete conversation `id` (the current one: the daemon starts a new one). */
+  async function remove(id) {
+    let now;
+    try {
+      now = await api.deleteConversation({ chat: chatId, conversation: id });
+    } catch (err) {
+      view.setStatus(`Could not delete: ${err.message}`, "error");
+      return false;
+    }
+    if (id === current || (readOnly && readOnly.id === id)) {
+      current = now || current;
+      readOnly = null;
+      view.setReadOnly?.(null);
+      convo.clear();
+      setMore(false);
+      await load({ attach: false });
+    }
+    await conversations();
+    return true;
+  }
+
+  /** Conversations holding `q`; the view shows them in place of the list. */
+  async function search(q) {
+    if (!q.trim()) {
+      view.showResults?.(null);
+      return conversations();
+    }
+    try {
+      const results = await api.searchConversations({ chat: chatId, q });
+      view.showResults?.(results, q);
+      return results;
+    } catch (err) {
+      view.setStatus(`Could not search: ${err.message}`, "error");
+      return [];
+    }
+  }
+
+  /** The thumbnail (a Blob, or null) of the `index`th file the person sent with `msg`. */
+  async function thumbnail(msg, index) {
+    if (!Number.isInteger(msg.seq) || typeof api.thumbnail !== "function") return null;
+    const conversation = readOnly ? readOnly.id : undefined;
+    try {
+      return await api.thumbnail({ chat: chatId, conversation, seq: msg.seq, file: index });
+    } catch {
+      return null;
+    }
   }
 
   async function backToCurrent() {
@@ -132,11 +222,20 @@ export function createHistory({ api, chatId, convo, view, follow }) {
 
   return {
     load,
+    sync,
     loadEarlier,
+    /** The conversation shown: its id while reading a past one, else the current one's. */
+    get shown() {
+      return readOnly ? readOnly.id : current;
+    },
     newChat,
     conversations,
     open,
     backToCurrent,
+    rename,
+    remove,
+    search,
+    thumbnail,
     get readOnly() {
       return readOnly;
     },

@@ -35,12 +35,34 @@ export function retryLine({ attempt, max, reason }) {
   return `${why}, retrying ${attempt}${max ? `/${max}` : ""}`;
 }
 
+const BARE = /^[a-z][a-z0-9_]{0,40}$/;
+const WIRE = [
+  ["me__", ""],
+  ["draft__", " (draft)"],
+];
+
+/**
+ * A tool's name as the person knows it. Model APIs allow no dot, so a saved
+ * tool `me.wordcount` travels as `me__wordcount` and a draft as
+ * `draft__wordcount` (forge/names.py: a bare name never holds "__", so the
+ * mapping is reversible); anything else is shown as it is.
+ */
+export function toolLabel(name) {
+  const wire = String(name ?? "");
+  for (const [prefix, suffix] of WIRE) {
+    const bare = wire.startsWith(prefix) ? wire.slice(prefix.length) : "";
+    if (BARE.test(bare) && !bare.includes("__")) return `me.${bare}${suffix}`;
+  }
+  return wire;
+}
+
 /** One line for a tool card's summary: "me.weather · running…", "… · done in 120 ms", "… · failed". */
 export function toolSummary(tool) {
   const time = Number.isFinite(tool.ms) && tool.ms !== null ? ` in ${formatMs(tool.ms)}` : "";
-  if (tool.state === "start") return `${tool.name} · running…`;
-  if (tool.state === "error") return `${tool.name} · failed${time}`;
-  return `${tool.name} · done${time}`;
+  const name = toolLabel(tool.name);
+  if (tool.state === "start") return `${name} · running…`;
+  if (tool.state === "error") return `${name} · failed${time}`;
+  return `${name} · done${time}`;
 }
 
 export function formatMs(ms) {
@@ -50,7 +72,7 @@ export function formatMs(ms) {
 /** The status line while a turn runs. */
 export function busyStatus(msg, model) {
   const by = model ? ` · ${model}` : "";
-  const running = (msg.tools || []).filter((t) => t.state === "start").map((t) => t.name);
+  const running = (msg.tools || []).filter((t) => t.state === "start").map((t) => toolLabel(t.name));
   if (running.length) return `Running ${running.join(", ")}…${by}`;
   if (msg.notice) return `${msg.notice[0].toUpperCase()}${msg.notice.slice(1)}…${by}`;
   return `${msg.status === "streaming" ? "Answering…" : "Thinking…"}${by}`;

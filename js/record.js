@@ -13,6 +13,8 @@
  * the browser cannot record. The microphone is released when a recording stops.
  */
 
+import { setIcon } from "./icons.js";
+
 export const MIME_TYPES = ["audio/webm;codecs=opus", "audio/webm", "audio/ogg;codecs=opus"];
 export const MAX_RECORDING_MS = 10 * 60 * 1000;
 
@@ -105,14 +107,14 @@ export function wireRecord(win, els, { onRecorded, onError = () => {} }) {
     return null;
   }
   const idle = () => {
-    els.mic.textContent = "🎙";
+    setIcon(els.mic, "mic");
     els.mic.classList.remove("recording");
     els.mic.setAttribute("aria-pressed", "false");
     els.mic.title = "Record a voice note";
   };
   const rec = createRecorder(win, {
     onTick: (ms) => {
-      els.mic.textContent = `■ ${formatDuration(ms)}`;
+      setIcon(els.mic, "stop", { text: formatDuration(ms) });
       els.mic.classList.add("recording");
       els.mic.setAttribute("aria-pressed", "true");
       els.mic.title = "Stop recording";

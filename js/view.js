@@ -1,19 +1,28 @@
 /**
- * The conversation's DOM: one <article> per message (who, tool cards, the
- * rendered body with copy buttons on code blocks, a notice line, an error
- * with Retry, file links), drawn by the calls chat.js makes on its view.
+ * The conversation's DOM: one <article> per message (who, the files sent,
+ * tool cards, the rendered body with a head on code blocks, a notice line,
+ * an error with Retry, file links and players, the Edit / another answer /
+ * versions row), drawn by the calls chat.js makes on its view.
  *
- * createMessagesView(win, els, {retry, render}) returns {renderMessage,
- * clearMessages, setRenderer, isEmpty}. Streamed text is drawn once per
- * animation frame. Assistant text goes through `render` (markdown.js:
- * sanitised HTML); user text is only ever set as textContent.
+ * createMessagesView(win, els, actions) returns {renderMessage, clearMessages,
+ * setRenderer, isEmpty}; `actions`: retry(id), send(command), render(text),
+ * and when the page offers them edit(id, text), regenerate(id),
+ * version(id, index), thumb(msg, index) (a sent image's thumbnail). Streamed
+ * text is drawn once per animation frame. Assistant text goes through
+ * `render` (markdown.js: sanitised HTML); user text is only ever set as
+ * textContent. The emoji roost's messages use become inline SVG icons
+ * (icons.js); code blocks name their language; a spoken answer gets a
+ * player (speech.js), the files a person sent chips with thumbnails.
  */
 
 import { actionButtons } from "./actions.js";
+import { iconize, icon } from "./icons.js";
 import { toolSummary } from "./progress.js";
+import { isSpoken, speechPlayer } from "./speech.js";
+import { sentChips } from "./thumbs.js";
+import { decorateCode, editForm, messageTools } from "./view_parts.js";
 
 const NEAR_BOTTOM_PX = 96;
-const COPIED_MS = 1500;
 
 /** A download link for one file of a reply (one-time: it works once, for ten minutes). */
 function fileLink(document, file) {
@@ -21,7 +30,9 @@ function fileLink(document, file) {
   link.href = file.url;
   link.download = file.name;
   const kb = Math.max(1, Math.round(file.size / 1024));
-  link.textContent = `📎 ${file.name} (${kb.toLocaleString()} KB, download once)`;
+  const label = document.createElement("span");
+  label.textContent = `${file.name} (${kb.toLocaleString()} KB, download once)`;
+  link.append(icon(document, "paperclip"), label);
   return link;
 }
 
@@ -30,32 +41,6 @@ function el(document, tag, className, text) {
   if (className) e.className = className;
   if (text !== undefined) e.textContent = text;
   return e;
-}
-
-/** Put text on the clipboard; resolves to true when it worked. */
-async function copyText(win, text) {
-  try {
-    await win.navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A Copy button on each code block of `body` (rendered HTML is replaced on every draw). */
-function addCopyButtons(win, body) {
-  if (typeof body.querySelectorAll !== "function") return;
-  for (const pre of body.querySelectorAll("pre")) {
-    const button = el(win.document, "button", "copy", "Copy");
-    button.type = "button";
-    button.setAttribute("aria-label", "Copy the code");
-    button.addEventListener("click", async () => {
-      const ok = await copyText(win, pre.querySelector("code")?.textContent ?? pre.textContent);
-      button.textContent = ok ? "Copied" : "Select and copy";
-      win.setTimeout(() => (button.textContent = "Copy"), COPIED_MS);
-    });
-    pre.prepend(button);
-  }
 }
 
 /** One tool card: <details> kept across redraws so an opened card stays open. */
@@ -105,17 +90,22 @@ export function createMessagesView(win, els, actions) {
     n = {
       root,
       who: el(document, "div", "who", msg.role === "user" ? "You" : "roost"),
+      sent: el(document, "ul", "chips sent-files"),
       tools: el(document, "div", "tools"),
       body: el(document, "div", "body"),
       notice: el(document, "div", "notice"),
       files: el(document, "div", "files"),
       buttons: el(document, "div", "actions"), // one-tap actions (actions.js)
+      row: el(document, "div", "msg-tools"),
       cards: new Map(),
+      players: new Map(), // spoken answers by link: each link works once
+      editing: false,
       error,
       errorText,
       retry,
     };
-    root.append(n.who, n.tools, n.body, n.notice, error, n.files, n.buttons);
+    n.sent.setAttribute("aria-label", "Files sent");
+    root.append(n.who, n.sent, n.tools, n.body, n.notice, error, n.files, n.buttons, n.row);
     els.messages.append(root);
     nodes.set(msg.id, n);
     els.welcome.hidden = true;
@@ -139,25 +129,67 @@ export function createMessagesView(win, els, actions) {
     n.retry.hidden = msg.role !== "assistant";
   }
 
+  function drawBody(n, msg) {
+    if (n.editing) {
+      n.body.replaceChildren(editForm(document, msg, {
+        save: async (text) => {
+          n.editing = false;
+          if (!(await actions.edit(msg.id, text))) draw(msg); // unchanged or not possible
+        },
+        cancel: () => {
+          n.editing = false;
+          draw(msg);
+        },
+      }));
+      n.body.querySelector?.("textarea")?.focus();
+      return;
+    }
+    if (msg.role === "user") {
+      n.body.textContent = msg.text; // never parsed: shown exactly as typed
+      n.body.hidden = !msg.text && Boolean(msg.sent?.length);
+    } else {
+      n.body.innerHTML = render(msg.text); // sanitised (markdown.js) or escaped (render.js)
+      decorateCode(win, n.body);
+    }
+    iconize(document, n.body);
+  }
+
+  function drawFiles(n, msg) {
+    n.files.replaceChildren(
+      ...(msg.files || []).map((file) => {
+        if (!isSpoken(file)) return fileLink(document, file);
+        if (!n.players.has(file.url)) n.players.set(file.url, speechPlayer(win, file));
+        return n.players.get(file.url);
+      }),
+    );
+    if (n.shownSent !== msg.sent) n.sent.replaceChildren(...sentChips(win, msg.sent, { thumb: (_f, i) => actions.thumb?.(msg, i) }));
+    n.shownSent = msg.sent;
+    n.sent.hidden = !msg.sent?.length;
+  }
+
   function draw(msg) {
     const stick = nearBottom() || (msg.role === "user" && !nodes.has(msg.id));
     const n = node(msg);
     shown.set(msg.id, msg);
     n.root.className = `msg ${msg.role} status-${msg.status}${msg.kind ? ` kind-${msg.kind}` : ""}`;
-    if (msg.role === "user") {
-      n.body.textContent = msg.text; // never parsed: shown exactly as typed
-    } else {
-      n.body.innerHTML = render(msg.text); // sanitised (markdown.js) or escaped (render.js)
-      addCopyButtons(win, n.body);
-    }
+    drawBody(n, msg);
     drawTools(n, msg.tools);
     n.notice.textContent = msg.notice || "";
     n.notice.hidden = !msg.notice;
-    n.files.replaceChildren(...(msg.files || []).map((file) => fileLink(document, file)));
+    iconize(document, n.notice);
+    drawFiles(n, msg);
     if (n.shownActions !== msg.actions) n.buttons.replaceChildren(...actionButtons(document, msg.actions, actions.send));
     n.shownActions = msg.actions;
+    const row = messageTools(document, msg, { ...actions, startEdit: () => {
+      n.editing = true;
+      draw(msg);
+    } });
+    n.row.replaceWith(row);
+    n.row = row;
+    n.row.hidden = n.row.hidden || n.editing;
     n.root.setAttribute("aria-busy", String(msg.status === "pending" || msg.status === "streaming"));
     drawError(n, msg);
+    iconize(document, n.errorText);
     if (stick) toBottom();
   }
 

@@ -125,14 +125,16 @@ class ChannelRow:
 
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    from bridge.app.web_extras import mount_extras, spoken_handle
     from bridge.channels.web import WebChannel
     from bridge.channels.web_files import FileLinks
 
     token, created = web_token(settings)
     budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
     log.info("web: %s", budget.describe())
+    handle = spoken_handle(roost)  # answers spoken in the page after /voice on
     web = WebChannel(
-        roost.core.handle,
+        handle,
         roost.command_list,
         token,
         settings.web.host,
@@ -153,6 +155,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         limits=budget.limits,
         barred=lambda tenant: forgetting(settings.home, tenant),
     )
+    mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"
 
     def announce() -> str:

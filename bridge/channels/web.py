@@ -65,7 +65,8 @@ Recent = Callable[[str, int], list[dict[str, Any]]]
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+        "media-src 'self' blob:; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; "
+        "form-action 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -149,6 +150,14 @@ class WebChannel:
             self.app.router.add_get("/metrics", self._metrics_text)
         self._runner: web.AppRunner | None = None
         self.port = port
+
+    @property
+    def gate(self) -> WebGate:
+        """Who asks (for routes other modules add: `bridge.app.web_extras`)."""
+        return self._gate
+
+    def final_json(self, final: Final) -> dict[str, Any]:
+        return self._final(final)
 
     def set_tenant_tokens(self, tenant_tokens: Mapping[str, str]) -> None:
         """`[tenants.X] web_token`s as reloaded; the web token itself cannot change live.

@@ -7,7 +7,11 @@ it copies the person's messages and the final answers (not the tool steps)
 and the summary into `conversation_messages` / `conversations`, and opens a
 new current conversation with a new id. `page(...)` reads either kind
 newest last, paged backwards by `before` (a message's `seq`); the current
-one starts with its summary (seq 0, status `summary`) when it has one.
+one starts with its summary (seq 0, status `summary`) when it has one. What
+a message shows (the person's words and files rather than the model's view,
+tool cards, failed turns, versions) is `bridge.core.history_page`; archiving
+freezes that view (the `meta` column). A title the person gave a
+conversation (`conversations.title` set while it is current) is kept.
 Ids are numbers shared by all chats; every read checks that the id belongs
 to the asking (tenant, channel, chat). The archive is pruned by age
 (`keep_days`, default 90) and count per chat (`keep_count`, default 100)
@@ -21,11 +25,11 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bridge.core.running import is_stopped
+from bridge.core.history_page import CurrentPage, message
+from bridge.core.shown import read_meta
 
 TITLE_CHARS = 60
 MAX_PAGE = 200
-_SHOWN = "role IN ('user', 'assistant') AND tool_calls = ''"  # not the tool-call steps
 
 
 class SessionKey(Protocol):
@@ -50,14 +54,9 @@ def title_of(question: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Page:
     conversation: int
-    messages: list[dict[str, Any]]  # {"seq", "role", "text", "ts", "status"}, oldest first
+    messages: list[dict[str, Any]]  # bridge.core.history_page.message, oldest first
     more: bool  # older messages exist (ask again with before = messages[0]["seq"])
     current: bool
-
-
-def _message(seq: int, role: str, text: str, ts: float) -> dict[str, Any]:
-    status = "stopped" if role == "assistant" and is_stopped(text) else "done"
-    return {"seq": seq, "role": role, "text": text, "ts": ts, "status": status}
 
 
 class ConversationArchive:
@@ -66,6 +65,7 @@ class ConversationArchive:
     ) -> None:
         self._db = conn
         self.keep_days, self.keep_count = keep_days, keep_count
+        self.shown = CurrentPage(conn)  # also the failed turns and the versions
 
     def current(self, key: SessionKey, now: float) -> int:
         """The current conversation's id (made on first use; another process may race)."""
@@ -95,15 +95,14 @@ class ConversationArchive:
             return  # nothing said since the last reset: the current conversation stays
         started, updated, turns, summary = row
         ident = self.current(key, now)
-        db.execute(
-            "INSERT INTO conversation_messages (conversation, tenant, role, text, at)"
-            f" SELECT ?, tenant, role, content, at FROM session_messages"
-            f" WHERE tenant=? AND channel=? AND chat=? AND {_SHOWN} ORDER BY id",
-            (ident, *_args(key)),
+        db.executemany(
+            "INSERT INTO conversation_messages (conversation, tenant, role, text, at, meta)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(ident, key.tenant, *r) for r in self.shown.archive_rows(key, ident)],
         )
         db.execute(
-            "UPDATE conversations SET started_at=?, updated_at=?, turns=?, title=?, summary=?,"
-            " archived_at=? WHERE id=?",
+            "UPDATE conversations SET started_at=?, updated_at=?, turns=?,"
+            " title=COALESCE(NULLIF(title, ''), ?), summary=?, archived_at=? WHERE id=?",
             (started, updated, turns, self._title(key), summary, now, ident),
         )
         self.current(key, now)
@@ -111,11 +110,15 @@ class ConversationArchive:
 
     def _title(self, key: SessionKey) -> str:
         first = self._db.execute(
-            "SELECT content FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
+            "SELECT content, meta FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
             " AND role='user' ORDER BY id LIMIT 1",
             _args(key),
         ).fetchone()
-        return title_of(first[0]) if first else "(earlier turns summarised)"
+        if first is None:
+            return "(earlier turns summarised)"
+        info = read_meta(first[1])
+        names = ", ".join(f["name"] for f in info.get("files", ()))
+        return title_of(info.get("text") or names or first[0])
 
     def _prune(self, key: SessionKey, now: float) -> None:
         """Drop archived conversations past `keep_days`, and this chat's past `keep_count`."""
@@ -145,7 +148,10 @@ class ConversationArchive:
             _args(key),
         ).fetchone()
         started, updated, turns = session if session is not None else (now, now, 0)
-        title = self._title(key) if session is not None else ""
+        (named,) = self._db.execute(
+            "SELECT title FROM conversations WHERE id=?", (current,)
+        ).fetchone()
+        title = named or (self._title(key) if session is not None else "")
         out = [_listed(current, started, updated, turns, title, True)]
         rows = self._db.execute(
             "SELECT id, started_at, updated_at, turns, title FROM conversations"
@@ -172,30 +178,27 @@ class ConversationArchive:
         if owned is None:
             return None
         rows = self._db.execute(
-            "SELECT id, role, text, at FROM conversation_messages WHERE conversation=?"
+            "SELECT id, role, text, at, meta FROM conversation_messages WHERE conversation=?"
             " AND tenant=? AND id<? ORDER BY id DESC LIMIT ?",
             (conversation, key.tenant, before or 2**62, limit + 1),
         ).fetchall()
-        return _paged(conversation, rows, limit, str(owned[0]), float(owned[1]), False)
+        more = len(rows) > limit
+        messages = [message(*r) for r in reversed(rows[:limit])]
+        return _paged(conversation, messages, more, str(owned[0]), float(owned[1]), False)
 
     def _current_page(self, key: SessionKey, ident: int, before: int | None, limit: int) -> Page:
-        rows = self._db.execute(
-            "SELECT id, role, content, at FROM session_messages"
-            f" WHERE tenant=? AND channel=? AND chat=? AND {_SHOWN} AND id<?"
-            " ORDER BY id DESC LIMIT ?",
-            (*_args(key), before or 2**62, limit + 1),
-        ).fetchall()
+        messages, more = self.shown.page(key, ident, before, limit)
         session = self._db.execute(
             "SELECT summary, started_at FROM sessions WHERE tenant=? AND channel=? AND chat=?",
             _args(key),
         ).fetchone()
         summary, started = (str(session[0]), float(session[1])) if session else ("", 0.0)
-        return _paged(ident, rows, limit, summary, started, True)
+        return _paged(ident, messages, more, summary, started, True)
 
 
-def _paged(ident: int, rows: list[Any], limit: int, summary: str, ts: float, current: bool) -> Page:
-    more = len(rows) > limit
-    messages = [_message(*r) for r in reversed(rows[:limit])]
+def _paged(
+    ident: int, messages: list[dict[str, Any]], more: bool, summary: str, ts: float, current: bool
+) -> Page:
     if not more and summary:
         opening = {"seq": 0, "role": "assistant", "text": summary, "ts": ts, "status": "summary"}
         messages.insert(0, opening)

@@ -235,6 +235,27 @@ MIGRATIONS: tuple[str, ...] = (
     );
     ALTER TABLE outbox ADD COLUMN leased INTEGER NOT NULL DEFAULT 0
     """,
+    # the web page's history (bridge/core/shown.py, turn_failures.py, versions.py): what the
+    # person typed and the files they sent, tool cards of archived answers, failed turns
+    # (never in a prompt), and the other versions of an edited or regenerated turn
+    """
+    ALTER TABLE session_messages ADD COLUMN meta TEXT NOT NULL DEFAULT '';
+    ALTER TABLE conversation_messages ADD COLUMN meta TEXT NOT NULL DEFAULT '';
+    CREATE TABLE failed_turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation INTEGER NOT NULL, tenant TEXT NOT NULL, after INTEGER NOT NULL,
+        role TEXT NOT NULL, text TEXT NOT NULL, meta TEXT NOT NULL DEFAULT '',
+        at REAL NOT NULL
+    );
+    CREATE INDEX failed_turns_of ON failed_turns (conversation, after);
+    CREATE TABLE turn_versions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation INTEGER NOT NULL, tenant TEXT NOT NULL,
+        first_turn INTEGER NOT NULL, parent TEXT NOT NULL, made REAL NOT NULL,
+        turns INTEGER NOT NULL, chars INTEGER NOT NULL, rows TEXT NOT NULL
+    );
+    CREATE INDEX turn_versions_of ON turn_versions (conversation, first_turn)
+    """,
 )
 
 

@@ -211,11 +211,14 @@ class SessionStore:
         msg_id: str,
         now: float,
         steps: Sequence[ChatMessage] = (),
+        sent: Masked | None = None,
     ) -> None:
         """Store one turn: the message, its tool-call steps (in order) and the answer,
-        every text of them masked (`Unmasked` otherwise, before anything is written)."""
+        every text of them masked (`Unmasked` otherwise, before anything is written);
+        `sent`: what the person sent, when it differs from `user` (`bridge.core.shown`)."""
         turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
         require_masked(turn_messages, "the session store")
+        meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
         with self._transaction() as db:
             row = self._row(key)
@@ -230,8 +233,12 @@ class SessionStore:
             turn = row.turns + 1
             db.executemany(
                 "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
-                " tool_calls, tool_call_id, msg_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_row_args(key, turn, m, msg_id, now) for m in turn_messages],
+                " tool_calls, tool_call_id, msg_id, at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (*_row_args(key, turn, m, msg_id, now), meta if i == 0 else "")
+                    for i, m in enumerate(turn_messages)
+                ],
             )
             chars = row.chars + sum(message_chars(m) for m in turn_messages)
             db.execute(
@@ -259,6 +266,20 @@ class SessionStore:
         self._remove(key, plan, row.summary, row.summarised, dropped=plan.turns)
         log.warning("session over twice its budget: dropped the %d oldest turns", plan.turns)
         return True
+
+    def failed(self, key: SessionKey, user: Masked, sent: Masked, told: Masked, now: float) -> None:
+        """Keep a turn the model failed for the page's history (never for a prompt):
+        the person's message and what they were told (`bridge.core.turn_failures`),
+        all masked (`Unmasked` otherwise)."""
+        for text in (user, sent, told):
+            require(text, "the failed-turn store")
+        conversation = self.archive.current(key, now)
+        self.archive.shown.failures.record(key, conversation, user, sent, told, now)
+
+    def forget(self, key: SessionKey) -> None:
+        """Drop the cached history of `key`: its rows were changed outside this store
+        (`bridge.core.versions`)."""
+        self._cache.pop(key, None)
 
     def over_budget(self, key: SessionKey) -> bool:
         row = self._row(key)

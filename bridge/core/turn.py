@@ -10,7 +10,8 @@ before the person's, images with it (the history keeps only the text), or
 the turn is refused with the reason; files a tool wrote into `outputs/`
 during the turn go out with the reply. Once stored, an over-budget session is summarised in the
 background (`Compactor`). A backend
-failure becomes a short reply and stores nothing, so the person can retry;
+failure becomes a short reply and stores nothing the model sees, so the person
+can retry (the history they read keeps it: `SessionStore.failed`);
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`;
 one the person stopped (`bridge.core.running`) keeps what was shown, marked
 "… [stopped]", and is audited with kind `stopped`.
@@ -55,6 +56,7 @@ from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
+from bridge.core.shown import sent_meta
 from bridge.core.usage import Tokens
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
@@ -195,6 +197,7 @@ class TurnRunner:
             result = await self._on_model(turn, session, mask, on_delta, on_progress, prepared)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
+            self._keep_failure(key, inbound, prepared, mask, exc.user_message)
             details = {"channel": inbound.channel, "kind": exc.kind}
             events.add("message.failed", dirs.tenant, details)
             await events.flush(self._audit)
@@ -208,7 +211,9 @@ class TurnRunner:
                 kept = stopped_text("".join(shown))
                 asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 mask = mask.also(turn.refused)
-                self._store(key, mask.mask(asked), mask.mask(kept), inbound.msg_id, ())
+                self._store(
+                    key, mask.mask(asked), mask.mask(kept), inbound.msg_id, (), _sent(inbound, mask)
+                )
             kind = "stopped" if stopped else "cancelled"
             events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
             await events.flush(self._audit)
@@ -220,7 +225,7 @@ class TurnRunner:
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
-        stored = self._store(key, asked, answer, inbound.msg_id, steps)
+        stored = self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
         text = answer
         if not stored:
             text += "\n\n" + NOT_STORED
@@ -288,14 +293,31 @@ class TurnRunner:
         text: Masked,
         msg_id: str,
         steps: Sequence[ChatMessage],
+        sent: Masked | None = None,
     ) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
-            self.sessions.append(key, asked, text, msg_id, self._clock(), steps)
+            self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent)
         except (OSError, sqlite3.Error) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
         return True
+
+    def _keep_failure(
+        self,
+        key: SessionKey,
+        inbound: Inbound,
+        prepared: Prepared,
+        mask: OutputMask,
+        told: str,
+    ) -> None:
+        """Keep a failed turn for the history the person reads (never for the model)."""
+        asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
+        sent, said = _sent(inbound, mask), mask.mask(told)
+        try:
+            self.sessions.failed(key, asked, sent, said, self._clock())
+        except (OSError, sqlite3.Error) as exc:
+            log.error("the failed turn was not kept for the history (%s)", exc)
 
     async def _agent(
         self,
@@ -358,6 +380,12 @@ class TurnRunner:
             return system, stable
         head = mask.mask(system[:stable])
         return system, len(head) if mask.mask(system).startswith(head) else 0
+
+
+def _sent(inbound: Inbound, mask: OutputMask) -> Masked:
+    """What the person sent, for the history they read ('' when it is the stored text),
+    masked again as a whole: the session store takes only masked text."""
+    return mask.mask(sent_meta(inbound.text, inbound.quoted, inbound.attachments, mask.mask))
 
 
 def _showing(on_delta: DeltaSink | None, shown: list[str]) -> DeltaSink:

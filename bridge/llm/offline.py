@@ -11,19 +11,29 @@ from collections.abc import AsyncIterator
 
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 
-OFFLINE_ANSWER = """\
+CONFIG_ENV = """\
+ROOST_LLM__BASE_URL  an OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 \
+for Ollama, or https://api.openai.com/v1
+ROOST_LLM__API_KEY   the server's API key (not needed for a local Ollama)
+ROOST_LLM__MODEL     the model name, e.g. llama3.2 or gpt-4o-mini"""
+CONFIG_TOML = '''\
+[llm]
+base_url = "http://127.0.0.1:11434/v1"
+model = "llama3.2"'''
+
+
+def _indented(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+OFFLINE_ANSWER = f"""\
 No model is configured, so I can only run slash commands (try /help).
 
 To connect a model, set these environment variables and restart roost:
-  ROOST_LLM__BASE_URL  an OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 \
-for Ollama, or https://api.openai.com/v1
-  ROOST_LLM__API_KEY   the server's API key (not needed for a local Ollama)
-  ROOST_LLM__MODEL     the model name, e.g. llama3.2 or gpt-4o-mini
+{_indented(CONFIG_ENV)}
 
 or put the same keys in the [llm] table of roost.toml:
-  [llm]
-  base_url = "http://127.0.0.1:11434/v1"
-  model = "llama3.2"
+{_indented(CONFIG_TOML)}
 
 For Claude: ROOST_LLM__API_KEY=sk-ant-... (Anthropic's API), or
 ROOST_LLM__PROVIDER=claude_cli to use a logged-in Claude Code on this machine.

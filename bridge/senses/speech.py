@@ -7,7 +7,8 @@ blocks, inline-code backticks, URLs (a Markdown link keeps its label),
 quoted lines and "🎙" notices are left out, Markdown marks are dropped, and
 an answer over `[llm.speech] max_chars` is cut at the last sentence end that
 fits, followed by "…the rest is in the text." The text reply is always sent
-as well; speaking only ever adds a voice message.
+as well; speaking only ever adds a voice message (Telegram) or a player under
+the answer (the web page, `bridge.channels.web_speech`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.audit_sink import AuditSink
 
 REST = " …the rest is in the text."
+SPEAKING = ("telegram", "web")  # channels that deliver a spoken answer
 KEY = "voice"
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)")
@@ -98,8 +100,10 @@ class VoiceCommands:
         await self._audit.emit(
             "voice.changed", ctx.tenant, {"on": on, "channel": i.channel, "chat": i.chat}
         )
-        if i.channel != "telegram":
-            return f"Voice is {wanted} for this chat; voice messages are sent on Telegram only."
+        if i.channel not in SPEAKING:
+            return f"Voice is {wanted} for this chat; answers are spoken on Telegram and the web."
+        if on and i.channel == "web":
+            return "🔊 Answers in this chat are now also spoken: the page plays each one."
         return "🔊 Answers in this chat are now also spoken." if on else "🔇 Voice is off."
 
     def _status(self, on: bool) -> str:

@@ -281,12 +281,18 @@ test("a reply's files come through as download links; anything else is dropped",
     { name: "evil", size: 1, url: "https://evil.example/x" },
     { name: "odd", size: "big", url: "/files/x" },
     { name: 7, size: 1, url: "/files/y" },
+    { name: "spoken answer.ogg", mime: "audio/ogg", size: 9, url: "/files/sp" },
+    { name: "odd type", mime: "text/html; charset=x<", size: 9, url: "/files/t" },
   ];
   const final = `event: final\ndata: ${JSON.stringify({ text: "here", kind: "command", files })}\n\n`;
   const { res } = sseResponse([enc.encode(final)]);
   assert.deepEqual(await api(fakeFetch(() => res)).streamChat("/export"), {
     text: "here",
     kind: "command",
-    files: [{ name: "roost-export-local.zip", url: "/files/abc.DEF-_1", size: 2048 }],
+    files: [
+      { name: "roost-export-local.zip", url: "/files/abc.DEF-_1", size: 2048, mime: "application/zip" },
+      { name: "spoken answer.ogg", url: "/files/sp", size: 9, mime: "audio/ogg" },
+      { name: "odd type", url: "/files/t", size: 9, mime: "" },
+    ],
   });
 });

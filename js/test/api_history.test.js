@@ -55,6 +55,7 @@ test("history: query string, paging parameters, limit capped, malformed messages
     ],
     more: true,
     running: false,
+    pending: null,
   });
   await api.history({});
   assert.equal(calls[1].url, "/api/history?chat=default");
@@ -126,10 +127,68 @@ test("the chat stream passes tool, retry and info events on and skips malformed 
   const result = await api.streamChat("sum", { chat: "w", onProgress: (e) => events.push(e) });
   assert.deepEqual(events.map((e) => e.type), ["info", "retry", "tool", "tool"]);
   assert.equal(events[3].ms, 3);
-  assert.deepEqual(result.files, [{ name: "a.txt", url: "/files/abc", size: 3 }]);
+  assert.deepEqual(result.files, [{ name: "a.txt", url: "/files/abc", size: 3, mime: "" }]);
 });
 
 test("normalizers tolerate junk bodies", () => {
-  assert.deepEqual(normalizeHistory(null), { conversation: "", messages: [], more: false, running: false });
+  assert.deepEqual(normalizeHistory(null), { conversation: "", messages: [], more: false, running: false, pending: null });
   assert.deepEqual(normalizeConversations({ conversations: "x" }), []);
+});
+
+test("history keeps what was sent, tool cards, versions, failed turns and the pending question", () => {
+  const page = normalizeHistory({
+    conversation: 3,
+    running: true,
+    pending: { text: "still asking", ts: 9 },
+    messages: [
+      { seq: 1, role: "user", text: "read it", status: "done", files: [{ name: "a.txt", kind: "document", mime: "text/plain", size: 5 }, { name: 3 }], versions: { index: 1, count: 2, edited: true } },
+      { seq: 2, role: "assistant", text: "done", tools: [{ id: "c1", name: "me__sum", state: "error", args: "{}", result: "error: x" }, { name: "", state: "done" }] },
+      { seq: null, role: "user", text: "failed one", status: "done" },
+      { seq: null, role: "assistant", text: "The model server refused (ref 1a2b)", status: "error" },
+      { seq: null, role: "assistant", text: "no seq, not an error" },
+      { seq: 5, role: "user", text: "x", versions: { index: 3, count: 2 } },
+    ],
+  });
+  assert.deepEqual(page.pending, { text: "still asking", ts: 9 });
+  assert.deepEqual(page.messages[0].files, [{ name: "a.txt", kind: "document", mime: "text/plain", size: 5 }]);
+  assert.deepEqual(page.messages[0].versions, { index: 1, count: 2, edited: true });
+  assert.deepEqual(page.messages[1].tools, [{ id: "c1", name: "me__sum", state: "error", args: "{}", result: "error: x", ms: null }]);
+  assert.deepEqual(page.messages.slice(2, 4).map((m) => [m.seq, m.status]), [[null, "done"], [null, "error"]]);
+  assert.equal(page.messages.length, 5); // the malformed assistant row is dropped
+  assert.equal(page.messages[4].versions, undefined); // an index out of range is no version
+});
+
+test("rename, delete, search, status, version and thumbnail requests", async () => {
+  const { api, calls } = recorder((url) => {
+    if (url.startsWith("/api/conversations/rename")) return Response.json({ title: "Trip" });
+    if (url.startsWith("/api/conversations/delete")) return Response.json({ deleted: true, current: 9 });
+    if (url.startsWith("/api/conversations/search"))
+      return Response.json({ results: [{ conversation: 4, title: "t", current: false, hits: 2, seq: 7, role: "user", snippet: "…a Straße b", match: [3, 9] }, { conversation: "x" }, { conversation: 5, snippet: "ab", match: [1, 9] }] });
+    if (url.startsWith("/api/status")) return Response.json({ model: { configured: false, describe: "offline" }, setup: { toml: "[llm]", env: "E" }, speech: { configured: true, on: false } });
+    if (url.startsWith("/api/chat/version")) return Response.json({ switched: true });
+    if (url.startsWith("/api/attachment")) return url.includes("seq=1") ? new Response(new Blob(["img"]), { status: 200 }) : Response.json({ error: "gone" }, { status: 404 });
+    if (url === "/api/chat/edit" || url === "/api/chat/regenerate") return sseResponse([["delta", { text: "new" }], ["final", { text: "new", kind: "answer" }]]);
+    return new Response("", { status: 404 });
+  });
+  assert.equal(await api.renameConversation({ chat: "w", conversation: "4", title: "Trip " }), "Trip");
+  assert.deepEqual(calls[0].body, { chat: "w", conversation: 4, title: "Trip " });
+  assert.equal(await api.deleteConversation({ chat: "w", conversation: "4" }), "9");
+  const found = await api.searchConversations({ chat: "w", q: "straße" });
+  assert.equal(calls[2].url, "/api/conversations/search?chat=w&q=stra%C3%9Fe");
+  assert.equal(found.length, 2);
+  assert.deepEqual(found[0].match, [3, 9]);
+  assert.equal(found[0].snippet.slice(3, 9), "Straße");
+  assert.equal(found[1].match, null); // out of the snippet: not trusted
+  assert.deepEqual(await api.status({ chat: "w" }), { configured: false, model: "offline", setup: { toml: "[llm]", env: "E" }, speech: { configured: true, on: false } });
+  assert.equal(await api.switchVersion({ chat: "w", seq: 3, index: 0 }), true);
+  assert.deepEqual(calls.at(-1).body, { chat: "w", seq: 3, index: 0 });
+  assert.equal(await (await api.thumbnail({ chat: "w", seq: 1, file: 0 })).text(), "img");
+  assert.equal(calls.at(-1).url, "/api/attachment?chat=w&seq=1&file=0");
+  assert.equal(await api.thumbnail({ chat: "w", seq: 2 }), null);
+  const seen = [];
+  assert.deepEqual(await api.editMessage({ chat: "w", seq: 1, text: "t", onDelta: (p) => seen.push(p) }), { text: "new", kind: "answer" });
+  assert.deepEqual(calls.at(-1).body, { chat: "w", seq: 1, text: "t" });
+  assert.deepEqual(await api.regenerate({ chat: "w", seq: 2 }), { text: "new", kind: "answer" });
+  assert.deepEqual(calls.at(-1).body, { chat: "w", seq: 2 });
+  assert.deepEqual(seen, ["new"]);
 });

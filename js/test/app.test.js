@@ -61,6 +61,9 @@ function els(win) {
   };
 }
 
+/** A message's part by its class (body, error, files, tools, notice, …). */
+const part = (node, cls) => node.children.find((c) => c.className.split(" ").includes(cls));
+
 function type(e, text) {
   e.input.value = text;
   e.input.dispatch("input");
@@ -117,11 +120,11 @@ test("a turn: Enter sends, Send is disabled meanwhile, the reply is rendered", a
 
   const [user, reply] = e.messages.children;
   assert.match(user.className, /\buser\b/);
-  assert.equal(user.children[2].textContent, "line one");
+  assert.equal(part(user, "body").textContent, "line one");
   assert.match(reply.className, /\bassistant\b.*status-done.*kind-answer/);
-  const html = reply.children[2].innerHTML;
+  const html = part(reply, "body").innerHTML;
   assert.match(html, /^<strong>Hi<\/strong> &lt;img src=x onerror=alert\(1\)&gt; line one$/);
-  assert.equal(reply.children[4].hidden, true, "no error shown");
+  assert.equal(part(reply, "error").hidden, true, "no error shown");
   assert.equal(e.status.textContent, "Ready");
 });
 
@@ -145,15 +148,15 @@ test("streamed pieces are drawn on the next animation frame", async () => {
   push("delta", { text: "par" });
   await until(() => chat.messages[1]?.text === "par");
   const reply = e.messages.children[1];
-  assert.equal(reply.children[2].innerHTML, "", "not drawn before the frame");
+  assert.equal(part(reply, "body").innerHTML, "", "not drawn before the frame");
   win.flushFrames();
-  assert.equal(reply.children[2].innerHTML, "par");
+  assert.equal(part(reply, "body").innerHTML, "par");
   assert.match(reply.className, /status-streaming/);
   push("final", { text: "done", kind: "answer" });
   await until(() => !chat.busy);
-  assert.equal(reply.children[2].innerHTML, "done");
+  assert.equal(part(reply, "body").innerHTML, "done");
   win.flushFrames(); // a stale frame must not draw the streaming text again
-  assert.equal(reply.children[2].innerHTML, "done");
+  assert.equal(part(reply, "body").innerHTML, "done");
 });
 
 test("command hints appear for / and Tab completes", async () => {
@@ -187,13 +190,13 @@ test("a failed turn shows the error inline with a Retry button", async () => {
   await until(() => chat.messages[1]?.status === "failed");
   await until(() => !chat.busy);
   const reply = e.messages.children[1];
-  const error = reply.children[4];
+  const error = part(reply, "error");
   assert.equal(error.hidden, false);
   assert.equal(error.children[0].textContent, "model offline");
   assert.equal(e.status.dataset.tone, "error");
   error.children[1].dispatch("click");
   await until(() => chat.messages.length === 4 && !chat.busy);
-  assert.equal(e.messages.children[3].children[2].innerHTML, "ok now");
+  assert.equal(part(e.messages.children[3], "body").innerHTML, "ok now");
   assert.equal(e.messages.children.length, 4, "the conversation stays visible");
 });
 
@@ -240,7 +243,7 @@ test("a reply's files are shown as download links under it", async () => {
   e.input.dispatch("keydown", { key: "Enter" });
   await until(() => !chat.busy && chat.messages[1]?.status === "done");
   const reply = e.messages.children[1];
-  const [link] = reply.children[5].children;
+  const [link] = part(reply, "files").children;
   assert.equal(link.href, "/files/tok.en");
   assert.equal(link.download, "roost-export-local.zip");
   assert.match(link.textContent, /roost-export-local\.zip \(4 KB, download once\)/);
@@ -267,7 +270,8 @@ test("tool calls are cards with arguments and result; a retry is a line under th
   push("retry", { attempt: 2, max: 4, reason: "the model server is busy" });
   await until(() => chat.messages[1]?.notice);
   const reply = e.messages.children[1];
-  const [, tools, , notice] = reply.children;
+  const tools = part(reply, "tools");
+  const notice = part(reply, "notice");
   assert.equal(notice.textContent, "the model server is busy, retrying 2/4");
   assert.equal(notice.hidden, false);
   assert.equal(e.status.textContent, "The model server is busy, retrying 2/4… · qwen3");
@@ -333,7 +337,7 @@ test("a stopped answer is marked and keeps Retry", async () => {
   await until(() => !chat.busy);
   const reply = e.messages.children[1];
   assert.match(reply.className, /status-stopped/);
-  const error = reply.children[4];
+  const error = part(reply, "error");
   assert.equal(error.hidden, false);
   assert.equal(error.children[0].textContent, "Stopped — the answer was cut here.");
   assert.equal(error.children[1].hidden, false);

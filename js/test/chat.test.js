@@ -258,14 +258,16 @@ test("stop() aborts the running turn", async () => {
   assert.equal(chat.messages[1].text, "so");
 });
 
-test("a reply of kind error or refusal keeps its kind", async () => {
+test("a refusal keeps its kind; an error is a failed turn with its reason and Retry, as after a reload", async () => {
   const { chat, view } = setup({
-    turns: [async () => ({ text: "no", kind: "refusal" }), async () => ({ text: "bad", kind: "error" })],
+    turns: [async () => ({ text: "no", kind: "refusal" }), async () => ({ text: "bad (ref 1a)", kind: "error" })],
   });
   await chat.start();
   await chat.send("a");
   await chat.send("b");
-  assert.deepEqual(chat.messages.filter((m) => m.role === "assistant").map((m) => m.kind), ["refusal", "error"]);
+  const [refusal, failed] = chat.messages.filter((m) => m.role === "assistant");
+  assert.equal(refusal.kind, "refusal");
+  assert.deepEqual([failed.status, failed.text, failed.error], ["failed", "", "bad (ref 1a)"]);
   assert.equal(view.status.tone, "error");
 });
 

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { progressEvent } from "../api_turn.js";
-import { applyProgress, busyStatus, formatMs, retryLine, toolSummary } from "../progress.js";
+import { applyProgress, busyStatus, formatMs, retryLine, toolLabel, toolSummary } from "../progress.js";
 import { createThemeStore, nextTheme, THEME_KEY } from "../theme.js";
 import { FakeStorage } from "../testlib/fake_dom.js";
 
@@ -66,4 +66,23 @@ test("the theme cycles system, light, dark and is remembered", () => {
   const broken = { getItem: () => { throw new Error("denied"); }, setItem: () => { throw new Error("denied"); } };
   assert.equal(createThemeStore(broken).get(), "system");
   assert.equal(createThemeStore(broken).set("light"), "light");
+});
+
+test("a tool is named as the person knows it: me.x for the wire name me__x (forge/names.py)", () => {
+  const cases = [
+    ["me__wordcount", "me.wordcount"],
+    ["me__daily_log", "me.daily_log"],
+    ["draft__wordcount", "me.wordcount (draft)"],
+    ["memory_save", "memory_save"],
+    ["forge_create", "forge_create"],
+    ["me__", "me__"], // no bare name: not a saved tool's wire name
+    ["me__Bad", "me__Bad"], // names are lowercase
+    ["me__a__b", "me__a__b"], // "__" never occurs in a name
+    ["me__9lives", "me__9lives"], // a letter first
+    [`me__${"a".repeat(42)}`, `me__${"a".repeat(42)}`], // at most 41 characters
+    ["mcp__github__list_issues", "mcp__github__list_issues"],
+  ];
+  for (const [wire, shown] of cases) assert.equal(toolLabel(wire), shown, wire);
+  assert.equal(toolSummary({ name: "me__wordcount", state: "done", ms: 5 }), "me.wordcount · done in 5 ms");
+  assert.equal(busyStatus({ tools: [{ name: "me__wordcount", state: "start" }] }, ""), "Running me.wordcount…");
 });

@@ -69,6 +69,18 @@ export class FakeElement {
     }
     this._html = null;
   }
+  prepend(...nodes) {
+    for (const n of nodes) n.parent = this;
+    this.children.unshift(...nodes);
+    this._html = null;
+  }
+  replaceWith(...nodes) {
+    const siblings = this.parent?.children;
+    if (!siblings) return;
+    const i = siblings.indexOf(this);
+    for (const n of nodes) n.parent = this.parent;
+    siblings.splice(i, 1, ...nodes);
+  }
   replaceChildren(...nodes) {
     this.children = [];
     this._text = "";
@@ -147,6 +159,12 @@ export class FakeDocument {
   }
   createElement(tag) {
     return new FakeElement(this, tag);
+  }
+  /** SVG icons (icons.js): an element that remembers its namespace. */
+  createElementNS(ns, tag) {
+    const el = new FakeElement(this, tag);
+    el.namespaceURI = ns;
+    return el;
   }
 }
 

@@ -119,7 +119,11 @@ async def test_pick_paste_and_drop_files_see_chips_and_send_them(page: AttachPag
     chips = tab.locator("#chips .chip")
     await chips.nth(3).wait_for()
     names = await tab.locator("#chips .chip-name").all_inner_texts()
-    assert names == ["📎 notes.md", "📎 pasted image.png", "📎 table.csv", "📎 junk.txt"]
+    assert names == ["notes.md", "pasted image.png", "table.csv", "junk.txt"]
+    assert await chips.nth(0).locator("svg.icon-file").count() == 1  # an icon, not an emoji
+    thumb = chips.nth(1).locator("canvas.thumb")  # the image: its thumbnail
+    await thumb.wait_for()
+    assert await thumb.evaluate("c => [c.width, c.height]") == [3, 2]
     assert await chips.nth(1).locator("small").inner_text() == f"{len(image)} B"
     await tab.get_by_role("button", name="Remove junk.txt").click()
     await chips.nth(3).wait_for(state="detached")
@@ -132,8 +136,11 @@ async def test_pick_paste_and_drop_files_see_chips_and_send_them(page: AttachPag
     assert "echo: got them" in last_user.content and "a,b" in last_user.content
     assert len(last_user.images) == 1
     assert await tab.locator("#chips").is_hidden()  # sent: the chips are gone
-    shown = await tab.locator(".msg.user .body").last.inner_text()
-    assert "📎 pasted image.png" in shown and "junk.txt" not in shown
+    asked = tab.locator(".msg.user").last
+    assert await asked.locator(".body").inner_text() == "echo: got them"  # as typed
+    sent = await asked.locator(".sent-files .chip-name").all_inner_texts()
+    assert sent == ["notes.md", "pasted image.png", "table.csv"]
+    await asked.locator(".sent-files canvas.thumb").wait_for()  # the image, drawn small
     (inbound,) = page.inbounds
     assert inbound.text == "echo: got them"
     got = [(a.kind, a.mime, a.name) for a in inbound.attachments]
@@ -169,7 +176,8 @@ async def test_record_a_voice_note_and_send_it(page: AttachPage) -> None:
     await mic.click()
     chip = tab.locator("#chips .chip.voice")
     await chip.wait_for()
-    assert (await chip.locator(".chip-name").inner_text()).startswith("🎙 voice ")
+    assert (await chip.locator(".chip-name").inner_text()).startswith("voice ")
+    assert await chip.locator("svg.icon-mic").count() == 1
     assert await tab.locator("#mic[aria-pressed=false]").count() == 1
 
     await page.send("listen")

@@ -1,0 +1,79 @@
+"""The web page's routes beyond chatting, wired to the roost: the conversation list
+(rename, delete, search), edit and regenerate with versions, image thumbnails,
+what the page shows before the first message (`/api/status`), and spoken answers.
+
+`spoken_handle(roost)` is the core's `handle` with the answer's voice added
+(`bridge.channels.web_speech`); `mount_extras(web, roost, handle)` adds the
+routes of `web_chats`, `web_branch` and `web_thumbs` to the web channel's app
+before it starts, under its gate (the same tokens, reloaded with it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bridge.app.build import Roost
+from bridge.channels.web import SECURITY_HEADERS, WebChannel
+from bridge.channels.web_branch import WebBranches
+from bridge.channels.web_chats import WebChats
+from bridge.channels.web_speech import speaking
+from bridge.channels.web_thumbs import WebThumbs
+from bridge.channels.web_turns import ProgressHandle
+from bridge.core.conversation_edits import ConversationEdits
+from bridge.core.sessions import SessionKey
+from bridge.llm.offline import CONFIG_ENV, CONFIG_TOML
+from bridge.types.messages import Inbound
+from bridge.types.tenant_dirs import TenantDirs
+
+
+def page_status(roost: Roost, key: SessionKey) -> dict[str, Any]:
+    """What the page shows before the first message: the chat's model (a setup
+    banner when none is configured) and whether answers can be spoken."""
+    name = roost.models.chat_model(key.tenant, key.channel, key.chat)
+    backend = roost.models.backend(name)
+    configured = backend.name != "offline"
+    voice = roost.voice
+    body: dict[str, Any] = {
+        "model": {"name": name, "describe": backend.describe(), "configured": configured},
+        "speech": {
+            "configured": voice.speaker is not None,
+            "on": voice.commands.is_on(key.tenant, key.channel, key.chat),
+        },
+    }
+    if not configured:
+        body["setup"] = {"toml": CONFIG_TOML, "env": CONFIG_ENV}
+    return body
+
+
+def spoken_handle(roost: Roost) -> ProgressHandle:
+    def out_dir(inbound: Inbound) -> Path | None:
+        tenant = roost.resolver.resolve(inbound)
+        return roost.tenant_dirs(tenant).out if tenant is not None else None
+
+    return speaking(roost.core.handle, roost.voice.speak, out_dir)
+
+
+def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
+    home = roost.settings.home
+
+    def inbox(tenant: str) -> Path:
+        return TenantDirs.of(home, tenant).inbox
+
+    archive = roost.sessions.archive
+    running = roost.core.running
+    edits = ConversationEdits(roost.db, archive)
+    WebChats(web.gate, archive, edits, running, handle, lambda key: page_status(roost, key)).mount(
+        web.app
+    )
+    WebBranches(
+        web.gate,
+        roost.sessions,
+        running,
+        handle,
+        web.turns.viewers,
+        web.final_json,
+        SECURITY_HEADERS,
+        inbox,
+    ).mount(web.app)
+    WebThumbs(web.gate, roost.db, inbox, roost.settings.limits.attachment_bytes).mount(web.app)

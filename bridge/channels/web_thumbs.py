@@ -1,0 +1,103 @@
+"""Thumbnails of the images a person sent, for the history on the web page.
+
+`GET /api/attachment?chat=C&seq=N&file=I[&conversation=ID]` (bearer token,
+scoped to its tenant) -> the `I`th file of the person's message `seq` (of
+the current conversation, or of the archived one `ID` of this chat) as a
+small image (at most `SIDE` pixels a side, re-encoded by Pillow as the
+senses do for the model: no metadata passed on), while the inbox still has
+it (`[limits] attachment_keep_hours`); 404 otherwise, and for anything that
+is not an image. The page fetches it with its token and draws it on a
+canvas, so no image URL carries a credential. The file is named by the
+message's stored `meta` (the inbox's generated name), opened without
+following a symbolic link, and must be a regular file in the tenant's inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from bridge.channels.web_branch import REF
+from bridge.channels.web_gate import WebGate, error
+from bridge.core.sessions import SessionKey
+from bridge.core.shown import read_meta
+from bridge.senses.files import Refused
+from bridge.senses.photos import downscale
+
+SIDE = 320
+GONE = "that image is no longer kept"
+
+
+def read_inbox_file(inbox: Path, ref: str, limit: int) -> bytes | None:
+    """The bytes of `inbox/ref`: a plain name, a regular file, no link, at most `limit`."""
+    if not REF.fullmatch(ref):
+        return None
+    try:
+        fd = os.open(inbox / ref, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return fh.read(limit + 1)
+
+
+class WebThumbs:
+    def __init__(
+        self,
+        gate: WebGate,
+        db: sqlite3.Connection,
+        inbox: Callable[[str], Path],
+        limit: int,
+    ) -> None:
+        self._gate, self._db, self._inbox, self._limit = gate, db, inbox, limit
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get("/api/attachment", self.thumbnail)
+
+    def _meta(self, key: SessionKey, seq: int, conversation: int | None) -> str | None:
+        if conversation is None:
+            found = self._db.execute(
+                "SELECT meta FROM session_messages WHERE id=? AND tenant=? AND channel=?"
+                " AND chat=? AND role='user'",
+                (seq, key.tenant, key.channel, key.chat),
+            ).fetchone()
+        else:
+            found = self._db.execute(
+                "SELECT m.meta FROM conversation_messages m JOIN conversations c"
+                " ON c.id = m.conversation WHERE m.id=? AND m.conversation=? AND m.role='user'"
+                " AND c.tenant=? AND c.channel=? AND c.chat=?",
+                (seq, conversation, key.tenant, key.channel, key.chat),
+            ).fetchone()
+        return None if found is None else str(found[0])
+
+    async def thumbnail(self, request: web.Request) -> web.StreamResponse:
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
+        numbers = [self._gate.number(request, n) for n in ("seq", "file", "conversation")]
+        for value in numbers:
+            if isinstance(value, web.Response):
+                return value
+        seq, index, conversation = (v if isinstance(v, int) else None for v in numbers)
+        if seq is None:
+            return error(400, "seq: a message of the conversation (GET /api/history)")
+        meta = self._meta(key, seq, conversation)
+        files = read_meta(meta).get("files", []) if meta else []
+        if not 0 <= (index or 0) < len(files) or files[index or 0].get("kind") != "photo":
+            return error(404, "no such image in this conversation")
+        data = read_inbox_file(self._inbox(key.tenant), str(files[index or 0]["ref"]), self._limit)
+        if data is None:
+            return error(404, GONE)
+        try:
+            part = await asyncio.to_thread(downscale, data, SIDE)
+        except Refused:
+            return error(404, GONE)
+        return web.Response(body=part.data, content_type=part.mime)

@@ -1,0 +1,178 @@
+"""What a person does to their list of conversations: rename one, delete one, search them.
+
+`rename` gives a conversation of this chat (the current one too) a title of
+its own, kept when it is archived (`bridge.core.conversations`). `delete`
+removes an archived conversation with its messages; the current one is
+deleted by resetting the chat first (the caller's job: it must stop the
+running answer and go through the core), which archives it, then deleting
+that. `search` finds a text in the chat's conversations, their titles and
+what each message shows (the person's words, not the model's view), case
+folded, newest conversation first, one hit per conversation with a snippet
+around its first match and the number of matching messages. Every call is
+scoped to one (tenant, channel, chat): an id of another chat is unknown.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from bridge.core.conversations import ConversationArchive, SessionKey
+from bridge.core.history_page import SHOWN, message
+
+MAX_TITLE = 120
+MAX_QUERY = 200
+MAX_RESULTS = 50
+BEFORE, AFTER = 40, 80  # characters of a snippet around the match
+
+
+class EditError(ValueError):
+    """A title or query that cannot be used, said so the person can fix it."""
+
+
+class Hit(NamedTuple):
+    seq: int | None
+    role: str
+    snippet: str
+    match: tuple[int, int]  # where the query is inside the snippet
+
+
+def clean_title(title: str) -> str:
+    line = " ".join(title.split())
+    if not line:
+        raise EditError("the title is empty")
+    if len(line) > MAX_TITLE:
+        raise EditError(f"a title has at most {MAX_TITLE} characters")
+    return line
+
+
+def snippet(text: str, start: int, length: int) -> tuple[str, tuple[int, int]]:
+    """The text around [start, start+length), on one line, and the match's place in it."""
+    lo, hi = max(0, start - BEFORE), min(len(text), start + length + AFTER)
+    head = "…" if lo > 0 else ""
+    tail = "…" if hi < len(text) else ""
+    piece = text[lo:hi].replace("\n", " ")
+    at = len(head) + start - lo
+    return head + piece + tail, (at, at + length)
+
+
+def find(text: str, folded_query: str) -> int:
+    """Where `folded_query` starts in `text`, case folded (-1: nowhere). Case folding may
+    change lengths (ß -> ss): the place is found on the folded text and mapped back."""
+    folded = text.casefold()
+    at = folded.find(folded_query)
+    if at < 0 or len(folded) == len(text):
+        return at
+    size = 0
+    for i, ch in enumerate(text):
+        if size >= at:
+            return i
+        size += len(ch.casefold())
+    return -1
+
+
+class ConversationEdits:
+    def __init__(self, conn: sqlite3.Connection, archive: ConversationArchive) -> None:
+        self._db, self._archive = conn, archive
+
+    def _owned(self, key: SessionKey, ident: int) -> tuple[bool] | None:
+        """(archived,) when conversation `ident` belongs to this chat, else None."""
+        found = self._db.execute(
+            "SELECT archived_at IS NOT NULL FROM conversations"
+            " WHERE id=? AND tenant=? AND channel=? AND chat=?",
+            (ident, key.tenant, key.channel, key.chat),
+        ).fetchone()
+        return None if found is None else (bool(found[0]),)
+
+    def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
+        """The title now given (None: no such conversation in this chat)."""
+        line = clean_title(title)
+        if self._owned(key, ident) is None:
+            return None
+        self._db.execute("UPDATE conversations SET title=? WHERE id=?", (line, ident))
+        return line
+
+    def delete(self, key: SessionKey, ident: int) -> bool:
+        """Delete an archived conversation of this chat with its messages."""
+        owned = self._owned(key, ident)
+        if owned is None or not owned[0]:
+            return False
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM conversation_messages WHERE conversation=?", (ident,))
+            db.execute("DELETE FROM conversations WHERE id=?", (ident,))
+            self._archive.shown.failures.forget(ident, key.tenant)
+            self._archive.shown.versions.forget(ident, key.tenant)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return True
+
+    def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:
+        """Conversations of this chat whose title or messages hold `query`."""
+        q = " ".join(query.split()).casefold()
+        if not q:
+            raise EditError("say what to look for")
+        if len(q) > MAX_QUERY:
+            raise EditError(f"search for at most {MAX_QUERY} characters")
+        results = []
+        for listed in self._archive.listing(key, now):
+            ident, current = int(listed["id"]), bool(listed["current"])
+            rows = self._current_rows(key) if current else self._archived_rows(key, ident)
+            hits = [h for h in (_hit(r, q) for r in rows) if h is not None]
+            in_title = find(str(listed["title"]), q) >= 0
+            if not hits and not in_title:
+                continue
+            found: dict[str, Any] = {
+                "conversation": ident,
+                "title": listed["title"],
+                "current": current,
+                "updated_at": listed["updated_at"],
+                "hits": len(hits),
+            }
+            if hits:
+                first = hits[0]
+                found |= {"seq": first.seq, "role": first.role, "snippet": first.snippet}
+                found["match"] = list(first.match)
+            results.append(found)
+            if len(results) >= MAX_RESULTS:
+                break
+        return results
+
+    def _current_rows(self, key: SessionKey) -> Iterable[dict[str, Any]]:
+        cursor = self._db.execute(
+            "SELECT id, role, content, at, meta FROM session_messages"
+            f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} ORDER BY id",
+            (key.tenant, key.channel, key.chat),
+        )
+        return (message(*row) for row in cursor)
+
+    def _archived_rows(self, key: SessionKey, ident: int) -> Iterable[dict[str, Any]]:
+        cursor = self._db.execute(
+            "SELECT id, role, text, at, meta FROM conversation_messages"
+            " WHERE conversation=? AND tenant=? ORDER BY id",
+            (ident, key.tenant),
+        )
+        return (message(*row) for row in cursor)
+
+
+def _hit(shown: dict[str, Any], q: str) -> Hit | None:
+    text = str(shown["text"])
+    at = find(text, q)
+    if at < 0:
+        return None
+    piece, match = snippet(text, at, _span(text, at, q))
+    return Hit(shown["seq"], str(shown["role"]), piece, match)
+
+
+def _span(text: str, at: int, q: str) -> int:
+    """How many characters of `text` from `at` the folded query covers."""
+    size, n = 0, 0
+    while at + n < len(text) and size < len(q):
+        size += len(text[at + n].casefold())
+        n += 1
+    return n

@@ -1,0 +1,170 @@
+"""A page of a conversation as the web page shows it (for `bridge.core.conversations`).
+
+A message is `{"seq", "role", "text", "ts", "status"}` plus, when there are
+some, `files` (the chips of what the person sent: name, kind, MIME type,
+size), `quote`, `tools` (an answer's tool cards, `bridge.core.shown`) and
+`versions` (`{"index", "count", "edited"}` on the person's message of a turn
+that was edited (`edited`: a version asked something else) or regenerated,
+`bridge.core.versions`). The person's message shows
+what they typed (`meta`), not the text the model was given; a stopped answer
+is told by its status, its text without the stored mark; a failed turn
+(`bridge.core.turn_failures`) shows the person's message and the failure
+(status `error`, `seq` null: it is in no session), where it happened.
+`archive_rows` is the same view, frozen for `conversation_messages` when a
+conversation is archived.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Protocol
+
+from bridge.core.running import STOPPED_MARK, is_stopped
+from bridge.core.shown import page_files, read_meta, tool_cards
+from bridge.core.turn_failures import FailedRow, TurnFailures
+from bridge.core.versions import TurnVersions
+
+SHOWN = "role IN ('user', 'assistant') AND tool_calls = ''"  # not the tool-call steps
+NEWEST = 2**62
+
+
+class SessionKey(Protocol):
+    @property
+    def tenant(self) -> str: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def chat(self) -> str: ...
+
+
+class Row(NamedTuple):
+    id: int
+    role: str
+    content: str
+    at: float
+    turn: int
+    meta: str
+
+
+def _args(key: SessionKey) -> tuple[str, str, str]:
+    return (key.tenant, key.channel, key.chat)
+
+
+def unmarked(text: str) -> str:
+    """A stopped answer without its mark (`bridge.core.running.stopped_text`)."""
+    if not is_stopped(text):
+        return text
+    body = text[: -len(STOPPED_MARK)].rstrip()
+    return body[:-1].rstrip() if body.endswith("…") else body
+
+
+def message(seq: int | None, role: str, text: str, ts: float, meta: str) -> dict[str, Any]:
+    """One page message from a stored row (its `meta` read, its text as shown)."""
+    info = read_meta(meta)
+    status = "done"
+    if info.get("status") == "error":
+        status = "error"
+    elif role == "assistant" and is_stopped(text):
+        status, text = "stopped", unmarked(text)
+    if role == "user" and "text" in info:
+        text = info["text"]
+    out: dict[str, Any] = {"seq": seq, "role": role, "text": text, "ts": ts, "status": status}
+    files = page_files(info)
+    if files:
+        out["files"] = files
+    if info.get("quote"):
+        out["quote"] = info["quote"]
+    if info.get("tools"):
+        out["tools"] = info["tools"]
+    return out
+
+
+class CurrentPage:
+    """Pages of a chat's current conversation: the session's rows, their tool steps,
+    failed turns and versions."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._db = conn
+        self.failures = TurnFailures(conn)
+        self.versions = TurnVersions(conn)
+
+    def page(
+        self, key: SessionKey, conversation: int, before: int | None, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Messages with seq < `before`, newest `limit` of them, oldest first; and
+        whether older ones exist."""
+        found = self._db.execute(
+            "SELECT id, role, content, at, turn, meta FROM session_messages"
+            f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} AND id<?"
+            " ORDER BY id DESC LIMIT ?",
+            (*_args(key), before or NEWEST, limit + 1),
+        ).fetchall()
+        more = len(found) > limit
+        rows = [Row(*r) for r in reversed(found[:limit])]
+        tools = self._tools(key, {r.turn for r in rows if r.role == "assistant"})
+        asked = [r.turn for r in rows if r.role == "user"]
+        versions = self.versions.shown(key, conversation, asked)
+        out: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
+        for r in rows:
+            shown = message(r.id, r.role, r.content, r.at, r.meta)
+            if r.role == "assistant" and tools.get(r.turn):
+                shown["tools"] = tools[r.turn]
+            if r.role == "user" and r.turn in versions:
+                index, count, edited = versions[r.turn]
+                shown["versions"] = {"index": index, "count": count, "edited": edited}
+            out.append(((r.id, 0, 0), shown))
+        hi = before or NEWEST
+        lo = 0 if not more else (rows[0].id if rows else hi)
+        for f in self.failures.between(conversation, key.tenant, lo, hi):
+            out.append(((f.after, 1, f.id), message(None, f.role, f.text, f.at, f.meta)))
+        return [m for _, m in sorted(out, key=lambda pair: pair[0])], more
+
+    def _tools(self, key: SessionKey, turns: set[int]) -> dict[int, list[dict[str, Any]]]:
+        if not turns:
+            return {}
+        marks = ",".join("?" * len(turns))
+        steps = self._db.execute(
+            "SELECT turn, role, content, tool_calls, tool_call_id FROM session_messages"
+            f" WHERE tenant=? AND channel=? AND chat=? AND turn IN ({marks}) AND NOT ({SHOWN})"
+            " ORDER BY id",
+            (*_args(key), *sorted(turns)),
+        ).fetchall()
+        by_turn: dict[int, list[tuple[str, str, str, str]]] = {}
+        for turn, *step in steps:
+            by_turn.setdefault(int(turn), []).append((step[0], step[1], step[2], step[3]))
+        return {t: cards for t, s in by_turn.items() if (cards := tool_cards(s))}
+
+    def archive_rows(self, key: SessionKey, conversation: int) -> list[tuple[str, str, float, str]]:
+        """The conversation as `conversation_messages` keeps it: (role, text, at, meta),
+        in order, answers with their tool cards, failed turns in place (and forgotten
+        here); inside the caller's transaction."""
+        rows = [
+            Row(*r)
+            for r in self._db.execute(
+                "SELECT id, role, content, at, turn, meta FROM session_messages"
+                f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} ORDER BY id",
+                _args(key),
+            )
+        ]
+        tools = self._tools(key, {r.turn for r in rows if r.role == "assistant"})
+        out: list[tuple[tuple[int, int, int], tuple[str, str, float, str]]] = []
+        for r in rows:
+            meta = r.meta
+            if r.role == "assistant" and tools.get(r.turn):
+                meta = _with_tools(meta, tools[r.turn])
+            out.append(((r.id, 0, 0), (r.role, r.content, r.at, meta)))
+        failed: Iterable[FailedRow] = self.failures.take(conversation, key.tenant)
+        for f in failed:
+            out.append(((f.after, 1, f.id), (f.role, f.text, f.at, f.meta)))
+        self.versions.forget(conversation, key.tenant)
+        return [row for _, row in sorted(out, key=lambda pair: pair[0])]
+
+
+def _with_tools(meta: str, tools: list[dict[str, Any]]) -> str:
+    info = read_meta(meta)
+    info["tools"] = tools
+    return json.dumps(info, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,64 @@
+/**
+ * What the page loads once signed in, besides the history: the command list
+ * (hints and the welcome), the daemon's health (the status line) and its
+ * status (GET /api/status: a banner before the first message when no model
+ * is configured). No DOM.
+ *
+ * createLoader({api, view, chatId, isIdle, onRefused}) returns {commands(),
+ * health(), status(), list}; `list` is the last command list loaded. A
+ * refused token calls onRefused(); other failures leave the chat working.
+ */
+
+import { ApiError } from "./api.js";
+import { normalizeCommands } from "./commands.js";
+
+export const REFUSED = "The daemon refused the stored token. Paste the current one.";
+
+export function createLoader({ api, view, chatId, isIdle, onRefused }) {
+  let list = [];
+  const refused = (err) => err instanceof ApiError && err.kind === "unauthorized";
+
+  async function commands() {
+    try {
+      list = normalizeCommands(await api.commands());
+      view.setCommands(list);
+    } catch (err) {
+      if (refused(err)) onRefused(REFUSED);
+      // Otherwise hints are a convenience: the chat works without them.
+    }
+  }
+
+  async function health() {
+    const ok = await api.health();
+    if (isIdle()) {
+      view.setStatus(ok ? `Connected · chat “${chatId}”` : "The daemon is not answering", ok ? "ok" : "error");
+    }
+    return ok;
+  }
+
+  /** The no-model banner, shown before anyone asks (an older daemon has no /api/status). */
+  async function status() {
+    if (typeof api.status !== "function") return null;
+    try {
+      const s = await api.status({ chat: chatId });
+      view.showSetup?.(s.configured ? null : s.setup, s.model);
+      return s;
+    } catch (err) {
+      if (refused(err)) onRefused(REFUSED);
+      return null;
+    }
+  }
+
+  return {
+    commands,
+    health,
+    status,
+    get list() {
+      return list;
+    },
+    clear() {
+      list = [];
+      view.setCommands([]);
+    },
+  };
+}

@@ -1,0 +1,216 @@
+/**
+ * The page around the messages (app.js builds it over the elements of
+ * index.html): sign-in, status, busy, command hints, the read-only banner,
+ * the banner shown when no model is configured, the header's icons, and the
+ * drawer of conversations with search, rename and delete.
+ *
+ * createPageView(win, els, messages, actions) returns the view chat.js
+ * drives (the messages' calls plus showChat, showTokenForm, setBusy,
+ * setStatus, setCommands, setMore, setReadOnly, showSetup,
+ * showConversations, showResults). `actions`: refreshHints(), pickCommand(c),
+ * open(c), rename(id, title), remove(id). Text is only ever textContent.
+ */
+
+import { icon, setIcon } from "./icons.js";
+
+const NARROW = "(max-width: 480px)";
+export const PLACEHOLDER = { wide: "Message roost — type / for commands", narrow: "Message roost" };
+
+export function commandItem(document, c, onPick) {
+  const li = document.createElement("li");
+  const usage = document.createElement("code");
+  usage.textContent = c.usage;
+  const summary = document.createElement("span");
+  summary.textContent = c.summary;
+  li.append(usage, summary);
+  li.addEventListener("mousedown", (e) => {
+    e.preventDefault(); // keep the focus in the input
+    onPick(c);
+  });
+  return li;
+}
+
+function when(ts) {
+  if (!ts) return "";
+  try {
+    return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  } catch {
+    return "";
+  }
+}
+
+/** The header's and composer's icons; labels stay for screen readers (and narrow screens). */
+export function drawIcons(win, els) {
+  setIcon(els.attach, "paperclip");
+  setIcon(els.mic, "mic");
+  setIcon(els.theme, "theme");
+  setIcon(els.drawerClose, "close");
+  setIcon(els.chats, "chats", { text: "Chats" });
+  setIcon(els.newChat, "plus", { text: "New chat" });
+  setIcon(els.send, "send", { text: "Send" });
+  setIcon(els.searchIcon, "search");
+}
+
+/** A short placeholder where the box is narrow, so it is never cut. */
+export function fitPlaceholder(win, input) {
+  const narrow = typeof win.matchMedia === "function" && win.matchMedia(NARROW).matches;
+  input.placeholder = narrow ? PLACEHOLDER.narrow : PLACEHOLDER.wide;
+}
+
+function quietButton(document, name, label, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = `quiet conversation-action ${name}`;
+  b.title = label;
+  b.setAttribute("aria-label", label);
+  b.append(icon(document, name));
+  b.addEventListener("click", (e) => {
+    e.stopPropagation();
+    onClick(b);
+  });
+  return b;
+}
+
+/** One row of the drawer: the conversation (opens it), rename, delete (press twice). */
+function conversationRow(document, c, actions) {
+  const li = document.createElement("li");
+  li.className = "conversation-row";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = `conversation${c.current ? " current" : ""}`;
+  const title = document.createElement("span");
+  title.className = "conversation-title";
+  title.textContent = c.title || "(no question yet)";
+  const meta = document.createElement("small");
+  meta.textContent = c.meta;
+  button.append(title, meta);
+  button.addEventListener("click", () => actions.open(c));
+  const rename = quietButton(document, "edit", `Rename “${c.title || "this conversation"}”`, () => {
+    const form = document.createElement("form");
+    form.className = "rename";
+    const input = document.createElement("input");
+    input.value = c.title;
+    input.maxLength = 120;
+    input.setAttribute("aria-label", "New title");
+    form.append(input);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      if (input.value.trim()) actions.rename(c.id, input.value);
+    });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") form.replaceWith(button);
+    });
+    button.replaceWith(form);
+    input.focus();
+  });
+  const remove = quietButton(document, "trash", `Delete “${c.title || "this conversation"}”`, (b) => {
+    if (b.dataset.confirm === "true") return actions.remove(c.id);
+    b.dataset.confirm = "true";
+    b.classList.add("confirm");
+    const sure = document.createElement("span");
+    sure.textContent = "Delete?";
+    b.append(sure);
+  });
+  li.append(button, rename, remove);
+  return li;
+}
+
+/** A search hit: the title, and the snippet with the match marked (text only). */
+function resultRow(document, r, actions) {
+  const li = document.createElement("li");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = `conversation result${r.current ? " current" : ""}`;
+  const title = document.createElement("span");
+  title.className = "conversation-title";
+  title.textContent = r.title || "(no question yet)";
+  button.append(title);
+  if (r.snippet) {
+    const snip = document.createElement("small");
+    snip.className = "snippet";
+    if (r.match) {
+      const mark = document.createElement("mark");
+      mark.textContent = r.snippet.slice(r.match[0], r.match[1]);
+      snip.append(r.snippet.slice(0, r.match[0]), mark, r.snippet.slice(r.match[1]));
+    } else {
+      snip.textContent = r.snippet;
+    }
+    button.append(snip);
+  }
+  const meta = document.createElement("small");
+  meta.textContent = `${r.current ? "current · " : ""}${r.hits} match${r.hits === 1 ? "" : "es"}`;
+  button.append(meta);
+  button.addEventListener("click", () => actions.open({ id: r.conversation, title: r.title, current: r.current }));
+  li.append(button);
+  return li;
+}
+
+export function createPageView(win, els, messages, actions) {
+  const { document } = win;
+  let listed = [];
+  return {
+    ...messages,
+    showChat() {
+      els.tokenView.hidden = true;
+      els.composer.hidden = false;
+      els.input.focus();
+    },
+    showTokenForm(message) {
+      els.tokenMessage.textContent = message || "Paste the access token that the daemon printed when it started.";
+      els.tokenMessage.classList.toggle("warn", Boolean(message));
+      els.tokenView.hidden = false;
+      els.composer.hidden = true;
+      els.tokenInput.value = "";
+      els.tokenInput.focus();
+    },
+    setBusy(busy) {
+      els.send.disabled = busy;
+      els.stop.hidden = !busy;
+      els.log.setAttribute("aria-busy", String(busy));
+    },
+    setStatus(text, tone) {
+      els.status.textContent = text;
+      els.status.dataset.tone = tone;
+      els.status.title = text; // the whole line, should a narrow screen cut it
+    },
+    setCommands(list) {
+      els.welcomeCommands.replaceChildren(...list.map((c) => commandItem(document, c, actions.pickCommand)));
+      actions.refreshHints();
+    },
+    setMore(more) {
+      els.earlier.hidden = !more;
+    },
+    setReadOnly(info) {
+      els.readonly.hidden = !info;
+      els.composer.hidden = Boolean(info);
+      els.log.classList.toggle("reading", Boolean(info));
+      if (info) els.readonlyText.textContent = `“${info.title || "An earlier conversation"}” — read-only`;
+    },
+    /** No model configured: say so before the first message, with what to write. */
+    showSetup(setup, model = "") {
+      els.setup.hidden = !setup;
+      if (!setup) return;
+      els.setupToml.textContent = setup.toml;
+      els.setupEnv.textContent = setup.env;
+      els.setupModel.textContent = model ? `Now: ${model}.` : "";
+    },
+    showConversations(list) {
+      listed = list;
+      if (els.searchInput.value.trim()) return; // search results stay until the box is emptied
+      els.conversationList.replaceChildren(
+        ...list.map((c) => {
+          const meta = `${c.current ? "current · " : ""}${when(c.updatedAt)} · ${c.turns} turn${c.turns === 1 ? "" : "s"}`;
+          return conversationRow(document, { ...c, meta }, actions);
+        }),
+      );
+      els.drawerEmpty.textContent = "No past conversations yet.";
+      els.drawerEmpty.hidden = list.length > 0;
+    },
+    showResults(results, q = "") {
+      if (results === null) return this.showConversations(listed);
+      els.conversationList.replaceChildren(...results.map((r) => resultRow(document, r, actions)));
+      els.drawerEmpty.textContent = `Nothing found for “${q}”.`;
+      els.drawerEmpty.hidden = results.length > 0;
+    },
+  };
+}

@@ -1,0 +1,372 @@
+"""The conversation list (rename, delete, search), edit and regenerate with versions,
+image thumbnails and the page's status, over a real socket, a real core and the fake
+OpenAI server. alice is the local tenant (the web token); bob has his own token and
+must never rename, delete, find, edit, regenerate, switch or see alice's things.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from PIL import Image
+
+from bridge.app.build import build
+from bridge.app.channels_up import web_channel
+from bridge.channels.web import WebChannel
+from bridge.core.config import Settings, load_settings
+from bridge.types.tenant_dirs import TenantDirs
+from tests.fakes.fake_openai import Status, Text
+from tests.spine.test_web_history import (
+    AS_ALICE,
+    AS_BOB,
+    Events,
+    Site,
+    SlowOpenAI,
+    chat,
+    config_text,
+    get,
+    post,
+)
+from tests.spine.test_web_upload import png
+
+NOTE = b"The secret ingredient is cardamom.\n"
+
+
+def configure(text: str, extra: str, llm: bool) -> Settings:
+    """Write the config file (ROOST_CONFIG) with `extra` after [llm] or no [llm] at all."""
+    text = text.replace('model = "m"\n', f'model = "m"\n{extra}')
+    if not llm:
+        text = text.split("[llm]")[0] + "[web]" + text.split("[web]")[1]
+    Path(os.environ["ROOST_CONFIG"]).write_text(text)
+    return load_settings()
+
+
+@asynccontextmanager
+async def served(home: Path, extra: str = "", llm: bool = True) -> AsyncIterator[Site]:
+    """test_web_history's site; `extra` TOML after [llm]; llm=False: no model at all."""
+    async with SlowOpenAI() as fake:
+        settings = configure(config_text(fake.base_url, 30.0), extra, llm)
+        roost = await build(settings)
+        web = web_channel(settings, roost, {}).channel
+        assert isinstance(web, WebChannel)
+        await web.start()
+        try:
+            async with aiohttp.ClientSession(f"http://127.0.0.1:{web.port}") as http:
+                yield Site(http, roost, web, fake, home)
+        finally:
+            await web.stop()
+            await roost.aclose()
+
+
+async def call(
+    site: Site, method: str, path: str, body: Any = None, auth: dict[str, str] = AS_ALICE
+) -> tuple[int, Any]:
+    async with site.http.request(method, path, json=body, headers=auth) as r:
+        return r.status, await r.json()
+
+
+async def stream(
+    site: Site, path: str, body: dict[str, Any], auth: dict[str, str] = AS_ALICE
+) -> Any:
+    async with site.http.post(path, json=body, headers=auth) as r:
+        if r.status != 200:
+            return r.status, await r.json()
+        events = Events(r)
+        return 200, await events.until("final")
+
+
+async def history(site: Site) -> list[dict[str, Any]]:
+    _, page = await get(site, "/api/history?chat=c")
+    return list(page["messages"])
+
+
+async def conversations(site: Site, auth: dict[str, str] = AS_ALICE) -> list[dict[str, Any]]:
+    _, listed = await get(site, "/api/conversations?chat=c", auth)
+    return list(listed["conversations"])
+
+
+async def upload(site: Site, data: bytes, name: str, mime: str) -> str:
+    form = aiohttp.FormData()
+    form.add_field("file", data, filename=name, content_type=mime)
+    async with site.http.post("/api/upload", data=form, headers=AS_ALICE) as r:
+        assert r.status == 200, await r.text()
+        return str((await r.json())["id"])
+
+
+async def test_rename_the_current_and_an_archived_conversation(home: Path) -> None:
+    async with served(home) as site:
+        await chat(site, "plans for the trip")
+        current = (await conversations(site))[0]["id"]
+        status, body = await call(
+            site, "POST", "/api/conversations/rename",
+            {"chat": "c", "conversation": current, "title": "  Trip\n to  Lisbon "},
+        )  # fmt: skip
+        assert (status, body) == (200, {"title": "Trip to Lisbon"})
+        assert (await conversations(site))[0]["title"] == "Trip to Lisbon"
+        await post(site, "/api/chat/new", {"chat": "c"})  # archived: the name stays
+        listed = await conversations(site)
+        assert [(r["id"], r["title"]) for r in listed[1:]] == [(current, "Trip to Lisbon")]
+
+        rename = {"chat": "c", "conversation": current, "title": "Porto"}
+        assert (await call(site, "POST", "/api/conversations/rename", rename))[0] == 200
+        assert (await conversations(site))[1]["title"] == "Porto"
+        status, body = await call(site, "POST", "/api/conversations/rename", rename, AS_BOB)
+        assert status == 404 and "Porto" not in str(body)
+        other_chat = {**rename, "chat": "elsewhere"}
+        assert (await call(site, "POST", "/api/conversations/rename", other_chat))[0] == 404
+        assert (await conversations(site))[1]["title"] == "Porto"
+        for bad in ({**rename, "title": " \n "}, {**rename, "title": "x" * 121}):
+            status, body = await call(site, "POST", "/api/conversations/rename", bad)
+            assert status == 400 and "title" in body["error"]
+
+
+async def test_delete_an_archived_and_the_current_conversation(home: Path) -> None:
+    async with served(home) as site:
+        await chat(site, "old topic")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "new topic")
+        current, old = (r["id"] for r in await conversations(site))
+        gone = {"chat": "c", "conversation": old}
+        assert (await call(site, "POST", "/api/conversations/delete", gone, AS_BOB))[0] == 404
+        assert len(await conversations(site)) == 2
+        status, body = await call(site, "POST", "/api/conversations/delete", gone)
+        assert (status, body) == (200, {"deleted": True, "current": current})
+        assert [r["id"] for r in await conversations(site)] == [current]
+        status, _ = await get(site, f"/api/history?chat=c&conversation={old}")
+        assert status == 404
+        assert (await call(site, "POST", "/api/conversations/delete", gone))[0] == 404
+
+        status, body = await call(
+            site, "POST", "/api/conversations/delete", {"chat": "c", "conversation": current}
+        )
+        assert status == 200 and body["current"] != current
+        assert [r["id"] for r in await conversations(site)] == [body["current"]]
+        assert await history(site) == []
+        await chat(site, "after")
+        assert "new topic" not in " ".join(site.fake.user_texts())  # the model forgot it too
+        left = site.roost.db.execute("SELECT COUNT(*) FROM conversation_messages").fetchone()
+        assert left == (0,)
+
+
+async def test_search_finds_titles_and_messages_case_folded_in_this_tenant_only(
+    home: Path,
+) -> None:
+    async with served(home) as site:
+        await chat(site, "Die Straße nach Lissabon")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "about gardening: " + "tomatoes " * 20 + "and BASIL")
+        await chat(site, "more about basil please")
+        await chat(site, "a search for bob's words", AS_BOB)
+
+        _, found = await get(site, "/api/conversations/search?chat=c&q=strasse")
+        [hit] = found["results"]
+        assert hit["current"] is False and hit["hits"] == 2 and hit["role"] == "user"
+        a, b = hit["match"]
+        assert hit["snippet"][a:b] == "Straße"
+
+        _, found = await get(site, "/api/conversations/search?chat=c&q=basil")
+        [hit] = found["results"]
+        assert hit["current"] is True and hit["hits"] == 4  # two questions, two echoes
+        assert hit["snippet"].startswith("…") and "BASIL" in hit["snippet"]
+        a, b = hit["match"]
+        assert hit["snippet"][a:b] == "BASIL"
+
+        _, found = await get(site, "/api/conversations/search?chat=c&q=bob%27s")
+        assert found["results"] == []
+        _, found = await get(site, "/api/conversations/search?chat=c&q=basil", AS_BOB)
+        assert found["results"] == []
+        _, found = await get(site, "/api/conversations/search?chat=c&q=bob%27s", AS_BOB)
+        assert len(found["results"]) == 1
+        for bad in ("q=", "q=%20", "q=" + "x" * 201):
+            status, body = await get(site, f"/api/conversations/search?chat=c&{bad}")
+            assert status == 400 and "q:" in body["error"]
+
+
+async def test_edit_keeps_the_old_version_and_switching_changes_what_the_model_sees(
+    home: Path,
+) -> None:
+    async with served(home) as site:
+        await chat(site, "my cat is Mira")
+        await chat(site, "what is my cat called?")
+        first = (await history(site))[0]["seq"]
+
+        status, final = await stream(
+            site, "/api/chat/edit", {"chat": "c", "seq": first, "text": "my dog is Rex"}
+        )
+        assert status == 200 and final["text"] == "echo: my dog is Rex"
+        assert "Mira" not in " ".join(site.fake.user_texts())  # asked from before the edit
+        shown = await history(site)
+        assert [m["text"] for m in shown] == ["my dog is Rex", "echo: my dog is Rex"]
+        assert shown[0]["versions"] == {"index": 1, "count": 2, "edited": True}
+
+        switched = {"chat": "c", "seq": shown[0]["seq"], "index": 0}
+        assert await post(site, "/api/chat/version", switched) == {"switched": True}
+        shown = await history(site)
+        assert [m["text"] for m in shown] == [
+            "my cat is Mira",
+            "echo: my cat is Mira",
+            "what is my cat called?",
+            "echo: what is my cat called?",
+        ]
+        assert shown[0]["versions"] == {"index": 0, "count": 2, "edited": True}
+        await chat(site, "and now?")
+        sent = " ".join(site.fake.user_texts())
+        assert "my cat is Mira" in sent and "my dog is Rex" not in sent
+
+        back = {"chat": "c", "seq": shown[0]["seq"], "index": 1}
+        assert await post(site, "/api/chat/version", back) == {"switched": True}
+        shown = await history(site)
+        assert [m["text"] for m in shown] == ["my dog is Rex", "echo: my dog is Rex"]
+        too_far = {**back, "seq": shown[0]["seq"], "index": 5}
+        status, body = await call(site, "POST", "/api/chat/version", too_far)
+        assert status == 404 and "2 versions" in body["error"]
+
+
+async def test_regenerate_keeps_the_first_answer_with_arrows_between_them(home: Path) -> None:
+    async with served(home) as site:
+        site.fake.script(Text("first answer"))
+        await chat(site, "tell me a joke")
+        answer = (await history(site))[1]
+        site.fake.script(Text("second answer"))
+        status, final = await stream(
+            site, "/api/chat/regenerate", {"chat": "c", "seq": answer["seq"]}
+        )
+        assert status == 200 and final["text"] == "second answer"
+        assert site.fake.user_texts()[-1].endswith("tell me a joke")
+        shown = await history(site)
+        assert [m["text"] for m in shown] == ["tell me a joke", "second answer"]
+        assert shown[0]["versions"] == {"index": 1, "count": 2, "edited": False}
+        await post(site, "/api/chat/version", {"chat": "c", "seq": shown[1]["seq"], "index": 0})
+        assert [m["text"] for m in await history(site)] == ["tell me a joke", "first answer"]
+        turns = site.roost.db.execute("SELECT turns FROM sessions").fetchone()
+        assert turns == (1,)
+
+
+async def test_a_failed_regenerate_brings_the_answer_back(home: Path) -> None:
+    async with served(home) as site:
+        site.fake.script(Text("the only answer"))
+        await chat(site, "tell me")
+        answer = (await history(site))[1]
+        site.fake.script(Status(400, "refused"))
+        status, final = await stream(
+            site, "/api/chat/regenerate", {"chat": "c", "seq": answer["seq"]}
+        )
+        assert status == 200 and final["kind"] == "error"
+        shown = await history(site)
+        assert [(m["text"], m["status"]) for m in shown[-2:]] == [
+            ("tell me", "done"),
+            ("the only answer", "done"),
+        ]
+        assert "versions" not in shown[-2]  # nothing else was made
+        assert [m["status"] for m in shown[:-2]] == ["done", "error"]  # what failed, and why
+        await chat(site, "and then?")
+        assert "the only answer" in str(site.fake.requests[-1]["messages"])
+
+
+async def test_regenerate_sends_the_same_file_again_or_the_text_the_model_had(
+    home: Path,
+) -> None:
+    async with served(home) as site:
+        ident = await upload(site, NOTE, "notes.txt", "text/plain")
+        async with site.http.post(
+            "/api/chat", json={"chat": "c", "text": "read it", "attachments": [ident]},
+            headers=AS_ALICE,
+        ) as r:  # fmt: skip
+            assert r.status == 200
+        asked = (await history(site))[0]
+        await stream(site, "/api/chat/regenerate", {"chat": "c", "seq": asked["seq"]})
+        assert "cardamom" in site.fake.user_texts()[-1]  # the file was read again
+        asked = (await history(site))[0]
+        assert (asked["text"], asked["files"][0]["name"]) == ("read it", "notes.txt")
+
+        inbox = TenantDirs.of(home, "alice").inbox
+        for f in inbox.iterdir():  # swept from the inbox
+            f.unlink()
+        await stream(site, "/api/chat/regenerate", {"chat": "c", "seq": asked["seq"]})
+        assert "cardamom" in site.fake.user_texts()[-1]  # the text the model had the first time
+        asked = (await history(site))[0]
+        assert (asked["text"], asked["files"][0]["name"]) == ("read it", "notes.txt")
+        assert asked["versions"] == {"index": 2, "count": 3, "edited": False}
+
+
+async def test_another_tenant_cannot_branch_and_a_running_answer_blocks_it(home: Path) -> None:
+    async with served(home) as site:
+        await chat(site, "alice asks")
+        seq = (await history(site))[0]["seq"]
+        for path, body in (
+            ("/api/chat/edit", {"chat": "c", "seq": seq, "text": "bob's words"}),
+            ("/api/chat/regenerate", {"chat": "c", "seq": seq}),
+            ("/api/chat/version", {"chat": "c", "seq": seq, "index": 0}),
+        ):
+            status, _ = await call(site, "POST", path, body, AS_BOB)
+            assert status == 404, path
+            status, _ = await call(site, "POST", path, {**body, "chat": "other"})
+            assert status == 404, path
+        assert [m["text"] for m in await history(site)] == ["alice asks", "echo: alice asks"]
+        assert len(site.fake.requests) == 1
+
+        site.fake.hold_after = 2
+        async with site.http.post(
+            "/api/chat/stream", json={"text": "a long one", "chat": "c"}, headers=AS_ALICE
+        ) as r:
+            await site.fake.holding.wait()
+            status, body = await call(
+                site, "POST", "/api/chat/regenerate", {"chat": "c", "seq": seq}
+            )
+            assert status == 409 and "stop it first" in body["error"]
+            site.fake.release.set()
+            await Events(r).until("final")
+
+
+async def test_thumbnails_of_sent_images_for_their_tenant_only(home: Path) -> None:
+    async with served(home, extra="vision = true\n") as site:
+        ident = await upload(site, png(640, 480), "photo.png", "image/png")
+        async with site.http.post(
+            "/api/chat", json={"chat": "c", "text": "look", "attachments": [ident]},
+            headers=AS_ALICE,
+        ) as r:  # fmt: skip
+            assert r.status == 200
+        asked = (await history(site))[0]
+        assert asked["files"][0]["kind"] == "photo"
+        path = f"/api/attachment?chat=c&seq={asked['seq']}&file=0"
+        async with site.http.get(path, headers=AS_ALICE) as r:
+            assert r.status == 200 and r.content_type in ("image/jpeg", "image/png")
+            with Image.open(io.BytesIO(await r.read())) as img:
+                assert max(img.size) <= 320 and img.size[0] > img.size[1]
+        async with site.http.get(path, headers=AS_BOB) as r:
+            assert r.status == 404
+        async with site.http.get(path.replace("file=0", "file=1"), headers=AS_ALICE) as r:
+            assert r.status == 404
+        old = (await conversations(site))[0]["id"]
+        await post(site, "/api/chat/new", {"chat": "c"})
+        _, page = await get(site, f"/api/history?chat=c&conversation={old}")
+        archived = (
+            f"/api/attachment?chat=c&conversation={old}&seq={page['messages'][0]['seq']}&file=0"
+        )
+        async with site.http.get(archived, headers=AS_ALICE) as r:
+            assert r.status == 200
+        for f in TenantDirs.of(home, "alice").inbox.iterdir():
+            f.unlink()
+        async with site.http.get(archived, headers=AS_ALICE) as r:
+            assert r.status == 404
+
+
+async def test_status_says_whether_a_model_is_configured(home: Path) -> None:
+    async with served(home) as site:
+        _, body = await get(site, "/api/status?chat=c")
+        assert body["model"]["configured"] is True and "setup" not in body
+        assert body["speech"] == {"configured": True, "on": False}
+        status, _ = await get(site, "/api/status?chat=c", {"Authorization": "Bearer nope"})
+        assert status == 401
+    async with served(home, llm=False) as site:
+        _, body = await get(site, "/api/status?chat=c")
+        assert body["model"]["configured"] is False
+        assert body["setup"]["toml"].startswith("[llm]\nbase_url = ")
+        assert "ROOST_LLM__BASE_URL" in body["setup"]["env"]
+        assert body["speech"]["configured"] is False
