@@ -32,7 +32,7 @@ from bridge.core.tenants import (
     telegram_rule,
     web_token_rule,
 )
-from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.core.turn import ExchangeLog, TurnObserver, TurnRunner, TurnSettings
 from bridge.corrections.commands import CorrectionCommands
 from bridge.corrections.keep import Keeper
 from bridge.corrections.observer import CorrectionObserver
@@ -45,6 +45,7 @@ from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
+from bridge.recall.wiring import build_recall
 from bridge.schedule.commands import ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
@@ -76,6 +77,7 @@ class Capabilities:
     command_sets: tuple[CommandSet, ...]
     observers: tuple[TurnObserver, ...]
     closers: tuple[Callable[[], object], ...] = ()  # run by `Roost.aclose()`
+    exchanges: ExchangeLog | None = None  # stored exchanges are indexed for recall
 
 
 def build_access(
@@ -134,6 +136,7 @@ def build_capabilities(
         judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
+    recall = build_recall(settings.recall.enabled, loadout.vault.masker, audit)
     return Capabilities(
         loadout,
         (
@@ -142,6 +145,7 @@ def build_capabilities(
             ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
+            *recall.tools,
             *extra_tools,
         ),
         (
@@ -151,9 +155,11 @@ def build_capabilities(
             *((ScheduleCommands(planner, audit),) if planner else ()),
             ExportCommands(settings.home, audit, clock),
             corrections[0],
+            *recall.commands,
         ),
         (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp, corrections[1]),
-        (mcp.aclose,),
+        (mcp.aclose, recall.indexer.close),
+        recall.indexer,
     )
 
 
@@ -261,6 +267,7 @@ def build_turns(
         meter=meter,
         compactor=compactor,
         senses=senses,
+        exchanges=caps.exchanges,
     )
 
 

@@ -93,6 +93,22 @@ class OutputMask(Protocol):
     def stream(self) -> StreamMask: ...
 
 
+class ExchangeLog(Protocol):
+    """Where a stored exchange is also indexed for search (bridge.recall's Indexer)."""
+
+    def record_exchange(
+        self,
+        dirs: TenantDirs,
+        channel: str,
+        chat: str,
+        msg_id: str,
+        asked: str,
+        answer: str,
+        at: float,
+        name: str = "",
+    ) -> None: ...
+
+
 class TurnObserver(Protocol):
     """Hooks around a turn; their audit events go into the turn's batch."""
 
@@ -149,8 +165,10 @@ class TurnRunner:
         meter: TurnMeter | None = None,
         compactor: Compactor | None = None,
         senses: Senses | None = None,
+        exchanges: ExchangeLog | None = None,
     ) -> None:
         self.backend = backend
+        self._exchanges = exchanges  # every stored exchange is indexed too (recall)
         self._senses = senses  # attachments in, files from outputs/ out (bridge.senses)
         self._pick = pick or self._only_backend
         self._meter = meter
@@ -220,7 +238,8 @@ class TurnRunner:
                 asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 if mask is not None:
                     kept, asked = mask.mask(kept), mask.mask(asked)
-                self._store(key, asked, kept, inbound.msg_id, ())
+                if self._store(key, asked, kept, inbound.msg_id, ()):
+                    self._indexed(dirs, inbound, asked, kept)
             kind = "stopped" if stopped else "cancelled"
             events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
             await events.flush(self._audit)
@@ -234,7 +253,9 @@ class TurnRunner:
             text, asked = mask.mask(text), mask.mask(asked)
         steps = bounded_steps(result.tool_steps)  # masked by the agent loop already
         stored = self._store(key, asked, text, inbound.msg_id, steps)
-        if not stored:
+        if stored:
+            self._indexed(dirs, inbound, asked, text)
+        else:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
@@ -303,6 +324,14 @@ class TurnRunner:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
         return True
+
+    def _indexed(self, dirs: TenantDirs, inbound: Inbound, asked: str, text: str) -> None:
+        """Hand the stored (masked) exchange to the search index, when one is wired."""
+        if self._exchanges is not None:
+            self._exchanges.record_exchange(
+                dirs, inbound.channel, inbound.chat, inbound.msg_id, asked, text,
+                self._clock(), inbound.display_name or "",
+            )
 
     async def _agent(
         self,

@@ -1,0 +1,116 @@
+"""The one door into every tenant's message index: screen, mask, then store.
+
+`Indexer.admit(dirs, messages)` is the only way a text reaches an index file
+(live turns, scheduled answers, imports alike): a text the secret screen
+finds a credential in (`bridge.screening.screen.secret_kinds`) or that holds
+one of the tenant's vault values is refused whole (counted, never stored);
+every other text goes through the tenant's vault `Masker` (every spelling of
+every value becomes `[vault:NAME]`) before it is written. `clean` is that
+single step, so a central masking point can replace it in one place.
+`record_exchange` is what the turn calls after it stored an exchange (the
+core's `ExchangeLog` protocol); it never raises into the turn: an index that
+cannot be written is logged and the answer goes on.
+Connections are opened lazily, one per tenant, and kept; `close()` ends them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from bridge.recall.index import Message, RecallIndex, index_path
+from bridge.screening.screen import secret_kinds
+from bridge.types.tenant_dirs import TenantDirs
+
+log = logging.getLogger(__name__)
+MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 characters
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    added: int  # new rows
+    known: int  # already in the index (same conversation and id)
+    refused: int  # held a credential: not stored
+
+
+class Indexer:
+    def __init__(
+        self, mask: Callable[[TenantDirs, str], str] | None = None, enabled: bool = True
+    ) -> None:
+        self._mask = mask
+        self.enabled = enabled
+        self._open: dict[str, RecallIndex] = {}
+        self._lock = threading.Lock()
+
+    def index(self, dirs: TenantDirs) -> RecallIndex:
+        """The tenant's index (opened once, created on first use)."""
+        key = str(dirs.root)
+        with self._lock:
+            found = self._open.get(key)
+            if found is None:
+                found = RecallIndex.open(index_path(dirs))
+                self._open[key] = found
+            return found
+
+    def forget(self, dirs: TenantDirs) -> None:
+        """Close the tenant's connection (before its files are removed)."""
+        with self._lock:
+            found = self._open.pop(str(dirs.root), None)
+        if found is not None:
+            found.close()
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for index in opened:
+            index.close()
+
+    def clean(self, dirs: TenantDirs, text: str) -> str | None:
+        """The text as it may be stored, or None when it must not be (a credential in it)."""
+        text = text[:MAX_TEXT]
+        if secret_kinds(text):
+            return None
+        if self._mask is None:
+            return text
+        return self._mask(dirs, text)
+
+    def admit(self, dirs: TenantDirs, messages: Iterable[Message]) -> Admitted:
+        """Screen, mask and store `messages` in one transaction."""
+        kept: list[Message] = []
+        refused = 0
+        for m in messages:
+            text = self.clean(dirs, m.text)
+            if text is None:
+                refused += 1
+            elif text.strip():
+                kept.append(m if text == m.text else replace(m, text=text))
+        added = self.index(dirs).add(kept) if kept else 0
+        return Admitted(added, len(kept) - added, refused)
+
+    def record_exchange(
+        self,
+        dirs: TenantDirs,
+        channel: str,
+        chat: str,
+        msg_id: str,
+        asked: str,
+        answer: str,
+        at: float,
+        name: str = "",
+    ) -> None:
+        """Index one stored exchange (the turn's hook); failures are logged, never raised."""
+        if not self.enabled:
+            return
+        at_ms = int(at * 1000)
+        conversation = f"{channel}:{chat}"
+        pair = (
+            Message(conversation, msg_id, "user", asked, at_ms, channel, name),
+            Message(conversation, f"{msg_id}:reply", "assistant", answer, at_ms + 1, channel),
+        )
+        try:
+            self.admit(dirs, pair)
+        except (OSError, sqlite3.Error) as exc:
+            log.error("recall index not written (%s); the answer goes on", exc)

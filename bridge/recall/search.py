@@ -1,0 +1,122 @@
+"""Search one tenant's index: BM25 over stemmed terms, then the conversation around each hit.
+
+Pure ranking over what the index returns (no I/O of its own beyond the
+index's two queries):
+1. the query's terms (`query_terms`: stop words out, stems both ways) go to
+   FTS5 as a quoted OR (`match.any_of`), ranked by bm25 with the speaker
+   column (`who`) weighted `who_weight`; the best `pool` rows come back;
+2. session context: a message's score gains `context` times the scores of the
+   messages just before and after it in its conversation (a question's
+   answer is often split over a question and its reply);
+3. pseudo-relevance feedback (`feedback` > 0): the terms that the best
+   `feedback_docs` hits share most, not already in the query, are added with
+   a lower weight and the pool is searched again (classic RM3-style
+   expansion, no model);
+4. the best `k` are returned with their scores, best first.
+Every figure of `Tuning` was chosen on the dev split and checked by
+leaving one conversation out (`bench/recall_bench.py`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from bridge.recall.index import RecallIndex, Row
+from bridge.recall.match import any_of, quote
+from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms
+
+MAX_K = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    who_weight: float = 1.0
+    pool: int = 200
+    context: float = 0.0
+    window: int = 1
+    session: float = 0.0
+    speaker: float = 0.0
+    feedback: float = 0.0
+    feedback_docs: int = 5
+    feedback_terms: int = 8
+
+
+DEFAULT = Tuning()
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    row: Row
+    score: float
+
+
+def _bm25(index: RecallIndex, expr: str, tuning: Tuning) -> dict[int, float]:
+    """rowid -> bm25 score (higher is better) of the best `pool` rows matching `expr`."""
+    if not expr:
+        return {}
+    sql = (
+        "SELECT rowid, bm25(terms, 1.0, ?) AS s FROM terms WHERE terms MATCH ? "
+        "ORDER BY s LIMIT ?"
+    )
+    return {r: -s for r, s in index.conn.execute(sql, (tuning.who_weight, expr, tuning.pool))}
+
+
+def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
+    """The terms most of the top rows share, not in the query and not stop words."""
+    seen: Counter[str] = Counter()
+    for row in rows:
+        seen.update(set(index_terms(row.text).split()))
+    skip = set(query) | ENGLISH_STOP | GERMAN_STOP
+    picked = [t for t, n in seen.most_common() if n > 1 and t not in skip and len(t) > 2]
+    return picked[:count]
+
+
+def _weighted(terms: list[str], extra: list[str]) -> str:
+    return any_of(terms) + (" OR " + " OR ".join(quote(t) for t in extra) if extra else "")
+
+
+def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
+    """The best `k` (at most MAX_K) messages for `query`, best first."""
+    k = max(1, min(k, MAX_K))
+    terms = query_terms(query)
+    scores = _bm25(index, any_of(terms), tuning)
+    if not scores:
+        return []
+    rows = index.rows(scores)
+    if tuning.feedback > 0:
+        top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
+        extra = _expansion([rows[r] for r in top], terms, tuning.feedback_terms)
+        if extra:
+            again = _bm25(index, any_of(extra), tuning)
+            for r, s in again.items():
+                scores[r] = scores.get(r, 0.0) + tuning.feedback * s
+            rows.update(index.rows(r for r in again if r not in rows))
+    ranked = _with_context(scores, rows, tuning)
+    if tuning.speaker > 0:
+        asked = set(terms)
+        for r in ranked:
+            if asked & set(index_terms(rows[r].name).split()):
+                ranked[r] *= 1 + tuning.speaker
+    best = sorted(ranked, key=ranked.__getitem__, reverse=True)[:k]
+    return [Hit(rows[r], ranked[r]) for r in best]
+
+
+def _with_context(scores: dict[int, float], rows: dict[int, Row], t: Tuning) -> dict[int, float]:
+    """Each score plus `context` x the scores of its conversation's adjacent rows."""
+    if t.context <= 0 and t.session <= 0:
+        return scores
+    best: dict[str, float] = {}
+    for r, s in scores.items():
+        c = rows[r].conversation
+        best[c] = max(best.get(c, 0.0), s)
+    out: dict[int, float] = {}
+    for r, s in scores.items():
+        conv = rows[r].conversation
+        near = 0.0
+        for d in range(1, t.window + 1):
+            for n in (r - d, r + d):
+                if n in rows and rows[n].conversation == conv:
+                    near += scores.get(n, 0.0) / d
+        out[r] = s + t.context * near + t.session * best[conv]
+    return out
