@@ -22,21 +22,30 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from bridge.recall.index import RecallIndex, Row
+from bridge.recall.index import RecallIndex, Row, who_terms
 from bridge.recall.match import any_of, quote
-from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms
+from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms, words
 
 MAX_K = 50
+_FIRST = frozenset("i me my mine myself ich mich mir mein meine meinem meinen meiner".split())
+_SECOND = frozenset("you your yours yourself du dich dir dein deine deinem deinen deiner".split())
+
+
+def _persons(query: str) -> set[str]:
+    """The roles a query points at: "what did I say" -> user, "what did you say" -> assistant."""
+    said = set(words(query))
+    roles = ("user",) * bool(said & _FIRST) + ("assistant",) * bool(said & _SECOND)
+    return set(index_terms(" ".join(roles)).split())
 
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
     who_weight: float = 1.0
     pool: int = 200
-    context: float = 0.0
-    window: int = 1
-    session: float = 0.0
-    speaker: float = 0.0
+    context: float = 0.5
+    window: int = 2
+    session: float = 0.5
+    speaker: float = 0.3
     feedback: float = 0.0
     feedback_docs: int = 5
     feedback_terms: int = 8
@@ -94,9 +103,9 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
             rows.update(index.rows(r for r in again if r not in rows))
     ranked = _with_context(scores, rows, tuning)
     if tuning.speaker > 0:
-        asked = set(terms)
+        asked = set(terms) | _persons(query)
         for r in ranked:
-            if asked & set(index_terms(rows[r].name).split()):
+            if asked & set(who_terms(rows[r].role, rows[r].name).split()):
                 ranked[r] *= 1 + tuning.speaker
     best = sorted(ranked, key=ranked.__getitem__, reverse=True)[:k]
     return [Hit(rows[r], ranked[r]) for r in best]
