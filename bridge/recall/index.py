@@ -16,6 +16,7 @@ Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -26,23 +27,26 @@ from bridge.recall.terms import index_terms
 from bridge.types.tenant_dirs import TenantDirs
 
 FILENAME = "index.sqlite"
+NEAR = 2000  # rows looked through on either side for a message's neighbours
 SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS conversations (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE
+    )""",
     """CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY,
-        conversation TEXT NOT NULL,
+        key INTEGER NOT NULL UNIQUE,
+        conv INTEGER NOT NULL,
         msg_id TEXT NOT NULL,
         role TEXT NOT NULL,
         name TEXT NOT NULL DEFAULT '',
         at_ms INTEGER NOT NULL,
         source TEXT NOT NULL,
-        text TEXT NOT NULL,
-        UNIQUE (conversation, msg_id)
+        text TEXT NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS messages_order ON messages (conversation, at_ms)",
-    "CREATE INDEX IF NOT EXISTS messages_time ON messages (at_ms)",
     """CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
         body, who, content='', tokenize='unicode61 remove_diacritics 2'
     )""",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS terms_df USING fts5vocab(terms, 'row')",
 )
 
 
@@ -78,11 +82,18 @@ class Row:
     text: str
 
 
-_COLUMNS = "id, conversation, msg_id, role, name, at_ms, source, text"
+_COLUMNS = "m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text"
+_FROM = "messages m JOIN conversations c ON c.id = m.conv"
+
+
+def message_key(m: Message) -> int:
+    """A message's identity, (conversation, id), as a signed 64-bit hash (the unique key)."""
+    digest = hashlib.blake2b(f"{m.conversation}\0{m.msg_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def who_terms(role: str, name: str) -> str:
-    """The `who` column: the speaker's name and role as terms."""
+    """The speaker's name and role as terms (the ranking's speaker boost)."""
     return index_terms(f"{name} {role}")
 
 
@@ -118,19 +129,23 @@ class RecallIndex:
     def add(self, messages: Iterable[Message]) -> int:
         """Add messages in one transaction; those already known are skipped. Returns added."""
         conn, added = self.conn, 0
+        convs: dict[str, int] = {}
         conn.execute("BEGIN IMMEDIATE")
         try:
             for m in messages:
+                conv = convs.get(m.conversation)
+                if conv is None:
+                    conv = convs[m.conversation] = self._conversation(m.conversation)
                 cur = conn.execute(
-                    "INSERT OR IGNORE INTO messages (conversation, msg_id, role, name, at_ms, "
-                    "source, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (m.conversation, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text),
+                    "INSERT OR IGNORE INTO messages (key, conv, msg_id, role, name, at_ms, "
+                    "source, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (message_key(m), conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text),
                 )
                 if cur.rowcount != 1:
                     continue
                 conn.execute(
                     "INSERT INTO terms (rowid, body, who) VALUES (?, ?, ?)",
-                    (cur.lastrowid, index_terms(m.text), who_terms(m.role, m.name)),
+                    (cur.lastrowid, index_terms(m.text), index_terms(m.name)),
                 )
                 added += 1
             conn.execute("COMMIT")
@@ -138,6 +153,20 @@ class RecallIndex:
             conn.execute("ROLLBACK")
             raise
         return added
+
+    def _conversation(self, name: str) -> int:
+        self.conn.execute("INSERT OR IGNORE INTO conversations (name) VALUES (?)", (name,))
+        got = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,))
+        return int(got.fetchone()[0])
+
+    def doc_freq(self, terms: list[str]) -> dict[str, int]:
+        """How many messages hold each term (the FTS5 vocabulary; 0 when none)."""
+        found = dict.fromkeys(terms, 0)
+        for term in terms:
+            row = self.conn.execute("SELECT doc FROM terms_df WHERE term = ?", (term,)).fetchone()
+            if row is not None:
+                found[term] = int(row[0])
+        return found
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
@@ -153,28 +182,32 @@ class RecallIndex:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {_COLUMNS} FROM messages WHERE id IN ({marks})"
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id IN ({marks})"
             for r in self.conn.execute(sql, chunk):
                 found[r[0]] = Row(*r)
         return found
 
     def neighbours(self, row: Row, before: int, after: int) -> tuple[list[Row], list[Row]]:
-        """Up to `before` messages just before `row` in its conversation, and `after` after."""
+        """Up to `before` messages stored just before `row` in its conversation, and `after`
+        after (looked for among the NEAR rows on either side: a conversation's messages are
+        stored in order, interleaved only with other chats' at the same time)."""
+        conv = f"(SELECT conv FROM messages WHERE id = {int(row.rowid)})"
         prev = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM messages WHERE conversation = ? AND "
-            "(at_ms < ? OR (at_ms = ? AND id < ?)) ORDER BY at_ms DESC, id DESC LIMIT ?",
-            (row.conversation, row.at_ms, row.at_ms, row.rowid, before),
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id BETWEEN ? AND ? AND m.conv = {conv} "
+            "ORDER BY m.id DESC LIMIT ?",
+            (row.rowid - NEAR, row.rowid - 1, before),
         ).fetchall()
         nxt = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM messages WHERE conversation = ? AND "
-            "(at_ms > ? OR (at_ms = ? AND id > ?)) ORDER BY at_ms, id LIMIT ?",
-            (row.conversation, row.at_ms, row.at_ms, row.rowid, after),
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id BETWEEN ? AND ? AND m.conv = {conv} "
+            "ORDER BY m.id LIMIT ?",
+            (row.rowid + 1, row.rowid + NEAR, after),
         ).fetchall()
         return [Row(*r) for r in reversed(prev)], [Row(*r) for r in nxt]
 
     def iter_all(self) -> Iterator[Row]:
-        """Every message, oldest first (the export)."""
-        yield from (Row(*r) for r in self.conn.execute(f"SELECT {_COLUMNS} FROM messages ORDER BY at_ms, id"))
+        """Every message, in the order stored (the export)."""
+        sql = f"SELECT {_COLUMNS} FROM {_FROM} ORDER BY m.id"
+        yield from (Row(*r) for r in self.conn.execute(sql))
 
     def delete_before(self, cutoff_ms: int) -> int:
         """Remove messages older than `cutoff_ms` (retention); returns how many."""
@@ -182,12 +215,12 @@ class RecallIndex:
         conn.execute("BEGIN IMMEDIATE")
         try:
             old = conn.execute(
-                "SELECT id, role, name, text FROM messages WHERE at_ms < ?", (cutoff_ms,)
+                "SELECT id, name, text FROM messages WHERE at_ms < ?", (cutoff_ms,)
             ).fetchall()
-            for rowid, role, name, text in old:
+            for rowid, name, text in old:
                 conn.execute(
                     "INSERT INTO terms (terms, rowid, body, who) VALUES ('delete', ?, ?, ?)",
-                    (rowid, index_terms(text), who_terms(role, name)),
+                    (rowid, index_terms(text), index_terms(name)),
                 )
                 conn.execute("DELETE FROM messages WHERE id = ?", (rowid,))
                 removed += 1

@@ -27,6 +27,16 @@ from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
 MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 characters
+GROUP = 32  # messages screened together; a group with a finding is screened one by one
+
+
+def _screened_together(group: list[Message]) -> bool:
+    """True when the screen finds nothing in the group's texts joined by blank lines.
+
+    The screen's rules look at a text's own characters and a short window
+    after a keyword, so what it finds in one message it finds in the joined
+    text too: a clean group is clean message by message (tested)."""
+    return not secret_kinds("\n\n".join(m.text[:MAX_TEXT] for m in group))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +78,12 @@ class Indexer:
         for index in opened:
             index.close()
 
-    def clean(self, dirs: TenantDirs, text: str) -> str | None:
-        """The text as it may be stored, or None when it must not be (a credential in it)."""
+    def clean(self, dirs: TenantDirs, text: str, screened: bool = False) -> str | None:
+        """The text as it may be stored, or None when it must not be (a credential in it).
+
+        `screened`: the text was part of a group the screen found nothing in."""
         text = text[:MAX_TEXT]
-        if secret_kinds(text):
+        if not screened and secret_kinds(text):
             return None
         if self._mask is None:
             return text
@@ -81,12 +93,16 @@ class Indexer:
         """Screen, mask and store `messages` in one transaction."""
         kept: list[Message] = []
         refused = 0
-        for m in messages:
-            text = self.clean(dirs, m.text)
-            if text is None:
-                refused += 1
-            elif text.strip():
-                kept.append(m if text == m.text else replace(m, text=text))
+        batch = list(messages)
+        for start in range(0, len(batch), GROUP):
+            group = batch[start : start + GROUP]
+            screened = _screened_together(group)
+            for m in group:
+                text = self.clean(dirs, m.text, screened=screened)
+                if text is None:
+                    refused += 1
+                elif text.strip():
+                    kept.append(m if text == m.text else replace(m, text=text))
         added = self.index(dirs).add(kept) if kept else 0
         return Admitted(added, len(kept) - added, refused)
 

@@ -40,8 +40,8 @@ def _persons(query: str) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    who_weight: float = 1.0
     pool: int = 200
+    postings: int = 10_000
     context: float = 0.5
     window: int = 2
     session: float = 0.5
@@ -64,11 +64,24 @@ def _bm25(index: RecallIndex, expr: str, tuning: Tuning) -> dict[int, float]:
     """rowid -> bm25 score (higher is better) of the best `pool` rows matching `expr`."""
     if not expr:
         return {}
-    sql = (
-        "SELECT rowid, bm25(terms, 1.0, ?) AS s FROM terms WHERE terms MATCH ? "
-        "ORDER BY s LIMIT ?"
-    )
-    return {r: -s for r, s in index.conn.execute(sql, (tuning.who_weight, expr, tuning.pool))}
+    sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ? ORDER BY s LIMIT ?"
+    return {r: -s for r, s in index.conn.execute(sql, (expr, tuning.pool))}
+
+
+def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
+    """The rarest terms whose messages add up to at most `budget` (at least the rarest one).
+
+    A term in more messages weighs less in BM25 and costs more to score: past
+    the budget the common ones are left out, so one query's work stays bounded
+    however large the index grows. A small index keeps every term."""
+    df = index.doc_freq(terms)
+    kept, total = [], 0
+    for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
+        if kept and total + df[term] > budget:
+            break
+        kept.append(term)
+        total += df[term]
+    return kept
 
 
 def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
@@ -88,7 +101,7 @@ def _weighted(terms: list[str], extra: list[str]) -> str:
 def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
     """The best `k` (at most MAX_K) messages for `query`, best first."""
     k = max(1, min(k, MAX_K))
-    terms = query_terms(query)
+    terms = _affordable(index, query_terms(query), tuning.postings)
     scores = _bm25(index, any_of(terms), tuning)
     if not scores:
         return []

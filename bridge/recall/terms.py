@@ -56,6 +56,7 @@ GERMAN_STOP = frozenset(
     zwar zwischen wann warum wer wen wem""".split()
 )
 
+STOP = ENGLISH_STOP | GERMAN_STOP
 _ENGLISH_ONLY = ENGLISH_STOP - GERMAN_STOP
 _GERMAN_ONLY = GERMAN_STOP - ENGLISH_STOP
 
@@ -75,28 +76,33 @@ def fold(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The lowercased words of `text`, each at most MAX_WORD characters."""
-    return [w[:MAX_WORD] for w in WORD.findall(text.casefold())]
+    found: list[str] = WORD.findall(text.casefold())
+    if found and max(map(len, found)) > MAX_WORD:
+        return [w[:MAX_WORD] for w in found]
+    return found
 
 
 def guess_language(tokens: list[str]) -> str:
     """'german' when more of the words are German-only stop words than English-only ones."""
-    german = sum(1 for w in tokens if w in _GERMAN_ONLY)
-    english = sum(1 for w in tokens if w in _ENGLISH_ONLY)
-    return "german" if german > english else "english"
+    said = set(tokens)
+    german = len(_GERMAN_ONLY.intersection(said))
+    return "german" if german > len(_ENGLISH_ONLY.intersection(said)) else "english"
 
 
 def index_terms(text: str) -> str:
-    """The stored terms of one message: stems of its language, folded, space-separated."""
+    """The stored terms of one message: its content words' stems (its language's stemmer),
+    folded, space-separated. Stop words are not stored: no query looks them up."""
     tokens = words(text)
     if not tokens:
         return ""
-    stems = _stemmer(guess_language(tokens)).stemWords(tokens)
-    return " ".join(_fold_ascii(s) for s in stems)
+    language = guess_language(tokens)
+    content = [w for w in tokens if w not in STOP] or tokens
+    return _fold_ascii(" ".join(_stemmer(language).stemWords(content)))
 
 
 def query_terms(text: str) -> list[str]:
     """The distinct look-up terms of a query, in order: content words stemmed both ways."""
-    tokens = [w for w in words(text[:MAX_QUERY_CHARS]) if w not in ENGLISH_STOP | GERMAN_STOP]
+    tokens = [w for w in words(text[:MAX_QUERY_CHARS]) if w not in STOP]
     if not tokens:  # a query of stop words only: look them up rather than find nothing
         tokens = words(text[:MAX_QUERY_CHARS])
     seen: dict[str, None] = {}
@@ -110,7 +116,8 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def _fold_ascii(stem: str) -> str:
-    if stem.isascii():
-        return stem
-    return "".join(ch for ch in fold(stem) if ch.isalnum())
+def _fold_ascii(stems: str) -> str:
+    """Stems (space-separated) with diacritics folded; letters, digits and spaces only."""
+    if stems.isascii():
+        return stems
+    return "".join(ch for ch in fold(stems) if ch.isalnum() or ch == " ")
