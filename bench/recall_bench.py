@@ -31,6 +31,7 @@ from bridge.recall.evaluate import DEV_DIR, format_report, load_set, retrieval_e
 from bridge.recall.index import Message, index_path
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import Tuning, search
+from bridge.screening.screen import secret_kinds
 from bridge.types.tenant_dirs import TenantDirs
 
 GRID = [
@@ -70,7 +71,7 @@ def synthetic(base: list[Message], count: int, seed: int = 7) -> list[Message]:
 
 def build(dirs: TenantDirs, messages: list[Message]) -> tuple[float, Indexer]:
     """Import through the indexer's door in batches of 5,000; returns messages/s."""
-    indexer = Indexer(lambda d, text: text)  # an empty vault: the mask is the identity
+    indexer = Indexer(lambda d, text: text, screen=secret_kinds)  # an empty vault
     started = time.perf_counter()
     for start in range(0, len(messages), 5000):
         indexer.admit(dirs, messages[start : start + 5000])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
 from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.memory_notes import MemoryNotes
 from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
 from bridge.core.budgets import UsageMeter
@@ -47,6 +48,7 @@ from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
 from bridge.recall.wiring import build_recall
 from bridge.schedule.commands import ScheduleCommands
+from bridge.screening.screen import secret_kinds
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
@@ -136,7 +138,7 @@ def build_capabilities(
         judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
-    recall = build_recall(settings.recall.enabled, loadout.vault.masker, audit)
+    recall = build_recall(settings.recall.enabled, loadout.vault.masker, audit, secret_kinds)
     return Capabilities(
         loadout,
         (
@@ -262,7 +264,9 @@ def build_turns(
         settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
         observers=caps.observers,
         masks=vault.masker,
-        user_note=caps.loadout.prompt.now_note,
+        user_note=MemoryNotes(
+            caps.loadout.memory.store, settings.memory, caps.loadout.prompt.now_note
+        ).note,
         pick=models.hold if models is not None else None,
         meter=meter,
         compactor=compactor,

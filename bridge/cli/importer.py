@@ -27,6 +27,7 @@ from bridge.recall.importer import Summary, import_stream
 from bridge.recall.indexer import Indexer
 from bridge.recall.jsonstream import BadJson
 from bridge.recall.wiring import vault_mask
+from bridge.screening.screen import secret_kinds
 from bridge.types.audit_sink import NullAudit
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -43,7 +44,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost import: {path} is not a file", file=sys.stderr)
         return 2
     dirs = TenantDirs.of(settings.home, args.tenant).ensure()
-    indexer = Indexer(vault_mask(Vault(NullAudit()).masker))
+    indexer = Indexer(vault_mask(Vault(NullAudit()).masker), screen=secret_kinds)
     try:
         summary = _run(indexer, dirs, args.format, path)
     except BadJson as exc:

@@ -2,8 +2,8 @@
 
 `Indexer.admit(dirs, messages)` is the only way a text reaches an index file
 (live turns, scheduled answers, imports alike): a text the secret screen
-finds a credential in (`bridge.screening.screen.secret_kinds`) or that holds
-one of the tenant's vault values is refused whole (counted, never stored);
+finds a credential in (`screen`: the app passes
+`bridge.screening.screen.secret_kinds`) is refused whole (counted, never stored);
 every other text goes through the tenant's vault `Masker` (every spelling of
 every value becomes `[vault:NAME]`) before it is written. `clean` is that
 single step, so a central masking point can replace it in one place.
@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from bridge.recall.index import Message, RecallIndex, index_path
-from bridge.screening.screen import secret_kinds
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
@@ -30,13 +29,20 @@ MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 character
 GROUP = 32  # messages screened together; a group with a finding is screened one by one
 
 
-def _screened_together(group: list[Message]) -> bool:
+Screen = Callable[[str], list[str]]  # the secret screen: the kinds of credential in a text
+
+
+def _no_screen(text: str) -> list[str]:
+    return []
+
+
+def _screened_together(screen: Screen, group: list[Message]) -> bool:
     """True when the screen finds nothing in the group's texts joined by blank lines.
 
     The screen's rules look at a text's own characters and a short window
     after a keyword, so what it finds in one message it finds in the joined
     text too: a clean group is clean message by message (tested)."""
-    return not secret_kinds("\n\n".join(m.text[:MAX_TEXT] for m in group))
+    return not screen("\n\n".join(m.text[:MAX_TEXT] for m in group))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +54,13 @@ class Admitted:
 
 class Indexer:
     def __init__(
-        self, mask: Callable[[TenantDirs, str], str] | None = None, enabled: bool = True
+        self,
+        mask: Callable[[TenantDirs, str], str] | None = None,
+        enabled: bool = True,
+        screen: Screen = _no_screen,
     ) -> None:
         self._mask = mask
+        self._screen = screen
         self.enabled = enabled
         self._open: dict[str, RecallIndex] = {}
         self._lock = threading.Lock()
@@ -83,7 +93,7 @@ class Indexer:
 
         `screened`: the text was part of a group the screen found nothing in."""
         text = text[:MAX_TEXT]
-        if not screened and secret_kinds(text):
+        if not screened and self._screen(text):
             return None
         if self._mask is None:
             return text
@@ -96,7 +106,7 @@ class Indexer:
         batch = list(messages)
         for start in range(0, len(batch), GROUP):
             group = batch[start : start + GROUP]
-            screened = _screened_together(group)
+            screened = _screened_together(self._screen, group)
             for m in group:
                 text = self.clean(dirs, m.text, screened=screened)
                 if text is None:

@@ -41,7 +41,7 @@ def _persons(query: str) -> set[str]:
 @dataclass(frozen=True, slots=True)
 class Tuning:
     pool: int = 200
-    postings: int = 10_000
+    postings: int = 5_000
     context: float = 0.5
     window: int = 2
     session: float = 0.5

@@ -100,20 +100,24 @@ def index_terms(text: str) -> str:
     return _fold_ascii(" ".join(_stemmer(language).stemWords(content)))
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct look-up terms of a query, in order: content words stemmed both ways."""
+def query_groups(text: str) -> list[tuple[str, ...]]:
+    """Per distinct content word of a query, its look-up terms (English and German stems)."""
     tokens = [w for w in words(text[:MAX_QUERY_CHARS]) if w not in STOP]
     if not tokens:  # a query of stop words only: look them up rather than find nothing
         tokens = words(text[:MAX_QUERY_CHARS])
-    seen: dict[str, None] = {}
+    groups: dict[tuple[str, ...], None] = {}
     english = _stemmer("english").stemWords(tokens)
     german = _stemmer("german").stemWords(tokens)
     for en, de in zip(english, german, strict=True):
-        for stem in (en, de):
-            term = _fold_ascii(stem)
-            if term:
-                seen.setdefault(term, None)
-    return list(seen)
+        group = tuple(dict.fromkeys(t for t in (_fold_ascii(en), _fold_ascii(de)) if t))
+        if group:
+            groups.setdefault(group, None)
+    return list(groups)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct look-up terms of a query, in order: content words stemmed both ways."""
+    return list(dict.fromkeys(t for group in query_groups(text) for t in group))
 
 
 def _fold_ascii(stems: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from bridge.recall.indexer import Indexer
+from bridge.recall.indexer import Indexer, Screen
 from bridge.recall.service import Recall
 from bridge.recall.tools import RecallCommands, RecallTools
 from bridge.types.audit_sink import AuditSink
@@ -37,9 +37,12 @@ def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> Callable[[TenantD
 
 
 def build_recall(
-    enabled: bool, masker_of: Callable[[TenantDirs], TextMask], audit: AuditSink | None
+    enabled: bool,
+    masker_of: Callable[[TenantDirs], TextMask],
+    audit: AuditSink | None,
+    screen: Screen,
 ) -> Wired:
-    indexer = Indexer(vault_mask(masker_of), enabled=enabled)
+    indexer = Indexer(vault_mask(masker_of), enabled=enabled, screen=screen)
     recall = Recall(indexer, audit)
     if not enabled:
         return Wired(indexer, recall, (), ())

@@ -11,6 +11,7 @@ from bridge.recall.index import Message, index_path
 from bridge.recall.indexer import GROUP, Indexer
 from bridge.recall.search import search
 from bridge.recall.service import Recall
+from bridge.screening.screen import secret_kinds
 from bridge.types.tenant_dirs import TenantDirs
 
 SECRET = "hunter2-correct-horse-battery"
@@ -78,7 +79,7 @@ def test_retention_removes_old_messages_and_their_terms(tmp_path: Path) -> None:
 
 def test_credentials_are_refused_and_vault_values_masked_in_every_spelling(tmp_path: Path) -> None:
     masker = Masker({"wifi": SECRET})
-    indexer = Indexer(lambda dirs, text: masker.mask(text))
+    indexer = Indexer(lambda dirs, text: masker.mask(text), screen=secret_kinds)
     dirs = TenantDirs.of(tmp_path, "t")
     b64 = base64.b64encode(SECRET.encode()).decode()
     got = indexer.admit(
@@ -100,7 +101,7 @@ def test_credentials_are_refused_and_vault_values_masked_in_every_spelling(tmp_p
 
 
 def test_a_group_with_one_credential_keeps_the_rest(tmp_path: Path) -> None:
-    indexer = Indexer()
+    indexer = Indexer(screen=secret_kinds)
     dirs = TenantDirs.of(tmp_path, "t")
     batch = [msg("a", str(i), f"plain note number {i}") for i in range(GROUP * 2)]
     batch[5] = msg("a", "5", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
