@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.recall.export import history_lines
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -35,7 +36,8 @@ Everything roost holds about tenant {tenant}, exported {when}.
 files/            the tenant's own files, as roost keeps them:
   USER.md           the profile roost shows the model about you
   STEERING.md       your always-on instructions
-  memory/           memories (one Markdown file each) and their journal
+  memory/           memories (one Markdown file each), their journal and earlier
+                    versions (.history/), when each was last used (.usage.json)
   skills/           your skills (SKILL.md files)
   forge/tools/      your personal tools: me.NAME.py (source) and me.NAME.json
                     (metadata: description, parameters, SHA-256, network hosts)
@@ -49,6 +51,8 @@ db/TABLE.jsonl    your rows of each database table, one JSON object a line:
   skill_grades, turn_log       how well each skill did for you
   jobs, outbox                 your scheduled jobs and messages queued for you
   pairing_*                    which chat identities are bound to you
+history.jsonl     everything said in your chats and everything imported, one message a
+                  line, in the format `roost import` reads (so it can be imported again)
 audit.jsonl       the audit records about you: what happened and when, with ids,
                   counts and hashes only (no message text)
 """
@@ -182,6 +186,9 @@ def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, whe
                 text = _jsonl(table_rows(db, table, tenant))
                 rows += text.count("\n")
                 zf.writestr(f"db/{table}.jsonl", text)
+            with zf.open("history.jsonl", "w") as history:  # streamed: any size
+                for line in history_lines(dirs):
+                    history.write(line)
             chain = home / "audit" / "chain.jsonl"
             records = list(audit_records(chain, tenant))
             zf.writestr("audit.jsonl", b"".join(records))

@@ -138,7 +138,8 @@ def build_capabilities(
         judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
-    recall = build_recall(settings.recall.enabled, loadout.vault.masker, audit, secret_kinds)
+    on = settings.recall
+    recall = build_recall(on.enabled, loadout.vault.masker, audit, secret_kinds, on.retention_days)
     return Capabilities(
         loadout,
         (

@@ -81,7 +81,7 @@ class MemoryCommands:
 
     async def _list(self, ctx: CommandContext, rest: str) -> str:
         every = self._memory.store.topics(ctx.dirs)
-        resting = {t.name for t in self._memory.store.archived(ctx.dirs, every)}
+        resting = {t.name for t in self._memory.store.archived(ctx.dirs, every, ctx.now)}
         topics = every if rest.strip() == "--all" else [t for t in every if t.name not in resting]
         label = self._memory.usage(ctx.dirs)
         if not topics:

@@ -160,7 +160,7 @@ class MemoryStore:
             write_text(new_path, render_topic(topic))
             if old_path is not None and old_path != new_path:
                 remove(old_path)
-            self._write_index(dirs)
+            self._write_index(dirs, now)
             return SaveResult(topic, old is None, used, self.memory_cap, old if replaced else None)
 
     def delete(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
@@ -181,7 +181,7 @@ class MemoryStore:
                 ),
             )
             remove(path)
-            self._write_index(dirs)
+            self._write_index(dirs, now)
             return topic
 
     def undo(self, dirs: TenantDirs) -> journal.Change | None:
@@ -197,7 +197,7 @@ class MemoryStore:
                     remove(mdir / filename)
                 else:
                     write_text(mdir / filename, text)
-            self._write_index(dirs)
+            self._write_index(dirs, self._clock())
             return change
 
     def consolidate(
@@ -229,28 +229,27 @@ class MemoryStore:
                 write_text(mdir / topic.filename, render_topic(topic))
             for filename in sorted(gone):
                 remove(mdir / filename)
-            self._write_index(dirs)
+            self._write_index(dirs, now)
             return used
 
-    def rebuild_index(self, dirs: TenantDirs) -> None:
+    def rebuild_index(self, dirs: TenantDirs, now: float | None = None) -> None:
         mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
-            self._write_index(dirs)
+            self._write_index(dirs, self._clock() if now is None else now)
 
     def touch(self, dirs: TenantDirs, names: list[str], what: str, now: float) -> None:
         """Record a read or an injection; an archived topic used again is back in the index."""
         if names and usage.touch(dirs.memory, names, what, now):
-            self.rebuild_index(dirs)
+            self.rebuild_index(dirs, now)
 
-    def archived(self, dirs: TenantDirs, topics: list[Topic] | None = None) -> list[Topic]:
-        """The topics left out of the index (unused for `archive_after_days`)."""
-        found = self.topics(dirs) if topics is None else topics
-        used, now = usage.load(dirs.memory), self._clock()
-        return [t for t in found if usage.archived(t, used, now, self.archive_after_days)]
+    def archived(self, dirs: TenantDirs, topics: list[Topic], now: float) -> list[Topic]:
+        """The topics left out of the index at `now` (unused for `archive_after_days`)."""
+        used = usage.load(dirs.memory)
+        return [t for t in topics if usage.archived(t, used, now, self.archive_after_days)]
 
-    def _write_index(self, dirs: TenantDirs) -> None:
+    def _write_index(self, dirs: TenantDirs, now: float) -> None:
         topics = self.topics(dirs)
-        resting = {t.name for t in self.archived(dirs, topics)}
+        resting = {t.name for t in self.archived(dirs, topics, now)}
         text = render_index([t for t in topics if t.name not in resting])
         if resting:
             text += f"# {len(resting)} archived topics (unused for a while): /memory list --all\n"

@@ -9,7 +9,8 @@ every value becomes `[vault:NAME]`) before it is written. `clean` is that
 single step, so a central masking point can replace it in one place.
 `record_exchange` is what the turn calls after it stored an exchange (the
 core's `ExchangeLog` protocol); it never raises into the turn: an index that
-cannot be written is logged and the answer goes on.
+cannot be written is logged and the answer goes on. With `[recall]
+retention_days` set, it also drops older messages, at most once a day.
 Connections are opened lazily, one per tenant, and kept; `close()` ends them.
 """
 
@@ -26,6 +27,7 @@ from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
 MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 characters
+DAY_MS = 86_400_000
 GROUP = 32  # messages screened together; a group with a finding is screened one by one
 
 
@@ -58,9 +60,12 @@ class Indexer:
         mask: Callable[[TenantDirs, str], str] | None = None,
         enabled: bool = True,
         screen: Screen = _no_screen,
+        retention_days: int = 0,
     ) -> None:
         self._mask = mask
         self._screen = screen
+        self._retention_ms = retention_days * DAY_MS  # 0: keep everything
+        self._pruned: dict[str, int] = {}  # tenant root -> when its index was last pruned
         self.enabled = enabled
         self._open: dict[str, RecallIndex] = {}
         self._lock = threading.Lock()
@@ -138,5 +143,16 @@ class Indexer:
         )
         try:
             self.admit(dirs, pair)
+            self._prune(dirs, at_ms)
         except (OSError, sqlite3.Error) as exc:
             log.error("recall index not written (%s); the answer goes on", exc)
+
+    def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
+        """With a retention set, drop messages older than it (at most once a day per tenant)."""
+        key = str(dirs.root)
+        if self._retention_ms <= 0 or now_ms - self._pruned.get(key, 0) < DAY_MS:
+            return
+        self._pruned[key] = now_ms
+        removed = self.index(dirs).delete_before(now_ms - self._retention_ms)
+        if removed:
+            log.info("recall: %d messages past the retention removed", removed)

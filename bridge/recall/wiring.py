@@ -41,8 +41,9 @@ def build_recall(
     masker_of: Callable[[TenantDirs], TextMask],
     audit: AuditSink | None,
     screen: Screen,
+    retention_days: int = 0,
 ) -> Wired:
-    indexer = Indexer(vault_mask(masker_of), enabled=enabled, screen=screen)
+    indexer = Indexer(vault_mask(masker_of), enabled, screen, retention_days)
     recall = Recall(indexer, audit)
     if not enabled:
         return Wired(indexer, recall, (), ())
