@@ -122,7 +122,9 @@ def main() -> int:
     print(format_report(retrieval_eval(DEV_DIR)))
     print("== leave one conversation out (weights picked on the other two)")
     for held, picked, default in leave_one_out():
-        print(f"conversation {held}: recall@10 {picked:.3f} (picked elsewhere), {default:.3f} default")
+        print(
+            f"conversation {held}: recall@10 {picked:.3f} (picked elsewhere), {default:.3f} default"
+        )
     sets = load_set(DEV_DIR)
     base = [m for _, messages, _ in sets for m in messages]
     queries = [str(q["q"]) for _, _, questions in sets for q in questions]

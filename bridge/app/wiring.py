@@ -48,10 +48,10 @@ from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
 from bridge.recall.wiring import build_recall
 from bridge.schedule.commands import ScheduleCommands
-from bridge.screening.screen import secret_kinds
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
+from bridge.screening.screen import secret_kinds
 from bridge.senses.handlers import SenseLimits
 from bridge.senses.pipeline import SensePipeline, default_pipeline
 from bridge.skills.commands import SkillCommands

@@ -52,7 +52,9 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     finally:
         indexer.close()
-    asyncio.run(record_event(settings, "history.imported", args.tenant, summary.details(args.format)))
+    asyncio.run(
+        record_event(settings, "history.imported", args.tenant, summary.details(args.format))
+    )
     print(f"imported {path.name} into tenant {args.tenant}:")
     for line in summary.lines():
         print(line)

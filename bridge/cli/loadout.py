@@ -69,7 +69,7 @@ async def print_prompt(
     message: str | None = None,
 ) -> int:
     from bridge.app.build import build
-    from bridge.app.memory_notes import MemoryNotes  # noqa: PLC0415
+    from bridge.app.memory_notes import MemoryNotes
     from bridge.llm.offline import OfflineBackend
 
     # the daemon's own wiring, so blocks 7-9 read the same stores a turn reads

@@ -23,12 +23,12 @@ import sys
 from pathlib import Path
 
 from bridge.app.home import record_event
+from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
-from bridge.cli.recall_answer import answer_eval
 from bridge.recall.evaluate import DEV_DIR, format_report, retrieval_eval
-from bridge.recall.indexer import Indexer
 from bridge.recall.index import index_path
+from bridge.recall.indexer import Indexer
 from bridge.recall.search import MAX_K
 from bridge.recall.service import Recall, when
 from bridge.types.tenant_dirs import TenantDirs
@@ -71,7 +71,9 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
     try:
         for query in queries:
             found = recall.find(dirs, query, args.k)
-            asyncio.run(_audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms))
+            asyncio.run(
+                _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
+            )
             if args.json:
                 print(json.dumps({"query": query, "hits": [_hit(h) for h in found.hits]}))
             else:

@@ -329,8 +329,14 @@ class TurnRunner:
         """Hand the stored (masked) exchange to the search index, when one is wired."""
         if self._exchanges is not None:
             self._exchanges.record_exchange(
-                dirs, inbound.channel, inbound.chat, inbound.msg_id, asked, text,
-                self._clock(), inbound.display_name or "",
+                dirs,
+                inbound.channel,
+                inbound.chat,
+                inbound.msg_id,
+                asked,
+                text,
+                self._clock(),
+                inbound.display_name or "",
             )
 
     async def _agent(

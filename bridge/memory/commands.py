@@ -101,7 +101,9 @@ class MemoryCommands:
         topic = await self._memory.read(ctx.dirs, rest, ctx.now)
         if topic is None:
             return f"No memory named {rest!r}. /memory list shows the names."
-        shown = f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
+        shown = (
+            f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
+        )
         if not with_history:
             return shown
         earlier = history.versions(ctx.dirs.memory, topic.name)

@@ -2,7 +2,8 @@
 
 It says who the assistant is, how to format for the channel, and the rules
 the loadout relies on (save only what the person stated; never repeat
-secrets) and when to search earlier conversations (`recall`). Operator and personal steering are appended by the loadout.
+secrets) and when to search earlier conversations (`recall`). Operator and
+personal steering are appended by the loadout.
 """
 
 from __future__ import annotations

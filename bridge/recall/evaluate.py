@@ -30,10 +30,14 @@ from bridge.recall.terms import ENGLISH_STOP, words
 
 _ROOT = Path(__file__).resolve().parents[2]
 # shared/ lies beside the clone (CI) or beside the folder of work trees
-DEV_DIR = next(
-    (p for p in (_ROOT.parent / "shared", _ROOT.parent.parent / "shared") if p.is_dir()),
-    _ROOT.parent / "shared",
-) / "eval" / "locomo-dev"
+DEV_DIR = (
+    next(
+        (p for p in (_ROOT.parent / "shared", _ROOT.parent.parent / "shared") if p.is_dir()),
+        _ROOT.parent / "shared",
+    )
+    / "eval"
+    / "locomo-dev"
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
 
@@ -57,7 +61,9 @@ class Scores:
         return sum(values) / len(values) if values else 0.0
 
     def count(self, category: int | None = None) -> int:
-        return sum(len(vs) for (c, k), vs in self.per.items() if k == KS[0] and category in (None, c))
+        return sum(
+            len(vs) for (c, k), vs in self.per.items() if k == KS[0] and category in (None, c)
+        )
 
 
 @dataclass
@@ -128,7 +134,8 @@ def format_report(report: Report) -> str:
             f"{label:<15} {r.count(cat):>4}   {r.mean(5, cat):.3f}   {r.mean(10, cat):.3f}"
             f"    {b.mean(5, cat):.3f}   {b.mean(10, cat):.3f}"
         )
-    lines.append("per conversation (recall@10, roost vs bm25): " + ", ".join(
-        f"{n} {a:.3f}/{b:.3f}" for n, (a, b) in report.by_conversation.items()
-    ))
+    lines.append(
+        "per conversation (recall@10, roost vs bm25): "
+        + ", ".join(f"{n} {a:.3f}/{b:.3f}" for n, (a, b) in report.by_conversation.items())
+    )
     return "\n".join(lines)

@@ -73,7 +73,9 @@ def _jsonl_message(obj: object) -> Message:
     if not isinstance(name, str):
         raise ValueError("'name' must be a string")
     text: str = obj["text"]
-    return Message(obj["conversation"], obj["id"], role, text, parse_time(obj.get("time")), SOURCE, name)
+    return Message(
+        obj["conversation"], obj["id"], role, text, parse_time(obj.get("time")), SOURCE, name
+    )
 
 
 def read_jsonl(stream: BinaryIO, progress: Progress | None = None) -> Iterator[Item]:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from bridge.recall.formats import Message, Progress, Skipped, Started, read
+from bridge.recall.formats import Progress, Skipped, Started, read
+from bridge.recall.index import Message
 from bridge.recall.indexer import Indexer
 from bridge.types.tenant_dirs import TenantDirs
 

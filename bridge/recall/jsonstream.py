@@ -99,9 +99,8 @@ def _decode_one(buf: _Buffer, index: int) -> object:
             if _cut(exc, buf.text) and buf.more(at_least=len(buf.text)):
                 continue
             raise BadJson(f"element {index + 1}: {exc.msg}") from None
-        if end == len(buf.text) and not buf.eof:  # a number may go on in the next chunk
-            if buf.more():
-                continue
+        if end == len(buf.text) and not buf.eof and buf.more():  # a number may go on
+            continue
         buf.pos = end
         return value
 

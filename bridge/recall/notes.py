@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from bridge.recall.terms import index_terms, query_groups
 
-
 UNHELD = 0.5
 
 

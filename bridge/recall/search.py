@@ -23,12 +23,43 @@ from collections import Counter
 from dataclasses import dataclass
 
 from bridge.recall.index import RecallIndex, Row, who_terms
-from bridge.recall.match import any_of, quote
+from bridge.recall.match import any_of
 from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms, words
 
 MAX_K = 50
-_FIRST = frozenset("i me my mine myself ich mich mir mein meine meinem meinen meiner".split())
-_SECOND = frozenset("you your yours yourself du dich dir dein deine deinem deinen deiner".split())
+_FIRST = frozenset(
+    [
+        "i",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "ich",
+        "mich",
+        "mir",
+        "mein",
+        "meine",
+        "meinem",
+        "meinen",
+        "meiner",
+    ]
+)
+_SECOND = frozenset(
+    [
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "du",
+        "dich",
+        "dir",
+        "dein",
+        "deine",
+        "deinem",
+        "deinen",
+        "deiner",
+    ]
+)
 
 
 def _persons(query: str) -> set[str]:
@@ -75,7 +106,8 @@ def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
     the budget the common ones are left out, so one query's work stays bounded
     however large the index grows. A small index keeps every term."""
     df = index.doc_freq(terms)
-    kept, total = [], 0
+    kept: list[str] = []
+    total = 0
     for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
         if kept and total + df[term] > budget:
             break
@@ -92,10 +124,6 @@ def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
     skip = set(query) | ENGLISH_STOP | GERMAN_STOP
     picked = [t for t, n in seen.most_common() if n > 1 and t not in skip and len(t) > 2]
     return picked[:count]
-
-
-def _weighted(terms: list[str], extra: list[str]) -> str:
-    return any_of(terms) + (" OR " + " OR ".join(quote(t) for t in extra) if extra else "")
 
 
 def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:

@@ -78,9 +78,7 @@ class Recall:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 
-    async def searched(
-        self, dirs: TenantDirs, by: str, query: str, k: int, found: Found
-    ) -> None:
+    async def searched(self, dirs: TenantDirs, by: str, query: str, k: int, found: Found) -> None:
         """Audit one search: counts only."""
         if self._audit is None:
             return

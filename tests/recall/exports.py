@@ -38,7 +38,9 @@ def chatgpt_conversation(cid: str, topic: str, t0: float = 1_700_000_000.0) -> d
     mapping = {
         "root": _node("root", None, ["sys"], None),
         "sys": _node("sys", "root", ["u1"], _msg("sys", "system", [""], t0, metadata=hidden)),
-        "u1": _node("u1", "sys", ["a1", "a2"], _msg("u1", "user", [f"Tell me about {topic}"], t0 + 1)),
+        "u1": _node(
+            "u1", "sys", ["a1", "a2"], _msg("u1", "user", [f"Tell me about {topic}"], t0 + 1)
+        ),
         "a1": _node("a1", "u1", [], _msg("a1", "assistant", ["OLD DISCARDED ANSWER"], t0 + 2)),
         "a2": _node("a2", "u1", ["t1"], _msg("a2", "assistant", [f"{topic} is lovely."], t0 + 3)),
         "t1": _node("t1", "a2", ["u2"], _msg("t1", "tool", ["tool output"], t0 + 4)),

@@ -43,7 +43,9 @@ async def test_recall_tool_finds_earlier_web_and_telegram_turns(home: Path) -> N
         )
         backend = OpenAIBackend(model.base_url, API_KEY, "m1", max_retries=0)
         async with running(settings, fake, backend) as run:
-            web = WebChannel(run.roost.core.handle, run.roost.command_list, WEB_TOKEN, "127.0.0.1", 0)
+            web = WebChannel(
+                run.roost.core.handle, run.roost.command_list, WEB_TOKEN, "127.0.0.1", 0
+            )
             await web.start()
             try:
                 async with aiohttp.ClientSession(f"http://127.0.0.1:{web.port}") as http:

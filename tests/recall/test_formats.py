@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -19,7 +20,13 @@ from tests.recall.exports import chatgpt_conversation, claude_conversation
 
 def line(conv: str, mid: str, text: str, role: str = "user") -> str:
     return json.dumps(
-        {"conversation": conv, "id": mid, "role": role, "text": text, "time": "2024-05-01T10:00:00Z"}
+        {
+            "conversation": conv,
+            "id": mid,
+            "role": role,
+            "text": text,
+            "time": "2024-05-01T10:00:00Z",
+        }
     )
 
 
@@ -27,7 +34,9 @@ def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) ->
     rows = [
         line("c1", "1", "we adopted a puppy named Biscuit"),
         "{not json",
-        json.dumps({"conversation": "c1", "id": "2", "role": "system", "text": "x", "time": "2024"}),
+        json.dumps(
+            {"conversation": "c1", "id": "2", "role": "system", "text": "x", "time": "2024"}
+        ),
         "",
         json.dumps({"conversation": "c1", "id": "3", "role": "user", "text": "x", "time": "soon"}),
         line("c2", "1", "Biscuit chewed the sofa", "assistant"),
@@ -48,10 +57,15 @@ def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) ->
 
 
 def test_chatgpt_export_reads_the_current_branch_only(tmp_path: Path) -> None:
-    data = json.dumps([chatgpt_conversation("conv-a", "Lisbon"), chatgpt_conversation("conv-b", "Oslo")])
+    data = json.dumps(
+        [chatgpt_conversation("conv-a", "Lisbon"), chatgpt_conversation("conv-b", "Oslo")]
+    )
     items = list(read("chatgpt", io.BytesIO(data.encode())))
     messages = [i for i in items if isinstance(i, Message)]
-    assert [i.conversation for i in items if isinstance(i, Started)] == ["chatgpt:conv-a", "chatgpt:conv-b"]
+    assert [i.conversation for i in items if isinstance(i, Started)] == [
+        "chatgpt:conv-a",
+        "chatgpt:conv-b",
+    ]
     first = [(m.msg_id, m.role, m.text) for m in messages if m.conversation == "chatgpt:conv-a"]
     assert first == [
         ("u1", "user", "Tell me about Lisbon"),
@@ -69,7 +83,10 @@ def test_claude_export_reads_text_blocks(tmp_path: Path) -> None:
         ("user", "What do you know about falconry?"),
         ("assistant", "falconry has a long history."),
     ]
-    assert [(s.where) for s in items if isinstance(s, Skipped)] == ["conversation 2", "conversation 3"]
+    assert [(s.where) for s in items if isinstance(s, Skipped)] == [
+        "conversation 2",
+        "conversation 3",
+    ]
 
 
 def test_a_big_export_is_read_element_by_element(tmp_path: Path) -> None:
@@ -80,12 +97,12 @@ def test_a_big_export_is_read_element_by_element(tmp_path: Path) -> None:
     seen = [element.offset for element in iter_array(stream, chunk=4096)]
     assert len(seen) == 300 and seen == sorted(seen)
     assert seen[0] <= 2 * 4096  # the first conversation comes before the file is read
-    assert max(b - a for a, b in zip(seen, seen[1:], strict=False)) <= 3 * 4096
+    assert max(b - a for a, b in itertools.pairwise(seen)) <= 3 * 4096
 
 
 def test_broken_json_in_an_export_stops_with_the_element_number() -> None:
     good = json.dumps(claude_conversation("k1", "a"))
-    data = f"[{good}, {{\"uuid\": }}, {good}]".encode()
+    data = f'[{good}, {{"uuid": }}, {good}]'.encode()
     with pytest.raises(BadJson, match="element 2"):
         list(read("claude", io.BytesIO(data)))
     with pytest.raises(BadJson, match="not a JSON array"):

@@ -1,4 +1,4 @@
-"""`roost import` then `/recall` through the full pipeline (`roost send`), and `roost recall --json`.
+"""`roost import` then `/recall` through the full pipeline (`roost send`); `roost recall --json`.
 
 Each command is its own `python -m bridge.cli.main` process over one home, as an
 operator would run them; the turn's model is the fake OpenAI server.
@@ -25,8 +25,20 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 def jsonl(path: Path) -> Path:
     rows = [
-        {"conversation": "trip", "id": "1", "role": "user", "text": "We stayed at the Hotel Albatross in Split.", "time": "2023-08-02T09:00:00"},
-        {"conversation": "trip", "id": "2", "role": "assistant", "text": "Split is beautiful in August.", "time": "2023-08-02T09:00:05"},
+        {
+            "conversation": "trip",
+            "id": "1",
+            "role": "user",
+            "text": "We stayed at the Hotel Albatross in Split.",
+            "time": "2023-08-02T09:00:00",
+        },
+        {
+            "conversation": "trip",
+            "id": "2",
+            "role": "assistant",
+            "text": "Split is beautiful in August.",
+            "time": "2023-08-02T09:00:05",
+        },
     ]
     lines = [json.dumps(r) for r in rows]
     lines.insert(1, '{"conversation": "trip", "id": 3')
@@ -51,7 +63,9 @@ async def test_import_then_recall_in_chat_and_on_the_command_line(
 
     queries = tmp_path / "queries.txt"
     queries.write_text("hotel Albatross\n\nAugust weather\n")
-    code, out, _ = await run(["recall", "--tenant", "alice", "--json", "--k", "1", "--batch", str(queries)], env)
+    code, out, _ = await run(
+        ["recall", "--tenant", "alice", "--json", "--k", "1", "--batch", str(queries)], env
+    )
     assert code == 0
     got = [json.loads(line) for line in out.splitlines()]
     assert [g["query"] for g in got] == ["hotel Albatross", "August weather"]
@@ -65,16 +79,22 @@ async def test_import_then_recall_in_chat_and_on_the_command_line(
     assert "Albatross" not in chain and "hotel" not in chain
 
 
-async def test_import_chatgpt_and_claude_exports(home: Path, tmp_path: Path, fake: FakeOpenAI) -> None:
+async def test_import_chatgpt_and_claude_exports(
+    home: Path, tmp_path: Path, fake: FakeOpenAI
+) -> None:
     env = env_for(home, fake)
     gpt = tmp_path / "conversations.json"
     gpt.write_text(json.dumps([chatgpt_conversation("g1", "sourdough")]))
-    code, out, err = await run(["import", "--tenant", "alice", "--format", "chatgpt", str(gpt)], env)
+    code, out, err = await run(
+        ["import", "--tenant", "alice", "--format", "chatgpt", str(gpt)], env
+    )
     assert code == 0, err
     assert "1 conversations, 3 messages read: 3 added" in out
     claude = tmp_path / "claude.json"
     claude.write_text(json.dumps([claude_conversation("k1", "kombucha")]))
-    code, out, _ = await run(["import", "--tenant", "alice", "--format", "claude", str(claude)], env)
+    code, out, _ = await run(
+        ["import", "--tenant", "alice", "--format", "claude", str(claude)], env
+    )
     assert "2 messages read: 2 added" in out
     code, out, _ = await run(["recall", "--tenant", "alice", "--json", "sourdough kombucha"], env)
     convs = {h["conversation"] for h in json.loads(out)["hits"]}

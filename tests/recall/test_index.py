@@ -28,9 +28,9 @@ def test_two_tenants_with_colliding_ids_never_see_each_other(tmp_path: Path) -> 
     indexer.admit(bob, [msg("web:c1", "1", "my brother lives in Oslo")])
     assert index_path(alice) != index_path(bob)
     recall = Recall(indexer)
-    assert [h.row.text for h in recall.find(alice, "where does my sibling live Oslo Porto").hits] == [
-        "my sister lives in Porto"
-    ]
+    assert [
+        h.row.text for h in recall.find(alice, "where does my sibling live Oslo Porto").hits
+    ] == ["my sister lives in Porto"]
     assert [h.row.text for h in recall.find(bob, "Porto Oslo").hits] == ["my brother lives in Oslo"]
     assert recall.find(bob, "sister").hits == []
 
@@ -70,7 +70,9 @@ def test_neighbours_stay_in_their_conversation(tmp_path: Path) -> None:
 def test_retention_removes_old_messages_and_their_terms(tmp_path: Path) -> None:
     indexer = Indexer()
     dirs = TenantDirs.of(tmp_path, "t")
-    indexer.admit(dirs, [msg("a", "1", "old violin lesson", 1_000), msg("a", "2", "new violin", 9_000)])
+    indexer.admit(
+        dirs, [msg("a", "1", "old violin lesson", 1_000), msg("a", "2", "new violin", 9_000)]
+    )
     index = indexer.index(dirs)
     assert index.delete_before(5_000) == 1
     assert [h.row.msg_id for h in search(index, "violin lesson", 5)] == ["2"]
@@ -104,7 +106,9 @@ def test_a_group_with_one_credential_keeps_the_rest(tmp_path: Path) -> None:
     indexer = Indexer(screen=secret_kinds)
     dirs = TenantDirs.of(tmp_path, "t")
     batch = [msg("a", str(i), f"plain note number {i}") for i in range(GROUP * 2)]
-    batch[5] = msg("a", "5", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    batch[5] = msg(
+        "a", "5", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    )
     got = indexer.admit(dirs, batch)
     assert (got.added, got.refused) == (GROUP * 2 - 1, 1)
 

@@ -27,7 +27,9 @@ async def chat(settings: Settings, clock: Clock) -> None:
         await roost.aclose()
 
 
-async def test_export_backup_restore_forget(settings: Settings, clock: Clock, tmp_path: Path) -> None:
+async def test_export_backup_restore_forget(
+    settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
     await chat(settings, clock)
     dirs = settings.home / "tenants" / "local" / "global"
     path = settings.home / "tenants" / "local" / "recall" / "index.sqlite"

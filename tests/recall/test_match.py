@@ -34,9 +34,7 @@ TEXTS = [
 @pytest.fixture
 def index(tmp_path: Path) -> RecallIndex:
     idx = RecallIndex.open(tmp_path / "index.sqlite")
-    idx.add(
-        Message("c", f"m{i}", "user", text, 1_000 + i, "web") for i, text in enumerate(TEXTS)
-    )
+    idx.add(Message("c", f"m{i}", "user", text, 1_000 + i, "web") for i, text in enumerate(TEXTS))
     return idx
 
 
@@ -65,7 +63,23 @@ def test_each_operator_is_a_plain_word(index: RecallIndex, query: str, expected:
 
 @pytest.mark.parametrize(
     "raw",
-    ['"', '""', 'a"b', "NEAR", "AND", "OR", "NOT", "*", "^", "body:x", "(", ")", "+", "a\x00b", "'"],
+    [
+        '"',
+        '""',
+        'a"b',
+        "NEAR",
+        "AND",
+        "OR",
+        "NOT",
+        "*",
+        "^",
+        "body:x",
+        "(",
+        ")",
+        "+",
+        "a\x00b",
+        "'",
+    ],
 )
 def test_quote_makes_any_string_a_valid_fts5_string(raw: str) -> None:
     conn = sqlite3.connect(":memory:")

@@ -25,16 +25,21 @@ DAY = 86_400.0
 
 
 def save(name: str, description: str, content: str) -> tuple[str, str]:
-    return ("memory_save", json.dumps(
-        {"name": name, "type": "user", "description": description, "content": content}
-    ))
+    return (
+        "memory_save",
+        json.dumps({"name": name, "type": "user", "description": description, "content": content}),
+    )
 
 
-async def test_a_new_fact_supersedes_the_old_and_history_keeps_it(settings: Settings, clock: Clock) -> None:
+async def test_a_new_fact_supersedes_the_old_and_history_keeps_it(
+    settings: Settings, clock: Clock
+) -> None:
     audit = MemoryAudit()
     backend = ScriptedBackend(
-        [save("home town", "lives in Leipzig", "Lives in Leipzig since 2019.")], "ok",
-        [save("home town", "lives in Hamburg", "Moved to Hamburg in May 2027.")], "ok",
+        [save("home town", "lives in Leipzig", "Lives in Leipzig since 2019.")],
+        "ok",
+        [save("home town", "lives in Hamburg", "Moved to Hamburg in May 2027.")],
+        "ok",
     )
     roost = await build(settings, backend=backend, audit=audit, clock=clock)
     try:
@@ -57,12 +62,17 @@ async def test_a_new_fact_supersedes_the_old_and_history_keeps_it(settings: Sett
         await roost.aclose()
 
 
-async def test_unused_topics_leave_the_index_and_come_back_when_read(home: Path, clock: Clock) -> None:
+async def test_unused_topics_leave_the_index_and_come_back_when_read(
+    home: Path, clock: Clock
+) -> None:
     settings = Settings(home=home, memory={"archive_after_days": 90, "inject_chars": 0})
     backend = ScriptedBackend(
-        [save("sailing", "sails a dinghy", "Sails a Laser dinghy on the Alster.")], "ok",
-        [save("tea", "drinks green tea", "Green tea, no sugar.")], "ok",
-        [("memory_read", json.dumps({"name": "sailing"}))], "ok",
+        [save("sailing", "sails a dinghy", "Sails a Laser dinghy on the Alster.")],
+        "ok",
+        [save("tea", "drinks green tea", "Green tea, no sugar.")],
+        "ok",
+        [("memory_read", json.dumps({"name": "sailing"}))],
+        "ok",
     )
     roost = await build(settings, backend=backend, clock=clock)
     try:
@@ -83,12 +93,22 @@ async def test_unused_topics_leave_the_index_and_come_back_when_read(home: Path,
         await roost.aclose()
 
 
-async def test_matching_topics_go_before_the_newest_message_only(settings: Settings, clock: Clock) -> None:
+async def test_matching_topics_go_before_the_newest_message_only(
+    settings: Settings, clock: Clock
+) -> None:
     backend = ScriptedBackend(
-        [save("violin", "Lena's violin lessons", "Lena has violin lessons with Ms Okonkwo on Tuesdays.")],
+        [
+            save(
+                "violin",
+                "Lena's violin lessons",
+                "Lena has violin lessons with Ms Okonkwo on Tuesdays.",
+            )
+        ],
         "ok",
         [save("diet", "vegetarian", "Vegetarian; no mushrooms.")],
-        "ok", "Tuesday.", "Fine.",
+        "ok",
+        "Tuesday.",
+        "Fine.",
     )
     roost = await build(settings, backend=backend, clock=clock)
     try:
