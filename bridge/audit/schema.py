@@ -179,6 +179,7 @@ COMMANDS = frozenset(
         "status",
         "yes",
         "no",
+        "recall",
     ]
 )
 
