@@ -86,6 +86,13 @@ _COLUMNS = "m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text"
 _FROM = "messages m JOIN conversations c ON c.id = m.conv"
 
 
+def _cached(names: dict[str, str], name: str) -> str:
+    found = names.get(name)
+    if found is None:
+        found = names[name] = index_terms(name)
+    return found
+
+
 def message_key(m: Message) -> int:
     """A message's identity, (conversation, id), as a signed 64-bit hash (the unique key)."""
     digest = hashlib.blake2b(f"{m.conversation}\0{m.msg_id}".encode(), digest_size=8).digest()
@@ -130,6 +137,7 @@ class RecallIndex:
         """Add messages in one transaction; those already known are skipped. Returns added."""
         conn, added = self.conn, 0
         convs: dict[str, int] = {}
+        names: dict[str, str] = {}  # speaker name -> its terms (a few speakers, many rows)
         conn.execute("BEGIN IMMEDIATE")
         try:
             for m in messages:
@@ -145,7 +153,7 @@ class RecallIndex:
                     continue
                 conn.execute(
                     "INSERT INTO terms (rowid, body, who) VALUES (?, ?, ?)",
-                    (cur.lastrowid, index_terms(m.text), index_terms(m.name)),
+                    (cur.lastrowid, index_terms(m.text), _cached(names, m.name)),
                 )
                 added += 1
             conn.execute("COMMIT")

@@ -27,39 +27,11 @@ from bridge.recall.match import any_of
 from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms, words
 
 MAX_K = 50
-_FIRST = frozenset(
-    [
-        "i",
-        "me",
-        "my",
-        "mine",
-        "myself",
-        "ich",
-        "mich",
-        "mir",
-        "mein",
-        "meine",
-        "meinem",
-        "meinen",
-        "meiner",
-    ]
-)
-_SECOND = frozenset(
-    [
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "du",
-        "dich",
-        "dir",
-        "dein",
-        "deine",
-        "deinem",
-        "deinen",
-        "deiner",
-    ]
-)
+_PERSONS = """
+    i me my mine myself ich mich mir mein meine meinem meinen meiner
+    you your yours yourself du dich dir dein deine deinem deinen deiner
+"""
+_FIRST, _SECOND = (frozenset(line.split()) for line in _PERSONS.strip().splitlines())
 
 
 def _persons(query: str) -> set[str]:
