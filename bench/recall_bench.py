@@ -2,9 +2,10 @@
 
 1. Evidence recall@5/@10 per LoCoMo category on `shared/eval/locomo-dev/`,
    roost's search next to plain BM25 over whole messages (same run).
-2. Leave one conversation out: the context/session/speaker weights are
-   picked on two conversations from a small grid and scored on the third, so
-   the figure never saw its own conversation (the generalisation check).
+2. Leave one conversation out: the context window, session, speaker and
+   feedback weights are picked on two conversations from a small grid and
+   scored on the third, so the figure never saw its own conversation (the
+   generalisation check).
 3. Import speed (messages/s through the Indexer: screen, mask, stem, FTS5),
    index size against the text it holds, and one query's latency p50/p99 at
    10k and at 1M messages (synthetic: the dev messages repeated with
@@ -35,8 +36,8 @@ from bridge.screening.screen import secret_kinds
 from bridge.types.tenant_dirs import TenantDirs
 
 GRID = [
-    Tuning(context=c, window=w, session=s, speaker=p)
-    for c, w, s, p in itertools.product((0.3, 0.5), (1, 2), (0.3, 0.5), (0.3, 0.6))
+    Tuning(context=0.5, window=w, session=s, speaker=p, feedback=f)
+    for w, s, p, f in itertools.product((1, 2), (0.3, 0.5), (0.3, 0.6), (0.0, 0.1))
 ]
 
 

@@ -1,20 +1,23 @@
 """Search one tenant's index: BM25 over stemmed terms, then the conversation around each hit.
 
-Pure ranking over what the index returns (no I/O of its own beyond the
-index's two queries):
-1. the query's terms (`query_terms`: stop words out, stems both ways) go to
-   FTS5 as a quoted OR (`match.any_of`), ranked by bm25 with the speaker
-   column (`who`) weighted `who_weight`; the best `pool` rows come back;
-2. session context: a message's score gains `context` times the scores of the
-   messages just before and after it in its conversation (a question's
-   answer is often split over a question and its reply);
-3. pseudo-relevance feedback (`feedback` > 0): the terms that the best
-   `feedback_docs` hits share most, not already in the query, are added with
-   a lower weight and the pool is searched again (classic RM3-style
+Ranking over what the index returns:
+1. the query's terms (`query_terms`: stop words out, stems both ways), the
+   rarest of them up to `postings` matching messages (`_affordable`: bounded
+   work however large the index), go to FTS5 as a quoted OR (`match.any_of`),
+   ranked by bm25 over the text and the speaker's name; the best `pool` come;
+2. pseudo-relevance feedback (`feedback` > 0): the `feedback_terms` terms the
+   best `feedback_docs` hits share most, not already in the query, are
+   searched too and their scores added at `feedback` weight (RM3-style
    expansion, no model);
-4. the best `k` are returned with their scores, best first.
-Every figure of `Tuning` was chosen on the dev split and checked by
-leaving one conversation out (`bench/recall_bench.py`).
+3. conversation context: a score gains `context` times the scores of the
+   messages up to `window` places before and after it in its conversation
+   (divided by the distance), plus `session` times the best score in its
+   conversation (an answer is often split over a question and its reply);
+4. speaker: a hit whose speaker the query names (or "I"/"you": the user or
+   assistant role) is raised by `speaker`;
+5. the best `k` are returned with their scores, best first.
+Every figure of `Tuning` was chosen on the dev split and checked by leaving
+one conversation out (`bench/recall_bench.py`).
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ class Tuning:
     window: int = 2
     session: float = 0.5
     speaker: float = 0.3
-    feedback: float = 0.0
+    feedback: float = 0.1
     feedback_docs: int = 5
-    feedback_terms: int = 8
+    feedback_terms: int = 5
 
 
 DEFAULT = Tuning()
@@ -109,6 +112,7 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
     if tuning.feedback > 0:
         top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
         extra = _expansion([rows[r] for r in top], terms, tuning.feedback_terms)
+        extra = _affordable(index, extra, tuning.postings) if extra else []
         if extra:
             again = _bm25(index, any_of(extra), tuning)
             for r, s in again.items():
