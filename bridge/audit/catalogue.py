@@ -222,7 +222,7 @@ EVENTS: dict[str, dict[str, object]] = {
     "history.imported": {
         "format": "chatgpt",
         "conversations": 212,
-        "messages": 8410,
+        "read": 8410,
         "added": 8410,
         "known": 0,
         "refused": 2,

@@ -544,7 +544,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     "history.imported": {
         "format": enum("jsonl", "chatgpt", "claude"),
         "conversations": INT,
-        "messages": INT,
+        "read": INT,
         "added": INT,
         "known": INT,
         "refused": INT,

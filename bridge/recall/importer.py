@@ -54,7 +54,7 @@ class Summary:
         return {
             "format": fmt,
             "conversations": self.conversations,
-            "messages": self.messages,
+            "read": self.messages,
             "added": self.added,
             "known": self.known,
             "refused": self.refused,
