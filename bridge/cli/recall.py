@@ -29,7 +29,7 @@ from bridge.core.config import Settings
 from bridge.recall.evaluate import DEV_DIR, format_report, retrieval_eval
 from bridge.recall.index import index_path
 from bridge.recall.indexer import Indexer
-from bridge.recall.search import MAX_K
+from bridge.recall.search import MAX_K, Hit
 from bridge.recall.service import Recall, when
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -43,15 +43,15 @@ def recall_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--batch", type=Path, help="a file of queries, one a line")
 
 
-def _hit(hit: object) -> dict[str, object]:
-    row = hit.row  # type: ignore[attr-defined]
+def _hit(hit: Hit) -> dict[str, object]:
+    row = hit.row
     return {
         "id": row.msg_id,
         "conversation": row.conversation,
         "time": when(row.at_ms),
         "role": row.role,
         "text": row.text,
-        "score": round(hit.score, 4),  # type: ignore[attr-defined]
+        "score": round(hit.score, 4),
     }
 
 
