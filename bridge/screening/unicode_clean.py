@@ -111,8 +111,6 @@ def _emoji_end(cp: int) -> bool:
 
 def invisible(text: str) -> list[int]:
     """Indices of hidden code points that no valid emoji sequence or joining script explains."""
-    if not any(is_hidden(ch) for ch in set(text)):  # the common case, one look per character kind
-        return []
     out: list[int] = []
     n = len(text)
     tag_run = False  # inside 1F3F4 + tag letters, waiting for the cancel tag
