@@ -95,9 +95,10 @@ def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
     """The terms most of the top rows share, not in the query and not stop words."""
     seen: Counter[str] = Counter()
     for row in rows:
-        seen.update(set(index_terms(row.text).split()))
+        seen.update(dict.fromkeys(index_terms(row.text).split(), 1))
     skip = set(query) | ENGLISH_STOP | GERMAN_STOP
-    picked = [t for t, n in seen.most_common() if n > 1 and t not in skip and len(t) > 2]
+    ranked = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))  # ties by the term: stable
+    picked = [t for t, n in ranked if n > 1 and t not in skip and len(t) > 2]
     return picked[:count]
 
 
