@@ -195,6 +195,18 @@ class RecallIndex:
                 found[r[0]] = Row(*r)
         return found
 
+    def speakers(self, rowids: Iterable[int]) -> dict[int, tuple[int, str, str]]:
+        """rowid -> (conversation id, role, name): what the ranking needs, not the text."""
+        ids = list(rowids)
+        found: dict[int, tuple[int, str, str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id, conv, role, name FROM messages WHERE id IN ({marks})"
+            for r in self.conn.execute(sql, chunk):
+                found[r[0]] = (r[1], r[2], r[3])
+        return found
+
     def neighbours(self, row: Row, before: int, after: int) -> tuple[list[Row], list[Row]]:
         """Up to `before` messages stored just before `row` in its conversation, and `after`
         after (looked for among the NEAR rows on either side: a conversation's messages are

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bridge.recall.index import RecallIndex, Row, who_terms
 from bridge.recall.match import any_of
@@ -47,7 +48,7 @@ def _persons(query: str) -> set[str]:
 @dataclass(frozen=True, slots=True)
 class Tuning:
     pool: int = 200
-    postings: int = 5_000
+    postings: int = 2_000
     context: float = 0.5
     window: int = 2
     session: float = 0.5
@@ -109,41 +110,48 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
     scores = _bm25(index, any_of(terms), tuning)
     if not scores:
         return []
-    rows = index.rows(scores)
     if tuning.feedback > 0:
         top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
-        extra = _expansion([rows[r] for r in top], terms, tuning.feedback_terms)
+        extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
         extra = _affordable(index, extra, tuning.postings) if extra else []
         if extra:
-            again = _bm25(index, any_of(extra), tuning)
-            for r, s in again.items():
+            for r, s in _bm25(index, any_of(extra), tuning).items():
                 scores[r] = scores.get(r, 0.0) + tuning.feedback * s
-            rows.update(index.rows(r for r in again if r not in rows))
-    ranked = _with_context(scores, rows, tuning)
+    speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
+    ranked = _with_context(scores, speakers, tuning)
     if tuning.speaker > 0:
         asked = set(terms) | _persons(query)
         for r in ranked:
-            if asked & set(who_terms(rows[r].role, rows[r].name).split()):
+            _, role, name = speakers[r]
+            if asked.intersection(_who(role, name)):
                 ranked[r] *= 1 + tuning.speaker
     best = sorted(ranked, key=ranked.__getitem__, reverse=True)[:k]
+    rows = index.rows(best)
     return [Hit(rows[r], ranked[r]) for r in best]
 
 
-def _with_context(scores: dict[int, float], rows: dict[int, Row], t: Tuning) -> dict[int, float]:
-    """Each score plus `context` x the scores of its conversation's adjacent rows."""
+@lru_cache(maxsize=1024)
+def _who(role: str, name: str) -> frozenset[str]:
+    return frozenset(who_terms(role, name).split())
+
+
+def _with_context(
+    scores: dict[int, float], speakers: dict[int, tuple[int, str, str]], t: Tuning
+) -> dict[int, float]:
+    """Each score plus `context` x the scores of its conversation's nearby rows, plus
+    `session` x the best score in its conversation."""
     if t.context <= 0 and t.session <= 0:
         return scores
-    best: dict[str, float] = {}
+    conv = {r: speakers[r][0] for r in scores}
+    best: dict[int, float] = {}
     for r, s in scores.items():
-        c = rows[r].conversation
-        best[c] = max(best.get(c, 0.0), s)
+        best[conv[r]] = max(best.get(conv[r], 0.0), s)
     out: dict[int, float] = {}
     for r, s in scores.items():
-        conv = rows[r].conversation
         near = 0.0
         for d in range(1, t.window + 1):
             for n in (r - d, r + d):
-                if n in rows and rows[n].conversation == conv:
-                    near += scores.get(n, 0.0) / d
-        out[r] = s + t.context * near + t.session * best[conv]
+                if conv.get(n) == conv[r]:
+                    near += scores[n] / d
+        out[r] = s + t.context * near + t.session * best[conv[r]]
     return out
