@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.recall.match import quote
 from bridge.recall.terms import index_terms
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -46,7 +47,6 @@ SCHEMA = (
     """CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
         body, who, content='', tokenize='unicode61 remove_diacritics 2'
     )""",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS terms_df USING fts5vocab(terms, 'row')",
 )
 
 
@@ -167,14 +167,16 @@ class RecallIndex:
         got = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,))
         return int(got.fetchone()[0])
 
-    def doc_freq(self, terms: list[str]) -> dict[str, int]:
-        """How many messages hold each term (the FTS5 vocabulary; 0 when none)."""
-        found = dict.fromkeys(terms, 0)
-        for term in terms:
-            row = self.conn.execute("SELECT doc FROM terms_df WHERE term = ?", (term,)).fetchone()
-            if row is not None:
-                found[term] = int(row[0])
-        return found
+    def doc_freq(self, terms: list[str], cap: int) -> dict[str, int]:
+        """How many messages hold each term, counted up to `cap` (the work stays bounded)."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
+        return {t: int(self.conn.execute(sql, (quote(t), cap)).fetchone()[0]) for t in terms}
+
+    def newest_bound(self, expr: str, count: int) -> int | None:
+        """The rowid of the `count`-th newest message matching `expr` (None: fewer match)."""
+        sql = "SELECT rowid FROM terms WHERE terms MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+        row = self.conn.execute(sql, (expr, count - 1)).fetchone()
+        return int(row[0]) if row is not None else None
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])

@@ -2,9 +2,10 @@
 
 Ranking over what the index returns:
 1. the query's terms (`query_terms`: stop words out, stems both ways), the
-   rarest of them up to `postings` matching messages (`_affordable`: bounded
-   work however large the index), go to FTS5 as a quoted OR (`match.any_of`),
-   ranked by bm25 over the text and the speaker's name; the best `pool` come;
+   rarest of them up to `postings` matching messages (`_affordable`), go to
+   FTS5 as a quoted OR (`match.any_of`), ranked by bm25 over the text and the
+   speaker's name; past `postings` matches only the newest are scored, so the
+   work is bounded however large the index; the best `pool` come back;
 2. pseudo-relevance feedback (`feedback` > 0): the `feedback_terms` terms the
    best `feedback_docs` hits share most, not already in the query, are
    searched too and their scores added at `feedback` weight (RM3-style
@@ -67,21 +68,31 @@ class Hit:
     score: float
 
 
-def _bm25(index: RecallIndex, expr: str, tuning: Tuning) -> dict[int, float]:
-    """rowid -> bm25 score (higher is better) of the best `pool` rows matching `expr`."""
+def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, float]:
+    """rowid -> bm25 score (higher is better) of the best `pool` rows matching any term.
+
+    When more than `postings` messages match, only the newest `postings` of them are
+    scored (recency breaks the tie), so one query's work is bounded at any index size."""
+    expr = any_of(terms)
     if not expr:
         return {}
-    sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ? ORDER BY s LIMIT ?"
-    return {r: -s for r, s in index.conn.execute(sql, (expr, tuning.pool))}
+    since = index.newest_bound(expr, tuning.postings)
+    sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ?"
+    args: tuple[object, ...] = (expr,)
+    if since is not None:
+        sql += " AND rowid >= ?"
+        args += (since,)
+    sql += " ORDER BY s LIMIT ?"
+    return {r: -s for r, s in index.conn.execute(sql, (*args, tuning.pool))}
 
 
 def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
     """The rarest terms whose messages add up to at most `budget` (at least the rarest one).
 
     A term in more messages weighs less in BM25 and costs more to score: past
-    the budget the common ones are left out, so one query's work stays bounded
-    however large the index grows. A small index keeps every term."""
-    df = index.doc_freq(terms)
+    the budget the common ones are left out. A small index keeps every term.
+    Counts stop past the budget, so this costs at most `budget` steps a term."""
+    df = index.doc_freq(terms, budget + 1)
     kept: list[str] = []
     total = 0
     for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
@@ -107,7 +118,7 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
     """The best `k` (at most MAX_K) messages for `query`, best first."""
     k = max(1, min(k, MAX_K))
     terms = _affordable(index, query_terms(query), tuning.postings)
-    scores = _bm25(index, any_of(terms), tuning)
+    scores = _bm25(index, terms, tuning)
     if not scores:
         return []
     if tuning.feedback > 0:
@@ -115,7 +126,7 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
         extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
         extra = _affordable(index, extra, tuning.postings) if extra else []
         if extra:
-            for r, s in _bm25(index, any_of(extra), tuning).items():
+            for r, s in _bm25(index, extra, tuning).items():
                 scores[r] = scores.get(r, 0.0) + tuning.feedback * s
     speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
     ranked = _with_context(scores, speakers, tuning)

@@ -76,7 +76,7 @@ def test_retention_removes_old_messages_and_their_terms(tmp_path: Path) -> None:
     index = indexer.index(dirs)
     assert index.delete_before(5_000) == 1
     assert [h.row.msg_id for h in search(index, "violin lesson", 5)] == ["2"]
-    assert index.doc_freq(["lesson"]) == {"lesson": 0}
+    assert index.doc_freq(["lesson", "violin"], 10) == {"lesson": 0, "violin": 1}
 
 
 def test_credentials_are_refused_and_vault_values_masked_in_every_spelling(tmp_path: Path) -> None:
