@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bridge.loadout.mask import Masker
 from bridge.loadout.vault import masker_of
+from bridge.recall.export import history_lines
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -41,7 +42,8 @@ Everything roost holds about tenant {tenant}, exported {when}.
 files/            the tenant's own files, as roost keeps them:
   USER.md           the profile roost shows the model about you
   STEERING.md       your always-on instructions
-  memory/           memories (one Markdown file each) and their journal
+  memory/           memories (one Markdown file each), their journal and earlier
+                    versions (.history/), when each was last used (.usage.json)
   skills/           your skills (SKILL.md files)
   forge/tools/      your personal tools: me.NAME.py (source) and me.NAME.json
                     (metadata: description, parameters, SHA-256, network hosts)
@@ -56,6 +58,8 @@ db/TABLE.jsonl    your rows of each database table, one JSON object a line:
   skill_grades, turn_log       how well each skill did for you
   jobs, outbox                 your scheduled jobs and messages queued for you
   pairing_*                    which chat identities are bound to you
+history.jsonl     everything said in your chats and everything imported, one message a
+                  line, in the format `roost import` reads (so it can be imported again)
 audit.jsonl       the audit records about you: what happened and when, with ids,
                   counts and hashes only (no message text)
 """
@@ -190,6 +194,9 @@ def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, whe
                 text = _jsonl(table_rows(db, table, tenant))
                 rows += text.count("\n")
                 zf.writestr(f"db/{table}.jsonl", mask.mask(text))
+            with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
+                for line in history_lines(dirs):
+                    history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
             chain = home / "audit" / "chain.jsonl"
             records = list(audit_records(chain, tenant))
             zf.writestr("audit.jsonl", b"".join(records))

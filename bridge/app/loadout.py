@@ -89,7 +89,8 @@ def build_loadout(
     files = FileCache() if cached else NoCache()
     locks = TenantLocks()
     vault = Vault(audit, files)
-    memory = Memory(MemoryStore(caps.memory_chars, caps.topic_chars), audit, vault.values, locks)
+    store = MemoryStore(caps.memory_chars, caps.topic_chars, settings.memory.archive_after_days)
+    memory = Memory(store, audit, vault.values, locks)
     profile = Profile(caps.profile_chars, audit, locks)
     personas = Personas(persona_dirs(settings), files)  # a reload sets them again (app.live)
     chats = ChatSettings(db) if db is not None else None

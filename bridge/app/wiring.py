@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bridge.app.export_chat import ExportCommands
 from bridge.app.forgetting import forgetting
 from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.memory_notes import MemoryNotes
 from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
 from bridge.core.budgets import UsageMeter
@@ -34,7 +35,7 @@ from bridge.core.tenants import (
     telegram_rule,
     web_token_rule,
 )
-from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
+from bridge.core.turn import ExchangeLog, TurnObserver, TurnRunner, TurnSettings
 from bridge.corrections.commands import CorrectionCommands
 from bridge.corrections.keep import Keeper
 from bridge.corrections.observer import CorrectionObserver
@@ -48,10 +49,12 @@ from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.drafts import DraftStore
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
+from bridge.recall.wiring import build_recall
 from bridge.schedule.commands import ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
+from bridge.screening.screen import secret_kinds
 from bridge.senses.handlers import SenseLimits
 from bridge.senses.pipeline import SensePipeline, default_pipeline
 from bridge.skills.commands import SkillCommands
@@ -78,6 +81,7 @@ class Capabilities:
     command_sets: tuple[CommandSet, ...]
     observers: tuple[TurnObserver, ...]
     closers: tuple[Callable[[], object], ...] = ()  # run by `Roost.aclose()`
+    exchanges: ExchangeLog | None = None  # stored exchanges are indexed for recall
 
 
 def build_access(
@@ -137,6 +141,8 @@ def build_capabilities(
         judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit, loadout.vault.masker) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
+    on = settings.recall
+    recall = build_recall(on.enabled, loadout.vault.masker, audit, secret_kinds, on.retention_days)
     return Capabilities(
         loadout,
         (
@@ -145,6 +151,7 @@ def build_capabilities(
             ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit, loadout.vault.masker),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
+            *recall.tools,
             *extra_tools,
         ),
         (
@@ -154,9 +161,11 @@ def build_capabilities(
             *((ScheduleCommands(planner, audit),) if planner else ()),
             ExportCommands(settings.home, audit, clock),
             corrections[0],
+            *recall.commands,
         ),
         (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp, corrections[1]),
-        (mcp.aclose,),
+        (mcp.aclose, recall.indexer.close),
+        recall.indexer,
     )
 
 
@@ -259,11 +268,14 @@ def build_turns(
         settings=TurnSettings(settings.llm.max_steps, settings.limits.max_reply_chars),
         observers=caps.observers,
         masks=vault.masker,
-        user_note=caps.loadout.prompt.now_note,
+        user_note=MemoryNotes(
+            caps.loadout.memory.store, settings.memory, caps.loadout.prompt.now_note
+        ).note,
         pick=models.hold if models is not None else None,
         meter=meter,
         compactor=compactor,
         senses=senses,
+        exchanges=caps.exchanges,
     )
 
 

@@ -223,6 +223,17 @@ EVENTS: dict[str, dict[str, object]] = {
         "index_before": 2190,
         "index_after": 1480,
     },
+    "recall.searched": {"by": "model", "k": 5, "hits": 5, "query_chars": 31, "ms": 3},
+    "history.imported": {
+        "format": "chatgpt",
+        "conversations": 212,
+        "read": 8410,
+        "added": 8410,
+        "known": 0,
+        "refused": 2,
+        "skipped": 1,
+    },
+    "memory.superseded": {"name": "tabs", "old_hash": "9c1e0b7d3f2a", "hash": H, "by": "model"},
 }
 
 # Emitted by the user-style sweep (`roost style sweep`), not by turns.

@@ -179,6 +179,7 @@ COMMANDS = frozenset(
         "status",
         "yes",
         "no",
+        "recall",
     ]
 )
 
@@ -544,6 +545,24 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "index_before": INT,
         "index_after": INT,
     },
+    # recall (bridge/recall): searches and imports, counts only
+    "recall.searched": {
+        "by": BY,
+        "k": INT,
+        "hits": INT,
+        "query_chars": INT,
+        "ms": INT,
+    },
+    "history.imported": {
+        "format": enum("jsonl", "chatgpt", "claude"),
+        "conversations": INT,
+        "read": INT,
+        "added": INT,
+        "known": INT,
+        "refused": INT,
+        "skipped": INT,
+    },
+    "memory.superseded": {"name": MEMORY, "old_hash": HASH, "hash": HASH, "by": BY},
 }
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from bridge.app.home import prepare_home, record_event
+from bridge.app.memory_notes import Explained
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
 from bridge.core.config import Settings
 from bridge.loadout import vault
@@ -33,6 +34,9 @@ def prompt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", default=None, help="chat id (for its persona and audience)")
     p.add_argument("--msg-id", default="roost-prompt", help="message id (decides shadow bullets)")
     p.add_argument("--raw", action="store_true", help="print only the exact system prompt")
+    p.add_argument(
+        "--message", default=None, help="also show the memory notes this message would get"
+    )
 
 
 def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
@@ -48,6 +52,7 @@ def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
             args.raw,
             sys.stdout,
             time.time(),
+            args.message,
         )
     )
 
@@ -61,8 +66,10 @@ async def print_prompt(
     raw: bool,
     out: TextIO,
     now: float,
+    message: str | None = None,
 ) -> int:
     from bridge.app.build import build
+    from bridge.app.memory_notes import MemoryNotes
     from bridge.llm.offline import OfflineBackend
 
     # the daemon's own wiring, so blocks 7-9 read the same stores a turn reads
@@ -70,13 +77,31 @@ async def print_prompt(
     try:
         prompt = roost.loadout.prompt
         rendered = prompt.render(roost.tenant_dirs(tenant), channel, chat, msg_id, now)
+        notes = MemoryNotes(roost.loadout.memory.store, settings.memory)
+        found = notes.explain(roost.tenant_dirs(tenant), message) if message else None
     finally:
         await roost.aclose()
     if raw:
         out.write(rendered.text)
     else:
         out.write(describe_prompt(rendered, [b.name for b in prompt.blocks], tenant, channel, chat))
+    if found is not None:
+        out.write(describe_notes(found, settings.memory.inject_floor, settings.memory.inject_chars))
     return 0
+
+
+def describe_notes(found: Explained, floor: float, budget: int) -> str:
+    """Every topic's match with the message, which go in, and the note put before it."""
+    chosen = {s.name for s in found.chosen}
+    lines = [f"\n== memory notes for this message (floor {floor:.2f}, budget {budget:,}) =="]
+    for s in found.scored:
+        mark = "injected" if s.name in chosen else "below floor" if s.score < floor else "no room"
+        words = ", ".join(s.matched) or "-"
+        lines.append(f"  {s.score:.2f}  {s.name}  [{mark}]  words: {words}")
+    if not found.scored:
+        lines.append("  (no memory topics)")
+    lines.append("\n" + (found.note or "(nothing is injected)") + "\n")
+    return "\n".join(lines)
 
 
 def describe_prompt(

@@ -38,6 +38,8 @@ from bridge.core.config_sections import (
     LimitSettings,
     LLMSettings,
     LoadoutSettings,
+    MemorySettings,
+    RecallSettings,
     ScheduleSettings,
     StyleSettings,
     TelegramSettings,
@@ -82,6 +84,8 @@ class Settings(BaseSettings):
     models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
     style: StyleSettings = Field(default_factory=StyleSettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @model_validator(mode="after")
     def _models(self) -> Settings:

@@ -298,3 +298,18 @@ class GradingSettings(_Section):
     judge_model: str | None = None  # a model name ([llm] name or a [models.X]); None: default
     judge_daily_cap: int = Field(200, ge=0)  # follow-ups judged per tenant and UTC day; 0: off
     judge_batch: int = Field(8, ge=1, le=32)  # follow-ups at most in one judge request
+
+
+class RecallSettings(_Section):
+    """Search over everything said (bridge/recall)."""
+
+    enabled: bool = True  # index every stored exchange; the recall tool and /recall
+    retention_days: int = Field(0, ge=0)  # 0: keep every message as long as the tenant exists
+
+
+class MemorySettings(_Section):
+    """Memory topics over time (bridge/memory)."""
+
+    archive_after_days: int = Field(90, ge=1)  # unused this long: out of the index, still readable
+    inject_chars: int = Field(1_500, ge=0)  # topic bodies put before the newest message; 0: off
+    inject_floor: float = Field(0.3, ge=0, le=1)  # share of the message's terms a topic must match

@@ -84,6 +84,22 @@ class StablePrefixSource(Protocol):
     def system_prompt_parts(self, turn: TurnContext) -> tuple[str, int]: ...
 
 
+class ExchangeLog(Protocol):
+    """Where a stored exchange is also indexed for search (bridge.recall's Indexer)."""
+
+    def record_exchange(
+        self,
+        dirs: TenantDirs,
+        channel: str,
+        chat: str,
+        msg_id: str,
+        asked: str,
+        answer: str,
+        at: float,
+        name: str = "",
+    ) -> None: ...
+
+
 class TurnObserver(Protocol):
     """Hooks around a turn; their audit events go into the turn's batch."""
 
@@ -140,8 +156,10 @@ class TurnRunner:
         meter: TurnMeter | None = None,
         compactor: Compactor | None = None,
         senses: Senses | None = None,
+        exchanges: ExchangeLog | None = None,
     ) -> None:
         self.backend = backend
+        self._exchanges = exchanges  # every stored exchange is indexed too (recall)
         self._senses = senses  # attachments in, files from outputs/ out (bridge.senses)
         self._pick = pick or self._only_backend
         self._meter = meter
@@ -211,9 +229,9 @@ class TurnRunner:
                 kept = stopped_text("".join(shown))
                 asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 mask = mask.also(turn.refused)
-                self._store(
-                    key, mask.mask(asked), mask.mask(kept), inbound.msg_id, (), _sent(inbound, mask)
-                )
+                asked_m, kept_m = mask.mask(asked), mask.mask(kept)
+                if self._store(key, asked_m, kept_m, inbound.msg_id, (), _sent(inbound, mask)):
+                    self._indexed(dirs, inbound, asked_m, kept_m)
             kind = "stopped" if stopped else "cancelled"
             events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
             await events.flush(self._audit)
@@ -227,7 +245,9 @@ class TurnRunner:
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
         stored = self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
         text = answer
-        if not stored:
+        if stored:
+            self._indexed(dirs, inbound, asked, answer)
+        else:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
@@ -318,6 +338,20 @@ class TurnRunner:
             self.sessions.failed(key, asked, sent, said, self._clock())
         except (OSError, sqlite3.Error) as exc:
             log.error("the failed turn was not kept for the history (%s)", exc)
+
+    def _indexed(self, dirs: TenantDirs, inbound: Inbound, asked: str, text: str) -> None:
+        """Hand the stored (masked) exchange to the search index, when one is wired."""
+        if self._exchanges is not None:
+            self._exchanges.record_exchange(
+                dirs,
+                inbound.channel,
+                inbound.chat,
+                inbound.msg_id,
+                asked,
+                text,
+                self._clock(),
+                inbound.display_name or "",
+            )
 
     async def _agent(
         self,

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 
 from bridge.core.commands import Command, CommandContext, UsageError
-from bridge.memory import journal
+from bridge.memory import history, journal
 from bridge.memory.files import (
     MAX_DESCRIPTION,
     TYPES,
@@ -33,7 +33,7 @@ from bridge.types.messages import Final
 
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
 ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
-USAGE = "/memory [list | show <name> | rm <name> | undo | stats | tidy [id]]"
+USAGE = "/memory [list [--all] | show <name> [--history] | rm <name> | undo | stats | tidy [id]]"
 
 
 def _who(topic: Topic) -> str:
@@ -43,6 +43,12 @@ def _who(topic: Topic) -> str:
     msg = f", message {m['msg_id']}" if m.get("msg_id") else ""
     created, updated = m.get("created", "?"), m.get("updated", "?")
     return f"saved by {by}{where}{msg}; created {created}, updated {updated}"
+
+
+def _flag(rest: str, flag: str) -> tuple[str, bool]:
+    """`rest` without `flag` (anywhere among its words), and whether it was there."""
+    parts = rest.split()
+    return " ".join(p for p in parts if p != flag), flag in parts
 
 
 def remember_name(text: str) -> str:
@@ -113,22 +119,42 @@ class MemoryCommands:
         return await handler(ctx, rest.strip())
 
     async def _list(self, ctx: CommandContext, rest: str) -> str:
-        topics = self._memory.store.topics(ctx.dirs)
+        every = self._memory.store.topics(ctx.dirs)
+        resting = {t.name for t in self._memory.store.archived(ctx.dirs, every, ctx.now)}
+        topics = every if rest.strip() == "--all" else [t for t in every if t.name not in resting]
         label = self._memory.usage(ctx.dirs)
         if not topics:
             return f"Memory is empty {label}. Tell me something to remember, or /remember <text>."
         lines = sorted((t.type, t.name.lower(), t.index_line()) for t in topics)
         body = "\n".join(line for *_, line in lines)
         count = f"{len(topics)} topic{'' if len(topics) == 1 else 's'}"
-        return f"Memory {label}, {count}:\n{body}\n/memory show <name> for one."
+        shown = f"Memory {label}, {count}:\n{body}\n/memory show <name> for one."
+        if resting and rest.strip() != "--all":
+            shown += f"\n{len(resting)} archived (unused for a while): /memory list --all"
+        return shown
 
     async def _show(self, ctx: CommandContext, rest: str) -> str:
+        rest, with_history = _flag(rest, "--history")
         if not rest:
-            raise UsageError("Which one? /memory show <name>")
-        topic = self._memory.store.find(ctx.dirs, rest)
+            raise UsageError("Which one? /memory show <name> [--history]")
+        topic = await self._memory.read(ctx.dirs, rest, ctx.now)
         if topic is None:
             return f"No memory named {rest!r}. /memory list shows the names."
-        return f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
+        shown = (
+            f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
+        )
+        if not with_history:
+            return shown
+        earlier = history.versions(ctx.dirs.memory, topic.name)
+        if not earlier:
+            return shown + "\n\nNo earlier versions."
+        parts = [shown, f"\nEarlier versions ({len(earlier)}, newest first):"]
+        for v in reversed(earlier):
+            old = v.topic
+            parts.append(
+                f"\n— replaced {v.replaced_at}; {_who(old)}\n{old.description}\n{old.content}"
+            )
+        return "\n".join(parts)
 
     async def _rm(self, ctx: CommandContext, rest: str) -> str:
         if not rest:

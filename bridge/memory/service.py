@@ -2,8 +2,10 @@
 
 `Memory` takes a per-tenant asyncio lock around the file store, screens what
 is saved (secrets, vault values, invisible characters, instructions) and
-emits the audit events `memory.saved`, `memory.deleted`, `memory.undone`
-and `memory.refused` with names and sizes only, never content. A save that
+emits the audit events `memory.saved`, `memory.superseded` (a save replaced
+a topic: its old version went into the topic's history), `memory.deleted`,
+`memory.undone` and `memory.refused` with names, sizes and hashes only, never
+content. `read` records a topic's last read (bringing an archived one back). A save that
 meets a full disk (ENOSPC, EDQUOT) is refused with a plain "the disk is full".
 `consolidate` applies a confirmed tidy-up (`bridge.memory.tidy`) under the same lock.
 """
@@ -17,6 +19,7 @@ from bridge.core.locks import TenantLocks
 from bridge.memory import journal
 from bridge.memory.consolidate import Plan
 from bridge.memory.files import MemoryInputError, Topic, usage_label
+from bridge.memory.history import body_hash
 from bridge.memory.store import MemoryRefused, MemoryStore, Provenance, SaveResult
 from bridge.screening.screen import refusal, screen
 from bridge.types.audit_sink import AuditSink
@@ -69,6 +72,17 @@ class Memory:
                 if exc.errno in _FULL:  # the atomic writer left the old files in place
                     raise MemoryRefused(DISK_FULL) from None
                 raise
+        if result.superseded is not None:  # the old version went into the topic's history
+            await self._audit.emit(
+                "memory.superseded",
+                dirs.tenant,
+                {
+                    "name": result.topic.name,
+                    "old_hash": body_hash(result.superseded),
+                    "hash": body_hash(result.topic),
+                    "by": prov.by,
+                },
+            )
         await self._audit.emit(
             "memory.saved",
             dirs.tenant,
@@ -85,6 +99,14 @@ class Memory:
             },
         )
         return result
+
+    async def read(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
+        """A topic read in full (its last read recorded: an archived topic comes back)."""
+        topic = self.store.find(dirs, name)
+        if topic is not None:
+            async with self._locks.hold(dirs.root, "memory"):
+                self.store.touch(dirs, [topic.name], "read", now)
+        return topic
 
     async def delete(self, dirs: TenantDirs, name: str, by: str, now: float) -> Topic | None:
         async with self._locks.hold(dirs.root, "memory"):

@@ -11,12 +11,14 @@ tools and commands use is `bridge.memory.service.Memory`.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.atomic import remove, write_text
 from bridge.core.locks import file_lock
-from bridge.memory import journal
+from bridge.memory import history, journal, usage
 from bridge.memory.consolidate import Plan, index_fingerprint, planned_topics
 from bridge.memory.files import (
     INDEX_NAME,
@@ -58,12 +60,21 @@ class SaveResult:
     created: bool
     used: int
     cap: int
+    superseded: Topic | None = None  # the version this save replaced (kept in its history)
 
 
 class MemoryStore:
-    def __init__(self, memory_cap: int, topic_cap: int) -> None:
+    def __init__(
+        self,
+        memory_cap: int,
+        topic_cap: int,
+        archive_after_days: int = 90,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.memory_cap = memory_cap
         self.topic_cap = topic_cap
+        self.archive_after_days = archive_after_days
+        self._clock = clock
 
     # -- reading --------------------------------------------------------------------------
     def topics(self, dirs: TenantDirs) -> list[Topic]:
@@ -140,11 +151,17 @@ class MemoryStore:
             if old_path is not None and old_path != new_path:
                 before[old_path.name] = _text(old_path)
             journal.record(mdir, journal.Change("save", topic.name, type_, now, before))
+            replaced = old is not None and (old.description, old.content) != (
+                topic.description,
+                topic.content,
+            )
+            if replaced and old is not None:  # the earlier version stays in the history
+                history.append(mdir, old, now)
             write_text(new_path, render_topic(topic))
             if old_path is not None and old_path != new_path:
                 remove(old_path)
-            self._write_index(dirs)
-            return SaveResult(topic, old is None, used, self.memory_cap)
+            self._write_index(dirs, now)
+            return SaveResult(topic, old is None, used, self.memory_cap, old if replaced else None)
 
     def delete(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
         mdir = _mdir(dirs)
@@ -164,7 +181,7 @@ class MemoryStore:
                 ),
             )
             remove(path)
-            self._write_index(dirs)
+            self._write_index(dirs, now)
             return topic
 
     def undo(self, dirs: TenantDirs) -> journal.Change | None:
@@ -180,7 +197,7 @@ class MemoryStore:
                     remove(mdir / filename)
                 else:
                     write_text(mdir / filename, text)
-            self._write_index(dirs)
+            self._write_index(dirs, self._clock())
             return change
 
     def consolidate(
@@ -212,16 +229,30 @@ class MemoryStore:
                 write_text(mdir / topic.filename, render_topic(topic))
             for filename in sorted(gone):
                 remove(mdir / filename)
-            self._write_index(dirs)
+            self._write_index(dirs, now)
             return used
 
-    def rebuild_index(self, dirs: TenantDirs) -> None:
+    def rebuild_index(self, dirs: TenantDirs, now: float | None = None) -> None:
         mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
-            self._write_index(dirs)
+            self._write_index(dirs, self._clock() if now is None else now)
 
-    def _write_index(self, dirs: TenantDirs) -> None:
-        text = render_index(self.topics(dirs))
+    def touch(self, dirs: TenantDirs, names: list[str], what: str, now: float) -> None:
+        """Record a read or an injection; an archived topic used again is back in the index."""
+        if names and usage.touch(dirs.memory, names, what, now):
+            self.rebuild_index(dirs, now)
+
+    def archived(self, dirs: TenantDirs, topics: list[Topic], now: float) -> list[Topic]:
+        """The topics left out of the index at `now` (unused for `archive_after_days`)."""
+        used = usage.load(dirs.memory)
+        return [t for t in topics if usage.archived(t, used, now, self.archive_after_days)]
+
+    def _write_index(self, dirs: TenantDirs, now: float) -> None:
+        topics = self.topics(dirs)
+        resting = {t.name for t in self.archived(dirs, topics, now)}
+        text = render_index([t for t in topics if t.name not in resting])
+        if resting:
+            text += f"# {len(resting)} archived topics (unused for a while): /memory list --all\n"
         path = dirs.memory / INDEX_NAME
         if _text(path) != text:
             write_text(path, text)

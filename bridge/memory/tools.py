@@ -115,7 +115,7 @@ class MemoryTools:
 
     async def read(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = self._memory.store.find(turn.dirs, name)
+        topic = await self._memory.read(turn.dirs, name, turn.now())
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; the index lists the names")
         return f"{topic.name} ({topic.type}): {topic.description}\n\n{topic.content}"

@@ -129,6 +129,11 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
             "voice.transcribed",
             "voice.spoken",
             "voice.changed",
+            # recall: tests/recall/test_daemon_e2e.py, tests/recall/test_import_cli.py,
+            # tests/recall/test_supersede.py
+            "recall.searched",
+            "history.imported",
+            "memory.superseded",
         }
     )
     assert expected <= seen, sorted(expected - seen)

@@ -1,0 +1,150 @@
+"""Recall figures in one run: quality on the dev split, import speed, index size, query latency.
+
+1. Evidence recall@5/@10 per LoCoMo category on `shared/eval/locomo-dev/`,
+   roost's search next to plain BM25 over whole messages (same run).
+2. Leave one conversation out: the context window, session, speaker and
+   feedback weights are picked on two conversations from a small grid and
+   scored on the third, so the figure never saw its own conversation (the
+   generalisation check).
+3. Import speed (messages/s through the Indexer: screen, mask, stem, FTS5),
+   index size against the text it holds, and one query's latency p50/p99 at
+   10k and at 1M messages (synthetic: the dev messages repeated with
+   shuffled words and fresh conversation ids; `--quick` stops at 10k and
+   100k). Latency is timed over the dev questions, one thread; wall time and
+   the thread's CPU time are both printed (on a shared machine the CPU time
+   is what one free core would take).
+
+Run: .venv/bin/python bench/recall_bench.py [--quick] [--big 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bridge.recall.evaluate import DEV_DIR, format_report, load_set, retrieval_eval
+from bridge.recall.index import Message, index_path
+from bridge.recall.indexer import Indexer
+from bridge.recall.search import Tuning, search
+from bridge.screening.screen import secret_kinds
+from bridge.types.tenant_dirs import TenantDirs
+
+GRID = [
+    Tuning(context=0.5, window=w, session=s, speaker=p, feedback=f)
+    for w, s, p, f in itertools.product((1, 2), (0.3, 0.5), (0.3, 0.6), (0.0, 0.1))
+]
+
+
+def leave_one_out() -> list[tuple[str, float, float]]:
+    """(held-out conversation, its recall@10 with weights picked on the others, default's)."""
+    names = [name for name, _, _ in load_set(DEV_DIR)]
+    per_conv = {}
+    for tuning in [*GRID, Tuning()]:
+        report = retrieval_eval(DEV_DIR, tuning)
+        per_conv[tuning] = {n: v[0] for n, v in report.by_conversation.items()}
+    out = []
+    for held in names:
+        others = [n for n in names if n != held]
+        best = max(GRID, key=lambda t: sum(per_conv[t][n] for n in others))
+        out.append((held, per_conv[best][held], per_conv[Tuning()][held]))
+    return out
+
+
+def synthetic(base: list[Message], count: int, seed: int = 7) -> list[Message]:
+    """`count` messages made from the dev messages: words shuffled, new conversations."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        m = base[i % len(base)]
+        words = m.text.split()
+        rng.shuffle(words)
+        conv = f"synthetic-{i // 400}"
+        at = 1_600_000_000_000 + i * 60_000
+        out.append(Message(conv, f"s{i}", m.role, " ".join(words), at, "bench", m.name))
+    return out
+
+
+def build(dirs: TenantDirs, messages: list[Message]) -> tuple[float, float, Indexer]:
+    """Import through the indexer's door in batches of 5,000: messages per second of wall
+    time and per second of this thread's CPU time (what one free core would take)."""
+    indexer = Indexer(lambda d, text: text, screen=secret_kinds)  # an empty vault
+    wall, cpu = time.perf_counter(), time.thread_time()
+    for start in range(0, len(messages), 5000):
+        indexer.admit(dirs, messages[start : start + 5000])
+    n = len(messages)
+    return n / (time.perf_counter() - wall), n / (time.thread_time() - cpu), indexer
+
+
+def size_figures(dirs: TenantDirs, indexer: Indexer) -> tuple[int, int]:
+    index = indexer.index(dirs)
+    index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    path = index_path(dirs)
+    return path.stat().st_size, index.text_bytes()
+
+
+def latency(dirs: TenantDirs, indexer: Indexer, queries: list[str]) -> list[float]:
+    """p50 and p99 of one query in ms, wall time then CPU time (the machine is shared)."""
+    index = indexer.index(dirs)
+    walls, cpus = [], []
+    for q in queries:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        search(index, q, 10)
+        walls.append((time.perf_counter() - wall) * 1000)
+        cpus.append((time.thread_time() - cpu) * 1000)
+    out = []
+    for times in (walls, cpus):
+        times.sort()
+        out += [statistics.median(times), times[int(len(times) * 0.99) - 1]]
+    return out
+
+
+def scale(base: list[Message], queries: list[str], count: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = TenantDirs.of(Path(tmp), "bench").ensure()
+        rate, cpu_rate, indexer = build(dirs, synthetic(base, count))
+        size, text = size_figures(dirs, indexer)
+        p50, p99, c50, c99 = latency(dirs, indexer, queries)
+        print(
+            f"{count:>9,} messages: import {rate:,.0f} msg/s ({cpu_rate:,.0f} per CPU second); "
+            f"index {size / 1e6:,.1f} MB for {text / 1e6:,.1f} MB of text ({size / text:.2f}x); "
+            f"query p50 {p50:.1f} ms, p99 {p99:.1f} ms (CPU: {c50:.1f} / {c99:.1f} ms)"
+        )
+        indexer.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="10k and 100k messages only")
+    parser.add_argument("--big", type=int, default=1_000_000)
+    args = parser.parse_args()
+    if not DEV_DIR.is_dir():
+        print(f"no dev set at {DEV_DIR}", file=sys.stderr)
+        return 1
+    print("== evidence recall on the dev split (roost vs plain BM25, same run)")
+    print(format_report(retrieval_eval(DEV_DIR)))
+    print("== leave one conversation out (weights picked on the other two)")
+    for held, picked, default in leave_one_out():
+        print(
+            f"conversation {held}: recall@10 {picked:.3f} (picked elsewhere), {default:.3f} default"
+        )
+    sets = load_set(DEV_DIR)
+    base = [m for _, messages, _ in sets for m in messages]
+    queries = [str(q["q"]) for _, _, questions in sets for q in questions]
+    print("== import, size, latency (synthetic corpus from the dev messages)")
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    for count in (10_000, 100_000 if args.quick else args.big):
+        scale(base, queries, count)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

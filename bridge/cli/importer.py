@@ -1,0 +1,86 @@
+"""`roost import --tenant T [--format jsonl|chatgpt|claude] FILE`: past conversations in.
+
+Streams the file into the tenant's recall index (bridge.recall.importer) with
+a progress bar on a terminal (bytes read, messages so far), then prints the
+summary: conversations, messages, added, already there, not indexed, and
+each skipped line or conversation by number. May run beside the daemon (the
+index is a WAL SQLite file; each batch is one short transaction). Records
+`history.imported` (counts only). Exit 0, or 2 when the file cannot be read
+or is not the format asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from bridge.app.home import record_event
+from bridge.cli.rows import tenant_arg
+from bridge.core.config import Settings
+from bridge.loadout.vault import Vault
+from bridge.recall.formats import FORMATS
+from bridge.recall.importer import Summary, import_stream
+from bridge.recall.indexer import Indexer
+from bridge.recall.jsonstream import BadJson
+from bridge.recall.wiring import vault_mask
+from bridge.screening.screen import secret_kinds
+from bridge.types.audit_sink import NullAudit
+from bridge.types.tenant_dirs import TenantDirs
+
+
+def import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tenant", type=tenant_arg, required=True, help="whose history this is")
+    p.add_argument("--format", choices=FORMATS, default="jsonl", help="the file's format")
+    p.add_argument("file", type=Path, help="the export (conversations.json) or a JSONL file")
+
+
+def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    path: Path = args.file
+    if not path.is_file():
+        print(f"roost import: {path} is not a file", file=sys.stderr)
+        return 2
+    dirs = TenantDirs.of(settings.home, args.tenant).ensure()
+    indexer = Indexer(vault_mask(Vault(NullAudit()).masker), screen=secret_kinds)
+    try:
+        summary = _run(indexer, dirs, args.format, path)
+    except BadJson as exc:
+        print(f"roost import: {path}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        indexer.close()
+    asyncio.run(
+        record_event(settings, "history.imported", args.tenant, summary.details(args.format))
+    )
+    print(f"imported {path.name} into tenant {args.tenant}:")
+    for line in summary.lines():
+        print(line)
+    print("Nothing was saved as a memory note; ask in a chat to keep something (/remember).")
+    return 0
+
+
+def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:
+    size = path.stat().st_size
+    with path.open("rb") as stream:
+        if not sys.stderr.isatty():
+            return import_stream(indexer, dirs, fmt, stream)
+        columns = (
+            TextColumn("importing"),
+            BarColumn(),
+            DownloadColumn(),
+            TextColumn("{task.fields[messages]:,} messages"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, transient=True) as bar:
+            task = bar.add_task("import", total=size, messages=0)
+            return import_stream(
+                indexer,
+                dirs,
+                fmt,
+                stream,
+                progress=lambda done: bar.update(task, completed=done),
+                on_batch=lambda s: bar.update(task, messages=s.messages),
+            )

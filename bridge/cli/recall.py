@@ -1,0 +1,122 @@
+"""`roost recall` (search a tenant's past messages) and `roost recall-eval` (score the search).
+
+`roost recall --tenant T [--k K] [--json] (QUERY | --batch FILE)`: the same
+search as the model's `recall` tool. Without `--json`, dated excerpts with
+the turns around each hit; with it, one object a line per query:
+`{"query", "hits": [{"id", "conversation", "time", "role", "text", "score"}]}`,
+best first (the DESIGN contract). `--batch FILE` reads one query a line.
+Each query is audited as `recall.searched` (counts only).
+
+`roost recall-eval [--dir DIR] [--answer]` imports a LoCoMo-style dev set
+(conv-N.jsonl + questions-N.jsonl) into a temporary home and prints evidence
+recall@5/@10 per category next to plain BM25 (bridge.recall.evaluate); with
+`--answer`, each question also goes through a full turn on the configured
+model and a model judge grades the answer (needs a model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from bridge.app.home import record_event
+from bridge.cli.recall_answer import answer_eval
+from bridge.cli.rows import tenant_arg
+from bridge.core.config import Settings
+from bridge.recall.evaluate import DEV_DIR, format_report, retrieval_eval
+from bridge.recall.index import index_path
+from bridge.recall.indexer import Indexer
+from bridge.recall.search import MAX_K, Hit
+from bridge.recall.service import Recall, when
+from bridge.types.tenant_dirs import TenantDirs
+
+
+def recall_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tenant", type=tenant_arg, required=True, help="whose messages to search")
+    p.add_argument("--k", type=int, default=5, help=f"hits per query (1-{MAX_K}, default 5)")
+    p.add_argument("--json", action="store_true", help="one JSON object a line per query")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("query", nargs="?", help="words to look for")
+    group.add_argument("--batch", type=Path, help="a file of queries, one a line")
+
+
+def _hit(hit: Hit) -> dict[str, object]:
+    row = hit.row
+    return {
+        "id": row.msg_id,
+        "conversation": row.conversation,
+        "time": when(row.at_ms),
+        "role": row.role,
+        "text": row.text,
+        "score": round(hit.score, 4),
+    }
+
+
+def run_recall(args: argparse.Namespace, settings: Settings) -> int:
+    if not 1 <= args.k <= MAX_K:
+        print(f"roost recall: --k must be 1 to {MAX_K}", file=sys.stderr)
+        return 2
+    if args.batch is not None:
+        queries = [q for q in args.batch.read_text("utf-8").splitlines() if q.strip()]
+    else:
+        queries = [args.query]
+    dirs = TenantDirs.of(settings.home, args.tenant)
+    if not index_path(dirs).exists():
+        print(f"roost recall: tenant {args.tenant} has nothing indexed yet", file=sys.stderr)
+        return 1 if not args.json else _empty(queries)
+    recall = Recall(Indexer())
+    try:
+        for query in queries:
+            found = recall.find(dirs, query, args.k)
+            asyncio.run(
+                _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
+            )
+            if args.json:
+                print(json.dumps({"query": query, "hits": [_hit(h) for h in found.hits]}))
+            else:
+                print(f"# {query}")
+                print(recall.excerpts(dirs, found.hits) if found.hits else "(nothing found)")
+                print()
+    finally:
+        recall.indexer.close()
+    return 0
+
+
+def _empty(queries: list[str]) -> int:
+    for query in queries:
+        print(json.dumps({"query": query, "hits": []}))
+    return 0
+
+
+async def _audit(settings: Settings, tenant: str, chars: int, k: int, hits: int, ms: int) -> None:
+    details: dict[str, object] = {
+        "by": "operator",
+        "k": k,
+        "hits": hits,
+        "query_chars": chars,
+        "ms": ms,
+    }
+    await record_event(settings, "recall.searched", tenant, details)
+
+
+def eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", type=Path, default=DEV_DIR, help="conv-N.jsonl + questions-N.jsonl")
+    p.add_argument("--answer", action="store_true", help="also answer each question (a model)")
+    p.add_argument("--limit", type=int, default=0, help="--answer: at most N questions")
+
+
+def run_recall_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.dir.is_dir():
+        print(f"roost recall-eval: {args.dir} is not a directory", file=sys.stderr)
+        return 2
+    print(format_report(retrieval_eval(args.dir)))
+    if args.answer:
+        if settings.llm.provider == "offline":
+            print("roost recall-eval --answer: no model configured (ROOST_LLM__*)", file=sys.stderr)
+            return 2
+        score = asyncio.run(answer_eval(settings, args.dir, args.limit))
+        print(score.line())
+    return 0

@@ -1,0 +1,1 @@
+"""Recall: everything said, searchable per tenant (index, import, search, the recall tool)."""

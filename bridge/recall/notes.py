@@ -1,0 +1,67 @@
+"""Which notes fit a message: each note scored by the share of the message's terms it holds.
+
+Pure. A note is any (name, text) pair (memory topics, wired by the app). The
+score of a note is the idf-weighted share of the message's look-up terms
+(`query_groups`: stop words out, stems both ways) found among the note's terms:
+1.0 when the note holds every word of the message, 0 when none; idf is taken
+over the notes themselves, so a word every note holds counts for little, and a
+word no note holds counts half (it cannot tell the notes apart).
+`choose` keeps the notes at or above the floor, best first, while their texts
+fit the character budget (a note that does not fit is skipped, a smaller one
+after it may still go in).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bridge.recall.terms import index_terms, query_groups
+
+UNHELD = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    name: str
+    text: str
+    score: float
+    matched: tuple[str, ...]  # the message's terms the note holds
+
+
+def score_notes(message: str, notes: Sequence[tuple[str, str]]) -> list[Scored]:
+    """Every note with its score against `message`, best first (ties by name).
+
+    A word of the message counts as held when any of its stems is in the note."""
+    wanted = query_groups(message)
+    if not wanted or not notes:
+        return [Scored(name, text, 0.0, ()) for name, text in notes]
+    held = [set(index_terms(f"{name}\n{text}").split()) for name, text in notes]
+    df: Counter[tuple[str, ...]] = Counter(
+        g for terms in held for g in wanted if terms.intersection(g)
+    )
+    # a word no note holds tells nothing about which note fits: it counts half
+    idf = {g: math.log(1 + len(notes) / (1 + df[g])) if df[g] else UNHELD for g in wanted}
+    total = sum(idf.values()) or 1.0
+    out = []
+    for (name, text), terms in zip(notes, held, strict=True):
+        matched = [g for g in wanted if terms.intersection(g)]
+        score = sum(idf[g] for g in matched) / total
+        out.append(Scored(name, text, score, tuple(g[0] for g in matched)))
+    return sorted(out, key=lambda s: (-s.score, s.name))
+
+
+def choose(scored: Sequence[Scored], floor: float, budget: int) -> list[Scored]:
+    """The notes at or above `floor` (and above 0), best first, within `budget` characters."""
+    kept, used = [], 0
+    for note in scored:
+        if note.score <= 0 or note.score < floor:
+            break
+        size = len(note.name) + len(note.text) + 8
+        if used + size > budget:
+            continue
+        kept.append(note)
+        used += size
+    return kept

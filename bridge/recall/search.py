@@ -1,0 +1,168 @@
+"""Search one tenant's index: BM25 over stemmed terms, then the conversation around each hit.
+
+Ranking over what the index returns:
+1. the query's terms (`query_terms`: stop words out, stems both ways), the
+   rarest of them up to `postings` matching messages (`_affordable`), go to
+   FTS5 as a quoted OR (`match.any_of`), ranked by bm25 over the text and the
+   speaker's name; past `postings` matches only the newest are scored, so the
+   work is bounded however large the index; the best `pool` come back;
+2. pseudo-relevance feedback (`feedback` > 0): the `feedback_terms` terms the
+   best `feedback_docs` hits share most, not already in the query, are
+   searched too and their scores added at `feedback` weight (RM3-style
+   expansion, no model);
+3. conversation context: a score gains `context` times the scores of the
+   messages up to `window` places before and after it in its conversation
+   (divided by the distance), plus `session` times the best score in its
+   conversation (an answer is often split over a question and its reply);
+4. speaker: a hit whose speaker the query names (or "I"/"you": the user or
+   assistant role) is raised by `speaker`;
+5. the best `k` are returned with their scores, best first.
+Every figure of `Tuning` was chosen on the dev split and checked by leaving
+one conversation out (`bench/recall_bench.py`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+
+from bridge.recall.index import RecallIndex, Row, who_terms
+from bridge.recall.match import any_of
+from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms, words
+
+MAX_K = 50
+_PERSONS = """
+    i me my mine myself ich mich mir mein meine meinem meinen meiner
+    you your yours yourself du dich dir dein deine deinem deinen deiner
+"""
+_FIRST, _SECOND = (frozenset(line.split()) for line in _PERSONS.strip().splitlines())
+
+
+def _persons(query: str) -> set[str]:
+    """The roles a query points at: "what did I say" -> user, "what did you say" -> assistant."""
+    said = set(words(query))
+    roles = ("user",) * bool(said & _FIRST) + ("assistant",) * bool(said & _SECOND)
+    return set(index_terms(" ".join(roles)).split())
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    pool: int = 200
+    postings: int = 2_000
+    context: float = 0.5
+    window: int = 2
+    session: float = 0.5
+    speaker: float = 0.3
+    feedback: float = 0.1
+    feedback_docs: int = 5
+    feedback_terms: int = 5
+
+
+DEFAULT = Tuning()
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    row: Row
+    score: float
+
+
+def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, float]:
+    """rowid -> bm25 score (higher is better) of the best `pool` rows matching any term.
+
+    When more than `postings` messages match, only the newest `postings` of them are
+    scored (recency breaks the tie), so one query's work is bounded at any index size."""
+    expr = any_of(terms)
+    if not expr:
+        return {}
+    since = index.newest_bound(expr, tuning.postings)
+    sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ?"
+    args: tuple[object, ...] = (expr,)
+    if since is not None:
+        sql += " AND rowid >= ?"
+        args += (since,)
+    sql += " ORDER BY s LIMIT ?"
+    return {r: -s for r, s in index.conn.execute(sql, (*args, tuning.pool))}
+
+
+def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
+    """The rarest terms whose messages add up to at most `budget` (at least the rarest one).
+
+    A term in more messages weighs less in BM25 and costs more to score: past
+    the budget the common ones are left out. A small index keeps every term.
+    Counts stop past the budget, so this costs at most `budget` steps a term."""
+    df = index.doc_freq(terms, budget + 1)
+    kept: list[str] = []
+    total = 0
+    for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
+        if kept and total + df[term] > budget:
+            break
+        kept.append(term)
+        total += df[term]
+    return kept
+
+
+def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
+    """The terms most of the top rows share, not in the query and not stop words."""
+    seen: Counter[str] = Counter()
+    for row in rows:
+        seen.update(dict.fromkeys(index_terms(row.text).split(), 1))
+    skip = set(query) | ENGLISH_STOP | GERMAN_STOP
+    ranked = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))  # ties by the term: stable
+    picked = [t for t, n in ranked if n > 1 and t not in skip and len(t) > 2]
+    return picked[:count]
+
+
+def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
+    """The best `k` (at most MAX_K) messages for `query`, best first."""
+    k = max(1, min(k, MAX_K))
+    terms = _affordable(index, query_terms(query), tuning.postings)
+    scores = _bm25(index, terms, tuning)
+    if not scores:
+        return []
+    if tuning.feedback > 0:
+        top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
+        extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
+        extra = _affordable(index, extra, tuning.postings) if extra else []
+        if extra:
+            for r, s in _bm25(index, extra, tuning).items():
+                scores[r] = scores.get(r, 0.0) + tuning.feedback * s
+    speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
+    ranked = _with_context(scores, speakers, tuning)
+    if tuning.speaker > 0:
+        asked = set(terms) | _persons(query)
+        for r in ranked:
+            _, role, name = speakers[r]
+            if asked.intersection(_who(role, name)):
+                ranked[r] *= 1 + tuning.speaker
+    best = sorted(ranked, key=ranked.__getitem__, reverse=True)[:k]
+    rows = index.rows(best)
+    return [Hit(rows[r], ranked[r]) for r in best]
+
+
+@lru_cache(maxsize=1024)
+def _who(role: str, name: str) -> frozenset[str]:
+    return frozenset(who_terms(role, name).split())
+
+
+def _with_context(
+    scores: dict[int, float], speakers: dict[int, tuple[int, str, str]], t: Tuning
+) -> dict[int, float]:
+    """Each score plus `context` x the scores of its conversation's nearby rows, plus
+    `session` x the best score in its conversation."""
+    if t.context <= 0 and t.session <= 0:
+        return scores
+    conv = {r: speakers[r][0] for r in scores}
+    best: dict[int, float] = {}
+    for r, s in scores.items():
+        best[conv[r]] = max(best.get(conv[r], 0.0), s)
+    out: dict[int, float] = {}
+    for r, s in scores.items():
+        near = 0.0
+        for d in range(1, t.window + 1):
+            for n in (r - d, r + d):
+                if conv.get(n) == conv[r]:
+                    near += scores[n] / d
+        out[r] = s + t.context * near + t.session * best[conv[r]]
+    return out

@@ -1,0 +1,50 @@
+"""The recall capability's parts, built together: the indexer, the search, the tool, /recall.
+
+The app's wiring calls `build_recall` once; `Wired.indexer` is the turn's
+`ExchangeLog` (every stored exchange is indexed) and is closed with the roost.
+With recall disabled the indexer records nothing and no tool or command is
+offered (imports still work: `roost import` builds its own indexer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bridge.recall.indexer import Indexer, Screen
+from bridge.recall.service import Recall
+from bridge.recall.tools import RecallCommands, RecallTools
+from bridge.types.audit_sink import AuditSink
+from bridge.types.tenant_dirs import TenantDirs
+
+
+class TextMask(Protocol):
+    def mask(self, text: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Wired:
+    indexer: Indexer
+    recall: Recall
+    tools: tuple[RecallTools, ...]
+    commands: tuple[RecallCommands, ...]
+
+
+def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> Callable[[TenantDirs, str], str]:
+    """The indexer's mask step from the vault's per-tenant masker."""
+    return lambda dirs, text: masker_of(dirs).mask(text)
+
+
+def build_recall(
+    enabled: bool,
+    masker_of: Callable[[TenantDirs], TextMask],
+    audit: AuditSink | None,
+    screen: Screen,
+    retention_days: int = 0,
+) -> Wired:
+    indexer = Indexer(vault_mask(masker_of), enabled, screen, retention_days)
+    recall = Recall(indexer, audit)
+    if not enabled:
+        return Wired(indexer, recall, (), ())
+    return Wired(indexer, recall, (RecallTools(recall),), (RecallCommands(recall),))
