@@ -22,6 +22,7 @@ from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.config import Settings
 from bridge.types.messages import Attachment, Inbound
 from tests.conftest import Clock, ScriptedBackend
+from tests.masking import m
 from tests.senses.samples import make_pdf, make_png
 
 
@@ -54,7 +55,7 @@ async def test_nothing_roost_emits_is_refused(
             )
             job = roost.schedule.jobs.create(
                 tenant="local", channel="web", chat="c1", kind="turn", spec="",
-                payload="brief me", tz="UTC", next_run_ms=0, created_ms=0,
+                payload=m("brief me"), tz="UTC", next_run_ms=0, created_ms=0,
             )  # fmt: skip
             assert await ScheduleLoop(roost).runner(job, 1_800_000_000_000) == "two"
     finally:

@@ -17,7 +17,7 @@ from bridge.loadout.refused import secret_spans
 from bridge.screening.screen import secret_kinds
 
 GH = "ghp_R8x2Kq9LmZ4vT7wYb1Nc6Hd3Jf5Gs0Pa2Ue8"
-AWS = "AKIAIOSFODNN7EXAMPLE"
+AWS = "AKIA4X7QPLM2ZR5TBC3W"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7x\nq3s9Zk\n-----END RSA PRIVATE KEY-----"
 
 CASES = [
@@ -26,8 +26,8 @@ CASES = [
     ("DB_PASSWORD=hunter2 in the .env", ["hunter2"]),
     ('{"client_secret": "s3cr3tV4lue99", "user": "ann"}', ["s3cr3tV4lue99"]),
     (
-        "aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
+        "aws_secret_access_key: q8Vd2LzR5nTw0Xk3Jf7HbYp1Mc9Gs4Ea6Uo2Ni8R",
+        ["q8Vd2LzR5nTw0Xk3Jf7HbYp1Mc9Gs4Ea6Uo2Ni8R"],
     ),
     ("my wifi password is Sommer2024!", ["Sommer2024!"]),
     ("mein Passwort lautet Geheim!42, merk es dir", ["Geheim!42"]),

@@ -7,6 +7,7 @@ from pathlib import Path
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.schema import transaction
+from tests.masking import m
 from tests.schedule.test_jobs import T0, open_db
 
 S = 1000
@@ -14,7 +15,7 @@ S = 1000
 
 def test_parts_are_recorded_one_by_one_and_survive_a_reopen(tmp_path: Path) -> None:
     outbox = OutboxStore(open_db(tmp_path / "roost.db"))
-    entry = outbox.enqueue("alice", "telegram", "42", "long text", "job:a:1", now_ms=T0).id
+    entry = outbox.enqueue("alice", "telegram", "42", m("long text"), "job:a:1", now_ms=T0).id
     assert outbox.parts.parts(entry) == {}
     outbox.parts.mark(entry, OutboxPart(0, "sent", "1001"))
     outbox.parts.mark(entry, OutboxPart(1, "unknown"))
@@ -31,7 +32,7 @@ def test_parts_commit_with_their_entry_or_not_at_all(tmp_path: Path) -> None:
     outbox = OutboxStore(open_db(tmp_path / "roost.db"))
     try:
         with transaction(outbox.conn):
-            entry = outbox.enqueue("alice", "telegram", "42", "t", "reply:7", now_ms=T0).id
+            entry = outbox.enqueue("alice", "telegram", "42", m("t"), "reply:7", now_ms=T0).id
             outbox.parts.put(entry, [OutboxPart(0, "draft", "900")])
             raise RuntimeError("crash before commit")
     except RuntimeError:
@@ -42,8 +43,8 @@ def test_parts_commit_with_their_entry_or_not_at_all(tmp_path: Path) -> None:
 
 def test_a_lease_of_a_killed_process_is_released_at_start(tmp_path: Path) -> None:
     outbox = OutboxStore(open_db(tmp_path / "roost.db"))
-    outbox.enqueue("alice", "telegram", "42", "a", "k1", now_ms=T0)
-    outbox.enqueue("alice", "telegram", "43", "b", "k2", now_ms=T0)
+    outbox.enqueue("alice", "telegram", "42", m("a"), "k1", now_ms=T0)
+    outbox.enqueue("alice", "telegram", "43", m("b"), "k2", now_ms=T0)
     claimed = outbox.claim(T0, 10)
     assert len(claimed) == 2
     outbox.failed(claimed[1].id, "network", T0 + S)  # backing off: not a lease
@@ -59,7 +60,7 @@ def test_a_lease_of_a_killed_process_is_released_at_start(tmp_path: Path) -> Non
 
 def test_pruning_an_entry_forgets_its_parts(tmp_path: Path) -> None:
     outbox = OutboxStore(open_db(tmp_path / "roost.db"))
-    entry = outbox.enqueue("alice", "telegram", "42", "t", "k", now_ms=T0).id
+    entry = outbox.enqueue("alice", "telegram", "42", m("t"), "k", now_ms=T0).id
     outbox.parts.mark(entry, OutboxPart(0, "sent", "1"))
     (claimed,) = outbox.claim(T0, 1)
     outbox.delivered(claimed.id, T0)

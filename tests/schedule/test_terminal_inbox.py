@@ -12,6 +12,7 @@ from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
 from bridge.schedule.runtime import newest_message_id, recent_messages
+from tests.masking import m
 from tests.waits import HANG_S
 
 
@@ -31,7 +32,7 @@ def inbox_over(path: Path, chat: str = "terminal") -> tuple[TerminalInbox, Outbo
 async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -> None:
     db = tmp_path / "roost.db"
     first, store = inbox_over(db)
-    store.enqueue("local", "cli", "terminal", "⏰ old news", "job:a:1", now_ms=1)
+    store.enqueue("local", "cli", "terminal", m("⏰ old news"), "job:a:1", now_ms=1)
     assert first.missed() == []  # a chat opened the first time starts from now
     shown: list[str] = []
     arrived = asyncio.Event()
@@ -41,13 +42,13 @@ async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -
         arrived.set()
 
     watcher = asyncio.create_task(first.watch(show))
-    store.enqueue("local", "cli", "terminal", "⏰ pills", "job:b:1", now_ms=2)
-    store.enqueue("local", "cli", "other", "⏰ not this chat", "job:c:1", now_ms=2)
-    store.enqueue("bob", "cli", "terminal", "⏰ not this tenant", "job:d:1", now_ms=2)
+    store.enqueue("local", "cli", "terminal", m("⏰ pills"), "job:b:1", now_ms=2)
+    store.enqueue("local", "cli", "other", m("⏰ not this chat"), "job:c:1", now_ms=2)
+    store.enqueue("bob", "cli", "terminal", m("⏰ not this tenant"), "job:d:1", now_ms=2)
     await asyncio.wait_for(arrived.wait(), HANG_S)
     watcher.cancel()
     assert shown == ["⏰ pills"]
-    store.enqueue("local", "cli", "terminal", "⏰ basil", "job:e:1", now_ms=3)
+    store.enqueue("local", "cli", "terminal", m("⏰ basil"), "job:e:1", now_ms=3)
     second, _ = inbox_over(db)  # the next `roost chat`
     assert second.missed() == ["⏰ basil"]
     third, _ = inbox_over(db)

@@ -98,7 +98,7 @@ async def durable(
             channel.mount(web_app)
         try:
             await channel.start()
-            running = Durable(roost, channel, backend, audit, fake, loop)
+            running = Durable(roost, channel, backend, audit, fake, schedule=loop)
             if deliver:
                 running.deliver_outbox()
             yield running

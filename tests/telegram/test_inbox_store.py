@@ -18,6 +18,7 @@ import pytest
 from bridge.channels.telegram_inbox import KEEP_MS, UpdateInbox, describe
 from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
+from tests.masking import m
 
 NOW = 1_800_000_000.0
 
@@ -115,7 +116,7 @@ def test_an_answer_waiting_in_the_outbox_counts_as_answered(conn: Any) -> None:
     gone.store([message(1, 111, "q1"), message(2, 111, "q2")])
     gone.claim(1)
     gone.claim(2)
-    OutboxStore(conn).enqueue("alice", "telegram", "111", "answer 1", "reply:501", now_ms=1)
+    OutboxStore(conn).enqueue("alice", "telegram", "111", m("answer 1"), "reply:501", now_ms=1)
     taken = inbox(conn, owner="restarted").recover()
     assert [s.update_id for s in taken] == [2]
     states = dict(conn.execute("SELECT update_id, state FROM channel_inbox").fetchall())

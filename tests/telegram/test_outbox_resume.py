@@ -19,6 +19,7 @@ from bridge.channels.telegram_split import LIMIT
 from bridge.channels.telegram_stream import StreamTiming
 from bridge.schedule.outbox import DeliveryError, OutboxStore
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from tests.masking import m
 from tests.telegram.conftest import ALICE, FAST, NO_DRAFTS, running, tg_settings
 from tests.telegram.durable import durable, outbox_rows, until
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
@@ -44,7 +45,7 @@ async def test_a_part_that_arrived_is_not_sent_again_when_a_later_part_failed(
         async with running(tg_settings(home, fake), fake, options=ONCE) as r:
             outbox = OutboxStore(r.roost.db)
             outbox.enqueue(
-                "alice", "telegram", str(chat), three_parts(), f"job:j:{trial}", now_ms=1
+                "alice", "telegram", str(chat), m(three_parts()), f"job:j:{trial}", now_ms=1
             )
             deliver = OutboxSender(r.channel.sender, outbox.parts)
             (entry,) = outbox.claim(2, 1)

@@ -24,6 +24,7 @@ from bridge.core.commands import Command, CommandContext
 from bridge.schedule.outbox import OutboxStore
 from bridge.types.messages import Final, OutFile
 from tests.conftest import ScriptedBackend
+from tests.masking import m
 from tests.telegram.conftest import ALICE, NO_DRAFTS, running, tg_settings
 from tests.telegram.fake_bot_api import FakeBotAPI
 
@@ -65,7 +66,7 @@ async def test_an_outbox_part_whose_send_timed_out_is_never_sent_again(
     text = "\n\n".join(f"paragraph {n} " + "x" * 300 for n in range(20))  # two parts or more
     async with running(tg_settings(home, fake), fake, options=IMPATIENT) as r:
         outbox = OutboxStore(r.roost.db)
-        entry_id = outbox.enqueue("alice", "telegram", str(ALICE), text, "job:x:1", now_ms=1).id
+        entry_id = outbox.enqueue("alice", "telegram", str(ALICE), m(text), "job:x:1", now_ms=1).id
         deliver = OutboxSender(r.channel.sender, outbox.parts)
         fake.stall("sendMessage")  # part 1 is shown, its answer never comes
         (entry,) = outbox.claim(2, 1)
