@@ -204,6 +204,7 @@ async def build(
     compactor = Compactor(sessions, audit, meter=meter)
     channel_lines: dict[str, Callable[[], str]] = {}
     senses = build_senses(settings, models)
+    closers.append(senses.aclose)  # decoder processes: killed at shutdown
     for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
         senses.register(kind, voice.handle, explains_unfetched=True)
     core = build_core(

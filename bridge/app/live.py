@@ -27,6 +27,9 @@ SENSES = (
     "limits.image_max_side",
     "limits.document_chars",
     "limits.attachment_keep_hours",
+    "limits.image_max_pixels",
+    "limits.document_pages",
+    "limits.decode_seconds",
 )
 
 

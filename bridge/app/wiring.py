@@ -49,6 +49,7 @@ from bridge.schedule.commands import ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
+from bridge.senses.decoders import DecoderPool, PoolSettings
 from bridge.senses.handlers import SenseLimits
 from bridge.senses.pipeline import SensePipeline, default_pipeline
 from bridge.skills.commands import SkillCommands
@@ -219,17 +220,28 @@ def sense_limits(settings: Settings) -> SenseLimits:
     """The `[limits]` keys of the senses (at start and on every reload)."""
     lim = settings.limits
     return SenseLimits(
-        lim.attachment_bytes, lim.image_max_side, lim.document_chars, lim.attachment_keep_hours
+        lim.attachment_bytes,
+        lim.image_max_side,
+        lim.document_chars,
+        lim.attachment_keep_hours,
+        lim.image_max_pixels,
+        lim.document_pages,
+        lim.decode_seconds,
+        lim.decode_memory_mb,
     )
 
 
 def build_senses(settings: Settings, models: ModelRegistry | None = None) -> SensePipeline:
-    """Attachments in (photo, document; another kind is one `register` line), files out."""
+    """Attachments in (photo, document; another kind is one `register` line), files out;
+    files are read in decoder processes (`[limits] decoders` at once, fair by tenant)."""
+    lim = settings.limits
+    decoders = DecoderPool(PoolSettings(lim.decoders, lim.decode_memory_mb * 1024 * 1024))
     return default_pipeline(
         sense_limits(settings),
         settings.home,
         vision_of=models.sees if models is not None else lambda turn: settings.llm.vision,
         vision_models=models.seeing if models is not None else tuple,
+        decoders=decoders,
     )
 
 

@@ -38,6 +38,7 @@ from bridge.core.config_sections import (
     LimitSettings,
     LLMSettings,
     LoadoutSettings,
+    QuotaSettings,
     ScheduleSettings,
     StyleSettings,
     TelegramSettings,
@@ -78,6 +79,7 @@ class Settings(BaseSettings):
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     forge: ForgeSettings = Field(default_factory=ForgeSettings)
+    quota: QuotaSettings = Field(default_factory=QuotaSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
     models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
     style: StyleSettings = Field(default_factory=StyleSettings)

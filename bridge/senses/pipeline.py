@@ -25,6 +25,8 @@ from pathlib import Path
 from bridge.core.perceive import Prepared
 from bridge.senses import outputs
 from bridge.senses.cleanup import sweep_home
+from bridge.senses.decode_wire import Job
+from bridge.senses.decoders import Decoded, DecoderPool
 from bridge.senses.documents import document
 from bridge.senses.files import Refused, byte_limit, too_large
 from bridge.senses.handlers import Handler, SenseContext, SenseLimits, shown_name
@@ -47,9 +49,11 @@ class SensePipeline:
         *,
         vision_of: Callable[[TurnContext], bool] = lambda turn: False,
         vision_models: Callable[[], Sequence[str]] = tuple,
+        decoders: DecoderPool | None = None,
     ) -> None:
         self._limits = limits
         self._home = home
+        self.decoders = decoders or DecoderPool()  # one process per file, off the thread pool
         self._vision_of = vision_of  # can the chat's model (for this turn) see images?
         self._vision_models = vision_models
         self._handlers: dict[str, Handler] = {}
@@ -77,7 +81,13 @@ class SensePipeline:
             return Prepared(outputs_seen=before)
         for path in (turn.dirs.inbox, turn.dirs.outputs):
             path.mkdir(mode=0o700, exist_ok=True)
-        ctx = SenseContext(turn, self._limits, self._vision_of(turn), tuple(self._vision_models()))
+        tenant = turn.dirs.tenant
+
+        async def decode(job: Job, fd: int) -> Decoded:
+            return await self.decoders.decode(tenant, job, fd)
+
+        vision = self._vision_of(turn)
+        ctx = SenseContext(turn, self._limits, vision, tuple(self._vision_models()), decode)
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
         return merged(results, before)
 
@@ -101,6 +111,10 @@ class SensePipeline:
 
     def handed_out(self, turn: TurnContext, prepared: Prepared) -> tuple[OutFile, ...]:
         return outputs.new_files(turn.dirs.outputs, prepared.outputs_seen)
+
+    async def aclose(self) -> None:
+        """Kill every decoder process (shutdown)."""
+        await self.decoders.aclose()
 
     def sweep(self, now: float | None = None) -> int:
         """Remove attachments older than the keep time from every tenant's inbox."""
@@ -129,9 +143,12 @@ def default_pipeline(
     home: Path,
     vision_of: Callable[[TurnContext], bool] = lambda turn: False,
     vision_models: Callable[[], Sequence[str]] = tuple,
+    decoders: DecoderPool | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
-    senses = SensePipeline(limits, home, vision_of=vision_of, vision_models=vision_models)
+    senses = SensePipeline(
+        limits, home, vision_of=vision_of, vision_models=vision_models, decoders=decoders
+    )
     senses.register("photo", photo)
     senses.register("document", document)
     return senses
