@@ -13,7 +13,17 @@ python-telegram-bot's real `Bot` against the fake Bot API on loopback:
 - wire: the OpenAI request body with the image as a base64 data URL.
 
 Prints medians and p90 over `--runs` runs (default 15); no thresholds.
-Run: .venv/bin/python bench/senses.py [--runs 15]
+
+`--decode`: the same photo and PDF read in-process (a thread, as roost did
+before issue 21) and through a decoder process (`bridge.senses.decoders`,
+a spare ready), and the overhead as a ratio of the two in the same run.
+
+`--bombs N`: the real daemon (`roost serve`, fake model) while one tenant
+sends N 32-byte WebPs of 6300² pixels (as in issue 21) and six PDFs of 300
+dense pages at once: `/healthz` latency, another tenant's photo turn, the
+daemon's RSS and the decoders' RSS, next to the same figures idle.
+
+Run: .venv/bin/python bench/senses.py [--runs 15] [--decode] [--bombs 50]
 """
 
 from __future__ import annotations
@@ -139,4 +149,16 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--decode", action="store_true", help="in-process vs decoder process")
+    parser.add_argument("--bombs", type=int, default=0, help="N WebP bombs against the daemon")
+    args = parser.parse_args()
+    if args.decode:
+        from bench.senses_decode import decode_overhead
+
+        asyncio.run(decode_overhead(args.runs, phone_photo(), twenty_pages()))
+    elif args.bombs:
+        from bench.senses_bombs import under_bombs
+
+        asyncio.run(under_bombs(args.bombs))
+    else:
+        asyncio.run(main(args.runs))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -83,6 +84,11 @@ class _Decoder:
     proc: asyncio.subprocess.Process
     sock: socket.socket
     missing: list[str] = field(default_factory=list)
+    pidfd: int = -1  # signals through it never reach a recycled pid
+
+    def __post_init__(self) -> None:
+        with contextlib.suppress(OSError):  # already gone: nothing to signal
+            self.pidfd = os.pidfd_open(self.proc.pid)
 
     @property
     def stdout(self) -> asyncio.StreamReader:
@@ -90,11 +96,16 @@ class _Decoder:
         return self.proc.stdout
 
     async def end(self) -> int:
-        """Kill it (if it still runs), reap it, close our end; its exit status."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+        """Kill it (if it still runs), reap it, close our end; its exit status. The
+        signal goes through the pidfd: `Popen.kill` would reap a process that has
+        just exited behind asyncio's back."""
+        if self.proc.returncode is None and self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         code = await self.proc.wait()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
         self.sock.close()
         return code
 
@@ -131,9 +142,11 @@ class DecoderPool:
     async def aclose(self) -> None:
         """Kill every decoder; later calls fail with `closed`."""
         self._closed = True
-        for task in self._spares:
-            task.cancel()
+        starting = list(self._spares)
         self._spares.clear()
+        for task in starting:
+            task.cancel()
+        await asyncio.gather(*starting, return_exceptions=True)
         live, self._live = list(self._live), set()
         await asyncio.gather(*(d.end() for d in live), return_exceptions=True)
 
@@ -154,8 +167,8 @@ class DecoderPool:
     async def _start(self) -> _Decoder:
         s = self.settings
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            proc = await asyncio.create_subprocess_exec(
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 *(s.python, "-I", "-c", BOOT, PROJECT_ROOT, str(s.memory_bytes)),
                 stdin=theirs.fileno(),
                 stdout=subprocess.PIPE,
@@ -164,6 +177,12 @@ class DecoderPool:
                 cwd="/",
                 start_new_session=True,
             )
+        )
+        try:
+            proc = await asyncio.shield(spawn)  # a process once started is always ended
+        except asyncio.CancelledError:
+            await _end_spawned(spawn, mine)
+            raise
         except OSError:
             mine.close()
             raise DecodeFailed("start") from None
@@ -204,6 +223,18 @@ class DecoderPool:
         except (ValueError, ValidationError):
             raise DecodeFailed("crashed") from None
         return Decoded(reply, blob)
+
+
+async def _end_spawned(
+    spawn: asyncio.Future[asyncio.subprocess.Process], mine: socket.socket
+) -> None:
+    """A start cancelled midway: end the process if it was made, close our end."""
+    try:
+        proc = await spawn
+    except Exception:
+        mine.close()
+        return
+    await _Decoder(proc, mine).end()
 
 
 def _why_dead(code: int) -> Failure:
