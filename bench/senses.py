@@ -95,7 +95,7 @@ async def one(
     bot: Bot, files: FilesIn, offer: Offer, ctx: SenseContext, inbox: Path
 ) -> tuple[float, float, float, Prepared]:
     t0 = time.perf_counter()
-    att = await files._fetch(bot, offer, inbox, 20_000_000)
+    att = await files._fetch(bot, offer, ctx.turn.dirs, 20_000_000)
     t1 = time.perf_counter()
     handler = photo if offer.kind == "photo" else document
     prepared = await handler(att, ctx)
@@ -117,7 +117,7 @@ async def main(runs: int) -> None:
         async with FakeBotAPI(TOKEN) as fake:
             bot = Bot(TOKEN, base_url=fake.base_url, base_file_url=file_base_url(fake.base_url))
             await bot.initialize()
-            files = FilesIn(lambda i: dirs.inbox, lambda: 20_000_000, file_base_url(fake.base_url))
+            files = FilesIn(lambda i: dirs, lambda: 20_000_000, file_base_url(fake.base_url))
             for kind, data in samples.items():
                 stored = fake.files.add(data, "bench", ".jpg" if kind == "photo" else ".pdf")
                 att_kind = "photo" if kind == "photo" else "document"

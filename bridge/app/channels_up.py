@@ -16,7 +16,6 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -129,6 +128,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         detach_grace_s=settings.web.detach_grace_s,
         inbox=lambda tenant: TenantDirs.of(settings.home, tenant).inbox,
         attachment_bytes=settings.limits.attachment_bytes,
+        quota=roost.quota,
     )
     stored = settings.home / "web-token"
 
@@ -188,14 +188,15 @@ def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     """Photos and documents from Telegram: a known person's go into their tenant's inbox."""
     from bridge.channels.telegram_files_in import FilesIn, file_base_url
 
-    def inbox_of(inbound: Inbound) -> Path | None:
+    def dirs_of(inbound: Inbound) -> TenantDirs | None:
         tenant = roost.resolver.resolve(inbound)
-        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
+        return roost.tenant_dirs(tenant) if tenant is not None else None
 
     return FilesIn(
-        inbox_of,
+        dirs_of,
         lambda: roost.senses.limits.attachment_bytes,
         file_base_url(settings.telegram.api_base_url),
+        quota=roost.quota,
     )
 
 

@@ -22,6 +22,7 @@ from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
+from bridge.core.quota import QuotaObserver, TenantQuota
 from bridge.core.router import Core, CoreLimits
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import (
@@ -109,6 +110,7 @@ def build_capabilities(
     schedule: ScheduleService | None = None,
     models: ModelRegistry | None = None,
     judge: OutcomeJudge | None = None,
+    quota: TenantQuota | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -150,10 +152,15 @@ def build_capabilities(
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
-            ExportCommands(settings.home, audit, clock),
+            ExportCommands(settings.home, audit, clock, quota),
             corrections[0],
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp, corrections[1]),
+        (
+            SkillsObserver(grades, TurnLog(db), files, clock, judge),
+            mcp,
+            corrections[1],
+            *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
+        ),
         (mcp.aclose,),
     )
 
@@ -231,7 +238,9 @@ def sense_limits(settings: Settings) -> SenseLimits:
     )
 
 
-def build_senses(settings: Settings, models: ModelRegistry | None = None) -> SensePipeline:
+def build_senses(
+    settings: Settings, models: ModelRegistry | None = None, quota: TenantQuota | None = None
+) -> SensePipeline:
     """Attachments in (photo, document; another kind is one `register` line), files out;
     files are read in decoder processes (`[limits] decoders` at once, fair by tenant)."""
     lim = settings.limits
@@ -242,6 +251,7 @@ def build_senses(settings: Settings, models: ModelRegistry | None = None) -> Sen
         vision_of=models.sees if models is not None else lambda turn: settings.llm.vision,
         vision_models=models.seeing if models is not None else tuple,
         decoders=decoders,
+        quota=quota,
     )
 
 

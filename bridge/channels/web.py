@@ -44,6 +44,7 @@ from bridge.channels.web_push import WebPush
 from bridge.channels.web_turns import ProgressHandle, WebTurns
 from bridge.channels.web_upload import WebUploads
 from bridge.core.conversations import ConversationArchive
+from bridge.core.quota import TenantQuota
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.messages import Final
@@ -96,6 +97,7 @@ class WebChannel:
         detach_grace_s: float = 30.0,
         inbox: Callable[[str], Path] | None = None,  # a tenant's TenantDirs.inbox: uploads on
         attachment_bytes: int = 20 * 1024 * 1024,
+        quota: TenantQuota | None = None,  # [quota] tenant_bytes: uploads must fit
     ) -> None:
         self._handle = handle
         self._files = files
@@ -121,7 +123,7 @@ class WebChannel:
         )
         self.turns.mount(self.app)
         if inbox is not None:  # POST /api/upload (bridge.channels.web_upload)
-            self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes)
+            self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
             self.turns.uploads.mount(self.app)
         if archive is not None:
             WebHistory(self._gate, archive, running).mount(self.app)

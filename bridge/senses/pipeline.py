@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bridge.core.perceive import Prepared
+from bridge.core.quota import QuotaExceeded, TenantQuota
 from bridge.senses import outputs
 from bridge.senses.cleanup import sweep_home
 from bridge.senses.decode_wire import Job
@@ -32,6 +33,7 @@ from bridge.senses.files import Refused, byte_limit, too_large
 from bridge.senses.handlers import Handler, SenseContext, SenseLimits, shown_name
 from bridge.senses.photos import photo
 from bridge.types.messages import Attachment, OutFile
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 
 log = logging.getLogger(__name__)
@@ -50,9 +52,11 @@ class SensePipeline:
         vision_of: Callable[[TurnContext], bool] = lambda turn: False,
         vision_models: Callable[[], Sequence[str]] = tuple,
         decoders: DecoderPool | None = None,
+        quota: TenantQuota | None = None,
     ) -> None:
         self._limits = limits
         self._home = home
+        self._quota = quota  # a file the channel did not keep for want of space is said so
         self.decoders = decoders or DecoderPool()  # one process per file, off the thread pool
         self._vision_of = vision_of  # can the chat's model (for this turn) see images?
         self._vision_models = vision_models
@@ -95,6 +99,9 @@ class SensePipeline:
         if not att.path and att.kind not in self._explains_unfetched:  # not fetched
             if att.size > byte_limit(ctx):
                 return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
+            full = self._storage_full(ctx.turn.dirs, att.size)
+            if full:
+                return Prepared(refusal=f"📎 {shown_name(att)} was not saved: {full}")
             return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")
         handler = self._handlers.get(att.kind)
         if handler is None:
@@ -108,6 +115,16 @@ class SensePipeline:
             ref = secrets.token_hex(3)
             log.error("senses: a %s attachment failed (ref %s): %s", att.kind, ref, type(exc))
             return Prepared(refusal=f"📎 I could not read {shown_name(att)} (ref {ref}).")
+
+    def _storage_full(self, dirs: TenantDirs, size: int) -> str:
+        """Why a file of `size` bytes does not fit in the tenant's quota ('' when it does)."""
+        if self._quota is None:
+            return ""
+        try:
+            self._quota.check(dirs, max(1, size))
+        except QuotaExceeded as exc:
+            return f"{exc}. Remove files from your workspace with a tool and send it again."
+        return ""
 
     def handed_out(self, turn: TurnContext, prepared: Prepared) -> tuple[OutFile, ...]:
         return outputs.new_files(turn.dirs.outputs, prepared.outputs_seen)
@@ -144,10 +161,16 @@ def default_pipeline(
     vision_of: Callable[[TurnContext], bool] = lambda turn: False,
     vision_models: Callable[[], Sequence[str]] = tuple,
     decoders: DecoderPool | None = None,
+    quota: TenantQuota | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
     senses = SensePipeline(
-        limits, home, vision_of=vision_of, vision_models=vision_models, decoders=decoders
+        limits,
+        home,
+        vision_of=vision_of,
+        vision_models=vision_models,
+        decoders=decoders,
+        quota=quota,
     )
     senses.register("photo", photo)
     senses.register("document", document)
