@@ -120,7 +120,10 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
             roost.db, settings.local_tenant, "web", chat, after
         ),
         metrics=roost.metrics.render if settings.web.metrics else None,
-        files=FileLinks(TenantDirs.of(settings.home, settings.local_tenant).root.parent),
+        files=FileLinks(
+            TenantDirs.of(settings.home, settings.local_tenant).root.parent,
+            tree_of=lambda tenant: TenantDirs.of(settings.home, tenant).root.parent,
+        ),
         turns=roost.core.running,
         archive=roost.sessions.archive,
         local_tenant=settings.local_tenant,

@@ -240,7 +240,7 @@ class WebChannel:
             final = await self._handle(self.turns.inbound(tenant, parsed, files), None, None)
         finally:
             self.turns.viewers.leave(key)
-        body = self._final(final)
+        body = self._final(final, tenant)
         return web.json_response({"reply": body.pop("text"), **body})
 
     async def _outbox(self, request: web.Request) -> web.Response:
@@ -268,11 +268,11 @@ class WebChannel:
         assert self._files is not None
         return await self._files.download(request, SECURITY_HEADERS)
 
-    def _final(self, final: Final) -> dict[str, Any]:
-        """A reply as JSON: text, kind, and download links for its files (if any)."""
+    def _final(self, final: Final, tenant: str) -> dict[str, Any]:
+        """A reply to `tenant` as JSON: text, kind, and download links for its files."""
         body: dict[str, Any] = {"text": final.text, "kind": final.kind}
         if final.files and self._files is not None:
-            body["files"] = self._files.offer(final.files)
+            body["files"] = self._files.offer(final.files, tenant)
         if final.actions:  # one-tap replies: the page shows buttons that send `command`
             body["actions"] = [{"label": a.label, "command": a.command} for a in final.actions]
         return body
