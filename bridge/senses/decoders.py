@@ -50,6 +50,10 @@ Failure = Literal["time", "crashed", "busy", "closed", "start"]
 READY_FRAME = 4096
 
 
+class _Gone(Exception):
+    """The decoder was gone before it took the job."""
+
+
 class DecodeFailed(Exception):
     """No reply: out of `time` (killed), `crashed`, `busy` (queue full), `closed`, `start`."""
 
@@ -130,14 +134,21 @@ class DecoderPool:
             raise DecodeFailed("closed")
         try:
             async with self._slots.hold(tenant):
-                decoder = await self._take()
                 try:
-                    return await self._run(decoder, job, fd)
-                finally:
-                    self._live.discard(decoder)
-                    await asyncio.shield(decoder.end())
+                    return await self._once(await self._take(), job, fd)
+                except _Gone:  # the spare died while it waited (the OOM killer, say)
+                    return await self._once(await self._start(), job, fd)
         except Busy:
             raise DecodeFailed("busy") from None
+        except _Gone:
+            raise DecodeFailed("crashed") from None
+
+    async def _once(self, decoder: _Decoder, job: Job, fd: int) -> Decoded:
+        try:
+            return await self._run(decoder, job, fd)
+        finally:
+            self._live.discard(decoder)
+            await asyncio.shield(decoder.end())
 
     async def aclose(self) -> None:
         """Kill every decoder; later calls fail with `closed`."""
@@ -209,7 +220,7 @@ class DecoderPool:
         try:
             socket.send_fds(decoder.sock, [job.encode()], [fd])
         except OSError:
-            raise DecodeFailed("crashed") from None
+            raise _Gone() from None
         try:
             async with asyncio.timeout(job.seconds + grace_s(job.seconds)):
                 raw = await read_frame(decoder.stdout, header_limit(job.max_chars))

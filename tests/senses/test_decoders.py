@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import signal
 import socket
 import stat
 import sys
@@ -258,6 +259,19 @@ async def test_a_tenant_with_too_many_files_waiting_is_told_at_once(tmp_path: Pa
         await asyncio.gather(running, waiting, return_exceptions=True)
     finally:
         await pool.aclose()
+
+
+async def test_a_spare_that_died_while_waiting_is_replaced(
+    pool: DecoderPool, tmp_path: Path
+) -> None:
+    assert (await decode(pool, tmp_path, webp_lossless(64, 64), IMAGE)).reply.ok
+    while not pool.pids:  # the spare for the next file
+        await asyncio.sleep(0.01)
+    (spare,) = pool.pids
+    os.kill(spare, signal.SIGKILL)  # as the OOM killer would
+    while not gone(spare):
+        await asyncio.sleep(0.01)
+    assert (await decode(pool, tmp_path, webp_lossless(64, 64), IMAGE)).reply.ok
 
 
 def test_a_decoder_is_confined() -> None:
