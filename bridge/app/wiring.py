@@ -151,7 +151,15 @@ def build_capabilities(
         (
             loadout.tool_source,
             SkillTools(skill_forge),
-            ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit, loadout.vault.masker),
+            ForgeTools(
+                runner,
+                drafts,
+                catalog,
+                loadout.vault.reveal,
+                audit,
+                loadout.vault.masker,
+                quota.remaining if quota is not None else None,  # a call writes what fits
+            ),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
             *recall.tools,
