@@ -13,7 +13,17 @@ python-telegram-bot's real `Bot` against the fake Bot API on loopback:
 - wire: the OpenAI request body with the image as a base64 data URL.
 
 Prints medians and p90 over `--runs` runs (default 15); no thresholds.
-Run: .venv/bin/python bench/senses.py [--runs 15]
+
+`--decode`: the same photo and PDF read in-process (a thread, as roost did
+before issue 21) and through a decoder process (`bridge.senses.decoders`,
+a spare ready), and the overhead as a ratio of the two in the same run.
+
+`--bombs N`: the real daemon (`roost serve`, fake model) while one tenant
+sends N 32-byte WebPs of 6300² pixels (as in issue 21) and six PDFs of 300
+dense pages at once: `/healthz` latency, another tenant's photo turn, the
+daemon's RSS and the decoders' RSS, next to the same figures idle.
+
+Run: .venv/bin/python bench/senses.py [--runs 15] [--decode] [--bombs 50]
 """
 
 from __future__ import annotations
@@ -85,7 +95,7 @@ async def one(
     bot: Bot, files: FilesIn, offer: Offer, ctx: SenseContext, inbox: Path
 ) -> tuple[float, float, float, Prepared]:
     t0 = time.perf_counter()
-    att = await files._fetch(bot, offer, inbox, 20_000_000)
+    att = await files._fetch(bot, offer, ctx.turn.dirs, 20_000_000)
     t1 = time.perf_counter()
     handler = photo if offer.kind == "photo" else document
     prepared = await handler(att, ctx)
@@ -107,7 +117,7 @@ async def main(runs: int) -> None:
         async with FakeBotAPI(TOKEN) as fake:
             bot = Bot(TOKEN, base_url=fake.base_url, base_file_url=file_base_url(fake.base_url))
             await bot.initialize()
-            files = FilesIn(lambda i: dirs.inbox, lambda: 20_000_000, file_base_url(fake.base_url))
+            files = FilesIn(lambda i: dirs, lambda: 20_000_000, file_base_url(fake.base_url))
             for kind, data in samples.items():
                 stored = fake.files.add(data, "bench", ".jpg" if kind == "photo" else ".pdf")
                 att_kind = "photo" if kind == "photo" else "document"
@@ -139,4 +149,16 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--decode", action="store_true", help="in-process vs decoder process")
+    parser.add_argument("--bombs", type=int, default=0, help="N WebP bombs against the daemon")
+    args = parser.parse_args()
+    if args.decode:
+        from bench.senses_decode import decode_overhead
+
+        asyncio.run(decode_overhead(args.runs, phone_photo(), twenty_pages()))
+    elif args.bombs:
+        from bench.senses_bombs import under_bombs
+
+        asyncio.run(under_bombs(args.bombs))
+    else:
+        asyncio.run(main(args.runs))

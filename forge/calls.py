@@ -36,12 +36,15 @@ async def call_saved(
     reveal: Reveal | None = None,
     timeout_s: float | None = None,
     net: NetScope | None = None,
+    write_bytes: int | None = None,
 ) -> Call:
     try:
         tool = library.load_verified(name)
     except (IntegrityError, ToolNotFound) as exc:
         return Call(None, RunResult(False, None, "denied", str(exc)))
     secrets = await reveal(tool.spec.secrets) if reveal and tool.spec.secrets else {}
-    result = await runner.run(tool.spec.source, params, workspace, secrets, timeout_s, net)
+    result = await runner.run(
+        tool.spec.source, params, workspace, secrets, timeout_s, net, write_bytes
+    )
     library.record_use(tool.spec.name, result.ok)
     return Call(tool, result)

@@ -39,6 +39,7 @@ from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
+from bridge.core.quota import TenantQuota
 from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
@@ -86,6 +87,7 @@ class Roost:
     judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
     voice: Voice  # voice notes in, spoken answers out ([llm.transcribe], [llm.speech])
     senses: SensePipeline  # attachments in, files from outputs/ out, the inbox sweep
+    quota: TenantQuota  # disk space per tenant: workspace (uploads) and exports
     closers: tuple[Closer, ...]
     # a channel that can be down registers its /status line here ("telegram: reconnecting…")
     channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
@@ -193,8 +195,18 @@ async def build(
         meter=meter,
         clock=clock,
     )
+    quota = TenantQuota(settings.home, settings.quota.tenant_bytes)
     caps = build_capabilities(
-        settings, db, audit, runner, clock, tool_sources, schedule, models=models, judge=judge
+        settings,
+        db,
+        audit,
+        runner,
+        clock,
+        tool_sources,
+        schedule,
+        models=models,
+        judge=judge,
+        quota=quota,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     voice = Voice(settings, resolver, db, audit)
@@ -204,7 +216,8 @@ async def build(
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
     channel_lines: dict[str, Callable[[], str]] = {}
-    senses = build_senses(settings, models)
+    senses = build_senses(settings, models, quota)
+    closers.append(senses.aclose)  # decoder processes: killed at shutdown
     for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
         senses.register(kind, voice.handle, explains_unfetched=True)
     core = build_core(
@@ -246,6 +259,7 @@ async def build(
         judge=judge,
         voice=voice,
         senses=senses,
+        quota=quota,
         closers=tuple(closers),
         channel_lines=channel_lines,
     )

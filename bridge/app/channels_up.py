@@ -144,7 +144,10 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
             roost.db, settings.local_tenant, "web", chat, after
         ),
         metrics=roost.metrics.render if settings.web.metrics else None,
-        files=FileLinks(TenantDirs.of(settings.home, settings.local_tenant).root.parent),
+        files=FileLinks(
+            TenantDirs.of(settings.home, settings.local_tenant).root.parent,
+            tree_of=lambda tenant: TenantDirs.of(settings.home, tenant).root.parent,
+        ),
         turns=roost.core.running,
         archive=roost.sessions.archive,
         local_tenant=settings.local_tenant,
@@ -154,6 +157,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         attachment_bytes=settings.limits.attachment_bytes,
         limits=budget.limits,
         barred=lambda tenant: forgetting(settings.home, tenant),
+        quota=roost.quota,
     )
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"
@@ -216,14 +220,15 @@ def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     """Photos and documents from Telegram: a known person's go into their tenant's inbox."""
     from bridge.channels.telegram_files_in import FilesIn, file_base_url
 
-    def inbox_of(inbound: Inbound) -> Path | None:
+    def dirs_of(inbound: Inbound) -> TenantDirs | None:
         tenant = roost.resolver.resolve(inbound)
-        return roost.tenant_dirs(tenant).inbox if tenant is not None else None
+        return roost.tenant_dirs(tenant) if tenant is not None else None
 
     return FilesIn(
-        inbox_of,
+        dirs_of,
         lambda: roost.senses.limits.attachment_bytes,
         file_base_url(settings.telegram.api_base_url),
+        quota=roost.quota,
     )
 
 

@@ -14,7 +14,11 @@ its MCP servers' logs) and every row keyed by the tenant in one transaction;
 the audit chain keeps its records, which hold no content (ids, counts, hashes).
 Both return counts (files, rows, audit records, bytes) that the callers
 write to the chain as `data.exported` / `data.forgotten` (`export_details`,
-`forgotten_details`: counts and who asked, never content).
+`forgotten_details`: counts and who asked, never content). An export may be
+given `max_bytes` (what the tenant's quota still allows, `/export`): the
+ZIP is counted as it is written and abandoned with `QuotaExceeded` the
+moment it would pass it; the temporary file is removed, so nothing
+half-written is ever left or linked.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, cast
 
+from bridge.core.quota import QuotaExceeded
 from bridge.loadout.mask import Masker
 from bridge.loadout.vault import masker_of
 from bridge.recall.export import history_lines
@@ -174,39 +180,82 @@ def _tenant_files(dirs: TenantDirs) -> Iterator[Path]:
             yield path
 
 
-def write_export(home: Path, db: sqlite3.Connection, tenant: str, out: Path, when: str) -> Exported:
-    """Write the ZIP of `tenant` to `out` (0600, created new); return what is inside."""
+class _Capped:
+    """The ZIP's file, counted: `QuotaExceeded` before it would grow past `limit` bytes."""
+
+    def __init__(self, raw: BinaryIO, limit: int, used: int) -> None:
+        self._raw, self._limit, self._used = raw, limit, used
+
+    def write(self, data: bytes) -> int:
+        end = self._raw.tell() + len(data)
+        if end > self._limit:
+            raise QuotaExceeded(self._used, self._used + self._limit, end)
+        return self._raw.write(data)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+def write_export(
+    home: Path,
+    db: sqlite3.Connection,
+    tenant: str,
+    out: Path,
+    when: str,
+    *,
+    max_bytes: int | None = None,
+    used: int = 0,
+) -> Exported:
+    """Write the ZIP of `tenant` to `out` (0600, created new); return what is inside.
+    With `max_bytes`, a ZIP that would grow past it is abandoned (`QuotaExceeded`,
+    with `used`, what the tenant holds besides, for the figures)."""
     dirs = TenantDirs.of(home, tenant)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    files = rows = 0
     try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("README.txt", README.format(tenant=tenant, when=when))
-            mask = masker_of(dirs)
-            for path in _tenant_files(dirs):
-                _add_file(zf, path, "files/" + path.relative_to(dirs.root).as_posix(), mask)
-                files += 1
-            vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
-            zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
-            zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
-            for table in tenant_tables(db):
-                text = _jsonl(table_rows(db, table, tenant))
-                rows += text.count("\n")
-                zf.writestr(f"db/{table}.jsonl", mask.mask(text))
-            with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
-                for line in history_lines(dirs):
-                    history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
-            chain = home / "audit" / "chain.jsonl"
-            records = list(audit_records(chain, tenant))
-            zf.writestr("audit.jsonl", b"".join(records))
-            names = zf.namelist()
+        with os.fdopen(fd, "wb") as raw:
+            sink = raw if max_bytes is None else _Capped(raw, max_bytes, used)
+            zf = zipfile.ZipFile(cast(BinaryIO, sink), "w", zipfile.ZIP_DEFLATED)
+            with zf:
+                files, rows, records = _fill(zf, home, db, dirs, when)
+                names = zf.namelist()
             raw.flush()
             os.fsync(raw.fileno())
         os.link(tmp, out)  # never over an existing file
     finally:
         tmp.unlink(missing_ok=True)
-    return Exported(names, files, rows, len(records), out.stat().st_size)
+    return Exported(names, files, rows, records, out.stat().st_size)
+
+
+def _fill(
+    zf: zipfile.ZipFile, home: Path, db: sqlite3.Connection, dirs: TenantDirs, when: str
+) -> tuple[int, int, int]:
+    """Everything of the tenant into the ZIP; (files, rows, audit records) inside."""
+    tenant, files, rows = dirs.tenant, 0, 0
+    zf.writestr("README.txt", README.format(tenant=tenant, when=when))
+    mask = masker_of(dirs)
+    for path in _tenant_files(dirs):
+        _add_file(zf, path, "files/" + path.relative_to(dirs.root).as_posix(), mask)
+        files += 1
+    vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
+    zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
+    zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
+    for table in tenant_tables(db):
+        text = _jsonl(table_rows(db, table, tenant))
+        rows += text.count("\n")
+        zf.writestr(f"db/{table}.jsonl", mask.mask(text))
+    with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
+        for line in history_lines(dirs):
+            history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
+    records = list(audit_records(home / "audit" / "chain.jsonl", tenant))
+    zf.writestr("audit.jsonl", b"".join(records))
+    return files, rows, len(records)
 
 
 def _is_text(path: Path) -> bool:

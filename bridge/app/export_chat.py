@@ -6,12 +6,16 @@ kept in the tenant's `out/` directory (beside `global/`, so never inside a
 later export; `roost forget` removes it with the rest). Only the newest
 `KEEP` exports stay there. In a group the command is refused with the
 reason: the ZIP holds the person's memories and conversations. Each export
-is audited as `data.exported` (`by` user, counts only).
+is audited as `data.exported` (`by` user, counts only). With a quota
+(`[quota] tenant_bytes`, `bridge.core.quota`) the ZIP counts like any file
+of the tenant: it is written only as far as the quota allows, and one that
+would not fit is abandoned (no file left) with a reply giving the figures.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from bridge.app.export import Exported, export_details, write_export
 from bridge.core.commands import Command, CommandContext
+from bridge.core.quota import QuotaExceeded, TenantQuota, size_text
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Final, OutFile
 from bridge.types.tenant_dirs import TenantDirs
@@ -31,24 +36,49 @@ GROUP = (
 )
 
 
-def prune(out: Path, keep: int) -> None:
-    """Remove all but the newest `keep - 1` exports, making room for one more."""
+def prune(out: Path, keep: int) -> int:
+    """Remove all but the newest `keep - 1` exports, making room for one more; the
+    bytes freed."""
     old = sorted(out.glob("roost-export-*.zip"))
+    freed = 0
     for path in old[: max(0, len(old) - (keep - 1))]:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            freed += path.stat().st_size
+            path.unlink()
+    return freed
 
 
-def export_to(home: Path, dirs: TenantDirs, when: datetime) -> tuple[Path, Exported]:
-    """Write a new export of `dirs.tenant` into its out/ directory (a worker thread)."""
+def export_to(
+    home: Path, dirs: TenantDirs, when: datetime, quota: TenantQuota | None = None
+) -> tuple[Path, Exported]:
+    """Write a new export of `dirs.tenant` into its out/ directory (a worker thread);
+    `QuotaExceeded` (nothing written) when it does not fit in the tenant's quota."""
     dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
-    prune(dirs.out, KEEP)
+    freed = prune(dirs.out, KEEP)
+    limit: int | None = None
+    used = 0
+    if quota is not None:
+        quota.charge(dirs, -freed)
+        if quota.limit:
+            used, limit = quota.usage(dirs), quota.remaining(dirs)
     path = dirs.out / f"roost-export-{dirs.tenant}-{when:%Y%m%d-%H%M%S}.zip"
     db = sqlite3.connect(f"{(home / 'roost.db').resolve().as_uri()}?mode=ro", uri=True)
     try:
-        done = write_export(home, db, dirs.tenant, path, when.isoformat("T", "seconds"))
+        stamp = when.isoformat("T", "seconds")
+        done = write_export(home, db, dirs.tenant, path, stamp, max_bytes=limit, used=used)
     finally:
         db.close()
+    if quota is not None:
+        quota.charge(dirs, done.bytes)
     return path, done
+
+
+def over_quota(exc: QuotaExceeded) -> str:
+    return (
+        f"Not exported: the ZIP does not fit in your storage ({size_text(exc.used)} of "
+        f"{size_text(exc.limit)} used; [quota] tenant_bytes). Remove files from your "
+        "workspace with a tool, or ask the operator to run `roost export` for you."
+    )
 
 
 def _size(n: int) -> str:
@@ -58,8 +88,15 @@ def _size(n: int) -> str:
 class ExportCommands:
     """The /export row of the chat command table."""
 
-    def __init__(self, home: Path, audit: AuditSink, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        home: Path,
+        audit: AuditSink,
+        clock: Callable[[], float],
+        quota: TenantQuota | None = None,
+    ) -> None:
         self._home, self._audit, self._clock = home, audit, clock
+        self._quota = quota
 
     def commands(self) -> Iterable[Command]:
         return (
@@ -75,7 +112,10 @@ class ExportCommands:
         if not ctx.inbound.is_private:
             return GROUP
         when = datetime.fromtimestamp(self._clock(), UTC)
-        path, done = await asyncio.to_thread(export_to, self._home, ctx.dirs, when)
+        try:
+            path, done = await asyncio.to_thread(export_to, self._home, ctx.dirs, when, self._quota)
+        except QuotaExceeded as exc:
+            return over_quota(exc)
         details = export_details(done, "user", ctx.inbound.channel)
         await self._audit.emit("data.exported", ctx.tenant, details)
         text = (

@@ -27,6 +27,9 @@ SENSES = (
     "limits.image_max_side",
     "limits.document_chars",
     "limits.attachment_keep_hours",
+    "limits.image_max_pixels",
+    "limits.document_pages",
+    "limits.decode_seconds",
 )
 
 
@@ -57,12 +60,16 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
     def grading(new: Settings) -> None:  # the judge's model, cap and batch size
         roost.judge.configure(new.grading, new.llm.name)
 
+    def quota(new: Settings) -> None:  # disk space per tenant, from the next write on
+        roost.quota.set_limit(new.quota.tenant_bytes)
+
     def senses(new: Settings) -> None:  # attachments: sizes, cut, keep time
         roost.senses.set_limits(sense_limits(new))
 
     return [
         OnReload.of(("tenants",), access),
         OnReload.of(SENSES, senses),
+        OnReload.of(("quota",), quota),
         OnReload.of(("tenants",), mcp),
         OnReload.of(("grading", "llm.name"), grading),
         OnReload.of(MODELS, models),

@@ -10,6 +10,7 @@ before it starts, under its gate (the same tokens, reloaded with it).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,13 @@ from bridge.channels.web import SECURITY_HEADERS, WebChannel
 from bridge.channels.web_branch import WebBranches
 from bridge.channels.web_chats import WebChats
 from bridge.channels.web_speech import speaking
-from bridge.channels.web_thumbs import WebThumbs
+from bridge.channels.web_thumbs import SIDE, Thumbnail, WebThumbs
 from bridge.channels.web_turns import ProgressHandle
 from bridge.core.conversation_edits import ConversationEdits
 from bridge.core.sessions import SessionKey
 from bridge.llm.offline import CONFIG_ENV, CONFIG_TOML
+from bridge.senses.decoders import DecodeFailed
+from bridge.senses.pipeline import SensePipeline
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -76,4 +79,22 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
         SECURITY_HEADERS,
         inbox,
     ).mount(web.app)
-    WebThumbs(web.gate, roost.db, inbox, roost.settings.limits.attachment_bytes).mount(web.app)
+    limit = roost.settings.limits.attachment_bytes
+    WebThumbs(web.gate, roost.db, inbox, limit, thumbnails(roost.senses)).mount(web.app)
+
+
+def thumbnails(senses: SensePipeline) -> Thumbnail:
+    """Thumbnails made in the senses' decoder processes (the tenant's fair slot, the
+    same pixel, scan, memory and time limits as a photo for the model), never here."""
+
+    async def thumbnail(tenant: str, fd: int) -> tuple[str, bytes] | None:
+        job = dataclasses.replace(senses.limits.job("image"), max_side=SIDE)
+        try:
+            result = await senses.decoders.decode(tenant, job, fd)
+        except DecodeFailed:
+            return None
+        if not result.reply.ok or not result.blob:
+            return None
+        return result.reply.mime, result.blob
+
+    return thumbnail

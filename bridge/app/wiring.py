@@ -25,6 +25,7 @@ from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.pairing import PairingStore
+from bridge.core.quota import QuotaObserver, TenantQuota
 from bridge.core.router import Core, CoreLimits
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import (
@@ -55,6 +56,7 @@ from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
 from bridge.screening.screen import secret_kinds
+from bridge.senses.decoders import DecoderPool, PoolSettings
 from bridge.senses.handlers import SenseLimits
 from bridge.senses.pipeline import SensePipeline, default_pipeline
 from bridge.skills.commands import SkillCommands
@@ -115,6 +117,7 @@ def build_capabilities(
     schedule: ScheduleService | None = None,
     models: ModelRegistry | None = None,
     judge: OutcomeJudge | None = None,
+    quota: TenantQuota | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -148,7 +151,15 @@ def build_capabilities(
         (
             loadout.tool_source,
             SkillTools(skill_forge),
-            ForgeTools(runner, drafts, catalog, loadout.vault.reveal, audit, loadout.vault.masker),
+            ForgeTools(
+                runner,
+                drafts,
+                catalog,
+                loadout.vault.reveal,
+                audit,
+                loadout.vault.masker,
+                quota.remaining if quota is not None else None,  # a call writes what fits
+            ),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,
             *recall.tools,
@@ -159,11 +170,16 @@ def build_capabilities(
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit),) if planner else ()),
-            ExportCommands(settings.home, audit, clock),
+            ExportCommands(settings.home, audit, clock, quota),
             corrections[0],
             *recall.commands,
         ),
-        (SkillsObserver(grades, TurnLog(db), files, clock, judge), mcp, corrections[1]),
+        (
+            SkillsObserver(grades, TurnLog(db), files, clock, judge),
+            mcp,
+            corrections[1],
+            *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
+        ),
         (mcp.aclose, recall.indexer.close),
         recall.indexer,
     )
@@ -231,17 +247,31 @@ def sense_limits(settings: Settings) -> SenseLimits:
     """The `[limits]` keys of the senses (at start and on every reload)."""
     lim = settings.limits
     return SenseLimits(
-        lim.attachment_bytes, lim.image_max_side, lim.document_chars, lim.attachment_keep_hours
+        lim.attachment_bytes,
+        lim.image_max_side,
+        lim.document_chars,
+        lim.attachment_keep_hours,
+        lim.image_max_pixels,
+        lim.document_pages,
+        lim.decode_seconds,
+        lim.decode_memory_mb,
     )
 
 
-def build_senses(settings: Settings, models: ModelRegistry | None = None) -> SensePipeline:
-    """Attachments in (photo, document; another kind is one `register` line), files out."""
+def build_senses(
+    settings: Settings, models: ModelRegistry | None = None, quota: TenantQuota | None = None
+) -> SensePipeline:
+    """Attachments in (photo, document; another kind is one `register` line), files out;
+    files are read in decoder processes (`[limits] decoders` at once, fair by tenant)."""
+    lim = settings.limits
+    decoders = DecoderPool(PoolSettings(lim.decoders, lim.decode_memory_mb * 1024 * 1024))
     return default_pipeline(
         sense_limits(settings),
         settings.home,
         vision_of=models.sees if models is not None else lambda turn: settings.llm.vision,
         vision_models=models.seeing if models is not None else tuple,
+        decoders=decoders,
+        quota=quota,
     )
 
 

@@ -53,6 +53,7 @@ from bridge.channels.web_turns import ProgressHandle, WebTurns
 from bridge.channels.web_upload import WebUploads
 from bridge.core.conversations import ConversationArchive
 from bridge.core.diskfull import DISK_FULL, disk_full
+from bridge.core.quota import TenantQuota
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.messages import Final
@@ -100,6 +101,7 @@ class WebChannel:
         attachment_bytes: int = 20 * 1024 * 1024,
         limits: ConnLimits = UNBUDGETED,  # connections and streams (the app's descriptor budget)
         barred: Callable[[str], bool] = lambda tenant: False,  # a tenant being forgotten
+        quota: TenantQuota | None = None,  # [quota] tenant_bytes: uploads must fit
     ) -> None:
         self._handle = handle
         self._files = files
@@ -135,7 +137,7 @@ class WebChannel:
         )
         self.turns.mount(self.app)
         if inbox is not None:  # POST /api/upload (bridge.channels.web_upload)
-            self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes)
+            self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
             self.turns.uploads.mount(self.app)
         if archive is not None:
             WebHistory(self._gate, archive, running).mount(self.app)
@@ -156,8 +158,9 @@ class WebChannel:
         """Who asks (for routes other modules add: `bridge.app.web_extras`)."""
         return self._gate
 
-    def final_json(self, final: Final) -> dict[str, Any]:
-        return self._final(final)
+    def final_json(self, final: Final, tenant: str) -> dict[str, Any]:
+        """A reply to `tenant` as the page gets it (its files' links signed for its tree)."""
+        return self._final(final, tenant)
 
     def set_tenant_tokens(self, tenant_tokens: Mapping[str, str]) -> None:
         """`[tenants.X] web_token`s as reloaded; the web token itself cannot change live.
@@ -262,7 +265,7 @@ class WebChannel:
             final = await self._handle(self.turns.inbound(tenant, parsed, files), None, None)
         finally:
             self.turns.viewers.leave(key)
-        body = self._final(final)
+        body = self._final(final, tenant)
         return web.json_response({"reply": body.pop("text"), **body})
 
     async def _outbox(self, request: web.Request) -> web.Response:
@@ -297,11 +300,11 @@ class WebChannel:
         assert self._files is not None
         return await self._files.download(request, SECURITY_HEADERS)
 
-    def _final(self, final: Final) -> dict[str, Any]:
-        """A reply as JSON: text, kind, and download links for its files (if any)."""
+    def _final(self, final: Final, tenant: str) -> dict[str, Any]:
+        """A reply to `tenant` as JSON: text, kind, and download links for its files."""
         body: dict[str, Any] = {"text": final.text, "kind": final.kind}
         if final.files and self._files is not None:
-            body["files"] = self._files.offer(final.files)
+            body["files"] = self._files.offer(final.files, tenant)
         if final.actions:  # one-tap replies: the page shows buttons that send `command`
             body["actions"] = [{"label": a.label, "command": a.command} for a in final.actions]
         return body

@@ -89,7 +89,7 @@ class WebBranches:
         running: RunningTurns[SessionKey],
         handle: ProgressHandle,
         viewers: Viewers,
-        final_json: Callable[[Final], dict[str, Any]],
+        final_json: Callable[[Final, str], dict[str, Any]],  # the reply, to this tenant
         headers: dict[str, str],
         inbox: Callable[[str], Path],
         clock: Callable[[], float] = time.time,
@@ -169,7 +169,7 @@ class WebBranches:
             if self._versions.undo_branch(key, conversation, point):  # nothing new was stored
                 self._sessions.forget(key)
         try:
-            await out.send("final", self._final(final))
+            await out.send("final", self._final(final, key.tenant))
         finally:
             await out.close()
         return out.response

@@ -1,9 +1,12 @@
 """Files of a reply on the web page: short-lived, one-time, signed download links.
 
 `FileLinks` serves one tenant's directory tree (`tenants/<tid>`, the web
-page's tenant). `offer(files)` turns each `OutFile` under that tree into
+page's tenant), and with `tree_of` each web tenant's own (a `[tenants.X]
+web_token` page): `offer(files, tenant)` checks each file against the tree
+of the tenant whose reply it is and turns each `OutFile` under that tree into
 `{"name", "mime", "size", "url"}` with `url` = `/files/<token>`: the token
-is the file's path relative to the tree, its name and type, an expiry
+is the file's path relative to the tree (and, with `tree_of`, the tenant
+whose tree it is), its name and type, an expiry
 (`ttl_s`, default 10 minutes) and a random id, signed with HMAC-SHA256 under
 a key that lives only in this process (a restart ends every link). The link
 is the credential (a browser follows it without the bearer header), so it
@@ -63,32 +66,42 @@ class FileLinks:
         ttl_s: float = 600.0,
         clock: Callable[[], float] = time.time,
         key: bytes | None = None,
+        tree_of: Callable[[str], Path] | None = None,  # a web tenant's own tree
     ) -> None:
         self.top = top
+        self._tree_of = tree_of
         self._ttl, self._clock = ttl_s, clock
         self._key = key or secrets.token_bytes(32)
         self._spent: dict[str, float] = {}  # link id -> its expiry (forgotten after it)
 
-    def offer(self, files: Sequence[OutFile]) -> list[dict[str, Any]]:
-        """A link for each file this tree may hand out; the others are left out (logged)."""
+    def _tree(self, tenant: str | None) -> Path:
+        """The tree `tenant`'s links reach (the page's own without `tree_of`)."""
+        return self._tree_of(tenant) if tenant and self._tree_of else self.top
+
+    def offer(self, files: Sequence[OutFile], tenant: str | None = None) -> list[dict[str, Any]]:
+        """A link for each file `tenant`'s tree may hand out; the others are left out
+        (logged)."""
         offered = []
+        top = self._tree(tenant)
         for out in files:
             try:
-                fd = open_out_file(self.top, out.path)
+                fd = open_out_file(top, out.path)
             except OutFileError as exc:
                 log.warning("web: a reply's file is not offered: %s", exc)
                 continue
             size = os.fstat(fd).st_size
             os.close(fd)
-            rel = Path(os.path.abspath(out.path)).relative_to(os.path.abspath(self.top))
+            rel = Path(os.path.abspath(out.path)).relative_to(os.path.abspath(top))
             mime = out.mime if set(out.mime) <= MIME_OK else "application/octet-stream"
-            token = self.sign(rel.as_posix(), out.name, mime)
+            token = self.sign(rel.as_posix(), out.name, mime, tenant if self._tree_of else None)
             offered.append({"name": out.name, "mime": mime, "size": size, "url": f"/files/{token}"})
         return offered
 
-    def sign(self, rel: str, name: str, mime: str) -> str:
+    def sign(self, rel: str, name: str, mime: str, tenant: str | None = None) -> str:
         until = int((self._clock() + self._ttl) * 1000)
         body = {"p": rel, "n": name, "m": mime, "e": until, "i": secrets.token_hex(8)}
+        if tenant:
+            body["t"] = tenant  # the tree the link reaches
         payload = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         mac = hmac.digest(self._key, payload, hashlib.sha256)
         return f"{_b64(payload)}.{_b64(mac)}"
@@ -127,8 +140,9 @@ class FileLinks:
         if why is not None:
             return _error(410, why, headers)
         try:
-            fd = open_out_file(self.top, self.top / str(claims["p"]))
-        except OutFileError:
+            top = self._tree(str(claims["t"]) if "t" in claims else None)
+            fd = open_out_file(top, top / str(claims["p"]))
+        except (OutFileError, ValueError):
             return _error(404, "the file is no longer there; ask again for it", headers)
         with os.fdopen(fd, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

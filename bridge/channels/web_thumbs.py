@@ -3,8 +3,9 @@
 `GET /api/attachment?chat=C&seq=N&file=I[&conversation=ID]` (bearer token,
 scoped to its tenant) -> the `I`th file of the person's message `seq` (of
 the current conversation, or of the archived one `ID` of this chat) as a
-small image (at most `SIDE` pixels a side, re-encoded by Pillow as the
-senses do for the model: no metadata passed on), while the inbox still has
+small image (at most `SIDE` pixels a side, re-encoded in a confined decoder
+process as the senses do for the model: no metadata passed on, the same
+pixel, scan, memory and time limits), while the inbox still has
 it (`[limits] attachment_keep_hours`); 404 otherwise, and for anything that
 is not an image. The page fetches it with its token and draws it on a
 canvas, so no image URL carries a credential. The file is named by the
@@ -14,11 +15,10 @@ following a symbolic link, and must be a regular file in the tenant's inbox.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -27,26 +27,29 @@ from bridge.channels.web_branch import REF
 from bridge.channels.web_gate import WebGate, error
 from bridge.core.sessions import SessionKey
 from bridge.core.shown import read_meta
-from bridge.senses.files import Refused
-from bridge.senses.photos import downscale
 
 SIDE = 320
 GONE = "that image is no longer kept"
 
 
-def read_inbox_file(inbox: Path, ref: str, limit: int) -> bytes | None:
-    """The bytes of `inbox/ref`: a plain name, a regular file, no link, at most `limit`."""
+Thumbnail = Callable[[str, int], Awaitable[tuple[str, bytes] | None]]
+"""(tenant, open file) -> (mime, bytes) of the image at most `SIDE` a side, or None."""
+
+
+def open_inbox_file(inbox: Path, ref: str, limit: int) -> int | None:
+    """An open descriptor of `inbox/ref`: a plain name, a regular file, no link, at most
+    `limit` bytes; None otherwise. The caller closes it."""
     if not REF.fullmatch(ref):
         return None
     try:
         fd = os.open(inbox / ref, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        return fh.read(limit + 1)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
+        return None
+    return fd
 
 
 class WebThumbs:
@@ -56,8 +59,10 @@ class WebThumbs:
         db: sqlite3.Connection,
         inbox: Callable[[str], Path],
         limit: int,
+        thumbnail: Thumbnail,
     ) -> None:
         self._gate, self._db, self._inbox, self._limit = gate, db, inbox, limit
+        self._thumbnail = thumbnail
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/api/attachment", self.thumbnail)
@@ -93,11 +98,13 @@ class WebThumbs:
         files = read_meta(meta).get("files", []) if meta else []
         if not 0 <= (index or 0) < len(files) or files[index or 0].get("kind") != "photo":
             return error(404, "no such image in this conversation")
-        data = read_inbox_file(self._inbox(key.tenant), str(files[index or 0]["ref"]), self._limit)
-        if data is None:
+        fd = open_inbox_file(self._inbox(key.tenant), str(files[index or 0]["ref"]), self._limit)
+        if fd is None:
             return error(404, GONE)
         try:
-            part = await asyncio.to_thread(downscale, data, SIDE)
-        except Refused:
+            made = await self._thumbnail(key.tenant, fd)
+        finally:
+            os.close(fd)
+        if made is None:  # not an image the decoder opens within its limits
             return error(404, GONE)
-        return web.Response(body=part.data, content_type=part.mime)
+        return web.Response(body=made[1], content_type=made[0])

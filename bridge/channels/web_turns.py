@@ -57,7 +57,7 @@ class WebTurns:
         handle: ProgressHandle,
         running: RunningTurns[SessionKey],
         archive: ConversationArchive | None,
-        final_json: Callable[[Final], dict[str, Any]],
+        final_json: Callable[[Final, str], dict[str, Any]],  # the reply, to this tenant
         headers: dict[str, str],
         grace_s: float = 30.0,
         clock: Callable[[], float] = time.time,
@@ -136,7 +136,7 @@ class WebTurns:
         try:
             inbound = self.inbound(tenant, parsed, files)
             final = await self._handle(inbound, out.delta, out.progress)
-            await out.send("final", self._final(final))
+            await out.send("final", self._final(final, tenant))
         finally:
             await out.close()
         return out.response
@@ -168,7 +168,7 @@ class WebTurns:
                 elif event[0] == "progress":
                     await out.progress(event[1])
                 else:
-                    await out.send("final", self._final(event[1]))
+                    await out.send("final", self._final(event[1], key.tenant))
         finally:
             self._running.detach(key, attached)
             await out.close()

@@ -11,6 +11,15 @@ JSON `error`. The type is sniffed from the bytes (`web_sniff`); the
 client's `Content-Type` and suffix never make a file an image or a page.
 Nothing is ever served back from here.
 
+With a `quota` (`bridge.core.quota`, `[quota] tenant_bytes`) the upload
+must also fit in what the tenant may still store: a declared length that
+does not fit is refused before a byte is read, and a body that passes it
+while streaming is stopped there; both answer 507 with the figures, and
+the partial file is removed. A full disk (ENOSPC, EDQUOT:
+`bridge.core.diskfull`) is a 507 as well, never a 500. Multipart part
+headers that aiohttp refuses (too long, too many, a NUL or another byte a
+header may not hold) are a 400 saying so; the raw header is never logged.
+
 An upload waits for the chat message that names it (`"attachments": [id,
 ...]` in `POST /api/chat` and `/api/chat/stream`); `claim(tenant, ids)`
 turns the ids into `Attachment`s, once, and only the tenant's own: an id of
@@ -33,10 +42,14 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from bridge.channels.web_gate import WebGate, error
 from bridge.channels.web_sniff import SUPPORTED, Sniffed, Sniffer
+from bridge.core.diskfull import disk_full
+from bridge.core.quota import QuotaExceeded, TenantQuota
 from bridge.types.messages import Attachment
+from bridge.types.tenant_dirs import TenantDirs
 
 CHUNK = 64 * 1024
 MULTIPART_SLACK = 16 * 1024  # boundaries and part headers around the file
@@ -54,6 +67,18 @@ class UploadError(ValueError):
 
 class TooLarge(Exception):
     """The body went past the limit while streaming."""
+
+
+class Unsupported(Exception):
+    """The body is no kind of file roost reads."""
+
+
+BAD_PARTS = (
+    "the upload's part headers cannot be read (too long, too many, or a character a "
+    "header may not hold, such as NUL in the file name): send multipart/form-data with "
+    'one file part named "file"'
+)
+DISK_FULL = "the disk is full, so the file was not saved; try again once space is freed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +101,10 @@ def _too_large(limit: int) -> web.Response:
     return error(413, f"the file is too large ({why})")
 
 
+def _over_quota(exc: QuotaExceeded) -> web.Response:
+    return error(507, f"the file was not saved: {exc}")
+
+
 class Spool:
     """One upload on its way to disk: a private temporary file in the inbox, kept
     under its final name or removed. Plain blocking calls: the slow ones (the
@@ -84,23 +113,29 @@ class Spool:
     def __init__(self, inbox: Path, ident: str) -> None:
         inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = inbox / f".web-{ident}.part"
-        self._out = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
     def write(self, chunk: bytes) -> None:
-        self._out.write(chunk)
+        view = memoryview(chunk)
+        while view:  # os.write: a full disk raises here, not at a later flush
+            view = view[os.write(self._fd, view) :]
 
     def finish(self) -> None:
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
+        os.fsync(self._fd)
+        self._close()
 
     def keep(self, final: Path) -> None:
         os.replace(self.path, final)
 
     def discard(self) -> None:
-        self._out.close()
+        self._close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 class WebUploads:
@@ -114,9 +149,11 @@ class WebUploads:
         *,
         clock: Callable[[], float] = time.time,
         ttl_s: float = TTL_S,
+        quota: TenantQuota | None = None,
     ) -> None:
         self._gate, self._inbox, self.max_bytes = gate, inbox, max_bytes
         self._clock, self._ttl = clock, ttl_s
+        self._quota = quota
         self._pending: dict[str, dict[str, Pending]] = {}
 
     def mount(self, app: web.Application) -> None:
@@ -127,8 +164,11 @@ class WebUploads:
         waiting = self._pending.setdefault(tenant, {})
         now = self._clock()
         for ident in [i for i, p in waiting.items() if p.expires <= now]:
+            gone = waiting.pop(ident).attachment
             with contextlib.suppress(OSError):
-                os.unlink(waiting.pop(ident).attachment.path)
+                os.unlink(gone.path)
+                if self._quota is not None:
+                    self._quota.charge(self._quota.dirs(tenant), -gone.size)
         return waiting
 
     async def upload(self, request: web.Request) -> web.Response:
@@ -140,11 +180,17 @@ class WebUploads:
             return _too_large(self.max_bytes)
         if len(self._sweep(tenant)) >= MAX_PENDING:
             return error(429, f"{MAX_PENDING} uploads are waiting for a message: send one first")
+        dirs = self._quota.dirs(tenant) if self._quota is not None else None
+        if self._quota is not None and dirs is not None and length is not None:
+            try:  # the declared length must fit before a byte is read (walks at most per ttl)
+                await asyncio.to_thread(self._quota.check, dirs, length - MULTIPART_SLACK)
+            except QuotaExceeded as exc:
+                return _over_quota(exc)
         part = await self._file_part(request)
         if isinstance(part, web.Response):
             return part
         voice = request.query.get("voice") == "1"
-        stored = await self._store(part, self._inbox(tenant), voice)
+        stored = await self._store(part, self._inbox(tenant), voice, dirs)
         if isinstance(stored, web.Response):
             return stored
         ident, attachment = stored
@@ -161,38 +207,61 @@ class WebUploads:
             part = await reader.next()
         except (ValueError, AssertionError, KeyError):
             return error(400, how)
+        except HttpProcessingError:  # aiohttp refused a part header: never logged
+            return error(400, BAD_PARTS)
         if not isinstance(part, BodyPartReader) or part.name != "file" or part.filename is None:
             return error(400, how)
         return part
 
     async def _store(
-        self, part: BodyPartReader, inbox: Path, voice: bool
+        self, part: BodyPartReader, inbox: Path, voice: bool, dirs: TenantDirs | None
     ) -> tuple[str, Attachment] | web.Response:
         """Stream the part to a temporary file, then keep it under its generated name."""
         ident = secrets.token_hex(16)
-        spool = await asyncio.to_thread(Spool, inbox, ident)
+        try:
+            spool = await asyncio.to_thread(Spool, inbox, ident)
+        except OSError as exc:
+            if disk_full(exc):
+                return error(507, DISK_FULL)
+            raise
         sniffer = Sniffer()
+        taken = 0
         try:
             while chunk := await part.read_chunk(CHUNK):
                 if sniffer.size + len(chunk) > self.max_bytes:
                     raise TooLarge()
+                if self._quota is not None and dirs is not None:
+                    self._quota.take(dirs, len(chunk))
+                    taken += len(chunk)
                 sniffer.feed(chunk)
                 spool.write(chunk)
             await asyncio.to_thread(spool.finish)
-        except TooLarge:
+            name = display_name(part.filename, "file")
+            found = sniffer.result(name)
+            if found is None:
+                raise Unsupported()
+            final = inbox / f"web-{ident}.{found.ext}"
+            await asyncio.to_thread(spool.keep, final)
+        except BaseException as exc:
             spool.discard()
-            return _too_large(self.max_bytes)
-        except BaseException:
-            spool.discard()
-            raise
-        name = display_name(part.filename, "file")
-        found = sniffer.result(name)
-        if found is None:
-            spool.discard()
-            return error(415, f"roost cannot read this kind of file; it reads {SUPPORTED}")
-        final = inbox / f"web-{ident}.{found.ext}"
-        await asyncio.to_thread(spool.keep, final)
+            if taken and self._quota is not None and dirs is not None:
+                self._quota.charge(dirs, -taken)
+            return self._failed(exc)
         return ident, self._attachment(found, final, name, sniffer.size, voice)
+
+    def _failed(self, exc: BaseException) -> web.Response:
+        """The answer for an upload that was not kept (its partial file is gone)."""
+        if isinstance(exc, TooLarge):
+            return _too_large(self.max_bytes)
+        if isinstance(exc, QuotaExceeded):
+            return _over_quota(exc)
+        if isinstance(exc, Unsupported):
+            return error(415, f"roost cannot read this kind of file; it reads {SUPPORTED}")
+        if isinstance(exc, HttpProcessingError | ValueError):
+            return error(400, BAD_PARTS)
+        if isinstance(exc, OSError) and disk_full(exc):
+            return error(507, DISK_FULL)
+        raise exc
 
     @staticmethod
     def _attachment(found: Sniffed, path: Path, name: str, size: int, voice: bool) -> Attachment:

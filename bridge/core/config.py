@@ -39,6 +39,7 @@ from bridge.core.config_sections import (
     LLMSettings,
     LoadoutSettings,
     MemorySettings,
+    QuotaSettings,
     RecallSettings,
     ScheduleSettings,
     StyleSettings,
@@ -80,6 +81,7 @@ class Settings(BaseSettings):
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     forge: ForgeSettings = Field(default_factory=ForgeSettings)
+    quota: QuotaSettings = Field(default_factory=QuotaSettings)
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
     models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
     style: StyleSettings = Field(default_factory=StyleSettings)

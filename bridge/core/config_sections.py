@@ -164,6 +164,19 @@ class LimitSettings(_Section):
     image_max_side: int = Field(1568, ge=64, le=8192)  # pixels: photos are downscaled to it
     document_chars: int = Field(20_000, ge=500)  # a document's text in the turn, then cut
     attachment_keep_hours: float = Field(72.0, gt=0)  # then removed from the inbox
+    # reading them: one confined decoder process per file (bridge/senses/decoders.py)
+    image_max_pixels: int = Field(40_000_000, ge=1_000_000)  # decoded (a JPEG's after draft)
+    document_pages: int = Field(300, ge=1)  # a PDF's pages read at most
+    decode_seconds: float = Field(20.0, gt=0, le=600)  # one file, then its decoder is stopped
+    decode_memory_mb: int = Field(1024, ge=256)  # one decoder process's address space
+    decoders: int = Field(2, ge=1, le=64)  # files read at once (one tenant: one fewer)
+
+
+class QuotaSettings(_Section):
+    """`[quota]`: disk space per tenant (bridge/core/quota.py)."""
+
+    # the workspace (uploads in its inbox/ included) and exports (out/); 0: unlimited
+    tenant_bytes: int = Field(4 * 1024**3, ge=0)
 
 
 class LoadoutSettings(_Section):

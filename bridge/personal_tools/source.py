@@ -104,8 +104,12 @@ class ForgeTools:
         reveal: Reveal,
         audit: AuditSink,
         masks: Callable[[TenantDirs], TextMask],
+        room: Callable[[TenantDirs], int] | None = None,
     ) -> None:
         self._runner = runner
+        # what the tenant's quota still allows ([quota] tenant_bytes); a call may write at
+        # most that, and never more than the forge's per-call cap
+        self._room = room
         self._drafts = drafts
         self._masks = masks
         self._catalog = catalog
@@ -210,7 +214,10 @@ class ForgeTools:
         spec = draft.spec
         # no secrets and no network: the person has not consented to either yet
         no_net = NetScope(f"me.{name}", None, allowed=False)
-        result = await self._runner.run(spec.source, params, turn.dirs.workspace, None, net=no_net)
+        result = await self._runner.run(
+            spec.source, params, turn.dirs.workspace, None, net=no_net,
+            write_bytes=self._write_bytes(turn),
+        )  # fmt: skip
         await self._audited(turn, spec.name, spec.sha256, result)
         if result.ok:
             return json.dumps(result.result, ensure_ascii=False, default=str)
@@ -223,6 +230,10 @@ class ForgeTools:
         raise ToolError(
             f"draft me.{name} failed ({result.error_kind}): {result.error_message}{hint}"
         )
+
+    def _write_bytes(self, turn: TurnContext) -> int | None:
+        """The call's write budget: the tenant's room left, or the runner's cap alone."""
+        return None if self._room is None else self._room(turn.dirs)
 
     async def _audited(self, turn: TurnContext, name: str, sha256: str, result: RunResult) -> None:
         """`tool.called`: name, hash prefix, duration and outcome; never arguments or output."""
@@ -254,7 +265,7 @@ class ForgeTools:
 
         call = await call_saved(
             self._runner, library, name, params, turn.dirs.workspace, reveal,
-            net=NetScope(f"me.{name}", on_http),
+            net=NetScope(f"me.{name}", on_http), write_bytes=self._write_bytes(turn),
         )  # fmt: skip
         result = call.result
         await self._audited(turn, f"me.{name}", call.tool.spec.sha256 if call.tool else "", result)

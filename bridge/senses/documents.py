@@ -1,27 +1,27 @@
 """Documents in: PDF, plain text, Markdown, CSV and JSON, read into the turn.
 
-The type comes from the bytes first (`%PDF-`), then from the sender's file
+The type comes from the first 64 KB (`%PDF-`), then from the sender's file
 name or MIME type, and a "text" file must look like text (no NUL bytes).
-Text is decoded as UTF-8 (a BOM dropped, bad bytes replaced); JSON is
-parsed to say whether it is valid; a CSV's dialect is sniffed and its rows
-and columns counted. The text goes before the person's message, framed by
+The file itself is read by a decoder process (`reading.decoded`): a PDF's
+text layer page by page (`pdf.py`: pages, characters and seconds bounded),
+text decoded as UTF-8, JSON checked, a CSV's shape counted
+(`decode_text.py`). The text goes before the person's message, framed by
 the file's name and where a tool finds it (`inbox/NAME` in the workspace),
-and cut visibly at `[limits] document_chars`. Other types get a reply
-naming what is supported.
+and cut visibly at `[limits] document_chars`; pages not read (page limit,
+time limit, enough text) are named in the header, at the cut and in a
+notice. Other types get a reply naming what is supported.
 """
 
 from __future__ import annotations
 
-import asyncio
-import csv
-import io
-import json
+import os
 from pathlib import PurePosixPath
 
 from bridge.core.perceive import Prepared
-from bridge.senses.files import Refused, read_bytes
+from bridge.senses.decode_reply import DecodeReply
+from bridge.senses.files import Refused, head, open_checked
 from bridge.senses.handlers import SenseContext, in_workspace, shown_name
-from bridge.senses.pdf import MAX_PAGES, pdf_text
+from bridge.senses.reading import decoded
 from bridge.types.messages import Attachment
 
 SUPPORTED = "PDF, plain text (.txt), Markdown (.md), CSV and JSON files, and photos"
@@ -59,66 +59,61 @@ def kind_of(att: Attachment, data: bytes) -> str | None:
 
 async def document(att: Attachment, ctx: SenseContext) -> Prepared:
     """The `document` handler."""
-    data = read_bytes(att, ctx)
-    kind = kind_of(att, data)
-    name = shown_name(att)
-    if kind is None:
-        return Prepared(refusal=f"📎 I cannot read {name}: I read {SUPPORTED}.")
-    if kind == "PDF":
-        text, pages = await asyncio.to_thread(pdf_text, data, name)
-        about = f"PDF, {pages} page{'s' if pages != 1 else ''}"
-        if pages > MAX_PAGES:
-            about += f", the text of the first {MAX_PAGES} read"
-    else:
-        text, about = await asyncio.to_thread(read_text, data, kind)
-    return framed(att, ctx, text, about)
-
-
-def read_text(data: bytes, kind: str) -> tuple[str, str]:
-    """The decoded text and a short description (validity, CSV shape)."""
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    if kind == "JSON":
-        try:
-            json.loads(text)
-        except ValueError as exc:
-            if isinstance(exc, json.JSONDecodeError):
-                return text, f"JSON, not valid: {exc.msg} at line {exc.lineno}"
-            return text, "JSON, not valid"
-        return text, "JSON"
-    if kind == "CSV":
-        return text, csv_shape(text)
-    return text, kind
-
-
-def csv_shape(text: str) -> str:
-    """'CSV, 120 rows, 5 columns, separated by ";"' (or what could be told)."""
+    fd, _ = open_checked(att, ctx)
     try:
-        dialect = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|")
-        delimiter = dialect.delimiter
-    except csv.Error:
-        delimiter = ","
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
-    except csv.Error:
-        return "CSV, not readable as a table"
-    widths = {len(r) for r in rows if r}
-    cols = max(widths, default=0)
-    shown = "tab" if delimiter == "\t" else f'"{delimiter}"'
-    return f"CSV, {len(rows)} rows, {cols} columns, separated by {shown}"
+        kind = kind_of(att, head(fd))
+        if kind is None:
+            return Prepared(refusal=f"📎 I cannot read {shown_name(att)}: I read {SUPPORTED}.")
+        if kind == "PDF":
+            result = await decoded(att, ctx, ctx.limits.job("pdf"), fd)
+            return pdf_framed(att, ctx, result.reply)
+        result = await decoded(att, ctx, ctx.limits.job("text", kind), fd)
+    finally:
+        os.close(fd)
+    reply = result.reply
+    return framed(att, ctx, reply.text, reply.chars, reply.about)
 
 
-def framed(att: Attachment, ctx: SenseContext, text: str, about: str) -> Prepared:
-    """The text between a header and an end line, cut visibly at the limit."""
-    name, where, limit = shown_name(att), in_workspace(att, ctx), ctx.limits.document_chars
-    head = f'[file "{name}" ({about}); the whole file is in your workspace at {where}]'
-    notices: tuple[str, ...] = ()
-    body = text.strip()
-    if len(body) > limit:
-        rest = len(body) - limit
-        body = (
-            body[:limit] + f"\n… [cut: {rest:,} more characters; the whole file is in your "
-            f"workspace at {where}]"
+def pdf_framed(att: Attachment, ctx: SenseContext, reply: DecodeReply) -> Prepared:
+    """A PDF's text; the pages not read (page limit, time limit, enough text) are said
+    in the header, at the cut and, for time and text, in a notice."""
+    n, read, limit = reply.pages, reply.read, ctx.limits.document_chars
+    about = f"PDF, {n} page{'s' if n != 1 else ''}"
+    if reply.stopped == "pages":
+        about += f", the text of the first {read} read"
+    if reply.stopped not in ("time", "chars"):
+        return framed(att, ctx, reply.text, reply.chars, about)
+    about += f", the text of pages 1–{read} read"
+    if reply.stopped == "time":
+        why = (
+            f"reading it took longer than {ctx.limits.decode_seconds:g} seconds "
+            "([limits] decode_seconds)"
         )
-        total = limit + rest
-        notices = (f"📎 {name} is long: I read the first {limit:,} of {total:,} characters.",)
-    return Prepared(text_prefix=f'{head}\n{body}\n[end of file "{name}"]', notices=notices)
+    else:
+        why = f"that is more than the {limit:,} characters I take in"
+    where = in_workspace(att, ctx)
+    cut = f"… [cut: pages {read + 1}–{n} not read; the whole file is in your workspace at {where}]"
+    notice = f"📎 {shown_name(att)}: I read pages 1–{read} of {n}; {why}."
+    return framed(att, ctx, reply.text[:limit] + "\n" + cut, 0, about, (notice,))
+
+
+def framed(
+    att: Attachment,
+    ctx: SenseContext,
+    text: str,
+    total: int,
+    about: str,
+    notices: tuple[str, ...] = (),
+) -> Prepared:
+    """The text between a header and an end line, cut visibly at the limit (`total`: the
+    length of the whole text, of which the decoder sent at most the limit)."""
+    name, where, limit = shown_name(att), in_workspace(att, ctx), ctx.limits.document_chars
+    top = f'[file "{name}" ({about}); the whole file is in your workspace at {where}]'
+    body = text
+    if total > limit:
+        rest = total - limit
+        body = text[:limit] + (
+            f"\n… [cut: {rest:,} more characters; the whole file is in your workspace at {where}]"
+        )
+        notices += (f"📎 {name} is long: I read the first {limit:,} of {total:,} characters.",)
+    return Prepared(text_prefix=f'{top}\n{body}\n[end of file "{name}"]', notices=notices)

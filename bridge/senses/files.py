@@ -1,11 +1,12 @@
-"""Reading an attachment the careful way: inside the tenant's inbox, no link, capped.
+"""Opening an attachment the careful way: inside the tenant's inbox, no link, capped.
 
-`read_bytes(att, ctx)` opens `att.path` only when it lies directly under
+`open_checked(att, ctx)` opens `att.path` only when it lies directly under
 the tenant's inbox (`TenantDirs.inbox`), with `O_NOFOLLOW`, as a regular
-file with one link, and reads at most `[limits] attachment_bytes` (checked
-by `fstat` before reading and by the count while reading; a platform's own
-download limit, Telegram's 20 MB, when that is smaller). Anything else is
-a `Refused` with a reason fit to show the person.
+file with one link, of at most `[limits] attachment_bytes` (by `fstat`; a
+platform's own download limit, Telegram's 20 MB, when that is smaller), and
+not empty. The daemon reads no more of it than `head` (the bytes a type is
+told from): the descriptor goes to a decoder process, which reads the rest.
+Anything else is a `Refused` with a reason fit to show the person.
 """
 
 from __future__ import annotations
@@ -46,23 +47,28 @@ def inside_inbox(att: Attachment, ctx: SenseContext) -> Path:
     return path
 
 
-def read_bytes(att: Attachment, ctx: SenseContext) -> bytes:
-    """The file's bytes, read as the module says."""
+def open_checked(att: Attachment, ctx: SenseContext) -> tuple[int, int]:
+    """(an open read-only descriptor, the size) of the file; the caller closes it."""
     limit = byte_limit(ctx)
     path = inside_inbox(att, ctx)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         raise Refused(f"📎 {shown_name(att)} is no longer there. Please send it again.") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             raise Refused(f"📎 {shown_name(att)} is not a plain file; I cannot read it.")
         if info.st_size > limit:
             raise Refused(too_large(att, info.st_size, limit))
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise Refused(too_large(att, len(data), limit))
-    if not data:
-        raise Refused(f"📎 {shown_name(att)} is empty.")
-    return data
+        if not info.st_size:
+            raise Refused(f"📎 {shown_name(att)} is empty.")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def head(fd: int, size: int = 65_536) -> bytes:
+    """The first `size` bytes of the open file (what its type is told from)."""
+    return os.pread(fd, size, 0)

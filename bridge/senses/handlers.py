@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bridge.core.perceive import Prepared
+from bridge.senses.decode_wire import Job, Op
+from bridge.senses.decoders import Decoded
 from bridge.types.messages import Attachment
 from bridge.types.tools import TurnContext
 
@@ -28,16 +30,39 @@ class SenseLimits:
     image_max_side: int = 1568
     document_chars: int = 20_000
     attachment_keep_hours: float = 72.0
+    image_max_pixels: int = 40_000_000  # pixels decoded at most (a JPEG's after draft scaling)
+    document_pages: int = 300  # a PDF's pages read at most
+    decode_seconds: float = 20.0  # one file's reading, in its decoder process
+    decode_memory_mb: int = 1024  # one decoder process's address space
+
+    def job(self, op: Op, kind: str = "") -> Job:
+        """The decoder job of one attachment under these limits."""
+        return Job(
+            op,
+            max_bytes=self.attachment_bytes,
+            seconds=self.decode_seconds,
+            max_side=self.image_max_side,
+            max_pixels=self.image_max_pixels,
+            max_pages=self.document_pages,
+            max_chars=self.document_chars,
+            kind=kind,
+        )
+
+
+Decode = Callable[[Job, int], Awaitable[Decoded]]
+"""(job, open file descriptor) -> what the tenant's decoder process made of it."""
 
 
 @dataclass(frozen=True, slots=True)
 class SenseContext:
-    """One turn as a handler sees it: the turn, the limits, whether its model can see."""
+    """One turn as a handler sees it: the turn, the limits, whether its model can see,
+    and the decoder processes (bound to the turn's tenant)."""
 
     turn: TurnContext
     limits: SenseLimits
     vision: bool = False
     vision_models: tuple[str, ...] = ()  # configured model names that can see images
+    decode: Decode | None = None
 
 
 Handler = Callable[[Attachment, SenseContext], Awaitable[Prepared]]

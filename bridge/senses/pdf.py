@@ -1,12 +1,18 @@
-"""A PDF's text layer, read with pypdf.
+"""A PDF's text layer, read with pypdf inside a decoder process, bounded three ways.
 
-`pdf_text(data, max_pages)` returns the text of the first `max_pages`
-pages and how many pages the file has. An encrypted PDF is tried with the
-empty password (many "protected" PDFs only restrict printing); one that
-needs a real password, a file pypdf cannot parse, and a PDF without any
-text (a scan) are `Refused` with a reason. pypdf bounds what a stream may
-inflate to (75 MB by default: decompression bombs stop there). Runs in a
-thread (the caller's).
+`pdf_text(data, job)` reads page after page until one of the bounds is
+reached: `job.max_pages` pages (`[limits] document_pages`), `job.max_chars`
+characters of text (`[limits] document_chars`: the model is shown no more,
+so no more is extracted), or `job.seconds` (`[limits] decode_seconds`: the
+decoder's alarm raises `OutOfTime` between two Python steps of pypdf, and
+what was read so far is kept). One dense content stream shared by hundreds
+of pages costs pypdf tens of seconds a page: the time bound is what ends it,
+whatever the shape of the file. An encrypted PDF is tried with the empty
+password (many "protected" PDFs only restrict printing); one that needs a
+real password, a file pypdf cannot parse, a PDF without any text (a scan)
+and one whose first page did not finish in time are `Unreadable`. pypdf
+bounds what one stream may inflate to (75 MB): decompression bombs stop
+there, and the process's memory limit stops the rest.
 """
 
 from __future__ import annotations
@@ -17,40 +23,62 @@ import logging
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
-from bridge.senses.files import Refused
+from bridge.senses.decode_image import Unreadable
+from bridge.senses.decode_wire import Job
 
-MAX_PAGES = 300  # pages read at most; the rest is named in the cut
+PARSE_ERRORS = (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, RecursionError, OSError)
 
 
-def pdf_text(data: bytes, name: str, max_pages: int = MAX_PAGES) -> tuple[str, int]:
-    """(text of the first `max_pages` pages, page count); `Refused` if unreadable."""
-    quiet = logging.getLogger("pypdf")
-    level, quiet.level = quiet.level, logging.ERROR  # its warnings name byte offsets, no more
+class OutOfTime(BaseException):
+    """Raised by the decoder's alarm when `job.seconds` have passed (a BaseException:
+    pypdf's own `except Exception` lets it through)."""
+
+
+def pdf_text(data: bytes, job: Job) -> dict[str, object]:
+    """{"text", "chars", "pages", "read", "stopped"}: the text of the pages read (at
+    most `max_chars` of its `chars`), the page count, how many pages were read and why
+    reading stopped ("" at the end, "pages", "chars" or "time")."""
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL)  # its warnings name byte offsets
     try:
-        return _read(data, name, max_pages)
-    except Refused:
-        raise
-    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, RecursionError, OSError):
-        raise Refused(f"📎 I could not read {name}: it is not a valid PDF.") from None
-    finally:
-        quiet.level = level
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise Unreadable("encrypted")
+        count = len(reader.pages)
+    except OutOfTime:
+        raise Unreadable("time") from None
+    except PARSE_ERRORS:
+        raise Unreadable("invalid") from None
+    return _pages(reader, count, job)
 
 
-def _read(data: bytes, name: str, max_pages: int) -> tuple[str, int]:
-    reader = PdfReader(io.BytesIO(data), strict=False)
-    if reader.is_encrypted and not reader.decrypt(""):
-        raise Refused(
-            f"📎 {name} is protected with a password; I cannot read it. "
-            "Please send a copy without the password."
-        )
-    count = len(reader.pages)
-    pages = []
-    for index in range(min(count, max_pages)):
-        pages.append((reader.pages[index].extract_text() or "").strip())
-    text = "\n\n".join(f"[page {i + 1}]\n{t}" for i, t in enumerate(pages) if t)
-    if not any(pages):
-        raise Refused(
-            f"📎 {name} has no text I can read (a scanned document?). "
-            "Send the pages as photos instead."
-        )
-    return text, count
+def _pages(reader: PdfReader, count: int, job: Job) -> dict[str, object]:
+    texts: list[str] = []
+    chars, read, stopped = 0, 0, ""
+    for index in range(count):
+        if index >= job.max_pages:
+            stopped = "pages"
+            break
+        if chars >= job.max_chars:
+            stopped = "chars"
+            break
+        try:
+            page = (reader.pages[index].extract_text() or "").strip()
+        except OutOfTime:
+            stopped = "time"
+            break
+        except PARSE_ERRORS:
+            page = ""  # one damaged page: the others are still read
+        read += 1
+        if page:
+            texts.append(f"[page {index + 1}]\n{page}")
+            chars += len(texts[-1]) + 2
+    if not texts:
+        raise Unreadable("time" if stopped == "time" else "no_text")
+    text = "\n\n".join(texts)
+    return {
+        "text": text[: job.max_chars],
+        "chars": len(text),
+        "pages": count,
+        "read": read,
+        "stopped": stopped,
+    }

@@ -23,13 +23,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bridge.core.perceive import Prepared
+from bridge.core.quota import QuotaExceeded, TenantQuota
 from bridge.senses import outputs
 from bridge.senses.cleanup import sweep_home
+from bridge.senses.decode_wire import Job
+from bridge.senses.decoders import Decoded, DecoderPool
 from bridge.senses.documents import document
 from bridge.senses.files import Refused, byte_limit, too_large
 from bridge.senses.handlers import Handler, SenseContext, SenseLimits, shown_name
 from bridge.senses.photos import photo
 from bridge.types.messages import Attachment, OutFile
+from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 
 log = logging.getLogger(__name__)
@@ -47,9 +51,13 @@ class SensePipeline:
         *,
         vision_of: Callable[[TurnContext], bool] = lambda turn: False,
         vision_models: Callable[[], Sequence[str]] = tuple,
+        decoders: DecoderPool | None = None,
+        quota: TenantQuota | None = None,
     ) -> None:
         self._limits = limits
         self._home = home
+        self._quota = quota  # a file the channel did not keep for want of space is said so
+        self.decoders = decoders or DecoderPool()  # one process per file, off the thread pool
         self._vision_of = vision_of  # can the chat's model (for this turn) see images?
         self._vision_models = vision_models
         self._handlers: dict[str, Handler] = {}
@@ -77,7 +85,13 @@ class SensePipeline:
             return Prepared(outputs_seen=before)
         for path in (turn.dirs.inbox, turn.dirs.outputs):
             path.mkdir(mode=0o700, exist_ok=True)
-        ctx = SenseContext(turn, self._limits, self._vision_of(turn), tuple(self._vision_models()))
+        tenant = turn.dirs.tenant
+
+        async def decode(job: Job, fd: int) -> Decoded:
+            return await self.decoders.decode(tenant, job, fd)
+
+        vision = self._vision_of(turn)
+        ctx = SenseContext(turn, self._limits, vision, tuple(self._vision_models()), decode)
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
         return merged(results, before)
 
@@ -85,6 +99,9 @@ class SensePipeline:
         if not att.path and att.kind not in self._explains_unfetched:  # not fetched
             if att.size > byte_limit(ctx):
                 return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
+            full = self._storage_full(ctx.turn.dirs, att.size)
+            if full:
+                return Prepared(refusal=f"📎 {shown_name(att)} was not saved: {full}")
             return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")
         handler = self._handlers.get(att.kind)
         if handler is None:
@@ -99,8 +116,22 @@ class SensePipeline:
             log.error("senses: a %s attachment failed (ref %s): %s", att.kind, ref, type(exc))
             return Prepared(refusal=f"📎 I could not read {shown_name(att)} (ref {ref}).")
 
+    def _storage_full(self, dirs: TenantDirs, size: int) -> str:
+        """Why a file of `size` bytes does not fit in the tenant's quota ('' when it does)."""
+        if self._quota is None:
+            return ""
+        try:
+            self._quota.check(dirs, max(1, size))
+        except QuotaExceeded as exc:
+            return f"{exc}. Remove files from your workspace with a tool and send it again."
+        return ""
+
     def handed_out(self, turn: TurnContext, prepared: Prepared) -> tuple[OutFile, ...]:
         return outputs.new_files(turn.dirs.outputs, prepared.outputs_seen)
+
+    async def aclose(self) -> None:
+        """Kill every decoder process (shutdown)."""
+        await self.decoders.aclose()
 
     def sweep(self, now: float | None = None) -> int:
         """Remove attachments older than the keep time from every tenant's inbox."""
@@ -129,9 +160,18 @@ def default_pipeline(
     home: Path,
     vision_of: Callable[[TurnContext], bool] = lambda turn: False,
     vision_models: Callable[[], Sequence[str]] = tuple,
+    decoders: DecoderPool | None = None,
+    quota: TenantQuota | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
-    senses = SensePipeline(limits, home, vision_of=vision_of, vision_models=vision_models)
+    senses = SensePipeline(
+        limits,
+        home,
+        vision_of=vision_of,
+        vision_models=vision_models,
+        decoders=decoders,
+        quota=quota,
+    )
     senses.register("photo", photo)
     senses.register("document", document)
     return senses

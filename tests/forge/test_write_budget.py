@@ -10,6 +10,7 @@ was writing stays half-written. A caller may lower the budget per call
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -18,10 +19,11 @@ import pytest
 from bridge.app.build import build
 from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
+from bridge.types.tenant_dirs import TenantDirs
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 from forge.write_budget import WriteBudget, WriteQuotaExceeded
-from tests.conftest import Clock, ScriptedBackend
+from tests.conftest import Clock, ScriptedBackend, web_msg
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -274,5 +276,36 @@ async def test_the_configured_cap_reaches_the_daemon_runner(
     made = await build(settings, backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
     try:
         assert made.runner.limits.write_bytes == 12345
+    finally:
+        await made.aclose()
+
+
+async def test_a_call_writes_only_what_the_tenant_quota_leaves(
+    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[quota] tenant_bytes` reaches every tool call: with 40 KiB of a 64 KiB quota
+    used, a draft that writes 32 KiB fails with kind `quota` (the per-call cap of
+    64 MiB alone would let it through), and one that writes 16 KiB succeeds."""
+    monkeypatch.setenv("ROOST_QUOTA__TENANT_BYTES", str(64 * KiB))
+    workspace = TenantDirs.of(home, "local").workspace
+    workspace.mkdir(parents=True)
+    (workspace / "kept.bin").write_bytes(b"k" * 40 * KiB)
+    made = await build(load_settings(), backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock)
+    try:
+        backend = made.backend
+        assert isinstance(backend, ScriptedBackend)
+        for name, size in (("big", 32), ("small", 16)):
+            body = f"open('{name}.bin', 'wb').write(b'x' * {size * KiB})\nreturn 'wrote'"
+            args = {"name": name, "description": "d", "source": tool(body)}
+            backend.steps.extend(
+                [[("forge_create", json.dumps(args))], [(f"draft__{name}", "{}")], "done"]
+            )
+        await made.core.handle(web_msg("write big", 1))
+        await made.core.handle(web_msg("write small", 2))
+        big, small = (str(backend.requests[n].messages[-1].content) for n in (2, 5))
+        assert "draft me.big failed (quota)" in big, big
+        assert "wrote" in small, small
+        assert not (workspace / "big.bin").exists()
+        assert (workspace / "small.bin").stat().st_size == 16 * KiB
     finally:
         await made.aclose()

@@ -17,7 +17,8 @@ from bridge.types.messages import Attachment, AttachmentKind, Inbound
 from tests.conftest import ScriptedBackend
 from tests.fakes.fake_openai import Text
 from tests.senses.conftest import senses_running
-from tests.senses.samples import make_jpeg, make_pdf, make_png
+from tests.senses.hostile import png_claiming
+from tests.senses.samples import make_pdf, make_png
 from tests.telegram.conftest import ALICE
 
 
@@ -78,7 +79,7 @@ async def test_unreadable_documents_get_a_clear_reply(
         (b"\xff\xd8\xff\xe0 not really a jpeg", "the file is damaged"),
         (make_png(100, 100)[:80], "the file is damaged"),
         (b"<html><script>alert(1)</script>", "I open JPEG, PNG, WebP and GIF"),
-        (make_jpeg(8000, 6000, exif=False), "8000×6000 pixels"),
+        (png_claiming(8000, 6000), "8000×6000 pixels"),
     ],
 )
 async def test_unreadable_photos_get_a_clear_reply(seeing: Roost, data: bytes, said: str) -> None:
