@@ -118,7 +118,7 @@ class PostgresDatabase:
             await conn.close()
 
     async def _back_up(self) -> None:
-        self._pool.expire_connections()  # pooled ones may point at the old server process
+        await self._pool.expire_connections()  # pooled ones may point at the old server process
         await self._listener.restart()
 
     # -- statements ---------------------------------------------------------------------
