@@ -39,6 +39,13 @@ Conn: TypeAlias = Any  # asyncpg.Connection (asyncpg ships no type hints)
 SERVER_SETTINGS = {"application_name": "roost", "client_connection_check_interval": "2000"}
 
 
+async def _keep_session(conn: Conn) -> None:
+    """The pool's reset on release, beyond asyncpg's own rollback of an open transaction:
+    nothing. The default (`RESET ALL; UNLISTEN *; ...`) is one more round trip per
+    statement, and nothing here changes a pooled connection's session: LISTEN has its
+    own connection, migrations take transaction-scoped advisory locks."""
+
+
 def _plain(value: Any) -> Any:
     if type(value) is decimal.Decimal:
         return int(value) if value == value.to_integral_value() else float(value)
@@ -75,6 +82,7 @@ class PostgresDatabase:
                 max_size=max(pool_size, 1),
                 timeout=connect_timeout_s,
                 server_settings=SERVER_SETTINGS,
+                reset=_keep_session,
             )
         except Exception as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
