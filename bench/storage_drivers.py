@@ -7,7 +7,9 @@ throwaway server this script starts (tests/storage/pg_server.py): asyncpg
 `PostgresDatabase` (our layer over an asyncpg pool). Operations: a short
 insert, a point select, a small transaction (insert + update), a claim
 (`FOR UPDATE SKIP LOCKED` on PostgreSQL, a plain `UPDATE ... RETURNING` on
-SQLite) and a full-text query over `--docs` documents.
+SQLite) and a full-text query over `--docs` documents. The drivers take
+turns in `--rounds` rounds per operation and each reports its median round,
+so a busy machine slows them alike.
 
 Run: .venv/bin/python bench/storage_drivers.py [--n 2000] [--docs 2000]
 psycopg is not a dependency; its column is skipped unless it is installed
@@ -20,10 +22,12 @@ import argparse
 import asyncio
 import os
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +42,41 @@ from tests.storage.pg_server import NoPostgres, start_server
 WORDS = ("lantern", "river", "harbour", "pepper", "violin", "garden", "copper", "meadow")
 OPS = ("insert", "select", "transaction", "claim", "fts")
 Timings = dict[str, float]  # op -> microseconds per operation
+Ops = list[Callable[[int], Awaitable[Any]]]  # one callable per OPS entry, given a counter
 
 
 def _doc(i: int) -> str:
     return " ".join(WORDS[(i * k + k) % len(WORDS)] for k in range(1, 9))
 
 
-async def _time(n: int, op: Callable[[int], Awaitable[Any]]) -> float:
+async def _time(first: int, n: int, op: Callable[[int], Awaitable[Any]]) -> float:
     start = time.perf_counter()
-    for i in range(n):
+    for i in range(first, first + n):
         await op(i)
     return (time.perf_counter() - start) / n * 1e6
+
+
+async def interleaved(
+    opened: dict[str, AbstractAsyncContextManager[Ops | None]], n: int, rounds: int
+) -> dict[str, Timings | None]:
+    """Per operation, `rounds` rounds of n/rounds calls, the drivers taking turns in each
+    round (a busy machine then slows them alike); the median round of each."""
+    per = max(n // rounds, 1)
+    async with AsyncExitStack() as stack:
+        ops = {name: await stack.enter_async_context(cm) for name, cm in opened.items()}
+        samples: dict[str, dict[str, list[float]]] = {name: {} for name in ops}
+        for index, op in enumerate(OPS):
+            for r in range(rounds):
+                for name, got in ops.items():
+                    if got is not None:
+                        took = await _time(r * per, per, got[index])
+                        samples[name].setdefault(op, []).append(took)
+    return {
+        name: {op: statistics.median(v) for op, v in samples[name].items()}
+        if ops[name] is not None
+        else None
+        for name in ops
+    }
 
 
 # -- SQLite ---------------------------------------------------------------------------
@@ -70,7 +98,8 @@ def _sqlite_fill(conn: sqlite3.Connection, n: int, docs: int) -> None:
     conn.commit()
 
 
-async def sqlite_direct(path: Path, n: int, docs: int) -> Timings:
+@asynccontextmanager
+async def sqlite_direct(path: Path, n: int, docs: int) -> AsyncIterator[Ops]:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -102,15 +131,13 @@ async def sqlite_direct(path: Path, n: int, docs: int) -> Timings:
         ).fetchall()
 
     try:
-        return {
-            name: await _time(n, f)
-            for name, f in zip(OPS, (insert, select, tx, claim, fts), strict=True)
-        }
+        yield [insert, select, tx, claim, fts]
     finally:
         conn.close()
 
 
-async def sqlite_layer(path: Path, n: int, docs: int) -> Timings:
+@asynccontextmanager
+async def sqlite_layer(path: Path, n: int, docs: int) -> AsyncIterator[Ops]:
     seed = sqlite3.connect(path)
     seed.execute("PRAGMA journal_mode=WAL")
     _sqlite_fill(seed, n, docs)
@@ -142,10 +169,7 @@ async def sqlite_layer(path: Path, n: int, docs: int) -> Timings:
         )
 
     try:
-        return {
-            name: await _time(n, f)
-            for name, f in zip(OPS, (insert, select, tx, claim, fts), strict=True)
-        }
+        yield [insert, select, tx, claim, fts]
     finally:
         await db.aclose()
 
@@ -206,7 +230,8 @@ def _pg_ops(
     return [insert, select, tx, claim, fts]
 
 
-async def pg_asyncpg(url: str, n: int) -> Timings:
+@asynccontextmanager
+async def pg_asyncpg(url: str) -> AsyncIterator[Ops]:
     conn = await asyncpg.connect(url)
 
     async def tx(i: int) -> None:
@@ -216,16 +241,18 @@ async def pg_asyncpg(url: str, n: int) -> Timings:
 
     try:
         ops = _pg_ops(conn.fetch, tx, lambda k: f"${k}")
-        return {name: await _time(n, f) for name, f in zip(OPS, ops, strict=True)}
+        yield ops
     finally:
         await conn.close()
 
 
-async def pg_psycopg(url: str, n: int) -> Timings | None:
+@asynccontextmanager
+async def pg_psycopg(url: str) -> AsyncIterator[Ops | None]:
     try:
         import psycopg
     except ImportError:
-        return None
+        yield None
+        return
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
 
     async def run(sql: str, *args: Any) -> Any:
@@ -241,12 +268,13 @@ async def pg_psycopg(url: str, n: int) -> Timings | None:
 
     try:
         ops = _pg_ops(run, tx, lambda k: "%s")
-        return {name: await _time(n, f) for name, f in zip(OPS, ops, strict=True)}
+        yield ops
     finally:
         await conn.close()
 
 
-async def pg_layer(url: str, n: int) -> Timings:
+@asynccontextmanager
+async def pg_layer(url: str) -> AsyncIterator[Ops]:
     db = await PostgresDatabase.open(url, pool_size=4)
 
     async def run(sql: str, *args: Any) -> Any:
@@ -259,7 +287,7 @@ async def pg_layer(url: str, n: int) -> Timings:
 
     try:
         ops = _pg_ops(run, tx, lambda k: "?")
-        return {name: await _time(n, f) for name, f in zip(OPS, ops, strict=True)}
+        yield ops
     finally:
         await db.aclose()
 
@@ -279,35 +307,47 @@ def _table(title: str, columns: dict[str, Timings | None], floor: str) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000, help="operations per kind")
+    parser.add_argument("--n", type=int, default=2000, help="operations per kind and driver")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the FTS table")
+    parser.add_argument("--rounds", type=int, default=10, help="turns the drivers take")
     args = parser.parse_args()
-    print(f"load average: {os.getloadavg()}")
+    print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
-        direct = await sqlite_direct(Path(tmp) / "direct.db", args.n, args.docs)
-        layer = await sqlite_layer(Path(tmp) / "layer.db", args.n, args.docs)
-    _table("SQLite", {"sqlite3 direct": direct, "SqliteDatabase": layer}, "sqlite3 direct")
+        got = await interleaved(
+            {
+                "sqlite3 direct": sqlite_direct(Path(tmp) / "direct.db", args.n, args.docs),
+                "SqliteDatabase": sqlite_layer(Path(tmp) / "layer.db", args.n, args.docs),
+            },
+            args.n,
+            args.rounds,
+        )
+    _table("SQLite", got, "sqlite3 direct")
     try:
         server = start_server()
     except NoPostgres as exc:
         print(f"\nPostgreSQL: skipped ({exc})")
         return
     try:
-        got: dict[str, Timings | None] = {}
-        for name, bench in (
-            ("asyncpg", pg_asyncpg),
-            ("psycopg 3 async", pg_psycopg),
-            ("PostgresDatabase", pg_layer),
-        ):
+        drivers = {
+            "asyncpg": pg_asyncpg,
+            "psycopg 3 async": pg_psycopg,
+            "PostgresDatabase": pg_layer,
+        }
+        urls = {}
+        for name in drivers:
             db_name = name.split()[0].lower()
             admin = await asyncpg.connect(server.url())
             await admin.execute(f'CREATE DATABASE "{db_name}"')
             await admin.close()
-            await _pg_fill(server.url(db_name), args.n, args.docs)
-            got[name] = await bench(server.url(db_name), args.n)
-        _table("PostgreSQL (one connection, 127.0.0.1)", got, "asyncpg")
+            urls[name] = server.url(db_name)
+            await _pg_fill(urls[name], args.n, args.docs)
+        got = await interleaved(
+            {name: bench(urls[name]) for name, bench in drivers.items()}, args.n, args.rounds
+        )
+        _table("PostgreSQL (one connection each, 127.0.0.1)", got, "asyncpg")
     finally:
         server.remove()
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
