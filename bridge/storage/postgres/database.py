@@ -1,7 +1,8 @@
 """`PostgresDatabase`: the `Database` protocol over an asyncpg pool.
 
-asyncpg was measured against psycopg 3 on our statements (`bench/storage_drivers.py`)
-and chosen. A statement outside a transaction borrows a pooled connection
+asyncpg was measured against psycopg 3 on our statements (`bench/storage_drivers.py`):
+within 0.8-1.3x of each other either way on a busy machine; asyncpg kept
+(no libpq). A statement outside a transaction borrows a pooled connection
 for itself; `async with db.transaction()` holds one connection for the
 block (nested blocks are savepoints). The pool's size bounds how many
 statements run at once; a slow one holds only its own connection, so other
