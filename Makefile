@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test pytest nodetest browser bench lint format clean
+.PHONY: run test pytest nodetest browser postgres bench lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
@@ -18,7 +18,7 @@ run: $(STAMP)
 
 # Both halves always run; the run fails if either did. pytest prints its slowest tests.
 PYTEST_ARGS ?=
-test: $(STAMP) browser
+test: $(STAMP) browser postgres
 	@status=0; \
 	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS) || status=$$?; \
 	$(MAKE) --no-print-directory nodetest || { [ $$status -ne 0 ] || status=1; }; \
@@ -32,7 +32,16 @@ browser:
 	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 	       >/dev/null; } ; } || echo "make: chromium not installed; the browser test will be skipped"
 
-pytest: $(STAMP) browser
+# The storage tests start a throwaway PostgreSQL server (tests/storage/pg_server.py);
+# as root we install Debian's postgresql when initdb is missing, otherwise those
+# tests are skipped with a message (CI requires them: ROOST_REQUIRE_POSTGRES=1).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql \
+	       >/dev/null; } ; } || echo "make: postgresql not installed; the PostgreSQL storage tests will be skipped"
+
+pytest: $(STAMP) browser postgres
 	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 nodetest:

@@ -1,0 +1,296 @@
+"""`SqliteDatabase`: the `Database` protocol over one SQLite file, off the event loop.
+
+One writer connection on its own thread takes every write and every
+transaction, in turn (an asyncio lock: one transaction at a time, as SQLite
+allows one writer); `readers` reader connections (threads, `query_only`)
+take plain SELECTs outside a transaction, so a long write does not hold up
+reads (WAL). `BEGIN IMMEDIATE` starts a transaction; nested ones are
+savepoints. Notifications: `storage_notify` counts per topic, written in the
+notifier's transaction; a poller connection reads them when `PRAGMA
+data_version` says another connection committed (another process, or this
+one's writer); this process's own notifies wake at once after commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bridge.storage import dialect
+from bridge.storage.migrations import Migration, pending
+from bridge.storage.notify import Hub, Sub, check_topic
+from bridge.storage.placeholders import Params, translate
+from bridge.storage.protocol import Row
+from bridge.storage.sqlite import engine
+from bridge.storage.sqlite.text import SqliteTextIndex
+from bridge.storage.sqlite.worker import Worker
+
+T = TypeVar("T")
+_READ = re.compile(r"^\s*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b", re.IGNORECASE)
+Conn = sqlite3.Connection
+
+
+@dataclass
+class _Tx:
+    depth: int = 0
+    topics: set[str] = field(default_factory=set)
+
+
+def _exec(sql: str, args: tuple[object, ...]) -> Callable[[Conn], int]:
+    return lambda c: max(c.execute(sql, args).rowcount, 0)
+
+
+class SqliteDatabase:
+    dialect = dialect.SQLITE
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readers: int = 2,
+        poll_s: float = 0.25,
+        on_connect: Callable[[Conn], None] | None = None,
+    ) -> None:
+        self.path = path
+        self._on_connect = on_connect
+        self._writer = Worker(engine.opener(path, reader=False, on_connect=on_connect), "db-w")
+        self._readers = [
+            Worker(engine.opener(path, reader=True, on_connect=on_connect), f"db-r{i}")
+            for i in range(readers)
+        ]
+        self._next_reader = itertools.cycle(range(max(readers, 1)))
+        self._lock = asyncio.Lock()
+        self._tx: ContextVar[_Tx | None] = ContextVar(f"sqlite-tx-{id(self)}", default=None)
+        self._hub = Hub(on_first=self._start_poller)
+        self._poll_s = poll_s
+        self._poller: asyncio.Task[None] | None = None
+        self._poll_worker: Worker | None = None
+
+    @classmethod
+    async def open(cls, path: Path, **options: Any) -> SqliteDatabase:
+        """Open (creating, 0600) the file and start the connections' threads."""
+        engine.private_file(path)
+        db = cls(path, **options)
+        await db._writer.start()  # first: it turns WAL on before a reader opens
+        await asyncio.gather(*(r.start() for r in db._readers))
+        return db
+
+    # -- running jobs -------------------------------------------------------------------
+
+    async def write(self, fn: Callable[[Conn], T]) -> T:
+        """Run `fn` on the writer: in this task's transaction, else on its own."""
+        if self._tx.get() is not None:
+            return await self._writer.run(fn)
+        async with self._lock:
+            return await self._writer.run(fn)
+
+    async def read(self, fn: Callable[[Conn], T]) -> T:
+        """Run a read-only `fn`: on a reader outside a transaction, else as a write."""
+        if self._tx.get() is not None or not self._readers:
+            return await self.write(fn)
+        return await self._readers[next(self._next_reader)].run(fn)
+
+    def _route(self, sql: str) -> Callable[[Callable[[Conn], T]], Any]:
+        return self.read if _READ.match(sql) and not _WRITES.search(sql) else self.write
+
+    # -- statements ---------------------------------------------------------------------
+
+    async def execute(self, sql: str, params: Params = None) -> int:
+        text, args = translate(sql, params, "qmark")
+        return await self.write(_exec(text, args))
+
+    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
+        values = [translate(sql, p, "qmark") for p in rows]
+        if not values:
+            return
+        query = values[0][0]
+        await self.write(lambda c: c.executemany(query, [v for _, v in values]))
+
+    async def fetch_all(self, sql: str, params: Params = None) -> list[Row]:
+        text, args = translate(sql, params, "qmark")
+        run: Callable[[Callable[[Conn], list[Row]]], Any] = self._route(sql)
+        result: list[Row] = await run(lambda c: c.execute(text, args).fetchall())
+        return result
+
+    async def fetch_one(self, sql: str, params: Params = None) -> Row | None:
+        text, args = translate(sql, params, "qmark")
+        run: Callable[[Callable[[Conn], Row | None]], Any] = self._route(sql)
+        result: Row | None = await run(lambda c: c.execute(text, args).fetchone())
+        return result
+
+    async def fetch_value(self, sql: str, params: Params = None) -> Any:
+        row = await self.fetch_one(sql, params)
+        return None if row is None else row[0]
+
+    # -- transactions -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        tx = self._tx.get()
+        if tx is not None:
+            async with self._savepoint(tx):
+                yield
+            return
+        async with self._lock:
+            await self._writer.run_to_end(_begin)
+            tx = _Tx()
+            token = self._tx.set(tx)
+            try:
+                yield
+            except BaseException:
+                await self._writer.run_to_end(_rollback)
+                raise
+            else:
+                try:
+                    await self._writer.run_to_end(_commit)
+                except BaseException:
+                    await self._writer.run_to_end(_rollback)
+                    raise
+            finally:
+                self._tx.reset(token)
+        for topic in tx.topics:
+            self._hub.wake(topic)
+
+    @asynccontextmanager
+    async def _savepoint(self, tx: _Tx) -> AsyncIterator[None]:
+        name = f"sp{tx.depth}"
+        tx.depth += 1
+        try:
+            await self._writer.run_to_end(lambda c: c.execute(f"SAVEPOINT {name}"))
+            try:
+                yield
+            except BaseException:
+                await self._writer.run_to_end(
+                    lambda c: (c.execute(f"ROLLBACK TO {name}"), c.execute(f"RELEASE {name}"))
+                )
+                raise
+            await self._writer.run_to_end(lambda c: c.execute(f"RELEASE {name}"))
+        finally:
+            tx.depth -= 1
+
+    # -- schema -------------------------------------------------------------------------
+
+    async def migrate(self, migrations: Sequence[Migration]) -> int:
+        await self.write(engine.create_engine_tables)
+        steps = pending(migrations, await self.version())
+        return await self.write(lambda c: engine.migrate_all(c, steps))
+
+    async def version(self) -> int:
+        return await self.write(engine.user_version)
+
+    async def tables(self) -> dict[str, tuple[str, ...]]:
+        return await self.write(engine.table_columns)
+
+    def text_index(self, name: str, tenant: str) -> SqliteTextIndex:
+        return SqliteTextIndex(self, name, tenant)
+
+    async def text_index_names(self, tenant: str) -> list[str]:
+        def job(conn: Conn) -> list[str]:
+            try:
+                rows = conn.execute(
+                    "SELECT name FROM storage_fts WHERE tenant = ? ORDER BY name", (tenant,)
+                ).fetchall()
+            except sqlite3.OperationalError:
+                return []  # not migrated: no index was ever written
+            return [str(r[0]) for r in rows]
+
+        return await self.read(job)
+
+    async def backup(self, dest: Path) -> None:
+        await asyncio.to_thread(engine.backup_to, self.path, dest)
+
+    async def now_ms(self) -> int:
+        return int(await self.fetch_value(f"SELECT {self.dialect.now_ms}"))
+
+    # -- notifications ------------------------------------------------------------------
+
+    async def notify(self, topic: str) -> None:
+        check_topic(topic)
+        await self.execute(
+            "INSERT INTO storage_notify (topic, n) VALUES (?, 1) "
+            "ON CONFLICT (topic) DO UPDATE SET n = n + 1",
+            (topic,),
+        )
+        tx = self._tx.get()
+        if tx is not None:
+            tx.topics.add(topic)
+        else:
+            self._hub.wake(topic)
+
+    def subscribe(self, topic: str) -> Sub:
+        return self._hub.add(topic)
+
+    def _start_poller(self, topic: str) -> None:
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    async def _poll(self) -> None:
+        """Wake the topics whose counts moved, while anyone listens. Its first look wakes
+        everyone: a notify between `subscribe` and that look would be missed otherwise."""
+        if self._poll_worker is None:
+            self._poll_worker = Worker(
+                engine.opener(self.path, reader=True, on_connect=self._on_connect), "db-poll"
+            )
+            await self._poll_worker.start()
+        version: int | None = None
+        counts: dict[str, int] = {}
+        while self._hub.topics():
+            now, got = await self._poll_worker.run(functools.partial(_counts, seen=version))
+            if version is None:
+                self._hub.wake_all()
+            elif got is not None:
+                for topic, n in got.items():
+                    if counts.get(topic) != n:
+                        self._hub.wake(topic)
+            version = now
+            counts = got if got is not None else counts
+            await asyncio.sleep(self._poll_s)
+
+    async def aclose(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+        workers = [self._writer, *self._readers]
+        if self._poll_worker is not None:
+            workers.append(self._poll_worker)
+        await asyncio.gather(*(w.stop() for w in workers))
+
+    def interrupt(self) -> None:
+        """Abort the statement the writer runs now (shutdown of a stuck query)."""
+        self._writer.interrupt()
+
+
+def _counts(conn: Conn, seen: int | None) -> tuple[int, dict[str, int] | None]:
+    (version,) = conn.execute("PRAGMA data_version").fetchone()
+    if seen is not None and version == seen:
+        return int(version), None
+    try:
+        rows = conn.execute("SELECT topic, n FROM storage_notify").fetchall()
+    except sqlite3.OperationalError:  # not migrated yet: nothing was notified
+        rows = []
+    return int(version), {str(t): int(n) for t, n in rows}
+
+
+def _begin(conn: Conn) -> None:
+    if conn.in_transaction:  # a transaction a cancelled task left: never build on it
+        conn.execute("ROLLBACK")
+    conn.execute("BEGIN IMMEDIATE")
+
+
+def _commit(conn: Conn) -> None:
+    conn.execute("COMMIT")
+
+
+def _rollback(conn: Conn) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

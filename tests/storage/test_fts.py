@@ -1,0 +1,235 @@
+"""Full-text search: the same terms, ranking and escaping on both backends (conformance).
+
+The ranking contract is checked against BM25 computed here in Python from
+`fts.terms` (k1 1.2, b 0.75, FTS5's idf floor), over a seeded Zipf-like
+corpus and a handful of real sentences; both backends must return exactly
+that order and those scores (rounded as the contract says).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bridge.storage import fts
+from bridge.storage.errors import IntegrityError
+
+SENTENCES = [
+    "All human beings are born free and equal in dignity and rights.",
+    "Alle Menschen sind frei und gleich an Würde und Rechten geboren.",
+    "Everyone has the right to life, liberty and security of person.",
+    "Jeder hat das Recht auf Leben, Freiheit und Sicherheit der Person.",
+    "No one shall be held in slavery or servitude.",
+    "Tous les êtres humains naissent libres et égaux en dignité et en droits.",
+    "Все люди рождаются свободными и равными в своем достоинстве и правах.",
+    "人人生而自由，在尊严和权利上一律平等。",
+    "Straße, Maße, naïve café — résumé; ÆSIR ǅemal ﬁne",
+    "the cat sat on the mat; the cat; THE CAT",
+]
+HOSTILE = [
+    "cat AND dog",
+    "cat OR dog",
+    "NOT cat",
+    "NEAR(cat dog, 2)",
+    "cat*",
+    "^cat",
+    "body:cat",
+    "{body} : cat",
+    '"cat',
+    'cat"',
+    "(cat",
+    "cat)",
+    "+cat",
+    "-cat",
+    "cat & dog",
+    "cat | dog",
+    "!cat",
+    "cat <-> dog",
+    "cat <2> dog",
+    "cat:*",
+    "cat:A",
+    "'cat'",
+    "ca't",
+    "back\\slash",
+    "\\'",
+    "''",
+    "\x00cat",
+    "%cat_",
+    "cat;--",
+    "$$cat$$",
+    "cat\ndog",
+    "   ",
+]
+
+
+def _corpus(n: int = 300) -> list[str]:
+    rng = random.Random(25)
+    vocab = [f"w{i}" for i in range(120)]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    return [" ".join(rng.choices(vocab, weights, k=rng.randint(0, 30))) for _ in range(n)]
+
+
+def _bm25(docs: dict[int, str], query: list[str]) -> list[tuple[int, float]]:
+    counted = {d: Counter(fts.terms(t)) for d, t in docs.items()}
+    n = len(docs)
+    avgdl = sum(sum(c.values()) for c in counted.values()) / n
+    terms = fts.query_terms(query)
+    idf = {}
+    for t in terms:
+        hits = sum(1 for c in counted.values() if t in c)
+        idf[t] = max(math.log((n - hits + 0.5) / (hits + 0.5)), fts.IDF_FLOOR)
+    scored = []
+    for d, c in counted.items():
+        if not any(t in c for t in terms):
+            continue
+        size = sum(c.values())
+        s = sum(
+            idf[t] * c[t] * (fts.K1 + 1) / (c[t] + fts.K1 * (1 - fts.B + fts.B * size / avgdl))
+            for t in terms
+            if t in c
+        )
+        scored.append((d, round(s, fts.SCORE_DIGITS)))
+    return sorted(scored, key=lambda ds: (-ds[1], ds[0]))
+
+
+async def _fill(db: Any, docs: dict[int, str], tenant: str = "alice") -> Any:
+    index = db.text_index("recall", tenant)
+    async with db.transaction():
+        for doc, text in docs.items():
+            await index.add(doc, text)
+    return index
+
+
+@pytest.mark.parametrize(
+    "query", [["w0"], ["w3", "w50"], ["w119", "w7", "w1"], ["w0", "w1", "w2", "w3", "w4"]]
+)
+async def test_ranking_is_bm25_as_fts5_computes_it(db: Any, query: list[str]) -> None:
+    docs = dict(enumerate(_corpus(), start=1))
+    index = await _fill(db, docs)
+    want = _bm25(docs, query)
+    got = await index.search(query, 1000)
+    assert [d for d, _ in got] == [d for d, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9, abs=1e-12)
+    assert await index.search(query, 5) == got[:5]
+    floor = sorted(docs)[150]
+    assert await index.search(query, 1000, min_doc=floor) == [g for g in got if g[0] >= floor]
+
+
+async def test_real_sentences_in_many_scripts_are_found_by_their_words(db: Any) -> None:
+    docs = dict(enumerate(SENTENCES, start=1))
+    index = await _fill(db, docs)
+    for doc, text in docs.items():
+        for term in set(fts.terms(text)):
+            hits = [d for d, _ in await index.search([term], 50)]
+            assert doc in hits, (term, text)
+    assert [d for d, _ in await index.search(["Würde"], 5)] == [2]
+    assert [d for d, _ in await index.search(["wurde"], 5)] == [2]  # diacritics folded
+    assert [d for d, _ in await index.search(["STRASSE"], 5)] == [9]  # ß casefolds to ss
+    assert [d for d, _ in await index.search(["fine"], 5)] == [9]  # the ﬁ ligature
+    assert await index.search(["rights", "droits"], 10) == _bm25(docs, ["rights", "droits"])
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+async def test_every_operator_in_query_text_is_data(db: Any, query: str) -> None:
+    docs = {
+        1: "cat and dog",
+        2: "not a cat",
+        3: "near the dog",
+        4: "body of a cat",
+        5: "a b c slash back",
+        6: "category catalogue",
+    }
+    index = await _fill(db, docs)
+    got = await index.search([query], 10)
+    assert got == _bm25(docs, [query]) if fts.query_terms([query]) else got == []
+    assert 6 not in [d for d, _ in got]  # `cat*` is no prefix search
+    assert await index.doc_freq([query], 10) == {
+        t: sum(t in fts.terms(x) for x in docs.values()) for t in fts.query_terms([query])
+    }
+
+
+async def test_tenants_are_apart_in_results_and_in_the_counts(db: Any) -> None:
+    docs = dict(enumerate(_corpus(80), start=1))
+    alice = await _fill(db, docs, "alice")
+    bob = await _fill(db, {1: "w0 w0 w0 secret", 500: "w1"}, "bob")
+    assert await alice.search(["w0", "w1"], 200) == _bm25(docs, ["w0", "w1"])
+    assert await alice.search(["secret"], 5) == []
+    assert [d for d, _ in await bob.search(["w0", "w1"], 5)] == [1, 500]
+    assert await alice.count() == 80 and await bob.count() == 2
+
+
+async def test_doc_freq_nth_newest_remove_and_drop(db: Any) -> None:
+    docs = {i: ("apple pie" if i % 3 == 0 else "pear tart") for i in range(1, 31)}
+    index = await _fill(db, docs)
+    assert await index.doc_freq(["apple", "pear", "plum"], 100) == {
+        "apple": 10,
+        "pear": 20,
+        "plum": 0,
+    }
+    assert await index.doc_freq(["pear"], 5) == {"pear": 5}
+    assert await index.nth_newest(["apple"], 1) == 30
+    assert await index.nth_newest(["apple"], 3) == 24
+    assert await index.nth_newest(["apple"], 11) is None
+    assert await index.remove(30) is True
+    assert await index.remove(30) is False
+    assert await index.nth_newest(["apple"], 1) == 27
+    remaining = {d: t for d, t in docs.items() if d != 30}
+    assert await index.search(["apple", "tart"], 100) == _bm25(remaining, ["apple", "tart"])
+    with pytest.raises(IntegrityError):
+        await index.add(1, "again")
+    assert await db.text_index_names("alice") == ["recall"]
+    await index.drop()
+    assert await index.search(["apple"], 5) == [] and await index.count() == 0
+    assert await db.text_index_names("alice") == []
+    await index.add(1, "apple")  # a dropped index starts again when written
+    assert await index.search(["apple"], 5) == [(1, pytest.approx(await _score1()))]
+
+
+async def _score1() -> float:
+    return _bm25({1: "apple"}, ["apple"])[0][1]
+
+
+async def test_an_index_never_written_is_empty(db: Any) -> None:
+    index = db.text_index("recall", "nobody")
+    assert await index.search(["x"], 5) == []
+    assert await index.doc_freq(["x"], 5) == {"x": 0}
+    assert await index.nth_newest(["x"], 1) is None
+    assert await index.count() == 0
+    assert await index.remove(1) is False
+
+
+async def test_a_rolled_back_add_leaves_nothing(db: Any) -> None:
+    index = db.text_index("recall", "alice")
+    await index.add(1, "kept words")
+    with pytest.raises(RuntimeError):
+        async with db.transaction():
+            await index.add(2, "kept lost")
+            raise RuntimeError
+    assert await index.search(["kept"], 5) == _bm25({1: "kept words"}, ["kept"])
+    assert await index.count() == 1
+
+
+_TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=4))
+async def test_any_text_is_found_by_each_of_its_terms(db: Any, texts: list[str]) -> None:
+    index = db.text_index("prop", "t")
+    await index.drop()
+    docs = dict(enumerate(texts, start=1))
+    for d, t in docs.items():
+        await index.add(d, t)
+    for d, t in docs.items():
+        for term in set(fts.terms(t)):
+            assert d in [h for h, _ in await index.search([term], 10)], (term, t)

@@ -1,0 +1,64 @@
+"""Leases with expiry and the instance name (conformance; the clock is injected)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bridge.storage.errors import LeaseHeld
+from bridge.storage.leases import Leases, claim_instance
+from tests.storage.conftest import OpenDb
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 1_000_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+async def test_held_refused_renewed_expired_taken_over_released(db: Any) -> None:
+    clock = Clock()
+    leases = Leases(db, clock)
+    got = await leases.acquire("sweep", "a", 1000)
+    assert got is not None and got.expires_ms == clock.ms + 1000
+    assert await leases.acquire("sweep", "b", 1000) is None
+    clock.ms += 500
+    assert (await leases.acquire("sweep", "a", 1000)) is not None  # renewal
+    clock.ms += 999
+    assert await leases.acquire("sweep", "b", 1000) is None  # renewed: still a's
+    holder = await leases.holder("sweep")
+    assert holder is not None and holder.owner == "a"
+    clock.ms += 1
+    assert await leases.holder("sweep") is None  # expired
+    assert (await leases.acquire("sweep", "b", 1000)) is not None  # takeover
+    assert not await leases.release("sweep", "a")
+    assert await leases.release("sweep", "b")
+    assert (await leases.acquire("sweep", "a", 1000)) is not None
+
+
+async def test_of_many_acquiring_at_once_on_two_connections_one_wins(open_db: OpenDb) -> None:
+    clock = Clock()
+    one, two = Leases(await open_db(), clock), Leases(await open_db(), clock)
+    got = await asyncio.gather(
+        *((one if n % 2 else two).acquire("outbox", f"owner{n}", 60_000) for n in range(12))
+    )
+    winners = [g.owner for g in got if g is not None]
+    assert len(winners) == 1
+    holder = await one.holder("outbox")
+    assert holder is not None and holder.owner == winners[0]
+
+
+async def test_the_same_instance_name_twice_is_refused_until_it_expires(db: Any) -> None:
+    clock = Clock()
+    leases = Leases(db, clock)
+    await claim_instance(leases, "eu-1", "process-a", 30_000)
+    with pytest.raises(LeaseHeld, match=r"cluster\.instance 'eu-1'"):
+        await claim_instance(leases, "eu-1", "process-b", 30_000)
+    await claim_instance(leases, "eu-2", "process-b", 30_000)  # another name is free
+    await claim_instance(leases, "eu-1", "process-a", 30_000)  # its own renewal
+    clock.ms += 30_000
+    await claim_instance(leases, "eu-1", "process-b", 30_000)  # a's ran out
