@@ -14,9 +14,6 @@ from __future__ import annotations
 import io
 import logging
 
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError, PyPdfError
-
 from bridge.senses.files import Refused
 
 MAX_PAGES = 300  # pages read at most; the rest is named in the cut
@@ -24,6 +21,8 @@ MAX_PAGES = 300  # pages read at most; the rest is named in the cut
 
 def pdf_text(data: bytes, name: str, max_pages: int = MAX_PAGES) -> tuple[str, int]:
     """(text of the first `max_pages` pages, page count); `Refused` if unreadable."""
+    from pypdf.errors import PdfReadError, PyPdfError  # imported when a PDF arrives
+
     quiet = logging.getLogger("pypdf")
     level, quiet.level = quiet.level, logging.ERROR  # its warnings name byte offsets, no more
     try:
@@ -37,6 +36,8 @@ def pdf_text(data: bytes, name: str, max_pages: int = MAX_PAGES) -> tuple[str, i
 
 
 def _read(data: bytes, name: str, max_pages: int) -> tuple[str, int]:
+    from pypdf import PdfReader
+
     reader = PdfReader(io.BytesIO(data), strict=False)
     if reader.is_encrypted and not reader.decrypt(""):
         raise Refused(

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import io
-
-from PIL import Image, ImageOps, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from bridge.core.perceive import Prepared
 from bridge.senses.files import Refused, read_bytes
 from bridge.senses.handlers import SenseContext
 from bridge.types.backend import ImagePart
 from bridge.types.messages import Attachment
+
+if TYPE_CHECKING:  # Pillow is imported when a photo arrives
+    from PIL import Image
 
 FORMATS = ("JPEG", "PNG", "WEBP", "GIF")
 MAX_PIXELS = 40_000_000  # a 40 MP photo decodes to ~120 MB RGB; more is refused unread
@@ -53,6 +55,8 @@ async def photo(att: Attachment, ctx: SenseContext) -> Prepared:
 
 def downscale(data: bytes, max_side: int) -> ImagePart:
     """The photo as a re-encoded image part no larger than `max_side`; `Refused` if unusable."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     try:
         with Image.open(io.BytesIO(data), formats=FORMATS) as img:
             width, height = img.size
@@ -81,6 +85,8 @@ def _too_many(width: int, height: int) -> str:
 
 
 def _encoded(img: Image.Image, max_side: int) -> ImagePart:
+    from PIL import Image
+
     alpha = img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info)
     img = img.convert("RGBA" if alpha else "RGB")
     img.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
