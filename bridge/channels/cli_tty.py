@@ -21,10 +21,11 @@ conversation.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,10 +51,18 @@ class Screen:
     """The terminal's rich console (made on first use: rich loads with the roost) and
     the lock that keeps a reminder out of a running answer."""
 
-    def __init__(self, osc8: bool) -> None:
-        self.osc8 = osc8
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
         self.busy = asyncio.Lock()
         self._console: Console | None = None
+
+    @functools.cached_property
+    def osc8(self) -> bool:
+        """Whether links are OSC 8 links (`cli_links` brings rich's Markdown: not before
+        the prompt)."""
+        from bridge.channels.cli_links import hyperlinks
+
+        return hyperlinks(self.env)
 
     @property
     def console(self) -> Console:
@@ -97,7 +106,6 @@ async def chat_tty(
     """`roost chat` in a terminal, until Ctrl-D or /quit; exit status 0."""
     from bridge.channels.cli_attach import LOCAL_COMMANDS
     from bridge.channels.cli_editor import make_session
-    from bridge.channels.cli_links import hyperlinks
 
     commands = list(LOCAL_COMMANDS)  # the core's join them when the roost is ready
     ready = asyncio.ensure_future(starting)
@@ -106,7 +114,7 @@ async def chat_tty(
     sys.stdout.write(banner + "\n")
     sys.stdout.flush()
     ready.add_done_callback(lambda done: _end_prompt_on_failure(session, done))
-    screen = Screen(hyperlinks(os.environ))
+    screen = Screen(os.environ)
     watching: list[asyncio.Task[None] | None] = [None]
     welcome = asyncio.create_task(_welcome(ready, screen, watching))
     try:
