@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
+from bridge.app.lazy_broker import LazyBroker
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
@@ -55,7 +56,7 @@ from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
-from forge.broker import Broker
+from forge.net_call import NetBroker
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 
@@ -131,6 +132,15 @@ def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, 
     return make_backend_of(model_tables(settings)[name or settings.llm.name])
 
 
+def make_broker(settings: Settings) -> NetBroker:
+    from forge.broker import Broker
+
+    return Broker(
+        private_hosts=tuple(settings.forge.private_hosts),
+        rate_per_minute=settings.forge.net_requests_per_minute,
+    )
+
+
 async def build(
     settings: Settings,
     *,
@@ -166,10 +176,7 @@ async def build(
         closers.append(chain.aclose)
         audit = chain
     audit = MeteredAudit(audit, metrics)
-    broker = Broker(
-        private_hosts=tuple(settings.forge.private_hosts),
-        rate_per_minute=settings.forge.net_requests_per_minute,
-    )
+    broker = LazyBroker(lambda: make_broker(settings))  # aiohttp: when a tool needs the net
     runner = SandboxRunner(
         broker=broker, limits=Limits(write_bytes=settings.forge.write_bytes_per_call)
     )

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bridge.channels.telegram_voice import VoiceGate
 from bridge.core.config import Settings
 from bridge.core.perceive import Prepared as Perceived
 from bridge.core.tenants import TenantResolver
@@ -29,6 +29,9 @@ from bridge.senses.voice import Heard, Transcribe, VoiceLimits, VoiceSense
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Attachment, Inbound
 from bridge.types.tenant_dirs import TenantDirs
+
+if TYPE_CHECKING:  # python-telegram-bot is imported only where Telegram runs
+    from bridge.channels.telegram_voice import VoiceGate
 
 NOT_SPOKEN = "🔇 I could not speak this answer ({why}); the text above is the whole answer."
 
@@ -76,6 +79,8 @@ class Voice:
         tenant = self._tenant(Inbound("telegram", identity, identity, "", ""))
         if tenant is None:
             return None
+        from bridge.channels.telegram_voice import VoiceGate
+
         inbox = TenantDirs.of(self._settings.home, tenant).inbox
         lim = self.limits
         return VoiceGate(inbox, lim.max_seconds, lim.max_bytes, self.transcriber is not None)

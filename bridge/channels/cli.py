@@ -2,45 +2,64 @@
 
 Both run the full pipeline in this process (the same database and files as
 the daemon; SQLite WAL lets them share). `send` runs one turn and prints the
-reply. `chat` has two faces: in a terminal (stdin and stdout both ttys) a
-line editor (`cli_editor`: history, Tab completion, multi-line) and answers
-rendered as Markdown while they stream (`cli_render`), where Ctrl-C cancels
-the running turn and Ctrl-D leaves; otherwise (a pipe) it reads lines from
-stdin and writes each answer as plain text, a blank line after each. A
-reply's files are printed as paths after it (`file: PATH (name)`): the
-terminal runs on the machine that holds them. With a `TerminalInbox`
-(`cli_inbox`), `chat` also prints the chat's reminders and job answers: the
-ones missed while it was closed after the banner, then each as it arrives,
-between answers (a turn holds `busy`).
+reply. `chat` has two faces: in a terminal (stdin and stdout both ttys)
+`cli_tty` (a line editor, answers rendered as Markdown while they stream,
+tool calls as dim lines, Ctrl-C cancels the running turn, Ctrl-D leaves);
+otherwise (a pipe) `chat_loop` here reads lines from stdin and writes each
+answer as plain text, a blank line after each. A reply's files are printed
+as paths after it (`file: PATH (name)`): the terminal runs on the machine
+that holds them. `/attach PATH` (both faces) and a file dropped into the
+prompt (a terminal) send a copy of the file with the next message
+(`cli_attach`). With a `TerminalInbox` (`cli_inbox`), `chat` also prints the
+chat's reminders and job answers: the ones missed while it was closed after
+the banner, then each as it arrives, between answers (a turn holds `busy`).
+
+What `chat` talks to is a `Backing`: the core's `handle`, its command
+table, the inbox and the attacher of one built roost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import uuid
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TextIO
 
-from bridge.types.messages import Final, Handle, Inbound, actions_hint
+from bridge.types.messages import Attachment, DeltaSink, Final, Handle, Inbound, actions_hint
+from bridge.types.progress import ProgressSink
 
 if TYPE_CHECKING:
-    from prompt_toolkit import PromptSession
-    from rich.console import Console
-
+    from bridge.channels.cli_attach import Attacher
     from bridge.channels.cli_inbox import Show, TerminalInbox
 
 QUIT = {"/quit", "/exit", ":q"}
-TTY_KEYS = (
-    "In this terminal: Tab completes a command, ↑/↓ recall earlier lines, Alt+Enter or a "
-    "line ending in \\ starts a new line, Ctrl-C stops an answer, Ctrl-D leaves."
-)
 
 
-def inbound(text: str, chat: str) -> Inbound:
-    return Inbound("cli", "local", chat, text, uuid.uuid4().hex)
+class ProgressHandle(Protocol):
+    """The core's `handle`, with the sink of tool steps and retries."""
+
+    def __call__(
+        self,
+        inbound: Inbound,
+        on_delta: DeltaSink | None = None,
+        on_progress: ProgressSink | None = None,
+    ) -> Awaitable[Final]: ...
+
+
+@dataclass(frozen=True)
+class Backing:
+    """What `roost chat` talks to, once the roost is built."""
+
+    handle: ProgressHandle
+    commands: Sequence[tuple[str, str]] = ()  # (name, summary) of the core's commands
+    inbox: TerminalInbox | None = None
+    attacher: Attacher | None = None
+
+
+def inbound(text: str, chat: str, attachments: tuple[Attachment, ...] = ()) -> Inbound:
+    return Inbound("cli", "local", chat, text, uuid.uuid4().hex, attachments=attachments)
 
 
 def file_lines(final: Final) -> str:
@@ -72,19 +91,13 @@ async def stop_watching(task: asyncio.Task[None] | None) -> None:
             await task
 
 
-async def chat_loop(
-    handle: Handle,
-    chat: str,
-    inp: TextIO,
-    out: TextIO,
-    banner: str,
-    inbox: TerminalInbox | None = None,
-) -> int:
+async def chat_loop(backing: Backing, chat: str, inp: TextIO, out: TextIO, banner: str) -> int:
     """Read lines until EOF or /quit; stream each answer as it grows (plain text)."""
     interactive = inp.isatty()
     prefix, gap = ("roost> ", "") if interactive else ("", "\n")
     if interactive:
         out.write(banner + "\n")
+    inbox = backing.inbox
     missed = inbox.missed() if inbox is not None else []
     if missed:
         out.write("".join(f"{prefix}{line}\n" for line in [AWAY, *missed]) + gap)
@@ -112,13 +125,29 @@ async def chat_loop(
             if not text.strip():
                 continue
             async with busy:
-                await _plain_turn(handle, text, chat, out, interactive)
+                await _plain_line(backing, text, chat, out, interactive)
     finally:
         await stop_watching(watcher)
     return 0
 
 
-async def _plain_turn(handle: Handle, text: str, chat: str, out: TextIO, prefixed: bool) -> None:
+async def _plain_line(backing: Backing, text: str, chat: str, out: TextIO, prefixed: bool) -> None:
+    """A local command (`/attach`), or one turn with the files attached before it."""
+    if backing.attacher is not None:
+        from bridge.channels.cli_attach import local_command
+
+        reply = await local_command(backing.attacher, text)
+        if reply is not None:
+            out.write(f"{'roost> ' if prefixed else ''}{reply}\n{'' if prefixed else chr(10)}")
+            out.flush()
+            return
+    files = backing.attacher.take() if backing.attacher is not None else ()
+    await _plain_turn(backing.handle, inbound(text, chat, files), out, prefixed)
+
+
+async def _plain_turn(
+    handle: ProgressHandle, message: Inbound, out: TextIO, prefixed: bool
+) -> None:
     streamed: list[str] = []
     prefix = "roost> " if prefixed else ""
 
@@ -129,7 +158,7 @@ async def _plain_turn(handle: Handle, text: str, chat: str, out: TextIO, prefixe
         out.write(piece)
         out.flush()
 
-    final = await handle(inbound(text, chat), on_delta)
+    final = await handle(message, on_delta)
     if streamed and "".join(streamed).strip() == final.text.strip():
         out.write("\n")
     else:
@@ -140,77 +169,3 @@ async def _plain_turn(handle: Handle, text: str, chat: str, out: TextIO, prefixe
     if not prefixed:
         out.write("\n")
     out.flush()
-
-
-async def chat_tty(
-    handle: Handle,
-    chat: str,
-    commands: Sequence[tuple[str, str]],
-    history: Path,
-    banner: str,
-    inbox: TerminalInbox | None = None,
-) -> int:
-    """`roost chat` in a terminal, until Ctrl-D or /quit; exit status 0."""
-    from prompt_toolkit.application import run_in_terminal
-    from rich.console import Console
-
-    from bridge.channels.cli_editor import make_session
-
-    session = make_session(history, commands)
-    console = Console(highlight=False)
-    console.print(banner, markup=False)
-    missed = inbox.missed() if inbox is not None else []
-    for line in [AWAY, *missed] if missed else []:
-        console.print(line, markup=False)
-    busy = asyncio.Lock()
-
-    async def show(text: str) -> None:  # above the prompt, never inside an answer
-        async with busy:
-            await run_in_terminal(lambda: console.print(text, markup=False))
-
-    watcher = watch_inbox(inbox, show)
-    try:
-        return await _tty_lines(handle, chat, session, console, busy)
-    finally:
-        await stop_watching(watcher)
-        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-
-
-async def _tty_lines(
-    handle: Handle, chat: str, session: PromptSession[str], console: Console, busy: asyncio.Lock
-) -> int:
-    while True:
-        try:
-            text = await session.prompt_async()
-        except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
-            continue
-        except EOFError:  # Ctrl-D
-            return 0
-        if text.strip() in QUIT:
-            return 0
-        if text.strip():
-            async with busy:
-                await _tty_turn(handle, text, chat, console)
-        if text.strip().lower() == "/help":
-            console.print(TTY_KEYS, markup=False)
-
-
-async def _tty_turn(handle: Handle, text: str, chat: str, console: Console) -> None:
-    """One turn shown live; Ctrl-C (SIGINT: the terminal is not raw now) cancels it."""
-    from bridge.channels.cli_render import LiveAnswer
-
-    answer = LiveAnswer(console)
-    loop = asyncio.get_running_loop()
-    turn = asyncio.ensure_future(handle(inbound(text, chat), answer.delta))
-    loop.add_signal_handler(signal.SIGINT, turn.cancel)
-    try:
-        final = await turn
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if not turn.cancelled() or (current is not None and current.cancelling()):
-            raise
-        answer.stop()
-        return
-    finally:  # until the prompt takes the keys again, a late Ctrl-C is ignored
-        loop.add_signal_handler(signal.SIGINT, lambda: None)
-    answer.finish(final)

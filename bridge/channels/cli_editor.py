@@ -11,8 +11,11 @@ line ends the chat (`EOFError`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application.current import get_app
@@ -28,16 +31,32 @@ CONTINUATION = "...> "
 
 
 class CommandCompleter(Completer):
-    """Completes `/na` to `/name` while the first word is being typed."""
+    """Completes `/na` to `/name` while the first word is being typed.
 
-    def __init__(self, commands: Sequence[tuple[str, str]]) -> None:
-        self.commands = sorted(commands)  # (name, summary)
+    `commands` may grow after the prompt is up (the core's table arrives when
+    the roost is built), so it is read at each completion; a Tab pressed
+    before then waits for `ready` (the roost being built), then completes."""
+
+    def __init__(
+        self, commands: Sequence[tuple[str, str]], ready: asyncio.Future[Any] | None = None
+    ) -> None:
+        self.commands = commands  # (name, summary)
+        self.ready = ready
+
+    async def get_completions_async(
+        self, document: Document, event: CompleteEvent
+    ) -> AsyncGenerator[Completion, None]:
+        if self.ready is not None and not self.ready.done():
+            with contextlib.suppress(Exception):  # a failed start ends the prompt anyway
+                await asyncio.shield(self.ready)
+        for completion in self.get_completions(document, event):
+            yield completion
 
     def get_completions(self, document: Document, event: CompleteEvent) -> Iterable[Completion]:
         typed = document.text_before_cursor
         if not typed.startswith("/") or any(c.isspace() for c in typed):
             return
-        for name, summary in self.commands:
+        for name, summary in sorted(self.commands):
             if ("/" + name).startswith(typed.lower()):
                 yield Completion("/" + name, -len(typed), display_meta=summary)
 
@@ -66,12 +85,16 @@ def _ends_in_backslash() -> bool:
     return buffer.text.endswith("\\") and buffer.cursor_position == len(buffer.text)
 
 
-def make_session(history: Path, commands: Sequence[tuple[str, str]]) -> PromptSession[str]:
+def make_session(
+    history: Path,
+    commands: Sequence[tuple[str, str]],
+    ready: asyncio.Future[Any] | None = None,
+) -> PromptSession[str]:
     """The prompt of one `roost chat`; `history` is the tenant's history file."""
     return PromptSession(
         PROMPT,
         history=CappedHistory(history),
-        completer=CommandCompleter(commands),
+        completer=CommandCompleter(commands, ready),
         complete_while_typing=False,
         key_bindings=key_bindings(),
         prompt_continuation=lambda width, line, wrap: CONTINUATION.rjust(width),

@@ -6,8 +6,11 @@ per token); while it grows the region shows the last lines that fit the
 screen, and when the answer is complete the region is replaced by the whole
 rendering, once: nothing is printed twice. Model answers are Markdown; replies
 of commands, errors and refusals are shown as they are (their text is not
-Markdown: `/help` has `<name>` in it). Only used when stdout is a terminal;
-piped output is plain text from `bridge.channels.cli` (no escape codes).
+Markdown: `/help` has `<name>` in it). Links show their URL unless the
+terminal shows OSC 8 links (`cli_links`). `note` prints a dim line above the
+growing answer (a tool call, a retry: `cli_progress`). Only used when stdout
+is a terminal; piped output is plain text from `bridge.channels.cli` (no
+escape codes).
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import asyncio
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
+from bridge.channels.cli_links import AnswerMarkdown
 from bridge.types.messages import Final
 
 REDRAW_S = 0.05
@@ -40,19 +43,19 @@ class Tail:
             yield Segment.line()
 
 
-def rendering(final: Final) -> RenderableType:
+def rendering(final: Final, osc8: bool = False) -> RenderableType:
     """A reply as shown: Markdown for an answer, plain text (red for an error) otherwise."""
     text = final.text.rstrip("\n")
     if final.kind == "answer":
-        return Markdown(text)
+        return AnswerMarkdown(text, osc8)
     return Text(text, style="red" if final.kind in ("error", "refusal") else "")
 
 
 class LiveAnswer:
     """One answer in a terminal: `delta` while it streams, then `finish` or `stop`."""
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(self, console: Console, osc8: bool = False) -> None:
+        self.console, self.osc8 = console, osc8
         self.text = ""
         self._live: Live | None = None
         self._last = float("-inf")
@@ -72,7 +75,7 @@ class LiveAnswer:
         self._pending = None
         if self._live is not None:
             self._last = asyncio.get_running_loop().time()
-            self._live.update(Tail(Markdown(self.text)), refresh=True)
+            self._live.update(Tail(AnswerMarkdown(self.text, self.osc8)), refresh=True)
 
     def _end(self, renderable: RenderableType) -> None:
         if self._pending is not None:
@@ -87,12 +90,16 @@ class LiveAnswer:
 
     def finish(self, final: Final) -> None:
         """Show the complete reply (in place of what streamed)."""
-        self._end(rendering(final))
+        self._end(rendering(final, self.osc8))
         for f in final.files:
             self.console.print(f"file: {f.path} ({f.name})", markup=False, highlight=False)
 
     def stop(self) -> None:
         """The turn was cancelled: keep what streamed, then say so."""
         if self.text:
-            self._end(Markdown(self.text))
+            self._end(AnswerMarkdown(self.text, self.osc8))
         self.console.print(STOPPED, style="dim", markup=False, highlight=False)
+
+    def note(self, line: str, style: str = "dim") -> None:
+        """A line of its own, dim by default (above the answer while it grows)."""
+        self.console.print(line, style=style, markup=False, highlight=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -21,7 +22,9 @@ from bridge.core.config import EX_CONFIG, Settings
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
+    from bridge.channels.cli import Backing
     from bridge.channels.cli_inbox import TerminalInbox
+    from bridge.cli.chat_log import ChatLog
 
 CHAT_BANNER = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
 TTY_BANNER = (
@@ -63,22 +66,76 @@ def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     )
 
 
+def backing_of(r: Roost, chat: str) -> Backing:
+    """What terminal chat `chat` talks to in roost `r`."""
+    from bridge.channels.cli import Backing
+    from bridge.channels.cli_attach import Attacher
+
+    inbox_dir = r.tenant_dirs(r.settings.local_tenant).inbox
+    return Backing(
+        r.core.handle,
+        [(c["name"], c["summary"]) for c in r.command_list()],
+        terminal_inbox(r, chat),
+        Attacher(inbox_dir, lambda: r.senses.limits.attachment_bytes),
+    )
+
+
+def _preload() -> None:
+    """What a terminal chat needs beside the prompt, imported in a thread while it shows."""
+    for name in ("bridge.app.build", "bridge.channels.cli_render"):  # the latter: rich
+        importlib.import_module(name)
+
+
+async def start_roost(settings: Settings) -> Roost:
+    await asyncio.to_thread(_preload)
+    from bridge.app.build import build
+
+    return await build(settings)
+
+
+async def chat_in_terminal(
+    args: argparse.Namespace, settings: Settings, log: ChatLog | None
+) -> int:
+    """The prompt at once; the roost is built behind it and closed after the chat."""
+    from bridge.channels.cli_tty import chat_tty
+    from bridge.types.tenant_dirs import TenantDirs
+
+    building = asyncio.create_task(start_roost(settings))
+    tenant_root = TenantDirs.of(settings.home, settings.local_tenant).root.parent
+    tenant_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    async def ready() -> Backing:
+        return backing_of(await asyncio.shield(building), args.chat)
+
+    try:
+        notice = log.notice if log is not None else None
+        return await chat_tty(
+            ready(), args.chat, tenant_root / "terminal-history", TTY_BANNER, notice
+        )
+    finally:
+        try:
+            roost = await building
+        except Exception:  # the chat ended with it, or is ending anyway
+            pass
+        else:
+            await roost.aclose()
+
+
 def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """In a terminal the line editor and rendered answers; from a pipe, line by line.
-    Either way the chat's reminders and job answers show between answers."""
+    Either way the chat's reminders and job answers show between answers, and
+    the log goes to `$ROOST_HOME/logs/chat.log`, not into the conversation."""
+    from bridge.cli.chat_log import log_to_file
+
+    log = log_to_file(settings.home)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return asyncio.run(chat_in_terminal(args, settings, log))
     from bridge.app.build import with_roost
     from bridge.channels import cli as term
 
     async def body(r: Roost) -> int:
-        inbox = terminal_inbox(r, args.chat)
-        if sys.stdin.isatty() and sys.stdout.isatty():
-            commands = [(c["name"], c["summary"]) for c in r.command_list()]
-            history = r.tenant_dirs(settings.local_tenant).root.parent / "terminal-history"
-            return await term.chat_tty(
-                r.core.handle, args.chat, commands, history, TTY_BANNER, inbox
-            )
         return await term.chat_loop(
-            r.core.handle, args.chat, sys.stdin, sys.stdout, CHAT_BANNER, inbox
+            backing_of(r, args.chat), args.chat, sys.stdin, sys.stdout, CHAT_BANNER
         )
 
     return asyncio.run(with_roost(settings, None, body))

@@ -14,15 +14,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from bridge.app.logging_setup import Redactor, secret_values, setup_logging
-from bridge.audit import ChainCorrupt
-from bridge.channels import ChannelStartError
+from bridge.cli.rows import AddArgs
 from bridge.cli.table import COMMANDS, command
-from bridge.core.config import EX_CONFIG, ConfigError, load_settings
-from bridge.types.backend import BackendError
 
 PRIVATE_UMASK = 0o077
+EX_CONFIG = 78  # bridge.core.config.EX_CONFIG, without importing pydantic for `--help`
 
 
 class CommandListFormatter(argparse.HelpFormatter):
@@ -44,15 +42,41 @@ class CommandListFormatter(argparse.HelpFormatter):
             )
 
 
+class LazySubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """Adds a subcommand's arguments when argparse picks that subcommand.
+
+    Adding them means importing the command's module (`bridge.cli.table`), so
+    `roost --help` imports no command module and `roost send` only its own.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending: dict[str, AddArgs] = {}
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        add = self.pending.pop(values[0], None)
+        if add is not None:
+            add(self._name_parser_map[values[0]])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roost",
         description="roost: a chat-bridge daemon with a persistent per-person loadout.",
         formatter_class=CommandListFormatter,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=LazySubParsers)
+    assert isinstance(sub, LazySubParsers)
     for row in COMMANDS:
-        row.add_args(sub.add_parser(row.name, help=row.help, description=row.help))
+        sub.add_parser(row.name, help=row.help, description=row.help)
+        sub.pending[row.name] = row.add_args
     return parser
 
 
@@ -60,6 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.umask(PRIVATE_UMASK)  # before anything is created, in every subcommand
     args = build_parser().parse_args(argv)
     row = command(args.command or "serve")
+    # imported once a command was chosen: `roost --help` stays lean
+    from bridge.app.logging_setup import Redactor, secret_values, setup_logging
+    from bridge.audit import ChainCorrupt
+    from bridge.channels import ChannelStartError
+    from bridge.core.config import ConfigError, load_settings
+    from bridge.types.backend import BackendError
+
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from bridge.core.config import Settings
 from bridge.types.tenant_dirs import check_tenant_id
 
+if TYPE_CHECKING:  # pydantic is imported once a command runs, not for `roost --help`
+    from bridge.core.config import Settings
+
 AddArgs = Callable[[argparse.ArgumentParser], None]
-Run = Callable[[argparse.Namespace, Settings], int]
+Run = Callable[[argparse.Namespace, "Settings"], int]
 R = TypeVar("R")
 
 

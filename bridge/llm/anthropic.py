@@ -22,9 +22,7 @@ import json
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from bridge.llm.anthropic_events import EventReader, bad_response, message_events
 from bridge.llm.anthropic_wire import build_body, error_fields, safe_message
@@ -33,6 +31,9 @@ from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds,
 from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, unavailable_text, within
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+
+if TYPE_CHECKING:  # aiohttp is imported when a request is made
+    import aiohttp
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -117,6 +118,8 @@ class AnthropicBackend:
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s)
@@ -133,6 +136,8 @@ class AnthropicBackend:
         }
 
     async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
+        import aiohttp
+
         post = self._client().post(self._url, json=body, headers=self._headers())
         try:
             response = await within(self._timeout_s, False, post)
@@ -175,6 +180,8 @@ class AnthropicBackend:
             yield event
 
     async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
+        import aiohttp
+
         status = response.status
         raw = b""
         try:

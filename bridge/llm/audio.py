@@ -26,13 +26,14 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
-
-import aiohttp
+from typing import TYPE_CHECKING, Literal
 
 from bridge.core.config_sections import DefaultLLMSettings, SpeechSettings, TranscribeSettings
 from bridge.llm.http_retry import connection_detail, retry_after_seconds, safe_host
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
+
+if TYPE_CHECKING:  # aiohttp is imported when a request is made
+    import aiohttp
 
 log = logging.getLogger(__name__)
 Purpose = Literal["transcribe", "speech"]
@@ -98,6 +99,8 @@ def audio_server(llm: DefaultLLMSettings, purpose: Purpose) -> AudioServer | Non
 
 def transcription_form(data: bytes, filename: str, mime: str, model: str) -> aiohttp.FormData:
     """The multipart body of one transcription request."""
+    import aiohttp
+
     form = aiohttp.FormData(quote_fields=False)
     form.add_field("file", data, filename=filename, content_type=mime)
     form.add_field("model", model)
@@ -138,7 +141,7 @@ def _refusal(server: AudioServer, status: int) -> AudioError:
     return AudioError(f"the {what} server could not handle the request (HTTP {status})")
 
 
-Body = Callable[[], aiohttp.FormData | dict[str, object]]
+Body = Callable[[], "aiohttp.FormData | dict[str, object]"]
 
 
 class AudioClient:
@@ -186,6 +189,8 @@ class AudioClient:
             self._session = None
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None:
             self._session = aiohttp.ClientSession()
         return self._session
@@ -218,6 +223,8 @@ class AudioClient:
     async def _once(
         self, path: str, body: aiohttp.FormData | dict[str, object], limit: int
     ) -> tuple[str, bytes]:
+        import aiohttp
+
         s = self.server
         headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
         as_json, form = (body, None) if isinstance(body, dict) else (None, body)

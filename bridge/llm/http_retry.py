@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import email.utils
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import aiohttp
+if TYPE_CHECKING:  # aiohttp is imported when a request is made
+    import aiohttp
 
 
 class Retry(Exception):
@@ -35,6 +37,8 @@ CANNOT_CONNECT = "cannot connect"
 
 
 def connection_detail(exc: aiohttp.ClientError) -> str:
+    import aiohttp
+
     if isinstance(exc, aiohttp.ClientConnectorError):
         return CANNOT_CONNECT
     if isinstance(exc, aiohttp.ServerDisconnectedError):

@@ -23,13 +23,14 @@ import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bridge.llm.faults import ServerFault
 from bridge.llm.http_retry import CANNOT_CONNECT, Retry, retry_reason
 from bridge.types.backend import BackendError, ModelEvent, Retrying
+
+if TYPE_CHECKING:  # aiohttp is imported when a request is made
+    import aiohttp
 
 log = logging.getLogger(__name__)
 

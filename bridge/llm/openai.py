@@ -24,10 +24,8 @@ import asyncio
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from bridge.llm.faults import ServerFault, reported
 from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
@@ -42,6 +40,9 @@ from bridge.llm.openai_wire import (
 )
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+
+if TYPE_CHECKING:  # aiohttp is imported when a request is made
+    import aiohttp
 
 
 class OpenAIBackend:
@@ -100,6 +101,8 @@ class OpenAIBackend:
             raise reported(exc, self._host, self._redact) from exc
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout_s)
@@ -118,6 +121,8 @@ class OpenAIBackend:
         return text
 
     async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
+        import aiohttp
+
         post = self._client().post(self._url, json=body, headers=self._headers())
         try:
             response = await within(self._timeout_s, False, post)
@@ -176,6 +181,8 @@ class OpenAIBackend:
         )
 
     async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
+        import aiohttp
+
         status = response.status
         try:
             raw = await within(self._timeout_s, False, response.read())

@@ -22,11 +22,12 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import IO, Any
-
-import mcp_types as types
+from typing import IO, TYPE_CHECKING, Any
 
 from bridge.core.config_sections import McpServerSettings
+
+if TYPE_CHECKING:  # the SDK's types are imported when a server is used
+    import mcp_types as types
 
 log = logging.getLogger("roost.mcp")
 
@@ -173,7 +174,9 @@ class ServerLink:
             why = _describe(exc)
             log.warning("MCP server %s of %s: %s failed: %s", self.name, self.tenant, tool, why)
             raise LinkError("protocol", f"{self.name}/{tool} failed ({why})") from None
-        assert isinstance(result, types.CallToolResult)
+        import mcp_types
+
+        assert isinstance(result, mcp_types.CallToolResult)
         return result
 
     async def _end(self) -> None:

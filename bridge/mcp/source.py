@@ -25,9 +25,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any
 
 from bridge.core.agent import AgentResult
 from bridge.core.config_sections import McpServerSettings
@@ -38,6 +36,9 @@ from bridge.mcp.names import allowed, wire_name
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import ToolSchema
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
+
+if TYPE_CHECKING:  # the SDK's types are imported when a server is used
+    import mcp_types as types
 
 MAX_DESCRIPTION = 1024
 OPEN_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
@@ -164,9 +165,11 @@ def _describe_tool(server: str, tool: types.Tool) -> str:
 
 def result_text(result: types.CallToolResult) -> str:
     """The model's view of a result: its text parts; other parts are named, not inlined."""
+    import mcp_types
+
     parts: list[str] = []
     for block in result.content:
-        if isinstance(block, types.TextContent):
+        if isinstance(block, mcp_types.TextContent):
             parts.append(block.text)
         else:
             parts.append(f"[{block.type} content not shown]")
