@@ -167,7 +167,12 @@ class DecoderPool:
         self._replenish()
         if task is None:
             return await self._start()
-        return await task
+        try:
+            return await task
+        except DecodeFailed as exc:  # the spare died before it was ready: start afresh
+            if exc.why == "closed":
+                raise
+            return await self._start()
 
     def _replenish(self) -> None:
         while not self._closed and len(self._spares) < self.settings.spares:

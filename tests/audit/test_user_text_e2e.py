@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import uuid
 
 from bridge.app.build import build
@@ -67,8 +68,11 @@ async def test_typed_names_never_reach_the_chain(settings: Settings, clock: Cloc
     assert events.count("memory.refused") == 1, events
     assert events.count("memory.saved") == 3, events
     assert "tool.saved" in events and "profile.changed" in events
+    # hashes and message ids are long hex runs: a short word such as "4711" may occur in
+    # one by chance (about one run in twenty), so they are taken out before looking
+    visible = re.sub(r"[0-9a-f]{12,}", "#", raw.lower())
     for word in SECRET_WORDS:
-        assert word.lower() not in raw.lower(), word
+        assert word.lower() not in visible, word
     assert verify(path).ok
 
 
