@@ -23,6 +23,7 @@ from bridge.core.commands import CommandContext, CommandSet, CommandTable
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
+from bridge.core.identities import identity_map
 from bridge.core.pairing import PairingStore
 from bridge.core.router import Core, CoreLimits
 from bridge.core.sessions import SessionStore
@@ -30,8 +31,8 @@ from bridge.core.tenants import (
     Rule,
     TenantResolver,
     configured_tenants,
+    identity_rule,
     loopback_rule,
-    telegram_rule,
     web_token_rule,
 )
 from bridge.core.turn import TurnObserver, TurnRunner, TurnSettings
@@ -64,6 +65,7 @@ from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
+from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
 from forge.runner import SandboxRunner
@@ -81,22 +83,23 @@ class Capabilities:
 
 
 def build_access(
-    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float]
+    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float], platforms: Platforms
 ) -> tuple[TenantResolver, PairingStore]:
-    """Who is who: loopback, configured Telegram ids, then pairings to configured tenants."""
+    """Who is who: loopback, configured identities of each platform, then pairings to
+    configured tenants."""
     pairing = PairingStore(db, clock)
     barred = functools.partial(forgetting, settings.home)  # an unfinished `roost forget`
-    return TenantResolver(access_rules(settings, pairing), barred), pairing
+    return TenantResolver(access_rules(settings, pairing, platforms), barred), pairing
 
 
-def access_rules(settings: Settings, pairing: PairingStore) -> list[Rule]:
-    """The resolver's rules for `settings` (at start, and again on every config reload)."""
-    ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
+def access_rules(settings: Settings, pairing: PairingStore, platforms: Platforms) -> list[Rule]:
+    """The resolver's rules for `settings` (at start, and again on every config reload);
+    ConfigError when a `<platform>_ids` list cannot be used."""
     known = configured_tenants(settings.tenants, settings.local_tenant)
     return [
-        loopback_rule(settings.local_tenant),
+        loopback_rule(settings.local_tenant, platforms.loopback()),
         web_token_rule(settings.tenants.__contains__),
-        telegram_rule(ids),
+        identity_rule(identity_map(settings.tenants, platforms)),
         pairing.rule(known.__contains__),
     ]
 
@@ -111,6 +114,7 @@ def build_capabilities(
     schedule: ScheduleService | None = None,
     models: ModelRegistry | None = None,
     judge: OutcomeJudge | None = None,
+    platforms: Platforms | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -129,6 +133,7 @@ def build_capabilities(
         style=LearnedStyle(StyleStore(db)),
         tools=SavedToolsView(catalog),
         hold=models.hold if models is not None else None,
+        styles=platforms.styles() if platforms is not None else None,
     )
     corrections = build_corrections(loadout, audit, clock)
     drafts = DraftStore(db, lambda: int(clock() * 1000))  # per chat, until saved or expired
@@ -226,13 +231,17 @@ def sense_limits(settings: Settings) -> SenseLimits:
     )
 
 
-def build_senses(settings: Settings, models: ModelRegistry | None = None) -> SensePipeline:
-    """Attachments in (photo, document; another kind is one `register` line), files out."""
+def build_senses(
+    settings: Settings, platforms: Platforms, models: ModelRegistry | None = None
+) -> SensePipeline:
+    """Attachments in (photo, document; another kind is one `register` line), files out;
+    a platform's download limit (its declaration) caps what its messages may carry."""
     return default_pipeline(
         sense_limits(settings),
         settings.home,
         vision_of=models.sees if models is not None else lambda turn: settings.llm.vision,
         vision_models=models.seeing if models is not None else tuple,
+        platform_bytes=platforms.download_limits(),
     )
 
 

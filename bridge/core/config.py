@@ -96,13 +96,20 @@ class Settings(BaseSettings):
     @field_validator("tenants")
     @classmethod
     def _tenants(cls, v: dict[str, TenantRule]) -> dict[str, TenantRule]:
-        seen: dict[int, str] = {}
+        seen: dict[tuple[str, str], str] = {}
         for tid, rule in v.items():
             check_tenant_id(tid)
-            for uid in rule.telegram_ids:
-                if uid in seen:
-                    raise ValueError(f"telegram id {uid} is mapped to {seen[uid]!r} and {tid!r}")
-                seen[uid] = tid
+            # the same entry under two tenants; what each platform accepts and how it
+            # normalizes is checked with the registry (bridge.core.identities)
+            for key in rule.model_extra or {}:
+                for value in rule.identities(key):
+                    entry = (key, str(value).strip())
+                    if seen.get(entry, tid) != tid:
+                        name = key.removesuffix("_ids")
+                        raise ValueError(
+                            f"{name} id {entry[1]} is mapped to {seen[entry]!r} and {tid!r}"
+                        )
+                    seen[entry] = tid
         return v
 
     @field_validator("home")

@@ -6,6 +6,7 @@ here check one table at a time and name the key that is wrong.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -250,14 +251,54 @@ class McpServerSettings(_Section):
         return self
 
 
+IDS_KEY = re.compile(r"^[a-z][a-z0-9]{1,23}_ids$")
+MAX_IDS = 1000
+
+
 class TenantRule(_Section):
-    telegram_ids: list[int] = Field(default_factory=list)
+    """`[tenants.NAME]`. The people of each platform are listed under the key its
+    declaration names (`<platform>_ids`, e.g. `telegram_ids = [111111]`,
+    `whatsapp_ids = ["4915112345678"]`: `bridge.types.platform`); here they are
+    only checked to be lists, `bridge.core.identities` reads them per platform."""
+
+    model_config = ConfigDict(extra="allow")
     # this tenant's bearer token for the web page and API (at least 16 characters)
     web_token: SecretStr | None = None
     # token budgets (in + out); None: the [limits] default; 0: no budget for this tenant
     daily_tokens: int | None = Field(None, ge=0)
     monthly_tokens: int | None = Field(None, ge=0)
     mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_lists(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key, value in data.items():
+            if key in cls.model_fields:
+                continue
+            if not isinstance(key, str) or not IDS_KEY.fullmatch(key):
+                raise ValueError(
+                    f"{key}: unknown setting (a platform's people are listed as "
+                    "<platform>_ids, e.g. telegram_ids)"
+                )
+            if isinstance(value, str):  # from the environment: a JSON list
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    raise ValueError(f'{key}: a list, e.g. [111111] or ["4915112345678"]') from None
+            if not isinstance(value, list) or len(value) > MAX_IDS:
+                raise ValueError(f"{key}: a list (at most {MAX_IDS})")
+            if any(isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
+                raise ValueError(f"{key}: numbers or strings")
+            out[key] = list(value)
+        return out
+
+    def identities(self, key: str) -> list[object]:
+        """The entries of `<platform>_ids` as written (empty when absent)."""
+        value = (self.model_extra or {}).get(key, [])
+        return list(value) if isinstance(value, list) else []
 
     @field_validator("web_token")
     @classmethod

@@ -4,7 +4,8 @@
 the tenant's inbox (`TenantDirs.inbox`), with `O_NOFOLLOW`, as a regular
 file with one link, and reads at most `[limits] attachment_bytes` (checked
 by `fstat` before reading and by the count while reading; a platform's own
-download limit, Telegram's 20 MB, when that is smaller). Anything else is
+download limit when that is smaller: `SenseContext.platform_bytes`, from the
+platform's declaration). Anything else is
 a `Refused` with a reason fit to show the person.
 """
 
@@ -17,12 +18,10 @@ from pathlib import Path
 from bridge.senses.handlers import SenseContext, megabytes, shown_name
 from bridge.types.messages import Attachment
 
-PLATFORM_BYTES = {"telegram": 20_000_000}  # what a bot may fetch from the platform
-
 
 def byte_limit(ctx: SenseContext) -> int:
     """`[limits] attachment_bytes`, or the platform's own download limit when smaller."""
-    platform = PLATFORM_BYTES.get(ctx.turn.inbound.channel, ctx.limits.attachment_bytes)
+    platform = ctx.platform_bytes or ctx.limits.attachment_bytes
     return min(ctx.limits.attachment_bytes, platform)
 
 

@@ -38,6 +38,7 @@ class SenseContext:
     limits: SenseLimits
     vision: bool = False
     vision_models: tuple[str, ...] = ()  # configured model names that can see images
+    platform_bytes: int = 0  # what the bot may fetch from the message's platform (0: no cap)
 
 
 Handler = Callable[[Attachment, SenseContext], Awaitable[Prepared]]

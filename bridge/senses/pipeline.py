@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bridge.core.perceive import Prepared
@@ -47,8 +47,10 @@ class SensePipeline:
         *,
         vision_of: Callable[[TurnContext], bool] = lambda turn: False,
         vision_models: Callable[[], Sequence[str]] = tuple,
+        platform_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self._limits = limits
+        self._platform_bytes = dict(platform_bytes or {})  # channel -> its download cap
         self._home = home
         self._vision_of = vision_of  # can the chat's model (for this turn) see images?
         self._vision_models = vision_models
@@ -77,7 +79,13 @@ class SensePipeline:
             return Prepared(outputs_seen=before)
         for path in (turn.dirs.inbox, turn.dirs.outputs):
             path.mkdir(mode=0o700, exist_ok=True)
-        ctx = SenseContext(turn, self._limits, self._vision_of(turn), tuple(self._vision_models()))
+        ctx = SenseContext(
+            turn,
+            self._limits,
+            self._vision_of(turn),
+            tuple(self._vision_models()),
+            self._platform_bytes.get(turn.inbound.channel, 0),
+        )
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
         return merged(results, before)
 
@@ -129,9 +137,16 @@ def default_pipeline(
     home: Path,
     vision_of: Callable[[TurnContext], bool] = lambda turn: False,
     vision_models: Callable[[], Sequence[str]] = tuple,
+    platform_bytes: Mapping[str, int] | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
-    senses = SensePipeline(limits, home, vision_of=vision_of, vision_models=vision_models)
+    senses = SensePipeline(
+        limits,
+        home,
+        vision_of=vision_of,
+        vision_models=vision_models,
+        platform_bytes=platform_bytes,
+    )
     senses.register("photo", photo)
     senses.register("document", document)
     return senses
