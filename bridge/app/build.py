@@ -41,6 +41,7 @@ from bridge.core.usage import UsageStore
 from bridge.grading.judge import OutcomeJudge
 from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.schedule.commands import ChatNotes
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
 from bridge.senses.voice import VOICE_KINDS
@@ -128,6 +129,7 @@ async def build(
         meter=meter,
         clock=clock,
     )
+    chat_notes: dict[str, ChatNotes] = {}  # filled by channel rows (serve), read by /jobs
     caps = build_capabilities(
         settings,
         db,
@@ -139,6 +141,7 @@ async def build(
         models=models,
         judge=judge,
         platforms=platforms,
+        chat_notes=chat_notes,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     voice = Voice(settings, resolver, db, audit, platforms)
@@ -165,6 +168,7 @@ async def build(
         compactor,
         senses,
         channels=lambda: [line() for line in channel_lines.values()],
+        platforms=platforms,
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
@@ -193,6 +197,7 @@ async def build(
         closers=tuple(closers),
         platforms=platforms,
         channel_lines=channel_lines,
+        chat_notes=chat_notes,
     )
 
 

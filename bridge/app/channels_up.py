@@ -32,6 +32,7 @@ from bridge.app.reload import OnReload
 from bridge.app.roost import Roost
 from bridge.channels.telegram_platform import PLATFORM as TELEGRAM
 from bridge.channels.web_platform import PLATFORM as WEB
+from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
@@ -217,6 +218,44 @@ def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     )
 
 
+def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    """WhatsApp on the Cloud API: Meta posts to the web server's /whatsapp/webhook."""
+    if "web" not in made:
+        raise ConfigError("whatsapp needs the web server (web.enabled = true) for its webhook")
+    from bridge.channels.web import WebChannel
+    from bridge.channels.whatsapp.channel import PATH
+    from bridge.channels.whatsapp.make import make_whatsapp
+    from bridge.channels.whatsapp.media import Receiving
+
+    wa, voice = settings.whatsapp, roost.voice
+    receiving = Receiving(
+        roost.resolver.resolve,
+        lambda tenant: roost.tenant_dirs(tenant).inbox,
+        lambda: roost.senses.limits.attachment_bytes,
+        voice.limits.max_bytes,
+        voice.transcriber is not None,
+    )
+    whatsapp = make_whatsapp(
+        wa,
+        roost.core.answer,
+        roost.db,
+        roost.schedule,
+        receiving=receiving,
+        undelivered=undelivered_hook(roost),
+        speak=voice.speak_hook("whatsapp", wa.reply_voice_to_voice),
+        ignored=lambda kind, n: roost.metrics.ignored("whatsapp", kind, n),
+    )
+    web = made["web"].channel
+    assert isinstance(web, WebChannel)
+    whatsapp.channel.mount(web.app)
+    roost.chat_notes["whatsapp"] = whatsapp.outbox.notes  # /jobs: the 24-hour window
+
+    def announce() -> str:
+        return f"roost: whatsapp webhook at {PATH} (phone number id {wa.phone_number_id})"
+
+    return Launched(whatsapp.channel, announce, deliver=whatsapp.outbox)
+
+
 def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
     schedule = roost.schedule
@@ -232,6 +271,7 @@ def undelivered_hook(roost: Roost) -> Callable[[Inbound, str], Awaitable[bool]]:
 CHANNELS: tuple[ChannelRow, ...] = (
     ChannelRow("web", lambda s: s.web.enabled, web_channel, WEB),
     ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel, TELEGRAM),
+    ChannelRow("whatsapp", lambda s: s.whatsapp.enabled, whatsapp_channel, WHATSAPP),
 )
 """Every chat platform, in start order (a new platform is one more row)."""
 

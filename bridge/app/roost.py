@@ -27,6 +27,7 @@ from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
 from bridge.grading.judge import OutcomeJudge
+from bridge.schedule.commands import ChatNotes
 from bridge.schedule.service import ScheduleService
 from bridge.senses.pipeline import SensePipeline
 from bridge.types.audit_sink import AuditSink
@@ -68,6 +69,8 @@ class Roost:
     platforms: Platforms  # every chat platform's declaration (bridge.types.platform)
     # a channel that can be down registers its /status line here ("telegram: reconnecting…")
     channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
+    # a channel whose delivery depends on the chat adds /jobs lines here (WhatsApp's window)
+    chat_notes: dict[str, ChatNotes] = dataclasses.field(default_factory=dict)
 
     def maintain(self) -> int:
         """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.

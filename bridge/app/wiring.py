@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
@@ -49,7 +49,7 @@ from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.drafts import DraftStore
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
-from bridge.schedule.commands import ScheduleCommands
+from bridge.schedule.commands import ChatNotes, ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
@@ -115,6 +115,7 @@ def build_capabilities(
     models: ModelRegistry | None = None,
     judge: OutcomeJudge | None = None,
     platforms: Platforms | None = None,
+    chat_notes: Mapping[str, ChatNotes] | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -156,7 +157,7 @@ def build_capabilities(
             *loadout.command_sets,
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
-            *((ScheduleCommands(planner, audit),) if planner else ()),
+            *((ScheduleCommands(planner, audit, chat_notes),) if planner else ()),
             ExportCommands(settings.home, audit, clock),
             corrections[0],
         ),
@@ -290,6 +291,7 @@ def build_core(
     compactor: Compactor | None = None,
     senses: SensePipeline | None = None,
     channels: Callable[[], Sequence[str]] = tuple,
+    platforms: Platforms | None = None,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
 
@@ -310,4 +312,5 @@ def build_core(
         masks=caps.loadout.vault.masker,  # every reply leaves through the tenant's masker
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),
+        titles={p.name: p.title for p in platforms} if platforms is not None else None,
     )

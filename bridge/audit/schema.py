@@ -491,7 +491,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "channel": CHANNEL,
         "attempts": INT,
         "error": enum(
-            "network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"
+            "network",
+            "rate_limited",
+            "rejected",
+            "forbidden",
+            "not_found",
+            "timeout",
+            "window",  # the platform takes no message now (WhatsApp's 24 hours): it waits
+            "unknown",
         ),
         "dead": BOOL,
     },

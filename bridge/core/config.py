@@ -43,6 +43,7 @@ from bridge.core.config_sections import (
     TelegramSettings,
     TenantRule,
     WebSettings,
+    WhatsAppSettings,
 )
 from bridge.core.credentials import CredentialSource
 from bridge.types.tenant_dirs import check_tenant_id
@@ -74,6 +75,7 @@ class Settings(BaseSettings):
     llm: DefaultLLMSettings = Field(default_factory=DefaultLLMSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    whatsapp: WhatsAppSettings = Field(default_factory=WhatsAppSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
