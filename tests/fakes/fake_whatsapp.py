@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import io
 import json
 import secrets
 import time
@@ -137,9 +138,10 @@ class FakeWhatsApp:
         self.media[media_id] = StoredMedia(data, mime, **kw)
         return media_id, hashlib.sha256(data).hexdigest()
 
-    async def wait_sent(self, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(lambda: len(self.sent) >= count), timeout)
+    async def wait_sent(self, count: int) -> list[dict[str, Any]]:
+        """Until `count` messages were accepted (60 s at most: a hung test, not speed)."""
+        async with asyncio.timeout(60), self._changed:
+            await self._changed.wait_for(lambda: len(self.sent) >= count)
         return self.sent
 
     def texts(self, to: str | None = None) -> list[str]:
@@ -156,7 +158,7 @@ class FakeWhatsApp:
         assert self._http is not None and self.webhook_url
         async with self._http.post(
             self.webhook_url,
-            data=raw,
+            data=io.BytesIO(raw) if len(raw) > 1 << 20 else raw,  # a big body: from a buffer
             headers={"Content-Type": "application/json", **(headers or {})},
         ) as r:
             return r.status, await r.text()
@@ -344,7 +346,10 @@ def check_message(body: dict[str, Any]) -> str:
             for param in component.get("parameters", []):
                 text = param.get("text", "")
                 if "\n" in text or "\t" in text or "     " in text:
-                    return "Param text cannot have new-line/tab characters or more than 4 consecutive spaces"
+                    return (
+                        "Param text cannot have new-line/tab characters "
+                        "or more than 4 consecutive spaces"
+                    )
         return ""
     if kind in ("document", "audio", "image"):
         return (

@@ -178,7 +178,7 @@ def parse(body: bytes, phone_number_id: str) -> Delivery | None:
     """The webhook's messages and statuses for our number; None when it is not one."""
     try:
         hook = _Webhook.model_validate(json.loads(body))
-    except (ValueError, ValidationError):
+    except (ValueError, RecursionError, ValidationError):  # nesting deeper than json reads
         return None
     if hook.object != "whatsapp_business_account":
         return None
