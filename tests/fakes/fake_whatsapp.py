@@ -98,6 +98,7 @@ class FakeWhatsApp:
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
         self._reports: set[asyncio.Task[None]] = set()
+        self._sent_to: dict[str, int] = {}
         self.port = 0
 
     async def __aenter__(self) -> FakeWhatsApp:
@@ -111,7 +112,9 @@ class FakeWhatsApp:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._http = aiohttp.ClientSession()
+        # Meta keeps few connections open to one webhook; roost's web server caps those
+        # of one client at [web] max_connections_per_client (64)
+        self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -143,6 +146,16 @@ class FakeWhatsApp:
         async with asyncio.timeout(60), self._changed:
             await self._changed.wait_for(lambda: len(self.sent) >= count)
         return self.sent
+
+    async def wait_to(self, to: str, count: int) -> None:
+        """Until `count` messages to `to` were accepted (60 s at most)."""
+        async with asyncio.timeout(60), self._changed:
+            await self._changed.wait_for(lambda: self._sent_to.get(to, 0) >= count)
+
+    async def settle(self) -> None:
+        """Until every status webhook the fake started has been answered by roost."""
+        while self._reports:
+            await asyncio.gather(*list(self._reports))
 
     def texts(self, to: str | None = None) -> list[str]:
         return [
@@ -257,6 +270,7 @@ class FakeWhatsApp:
         mid = hooks.wamid(body["to"])
         async with self._changed:
             self.sent.append(body)
+            self._sent_to[body["to"]] = self._sent_to.get(body["to"], 0) + 1
             self._changed.notify_all()
         if self.statuses:
             task = asyncio.get_running_loop().create_task(self._report(body, mid))

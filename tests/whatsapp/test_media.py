@@ -32,7 +32,9 @@ CSV = b"item,count\ntea,3\ncoffee,5\n"
 
 def inbox_files(home: Path) -> list[Path]:
     inbox = home / "tenants" / "alice" / "global" / "workspace" / "inbox"
-    return sorted(p for p in inbox.iterdir() if not p.name.startswith(".")) if inbox.is_dir() else []
+    return (
+        sorted(p for p in inbox.iterdir() if not p.name.startswith(".")) if inbox.is_dir() else []
+    )
 
 
 def user_said(backend: ScriptedBackend) -> str:
@@ -77,7 +79,11 @@ async def test_a_file_that_lies_about_its_size_is_stopped(home: Path, fake: Fake
 
 @pytest.mark.parametrize(
     "target",
-    ["http://evil.example/steal", "http://127.0.0.2:9/x", "https://lookaside.fbsbx.com.evil.example/x"],
+    [
+        "http://evil.example/steal",
+        "http://127.0.0.2:9/x",
+        "https://lookaside.fbsbx.com.evil.example/x",
+    ],
 )
 async def test_a_media_url_redirecting_off_the_graph_hosts_is_refused(
     home: Path, fake: FakeWhatsApp, target: str
@@ -94,7 +100,11 @@ async def test_a_redirect_within_the_api_host_is_followed(home: Path, fake: Fake
     async with running(wa_settings(home, fake), fake, backend) as r:
         real, _ = fake.add_media(CSV, "text/csv")
         await fake.document(
-            ALICE, b"", "a.csv", "text/csv", redirect_to=f"http://127.0.0.1:{fake.port}/media/{real}"
+            ALICE,
+            b"",
+            "a.csv",
+            "text/csv",
+            redirect_to=f"http://127.0.0.1:{fake.port}/media/{real}",
         )
         await r.channel.idle()
     assert "coffee,5" in user_said(backend)

@@ -19,6 +19,7 @@ from tests.fakes import whatsapp_payloads as hooks
 PNID = "106540352242922"
 WA = "16505551234"
 
+META_WAMID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA="
 META_EXAMPLE = {  # "messages webhook reference", a text message sent to a business
     "object": "whatsapp_business_account",
     "entry": [
@@ -36,7 +37,7 @@ META_EXAMPLE = {  # "messages webhook reference", a text message sent to a busin
                         "messages": [
                             {
                                 "from": WA,
-                                "id": "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RgA=",
+                                "id": META_WAMID,
                                 "timestamp": "1749416383",
                                 "type": "text",
                                 "text": {"body": "Does it come in another color?"},

@@ -56,7 +56,10 @@ def test_no_app_secret_accepts_nothing() -> None:
 @pytest.mark.parametrize(
     ("query", "answer"),
     [
-        ({"hub.mode": "subscribe", "hub.verify_token": VERIFY, "hub.challenge": "1158201444"}, "1158201444"),
+        (
+            {"hub.mode": "subscribe", "hub.verify_token": VERIFY, "hub.challenge": "1158201444"},
+            "1158201444",
+        ),
         ({"hub.mode": "subscribe", "hub.verify_token": "wrong", "hub.challenge": "1"}, None),
         ({"hub.mode": "unsubscribe", "hub.verify_token": VERIFY, "hub.challenge": "1"}, None),
         ({"hub.mode": "subscribe", "hub.challenge": "1"}, None),
