@@ -94,7 +94,8 @@ class GraphClient:
         self._token = token
         self.phone_number_id = phone_number_id
         self.backoff = backoff or Backoff()
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        # no total: a large file may take long; silence for `timeout_s` fails the call
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_read=timeout_s)
         self._sleep = sleep
         self._session: aiohttp.ClientSession | None = None
 
