@@ -170,7 +170,6 @@ class WhatsAppSettings(_Section):
     template_language: str = "en"
     template_chars: int = Field(900, ge=20, le=1024)  # {{1}} at most; the template's text adds
     reply_voice_to_voice: bool = False  # a voice note's answer is spoken too ([llm.speech])
-    audience: str | None = None
 
     @field_validator("api_base_url")
     @classmethod
