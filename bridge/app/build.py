@@ -12,20 +12,18 @@ and operator-event helpers are in `bridge.app.home`.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
 from bridge.app.lazy_broker import LazyBroker
-from bridge.app.loadout import Loadout
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
+from bridge.app.roost import Closer, Roost
 from bridge.app.voice import Voice
 from bridge.app.wiring import (
     build_access,
@@ -34,97 +32,31 @@ from bridge.app.wiring import (
     build_senses,
     model_commands,
 )
-from bridge.core.atomic import remove_orphan_temps
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.db import connect
-from bridge.core.pairing import PairingStore
+from bridge.core.identities import identity_map
 from bridge.core.quota import TenantQuota
-from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
-from bridge.core.tenants import TenantResolver
 from bridge.core.usage import UsageStore
 from bridge.grading.judge import OutcomeJudge
 from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.schedule.commands import ChatNotes
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
-from bridge.senses.pipeline import SensePipeline
 from bridge.senses.voice import VOICE_KINDS
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
-from bridge.types.tenant_dirs import TenantDirs
+from bridge.types.platform import Platforms
 from bridge.types.tools import ToolSource
 from forge.net_call import NetBroker
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 
-Closer = Callable[[], object]
+__all__ = ["Roost", "build", "make_backend", "with_roost"]  # Roost lives in bridge.app.roost
 log = logging.getLogger("roost")
-
-
-@dataclass(frozen=True)
-class Roost:
-    """Every long-lived object of one roost; `aclose()` ends what it owns, last first."""
-
-    settings: Settings
-    db: sqlite3.Connection
-    backend: Backend  # the default model's backend at start
-    backend_reason: str
-    models: ModelRegistry  # every named model; a chat's choice; replaced on reload
-    meter: UsageMeter  # token usage and budgets
-    audit: AuditSink
-    sessions: SessionStore
-    loadout: Loadout
-    runner: SandboxRunner
-    resolver: TenantResolver
-    pairing: PairingStore
-    schedule: ScheduleService
-    tool_sources: tuple[ToolSource, ...]  # what a turn offers; scheduled tool jobs use them
-    core: Core
-    metrics: Metrics  # counted from the audit events; `/metrics` renders it
-    compactor: Compactor  # summaries of long conversations (background tasks)
-    judge: OutcomeJudge  # the outcome grader's second opinion (background tasks)
-    voice: Voice  # voice notes in, spoken answers out ([llm.transcribe], [llm.speech])
-    senses: SensePipeline  # attachments in, files from outputs/ out, the inbox sweep
-    quota: TenantQuota  # disk space per tenant: workspace (uploads) and exports
-    closers: tuple[Closer, ...]
-    # a channel that can be down registers its /status line here ("telegram: reconnecting…")
-    channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
-
-    def maintain(self) -> int:
-        """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.
-
-        Returns how many orphan temp files were removed.
-        """
-        removed = 0
-        tenants = self.settings.home / "tenants"
-        for tdir in sorted(tenants.iterdir()) if tenants.is_dir() else ():
-            try:
-                dirs = TenantDirs.of(self.settings.home, tdir.name)
-            except ValueError:
-                continue  # not a tenant directory roost made
-            for sub in (dirs.root, dirs.memory, dirs.tools, dirs.vault, dirs.skills):
-                removed += remove_orphan_temps(sub)
-            if dirs.memory.is_dir():
-                self.loadout.memory.store.rebuild_index(dirs)
-        return removed
-
-    def tenant_dirs(self, tenant: str) -> TenantDirs:
-        return TenantDirs.of(self.settings.home, tenant).ensure()
-
-    def command_list(self) -> list[dict[str, str]]:
-        rows = self.core.commands
-        return [{"name": c.name, "usage": c.usage, "summary": c.summary} for c in rows]
-
-    async def aclose(self) -> None:
-        for close in reversed(self.closers):
-            result = close()
-            if asyncio.iscoroutine(result):
-                await result
-        await self.models.aclose()  # the default backend too
-        self.db.close()
 
 
 def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
@@ -148,12 +80,16 @@ async def build(
     audit: AuditSink | None = None,
     clock: Callable[[], float] = time.time,
     tool_sources: Sequence[ToolSource] = (),
+    platforms: Platforms = PLATFORMS,
 ) -> Roost:
     """Wire one roost; the caller owns `aclose()`. A chain opened here is closed by it.
 
     A backend or audit sink passed in (tests, `roost prompt`) replaces the
-    configured one; `tool_sources` are offered to the model besides the built-in ones.
+    configured one; `tool_sources` are offered to the model besides the built-in ones;
+    `platforms` is the registry of the channel table the roost serves (`serve()` passes
+    its table's, with any extra rows).
     """
+    identity_map(settings.tenants, platforms)  # ConfigError before anything is opened
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
     generation = build_generation(settings, make_backend_of, default=backend)
@@ -172,7 +108,7 @@ async def build(
     meter = UsageMeter(UsageStore(db), budgets_of(settings), clock)
     closers: list[Closer] = []
     if audit is None:
-        chain = await open_chain(settings, clock)
+        chain = await open_chain(settings, clock, platforms)
         closers.append(chain.aclose)
         audit = chain
     audit = MeteredAudit(audit, metrics)
@@ -183,7 +119,7 @@ async def build(
     closers.append(runner.aclose)
     limits = settings.limits
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)
-    resolver, pairing = build_access(settings, db, clock)
+    resolver, pairing = build_access(settings, db, clock, platforms)
     schedule = ScheduleService(
         db,
         JobLimits(
@@ -203,6 +139,7 @@ async def build(
         clock=clock,
     )
     quota = TenantQuota(settings.home, settings.quota.tenant_bytes)
+    chat_notes: dict[str, ChatNotes] = {}  # filled by channel rows (serve), read by /jobs
     caps = build_capabilities(
         settings,
         db,
@@ -214,16 +151,18 @@ async def build(
         models=models,
         judge=judge,
         quota=quota,
+        platforms=platforms,
+        chat_notes=chat_notes,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
-    voice = Voice(settings, resolver, db, audit)
+    voice = Voice(settings, resolver, db, audit, platforms)
     closers.append(voice.aclose)
     sets = caps.command_sets + model_commands(models, meter, db, audit, clock) + (voice.commands,)
     caps = dataclasses.replace(caps, command_sets=sets)
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
     channel_lines: dict[str, Callable[[], str]] = {}
-    senses = build_senses(settings, models, quota)
+    senses = build_senses(settings, platforms, models, quota)
     closers.append(senses.aclose)  # decoder processes: killed at shutdown
     for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
         senses.register(kind, voice.handle, explains_unfetched=True)
@@ -241,6 +180,7 @@ async def build(
         compactor,
         senses,
         channels=lambda: [line() for line in channel_lines.values()],
+        platforms=platforms,
     )
     closers.append(core.access.flush)  # closers run in reverse: before the chain closes
     closers.append(compactor.aclose)  # before the backend, the chain and the database
@@ -268,7 +208,9 @@ async def build(
         senses=senses,
         quota=quota,
         closers=tuple(closers),
+        platforms=platforms,
         channel_lines=channel_lines,
+        chat_notes=chat_notes,
     )
 
 

@@ -1,10 +1,14 @@
 """The channel table: which chat platforms a running roost starts, and how.
 
-`CHANNELS` has one row per platform (name, enabled(settings), factory); a
-factory makes the channel from the settings and the roost and returns it as
+`CHANNELS` has one row per platform (name, enabled(settings), factory, and
+the platform's declaration, `bridge.types.platform.Platform`); a factory
+makes the channel from the settings and the roost and returns it as
 `Launched` (the channel, what to print once it is up, its port, and the
-outbox's `deliver` for it). A new platform is one module, one config section
-and one row (`tests/spine/test_channel_table.py` registers a toy one).
+outbox's `deliver` for it). `PLATFORMS` is the registry of the table (the
+declarations shared code reads: audit channels, `<platform>_ids`, `send
+--to`, speech, the base prompt). A new platform is one package, one config
+section and one row (`tests/spine/test_channel_table.py` registers a toy one
+in one file).
 `serve()` makes the enabled rows' channels, starts them in order and stops
 them in reverse.
 """
@@ -21,13 +25,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from bridge.app.build import Roost
 from bridge.app.descriptors import web_limits
 from bridge.app.forgetting import forgetting
+from bridge.app.platforms import platforms_of
 from bridge.app.reload import OnReload
+from bridge.app.roost import Roost
+from bridge.channels.telegram_platform import PLATFORM as TELEGRAM
+from bridge.channels.web_platform import PLATFORM as WEB
+from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, Undelivered, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
+from bridge.types.platform import Platform
 from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:
@@ -122,6 +131,7 @@ class ChannelRow:
     name: str
     enabled: Callable[[Settings], bool]
     factory: Factory
+    platform: Platform | None = None  # what shared code knows of it (None: nothing)
 
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
@@ -191,8 +201,8 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         TelegramOptions(),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
-        voice_inbox=roost.voice.inbox_for,
-        speak=roost.voice.speak,
+        voice_inbox=roost.voice.gate("telegram"),
+        speak=roost.voice.speak_hook("telegram", settings.telegram.reply_voice_to_voice),
         files_in=telegram_files_in(settings, roost),
         inbox=inbox,  # every update stored before it is confirmed
         parts=roost.schedule.outbox.parts,  # outbox entries delivered part by part
@@ -232,6 +242,44 @@ def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     )
 
 
+def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    """WhatsApp on the Cloud API: Meta posts to the web server's /whatsapp/webhook."""
+    if "web" not in made:
+        raise ConfigError("whatsapp needs the web server (web.enabled = true) for its webhook")
+    from bridge.channels.web import WebChannel
+    from bridge.channels.whatsapp.channel import PATH
+    from bridge.channels.whatsapp.make import make_whatsapp
+    from bridge.channels.whatsapp.media import Receiving
+
+    wa, voice = settings.whatsapp, roost.voice
+    receiving = Receiving(
+        roost.resolver.resolve,
+        lambda tenant: roost.tenant_dirs(tenant).inbox,
+        lambda: roost.senses.limits.attachment_bytes,
+        voice.limits.max_bytes,
+        voice.transcriber is not None,
+    )
+    whatsapp = make_whatsapp(
+        wa,
+        roost.core.answer,
+        roost.db,
+        roost.schedule,
+        receiving=receiving,
+        undelivered=undelivered_hook(roost),
+        speak=voice.speak_hook("whatsapp", wa.reply_voice_to_voice),
+        ignored=lambda kind, n: roost.metrics.ignored("whatsapp", kind, n),
+    )
+    web = made["web"].channel
+    assert isinstance(web, WebChannel)
+    whatsapp.channel.mount(web.app)
+    roost.chat_notes["whatsapp"] = whatsapp.outbox.notes  # /jobs: the 24-hour window
+
+    def announce() -> str:
+        return f"roost: whatsapp webhook at {PATH} (phone number id {wa.phone_number_id})"
+
+    return Launched(whatsapp.channel, announce, deliver=whatsapp.outbox)
+
+
 def undelivered_hook(roost: Roost) -> Undelivered:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
     schedule = roost.schedule
@@ -245,10 +293,14 @@ def undelivered_hook(roost: Roost) -> Undelivered:
 
 
 CHANNELS: tuple[ChannelRow, ...] = (
-    ChannelRow("web", lambda s: s.web.enabled, web_channel),
-    ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel),
+    ChannelRow("web", lambda s: s.web.enabled, web_channel, WEB),
+    ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel, TELEGRAM),
+    ChannelRow("whatsapp", lambda s: s.whatsapp.enabled, whatsapp_channel, WHATSAPP),
 )
 """Every chat platform, in start order (a new platform is one more row)."""
+
+PLATFORMS = platforms_of(CHANNELS)
+"""The declarations of the table's platforms (+ the terminal and `roost mcp`)."""
 
 
 def make_channels(

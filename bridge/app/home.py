@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
+from bridge.audit.schema import schemas_for
 from bridge.core.config import ConfigError, Settings
+from bridge.types.platform import Platforms
 
 log = logging.getLogger("roost")
 
@@ -53,23 +55,30 @@ def prepare_home(home: Path) -> None:
         ) from None
 
 
-async def open_chain(settings: Settings, clock: Callable[[], float]) -> AuditChain:
-    """The audit chain of this home, with the HMAC key when one is configured."""
+async def open_chain(
+    settings: Settings, clock: Callable[[], float], platforms: Platforms
+) -> AuditChain:
+    """The audit chain of this home, with the HMAC key when one is configured; its
+    records keep the channels (and their identities) the `platforms` declare."""
     path = chain_path(settings.home)
     try:
         key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
     except HmacKeyError as exc:
         raise ConfigError(f"invalid configuration: audit_hmac_key_file: {exc}") from exc
-    chain = AuditChain(path, hmac_key=key, clock=clock)
+    chain = AuditChain(path, hmac_key=key, clock=clock, schemas=schemas_for(platforms))
     await chain.open()
     return chain
 
 
 async def record_event(
-    settings: Settings, event: str, tenant: str | None, details: dict[str, object]
+    settings: Settings,
+    event: str,
+    tenant: str | None,
+    details: dict[str, object],
+    platforms: Platforms,
 ) -> None:
     """Append one event from an operator command (no daemon needed; the chain is locked)."""
-    chain = await open_chain(settings, time.time)
+    chain = await open_chain(settings, time.time, platforms)
     try:
         await chain.emit(event, tenant, details)
     finally:

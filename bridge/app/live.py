@@ -36,8 +36,8 @@ SENSES = (
 def reload_hooks(roost: Roost) -> list[OnReload]:
     """The live settings of a roost and how each is applied (in this order)."""
 
-    def access(new: Settings) -> None:  # tenants, their Telegram ids, who a pairing may bind
-        roost.resolver.replace(access_rules(new, roost.pairing))
+    def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
+        roost.resolver.replace(access_rules(new, roost.pairing, roost.platforms))
 
     def limits(new: Settings) -> None:  # from the next message on; running turns keep theirs
         roost.core.set_limits(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,10 @@ def build_loadout(
     tools: PersonalToolsView | None = None,
     cached: bool = True,
     hold: PickModel | None = None,
+    styles: Mapping[str, str] | None = None,
 ) -> Loadout:
+    """The loadout of every tenant; `styles`: block 1's line per channel (the platforms'
+    declarations, `Platforms.styles()`; without it every channel gets the plain line)."""
     caps = settings.loadout
     files = FileCache() if cached else NoCache()
     locks = TenantLocks()
@@ -108,6 +112,7 @@ def build_loadout(
         files=files,
         cached=cached,
         default_tz=settings.schedule.timezone,
+        styles=styles,
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
     tidy = Consolidator(memory, audit, vault.masker, hold)  # hold: the chat's model

@@ -69,6 +69,9 @@ def secret_values(settings: Settings) -> list[str]:
         settings.llm.transcribe.api_key,
         settings.llm.speech.api_key,
         settings.web.token,
+        settings.whatsapp.access_token,
+        settings.whatsapp.app_secret,
+        settings.whatsapp.verify_token,
     ]
     for rule in settings.tenants.values():  # external MCP servers' env and headers
         for server in rule.mcp.values():

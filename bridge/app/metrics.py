@@ -71,6 +71,11 @@ FAMILIES = (
         "(reply, command, draft, rejected, typing, outbox).",
     ),
     _Family("roost_audit_batch_size", "histogram", "Audit records written per batch.", BATCH),
+    _Family(
+        "roost_channel_ignored_total",
+        "counter",
+        "Platform updates a channel left out unanswered, by channel and kind.",
+    ),
 )
 
 
@@ -114,6 +119,10 @@ class Metrics:
     def telegram_failed(self, kind: str) -> None:
         """A Telegram send of this kind failed after its retries (the channel tells)."""
         self.count("roost_telegram_send_failures_total", kind=kind)
+
+    def ignored(self, channel: str, kind: str, amount: int = 1) -> None:
+        """A channel left `amount` updates of `kind` out (unknown types, other numbers)."""
+        self.count("roost_channel_ignored_total", amount, channel=channel, kind=kind)
 
     def render(self) -> str:
         lines: list[str] = []

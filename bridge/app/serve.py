@@ -46,11 +46,14 @@ from bridge.app.home import prepare_home
 from bridge.app.instance import InstanceBusy, hold
 from bridge.app.live import reload_hooks
 from bridge.app.notify import Notifier, watchdog_interval
+from bridge.app.platforms import platforms_of
 from bridge.app.reload import Reloader, fingerprint, watch_config
 from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.config import Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
+from bridge.core.identities import identity_map
+from bridge.types.platform import Platforms
 
 log = logging.getLogger("roost")
 
@@ -117,6 +120,13 @@ async def stop_tasks(tasks: Sequence[asyncio.Task[None]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def checked(load: Callable[[], Settings], platforms: Platforms) -> Settings:
+    """`load()`, refused (ConfigError) when a `<platform>_ids` list cannot be used."""
+    settings = load()
+    identity_map(settings.tenants, platforms)
+    return settings
+
+
 STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
@@ -165,7 +175,8 @@ async def run(
     load: Callable[[], Settings],
 ) -> int:
     """Build, start the channels and the scheduler, tell systemd, wait for a signal, stop."""
-    roost = await build(settings)
+    platforms = platforms_of(channels)
+    roost = await build(settings, platforms=platforms)
     log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
     removed = roost.maintain()
     if removed:
@@ -178,7 +189,7 @@ async def run(
     path = config_path(os.environ)[0]
     reloader = Reloader(
         settings,
-        load,
+        functools.partial(checked, load, platforms),
         notifier,
         fingerprint=lambda: fingerprint(path, os.environ),
         hooks=reload_hooks(roost),

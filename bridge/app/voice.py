@@ -1,20 +1,22 @@
-"""Voice wiring: the audio clients, the voice handler, /voice and the Telegram hooks.
+"""Voice wiring: the audio clients, the voice handler, /voice and the channels' hooks.
 
 `Voice` makes the transcription and speech clients from `[llm.transcribe]`
 and `[llm.speech]` (bridge.llm.audio; None when not configured), the voice
 handler (`bridge.senses.voice.VoiceSense`) and the `/voice` command rows.
-For the Telegram channel it gives `inbox_for` (a known person's gate:
-their inbox and the limits), `speak` (the answer's voice, when the chat
-asked for it or a voice note is answered with `reply_voice_to_voice`) and
-`handle`, registered with the senses pipeline for the kinds `voice` and
-`audio`: inside the turn (so in the chat's order), the transcript goes
-before the person's words and "🎙 heard: …" opens the reply; a refusal is
-the reply.
+For a channel that fetches voice notes it gives `gate(channel)` (a known
+person's gate: their inbox and the limits); for one whose platform declares
+voice out (`Abilities.voice`), `speak_hook(channel, to_voice)` (the answer's
+voice, when the chat asked for it, or, with the channel's
+`reply_voice_to_voice`, when a voice note is answered); and `handle`,
+registered with the senses pipeline for the kinds `voice` and `audio`:
+inside the turn (so in the chat's order), the transcript goes before the
+person's words and "🎙 heard: …" opens the reply; a refusal is the reply.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,10 +30,11 @@ from bridge.senses.speech import VoiceCommands, speak_wanted, speakable
 from bridge.senses.voice import Heard, Transcribe, VoiceLimits, VoiceSense
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Attachment, Inbound
+from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:  # python-telegram-bot is imported only where Telegram runs
-    from bridge.channels.telegram_voice import VoiceGate
+    from bridge.channels.telegram_voice import Speak, VoiceGate
 
 NOT_SPOKEN = "🔇 I could not speak this answer ({why}); the text above is the whole answer."
 
@@ -54,7 +57,12 @@ class _Ctx:
 
 class Voice:
     def __init__(
-        self, settings: Settings, resolver: TenantResolver, db: sqlite3.Connection, audit: AuditSink
+        self,
+        settings: Settings,
+        resolver: TenantResolver,
+        db: sqlite3.Connection,
+        audit: AuditSink,
+        platforms: Platforms,
     ) -> None:
         llm = settings.llm
         heard, spoken = audio_server(llm, "transcribe"), audio_server(llm, "speech")
@@ -64,26 +72,46 @@ class Voice:
         self.limits = VoiceLimits(t.max_seconds, t.max_bytes, t.show, t.keep_audio)
         transcribe = transcribe_with(self.transcriber) if self.transcriber else None
         self.sense = VoiceSense(transcribe, self.limits, audit)
+        self._to_voice: set[str] = set()  # channels whose voice notes are answered spoken
+        speaking = platforms.able("voice")
         self.commands = VoiceCommands(
             ChatSettings(db),
             audit,
             self.speaker is not None,
-            settings.telegram.reply_voice_to_voice,
+            self._to_voice.__contains__,
+            speaking.__contains__,
+            " and ".join(platforms.titles(speaking)) or "no channel",
         )
         self._settings, self._resolver, self._audit = settings, resolver, audit
 
     def _tenant(self, inbound: Inbound) -> str | None:
         return self._resolver.resolve(inbound)
 
-    def inbox_for(self, identity: str) -> VoiceGate | None:
-        tenant = self._tenant(Inbound("telegram", identity, identity, "", ""))
-        if tenant is None:
-            return None
-        from bridge.channels.telegram_voice import VoiceGate
+    def gate(self, channel: str) -> Callable[[str], VoiceGate | None]:
+        """A channel's `identity -> gate` (None for a stranger: nothing is fetched)."""
 
-        inbox = TenantDirs.of(self._settings.home, tenant).inbox
-        lim = self.limits
-        return VoiceGate(inbox, lim.max_seconds, lim.max_bytes, self.transcriber is not None)
+        def inbox_for(identity: str) -> VoiceGate | None:
+            tenant = self._tenant(Inbound(channel, identity, identity, "", ""))
+            if tenant is None:
+                return None
+            from bridge.channels.telegram_voice import VoiceGate
+
+            inbox = TenantDirs.of(self._settings.home, tenant).inbox
+            lim = self.limits
+            return VoiceGate(inbox, lim.max_seconds, lim.max_bytes, self.transcriber is not None)
+
+        return inbox_for
+
+    def speak_hook(self, channel: str, to_voice: bool = False) -> Speak:
+        """The speak hook of a channel that sends voice; `to_voice`: its
+        `reply_voice_to_voice` (a voice note's answer is spoken too)."""
+        if to_voice:
+            self._to_voice.add(channel)
+
+        async def speak(inbound: Inbound, text: str) -> bytes | str | None:
+            return await self.speak(inbound, text, to_voice)
+
+        return speak
 
     async def handle(self, att: Attachment, ctx: SenseContext) -> Perceived:
         """The senses pipeline's handler for `voice` and `audio`: the transcript goes
@@ -91,14 +119,14 @@ class Voice:
         done = await self.sense.handle(att, _Ctx(ctx.turn.tenant, ctx.turn.dirs))
         return Perceived(text_prefix=done.text, notices=done.notices, refusal=done.refusal)
 
-    async def speak(self, inbound: Inbound, text: str) -> bytes | str | None:
+    async def speak(self, inbound: Inbound, text: str, to_voice: bool) -> bytes | str | None:
         """The answer's voice (OGG/Opus), a notice when speaking failed, or None."""
         tenant = self._tenant(inbound)
         if tenant is None or self.speaker is None:
             return None
         on = self.commands.is_on(tenant, inbound.channel, inbound.chat)
         was_voice = any(a.kind == "voice" for a in inbound.attachments)
-        if not speak_wanted(on, was_voice, self._settings.telegram.reply_voice_to_voice):
+        if not speak_wanted(on, was_voice, to_voice):
             return None
         speech = self._settings.llm.speech
         words = speakable(text, speech.max_chars)

@@ -14,7 +14,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bridge.app.build import Roost
+from bridge.app.roost import Roost
 from bridge.channels.web import SECURITY_HEADERS, WebChannel
 from bridge.channels.web_branch import WebBranches
 from bridge.channels.web_chats import WebChats
@@ -54,7 +54,7 @@ def spoken_handle(roost: Roost) -> ProgressHandle:
         tenant = roost.resolver.resolve(inbound)
         return roost.tenant_dirs(tenant).out if tenant is not None else None
 
-    return speaking(roost.core.handle, roost.voice.speak, out_dir)
+    return speaking(roost.core.handle, roost.voice.speak_hook("web"), out_dir)
 
 
 def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:

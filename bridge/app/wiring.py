@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
@@ -24,6 +24,7 @@ from bridge.core.commands import CommandContext, CommandSet, CommandTable
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
+from bridge.core.identities import identity_map
 from bridge.core.pairing import PairingStore
 from bridge.core.quota import QuotaObserver, TenantQuota
 from bridge.core.router import Core, CoreLimits
@@ -32,8 +33,8 @@ from bridge.core.tenants import (
     Rule,
     TenantResolver,
     configured_tenants,
+    identity_rule,
     loopback_rule,
-    telegram_rule,
     web_token_rule,
 )
 from bridge.core.turn import ExchangeLog, TurnObserver, TurnRunner, TurnSettings
@@ -51,7 +52,7 @@ from bridge.personal_tools.drafts import DraftStore
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
 from bridge.recall.wiring import build_recall
-from bridge.schedule.commands import ScheduleCommands
+from bridge.schedule.commands import ChatNotes, ScheduleCommands
 from bridge.schedule.planning import Planner
 from bridge.schedule.service import ScheduleService
 from bridge.schedule.tools import ScheduleTools
@@ -69,6 +70,7 @@ from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
+from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
 from forge.runner import SandboxRunner
@@ -87,22 +89,23 @@ class Capabilities:
 
 
 def build_access(
-    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float]
+    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float], platforms: Platforms
 ) -> tuple[TenantResolver, PairingStore]:
-    """Who is who: loopback, configured Telegram ids, then pairings to configured tenants."""
+    """Who is who: loopback, configured identities of each platform, then pairings to
+    configured tenants."""
     pairing = PairingStore(db, clock)
     barred = functools.partial(forgetting, settings.home)  # an unfinished `roost forget`
-    return TenantResolver(access_rules(settings, pairing), barred), pairing
+    return TenantResolver(access_rules(settings, pairing, platforms), barred), pairing
 
 
-def access_rules(settings: Settings, pairing: PairingStore) -> list[Rule]:
-    """The resolver's rules for `settings` (at start, and again on every config reload)."""
-    ids = {uid: tid for tid, rule in settings.tenants.items() for uid in rule.telegram_ids}
+def access_rules(settings: Settings, pairing: PairingStore, platforms: Platforms) -> list[Rule]:
+    """The resolver's rules for `settings` (at start, and again on every config reload);
+    ConfigError when a `<platform>_ids` list cannot be used."""
     known = configured_tenants(settings.tenants, settings.local_tenant)
     return [
-        loopback_rule(settings.local_tenant),
+        loopback_rule(settings.local_tenant, platforms.loopback()),
         web_token_rule(settings.tenants.__contains__),
-        telegram_rule(ids),
+        identity_rule(identity_map(settings.tenants, platforms)),
         pairing.rule(known.__contains__),
     ]
 
@@ -118,6 +121,8 @@ def build_capabilities(
     models: ModelRegistry | None = None,
     judge: OutcomeJudge | None = None,
     quota: TenantQuota | None = None,
+    platforms: Platforms | None = None,
+    chat_notes: Mapping[str, ChatNotes] | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -136,6 +141,7 @@ def build_capabilities(
         style=LearnedStyle(StyleStore(db)),
         tools=SavedToolsView(catalog),
         hold=models.hold if models is not None else None,
+        styles=platforms.styles() if platforms is not None else None,
     )
     corrections = build_corrections(loadout, audit, clock)
     drafts = DraftStore(db, lambda: int(clock() * 1000))  # per chat, until saved or expired
@@ -169,7 +175,7 @@ def build_capabilities(
             *loadout.command_sets,
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
-            *((ScheduleCommands(planner, audit),) if planner else ()),
+            *((ScheduleCommands(planner, audit, chat_notes),) if planner else ()),
             ExportCommands(settings.home, audit, clock, quota),
             corrections[0],
             *recall.commands,
@@ -259,10 +265,14 @@ def sense_limits(settings: Settings) -> SenseLimits:
 
 
 def build_senses(
-    settings: Settings, models: ModelRegistry | None = None, quota: TenantQuota | None = None
+    settings: Settings,
+    platforms: Platforms,
+    models: ModelRegistry | None = None,
+    quota: TenantQuota | None = None,
 ) -> SensePipeline:
     """Attachments in (photo, document; another kind is one `register` line), files out;
-    files are read in decoder processes (`[limits] decoders` at once, fair by tenant)."""
+    files are read in decoder processes (`[limits] decoders` at once, fair by tenant); a
+    platform's download limit (its declaration) caps what its messages may carry."""
     lim = settings.limits
     decoders = DecoderPool(PoolSettings(lim.decoders, lim.decode_memory_mb * 1024 * 1024))
     return default_pipeline(
@@ -272,6 +282,7 @@ def build_senses(
         vision_models=models.seeing if models is not None else tuple,
         decoders=decoders,
         quota=quota,
+        platform_bytes=platforms.download_limits(),
     )
 
 
@@ -323,6 +334,7 @@ def build_core(
     compactor: Compactor | None = None,
     senses: SensePipeline | None = None,
     channels: Callable[[], Sequence[str]] = tuple,
+    platforms: Platforms | None = None,
 ) -> Core:
     """The core: tenant access, the chat command table and the turn runner behind one handle.
 
@@ -343,4 +355,5 @@ def build_core(
         masks=caps.loadout.vault.masker,  # every reply leaves through the tenant's masker
         clock=clock,
         limits=CoreLimits(settings.limits.max_message_chars),
+        titles={p.name: p.title for p in platforms} if platforms is not None else None,
     )

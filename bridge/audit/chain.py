@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bridge.audit.keys import load_names_key
 from bridge.audit.record import build_record, check_event, check_tenant
-from bridge.audit.schema import Namer, keyed_namer, sanitize
+from bridge.audit.schema import Namer, Schemas, keyed_namer, sanitize
 from bridge.audit.store import (
     ChainCorrupt,
     Tail,
@@ -62,8 +62,10 @@ class AuditChain:
         clock: Callable[[], float] = time.time,
         max_batch: int = 512,
         names_key: bytes | None = None,
+        schemas: Schemas | None = None,
     ) -> None:
         self.path = path
+        self._schemas = schemas  # `schema.schemas_for(platforms)`: the channels it keeps
         self._key = hmac_key
         self._names_key = names_key  # None: `<audit dir>/names.key`, made on first open
         self._namer: Namer | None = None
@@ -143,7 +145,7 @@ class AuditChain:
         self, event: str, tenant: str | None, details: Mapping[str, object]
     ) -> dict[str, object]:
         assert self._namer is not None  # set by open()
-        fitted = sanitize(event, tenant, details, self._namer)
+        fitted = sanitize(event, tenant, details, self._namer, self._schemas)
         if "_dropped" in fitted or "_unknown" in fitted:
             log.warning(
                 "audit %s: refused fields %s, %d unknown",

@@ -7,6 +7,10 @@ or a model chose (a memory topic, a tool, a skill, a secret, a profile key),
 which is never stored: the writer replaces it by a content-free keyed id,
 `n-` + 16 hex of HMAC-SHA256(names key, kind NUL tenant NUL name).
 
+The channel enum and the identity and message-id patterns come from the
+platforms' declarations (`schemas_for(platforms)`, `bridge.types.platform`):
+a chain opened by the app keeps exactly the channels its registry names.
+
 `sanitize()` keeps a field only when its value fits its kind. A field whose
 value does not fit is dropped and its (schema-declared) name listed under
 `_dropped`; a field the schema does not declare is dropped and only counted
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+
+from bridge.types.platform import Platform
 
 MAX_ID = 64
 MAX_ITEMS = 64
@@ -185,11 +191,13 @@ COMMANDS = frozenset(
 
 INT, BOOL = Int(), Bool()
 HASH = Ref(re.compile(r"[0-9a-f]{8,64}"))
-# Telegram message id | roost's uuid4 hex | a scheduled run (`job:<job id>:<slot ms>`)
-MSG = Ref(re.compile(r"[0-9]{1,20}|[0-9a-f]{32}|job:[a-km-np-z2-9]{6}:[0-9]{1,16}"))
-IDENTITY = Ref(re.compile(r"[0-9]{1,20}|local"))  # Telegram user id | the loopback person
+# The kinds a platform's declaration extends (`schemas_for`): on their own they
+# keep only what roost itself makes.
+# roost's uuid4 hex | a scheduled run (`job:<job id>:<slot ms>`) (+ the platforms' message ids)
+MSG = Ref(re.compile(r"[0-9a-f]{32}|job:[a-km-np-z2-9]{6}:[0-9]{1,16}"))
+IDENTITY = Ref(re.compile(r"local"))  # the loopback person (+ the platforms' identities)
 CHAT = Name("chat")  # web and terminal chat names are typed by people
-CHANNEL = enum("telegram", "web", "cli", "mcp")  # mcp: a call through `roost mcp`
+CHANNEL = enum()  # the registry's platform names (`schemas_for`)
 BY = enum("model", "person", "user", "operator")
 MEMORY, TOOL, PERSONA = Name("memory"), Name("tool", strip="me."), Name("persona")
 # Two names stay readable: a skill is a file the person authored (the style
@@ -494,7 +502,14 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
         "channel": CHANNEL,
         "attempts": INT,
         "error": enum(
-            "network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"
+            "network",
+            "rate_limited",
+            "rejected",
+            "forbidden",
+            "not_found",
+            "timeout",
+            "window",  # the platform takes no message now (WhatsApp's 24 hours): it waits
+            "unknown",
         ),
         "dead": BOOL,
     },
@@ -566,14 +581,38 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
 }
 
 
+Schemas = Mapping[str, Mapping[str, Kind]]
+
+
+def schemas_for(platforms: Iterable[Platform]) -> dict[str, dict[str, Kind]]:
+    """`SCHEMAS` with the platforms' names as the channel enum and their identity and
+    message-id patterns kept (each field that holds a channel, identity or message id)."""
+    known = list(platforms)
+    channel = Enum(frozenset(p.name for p in known))
+    identity = _union(IDENTITY, [p.identity for p in known])
+    msg = _union(MSG, [p.msg_id for p in known if p.msg_id is not None])
+    swap: dict[int, Kind] = {id(CHANNEL): channel, id(IDENTITY): identity, id(MSG): msg}
+    return {
+        event: {key: swap.get(id(kind), kind) for key, kind in fields.items()}
+        for event, fields in SCHEMAS.items()
+    }
+
+
+def _union(base: Ref, extra: Iterable[re.Pattern[str]]) -> Ref:
+    patterns = [base.pattern.pattern, *(p.pattern for p in extra)]
+    return Ref(re.compile("|".join(f"(?:{p})" for p in dict.fromkeys(patterns))))
+
+
 def sanitize(
     event: str,
     tenant: str | None,
     details: Mapping[str, object] | Mapping[object, object],
     namer: Namer,
+    schemas: Schemas | None = None,
 ) -> dict[str, object]:
-    """The details as they may be written: fitting fields, `_dropped`, `_unknown`."""
-    schema = SCHEMAS.get(event, {})
+    """The details as they may be written: fitting fields, `_dropped`, `_unknown`.
+    `schemas`: `schemas_for(the roost's platforms)`; without it, no channel is kept."""
+    schema = (schemas if schemas is not None else SCHEMAS).get(event, {})
     out: dict[str, object] = {}
     dropped: list[str] = []
     unknown = 0

@@ -1,7 +1,7 @@
 """`roost access list` and `roost access revoke TENANT|CHANNEL:ID`: who gets in, and ending it.
 
 `list` prints one line per person: the identity, the tenant, how they got
-in (`config`: the tenant's `telegram_ids`; `paired`: a binding, since when)
+in (`config`: the tenant's `<platform>_ids`; `paired`: a binding, since when)
 and when they were last seen (a binding's `last_seen`; for a config-mapped
 id, the last message of their private chat). `revoke` removes bindings
 (a tenant: all of its bindings) and writes `pairing.revoked` {by: operator}
@@ -22,17 +22,19 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple, TextIO
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
 from bridge.core.db import connect
+from bridge.core.identities import listed
 from bridge.core.pairing import Binding, PairingStore
 
 AccessRun = Callable[[argparse.Namespace, Settings, TextIO], int]
 
 
 class Person(NamedTuple):
-    identity: str  # "telegram:111111"
+    identity: str  # "<channel>:<identity>", e.g. "telegram:111111"
     tenant: str
     how: str  # "config" or "paired"
     since: float | None
@@ -45,12 +47,13 @@ def _when(at: float | None) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _private_last_seen(db: sqlite3.Connection, tenant: str, uid: int) -> float | None:
+def _private_last_seen(
+    db: sqlite3.Connection, tenant: str, channel: str, identity: str
+) -> float | None:
     """The last message of a config-mapped id's private chat (its chat id is its user id)."""
     row = db.execute(
-        "SELECT max(updated_at) FROM sessions WHERE tenant = ? AND channel = 'telegram'"
-        " AND chat = ?",
-        (tenant, str(uid)),
+        "SELECT max(updated_at) FROM sessions WHERE tenant = ? AND channel = ? AND chat = ?",
+        (tenant, channel, identity),
     ).fetchone()
     return None if row is None or row[0] is None else float(row[0])
 
@@ -58,6 +61,11 @@ def _private_last_seen(db: sqlite3.Connection, tenant: str, uid: int) -> float |
 def _latest(*times: float | None) -> float | None:
     known = [t for t in times if t is not None]
     return max(known) if known else None
+
+
+def _mapped(settings: Settings) -> list[tuple[str, str, str]]:
+    """(tenant, channel, identity) of each config-mapped id, by tenant."""
+    return sorted(listed(settings.tenants, PLATFORMS), key=lambda row: row[0])
 
 
 def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
@@ -70,14 +78,13 @@ def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
     seen = store.last_seen()
     mapped = [
         Person(
-            f"telegram:{uid}",
+            f"{ch}:{uid}",
             tid,
             "config",
             None,
-            _latest(seen.get(("telegram", str(uid))), _private_last_seen(db, tid, uid)),
+            _latest(seen.get((ch, str(uid))), _private_last_seen(db, tid, ch, uid)),
         )
-        for tid, rule in sorted(settings.tenants.items())
-        for uid in rule.telegram_ids
+        for tid, ch, uid in _mapped(settings)
     ]
     paired = [
         Person(
@@ -111,10 +118,9 @@ def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 def _config_named(settings: Settings, target: str) -> list[str]:
     """Config-mapped ids the target covers, as `telegram:ID (in [tenants.T] telegram_ids)`."""
     return [
-        f"telegram:{uid} (in [tenants.{tid}] telegram_ids)"
-        for tid, rule in sorted(settings.tenants.items())
-        for uid in rule.telegram_ids
-        if target in (tid, f"telegram:{uid}")
+        f"{ch}:{uid} (in [tenants.{tid}] {ch}_ids)"
+        for tid, ch, uid in _mapped(settings)
+        if target in (tid, f"{ch}:{uid}")
     ]
 
 
@@ -128,7 +134,7 @@ def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
 
 
 async def _audit(settings: Settings, gone: Sequence[Binding]) -> None:
-    chain = await open_chain(settings, time.time)
+    chain = await open_chain(settings, time.time, PLATFORMS)
     try:
         await chain.emit_many(
             [

@@ -147,8 +147,8 @@ def send_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--to",
         metavar="TARGET",
-        help="deliver TEXT (no turn) through the running daemon: telegram:<chat_id> or "
-        "web[:<chat>]",
+        help="deliver TEXT (no turn) through the running daemon: CHANNEL:CHAT as the "
+        "platform writes it, e.g. web:default (a malformed one lists every form)",
     )
     p.add_argument("--key", help="with --to: an idempotency key (delivered at most once)")
     p.add_argument(

@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.export import Forgotten, export_details, forgotten_details, write_export
 from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant, marker_path
 from bridge.app.home import record_event
@@ -55,7 +56,13 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         db.close()
     asyncio.run(
-        record_event(settings, "data.exported", args.tenant, export_details(done, "operator"))
+        record_event(
+            settings,
+            "data.exported",
+            args.tenant,
+            export_details(done, "operator"),
+            PLATFORMS,
+        )
     )
     print(f"exported tenant {args.tenant} to {out} ({count(len(done.names), 'file')}, mode 0600)")
     return 0
@@ -88,7 +95,7 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
 
     async def record(gone: Forgotten) -> None:
         details = forgotten_details(gone, "operator")
-        await record_event(settings, "data.forgotten", args.tenant, details)
+        await record_event(settings, "data.forgotten", args.tenant, details, PLATFORMS)
 
     db = connect(settings.home / "roost.db")
     try:

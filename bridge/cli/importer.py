@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import record_event
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
@@ -53,7 +54,9 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         indexer.close()
     asyncio.run(
-        record_event(settings, "history.imported", args.tenant, summary.details(args.format))
+        record_event(
+            settings, "history.imported", args.tenant, summary.details(args.format), PLATFORMS
+        )
     )
     print(f"imported {path.name} into tenant {args.tenant}:")
     for line in summary.lines():

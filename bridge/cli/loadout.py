@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import prepare_home, record_event
 from bridge.app.memory_notes import Explained
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
@@ -144,7 +145,7 @@ def read_value(stdin: TextIO) -> str:
 def _record(settings: Settings, event: str, tenant: str, name: str) -> None:
     import asyncio
 
-    asyncio.run(record_event(settings, event, tenant, {"name": name, "by": "operator"}))
+    asyncio.run(record_event(settings, event, tenant, {"name": name, "by": "operator"}, PLATFORMS))
 
 
 @dataclass(frozen=True)

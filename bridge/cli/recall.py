@@ -22,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import record_event
 from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
@@ -99,7 +100,7 @@ async def _audit(settings: Settings, tenant: str, chars: int, k: int, hits: int,
         "query_chars": chars,
         "ms": ms,
     }
-    await record_event(settings, "recall.searched", tenant, details)
+    await record_event(settings, "recall.searched", tenant, details, PLATFORMS)
 
 
 def eval_args(p: argparse.ArgumentParser) -> None:

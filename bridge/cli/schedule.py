@@ -3,8 +3,10 @@
 `roost jobs [--tenant T]` lists jobs (id, kind, chat, state, next run in the
 job's zone, runs, the last error) and the outbox's delivery failures (dead
 letters and entries still retrying), never a job's text. `roost send --to
-telegram:<chat_id> TEXT` (or `--to web[:<chat>]`) stores the message in the
-outbox of roost.db, where the running daemon picks it up within a second
+CHANNEL:CHAT TEXT` (the forms the platforms declare: `telegram:<chat_id>`,
+`web[:<chat>]`, `whatsapp:<phone>`, ...) stores the message in the outbox of
+roost.db, filed under the tenant whose `<platform>_ids` lists that chat (else
+the local one), where the running daemon picks it up within a second
 (it watches the database) and delivers it with its retries; `--key K` makes
 a script's retry safe (a key is delivered at most once per chat).
 """
@@ -20,17 +22,19 @@ import uuid
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
+from bridge.core.identities import tenant_of
 from bridge.loadout.vault import masker_of
 from bridge.schedule.jobs import Job, JobLimits
 from bridge.schedule.outbox import OutboxEntry, OutboxStore
 from bridge.schedule.service import ScheduleService
+from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
 MAX_TEXT = 16_000
-TARGET = re.compile(r"^(?:telegram:(-?[0-9]{1,20})|web(?::([A-Za-z0-9_-]{1,64}))?)$")
 KEY = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
@@ -96,35 +100,39 @@ def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def target_of(text: str) -> tuple[str, str] | None:
-    """("telegram", chat id) or ("web", chat) from a `--to` value; None when malformed."""
-    match = TARGET.fullmatch(text)
-    if match is None:
-        return None
-    if match.group(1) is not None:
-        return "telegram", str(int(match.group(1)))
-    return "web", match.group(2) or "default"
+def target_of(text: str, platforms: Platforms = PLATFORMS) -> tuple[str, str] | None:
+    """(channel, chat) from a `--to` value, as its platform reads it; None when malformed."""
+    return platforms.target(text)
 
 
-def tenant_for(settings: Settings, channel: str, chat: str, given: str | None) -> str:
-    """The tenant the message is filed under: given, the Telegram id's, or the local one."""
+def tenant_for(
+    settings: Settings,
+    channel: str,
+    chat: str,
+    given: str | None,
+    platforms: Platforms = PLATFORMS,
+) -> str:
+    """The tenant the message is filed under: given, the one whose `<platform>_ids`
+    lists the chat's person, or the local one."""
     if given is not None:
         return given
-    if channel == "telegram":
-        for tenant, rule in settings.tenants.items():
-            if int(chat) in rule.telegram_ids:
-                return tenant
+    platform = platforms.get(channel)
+    identity = platform.identity_of_chat(chat) if platform is not None else None
+    if identity is not None:
+        tenant = tenant_of(settings.tenants, platforms, channel, identity)
+        if tenant is not None:
+            return tenant
     return settings.local_tenant
 
 
-def send_to(args: argparse.Namespace, settings: Settings) -> int:
+def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms = PLATFORMS) -> int:
     """Store the message in the outbox for the running daemon; exit 2 on bad input."""
-    target = target_of(args.to)
+    target = target_of(args.to, platforms)
     text = " ".join(args.text).strip()
     if target is None or not text or len(text) > MAX_TEXT:
+        forms = " or ".join(platforms.addresses())
         print(
-            "roost: --to telegram:<chat_id> or web[:<chat>], and a text of at most "
-            f"{MAX_TEXT:,} characters",
+            f"roost: --to {forms}, and a text of at most {MAX_TEXT:,} characters",
             file=sys.stderr,
         )
         return 2
@@ -132,7 +140,7 @@ def send_to(args: argparse.Namespace, settings: Settings) -> int:
         print("roost: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
         return 2
     channel, chat = target
-    tenant = tenant_for(settings, channel, chat, args.tenant)
+    tenant = tenant_for(settings, channel, chat, args.tenant, platforms)
     key = f"send:{args.key or uuid.uuid4().hex}"
     masked = masker_of(TenantDirs.of(settings.home, tenant)).mask(text)  # the outbox's type
     conn = connect(settings.home / "roost.db")

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import chain_path, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.core.budgets import UsageMeter, budgets_of
@@ -133,7 +134,7 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
             sweeper = Sweeper(StyleStore(db), judge, NullAudit())
             report = await sweeper.sweep_chain(path, now_ms, dry_run=True)
         else:
-            chain = await open_chain(settings, time.time)
+            chain = await open_chain(settings, time.time, PLATFORMS)
             try:
                 sweeper = Sweeper(StyleStore(db), judge, chain)
                 report = await sweeper.sweep_chain(path, now_ms)

@@ -15,6 +15,7 @@ a cap per hour in all, so strangers cannot grow the chain without bound.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from bridge.core.commands import parse_command
 from bridge.core.pairing import MAX_FAILURES, PairingStore
@@ -55,8 +56,10 @@ class Access:
         pairing: PairingStore,
         audit: AuditSink,
         limits: StrangerLimits | None = None,
+        titles: Mapping[str, str] | None = None,
     ) -> None:
         self._resolver, self._pairing, self._audit = resolver, pairing, audit
+        self._titles = dict(titles or {})  # channel -> its platform's title ("WhatsApp")
         self._strangers = StrangerAudit(audit, pairing.clock, limits)
 
     async def flush(self) -> None:
@@ -118,5 +121,6 @@ class Access:
             return None
         await self._strangers.record("access.refused", channel, identity, {})
         if inbound.is_private:
-            return REFUSAL_PRIVATE.format(channel=channel.capitalize(), user_id=identity)
+            title = self._titles.get(channel) or channel.capitalize()
+            return REFUSAL_PRIVATE.format(channel=title, user_id=identity)
         return REFUSAL_GROUP

@@ -46,6 +46,7 @@ from bridge.core.config_sections import (
     TelegramSettings,
     TenantRule,
     WebSettings,
+    WhatsAppSettings,
 )
 from bridge.core.credentials import CredentialSource
 from bridge.types.tenant_dirs import check_tenant_id
@@ -77,6 +78,7 @@ class Settings(BaseSettings):
     llm: DefaultLLMSettings = Field(default_factory=DefaultLLMSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    whatsapp: WhatsAppSettings = Field(default_factory=WhatsAppSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
@@ -102,13 +104,20 @@ class Settings(BaseSettings):
     @field_validator("tenants")
     @classmethod
     def _tenants(cls, v: dict[str, TenantRule]) -> dict[str, TenantRule]:
-        seen: dict[int, str] = {}
+        seen: dict[tuple[str, str], str] = {}
         for tid, rule in v.items():
             check_tenant_id(tid)
-            for uid in rule.telegram_ids:
-                if uid in seen:
-                    raise ValueError(f"telegram id {uid} is mapped to {seen[uid]!r} and {tid!r}")
-                seen[uid] = tid
+            # the same entry under two tenants; what each platform accepts and how it
+            # normalizes is checked with the registry (bridge.core.identities)
+            for key in rule.model_extra or {}:
+                for value in rule.identities(key):
+                    entry = (key, str(value).strip())
+                    if seen.get(entry, tid) != tid:
+                        name = key.removesuffix("_ids")
+                        raise ValueError(
+                            f"{name} id {entry[1]} is mapped to {seen[entry]!r} and {tid!r}"
+                        )
+                    seen[entry] = tid
         return v
 
     @field_validator("home")

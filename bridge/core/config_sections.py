@@ -6,6 +6,7 @@ here check one table at a time and name the key that is wrong.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -150,6 +151,72 @@ class TelegramSettings(_Section):
         return v
 
 
+GRAPH_API = "https://graph.facebook.com/v23.0"
+TEMPLATE_NAME = re.compile(r"^[a-z0-9_]{1,512}$")
+LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(_[A-Za-z0-9]{2,8})?$")
+
+
+class WhatsAppSettings(_Section):
+    """`[whatsapp]`: the WhatsApp Cloud API (bridge/channels/whatsapp). On when
+    `access_token`, `app_secret` and `phone_number_id` are all set."""
+
+    access_token: SecretStr | None = None  # a permanent (system user) token
+    app_secret: SecretStr | None = None  # signs the webhooks: X-Hub-Signature-256
+    verify_token: SecretStr | None = None  # the webhook's GET verification (hub.verify_token)
+    phone_number_id: str | None = None  # the business number's id (not the number itself)
+    api_base_url: str = GRAPH_API  # the Graph API's versioned base
+    # hosts the media URLs of GET /{media-id} may point at (besides the API's own host)
+    media_hosts: list[str] = Field(default_factory=lambda: ["lookaside.fbsbx.com"])
+    # outside the 24-hour window: an approved template whose body has one variable
+    # {{1}} (the message, flattened to one line), else the message waits
+    template: str | None = None
+    template_language: str = "en"
+    template_chars: int = Field(900, ge=20, le=1024)  # {{1}} at most; the template's text adds
+    reply_voice_to_voice: bool = False  # a voice note's answer is spoken too ([llm.speech])
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _api(cls, v: str) -> str:
+        if not re.fullmatch(r"https?://[^\s?#]+", v):
+            raise ValueError("an http(s) URL, e.g. https://graph.facebook.com/v23.0")
+        return v.rstrip("/")
+
+    @field_validator("phone_number_id")
+    @classmethod
+    def _phone_id(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[0-9]{1,32}", v.strip()):
+            raise ValueError("the number's id from WhatsApp Manager (digits)")
+        return v.strip() if v is not None else None
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not TEMPLATE_NAME.fullmatch(v):
+            raise ValueError("a template name: lowercase letters, digits and _")
+        return v
+
+    @field_validator("template_language")
+    @classmethod
+    def _language(cls, v: str) -> str:
+        if not LANGUAGE_CODE.fullmatch(v):
+            raise ValueError("a language code such as en, de or en_US")
+        return v
+
+    @field_validator("media_hosts")
+    @classmethod
+    def _media_hosts(cls, v: list[str]) -> list[str]:
+        for host in v:
+            if not HOST_ENTRY.fullmatch(host.lower()):
+                raise ValueError(f"{host!r} is not a host name or host:port")
+        return [host.lower() for host in v]
+
+    @property
+    def enabled(self) -> bool:
+        return None not in (self.access_token, self.app_secret, self.phone_number_id)
+
+
 class LimitSettings(_Section):
     max_message_chars: int = Field(16_000, ge=1)
     session_chars: int = Field(32_000, ge=1_000)
@@ -271,14 +338,54 @@ class McpServerSettings(_Section):
         return self
 
 
+IDS_KEY = re.compile(r"^[a-z][a-z0-9]{1,23}_ids$")
+MAX_IDS = 1000
+
+
 class TenantRule(_Section):
-    telegram_ids: list[int] = Field(default_factory=list)
+    """`[tenants.NAME]`. The people of each platform are listed under the key its
+    declaration names (`<platform>_ids`, e.g. `telegram_ids = [111111]`,
+    `whatsapp_ids = ["4915112345678"]`: `bridge.types.platform`); here they are
+    only checked to be lists, `bridge.core.identities` reads them per platform."""
+
+    model_config = ConfigDict(extra="allow")
     # this tenant's bearer token for the web page and API (at least 16 characters)
     web_token: SecretStr | None = None
     # token budgets (in + out); None: the [limits] default; 0: no budget for this tenant
     daily_tokens: int | None = Field(None, ge=0)
     monthly_tokens: int | None = Field(None, ge=0)
     mcp: dict[str, McpServerSettings] = Field(default_factory=dict)  # external MCP servers
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_lists(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key, value in data.items():
+            if key in cls.model_fields:
+                continue
+            if not isinstance(key, str) or not IDS_KEY.fullmatch(key):
+                raise ValueError(
+                    f"{key}: unknown setting (a platform's people are listed as "
+                    "<platform>_ids, e.g. telegram_ids)"
+                )
+            if isinstance(value, str):  # from the environment: a JSON list
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    raise ValueError(f'{key}: a list, e.g. [111111] or ["4915112345678"]') from None
+            if not isinstance(value, list) or len(value) > MAX_IDS:
+                raise ValueError(f"{key}: a list (at most {MAX_IDS})")
+            if any(isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
+                raise ValueError(f"{key}: numbers or strings")
+            out[key] = list(value)
+        return out
+
+    def identities(self, key: str) -> list[object]:
+        """The entries of `<platform>_ids` as written (empty when absent)."""
+        value = (self.model_extra or {}).get(key, [])
+        return list(value) if isinstance(value, list) else []
 
     @field_validator("web_token")
     @classmethod

@@ -256,6 +256,25 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX turn_versions_of ON turn_versions (conversation, first_turn)
     """,
+    # WhatsApp (bridge/channels/whatsapp/store.py): webhook message ids already taken
+    # (hashed; Meta delivers again until it gets a 200), when each known person last
+    # wrote (the 24-hour window) and what became of the messages sent (status callbacks)
+    """
+    CREATE TABLE whatsapp_seen (
+        msg_key TEXT PRIMARY KEY, seen_ms INTEGER NOT NULL
+    );
+    CREATE INDEX whatsapp_seen_at ON whatsapp_seen (seen_ms);
+    CREATE TABLE whatsapp_window (
+        tenant TEXT NOT NULL, wa_id TEXT NOT NULL, last_in_ms INTEGER NOT NULL,
+        PRIMARY KEY (wa_id)
+    );
+    CREATE TABLE whatsapp_sent (
+        msg_key TEXT PRIMARY KEY, tenant TEXT NOT NULL, chat TEXT NOT NULL,
+        entry INTEGER, via TEXT NOT NULL, status TEXT NOT NULL, error INTEGER,
+        sent_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL
+    );
+    CREATE INDEX whatsapp_sent_chat ON whatsapp_sent (tenant, chat, sent_ms)
+    """,
 )
 
 

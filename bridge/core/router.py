@@ -24,7 +24,7 @@ import logging
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 
@@ -105,10 +105,11 @@ class Core:
         clock: Callable[[], float] = time.time,
         limits: CoreLimits | None = None,
         strangers: StrangerLimits | None = None,
+        titles: Mapping[str, str] | None = None,  # channel -> how people call it (refusals)
     ) -> None:
         self._dirs = home_tenant_dirs
         self._tenant_dirs: dict[str, TenantDirs] = {}
-        self.access = Access(resolver, pairing, audit, strangers)
+        self.access = Access(resolver, pairing, audit, strangers, titles)
         self.commands = commands
         self._turns = turns
         self._audit = audit

@@ -60,14 +60,14 @@ class TenantResolver:
         return None
 
 
-def loopback_rule(local_tenant: str) -> Rule:
-    """The web page (its own token: identity `local`) and the terminal on this
-    machine belong to the local tenant."""
+def loopback_rule(local_tenant: str, loopback: frozenset[str] = LOOPBACK_CHANNELS) -> Rule:
+    """The loopback channels (their platforms say `loopback`: the web page with its
+    own token, identity `local`, and the terminal) belong to the local tenant."""
 
     def rule(inbound: Inbound) -> str | None:
-        if inbound.channel == "web" and inbound.identity != "local":
-            return None  # a tenant's own web token (`web_token_rule`)
-        return local_tenant if inbound.channel in LOOPBACK_CHANNELS else None
+        if inbound.channel not in loopback or inbound.identity != "local":
+            return None  # e.g. a tenant's own web token (`web_token_rule`)
+        return local_tenant
 
     return rule
 
@@ -86,15 +86,11 @@ def web_token_rule(known: Callable[[str], bool]) -> Rule:
     return rule
 
 
-def telegram_rule(ids: Mapping[int, str]) -> Rule:
-    """Configured numeric Telegram user ids."""
+def identity_rule(ids: Mapping[str, Mapping[str, str]]) -> Rule:
+    """Configured identities: channel -> identity -> tenant (`[tenants.X] <platform>_ids`,
+    read through the platforms' declarations by `bridge.core.identities`)."""
 
     def rule(inbound: Inbound) -> str | None:
-        if inbound.channel != "telegram":
-            return None
-        try:
-            return ids.get(int(inbound.identity))
-        except ValueError:
-            return None
+        return ids.get(inbound.channel, {}).get(inbound.identity)
 
     return rule

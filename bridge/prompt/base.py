@@ -1,12 +1,15 @@
 """Block 1 of the system prompt: the base prompt, one per channel.
 
-It says who the assistant is, how to format for the channel, and the rules
+It says who the assistant is, how to format for the channel (the line each
+platform declares, `Platform.style`, handed in as `styles`), and the rules
 the loadout relies on (save only what the person stated; never repeat
 secrets) and when to search earlier conversations (`recall`). Operator and
 personal steering are appended by the loadout.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 BASE = (
     "You are roost, a personal assistant. You talk with one person at a time and keep "
@@ -19,16 +22,9 @@ BASE = (
     "they said about something, or the answer needs a date; give dates from its results."
 )
 
-CHANNEL_STYLE = {
-    "telegram": (
-        "The person reads on Telegram, often on a phone: keep answers short, use plain "
-        "Markdown (bold, italics, `code`, fenced code blocks, lists); no tables, no HTML."
-    ),
-    "web": "The person reads in a web page that renders Markdown (code blocks, bold, links).",
-    "cli": "The person reads in a terminal: use plain text; fenced code blocks are fine.",
-}
+DEFAULT_STYLE = "Format answers as plain Markdown."
 
 
-def base_prompt(channel: str) -> str:
-    style = CHANNEL_STYLE.get(channel, "Format answers as plain Markdown.")
+def base_prompt(channel: str, styles: Mapping[str, str]) -> str:
+    style = styles.get(channel) or DEFAULT_STYLE
     return f"{BASE}\n{style}"

@@ -102,7 +102,9 @@ class SnapshotTaker:
         files: FileCache | None = None,
         cached: bool = True,
         default_tz: str | None = None,
+        styles: Mapping[str, str] | None = None,
     ) -> None:
+        self._styles = dict(styles or {})  # channel -> block 1's line (platform declarations)
         self.home = home
         self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
         self.memory_cap = memory_cap
@@ -169,7 +171,7 @@ class SnapshotTaker:
         return Snapshot(
             tenant=tenant,
             channel=channel,
-            base=base_prompt(channel),
+            base=base_prompt(channel, self._styles),
             operator_steering=self._steering.text(self._op_steering, self._op_conf),
             tenant_steering=self._steering.text(paths.steering, paths.conf),
             profile=self._lines(paths.profile, body_lines),

@@ -4,12 +4,14 @@ Rows of small async functions returning text (no model involved). Times are
 read and shown in the person's zone (`zone.py`); a job belongs to the chat
 the command came from. Creating goes through `Planner` (limits, `changed()`,
 `job.created`); removing, pausing and resuming record `job.changed`.
+A channel may add lines to `/jobs` for its chats (`notes`: how it delivers
+now, e.g. WhatsApp's 24-hour window).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from bridge.core.commands import Command, CommandContext, UsageError
@@ -48,11 +50,18 @@ def recurrence(job: Job) -> str:
     return job.spec if isinstance(every, WhenError) else every.echo
 
 
+ChatNotes = Callable[[str, str, float], Sequence[str]]
+"""(tenant, chat, now) -> what /jobs adds for a chat of that channel (how it delivers)."""
+
+
 class ScheduleCommands:
-    def __init__(self, planner: Planner, audit: AuditSink) -> None:
+    def __init__(
+        self, planner: Planner, audit: AuditSink, notes: Mapping[str, ChatNotes] | None = None
+    ) -> None:
         self._planner = planner
         self._jobs = planner.service.jobs
         self._audit = audit
+        self._notes = notes if notes is not None else {}  # channel -> notes (filled by rows)
 
     def commands(self) -> Iterable[Command]:
         return (
@@ -119,6 +128,9 @@ class ScheduleCommands:
             if job.last_error:
                 lines.append(f"  last run failed ({job.fail_count}×): {job.last_error}")
         lines += self._failures(ctx)
+        notes = self._notes.get(i.channel)
+        if notes is not None:
+            lines += notes(ctx.tenant, i.chat, ctx.now)
         if not jobs:
             lines.append("/remind and /every add one.")
         return "\n".join(lines)

@@ -214,6 +214,17 @@ class OutboxStore:
             )
         return cursor.rowcount
 
+    def due_now(self, tenant: str, channel: str, chat: str, error_kind: str, now_ms: int) -> int:
+        """Make a chat's queued entries that last failed with `error_kind` due now (the
+        platform takes messages again: the person wrote); how many."""
+        with transaction(self.conn):
+            cursor = self.conn.execute(
+                "UPDATE outbox SET due_ms = ? WHERE state = 'queued' AND tenant = ?"
+                " AND channel = ? AND chat = ? AND last_error = ? AND due_ms > ?",
+                (now_ms, tenant, channel, chat, error_kind, now_ms),
+            )
+        return cursor.rowcount
+
     def get(self, entry_id: int) -> OutboxEntry | None:
         row = self.conn.execute(
             f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (entry_id,)

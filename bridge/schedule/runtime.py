@@ -46,7 +46,16 @@ from forge.names import PREFIX, to_wire
 
 REMINDER_MARK: Final = "⏰ "
 ERROR_KINDS: Final = frozenset(
-    {"network", "rate_limited", "rejected", "forbidden", "not_found", "timeout", "unknown"}
+    {
+        "network",
+        "rate_limited",
+        "rejected",
+        "forbidden",
+        "not_found",
+        "timeout",
+        "window",
+        "unknown",
+    }
 )
 TOOL_MODES: Final = ("change", "always")
 

@@ -3,10 +3,11 @@
 `open_checked(att, ctx)` opens `att.path` only when it lies directly under
 the tenant's inbox (`TenantDirs.inbox`), with `O_NOFOLLOW`, as a regular
 file with one link, of at most `[limits] attachment_bytes` (by `fstat`; a
-platform's own download limit, Telegram's 20 MB, when that is smaller), and
-not empty. The daemon reads no more of it than `head` (the bytes a type is
-told from): the descriptor goes to a decoder process, which reads the rest.
-Anything else is a `Refused` with a reason fit to show the person.
+platform's own download limit when that is smaller: `SenseContext.platform_bytes`,
+from the platform's declaration), and not empty. The daemon reads no more of it
+than `head` (the bytes a type is told from): the descriptor goes to a decoder
+process, which reads the rest. Anything else is a `Refused` with a reason fit
+to show the person.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from pathlib import Path
 from bridge.senses.handlers import SenseContext, megabytes, shown_name
 from bridge.types.messages import Attachment
 
-PLATFORM_BYTES = {"telegram": 20_000_000}  # what a bot may fetch from the platform
-
 
 def byte_limit(ctx: SenseContext) -> int:
     """`[limits] attachment_bytes`, or the platform's own download limit when smaller."""
-    platform = PLATFORM_BYTES.get(ctx.turn.inbound.channel, ctx.limits.attachment_bytes)
+    platform = ctx.platform_bytes or ctx.limits.attachment_bytes
     return min(ctx.limits.attachment_bytes, platform)
 
 

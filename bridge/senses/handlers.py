@@ -63,6 +63,7 @@ class SenseContext:
     vision: bool = False
     vision_models: tuple[str, ...] = ()  # configured model names that can see images
     decode: Decode | None = None
+    platform_bytes: int = 0  # what the bot may fetch from the message's platform (0: no cap)
 
 
 Handler = Callable[[Attachment, SenseContext], Awaitable[Prepared]]

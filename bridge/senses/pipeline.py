@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bridge.core.perceive import Prepared
@@ -53,8 +53,10 @@ class SensePipeline:
         vision_models: Callable[[], Sequence[str]] = tuple,
         decoders: DecoderPool | None = None,
         quota: TenantQuota | None = None,
+        platform_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self._limits = limits
+        self._platform_bytes = dict(platform_bytes or {})  # channel -> its download cap
         self._home = home
         self._quota = quota  # a file the channel did not keep for want of space is said so
         self.decoders = decoders or DecoderPool()  # one process per file, off the thread pool
@@ -90,8 +92,14 @@ class SensePipeline:
         async def decode(job: Job, fd: int) -> Decoded:
             return await self.decoders.decode(tenant, job, fd)
 
-        vision = self._vision_of(turn)
-        ctx = SenseContext(turn, self._limits, vision, tuple(self._vision_models()), decode)
+        ctx = SenseContext(
+            turn,
+            self._limits,
+            self._vision_of(turn),
+            tuple(self._vision_models()),
+            decode,
+            self._platform_bytes.get(turn.inbound.channel, 0),
+        )
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
         return merged(results, before)
 
@@ -162,6 +170,7 @@ def default_pipeline(
     vision_models: Callable[[], Sequence[str]] = tuple,
     decoders: DecoderPool | None = None,
     quota: TenantQuota | None = None,
+    platform_bytes: Mapping[str, int] | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
     senses = SensePipeline(
@@ -171,6 +180,7 @@ def default_pipeline(
         vision_models=vision_models,
         decoders=decoders,
         quota=quota,
+        platform_bytes=platform_bytes,
     )
     senses.register("photo", photo)
     senses.register("document", document)

@@ -1,9 +1,10 @@
 """Speech out: when an answer is also spoken, and what of it is read aloud.
 
-`/voice on|off` is a per-chat choice (the `chat_settings` row `voice`);
-`[telegram] reply_voice_to_voice` speaks the answer to a voice note too
-(`speak_wanted`). `speakable()` is the text the speech server gets: code
-blocks, inline-code backticks, URLs (a Markdown link keeps its label),
+`/voice on|off` is a per-chat choice (the `chat_settings` row `voice`); a
+channel's own `reply_voice_to_voice` setting speaks the answer to a voice
+note too (`speak_wanted`). Which channels send voice at all is what their
+platforms declare (`Abilities.voice`). `speakable()` is the text the speech
+server gets: code blocks, inline-code backticks, URLs (a Markdown link keeps its label),
 quoted lines and "🎙" notices are left out, Markdown marks are dropped, and
 an answer over `[llm.speech] max_chars` is cut at the last sentence end that
 fits, followed by "…the rest is in the text." The text reply is always sent
@@ -14,14 +15,13 @@ the answer (the web page, `bridge.channels.web_speech`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.audit_sink import AuditSink
 
 REST = " …the rest is in the text."
-SPEAKING = ("telegram", "web")  # channels that deliver a spoken answer
 KEY = "voice"
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)")
@@ -60,12 +60,20 @@ class VoiceCommands:
     """`/voice [on|off]`: this chat's answers also as voice messages."""
 
     def __init__(
-        self, chats: ChatSettings, audit: AuditSink, configured: bool, to_voice: bool
+        self,
+        chats: ChatSettings,
+        audit: AuditSink,
+        configured: bool,
+        to_voice: Callable[[str], bool],
+        speaks: Callable[[str], bool],
+        where: str,
     ) -> None:
         self._chats = chats
         self._audit = audit
         self._configured = configured  # a speech server is configured ([llm.speech])
-        self._to_voice = to_voice  # [telegram] reply_voice_to_voice
+        self._to_voice = to_voice  # channel -> its reply_voice_to_voice
+        self._speaks = speaks  # channel -> it can send voice messages
+        self._where = where  # "Telegram and WhatsApp": the channels that can
 
     def commands(self) -> Iterable[Command]:
         return (
@@ -84,9 +92,10 @@ class VoiceCommands:
         i = ctx.inbound
         wanted = args.strip().lower()
         if not wanted:
-            return self._status(self.is_on(ctx.tenant, i.channel, i.chat))
+            return self._status(self.is_on(ctx.tenant, i.channel, i.chat), i.channel)
         if wanted not in ("on", "off"):
             raise UsageError(f"Unknown /voice choice {wanted!r}.")
+        speaks = self._speaks(i.channel)
         if wanted == "on" and not self._configured:
             return (
                 "🔇 Spoken answers need a speech server: set [llm.speech] base_url (an "
@@ -100,15 +109,17 @@ class VoiceCommands:
         await self._audit.emit(
             "voice.changed", ctx.tenant, {"on": on, "channel": i.channel, "chat": i.chat}
         )
-        if i.channel not in SPEAKING:
-            return f"Voice is {wanted} for this chat; answers are spoken on Telegram and the web."
+        if not speaks:
+            return (
+                f"Voice is {wanted} for this chat; voice messages are sent on {self._where} only."
+            )
         if on and i.channel == "web":
             return "🔊 Answers in this chat are now also spoken: the page plays each one."
         return "🔊 Answers in this chat are now also spoken." if on else "🔇 Voice is off."
 
-    def _status(self, on: bool) -> str:
+    def _status(self, on: bool, channel: str) -> str:
         lines = [f"Voice answers in this chat: {'on' if on else 'off'}."]
-        if self._to_voice:
+        if self._to_voice(channel):
             lines.append("A voice note is always answered with voice too.")
         if not self._configured:
             lines.append("No speech server is configured ([llm.speech] base_url).")

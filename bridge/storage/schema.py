@@ -36,6 +36,7 @@ _WHAT = (
     "identity_seen",
     "channel inbox, outbox parts and leases",
     "history meta, failed turns, turn versions",
+    "whatsapp seen, window, sent",
 )
 
 _POSTGRES: dict[int, str] = {}  # version -> hand-written PostgreSQL text, where derived is wrong

@@ -1,4 +1,4 @@
-"""The SQLite text of the logical migrations 1..15: `bridge.core.db.MIGRATIONS`, verbatim.
+"""The SQLite text of the logical migrations 1..16: `bridge.core.db.MIGRATIONS`, verbatim.
 
 Until round two moves the stores here, `bridge.core.db` runs these on
 `roost.db`; `tests/storage/test_schema.py` fails when the two lists differ,
@@ -245,5 +245,21 @@ SQLITE: tuple[str, ...] = (
         turns INTEGER NOT NULL, chars INTEGER NOT NULL, rows TEXT NOT NULL
     );
     CREATE INDEX turn_versions_of ON turn_versions (conversation, first_turn)
+    """,
+    """
+    CREATE TABLE whatsapp_seen (
+        msg_key TEXT PRIMARY KEY, seen_ms INTEGER NOT NULL
+    );
+    CREATE INDEX whatsapp_seen_at ON whatsapp_seen (seen_ms);
+    CREATE TABLE whatsapp_window (
+        tenant TEXT NOT NULL, wa_id TEXT NOT NULL, last_in_ms INTEGER NOT NULL,
+        PRIMARY KEY (wa_id)
+    );
+    CREATE TABLE whatsapp_sent (
+        msg_key TEXT PRIMARY KEY, tenant TEXT NOT NULL, chat TEXT NOT NULL,
+        entry INTEGER, via TEXT NOT NULL, status TEXT NOT NULL, error INTEGER,
+        sent_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL
+    );
+    CREATE INDEX whatsapp_sent_chat ON whatsapp_sent (tenant, chat, sent_ms)
     """,
 )

@@ -13,8 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from bridge.app.build import build
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit.catalogue import EVENTS, SCHEDULER_EVENTS, SWEEP_EVENTS
-from bridge.audit.schema import COMMANDS, SCHEMAS, keyed_namer, sanitize
+from bridge.audit.schema import COMMANDS, SCHEMAS, keyed_namer, sanitize, schemas_for
 from bridge.core.config import Settings
 from bridge.loadout.vault import set_value
 from bridge.types.backend import BackendError
@@ -30,7 +31,7 @@ class RedactingAudit:
         self.events: list[tuple[str, dict[str, object]]] = []
 
     async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
-        self.events.append((event, sanitize(event, tenant, details, NAMER)))
+        self.events.append((event, sanitize(event, tenant, details, NAMER, KINDS)))
 
     async def emit_many(
         self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
@@ -40,6 +41,7 @@ class RedactingAudit:
 
 
 NAMER = keyed_namer(b"k" * 32)
+KINDS = schemas_for(PLATFORMS)  # the channels the daemon's chain keeps
 
 
 async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock: Clock) -> None:

@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from audit_helpers import KEY, ChainFactory
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit import redact
 from bridge.audit.catalogue import EVENTS
-from bridge.audit.schema import keyed_namer, sanitize
+from bridge.audit.schema import keyed_namer, sanitize, schemas_for
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
+
+KINDS = schemas_for(PLATFORMS)  # the channels the daemon's chain keeps
 
 
 def script(tmp_path: Path) -> Path:
@@ -65,6 +68,6 @@ def test_catalogue_examples_pass_redaction_and_are_documented(event: str) -> Non
 @pytest.mark.parametrize(("event", "field"), sorted(ENUM_NAMED_LIKE_TEXT))
 def test_an_enum_named_like_text_keeps_only_its_words(event: str, field: str) -> None:
     namer = keyed_namer(b"k" * 32)
-    assert sanitize(event, "t", EVENTS[event], namer) == EVENTS[event]
+    assert sanitize(event, "t", EVENTS[event], namer, KINDS) == EVENTS[event]
     typed = {**EVENTS[event], field: "Forbidden: bot was blocked by the user 'Alice'"}
-    assert sanitize(event, "t", typed, namer)["_dropped"] == [field]
+    assert sanitize(event, "t", typed, namer, KINDS)["_dropped"] == [field]

@@ -14,8 +14,9 @@ import re
 import uuid
 
 from bridge.app.build import build
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit.catalogue import EVENTS
-from bridge.audit.schema import SCHEMAS, keyed_namer, sanitize
+from bridge.audit.schema import SCHEMAS, keyed_namer, sanitize, schemas_for
 from bridge.audit.verify import verify
 from bridge.core.config import Settings
 from bridge.types.messages import Inbound
@@ -81,7 +82,7 @@ def test_catalogue_examples_fit_the_schema_exactly() -> None:
     namer = keyed_namer(b"k" * 32)
     for event, example in EVENTS.items():
         assert set(example) == set(SCHEMAS[event]), event
-        fitted = sanitize(event, "alice", example, namer)
+        fitted = sanitize(event, "alice", example, namer, schemas_for(PLATFORMS))
         assert "_dropped" not in fitted and "_unknown" not in fitted, (event, fitted)
 
 

@@ -12,7 +12,9 @@ import itertools
 import sys
 from pathlib import Path
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit import AuditChain
+from bridge.audit.schema import schemas_for
 
 
 async def worker(chain: AuditChain, tag: str, numbers: itertools.count, stop: int) -> None:
@@ -26,7 +28,7 @@ async def worker(chain: AuditChain, tag: str, numbers: itertools.count, stop: in
 
 
 async def main(path: Path, tag: str, count: int, concurrency: int) -> None:
-    chain = AuditChain(path)
+    chain = AuditChain(path, schemas=schemas_for(PLATFORMS))  # as the daemon opens it
     await chain.open()
     sys.stdout.write("ready\n")
     sys.stdout.flush()

@@ -83,8 +83,8 @@ async def voiced(
                 roost.core.answer,
                 roost.command_list,
                 NO_DRAFTS,
-                voice_inbox=roost.voice.inbox_for,
-                speak=roost.voice.speak,
+                voice_inbox=roost.voice.gate("telegram"),
+                speak=roost.voice.speak_hook("telegram", settings.telegram.reply_voice_to_voice),
             )
             await channel.start()
             try:

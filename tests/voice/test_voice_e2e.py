@@ -171,10 +171,10 @@ async def test_the_daemon_wires_voice_into_its_telegram_channel(home: Path) -> N
     try:
         channel = telegram_channel(settings, roost, {}).channel
         assert channel.voice_inbox is not None and channel.speak is not None  # type: ignore[attr-defined]
-        gate = roost.voice.inbox_for(str(ALICE))
+        gate = roost.voice.gate("telegram")(str(ALICE))
         assert gate is not None and gate.inbox == roost.tenant_dirs("alice").inbox
         assert not gate.download  # no transcription server configured: nothing is fetched
-        assert roost.voice.inbox_for("999") is None
+        assert roost.voice.gate("telegram")("999") is None
         assert channel.app.bot.base_file_url.startswith("http://127.0.0.1:9/file/bot")  # type: ignore[attr-defined]
         assert "voice" in {c["name"] for c in roost.command_list()}
     finally:

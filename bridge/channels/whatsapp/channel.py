@@ -1,0 +1,222 @@
+"""The WhatsApp channel: Meta's webhook on the web server, answers through the Graph API.
+
+`mount(app)` adds `/whatsapp/webhook` to the web channel's aiohttp app.
+`GET` is Meta's subscription check (`signature.challenge`: the challenge
+when `hub.mode=subscribe` and `hub.verify_token` match, else 403). `POST`
+reads the raw body, at most `MAX_BODY` (10 MB: a longer one, by its
+`Content-Length` or as it streams, is 413 before anything is parsed),
+checks `X-Hub-Signature-256` against it in constant time (401 without a
+usable header, 403 when wrong: nothing else happens), and only then parses
+it (`payload.parse`). It answers 200 at once: Meta wants a quick answer and
+delivers again otherwise. Status updates are recorded (`store.status`);
+each message id is taken once (`store.first_time`, durable: a duplicate or
+a retry is never answered twice) and the message is handled in a task of
+its own, one chat's messages in the order they came. Kinds roost does not
+read are counted (`ignored`), never answered.
+
+A message becomes an `Inbound` (identity and chat: the sender's wa_id; its
+`msg_id`: `store.key(wamid)`, no phone number in it); a reply button's or a
+list row's id is the text (an offer's command, as if typed). A sender that
+resolves to a tenant is a known person: their 24-hour window is recorded
+(`store.wrote`, and `woke` makes their waiting outbox entries due), and the
+message's image, document or voice note is fetched into their inbox
+(`media.MediaFetcher`). Who may talk, `/pair`, the one refusal to a
+stranger and the per-chat order are the core's, as on every channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from aiohttp import web
+
+from bridge.channels.whatsapp.client import GraphClient
+from bridge.channels.whatsapp.media import MediaFetcher, Receiving
+from bridge.channels.whatsapp.payload import Delivery, Incoming, parse
+from bridge.channels.whatsapp.reply import Speak, Undelivered, WhatsAppReply
+from bridge.channels.whatsapp.send import Outgoing
+from bridge.channels.whatsapp.signature import HEADER, challenge, check
+from bridge.channels.whatsapp.store import WhatsAppStore, key
+from bridge.types.messages import Answer, Inbound
+
+log = logging.getLogger("bridge.channels.whatsapp")
+PATH = "/whatsapp/webhook"
+MAX_BODY = 10 * 1024 * 1024
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    app_secret: bytes
+    verify_token: bytes
+    phone_number_id: str
+
+
+class WhatsAppChannel:
+    name = "whatsapp"
+
+    def __init__(
+        self,
+        secrets: Secrets,
+        answer: Answer,
+        client: GraphClient,
+        store: WhatsAppStore,
+        *,
+        media_hosts: tuple[str, ...] = (),
+        receiving: Receiving | None = None,
+        undelivered: Undelivered | None = None,
+        speak: Speak | None = None,
+        woke: Callable[[str, str], None] = lambda tenant, chat: None,
+        ignored: Callable[[str, int], None] = lambda kind, n: None,
+        clock: Callable[[], float] = time.time,
+        stop_grace_s: float = 10.0,
+    ) -> None:
+        self._secrets, self._answer = secrets, answer
+        self.client, self.store = client, store
+        self.out = Outgoing(client)
+        self.fetcher = MediaFetcher(client, media_hosts)
+        self._receiving, self._undelivered, self._speak = receiving, undelivered, speak
+        self._woke, self._ignored_hook, self._clock = woke, ignored, clock
+        self._grace = stop_grace_s
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
+        self._running = False
+        self.ignored: Counter[str] = Counter()
+        self.duplicates = 0
+
+    def mount(self, app: web.Application) -> None:
+        """Add the webhook route to the web channel's app (before it starts)."""
+        app.router.add_get(PATH, self._verify)
+        app.router.add_post(PATH, self._webhook)
+
+    async def start(self) -> None:
+        self._running = True
+
+    async def stop(self) -> None:
+        self._running = False  # from now on a webhook gets 503: Meta delivers it again later
+        pending = {t for t in self._tasks if not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=self._grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self.client.aclose()
+
+    async def idle(self) -> None:
+        """Until every message taken so far has been handled (tests, benchmarks)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- the webhook ------------------------------------------------------------------------
+
+    async def _verify(self, request: web.Request) -> web.Response:
+        answer = challenge(request.query, self._secrets.verify_token)
+        if answer is None:
+            return web.Response(status=403)
+        return web.Response(text=answer, content_type="text/plain")
+
+    async def _webhook(self, request: web.Request) -> web.Response:
+        declared = request.content_length
+        if declared is not None and declared > MAX_BODY:
+            return web.Response(status=413)
+        body = await _read_capped(request, MAX_BODY)
+        if body is None:
+            return web.Response(status=413)
+        verdict = check(self._secrets.app_secret, body, request.headers.get(HEADER))
+        if verdict != "ok":
+            log.warning("whatsapp: a webhook with a %s signature was refused", verdict)
+            return web.Response(status=401 if verdict == "missing" else 403)
+        if not self._running:
+            return web.Response(status=503)
+        delivery = parse(body, self._secrets.phone_number_id)
+        if delivery is None:
+            self._ignore("malformed", 1)  # signed by Meta: sending it again would not help
+        else:
+            self._take(delivery)
+        return web.Response(text="ok")
+
+    def _take(self, delivery: Delivery) -> None:
+        for kind, n in (delivery.ignored or Counter()).items():
+            self._ignore(kind, n)
+        now_ms = int(self._clock() * 1000)
+        for status in delivery.statuses:
+            row = self.store.status(status.wamid, status.status, status.error, now_ms)
+            if row is not None and status.status == "failed":
+                log.warning(
+                    "whatsapp: a message (outbox entry %s) failed: error %s",
+                    row.entry,
+                    status.error,
+                )
+        for msg in delivery.messages:
+            if not self.store.first_time(msg.wamid, now_ms):
+                self.duplicates += 1
+                continue
+            self._spawn(msg)
+
+    def _ignore(self, kind: str, n: int) -> None:
+        self.ignored[kind] += n
+        self._ignored_hook(kind, n)
+        log.debug("whatsapp: ignored %d update(s) of kind %s", n, kind)
+
+    def _spawn(self, msg: Incoming) -> None:
+        before = self._last.get(msg.sender)
+        task = asyncio.create_task(self._after(before, msg))
+        self._last[msg.sender] = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._done(msg.sender, done))
+
+    def _done(self, chat: str, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._last.get(chat) is task:
+            del self._last[chat]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("whatsapp: handling a message failed", exc_info=task.exception())
+
+    async def _after(self, before: asyncio.Task[None] | None, msg: Incoming) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)  # the chat's order
+        await self._handle(msg)
+
+    # -- one message --------------------------------------------------------------------------
+
+    async def _handle(self, msg: Incoming) -> None:
+        inbound = Inbound(
+            "whatsapp",
+            msg.sender,
+            msg.sender,
+            msg.text or "",
+            key(msg.wamid),
+            is_private=True,
+            display_name=msg.name,
+            has_text=msg.text is not None,
+        )
+        receiving = self._receiving
+        tenant = receiving.tenant_of(inbound) if receiving is not None else None
+        if tenant is not None:
+            self.store.wrote(tenant, msg.sender, int(self._clock() * 1000))
+            self._woke(tenant, msg.sender)
+            if msg.media is not None and receiving is not None:
+                inbox = receiving.inbox_of(tenant)
+                att = await self.fetcher.attachment(msg.kind, msg.media, inbox, receiving)
+                inbound = replace(inbound, attachments=(att,), has_text=True)
+        reply = WhatsAppReply(
+            self.out, inbound, msg.wamid, undelivered=self._undelivered, speak=self._speak
+        )
+        await self._answer(inbound, reply)
+
+
+async def _read_capped(request: web.Request, limit: int) -> bytes | None:
+    """The raw body, or None as soon as it passes `limit`."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(CHUNK):
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)

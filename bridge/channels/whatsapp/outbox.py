@@ -1,0 +1,153 @@
+"""Proactive WhatsApp messages (reminders, jobs, `roost send --to`): the outbox's deliver.
+
+WhatsApp lets a business write freely only within 24 hours of the person's
+last message (the customer-service window; `store.last_in_ms`). Inside it
+an entry goes out as text (rendered and split like an answer). Outside it,
+it goes out as the operator's approved template (`[whatsapp] template`,
+`template_language`), the entry's text as the body's one variable `{{1}}`,
+flattened to one line (Meta refuses new lines, tabs and runs of spaces in a
+variable) and cut at `template_chars`; with no template it waits:
+`DeliveryError("window")`, retried every 3 hours and made due at once when
+the person writes (`OutboxStore.due_now`), dead after the outbox's two days.
+Meta's own "outside the window" (131047) is treated the same way. Other
+failures become the outbox's kinds: throttling waits (`rate_limited`),
+connection trouble and 5xx retry (`network`), an unusable recipient or
+request is final (`rejected`), a refused token retries (`forbidden`: the
+operator can fix it). One attempt per claim: the outbox does the retrying.
+`notes()` is what `/jobs` says of the chat: which of the two happens now.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.channels.common.retry import Backoff
+from bridge.channels.whatsapp.client import UNDELIVERABLE, GraphError
+from bridge.channels.whatsapp.platform import WA_ID
+from bridge.channels.whatsapp.send import Outgoing
+from bridge.channels.whatsapp.store import WhatsAppStore
+from bridge.schedule.outbox import DeliveryError, OutboxEntry
+
+WINDOW_MS = 24 * 3_600_000
+MARGIN_MS = 10 * 60_000  # a message sent this close to the end might arrive after it
+WAIT_MS = 3 * 3_600_000
+WAITING = "window"
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    name: str
+    language: str
+    max_chars: int = 900
+
+    def message(self, to: str, text: str) -> dict[str, Any]:
+        """Meta's template message with `text` as the body's variable {{1}}."""
+        param = _SPACES.sub(" ", text).strip() or "…"
+        if len(param) > self.max_chars:
+            param = param[: self.max_chars - 1].rstrip() + "…"
+        body = {"type": "body", "parameters": [{"type": "text", "text": param}]}
+        template = {"name": self.name, "language": {"code": self.language}, "components": [body]}
+        return {"to": to, "type": "template", "template": template}
+
+
+def classify(exc: GraphError) -> DeliveryError:
+    """The outbox's view of a failed Graph call."""
+    wait_ms = int((exc.retry_after or 0) * 1000)
+    if exc.throttled:
+        return DeliveryError("rate_limited", retry_after_ms=wait_ms)
+    if exc.retryable:
+        return DeliveryError("network", retry_after_ms=wait_ms)
+    if exc.status in (401, 403) or exc.code in (10, 190):  # the token: the operator fixes it
+        return DeliveryError("forbidden")
+    if exc.code in UNDELIVERABLE or exc.status == 400:
+        return DeliveryError("rejected", permanent=True)
+    return DeliveryError("unknown")
+
+
+class WhatsAppOutbox:
+    """`deliver` for outbox entries of channel `whatsapp`."""
+
+    def __init__(
+        self,
+        out: Outgoing,
+        store: WhatsAppStore,
+        template: Template | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._out, self._store, self._template, self._clock = out, store, template, clock
+        self._once = Backoff().once()
+
+    def window_open(self, wa_id: str, now_ms: int) -> bool:
+        last = self._store.last_in_ms(wa_id)
+        return last is not None and now_ms < last + WINDOW_MS - MARGIN_MS
+
+    async def __call__(self, entry: OutboxEntry) -> None:
+        to = entry.chat
+        if not WA_ID.fullmatch(to):
+            raise DeliveryError("not_found", permanent=True)
+        now_ms = int(self._clock() * 1000)
+        try:
+            if self.window_open(to, now_ms):
+                try:
+                    wamids = await self._out.answer(to, entry.text, backoff=self._once)
+                    self._sent(entry, wamids[-1] if wamids else "", "text", now_ms)
+                    return
+                except GraphError as exc:
+                    if not exc.window_closed:
+                        raise
+            if self._template is None:
+                raise DeliveryError(WAITING, retry_after_ms=WAIT_MS)
+            message = self._template.message(to, entry.text)
+            wamid = await self._out.client.send(message, self._once)
+            self._sent(entry, wamid, "template", now_ms)
+        except GraphError as exc:
+            if exc.window_closed:  # the template itself was refused as out of the window
+                raise DeliveryError(WAITING, retry_after_ms=WAIT_MS) from exc
+            raise classify(exc) from exc
+
+    def _sent(self, entry: OutboxEntry, wamid: str, via: str, now_ms: int) -> None:
+        if wamid:
+            self._store.sent(wamid, entry.tenant, entry.chat, via, now_ms, entry.id)
+
+    def notes(self, tenant: str, chat: str, now: float) -> list[str]:
+        """What /jobs says of this chat: the window, and what happens outside it."""
+        now_ms = int(now * 1000)
+        last = self._store.last_in_ms(chat)
+        if last is not None and now_ms < last + WINDOW_MS - MARGIN_MS:
+            left = (last + WINDOW_MS - now_ms) // 60_000
+            lines = [
+                f"WhatsApp: you wrote last {_ago(now_ms - last)}; reminders go out as "
+                f"messages for {left // 60} h {left % 60} min more."
+            ]
+        else:
+            lines = [
+                "WhatsApp: more than 24 hours since you last wrote, so WhatsApp takes "
+                "no free message from me now."
+            ]
+        if self._template is not None:
+            lines.append(
+                f"Outside those 24 hours reminders go out as the template "
+                f"“{self._template.name}” ({self._template.language})."
+            )
+        else:
+            lines.append(
+                "Outside those 24 hours reminders wait until you write again "
+                "(no template is configured), at most two days."
+            )
+        failed = [s for s in self._store.recent(tenant, chat) if s.status == "failed"]
+        if failed:
+            lines.append(
+                f"WhatsApp reported {len(failed)} recent reminder(s) as not delivered "
+                f"(error {failed[0].error})."
+            )
+        return lines
+
+
+def _ago(ms: int) -> str:
+    minutes = ms // 60_000
+    return f"{minutes} min ago" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min ago"

@@ -1,0 +1,246 @@
+"""The Cloud API's webhook JSON, read into our own frozen types (pydantic at the edge).
+
+Meta's "messages" webhook (developers.facebook.com, WhatsApp Business
+Platform, "messages webhook reference"): `{"object":
+"whatsapp_business_account", "entry": [{"id", "changes": [{"field":
+"messages", "value": {...}}]}]}`; a value carries `messaging_product`,
+`metadata {display_phone_number, phone_number_id}`, and `contacts[]
+{profile {name}, wa_id}` with `messages[] {from, id, timestamp, type, ...}`,
+or `statuses[] {id, status, timestamp, recipient_id, errors[]}`. Fields Meta
+adds later are ignored, never an error.
+
+`parse(body, phone_number_id)` gives a `Delivery`: the messages (`Incoming`:
+text, an interactive reply's id, a template button's payload, or a media
+reference for image, audio, document; a video, sticker, location or contact
+card comes without text, so the core tells the person what it reads), the
+status updates, and what was left out, counted by kind (`ignored`:
+reactions, unsupported, system, order, unknown types, values for another
+business number).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bridge.channels.whatsapp.platform import WA_ID
+
+READ = frozenset({"text", "image", "audio", "document", "interactive", "button"})
+UNREADABLE = frozenset({"video", "sticker", "location", "contacts"})
+STATUSES = frozenset({"sent", "delivered", "read", "failed"})
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Media(_Loose):
+    id: str = Field(min_length=1, max_length=128)
+    mime_type: str = Field("", max_length=255)
+    sha256: str = Field("", max_length=128)
+    caption: str | None = None
+    filename: str | None = Field(None, max_length=1024)
+    voice: bool = False
+
+
+class _Reply(_Loose):
+    id: str = Field(max_length=256)
+    title: str = ""
+
+
+class _Interactive(_Loose):
+    type: str = ""
+    button_reply: _Reply | None = None
+    list_reply: _Reply | None = None
+
+
+class _Button(_Loose):
+    payload: str | None = None
+    text: str | None = None
+
+
+class _Text(_Loose):
+    body: str = ""
+
+
+class _Context(_Loose):
+    id: str = ""
+
+
+class _Message(_Loose):
+    sender: str = Field(alias="from")
+    id: str = Field(min_length=1, max_length=512)
+    timestamp: str = "0"
+    type: str = ""
+    text: _Text | None = None
+    image: _Media | None = None
+    audio: _Media | None = None
+    document: _Media | None = None
+    interactive: _Interactive | None = None
+    button: _Button | None = None
+    context: _Context | None = None
+
+
+class _Error(_Loose):
+    code: int = 0
+
+
+class _Status(_Loose):
+    id: str = Field(min_length=1, max_length=512)
+    status: str
+    timestamp: str = "0"
+    recipient_id: str = ""
+    errors: list[_Error] = Field(default_factory=list)
+
+
+class _Profile(_Loose):
+    name: str = ""
+
+
+class _Contact(_Loose):
+    wa_id: str = ""
+    profile: _Profile = Field(default_factory=_Profile)
+
+
+class _Metadata(_Loose):
+    phone_number_id: str = ""
+    display_phone_number: str = ""
+
+
+class _Value(_Loose):
+    messaging_product: str = ""
+    metadata: _Metadata = Field(default_factory=_Metadata)
+    contacts: list[_Contact] = Field(default_factory=list)
+    messages: list[_Message] = Field(default_factory=list)
+    statuses: list[_Status] = Field(default_factory=list)
+
+
+class _Change(_Loose):
+    field: str = ""
+    value: _Value = Field(default_factory=_Value)
+
+
+class _Entry(_Loose):
+    id: str = ""
+    changes: list[_Change] = Field(default_factory=list)
+
+
+class _Webhook(_Loose):
+    object: str
+    entry: list[_Entry] = Field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    """A file a message refers to (fetched later through GET /{media-id})."""
+
+    id: str
+    mime: str
+    sha256: str = ""
+    filename: str = ""
+    voice: bool = False  # an audio message recorded as a voice note
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """One message from a person."""
+
+    wamid: str
+    sender: str  # wa_id
+    name: str  # the profile name, display only
+    timestamp: int
+    kind: str  # Meta's type: text, image, audio, document, interactive, button, video, ...
+    text: str | None  # the text, caption, or a button's id; None when there is none
+    media: Media | None = None
+    replies_to: str = ""  # the wamid this message answers (context.id)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    wamid: str
+    status: str  # sent | delivered | read | failed
+    timestamp: int
+    recipient: str
+    error: int | None = None  # the first error's code on `failed`
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    messages: tuple[Incoming, ...] = ()
+    statuses: tuple[StatusUpdate, ...] = ()
+    ignored: Counter[str] | None = None  # kind -> how many were left out
+
+
+def parse(body: bytes, phone_number_id: str) -> Delivery | None:
+    """The webhook's messages and statuses for our number; None when it is not one."""
+    try:
+        hook = _Webhook.model_validate(json.loads(body))
+    except (ValueError, RecursionError, ValidationError):  # nesting deeper than json reads
+        return None
+    if hook.object != "whatsapp_business_account":
+        return None
+    messages: list[Incoming] = []
+    statuses: list[StatusUpdate] = []
+    ignored: Counter[str] = Counter()
+    for entry in hook.entry:
+        for change in entry.changes:
+            value = change.value
+            if change.field != "messages" or value.metadata.phone_number_id != phone_number_id:
+                ignored["other_number" if change.field == "messages" else "field"] += 1
+                continue
+            names = {c.wa_id: c.profile.name for c in value.contacts}
+            for msg in value.messages:
+                incoming = _incoming(msg, names.get(msg.sender, ""))
+                if incoming is None:
+                    ignored[_kind(msg.type)] += 1
+                else:
+                    messages.append(incoming)
+            for status in value.statuses:
+                if status.status not in STATUSES:
+                    ignored["status"] += 1
+                    continue
+                error = status.errors[0].code if status.errors else None
+                statuses.append(
+                    StatusUpdate(
+                        status.id, status.status, _int(status.timestamp), status.recipient_id, error
+                    )
+                )
+    return Delivery(tuple(messages), tuple(statuses), ignored)
+
+
+def _kind(kind: str) -> str:
+    """A type's name for a counter: known names as they are, anything else `other`."""
+    return kind if kind.isascii() and kind.isidentifier() and len(kind) <= 32 else "other"
+
+
+def _int(text: str) -> int:
+    return int(text) if text.isdecimal() and len(text) <= 12 else 0
+
+
+def _incoming(msg: _Message, name: str) -> Incoming | None:
+    if not WA_ID.fullmatch(msg.sender):
+        return None
+    kind = msg.type
+    base = Incoming(msg.id, msg.sender, name, _int(msg.timestamp), kind, None)
+    replies_to = msg.context.id if msg.context is not None else ""
+    if kind == "text" and msg.text is not None:
+        return _with(base, text=msg.text.body, replies_to=replies_to)
+    if kind == "interactive" and msg.interactive is not None:
+        chosen = msg.interactive.button_reply or msg.interactive.list_reply
+        return _with(base, text=chosen.id) if chosen is not None else None
+    if kind == "button" and msg.button is not None:
+        return _with(base, text=msg.button.payload or msg.button.text or "")
+    media = {"image": msg.image, "audio": msg.audio, "document": msg.document}.get(kind)
+    if media is not None:
+        ref = Media(media.id, media.mime_type, media.sha256, media.filename or "", media.voice)
+        return _with(base, text=media.caption, media=ref, replies_to=replies_to)
+    if kind in UNREADABLE:
+        return base  # no text, no media: the core answers that it reads text
+    return None
+
+
+def _with(base: Incoming, **changes: object) -> Incoming:
+    return replace(base, **changes)  # type: ignore[arg-type]

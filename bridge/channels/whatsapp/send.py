@@ -1,0 +1,99 @@
+"""Sending to one WhatsApp chat: an answer's text, its offers, files and voice.
+
+`Outgoing.answer(to, markdown, actions)` renders and splits the answer
+(`render.chunks`) and sends the pieces in order; offers go on the last piece
+as reply buttons or a list (`buttons.interactive`: the piece becomes the
+body when it fits 1024 characters, else a short "Tap to answer:" message
+follows) or, when they fit neither, as text lines. `document` and `voice`
+upload the bytes (`POST /{phone_number_id}/media`) and send the media id; a
+file over WhatsApp's 100 MB is named instead. Every call goes through the
+client's retries; a `GraphError` that survives them is the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bridge.channels.common.retry import Backoff
+from bridge.channels.whatsapp.buttons import TAP, as_text, interactive
+from bridge.channels.whatsapp.client import GraphClient
+from bridge.channels.whatsapp.render import LIMIT, chunks
+from bridge.types.messages import Action, OutFile
+
+log = logging.getLogger("bridge.channels.whatsapp")
+MAX_DOCUMENT = 100 * 1024 * 1024  # what the Cloud API takes as a document
+MAX_AUDIO = 16 * 1024 * 1024
+VOICE_MIME = "audio/ogg"
+
+
+class Outgoing:
+    def __init__(self, client: GraphClient) -> None:
+        self.client = client
+
+    async def answer(
+        self,
+        to: str,
+        markdown: str,
+        actions: Sequence[Action] = (),
+        backoff: Backoff | None = None,
+    ) -> list[str]:
+        """Send the answer (and its offers); the wamids, in order."""
+        pieces = chunks(markdown, LIMIT)
+        offer = interactive(actions, pieces[-1]) if actions and pieces else None
+        if actions and offer is None:
+            offer = interactive(actions, TAP)
+            if offer is None:  # neither buttons nor a list: the offers as text
+                pieces = chunks(f"{markdown}\n\n{as_text(actions)}", LIMIT)
+            else:
+                pieces.append("")  # the offers follow in a message of their own
+        sent: list[str] = []
+        for k, piece in enumerate(pieces):
+            last = k == len(pieces) - 1
+            if last and offer is not None:
+                sent.append(
+                    await self.client.send(
+                        {"to": to, "type": "interactive", "interactive": offer}, backoff
+                    )
+                )
+            elif piece:
+                sent.append(await self.text(to, piece, backoff))
+        return sent
+
+    async def text(self, to: str, body: str, backoff: Backoff | None = None) -> str:
+        message = {"to": to, "type": "text", "text": {"preview_url": False, "body": body}}
+        return await self.client.send(message, backoff)
+
+    async def document(self, to: str, file: OutFile) -> str | None:
+        """Upload and send one file; None (and a line saying so) when it is too large."""
+        size = await asyncio.to_thread(_size, file.path)
+        if size is None or size > MAX_DOCUMENT:
+            mb = f"{(size or 0) / 1_000_000:.1f} MB"
+            await self.text(to, f"📎 {file.name} ({mb}) is larger than WhatsApp takes (100 MB).")
+            return None
+        data = await asyncio.to_thread(_read, file.path)
+        media_id = await self.client.upload(data, file.mime, file.name)
+        document = {"id": media_id, "filename": file.name}
+        return await self.client.send({"to": to, "type": "document", "document": document})
+
+    async def voice(self, to: str, ogg: bytes) -> str | None:
+        """Send an OGG/Opus answer as a voice message; None when it is too large."""
+        if len(ogg) > MAX_AUDIO:
+            return None
+        media_id = await self.client.upload(ogg, VOICE_MIME, "answer.ogg")
+        return await self.client.send({"to": to, "type": "audio", "audio": {"id": media_id}})
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _read(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
