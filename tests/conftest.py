@@ -156,9 +156,11 @@ def audit_fields_agree(
 
     fit = chain_module.sanitize
 
-    def sanitize(event: str, tenant: str | None, details: Any, namer: Any) -> dict[str, object]:
+    def sanitize(
+        event: str, tenant: str | None, details: Any, namer: Any, schemas: Any = None
+    ) -> dict[str, object]:
         look(event, details)
-        return fit(event, tenant, details, namer)
+        return fit(event, tenant, details, namer, schemas)
 
     monkeypatch.setattr(MemoryAudit, "emit", emit)
     monkeypatch.setattr(chain_module, "sanitize", sanitize)

@@ -29,11 +29,6 @@ from bridge.senses.decode_text import read_text
 from bridge.senses.decode_wire import JOB_MAX, Job, frame
 from bridge.senses.pdf import OutOfTime, pdf_text
 
-BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from bridge.senses.decode_child import main; main()"
-)
-
 
 def _alarm(signum: int, frame_: FrameType | None) -> None:
     raise OutOfTime()

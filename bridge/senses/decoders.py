@@ -39,13 +39,18 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from bridge.senses.decode_child import BOOT
 from bridge.senses.decode_reply import DecodeReply, Ready, parse_reply, read_frame
 from bridge.senses.decode_wire import Job, header_limit
 from bridge.senses.fair import Busy, FairSlots
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+# the decoder's first line: `bridge.senses.decode_child` (Pillow, pypdf) is imported there,
+# never in the daemon
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from bridge.senses.decode_child import main; main()"
+)
 Failure = Literal["time", "crashed", "busy", "closed", "start"]
 READY_FRAME = 4096
 
