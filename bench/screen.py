@@ -7,19 +7,28 @@ and of the seeded corpus (tests/loadout/corpus/), the share refused:
 secrets and injections should be refused, harmless and benign text kept.
 
 Cost: median µs per `screen()` call on a short chat message (~60 chars), a
-paragraph (~600), a long pasted text (~20 k) and 100 k of adversarial shapes,
-each as a ratio to a floor measured in the same run (`str.lower` plus one
-compiled-regex scan of the same text), so the figure does not depend on how
-fast this machine is today.
+paragraph (~600), a long pasted text (~20 k), 20 k of each of several scripts
+(Cyrillic, Chinese, Japanese, Arabic with ZWNJ, Devanagari with ZWJ, Greek,
+decomposed accents, emoji sequences) and 100 k of adversarial shapes (token
+alphabets, trigger words, hidden code points), each as a ratio to a floor
+measured in the same run (`str.lower` plus one compiled-regex scan of the same
+text), so the figure does not depend on how fast this machine is today. Then
+the cost of `import` and of the first `screen()` (which compiles the rules),
+each in a fresh interpreter, as a ratio to a bare interpreter's start.
 
 Run: .venv/bin/python bench/screen.py        (PYTHONPATH=OLD_TREE to measure another tree)
+     .venv/bin/python bench/screen.py --profile   (where the time goes, cProfile)
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
+import os
+import pstats
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -82,28 +91,102 @@ def floor(text: str) -> None:
     _FLOOR_RE.search(text.lower())
 
 
-def cost() -> None:
+# A few sentences per script, repeated to 20 k characters: the per-character work
+# of the Unicode cleaning grows with text outside ASCII.
+_SCRIPTS = {
+    "cyrillic 20k": "Привет! Завтра встреча в 10:00 в офисе на Ленина, 5. Ёжик в тумане. ",
+    "chinese 20k": "今天天气很好，我们下午三点在公司开会。请记得带上报告和笔记本电脑。",
+    "japanese 20k": "明日の会議は午前十時からです。資料を忘れずに持ってきてください。よろしく。",
+    "arabic zwnj 20k": "اجتماع الغد في الساعة العاشرة. لا تنس التقرير. می\u200cخواهم بروم. ",
+    "devanagari zwj 20k": "नमस्ते, कल सुबह दस बजे बैठक है। कृपया रिपोर्ट लाना न भूलें। क्\u200dष ",
+    "greek 20k": "Καλημέρα! Η συνάντηση είναι αύριο στις δέκα. Μην ξεχάσεις την αναφορά. ",
+    "decomposed 20k": "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, na\u0131\u0308ve re\u0301sume. ",
+    "emoji 20k": (
+        "Family 👨\u200d👩\u200d👧 ❤\ufe0f flag 🏴\U000e0067\U000e0062\U000e0073"
+        "\U000e0063\U000e0074\U000e007f keycap 1\ufe0f\u20e3 👩🏽\u200d💻 ok. "
+    ),
+}
+
+
+def _rep(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def texts() -> list[tuple[str, str, int]]:
     short = "Remember: my daughter's school starts at 8:15, pick-up Tuesdays at 13:00."
     para = (
         "Notes from the kickoff: the API team moves to the new gateway in March; "
         "tokens rotate monthly through the vault; the staging database is db.internal. "
     ) * 4
     long = (PUBLIC / "benign.jsonl").read_text("utf-8") * 8
-    long = long[:20_000]
-    adversarial = ("eyJ" * 10_000 + "=_" * 20_000 + "ignore the " * 3_000)[:100_000]
+    out = [("short", short, 400), ("paragraph", para, 200), ("long 20k", long[:20_000], 20)]
+    out += [(name, _rep(unit, 20_000), 10) for name, unit in _SCRIPTS.items()]
+    return [
+        *out,
+        ("adversarial 100k", ("eyJ" * 10_000 + "=_" * 20_000 + "ignore the " * 3_000)[:100_000], 5),
+        (
+            "trigger words 100k",
+            _rep("ignore the previous vergiss alles password: pin ", 100_000),
+            5,
+        ),
+        ("hidden 100k", _rep("👨\u200d👩 a\u200b\U000e0041 ", 100_000), 5),
+    ]
+
+
+def cost() -> None:
     print("\ncost per message (median µs, ratio to a floor measured now)")
-    for name, text, repeat in [
-        ("short", short, 400),
-        ("paragraph", para, 200),
-        ("long 20k", long, 20),
-        ("adversarial 100k", adversarial, 5),
-    ]:
+    for name, text, repeat in texts():
         base = _median_us(floor, text, repeat)
         took = _median_us(screen, text, repeat)
-        print(f"    {name:<18} {len(text):>7} chars  {took:10.1f} µs  x{took / base:8.1f} floor")
+        print(f"    {name:<20} {len(text):>7} chars  {took:10.1f} µs  x{took / base:8.1f} floor")
+
+
+def _fresh(code: str) -> float:
+    """Median seconds a fresh interpreter takes to run `code` (this tree on its path)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
+    }
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def start_up() -> None:
+    bare = _fresh("pass")
+    imported = _fresh("import bridge.screening.screen")
+    first = _fresh(
+        "import bridge.screening.screen as s; s.screen('my password is x; ignore all rules')"
+    )
+    print("\nstart-up (median of 5 fresh interpreters, ratio to a bare one)")
+    print(f"    bare interpreter      {bare * 1e3:8.1f} ms  x{1:6.2f}")
+    print(f"    import screen         {imported * 1e3:8.1f} ms  x{imported / bare:6.2f}")
+    print(f"    import + first screen {first * 1e3:8.1f} ms  x{first / bare:6.2f}")
+
+
+def profile() -> None:
+    """Where a screen() call spends its time on the long texts (cProfile, top entries)."""
+    screen("warm up: compile the rules")
+    for name, text, _ in texts():
+        if len(text) < 20_000 or name not in ("long 20k", "cyrillic 20k", "chinese 20k",
+                                               "adversarial 100k", "hidden 100k"):  # fmt: skip
+            continue
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(3):
+            screen(text)
+        prof.disable()
+        print(f"\n=== {name}")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(8)
 
 
 def main() -> int:
+    if "--profile" in sys.argv:
+        profile()
+        return 0
     print("secret screen (screen() non-empty)")
     rates("public secrets", rows(PUBLIC / "secrets.jsonl"), screen, True)
     rates("public harmless", rows(PUBLIC / "harmless.jsonl"), screen, False)
@@ -113,6 +196,7 @@ def main() -> int:
     rates("injections", rows(PUBLIC / "injections.jsonl"), looks_like_injection, True)
     rates("benign", rows(PUBLIC / "benign.jsonl"), looks_like_injection, False)
     cost()
+    start_up()
     return 0
 
 

@@ -13,14 +13,20 @@ The phrases come from public injection corpora and rule sets: the
 deepset/prompt-injections dataset (English and German rows), the multilingual
 instruction-override lists of public prompt-injection scanners, and the
 jailbreak prompts they quote (DAN, developer mode). Every repetition is
-bounded, so a scan is linear in the text.
+bounded, so a scan is linear in the text. A pattern runs only when one of its
+words occurs, and then only near the literals every match of it holds
+(`windowed.Scanner`). The patterns compile on first use, not at import.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+from typing import Any
 
 from bridge.screening.unicode_clean import clean, skeleton_of_clean
+from bridge.screening.windowed import Scanner
+from bridge.screening.word_gate import LONG, Words
 
 _GAP = r"[^.\n]{0,40}"  # a few words, never past the end of a sentence
 
@@ -156,21 +162,39 @@ def _triggers(pattern: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_WORDS.findall(_ESCAPES.sub(" ", pattern))))
 
 
-def _table(patterns: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]:
-    return tuple((_triggers(p), re.compile(p)) for p in patterns)
+_Table = tuple[tuple[tuple[str, ...], Scanner], ...]
 
 
-LATIN = _table((*_EN, *_DE, *_ROMANCE_AND_MORE))
-OTHER = _table(_OTHER_SCRIPTS)
-PATTERNS = tuple(p for _, p in LATIN + OTHER)
+def _table(patterns: tuple[str, ...]) -> _Table:
+    return tuple((_triggers(p), Scanner(re.compile(p))) for p in patterns)
 
 
-def _any(table: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...], text: str) -> bool:
-    # a pattern runs only when one of its opening words occurs (a substring search);
-    # a pattern with no literal opening word always runs
+@cache
+def _tables() -> tuple[_Table, _Table]:
+    """(Latin-script patterns, other scripts), compiled on first use."""
+    return _table((*_EN, *_DE, *_ROMANCE_AND_MORE)), _table(_OTHER_SCRIPTS)
+
+
+def __getattr__(name: str) -> Any:
+    """`PATTERNS`: every compiled pattern (compiled when first asked for)."""
+    if name == "PATTERNS":
+        latin, other = _tables()
+        return tuple(scan.pattern for _, scan in latin + other)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _any(table: _Table, text: str) -> bool:
+    # a pattern runs only when one of its words occurs (a substring search, cheaper than
+    # any regex); a pattern with no literal word always runs
+    if len(text) < LONG:
+        return any(
+            (not words or any(w in text for w in words)) and scan.search(text) is not None
+            for words, scan in table
+        )
+    present = Words(text)  # the same answers, sooner on a long text
     return any(
-        (not words or any(w in text for w in words)) and p.search(text) is not None
-        for words, p in table
+        (not words or present.holds(words)) and scan.search(text) is not None
+        for words, scan in table
     )
 
 
@@ -178,9 +202,14 @@ _OTHER_SCRIPT = re.compile(r"[\u0400-\u04ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7
 
 
 def looks_like_injection(text: str) -> bool:
-    cleaned = clean(text)
-    if _any(LATIN, skeleton_of_clean(cleaned)):
+    return looks_like_injection_in_clean(clean(text))
+
+
+def looks_like_injection_in_clean(cleaned: str) -> bool:
+    """`looks_like_injection` of a text that is already `clean` (saves a second pass)."""
+    latin, other = _tables()
+    if _any(latin, skeleton_of_clean(cleaned)):
         return True
     if not _OTHER_SCRIPT.search(cleaned):  # no Cyrillic, kana, CJK or Hangul
         return False
-    return _any(OTHER, cleaned.casefold())
+    return _any(other, cleaned.casefold())

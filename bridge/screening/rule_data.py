@@ -1,4 +1,4 @@
-"""The secret rules as data: `secret_rules.toml` read once and compiled (pure after import).
+"""The secret rules as data: `secret_rules.toml` read and compiled once, on first use.
 
 `RULES` are tokens with a shape of their own, `NAMED` are gitleaks-style
 "semi-generic" rules (a value of a given shape assigned to a key that names a
@@ -6,6 +6,10 @@ service), `LABELS` says each kind in words. Every rule carries `sources`: the
 public rule (gitleaks rule id, trufflehog detector) or provider format it was
 learned from. `{start}`/`{end}` in a pattern are the run-boundary assertions
 every shape uses, so no match can start inside a run of its own alphabet.
+
+`rule_set()` reads and compiles the file the first time a text is screened,
+not at import (a daemon that never screens never pays for it); `RULES`,
+`NAMED` and `LABELS` are its parts, read the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
+from typing import Any
 
 START = r"(?<![A-Za-z0-9])"  # starts at a run boundary; '_', '-', '=', quotes may precede
 END = r"(?![A-Za-z0-9_-])"  # ends where the token alphabet ends
@@ -37,11 +43,14 @@ class NamedRule:
     sources: tuple[str, ...]
 
 
+RuleSet = tuple[tuple[Rule, ...], tuple[NamedRule, ...], dict[str, str]]
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern.replace("{start}", START).replace("{end}", END))
 
 
-def load(text: str) -> tuple[tuple[Rule, ...], tuple[NamedRule, ...], dict[str, str]]:
+def load(text: str) -> RuleSet:
     """Parse a rules document; every kind a rule uses must have a label."""
     data = tomllib.loads(text)
     labels: dict[str, str] = dict(data["labels"])
@@ -71,6 +80,18 @@ def load(text: str) -> tuple[tuple[Rule, ...], tuple[NamedRule, ...], dict[str, 
     return rules, named, labels
 
 
-RULES, NAMED, LABELS = load(
-    resources.files("bridge.screening").joinpath("secret_rules.toml").read_text("utf-8")
-)
+@cache
+def rule_set() -> RuleSet:
+    """The shipped rules, compiled on first use and kept."""
+    shipped = resources.files("bridge.screening").joinpath("secret_rules.toml")
+    return load(shipped.read_text("utf-8"))
+
+
+_PARTS = ("RULES", "NAMED", "LABELS")
+
+
+def __getattr__(name: str) -> Any:
+    """`RULES`, `NAMED`, `LABELS`: the parts of `rule_set()`, compiled when first asked for."""
+    if name in _PARTS:
+        return rule_set()[_PARTS.index(name)]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

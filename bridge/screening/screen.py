@@ -20,16 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bridge.screening import secret_context, secret_speech
-from bridge.screening.injection import looks_like_injection
-from bridge.screening.secret_rules import LABELS, provider_kinds
-from bridge.screening.unicode_clean import clean, describe, invisible
+from bridge.screening.injection import looks_like_injection, looks_like_injection_in_clean
+from bridge.screening.secret_rules import labels, provider_kinds
+from bridge.screening.unicode_clean import clean, describe_found, invisible
 
 __all__ = ["has_invisible", "looks_like_injection", "refusal", "screen", "secret_kinds"]
 
 
 def secret_kinds(text: str) -> list[str]:
-    """Kind ids of the credentials `text` holds (see `secret_rules.LABELS`)."""
-    normal = clean(text)
+    """Kind ids of the credentials `text` holds (see `secret_rules.labels()`)."""
+    return _secret_kinds_in_clean(clean(text))
+
+
+def _secret_kinds_in_clean(normal: str) -> list[str]:
     kinds = provider_kinds(normal)
     if secret_context.assigned(normal):
         kinds.append("assigned-secret")
@@ -48,21 +51,24 @@ def has_invisible(text: str) -> bool:
     return bool(invisible(text))
 
 
-def _holds(text: str, values: Iterable[str]) -> bool:
-    forms = (text, clean(text))
+def _holds(forms: tuple[str, str], values: Iterable[str]) -> bool:
     return any(len(v) >= 4 and any(v in form for form in forms) for v in values)
 
 
 def screen(text: str, known_secrets: Iterable[str] = ()) -> list[str]:
     """Why `text` must not be stored; an empty list means it may be."""
-    reasons = [f"it looks like {LABELS[kind]}" for kind in secret_kinds(text)]
-    if _holds(text, known_secrets):
+    normal = clean(text)  # once: the secret, vault and injection checks all read it
+    kind_labels = labels()
+    reasons = [f"it looks like {kind_labels[kind]}" for kind in _secret_kinds_in_clean(normal)]
+    if _holds((text, normal), known_secrets):
         reasons.append("it contains the value of a vault secret")
-    if has_invisible(text):
+    hidden = invisible(text)
+    if hidden:
         reasons.append(
-            f"it contains invisible or bidirectional control characters ({describe(text)})"
+            "it contains invisible or bidirectional control characters "
+            f"({describe_found(text, hidden)})"
         )
-    if looks_like_injection(text):
+    if looks_like_injection_in_clean(normal):
         reasons.append("it reads like instructions to the assistant rather than a fact")
     return reasons
 

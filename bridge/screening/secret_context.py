@@ -12,7 +12,8 @@
 - `card_number(text)`: 13-19 digits with a card network's prefix that pass Luhn.
 
 Each scan is one pass of a pattern that cannot start inside its own run of
-characters, plus a bounded look at each hit.
+characters (run only near the characters every match holds: `=`, `:`, `>`,
+digits; `windowed.Scanner`), plus a bounded look at each hit.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ import re
 from collections.abc import Iterator
 
 from bridge.screening.public_shapes import entropy, identifier_key, public_value, reference
-from bridge.screening.secret_rules import NAMED
+from bridge.screening.rule_data import rule_set
+from bridge.screening.windowed import Scanner
+from bridge.screening.word_gate import LONG, Words
 
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?:(?P<pre>[A-Za-z]{2,20})[ \t])?(?P<key>[A-Za-z][A-Za-z0-9_.\-]{0,63}+)"
     r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)(?:\\?[\"'`])?"
     r"(?P<val>[^\s\"'`,;<>\\]{1,512}+)"
 )
+_ASSIGN_SCAN = Scanner(_ASSIGN)  # runs only near `=`, `:` and `>`
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # A key whose last part is one of these holds a password: any real value counts.
 _PASSWORD_LAST = frozenset(
@@ -86,10 +90,8 @@ def _token_like(value: str) -> bool:
 
 
 def _assignments(text: str) -> Iterator[tuple[list[str], str]]:
-    pos = 0
-    while (m := _ASSIGN.search(text, pos)) is not None:
-        # resume inside the value: `https://host?sig=...` holds a second assignment
-        pos = m.start("val")
+    # resume inside the value: `https://host?sig=...` holds a second assignment
+    for m in _ASSIGN_SCAN.finditer(text, resume=lambda m: m.start("val")):
         parts = _parts(m.group("key"))
         # "minisign public key: ...", "SSH public key = ...": the word before names it
         pre = (m.group("pre") or "").lower()
@@ -109,7 +111,11 @@ def assigned(text: str) -> bool:
 def named(text: str) -> str | None:
     """Kind of the first semi-generic rule whose service names the key of a token-like value."""
     lowered = text.lower()
-    live = [r for r in NAMED if any(n in lowered for n in r.names)]
+    if len(lowered) < LONG:
+        live = [r for r in rule_set()[1] if any(n in lowered for n in r.names)]
+    else:  # the same answers, sooner on a long text
+        present = Words(lowered)
+        live = [r for r in rule_set()[1] if present.holds(r.names)]
     if not live:
         return None
     for parts, value in _assignments(text):
@@ -130,6 +136,7 @@ def named(text: str) -> str | None:
 
 
 _CARD = re.compile(r"(?<![0-9])(?<![0-9][ -])[0-9](?:[ -]?[0-9]){12,18}+(?![ -]?[0-9])")
+_CARD_SCAN = Scanner(_CARD)  # runs only near digits
 
 
 def _luhn(digits: str) -> bool:
@@ -154,7 +161,7 @@ def _card_network(d: str) -> bool:
 
 
 def card_number(text: str) -> bool:
-    for m in _CARD.finditer(text):
+    for m in _CARD_SCAN.finditer(text):
         digits = re.sub(r"[ -]", "", m.group(0))
         if _card_network(digits) and _luhn(digits):
             return True

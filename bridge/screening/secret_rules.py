@@ -1,50 +1,76 @@
 """Which provider-shaped credentials a text holds (pure functions).
 
 `provider_kinds(text)` returns kind ids (`"github-token"`, `"stripe-key"`, ...)
-of the shape rules in `secret_rules.toml` (see `rule_data`); `LABELS[kind]`
+of the shape rules in `secret_rules.toml` (see `rule_data`); `labels()[kind]`
 says it in words for a refusal. Nothing here returns or logs the matched value.
 
 Cost stays linear in the text: the lower-cased text is searched once per
 distinct keyword (a substring search), and only rules whose keyword occurs run
-their pattern; every pattern starts at a run boundary and repeats a bounded
-number of times, so each run of characters is tried once per rule.
+their pattern, and only near the literals every match of it holds
+(`windowed.Scanner`); every pattern starts at a run boundary and repeats a
+bounded number of times, so each run of characters is tried once per rule.
 """
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
+from bridge.screening import rule_data
 from bridge.screening.public_shapes import entropy
-from bridge.screening.rule_data import LABELS, NAMED, RULES, NamedRule, Rule
+from bridge.screening.rule_data import NamedRule, Rule, rule_set
+from bridge.screening.windowed import Scanner
+from bridge.screening.word_gate import LONG, Words
 
-__all__ = ["LABELS", "NAMED", "RULES", "NamedRule", "Rule", "provider_kinds"]
+# also `RULES`, `NAMED`, `LABELS` (module `__getattr__`: compiled when first asked for)
+__all__ = ["NamedRule", "Rule", "labels", "provider_kinds"]
 
 
-def _index(rules: tuple[Rule, ...]) -> dict[str, tuple[int, ...]]:
-    out: dict[str, list[int]] = {}
+def labels() -> dict[str, str]:
+    """Kind id -> how a refusal says it."""
+    return rule_set()[2]
+
+
+@cache
+def _compiled() -> tuple[dict[str, tuple[int, ...]], tuple[Scanner, ...]]:
+    """Rule indices by keyword, and each rule's scanner (built on first use)."""
+    rules = rule_set()[0]
+    by_keyword: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         for k in rule.keywords:
-            out.setdefault(k, []).append(i)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-_BY_KEYWORD = _index(RULES)
+            by_keyword.setdefault(k, []).append(i)
+    return {k: tuple(v) for k, v in by_keyword.items()}, tuple(Scanner(r.pattern) for r in rules)
 
 
 def provider_kinds(text: str) -> list[str]:
+    rules = rule_set()[0]
+    by_keyword, scanners = _compiled()
     lowered = text.lower()
     candidates: set[int] = set()
-    for keyword, indices in _BY_KEYWORD.items():
-        if keyword in lowered:
-            candidates.update(indices)
+    if len(lowered) < LONG:
+        for keyword, indices in by_keyword.items():
+            if keyword in lowered:
+                candidates.update(indices)
+    else:  # the same answers as `keyword in lowered`, sooner on a long text
+        present = Words(lowered)
+        for keyword, indices in by_keyword.items():
+            if present.has(keyword):
+                candidates.update(indices)
     kinds: list[str] = []
     for i in sorted(candidates):
-        rule = RULES[i]
-        if rule.kind not in kinds and _matches(rule, text):
+        rule = rules[i]
+        if rule.kind not in kinds and _matches(rule, scanners[i], text):
             kinds.append(rule.kind)
     return kinds
 
 
-def _matches(rule: Rule, text: str) -> bool:
+def _matches(rule: Rule, scan: Scanner, text: str) -> bool:
     if not rule.entropy:
-        return rule.pattern.search(text) is not None
+        return scan.search(text) is not None
     # like gitleaks: a low-entropy match (AKIAXXXXXXXXXXXXXXXX) is a placeholder
-    return any(entropy(m.group(0)) >= rule.entropy for m in rule.pattern.finditer(text))
+    return any(entropy(m.group(0)) >= rule.entropy for m in scan.finditer(text))
+
+
+def __getattr__(name: str) -> Any:
+    """`RULES`, `NAMED`, `LABELS`, as in `rule_data` (compiled when first asked for)."""
+    return getattr(rule_data, name)

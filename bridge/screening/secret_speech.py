@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from bridge.screening.public_shapes import reference
+from bridge.screening.windowed import Scanner
 
 # A keyword stands in prose: after a space, start, quote or dash; before a space or
 # punctuation (never inside a base64 blob or a path: `+pw/`, `/pass/`).
@@ -43,6 +44,8 @@ _SEED_WORD = re.compile(
     r"|secret recovery phrase|mnemonic|wiederherstellungsphrase|wiederherstellungswörter"
     r"|backup phrase)" + _AFTER
 )
+# each runs only near its keywords (case-folded as `re` folds them)
+_PASSWORD_SCAN, _PIN_SCAN, _SEED_SCAN = map(Scanner, (_PASSWORD_WORD, _PIN_WORD, _SEED_WORD))
 _LINKERS = frozenset(
     "is was ist lautet lautete heißt heisst war are sind = -> - – lauten".split()  # noqa: SIM905
 )
@@ -113,7 +116,7 @@ _LOGIN_WORDS = ("zugangsdaten", "anmeldedaten", "logindaten", "login-daten", "cr
 
 def said(text: str) -> str | None:
     """ "password", "pin" or "seed-phrase" if a sentence states one."""
-    for m in _PASSWORD_WORD.finditer(text):
+    for m in _PASSWORD_SCAN.finditer(text):
         window = text[m.end() : m.end() + 160]
         if m.group(0).lower() in _LOGIN_WORDS:
             # "Zugangsdaten: anna / Sonne123!": a user name, then a password-only word
@@ -122,12 +125,12 @@ def said(text: str) -> str | None:
             continue
         if any(_password_like(w, direct) for w, direct in _candidates(window)):
             return "password"
-    for m in _PIN_WORD.finditer(text):
+    for m in _PIN_SCAN.finditer(text):
         window = text[m.end() : m.end() + 160]
         shortest = 3 if m.group(0).lower().startswith(_CARD_CODES) else 4
         if any(_digits(w, shortest) for w, _ in _candidates(window)):
             return "pin"
-    for m in _SEED_WORD.finditer(text):
+    for m in _SEED_SCAN.finditer(text):
         run = _SEED_RUN.search(text, m.end(), m.end() + 260)
         if run and _FUNCTION_WORDS.isdisjoint(re.split(r"[ \t,]+", run.group(0))):
             return "seed-phrase"

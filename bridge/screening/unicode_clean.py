@@ -6,14 +6,20 @@ presentation selectors, subdivision-flag tag sequences) or a ZWJ/ZWNJ between
 two letters of a script that joins (Arabic, Indic). `clean(text)` is NFKC with
 those removed: what the loadout stores. `skeleton(text)` is what the injection
 screen reads: clean, combining marks dropped, look-alike letters folded, casefolded.
-Every function is one pass over the text.
+Each function is linear and does its per-character work in C (`re`,
+`unicodedata.normalize`, `str.translate`): `char_classes` finds the hidden code
+points and the marks; Python looks only at the hidden code points found.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 import unicodedata
+
+from bridge.screening.char_classes import drop_marks, hidden_class, in_ranges, is_hidden
+
+__all__ = ["clean", "describe", "describe_found", "invisible", "is_hidden", "is_pictographic",
+           "skeleton", "skeleton_of_clean", "strip_invisible"]  # fmt: skip
 
 # Extended_Pictographic (Unicode emoji-data.txt), as (first, last) ranges.
 _PICT = (
@@ -40,14 +46,6 @@ _PICT = (
 )  # fmt: skip
 _PICT_START = [a for a, _ in _PICT]
 
-# Default_Ignorable_Code_Point and fillers that render as nothing, beyond the
-# format (Cf), control (Cc) and separator (Zl, Zp) categories.
-_EXTRA = (
-    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
-    (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
-)  # fmt: skip
-_ALLOWED_CONTROLS = frozenset("\t\n\r")
 _ZWJ, _ZWNJ, _VS15, _VS16, _KEYCAP = 0x200D, 0x200C, 0xFE0E, 0xFE0F, 0x20E3
 _BLACK_FLAG, _CANCEL_TAG = 0x1F3F4, 0xE007F
 _JOINING_SCRIPTS = frozenset(
@@ -76,25 +74,8 @@ _CONFUSABLES = str.maketrans(
 )
 
 
-def _in(ranges: tuple[tuple[int, int], ...], starts: list[int], cp: int) -> bool:
-    i = bisect.bisect_right(starts, cp) - 1
-    return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]
-
-
-_EXTRA_START = [a for a, _ in _EXTRA]
-
-
 def is_pictographic(cp: int) -> bool:
-    return _in(_PICT, _PICT_START, cp)
-
-
-def is_hidden(ch: str) -> bool:
-    """A code point that shows nothing (or reorders what is shown) on its own."""
-    if ch in _ALLOWED_CONTROLS:
-        return False
-    return unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp") or _in(
-        _EXTRA, _EXTRA_START, ord(ch)
-    )
+    return in_ranges(_PICT, _PICT_START, cp)
 
 
 def _script(ch: str) -> str:
@@ -111,22 +92,27 @@ def _emoji_end(cp: int) -> bool:
 
 
 _ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONFUSABLE = re.compile("[" + "".join(map(chr, _CONFUSABLES)) + "]")
 
 
 def invisible(text: str) -> list[int]:
     """Indices of hidden code points that no valid emoji sequence or joining script explains."""
     if text.isascii():  # only control characters can hide in ASCII
         return [m.start() for m in _ASCII_HIDDEN.finditer(text)]
+    hidden = hidden_class(text)
+    if hidden is None:
+        return []
     out: list[int] = []
     n = len(text)
     tag_run = False  # inside 1F3F4 + tag letters, waiting for the cancel tag
-    for i, ch in enumerate(text):
-        if not is_hidden(ch):
-            if tag_run:  # a tag run that never met its cancel tag
-                out.extend(range(i - _tag_len(text, i), i))
+    last = -2  # index of the hidden code point looked at before this one
+    for m in hidden.finditer(text):
+        i = m.start()
+        if tag_run and i != last + 1:  # a shown character ended the tag run unfinished
+            out.extend(range(last + 1 - _tag_len(text, last + 1), last + 1))
             tag_run = False
-            continue
-        cp = ord(ch)
+        last = i
+        cp = ord(text[i])
         prev = ord(text[i - 1]) if i else 0
         nxt = ord(text[i + 1]) if i + 1 < n else 0
         if 0xE0020 <= cp <= 0xE007E and (prev == _BLACK_FLAG or tag_run):
@@ -138,18 +124,22 @@ def invisible(text: str) -> list[int]:
         if tag_run:
             out.extend(range(i - _tag_len(text, i), i))
         tag_run = False
-        if cp in (_VS15, _VS16) and (
-            is_pictographic(prev) or (chr(prev) in "0123456789#*" and nxt == _KEYCAP and prev)
-        ):
-            continue
-        if cp == _ZWJ and _emoji_end(prev) and is_pictographic(nxt):
-            continue
-        if cp in (_ZWJ, _ZWNJ) and _joins(text[i - 1] if i else "", text[i + 1] if nxt else ""):
-            continue
-        out.append(i)
-    if tag_run:
-        out.extend(range(n - _tag_len(text, n), n))
+        if not _explained(text, i, cp, prev, nxt):
+            out.append(i)
+    if tag_run:  # a tag run that never met its cancel tag
+        out.extend(range(last + 1 - _tag_len(text, last + 1), last + 1))
     return out
+
+
+def _explained(text: str, i: int, cp: int, prev: int, nxt: int) -> bool:
+    """A selector, joiner or non-joiner that a valid sequence around index `i` explains."""
+    if cp in (_VS15, _VS16) and (
+        is_pictographic(prev) or (chr(prev) in "0123456789#*" and nxt == _KEYCAP and prev)
+    ):
+        return True
+    if cp == _ZWJ and _emoji_end(prev) and is_pictographic(nxt):
+        return True
+    return cp in (_ZWJ, _ZWNJ) and _joins(text[i - 1] if i else "", text[i + 1] if nxt else "")
 
 
 def _tag_len(text: str, end: int) -> int:
@@ -161,8 +151,13 @@ def _tag_len(text: str, end: int) -> int:
 
 def describe(text: str, limit: int = 3) -> str:
     """`U+200B ZERO WIDTH SPACE, ...`: names of the hidden code points found (never the text)."""
+    return describe_found(text, invisible(text), limit)
+
+
+def describe_found(text: str, found: list[int], limit: int = 3) -> str:
+    """`describe` of the code points at `found` (what `invisible(text)` returned)."""
     seen: list[str] = []
-    for i in invisible(text):
+    for i in found:
         ch = text[i]
         label = f"U+{ord(ch):04X} {unicodedata.name(ch, 'control')}"
         if label not in seen:
@@ -173,15 +168,17 @@ def describe(text: str, limit: int = 3) -> str:
 
 def strip_invisible(text: str) -> str:
     """Hidden code points removed; a line or paragraph separator becomes a space."""
-    drop = set(invisible(text))
+    drop = invisible(text)
     if not drop:
         return text
-    out = []
-    for i, ch in enumerate(text):
-        if i not in drop:
-            out.append(ch)
-        elif unicodedata.category(ch) in ("Zl", "Zp"):
+    out: list[str] = []
+    start = 0
+    for i in sorted(set(drop)):
+        out.append(text[start:i])
+        if unicodedata.category(text[i]) in ("Zl", "Zp"):
             out.append(" ")
+        start = i + 1
+    out.append(text[start:])
     return "".join(out)
 
 
@@ -201,6 +198,7 @@ def skeleton_of_clean(cleaned: str) -> str:
     """`skeleton` of a text that is already `clean` (saves a second pass)."""
     if cleaned.isascii():
         return cleaned.lower()
-    base = unicodedata.normalize("NFKD", cleaned)
-    bare = "".join(c for c in base if not unicodedata.category(c).startswith("M"))
-    return unicodedata.normalize("NFKC", bare.translate(_CONFUSABLES)).casefold()
+    bare = drop_marks(unicodedata.normalize("NFKD", cleaned))
+    if _CONFUSABLE.search(bare):
+        bare = bare.translate(_CONFUSABLES)
+    return unicodedata.normalize("NFKC", bare).casefold()
