@@ -70,7 +70,7 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
     recall = Recall(Indexer())
     try:
         for query in queries:
-            found = recall.find(dirs, query, args.k)
+            found = asyncio.run(recall.find(dirs, query, args.k))
             asyncio.run(
                 _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
             )
