@@ -1,4 +1,5 @@
-"""`roost import` computes vectors after its summary; `roost recall` searches with them.
+"""`roost import` computes vectors after its summary; `roost recall` searches with them;
+`roost serve` computes at start what an import could not.
 
 Each command is its own `python -m bridge.cli.main` process; the embeddings
 server is the fake (`tests/fakes/fake_embeddings.py`), whose vectors read
@@ -7,7 +8,9 @@ server is the fake (`tests/fakes/fake_embeddings.py`), whose vectors read
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 
 from tests.fakes.fake_embeddings import FakeEmbeddings
 from tests.fakes.fake_openai import FakeOpenAI
-from tests.spine.test_daemon import env_for, run
+from tests.spine.test_daemon import env_for, run, start_daemon
 
 
 @pytest.fixture
@@ -84,3 +87,25 @@ async def test_import_without_a_reachable_model_leaves_vectors_to_the_daemon(
     assert code == 0, err
     assert "3 added" in out and "vectors not computed now (" in out
     assert "HTTP 401" in out and "Porto" not in out.split("vectors not computed")[1]
+
+    index = home / "tenants" / "alice" / "recall" / "index.sqlite"
+    daemon = await start_daemon(env)  # the daemon embeds what the import left undone
+    try:
+        for _ in range(6000):  # readiness: all three vectors stored (the bound stops a hang)
+            if vectors(index) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert vectors(index) == 3
+    finally:
+        code, err = await daemon.stop()
+    assert code == 0, err
+
+
+def vectors(index: Path) -> int:
+    conn = sqlite3.connect(index)
+    try:
+        return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+    except sqlite3.OperationalError:  # the table comes with the first vector
+        return 0
+    finally:
+        conn.close()
