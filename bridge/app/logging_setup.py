@@ -68,6 +68,7 @@ def secret_values(settings: Settings) -> list[str]:
         settings.llm.api_key,
         settings.llm.transcribe.api_key,
         settings.llm.speech.api_key,
+        settings.llm.embeddings.api_key,
         settings.web.token,
         settings.whatsapp.access_token,
         settings.whatsapp.app_secret,

@@ -43,6 +43,7 @@ from bridge.corrections.keep import Keeper
 from bridge.corrections.observer import CorrectionObserver
 from bridge.corrections.offers import Offers
 from bridge.grading.judge import OutcomeJudge
+from bridge.llm.embeddings import embeddings_client
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.model_commands import ModelCommands, UsageCommands
 from bridge.mcp.source import McpTools
@@ -150,8 +151,23 @@ def build_capabilities(
         judge.use_masks(loadout.vault.masker)
     planner = Planner(schedule, audit, loadout.vault.masker) if schedule is not None else None
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
-    on = settings.recall
-    recall = build_recall(on.enabled, loadout.vault.masker, audit, secret_kinds, on.retention_days)
+    on, embedder = settings.recall, embeddings_client(settings.llm)
+    recall = build_recall(
+        on.enabled,
+        loadout.vault.masker,
+        audit,
+        secret_kinds,
+        on.retention_days,
+        embedder,
+        settings.llm.embeddings.batch,
+    )
+    if recall.backfill is not None:  # vectors an import or a crash left undone
+        recall.backfill.wake_all(settings.home)
+    vector_closers = (
+        (embedder.aclose, recall.backfill.aclose)  # closers run in reverse: the task first
+        if recall.backfill is not None and embedder is not None
+        else ()
+    )
     return Capabilities(
         loadout,
         (
@@ -186,7 +202,7 @@ def build_capabilities(
             corrections[1],
             *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
         ),
-        (mcp.aclose, recall.indexer.close),
+        (mcp.aclose, recall.indexer.close, *vector_closers),
         recall.indexer,
     )
 

@@ -6,7 +6,9 @@ summary: conversations, messages, added, already there, not indexed, and
 each skipped line or conversation by number. May run beside the daemon (the
 index is a WAL SQLite file; each batch is one short transaction). Records
 `history.imported` (counts only). Exit 0, or 2 when the file cannot be read
-or is not the format asked for.
+or is not the format asked for. With `[llm.embeddings]` on, the new messages'
+vectors are computed after the summary (with their own progress bar); when
+the model cannot be reached the daemon computes them later in the background.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import record_event
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
+from bridge.llm.embeddings import EmbeddingsClient, embeddings_client
 from bridge.loadout.vault import Vault
+from bridge.recall.backfill import Backfill
+from bridge.recall.embedder import EmbedError
 from bridge.recall.formats import FORMATS
 from bridge.recall.importer import Summary, import_stream
 from bridge.recall.indexer import Indexer
@@ -62,7 +67,28 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     for line in summary.lines():
         print(line)
     print("Nothing was saved as a memory note; ask in a chat to keep something (/remember).")
+    client = embeddings_client(settings.llm)
+    if client is not None:
+        try:
+            done = asyncio.run(_vectors(client, dirs, settings.llm.embeddings.batch))
+            print(f"vectors: {done:,} messages embedded ({client.name})")
+        except EmbedError as exc:
+            print(f"vectors not computed now ({exc}); the daemon computes them in the background")
     return 0
+
+
+async def _vectors(client: EmbeddingsClient, dirs: TenantDirs, batch: int) -> int:
+    backfill = Backfill(client, batch)
+    try:
+        if not sys.stderr.isatty():
+            return await backfill.fill(dirs)
+        columns = (TextColumn("embedding"), TextColumn("{task.completed:,} messages"))
+        with Progress(*columns, transient=True) as bar:
+            task = bar.add_task("vectors", total=None)
+            return await backfill.fill(dirs, lambda n: bar.update(task, completed=n))
+    finally:
+        await backfill.aclose()
+        await client.aclose()
 
 
 def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:

@@ -27,6 +27,7 @@ from bridge.app.home import record_event
 from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
+from bridge.llm.embeddings import embeddings_client
 from bridge.recall.evaluate import DEV_DIR, format_report, retrieval_eval
 from bridge.recall.index import index_path
 from bridge.recall.indexer import Indexer
@@ -68,21 +69,29 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
     if not index_path(dirs).exists():
         print(f"roost recall: tenant {args.tenant} has nothing indexed yet", file=sys.stderr)
         return 1 if not args.json else _empty(queries)
-    recall = Recall(Indexer())
+    return asyncio.run(_search_all(args, settings, dirs, queries))
+
+
+async def _search_all(
+    args: argparse.Namespace, settings: Settings, dirs: TenantDirs, queries: list[str]
+) -> int:
+    """Every query in one event loop (the embeddings client's session lives in it)."""
+    embedder = embeddings_client(settings.llm)  # the same search as the model's tool
+    recall = Recall(Indexer(), embedder=embedder)
     try:
         for query in queries:
-            found = recall.find(dirs, query, args.k)
-            asyncio.run(
-                _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
-            )
+            found = await recall.find(dirs, query, args.k)
+            await _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
             if args.json:
                 print(json.dumps({"query": query, "hits": [_hit(h) for h in found.hits]}))
             else:
                 print(f"# {query}")
-                print(recall.excerpts(dirs, found.hits) if found.hits else "(nothing found)")
+                print(await recall.render(dirs, found.hits) if found.hits else "(nothing found)")
                 print()
     finally:
         recall.indexer.close()
+        if embedder is not None:
+            await embedder.aclose()
     return 0
 
 

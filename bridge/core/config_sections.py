@@ -83,11 +83,38 @@ class SpeechSettings(_AudioServer):
     max_chars: int = Field(1500, ge=50, le=4096)  # the endpoint takes at most 4096
 
 
+class EmbeddingSettings(_Section):
+    """`[llm.embeddings]`: vectors for recall's hybrid search, `POST {base_url}/embeddings`.
+
+    Off unless `enabled`; base_url and api_key then default to [llm]'s server and key when
+    [llm] is an OpenAI-compatible backend (as the audio endpoints do)."""
+
+    enabled: bool = False
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "text-embedding-3-small"
+    dimensions: int | None = Field(None, ge=8, le=4096)  # asked for when set (OpenAI's v3)
+    batch: int = Field(64, ge=1, le=2048)  # texts per request
+    timeout_s: float = Field(60.0, gt=0, le=600)
+    max_retries: int = Field(2, ge=0, le=10)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
 class DefaultLLMSettings(LLMSettings):
-    """`[llm]`, the default model, plus the audio endpoints (not part of a [models.X])."""
+    """`[llm]`, the default model, plus the audio and embeddings endpoints (not part of a
+    [models.X])."""
 
     transcribe: TranscribeSettings = Field(default_factory=TranscribeSettings)
     speech: SpeechSettings = Field(default_factory=SpeechSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
 
 
 HOST_ENTRY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(:\d{1,5})?$")

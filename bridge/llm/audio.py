@@ -66,7 +66,7 @@ class AudioServer:
         return f"[llm.{self.purpose}]"
 
 
-def _chat_server(llm: DefaultLLMSettings) -> str | None:
+def chat_server(llm: DefaultLLMSettings) -> str | None:
     """The [llm] backend's base URL when it speaks the OpenAI protocol, else None."""
     key = llm.api_key.get_secret_value().strip() if llm.api_key else ""
     if llm.provider not in ("auto", "openai"):
@@ -88,7 +88,7 @@ def audio_server(llm: DefaultLLMSettings, purpose: Purpose) -> AudioServer | Non
     own_key = table.api_key.get_secret_value().strip() if table.api_key else ""
     url = table.base_url
     if url is None:
-        url = _chat_server(llm)
+        url = chat_server(llm)
         if url is None:
             return None
         if not own_key and llm.api_key is not None:  # the same server: the same key

@@ -22,11 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.recall.embedder import pack
 from bridge.recall.formats import read_jsonl
+from bridge.recall.hybrid import Fusion, hybrid_search
 from bridge.recall.index import Message, RecallIndex
 from bridge.recall.match import any_of
-from bridge.recall.search import Tuning, search
+from bridge.recall.search import Tuning, best, search
 from bridge.recall.terms import ENGLISH_STOP, words
+from bridge.recall.vectors import Dense, store
 
 _ROOT = Path(__file__).resolve().parents[2]
 # shared/ lies beside the clone (CI) or beside the folder of work trees
@@ -137,5 +140,88 @@ def format_report(report: Report) -> str:
     lines.append(
         "per conversation (recall@10, roost vs bm25): "
         + ", ".join(f"{n} {a:.3f}/{b:.3f}" for n, (a, b) in report.by_conversation.items())
+    )
+    return "\n".join(lines)
+
+
+Embed = Callable[[list[str]], list[list[float]]]  # texts -> vectors (the bench's models)
+
+
+@dataclass
+class DenseReport:
+    dense: Scores
+    hybrid: Scores
+    roost: Scores
+    bm25: Scores
+    by_conversation: dict[str, tuple[float, float, float]]  # name -> dense, hybrid, roost @10
+
+
+def dense_eval(
+    folder: Path,
+    embed: Embed,
+    fusion: Fusion | None = None,
+    tuning: Tuning | None = None,
+    embed_query: Embed | None = None,
+) -> DenseReport:
+    """Evidence recall of the vectors alone, of the RRF hybrid, of roost and of plain BM25.
+
+    `embed_query`: how questions are embedded when a model tells them from passages."""
+    report = DenseReport(Scores(), Scores(), Scores(), Scores(), {})
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, messages, questions in load_set(folder):
+            index = RecallIndex.open(Path(tmp) / f"{name}.sqlite")
+            index.add(messages)
+            rowids = [r.rowid for r in index.iter_all()]
+            vectors = embed([m.text for m in messages])
+            store(index.conn, [(r, pack(v)) for r, v in zip(rowids, vectors, strict=True)])
+            dense = Dense()
+            dense.refresh(index.conn)
+            base = PlainBm25(messages)
+            mine = (Scores(), Scores(), Scores())
+            qvecs = (embed_query or embed)([str(q["q"]) for q in questions])
+            for q, qv in zip(questions, qvecs, strict=True):
+                evidence = {str(e) for e in q["evidence"]}  # type: ignore[attr-defined]
+                cat, query = int(q["category"]), str(q["q"])  # type: ignore[call-overload]
+                near = dense.nearest(qv, 100)
+                got = {
+                    "dense": [index.rows([r])[r].msg_id for r in best(near, max(KS))],
+                    "hybrid": [
+                        h.row.msg_id
+                        for h in hybrid_search(
+                            index, query, near, max(KS), tuning or Tuning(), fusion or Fusion()
+                        )
+                    ],
+                    "roost": [
+                        h.row.msg_id for h in search(index, query, max(KS), tuning or Tuning())
+                    ],
+                }
+                report.dense.add(cat, evidence, got["dense"])
+                report.hybrid.add(cat, evidence, got["hybrid"])
+                report.roost.add(cat, evidence, got["roost"])
+                report.bm25.add(cat, evidence, base(query, max(KS)))
+                for scores, key in zip(mine, ("dense", "hybrid", "roost"), strict=True):
+                    scores.add(cat, evidence, got[key])
+            report.by_conversation[name] = (mine[0].mean(10), mine[1].mean(10), mine[2].mean(10))
+            index.close()
+            base.conn.close()
+    return report
+
+
+def format_dense(report: DenseReport) -> str:
+    lines = [
+        "category          n   dense@5 dense@10  hybrid@5 hybrid@10"
+        "  roost@5 roost@10  bm25@5 bm25@10"
+    ]
+    for cat, label in [*CATEGORIES.items(), (None, "all")]:
+        cells = "".join(
+            f"   {s.mean(5, cat):.3f}   {s.mean(10, cat):.3f} "
+            for s in (report.dense, report.hybrid, report.roost, report.bm25)
+        )
+        lines.append(f"{label:<15} {report.roost.count(cat):>4}{cells}")
+    lines.append(
+        "per conversation @10 (dense / hybrid / roost): "
+        + ", ".join(
+            f"{n} {a:.3f}/{b:.3f}/{c:.3f}" for n, (a, b, c) in report.by_conversation.items()
+        )
     )
     return "\n".join(lines)

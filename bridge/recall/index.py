@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bridge.recall.match import quote
 from bridge.recall.terms import index_terms
+from bridge.recall.vectors import SCHEMA as VECTOR_SCHEMA
 from bridge.types.tenant_dirs import TenantDirs
 
 FILENAME = "index.sqlite"
@@ -115,7 +116,7 @@ def open_index(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=30000")
-    for statement in SCHEMA:
+    for statement in (*SCHEMA, *VECTOR_SCHEMA):
         conn.execute(statement)
     return conn
 
@@ -245,6 +246,7 @@ class RecallIndex:
                     (rowid, index_terms(text), index_terms(name)),
                 )
                 conn.execute("DELETE FROM messages WHERE id = ?", (rowid,))
+                conn.execute("DELETE FROM vectors WHERE id = ?", (rowid,))
                 removed += 1
             conn.execute("COMMIT")
         except BaseException:

@@ -12,14 +12,19 @@ core's `ExchangeLog` protocol); it never raises into the turn: an index that
 cannot be written is logged and the answer goes on. With `[recall]
 retention_days` set, it also drops older messages, at most once a day.
 Connections are opened lazily, one per tenant, and kept; `close()` ends them.
+Searches read through `reading(dirs)`: a second connection per tenant (WAL: a
+reader never waits for the writer), used by one search thread at a time, so
+a search runs off the event loop while the loop goes on writing. `listen`
+registers who is told that a tenant has new rows (the vectors' backfill).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from bridge.recall.index import Message, RecallIndex, index_path
@@ -68,7 +73,13 @@ class Indexer:
         self._pruned: dict[str, int] = {}  # tenant root -> when its index was last pruned
         self.enabled = enabled
         self._open: dict[str, RecallIndex] = {}
+        self._readers: dict[str, tuple[RecallIndex, threading.Lock]] = {}
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[TenantDirs], None]] = []
+
+    def listen(self, added: Callable[[TenantDirs], None]) -> None:
+        """Call `added(dirs)` (on the caller's thread) after rows were added for a tenant."""
+        self._listeners.append(added)
 
     def index(self, dirs: TenantDirs) -> RecallIndex:
         """The tenant's index (opened once, created on first use)."""
@@ -80,17 +91,31 @@ class Indexer:
                 self._open[key] = found
             return found
 
+    @contextlib.contextmanager
+    def reading(self, dirs: TenantDirs) -> Iterator[RecallIndex]:
+        """The tenant's reading connection, held by one thread at a time (searches)."""
+        key = str(dirs.root)
+        with self._lock:
+            found = self._readers.get(key)
+            if found is None:
+                found = self._readers[key] = (RecallIndex.open(index_path(dirs)), threading.Lock())
+        with found[1]:
+            yield found[0]
+
     def forget(self, dirs: TenantDirs) -> None:
-        """Close the tenant's connection (before its files are removed)."""
+        """Close the tenant's connections (before its files are removed)."""
         with self._lock:
             found = self._open.pop(str(dirs.root), None)
-        if found is not None:
-            found.close()
+            reader = self._readers.pop(str(dirs.root), None)
+        for index in (found, reader[0] if reader else None):
+            if index is not None:
+                index.close()
 
     def close(self) -> None:
         with self._lock:
             opened, self._open = list(self._open.values()), {}
-        for index in opened:
+            readers, self._readers = [r for r, _ in self._readers.values()], {}
+        for index in opened + readers:
             index.close()
 
     def clean(self, dirs: TenantDirs, text: str, screened: bool = False) -> str | None:
@@ -119,6 +144,9 @@ class Indexer:
                 elif text.strip():
                     kept.append(m if text == m.text else replace(m, text=text))
         added = self.index(dirs).add(kept) if kept else 0
+        if added:
+            for tell in self._listeners:
+                tell(dirs)
         return Admitted(added, len(kept) - added, refused)
 
     def record_exchange(

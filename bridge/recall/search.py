@@ -114,13 +114,13 @@ def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
     return picked[:count]
 
 
-def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
-    """The best `k` (at most MAX_K) messages for `query`, best first."""
-    k = max(1, min(k, MAX_K))
+def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, float]:
+    """rowid -> score of every message the query's terms found (at most `pool`, plus
+    feedback), with context and speaker applied: higher is better."""
     terms = _affordable(index, query_terms(query), tuning.postings)
     scores = _bm25(index, terms, tuning)
     if not scores:
-        return []
+        return {}
     if tuning.feedback > 0:
         top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
         extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
@@ -129,6 +129,7 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
             for r, s in _bm25(index, extra, tuning).items():
                 scores[r] = scores.get(r, 0.0) + tuning.feedback * s
     speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
+    scores = {r: s for r, s in scores.items() if r in speakers}
     ranked = _with_context(scores, speakers, tuning)
     if tuning.speaker > 0:
         asked = set(terms) | _persons(query)
@@ -136,9 +137,21 @@ def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
             _, role, name = speakers[r]
             if asked.intersection(_who(role, name)):
                 ranked[r] *= 1 + tuning.speaker
-    best = sorted(ranked, key=ranked.__getitem__, reverse=True)[:k]
-    rows = index.rows(best)
-    return [Hit(rows[r], ranked[r]) for r in best]
+    return ranked
+
+
+def best(scores: dict[int, float], k: int) -> list[int]:
+    """The `k` best rowids, best first (ties in the order found)."""
+    return sorted(scores, key=scores.__getitem__, reverse=True)[:k]
+
+
+def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
+    """The best `k` (at most MAX_K) messages for `query`, best first."""
+    k = max(1, min(k, MAX_K))
+    ranked = rank(index, query, tuning)
+    top = best(ranked, k)
+    rows = index.rows(top)
+    return [Hit(rows[r], ranked[r]) for r in top if r in rows]
 
 
 @lru_cache(maxsize=1024)

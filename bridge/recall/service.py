@@ -1,7 +1,12 @@
 """Recall: search a tenant's past messages and show each hit dated, with the turns around it.
 
 `Recall.find(dirs, query, k)` is the one search every surface uses: the model
-tool `recall(query, k)`, `/recall QUERY` in any chat and `roost recall`.
+tool `recall(query, k)`, `/recall QUERY` in any chat and `roost recall`. It
+runs in a thread on the tenant's reading connection (`Indexer.reading`), so
+a slow search stalls no other chat; `searcher` is that search (a seam: the
+tests slow it down). With an `embedder` the query is embedded first and the
+lexical ranking is fused with the nearest vectors (`hybrid`); when the model
+fails, the words alone answer.
 `excerpts(...)` renders hits for reading: date, where, who, the message, and
 the messages just before and after it in its conversation (each cut), so the
 reader sees what the hit answered. `searched(...)` writes `recall.searched`
@@ -11,19 +16,28 @@ query. Queries are cut at 100,000 characters before anything reads them.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
-from bridge.recall.index import Row
+from bridge.recall.backfill import EMBED_CHARS
+from bridge.recall.embedder import Embedder, EmbedError
+from bridge.recall.hybrid import FUSION, Fusion, hybrid_search
+from bridge.recall.index import RecallIndex, Row
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import DEFAULT, MAX_K, Hit, Tuning, search
 from bridge.recall.terms import MAX_QUERY_CHARS
+from bridge.recall.vectors import Dense
 from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
 
+log = logging.getLogger(__name__)
 HIT_CHARS = 600
+Searcher = Callable[[RecallIndex, str, int, Tuning], list[Hit]]
 NEAR_CHARS = 240
 
 
@@ -53,20 +67,59 @@ class Recall:
         audit: AuditSink | None = None,
         tuning: Tuning = DEFAULT,
         clock: Callable[[], float] = time.perf_counter,
+        embedder: Embedder | None = None,
+        searcher: Searcher = search,
+        fusion: Fusion = FUSION,
     ) -> None:
         self.indexer = indexer
+        self.embedder = embedder
         self._audit = audit
         self._tuning = tuning
         self._clock = clock
+        self._searcher = searcher
+        self._fusion = fusion
+        self._dense: dict[Path, Dense] = {}
 
-    def find(self, dirs: TenantDirs, query: str, k: int = 5) -> Found:
+    async def find(self, dirs: TenantDirs, query: str, k: int = 5) -> Found:
+        """The best `k` hits, searched in a thread (the event loop goes on meanwhile)."""
         started = self._clock()
-        hits = search(self.indexer.index(dirs), query[:MAX_QUERY_CHARS], k, self._tuning)
+        query = query[:MAX_QUERY_CHARS]
+        vector = await self._query_vector(query)
+        hits = await asyncio.to_thread(self._search, dirs, query, k, vector)
         return Found(hits, int((self._clock() - started) * 1000))
+
+    async def render(self, dirs: TenantDirs, hits: list[Hit], around: int = 1) -> str:
+        """`excerpts`, read in a thread."""
+        return await asyncio.to_thread(self.excerpts, dirs, hits, around)
+
+    async def _query_vector(self, query: str) -> list[float] | None:
+        if self.embedder is None or not query.strip():
+            return None
+        try:
+            return (await self.embedder.embed([query[:EMBED_CHARS]]))[0]
+        except EmbedError as exc:
+            log.warning("recall: the query was not embedded (%s); words alone answer", exc)
+            return None
+
+    def _search(
+        self, dirs: TenantDirs, query: str, k: int, vector: list[float] | None
+    ) -> list[Hit]:
+        with self.indexer.reading(dirs) as index:
+            if vector is None:
+                return self._searcher(index, query, k, self._tuning)
+            dense = self._dense.setdefault(dirs.root, Dense())
+            dense.refresh(index.conn)
+            near = dense.nearest(vector, self._fusion.depth)
+            if not near:
+                return self._searcher(index, query, k, self._tuning)
+            return hybrid_search(index, query, near, k, self._tuning, self._fusion)
 
     def excerpts(self, dirs: TenantDirs, hits: list[Hit], around: int = 1) -> str:
         """The hits as dated excerpts, each with `around` messages before and after."""
-        index = self.indexer.index(dirs)
+        with self.indexer.reading(dirs) as index:
+            return self._excerpts(index, hits, around)
+
+    def _excerpts(self, index: RecallIndex, hits: list[Hit], around: int) -> str:
         blocks = []
         for n, hit in enumerate(hits, start=1):
             row = hit.row

@@ -57,11 +57,11 @@ class RecallTools:
         if not isinstance(query, str) or not query.strip():
             raise ToolError("argument 'query' must be a non-empty string")
         k = _k(args.get("k"))
-        found = self._recall.find(turn.dirs, query, k)
+        found = await self._recall.find(turn.dirs, query, k)
         await self._recall.searched(turn.dirs, "model", query, k, found)
         if not found.hits:
             return NOTHING
-        return self._recall.excerpts(turn.dirs, found.hits)
+        return await self._recall.render(turn.dirs, found.hits)
 
 
 class RecallCommands:
@@ -75,8 +75,8 @@ class RecallCommands:
         query = args.strip()
         if not query:
             raise UsageError("Say what to look for.")
-        found = self._recall.find(ctx.dirs, query, 5)
+        found = await self._recall.find(ctx.dirs, query, 5)
         await self._recall.searched(ctx.dirs, "person", query, 5, found)
         if not found.hits:
             return NOTHING
-        return self._recall.excerpts(ctx.dirs, found.hits)
+        return await self._recall.render(ctx.dirs, found.hits)

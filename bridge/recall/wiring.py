@@ -2,6 +2,9 @@
 
 The app's wiring calls `build_recall` once; `Wired.indexer` is the turn's
 `ExchangeLog` (every stored exchange is indexed) and is closed with the roost.
+With an embedder (`[llm.embeddings]`), a `Backfill` hears of every insert
+(`Indexer.listen`) and computes vectors in the background, and the search
+fuses them with the words (`Recall(embedder=...)`).
 With recall disabled the indexer records nothing and no tool or command is
 offered (imports still work: `roost import` builds its own indexer).
 """
@@ -12,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from bridge.recall.backfill import Backfill
+from bridge.recall.embedder import Embedder
 from bridge.recall.indexer import Indexer, Screen
 from bridge.recall.service import Recall
 from bridge.recall.tools import RecallCommands, RecallTools
@@ -29,6 +34,7 @@ class Wired:
     recall: Recall
     tools: tuple[RecallTools, ...]
     commands: tuple[RecallCommands, ...]
+    backfill: Backfill | None = None
 
 
 def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> Callable[[TenantDirs, str], str]:
@@ -42,9 +48,14 @@ def build_recall(
     audit: AuditSink | None,
     screen: Screen,
     retention_days: int = 0,
+    embedder: Embedder | None = None,
+    batch: int = 64,
 ) -> Wired:
     indexer = Indexer(vault_mask(masker_of), enabled, screen, retention_days)
-    recall = Recall(indexer, audit)
     if not enabled:
-        return Wired(indexer, recall, (), ())
-    return Wired(indexer, recall, (RecallTools(recall),), (RecallCommands(recall),))
+        return Wired(indexer, Recall(indexer, audit), (), ())
+    backfill = Backfill(embedder, batch) if embedder is not None else None
+    if backfill is not None:
+        indexer.listen(backfill.wake)
+    recall = Recall(indexer, audit, embedder=embedder)
+    return Wired(indexer, recall, (RecallTools(recall),), (RecallCommands(recall),), backfill)

@@ -30,7 +30,7 @@ def line(conv: str, mid: str, text: str, role: str = "user") -> str:
     )
 
 
-def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) -> None:
+async def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) -> None:
     rows = [
         line("c1", "1", "we adopted a puppy named Biscuit"),
         "{not json",
@@ -52,7 +52,7 @@ def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) ->
     assert any("line 5" in text for text in summary.lines())
     again = import_stream(indexer, dirs, "jsonl", io.BytesIO(data))
     assert (again.added, again.known) == (0, 2)
-    hits = Recall(indexer).find(dirs, "what was the puppy called", 5).hits
+    hits = (await Recall(indexer).find(dirs, "what was the puppy called", 5)).hits
     assert hits[0].row.text == "we adopted a puppy named Biscuit"
 
 

@@ -21,7 +21,7 @@ def msg(conv: str, mid: str, text: str, at: int = 1_000, role: str = "user") -> 
     return Message(conv, mid, role, text, at, "web")
 
 
-def test_two_tenants_with_colliding_ids_never_see_each_other(tmp_path: Path) -> None:
+async def test_two_tenants_with_colliding_ids_never_see_each_other(tmp_path: Path) -> None:
     indexer = Indexer()
     alice, bob = TenantDirs.of(tmp_path, "alice"), TenantDirs.of(tmp_path, "bob")
     indexer.admit(alice, [msg("web:c1", "1", "my sister lives in Porto")])
@@ -29,10 +29,12 @@ def test_two_tenants_with_colliding_ids_never_see_each_other(tmp_path: Path) -> 
     assert index_path(alice) != index_path(bob)
     recall = Recall(indexer)
     assert [
-        h.row.text for h in recall.find(alice, "where does my sibling live Oslo Porto").hits
+        h.row.text for h in (await recall.find(alice, "where does my sibling live Oslo Porto")).hits
     ] == ["my sister lives in Porto"]
-    assert [h.row.text for h in recall.find(bob, "Porto Oslo").hits] == ["my brother lives in Oslo"]
-    assert recall.find(bob, "sister").hits == []
+    assert [h.row.text for h in (await recall.find(bob, "Porto Oslo")).hits] == [
+        "my brother lives in Oslo"
+    ]
+    assert (await recall.find(bob, "sister")).hits == []
 
 
 def test_adding_again_adds_nothing(tmp_path: Path) -> None:
