@@ -6,19 +6,30 @@ the child's confinement reaches only that tenant's own data. Up to
 `max_helpers` run at once; beyond that the least recently used idle one is
 closed. `start()` starts one pristine spare helper; the first new workspace
 takes it. A dead helper is replaced on the next call to its workspace.
+
+With `idle_s`, a reaper closes the helper of a workspace that had no call for
+`idle_s` seconds (its zygote and waiting children go with it); the next call
+to that workspace starts a new one. The clock and the reaper's wait between
+checks are injected (time.monotonic and asyncio.sleep by default).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 
 from forge.helper_process import HelperProcess
 
+log = logging.getLogger(__name__)
 MAX_HELPERS = 8
+Clock = Callable[[], float]
+Tick = Callable[[float], Awaitable[object]]  # waits (about) that many seconds
 
 
 def workspace_key(workspace: str | os.PathLike[str]) -> str:
@@ -30,10 +41,25 @@ def workspace_key(workspace: str | os.PathLike[str]) -> str:
 
 class HelperPool:
     def __init__(
-        self, spawn: Callable[[], Awaitable[HelperProcess]], max_helpers: int = MAX_HELPERS
+        self,
+        spawn: Callable[[], Awaitable[HelperProcess]],
+        max_helpers: int = MAX_HELPERS,
+        *,
+        idle_s: float | None = None,
+        clock: Clock = time.monotonic,
+        tick: Tick = asyncio.sleep,
     ) -> None:
+        """`idle_s`: close a workspace's helper after that many seconds without a
+        call (None or 0: never)."""
         self._spawn = spawn
         self.max_helpers = max(1, max_helpers)
+        self.idle_s = idle_s or None
+        self._clock = clock
+        self._tick = tick
+        self._reaper: asyncio.Task[None] | None = None
+        self._shutting: set[asyncio.Task[None]] = set()  # idle helpers being shut
+        self._used: dict[str, float] = {}  # key -> when its last call began or ended
+        self._leases: dict[str, int] = {}  # key -> calls between get() and release()
         self._helpers: OrderedDict[str, HelperProcess] = OrderedDict()  # key -> its helper
         self._spare: HelperProcess | None = None  # pristine; the next new workspace takes it
         self._lock = asyncio.Lock()
@@ -41,6 +67,7 @@ class HelperPool:
 
     async def start(self) -> None:
         """Start the spare helper, unless one already runs."""
+        self._start_reaper()
         async with self._lock:
             if self._spare is None and not self._helpers:
                 self._spare = await self._spawn()
@@ -54,7 +81,24 @@ class HelperPool:
         return self._spare
 
     async def get(self, key: str) -> HelperProcess:
-        """The live helper of workspace `key`, started (or taken from the spare) if needed."""
+        """The live helper of workspace `key`, started (or taken from the spare) if
+        needed, leased to one call until `release(key)`."""
+        helper = await self._get(key)
+        self._leases[key] = self._leases.get(key, 0) + 1
+        self._used[key] = self._clock()
+        return helper
+
+    def release(self, key: str) -> None:
+        """A call of workspace `key` is over: its helper's idle time starts now."""
+        left = self._leases.get(key, 0) - 1
+        if left > 0:
+            self._leases[key] = left
+        else:
+            self._leases.pop(key, None)
+        self._used[key] = self._clock()
+
+    async def _get(self, key: str) -> HelperProcess:
+        self._start_reaper()
         helper = self._helpers.get(key)
         if helper is not None and not helper.dead and not self._closed:
             self._helpers.move_to_end(key)
@@ -80,8 +124,40 @@ class HelperPool:
             helper = self._helpers[key]
             if not helper.pending:
                 del self._helpers[key]
+                self._used.pop(key, None)
                 helper.close()
                 extra -= 1
+
+    def reap_idle(self) -> list[str]:
+        """Close the helpers idle for `idle_s` or longer (no call leased: a child
+        that answered and is still being reaped does not count); their workspaces."""
+        if self.idle_s is None:
+            return []
+        now = self._clock()
+        gone = []
+        for key, helper in list(self._helpers.items()):
+            idle = now - self._used.get(key, now)
+            if idle >= self.idle_s and not self._leases.get(key):
+                del self._helpers[key]
+                self._used.pop(key, None)
+                task = asyncio.get_running_loop().create_task(helper.shut())
+                self._shutting.add(task)
+                task.add_done_callback(self._shutting.discard)
+                gone.append(key)
+        return gone
+
+    def _start_reaper(self) -> None:
+        if self.idle_s is not None and self._reaper is None and not self._closed:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_loop())
+
+    async def _reap_loop(self) -> None:
+        assert self.idle_s is not None
+        every = min(max(self.idle_s / 4, 0.05), 60.0)
+        while True:
+            await self._tick(every)
+            closed = self.reap_idle()
+            if closed:
+                log.info("closed %d idle sandbox helper(s), %d left", len(closed), self.count())
 
     def count(self) -> int:
         """Helpers running for workspaces (the spare not counted)."""
@@ -89,9 +165,13 @@ class HelperPool:
 
     async def aclose(self) -> None:
         """Shut every helper; later calls raise RuntimeError."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._reaper
         async with self._lock:
             self._closed = True
             helpers = [*self._helpers.values(), *([self._spare] if self._spare else [])]
             self._helpers.clear()
             self._spare = None
-        await asyncio.gather(*(h.shut() for h in helpers))
+        await asyncio.gather(*(h.shut() for h in helpers), *self._shutting)

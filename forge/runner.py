@@ -42,7 +42,7 @@ from typing import Any
 from forge.child import Layers
 from forge.confine.probe import missing
 from forge.findings import format_findings
-from forge.helper_pool import MAX_HELPERS, HelperPool, workspace_key
+from forge.helper_pool import MAX_HELPERS, Clock, HelperPool, Tick, workspace_key
 from forge.helper_process import HelperProcess, start_helper
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
@@ -104,19 +104,26 @@ class SandboxRunner:
         trace: bool = False,
         max_helpers: int = MAX_HELPERS,
         broker: NetBroker | None = None,
+        helper_idle_s: float | None = None,
+        clock: Clock = time.monotonic,
+        tick: Tick = asyncio.sleep,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
         request can switch a layer off). `trace`: keep per-stage timings of every call
         (`stages()`), for measurements only. `broker`: performs the `net` requests
-        of tools (forge.broker; None: every `net` call fails)."""
+        of tools (forge.broker; None: every `net` call fails). `helper_idle_s`: close
+        a workspace's helper after that many seconds without a call (None: never);
+        `clock` and `tick` time that (forge.helper_pool)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
         self.python = python
         self._layers = layers_for_tests or Layers()
         self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
-        self._pool = HelperPool(self._spawn, max_helpers)
+        self._pool = HelperPool(
+            self._spawn, max_helpers, idle_s=helper_idle_s, clock=clock, tick=tick
+        )
         self._caps: dict[str, Any] = {}
         self._ids = itertools.count(1)
         self._warned = False
@@ -127,6 +134,10 @@ class SandboxRunner:
     @property
     def max_helpers(self) -> int:
         return self._pool.max_helpers
+
+    @property
+    def helper_idle_s(self) -> float | None:
+        return self._pool.idle_s
 
     async def start(self) -> None:
         await self._pool.start()
@@ -281,7 +292,8 @@ class SandboxRunner:
         data = encode_request(request)
         if len(data) > MAX_REQUEST:
             return _fail("runtime", f"the call is larger than {MAX_REQUEST} bytes", started)
-        helper = await self._pool.get(workspace_key(request.workspace))
+        key = workspace_key(request.workspace)
+        helper = await self._pool.get(key)  # held until `release`: never reaped mid-call
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Reply] = loop.create_future()
         helper.pending[request.id] = fut
@@ -305,6 +317,7 @@ class SandboxRunner:
         finally:
             timer.cancel()
             helper.pending.pop(request.id, None)
+            self._pool.release(key)
         if trace is not None:
             self._record(trace, reply)
         return RunResult.of(reply)

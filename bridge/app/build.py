@@ -114,7 +114,9 @@ async def build(
     audit = MeteredAudit(audit, metrics)
     broker = LazyBroker(lambda: make_broker(settings))  # aiohttp: when a tool needs the net
     runner = SandboxRunner(
-        broker=broker, limits=Limits(write_bytes=settings.forge.write_bytes_per_call)
+        broker=broker,
+        limits=Limits(write_bytes=settings.forge.write_bytes_per_call),
+        helper_idle_s=settings.forge.helper_idle_s,
     )
     closers.append(runner.aclose)
     limits = settings.limits

@@ -315,6 +315,9 @@ class ForgeSettings(_Section):
     # bytes one tool call may add to its workspace (forge.write_budget); over it
     # the call fails with kind "quota" and nothing half-written stays
     write_bytes_per_call: int = Field(64 * 1024 * 1024, ge=0)
+    # seconds without a call after which a tenant's sandbox helper (with its
+    # zygote and waiting children) is closed; the next call starts a new one (0: never)
+    helper_idle_s: float = Field(300.0, ge=0)
 
     @field_validator("private_hosts")
     @classmethod
