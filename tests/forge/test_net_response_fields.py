@@ -29,6 +29,7 @@ from forge.net_rules import parse_hosts
 from forge.protocol.net import NetAnswer, NetRequest
 from forge.runner import SandboxRunner
 from tests.forge.test_net import _cert
+from tests.waits import HANG_S
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -154,7 +155,7 @@ async def test_a_redirect_to_an_undeclared_host_does_not_name_it(server: tuple[i
 async def test_a_tool_sees_masked_header_names(server: tuple[int, Path], workspace: Path) -> None:
     """End to end: the names reach the tool's `r.headers` masked."""
     port, crt = server
-    runner = SandboxRunner(default_timeout_s=10.0, broker=_broker(port, crt))
+    runner = SandboxRunner(default_timeout_s=HANG_S, broker=_broker(port, crt))
     await runner.start()
     try:
         src = (
