@@ -1,8 +1,13 @@
 """One message's answer in one Telegram chat, as the core's reply object.
 
-Typing while the turn works, streamed drafts as the answer grows
-(`bridge.channels.telegram_stream`), the final text, then files, buttons and
-a spoken answer. With the outbox wired (`undelivered`), the final text gets
+Typing once the turn has worked for a moment, streamed drafts with a Stop
+button as the answer grows (`bridge.channels.telegram_stream`), the final
+text, then files, buttons and a spoken answer; a short answer is one
+`sendMessage`. A message that has to wait for the answer before it
+(`queued`) is acknowledged at once with a short quiet reply saying its
+place in the queue, and its answer later quotes it. A press of an
+"in place" button (`in_place`: the message it sits on) shows its answer
+in that message instead of a new one. With the outbox wired (`undelivered`), the final text gets
 one attempt per Telegram call: when that fails it goes into the outbox (key
 `reply:<msg_id>`) with what the person already sees of it (the messages it
 is shown in, as `OutboxPart`s) BEFORE any retry, and the scheduler retries
@@ -32,17 +37,12 @@ from collections.abc import Callable
 
 from telegram import Bot
 
-from bridge.channels.telegram_actions import attach, typed
+from bridge.channels.telegram_actions import STOP_KEYS, attach, typed
 from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_render import Rendered
 from bridge.channels.telegram_send import DeliveryError, Sender, Unconfirmed
-from bridge.channels.telegram_stream import (
-    STOPPED,
-    UNKNOWN,
-    StreamingReply,
-    StreamTiming,
-    Typing,
-)
+from bridge.channels.telegram_stream import STOPPED, UNKNOWN, StreamingReply, StreamTiming
+from bridge.channels.telegram_typing import LoopTimer, Timer, Typing
 from bridge.channels.telegram_voice import Speak, speak_out
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.runtime import Undelivered
@@ -59,6 +59,12 @@ UNCONFIRMED = (
 )
 
 __all__ = ["ABORTED", "RESUMES", "TelegramReply", "Undelivered"]
+
+
+def queued_line(position: int) -> str:
+    """The acknowledgement of a message that waits for the answer(s) before it."""
+    ahead = "the answer before it is" if position == 1 else f"the {position} before it are"
+    return f"⏳ Queued (position {position}): I'll answer this once {ahead} done."
 
 
 def shown_parts(message_ids: list[int]) -> list[OutboxPart]:
@@ -85,8 +91,13 @@ class TelegramReply:
         inbound: Inbound,
         bot: Bot | None = None,
         speak: Speak | None = None,
+        *,
+        timer: Timer | None = None,
+        in_place: int | None = None,
     ) -> None:
         self._sender, self._chat, self._msg_id = sender, chat_id, inbound.msg_id
+        self._timer = timer or LoopTimer()
+        self._ack: asyncio.Future[None] | None = None  # the "queued" line, while it is sent
         self._bot = bot  # puts a reply's one-tap actions on its last message
         self._speak = speak  # the answer spoken too (bridge.channels.telegram_voice)
         self._inbound = inbound
@@ -94,20 +105,56 @@ class TelegramReply:
         self._timing = timing
         # the outbox retries (durably) what fails once; without one, the sender retries
         self._once = sender.once() if undelivered is not None else sender
-        self._stream = StreamingReply(sender, chat_id, reply_to, timing, final_sender=self._once)
+        self._stream = StreamingReply(
+            sender,
+            chat_id,
+            reply_to,
+            timing,
+            final_sender=self._once,
+            timer=self._timer,
+            stop=STOP_KEYS,
+        )
+        if in_place is not None:  # the answer replaces what that message shows
+            self._stream.shown.append((in_place, Rendered("")))
         self.settled = False  # the final text was delivered or kept in the outbox
         self.on_settled: Callable[[], None] | None = None  # told the moment it settles
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
 
     def working(self) -> Typing:
-        return Typing(self._sender, self._chat, self._timing.typing_every_s)
+        timing = self._timing
+        return Typing(
+            self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
+        )
+
+    def queued(self, position: int) -> None:
+        """The message waits behind `position` others: say so now (never waits)."""
+        if self._ack is not None:
+            return
+        quoted = int(self._msg_id) if self._msg_id.isdigit() else None
+        if quoted is not None:
+            self._stream.answer_to(quoted)  # its answer comes later: it quotes the question
+        self._ack = asyncio.ensure_future(self._acknowledge(queued_line(position), quoted))
+
+    async def _acknowledge(self, text: str, quoted: int | None) -> None:
+        try:
+            await self._sender.once().send(self._chat, Rendered(text), quoted, quiet=True)
+        except DeliveryError as exc:  # only a courtesy: the answer itself still comes
+            log.info("telegram: the queued note to chat %s was not sent: %s", self._chat, exc)
+
+    async def _acknowledged(self) -> None:
+        """The queued note goes out before anything of the answer."""
+        if self._ack is not None and not self._ack.done():
+            with contextlib.suppress(Exception):
+                await self._ack
 
     async def delta(self, piece: str) -> None:
+        await self._acknowledged()
         await self._stream.on_delta(piece)
 
     async def send(self, final: Final) -> None:
         self.called = True
+        await self._acknowledged()
         job = asyncio.ensure_future(self._deliver(final))
         try:
             await asyncio.shield(job)

@@ -11,7 +11,10 @@ calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
 chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs. Every reply to an admitted message leaves
+attach to it while it runs. A message that has to wait for the chat's
+running answer is acknowledged at once (`Reply.queued`, with its place in
+the queue); a command marked `immediate` (`/stop`) runs at once beside that
+answer instead of after it. Every reply to an admitted message leaves
 through the tenant's masker (`masks`), commands' replies included, and so
 does the question a running turn shows to an attaching page.
 """
@@ -41,7 +44,7 @@ from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Action, DeltaSink, Final, Inbound, Reply
+from bridge.types.messages import DeltaSink, Final, Inbound, Reply
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -75,6 +78,9 @@ class Returned:
     async def send(self, final: Final) -> None:
         return None
 
+    def queued(self, position: int) -> None:
+        return None  # the caller waits for the returned Final anyway
+
 
 def unreadable(inbound: Inbound, limit: int) -> Final | None:
     """The reply to a message the core will not read (not text, empty, too long)."""
@@ -105,6 +111,7 @@ class Core:
         clock: Callable[[], float] = time.time,
         limits: CoreLimits | None = None,
         strangers: StrangerLimits | None = None,
+        running: RunningTurns[SessionKey] | None = None,
     ) -> None:
         self._dirs = home_tenant_dirs
         self._tenant_dirs: dict[str, TenantDirs] = {}
@@ -116,7 +123,8 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
-        self.running: RunningTurns[SessionKey] = RunningTurns()  # stop / attach a turn
+        # stop / attach a turn (shared with /stop, `bridge.core.builtin_commands`)
+        self.running: RunningTurns[SessionKey] = running or RunningTurns()
         self._inflight: set[asyncio.Task[object]] = set()
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
@@ -195,6 +203,14 @@ class Core:
             await reply.send(final)
             return final
         key = SessionKey(tenant, inbound.channel, inbound.chat)
+        if self._immediate(inbound):  # /stop: beside the running answer, not after it
+            final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
+            final = masked(final, self._masks(self._dirs_of(tenant)))
+            if final.kind != "silent":
+                await reply.send(final)
+            return final
+        if self.running.running(key):  # an answer is being written: say it waits
+            reply.queued(self.locks.users(key))
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
@@ -262,6 +278,11 @@ class Core:
         await self._emit_command(tenant, inbound, command.name, outcome)
         return reply if isinstance(reply, Final) else Final(reply, "command")
 
+    def _immediate(self, inbound: Inbound) -> bool:
+        parsed = parse_command(inbound.text.strip())
+        command = self.commands.get(parsed.name) if parsed is not None else None
+        return command is not None and command.immediate
+
     def _dirs_of(self, tenant: str) -> TenantDirs:
         """The tenant's (immutable) directory layout, made once per tenant.
 
@@ -283,5 +304,7 @@ class Core:
 
 def masked(final: Final, mask: OutputMask) -> Final:
     """The reply as it leaves: its text and its buttons through the tenant's masker."""
-    actions = tuple(Action(mask.mask(a.label), mask.mask(a.command)) for a in final.actions)
+    actions = tuple(
+        replace(a, label=mask.mask(a.label), command=mask.mask(a.command)) for a in final.actions
+    )
     return replace(final, text=mask.mask(final.text), actions=actions)

@@ -86,6 +86,7 @@ class Action:
 
     label: str  # short, shown on the button ("Keep as memory")
     command: str  # a slash command, at most 64 bytes of UTF-8 (Telegram's callback data)
+    in_place: bool = False  # its reply replaces the message the button is on, where it can
 
 
 def actions_hint(actions: tuple[Action, ...]) -> str:
@@ -125,6 +126,10 @@ class Reply(Protocol):
 
     async def delta(self, piece: str) -> None:
         """A new piece of a growing answer."""
+
+    def queued(self, position: int) -> None:
+        """The message waits behind `position` others of its chat while an answer is
+        being written: acknowledge it now (never waits; its answer follows in order)."""
 
     async def send(self, final: Final) -> None:
         """Deliver the reply; never called for a `silent` one. Awaited while the
