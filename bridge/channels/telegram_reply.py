@@ -3,11 +3,9 @@
 Typing once the turn has worked for a moment, streamed drafts with a Stop
 button as the answer grows (`bridge.channels.telegram_stream`), the final
 text, then files, buttons and a spoken answer; a short answer is one
-`sendMessage`. A message that has to wait for the answer before it
-(`queued`) is acknowledged at once with a short quiet reply saying its
-place in the queue, and its answer later quotes it. A press of an
-"in place" button (`in_place`: the message it sits on) shows its answer
-in that message instead of a new one. With the outbox wired (`undelivered`), the final text gets
+`sendMessage`. A press of an "in place" button (`in_place`: the message
+it sits on) shows its answer in that message instead of a new one. With
+the outbox wired (`undelivered`), the final text gets
 one attempt per Telegram call: when that fails it goes into the outbox (key
 `reply:<msg_id>`) with what the person already sees of it (the messages it
 is shown in, as `OutboxPart`s) BEFORE any retry, and the scheduler retries
@@ -61,12 +59,6 @@ UNCONFIRMED = (
 __all__ = ["ABORTED", "RESUMES", "TelegramReply", "Undelivered"]
 
 
-def queued_line(position: int) -> str:
-    """The acknowledgement of a message that waits for the answer(s) before it."""
-    ahead = "the answer before it is" if position == 1 else f"the {position} before it are"
-    return f"⏳ Queued (position {position}): I'll answer this once {ahead} done."
-
-
 def shown_parts(message_ids: list[int]) -> list[OutboxPart]:
     """What the person sees of an answer, for the outbox: each message is edited to
     its final text (an edit that changes nothing is fine); one whose send has an
@@ -97,7 +89,6 @@ class TelegramReply:
     ) -> None:
         self._sender, self._chat, self._msg_id = sender, chat_id, inbound.msg_id
         self._timer = timer or LoopTimer()
-        self._ack: asyncio.Future[None] | None = None  # the "queued" line, while it is sent
         self._bot = bot  # puts a reply's one-tap actions on its last message
         self._speak = speak  # the answer spoken too (bridge.channels.telegram_voice)
         self._inbound = inbound
@@ -127,34 +118,11 @@ class TelegramReply:
             self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
         )
 
-    def queued(self, position: int) -> None:
-        """The message waits behind `position` others: say so now (never waits)."""
-        if self._ack is not None:
-            return
-        quoted = int(self._msg_id) if self._msg_id.isdigit() else None
-        if quoted is not None:
-            self._stream.answer_to(quoted)  # its answer comes later: it quotes the question
-        self._ack = asyncio.ensure_future(self._acknowledge(queued_line(position), quoted))
-
-    async def _acknowledge(self, text: str, quoted: int | None) -> None:
-        try:
-            await self._sender.once().send(self._chat, Rendered(text), quoted, quiet=True)
-        except DeliveryError as exc:  # only a courtesy: the answer itself still comes
-            log.info("telegram: the queued note to chat %s was not sent: %s", self._chat, exc)
-
-    async def _acknowledged(self) -> None:
-        """The queued note goes out before anything of the answer."""
-        if self._ack is not None and not self._ack.done():
-            with contextlib.suppress(Exception):
-                await self._ack
-
     async def delta(self, piece: str) -> None:
-        await self._acknowledged()
         await self._stream.on_delta(piece)
 
     async def send(self, final: Final) -> None:
         self.called = True
-        await self._acknowledged()
         job = asyncio.ensure_future(self._deliver(final))
         try:
             await asyncio.shield(job)

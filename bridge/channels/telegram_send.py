@@ -149,10 +149,8 @@ class Sender:
         chunk: Rendered,
         reply_to: int | None = None,
         markup: InlineKeyboardMarkup | None = None,
-        quiet: bool = False,
     ) -> int:
-        """Send one chunk (with an inline keyboard; `quiet`: no notification sound);
-        returns the new message id."""
+        """Send one chunk (with an inline keyboard); returns the new message id."""
         reply = (
             ReplyParameters(reply_to, allow_sending_without_reply=True)
             if reply_to is not None
@@ -166,7 +164,6 @@ class Sender:
                 entities=entities,
                 reply_parameters=reply,
                 reply_markup=markup,
-                disable_notification=quiet or None,
                 read_timeout=self.policy.send_timeout_s,
             )
 

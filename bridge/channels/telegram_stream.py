@@ -136,11 +136,6 @@ class StreamingReply:
         if self._pump is None and not self._closing.is_set():
             self._pump = asyncio.create_task(self._run_pump())
 
-    def answer_to(self, message_id: int) -> None:
-        """Quote `message_id` with the answer's first message (unless it quotes one)."""
-        if self._reply_to is None and not self.shown:
-            self._reply_to = message_id
-
     @property
     def streamed(self) -> str:
         """The text received so far."""

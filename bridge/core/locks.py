@@ -57,11 +57,6 @@ class KeyedLocks(Generic[K]):
         """How many keys are held or waited for right now."""
         return len(self._entries)
 
-    def users(self, key: K) -> int:
-        """How many tasks hold or wait for `key` right now."""
-        entry = self._entries.get(key)
-        return entry.users if entry is not None else 0
-
 
 class TenantPart(NamedTuple):
     """What a tenant lock guards: one part (memory, profile, ...) of one tenant root."""

@@ -11,10 +11,8 @@ calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
 chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs. A message that has to wait for the chat's
-running answer is acknowledged at once (`Reply.queued`, with its place in
-the queue); a command marked `immediate` (`/stop`) runs at once beside that
-answer instead of after it. Every reply to an admitted message leaves
+attach to it while it runs. A command marked `immediate` (`/stop`) runs at
+once beside the chat's running answer instead of after it. Every reply to an admitted message leaves
 through the tenant's masker (`masks`), commands' replies included, and so
 does the question a running turn shows to an attaching page.
 """
@@ -77,9 +75,6 @@ class Returned:
 
     async def send(self, final: Final) -> None:
         return None
-
-    def queued(self, position: int) -> None:
-        return None  # the caller waits for the returned Final anyway
 
 
 def unreadable(inbound: Inbound, limit: int) -> Final | None:
@@ -209,8 +204,6 @@ class Core:
             if final.kind != "silent":
                 await reply.send(final)
             return final
-        if self.running.running(key):  # an answer is being written: say it waits
-            reply.queued(self.locks.users(key))
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)

@@ -127,10 +127,6 @@ class Reply(Protocol):
     async def delta(self, piece: str) -> None:
         """A new piece of a growing answer."""
 
-    def queued(self, position: int) -> None:
-        """The message waits behind `position` others of its chat while an answer is
-        being written: acknowledge it now (never waits; its answer follows in order)."""
-
     async def send(self, final: Final) -> None:
         """Deliver the reply; never called for a `silent` one. Awaited while the
         chat's lock is held, so the replies of one chat go out in order."""

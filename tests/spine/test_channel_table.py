@@ -62,9 +62,6 @@ class ToyChannel:
     async def delta(self, piece: str) -> None:
         return None
 
-    def queued(self, position: int) -> None:
-        return None
-
     async def send(self, final: Final) -> None:
         self.sent.append(final)
 

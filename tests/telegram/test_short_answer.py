@@ -1,5 +1,5 @@
 """What a person sees around an answer: nothing extra for a fast one, typing and a
-draft with a Stop button for a slow one, Stop itself, and a queued message's note.
+draft with a Stop button for a slow one, Stop itself, and the in-place "More commands".
 
 "Later" is a `ManualTimer` the test fires: no test here waits for a time.
 """
@@ -103,43 +103,6 @@ async def test_a_typed_stop_ends_the_running_answer(home: Path, fake: FakeBotAPI
         await run.idle()
         await until(lambda: len(fake.sent_to(ALICE)) == 2, "the reply to /stop")
         assert fake.sent_to(ALICE)[1].text.startswith("Nothing to stop")
-
-
-async def test_a_message_sent_while_an_answer_runs_is_acknowledged_at_once(
-    home: Path, fake: FakeBotAPI
-) -> None:
-    timer = ManualTimer()
-    gate = Gate("First", " answer.")
-    async with running(tg_settings(home, fake), fake, gate, replace(NO_DRAFTS, timer=timer)) as run:
-        fake.push_text(ALICE, "one")
-        await gate.reached.wait()
-        fake.push_text(ALICE, "two", message_id=702)
-        fake.push_text(ALICE, "three", message_id=703)
-        await until(lambda: len(sends(fake)) == 2, "both queued notes, before any answer")
-        notes = fake.calls_of("sendMessage")
-        assert [n.params["text"] for n in notes] == [
-            "⏳ Queued (position 1): I'll answer this once the answer before it is done.",
-            "⏳ Queued (position 2): I'll answer this once the 2 before it are done.",
-        ]
-        quoted = [int(n.params["reply_parameters"]["message_id"]) for n in notes]
-        assert quoted == [702, 703]  # each note quotes its message
-        assert all(n.params.get("disable_notification") in (True, "true", "True") for n in notes)
-        gate.open()
-        await run.idle()
-        await until(lambda: len(sends(fake)) == 5, "three answers")
-    assert sends(fake)[2:] == ["First answer.", "answer 2", "answer 3"]  # in order
-    later = fake.calls_of("sendMessage")[3:]
-    assert [int(c.params["reply_parameters"]["message_id"]) for c in later] == [702, 703]
-    assert fake.calls_of("sendChatAction") == []
-
-
-async def test_a_message_while_nothing_runs_gets_no_note(home: Path, fake: FakeBotAPI) -> None:
-    async with running(tg_settings(home, fake), fake, ScriptedBackend("a", "b")) as run:
-        fake.push_text(ALICE, "one")
-        await run.idle()
-        fake.push_text(ALICE, "two")
-        await run.idle()
-    assert sends(fake) == ["a", "b"]
 
 
 async def test_more_commands_shows_the_full_list_in_the_help_message(
