@@ -38,8 +38,6 @@ import tempfile
 import time
 from pathlib import Path
 
-# bench/telegram.py would shadow python-telegram-bot: put the repository there instead
-sys.path.remove(sys.path[0])
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from PIL import Image

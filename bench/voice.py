@@ -28,7 +28,6 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-sys.path.remove(sys.path[0])  # `import telegram` must find python-telegram-bot
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from telegram import Bot, Message

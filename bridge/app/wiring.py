@@ -28,7 +28,8 @@ from bridge.core.identities import identity_map
 from bridge.core.pairing import PairingStore
 from bridge.core.quota import QuotaObserver, TenantQuota
 from bridge.core.router import Core, CoreLimits
-from bridge.core.sessions import SessionStore
+from bridge.core.running import RunningTurns
+from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.tenants import (
     Rule,
     TenantResolver,
@@ -246,15 +247,24 @@ def build_commands(
     models: ModelRegistry | None = None,
     meter: UsageMeter | None = None,
     channels: Callable[[], Sequence[str]] = tuple,
+    running: RunningTurns[SessionKey] | None = None,
 ) -> CommandTable:
     """The chat command table: core commands, /start, then each capability's rows.
 
-    `channels` gives /status a line per chat channel (e.g. Telegram reconnecting)."""
+    `channels` gives /status a line per chat channel (e.g. Telegram reconnecting);
+    `running` (the core's running turns) gives /stop."""
     table = CommandTable(())
     line = _model_line(backend, models)
     note = meter.near if meter is not None else None  # /status: a budget nearly used up
     core_commands = CoreCommands(
-        lambda: table, sessions, line, pairing, audit, budget_note=note, channels=channels
+        lambda: table,
+        sessions,
+        line,
+        pairing,
+        audit,
+        budget_note=note,
+        channels=channels,
+        running=running,
     )
     for row in core_commands.commands():
         table.add(row)
@@ -357,13 +367,15 @@ def build_core(
     With `models`, each chat runs on the model it chose; with a `meter`, turns are
     counted and budgets checked.
     """
+    running: RunningTurns[SessionKey] = RunningTurns()  # the core's; /stop ends one
     return Core(
         home_tenant_dirs=lambda t: TenantDirs.of(settings.home, t),
         resolver=resolver,
         pairing=pairing,
         commands=build_commands(
-            sessions, backend, caps.command_sets, pairing, audit, models, meter, channels
+            sessions, backend, caps.command_sets, pairing, audit, models, meter, channels, running
         ),
+        running=running,
         turns=build_turns(
             settings, backend, sessions, audit, caps, clock, models, meter, compactor, senses
         ),

@@ -62,6 +62,7 @@ from bridge.channels.telegram_replay import Durable, Outcome, too_old
 from bridge.channels.telegram_reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram_send import Sender, SendFailed, SendPolicy
 from bridge.channels.telegram_stream import StreamTiming
+from bridge.channels.telegram_typing import LoopTimer, Timer
 from bridge.channels.telegram_voice import InboxFor, Speak, voice_attachment
 from bridge.channels.telegram_webhook import secret_ok, take_update, webhook_secret
 from bridge.core.commands import COMMAND_NAME
@@ -71,6 +72,8 @@ from bridge.schedule.outbox_parts import PartLog
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
+ReplyFor = Callable[[Inbound, int, int | None, int | None], TelegramReply]
+"""(inbound, chat id, message to quote, message to answer in place) -> its reply"""
 
 ALLOWED_UPDATES = [
     "message",
@@ -90,6 +93,7 @@ class TelegramOptions:
     concurrent_updates: int = 256
     reconnect: Backoff = field(default_factory=Backoff)  # retries of a failed start
     stop_grace_s: float = 10.0
+    timer: Timer = field(default_factory=LoopTimer)  # when typing and drafts start (tests fire it)
 
 
 class TelegramChannel:
@@ -269,7 +273,9 @@ class TelegramChannel:
             if task is not None:
                 self._tasks.discard(task)
 
-    def _reply(self, chat_id: int, reply_to: int | None, inbound: Inbound) -> TelegramReply:
+    def _reply(
+        self, chat_id: int, reply_to: int | None, inbound: Inbound, in_place: int | None = None
+    ) -> TelegramReply:
         reply = TelegramReply(
             self.sender,
             self.timing,
@@ -279,6 +285,8 @@ class TelegramChannel:
             inbound,
             self.app.bot,
             self.speak,
+            timer=self._opts.timer,
+            in_place=in_place,
         )
         if self.durable is not None:
             reply.abort_notice = RESUMES
@@ -289,8 +297,10 @@ class TelegramChannel:
         (or nothing was to be sent)."""
         replies: list[TelegramReply] = []
 
-        def reply_for(inbound: Inbound, chat_id: int, reply_to: int | None) -> TelegramReply:
-            reply = self._reply(chat_id, reply_to, inbound)
+        def reply_for(
+            inbound: Inbound, chat_id: int, reply_to: int | None, in_place: int | None = None
+        ) -> TelegramReply:
+            reply = self._reply(chat_id, reply_to, inbound, in_place)
             reply.on_settled = outcome.settle  # its text delivered or kept: answered
             replies.append(reply)
             return reply
@@ -299,16 +309,14 @@ class TelegramChannel:
         if all(r.settled or not r.called for r in replies):  # incl. nothing to send
             outcome.settle()
 
-    async def _read(
-        self, update: Update, reply_for: Callable[[Inbound, int, int | None], TelegramReply]
-    ) -> None:
+    async def _read(self, update: Update, reply_for: ReplyFor) -> None:
         if update.callback_query is not None:  # a one-tap action: its command, as if typed
             await pressed(
                 update.callback_query,
                 self.app.bot.username,
                 self.allowed_groups,
                 self._answer,
-                lambda inbound, chat_id: reply_for(inbound, chat_id, None),
+                lambda inbound, chat_id, in_place: reply_for(inbound, chat_id, None, in_place),
             )
             return
         msg = to_answer(update, self.allowed_groups, self.app.bot.id, self.app.bot.username)
@@ -319,7 +327,7 @@ class TelegramChannel:
         inbound = message_inbound(msg, self.app.bot.username, heard)
         if self.files_in is not None:  # a photo or document: fetched into the tenant's inbox
             inbound = await self.files_in.receive(self.app.bot, msg, inbound)
-        reply = reply_for(inbound, msg.chat.id, None if private else msg.message_id)
+        reply = reply_for(inbound, msg.chat.id, None if private else msg.message_id, None)
         try:
             await self._answer(inbound, reply)
         except BaseException:

@@ -14,7 +14,11 @@ presser's own session is used ("<group>:<user>") and groups that are not
 allow-listed are ignored. So another person's press can only confirm what
 is pending in that person's own chat, never someone else's offer. The
 press's message id is `cb<callback query id>`: the same press stored twice
-(the durable inbox, a redelivery) is the same message.
+(the durable inbox, a redelivery) is the same message. An `in_place` action
+("more" under /help) carries `=` before its command: its answer replaces the
+text of the message the button is on instead of arriving as a new one.
+`STOP_KEYS` is the Stop button of an answer being written (`/stop`, which
+the core runs at once, beside the running turn).
 """
 
 from __future__ import annotations
@@ -31,19 +35,28 @@ from bridge.types.messages import Action, Final, Inbound, Reply
 log = logging.getLogger(__name__)
 MAX_DATA = 64  # bytes of callback_data Telegram accepts
 MAX_LABEL = 64
+IN_PLACE = "="  # callback data "=/help all": the answer edits the pressed message
 
 
-def fits(command: str) -> bool:
-    return command.startswith("/") and 0 < len(command.encode("utf-8")) <= MAX_DATA
+def data_of(action: Action) -> str:
+    return IN_PLACE + action.command if action.in_place else action.command
+
+
+def fits(data: str) -> bool:
+    command = data.removeprefix(IN_PLACE)
+    return command.startswith("/") and 0 < len(data.encode("utf-8")) <= MAX_DATA
 
 
 def keyboard(actions: tuple[Action, ...]) -> InlineKeyboardMarkup | None:
     rows = [
-        [InlineKeyboardButton(a.label[:MAX_LABEL], callback_data=a.command)]
+        [InlineKeyboardButton(a.label[:MAX_LABEL], callback_data=data_of(a))]
         for a in actions
-        if fits(a.command)
+        if fits(data_of(a))
     ]
     return InlineKeyboardMarkup(rows) if rows else None
+
+
+STOP_KEYS = keyboard((Action("⏹ Stop", "/stop"),))
 
 
 async def attach(bot: Bot, chat_id: int, message_id: int, actions: tuple[Action, ...]) -> bool:
@@ -61,7 +74,7 @@ async def attach(bot: Bot, chat_id: int, message_id: int, actions: tuple[Action,
 
 def typed(actions: tuple[Action, ...]) -> str:
     """The offers as commands to type, for when the buttons could not be shown."""
-    lines = [f"{a.command} ({a.label[:MAX_LABEL]})" for a in actions if fits(a.command)]
+    lines = [f"{a.command} ({a.label[:MAX_LABEL]})" for a in actions if fits(data_of(a))]
     return "The buttons could not be shown; type instead:\n" + "\n".join(lines)
 
 
@@ -78,7 +91,7 @@ def press_inbound(query: CallbackQuery, bot_name: str, groups: Collection[int]) 
         "telegram",
         str(user.id),
         str(chat.id) if private else f"{chat.id}:{user.id}",
-        data,
+        data.removeprefix(IN_PLACE),
         f"cb{query.id}",
         is_private=private,
         display_name=user.first_name or "",
@@ -91,9 +104,10 @@ async def pressed(
     bot_name: str,
     groups: Collection[int],
     answer: Callable[[Inbound, Reply], Awaitable[Final]],
-    reply_to: Callable[[Inbound, int], Reply],
+    reply_to: Callable[[Inbound, int, int | None], Reply],
 ) -> None:
-    """Answer the callback query, then run its command through the core."""
+    """Answer the callback query, then run its command through the core (its
+    answer in the pressed message itself for an in-place button)."""
     try:
         await query.answer()
     except TelegramError as exc:
@@ -101,4 +115,6 @@ async def pressed(
     inbound = press_inbound(query, bot_name, groups)
     if inbound is None or query.message is None:
         return
-    await answer(inbound, reply_to(inbound, query.message.chat.id))
+    message = query.message
+    in_place = message.message_id if (query.data or "").startswith(IN_PLACE) else None
+    await answer(inbound, reply_to(inbound, message.chat.id, in_place))

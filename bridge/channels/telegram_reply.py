@@ -1,8 +1,11 @@
 """One message's answer in one Telegram chat, as the core's reply object.
 
-Typing while the turn works, streamed drafts as the answer grows
-(`bridge.channels.telegram_stream`), the final text, then files, buttons and
-a spoken answer. With the outbox wired (`undelivered`), the final text gets
+Typing once the turn has worked for a moment, streamed drafts with a Stop
+button as the answer grows (`bridge.channels.telegram_stream`), the final
+text, then files, buttons and a spoken answer; a short answer is one
+`sendMessage`. A press of an "in place" button (`in_place`: the message
+it sits on) shows its answer in that message instead of a new one. With
+the outbox wired (`undelivered`), the final text gets
 one attempt per Telegram call: when that fails it goes into the outbox (key
 `reply:<msg_id>`) with what the person already sees of it (the messages it
 is shown in, as `OutboxPart`s) BEFORE any retry, and the scheduler retries
@@ -32,17 +35,12 @@ from collections.abc import Callable
 
 from telegram import Bot
 
-from bridge.channels.telegram_actions import attach, typed
+from bridge.channels.telegram_actions import STOP_KEYS, attach, typed
 from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_render import Rendered
 from bridge.channels.telegram_send import DeliveryError, Sender, Unconfirmed
-from bridge.channels.telegram_stream import (
-    STOPPED,
-    UNKNOWN,
-    StreamingReply,
-    StreamTiming,
-    Typing,
-)
+from bridge.channels.telegram_stream import STOPPED, UNKNOWN, StreamingReply, StreamTiming
+from bridge.channels.telegram_typing import LoopTimer, Timer, Typing
 from bridge.channels.telegram_voice import Speak, speak_out
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.runtime import Undelivered
@@ -85,8 +83,12 @@ class TelegramReply:
         inbound: Inbound,
         bot: Bot | None = None,
         speak: Speak | None = None,
+        *,
+        timer: Timer | None = None,
+        in_place: int | None = None,
     ) -> None:
         self._sender, self._chat, self._msg_id = sender, chat_id, inbound.msg_id
+        self._timer = timer or LoopTimer()
         self._bot = bot  # puts a reply's one-tap actions on its last message
         self._speak = speak  # the answer spoken too (bridge.channels.telegram_voice)
         self._inbound = inbound
@@ -94,14 +96,27 @@ class TelegramReply:
         self._timing = timing
         # the outbox retries (durably) what fails once; without one, the sender retries
         self._once = sender.once() if undelivered is not None else sender
-        self._stream = StreamingReply(sender, chat_id, reply_to, timing, final_sender=self._once)
+        self._stream = StreamingReply(
+            sender,
+            chat_id,
+            reply_to,
+            timing,
+            final_sender=self._once,
+            timer=self._timer,
+            stop=STOP_KEYS,
+        )
+        if in_place is not None:  # the answer replaces what that message shows
+            self._stream.shown.append((in_place, Rendered("")))
         self.settled = False  # the final text was delivered or kept in the outbox
         self.on_settled: Callable[[], None] | None = None  # told the moment it settles
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
 
     def working(self) -> Typing:
-        return Typing(self._sender, self._chat, self._timing.typing_every_s)
+        timing = self._timing
+        return Typing(
+            self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
+        )
 
     async def delta(self, piece: str) -> None:
         await self._stream.on_delta(piece)

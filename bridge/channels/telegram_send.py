@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, MessageEntity, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, MessageEntity, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -143,8 +143,14 @@ class Sender:
         self._sleep = sleep
         self.pacer = ChatPacer(self.policy.chat_burst, self.policy.chat_rate_per_s, sleep=sleep)
 
-    async def send(self, chat_id: int, chunk: Rendered, reply_to: int | None = None) -> int:
-        """Send one chunk; returns the new message id."""
+    async def send(
+        self,
+        chat_id: int,
+        chunk: Rendered,
+        reply_to: int | None = None,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> int:
+        """Send one chunk (with an inline keyboard); returns the new message id."""
         reply = (
             ReplyParameters(reply_to, allow_sending_without_reply=True)
             if reply_to is not None
@@ -157,6 +163,7 @@ class Sender:
                 chunk.text,
                 entities=entities,
                 reply_parameters=reply,
+                reply_markup=markup,
                 read_timeout=self.policy.send_timeout_s,
             )
 
@@ -166,14 +173,45 @@ class Sender:
             raise Rejected(str(exc)) from exc
         return int(message.message_id)
 
-    async def edit(self, chat_id: int, message_id: int, chunk: Rendered) -> None:
+    async def edit(
+        self,
+        chat_id: int,
+        message_id: int,
+        chunk: Rendered,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> None:
+        """Show `chunk` in a sent message; its keyboard becomes `markup` (None: none)."""
+
         async def call(entities: list[MessageEntity] | None) -> Any:
             return await self._bot.edit_message_text(
-                chunk.text, chat_id=chat_id, message_id=message_id, entities=entities
+                chunk.text,
+                chat_id=chat_id,
+                message_id=message_id,
+                entities=entities,
+                reply_markup=markup,
             )
 
         try:
             await self._with_fallback(chat_id, chunk, call)
+        except BadRequest as exc:
+            text = str(exc).lower()
+            if "not modified" in text:
+                return
+            if "not found" in text:
+                raise MessageGone(str(exc)) from exc
+            raise Rejected(str(exc)) from exc
+
+    async def markup(
+        self, chat_id: int, message_id: int, markup: InlineKeyboardMarkup | None
+    ) -> None:
+        """Replace a sent message's inline keyboard (None: take it off)."""
+        try:
+            await self._retrying(
+                chat_id,
+                lambda: self._bot.edit_message_reply_markup(
+                    chat_id, message_id, reply_markup=markup
+                ),
+            )
         except BadRequest as exc:
             text = str(exc).lower()
             if "not modified" in text:

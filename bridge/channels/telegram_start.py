@@ -1,16 +1,20 @@
 """The `/start` command row: the greeting Telegram sends when a chat opens.
 
 A plain command-table row (no telegram import, safe to load in every
-mode): it greets, says what roost does and lists the other commands from
-the table, so it never goes stale. Unknown people never reach it: the
-channel refuses them before the core.
+mode): it greets, says what roost does and lists the most used commands
+from the table (the rows marked `common`, as the short /help does), with
+the "More commands" button for the rest, so it never goes stale and is no
+wall of text. Unknown people never reach it: the channel refuses them
+before the core.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from bridge.core.builtin_commands import MORE, common_lines
 from bridge.core.commands import Command, CommandContext, CommandTable
+from bridge.types.messages import Final
 
 GREETING = (
     "Hi{name}! I'm roost, a personal assistant that keeps a loadout for you.\n\n"
@@ -24,10 +28,10 @@ GREETING = (
 
 
 def start_command(table: Callable[[], CommandTable]) -> Command:
-    async def start(ctx: CommandContext, args: str) -> str:
+    async def start(ctx: CommandContext, args: str) -> Final:
         name = ctx.inbound.display_name.strip()
-        lines = [GREETING.format(name=f" {name}" if name else ""), "", "Commands:"]
-        lines += [f"/{c.name} - {c.summary}" for c in table() if c.name != "start"]
-        return "\n".join(lines)
+        lines = [GREETING.format(name=f" {name}" if name else ""), "", "Most used:"]
+        lines += [line for line in common_lines(table()) if not line.startswith("/start ")]
+        return Final("\n".join(lines), "command", actions=(MORE,))
 
     return Command("start", "/start", "greeting and what roost can do", start)

@@ -20,8 +20,12 @@ one in a new message). `unconfirmed` counts them, so the reply can say so.
 The final text may use its own sender (`final_sender`: one attempt per call
 when the outbox does the retrying); `parts()` tells what the person sees.
 Rendering is linear, and a text over
-`OFFLOAD_CHARS` is laid out in a worker thread. `Typing` keeps the typing
-indicator alive.
+`OFFLOAD_CHARS` is laid out in a worker thread. While it streams, the last
+draft message carries the `stop` keyboard (a Stop button, when the reply
+has one); the final text never does (an edit without a keyboard drops it,
+and a message the final text leaves unchanged loses it by
+`editMessageReplyMarkup`). Waits go through an injected `Timer`
+(`bridge.channels.telegram_typing`), so a test fires "later" itself.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from telegram import InlineKeyboardMarkup
+
 from bridge.channels.telegram_render import Rendered, render, utf16_len
 from bridge.channels.telegram_send import (
     DeliveryError,
@@ -41,6 +47,7 @@ from bridge.channels.telegram_send import (
     Unconfirmed,
 )
 from bridge.channels.telegram_split import LIMIT, split
+from bridge.channels.telegram_typing import LoopTimer, Timer
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
@@ -55,6 +62,7 @@ class StreamTiming:
     interval_s: float = 1.0  # at most one draft edit per chat per interval
     first_delay_s: float = 1.0  # answers faster than this arrive as one message
     typing_every_s: float = 4.0  # Telegram shows "typing" for about 5 s
+    typing_delay_s: float = 0.5  # answers faster than this show no typing indicator
 
 
 def layout(markdown: str, limit: int = LIMIT) -> list[Rendered]:
@@ -99,8 +107,14 @@ class StreamingReply:
         timing: StreamTiming,
         limit: int = LIMIT,
         final_sender: Sender | None = None,
+        *,
+        timer: Timer | None = None,
+        stop: InlineKeyboardMarkup | None = None,
     ) -> None:
         self._sender = sender
+        self._timer = timer or LoopTimer()
+        self._stop = stop  # the keyboard a draft carries (None: drafts have none)
+        self._keyed: int | None = None  # the index of the message that carries it
         self._final_sender = final_sender or sender
         self.unconfirmed = 0  # new messages whose outcome is unknown (never sent again)
         self._chat = chat_id
@@ -147,6 +161,8 @@ class StreamingReply:
         async with self._lock:
             await self._sync(chunks, final=True)
             await self._trim_extra(len(chunks))
+            with contextlib.suppress(DeliveryError):  # a Stop button left is no lost answer
+                await self._unkey(None)
         return [mid for mid, _ in self.shown]
 
     def parts(self) -> list[int]:
@@ -164,8 +180,7 @@ class StreamingReply:
     async def _run_pump(self) -> None:
         delay = self._timing.first_delay_s
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), delay)
+            await self._timer.wait(self._closing, delay)
             if self._closing.is_set() or self.unconfirmed:
                 return  # no draft after one that may or may not show
             delay = self._timing.interval_s
@@ -176,6 +191,7 @@ class StreamingReply:
             async with self._lock:
                 try:
                     await self._sync(chunks, final=False)
+                    await self._unkey(len(chunks) - 1)
                     self._shown_version = version
                 except DeliveryError as exc:
                     log.warning("draft not shown (chat %s): %s", self._chat, exc)
@@ -185,39 +201,69 @@ class StreamingReply:
         for index, chunk in enumerate(chunks):
             if self.unconfirmed and not final:
                 return  # drafts stop at a message that may or may not show
+            last = index == len(chunks) - 1
             try:
-                await self._show(index, chunk, final)
+                await self._show(index, chunk, final, last)
             except Rejected as exc:
                 # one text Telegram refuses never costs the rest of the answer
                 log.warning("chat %s: part %d refused (%s); marked", self._chat, index + 1, exc)
                 self._sender.failed("rejected")
-                await self._show(index, REJECTED, final)
+                await self._show(index, REJECTED, final, last)
 
-    async def _show(self, index: int, chunk: Rendered, final: bool) -> None:
-        """Make message `index` show `chunk`: edit it, or send it when missing."""
+    async def _show(self, index: int, chunk: Rendered, final: bool, last: bool) -> None:
+        """Make message `index` show `chunk`: edit it, or send it when missing. The
+        last message of a draft carries the Stop keyboard."""
         sender = self._final_sender if final else self._sender
+        keys = self._stop if last and not final else None
         if index < len(self.shown):
             message_id, showing = self.shown[index]
-            if showing == chunk:
+            keyed = self._keyed == index
+            if showing == chunk and keyed == (keys is not None):
                 return
             if message_id == UNKNOWN:  # an older text, maybe shown: the final one goes anew
-                self.shown[index] = (await self._send(sender, chunk, None), chunk)
+                self.shown[index] = (await self._send(sender, chunk, None, keys, index), chunk)
+                return
+            if showing == chunk:  # only the keyboard changes
+                await sender.markup(self._chat, message_id, keys)
+                self._keyed = index if keys is not None else None
                 return
             try:
-                await sender.edit(self._chat, message_id, chunk)
+                await sender.edit(self._chat, message_id, chunk, keys)
+                self._keyed = index if keys is not None else (None if keyed else self._keyed)
             except MessageGone:
                 if not final:
                     raise
-                message_id = await self._send(sender, chunk, None)
+                self._keyed = None if keyed else self._keyed
+                message_id = await self._send(sender, chunk, None, None, index)
             self.shown[index] = (message_id, chunk)
         else:
             reply_to = self._reply_to if not self.shown else None
-            self.shown.append((await self._send(sender, chunk, reply_to), chunk))
+            self.shown.append((await self._send(sender, chunk, reply_to, keys, index), chunk))
 
-    async def _send(self, sender: Sender, chunk: Rendered, reply_to: int | None) -> int:
+    async def _unkey(self, keep: int | None) -> None:
+        """Take the Stop keyboard off a message other than `keep` (None: off all)."""
+        index = self._keyed
+        if index is None or index == keep:
+            return
+        self._keyed = None
+        if index < len(self.shown) and self.shown[index][0] != UNKNOWN:
+            with contextlib.suppress(MessageGone):
+                await self._sender.markup(self._chat, self.shown[index][0], None)
+
+    async def _send(
+        self,
+        sender: Sender,
+        chunk: Rendered,
+        reply_to: int | None,
+        keys: InlineKeyboardMarkup | None = None,
+        index: int = 0,
+    ) -> int:
         """A new message's id; `UNKNOWN` when Telegram got it and never answered."""
         try:
-            return await sender.send(self._chat, chunk, reply_to)
+            message_id = await sender.send(self._chat, chunk, reply_to, keys)
+            if keys is not None:
+                self._keyed = index
+            return message_id
         except Unconfirmed as exc:
             self.unconfirmed += 1
             sender.failed("unconfirmed")
@@ -226,31 +272,10 @@ class StreamingReply:
 
     async def _trim_extra(self, count: int) -> None:
         while len(self.shown) > count:
+            if self._keyed == len(self.shown) - 1:
+                self._keyed = None  # deleted with its message
             message_id, _ = self.shown.pop()
             if message_id == UNKNOWN:
                 continue
             with contextlib.suppress(MessageGone):
                 await self._sender.delete(self._chat, message_id)
-
-
-class Typing:
-    """Sends "typing" now and every few seconds until the block ends."""
-
-    def __init__(self, sender: Sender, chat_id: int, every_s: float) -> None:
-        self._sender, self._chat, self._every = sender, chat_id, every_s
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> Typing:
-        self._task = asyncio.create_task(self._loop())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            await self._sender.typing(self._chat)
-            await asyncio.sleep(self._every)

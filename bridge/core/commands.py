@@ -4,7 +4,10 @@ A command is (name, usage, summary, handler); the handler gets a
 `CommandContext` and the argument text and returns the reply text (or a
 `Final` when the reply carries files, as `/export` does). `/help`,
 the Telegram menu and the web page's hints are all generated from the table.
-A handler raises `UsageError` to answer with its usage line. A command
+A handler raises `UsageError` to answer with its usage line. A row marked
+`common` is one of the few a short `/help` lists; one marked `immediate`
+runs at once, beside a running answer of the chat, instead of waiting its
+turn (`/stop`). A command
 addressed to another bot (`/whoami@other_bot`) is not ours: a channel that
 knows its bot's name sets `Inbound.bot_name`, and the core's access drops
 such a message before pairing or refusal (`ParsedCommand.for_another_bot`) -
@@ -50,6 +53,8 @@ class Command:
     summary: str
     handler: Handler
     aliases: tuple[str, ...] = ()
+    common: bool = False  # listed by the short /help (and /start)
+    immediate: bool = False  # runs beside the chat's running answer, not after it
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):

@@ -11,7 +11,8 @@ calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
 chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs. Every reply to an admitted message leaves
+attach to it while it runs. A command marked `immediate` (`/stop`) runs at
+once beside the chat's running answer instead of after it. Every reply to an admitted message leaves
 through the tenant's masker (`masks`), commands' replies included, and so
 does the question a running turn shows to an attaching page.
 """
@@ -41,7 +42,7 @@ from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import Action, DeltaSink, Final, Inbound, Reply
+from bridge.types.messages import DeltaSink, Final, Inbound, Reply
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -106,6 +107,7 @@ class Core:
         limits: CoreLimits | None = None,
         strangers: StrangerLimits | None = None,
         titles: Mapping[str, str] | None = None,  # channel -> how people call it (refusals)
+        running: RunningTurns[SessionKey] | None = None,
     ) -> None:
         self._dirs = home_tenant_dirs
         self._tenant_dirs: dict[str, TenantDirs] = {}
@@ -117,7 +119,8 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
-        self.running: RunningTurns[SessionKey] = RunningTurns()  # stop / attach a turn
+        # stop / attach a turn (shared with /stop, `bridge.core.builtin_commands`)
+        self.running: RunningTurns[SessionKey] = running or RunningTurns()
         self._inflight: set[asyncio.Task[object]] = set()
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
@@ -196,6 +199,12 @@ class Core:
             await reply.send(final)
             return final
         key = SessionKey(tenant, inbound.channel, inbound.chat)
+        if self._immediate(inbound):  # /stop: beside the running answer, not after it
+            final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
+            final = masked(final, self._masks(self._dirs_of(tenant)))
+            if final.kind != "silent":
+                await reply.send(final)
+            return final
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
@@ -263,6 +272,11 @@ class Core:
         await self._emit_command(tenant, inbound, command.name, outcome)
         return reply if isinstance(reply, Final) else Final(reply, "command")
 
+    def _immediate(self, inbound: Inbound) -> bool:
+        parsed = parse_command(inbound.text.strip())
+        command = self.commands.get(parsed.name) if parsed is not None else None
+        return command is not None and command.immediate
+
     def _dirs_of(self, tenant: str) -> TenantDirs:
         """The tenant's (immutable) directory layout, made once per tenant.
 
@@ -284,5 +298,7 @@ class Core:
 
 def masked(final: Final, mask: OutputMask) -> Final:
     """The reply as it leaves: its text and its buttons through the tenant's masker."""
-    actions = tuple(Action(mask.mask(a.label), mask.mask(a.command)) for a in final.actions)
+    actions = tuple(
+        replace(a, label=mask.mask(a.label), command=mask.mask(a.command)) for a in final.actions
+    )
     return replace(final, text=mask.mask(final.text), actions=actions)

@@ -45,6 +45,7 @@ class ModelCommands:
                 "/model [name]",
                 "show this chat's model and the choices, or switch this chat",
                 self.model,
+                common=True,
             ),
         )
 

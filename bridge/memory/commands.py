@@ -103,10 +103,18 @@ class MemoryCommands:
     def commands(self) -> Iterable[Command]:
         return (
             Command(
-                "memory", USAGE, "what the assistant remembers about you; undo changes", self.memory
+                "memory",
+                USAGE,
+                "what the assistant remembers about you; undo changes",
+                self.memory,
+                common=True,
             ),
             Command(
-                "remember", "/remember <text>", "save a memory directly (no model)", self.remember
+                "remember",
+                "/remember <text>",
+                "save a memory directly (no model)",
+                self.remember,
+                common=True,
             ),
         )
 

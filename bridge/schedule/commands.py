@@ -65,14 +65,26 @@ class ScheduleCommands:
 
     def commands(self) -> Iterable[Command]:
         return (
-            Command("remind", "/remind <when> <text>", "a reminder in this chat", self.remind),
+            Command(
+                "remind",
+                "/remind <when> <text>",
+                "a reminder in this chat",
+                self.remind,
+                common=True,
+            ),
             Command(
                 "every",
                 "/every <when> <prompt> | /every <when> me.<tool> [key=value …] [always|on change]",
                 "a recurring answer or tool run in this chat",
                 self.every,
             ),
-            Command("jobs", "/jobs", "this chat's reminders and recurring jobs", self.list_jobs),
+            Command(
+                "jobs",
+                "/jobs",
+                "this chat's reminders and recurring jobs",
+                self.list_jobs,
+                common=True,
+            ),
             Command("job", "/job rm|pause|resume <id>", "remove, pause or resume a job", self.job),
         )
 

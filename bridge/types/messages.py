@@ -86,6 +86,7 @@ class Action:
 
     label: str  # short, shown on the button ("Keep as memory")
     command: str  # a slash command, at most 64 bytes of UTF-8 (Telegram's callback data)
+    in_place: bool = False  # its reply replaces the message the button is on, where it can
 
 
 def actions_hint(actions: tuple[Action, ...]) -> str:

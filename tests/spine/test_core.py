@@ -99,12 +99,23 @@ async def test_empty_and_oversize_messages(make: Any, text: str, needle: str) ->
 
 async def test_help_lists_every_command_of_the_table(make: Any) -> None:
     roost = await make()
-    reply = (await roost.core.handle(msg("/help"))).text
+    reply = (await roost.core.handle(msg("/help all"))).text
     for cmd in roost.core.commands:
         assert cmd.usage in reply and cmd.summary in reply
     assert "/reset" in (await roost.core.handle(msg("/help reset"))).text
     usage = await roost.core.handle(msg("/help nosuch"))
-    assert "Usage: /help [command]" in usage.text
+    assert "Usage: /help [all | command]" in usage.text
+
+
+async def test_short_help_lists_the_common_rows_with_a_more_button(make: Any) -> None:
+    roost = await make()
+    short = await roost.core.handle(msg("/help"))
+    common = [cmd for cmd in roost.core.commands if cmd.common]
+    assert {"help", "reset", "stop", "status", "memory", "remember"} <= {c.name for c in common}
+    for cmd in roost.core.commands:
+        assert (f"/{cmd.name} — {cmd.summary}" in short.text) == cmd.common, cmd.name
+    assert [(a.command, a.in_place) for a in short.actions] == [("/help all", True)]
+    assert len(short.text) < len((await roost.core.handle(msg("/help all"))).text) / 2
 
 
 async def test_unknown_command_suggests(make: Any) -> None:

@@ -111,8 +111,9 @@ async def test_tab_completes_a_command(home: Path, fake: FakeOpenAI, term: Termi
     term.type("/hel" + TAB)
     await term.see("you> /help")
     term.type(ENTER)
-    await term.see("/whoami")  # /help lists the commands
+    await term.see("/reset")  # /help lists the most used commands
     await term.see("/remember")
+    await term.see("/help all")  # and how to see the rest
     await term.see("In this terminal: Tab completes")  # /help adds the editor's keys
     assert not fake.requests  # a command, no model
 

@@ -504,7 +504,8 @@ class FakeBotAPI:
         if sent is None or sent.deleted:
             raise ApiError(Failure(400, "Bad Request: message to edit not found"))
         text, entities = self._checked(p)
-        if text == sent.text and entities == sent.entities:
+        markup = p.get("reply_markup")
+        if text == sent.text and entities == sent.entities and markup == sent.reply_markup:
             raise ApiError(
                 Failure(
                     400,
@@ -514,7 +515,7 @@ class FakeBotAPI:
                 )
             )
         sent.text, sent.entities = text, entities
-        sent.reply_markup = p.get("reply_markup")  # like Telegram: an edit without one drops it
+        sent.reply_markup = markup  # like Telegram: an edit without one drops it
         sent.edits += 1
         return self._message_json(sent)
 

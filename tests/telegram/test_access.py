@@ -22,7 +22,7 @@ def with_bob(home: Path, fake: FakeBotAPI) -> Settings:
 
 
 async def test_allowed_user_gets_the_answer(home: Path, fake: FakeBotAPI) -> None:
-    backend = ScriptedBackend("Hello **Alice**, nice to *meet* you.", delay=0.5)
+    backend = ScriptedBackend("Hello **Alice**, nice to *meet* you.")
     async with running(tg_settings(home, fake), fake, backend) as run:
         assert fake.calls_of("deleteWebhook"), "polling mode clears any webhook first"
         names = [c["command"] for c in fake.commands]
@@ -34,10 +34,7 @@ async def test_allowed_user_gets_the_answer(home: Path, fake: FakeBotAPI) -> Non
         assert "parse_mode" not in call.params
         kinds = {(e["type"], e["offset"], e["length"]) for e in call.params["entities"]}
         assert kinds == {("bold", 6, 5), ("italic", 21, 4)}
-        typing = fake.calls_of("sendChatAction")
-        assert len(typing) >= 2, "the indicator is renewed while the model works"
-        assert {c.params["action"] for c in typing} == {"typing"}
-        assert all(c.at < call.at for c in typing)
+        # the typing indicator, only for a slow answer: tests/telegram/test_short_answer.py
         assert backend.requests[0].messages[-1].content == "hello"
         assert run.roost.sessions is not None
 
@@ -48,7 +45,10 @@ async def test_start_greets_and_lists_commands(home: Path, fake: FakeBotAPI) -> 
         call = await fake.wait_call("sendMessage")
         text = call.params["text"]
         assert text.startswith("Hi user111111! I'm roost")
-        assert "/help - " in text and "/start - " not in text
+        assert "/help — " in text and "/start — " not in text
+        assert "/whoami" not in text and len(text) < 1000, "the most used commands only"
+        more = [("More commands", "=/help all")]
+        await fake.wait_until(lambda: fake.keyboard(ALICE) == more)
 
 
 async def test_stranger_is_refused_once_and_never_reaches_the_model(

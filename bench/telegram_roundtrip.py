@@ -1,0 +1,377 @@
+"""Telegram channel benchmark: round trips/s, where an update's time goes, daemon memory.
+
+Round trip = an update injected into the fake Bot API until the fake
+receives the bot's `sendMessage`, through the real python-telegram-bot
+(long polling), roost's core and a zero-latency model. Four set-ups, each
+with 1 chat (sequential) and 100 chats (each sequential, all concurrent),
+pacing off (the machinery's own ceiling), the channel's default timing:
+
+- full roost: `core.answer` with the durable inbox, wired as the daemon
+  wires it (every update committed before it is confirmed, answered once);
+- full roost without the inbox;
+- channel only: the core replaced by an echo, no inbox (what python-
+  telegram-bot and the fake cost: the floor);
+- channel only + inbox.
+
+The set-ups run in alternating rounds (`--rounds`), so a machine whose load
+changes meanwhile affects each alike; the table shows medians and the
+ratio of each to the floor of the same round. `--profile` runs the full
+roost once more, 1 chat, under cProfile and prints where an update's time
+goes (ms per update, by function, roost's own code and the library's).
+Then the per-update work of the inbox alone, the default limits
+(AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
+resident memory at start and after 1,000 known chats. Prints figures and
+same-run ratios; no thresholds. `--quick`: a smoke run (a few messages,
+one round, no daemon).
+
+Run: .venv/bin/python bench/telegram_roundtrip.py [--messages 300] [--rounds 3] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import logging
+import os
+import pstats
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bridge.app.build import build
+from bridge.app.channels_up import undelivered_hook
+from bridge.channels.telegram import TelegramChannel, TelegramOptions
+from bridge.channels.telegram_inbox import UpdateInbox
+from bridge.channels.telegram_send import SendPolicy
+from bridge.core.config import load_settings
+from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from bridge.types.messages import Final, Inbound, Reply
+from tests.telegram.fake_bot_api import FakeBotAPI
+
+TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"
+BASE_ID = 5_000_000
+WARM = 5  # round trips before the clock starts
+
+
+class ZeroLatency:
+    name = "zero"
+
+    def describe(self) -> str:
+        return "zero-latency bench model"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta("pong: " + str(request.messages[-1].content)[:40])
+        yield Finish("stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def options(limits: bool) -> TelegramOptions:
+    """The channel's defaults; `limits` False turns the pacing off."""
+    send = SendPolicy() if limits else SendPolicy(chat_rate_per_s=0)
+    return TelegramOptions(poll_timeout_s=5, send=send, rate_limiter=limits)
+
+
+async def echo(inbound: Inbound, reply: Reply) -> Final:
+    """The core replaced by an echo: what the channel itself costs."""
+    final = Final("pong: " + inbound.text[:40])
+    await reply.send(final)
+    return final
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """Round trips per second (wall clock) and CPU ms per round trip (this process:
+    roost, python-telegram-bot and the fake Bot API together)."""
+
+    per_s: float
+    cpu_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    label: str
+    core: bool
+    inbox: bool
+
+
+SETUPS = (
+    Setup("full roost (daemon: + inbox)", core=True, inbox=True),
+    Setup("full roost, no inbox", core=True, inbox=False),
+    Setup("channel only (echo)", core=False, inbox=False),
+    Setup("channel only + inbox", core=False, inbox=True),
+)
+FLOOR = SETUPS[2]
+
+
+async def round_trips(
+    home: Path,
+    chats: int,
+    per_chat: int,
+    limits: bool,
+    core: bool = True,
+    inbox: bool = False,
+    around: Callable[[], object] | None = None,
+) -> Rate:
+    """Round trips/s and CPU per trip; `around` (a context manager factory) wraps the
+    measured part."""
+    ids = [BASE_ID + i for i in range(chats)]
+    async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
+        settings = load_settings(
+            home=home,
+            telegram={"token": TOKEN, "api_base_url": fake.base_url},
+            tenants={"bench": {"telegram_ids": ids}},
+        )
+        roost = await build(settings, backend=ZeroLatency())
+        durable = {}
+        if inbox:  # as the daemon wires it (bridge/app/channels_up.py)
+            durable = {
+                "undelivered": undelivered_hook(roost),
+                "inbox": UpdateInbox(roost.db, "telegram:bench", "bench"),
+                "parts": roost.schedule.outbox.parts,
+            }
+        channel = TelegramChannel(
+            settings.telegram,
+            roost.core.answer if core else echo,
+            roost.command_list,
+            options(limits),
+            **durable,  # type: ignore[arg-type]
+        )
+        await channel.start()
+        try:
+            counts = dict.fromkeys(ids, 0)
+
+            async def one_chat(uid: int, messages: int) -> None:
+                for n in range(messages):
+                    want = fake.sent_count[uid] + 1
+                    fake.push_text(uid, f"ping {n}")
+                    await fake.wait_until(lambda w=want: fake.sent_count[uid] >= w, limit_s=120)
+                    counts[uid] += 1
+
+            await one_chat(ids[0], WARM)  # the tenant's first turns: imports, caches
+            counts[ids[0]] = 0
+
+            ctx = around() if around is not None else None
+            if ctx is not None:
+                ctx.__enter__()  # type: ignore[attr-defined]
+            started, cpu = time.perf_counter(), time.process_time()
+            try:
+                await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
+            finally:
+                elapsed = time.perf_counter() - started
+                cpu = time.process_time() - cpu
+                if ctx is not None:
+                    ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
+        finally:
+            await channel.stop()
+            await roost.aclose()
+    trips = sum(counts.values())
+    return Rate(trips / elapsed, cpu * 1000 / trips)
+
+
+def inbox_ms(home: Path, updates: int = 2000) -> float:
+    """The durable inbox's own work per update on a real roost.db: store (as one
+    getUpdates answer of 1), claim, done."""
+    from bridge.core.db import connect
+
+    home.mkdir(parents=True, exist_ok=True)
+    inbox = UpdateInbox(connect(home / "roost.db"), "telegram:bench", "bench")
+    update = {
+        "update_id": 0,
+        "message": {
+            "message_id": 1,
+            "date": int(time.time()),
+            "chat": {"id": BASE_ID, "type": "private"},
+            "from": {"id": BASE_ID, "is_bot": False, "first_name": "b"},
+            "text": "ping 1",
+        },
+    }
+    started = time.perf_counter()
+    for n in range(1, updates + 1):
+        inbox.store([{**update, "update_id": n}])
+        inbox.claim(n)
+        inbox.done(n)
+    return (time.perf_counter() - started) * 1000 / updates
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+async def daemon_memory(tmp: Path, chats: int) -> tuple[int, int]:
+    ids = [BASE_ID + i for i in range(chats)]
+    os.makedirs(tmp, exist_ok=True)
+    config = tmp / "roost.toml"
+    config.write_text(
+        "".join(f"[tenants.t{i}]\ntelegram_ids = [{uid}]\n" for i, uid in enumerate(ids))
+    )
+    async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+        env.update(
+            ROOST_HOME=str(tmp / "home"),
+            ROOST_CONFIG=str(config),
+            ROOST_WEB__PORT="0",
+            ROOST_LLM__PROVIDER="offline",
+            ROOST_TELEGRAM__TOKEN=TOKEN,
+            ROOST_TELEGRAM__API_BASE_URL=fake.base_url,
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bridge.cli.main", "serve", env=env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            await fake.wait_call("getUpdates", limit_s=60)
+            await fake.wait_call("getUpdates", count=2, limit_s=60)  # settled into polling
+            before = rss_kib(proc.pid)
+            for start in range(0, chats, 50):
+                batch = ids[start : start + 50]
+                for uid in batch:
+                    fake.push_text(uid, "hello, remember me")
+                await fake.wait_until(
+                    lambda b=batch: all(fake.sent_count[u] for u in b), limit_s=300
+                )
+            after = rss_kib(proc.pid)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 60)
+    return before, after
+
+
+class Profiled:
+    """cProfile around the measured part (a context manager)."""
+
+    def __init__(self) -> None:
+        self.profile = cProfile.Profile()
+
+    def __call__(self) -> Profiled:
+        return self
+
+    def __enter__(self) -> Profiled:
+        self.profile.enable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.profile.disable()
+
+
+def print_profile(profiled: Profiled, updates: int, top: int) -> None:
+    """ms per update by function: own time (what to cut) and cumulative (which path)."""
+    out = io.StringIO()
+    stats = pstats.Stats(profiled.profile, stream=out)
+    rows = []
+    for (path, line, name), (_cc, calls, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = path.split("site-packages/")[-1].replace(str(Path.cwd()) + "/", "")
+        rows.append((tt, ct, calls, f"{where}:{line}({name})"))
+    total = sum(r[0] for r in rows)
+    print(f"  profile: {total * 1000 / updates:.2f} ms of CPU per update (cProfile's own overhead")
+    print("  included; compare rows with each other, not with the round trip)")
+    print("  own ms/update  cum ms/update  calls/update  function")
+    for tt, ct, calls, label in sorted(rows, reverse=True)[:top]:
+        print(f"  {tt * 1000 / updates:13.3f}  {ct * 1000 / updates:13.3f}  "
+              f"{calls / updates:12.1f}  {label[:110]}")  # fmt: skip
+
+    print("  roost's own functions by cumulative ms/update:")
+    mine = sorted((r for r in rows if r[3].startswith("bridge/")), key=lambda r: -r[1])
+    for tt, ct, calls, label in mine[:top]:
+        print(f"  {tt * 1000 / updates:13.3f}  {ct * 1000 / updates:13.3f}  "
+              f"{calls / updates:12.1f}  {label[:110]}")  # fmt: skip
+
+
+async def table(base: Path, n: int, per: int, rounds: int) -> None:
+    rates: dict[tuple[str, int], list[Rate]] = {}
+    ratios: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for r in range(rounds):
+        for chats, count in ((1, n), (100, per)):
+            this: dict[str, Rate] = {}
+            order = SETUPS if r % 2 == 0 else tuple(reversed(SETUPS))  # alternate the order
+            for i, setup in enumerate(order):
+                home = base / f"r{r}-{chats}-{i}"
+                rate = await round_trips(home, chats, count, False, setup.core, setup.inbox)
+                this[setup.label] = rate
+                rates.setdefault((setup.label, chats), []).append(rate)
+            floor = this[FLOOR.label]
+            for setup in SETUPS:
+                got = this[setup.label]
+                pair = (got.per_s / floor.per_s, floor.cpu_ms / got.cpu_ms)
+                ratios.setdefault((setup.label, chats), []).append(pair)
+    print("round trips/s, injected update -> received sendMessage (real PTB, fake Bot API),")
+    print(f"medians of {rounds} alternating round(s). ratio: to the channel-only echo of the same")
+    print("round (median of the rounds' ratios); cpu: CPU ms per round trip in this process")
+    print("(roost + PTB + the fake), and its ratio floor/this: the rate a CPU-bound machine")
+    print("would reach, less disturbed by other load than the wall clock")
+    for chats in (1, 100):
+        head = f"{'trips/s':>8} {'ms each':>8} {'ratio':>6} {'cpu ms':>7} {'cpu ratio':>9}"
+        print(f"  {chats} chat{'s' if chats > 1 else ''}: {'':22} {head}")
+        for setup in SETUPS:
+            got = rates[(setup.label, chats)]
+            per_s = statistics.median(g.per_s for g in got)
+            cpu = statistics.median(g.cpu_ms for g in got)
+            pairs = ratios[(setup.label, chats)]
+            wall_ratio = statistics.median(p[0] for p in pairs)
+            cpu_ratio = statistics.median(p[1] for p in pairs)
+            cells = (
+                f"{per_s:8.1f} {1000 / per_s:8.2f} {wall_ratio:6.2f} {cpu:7.2f} {cpu_ratio:9.2f}"
+            )
+            print(f"    {setup.label:30} {cells}")
+    floor = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
+    full = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
+    print(f"  roost adds {full - floor:.2f} CPU ms per message (1 chat, medians)")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=300, help="round trips for 1 chat")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (medians)")
+    parser.add_argument("--known-chats", type=int, default=1000)
+    parser.add_argument("--profile", action="store_true", help="where an update's time goes")
+    parser.add_argument("--top", type=int, default=30, help="profile rows")
+    parser.add_argument("--only", choices=("table", "profile"), help="just one part")
+    parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
+    args = parser.parse_args()
+    if args.quick:
+        args.messages, args.rounds, args.known_chats = 20, 1, 0
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # fake: polls cut at stop
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        n, per = args.messages, max(1, args.messages // 100)
+        if args.only != "profile":
+            await table(base / "t", n, per, args.rounds)
+        if args.profile or args.only == "profile":
+            profiled = Profiled()
+            await round_trips(base / "p", 1, n, False, True, True, around=profiled)
+            print(f"per-update profile, full roost with inbox, 1 chat, {n} updates:")
+            print_profile(profiled, n, args.top)
+        if args.only is not None:
+            return
+        cost = inbox_ms(base / "j", 200 if args.quick else 2000)
+        print(f"  inbox work per update:     {cost:8.3f} ms (store, claim, done; one roost.db)")
+        limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)
+        rate = f"{limited.per_s:8.1f}/s"
+        print(f"  100 chats, default limits: {rate} (AIORateLimiter 30/s overall, inbox)")
+        print("  (pacing off above = no AIORateLimiter, no per-chat bucket; channel only = core")
+        print("   replaced by an echo, to show what the Telegram layer itself costs)")
+        if args.known_chats:
+            before, after = await daemon_memory(base / "d", args.known_chats)
+            per_chat = (after - before) / args.known_chats
+            print(f"daemon RSS: {before / 1024:.1f} MiB at start, {after / 1024:.1f} MiB after "
+                  f"{args.known_chats:,} known chats ({per_chat:.1f} KiB per chat, "
+                  f"{after / before:.2f}x)")  # fmt: skip
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
