@@ -17,13 +17,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-
-import aiohttp
+from typing import TYPE_CHECKING
 
 from bridge.core.config_sections import DefaultLLMSettings
 from bridge.llm.audio import Sleep, chat_server
 from bridge.llm.http_retry import connection_detail, retry_after_seconds, safe_host
 from bridge.recall.embedder import EmbedError
+
+if TYPE_CHECKING:  # aiohttp is imported when the first request is made
+    import aiohttp
 
 log = logging.getLogger(__name__)
 MAX_ANSWER = 64 * 1024 * 1024  # bytes of one answer read at most
@@ -90,6 +92,8 @@ class EmbeddingsClient:
             self._session = None
 
     async def _once(self, body: dict[str, object]) -> object:
+        import aiohttp  # here, not at start-up: `roost send /help` never needs it
+
         if self._session is None:
             self._session = aiohttp.ClientSession()
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
