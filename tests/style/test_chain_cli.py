@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit.chain import AuditChain
+from bridge.audit.schema import schemas_for
 from bridge.audit.verify import tail, verify
 from bridge.cli.table import command
 from bridge.core.config import Settings
@@ -20,9 +22,11 @@ from bridge.style.store import StyleStore
 from bridge.style.sweep import Sweeper
 from tests.style.helpers import DAY, T0, FakeJudge, open_store
 
+SCHEMAS = schemas_for(PLATFORMS)  # the channels a daemon's chain keeps
+
 
 async def write_turns(path: Path, clock: list[float], tenant: str, skill: str, n: int) -> None:
-    chain = AuditChain(path, clock=lambda: clock[0])
+    chain = AuditChain(path, clock=lambda: clock[0], schemas=SCHEMAS)
     await chain.open()
     try:
         for i in range(n):
@@ -48,7 +52,7 @@ async def test_sweep_over_a_real_chain(tmp_path: Path) -> None:
     await write_turns(path, clock, "alice", "deploy", 6)
     await write_turns(path, clock, "bob", "deploy", 3)
     _, store = open_store(tmp_path)
-    chain = AuditChain(path, clock=lambda: T0 / 1000)
+    chain = AuditChain(path, clock=lambda: T0 / 1000, schemas=SCHEMAS)
     await chain.open()
     try:
         report = await Sweeper(store, Judge(FakeJudge("FAITHFUL")), chain).sweep_chain(path, T0)
