@@ -39,7 +39,7 @@ async def test_waiter_goes_on_before_the_head_is_synced(
     chain = AuditChain(path, None, fake_clock())
     async with chain:
         entered, release = threading.Event(), threading.Event()
-        real = chain_module.write_head
+        real = chain_module.write_head  # type: ignore[attr-defined]
 
         def held_head(*args: object) -> None:
             entered.set()
@@ -57,5 +57,5 @@ async def test_waiter_goes_on_before_the_head_is_synced(
         monkeypatch.setattr(chain_module, "write_head", real)
         await chain.emit(*EVENTS[2])
     head = read_head(head_path(path))
-    assert head["seq"] == 2
+    assert head is not None and head["seq"] == 2
     assert verify(path).ok
