@@ -36,6 +36,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
 from bridge.types.backend import (
@@ -252,9 +253,25 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
     )
 
 
+_SCHEMA_TEXTS: dict[int, tuple[object, str]] = {}  # id(parameters) -> (them, their JSON)
+
+
+def _schema_text(parameters: Mapping[str, Any]) -> str:
+    """The parameters as sorted JSON, encoded once per parameters object (the sources
+    hand the same object every turn; the entry keeps it alive, so its id is not reused)."""
+    hit = _SCHEMA_TEXTS.get(id(parameters))
+    if hit is not None and hit[0] is parameters:
+        return hit[1]
+    text = json.dumps(parameters, ensure_ascii=False, sort_keys=True)
+    if len(_SCHEMA_TEXTS) >= 2048:
+        _SCHEMA_TEXTS.clear()
+    _SCHEMA_TEXTS[id(parameters)] = (parameters, text)
+    return text
+
+
 def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
     """A tool as the model sees it: its description and parameter schema masked."""
-    text = json.dumps(schema.parameters, ensure_ascii=False, sort_keys=True)
+    text = _schema_text(schema.parameters)
     masked = redact(text)
     parameters = schema.parameters
     if masked != text:
