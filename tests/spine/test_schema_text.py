@@ -33,3 +33,19 @@ def test_encoded_once_per_object_and_a_new_object_is_encoded_anew(
         ToolSchema("weather", "the weather", changed), lambda t: t.replace("town", "[vault:T]")
     )
     assert masked.parameters == {"type": "object", "properties": {"[vault:T]": {"type": "string"}}}
+
+
+def test_history_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> None:
+    from bridge.loadout.mask import Masker
+    from bridge.types.backend import ChatMessage
+
+    said = ChatMessage("user", "my token is hunter2-secret-value, keep it")
+    before = Masker({})
+    first = agent._history_redacted(said, before.mask)
+    assert first.content == said.content
+    assert agent._history_redacted(said, before.mask) is first  # same masker: kept
+
+    after = Masker({"TOKEN": "hunter2-secret-value"})  # the vault changed: a new masker
+    masked = agent._history_redacted(said, after.mask)
+    assert masked.content == "my token is [vault:TOKEN], keep it"
+    assert agent._history_redacted(said, lambda t: t.upper()).content == said.content.upper()
