@@ -84,11 +84,12 @@ class Steps:
 
     def __init__(self) -> None:
         self.total: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, list[float]] = defaultdict(list)
         self.order: list[str] = []
 
     def wrap(self, obj: Any, attr: str, name: str) -> None:
         fn = getattr(obj, attr)
-        total = self.total
+        total, calls = self.total, self.calls[name]
         if name not in self.order:
             self.order.append(name)
         if asyncio.iscoroutinefunction(fn):
@@ -98,7 +99,9 @@ class Steps:
                 try:
                     return await fn(*a, **k)
                 finally:
-                    total[name] += time.perf_counter() - start
+                    took = time.perf_counter() - start
+                    total[name] += took
+                    calls.append(took)
 
             setattr(obj, attr, timed_async)
         else:
@@ -108,7 +111,9 @@ class Steps:
                 try:
                     return fn(*a, **k)
                 finally:
-                    total[name] += time.perf_counter() - start
+                    took = time.perf_counter() - start
+                    total[name] += took
+                    calls.append(took)
 
             setattr(obj, attr, timed)
 
@@ -154,32 +159,40 @@ def instrument(roost: Any) -> Steps:
     return steps
 
 
-def fsync_floor(directory: Path, n: int) -> float:
-    """Median ms of appending one line to a file and fdatasync-ing it (a durable chain's floor)."""
-    path = directory / "floor.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    times = []
-    try:
-        for i in range(n):
-            start = time.perf_counter()
-            os.write(fd, b'{"seq": %d, "event": "message.answered"}\n' % i)
-            os.fdatasync(fd)
-            times.append(time.perf_counter() - start)
-    finally:
-        os.close(fd)
-    return statistics.median(times) * 1e3
+class Floor:
+    """One appended line and its fdatasync (a durable chain's floor), timed between turns
+    so the disk it meets is the disk the turns met."""
+
+    def __init__(self, directory: Path) -> None:
+        self._fd = os.open(directory / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self.times: list[float] = []
+
+    def once(self) -> None:
+        start = time.perf_counter()
+        os.write(self._fd, b'{"seq": %d, "event": "message.answered"}\n' % len(self.times))
+        os.fdatasync(self._fd)
+        self.times.append(time.perf_counter() - start)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
-def print_steps(steps: Steps, turns: int, p50: float) -> None:
-    print(f"\nwhere a turn's time goes (mean ms per turn over {turns} turns; p50 {p50:.3f} ms)")
+def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> None:
+    print(f"\nwhere a turn's time goes (ms per turn over {turns} turns; p50 {p50:.3f} ms)")
+    print(f"  {'step':<52} {'mean':>8} {'p50':>8}")
     top = 0.0
     for name in steps.order:
         ms = steps.total.get(name, 0.0) / turns * 1e3
+        calls = steps.calls.get(name) or [0.0]
         if name[0] != " " and not name.startswith(("TurnRunner", "handle")):
             top += ms
-        print(f"  {name:<52} {ms:8.3f}")
+        print(f"  {name:<52} {ms:8.3f} {statistics.median(calls) * 1e3:8.3f}")
     whole = steps.total.get("handle (whole)", 0.0) / turns * 1e3
     print(f"  {'router, lock, running, rest (whole - steps)':<52} {whole - top:8.3f}")
+    mean, mid = statistics.fmean(floor) * 1e3, statistics.median(floor) * 1e3
+    print(f"  {'floor: one appended line + fdatasync, between turns':<52} {mean:8.3f} {mid:8.3f}")
+    audit = steps.calls.get("audit batch (durable)") or [0.0]
+    print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
 
 
 async def overhead(turns: int, breakdown: bool = True) -> tuple[float, float, float]:
@@ -197,16 +210,18 @@ async def overhead(turns: int, breakdown: bool = True) -> tuple[float, float, fl
             await roost.core.handle(inbound)
             times.append(time.perf_counter() - start)
         if breakdown:
-            steps = instrument(roost)
+            steps, floor = instrument(roost), Floor(Path(tmp))
             steps.order.append("handle (whole)")
             for i in range(turns):
                 inbound = Inbound("web", "local", f"c{i % 20}", f"again {i}", str(2 * 10**6 + i))
                 start = time.perf_counter()
                 await roost.core.handle(inbound)
-                steps.total["handle (whole)"] += time.perf_counter() - start
-            print_steps(steps, turns, statistics.median(times) * 1e3)
-            floor = fsync_floor(Path(tmp), min(turns, 500))
-            print(f"  {'floor: one appended line + fdatasync':<52} {floor:8.3f}")
+                took = time.perf_counter() - start
+                steps.total["handle (whole)"] += took
+                steps.calls["handle (whole)"].append(took)
+                floor.once()
+            floor.close()
+            print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
         bare: list[float] = []
         from bridge.types.backend import ChatMessage, ModelRequest
 
