@@ -2,7 +2,8 @@
 
 Prints, in one run on this machine (figures go to docs/scaling.md):
 1. turns/s through `POST /api/chat` with 1, 10 and 100 concurrent clients
-   against a roost daemon process with a zero-latency model (reuses
+   against a bare aiohttp echo (the floor) and a roost daemon process with a
+   zero-latency model (reuses
    `bench/turn.py`'s server and load loop), and the same with `/metrics`
    on, scraped once a second, to show that counting costs nothing visible;
 2. tenants vs RSS: one process serves a first turn for each of N distinct
@@ -10,7 +11,8 @@ Prints, in one run on this machine (figures go to docs/scaling.md):
    zero-latency model); RSS, disk under the home and first-turn rate are
    printed at each step.
 
-Run: `.venv/bin/python bench/ceiling.py [--seconds S] [--tenants N]`.
+Run: `.venv/bin/python bench/ceiling.py [--seconds S] [--tenants N] [--quick]`
+(`--quick`: 0.5 s per point and 100 tenants, the same tables in seconds).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# run as a script, bench/ is sys.path[0]: no bench file may shadow a library
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.turn as turn
@@ -115,20 +120,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--tenants", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="0.5 s per point, 100 tenants")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.tenants = 0.5, 100
 
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
+        echo_proc, echo_port = turn.start(turn.serve_echo)
         plain_proc, plain_port = turn.start(turn.serve_roost, tmp1, None)
         metered_proc, metered_port = turn.start(serve_roost_metrics, tmp2)
         try:
             print(f"POST /api/chat turns/s, zero-latency model ({args.seconds:g} s per point)")
-            print(f"{'clients':>8} {'roost':>8} {'+/metrics scraped 1/s':>22}")
+            print(
+                f"{'clients':>8} {'bare echo':>10} {'roost':>8} {'echo/roost':>11} "
+                f"{'+/metrics scraped 1/s':>22}"
+            )
             for clients in (1, 10, 100):
+                echo = asyncio.run(turn.load(echo_port, clients, args.seconds))
                 plain = asyncio.run(turn.load(plain_port, clients, args.seconds))
                 metered, _ = asyncio.run(load_scraped(metered_port, clients, args.seconds))
-                print(f"{clients:>8} {plain:>8.0f} {metered:>22.0f}")
+                ratio = echo / plain if plain else float("inf")
+                print(f"{clients:>8} {echo:>10.0f} {plain:>8.0f} {ratio:>10.1f}x {metered:>22.0f}")
         finally:
-            for proc in (plain_proc, metered_proc):
+            for proc in (echo_proc, plain_proc, metered_proc):
                 proc.terminate()
                 proc.join(5)
 

@@ -5,9 +5,12 @@ tenant), 50 personal tools, 10 style bullets, 50 graded skills, profile,
 vault, persona and audience. Measures p50/p99 of `LoadoutPrompt.render`
 (what `TurnRunner` calls once per turn) when nothing changed, right after
 one file changed, and with no caching at all (every file re-read and every
-block re-rendered each turn), all in the same run. Prints ratios.
+block re-rendered each turn), all in the same run. The same again with the
+memory injection a turn adds (`MemoryNotes.note`: the Now note and the topics
+that match the message, scored against all 200 topics), unchanged and right
+after one topic was rewritten. Prints ratios.
 
-Run: .venv/bin/python bench/prompt.py [--turns 2000]
+Run: .venv/bin/python bench/prompt.py [--turns 2000] [--quick]
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.memory_notes import MemoryNotes
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
 from bridge.memory.store import Provenance
 from bridge.prompt.views import FileSkills, StaticStyle
 from bridge.types.audit_sink import NullAudit
+from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
+from bridge.types.tools import TurnContext
 from forge import toolmeta
 from forge.toolmeta import ToolMeta
 
@@ -106,7 +112,10 @@ def pct(xs: list[float], q: float) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=2000)
+    ap.add_argument("--quick", action="store_true", help="200 turns: seconds, same table")
     args = ap.parse_args()
+    if args.quick:
+        args.turns = 200
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
         (Path(tmp) / "roost.toml").write_text("")
@@ -134,6 +143,25 @@ def main() -> int:
         unchanged = measure(render(cached), args.turns)
         changed = measure(render(cached), args.turns // 4, before=touch_one)
         reread = measure(render(plain), args.turns // 4)
+        notes = MemoryNotes(cached.memory.store, settings.memory, cached.prompt.now_note)
+
+        def with_notes(i: int) -> object:
+            inbound = Inbound("web", "local", "c1", f"what was topic {i % 10:03d} about", "1")
+            turn = TurnContext(dirs, inbound, lambda: NOW)
+            return (render(cached)(i), notes.note(turn))
+
+        prov = Provenance("person", "web", "c1", "m")
+
+        def touch_topic(i: int) -> None:
+            body = f"body revision {i} " * 20
+            cached.memory.store.save(
+                dirs, "topic 007", "user", "summary of topic 7", body, prov, NOW
+            )
+
+        for i in range(20):  # warm; the ten messages' topics have their `injected` time
+            with_notes(i)
+        injected = measure(with_notes, args.turns // 2)
+        topic_changed = measure(with_notes, args.turns // 4, before=touch_topic)
         db.close()
     print(
         f"prompt: {len(text.text):,} characters in {len(blocks)} blocks: "  # type: ignore[attr-defined]
@@ -143,6 +171,8 @@ def main() -> int:
         ("unchanged (cached)", unchanged),
         ("one file changed", changed),
         ("re-read + re-render everything", reread),
+        ("+ memory injection, unchanged", injected),
+        ("+ memory injection, topic changed", topic_changed),
     )
     for name, xs in rows:
         print(f"{name:32s} p50 {pct(xs, 50):9.1f} µs   p99 {pct(xs, 99):9.1f} µs   n={len(xs)}")

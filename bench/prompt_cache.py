@@ -12,10 +12,12 @@ exact bytes of the marked prefix, 4 characters a token). Side by side:
 
 Prints system-prompt tokens written to and read from the cache over the ten
 turns, and the share of them read. Run: .venv/bin/python bench/prompt_cache.py
+[--quick] (`--quick`: four turns instead of ten, the same table).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -37,7 +39,7 @@ from tests.fakes.fake_anthropic import FakeAnthropic
 TURNS = 10
 
 
-def render_turns() -> list[tuple[str, int]]:
+def render_turns(turns: int = TURNS) -> list[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
         (Path(tmp) / "roost.toml").write_text("")
@@ -48,7 +50,7 @@ def render_turns() -> list[tuple[str, int]]:
         lo = make(settings, db, dirs, True)
         populate(settings, lo, dirs)
         out = []
-        for turn in range(TURNS):
+        for turn in range(turns):
             lo_turn = make(settings, db, dirs, True) if turn % 3 == 0 else lo  # grades move
             rendered = lo_turn.prompt.render(dirs, "web", "c1", f"m{turn}", NOW + 60 * turn)
             out.append((rendered.text, rendered.stable_chars))
@@ -71,11 +73,14 @@ async def measure(turns: list[tuple[str, int]], how: str) -> tuple[int, int]:
 
 
 def main() -> int:
-    turns = render_turns()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="four turns instead of ten")
+    count = 4 if ap.parse_args().quick else TURNS
+    turns = render_turns(count)
     system, stable = turns[-1]
     distinct = len({s for s, _ in turns})
     print(f"system prompt {len(system):,} chars; stable prefix {stable:,} chars ", end="")
-    print(f"({100 * stable / len(system):.1f}%); {distinct} distinct prompts in {TURNS} turns")
+    print(f"({100 * stable / len(system):.1f}%); {distinct} distinct prompts in {count} turns")
     total = sum(len(s) // 4 for s, _ in turns)
     print(f"{'marking':8} {'written':>9} {'read':>9} {'read share of system tokens':>30}")
     for how in ("none", "whole", "stable"):

@@ -11,11 +11,13 @@ and a minute apart, for two placements of the current minute:
 Prints the identical prefix in bytes and as a share of the previous request.
 A provider's prompt cache reuses exactly that prefix.
 
-Run: .venv/bin/python bench/prompt_now.py
+Run: .venv/bin/python bench/prompt_now.py [--quick] (it takes seconds either way;
+`--quick` is accepted so every bench has the same quick mode).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -53,6 +55,9 @@ def common(a: bytes, b: bytes) -> int:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="the same run (it is quick already)")
+    ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
         (Path(tmp) / "roost.toml").write_text("")

@@ -9,7 +9,16 @@ Prints, in one run on this machine:
    OpenAI-compatible server over HTTP, next to a bare aiohttp echo handler
    under the same load — each server in its own process, clients here.
 
-Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S]`.
+Before the figures, where one turn's time goes: each step of `core.handle`
+(admission, session load, budgets, the `outputs/` scans before and after the
+model, grading and corrections, the prompt, the Now note with the memory
+injection, the tool list, the agent loop, usage, the session store, recall
+indexing, the audit batch, the compactor) timed by wrappers the bench puts
+on the built objects, in ms per turn, with the floor of a durable audit
+chain (one appended line and its `fdatasync`) measured in the same run.
+
+Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
+(`--quick`: a few hundred turns and short load points, in seconds).
 """
 
 from __future__ import annotations
@@ -22,9 +31,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+# run as a script, bench/ is sys.path[0]: no bench file may shadow a library
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
@@ -66,17 +79,152 @@ def isolated_settings(home: Path, **extra: str) -> Any:
     return load_settings()
 
 
-async def overhead(turns: int) -> tuple[float, float, float]:
+class Steps:
+    """Wall time per named step, summed over turns (wrappers put on built objects)."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, list[float]] = defaultdict(list)
+        self.order: list[str] = []
+
+    def wrap(self, obj: Any, attr: str, name: str) -> None:
+        fn = getattr(obj, attr)
+        total, calls = self.total, self.calls[name]
+        if name not in self.order:
+            self.order.append(name)
+        if asyncio.iscoroutinefunction(fn):
+
+            async def timed_async(*a: Any, **k: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return await fn(*a, **k)
+                finally:
+                    took = time.perf_counter() - start
+                    total[name] += took
+                    calls.append(took)
+
+            setattr(obj, attr, timed_async)
+        else:
+
+            def timed(*a: Any, **k: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    took = time.perf_counter() - start
+                    total[name] += took
+                    calls.append(took)
+
+            setattr(obj, attr, timed)
+
+    def reset(self) -> None:
+        self.total.clear()
+
+
+def instrument(roost: Any) -> Steps:
+    """Time each step of a turn; names starting with two spaces run inside the one above."""
+    import bridge.core.turn as turn_module
+
+    steps, core = Steps(), roost.core
+    runner = core._turns
+    steps.wrap(core.access, "admit", "admission (tenant, pairing)")
+    steps.wrap(runner.sessions, "load", "session load")
+    if runner._meter is not None:
+        steps.wrap(runner._meter, "refusal", "budgets (refusal check)")
+    if runner._senses is not None:
+        steps.wrap(runner._senses, "prepare", "outputs/ scan + attachments, before")
+    for observer in runner._observers:
+        steps.wrap(observer, "before_turn", f"before: {type(observer).__name__}")
+    steps.wrap(runner, "_masks", "vault masker")
+    steps.wrap(runner, "_agent", "agent (prompt, note, tools, model loop)")
+    steps.wrap(runner._prompt, "system_prompt_parts", "  system prompt (snapshot, render)")
+    steps.wrap(runner, "_system", "  system prompt + stable-prefix mask")
+    if runner._note is not None:
+        steps.wrap(runner, "_note", "  Now note + memory injection")
+    for source in runner._sources:
+        steps.wrap(source, "tools_for", "  tool lists (all sources)")
+    steps.wrap(turn_module, "run_agent", "  run_agent (model, redaction)")
+    if runner._meter is not None:
+        steps.wrap(runner._meter, "record", "usage record")
+    steps.wrap(runner.sessions, "append", "session store (append)")
+    if runner._exchanges is not None:
+        steps.wrap(runner._exchanges, "record_exchange", "recall indexing")
+    for observer in runner._observers:
+        steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
+    steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
+    steps.wrap(runner.compactor, "after_turn", "compactor check")
+    if runner._senses is not None:
+        steps.wrap(runner._senses, "handed_out", "outputs/ scan, after")
+    steps.wrap(runner, "run", "TurnRunner.run (all of the above but admission)")
+    return steps
+
+
+class Floor:
+    """One appended line and its fdatasync (a durable chain's floor), timed between turns
+    so the disk it meets is the disk the turns met."""
+
+    def __init__(self, directory: Path) -> None:
+        self._fd = os.open(directory / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self.times: list[float] = []
+
+    def once(self) -> None:
+        start = time.perf_counter()
+        os.write(self._fd, b'{"seq": %d, "event": "message.answered"}\n' % len(self.times))
+        os.fdatasync(self._fd)
+        self.times.append(time.perf_counter() - start)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> None:
+    print(f"\nwhere a turn's time goes (ms per turn over {turns} turns; p50 {p50:.3f} ms)")
+    print(f"  {'step':<52} {'mean':>8} {'p50':>8}")
+    top = 0.0
+    for name in steps.order:
+        ms = steps.total.get(name, 0.0) / turns * 1e3
+        calls = steps.calls.get(name) or [0.0]
+        if name[0] != " " and not name.startswith(("TurnRunner", "handle")):
+            top += ms
+        print(f"  {name:<52} {ms:8.3f} {statistics.median(calls) * 1e3:8.3f}")
+    whole = steps.total.get("handle (whole)", 0.0) / turns * 1e3
+    print(f"  {'router, lock, running, rest (whole - steps)':<52} {whole - top:8.3f}")
+    mean, mid = statistics.fmean(floor) * 1e3, statistics.median(floor) * 1e3
+    print(f"  {'floor: one appended line + fdatasync, between turns':<52} {mean:8.3f} {mid:8.3f}")
+    audit = steps.calls.get("audit batch (durable)") or [0.0]
+    print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
+
+
+async def overhead(turns: int, breakdown: bool = True) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = isolated_settings(Path(tmp))
         model = EchoModel()
         roost = await build(settings, backend=model)
+        for i in range(min(100, turns)):  # warm: tenant made, caches filled
+            warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
+            await roost.core.handle(warm)
         times: list[float] = []
+        cpu = time.process_time()
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"message {i}", str(i))
             start = time.perf_counter()
             await roost.core.handle(inbound)
             times.append(time.perf_counter() - start)
+        cpu = (time.process_time() - cpu) / turns * 1e3
+        print(f"\nCPU per turn (this process, all threads): {cpu:.3f} ms")
+        if breakdown:
+            steps, floor = instrument(roost), Floor(Path(tmp))
+            steps.order.append("handle (whole)")
+            for i in range(turns):
+                inbound = Inbound("web", "local", f"c{i % 20}", f"again {i}", str(2 * 10**6 + i))
+                start = time.perf_counter()
+                await roost.core.handle(inbound)
+                took = time.perf_counter() - start
+                steps.total["handle (whole)"] += took
+                steps.calls["handle (whole)"].append(took)
+                floor.once()
+            floor.close()
+            print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
         bare: list[float] = []
         from bridge.types.backend import ChatMessage, ModelRequest
 
@@ -172,12 +320,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--quick", action="store_true", help="300 turns, 0.5 s per point")
+    parser.add_argument("--no-http", action="store_true", help="core.handle only")
     args = parser.parse_args()
+    if args.quick:
+        args.turns, args.seconds = 300, 0.5
 
     p50, p99, bare = asyncio.run(overhead(args.turns))
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
-    print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 2 ms)")
+    print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")
+    if args.no_http:
+        return
 
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []

@@ -10,17 +10,25 @@ prompt and the stored history stay byte-stable, and nothing of it is stored.
 Each injected topic's `injected` time is recorded (an archived topic used
 again comes back into the index). `explain` is what `roost prompt --message`
 prints: every topic's score and whether it would go in.
+
+The topics are read through a stat-checked cache (`FileCache`: a file is
+opened again only when its stat changed) and each version of a topic file is
+parsed and split into its look-up terms once (`_TopicTerms`), so a turn with
+an unchanged memory costs one `stat` per topic and the scoring of the
+message, not a read, a parse and a tokenisation of every topic.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.core.config_sections import MemorySettings
-from bridge.memory.files import Topic
+from bridge.core.filecache import FileCache
+from bridge.memory.files import Topic, parse_filename, parse_topic
 from bridge.memory.store import MemoryStore
-from bridge.recall.notes import Scored, choose, score_notes
+from bridge.recall.notes import Scored, choose, note_terms, score_notes
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 
@@ -48,23 +56,66 @@ def render(chosen: list[Scored]) -> str:
     return "\n".join(parts) + "]"
 
 
+class _TopicTerms:
+    """A tenant's topics as `MemoryStore.topics` lists them, with each one's note text
+    and look-up terms, worked out once per version of its file."""
+
+    def __init__(self, files: FileCache) -> None:
+        self._files = files
+        # path -> (the cached text object, its topic or None, its note text, its terms)
+        self._parsed: dict[str, tuple[str, Topic | None, str, frozenset[str]]] = {}
+        # memory dir -> (the cached listing object, the paths of its topic files)
+        self._paths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def _topic_paths(self, dirs: TenantDirs) -> tuple[str, ...]:
+        mdir = str(dirs.memory)
+        names = self._files.listdir(mdir)  # sorted, as the store lists them
+        hit = self._paths.get(mdir)
+        if hit is None or hit[0] is not names:
+            paths = tuple(os.path.join(mdir, n) for n in names if parse_filename(n) is not None)
+            hit = self._paths[mdir] = (names, paths)
+        return hit[1]
+
+    def of(self, dirs: TenantDirs) -> list[tuple[Topic, str, frozenset[str]]]:
+        out = []
+        for path in self._topic_paths(dirs):
+            text = self._files.read(path)
+            if text is None:
+                continue
+            hit = self._parsed.get(path)
+            if hit is None or hit[0] is not text:
+                topic = parse_topic(text)
+                body = _text(topic) if topic is not None else ""
+                terms = note_terms(topic.name, body) if topic is not None else frozenset()
+                hit = (text, topic, body, terms)
+                if len(self._parsed) >= 8192:
+                    self._parsed.clear()
+                self._parsed[path] = hit
+            if hit[1] is not None:
+                out.append((hit[1], hit[2], hit[3]))
+        return out
+
+
 class MemoryNotes:
     def __init__(
         self,
         store: MemoryStore,
         settings: MemorySettings,
         now_note: Callable[[TurnContext], str] | None = None,
+        files: FileCache | None = None,
     ) -> None:
         self._store = store
         self._chars = settings.inject_chars
         self._floor = settings.inject_floor
         self._now_note = now_note
+        self._topics = _TopicTerms(files or FileCache())
 
     def explain(self, dirs: TenantDirs, message: str) -> Explained:
         if self._chars <= 0:
             return Explained([], [], "")
-        topics = self._store.topics(dirs)
-        scored = score_notes(message, [(t.name, _text(t)) for t in topics])
+        topics = self._topics.of(dirs)
+        notes = [(t.name, body) for t, body, _ in topics]
+        scored = score_notes(message, notes, [terms for _, _, terms in topics])
         chosen = choose(scored, self._floor, self._chars)
         return Explained(scored, chosen, render(chosen))
 

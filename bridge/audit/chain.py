@@ -2,10 +2,15 @@
 
 One writer thread per process owns the file. `emit()` fits the details to
 the event's schema (`schema.py`: names people typed become keyed ids, any
-other text is refused), queues the event and awaits its acknowledgement; the thread takes everything
-queued (up to `max_batch`), and under the cross-process lock re-reads the
-chain's tail, appends the batch, fsyncs, updates the head file and only then
-acknowledges each event of the batch (group commit).
+other text is refused), queues the event and awaits its acknowledgement
+(`emit_many` queues its events as one item, so a turn's events always share
+one write); the thread takes everything queued (up to `max_batch` items),
+and under the cross-process lock re-reads the chain's tail, appends the
+batch, fdatasyncs it, acknowledges each event of the batch (group commit),
+and then rewrites and syncs the head file before it takes the next batch:
+the head never names a record that is not durable, and a waiter does not
+wait for the head's sync (a crash in between leaves the head one batch
+behind, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -123,8 +128,7 @@ class AuditChain:
                     loop.create_future(),
                 )
             )
-        for item in items:
-            self._queue.put(item)
+        self._queue.put(items)  # one item: the writer never splits a turn's batch
         # gather: a failed batch fails every future; each one's exception is retrieved
         await asyncio.gather(*(item.future for item in items if item.future is not None))
 
@@ -200,15 +204,17 @@ class AuditChain:
                     stop = True
                     break
                 batch.append(nxt)
-            pending = [p for p in batch if isinstance(p, _Pending)]
+            pending = _flat(batch)
+
+            def durable(seqs: list[int], pending: list[_Pending] = pending) -> None:
+                _resolve_all(list(zip(pending, seqs, strict=True)), None)
+
             try:
                 with exclusive(self._lock_fd):
-                    seqs = self._commit(pending)
+                    self._commit(pending, durable)
             except Exception as exc:  # resolve every waiter, keep the thread alive
                 log.error("audit append failed: %s", exc)
-                _resolve_all([(p, 0) for p in pending], exc)
-            else:
-                _resolve_all(list(zip(pending, seqs, strict=True)), None)
+                _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
 
     def _tail(self) -> Tail:
         st = os.stat(self.path)
@@ -219,8 +225,11 @@ class AuditChain:
             return Tail(seq=cache[2], hash=cache[3], end=cache[1], torn=0)
         return inspect_tail(self._fd, self._head, self._key)
 
-    def _commit(self, pending: list[_Pending]) -> list[int]:
-        """Under the lock: repair a torn tail, append `pending`, fsync, move the head."""
+    def _commit(
+        self, pending: list[_Pending], durable: Callable[[list[int]], None] | None = None
+    ) -> list[int]:
+        """Under the lock: repair a torn tail, append `pending`, fdatasync, tell `durable`
+        the records' sequence numbers, then move the head (and sync it)."""
         tail = self._tail()
         wanted = len(pending)
         if tail.torn:
@@ -235,17 +244,20 @@ class AuditChain:
         data, seq, prev = self._encode(pending, tail.seq, tail.hash)
         try:
             write_all(self._fd, data)
-            os.fsync(self._fd)
+            os.fdatasync(self._fd)  # an append: the new size is synced with the data
         except BaseException:
             self._cache = None
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, tail.end)
                 os.fsync(self._fd)
             raise
-        write_head(self._head, self._dir_fd, seq, prev, self._key)
         self._cache = (os.fstat(self._fd).st_ino, tail.end + len(data), seq, prev)
         self.batches += 1
-        return list(range(seq - wanted + 1, seq + 1))
+        seqs = list(range(seq - wanted + 1, seq + 1))
+        if durable is not None:
+            durable(seqs)  # the records are on disk: their waiters go on
+        write_head(self._head, self._dir_fd, seq, prev, self._key)
+        return seqs
 
     def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
         """The records of `pending` after record `seq` (hash `prev`): bytes, last seq, last hash."""
@@ -264,6 +276,17 @@ class AuditChain:
             prev = str(record["hash"])
             lines.append(line)
         return "".join(lines).encode("ascii"), seq, prev
+
+
+def _flat(batch: list[object]) -> list[_Pending]:
+    """The events of a batch of queued items (an `emit_many` queues a list)."""
+    out: list[_Pending] = []
+    for item in batch:
+        if isinstance(item, _Pending):
+            out.append(item)
+        elif isinstance(item, list):
+            out.extend(p for p in item if isinstance(p, _Pending))
+    return out
 
 
 def _resolve_all(done: list[tuple[_Pending, int]], exc: Exception | None) -> None:

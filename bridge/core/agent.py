@@ -36,6 +36,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
 from bridge.types.backend import (
@@ -116,7 +117,7 @@ async def run_agent(
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed."""
     system = redact(system)
-    convo = [_redacted(m, redact) for m in messages]
+    convo = [_history_redacted(m, redact) for m in messages]
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
     for step in range(1, max_steps + 1):
@@ -239,6 +240,28 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
     step_text.append(text)
 
 
+# id(message) -> (the message, the masker, the method, the message masked by it)
+_HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
+
+
+def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
+    """`_redacted`, remembered per (message object, masker object): the session store
+    hands the same history objects every turn and the vault's masker is rebuilt only
+    when the vault changed, so an unchanged history is not masked again each turn.
+    Held entries keep both objects alive, so neither id is reused while cached."""
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:  # not a bound masker method: nothing to key on
+        return _redacted(message, redact)
+    hit = _HISTORY.get(id(message))
+    if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
+        return hit[3]
+    out = _redacted(message, redact)
+    if len(_HISTORY) >= 8192:
+        _HISTORY.clear()
+    _HISTORY[id(message)] = (message, owner, func, out)
+    return out
+
+
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
     return ChatMessage(
         role=message.role,
@@ -252,9 +275,25 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
     )
 
 
+_SCHEMA_TEXTS: dict[int, tuple[object, str]] = {}  # id(parameters) -> (them, their JSON)
+
+
+def _schema_text(parameters: Mapping[str, Any]) -> str:
+    """The parameters as sorted JSON, encoded once per parameters object (the sources
+    hand the same object every turn; the entry keeps it alive, so its id is not reused)."""
+    hit = _SCHEMA_TEXTS.get(id(parameters))
+    if hit is not None and hit[0] is parameters:
+        return hit[1]
+    text = json.dumps(parameters, ensure_ascii=False, sort_keys=True)
+    if len(_SCHEMA_TEXTS) >= 2048:
+        _SCHEMA_TEXTS.clear()
+    _SCHEMA_TEXTS[id(parameters)] = (parameters, text)
+    return text
+
+
 def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
     """A tool as the model sees it: its description and parameter schema masked."""
-    text = json.dumps(schema.parameters, ensure_ascii=False, sort_keys=True)
+    text = _schema_text(schema.parameters)
     masked = redact(text)
     parameters = schema.parameters
     if masked != text:

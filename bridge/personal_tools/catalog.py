@@ -2,7 +2,8 @@
 
 Metadata (`me.<name>.json` in the tenant's tools directory) is read through
 the loadout's stat-checked cache and parsed by `forge.toolmeta`, the one
-parser; usage (calls, errors, last use) comes from the forge's usage store.
+parser, once per version of the text (a turn whose files did not change parses
+nothing); usage (calls, errors, last use) comes from the forge's usage store.
 One `ToolLibrary` per tools directory, made on first use.
 """
 
@@ -24,6 +25,8 @@ class ToolCatalog:
         self._cache = cache
         self._clock_ms = clock_ms
         self._libraries: dict[Path, ToolLibrary] = {}
+        # path -> (the cached text object it was parsed from, its metadata or None: bad)
+        self._parsed: dict[str, tuple[str, ToolMeta | None]] = {}
 
     def library(self, tools_dir: Path) -> ToolLibrary:
         lib = self._libraries.get(tools_dir)
@@ -37,11 +40,26 @@ class ToolCatalog:
             name = name_of(filename)
             if name is None:
                 continue
-            try:
-                out.append(loads(self._cache.read(os.path.join(tools_dir, filename)) or "", name))
-            except BadMeta:
-                continue
+            meta = self._meta(os.path.join(tools_dir, filename), name)
+            if meta is not None:
+                out.append(meta)
         return out
+
+    def _meta(self, path: str, name: str) -> ToolMeta | None:
+        """The file's metadata (None: it does not parse), parsed again only when the
+        stat-checked cache hands out a different text object (the file changed)."""
+        text = self._cache.read(path) or ""
+        hit = self._parsed.get(path)
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        try:
+            meta: ToolMeta | None = loads(text, name)
+        except BadMeta:
+            meta = None
+        if len(self._parsed) >= 4096:
+            self._parsed.clear()
+        self._parsed[path] = (text, meta)
+        return meta
 
     def usage(self, tools_dir: Path) -> dict[str, Usage]:
         if not (tools_dir / USAGE_FILE).exists():

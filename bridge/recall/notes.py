@@ -31,14 +31,26 @@ class Scored:
     matched: tuple[str, ...]  # the message's terms the note holds
 
 
-def score_notes(message: str, notes: Sequence[tuple[str, str]]) -> list[Scored]:
+def note_terms(name: str, text: str) -> frozenset[str]:
+    """A note's look-up terms: what `score_notes` matches a message against (a caller
+    that keeps notes between messages may keep these too and pass them as `held`)."""
+    return frozenset(index_terms(f"{name}\n{text}").split())
+
+
+def score_notes(
+    message: str,
+    notes: Sequence[tuple[str, str]],
+    held: Sequence[frozenset[str]] | None = None,
+) -> list[Scored]:
     """Every note with its score against `message`, best first (ties by name).
 
-    A word of the message counts as held when any of its stems is in the note."""
+    A word of the message counts as held when any of its stems is in the note.
+    `held`: each note's `note_terms`, when the caller has them already."""
     wanted = query_groups(message)
     if not wanted or not notes:
         return [Scored(name, text, 0.0, ()) for name, text in notes]
-    held = [set(index_terms(f"{name}\n{text}").split()) for name, text in notes]
+    if held is None:
+        held = [note_terms(name, text) for name, text in notes]
     df: Counter[tuple[str, ...]] = Counter(
         g for terms in held for g in wanted if terms.intersection(g)
     )

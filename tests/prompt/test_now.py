@@ -69,3 +69,18 @@ async def test_the_profile_zone_is_used(roost: Roost) -> None:
     assert request.messages[-2].content == (
         "[Now: Friday 15 January 2027, 17:00 (Asia/Tokyo, UTC+09:00)]"
     )
+
+
+def test_the_note_is_made_once_a_minute_and_follows_a_zone_change() -> None:
+    from bridge.prompt import now as now_module
+
+    # 2026-03-29 01:00 UTC: Berlin goes from UTC+01:00 to UTC+02:00
+    switch = 1_774_746_000.0
+    now_module._note_at.cache_clear()
+    before = [now_note(switch - s, "Europe/Berlin") for s in (60, 45, 30, 1)]
+    assert set(before) == {"[Now: Sunday 29 March 2026, 01:59 (Europe/Berlin, UTC+01:00)]"}
+    after = now_note(switch, "Europe/Berlin")
+    assert after == "[Now: Sunday 29 March 2026, 03:00 (Europe/Berlin, UTC+02:00)]"
+    assert now_note(switch + 59.9, "Europe/Berlin") == after
+    info = now_module._note_at.cache_info()
+    assert (info.misses, info.hits) == (2, 4)  # one note per minute, reused within it

@@ -1,0 +1,51 @@
+"""A tool's parameter schema is JSON-encoded once per schema object, not every turn."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bridge.core import agent
+from bridge.types.backend import ToolSchema
+
+
+def test_encoded_once_per_object_and_a_new_object_is_encoded_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[object] = []
+    real = json.dumps
+
+    def counting(obj: object, **kw: object) -> str:
+        encoded.append(obj)
+        return real(obj, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(agent.json, "dumps", counting)
+    params = {"type": "object", "properties": {"city": {"type": "string"}}}
+    schema = ToolSchema("weather", "the weather", params)
+    first = agent._redacted_schema(schema, lambda t: t)
+    again = agent._redacted_schema(schema, lambda t: t)
+    assert first == again == schema
+    assert encoded.count(params) == 1
+
+    changed = {"type": "object", "properties": {"town": {"type": "string"}}}
+    masked = agent._redacted_schema(
+        ToolSchema("weather", "the weather", changed), lambda t: t.replace("town", "[vault:T]")
+    )
+    assert masked.parameters == {"type": "object", "properties": {"[vault:T]": {"type": "string"}}}
+
+
+def test_history_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> None:
+    from bridge.loadout.mask import Masker
+    from bridge.types.backend import ChatMessage
+
+    said = ChatMessage("user", "my token is hunter2-secret-value, keep it")
+    before = Masker({})
+    first = agent._history_redacted(said, before.mask)
+    assert first.content == said.content
+    assert agent._history_redacted(said, before.mask) is first  # same masker: kept
+
+    after = Masker({"TOKEN": "hunter2-secret-value"})  # the vault changed: a new masker
+    masked = agent._history_redacted(said, after.mask)
+    assert masked.content == "my token is [vault:TOKEN], keep it"
+    assert agent._history_redacted(said, lambda t: t.upper()).content == said.content.upper()
