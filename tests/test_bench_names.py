@@ -99,3 +99,10 @@ def test_the_shadow_check_sees_a_real_collision() -> None:
     """The check itself: a name of an installed library is found (so a bench named so fails)."""
     assert importlib.util.find_spec("aiohttp") is not None
     assert "json" in sys.stdlib_module_names
+
+
+def test_the_pending_lists_name_only_scripts_that_exist() -> None:
+    """A renamed or removed script leaves the lists above (nothing is excused by a stale name)."""
+    names = {p.stem for p in _modules()}
+    assert names >= PENDING_RENAME
+    assert names >= PENDING_QUICK
