@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test pytest nodetest browser postgres bench lint format clean
+.PHONY: run test pytest nodetest browser postgres bench bench-quick lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
@@ -48,8 +48,14 @@ nodetest:
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }
 	node --test js/test/
 
+# Every bench script as a module (`python -m bench.NAME`, never `python bench/NAME.py`:
+# that would put bench/ first on sys.path). Prints each script's seconds; fails if one did.
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	$(BIN)/python -m bench
+
+# Each script once in its quick mode (seconds, no thresholds): CI runs this so no bench rots.
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

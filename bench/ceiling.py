@@ -19,16 +19,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-# run as a script, bench/ is sys.path[0]: no bench file may shadow a library
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.turn as turn
 from bridge.app.build import build

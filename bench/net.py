@@ -1,16 +1,16 @@
 """Broker overhead per request against a direct aiohttp request to the same loopback
 HTTPS server, in one run; and a sandboxed call's p50 with and without `import net`.
 
-    .venv/bin/python bench/net.py [N]
+    .venv/bin/python -m bench.net [N] [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ssl
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +18,6 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from forge.broker import Broker
 from forge.net_rules import parse_hosts
 from forge.protocol.net import NetRequest
@@ -86,4 +85,8 @@ async def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", type=int, nargs="?", default=200, help="requests and calls each")
+    parser.add_argument("--quick", action="store_true", help="5 each (CI: it still runs)")
+    args = parser.parse_args()
+    asyncio.run(main(5 if args.quick else args.n))

@@ -25,8 +25,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.app.memory_notes import MemoryNotes
 from bridge.core.config import Settings, load_settings

@@ -20,15 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from prompt import NOW, make, populate  # type: ignore[import-not-found]
-
+from bench.prompt import NOW, make, populate
 from bridge.core.config import load_settings
 from bridge.core.db import connect
 from bridge.llm.anthropic import AnthropicBackend

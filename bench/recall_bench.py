@@ -29,8 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bridge.recall.evaluate import DEV_DIR, format_report, load_set, retrieval_eval
 from bridge.recall.index import Message, index_path
 from bridge.recall.indexer import Indexer

@@ -14,7 +14,7 @@ vector of the words themselves reaches).
 hybrid query) over that many random 256-dimension vectors (numpy when
 importable, e.g. from MODELS_PATH; plain Python otherwise).
 
-Run: MODELS_PATH=/path/to/models .venv/bin/python bench/recall_dense.py hashed wordllama static e5
+Run: MODELS_PATH=/path/to/models .venv/bin/python -m bench.recall_dense hashed wordllama static e5
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 if os.environ.get("MODELS_PATH"):  # models installed apart (pip --target): after our own pins
     sys.path.append(os.environ["MODELS_PATH"])
 
@@ -123,12 +122,19 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", help=", ".join(sorted(MODELS)))
     parser.add_argument("--latency", type=int, nargs="*", default=[], help="vector counts")
+    parser.add_argument("--quick", action="store_true", help="`hashed`, 500 vectors (CI)")
     args = parser.parse_args()
+    folder = DEV_DIR
+    if args.quick:  # `hashed` on the first conversation only (CI: it still runs)
+        args.models, args.latency = args.models or ["hashed"], args.latency or [500]
+        folder = Path(tempfile.mkdtemp())
+        for name in ("conv-26.jsonl", "questions-26.jsonl"):
+            (folder / name).symlink_to(DEV_DIR / name)
     if unknown := set(args.models) - set(MODELS):
         parser.error(f"unknown models: {', '.join(sorted(unknown))}")
     for count in args.latency:
         nearest_latency(count)
-    texts = [m.text for _, messages, _ in load_set(DEV_DIR) for m in messages]
+    texts = [m.text for _, messages, _ in load_set(folder) for m in messages]
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for name in args.models:
         wall = time.perf_counter()
@@ -143,7 +149,7 @@ def main() -> int:
             f"== {name}: load {loaded:.2f} s, {per_wall:.3f} ms per message "
             f"({per_cpu:.3f} ms CPU), {len(vectors[0])} dimensions"
         )
-        print(format_dense(dense_eval(DEV_DIR, embed, embed_query=embed_query)))
+        print(format_dense(dense_eval(folder, embed, embed_query=embed_query)))
     return 0
 
 

@@ -7,18 +7,17 @@ words out (`bridge.recall.terms`), and the trigram tokenizer (substrings,
 the usual answer to German compounds). Prints evidence recall@5/@10 and the
 FTS5 index's size against the text it indexes.
 
-Run: .venv/bin/python bench/recall_tokenizers.py
+Run: .venv/bin/python -m bench.recall_tokenizers [--quick] (one conversation)
 """
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.recall.evaluate import DEV_DIR, Scores, load_set
 from bridge.recall.match import any_of
@@ -49,10 +48,12 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
-def measure(tokenize: str, doc: Callable[[str], str], query: Callable[[str], list[str]]) -> str:
+def measure(
+    tokenize: str, doc: Callable[[str], str], query: Callable[[str], list[str]], sets: int | None
+) -> str:
     scores, size, text = Scores(), 0, 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name, messages, questions in load_set(DEV_DIR):
+        for name, messages, questions in itertools.islice(load_set(DEV_DIR), sets):
             path = Path(tmp) / f"{name}.sqlite"
             conn = sqlite3.connect(path)
             conn.execute(
@@ -75,8 +76,9 @@ def measure(tokenize: str, doc: Callable[[str], str], query: Callable[[str], lis
 
 
 def main() -> int:
+    sets = 1 if "--quick" in sys.argv[1:] else None  # one conversation (CI: it still runs)
     for label, (tokenize, doc, query) in VARIANTS.items():
-        print(f"{label:40s} {measure(tokenize, doc, query)}")
+        print(f"{label:40s} {measure(tokenize, doc, query, sets)}")
     return 0
 
 

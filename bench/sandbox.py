@@ -1,7 +1,7 @@
 """Benchmark the sandbox: plain exec (the floor), a sandboxed call, a fresh
 `python -I` subprocess; p50/p99 and same-run ratios; sustained calls/s with two
 concurrent callers; resident memory of a helper and its zygote; the first call
-of a new tenant (which starts that tenant's own helper). Run: .venv/bin/python bench/sandbox.py
+of a new tenant (which starts that tenant's own helper).
 
 `--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
 median time (ms since `run()` began) at which each stage of a call ended:
@@ -9,6 +9,9 @@ runner lint/schema check, request sent, helper received/ready/handed over, the
 child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
 call's globals bound, tool ran, result serialised, helper had the complete result
 frame (helper_result; helper_eof when a child died first)/replied, runner done.
+
+`--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages]
 """
 
 from __future__ import annotations
@@ -21,8 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forge.runner import SandboxRunner
 
@@ -162,16 +163,19 @@ async def main() -> None:
     if "--stages" in sys.argv[1:]:
         await stages(ws)
         return
+    quick = "--quick" in sys.argv[1:]
+    n = (3, 20, 10, 3, 0.5, 2) if quick else (20, 500, 300, 30, 3.0, 8)
+    warm, n_exec, n_sand, n_fresh, seconds, tenants = n
     runner = SandboxRunner()
     await runner.start()
     missing = runner.missing_layers()
     print(f"layers missing on this machine: {missing or 'none'}")
     try:
         for name, (source, params) in TOOLS.items():
-            await sandboxed(runner, source, params, ws, 20)  # warm caches
-            floor = plain_exec(source, params, ws, 500)
-            sand = await sandboxed(runner, source, params, ws, 300)
-            fresh = fresh_subprocess(source, params, ws, 30)
+            await sandboxed(runner, source, params, ws, warm)  # warm caches
+            floor = plain_exec(source, params, ws, n_exec)
+            sand = await sandboxed(runner, source, params, ws, n_sand)
+            fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
                 k: statistics.median(v)
                 for k, v in (("exec", floor), ("sandbox", sand), ("fresh", fresh))
@@ -191,7 +195,7 @@ async def main() -> None:
                 f"  fresh / sandbox  = {p50['fresh'] / p50['sandbox']:.1f}x faster than a "
                 "fresh subprocess"
             )
-        rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, 3.0)
+        rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s")
         pid = runner.helper_pid(ws)
         if pid:
@@ -199,7 +203,7 @@ async def main() -> None:
         zygote = getattr(runner, "zygote_pid", lambda _: None)(ws)
         if zygote:
             print(f"zygote RSS: {rss_kib(zygote) / 1024:.1f} MiB (shares pages with its helper)")
-        first = await new_tenants(runner, ws.parent, 8)
+        first = await new_tenants(runner, ws.parent, tenants)
         print(
             f"first call of a new tenant (own helper started): p50 "
             f"{statistics.median(first):.1f} ms (n={len(first)})"

@@ -10,7 +10,7 @@ lateness through the daemon's own wiring: a roost built in a temporary home
 (real audit chain, offline model) with its `ScheduleLoop` (job runner, outbox,
 audit events) delivering to a recording channel.
 
-Run: .venv/bin/python bench/schedule.py [--due 200] [--spread-ms 3000]
+Run: .venv/bin/python -m bench.schedule [--due 200] [--spread-ms 3000] [--quick]
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ import asyncio
 import random
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.core import db
 from bridge.loadout.mask import Masker
@@ -181,7 +178,11 @@ def main() -> None:
     ap.add_argument("--idle-minutes", type=int, default=60)
     ap.add_argument("--due", type=int, default=200)
     ap.add_argument("--spread-ms", type=int, default=3000)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
     args = ap.parse_args()
+    if args.quick:
+        args.tenants, args.per_tenant, args.idle_minutes = 20, 5, 5
+        args.due, args.spread_ms = 10, 200
     with tempfile.TemporaryDirectory() as tmp:
         conn = open_db(Path(tmp) / "roost.db")
         jobs = JobStore(conn, next_run, JobLimits(max_jobs=args.per_tenant + args.due))

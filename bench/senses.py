@@ -23,7 +23,7 @@ sends N 32-byte WebPs of 6300² pixels (as in issue 21) and six PDFs of 300
 dense pages at once: `/healthz` latency, another tenant's photo turn, the
 daemon's RSS and the decoders' RSS, next to the same figures idle.
 
-Run: .venv/bin/python bench/senses.py [--runs 15] [--decode] [--bombs 50]
+Run: .venv/bin/python -m bench.senses [--runs 15] [--decode] [--bombs 50] [--quick]
 """
 
 from __future__ import annotations
@@ -33,12 +33,9 @@ import asyncio
 import io
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from PIL import Image
 from telegram import Bot
@@ -46,6 +43,8 @@ from telegram import Bot
 from bridge.channels.telegram_files_in import FilesIn, Offer, file_base_url
 from bridge.core.perceive import Prepared
 from bridge.llm.openai_wire import build_body
+from bridge.senses.decode_wire import Job
+from bridge.senses.decoders import Decoded, DecoderPool
 from bridge.senses.documents import document
 from bridge.senses.handlers import SenseContext, SenseLimits
 from bridge.senses.photos import photo
@@ -111,7 +110,12 @@ async def main(runs: int) -> None:
         dirs = TenantDirs.of(Path(tmp), "bench").ensure()
         dirs.inbox.mkdir(mode=0o700)
         turn = TurnContext(dirs, Inbound("telegram", "1", "1", "", "m1"), time.time)
-        ctx = SenseContext(turn, SenseLimits(), vision=True)
+        pool = DecoderPool()  # the daemon reads every file in a decoder process
+
+        async def decode(job: Job, fd: int) -> Decoded:
+            return await pool.decode("bench", job, fd)
+
+        ctx = SenseContext(turn, SenseLimits(), vision=True, decode=decode)
         async with FakeBotAPI(TOKEN) as fake:
             bot = Bot(TOKEN, base_url=fake.base_url, base_file_url=file_base_url(fake.base_url))
             await bot.initialize()
@@ -142,6 +146,7 @@ async def main(runs: int) -> None:
                 print(f"   wire (request body)         {stats([r[2] for r in rows])}")
                 print(f"   total                       {stats([sum(r[:3]) for r in rows])}")
             await bot.shutdown()
+        await pool.aclose()
 
 
 if __name__ == "__main__":
@@ -149,7 +154,10 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--decode", action="store_true", help="in-process vs decoder process")
     parser.add_argument("--bombs", type=int, default=0, help="N WebP bombs against the daemon")
+    parser.add_argument("--quick", action="store_true", help="one run (CI: it still runs)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     if args.decode:
         from bench.senses_decode import decode_overhead
 

@@ -9,7 +9,7 @@ still reflects (kept turns plus those the summary covers), the characters
 of the last history, how many summary calls the conversation needed, and
 the median time of the store work on the reply's path (load + append).
 
-Run: .venv/bin/python bench/session_summary.py
+Run: .venv/bin/python -m bench.session_summary [--quick] (20 turns)
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.core.compactor import Compactor
 from bridge.core.db import connect
@@ -74,13 +72,13 @@ async def held(model: Summariser) -> AsyncIterator[ChosenModel]:
     yield ChosenModel("bench", model)
 
 
-async def run(works: bool) -> tuple[int, int, int, float]:
+async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = SessionStore(connect(Path(tmp) / "roost.db"), BUDGET, 7 * 86400)
         model = Summariser(works)
         compactor = Compactor(store, MemoryAudit())
         path_ms: list[float] = []
-        for n in range(TURNS):
+        for n in range(turns):
             call = ToolCallRequest(f"c{n}", "me__lookup", '{"q": "x"}')
             steps = (
                 ChatMessage("assistant", "", (call,)),
@@ -99,15 +97,16 @@ async def run(works: bool) -> tuple[int, int, int, float]:
             path_ms.append((time.perf_counter() - started) * 1000)
             compactor.after_turn(KEY, partial(held, model), PLAIN.mask)
             await compactor.idle()
-        session = store.load(KEY, float(TURNS))
+        session = store.load(KEY, float(turns))
         seen = session.kept + session.summarised
         return seen, session.chars, model.calls, statistics.median(path_ms)
 
 
 async def main() -> None:
     logging.getLogger("bridge").setLevel(logging.ERROR)  # the fallback's one warning
-    summary, dropped = await run(True), await run(False)
-    print(f"{TURNS} turns, budget {BUDGET:,} characters, one tool step per turn")
+    turns = 20 if "--quick" in sys.argv[1:] else TURNS  # quick: CI, it still runs
+    summary, dropped = await run(True, turns), await run(False, turns)
+    print(f"{turns} turns, budget {BUDGET:,} characters, one tool step per turn")
     print(f"{'':38}{'summaries':>12}{'drop (fallback)':>18}")
     rows = (
         ("turns the last request reflects", 0, "{}"),

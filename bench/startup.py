@@ -16,7 +16,7 @@ interpreter floor measured in the same run. The machine's load is printed
 with them. A second table lists the heaviest imports of `roost send /help`
 and `roost chat` (`python -X importtime`, cumulative).
 
-Run: .venv/bin/python bench/startup.py [--runs 7] [--quick]
+Run: .venv/bin/python -m bench.startup [--runs 7] [--quick]
 """
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ def _drain_until_exit(master: int, proc: subprocess.Popen[bytes]) -> None:
 Measure = Callable[[], tuple[float, float]]
 
 
-def medians(measure: Measure, runs: int) -> tuple[float, float]:
-    measure()  # warm-up: byte-code caches, page cache
+def medians(measure: Measure, runs: int, warm: bool = True) -> tuple[float, float]:
+    if warm:
+        measure()  # warm-up: byte-code caches, page cache
     samples = [measure() for _ in range(runs)]
     return (
         statistics.median(s[0] for s in samples),
@@ -178,7 +179,7 @@ def environment(home: Path, config: Path, model: bool) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--quick", action="store_true", help="one run each (CI: it still runs)")
+    ap.add_argument("--quick", action="store_true", help="one cold run each (CI: it still runs)")
     ap.add_argument("--imports", type=int, default=12, help="heaviest imports listed")
     args = ap.parse_args()
     runs = 1 if args.quick else args.runs
@@ -199,13 +200,16 @@ def main() -> None:
         print(f"{'what':32} {'wall ms':>9} {'x floor':>8} {'cpu ms':>8} {'x floor':>8}")
         floor: tuple[float, float] | None = None
         for name, measure in rows:
-            wall, cpu = medians(measure, runs)
+            wall, cpu = medians(measure, runs, warm=not args.quick)
             floor = floor or (wall, max(cpu, 1e-6))
             print(
                 f"{name:32} {wall * 1000:9.1f} {wall / floor[0]:8.1f} "
                 f"{cpu * 1000:8.1f} {cpu / floor[1]:8.1f}"
             )
         print(f"load average after: {os.getloadavg()[0]:.2f}")
+        if args.quick:
+            print("(--quick: no warm-up, so the figures are cold starts; no import lists)")
+            return
         for title, argv, tty in (
             ("roost send /help", [*ROOST, "send", "/help"], False),
             ("roost chat (to the prompt)", [*ROOST, "chat"], True),

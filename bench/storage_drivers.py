@@ -11,7 +11,7 @@ SQLite) and a full-text query over `--docs` documents. The drivers take
 turns in `--rounds` rounds per operation and each reports its median round,
 so a busy machine slows them alike.
 
-Run: .venv/bin/python bench/storage_drivers.py [--n 2000] [--docs 2000]
+Run: .venv/bin/python -m bench.storage_drivers [--n 2000] [--docs 2000] [--quick]
 psycopg is not a dependency; its column is skipped unless it is installed
 (`.venv/bin/pip install 'psycopg[binary]'`).
 """
@@ -23,15 +23,12 @@ import asyncio
 import os
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
 
@@ -310,7 +307,10 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="operations per kind and driver")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the FTS table")
     parser.add_argument("--rounds", type=int, default=10, help="turns the drivers take")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
     args = parser.parse_args()
+    if args.quick:
+        args.n, args.docs, args.rounds = 20, 50, 1
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
         got = await interleaved(

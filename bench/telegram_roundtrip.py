@@ -45,8 +45,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram import TelegramChannel, TelegramOptions

@@ -28,17 +28,11 @@ import asyncio
 import multiprocessing as mp
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
-
-# run as a script, bench/ is sys.path[0]: no bench file may shadow a library
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
 from aiohttp import web

@@ -5,7 +5,7 @@ loaded first; then, per turn, it times side by side: the budget check with no
 budget set (no query), with a daily and a monthly budget (two indexed sums),
 and the usage record (one UPSERT). Medians in microseconds, one run.
 
-Run: .venv/bin/python bench/usage.py [--tenants 1000] [--days 365] [--n 2000]
+Run: .venv/bin/python -m bench.usage [--tenants 1000] [--days 365] [--n 2000] [--quick]
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ import argparse
 import asyncio
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.core import db
 from bridge.core.budgets import Budget, UsageMeter
@@ -58,7 +55,10 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
     args = parser.parse_args()
+    if args.quick:
+        args.tenants, args.days, args.n = 20, 30, 200
     with tempfile.TemporaryDirectory() as tmp:
         conn = db.connect(Path(tmp) / "roost.db")
         fill(conn, args.tenants, args.days)

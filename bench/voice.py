@@ -14,7 +14,7 @@ Measured (medians of `--runs`), each through the real code:
 The transcription server's own time is excluded: it is the model's. Prints
 figures and the sum; no thresholds.
 
-Run: .venv/bin/python bench/voice.py [--runs 50]
+Run: .venv/bin/python -m bench.voice [--runs 50] [--quick]
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from telegram import Bot, Message
 
@@ -131,4 +128,6 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--quick", action="store_true", help="one run (CI: it still runs)")
+    args = parser.parse_args()
+    asyncio.run(main(1 if args.quick else args.runs))

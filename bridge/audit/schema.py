@@ -186,6 +186,7 @@ COMMANDS = frozenset(
         "yes",
         "no",
         "recall",
+        "stop",
     ]
 )
 
