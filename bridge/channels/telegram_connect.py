@@ -18,6 +18,11 @@ good answer's body to `received` (the durable inbox) before the library
 sees it: the updates are committed before the next `getUpdates` confirms
 them. When they cannot be stored, the answer is treated as a network error
 (`InboxUnavailable`): the library waits and asks again, nothing is confirmed.
+A Bot API that answers `getUpdates` at once with nothing (a proxy or an
+emulator that does not long-poll) would have the library ask again at once,
+hundreds of times a second: `EmptyPolls` spaces such answers out (50 ms,
+doubling to 1 s) and forgets the delay at the first update or the first
+answer that really waited.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -41,19 +47,51 @@ class InboxUnavailable(NetworkError):
     """Updates arrived but could not be stored: they are fetched again later."""
 
 
+class EmptyPolls:
+    """How long to wait after a `getUpdates` answer: nothing, unless the answer was
+    empty and came back quicker than `quick_s` (the server did not long-poll)."""
+
+    def __init__(self, first_s: float = 0.05, cap_s: float = 1.0, quick_s: float = 0.5) -> None:
+        self._first, self._cap, self._quick = first_s, cap_s, quick_s
+        self._next = 0.0
+
+    def after(self, empty: bool, took_s: float) -> float:
+        if not empty or took_s >= self._quick:
+            self._next = 0.0
+            return 0.0
+        self._next = min(self._cap, self._next * 2 if self._next else self._first)
+        return self._next
+
+
+def _empty(code: int, payload: bytes) -> bool:
+    """A good answer without updates (`{"ok":true,"result":[]}`, any spacing)."""
+    return code == 200 and payload.replace(b" ", b"").endswith(b'"result":[]}')
+
+
 class PollWatch(HTTPXRequest):
     """The `getUpdates` request: tells `seen(status)` of every answer and hands a
     good answer's body to `received` before the library reads it."""
 
     def __init__(
-        self, seen: Callable[[int], None], received: Callable[[bytes], None] | None = None
+        self,
+        seen: Callable[[int], None],
+        received: Callable[[bytes], None] | None = None,
+        *,
+        empty: EmptyPolls | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(connection_pool_size=1)
         self._seen = seen
         self.received = received
+        self._empty, self._sleep, self._clock = empty or EmptyPolls(), sleep, clock
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        asked = self._clock()
         code, payload = await super().do_request(*args, **kwargs)
+        wait = self._empty.after(_empty(code, payload), self._clock() - asked)
+        if wait:
+            await self._sleep(wait)
         self._seen(code)
         if code == 401:
             raise TokenRefused("Unauthorized")
