@@ -121,14 +121,7 @@ def scale(base: list[Message], queries: list[str], count: int) -> None:
         indexer.close()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="10k and 100k messages only")
-    parser.add_argument("--big", type=int, default=1_000_000)
-    args = parser.parse_args()
-    if not DEV_DIR.is_dir():
-        print(f"no dev set at {DEV_DIR}", file=sys.stderr)
-        return 1
+def quality() -> None:
     print("== evidence recall on the dev split (roost vs plain BM25, same run)")
     print(format_report(retrieval_eval(DEV_DIR)))
     print("== leave one conversation out (weights picked on the other two)")
@@ -136,6 +129,21 @@ def main() -> int:
         print(
             f"conversation {held}: recall@10 {picked:.3f} (picked elsewhere), {default:.3f} default"
         )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="10k and 100k messages only")
+    parser.add_argument("--big", type=int, default=1_000_000)
+    parser.add_argument(
+        "--scale-only", action="store_true", help="only import, size and latency figures"
+    )
+    args = parser.parse_args()
+    if not DEV_DIR.is_dir():
+        print(f"no dev set at {DEV_DIR}", file=sys.stderr)
+        return 1
+    if not args.scale_only:
+        quality()
     sets = load_set(DEV_DIR)
     base = [m for _, messages, _ in sets for m in messages]
     queries = [str(q["q"]) for _, _, questions in sets for q in questions]
