@@ -17,10 +17,10 @@ one-tap action.
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager
 import secrets
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
