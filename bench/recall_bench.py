@@ -116,7 +116,8 @@ def scale(base: list[Message], queries: list[str], count: int) -> None:
         print(
             f"{count:>9,} messages: import {rate:,.0f} msg/s ({cpu_rate:,.0f} per CPU second); "
             f"index {size / 1e6:,.1f} MB for {text / 1e6:,.1f} MB of text ({size / text:.2f}x); "
-            f"query p50 {p50:.1f} ms, p99 {p99:.1f} ms (CPU: {c50:.1f} / {c99:.1f} ms)"
+            f"query p50 {p50:.1f} ms, p99 {p99:.1f} ms (CPU: {c50:.1f} / {c99:.1f} ms); "
+            f"load {os.getloadavg()[0]:.1f}"
         )
         indexer.close()
 
