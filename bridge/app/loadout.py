@@ -19,6 +19,7 @@ from bridge.core.config import Settings
 from bridge.core.filecache import FileCache, NoCache
 from bridge.core.locks import TenantLocks
 from bridge.core.turn import PickModel
+from bridge.corrections.subjects import subject_of
 from bridge.loadout.chat_commands import AudienceCommands, PersonaCommands, ProfileCommands
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.personas import SHIPPED, Personas
@@ -93,7 +94,12 @@ def build_loadout(
     files = FileCache() if cached else NoCache()
     locks = TenantLocks()
     vault = Vault(audit, files)
-    store = MemoryStore(caps.memory_chars, caps.topic_chars, settings.memory.archive_after_days)
+    store = MemoryStore(
+        caps.memory_chars,
+        caps.topic_chars,
+        settings.memory.archive_after_days,
+        instruction_subject=subject_of,  # a feedback save supersedes one on the same subject
+    )
     memory = Memory(store, audit, vault.values, locks)
     profile = Profile(caps.profile_chars, audit, locks)
     personas = Personas(persona_dirs(settings), files)  # a reload sets them again (app.live)

@@ -3,8 +3,10 @@
 Streams the file into the tenant's recall index (bridge.recall.importer) with
 a progress bar on a terminal (bytes read, messages so far), then prints the
 summary: conversations, messages, added, already there, not indexed, and
-each skipped line or conversation by number. May run beside the daemon (the
-index is a WAL SQLite file; each batch is one short transaction). Records
+each skipped line or conversation by number, then how many memory
+proposals (facts the person stated about themselves) wait for them in a chat
+(`/memory proposals`; nothing is saved as a note without their yes). May
+run beside the daemon (the index is a WAL SQLite file; each batch is one short transaction). Records
 `history.imported` (counts only). Exit 0, or 2 when the file cannot be read
 or is not the format asked for. With `[llm.embeddings]` on, the new messages'
 vectors are computed after the summary (with their own progress bar); when
@@ -26,6 +28,9 @@ from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.llm.embeddings import EmbeddingsClient, embeddings_client
 from bridge.loadout.vault import Vault
+from bridge.memory.files import Topic
+from bridge.memory.proposals import ProposalBox
+from bridge.memory.store import MemoryStore
 from bridge.recall.backfill import Backfill
 from bridge.recall.embedder import EmbedError
 from bridge.recall.formats import FORMATS
@@ -66,7 +71,12 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     print(f"imported {path.name} into tenant {args.tenant}:")
     for line in summary.lines():
         print(line)
-    print("Nothing was saved as a memory note; ask in a chat to keep something (/remember).")
+    offered = ProposalBox(dirs.memory).offer(summary.facts.values(), _topics(dirs))
+    waiting = len(ProposalBox(dirs.memory).waiting())
+    print(
+        f"Nothing was saved as a memory note. {len(offered)} new memory proposals "
+        f"({waiting} waiting in all): /memory proposals in a chat shows them to keep or decline."
+    )
     client = embeddings_client(settings.llm)
     if client is not None:
         try:
@@ -89,6 +99,11 @@ async def _vectors(client: EmbeddingsClient, dirs: TenantDirs, batch: int) -> in
     finally:
         await backfill.aclose()
         await client.aclose()
+
+
+def _topics(dirs: TenantDirs) -> list[Topic]:
+    """The tenant's topics (read only: the caps play no part in reading)."""
+    return MemoryStore(0, 0).topics(dirs)
 
 
 def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:

@@ -28,7 +28,7 @@ from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.llm.embeddings import embeddings_client
-from bridge.recall.evaluate import DEV_DIR, format_report, retrieval_eval
+from bridge.recall.evaluate import DEV_DIR, OWN_DIR, format_report, retrieval_eval
 from bridge.recall.index import index_path
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import MAX_K, Hit
@@ -114,6 +114,12 @@ async def _audit(settings: Settings, tenant: str, chars: int, k: int, hits: int,
 
 def eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=DEV_DIR, help="conv-N.jsonl + questions-N.jsonl")
+    p.add_argument(
+        "--own",
+        type=Path,
+        default=OWN_DIR,
+        help="roost's own knowledge-update and temporal cases, reported separately",
+    )
     p.add_argument("--answer", action="store_true", help="also answer each question (a model)")
     p.add_argument("--limit", type=int, default=0, help="--answer: at most N questions")
 
@@ -123,6 +129,9 @@ def run_recall_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost recall-eval: {args.dir} is not a directory", file=sys.stderr)
         return 2
     print(format_report(retrieval_eval(args.dir)))
+    if args.own.is_dir() and args.own.resolve() != args.dir.resolve():
+        print(f"== own cases ({args.own.name}: knowledge updates and time; see SOURCE.md)")
+        print(format_report(retrieval_eval(args.own)))
     if args.answer:
         if settings.llm.provider == "offline":
             print("roost recall-eval --answer: no model configured (ROOST_LLM__*)", file=sys.stderr)

@@ -5,6 +5,10 @@ last memory change of this tenant (recorded in the journal before it was made).
 `/memory tidy` asks the chat's model to merge and drop topics and shows the
 proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
 meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
+`/memory proposals` shows what an import proposes to remember (facts the
+person stated about themselves, `bridge.memory.proposals`), each with
+actions to keep it (`/memory keep <id>`, saved as the person's own note) or
+decline it (`/memory decline <id|all>`).
 """
 
 from __future__ import annotations
@@ -25,15 +29,19 @@ from bridge.memory.files import (
     slug,
     usage_label,
 )
+from bridge.memory.proposals import ProposalBox
 from bridge.memory.service import Memory
 from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
 from bridge.memory.tidy import HOW_TO_FREE, Consolidator
 from bridge.screening.unicode_clean import clean
-from bridge.types.messages import Final
+from bridge.types.messages import Action, Final
 
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
 ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
-USAGE = "/memory [list [--all] | show <name> [--history] | rm <name> | undo | stats | tidy [id]]"
+USAGE = (
+    "/memory [list [--all] | show <name> [--history] | rm <name> | undo | stats | tidy [id] | "
+    "proposals | keep <id> | decline <id|all>]"
+)
 
 
 def _who(topic: Topic) -> str:
@@ -98,6 +106,9 @@ class MemoryCommands:
             "undo": self._undo,
             "stats": self._stats,
             "tidy": self._tidy_up,
+            "proposals": self._proposals,
+            "keep": self._keep,
+            "decline": self._decline,
         }
 
     def commands(self) -> Iterable[Command]:
@@ -205,6 +216,58 @@ class MemoryCommands:
         if rest:
             return await self._tidy.apply(ctx.dirs, ctx.inbound, rest.split()[0])
         return await self._tidy.propose(ctx.dirs, ctx.inbound)
+
+    async def _proposals(self, ctx: CommandContext, rest: str) -> str | Final:
+        waiting = ProposalBox(ctx.dirs.memory).waiting()
+        if not waiting:
+            return "No memory proposals wait. (An import proposes facts you stated about yourself.)"
+        lines = [f"{len(waiting)} memory proposals from your imported conversations:"]
+        actions: list[Action] = []
+        for p in waiting:
+            lines.append(f"• {p.id}: {p.name}: {p.description}")
+            actions.append(Action(f"Keep {p.id}", f"/memory keep {p.id}"))
+        lines.append("/memory keep <id> saves one as your note; /memory decline <id|all> drops.")
+        actions.append(Action("Decline all", "/memory decline all"))
+        return Final("\n".join(lines), "command", actions=tuple(actions))
+
+    async def _keep(self, ctx: CommandContext, rest: str) -> str | Final:
+        if not rest:
+            raise UsageError("Which one? /memory keep <id> (/memory proposals lists them)")
+        box = ProposalBox(ctx.dirs.memory)
+        proposal = box.take(rest.split()[0])
+        if proposal is None:
+            return f"No memory proposal {rest.split()[0]!r} waits. /memory proposals"
+        inbound = ctx.inbound
+        prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
+        try:
+            result = await self._memory.save(
+                ctx.dirs,
+                proposal.name,
+                "user",
+                proposal.description,
+                proposal.content,
+                prov,
+                ctx.now,
+            )
+        except MemoryFull:
+            box.put_back(proposal)
+            return await self.full(
+                ctx, f"Not kept yet: memory is full {self._memory.usage(ctx.dirs)}."
+            )
+        except MemoryRefused as exc:
+            return str(exc)
+        label = usage_label(result.used, result.cap)
+        return f"Kept as {result.topic.name!r} {label}. /memory undo reverts it."
+
+    async def _decline(self, ctx: CommandContext, rest: str) -> str:
+        box, pid = ProposalBox(ctx.dirs.memory), rest.split()[0] if rest else ""
+        if pid.lower() == "all":
+            return f"Declined {box.clear()} memory proposals; nothing was stored."
+        if not pid:
+            raise UsageError("Which one? /memory decline <id|all>")
+        if box.take(pid) is None:
+            return f"No memory proposal {pid!r} waits. /memory proposals"
+        return "Declined; nothing was stored."
 
     async def full(self, ctx: CommandContext, lead: str) -> Final:
         """The reply to a save that met a full memory: a tidy-up proposal when possible."""

@@ -1,6 +1,7 @@
 """A topic's earlier versions: what a save replaced, with where it came from.
 
-When a save replaces a topic about the same subject (the same name), the old
+When a save replaces a topic about the same subject (the same name, or
+another name with the same subject key: `MemoryStore.save`), the old
 version is appended to `memory/.history/<slug>.jsonl` — name, type,
 description, content, its provenance (created, updated, by, channel, chat,
 msg_id) and when it was replaced — before the new one is written. The file
@@ -37,9 +38,10 @@ def body_hash(topic: Topic) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def append(memory_dir: Path, old: Topic, now: float) -> None:
-    """Keep `old` as the newest earlier version of its topic (fsynced)."""
-    path = history_path(memory_dir, old.name)
+def append(memory_dir: Path, old: Topic, now: float, under: str = "") -> None:
+    """Keep `old` as the newest earlier version of its topic, or of the topic named
+    `under` when a save under another name superseded it (fsynced)."""
+    path = history_path(memory_dir, under or old.name)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     record = {
         "name": old.name,

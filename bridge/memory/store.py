@@ -2,7 +2,13 @@
 
 `MemoryStore` does the file work (synchronous, under an flock of the tenant's
 memory directory): save (same name updates, never duplicates), read, delete
-and undo. Every change is journalled before it is made and the index is
+and undo. A save about a subject another topic of the same type already
+holds under another name supersedes it (`subject_key`: a `user` topic's fact
+subject from `memory.facts`, a `feedback` topic's instruction subject from
+the injected `instruction_subject`, both read from the index line): the old
+topic's file goes, its last version is kept in the new topic's history, the
+index shows only the new one. Archived topics (out of the index) do not
+count against the memory cap. Every change is journalled before it is made and the index is
 regenerated atomically from the topic files after it. What is stored is
 NFKC text without hidden code points (`unicode_clean.clean`). The async face the
 tools and commands use is `bridge.memory.service.Memory`.
@@ -20,6 +26,7 @@ from bridge.core.atomic import remove, write_text
 from bridge.core.locks import file_lock
 from bridge.memory import history, journal, usage
 from bridge.memory.consolidate import Plan, index_fingerprint, planned_topics
+from bridge.memory.facts import fact_subject
 from bridge.memory.files import (
     INDEX_NAME,
     MemoryInputError,
@@ -70,9 +77,11 @@ class MemoryStore:
         topic_cap: int,
         archive_after_days: int = 90,
         clock: Callable[[], float] = time.time,
+        instruction_subject: Callable[[str], str] | None = None,
     ) -> None:
         self.memory_cap = memory_cap
         self.topic_cap = topic_cap
+        self._instruction_subject = instruction_subject
         self.archive_after_days = archive_after_days
         self._clock = clock
 
@@ -113,7 +122,26 @@ class MemoryStore:
         return None
 
     def used(self, dirs: TenantDirs) -> int:
-        return usage_chars(t.index_line() for t in self.topics(dirs))
+        """Characters of the index as it is now (archived topics are not in it)."""
+        topics = self.topics(dirs)
+        resting = {t.name for t in self.archived(dirs, topics, self._clock())}
+        return usage_chars(t.index_line() for t in topics if t.name not in resting)
+
+    def subject_key(self, type_: str, description: str) -> str:
+        """What a topic is about, from its index line ('' when unknown: never superseded)."""
+        if type_ == "user":
+            return fact_subject(description)
+        if type_ == "feedback" and self._instruction_subject is not None:
+            return self._instruction_subject(description)
+        return ""
+
+    def _same_subject(self, others: list[Topic], type_: str, description: str) -> list[Topic]:
+        key = self.subject_key(type_, description)
+        if not key:
+            return []
+        return [
+            t for t in others if t.type == type_ and self.subject_key(t.type, t.description) == key
+        ]
 
     # -- writing --------------------------------------------------------------------------
     def save(
@@ -133,10 +161,14 @@ class MemoryStore:
             old_path = self._path_of(dirs, name)
             old = _read_topic(old_path) if old_path is not None else None
             others = [t for t in self.topics(dirs) if slug(t.name) != slug(name)]
-            entries = [t.index_line() for t in others] + [index_line(name, type_, description)]
+            stale = self._same_subject(others, type_, description)
+            resting = {t.name for t in self.archived(dirs, others, now)}
+            others = [t for t in others if t not in stale]
+            shown = [t for t in others if t.name not in resting]
+            entries = [t.index_line() for t in shown] + [index_line(name, type_, description)]
             used = usage_chars(entries)
             if used > self.memory_cap:
-                raise MemoryFull(_full_message(others, used, self.memory_cap, name))
+                raise MemoryFull(_full_message(shown, used, self.memory_cap, name))
             meta = {
                 "created": old.meta.get("created", iso(now)) if old else iso(now),
                 "updated": iso(now),
@@ -150,6 +182,8 @@ class MemoryStore:
             before = {new_path.name: _text(new_path)}
             if old_path is not None and old_path != new_path:
                 before[old_path.name] = _text(old_path)
+            for t in stale:
+                before[t.filename] = _text(mdir / t.filename)
             journal.record(mdir, journal.Change("save", topic.name, type_, now, before))
             replaced = old is not None and (old.description, old.content) != (
                 topic.description,
@@ -157,11 +191,17 @@ class MemoryStore:
             )
             if replaced and old is not None:  # the earlier version stays in the history
                 history.append(mdir, old, now)
+            for t in stale:  # another name, the same subject: its history is the new topic's
+                history.append(mdir, t, now, under=topic.name)
             write_text(new_path, render_topic(topic))
             if old_path is not None and old_path != new_path:
                 remove(old_path)
+            for t in stale:
+                if t.filename != new_path.name:
+                    remove(mdir / t.filename)
             self._write_index(dirs, now)
-            return SaveResult(topic, old is None, used, self.memory_cap, old if replaced else None)
+            gone = old if replaced else (stale[0] if stale else None)
+            return SaveResult(topic, old is None and not stale, used, self.memory_cap, gone)
 
     def delete(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
         mdir = _mdir(dirs)

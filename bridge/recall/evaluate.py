@@ -41,7 +41,15 @@ DEV_DIR = (
     / "eval"
     / "locomo-dev"
 )
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "knowledge-upd",  # roost's own cases (bench/longmem): the newest statement of a fact
+    6: "temporal-own",  # roost's own cases: when, which first, how long between
+}
+OWN_DIR = _ROOT / "bench" / "longmem"  # roost's own LongMemEval-style cases (a checkout only)
 KS = (5, 10)
 
 Ranker = Callable[[str, int], list[str]]  # query, k -> message ids, best first
@@ -133,6 +141,8 @@ def format_report(report: Report) -> str:
     lines = ["category          n   roost@5 roost@10   bm25@5 bm25@10"]
     for cat, label in [*CATEGORIES.items(), (None, "all")]:
         r, b = report.roost, report.bm25
+        if not r.count(cat):
+            continue  # a category the set does not have
         lines.append(
             f"{label:<15} {r.count(cat):>4}   {r.mean(5, cat):.3f}   {r.mean(10, cat):.3f}"
             f"    {b.mean(5, cat):.3f}   {b.mean(10, cat):.3f}"

@@ -8,8 +8,12 @@ conversation and id, so importing the same file again adds nothing. The
 `Summary` counts conversations, messages read, added, already known,
 refused (a credential in the text) and skipped items, naming where each
 skipped item was (line or conversation number) and why.
-Nothing imported becomes a memory note: the index is searchable (`recall`),
-and memory notes are written only by the person or the model in a chat.
+Nothing imported becomes a memory note by itself: the sentences in which the
+person stated a fact about themselves (`bridge.memory.facts`, the person's own
+messages only, the newest per subject) are kept in `Summary.facts`, each
+screened and masked through the same door as the index (a sentence with a
+credential is dropped); `roost import` offers them as memory proposals the
+person keeps or declines in a chat (`bridge.memory.proposals`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from bridge.memory.facts import stated_facts
+from bridge.memory.proposals import Candidate, newest
 from bridge.recall.formats import Progress, Skipped, Started, read
 from bridge.recall.index import Message
 from bridge.recall.indexer import Indexer
@@ -35,6 +41,7 @@ class Summary:
     known: int = 0
     refused: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    facts: dict[str, Candidate] = field(default_factory=dict)  # subject -> newest statement
 
     def lines(self) -> list[str]:
         out = [
@@ -91,8 +98,20 @@ def import_stream(
         else:
             summary.messages += 1
             batch.append(item)
+            if item.role == "user":
+                newest(_candidates(item), summary.facts)
             if len(batch) >= BATCH:
                 flush()
     if batch:
         flush()
+    screened = {}
+    for subject, c in summary.facts.items():
+        text = indexer.clean(dirs, c.sentence)
+        if text is not None and text.strip():
+            screened[subject] = Candidate(c.subject, text, c.at_ms, c.conversation)
+    summary.facts = screened
     return summary
+
+
+def _candidates(m: Message) -> list[Candidate]:
+    return [Candidate(k, s, m.at_ms, m.conversation) for k, s in stated_facts(m.text)]

@@ -7,8 +7,11 @@ contentless FTS5 table (unicode61 over the pre-stemmed terms of
 `bridge.recall.terms`) whose rowid is the message's. A file per tenant: one
 tenant's search cannot reach another's rows, `roost forget` removes it with
 the tenant's tree, backup copies it as it copies every SQLite file.
-A message is known by (conversation, id): adding it again adds nothing, so an
-import can be run twice. Deleting (retention, `delete_before`) removes the
+A message is known by (conversation, id), a unique index over the two
+(`messages_ident`): adding it again adds nothing, so an import can be run
+twice. Files made before it carry a 64-bit hash of the two in a `key` column
+with its own unique index instead, and keep it (`keyed`); the new form is
+about 0.07x the text smaller. Deleting (retention, `delete_before`) removes the
 terms with FTS5's 'delete' command, re-deriving them from the stored text.
 Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 """
@@ -36,7 +39,6 @@ SCHEMA = (
     )""",
     """CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY,
-        key INTEGER NOT NULL UNIQUE,
         conv INTEGER NOT NULL,
         msg_id TEXT NOT NULL,
         role TEXT NOT NULL,
@@ -49,6 +51,15 @@ SCHEMA = (
         body, who, content='', tokenize='unicode61 remove_diacritics 2'
     )""",
 )
+
+
+IDENT = "CREATE UNIQUE INDEX IF NOT EXISTS messages_ident ON messages (conv, msg_id)"
+
+
+def keyed(conn: sqlite3.Connection) -> bool:
+    """True for an index file made before the identity index: its messages carry a
+    64-bit `key` (a hash of conversation and id) with a unique index of its own."""
+    return any(row[1] == "key" for row in conn.execute("PRAGMA table_info(messages)"))
 
 
 def index_path(dirs: TenantDirs) -> Path:
@@ -83,6 +94,14 @@ class Row:
     text: str
 
 
+_INSERT = (
+    "INSERT OR IGNORE INTO messages (conv, msg_id, role, name, at_ms, source, text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_KEYED = (
+    "INSERT OR IGNORE INTO messages (key, conv, msg_id, role, name, at_ms, source, text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _COLUMNS = "m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text"
 _FROM = "messages m JOIN conversations c ON c.id = m.conv"
 
@@ -118,6 +137,8 @@ def open_index(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA busy_timeout=30000")
     for statement in (*SCHEMA, *VECTOR_SCHEMA):
         conn.execute(statement)
+    if not keyed(conn):  # a file made before keeps its `key` column and index
+        conn.execute(IDENT)
     return conn
 
 
@@ -126,6 +147,7 @@ class RecallIndex:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._keyed = keyed(conn)
 
     @classmethod
     def open(cls, path: Path) -> RecallIndex:
@@ -145,11 +167,11 @@ class RecallIndex:
                 conv = convs.get(m.conversation)
                 if conv is None:
                     conv = convs[m.conversation] = self._conversation(m.conversation)
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO messages (key, conv, msg_id, role, name, at_ms, "
-                    "source, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (message_key(m), conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text),
-                )
+                row = (conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text)
+                if self._keyed:
+                    cur = conn.execute(_INSERT_KEYED, (message_key(m), *row))
+                else:
+                    cur = conn.execute(_INSERT, row)
                 if cur.rowcount != 1:
                     continue
                 conn.execute(

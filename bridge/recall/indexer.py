@@ -118,27 +118,42 @@ class Indexer:
         for index in opened + readers:
             index.close()
 
-    def clean(self, dirs: TenantDirs, text: str, screened: bool = False) -> str | None:
+    def clean(
+        self,
+        dirs: TenantDirs,
+        text: str,
+        screened: bool = False,
+        mask: Callable[[str], str] | None = None,
+    ) -> str | None:
         """The text as it may be stored, or None when it must not be (a credential in it).
 
-        `screened`: the text was part of a group the screen found nothing in."""
+        `screened`: the text was part of a group the screen found nothing in;
+        `mask`: the tenant's mask step, looked up once for a batch (`_batch_mask`)."""
         text = text[:MAX_TEXT]
         if not screened and self._screen(text):
             return None
+        if mask is not None:
+            return mask(text)
         if self._mask is None:
             return text
         return self._mask(dirs, text)
+
+    def _batch_mask(self, dirs: TenantDirs) -> Callable[[str], str] | None:
+        """The mask step for one batch: a mask with `bind` (the vault's) is looked up once."""
+        bind = getattr(self._mask, "bind", None)
+        return bind(dirs) if callable(bind) else None
 
     def admit(self, dirs: TenantDirs, messages: Iterable[Message]) -> Admitted:
         """Screen, mask and store `messages` in one transaction."""
         kept: list[Message] = []
         refused = 0
         batch = list(messages)
+        mask = self._batch_mask(dirs)
         for start in range(0, len(batch), GROUP):
             group = batch[start : start + GROUP]
             screened = _screened_together(self._screen, group)
             for m in group:
-                text = self.clean(dirs, m.text, screened=screened)
+                text = self.clean(dirs, m.text, screened=screened, mask=mask)
                 if text is None:
                     refused += 1
                 elif text.strip():

@@ -37,9 +37,23 @@ class Wired:
     backfill: Backfill | None = None
 
 
-def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> Callable[[TenantDirs, str], str]:
+class VaultMask:
+    """The indexer's mask step from the vault's per-tenant masker; `bind(dirs)` looks the
+    masker up once for a batch (the lookup stats the vault's files)."""
+
+    def __init__(self, masker_of: Callable[[TenantDirs], TextMask]) -> None:
+        self._masker_of = masker_of
+
+    def __call__(self, dirs: TenantDirs, text: str) -> str:
+        return self._masker_of(dirs).mask(text)
+
+    def bind(self, dirs: TenantDirs) -> Callable[[str], str]:
+        return self._masker_of(dirs).mask
+
+
+def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> VaultMask:
     """The indexer's mask step from the vault's per-tenant masker."""
-    return lambda dirs, text: masker_of(dirs).mask(text)
+    return VaultMask(masker_of)
 
 
 def build_recall(
