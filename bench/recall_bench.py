@@ -10,7 +10,8 @@
    index size against the text it holds, and one query's latency p50/p99 at
    10k and at 1M messages (synthetic: the dev messages repeated with
    shuffled words and fresh conversation ids; `--quick`, for CI, runs 2k
-   messages and no leave-one-out). Latency is timed over the dev questions, one thread; wall time and
+   messages and no leave-one-out). Latency is timed over the dev questions,
+   one thread; wall time and
    the thread's CPU time are both printed (on a shared machine the CPU time
    is what one free core would take).
 
