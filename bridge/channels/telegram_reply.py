@@ -3,7 +3,9 @@
 Typing once the turn has worked for a moment, streamed drafts with a Stop
 button as the answer grows (`bridge.channels.telegram_stream`), the final
 text, then files, buttons and a spoken answer; a short answer is one
-`sendMessage`. A press of an "in place" button (`in_place`: the message
+`sendMessage`. A message that waits behind the chat's running answer gets a
+👀 reaction at once, taken back when its answer starts
+(`bridge.channels.telegram_ack`). A press of an "in place" button (`in_place`: the message
 it sits on) shows its answer in that message instead of a new one. With
 the outbox wired (`undelivered`), the final text gets
 one attempt per Telegram call: when that fails it goes into the outbox (key
@@ -31,10 +33,11 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from telegram import Bot
 
+from bridge.channels.telegram_ack import Ack
 from bridge.channels.telegram_actions import STOP_KEYS, attach, typed
 from bridge.channels.telegram_files import send_files
 from bridge.channels.telegram_render import Rendered
@@ -111,12 +114,24 @@ class TelegramReply:
         self.on_settled: Callable[[], None] | None = None  # told the moment it settles
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
+        self._ack = Ack(bot, chat_id, inbound.msg_id)  # 👀 while it waits for its turn
 
-    def working(self) -> Typing:
+    def queued(self, ahead: int) -> None:
+        """The message waits behind its chat's running answer: a reaction says so now."""
+        self._ack.queued(ahead)
+
+    @contextlib.asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
         timing = self._timing
-        return Typing(
-            self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
-        )
+        clearing = self._ack.clear()  # its turn came: the waiting reaction goes
+        try:
+            async with Typing(
+                self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
+            ):
+                yield
+        finally:
+            if clearing is not None:
+                await asyncio.wait({clearing})
 
     async def delta(self, piece: str) -> None:
         await self._stream.on_delta(piece)
@@ -215,6 +230,7 @@ class TelegramReply:
         """The turn ended without a reply (cancelled at shutdown): a draft that
         shows part of an answer gets the notice instead of keeping its cursor.
         Nothing happens once the final text was delivered or kept."""
+        self._ack.cancel()
         if self.settled:
             return
         await self._stream.abort()

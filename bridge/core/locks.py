@@ -53,6 +53,11 @@ class KeyedLocks(Generic[K]):
             if entry.users == 0:
                 del self._entries[key]
 
+    def users(self, key: K) -> int:
+        """How many tasks hold or wait for `key` now (0: a new holder goes at once)."""
+        entry = self._entries.get(key)
+        return entry.users if entry is not None else 0
+
     def __len__(self) -> int:
         """How many keys are held or waited for right now."""
         return len(self._entries)

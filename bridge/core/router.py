@@ -11,7 +11,9 @@ calls `handle` and sends the returned `Final`; a push channel calls `answer`
 with a `Reply`, which the core drives (working, delta, send) while the
 chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs. A command marked `immediate` (`/stop`) runs at
+attach to it while it runs. A message that has to wait for its chat's
+earlier ones is acknowledged at once through a reply that can (`Queued`:
+Telegram reacts to it). A command marked `immediate` (`/stop`) runs at
 once beside the chat's running answer instead of after it. Every reply to an admitted message leaves
 through the tenant's masker (`masks`), commands' replies included, and so
 does the question a running turn shows to an attaching page.
@@ -42,7 +44,7 @@ from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import DeltaSink, Final, Inbound, Reply
+from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -205,6 +207,9 @@ class Core:
             if final.kind != "silent":
                 await reply.send(final)
             return final
+        ahead = self.locks.users(key)
+        if ahead and isinstance(reply, Queued):  # acknowledged now, answered in turn
+            acknowledge(reply, ahead)
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
@@ -294,6 +299,14 @@ class Core:
     async def _emit_command(self, tenant: str, inbound: Inbound, name: str, outcome: str) -> None:
         details = {"name": name, "outcome": outcome, "channel": inbound.channel}
         await self._audit.emit("command.run", tenant, details)
+
+
+def acknowledge(reply: Queued, ahead: int) -> None:
+    """Tell a channel its message waits behind `ahead` others; a failure is only logged."""
+    try:
+        reply.queued(ahead)
+    except Exception:
+        log.exception("acknowledging a queued message failed")
 
 
 def masked(final: Final, mask: OutputMask) -> Final:

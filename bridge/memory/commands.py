@@ -1,7 +1,9 @@
 """Chat commands for memory: /memory (list, show, rm, undo, stats, tidy), /remember.
 
 `/memory rm` has the aliases `forget` and `delete`. `/memory undo` reverts the
-last memory change of this tenant (recorded in the journal before it was made).
+last memory change of this tenant (recorded in the journal before it was made);
+`/memory undo <name>` only when that change is of topic <name> (the undo button
+under a "📝 Saved to memory" marker, pressed after a later change, reverts nothing).
 `/memory tidy` asks the chat's model to merge and drop topics and shows the
 proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
 meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
@@ -39,8 +41,8 @@ from bridge.types.messages import Action, Final
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
 ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
 USAGE = (
-    "/memory [list [--all] | show <name> [--history] | rm <name> | undo | stats | tidy [id] | "
-    "proposals | keep <id> | decline <id|all>]"
+    "/memory [list [--all] | show <name> [--history] | rm <name> | undo [name] | stats | "
+    "tidy [id] | proposals | keep <id> | decline <id|all>]"
 )
 
 
@@ -184,7 +186,15 @@ class MemoryCommands:
         return f"Forgot {topic.name!r}. /memory undo brings it back."
 
     async def _undo(self, ctx: CommandContext, rest: str) -> str:
-        change = await self._memory.undo(ctx.dirs)
+        change = await self._memory.undo(ctx.dirs, rest or None)
+        if change is None and rest:  # a marker's undo button pressed after a later change
+            last = journal.peek(ctx.dirs.memory)
+            if last is None:
+                return "Nothing to undo."
+            return (
+                f"{rest!r} is not the latest memory change ({last.op} {last.name!r} is); "
+                "/memory undo reverts the latest, one at a time."
+            )
         if change is None:
             return "Nothing to undo."
         ops = {"save": "saving", "delete": "deleting", "consolidate": "the tidy-up"}

@@ -119,9 +119,9 @@ class Memory:
             )
         return topic
 
-    async def undo(self, dirs: TenantDirs) -> journal.Change | None:
+    async def undo(self, dirs: TenantDirs, only: str | None = None) -> journal.Change | None:
         async with self._locks.hold(dirs.root, "memory"):
-            change = self.store.undo(dirs)
+            change = self.store.undo(dirs, only)
         if change is not None:
             await self._audit.emit(
                 "memory.undone",

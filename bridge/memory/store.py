@@ -224,9 +224,13 @@ class MemoryStore:
             self._write_index(dirs, now)
             return topic
 
-    def undo(self, dirs: TenantDirs) -> journal.Change | None:
+    def undo(self, dirs: TenantDirs, only: str | None = None) -> journal.Change | None:
+        """Revert the newest change; with `only`, just when it is a change of that topic."""
         mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
+            last = journal.peek(mdir)
+            if only is not None and (last is None or last.name != only):
+                return None
             change = journal.pop(mdir)
             if change is None:
                 return None

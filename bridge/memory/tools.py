@@ -6,6 +6,9 @@ as tool errors that say what to do; nothing is written then, and the refused
 arguments go to `TurnContext.refused`, so the turn stores their secrets masked. A save that
 meets a full memory also ends the reply with a notice and a "Tidy up memory"
 action (`/memory tidy`: the chat's model proposes merges, the person applies).
+A save that succeeds ends the reply with a marker ("📝 Saved to memory: name")
+and an "↩ Undo memory" action (`/memory undo <name>`: reverts it while it is
+the newest memory change), so the person knows, on every channel.
 """
 
 from __future__ import annotations
@@ -65,6 +68,19 @@ DELETE = _by_name(
 )
 
 
+def undo_action(name: str) -> Action:
+    """The one-tap undo of a save: reverts it while it is the newest memory change."""
+    return Action(f"↩ Undo memory {name!r}", f"/memory undo {name}")
+
+
+def marked(turn: TurnContext, name: str, created: bool) -> None:
+    """A saved memory shows under the answer ("📝 Saved to memory: name") with its undo."""
+    turn.notices.append(f"📝 {'Saved to' if created else 'Updated'} memory: {name}")
+    undo = undo_action(name)
+    if undo not in turn.actions:
+        turn.actions.append(undo)
+
+
 def _str(args: Mapping[str, Any], key: str) -> str:
     value = args.get(key)
     if not isinstance(value, str):
@@ -107,6 +123,7 @@ class MemoryTools:
             turn.refused.extend(v for v in args.values() if isinstance(v, str))
             raise ToolError(str(exc)) from None
         verb = "saved new" if result.created else "updated"
+        marked(turn, result.topic.name, result.created)
         return (
             f"{verb} memory {result.topic.name!r} ({result.topic.type}, "
             f"{len(result.topic.content):,} characters). Index now "

@@ -3,7 +3,9 @@
 `schedule_create` validates exactly as `/remind` and `/every` do (same parser,
 zone, limits; `Planner`) and schedules for the chat of the current turn. Its
 result is the confirmation with the job id, which the model is told to pass
-on, so the person always hears what was scheduled. Refusals come back as tool
+on, so the person always hears what was scheduled; the reply also ends with a
+marker ("⏰ Scheduled: … (id …)") and an "↩ Undo job" action (`/job rm <id>`).
+Refusals come back as tool
 errors that say what to change.
 """
 
@@ -16,6 +18,7 @@ from bridge.schedule.commands import preview, recurrence
 from bridge.schedule.planning import Planner, Refused, Target, local
 from bridge.schedule.when_echo import stamp
 from bridge.types.backend import ToolSchema
+from bridge.types.messages import Action
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 
 CREATE = ToolSchema(
@@ -101,6 +104,9 @@ class ScheduleTools:
                 done = await planner.once(target, at, text, now, kind)
         except Refused as exc:
             raise ToolError(exc.message) from None
+        job = done.job  # a marker under the answer, with a one-tap undo
+        turn.notices.append(f"⏰ Scheduled: {preview(job)} (id {job.id})")
+        turn.actions.append(Action(f"↩ Undo job {job.id}", f"/job rm {job.id}"))
         return f"Scheduled. Tell the person: {done.reply}"
 
     async def list_jobs(self, args: Mapping[str, Any], turn: TurnContext) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 AttachmentKind = Literal["voice", "audio", "photo", "document"]
 
@@ -130,6 +130,16 @@ class Reply(Protocol):
     async def send(self, final: Final) -> None:
         """Deliver the reply; never called for a `silent` one. Awaited while the
         chat's lock is held, so the replies of one chat go out in order."""
+
+
+@runtime_checkable
+class Queued(Protocol):
+    """A reply that can acknowledge at once a message that waits behind its chat's
+    running answer (Telegram: a reaction on the person's message)."""
+
+    def queued(self, ahead: int) -> None:
+        """Told (without waiting) when the message joins its chat's queue: `ahead`
+        answers or commands hold or wait for the chat before it. Never raises."""
 
 
 Answer = Callable[[Inbound, Reply], Awaitable[Final]]

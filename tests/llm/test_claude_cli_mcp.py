@@ -98,7 +98,7 @@ async def test_claude_code_calls_roosts_own_and_saved_tools_of_the_turn(
 
     assert final.kind == "answer", final.text
     assert final.text.startswith("The tool said: saved new memory 'tea' (user, 37 characters)")
-    assert final.text.endswith(' | {"total": 7.75}')
+    assert final.text.endswith(' | {"total": 7.75}\n\n📝 Saved to memory: tea')  # the marker
     assert "".join(pieces) == final.text  # streamed to the person as it came
     first, second = calls(bin_dir)
     argv = first["argv"]

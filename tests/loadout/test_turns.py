@@ -25,7 +25,7 @@ async def test_write_during_turn_shows_from_next_turn_only(
 ) -> None:
     roost = await make_roost(settings, [("memory_save", SAVE)], "Noted.", "Hi again")
     final = await roost.core.handle(inbound("I have a cat named Miso"))
-    assert final.text == "Noted."
+    assert final.text == "Noted.\n\n📝 Saved to memory: pet"  # with its marker
     first, second = roost.backend.requests[0], roost.backend.requests[1]
     assert first.system == second.system and "Miso" not in second.system
     assert "saved new memory 'pet'" in second.messages[-1].content

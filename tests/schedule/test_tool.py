@@ -29,9 +29,9 @@ async def test_the_model_schedules_a_reminder_and_is_told_to_confirm(berlin: Roo
     args = {"when": "tomorrow 18:00", "text": "water the plants"}
     backend = script(berlin, [("schedule_create", json.dumps(args))], "Done, I will remind you.")
     reply = await say(berlin, "remind me to water the plants tomorrow evening")
-    assert reply == "Done, I will remind you."
     assert {"schedule_create", "schedule_list"} <= {t.name for t in backend.requests[0].tools}
     (job,) = berlin.schedule.jobs.list_jobs("local", "web", "c1")
+    assert reply == f"Done, I will remind you.\n\n⏰ Scheduled: water the plants (id {job.id})"
     assert (job.kind, job.payload, job.spec) == ("reminder", "water the plants", "")
     assert job.next_run_ms == ms_at("Europe/Berlin", 2027, 1, 16, 18, 0)
     assert tool_results(backend) == [

@@ -130,7 +130,8 @@ async def test_a_busy_daemon_keeps_every_file_private(home: Path, fake: FakeOpen
             r = await http.post("/api/chat", json={"text": text}, headers=auth)
             replies.append((await r.json())["reply"])
         try:
-            assert replies[0] == "noted" and replies[2].startswith("made add"), replies
+            assert replies[0] == "noted\n\n📝 Saved to memory: trip", replies
+            assert replies[2].startswith("made add"), replies
             assert "Saved me.add" in replies[3] and replies[4] == "it is 5", replies
             names, topics = inventory(home)
             made = {"roost.db", "roost.db-wal", "roost.db-shm", "chain.jsonl", "web-token"}

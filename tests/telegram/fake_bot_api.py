@@ -6,7 +6,9 @@ objects, lists and numbers) to `/bot{token}/{method}` and expects
 "parameters"?}`. Implemented: getMe, getUpdates (long polling with offsets;
 waiting polls wake on a new update and on shutdown), sendMessage,
 editMessageText, deleteMessage, sendChatAction, setMyCommands,
-deleteWebhook, setWebhook, getWebhookInfo, editMessageReplyMarkup and
+deleteWebhook, setWebhook, getWebhookInfo, setMessageReaction (on a message
+a person sent, one emoji of the published list; `fake.reaction(chat, msg)`),
+editMessageReplyMarkup and
 answerCallbackQuery (`push_callback` delivers a button press as a
 `callback_query` update; `Sent.reply_markup` holds a message's inline
 keyboard, from sendMessage or editMessageReplyMarkup), and sendDocument as a
@@ -72,9 +74,21 @@ JSON_KEYS = frozenset(
         "link_preview_options",
         "reply_markup",
         "scope",
+        "reaction",
     }
 )
 INT_KEYS = frozenset({"offset", "limit", "timeout", "message_id", "max_connections"})
+# ReactionTypeEmoji.emoji: the emoji a bot may react with (core.telegram.org/bots/api)
+_PUBLISHED = (
+    "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢"
+    " 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳"
+    " ❤\u200d🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓"
+    " 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨\u200d💻 👀 🎃 🙈"
+    " 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿"
+    " 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷\u200d♂ 🤷 🤷\u200d♀"
+    " 😡"
+)
+REACTION_EMOJI = frozenset(_PUBLISHED.split())
 BOT_ID = 4242
 BOT_USERNAME = "roost_test_bot"
 UPLOAD_LIMIT = 50 * 1024 * 1024  # "Bots can currently send files of any type of up to 50 MB"
@@ -173,6 +187,9 @@ class FakeBotAPI:
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] = {}
         self.answered: list[str] = []  # callback query ids answered (answerCallbackQuery)
+        self.said: set[tuple[int, int]] = set()  # (chat, message id) of people's messages
+        # setMessageReaction: the bot's reaction on a person's message now ([]: none)
+        self.reactions: dict[tuple[int, int], list[dict[str, Any]]] = {}
         self._failures: dict[str, deque[Failure]] = defaultdict(deque)
         self._stalls: dict[str, int] = defaultdict(int)
         self._holds: set[str] = set()
@@ -246,6 +263,9 @@ class FakeBotAPI:
         self.pushed += 1
         self._next_update = max(self._next_update, int(update["update_id"])) + 1
         self.updates.append(update)
+        message = update.get("message")
+        if isinstance(message, dict):  # a person's message: the bot may react to it
+            self.said.add((int(message["chat"]["id"]), int(message["message_id"])))
         self._notify()
         return int(update["update_id"])
 
@@ -537,6 +557,25 @@ class FakeBotAPI:
     async def _m_answerCallbackQuery(self, p: dict[str, Any]) -> bool:
         self.answered.append(str(p["callback_query_id"]))
         return True
+
+    async def _m_setMessageReaction(self, p: dict[str, Any]) -> bool:
+        """The bot's reactions on a message: at most one (bots are not premium), an
+        emoji of the published list; an empty or missing list removes them."""
+        key = (int(p["chat_id"]), int(p["message_id"]))
+        if key not in self.said:
+            raise ApiError(Failure(400, "Bad Request: MESSAGE_ID_INVALID"))
+        reaction = list(p.get("reaction") or [])
+        if len(reaction) > 1:
+            raise ApiError(Failure(400, "Bad Request: REACTIONS_TOO_MANY"))
+        for kind in reaction:
+            if kind.get("type") != "emoji" or kind.get("emoji") not in REACTION_EMOJI:
+                raise ApiError(Failure(400, "Bad Request: REACTION_INVALID"))
+        self.reactions[key] = reaction
+        return True
+
+    def reaction(self, chat_id: int, message_id: int) -> list[str]:
+        """The emoji the bot shows on a person's message now."""
+        return [r["emoji"] for r in self.reactions.get((chat_id, message_id), [])]
 
     async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
         sent = self.messages.get((int(p["chat_id"]), int(p["message_id"])))
