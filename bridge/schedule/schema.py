@@ -1,7 +1,7 @@
 """The schedule tables (`jobs`, `outbox`) described, and the transaction helper.
 
-The tables live in `bridge.core.db.MIGRATIONS` (the schedule migration);
-this module describes them and holds the transaction helper. Times are
+The tables live in `bridge.storage.schema_sqlite` (the schedule migration,
+run by `bridge.core.db`); this module describes them and holds the transaction helper. Times are
 integer milliseconds since the epoch, UTC.
 
 jobs: one row per job, keyed by (tenant, id); `spec` is the recurrence as the

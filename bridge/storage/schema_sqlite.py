@@ -1,9 +1,9 @@
-"""The SQLite text of the logical migrations 1..16: `bridge.core.db.MIGRATIONS`, verbatim.
+"""The SQLite text of the logical migrations 1..16: the one list of roost.db's schema.
 
-Until round two moves the stores here, `bridge.core.db` runs these on
-`roost.db`; `tests/storage/test_schema.py` fails when the two lists differ,
-so a step added there must be added here (with its PostgreSQL text in
-`bridge.storage.schema`). `PRAGMA user_version` counts these steps on both.
+Until round two moves the stores onto `bridge.storage`, `bridge.core.db`
+runs these on `roost.db` (as its `MIGRATIONS`); a table is added by
+appending a step here, with its PostgreSQL text in `bridge.storage.schema`.
+`PRAGMA user_version` counts these steps on both backends.
 """
 
 from __future__ import annotations
@@ -246,6 +246,9 @@ SQLITE: tuple[str, ...] = (
     );
     CREATE INDEX turn_versions_of ON turn_versions (conversation, first_turn)
     """,
+    # WhatsApp (bridge/channels/whatsapp/store.py): webhook message ids already taken
+    # (hashed; Meta delivers again until it gets a 200), when each known person last
+    # wrote (the 24-hour window) and what became of the messages sent (status callbacks)
     """
     CREATE TABLE whatsapp_seen (
         msg_key TEXT PRIMARY KEY, seen_ms INTEGER NOT NULL
