@@ -284,8 +284,8 @@ def _add_file(zf: zipfile.ZipFile, path: Path, name: str, mask: Masker) -> None:
         out.write((stream.feed(decoder.decode(b"", final=True)) + stream.flush()).encode())
 
 
-def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
-    """Delete every row keyed by `tenant` (one transaction), then its whole file tree."""
+def delete_rows(db: sqlite3.Connection, tenant: str) -> dict[str, int]:
+    """Delete every row keyed by `tenant` in one transaction; rows deleted per table."""
     rows: dict[str, int] = {}
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -295,6 +295,12 @@ def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+    return rows
+
+
+def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
+    """Delete every row keyed by `tenant` (one transaction), then its whole file tree."""
+    rows = delete_rows(db, tenant)
     top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
     files = size = 0
     for folder, _, names in os.walk(top):

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bridge.app.export import Forgotten, audit_records, mcp_files, tenant_tables
+from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
 from bridge.app.home import chain_path
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
@@ -83,19 +83,6 @@ def _read(path: Path) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def _rows(db: sqlite3.Connection, tenant: str) -> dict[str, int]:
-    rows: dict[str, int] = {}
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for table in tenant_tables(db):
-            rows[table] = db.execute(f'DELETE FROM "{table}" WHERE tenant = ?', (tenant,)).rowcount
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return rows
-
-
 def export_files(home: Path, tenant: str) -> list[Path]:
     """The tenant's ZIPs (and half-written ones) that `roost export` left in `exports/`."""
     folder = home / EXPORTS
@@ -142,7 +129,7 @@ async def forget_tenant(
     marker = marker_path(home, tenant)
     state = begin(home, tenant)
     if not state.get("recorded"):
-        rows = _rows(db, tenant)
+        rows = delete_rows(db, tenant)
         done: dict[str, int] = state.get("rows", {})
         state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
         _write(marker, state)
