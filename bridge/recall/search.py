@@ -9,7 +9,11 @@ Ranking over what the index returns:
 2. pseudo-relevance feedback (`feedback` > 0): the `feedback_terms` terms the
    best `feedback_docs` hits share most, not already in the query, are
    searched too and their scores added at `feedback` weight (RM3-style
-   expansion, no model);
+   expansion, no model); they are optional, so they get a budget of their
+   own, `feedback_postings`, and one found in more messages than that is left
+   out whole (FTS5's bm25 counts every message of every term it scores: at
+   1M messages such a term cost as much as the query itself; leaving it out
+   did not lower dev recall);
 3. conversation context: a score gains `context` times the scores of the
    messages up to `window` places before and after it in its conversation
    (divided by the distance), plus `session` times the best score in its
@@ -57,6 +61,7 @@ class Tuning:
     feedback: float = 0.1
     feedback_docs: int = 5
     feedback_terms: int = 5
+    feedback_postings: int = 500
 
 
 DEFAULT = Tuning()
@@ -68,7 +73,7 @@ class Hit:
     score: float
 
 
-def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, float]:
+def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning, postings: int) -> dict[int, float]:
     """rowid -> bm25 score (higher is better) of the best `pool` rows matching any term.
 
     When more than `postings` messages match, only the newest `postings` of them are
@@ -76,7 +81,7 @@ def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, flo
     expr = any_of(terms)
     if not expr:
         return {}
-    since = index.newest_bound(expr, tuning.postings)
+    since = index.newest_bound(expr, postings)
     sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ?"
     args: tuple[object, ...] = (expr,)
     if since is not None:
@@ -86,8 +91,9 @@ def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, flo
     return {r: -s for r, s in index.conn.execute(sql, (*args, tuning.pool))}
 
 
-def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
-    """The rarest terms whose messages add up to at most `budget` (at least the rarest one).
+def _affordable(index: RecallIndex, terms: list[str], budget: int, least: int = 1) -> list[str]:
+    """The rarest terms whose messages add up to at most `budget` (at least the `least`
+    rarest: 1 for the query's own terms, 0 for optional ones such as the feedback's).
 
     A term in more messages weighs less in BM25 and costs more to score: past
     the budget the common ones are left out. A small index keeps every term.
@@ -96,7 +102,7 @@ def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
     kept: list[str] = []
     total = 0
     for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
-        if kept and total + df[term] > budget:
+        if len(kept) >= least and total + df[term] > budget:
             break
         kept.append(term)
         total += df[term]
@@ -118,15 +124,15 @@ def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, 
     """rowid -> score of every message the query's terms found (at most `pool`, plus
     feedback), with context and speaker applied: higher is better."""
     terms = _affordable(index, query_terms(query), tuning.postings)
-    scores = _bm25(index, terms, tuning)
+    scores = _bm25(index, terms, tuning, tuning.postings)
     if not scores:
         return {}
     if tuning.feedback > 0:
         top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
         extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
-        extra = _affordable(index, extra, tuning.postings) if extra else []
+        extra = _affordable(index, extra, tuning.feedback_postings, least=0)
         if extra:
-            for r, s in _bm25(index, extra, tuning).items():
+            for r, s in _bm25(index, extra, tuning, tuning.feedback_postings).items():
                 scores[r] = scores.get(r, 0.0) + tuning.feedback * s
     speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
     scores = {r: s for r, s in scores.items() if r in speakers}

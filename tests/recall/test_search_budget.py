@@ -1,0 +1,60 @@
+"""The search's work stays bounded: the postings budgets of the query and of its feedback.
+
+A query's own terms always reach the index (at least the rarest of them, even
+past `postings`); the pseudo-relevance feedback's expansion terms are
+optional, so one found in more than `feedback_postings` messages is not
+searched at all (scoring its messages is what made a query at 1M messages
+slow), while a rare one still adds what only it finds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.recall.index import Message, RecallIndex
+from bridge.recall.search import Tuning, search
+
+QUIET = Tuning(context=0.0, session=0.0, speaker=0.0)
+
+
+def _index(tmp_path: Path, texts: list[str]) -> RecallIndex:
+    index = RecallIndex.open(tmp_path / "index.sqlite")
+    index.add(Message(f"c{i}", str(i), "user", t, 1_000 + i, "web") for i, t in enumerate(texts))
+    return index
+
+
+FALCONRY = [
+    "the falcon wore a leather hood",
+    "a falcon hood keeps the bird calm",
+    "red hood in the forest",
+    "hood of the car was dented",
+    "a hood against the rain",
+    "she pulled up her hood",
+]
+
+
+def test_an_expansion_term_past_the_feedback_budget_is_not_searched(tmp_path: Path) -> None:
+    index = _index(tmp_path, FALCONRY)
+    # "hood" is shared by both falcon messages: the feedback's expansion term
+    wide = [h.row.text for h in search(index, "falcon", 10, QUIET)]
+    assert set(wide) == set(FALCONRY)  # in budget (6 messages): its messages are added
+    assert wide[:2] == FALCONRY[:2]  # below the query's own hits
+    narrow = [
+        h.row.text
+        for h in search(
+            index, "falcon", 10, Tuning(context=0.0, session=0.0, speaker=0.0, feedback_postings=5)
+        )
+    ]
+    assert narrow == FALCONRY[:2] or narrow == FALCONRY[1::-1]  # "hood" left out whole
+    index.close()
+
+
+def test_the_query_keeps_its_rarest_term_past_the_budget(tmp_path: Path) -> None:
+    index = _index(tmp_path, FALCONRY)
+    only = Tuning(postings=2, feedback=0.0)
+    got = [h.row.text for h in search(index, "hood falcon", 10, only)]
+    assert set(got) == set(FALCONRY[:2])  # falcon (2 messages) kept, hood (6) over budget
+    got = [h.row.text for h in search(index, "hood", 10, Tuning(postings=1, feedback=0.0))]
+    assert len(got) == 1  # over budget alone: kept, and only the newest match is scored
+    assert got == [FALCONRY[-1]]
+    index.close()
