@@ -58,3 +58,37 @@ def test_the_query_keeps_its_rarest_term_past_the_budget(tmp_path: Path) -> None
     assert len(got) == 1  # over budget alone: kept, and only the newest match is scored
     assert got == [FALCONRY[-1]]
     index.close()
+
+
+def test_a_named_speaker_is_who_said_it_not_a_word_to_find(tmp_path: Path) -> None:
+    """In "What did Caroline say about the hike?" the name picks the speaker: the other
+    person's messages that address her by name are not what was asked for."""
+    index = RecallIndex.open(tmp_path / "index.sqlite")
+    said = [
+        ("Melanie", "Caroline, how was the hike?"),
+        ("Caroline", "The hike was long, steep and lovely, we saw two eagles."),
+        ("Melanie", "Caroline! Our hike club meets again on Sunday, Caroline."),
+        ("Caroline", "I baked bread this morning."),
+    ]
+    index.add(
+        Message("talk", str(i), "user", text, 1_000 + i, "web", name)
+        for i, (name, text) in enumerate(said)
+    )
+    assert index.speaker_terms() == {"carolin", "melani"}
+    near = Tuning(context=0.0, session=0.0)  # the messages alone, not their neighbours
+    hits = search(index, "What did Caroline say about the hike?", 3, near)
+    assert [h.row.text for h in hits] == [said[1][1], said[0][1], said[2][1]]
+    index.close()
+
+
+def test_a_file_made_before_the_speakers_table_learns_its_names_once(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    index = RecallIndex.open(path)
+    index.add([Message("talk", "1", "user", "hello there", 1_000, "web", "Jo Müller")])
+    index.conn.execute("DROP TABLE speakers")  # as a file from before it
+    index.close()
+    index = RecallIndex.open(path)
+    assert index.speaker_terms() == {"jo", "muller"}
+    index.add([Message("talk", "2", "assistant", "hi Jo", 2_000, "web", "Roost")])
+    assert index.speaker_terms() == {"jo", "muller", "roost"}
+    index.close()
