@@ -290,6 +290,10 @@ class RecallIndex:
                 conn.execute("DELETE FROM messages WHERE id = ?", (rowid,))
                 conn.execute("DELETE FROM vectors WHERE id = ?", (rowid,))
                 removed += 1
+            if removed:  # a name none of the kept messages carries goes too
+                conn.execute(
+                    "DELETE FROM speakers WHERE name NOT IN (SELECT DISTINCT name FROM messages)"
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

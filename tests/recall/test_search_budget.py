@@ -92,3 +92,17 @@ def test_a_file_made_before_the_speakers_table_learns_its_names_once(tmp_path: P
     index.add([Message("talk", "2", "assistant", "hi Jo", 2_000, "web", "Roost")])
     assert index.speaker_terms() == {"jo", "muller", "roost"}
     index.close()
+
+
+def test_retention_forgets_a_name_no_kept_message_carries(tmp_path: Path) -> None:
+    index = RecallIndex.open(tmp_path / "index.sqlite")
+    index.add(
+        [
+            Message("talk", "1", "user", "old violin lesson", 1_000, "web", "Ada"),
+            Message("talk", "2", "user", "new violin", 9_000, "web", "Bo"),
+        ]
+    )
+    assert index.speaker_terms() == {"ada", "bo"}
+    assert index.delete_before(5_000) == 1
+    assert index.speaker_terms() == {"bo"}
+    index.close()
