@@ -13,8 +13,9 @@ twice. Files made before it carry a 64-bit hash of the two in a `key` column
 with its own unique index instead, and keep it (`keyed`); the new form is
 about 0.07x the text smaller. Deleting (retention, `delete_before`) removes the
 terms with FTS5's 'delete' command, re-deriving them from the stored text.
-`speakers` lists every speaker name seen (filled from the messages once in a
-file made before it), so the search knows which query words are names.
+`speakers` lists the speakers' names of its messages (filled from the
+messages once in a file made before it; retention drops a name no kept
+message carries), so the search knows which query words are names.
 Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 """
 
