@@ -123,7 +123,7 @@ class MatrixChannel:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def status_line(self) -> str:
-        state = "connected" if self.connected else "reconnecting"
+        state = "connected" if self.connected else "reconnecting" if self.batches else "connecting"
         return f"matrix {self.me} ({state})"
 
     # -- the sync loop -------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""The real daemon (`roost serve` as a process) on a real Synapse, with a fake model.
+
+The person writes in a direct room; the daemon answers through the fake
+OpenAI-compatible server; `roost send --to matrix:<user id>` from another
+process reaches the person's direct room through the running daemon's
+outbox; the daemon is stopped, the person writes while it is away, and
+after the restart only that message is answered (the sync token is in
+roost.db: nothing is answered twice). The audit chain keeps the `matrix`
+channel in its records and verifies; the access token never reaches the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.matrix.conftest import Accounts
+from tests.matrix.person import WAIT_S, Person
+from tests.matrix.synapse_server import Synapse
+from tests.spine.test_daemon import ROOST, env_for
+from tests.whatsapp.test_daemon_e2e import roost_send, start, stop
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
+        yield server
+
+
+async def test_matrix_through_the_daemon_answers_once_across_a_restart(
+    home: Path, model: FakeOpenAI, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    bot, who = accounts.bot.user_id, accounts.alice.user_id
+    Path(os.environ["ROOST_CONFIG"]).write_text(f'[tenants.alice]\nmatrix_ids = ["{who}"]\n')
+    env = env_for(home, model) | {
+        "ROOST_MATRIX__HOMESERVER": synapse.url,
+        "ROOST_MATRIX__USER_ID": bot,
+        "ROOST_MATRIX__ACCESS_TOKEN": accounts.bot.access_token,
+    }
+    proc, _ = await start(env)
+    try:
+        room = await alice.create_room([bot])
+        await alice.wait(lambda: alice.membership(room, bot) == "join", "the bot joined")
+        await alice.say(room, "hello")
+        await alice.wait(lambda: alice.texts(room, bot) == ["echo: hello"], "the answer")
+        out = await roost_send(env, "--to", f"matrix:{who}", "⏰ water the basil")
+        assert f"for matrix:{who}" in out
+        await alice.wait(lambda: len(alice.texts(room, bot)) == 2, "the reminder")
+    finally:
+        log = await stop(proc)
+    assert "hello" not in log and accounts.bot.access_token not in log
+
+    await alice.say(room, "while you were away")
+    proc, _ = await start(env)
+    try:
+        await alice.wait(lambda: len(alice.texts(room, bot)) == 3, "the answer after")
+        await alice.say(room, "and now")
+        await alice.wait(lambda: len(alice.texts(room, bot)) == 4, "the next answer")
+        await alice.wait(lambda: alice.texts(room, bot)[-1] == "echo: and now", "edited")
+    finally:
+        await stop(proc)
+    assert alice.texts(room, bot) == [
+        "echo: hello",
+        "⏰ water the basil",
+        "echo: while you were away",
+        "echo: and now",
+    ]
+
+    chain = home / "audit" / "chain.jsonl"
+    records = [json.loads(line) for line in chain.read_text().splitlines()]
+    assert not [r for r in records if r["details"].get("_dropped")]
+    received = [r for r in records if r["event"] == "message.received"]
+    assert len(received) == 3 and all(r["details"]["channel"] == "matrix" for r in received)
+    (delivered,) = [r for r in records if r["event"] == "outbox.delivered"]
+    assert delivered["details"]["channel"] == "matrix"
+    verify = await asyncio.create_subprocess_exec(
+        *ROOST, "audit", "verify", env=env, stdout=asyncio.subprocess.DEVNULL
+    )
+    assert await asyncio.wait_for(verify.wait(), WAIT_S) == 0
