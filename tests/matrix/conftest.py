@@ -110,11 +110,17 @@ class Running:
 
 @contextlib.asynccontextmanager
 async def running(
-    settings: Settings, backend: Backend | None = None, audit: AuditSink | None = None
+    settings: Settings,
+    backend: Backend | None = None,
+    audit: AuditSink | None = None,
+    *,
+    configured: bool = False,
 ) -> AsyncIterator[Running]:
-    backend = backend or ScriptedBackend()
+    """`configured`: the model of `[llm]` (a fake OpenAI server) instead of a script."""
+    backend = None if configured else backend or ScriptedBackend()
     audit = audit if audit is not None else MemoryAudit()
     roost = await build(settings, backend=backend, audit=audit)
+    backend = backend or roost.backend
     started: list[Launched] = []
     try:
         made = make_channels(settings, roost, CHANNELS)

@@ -37,7 +37,8 @@ async def test_matrix_through_the_daemon_answers_once_across_a_restart(
     home: Path, model: FakeOpenAI, synapse: Synapse, accounts: Accounts, alice: Person
 ) -> None:
     bot, who = accounts.bot.user_id, accounts.alice.user_id
-    Path(os.environ["ROOST_CONFIG"]).write_text(f'[tenants.alice]\nmatrix_ids = ["{who}"]\n')
+    config = Path(os.environ["ROOST_CONFIG"])
+    await asyncio.to_thread(config.write_text, f'[tenants.alice]\nmatrix_ids = ["{who}"]\n')
     env = env_for(home, model) | {
         "ROOST_MATRIX__HOMESERVER": synapse.url,
         "ROOST_MATRIX__USER_ID": bot,
