@@ -30,7 +30,7 @@ async def test_a_direct_message_is_answered_formatted_and_streamed_by_edits(
     bot = accounts.bot.user_id
     answer = "**Hello** Alice, this answer arrives in pieces and is edited into place."
     async with running(mx_settings(home, synapse, accounts), ScriptedBackend(answer)) as r:
-        room = await dm_with_bot(alice, bot)
+        room = await dm_with_bot(alice, bot, direct=False)  # a known person's room of two
         await alice.say(room, "hi")
         await alice.wait(lambda: alice.texts(room, bot)[-1:] == [answer.replace("**", "")])
         await r.channel.idle()

@@ -14,11 +14,13 @@ Rooms: a room listed in `[matrix] allowed_rooms` is a group: the bot joins
 when invited, answers only messages that mention it, each person in a
 conversation of their own (chat `<room>|<user>`). Any other room is a
 direct room with one person (chat: their user id); the bot accepts a
-direct invite, leaves a room that grows past two members, and refuses
-(rejects) any other invite. A stranger may invite the bot to a direct room
-so they can `/pair CODE` there; anything else they say gets the core's one
-refusal and the bot leaves the room; later they get silence (the refusal is
-the core's, recorded once as on every channel). Encrypted rooms: roost
+direct invite (`is_direct`) from anyone and any invite from a known person
+(a room made with encryption off need not be marked direct), leaves a room
+that grows past two members, and rejects any other invite. A stranger may
+invite the bot to a direct room so they can `/pair CODE` there; anything
+else they say gets the core's one refusal and the bot leaves the room;
+later they get silence (the refusal is the core's, recorded once as on
+every channel). Encrypted rooms: roost
 holds no Olm/Megolm keys, so an encrypted message is answered, once per
 room and run, with `ENCRYPTED` (a plain notice), never read.
 """
@@ -176,12 +178,12 @@ class MatrixChannel:
 
     async def _invited(self, invite: Invite) -> None:
         known = self._tenant_of(invite.inviter) is not None
-        if invite.room_id in self.allowed_rooms or invite.direct:
+        if invite.room_id in self.allowed_rooms or invite.direct or known:
             await self._call(self.client.join(invite.room_id), "join")
             return
         self.ignored["invite refused"] += 1
         log.info("matrix: an invite to a room that is not allowed was refused")
-        await self._call(self.client.leave(invite.room_id, NOT_HERE if known else ""), "reject")
+        await self._call(self.client.leave(invite.room_id), "reject")
 
     def _tenant_of(self, user_id: str) -> str | None:
         if self._receiving is None:
