@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 
 from bridge.channels.common.retry import Backoff
@@ -105,7 +105,8 @@ class MatrixChannel:
         self.ignored: Counter[str] = Counter()
 
     async def start(self) -> None:
-        self._loop = asyncio.create_task(self._run())
+        self._loop = asyncio.create_task(self._run(), name="matrix sync")
+        self._loop.add_done_callback(_report)
 
     async def stop(self) -> None:
         if self._loop is not None:
@@ -191,9 +192,9 @@ class MatrixChannel:
         probe = Inbound("matrix", user_id, user_id, "", "invite")
         return self._receiving.tenant_of(probe)
 
-    async def _call(self, call: object, what: str) -> None:
+    async def _call(self, call: Awaitable[object], what: str) -> None:
         try:
-            await call  # type: ignore[misc]
+            await call
         except MatrixError as exc:
             log.warning("matrix: %s failed: %s", what, exc)
 
@@ -272,3 +273,9 @@ class MatrixChannel:
         refused = inbound.is_private and tenant is None and final.kind in ("refusal", "silent")
         if refused and (receiving is None or receiving.tenant_of(inbound) is None):
             await self._call(self.client.leave(msg.room_id), "leave")  # not paired meanwhile
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    """The sync loop only ends when stopped; anything else is said loudly."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("matrix: the sync loop stopped; restart roost", exc_info=task.exception())
