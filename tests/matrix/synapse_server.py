@@ -92,7 +92,7 @@ class Synapse:
 def python() -> Path:
     exe = VENV / "bin" / "python"
     if not (VENV / ".installed-stamp").is_file() or not exe.is_file():
-        raise NoSynapse(f"{VENV.name} is missing (`make synapse` installs it)")
+        raise NoSynapse(f"{VENV.name} is missing")
     return exe
 
 
