@@ -152,3 +152,25 @@ async def test_an_encrypted_room_gets_a_clear_refusal_once(
     notice, answer = alice.answers(room, bot)
     assert notice == {"msgtype": "m.notice", "body": ENCRYPTED} and answer["body"] == "ok"
     assert len(backend.requests) == 1
+
+
+async def test_after_a_restart_nothing_is_answered_twice_and_nothing_missed(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    bot = accounts.bot.user_id
+    settings = mx_settings(home, synapse, accounts)
+    first = ScriptedBackend("first answer", "again?!")
+    async with running(settings, first) as r:
+        room = await dm_with_bot(alice, bot)
+        await alice.say(room, "hello")
+        await alice.wait(lambda: alice.texts(room, bot) == ["first answer"], "the answer")
+        await r.channel.idle()
+    await alice.say(room, "while you were away")  # the sync token was stored before the stop
+    second = ScriptedBackend("the one you missed", "again?!")
+    async with running(settings, second) as r:
+        await alice.wait(lambda: len(alice.texts(room, bot)) == 2, "the missed one")
+        await alice.wait(lambda: alice.texts(room, bot)[-1] == "the one you missed", "edited")
+        await r.channel.idle()
+    assert alice.texts(room, bot) == ["first answer", "the one you missed"]
+    assert len(first.requests) == 1 and len(second.requests) == 1
+    assert "while you were away" in str(second.requests[0].messages[-1].content)
