@@ -126,3 +126,15 @@ def test_mentions_and_identities() -> None:
     assert person_of("@alice:example.org") == "@alice:example.org"
     assert person_of("!room:example.org|@bob:example.org") == "@bob:example.org"
     assert person_of("!room:example.org") is None
+
+
+def test_mautrix_is_imported_only_when_the_channel_is_made() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, bridge.cli.main, bridge.app.channels_up, bridge.channels.matrix.platform;"
+        "print('mautrix' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
