@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test pytest nodetest browser postgres bench bench-quick lint format clean
+.PHONY: run test pytest nodetest browser postgres synapse bench bench-quick lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
@@ -18,7 +18,7 @@ run: $(STAMP)
 
 # Both halves always run; the run fails if either did. pytest prints its slowest tests.
 PYTEST_ARGS ?=
-test: $(STAMP) browser postgres
+test: $(STAMP) browser postgres synapse
 	@status=0; \
 	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS) || status=$$?; \
 	$(MAKE) --no-print-directory nodetest || { [ $$status -ne 0 ] || status=1; }; \
@@ -40,6 +40,19 @@ postgres:
 	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql \
 	       >/dev/null; } ; } || echo "make: postgresql not installed; the PostgreSQL storage tests will be skipped"
+
+# The Matrix tests start a real Synapse homeserver (tests/matrix/synapse_server.py) from
+# its own venv, .venv-synapse (Synapse pins many packages; they stay out of .venv). Made
+# once (stamp file); if the install fails those tests skip with a message (CI requires
+# them: ROOST_REQUIRE_MATRIX=1).
+SYNAPSE_VENV := .venv-synapse
+SYNAPSE_STAMP := $(SYNAPSE_VENV)/.installed-stamp
+SYNAPSE_PIN := matrix-synapse==1.163.2
+synapse:
+	@test -f $(SYNAPSE_STAMP) || { { test -x $(SYNAPSE_VENV)/bin/python || $(PYTHON) -m venv $(SYNAPSE_VENV); } \
+	  && echo "make: installing $(SYNAPSE_PIN) into $(SYNAPSE_VENV) (once; for the Matrix tests)" \
+	  && $(SYNAPSE_VENV)/bin/python -m pip install -q --disable-pip-version-check '$(SYNAPSE_PIN)' \
+	  && touch $(SYNAPSE_STAMP); } || echo "make: Synapse not installed; the Matrix tests will be skipped"
 
 pytest: $(STAMP) browser postgres
 	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
