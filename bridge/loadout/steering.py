@@ -15,7 +15,8 @@ Confinement: the operator's tree may reach files under `$ROOST_HOME` except
 the tenants' directories and private files (database, tokens, audit); a
 tenant's tree may reach only files under its own root, never its vault.
 `SteeringCache` keeps each resolved tree with the stat keys of every path it
-looked at, so an unchanged tree costs one `stat` per path.
+looked at, so an unchanged tree costs one `stat` per path (none while the file cache's
+inotify watch saw no change in their directories).
 """
 
 from __future__ import annotations
@@ -187,7 +188,8 @@ class SteeringCache:
     def text(self, top: Path, conf: Confinement) -> str:
         key = str(top)
         hit = self._trees.get(key)
-        if self._enabled and hit is not None and all(sig(p) == s for p, s in hit[0].items()):
+        stat = self._files.stat_key
+        if self._enabled and hit is not None and all(stat(p) == s for p, s in hit[0].items()):
             return hit[1]
         text, deps = resolve(top, conf, self._cap, self._files.read)
         self._trees[key] = (deps, text)
