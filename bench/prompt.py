@@ -99,16 +99,24 @@ def make(
     )
 
 
+class Timed(list[float]):
+    """Wall µs per call; `cpu`: this thread's CPU µs per call (less moved by other load)."""
+
+    cpu: list[float]
+
+
 def measure(
     fn: Callable[[int], object], turns: int, before: Callable[[int], None] | None = None
-) -> list[float]:
-    out = []
+) -> Timed:
+    out, cpu = Timed(), []
     for i in range(turns):
         if before is not None:
             before(i)
-        t = time.perf_counter_ns()
+        c, t = time.thread_time_ns(), time.perf_counter_ns()
         fn(i)
         out.append((time.perf_counter_ns() - t) / 1000)
+        cpu.append((time.thread_time_ns() - c) / 1000)
+    out.cpu = cpu
     return out
 
 
@@ -198,8 +206,13 @@ def main() -> int:
         size = len(text_of(cached, dirs))
         db.close()
     print(f"prompt: {size:,} characters" + ("; no inotify here" if watch is None else ""))
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, xs in rows:
-        print(f"{name:50s} p50 {pct(xs, 50):9.1f} µs   p99 {pct(xs, 99):9.1f} µs   n={len(xs)}")
+        cpu = pct(xs.cpu, 50) if isinstance(xs, Timed) else float("nan")
+        print(
+            f"{name:46s} p50 {pct(xs, 50):8.1f} µs  p99 {pct(xs, 99):8.1f} µs  "
+            f"CPU p50 {cpu:8.1f} µs  n={len(xs)}"
+        )
     by = dict(rows)
     for how in ("stat-checked", "inotify-watched"):
         re_read = pct(by["re-read + re-render everything"], 50)
