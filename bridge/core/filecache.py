@@ -117,13 +117,17 @@ class FileCache:
         hit = self._dirs.get(key)
         if hit is not None and self._fresh(hit[0]):
             return hit[1]
-        seen = self._check(key, key)  # a directory's own events change its generation
-        if seen.key is None and seen.gen is None and self._watch is not None:
-            # missing (so not watched): its creation is an event of its parent
-            parent = os.path.dirname(key)
-            again = self._check(key, parent)
-            if again.key is None:
-                seen = again
+        parent = os.path.dirname(key)
+        if hit is not None and hit[0].key is None and hit[0].directory == parent:
+            seen = self._check(key, parent)  # it was missing: its parent says when it comes
+            if seen.key is not None:
+                seen = self._check(key, key)  # it came: watched from now on
+        else:
+            seen = self._check(key, key)  # a directory's own events change its generation
+            if seen.key is None and seen.gen is None and self._watch is not None:
+                again = self._check(key, parent)  # missing, so not watched: its creation
+                if again.key is None:  # is an event of its parent
+                    seen = again
         if hit is not None and hit[0].key == seen.key:
             self._dirs[key] = (seen, hit[1])
             return hit[1]
