@@ -8,7 +8,11 @@ one file changed, and with no caching at all (every file re-read and every
 block re-rendered each turn), all in the same run. The same again with the
 memory injection a turn adds (`MemoryNotes.note`: the Now note and the topics
 that match the message, scored against all 200 topics), unchanged and right
-after one topic was rewritten. Prints ratios.
+after one topic was rewritten. Each of these twice: through the stat-checked
+file cache, and through the cache the daemon uses, watched by inotify
+(`bridge.core.dirwatch`: an unchanged file costs no `stat`). Prints wall and
+this thread's CPU per render (p50; CPU is less moved by other load), the load
+average, and ratios.
 
 Run: .venv/bin/python bench/prompt.py [--turns 2000] [--quick]
 """
