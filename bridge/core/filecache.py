@@ -7,8 +7,10 @@ stat key itself. An unchanged file costs one `stat` call; with a `DirWatch`
 (inotify, `bridge.core.dirwatch`) none at all while its directory reported
 no event since the file was last checked. A file the watch cannot vouch for
 is still checked with `stat` every time: one in a directory it cannot watch,
-a symbolic link (its target may live elsewhere) or a file with more than one
-hard link (a write through another link is reported to another directory).
+a symbolic link (its target may live elsewhere), a file with more than one
+hard link (a write through another link is reported to another directory), or
+a directory's own stat key (its parent hears nothing of its entries). Writes
+through a shared memory mapping raise no inotify event; nothing here maps.
 `sig(path)` is the stat key used to detect changes.
 """
 
@@ -75,7 +77,10 @@ class FileCache:
                 gen, found = None, os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return _Seen(None, gen, directory)
-        if found.st_nlink > 1 and not st_mode.S_ISDIR(found.st_mode):
+        if st_mode.S_ISDIR(found.st_mode):
+            if directory != path:  # its entries change its stat, and only it hears of them
+                gen = None
+        elif found.st_nlink > 1:
             gen = None
         key = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
         return _Seen(key, gen, directory)

@@ -44,8 +44,9 @@ def test_an_unchanged_file_costs_no_stat(root: Path, cache: FileCache) -> None:
     checked = cache.stats
     for _ in range(5):
         assert cache.read(f) == "one"
-        assert cache.stat_key(root / "tenants" / "alice" / "memory") is not None
-    assert cache.stats == checked + 1  # the directory's key, once
+        assert cache.stat_key(f) == sig(f)
+        assert cache.listdir(f.parent) == ("a.md",)
+    assert cache.stats == checked + 2  # the file's key and the listing, once each
 
 
 def test_every_kind_of_change_is_seen_at_once(root: Path, cache: FileCache) -> None:
@@ -132,3 +133,12 @@ def test_a_closed_watch_leaves_the_cache_correct(root: Path) -> None:
     watch.close()
     f.write_text("two!")
     assert cache.read(f) == "two!"
+
+
+def test_a_directory_key_follows_its_entries(root: Path, cache: FileCache) -> None:
+    vault = root / "tenants" / "alice" / "vault"
+    vault.mkdir()
+    before = cache.stat_key(vault)
+    assert cache.stat_key(vault) == before == sig(vault)
+    (vault / "TOKEN").write_text("x")  # the directory's mtime moves; its parent hears nothing
+    assert cache.stat_key(vault) == sig(vault) != before
