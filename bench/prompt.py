@@ -8,7 +8,11 @@ one file changed, and with no caching at all (every file re-read and every
 block re-rendered each turn), all in the same run. The same again with the
 memory injection a turn adds (`MemoryNotes.note`: the Now note and the topics
 that match the message, scored against all 200 topics), unchanged and right
-after one topic was rewritten. Prints ratios.
+after one topic was rewritten. Each of these twice: through the stat-checked
+file cache, and through the cache the daemon uses, watched by inotify
+(`bridge.core.dirwatch`: an unchanged file costs no `stat`). Prints wall and
+this thread's CPU per render (p50; CPU is less moved by other load), the load
+average, and ratios.
 
 Run: .venv/bin/python bench/prompt.py [--turns 2000] [--quick]
 """
@@ -25,10 +29,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.loadout import Loadout, build_loadout, persona_dirs
 from bridge.app.memory_notes import MemoryNotes
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
+from bridge.core.dirwatch import DirWatch
+from bridge.core.filecache import FileCache
 from bridge.memory.store import Provenance
 from bridge.prompt.views import FileSkills, StaticStyle
 from bridge.types.audit_sink import NullAudit
@@ -75,7 +81,13 @@ def populate(settings: Settings, lo: Loadout, dirs: TenantDirs) -> None:
     lo.chats.set(dirs.tenant, "web", "c1", "persona", "forge")  # type: ignore[union-attr]
 
 
-def make(settings: Settings, db: sqlite3.Connection, dirs: TenantDirs, cached: bool) -> Loadout:
+def make(
+    settings: Settings,
+    db: sqlite3.Connection,
+    dirs: TenantDirs,
+    cached: bool,
+    files: FileCache | None = None,
+) -> Loadout:
     grades = {f"skill-{i:02d}": 0.5 + i / 100 for i in range(50)}
     bullets = [
         (f"b{i}", f"style bullet number {i}", "live" if i < 7 else "shadow") for i in range(10)
@@ -87,24 +99,88 @@ def make(settings: Settings, db: sqlite3.Connection, dirs: TenantDirs, cached: b
         skills=FileSkills(lambda dirs: grades),
         style=StaticStyle(lambda dirs: bullets),
         cached=cached,
+        files=files,
     )
+
+
+class Timed(list[float]):
+    """Wall µs per call; `cpu`: this thread's CPU µs per call (less moved by other load)."""
+
+    cpu: list[float]
 
 
 def measure(
     fn: Callable[[int], object], turns: int, before: Callable[[int], None] | None = None
-) -> list[float]:
-    out = []
+) -> Timed:
+    out, cpu = Timed(), []
     for i in range(turns):
         if before is not None:
             before(i)
-        t = time.perf_counter_ns()
+        c, t = time.thread_time_ns(), time.perf_counter_ns()
         fn(i)
         out.append((time.perf_counter_ns() - t) / 1000)
+        cpu.append((time.thread_time_ns() - c) / 1000)
+    out.cpu = cpu
     return out
 
 
 def pct(xs: list[float], q: float) -> float:
     return statistics.quantiles(xs, n=100)[int(q) - 1] if len(xs) > 1 else xs[0]
+
+
+def text_of(lo: Loadout, dirs: TenantDirs) -> str:
+    return lo.prompt.render(dirs, "web", "c1", "m0", NOW).text
+
+
+def measure_loadout(
+    settings: Settings,
+    dirs: TenantDirs,
+    lo: Loadout,
+    plain: Loadout,
+    how: str,
+    turns: int,
+) -> list[tuple[str, list[float]]]:
+    """The rows of one loadout (its file cache stat-checked or inotify-watched)."""
+
+    def render(lo: Loadout) -> Callable[[int], object]:
+        return lambda i: lo.prompt.render(dirs, "web", "c1", f"m{i}", NOW)
+
+    assert text_of(plain, dirs) == text_of(lo, dirs)
+    include = dirs.root / "steer" / "r7.md"
+
+    def touch_one(i: int) -> None:
+        include.write_text(f"Rule file 7, revision {i} of {how}: be precise.\n")
+
+    for _ in range(50):  # warm up
+        render(lo)(0)
+    unchanged = measure(render(lo), turns)
+    changed = measure(render(lo), turns // 4, before=touch_one)
+    notes = MemoryNotes(lo.memory.store, settings.memory, lo.prompt.now_note, lo.files)
+
+    def with_notes(i: int) -> object:
+        inbound = Inbound("web", "local", "c1", f"what was topic {i % 10:03d} about", "1")
+        turn = TurnContext(dirs, inbound, lambda: NOW)
+        return (render(lo)(i), notes.note(turn))
+
+    prov = Provenance("person", "web", "c1", "m")
+
+    def touch_topic(i: int) -> None:
+        body = f"body revision {i} " * 20
+        lo.memory.store.save(dirs, "topic 007", "user", "summary of topic 7", body, prov, NOW)
+
+    for i in range(20):  # warm; the ten messages' topics have their `injected` time
+        with_notes(i)
+    injected = measure(with_notes, turns // 2)
+    topic_changed = measure(with_notes, turns // 4, before=touch_topic)
+    rows = [
+        (f"{how}: unchanged", unchanged),
+        (f"{how}: one file changed", changed),
+        (f"{how}: + memory injection, unchanged", injected),
+        (f"{how}: + memory injection, topic changed", topic_changed),
+    ]
+    if how == "stat-checked":
+        rows.append(("re-read + re-render everything", measure(render(plain), turns // 4)))
+    return rows
 
 
 def main() -> int:
@@ -124,58 +200,29 @@ def main() -> int:
         cached = make(settings, db, dirs, True)
         populate(settings, cached, dirs)
         plain = make(settings, db, dirs, False)
-
-        def render(lo: Loadout) -> Callable[[int], object]:
-            return lambda i: lo.prompt.render(dirs, "web", "c1", f"m{i}", NOW)
-
-        text = render(cached)(0)
-        assert render(plain)(0).text == text.text  # type: ignore[attr-defined]
-        blocks = [(b.name, len(b.text)) for b in text.blocks]  # type: ignore[attr-defined]
-        include = dirs.root / "steer" / "r7.md"
-
-        def touch_one(i: int) -> None:
-            include.write_text(f"Rule file 7, revision {i}: be precise.\n")
-
-        for _ in range(50):  # warm up
-            render(cached)(0)
-        unchanged = measure(render(cached), args.turns)
-        changed = measure(render(cached), args.turns // 4, before=touch_one)
-        reread = measure(render(plain), args.turns // 4)
-        notes = MemoryNotes(cached.memory.store, settings.memory, cached.prompt.now_note)
-
-        def with_notes(i: int) -> object:
-            inbound = Inbound("web", "local", "c1", f"what was topic {i % 10:03d} about", "1")
-            turn = TurnContext(dirs, inbound, lambda: NOW)
-            return (render(cached)(i), notes.note(turn))
-
-        prov = Provenance("person", "web", "c1", "m")
-
-        def touch_topic(i: int) -> None:
-            body = f"body revision {i} " * 20
-            cached.memory.store.save(
-                dirs, "topic 007", "user", "summary of topic 7", body, prov, NOW
-            )
-
-        for i in range(20):  # warm; the ten messages' topics have their `injected` time
-            with_notes(i)
-        injected = measure(with_notes, args.turns // 2)
-        topic_changed = measure(with_notes, args.turns // 4, before=touch_topic)
+        watch = DirWatch.open((str(settings.home), str(persona_dirs(settings)[0])))
+        watched = make(settings, db, dirs, True, FileCache(watch=watch))
+        rows = []
+        for how, lo in (("stat-checked", cached), ("inotify-watched", watched)):
+            rows += measure_loadout(settings, dirs, lo, plain, how, args.turns)
+        if watch is not None:
+            watch.close()
+        size = len(text_of(cached, dirs))
         db.close()
-    print(
-        f"prompt: {len(text.text):,} characters in {len(blocks)} blocks: "  # type: ignore[attr-defined]
-        + ", ".join(f"{n} {c:,}" for n, c in blocks)
-    )
-    rows = (
-        ("unchanged (cached)", unchanged),
-        ("one file changed", changed),
-        ("re-read + re-render everything", reread),
-        ("+ memory injection, unchanged", injected),
-        ("+ memory injection, topic changed", topic_changed),
-    )
+    print(f"prompt: {size:,} characters" + ("; no inotify here" if watch is None else ""))
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, xs in rows:
-        print(f"{name:32s} p50 {pct(xs, 50):9.1f} µs   p99 {pct(xs, 99):9.1f} µs   n={len(xs)}")
-    print(f"ratio re-read / unchanged (p50): {pct(reread, 50) / pct(unchanged, 50):.1f}x")
-    print(f"ratio re-read / one changed (p50): {pct(reread, 50) / pct(changed, 50):.1f}x")
+        cpu = pct(xs.cpu, 50) if isinstance(xs, Timed) else float("nan")
+        print(
+            f"{name:46s} p50 {pct(xs, 50):8.1f} µs  p99 {pct(xs, 99):8.1f} µs  "
+            f"CPU p50 {cpu:8.1f} µs  n={len(xs)}"
+        )
+    by = dict(rows)
+    for how in ("stat-checked", "inotify-watched"):
+        re_read = pct(by["re-read + re-render everything"], 50)
+        for what in ("unchanged", "one file changed"):
+            ratio = re_read / pct(by[f"{how}: {what}"], 50)
+            print(f"{how}: ratio re-read / {what} (p50): {ratio:.1f}x")
     return 0
 
 

@@ -87,11 +87,12 @@ def build_loadout(
     cached: bool = True,
     hold: PickModel | None = None,
     styles: Mapping[str, str] | None = None,
+    files: FileCache | None = None,
 ) -> Loadout:
     """The loadout of every tenant; `styles`: block 1's line per channel (the platforms'
     declarations, `Platforms.styles()`; without it every channel gets the plain line)."""
     caps = settings.loadout
-    files = FileCache() if cached else NoCache()
+    files = (files or FileCache()) if cached else NoCache()  # `files`: the caller's (watched)
     locks = TenantLocks()
     vault = Vault(audit, files)
     store = MemoryStore(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
 from bridge.app.forgetting import forgetting
-from bridge.app.loadout import Loadout, build_loadout
+from bridge.app.loadout import Loadout, build_loadout, persona_dirs
 from bridge.app.memory_notes import MemoryNotes
 from bridge.app.models import ModelRegistry
 from bridge.channels.telegram_start import start_command
@@ -23,6 +23,7 @@ from bridge.core.builtin_commands import CoreCommands
 from bridge.core.commands import CommandContext, CommandSet, CommandTable
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
+from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache
 from bridge.core.identities import identity_map
 from bridge.core.pairing import PairingStore
@@ -132,7 +133,9 @@ def build_capabilities(
     with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added;
     with a `judge`, outcome grading asks it about follow-ups it left neutral.
     """
-    files = FileCache()
+    roots = (str(settings.home), str(persona_dirs(settings)[0]))
+    watch = DirWatch.open(roots)  # inotify: unchanged files cost no stat
+    files = FileCache(watch=watch)
     grades = SkillGrades(db)
     catalog = ToolCatalog(files, lambda: int(clock() * 1000))
     loadout = build_loadout(
@@ -144,6 +147,7 @@ def build_capabilities(
         tools=SavedToolsView(catalog),
         hold=models.hold if models is not None else None,
         styles=platforms.styles() if platforms is not None else None,
+        files=files,
     )
     corrections = build_corrections(loadout, audit, clock)
     drafts = DraftStore(db, lambda: int(clock() * 1000))  # per chat, until saved or expired
@@ -203,7 +207,7 @@ def build_capabilities(
             corrections[1],
             *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
         ),
-        (mcp.aclose, recall.indexer.close, *vector_closers),
+        (*((watch.close,) if watch else ()), mcp.aclose, recall.indexer.close, *vector_closers),
         recall.indexer,
     )
 
@@ -336,7 +340,10 @@ def build_turns(
         observers=caps.observers,
         masks=vault.masker,
         user_note=MemoryNotes(
-            caps.loadout.memory.store, settings.memory, caps.loadout.prompt.now_note
+            caps.loadout.memory.store,
+            settings.memory,
+            caps.loadout.prompt.now_note,
+            caps.loadout.files,  # the watched cache: unchanged topics cost no stat
         ).note,
         pick=models.hold if models is not None else None,
         meter=meter,

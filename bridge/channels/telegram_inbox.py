@@ -119,22 +119,20 @@ class UpdateInbox:
 
     def claim(self, update_id: int) -> bool:
         """Take a new update (True), or leave one that is answered or being answered."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE channel_inbox SET state = 'working', owner = ?"
-                " WHERE source = ? AND update_id = ? AND state = 'new'",
-                (self.owner, self.source, update_id),
-            )
+        cursor = self.conn.execute(  # one statement: a transaction of its own (or joins one)
+            "UPDATE channel_inbox SET state = 'working', owner = ?"
+            " WHERE source = ? AND update_id = ? AND state = 'new'",
+            (self.owner, self.source, update_id),
+        )
         return cursor.rowcount == 1
 
     def done(self, update_id: int, *, dropped: bool = False) -> None:
         """The update is answered (its answer delivered or kept), or dropped."""
-        with transaction(self.conn):
-            self.conn.execute(
-                "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
-                " WHERE source = ? AND update_id = ?",
-                ("dropped" if dropped else "done", self._now_ms(), self.source, update_id),
-            )
+        self.conn.execute(  # one statement: a transaction of its own (or joins one)
+            "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
+            " WHERE source = ? AND update_id = ?",
+            ("dropped" if dropped else "done", self._now_ms(), self.source, update_id),
+        )
 
     def recover(self) -> list[Stored]:
         """Take over what earlier processes left unanswered, oldest first."""

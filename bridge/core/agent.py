@@ -117,7 +117,7 @@ async def run_agent(
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed."""
     system = redact(system)
-    convo = [_history_redacted(m, redact) for m in messages]
+    convo = _history_masked(messages, redact)
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
     for step in range(1, max_steps + 1):
@@ -244,22 +244,33 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
 _HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
 
 
-def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
-    """`_redacted`, remembered per (message object, masker object): the session store
-    hands the same history objects every turn and the vault's masker is rebuilt only
-    when the vault changed, so an unchanged history is not masked again each turn.
+def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[ChatMessage]:
+    """`_redacted` of each message, remembered per (message object, masker object): the
+    session store hands the same history objects every turn and the vault's masker is
+    rebuilt only when the vault changed, so an unchanged history is not masked again each
+    turn (the look-up of a remembered message is one dict get and three identity checks).
     Held entries keep both objects alive, so neither id is reused while cached."""
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
     if owner is None or func is None:  # not a bound masker method: nothing to key on
-        return _redacted(message, redact)
-    hit = _HISTORY.get(id(message))
-    if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
-        return hit[3]
-    out = _redacted(message, redact)
-    if len(_HISTORY) >= 8192:
-        _HISTORY.clear()
-    _HISTORY[id(message)] = (message, owner, func, out)
+        return [_redacted(m, redact) for m in messages]
+    out = []
+    get = _HISTORY.get
+    for message in messages:
+        hit = get(id(message))
+        if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
+            out.append(hit[3])
+            continue
+        masked = _redacted(message, redact)
+        if len(_HISTORY) >= 8192:
+            _HISTORY.clear()
+        _HISTORY[id(message)] = (message, owner, func, masked)
+        out.append(masked)
     return out
+
+
+def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
+    """`_history_masked` of one message."""
+    return _history_masked((message,), redact)[0]
 
 
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bridge.core.atomic import remove, write_text
-from bridge.core.filecache import FileCache, sig
+from bridge.core.filecache import FileCache
 from bridge.loadout.mask import MIN_SECRET_CHARS, Masker
 from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
@@ -119,7 +119,8 @@ class Vault:
     def masker(self, dirs: TenantDirs) -> Masker:
         """The masker for this tenant's current values; rebuilt only when the vault changed."""
         d = dirs.vault
-        key = (sig(d), tuple((n, sig(d / n)) for n in names(dirs, self._cache)))
+        stat = self._cache.stat_key
+        key = (stat(d), tuple((n, stat(d / n)) for n in names(dirs, self._cache)))
         hit = self._maskers.get(str(dirs.root))
         if hit is not None and hit[0] == key:
             return hit[1]

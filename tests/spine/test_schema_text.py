@@ -49,3 +49,32 @@ def test_history_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> 
     masked = agent._history_redacted(said, after.mask)
     assert masked.content == "my token is [vault:TOKEN], keep it"
     assert agent._history_redacted(said, lambda t: t.upper()).content == said.content.upper()
+
+
+def test_a_whole_history_is_masked_once_and_only_new_messages_after() -> None:
+    from bridge.loadout.mask import Masker
+    from bridge.types.backend import ChatMessage
+
+    class Counting:
+        def __init__(self, masker: Masker) -> None:
+            self.masker, self.calls = masker, 0
+
+        def mask(self, text: str) -> str:
+            self.calls += 1
+            return self.masker.mask(text)
+
+    history = [ChatMessage("user", f"turn {i}: the key is hunter2-secret-value") for i in range(50)]
+    counting = Counting(Masker({"KEY": "hunter2-secret-value"}))
+    first = agent._history_masked(history, counting.mask)
+    assert counting.calls == 50
+    assert all(m.content.endswith("the key is [vault:KEY]") for m in first)
+    history.append(ChatMessage("assistant", "noted: hunter2-secret-value"))
+    again = agent._history_masked(history, counting.mask)
+    assert counting.calls == 51  # only the new message
+    assert again[:50] == first and all(a is b for a, b in zip(again, first, strict=False))
+    assert again[50].content == "noted: [vault:KEY]"
+    other = Counting(Masker({}))  # the vault changed: a new masker masks everything anew
+    assert [m.content for m in agent._history_masked(history, other.mask)] == [
+        m.content for m in history
+    ]
+    assert other.calls == 51

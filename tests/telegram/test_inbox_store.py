@@ -143,3 +143,22 @@ def test_the_payload_is_the_update_as_received(conn: Any) -> None:
     box.store([update])
     (payload,) = conn.execute("SELECT payload FROM channel_inbox").fetchone()
     assert json.loads(payload) == update
+
+
+def test_claim_and_done_are_one_statement_each_and_join_an_open_transaction(
+    tmp_path: Path,
+) -> None:
+    conn = connect(tmp_path / "roost.db")
+    inbox = UpdateInbox(conn, "telegram:1", "me", clock=lambda: NOW)
+    assert inbox.store([message(1, 7, "hi"), message(2, 7, "again")]) == 2
+    said: list[str] = []
+    conn.set_trace_callback(said.append)
+    assert inbox.claim(1)
+    inbox.done(1)
+    assert [s.split()[0] for s in said] == ["UPDATE", "UPDATE"]  # no BEGIN/COMMIT of their own
+    conn.set_trace_callback(None)
+    conn.execute("BEGIN IMMEDIATE")
+    assert inbox.claim(2)
+    conn.execute("ROLLBACK")  # the claim was part of the outer transaction
+    assert inbox.claim(2) and not inbox.claim(2)
+    conn.close()

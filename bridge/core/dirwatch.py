@@ -1,0 +1,225 @@
+"""Change generations of directories, from inotify: a cached file needs no `stat` until
+its directory reports an event.
+
+`DirWatch.generation(directory)` watches the directory (and, under one of the
+`roots`, every directory between it and the root) and returns a number that
+changes whenever anything in the directory changed since: a file written,
+its attributes changed, an entry created, deleted or renamed. Before it
+answers it takes every event the kernel has queued (one `poll` with no
+wait when there is none). The kernel queues an event before the write,
+rename or unlink that caused it returns, so a change made before a call is
+always seen by it.
+
+A rename, deletion or creation of a directory on the way from a root to a
+watched directory, a lost watch or an overflowed queue changes every
+generation at once. `generation` returns None for a directory that cannot
+be watched (outside every root, missing, no inotify, out of watches or
+instances): the caller then checks with `stat` as before. Linux only;
+elsewhere `open()` returns None.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import select
+import struct
+import threading
+import weakref
+
+log = logging.getLogger(__name__)
+
+IN_MODIFY = 0x2
+IN_ATTRIB = 0x4
+IN_CLOSE_WRITE = 0x8
+IN_MOVED_FROM = 0x40
+IN_MOVED_TO = 0x80
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_Q_OVERFLOW = 0x4000
+IN_IGNORED = 0x8000
+IN_ONLYDIR = 0x1000000
+IN_ISDIR = 0x40000000
+_ENTRIES = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+_SELF = IN_DELETE_SELF | IN_MOVE_SELF
+_WHOLE = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | _ENTRIES | _SELF  # a watched directory
+_PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving matter
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+
+_libc: ctypes.CDLL | None = None
+
+
+def _c() -> ctypes.CDLL | None:
+    global _libc
+    if _libc is None:
+        name = ctypes.util.find_library("c")
+        if name is None:
+            return None
+        _libc = ctypes.CDLL(name, use_errno=True)
+    return _libc
+
+
+class DirWatch:
+    """One inotify instance; `generation(directory)` as the module says. Thread-safe."""
+
+    def __init__(self, fd: int, roots: tuple[str, ...]) -> None:
+        self._fd = fd
+        self._roots = roots
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
+        self._lock = threading.Lock()
+        self._tick = 0  # counts events: a generation is the tick of its last change
+        self._gens: dict[str, int] = {}  # watched directory -> its generation
+        self._on_path: set[str] = set()  # directories between a root and a watched one
+        self._dirs: dict[int, str] = {}  # wd -> directory
+        self._masks: dict[str, int] = {}  # directory -> the events asked for
+        self._closed = False
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def open(cls, roots: tuple[str, ...]) -> DirWatch | None:
+        """A watch over the `roots` on local file systems, or None (no inotify, or none
+        of them is local: a network file system does not report other machines' changes)."""
+        libc = _c()
+        local = tuple(r for r in (os.path.realpath(r) for r in roots) if _local(r))
+        if libc is None or not local or not hasattr(libc, "inotify_init1"):
+            return None
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            log.info("no inotify (%s): cached files are checked with stat", _err())
+            return None
+        return cls(fd, local)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._finalizer()
+
+    def generation(self, directory: str) -> int | None:
+        """The directory's change generation (None: cannot be watched; check with stat)."""
+        # No event queued and no drain half-way (checked in this order): the generations
+        # are those of every change made so far, read without the lock.
+        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+            gen = self._gens.get(directory)
+            if gen is not None:
+                return gen
+        with self._lock:
+            if self._closed:
+                return None
+            self._drain()
+            gen = self._gens.get(directory)
+            if gen is None and self._watch(directory):
+                gen = self._gens[directory]
+            return gen
+
+    def _root_of(self, directory: str) -> str | None:
+        for root in self._roots:
+            if directory == root or directory.startswith(root.rstrip("/") + "/"):
+                return root
+        return None
+
+    def _watch(self, directory: str) -> bool:
+        """Watch `directory` and the directories from its root to it; False if it cannot."""
+        root = self._root_of(directory)
+        if root is None or os.path.realpath(directory) != directory:
+            return False  # a symlink on the way: its target could change unseen
+        above, parent = [], directory
+        while parent != root:
+            parent = os.path.dirname(parent)
+            above.append(parent)
+        for path in above:
+            if path not in self._on_path:
+                if not self._add(path, _PATH):
+                    return False
+                self._on_path.add(path)
+        if not self._add(directory, _WHOLE):
+            return False
+        self._gens[directory] = self._tick
+        return True
+
+    def _add(self, directory: str, mask: int) -> bool:
+        """Ask for `mask` too (a directory has one watch: the masks are joined)."""
+        libc = _c()
+        assert libc is not None
+        joined = self._masks.get(directory, 0) | mask
+        wd = libc.inotify_add_watch(self._fd, os.fsencode(directory), joined | IN_ONLYDIR)
+        if wd < 0:
+            log.debug("cannot watch a directory (%s): stat instead", _err())
+            return False
+        self._dirs[wd] = directory
+        self._masks[directory] = joined
+        return True
+
+    def _drain(self) -> None:
+        while self._poll.poll(0):
+            try:
+                data = os.read(self._fd, 64 * 1024)
+            except BlockingIOError:
+                return
+            self._events(data)
+
+    def _events(self, data: bytes) -> None:
+        pos = 0
+        while pos + _EVENT.size <= len(data):
+            wd, mask, _cookie, size = _EVENT.unpack_from(data, pos)
+            name = data[pos + _EVENT.size : pos + _EVENT.size + size].rstrip(b"\0")
+            pos += _EVENT.size + size
+            if mask & (IN_Q_OVERFLOW | IN_IGNORED | _SELF):
+                self._forget(wd)
+                continue
+            directory = self._dirs.get(wd)
+            if directory is None:
+                continue
+            if directory in self._gens:
+                self._tick += 1
+                self._gens[directory] = self._tick
+            if mask & _ENTRIES:
+                entry = os.path.join(directory, os.fsdecode(name))
+                if entry in self._on_path or entry in self._gens:
+                    self._everything()  # a directory on the way moved, went or came
+
+    def _forget(self, wd: int) -> None:
+        """A watch went away (or the queue overflowed): every generation changes and each
+        directory is watched again, with the directories on its way, when next asked for."""
+        directory = self._dirs.pop(wd, None) if wd >= 0 else None
+        if directory is not None:
+            self._masks.pop(directory, None)
+        self._tick += 1
+        self._gens.clear()
+        self._on_path.clear()
+
+    def _everything(self) -> None:
+        self._tick += 1
+        self._gens = dict.fromkeys(self._gens, self._tick)
+
+
+_LOCAL_FS = frozenset(
+    {
+        0xEF53,  # ext2/3/4
+        0x58465342,  # xfs
+        0x9123683E,  # btrfs
+        0x01021994,  # tmpfs
+        0x794C7630,  # overlayfs
+        0xF2F52010,  # f2fs
+        0x2FC12FC1,  # zfs
+    }
+)
+
+
+def _local(path: str) -> bool:
+    """Whether `path` is on a local file system (inotify sees every change there)."""
+    libc = _c()
+    if libc is None or not hasattr(libc, "statfs"):
+        return False
+    buf = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
+    if libc.statfs(os.fsencode(path), buf) != 0:
+        return False
+    return struct.unpack_from("l", buf.raw)[0] & 0xFFFFFFFF in _LOCAL_FS
+
+
+def _err() -> str:
+    return os.strerror(ctypes.get_errno())
