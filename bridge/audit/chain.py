@@ -7,13 +7,10 @@ other text is refused), queues the event and awaits its acknowledgement
 one write); the thread takes everything queued (up to `max_batch` items),
 and under the cross-process lock re-reads the chain's tail, appends the
 batch, fdatasyncs it, acknowledges each event of the batch (group commit),
-and then rewrites and syncs the head file, unless another batch already
-waits: then the head is written after a later batch, at the latest after
-`max_head_lag` (8) batches in a row or as soon as nothing waits, so under
-load a writer syncs the head once per several batches instead of once per
-batch. The head never names a record that is not durable, a waiter does not
-wait for the head's sync, and a crash leaves the head at most
-`max_head_lag` batches behind, which `verify` accepts.
+and then rewrites and syncs the head file before it takes the next batch:
+the head never names a record that is not durable, and a waiter does not
+wait for the head's sync (a crash in between leaves the head one batch
+behind, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -26,10 +23,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.audit.keys import load_names_key
-from bridge.audit.pending import Pending, flat, resolve_all
 from bridge.audit.record import build_record, check_event, check_tenant
 from bridge.audit.schema import Namer, Schemas, keyed_namer, sanitize
 from bridge.audit.store import (
@@ -47,6 +44,16 @@ log = logging.getLogger(__name__)
 REPAIRED = "audit.repaired"
 
 
+@dataclass
+class _Pending:
+    event: str
+    tenant: str | None
+    details: dict[str, object]
+    ts: int
+    loop: asyncio.AbstractEventLoop | None = None
+    future: asyncio.Future[int] | None = None
+
+
 _STOP = object()
 
 
@@ -61,7 +68,6 @@ class AuditChain:
         max_batch: int = 512,
         names_key: bytes | None = None,
         schemas: Schemas | None = None,
-        max_head_lag: int = 8,
     ) -> None:
         self.path = path
         self._schemas = schemas  # `schema.schemas_for(platforms)`: the channels it keeps
@@ -77,11 +83,7 @@ class AuditChain:
         self._lock_fd = -1
         self._dir_fd = -1
         self._cache: tuple[int, int, int, str] | None = None  # inode, size, seq, hash
-        self._max_head_lag = max(1, max_head_lag)
-        self._due: tuple[int, str] | None = None  # (seq, hash) the head is behind at
-        self._lag = 0  # batches acknowledged since the head was last written
         self.batches = 0  # number of fsynced batches, for the benchmark
-        self.heads = 0  # number of head writes, for the benchmark
 
     async def open(self) -> None:
         await asyncio.to_thread(self._open_sync)
@@ -117,7 +119,7 @@ class AuditChain:
             check_event(event)
             check_tenant(tenant)
             items.append(
-                Pending(
+                _Pending(
                     event,
                     tenant,
                     self._fit(event, tenant, details),
@@ -138,7 +140,7 @@ class AuditChain:
             raise RuntimeError("audit chain is not open")
         loop = asyncio.get_running_loop()
         fitted = self._fit(event, tenant, details)
-        item = Pending(event, tenant, fitted, self._now(), loop, loop.create_future())
+        item = _Pending(event, tenant, fitted, self._now(), loop, loop.create_future())
         self._queue.put(item)
         assert item.future is not None
         return await item.future
@@ -186,24 +188,10 @@ class AuditChain:
                 os.close(fd)
                 setattr(self, name, -1)
 
-    def _next(self) -> object:
-        """The next queued item; when none waits, the head catches up first."""
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            pass
-        if self._due is not None:
-            try:
-                with exclusive(self._lock_fd):
-                    self._catch_up()
-            except Exception as exc:  # kept for the next batch; every waiter was answered
-                log.error("audit head write failed: %s", exc)
-        return self._queue.get()
-
     def _run(self) -> None:
         stop = False
         while not stop:
-            first = self._next()
+            first = self._queue.get()
             if first is _STOP:
                 break
             batch = [first]
@@ -216,23 +204,17 @@ class AuditChain:
                     stop = True
                     break
                 batch.append(nxt)
-            pending = flat(batch)
+            pending = _flat(batch)
 
-            def durable(seqs: list[int], pending: list[Pending] = pending) -> None:
-                resolve_all(list(zip(pending, seqs, strict=True)), None)
+            def durable(seqs: list[int], pending: list[_Pending] = pending) -> None:
+                _resolve_all(list(zip(pending, seqs, strict=True)), None)
 
             try:
                 with exclusive(self._lock_fd):
                     self._commit(pending, durable)
             except Exception as exc:  # resolve every waiter, keep the thread alive
                 log.error("audit append failed: %s", exc)
-                resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
-        if self._due is not None:  # stopping: the head catches up before the files close
-            try:
-                with exclusive(self._lock_fd):
-                    self._catch_up()
-            except Exception as exc:
-                log.error("audit head write failed: %s", exc)
+                _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
 
     def _tail(self) -> Tail:
         st = os.stat(self.path)
@@ -244,7 +226,7 @@ class AuditChain:
         return inspect_tail(self._fd, self._head, self._key)
 
     def _commit(
-        self, pending: list[Pending], durable: Callable[[list[int]], None] | None = None
+        self, pending: list[_Pending], durable: Callable[[list[int]], None] | None = None
     ) -> list[int]:
         """Under the lock: repair a torn tail, append `pending`, fdatasync, tell `durable`
         the records' sequence numbers, then move the head (and sync it)."""
@@ -254,7 +236,7 @@ class AuditChain:
             os.ftruncate(self._fd, tail.end)
             os.fsync(self._fd)
             log.warning("audit chain: cut %d bytes of a torn last line", tail.torn)
-            repair = Pending(REPAIRED, None, {"bytes_cut": tail.torn}, self._now())
+            repair = _Pending(REPAIRED, None, {"bytes_cut": tail.torn}, self._now())
             pending = [repair, *pending]
         if not pending:
             self._cache = (os.fstat(self._fd).st_ino, tail.end, tail.seq, tail.hash)
@@ -274,27 +256,10 @@ class AuditChain:
         seqs = list(range(seq - wanted + 1, seq + 1))
         if durable is not None:
             durable(seqs)  # the records are on disk: their waiters go on
-        self._due, self._lag = (seq, prev), self._lag + 1
-        if durable is None or self._queue.empty() or self._lag >= self._max_head_lag:
-            self._write_head()
+        write_head(self._head, self._dir_fd, seq, prev, self._key)
         return seqs
 
-    def _write_head(self) -> None:
-        """Under the lock: move the head to the last acknowledged record (and sync it)."""
-        if self._due is not None:
-            write_head(self._head, self._dir_fd, *self._due, self._key)
-            self._due, self._lag = None, 0
-            self.heads += 1
-
-    def _catch_up(self) -> None:
-        """Under the lock, nothing queued: the deferred head is written, unless another
-        process appended meanwhile (its own head is then newer than ours)."""
-        tail = self._tail()
-        if self._due is not None and not tail.torn and tail.seq == self._due[0]:
-            self._write_head()
-        self._due, self._lag = None, 0
-
-    def _encode(self, pending: list[Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
+    def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
         """The records of `pending` after record `seq` (hash `prev`): bytes, last seq, last hash."""
         lines = []
         for p in pending:
@@ -311,3 +276,35 @@ class AuditChain:
             prev = str(record["hash"])
             lines.append(line)
         return "".join(lines).encode("ascii"), seq, prev
+
+
+def _flat(batch: list[object]) -> list[_Pending]:
+    """The events of a batch of queued items (an `emit_many` queues a list)."""
+    out: list[_Pending] = []
+    for item in batch:
+        if isinstance(item, _Pending):
+            out.append(item)
+        elif isinstance(item, list):
+            out.extend(p for p in item if isinstance(p, _Pending))
+    return out
+
+
+def _resolve_all(done: list[tuple[_Pending, int]], exc: Exception | None) -> None:
+    """Wake the waiters of a batch: one call into each event loop, not one per event."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[int], int]]] = {}
+    for p, seq in done:
+        if p.loop is not None and p.future is not None:
+            by_loop.setdefault(p.loop, []).append((p.future, seq))
+
+    def settle(items: list[tuple[asyncio.Future[int], int]]) -> None:
+        for fut, seq in items:
+            if fut.done():
+                continue
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(seq)
+
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(settle, items)
