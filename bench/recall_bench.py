@@ -15,7 +15,7 @@
    the thread's CPU time are both printed (on a shared machine the CPU time
    is what one free core would take).
 
-Run: .venv/bin/python -m bench.recall_bench [--quick] [--big 1000000]
+Run: .venv/bin/python -m bench.recall_bench [--quick] [--big 1000000] [--cache /tmp/recall]
 """
 
 from __future__ import annotations
@@ -106,14 +106,26 @@ def latency(dirs: TenantDirs, indexer: Indexer, queries: list[str]) -> list[floa
     return out
 
 
-def scale(base: list[Message], queries: list[str], count: int) -> None:
+def scale(base: list[Message], queries: list[str], count: int, cache: Path | None = None) -> None:
+    """Import `count` synthetic messages, then size and latency. With `cache`, the index
+    is built once under `cache/<count>/` and reused by later runs (a 1M build takes a
+    while): a reused index prints no import figure."""
     with tempfile.TemporaryDirectory() as tmp:
-        dirs = TenantDirs.of(Path(tmp), "bench").ensure()
-        rate, cpu_rate, indexer = build(dirs, synthetic(base, count))
+        home = cache / str(count) if cache is not None else Path(tmp)
+        dirs = TenantDirs.of(home, "bench").ensure()
+        done = home / "built"
+        if done.exists():
+            indexer = Indexer(lambda d, text: text, screen=secret_kinds)
+            imported = "import reused"
+        else:
+            rate, cpu_rate, indexer = build(dirs, synthetic(base, count))
+            imported = f"import {rate:,.0f} msg/s ({cpu_rate:,.0f} per CPU second)"
+            if cache is not None:
+                done.write_text(f"{count}\n")
         size, text = size_figures(dirs, indexer)
         p50, p99, c50, c99 = latency(dirs, indexer, queries)
         print(
-            f"{count:>9,} messages: import {rate:,.0f} msg/s ({cpu_rate:,.0f} per CPU second); "
+            f"{count:>9,} messages: {imported}; "
             f"index {size / 1e6:,.1f} MB for {text / 1e6:,.1f} MB of text ({size / text:.2f}x); "
             f"query p50 {p50:.1f} ms, p99 {p99:.1f} ms (CPU: {c50:.1f} / {c99:.1f} ms); "
             f"load {os.getloadavg()[0]:.1f}"
@@ -140,6 +152,9 @@ def main() -> int:
     parser.add_argument(
         "--scale-only", action="store_true", help="only import, size and latency figures"
     )
+    parser.add_argument(
+        "--cache", type=Path, help="build each scale's index once under this folder and reuse it"
+    )
     args = parser.parse_args()
     if not DEV_DIR.is_dir():  # the dev split lives beside the repository, not in it
         print(f"skipped: no dev set at {DEV_DIR}")
@@ -152,7 +167,7 @@ def main() -> int:
     print("== import, size, latency (synthetic corpus from the dev messages)")
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for count in (2_000,) if args.quick else (10_000, args.big):
-        scale(base, queries, count)
+        scale(base, queries, count, args.cache)
     return 0
 
 

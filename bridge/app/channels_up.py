@@ -30,6 +30,7 @@ from bridge.app.forgetting import forgetting
 from bridge.app.platforms import platforms_of
 from bridge.app.reload import OnReload
 from bridge.app.roost import Roost
+from bridge.channels.matrix.platform import PLATFORM as MATRIX
 from bridge.channels.telegram_platform import PLATFORM as TELEGRAM
 from bridge.channels.web_platform import PLATFORM as WEB
 from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
@@ -280,6 +281,40 @@ def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     return Launched(whatsapp.channel, announce, deliver=whatsapp.outbox)
 
 
+def matrix_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    """Matrix: a bot account syncing with its homeserver (mautrix is imported only now)."""
+    from bridge.channels.matrix.make import make_matrix
+    from bridge.channels.matrix.media import Receiving
+
+    mx, voice = settings.matrix, roost.voice
+    receiving = Receiving(
+        roost.resolver.resolve,
+        lambda tenant: roost.tenant_dirs(tenant).inbox,
+        lambda: roost.senses.limits.attachment_bytes,
+        voice.limits.max_bytes,
+        voice.transcriber is not None,
+    )
+    matrix = make_matrix(
+        mx,
+        roost.core.answer,
+        roost.db,
+        receiving=receiving,
+        undelivered=undelivered_hook(roost),
+        speak=voice.speak_hook("matrix", mx.reply_voice_to_voice),
+        ignored=lambda kind, n: roost.metrics.ignored("matrix", kind, n),
+    )
+    roost.channel_lines["matrix"] = matrix.channel.status_line
+
+    def announce() -> str:
+        return f"roost: {matrix.channel.status_line()} on {mx.homeserver}"
+
+    def rooms(new: Settings) -> None:
+        matrix.channel.allowed_rooms = frozenset(new.matrix.allowed_rooms)
+
+    live = (OnReload.of(("matrix.allowed_rooms",), rooms),)
+    return Launched(matrix.channel, announce, deliver=matrix.outbox, live=live)
+
+
 def undelivered_hook(roost: Roost) -> Undelivered:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
     schedule = roost.schedule
@@ -296,6 +331,7 @@ CHANNELS: tuple[ChannelRow, ...] = (
     ChannelRow("web", lambda s: s.web.enabled, web_channel, WEB),
     ChannelRow("telegram", lambda s: s.telegram.token is not None, telegram_channel, TELEGRAM),
     ChannelRow("whatsapp", lambda s: s.whatsapp.enabled, whatsapp_channel, WHATSAPP),
+    ChannelRow("matrix", lambda s: s.matrix.enabled, matrix_channel, MATRIX),
 )
 """Every chat platform, in start order (a new platform is one more row)."""
 

@@ -38,6 +38,7 @@ from bridge.core.config_sections import (
     LimitSettings,
     LLMSettings,
     LoadoutSettings,
+    MatrixSettings,
     MemorySettings,
     QuotaSettings,
     RecallSettings,
@@ -79,6 +80,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     whatsapp: WhatsAppSettings = Field(default_factory=WhatsAppSettings)
+    matrix: MatrixSettings = Field(default_factory=MatrixSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)

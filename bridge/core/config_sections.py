@@ -180,6 +180,9 @@ class TelegramSettings(_Section):
 
 GRAPH_API = "https://graph.facebook.com/v23.0"
 TEMPLATE_NAME = re.compile(r"^[a-z0-9_]{1,512}$")
+MATRIX_USER = re.compile(r"@[^\s:]{1,255}:[A-Za-z0-9.\-\[\]:]{1,255}")
+# room version 12 ids are "!" and a hash, without ":server"
+MATRIX_ROOM = re.compile(r"![\x21-\x7b\x7d\x7e]{1,255}")
 LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(_[A-Za-z0-9]{2,8})?$")
 
 
@@ -242,6 +245,44 @@ class WhatsAppSettings(_Section):
     @property
     def enabled(self) -> bool:
         return None not in (self.access_token, self.app_secret, self.phone_number_id)
+
+
+class MatrixSettings(_Section):
+    """`[matrix]`: a bot account on a Matrix homeserver (bridge/channels/matrix). On when
+    `homeserver`, `user_id` and `access_token` are all set."""
+
+    homeserver: str | None = None  # the client-server API's base, e.g. https://matrix.org
+    user_id: str | None = None  # the bot's account, "@roost:example.org"
+    access_token: SecretStr | None = None  # the bot account's token (a login's)
+    allowed_rooms: list[str] = Field(default_factory=list)  # group rooms it may join and answer
+    edit_every_s: float = Field(1.5, ge=0.2, le=30.0)  # streaming: at most one edit per this
+    reply_voice_to_voice: bool = False  # a voice message's answer is spoken too ([llm.speech])
+
+    @field_validator("homeserver")
+    @classmethod
+    def _homeserver(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"https?://[^\s?#]+", v):
+            raise ValueError("an http(s) URL, e.g. https://matrix.example.org")
+        return v.rstrip("/") if v is not None else None
+
+    @field_validator("user_id")
+    @classmethod
+    def _user_id(cls, v: str | None) -> str | None:
+        if v is not None and not MATRIX_USER.fullmatch(v.strip()):
+            raise ValueError("a Matrix user id, e.g. @roost:example.org")
+        return v.strip() if v is not None else None
+
+    @field_validator("allowed_rooms")
+    @classmethod
+    def _rooms(cls, v: list[str]) -> list[str]:
+        for room in v:
+            if not MATRIX_ROOM.fullmatch(room.strip()):
+                raise ValueError(f"{room!r} is not a room id (!opaque or !opaque:server)")
+        return [room.strip() for room in v]
+
+    @property
+    def enabled(self) -> bool:
+        return None not in (self.homeserver, self.user_id, self.access_token)
 
 
 class LimitSettings(_Section):

@@ -272,12 +272,13 @@ class MemoryCommands:
     async def _decline(self, ctx: CommandContext, rest: str) -> str:
         box, pid = ProposalBox(ctx.dirs.memory), rest.split()[0] if rest else ""
         if pid.lower() == "all":
-            return f"Declined {box.clear()} memory proposals; nothing was stored."
+            n = box.decline_all()
+            return f"Declined {n} memory proposals; nothing was stored, none is offered again."
         if not pid:
             raise UsageError("Which one? /memory decline <id|all>")
-        if box.take(pid) is None:
+        if box.decline(pid) is None:
             return f"No memory proposal {pid!r} waits. /memory proposals"
-        return "Declined; nothing was stored."
+        return "Declined; nothing was stored, and it is not offered again."
 
     async def full(self, ctx: CommandContext, lead: str) -> Final:
         """The reply to a save that met a full memory: a tidy-up proposal when possible."""

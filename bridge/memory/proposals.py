@@ -11,11 +11,16 @@ import runs beside the daemon) until the person looks at them in a chat
 (`/memory proposals`), keeps one (`/memory keep <id>`: a `user` topic saved
 like any `/remember`, journalled, `/memory undo` reverts it) or declines it
 (`/memory decline <id|all>`). Like a tidy-up, the chat shows each with a
-one-tap action.
+one-tap action. A declined statement is remembered, as a hash of its subject
+and words only (`declined_key`), in `memory/.proposals-declined.json` (the
+newest `KEEP_DECLINED`): the same file imported again, or a later import
+holding the same statement, does not offer it again; a new statement about
+the subject still is. `roost forget` removes it with the tenant's tree.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
@@ -30,6 +35,8 @@ from bridge.memory.facts import fact_subject
 from bridge.memory.files import MAX_DESCRIPTION, Topic
 
 FILENAME = ".proposals.json"
+DECLINED = ".proposals-declined.json"
+KEEP_DECLINED = 1000  # declined statements remembered (the newest)
 CAP = 10  # proposals waiting at once (per tenant)
 LETTERS, DIGITS = "abcdefghjkmnpqrstuvwxyz", "23456789"
 NAMES = {
@@ -84,6 +91,13 @@ def topic_subject(topic: Topic) -> str:
     return fact_subject(topic.description) or fact_subject(topic.content[:400])
 
 
+def declined_key(subject: str, sentence: str) -> str:
+    """What is remembered of a declined statement: a hash of its subject and its words
+    (case and spacing ignored), never the text."""
+    words = " ".join(sentence.casefold().split())
+    return hashlib.sha256(f"{subject}\0{words}".encode()).hexdigest()[:32]
+
+
 def newest(candidates: Iterable[Candidate], keep: dict[str, Candidate]) -> None:
     """Fold `candidates` into `keep`: the newest statement per subject (bounded by subjects)."""
     for c in candidates:
@@ -97,8 +111,11 @@ def pick(
     topics: Sequence[Topic],
     waiting: Sequence[Proposal],
     cap: int = CAP,
+    declined: frozenset[str] = frozenset(),
 ) -> list[Proposal]:
-    """The new proposals: newest per subject, none an existing topic or proposal covers."""
+    """The new proposals: newest per subject, none an existing topic or proposal covers,
+    none the person declined before (`declined`: `declined_key`s). An older statement
+    does not stand in for a declined newer one."""
     covered = {topic_subject(t) for t in topics} | {p.subject for p in waiting}
     by_subject: dict[str, Candidate] = {}
     newest(found, by_subject)
@@ -107,6 +124,8 @@ def pick(
     out: list[Proposal] = []
     for c in sorted(by_subject.values(), key=lambda c: (-c.at_ms, c.subject)):
         if c.subject in covered or len(out) >= room:
+            continue
+        if declined_key(c.subject, c.sentence) in declined:
             continue
         pid = _new_id(taken)
         taken.add(pid)
@@ -147,7 +166,7 @@ class ProposalBox:
         """Add proposals made from `found` (see `pick`); returns the ones added."""
         with self._locked():
             waiting = self.waiting()
-            added = pick(found, topics, waiting)
+            added = pick(found, topics, waiting, declined=frozenset(self.declined()))
             if added:
                 self._write([*waiting, *added])
             return added
@@ -168,12 +187,44 @@ class ProposalBox:
             if all(p.id != proposal.id for p in waiting):
                 self._write([*waiting, proposal])
 
+    def decline(self, pid: str) -> Proposal | None:
+        """Take the proposal with this id and remember it as declined."""
+        with self._locked():
+            waiting = self.waiting()
+            hit = next((p for p in waiting if p.id == pid.lower()), None)
+            if hit is not None:
+                self._remember_declined([hit])
+                self._write([p for p in waiting if p.id != hit.id])
+            return hit
+
+    def decline_all(self) -> int:
+        """Decline every waiting proposal (remembered); how many there were."""
+        with self._locked():
+            waiting = self.waiting()
+            if waiting:
+                self._remember_declined(waiting)
+                self._write([])
+            return len(waiting)
+
     def clear(self) -> int:
         with self._locked():
             n = len(self.waiting())
             if n:
                 self._write([])
             return n
+
+    def declined(self) -> list[str]:
+        """The `declined_key`s of the statements declined so far, oldest first."""
+        try:
+            raw = json.loads((self._dir / DECLINED).read_text("utf-8"))
+        except (FileNotFoundError, ValueError):
+            return []
+        return [k for k in raw if isinstance(k, str)] if isinstance(raw, list) else []
+
+    def _remember_declined(self, proposals: list[Proposal]) -> None:
+        keys = [declined_key(p.subject, p.sentence) for p in proposals]
+        kept = list(dict.fromkeys([*self.declined(), *keys]))[-KEEP_DECLINED:]
+        write_text(self._dir / DECLINED, json.dumps(kept, indent=0) + "\n")
 
     def _write(self, proposals: list[Proposal]) -> None:
         text = json.dumps([asdict(p) for p in proposals], ensure_ascii=False, indent=1)

@@ -13,6 +13,9 @@ twice. Files made before it carry a 64-bit hash of the two in a `key` column
 with its own unique index instead, and keep it (`keyed`); the new form is
 about 0.07x the text smaller. Deleting (retention, `delete_before`) removes the
 terms with FTS5's 'delete' command, re-deriving them from the stored text.
+`speakers` lists the speakers' names of its messages (filled from the
+messages once in a file made before it; retention drops a name no kept
+message carries), so the search knows which query words are names.
 Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 """
 
@@ -24,6 +27,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from bridge.recall.match import quote
@@ -50,6 +54,7 @@ SCHEMA = (
     """CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
         body, who, content='', tokenize='unicode61 remove_diacritics 2'
     )""",
+    "CREATE TABLE IF NOT EXISTS speakers (name TEXT PRIMARY KEY) WITHOUT ROWID",
 )
 
 
@@ -119,6 +124,11 @@ def message_key(m: Message) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+@lru_cache(maxsize=4096)
+def _name_terms(name: str) -> tuple[str, ...]:
+    return tuple(index_terms(name).split())
+
+
 def who_terms(role: str, name: str) -> str:
     """The speaker's name and role as terms (the ranking's speaker boost)."""
     return index_terms(f"{name} {role}")
@@ -139,6 +149,9 @@ def open_index(path: Path) -> sqlite3.Connection:
         conn.execute(statement)
     if not keyed(conn):  # a file made before keeps its `key` column and index
         conn.execute(IDENT)
+    if conn.execute("SELECT 1 FROM speakers LIMIT 1").fetchone() is None:
+        # a file made before the speakers table: its names once (nothing when empty)
+        conn.execute("INSERT OR IGNORE INTO speakers (name) SELECT DISTINCT name FROM messages")
     return conn
 
 
@@ -179,6 +192,9 @@ class RecallIndex:
                     (cur.lastrowid, index_terms(m.text), _cached(names, m.name)),
                 )
                 added += 1
+            conn.executemany(
+                "INSERT OR IGNORE INTO speakers (name) VALUES (?)", ((n,) for n in names)
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -189,6 +205,11 @@ class RecallIndex:
         self.conn.execute("INSERT OR IGNORE INTO conversations (name) VALUES (?)", (name,))
         got = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,))
         return int(got.fetchone()[0])
+
+    def speaker_terms(self) -> frozenset[str]:
+        """The terms of every speaker's name the index has seen (a few rows)."""
+        names = self.conn.execute("SELECT name FROM speakers").fetchall()
+        return frozenset(t for (name,) in names for t in _name_terms(name))
 
     def doc_freq(self, terms: list[str], cap: int) -> dict[str, int]:
         """How many messages hold each term, counted up to `cap` (the work stays bounded)."""
@@ -270,6 +291,10 @@ class RecallIndex:
                 conn.execute("DELETE FROM messages WHERE id = ?", (rowid,))
                 conn.execute("DELETE FROM vectors WHERE id = ?", (rowid,))
                 removed += 1
+            if removed:  # a name none of the kept messages carries goes too
+                conn.execute(
+                    "DELETE FROM speakers WHERE name NOT IN (SELECT DISTINCT name FROM messages)"
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -1,21 +1,29 @@
 """Search one tenant's index: BM25 over stemmed terms, then the conversation around each hit.
 
 Ranking over what the index returns:
-1. the query's terms (`query_terms`: stop words out, stems both ways), the
-   rarest of them up to `postings` matching messages (`_affordable`), go to
-   FTS5 as a quoted OR (`match.any_of`), ranked by bm25 over the text and the
-   speaker's name; past `postings` matches only the newest are scored, so the
-   work is bounded however large the index; the best `pool` come back;
+1. the query's terms (`query_terms`: stop words out, stems both ways) less the
+   names of the index's speakers (`RecallIndex.speaker_terms`: in "What did
+   Caroline paint?" the name says who said it, not what was said: as a word
+   it finds the other person's "Caroline, look!"), the rarest of them up to
+   `postings` matching messages (`_affordable`), go to FTS5 as a quoted OR
+   (`match.any_of`), ranked by bm25 over the text and the speaker's name;
+   past `postings` matches only the newest are scored, so the work is
+   bounded however large the index; the best `pool` come back; a hit whose
+   speaker the query names (or "I"/"you": the user or assistant role) is
+   raised by `named` at once, before anything below reads the scores;
 2. pseudo-relevance feedback (`feedback` > 0): the `feedback_terms` terms the
    best `feedback_docs` hits share most, not already in the query, are
    searched too and their scores added at `feedback` weight (RM3-style
-   expansion, no model);
+   expansion, no model); they are optional, so they get a budget of their
+   own, `feedback_postings`, and one found in more messages than that is left
+   out whole (FTS5's bm25 counts every message of every term it scores: at
+   1M messages such a term cost as much as the query itself; leaving it out
+   did not lower dev recall);
 3. conversation context: a score gains `context` times the scores of the
    messages up to `window` places before and after it in its conversation
    (divided by the distance), plus `session` times the best score in its
    conversation (an answer is often split over a question and its reply);
-4. speaker: a hit whose speaker the query names (or "I"/"you": the user or
-   assistant role) is raised by `speaker`;
+4. speaker: a hit whose speaker the query names is raised by `speaker` again;
 5. the best `k` are returned with their scores, best first.
 Every figure of `Tuning` was chosen on the dev split and checked by leaving
 one conversation out (`bench/recall_bench.py`).
@@ -57,6 +65,8 @@ class Tuning:
     feedback: float = 0.1
     feedback_docs: int = 5
     feedback_terms: int = 5
+    feedback_postings: int = 500
+    named: float = 0.3
 
 
 DEFAULT = Tuning()
@@ -68,7 +78,7 @@ class Hit:
     score: float
 
 
-def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, float]:
+def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning, postings: int) -> dict[int, float]:
     """rowid -> bm25 score (higher is better) of the best `pool` rows matching any term.
 
     When more than `postings` messages match, only the newest `postings` of them are
@@ -76,7 +86,7 @@ def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, flo
     expr = any_of(terms)
     if not expr:
         return {}
-    since = index.newest_bound(expr, tuning.postings)
+    since = index.newest_bound(expr, postings)
     sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ?"
     args: tuple[object, ...] = (expr,)
     if since is not None:
@@ -86,8 +96,9 @@ def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning) -> dict[int, flo
     return {r: -s for r, s in index.conn.execute(sql, (*args, tuning.pool))}
 
 
-def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
-    """The rarest terms whose messages add up to at most `budget` (at least the rarest one).
+def _affordable(index: RecallIndex, terms: list[str], budget: int, least: int = 1) -> list[str]:
+    """The rarest terms whose messages add up to at most `budget` (at least the `least`
+    rarest: 1 for the query's own terms, 0 for optional ones such as the feedback's).
 
     A term in more messages weighs less in BM25 and costs more to score: past
     the budget the common ones are left out. A small index keeps every term.
@@ -96,7 +107,7 @@ def _affordable(index: RecallIndex, terms: list[str], budget: int) -> list[str]:
     kept: list[str] = []
     total = 0
     for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
-        if kept and total + df[term] > budget:
+        if len(kept) >= least and total + df[term] > budget:
             break
         kept.append(term)
         total += df[term]
@@ -117,27 +128,48 @@ def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
 def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, float]:
     """rowid -> score of every message the query's terms found (at most `pool`, plus
     feedback), with context and speaker applied: higher is better."""
-    terms = _affordable(index, query_terms(query), tuning.postings)
-    scores = _bm25(index, terms, tuning)
+    asked = query_terms(query)
+    names = set(asked) & index.speaker_terms()  # "What did Caroline say": who, not what
+    terms = _affordable(index, [t for t in asked if t not in names] or asked, tuning.postings)
+    scores = _bm25(index, terms, tuning, tuning.postings)
     if not scores:
         return {}
-    if tuning.feedback > 0:
-        top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
-        extra = _expansion(list(index.rows(top).values()), terms, tuning.feedback_terms)
-        extra = _affordable(index, extra, tuning.postings) if extra else []
-        if extra:
-            for r, s in _bm25(index, extra, tuning).items():
-                scores[r] = scores.get(r, 0.0) + tuning.feedback * s
+    wanted = names | _persons(query)
     speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
+    if tuning.named > 0 and wanted:
+        _boost(scores, speakers, wanted, tuning.named)
+    if tuning.feedback > 0:
+        for r, s in _feedback(index, scores, [*terms, *names], tuning).items():
+            scores[r] = scores.get(r, 0.0) + tuning.feedback * s
+        speakers.update(index.speakers([r for r in scores if r not in speakers]))
     scores = {r: s for r, s in scores.items() if r in speakers}
     ranked = _with_context(scores, speakers, tuning)
-    if tuning.speaker > 0:
-        asked = set(terms) | _persons(query)
-        for r in ranked:
-            _, role, name = speakers[r]
-            if asked.intersection(_who(role, name)):
-                ranked[r] *= 1 + tuning.speaker
+    if tuning.speaker > 0 and wanted:
+        _boost(ranked, speakers, wanted, tuning.speaker)
     return ranked
+
+
+def _feedback(
+    index: RecallIndex, scores: dict[int, float], skip: list[str], tuning: Tuning
+) -> dict[int, float]:
+    """The bm25 scores of the expansion terms the best hits share (none past their budget)."""
+    top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
+    extra = _expansion(list(index.rows(top).values()), skip, tuning.feedback_terms)
+    extra = _affordable(index, extra, tuning.feedback_postings, least=0)
+    return _bm25(index, extra, tuning, tuning.feedback_postings) if extra else {}
+
+
+def _boost(
+    scores: dict[int, float],
+    speakers: dict[int, tuple[int, str, str]],
+    wanted: set[str],
+    weight: float,
+) -> None:
+    """Raise by `weight` the scores of the rows whose speaker (name or role) is wanted."""
+    for r in scores:
+        found = speakers.get(r)
+        if found is not None and wanted.intersection(_who(found[1], found[2])):
+            scores[r] *= 1 + weight
 
 
 def best(scores: dict[int, float], k: int) -> list[int]:

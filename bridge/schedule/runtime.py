@@ -61,9 +61,12 @@ TOOL_MODES: Final = ("change", "always")
 
 Resolve = Callable[[Inbound], str | None]
 ChannelDeliver = Callable[[OutboxEntry], Awaitable[None]]
+PersonOf = Callable[[str, str], str | None]  # (channel, chat) -> the chat's person, if declared
 
 
-def job_inbounds(job: Job, slot_ms: int) -> tuple[Inbound, ...]:
+def job_inbounds(
+    job: Job, slot_ms: int, person_of: PersonOf = lambda channel, chat: None
+) -> tuple[Inbound, ...]:
     """The messages a job's run may stand for: from the person of the job's chat.
 
     A Telegram group chat is "<group>:<user>" (the user speaks); a private one
@@ -79,14 +82,26 @@ def job_inbounds(job: Job, slot_ms: int) -> tuple[Inbound, ...]:
             Inbound(job.channel, who, job.chat, job.payload, msg_id, scheduled=True)
             for who in identities
         )
-    return (job_inbound(job, slot_ms),)
+    return (job_inbound(job, slot_ms, person_of),)
 
 
-def job_inbound(job: Job, slot_ms: int) -> Inbound:
-    """The message a job's run stands for in a chat of one person (Telegram, ...)."""
+def job_inbound(
+    job: Job, slot_ms: int, person_of: PersonOf = lambda channel, chat: None
+) -> Inbound:
+    """The message a job's run stands for in a chat of one person (Telegram, ...).
+
+    `person_of(channel, chat)`: the person a chat belongs to, as the channel's
+    platform declares it (`Platform.identity_of_chat`); where it says nothing,
+    a chat "<group>:<user>" is a group's and any other a private one."""
     msg_id = f"job:{job.id}:{slot_ms}"
     if job.channel in LOOPBACK_CHANNELS:
         return Inbound(job.channel, "local", job.chat, job.payload, msg_id, scheduled=True)
+    declared = person_of(job.channel, job.chat)
+    if declared is not None:
+        private = declared == job.chat
+        return Inbound(
+            job.channel, declared, job.chat, job.payload, msg_id, is_private=private, scheduled=True
+        )
     group, _, user = job.chat.partition(":")
     identity = user or group
     return Inbound(
@@ -134,8 +149,10 @@ class JobRunner:
         tenant_dirs: Callable[[str], TenantDirs],
         now: Callable[[], float],
         masks: Callable[[TenantDirs], TextMask],
+        person_of: PersonOf = lambda channel, chat: None,
     ) -> None:
         self._handle, self._resolve = handle, resolve
+        self._person_of = person_of
         self._sources = tuple(tool_sources)
         self._dirs, self._now = tenant_dirs, now
         self._masks = masks
@@ -145,7 +162,12 @@ class JobRunner:
         if job.kind == "reminder":
             return mask.mask(REMINDER_MARK + job.payload)
         inbound = next(
-            (i for i in job_inbounds(job, slot_ms) if self._resolve(i) == job.tenant), None
+            (
+                i
+                for i in job_inbounds(job, slot_ms, self._person_of)
+                if self._resolve(i) == job.tenant
+            ),
+            None,
         )
         if inbound is None:
             raise JobSkipped("the chat no longer belongs to the job's tenant")

@@ -37,6 +37,7 @@ _WHAT = (
     "channel inbox, outbox parts and leases",
     "history meta, failed turns, turn versions",
     "whatsapp seen, window, sent",
+    "matrix sync token, direct rooms",
 )
 
 _POSTGRES: dict[int, str] = {}  # version -> hand-written PostgreSQL text, where derived is wrong

@@ -265,4 +265,16 @@ SQLITE: tuple[str, ...] = (
     );
     CREATE INDEX whatsapp_sent_chat ON whatsapp_sent (tenant, chat, sent_ms)
     """,
+    # Matrix (bridge/channels/matrix/store.py): the sync token per bot account (nothing
+    # answered twice after a restart), each person's direct room (where `send --to` goes),
+    # the stranger invites already refused
+    """
+    CREATE TABLE matrix_sync (
+        account TEXT PRIMARY KEY, next_batch TEXT NOT NULL, updated_ms INTEGER NOT NULL
+    );
+    CREATE TABLE matrix_direct (
+        account TEXT NOT NULL, user_id TEXT NOT NULL, room_id TEXT NOT NULL,
+        updated_ms INTEGER NOT NULL, PRIMARY KEY (account, user_id)
+    )
+    """,
 )

@@ -16,7 +16,7 @@ import pytest
 
 from bridge.memory.facts import fact_subject, stated_facts
 from bridge.memory.files import Topic
-from bridge.memory.proposals import CAP, Candidate, Proposal, ProposalBox, pick
+from bridge.memory.proposals import CAP, Candidate, Proposal, ProposalBox, declined_key, pick
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import env_for, run
 
@@ -86,9 +86,38 @@ async def test_import_offers_proposals_and_nothing_is_saved_without_a_yes(
     # the same file again: what a topic now covers (home) is not offered again
     code, out, _ = await run(["import", "--tenant", "alice", str(tmp_path / "h.jsonl")], env)
     assert code == 0
-    assert "1 new memory proposals" in out  # diet again (declined is not remembered), not home
+    assert "0 new memory proposals" in out  # home: a topic covers it; diet: declined
+    code, out, _ = await run(["send", "--tenant", "alice", "/memory proposals"], env)
+    assert "No memory proposals wait" in out
+    declined = home / "tenants" / "alice" / "global" / "memory" / ".proposals-declined.json"
+    assert "vegetarian" not in declined.read_text()  # a hash is remembered, not the text
+
+    # a later import: the declined statement again is not offered; a new one about diet is
+    later = tmp_path / "later.jsonl"
+    later.write_text(
+        json.dumps(_row(7, "user", "I'm vegetarian now.", 22) | {"conversation": "later"})
+        + "\n"
+        + json.dumps(_row(8, "user", "Ok, now I'm vegan.", 23) | {"conversation": "later2"})
+        + "\n"
+    )
+    code, out, _ = await run(["import", "--tenant", "alice", str(later)], env)
+    assert code == 0
+    assert "1 new memory proposals" in out
+    code, out, _ = await run(["send", "--tenant", "alice", "/memory proposals"], env)
+    assert "my diet: Ok, now I'm vegan." in out
+    code, out, _ = await run(["send", "--tenant", "alice", "/memory decline all"], env)
+    assert "Declined 1 memory proposals" in out
+    code, out, _ = await run(["import", "--tenant", "alice", str(later)], env)
+    assert "0 new memory proposals" in out  # declined with "all": remembered too
     chain = (home / "audit" / "chain.jsonl").read_text()
     assert "Leipzig" not in chain and "vegetarian" not in chain
+
+    # roost forget removes the record with the rest: the same file is offered afresh
+    code, out, err = await run(["forget", "--tenant", "alice", "--yes"], env)
+    assert code == 0, err
+    assert not declined.exists()
+    code, out, _ = await run(["import", "--tenant", "alice", str(tmp_path / "h.jsonl")], env)
+    assert "2 new memory proposals" in out
 
 
 def test_stated_facts_are_the_persons_own_statements() -> None:
@@ -143,3 +172,32 @@ def test_box_take_is_once_and_survives_a_bad_file(tmp_path: Path) -> None:
     assert (tmp_path / "memory" / ".proposals.json").stat().st_mode & 0o777 == 0o600
     (tmp_path / "memory" / ".proposals.json").write_text("{not json")
     assert box.waiting() == []
+
+
+def test_a_declined_statement_is_not_proposed_again_nor_an_older_one_instead(
+    tmp_path: Path,
+) -> None:
+    found = [
+        Candidate("home", "I live in Bonn.", 1, "a"),
+        Candidate("home", "I moved to  LEIPZIG.", 5, "b"),
+        Candidate("diet", "I'm vegan.", 3, "a"),
+    ]
+    declined = frozenset({declined_key("home", "i moved to leipzig.")})  # case, spacing
+    assert [p.sentence for p in pick(found, [], [], declined=declined)] == ["I'm vegan."]
+
+    box = ProposalBox(tmp_path / "memory")
+    first = box.offer(found, [])
+    assert {p.subject for p in first} == {"home", "diet"}
+    diet = next(p for p in first if p.subject == "diet")
+    assert box.decline(diet.id.upper()) == diet
+    assert box.decline(diet.id) is None
+    assert box.decline_all() == 1
+    assert box.waiting() == []
+    assert box.offer(found, []) == []  # the same statements again: nothing
+    again = box.offer([Candidate("diet", "I eat fish again.", 9, "c")], [])
+    assert [p.sentence for p in again] == ["I eat fish again."]  # a new statement is
+    path = tmp_path / "memory" / ".proposals-declined.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "vegan" not in path.read_text() and "Leipzig" not in path.read_text()
+    path.write_text("{not json")
+    assert box.declined() == []

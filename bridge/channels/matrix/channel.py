@@ -1,0 +1,281 @@
+"""The Matrix channel: a bot account that syncs, answers, and keeps its place.
+
+`start()` runs the sync loop in a task. The loop long-polls `/sync` from
+the stored token (`store.MatrixStore`); the very first sync of an account
+(no token yet) only takes invites: what was said before the bot existed is
+history, never answered. Each batch is taken (invites joined or refused,
+messages handed to their chat's queue, one chat's messages in order) and
+only then is its `next_batch` stored, so after a restart nothing is
+answered twice. A failed sync (the homeserver gone, 5xx, 429) is retried
+with backoff (the server's `retry_after_ms` honoured) until it answers
+again: a lost homeserver is reconnected, and `connected` says which.
+
+Rooms: a room listed in `[matrix] allowed_rooms` is a group: the bot joins
+when invited, answers only messages that mention it, each person in a
+conversation of their own (chat `<room>|<user>`). Any other room is a
+direct room with one person (chat: their user id); the bot accepts a
+direct invite (`is_direct`) from anyone and any invite from a known person
+(a room made with encryption off need not be marked direct), leaves a room
+that grows past two members, and rejects any other invite. A stranger may
+invite the bot to a direct room so they can `/pair CODE` there; anything
+else they say gets the core's one refusal and the bot leaves the room;
+later they get silence (the refusal is the core's, recorded once as on
+every channel). Encrypted rooms: roost
+holds no Olm/Megolm keys, so an encrypted message is answered, once per
+room and run, with `ENCRYPTED` (a plain notice), never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import replace
+
+from bridge.channels.common.retry import Backoff
+from bridge.channels.matrix.api import MatrixClient, MatrixError
+from bridge.channels.matrix.events import Batch, Invite, Message, read, without_mention
+from bridge.channels.matrix.media import MediaFetcher, Receiving
+from bridge.channels.matrix.platform import group_chat
+from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
+from bridge.channels.matrix.send import Outgoing
+from bridge.channels.matrix.store import MatrixStore
+from bridge.types.messages import Answer, Inbound
+
+log = logging.getLogger("bridge.channels.matrix")
+ENCRYPTED = (
+    "🔒 This room is end-to-end encrypted, and roost cannot read encrypted messages "
+    "(it has no encryption keys). Please talk to me in a direct room without encryption."
+)
+NOT_HERE = "roost answers only in direct rooms and in the rooms its operator allows."
+FILTER = json.dumps(
+    {
+        "presence": {"types": []},
+        "account_data": {"types": []},
+        "room": {
+            "timeline": {"limit": 100, "types": ["m.room.message", "m.room.encrypted"]},
+            "state": {"types": [], "lazy_load_members": True},
+            "ephemeral": {"types": []},
+            "account_data": {"types": []},
+        },
+    },
+    separators=(",", ":"),
+)
+RECONNECT = Backoff(first_s=0.5, max_s=30.0, attempts=1 << 30, longest_s=300.0)
+
+
+class MatrixChannel:
+    name = "matrix"
+
+    def __init__(
+        self,
+        client: MatrixClient,
+        store: MatrixStore,
+        answer: Answer,
+        me: str,
+        *,
+        allowed_rooms: Collection[str] = (),
+        receiving: Receiving | None = None,
+        undelivered: Undelivered | None = None,
+        speak: Speak | None = None,
+        every_s: float = 1.5,
+        poll_ms: int = 30_000,
+        reconnect: Backoff = RECONNECT,
+        ignored: Callable[[str, int], None] = lambda kind, n: None,
+        clock: Callable[[], float] = time.time,
+        stop_grace_s: float = 10.0,
+    ) -> None:
+        self.client, self.store, self._answer, self.me = client, store, answer, me
+        self.allowed_rooms = frozenset(allowed_rooms)
+        self.out = Outgoing(client)
+        self.fetcher = MediaFetcher(client)
+        self._receiving, self._undelivered, self._speak = receiving, undelivered, speak
+        self._every_s, self._poll_ms, self._reconnect = every_s, poll_ms, reconnect
+        self._ignored_hook, self._clock, self._grace = ignored, clock, stop_grace_s
+        self._loop: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
+        self._told_encrypted: set[str] = set()
+        self.connected = False
+        self.synced = asyncio.Event()  # set after each stored batch (tests, benchmarks)
+        self.batches = 0
+        self.ignored: Counter[str] = Counter()
+
+    async def start(self) -> None:
+        self._loop = asyncio.create_task(self._run(), name="matrix sync")
+        self._loop.add_done_callback(_report)
+
+    async def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+        pending = {t for t in self._tasks if not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=self._grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self.client.aclose()
+
+    async def idle(self) -> None:
+        """Until every message taken so far has been handled (tests, benchmarks)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def status_line(self) -> str:
+        state = "connected" if self.connected else "reconnecting" if self.batches else "connecting"
+        return f"matrix {self.me} ({state})"
+
+    # -- the sync loop -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        since = self.store.next_batch()
+        failures = 0
+        while True:
+            try:
+                sync = await self.client.sync(since, self._poll_ms if since else 0, FILTER)
+            except MatrixError as exc:
+                failures += 1
+                self.connected = False
+                asked = exc.retry_after_ms / 1000 if exc.retry_after_ms is not None else None
+                wait = self._reconnect.delay(failures, asked)
+                log.warning("matrix: sync failed (%s); trying again in %.1f s", exc, wait)
+                await asyncio.sleep(wait)
+                continue
+            failures, self.connected = 0, True
+            batch = read(sync, self.me)
+            if batch is None:
+                self._ignore("malformed sync", 1)
+                await asyncio.sleep(self._reconnect.first_s)
+                continue
+            await self._take(batch, history=since is None)
+            self.store.save_batch(batch.next_batch, int(self._clock() * 1000))
+            since = batch.next_batch
+            self.batches += 1
+            self.synced.set()
+
+    async def _take(self, batch: Batch, *, history: bool) -> None:
+        for kind, n in batch.skipped.items():
+            self._ignore(kind, n)
+        for room_id in batch.left:
+            self.store.forget_room(room_id)
+        for invite in batch.invites:
+            await self._invited(invite)
+        if history:  # the account's first sync: nothing said before is answered
+            self._ignore("history", len(batch.messages))
+            return
+        for message in batch.messages:
+            await self._route(message, batch.members.get(message.room_id))
+
+    def _ignore(self, kind: str, n: int) -> None:
+        if n:
+            self.ignored[kind] += n
+            self._ignored_hook(kind, n)
+
+    # -- invites and rooms -----------------------------------------------------------------
+
+    async def _invited(self, invite: Invite) -> None:
+        known = self._tenant_of(invite.inviter) is not None
+        if invite.room_id in self.allowed_rooms or invite.direct or known:
+            await self._call(self.client.join(invite.room_id), "join")
+            return
+        self.ignored["invite refused"] += 1
+        log.info("matrix: an invite to a room that is not allowed was refused")
+        await self._call(self.client.leave(invite.room_id), "reject")
+
+    def _tenant_of(self, user_id: str) -> str | None:
+        if self._receiving is None:
+            return None
+        probe = Inbound("matrix", user_id, user_id, "", "invite")
+        return self._receiving.tenant_of(probe)
+
+    async def _call(self, call: Awaitable[object], what: str) -> None:
+        try:
+            await call
+        except MatrixError as exc:
+            log.warning("matrix: %s failed: %s", what, exc)
+
+    async def _route(self, msg: Message, members: int | None) -> None:
+        if msg.encrypted:
+            if msg.room_id not in self._told_encrypted:
+                self._told_encrypted.add(msg.room_id)
+                await self._call(self.out.notice(msg.room_id, ENCRYPTED), "encrypted notice")
+            self._ignore("encrypted", 1)
+            return
+        group = msg.room_id in self.allowed_rooms
+        if group and not msg.mentions_me:
+            return  # group talk not meant for the bot
+        if not group and members is not None and members > 2:
+            self._ignore("crowded room", 1)
+            await self._call(self.client.leave(msg.room_id, NOT_HERE), "leave")
+            return
+        chat = group_chat(msg.room_id, msg.sender) if group else msg.sender
+        text = msg.text
+        if group and text is not None:
+            text = without_mention(text, self.me)
+        inbound = Inbound(
+            "matrix",
+            msg.sender,
+            chat,
+            text or "",
+            msg.event_id,
+            is_private=not group,
+            has_text=text is not None,
+        )
+        self._spawn(chat, inbound, msg)
+
+    def _spawn(self, chat: str, inbound: Inbound, msg: Message) -> None:
+        before = self._last.get(chat)
+        task = asyncio.create_task(self._after(before, inbound, msg))
+        self._last[chat] = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._done(chat, done))
+
+    def _done(self, chat: str, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._last.get(chat) is task:
+            del self._last[chat]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("matrix: handling a message failed", exc_info=task.exception())
+
+    async def _after(
+        self, before: asyncio.Task[None] | None, inbound: Inbound, msg: Message
+    ) -> None:
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)  # the chat's order
+        await self._handle(inbound, msg)
+
+    # -- one message ---------------------------------------------------------------------------
+
+    async def _handle(self, inbound: Inbound, msg: Message) -> None:
+        receiving = self._receiving
+        tenant = receiving.tenant_of(inbound) if receiving is not None else None
+        if tenant is not None and inbound.is_private:
+            self.store.set_direct(msg.sender, msg.room_id, int(self._clock() * 1000))
+        if tenant is not None and msg.media is not None and receiving is not None:
+            inbox = receiving.inbox_of(tenant)
+            att = await self.fetcher.attachment(msg.msgtype, msg.media, inbox, receiving)
+            inbound = replace(inbound, attachments=(att,), has_text=True)
+        reply = MatrixReply(
+            self.out,
+            inbound,
+            msg.room_id,
+            msg.event_id,
+            self.me,
+            every_s=self._every_s,
+            undelivered=self._undelivered,
+            speak=self._speak,
+        )
+        final = await self._answer(inbound, reply)
+        refused = inbound.is_private and tenant is None and final.kind in ("refusal", "silent")
+        if refused and (receiving is None or receiving.tenant_of(inbound) is None):
+            await self._call(self.client.leave(msg.room_id), "leave")  # not paired meanwhile
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    """The sync loop only ends when stopped; anything else is said loudly."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("matrix: the sync loop stopped; restart roost", exc_info=task.exception())

@@ -1,0 +1,192 @@
+"""A `/sync` answer as the few things the channel acts on (pure).
+
+`read(sync, me)` walks `rooms.join` (timeline events), `rooms.invite`
+(invites, with the inviter and whether the invite says `is_direct` or the
+room is encrypted, from `invite_state`) and `rooms.leave` (rooms the bot
+left or was kicked from). Of the timeline it keeps the people's
+`m.room.message` events (not the bot's own, not edits of earlier messages,
+not notices: bots talk with notices and must not answer each other) and
+`m.room.encrypted` ones (which roost cannot read: the channel refuses them
+in the room). A message's media (`m.image`, `m.file`, `m.audio`,
+`m.video`) keeps its mxc:// URI and the size and type the sender declared;
+`org.matrix.msc3245.voice` marks a voice message. Whether a message
+mentions the bot (`m.mentions.user_ids`, the user id in the body, or a
+matrix.to link to it in the formatted body) is read here; `without_mention`
+drops the mention from the text. Anything malformed is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+MEDIA = frozenset({"m.image", "m.file", "m.audio", "m.video"})
+TEXT = frozenset({"m.text", "m.emote"})
+KNOWN = frozenset({"m.location", "m.sticker", "m.key.verification.request", "m.server_notice"})
+VOICE_KEYS = ("org.matrix.msc3245.voice", "org.matrix.msc1767.audio")
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    mxc: str
+    mime: str
+    size: int  # as the sender declared it (0: not declared)
+    name: str
+    voice: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    room_id: str
+    sender: str
+    event_id: str
+    msgtype: str
+    text: str | None  # None: a file without a caption
+    media: Media | None = None
+    mentions_me: bool = False
+    encrypted: bool = False  # an m.room.encrypted event: unreadable here
+
+
+@dataclass(frozen=True, slots=True)
+class Invite:
+    room_id: str
+    inviter: str
+    direct: bool
+    encrypted: bool
+
+
+@dataclass
+class Batch:
+    next_batch: str
+    messages: list[Message] = field(default_factory=list)
+    invites: list[Invite] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    members: dict[str, int] = field(default_factory=dict)  # room -> joined count, if told
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def read(sync: dict[str, Any], me: str) -> Batch | None:
+    """The batch; None when the answer has no `next_batch` (not a sync answer)."""
+    token = sync.get("next_batch")
+    if not isinstance(token, str) or not token:
+        return None
+    batch = Batch(token)
+    rooms = _dict(sync.get("rooms"))
+    for room_id, room in _dict(rooms.get("join")).items():
+        room = _dict(room)
+        count = _dict(room.get("summary")).get("m.joined_member_count")
+        if isinstance(count, int):
+            batch.members[room_id] = count
+        for event in _list(_dict(room.get("timeline")).get("events")):
+            message = _message(room_id, _dict(event), me, batch.skipped)
+            if message is not None:
+                batch.messages.append(message)
+    for room_id, room in _dict(rooms.get("invite")).items():
+        invite = _invite(room_id, _dict(room), me)
+        if invite is None:
+            batch.skipped["invite"] += 1
+        else:
+            batch.invites.append(invite)
+    batch.left.extend(str(r) for r in _dict(rooms.get("leave")))
+    return batch
+
+
+def _message(room_id: str, event: dict[str, Any], me: str, skipped: Counter[str]) -> Message | None:
+    kind, sender, event_id = event.get("type"), event.get("sender"), event.get("event_id")
+    if not isinstance(sender, str) or not isinstance(event_id, str) or sender == me:
+        return None
+    content = _dict(event.get("content"))
+    if kind == "m.room.encrypted":
+        return Message(room_id, sender, event_id, "", None, encrypted=True)
+    if kind != "m.room.message":
+        return None
+    msgtype = content.get("msgtype")
+    relates = _dict(content.get("m.relates_to"))
+    if relates.get("rel_type") == "m.replace" or msgtype == "m.notice":
+        return None
+    body = content.get("body")
+    if msgtype in TEXT and isinstance(body, str):
+        mentions = _mentions(content, me)
+        return Message(room_id, sender, event_id, str(msgtype), body, mentions_me=mentions)
+    if msgtype in MEDIA:
+        media = _media(content, str(msgtype))
+        if media is None:
+            skipped["media"] += 1
+            return None
+        caption = _caption(content, media.name)
+        return Message(
+            room_id, sender, event_id, str(msgtype), caption, media, _mentions(content, me)
+        )
+    skipped[msgtype if msgtype in KNOWN else "other"] += 1  # bounded: a metric label
+    return None
+
+
+def _media(content: dict[str, Any], msgtype: str) -> Media | None:
+    url = content.get("url")
+    if not isinstance(url, str) or not url.startswith("mxc://"):
+        return None  # an encrypted file (content.file) or a broken event
+    info = _dict(content.get("info"))
+    size = info.get("size")
+    mime = info.get("mimetype")
+    name = content.get("filename") or content.get("body") or ""
+    voice = msgtype == "m.audio" and any(k in content for k in VOICE_KEYS)
+    return Media(
+        url,
+        mime if isinstance(mime, str) else "",
+        size if isinstance(size, int) and size >= 0 else 0,
+        name if isinstance(name, str) else "",
+        voice,
+    )
+
+
+def _caption(content: dict[str, Any], name: str) -> str | None:
+    """A file's caption: `body` when `filename` is set and differs (the spec's rule)."""
+    body, filename = content.get("body"), content.get("filename")
+    if isinstance(filename, str) and isinstance(body, str) and body and body != filename:
+        return body
+    return None
+
+
+def _invite(room_id: str, room: dict[str, Any], me: str) -> Invite | None:
+    inviter, direct, encrypted = "", False, False
+    for event in _list(_dict(room.get("invite_state")).get("events")):
+        event = _dict(event)
+        kind = event.get("type")
+        if kind == "m.room.encryption":
+            encrypted = True
+        elif kind == "m.room.member" and event.get("state_key") == me:
+            content = _dict(event.get("content"))
+            if content.get("membership") == "invite":
+                inviter = str(event.get("sender") or "")
+                direct = content.get("is_direct") is True
+    return Invite(room_id, inviter, direct, encrypted) if inviter else None
+
+
+def _mentions(content: dict[str, Any], me: str) -> bool:
+    users = _dict(content.get("m.mentions")).get("user_ids")
+    if isinstance(users, list) and me in users:
+        return True
+    body = content.get("body")
+    if isinstance(body, str) and me in body:
+        return True
+    formatted = content.get("formatted_body")
+    return isinstance(formatted, str) and f"matrix.to/#/{me}" in unquote(formatted)
+
+
+def without_mention(text: str, me: str) -> str:
+    """The text without the bot's user id or a leading "name:" addressing it."""
+    localpart = me[1:].split(":", 1)[0]
+    cleaned = text.replace(me, " ")
+    cleaned = re.sub(rf"^\s*@?{re.escape(localpart)}\s*[:,]\s*", "", cleaned, flags=re.IGNORECASE)
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,130 @@
+"""Retries and reconnection, against a loopback server answering as a homeserver does.
+
+Synapse does not throttle or fail on demand, so these use a small aiohttp
+server speaking the client-server API's error format (`{"errcode",
+"error", "retry_after_ms"}`, spec "Rate limiting"): 429 is retried after at
+least the asked wait, 5xx and a dropped connection with backoff, with the
+same transaction id (the homeserver sends a retried event once); 403 is
+final. The sync loop survives a homeserver that is gone for a while.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bridge.channels.common.retry import Backoff
+from bridge.channels.matrix.api import MatrixClient, MatrixError
+from bridge.channels.matrix.channel import MatrixChannel
+from bridge.channels.matrix.store import MatrixStore
+from bridge.core.db import connect
+from bridge.types.messages import Final, Inbound, Reply
+
+WAIT_S = 60.0
+
+
+class Homeserver:
+    """Answers each request with the next scripted (status, body); then 200."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, dict[str, Any]]] = []
+        self.txns: list[str] = []
+        self.syncs = 0
+        app = web.Application()
+        app.router.add_put("/_matrix/client/v3/rooms/{room}/send/{kind}/{txn}", self._send)
+        app.router.add_get("/_matrix/client/v3/sync", self._sync)
+        self.runner = web.AppRunner(app, access_log=None)
+        self.url = ""
+
+    async def __aenter__(self) -> Homeserver:
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.cleanup()
+
+    def _next(self) -> web.Response | None:
+        if self.script:
+            status, body = self.script.pop(0)
+            return web.json_response(body, status=status)
+        return None
+
+    async def _send(self, request: web.Request) -> web.Response:
+        self.txns.append(request.match_info["txn"])
+        return self._next() or web.json_response({"event_id": "$sent"})
+
+    async def _sync(self, request: web.Request) -> web.Response:
+        self.syncs += 1
+        return self._next() or web.json_response({"next_batch": f"s{self.syncs}", "rooms": {}})
+
+
+@pytest.fixture
+async def hs() -> AsyncIterator[Homeserver]:
+    async with Homeserver() as server:
+        yield server
+
+
+async def test_429_waits_at_least_what_the_server_asks_then_succeeds(hs: Homeserver) -> None:
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    hs.script = [
+        (429, {"errcode": "M_LIMIT_EXCEEDED", "error": "Too many", "retry_after_ms": 2500}),
+        (502, {"errcode": "M_UNKNOWN", "error": "Bad gateway"}),
+    ]
+    client = MatrixClient(hs.url, "tok", backoff=Backoff(0.1, 1.0, 4), sleep=sleep)
+    try:
+        assert await client.send("!r:hs", {"msgtype": "m.text", "body": "hi"}, "t1") == "$sent"
+    finally:
+        await client.aclose()
+    assert waits == [2.5, 0.2]  # the server's 2.5 s, then the policy's second step
+    assert hs.txns == ["t1", "t1", "t1"]  # one transaction: the homeserver sends it once
+
+
+async def test_a_refusal_is_final_and_keeps_no_server_text(hs: Homeserver) -> None:
+    hs.script = [(403, {"errcode": "M_FORBIDDEN", "error": "You are not in room !r:hs"})]
+    client = MatrixClient(hs.url, "tok", backoff=Backoff(0.001, 0.01, 4))
+    try:
+        with pytest.raises(MatrixError) as caught:
+            await client.send("!r:hs", {"msgtype": "m.text", "body": "hi"}, "t2")
+    finally:
+        await client.aclose()
+    assert (caught.value.status, caught.value.errcode) == (403, "M_FORBIDDEN")
+    assert "not in room" not in str(caught.value) and hs.txns == ["t2"]
+
+
+async def never(inbound: Inbound, reply: Reply) -> Final:
+    raise AssertionError("nothing to answer")
+
+
+async def test_the_sync_loop_outlasts_a_failing_homeserver_and_keeps_its_token(
+    hs: Homeserver, tmp_path: Any
+) -> None:
+    hs.script = [
+        (502, {"errcode": "M_UNKNOWN", "error": "down"}),
+        (503, {"errcode": "M_UNKNOWN", "error": "down"}),
+        (429, {"errcode": "M_LIMIT_EXCEEDED", "error": "slow", "retry_after_ms": 1}),
+    ]
+    db = connect(tmp_path / "roost.db")
+    store = MatrixStore(db, "@bot:hs")
+    client = MatrixClient(hs.url, "tok")
+    quick = Backoff(first_s=0.001, max_s=0.01, attempts=1 << 30)
+    channel = MatrixChannel(client, store, never, "@bot:hs", reconnect=quick, poll_ms=10)
+    await channel.start()
+    try:
+        await asyncio.wait_for(channel.synced.wait(), WAIT_S)
+        assert channel.connected and hs.syncs == 4
+    finally:
+        await channel.stop()
+    assert store.next_batch() == "s4"
+    db.close()
