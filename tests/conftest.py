@@ -22,7 +22,6 @@ from bridge.types.backend import (
 )
 from bridge.types.messages import Inbound
 
-
 # Folders whose tests share one server started per session (a real PostgreSQL, a real
 # Synapse): under pytest-xdist (`make test`), each folder's tests run in one worker
 # (`--dist loadgroup`), so one server starts, not one per worker.
