@@ -16,12 +16,23 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/roost serve
 
-# Both halves always run; the run fails if either did. pytest prints its slowest tests.
+# Both halves always run, side by side: the node tests in the background while pytest
+# runs its tests in PYTEST_WORKERS processes (pytest-xdist; more workers than cores,
+# since many tests wait on a daemon or a browser). The run fails if either half did.
+# PYTHONDONTWRITEBYTECODE is dropped for the run: every daemon a test starts would
+# otherwise compile roost from source again (about 1.5 s of CPU each), and pytest
+# could not cache its rewritten test modules. pytest prints its slowest tests.
+PYTEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 test: $(STAMP) browser postgres synapse
-	@status=0; \
-	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS) || status=$$?; \
-	$(MAKE) --no-print-directory nodetest || { [ $$status -ne 0 ] || status=1; }; \
+	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }
+	@status=0; nodelog=$$(mktemp); \
+	node --test js/test/ >$$nodelog 2>&1 & nodepid=$$!; \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup \
+	  --durations=25 $(PYTEST_ARGS) || status=$$?; \
+	if wait $$nodepid; then tail -n 9 $$nodelog | sed 's/^/node: /'; \
+	else [ $$status -ne 0 ] || status=1; echo "make test: the node tests FAILED:"; cat $$nodelog; fi; \
+	rm -f $$nodelog; \
 	[ $$status -eq 0 ] || echo "make test: FAILED (pytest and/or the node tests; see above)"; \
 	exit $$status
 
@@ -54,8 +65,8 @@ synapse:
 	  && $(SYNAPSE_VENV)/bin/python -m pip install -q --disable-pip-version-check '$(SYNAPSE_PIN)' \
 	  && touch $(SYNAPSE_STAMP); } || echo "make: Synapse not installed; the Matrix tests will be skipped"
 
-pytest: $(STAMP) browser postgres
-	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
+pytest: $(STAMP) browser postgres synapse
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }

@@ -39,6 +39,7 @@ from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import landlock_restrict, landlock_ruleset
 from forge.confine.rlimits import apply_rlimits
 from forge.confine.seccomp import SeccompFilter
+from forge.layers import Layers
 from forge.net_client import PipeChannel, make_net_module
 from forge.pathgate import PathDenied, PathGate
 from forge.policy.globals import (
@@ -52,25 +53,6 @@ from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, success_doc
 from forge.shims import bind_shims
 from forge.write_budget import WriteBudget, undo
-
-
-@dataclass(frozen=True, slots=True)
-class Layers:
-    """Which layers run. Production always runs all of them: the runner only takes
-    a `Layers` through its explicit `layers_for_tests` parameter, and the helper
-    reads it once from its command line, never from a request. The layer tests
-    switch one off at a time to show that the next one still holds."""
-
-    lint: bool = True
-    restricted: bool = True
-    gate: bool = True
-    landlock: bool = True
-    seccomp: bool = True
-    rlimits: bool = True
-    drop_caps: bool = True
-
-    def switched_off(self) -> list[str]:
-        return [name for name in self.__slots__ if not getattr(self, name)]
 
 
 @dataclass(frozen=True, slots=True)

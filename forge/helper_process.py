@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from forge.child import Layers
+from forge.layers import Layers
 from forge.protocol.calls import Hello, Reply, decode_hello, reply_of
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError

@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forge.child import Layers
 from forge.confine.probe import missing
 from forge.findings import format_findings
 from forge.helper_pool import MAX_HELPERS, Clock, HelperPool, Tick, workspace_key
 from forge.helper_process import HelperProcess, start_helper
+from forge.layers import Layers
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
 from forge.net_rules import parse_hosts

@@ -6,10 +6,11 @@ import contextlib
 import os
 from typing import Any
 
-from forge.child import HelperContext, Layers
+from forge.child import HelperContext
 from forge.confine.landlock import landlock_abi, open_roots, read_only_roots
 from forge.confine.probe import probe
 from forge.confine.seccomp import SeccompFilter, seccomp_program
+from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy.globals import safe_builtins
 

@@ -33,9 +33,10 @@ import time
 from typing import Any
 
 from forge import relay
-from forge.child import HelperContext, Layers
+from forge.child import HelperContext
 from forge.child_pool import ChildPool
 from forge.code_cache import CodeCache
+from forge.layers import Layers
 from forge.policy.compile import CompileFailed
 from forge.protocol.calls import (
     MAX_REQUEST,

@@ -22,6 +22,18 @@ from bridge.types.backend import (
 )
 from bridge.types.messages import Inbound
 
+# Folders whose tests share one server started per session (a real PostgreSQL, a real
+# Synapse): under pytest-xdist (`make test`), each folder's tests run in one worker
+# (`--dist loadgroup`), so one server starts, not one per worker.
+SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for folder, group in SERVER_GROUPS.items():
+            if item.nodeid.startswith(folder):
+                item.add_marker(pytest.mark.xdist_group(group))
+
 
 class ScriptedBackend:
     """A zero-latency model: each request pops the next step of a script.

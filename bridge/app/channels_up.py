@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.descriptors import web_limits
-from bridge.app.forgetting import forgetting
+from bridge.app.forget_marks import forgetting
 from bridge.app.platforms import platforms_of
 from bridge.app.reload import OnReload
 from bridge.app.roost import Roost

@@ -20,13 +20,16 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bridge.app.export import Exported, export_details, write_export
 from bridge.core.commands import Command, CommandContext
 from bridge.core.quota import QuotaExceeded, TenantQuota, size_text
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Final, OutFile
 from bridge.types.tenant_dirs import TenantDirs
+
+if TYPE_CHECKING:  # the export code is imported when a person asks for one
+    from bridge.app.export import Exported
 
 KEEP = 2  # exports kept in out/ (the newest); older ones are removed before a new one
 ZIP = "application/zip"
@@ -53,6 +56,8 @@ def export_to(
 ) -> tuple[Path, Exported]:
     """Write a new export of `dirs.tenant` into its out/ directory (a worker thread);
     `QuotaExceeded` (nothing written) when it does not fit in the tenant's quota."""
+    from bridge.app.export import write_export
+
     dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
     freed = prune(dirs.out, KEEP)
     limit: int | None = None
@@ -116,6 +121,8 @@ class ExportCommands:
             path, done = await asyncio.to_thread(export_to, self._home, ctx.dirs, when, self._quota)
         except QuotaExceeded as exc:
             return over_quota(exc)
+        from bridge.app.export import export_details
+
         details = export_details(done, "user", ctx.inbound.channel)
         await self._audit.emit("data.exported", ctx.tenant, details)
         text = (

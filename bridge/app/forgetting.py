@@ -30,33 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
+from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_path
-from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
+from bridge.types.tenant_dirs import TenantDirs
 
-FOLDER = "forgetting"
 EXPORTS = "exports"
 
 Record = Callable[[Forgotten], Awaitable[None]]
-
-
-def marker_path(home: Path, tenant: str) -> Path:
-    return home / FOLDER / f"{check_tenant_id(tenant)}.json"
-
-
-def forgetting(home: Path, tenant: str) -> bool:
-    """Whether an unfinished `roost forget` bars `tenant` (one stat)."""
-    try:
-        return marker_path(home, tenant).exists()
-    except ValueError:
-        return False
-
-
-def pending(home: Path) -> list[str]:
-    """Tenants whose forgetting was started and not finished."""
-    folder = home / FOLDER
-    if not folder.is_dir():
-        return []
-    return sorted(p.stem for p in folder.glob("*.json"))
 
 
 def _write(path: Path, state: dict[str, Any]) -> None:

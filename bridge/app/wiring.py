@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bridge.app.export_chat import ExportCommands
-from bridge.app.forgetting import forgetting
+from bridge.app.forget_marks import forgetting
 from bridge.app.loadout import Loadout, build_loadout, persona_dirs
 from bridge.app.memory_notes import MemoryNotes
 from bridge.app.models import ModelRegistry

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from bridge.app.forgetting import pending
+from bridge.app.forget_marks import pending
 from bridge.app.home import chain_path
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify

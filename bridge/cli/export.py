@@ -20,7 +20,8 @@ from pathlib import Path
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.export import Forgotten, export_details, forgotten_details, write_export
-from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant, marker_path
+from bridge.app.forget_marks import marker_path
+from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
 from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -214,6 +215,32 @@ def check_named_llms(settings: Settings) -> None:
             raise ConfigError(text.replace(" llm.", f" models.{name}.")) from exc
 
 
+# The file `load_settings` is reading, for `_Loaded`'s sources: set around one
+# validation (a context variable, so threads and tasks loading at once do not mix).
+# The class is made once: making a pydantic settings class costs ~10 ms of CPU.
+_READING: ContextVar[Path | None] = ContextVar("roost_config_file", default=None)
+
+
+class _Loaded(Settings):
+    """Settings read from the arguments, the environment, credentials and the file."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources.append(CredentialSource(settings_cls, os.environ))
+        path = _READING.get()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the file and the environment; raise ConfigError naming key and reason.
 
@@ -229,27 +256,14 @@ def load_settings(**overrides: object) -> Settings:
         except (tomllib.TOMLDecodeError, OSError) as exc:
             raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
 
-    class _Loaded(Settings):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-            sources.append(CredentialSource(settings_cls, os.environ))
-            if path.is_file():
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
-            return tuple(sources)
-
     source = f"{path} and environment" if path.is_file() else "environment"
+    reading = _READING.set(path if path.is_file() else None)
     try:
         loaded = _Loaded(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
+    finally:
+        _READING.reset(reading)
     check_llm(loaded.llm)
     check_named_llms(loaded)
     return Settings.model_construct(**{k: getattr(loaded, k) for k in Settings.model_fields})

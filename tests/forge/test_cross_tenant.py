@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from forge.child import Layers
+from forge.layers import Layers
 from forge.runner import RunResult, SandboxRunner
 from tests.waits import HANG_S
 

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 
 from forge import helper_process
-from forge.child import Layers
+from forge.layers import Layers
 from forge.protocol import calls, frames
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner

@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
-from forge.child import Layers
+from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy import globals as run_globals
 from forge.policy import guards as policy_guards
