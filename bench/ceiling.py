@@ -71,7 +71,7 @@ def serve_roost_metrics(port_q: Any, home: str) -> None:
     """bench/turn.py's zero-latency daemon with `/metrics` on."""
 
     async def main() -> None:
-        from bridge.channels.web import WebChannel
+        from bridge.channels.web.channel import WebChannel
 
         settings = turn.isolated_settings(Path(home), ROOST_WEB__TOKEN=turn.TOKEN)
         roost = await build(settings, backend=turn.EchoModel())

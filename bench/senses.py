@@ -6,7 +6,7 @@ page, see tests/senses/samples.py), each stage is timed separately, with
 python-telegram-bot's real `Bot` against the fake Bot API on loopback:
 
 - fetch: `getFile` + the streamed download into the inbox
-  (`bridge.channels.telegram_files_in`);
+  (`bridge.channels.telegram.files_in`);
 - read: the senses handler (photo: Pillow decode with JPEG draft scaling,
   EXIF orientation, downscale to 1568, JPEG re-encode; PDF: pypdf text
   layer of every page, framing and the cut at 20,000 characters);
@@ -40,7 +40,7 @@ from pathlib import Path
 from PIL import Image
 from telegram import Bot
 
-from bridge.channels.telegram_files_in import FilesIn, Offer, file_base_url
+from bridge.channels.telegram.files_in import FilesIn, Offer, file_base_url
 from bridge.core.perceive import Prepared
 from bridge.llm.openai_wire import build_body
 from bridge.senses.decode_wire import Job

@@ -47,9 +47,9 @@ from pathlib import Path
 
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
-from bridge.channels.telegram import TelegramChannel, TelegramOptions
-from bridge.channels.telegram_inbox import UpdateInbox
-from bridge.channels.telegram_send import SendPolicy
+from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+from bridge.channels.telegram.inbox import UpdateInbox
+from bridge.channels.telegram.send import SendPolicy
 from bridge.core.config import load_settings
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from bridge.types.messages import Final, Inbound, Reply

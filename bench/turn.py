@@ -252,7 +252,7 @@ def serve_echo(port_q: Any) -> None:
 
 def serve_roost(port_q: Any, home: str, model_url: str | None) -> None:
     async def main() -> None:
-        from bridge.channels.web import WebChannel
+        from bridge.channels.web.channel import WebChannel
 
         extra = {"ROOST_WEB__TOKEN": TOKEN}
         if model_url:

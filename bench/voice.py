@@ -29,7 +29,7 @@ from pathlib import Path
 
 from telegram import Bot, Message
 
-from bridge.channels.telegram_voice import VoiceGate, voice_attachment
+from bridge.channels.telegram.voice import VoiceGate, voice_attachment
 from bridge.llm.audio import parse_transcript, transcription_form
 from bridge.senses.speech import speakable
 from bridge.senses.voice import read_inbox_file

@@ -24,9 +24,9 @@ import aiohttp
 from aiohttp import BodyPartReader, web
 from aiohttp.test_utils import TestServer
 
-from bridge.channels.web_gate import WebGate
-from bridge.channels.web_sniff import Sniffer
-from bridge.channels.web_upload import WebUploads
+from bridge.channels.common.sniff import Sniffer
+from bridge.channels.web.gate import WebGate
+from bridge.channels.web.upload import WebUploads
 
 TOKEN = "bench-token-0123456789abcdef"
 

@@ -31,8 +31,8 @@ from bridge.app.platforms import platforms_of
 from bridge.app.reload import OnReload
 from bridge.app.roost import Roost
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
-from bridge.channels.telegram_platform import PLATFORM as TELEGRAM
-from bridge.channels.web_platform import PLATFORM as WEB
+from bridge.channels.telegram.platform import PLATFORM as TELEGRAM
+from bridge.channels.web.platform import PLATFORM as WEB
 from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
 from bridge.core.config import ConfigError, Settings
 from bridge.schedule.runtime import ChannelDeliver, Undelivered, recent_messages, reply_to_outbox
@@ -41,7 +41,7 @@ from bridge.types.platform import Platform
 from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:
-    from bridge.channels.telegram_files_in import FilesIn
+    from bridge.channels.telegram.files_in import FilesIn
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +137,8 @@ class ChannelRow:
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
     from bridge.app.web_extras import mount_extras, spoken_handle
-    from bridge.channels.web import WebChannel
-    from bridge.channels.web_files import FileLinks
+    from bridge.channels.web.channel import WebChannel
+    from bridge.channels.web.files import FileLinks
 
     token, created = web_token(settings)
     budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
@@ -188,9 +188,9 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     webhook = settings.telegram.mode == "webhook"
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
-    from bridge.channels.telegram import TelegramChannel, TelegramOptions
-    from bridge.channels.telegram_inbox import UpdateInbox
-    from bridge.channels.web import WebChannel
+    from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram.inbox import UpdateInbox
+    from bridge.channels.web.channel import WebChannel
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
@@ -229,7 +229,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
 def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
     """Photos and documents from Telegram: a known person's go into their tenant's inbox."""
-    from bridge.channels.telegram_files_in import FilesIn, file_base_url
+    from bridge.channels.telegram.files_in import FilesIn, file_base_url
 
     def dirs_of(inbound: Inbound) -> TenantDirs | None:
         tenant = roost.resolver.resolve(inbound)
@@ -247,7 +247,7 @@ def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     """WhatsApp on the Cloud API: Meta posts to the web server's /whatsapp/webhook."""
     if "web" not in made:
         raise ConfigError("whatsapp needs the web server (web.enabled = true) for its webhook")
-    from bridge.channels.web import WebChannel
+    from bridge.channels.web.channel import WebChannel
     from bridge.channels.whatsapp.channel import PATH
     from bridge.channels.whatsapp.make import make_whatsapp
     from bridge.channels.whatsapp.media import Receiving

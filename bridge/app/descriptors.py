@@ -18,7 +18,7 @@ import os
 import resource
 from dataclasses import dataclass
 
-from bridge.channels.web_conns import ConnLimits
+from bridge.channels.web.conns import ConnLimits
 from bridge.core.config_sections import WebSettings
 
 RESERVE_MIN = 24

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bridge.channels.cli_platform import PLATFORM as TERMINAL
+from bridge.channels.terminal.platform import PLATFORM as TERMINAL
 from bridge.mcp.platform import PLATFORM as MCP
 from bridge.types.platform import Platform, Platforms
 

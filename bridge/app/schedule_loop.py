@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bridge.app.build import Roost
-from bridge.channels.cli_inbox import keep_for_terminal
+from bridge.channels.terminal.inbox import keep_for_terminal
 from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch_db
 from bridge.schedule.scheduler import Clock, Scheduler, SchedulerConfig
 from bridge.schedule.service import next_run_ms

@@ -34,7 +34,7 @@ from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:  # python-telegram-bot is imported only where Telegram runs
-    from bridge.channels.telegram_voice import Speak, VoiceGate
+    from bridge.channels.telegram.voice import Speak, VoiceGate
 
 NOT_SPOKEN = "🔇 I could not speak this answer ({why}); the text above is the whole answer."
 
@@ -94,7 +94,7 @@ class Voice:
             tenant = self._tenant(Inbound(channel, identity, identity, "", ""))
             if tenant is None:
                 return None
-            from bridge.channels.telegram_voice import VoiceGate
+            from bridge.channels.telegram.voice import VoiceGate
 
             inbox = TenantDirs.of(self._settings.home, tenant).inbox
             lim = self.limits

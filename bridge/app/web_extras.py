@@ -3,7 +3,7 @@
 what the page shows before the first message (`/api/status`), and spoken answers.
 
 `spoken_handle(roost)` is the core's `handle` with the answer's voice added
-(`bridge.channels.web_speech`); `mount_extras(web, roost, handle)` adds the
+(`bridge.channels.web.speech`); `mount_extras(web, roost, handle)` adds the
 routes of `web_chats`, `web_branch` and `web_thumbs` to the web channel's app
 before it starts, under its gate (the same tokens, reloaded with it).
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from bridge.app.roost import Roost
-from bridge.channels.web import SECURITY_HEADERS, WebChannel
-from bridge.channels.web_branch import WebBranches
-from bridge.channels.web_chats import WebChats
-from bridge.channels.web_speech import speaking
-from bridge.channels.web_thumbs import SIDE, Thumbnail, WebThumbs
-from bridge.channels.web_turns import ProgressHandle
+from bridge.channels.web.branch import WebBranches
+from bridge.channels.web.channel import SECURITY_HEADERS, WebChannel
+from bridge.channels.web.chats import WebChats
+from bridge.channels.web.speech import speaking
+from bridge.channels.web.thumbs import SIDE, Thumbnail, WebThumbs
+from bridge.channels.web.turns import ProgressHandle
 from bridge.core.conversation_edits import ConversationEdits
 from bridge.core.sessions import SessionKey
 from bridge.llm.offline import CONFIG_ENV, CONFIG_TOML

@@ -17,7 +17,7 @@ from bridge.app.forget_marks import forgetting
 from bridge.app.loadout import Loadout, build_loadout, persona_dirs
 from bridge.app.memory_notes import MemoryNotes
 from bridge.app.models import ModelRegistry
-from bridge.channels.telegram_start import start_command
+from bridge.channels.telegram.start import start_command
 from bridge.core.budgets import UsageMeter
 from bridge.core.builtin_commands import CoreCommands
 from bridge.core.commands import CommandContext, CommandSet, CommandTable

@@ -22,8 +22,8 @@ from bridge.core.config import EX_CONFIG, Settings
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
-    from bridge.channels.cli import Backing
-    from bridge.channels.cli_inbox import TerminalInbox
+    from bridge.channels.terminal.channel import Backing
+    from bridge.channels.terminal.inbox import TerminalInbox
     from bridge.cli.chat_log import ChatLog
 
 CHAT_BANNER = "roost chat — /help lists commands, /quit or Ctrl-D leaves."
@@ -52,7 +52,7 @@ def chat_args(p: argparse.ArgumentParser) -> None:
 
 def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     """The local tenant's reminders and job answers for terminal chat `chat`."""
-    from bridge.channels.cli_inbox import SEEN_KEY, TerminalInbox
+    from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
     from bridge.loadout.chat_settings import ChatSettings
     from bridge.schedule.runtime import newest_message_id, recent_messages
 
@@ -68,8 +68,8 @@ def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
 
 def backing_of(r: Roost, chat: str) -> Backing:
     """What terminal chat `chat` talks to in roost `r`."""
-    from bridge.channels.cli import Backing
-    from bridge.channels.cli_attach import Attacher
+    from bridge.channels.terminal.attach import Attacher
+    from bridge.channels.terminal.channel import Backing
 
     inbox_dir = r.tenant_dirs(r.settings.local_tenant).inbox
     return Backing(
@@ -82,7 +82,7 @@ def backing_of(r: Roost, chat: str) -> Backing:
 
 def _preload() -> None:
     """What a terminal chat needs beside the prompt, imported in a thread while it shows."""
-    for name in ("bridge.app.build", "bridge.channels.cli_render"):  # the latter: rich
+    for name in ("bridge.app.build", "bridge.channels.terminal.render"):  # the latter: rich
         importlib.import_module(name)
 
 
@@ -97,7 +97,7 @@ async def chat_in_terminal(
     args: argparse.Namespace, settings: Settings, log: ChatLog | None
 ) -> int:
     """The prompt at once; the roost is built behind it and closed after the chat."""
-    from bridge.channels.cli_tty import chat_tty
+    from bridge.channels.terminal.tty import chat_tty
     from bridge.types.tenant_dirs import TenantDirs
 
     building = asyncio.create_task(start_roost(settings))
@@ -131,7 +131,7 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     if sys.stdin.isatty() and sys.stdout.isatty():
         return asyncio.run(chat_in_terminal(args, settings, log))
     from bridge.app.build import with_roost
-    from bridge.channels import cli as term
+    from bridge.channels.terminal import channel as term
 
     async def body(r: Roost) -> int:
         return await term.chat_loop(
@@ -185,7 +185,7 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
 
         return send_to(args, settings)
     from bridge.app.build import with_roost
-    from bridge.channels import cli as term
+    from bridge.channels.terminal import channel as term
     from bridge.core.config import config_path
 
     text = message_text(args.text)

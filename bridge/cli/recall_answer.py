@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.app.build import build
-from bridge.channels.cli import inbound
+from bridge.channels.terminal.channel import inbound
 from bridge.core.ask import read_answer
 from bridge.core.config import Settings
 from bridge.recall.evaluate import CATEGORIES, load_set

@@ -132,7 +132,7 @@ class WebSettings(_Section):
     metrics: bool = False
     # a running answer whose page went away is stopped after this long without one back
     detach_grace_s: float = Field(30.0, ge=0, le=3600)
-    # connections (bridge/channels/web_conns.py, bridge/app/descriptors.py): 0 = from the
+    # connections (bridge/channels/web/conns.py, bridge/app/descriptors.py): 0 = from the
     # descriptor budget at start; per client = per IPv4 address or IPv6 /64 (behind a
     # reverse proxy every request comes from the proxy: raise it, limit per client there)
     max_connections: int = Field(0, ge=0, le=1_000_000)
@@ -163,7 +163,7 @@ class TelegramSettings(_Section):
     start_attempts: int = Field(5, ge=1, le=20)  # unused: Telegram retries in the background
     reply_voice_to_voice: bool = False  # a voice note's answer is spoken too ([llm.speech])
     # a message that reaches roost later than this after it was sent (roost was down) is not
-    # answered; the person is told (bridge/channels/telegram_replay.py)
+    # answered; the person is told (bridge/channels/telegram/replay.py)
     answer_max_age_s: int = Field(86_400, ge=60)
 
     @field_validator("api_base_url")

@@ -9,7 +9,7 @@ quoted lines and "🎙" notices are left out, Markdown marks are dropped, and
 an answer over `[llm.speech] max_chars` is cut at the last sentence end that
 fits, followed by "…the rest is in the text." The text reply is always sent
 as well; speaking only ever adds a voice message (Telegram) or a player under
-the answer (the web page, `bridge.channels.web_speech`).
+the answer (the web page, `bridge.channels.web.speech`).
 """
 
 from __future__ import annotations

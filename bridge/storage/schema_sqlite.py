@@ -203,7 +203,7 @@ SQLITE: tuple[str, ...] = (
         PRIMARY KEY (channel, identity)
     )
     """,
-    # the durable inbox (bridge/channels/telegram_inbox.py): every update stored before it is
+    # the durable inbox (bridge/channels/telegram/inbox.py): every update stored before it is
     # confirmed; outbox delivery per part and leases a restart releases (bridge/schedule/outbox*)
     """
     CREATE TABLE channel_inbox (

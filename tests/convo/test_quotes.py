@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 
 from bridge.app.build import build
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings
 from bridge.core.sessions import SessionKey
 from bridge.loadout import vault

@@ -6,7 +6,7 @@ import io
 import re
 
 from bridge.app.build import Roost
-from bridge.channels.cli import send_once
+from bridge.channels.terminal.channel import send_once
 
 
 async def test_terminal_hint_then_yes(roost: Roost) -> None:

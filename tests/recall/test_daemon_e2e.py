@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import load_settings
 from bridge.llm.openai import OpenAIBackend
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls

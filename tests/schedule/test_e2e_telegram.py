@@ -21,7 +21,7 @@ from typing import Any
 from bridge.app.build import Roost, build
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
 from bridge.app.serve import undelivered_hook
-from bridge.channels.telegram import TelegramChannel
+from bridge.channels.telegram.channel import TelegramChannel
 from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import OutboxPolicy
 from bridge.schedule.scheduler import SchedulerConfig

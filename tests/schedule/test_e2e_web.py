@@ -17,7 +17,7 @@ import aiohttp
 
 from bridge.app.build import Roost
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.schedule.runtime import recent_messages
 from tests.masking import m
 from tests.waits import HANG_S

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from bridge.app.instance import held, hold
-from bridge.channels.cli_inbox import SEEN_KEY, TerminalInbox
+from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
 from bridge.core.db import connect
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore

@@ -21,7 +21,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
 from bridge.types.audit_sink import MemoryAudit
 from forge.library import ToolLibrary, build_spec

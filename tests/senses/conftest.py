@@ -11,7 +11,7 @@ from typing import Any
 
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import telegram_files_in
-from bridge.channels.telegram import TelegramChannel
+from bridge.channels.telegram.channel import TelegramChannel
 from bridge.core.config import Settings, load_settings
 from bridge.llm.openai import OpenAIBackend
 from bridge.types.audit_sink import MemoryAudit

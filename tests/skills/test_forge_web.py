@@ -21,7 +21,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.app.home import chain_path
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import load_settings
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
 from bridge.types.messages import Inbound

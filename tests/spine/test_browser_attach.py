@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from bridge.app.build import Roost, build
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound

@@ -36,7 +36,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.app.schedule_loop import ScheduleLoop
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.cli.schedule import send_to
 from bridge.core.config import load_settings
 from bridge.core.db import connect

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from bridge.app.build import build
 from bridge.app.channels_up import web_channel
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import ScriptedBackend

@@ -19,7 +19,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.audit.verify import verify
-from bridge.channels.telegram import TelegramChannel
+from bridge.channels.telegram.channel import TelegramChannel
 from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings, load_settings
 from bridge.types.messages import Final, OutFile

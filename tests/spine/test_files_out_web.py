@@ -23,8 +23,8 @@ from pydantic import SecretStr
 
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import web_channel
-from bridge.channels.web import WebChannel
-from bridge.channels.web_files import FileLinks
+from bridge.channels.web.channel import WebChannel
+from bridge.channels.web.files import FileLinks
 from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit

@@ -32,7 +32,7 @@ from bridge.app.build import Roost, build
 from bridge.app.channels_up import CHANNELS, PLATFORMS, ChannelRow, Launched
 from bridge.app.platforms import platforms_of
 from bridge.app.serve import serve
-from bridge.channels.telegram_voice import Speak
+from bridge.channels.telegram.voice import Speak
 from bridge.cli.schedule import send_to
 from bridge.core.config import ConfigError, Settings, load_settings
 from bridge.schedule.outbox import OutboxEntry

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 
 from bridge.app.lazy_broker import LazyBroker
-from bridge.channels.cli_attach import Attacher, AttachError, local_command, named_path
-from bridge.channels.cli_links import AnswerMarkdown, hyperlinks
-from bridge.channels.cli_paths import dropped, words
-from bridge.channels.cli_progress import person_name, step_line
+from bridge.channels.terminal.attach import Attacher, AttachError, local_command, named_path
+from bridge.channels.terminal.links import AnswerMarkdown, hyperlinks
+from bridge.channels.terminal.paths import dropped, words
+from bridge.channels.terminal.progress import person_name, step_line
 from bridge.cli.chat_log import log_to_file
 from bridge.types.progress import ModelInfo, RetryStep, ToolStep
 

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from bridge.app.build import build
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend

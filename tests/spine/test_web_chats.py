@@ -18,7 +18,7 @@ from PIL import Image
 
 from bridge.app.build import build
 from bridge.app.channels_up import web_channel
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
 from bridge.types.tenant_dirs import TenantDirs
 from tests.fakes.fake_openai import Status, Text

@@ -14,8 +14,8 @@ import pytest
 
 from bridge.app.descriptors import RESERVE_MIN, budget
 from bridge.app.logging_setup import LogFlood, kind_of
-from bridge.channels.web_conns import ConnLimits, ConnTable, client_key
-from bridge.channels.web_streams import StreamSlots
+from bridge.channels.web.conns import ConnLimits, ConnTable, client_key
+from bridge.channels.web.streams import StreamSlots
 from bridge.core.config_sections import WebSettings
 from tests.conftest import Clock
 

@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from bridge.app.build import Roost, build
-from bridge.channels.web import WebChannel
-from bridge.channels.web_conns import UNBUDGETED, ConnLimits
+from bridge.channels.web.channel import WebChannel
+from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.core.config import Settings
 from bridge.core.diskfull import DISK_FULL
 from bridge.types.audit_sink import MemoryAudit

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import web_channel
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
 from tests.fakes.fake_openai import FakeOpenAI, Text, ToolCalls
 

@@ -24,8 +24,8 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import web_channel
-from bridge.channels.web import WebChannel
-from bridge.channels.web_turns import ProgressHandle
+from bridge.channels.web.channel import WebChannel
+from bridge.channels.web.turns import ProgressHandle
 from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import DeltaSink, Final, Inbound

@@ -17,9 +17,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bridge.channels.web_gate import WebGate
-from bridge.channels.web_sniff import Sniffed, Sniffer
-from bridge.channels.web_upload import MAX_PENDING, UploadError, WebUploads, display_name
+from bridge.channels.common.sniff import Sniffed, Sniffer
+from bridge.channels.web.gate import WebGate
+from bridge.channels.web.upload import MAX_PENDING, UploadError, WebUploads, display_name
 from tests.conftest import Clock
 from tests.spine.test_web_upload import png
 

@@ -22,10 +22,10 @@ from telegram import Update
 from telegram.ext import TypeHandler
 
 from bridge.app.build import Roost, build
-from bridge.channels.telegram import TelegramChannel, TelegramOptions
-from bridge.channels.telegram_health import Backoff
-from bridge.channels.telegram_send import SendPolicy
-from bridge.channels.telegram_stream import StreamTiming
+from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+from bridge.channels.telegram.health import Backoff
+from bridge.channels.telegram.send import SendPolicy
+from bridge.channels.telegram.stream import StreamTiming
 from bridge.core.config import Settings, load_settings
 from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import MemoryAudit

@@ -21,8 +21,8 @@ from typing import Any
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.app.schedule_loop import ScheduleLoop
-from bridge.channels.telegram import TelegramChannel, TelegramOptions
-from bridge.channels.telegram_inbox import UpdateInbox
+from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+from bridge.channels.telegram.inbox import UpdateInbox
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bridge.app.build import Roost, build
-from bridge.channels.telegram import TelegramChannel
+from bridge.channels.telegram.channel import TelegramChannel
 from bridge.core.config import Settings
 from bridge.core.strangers import StrangerLimits
 from tests.conftest import ScriptedBackend

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.channels.telegram_render import Rendered, render
-from bridge.channels.telegram_split import split
+from bridge.channels.common.render import Rendered, render
+from bridge.channels.common.split import split
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI, telegram_strip

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bridge.channels.telegram_render import render
-from bridge.channels.telegram_stream import CURSOR
+from bridge.channels.common.render import render
+from bridge.channels.telegram.stream import CURSOR
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, FAST, running, tg_settings
@@ -153,7 +153,7 @@ async def test_a_reply_that_cannot_be_delivered_is_logged(
     import logging
 
     fake.fail("sendMessage", *[Failure.bad_gateway() for _ in range(6)])
-    with caplog.at_level(logging.ERROR, logger="bridge.channels.telegram"):  # type: ignore[attr-defined]
+    with caplog.at_level(logging.ERROR, logger="bridge.channels.telegram.channel"):  # type: ignore[attr-defined]
         async with running(tg_settings(home, fake), fake, ScriptedBackend("lost")) as run:
             fake.push_text(ALICE, "hi")
             await run.idle()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings, load_settings
 from bridge.types.messages import Final, OutFile

@@ -5,7 +5,7 @@ speed again from the first update on."""
 
 from __future__ import annotations
 
-from bridge.channels.telegram_connect import EmptyPolls, PollWatch
+from bridge.channels.telegram.connect import EmptyPolls, PollWatch
 from tests.telegram.conftest import ALICE, TOKEN
 from tests.telegram.fake_bot_api import FakeBotAPI
 

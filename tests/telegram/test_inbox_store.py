@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bridge.channels.telegram_inbox import KEEP_MS, UpdateInbox, describe
+from bridge.channels.telegram.inbox import KEEP_MS, UpdateInbox, describe
 from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
 from tests.masking import m

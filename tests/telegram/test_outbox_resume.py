@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
-from bridge.channels.telegram_outbox import OutboxSender
-from bridge.channels.telegram_split import LIMIT
-from bridge.channels.telegram_stream import StreamTiming
+from bridge.channels.common.split import LIMIT
+from bridge.channels.telegram.outbox import OutboxSender
+from bridge.channels.telegram.stream import StreamTiming
 from bridge.schedule.outbox import DeliveryError, OutboxStore
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.masking import m

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.channels.telegram_outbox import chat_id_of
+from bridge.channels.telegram.outbox import chat_id_of
 from bridge.schedule.outbox import DeliveryError, OutboxEntry
 from tests.telegram.conftest import ALICE, GROUP, NO_DRAFTS, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI

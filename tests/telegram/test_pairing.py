@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.channels.telegram_pace import ChatPacer
+from bridge.channels.telegram.pace import ChatPacer
 from bridge.core.db import connect
 from bridge.core.pairing import ALPHABET, LOCKOUT_S, PairingStore, code_hash
 from bridge.types.messages import Inbound

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.channels.telegram_health import Backoff, Health
+from bridge.channels.telegram.health import Backoff, Health
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, FAST, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
@@ -23,7 +23,7 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno >= logging.WARNING and r.name.startswith("bridge.channels.telegram")
+        if r.levelno >= logging.WARNING and r.name.startswith("bridge.channels.telegram.channel")
     ]
 
 
@@ -75,7 +75,7 @@ def test_health_logs_changes_not_attempts(caplog: pytest.LogCaptureFixture) -> N
     now = [100.0]
     health = Health(clock=lambda: now[0])
     assert health.line() == "telegram: starting"
-    with caplog.at_level(logging.DEBUG, logger="bridge.channels.telegram"):
+    with caplog.at_level(logging.DEBUG, logger="bridge.channels.telegram.channel"):
         for _ in range(5):
             health.failing("the Bot API is unreachable (x)", 12.0)
         now[0] += 2.4

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from bridge.channels.telegram_render import Rendered, render, utf16_len
-from bridge.channels.telegram_split import split
-from bridge.channels.telegram_stream import draft_layout, layout
+from bridge.channels.common.render import Rendered, render, utf16_len
+from bridge.channels.common.split import split
+from bridge.channels.telegram.stream import draft_layout, layout
 from tests.telegram.entity_rules import problem
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.md"))

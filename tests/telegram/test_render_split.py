@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from bridge.channels.telegram_render import Entity, Rendered, render, utf16_len
-from bridge.channels.telegram_split import split
-from bridge.channels.telegram_stream import CURSOR, draft_layout
+from bridge.channels.common.render import Entity, Rendered, render, utf16_len
+from bridge.channels.common.split import split
+from bridge.channels.telegram.stream import CURSOR, draft_layout
 
 
 def spans(r: Rendered) -> list[tuple[str, str]]:

@@ -16,8 +16,8 @@ import re
 
 import pytest
 
-from bridge.channels.telegram_render import RULE_TEXT, Rendered, render, utf16_len
-from bridge.channels.telegram_split import LIMIT, split
+from bridge.channels.common.render import RULE_TEXT, Rendered, render, utf16_len
+from bridge.channels.common.split import LIMIT, split
 
 # what the renderer adds: list markers at a line start, a table's borders and cuts
 DECORATION = re.compile(r"(?m)^[ \t]*(?:(?:\d+\.|[•◦▪]) )+|[│─┼…]")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.channels.telegram_files import send_files
-from bridge.channels.telegram_voice import NOT_SPOKEN
+from bridge.channels.telegram.files import send_files
+from bridge.channels.telegram.voice import NOT_SPOKEN
 from bridge.core.commands import Command, CommandContext
 from bridge.types.messages import Action, Final, Inbound, OutFile
 from tests.fakes.ogg_opus import ogg_opus

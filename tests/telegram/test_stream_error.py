@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bridge.channels.telegram_stream import CURSOR
+from bridge.channels.telegram.stream import CURSOR
 from bridge.llm.openai import OpenAIBackend
 from tests.fakes.fake_openai import FakeOpenAI, Text
 from tests.telegram.conftest import ALICE, FAST, running, tg_settings

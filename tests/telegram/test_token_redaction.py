@@ -19,8 +19,8 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from bridge.app.logging_setup import Redactor
-from bridge.channels.telegram import TelegramChannel, TelegramOptions
-from bridge.channels.telegram_health import Backoff
+from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+from bridge.channels.telegram.health import Backoff
 from bridge.core.config import ConfigError, TelegramSettings, load_settings
 from tests.telegram.conftest import TOKEN, env_for
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 from telegram.error import NetworkError, TimedOut
 
-from bridge.channels.telegram_outbox import UNCONFIRMED_PART, OutboxSender
-from bridge.channels.telegram_reply import UNCONFIRMED
-from bridge.channels.telegram_send import outcome_unknown
+from bridge.channels.telegram.outbox import UNCONFIRMED_PART, OutboxSender
+from bridge.channels.telegram.reply import UNCONFIRMED
+from bridge.channels.telegram.send import outcome_unknown
 from bridge.core.commands import Command, CommandContext
 from bridge.schedule.outbox import OutboxStore
 from bridge.types.messages import Final, OutFile

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bridge.channels.web import WebChannel
+from bridge.channels.web.channel import WebChannel
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, running, tg_settings
 from tests.telegram.fake_bot_api import FakeBotAPI

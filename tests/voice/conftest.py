@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.app.build import Roost, build
-from bridge.channels.telegram import TelegramChannel
+from bridge.channels.telegram.channel import TelegramChannel
 from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from tests.fakes.fake_openai import FakeOpenAI, Text, last_user_text

@@ -8,13 +8,14 @@ pieces of at most `limit` UTF-16 units, at a paragraph, line or space
 outside every span first, never inside a surrogate pair or an emoji
 sequence; a span that crosses a cut is cut too. Both are pure; a platform
 writes the spans out in its own way (`bridge.channels.whatsapp.render`).
-The implementation is Telegram's renderer and splitter, re-exported here.
+The implementation lives beside this module (`entities`, `render`, `inline`, `table`,
+`split`); Telegram sends the spans as its message entities.
 """
 
 from __future__ import annotations
 
-from bridge.channels.telegram_entities import Entity, Rendered, utf16_len
-from bridge.channels.telegram_render import render
-from bridge.channels.telegram_split import split, visible
+from bridge.channels.common.entities import Entity, Rendered, utf16_len
+from bridge.channels.common.render import render
+from bridge.channels.common.split import split, visible
 
 __all__ = ["Entity", "Rendered", "render", "split", "utf16_len", "visible"]

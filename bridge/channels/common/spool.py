@@ -1,0 +1,56 @@
+"""A file arriving in a tenant's inbox: spooled to a private temporary file, then kept
+under its final name or removed; and the sender's file name made safe to show.
+Shared by web uploads and terminal attachments."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import unicodedata
+from pathlib import Path
+from urllib.parse import unquote
+
+NAME_MAX = 120
+
+
+def display_name(raw: str | None, fallback: str) -> str:
+    """The client's file name, safe to show: percent-escapes decoded (browsers escape
+    `"` and line breaks, aiohttp more), its last path piece, no control characters,
+    at most NAME_MAX characters; `fallback` when nothing is left."""
+    base = re.split(r"[\\/]", unquote(raw or ""))[-1]
+    cleaned = "".join(c for c in base if unicodedata.category(c)[0] != "C").strip()
+    return cleaned[:NAME_MAX] or fallback
+
+
+class Spool:
+    """One upload on its way to disk: a private temporary file in the inbox, kept
+    under its final name or removed. Plain blocking calls: the slow ones (the
+    directory, fsync) are run in a thread by the caller."""
+
+    def __init__(self, inbox: Path, ident: str) -> None:
+        inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = inbox / f".web-{ident}.part"
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+
+    def write(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:  # os.write: a full disk raises here, not at a later flush
+            view = view[os.write(self._fd, view) :]
+
+    def finish(self) -> None:
+        os.fsync(self._fd)
+        self._close()
+
+    def keep(self, final: Path) -> None:
+        os.replace(self.path, final)
+
+    def discard(self) -> None:
+        self._close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def _close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

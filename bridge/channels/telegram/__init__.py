@@ -1,0 +1,1 @@
+"""The Telegram channel (python-telegram-bot): polling or webhook, replies, files."""

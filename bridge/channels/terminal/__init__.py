@@ -1,0 +1,1 @@
+"""The terminal channel: `roost chat` and `roost send` (prompt, rendering, history)."""

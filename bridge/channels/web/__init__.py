@@ -1,0 +1,1 @@
+"""The web channel: the aiohttp page and its API (chats, streams, uploads, speech)."""

@@ -1,0 +1,144 @@
+"""Who is asking the web API, and what they asked: tokens, bodies, chat ids.
+
+`WebGate` maps a bearer token to its tenant (compared in constant time with
+every configured token): the web token belongs to the local tenant, a
+tenant's `[tenants.X] web_token` to X. Every `/api/*` route reads the
+tenant here and scopes everything it does to it. The channel's `Inbound`
+carries identity `local` for the local tenant and `tenant:X` otherwise
+(`bridge.core.tenants.web_token_rule` resolves it back). `body(...)` reads a
+JSON object into a pydantic model (400 with a reason, 413 when too large);
+`chat(...)` reads and checks the `chat` query parameter. `caller(...)` also
+names the token by `token_key` (a short hash: event streams are counted and
+ended per token, `bridge.channels.web.streams`). A tenant `barred` says no to
+(one whose data `roost forget` is erasing) is refused like an unknown token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bridge.channels.web.input import BodyError, decode_json_object
+from bridge.core.sessions import SessionKey
+
+MAX_BODY = 1024 * 1024
+CHAT_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+CHAT_ID = re.compile(CHAT_PATTERN)
+M = TypeVar("M", bound=BaseModel)
+
+
+class ChatOnly(BaseModel):
+    """The body of `POST /api/chat/stop` and `/api/chat/new`."""
+
+    model_config = ConfigDict(extra="forbid")
+    chat: str = Field("default", pattern=CHAT_PATTERN)
+
+
+def error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def token_key(token: bytes) -> str:
+    """A token's name in counts and logs: a short hash, never the token."""
+    return hashlib.sha256(token).hexdigest()[:16]
+
+
+class WebGate:
+    def __init__(
+        self,
+        tokens: Mapping[str, str],
+        local_tenant: str,
+        barred: Callable[[str], bool] = lambda tenant: False,
+    ) -> None:
+        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
+        self.local_tenant = local_tenant
+        self._barred = barred
+
+    def replace(self, tokens: Mapping[str, str]) -> None:
+        """Reloaded tokens, in one step: a token no longer configured is refused
+        from the next request on (a removed tenant's page reads nothing more)."""
+        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
+
+    def keys(self) -> list[str]:
+        """The `token_key` of every configured token."""
+        return [token_key(known) for known, _ in self._tokens]
+
+    def caller(self, request: web.Request) -> tuple[str, str] | None:
+        """(tenant, token_key) of the request's bearer token, or None (no token, a
+        wrong one, a barred tenant's)."""
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        given = token.strip().encode()
+        found = None
+        for known, tenant in self._tokens:  # all of them: the time says nothing of which
+            if hmac.compare_digest(given, known):
+                found = tenant, known
+        if found is None or self._barred(found[0]):
+            return None
+        return found[0], token_key(found[1])
+
+    def tenant(self, request: web.Request) -> str | None:
+        """The tenant of the request's bearer token, or None (no token, a wrong one)."""
+        caller = self.caller(request)
+        return caller[0] if caller is not None else None
+
+    def identity(self, tenant: str) -> str:
+        return "local" if tenant == self.local_tenant else f"tenant:{tenant}"
+
+    @staticmethod
+    def deny() -> web.Response:
+        return web.json_response(
+            {"error": "missing or wrong access token (Authorization: Bearer <token>)"},
+            status=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    @staticmethod
+    async def body(request: web.Request, model: type[M], example: str) -> M | web.Response:
+        """The request's JSON body as `model`; a 400/413 response saying why otherwise."""
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return error(413, f"the request body is too large (limit {MAX_BODY:,} bytes)")
+        except ConnectionError:  # the client went, or stalled and was dropped (web_conns)
+            return error(408, "the request body did not arrive in time")
+        try:
+            return model.model_validate(decode_json_object(raw))
+        except (BodyError, ValidationError) as exc:
+            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            return error(400, f"send JSON like {example} ({reason})")
+
+    @staticmethod
+    def chat(request: web.Request) -> str | web.Response:
+        chat = request.query.get("chat", "default")
+        if not CHAT_ID.fullmatch(chat):
+            return error(400, "chat: 1-64 of A-Z a-z 0-9 _ -")
+        return chat
+
+    def key(self, request: web.Request) -> SessionKey | web.Response:
+        """The web session the request names: its token's tenant and `?chat=`
+        (401 without a known token, 400 for a bad chat id)."""
+        tenant = self.tenant(request)
+        if tenant is None:
+            return self.deny()
+        chat = self.chat(request)
+        if isinstance(chat, web.Response):
+            return chat
+        return SessionKey(tenant, "web", chat)
+
+    @staticmethod
+    def number(request: web.Request, name: str) -> int | web.Response | None:
+        """An optional non-negative integer query parameter."""
+        value = request.query.get(name)
+        if value is None:
+            return None
+        if not (value.isascii() and value.isdigit()) or len(value) > 18:
+            return error(400, f"{name}: a whole number")
+        return int(value)

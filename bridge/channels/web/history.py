@@ -1,0 +1,75 @@
+"""The web page's history: a chat's conversations and their messages, from the daemon.
+
+Routes (bearer token, scoped to its tenant): `GET /api/history?chat=C
+[&conversation=ID][&before=SEQ][&limit=N]` -> `{"conversation", "messages":
+[{"seq", "role", "text", "ts", "status"}], "more", "running"}` (newest last,
+paged backwards by `before`; limit 50 by default, at most 200; the current
+conversation opens with its summary, status `summary`, when it has one;
+while a turn runs, `"pending": {"text", "ts"}` is the message it answers,
+not stored yet) and `GET /api/conversations?chat=C` -> `{"conversations":
+[{"id", "started_at", "updated_at", "turns", "title", "current"}]}` newest
+first. The texts are what the session stored (masked, without download
+links). Reads go to `bridge.core.conversations`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from bridge.channels.web.gate import WebGate, error
+from bridge.core.conversations import ConversationArchive
+from bridge.core.running import RunningTurns
+from bridge.core.sessions import SessionKey
+
+DEFAULT_LIMIT = 50
+
+
+class WebHistory:
+    def __init__(
+        self,
+        gate: WebGate,
+        archive: ConversationArchive,
+        running: RunningTurns[SessionKey],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._gate, self._archive, self._running, self._clock = gate, archive, running, clock
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get("/api/history", self.history)
+        app.router.add_get("/api/conversations", self.conversations)
+
+    async def history(self, request: web.Request) -> web.Response:
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
+        numbers = [self._gate.number(request, n) for n in ("conversation", "before", "limit")]
+        for value in numbers:
+            if isinstance(value, web.Response):
+                return value
+        conversation, before, limit = (v if isinstance(v, int) else None for v in numbers)
+        page = self._archive.page(key, conversation, before, limit or DEFAULT_LIMIT, self._clock())
+        if page is None:
+            return error(
+                404, "no such conversation in this chat; GET /api/conversations lists them"
+            )
+        running = page.current and self._running.running(key)
+        body: dict[str, Any] = {
+            "conversation": page.conversation,
+            "messages": page.messages,
+            "more": page.more,
+            "running": running,
+        }
+        asked = self._running.asked(key) if running else None
+        if asked is not None:
+            body["pending"] = {"text": asked[0], "ts": asked[1]}
+        return web.json_response(body)
+
+    async def conversations(self, request: web.Request) -> web.Response:
+        key = self._gate.key(request)
+        if isinstance(key, web.Response):
+            return key
+        return web.json_response({"conversations": self._archive.listing(key, self._clock())})

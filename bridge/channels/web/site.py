@@ -1,0 +1,293 @@
+"""The web server's listener: roost's own accept loop, so no flood reaches aiohttp unchecked.
+
+`GuardedSite` replaces aiohttp's `TCPSite`: it binds the listening sockets
+itself and accepts in a loop of its own, asking `ConnTable`
+(`bridge.channels.web.conns`) about each connection before aiohttp sees a
+byte. A refused one gets a short `503` and is closed at once (its
+descriptor is free again before any HTTP work); an admitted one is handed to
+aiohttp's `RequestHandler` through a thin protocol that tells the table when
+it goes. When `accept()` itself fails for want of descriptors (EMFILE, ENFILE),
+the longest-idle connection is closed to make room and the loop waits a
+moment; one log line when that starts and one when it ends (asyncio's own
+loop would log a traceback per attempt). The request head must be complete
+within `header_timeout_s` (aiohttp's keep-alive timer, which also runs from
+the moment a connection opens); `WebGuard.middleware` marks requests busy
+while they are handled, and a sweep once a second closes requests whose body
+stalls or runs late, and logs one summary line per minute of what was refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import socket
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from aiohttp.web_protocol import RequestHandler
+
+from bridge.channels.web.conns import Conn, ConnLimits, ConnTable
+
+log = logging.getLogger(__name__)
+
+SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_PAUSE_S = 0.1  # after a descriptor shortage with nothing idle to close
+SWEEP_S = 1.0
+REPORT_S = 60.0
+BUSY_BODY = json.dumps(
+    {"error": "roost has too many open connections right now; try again in a few seconds"}
+).encode()
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Retry-After: 5\r\nConnection: close\r\nCache-Control: no-store\r\n"
+    + f"Content-Length: {len(BUSY_BODY)}\r\n\r\n".encode()
+    + BUSY_BODY
+)
+
+
+class WebGuard:
+    """The connection table of one web server and the middleware that marks requests busy."""
+
+    def __init__(self, limits: ConnLimits) -> None:
+        self.table = ConnTable(limits)
+        self._by_handler: dict[RequestHandler, Conn] = {}
+
+    @property
+    def limits(self) -> ConnLimits:
+        return self.table.limits
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        conn = self._by_handler.get(request.protocol)
+        if conn is None:
+            return await handler(request)
+        self.table.busy(conn, request.content, asyncio.get_running_loop().time())
+        try:
+            return await handler(request)
+        finally:
+            self.table.done(conn)
+
+    def attach(self, handler: RequestHandler, conn: Conn) -> None:
+        self._by_handler[handler] = conn
+
+    def detach(self, handler: RequestHandler, conn: Conn) -> None:
+        self._by_handler.pop(handler, None)
+        self.table.gone(conn)
+
+
+class _Guarded(asyncio.Protocol):
+    """aiohttp's handler for one connection, and the table told when it goes."""
+
+    def __init__(self, inner: RequestHandler, guard: WebGuard, conn: Conn) -> None:
+        self._inner, self._guard, self._conn = inner, guard, conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._guard.attach(self._inner, self._conn)
+        self._inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._guard.detach(self._inner, self._conn)
+        self._inner.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self._inner.data_received(data)
+
+    def eof_received(self) -> None:
+        self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+
+class _Listening(asyncio.AbstractServer):
+    """The listening sockets and their tasks, closed by `BaseSite.stop()`."""
+
+    def __init__(self, sockets: list[socket.socket], tasks: list[asyncio.Task[None]]) -> None:
+        self._sockets, self._tasks = sockets, tasks
+        self._loop = asyncio.get_running_loop()
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    async def start_serving(self) -> None:
+        return None  # serving from the start
+
+    async def serve_forever(self) -> None:
+        await self.wait_closed()
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        return tuple(self._sockets)
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+
+    def is_serving(self) -> bool:
+        return bool(self._sockets)
+
+    async def wait_closed(self) -> None:
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def bind(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets for `host` (every address it names; all interfaces for "")."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    made: list[socket.socket] = []
+    seen: set[Any] = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            made.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except OSError:
+        for sock in made:
+            sock.close()
+        raise
+    return made
+
+
+def refuse(conn: socket.socket) -> None:
+    """A short 503 and close, without waiting for anything."""
+    with contextlib.suppress(OSError):
+        conn.recv(65536)  # what already arrived: closing over unread bytes would reset
+    with contextlib.suppress(OSError):
+        conn.send(BUSY)
+    conn.close()
+
+
+class GuardedSite(web.BaseSite):
+    """A TCP site whose connections pass `WebGuard` before aiohttp serves them."""
+
+    __slots__ = ("_bound", "_guard", "_host", "_port", "_shortage")
+
+    def __init__(
+        self, runner: web.BaseRunner, host: str, port: int, guard: WebGuard, backlog: int = 128
+    ) -> None:
+        super().__init__(runner, backlog=backlog)
+        self._host, self._port, self._guard = host, port, guard
+        self._bound = port
+        self._shortage = 0
+
+    @property
+    def name(self) -> str:
+        return f"http://{self._host or '0.0.0.0'}:{self._bound}"
+
+    @property
+    def port(self) -> int:
+        return self._bound
+
+    async def start(self) -> None:
+        await super().start()
+        sockets = bind(self._host, self._port, self._backlog)
+        if sockets:
+            self._bound = sockets[0].getsockname()[1]
+        tasks = [asyncio.create_task(self._accepting(sock)) for sock in sockets]
+        tasks.append(asyncio.create_task(self._sweeping()))
+        self._server = _Listening(sockets, tasks)
+
+    async def _accepting(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, address = await loop.sock_accept(sock)
+            except OSError as exc:
+                if exc.errno not in SHORTAGE:
+                    raise
+                self._short(exc)
+                if not self._guard.table.shed():
+                    await asyncio.sleep(ACCEPT_PAUSE_S)
+                continue
+            if self._shortage:
+                log.warning("web: accepting again after %d refused accepts", self._shortage)
+                self._shortage = 0
+            self._admit(loop, conn, address)
+            # sock_accept does not yield while connections wait: let the loop close the
+            # ones that gave way (their descriptors) and start the admitted ones
+            await asyncio.sleep(0)
+
+    def _short(self, exc: OSError) -> None:
+        if not self._shortage:
+            log.warning(
+                "web: cannot accept connections (%s); closing idle ones to make room",
+                exc.strerror,
+            )
+        self._shortage += 1
+
+    def _admit(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, address: Any) -> None:
+        host = address[0] if isinstance(address, tuple) else str(address)
+        handle: list[asyncio.BaseTransport] = []
+
+        def close() -> None:
+            if handle:
+                handle[0].close()
+            else:
+                conn.close()
+
+        made = self._guard.table.admit(host, conn.fileno(), close, loop.time())
+        if isinstance(made, str):
+            refuse(conn)
+            return
+        server = self._runner.server
+        assert server is not None
+        protocol = _Guarded(server(), self._guard, made)
+        task = loop.create_task(loop.connect_accepted_socket(lambda: protocol, conn))
+        task.add_done_callback(lambda done: self._connected(done, handle, made, conn))
+
+    def _connected(
+        self,
+        done: asyncio.Task[tuple[asyncio.BaseTransport, asyncio.BaseProtocol]],
+        handle: list[asyncio.BaseTransport],
+        conn: Conn,
+        sock: socket.socket,
+    ) -> None:
+        if done.cancelled() or done.exception() is not None:
+            self._guard.table.gone(conn)
+            sock.close()
+            return
+        handle.append(done.result()[0])
+
+    async def _sweeping(self) -> None:
+        loop = asyncio.get_running_loop()
+        table = self._guard.table
+        reported = (0, 0, 0)
+        last = loop.time()
+        while True:
+            await asyncio.sleep(SWEEP_S)
+            for conn in table.overdue(loop.time()):
+                table.timeout(conn)
+            if loop.time() - last < REPORT_S:
+                continue
+            last = loop.time()
+            now = (sum(table.refused.values()), table.evicted, table.timed_out)
+            if now != reported:
+                refused, evicted, late = (a - b for a, b in zip(now, reported, strict=True))
+                log.warning(
+                    "web: in the last %ds refused %d connections (%s), closed %d idle ones "
+                    "for room and %d slow request bodies; %d open",
+                    REPORT_S,
+                    refused,
+                    ", ".join(f"{k}: {v}" for k, v in sorted(table.refused.items())) or "-",
+                    evicted,
+                    late,
+                    table.total,
+                )
+                reported = now
