@@ -28,7 +28,7 @@ test: $(STAMP) browser postgres synapse
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }
 	@status=0; nodelog=$$(mktemp); \
 	node --test js/test/ >$$nodelog 2>&1 & nodepid=$$!; \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup \
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist load \
 	  --durations=25 $(PYTEST_ARGS) || status=$$?; \
 	if wait $$nodepid; then tail -n 9 $$nodelog | sed 's/^/node: /'; \
 	else [ $$status -ne 0 ] || status=1; echo "make test: the node tests FAILED:"; cat $$nodelog; fi; \
@@ -66,7 +66,7 @@ synapse:
 	  && touch $(SYNAPSE_STAMP); } || echo "make: Synapse not installed; the Matrix tests will be skipped"
 
 pytest: $(STAMP) browser postgres synapse
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist load --durations=25 $(PYTEST_ARGS)
 
 nodetest:
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }

@@ -23,16 +23,24 @@ from bridge.types.backend import (
 from bridge.types.messages import Inbound
 
 # Folders whose tests share one server started per session (a real PostgreSQL, a real
-# Synapse): under pytest-xdist (`make test`), each folder's tests run in one worker
-# (`--dist loadgroup`), so one server starts, not one per worker.
+# Synapse): under pytest-xdist (`make test`) each folder's tests go to one worker, so
+# each server starts once, not once per worker. xdist's own `xdist_group` marks cannot
+# do it with pytest 9.2 (xdist 3.8 renames a grouped item's node id, which is now
+# read-only), so the grouping is a scheduler: every other test is its own unit.
 SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for folder, group in SERVER_GROUPS.items():
-            if item.nodeid.startswith(folder):
-                item.add_marker(pytest.mark.xdist_group(group))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            for folder, group in SERVER_GROUPS.items():
+                if nodeid.startswith(folder):
+                    return group
+            return nodeid
+
+    return ServerGroups(config, log)
 
 
 class ScriptedBackend:
