@@ -17,12 +17,12 @@ run: $(STAMP)
 	$(BIN)/roost serve
 
 # Both halves always run, side by side: the node tests in the background while pytest
-# runs its tests in PYTEST_WORKERS processes (pytest-xdist; more workers than cores,
+# runs its tests in PYTEST_WORKERS processes (pytest-xdist; one more worker than cores,
 # since many tests wait on a daemon or a browser). The run fails if either half did.
 # PYTHONDONTWRITEBYTECODE is dropped for the run: every daemon a test starts would
 # otherwise compile roost from source again (about 1.5 s of CPU each), and pytest
 # could not cache its rewritten test modules. pytest prints its slowest tests.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 3
 PYTEST_ARGS ?=
 test: $(STAMP) browser postgres synapse
 	@command -v node >/dev/null || { echo "node is required for the js/ tests"; exit 1; }
