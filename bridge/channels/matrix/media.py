@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import mimetypes
-import os
-import re
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.channels.common.spool import inbox_suffix, store_in_inbox
 from bridge.channels.matrix.api import MatrixClient, MatrixError, TooLarge
 from bridge.channels.matrix.events import Media
 from bridge.types.messages import Attachment, AttachmentKind, Inbound
 
 log = logging.getLogger("bridge.channels.matrix")
-_SUFFIX = re.compile(r"^\.[a-z0-9]{1,8}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,33 +78,8 @@ class MediaFetcher:
             log.warning("matrix: a %s could not be fetched: %s", kind, exc)
             return Attachment(kind, "", mime, name)
         try:
-            path = await asyncio.to_thread(_store, inbox, data, _suffix(name, mime))
+            path = await asyncio.to_thread(store_in_inbox, inbox, data, inbox_suffix(name, mime))
         except OSError as exc:
             log.error("matrix: a %s could not be stored: %s", kind, exc.strerror)
             return Attachment(kind, "", mime, name)
         return Attachment(kind, str(path), mime, name, len(data))
-
-
-def _suffix(name: str, mime: str) -> str:
-    suffix = Path(name.lower()).suffix if name else ""
-    if not _SUFFIX.fullmatch(suffix):
-        suffix = mimetypes.guess_extension(mime) or ""
-    return suffix if _SUFFIX.fullmatch(suffix) else ""
-
-
-def _store(inbox: Path, data: bytes, suffix: str) -> Path:
-    inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
-    name = secrets.token_hex(8) + suffix
-    tmp = inbox / f".{name}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, inbox / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return inbox / name

@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import mimetypes
-import os
-import re
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
+from bridge.channels.common.spool import inbox_suffix, store_in_inbox
 from bridge.channels.whatsapp.client import GraphClient, GraphError
 from bridge.channels.whatsapp.payload import Media
 from bridge.types.messages import Attachment, AttachmentKind, Inbound
@@ -39,7 +36,6 @@ CHUNK = 64 * 1024
 MAX_HOPS = 3
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 IMAGE_MIMES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
-_SUFFIX = re.compile(r"^\.[a-z0-9]{1,8}$")
 
 
 class MediaRefused(Exception):
@@ -109,7 +105,9 @@ class MediaFetcher:
             log.warning("whatsapp: a %s could not be fetched: %s", kind, exc)
             return att
         try:
-            path = await asyncio.to_thread(_store, inbox, data, _suffix(media, mime))
+            path = await asyncio.to_thread(
+                store_in_inbox, inbox, data, inbox_suffix(media.filename, mime)
+            )
         except OSError as exc:
             log.error("whatsapp: a %s could not be stored: %s", kind, exc.strerror)
             return att
@@ -147,28 +145,3 @@ async def _capped(response: aiohttp.ClientResponse, limit: int) -> bytes:
             raise MediaRefused("larger than the limit", size)
         parts.append(chunk)
     return b"".join(parts)
-
-
-def _suffix(media: Media, mime: str) -> str:
-    suffix = Path(media.filename.lower()).suffix if media.filename else ""
-    if not _SUFFIX.fullmatch(suffix):
-        suffix = mimetypes.guess_extension(mime) or ""
-    return suffix if _SUFFIX.fullmatch(suffix) else ""
-
-
-def _store(inbox: Path, data: bytes, suffix: str) -> Path:
-    inbox.mkdir(mode=0o700, parents=True, exist_ok=True)
-    name = secrets.token_hex(8) + suffix
-    tmp = inbox / f".{name}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, inbox / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return inbox / name
