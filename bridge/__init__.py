@@ -9,3 +9,7 @@
     core          config, tenants, access, pairing, routing, commands, turn, sessions
     types         messages, backend/tool interfaces, audit sink (import nothing)
 """
+
+from bridge.dataclass_code import install as _install_dataclass_code
+
+_install_dataclass_code()  # before any roost dataclass exists: see bridge/dataclass_code.py

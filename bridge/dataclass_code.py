@@ -1,0 +1,137 @@
+"""A cache of the methods `dataclasses` generates, kept across processes like `.pyc` files.
+
+On Python 3.11 every `@dataclass` compiles its `__init__`, `__repr__`,
+`__eq__`, `__hash__` (and, when frozen, `__setattr__`/`__delattr__`) from
+source text at class creation: about 1,300 compilations and a quarter of a
+`roost` command's start-up (0.2 s of CPU, measured by `bench/startup.py`).
+Python does not cache them as it caches modules' byte code, so every
+daemon and every CLI command paid it again.
+
+`install()` (run by `bridge/__init__.py`, before any roost dataclass is
+made) wraps the stdlib's private `dataclasses._create_fn` so that the
+source text it builds is compiled once and the code object is kept in
+`__pycache__/dataclass-code.<cache tag>.marshal` beside this file. The
+wrapper builds exactly the text the stdlib builds and looks it up by that
+whole text, so a cached entry is only ever used for the identical source;
+the resulting function is made by the same `exec` in the same namespaces.
+
+It stays out of the way whenever it cannot be exact or safe:
+- only on the Python versions whose `_create_fn` it mirrors (3.11: later
+  versions build methods differently and are faster already);
+- nothing is written when byte-code writing is off
+  (`PYTHONDONTWRITEBYTECODE`, `sys.dont_write_bytecode`) or the folder is not
+  writable (a read-only install under systemd): it then compiles as before;
+- the file is tied to the interpreter's magic number; a file that does not
+  load, or belongs to another interpreter, is ignored (and rewritten).
+The file has the trust of the `.pyc` files beside it: whoever can write
+one can write the other. It is written atomically (temporary file, rename).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import importlib.util
+import marshal
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+_VERSIONS = ((3, 11),)
+_MAGIC = importlib.util.MAGIC_NUMBER
+
+
+class _Cache:
+    """Compiled method sources, by source text; saves itself at exit when it grew."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.codes: dict[str, CodeType] = _load(path)
+        self.added = 0
+
+    def code(self, text: str) -> CodeType:
+        found = self.codes.get(text)
+        if found is None:
+            found = compile(text, "<string>", "exec", dont_inherit=True)
+            self.codes[text] = found
+            self.added += 1
+        return found
+
+    def save(self) -> None:
+        if not self.added or sys.dont_write_bytecode:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self.path.parent.mkdir(exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_bytes(_MAGIC + marshal.dumps(self.codes))
+                os.replace(tmp, self.path)
+            finally:
+                tmp.unlink(missing_ok=True)
+
+
+def _load(path: Path) -> dict[str, CodeType]:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return {}
+    if not data.startswith(_MAGIC):
+        return {}
+    try:
+        loaded = marshal.loads(data[len(_MAGIC) :])
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)}
+
+
+def _method_maker(cache: _Cache) -> Callable[..., Any]:
+    missing = dataclasses.MISSING
+
+    def create_fn(
+        name: str,
+        args: list[str],
+        body: list[str],
+        *,
+        globals: dict[str, Any] | None = None,
+        locals: dict[str, Any] | None = None,
+        return_type: Any = missing,
+    ) -> Any:
+        # Same text as Python 3.11's dataclasses._create_fn builds (it may add
+        # `_return_type` to the caller's locals, as the stdlib does).
+        if locals is None:
+            locals = {}
+        annotation = ""
+        if return_type is not missing:
+            locals["_return_type"] = return_type
+            annotation = "->_return_type"
+        inner = " def {}({}){}:\n{}".format(
+            name, ",".join(args), annotation, "\n".join(f"  {line}" for line in body)
+        )
+        text = f"def __create_fn__({', '.join(locals.keys())}):\n{inner}\n return {name}"
+        namespace: dict[str, Any] = {}
+        exec(cache.code(text), globals, namespace)  # the stdlib text, compiled once
+        return namespace["__create_fn__"](**locals)
+
+    return create_fn
+
+
+def install(folder: Path | None = None) -> bool:
+    """Wrap `dataclasses._create_fn` with the cache; False where it does not apply."""
+    if sys.version_info[:2] not in _VERSIONS or not hasattr(dataclasses, "_create_fn"):
+        return False
+    if getattr(dataclasses._create_fn, "__roost_cached__", False):
+        return True
+    where = folder if folder is not None else Path(__file__).parent / "__pycache__"
+    tag = sys.implementation.cache_tag or "python"
+    cache = _Cache(where / f"dataclass-code.{tag}.marshal")
+    maker = _method_maker(cache)
+    maker.__roost_cached__ = True  # type: ignore[attr-defined]
+    vars(dataclasses)["_create_fn"] = maker
+    atexit.register(cache.save)
+    return True

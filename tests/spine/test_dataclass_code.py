@@ -1,0 +1,198 @@
+"""The dataclass method cache: equal classes, a file that outlives the process, safe fallbacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from bridge import dataclass_code
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the cache applies to Python 3.11 only"
+)
+
+
+def _classes() -> dict[str, Any]:
+    """A spread of dataclass features, made fresh on each call."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Point:
+        x: int
+        y: int = 0
+        tags: tuple[str, ...] = ()
+
+    @dataclasses.dataclass(order=True)
+    class Item:
+        rank: int
+        name: str = dataclasses.field(default="n", compare=False)
+        seen: list[int] = dataclasses.field(default_factory=list)
+        kind: ClassVar[str] = "item"
+
+    @dataclasses.dataclass(kw_only=True)
+    class Post:
+        body: str
+        length: int = dataclasses.field(init=False)
+        scale: dataclasses.InitVar[int] = 1
+
+        def __post_init__(self, scale: int) -> None:
+            self.length = len(self.body) * scale
+
+    @dataclasses.dataclass(unsafe_hash=True)
+    class Key:
+        a: str
+        b: int = dataclasses.field(default=3, hash=False)
+
+    return {"Point": Point, "Item": Item, "Post": Post, "Key": Key}
+
+
+def _behaviour(c: dict[str, Any]) -> list[object]:
+    p = c["Point"](1, tags=("a",))
+    out: list[object] = [
+        repr(p),
+        p == c["Point"](1, 0, ("a",)),
+        hash(p) == hash(c["Point"](1, 0, ("a",))),
+    ]
+    try:
+        p.x = 5
+    except dataclasses.FrozenInstanceError as e:
+        out.append(type(e).__name__)
+    out.append(hasattr(p, "__dict__"))
+    i1, i2 = c["Item"](2, "b"), c["Item"](1, "z")
+    out += [
+        repr(i1),
+        i1 > i2,
+        sorted([i1, i2])[0].rank,
+        i1 == c["Item"](2, "other"),
+        c["Item"](1).seen is not c["Item"](1).seen,
+    ]
+    post = c["Post"](body="abc", scale=2)
+    out += [repr(post), post.length]
+    with pytest.raises(TypeError):
+        c["Post"]("abc")
+    k = c["Key"]("x", 1)
+    out += [hash(k) == hash(c["Key"]("x", 9)), k == c["Key"]("x", 9)]
+    out.append([f.name for f in dataclasses.fields(c["Item"])])
+    out += [str(inspect.signature(c[name].__init__)) for name in ("Point", "Item", "Post", "Key")]
+    out.append(c["Post"].__init__.__annotations__)
+    return out
+
+
+def test_classes_made_through_the_cache_behave_as_the_stdlib_makes_them(tmp_path: Path) -> None:
+    cache = dataclass_code._Cache(tmp_path / "codes.marshal")
+    cached_maker = dataclass_code._method_maker(cache)
+    installed = vars(dataclasses)["_create_fn"]
+    stdlib = _stdlib_create_fn()
+    try:
+        vars(dataclasses)["_create_fn"] = stdlib
+        plain = _behaviour(_classes())
+        vars(dataclasses)["_create_fn"] = cached_maker
+        first = _behaviour(_classes())  # compiled and remembered
+        compiled = cache.added
+        again = _behaviour(_classes())  # every method from the cache
+    finally:
+        vars(dataclasses)["_create_fn"] = installed
+    assert plain == first == again
+    assert compiled > 10
+    assert cache.added == compiled  # the second round compiled nothing
+
+
+def _stdlib_create_fn() -> Any:
+    """The stdlib's own `_create_fn`, from a fresh copy of the module."""
+    spec = importlib.util.find_spec("dataclasses")
+    assert spec is not None and spec.loader is not None
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    return fresh._create_fn
+
+
+def test_the_cache_file_is_written_at_save_and_read_by_the_next_process(tmp_path: Path) -> None:
+    target = tmp_path / "cache" / "codes.marshal"
+    cache = dataclass_code._Cache(target)
+    code = cache.code("def __create_fn__():\n def f(self):\n  return 1\n return f")
+    cache.save()
+    assert target.read_bytes().startswith(importlib.util.MAGIC_NUMBER)
+    again = dataclass_code._Cache(target)
+    assert list(again.codes) == list(cache.codes)
+    assert (
+        again.code("def __create_fn__():\n def f(self):\n  return 1\n return f").co_code
+        == code.co_code
+    )
+    assert again.added == 0
+    assert not list(target.parent.glob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"garbage",
+        b"\x00\x00\r\n" + marshal.dumps({"a": 1}),
+        importlib.util.MAGIC_NUMBER + b"\xff\x00",
+        importlib.util.MAGIC_NUMBER + marshal.dumps(["not", "a", "dict"]),
+        importlib.util.MAGIC_NUMBER
+        + marshal.dumps({"text": "not code", 3: compile("1", "<s>", "eval")}),
+    ],
+)
+def test_a_damaged_or_foreign_file_is_ignored(tmp_path: Path, content: bytes) -> None:
+    target = tmp_path / "codes.marshal"
+    target.write_bytes(content)
+    cache = dataclass_code._Cache(target)
+    assert cache.codes == {}
+    cache.code("def __create_fn__():\n def g(self):\n  return 2\n return g")
+    cache.save()  # rewritten with what this process compiled
+    assert len(dataclass_code._Cache(target).codes) == 1
+
+
+def test_nothing_is_written_when_byte_code_writing_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    cache = dataclass_code._Cache(tmp_path / "codes.marshal")
+    cache.code("def __create_fn__():\n def h(self):\n  return 3\n return h")
+    cache.save()
+    assert not (tmp_path / "codes.marshal").exists()
+
+
+def test_an_unwritable_folder_costs_nothing_but_the_cache(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x")
+    cache = dataclass_code._Cache(blocked / "codes.marshal")
+    cache.code("def __create_fn__():\n def k(self):\n  return 4\n return k")
+    cache.save()  # no exception
+    assert blocked.read_text() == "x"
+
+
+def test_a_fresh_process_uses_the_file_and_makes_equal_classes(tmp_path: Path) -> None:
+    """Two interpreters in turn, each installing the cache over one folder."""
+    script = (
+        "import sys; from pathlib import Path; import dataclasses\n"
+        "from bridge import dataclass_code\n"
+        "cache = dataclass_code._Cache(Path(sys.argv[1]) / 'codes.marshal')\n"
+        "dataclasses._create_fn = dataclass_code._method_maker(cache)\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class P:\n    a: int\n    b: str = 'x'\n"
+        "print(repr(P(1)), P(1) == P(1, 'x'), hash(P(2)) == hash(P(2)), cache.added)\n"
+        "cache.save()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[0][:4] == runs[1][:4] == ["P(a=1,", "b='x')", "True", "True"]
+    assert int(runs[0][4]) > 0 and int(runs[1][4]) == 0
