@@ -21,6 +21,8 @@ It stays out of the way whenever it cannot be exact or safe:
 - nothing is written when byte-code writing is off
   (`PYTHONDONTWRITEBYTECODE`, `sys.dont_write_bytecode`) or the folder is not
   writable (a read-only install under systemd): it then compiles as before;
+- at most 8,000 methods are kept, so classes made while running (there
+  are none in roost today) cannot grow the file without end;
 - the file is tied to the interpreter's magic number; a file that does not
   load, or belongs to another interpreter, is ignored (and rewritten).
 The file has the trust of the `.pyc` files beside it: whoever can write
@@ -43,6 +45,7 @@ from typing import Any
 
 _VERSIONS = ((3, 11),)
 _MAGIC = importlib.util.MAGIC_NUMBER
+_MAX = 8_000  # entries kept (roost makes about 1,300): classes made at run time cannot grow it
 
 
 class _Cache:
@@ -57,8 +60,9 @@ class _Cache:
         found = self.codes.get(text)
         if found is None:
             found = compile(text, "<string>", "exec", dont_inherit=True)
-            self.codes[text] = found
-            self.added += 1
+            if len(self.codes) < _MAX:
+                self.codes[text] = found
+                self.added += 1
         return found
 
     def save(self) -> None:

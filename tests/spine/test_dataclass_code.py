@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import CodeType
 from typing import Any, ClassVar
 
 import pytest
@@ -196,3 +197,14 @@ def test_a_fresh_process_uses_the_file_and_makes_equal_classes(tmp_path: Path) -
     ]
     assert runs[0][:4] == runs[1][:4] == ["P(a=1,", "b='x')", "True", "True"]
     assert int(runs[0][4]) > 0 and int(runs[1][4]) == 0
+
+
+def test_the_cache_stops_growing_at_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dataclass_code, "_MAX", 3)
+    cache = dataclass_code._Cache(tmp_path / "codes.marshal")
+    for i in range(5):
+        code = cache.code(f"def __create_fn__():\n def f{i}(self):\n  return {i}\n return f{i}")
+        assert isinstance(code, CodeType)
+    assert len(cache.codes) == cache.added == 3
