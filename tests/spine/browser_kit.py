@@ -31,7 +31,8 @@ from bridge.types.backend import (
     ToolCallRequest,
 )
 from forge.library import ToolLibrary, build_spec
-from tests.spine.test_browser import ARGS, CHROMIUM, TOKEN, EchoModel, Page
+from tests.spine.conftest import Browsers
+from tests.spine.test_browser import ARGS, TOKEN, EchoModel, Page
 
 WORDCOUNT = '''
 def run(text: str) -> int:
@@ -88,17 +89,17 @@ def save_wordcount(home: Path, tenant: str = "local") -> None:
 
 @asynccontextmanager
 async def opened(
+    browsers: Browsers,
     config: dict[str, Any] | None = None,
     model: Backend | None = None,
     viewport: dict[str, int] | None = None,
     offline: bool = False,
 ) -> AsyncIterator[Page]:
-    """A signed-in page over a roost with `model` (default a ScriptedModel; `offline`:
+    """A signed-in page, in a new context of the shared browser (`browsers`: the fixture
+    of tests/spine/conftest.py), over a roost with `model` (default a ScriptedModel; `offline`:
     none, the settings pick the stand-in), settings from `config` (keywords of
     `load_settings`) and the
     ROOST_* variables the caller's monkeypatch set."""
-    from playwright.async_api import async_playwright
-
     settings = load_settings(**(config or {}))
     model = None if offline else (model or ScriptedModel())
     roost = await build(settings, backend=model, audit=MemoryAudit())
@@ -107,20 +108,19 @@ async def opened(
     assert launched.port is not None
     base = f"http://127.0.0.1:{launched.port()}"
     try:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            options: dict[str, Any] = {"permissions": ["clipboard-read", "clipboard-write"]}
-            if viewport is not None:
-                options |= {"viewport": viewport, "device_scale_factor": 2, "is_mobile": True}
-            context = await browser.new_context(**options)
+        browser = await browsers.launch(ARGS)
+        options: dict[str, Any] = {"permissions": ["clipboard-read", "clipboard-write"]}
+        if viewport is not None:
+            options |= {"viewport": viewport, "device_scale_factor": 2, "is_mobile": True}
+        context = await browser.new_context(**options)
+        try:
             tab = await context.new_page()
             tab.set_default_timeout(20_000)
             await tab.goto(f"{base}/#token={TOKEN}")
             await tab.locator("#composer").wait_for(state="visible")
-            try:
-                yield Page(tab, roost, model, base)  # type: ignore[arg-type]
-            finally:
-                await browser.close()
+            yield Page(tab, roost, model, base)  # type: ignore[arg-type]
+        finally:
+            await context.close()
     finally:
         await launched.channel.stop()
         await roost.aclose()

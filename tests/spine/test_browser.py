@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from bridge.app.build import Roost, build
 from bridge.app.channels_up import web_channel
@@ -30,6 +31,7 @@ from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.conftest import Clock
+from tests.spine.conftest import Browsers
 from tests.waits import HANG_S
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -49,7 +51,12 @@ CORPUS = Path(__file__).resolve().parents[2] / "js" / "test" / "xss_corpus.json"
 
 if CHROMIUM is None and os.environ.get("ROOST_REQUIRE_BROWSER") == "1":
     raise RuntimeError("ROOST_REQUIRE_BROWSER=1 but no chromium on PATH")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
+    pytest.mark.asyncio(
+        loop_scope="session"
+    ),  # the shared browser's loop (tests/spine/conftest.py)
+]
 
 
 class EchoModel:
@@ -120,10 +127,10 @@ class Page:
             pytest.skip(f"needs {method} {path.split('?')[0]} ({why or 'websrv branch'})")
 
 
-@pytest.fixture
-async def page(home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> AsyncIterator[Page]:
-    from playwright.async_api import async_playwright
-
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(
+    home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock, browsers: Browsers
+) -> AsyncIterator[Page]:
     monkeypatch.setenv("ROOST_WEB__PORT", "0")
     monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
     settings = load_settings()
@@ -133,15 +140,16 @@ async def page(home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> Asy
     await launched.channel.start()
     assert launched.port is not None
     base = f"http://127.0.0.1:{launched.port()}"
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = await browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    browser = await browsers.launch(ARGS)
+    context = await browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    try:
         tab = await context.new_page()
         tab.set_default_timeout(HANG_S * 1000)
         await tab.goto(f"{base}/#token={TOKEN}")
         await tab.locator("#composer").wait_for(state="visible")
         yield Page(tab, roost, model, base)
-        await browser.close()
+    finally:
+        await context.close()
     await launched.channel.stop()
     await roost.aclose()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from bridge.app.build import Roost, build
 from bridge.channels.web.channel import WebChannel
@@ -25,11 +26,17 @@ from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
+from tests.spine.conftest import Browsers
 from tests.spine.test_browser import ARGS, CHROMIUM, TOKEN, EchoModel
 from tests.spine.test_web_upload import png, recorder
 from tests.waits import HANG_S
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
+    pytest.mark.asyncio(
+        loop_scope="session"
+    ),  # the shared browser's loop (tests/spine/conftest.py)
+]
 MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 
 # Build a File in the page and hand it over as a paste (ClipboardEvent) or a drop (DragEvent).
@@ -72,12 +79,10 @@ class AttachPage:
         return body
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(
-    home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock
+    home: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock, browsers: Browsers
 ) -> AsyncIterator[AttachPage]:
-    from playwright.async_api import async_playwright
-
     monkeypatch.setenv("ROOST_LLM__VISION", "true")  # the echo model "sees" the pasted image
     monkeypatch.setenv("ROOST_LLM__TRANSCRIBE__KEEP_AUDIO", "true")  # the test reads the note
     settings = load_settings()
@@ -94,15 +99,16 @@ async def page(
         attachment_bytes=settings.limits.attachment_bytes,
     )
     await web.start()
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS + MEDIA)
-        context = await browser.new_context(permissions=["microphone"])
+    browser = await browsers.launch(ARGS + MEDIA)
+    context = await browser.new_context(permissions=["microphone"])
+    try:
         tab = await context.new_page()
         tab.set_default_timeout(HANG_S * 1000)
         await tab.goto(f"http://127.0.0.1:{web.port}/#token={TOKEN}")
         await tab.locator("#composer").wait_for(state="visible")
         yield AttachPage(tab, roost, seen, TenantDirs.of(home, "local").inbox)
-        await browser.close()
+    finally:
+        await context.close()
     await web.stop()
     await roost.aclose()
 

@@ -14,9 +14,15 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.browser_kit import opened
+from tests.spine.conftest import Browsers
 from tests.spine.test_browser import CHROMIUM, TOKEN, rich_markdown
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
+    pytest.mark.asyncio(
+        loop_scope="session"
+    ),  # the shared browser's loop (tests/spine/conftest.py)
+]
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u25d0\u2715]")
 PHONE = {"width": 390, "height": 844}
 
@@ -41,8 +47,8 @@ PLACEHOLDER_FITS = """box => {
 }"""
 
 
-async def test_on_a_390px_phone_the_header_and_placeholder_are_whole() -> None:
-    async with opened(viewport=PHONE) as page:
+async def test_on_a_390px_phone_the_header_and_placeholder_are_whole(browsers: Browsers) -> None:
+    async with opened(browsers, viewport=PHONE) as page:
         tab = page.tab
         await tab.locator("#status", has_text="Connected").wait_for()
         header = await tab.locator(".top h1, #status, #chats, #new-chat, #theme").evaluate_all(
@@ -60,8 +66,8 @@ async def test_on_a_390px_phone_the_header_and_placeholder_are_whole() -> None:
         assert await tab.get_by_role("button", name="Send").is_visible()
 
 
-async def test_icons_are_svg_and_code_blocks_name_their_language() -> None:
-    async with opened() as page:
+async def test_icons_are_svg_and_code_blocks_name_their_language(browsers: Browsers) -> None:
+    async with opened(browsers) as page:
         tab = page.tab
         for button in ("#attach", "#mic", "#theme", "#chats", "#new-chat", "#send"):
             assert await tab.locator(f"{button} svg").count() == 1, button
@@ -88,11 +94,12 @@ async def test_icons_are_svg_and_code_blocks_name_their_language() -> None:
 
 
 async def test_without_a_model_the_page_says_so_before_the_first_message(
+    browsers: Browsers,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("ROOST_LLM__BASE_URL", "ROOST_LLM__API_KEY", "ROOST_LLM__PROVIDER"):
         monkeypatch.delenv(name, raising=False)
-    async with opened(offline=True) as page:
+    async with opened(browsers, offline=True) as page:
         tab = page.tab
         banner = tab.locator("#setup")
         await banner.wait_for(state="visible")
@@ -102,11 +109,11 @@ async def test_without_a_model_the_page_says_so_before_the_first_message(
         assert "ROOST_LLM__BASE_URL" in await banner.locator("#setup-env").inner_text()
 
 
-async def test_a_spoken_answer_plays_in_the_page() -> None:
+async def test_a_spoken_answer_plays_in_the_page(browsers: Browsers) -> None:
     key = "sk-speech-0123456789"
     async with FakeOpenAI(api_key=key) as speech:
         config = {"llm": {"speech": {"base_url": speech.base_url, "api_key": key}}}
-        async with opened(config=config) as page:
+        async with opened(browsers, config=config) as page:
             tab = page.tab
             on = await page.send("/voice on")
             assert "the page plays each one" in await on.inner_text()

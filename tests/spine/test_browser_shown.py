@@ -10,21 +10,30 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from tests.spine.browser_kit import FAILED, opened, reload, save_wordcount
+from tests.spine.conftest import Browsers
 from tests.spine.test_browser import CHROMIUM, TOKEN, Page
 from tests.spine.test_web_upload import png
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
+    pytest.mark.asyncio(
+        loop_scope="session"
+    ),  # the shared browser's loop (tests/spine/conftest.py)
+]
 
 
-@pytest.fixture
-async def page(home: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Page]:
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(
+    home: Path, monkeypatch: pytest.MonkeyPatch, browsers: Browsers
+) -> AsyncIterator[Page]:
     monkeypatch.setenv("ROOST_WEB__PORT", "0")
     monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
     monkeypatch.setenv("ROOST_LLM__VISION", "true")  # photos reach the model
     save_wordcount(home)
-    async with opened() as page:
+    async with opened(browsers) as page:
         yield page
 
 
