@@ -7,9 +7,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from bridge.core import pairing
 from bridge.core.db import connect
-from bridge.core.pairing import MAX_STRANGER_ROWS, PairingStore
+from bridge.core.pairing import PairingStore
 from tests.conftest import Clock
+
+CAP = 400  # the bound under test, lowered from 10,000 so the flood is 25x shorter
+
+
+@pytest.fixture(autouse=True)
+def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pruning reads `MAX_STRANGER_ROWS` at each write: the same code, a smaller bound."""
+    monkeypatch.setattr(pairing, "MAX_STRANGER_ROWS", CAP)
 
 
 def rows(store_db: object, table: str) -> int:
@@ -20,10 +31,10 @@ def test_refusal_notices_keep_only_the_newest(tmp_path: Path, clock: Clock) -> N
     db = connect(tmp_path / "roost.db")
     try:
         store = PairingStore(db, clock)
-        for n in range(MAX_STRANGER_ROWS + 2_000):
+        for n in range(CAP + 800):
             assert store.should_refuse_loudly("telegram", str(n))
-        assert rows(db, "refusal_notices") == MAX_STRANGER_ROWS
-        newest = str(MAX_STRANGER_ROWS + 1_999)
+        assert rows(db, "refusal_notices") == CAP
+        newest = str(CAP + 799)
         assert not store.should_refuse_loudly("telegram", newest), "the newest are remembered"
         assert store.should_refuse_loudly("telegram", "0"), "the oldest were forgotten"
     finally:
@@ -34,9 +45,9 @@ def test_failure_counters_are_pruned_and_capped(tmp_path: Path, clock: Clock) ->
     db = connect(tmp_path / "roost.db")
     try:
         store = PairingStore(db, clock)
-        for n in range(MAX_STRANGER_ROWS + 500):
+        for n in range(CAP + 500):
             assert store.redeem("telegram", str(n), "WRONGCDE").outcome == "wrong"
-        assert rows(db, "pairing_failures") <= MAX_STRANGER_ROWS
+        assert rows(db, "pairing_failures") <= CAP
         # a lockout ends after its hour, and then its counter goes too
         for _ in range(5):
             store.redeem("telegram", "victim", "WRONGCDE")
