@@ -56,10 +56,15 @@ _libc: ctypes.CDLL | None = None
 def _c() -> ctypes.CDLL | None:
     global _libc
     if _libc is None:
-        name = ctypes.util.find_library("c")
-        if name is None:
-            return None
-        _libc = ctypes.CDLL(name, use_errno=True)
+        # the process's own symbols hold libc's on Linux; `find_library` (which runs
+        # `ldconfig -p`, a process) only where they do not
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not hasattr(libc, "inotify_init1"):
+            name = ctypes.util.find_library("c")
+            if name is None:
+                return None
+            libc = ctypes.CDLL(name, use_errno=True)
+        _libc = libc
     return _libc
 
 
