@@ -43,6 +43,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ServerGroups(config, log)
 
 
+# Folders whose tests are long (real servers, daemons, browsers), run first: the workers
+# hand out tests in collection order, and a long test among the last would leave the
+# other workers idle at the end. Everything else keeps its order, after these.
+LONG_FIRST = (
+    "tests/matrix/",
+    "tests/storage/",
+    "tests/spine/",
+    "tests/mcp/",
+    "tests/telegram/",
+    "tests/whatsapp/",
+    "tests/senses/",
+    "tests/recall/",
+    "tests/schedule/",
+)
+
+
+def _long_rank(item: pytest.Item) -> int:
+    for rank, folder in enumerate(LONG_FIRST):
+        if item.nodeid.startswith(folder):
+            return rank
+    return len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_long_rank)  # stable: within a folder, the order is unchanged
+
+
 class ScriptedBackend:
     """A zero-latency model: each request pops the next step of a script.
 
