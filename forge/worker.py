@@ -297,7 +297,7 @@ class Helper:
             if not self.stdin_readable():
                 self.close_stdin()
         elif key.data == "zygote":
-            if not self.zygote.read_reports():
+            if not self.children.collect():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
         elif key.data == "go":
             self.flush(self.answering[key.fd])
@@ -319,7 +319,7 @@ class Helper:
             while self.zygote.exits:
                 self.exited(*self.zygote.exits.pop(0))
             if not events and want_child:
-                self.children.refill()  # nothing to answer: fork now, off the calls' path
+                self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
 def main() -> None:
