@@ -308,9 +308,10 @@ class Helper:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, "stdin")
         self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
-        self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         gc.collect()
         gc.freeze()
+        self.children.refill()  # the first waiting child, asked for before the hello
+        self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         while self.open_stdin or self.pending or self.exiting or self.awaiting:
             want_child, timeout = self.plan()
             events = self.sel.select(0 if want_child else timeout)
