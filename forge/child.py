@@ -29,6 +29,7 @@ import gc
 import json
 import os
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NoReturn
@@ -169,12 +170,41 @@ class _Prepared:
     sink: PrintSink
 
 
+class _CallProxies(Mapping[str, SimpleNamespace]):
+    """The module proxies of this child's one call: the helper's, and its own `net`
+    (bound to its pipes), made on the call's first `import net` (most tools have
+    none, and making it is dear in a fresh child: every object it touches is a
+    page copied)."""
+
+    def __init__(self, shared: Mapping[str, SimpleNamespace], go_fd: int, result_fd: int) -> None:
+        self._shared = shared
+        self._fds = (result_fd, go_fd)
+        self._net: SimpleNamespace | None = None
+
+    def __getitem__(self, name: str) -> SimpleNamespace:
+        if name != "net":
+            return self._shared[name]
+        if self._net is None:
+            self._net = make_net_module(PipeChannel(*self._fds).ask)
+        return self._net
+
+    def __contains__(self, name: object) -> bool:
+        return name == "net" or name in self._shared
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._shared
+        if "net" not in self._shared:
+            yield "net"
+
+    def __len__(self) -> int:
+        return len(self._shared) + ("net" not in self._shared)
+
+
 def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepared:
     sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
         return _Prepared(make_unrestricted_globals(), sink)
-    net = make_net_module(PipeChannel(result_fd, go_fd).ask)
-    proxies = {**ctx.proxies, "net": net}
+    proxies = _CallProxies(ctx.proxies, go_fd, result_fd)
     return _Prepared(prepare_globals(ctx.builtins, proxies, sink), sink)
 
 
