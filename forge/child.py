@@ -110,7 +110,8 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
     _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds})
-    os.environ.clear()
+    if os.environ:  # the zygote emptied it already
+        os.environ.clear()
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
         ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
@@ -205,7 +206,9 @@ def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepare
     if not ctx.layers.restricted:
         return _Prepared(make_unrestricted_globals(), sink)
     proxies = _CallProxies(ctx.proxies, go_fd, result_fd)
-    return _Prepared(prepare_globals(ctx.builtins, proxies, sink), sink)
+    # this child's copy of the template is its one call's builtins dict: no other
+    # call ever runs in this process, and the helper's and zygote's copies stay as they are
+    return _Prepared(prepare_globals(ctx.builtins, proxies, sink, owned=True), sink)
 
 
 def _run_tool(

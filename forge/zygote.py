@@ -199,6 +199,7 @@ def _zygote_main(
                 close_range(low, fd - 1)
             low = fd + 1
         close_range(low, 0xFFFFFFFF)
+        os.environ.clear()  # every child inherits an empty environment
         gc.collect()
         gc.freeze()
         sel = selectors.DefaultSelector()
