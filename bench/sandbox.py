@@ -169,12 +169,13 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
-def helper_memory(runner: SandboxRunner, ws: Path) -> str:
-    """RSS and PSS (shared pages split between the sharers) of one active sandbox
-    helper with its zygote and its waiting children."""
-    helper, zygote = runner.helper_pid(ws), runner.zygote_pid(ws)
-    if not helper or not zygote:
+def helper_memory(helper: int | None) -> str:
+    """RSS and PSS (shared pages split between the sharers) of one sandbox helper
+    with its zygote and its waiting children."""
+    kids = children_of(helper) if helper else []
+    if not helper or len(kids) != 1:
         return "no helper"
+    zygote = kids[0]  # the helper's only child
     kids = children_of(zygote)
     pids = [helper, zygote, *kids]
     rss = sum(rss_kib(p) for p in pids) / 1024
@@ -320,7 +321,9 @@ async def measure(ws: Path, quick: bool) -> None:
             )
         rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
-        print(f"one active sandbox helper: {helper_memory(runner, ws)}")
+        print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
+        await runner.start()  # the spare runs
+        print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
         for ready, how in ((True, "the spare helper running"), (False, "back to back")):
             first = await new_tenants(runner, ws.parent, tenants, ready)
             print(
