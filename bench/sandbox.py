@@ -3,6 +3,10 @@
 concurrent callers; resident memory of a helper and its zygote; the first call
 of a new tenant (which starts that tenant's own helper).
 
+A new tenant takes the spare helper and a new spare starts in the background;
+its first call is measured once the spare runs, and back to back (a tenant
+arriving while the spare still starts waits for it).
+
 `--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
 median time (ms since `run()` began) at which each stage of a call ended:
 runner lint/schema check, request sent, helper received/ready/handed over, the
@@ -10,13 +14,21 @@ child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
 call's globals bound, tool ran, result serialised, helper had the complete result
 frame (helper_result; helper_eof when a child died first)/replied, runner done.
 
+`--stages` also prints, per call, the CPU time, minor page faults and context
+switches of the runner, the helper, the zygote and the children (from /proc:
+the zygote reaps the children, so their totals are its `c*` fields).
+
+`--hog N`: run the measurements a second time beside N busy loops and print both
+(the machine's load average is printed next to every figure).
+
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
-Run: .venv/bin/python -m bench.sandbox [--quick | --stages]
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages] [--hog N]
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -44,7 +56,10 @@ def run(n: int) -> int:
     """Square a number."""
     return n * n
 '''
-TOOLS = {"csv": (CSV_TOOL, {"path": "data.csv"}), "trivial": (TRIVIAL_TOOL, {"n": 7})}
+TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "csv": (CSV_TOOL, {"path": "data.csv"}),
+    "trivial": (TRIVIAL_TOOL, {"n": 7}),
+}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -113,11 +128,15 @@ async def sustained(
     return done / (time.perf_counter() - t)
 
 
-async def new_tenants(runner: SandboxRunner, base: Path, n: int) -> list[float]:
-    """The first call in each of `n` new workspaces (each tenant gets its own helper)."""
+async def new_tenants(runner: SandboxRunner, base: Path, n: int, spare_ready: bool) -> list[float]:
+    """The first call in each of `n` new workspaces (each tenant gets its own helper).
+    `spare_ready`: each arrives once the spare helper runs (`runner.start()` waits for
+    it); else they come back to back and may wait for the spare's start-up."""
     times = []
     for i in range(n):
         ws = Path(tempfile.mkdtemp(prefix=f"forge-bench-tenant{i}-", dir=base))
+        if spare_ready:
+            await runner.start()
         t = time.perf_counter()
         res = await runner.run(TRIVIAL_TOOL, {"n": 3}, ws)
         times.append((time.perf_counter() - t) * 1000)
@@ -125,11 +144,85 @@ async def new_tenants(runner: SandboxRunner, base: Path, n: int) -> list[float]:
     return times
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def rss_kib(pid: int, field: str = "VmRSS:", where: str = "status") -> int:
+    try:
+        lines = Path(f"/proc/{pid}/{where}").read_text().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        if line.startswith(field):
             return int(line.split()[1])
     return 0
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a zygote's waiting and running children)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def helper_memory(helper: int | None) -> str:
+    """RSS and PSS (shared pages split between the sharers) of one sandbox helper
+    with its zygote and its waiting children."""
+    kids = children_of(helper) if helper else []
+    if not helper or len(kids) != 1:
+        return "no helper"
+    zygote = kids[0]  # the helper's only child
+    kids = children_of(zygote)
+    pids = [helper, zygote, *kids]
+    rss = sum(rss_kib(p) for p in pids) / 1024
+    pss = sum(rss_kib(p, "Pss:", "smaps_rollup") for p in pids) / 1024
+    return (
+        f"helper {rss_kib(helper) / 1024:.1f} + zygote {rss_kib(zygote) / 1024:.1f} + "
+        f"{len(kids)} waiting children {sum(rss_kib(k) for k in kids) / 1024:.1f} MiB RSS; "
+        f"all together {rss:.1f} MiB RSS, {pss:.1f} MiB PSS"
+    )
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def proc_usage(pid: int) -> dict[str, int]:
+    """CPU ticks, minor faults and context switches of `pid` and of its reaped children."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    status = Path(f"/proc/{pid}/status").read_text()
+    switches = [int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line]
+    return {
+        "minflt": int(stat[7]),
+        "cminflt": int(stat[8]),
+        "cpu": int(stat[11]) + int(stat[12]),
+        "ccpu": int(stat[13]) + int(stat[14]),
+        "csw": sum(switches),
+    }
+
+
+def usage_rows(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], n: int) -> None:
+    ms = 1000 / os.sysconf("SC_CLK_TCK")
+
+    def per(who: str, key: str) -> float:
+        return (after[who][key] - before[who][key]) / n
+
+    total = 0.0
+    for who in after:
+        total += per(who, "cpu") * ms
+        print(
+            f"  {who:8s} cpu {per(who, 'cpu') * ms:6.3f} ms  minor faults {per(who, 'minflt'):6.1f}"
+            f"  context switches {per(who, 'csw'):5.2f}  per call"
+        )
+    child_cpu = per("zygote", "ccpu") * ms
+    faults = per("zygote", "cminflt")
+    print(f"  children cpu {child_cpu:6.3f} ms  minor faults {faults:6.1f}  per call")
+    print(f"  all processes: {total + child_cpu:.3f} ms CPU per call ({load()})")
 
 
 async def stages(ws: Path, n: int = 300) -> None:
@@ -138,9 +231,15 @@ async def stages(ws: Path, n: int = 300) -> None:
     try:
         for name, (source, params) in TOOLS.items():
             await sandboxed(runner, source, params, ws, 20)
-            runner.stages().clear()
             first = len(runner.stages())
+            pids = {
+                "runner": os.getpid(),
+                "helper": runner.helper_pid(ws) or 0,
+                "zygote": runner.zygote_pid(ws) or 0,
+            }
+            before = {who: proc_usage(pid) for who, pid in pids.items()}
             await sandboxed(runner, source, params, ws, n)
+            after = {who: proc_usage(pid) for who, pid in pids.items()}
             rows = runner.stages()[first:]
             names: list[str] = []
             for row in rows:
@@ -152,18 +251,43 @@ async def stages(ws: Path, n: int = 300) -> None:
                 at = statistics.median(r[k] for r in rows if k in r)
                 print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
                 prev = at
+            usage_rows(before, after, n)
     finally:
         await runner.aclose()
+
+
+def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    """`n` busy loops (CPU hogs) beside the measurement."""
+    return [subprocess.Popen([sys.executable, "-I", "-c", "while True: pass"]) for _ in range(n)]
+
+
+def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 
 
 async def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="forge-bench-"))
     rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
-    if "--stages" in sys.argv[1:]:
+    args = sys.argv[1:]
+    if "--stages" in args:
         await stages(ws)
         return
-    quick = "--quick" in sys.argv[1:]
+    hogs = int(args[args.index("--hog") + 1]) if "--hog" in args else 0
+    print(f"\n=== quiet ({load()}) ===")
+    await measure(ws, "--quick" in args)
+    if hogs:
+        running = start_hogs(hogs)
+        try:
+            print(f"\n=== beside {hogs} busy loops ({load()}) ===")
+            await measure(ws, "--quick" in args)
+        finally:
+            stop_hogs(running)
+
+
+async def measure(ws: Path, quick: bool) -> None:
     n = (3, 20, 10, 3, 0.5, 2) if quick else (20, 500, 300, 30, 3.0, 8)
     warm, n_exec, n_sand, n_fresh, seconds, tenants = n
     runner = SandboxRunner()
@@ -180,7 +304,7 @@ async def main() -> None:
                 k: statistics.median(v)
                 for k, v in (("exec", floor), ("sandbox", sand), ("fresh", fresh))
             }
-            print(f"\n[{name} tool]")
+            print(f"\n[{name} tool] ({load()})")
             for label, values in (
                 ("plain exec (floor)", floor),
                 ("sandboxed call", sand),
@@ -196,18 +320,16 @@ async def main() -> None:
                 "fresh subprocess"
             )
         rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
-        print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s")
-        pid = runner.helper_pid(ws)
-        if pid:
-            print(f"helper RSS: {rss_kib(pid) / 1024:.1f} MiB")
-        zygote = getattr(runner, "zygote_pid", lambda _: None)(ws)
-        if zygote:
-            print(f"zygote RSS: {rss_kib(zygote) / 1024:.1f} MiB (shares pages with its helper)")
-        first = await new_tenants(runner, ws.parent, tenants)
-        print(
-            f"first call of a new tenant (own helper started): p50 "
-            f"{statistics.median(first):.1f} ms (n={len(first)})"
-        )
+        print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
+        print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
+        await runner.start()  # the spare runs
+        print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
+        for ready, how in ((True, "the spare helper running"), (False, "back to back")):
+            first = await new_tenants(runner, ws.parent, tenants, ready)
+            print(
+                f"first call of a new tenant ({how}): p50 "
+                f"{statistics.median(first):.1f} ms (n={len(first)}, {load()})"
+            )
     finally:
         await runner.aclose()
 

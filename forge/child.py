@@ -29,6 +29,7 @@ import gc
 import json
 import os
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NoReturn
@@ -109,7 +110,8 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
     _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds})
-    os.environ.clear()
+    if os.environ:  # the zygote emptied it already
+        os.environ.clear()
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
         ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
@@ -169,13 +171,44 @@ class _Prepared:
     sink: PrintSink
 
 
+class _CallProxies(Mapping[str, SimpleNamespace]):
+    """The module proxies of this child's one call: the helper's, and its own `net`
+    (bound to its pipes), made on the call's first `import net` (most tools have
+    none, and making it is dear in a fresh child: every object it touches is a
+    page copied)."""
+
+    def __init__(self, shared: Mapping[str, SimpleNamespace], go_fd: int, result_fd: int) -> None:
+        self._shared = shared
+        self._fds = (result_fd, go_fd)
+        self._net: SimpleNamespace | None = None
+
+    def __getitem__(self, name: str) -> SimpleNamespace:
+        if name != "net":
+            return self._shared[name]
+        if self._net is None:
+            self._net = make_net_module(PipeChannel(*self._fds).ask)
+        return self._net
+
+    def __contains__(self, name: object) -> bool:
+        return name == "net" or name in self._shared
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._shared
+        if "net" not in self._shared:
+            yield "net"
+
+    def __len__(self) -> int:
+        return len(self._shared) + ("net" not in self._shared)
+
+
 def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepared:
     sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
         return _Prepared(make_unrestricted_globals(), sink)
-    net = make_net_module(PipeChannel(result_fd, go_fd).ask)
-    proxies = {**ctx.proxies, "net": net}
-    return _Prepared(prepare_globals(ctx.builtins, proxies, sink), sink)
+    proxies = _CallProxies(ctx.proxies, go_fd, result_fd)
+    # this child's copy of the template is its one call's builtins dict: no other
+    # call ever runs in this process, and the helper's and zygote's copies stay as they are
+    return _Prepared(prepare_globals(ctx.builtins, proxies, sink, owned=True), sink)
 
 
 def _run_tool(

@@ -1,12 +1,13 @@
 """The helper's children waiting for a call: forked ahead of demand, one call each.
 
 Up to `IDLE_CHILDREN` children, forked from the zygote (forge.zygote) and
-already half-prepared (forge.child), wait while the helper has no call in
-flight (forking stalls the helper and competes for the CPU, so it never runs
-while a reply may be due). A call goes to one of them, or to a child forked on
-the spot when none waits; its go pipe and memfd are closed as it is handed
-over (its go pipe then carries only answers to its own `net` requests), so no
-child is ever given a second call.
+already half-prepared (forge.child), wait; they are asked for while the helper
+has no call in flight (forking competes for the CPU, so it is not started while
+a reply may be due), and the helper does not wait for them: each arrives on the
+zygote's socket and is collected like an exit report. A call goes to one of
+them, or to a child forked on the spot when none waits; its go pipe and memfd
+are closed as it is handed over (its go pipe then carries only answers to its
+own `net` requests), so no child is ever given a second call.
 """
 
 from __future__ import annotations
@@ -29,23 +30,38 @@ class ChildPool:
         self.spawn_after = 0.0  # forking failed recently: not before this time
 
     def spawn(self) -> Spawned:
-        """A new child from the zygote that prepares itself and waits for one call."""
+        """A new child from the zygote that prepares itself and waits for one call
+        (one already asked for, or a new one): waits for it."""
         try:
             return self.zygote.fork_child()
         except ConnectionError:
             raise SystemExit(1) from None  # no zygote, no children: the runner restarts us
 
     def wanted(self, busy: bool) -> bool:
-        """Whether to fork the next waiting child now: below `IDLE_CHILDREN`, and only
-        while no call is in flight (`busy`), unless no child waits at all."""
-        return len(self.idle) < IDLE_CHILDREN and (not busy or not self.idle)
+        """Whether to ask for the next waiting child now: below `IDLE_CHILDREN` with
+        those on their way, and only while no call is in flight (`busy`), unless no
+        child waits at all."""
+        coming = len(self.idle) + self.zygote.asked + len(self.zygote.born)
+        return coming < IDLE_CHILDREN and (not busy or not self.idle)
 
     def refill(self) -> None:
-        """Fork one more waiting child; on failure back off for SPAWN_BACKOFF_S."""
+        """Ask the zygote for one more waiting child, without waiting for it."""
         try:
-            self.idle.append(self.spawn())
+            self.zygote.ask()
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+
+    def collect(self) -> bool:
+        """Take the children and exit reports the zygote has sent (never blocks);
+        False when the zygote is gone. A failed fork backs off for SPAWN_BACKOFF_S."""
+        try:
+            alive = self.zygote.read_reports()
+        except OSError:
+            self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+            alive = True
+        while self.zygote.born:
+            self.idle.append(self.zygote.born.popleft())
+        return alive
 
     def hand_over(self, data: bytes) -> Spawned:
         """Give one call to a waiting child (forking one if none waits); that child's
@@ -67,13 +83,15 @@ class ChildPool:
         raise OSError("no sandbox child could be started")
 
     def close(self) -> None:
-        """Kill every waiting child."""
+        """Kill every waiting child (and those that arrived but were not taken yet)."""
+        while self.zygote.born:
+            self.idle.append(self.zygote.born.popleft())
         while self.idle:
             discard(self.idle.popleft())
 
 
 def discard(child: Spawned) -> None:
     kill(child.pidfd)
-    for fd in (child.go, child.job, child.result, child.pidfd):
+    for fd in child.fds():
         with contextlib.suppress(OSError):
             os.close(fd)

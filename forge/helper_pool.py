@@ -4,8 +4,12 @@ One tenant's requests, secrets and compiled tools never enter a process that
 runs another tenant's calls, so even a total break of the tool language and of
 the child's confinement reaches only that tenant's own data. Up to
 `max_helpers` run at once; beyond that the least recently used idle one is
-closed. `start()` starts one pristine spare helper; the first new workspace
-takes it. A dead helper is replaced on the next call to its workspace.
+closed. `start()` starts one pristine spare helper; the next new workspace
+takes it, and a new spare starts at once in the background, so the first call
+of a new tenant does not wait for a helper's start-up (unless tenants arrive
+faster than helpers start: then it waits for the spare already starting). The
+spare belongs to no workspace, so it is never reaped as idle. A dead helper is
+replaced on the next call to its workspace.
 
 With `idle_s`, a reaper closes the helper of a workspace that had no call for
 `idle_s` seconds (its zygote and waiting children go with it); the next call
@@ -61,16 +65,40 @@ class HelperPool:
         self._used: dict[str, float] = {}  # key -> when its last call began or ended
         self._leases: dict[str, int] = {}  # key -> calls between get() and release()
         self._helpers: OrderedDict[str, HelperProcess] = OrderedDict()  # key -> its helper
-        self._spare: HelperProcess | None = None  # pristine; the next new workspace takes it
+        # pristine, started or starting; the next new workspace takes it
+        self._spare: asyncio.Future[HelperProcess] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
 
     async def start(self) -> None:
-        """Start the spare helper, unless one already runs."""
+        """Start the spare helper, unless one already runs, and wait until it runs."""
         self._start_reaper()
         async with self._lock:
-            if self._spare is None and not self._helpers:
-                self._spare = await self._spawn()
+            self._start_spare()
+            spare = self._spare
+        if spare is not None:
+            await asyncio.shield(spare)
+
+    def _start_spare(self) -> None:
+        """Start a new spare helper in the background, unless one runs or starts."""
+        if self._spare is None and not self._closed:
+            self._spare = asyncio.ensure_future(self._spawn())
+            self._spare.add_done_callback(_quiet)
+
+    async def _take_spare(self) -> HelperProcess:
+        """The spare helper (waiting for it if it is still starting), or a new one if
+        it failed or died; then a new spare starts in the background."""
+        spare, self._spare = self._spare, None
+        helper = None
+        if spare is not None:
+            try:
+                helper = await asyncio.shield(spare)
+            except Exception:  # it failed to start: start one for this workspace
+                log.warning("the spare sandbox helper failed to start")
+        if helper is None or helper.dead:
+            helper = await self._spawn()
+        self._start_spare()
+        return helper
 
     def known(self, workspace: Path | None) -> HelperProcess | None:
         """`workspace`'s helper, if it has one (None: the one used last, or the spare)."""
@@ -78,7 +106,14 @@ class HelperPool:
             return self._helpers.get(workspace_key(workspace))
         if self._helpers:
             return next(reversed(self._helpers.values()))
-        return self._spare
+        return self.spare()
+
+    def spare(self) -> HelperProcess | None:
+        """The spare helper if it runs (None while it starts)."""
+        spare = self._spare
+        if spare is None or not spare.done() or spare.cancelled() or spare.exception():
+            return None
+        return spare.result()
 
     async def get(self, key: str) -> HelperProcess:
         """The live helper of workspace `key`, started (or taken from the spare) if
@@ -108,8 +143,7 @@ class HelperPool:
                 raise RuntimeError("runner is closed")
             helper = self._helpers.get(key)
             if helper is None or helper.dead:
-                spare, self._spare = self._spare, None
-                helper = spare if spare is not None and not spare.dead else await self._spawn()
+                helper = await self._take_spare()
                 self._helpers[key] = helper
                 self._evict()
             self._helpers.move_to_end(key)
@@ -171,7 +205,16 @@ class HelperPool:
                 await self._reaper
         async with self._lock:
             self._closed = True
-            helpers = [*self._helpers.values(), *([self._spare] if self._spare else [])]
+            helpers = list(self._helpers.values())
             self._helpers.clear()
-            self._spare = None
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            with suppress(Exception):
+                helpers.append(await spare)
         await asyncio.gather(*(h.shut() for h in helpers), *self._shutting)
+
+
+def _quiet(fut: asyncio.Future[HelperProcess]) -> None:
+    """Mark a spare's failure as seen (it is reported when the spare is taken)."""
+    if not fut.cancelled():
+        fut.exception()

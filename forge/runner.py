@@ -10,8 +10,9 @@ schema derived from `run()`'s signature, and hands the call to a helper
 (forge.helper_process), which compiles it (layer 2) and has a confined child
 (layers 3 and 4) forked from its pristine zygote (forge.zygote). Each
 workspace, that is each tenant, gets its own helper process (forge.helper_pool).
-`start()` starts one pristine spare helper (it probes the machine); the first
-new workspace takes it. Several calls may be in flight at once. If a helper dies
+`start()` starts one pristine spare helper (it probes the machine); the next
+new workspace takes it and a new spare starts in the background. Several
+calls may be in flight at once. If a helper dies
 it is restarted and the calls it carried fail with kind "runtime"; a call that
 outlives its deadline by a grace period restarts its helper too, and so does
 a call whose caller is cancelled (a stopped turn, shutdown): the tool stops
@@ -174,6 +175,12 @@ class SandboxRunner:
         """The pid of `workspace`'s helper (default: the one used last)."""
         helper = self._pool.known(workspace)
         return helper.pid() if helper else None
+
+    def spare_pid(self) -> int | None:
+        """The pid of the spare helper the next new workspace takes (None while it
+        starts)."""
+        spare = self._pool.spare()
+        return spare.pid() if spare else None
 
     def zygote_pid(self, workspace: Path | None = None) -> int | None:
         """The pid of the zygote its children are forked from (default: last used)."""

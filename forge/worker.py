@@ -297,7 +297,7 @@ class Helper:
             if not self.stdin_readable():
                 self.close_stdin()
         elif key.data == "zygote":
-            if not self.zygote.read_reports():
+            if not self.children.collect():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
         elif key.data == "go":
             self.flush(self.answering[key.fd])
@@ -308,9 +308,10 @@ class Helper:
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, "stdin")
         self.sel.register(self.zygote.sock, selectors.EVENT_READ, "zygote")
-        self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         gc.collect()
         gc.freeze()
+        self.children.refill()  # the first waiting child, asked for before the hello
+        self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         while self.open_stdin or self.pending or self.exiting or self.awaiting:
             want_child, timeout = self.plan()
             events = self.sel.select(0 if want_child else timeout)
@@ -319,7 +320,7 @@ class Helper:
             while self.zygote.exits:
                 self.exited(*self.zygote.exits.pop(0))
             if not events and want_child:
-                self.children.refill()  # nothing to answer: fork now, off the calls' path
+                self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
 def main() -> None:

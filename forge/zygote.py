@@ -12,7 +12,9 @@ helper itself, mid-stack, and inherited its compiled-tool cache and the bytes of
 other calls in flight.
 
 Protocol on a SOCK_SEQPACKET pair (one message per datagram):
-helper -> zygote `b"f"` (fork one child);
+helper -> zygote `b"f"` (fork one child; the helper does not wait for the
+answer unless it has no child at all: the child is collected from the socket
+like an exit report, so the helper never stalls while the zygote forks);
 zygote -> helper `b"c" pid` with four descriptors (the child's go pipe write end,
 its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
 zygote -> helper `b"x" pid status` when a child has exited (the zygote reaps
@@ -31,6 +33,7 @@ import selectors
 import signal
 import socket
 import struct
+from collections import deque
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -51,6 +54,9 @@ class Spawned:
     go: int  # write end of its go pipe
     job: int  # memfd the call is written to
     result: int  # read end of its result pipe
+
+    def fds(self) -> tuple[int, int, int, int]:
+        return (self.go, self.job, self.result, self.pidfd)
 
 
 def _recv(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
@@ -76,6 +82,8 @@ class Zygote:
         self.pid = pid
         self.sock = sock
         self.exits: list[tuple[int, int]] = []  # (pid, wait status) not yet handled
+        self.born: deque[Spawned] = deque()  # children that arrived, not yet taken
+        self.asked = 0  # children asked for that have not arrived yet
 
     @classmethod
     def start(cls, ctx: HelperContext) -> Zygote:
@@ -89,29 +97,50 @@ class Zygote:
         theirs.close()
         return cls(pid, mine)
 
-    def fork_child(self) -> Spawned:
-        """Ask for one child and wait for it (exit reports met meanwhile are kept)."""
+    def ask(self) -> None:
+        """Ask for one more child without waiting for it: it arrives in `born` when
+        `read_reports` meets it (the helper never stalls while the zygote forks)."""
         self.sock.send(b"f")
+        self.asked += 1
+
+    def fork_child(self) -> Spawned:
+        """The next child, waiting for it (asking for one if none is on its way);
+        exit reports and other children met meanwhile are kept."""
+        if self.born:
+            return self.born.popleft()
+        if not self.asked:
+            self.ask()
         while True:
             data, fds = _recv(self.sock)
-            kind = data[:1]
-            if kind == b"c" and len(fds) == 4:
-                _, pid = _CHILD.unpack(data)
-                go, job, result, pidfd = fds
-                return Spawned(pid, pidfd, go, job, result)
-            for fd in fds:
-                os.close(fd)
-            if kind == b"x":
-                _, pid, status = _EXIT.unpack(data)
-                self.exits.append((pid, status))
-            elif kind == b"e":
-                _, err = _ERROR.unpack(data)
-                raise OSError(err, f"the zygote could not fork: {os.strerror(err)}")
-            elif not data:
+            if not data:
                 raise ConnectionError("the sandbox zygote exited")
+            self._message(data, fds)
+            if self.born:
+                return self.born.popleft()
+
+    def _message(self, data: bytes, fds: list[int]) -> None:
+        """One message of the zygote: a child (into `born`), an exit report (into
+        `exits`) or a failed fork (OSError)."""
+        kind = data[:1]
+        if kind == b"c" and len(fds) == 4:
+            _, pid = _CHILD.unpack(data)
+            go, job, result, pidfd = fds
+            self.asked -= 1
+            self.born.append(Spawned(pid, pidfd, go, job, result))
+            return
+        for fd in fds:
+            os.close(fd)
+        if kind == b"x":
+            _, pid, status = _EXIT.unpack(data)
+            self.exits.append((pid, status))
+        elif kind == b"e":
+            _, err = _ERROR.unpack(data)
+            self.asked -= 1
+            raise OSError(err, f"the zygote could not fork: {os.strerror(err)}")
 
     def read_reports(self) -> bool:
-        """Read exit reports without blocking; False when the zygote is gone."""
+        """Read children and exit reports without blocking; False when the zygote
+        is gone. A failed fork raises OSError (the next message waits)."""
         while True:
             try:
                 data, fds = _recv(self.sock, socket.MSG_DONTWAIT)
@@ -119,16 +148,16 @@ class Zygote:
                 return True
             except OSError:
                 return False
-            for fd in fds:
-                os.close(fd)
             if not data:
                 return False
-            if data[:1] == b"x":
-                _, pid, status = _EXIT.unpack(data)
-                self.exits.append((pid, status))
+            self._message(data, fds)
 
     def close(self) -> None:
         self.sock.close()  # EOF: the zygote exits, waiting children die with it
+        while self.born:
+            for fd in self.born.popleft().fds():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None:
@@ -170,6 +199,7 @@ def _zygote_main(
                 close_range(low, fd - 1)
             low = fd + 1
         close_range(low, 0xFFFFFFFF)
+        os.environ.clear()  # every child inherits an empty environment
         gc.collect()
         gc.freeze()
         sel = selectors.DefaultSelector()

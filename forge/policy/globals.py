@@ -125,13 +125,22 @@ def make_globals(
 
 
 def prepare_globals(
-    template: Mapping[str, Any], proxies: Mapping[str, SimpleNamespace], sink: PrintSink
+    template: Mapping[str, Any],
+    proxies: Mapping[str, SimpleNamespace],
+    sink: PrintSink,
+    *,
+    owned: bool = False,
 ) -> dict[str, Any]:
     """The part of a run's fresh globals that does not depend on the call: new
     guards, a new builtins dict, the import hook. A sandbox child builds it while
-    it waits for its one call; `bind_call` then adds what the call decides."""
+    it waits for its one call; `bind_call` then adds what the call decides.
+    `owned`: `template` is a dict that belongs to this one run and is never used
+    again (a sandbox child's own copy-on-write copy of the helper's template: the
+    child runs one call and exits), so it becomes the run's builtins dict itself
+    instead of a copy (copying it touches every builtin, a page copied each in a
+    fresh child)."""
     guards = Guards()
-    safe = dict(template)
+    safe = template if owned and isinstance(template, dict) else dict(template)
     safe["__import__"] = make_import(proxies)
     safe["__build_class__"] = builtins.__build_class__
     return {

@@ -66,6 +66,20 @@ class FakeTime:
         await until(lambda: self.checks > seen, "the reaper's check")
 
 
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (a zygote's children)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
 def gone(pid: int) -> bool:
     """Whether process `pid` has exited (reaped, or a zombie)."""
     try:
@@ -102,6 +116,48 @@ async def test_idle_helper_closes_and_next_call_starts_a_new_one(
     assert (await runner.run(QUICK, {"n": 2}, workspace)).result == 3
     again = runner.helper_pid(workspace)
     assert again is not None and again != helper and runner.helper_count() == 1
+
+
+async def test_an_idle_helper_takes_its_waiting_children_with_it(
+    timed: tuple[SandboxRunner, FakeTime], workspace: Path
+) -> None:
+    """The children forked ahead of demand (waiting for a call) go with their helper."""
+    runner, time = timed
+    assert (await runner.run(QUICK, {"n": 1}, workspace)).ok
+    helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
+    assert helper is not None and zygote is not None
+    await until(lambda: len(children_of(zygote)) >= 2, "two children waiting for a call")
+    waiting = children_of(zygote)
+    await time.advance(IDLE_S)
+    assert runner.helper_count() == 0
+    await until(lambda: all(gone(pid) for pid in (helper, zygote, *waiting)), "all of them exit")
+
+
+async def test_a_new_tenant_takes_the_running_spare_and_a_new_spare_starts(
+    tmp_path: Path,
+) -> None:
+    """The first call of a new workspace needs no helper start-up when the spare runs:
+    the workspace takes it, and the next spare starts in the background."""
+    runner = SandboxRunner(default_timeout_s=HANG_S)
+    spares: list[int | None] = []
+    try:
+        for name in ("alice", "bob", "carol"):
+            await runner.start()  # waits until the spare runs
+            spare = runner.spare_pid()
+            assert spare is not None and spare not in spares
+            spares.append(spare)
+            ws = tmp_path / name
+            ws.mkdir()
+            assert (await runner.run(QUICK, {"n": 1}, ws)).ok
+            assert runner.helper_pid(ws) == spare and runner.spare_pid() != spare
+        assert runner.helper_count() == 3
+        await runner.start()
+        spares.append(runner.spare_pid())  # the fourth spare, shut with the runner
+    finally:
+        await runner.aclose()
+    await runner.start()  # closed: starts nothing
+    assert runner.spare_pid() is None
+    await until(lambda: all(pid and gone(pid) for pid in spares), "every helper exits")
 
 
 async def test_a_running_call_keeps_its_helper(

@@ -12,7 +12,8 @@ from forge.lint import lint
 from forge.modules import SHIMMED, build_proxies
 from forge.pathgate import PathGate
 from forge.runner import SandboxRunner
-from forge.shims import build_shims
+from forge.shims import SHIM_NAMES, build_shims, shim_import
+from forge.shims.common import ShimModule
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -58,6 +59,29 @@ def test_the_shims_offer_exactly_the_listed_names(tmp_path: Path) -> None:
         for name in names:
             getattr(shims[module], name)
     assert "os" not in build_proxies()  # never the real module
+
+
+def test_the_shims_are_built_on_the_first_import_of_one_and_only_then(tmp_path: Path) -> None:
+    """A call's shims are made when it first imports os, os.path or pathlib (most
+    tools import none); every later import answers the same modules."""
+    assert set(SHIMMED) == SHIM_NAMES == set(build_shims(PathGate(tmp_path)))
+    built: list[dict[str, ShimModule]] = []
+
+    def build() -> dict[str, ShimModule]:
+        built.append(build_shims(PathGate(tmp_path)))
+        return built[-1]
+
+    def inner(name: str, *args: object) -> str:
+        return f"inner {name}"
+
+    hook = shim_import(build, inner)
+    assert hook("json") == "inner json" and built == []
+    pathlib = hook("pathlib", None, None, ("Path",), 0)
+    assert len(built) == 1 and pathlib is built[0]["pathlib"]
+    assert hook("os.path") is built[0]["os"]  # `import os.path` binds `os`
+    assert hook("os.path", None, None, ("join",), 0) is built[0]["os.path"]
+    assert hook("os") is built[0]["os"] and len(built) == 1
+    assert hook("os", None, None, (), 1) == "inner os"  # a relative import is not a shim
 
 
 @pytest.mark.parametrize(

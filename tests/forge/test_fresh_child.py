@@ -1,0 +1,68 @@
+"""Every call runs in a fresh child that saw no other call (issue 26 item 2).
+
+Children are forked ahead of demand, from the pristine zygote, and each is
+handed exactly one call. A tool with the process layers only (no restricted
+Python, so it may write into its own process: `sys` gets a list of the calls
+it has seen) shows that no call ever runs in a child that ran another call
+before, nor in a child forked from one that did: either would find the
+earlier call's token already in the list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from forge.layers import Layers
+from forge.runner import SandboxRunner
+from tests.waits import HANG_S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+REMEMBERS = '''
+import os
+import sys
+
+def run(token: str) -> dict:
+    """Remember this call in the process; say what the process saw."""
+    seen = getattr(sys, "forge_test_seen", None)
+    if seen is None:
+        seen = []
+        sys.forge_test_seen = seen
+    seen.append(token)
+    return {"pid": os.getpid(), "seen": list(seen)}
+'''
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def raw_python() -> AsyncIterator[SandboxRunner]:
+    r = SandboxRunner(
+        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
+    )
+    await r.start()
+    yield r
+    await r.aclose()
+
+
+async def test_no_call_sees_another_calls_process(
+    raw_python: SandboxRunner, tmp_path: Path
+) -> None:
+    pids: set[int] = set()
+    tokens = iter(f"call-{i}" for i in range(1000))
+
+    async def call() -> None:
+        token = next(tokens)
+        res = await raw_python.run(REMEMBERS, {"token": token}, tmp_path)
+        assert res.ok, res
+        assert res.result["seen"] == [token], res.result  # nothing of an earlier call
+        assert res.result["pid"] not in pids
+        pids.add(res.result["pid"])
+
+    for _ in range(8):  # one at a time: each takes a child forked ahead of it
+        await call()
+    await asyncio.gather(*(call() for _ in range(8)))  # more at once than children wait
+    assert len(pids) == 16
