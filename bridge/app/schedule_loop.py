@@ -91,8 +91,13 @@ class ScheduleLoop:
         ]
 
     async def _run(self) -> None:
-        """Release the leases a killed daemon held, then run the scheduler."""
-        released = await self._roost.schedule.outbox.release_leases(self._clock())
+        """Release the leases a killed daemon held, then run the scheduler (which runs
+        even when the release failed: those entries are due again when their lease ends)."""
+        try:
+            released = await self._roost.schedule.outbox.release_leases(self._clock())
+        except Exception:
+            log.exception("schedule: releasing the outbox leases of the last run failed")
+            released = 0
         if released:
             log.info("schedule: %d outbox entries claimed before a restart are due again", released)
         await self.scheduler.run()
