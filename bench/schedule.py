@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bridge.app.database import open_database
 from bridge.core import db
 from bridge.loadout.mask import Masker
 from bridge.schedule.jobs import Job, JobLimits, JobStore
@@ -166,6 +167,20 @@ async def daemon_lateness(home: Path, due: int, spread_ms: int) -> list[int]:
     return late
 
 
+async def store_runs(
+    path: Path, jobs: JobStore, now: int, args: argparse.Namespace
+) -> tuple[float, int, list[int]]:
+    """The idle loop and the lateness runs, the outbox on a `Database` of roost.db."""
+    db = await open_database(path)
+    try:
+        outbox = OutboxStore(db)
+        cpu, ticks = await idle_cpu(jobs, outbox, now, args.idle_minutes)
+        late = await lateness(jobs, outbox, args.due, args.spread_ms)
+    finally:
+        await db.aclose()
+    return cpu, ticks, late
+
+
 def pct(values: list[int], q: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -186,17 +201,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         conn = open_db(Path(tmp) / "roost.db")
         jobs = JobStore(conn, next_run, JobLimits(max_jobs=args.per_tenant + args.due))
-        outbox = OutboxStore(conn)
         now = time.time_ns() // 1_000_000
         took = populate(jobs, now, args.tenants, args.per_tenant)
         total = args.tenants * args.per_tenant
         print(f"jobs: {total} across {args.tenants} tenants (created in {took:.2f} s)")
-        cpu, ticks = asyncio.run(idle_cpu(jobs, outbox, now, args.idle_minutes))
+        cpu, ticks, late = asyncio.run(store_runs(Path(tmp) / "roost.db", jobs, now, args))
         per_min = cpu / args.idle_minutes * 1000
         cycle_us = cpu / ticks * 1e6
         print(f"idle: {ticks} loop cycles in {args.idle_minutes} simulated min,"
               f" CPU {per_min:.3f} ms per idle minute ({cycle_us:.0f} µs per cycle)")  # fmt: skip
-        late = asyncio.run(lateness(jobs, outbox, args.due, args.spread_ms))
         print(f"lateness of {len(late)} due reminders over {args.spread_ms} ms (real clock):"
               f" p50 {pct(late, 0.5)} ms, p99 {pct(late, 0.99)} ms, max {max(late)} ms,"
               f" mean {statistics.fmean(late):.1f} ms")  # fmt: skip

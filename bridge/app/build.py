@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
 from bridge.app.lazy_broker import LazyBroker
@@ -92,6 +93,7 @@ async def build(
     identity_map(settings.tenants, platforms)  # ConfigError before anything is opened
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
+    database = await open_database(settings.home / "roost.db")  # the ported stores' way in
     generation = build_generation(settings, make_backend_of, default=backend)
     metrics = Metrics()
     models = ModelRegistry(
@@ -124,6 +126,7 @@ async def build(
     resolver, pairing = build_access(settings, db, clock, platforms)
     schedule = ScheduleService(
         db,
+        database,
         JobLimits(
             max_jobs=settings.schedule.max_jobs,
             min_interval_ms=settings.schedule.min_interval_minutes * 60_000,
@@ -190,6 +193,7 @@ async def build(
     return Roost(
         settings=settings,
         db=db,
+        database=database,
         backend=backend,
         backend_reason=reason,
         models=models,

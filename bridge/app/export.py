@@ -106,11 +106,12 @@ def forgotten_details(gone: Forgotten, by: str) -> dict[str, object]:
 
 
 def tenant_tables(db: sqlite3.Connection) -> list[str]:
-    """Every table with a `tenant` column, sorted."""
+    """Every table with a `tenant` column, sorted (not the storage engine's own `storage_*`)."""
     names = [
         str(row[0])
         for row in db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " AND name NOT LIKE 'storage_%'"
         )
     ]
     return sorted(

@@ -31,6 +31,7 @@ from bridge.grading.judge import OutcomeJudge
 from bridge.schedule.commands import ChatNotes
 from bridge.schedule.service import ScheduleService
 from bridge.senses.pipeline import SensePipeline
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import Backend
 from bridge.types.platform import Platforms
@@ -48,6 +49,7 @@ class Roost:
 
     settings: Settings
     db: sqlite3.Connection
+    database: Database  # the `bridge.storage` protocol over roost.db: the ported stores
     backend: Backend  # the default model's backend at start
     backend_reason: str
     models: ModelRegistry  # every named model; a chat's choice; replaced on reload
@@ -105,4 +107,5 @@ class Roost:
             if asyncio.iscoroutine(result):
                 await result
         await self.models.aclose()  # the default backend too
+        await self.database.aclose()
         self.db.close()

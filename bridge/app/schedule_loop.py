@@ -4,9 +4,9 @@
 stores with `JobRunner` (turns through the core, tools through the roost's
 tool sources), `Deliveries` (the terminal's `keep_for_terminal` from the
 start, each channel that offers a `deliver` once it is up) and the audit
-observer. `start()` first makes the outbox entries a killed daemon had
-claimed due again, then runs three tasks in the daemon's loop: the scheduler
-itself (a job missed while the daemon was down is due now and runs once), a
+observer. `start()` runs three tasks in the daemon's loop: the scheduler
+(which first makes the outbox entries a killed daemon had claimed due again;
+a job missed while the daemon was down is due now and runs once), a
 watch that wakes it when another process committed to roost.db (`roost send
 --to`), and hourly pruning of delivered, dead and finished rows (and of
 attachments past `[limits] attachment_keep_hours`). `stop()` lets a running
@@ -83,15 +83,24 @@ class ScheduleLoop:
     def start(self) -> None:
         if self._tasks:
             return
-        released = self._roost.schedule.outbox.release_leases(self._clock())  # holder is gone
-        if released:
-            log.info("schedule: %d outbox entries claimed before a restart are due again", released)
         db = self._roost.db
         self._tasks = [
-            asyncio.create_task(self.scheduler.run(), name="scheduler"),
+            asyncio.create_task(self._run(), name="scheduler"),
             asyncio.create_task(watch_db(db, self.scheduler.wake, self._watch_s)),
             asyncio.create_task(self._prune()),
         ]
+
+    async def _run(self) -> None:
+        """Release the leases a killed daemon held, then run the scheduler (which runs
+        even when the release failed: those entries are due again when their lease ends)."""
+        try:
+            released = await self._roost.schedule.outbox.release_leases(self._clock())
+        except Exception:
+            log.exception("schedule: releasing the outbox leases of the last run failed")
+            released = 0
+        if released:
+            log.info("schedule: %d outbox entries claimed before a restart are due again", released)
+        await self.scheduler.run()
 
     async def stop(self) -> None:
         """Stop the loop (a tick in progress may finish within the grace), then the rest."""
@@ -112,7 +121,7 @@ class ScheduleLoop:
         while True:
             try:
                 now = self._clock()
-                removed = schedule.outbox.prune(now)
+                removed = await schedule.outbox.prune(now)
                 removed += schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
                 if removed:
                     log.info("schedule: pruned %d old outbox entries and finished jobs", removed)

@@ -14,6 +14,7 @@ a script's retry safe (a key is delivered at most once per chat).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import sqlite3
 import sys
@@ -23,14 +24,16 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.identities import tenant_of
 from bridge.loadout.vault import masker_of
 from bridge.schedule.jobs import Job, JobLimits
-from bridge.schedule.outbox import OutboxEntry, OutboxStore
+from bridge.schedule.outbox import Enqueued, OutboxEntry, OutboxStore
 from bridge.schedule.service import ScheduleService
+from bridge.types.masked import Masked
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -81,16 +84,28 @@ def tenants_of(conn: sqlite3.Connection, tenant: str | None) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+async def listing(
+    conn: sqlite3.Connection, settings: Settings, tenant: str | None
+) -> tuple[list[Job], list[OutboxEntry]]:
+    """Every job of the tenants (finished ones too) and the outbox's delivery failures."""
+    db = await open_database(settings.home / "roost.db")
+    try:
+        service = ScheduleService(conn, db, JobLimits(), settings.schedule.timezone)
+        tenants = tenants_of(conn, tenant)
+        jobs = [job for t in tenants for job in service.jobs.list_jobs(t, done=True)]
+        failures = [e for t in tenants for e in await service.outbox.failures(t)]
+    finally:
+        await db.aclose()
+    return jobs, failures
+
+
 def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
     conn = open_db(settings)
     if conn is None:
         print("roost: no database yet (the daemon has not run)", file=sys.stderr)
         return 1
     try:
-        service = ScheduleService(conn, JobLimits(), settings.schedule.timezone)
-        tenants = tenants_of(conn, args.tenant)
-        jobs = [job for t in tenants for job in service.jobs.list_jobs(t, done=True)]
-        failures = [e for t in tenants for e in service.outbox.failures(t)]
+        jobs, failures = asyncio.run(listing(conn, settings, args.tenant))
     finally:
         conn.close()
     print("\n".join(job_line(j) for j in jobs) if jobs else "no jobs")
@@ -125,6 +140,19 @@ def tenant_for(
     return settings.local_tenant
 
 
+async def enqueue(
+    settings: Settings, where: tuple[str, str, str], masked: Masked, key: str
+) -> Enqueued:
+    """Store one message in roost.db's outbox (the file is made and migrated if new)."""
+    db = await open_database(settings.home / "roost.db")
+    try:
+        tenant, channel, chat = where
+        now_ms = int(time.time() * 1000)
+        return await OutboxStore(db).enqueue(tenant, channel, chat, masked, key, now_ms=now_ms)
+    finally:
+        await db.aclose()
+
+
 def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms = PLATFORMS) -> int:
     """Store the message in the outbox for the running daemon; exit 2 on bad input."""
     target = target_of(args.to, platforms)
@@ -143,13 +171,7 @@ def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms =
     tenant = tenant_for(settings, channel, chat, args.tenant, platforms)
     key = f"send:{args.key or uuid.uuid4().hex}"
     masked = masker_of(TenantDirs.of(settings.home, tenant)).mask(text)  # the outbox's type
-    conn = connect(settings.home / "roost.db")
-    try:
-        added = OutboxStore(conn).enqueue(
-            tenant, channel, chat, masked, key, now_ms=int(time.time() * 1000)
-        )
-    finally:
-        conn.close()
+    added = asyncio.run(enqueue(settings, (tenant, channel, chat), masked, key))
     note = "queued" if added.new else "already queued (same key), nothing added"
     print(f"outbox entry {added.id} for {channel}:{chat}: {note}")
     return 0

@@ -139,7 +139,7 @@ class ScheduleCommands:
             )
             if job.last_error:
                 lines.append(f"  last run failed ({job.fail_count}×): {job.last_error}")
-        lines += self._failures(ctx)
+        lines += await self._failures(ctx)
         notes = self._notes.get(i.channel)
         if notes is not None:
             lines += notes(ctx.tenant, i.chat, ctx.now)
@@ -147,9 +147,9 @@ class ScheduleCommands:
             lines.append("/remind and /every add one.")
         return "\n".join(lines)
 
-    def _failures(self, ctx: CommandContext) -> list[str]:
+    async def _failures(self, ctx: CommandContext) -> list[str]:
         i = ctx.inbound
-        failed = self._planner.service.outbox.failures(ctx.tenant, i.channel, i.chat)
+        failed = await self._planner.service.outbox.failures(ctx.tenant, i.channel, i.chat)
         if not failed:
             return []
         out = [f"Delivery problems ({len(failed)}):"]

@@ -14,6 +14,16 @@ A claim that is never ended (the process died) is claimed again when its
 lease runs out, or at once when the next daemon starts (`release_leases`:
 one daemon per home holds the instance lock, so every lease it finds was
 held by a process that is gone). Every transition is one transaction.
+The store runs on the `Database` protocol (`bridge.storage`), and every write
+is ONE statement (no transaction held across an await): a claim is one
+`UPDATE ... WHERE id IN (SELECT ... {skip_locked}) RETURNING`, `FOR UPDATE
+SKIP LOCKED` on PostgreSQL, so two instances never hand out one entry, and
+`failed` writes only if the attempts it read are still there. On SQLite
+that matters while roost.db has two ways in (`bridge.app.database`): a
+`Database` transaction held open across awaits would keep the write lock
+while the event loop runs a store still on the old connection, which then
+waits on the loop for a lock whose holder needs the loop to commit (a
+deadlock until `busy_timeout`, then "database is locked").
 A message delivered in several parts records each part as it arrives
 (`parts`, `bridge.schedule.outbox_parts`): a retry resumes at the first part
 that did not arrive and never sends one twice.
@@ -32,12 +42,12 @@ after their retention.
 
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import dataclass, fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from bridge.schedule.outbox_parts import OutboxParts
-from bridge.schedule.schema import transaction
+from bridge.schedule.outbox_parts import OutboxPart, OutboxParts
+from bridge.storage.protocol import Database
 from bridge.types.masked import Masked, require
 
 ERROR_CHARS: Final = 200
@@ -98,75 +108,86 @@ def backoff_ms(attempts: int, base_ms: int, cap_ms: int) -> int:
 
 
 class OutboxStore:
-    """The outbox over one sqlite3 connection (autocommit mode, as `db.connect` opens it)."""
+    """The outbox over a `Database` (injected by the composition root)."""
 
-    def __init__(self, conn: sqlite3.Connection, policy: OutboxPolicy | None = None) -> None:
-        self.conn = conn
+    def __init__(self, db: Database, policy: OutboxPolicy | None = None) -> None:
+        self.db = db
         self.policy = policy or OutboxPolicy()
-        self.parts = OutboxParts(conn)  # what of a multi-part entry has arrived
+        self.parts = OutboxParts(db)  # what of a multi-part entry has arrived
 
-    def enqueue(
-        self, tenant: str, channel: str, chat: str, text: Masked, key: str, *, now_ms: int
+    async def enqueue(
+        self,
+        tenant: str,
+        channel: str,
+        chat: str,
+        text: Masked,
+        key: str,
+        *,
+        now_ms: int,
+        parts: Sequence[OutboxPart] = (),
     ) -> Enqueued:
         """Store a message due now; a key already known for this chat adds nothing.
-        Joins an open transaction (a job's `mark_run`). Only masked text (`Unmasked`)."""
+        Only masked text (`Unmasked`). `parts` (what the person already sees of it) are
+        recorded before the new entry can be claimed: it is stored leased, as if being
+        delivered, and released once they are in (a crash between: the next start's
+        `release_leases` makes it due)."""
         if not key:
             raise ValueError("an outbox entry needs an idempotency key")
         require(text, "the outbox")
-        with transaction(self.conn):
-            row = self.conn.execute(
-                "INSERT INTO outbox (tenant, channel, chat, key, text, state, created_ms, due_ms)"
-                " VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)"
-                " ON CONFLICT (tenant, channel, chat, key) DO NOTHING RETURNING id",
-                (tenant, channel, chat, key, text, now_ms, now_ms),
-            ).fetchone()
-            if row is not None:
-                return Enqueued(int(row[0]), True)
-            (existing,) = self.conn.execute(
+        held = bool(parts)
+        new = await self.db.fetch_value(
+            "INSERT INTO outbox (tenant, channel, chat, key, text, state, created_ms, due_ms,"
+            " leased) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)"
+            " ON CONFLICT (tenant, channel, chat, key) DO NOTHING RETURNING id",
+            (tenant, channel, chat, key, str(text), now_ms,
+             now_ms + self.policy.lease_ms if held else now_ms, int(held)),
+        )  # fmt: skip
+        if new is None:
+            existing = await self.db.fetch_value(
                 "SELECT id FROM outbox WHERE tenant = ? AND channel = ? AND chat = ? AND key = ?",
                 (tenant, channel, chat, key),
-            ).fetchone()
-        return Enqueued(int(existing), False)
-
-    def claim(self, now_ms: int, limit: int = 50) -> list[OutboxEntry]:
-        """Lease up to `limit` due entries, the oldest queued one of each chat only.
-        Entries past their attempts or age are dead-lettered instead of handed out."""
-        policy = self.policy
-        with transaction(self.conn):
-            self.conn.execute(
-                "UPDATE outbox SET state = 'dead', done_ms = ?,"
-                " last_error = CASE WHEN last_error = '' THEN 'expired' ELSE last_error END"
-                " WHERE state = 'queued' AND due_ms <= ?"
-                " AND (attempts >= ? OR (attempts > 0 AND created_ms <= ?))",
-                (now_ms, now_ms, policy.max_attempts, now_ms - policy.max_age_ms),
             )
-            entries = [
-                OutboxEntry(*row)
-                for row in self.conn.execute(
-                    f"SELECT {_COLUMNS} FROM outbox AS o WHERE state = 'queued' AND due_ms <= ?"
-                    " AND NOT EXISTS (SELECT 1 FROM outbox AS e WHERE e.state = 'queued'"
-                    " AND e.tenant = o.tenant AND e.channel = o.channel AND e.chat = o.chat"
-                    " AND e.id < o.id) ORDER BY due_ms, id LIMIT ?",
-                    (now_ms, limit),
-                )
-            ]
-            lease = now_ms + policy.lease_ms
-            self.conn.executemany(
-                "UPDATE outbox SET due_ms = ?, attempts = attempts + 1, leased = 1 WHERE id = ?",
-                [(lease, entry.id) for entry in entries],
+            return Enqueued(int(existing), False)
+        if held:
+            await self.parts.put(int(new), parts)
+            await self.db.execute(
+                "UPDATE outbox SET due_ms = ?, leased = 0 WHERE id = ?", (now_ms, int(new))
             )
-        return [replace(entry, due_ms=lease, attempts=entry.attempts + 1) for entry in entries]
+        return Enqueued(int(new), True)
 
-    def delivered(self, entry_id: int, now_ms: int) -> bool:
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE outbox SET state = 'delivered', done_ms = ?, last_error = '', leased = 0"
-                " WHERE id = ? AND state = 'queued'",
-                (now_ms, entry_id),
-            )
-        return cursor.rowcount == 1
+    async def claim(self, now_ms: int, limit: int = 50) -> list[OutboxEntry]:
+        """Lease up to `limit` due entries (the earliest due first), the oldest queued one
+        of each chat only; in id order. Entries past their attempts or age are
+        dead-lettered instead of handed out. Each step is one statement: on PostgreSQL
+        rows another instance is claiming are skipped, not waited for (SKIP LOCKED)."""
+        policy, db = self.policy, self.db
+        await db.execute(
+            "UPDATE outbox SET state = 'dead', done_ms = ?,"
+            " last_error = CASE WHEN last_error = '' THEN 'expired' ELSE last_error END"
+            " WHERE state = 'queued' AND due_ms <= ?"
+            " AND (attempts >= ? OR (attempts > 0 AND created_ms <= ?))",
+            (now_ms, now_ms, policy.max_attempts, now_ms - policy.max_age_ms),
+        )
+        rows = await db.fetch_all(
+            "UPDATE outbox SET due_ms = ?, attempts = attempts + 1, leased = 1"
+            " WHERE id IN (SELECT id FROM outbox AS o WHERE state = 'queued' AND due_ms <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM outbox AS e WHERE e.state = 'queued'"
+            " AND e.tenant = o.tenant AND e.channel = o.channel AND e.chat = o.chat"
+            f" AND e.id < o.id) ORDER BY due_ms, id LIMIT ? {db.dialect.skip_locked})"
+            f" RETURNING {_COLUMNS}",
+            (now_ms + policy.lease_ms, now_ms, limit),
+        )
+        return sorted((OutboxEntry(*row) for row in rows), key=lambda e: e.id)
 
-    def failed(
+    async def delivered(self, entry_id: int, now_ms: int) -> bool:
+        changed = await self.db.execute(
+            "UPDATE outbox SET state = 'delivered', done_ms = ?, last_error = '', leased = 0"
+            " WHERE id = ? AND state = 'queued'",
+            (now_ms, entry_id),
+        )
+        return changed == 1
+
+    async def failed(
         self,
         entry_id: int,
         error_kind: str,
@@ -176,62 +197,61 @@ class OutboxStore:
         retry_after_ms: int = 0,
     ) -> str | None:
         """Record a failed attempt: back off (at least `retry_after_ms`), or dead-letter.
-        Returns the new state ('queued' or 'dead'), None when it is no longer queued."""
-        policy = self.policy
-        with transaction(self.conn):
-            row = self.conn.execute(
-                "SELECT attempts, created_ms FROM outbox WHERE id = ? AND state = 'queued'",
-                (entry_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            attempts, created_ms = int(row[0]), int(row[1])
-            wait = max(backoff_ms(attempts, policy.base_ms, policy.cap_ms), retry_after_ms)
-            dead = (
-                permanent
-                or attempts >= policy.max_attempts
-                or now_ms + wait - created_ms > policy.max_age_ms
-            )
-            self.conn.execute(
-                "UPDATE outbox SET state = ?, due_ms = ?, done_ms = ?, last_error = ?, leased = 0"
-                " WHERE id = ?",
-                (
-                    "dead" if dead else "queued",
-                    now_ms + wait,
-                    now_ms if dead else None,
-                    error_kind[:ERROR_CHARS],
-                    entry_id,
-                ),
-            )
+        Returns the new state ('queued' or 'dead'), None when it is no longer queued
+        (or was claimed again meanwhile: the write is conditional on the attempts read)."""
+        policy, db = self.policy, self.db
+        row = await db.fetch_one(
+            "SELECT attempts, created_ms FROM outbox WHERE id = ? AND state = 'queued'",
+            (entry_id,),
+        )
+        if row is None:
+            return None
+        attempts, created_ms = int(row[0]), int(row[1])
+        wait = max(backoff_ms(attempts, policy.base_ms, policy.cap_ms), retry_after_ms)
+        dead = (
+            permanent
+            or attempts >= policy.max_attempts
+            or now_ms + wait - created_ms > policy.max_age_ms
+        )
+        changed = await db.execute(
+            "UPDATE outbox SET state = ?, due_ms = ?, done_ms = ?, last_error = ?, leased = 0"
+            " WHERE id = ? AND state = 'queued' AND attempts = ?",
+            (
+                "dead" if dead else "queued",
+                now_ms + wait,
+                now_ms if dead else None,
+                error_kind[:ERROR_CHARS],
+                entry_id,
+                attempts,
+            ),
+        )
+        if changed == 0:
+            return None
         return "dead" if dead else "queued"
 
-    def release_leases(self, now_ms: int) -> int:
+    async def release_leases(self, now_ms: int) -> int:
         """Make every leased entry due now (at start-up: their holder is gone)."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE outbox SET due_ms = ?, leased = 0 WHERE state = 'queued' AND leased = 1",
-                (now_ms,),
-            )
-        return cursor.rowcount
+        return await self.db.execute(
+            "UPDATE outbox SET due_ms = ?, leased = 0 WHERE state = 'queued' AND leased = 1",
+            (now_ms,),
+        )
 
-    def due_now(self, tenant: str, channel: str, chat: str, error_kind: str, now_ms: int) -> int:
+    async def due_now(
+        self, tenant: str, channel: str, chat: str, error_kind: str, now_ms: int
+    ) -> int:
         """Make a chat's queued entries that last failed with `error_kind` due now (the
         platform takes messages again: the person wrote); how many."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE outbox SET due_ms = ? WHERE state = 'queued' AND tenant = ?"
-                " AND channel = ? AND chat = ? AND last_error = ? AND due_ms > ?",
-                (now_ms, tenant, channel, chat, error_kind, now_ms),
-            )
-        return cursor.rowcount
+        return await self.db.execute(
+            "UPDATE outbox SET due_ms = ? WHERE state = 'queued' AND tenant = ?"
+            " AND channel = ? AND chat = ? AND last_error = ? AND due_ms > ?",
+            (now_ms, tenant, channel, chat, error_kind, now_ms),
+        )
 
-    def get(self, entry_id: int) -> OutboxEntry | None:
-        row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (entry_id,)
-        ).fetchone()
+    async def get(self, entry_id: int) -> OutboxEntry | None:
+        row = await self.db.fetch_one(f"SELECT {_COLUMNS} FROM outbox WHERE id = ?", (entry_id,))
         return OutboxEntry(*row) if row else None
 
-    def failures(
+    async def failures(
         self, tenant: str | None = None, channel: str | None = None, chat: str | None = None
     ) -> list[OutboxEntry]:
         """Dead entries and queued ones that have failed at least once, newest first;
@@ -243,23 +263,23 @@ class OutboxStore:
                 sql += f" AND {column} = ?"
                 args.append(value)
         sql += " ORDER BY id DESC"
-        return [OutboxEntry(*row) for row in self.conn.execute(sql, args)]
+        return [OutboxEntry(*row) for row in await self.db.fetch_all(sql, args)]
 
-    def earliest_ms(self) -> int | None:
+    async def earliest_ms(self) -> int | None:
         """When the next queued entry (or expiring lease) is due; None: nothing queued."""
-        (earliest,) = self.conn.execute(
+        earliest = await self.db.fetch_value(
             "SELECT MIN(due_ms) FROM outbox WHERE state = 'queued'"
-        ).fetchone()
+        )
         return int(earliest) if earliest is not None else None
 
-    def prune(self, now_ms: int) -> int:
-        """Forget delivered and dead entries past their retention (keys included)."""
+    async def prune(self, now_ms: int) -> int:
+        """Forget delivered and dead entries past their retention (keys included), then
+        the parts of entries that are gone (a crash between: the next prune takes them)."""
         policy = self.policy
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "DELETE FROM outbox WHERE state != 'queued' AND done_ms < CASE state"
-                " WHEN 'delivered' THEN ? ELSE ? END",
-                (now_ms - policy.keep_delivered_ms, now_ms - policy.keep_dead_ms),
-            )
-            self.conn.execute("DELETE FROM outbox_parts WHERE entry NOT IN (SELECT id FROM outbox)")
-        return cursor.rowcount
+        removed = await self.db.execute(
+            "DELETE FROM outbox WHERE (state = 'delivered' AND done_ms < ?)"
+            " OR (state = 'dead' AND done_ms < ?)",
+            (now_ms - policy.keep_delivered_ms, now_ms - policy.keep_dead_ms),
+        )
+        await self.db.execute("DELETE FROM outbox_parts WHERE entry NOT IN (SELECT id FROM outbox)")
+        return removed

@@ -13,11 +13,10 @@ person sees). Parts of an entry are deleted with it (`OutboxStore.prune`).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple, Protocol
 
-from bridge.schedule.schema import transaction
+from bridge.storage.protocol import Database
 
 PartState = Literal["sent", "draft", "unknown"]
 
@@ -31,33 +30,33 @@ class OutboxPart(NamedTuple):
 class PartLog(Protocol):
     """The delivery side's view: what is known of an entry's parts, and recording one."""
 
-    def parts(self, entry_id: int) -> Mapping[int, OutboxPart]: ...
+    async def parts(self, entry_id: int) -> Mapping[int, OutboxPart]: ...
 
-    def mark(self, entry_id: int, part: OutboxPart) -> None: ...
+    async def mark(self, entry_id: int, part: OutboxPart) -> None: ...
 
 
 class OutboxParts:
-    """`PartLog` over the outbox's SQLite connection (autocommit, as `db.connect` opens it)."""
+    """`PartLog` over the outbox's `Database`."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-    def parts(self, entry_id: int) -> dict[int, OutboxPart]:
-        rows = self.conn.execute(
+    async def parts(self, entry_id: int) -> dict[int, OutboxPart]:
+        rows = await self.db.fetch_all(
             "SELECT idx, state, ref FROM outbox_parts WHERE entry = ? ORDER BY idx", (entry_id,)
         )
         return {int(idx): OutboxPart(int(idx), state, ref) for idx, state, ref in rows}
 
-    def mark(self, entry_id: int, part: OutboxPart) -> None:
+    async def mark(self, entry_id: int, part: OutboxPart) -> None:
         """Record one part (replacing what was known of it); commits at once."""
-        self.put(entry_id, (part,))
+        await self.put(entry_id, (part,))
 
-    def put(self, entry_id: int, parts: Iterable[OutboxPart]) -> None:
-        """Record parts; joins an open transaction (the entry's enqueue)."""
-        with transaction(self.conn):
-            self.conn.executemany(
-                "INSERT INTO outbox_parts (entry, idx, state, ref) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (entry, idx) DO UPDATE SET state = excluded.state,"
-                " ref = excluded.ref",
-                [(entry_id, p.idx, p.state, p.ref) for p in parts],
-            )
+    async def put(self, entry_id: int, parts: Iterable[OutboxPart]) -> None:
+        """Record parts; joins an open transaction of the same `Database` (the entry's
+        enqueue)."""
+        await self.db.execute_many(
+            "INSERT INTO outbox_parts (entry, idx, state, ref) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (entry, idx) DO UPDATE SET state = excluded.state,"
+            " ref = excluded.ref",
+            [(entry_id, p.idx, p.state, p.ref) for p in parts],
+        )

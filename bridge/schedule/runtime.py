@@ -17,7 +17,7 @@ retryable failure. `audit_observer` turns scheduler events into the audited
 `reply_to_outbox` stores a final reply a channel could not deliver under the
 key `reply:<msg_id>` (or the key the channel names, e.g. a notice about a
 file; masked again: the outbox's type), with what of it the person already
-sees (`OutboxPart`s, recorded in the same transaction); `watch_db` wakes the
+sees (`OutboxPart`s, recorded before it can be claimed); `watch_db` wakes the
 scheduler when another process (`roost send --to`) committed to the database.
 """
 
@@ -36,7 +36,6 @@ from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
-from bridge.schedule.schema import transaction
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
 from bridge.types.messages import Handle, Inbound
@@ -277,7 +276,7 @@ def reply_to_outbox(
     """A channel's hook for a final reply it could not deliver: into the outbox
     (key `reply:<msg_id>` unless `key` names another, so a second failure of the
     same reply adds nothing), with `parts` (what the person already sees of it)
-    in the same transaction. False when the sender resolves to no tenant
+    recorded before it can be claimed. False when the sender resolves to no tenant
     (nothing is stored)."""
 
     async def undelivered(
@@ -288,12 +287,9 @@ def reply_to_outbox(
             return False
         key = key or f"reply:{inbound.msg_id}"
         masked = masks(tenant).mask(text)
-        with transaction(outbox.conn):
-            kept = outbox.enqueue(
-                tenant, inbound.channel, inbound.chat, masked, key, now_ms=now_ms()
-            )
-            if kept.new and parts:
-                outbox.parts.put(kept.id, parts)
+        await outbox.enqueue(
+            tenant, inbound.channel, inbound.chat, masked, key, now_ms=now_ms(), parts=parts
+        )
         changed()
         return True
 

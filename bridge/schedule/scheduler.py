@@ -1,8 +1,8 @@
 """The scheduler: decides what is due, runs it, and delivers the outbox.
 
-`tick()` runs every due job once, concurrently up to a bound, and commits
-each run's outcome with its outbox entry (key `job:<id>:<slot>`) in one
-transaction; then it claims due outbox entries and hands them to `deliver`.
+`tick()` runs every due job once, concurrently up to a bound, stores what a
+run posts in the outbox (key `job:<id>:<slot>`), then commits the run's
+outcome; then it claims due outbox entries and hands them to `deliver`.
 A job missed while the daemon was down is due once: its next slot is asked of
 `next_run` after *now*, so the missed slots collapse into one run (systemd's
 Persistent=). A failing `run_job` or `deliver` is recorded on the job or
@@ -12,8 +12,13 @@ entry and never stops the loop.
 time (at most `max_sleep_ms`), or until `wake()` (a job was created). The
 clock (ms since the epoch) and the sleep are injected, so tests and the
 benchmark drive time themselves. Kill -9 anywhere leaves a consistent state:
-before the run's commit the job is still due (it runs again, and the same key
-keeps a second message out); after it, the entry waits in the outbox.
+the entry is stored before the run is recorded (the outbox is on the
+`Database`, the jobs still on the old sqlite3 connection: two transactions),
+so before the run's commit the job is still due with the same slot (it runs
+again, and the same key keeps a second message out); after it, the entry
+waits in the outbox. A job removed while it ran posts nothing (checked
+before the entry is stored; a removal between that check and the run's
+record lets its one last message out).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Post:
     """What a run posts, with the digest to remember for "post only on change"
-    (stored with the run and its outbox entry in one transaction)."""
+    (stored with the run, after its outbox entry)."""
 
     text: Masked  # through the tenant's masker: the outbox takes nothing else
     digest: str = ""
@@ -134,8 +139,6 @@ class Scheduler:
         observe: Observe | None = None,
         config: SchedulerConfig | None = None,
     ) -> None:
-        if jobs.conn is not outbox.conn:
-            raise ValueError("jobs and outbox must share one connection (one transaction)")
         self.jobs, self.outbox = jobs, outbox
         self.run_job, self.deliver, self.next_run = run_job, deliver, next_run
         self.clock, self.sleep, self.observe = clock, sleep, observe
@@ -147,7 +150,7 @@ class Scheduler:
     async def tick(self) -> TickReport:
         due = self.jobs.due(self.clock(), self.config.job_batch)
         runs = await asyncio.gather(*(self._run(job) for job in due))
-        claimed = self.outbox.claim(self.clock(), self.config.outbox_batch)
+        claimed = await self.outbox.claim(self.clock(), self.config.outbox_batch)
         sent = await asyncio.gather(*(self._send(entry) for entry in claimed))
         return TickReport(
             ran=len(runs),
@@ -172,15 +175,19 @@ class Scheduler:
         now = self.clock()
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
         post = result if result is None or isinstance(result, Post) else Post(result)
+        digest = ""
+        if post is not None and post.text and self.jobs.get(job.tenant, job.id) is not None:
+            # first: a crash before the run's record re-runs the same slot, whose key
+            # adds nothing the second time
+            key = job_key(job, slot)
+            await self.outbox.enqueue(job.tenant, job.channel, job.chat, post.text, key, now_ms=now)
+            digest = post.digest
         with transaction(self.jobs.conn):
             kept = self.jobs.mark_run(
                 job.tenant, job.id, ran_ms=now, next_run_ms=next_ms, error=error, pause=pause
             )
-            if kept and post is not None and post.text:
-                key = job_key(job, slot)
-                self.outbox.enqueue(job.tenant, job.channel, job.chat, post.text, key, now_ms=now)
-                if post.digest:
-                    self.jobs.set_digest(job.tenant, job.id, post.digest)
+            if kept and digest:
+                self.jobs.set_digest(job.tenant, job.id, digest)
         detail = error.split(":", 1)[0] if error else ("done" if next_ms is None else "")
         event = ScheduleEvent(
             "job.failed" if error else "job.run",
@@ -208,7 +215,7 @@ class Scheduler:
                 failure = None
         now = self.clock()
         if failure is None:
-            self.outbox.delivered(entry.id, now)
+            await self.outbox.delivered(entry.id, now)
             late = max(0, now - entry.created_ms)
             ref = str(entry.id)
             await self._emit(
@@ -223,7 +230,7 @@ class Scheduler:
                 )
             )
             return True
-        state = self.outbox.failed(
+        state = await self.outbox.failed(
             entry.id,
             failure.kind,
             now,
@@ -253,9 +260,9 @@ class Scheduler:
         except Exception:
             log.exception("schedule observer failed on %s", event.name)
 
-    def next_wake_ms(self) -> int:
+    async def next_wake_ms(self) -> int:
         """Milliseconds until the loop has something to do (at most max_sleep_ms)."""
-        wakes = (self.jobs.earliest_ms(), self.outbox.earliest_ms())
+        wakes = (self.jobs.earliest_ms(), await self.outbox.earliest_ms())
         return sleep_ms(self.clock(), wakes, self.config.max_sleep_ms)
 
     def wake(self) -> None:
@@ -271,7 +278,7 @@ class Scheduler:
         while not self._stopped:
             try:
                 more = (await self.tick()).more
-                delay = 0 if more else self.next_wake_ms()
+                delay = 0 if more else await self.next_wake_ms()
             except Exception:
                 log.exception("scheduler tick failed")
                 delay = self.config.max_sleep_ms

@@ -1,8 +1,10 @@
-"""The schedule as the rest of roost sees it: the job and outbox stores over
-roost.db, the zone a tenant's times are read in, who to wake when a job
-changes (the running scheduler subscribes; commands and tools call `changed`),
-and whether a daemon runs the jobs at all (`serving`: a terminal's `roost chat`
-builds the same service without one).
+"""The schedule as the rest of roost sees it: the job store over roost.db's
+sqlite3 connection and the outbox over the `Database` (the protocol of
+`bridge.storage`; on SQLite both reach the same roost.db), the zone a
+tenant's times are read in, who to wake when a job changes (the running
+scheduler subscribes; commands and tools call `changed`), and whether a
+daemon runs the jobs at all (`serving`: a terminal's `roost chat` builds the
+same service without one).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from bridge.schedule.jobs import JobLimits, JobStore
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.recur import Every, next_run, parse_every
 from bridge.schedule.when import WhenError
+from bridge.storage.protocol import Database
 
 
 def next_run_ms(spec: str, tz: str, after_ms: int) -> int | None:
@@ -64,12 +67,13 @@ class ScheduleService:
     def __init__(
         self,
         conn: sqlite3.Connection,
+        db: Database,
         limits: JobLimits,
         default_tz: str | None,
         serving: Callable[[], bool | None] = lambda: None,
     ) -> None:
         self.jobs = JobStore(conn, next_run_ms, limits)
-        self.outbox = OutboxStore(conn)
+        self.outbox = OutboxStore(db)
         self.default_tz = default_tz or host_zone()
         self.serving = serving  # a daemon runs the jobs: True, False, or None (cannot tell)
         self._wakers: list[Callable[[], None]] = []

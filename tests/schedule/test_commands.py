@@ -165,9 +165,9 @@ async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> No
 
 async def test_delivery_failures_show_in_jobs(berlin: Roost) -> None:
     outbox = berlin.schedule.outbox
-    entry = outbox.enqueue("local", "web", "c1", m("your summary"), "job:k:1", now_ms=NOW_MS)
-    outbox.claim(NOW_MS)
-    outbox.failed(entry.id, "network", NOW_MS)
+    entry = await outbox.enqueue("local", "web", "c1", m("your summary"), "job:k", now_ms=NOW_MS)
+    await outbox.claim(NOW_MS)
+    await outbox.failed(entry.id, "network", NOW_MS)
     listing = await say(berlin, "/jobs")
     assert "Delivery problems (1):\n  retrying after 1 attempt: network" in listing
 

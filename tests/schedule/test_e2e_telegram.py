@@ -175,7 +175,7 @@ async def test_a_blocked_bot_is_a_visible_dead_letter(home: Path, fake: FakeBotA
         fake.fail("sendMessage", Failure(403, "Forbidden: bot was blocked by the user"))
         t.job("reminder", "call mum", wall_ms())
         await until(lambda: t.events("outbox.failed"), "the dead letter recorded")
-        (entry,) = t.roost.schedule.outbox.failures("alice")
+        (entry,) = await t.roost.schedule.outbox.failures("alice")
         assert entry.state == "dead" and entry.last_error == "forbidden"
     assert t.texts() == []
     assert t.events("outbox.failed")[-1] | {"entry": 0} == {

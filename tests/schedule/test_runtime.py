@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from bridge.schedule.runtime import (
 from bridge.schedule.scheduler import JobSkipped, ScheduleEvent
 from bridge.types.messages import Inbound
 from tests.masking import NO_SECRETS, m
+from tests.schedule.database import database_of
 from tests.waits import HANG_S
 
 
@@ -129,7 +131,11 @@ async def test_an_entry_for_a_channel_that_is_not_running_is_retried() -> None:
 
 async def test_a_failed_reply_is_kept_once_under_its_message_id(tmp_path: Path) -> None:
     conn = connect(tmp_path / "roost.db")
-    outbox = OutboxStore(conn)
+    async with database_of(tmp_path / "roost.db") as db:
+        await keep_twice(conn, OutboxStore(db))
+
+
+async def keep_twice(conn: sqlite3.Connection, outbox: OutboxStore) -> None:
     woken: list[int] = []
     keep = reply_to_outbox(
         outbox,
@@ -146,30 +152,32 @@ async def test_a_failed_reply_is_kept_once_under_its_message_id(tmp_path: Path) 
     assert rows == [("alice", "111", "reply:42", "the answer")] and len(woken) == 2
 
 
-def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
+async def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
     conn = connect(tmp_path / "roost.db")
-    outbox = OutboxStore(conn)
-    ids = [
-        outbox.enqueue("local", "web", "default", m(f"m{n}"), f"k{n}", now_ms=n).id
-        for n in range(3)
-    ]
-    outbox.enqueue("local", "web", "other", m("elsewhere"), "k9", now_ms=1)
-    outbox.enqueue("bob", "web", "default", m("not local"), "k8", now_ms=1)
-    outbox.failed(ids[1], "forbidden", 5, permanent=True)  # dead: not shown
+    async with database_of(tmp_path / "roost.db") as db:
+        outbox = OutboxStore(db)
+        ids = [
+            (await outbox.enqueue("local", "web", "default", m(f"m{n}"), f"k{n}", now_ms=n)).id
+            for n in range(3)
+        ]
+        await outbox.enqueue("local", "web", "other", m("elsewhere"), "k9", now_ms=1)
+        await outbox.enqueue("bob", "web", "default", m("not local"), "k8", now_ms=1)
+        await outbox.failed(ids[1], "forbidden", 5, permanent=True)  # dead: not shown
     got = recent_messages(conn, "local", "web", "default", 0)
     assert [m["text"] for m in got] == ["m0", "m2"]
     assert [m["text"] for m in recent_messages(conn, "local", "web", "default", ids[0])] == ["m2"]
 
 
 async def test_a_commit_from_another_process_wakes_the_scheduler(tmp_path: Path) -> None:
-    mine, other = connect(tmp_path / "roost.db"), connect(tmp_path / "roost.db")
+    mine = connect(tmp_path / "roost.db")
     woke = asyncio.Event()
     watcher = asyncio.create_task(watch_db(mine, woke.set, 0.01))
     try:
-        OutboxStore(mine).enqueue("a", "web", "c", m("own write"), "k1", now_ms=1)
+        mine.execute("INSERT INTO chat_settings VALUES ('a', 'web', 'c', 'k', 'own write')")
         await asyncio.sleep(0.05)
         assert not woke.is_set()  # its own writes do not count
-        OutboxStore(other).enqueue("a", "web", "c", m("from roost send"), "k2", now_ms=1)
+        async with database_of(tmp_path / "roost.db") as other:  # as `roost send` opens it
+            await OutboxStore(other).enqueue("a", "web", "c", m("from send"), "k2", now_ms=1)
         await asyncio.wait_for(woke.wait(), HANG_S)
     finally:
         watcher.cancel()

@@ -12,6 +12,7 @@ from bridge.core import db
 from bridge.core.config import ConfigError, load_settings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService, host_zone, next_run_ms
+from tests.schedule.database import database_of
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -42,8 +43,11 @@ def test_the_host_zone_is_an_iana_name(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ZoneInfo(host_zone())  # falls back to the system zone or UTC
 
 
-def test_the_service_wakes_every_subscriber(tmp_path: Path) -> None:
-    service = ScheduleService(db.connect(tmp_path / "roost.db"), JobLimits(), "Europe/Berlin")
+async def test_the_service_wakes_every_subscriber(tmp_path: Path) -> None:
+    async with database_of(tmp_path / "roost.db") as database:
+        conn = db.connect(tmp_path / "roost.db")
+        service = ScheduleService(conn, database, JobLimits(), "Europe/Berlin")
+        conn.close()
     woken: list[str] = []
     service.subscribe(lambda: woken.append("a"))
     service.subscribe(lambda: woken.append("b"))

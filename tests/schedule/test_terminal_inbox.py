@@ -13,26 +13,31 @@ from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
 from bridge.schedule.runtime import newest_message_id, recent_messages
 from tests.masking import m
+from tests.schedule.database import database_of
 from tests.waits import HANG_S
 
 
-def inbox_over(path: Path, chat: str = "terminal") -> tuple[TerminalInbox, OutboxStore]:
+def inbox_over(path: Path, chat: str = "terminal") -> TerminalInbox:
     db = connect(path)
-    seen, store = ChatSettings(db), OutboxStore(db)
-    inbox = TerminalInbox(
+    seen = ChatSettings(db)
+    return TerminalInbox(
         lambda after: recent_messages(db, "local", "cli", chat, after),
         lambda: newest_message_id(db),
         lambda: seen.get("local", "cli", chat, SEEN_KEY),
         lambda value: seen.set("local", "cli", chat, SEEN_KEY, value),
         interval_s=0,
     )
-    return inbox, store
 
 
 async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -> None:
     db = tmp_path / "roost.db"
-    first, store = inbox_over(db)
-    store.enqueue("local", "cli", "terminal", m("⏰ old news"), "job:a:1", now_ms=1)
+    first = inbox_over(db)
+    async with database_of(db) as database:
+        await shown_once_each(db, first, OutboxStore(database))
+
+
+async def shown_once_each(db: Path, first: TerminalInbox, store: OutboxStore) -> None:
+    await store.enqueue("local", "cli", "terminal", m("⏰ old news"), "job:a:1", now_ms=1)
     assert first.missed() == []  # a chat opened the first time starts from now
     shown: list[str] = []
     arrived = asyncio.Event()
@@ -42,16 +47,16 @@ async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -
         arrived.set()
 
     watcher = asyncio.create_task(first.watch(show))
-    store.enqueue("local", "cli", "terminal", m("⏰ pills"), "job:b:1", now_ms=2)
-    store.enqueue("local", "cli", "other", m("⏰ not this chat"), "job:c:1", now_ms=2)
-    store.enqueue("bob", "cli", "terminal", m("⏰ not this tenant"), "job:d:1", now_ms=2)
+    await store.enqueue("local", "cli", "terminal", m("⏰ pills"), "job:b:1", now_ms=2)
+    await store.enqueue("local", "cli", "other", m("⏰ not this chat"), "job:c:1", now_ms=2)
+    await store.enqueue("bob", "cli", "terminal", m("⏰ not this tenant"), "job:d:1", now_ms=2)
     await asyncio.wait_for(arrived.wait(), HANG_S)
     watcher.cancel()
     assert shown == ["⏰ pills"]
-    store.enqueue("local", "cli", "terminal", m("⏰ basil"), "job:e:1", now_ms=3)
-    second, _ = inbox_over(db)  # the next `roost chat`
+    await store.enqueue("local", "cli", "terminal", m("⏰ basil"), "job:e:1", now_ms=3)
+    second = inbox_over(db)  # the next `roost chat`
     assert second.missed() == ["⏰ basil"]
-    third, _ = inbox_over(db)
+    third = inbox_over(db)
     assert third.missed() == []
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import json
 import logging
 import sqlite3
@@ -57,6 +58,7 @@ from tests.consent import keep
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
 from tests.masking import m
 from tests.personal_tools.leakcheck import leaks, spellings
+from tests.schedule.database import database_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-key-000000000000"
@@ -120,7 +122,6 @@ def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
         "session message": lambda: sessions.append(key, plain, m("a"), "m1", 1.0),
         "session answer": lambda: sessions.append(key, m("q"), plain, "m1", 1.0),
         "session steps": lambda: sessions.append(key, m("q"), m("a"), "m1", 1.0, plain_steps),
-        "outbox": lambda: OutboxStore(db).enqueue("local", "web", "c1", plain, "k", now_ms=1),
         "job store": lambda: jobs.create(
             tenant="local",
             channel="web",
@@ -150,6 +151,14 @@ def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
     assert db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0
+
+
+async def test_the_outbox_refuses_plain_str(tmp_path: Path) -> None:
+    plain: Any = "plain text"  # a str that did not pass the masker
+    async with database_of(tmp_path / "roost.db") as database:
+        with pytest.raises(Unmasked):
+            await OutboxStore(database).enqueue("local", "web", "c1", plain, "k", now_ms=1)
+        assert await database.fetch_value("SELECT COUNT(*) FROM outbox") == 0
 
 
 # 3. end to end: plant the values everywhere, look everywhere ------------------------------
@@ -290,7 +299,7 @@ async def test_no_way_out_carries_a_vault_value(
         # roost send --to, and a final reply a channel could not deliver
         args = argparse.Namespace(to="web:c1", text=[f"from a script: {PIN}"], key=None,
                                   tenant=None)  # fmt: skip
-        assert send_to(args, roost.settings) == 0
+        assert await asyncio.to_thread(send_to, args, roost.settings) == 0  # its own loop
         hook = reply_to_outbox(
             roost.schedule.outbox, roost.resolver.resolve, lambda: None, lambda: T0_MS,
             lambda tenant: roost.loadout.vault.masker(roost.tenant_dirs(tenant)),

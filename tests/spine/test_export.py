@@ -32,7 +32,12 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 
 def tables_with_tenant(db: sqlite3.Connection) -> list[str]:
-    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    """Every store's table with a tenant column (not the storage engine's `storage_*`)."""
+    names = [
+        r[0]
+        for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not str(r[0]).startswith("storage_")
+    ]
     return [
         n for n in names if any(c[1] == "tenant" for c in db.execute(f"PRAGMA table_info({n})"))
     ]

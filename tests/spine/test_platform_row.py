@@ -151,7 +151,7 @@ async def test_a_toy_row_gets_audit_identities_send_to_speech_and_files(
         assert exported.files and exported.files[0].path.name.endswith(".zip")
 
         args = argparse.Namespace(to="toy:42", text=["ping"], key=None, tenant=None)
-        assert send_to(args, settings, platforms_of(rows)) == 0
+        assert await asyncio.to_thread(send_to, args, settings, platforms_of(rows)) == 0
         await asyncio.wait_for(toy.changed.wait(), WAIT_S)  # the scheduler noticed the row
         (entry,) = toy.delivered
         assert (entry.tenant, entry.channel, entry.chat, entry.text) == (

@@ -19,6 +19,7 @@ from bridge.channels.telegram.inbox import KEEP_MS, UpdateInbox, describe
 from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
 from tests.masking import m
+from tests.schedule.database import database_of
 
 NOW = 1_800_000_000.0
 
@@ -111,12 +112,15 @@ def test_the_next_process_takes_over_what_was_left_oldest_first(conn: Any) -> No
     assert not later.claim(3)  # a redelivery of a recovered update is not answered again
 
 
-def test_an_answer_waiting_in_the_outbox_counts_as_answered(conn: Any) -> None:
+async def test_an_answer_waiting_in_the_outbox_counts_as_answered(
+    conn: Any, tmp_path: Path
+) -> None:
     gone = inbox(conn, owner="killed")
     gone.store([message(1, 111, "q1"), message(2, 111, "q2")])
     gone.claim(1)
     gone.claim(2)
-    OutboxStore(conn).enqueue("alice", "telegram", "111", m("answer 1"), "reply:501", now_ms=1)
+    async with database_of(tmp_path / "roost.db") as db:  # the outbox's way into roost.db
+        await OutboxStore(db).enqueue("alice", "telegram", "111", m("a"), "reply:501", now_ms=1)
     taken = inbox(conn, owner="restarted").recover()
     assert [s.update_id for s in taken] == [2]
     states = dict(conn.execute("SELECT update_id, state FROM channel_inbox").fetchall())

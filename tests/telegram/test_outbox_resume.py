@@ -43,12 +43,12 @@ async def test_a_part_that_arrived_is_not_sent_again_when_a_later_part_failed(
         chat = ALICE + trial
         before = len(fake.calls_of("sendMessage"))
         async with running(tg_settings(home, fake), fake, options=ONCE) as r:
-            outbox = OutboxStore(r.roost.db)
-            outbox.enqueue(
+            outbox = OutboxStore(r.roost.database)
+            await outbox.enqueue(
                 "alice", "telegram", str(chat), m(three_parts()), f"job:j:{trial}", now_ms=1
             )
             deliver = OutboxSender(r.channel.sender, outbox.parts)
-            (entry,) = outbox.claim(2, 1)
+            (entry,) = await outbox.claim(2, 1)
             calls = 0
 
             def fail_second(text: str) -> Failure | None:
@@ -63,11 +63,11 @@ async def test_a_part_that_arrived_is_not_sent_again_when_a_later_part_failed(
                 assert exc.kind == "network" and not exc.permanent
             else:
                 raise AssertionError("part 2 failed once")
-            outbox.failed(entry.id, "network", 3)
+            await outbox.failed(entry.id, "network", 3)
             fake.refuse_text = lambda text: None
-            (again,) = outbox.claim(10_000_000, 1)
+            (again,) = await outbox.claim(10_000_000, 1)
             await deliver(again)
-            outbox.delivered(again.id, 10_000_001)
+            await outbox.delivered(again.id, 10_000_001)
         shown = [m.text for m in fake.sent_to(chat)]
         assert len(shown) == 3, shown
         assert [t.split(" ", 1)[0] for t in shown] == ["part0", "part2", "part4"]

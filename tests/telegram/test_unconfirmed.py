@@ -65,15 +65,16 @@ async def test_an_outbox_part_whose_send_timed_out_is_never_sent_again(
 ) -> None:
     text = "\n\n".join(f"paragraph {n} " + "x" * 300 for n in range(20))  # two parts or more
     async with running(tg_settings(home, fake), fake, options=IMPATIENT) as r:
-        outbox = OutboxStore(r.roost.db)
-        entry_id = outbox.enqueue("alice", "telegram", str(ALICE), m(text), "job:x:1", now_ms=1).id
+        outbox = OutboxStore(r.roost.database)
+        entry = await outbox.enqueue("alice", "telegram", str(ALICE), m(text), "job:x:1", now_ms=1)
+        entry_id = entry.id
         deliver = OutboxSender(r.channel.sender, outbox.parts)
         fake.stall("sendMessage")  # part 1 is shown, its answer never comes
-        (entry,) = outbox.claim(2, 1)
-        await deliver(entry)
+        (claimed,) = await outbox.claim(2, 1)
+        await deliver(claimed)
         first = [m.text for m in fake.sent_to(ALICE)]
-        await deliver(entry)  # delivered again (a retry, a restart): nothing is repeated
-        assert outbox.parts.parts(entry_id)[0].state == "unknown"
+        await deliver(claimed)  # delivered again (a retry, a restart): nothing is repeated
+        assert (await outbox.parts.parts(entry_id))[0].state == "unknown"
     assert [m.text for m in fake.sent_to(ALICE)] == first
     assert first[-1] == UNCONFIRMED_PART and first[0].startswith("paragraph 0")
     assert len(fake.calls_of("sendMessage")) == len(first)

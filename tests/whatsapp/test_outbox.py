@@ -28,11 +28,11 @@ HOUR_MS = 3_600_000
 TEMPLATE = {"template": "roost_reminder", "template_language": "de", "template_chars": 60}
 
 
-def queued(r: Running, text: str, key: str = "job:abc:1") -> OutboxEntry:
-    outbox = OutboxStore(r.roost.db)
+async def queued(r: Running, text: str, key: str = "job:abc:1") -> OutboxEntry:
+    outbox = OutboxStore(r.roost.database)
     now = int(time.time() * 1000)
-    outbox.enqueue("alice", "whatsapp", ALICE, Masked(text), key, now_ms=now)
-    (entry,) = [e for e in outbox.claim(now) if e.key == key]
+    await outbox.enqueue("alice", "whatsapp", ALICE, Masked(text), key, now_ms=now)
+    (entry,) = [e for e in await outbox.claim(now) if e.key == key]
     return entry
 
 
@@ -55,7 +55,7 @@ async def test_inside_the_window_a_reminder_is_text_and_its_statuses_are_kept(
     async with running(wa_settings(home, fake), fake, ScriptedBackend("hi")) as r:
         await fake.text(ALICE, "hello")
         await r.channel.idle()
-        entry = queued(r, "⏰ water the **basil**")
+        entry = await queued(r, "⏰ water the **basil**")
         await r.outbox(entry)
         await fake.wait_sent(2)
         assert fake.sent[-1]["text"]["body"] == "⏰ water the *basil*"
@@ -73,7 +73,7 @@ async def test_outside_the_window_the_template_carries_the_text(
         await r.channel.idle()
         last_wrote(r, 30)
         long = "⏰ Tomorrow:\n\n- water the basil\n\tand    the mint\n" + "x" * 100
-        await r.outbox(queued(r, long))
+        await r.outbox(await queued(r, long))
         await fake.wait_sent(2)
         template = fake.sent[-1]["template"]
         assert fake.sent[-1]["type"] == "template"
@@ -92,7 +92,7 @@ async def test_outside_the_window_without_a_template_it_waits_for_the_person(
         await fake.text(ALICE, "hello")
         await r.channel.idle()
         last_wrote(r, 25)
-        entry = queued(r, "⏰ call mum")
+        entry = await queued(r, "⏰ call mum")
         with pytest.raises(DeliveryError) as err:
             await r.outbox(entry)
         assert (err.value.kind, err.value.retry_after_ms, err.value.permanent) == (
@@ -100,13 +100,13 @@ async def test_outside_the_window_without_a_template_it_waits_for_the_person(
             WAIT_MS,
             False,
         )
-        outbox = OutboxStore(r.roost.db)
+        outbox = OutboxStore(r.roost.database)
         now = int(time.time() * 1000)
-        assert outbox.failed(entry.id, "window", now, retry_after_ms=WAIT_MS) == "queued"
-        assert outbox.claim(now) == [], "it waits"
+        assert await outbox.failed(entry.id, "window", now, retry_after_ms=WAIT_MS) == "queued"
+        assert await outbox.claim(now) == [], "it waits"
         await fake.text(ALICE, "I'm back")
         await r.channel.idle()
-        (again,) = outbox.claim(int(time.time() * 1000))
+        (again,) = await outbox.claim(int(time.time() * 1000))
         assert again.id == entry.id, "due again the moment the person wrote"
         await r.outbox(again)
     assert fake.texts()[-1] == "⏰ call mum"
@@ -120,7 +120,7 @@ async def test_meta_saying_the_window_is_closed_falls_back_to_the_template(
         await fake.text(ALICE, "hello")
         await r.channel.idle()
         fake.fail(Failure(400, 131047, message="(#131047) Re-engagement message"))
-        await r.outbox(queued(r, "⏰ now"))
+        await r.outbox(await queued(r, "⏰ now"))
     assert [m["type"] for m in fake.sent] == ["text", "template"]
 
 
@@ -131,7 +131,7 @@ async def test_a_failed_status_is_recorded_and_jobs_says_so(home: Path, fake: Fa
         await fake.text(ALICE, "hello")
         await r.channel.idle()
         fake.last_in[ALICE] = time.time() - 30 * 3600  # Meta thinks otherwise: 131047 later
-        await r.outbox(queued(r, "⏰ stretch"))
+        await r.outbox(await queued(r, "⏰ stretch"))
         await fake.settle()
         assert sent_rows(r)[-1][4:] == ("failed", 131047)
         await fake.text(ALICE, "/jobs")

@@ -72,10 +72,10 @@ def classify(exc: BaseException) -> DeliveryError:
 class NoParts:
     """A `PartLog` that remembers nothing (every attempt starts at part 1)."""
 
-    def parts(self, entry_id: int) -> Mapping[int, OutboxPart]:
+    async def parts(self, entry_id: int) -> Mapping[int, OutboxPart]:
         return {}
 
-    def mark(self, entry_id: int, part: OutboxPart) -> None:
+    async def mark(self, entry_id: int, part: OutboxPart) -> None:
         return None
 
 
@@ -92,7 +92,7 @@ class OutboxSender:
         except ValueError:
             raise DeliveryError("not_found", permanent=True) from None
         chunks = await laid_out(layout, entry.text, LIMIT)
-        known = dict(self._parts.parts(entry.id))
+        known = dict(await self._parts.parts(entry.id))
         try:
             for idx, chunk in enumerate(chunks):
                 done = await self._part(entry.id, chat_id, idx, chunk, known.get(idx))
@@ -119,7 +119,7 @@ class OutboxSender:
         except Unconfirmed as exc:
             log.warning("outbox: part %d of entry %d is unconfirmed: %s", idx + 1, entry_id, exc)
             done = OutboxPart(idx, "unknown")
-        self._parts.mark(entry_id, done)
+        await self._parts.mark(entry_id, done)
         return done
 
     async def _edit(self, chat_id: int, message_id: int, chunk: Rendered) -> int:

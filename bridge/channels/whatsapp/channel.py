@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from aiohttp import web
@@ -71,7 +71,7 @@ class WhatsAppChannel:
         receiving: Receiving | None = None,
         undelivered: Undelivered | None = None,
         speak: Speak | None = None,
-        woke: Callable[[str, str], None] = lambda tenant, chat: None,
+        woke: Callable[[str, str], Awaitable[None]] | None = None,
         ignored: Callable[[str, int], None] = lambda kind, n: None,
         clock: Callable[[], float] = time.time,
         stop_grace_s: float = 10.0,
@@ -199,7 +199,8 @@ class WhatsAppChannel:
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
         if tenant is not None:
             self.store.wrote(tenant, msg.sender, int(self._clock() * 1000))
-            self._woke(tenant, msg.sender)
+            if self._woke is not None:
+                await self._woke(tenant, msg.sender)
             if msg.media is not None and receiving is not None:
                 inbox = receiving.inbox_of(tenant)
                 att = await self.fetcher.attachment(msg.kind, msg.media, inbox, receiving)

@@ -61,8 +61,8 @@ def make_whatsapp(
         client = GraphClient(settings.api_base_url, token, secrets.phone_number_id)
     store = WhatsAppStore(db)
 
-    def woke(tenant: str, chat: str) -> None:  # the person wrote: waiting entries go now
-        if schedule.outbox.due_now(tenant, "whatsapp", chat, WAITING, int(clock() * 1000)):
+    async def woke(tenant: str, chat: str) -> None:  # the person wrote: waiting entries go now
+        if await schedule.outbox.due_now(tenant, "whatsapp", chat, WAITING, int(clock() * 1000)):
             schedule.changed()
 
     channel = WhatsAppChannel(

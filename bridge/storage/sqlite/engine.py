@@ -24,9 +24,16 @@ ENGINE = (
 
 
 def private_file(path: Path) -> None:
-    """Create `path` 0600 if missing; its WAL siblings 0600 if present (they hold text)."""
+    """Create `path` 0600 if missing; it and its WAL siblings 0600 if present (they hold
+    text). An existing file is never opened here: closing a descriptor of a database
+    file drops every POSIX lock this process holds on it, so another connection of
+    the process (`bridge.core.db`'s) would lose its shared lock, and another process
+    closing its last connection would then delete the WAL under both."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        path.chmod(0o600)
     for suffix in ("-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
             path.with_name(path.name + suffix).chmod(0o600)
