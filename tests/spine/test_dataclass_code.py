@@ -87,6 +87,12 @@ def _behaviour(c: dict[str, Any]) -> list[object]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def bytecode_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte-code writing on, as `make test` runs (PYTHONDONTWRITEBYTECODE may be set here)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
 def test_classes_made_through_the_cache_behave_as_the_stdlib_makes_them(tmp_path: Path) -> None:
     cache = dataclass_code._Cache(tmp_path / "codes.marshal")
     cached_maker = dataclass_code._method_maker(cache)
