@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -242,35 +243,53 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
 
 # id(message) -> (the message, the masker, the method, the message masked by it)
 _HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
+# id(masker) -> (the masker, the method, the last history it masked, their masked forms)
+_LAST: dict[int, tuple[object, object, tuple[ChatMessage, ...], tuple[ChatMessage, ...]]] = {}
 
 
 def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[ChatMessage]:
     """`_redacted` of each message, remembered per (message object, masker object): the
     session store hands the same history objects every turn and the vault's masker is
     rebuilt only when the vault changed, so an unchanged history is not masked again each
-    turn (the look-up of a remembered message is one dict get and three identity checks).
+    turn. The masker's last history is kept too: the part of this one that starts with
+    the same objects (a history grows by appending) is taken whole, found by identity
+    checks in C; each message after it is one dict get and three identity checks.
     Held entries keep both objects alive, so neither id is reused while cached."""
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
     if owner is None or func is None:  # not a bound masker method: nothing to key on
         return [_redacted(m, redact) for m in messages]
-    out = []
-    get = _HISTORY.get
-    for message in messages:
-        hit = get(id(message))
-        if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
-            out.append(hit[3])
-            continue
-        masked = _redacted(message, redact)
-        if len(_HISTORY) >= 8192:
-            _HISTORY.clear()
-        _HISTORY[id(message)] = (message, owner, func, masked)
-        out.append(masked)
+    messages = tuple(messages)
+    last = _LAST.get(id(owner))
+    out: list[ChatMessage] = []
+    if last is not None and last[0] is owner and last[1] is func:
+        same = list(map(operator.is_, messages, last[2]))
+        common = same.index(False) if False in same else len(same)
+        out = list(last[3][:common])
+    out.extend(_one_masked(m, redact, owner, func) for m in messages[len(out) :])
+    if len(_LAST) >= 1024:
+        _LAST.clear()
+    _LAST[id(owner)] = (owner, func, messages, tuple(out))
     return out
 
 
+def _one_masked(message: ChatMessage, redact: Redact, owner: object, func: object) -> ChatMessage:
+    """`_redacted(message, redact)`, remembered per (message, masker, method) objects."""
+    hit = _HISTORY.get(id(message))
+    if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
+        return hit[3]
+    masked = _redacted(message, redact)
+    if len(_HISTORY) >= 8192:
+        _HISTORY.clear()
+    _HISTORY[id(message)] = (message, owner, func, masked)
+    return masked
+
+
 def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
-    """`_history_masked` of one message."""
-    return _history_masked((message,), redact)[0]
+    """`_history_masked` of one message (leaving the masker's last history as it was)."""
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:
+        return _redacted(message, redact)
+    return _one_masked(message, redact, owner, func)
 
 
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:

@@ -8,7 +8,11 @@ its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
 wait when there is none). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
-always seen by it.
+always seen by it. `generations(directory)` returns that generation and the
+directory's entries generation, which moves only when an entry is created,
+deleted or renamed there, or the directory's own attributes change: all that
+can make a missing name appear (a file written in place, such as a database's
+log beside it, leaves it alone).
 
 A rename, deletion or creation of a directory on the way from a root to a
 watched directory, a lost watch or an overflowed queue changes every
@@ -79,6 +83,7 @@ class DirWatch:
         self._lock = threading.Lock()
         self._tick = 0  # counts events: a generation is the tick of its last change
         self._gens: dict[str, int] = {}  # watched directory -> its generation
+        self._entries: dict[str, int] = {}  # watched directory -> its entries' generation
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
@@ -106,20 +111,29 @@ class DirWatch:
 
     def generation(self, directory: str) -> int | None:
         """The directory's change generation (None: cannot be watched; check with stat)."""
+        both = self.generations(directory)
+        return None if both is None else both[0]
+
+    def entries_generation(self, directory: str) -> int | None:
+        """The generation of the directory's entries and own attributes (None: as above)."""
+        both = self.generations(directory)
+        return None if both is None else both[1]
+
+    def generations(self, directory: str) -> tuple[int, int] | None:
+        """(generation, entries generation) of the directory, or None as above."""
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
         if not self._closed and not self._poll.poll(0) and not self._lock.locked():
-            gen = self._gens.get(directory)
-            if gen is not None:
-                return gen
+            gen, entries = self._gens.get(directory), self._entries.get(directory)
+            if gen is not None and entries is not None:
+                return gen, entries
         with self._lock:
             if self._closed:
                 return None
             self._drain()
-            gen = self._gens.get(directory)
-            if gen is None and self._watch(directory):
-                gen = self._gens[directory]
-            return gen
+            if directory not in self._gens and not self._watch(directory):
+                return None
+            return self._gens[directory], self._entries[directory]
 
     def _root_of(self, directory: str) -> str | None:
         for root in self._roots:
@@ -143,7 +157,7 @@ class DirWatch:
                 self._on_path.add(path)
         if not self._add(directory, _WHOLE):
             return False
-        self._gens[directory] = self._tick
+        self._gens[directory] = self._entries[directory] = self._tick
         return True
 
     def _add(self, directory: str, mask: int) -> bool:
@@ -182,6 +196,8 @@ class DirWatch:
             if directory in self._gens:
                 self._tick += 1
                 self._gens[directory] = self._tick
+                if mask & _ENTRIES or (mask & IN_ATTRIB and not name):  # not name: itself
+                    self._entries[directory] = self._tick
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
@@ -195,11 +211,13 @@ class DirWatch:
             self._masks.pop(directory, None)
         self._tick += 1
         self._gens.clear()
+        self._entries.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
         self._tick += 1
         self._gens = dict.fromkeys(self._gens, self._tick)
+        self._entries = dict.fromkeys(self._gens, self._tick)
 
 
 _LOCAL_FS = frozenset(

@@ -9,7 +9,9 @@ no event since the file was last checked. A file the watch cannot vouch for
 is still checked with `stat` every time: one in a directory it cannot watch,
 a symbolic link (its target may live elsewhere), a file with more than one
 hard link (a write through another link is reported to another directory), or
-a directory's own stat key (its parent hears nothing of its entries). Writes
+a directory's own stat key (its parent hears nothing of its entries). A missing
+file waits only on its directory's entries (`DirWatch.generations`): files
+written beside it, such as a database's log, do not make it checked again. Writes
 through a shared memory mapping raise no inotify event; nothing here maps.
 `sig(path)` is the stat key used to detect changes.
 """
@@ -33,6 +35,7 @@ class _Seen(NamedTuple):
     key: StatKey
     gen: int | None
     directory: str = ""  # whose generation `gen` is
+    entries: bool = False  # `gen` is the directory's entries generation (`key` is None)
 
 
 def sig(path: Path | str) -> StatKey:
@@ -59,24 +62,27 @@ class FileCache:
         self.stats = 0  # stat calls made (for tests and the benchmark)
 
     def _fresh(self, seen: _Seen) -> bool:
-        """Whether nothing changed in its directory since `seen` was taken."""
-        return (
-            seen.gen is not None
-            and self._watch is not None
-            and (self._watch.generation(seen.directory) == seen.gen)
-        )
+        """Whether nothing changed in its directory (its entries, for a missing file)
+        since `seen` was taken."""
+        if seen.gen is None or self._watch is None:
+            return False
+        both = self._watch.generations(seen.directory)
+        return both is not None and both[seen.entries] == seen.gen
 
     def _check(self, path: str, directory: str) -> _Seen:
         """The stat key of `path` now, with the generation taken before it (a change
         after the `stat` moves the generation, so it is seen next time)."""
-        gen = self._watch.generation(directory) if self._watch is not None else None
+        both = self._watch.generations(directory) if self._watch is not None else None
+        gen = None if both is None else both[0]
         self.stats += 1
         try:
             found = os.lstat(path)
             if st_mode.S_ISLNK(found.st_mode):
                 gen, found = None, os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
-            return _Seen(None, gen, directory)
+            if both is None or gen is None:  # not watched, or a dangling link
+                return _Seen(None, None, directory)
+            return _Seen(None, both[1], directory, entries=True)
         if st_mode.S_ISDIR(found.st_mode):
             if directory != path:  # its entries change its stat, and only it hears of them
                 gen = None

@@ -117,10 +117,13 @@ class Vault:
         return read_values(dirs, self._cache)
 
     def masker(self, dirs: TenantDirs) -> Masker:
-        """The masker for this tenant's current values; rebuilt only when the vault changed."""
+        """The masker for this tenant's current values; rebuilt only when the vault changed:
+        its listing (which the cache re-takes whenever the directory's own stat key moved)
+        or a listed file's stat key (the directory's own key would add nothing, and
+        the watch cannot vouch for it: it would cost a `stat` every call)."""
         d = dirs.vault
         stat = self._cache.stat_key
-        key = (stat(d), tuple((n, stat(d / n)) for n in names(dirs, self._cache)))
+        key = tuple((n, stat(d / n)) for n in names(dirs, self._cache))
         hit = self._maskers.get(str(dirs.root))
         if hit is not None and hit[0] == key:
             return hit[1]

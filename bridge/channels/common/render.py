@@ -55,8 +55,24 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
+# A line that starts with a letter and holds none of these (nor a line break, tab or
+# other unprintable character) is one paragraph of text that Markdown leaves as it is:
+# no emphasis, code, link, escape, entity reference, HTML, table, quote or list marker
+# can start in it. It renders to itself, stripped, with no entities (a short answer's
+# common case, without building markdown-it's tokens; tests/telegram/test_render_plain.py
+# checks it against the parser).
+_MARKUP = frozenset("\\`*_[]<>&#|~")
+
+
 def render(markdown: str) -> Rendered:
     """Render Markdown to text + entities; leading/trailing whitespace is trimmed."""
+    if markdown[:1].isalpha() and markdown.isprintable() and _MARKUP.isdisjoint(markdown):
+        return Rendered(markdown.strip())
+    return parsed(markdown)
+
+
+def parsed(markdown: str) -> Rendered:
+    """`render` through markdown-it, whatever the text (what the plain case must equal)."""
     source = markdown.replace("\r\n", "\n")
     tokens = _MD.parse(source)
     if any(token.level >= MAX_NESTING - 1 for token in tokens):
