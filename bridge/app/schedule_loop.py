@@ -122,7 +122,7 @@ class ScheduleLoop:
             try:
                 now = self._clock()
                 removed = await schedule.outbox.prune(now)
-                removed += schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
+                removed += await schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
                 if removed:
                     log.info("schedule: pruned %d old outbox entries and finished jobs", removed)
                 swept = self._roost.senses.sweep(now / 1000)  # old attachments in the inboxes

@@ -36,6 +36,7 @@ from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
 from bridge.types.messages import Handle, Inbound
@@ -296,23 +297,22 @@ def reply_to_outbox(
     return undelivered
 
 
-def recent_messages(
-    conn: sqlite3.Connection, tenant: str, channel: str, chat: str, after_id: int, limit: int = 50
+async def recent_messages(
+    db: Database, tenant: str, channel: str, chat: str, after_id: int, limit: int = 50
 ) -> list[dict[str, Any]]:
     """A chat's outbox messages newer than `after_id` (not dead-lettered), oldest first:
     what a page that was closed missed."""
-    rows = conn.execute(
+    rows = await db.fetch_all(
         "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
         " AND chat = ? AND id > ? AND state != 'dead' ORDER BY id DESC LIMIT ?",
         (tenant, channel, chat, after_id, limit),
-    ).fetchall()
+    )
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
 
 
-def newest_message_id(conn: sqlite3.Connection) -> int:
+async def newest_message_id(db: Database) -> int:
     """The id of the newest outbox entry (0 when there is none): where a new reader starts."""
-    (newest,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM outbox").fetchone()
-    return int(newest)
+    return int(await db.fetch_value("SELECT COALESCE(MAX(id), 0) FROM outbox"))
 
 
 async def watch_db(

@@ -19,6 +19,7 @@ from bridge.schedule.runtime import (
     JobRunner,
     audit_event,
     job_inbound,
+    newest_message_id,
     parse_tool_payload,
     recent_messages,
     reply_to_outbox,
@@ -153,7 +154,6 @@ async def keep_twice(conn: sqlite3.Connection, outbox: OutboxStore) -> None:
 
 
 async def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
-    conn = connect(tmp_path / "roost.db")
     async with database_of(tmp_path / "roost.db") as db:
         outbox = OutboxStore(db)
         ids = [
@@ -163,9 +163,12 @@ async def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
         await outbox.enqueue("local", "web", "other", m("elsewhere"), "k9", now_ms=1)
         await outbox.enqueue("bob", "web", "default", m("not local"), "k8", now_ms=1)
         await outbox.failed(ids[1], "forbidden", 5, permanent=True)  # dead: not shown
-    got = recent_messages(conn, "local", "web", "default", 0)
+        got = await recent_messages(db, "local", "web", "default", 0)
+        after = await recent_messages(db, "local", "web", "default", ids[0])
+        newest = await newest_message_id(db)
     assert [m["text"] for m in got] == ["m0", "m2"]
-    assert [m["text"] for m in recent_messages(conn, "local", "web", "default", ids[0])] == ["m2"]
+    assert [m["text"] for m in after] == ["m2"]
+    assert newest == max(e["id"] for e in got) + 2  # the two entries of other chats came last
 
 
 async def test_a_commit_from_another_process_wakes_the_scheduler(tmp_path: Path) -> None:
