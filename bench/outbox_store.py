@@ -16,6 +16,11 @@ figures are ratios to the floor measured in the same run, with the load.
 (one INSERT ... SELECT ... WHERE count < max RETURNING), `due` (one SELECT),
 `mark_run` (the job's SELECT and one UPDATE): four statements.
 
+Through the stores both cycles run a fifth statement the floor does not: the
+`schedule` topic's notify of `enqueue` and `create` (on SQLite an upsert of a
+counter row; on PostgreSQL `pg_notify`). The per-statement column divides by
+four, the work the floor does.
+
 Run: .venv/bin/python -m bench.outbox_store [--store outbox|jobs] [--n 2000] [--rounds 10]
 [--quick]
 """

@@ -15,7 +15,9 @@ minimum interval to its last run, whatever the parser returns. Every write is
 ONE statement, never a transaction held across an await (the rule of
 `bridge.schedule.outbox`: roost.db still has a second way in on SQLite):
 `resume` writes only if the job is still paused, `mark_run` keeps a job
-paused while it ran paused in the same UPDATE. On PostgreSQL (READ
+paused while it ran paused in the same UPDATE. A created or resumed job
+notifies `WAKE_TOPIC`, so the scheduler of any process on the database wakes
+(a `/remind` in `roost chat` beside a running daemon). On PostgreSQL (READ
 COMMITTED) two creates of one tenant racing each other may both see room for
 the last job: the limit can be passed by the number of racing creates.
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from bridge.core.words import count
+from bridge.schedule.outbox import WAKE_TOPIC
 from bridge.storage.protocol import Database, Row
 from bridge.types.masked import Masked, require
 
@@ -142,6 +145,7 @@ class JobStore:
                 _CREATE, (tenant, self._new_id(), *values, tenant, self.limits.max_jobs)
             )
             if row is not None:
+                await self.db.notify(WAKE_TOPIC)  # the scheduler, in whatever process
                 return Job(*row)
             await self._check_count(tenant)  # no row: the limit, or the id was taken
         raise RuntimeError("no free job id after 8 tries")
@@ -227,6 +231,8 @@ class JobStore:
             " AND state = 'paused'",
             (state, next_ms, tenant, job_id),
         )
+        if changed == 1 and state == "active":
+            await self.db.notify(WAKE_TOPIC)
         return changed == 1
 
     async def mark_run(

@@ -17,23 +17,22 @@ retryable failure. `audit_observer` turns scheduler events into the audited
 `reply_to_outbox` stores a final reply a channel could not deliver under the
 key `reply:<msg_id>` (or the key the channel names, e.g. a notice about a
 file; masked again: the outbox's type), with what of it the person already
-sees (`OutboxPart`s, recorded before it can be claimed); `watch_db` wakes the
-scheduler when another process (`roost send --to`) committed to the database.
+sees (`OutboxPart`s, recorded before it can be claimed); `watch` wakes the
+scheduler at every notify of the stores' `WAKE_TOPIC`, whatever process made it
+(`roost send --to`, a job made in `roost chat`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from bridge.core.tenants import LOOPBACK_CHANNELS
 from bridge.schedule.jobs import Job
-from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
+from bridge.schedule.outbox import WAKE_TOPIC, DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
 from bridge.storage.protocol import Database
@@ -315,15 +314,13 @@ async def newest_message_id(db: Database) -> int:
     return int(await db.fetch_value("SELECT COALESCE(MAX(id), 0) FROM outbox"))
 
 
-async def watch_db(
-    conn: sqlite3.Connection, wake: Callable[[], None], interval_s: float = 1.0
-) -> None:
-    """Wake the scheduler when another connection commits (`PRAGMA data_version`
-    changes only then): `roost send --to` from a shell, without a socket."""
-    (seen,) = conn.execute("PRAGMA data_version").fetchone()
-    while True:
-        await asyncio.sleep(interval_s)
-        (now,) = conn.execute("PRAGMA data_version").fetchone()
-        if now != seen:
-            seen = now
+async def watch(db: Database, wake: Callable[[], None]) -> None:
+    """Wake the scheduler at every notify of `WAKE_TOPIC` (a job created or resumed,
+    an outbox entry enqueued) from any process on the database: `roost send --to`
+    from a shell, a `/remind` in `roost chat`, another instance. SQLite polls `PRAGMA
+    data_version` (`poll_s`), PostgreSQL LISTENs. Its first wake comes at once (the
+    subscription's first look), so nothing notified before it is missed."""
+    async with db.subscribe(WAKE_TOPIC) as notified:
+        while True:
+            await notified.wait()
             wake()
