@@ -406,3 +406,23 @@ async def test_concurrent_creates_of_two_tenants_all_land(open_db: OpenDb) -> No
     )
     assert len(made) == 20
     assert len(await one.list_jobs("a")) == len(await two.list_jobs("b")) == 10
+
+
+async def test_a_create_on_a_full_database_is_told_as_a_full_disk(
+    backend: str, db: Database
+) -> None:
+    """SQLite: the store's error keeps sqlite3's SQLITE_FULL as its cause, so the core says
+    "the disk is full" (`bridge.core.diskfull`), not the generic error."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's per-connection page cap")
+    from bridge.core.diskfull import disk_full
+    from bridge.storage.errors import StorageError
+
+    store = JobStore(db, next_run, JobLimits(max_jobs=10_000))
+    await make(store)
+    pages = await db.fetch_value("PRAGMA page_count")
+    await db.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(StorageError) as full:
+        for n in range(10_000):  # until the pages run out
+            await make(store, chat=str(n), payload="x" * 3900)
+    assert disk_full(full.value)
