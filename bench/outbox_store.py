@@ -1,4 +1,5 @@
-"""The outbox on the `Database` protocol against the same statements on bare sqlite3.
+"""The outbox and the job store on the `Database` protocol against the same statements
+on bare sqlite3.
 
 One cycle is what a proactive message costs the outbox: `enqueue` (one
 INSERT ... RETURNING), `claim` of it (the dead-letter UPDATE and the claiming
@@ -11,7 +12,17 @@ PostgreSQL is not installed). The variants take turns in `--rounds` rounds
 and each reports its median round, so a busy machine slows them alike; the
 figures are ratios to the floor measured in the same run, with the load.
 
-Run: .venv/bin/python -m bench.outbox_store [--n 2000] [--rounds 10] [--quick]
+`--store jobs`: one cycle is a one-shot job's life in the scheduler: `create`
+(one INSERT ... SELECT ... WHERE count < max RETURNING), `due` (one SELECT),
+`mark_run` (the job's SELECT and one UPDATE): four statements.
+
+Through the stores both cycles run a fifth statement the floor does not: the
+`schedule` topic's notify of `enqueue` and `create` (on SQLite an upsert of a
+counter row; on PostgreSQL `pg_notify`). The per-statement column divides by
+four, the work the floor does.
+
+Run: .venv/bin/python -m bench.outbox_store [--store outbox|jobs] [--n 2000] [--rounds 10]
+[--quick]
 """
 
 from __future__ import annotations
@@ -24,19 +35,22 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import fields
 from pathlib import Path
 
 import asyncpg
 
 from bridge.core import db as core_db
+from bridge.schedule.jobs import Job, JobStore
 from bridge.schedule.outbox import OutboxStore
 from bridge.storage.postgres import PostgresDatabase
+from bridge.storage.protocol import Database
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
 from tests.masking import m
 from tests.storage.pg_server import NoPostgres, start_server
 
-STATEMENTS = 4  # per cycle
+STATEMENTS = 4  # per cycle, in either store
 T0 = 1_700_000_000_000
 Cycle = Callable[[int], Awaitable[None]]
 
@@ -78,6 +92,56 @@ async def direct(path: Path) -> AsyncIterator[Cycle]:
         conn.close()
 
 
+@asynccontextmanager
+async def direct_jobs(path: Path) -> AsyncIterator[Cycle]:
+    """The job cycle's four statements on the old connection (the floor)."""
+    conn = core_db.connect(path)
+    columns = ", ".join(f.name for f in fields(Job))
+
+    async def cycle(i: int) -> None:
+        now = T0 + i
+        conn.execute(
+            "INSERT INTO jobs (tenant, id, channel, chat, kind, spec, payload, tz, state,"
+            " next_run_ms, created_ms) SELECT 't', ?, 'web', 'c', 'reminder', '', 'bread',"
+            " 'UTC', 'active', ?, ? WHERE (SELECT COUNT(*) FROM jobs WHERE tenant = 't'"
+            " AND state != 'done') < 50 ON CONFLICT (tenant, id) DO NOTHING RETURNING id",
+            (f"j{i}", now, now),
+        ).fetchone()
+        (due,) = conn.execute(
+            f"SELECT {columns} FROM jobs WHERE state = 'active' AND next_run_ms <= ?"
+            " ORDER BY next_run_ms LIMIT 1",
+            (now,),
+        ).fetchall()
+        conn.execute(f"SELECT {columns} FROM jobs WHERE tenant = ? AND id = ?", ("t", due[1]))
+        conn.execute(
+            "UPDATE jobs SET state = 'done', next_run_ms = NULL, last_run_ms = ?,"
+            " runs = runs + 1, fail_count = 0, last_error = '' WHERE tenant = ? AND id = ?",
+            (now, "t", due[1]),
+        )
+
+    try:
+        yield cycle
+    finally:
+        conn.close()
+
+
+def job_cycle(jobs: JobStore) -> Cycle:
+    async def cycle(i: int) -> None:
+        now = T0 + i
+        await jobs.create(
+            tenant="t", channel="web", chat="c", kind="reminder", spec="",
+            payload=m("bread"), tz="UTC", next_run_ms=now, created_ms=now,
+        )  # fmt: skip
+        (job,) = await jobs.due(now, 1)
+        await jobs.mark_run("t", job.id, ran_ms=now, next_run_ms=None)
+
+    return cycle
+
+
+def no_next(spec: str, tz: str, after_ms: int) -> int | None:
+    return None  # one-shots only
+
+
 def store_cycle(outbox: OutboxStore) -> Cycle:
     async def cycle(i: int) -> None:
         now = T0 + i
@@ -88,22 +152,26 @@ def store_cycle(outbox: OutboxStore) -> Cycle:
     return cycle
 
 
+def cycle_of(store: str, db: Database) -> Cycle:
+    return job_cycle(JobStore(db, no_next)) if store == "jobs" else store_cycle(OutboxStore(db))
+
+
 @asynccontextmanager
-async def on_sqlite(path: Path) -> AsyncIterator[Cycle]:
+async def on_sqlite(path: Path, store: str) -> AsyncIterator[Cycle]:
     db = await SqliteDatabase.open(path, readers=1)
     await db.migrate(MIGRATIONS)
     try:
-        yield store_cycle(OutboxStore(db))
+        yield cycle_of(store, db)
     finally:
         await db.aclose()
 
 
 @asynccontextmanager
-async def on_postgres(url: str) -> AsyncIterator[Cycle]:
+async def on_postgres(url: str, store: str) -> AsyncIterator[Cycle]:
     db = await PostgresDatabase.open(url)
     await db.migrate(MIGRATIONS)
     try:
-        yield store_cycle(OutboxStore(db))
+        yield cycle_of(store, db)
     finally:
         await db.aclose()
 
@@ -130,6 +198,7 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="cycles per variant")
     parser.add_argument("--rounds", type=int, default=10, help="turns the variants take")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
+    parser.add_argument("--store", choices=("outbox", "jobs"), default="outbox")
     args = parser.parse_args()
     if args.quick:
         args.n, args.rounds = 20, 1
@@ -141,21 +210,28 @@ async def main() -> None:
         print(f"PostgreSQL: skipped ({exc})")
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            name = "JobStore" if args.store == "jobs" else "OutboxStore"
+            floor_of = direct_jobs if args.store == "jobs" else direct
             variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
-                "sqlite3 direct": direct(Path(tmp) / "direct.db"),
-                "OutboxStore/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db"),
+                "sqlite3 direct": floor_of(Path(tmp) / "direct.db"),
+                f"{name}/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db", args.store),
             }
             if server is not None:
                 admin = await asyncpg.connect(server.url())
                 await admin.execute('CREATE DATABASE "outbox"')
                 await admin.close()
-                variants["OutboxStore/PostgresDatabase"] = on_postgres(server.url("outbox"))
+                variants[f"{name}/PostgresDatabase"] = on_postgres(server.url("outbox"), args.store)
             got = await interleaved(variants, args.n, args.rounds)
     finally:
         if server is not None:
             server.remove()
     floor = got["sqlite3 direct"]
-    print(f"\noutbox cycle = enqueue + claim + delivered ({STATEMENTS} statements)")
+    what = (
+        "job cycle = create + due + mark_run"
+        if args.store == "jobs"
+        else "outbox cycle = enqueue + claim + delivered"
+    )
+    print(f"\n{what} ({STATEMENTS} statements)")
     print(f"{'variant':<30}{'us/cycle':>12}{'us/statement':>15}{'ratio':>9}")
     for name, us in got.items():
         print(f"{name:<30}{us:>12.1f}{us / STATEMENTS:>15.1f}{us / floor:>8.2f}x")

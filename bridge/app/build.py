@@ -125,7 +125,6 @@ async def build(
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)
     resolver, pairing = build_access(settings, db, clock, platforms)
     schedule = ScheduleService(
-        db,
         database,
         JobLimits(
             max_jobs=settings.schedule.max_jobs,

@@ -152,7 +152,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         settings.web.port,
         allowed_hosts=web_hosts(settings),
         recent=lambda chat, after: recent_messages(
-            roost.db, settings.local_tenant, "web", chat, after
+            roost.database, settings.local_tenant, "web", chat, after
         ),
         metrics=roost.metrics.render if settings.web.metrics else None,
         files=FileLinks(

@@ -7,8 +7,9 @@ start, each channel that offers a `deliver` once it is up) and the audit
 observer. `start()` runs three tasks in the daemon's loop: the scheduler
 (which first makes the outbox entries a killed daemon had claimed due again;
 a job missed while the daemon was down is due now and runs once), a
-watch that wakes it when another process committed to roost.db (`roost send
---to`), and hourly pruning of delivered, dead and finished rows (and of
+watch that wakes it at each notify of the stores' `WAKE_TOPIC` from any
+process on the database (`roost send --to`, a job made in `roost chat`:
+`db.subscribe`), and hourly pruning of delivered, dead and finished rows (and of
 attachments past `[limits] attachment_keep_hours`). `stop()` lets a running
 tick finish for a grace period, then cancels. The clock, sleep and config
 are injectable for tests.
@@ -24,7 +25,7 @@ from collections.abc import Awaitable, Callable
 
 from bridge.app.build import Roost
 from bridge.channels.terminal.inbox import keep_for_terminal
-from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch_db
+from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch
 from bridge.schedule.scheduler import Clock, Scheduler, SchedulerConfig
 from bridge.schedule.service import next_run_ms
 
@@ -46,7 +47,6 @@ class ScheduleLoop:
         clock: Clock = wall_ms,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         config: SchedulerConfig | None = None,
-        watch_s: float = 1.0,
         stop_grace_s: float = 10.0,
     ) -> None:
         schedule = roost.schedule
@@ -76,17 +76,16 @@ class ScheduleLoop:
             config=config,
         )
         self._roost, self._clock = roost, clock
-        self._watch_s, self._grace = watch_s, stop_grace_s
+        self._grace = stop_grace_s
         self._tasks: list[asyncio.Task[None]] = []
         schedule.subscribe(self.scheduler.wake)
 
     def start(self) -> None:
         if self._tasks:
             return
-        db = self._roost.db
         self._tasks = [
             asyncio.create_task(self._run(), name="scheduler"),
-            asyncio.create_task(watch_db(db, self.scheduler.wake, self._watch_s)),
+            asyncio.create_task(watch(self._roost.database, self.scheduler.wake)),
             asyncio.create_task(self._prune()),
         ]
 
@@ -122,7 +121,7 @@ class ScheduleLoop:
             try:
                 now = self._clock()
                 removed = await schedule.outbox.prune(now)
-                removed += schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
+                removed += await schedule.jobs.prune_done(now - KEEP_DONE_JOBS_MS)
                 if removed:
                     log.info("schedule: pruned %d old outbox entries and finished jobs", removed)
                 swept = self._roost.senses.sweep(now / 1000)  # old attachments in the inboxes

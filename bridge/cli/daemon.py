@@ -59,8 +59,8 @@ def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     tenant, db = r.settings.local_tenant, r.db
     seen = ChatSettings(db)
     return TerminalInbox(
-        lambda after: recent_messages(db, tenant, "cli", chat, after),
-        lambda: newest_message_id(db),
+        lambda after: recent_messages(r.database, tenant, "cli", chat, after),
+        lambda: newest_message_id(r.database),
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
         lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value),
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sqlite3
 import sys
 import time
 import uuid
@@ -27,23 +26,18 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.identities import tenant_of
 from bridge.loadout.vault import masker_of
 from bridge.schedule.jobs import Job, JobLimits
 from bridge.schedule.outbox import Enqueued, OutboxEntry, OutboxStore
 from bridge.schedule.service import ScheduleService
+from bridge.storage.protocol import Database
 from bridge.types.masked import Masked
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
 MAX_TEXT = 16_000
 KEY = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
-
-
-def open_db(settings: Settings) -> sqlite3.Connection | None:
-    path = settings.home / "roost.db"
-    return connect(path) if path.is_file() else None
 
 
 def when(ms: int | None, tz: str) -> str:
@@ -77,22 +71,20 @@ def jobs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", type=tenant_arg, help="one tenant (default: all)")
 
 
-def tenants_of(conn: sqlite3.Connection, tenant: str | None) -> list[str]:
+async def tenants_of(db: Database, tenant: str | None) -> list[str]:
     if tenant is not None:
         return [tenant]
-    rows = conn.execute("SELECT tenant FROM jobs UNION SELECT tenant FROM outbox ORDER BY 1")
+    rows = await db.fetch_all("SELECT tenant FROM jobs UNION SELECT tenant FROM outbox ORDER BY 1")
     return [str(row[0]) for row in rows]
 
 
-async def listing(
-    conn: sqlite3.Connection, settings: Settings, tenant: str | None
-) -> tuple[list[Job], list[OutboxEntry]]:
+async def listing(settings: Settings, tenant: str | None) -> tuple[list[Job], list[OutboxEntry]]:
     """Every job of the tenants (finished ones too) and the outbox's delivery failures."""
     db = await open_database(settings.home / "roost.db")
     try:
-        service = ScheduleService(conn, db, JobLimits(), settings.schedule.timezone)
-        tenants = tenants_of(conn, tenant)
-        jobs = [job for t in tenants for job in service.jobs.list_jobs(t, done=True)]
+        service = ScheduleService(db, JobLimits(), settings.schedule.timezone)
+        tenants = await tenants_of(db, tenant)
+        jobs = [job for t in tenants for job in await service.jobs.list_jobs(t, done=True)]
         failures = [e for t in tenants for e in await service.outbox.failures(t)]
     finally:
         await db.aclose()
@@ -100,14 +92,10 @@ async def listing(
 
 
 def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
-    conn = open_db(settings)
-    if conn is None:
+    if not (settings.home / "roost.db").is_file():
         print("roost: no database yet (the daemon has not run)", file=sys.stderr)
         return 1
-    try:
-        jobs, failures = asyncio.run(listing(conn, settings, args.tenant))
-    finally:
-        conn.close()
+    jobs, failures = asyncio.run(listing(settings, args.tenant))
     print("\n".join(job_line(j) for j in jobs) if jobs else "no jobs")
     if failures:
         print(f"\ndelivery failures ({len(failures)}):")

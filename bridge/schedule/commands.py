@@ -125,7 +125,7 @@ class ScheduleCommands:
         i = ctx.inbound
         tz = self._planner.zone(ctx.dirs)
         now_ms = int(ctx.now * 1000)
-        jobs = self._jobs.list_jobs(ctx.tenant, i.channel, i.chat)
+        jobs = await self._jobs.list_jobs(ctx.tenant, i.channel, i.chat)
         lines = [f"Jobs in this chat (times in {tz}):"] if jobs else ["No jobs in this chat."]
         for job in jobs:
             nxt = (
@@ -166,17 +166,17 @@ class ScheduleCommands:
         if len(parts) != 2 or parts[0] not in ("rm", "remove", "delete", "pause", "resume"):
             raise UsageError()
         action, job_id = parts
-        job = self._jobs.get(ctx.tenant, job_id)
+        job = await self._jobs.get(ctx.tenant, job_id)
         if job is None or job.state == "done":
             return f"There is no job {job_id!r}; /jobs lists this chat's jobs."
         if action == "pause":
-            ok, verb = self._jobs.pause(ctx.tenant, job_id), "paused"
+            ok, verb = await self._jobs.pause(ctx.tenant, job_id), "paused"
             fail = f"Job {job_id} is already paused; /job resume {job_id} restarts it."
         elif action == "resume":
-            ok, verb = self._jobs.resume(ctx.tenant, job_id, int(ctx.now * 1000)), "resumed"
+            ok, verb = await self._jobs.resume(ctx.tenant, job_id, int(ctx.now * 1000)), "resumed"
             fail = f"Job {job_id} is not paused."
         else:
-            ok, verb, fail = self._jobs.remove(ctx.tenant, job_id), "removed", "Already gone."
+            ok, verb, fail = await self._jobs.remove(ctx.tenant, job_id), "removed", "Already gone."
         if not ok:
             return fail
         self._planner.service.changed()

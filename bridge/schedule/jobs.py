@@ -1,4 +1,4 @@
-"""The job store: reminders and recurring jobs in SQLite (table `jobs`).
+"""The job store: reminders and recurring jobs (table `jobs`) on the `Database` protocol.
 
 A job belongs to one tenant and one chat. `kind` says what a run does
 (reminder: post the payload; turn: run a full turn with the payload as prompt;
@@ -8,21 +8,30 @@ injected `NextRun` callable (the time parser's `next_run`) when it must know
 the following slots, to enforce the minimum interval. Ids are six characters
 of an unambiguous base32 alphabet, unique per tenant.
 
-Limits per tenant (`JobLimits`) are checked inside the creating transaction,
-and `mark_run` never schedules a recurring job closer than the minimum
-interval to its last run, whatever the parser returns.
+Limits per tenant (`JobLimits`): the count is checked by the creating
+statement itself (`INSERT ... SELECT ... WHERE (SELECT count(*) ...) < max
+RETURNING`), and `mark_run` never schedules a recurring job closer than the
+minimum interval to its last run, whatever the parser returns. Every write is
+ONE statement, never a transaction held across an await (the rule of
+`bridge.schedule.outbox`: roost.db still has a second way in on SQLite):
+`resume` writes only if the job is still paused, `mark_run` keeps a job
+paused while it ran paused in the same UPDATE. A created or resumed job
+notifies `WAKE_TOPIC`, so the scheduler of any process on the database wakes
+(a `/remind` in `roost chat` beside a running daemon). On PostgreSQL (READ
+COMMITTED) two creates of one tenant racing each other may both see room for
+the last job: the limit can be passed by the number of racing creates.
 """
 
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from bridge.core.words import count
-from bridge.schedule.schema import transaction
+from bridge.schedule.outbox import WAKE_TOPIC
+from bridge.storage.protocol import Database, Row
 from bridge.types.masked import Masked, require
 
 KINDS: Final = ("reminder", "turn", "tool")
@@ -97,21 +106,21 @@ def shortest_gap(spec: str, tz: str, first_ms: int, next_run: NextRun, count: in
 
 
 class JobStore:
-    """Jobs over one sqlite3 connection (autocommit mode, as `db.connect` opens it)."""
+    """Jobs over a `Database` (injected by the composition root)."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        db: Database,
         next_run: NextRun,
         limits: JobLimits | None = None,
         new_id: Callable[[], str] = new_job_id,
     ) -> None:
-        self.conn = conn
+        self.db = db
         self.next_run = next_run
         self.limits = limits or JobLimits()
         self._new_id = new_id
 
-    def create(
+    async def create(
         self,
         *,
         tenant: str,
@@ -130,14 +139,16 @@ class JobStore:
             raise ValueError(f"unknown job kind {kind!r}")
         require(payload, "the job store")
         self._check_shape(spec, payload, tz, next_run_ms)
-        with transaction(self.conn):
-            self._check_count(tenant)
-            job_id = self._insert(
-                (tenant, channel, chat, kind, spec, payload, tz, next_run_ms, created_ms)
+        values = (channel, chat, kind, spec, str(payload), tz, next_run_ms, created_ms)
+        for _ in range(8):
+            row = await self.db.fetch_one(
+                _CREATE, (tenant, self._new_id(), *values, tenant, self.limits.max_jobs)
             )
-        job = self.get(tenant, job_id)
-        assert job is not None
-        return job
+            if row is not None:
+                await self.db.notify(WAKE_TOPIC)  # the scheduler, in whatever process
+                return Job(*row)
+            await self._check_count(tenant)  # no row: the limit, or the id was taken
+        raise RuntimeError("no free job id after 8 tries")
 
     def _check_shape(self, spec: str, payload: str, tz: str, next_run_ms: int) -> None:
         limits = self.limits
@@ -154,37 +165,25 @@ class JobStore:
                 f"the shortest interval allowed is {_duration(limits.min_interval_ms)}."
             )
 
-    def _check_count(self, tenant: str) -> None:
-        (held,) = self.conn.execute(
-            "SELECT COUNT(*) FROM jobs WHERE tenant = ? AND state != 'done'", (tenant,)
-        ).fetchone()
+    async def _check_count(self, tenant: str) -> None:
+        held = int(
+            await self.db.fetch_value(
+                "SELECT COUNT(*) FROM jobs WHERE tenant = ? AND state != 'done'", (tenant,)
+            )
+        )
         if held >= self.limits.max_jobs:
             raise LimitError(
                 f"You have {count(held, 'job')}, the most allowed is {self.limits.max_jobs}: "
                 "remove one first (/jobs lists them)."
             )
 
-    def _insert(self, values: tuple[Any, ...]) -> str:
-        tenant, rest = values[0], values[1:]
-        for _ in range(8):
-            job_id = self._new_id()
-            cursor = self.conn.execute(
-                "INSERT INTO jobs (tenant, id, channel, chat, kind, spec, payload, tz, state,"
-                " next_run_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)"
-                " ON CONFLICT (tenant, id) DO NOTHING",
-                (tenant, job_id, *rest),
-            )
-            if cursor.rowcount == 1:
-                return job_id
-        raise RuntimeError("no free job id after 8 tries")
-
-    def get(self, tenant: str, job_id: str) -> Job | None:
-        row = self.conn.execute(
+    async def get(self, tenant: str, job_id: str) -> Job | None:
+        row = await self.db.fetch_one(
             f"SELECT {_COLUMNS} FROM jobs WHERE tenant = ? AND id = ?", (tenant, job_id)
-        ).fetchone()
-        return Job(*row) if row else None
+        )
+        return _job(row) if row else None
 
-    def list_jobs(
+    async def list_jobs(
         self,
         tenant: str,
         channel: str | None = None,
@@ -201,41 +200,42 @@ class JobStore:
         if not done:
             sql += " AND state != 'done'"
         sql += " ORDER BY next_run_ms IS NULL, next_run_ms, created_ms, id"
-        return [Job(*row) for row in self.conn.execute(sql, args)]
+        return [_job(row) for row in await self.db.fetch_all(sql, args)]
 
-    def remove(self, tenant: str, job_id: str) -> bool:
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "DELETE FROM jobs WHERE tenant = ? AND id = ?", (tenant, job_id)
-            )
-        return cursor.rowcount == 1
+    async def remove(self, tenant: str, job_id: str) -> bool:
+        changed = await self.db.execute(
+            "DELETE FROM jobs WHERE tenant = ? AND id = ?", (tenant, job_id)
+        )
+        return changed == 1
 
-    def pause(self, tenant: str, job_id: str) -> bool:
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE jobs SET state = 'paused' WHERE tenant = ? AND id = ? AND state = 'active'",
-                (tenant, job_id),
-            )
-        return cursor.rowcount == 1
+    async def pause(self, tenant: str, job_id: str) -> bool:
+        changed = await self.db.execute(
+            "UPDATE jobs SET state = 'paused' WHERE tenant = ? AND id = ? AND state = 'active'",
+            (tenant, job_id),
+        )
+        return changed == 1
 
-    def resume(self, tenant: str, job_id: str, now_ms: int) -> bool:
+    async def resume(self, tenant: str, job_id: str, now_ms: int) -> bool:
         """Reactivate a paused job. A recurring job's slots missed while paused are
-        skipped (its next slot after now); a one-shot whose time passed runs at once."""
-        with transaction(self.conn):
-            job = self.get(tenant, job_id)
-            if job is None or job.state != "paused":
-                return False
-            next_ms = job.next_run_ms
-            if job.recurring and (next_ms is None or next_ms <= now_ms):
-                next_ms = self.next_run(job.spec, job.tz, now_ms)
-            state = "active" if next_ms is not None else "done"
-            self.conn.execute(
-                "UPDATE jobs SET state = ?, next_run_ms = ? WHERE tenant = ? AND id = ?",
-                (state, next_ms, tenant, job_id),
-            )
-        return True
+        skipped (its next slot after now); a one-shot whose time passed runs at once.
+        Writes only if the job is still paused (one statement)."""
+        job = await self.get(tenant, job_id)
+        if job is None or job.state != "paused":
+            return False
+        next_ms = job.next_run_ms
+        if job.recurring and (next_ms is None or next_ms <= now_ms):
+            next_ms = self.next_run(job.spec, job.tz, now_ms)
+        state = "active" if next_ms is not None else "done"
+        changed = await self.db.execute(
+            "UPDATE jobs SET state = ?, next_run_ms = ? WHERE tenant = ? AND id = ?"
+            " AND state = 'paused'",
+            (state, next_ms, tenant, job_id),
+        )
+        if changed == 1 and state == "active":
+            await self.db.notify(WAKE_TOPIC)
+        return changed == 1
 
-    def mark_run(
+    async def mark_run(
         self,
         tenant: str,
         job_id: str,
@@ -244,64 +244,89 @@ class JobStore:
         next_run_ms: int | None,
         error: str | None = None,
         pause: bool = False,
+        digest: str = "",
     ) -> bool:
-        """Record one run: its time, its error ('' clears the failure count), the next
-        slot (None: the job is done). `pause` parks it (too many failures). Joins an
-        open transaction, so the run's outbox entry can commit with it. False: the job
-        was removed meanwhile (nothing recorded)."""
-        with transaction(self.conn):
-            job = self.get(tenant, job_id)
-            if job is None:
-                return False  # removed while it ran
-            if next_run_ms is not None and job.recurring:
-                next_run_ms = max(next_run_ms, ran_ms + self.limits.min_interval_ms)
-            if next_run_ms is None:
-                state = "done"
-            elif pause or job.state == "paused":  # paused while it ran: stays paused
-                state = "paused"
-            else:
-                state = "active"
-            failures = 0 if error is None else job.fail_count + 1
-            self.conn.execute(
-                "UPDATE jobs SET state = ?, next_run_ms = ?, last_run_ms = ?, runs = runs + 1,"
-                " fail_count = ?, last_error = ? WHERE tenant = ? AND id = ?",
-                (state, next_run_ms, ran_ms, failures, (error or "")[:ERROR_CHARS], tenant, job_id),
-            )
-        return True
+        """Record one run in one statement: its time, its error (None clears the failure
+        count), the next slot (None: the job is done), the digest of what it posted
+        ('' keeps the last). `pause` parks it (too many failures); a job paused while it
+        ran stays paused. False: the job was removed meanwhile (nothing recorded)."""
+        job = await self.get(tenant, job_id)
+        if job is None:
+            return False  # removed while it ran
+        if next_run_ms is not None and job.recurring:
+            next_run_ms = max(next_run_ms, ran_ms + self.limits.min_interval_ms)
+        state = "done" if next_run_ms is None else ("paused" if pause else "active")
+        changed = await self.db.execute(
+            _MARK_RUN,
+            (
+                int(state == "active"),
+                state,
+                next_run_ms,
+                ran_ms,
+                int(error is not None),
+                (error or "")[:ERROR_CHARS],
+                digest,
+                digest,
+                tenant,
+                job_id,
+            ),
+        )
+        return changed == 1
 
-    def set_digest(self, tenant: str, job_id: str, digest: str) -> bool:
-        """Remember the digest of the result a job last posted; joins an open transaction."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "UPDATE jobs SET last_digest = ? WHERE tenant = ? AND id = ?",
-                (digest, tenant, job_id),
-            )
-        return cursor.rowcount == 1
+    async def set_digest(self, tenant: str, job_id: str, digest: str) -> bool:
+        """Remember the digest of the result a job last posted."""
+        changed = await self.db.execute(
+            "UPDATE jobs SET last_digest = ? WHERE tenant = ? AND id = ?",
+            (digest, tenant, job_id),
+        )
+        return changed == 1
 
-    def due(self, now_ms: int, limit: int = 100) -> list[Job]:
+    async def due(self, now_ms: int, limit: int = 100) -> list[Job]:
         """Active jobs whose slot has come, earliest first (index `jobs_due`)."""
-        rows = self.conn.execute(
+        rows = await self.db.fetch_all(
             f"SELECT {_COLUMNS} FROM jobs WHERE state = 'active' AND next_run_ms <= ?"
             " ORDER BY next_run_ms LIMIT ?",
             (now_ms, limit),
         )
-        return [Job(*row) for row in rows]
+        return [_job(row) for row in rows]
 
-    def earliest_ms(self) -> int | None:
+    async def earliest_ms(self) -> int | None:
         """The next slot of any active job (None: nothing scheduled)."""
-        (earliest,) = self.conn.execute(
+        earliest = await self.db.fetch_value(
             "SELECT MIN(next_run_ms) FROM jobs WHERE state = 'active'"
-        ).fetchone()
+        )
         return int(earliest) if earliest is not None else None
 
-    def prune_done(self, before_ms: int) -> int:
+    async def prune_done(self, before_ms: int) -> int:
         """Delete finished jobs whose last run is older than `before_ms`."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "DELETE FROM jobs WHERE state = 'done' AND COALESCE(last_run_ms, created_ms) < ?",
-                (before_ms,),
-            )
-        return cursor.rowcount
+        return await self.db.execute(
+            "DELETE FROM jobs WHERE state = 'done' AND COALESCE(last_run_ms, created_ms) < ?",
+            (before_ms,),
+        )
+
+
+# One statement: the tenant's count is checked where the row is written, and a taken id
+# adds nothing (no row back: the caller tells the two apart).
+_CREATE = (
+    "INSERT INTO jobs (tenant, id, channel, chat, kind, spec, payload, tz, state,"
+    " next_run_ms, created_ms)"
+    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?"
+    " WHERE (SELECT COUNT(*) FROM jobs WHERE tenant = ? AND state != 'done') < ?"
+    f" ON CONFLICT (tenant, id) DO NOTHING RETURNING {_COLUMNS}"
+)
+
+# A job paused while it ran stays paused (the state is read where it is written).
+_MARK_RUN = (
+    "UPDATE jobs SET state = CASE WHEN state = 'paused' AND ? = 1 THEN 'paused'"
+    " ELSE CAST(? AS TEXT) END, next_run_ms = ?, last_run_ms = ?, runs = runs + 1,"
+    " fail_count = CASE WHEN ? = 1 THEN fail_count + 1 ELSE 0 END, last_error = ?,"
+    " last_digest = CASE WHEN CAST(? AS TEXT) = '' THEN last_digest ELSE CAST(? AS TEXT) END"
+    " WHERE tenant = ? AND id = ?"
+)
+
+
+def _job(row: Row) -> Job:
+    return Job(*row)
 
 
 def _duration(ms: int) -> str:

@@ -28,6 +28,10 @@ A message delivered in several parts records each part as it arrives
 (`parts`, `bridge.schedule.outbox_parts`): a retry resumes at the first part
 that did not arrive and never sends one twice.
 
+A new entry notifies `WAKE_TOPIC` (`db.notify`): the scheduler of the
+daemon, or of any instance on the database, wakes to deliver it (`roost send
+--to` from a shell included).
+
 The window that remains: a crash after the platform accepted the message and
 before `delivered` committed sends it again after the lease. Platforms that
 take an idempotency key or let the client de-duplicate (the web page gets the
@@ -51,6 +55,7 @@ from bridge.storage.protocol import Database
 from bridge.types.masked import Masked, require
 
 ERROR_CHARS: Final = 200
+WAKE_TOPIC: Final = "schedule"  # notified by every write that gives the scheduler work
 
 
 class DeliveryError(Exception):
@@ -153,6 +158,7 @@ class OutboxStore:
             await self.db.execute(
                 "UPDATE outbox SET due_ms = ?, leased = 0 WHERE id = ?", (now_ms, int(new))
             )
+        await self.db.notify(WAKE_TOPIC)  # a scheduler in any process delivers it now
         return Enqueued(int(new), True)
 
     async def claim(self, now_ms: int, limit: int = 50) -> list[OutboxEntry]:

@@ -203,7 +203,7 @@ class Planner:
         self, t: Target, kind: str, spec: str, payload: str, tz: str, first_ms: int, now: float
     ) -> Job:
         try:
-            job = self.service.jobs.create(
+            job = await self.service.jobs.create(
                 tenant=t.dirs.tenant,
                 channel=t.channel,
                 chat=t.chat,

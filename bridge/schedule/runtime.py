@@ -17,25 +17,25 @@ retryable failure. `audit_observer` turns scheduler events into the audited
 `reply_to_outbox` stores a final reply a channel could not deliver under the
 key `reply:<msg_id>` (or the key the channel names, e.g. a notice about a
 file; masked again: the outbox's type), with what of it the person already
-sees (`OutboxPart`s, recorded before it can be claimed); `watch_db` wakes the
-scheduler when another process (`roost send --to`) committed to the database.
+sees (`OutboxPart`s, recorded before it can be claimed); `watch` wakes the
+scheduler at every notify of the stores' `WAKE_TOPIC`, whatever process made it
+(`roost send --to`, a job made in `roost chat`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from bridge.core.tenants import LOOPBACK_CHANNELS
 from bridge.schedule.jobs import Job
-from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
+from bridge.schedule.outbox import WAKE_TOPIC, DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
 from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
 from bridge.types.messages import Handle, Inbound
@@ -296,34 +296,31 @@ def reply_to_outbox(
     return undelivered
 
 
-def recent_messages(
-    conn: sqlite3.Connection, tenant: str, channel: str, chat: str, after_id: int, limit: int = 50
+async def recent_messages(
+    db: Database, tenant: str, channel: str, chat: str, after_id: int, limit: int = 50
 ) -> list[dict[str, Any]]:
     """A chat's outbox messages newer than `after_id` (not dead-lettered), oldest first:
     what a page that was closed missed."""
-    rows = conn.execute(
+    rows = await db.fetch_all(
         "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
         " AND chat = ? AND id > ? AND state != 'dead' ORDER BY id DESC LIMIT ?",
         (tenant, channel, chat, after_id, limit),
-    ).fetchall()
+    )
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
 
 
-def newest_message_id(conn: sqlite3.Connection) -> int:
+async def newest_message_id(db: Database) -> int:
     """The id of the newest outbox entry (0 when there is none): where a new reader starts."""
-    (newest,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM outbox").fetchone()
-    return int(newest)
+    return int(await db.fetch_value("SELECT COALESCE(MAX(id), 0) FROM outbox"))
 
 
-async def watch_db(
-    conn: sqlite3.Connection, wake: Callable[[], None], interval_s: float = 1.0
-) -> None:
-    """Wake the scheduler when another connection commits (`PRAGMA data_version`
-    changes only then): `roost send --to` from a shell, without a socket."""
-    (seen,) = conn.execute("PRAGMA data_version").fetchone()
-    while True:
-        await asyncio.sleep(interval_s)
-        (now,) = conn.execute("PRAGMA data_version").fetchone()
-        if now != seen:
-            seen = now
+async def watch(db: Database, wake: Callable[[], None]) -> None:
+    """Wake the scheduler at every notify of `WAKE_TOPIC` (a job created or resumed,
+    an outbox entry enqueued) from any process on the database: `roost send --to`
+    from a shell, a `/remind` in `roost chat`, another instance. SQLite polls `PRAGMA
+    data_version` (`poll_s`), PostgreSQL LISTENs. Its first wake comes at once (the
+    subscription's first look), so nothing notified before it is missed."""
+    async with db.subscribe(WAKE_TOPIC) as notified:
+        while True:
+            await notified.wait()
             wake()

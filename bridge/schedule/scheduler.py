@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from bridge.schedule.jobs import Job, JobStore, NextRun
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore, backoff_ms
-from bridge.schedule.schema import transaction
 from bridge.types.masked import Masked
 
 log = logging.getLogger(__name__)
@@ -148,7 +147,7 @@ class Scheduler:
         self._stopped = False
 
     async def tick(self) -> TickReport:
-        due = self.jobs.due(self.clock(), self.config.job_batch)
+        due = await self.jobs.due(self.clock(), self.config.job_batch)
         runs = await asyncio.gather(*(self._run(job) for job in due))
         claimed = await self.outbox.claim(self.clock(), self.config.outbox_batch)
         sent = await asyncio.gather(*(self._send(entry) for entry in claimed))
@@ -176,18 +175,21 @@ class Scheduler:
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
         post = result if result is None or isinstance(result, Post) else Post(result)
         digest = ""
-        if post is not None and post.text and self.jobs.get(job.tenant, job.id) is not None:
+        if post is not None and post.text and await self.jobs.get(job.tenant, job.id) is not None:
             # first: a crash before the run's record re-runs the same slot, whose key
             # adds nothing the second time
             key = job_key(job, slot)
             await self.outbox.enqueue(job.tenant, job.channel, job.chat, post.text, key, now_ms=now)
             digest = post.digest
-        with transaction(self.jobs.conn):
-            kept = self.jobs.mark_run(
-                job.tenant, job.id, ran_ms=now, next_run_ms=next_ms, error=error, pause=pause
-            )
-            if kept and digest:
-                self.jobs.set_digest(job.tenant, job.id, digest)
+        await self.jobs.mark_run(
+            job.tenant,
+            job.id,
+            ran_ms=now,
+            next_run_ms=next_ms,
+            error=error,
+            pause=pause,
+            digest=digest,
+        )
         detail = error.split(":", 1)[0] if error else ("done" if next_ms is None else "")
         event = ScheduleEvent(
             "job.failed" if error else "job.run",
@@ -262,7 +264,7 @@ class Scheduler:
 
     async def next_wake_ms(self) -> int:
         """Milliseconds until the loop has something to do (at most max_sleep_ms)."""
-        wakes = (self.jobs.earliest_ms(), await self.outbox.earliest_ms())
+        wakes = (await self.jobs.earliest_ms(), await self.outbox.earliest_ms())
         return sleep_ms(self.clock(), wakes, self.config.max_sleep_ms)
 
     def wake(self) -> None:

@@ -1,6 +1,5 @@
-"""The schedule as the rest of roost sees it: the job store over roost.db's
-sqlite3 connection and the outbox over the `Database` (the protocol of
-`bridge.storage`; on SQLite both reach the same roost.db), the zone a
+"""The schedule as the rest of roost sees it: the job store and the outbox over
+the `Database` (the protocol of `bridge.storage`), the zone a
 tenant's times are read in, who to wake when a job changes (the running
 scheduler subscribes; commands and tools call `changed`), and whether a
 daemon runs the jobs at all (`serving`: a terminal's `roost chat` builds the
@@ -10,7 +9,6 @@ same service without one).
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -66,13 +64,12 @@ class ScheduleService:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
         db: Database,
         limits: JobLimits,
         default_tz: str | None,
         serving: Callable[[], bool | None] = lambda: None,
     ) -> None:
-        self.jobs = JobStore(conn, next_run_ms, limits)
+        self.jobs = JobStore(db, next_run_ms, limits)
         self.outbox = OutboxStore(db)
         self.default_tz = default_tz or host_zone()
         self.serving = serving  # a daemon runs the jobs: True, False, or None (cannot tell)

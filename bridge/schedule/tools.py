@@ -113,7 +113,7 @@ class ScheduleTools:
         i = turn.inbound
         tz = self._planner.zone(turn.dirs)
         now_ms = int(turn.now() * 1000)
-        jobs = self._planner.service.jobs.list_jobs(turn.tenant, i.channel, i.chat)
+        jobs = await self._planner.service.jobs.list_jobs(turn.tenant, i.channel, i.chat)
         if not jobs:
             return "No jobs in this chat."
         lines = [f"Jobs in this chat (times in {tz}):"]

@@ -92,7 +92,7 @@ async def test_a_real_run_emits_only_catalogued_events(settings: Settings, clock
         "/export",
     ):
         await say(text)
-    (job,) = roost.schedule.jobs.list_jobs("local")
+    (job,) = await roost.schedule.jobs.list_jobs("local")
     await say(f"/job pause {job.id}")
     await say("hello", identity="424242", channel="telegram")
     await roost.aclose()

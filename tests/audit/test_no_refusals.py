@@ -53,7 +53,7 @@ async def test_nothing_roost_emits_is_refused(
             await roost.core.handle(
                 Inbound("cli", "local", "terminal", "/status", uuid.uuid4().hex)
             )
-            job = roost.schedule.jobs.create(
+            job = await roost.schedule.jobs.create(
                 tenant="local", channel="web", chat="c1", kind="turn", spec="",
                 payload=m("brief me"), tz="UTC", next_run_ms=0, created_ms=0,
             )  # fmt: skip

@@ -34,7 +34,7 @@ async def test_a_turn_job_in_a_matrix_chat_is_answered_in_the_room(
         loop = ScheduleLoop(r.roost)
         loop.deliveries.add("matrix", r.outbox)
         now_ms = int(time.time() * 1000)
-        r.roost.schedule.jobs.create(
+        await r.roost.schedule.jobs.create(
             tenant="alice", channel="matrix", chat=who, kind="turn", spec="",
             payload=m("brief me"), tz="UTC", next_run_ms=now_ms, created_ms=now_ms - 1000,
         )  # fmt: skip

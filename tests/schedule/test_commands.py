@@ -17,7 +17,7 @@ NOW_MS = 1_800_000_000_000  # Fri 15 Jan 2027 09:00 in Berlin
 
 async def test_remind_in_english_stores_a_reminder_for_this_chat(berlin: Roost) -> None:
     reply = await say(berlin, "/remind tomorrow 9:00 call the dentist")
-    (job,) = berlin.schedule.jobs.list_jobs("local")
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
     assert reply == f"⏰ I'll remind you tomorrow, Sat 16 Jan 09:00: call the dentist (id {job.id})"
     assert (job.kind, job.payload, job.spec, job.tz) == (
         "reminder",
@@ -36,7 +36,7 @@ async def test_remind_in_german_and_in_minutes(berlin: Roost) -> None:
     assert reply.startswith(
         "⏰ I'll remind you in 20 minutes, Fri 15 Jan 09:20: take the bread out"
     )
-    by_payload = {j.payload: j for j in berlin.schedule.jobs.list_jobs("local")}
+    by_payload = {j.payload: j for j in await berlin.schedule.jobs.list_jobs("local")}
     assert by_payload["Zahnarzt anrufen"].next_run_ms == ms_at("Europe/Berlin", 2027, 1, 16, 18)
     assert by_payload["take the bread out"].next_run_ms == NOW_MS + 20 * 60_000
 
@@ -48,7 +48,7 @@ async def test_a_time_that_cannot_be_read_is_echoed_and_nothing_is_stored(berlin
     assert reply.startswith("That time is not in the future: yesterday")
     reply = await say(berlin, "/remind tomorrow 9:00")
     assert reply.endswith("Usage: /remind <when> <text>")
-    assert berlin.schedule.jobs.list_jobs("local") == []
+    assert await berlin.schedule.jobs.list_jobs("local") == []
 
 
 async def test_limits_refuse_with_their_message(berlin: Roost) -> None:
@@ -58,12 +58,12 @@ async def test_limits_refuse_with_their_message(berlin: Roost) -> None:
         assert (await say(berlin, f"/remind in {n + 1}h thing {n}")).startswith("⏰")
     reply = await say(berlin, "/remind in 5h extra thing")
     assert reply == "You have 4 jobs, the most allowed is 4: remove one first (/jobs lists them)."
-    assert len(berlin.schedule.jobs.list_jobs("local")) == 4
+    assert len(await berlin.schedule.jobs.list_jobs("local")) == 4
 
 
 async def test_every_makes_a_turn_job_with_its_next_run(berlin: Roost) -> None:
     reply = await say(berlin, "/every weekdays 7:30 summarize my inbox")
-    (job,) = berlin.schedule.jobs.list_jobs("local")
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
     assert (job.kind, job.payload, job.tz) == ("turn", "summarize my inbox", "Europe/Berlin")
     assert job.spec and job.recurring
     assert job.next_run_ms == ms_at("Europe/Berlin", 2027, 1, 18, 7, 30)  # Monday
@@ -82,7 +82,7 @@ async def test_every_runs_only_saved_tools_in_the_mode_asked(berlin: Roost) -> N
         "After me.check_site give its arguments as key=value, then `always` or "
         "`on change` (the default)."
     )
-    jobs = sorted(berlin.schedule.jobs.list_jobs("local"), key=lambda j: j.spec)
+    jobs = sorted(await berlin.schedule.jobs.list_jobs("local"), key=lambda j: j.spec)
     assert [(j.kind, j.spec, json.loads(j.payload)) for j in jobs] == [
         ("tool", "1h", {"tool": "me.check_site", "mode": "change"}),
         ("tool", "2h", {"tool": "me.check_site", "mode": "always"}),
@@ -108,10 +108,10 @@ async def test_a_tool_job_gets_the_arguments_its_tool_requires(berlin: Roost) ->
     reply = await say(berlin, "/every 1h me.weather city=Berlin days=soon")
     assert "argument 'days' must be integer, got str" in reply
     assert "unknown argument 'town'" in await say(berlin, "/every 1h me.weather town=Rome")
-    assert berlin.schedule.jobs.list_jobs("local") == []  # nothing made without them
+    assert await berlin.schedule.jobs.list_jobs("local") == []  # nothing made without them
     reply = await say(berlin, '/every 2h me.weather city="Bad Homburg" days=3 metric=no always')
     assert 'me.weather city="Bad Homburg" days=3 metric=false, posting its result every' in reply
-    (job,) = berlin.schedule.jobs.list_jobs("local")
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
     assert json.loads(job.payload) == {
         "tool": "me.weather",
         "mode": "always",
@@ -128,7 +128,7 @@ async def test_jobs_lists_this_chat_in_the_persons_zone(berlin: Roost, clock: Cl
     listing = await say(berlin, "/jobs")
     lines = listing.splitlines()
     assert lines[0] == "Jobs in this chat (times in America/New_York):"
-    (job,) = berlin.schedule.jobs.list_jobs("local", "web", "c1")
+    (job,) = await berlin.schedule.jobs.list_jobs("local", "web", "c1")
     assert lines[1] == (
         f"• {job.id} · reminder · once · next Sat 16 Jan 03:00 · active — call the dentist"
     )
@@ -138,7 +138,7 @@ async def test_jobs_lists_this_chat_in_the_persons_zone(berlin: Roost, clock: Cl
 
 async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> None:
     await say(berlin, "/every daily 8:00 what is on today")
-    (job,) = berlin.schedule.jobs.list_jobs("local")
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
     woken: list[int] = []
     berlin.schedule.subscribe(lambda: woken.append(1))
     assert await say(berlin, f"/job pause {job.id}") == f"Job {job.id} paused: what is on today"
@@ -146,7 +146,7 @@ async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> No
     assert "already paused" in await say(berlin, f"/job pause {job.id}")
     clock.advance(3 * 86_400)  # three slots missed while paused
     assert await say(berlin, f"/job resume {job.id}") == f"Job {job.id} resumed: what is on today"
-    resumed = berlin.schedule.jobs.get("local", job.id)
+    resumed = await berlin.schedule.jobs.get("local", job.id)
     assert resumed is not None and resumed.state == "active"
     assert resumed.next_run_ms == ms_at("Europe/Berlin", 2027, 1, 19, 8, 0)
     assert await say(berlin, "/job resume zzzzzz") == (
@@ -156,7 +156,7 @@ async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> No
     assert (
         await say(berlin, f"/job rm {job.id.upper()}") == f"Job {job.id} removed: what is on today"
     )
-    assert berlin.schedule.jobs.list_jobs("local") == [] and len(woken) == 3
+    assert await berlin.schedule.jobs.list_jobs("local") == [] and len(woken) == 3
     changed = [d for e, _, d in berlin.audit.events if e == "job.changed"]  # type: ignore[attr-defined]
     assert changed == [
         {"id": job.id, "action": a, "by": "user"} for a in ("paused", "resumed", "removed")
@@ -174,13 +174,13 @@ async def test_delivery_failures_show_in_jobs(berlin: Roost) -> None:
 
 async def test_another_tenants_job_ids_are_unknown(berlin: Roost) -> None:
     await say(berlin, "/remind tomorrow 9:00 call the dentist")
-    (job,) = berlin.schedule.jobs.list_jobs("local")
-    other = berlin.schedule.jobs.create(
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
+    other = await berlin.schedule.jobs.create(
         tenant="bob", channel="web", chat="c1", kind="reminder", spec="", payload=m("bob's"),
         tz="UTC", next_run_ms=NOW_MS + 60_000, created_ms=NOW_MS,
     )  # fmt: skip
     assert "There is no job" in await say(berlin, f"/job rm {other.id}")
-    assert berlin.schedule.jobs.get("bob", other.id) is not None
+    assert await berlin.schedule.jobs.get("bob", other.id) is not None
     assert job.id in await say(berlin, "/jobs")
 
 
@@ -188,7 +188,7 @@ async def test_audit_records_ids_and_kinds_never_the_text(berlin: Roost) -> None
     await say(berlin, "/remind tomorrow 9:00 call the dentist about my tooth")
     await say(berlin, "/every weekdays 7:30 summarize my confidential inbox")
     created = [d for e, _, d in berlin.audit.events if e == "job.created"]  # type: ignore[attr-defined]
-    jobs = {j.id: j for j in berlin.schedule.jobs.list_jobs("local")}
+    jobs = {j.id: j for j in await berlin.schedule.jobs.list_jobs("local")}
     assert [(d["kind"], d["recurring"], d["channel"], d["by"]) for d in created] == [
         ("reminder", False, "web", "user"),
         ("turn", True, "web", "user"),

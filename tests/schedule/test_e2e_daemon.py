@@ -19,6 +19,7 @@ from bridge.core.db import connect
 from bridge.schedule.jobs import JobStore
 from bridge.schedule.service import next_run_ms
 from tests.masking import m
+from tests.schedule.database import database_of
 from tests.telegram.conftest import ALICE, fake
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 from tests.telegram.test_logs import daemon_env
@@ -33,15 +34,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def add_job(home: Path, payload: str, at_ms: int, spec: str = "") -> str:
-    conn = connect(home / "roost.db")
-    try:
-        return JobStore(conn, next_run_ms).create(
+async def add_job(home: Path, payload: str, at_ms: int, spec: str = "") -> str:
+    connect(home / "roost.db").close()  # the home's roost.db, as the daemon makes it
+    async with database_of(home / "roost.db") as db:
+        job = await JobStore(db, next_run_ms).create(
             tenant="alice", channel="telegram", chat=str(ALICE), kind="reminder", spec=spec,
             payload=m(payload), tz="UTC", next_run_ms=at_ms, created_ms=at_ms - HOUR,
-        ).id  # fmt: skip
-    finally:
-        conn.close()
+        )  # fmt: skip
+    return job.id
 
 
 def outbox_rows(home: Path) -> list[tuple[str, str, int, str]]:
@@ -89,7 +89,7 @@ def texts(fake: FakeBotAPI) -> list[str]:
 async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
     home: Path, fake: FakeBotAPI
 ) -> None:
-    add_job(home, "take the pills", now_ms())
+    await add_job(home, "take the pills", now_ms())
     fake.fail("sendMessage", Failure.bad_gateway())  # the first delivery fails: it waits
     first = await start(home, fake)
     try:
@@ -114,7 +114,7 @@ async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
 async def test_missed_slots_run_once_and_roost_send_to_arrives(
     home: Path, fake: FakeBotAPI
 ) -> None:
-    job_id = add_job(home, "stand up", now_ms() - 10 * HOUR, spec="1h")  # ten slots missed
+    job_id = await add_job(home, "stand up", now_ms() - 10 * HOUR, spec="1h")  # ten slots missed
     proc = await start(home, fake)
     try:
         await fake.wait_until(lambda: texts(fake) == ["⏰ stand up"], limit_s=HANG_S)

@@ -31,7 +31,7 @@ from tests.conftest import ScriptedBackend
 from tests.masking import m
 from tests.telegram.conftest import ALICE, NO_DRAFTS, fake, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
-from tests.waits import until
+from tests.waits import HANG_S, until
 
 __all__ = ["fake"]  # the fake Bot API fixture, shared with tests/telegram
 HOUR = 3_600_000
@@ -75,8 +75,8 @@ class Live:
     audit: MemoryAudit
     fake: FakeBotAPI
 
-    def job(self, kind: str, payload: str, at_ms: int, spec: str = "") -> Job:
-        job = self.roost.schedule.jobs.create(
+    async def job(self, kind: str, payload: str, at_ms: int, spec: str = "") -> Job:
+        job = await self.roost.schedule.jobs.create(
             tenant="alice", channel="telegram", chat=str(ALICE), kind=kind, spec=spec,
             payload=m(payload), tz="UTC", next_run_ms=at_ms, created_ms=at_ms - 1000,
         )  # fmt: skip
@@ -129,11 +129,12 @@ async def test_a_reminder_two_seconds_ahead_arrives(home: Path, fake: FakeBotAPI
     async with live(home, fake) as t:
         due = wall_ms() + 2000
         started = time.monotonic()
-        job = t.job("reminder", "take the bread out", due)
+        job = await t.job("reminder", "take the bread out", due)
         await fake.wait_until(lambda: t.texts() == ["⏰ take the bread out"])
         arrived = fake.calls_of("sendMessage")[-1].at
         assert arrived - started >= 1.9  # never before its time (a lower bound only)
-        assert t.roost.schedule.jobs.get("alice", job.id).state == "done"  # type: ignore[union-attr]
+        stored = await t.roost.schedule.jobs.get("alice", job.id)
+        assert stored is not None and stored.state == "done"
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
     ran = t.events("job.ran")
     assert ran and ran[0]["id"] == job.id and ran[0]["outcome"] == "ok"
@@ -146,19 +147,19 @@ async def test_a_reminder_two_seconds_ahead_arrives(home: Path, fake: FakeBotAPI
 async def test_a_recurring_job_runs_three_times(home: Path, fake: FakeBotAPI) -> None:
     clock = ManualTime(T0)
     async with live(home, fake, time_=clock) as t:
-        job = t.job("reminder", "stretch", T0 + HOUR, spec="1h")
+        job = await t.job("reminder", "stretch", T0 + HOUR, spec="1h")
         for n in range(1, 4):
             t.advance(clock, HOUR)
             await fake.wait_until(lambda n=n: len(t.texts()) == n)  # type: ignore[misc]
         assert t.texts() == ["⏰ stretch"] * 3
-        stored = t.roost.schedule.jobs.get("alice", job.id)
+        stored = await t.roost.schedule.jobs.get("alice", job.id)
         assert stored is not None and stored.runs == 3 and stored.next_run_ms == T0 + 4 * HOUR
 
 
 async def test_a_bot_api_outage_delays_but_does_not_lose(home: Path, fake: FakeBotAPI) -> None:
     async with live(home, fake) as t:
         fake.fail("sendMessage", *[Failure.bad_gateway()] * 4)
-        t.job("reminder", "water the plants", wall_ms())
+        await t.job("reminder", "water the plants", wall_ms())
         await fake.wait_until(lambda: t.texts() == ["⏰ water the plants"])
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
         (entry,) = _all_entries(t.roost)
@@ -173,7 +174,7 @@ async def test_a_bot_api_outage_delays_but_does_not_lose(home: Path, fake: FakeB
 async def test_a_blocked_bot_is_a_visible_dead_letter(home: Path, fake: FakeBotAPI) -> None:
     async with live(home, fake) as t:
         fake.fail("sendMessage", Failure(403, "Forbidden: bot was blocked by the user"))
-        t.job("reminder", "call mum", wall_ms())
+        await t.job("reminder", "call mum", wall_ms())
         await until(lambda: t.events("outbox.failed"), "the dead letter recorded")
         (entry,) = await t.roost.schedule.outbox.failures("alice")
         assert entry.state == "dead" and entry.last_error == "forbidden"
@@ -206,7 +207,7 @@ def _all_entries(roost: Roost) -> list[dict[str, Any]]:
 
 async def test_a_turn_jobs_answer_arrives_in_the_chat(home: Path, fake: FakeBotAPI) -> None:
     async with live(home, fake, "Good morning: three meetings today.") as t:
-        job = t.job("turn", "brief me on my day", wall_ms())
+        job = await t.job("turn", "brief me on my day", wall_ms())
         await fake.wait_until(lambda: t.texts() == ["Good morning: three meetings today."])
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
     (request,) = t.backend.requests
@@ -238,7 +239,7 @@ async def test_a_tool_job_posts_only_on_change(home: Path, fake: FakeBotAPI) -> 
         workspace = t.roost.tenant_dirs("alice").workspace
         (workspace / "value.txt").write_text("42\n")
         payload = json.dumps({"tool": "me.watch", "mode": "change"})
-        job = t.job("tool", payload, T0 + HOUR, spec="1h")
+        job = await t.job("tool", payload, T0 + HOUR, spec="1h")
         posted = []
         for n, value in enumerate(["42", "42", "43", "43"], start=1):
             (workspace / "value.txt").write_text(value + "\n")
@@ -258,11 +259,15 @@ async def test_a_tool_job_posts_only_on_change(home: Path, fake: FakeBotAPI) -> 
 async def _wait_runs(t: Live, job_id: str, runs: int) -> None:
     """Until the job has `runs` runs and its outbox holds nothing undelivered."""
 
-    def done() -> bool:
-        job = t.roost.schedule.jobs.get("alice", job_id)
-        (queued,) = t.roost.db.execute(
+    async def done() -> bool:
+        job = await t.roost.schedule.jobs.get("alice", job_id)
+        queued = await t.roost.database.fetch_value(
             "SELECT COUNT(*) FROM outbox WHERE state = 'queued'"
-        ).fetchone()
+        )
         return job is not None and job.runs >= runs and queued == 0
 
-    await until(done, f"job {job_id} runs {runs} times")
+    async def runs_done() -> None:
+        while not await done():
+            await asyncio.sleep(0.01)  # a poll, as `until` does; the bound is HANG_S
+
+    await asyncio.wait_for(runs_done(), HANG_S)

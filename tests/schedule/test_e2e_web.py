@@ -35,7 +35,7 @@ async def page_server(roost: Roost) -> AsyncIterator[tuple[WebChannel, ScheduleL
         TOKEN,
         "127.0.0.1",
         0,
-        recent=lambda chat, after: recent_messages(roost.db, local, "web", chat, after),
+        recent=lambda chat, after: recent_messages(roost.database, local, "web", chat, after),
     )
     loop = ScheduleLoop(roost)
     await web.start()
@@ -48,8 +48,8 @@ async def page_server(roost: Roost) -> AsyncIterator[tuple[WebChannel, ScheduleL
         await web.stop()
 
 
-def remind(roost: Roost, text: str, chat: str = "default") -> None:
-    roost.schedule.jobs.create(
+async def remind(roost: Roost, text: str, chat: str = "default") -> None:
+    await roost.schedule.jobs.create(
         tenant=roost.settings.local_tenant, channel="web", chat=chat, kind="reminder", spec="",
         payload=m(text), tz="UTC", next_run_ms=wall_ms(), created_ms=wall_ms(),
     )  # fmt: skip
@@ -73,8 +73,8 @@ async def test_an_open_page_gets_the_reminder_pushed(roost: Roost) -> None:
             assert response.status == 200
             stream = events(response)
             assert await asyncio.wait_for(anext(stream), HANG_S) == ("ready", {"chat": "default"})
-            remind(roost, "tea is ready")
-            remind(roost, "for another chat", chat="other")
+            await remind(roost, "tea is ready")
+            await remind(roost, "for another chat", chat="other")
             name, data = await asyncio.wait_for(anext(stream), HANG_S)
     assert name == "message" and data["text"] == "⏰ tea is ready"
     assert data["key"].startswith("job:") and isinstance(data["id"], int)
@@ -82,7 +82,7 @@ async def test_an_open_page_gets_the_reminder_pushed(roost: Roost) -> None:
 
 async def test_a_closed_page_sees_what_it_missed_on_load(roost: Roost) -> None:
     async with page_server(roost) as (web, _), aiohttp.ClientSession() as http:
-        remind(roost, "the oven")
+        await remind(roost, "the oven")
         base = f"http://127.0.0.1:{web.port}/api/outbox"
         listed: list[dict[str, Any]] = []
         deadline = time.monotonic() + HANG_S

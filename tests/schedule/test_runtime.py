@@ -3,7 +3,6 @@ records, the failed-reply hook, the web's missed messages, the database watch.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -19,16 +18,15 @@ from bridge.schedule.runtime import (
     JobRunner,
     audit_event,
     job_inbound,
+    newest_message_id,
     parse_tool_payload,
     recent_messages,
     reply_to_outbox,
-    watch_db,
 )
 from bridge.schedule.scheduler import JobSkipped, ScheduleEvent
 from bridge.types.messages import Inbound
 from tests.masking import NO_SECRETS, m
 from tests.schedule.database import database_of
-from tests.waits import HANG_S
 
 
 def job(channel: str = "telegram", chat: str = "111", kind: str = "turn", **kw: object) -> Job:
@@ -153,7 +151,6 @@ async def keep_twice(conn: sqlite3.Connection, outbox: OutboxStore) -> None:
 
 
 async def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
-    conn = connect(tmp_path / "roost.db")
     async with database_of(tmp_path / "roost.db") as db:
         outbox = OutboxStore(db)
         ids = [
@@ -163,21 +160,9 @@ async def test_the_web_lists_what_a_chat_missed(tmp_path: Path) -> None:
         await outbox.enqueue("local", "web", "other", m("elsewhere"), "k9", now_ms=1)
         await outbox.enqueue("bob", "web", "default", m("not local"), "k8", now_ms=1)
         await outbox.failed(ids[1], "forbidden", 5, permanent=True)  # dead: not shown
-    got = recent_messages(conn, "local", "web", "default", 0)
+        got = await recent_messages(db, "local", "web", "default", 0)
+        after = await recent_messages(db, "local", "web", "default", ids[0])
+        newest = await newest_message_id(db)
     assert [m["text"] for m in got] == ["m0", "m2"]
-    assert [m["text"] for m in recent_messages(conn, "local", "web", "default", ids[0])] == ["m2"]
-
-
-async def test_a_commit_from_another_process_wakes_the_scheduler(tmp_path: Path) -> None:
-    mine = connect(tmp_path / "roost.db")
-    woke = asyncio.Event()
-    watcher = asyncio.create_task(watch_db(mine, woke.set, 0.01))
-    try:
-        mine.execute("INSERT INTO chat_settings VALUES ('a', 'web', 'c', 'k', 'own write')")
-        await asyncio.sleep(0.05)
-        assert not woke.is_set()  # its own writes do not count
-        async with database_of(tmp_path / "roost.db") as other:  # as `roost send` opens it
-            await OutboxStore(other).enqueue("a", "web", "c", m("from send"), "k2", now_ms=1)
-        await asyncio.wait_for(woke.wait(), HANG_S)
-    finally:
-        watcher.cancel()
+    assert [m["text"] for m in after] == ["m2"]
+    assert newest == max(e["id"] for e in got) + 2  # the two entries of other chats came last

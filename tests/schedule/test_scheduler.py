@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.app.database import open_database
 from bridge.schedule.jobs import Job, JobLimits, JobStore
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.scheduler import (
@@ -20,10 +21,9 @@ from bridge.schedule.scheduler import (
     sleep_ms,
 )
 from bridge.storage.protocol import Database
-from bridge.storage.sqlite import SqliteDatabase
 from bridge.types.masked import Masked
 from tests.masking import m
-from tests.schedule.test_jobs import HOUR, MIN, T0, next_run, open_db
+from tests.storage.test_job_store import HOUR, MIN, T0, next_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,13 +45,11 @@ class FakeTime:
 
 
 class Harness:
-    """Stores on one real database (the jobs on its sqlite3 connection, the outbox on a
-    `Database` of the same file, as the daemon has them), a scheduler, and what it ran
-    and delivered."""
+    """Stores on one real database (the jobs and the outbox on one `Database`), a
+    scheduler, and what it ran and delivered."""
 
-    def __init__(self, path: Path, database: Database, now: int = T0, **config: int) -> None:
-        conn = open_db(path)
-        self.jobs = JobStore(conn, next_run, JobLimits(min_interval_ms=MIN))
+    def __init__(self, database: Database, now: int = T0, **config: int) -> None:
+        self.jobs = JobStore(database, next_run, JobLimits(min_interval_ms=MIN))
         self.outbox = OutboxStore(database)
         self.time = FakeTime(now)
         self.ran: list[tuple[str, int]] = []
@@ -88,20 +86,21 @@ class Harness:
     async def observe(self, event: ScheduleEvent) -> None:
         self.events.append(event)
 
-    def add(self, spec: str = "", payload: str = "bread", at: int = T0, chat: str = "42") -> str:
-        return self.jobs.create(
+    async def add(
+        self, spec: str = "", payload: str = "bread", at: int = T0, chat: str = "42"
+    ) -> str:
+        job = await self.jobs.create(
             tenant="alice", channel="telegram", chat=chat, kind="reminder", spec=spec,
             payload=m(payload), tz="UTC", next_run_ms=at, created_ms=T0,
-        ).id  # fmt: skip
+        )  # fmt: skip
+        return job.id
 
     async def aclose(self) -> None:
         await self.outbox.db.aclose()
-        self.jobs.conn.close()
 
 
 async def harness(path: Path, now: int = T0, **config: int) -> Harness:
-    database = await SqliteDatabase.open(path)
-    return Harness(path, database, now, **config)
+    return Harness(await open_database(path), now, **config)
 
 
 @pytest.fixture
@@ -112,7 +111,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
 
 
 async def test_a_due_reminder_is_run_once_and_delivered_once(h: Harness) -> None:
-    job_id = h.add(at=T0 + 2000)
+    job_id = await h.add(at=T0 + 2000)
     await h.scheduler.tick()
     assert h.ran == [] and h.sent == []  # not yet
     h.time.now = T0 + 2000
@@ -121,23 +120,23 @@ async def test_a_due_reminder_is_run_once_and_delivered_once(h: Harness) -> None
     assert h.sent == [("42", f"bread @{T0 + 2000}")]
     await h.scheduler.tick()
     assert len(h.sent) == 1
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and job.state == "done"
 
 
 async def test_a_job_missed_for_ten_slots_runs_once(h: Harness) -> None:
-    job_id = h.add(spec=f"every {HOUR}", at=T0 + HOUR)
+    job_id = await h.add(spec=f"every {HOUR}", at=T0 + HOUR)
     h.time.now = T0 + 10 * HOUR + 5 * MIN  # the daemon was down for ten slots
     await h.scheduler.tick()
     await h.scheduler.tick()
     assert h.ran == [(job_id, T0 + HOUR)]
     assert len(h.sent) == 1
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and job.next_run_ms == T0 + 11 * HOUR
 
 
 async def test_the_loop_runs_a_recurring_job_three_times_and_sleeps_until_due(h: Harness) -> None:
-    job_id = h.add(spec=f"every {HOUR}", at=T0 + HOUR)
+    job_id = await h.add(spec=f"every {HOUR}", at=T0 + HOUR)
 
     async def watch() -> None:
         while len(h.sent) < 3:
@@ -152,12 +151,12 @@ async def test_the_loop_runs_a_recurring_job_three_times_and_sleeps_until_due(h:
 
 
 async def test_a_failing_run_is_recorded_and_others_still_run(h: Harness) -> None:
-    bad = h.add(spec=f"every {HOUR}", payload="broken", at=T0)
-    good = h.add(payload="bread", at=T0, chat="7")
+    bad = await h.add(spec=f"every {HOUR}", payload="broken", at=T0)
+    good = await h.add(payload="bread", at=T0, chat="7")
     h.fail_runs.add("broken")
     report = await h.scheduler.tick()
     assert (report.ran, report.run_failures, report.delivered) == (2, 1, 1)
-    job = h.jobs.get("alice", bad)
+    job = await h.jobs.get("alice", bad)
     assert job is not None
     assert (job.fail_count, job.last_error) == (1, "RuntimeError: the model server is down")
     assert job.next_run_ms == T0 + HOUR  # on to its next slot
@@ -168,12 +167,12 @@ async def test_a_failing_run_is_recorded_and_others_still_run(h: Harness) -> Non
 
 
 async def test_a_recurring_job_failing_five_times_in_a_row_is_paused(h: Harness) -> None:
-    job_id = h.add(spec=f"every {HOUR}", payload="broken", at=T0)
+    job_id = await h.add(spec=f"every {HOUR}", payload="broken", at=T0)
     h.fail_runs.add("broken")
     for k in range(5):
         h.time.now = T0 + k * HOUR
         await h.scheduler.tick()
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and (job.state, job.fail_count) == ("paused", 5)
     h.time.now = T0 + 9 * HOUR
     await h.scheduler.tick()
@@ -181,30 +180,30 @@ async def test_a_recurring_job_failing_five_times_in_a_row_is_paused(h: Harness)
 
 
 async def test_a_failing_one_shot_retries_then_ends_with_its_error(h: Harness) -> None:
-    job_id = h.add(payload="broken", at=T0)
+    job_id = await h.add(payload="broken", at=T0)
     h.fail_runs.add("broken")
     await h.scheduler.tick()
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and (job.state, job.next_run_ms) == ("active", T0 + MIN)
     h.time.now = T0 + MIN
     await h.scheduler.tick()
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and job.next_run_ms == T0 + 3 * MIN
     h.time.now = T0 + 3 * MIN
     await h.scheduler.tick()
-    job = h.jobs.get("alice", job_id)
+    job = await h.jobs.get("alice", job_id)
     assert job is not None and (job.state, job.fail_count) == ("done", 3)
     assert job.last_error.startswith("RuntimeError")
 
 
 async def test_a_run_with_nothing_to_say_posts_nothing(h: Harness) -> None:
-    h.add(spec=f"every {HOUR}", payload="quiet", at=T0)
+    await h.add(spec=f"every {HOUR}", payload="quiet", at=T0)
     report = await h.scheduler.tick()
     assert (report.ran, report.delivered, h.sent) == (1, 0, [])
 
 
 async def test_an_outage_delays_delivery_but_loses_nothing(h: Harness) -> None:
-    h.add(at=T0)
+    await h.add(at=T0)
     h.fail_sends = 4  # four failed attempts: 5 s, 10 s, 20 s, 40 s of backoff
 
     async def watch() -> None:
@@ -225,7 +224,7 @@ async def test_a_permanent_delivery_error_is_a_visible_dead_letter(h: Harness) -
         raise DeliveryError("forbidden", permanent=True)
 
     h.scheduler.deliver = blocked
-    h.add(at=T0)
+    await h.add(at=T0)
     report = await h.scheduler.tick()
     assert report.delivery_failures == 1
     (dead,) = await h.outbox.failures("alice", "telegram", "42")
@@ -234,7 +233,7 @@ async def test_a_permanent_delivery_error_is_a_visible_dead_letter(h: Harness) -
 
 
 async def test_events_carry_ids_never_the_text(h: Harness) -> None:
-    h.add(payload="my secret diagnosis", at=T0)
+    await h.add(payload="my secret diagnosis", at=T0)
     await h.scheduler.tick()
     assert h.events and all("secret" not in repr(e) for e in h.events)
 
@@ -250,7 +249,7 @@ async def test_wake_cuts_a_long_sleep_short(h: Harness) -> None:
     loop = asyncio.create_task(h.scheduler.run())
     while not h.time.sleeps:
         await asyncio.sleep(0)
-    h.add(at=T0)
+    await h.add(at=T0)
     h.scheduler.wake()
     while not h.sent:
         await asyncio.sleep(0)
@@ -260,14 +259,14 @@ async def test_wake_cuts_a_long_sleep_short(h: Harness) -> None:
 
 
 async def test_an_error_in_a_tick_does_not_end_the_loop(h: Harness) -> None:
-    h.add(at=T0)
-    h.jobs.conn.execute("ALTER TABLE outbox RENAME TO outbox_gone")  # every tick now fails
+    await h.add(at=T0)
+    await h.outbox.db.execute("ALTER TABLE outbox RENAME TO outbox_gone")  # every tick now fails
     h.time.sleeps.clear()
 
     async def fix_after_two_sleeps() -> None:
         while len(h.time.sleeps) < 2:
             await asyncio.sleep(0)
-        h.jobs.conn.execute("ALTER TABLE outbox_gone RENAME TO outbox")
+        await h.outbox.db.execute("ALTER TABLE outbox_gone RENAME TO outbox")
         while not h.sent:
             await asyncio.sleep(0)
         h.scheduler.stop()
@@ -277,11 +276,11 @@ async def test_an_error_in_a_tick_does_not_end_the_loop(h: Harness) -> None:
 
 
 async def test_a_job_removed_while_it_ran_posts_nothing(h: Harness) -> None:
-    job_id = h.add(at=T0)
+    job_id = await h.add(at=T0)
     run_job = h.scheduler.run_job
 
     async def removed_meanwhile(job: Job, slot: int) -> Masked | None:
-        h.jobs.remove(job.tenant, job.id)  # /job delete while the run was under way
+        await h.jobs.remove(job.tenant, job.id)  # /job delete while the run was under way
         return await run_job(job, slot)
 
     h.scheduler.run_job = removed_meanwhile
@@ -297,8 +296,8 @@ def test_sleep_is_until_the_earliest_wake_within_bounds() -> None:
     assert sleep_ms(T0, (T0 - 5000, T0 + 2000), 30_000) == 0
 
 
-def test_plan_after_run_collapses_missed_slots(h: Harness) -> None:
-    job = h.jobs.get("alice", h.add(spec=f"every {HOUR}", at=T0 + HOUR))
+async def test_plan_after_run_collapses_missed_slots(h: Harness) -> None:
+    job = await h.jobs.get("alice", await h.add(spec=f"every {HOUR}", at=T0 + HOUR))
     assert job is not None
     cfg = SchedulerConfig()
     assert plan_after_run(job, T0 + 10 * HOUR + 1, False, next_run, cfg) == (T0 + 11 * HOUR, False)
@@ -312,18 +311,18 @@ from bridge.schedule.jobs import JobStore
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.scheduler import Scheduler
 from bridge.storage.sqlite import SqliteDatabase
-from tests.schedule.test_jobs import open_db, next_run
+from tests.storage.test_job_store import next_run
 from tests.masking import m
 
 path = Path({db!r})
 marker = Path({marker!r})
 
 class KilledBeforeTheRecord(JobStore):
-    def mark_run(self, *args, **kw):
+    async def mark_run(self, *args, **kw):
         if {kill_in_mark}:  # the outbox entry is committed, the run not yet recorded
             marker.write_text("mark")
             os.kill(os.getpid(), signal.SIGKILL)
-        return super().mark_run(*args, **kw)
+        return await super().mark_run(*args, **kw)
 
 async def run_job(job, slot):
     if {kill_in_run}:
@@ -337,7 +336,7 @@ async def deliver(entry):
 
 async def main():
     database = await SqliteDatabase.open(path)
-    scheduler = Scheduler(KilledBeforeTheRecord(open_db(path), next_run), OutboxStore(database),
+    scheduler = Scheduler(KilledBeforeTheRecord(database, next_run), OutboxStore(database),
                           run_job=run_job, deliver=deliver, next_run=next_run,
                           clock=lambda: {now})
     await scheduler.tick()
@@ -365,7 +364,7 @@ async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
     out exactly once, and the job ends done."""
     path = tmp_path / "roost.db"
     first = await harness(path)
-    job_id = first.add(payload="call the dentist", at=T0)
+    job_id = await first.add(payload="call the dentist", at=T0)
     await first.aclose()
     reached = await kill_during_tick(path, kill_at)
     assert reached == {"run": "ran", "mark": "mark"}.get(kill_at, f"deliver job:{job_id}:{T0}")
@@ -378,7 +377,7 @@ async def test_kill_9_between_run_and_delivery_delivers_exactly_once(
         # re-run after a kill in the run: the harness's own text, else the child's
         expected = "call the dentist @" + str(T0) if kill_at == "run" else "call the dentist"
         assert restarted.sent == [("42", expected)]
-        job = restarted.jobs.get("alice", job_id)
+        job = await restarted.jobs.get("alice", job_id)
         assert job is not None and job.state == "done"
     finally:
         await restarted.aclose()

@@ -8,7 +8,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bridge.core import db
 from bridge.core.config import ConfigError, load_settings
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService, host_zone, next_run_ms
@@ -45,9 +44,7 @@ def test_the_host_zone_is_an_iana_name(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_the_service_wakes_every_subscriber(tmp_path: Path) -> None:
     async with database_of(tmp_path / "roost.db") as database:
-        conn = db.connect(tmp_path / "roost.db")
-        service = ScheduleService(conn, database, JobLimits(), "Europe/Berlin")
-        conn.close()
+        service = ScheduleService(database, JobLimits(), "Europe/Berlin")
     woken: list[str] = []
     service.subscribe(lambda: woken.append("a"))
     service.subscribe(lambda: woken.append("b"))

@@ -12,17 +12,18 @@ from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
 from bridge.schedule.runtime import newest_message_id, recent_messages
+from bridge.storage.protocol import Database
 from tests.masking import m
 from tests.schedule.database import database_of
 from tests.waits import HANG_S
 
 
-def inbox_over(path: Path, chat: str = "terminal") -> TerminalInbox:
+def inbox_over(path: Path, database: Database, chat: str = "terminal") -> TerminalInbox:
     db = connect(path)
     seen = ChatSettings(db)
     return TerminalInbox(
-        lambda after: recent_messages(db, "local", "cli", chat, after),
-        lambda: newest_message_id(db),
+        lambda after: recent_messages(database, "local", "cli", chat, after),
+        lambda: newest_message_id(database),
         lambda: seen.get("local", "cli", chat, SEEN_KEY),
         lambda value: seen.set("local", "cli", chat, SEEN_KEY, value),
         interval_s=0,
@@ -31,14 +32,14 @@ def inbox_over(path: Path, chat: str = "terminal") -> TerminalInbox:
 
 async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -> None:
     db = tmp_path / "roost.db"
-    first = inbox_over(db)
     async with database_of(db) as database:
+        first = inbox_over(db, database)
         await shown_once_each(db, first, OutboxStore(database))
 
 
 async def shown_once_each(db: Path, first: TerminalInbox, store: OutboxStore) -> None:
     await store.enqueue("local", "cli", "terminal", m("⏰ old news"), "job:a:1", now_ms=1)
-    assert first.missed() == []  # a chat opened the first time starts from now
+    assert await first.missed() == []  # a chat opened the first time starts from now
     shown: list[str] = []
     arrived = asyncio.Event()
 
@@ -54,10 +55,10 @@ async def shown_once_each(db: Path, first: TerminalInbox, store: OutboxStore) ->
     watcher.cancel()
     assert shown == ["⏰ pills"]
     await store.enqueue("local", "cli", "terminal", m("⏰ basil"), "job:e:1", now_ms=3)
-    second = inbox_over(db)  # the next `roost chat`
-    assert second.missed() == ["⏰ basil"]
-    third = inbox_over(db)
-    assert third.missed() == []
+    second = inbox_over(db, store.db)  # the next `roost chat`
+    assert await second.missed() == ["⏰ basil"]
+    third = inbox_over(db, store.db)
+    assert await third.missed() == []
 
 
 def test_held_tells_a_running_daemon(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ async def test_the_model_schedules_a_reminder_and_is_told_to_confirm(berlin: Roo
     backend = script(berlin, [("schedule_create", json.dumps(args))], "Done, I will remind you.")
     reply = await say(berlin, "remind me to water the plants tomorrow evening")
     assert {"schedule_create", "schedule_list"} <= {t.name for t in backend.requests[0].tools}
-    (job,) = berlin.schedule.jobs.list_jobs("local", "web", "c1")
+    (job,) = await berlin.schedule.jobs.list_jobs("local", "web", "c1")
     assert reply == f"Done, I will remind you.\n\n⏰ Scheduled: water the plants (id {job.id})"
     assert (job.kind, job.payload, job.spec) == ("reminder", "water the plants", "")
     assert job.next_run_ms == ms_at("Europe/Berlin", 2027, 1, 16, 18, 0)
@@ -51,7 +51,7 @@ async def test_a_recurring_turn_and_the_list(berlin: Roost) -> None:
         berlin, [("schedule_create", json.dumps(args))], "ok", [("schedule_list", "{}")], "ok"
     )
     await say(berlin, "every weekday morning brief me")
-    (job,) = berlin.schedule.jobs.list_jobs("local")
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
     assert (job.kind, job.payload, job.recurring) == ("turn", "brief me on my calendar", True)
     assert "Next run Mon 18 Jan 07:30" in tool_results(backend)[0]
     await say(berlin, "what is scheduled?")
@@ -85,4 +85,4 @@ async def test_refusals_reach_the_model_and_store_nothing(berlin: Roost) -> None
     assert results[3].startswith("error: That runs too often")
     assert results[4] == "error: kind must be 'reminder' or 'turn'"
     assert results[5] == "error: give the text (reminder) or the prompt (turn)"
-    assert berlin.schedule.jobs.list_jobs("local") == []
+    assert await berlin.schedule.jobs.list_jobs("local") == []

@@ -76,7 +76,7 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
                 "/every 1h me.weather city=Oslo days=2 always"
             )
             assert "I'll answer" in await say("/every 2h what is the weather")
-            jobs = roost.schedule.jobs.list_jobs("alice")
+            jobs = await roost.schedule.jobs.list_jobs("alice")
             assert {j.kind for j in jobs} == {"tool", "turn"}
             async with http.get(f"{root}/api/events?chat=c1", headers=auth) as response:
                 stream = events(response)
@@ -95,7 +95,7 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
         await loop.stop()
         await web.stop()
     assert sorted(m["text"] for m in got) == ["it is sunny", 'me.weather: "Oslo x2"']
-    for job in roost.schedule.jobs.list_jobs("alice"):
+    for job in await roost.schedule.jobs.list_jobs("alice"):
         assert job.last_error in ("", None), job.last_error
     assert json.loads(next(j for j in jobs if j.kind == "tool").payload)["args"] == {
         "city": "Oslo",

@@ -44,8 +44,8 @@ async def test_the_order_through_a_real_roost(
             assert f"(times in {expected})" in await say(roost, "/jobs")
             await say(roost, "/profile set timezone Pacific/Auckland")
             assert "(times in Pacific/Auckland)" in await say(roost, "/jobs")
-            for job in roost.schedule.jobs.list_jobs("local"):
-                roost.schedule.jobs.remove("local", job.id)
+            for job in await roost.schedule.jobs.list_jobs("local"):
+                await roost.schedule.jobs.remove("local", job.id)
         finally:
             await roost.aclose()
 

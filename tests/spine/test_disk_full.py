@@ -128,10 +128,23 @@ def free_database(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA max_page_count = 1073741823")
 
 
+async def fill_roost(roost: Roost) -> None:
+    """`fill_database`, and the same page cap on the `Database`'s writer (the ported
+    stores' connection: `max_page_count` is per connection)."""
+    fill_database(roost.db)
+    pages = roost.db.execute("PRAGMA page_count").fetchone()[0]
+    await roost.database.execute(f"PRAGMA max_page_count = {pages}")
+
+
+async def free_roost(roost: Roost) -> None:
+    free_database(roost.db)
+    await roost.database.execute("PRAGMA max_page_count = 1073741823")
+
+
 async def test_schedule_writes_on_a_full_database_say_so_and_reads_go_on(roost: Roost) -> None:
     first = await say(roost, "/remind in 20m stretch " + "a" * 3500, 1)
     assert "⏰" in first or "remind" in first.lower(), first
-    fill_database(roost.db)
+    await fill_roost(roost)
     for n, command in enumerate(
         ("/remind in 30m walk " + "b" * 3500, "/every 1h drink water " + "c" * 3500), 2
     ):
@@ -139,7 +152,7 @@ async def test_schedule_writes_on_a_full_database_say_so_and_reads_go_on(roost: 
         assert DISK in reply and GENERIC not in reply, reply
     listing = await say(roost, "/jobs", 9)  # reads keep working
     assert "stretch" in listing and "walk" not in listing and "drink" not in listing
-    free_database(roost.db)
+    await free_roost(roost)
     assert "walk" in await say(roost, "/remind in 30m walk", 10) or "walk" in await say(
         roost, "/jobs", 11
     )
@@ -178,7 +191,7 @@ async def test_a_tool_that_meets_a_full_database_lets_the_model_answer(
             "stretch"
             in (await roost.core.handle(web_msg("/remind in 9m stretch " + "s" * 3500, 1))).text
         )
-        fill_database(roost.db)
+        await fill_roost(roost)
         final = await roost.core.handle(web_msg("remind me", 2))
         assert final.text.startswith("Sorry, I could not schedule that")
         (result,) = seen

@@ -117,22 +117,11 @@ def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
     spec = build_spec("num", "n", PEEK).tool
     assert spec is not None
     plain: Any = "plain text"  # a str that did not pass the masker
-    jobs, drafts = JobStore(db, next_run_ms), DraftStore(db, lambda: 1)
+    drafts = DraftStore(db, lambda: 1)
     writers = {
         "session message": lambda: sessions.append(key, plain, m("a"), "m1", 1.0),
         "session answer": lambda: sessions.append(key, m("q"), plain, "m1", 1.0),
         "session steps": lambda: sessions.append(key, m("q"), m("a"), "m1", 1.0, plain_steps),
-        "job store": lambda: jobs.create(
-            tenant="local",
-            channel="web",
-            chat="c1",
-            kind="reminder",
-            spec="",
-            payload=plain,
-            tz="UTC",
-            next_run_ms=2,
-            created_ms=1,
-        ),
         "draft store": lambda: drafts.put(key, spec, plain),
     }
     for name, write in writers.items():
@@ -153,12 +142,25 @@ def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
     assert db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0
 
 
-async def test_the_outbox_refuses_plain_str(tmp_path: Path) -> None:
+async def test_the_outbox_and_the_job_store_refuse_plain_str(tmp_path: Path) -> None:
     plain: Any = "plain text"  # a str that did not pass the masker
     async with database_of(tmp_path / "roost.db") as database:
         with pytest.raises(Unmasked):
             await OutboxStore(database).enqueue("local", "web", "c1", plain, "k", now_ms=1)
+        with pytest.raises(Unmasked):
+            await JobStore(database, next_run_ms).create(
+                tenant="local",
+                channel="web",
+                chat="c1",
+                kind="reminder",
+                spec="",
+                payload=plain,
+                tz="UTC",
+                next_run_ms=2,
+                created_ms=1,
+            )
         assert await database.fetch_value("SELECT COUNT(*) FROM outbox") == 0
+        assert await database.fetch_value("SELECT COUNT(*) FROM jobs") == 0
 
 
 # 3. end to end: plant the values everywhere, look everywhere ------------------------------
@@ -205,7 +207,7 @@ async def planted(
         roost = await build(load_settings())
         web = WebChannel(
             roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0,
-            recent=lambda chat, after: recent_messages(roost.db, "local", "web", chat, after),
+            recent=lambda chat, after: recent_messages(roost.database, "local", "web", chat, after),
             turns=roost.core.running, archive=roost.sessions.archive,
         )  # fmt: skip
         await web.start()
@@ -292,7 +294,7 @@ async def test_no_way_out_carries_a_vault_value(
         loop.deliveries.add("web", deliver)
         await loop.scheduler.tick()
         await loop.scheduler.tick()
-        jobs = [(j.kind, j.last_error) for j in roost.schedule.jobs.list_jobs("local")]
+        jobs = [(j.kind, j.last_error) for j in await roost.schedule.jobs.list_jobs("local")]
         assert len(delivered) >= 2, (delivered, jobs)
         sent += delivered
 

@@ -86,9 +86,9 @@ async def test_a_refused_save_has_no_marker(roost: Roost) -> None:
 async def test_a_scheduled_job_is_marked_and_its_undo_removes_it(roost: Roost) -> None:
     create = [("schedule_create", json.dumps({"when": "in 20m", "text": "tea is ready"}))]
     final = await turn(roost, "remind me about the tea", create, "I will remind you.")
-    (job,) = roost.schedule.jobs.list_jobs("local", "web", "c1")
+    (job,) = await roost.schedule.jobs.list_jobs("local", "web", "c1")
     assert final.text == f"I will remind you.\n\n⏰ Scheduled: tea is ready (id {job.id})"
     assert final.actions == (Action(f"↩ Undo job {job.id}", f"/job rm {job.id}"),)
     removed = await roost.core.handle(said(final.actions[0].command))
     assert removed.text.startswith(f"Job {job.id} removed")
-    assert roost.schedule.jobs.list_jobs("local", "web", "c1") == []
+    assert await roost.schedule.jobs.list_jobs("local", "web", "c1") == []

@@ -98,7 +98,7 @@ async def chat_loop(backing: Backing, chat: str, inp: TextIO, out: TextIO, banne
     if interactive:
         out.write(banner + "\n")
     inbox = backing.inbox
-    missed = inbox.missed() if inbox is not None else []
+    missed = await inbox.missed() if inbox is not None else []
     if missed:
         out.write("".join(f"{prefix}{line}\n" for line in [AWAY, *missed]) + gap)
         out.flush()

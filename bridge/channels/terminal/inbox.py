@@ -21,7 +21,7 @@ from bridge.schedule.outbox import OutboxEntry
 
 SEEN_KEY: Final = "outbox_seen"
 
-Fetch = Callable[[int], Sequence[Mapping[str, Any]]]  # after id -> messages {id, text, ...}
+Fetch = Callable[[int], Awaitable[Sequence[Mapping[str, Any]]]]  # after id -> {id, text, ...}
 Show = Callable[[str], Awaitable[None]]
 
 
@@ -36,7 +36,7 @@ class TerminalInbox:
     def __init__(
         self,
         fetch: Fetch,
-        newest: Callable[[], int],
+        newest: Callable[[], Awaitable[int]],
         load: Callable[[], str | None],
         save: Callable[[str], None],
         *,
@@ -48,15 +48,15 @@ class TerminalInbox:
         self._interval_s, self._sleep = interval_s, sleep
         self._seen = 0
 
-    def missed(self) -> list[str]:
+    async def missed(self) -> list[str]:
         """What arrived since this chat last showed something (call once, at start)."""
         stored = self._load()
         if stored is None or not stored.isdigit():
-            self._seen = self._newest()  # a new terminal chat starts from now
+            self._seen = await self._newest()  # a new terminal chat starts from now
             self._save(str(self._seen))
             return []
         self._seen = int(stored)
-        messages = self._fetch(self._seen)
+        messages = await self._fetch(self._seen)
         for message in messages:
             self._mark(message)
         return [str(m["text"]) for m in messages]
@@ -69,6 +69,6 @@ class TerminalInbox:
         """Show each new message as it arrives, until cancelled."""
         while True:
             await self._sleep(self._interval_s)
-            for message in self._fetch(self._seen):
+            for message in await self._fetch(self._seen):
                 await show(str(message["text"]))
                 self._mark(message)

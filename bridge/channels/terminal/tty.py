@@ -138,7 +138,7 @@ async def _welcome(
     except Exception:
         return  # the prompt ends with the failure
     inbox = backing.inbox
-    missed = inbox.missed() if inbox is not None else []
+    missed = await inbox.missed() if inbox is not None else []
     if missed:
         async with screen.busy:
             await screen.above_prompt("\n".join([AWAY, *missed]))

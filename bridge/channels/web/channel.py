@@ -32,7 +32,7 @@ per token and per tenant, 429 past it; ended when a reload drops their token).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # (chat, after_id) -> the local tenant's outbox messages newer than after_id, oldest first
-Recent = Callable[[str, int], list[dict[str, Any]]]
+Recent = Callable[[str, int], Awaitable[list[dict[str, Any]]]]
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -277,7 +277,7 @@ class WebChannel:
         if isinstance(after, web.Response):
             return web.json_response({"error": "after: an entry id"}, status=400)
         local = key.tenant == self._gate.local_tenant  # other tenants' outboxes: not on the web
-        messages = self._recent(key.chat, after or 0) if local and self._recent else []
+        messages = await self._recent(key.chat, after or 0) if local and self._recent else []
         return web.json_response({"messages": messages})
 
     async def _events(self, request: web.Request) -> web.StreamResponse:

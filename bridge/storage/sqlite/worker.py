@@ -34,12 +34,17 @@ def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
 
 
 def converted(exc: BaseException) -> BaseException:
-    """sqlite3's exception as ours (message kept: SQLite's says what and where, no values)."""
+    """sqlite3's exception as ours (message kept: SQLite's says what and where, no values),
+    raised from it: whoever asks what it was (`bridge.core.diskfull`: SQLITE_FULL) finds
+    sqlite3's as the cause."""
     if isinstance(exc, sqlite3.IntegrityError):
-        return IntegrityError(str(exc))
-    if isinstance(exc, sqlite3.Error):
-        return StorageError(str(exc))
-    return exc
+        ours: BaseException = IntegrityError(str(exc))
+    elif isinstance(exc, sqlite3.Error):
+        ours = StorageError(str(exc))
+    else:
+        return exc
+    ours.__cause__ = exc
+    return ours
 
 
 class Worker:
