@@ -71,8 +71,11 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and not stat.read_text().split(") ")[-1].startswith("Z")
+    try:  # the process may be reaped between the signal and the read: then it is gone
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1]
+    except FileNotFoundError:
+        return False
+    return not state.startswith("Z")
 
 
 def pid_of(reply: str) -> int:
