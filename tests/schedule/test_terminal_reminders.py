@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.schedule.outbox import WAKE_TOPIC
 from tests.spine.test_daemon import Daemon, start_daemon
 from tests.waits import HANG_S
 
@@ -91,9 +92,17 @@ def job_id(confirmation: str) -> str:
 
 
 def fire_now(home: Path, job: str) -> None:
-    """The job's time has come: what the clock would do, committed from this process."""
+    """The job's time has come: what the clock would do, committed from this process,
+    with the wake-up every job write sends the scheduler (`Database.notify` of
+    `WAKE_TOPIC`, as SQLite's backend records it); without it the daemon would see the
+    change only at its next periodic look."""
     with sqlite3.connect(home / "roost.db") as conn:
         conn.execute("UPDATE jobs SET next_run_ms = ? WHERE id = ?", (int(time.time() * 1000), job))
+        conn.execute(
+            "INSERT INTO storage_notify (topic, n) VALUES (?, 1)"
+            " ON CONFLICT (topic) DO UPDATE SET n = n + 1",
+            (WAKE_TOPIC,),
+        )
 
 
 def outbox(home: Path) -> list[tuple[str, str, str]]:
