@@ -12,10 +12,9 @@ import pytest
 
 from bridge.schedule.jobs import ALPHABET, ID_LENGTH, JobLimits, JobStore, LimitError
 from bridge.storage.protocol import Database
-from bridge.storage.schema import MIGRATIONS
-from bridge.storage.sqlite import SqliteDatabase
 from tests.masking import m
 from tests.storage.conftest import OpenDb
+from tests.storage.traced import traced
 
 MIN = 60_000
 HOUR = 60 * MIN
@@ -315,14 +314,8 @@ async def test_no_write_holds_a_transaction_across_an_await(backend: str, tmp_pa
     of `bridge.schedule.outbox`), so no BEGIN is ever sent."""
     if backend != "sqlite":
         pytest.skip("the two-connection transition is SQLite's")
-    statements: list[str] = []
-
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
-
-    database = await SqliteDatabase.open(tmp_path / "roost.db", on_connect=trace)
+    database, statements = await traced(tmp_path / "roost.db")
     try:
-        await database.migrate(MIGRATIONS)
         statements.clear()
         store = JobStore(database, next_run, JobLimits(max_jobs=2))
         one = await make(store, spec=f"every {HOUR}", next_run_ms=T0 + HOUR)
@@ -349,15 +342,9 @@ async def test_due_and_earliest_read_the_due_index_with_10000_jobs(
     """SQLite's plans for what `due` and `earliest_ms` really run."""
     if backend != "sqlite":
         pytest.skip("SQLite's query plans")
-    statements: list[str] = []
-
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
-
     path = tmp_path / "roost.db"
-    database = await SqliteDatabase.open(path, on_connect=trace)
+    database, statements = await traced(path)
     try:
-        await database.migrate(MIGRATIONS)
         store = JobStore(database, next_run)
         rows = [
             (

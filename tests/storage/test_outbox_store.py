@@ -18,6 +18,7 @@ from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
 from tests.masking import m
 from tests.storage.conftest import OpenDb
+from tests.storage.traced import traced
 
 T0 = 1_700_000_000_000
 S = 1000
@@ -333,14 +334,8 @@ async def test_no_write_holds_a_transaction_across_an_await(backend: str, tmp_pa
     connection (which would wait on the loop for a lock whose holder needs the loop)."""
     if backend != "sqlite":
         pytest.skip("the two-connection transition is SQLite's")
-    statements: list[str] = []
-
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
-
-    database = await SqliteDatabase.open(tmp_path / "roost.db", on_connect=trace)
+    database, statements = await traced(tmp_path / "roost.db")
     try:
-        await database.migrate(MIGRATIONS)
         statements.clear()
         outbox = OutboxStore(database, OutboxPolicy(max_attempts=2))
         first = await put(outbox, "a")
@@ -453,15 +448,9 @@ async def test_claim_reads_the_due_and_chat_queue_indexes_with_10000_entries(
     """SQLite's plans for what the claim and `earliest_ms` really run."""
     if backend != "sqlite":
         pytest.skip("SQLite's query plans")
-    statements: list[str] = []
-
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
-
     path = tmp_path / "roost.db"
-    database = await SqliteDatabase.open(path, on_connect=trace)
+    database, statements = await traced(path)
     try:
-        await database.migrate(MIGRATIONS)
         outbox = OutboxStore(database)
         rows: list[Any] = [
             (f"t{n % 1000}", str(n % 1000), f"k{n}", T0 + n * S, T0 + n * S) for n in range(10_000)
