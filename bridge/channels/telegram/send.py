@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardMarkup, MessageEntity, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, Message, MessageEntity, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -222,40 +222,25 @@ class Sender:
 
     async def document(self, chat_id: int, data: bytes, name: str) -> int:
         """Upload one file as a document (multipart); returns the new message id."""
-        try:
-            message = await self._retrying(
-                chat_id,
-                lambda: self._bot.send_document(
-                    chat_id, data, filename=name, read_timeout=self.policy.send_timeout_s
-                ),
-                fresh=True,
-            )
-        except BadRequest as exc:
-            raise Rejected(str(exc)) from exc
-        return int(message.message_id)
+        return await self._upload(chat_id, self._bot.send_document, data, name)
 
     async def voice(self, chat_id: int, data: bytes) -> int:
         """Upload OGG/Opus audio as a voice message (sendVoice); returns the message id."""
-        try:
-            message = await self._retrying(
-                chat_id,
-                lambda: self._bot.send_voice(
-                    chat_id, data, filename="answer.ogg", read_timeout=self.policy.send_timeout_s
-                ),
-                fresh=True,
-            )
-        except BadRequest as exc:
-            raise Rejected(str(exc)) from exc
-        return int(message.message_id)
+        return await self._upload(chat_id, self._bot.send_voice, data, "answer.ogg")
 
     async def photo(self, chat_id: int, data: bytes, name: str) -> int:
         """Upload one image as a photo (multipart); returns the new message id."""
+        return await self._upload(chat_id, self._bot.send_photo, data, name)
+
+    async def _upload(
+        self, chat_id: int, send: Callable[..., Awaitable[Message]], data: bytes, name: str
+    ) -> int:
+        """One multipart upload through `send` (a Bot method), never repeated once it may
+        have arrived; a refusal is `Rejected`."""
         try:
             message = await self._retrying(
                 chat_id,
-                lambda: self._bot.send_photo(
-                    chat_id, data, filename=name, read_timeout=self.policy.send_timeout_s
-                ),
+                lambda: send(chat_id, data, filename=name, read_timeout=self.policy.send_timeout_s),
                 fresh=True,
             )
         except BadRequest as exc:
