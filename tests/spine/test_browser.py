@@ -51,12 +51,13 @@ CORPUS = Path(__file__).resolve().parents[2] / "js" / "test" / "xss_corpus.json"
 
 if CHROMIUM is None and os.environ.get("ROOST_REQUIRE_BROWSER") == "1":
     raise RuntimeError("ROOST_REQUIRE_BROWSER=1 but no chromium on PATH")
-pytestmark = [
+# every browser test: skipped without Chromium, and run on the session's event loop,
+# the loop the shared browser lives on (tests/spine/conftest.py)
+BROWSER_TESTS = [
     pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
-    pytest.mark.asyncio(
-        loop_scope="session"
-    ),  # the shared browser's loop (tests/spine/conftest.py)
+    pytest.mark.asyncio(loop_scope="session"),
 ]
+pytestmark = BROWSER_TESTS
 
 
 class EchoModel:

@@ -27,16 +27,11 @@ from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from tests.conftest import Clock
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import ARGS, CHROMIUM, TOKEN, EchoModel
+from tests.spine.test_browser import ARGS, BROWSER_TESTS, TOKEN, EchoModel
 from tests.spine.test_web_upload import png, recorder
 from tests.waits import HANG_S
 
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
-    pytest.mark.asyncio(
-        loop_scope="session"
-    ),  # the shared browser's loop (tests/spine/conftest.py)
-]
+pytestmark = BROWSER_TESTS
 MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 
 # Build a File in the page and hand it over as a paste (ClipboardEvent) or a drop (DragEvent).

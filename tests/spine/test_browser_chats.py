@@ -14,14 +14,9 @@ import pytest_asyncio
 
 from tests.spine.browser_kit import opened
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import CHROMIUM, TOKEN, Page
+from tests.spine.test_browser import BROWSER_TESTS, TOKEN, Page
 
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
-    pytest.mark.asyncio(
-        loop_scope="session"
-    ),  # the shared browser's loop (tests/spine/conftest.py)
-]
+pytestmark = BROWSER_TESTS
 
 
 @pytest_asyncio.fixture(loop_scope="session")

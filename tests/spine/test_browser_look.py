@@ -15,14 +15,9 @@ import pytest
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.browser_kit import opened
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import CHROMIUM, TOKEN, rich_markdown
+from tests.spine.test_browser import BROWSER_TESTS, TOKEN, rich_markdown
 
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed"),
-    pytest.mark.asyncio(
-        loop_scope="session"
-    ),  # the shared browser's loop (tests/spine/conftest.py)
-]
+pytestmark = BROWSER_TESTS
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u25d0\u2715]")
 PHONE = {"width": 390, "height": 844}
 
