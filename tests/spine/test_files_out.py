@@ -24,7 +24,7 @@ from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings, load_settings
 from bridge.types.messages import Final, OutFile
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import ALICE, FAST, GROUP, TOKEN
+from tests.telegram.conftest import ALICE, GROUP, NO_DRAFTS, TOKEN
 from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
 from tests.waits import HANG_S
 
@@ -48,7 +48,10 @@ async def bot() -> AsyncIterator[FakeBotAPI]:
 @pytest.fixture
 async def live(home: Path, bot: FakeBotAPI) -> AsyncIterator[tuple[Roost, TelegramChannel]]:
     roost = await build(tg(home, bot), backend=ScriptedBackend("noted: plums"))  # real chain
-    channel = TelegramChannel(roost.settings.telegram, roost.core.answer, roost.command_list, FAST)
+    # no drafts: a busy machine would otherwise show "noted: plums …" before the final text
+    channel = TelegramChannel(
+        roost.settings.telegram, roost.core.answer, roost.command_list, NO_DRAFTS
+    )
     await channel.start()
     try:
         yield roost, channel
