@@ -27,7 +27,8 @@ It stays out of the way whenever it cannot be exact or safe:
   so its warning is never lost to a cache hit;
 - nothing is written when byte-code writing is off (`PYTHONDONTWRITEBYTECODE`,
   `sys.dont_write_bytecode`) or the folder is not writable;
-- at most 4,000 patterns are kept;
+- at most 4,000 patterns are kept: past that, a process writes only the
+  patterns it used (so patterns edited away do not fill the file for good);
 - the file is tied to the interpreter's version and build and to `_sre`'s
   magic number and code size; a file that does not load is ignored (and
   rewritten).
@@ -69,14 +70,18 @@ class _Cache:
         loaded = read_marshal(path, _header())
         self.entries: dict[Key, Entry] = loaded if isinstance(loaded, dict) else {}
         self.added = 0
+        self.used: set[Key] = set()  # found or added by this process
 
     def save(self) -> None:
-        """Write what this process added, merged with what others wrote meanwhile."""
+        """Write what this process added, merged with what others wrote meanwhile;
+        past the bound, only what this process used (patterns since edited away go)."""
         if not self.added:
             return
         now = read_marshal(self.path, _header())
-        merged = now if isinstance(now, dict) and len(now) < _MAX else {}
+        merged = now if isinstance(now, dict) else {}
         merged.update(self.entries)
+        if len(merged) > _MAX:
+            merged = {key: self.entries[key] for key in self.used}
         write_marshal(self.path, _header(), merged)
 
 
@@ -110,12 +115,14 @@ def _compiler_wrapper(cache: _Cache, original: Callable[..., Any]) -> Callable[.
         key: Key = (isinstance(p, str), p, int(flags))
         found = cache.entries.get(key)
         if found is not None:
+            cache.used.add(key)
             final, code, groups, groupindex, indexgroup = found
             return _sre.compile(p, final, code, groups, groupindex, indexgroup)
         entry = _entry(p, flags)
         made = _sre.compile(p, *entry)
-        if len(cache.entries) < _MAX and cacheable(p) and at_module_level(sys._getframe(1)):
+        if cacheable(p) and at_module_level(sys._getframe(1)):
             cache.entries[key] = entry
+            cache.used.add(key)
             cache.added += 1
         return made
 

@@ -202,3 +202,31 @@ def test_roost_installs_it_and_keeps_its_modules_constant_patterns() -> None:
     )
     for pattern, _, _ in cues._PHRASES:
         assert (True, pattern.pattern, pattern.flags & ~re.UNICODE) in cache.entries
+
+
+def test_past_its_bound_the_file_keeps_only_what_the_last_process_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "regex.marshal"
+    compiler: Any = re._compiler  # type: ignore[attr-defined]
+    installed = compiler.compile
+    monkeypatch.setattr(regex_code, "_MAX", 3)
+
+    def one_process(patterns: list[str]) -> regex_code._Cache:
+        cache = regex_code._Cache(path)
+        compiler.compile = regex_code._compiler_wrapper(cache, _stdlib_compile())
+        try:
+            re.purge()
+            run_as_module("import re\nmade = [re.compile(p) for p in patterns]", patterns=patterns)
+        finally:
+            compiler.compile = installed
+        cache.save()
+        return cache
+
+    old = [unique(f"old{i}-[a-z]") for i in range(3)]
+    one_process(old)
+    assert len(regex_code._Cache(path).entries) == 3
+    new = [unique("new-[0-9]+"), old[0]]
+    cache = one_process(new)
+    assert cache.added == 1  # old[0] came from the file
+    assert {key[1] for key in regex_code._Cache(path).entries} == set(new)
