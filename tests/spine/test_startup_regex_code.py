@@ -10,7 +10,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pytest
 
@@ -52,10 +52,16 @@ def bytecode_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
 
 
+@overload
+def unique(pattern: str) -> str: ...
+@overload
+def unique(pattern: bytes) -> bytes: ...
 def unique(pattern: str | bytes) -> str | bytes:
     """`pattern` with a fresh comment after it: never in `re`'s own per-process cache."""
     tag = f"(?#{uuid.uuid4().hex})"
-    return pattern + (tag.encode() if isinstance(pattern, bytes) else tag)
+    if isinstance(pattern, bytes):
+        return pattern + tag.encode()
+    return pattern + tag
 
 
 @pytest.fixture
