@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import gc
 import importlib.util
 import marshal
 import os
@@ -79,10 +80,15 @@ def read_marshal(path: Path, header: bytes) -> object:
         return None
     if not data.startswith(header):
         return None
+    enabled = gc.isenabled()
+    gc.disable()  # thousands of objects at once: no collection may traverse them half-made
     try:
         return marshal.loads(data[len(header) :])
     except (EOFError, ValueError, TypeError):
         return None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def write_marshal(path: Path, header: bytes, value: Any) -> None:
