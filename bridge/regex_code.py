@@ -86,12 +86,13 @@ class _Cache:
 
 
 def cacheable(pattern: object) -> bool:
-    """A pattern whose compilation cannot warn (so a cache hit loses nothing)."""
-    if isinstance(pattern, bytes):
+    """A pattern whose compilation cannot warn (so a cache hit loses nothing), of a type
+    `marshal` writes (exactly `str` or `bytes`, no subclass)."""
+    if type(pattern) is bytes:
         if not pattern.isascii():
             return False
         text = pattern.decode("ascii")
-    elif isinstance(pattern, str):
+    elif type(pattern) is str:
         text = pattern
     else:
         return False

@@ -236,3 +236,22 @@ def test_past_its_bound_the_file_keeps_only_what_the_last_process_used(
     cache = one_process(new)
     assert cache.added == 1  # old[0] came from the file
     assert {key[1] for key in regex_code._Cache(path).entries} == set(new)
+
+
+def test_a_pattern_of_a_str_subclass_is_compiled_but_not_kept(
+    wrapped: regex_code._Cache, tmp_path: Path
+) -> None:
+    """`marshal` cannot write a subclass of str: one such pattern must not spoil the file."""
+
+    class Text(str):
+        pass
+
+    pattern = Text(unique("sub-[a-z]+"))
+    made = run_as_module(
+        "import re\nx = re.compile(p)\ny = re.compile(q)", p=pattern, q=unique("k")
+    )
+    assert made["x"].match("sub-abc")
+    wrapped.save()
+    assert [key[1] for key in regex_code._Cache(tmp_path / "regex.marshal").entries] == [
+        made["y"].pattern
+    ]
