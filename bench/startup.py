@@ -7,14 +7,23 @@ Times, in one run, with a fresh home and an empty config file:
 - `roost send /help` (a command through the full pipeline: settings,
   database, audit chain, core), without a model and with one configured
   (an OpenAI-compatible URL nobody listens on: a command never calls it);
+- `roost send hello` answered by a fake OpenAI-compatible server
+  (tests/fakes/fake_openai.py, in this process): one real turn;
 - `roost chat` under a pseudo-terminal, from the start to the moment the
-  prompt `you>` is on the screen (time-to-prompt), then Ctrl-D.
-Each is run `--runs` times after one warm-up (byte-code caches written);
-medians are printed as wall time, CPU time (user + system of the child,
-which a busy machine inflates less) and both as multiples of the
-interpreter floor measured in the same run. The machine's load is printed
-with them. A second table lists the heaviest imports of `roost send /help`
-and `roost chat` (`python -X importtime`, cumulative).
+  prompt `you>` is on the screen (time-to-prompt), then Ctrl-D;
+- `roost serve` from the start to its ready line ("roost: model ..."), then
+  SIGTERM; its CPU is the daemon's own at that moment (/proc, clock ticks), so
+  the sandbox processes it starts are not in it.
+Each row is run `--runs` times after one warm-up round; the rounds alternate
+the rows (one of each per round), so a change of the machine's load touches
+every row alike. Printed: min and median wall time, min and median CPU time
+(user + system of the child, which a busy machine inflates less), and the
+median CPU as a multiple of the interpreter floor measured in the same run,
+with the machine's load. The children write byte code and roost's start-up
+caches (`PYTHONDONTWRITEBYTECODE` is dropped for them, as `make test` drops it):
+the figures are a steady state, not a first start. A second table lists the
+heaviest imports of `roost send /help`, `roost chat` and `roost serve`
+(`python -X importtime`, cumulative).
 
 Run: .venv/bin/python -m bench.startup [--runs 7] [--quick]
 """
@@ -22,6 +31,7 @@ Run: .venv/bin/python -m bench.startup [--runs 7] [--quick]
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import os
 import re
@@ -32,14 +42,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 ROOST = [PY, "-m", "bridge.cli.main"]
 PROMPT = b"you>"
+READY = b"roost: model"
+API_KEY = "sk-bench-000000000000000000"
 HANG_S = 120.0  # a safety net against a hung child, never a measure
 
 
@@ -51,17 +64,20 @@ def child_cpu() -> float:
 def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall s, cpu s) of one command run to its end; its output is discarded."""
     cpu0, t0 = child_cpu(), time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         argv,
         env=env,
-        cwd=REPO,
+        cwd=env["PYTHONPATH"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         timeout=HANG_S,
         check=False,
     )
-    return time.perf_counter() - t0, child_cpu() - cpu0
+    wall, cpu = time.perf_counter() - t0, child_cpu() - cpu0
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[3:]} exited {done.returncode}: {done.stderr[-500:]!r}")
+    return wall, cpu
 
 
 def chat_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -77,7 +93,7 @@ def chat_session(argv: list[str], env: dict[str, str]) -> tuple[float, float, by
     proc = subprocess.Popen(
         argv,
         env=env | {"TERM": "xterm", "COLUMNS": "100", "LINES": "40"},
-        cwd=REPO,
+        cwd=env["PYTHONPATH"],
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -124,32 +140,96 @@ def _drain_until_exit(master: int, proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=HANG_S)
 
 
-Measure = Callable[[], tuple[float, float]]
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process, from /proc (clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def medians(measure: Measure, runs: int, warm: bool = True) -> tuple[float, float]:
-    if warm:
-        measure()  # warm-up: byte-code caches, page cache
-    samples = [measure() for _ in range(runs)]
-    return (
-        statistics.median(s[0] for s in samples),
-        statistics.median(s[1] for s in samples),
+def serve_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, cpu s of the daemon) from the start of `roost serve` to its ready line."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=env["PYTHONPATH"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:  # the ready line comes within HANG_S, or wait() below says so
+            if line.startswith(READY):
+                break
+        else:
+            raise RuntimeError(f"roost serve exited before it was ready ({proc.wait()})")
+        wall, cpu = time.perf_counter() - t0, process_cpu(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.stdout.read()
+        if proc.wait(timeout=HANG_S) != 0:
+            raise RuntimeError(f"roost serve exited {proc.returncode} on SIGTERM")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return wall, cpu
 
 
-def importtime(
-    argv: list[str], env: dict[str, str], top: int, tty: bool
-) -> list[tuple[float, str]]:
+Measure = Callable[[], tuple[float, float]]
+Figures = tuple[float, float, float, float]  # wall min, wall median, cpu min, cpu median
+
+
+def alternating(rows: list[tuple[str, Measure]], runs: int, warm: bool) -> list[Figures]:
+    """Each row `runs` times, one of each per round (after a warm-up round)."""
+    if warm:
+        for _, measure in rows:
+            measure()  # byte code and start-up caches, page cache
+    samples: list[list[tuple[float, float]]] = [[] for _ in rows]
+    for _ in range(runs):
+        for i, (_, measure) in enumerate(rows):
+            samples[i].append(measure())
+    return [
+        (
+            min(w for w, _ in s),
+            statistics.median(w for w, _ in s),
+            min(c for _, c in s),
+            statistics.median(c for _, c in s),
+        )
+        for s in samples
+    ]
+
+
+def importtime(argv: list[str], env: dict[str, str], top: int, how: str) -> list[tuple[float, str]]:
     """The `top` heaviest top-level imports (cumulative ms) of one run of `argv`
-    (`tty`: on a pty until the prompt shows, as `chat_once` runs it)."""
+    (`how`: "run" to its end, "tty" on a pty until the prompt shows, "serve" until ready)."""
     timed = [PY, "-X", "importtime", *argv[1:]]
-    if tty:
+    if how == "tty":
         text = chat_session(timed, env)[2].decode(errors="replace").replace("\r", "")
+    elif how == "serve":
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                timed,
+                env=env,
+                cwd=env["PYTHONPATH"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith(READY):
+                    break
+            proc.send_signal(signal.SIGTERM)
+            proc.stdout.read()
+            proc.wait(timeout=HANG_S)
+            err.seek(0)
+            text = err.read().decode(errors="replace")
     else:
         text = subprocess.run(
             timed,
             env=env,
-            cwd=REPO,
+            cwd=env["PYTHONPATH"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -164,16 +244,68 @@ def importtime(
     return sorted(rows, reverse=True)[:top]
 
 
-def environment(home: Path, config: Path, model: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
-    env |= {"ROOST_HOME": str(home), "ROOST_CONFIG": str(config), "PYTHONPATH": str(REPO)}
-    if model:  # nobody listens there: a command never calls the model
+def environment(home: Path, config: Path, model: str | None, repo: Path = REPO) -> dict[str, str]:
+    """The children's environment: byte code written, a home of the bench's own, the
+    roost of checkout `repo` (its folder first on the path: `python -m` from there)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("ROOST_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env |= {"ROOST_HOME": str(home), "ROOST_CONFIG": str(config), "PYTHONPATH": str(repo)}
+    if model is not None:
         env |= {
-            "ROOST_LLM__BASE_URL": "http://127.0.0.1:9/v1",
+            "ROOST_LLM__BASE_URL": model,
             "ROOST_LLM__MODEL": "m1",
-            "ROOST_LLM__API_KEY": "sk-bench-000000000000000000",
+            "ROOST_LLM__API_KEY": API_KEY,
+            "ROOST_WEB__PORT": "0",
         }
     return env
+
+
+@contextlib.contextmanager
+def fake_model() -> Iterator[str]:
+    """The base URL of a fake OpenAI-compatible server (echo answers) on a thread of its own."""
+    from tests.fakes.fake_openai import FakeOpenAI
+
+    loop = asyncio.new_event_loop()
+    started: list[str] = []
+    up, stop = threading.Event(), asyncio.Event()
+
+    async def run() -> None:
+        async with FakeOpenAI(api_key=API_KEY, models=["m1"]) as fake:
+            started.append(fake.base_url)
+            up.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),), daemon=True)
+    thread.start()
+    try:
+        if not up.wait(HANG_S):
+            raise RuntimeError("the fake model server did not start")
+        yield started[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(HANG_S)
+        loop.close()
+
+
+def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str, Measure]]:
+    """The roost commands of checkout `repo`, each a measure."""
+    bare = environment(home, config, None, repo)
+    dead = environment(home, config, "http://127.0.0.1:9/v1", repo)  # nobody listens there
+    live = environment(home, config, url, repo)
+    return [
+        ("roost --help", lambda: run_once([*ROOST, "--help"], bare)),
+        ("roost send /help (no model)", lambda: run_once([*ROOST, "send", "/help"], bare)),
+        ("roost send /help (model set)", lambda: run_once([*ROOST, "send", "/help"], dead)),
+        (
+            "roost send hello (fake model)",
+            lambda: run_once([*ROOST, "send", "--chat", "bench", "hello"], live),
+        ),
+        ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
+        ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
+    ]
 
 
 def main() -> None:
@@ -181,41 +313,62 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="one cold run each (CI: it still runs)")
     ap.add_argument("--imports", type=int, default=12, help="heaviest imports listed")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also time the roost of checkout DIR (e.g. a worktree of main) in the same "
+        "rounds, printed as 'base:' rows (this venv's Python and libraries)",
+    )
     args = ap.parse_args()
     runs = 1 if args.quick else args.runs
-    with tempfile.TemporaryDirectory(prefix="roost-startup-") as tmp:
-        home, config = Path(tmp) / "home", Path(tmp) / "roost.toml"
+    with tempfile.TemporaryDirectory(prefix="roost-startup-") as tmp, fake_model() as url:
+        config = Path(tmp) / "roost.toml"
         config.write_text("")
-        bare, model = environment(home, config, False), environment(home, config, True)
+        bare = environment(Path(tmp) / "home", config, None)
         rows: list[tuple[str, Measure]] = [
             ("python -I -c pass (floor)", lambda: run_once([PY, "-I", "-c", "pass"], bare)),
             ('python -c "import bridge"', lambda: run_once([PY, "-c", "import bridge"], bare)),
-            ("roost --help", lambda: run_once([*ROOST, "--help"], bare)),
-            ("roost send /help (no model)", lambda: run_once([*ROOST, "send", "/help"], bare)),
-            ("roost send /help (model set)", lambda: run_once([*ROOST, "send", "/help"], model)),
-            ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], model)),
+            *roost_rows(Path(tmp) / "home", config, url, REPO),
         ]
+        if args.baseline is not None:
+            base = args.baseline.resolve()
+            rows += [
+                (f"base: {name}", measure)
+                for name, measure in roost_rows(Path(tmp) / "base-home", config, url, base)
+            ]
         load = os.getloadavg()[0]
-        print(f"start-up, medians of {runs} runs; load average {load:.2f} on {os.cpu_count()} cpus")
-        print(f"{'what':32} {'wall ms':>9} {'x floor':>8} {'cpu ms':>8} {'x floor':>8}")
-        floor: tuple[float, float] | None = None
-        for name, measure in rows:
-            wall, cpu = medians(measure, runs, warm=not args.quick)
-            floor = floor or (wall, max(cpu, 1e-6))
+        print(
+            f"start-up, {runs} alternating runs each (min / median); load average {load:.2f} "
+            f"on {os.cpu_count()} cpus; byte code and start-up caches written"
+        )
+        if args.baseline is not None:
+            print(f"base: the roost of {args.baseline.resolve()}")
+        print(
+            f"{'what':37} {'wall min':>8} {'median':>7} {'cpu min':>8} {'median':>7} {'x floor':>7}"
+        )
+        figures = alternating(rows, runs, warm=not args.quick)
+        floor_cpu = max(figures[0][3], 1e-6)
+        for (name, _), (wmin, wmed, cmin, cmed) in zip(rows, figures, strict=True):
             print(
-                f"{name:32} {wall * 1000:9.1f} {wall / floor[0]:8.1f} "
-                f"{cpu * 1000:8.1f} {cpu / floor[1]:8.1f}"
+                f"{name:37} {wmin * 1000:8.1f} {wmed * 1000:7.1f} "
+                f"{cmin * 1000:8.1f} {cmed * 1000:7.1f} {cmed / floor_cpu:7.1f}"
             )
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print(
+            f"(ms; x floor: median CPU / the floor's) load average after: {os.getloadavg()[0]:.2f}"
+        )
         if args.quick:
             print("(--quick: no warm-up, so the figures are cold starts; no import lists)")
             return
-        for title, argv, tty in (
-            ("roost send /help", [*ROOST, "send", "/help"], False),
-            ("roost chat (to the prompt)", [*ROOST, "chat"], True),
+        dead = environment(Path(tmp) / "home", config, "http://127.0.0.1:9/v1")
+        live = environment(Path(tmp) / "home", config, url)
+        for title, argv, env, how in (
+            ("roost send /help", [*ROOST, "send", "/help"], dead, "run"),
+            ("roost chat (to the prompt)", [*ROOST, "chat"], dead, "tty"),
+            ("roost serve (to ready)", [*ROOST, "serve"], live, "serve"),
         ):
             print(f"\nheaviest top-level imports of {title} (cumulative ms, one run):")
-            for ms, name in importtime(argv, model, args.imports, tty):
+            for ms, name in importtime(argv, env, args.imports, how):
                 print(f"  {ms:8.1f}  {name}")
 
 

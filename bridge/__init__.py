@@ -11,5 +11,7 @@
 """
 
 from bridge.dataclass_code import install as _install_dataclass_code
+from bridge.regex_code import install as _install_regex_code
 
 _install_dataclass_code()  # before any roost dataclass exists: see bridge/dataclass_code.py
+_install_regex_code()  # before any roost module compiles a pattern: see bridge/regex_code.py

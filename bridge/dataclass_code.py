@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import gc
 import importlib.util
 import marshal
 import os
@@ -66,29 +67,47 @@ class _Cache:
         return found
 
     def save(self) -> None:
-        if not self.added or sys.dont_write_bytecode:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            self.path.parent.mkdir(exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(_MAGIC + marshal.dumps(self.codes))
-                os.replace(tmp, self.path)
-            finally:
-                tmp.unlink(missing_ok=True)
+        if self.added:
+            write_marshal(self.path, _MAGIC, self.codes)
 
 
-def _load(path: Path) -> dict[str, CodeType]:
+def read_marshal(path: Path, header: bytes) -> object:
+    """What `write_marshal` wrote to `path` under `header`; None when it is absent,
+    damaged or written under another header."""
     try:
         data = path.read_bytes()
     except OSError:
-        return {}
-    if not data.startswith(_MAGIC):
-        return {}
+        return None
+    if not data.startswith(header):
+        return None
+    enabled = gc.isenabled()
+    gc.disable()  # thousands of objects at once: no collection may traverse them half-made
     try:
-        loaded = marshal.loads(data[len(_MAGIC) :])
+        return marshal.loads(data[len(header) :])
     except (EOFError, ValueError, TypeError):
-        return {}
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def write_marshal(path: Path, header: bytes, value: Any) -> None:
+    """`header` + marshalled `value`, atomically (temporary file, rename); nothing when
+    byte-code writing is off or the folder cannot be written."""
+    if sys.dont_write_bytecode:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_bytes(header + marshal.dumps(value))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def _load(path: Path) -> dict[str, CodeType]:
+    loaded = read_marshal(path, _MAGIC)
     if not isinstance(loaded, dict):
         return {}
     return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)}

@@ -25,23 +25,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from bridge.app.descriptors import web_limits
 from bridge.app.forget_marks import forgetting
 from bridge.app.platforms import platforms_of
-from bridge.app.reload import OnReload
-from bridge.app.roost import Roost
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
 from bridge.channels.telegram.platform import PLATFORM as TELEGRAM
 from bridge.channels.web.platform import PLATFORM as WEB
 from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
 from bridge.core.config import ConfigError, Settings
-from bridge.schedule.runtime import ChannelDeliver, Undelivered, recent_messages, reply_to_outbox
 from bridge.types.messages import Inbound
 from bridge.types.platform import Platform
 from bridge.types.tenant_dirs import TenantDirs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the roost and the channels are imported by the rows that run:
+    # the operator commands that read `PLATFORMS` only (access, export, ...) stay lean
+    from bridge.app.reload import OnReload
+    from bridge.app.roost import Roost
     from bridge.channels.telegram.files_in import FilesIn
+    from bridge.schedule.runtime import ChannelDeliver, Undelivered
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Launched:
     live: tuple[OnReload, ...] = ()  # what a config reload changes in this channel
 
 
-Factory = Callable[[Settings, Roost, Mapping[str, Launched]], Launched]
+Factory = Callable[[Settings, "Roost", Mapping[str, Launched]], Launched]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +136,15 @@ class ChannelRow:
 
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
+    from bridge.app.descriptors import web_limits
+    from bridge.app.reload import OnReload
     from bridge.app.web_extras import mount_extras, spoken_handle
     from bridge.channels.web.channel import WebChannel
     from bridge.channels.web.files import FileLinks
 
     token, created = web_token(settings)
+    from bridge.schedule.runtime import recent_messages
+
     budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
     log.info("web: %s", budget.describe())
     handle = spoken_handle(roost)  # answers spoken in the page after /voice on
@@ -188,6 +192,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     webhook = settings.telegram.mode == "webhook"
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
+    from bridge.app.reload import OnReload
     from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
@@ -283,6 +288,7 @@ def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
 def matrix_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
     """Matrix: a bot account syncing with its homeserver (mautrix is imported only now)."""
+    from bridge.app.reload import OnReload
     from bridge.channels.matrix.make import make_matrix
     from bridge.channels.matrix.media import Receiving
 
@@ -317,6 +323,8 @@ def matrix_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched
 
 def undelivered_hook(roost: Roost) -> Undelivered:
     """A channel's failed final reply goes to the outbox (the scheduler retries it)."""
+    from bridge.schedule.runtime import reply_to_outbox
+
     schedule = roost.schedule
     return reply_to_outbox(
         schedule.outbox,

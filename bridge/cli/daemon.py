@@ -6,6 +6,8 @@ through the terminal channel, so a message from a script takes the path a
 chat message takes (`send --to` instead leaves a message in the outbox for the
 running daemon to deliver: `bridge.cli.schedule`). The composition root is
 imported only when one of them runs, so `roost --help` and the operator commands start lean.
+Each resumes the garbage collector `main` paused once it has started (its roost built,
+`serve` ready): `bridge.cli.collector`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from bridge.cli import collector
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import EX_CONFIG, Settings
 
@@ -43,7 +46,7 @@ NO_MODEL = (
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     from bridge.app.serve import serve
 
-    return asyncio.run(serve(settings))
+    return asyncio.run(serve(settings, ready=lambda port: collector.resume()))
 
 
 def chat_args(p: argparse.ArgumentParser) -> None:
@@ -90,7 +93,9 @@ async def start_roost(settings: Settings) -> Roost:
     await asyncio.to_thread(_preload)
     from bridge.app.build import build
 
-    return await build(settings)
+    roost = await build(settings)
+    collector.resume()
+    return roost
 
 
 async def chat_in_terminal(
@@ -134,6 +139,7 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     from bridge.channels.terminal import channel as term
 
     async def body(r: Roost) -> int:
+        collector.resume()
         return await term.chat_loop(
             backing_of(r, args.chat), args.chat, sys.stdin, sys.stdout, CHAT_BANNER
         )
@@ -183,6 +189,7 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
     if args.to is not None:
         from bridge.cli.schedule import send_to
 
+        collector.resume()
         return send_to(args, settings)
     from bridge.app.build import with_roost
     from bridge.channels.terminal import channel as term
@@ -194,6 +201,7 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
     async def body(r: Roost) -> int:
+        collector.resume()
         if no_model(r, text, args.offline):
             print(NO_MODEL.format(path=config_path(os.environ)[0]), file=sys.stderr)
             return EX_CONFIG

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from bridge.cli import collector
 from bridge.cli.rows import AddArgs
 from bridge.cli.table import COMMANDS, command
 
@@ -81,6 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `argv` (None: this process's own command line, the collector paused while
+    it starts: bridge/cli/collector.py)."""
+    own = argv is None
+    if own:
+        collector.pause()
+    try:
+        return _main(argv, own)
+    finally:
+        if own:
+            collector.resume()
+
+
+def _main(argv: Sequence[str] | None, own: bool) -> int:
     os.umask(PRIVATE_UMASK)  # before anything is created, in every subcommand
     args = build_parser().parse_args(argv)
     row = command(args.command or "serve")
@@ -103,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"roost: {redactor.redact(message)}", file=sys.stderr)
         return status
 
+    if own and not row.resumes:
+        collector.resume()  # its module and the settings are loaded: the command's own work
     try:
         return row.run(args, settings)
     except KeyboardInterrupt:

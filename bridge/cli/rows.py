@@ -37,6 +37,7 @@ class Command:
     add_args: AddArgs
     run: Run
     quiet: bool = True
+    resumes: bool = False  # resumes the paused collector itself once started (collector.py)
 
 
 @dataclass(frozen=True)

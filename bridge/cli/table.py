@@ -42,6 +42,7 @@ class Row:
     add_args: str | None  # None: no arguments
     run: str
     quiet: bool = True  # log only warnings (operator tools)
+    resumes: bool = False  # resumes the collector once started (bridge/cli/collector.py)
 
     def command(self) -> Command:
         """The row as argparse glue calls it; the module is imported on the first call."""
@@ -54,7 +55,7 @@ class Row:
             status: int = _attr(self.module, self.run)(args, settings)
             return status
 
-        return Command(self.name, self.help, add, run, quiet=self.quiet)
+        return Command(self.name, self.help, add, run, quiet=self.quiet, resumes=self.resumes)
 
     def resolve(self) -> list[object]:
         """The functions the row names, imported (a test checks every row resolves)."""
@@ -70,14 +71,16 @@ ROWS: tuple[Row, ...] = (
         None,
         "run_serve",
         quiet=False,
+        resumes=True,
     ),
-    Row("chat", "talk to roost in this terminal", "daemon", "chat_args", "run_chat"),
+    Row("chat", "talk to roost in this terminal", "daemon", "chat_args", "run_chat", resumes=True),
     Row(
         "send",
         "run one turn through the full pipeline, print the reply",
         "daemon",
         "send_args",
         "run_send",
+        resumes=True,
     ),
     Row(
         "pair",

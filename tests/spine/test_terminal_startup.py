@@ -1,50 +1,79 @@
-"""Start-up: `roost --help` and `roost send /help` import only what they need.
+"""Start-up: each `roost` command imports only what it needs.
 
 Not timed (bench/startup.py measures): each command runs in a subprocess
-that reports, as it exits, which heavy libraries `sys.modules` holds. A
-command through the full pipeline must not bring in Telegram, the MCP SDK,
-Pillow, pypdf or aiohttp (the configured model is not called for a
-command), nor the terminal's rich and prompt_toolkit.
+that reports, as it exits, which heavy libraries and which of roost's own
+heavy modules `sys.modules` holds. A command through the full pipeline must
+not bring in Telegram, the MCP SDK, Pillow, pypdf or aiohttp (the configured
+model is not called for a command), nor the terminal's rich and
+prompt_toolkit; a real message brings in aiohttp's client for the model and
+nothing else of that list; `roost --help` not even pydantic; `roost access`,
+which reads the platform registry, not the composition root, the web
+channel or the sandbox.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bridge.cli.table import ROWS, Row
+from tests.fakes.fake_openai import FakeOpenAI
 from tests.waits import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("telegram", "mcp", "mcp_types", "PIL", "pypdf", "aiohttp", "rich", "prompt_toolkit")
+ROOT = (  # the composition root and what only a running roost needs
+    "bridge.app.build",
+    "bridge.app.roost",
+    "bridge.app.wiring",
+    "bridge.channels.web.channel",
+    "bridge.schedule.runtime",
+    "RestrictedPython",
+    "forge.runner",
+)
+WATCHED = (*HEAVY, "pydantic", "pydantic_settings", *ROOT)
 PROBE = f"""
 import atexit, json, runpy, sys
 def report():
-    loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+    top = {{m.split(".")[0] for m in sys.modules}}
+    loaded = sorted(m for m in {WATCHED!r} if m in sys.modules or m in top)
     sys.__stderr__.write("LOADED " + json.dumps(loaded) + "\\n")
 atexit.register(report)
 sys.argv = ["roost", *sys.argv[1:]]
 runpy.run_module("bridge.cli.main", run_name="__main__")
 """
+KEY = "sk-test-key-000000000000"
+
+
+def environment(home: Path, model_url: str = "http://127.0.0.1:9/v1") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    return env | {  # a model is configured (by default where nobody listens: never called)
+        "ROOST_HOME": str(home),
+        "ROOST_CONFIG": os.environ["ROOST_CONFIG"],
+        "ROOST_LLM__BASE_URL": model_url,
+        "ROOST_LLM__MODEL": "m1",
+        "ROOST_LLM__API_KEY": KEY,
+        "ROOST_GRADING__JUDGE_DAILY_CAP": "0",
+    }
+
+
+def loaded_in(stderr: str) -> list[str]:
+    [line] = [x for x in stderr.splitlines() if x.startswith("LOADED ")]
+    found: list[str] = json.loads(line.removeprefix("LOADED "))
+    return found
 
 
 def loaded_by(args: list[str], home: Path) -> tuple[int, str, list[str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
-    env |= {  # a model is configured, at an address nobody listens on: never called
-        "ROOST_HOME": str(home),
-        "ROOST_CONFIG": os.environ["ROOST_CONFIG"],
-        "ROOST_LLM__BASE_URL": "http://127.0.0.1:9/v1",
-        "ROOST_LLM__MODEL": "m1",
-        "ROOST_LLM__API_KEY": "sk-test-key-000000000000",
-    }
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
-        env=env,
+        env=environment(home),
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -52,8 +81,7 @@ def loaded_by(args: list[str], home: Path) -> tuple[int, str, list[str]]:
         timeout=HANG_S,
         check=False,
     )
-    [line] = [x for x in done.stderr.splitlines() if x.startswith("LOADED ")]
-    return done.returncode, done.stdout, json.loads(line.removeprefix("LOADED "))
+    return done.returncode, done.stdout, loaded_in(done.stderr)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +91,47 @@ def loaded_by(args: list[str], home: Path) -> tuple[int, str, list[str]]:
 def test_a_command_imports_no_heavy_library(args: list[str], says: str, home: Path) -> None:
     code, out, loaded = loaded_by(args, home)
     assert code == 0 and says in out
+    assert [m for m in loaded if m in HEAVY] == []
+
+
+def test_help_imports_no_pydantic(home: Path) -> None:
+    code, out, loaded = loaded_by(["--help"], home)
+    assert code == 0 and "COMMAND" in out
     assert loaded == []
+
+
+def test_an_operator_command_imports_no_running_roost(home: Path) -> None:
+    """`roost access` reads the platform registry (`channels_up.PLATFORMS`), not the
+    channels, the composition root or the sandbox."""
+    code, out, loaded = loaded_by(["access", "list"], home)
+    assert code == 0 and "nobody is mapped" in out
+    assert [m for m in loaded if m in HEAVY or m in ROOT] == []
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
+        yield server
+
+
+async def test_a_message_imports_the_model_client_and_nothing_else_heavy(
+    home: Path, fake: FakeOpenAI
+) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        PROBE,
+        "send",
+        "hello",
+        env=environment(home, fake.base_url),
+        cwd=REPO,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
+    assert proc.returncode == 0 and out.decode() == "echo: hello\n"
+    assert [m for m in loaded_in(err.decode()) if m in HEAVY] == ["aiohttp"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)

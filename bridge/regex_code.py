@@ -1,0 +1,161 @@
+"""A cache of compiled regular expressions, kept across processes like `.pyc` files.
+
+Python compiles a pattern with a compiler written in Python (`re._parser`,
+`re._compiler`), and only caches the result for the life of the process. A
+`roost` process compiles about 270 patterns at import (`roost send /help`)
+to 450 (`roost serve`, a message): 30-60 ms of CPU in every daemon and every
+CLI command, a sixth of `roost send /help` (measured by `bench/startup.py`),
+a quarter of it in `bridge/grading/cues.py` alone.
+
+`install()` (run by `bridge/__init__.py`, first) wraps the stdlib's private
+`re._compiler.compile`: what it hands `_sre.compile` (the final flags, the
+code list, the group count and names) is kept, by the pattern's type, text
+and flags, in `__pycache__/regex-code.<cache tag>.marshal` beside this file,
+and the next process calls `_sre.compile` with it directly, so the pattern
+object is the one the stdlib would make.
+
+Only constant patterns are kept: those compiled by a module's top-level code
+while it is imported (`re.compile(...)` at module level, or in a
+comprehension there). A pattern compiled inside a function may be built from
+what a person sent or from a secret (the log redactor's), so it is compiled
+as before and never written down.
+
+It stays out of the way whenever it cannot be exact or safe:
+- only on the Python versions whose `re` internals it mirrors (3.11);
+- a pattern whose compilation could warn (a `[[`, `--`, `&&`, `~~`, `||` in
+  it, a conditional group, a non-ASCII bytes pattern) is compiled as before,
+  so its warning is never lost to a cache hit;
+- nothing is written when byte-code writing is off (`PYTHONDONTWRITEBYTECODE`,
+  `sys.dont_write_bytecode`) or the folder is not writable;
+- at most 4,000 patterns are kept: past that, a process writes only the
+  patterns it used (so patterns edited away do not fill the file for good);
+- the file is tied to the interpreter's version and build and to `_sre`'s
+  magic number and code size; a file that does not load is ignored (and
+  rewritten).
+The file has the trust of the `.pyc` files beside it; it is written
+atomically (temporary file, rename), as `bridge.dataclass_code` writes its own.
+"""
+
+from __future__ import annotations
+
+import _sre  # type: ignore[import-not-found]  # the regex engine: no stub
+import atexit
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bridge.dataclass_code import read_marshal, write_marshal
+
+_VERSIONS = ((3, 11),)
+_MAX = 4_000  # patterns kept (roost compiles about 450 at import)
+_MAY_WARN = ("[[", "--", "&&", "~~", "||", "(?(")  # re._parser's FutureWarning/DeprecationWarning
+_INNER = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+Key = tuple[bool, str | bytes, int]  # (is text, pattern, flags)
+Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+
+
+def _header() -> bytes:
+    return f"roost-regex 1|{sys.version}|{_sre.MAGIC}|{_sre.CODESIZE}\n".encode()
+
+
+class _Cache:
+    """What `_sre.compile` was given, by pattern; saves itself at exit when it grew."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        loaded = read_marshal(path, _header())
+        self.entries: dict[Key, Entry] = loaded if isinstance(loaded, dict) else {}
+        self.added = 0
+        self.used: set[Key] = set()  # found or added by this process
+
+    def save(self) -> None:
+        """Write what this process added, merged with what others wrote meanwhile;
+        past the bound, only what this process used (patterns since edited away go)."""
+        if not self.added:
+            return
+        now = read_marshal(self.path, _header())
+        merged = now if isinstance(now, dict) else {}
+        merged.update(self.entries)
+        if len(merged) > _MAX:
+            merged = {key: self.entries[key] for key in self.used}
+        write_marshal(self.path, _header(), merged)
+
+
+def cacheable(pattern: object) -> bool:
+    """A pattern whose compilation cannot warn (so a cache hit loses nothing), of a type
+    `marshal` writes (exactly `str` or `bytes`, no subclass)."""
+    if type(pattern) is bytes:
+        if not pattern.isascii():
+            return False
+        text = pattern.decode("ascii")
+    elif type(pattern) is str:
+        text = pattern
+    else:
+        return False
+    return not any(bad in text for bad in _MAY_WARN)
+
+
+def at_module_level(frame: FrameType | None) -> bool:
+    """The frame that called `re` (skipping `re` itself and comprehensions) is a
+    module's top-level code."""
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "re":
+        frame = frame.f_back
+    while frame is not None and frame.f_code.co_name in _INNER:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_name == "<module>"
+
+
+def _compiler_wrapper(cache: _Cache, original: Callable[..., Any]) -> Callable[..., Any]:
+    def compile(p: Any, flags: int = 0) -> Any:
+        if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
+            return original(p, flags)
+        key: Key = (isinstance(p, str), p, int(flags))
+        found = cache.entries.get(key)
+        if found is not None:
+            cache.used.add(key)
+            final, code, groups, groupindex, indexgroup = found
+            return _sre.compile(p, final, code, groups, groupindex, indexgroup)
+        entry = _entry(p, flags)
+        made = _sre.compile(p, *entry)
+        if cacheable(p) and at_module_level(sys._getframe(1)):
+            cache.entries[key] = entry
+            cache.used.add(key)
+            cache.added += 1
+        return made
+
+    return compile
+
+
+def _entry(p: str | bytes, flags: int) -> Entry:
+    """What `re._compiler.compile` hands `_sre.compile` for `p`, by its own steps
+    (a pattern without `re.DEBUG`)."""
+    compiler = re._compiler  # type: ignore[attr-defined]
+    parsed = compiler._parser.parse(p, flags)
+    code = [int(op) for op in compiler._code(parsed, flags)]  # opcodes are int subclasses
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, i in groupindex.items():
+        indexgroup[i] = name
+    final = int(flags | parsed.state.flags)
+    return final, code, int(parsed.state.groups - 1), groupindex, tuple(indexgroup)
+
+
+def install(folder: Path | None = None) -> bool:
+    """Wrap `re._compiler.compile` with the cache; False where it does not apply."""
+    compiler = getattr(re, "_compiler", None)
+    if sys.version_info[:2] not in _VERSIONS or compiler is None:
+        return False
+    if getattr(compiler.compile, "__roost_cached__", False):
+        return True
+    where = folder if folder is not None else Path(__file__).parent / "__pycache__"
+    tag = sys.implementation.cache_tag or "python"
+    cache = _Cache(where / f"regex-code.{tag}.marshal")
+    wrapper = _compiler_wrapper(cache, compiler.compile)
+    wrapper.__roost_cached__ = True  # type: ignore[attr-defined]
+    compiler.compile = wrapper
+    atexit.register(cache.save)
+    return True

@@ -1,0 +1,257 @@
+"""The compiled-pattern cache: equal patterns, constants only, a file that outlives the process."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, overload
+
+import pytest
+
+from bridge import regex_code
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the cache applies to Python 3.11 only"
+)
+
+# A spread of what patterns use: groups (named and not), flags inline and passed,
+# classes, Unicode, bytes, look-arounds, back-references, repeats.
+SPREAD: list[tuple[str | bytes, int]] = [
+    (r"(?P<key>[a-z_]+)\s*=\s*(?P<value>\S+)", 0),
+    (r"\b(no|kein) (problem|worries|sorge)\b", 0),
+    (r"(?i)grüße|straße", 0),
+    (r"^\W*(no|nein|nö)\b(?!\s+(problem|worries))", re.IGNORECASE | re.MULTILINE),
+    (r"(\w+) \1", 0),
+    (r"[^.!?;,:\n]+[.!?;,:\n]*", 0),
+    (r"(?s)<think>.*?</think>", 0),
+    (r"\d{3,}(?:-\d{2})?|[\U0001F300-\U0001FAFF]+", re.VERBOSE),
+    (rb"\x00[\x01-\x7f]{2,8}(?P<tail>ab|cd)$", 0),
+    (rb"(?i)content-type:\s*([^;\r\n]+)", 0),
+]
+SAMPLES = [
+    "key = value",
+    "no problem at all",
+    "GRÜSSE aus der Straße",
+    "nope, no worries\nno thanks",
+    "the the cat",
+    "First. Second! Third?",
+    "a <think>x\ny</think> b",
+    "call 555-12 now 🎉🎉",
+]
+
+
+@pytest.fixture(autouse=True)
+def bytecode_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte-code writing on, as `make test` runs (PYTHONDONTWRITEBYTECODE may be set here)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+@overload
+def unique(pattern: str) -> str: ...
+@overload
+def unique(pattern: bytes) -> bytes: ...
+def unique(pattern: str | bytes) -> str | bytes:
+    """`pattern` with a fresh comment after it: never in `re`'s own per-process cache."""
+    tag = f"(?#{uuid.uuid4().hex})"
+    if isinstance(pattern, bytes):
+        return pattern + tag.encode()
+    return pattern + tag
+
+
+@pytest.fixture
+def wrapped(tmp_path: Path) -> Iterator[regex_code._Cache]:
+    """`re` compiling through a cache of its own in tmp_path, as `install()` makes it."""
+    compiler: Any = re._compiler  # type: ignore[attr-defined]
+    installed = compiler.compile
+    cache = regex_code._Cache(tmp_path / "regex.marshal")
+    compiler.compile = regex_code._compiler_wrapper(cache, _stdlib_compile())
+    try:
+        yield cache
+    finally:
+        compiler.compile = installed
+
+
+def _stdlib_compile() -> Any:
+    import importlib.util
+
+    spec = importlib.util.find_spec("re._compiler")
+    assert spec is not None and spec.loader is not None
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    return fresh.compile
+
+
+def run_as_module(source: str, name: str = "probe", **names: object) -> dict[str, Any]:
+    """`source` executed as a module's top-level code (as an import runs it), with `names`."""
+    namespace: dict[str, Any] = {"__name__": name, **names}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace
+
+
+def test_patterns_from_the_cache_equal_the_stdlibs(wrapped: regex_code._Cache) -> None:
+    stdlib = _stdlib_compile()
+    spread = [(unique(p), f) for p, f in SPREAD]
+    source = "import re\nmade = [re.compile(p, f) for p, f in spread]"
+    first = run_as_module(source, "m1", spread=spread)
+    assert wrapped.added == len(spread)  # module level, in a comprehension: all kept
+    re.purge()
+    again = run_as_module(source, "m2", spread=spread)
+    assert wrapped.added == len(spread)  # every one came from the cache
+    for (pattern, flags), a, b in zip(spread, first["made"], again["made"], strict=True):
+        plain = stdlib(pattern, flags)
+        assert a == plain and b == plain  # Pattern equality compares the compiled code
+        assert (b.flags, b.groups, b.groupindex) == (plain.flags, plain.groups, plain.groupindex)
+        for text in SAMPLES:
+            subject: Any = text.encode() if isinstance(pattern, bytes) else text
+            assert [m.span() for m in b.finditer(subject)] == [
+                m.span() for m in plain.finditer(subject)
+            ]
+
+
+def test_a_pattern_compiled_inside_a_function_is_never_kept(
+    wrapped: regex_code._Cache, tmp_path: Path
+) -> None:
+    """A function may build a pattern from a secret (the log redactor does): not written down."""
+    secret = f"sk-{uuid.uuid4().hex}"
+    made = run_as_module(
+        "import re\n"
+        "def redactor(values):\n"
+        "    return re.compile('|'.join(re.escape(v) for v in values))\n"
+        f"top = re.compile({unique('const-[a-z]+')!r})\n"
+    )
+    assert made["redactor"]([secret]).search(f"key {secret} here")
+    wrapped.save()
+    kept = (tmp_path / "regex.marshal").read_bytes()
+    assert secret.encode() not in kept
+    assert b"const-[a-z]+" in kept  # the module's constant
+    assert [key[1] for key in wrapped.entries] == [made["top"].pattern]
+
+
+def test_a_pattern_that_warns_still_warns_in_the_next_process(wrapped: regex_code._Cache) -> None:
+    pattern = unique("[[a-z]]")
+    for _ in range(2):
+        re.purge()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            run_as_module(f"import re\nx = re.compile({pattern!r})")
+        assert [w.category for w in seen] == [FutureWarning]
+    assert wrapped.added == 0
+
+
+def test_the_file_is_read_by_the_next_process_and_tied_to_the_interpreter(
+    tmp_path: Path, wrapped: regex_code._Cache
+) -> None:
+    pattern = unique(r"(?P<word>\w+)-(\d+)")
+    run_as_module(f"import re\nx = re.compile({pattern!r})")
+    wrapped.save()
+    path = tmp_path / "regex.marshal"
+    assert path.read_bytes().startswith(regex_code._header())
+    assert not list(tmp_path.glob("*.tmp"))
+    probe = (
+        "import re, sys\n"
+        "from pathlib import Path\n"
+        "from bridge import regex_code\n"
+        "cache = regex_code._Cache(Path(sys.argv[1]))\n"
+        "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
+        "x = re.compile(sys.argv[2])\n"
+        "print(cache.added, x.groupindex, x.match('ab-12').groups())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(path), pattern],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split(" ", 1)[0] == "0"  # compiled from the file, nothing added
+    assert "{'word': 1}" in out
+    path.write_bytes(b"roost-regex 1|another python\n" + path.read_bytes().split(b"\n", 1)[1])
+    assert regex_code._Cache(path).entries == {}  # another interpreter's file: ignored
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", regex_code._header() + b"\x00\x01"])
+def test_a_damaged_file_is_ignored(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "regex.marshal").write_bytes(content)
+    assert regex_code._Cache(tmp_path / "regex.marshal").entries == {}
+
+
+def test_nothing_is_written_when_byte_code_writing_is_off(
+    wrapped: regex_code._Cache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_as_module(f"import re\nx = re.compile({unique('off[0-9]')!r})")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    wrapped.save()
+    assert not (tmp_path / "regex.marshal").exists()
+
+
+def test_roost_installs_it_and_keeps_its_modules_constant_patterns() -> None:
+    """`import bridge` wraps `re`; a roost module's top-level patterns are in the cache
+    (loaded from the file or added by this process, to be written at its exit)."""
+    import bridge.grading.cues as cues
+
+    wrapper: Any = re._compiler.compile  # type: ignore[attr-defined]
+    assert getattr(wrapper, "__roost_cached__", False)
+    [cache] = [
+        c.cell_contents
+        for c in wrapper.__closure__
+        if isinstance(c.cell_contents, regex_code._Cache)
+    ]
+    assert cache.path == Path(regex_code.__file__).parent / "__pycache__" / (
+        f"regex-code.{sys.implementation.cache_tag}.marshal"
+    )
+    for pattern, _, _ in cues._PHRASES:
+        assert (True, pattern.pattern, pattern.flags & ~re.UNICODE) in cache.entries
+
+
+def test_past_its_bound_the_file_keeps_only_what_the_last_process_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "regex.marshal"
+    compiler: Any = re._compiler  # type: ignore[attr-defined]
+    installed = compiler.compile
+    monkeypatch.setattr(regex_code, "_MAX", 3)
+
+    def one_process(patterns: list[str]) -> regex_code._Cache:
+        cache = regex_code._Cache(path)
+        compiler.compile = regex_code._compiler_wrapper(cache, _stdlib_compile())
+        try:
+            re.purge()
+            run_as_module("import re\nmade = [re.compile(p) for p in patterns]", patterns=patterns)
+        finally:
+            compiler.compile = installed
+        cache.save()
+        return cache
+
+    old = [unique(f"old{i}-[a-z]") for i in range(3)]
+    one_process(old)
+    assert len(regex_code._Cache(path).entries) == 3
+    new = [unique("new-[0-9]+"), old[0]]
+    cache = one_process(new)
+    assert cache.added == 1  # old[0] came from the file
+    assert {key[1] for key in regex_code._Cache(path).entries} == set(new)
+
+
+def test_a_pattern_of_a_str_subclass_is_compiled_but_not_kept(
+    wrapped: regex_code._Cache, tmp_path: Path
+) -> None:
+    """`marshal` cannot write a subclass of str: one such pattern must not spoil the file."""
+
+    class Text(str):
+        pass
+
+    pattern = Text(unique("sub-[a-z]+"))
+    made = run_as_module(
+        "import re\nx = re.compile(p)\ny = re.compile(q)", p=pattern, q=unique("k")
+    )
+    assert made["x"].match("sub-abc")
+    wrapped.save()
+    assert [key[1] for key in regex_code._Cache(tmp_path / "regex.marshal").entries] == [
+        made["y"].pattern
+    ]
