@@ -9,8 +9,10 @@ dict, guards, import hook, print sink; the call adds its path-gated open, listdi
 and secret handles; `net` is bound to its pipes). It then blocks until the helper
 hands it exactly one call (a marshalled `Job` in a memfd, then one byte on the "go"
 pipe), applies every per-call layer (the workspace rule and Landlock enforcement,
-cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, writes one
-length-prefixed JSON document to its result pipe and calls os._exit. A child never
+cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, sends one
+JSON document to the runner (straight, on the inherited answer socket, with the
+call's token; forge.protocol.answers) or, when it is too large for one message,
+as a length-prefixed frame to the helper on its result pipe, and calls os._exit. A child never
 receives a second call: there is no loop, the memfd is closed as soon as the call is
 written, and after the job the go pipe only ever carries the broker's answers to the
 child's own `net` requests (which it writes as frames on its result pipe before its
@@ -50,6 +52,7 @@ from forge.policy.globals import (
     make_unrestricted_globals,
     prepare_globals,
 )
+from forge.protocol.answers import DIRECT_DONE, DIRECT_MAX, encode_direct
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, success_doc
 from forge.shims import bind_shims
@@ -68,6 +71,7 @@ class HelperContext:
     builtins: dict[str, Any]
     layers: Layers
     helper_pid: int
+    answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -109,7 +113,7 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     for std in (0, 1, 2):
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
-    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds})
+    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx)})
     if os.environ:  # the zygote emptied it already
         os.environ.clear()
     ruleset = None
@@ -120,6 +124,10 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     if ctx.layers.seccomp and ctx.seccomp is not None:
         ctx.seccomp.install()
     return ruleset
+
+
+def _answers(ctx: HelperContext) -> tuple[int, ...]:
+    return (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()
 
 
 def _await_job(go_fd: int, job_fd: int) -> Job:
@@ -153,7 +161,7 @@ def _confine(
         landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
         mark("landlock")
     os.fchdir(ws_fd)
-    _close_other_fds({0, 1, 2, *fds, ws_fd})
+    _close_other_fds({0, 1, 2, *fds, ws_fd, *_answers(ctx)})
     mark("fds")
     if ctx.layers.rlimits:
         apply_rlimits(job.limits)
@@ -252,6 +260,19 @@ def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
     return success_doc(result, sink.text())
 
 
+def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
+    """Send the outcome `doc` straight to the runner, as one message (forge.protocol.
+    answers); False when it must go through the helper instead (no socket or token,
+    too large, or the write failed: the runner's end is gone)."""
+    if answer_fd < 0 or not job.token or len(doc) > DIRECT_MAX:
+        return False
+    message = encode_direct(job.call_id, job.token, doc)
+    try:
+        return os.write(answer_fd, message) == len(message)
+    except OSError:
+        return False
+
+
 def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> NoReturn:
     """Entry point right after fork, before the call is known; never returns."""
     mark = _Stages()
@@ -277,8 +298,12 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
             data = serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
         if trace:
             mark("serialised")
-            data = data[:-1] + b',"trace":' + json.dumps(mark.marks).encode() + b"}"
-        _write_all(result_fd, frame(data))
+            marks = [*job.marks, *mark.marks]  # the helper's, then this child's
+            data = data[:-1] + b',"trace":' + json.dumps(marks).encode() + b"}"
+        if _answer_direct(ctx.answer_fd, job, data):
+            _write_all(result_fd, DIRECT_DONE)
+        else:
+            _write_all(result_fd, frame(data))
         os.close(result_fd)
     except MemoryError:
         try:

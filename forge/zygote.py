@@ -192,7 +192,8 @@ def _zygote_main(
         ctx = dataclasses.replace(ctx, helper_pid=os.getpid())  # children die with us
         for std in (0, 1, 2):  # not the helper's protocol pipes
             os.dup2(ctx.devnull, std)
-        keep = sorted({0, 1, 2, sock.fileno(), ctx.devnull, *ctx.read_fds})
+        answers = (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()  # the children answer on it
+        keep = sorted({0, 1, 2, sock.fileno(), ctx.devnull, *ctx.read_fds, *answers})
         low = 0
         for fd in keep:
             if fd > low:
