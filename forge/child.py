@@ -72,6 +72,7 @@ class HelperContext:
     layers: Layers
     helper_pid: int
     answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
+    caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -119,7 +120,7 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
         ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
-    if ctx.layers.drop_caps and os.geteuid() == 0:
+    if ctx.layers.drop_caps and os.geteuid() == 0 and not ctx.caps_dropped:
         drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
         ctx.seccomp.install()

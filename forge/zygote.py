@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from forge.child import HelperContext, child_main
+from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 
 _CHILD = struct.Struct("<ci")
@@ -183,13 +184,27 @@ def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None
     return pid, pidfd
 
 
+def _drop_caps(ctx: HelperContext) -> bool:
+    """Empty this process's capability sets when running as root (forking, pidfds
+    and its socket need none); False when that is not wanted or failed (each child
+    then tries itself and reports a failure as its call's)."""
+    if not (ctx.layers.drop_caps and os.geteuid() == 0):
+        return False
+    try:
+        drop_capabilities()
+    except OSError:
+        return False
+    return True
+
+
 def _zygote_main(
     ctx: HelperContext, sock: socket.socket, helper_pid: int
 ) -> NoReturn:  # pragma: no cover - runs in the zygote process
     try:
         die_with_parent(helper_pid)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        ctx = dataclasses.replace(ctx, helper_pid=os.getpid())  # children die with us
+        # children die with us, and inherit capability sets emptied once, here
+        ctx = dataclasses.replace(ctx, helper_pid=os.getpid(), caps_dropped=_drop_caps(ctx))
         for std in (0, 1, 2):  # not the helper's protocol pipes
             os.dup2(ctx.devnull, std)
         answers = (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()  # the children answer on it
