@@ -261,6 +261,15 @@ def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
     return success_doc(result, sink.text())
 
 
+def rehearse(ctx: HelperContext, job: Job, ws_fd: int) -> bytes:
+    """What a child does for `job` once it is confined, done here and now, unconfined:
+    for forge.rehearsal only (forge's own tool, in the helper before its zygote
+    forks), never for a call. Returns the serialised outcome."""
+    pre = _prepare_globals(ctx, -1, -1)
+    doc = _run_tool(job, ctx, pre, ws_fd, _Stages())
+    return serialise(doc, job.max_output)
+
+
 def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
     """Send the outcome `doc` straight to the runner, as one message (forge.protocol.
     answers); False when it must go through the helper instead (no socket or token,

@@ -54,6 +54,7 @@ from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
+from forge.rehearsal import rehearse_calls
 from forge.replies import InFlight, failed, mark, outcome, traced
 from forge.warmup import prepare
 from forge.zygote import Spawned, Zygote, kill
@@ -350,6 +351,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     layers, answer_fd = arguments(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd)
+    rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     if answer_fd >= 0:
         os.close(answer_fd)  # the zygote and its children hold it; this process never writes
