@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import gc
 import os
-import selectors
+import select
 import signal
 import socket
 import struct
@@ -218,22 +218,25 @@ def _zygote_main(
         os.environ.clear()  # every child inherits an empty environment
         gc.collect()
         gc.freeze()
-        sel = selectors.DefaultSelector()
-        sel.register(sock, selectors.EVENT_READ, None)
+        # epoll itself, not selectors: every object the zygote touches after a fork
+        # is a page it copies while that child lives
+        poll = select.epoll()
+        poll.register(sock.fileno(), select.EPOLLIN)
+        children: dict[int, int] = {}  # pidfd -> pid
         while True:
-            for key, _ in sel.select():
-                if key.data is None:
-                    cmd = sock.recv(16)
-                    if not cmd:
+            for fd, _ in poll.poll():
+                pid = children.pop(fd, 0)
+                if not pid:
+                    if not sock.recv(16):
                         os._exit(0)
                     spawned = _fork_one(ctx, sock)
                     if spawned is not None:
-                        sel.register(spawned[1], selectors.EVENT_READ, spawned[0])
-                else:
-                    pid = key.data
-                    _, status = os.waitpid(pid, 0)
-                    sel.unregister(key.fd)
-                    os.close(key.fd)
-                    sock.send(_EXIT.pack(b"x", pid, status))
+                        children[spawned[1]] = spawned[0]
+                        poll.register(spawned[1], select.EPOLLIN)
+                    continue
+                _, status = os.waitpid(pid, 0)
+                poll.unregister(fd)
+                os.close(fd)
+                sock.send(_EXIT.pack(b"x", pid, status))
     except BaseException:
         os._exit(1)
