@@ -171,13 +171,21 @@ def _confine(
 
 
 @dataclass(slots=True)
-class _Prepared:
-    """This child's globals for its one call, built while it waits for that call:
-    everything that does not depend on the call (new builtins dict, guards, import
-    hook, print sink). Never reused: the child runs one call and exits."""
+class CallGlobals:
+    """A call's globals: everything that does not depend on the call (new builtins
+    dict, guards, import hook, print sink). Built once in the zygote, which never
+    runs a call (`prepare_call_globals`); each child's copy-on-write copy of them is
+    its one call's own, bound to its pipes (`bind`), and never reused: the child
+    runs one call and exits."""
 
     globals: dict[str, Any]
     sink: PrintSink
+    proxies: _CallProxies | None = None
+
+    def bind(self, go_fd: int, result_fd: int) -> None:
+        """This child's pipes, for the call's `net` proxy."""
+        if self.proxies is not None:
+            self.proxies.bind(go_fd, result_fd)
 
 
 class _CallProxies(Mapping[str, SimpleNamespace]):
@@ -190,6 +198,9 @@ class _CallProxies(Mapping[str, SimpleNamespace]):
         self._shared = shared
         self._fds = (result_fd, go_fd)
         self._net: SimpleNamespace | None = None
+
+    def bind(self, go_fd: int, result_fd: int) -> None:
+        self._fds = (result_fd, go_fd)
 
     def __getitem__(self, name: str) -> SimpleNamespace:
         if name != "net":
@@ -210,18 +221,21 @@ class _CallProxies(Mapping[str, SimpleNamespace]):
         return len(self._shared) + ("net" not in self._shared)
 
 
-def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepared:
+def prepare_call_globals(ctx: HelperContext, template: dict[str, Any] | None = None) -> CallGlobals:
+    """A call's globals, not yet bound to a child's pipes. In the zygote, `template`
+    None: the zygote's own copy of the helper's builtins template becomes the
+    builtins dict that every child then holds its own copy-on-write copy of (the
+    zygote never runs a call, and the helper's template stays as it is)."""
     sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
-        return _Prepared(make_unrestricted_globals(), sink)
-    proxies = _CallProxies(ctx.proxies, go_fd, result_fd)
-    # this child's copy of the template is its one call's builtins dict: no other
-    # call ever runs in this process, and the helper's and zygote's copies stay as they are
-    return _Prepared(prepare_globals(ctx.builtins, proxies, sink, owned=True), sink)
+        return CallGlobals(make_unrestricted_globals(), sink)
+    proxies = _CallProxies(ctx.proxies, -1, -1)
+    builtins_ = ctx.builtins if template is None else template
+    return CallGlobals(prepare_globals(builtins_, proxies, sink, owned=True), sink, proxies)
 
 
 def _run_tool(
-    job: Job, ctx: HelperContext, pre: _Prepared, ws_fd: int, mark: _Stages
+    job: Job, ctx: HelperContext, pre: CallGlobals, ws_fd: int, mark: _Stages
 ) -> dict[str, Any]:
     sink = pre.sink
     sink.cap = job.max_output
@@ -265,7 +279,7 @@ def rehearse(ctx: HelperContext, job: Job, ws_fd: int) -> bytes:
     """What a child does for `job` once it is confined, done here and now, unconfined:
     for forge.rehearsal only (forge's own tool, in the helper before its zygote
     forks), never for a call. Returns the serialised outcome."""
-    pre = _prepare_globals(ctx, -1, -1)
+    pre = prepare_call_globals(ctx, dict(ctx.builtins))  # the template stays untouched
     doc = _run_tool(job, ctx, pre, ws_fd, _Stages())
     return serialise(doc, job.max_output)
 
@@ -283,14 +297,18 @@ def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
         return False
 
 
-def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> NoReturn:
-    """Entry point right after fork, before the call is known; never returns."""
+def child_main(
+    ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int, pre: CallGlobals | None = None
+) -> NoReturn:
+    """Entry point right after fork, before the call is known; never returns. `pre`:
+    the call's globals as the zygote built them (None: built here)."""
     mark = _Stages()
     trace = False
     try:
         try:
             ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
-            pre = _prepare_globals(ctx, go_fd, result_fd)
+            call = pre if pre is not None else prepare_call_globals(ctx, dict(ctx.builtins))
+            call.bind(go_fd, result_fd)
         except BaseException as exc:
             setup_error: BaseException | None = exc
         else:
@@ -305,7 +323,7 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
         except BaseException as exc:
             data = json.dumps(error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:
-            data = serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
+            data = serialise(_run_tool(job, ctx, call, ws_fd, mark), job.max_output)
         if trace:
             mark("serialised")
             marks = [*job.marks, *mark.marks]  # the helper's, then this child's

@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NoReturn
 
-from forge.child import HelperContext, child_main
+from forge.child import CallGlobals, HelperContext, child_main, prepare_call_globals
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 
@@ -161,7 +161,9 @@ class Zygote:
                     os.close(fd)
 
 
-def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None:
+def _fork_one(
+    ctx: HelperContext, sock: socket.socket, pre: CallGlobals | None
+) -> tuple[int, int] | None:
     """Fork one child that waits for its call; send the helper its descriptors."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     res_r, res_w = os.pipe2(os.O_CLOEXEC)
@@ -174,7 +176,7 @@ def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None
         sock.send(_ERROR.pack(b"e", exc.errno or 0))
         return None
     if pid == 0:  # pragma: no cover - child
-        child_main(ctx, go_r, job, res_w)
+        child_main(ctx, go_r, job, res_w, pre)
     pidfd = os.pidfd_open(pid)
     try:
         socket.send_fds(sock, [_CHILD.pack(b"c", pid)], [go_w, job, res_r, pidfd])
@@ -182,6 +184,15 @@ def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None
         for fd in (go_r, go_w, res_r, res_w, job):
             os.close(fd)
     return pid, pidfd
+
+
+def _call_globals(ctx: HelperContext) -> CallGlobals | None:
+    """The globals every child's call starts from (forge.child), built once here;
+    None if that failed (each child then builds its own and reports the failure)."""
+    try:
+        return prepare_call_globals(ctx)
+    except Exception:
+        return None
 
 
 def _drop_caps(ctx: HelperContext) -> bool:
@@ -216,6 +227,7 @@ def _zygote_main(
             low = fd + 1
         close_range(low, 0xFFFFFFFF)
         os.environ.clear()  # every child inherits an empty environment
+        pre = _call_globals(ctx)
         gc.collect()
         gc.freeze()
         # epoll itself, not selectors: every object the zygote touches after a fork
@@ -229,7 +241,7 @@ def _zygote_main(
                 if not pid:
                     if not sock.recv(16):
                         os._exit(0)
-                    spawned = _fork_one(ctx, sock)
+                    spawned = _fork_one(ctx, sock, pre)
                     if spawned is not None:
                         children[spawned[1]] = spawned[0]
                         poll.register(spawned[1], select.EPOLLIN)
