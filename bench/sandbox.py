@@ -21,7 +21,10 @@ the zygote reaps the children, so their totals are its `c*` fields).
 `--hog N`: run the measurements a second time beside N busy loops and print both
 (the machine's load average is printed next to every figure).
 
-Each sandboxed figure is printed next to the same calls with the helper relaying
+Back-to-back calls (each call's child forked and prepared while the one before
+runs) are printed next to calls 20 ms apart (as a turn's tool calls come, a
+model's step between them: the waiting child is ready). Each sandboxed figure is
+also printed next to the same calls with the helper relaying
 every answer (`SandboxRunner(direct_answers=False)`, the path before issue 26),
 measured in alternating blocks in the same run.
 
@@ -64,6 +67,9 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "csv": (CSV_TOOL, {"path": "data.csv"}),
     "trivial": (TRIVIAL_TOOL, {"n": 7}),
 }
+
+
+GAP_S = 0.02
 
 
 def pct(values: list[float], q: float) -> float:
@@ -123,6 +129,19 @@ async def sandboxed(
         res = await runner.run(source, params, ws)
         times.append((time.perf_counter() - t) * 1000)
         assert res.ok, res
+    return times
+
+
+async def spaced(
+    runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, n: int
+) -> list[float]:
+    """`n` calls `GAP_S` apart, as a turn's tool calls come (a model's step between
+    them): the waiting child is ready, so this is the call's own path, without the
+    fork and preparation of the next child competing with it."""
+    times = []
+    for _ in range(n):
+        await asyncio.sleep(GAP_S)
+        times += await sandboxed(runner, source, params, ws, 1)
     return times
 
 
@@ -304,8 +323,8 @@ async def main() -> None:
 
 
 async def measure(ws: Path, quick: bool) -> None:
-    n = (3, 20, 10, 3, 0.5, 2) if quick else (20, 500, 300, 30, 3.0, 8)
-    warm, n_exec, n_sand, n_fresh, seconds, tenants = n
+    n = (3, 20, 10, 5, 3, 0.5, 2) if quick else (20, 500, 300, 100, 30, 3.0, 8)
+    warm, n_exec, n_sand, n_spaced, n_fresh, seconds, tenants = n
     runner = SandboxRunner()
     relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
     await runner.start()
@@ -318,6 +337,7 @@ async def measure(ws: Path, quick: bool) -> None:
             await sandboxed(relayed, source, params, ws, warm)
             floor = plain_exec(source, params, ws, n_exec)
             sand, hop = await interleaved([runner, relayed], source, params, ws, n_sand)
+            apart = await spaced(runner, source, params, ws, n_spaced)
             fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
                 k: statistics.median(v)
@@ -328,6 +348,7 @@ async def measure(ws: Path, quick: bool) -> None:
                 ("plain exec (floor)", floor),
                 ("sandboxed call", sand),
                 ("helper relays answer", hop),
+                (f"{GAP_S * 1000:.0f} ms apart", apart),
                 ("fresh python -I", fresh),
             ):
                 print(
@@ -335,6 +356,10 @@ async def measure(ws: Path, quick: bool) -> None:
                     f"p99 {pct(values, 0.99):8.3f} ms   (n={len(values)})"
                 )
             print(f"  sandbox / floor  = {p50['sandbox'] / p50['exec']:.1f}x")
+            print(
+                f"  fresh / {GAP_S * 1000:.0f} ms apart = "
+                f"{p50['fresh'] / statistics.median(apart):.1f}x faster than a fresh subprocess"
+            )
             print(
                 f"  fresh / sandbox  = {p50['fresh'] / p50['sandbox']:.1f}x faster than a "
                 "fresh subprocess"
