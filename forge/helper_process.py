@@ -61,6 +61,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self.tokens: dict[int, bytes] = {}  # call id -> the token its direct answer carries
         self.answers = answers  # the runner's end of the answer socket (None: no direct answers)
         self._inbox = bytearray(MESSAGE_MAX + 1)  # one message; one byte more shows a longer one
+        self.dropped = 0  # messages on the answer socket that answered no call
         self.hello: asyncio.Future[Hello] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.dead = False
@@ -118,16 +119,23 @@ class HelperProcess(asyncio.SubprocessProtocol):
         try:
             call_id, token, doc = decode_direct(message)
         except ProtocolError as exc:
-            log.warning("sandbox answer dropped: %s", exc)
+            self._drop(str(exc))
             return
         expected = self.tokens.get(call_id)
         if expected is None or not hmac.compare_digest(expected, token):
-            log.warning("sandbox answer dropped: no call in flight has its id and token")
+            self._drop("no call in flight has its id and token")
             return
         del self.tokens[call_id]
         fut = self.pending.pop(call_id, None)
         if fut is not None and not fut.done():
             fut.set_result(direct_reply(call_id, doc))
+
+    def _drop(self, why: str) -> None:
+        """Count a message that answers no call; the first one of a helper is logged
+        (a child that broke out could write many)."""
+        self.dropped += 1
+        if self.dropped == 1:
+            log.warning("sandbox answer dropped (%s); later ones are only counted", why)
 
     def _close_answers(self) -> None:
         sock, self.answers = self.answers, None

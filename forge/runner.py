@@ -80,13 +80,15 @@ class RunResult:
         return {"ok": self.ok, "result": self.result, "error": error}
 
     @classmethod
-    def of(cls, reply: Reply) -> RunResult:
+    def of(cls, reply: Reply, started: float) -> RunResult:
+        """The result of `reply` to a call `run()` began at `started` (monotonic): its
+        duration is the runner's, whoever answered (a child's direct answer carries none)."""
         return cls(
             ok=reply.ok,
             result=reply.result,
             error_kind=reply.error.kind if reply.error else None,
             error_message=reply.error.message if reply.error else "",
-            duration_ms=reply.duration_ms,
+            duration_ms=round((time.monotonic() - started) * 1000, 3),
             printed=reply.printed,
         )
 
@@ -338,7 +340,7 @@ class SandboxRunner:
             self._pool.release(key)
         if trace is not None:
             self._record(trace, reply)
-        return RunResult.of(reply)
+        return RunResult.of(reply, started)
 
     def _record(self, trace: Trace, reply: Reply) -> None:
         """Keep one call's stages: every mark in ms since `run()` began, in time order."""

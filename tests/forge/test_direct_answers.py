@@ -5,6 +5,7 @@ in one message still arrives, through the helper."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import marshal
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from forge.helper_process import HelperProcess, answer_socket
+from forge.layers import Layers
 from forge.protocol.answers import (
     DIRECT_MAX,
     HEADER,
@@ -83,6 +85,7 @@ async def test_only_the_token_of_a_call_in_flight_completes_it() -> None:
         theirs.send(encode_direct(7, TOKEN, dump(failure_doc("runtime", "late"))))
         helper._answers_readable()
         assert fut.result().ok and helper.answers is not None
+        assert helper.dropped == 4 + 1
     finally:
         theirs.close()
         helper._answers_readable()  # the other end is gone: the socket is closed
@@ -114,7 +117,7 @@ async def test_answers_come_from_the_child_and_large_ones_through_the_helper(
     try:
         small = await r.run(tool("return n * n", params="n: int"), {"n": 7}, workspace)
         large = await r.run(tool("return 'x' * n", params="n: int"), {"n": DIRECT_MAX}, workspace)
-        assert small.ok and small.result == 49
+        assert small.ok and small.result == 49 and small.duration_ms > 0
         assert large.ok and large.result == "x" * DIRECT_MAX
         direct, relayed = r.stages()
         # the helper saw the call (its marks travel in the job) but relayed no answer
@@ -168,5 +171,65 @@ async def test_a_helper_without_an_answer_socket_holds_none(workspace: Path) -> 
 
         assert sockets(zygote) == 2  # its socket to the helper, the answer socket
         assert sockets(helper) == 1  # its socket to the zygote only
+    finally:
+        await r.aclose()
+
+
+FORGER = '''
+import os
+import socket
+
+def run() -> dict:
+    """Write forged answers on every socket this process holds; try to shut it."""
+    done = {"forged": 0, "shut": [], "options": []}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+        except FileNotFoundError:  # the directory's own descriptor, closed by now
+            continue
+        fd = int(name)
+        for call in range(1, 200):  # every id, no token
+            head = call.to_bytes(8, "little") + bytes(16)
+            os.write(fd, head + b'{"ok": true, "result": "forged", "printed": ""}')
+            done["forged"] += 1
+        sock = socket.socket(fileno=fd)
+        for what, attempt in (
+            ("shut", lambda: sock.shutdown(socket.SHUT_RDWR)),
+            ("options", lambda: sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1)),
+        ):
+            try:
+                attempt()
+                done[what].append("done")
+            except OSError as exc:
+                done[what].append(exc.errno)
+        sock.detach()
+    return done
+'''
+
+
+@aio
+async def test_a_child_that_broke_out_cannot_answer_for_others_or_shut_the_socket(
+    workspace: Path,
+) -> None:
+    """Only seccomp and the rlimits on: the child finds the answer socket it shares
+    with its siblings, writes an answer for every call id without a token, and
+    tries to shut the socket and shrink its buffer. Nothing forged is taken, seccomp
+    refuses both, and the next calls are answered directly as before."""
+    layers = Layers(lint=False, restricted=False, gate=False, landlock=False)
+    r = SandboxRunner(trace=True, default_timeout_s=HANG_S, layers_for_tests=layers)
+    await r.start()
+    try:
+        slow = asyncio.ensure_future(
+            r.run(tool("import time\ntime.sleep(0.5)\nreturn 'mine'"), {}, workspace)
+        )
+        res = await r.run(FORGER, {}, workspace)
+        assert res.ok, res
+        assert res.result["forged"] >= 199
+        assert res.result["shut"] == [errno.EPERM] and res.result["options"] == [errno.EPERM]
+        assert (await slow).result == "mine"
+        after = await r.run(tool("return 'after'"), {}, workspace)
+        assert after.result == "after"
+        assert "helper_result" not in r.stages()[-1]  # still straight from the child
     finally:
         await r.aclose()
