@@ -21,6 +21,13 @@ the zygote reaps the children, so their totals are its `c*` fields).
 `--hog N`: run the measurements a second time beside N busy loops and print both
 (the machine's load average is printed next to every figure).
 
+Back-to-back calls (each call's child forked and prepared while the one before
+runs) are printed next to calls 20 ms apart (as a turn's tool calls come, a
+model's step between them: the waiting child is ready). Each sandboxed figure is
+also printed next to the same calls with the helper relaying
+every answer (`SandboxRunner(direct_answers=False)`, the path before issue 26),
+measured in alternating blocks in the same run.
+
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
 Run: .venv/bin/python -m bench.sandbox [--quick | --stages] [--hog N]
 """
@@ -62,6 +69,9 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+GAP_S = 0.02
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -98,6 +108,18 @@ def fresh_subprocess(source: str, params: dict[str, Any], ws: Path, n: int) -> l
     return times
 
 
+async def interleaved(
+    runners: list[SandboxRunner], source: str, params: dict[str, Any], ws: Path, n: int
+) -> list[list[float]]:
+    """`n` calls on each runner, in alternating blocks (the same machine load)."""
+    out: list[list[float]] = [[] for _ in runners]
+    block = max(1, min(25, n // 4))
+    while len(out[0]) < n:
+        for times, runner in zip(out, runners, strict=True):
+            times += await sandboxed(runner, source, params, ws, min(block, n - len(times)))
+    return out
+
+
 async def sandboxed(
     runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, n: int
 ) -> list[float]:
@@ -107,6 +129,19 @@ async def sandboxed(
         res = await runner.run(source, params, ws)
         times.append((time.perf_counter() - t) * 1000)
         assert res.ok, res
+    return times
+
+
+async def spaced(
+    runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, n: int
+) -> list[float]:
+    """`n` calls `GAP_S` apart, as a turn's tool calls come (a model's step between
+    them): the waiting child is ready, so this is the call's own path, without the
+    fork and preparation of the next child competing with it."""
+    times = []
+    for _ in range(n):
+        await asyncio.sleep(GAP_S)
+        times += await sandboxed(runner, source, params, ws, 1)
     return times
 
 
@@ -288,17 +323,21 @@ async def main() -> None:
 
 
 async def measure(ws: Path, quick: bool) -> None:
-    n = (3, 20, 10, 3, 0.5, 2) if quick else (20, 500, 300, 30, 3.0, 8)
-    warm, n_exec, n_sand, n_fresh, seconds, tenants = n
+    n = (3, 20, 10, 5, 3, 0.5, 2) if quick else (20, 500, 300, 100, 30, 3.0, 8)
+    warm, n_exec, n_sand, n_spaced, n_fresh, seconds, tenants = n
     runner = SandboxRunner()
+    relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
     await runner.start()
+    await relayed.start()
     missing = runner.missing_layers()
     print(f"layers missing on this machine: {missing or 'none'}")
     try:
         for name, (source, params) in TOOLS.items():
             await sandboxed(runner, source, params, ws, warm)  # warm caches
+            await sandboxed(relayed, source, params, ws, warm)
             floor = plain_exec(source, params, ws, n_exec)
-            sand = await sandboxed(runner, source, params, ws, n_sand)
+            sand, hop = await interleaved([runner, relayed], source, params, ws, n_sand)
+            apart = await spaced(runner, source, params, ws, n_spaced)
             fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
                 k: statistics.median(v)
@@ -308,6 +347,8 @@ async def measure(ws: Path, quick: bool) -> None:
             for label, values in (
                 ("plain exec (floor)", floor),
                 ("sandboxed call", sand),
+                ("helper relays answer", hop),
+                (f"{GAP_S * 1000:.0f} ms apart", apart),
                 ("fresh python -I", fresh),
             ):
                 print(
@@ -316,11 +357,21 @@ async def measure(ws: Path, quick: bool) -> None:
                 )
             print(f"  sandbox / floor  = {p50['sandbox'] / p50['exec']:.1f}x")
             print(
+                f"  fresh / {GAP_S * 1000:.0f} ms apart = "
+                f"{p50['fresh'] / statistics.median(apart):.1f}x faster than a fresh subprocess"
+            )
+            print(
                 f"  fresh / sandbox  = {p50['fresh'] / p50['sandbox']:.1f}x faster than a "
                 "fresh subprocess"
             )
+            print(
+                f"  relayed / direct = {statistics.median(hop) / p50['sandbox']:.2f}x "
+                "(the child answers the runner itself: one hop fewer)"
+            )
         rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
+        rate = await sustained(relayed, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
+        print(f"  the same, the helper relaying answers: {rate:.0f} calls/s ({load()})")
         print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
         await runner.start()  # the spare runs
         print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
@@ -332,6 +383,7 @@ async def measure(ws: Path, quick: bool) -> None:
             )
     finally:
         await runner.aclose()
+        await relayed.aclose()
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ dict, guards, import hook, print sink; the call adds its path-gated open, listdi
 and secret handles; `net` is bound to its pipes). It then blocks until the helper
 hands it exactly one call (a marshalled `Job` in a memfd, then one byte on the "go"
 pipe), applies every per-call layer (the workspace rule and Landlock enforcement,
-cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, writes one
-length-prefixed JSON document to its result pipe and calls os._exit. A child never
+cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, sends one
+JSON document to the runner (straight, on the inherited answer socket, with the
+call's token; forge.protocol.answers) or, when it is too large for one message,
+as a length-prefixed frame to the helper on its result pipe, and calls os._exit. A child never
 receives a second call: there is no loop, the memfd is closed as soon as the call is
 written, and after the job the go pipe only ever carries the broker's answers to the
 child's own `net` requests (which it writes as frames on its result pipe before its
@@ -50,6 +52,7 @@ from forge.policy.globals import (
     make_unrestricted_globals,
     prepare_globals,
 )
+from forge.protocol.answers import DIRECT_DONE, DIRECT_MAX, encode_direct
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, success_doc
 from forge.shims import bind_shims
@@ -68,6 +71,8 @@ class HelperContext:
     builtins: dict[str, Any]
     layers: Layers
     helper_pid: int
+    answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
+    caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -109,17 +114,21 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
     for std in (0, 1, 2):
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
-    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds})
+    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx)})
     if os.environ:  # the zygote emptied it already
         os.environ.clear()
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
         ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
-    if ctx.layers.drop_caps and os.geteuid() == 0:
+    if ctx.layers.drop_caps and os.geteuid() == 0 and not ctx.caps_dropped:
         drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
         ctx.seccomp.install()
     return ruleset
+
+
+def _answers(ctx: HelperContext) -> tuple[int, ...]:
+    return (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()
 
 
 def _await_job(go_fd: int, job_fd: int) -> Job:
@@ -153,7 +162,7 @@ def _confine(
         landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
         mark("landlock")
     os.fchdir(ws_fd)
-    _close_other_fds({0, 1, 2, *fds, ws_fd})
+    _close_other_fds({0, 1, 2, *fds, ws_fd, *_answers(ctx)})
     mark("fds")
     if ctx.layers.rlimits:
         apply_rlimits(job.limits)
@@ -162,13 +171,21 @@ def _confine(
 
 
 @dataclass(slots=True)
-class _Prepared:
-    """This child's globals for its one call, built while it waits for that call:
-    everything that does not depend on the call (new builtins dict, guards, import
-    hook, print sink). Never reused: the child runs one call and exits."""
+class CallGlobals:
+    """A call's globals: everything that does not depend on the call (new builtins
+    dict, guards, import hook, print sink). Built once in the zygote, which never
+    runs a call (`prepare_call_globals`); each child's copy-on-write copy of them is
+    its one call's own, bound to its pipes (`bind`), and never reused: the child
+    runs one call and exits."""
 
     globals: dict[str, Any]
     sink: PrintSink
+    proxies: _CallProxies | None = None
+
+    def bind(self, go_fd: int, result_fd: int) -> None:
+        """This child's pipes, for the call's `net` proxy."""
+        if self.proxies is not None:
+            self.proxies.bind(go_fd, result_fd)
 
 
 class _CallProxies(Mapping[str, SimpleNamespace]):
@@ -181,6 +198,9 @@ class _CallProxies(Mapping[str, SimpleNamespace]):
         self._shared = shared
         self._fds = (result_fd, go_fd)
         self._net: SimpleNamespace | None = None
+
+    def bind(self, go_fd: int, result_fd: int) -> None:
+        self._fds = (result_fd, go_fd)
 
     def __getitem__(self, name: str) -> SimpleNamespace:
         if name != "net":
@@ -201,18 +221,21 @@ class _CallProxies(Mapping[str, SimpleNamespace]):
         return len(self._shared) + ("net" not in self._shared)
 
 
-def _prepare_globals(ctx: HelperContext, go_fd: int, result_fd: int) -> _Prepared:
+def prepare_call_globals(ctx: HelperContext, template: dict[str, Any] | None = None) -> CallGlobals:
+    """A call's globals, not yet bound to a child's pipes. In the zygote, `template`
+    None: the zygote's own copy of the helper's builtins template becomes the
+    builtins dict that every child then holds its own copy-on-write copy of (the
+    zygote never runs a call, and the helper's template stays as it is)."""
     sink = PrintSink(0)  # the call sets the cap
     if not ctx.layers.restricted:
-        return _Prepared(make_unrestricted_globals(), sink)
-    proxies = _CallProxies(ctx.proxies, go_fd, result_fd)
-    # this child's copy of the template is its one call's builtins dict: no other
-    # call ever runs in this process, and the helper's and zygote's copies stay as they are
-    return _Prepared(prepare_globals(ctx.builtins, proxies, sink, owned=True), sink)
+        return CallGlobals(make_unrestricted_globals(), sink)
+    proxies = _CallProxies(ctx.proxies, -1, -1)
+    builtins_ = ctx.builtins if template is None else template
+    return CallGlobals(prepare_globals(builtins_, proxies, sink, owned=True), sink, proxies)
 
 
 def _run_tool(
-    job: Job, ctx: HelperContext, pre: _Prepared, ws_fd: int, mark: _Stages
+    job: Job, ctx: HelperContext, pre: CallGlobals, ws_fd: int, mark: _Stages
 ) -> dict[str, Any]:
     sink = pre.sink
     sink.cap = job.max_output
@@ -252,14 +275,40 @@ def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
     return success_doc(result, sink.text())
 
 
-def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> NoReturn:
-    """Entry point right after fork, before the call is known; never returns."""
+def rehearse(ctx: HelperContext, job: Job, ws_fd: int) -> bytes:
+    """What a child does for `job` once it is confined, done here and now, unconfined:
+    for forge.rehearsal only (forge's own tool, in the helper before its zygote
+    forks), never for a call. Returns the serialised outcome."""
+    pre = prepare_call_globals(ctx, dict(ctx.builtins))  # the template stays untouched
+    doc = _run_tool(job, ctx, pre, ws_fd, _Stages())
+    return serialise(doc, job.max_output)
+
+
+def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
+    """Send the outcome `doc` straight to the runner, as one message (forge.protocol.
+    answers); False when it must go through the helper instead (no socket or token,
+    too large, or the write failed: the runner's end is gone)."""
+    if answer_fd < 0 or not job.token or len(doc) > DIRECT_MAX:
+        return False
+    message = encode_direct(job.call_id, job.token, doc)
+    try:
+        return os.write(answer_fd, message) == len(message)
+    except OSError:
+        return False
+
+
+def child_main(
+    ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int, pre: CallGlobals | None = None
+) -> NoReturn:
+    """Entry point right after fork, before the call is known; never returns. `pre`:
+    the call's globals as the zygote built them (None: built here)."""
     mark = _Stages()
     trace = False
     try:
         try:
             ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
-            pre = _prepare_globals(ctx, go_fd, result_fd)
+            call = pre if pre is not None else prepare_call_globals(ctx, dict(ctx.builtins))
+            call.bind(go_fd, result_fd)
         except BaseException as exc:
             setup_error: BaseException | None = exc
         else:
@@ -274,11 +323,15 @@ def child_main(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> N
         except BaseException as exc:
             data = json.dumps(error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:
-            data = serialise(_run_tool(job, ctx, pre, ws_fd, mark), job.max_output)
+            data = serialise(_run_tool(job, ctx, call, ws_fd, mark), job.max_output)
         if trace:
             mark("serialised")
-            data = data[:-1] + b',"trace":' + json.dumps(mark.marks).encode() + b"}"
-        _write_all(result_fd, frame(data))
+            marks = [*job.marks, *mark.marks]  # the helper's, then this child's
+            data = data[:-1] + b',"trace":' + json.dumps(marks).encode() + b"}"
+        if _answer_direct(ctx.answer_fd, job, data):
+            _write_all(result_fd, DIRECT_DONE)
+        else:
+            _write_all(result_fd, frame(data))
         os.close(result_fd)
     except MemoryError:
         try:

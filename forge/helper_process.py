@@ -3,6 +3,11 @@
 `start_helper` launches forge.worker as `python -I` with an empty environment
 and waits for its `Hello`. `HelperProcess` is the asyncio protocol of that
 process: request frames out, one reply frame per call back (forge.protocol).
+With `direct` (the default of the runner) it also holds this helper's answer
+socket: the helper's children send most outcomes there themselves, one hop
+fewer (forge.protocol.answers); such a call gets no reply frame from the helper.
+An answer counts only with the token of a call in flight; anything else on the
+socket is dropped and logged.
 Replies are decoded as their bytes arrive (`pipe_data_received`) and complete
 the waiting call's future directly: no stream reader task in between. A
 frame `{"op": "net", ...}` is a child's `net` request; it goes to `on_net`
@@ -15,17 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
+import logging
+import select
+import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from forge.layers import Layers
+from forge.protocol.answers import MESSAGE_MAX, decode_direct
 from forge.protocol.calls import Hello, Reply, decode_hello, reply_of
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
+from forge.protocol.jobs import direct_reply
 from forge.protocol.net import NetAsk, decode_ask
+
+log = logging.getLogger(__name__)
+ANSWER_SNDBUF = 1 << 20  # queued answers of the children (capped by net.core.wmem_max)
 
 OnNet = Callable[["HelperProcess", NetAsk], None]
 
@@ -37,11 +51,17 @@ SHUT_WAIT_S = 5
 class HelperProcess(asyncio.SubprocessProtocol):
     """The helper process and its protocol: frames out, one reply frame per call."""
 
-    def __init__(self, limit: int, on_net: OnNet | None = None) -> None:
+    def __init__(
+        self, limit: int, on_net: OnNet | None = None, answers: socket.socket | None = None
+    ) -> None:
         loop = asyncio.get_running_loop()
         self.transport: asyncio.SubprocessTransport | None = None
         self.stdin: asyncio.WriteTransport | None = None
         self.pending: dict[int, asyncio.Future[Reply]] = {}
+        self.tokens: dict[int, bytes] = {}  # call id -> the token its direct answer carries
+        self.answers = answers  # the runner's end of the answer socket (None: no direct answers)
+        self._inbox = bytearray(MESSAGE_MAX + 1)  # one message; one byte more shows a longer one
+        self.dropped = 0  # messages on the answer socket that answered no call
         self.hello: asyncio.Future[Hello] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.dead = False
@@ -58,6 +78,71 @@ class HelperProcess(asyncio.SubprocessProtocol):
         stdin = transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self.stdin = stdin
+        if self.answers is not None:
+            asyncio.get_running_loop().add_reader(self.answers.fileno(), self._answers_readable)
+
+    @property
+    def direct(self) -> bool:
+        """Whether this helper's children may answer calls directly."""
+        return self.answers is not None
+
+    def expect(self, call_id: int, fut: asyncio.Future[Reply], token: bytes) -> None:
+        """Wait for call `call_id`'s reply in `fut`; a direct answer must carry `token`."""
+        self.pending[call_id] = fut
+        if token:
+            self.tokens[call_id] = token
+
+    def forget(self, call_id: int) -> None:
+        self.pending.pop(call_id, None)
+        self.tokens.pop(call_id, None)
+
+    def _answers_readable(self) -> None:
+        """Every message waiting on the answer socket: each completes its call."""
+        sock = self.answers
+        if sock is None:
+            return
+        view = memoryview(self._inbox)
+        while True:
+            try:
+                n = sock.recv_into(self._inbox)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._close_answers()
+                return
+            if n == 0 and _hung_up(sock):  # the zygote and every child are gone
+                self._close_answers()
+                return
+            self._answer(view[:n])
+
+    def _answer(self, message: memoryview) -> None:
+        try:
+            call_id, token, doc = decode_direct(message)
+        except ProtocolError as exc:
+            self._drop(str(exc))
+            return
+        expected = self.tokens.get(call_id)
+        if expected is None or not hmac.compare_digest(expected, token):
+            self._drop("no call in flight has its id and token")
+            return
+        del self.tokens[call_id]
+        fut = self.pending.pop(call_id, None)
+        if fut is not None and not fut.done():
+            fut.set_result(direct_reply(call_id, doc))
+
+    def _drop(self, why: str) -> None:
+        """Count a message that answers no call; the first one of a helper is logged
+        (a child that broke out could write many)."""
+        self.dropped += 1
+        if self.dropped == 1:
+            log.warning("sandbox answer dropped (%s); later ones are only counted", why)
+
+    def _close_answers(self) -> None:
+        sock, self.answers = self.answers, None
+        if sock is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed already
+                asyncio.get_running_loop().remove_reader(sock.fileno())
+            sock.close()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         if fd != 1 or self._broken:
@@ -80,6 +165,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
                 self._on_net(self, ask)
             return
         reply = reply_of(data)
+        self.tokens.pop(reply.id, None)
         fut = self.pending.pop(reply.id, None)
         if fut is not None and not fut.done():
             fut.set_result(reply)
@@ -102,7 +188,9 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self.transport.close()
 
     def _down(self) -> None:
-        """The helper is gone (or no longer readable): fail what it carried."""
+        """The helper is gone (or no longer readable): fail what it carried (the
+        answers its children sent before count)."""
+        self._answers_readable()
         self.dead = True
         self.kill()  # no-op when it has exited
         if not self.hello.done():
@@ -111,6 +199,8 @@ class HelperProcess(asyncio.SubprocessProtocol):
             if not fut.done():
                 fut.set_exception(ConnectionError("sandbox helper exited"))
         self.pending.clear()
+        self.tokens.clear()
+        self._close_answers()
 
     def kill(self) -> None:
         if self.transport is not None and self.transport.get_returncode() is None:
@@ -162,27 +252,63 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self.transport.close()
 
 
+def _hung_up(sock: socket.socket) -> bool:
+    """Whether the other end of `sock` is closed (else an empty message was read)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLRDHUP)
+    return any(ev & (select.POLLRDHUP | select.POLLHUP) for _, ev in poller.poll(0))
+
+
+def answer_socket() -> tuple[socket.socket, socket.socket]:
+    """(the runner's end, the helper's end) of a new answer socket: records, the
+    runner's end shut for writing (nothing flows to a child), both close-on-exec
+    (`pass_fds` hands the helper's end to the helper alone)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mine.shutdown(socket.SHUT_WR)
+    with contextlib.suppress(OSError):
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ANSWER_SNDBUF)
+    mine.setblocking(False)
+    return mine, theirs
+
+
 async def start_helper(
-    python: str, layers: Layers, max_reply: int, on_net: OnNet | None = None
+    python: str,
+    layers: Layers,
+    max_reply: int,
+    on_net: OnNet | None = None,
+    direct: bool = True,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
-    argument) and its `Hello`; RuntimeError when it fails to start."""
+    argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
+    it an answer socket (its children answer calls directly)."""
     extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
+    mine, theirs = answer_socket() if direct else (None, None)
+    if theirs is not None:
+        extra.append(f"answers={theirs.fileno()}")
     loop = asyncio.get_running_loop()
-    _, helper = await loop.subprocess_exec(
-        lambda: HelperProcess(max_reply, on_net),
-        python,
-        "-I",
-        "-c",
-        BOOT,
-        PROJECT_ROOT,
-        *extra,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={},
-        cwd="/",
-    )
+    try:
+        _, helper = await loop.subprocess_exec(
+            lambda: HelperProcess(max_reply, on_net, mine),
+            python,
+            "-I",
+            "-c",
+            BOOT,
+            PROJECT_ROOT,
+            *extra,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            cwd="/",
+            pass_fds=(theirs.fileno(),) if theirs is not None else (),
+        )
+    except BaseException:
+        if mine is not None:
+            mine.close()
+        raise
+    finally:
+        if theirs is not None:
+            theirs.close()  # the helper's copy is its own now
     try:
         hello = await helper.hello
     except ConnectionError:

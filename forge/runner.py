@@ -10,6 +10,9 @@ schema derived from `run()`'s signature, and hands the call to a helper
 (forge.helper_process), which compiles it (layer 2) and has a confined child
 (layers 3 and 4) forked from its pristine zygote (forge.zygote). Each
 workspace, that is each tenant, gets its own helper process (forge.helper_pool).
+The child sends most outcomes straight back here, on the helper's answer socket
+(forge.protocol.answers, forge.helper_process), one hop fewer than through the
+helper.
 `start()` starts one pristine spare helper (it probes the machine); the next
 new workspace takes it and a new spare starts in the background. Several
 calls may be in flight at once. If a helper dies
@@ -48,6 +51,7 @@ from forge.layers import Layers
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
 from forge.net_rules import parse_hosts
+from forge.protocol.answers import TOKEN_SIZE
 from forge.protocol.calls import MAX_REQUEST, Reply, Request, encode_request
 from forge.protocol.fields import ErrorKind
 from forge.protocol.limits import Limits
@@ -76,13 +80,15 @@ class RunResult:
         return {"ok": self.ok, "result": self.result, "error": error}
 
     @classmethod
-    def of(cls, reply: Reply) -> RunResult:
+    def of(cls, reply: Reply, started: float) -> RunResult:
+        """The result of `reply` to a call `run()` began at `started` (monotonic): its
+        duration is the runner's, whoever answered (a child's direct answer carries none)."""
         return cls(
             ok=reply.ok,
             result=reply.result,
             error_kind=reply.error.kind if reply.error else None,
             error_message=reply.error.message if reply.error else "",
-            duration_ms=reply.duration_ms,
+            duration_ms=round((time.monotonic() - started) * 1000, 3),
             printed=reply.printed,
         )
 
@@ -108,6 +114,7 @@ class SandboxRunner:
         helper_idle_s: float | None = None,
         clock: Clock = time.monotonic,
         tick: Tick = asyncio.sleep,
+        direct_answers: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -115,7 +122,8 @@ class SandboxRunner:
         (`stages()`), for measurements only. `broker`: performs the `net` requests
         of tools (forge.broker; None: every `net` call fails). `helper_idle_s`: close
         a workspace's helper after that many seconds without a call (None: never);
-        `clock` and `tick` time that (forge.helper_pool)."""
+        `clock` and `tick` time that (forge.helper_pool). `direct_answers` False: every
+        outcome goes through the helper, one hop more (for measurements only)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -131,6 +139,7 @@ class SandboxRunner:
         self._lint_cache: dict[bytes, ToolInfo | str] = {}
         self._broker = broker
         self._net: dict[int, NetCall] = {}  # request id -> its broker state
+        self._direct = direct_answers
 
     @property
     def max_helpers(self) -> int:
@@ -145,7 +154,9 @@ class SandboxRunner:
 
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
-        helper, hello = await start_helper(self.python, self._layers, max_reply, self._on_net)
+        helper, hello = await start_helper(
+            self.python, self._layers, max_reply, self._on_net, self._direct
+        )
         self._caps = hello.capabilities
         if not self._warned:
             self._warned = True
@@ -227,6 +238,8 @@ class SandboxRunner:
             max_output=self.max_output,
             limits=self.limits.for_timeout(timeout).with_write_budget(write_bytes),
             trace=self._trace is not None,
+            # the secret a direct answer of this call carries (forge.protocol.answers)
+            token=os.urandom(TOKEN_SIZE) if self._direct else b"",
         )
         scope = net or NetScope()
         if self._broker is not None and scope.allowed:
@@ -303,7 +316,7 @@ class SandboxRunner:
         helper = await self._pool.get(key)  # held until `release`: never reaped mid-call
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Reply] = loop.create_future()
-        helper.pending[request.id] = fut
+        helper.expect(request.id, fut, request.token)
         limit_s = request.timeout_s
         timer = loop.call_later(limit_s + GRACE_S, _expire, fut)
         try:
@@ -323,11 +336,11 @@ class SandboxRunner:
             raise
         finally:
             timer.cancel()
-            helper.pending.pop(request.id, None)
+            helper.forget(request.id)
             self._pool.release(key)
         if trace is not None:
             self._record(trace, reply)
-        return RunResult.of(reply)
+        return RunResult.of(reply, started)
 
     def _record(self, trace: Trace, reply: Reply) -> None:
         """Keep one call's stages: every mark in ms since `run()` began, in time order."""

@@ -26,9 +26,12 @@ _PREWARM = (
 )
 
 
-def prepare(layers: Layers | None = None) -> tuple[HelperContext, dict[str, Any]]:
+def prepare(
+    layers: Layers | None = None, answer_fd: int = -1
+) -> tuple[HelperContext, dict[str, Any]]:
     """Warm imports, module proxies, the seccomp program, the read-only roots; and
-    the machine's capabilities."""
+    the machine's capabilities. `answer_fd`: the runner's answer socket, which the
+    children inherit (forge.protocol.answers; -1: none)."""
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -46,5 +49,6 @@ def prepare(layers: Layers | None = None) -> tuple[HelperContext, dict[str, Any]
         builtins=safe_builtins(),
         layers=layers or Layers(),
         helper_pid=os.getpid(),
+        answer_fd=answer_fd,
     )
     return ctx, caps

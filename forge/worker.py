@@ -14,8 +14,10 @@ Compiled code is cached (forge.code_cache) here, in the helper; the runner gives
 each workspace (one tenant's) its own helper, so the cache holds one tenant's
 tools and a child receives only its own call's code. Children are forked ahead
 of demand (forge.child_pool); a call goes to one of them and that child exits
-after it. The reply (forge.replies) goes out as soon as the child's result frame
-is complete; the child is reaped afterwards. The wall-clock deadline is enforced
+after it. Most children answer the runner themselves (forge.protocol.answers)
+and only tell the helper so with a marker frame; for the others the reply
+(forge.replies) goes out as soon as the child's result frame is complete. The
+child is reaped afterwards. The wall-clock deadline is enforced
 here with SIGKILL. A child's `net` requests are relayed to the runner's broker
 and its answers back into the child (forge.relay); the deadline covers them.
 """
@@ -38,6 +40,7 @@ from forge.child_pool import ChildPool
 from forge.code_cache import CodeCache
 from forge.layers import Layers
 from forge.policy.compile import CompileFailed
+from forge.protocol.answers import DIRECT_DONE_DOC
 from forge.protocol.calls import (
     MAX_REQUEST,
     Hello,
@@ -51,6 +54,7 @@ from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
+from forge.rehearsal import rehearse_calls
 from forge.replies import InFlight, failed, mark, outcome, traced
 from forge.warmup import prepare
 from forge.zygote import Spawned, Zygote, kill
@@ -82,27 +86,29 @@ class Helper:
         while view:
             view = view[os.write(1, view) :]
 
-    def job_data(self, req: Request) -> bytes:
-        """The job a child receives for `req` (raises CompileFailed, OSError, ...)."""
+    def job_data(self, req: Request, trace: list[tuple[str, int]] | None = None) -> bytes:
+        """The job a child receives for `req` (raises CompileFailed, OSError, ...); a
+        traced call's job carries the helper's marks (the child sends them on, so
+        they reach the runner when the child answers it directly)."""
         code = self.codes.compile(req.source)
         workspace = os.path.realpath(req.workspace)
         if not os.path.isdir(workspace):
             raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")
-        return encode_job(code, req, workspace)
+        mark(trace, "helper_ready")
+        return encode_job(code, req, workspace, tuple(trace or ()))
 
     def start_job(self, req: Request) -> None:
         started = time.monotonic()
         trace: list[tuple[str, int]] | None = [] if req.trace else None
         mark(trace, "helper_recv")
         try:
-            data = self.job_data(req)
+            data = self.job_data(req, trace)
         except CompileFailed as exc:
             self.send(failed(req.id, started, "compile", str(exc)))
             return
         except (TypeError, ValueError, OSError) as exc:
             self.send(failed(req.id, started, "runtime", f"bad request: {exc}"))
             return
-        mark(trace, "helper_ready")
         try:
             child = self.children.hand_over(data)
         except OSError as exc:
@@ -151,6 +157,9 @@ class Helper:
             self.kill_output(p)
             return
         for doc in docs:
+            if doc == DIRECT_DONE_DOC:  # the child answered the runner itself
+                self.finish(p, doc, send=False)
+                return
             ask = relay.net_request(doc)
             if ask is None:  # the outcome frame
                 if len(doc) > p.max_output + 4096:
@@ -186,9 +195,10 @@ class Helper:
             del self.answering[p.go]
             self.sel.unregister(p.go)
 
-    def finish(self, p: InFlight, doc: bytes | None) -> None:
+    def finish(self, p: InFlight, doc: bytes | None, send: bool = True) -> None:
         """Reply for `p`: at once when its result frame is complete (`doc`; the child
-        is reaped later, off the call's path), else at EOF after reaping it."""
+        is reaped later, off the call's path), else at EOF after reaping it. `send`
+        False: the child answered the runner directly; no reply of ours."""
         mark(p.trace, "helper_result" if doc is not None else "helper_eof")
         self.sel.unregister(p.fd)
         os.close(p.fd)
@@ -197,7 +207,8 @@ class Helper:
         os.close(p.go)
         del self.pending[p.fd]
         if doc is not None:
-            self.send(traced(p, outcome(p, 0, doc)))
+            if send:
+                self.send(traced(p, outcome(p, 0, doc)))
             if self.statuses.pop(p.pid, None) is None:
                 self.exiting[p.pid] = (time.monotonic() + LINGER_S, p.pidfd)
             else:
@@ -323,11 +334,28 @@ class Helper:
                 self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
+def arguments(argv: list[str]) -> tuple[Layers, int]:
+    """The helper's command line after the project root: the layers switched off (a
+    JSON object; none: every layer on) and `answers=FD`, the runner's answer socket
+    (none: every reply goes through this helper)."""
+    layers, answer_fd = Layers(), -1
+    for arg in argv:
+        if arg.startswith("answers="):
+            answer_fd = int(arg.removeprefix("answers="))
+        else:
+            layers = Layers(**json.loads(arg))
+    return layers, answer_fd
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers = Layers(**json.loads(sys.argv[2])) if len(sys.argv) > 2 else Layers()
-    ctx, caps = prepare(layers)
+    layers, answer_fd = arguments(sys.argv[2:])
+    ctx, caps = prepare(layers, answer_fd)
+    rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
+    if answer_fd >= 0:
+        os.close(answer_fd)  # the zygote and its children hold it; this process never writes
+
     helper = Helper(ctx, caps, zygote)
     try:
         with contextlib.suppress(BrokenPipeError):

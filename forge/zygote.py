@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import gc
 import os
-import selectors
+import select
 import signal
 import socket
 import struct
@@ -37,7 +37,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NoReturn
 
-from forge.child import HelperContext, child_main
+from forge.child import CallGlobals, HelperContext, child_main, prepare_call_globals
+from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 
 _CHILD = struct.Struct("<ci")
@@ -160,7 +161,9 @@ class Zygote:
                     os.close(fd)
 
 
-def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None:
+def _fork_one(
+    ctx: HelperContext, sock: socket.socket, pre: CallGlobals | None
+) -> tuple[int, int] | None:
     """Fork one child that waits for its call; send the helper its descriptors."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     res_r, res_w = os.pipe2(os.O_CLOEXEC)
@@ -173,7 +176,7 @@ def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None
         sock.send(_ERROR.pack(b"e", exc.errno or 0))
         return None
     if pid == 0:  # pragma: no cover - child
-        child_main(ctx, go_r, job, res_w)
+        child_main(ctx, go_r, job, res_w, pre)
     pidfd = os.pidfd_open(pid)
     try:
         socket.send_fds(sock, [_CHILD.pack(b"c", pid)], [go_w, job, res_r, pidfd])
@@ -183,16 +186,40 @@ def _fork_one(ctx: HelperContext, sock: socket.socket) -> tuple[int, int] | None
     return pid, pidfd
 
 
+def _call_globals(ctx: HelperContext) -> CallGlobals | None:
+    """The globals every child's call starts from (forge.child), built once here;
+    None if that failed (each child then builds its own and reports the failure)."""
+    try:
+        return prepare_call_globals(ctx)
+    except Exception:
+        return None
+
+
+def _drop_caps(ctx: HelperContext) -> bool:
+    """Empty this process's capability sets when running as root (forking, pidfds
+    and its socket need none); False when that is not wanted or failed (each child
+    then tries itself and reports a failure as its call's)."""
+    if not (ctx.layers.drop_caps and os.geteuid() == 0):
+        return False
+    try:
+        drop_capabilities()
+    except OSError:
+        return False
+    return True
+
+
 def _zygote_main(
     ctx: HelperContext, sock: socket.socket, helper_pid: int
 ) -> NoReturn:  # pragma: no cover - runs in the zygote process
     try:
         die_with_parent(helper_pid)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        ctx = dataclasses.replace(ctx, helper_pid=os.getpid())  # children die with us
+        # children die with us, and inherit capability sets emptied once, here
+        ctx = dataclasses.replace(ctx, helper_pid=os.getpid(), caps_dropped=_drop_caps(ctx))
         for std in (0, 1, 2):  # not the helper's protocol pipes
             os.dup2(ctx.devnull, std)
-        keep = sorted({0, 1, 2, sock.fileno(), ctx.devnull, *ctx.read_fds})
+        answers = (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()  # the children answer on it
+        keep = sorted({0, 1, 2, sock.fileno(), ctx.devnull, *ctx.read_fds, *answers})
         low = 0
         for fd in keep:
             if fd > low:
@@ -200,24 +227,28 @@ def _zygote_main(
             low = fd + 1
         close_range(low, 0xFFFFFFFF)
         os.environ.clear()  # every child inherits an empty environment
+        pre = _call_globals(ctx)
         gc.collect()
         gc.freeze()
-        sel = selectors.DefaultSelector()
-        sel.register(sock, selectors.EVENT_READ, None)
+        # epoll itself, not selectors: every object the zygote touches after a fork
+        # is a page it copies while that child lives
+        poll = select.epoll()
+        poll.register(sock.fileno(), select.EPOLLIN)
+        children: dict[int, int] = {}  # pidfd -> pid
         while True:
-            for key, _ in sel.select():
-                if key.data is None:
-                    cmd = sock.recv(16)
-                    if not cmd:
+            for fd, _ in poll.poll():
+                pid = children.pop(fd, 0)
+                if not pid:
+                    if not sock.recv(16):
                         os._exit(0)
-                    spawned = _fork_one(ctx, sock)
+                    spawned = _fork_one(ctx, sock, pre)
                     if spawned is not None:
-                        sel.register(spawned[1], selectors.EVENT_READ, spawned[0])
-                else:
-                    pid = key.data
-                    _, status = os.waitpid(pid, 0)
-                    sel.unregister(key.fd)
-                    os.close(key.fd)
-                    sock.send(_EXIT.pack(b"x", pid, status))
+                        children[spawned[1]] = spawned[0]
+                        poll.register(spawned[1], select.EPOLLIN)
+                    continue
+                _, status = os.waitpid(pid, 0)
+                poll.unregister(fd)
+                os.close(fd)
+                sock.send(_EXIT.pack(b"x", pid, status))
     except BaseException:
         os._exit(1)

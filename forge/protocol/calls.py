@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from forge.protocol.answers import TOKEN_SIZE
 from forge.protocol.fields import (
     Failure,
     Marks,
@@ -40,6 +41,8 @@ class Request:
     max_output: int
     limits: Limits
     trace: bool = False
+    # the call's secret for a direct answer (forge.protocol.answers); b"": through the helper
+    token: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ def encode_request(req: Request) -> bytes:
         "max_output": req.max_output,
         "limits": encode_limits(req.limits),
         "trace": req.trace,
+        "token": req.token.hex(),
     }
     return frame(dump(doc))
 
@@ -96,7 +100,20 @@ def request_of(data: dict[str, Any]) -> Request:
         max_output=field(data, "max_output", int),
         limits=decode_limits(data.get("limits")),
         trace=field(data, "trace", bool),
+        token=_token(data.get("token", "")),
     )
+
+
+def _token(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise ProtocolError("'token' has the wrong type")
+    try:
+        token = bytes.fromhex(value)
+    except ValueError:
+        raise ProtocolError("'token' is not hex") from None
+    if len(token) not in (0, TOKEN_SIZE):
+        raise ProtocolError(f"'token' is not {TOKEN_SIZE} bytes")
+    return token
 
 
 def encode_reply(reply: Reply) -> bytes:

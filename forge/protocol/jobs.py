@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from forge.protocol.calls import Request
+from forge.protocol.calls import Reply, Request
 from forge.protocol.fields import ErrorKind, Failure, Marks, error_kind, field, load, marks
 from forge.protocol.frames import ProtocolError
 from forge.protocol.limits import Limits, decode_limits, encode_limits
 
-JOB_VERSION = 4  # 4: limits carry the call's write budget
+JOB_VERSION = 5  # 4: limits carry the call's write budget; 5: the direct answer's token
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,19 +26,26 @@ class Job:
     limits: Limits
     max_output: int
     trace: bool = False
+    token: bytes = b""  # b"": answer through the helper (forge.protocol.answers)
+    call_id: int = 0  # the request's id, which a direct answer names
+    marks: Marks = ()  # a traced call's marks so far (the helper's), sent on with the child's
 
 
-def encode_job(code: bytes, req: Request, workspace: str) -> bytes:
+def encode_job(code: bytes, req: Request, workspace: str, marks: Marks = ()) -> bytes:
     """The bytes the helper hands a child: `code` is an already marshalled code object,
-    `workspace` the request's workspace resolved by the helper."""
+    `workspace` the request's workspace resolved by the helper, `marks` the helper's
+    stage marks of a traced call."""
     lim = encode_limits(req.limits)
     fields = (JOB_VERSION, code, req.params, workspace, list(req.secret_names), lim, req.max_output)
-    return marshal.dumps((*fields, req.trace))
+    trace = [list(m) for m in marks] if req.trace else False
+    return marshal.dumps((*fields, trace, req.token, req.id))
 
 
 def decode_job(data: bytes) -> Job:
     try:
-        version, code, params, workspace, names, lim, max_output, trace = marshal.loads(data)
+        version, code, params, workspace, names, lim, max_output, trace, token, call_id = (
+            marshal.loads(data)
+        )
     except (ValueError, EOFError, TypeError) as exc:
         raise ProtocolError(f"not a job: {exc}") from None
     if version != JOB_VERSION:
@@ -48,8 +55,14 @@ def decode_job(data: bytes) -> Job:
         raise ProtocolError("the job's code is not a code object")
     if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise ProtocolError("the job's secret names are not a list of strings")
+    if not isinstance(token, bytes) or type(call_id) is not int:
+        raise ProtocolError("the job's token or id has the wrong type")
     lim_ = decode_limits(lim)
-    return Job(code_obj, params, workspace, tuple(names), lim_, max_output, bool(trace))
+    traced = trace is not False
+    stages = marks(trace) if traced else ()
+    return Job(
+        code_obj, params, workspace, tuple(names), lim_, max_output, traced, token, call_id, stages
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +93,15 @@ def decode_outcome(doc: bytes) -> Outcome:
         return Outcome(True, data.get("result"), printed, None, trace)
     failure = Failure(error_kind(data.get("kind")), field(data, "message", str))
     return Outcome(False, None, "", failure, trace)
+
+
+def direct_reply(call_id: int, doc: bytes) -> Reply:
+    """The runner's reply for a call whose child answered it directly with the outcome
+    `doc` (forge.protocol.answers); a document that breaks the protocol is a failed
+    call, as when the helper reads it (forge.replies)."""
+    try:
+        out = decode_outcome(doc)
+    except ProtocolError:
+        msg = "the tool exited without a valid result (an invalid direct answer)"
+        return Reply(call_id, False, error=Failure("runtime", msg))
+    return Reply(call_id, out.ok, out.result, out.printed, out.error, trace=out.trace)

@@ -66,3 +66,51 @@ async def test_no_call_sees_another_calls_process(
         await call()
     await asyncio.gather(*(call() for _ in range(8)))  # more at once than children wait
     assert len(pids) == 16
+
+
+LEAVES = '''
+LEFT = {"by": "an earlier call"}
+print("left something")
+
+def run(token: str) -> str:
+    """Leave a global, a printed line and a class behind."""
+    class Kept:
+        pass
+    LEFT["token"] = token
+    return token
+'''
+LOOKS = '''
+def run() -> list:
+    """Say what of an earlier call this call's globals hold."""
+    found = []
+    try:
+        found.append(LEFT)
+    except NameError:
+        pass
+    try:
+        found.append(Kept)
+    except NameError:
+        pass
+    return found
+'''
+
+
+async def test_a_calls_globals_start_as_the_zygote_built_them(tmp_path: Path) -> None:
+    """The globals of a call are built once in the zygote; each child's own
+    copy-on-write copy is its call's: nothing a call defines, prints or changes
+    there is in the next call's, in turn or at once."""
+    r = SandboxRunner(default_timeout_s=HANG_S)
+    await r.start()
+    try:
+        for i in range(4):
+            left = await r.run(LEAVES, {"token": f"t{i}"}, tmp_path)
+            looked = await r.run(LOOKS, {}, tmp_path)
+            assert left.ok and left.printed == "left something\n"
+            assert looked.ok and looked.result == [] and looked.printed == "", looked
+        both = await asyncio.gather(
+            *(r.run(LEAVES, {"token": "x"}, tmp_path) for _ in range(3)),
+            *(r.run(LOOKS, {}, tmp_path) for _ in range(3)),
+        )
+        assert [b.result for b in both] == ["x", "x", "x", [], [], []]
+    finally:
+        await r.aclose()

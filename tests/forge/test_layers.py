@@ -309,3 +309,52 @@ def _ask_production_helper(workspace: Path) -> dict[str, object]:
         proc.stdin.close()
         proc.wait(timeout=HANG_S)
         proc.stdout.close()
+
+
+async def test_the_zygote_and_its_children_hold_no_capabilities(workspace: Path) -> None:
+    """Root's capabilities are dropped once, in the zygote, before its first fork:
+    every child inherits the empty sets (the layers that would stop reading /proc
+    are switched off to look)."""
+    if os.geteuid() != 0:
+        pytest.skip("capabilities are dropped only when the sandbox runs as root")
+    r = await _runner(Layers(restricted=False, gate=False, landlock=False))
+    try:
+        body = (
+            "import re\n"
+            "status = open('/proc/self/status').read()\n"
+            "return re.findall(r'Cap(?:Inh|Prm|Eff):\\s*(\\w+)', status)"
+        )
+        res = await r.run(tool(body), {}, workspace)
+        assert res.ok and res.result == ["0000000000000000"] * 3, res
+        zygote = r.zygote_pid(workspace)
+        assert zygote is not None and _cap_sets(zygote) == ["0000000000000000"] * 3
+        helper = r.helper_pid(workspace)
+        assert helper is not None and _cap_sets(helper)[2] != "0000000000000000"  # it keeps them
+    finally:
+        await r.aclose()
+
+
+def _cap_sets(pid: int) -> list[str]:
+    """The inheritable, permitted and effective capability sets of `pid`."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return [line.split()[1] for line in status if line[:6] in ("CapInh", "CapPrm", "CapEff")]
+
+
+async def test_the_child_that_runs_the_call_has_its_rlimits(workspace: Path) -> None:
+    """The rlimits are set in the child that runs the code, from the call's limits
+    (the layers that would stop reading /proc are switched off to look)."""
+    r = await _runner(Layers(restricted=False, gate=False, landlock=False))
+    try:
+        body = "return open('/proc/self/limits').read().splitlines()"
+        res = await r.run(tool(body), {}, workspace, timeout_s=3.0, write_bytes=1000)
+        assert res.ok, res
+        rows = {line[:26].strip(): line[26:].split()[:2] for line in res.result[1:]}
+        lim = Limits()
+        assert rows["Max cpu time"] == ["4", "5"]  # timeout + 1 s, hard one more
+        assert rows["Max processes"] == ["0", "0"]
+        assert rows["Max core file size"] == ["0", "0"]
+        assert rows["Max open files"] == [str(lim.open_files)] * 2
+        assert rows["Max file size"] == [str(lim.file_size)] * 2
+        assert rows["Max address space"] == [str(lim.address_space)] * 2
+    finally:
+        await r.aclose()
