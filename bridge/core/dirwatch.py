@@ -8,7 +8,9 @@ its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
 wait when there is none). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
-always seen by it. `generations(directory)` returns that generation and the
+always seen by it. `unchanged(stamps)` checks many such generations at once
+(one look at the queue), for a memo built from files in several directories.
+`generations(directory)` returns that generation and the
 directory's entries generation, which moves only when an entry is created,
 deleted or renamed there, or the directory's own attributes change: all that
 can make a missing name appear (a file written in place, such as a database's
@@ -32,6 +34,7 @@ import select
 import struct
 import threading
 import weakref
+from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ _PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving m
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 _libc: ctypes.CDLL | None = None
+
+Stamp = tuple[str, bool, int]  # a directory, whether of its entries, a generation of it
 
 
 def _c() -> ctypes.CDLL | None:
@@ -134,6 +139,22 @@ class DirWatch:
             if directory not in self._gens and not self._watch(directory):
                 return None
             return self._gens[directory], self._entries[directory]
+
+    def unchanged(self, stamps: Iterable[Stamp]) -> bool:
+        """Whether every `(directory, entries, generation)` still holds: one look at the
+        queue for all of them (False for a directory no longer watched)."""
+        if self._closed:
+            return False
+        if self._poll.poll(0) or self._lock.locked():
+            with self._lock:
+                if self._closed:
+                    return False
+                self._drain()
+        gens, entries = self._gens, self._entries
+        for directory, of_entries, gen in stamps:
+            if (entries if of_entries else gens).get(directory) != gen:
+                return False
+        return True
 
     def _root_of(self, directory: str) -> str | None:
         for root in self._roots:

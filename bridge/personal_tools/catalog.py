@@ -3,7 +3,9 @@
 Metadata (`me.<name>.json` in the tenant's tools directory) is read through
 the loadout's stat-checked cache and parsed by `forge.toolmeta`, the one
 parser, once per version of the text (a turn whose files did not change parses
-nothing); usage (calls, errors, last use) comes from the forge's usage store.
+nothing); usage (calls, errors, last use) comes from the forge's usage store, a SQLite
+file in the same directory: a memo of the prompt depends on that directory's
+inotify generation for it (`FileCache.depend_on`).
 One `ToolLibrary` per tools directory, made on first use.
 """
 
@@ -61,7 +63,15 @@ class ToolCatalog:
         self._parsed[path] = (text, meta)
         return meta
 
+    @property
+    def files(self) -> FileCache:
+        """The cache every metadata file and listing is read through."""
+        return self._cache
+
     def usage(self, tools_dir: Path) -> dict[str, Usage]:
-        if not (tools_dir / USAGE_FILE).exists():
+        """Calls and last use per tool, from the forge's usage database in `tools_dir`
+        (a memo being recorded depends on the whole directory: SQLite writes there)."""
+        if self._cache.stat_key(tools_dir / USAGE_FILE) is None:
             return {}
+        self._cache.depend_on(tools_dir)
         return self.library(tools_dir).usage.all()

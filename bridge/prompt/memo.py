@@ -1,0 +1,88 @@
+"""One input of the prompt's snapshot, kept while what it was made from is provably unchanged.
+
+A `Part` is a value (the steering texts, the profile lines, the chat's
+settings, the tool rows, ...) and the proof it still holds: the `Reads` of
+the file cache made while computing it (`FileCache.recording`: every file,
+listing and stat key, vouched for by inotify generations) and a `token` of
+everything else it was made from (database change counts, `TableChanges`;
+configuration it was given). A token of None means nothing vouches for the
+value: it is computed again on every use. `Parts` keeps the parts of one
+chat and answers them, computing again only those whose proof failed; when
+none failed, one look at the watch covers every file of every part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.core.dirwatch import Stamp
+from bridge.core.filecache import FileCache, Reads
+
+
+@dataclass(slots=True)
+class Part:
+    value: Any
+    token: Hashable | None  # None: nothing vouches for the value
+    reads: Reads
+
+
+@dataclass(slots=True)
+class Parts:
+    """The parts of one chat's snapshot, by name, and the stamps of all their files."""
+
+    parts: dict[str, Part] = field(default_factory=dict)
+    stamps: tuple[Stamp, ...] = ()
+    changed: bool = True  # a part was computed again by the last `begin` .. `get` round
+
+
+class Keeper:
+    """Answers parts from a `Parts`, through one file cache (see the module)."""
+
+    def __init__(self, files: FileCache) -> None:
+        self._files = files
+
+    def begin(self, parts: Parts, tokens: dict[str, Hashable | None]) -> bool:
+        """Whether every part holds at once: the same tokens, no file changed (one look
+        at the watch) and the answers nothing vouches for (links) the same. False: `get`
+        checks each part by itself."""
+        parts.changed = False
+        if len(parts.parts) != len(tokens):
+            return False
+        for name, token in tokens.items():
+            part = parts.parts.get(name)
+            if part is None or token is None or part.token != token:
+                return False
+        files = self._files
+        if not files.vouched(parts.stamps):
+            return False
+        return all(files.loose_hold(p.reads) for p in parts.parts.values() if p.reads.loose)
+
+    def get(
+        self,
+        parts: Parts,
+        name: str,
+        token: Hashable | None,
+        compute: Callable[[], Any],
+        checked: bool,
+    ) -> Any:
+        """The part's value: kept when `checked` (by `begin`) or its proof holds, else
+        computed again (recording what it reads)."""
+        part = parts.parts.get(name)
+        if part is not None and (
+            checked or (token is not None and part.token == token and self._files.still(part.reads))
+        ):
+            return part.value
+        with self._files.recording() as reads:
+            value = compute()
+        parts.parts[name] = Part(value, token, reads)
+        parts.changed = True
+        return value
+
+    def seal(self, parts: Parts) -> None:
+        """After a round that computed something: the stamps of all parts together."""
+        stamps: dict[Stamp, None] = {}
+        for part in parts.parts.values():
+            stamps.update(dict.fromkeys(part.reads.stamps))
+        parts.stamps = tuple(stamps)
