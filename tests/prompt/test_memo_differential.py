@@ -57,7 +57,9 @@ START = 1_800_000_000.0
 CHATS = (("web", "c1"), ("web", "c2"), ("telegram", "t1"), ("web", None))
 
 
-def views(db: sqlite3.Connection, files: FileCache, clock: Callable[[], float]) -> dict[str, object]:
+def views(
+    db: sqlite3.Connection, files: FileCache, clock: Callable[[], float]
+) -> dict[str, object]:
     return {
         "skills": GradedSkills(SkillGrades(db), files),
         "style": LearnedStyle(StyleStore(db)),
@@ -82,8 +84,9 @@ class World:
         self.dirs.user_md.write_text("- start: here\n")
         (self.dirs.root / "mine").mkdir()
         os.link(self.dirs.user_md, self.dirs.root / "mine" / "profile-copy.md")
-        self.watch = DirWatch.open((str(self.home), str(persona_dirs(self.settings)[0])))
-        assert self.watch is not None
+        watch = DirWatch.open((str(self.home), str(persona_dirs(self.settings)[0])))
+        assert watch is not None
+        self.watch = watch
         self.watched = self._loadout(FileCache(watch=self.watch))
         self.checked = self._loadout(FileCache())
         self.notes = MemoryNotes(
@@ -122,7 +125,9 @@ class World:
             assert got.text == want.text, f"step {step} ({what}): {how} prompt differs"
             assert got.stable_chars == want.stable_chars, f"step {step} ({what}): {how}"
         text = f"what about topic {self.rng.randrange(12)} and {self.rng.choice(WORDS)}"
-        turn = TurnContext(self.dirs, Inbound(channel, "local", chat or "", text, msg_id), self.now_)
+        turn = TurnContext(
+            self.dirs, Inbound(channel, "local", chat or "", text, msg_id), self.now_
+        )
         again = MemoryNotes(self.watched.memory.store, self.settings.memory, fresh.prompt.now_note)
         assert self.notes.note(turn) == again.note(turn), f"step {step} ({what}): injection"
 
@@ -211,7 +216,9 @@ class World:
         name = f"topic {self.rng.randrange(12)}"
         roll = self.rng.random()
         if roll < 0.6:
-            store.save(self.dirs, name, "user", f"about {self.text()}", self.text(), self.prov, self.now)
+            store.save(
+                self.dirs, name, "user", f"about {self.text()}"[:140], self.text(), self.prov, self.now
+            )
             return "memory saved"
         if roll < 0.8:
             store.delete(self.dirs, name, self.now)
