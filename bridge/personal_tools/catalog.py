@@ -12,6 +12,7 @@ One `ToolLibrary` per tools directory, made on first use.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,8 @@ class ToolCatalog:
         self._libraries: dict[Path, ToolLibrary] = {}
         # path -> (the cached text object it was parsed from, its metadata or None: bad)
         self._parsed: dict[str, tuple[str, ToolMeta | None]] = {}
+        # tools dir -> (the usage file's inode, a connection kept open to read it)
+        self._readers: dict[Path, tuple[int, sqlite3.Connection]] = {}
 
     def library(self, tools_dir: Path) -> ToolLibrary:
         lib = self._libraries.get(tools_dir)
@@ -70,8 +73,25 @@ class ToolCatalog:
 
     def usage(self, tools_dir: Path) -> dict[str, Usage]:
         """Calls and last use per tool, from the forge's usage database in `tools_dir`
-        (a memo being recorded depends on the whole directory: SQLite writes there)."""
-        if self._cache.stat_key(tools_dir / USAGE_FILE) is None:
+        (a memo being recorded depends on the whole directory: SQLite writes there).
+
+        Read through one connection per directory kept open: opening and closing one
+        creates and removes the database's -wal and -shm files, events in the very
+        directory the memo depends on; a kept connection reads without any."""
+        path = tools_dir / USAGE_FILE
+        key = self._cache.stat_key(path)
+        if key is None:
             return {}
         self._cache.depend_on(tools_dir)
-        return self.library(tools_dir).usage.all()
+        kept = self._readers.get(tools_dir)
+        if kept is not None and kept[0] != key[0]:  # another file now (forgotten, made anew)
+            kept[1].close()
+            kept = None
+        try:
+            if kept is None:
+                conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+                kept = self._readers[tools_dir] = (key[0], conn)
+            rows = kept[1].execute("SELECT name, calls, errors, last_used_ms FROM usage").fetchall()
+        except sqlite3.Error:  # no table yet, or locked: the forge's own reader
+            return self.library(tools_dir).usage.all()
+        return {r[0]: Usage(r[1], r[2], r[3]) for r in rows}
