@@ -143,18 +143,27 @@ class DirWatch:
     def unchanged(self, stamps: Iterable[Stamp]) -> bool:
         """Whether every `(directory, entries, generation)` still holds: one look at the
         queue for all of them (False for a directory no longer watched)."""
+        return self.moved(stamps, first=True) == set()
+
+    def moved(self, stamps: Iterable[Stamp], first: bool = False) -> set[Stamp] | None:
+        """The stamps that no longer hold (`first`: stop at one), after one look at the
+        queue; None when the watch is closed (none holds)."""
         if self._closed:
-            return False
+            return None
         if self._poll.poll(0) or self._lock.locked():
             with self._lock:
                 if self._closed:
-                    return False
+                    return None
                 self._drain()
         gens, entries = self._gens, self._entries
-        for directory, of_entries, gen in stamps:
+        out: set[Stamp] = set()
+        for stamp in stamps:
+            directory, of_entries, gen = stamp
             if (entries if of_entries else gens).get(directory) != gen:
-                return False
-        return True
+                out.add(stamp)
+                if first:
+                    break
+        return out
 
     def _root_of(self, directory: str) -> str | None:
         for root in self._roots:

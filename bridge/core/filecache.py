@@ -134,10 +134,9 @@ class FileCache:
         seen = _Seen(None, None if both is None else both[0], key)
         self._note(_DIR, key, None, seen)
 
-    def vouched(self, stamps: tuple[Stamp, ...]) -> bool:
-        """Whether the watch vouches that none of these generations moved (False without
-        a watch)."""
-        return self._watch is not None and self._watch.unchanged(stamps)
+    def moved(self, stamps: tuple[Stamp, ...]) -> set[Stamp] | None:
+        """Which of these generations moved (None: no watch vouches for any)."""
+        return self._watch.moved(stamps) if self._watch is not None else None
 
     def real_path(
         self, path: str, resolve: Callable[[str], str] = os.path.realpath, depend: bool = False
@@ -159,15 +158,16 @@ class FileCache:
     def still(self, reads: Reads) -> bool:
         """Whether every answer in `reads` would be the same now."""
         watch = self._watch
-        if watch is not None and watch.unchanged(reads.stamps):
+        moved = watch.moved(reads.stamps) if watch is not None else None
+        if moved is not None and not moved:
             return self.loose_hold(reads)
         fresh: list[_Item] = []
         for item in reads.items:
             seen = item.seen
             if (
                 seen.gen is not None
-                and watch is not None
-                and watch.unchanged(((seen.directory, seen.entries, seen.gen),))
+                and moved is not None
+                and (seen.directory, seen.entries, seen.gen) not in moved
             ):
                 fresh.append(item)
                 continue
@@ -317,8 +317,8 @@ class NoCache(FileCache):
     """Reads every time (the benchmark's baseline and `--no-cache` checks); a memo built
     over it is never `still` good."""
 
-    def vouched(self, stamps: tuple[Stamp, ...]) -> bool:
-        return False
+    def moved(self, stamps: tuple[Stamp, ...]) -> set[Stamp] | None:
+        return None
 
     def still(self, reads: Reads) -> bool:
         return False

@@ -7,8 +7,9 @@ listing and stat key, vouched for by inotify generations) and a `token` of
 everything else it was made from (database change counts, `TableChanges`;
 configuration it was given). A token of None means nothing vouches for the
 value: it is computed again on every use. `Parts` keeps the parts of one
-chat and answers them, computing again only those whose proof failed; when
-none failed, one look at the watch covers every file of every part.
+chat and answers them, computing again only those whose proof failed; one
+look at the watch covers every file of every part, and only a part with a
+file in a directory that changed has its files looked at one by one.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ class Parts:
 
     parts: dict[str, Part] = field(default_factory=dict)
     stamps: tuple[Stamp, ...] = ()
-    changed: bool = True  # a part was computed again by the last `begin` .. `get` round
 
 
 class Keeper:
@@ -43,21 +43,26 @@ class Keeper:
     def __init__(self, files: FileCache) -> None:
         self._files = files
 
-    def begin(self, parts: Parts, tokens: dict[str, Hashable | None]) -> bool:
-        """Whether every part holds at once: the same tokens, no file changed (one look
-        at the watch) and the answers nothing vouches for (links) the same. False: `get`
-        checks each part by itself."""
-        parts.changed = False
-        if len(parts.parts) != len(tokens):
-            return False
+    def begin(self, parts: Parts, tokens: dict[str, Hashable | None]) -> frozenset[str]:
+        """The parts that hold without a look at each of their files: the same token, no
+        file of theirs changed (one look at the watch for all parts) and the answers
+        nothing vouches for (links) the same. `get` checks the others one by one."""
+        files = self._files
+        moved = files.moved(parts.stamps)
+        if moved is None:
+            return frozenset()
+        holds = []
         for name, token in tokens.items():
             part = parts.parts.get(name)
-            if part is None or token is None or part.token != token:
-                return False
-        files = self._files
-        if not files.vouched(parts.stamps):
-            return False
-        return all(files.loose_hold(p.reads) for p in parts.parts.values() if p.reads.loose)
+            if (
+                part is not None
+                and token is not None
+                and part.token == token
+                and (not moved or moved.isdisjoint(part.reads.stamps))
+                and (not part.reads.loose or files.loose_hold(part.reads))
+            ):
+                holds.append(name)
+        return frozenset(holds)
 
     def get(
         self,
@@ -77,7 +82,6 @@ class Keeper:
         with self._files.recording() as reads:
             value = compute()
         parts.parts[name] = Part(value, token, reads)
-        parts.changed = True
         return value
 
     def seal(self, parts: Parts) -> None:

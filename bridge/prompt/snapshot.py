@@ -217,6 +217,7 @@ class SnapshotTaker:
         if chat_token is not None and personas.files is self.files:
             persona_token = (chat_token, personas.dirs)
         tokens: dict[str, Hashable | None] = {
+            "operator": (),
             "steering": (),
             "profile": (),
             "memory": (),
@@ -250,18 +251,13 @@ class SnapshotTaker:
         parts = memo.parts
         tokens = self._tokens(tenant, chat)
         keeper = self._keeper
-        checked = keeper.begin(parts, tokens)
+        holds = keeper.begin(parts, tokens)
 
         def part(name: str, compute: Callable[[], Any]) -> Any:
-            return keeper.get(parts, name, tokens[name], compute, checked)
+            return keeper.get(parts, name, tokens[name], compute, name in holds)
 
-        steering = part(
-            "steering",
-            lambda: (
-                self._steering.text(self._op_steering, self._op_conf),
-                self._steering.text(paths.steering, paths.conf),
-            ),
-        )
+        operator = part("operator", lambda: self._steering.text(self._op_steering, self._op_conf))
+        steering = part("steering", lambda: self._steering.text(paths.steering, paths.conf))
         profile = part("profile", lambda: self._lines(paths.profile, body_lines))
         memory = part("memory", lambda: self._lines(paths.memory_index, index_entries))
         vault_names = part("vault", lambda: vault.names(dirs, self.files))
@@ -273,7 +269,7 @@ class SnapshotTaker:
         skills = part("skills", lambda: tuple(self._skills.active(dirs)))
         bullets: tuple[BulletRow, ...] = part("style", lambda: tuple(self._style.bullets(dirs)))
         rows: tuple[ToolRow, ...] = part("tools", lambda: tuple(self._tools.tools(dirs)))
-        if not checked:
+        if len(holds) != len(tokens):
             keeper.seal(parts)
         lines = self._lines_at(memo, rows, now)
         shown = tuple(
@@ -281,7 +277,8 @@ class SnapshotTaker:
             for row in bullets
             if row.state == "live" or (row.state == "shadow" and shadow_cohort(msg_id, row.bid))
         )
-        made = (steering, profile, memory, vault_names, chosen, persona, skills, bullets, lines)
+        made: tuple[object, ...] = (operator, steering, profile, memory, vault_names, chosen)
+        made += (persona, skills, bullets, lines)
         if len(made) != len(memo.made) or any(
             a is not b for a, b in zip(made, memo.made, strict=True)
         ):
@@ -297,8 +294,8 @@ class SnapshotTaker:
             tenant=tenant,
             channel=channel,
             base=base,
-            operator_steering=steering[0],
-            tenant_steering=steering[1],
+            operator_steering=operator,
+            tenant_steering=steering,
             profile=profile,
             memory=memory,
             memory_cap=self.memory_cap,
