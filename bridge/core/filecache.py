@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from bridge.core.dirwatch import DirWatch, Stamp
+from bridge.core.dirwatch import ALL, ENTRIES, DirWatch, Stamp
 
 StatKey = tuple[int, int, int, int] | None
 
@@ -47,7 +47,7 @@ class _Seen(NamedTuple):
     key: StatKey
     gen: int | None
     directory: str = ""  # whose generation `gen` is
-    entries: bool = False  # `gen` is the directory's entries generation (`key` is None)
+    which: str = ALL  # ALL of it, its ENTRIES (`key` is None), or the name of the file
 
 
 _READ, _LIST, _STAT, _DIR, _REAL = range(5)
@@ -65,22 +65,39 @@ class _Item(NamedTuple):
 class Reads:
     """The file answers one computation used (`FileCache.recording`); `still` checks them."""
 
-    __slots__ = ("items", "loose", "stamps")
+    __slots__ = ("coarse", "items", "loose", "stamps")
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
         self.stamps: tuple[Stamp, ...] = ()  # the generations that vouch for `items`
         self.loose: tuple[_Item, ...] = ()  # answers no generation vouches for
+        # fewer, stricter stamps implying `stamps`: a directory's whole generation in
+        # place of its files' own (any event there moves it)
+        self.coarse: tuple[Stamp, ...] = ()
 
-    def seal(self) -> None:
+    def seal(self, watch: DirWatch | None) -> None:
         stamps: dict[Stamp, None] = {}
         loose = []
         for item in self.items:
             if item.seen.gen is None:
                 loose.append(item)
             else:
-                stamps[(item.seen.directory, item.seen.entries, item.seen.gen)] = None
+                stamps[(item.seen.directory, item.seen.which, item.seen.gen)] = None
         self.stamps, self.loose = tuple(stamps), tuple(loose)
+        self.coarse = self.stamps
+        named = {d for d, which, _ in self.stamps if which not in (ALL, ENTRIES)}
+        if watch is None or not named:
+            return
+        # each directory's generation now, then its files' own checked unchanged since
+        # they were read: a later event there moves the first, so it vouches for them
+        whole = {d: watch.generation(d) for d in named}
+        if watch.moved(self.stamps):
+            return  # something changed while it was computed: the fine stamps only
+        coarse: dict[Stamp, None] = {}
+        for stamp in self.stamps:
+            gen = whole.get(stamp[0])
+            coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
+        self.coarse = tuple(coarse)
 
 
 def sig(path: Path | str) -> StatKey:
@@ -118,7 +135,7 @@ class FileCache:
             yield reads
         finally:
             self._recording.remove(reads)
-            reads.seal()
+            reads.seal(self._watch)
 
     def _note(self, kind: int, path: str, answer: object, seen: _Seen) -> None:
         for reads in self._recording:
@@ -146,7 +163,13 @@ class FileCache:
         event in any directory read), or `depend` says so (a missing path, where a
         dangling link may appear and look just as missing), a recording depends on it:
         checked every time."""
-        real = resolve(path)
+        hit = self._keys.get(path)
+        if hit is not None and hit.which not in (ALL, ENTRIES) and self._fresh(hit):
+            # a file vouched for by its own name: its directory is watched, so real,
+            # and the name no link (nothing on the way moved since, or it would not be)
+            real = path
+        else:
+            real = resolve(path)
         if self._recording and (depend or real != path):
             self._note(_REAL, path, real, _Seen(None, None))
         return real
@@ -167,7 +190,7 @@ class FileCache:
             if (
                 seen.gen is not None
                 and moved is not None
-                and (seen.directory, seen.entries, seen.gen) not in moved
+                and (seen.directory, seen.which, seen.gen) not in moved
             ):
                 fresh.append(item)
                 continue
@@ -176,7 +199,7 @@ class FileCache:
                 return False
             fresh.append(again)
         reads.items = fresh  # the same answers, vouched for by today's generations
-        reads.seal()
+        reads.seal(self._watch)
         return True
 
     def _again(self, item: _Item) -> _Item | None:
@@ -201,18 +224,24 @@ class FileCache:
         return reads.items[-1]
 
     def _fresh(self, seen: _Seen) -> bool:
-        """Whether nothing changed in its directory (its entries, for a missing file)
-        since `seen` was taken."""
+        """Whether nothing changed in its directory (its entries, for a missing file; its
+        own name, for a file) since `seen` was taken."""
         if seen.gen is None or self._watch is None:
             return False
-        both = self._watch.generations(seen.directory)
-        return both is not None and both[seen.entries] == seen.gen
+        if seen.which == ALL:
+            return self._watch.generation(seen.directory) == seen.gen
+        if seen.which == ENTRIES:
+            return self._watch.entries_generation(seen.directory) == seen.gen
+        return self._watch.name_generation(seen.directory, seen.which) == seen.gen
 
     def _check(self, path: str, directory: str) -> _Seen:
         """The stat key of `path` now, with the generation taken before it (a change
         after the `stat` moves the generation, so it is seen next time)."""
-        both = self._watch.generations(directory) if self._watch is not None else None
+        watch = self._watch
+        both = watch.generations(directory) if watch is not None else None
         gen = None if both is None else both[0]
+        name = os.path.basename(path)
+        named = watch.name_generation(directory, name) if watch and both and name else None
         self.stats += 1
         try:
             found = os.lstat(path)
@@ -221,13 +250,17 @@ class FileCache:
         except (FileNotFoundError, NotADirectoryError):
             if both is None or gen is None:  # not watched, or a dangling link
                 return _Seen(None, None, directory)
-            return _Seen(None, both[1], directory, entries=True)
+            return _Seen(None, both[1], directory, ENTRIES)
+        key = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
         if st_mode.S_ISDIR(found.st_mode):
             if directory != path:  # its entries change its stat, and only it hears of them
                 gen = None
         elif found.st_nlink > 1:
             gen = None
-        key = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        elif gen is not None and named is not None and directory == os.path.dirname(path):
+            # a file: vouched for by the events naming it (written, replaced, removed,
+            # its attributes), whatever happens beside it
+            return _Seen(key, named, directory, name)
         return _Seen(key, gen, directory)
 
     def stat_key(self, path: Path | str) -> StatKey:

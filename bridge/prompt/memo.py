@@ -35,6 +35,7 @@ class Parts:
 
     parts: dict[str, Part] = field(default_factory=dict)
     stamps: tuple[Stamp, ...] = ()
+    coarse: tuple[Stamp, ...] = ()  # fewer stamps implying `stamps` (`Reads.coarse`)
 
 
 class Keeper:
@@ -48,7 +49,9 @@ class Keeper:
         file of theirs changed (one look at the watch for all parts) and the answers
         nothing vouches for (links) the same. `get` checks the others one by one."""
         files = self._files
-        moved = files.moved(parts.stamps)
+        moved = files.moved(parts.coarse)
+        if moved:  # something changed in a directory: which files, exactly?
+            moved = files.moved(parts.stamps)
         if moved is None:
             return frozenset()
         holds = []
@@ -87,6 +90,8 @@ class Keeper:
     def seal(self, parts: Parts) -> None:
         """After a round that computed something: the stamps of all parts together."""
         stamps: dict[Stamp, None] = {}
+        coarse: dict[Stamp, None] = {}
         for part in parts.parts.values():
             stamps.update(dict.fromkeys(part.reads.stamps))
-        parts.stamps = tuple(stamps)
+            coarse.update(dict.fromkeys(part.reads.coarse))
+        parts.stamps, parts.coarse = tuple(stamps), tuple(coarse)
