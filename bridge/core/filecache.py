@@ -181,7 +181,9 @@ class FileCache:
     def still(self, reads: Reads) -> bool:
         """Whether every answer in `reads` would be the same now."""
         watch = self._watch
-        moved = watch.moved(reads.stamps) if watch is not None else None
+        moved = watch.moved(reads.coarse, first=True) if watch is not None else None
+        if moved:  # some directory changed: which of the files in it, exactly?
+            moved = watch.moved(reads.stamps) if watch is not None else None
         if moved is not None and not moved:
             return self.loose_hold(reads)
         fresh: list[_Item] = []

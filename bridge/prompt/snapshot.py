@@ -156,6 +156,7 @@ class SnapshotTaker:
         self._chats: OrderedDict[tuple[str, str, str], _Chat] = OrderedDict()
         self._remember = remember
         self._bases: dict[str, str] = {}
+        self._zones: dict[str, tuple[tuple[str, ...], str]] = {}  # tenant -> (profile, zone)
 
     def _lines(self, path: Path, fn: Callable[[str], list[str]]) -> tuple[str, ...]:
         """fn(text of path), remembered while the cached text object is the same."""
@@ -185,8 +186,15 @@ class SnapshotTaker:
         return paths
 
     def zone(self, dirs: TenantDirs) -> str:
-        """The person's zone: profile `timezone`, else the configured or host zone."""
-        return person_zone(self._lines(self._paths(dirs).profile, body_lines), self.default_tz)
+        """The person's zone: profile `timezone`, else the configured or host zone (worked
+        out once per version of the profile)."""
+        lines = self._lines(self._paths(dirs).profile, body_lines)
+        hit = self._zones.get(dirs.tenant)
+        if hit is not None and hit[0] is lines:
+            return hit[1]
+        zone = person_zone(lines, self.default_tz)
+        self._zones[dirs.tenant] = (lines, zone)
+        return zone
 
     def now_note(self, dirs: TenantDirs, now: float) -> str:
         """The current minute in the person's zone, put before their newest message."""

@@ -8,7 +8,9 @@ over the notes themselves, so a word every note holds counts for little, and a
 word no note holds counts half (it cannot tell the notes apart).
 `choose` keeps the notes at or above the floor, best first, while their texts
 fit the character budget (a note that does not fit is skipped, a smaller one
-after it may still go in).
+after it may still go in). `score_held` gives the same scores for the notes
+above 0 through a `NoteIndex` (term -> notes), for a caller that scores every
+message against the same notes.
 """
 
 from __future__ import annotations
@@ -62,6 +64,54 @@ def score_notes(
         matched = [g for g in wanted if terms.intersection(g)]
         score = sum(idf[g] for g in matched) / total
         out.append(Scored(name, text, score, tuple(g[0] for g in matched)))
+    return sorted(out, key=lambda s: (-s.score, s.name))
+
+
+class NoteIndex:
+    """Which notes hold each term, for scoring many messages against the same notes."""
+
+    def __init__(self, held: Sequence[frozenset[str]]) -> None:
+        self.size = len(held)
+        self.holders: dict[str, set[int]] = {}
+        for i, terms in enumerate(held):
+            for term in terms:
+                self.holders.setdefault(term, set()).add(i)
+
+
+def score_held(
+    message: str, notes: Sequence[tuple[str, str]], index: NoteIndex, floor: float = 0.0
+) -> list[Scored]:
+    """The notes of `score_notes(message, notes, held)` that score above 0 and at least
+    `floor`, with the same scores (the same sums), best first: found through `index`
+    (made of `held`) instead of every note's terms against every word."""
+    wanted = query_groups(message)
+    if not wanted or not notes:
+        return []
+    holders = index.holders
+    by_group = []
+    for g in wanted:
+        found: set[int] = set()
+        for term in g:
+            found |= holders.get(term, set())
+        by_group.append(found)
+    n = len(notes)
+    idf = [math.log(1 + n / (1 + len(f))) if f else UNHELD for f in by_group]
+    total = sum(idf) or 1.0
+    matched: dict[int, list[int]] = {}
+    rough: dict[int, float] = {}
+    for k, found in enumerate(by_group):  # in `wanted` order, as score_notes sums
+        for i in found:
+            matched.setdefault(i, []).append(k)
+            rough[i] = rough.get(i, 0.0) + idf[k]
+    least = floor * total - 1e-9 * total  # `rough` may differ from `sum` in the last bits
+    out = []
+    for i, ks in matched.items():
+        if rough[i] < least:
+            continue
+        name, text = notes[i]
+        score = sum(idf[k] for k in ks) / total
+        if score > 0 and score >= floor:
+            out.append(Scored(name, text, score, tuple(wanted[k][0] for k in ks)))
     return sorted(out, key=lambda s: (-s.score, s.name))
 
 

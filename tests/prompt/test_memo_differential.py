@@ -128,8 +128,12 @@ class World:
         turn = TurnContext(
             self.dirs, Inbound(channel, "local", chat or "", text, msg_id), self.now_
         )
-        again = MemoryNotes(self.watched.memory.store, self.settings.memory, fresh.prompt.now_note)
-        assert self.notes.note(turn) == again.note(turn), f"step {step} ({what}): injection"
+        # the injection: as `explain` (every topic read afresh and scored in full) picks
+        again = MemoryNotes(self.watched.memory.store, self.settings.memory)
+        want_note = "\n\n".join(
+            p for p in (fresh.prompt.now_note(turn), again.explain(self.dirs, text).note) if p
+        )
+        assert self.notes.note(turn) == want_note, f"step {step} ({what}): injection"
 
     def now_(self) -> float:
         return self.now
@@ -217,7 +221,13 @@ class World:
         roll = self.rng.random()
         if roll < 0.6:
             store.save(
-                self.dirs, name, "user", f"about {self.text()}"[:140], self.text(), self.prov, self.now
+                self.dirs,
+                name,
+                "user",
+                f"about {self.text()}"[:140],
+                self.text(),
+                self.prov,
+                self.now,
             )
             return "memory saved"
         if roll < 0.8:
