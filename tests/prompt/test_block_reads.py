@@ -4,6 +4,7 @@ keeps a block whose fields did not change, so a field left out would go stale.""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from bridge.core.config_sections import LoadoutSettings
 from bridge.prompt.blocks import make_blocks
@@ -32,11 +33,17 @@ def full() -> Snapshot:
     )
 
 
-OTHER = {
+OTHER: dict[type, Any] = {
     str: "other",
     int: 1_000,
     tuple: (),
 }
+
+
+def with_other(snap: Snapshot, name: str) -> Snapshot:
+    value = getattr(snap, name)
+    changes: dict[str, Any] = {name: OTHER.get(type(value), value)}
+    return dataclasses.replace(snap, **changes)
 
 
 def test_a_block_reads_nothing_it_does_not_name() -> None:
@@ -47,8 +54,7 @@ def test_a_block_reads_nothing_it_does_not_name() -> None:
         for f in dataclasses.fields(Snapshot):
             if f.name in block.reads:
                 continue
-            value = getattr(snap, f.name)
-            changed = dataclasses.replace(snap, **{f.name: OTHER.get(type(value), value)})
+            changed = with_other(snap, f.name)
             assert render_block(block, changed) == want, (block.name, f.name)
 
 
@@ -57,6 +63,5 @@ def test_a_block_sees_each_field_it_names() -> None:
     for block in make_blocks(LoadoutSettings()):
         assert block.reads is not None
         for name in block.reads:
-            value = getattr(snap, name)
-            changed = dataclasses.replace(snap, **{name: OTHER.get(type(value), value)})
+            changed = with_other(snap, name)
             assert render_block(block, changed) != render_block(block, snap), (block.name, name)
