@@ -61,9 +61,6 @@ def render(chosen: list[Scored]) -> str:
     return "\n".join(parts) + "]"
 
 
-_Terms = tuple[Topic, str, frozenset[str]]  # a topic, its note text, its look-up terms
-
-
 class _TopicTerms:
     """A tenant's topics as `MemoryStore.topics` lists them, with each one's note text
     and look-up terms, worked out once per version of its file."""
@@ -75,33 +72,32 @@ class _TopicTerms:
         # memory dir -> (the cached listing object, the paths of its topic files)
         self._paths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         # memory dir -> (what `of` read, its answer, the index of its terms)
-        self._kept: dict[str, tuple[Reads, list[_Terms], NoteIndex]] = {}
+        self._kept: dict[str, tuple[Reads, list[tuple[str, str]], NoteIndex]] = {}
 
     def _topic_paths(self, dirs: TenantDirs) -> tuple[str, ...]:
         mdir = str(dirs.memory)
         names = self._files.listdir(mdir)  # sorted, as the store lists them
         hit = self._paths.get(mdir)
-        if hit is None or hit[0] is not names:
+        if hit is None or (hit[0] is not names and hit[0] != names):
             paths = tuple(os.path.join(mdir, n) for n in names if parse_filename(n) is not None)
             hit = self._paths[mdir] = (names, paths)
         return hit[1]
 
-    def indexed(
-        self, dirs: TenantDirs
-    ) -> tuple[list[tuple[Topic, str, frozenset[str]]], NoteIndex]:
-        """`of(dirs)` and the index of its terms, kept while no topic file changed (one
-        look at the watch: `FileCache.recording` and `still`)."""
+    def indexed(self, dirs: TenantDirs) -> tuple[list[tuple[str, str]], NoteIndex]:
+        """The (name, note text) of `of(dirs)` and the index of its terms, kept while no
+        topic file changed (one look at the watch: `FileCache.recording` and `still`)."""
         key = str(dirs.memory)
         hit = self._kept.get(key)
         if hit is not None and self._files.still(hit[0]):
             return hit[1], hit[2]
         with self._files.recording() as reads:
             topics = self.of(dirs)
+        notes = [(t.name, body) for t, body, _ in topics]
         index = NoteIndex([terms for _, _, terms in topics])
         if len(self._kept) >= 1024:
             self._kept.clear()
-        self._kept[key] = (reads, topics, index)
-        return topics, index
+        self._kept[key] = (reads, notes, index)
+        return notes, index
 
     def of(self, dirs: TenantDirs) -> list[tuple[Topic, str, frozenset[str]]]:
         out = []
@@ -151,8 +147,7 @@ class MemoryNotes:
         now = self._now_note(turn) if self._now_note is not None else ""
         chosen: list[Scored] = []
         if self._chars > 0:
-            topics, index = self._topics.indexed(turn.dirs)
-            notes = [(t.name, body) for t, body, _ in topics]
+            notes, index = self._topics.indexed(turn.dirs)
             # as `explain` scores them, only those that may be chosen
             scored = score_held(turn.inbound.text, notes, index, self._floor)
             chosen = choose(scored, self._floor, self._chars)

@@ -68,14 +68,23 @@ def score_notes(
 
 
 class NoteIndex:
-    """Which notes hold each term, for scoring many messages against the same notes."""
+    """Which notes hold a term, for scoring many messages against the same notes: found
+    by one pass over the notes the first time a message asks for the term, then kept
+    (a new version of the notes is a new index, at no cost until it is asked)."""
 
     def __init__(self, held: Sequence[frozenset[str]]) -> None:
         self.size = len(held)
-        self.holders: dict[str, set[int]] = {}
-        for i, terms in enumerate(held):
-            for term in terms:
-                self.holders.setdefault(term, set()).add(i)
+        self._held = held
+        self._holders: dict[str, frozenset[int]] = {}
+
+    def holders(self, term: str) -> frozenset[int]:
+        found = self._holders.get(term)
+        if found is None:
+            found = frozenset(i for i, terms in enumerate(self._held) if term in terms)
+            if len(self._holders) >= 65_536:
+                self._holders.clear()
+            self._holders[term] = found
+        return found
 
 
 def score_held(
@@ -88,29 +97,34 @@ def score_held(
     if not wanted or not notes:
         return []
     holders = index.holders
-    by_group = []
+    by_group: list[frozenset[int]] = []
     for g in wanted:
-        found: set[int] = set()
-        for term in g:
-            found |= holders.get(term, set())
+        found = holders(g[0])
+        for term in g[1:]:
+            found = found | holders(term)
         by_group.append(found)
     n = len(notes)
     idf = [math.log(1 + n / (1 + len(f))) if f else UNHELD for f in by_group]
     total = sum(idf) or 1.0
-    matched: dict[int, list[int]] = {}
-    rough: dict[int, float] = {}
-    for k, found in enumerate(by_group):  # in `wanted` order, as score_notes sums
-        for i in found:
-            matched.setdefault(i, []).append(k)
-            rough[i] = rough.get(i, 0.0) + idf[k]
-    least = floor * total - 1e-9 * total  # `rough` may differ from `sum` in the last bits
+    # words too common to lift a note to the floor, even all together: a note holding
+    # only those cannot be kept, so only the holders of the others are scored
+    least = (floor - 1e-9) * total
+    weak, together = set(), 0.0
+    for k in sorted(range(len(wanted)), key=idf.__getitem__):
+        if together + idf[k] >= least:
+            break
+        together += idf[k]
+        weak.add(k)
+    candidates: set[int] = set()
+    for k, found in enumerate(by_group):
+        if k not in weak:
+            candidates |= found
     out = []
-    for i, ks in matched.items():
-        if rough[i] < least:
-            continue
-        name, text = notes[i]
+    for i in candidates:
+        ks = [k for k, found in enumerate(by_group) if i in found]  # in `wanted` order
         score = sum(idf[k] for k in ks) / total
         if score > 0 and score >= floor:
+            name, text = notes[i]
             out.append(Scored(name, text, score, tuple(wanted[k][0] for k in ks)))
     return sorted(out, key=lambda s: (-s.score, s.name))
 
