@@ -23,21 +23,23 @@ it is open, with the directory generation that vouches for each answer, and
 now: with the watch, one look at the inotify queue and a comparison per
 directory while nothing changed there; otherwise each call is made again and
 its answer compared (and the `Reads` moved to the current generations, so an
-unrelated change in a directory costs that once).
+unrelated change in a directory costs that once). `kept(key, compute)` is the
+same for one value: computed again only when what it read changed.
 """
 
 from __future__ import annotations
 
 import os
 import stat as st_mode
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 from bridge.core.dirwatch import ALL, ENTRIES, DirWatch, Stamp
 
 StatKey = tuple[int, int, int, int] | None
+T = TypeVar("T")
 
 
 class _Seen(NamedTuple):
@@ -125,6 +127,7 @@ class FileCache:
         # open recordings; another thread's calls meanwhile are recorded too (harmless:
         # a memo then depends on more than it needs)
         self._recording: list[Reads] = []
+        self._kept: dict[Hashable, tuple[Reads, object]] = {}  # `kept`: key -> (reads, value)
 
     @contextmanager
     def recording(self) -> Iterator[Reads]:
@@ -136,6 +139,22 @@ class FileCache:
         finally:
             self._recording.remove(reads)
             reads.seal(self._watch)
+
+    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, kept under `key` while what it read through this cache is
+        unchanged (`still`). A recording open around it depends on what it read, kept
+        or not."""
+        hit = self._kept.get(key)
+        if hit is not None and self.still(hit[0]):
+            for outer in self._recording:
+                outer.items.extend(hit[0].items)
+            return cast(T, hit[1])
+        with self.recording() as reads:
+            value = compute()
+        if len(self._kept) >= self._max:
+            self._kept.clear()
+        self._kept[key] = (reads, value)
+        return value
 
     def _note(self, kind: int, path: str, answer: object, seen: _Seen) -> None:
         for reads in self._recording:

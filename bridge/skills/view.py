@@ -19,7 +19,9 @@ class GradedSkills:
         self.files = cache  # every skill file is read through it
 
     def active(self, dirs: TenantDirs) -> list[SkillRow]:
-        skills = read_skills(dirs, self._cache)
+        skills = self._cache.kept(
+            ("skills", str(dirs.skills)), lambda: read_skills(dirs, self._cache)
+        )
         if not skills:
             return []
         grades = self._grades.all(dirs.tenant)
