@@ -95,8 +95,9 @@ class Snapshot:
 
 @dataclass(slots=True)
 class _Chat:
-    """One chat's parts and what was made of them: the tool lines (valid in a window of
-    time) and the snapshots by the shadow bullets shown."""
+    """One chat's parts (its settings, its persona; the tenant's own parts are shared by
+    its chats) and what was made of them all: the tool lines (valid in a window of time)
+    and the snapshots by the shadow bullets shown."""
 
     parts: Parts = field(default_factory=Parts)
     lines: tuple[object, float, float, tuple[ToolLine, ...]] | None = None  # rows, from, until
@@ -154,6 +155,7 @@ class SnapshotTaker:
         self._cached = cached
         self._keeper = Keeper(self.files)
         self._chats: OrderedDict[tuple[str, str, str], _Chat] = OrderedDict()
+        self._tenant_parts: OrderedDict[str, Parts] = OrderedDict()  # by tenant root
         self._remember = remember
         self._bases: dict[str, str] = {}
         self._zones: dict[str, tuple[tuple[str, ...], str]] = {}  # tenant -> (profile, zone)
@@ -211,7 +213,10 @@ class SnapshotTaker:
             return None
         return self._changes.token(version, said.tables, tenant)
 
-    def _tokens(self, tenant: str, chat: str | None) -> dict[str, Hashable | None]:
+    def _tokens(
+        self, tenant: str, chat: str | None
+    ) -> tuple[dict[str, Hashable | None], dict[str, Hashable | None]]:
+        """What vouches for each part: those of the tenant, those of the chat."""
         changes = self._changes
         version = changes.version() if changes is not None else 0
         if not (self._chat and chat):
@@ -224,21 +229,20 @@ class SnapshotTaker:
         persona_token = None
         if chat_token is not None and personas.files is self.files:
             persona_token = (chat_token, personas.dirs)
-        tokens: dict[str, Hashable | None] = {
+        mine: dict[str, Hashable | None] = {
             "operator": (),
             "steering": (),
             "profile": (),
             "memory": (),
             "vault": (),
-            "chat": chat_token,
-            "persona": persona_token,
             "skills": self._view_token(self._skills, version, tenant),
             "style": self._view_token(self._style, version, tenant),
             "tools": self._view_token(self._tools, version, tenant),
         }
+        chats: dict[str, Hashable | None] = {"chat": chat_token, "persona": persona_token}
         if not self._cached:
-            return dict.fromkeys(tokens)
-        return tokens
+            return dict.fromkeys(mine), dict.fromkeys(chats)
+        return mine, chats
 
     def _chat_of(self, key: tuple[str, str, str]) -> _Chat:
         found = self._chats.get(key)
@@ -246,6 +250,17 @@ class SnapshotTaker:
             found = self._chats[key] = _Chat()
             if len(self._chats) > self._remember:
                 self._chats.popitem(last=False)
+        self._chats.move_to_end(key)
+        return found
+
+    def _parts_of(self, root: str) -> Parts:
+        """The tenant's own parts, shared by its chats."""
+        found = self._tenant_parts.get(root)
+        if found is None:
+            found = self._tenant_parts[root] = Parts()
+            if len(self._tenant_parts) > self._remember:
+                self._tenant_parts.popitem(last=False)
+        self._tenant_parts.move_to_end(root)
         return found
 
     def take(
@@ -253,32 +268,37 @@ class SnapshotTaker:
     ) -> Snapshot:
         tenant = dirs.tenant
         paths = self._paths(dirs)
-        key = (str(dirs.root), channel, chat or "")
-        memo = self._chat_of(key)
-        self._chats.move_to_end(key)
-        parts = memo.parts
-        tokens = self._tokens(tenant, chat)
+        root = str(dirs.root)
+        memo = self._chat_of((root, channel, chat or ""))
+        parts = self._parts_of(root)
+        tokens, chat_tokens = self._tokens(tenant, chat)
         keeper = self._keeper
         holds = keeper.begin(parts, tokens)
+        chat_holds = keeper.begin(memo.parts, chat_tokens)
 
         def part(name: str, compute: Callable[[], Any]) -> Any:
             return keeper.get(parts, name, tokens[name], compute, name in holds)
+
+        def chat_part(name: str, compute: Callable[[], Any]) -> Any:
+            return keeper.get(memo.parts, name, chat_tokens[name], compute, name in chat_holds)
 
         operator = part("operator", lambda: self._steering.text(self._op_steering, self._op_conf))
         steering = part("steering", lambda: self._steering.text(paths.steering, paths.conf))
         profile = part("profile", lambda: self._lines(paths.profile, body_lines))
         memory = part("memory", lambda: self._lines(paths.memory_index, index_entries))
         vault_names = part("vault", lambda: vault.names(dirs, self.files))
-        chosen: dict[str, str] = part(
+        chosen: dict[str, str] = chat_part(
             "chat",
             lambda: self._chat.get_all(tenant, channel, chat) if self._chat and chat else {},
         )
-        persona = part("persona", lambda: self._persona(chosen.get("persona")))
+        persona = chat_part("persona", lambda: self._persona(chosen.get("persona")))
         skills = part("skills", lambda: tuple(self._skills.active(dirs)))
         bullets: tuple[BulletRow, ...] = part("style", lambda: tuple(self._style.bullets(dirs)))
         rows: tuple[ToolRow, ...] = part("tools", lambda: tuple(self._tools.tools(dirs)))
         if len(holds) != len(tokens):
             keeper.seal(parts)
+        if len(chat_holds) != len(chat_tokens):
+            keeper.seal(memo.parts)
         lines = self._lines_at(memo, rows, now)
         shown = tuple(
             row
