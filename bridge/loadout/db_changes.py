@@ -41,20 +41,24 @@ class TableChanges:
         # a name of its own: two instances on one connection count independently
         fn = f"roost_changed_{id(changes):x}"
         conn.create_function(fn, 2, changes._changed)
-        names = tuple(dict.fromkeys(tables))
-        for table in names:
+        counted = []
+        for table in dict.fromkeys(tables):
             if not _TABLE.match(table):
                 raise ValueError(f"not a table name: {table!r}")
-            for event, rows in (
-                ("INSERT", f"{fn}('{table}', NEW.tenant)"),
-                ("DELETE", f"{fn}('{table}', OLD.tenant)"),
-                ("UPDATE", f"{fn}('{table}', OLD.tenant), {fn}('{table}', NEW.tenant)"),
-            ):
-                conn.execute(
-                    f"CREATE TEMP TRIGGER {fn}_{table}_{event.lower()} AFTER {event} "
-                    f"ON main.{table} BEGIN SELECT {rows}; END"
-                )
-        changes.tables = frozenset(names)
+            try:
+                for event, rows in (
+                    ("INSERT", f"{fn}('{table}', NEW.tenant)"),
+                    ("DELETE", f"{fn}('{table}', OLD.tenant)"),
+                    ("UPDATE", f"{fn}('{table}', OLD.tenant), {fn}('{table}', NEW.tenant)"),
+                ):
+                    conn.execute(
+                        f"CREATE TEMP TRIGGER {fn}_{table}_{event.lower()} AFTER {event} "
+                        f"ON main.{table} BEGIN SELECT {rows}; END"
+                    )
+            except sqlite3.OperationalError:  # no such table (or column): not counted,
+                continue  # so nothing vouches for it and its readers are asked every time
+            counted.append(table)
+        changes.tables = frozenset(counted)
         return changes
 
     def _changed(self, table: str, tenant: object) -> None:

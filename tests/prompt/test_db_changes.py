@@ -64,3 +64,12 @@ def test_two_counters_on_one_connection_both_count(tmp_path: Path) -> None:
     assert second.token(second.version(), ("chat_settings",), "alice") != b
     assert first.token(first.version(), ("turn_log",), "alice") is None  # not counted
     db.close()
+
+
+def test_a_table_that_is_not_there_is_not_counted(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "bare.db")
+    db.execute("CREATE TABLE chat_settings (tenant TEXT, channel TEXT, chat TEXT, key TEXT)")
+    changes = TableChanges.install(db, ("chat_settings", "style_bullets"))
+    assert changes.token(changes.version(), ("chat_settings",), "alice") is not None
+    assert changes.token(changes.version(), ("style_bullets",), "alice") is None
+    db.close()
