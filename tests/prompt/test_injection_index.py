@@ -7,36 +7,12 @@ import random
 
 from bridge.recall.notes import NoteIndex, note_terms, score_held, score_notes
 
-WORDS = [
-    "garden",
-    "tomato",
-    "watering",
-    "schedule",
-    "berlin",
-    "flight",
-    "booking",
-    "passport",
-    "dentist",
-    "appointment",
-    "tuesday",
-    "Geburtstag",
-    "Mutter",
-    "Kuchen",
-    "backen",
-    "Zahnarzt",
-    "Termin",
-    "running",
-    "shoes",
-    "marathon",
-    "training",
-    "budget",
-    "rent",
-    "invoice",
-    "topic",
-    "the",
-    "and",
-    "about",
-]
+LINES = (
+    "garden tomato watering schedule berlin flight booking passport dentist",
+    "appointment tuesday Geburtstag Mutter Kuchen backen Zahnarzt Termin",
+    "running shoes marathon training budget rent invoice topic the and about",
+)
+WORDS = tuple(w for line in LINES for w in line.split(" "))
 
 
 def test_the_index_scores_as_every_note_against_every_word() -> None:
