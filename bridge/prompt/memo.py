@@ -50,20 +50,19 @@ class Keeper:
         nothing vouches for (links) the same. `get` checks the others one by one."""
         files = self._files
         moved = files.moved(parts.coarse)
-        if moved:  # something changed in a directory: which files, exactly?
-            moved = files.moved(parts.stamps)
         if moved is None:
             return frozenset()
         holds = []
         for name, token in tokens.items():
             part = parts.parts.get(name)
-            if (
-                part is not None
-                and token is not None
-                and part.token == token
-                and (not moved or moved.isdisjoint(part.reads.stamps))
-                and (not part.reads.loose or files.loose_hold(part.reads))
-            ):
+            if part is None or token is None or part.token != token:
+                continue
+            reads = part.reads
+            if moved and not moved.isdisjoint(reads.coarse):
+                fine = files.moved(reads.stamps)  # a directory of its changed: its files?
+                if fine is None or fine:
+                    continue
+            if not reads.loose or files.loose_hold(reads):
                 holds.append(name)
         return frozenset(holds)
 
