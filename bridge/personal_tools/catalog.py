@@ -39,7 +39,13 @@ class ToolCatalog:
             lib = self._libraries[tools_dir] = ToolLibrary(tools_dir, self._clock_ms)
         return lib
 
-    def entries(self, tools_dir: Path) -> list[ToolMeta]:
+    def entries(self, tools_dir: Path) -> tuple[ToolMeta, ...]:
+        """The tools saved in `tools_dir`, by name; kept while no metadata file and the
+        listing changed (`FileCache.kept`: the usage database written beside them costs
+        a look at each file's own generation, no read and no parse)."""
+        return self._cache.kept(("tool entries", str(tools_dir)), lambda: self._entries(tools_dir))
+
+    def _entries(self, tools_dir: Path) -> tuple[ToolMeta, ...]:
         out: list[ToolMeta] = []
         for filename in sorted(self._cache.listdir(tools_dir)):
             name = name_of(filename)
@@ -48,7 +54,7 @@ class ToolCatalog:
             meta = self._meta(os.path.join(tools_dir, filename), name)
             if meta is not None:
                 out.append(meta)
-        return out
+        return tuple(out)
 
     def _meta(self, path: str, name: str) -> ToolMeta | None:
         """The file's metadata (None: it does not parse), parsed again only when the
