@@ -1,18 +1,23 @@
 """Prompt benchmark: per-turn snapshot + nine-block assembly with a large loadout.
 
 Loadout: 200 memory topics, a steering tree of 40 includes (20 operator, 20
-tenant), 50 personal tools, 10 style bullets, 50 graded skills, profile,
-vault, persona and audience. Measures p50/p99 of `LoadoutPrompt.render`
-(what `TurnRunner` calls once per turn) when nothing changed, right after
-one file changed, and with no caching at all (every file re-read and every
-block re-rendered each turn), all in the same run. The same again with the
-memory injection a turn adds (`MemoryNotes.note`: the Now note and the topics
-that match the message, scored against all 200 topics), unchanged and right
-after one topic was rewritten. Each of these twice: through the stat-checked
-file cache, and through the cache the daemon uses, watched by inotify
-(`bridge.core.dirwatch`: an unchanged file costs no `stat`). Prints wall and
-this thread's CPU per render (p50; CPU is less moved by other load), the load
-average, and ratios.
+tenant), 50 personal tools (with a usage database), 10 style bullets (7 live,
+3 shadow) and 50 graded skills in roost.db, profile, vault, persona and
+audience, wired as the daemon wires them (the production views of blocks
+7-9). Measures p50/p99 of `LoadoutPrompt.render` (what `TurnRunner` calls
+once per turn) when nothing changed; when only a session row was written to
+roost.db in between (what every turn does); right after one steering file
+changed; right after one skill grade moved; and with no caching at all
+(every file re-read and every block re-rendered each turn). The same with
+the recall injection a turn adds (`MemoryNotes.note`: the Now note and the
+memory topics that match the message, scored against all 200), unchanged
+and right after one topic was rewritten. Each of these twice: through the
+cache the daemon uses, watched by inotify (`bridge.core.dirwatch`), and the
+stat-checked one. The floor, measured in the same run: what no proof of
+"unchanged" can skip (one look at the inotify queue, one `PRAGMA
+data_version`). Prints wall and this thread's CPU per render (p50; CPU is
+less moved by other load), the load average, each row's ratio to the floor
+and the full re-read's ratio to it.
 
 Run: .venv/bin/python bench/prompt.py [--turns 2000] [--quick]
 """
@@ -34,20 +39,27 @@ from bridge.app.memory_notes import MemoryNotes
 from bridge.core.config import Settings, load_settings
 from bridge.core.db import connect
 from bridge.core.dirwatch import DirWatch
-from bridge.core.filecache import FileCache
+from bridge.core.filecache import FileCache, NoCache
 from bridge.memory.store import Provenance
-from bridge.prompt.views import FileSkills, StaticStyle
+from bridge.personal_tools.catalog import ToolCatalog
+from bridge.personal_tools.view import SavedToolsView
+from bridge.skills.grades import SkillGrades
+from bridge.skills.view import GradedSkills
+from bridge.style.rules import Counts
+from bridge.style.store import StyleStore
+from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import NullAudit
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 from forge import toolmeta
 from forge.toolmeta import ToolMeta
+from forge.usage import UsageStore
 
 NOW = 1_800_000_000.0
 
 
-def populate(settings: Settings, lo: Loadout, dirs: TenantDirs) -> None:
+def populate(settings: Settings, lo: Loadout, dirs: TenantDirs, db: sqlite3.Connection) -> None:
     home = settings.home
     for top, base in ((home / "STEERING.md", home / "steer"), (dirs.steering, dirs.root / "steer")):
         base.mkdir(exist_ok=True)
@@ -77,6 +89,16 @@ def populate(settings: Settings, lo: Loadout, dirs: TenantDirs) -> None:
             f"tool_{i:02d}", f"tool {i}", {}, (), "0" * 64, int(NOW - i * 259_200) * 1000
         )
         (dirs.tools / f"me.tool_{i:02d}.json").write_bytes(toolmeta.dumps(meta))
+    UsageStore(dirs.tools).record("tool_03", True, int(NOW * 1000))  # usage.sqlite exists
+    grades = SkillGrades(db)
+    for i in range(50):
+        grades.apply(dirs.tenant, f"skill-{i:02d}", "approval", NOW)
+    style = StyleStore(db)
+    for i in range(10):
+        row = style.add_candidate(
+            dirs.tenant, f"skill-{i:02d}", f"style bullet number {i}", Counts(3, 1), 0
+        )
+        style.update(row.id, 0, state="live" if i < 7 else "shadow")
     lo.chats.set(dirs.tenant, "web", "c1", "audience", "a study group")  # type: ignore[union-attr]
     lo.chats.set(dirs.tenant, "web", "c1", "persona", "forge")  # type: ignore[union-attr]
 
@@ -88,16 +110,15 @@ def make(
     cached: bool,
     files: FileCache | None = None,
 ) -> Loadout:
-    grades = {f"skill-{i:02d}": 0.5 + i / 100 for i in range(50)}
-    bullets = [
-        (f"b{i}", f"style bullet number {i}", "live" if i < 7 else "shadow") for i in range(10)
-    ]
+    """The loadout as the daemon wires it: blocks 7-9 from roost.db and the tool files."""
+    files = (files or FileCache()) if cached else NoCache()
     return build_loadout(
         settings,
         db,
         NullAudit(),
-        skills=FileSkills(lambda dirs: grades),
-        style=StaticStyle(lambda dirs: bullets),
+        skills=GradedSkills(SkillGrades(db), files),
+        style=LearnedStyle(StyleStore(db)),
+        tools=SavedToolsView(ToolCatalog(files, lambda: int(NOW * 1000))),
         cached=cached,
         files=files,
     )
@@ -139,6 +160,7 @@ def measure_loadout(
     plain: Loadout,
     how: str,
     turns: int,
+    db: sqlite3.Connection,
 ) -> list[tuple[str, list[float]]]:
     """The rows of one loadout (its file cache stat-checked or inotify-watched)."""
 
@@ -151,10 +173,24 @@ def measure_loadout(
     def touch_one(i: int) -> None:
         include.write_text(f"Rule file 7, revision {i} of {how}: be precise.\n")
 
+    def session_row(i: int) -> None:  # what every turn writes to roost.db besides
+        db.execute(
+            "INSERT INTO session_messages (tenant, channel, chat, turn, role, content, at) "
+            "VALUES ('alice', 'web', 'c1', ?, 'user', 'hello', ?)",
+            (i, NOW),
+        )
+
+    grades = SkillGrades(db)
+
+    def grade_moves(i: int) -> None:  # what grading does after most turns
+        grades.apply(dirs.tenant, f"skill-{i % 50:02d}", ("approval", "rephrase")[i % 2], NOW)
+
     for _ in range(50):  # warm up
         render(lo)(0)
     unchanged = measure(render(lo), turns)
+    written = measure(render(lo), turns // 2, before=session_row)
     changed = measure(render(lo), turns // 4, before=touch_one)
+    graded = measure(render(lo), turns // 4, before=grade_moves)
     notes = MemoryNotes(lo.memory.store, settings.memory, lo.prompt.now_note, lo.files)
 
     def with_notes(i: int) -> object:
@@ -172,15 +208,69 @@ def measure_loadout(
         with_notes(i)
     injected = measure(with_notes, turns // 2)
     topic_changed = measure(with_notes, turns // 4, before=touch_topic)
-    rows = [
-        (f"{how}: unchanged", unchanged),
+    return [
+        (f"{how}: unchanged (cached)", unchanged),
+        (f"{how}: unchanged, a session row written", written),
         (f"{how}: one file changed", changed),
-        (f"{how}: + memory injection, unchanged", injected),
-        (f"{how}: + memory injection, topic changed", topic_changed),
+        (f"{how}: one skill grade moved", graded),
+        (f"{how}: + recall injection, unchanged", injected),
+        (f"{how}: + recall injection, topic changed", topic_changed),
     ]
-    if how == "stat-checked":
-        rows.append(("re-read + re-render everything", measure(render(plain), turns // 4)))
-    return rows
+
+
+def floor_of(db: sqlite3.Connection, watch: DirWatch | None) -> Callable[[int], object]:
+    """What no memo's proof can skip: one look at the inotify queue and one
+    `PRAGMA data_version` (did another connection write?)."""
+
+    def proof(i: int) -> object:
+        return (watch is None or watch.unchanged(()), db.execute("PRAGMA data_version").fetchone())
+
+    return proof
+
+
+def timing_rows(turns: int) -> tuple[int, bool, list[tuple[str, list[float]]]]:
+    """Every row, the floor and the full re-read first, all from one run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
+        (Path(tmp) / "roost.toml").write_text("")
+        settings = load_settings(home=Path(tmp) / "home", loadout={"memory_chars": 20_000})
+        settings.home.mkdir()
+        db = connect(settings.home / "roost.db")
+        dirs = TenantDirs.of(settings.home, "alice").ensure()
+        cached = make(settings, db, dirs, True)
+        populate(settings, cached, dirs, db)
+        plain = make(settings, db, dirs, False)
+        watch = DirWatch.open((str(settings.home), str(persona_dirs(settings)[0])))
+        watched = make(settings, db, dirs, True, FileCache(watch=watch))
+        rows: list[tuple[str, list[float]]] = [
+            ("floor: the proof (inotify look + data_version)", measure(floor_of(db, watch), turns)),
+            (
+                "full re-read + re-render (no cache)",
+                measure(lambda i: plain.prompt.render(dirs, "web", "c1", f"m{i}", NOW), turns // 4),
+            ),
+        ]
+        for how, lo in (("inotify-watched", watched), ("stat-checked", cached)):
+            rows += measure_loadout(settings, dirs, lo, plain, how, turns, db)
+        if watch is not None:
+            watch.close()
+        size = len(text_of(cached, dirs))
+        db.close()
+    return size, watch is not None, rows
+
+
+def print_rows(size: int, watched: bool, rows: list[tuple[str, list[float]]]) -> None:
+    print(f"prompt: {size:,} characters" + ("" if watched else "; no inotify here"))
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    floor = pct(rows[0][1], 50)
+    re_read = pct(rows[1][1], 50)
+    print(f"{'':48s} {'p50 µs':>9} {'p99 µs':>9} {'CPU p50':>9} {'/floor':>8} {'re-read/':>9}")
+    for name, xs in rows:
+        cpu = pct(xs.cpu, 50) if isinstance(xs, Timed) else float("nan")
+        p50 = pct(xs, 50)
+        print(
+            f"{name:48s} {p50:9.1f} {pct(xs, 99):9.1f} {cpu:9.1f} "
+            f"{p50 / floor:7.1f}x {re_read / p50:8.1f}x"
+        )
 
 
 def main() -> int:
@@ -190,39 +280,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.turns = 200
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
-        (Path(tmp) / "roost.toml").write_text("")
-        settings = load_settings(home=Path(tmp) / "home", loadout={"memory_chars": 20_000})
-        settings.home.mkdir()
-        db = connect(settings.home / "roost.db")
-        dirs = TenantDirs.of(settings.home, "alice").ensure()
-        cached = make(settings, db, dirs, True)
-        populate(settings, cached, dirs)
-        plain = make(settings, db, dirs, False)
-        watch = DirWatch.open((str(settings.home), str(persona_dirs(settings)[0])))
-        watched = make(settings, db, dirs, True, FileCache(watch=watch))
-        rows = []
-        for how, lo in (("stat-checked", cached), ("inotify-watched", watched)):
-            rows += measure_loadout(settings, dirs, lo, plain, how, args.turns)
-        if watch is not None:
-            watch.close()
-        size = len(text_of(cached, dirs))
-        db.close()
-    print(f"prompt: {size:,} characters" + ("; no inotify here" if watch is None else ""))
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for name, xs in rows:
-        cpu = pct(xs.cpu, 50) if isinstance(xs, Timed) else float("nan")
-        print(
-            f"{name:46s} p50 {pct(xs, 50):8.1f} µs  p99 {pct(xs, 99):8.1f} µs  "
-            f"CPU p50 {cpu:8.1f} µs  n={len(xs)}"
-        )
-    by = dict(rows)
-    for how in ("stat-checked", "inotify-watched"):
-        re_read = pct(by["re-read + re-render everything"], 50)
-        for what in ("unchanged", "one file changed"):
-            ratio = re_read / pct(by[f"{how}: {what}"], 50)
-            print(f"{how}: ratio re-read / {what} (p50): {ratio:.1f}x")
+    print_rows(*timing_rows(args.turns))
     return 0
 
 

@@ -11,8 +11,11 @@ exact bytes of the marked prefix, 4 characters a token). Side by side:
   stable  system[:stable_chars] marked: the leading stable blocks (what roost does)
 
 Prints system-prompt tokens written to and read from the cache over the ten
-turns, and the share of them read. Run: .venv/bin/python bench/prompt_cache.py
-[--quick] (`--quick`: four turns instead of ten, the same table).
+turns, and the share of them read. Then the time to assemble the prompt
+(bench/prompt.py's table): unchanged (cached), one file changed, a grade
+moved, full re-read, with and without the recall injection, each as a ratio
+to the floor measured in the same run. Run: `python -m bench.prompt_cache`
+[--quick] (`--quick`: four turns instead of ten, 200 timed renders per row).
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench.prompt import NOW, make, populate
+from bench.prompt import NOW, make, populate, print_rows, timing_rows
 from bridge.core.config import load_settings
 from bridge.core.db import connect
 from bridge.llm.anthropic import AnthropicBackend
+from bridge.skills.grades import SkillGrades
 from bridge.types.backend import ChatMessage, ModelRequest
 from bridge.types.tenant_dirs import TenantDirs
 from tests.fakes.fake_anthropic import FakeAnthropic
@@ -43,11 +47,13 @@ def render_turns(turns: int = TURNS) -> list[tuple[str, int]]:
         db = connect(settings.home / "roost.db")
         dirs = TenantDirs.of(settings.home, "alice").ensure()
         lo = make(settings, db, dirs, True)
-        populate(settings, lo, dirs)
+        populate(settings, lo, dirs, db)
+        grades = SkillGrades(db)
         out = []
         for turn in range(turns):
-            lo_turn = make(settings, db, dirs, True) if turn % 3 == 0 else lo  # grades move
-            rendered = lo_turn.prompt.render(dirs, "web", "c1", f"m{turn}", NOW + 60 * turn)
+            if turn % 3 == 0:  # grades move
+                grades.apply(dirs.tenant, f"skill-{turn % 50:02d}", "rejection", NOW)
+            rendered = lo.prompt.render(dirs, "web", "c1", f"m{turn}", NOW + 60 * turn)
             out.append((rendered.text, rendered.stable_chars))
         db.close()
     return out
@@ -70,7 +76,8 @@ async def measure(turns: list[tuple[str, int]], how: str) -> tuple[int, int]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="four turns instead of ten")
-    count = 4 if ap.parse_args().quick else TURNS
+    quick = ap.parse_args().quick
+    count = 4 if quick else TURNS
     turns = render_turns(count)
     system, stable = turns[-1]
     distinct = len({s for s, _ in turns})
@@ -81,6 +88,9 @@ def main() -> int:
     for how in ("none", "whole", "stable"):
         written, read = asyncio.run(measure(turns, how))
         print(f"{how:8} {written:>9,} {read:>9,} {100 * read / total:>29.1f}%")
+    print()
+    print("time to assemble the system prompt, per turn (bench/prompt.py):")
+    print_rows(*timing_rows(200 if quick else 2000))
     return 0
 
 

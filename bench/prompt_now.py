@@ -61,7 +61,7 @@ def main() -> int:
         db = connect(settings.home / "roost.db")
         dirs = TenantDirs.of(settings.home, "alice").ensure()
         lo = make(settings, db, dirs, True)
-        populate(settings, lo, dirs)
+        populate(settings, lo, dirs, db)
         system = lo.prompt.render(dirs, "web", "c1", "m0", NOW).text
         db.close()
     history = [

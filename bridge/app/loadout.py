@@ -22,6 +22,7 @@ from bridge.core.turn import PickModel
 from bridge.corrections.subjects import subject_of
 from bridge.loadout.chat_commands import AudienceCommands, PersonaCommands, ProfileCommands
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.db_changes import TableChanges
 from bridge.loadout.personas import SHIPPED, Personas
 from bridge.loadout.profile import Profile
 from bridge.loadout.vault import Vault
@@ -43,6 +44,10 @@ from bridge.prompt.views import (
     StyleView,
 )
 from bridge.types.audit_sink import AuditSink
+
+# roost.db's tables the prompt reads rows of a tenant from: chat settings (persona,
+# audience) and what the views of blocks 7 and 8 declare (`views.declared`)
+PROMPT_TABLES = ("chat_settings", "skill_grades", "style_bullets")
 
 
 @dataclass
@@ -105,6 +110,8 @@ def build_loadout(
     profile = Profile(caps.profile_chars, audit, locks)
     personas = Personas(persona_dirs(settings), files)  # a reload sets them again (app.live)
     chats = ChatSettings(db) if db is not None else None
+    # what the prompt's memo is told of the tenant's rows there (TEMP triggers on `db`)
+    changes = TableChanges.install(db, PROMPT_TABLES) if db is not None and cached else None
     defaults = audience_defaults(settings)
     taker = SnapshotTaker(
         home=settings.home,
@@ -120,6 +127,7 @@ def build_loadout(
         cached=cached,
         default_tz=settings.schedule.timezone,
         styles=styles,
+        changes=changes,
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
     tidy = Consolidator(memory, audit, vault.masker, hold)  # hold: the chat's model

@@ -15,7 +15,12 @@ The topics are read through a stat-checked cache (`FileCache`: a file is
 opened again only when its stat changed) and each version of a topic file is
 parsed and split into its look-up terms once (`_TopicTerms`), so a turn with
 an unchanged memory costs one `stat` per topic and the scoring of the
-message, not a read, a parse and a tokenisation of every topic.
+message, not a read, a parse and a tokenisation of every topic. The list of
+topics and an index of their terms (term -> topics) are kept while the watch
+vouches that no topic file changed (`FileCache.still`), so a turn with an
+unchanged memory costs one look at the watch and the scoring of the
+message's words through the index (`score_held`: the same scores as
+`explain`'s, for the topics that score above 0).
 """
 
 from __future__ import annotations
@@ -25,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.core.config_sections import MemorySettings
-from bridge.core.filecache import FileCache
+from bridge.core.filecache import FileCache, Reads
 from bridge.memory.files import Topic, parse_filename, parse_topic
 from bridge.memory.store import MemoryStore
-from bridge.recall.notes import Scored, choose, note_terms, score_notes
+from bridge.recall.notes import NoteIndex, Scored, choose, note_terms, score_held, score_notes
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 
@@ -66,15 +71,33 @@ class _TopicTerms:
         self._parsed: dict[str, tuple[str, Topic | None, str, frozenset[str]]] = {}
         # memory dir -> (the cached listing object, the paths of its topic files)
         self._paths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        # memory dir -> (what `of` read, its answer, the index of its terms)
+        self._kept: dict[str, tuple[Reads, list[tuple[str, str]], NoteIndex]] = {}
 
     def _topic_paths(self, dirs: TenantDirs) -> tuple[str, ...]:
         mdir = str(dirs.memory)
         names = self._files.listdir(mdir)  # sorted, as the store lists them
         hit = self._paths.get(mdir)
-        if hit is None or hit[0] is not names:
+        if hit is None or (hit[0] is not names and hit[0] != names):
             paths = tuple(os.path.join(mdir, n) for n in names if parse_filename(n) is not None)
             hit = self._paths[mdir] = (names, paths)
         return hit[1]
+
+    def indexed(self, dirs: TenantDirs) -> tuple[list[tuple[str, str]], NoteIndex]:
+        """The (name, note text) of `of(dirs)` and the index of its terms, kept while no
+        topic file changed (one look at the watch: `FileCache.recording` and `still`)."""
+        key = str(dirs.memory)
+        hit = self._kept.get(key)
+        if hit is not None and self._files.still(hit[0]):
+            return hit[1], hit[2]
+        with self._files.recording() as reads:
+            topics = self.of(dirs)
+        notes = [(t.name, body) for t, body, _ in topics]
+        index = NoteIndex([terms for _, _, terms in topics])
+        if len(self._kept) >= 1024:
+            self._kept.clear()
+        self._kept[key] = (reads, notes, index)
+        return notes, index
 
     def of(self, dirs: TenantDirs) -> list[tuple[Topic, str, frozenset[str]]]:
         out = []
@@ -122,8 +145,13 @@ class MemoryNotes:
     def note(self, turn: TurnContext) -> str:
         """The Now note and the matching topics (their injection recorded)."""
         now = self._now_note(turn) if self._now_note is not None else ""
-        found = self.explain(turn.dirs, turn.inbound.text)
-        if found.chosen:
-            names = [s.name for s in found.chosen]
+        chosen: list[Scored] = []
+        if self._chars > 0:
+            notes, index = self._topics.indexed(turn.dirs)
+            # as `explain` scores them, only those that may be chosen
+            scored = score_held(turn.inbound.text, notes, index, self._floor)
+            chosen = choose(scored, self._floor, self._chars)
+        if chosen:
+            names = [s.name for s in chosen]
             self._store.touch(turn.dirs, names, "injected", turn.now())
-        return "\n\n".join(p for p in (now, found.note) if p)
+        return "\n\n".join(p for p in (now, render(chosen)) if p)

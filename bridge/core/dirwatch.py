@@ -8,11 +8,16 @@ its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
 wait when there is none). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
-always seen by it. `generations(directory)` returns that generation and the
+always seen by it. `unchanged(stamps)` checks many such generations at once
+(one look at the queue), for a memo built from files in several directories.
+`generations(directory)` returns that generation and the
 directory's entries generation, which moves only when an entry is created,
 deleted or renamed there, or the directory's own attributes change: all that
 can make a missing name appear (a file written in place, such as a database's
-log beside it, leaves it alone).
+log beside it, leaves it alone). `name_generation(directory, name)` is the
+generation of one entry: it moves with every event that names it and every
+event of the directory itself, so a file is vouched for while the files
+beside it are written.
 
 A rename, deletion or creation of a directory on the way from a root to a
 watched directory, a lost watch or an overflowed queue changes every
@@ -32,6 +37,7 @@ import select
 import struct
 import threading
 import weakref
+from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,12 @@ _PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving m
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 _libc: ctypes.CDLL | None = None
+
+# a directory, which of its generations ("": all of it, "/": its entries, else the name
+# of one entry in it), and that generation
+Stamp = tuple[str, str, int]
+ALL, ENTRIES = "", "/"
+_NAMES_MAX = 65_536  # names remembered with their own generation (more: all start again)
 
 
 def _c() -> ctypes.CDLL | None:
@@ -84,6 +96,8 @@ class DirWatch:
         self._tick = 0  # counts events: a generation is the tick of its last change
         self._gens: dict[str, int] = {}  # watched directory -> its generation
         self._entries: dict[str, int] = {}  # watched directory -> its entries' generation
+        self._born: dict[str, int] = {}  # watched directory -> the least generation of a name
+        self._names: dict[tuple[str, str], int] = {}  # (directory, name) -> its generation
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
@@ -135,6 +149,55 @@ class DirWatch:
                 return None
             return self._gens[directory], self._entries[directory]
 
+    def name_generation(self, directory: str, name: str) -> int | None:
+        """The generation of one entry of the directory: moves with every event naming
+        it, and with every event of the directory itself (None: as `generation`). A file
+        written beside it (a database's log) leaves it alone."""
+        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+            born = self._born.get(directory)
+            if born is not None:
+                return max(born, self._names.get((directory, name), born))
+        with self._lock:
+            if self._closed:
+                return None
+            self._drain()
+            if directory not in self._gens and not self._watch(directory):
+                return None
+            born = self._born[directory]
+            return max(born, self._names.get((directory, name), born))
+
+    def unchanged(self, stamps: Iterable[Stamp]) -> bool:
+        """Whether every `(directory, entries, generation)` still holds: one look at the
+        queue for all of them (False for a directory no longer watched)."""
+        return self.moved(stamps, first=True) == set()
+
+    def moved(self, stamps: Iterable[Stamp], first: bool = False) -> set[Stamp] | None:
+        """The stamps that no longer hold (`first`: stop at one), after one look at the
+        queue; None when the watch is closed (none holds)."""
+        if self._closed:
+            return None
+        if self._poll.poll(0) or self._lock.locked():
+            with self._lock:
+                if self._closed:
+                    return None
+                self._drain()
+        gens, entries, born, names = self._gens, self._entries, self._born, self._names
+        out: set[Stamp] = set()
+        for stamp in stamps:
+            directory, which, gen = stamp
+            if which == ALL:
+                now = gens.get(directory)
+            elif which == ENTRIES:
+                now = entries.get(directory)
+            else:
+                least = born.get(directory)
+                now = None if least is None else max(least, names.get((directory, which), least))
+            if now != gen:
+                out.add(stamp)
+                if first:
+                    break
+        return out
+
     def _root_of(self, directory: str) -> str | None:
         for root in self._roots:
             if directory == root or directory.startswith(root.rstrip("/") + "/"):
@@ -157,7 +220,7 @@ class DirWatch:
                 self._on_path.add(path)
         if not self._add(directory, _WHOLE):
             return False
-        self._gens[directory] = self._entries[directory] = self._tick
+        self._gens[directory] = self._entries[directory] = self._born[directory] = self._tick
         return True
 
     def _add(self, directory: str, mask: int) -> bool:
@@ -198,6 +261,13 @@ class DirWatch:
                 self._gens[directory] = self._tick
                 if mask & _ENTRIES or (mask & IN_ATTRIB and not name):  # not name: itself
                     self._entries[directory] = self._tick
+                if not name:  # the directory itself: every entry's generation moves
+                    self._born[directory] = self._tick
+                elif len(self._names) < _NAMES_MAX:
+                    self._names[(directory, os.fsdecode(name))] = self._tick
+                else:  # too many names: every one starts again
+                    self._names.clear()
+                    self._born = dict.fromkeys(self._gens, self._tick)
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
@@ -212,12 +282,16 @@ class DirWatch:
         self._tick += 1
         self._gens.clear()
         self._entries.clear()
+        self._born.clear()
+        self._names.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
         self._tick += 1
         self._gens = dict.fromkeys(self._gens, self._tick)
         self._entries = dict.fromkeys(self._gens, self._tick)
+        self._born = dict.fromkeys(self._gens, self._tick)
+        self._names.clear()
 
 
 _LOCAL_FS = frozenset(

@@ -14,18 +14,32 @@ file waits only on its directory's entries (`DirWatch.generations`): files
 written beside it, such as a database's log, do not make it checked again. Writes
 through a shared memory mapping raise no inotify event; nothing here maps.
 `sig(path)` is the stat key used to detect changes.
+
+A memo built from files (the prompt's snapshot) asks `recording()` for the
+`Reads` of a computation: every `read`, `listdir` and `stat_key` made while
+it is open, with the directory generation that vouches for each answer, and
+`depend_on(directory)` for files read by other means (a SQLite database).
+`still(reads)` then says whether every one of those answers would be the same
+now: with the watch, one look at the inotify queue and a comparison per
+directory while nothing changed there; otherwise each call is made again and
+its answer compared (and the `Reads` moved to the current generations, so an
+unrelated change in a directory costs that once). `kept(key, compute)` is the
+same for one value: computed again only when what it read changed.
 """
 
 from __future__ import annotations
 
 import os
 import stat as st_mode
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
-from bridge.core.dirwatch import DirWatch
+from bridge.core.dirwatch import ALL, ENTRIES, DirWatch, Stamp
 
 StatKey = tuple[int, int, int, int] | None
+T = TypeVar("T")
 
 
 class _Seen(NamedTuple):
@@ -35,7 +49,57 @@ class _Seen(NamedTuple):
     key: StatKey
     gen: int | None
     directory: str = ""  # whose generation `gen` is
-    entries: bool = False  # `gen` is the directory's entries generation (`key` is None)
+    which: str = ALL  # ALL of it, its ENTRIES (`key` is None), or the name of the file
+
+
+_READ, _LIST, _STAT, _DIR, _REAL = range(5)
+
+
+class _Item(NamedTuple):
+    """One answer a recorded computation used, and what vouches for it."""
+
+    kind: int  # _READ, _LIST, _STAT, _DIR (everything in a directory), _REAL (a real path)
+    path: str
+    answer: object  # the text, listing or stat key handed out (None for _DIR)
+    seen: _Seen
+
+
+class Reads:
+    """The file answers one computation used (`FileCache.recording`); `still` checks them."""
+
+    __slots__ = ("coarse", "items", "loose", "stamps")
+
+    def __init__(self) -> None:
+        self.items: list[_Item] = []
+        self.stamps: tuple[Stamp, ...] = ()  # the generations that vouch for `items`
+        self.loose: tuple[_Item, ...] = ()  # answers no generation vouches for
+        # fewer, stricter stamps implying `stamps`: a directory's whole generation in
+        # place of its files' own (any event there moves it)
+        self.coarse: tuple[Stamp, ...] = ()
+
+    def seal(self, watch: DirWatch | None) -> None:
+        stamps: dict[Stamp, None] = {}
+        loose = []
+        for item in self.items:
+            if item.seen.gen is None:
+                loose.append(item)
+            else:
+                stamps[(item.seen.directory, item.seen.which, item.seen.gen)] = None
+        self.stamps, self.loose = tuple(stamps), tuple(loose)
+        self.coarse = self.stamps
+        named = {d for d, which, _ in self.stamps if which not in (ALL, ENTRIES)}
+        if watch is None or not named:
+            return
+        # each directory's generation now, then its files' own checked unchanged since
+        # they were read: a later event there moves the first, so it vouches for them
+        whole = {d: watch.generation(d) for d in named}
+        if watch.moved(self.stamps):
+            return  # something changed while it was computed: the fine stamps only
+        coarse: dict[Stamp, None] = {}
+        for stamp in self.stamps:
+            gen = whole.get(stamp[0])
+            coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
+        self.coarse = tuple(coarse)
 
 
 def sig(path: Path | str) -> StatKey:
@@ -60,20 +124,145 @@ class FileCache:
         self._watch = watch
         self.reads = 0  # files actually opened (for tests and the benchmark)
         self.stats = 0  # stat calls made (for tests and the benchmark)
+        # open recordings; another thread's calls meanwhile are recorded too (harmless:
+        # a memo then depends on more than it needs)
+        self._recording: list[Reads] = []
+        self._kept: dict[Hashable, tuple[Reads, object]] = {}  # `kept`: key -> (reads, value)
+
+    @contextmanager
+    def recording(self) -> Iterator[Reads]:
+        """The `Reads` of what runs inside: every answer this cache hands out meanwhile."""
+        reads = Reads()
+        self._recording.append(reads)
+        try:
+            yield reads
+        finally:
+            self._recording.remove(reads)
+            reads.seal(self._watch)
+
+    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, kept under `key` while what it read through this cache is
+        unchanged (`still`). A recording open around it depends on what it read, kept
+        or not."""
+        hit = self._kept.get(key)
+        if hit is not None and self.still(hit[0]):
+            for outer in self._recording:
+                outer.items.extend(hit[0].items)
+            return cast(T, hit[1])
+        with self.recording() as reads:
+            value = compute()
+        if len(self._kept) >= self._max:
+            self._kept.clear()
+        self._kept[key] = (reads, value)
+        return value
+
+    def _note(self, kind: int, path: str, answer: object, seen: _Seen) -> None:
+        for reads in self._recording:
+            reads.items.append(_Item(kind, path, answer, seen))
+
+    def depend_on(self, directory: Path | str) -> None:
+        """Record that the computation depends on everything in `directory` (files it
+        reads by other means): without a watch over it, `still` is never true."""
+        if not self._recording:
+            return
+        key = str(directory)
+        both = self._watch.generations(key) if self._watch is not None else None
+        seen = _Seen(None, None if both is None else both[0], key)
+        self._note(_DIR, key, None, seen)
+
+    def moved(self, stamps: tuple[Stamp, ...]) -> set[Stamp] | None:
+        """Which of these generations moved (None: no watch vouches for any)."""
+        return self._watch.moved(stamps) if self._watch is not None else None
+
+    def real_path(
+        self, path: str, resolve: Callable[[str], str] = os.path.realpath, depend: bool = False
+    ) -> str:
+        """`resolve(path)` (the real path; `resolve` answers as `os.path.realpath` does).
+        When it differs from `path` (a link on the way, which may be moved without an
+        event in any directory read), or `depend` says so (a missing path, where a
+        dangling link may appear and look just as missing), a recording depends on it:
+        checked every time."""
+        hit = self._keys.get(path)
+        if hit is not None and hit.which not in (ALL, ENTRIES) and self._fresh(hit):
+            # a file vouched for by its own name: its directory is watched, so real,
+            # and the name no link (nothing on the way moved since, or it would not be)
+            real = path
+        else:
+            real = resolve(path)
+        if self._recording and (depend or real != path):
+            self._note(_REAL, path, real, _Seen(None, None))
+        return real
+
+    def loose_hold(self, reads: Reads) -> bool:
+        """Whether the answers of `reads` no generation vouches for are the same now."""
+        return all(self._again(item) is not None for item in reads.loose)
+
+    def still(self, reads: Reads) -> bool:
+        """Whether every answer in `reads` would be the same now."""
+        watch = self._watch
+        moved = watch.moved(reads.coarse, first=True) if watch is not None else None
+        if moved:  # some directory changed: which of the files in it, exactly?
+            moved = watch.moved(reads.stamps) if watch is not None else None
+        if moved is not None and not moved:
+            return self.loose_hold(reads)
+        fresh: list[_Item] = []
+        for item in reads.items:
+            seen = item.seen
+            if (
+                seen.gen is not None
+                and moved is not None
+                and (seen.directory, seen.which, seen.gen) not in moved
+            ):
+                fresh.append(item)
+                continue
+            again = self._again(item)
+            if again is None:
+                return False
+            fresh.append(again)
+        reads.items = fresh  # the same answers, vouched for by today's generations
+        reads.seal(self._watch)
+        return True
+
+    def _again(self, item: _Item) -> _Item | None:
+        """The call made again (recorded afresh), or None when its answer changed."""
+        if item.kind == _DIR:
+            return None  # nothing vouches for the directory any more
+        if item.kind == _REAL:
+            return item if os.path.realpath(item.path) == item.answer else None
+        reads = Reads()
+        self._recording.append(reads)
+        try:
+            if item.kind == _READ:
+                answer: object = self.read(item.path)
+            elif item.kind == _LIST:
+                answer = self.listdir(item.path)
+            else:
+                answer = self.stat_key(item.path)
+        finally:
+            self._recording.remove(reads)
+        if answer is not item.answer and answer != item.answer:
+            return None
+        return reads.items[-1]
 
     def _fresh(self, seen: _Seen) -> bool:
-        """Whether nothing changed in its directory (its entries, for a missing file)
-        since `seen` was taken."""
+        """Whether nothing changed in its directory (its entries, for a missing file; its
+        own name, for a file) since `seen` was taken."""
         if seen.gen is None or self._watch is None:
             return False
-        both = self._watch.generations(seen.directory)
-        return both is not None and both[seen.entries] == seen.gen
+        if seen.which == ALL:
+            return self._watch.generation(seen.directory) == seen.gen
+        if seen.which == ENTRIES:
+            return self._watch.entries_generation(seen.directory) == seen.gen
+        return self._watch.name_generation(seen.directory, seen.which) == seen.gen
 
     def _check(self, path: str, directory: str) -> _Seen:
         """The stat key of `path` now, with the generation taken before it (a change
         after the `stat` moves the generation, so it is seen next time)."""
-        both = self._watch.generations(directory) if self._watch is not None else None
+        watch = self._watch
+        both = watch.generations(directory) if watch is not None else None
         gen = None if both is None else both[0]
+        name = os.path.basename(path)
+        named = watch.name_generation(directory, name) if watch and both and name else None
         self.stats += 1
         try:
             found = os.lstat(path)
@@ -82,13 +271,17 @@ class FileCache:
         except (FileNotFoundError, NotADirectoryError):
             if both is None or gen is None:  # not watched, or a dangling link
                 return _Seen(None, None, directory)
-            return _Seen(None, both[1], directory, entries=True)
+            return _Seen(None, both[1], directory, ENTRIES)
+        key = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
         if st_mode.S_ISDIR(found.st_mode):
             if directory != path:  # its entries change its stat, and only it hears of them
                 gen = None
         elif found.st_nlink > 1:
             gen = None
-        key = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        elif gen is not None and named is not None and directory == os.path.dirname(path):
+            # a file: vouched for by the events naming it (written, replaced, removed,
+            # its attributes), whatever happens beside it
+            return _Seen(key, named, directory, name)
         return _Seen(key, gen, directory)
 
     def stat_key(self, path: Path | str) -> StatKey:
@@ -96,21 +289,29 @@ class FileCache:
         key = str(path)
         hit = self._keys.get(key)
         if hit is not None and self._fresh(hit):
+            if self._recording:
+                self._note(_STAT, key, hit.key, hit)
             return hit.key
         seen = self._check(key, os.path.dirname(key))
         if len(self._keys) >= self._max:
             self._keys.clear()
         self._keys[key] = seen
+        if self._recording:
+            self._note(_STAT, key, seen.key, seen)
         return seen.key
 
     def read(self, path: Path | str) -> str | None:
         key = str(path)
         hit = self._texts.get(key)
         if hit is not None and self._fresh(hit[0]):
+            if self._recording:
+                self._note(_READ, key, hit[1], hit[0])
             return hit[1]
         seen = self._check(key, os.path.dirname(key))
         if hit is not None and hit[0].key == seen.key and seen.key is not None:
             self._texts[key] = (seen, hit[1])
+            if self._recording:
+                self._note(_READ, key, hit[1], seen)
             return hit[1]
         text = None
         if seen.key is not None:
@@ -121,12 +322,16 @@ class FileCache:
         # the stat taken before reading: a change during the read shows up next time
         kept = seen if text is not None or seen.key is None else _Seen(None, None)
         self._texts[key] = (kept, text)
+        if self._recording:
+            self._note(_READ, key, text, kept)
         return text
 
     def listdir(self, path: Path | str) -> tuple[str, ...]:
         key = str(path)
         hit = self._dirs.get(key)
         if hit is not None and self._fresh(hit[0]):
+            if self._recording:
+                self._note(_LIST, key, hit[1], hit[0])
             return hit[1]
         parent = os.path.dirname(key)
         if hit is not None and hit[0].key is None and hit[0].directory == parent:
@@ -141,12 +346,16 @@ class FileCache:
                     seen = again
         if hit is not None and hit[0].key == seen.key:
             self._dirs[key] = (seen, hit[1])
+            if self._recording:
+                self._note(_LIST, key, hit[1], seen)
             return hit[1]
         try:
             names = tuple(sorted(os.listdir(key)))
         except (FileNotFoundError, NotADirectoryError):
             names = ()
         self._dirs[key] = (seen, names)
+        if self._recording:
+            self._note(_LIST, key, names, seen)
         return names
 
 
@@ -159,7 +368,14 @@ def _read(path: str) -> str | None:
 
 
 class NoCache(FileCache):
-    """Reads every time (the benchmark's baseline and `--no-cache` checks)."""
+    """Reads every time (the benchmark's baseline and `--no-cache` checks); a memo built
+    over it is never `still` good."""
+
+    def moved(self, stamps: tuple[Stamp, ...]) -> set[Stamp] | None:
+        return None
+
+    def still(self, reads: Reads) -> bool:
+        return False
 
     def stat_key(self, path: Path | str) -> StatKey:
         return sig(path)

@@ -39,6 +39,16 @@ class Personas:
         self._loaded: dict[str, Persona] = {}
         self.problems: list[str] = []
 
+    @property
+    def dirs(self) -> tuple[Path, ...]:
+        """Where personas are read from now (a reload may change it)."""
+        return self._dirs
+
+    @property
+    def files(self) -> FileCache:
+        """The cache every persona file is read through."""
+        return self._cache
+
     def set_dirs(self, dirs: Sequence[Path]) -> None:
         """Read personas from `dirs` from now on (a configuration reload)."""
         self._dirs = tuple(dirs)

@@ -16,7 +16,9 @@ the tenants' directories and private files (database, tokens, audit); a
 tenant's tree may reach only files under its own root, never its vault.
 `SteeringCache` keeps each resolved tree with the stat keys of every path it
 looked at, so an unchanged tree costs one `stat` per path (none while the file cache's
-inotify watch saw no change in their directories).
+inotify watch saw no change in their directories), and the real path of each
+named path with a symbolic link on the way (a link moved changes what it names
+without an event in any directory read: it is resolved again each time).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from bridge.core.filecache import FileCache, StatKey, sig
 from bridge.types.tenant_dirs import TenantDirs
@@ -76,6 +79,9 @@ class _Walk:
     read: Callable[[str], str | None]
     conf: Confinement
     cap: int
+    stat: Callable[[str], StatKey] = sig
+    real: Callable[[str, bool], str] = field(default=lambda path, depend: real_path(path))
+    links: dict[str, str] = field(default_factory=dict)  # path with a link on the way -> real
     deps: dict[str, StatKey] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     parts: list[str] = field(default_factory=list)
@@ -114,14 +120,16 @@ class _Walk:
         self.parts.append(text)
 
 
-def _candidate(ref: str, base_dir: str) -> str:
+def _candidate(ref: str, base_dir: str, real: Callable[[str, bool], str]) -> tuple[str, str]:
+    """The path `ref` names (as written, resolved against `base_dir`) and its real path."""
     if ref.startswith("~/"):
         path = os.path.expanduser(ref)
     elif ref.startswith("/"):
         path = ref
     else:
         path = os.path.join(base_dir, ref)
-    return real_path(path.rstrip(".,;:!?)"))
+    path = path.rstrip(".,;:!?)")
+    return path, real(path, False)
 
 
 _O_PATH = getattr(os, "O_PATH", 0)
@@ -162,15 +170,19 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
     )
     base_dir = os.path.dirname(real)
     for match in _REF.finditer(text):
-        target = _candidate(match.group(1), base_dir)
+        named, target = _candidate(match.group(1), base_dir, walk.real)
+        if named != target:  # a link on the way: moved, it names another file
+            walk.links[named] = target
         why = walk.conf.refusal(target)
         if why is not None:
             walk.refuse(match.group(1), why)
             continue
         if target in walk.seen:
             continue
-        stat = sig(target)
+        stat = walk.stat(target)
         walk.deps[target] = stat
+        if stat is None and named == target:  # missing: a dangling link there looks the same
+            walk.links[named] = walk.real(named, True)
         if stat is None or not os.path.isfile(target):
             continue  # missing or a directory: plain text
         if depth + 1 > MAX_DEPTH:
@@ -187,19 +199,41 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
         _visit(walk, target, depth + 1)
 
 
+class Deps(NamedTuple):
+    """What a resolved tree depended on: the stat key of every path it looked at, and the
+    real path of each named one with a link on the way."""
+
+    stats: dict[str, StatKey]
+    links: dict[str, str]
+
+
 def resolve(
-    top: Path, conf: Confinement, cap: int, read: Callable[[str], str | None]
-) -> tuple[str, dict[str, StatKey]]:
-    """The text of one steering tree and the stat keys of every path it depended on."""
-    real = real_path(str(top))
-    walk = _Walk(read, conf, cap)
-    walk.deps[real] = sig(real)
+    top: Path,
+    conf: Confinement,
+    cap: int,
+    read: Callable[[str], str | None],
+    files: FileCache | None = None,
+) -> tuple[str, Deps]:
+    """The text of one steering tree and what it depended on; through `files` (stat keys,
+    real paths: a memo recording there depends on them) when given."""
+    stat = files.stat_key if files is not None else sig
+    walk = _Walk(read, conf, cap, stat)
+    if files is not None:
+
+        def through(path: str, depend: bool) -> str:
+            return files.real_path(path, real_path, depend)
+
+        walk.real = through
+    real = walk.real(str(top), False)
+    walk.deps[real] = stat(real)
+    if real != str(top) or walk.deps[real] is None:
+        walk.links[str(top)] = walk.real(str(top), True)
     if walk.deps[real] is not None:
         _visit(walk, real, 0)
     text = "\n\n".join(p for p in walk.parts if p.strip())
     if walk.notes:
         text = f"{text}\n" + "\n".join(walk.notes)
-    return text.strip(), walk.deps
+    return text.strip(), Deps(walk.deps, walk.links)
 
 
 class SteeringCache:
@@ -209,15 +243,21 @@ class SteeringCache:
         self._files = files
         self._cap = cap
         self._enabled = enabled
-        self._trees: dict[str, tuple[dict[str, StatKey], str]] = {}
+        self._trees: dict[str, tuple[Deps, str]] = {}
+
+    def _holds(self, deps: Deps) -> bool:
+        files = self._files
+        stat = files.stat_key
+        return all(stat(p) == s for p, s in deps.stats.items()) and all(
+            files.real_path(p, real_path, True) == r for p, r in deps.links.items()
+        )
 
     def text(self, top: Path, conf: Confinement) -> str:
         key = str(top)
         hit = self._trees.get(key)
-        stat = self._files.stat_key
-        if self._enabled and hit is not None and all(stat(p) == s for p, s in hit[0].items()):
+        if self._enabled and hit is not None and self._holds(hit[0]):
             return hit[1]
-        text, deps = resolve(top, conf, self._cap, self._files.read)
+        text, deps = resolve(top, conf, self._cap, self._files.read, self._files)
         self._trees[key] = (deps, text)
         return text
 

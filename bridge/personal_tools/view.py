@@ -8,10 +8,17 @@ from bridge.types.tenant_dirs import TenantDirs
 
 
 class SavedToolsView:
-    """Implements the loadout's `PersonalToolsView` from the forge library."""
+    """Implements the loadout's `PersonalToolsView` from the forge library.
+
+    Declares its inputs (`bridge.prompt.views.declared`): no database table of
+    roost.db, and files through the catalog's cache (the usage database included,
+    as a dependency on the tools directory)."""
+
+    tables: tuple[str, ...] = ()
 
     def __init__(self, catalog: ToolCatalog) -> None:
         self._catalog = catalog
+        self.files = catalog.files
 
     def tools(self, dirs: TenantDirs) -> list[ToolRow]:
         entries = self._catalog.entries(dirs.tools)

@@ -98,13 +98,21 @@ def tools_block(s: Snapshot) -> str:
 
 def make_blocks(caps: LoadoutSettings) -> tuple[Block[Snapshot], ...]:
     return (
-        Block("base", 4_000 + 2 * max(caps.steering_file_chars, 45_000), base_block),
-        Block("profile", caps.profile_chars + 200, profile_block),
-        Block("memory", caps.memory_chars + 800, memory_block),
-        Block("vault", 2_000, vault_block),
-        Block("persona", 8_000, persona_block),
-        Block("audience", caps.audience_chars + 200, audience_block),
-        Block("skills", 3_000, skills_block, stable=False),  # grades move every turn
-        Block("style", 2_500, style_block, stable=False),  # shadow bullets per message
-        Block("tools", 2_500, tools_block, stable=False),  # "(unused Nd)" moves daily
+        Block(
+            "base",
+            4_000 + 2 * max(caps.steering_file_chars, 45_000),
+            base_block,
+            reads=("base", "operator_steering", "tenant_steering"),
+        ),
+        Block("profile", caps.profile_chars + 200, profile_block, reads=("profile",)),
+        Block("memory", caps.memory_chars + 800, memory_block, reads=("memory", "memory_cap")),
+        Block("vault", 2_000, vault_block, reads=("vault_names",)),
+        Block("persona", 8_000, persona_block, reads=("persona_system",)),
+        Block("audience", caps.audience_chars + 200, audience_block, reads=("audience",)),
+        # grades move every turn
+        Block("skills", 3_000, skills_block, stable=False, reads=("skills",)),
+        # shadow bullets per message
+        Block("style", 2_500, style_block, stable=False, reads=("bullets",)),
+        # "(unused Nd)" moves daily
+        Block("tools", 2_500, tools_block, stable=False, reads=("tools",)),
     )

@@ -6,7 +6,9 @@ empty blocks; the prompt source joins what is left, and `roost prompt`
 shows the same blocks with names and sizes. A block is `stable` when its
 text stays byte-identical from turn to turn until the person or the operator
 changes something; `stable_chars` measures the leading run of stable blocks,
-the prefix a provider's prompt cache can keep.
+the prefix a provider's prompt cache can keep. A block may name the snapshot
+fields it `reads`: the prompt source renders it again only when one of them
+changed (a test renders every block against snapshots that differ elsewhere).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Block(Generic[S]):
     budget: int
     render: Callable[[S], str]
     stable: bool = True  # False: may change on any turn (grades, shadow bullets, "unused Nd")
+    reads: tuple[str, ...] | None = None  # the snapshot fields it reads (None: say nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +51,17 @@ def cap(text: str, budget: int, name: str) -> tuple[str, bool]:
     return kept + note, True
 
 
+def render_block(block: Block[S], snapshot: S) -> RenderedBlock | None:
+    """The block within its budget (None: it has nothing to say)."""
+    text = block.render(snapshot).strip()
+    if not text:
+        return None
+    capped, was_cut = cap(text, block.budget, block.name)
+    return RenderedBlock(block.name, capped, block.budget, len(text), was_cut, block.stable)
+
+
 def render_blocks(blocks: Sequence[Block[S]], snapshot: S) -> list[RenderedBlock]:
-    out: list[RenderedBlock] = []
-    for block in blocks:
-        text = block.render(snapshot).strip()
-        if not text:
-            continue
-        capped, was_cut = cap(text, block.budget, block.name)
-        out.append(
-            RenderedBlock(block.name, capped, block.budget, len(text), was_cut, block.stable)
-        )
-    return out
+    return [r for r in (render_block(b, snapshot) for b in blocks) if r is not None]
 
 
 def stable_chars(blocks: Sequence[RenderedBlock], separator: str) -> int:

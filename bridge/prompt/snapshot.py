@@ -2,21 +2,33 @@
 
 A `Snapshot` holds everything the nine blocks render, as plain strings and
 tuples, so blocks are pure functions of it and two snapshots compare equal
-exactly when the prompt would be the same. `SnapshotTaker.take` reads through
-stat-checked caches: when nothing changed, a turn costs `stat` calls, one
-SQLite query and the views, and no file is opened.
+exactly when the prompt would be the same. `SnapshotTaker.take` builds it
+from parts (`bridge.prompt.memo`), one per input: steering, profile, memory
+index, vault names, the chat's settings, the persona, skills, style bullets,
+personal tools. Each part is kept, per chat, while its proof holds: the files
+it read unchanged (inotify generations, else `stat`) and its token equal (the
+tenant's change counts of the tables it read, `TableChanges`; the persona
+directories). When nothing changed, a turn costs one look at the watch, one
+`PRAGMA data_version` and, per shown shadow bullet, its cohort bit, and
+returns the very same `Snapshot` object; a part whose proof failed is
+computed again alone. Views that declare nothing (`views.declared`) are asked
+on every turn. The time enters twice: the tools' "(unused Nd)" labels, kept
+until the next day one of them moves, and the Now note, which is not in the
+snapshot at all (`bridge.prompt.now`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from bridge.core.filecache import FileCache
 from bridge.loadout import vault
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.db_changes import TableChanges
 from bridge.loadout.personas import DEFAULT, Personas
 from bridge.loadout.profile import body_lines
 from bridge.loadout.steering import (
@@ -27,13 +39,16 @@ from bridge.loadout.steering import (
 )
 from bridge.memory.files import INDEX_NAME, index_entries
 from bridge.prompt.base import base_prompt
+from bridge.prompt.memo import Keeper, Parts
 from bridge.prompt.now import now_note
 from bridge.prompt.views import (
+    BulletRow,
     PersonalToolsView,
     SkillRow,
     SkillsView,
     StyleView,
     ToolRow,
+    declared,
     shadow_cohort,
 )
 from bridge.schedule.service import host_zone
@@ -78,6 +93,18 @@ class Snapshot:
     shadow_on: bool = field(default=False, compare=False)  # a shadow bullet is shown
 
 
+@dataclass(slots=True)
+class _Chat:
+    """One chat's parts (its settings, its persona; the tenant's own parts are shared by
+    its chats) and what was made of them all: the tool lines (valid in a window of time)
+    and the snapshots by the shadow bullets shown."""
+
+    parts: Parts = field(default_factory=Parts)
+    lines: tuple[object, float, float, tuple[ToolLine, ...]] | None = None  # rows, from, until
+    made: tuple[object, ...] = ()  # the values the snapshots below were made of
+    snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class _TenantPaths:
     steering: Path
@@ -103,7 +130,11 @@ class SnapshotTaker:
         cached: bool = True,
         default_tz: str | None = None,
         styles: Mapping[str, str] | None = None,
+        changes: TableChanges | None = None,
+        remember: int = 512,
     ) -> None:
+        """`changes`: change counts of the connection `chat_settings` and every view's
+        declared tables are read through (None: those parts are read every turn)."""
         self._styles = dict(styles or {})  # channel -> block 1's line (platform declarations)
         self.home = home
         self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
@@ -120,6 +151,14 @@ class SnapshotTaker:
         self._op_conf = operator_confinement(home)
         self._op_steering = home / "STEERING.md"
         self._tenants: dict[str, _TenantPaths] = {}
+        self._changes = changes
+        self._cached = cached
+        self._keeper = Keeper(self.files)
+        self._chats: OrderedDict[tuple[str, str, str], _Chat] = OrderedDict()
+        self._tenant_parts: OrderedDict[str, Parts] = OrderedDict()  # by tenant root
+        self._remember = remember
+        self._bases: dict[str, str] = {}
+        self._zones: dict[str, tuple[tuple[str, ...], str]] = {}  # tenant -> (profile, zone)
 
     def _lines(self, path: Path, fn: Callable[[str], list[str]]) -> tuple[str, ...]:
         """fn(text of path), remembered while the cached text object is the same."""
@@ -149,43 +188,183 @@ class SnapshotTaker:
         return paths
 
     def zone(self, dirs: TenantDirs) -> str:
-        """The person's zone: profile `timezone`, else the configured or host zone."""
-        return person_zone(self._lines(self._paths(dirs).profile, body_lines), self.default_tz)
+        """The person's zone: profile `timezone`, else the configured or host zone (worked
+        out once per version of the profile)."""
+        lines = self._lines(self._paths(dirs).profile, body_lines)
+        hit = self._zones.get(dirs.tenant)
+        if hit is not None and hit[0] is lines:
+            return hit[1]
+        zone = person_zone(lines, self.default_tz)
+        self._zones[dirs.tenant] = (lines, zone)
+        return zone
 
     def now_note(self, dirs: TenantDirs, now: float) -> str:
         """The current minute in the person's zone, put before their newest message."""
         return now_note(now, self.zone(dirs))
 
+    def _view_token(self, view: object, version: int, tenant: str) -> Hashable | None:
+        """What vouches for a view's answer (None: nothing; ask it every turn)."""
+        said = declared(view)
+        if said is None or (said.files is not None and said.files is not self.files):
+            return None
+        if not said.tables:
+            return ()
+        if self._changes is None:
+            return None
+        return self._changes.token(version, said.tables, tenant)
+
+    def _tokens(
+        self, tenant: str, chat: str | None
+    ) -> tuple[dict[str, Hashable | None], dict[str, Hashable | None]]:
+        """What vouches for each part: those of the tenant, those of the chat."""
+        changes = self._changes
+        version = changes.version() if changes is not None else 0
+        if not (self._chat and chat):
+            chat_token: Hashable | None = ()  # no chat settings: nothing chosen
+        elif changes is not None:
+            chat_token = changes.token(version, ("chat_settings",), tenant)
+        else:
+            chat_token = None
+        personas = self._personas
+        persona_token = None
+        if chat_token is not None and personas.files is self.files:
+            persona_token = (chat_token, personas.dirs)
+        mine: dict[str, Hashable | None] = {
+            "operator": (),
+            "steering": (),
+            "profile": (),
+            "memory": (),
+            "vault": (),
+            "skills": self._view_token(self._skills, version, tenant),
+            "style": self._view_token(self._style, version, tenant),
+            "tools": self._view_token(self._tools, version, tenant),
+        }
+        chats: dict[str, Hashable | None] = {"chat": chat_token, "persona": persona_token}
+        if not self._cached:
+            return dict.fromkeys(mine), dict.fromkeys(chats)
+        return mine, chats
+
+    def _chat_of(self, key: tuple[str, str, str]) -> _Chat:
+        found = self._chats.get(key)
+        if found is None:
+            found = self._chats[key] = _Chat()
+            if len(self._chats) > self._remember:
+                self._chats.popitem(last=False)
+        self._chats.move_to_end(key)
+        return found
+
+    def _parts_of(self, root: str) -> Parts:
+        """The tenant's own parts, shared by its chats."""
+        found = self._tenant_parts.get(root)
+        if found is None:
+            found = self._tenant_parts[root] = Parts()
+            if len(self._tenant_parts) > self._remember:
+                self._tenant_parts.popitem(last=False)
+        self._tenant_parts.move_to_end(root)
+        return found
+
     def take(
         self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Snapshot:
         tenant = dirs.tenant
-        chosen = self._chat.get_all(tenant, channel, chat) if self._chat and chat else {}
-        persona = self._personas.get(chosen.get("persona"))
         paths = self._paths(dirs)
-        shown = [
+        root = str(dirs.root)
+        memo = self._chat_of((root, channel, chat or ""))
+        parts = self._parts_of(root)
+        tokens, chat_tokens = self._tokens(tenant, chat)
+        keeper = self._keeper
+        holds = keeper.begin(parts, tokens)
+        chat_holds = keeper.begin(memo.parts, chat_tokens)
+
+        def part(name: str, compute: Callable[[], Any]) -> Any:
+            return keeper.get(parts, name, tokens[name], compute, name in holds)
+
+        def chat_part(name: str, compute: Callable[[], Any]) -> Any:
+            return keeper.get(memo.parts, name, chat_tokens[name], compute, name in chat_holds)
+
+        operator = part("operator", lambda: self._steering.text(self._op_steering, self._op_conf))
+        steering = part("steering", lambda: self._steering.text(paths.steering, paths.conf))
+        profile = part("profile", lambda: self._lines(paths.profile, body_lines))
+        memory = part("memory", lambda: self._lines(paths.memory_index, index_entries))
+        vault_names = part("vault", lambda: vault.names(dirs, self.files))
+        chosen: dict[str, str] = chat_part(
+            "chat",
+            lambda: self._chat.get_all(tenant, channel, chat) if self._chat and chat else {},
+        )
+        persona = chat_part("persona", lambda: self._persona(chosen.get("persona")))
+        skills = part("skills", lambda: tuple(self._skills.active(dirs)))
+        bullets: tuple[BulletRow, ...] = part("style", lambda: tuple(self._style.bullets(dirs)))
+        rows: tuple[ToolRow, ...] = part("tools", lambda: tuple(self._tools.tools(dirs)))
+        if len(holds) != len(tokens):
+            keeper.seal(parts)
+        if len(chat_holds) != len(chat_tokens):
+            keeper.seal(memo.parts)
+        lines = self._lines_at(memo, rows, now)
+        shown = tuple(
             row
-            for row in self._style.bullets(dirs)
+            for row in bullets
             if row.state == "live" or (row.state == "shadow" and shadow_cohort(msg_id, row.bid))
-        ]
-        return Snapshot(
+        )
+        made: tuple[object, ...] = (operator, steering, profile, memory, vault_names, chosen)
+        made += (persona, skills, bullets, lines)
+        if len(made) != len(memo.made) or any(
+            a is not b for a, b in zip(made, memo.made, strict=True)
+        ):
+            memo.made, memo.snapshots = made, {}
+        cohort = tuple(row.bid for row in shown)
+        snap = memo.snapshots.get(cohort)
+        if snap is not None and snap.channel == channel:
+            return snap
+        base = self._bases.get(channel)
+        if base is None:
+            base = self._bases[channel] = base_prompt(channel, self._styles)
+        snap = Snapshot(
             tenant=tenant,
             channel=channel,
-            base=base_prompt(channel, self._styles),
-            operator_steering=self._steering.text(self._op_steering, self._op_conf),
-            tenant_steering=self._steering.text(paths.steering, paths.conf),
-            profile=self._lines(paths.profile, body_lines),
-            memory=self._lines(paths.memory_index, index_entries),
+            base=base,
+            operator_steering=operator,
+            tenant_steering=steering,
+            profile=profile,
+            memory=memory,
             memory_cap=self.memory_cap,
-            vault_names=vault.names(dirs, self.files),
-            persona=persona.name if persona else DEFAULT,
-            persona_system=persona.append_system if persona else "",
+            vault_names=vault_names,
+            persona=persona[0],
+            persona_system=persona[1],
             audience=chosen.get("audience") or self._audience.get(channel) or "",
-            skills=tuple(self._skills.active(dirs)),
+            skills=skills,
             bullets=tuple(ShownBullet(row.bid, row.text) for row in shown),
-            tools=tuple(_tool_lines(self._tools.tools(dirs), now)),
+            tools=lines,
             shadow_on=any(row.state == "shadow" for row in shown),
         )
+        if len(memo.snapshots) >= 16:  # cohorts of many shadow bullets
+            memo.snapshots.clear()
+        memo.snapshots[cohort] = snap
+        return snap
+
+    def _persona(self, chosen: str | None) -> tuple[str, str]:
+        persona = self._personas.get(chosen)
+        return (persona.name, persona.append_system) if persona else (DEFAULT, "")
+
+    def _lines_at(self, memo: _Chat, rows: tuple[ToolRow, ...], now: float) -> tuple[ToolLine, ...]:
+        """Block 9's lines at `now`: kept from the first time they were made until the
+        first moment an "(unused Nd)" label would read differently."""
+        hit = memo.lines
+        if hit is not None and hit[0] is rows and hit[1] <= now < hit[2]:
+            return hit[3]
+        lines = tuple(_tool_lines(rows, now))
+        memo.lines = (rows, now, _next_label_change(rows, now), lines)
+        return lines
+
+
+def _next_label_change(rows: Sequence[ToolRow], now: float) -> float:
+    """The first time after `now` at which some row's idle days (as `_tool_lines` shows
+    them: only from UNUSED_DAYS on) move."""
+    soonest = float("inf")
+    for row in rows:
+        since = row.last_used if row.last_used is not None else row.created
+        idle = int((now - since) // DAY)
+        soonest = min(soonest, since + DAY * max(idle + 1, UNUSED_DAYS))
+    return soonest
 
 
 def _tool_lines(rows: Sequence[ToolRow], now: float) -> list[ToolLine]:

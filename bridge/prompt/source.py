@@ -3,9 +3,11 @@
 `system_prompt(turn)` takes one snapshot and assembles the blocks; the
 TurnRunner calls it once per turn and reuses the text for every model step,
 so a write during the turn shows from the next turn on. When the snapshot
-equals the previous one of the same chat, the previous text is returned as
-is: byte-identical, no rendering (kept per shadow cohort, so turns of both
-cohorts stay cheap). `render` gives `roost prompt` the same
+is (or equals) the previous one of the same chat, the previous text is
+returned as is: byte-identical, no rendering (kept per shadow cohort, so
+turns of both cohorts stay cheap). Otherwise only the blocks whose fields
+changed (`Block.reads`) are rendered again, the rest kept from the chat's
+last prompt. `render` gives `roost prompt` the same
 blocks with names, sizes and budgets; joining them yields `system_prompt`.
 `system_prompt_parts` also says how long the byte-stable prefix is (the
 leading stable blocks, `render.stable_chars`) for a provider's prompt cache.
@@ -17,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bridge.prompt.render import Block, RenderedBlock, render_blocks, stable_chars
+from bridge.prompt.render import Block, RenderedBlock, render_block, stable_chars
 from bridge.prompt.snapshot import Snapshot, SnapshotTaker
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
@@ -31,6 +33,7 @@ class Rendered:
     blocks: tuple[RenderedBlock, ...]
     text: str
     stable_chars: int = 0  # text[:stable_chars] is the leading stable blocks
+    each: tuple[RenderedBlock | None, ...] = ()  # one per block of the table (None: empty)
 
 
 class LoadoutPrompt:
@@ -44,23 +47,46 @@ class LoadoutPrompt:
         self.taker = taker
         self.blocks = tuple(blocks)
         self._last: OrderedDict[tuple[str, str, str, tuple[str, ...]], Rendered] = OrderedDict()
+        self._recent: OrderedDict[tuple[str, str, str], Rendered] = OrderedDict()
         self._remember = remember
 
     def render(
         self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Rendered:
         snap = self.taker.take(dirs, channel, chat, msg_id, now)
-        key = (dirs.tenant, channel, chat or "", tuple(b.bid for b in snap.bullets))
+        where = (dirs.tenant, channel, chat or "")
+        key = (*where, tuple(b.bid for b in snap.bullets))
         last = self._last.get(key)
-        if last is not None and last.snapshot == snap:
+        if last is not None and (last.snapshot is snap or last.snapshot == snap):
             self._last.move_to_end(key)
             return last
-        blocks = tuple(render_blocks(self.blocks, snap))
+        each = tuple(self._blocks(snap, last or self._recent.get(where)))
+        blocks = tuple(b for b in each if b is not None)
         text = SEPARATOR.join(b.text for b in blocks)
-        out = Rendered(snap, blocks, text, stable_chars(blocks, SEPARATOR))
+        out = Rendered(snap, blocks, text, stable_chars(blocks, SEPARATOR), each)
+        if self._remember <= 0:
+            return out
         self._last[key] = out
+        self._recent[where] = out
+        self._recent.move_to_end(where)
         if len(self._last) > self._remember:
             self._last.popitem(last=False)
+        if len(self._recent) > self._remember:
+            self._recent.popitem(last=False)
+        return out
+
+    def _blocks(self, snap: Snapshot, last: Rendered | None) -> list[RenderedBlock | None]:
+        """Each block of the table: the one rendered before when none of the fields it
+        reads changed, else rendered again."""
+        if last is None or len(last.each) != len(self.blocks):
+            return [render_block(block, snap) for block in self.blocks]
+        before = last.snapshot
+        out = []
+        for block, kept in zip(self.blocks, last.each, strict=True):
+            same = block.reads is not None and all(
+                getattr(snap, f) == getattr(before, f) for f in block.reads
+            )
+            out.append(kept if same else render_block(block, snap))
         return out
 
     def now_note(self, turn: TurnContext) -> str:

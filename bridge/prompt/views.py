@@ -1,7 +1,9 @@
 """Read-only views of the stores blocks 7-9 render: skills, style bullets, personal tools.
 
 Other parts fill these stores (grading, the style learner, the forge); the
-loadout only reads them through these protocols. The file-based defaults work
+loadout only reads them through these protocols. A view may declare what its
+answer is made from (`declared`: database tables, a file cache), so the
+prompt's memo can keep the answer until one of those changes. The file-based defaults work
 today: skills from `skills/<name>.md` front matter with grades from an
 injected source, style bullets from an injected source (none by default),
 personal tools come from the forge's catalog (`bridge/personal_tools/view.py`).
@@ -63,6 +65,25 @@ class PersonalToolsView(Protocol):
     def tools(self, dirs: TenantDirs) -> Sequence[ToolRow]: ...
 
 
+class Declared(NamedTuple):
+    """What a view's answer for a tenant is made from, as the view declares it."""
+
+    tables: tuple[str, ...]  # database tables it reads the tenant's rows of
+    files: FileCache | None  # the cache every file it reads goes through (None: no files)
+
+
+def declared(view: object) -> Declared | None:
+    """A view's `tables` and `files` attributes (None: it declares nothing, so the
+    prompt's memo asks it again on every turn).
+
+    A view that declares them promises: its answer for a tenant depends only on
+    those tables' rows of the tenant and on files read through that cache."""
+    tables = getattr(view, "tables", None)
+    if tables is None:
+        return None
+    return Declared(tuple(tables), getattr(view, "files", None))
+
+
 Grades = Callable[[TenantDirs], Mapping[str, float]]
 _SKILL_FILE = re.compile(r"^([a-z0-9][a-z0-9_.-]{0,63})\.md$")
 
@@ -96,7 +117,10 @@ class DirRows:
 
 
 class FileSkills:
-    """Skills from `skills/<name>.md`; only those the grade source rates above 0."""
+    """Skills from `skills/<name>.md`; only those the grade source rates above 0.
+
+    Declares its inputs (`declared`) only without a grade source: grades from a
+    callable are asked for on every turn."""
 
     def __init__(
         self,
@@ -107,6 +131,8 @@ class FileSkills:
         self._grades = grades
         self._cache = cache or FileCache()
         self._rows = rows or DirRows()
+        self.tables: tuple[str, ...] | None = () if grades is no_grades else None
+        self.files: FileCache | None = None  # with no grades, no file is read
 
     def active(self, dirs: TenantDirs) -> list[SkillRow]:
         grades = self._grades(dirs)
@@ -136,6 +162,8 @@ class StaticStyle:
 
     def __init__(self, source: Callable[[TenantDirs], Sequence[BulletRow]] | None = None) -> None:
         self._source = source
+        self.tables: tuple[str, ...] | None = () if source is None else None
+        self.files: FileCache | None = None
 
     def bullets(self, dirs: TenantDirs) -> Sequence[BulletRow]:
         return tuple(BulletRow(*row) for row in self._source(dirs)) if self._source else ()

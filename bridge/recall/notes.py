@@ -8,7 +8,9 @@ over the notes themselves, so a word every note holds counts for little, and a
 word no note holds counts half (it cannot tell the notes apart).
 `choose` keeps the notes at or above the floor, best first, while their texts
 fit the character budget (a note that does not fit is skipped, a smaller one
-after it may still go in).
+after it may still go in). `score_held` gives the same scores for the notes
+above 0 through a `NoteIndex` (term -> notes), for a caller that scores every
+message against the same notes.
 """
 
 from __future__ import annotations
@@ -62,6 +64,68 @@ def score_notes(
         matched = [g for g in wanted if terms.intersection(g)]
         score = sum(idf[g] for g in matched) / total
         out.append(Scored(name, text, score, tuple(g[0] for g in matched)))
+    return sorted(out, key=lambda s: (-s.score, s.name))
+
+
+class NoteIndex:
+    """Which notes hold a term, for scoring many messages against the same notes: found
+    by one pass over the notes the first time a message asks for the term, then kept
+    (a new version of the notes is a new index, at no cost until it is asked)."""
+
+    def __init__(self, held: Sequence[frozenset[str]]) -> None:
+        self.size = len(held)
+        self._held = held
+        self._holders: dict[str, frozenset[int]] = {}
+
+    def holders(self, term: str) -> frozenset[int]:
+        found = self._holders.get(term)
+        if found is None:
+            found = frozenset(i for i, terms in enumerate(self._held) if term in terms)
+            if len(self._holders) >= 65_536:
+                self._holders.clear()
+            self._holders[term] = found
+        return found
+
+
+def score_held(
+    message: str, notes: Sequence[tuple[str, str]], index: NoteIndex, floor: float = 0.0
+) -> list[Scored]:
+    """The notes of `score_notes(message, notes, held)` that score above 0 and at least
+    `floor`, with the same scores (the same sums), best first: found through `index`
+    (made of `held`) instead of every note's terms against every word."""
+    wanted = query_groups(message)
+    if not wanted or not notes:
+        return []
+    holders = index.holders
+    by_group: list[frozenset[int]] = []
+    for g in wanted:
+        found = holders(g[0])
+        for term in g[1:]:
+            found = found | holders(term)
+        by_group.append(found)
+    n = len(notes)
+    idf = [math.log(1 + n / (1 + len(f))) if f else UNHELD for f in by_group]
+    total = sum(idf) or 1.0
+    # words too common to lift a note to the floor, even all together: a note holding
+    # only those cannot be kept, so only the holders of the others are scored
+    least = (floor - 1e-9) * total
+    weak, together = set(), 0.0
+    for k in sorted(range(len(wanted)), key=idf.__getitem__):
+        if together + idf[k] >= least:
+            break
+        together += idf[k]
+        weak.add(k)
+    candidates: set[int] = set()
+    for k, found in enumerate(by_group):
+        if k not in weak:
+            candidates |= found
+    out = []
+    for i in candidates:
+        ks = [k for k, found in enumerate(by_group) if i in found]  # in `wanted` order
+        score = sum(idf[k] for k in ks) / total
+        if score > 0 and score >= floor:
+            name, text = notes[i]
+            out.append(Scored(name, text, score, tuple(wanted[k][0] for k in ks)))
     return sorted(out, key=lambda s: (-s.score, s.name))
 
 

@@ -12,11 +12,16 @@ from bridge.types.tenant_dirs import TenantDirs
 class GradedSkills:
     """Implements the loadout's `SkillsView` from skill files and SQLite grades."""
 
+    tables = ("skill_grades",)  # what it reads (`bridge.prompt.views.declared`), and files:
+
     def __init__(self, grades: SkillGrades, cache: FileCache) -> None:
         self._grades, self._cache = grades, cache
+        self.files = cache  # every skill file is read through it
 
     def active(self, dirs: TenantDirs) -> list[SkillRow]:
-        skills = read_skills(dirs, self._cache)
+        skills = self._cache.kept(
+            ("skills", str(dirs.skills)), lambda: read_skills(dirs, self._cache)
+        )
         if not skills:
             return []
         grades = self._grades.all(dirs.tenant)

@@ -15,6 +15,9 @@ from bridge.types.tenant_dirs import TenantDirs
 class LearnedStyle:
     """Implements `StyleView` from the learner's SQLite table."""
 
+    tables = ("style_bullets",)  # what it reads (`bridge.prompt.views.declared`); no files
+    files = None
+
     def __init__(self, store: StyleStore) -> None:
         self._store = store
 

@@ -142,3 +142,36 @@ def test_a_directory_key_follows_its_entries(root: Path, cache: FileCache) -> No
     assert cache.stat_key(vault) == before == sig(vault)
     (vault / "TOKEN").write_text("x")  # the directory's mtime moves; its parent hears nothing
     assert cache.stat_key(vault) == sig(vault) != before
+
+
+def test_a_file_written_beside_it_costs_no_stat(root: Path, cache: FileCache) -> None:
+    """Each entry has its own generation: roost.db's log written next to STEERING.md
+    (every turn) does not make STEERING.md checked again; STEERING.md written does."""
+    steering, log = root / "STEERING.md", root / "roost.db-wal"
+    steering.write_text("rules")
+    assert cache.read(steering) == "rules"
+    checked = cache.stats
+    for i in range(5):
+        with open(log, "a") as fh:
+            fh.write(f"page {i}")
+        assert cache.read(steering) == "rules"
+        assert cache.stat_key(steering) == sig(steering)
+    assert cache.stats == checked + 1  # the key, once; no read was checked again
+    with open(steering, "r+") as fh:  # same size, in place
+        fh.write("RULES")
+    assert cache.read(steering) == "RULES"
+
+
+def test_a_recording_still_holds_until_one_of_its_files_changes(
+    root: Path, cache: FileCache
+) -> None:
+    mdir = root / "tenants" / "alice" / "memory"
+    (mdir / "a.md").write_text("a")
+    with cache.recording() as reads:
+        assert cache.listdir(mdir) == ("a.md",)
+        assert cache.read(mdir / "a.md") == "a"
+        assert cache.read(mdir / "b.md") is None
+    (root / "roost.db-wal").write_text("elsewhere")
+    assert cache.still(reads)
+    (mdir / "b.md").write_text("b")  # a missing file comes
+    assert not cache.still(reads)

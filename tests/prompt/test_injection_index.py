@@ -1,0 +1,33 @@
+"""The recall injection's index gives the scores `explain` gives: `score_held` against
+`score_notes`, over random notes and messages (English, German, shared and rare words)."""
+
+from __future__ import annotations
+
+import random
+
+from bridge.recall.notes import NoteIndex, note_terms, score_held, score_notes
+
+LINES = (
+    "garden tomato watering schedule berlin flight booking passport dentist",
+    "appointment tuesday Geburtstag Mutter Kuchen backen Zahnarzt Termin",
+    "running shoes marathon training budget rent invoice topic the and about",
+)
+WORDS = tuple(w for line in LINES for w in line.split(" "))
+
+
+def test_the_index_scores_as_every_note_against_every_word() -> None:
+    rng = random.Random(7)
+    for _ in range(60):
+        notes = [
+            (f"note {i}", " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 30))))
+            for i in range(rng.randrange(0, 40))
+        ]
+        held = [note_terms(name, text) for name, text in notes]
+        index = NoteIndex(held)
+        for _ in range(10):
+            message = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 8)))
+            floor = rng.choice((0.0, 0.1, 0.3, 0.6, 1.0))
+            want = [
+                s for s in score_notes(message, notes, held) if s.score > 0 and s.score >= floor
+            ]
+            assert score_held(message, notes, index, floor) == want, (message, floor)
