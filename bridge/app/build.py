@@ -38,6 +38,7 @@ from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.db import connect
 from bridge.core.identities import identity_map
+from bridge.core.pairing import watching
 from bridge.core.quota import TenantQuota
 from bridge.core.sessions import SessionStore
 from bridge.core.usage import UsageStore
@@ -123,7 +124,9 @@ async def build(
     closers.append(runner.aclose)
     limits = settings.limits
     sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)
-    resolver, pairing = build_access(settings, db, clock, platforms)
+    resolver, pairing = build_access(settings, database, clock, platforms)
+    await pairing.load()  # the mirror the resolver's rule reads
+    closers.append(watching(pairing))  # reloaded when another process pairs or revokes
     schedule = ScheduleService(
         database,
         JobLimits(

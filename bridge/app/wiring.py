@@ -69,6 +69,7 @@ from bridge.skills.grades import SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.tool import SkillTools
 from bridge.skills.view import GradedSkills
+from bridge.storage.protocol import Database
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
 from bridge.types.audit_sink import AuditSink
@@ -92,10 +93,10 @@ class Capabilities:
 
 
 def build_access(
-    settings: Settings, db: sqlite3.Connection, clock: Callable[[], float], platforms: Platforms
+    settings: Settings, db: Database, clock: Callable[[], float], platforms: Platforms
 ) -> tuple[TenantResolver, PairingStore]:
     """Who is who: loopback, configured identities of each platform, then pairings to
-    configured tenants."""
+    configured tenants (the caller loads the pairing mirror: `PairingStore.load`)."""
     pairing = PairingStore(db, clock)
     barred = functools.partial(forgetting, settings.home)  # an unfinished `roost forget`
     return TenantResolver(access_rules(settings, pairing, platforms), barred), pairing

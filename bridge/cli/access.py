@@ -5,8 +5,9 @@ in (`config`: the tenant's `<platform>_ids`; `paired`: a binding, since when)
 and when they were last seen (a binding's `last_seen`; for a config-mapped
 id, the last message of their private chat). `revoke` removes bindings
 (a tenant: all of its bindings) and writes `pairing.revoked` {by: operator}
-for each; the daemon reads bindings on every message, so it takes effect on
-the next one. A config-mapped id cannot be revoked here: it is named, with
+for each; the daemon reads a paired identity's binding on every message (and
+reloads its mirror at the store's notify), so it takes effect on the next
+one. A config-mapped id cannot be revoked here: it is named, with
 the config key to remove it from. Exit 0 when something was revoked, 1 when
 there was nothing to revoke.
 """
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple, TextIO
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.home import open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
@@ -68,14 +70,14 @@ def _mapped(settings: Settings) -> list[tuple[str, str, str]]:
     return sorted(listed(settings.tenants, PLATFORMS), key=lambda row: row[0])
 
 
-def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
+async def people(settings: Settings, db: sqlite3.Connection, store: PairingStore) -> list[Person]:
     """Everyone who gets in: config-mapped ids first (by tenant), then bindings (oldest first).
 
     LAST SEEN is the identity's last admitted message on any chat (`identity_seen`,
-    stamped as it arrives: commands and groups count), else what older data shows.
+    stamped as it arrives: commands and groups count), else what older data shows
+    (`db`: the sessions, not on the storage layer yet).
     """
-    store = PairingStore(db)
-    seen = store.last_seen()
+    seen = await store.last_seen()
     mapped = [
         Person(
             f"{ch}:{uid}",
@@ -94,17 +96,25 @@ def people(settings: Settings, db: sqlite3.Connection) -> list[Person]:
             b.bound_at,
             _latest(seen.get((b.channel, b.identity)), b.last_seen),
         )
-        for b in store.bindings()
+        for b in await store.bindings()
     ]
     return mapped + paired
 
 
-def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+async def _people(settings: Settings) -> list[Person]:
     db = connect(settings.home / "roost.db")
     try:
-        rows = people(settings, db)
+        database = await open_database(settings.home / "roost.db")
+        try:
+            return await people(settings, db, PairingStore(database))
+        finally:
+            await database.aclose()
     finally:
         db.close()
+
+
+def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    rows = asyncio.run(_people(settings))
     if not rows:
         print("nobody is mapped or paired (roost pair TENANT issues a code)", file=out)
         return 0
@@ -124,13 +134,25 @@ def _config_named(settings: Settings, target: str) -> list[str]:
     ]
 
 
-def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
+async def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
     if ":" not in target:
-        return pairing.revoke_tenant(target)
+        return await pairing.revoke_tenant(target)
     channel, identity = target.split(":", 1)
-    found = [b for b in pairing.bindings() if (b.channel, b.identity) == (channel, identity)]
-    pairing.revoke(channel, identity)
+    found = [b for b in await pairing.bindings() if (b.channel, b.identity) == (channel, identity)]
+    await pairing.revoke(channel, identity)
     return found
+
+
+async def _revoked(settings: Settings, target: str) -> list[Binding]:
+    """Remove the bindings (a running daemon's mirror reloads at the notify), then audit."""
+    database = await open_database(settings.home / "roost.db")
+    try:
+        gone = await _revoke(PairingStore(database), target)
+    finally:
+        await database.aclose()
+    if gone:
+        await _audit(settings, gone)
+    return gone
 
 
 async def _audit(settings: Settings, gone: Sequence[Binding]) -> None:
@@ -153,13 +175,7 @@ async def _audit(settings: Settings, gone: Sequence[Binding]) -> None:
 def run_revoke(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     target: str = args.target
     prepare_home(settings.home)
-    db = connect(settings.home / "roost.db")
-    try:
-        gone = _revoke(PairingStore(db), target)
-    finally:
-        db.close()
-    if gone:
-        asyncio.run(_audit(settings, gone))
+    gone = asyncio.run(_revoked(settings, target))
     for b in gone:
         print(f"revoked {b.channel}:{b.identity} (paired to {b.tenant})", file=out)
     for named in _config_named(settings, target):

@@ -40,7 +40,7 @@ def pair_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(roost: Roost) -> int:
         roost.tenant_dirs(args.tenant)
-        code = roost.pairing.issue(args.tenant)
+        code = await roost.pairing.issue(args.tenant)
         await roost.audit.emit("pairing.issued", args.tenant, {"ttl_s": int(CODE_TTL_S)})
         minutes = int(CODE_TTL_S // 60)
         print(f"Pairing code for tenant {args.tenant}: {code}")

@@ -5,7 +5,7 @@ the core runs, in this order: a command addressed to another bot
 (`/x@other_bot`, checked against `Inbound.bot_name`) is silently not ours;
 `/pair CODE` is redeemed here (private chats only, with its lockout), so
 unknown people can pair; a known identity gets its tenant; anyone else gets
-one refusal, ever (remembered in SQLite), and silence after that. No
+one refusal, ever (remembered in the database), and silence after that. No
 platform import: channels hand in an `Inbound` and send back the `Final`.
 Audit events carry ids only, never the code. Refusals and failed pairings
 go through `StrangerAudit`: one record per identity per hour with a count,
@@ -74,14 +74,24 @@ class Access:
             return SILENT
         if parsed is not None and parsed.name == "pair":
             return _said(await self._pair(inbound, parsed.args), "command")
-        tenant = self._resolver.match(inbound)
+        tenant = await self._match(inbound)
         if tenant is not None and self._resolver.barred(tenant):
             log.warning("%s: a message for a tenant being forgotten refused", inbound.channel)
             return Final(BARRED, "refusal")
         if tenant is not None:
-            self._pairing.stamp(inbound.channel, inbound.identity, tenant)  # access list
+            await self._pairing.stamp(inbound.channel, inbound.identity, tenant)  # access list
             return tenant
         return _said(await self._refusal(inbound), "refusal")
+
+    async def _match(self, inbound: Inbound) -> str | None:
+        """The resolver's tenant, with this identity's binding read from the database
+        first when it may count (no other rule matched, or the mirror holds one): a
+        binding another process made or removed counts from this message on."""
+        tenant = self._resolver.match(inbound)
+        if tenant is None or self._pairing.mirrored(inbound.channel, inbound.identity):
+            await self._pairing.seen(inbound.channel, inbound.identity)  # stamps last_seen
+            tenant = self._resolver.match(inbound)
+        return tenant
 
     async def _pair(self, inbound: Inbound, code: str) -> str | None:
         """The reply to `/pair CODE`; None when a locked-out identity keeps trying."""
@@ -90,10 +100,10 @@ class Access:
         if not code:
             return PAIR_USAGE
         channel, identity = inbound.channel, inbound.identity
-        paired = self._pairing.bound_tenant(channel, identity)
+        paired = await self._pairing.bound_tenant(channel, identity)  # the mirror follows
         if self._resolver.resolve(inbound) is not None and paired is None:
             return ALREADY
-        result = self._pairing.redeem(channel, identity, code)
+        result = await self._pairing.redeem(channel, identity, code)
         if result.outcome == "bound":
             details = {"channel": channel, "identity": identity}
             await self._audit.emit("pairing.used", result.tenant, details)
@@ -116,7 +126,7 @@ class Access:
     async def _refusal(self, inbound: Inbound) -> str | None:
         """The refusal for an unknown identity, the first time only."""
         channel, identity = inbound.channel, inbound.identity
-        if not self._pairing.should_refuse_loudly(channel, identity):
+        if not await self._pairing.should_refuse_loudly(channel, identity):
             log.debug("%s: message from an unknown identity dropped (already told)", channel)
             return None
         await self._strangers.record("access.refused", channel, identity, {})

@@ -123,7 +123,7 @@ class CoreCommands:
     async def unpair(self, ctx: CommandContext, args: str) -> str:
         assert self._pairing is not None
         channel, identity = ctx.inbound.channel, ctx.inbound.identity
-        tenant = self._pairing.revoke(channel, identity)
+        tenant = await self._pairing.revoke(channel, identity)
         if tenant is None:
             return NOT_PAIRED
         if self._audit is not None:

@@ -8,27 +8,54 @@ Wrong codes are counted per identity; five failures within an hour lock
 the identity out for an hour, during which codes are not even checked.
 The store also remembers who was already told "I don't know you", so an
 unknown person hears it once, not once per message; both stranger tables
-are bounded (`MAX_STRANGER_ROWS`, oldest forgotten first; expired failure
-windows are dropped), so a flood of strangers cannot grow the database
-without bound. A binding holds only while its tenant is configured
-(`rule(known)`), and `revoke` removes it: both take effect on the next
-message. Resolving a binding stamps its `last_seen`, at most once a minute
-per identity (`SEEN_EVERY_S`), so the hot path writes rarely. Plain
-SQLite; no telegram import; the clock is injected.
+are bounded (`MAX_STRANGER_ROWS`, the least recently written forgotten
+first, by their `seq`; expired failure windows are dropped), so a flood of
+strangers cannot grow the database without bound. A binding holds only
+while its tenant is configured (`rule(known)`), and `revoke` removes it:
+both take effect on the next message. Looking a binding up for a message
+(`seen`) stamps its `last_seen`, at most once a minute per identity
+(`SEEN_EVERY_S`), so the hot path writes rarely. No telegram import; the
+clock is injected.
+
+The store runs on the `Database` protocol (`bridge.storage`, SQLite or
+PostgreSQL) and every write is ONE statement, never a transaction held
+across an await (the rule of `bridge.schedule.outbox` while roost.db has a
+second way in): a code is redeemed by one conditional `UPDATE ... WHERE
+used_at IS NULL ... RETURNING tenant`, so of two instances racing to redeem
+one code exactly one gets the row back; the binding is written after it
+(a crash between the two leaves the code used and nobody bound: the person
+was not told "Paired" and asks for a new code). A wrong code is counted by
+one upsert that also resets an expired window and sets the lockout, so
+racing attempts of one identity are all counted.
+
+The resolver's rules are synchronous (`TenantResolver.match`, read by
+channels before a message reaches the core), so the store keeps a mirror of
+the bindings in memory: filled by `load()` at start, kept by this store's
+own writes, refreshed for one identity by `seen` and `bound_tenant` (which
+`Access.admit` awaits before it decides, so a binding another process made
+or removed counts from that identity's next message), and reloaded whole by
+`watch()` when any process notifies `TOPIC` (every binding write does:
+`roost access revoke`, another instance on PostgreSQL).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import logging
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from bridge.core.tenants import Rule
+from bridge.storage.errors import StorageError
+from bridge.storage.protocol import Database, Row
 from bridge.types.messages import Inbound
+
+log = logging.getLogger(__name__)
 
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -39,6 +66,36 @@ FAILURE_WINDOW_S = 3600.0
 MAX_STRANGER_ROWS = 10_000  # per table: refusal notices, failure counters
 SEEN_EVERY_S = 60.0  # last_seen is written at most this often per identity
 STAMP_EVERY_S = 5.0  # identity_seen: at most this often per identity (roost access list)
+TOPIC: Final = "pairing"  # notified by every write of a binding (the mirrors reload)
+
+Key = tuple[str, str]  # (channel, identity)
+
+# The next `seq` of a stranger table: one more than the largest (an index lookup).
+_NEXT_SEQ = "(SELECT COALESCE(max(seq), 0) + 1 FROM {table})"
+
+# One wrong code, counted in one statement: a new counter; or the old one reset when its
+# window passed or its lockout ended, else one more; locked at MAX_FAILURES. A counter
+# still locked is left alone (no row comes back).
+_FAILED = f"""
+INSERT INTO pairing_failures (channel, identity, failures, window_start, locked_until, seq)
+VALUES (:channel, :identity, 1, :now, CASE WHEN 1 >= :max THEN CAST(:lock AS DOUBLE PRECISION)
+        ELSE 0 END,
+        {_NEXT_SEQ.format(table="pairing_failures")})
+ON CONFLICT (channel, identity) DO UPDATE SET
+    failures = CASE WHEN :now - pairing_failures.window_start > :window
+                      OR pairing_failures.locked_until != 0
+                    THEN 1 ELSE pairing_failures.failures + 1 END,
+    window_start = CASE WHEN :now - pairing_failures.window_start > :window
+                          OR pairing_failures.locked_until != 0
+                        THEN :now ELSE pairing_failures.window_start END,
+    locked_until = CASE WHEN :now - pairing_failures.window_start <= :window
+                          AND pairing_failures.locked_until = 0
+                          AND pairing_failures.failures + 1 >= :max
+                        THEN CAST(:lock AS DOUBLE PRECISION) ELSE 0 END,
+    seq = excluded.seq
+WHERE pairing_failures.locked_until <= :now
+RETURNING failures, locked_until
+"""
 
 
 def normalize(code: str) -> str:
@@ -48,6 +105,10 @@ def normalize(code: str) -> str:
 
 def code_hash(code: str) -> str:
     return hashlib.sha256(f"roost-pair:{normalize(code)}".encode()).hexdigest()
+
+
+def well_formed(normal: str) -> bool:
+    return len(normal) == CODE_LENGTH and set(normal) <= set(ALPHABET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,165 +130,221 @@ class Binding(NamedTuple):
     last_seen: float | None = None
 
 
+_BINDING_COLUMNS = "channel, identity, tenant, bound_at, last_seen"
+
+
+def _binding(row: Row) -> Binding:
+    c, i, t, at, seen = row
+    return Binding(str(c), str(i), str(t), float(at), None if seen is None else float(seen))
+
+
 class PairingStore:
     def __init__(
         self,
-        db: sqlite3.Connection,
+        db: Database,
         clock: Callable[[], float] = time.time,
         rand: Callable[[str], str] = secrets.choice,
     ) -> None:
-        self._db = db
+        self.db = db
         self._clock = clock
         self._rand = rand
-        self._stamped: dict[tuple[str, str], float] = {}  # identity_seen writes, per identity
+        self._stamped: dict[Key, float] = {}  # identity_seen writes, per identity
+        self._bound: dict[Key, str] = {}  # the mirror the synchronous rule reads
 
     @property
     def clock(self) -> Callable[[], float]:
         return self._clock
 
-    def issue(self, tenant: str) -> str:
+    # -- the mirror -----------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Read every binding into the mirror (at start, and after another process wrote)."""
+        rows = await self.db.fetch_all("SELECT channel, identity, tenant FROM pairing_bindings")
+        self._bound = {(str(c), str(i)): str(t) for c, i, t in rows}
+
+    async def watch(self) -> None:
+        """Reload the mirror at every notify of `TOPIC`, from any process; runs until
+        cancelled (the composition root starts it)."""
+        async with self.db.subscribe(TOPIC) as notified:
+            while True:
+                await notified.wait()
+                try:
+                    await self.load()
+                except StorageError as exc:  # the database is away: the next notify retries
+                    log.warning("pairing: the bindings could not be reloaded: %s", exc)
+
+    def mirrored(self, channel: str, identity: str) -> bool:
+        """Whether the mirror holds a binding of this identity (it may be stale)."""
+        return (channel, identity) in self._bound
+
+    def _mirror(self, key: Key, tenant: str | None) -> None:
+        if tenant is None:
+            self._bound.pop(key, None)
+        else:
+            self._bound[key] = tenant
+
+    # -- codes ----------------------------------------------------------------------------
+
+    async def issue(self, tenant: str) -> str:
         """A fresh code for `tenant`; only its hash is stored."""
         now = self._clock()
-        self._db.execute("DELETE FROM pairing_codes WHERE expires_at < ?", (now - 86400,))
+        await self.db.execute("DELETE FROM pairing_codes WHERE expires_at < ?", (now - 86400,))
         while True:
             code = "".join(self._rand(ALPHABET) for _ in range(CODE_LENGTH))
-            try:
-                self._db.execute(
-                    "INSERT INTO pairing_codes (code_hash, tenant, created_at, expires_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (code_hash(code), tenant, now, now + CODE_TTL_S),
-                )
+            added = await self.db.execute(
+                "INSERT INTO pairing_codes (code_hash, tenant, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (code_hash) DO NOTHING",
+                (code_hash(code), tenant, now, now + CODE_TTL_S),
+            )
+            if added == 1:
                 return code
-            except sqlite3.IntegrityError:
-                continue
 
-    def redeem(self, channel: str, identity: str, code: str) -> Redeemed:
+    async def redeem(self, channel: str, identity: str, code: str) -> Redeemed:
         """Try a code for an identity; binds on success, counts failures otherwise."""
         now = self._clock()
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            result = self._redeem(channel, identity, code, now)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        return result
-
-    def _redeem(self, channel: str, identity: str, code: str, now: float) -> Redeemed:
-        row = self._db.execute(
-            "SELECT failures, window_start, locked_until FROM pairing_failures"
-            " WHERE channel = ? AND identity = ?",
+        locked = await self.db.fetch_value(
+            "SELECT locked_until FROM pairing_failures WHERE channel = ? AND identity = ?",
             (channel, identity),
-        ).fetchone()
-        failures, window_start, locked_until = row if row else (0, now, 0.0)
-        if locked_until > now:
-            return Redeemed("locked", locked_until=locked_until)
-        if now - window_start > FAILURE_WINDOW_S or locked_until:
-            failures, window_start = 0, now
-        normal = normalize(code)
-        found = None
-        if len(normal) == CODE_LENGTH and set(normal) <= set(ALPHABET):
-            found = self._db.execute(
-                "SELECT tenant FROM pairing_codes WHERE code_hash = ? AND used_at IS NULL"
-                " AND expires_at >= ?",
-                (code_hash(normal), now),
-            ).fetchone()
-        if found is None:
-            failures += 1
-            locked = now + LOCKOUT_S if failures >= MAX_FAILURES else 0.0
-            self._db.execute(
-                "INSERT OR REPLACE INTO pairing_failures VALUES (?, ?, ?, ?, ?)",
-                (channel, identity, failures, window_start, locked),
-            )
-            if row is None:
-                self._prune_failures(now)
-            if locked:
-                return Redeemed("locked", locked_until=locked, just_locked=True)
-            return Redeemed("wrong", failures_left=MAX_FAILURES - failures)
-        (tenant,) = found
-        self._db.execute(
-            "UPDATE pairing_codes SET used_at = ?, used_by = ? WHERE code_hash = ?",
-            (now, f"{channel}:{identity}", code_hash(normal)),
         )
-        self._db.execute(
-            "INSERT OR REPLACE INTO pairing_bindings (channel, identity, tenant, bound_at)"
-            " VALUES (?, ?, ?, ?)",
+        if locked is not None and float(locked) > now:
+            return Redeemed("locked", locked_until=float(locked))
+        normal = normalize(code)
+        tenant = None
+        if well_formed(normal):
+            tenant = await self.db.fetch_value(  # the claim: one winner
+                "UPDATE pairing_codes SET used_at = :now, used_by = :who"
+                " WHERE code_hash = :hash AND used_at IS NULL AND expires_at >= :now"
+                " RETURNING tenant",
+                {"now": now, "who": f"{channel}:{identity}", "hash": code_hash(normal)},
+            )
+        if tenant is None:
+            return await self._failed(channel, identity, now)
+        await self._bind(channel, identity, str(tenant), now)
+        return Redeemed("bound", tenant=str(tenant))
+
+    async def _bind(self, channel: str, identity: str, tenant: str, now: float) -> None:
+        await self.db.execute(
+            "INSERT INTO pairing_bindings (channel, identity, tenant, bound_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (channel, identity) DO UPDATE SET"
+            " tenant = excluded.tenant, bound_at = excluded.bound_at, last_seen = NULL",
             (channel, identity, tenant, now),
         )
+        self._mirror((channel, identity), tenant)
         for table in ("pairing_failures", "refusal_notices"):
-            self._db.execute(
+            await self.db.execute(
                 f"DELETE FROM {table} WHERE channel = ? AND identity = ?", (channel, identity)
             )
-        return Redeemed("bound", tenant=tenant)
+        await self.db.notify(TOPIC)
 
-    def _prune_failures(self, now: float) -> None:
-        self._db.execute(
+    async def _failed(self, channel: str, identity: str, now: float) -> Redeemed:
+        params = {
+            "channel": channel,
+            "identity": identity,
+            "now": now,
+            "lock": now + LOCKOUT_S,
+            "window": FAILURE_WINDOW_S,
+            "max": MAX_FAILURES,
+        }
+        row = await self.db.fetch_one(_FAILED, params)
+        if row is None:  # locked meanwhile by a racing attempt
+            locked = await self.db.fetch_value(
+                "SELECT locked_until FROM pairing_failures WHERE channel = ? AND identity = ?",
+                (channel, identity),
+            )
+            return Redeemed("locked", locked_until=float(locked or now + LOCKOUT_S))
+        failures, locked_until = int(row[0]), float(row[1])
+        if failures == 1:  # a new window: the moment to drop expired ones
+            await self._prune_failures(now)
+        if locked_until:
+            return Redeemed("locked", locked_until=locked_until, just_locked=True)
+        return Redeemed("wrong", failures_left=MAX_FAILURES - failures)
+
+    async def _prune_failures(self, now: float) -> None:
+        await self.db.execute(
             "DELETE FROM pairing_failures WHERE window_start < ? AND locked_until < ?",
             (now - FAILURE_WINDOW_S, now),
         )
-        _keep_newest(self._db, "pairing_failures")
+        await _keep_newest(self.db, "pairing_failures")
 
-    def bound_tenant(self, channel: str, identity: str) -> str | None:
-        row = self._db.execute(
+    # -- bindings -------------------------------------------------------------------------
+
+    async def bound_tenant(self, channel: str, identity: str) -> str | None:
+        """The tenant of a binding, read from the database (the mirror follows)."""
+        tenant = await self.db.fetch_value(
             "SELECT tenant FROM pairing_bindings WHERE channel = ? AND identity = ?",
             (channel, identity),
-        ).fetchone()
-        return row[0] if row else None
+        )
+        found = None if tenant is None else str(tenant)
+        self._mirror((channel, identity), found)
+        return found
 
-    def should_refuse_loudly(self, channel: str, identity: str) -> bool:
+    async def should_refuse_loudly(self, channel: str, identity: str) -> bool:
         """True exactly once per identity: the first refusal is sent, later ones are not."""
-        cur = self._db.execute(
-            "INSERT OR IGNORE INTO refusal_notices VALUES (?, ?, ?)",
+        added = await self.db.execute(
+            "INSERT INTO refusal_notices (channel, identity, at, seq) VALUES (?, ?, ?, "
+            f"{_NEXT_SEQ.format(table='refusal_notices')}) ON CONFLICT (channel, identity)"
+            " DO NOTHING",
             (channel, identity, self._clock()),
         )
-        if cur.rowcount != 1:
+        if added != 1:
             return False
-        _keep_newest(self._db, "refusal_notices")
+        await _keep_newest(self.db, "refusal_notices")
         return True
 
-    def revoke(self, channel: str, identity: str) -> str | None:
+    async def revoke(self, channel: str, identity: str) -> str | None:
         """Remove a binding; returns the tenant it pointed to (None: there was none)."""
-        tenant = self.bound_tenant(channel, identity)
-        self._db.execute(
-            "DELETE FROM pairing_bindings WHERE channel = ? AND identity = ?", (channel, identity)
+        tenant = await self.db.fetch_value(
+            "DELETE FROM pairing_bindings WHERE channel = ? AND identity = ? RETURNING tenant",
+            (channel, identity),
         )
-        return tenant
+        self._mirror((channel, identity), None)
+        if tenant is None:
+            return None
+        await self.db.notify(TOPIC)
+        return str(tenant)
 
-    def revoke_tenant(self, tenant: str) -> list[Binding]:
-        """Remove every binding to `tenant`; returns the bindings removed."""
-        gone = [b for b in self.bindings() if b.tenant == tenant]
-        self._db.execute("DELETE FROM pairing_bindings WHERE tenant = ?", (tenant,))
+    async def revoke_tenant(self, tenant: str) -> list[Binding]:
+        """Remove every binding to `tenant`; returns the bindings removed, oldest first."""
+        rows = await self.db.fetch_all(
+            f"DELETE FROM pairing_bindings WHERE tenant = ? RETURNING {_BINDING_COLUMNS}",
+            (tenant,),
+        )
+        gone = sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
+        for b in gone:
+            self._mirror((b.channel, b.identity), None)
+        if gone:
+            await self.db.notify(TOPIC)
         return gone
 
-    def bindings(self) -> list[Binding]:
+    async def bindings(self) -> list[Binding]:
         """Every binding, oldest first."""
-        rows = self._db.execute(
-            "SELECT channel, identity, tenant, bound_at, last_seen FROM pairing_bindings"
-            " ORDER BY bound_at"
+        rows = await self.db.fetch_all(
+            f"SELECT {_BINDING_COLUMNS} FROM pairing_bindings ORDER BY bound_at, channel, identity"
         )
-        return [
-            Binding(str(c), str(i), str(t), float(at), None if seen is None else float(seen))
-            for c, i, t, at, seen in rows
-        ]
+        return [_binding(row) for row in rows]
 
-    def seen(self, channel: str, identity: str) -> str | None:
-        """The tenant of a binding, stamping its last_seen (at most once per SEEN_EVERY_S)."""
-        row = self._db.execute(
+    async def seen(self, channel: str, identity: str) -> str | None:
+        """The tenant of a binding, read from the database (the mirror follows), stamping
+        its last_seen (at most once per SEEN_EVERY_S)."""
+        row = await self.db.fetch_one(
             "SELECT tenant, last_seen FROM pairing_bindings WHERE channel = ? AND identity = ?",
             (channel, identity),
-        ).fetchone()
+        )
+        key = (channel, identity)
         if row is None:
+            self._mirror(key, None)
             return None
-        tenant, last_seen = row
+        tenant, last_seen = str(row[0]), row[1]
+        self._mirror(key, tenant)
         now = self._clock()
-        if last_seen is None or now - last_seen >= SEEN_EVERY_S:
-            self._db.execute(
+        if last_seen is None or now - float(last_seen) >= SEEN_EVERY_S:
+            await self.db.execute(
                 "UPDATE pairing_bindings SET last_seen = ? WHERE channel = ? AND identity = ?",
                 (now, channel, identity),
             )
-        return str(tenant)
+        return tenant
 
-    def stamp(self, channel: str, identity: str, tenant: str) -> None:
+    async def stamp(self, channel: str, identity: str, tenant: str) -> None:
         """An admitted identity wrote now (every channel, configured or paired); written
         at most once per STAMP_EVERY_S per identity, so `roost access list` is current."""
         now = self._clock()
@@ -235,35 +352,48 @@ class PairingStore:
         if now - self._stamped.get(key, float("-inf")) < STAMP_EVERY_S:
             return
         self._stamped[key] = now
-        self._db.execute(
+        await self.db.execute(
             "INSERT INTO identity_seen (channel, identity, tenant, at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (channel, identity) DO UPDATE SET tenant = excluded.tenant,"
             " at = excluded.at",
             (channel, identity, tenant, now),
         )
 
-    def last_seen(self) -> dict[tuple[str, str], float]:
+    async def last_seen(self) -> dict[Key, float]:
         """(channel, identity) -> when it last wrote (see `stamp`)."""
-        rows = self._db.execute("SELECT channel, identity, at FROM identity_seen").fetchall()
+        rows = await self.db.fetch_all("SELECT channel, identity, at FROM identity_seen")
         return {(str(c), str(i)): float(at) for c, i, at in rows}
 
     def rule(self, known: Callable[[str], bool] = lambda tenant: True) -> Rule:
-        """A TenantResolver rule: paired identities of any channel whose tenant is `known`.
+        """A TenantResolver rule: paired identities of any channel whose tenant is `known`
+        (read from the mirror: `Access.admit` refreshes it for the identity first).
 
         A binding to a tenant that is no longer configured resolves to nothing:
         the person is a stranger again from their next message on.
         """
 
         def rule(inbound: Inbound) -> str | None:
-            tenant = self.seen(inbound.channel, inbound.identity)
+            tenant = self._bound.get((inbound.channel, inbound.identity))
             return tenant if tenant is not None and known(tenant) else None
 
         return rule
 
 
-def _keep_newest(db: sqlite3.Connection, table: str) -> None:
-    """Forget all but the newest MAX_STRANGER_ROWS rows (rowid order = last written)."""
-    db.execute(
-        f"DELETE FROM {table} WHERE rowid <= (SELECT max(rowid) FROM {table}) - ?",
+async def _keep_newest(db: Database, table: str) -> None:
+    """Forget all but the newest MAX_STRANGER_ROWS rows (`seq` order = last written)."""
+    await db.execute(
+        f"DELETE FROM {table} WHERE seq <= (SELECT max(seq) FROM {table}) - ?",
         (MAX_STRANGER_ROWS,),
     )
+
+
+def watching(store: PairingStore) -> Callable[[], object]:
+    """Start `store.watch()` in a task; the closer that cancels it (for `Roost.aclose`)."""
+    task = asyncio.get_running_loop().create_task(store.watch(), name="pairing-watch")
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return stop

@@ -43,6 +43,7 @@ from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
+from bridge.storage.errors import StorageError
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply
 from bridge.types.progress import ProgressSink
@@ -121,6 +122,10 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
+        # a chat's messages pass the access check one at a time, in arrival order: the
+        # check awaits the database, and the next message must not reach the chat's lock
+        # first (released with no await before `_admitted` queues at that lock)
+        self._arrivals: KeyedLocks[tuple[str, str]] = KeyedLocks()
         # stop / attach a turn (shared with /stop, `bridge.core.builtin_commands`)
         self.running: RunningTurns[SessionKey] = running or RunningTurns()
         self._inflight: set[asyncio.Task[object]] = set()
@@ -172,13 +177,14 @@ class Core:
         if task is not None:
             self._inflight.add(task)
         try:
-            try:
-                admitted = await self.access.admit(inbound)
-            except (OSError, sqlite3.Error) as exc:  # pairing, refusal notices: a full disk
-                if not disk_full(exc):
-                    raise
-                log.error("disk full while admitting a message (%s): %s", inbound.channel, exc)
-                admitted = Final(DISK_FULL, "error")
+            async with self._arrivals.hold((inbound.channel, inbound.chat)):
+                try:
+                    admitted = await self.access.admit(inbound)
+                except (OSError, sqlite3.Error, StorageError) as exc:  # pairing: a full disk
+                    if not disk_full(exc):
+                        raise
+                    log.error("disk full while admitting a message (%s): %s", inbound.channel, exc)
+                    admitted = Final(DISK_FULL, "error")
             if isinstance(admitted, str):
                 return await self._admitted(inbound, admitted, reply, on_delta, on_progress)
             if admitted.kind != "silent":

@@ -38,9 +38,20 @@ _WHAT = (
     "history meta, failed turns, turn versions",
     "whatsapp seen, window, sent",
     "matrix sync token, direct rooms",
+    "refusal_notices.seq, pairing_failures.seq",
 )
 
-_POSTGRES: dict[int, str] = {}  # version -> hand-written PostgreSQL text, where derived is wrong
+# version -> hand-written PostgreSQL text, where the derived one is wrong
+_POSTGRES: dict[int, str] = {
+    # step 18 numbers existing rows by SQLite's rowid; PostgreSQL has none (and a database
+    # made there starts empty, or is copied with its seq)
+    18: """
+    ALTER TABLE refusal_notices ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE pairing_failures ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
+    CREATE INDEX refusal_notices_seq ON refusal_notices (seq);
+    CREATE INDEX pairing_failures_seq ON pairing_failures (seq)
+    """,
+}
 
 
 def postgres_of(sqlite: str) -> str:

@@ -1,4 +1,4 @@
-"""The SQLite text of the logical migrations 1..16: the one list of roost.db's schema.
+"""The SQLite text of the logical migrations 1..18: the one list of roost.db's schema.
 
 Until round two moves the stores onto `bridge.storage`, `bridge.core.db`
 runs these on `roost.db` (as its `MIGRATIONS`); a table is added by
@@ -276,5 +276,15 @@ SQLITE: tuple[str, ...] = (
         account TEXT NOT NULL, user_id TEXT NOT NULL, room_id TEXT NOT NULL,
         updated_ms INTEGER NOT NULL, PRIMARY KEY (account, user_id)
     )
+    """,
+    # the stranger tables of pairing (bridge/core/pairing.py) on the storage layer: bounded by
+    # `seq` (the last written has the largest) instead of SQLite's rowid, which PostgreSQL lacks
+    """
+    ALTER TABLE refusal_notices ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE pairing_failures ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+    UPDATE refusal_notices SET seq = rowid;
+    UPDATE pairing_failures SET seq = rowid;
+    CREATE INDEX refusal_notices_seq ON refusal_notices (seq);
+    CREATE INDEX pairing_failures_seq ON pairing_failures (seq)
     """,
 )

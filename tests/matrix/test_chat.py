@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.channels.matrix.channel import ENCRYPTED
-from bridge.core.pairing import PairingStore
 from tests.conftest import ScriptedBackend
 from tests.matrix.conftest import Accounts, mx_settings, running
 from tests.matrix.person import Person
@@ -82,14 +81,14 @@ async def test_a_stranger_is_refused_once_then_silence_and_can_pair(
         await stranger.say(second, "hello again?")
         await stranger.wait(lambda: stranger.membership(second, bot) == "leave", "left again")
         await stranger.wait(lambda: stranger.membership(group, bot) == "leave", "rejected")
-        code = PairingStore(r.roost.db).issue("bob")
+        code = await r.roost.pairing.issue("bob")
         third = await dm_with_bot(stranger, bot)
         await stranger.say(third, f"/pair {code}")
         await stranger.say(third, "now?")
         await stranger.wait(lambda: "Hi Bob, paired." in stranger.texts(third, bot), "answered")
         await r.channel.idle()
         refused = r.events("access.refused")
-        bound = PairingStore(r.roost.db).bound_tenant("matrix", who)
+        bound = await r.roost.pairing.bound_tenant("matrix", who)
     (refusal,) = stranger.texts(first, bot)
     assert "/pair CODE" in refusal and who in refusal
     assert stranger.texts(second, bot) == [] and stranger.joins(group, bot) == 0

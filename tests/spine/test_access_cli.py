@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge.app.database import open_database
 from bridge.core.config import Settings, load_settings
-from bridge.core.db import connect
-from bridge.core.pairing import SEEN_EVERY_S, PairingStore
+from bridge.core.pairing import PairingStore
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, TOKEN, running
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -97,13 +97,15 @@ async def test_revoke_a_tenant_removes_its_pairings_and_names_config_ids(home: P
     write_config()
     code, out = await roost("pair", "bob")  # creates the home the way an operator does
     assert code == 0, out
-    db = connect(home / "roost.db")
+    db = await open_database(home / "roost.db")
     try:
         store = PairingStore(db)
         for who, tenant in (("1", "bob"), ("2", "bob"), ("3", "alice")):
-            assert store.redeem("telegram", who, store.issue(tenant)).outcome == "bound"
+            assert (
+                await store.redeem("telegram", who, await store.issue(tenant))
+            ).outcome == "bound"
     finally:
-        db.close()
+        await db.aclose()
     code, out = await roost("access", "revoke", "bob")
     assert code == 0, out
     assert "revoked telegram:1 (paired to bob)" in out and "revoked telegram:2" in out
@@ -124,21 +126,3 @@ async def test_revoke_a_tenant_removes_its_pairings_and_names_config_ids(home: P
         ("bob", "2"),
         ("alice", "3"),
     ]
-
-
-def test_last_seen_is_written_at_most_once_a_minute(tmp_path: Path) -> None:
-    now = [1000.0]
-    db = connect(tmp_path / "roost.db")
-    store = PairingStore(db, clock=lambda: now[0])
-    store.redeem("telegram", "7", store.issue("bob"))
-    assert store.bindings()[0].last_seen is None
-    writes: list[str] = []
-    db.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("UPDATE") else None)
-    for step in range(10):
-        now[0] = 1000.0 + step * 5  # ten messages within 45 seconds
-        assert store.seen("telegram", "7") == "bob"
-    assert len(writes) == 1 and store.bindings()[0].last_seen == 1000.0
-    now[0] = 1000.0 + SEEN_EVERY_S
-    store.seen("telegram", "7")
-    assert len(writes) == 2 and store.bindings()[0].last_seen == 1000.0 + SEEN_EVERY_S
-    db.close()

@@ -7,14 +7,17 @@ up to a minute behind. Every admitted message now stamps its identity.
 
 from __future__ import annotations
 
+import asyncio
 import io
 from argparse import Namespace
 from pathlib import Path
 
 from bridge.app.build import build
+from bridge.app.database import open_database
 from bridge.cli.access import people, run_list
 from bridge.core.config import load_settings
 from bridge.core.db import connect
+from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
@@ -30,12 +33,13 @@ async def test_a_command_is_seen_at_once(home: Path, clock: Clock) -> None:
         await roost.core.handle(group)
     finally:
         await roost.aclose()
-    db = connect(home / "roost.db")
+    db, database = connect(home / "roost.db"), await open_database(home / "roost.db")
     try:
-        (alice,) = people(settings, db)
+        (alice,) = await people(settings, db, PairingStore(database))
     finally:
+        await database.aclose()
         db.close()
     assert alice.identity == "telegram:111" and alice.last_seen == clock.now
     out = io.StringIO()
-    assert run_list(Namespace(), settings, out) == 0
+    assert await asyncio.to_thread(run_list, Namespace(), settings, out) == 0
     assert "\t-\n" not in out.getvalue()  # not "never seen"

@@ -95,7 +95,7 @@ async def test_a_toy_channel_registered_in_the_table_gets_real_answers(home: Pat
         await toy.receive("42", "anyone?")
         assert [f.kind for f in toy.sent] == ["refusal"], "a stranger is refused once"
         assert "/pair CODE" in toy.sent[0].text and "Toy user id is 42" in toy.sent[0].text
-        code = PairingStore(roost.db).issue("carol")
+        code = await roost.pairing.issue("carol")
         await toy.receive("42", f"/pair {code}")
         assert "you now talk to roost as **carol**" in toy.sent[-1].text
         await toy.receive("42", "hello")
@@ -123,7 +123,7 @@ async def test_serve_starts_the_table_and_the_toy_channel_talks_to_the_offline_m
         (toy,) = toys
         await toy.receive("local", "/whoami")  # a stranger on "toy": refused, like Telegram
         assert toy.sent[-1].kind == "refusal"
-        code = pairing_of(home).issue("local")
+        code = await issue_code(home, "local")
         await toy.receive("local", f"/pair {code}")
         await toy.receive("local", "what can you do?")
         final = toy.sent[-1]
@@ -137,8 +137,13 @@ async def test_serve_starts_the_table_and_the_toy_channel_talks_to_the_offline_m
     assert not toy.running
 
 
-def pairing_of(home: Path) -> PairingStore:
-    """The running daemon's pairing table, opened as `roost pair` would."""
-    from bridge.core.db import connect
+async def issue_code(home: Path, tenant: str) -> str:
+    """A code in the running daemon's database, issued through a connection of its own
+    as `roost pair` would."""
+    from bridge.app.database import open_database
 
-    return PairingStore(connect(home / "roost.db"))
+    db = await open_database(home / "roost.db")
+    try:
+        return await PairingStore(db).issue(tenant)
+    finally:
+        await db.aclose()

@@ -79,7 +79,7 @@ class Running:
 
     @property
     def pairing(self) -> PairingStore:
-        return PairingStore(self.roost.db)
+        return self.roost.pairing
 
     async def idle(self) -> None:
         """Every update pushed so far has been handled (answered, refused or ignored)."""

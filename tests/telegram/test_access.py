@@ -100,7 +100,7 @@ async def test_non_text_and_edits_are_handled_deliberately(home: Path, fake: Fak
 async def test_pairing_right_code_binds_the_user(home: Path, fake: FakeBotAPI) -> None:
     backend = ScriptedBackend("welcome aboard")
     async with running(with_bob(home, fake), fake, backend) as run:
-        code = run.pairing.issue("bob")
+        code = await run.pairing.issue("bob")
         fake.push_text(STRANGER, "/pair WRONG234")
         await fake.wait_until(lambda: len(fake.sent_to(STRANGER)) == 1)
         assert "not valid" in fake.sent_to(STRANGER)[0].text
@@ -129,7 +129,7 @@ async def test_pairing_right_code_binds_the_user(home: Path, fake: FakeBotAPI) -
 
 async def test_pairing_locks_out_after_five_wrong_codes(home: Path, fake: FakeBotAPI) -> None:
     async with running(tg_settings(home, fake), fake) as run:
-        code = run.pairing.issue("bob")
+        code = await run.pairing.issue("bob")
         for n in range(5):
             fake.push_text(STRANGER, f"/pair BADC0DE{n}")
             await fake.wait_until(lambda n=n: len(fake.sent_to(STRANGER)) == n + 1)
@@ -139,7 +139,7 @@ async def test_pairing_locks_out_after_five_wrong_codes(home: Path, fake: FakeBo
         fake.push_text(STRANGER, f"/pair {code}")  # the right code, but locked: not checked
         await run.idle()
         assert len(fake.sent_to(STRANGER)) == 5
-        assert run.pairing.bound_tenant("telegram", str(STRANGER)) is None
+        assert await run.pairing.bound_tenant("telegram", str(STRANGER)) is None
 
 
 async def test_pair_in_a_group_is_refused(home: Path, fake: FakeBotAPI) -> None:
@@ -147,10 +147,10 @@ async def test_pair_in_a_group_is_refused(home: Path, fake: FakeBotAPI) -> None:
 
     settings = tg_settings(home, fake, allowed_groups=[GROUP])
     async with running(settings, fake) as run:
-        code = run.pairing.issue("bob")
+        code = await run.pairing.issue("bob")
         fake.push_text(
             STRANGER, f"/pair@{BOT_USERNAME} {code}", chat_id=GROUP, chat_type="supergroup"
         )
         await fake.wait_until(lambda: bool(fake.sent_to(GROUP)))
         assert "private chat" in fake.sent_to(GROUP)[0].text
-        assert run.pairing.bound_tenant("telegram", str(STRANGER)) is None
+        assert await run.pairing.bound_tenant("telegram", str(STRANGER)) is None

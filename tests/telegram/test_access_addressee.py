@@ -76,10 +76,10 @@ async def test_group_ignores_commands_for_another_bot(home: Path, fake: FakeBotA
 
 async def test_pair_for_another_bot_is_not_tried(home: Path, fake: FakeBotAPI) -> None:
     async with running(tg_settings(home, fake), fake) as run:
-        code = run.pairing.issue("alice")
+        code = await run.pairing.issue("alice")
         fake.push_text(STRANGER, f"/pair@other_bot {code}")
         fake.push_text(STRANGER, "/start@other_bot")
         await run.idle()
         assert fake.sent_to(STRANGER) == []
-        assert run.pairing.bound_tenant("telegram", str(STRANGER)) is None
+        assert await run.pairing.bound_tenant("telegram", str(STRANGER)) is None
         assert not [e for e in run.audit.events if e[0].startswith(("pairing.", "access."))]

@@ -73,12 +73,15 @@ async def test_stranger_flood_on_telegram_is_bounded_in_the_chain(
     cap = StrangerLimits().records_per_window
     assert len(new) <= cap + 2, "the per-window cap plus one aggregate per event kind"
     kinds = [r["event"] for r in new]
-    assert kinds.count("pairing.failed") == 1
-    assert kinds.count("access.refused") == cap - 1
+    # the access check awaits the database, so different chats' checks interleave: the
+    # pairer's first failure is one of the cap's records or, once the cap is full, counted
+    failed = kinds.count("pairing.failed")
+    assert failed in (0, 1)
+    assert kinds.count("access.refused") == cap - failed
     floods = {r["details"]["event"]: r["details"] for r in new if r["event"] == "access.flood"}  # type: ignore[index]
     # everything is accounted for: recorded + suppressed + aggregated = what happened
-    assert floods["pairing.failed"]["count"] == PAIR_TRIES - 1  # type: ignore[index]
-    refused = STRANGERS + 1 - (cap - 1)
+    assert floods["pairing.failed"]["count"] == PAIR_TRIES - failed  # type: ignore[index]
+    refused = STRANGERS + 1 - (cap - failed)
     assert floods["access.refused"] == {
         "event": "access.refused",
         "count": refused,

@@ -35,7 +35,7 @@ async def pair_as(fake: FakeBotAPI, pairing: PairingStore, tenant: str) -> None:
     fake.push_text(PAIRED, "hello?")
     await fake.wait_until(lambda: len(fake.sent_to(PAIRED)) == 1)
     assert "I don't know you" in fake.sent_to(PAIRED)[0].text
-    fake.push_text(PAIRED, f"/pair {pairing.issue(tenant)}")
+    fake.push_text(PAIRED, f"/pair {await pairing.issue(tenant)}")
     await fake.wait_until(lambda: len(fake.sent_to(PAIRED)) == 2)
     assert f"as {tenant}" in fake.sent_to(PAIRED)[1].text
 
@@ -77,8 +77,8 @@ async def test_revoked_binding_takes_effect_on_the_next_message(
         await pair_as(fake, run.pairing, "bob")
         fake.push_text(PAIRED, "first")
         await fake.wait_until(lambda: len(fake.sent_to(PAIRED)) == 3)
-        assert run.pairing.revoke("telegram", str(PAIRED)) == "bob"
-        assert run.pairing.bindings() == []
+        assert await run.pairing.revoke("telegram", str(PAIRED)) == "bob"
+        assert await run.pairing.bindings() == []
         fake.push_text(PAIRED, "/whoami")
         fake.push_text(PAIRED, "second")
         await settle(run, 1)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bridge.core.pairing import PairingStore
 from bridge.types.backend import BackendError
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
@@ -65,11 +64,11 @@ async def test_pairing_binds_a_whatsapp_number_to_a_tenant(home: Path, fake: Fak
     async with running(wa_settings(home, fake, tenants={"bob": {}}), fake, backend) as r:
         await fake.text(BOB, "hi")
         await r.channel.idle()
-        code = PairingStore(r.roost.db).issue("bob")
+        code = await r.roost.pairing.issue("bob")
         await fake.text(BOB, f"/pair {code}")
         await fake.text(BOB, "hello again")
         await r.channel.idle()
-        bound = PairingStore(r.roost.db).bound_tenant("whatsapp", BOB)
+        bound = await r.roost.pairing.bound_tenant("whatsapp", BOB)
     refusal, paired, answer = fake.texts(BOB)
     assert "/pair CODE" in refusal
     assert "*bob*" in paired, paired  # "you now talk to roost as **bob**", in WhatsApp's bold

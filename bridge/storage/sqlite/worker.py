@@ -91,10 +91,13 @@ class Worker:
         try:
             conn = self._connect()
         except BaseException as exc:  # the opener's error goes to whoever awaits start()
-            self._ready.set_exception(converted(exc))
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # start() cancelled
+                self._ready.set_exception(converted(exc))
             return
         self._conn = conn
-        self._ready.set_result(None)
+        # a cancelled start() cancelled this future; the thread serves (and stops) all the same
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            self._ready.set_result(None)
         try:
             while (job := self._jobs.get()) is not None:
                 fn, loop, fut = job
