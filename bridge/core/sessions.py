@@ -223,17 +223,25 @@ class SessionStore:
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
-        with self._transaction() as db:
-            row = self._row(key)
-            if row is None:
+        added = sum(message_chars(m) for m in turn_messages)
+        with self._transaction() as db:  # the row counted up and read back in one statement
+            found = db.execute(
+                "UPDATE sessions SET updated_at=?, turns=turns+1, chars=chars+?"
+                " WHERE tenant=? AND channel=? AND chat=?"
+                " RETURNING started_at, updated_at, turns, dropped, chars, summary, summary_turns",
+                (now, added, *_args(key)),
+            ).fetchall()
+            if found:
+                grown = _Row(*found[0])
+            else:
                 db.execute(
-                    "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (key.tenant, key.channel, key.chat, now, now),
+                    "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at,"
+                    " turns, chars) VALUES (?, ?, ?, ?, ?, 1, ?)",
+                    (*_args(key), now, now, added),
                 )
-                row = self._row(key)
-                assert row is not None
-            turn = row.turns + 1
+                grown = _Row(now, now, 1, 0, added, "", 0)
+            turn = grown.turns
+            row = grown._replace(turns=turn - 1)  # as it was before this turn
             db.executemany(
                 "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
                 " tool_calls, tool_call_id, msg_id, at, meta)"
@@ -243,13 +251,6 @@ class SessionStore:
                     for i, m in enumerate(turn_messages)
                 ],
             )
-            chars = row.chars + sum(message_chars(m) for m in turn_messages)
-            db.execute(
-                "UPDATE sessions SET updated_at=?, turns=?, chars=?"
-                " WHERE tenant=? AND channel=? AND chat=?",
-                (now, turn, chars, *_args(key)),
-            )
-            grown = row._replace(turns=turn, chars=chars)
             over = self._hard_drop(key, grown)
         if over:
             self._appended.pop(key, None)
