@@ -243,6 +243,7 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
 
 # id(message) -> (the message, the masker, the method, the message masked by it)
 _HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
+LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
 # (id(masker), id(first message)) -> (the masker, the method, the last history that
 # started with that message, their masked forms): one entry per chat's history
 _LAST: dict[
@@ -272,8 +273,9 @@ def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[Cha
         common = same.index(False) if False in same else len(same)
         out = list(last[3][:common])
     out.extend(_one_masked(m, redact, owner, func) for m in messages[len(out) :])
-    if len(_LAST) >= 1024:
-        _LAST.clear()
+    _LAST.pop(key, None)  # kept in order of use: the least recently used goes first
+    if len(_LAST) >= LAST_HISTORIES:
+        del _LAST[next(iter(_LAST))]
     _LAST[key] = (owner, func, messages, tuple(out))
     return out
 

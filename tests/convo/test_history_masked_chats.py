@@ -50,3 +50,18 @@ def test_chats_that_alternate_get_each_their_own_history_masked() -> None:
         got = agent._history_masked(list(history), vault.mask)
         assert got == [agent._redacted(m, vault.mask) for m in history]
         assert all(SECRET not in m.content for m in got)
+
+
+def test_the_kept_histories_are_bounded_and_the_recent_chats_stay() -> None:
+    vault = Counting(Masker({"A": SECRET}))
+    chats = [[ChatMessage("user", f"chat {c}: {SECRET}")] for c in range(agent.LAST_HISTORIES + 40)]
+    for history in chats:
+        agent._history_masked(history, vault.mask)
+    assert len(agent._LAST) <= agent.LAST_HISTORIES  # a daemon with many chats holds a bounded set
+    recent = chats[-1]
+    recent.append(ChatMessage("assistant", "ok"))
+    vault.calls = 0
+    assert agent._history_masked(recent, vault.mask) == [
+        agent._redacted(m, vault.masker.mask) for m in recent
+    ]
+    assert vault.calls == 1
