@@ -18,15 +18,23 @@ on the built objects, in ms per turn, with the floor of a durable audit
 chain (one appended line and its `fdatasync`) measured in the same run.
 
 Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
-(`--quick`: a few hundred turns and short load points, in seconds).
+(`--quick`: a few hundred turns and short load points, in seconds; `--profile`:
+cProfile's function calls per turn and top functions by own time). Also printed:
+CPU per turn (`time.process_time`, every thread of the process: the audit
+writer's too) and the SQL statements per turn on each connection, figures
+that load on a shared machine moves little or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import io
 import multiprocessing as mp
 import os
+import pstats
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -189,7 +197,55 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
     print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
 
 
-async def overhead(turns: int, breakdown: bool = True) -> tuple[float, float, float]:
+def _connections(roost: Any) -> dict[str, sqlite3.Connection]:
+    """The SQLite connections a turn writes: roost.db and each open recall index."""
+    runner = roost.core._turns
+    found = {"roost.db": runner.sessions._db}
+    indexer = runner._exchanges
+    for root, index in getattr(indexer, "_open", {}).items():
+        found[f"recall {Path(root).name}"] = index.conn
+    return found
+
+
+async def statements_per_turn(roost: Any, turns: int) -> None:
+    """SQL statements per turn on each connection (a count that does not move with load)."""
+    counts: dict[str, list[str]] = defaultdict(list)
+    conns = _connections(roost)
+    for name, conn in conns.items():
+        conn.set_trace_callback(counts[name].append)
+    try:
+        for i in range(turns):
+            inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
+            await roost.core.handle(inbound)
+    finally:
+        for conn in conns.values():
+            conn.set_trace_callback(None)
+    for name, seen in counts.items():
+        kinds: dict[str, int] = defaultdict(int)
+        for sql in seen:
+            kinds[" ".join(sql.split()[:3])[:40]] += 1
+        top = ", ".join(f"{k} {n / turns:g}" for k, n in sorted(kinds.items(), key=lambda x: -x[1]))
+        print(f"SQL statements per turn, {name}: {len(seen) / turns:g}  ({top})")
+
+
+async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
+    """cProfile over `turns` turns: function calls per turn and the top functions by own time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(turns):
+        inbound = Inbound("web", "local", f"c{i % 20}", f"profiled {i}", str(4 * 10**6 + i))
+        await roost.core.handle(inbound)
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    print(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
+    stats.sort_stats("tottime").print_stats(rows)
+    print("\n".join(out.getvalue().splitlines()[6:]))
+
+
+async def overhead(
+    turns: int, breakdown: bool = True, profile: bool = False
+) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = isolated_settings(Path(tmp))
         model = EchoModel()
@@ -206,6 +262,9 @@ async def overhead(turns: int, breakdown: bool = True) -> tuple[float, float, fl
             times.append(time.perf_counter() - start)
         cpu = (time.process_time() - cpu) / turns * 1e3
         print(f"\nCPU per turn (this process, all threads): {cpu:.3f} ms")
+        await statements_per_turn(roost, min(turns, 200))
+        if profile:
+            await profiled(roost, turns)
         if breakdown:
             steps, floor = instrument(roost), Floor(Path(tmp))
             steps.order.append("handle (whole)")
@@ -316,11 +375,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--quick", action="store_true", help="300 turns, 0.5 s per point")
     parser.add_argument("--no-http", action="store_true", help="core.handle only")
+    parser.add_argument(
+        "--profile", action="store_true", help="also cProfile the turns (top functions)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
-    p50, p99, bare = asyncio.run(overhead(args.turns))
+    p50, p99, bare = asyncio.run(overhead(args.turns, profile=args.profile))
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")

@@ -110,27 +110,25 @@ class AuditChain:
     async def emit_many(
         self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
     ) -> None:
-        """Queue every event before waiting, so they share one write and fsync."""
+        """Queue every event before waiting, so they share one write and fsync.
+
+        The writer takes the list as one item and never splits it, so the batch is
+        written, synced and failed as a whole: its last event carries the one future
+        waited for (resolved once the whole batch is durable, or failed with it)."""
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
-        loop = asyncio.get_running_loop()
         items = []
         for event, tenant, details in events:
             check_event(event)
             check_tenant(tenant)
-            items.append(
-                _Pending(
-                    event,
-                    tenant,
-                    self._fit(event, tenant, details),
-                    self._now(),
-                    loop,
-                    loop.create_future(),
-                )
-            )
+            items.append(_Pending(event, tenant, self._fit(event, tenant, details), self._now()))
+        if not items:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        items[-1].loop, items[-1].future = loop, done
         self._queue.put(items)  # one item: the writer never splits a turn's batch
-        # gather: a failed batch fails every future; each one's exception is retrieved
-        await asyncio.gather(*(item.future for item in items if item.future is not None))
+        await done
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""

@@ -43,12 +43,24 @@ class Drop(Exception):
     """The value does not fit its field's kind; it is not written."""
 
 
+NAMER_MEMO = 4096  # ids a namer keeps (a turn names its chat and channel each time)
+
+
 def keyed_namer(key: bytes) -> Namer:
-    """A namer over `key`: the same (kind, tenant, name) always gives the same id."""
+    """A namer over `key`: the same (kind, tenant, name) always gives the same id,
+    remembered for the last few thousand names (in memory only, like the key)."""
+    memo: dict[tuple[str, str | None, str], str] = {}
 
     def name_id(kind: str, tenant: str | None, name: str) -> str:
+        found = memo.get((kind, tenant, name))
+        if found is not None:
+            return found
         msg = f"{kind}\0{tenant or ''}\0{name}".encode("utf-8", "surrogatepass")
-        return "n-" + hmac.digest(key, msg, "sha256")[:8].hex()
+        ident = "n-" + hmac.digest(key, msg, "sha256")[:8].hex()
+        if len(memo) >= NAMER_MEMO:
+            memo.clear()
+        memo[(kind, tenant, name)] = ident
+        return ident
 
     return name_id
 

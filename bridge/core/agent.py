@@ -243,32 +243,40 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
 
 # id(message) -> (the message, the masker, the method, the message masked by it)
 _HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
-# id(masker) -> (the masker, the method, the last history it masked, their masked forms)
-_LAST: dict[int, tuple[object, object, tuple[ChatMessage, ...], tuple[ChatMessage, ...]]] = {}
+LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
+# (id(masker), id(first message)) -> (the masker, the method, the last history that
+# started with that message, their masked forms): one entry per chat's history
+_LAST: dict[
+    tuple[int, int], tuple[object, object, tuple[ChatMessage, ...], tuple[ChatMessage, ...]]
+] = {}
 
 
 def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[ChatMessage]:
     """`_redacted` of each message, remembered per (message object, masker object): the
     session store hands the same history objects every turn and the vault's masker is
     rebuilt only when the vault changed, so an unchanged history is not masked again each
-    turn. The masker's last history is kept too: the part of this one that starts with
-    the same objects (a history grows by appending) is taken whole, found by identity
-    checks in C; each message after it is one dict get and three identity checks.
-    Held entries keep both objects alive, so neither id is reused while cached."""
+    turn. The last history masked per (masker, first message) is kept too, so one per
+    chat (a masker serves all of a tenant's chats, a chat's cached history keeps its
+    first message object): the part of this one that starts with the same objects (a
+    history grows by appending) is taken whole, found by identity checks in C; each
+    message after it is one dict get and three identity checks. Held entries keep the
+    objects alive, so no id is reused while cached."""
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
     if owner is None or func is None:  # not a bound masker method: nothing to key on
         return [_redacted(m, redact) for m in messages]
     messages = tuple(messages)
-    last = _LAST.get(id(owner))
+    key = (id(owner), id(messages[0]) if messages else 0)
+    last = _LAST.get(key)
     out: list[ChatMessage] = []
     if last is not None and last[0] is owner and last[1] is func:
         same = list(map(operator.is_, messages, last[2]))
         common = same.index(False) if False in same else len(same)
         out = list(last[3][:common])
     out.extend(_one_masked(m, redact, owner, func) for m in messages[len(out) :])
-    if len(_LAST) >= 1024:
-        _LAST.clear()
-    _LAST[id(owner)] = (owner, func, messages, tuple(out))
+    _LAST.pop(key, None)  # kept in order of use: the least recently used goes first
+    if len(_LAST) >= LAST_HISTORIES:
+        del _LAST[next(iter(_LAST))]
+    _LAST[key] = (owner, func, messages, tuple(out))
     return out
 
 

@@ -142,6 +142,9 @@ class SessionStore:
         self._cache: OrderedDict[SessionKey, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._listeners: list[Stored] = []
+        # key -> the session's size as the last append left it, taken (once) by
+        # `over_budget` right after, so the compactor's check reads no row
+        self._appended: dict[SessionKey, int] = {}
 
     def subscribe(self, listener: Stored) -> None:
         """`listener(key, messages)` after each stored turn (masked texts only)."""
@@ -220,17 +223,25 @@ class SessionStore:
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
-        with self._transaction() as db:
-            row = self._row(key)
-            if row is None:
+        added = sum(message_chars(m) for m in turn_messages)
+        with self._transaction() as db:  # the row counted up and read back in one statement
+            found = db.execute(
+                "UPDATE sessions SET updated_at=?, turns=turns+1, chars=chars+?"
+                " WHERE tenant=? AND channel=? AND chat=?"
+                " RETURNING started_at, updated_at, turns, dropped, chars, summary, summary_turns",
+                (now, added, *_args(key)),
+            ).fetchall()
+            if found:
+                grown = _Row(*found[0])
+            else:
                 db.execute(
-                    "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (key.tenant, key.channel, key.chat, now, now),
+                    "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at,"
+                    " turns, chars) VALUES (?, ?, ?, ?, ?, 1, ?)",
+                    (*_args(key), now, now, added),
                 )
-                row = self._row(key)
-                assert row is not None
-            turn = row.turns + 1
+                grown = _Row(now, now, 1, 0, added, "", 0)
+            turn = grown.turns
+            row = grown._replace(turns=turn - 1)  # as it was before this turn
             db.executemany(
                 "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
                 " tool_calls, tool_call_id, msg_id, at, meta)"
@@ -240,15 +251,12 @@ class SessionStore:
                     for i, m in enumerate(turn_messages)
                 ],
             )
-            chars = row.chars + sum(message_chars(m) for m in turn_messages)
-            db.execute(
-                "UPDATE sessions SET updated_at=?, turns=?, chars=?"
-                " WHERE tenant=? AND channel=? AND chat=?",
-                (now, turn, chars, *_args(key)),
-            )
-            over = self._hard_drop(key, row._replace(turns=turn, chars=chars))
+            over = self._hard_drop(key, grown)
+        if over:
+            self._appended.pop(key, None)
+        else:
+            self._appended[key] = grown.total
         if cached is not None and cached.stamp == row.stamp and not over:
-            grown = row._replace(turns=turn)
             self._remember(key, _Cached(grown.stamp, cached.history + turn_messages))
         for listener in self._listeners:
             try:
@@ -280,8 +288,16 @@ class SessionStore:
         """Drop the cached history of `key`: its rows were changed outside this store
         (`bridge.core.versions`)."""
         self._cache.pop(key, None)
+        self._appended.pop(key, None)
 
     def over_budget(self, key: SessionKey) -> bool:
+        """Whether the session is over its budget. Right after `append` of the same key this
+        is the size that append wrote (no read): only appends grow a session, and they are
+        serialised per chat, so a "no" is exact; a "yes" that a fold or reset made stale
+        meanwhile only starts a summary whose `fold_plan` reads the row and finds nothing."""
+        total = self._appended.pop(key, None)
+        if total is not None:
+            return total > self.budget_chars
         row = self._row(key)
         return row is not None and row.total > self.budget_chars
 
@@ -306,6 +322,7 @@ class SessionStore:
 
     def _apply(self, key: SessionKey, fold: Fold, summary: str | None) -> int | None:
         self._cache.pop(key, None)
+        self._appended.pop(key, None)
         with self._transaction():
             row = self._row(key)
             if row is None or (row.started_at, row.summary) != (fold.started_at, fold.previous):
@@ -365,6 +382,7 @@ class SessionStore:
 
     def _clear(self, key: SessionKey, now: float) -> None:
         self._cache.pop(key, None)
+        self._appended.pop(key, None)
         with self._transaction() as db:
             self.archive.archive(key, now)
             db.execute(

@@ -13,12 +13,20 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import date, timedelta
+from functools import lru_cache
 
 
 def utc_day(now: float) -> str:
-    """`YYYY-MM-DD` of `now` (seconds since the epoch) in UTC."""
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+    """`YYYY-MM-DD` of `now` (seconds since the epoch) in UTC (a day's text is made once:
+    `_day_text` is pure, and every turn asks for today's)."""
+    return _day_text(int(now // 86_400))
+
+
+@lru_cache(maxsize=64)
+def _day_text(day: int) -> str:
+    """`YYYY-MM-DD` of the `day`-th UTC day since the epoch."""
+    return (date(1970, 1, 1) + timedelta(days=day)).isoformat()
 
 
 @dataclass(frozen=True, slots=True)

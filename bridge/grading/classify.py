@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bridge.grading.cues import Cue, find_cues
-from bridge.grading.text import Related, content_words, similarity, tokens
+from bridge.grading.text import Related, content_words, tokens, word_similarity
 
 Label = Literal["approval", "rejection", "rephrase", "neutral"]
 LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
@@ -32,15 +32,18 @@ class Outcome:
 
 
 def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[float, float]:
-    """Similarity to the previous request, and the share of new words taken from the reply."""
-    sim = similarity(previous_user, next_user)
-    nxt = set(content_words(next_user))
-    prev, said = set(content_words(previous_user)), set(content_words(reply))
-    in_prev, in_said = Related(prev), Related(said)
+    """Similarity to the previous request, and the share of new words taken from the reply.
+    Each text's content words are taken once, the reply's only when a word is new."""
+    prev_words, next_words = content_words(previous_user), content_words(next_user)
+    sim = word_similarity(prev_words, next_words)
+    nxt = set(next_words)
+    in_prev = Related(set(prev_words))
     novel = [w for w in nxt if not in_prev.to(w)]
+    if not novel:
+        return sim, 0.0
+    in_said = Related(set(content_words(reply)))
     taken = sum(in_said.to(w) for w in novel)
-    from_reply = taken / len(nxt) if nxt else 0.0
-    return sim, from_reply
+    return sim, taken / len(nxt)
 
 
 def _strongest(cues: list[Cue], polarity: int) -> Cue | None:

@@ -121,5 +121,9 @@ def dice(a: set[str], b: set[str]) -> float:
 
 def similarity(first: str, second: str) -> float:
     """0..1: how much two messages ask for the same thing (content words + trigrams)."""
-    a, b = content_words(first), content_words(second)
+    return word_similarity(content_words(first), content_words(second))
+
+
+def word_similarity(a: list[str], b: list[str]) -> float:
+    """`similarity` of two messages' `content_words` (for a caller that has them already)."""
     return 0.5 * dice(set(a), set(b)) + 0.5 * cosine(_trigrams(a), _trigrams(b))

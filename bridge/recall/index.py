@@ -161,6 +161,12 @@ class RecallIndex:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._keyed = keyed(conn)
+        # what this connection wrote or read before, so a live turn's two messages are
+        # their inserts only: a conversation's id never changes once given (rows of
+        # `conversations` are never deleted), a speaker's row stays until a retention
+        # prune on this connection (which forgets these)
+        self._conv_ids: dict[str, int] = {}
+        self._speakers: set[str] = set()
 
     @classmethod
     def open(cls, path: Path) -> RecallIndex:
@@ -192,19 +198,27 @@ class RecallIndex:
                     (cur.lastrowid, index_terms(m.text), _cached(names, m.name)),
                 )
                 added += 1
-            conn.executemany(
-                "INSERT OR IGNORE INTO speakers (name) VALUES (?)", ((n,) for n in names)
-            )
+            new_names = [n for n in names if n not in self._speakers]
+            if new_names:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO speakers (name) VALUES (?)", ((n,) for n in new_names)
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
+            self._conv_ids.clear()  # ids read inside the rolled-back transaction may be gone
             raise
+        self._speakers.update(names)
         return added
 
     def _conversation(self, name: str) -> int:
+        known = self._conv_ids.get(name)
+        if known is not None:
+            return known
         self.conn.execute("INSERT OR IGNORE INTO conversations (name) VALUES (?)", (name,))
         got = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,))
-        return int(got.fetchone()[0])
+        ident = self._conv_ids[name] = int(got.fetchone()[0])
+        return ident
 
     def speaker_terms(self) -> frozenset[str]:
         """The terms of every speaker's name the index has seen (a few rows)."""
@@ -295,6 +309,7 @@ class RecallIndex:
                 conn.execute(
                     "DELETE FROM speakers WHERE name NOT IN (SELECT DISTINCT name FROM messages)"
                 )
+                self._speakers.clear()
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -6,7 +6,9 @@ finds a credential in (`screen`: the app passes
 `bridge.screening.screen.secret_kinds`) is refused whole (counted, never stored);
 every other text goes through the tenant's vault `Masker` (every spelling of
 every value becomes `[vault:NAME]`) before it is written. `clean` is that
-single step, so a central masking point can replace it in one place.
+single step, so a central masking point can replace it in one place; a text
+that is `Masked` already (a stored turn's, masked by the turn with the same
+vault masker right before) is screened but not masked again.
 `record_exchange` is what the turn calls after it stored an exchange (the
 core's `ExchangeLog` protocol); it never raises into the turn: an index that
 cannot be written is logged and the answer goes on. With `[recall]
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from bridge.recall.index import Message, RecallIndex, index_path
+from bridge.types.masked import Masked
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
@@ -129,6 +132,9 @@ class Indexer:
 
         `screened`: the text was part of a group the screen found nothing in;
         `mask`: the tenant's mask step, looked up once for a batch (`_batch_mask`)."""
+        if isinstance(text, Masked) and len(text) <= MAX_TEXT:
+            # already through the tenant's masker (a stored turn's text): screened only
+            return None if not screened and self._screen(text) else text
         text = text[:MAX_TEXT]
         if not screened and self._screen(text):
             return None
@@ -148,7 +154,8 @@ class Indexer:
         kept: list[Message] = []
         refused = 0
         batch = list(messages)
-        mask = self._batch_mask(dirs)
+        plain = any(not isinstance(m.text, Masked) for m in batch)
+        mask = self._batch_mask(dirs) if plain else None
         for start in range(0, len(batch), GROUP):
             group = batch[start : start + GROUP]
             screened = _screened_together(self._screen, group)

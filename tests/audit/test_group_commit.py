@@ -59,3 +59,25 @@ async def test_waiter_goes_on_before_the_head_is_synced(
     head = read_head(head_path(path))
     assert head is not None and head["seq"] == 2
     assert verify(path).ok
+
+
+async def test_a_batch_that_cannot_be_written_fails_its_waiter_and_leaves_no_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit" / "chain.jsonl"
+    chain = AuditChain(path, None, fake_clock())
+    async with chain:
+        await chain.emit_many(EVENTS[:1])
+        real = chain_module.os.fdatasync
+
+        def full(fd: int) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(chain_module.os, "fdatasync", full)
+        with pytest.raises(OSError, match="No space"):
+            await chain.emit_many(EVENTS)  # the waiter hears of it: not one event is kept
+        monkeypatch.setattr(chain_module.os, "fdatasync", real)
+        await chain.emit_many(EVENTS[1:])
+        await chain.emit_many([])  # nothing to write: returns at once
+    result = verify(path)
+    assert result.ok and result.records == 3, result
