@@ -43,13 +43,19 @@ from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
-from bridge.storage.errors import StorageError
+from bridge.storage.errors import DatabaseUnavailable, StorageError
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
+# the access check could not reach the database (PostgreSQL went away; the backend
+# reconnects in the background): the message was not taken in, and the person is told
+DATABASE_AWAY = (
+    "Not read: roost cannot reach its database right now, so this message was not taken in. "
+    "Send it again in a minute."
+)
 
 MAX_REMEMBERED_TENANTS = 1024
 TEXT_ONLY = (
@@ -180,6 +186,13 @@ class Core:
             async with self._arrivals.hold((inbound.channel, inbound.chat)):
                 try:
                     admitted = await self.access.admit(inbound)
+                except DatabaseUnavailable as exc:  # the server went away: nothing was read
+                    log.warning(
+                        "database unreachable while admitting a message (%s): %s",
+                        inbound.channel,
+                        exc,
+                    )
+                    admitted = Final(DATABASE_AWAY, "error")
                 except (OSError, sqlite3.Error, StorageError) as exc:  # pairing: a full disk
                     if not disk_full(exc):
                         raise
