@@ -178,9 +178,12 @@ async def test_a_helper_without_an_answer_socket_holds_none(workspace: Path) -> 
 FORGER = '''
 import os
 import socket
+import time
 
 def run() -> dict:
     """Write forged answers on every socket this process holds; try to shut it."""
+    while not os.path.exists("sibling.started"):  # a real call is in flight first
+        time.sleep(0.01)
     done = {"forged": 0, "shut": [], "options": []}
     for name in os.listdir("/proc/self/fd"):
         try:
@@ -204,8 +207,21 @@ def run() -> dict:
             except OSError as exc:
                 done[what].append(exc.errno)
         sock.detach()
+    with open("forger.done", "w") as fh:  # the sibling call waits for this
+        fh.write("done")
     return done
 '''
+# a sibling call in flight for the whole forgery: it starts first (the forger waits for
+# its file in the shared workspace) and ends after (it waits for the forger's file)
+SIBLING = """
+import os, time
+
+def run() -> str:
+    open("sibling.started", "w").close()
+    while not os.path.exists("forger.done"):
+        time.sleep(0.01)
+    return "mine"
+"""
 
 
 @aio
@@ -220,9 +236,7 @@ async def test_a_child_that_broke_out_cannot_answer_for_others_or_shut_the_socke
     r = SandboxRunner(trace=True, default_timeout_s=HANG_S, layers_for_tests=layers)
     await r.start()
     try:
-        slow = asyncio.ensure_future(
-            r.run(tool("import time\ntime.sleep(0.5)\nreturn 'mine'"), {}, workspace)
-        )
+        slow = asyncio.ensure_future(r.run(SIBLING, {}, workspace))
         res = await r.run(FORGER, {}, workspace)
         assert res.ok, res
         assert res.result["forged"] >= 199
