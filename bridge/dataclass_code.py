@@ -144,15 +144,20 @@ def _method_maker(cache: _Cache) -> Callable[..., Any]:
     return create_fn
 
 
+def cache_path(folder: Path | None, stem: str) -> Path:
+    """`<stem>.<interpreter's cache tag>.marshal` in `folder`, by default `bridge/__pycache__`
+    beside the byte code (shared with `bridge.regex_code`)."""
+    where = folder if folder is not None else Path(__file__).parent / "__pycache__"
+    return where / f"{stem}.{sys.implementation.cache_tag or 'python'}.marshal"
+
+
 def install(folder: Path | None = None) -> bool:
     """Wrap `dataclasses._create_fn` with the cache; False where it does not apply."""
     if sys.version_info[:2] not in _VERSIONS or not hasattr(dataclasses, "_create_fn"):
         return False
     if getattr(dataclasses._create_fn, "__roost_cached__", False):
         return True
-    where = folder if folder is not None else Path(__file__).parent / "__pycache__"
-    tag = sys.implementation.cache_tag or "python"
-    cache = _Cache(where / f"dataclass-code.{tag}.marshal")
+    cache = _Cache(cache_path(folder, "dataclass-code"))
     maker = _method_maker(cache)
     maker.__roost_cached__ = True  # type: ignore[attr-defined]
     vars(dataclasses)["_create_fn"] = maker

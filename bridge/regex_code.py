@@ -47,7 +47,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bridge.dataclass_code import read_marshal, write_marshal
+from bridge.dataclass_code import cache_path, read_marshal, write_marshal
 
 _VERSIONS = ((3, 11),)
 _MAX = 4_000  # patterns kept (roost compiles about 450 at import)
@@ -151,9 +151,7 @@ def install(folder: Path | None = None) -> bool:
         return False
     if getattr(compiler.compile, "__roost_cached__", False):
         return True
-    where = folder if folder is not None else Path(__file__).parent / "__pycache__"
-    tag = sys.implementation.cache_tag or "python"
-    cache = _Cache(where / f"regex-code.{tag}.marshal")
+    cache = _Cache(cache_path(folder, "regex-code"))
     wrapper = _compiler_wrapper(cache, compiler.compile)
     wrapper.__roost_cached__ = True  # type: ignore[attr-defined]
     compiler.compile = wrapper

@@ -142,12 +142,17 @@ class DirWatch:
             if gen is not None and entries is not None:
                 return gen, entries
         with self._lock:
-            if self._closed:
-                return None
-            self._drain()
-            if directory not in self._gens and not self._watch(directory):
+            if not self._caught_up(directory):
                 return None
             return self._gens[directory], self._entries[directory]
+
+    def _caught_up(self, directory: str) -> bool:
+        """Under the lock: every queued event drained and `directory` watched (False:
+        the watch is closed, or the directory cannot be watched)."""
+        if self._closed:
+            return False
+        self._drain()
+        return directory in self._gens or self._watch(directory)
 
     def name_generation(self, directory: str, name: str) -> int | None:
         """The generation of one entry of the directory: moves with every event naming
@@ -158,10 +163,7 @@ class DirWatch:
             if born is not None:
                 return max(born, self._names.get((directory, name), born))
         with self._lock:
-            if self._closed:
-                return None
-            self._drain()
-            if directory not in self._gens and not self._watch(directory):
+            if not self._caught_up(directory):
                 return None
             born = self._born[directory]
             return max(born, self._names.get((directory, name), born))
