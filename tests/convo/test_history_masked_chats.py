@@ -11,17 +11,9 @@ from __future__ import annotations
 from bridge.core import agent
 from bridge.loadout.mask import Masker
 from bridge.types.backend import ChatMessage
+from tests.spine.test_history_masked import Counting
 
 SECRET = "hunter2-secret-value"
-
-
-class Counting:
-    def __init__(self, masker: Masker) -> None:
-        self.masker, self.calls = masker, 0
-
-    def mask(self, text: str) -> str:
-        self.calls += 1
-        return self.masker.mask(text)
 
 
 def test_a_chat_is_not_masked_again_after_the_same_tenants_other_chats() -> None:

@@ -67,15 +67,18 @@ def test_no_secret_survives_a_masker_change_on_the_same_history() -> None:
     assert all(SECRETS[0] not in m.content for m in masked)
 
 
+class Counting:
+    """A masker that counts its calls."""
+
+    def __init__(self, masker: Masker) -> None:
+        self.masker, self.calls = masker, 0
+
+    def mask(self, text: str) -> str:
+        self.calls += 1
+        return self.masker.mask(text)
+
+
 def test_a_growing_history_is_not_masked_again_when_other_tenants_churn_the_cache() -> None:
-    class Counting:
-        def __init__(self, masker: Masker) -> None:
-            self.masker, self.calls = masker, 0
-
-        def mask(self, text: str) -> str:
-            self.calls += 1
-            return self.masker.mask(text)
-
     mine = Counting(Masker({"A": SECRETS[0]}))
     history = [ChatMessage("user", f"{i}: {SECRETS[0]}") for i in range(40)]
     agent._history_masked(history, mine.mask)
