@@ -225,16 +225,22 @@ async def main() -> None:
     finally:
         if server is not None:
             server.remove()
-    floor = got["sqlite3 direct"]
     what = (
         "job cycle = create + due + mark_run"
         if args.store == "jobs"
         else "outbox cycle = enqueue + claim + delivered"
     )
-    print(f"\n{what} ({STATEMENTS} statements)")
-    print(f"{'variant':<30}{'us/cycle':>12}{'us/statement':>15}{'ratio':>9}")
+    print_cycles(f"{what} ({STATEMENTS} statements)", got, STATEMENTS)
+
+
+def print_cycles(title: str, got: dict[str, float], statements: int) -> None:
+    """Each variant's µs per cycle and per statement, and its ratio to `sqlite3 direct`."""
+    floor = got["sqlite3 direct"]
+    width = max(30, *(len(name) + 2 for name in got))
+    print(f"\n{title}")
+    print(f"{'variant':<{width}}{'us/cycle':>12}{'us/statement':>15}{'ratio':>9}")
     for name, us in got.items():
-        print(f"{name:<30}{us:>12.1f}{us / STATEMENTS:>15.1f}{us / floor:>8.2f}x")
+        print(f"{name:<{width}}{us:>12.1f}{us / statements:>15.1f}{us / floor:>8.2f}x")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.outbox_store import Cycle, interleaved
+from bench.outbox_store import Cycle, interleaved, print_cycles
 from bridge.core import db as core_db
 from bridge.core.pairing import CODE_TTL_S, PairingStore, code_hash
 from bridge.storage.postgres import PostgresDatabase
@@ -188,17 +188,13 @@ async def main() -> None:
     finally:
         if server is not None:
             server.remove()
-    floor, statements = got["sqlite3 direct"], STATEMENTS[args.path]
+    statements = STATEMENTS[args.path]
     what = (
         "admit = a paired person's message + an already-told stranger's"
         if args.path == "admit"
         else "redeem = issue + redeem"
     )
-    print(f"\n{what} ({statements} statements on the floor)")
-    print(f"{'variant':<32}{'us/cycle':>12}{'us/statement':>15}{'ratio':>9}")
-    for name, us in got.items():
-        print(f"{name:<32}{us:>12.1f}{us / statements:>15.1f}{us / floor:>8.2f}x")
-    print(f"load average after: {os.getloadavg()}")
+    print_cycles(f"{what} ({statements} statements on the floor)", got, statements)
 
 
 if __name__ == "__main__":
