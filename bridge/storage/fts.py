@@ -1,6 +1,7 @@
 """Full-text search: the terms both backends index, their quoting, the ranking contract.
 
-Terms: `terms(text)` casefolds, decomposes (NFKD) and drops combining marks,
+Terms: `terms(text)` folds case and compatibility forms (Unicode's compatibility
+caseless match: casefold and NFKD, twice) and drops combining marks,
 then takes the runs of letters and digits (`[^\\W_]+`), each cut to
 MAX_TERM characters. Both backends index exactly these terms and look up
 exactly these terms, so what a search finds does not depend on the backend.
@@ -36,7 +37,11 @@ _WORD = re.compile(r"[^\W_]+")
 
 def terms(text: str) -> list[str]:
     """The index terms of `text`, in order, repeats kept."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    # Unicode's compatibility caseless match (D146): NFKD(casefold(NFKD(casefold(NFD(x))))).
+    # One casefold before NFKD is not enough: a compatibility character can decompose
+    # to a capital ('𝕊' -> 'S'), and a term must be its own term when searched again.
+    once = unicodedata.normalize("NFKD", unicodedata.normalize("NFD", text).casefold())
+    decomposed = unicodedata.normalize("NFKD", once.casefold())
     folded = "".join(c for c in decomposed if not unicodedata.combining(c))
     return [w[:MAX_TERM] for w in _WORD.findall(folded)]
 
