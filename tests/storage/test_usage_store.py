@@ -32,9 +32,7 @@ def budgets(**by_tenant: Budget) -> dict[str, Budget]:
 
 
 def meter(db: Database, clock: Clock, table: dict[str, Budget]) -> UsageMeter:
-    return UsageMeter(
-        UsageStore(db), lambda t: table.get(t, Budget()), clock, refresh_s=REFRESH_S
-    )
+    return UsageMeter(UsageStore(db), lambda t: table.get(t, Budget()), clock, refresh_s=REFRESH_S)
 
 
 async def test_usage_is_summed_per_tenant_model_day_and_month(db: Database) -> None:
