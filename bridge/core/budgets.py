@@ -11,10 +11,12 @@ crosses a budget is not cut: a budget is checked before a turn, never during.
 
 How exact a budget is: the figures are the database's (SQLite or PostgreSQL),
 so instances on one database share each person's budget. This process's own
-turns count at once; another process's or instance's within `REFRESH_S`
-while the tenant is under 80 % of its budgets, and at every check from 80 %
-on. As before, turns that pass the check at the same time (in any instance)
-all run, so a budget can be passed by the tokens of the turns in flight.
+turns count at once; another process's or instance's (`roost style sweep`,
+another instance's summaries; a person's turns go to the instance that holds
+their lease) within `REFRESH_S` (30 s) while the tenant is under 80 % of its
+budgets, and at every check from 80 % on. As before, turns that pass the
+check at the same time (in any instance) all run, so a budget can be passed
+by the tokens of the turns in flight.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def near_note(budget: Budget, today: int, month: int) -> str:
     return "\n".join(lines)
 
 
-REFRESH_S = 2.0  # another process's usage of a tenant under 80 % is seen within this
+REFRESH_S = 30.0  # another process's usage of a tenant under 80 % is seen within this
 
 
 @dataclass(slots=True)
