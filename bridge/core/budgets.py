@@ -13,8 +13,9 @@ How exact a budget is: the figures are the database's (SQLite or PostgreSQL),
 so instances on one database share each person's budget. This process's own
 turns count at once; another process's or instance's (`roost style sweep`;
 in the cluster design a person's turns go to the instance holding their
-lease) within `REFRESH_S` (30 s) while the tenant is under 80 % of its
-budgets, and at every check from 80 % on. As before, turns that pass the
+lease) within `REFRESH_S` (30 s) while the figure held here is under 80 % of
+its budgets (what another instance spends within those 30 s is seen late),
+and at every check from 80 % on. As before, turns that pass the
 check at the same time (in any instance) all run, so a budget can be passed
 by the tokens of the turns in flight.
 """
