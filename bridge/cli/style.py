@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.home import chain_path, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.core.budgets import UsageMeter, budgets_of
@@ -123,9 +124,10 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
+    database = await open_database(settings.home / "roost.db")  # usage and budgets
     model = settings.style.judge_model or settings.llm.name
     backend, _reason = make_backend(settings, model)
-    meter = UsageMeter(UsageStore(db), budgets_of(settings))
+    meter = UsageMeter(UsageStore(database), budgets_of(settings))
     judge = Judge(backend, meter=meter, model=model)
     try:
         path = chain_path(settings.home)
@@ -144,6 +146,7 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
         return 0
     finally:
         await backend.aclose()
+        await database.aclose()
         db.close()
 
 
