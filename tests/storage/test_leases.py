@@ -62,3 +62,17 @@ async def test_the_same_instance_name_twice_is_refused_until_it_expires(db: Any)
     await claim_instance(leases, "eu-1", "process-a", 30_000)  # its own renewal
     clock.ms += 30_000
     await claim_instance(leases, "eu-1", "process-b", 30_000)  # a's ran out
+
+
+async def test_renew_extends_only_a_live_lease_of_its_owner(db: Any) -> None:
+    clock = Clock()
+    leases = Leases(db, clock)
+    assert await leases.renew("chat:1", "a", 1000) is None  # free: renew never takes it
+    assert await leases.acquire("chat:1", "a", 1000) is not None
+    assert await leases.renew("chat:1", "b", 1000) is None  # not b's
+    clock.ms += 999
+    renewed = await leases.renew("chat:1", "a", 1000)
+    assert renewed is not None and renewed.expires_ms == clock.ms + 1000
+    clock.ms += 1000
+    assert await leases.renew("chat:1", "a", 1000) is None  # ran out: a fence, not a retake
+    assert await leases.acquire("chat:1", "b", 1000) is not None
