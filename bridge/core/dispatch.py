@@ -56,8 +56,11 @@ class WorkSource(Protocol[Item]):
         ...
 
 
+PREFIX = "chat:"
+
+
 def lease_name(key: str) -> str:
-    return f"chat:{key}"
+    return PREFIX + key
 
 
 class Dispatcher(Generic[Item]):
@@ -176,3 +179,5 @@ class Dispatcher(Generic[Item]):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # and one a cancelled scan took without starting its chat
+        await self._leases.release_all(self._owner, PREFIX)

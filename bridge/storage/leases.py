@@ -63,6 +63,13 @@ class Leases:
         )
         return gone > 0
 
+    async def release_all(self, owner: str, prefix: str) -> int:
+        """Let go every lease of `owner` whose name starts with `prefix` (a stop)."""
+        return await self._db.execute(
+            "DELETE FROM storage_leases WHERE owner = ? AND substr(name, 1, ?) = ?",
+            (owner, len(prefix), prefix),
+        )
+
     async def holder(self, name: str) -> Lease | None:
         """Who holds `name` now (None: nobody, or the lease expired)."""
         row = await self._db.fetch_one(
