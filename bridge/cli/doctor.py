@@ -30,7 +30,8 @@ from typing import TextIO
 
 from bridge.app.database import open_existing
 from bridge.app.forget_marks import pending
-from bridge.app.home import chain_path
+from bridge.app.home import chain_paths
+from bridge.audit.chains import label
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
@@ -130,25 +131,32 @@ async def database_check(db: Database) -> Check:
 
 
 def check_audit(settings: Settings) -> Check:
-    path = chain_path(settings.home)
-    if not path.exists():
+    """Every chain of the home (one per instance when several share it) verified."""
+    paths = chain_paths(settings.home)
+    if not paths:
         return Check("warn", "audit", "no audit chain yet (created on first start)")
-    try:
-        key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
-        result = verify(path, key)
-    except HmacKeyError as exc:
-        return Check("FAIL", "audit", f"HMAC key: {exc}")
-    except OSError as exc:
-        return Check("FAIL", "audit", f"cannot read {path}: {exc.strerror}")
+    records = 0
+    key: bytes | None = None
+    for path in paths:
+        named = f"{label(path)}: " if len(paths) > 1 else ""
+        try:
+            key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
+            result = verify(path, key)
+        except HmacKeyError as exc:
+            return Check("FAIL", "audit", f"HMAC key: {exc}")
+        except OSError as exc:
+            return Check("FAIL", "audit", f"cannot read {path}: {exc.strerror}")
+        if not result.ok:
+            return Check(
+                "FAIL",
+                "audit",
+                f"{named}{result.kind} at record {result.first_bad_seq}: {result.message} "
+                "(roost audit verify)",
+            )
+        records += result.records
     keyed = "with HMAC key" if key is not None else "without HMAC key"
-    if not result.ok:
-        return Check(
-            "FAIL",
-            "audit",
-            f"{result.kind} at record {result.first_bad_seq}: {result.message} "
-            "(roost audit verify)",
-        )
-    return Check("ok", "audit", f"chain intact: {count(result.records, 'record')} ({keyed})")
+    chains = f" in {count(len(paths), 'chain')}" if len(paths) > 1 else ""
+    return Check("ok", "audit", f"chain intact: {count(records, 'record')}{chains} ({keyed})")
 
 
 async def check_sandbox(timeout_s: float = 60.0) -> Check:
