@@ -260,6 +260,25 @@ def usage_rows(before: dict[str, dict[str, int]], after: dict[str, dict[str, int
     print(f"  all processes: {total + child_cpu:.3f} ms CPU per call ({load()})")
 
 
+def print_faults(rows: list[dict[str, int]]) -> None:
+    """The median minor page faults of a child in each of its stages: before the call
+    arrives (off the call's path when the child waits ready) and after."""
+    names: list[str] = []
+    for row in rows:
+        names += [k for k in row if k not in names]
+    print("  child's minor page faults, median per stage:")
+    prev = None
+    for k in names:
+        deltas = [r[k] - r[prev] for r in rows if k in r and prev in r] if prev else []
+        at = statistics.median(r[k] for r in rows if k in r)
+        step = f"+{statistics.median(deltas):.0f}" if deltas else "from the fork"
+        print(f"    {k:16s} {at:7.0f}   ({step})")
+        prev = k
+    after = [r["serialised"] - r["ready"] for r in rows if "serialised" in r and "ready" in r]
+    if after:
+        print(f"    after the call arrived: {statistics.median(after):.0f} (on the call's path)")
+
+
 async def stages(ws: Path, n: int = 300) -> None:
     runner = SandboxRunner(trace=True)
     await runner.start()
@@ -276,6 +295,7 @@ async def stages(ws: Path, n: int = 300) -> None:
             await sandboxed(runner, source, params, ws, n)
             after = {who: proc_usage(pid) for who, pid in pids.items()}
             rows = runner.stages()[first:]
+            faults = runner.faults()[first:]
             names: list[str] = []
             for row in rows:
                 names += [k for k in row if k not in names]
@@ -286,6 +306,7 @@ async def stages(ws: Path, n: int = 300) -> None:
                 at = statistics.median(r[k] for r in rows if k in r)
                 print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
                 prev = at
+            print_faults(faults)
             usage_rows(before, after, n)
     finally:
         await runner.aclose()

@@ -1,9 +1,10 @@
 """One sandbox helper process as the daemon holds it: started, spoken to, shut.
 
-`start_helper` launches forge.worker as `python -I` with an empty environment
-and waits for its `Hello`. `HelperProcess` is the asyncio protocol of that
-process: request frames out, one reply frame per call back (forge.protocol).
-With `direct` (the default of the runner) it also holds this helper's answer
+`start_helper` launches forge.worker as `python -I -S` (no `site`: its path is
+given) with an environment of `LD_BIND_NOW` alone and waits for its `Hello`.
+`HelperProcess` is the asyncio protocol of that process: request frames out,
+one reply frame per call back (forge.protocol). With `direct` (the default of
+the runner) it also holds this helper's answer
 socket: the helper's children send most outcomes there themselves, one hop
 fewer (forge.protocol.answers); such a call gets no reply frame from the helper.
 An answer counts only with the token of a call in flight; anything else on the
@@ -21,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib.util
 import json
 import logging
+import os
 import select
 import socket
 import subprocess
@@ -44,7 +47,23 @@ ANSWER_SNDBUF = 1 << 20  # queued answers of the children (capped by net.core.wm
 OnNet = Callable[["HelperProcess", NetAsk], None]
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
-BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
+# symbols bound when the helper starts: no child writes (and so copies) a page of
+# the zygote's linkage tables on its first call of a C function
+HELPER_ENV = {"LD_BIND_NOW": "1"}
+
+
+def boot() -> str:
+    """The helper's `-c` program. It runs with `-S`: no `site` (its .pth files and the
+    editable install's finder are tens of ms of every helper's start), so it puts
+    on sys.path what the helper needs: the project, and RestrictedPython's directory."""
+    spec = importlib.util.find_spec("RestrictedPython")
+    where = spec.submodule_search_locations if spec is not None else None
+    paths = [PROJECT_ROOT]
+    if where:
+        paths.append(os.path.dirname(next(iter(where))))
+    return f"import sys; sys.path[:0] = {paths!r}; from forge.worker import main; main()"
+
+
 SHUT_WAIT_S = 5
 
 
@@ -291,14 +310,15 @@ async def start_helper(
             lambda: HelperProcess(max_reply, on_net, mine),
             python,
             "-I",
+            "-S",
             "-c",
-            BOOT,
+            boot(),
             PROJECT_ROOT,
             *extra,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={},
+            env=HELPER_ENV,
             cwd="/",
             pass_fds=(theirs.fileno(),) if theirs is not None else (),
         )
