@@ -78,6 +78,7 @@ class HelperContext:
     helper_pid: int
     answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
+    warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -311,9 +312,10 @@ def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
 
 
 # A job like a call's, decoded by every child while it waits (`_warm`), never run.
+WARM_SECRET = "forge_warm_up"  # the secret name it declares (no call sees it: tests/forge)
 _WARM_JOB = encode_job(
     marshal.dumps(compile("def run(n):\n    return n\n", "<tool>", "exec")),
-    Request(0, "", {"n": 1, "s": "x"}, "/", ("name",), 5.0, 1 << 16, Limits(), token=bytes(16)),
+    Request(0, "", {"n": 1}, "/", (WARM_SECRET,), 5.0, 1 << 16, Limits(), token=bytes(16)),
     "/",
 )
 _WARM_DOC = success_doc({"n": 1, "x": [1.5, "y", None, True]}, "")
@@ -358,7 +360,8 @@ def child_main(
             setup_error: BaseException | None = exc
         else:
             setup_error = None
-            _warm(ctx, job_fd)
+            if ctx.warm:
+                _warm(ctx, job_fd)
         mark.faults("ready")
         job = _await_job(go_fd, job_fd)
         trace = mark.count = job.trace

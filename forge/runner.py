@@ -115,6 +115,7 @@ class SandboxRunner:
         clock: Clock = time.monotonic,
         tick: Tick = asyncio.sleep,
         direct_answers: bool = True,
+        warm_children: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -123,7 +124,9 @@ class SandboxRunner:
         of tools (forge.broker; None: every `net` call fails). `helper_idle_s`: close
         a workspace's helper after that many seconds without a call (None: never);
         `clock` and `tick` time that (forge.helper_pool). `direct_answers` False: every
-        outcome goes through the helper, one hop more (for measurements only)."""
+        outcome goes through the helper, one hop more (for measurements only).
+        `warm_children` False: waiting children do not warm their call's path
+        (forge.child; for measurements only)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -141,6 +144,7 @@ class SandboxRunner:
         self._broker = broker
         self._net: dict[int, NetCall] = {}  # request id -> its broker state
         self._direct = direct_answers
+        self._warm = warm_children
 
     @property
     def max_helpers(self) -> int:
@@ -156,7 +160,7 @@ class SandboxRunner:
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
         helper, hello = await start_helper(
-            self.python, self._layers, max_reply, self._on_net, self._direct
+            self.python, self._layers, max_reply, self._on_net, self._direct, self._warm
         )
         self._caps = hello.capabilities
         if not self._warned:

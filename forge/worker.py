@@ -335,23 +335,26 @@ class Helper:
                 self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int]:
+def arguments(argv: list[str]) -> tuple[Layers, int, bool]:
     """The helper's command line after the project root: the layers switched off (a
-    JSON object; none: every layer on) and `answers=FD`, the runner's answer socket
-    (none: every reply goes through this helper)."""
-    layers, answer_fd = Layers(), -1
+    JSON object; none: every layer on), `answers=FD`, the runner's answer socket
+    (none: every reply goes through this helper), and `cold` (waiting children do
+    not warm their call's path: for measurements only)."""
+    layers, answer_fd, warm = Layers(), -1, True
     for arg in argv:
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
+        elif arg == "cold":
+            warm = False
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd
+    return layers, answer_fd, warm
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd = arguments(sys.argv[2:])
-    ctx, caps = prepare(layers, answer_fd)
+    layers, answer_fd, warm = arguments(sys.argv[2:])
+    ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     if answer_fd >= 0:
