@@ -324,12 +324,16 @@ _WARM_DOC = success_doc({"n": 1, "x": [1.5, "y", None, True]}, "")
 def _warm(ctx: HelperContext, job_fd: int) -> None:
     """What every call does first, done while this child waits for its call, on
     constants, with nothing kept: decode a job, count a write budget, make a path
-    gate's globals in a scratch dict, serialise an outcome and its direct answer.
-    Each copies the pages it writes (refcounts, allocator pools; forge.rehearsal),
-    so the call that follows finds them copied already: the same work, moved off
-    the call's path. Nothing here can fail the call (errors are ignored)."""
+    gate's globals in a scratch dict, read a text file (/dev/null, as the gate
+    opens one: most tools read their workspace), serialise an outcome and its
+    direct answer. Each copies the pages it writes (refcounts, allocator pools;
+    forge.rehearsal), so the call that follows finds them copied already: the
+    same work, moved off the call's path. Nothing here can fail the call (errors
+    are ignored)."""
     try:
         os.fstat(job_fd)
+        with os.fdopen(os.dup(ctx.devnull), "r", encoding="utf-8", newline="") as f:
+            f.read()
         job = decode_job(_WARM_JOB)
         budget = WriteBudget(job.limits.write_bytes, job.limits.file_size)
         if ctx.layers.restricted:
