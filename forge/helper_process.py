@@ -1,7 +1,8 @@
 """One sandbox helper process as the daemon holds it: started, spoken to, shut.
 
-`start_helper` launches forge.worker as `python -I -S` (no `site`: its path is
-given) with an environment of `LD_BIND_NOW` alone and waits for its `Hello`.
+`start_helper` launches forge.worker as `python -I -S` (no `site`, so no .pth
+file runs in it: its path is given) with an empty environment and waits for its
+`Hello`.
 `HelperProcess` is the asyncio protocol of that process: request frames out,
 one reply frame per call back (forge.protocol). With `direct` (the default of
 the runner) it also holds this helper's answer
@@ -47,9 +48,7 @@ ANSWER_SNDBUF = 1 << 20  # queued answers of the children (capped by net.core.wm
 OnNet = Callable[["HelperProcess", NetAsk], None]
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
-# symbols bound when the helper starts: no child writes (and so copies) a page of
-# the zygote's linkage tables on its first call of a C function
-HELPER_ENV = {"LD_BIND_NOW": "1"}
+HELPER_ENV: dict[str, str] = {}  # empty (LD_BIND_NOW=1 was measured: children copied more)
 
 
 def boot() -> str:

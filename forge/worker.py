@@ -1,8 +1,8 @@
 """The sandbox helper process: small, pre-warmed, forks one child per call.
 
-Started by `SandboxRunner` as `python -I -S` with only `LD_BIND_NOW` in its
-environment (the zygote empties it for the children); it imports only the
-standard library, RestrictedPython and forge. Its command line carries
+Started by `SandboxRunner` as `python -I -S` (no `site`: no .pth file runs
+here) with an empty environment; it imports only the standard library,
+RestrictedPython and forge. Its command line carries
 the layer switches of the layer tests (`{}` in production: every layer on); a
 request cannot change them. Protocol (forge.protocol): length-prefixed frames;
 on start it writes a `Hello`, then answers every `Request` with one `Reply`.
