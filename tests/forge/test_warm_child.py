@@ -82,9 +82,10 @@ async def test_faults_are_counted_per_stage_of_the_child(
 async def test_the_call_path_is_warm_when_the_call_arrives(
     traced: SandboxRunner, workspace: Path
 ) -> None:
-    """A trivial call copies fewer pages after it arrives than its child copied
-    while it prepared and warmed up (without the warm-up it copied more: decoding
-    its job, binding its globals and serialising its outcome came first)."""
+    """A trivial call copies far fewer pages after it arrives than its child
+    copied while it prepared and warmed up (without the warm-up it copied more:
+    decoding its job, binding its globals and serialising its outcome came
+    first)."""
     first = len(traced.faults())
     for n in range(9):
         res = await traced.run(tool("return n * n", params="n: int"), {"n": n}, workspace)
@@ -92,7 +93,9 @@ async def test_the_call_path_is_warm_when_the_call_arrives(
     rows = traced.faults()[first:]
     on_path = sorted(r["serialised"] - r["ready"] for r in rows)
     off_path = sorted(r["ready"] - r["forked"] for r in rows)
-    assert on_path[len(rows) // 2] < off_path[len(rows) // 2], rows
+    # about 50 against 300 here; a warm-up that stops early (it ignores errors)
+    # leaves about 170 against 220
+    assert 2 * on_path[len(rows) // 2] < off_path[len(rows) // 2], rows
 
 
 async def test_children_not_warmed_copy_more_on_the_calls_path(
@@ -113,7 +116,7 @@ async def test_children_not_warmed_copy_more_on_the_calls_path(
     finally:
         await cold.aclose()
     warm, not_warmed = medians
-    assert warm < not_warmed, medians
+    assert 2 * warm < not_warmed, medians  # about 50 against 180
 
 
 async def test_an_untraced_runner_counts_no_faults(workspace: Path) -> None:
