@@ -27,7 +27,6 @@ only bytes leave.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import gc
 import json
 import marshal
@@ -325,12 +324,13 @@ _WARM_DOC = success_doc({"n": 1, "x": [1.5, "y", None, True]}, "")
 def _warm(ctx: HelperContext, job_fd: int) -> None:
     """What every call does first, done while this child waits for its call, on
     constants, with nothing kept: decode a job, make a write budget, bind a path
-    gate's globals in a scratch dict, serialise an outcome and its direct answer,
-    then read a text file (an empty pipe, opened as the gate opens a file: most
-    tools read their workspace). Each copies the pages it writes (refcounts,
-    allocator pools; forge.rehearsal), so the call that follows finds them copied
-    already: the same work, moved off the call's path. Nothing here can fail the
-    call (errors are ignored; tests/forge/test_warm_child.py shows it ran)."""
+    gate's globals in a scratch dict, serialise an outcome and its direct answer.
+    Each copies the pages it writes (refcounts, allocator pools; forge.rehearsal),
+    so the call that follows finds them copied already: the same work, moved off
+    the call's path, and about as many pages in all. (Reading a text file too,
+    as most tools do, took 40 more pages off a CSV call's path but added 25-70 to
+    every child: not kept.) Nothing here can fail the call (errors are ignored;
+    tests/forge/test_warm_child.py shows it ran)."""
     try:
         os.fstat(job_fd)
         job = decode_job(_WARM_JOB)
@@ -344,11 +344,6 @@ def _warm(ctx: HelperContext, job_fd: int) -> None:
         encode_direct(job.call_id, job.token, serialise(_WARM_DOC, job.max_output))
     except Exception:
         return
-    with contextlib.suppress(Exception):  # an empty pipe, opened as the gate opens a file
-        read, write = os.pipe2(os.O_CLOEXEC)
-        os.close(write)
-        with os.fdopen(read, "r", encoding="utf-8", newline="") as f:
-            f.read()
 
 
 def child_main(
