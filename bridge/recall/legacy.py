@@ -80,7 +80,9 @@ async def move_legacy(index: RecallIndex, dirs: TenantDirs) -> int:
             break
         moved += await _move_page(index, page, resuming)
         after = int(page[-1][0])
-    speakers = await _rows(path, "SELECT name FROM speakers")
+    # every name a kept message carries (what the old file's `speakers` held, and what a
+    # file made before that table filled it with at its next open)
+    speakers = await _rows(path, "SELECT DISTINCT name FROM messages")
     await db.execute_many(
         "INSERT INTO recall_speakers (tenant, name) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(tenant, str(n)) for (n,) in speakers],
