@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bridge.recall.terms import index_terms
+from bridge.storage.errors import IntegrityError, StorageError
 from bridge.storage.protocol import Database, TextIndex
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -99,7 +100,7 @@ SELECT ?, COALESCE(MAX(id), 0) + 1, ? FROM recall_conversations WHERE tenant = ?
 ON CONFLICT (tenant, name) DO UPDATE SET name = excluded.name
 RETURNING id
 """
-ATTEMPTS = 3  # a batch whose ids another writer took at once is numbered again
+ATTEMPTS = 5  # a batch whose ids another writer took at once is numbered again
 
 
 def document(text_terms: str, name_terms: str) -> str:
@@ -157,8 +158,13 @@ class RecallIndex:
             got = await self._insert(list(waiting.values()), convs)
             for ident, conv, msg_id in got:
                 stored.append((ident, waiting.pop((conv, msg_id))))
-            if not got or not waiting:
-                break  # nothing new: the rest are known (the NOT EXISTS of the INSERT)
+            if waiting:  # known ones (left out by the INSERT), or ids another writer took
+                for key in await self._known(list(waiting)):
+                    waiting.pop(key, None)
+            if not waiting:
+                break
+        if waiting:
+            raise StorageError(f"recall: {len(waiting)} messages not numbered (a busy tenant)")
         for ident, m in sorted(stored, key=lambda s: s[0]):
             who = names.get(m.name)
             if who is None:
@@ -180,12 +186,33 @@ class RecallIndex:
         rows = await self.db.fetch_all(sql, (*args, self.tenant, self.tenant, self.tenant))
         return [(int(i), int(c), str(msg)) for i, c, msg in rows]
 
+    async def _known(self, keys: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Which of (conversation id, msg_id) are stored already."""
+        convs, ids = sorted({c for c, _ in keys}), sorted({m for _, m in keys})
+        rows = await self.db.fetch_all(
+            "SELECT conv, msg_id FROM recall_messages WHERE tenant = ? "
+            f"AND conv IN ({_marks(len(convs))}) AND msg_id IN ({_marks(len(ids))})",
+            (self.tenant, *convs, *ids),
+        )
+        wanted = set(keys)
+        return [(int(c), str(m)) for c, m in rows if (int(c), str(m)) in wanted]
+
     async def conversation(self, name: str) -> int:
-        """The conversation's id in this tenant (made on first use): one upsert, then cached."""
+        """The conversation's id in this tenant (made on first use): one upsert, then cached.
+        Two writers naming two new conversations at once may draw one id: the loser draws
+        again."""
         known = self._conv_ids.get(name)
-        if known is None:
-            got = await self.db.fetch_value(_CONVERSATION, (self.tenant, name, self.tenant))
+        for attempt in range(ATTEMPTS):
+            if known is not None:
+                break
+            try:
+                got = await self.db.fetch_value(_CONVERSATION, (self.tenant, name, self.tenant))
+            except IntegrityError:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                continue
             known = self._conv_ids[name] = int(got)
+        assert known is not None
         return known
 
     async def _speakers_seen(self, names: set[str]) -> None:
