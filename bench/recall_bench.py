@@ -18,6 +18,7 @@
    is what one free core would take).
 
 Run: .venv/bin/python -m bench.recall_bench [--quick] [--big 1000000] [--cache /tmp/recall]
+[--postgres] (`--postgres`: the dev table again on a throwaway PostgreSQL server)
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from bridge.recall.index import Message, RecallIndex
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import Tuning, search
 from bridge.screening.screen import secret_kinds
+from bridge.storage.postgres import PostgresDatabase
+from bridge.storage.schema import MIGRATIONS
 from bridge.types.tenant_dirs import TenantDirs
+from tests.storage.pg_server import NoPostgres, start_server
 
 GRID = [
     Tuning(context=0.5, window=w, session=s, speaker=p, feedback=f)
@@ -150,13 +154,33 @@ async def _scale(base: list[Message], queries: list[str], count: int, cache: Pat
         )
 
 
-async def _quality_report() -> str:
+async def _quality_report(url: str | None = None) -> str:
+    """The dev split's table on a fresh SQLite roost.db, or on the PostgreSQL at `url`."""
     with tempfile.TemporaryDirectory() as tmp:
-        db = await open_database(Path(tmp) / "roost.db")
+        db: Any
+        if url is None:
+            db = await open_database(Path(tmp) / "roost.db")
+        else:
+            db = await PostgresDatabase.open(url)
+            await db.migrate(MIGRATIONS)
         try:
             return format_report(await retrieval_eval(db, DEV_DIR))
         finally:
             await db.aclose()
+
+
+def on_postgres() -> None:
+    """The dev split's table again on a throwaway PostgreSQL (the same ranking contract)."""
+    try:
+        server = start_server()
+    except NoPostgres as exc:
+        print(f"== PostgreSQL: skipped ({exc})")
+        return
+    try:
+        print("== evidence recall on the dev split, on PostgreSQL (tsvector)")
+        print(asyncio.run(_quality_report(server.url())))
+    finally:
+        server.stop()
 
 
 def quality(quick: bool = False) -> None:
@@ -181,12 +205,17 @@ def main() -> int:
     parser.add_argument(
         "--cache", type=Path, help="build each scale's index once under this folder and reuse it"
     )
+    parser.add_argument(
+        "--postgres", action="store_true", help="the dev table on a throwaway PostgreSQL too"
+    )
     args = parser.parse_args()
     if not DEV_DIR.is_dir():  # the dev split lives beside the repository, not in it
         print(f"skipped: no dev set at {DEV_DIR}")
         return 0
     if not args.scale_only:
         quality(args.quick)
+        if args.postgres:
+            on_postgres()
     sets = load_set(DEV_DIR)
     base = [m for _, messages, _ in sets for m in messages]
     queries = [str(q["q"]) for _, _, questions in sets for q in questions]
