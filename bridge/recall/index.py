@@ -18,8 +18,8 @@ body and the speaker's name as one document gives FTS5's two-column `bm25()`
 of the files this replaces exactly (its columns weigh 1 each: term counts and
 lengths add up), so the ranking is unchanged.
 
-Writes: a batch is ONE INSERT (RETURNING the new ids), then one text-index add
-per new message; a conversation or a speaker this object has not seen costs
+Writes: a batch is ONE INSERT (RETURNING the new ids), then ONE text-index
+`add_many` of the new messages; a conversation or a speaker this object has not seen costs
 one upsert more. No transaction is held across awaits (docs/scaling.md): a
 crash between the INSERT and the adds leaves the newest messages without
 terms, which `repair` (run once per tenant and process, before the first
@@ -165,11 +165,13 @@ class RecallIndex:
                 break
         if waiting:
             raise StorageError(f"recall: {len(waiting)} messages not numbered (a busy tenant)")
+        docs = []
         for ident, m in sorted(stored, key=lambda s: s[0]):
             who = names.get(m.name)
             if who is None:
                 who = names[m.name] = index_terms(m.name)
-            await self.text.add(ident, document(index_terms(m.text), who))
+            docs.append((ident, document(index_terms(m.text), who)))
+        await self.text.add_many(docs)
         await self._speakers_seen({m.name for _, m in stored})
         return len(stored)
 
@@ -241,9 +243,11 @@ class RecallIndex:
             )
             if not rows:
                 break
-            for ident, name, text in rows:
+            for ident, _, _ in rows:
                 await self.text.remove(int(ident))
-                await self.text.add(int(ident), document(index_terms(text), index_terms(name)))
+            await self.text.add_many(
+                [(int(i), document(index_terms(t), index_terms(n))) for i, n, t in rows]
+            )
             done += len(rows)
             below = int(rows[-1][0])
             have = await self.text.count()

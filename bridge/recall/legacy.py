@@ -111,10 +111,12 @@ async def _move_page(index: RecallIndex, page: list[tuple[Any, ...]], resuming: 
         )
     }
     missing = [r for r in page if int(r[0]) not in there]
-    for ident, _, _, _, name, _, _, text in missing:
-        if resuming:  # a crash may have left this page's terms without its rows
-            await index.text.remove(int(ident))
-        await index.text.add(int(ident), document(index_terms(text), index_terms(name)))
+    if resuming:  # a crash may have left this page's terms without its rows
+        for row in missing:
+            await index.text.remove(int(row[0]))
+    await index.text.add_many(
+        [(int(r[0]), document(index_terms(r[7]), index_terms(r[4]))) for r in missing]
+    )
     await db.execute_many(
         "INSERT INTO recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bridge.app.database import open_database
 from bridge.recall.evaluate import OWN_DIR, load_set, loaded
 from bridge.recall.index import CHUNK, TEXT_INDEX, Message, RecallIndex, legacy_path
@@ -16,6 +18,7 @@ from bridge.recall.search import search
 from bridge.recall.terms import query_terms
 from bridge.recall.vectors import Dense, count, model_of, pending, store, use_model
 from bridge.storage import tenants
+from bridge.storage.errors import IntegrityError
 from bridge.storage.protocol import Database
 from bridge.types.tenant_dirs import TenantDirs
 from tests.recall.legacy_files import old_bm25, old_index
@@ -211,9 +214,25 @@ async def test_no_write_opens_a_transaction_and_a_turn_is_three_statements(
         await index.add(talk()[2:4])  # a turn's pair in a known chat
         written = [s for s in statements if not s.startswith(("PRAGMA", "--"))]
         assert not [s for s in written if s.split()[0].upper() in ("BEGIN", "SAVEPOINT")]
-        assert len(written) == 3 + 1, written  # the INSERT, two terms, Zelda's name
+        assert len(written) == 3 + 1, written  # the INSERT, two terms (one job), a name
         statements.clear()
         await index.delete_before(10**9)
         assert not [s for s in statements if s.split()[0].upper() in ("BEGIN", "SAVEPOINT")]
     finally:
         await database.aclose()
+
+
+async def test_add_many_indexes_as_adds_one_by_one_do(db: Database) -> None:
+    """`TextIndex.add_many` (one step for a batch's terms) ranks as `add` does, both backends;
+    a document indexed already is refused."""
+    docs = [(i + 1, text) for i, (_, _, text) in enumerate(TALK)]
+    one, many = db.text_index("t1", "a"), db.text_index("t1", "b")
+    for doc, text in docs:
+        await one.add(doc, text)
+    await many.add_many(docs)
+    await many.add_many([])
+    for query in (["basil"], ["harbour", "late"], ["raised", "sun", "tomatoes"]):
+        assert await many.search(query, 10) == await one.search(query, 10)
+    assert await many.count() == len(docs)
+    with pytest.raises(IntegrityError):
+        await many.add_many([(99, "new"), (1, "again")])
