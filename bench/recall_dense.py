@@ -20,6 +20,7 @@ Run: MODELS_PATH=/path/to/models .venv/bin/python -m bench.recall_dense hashed w
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import os
 import random
@@ -32,8 +33,9 @@ from pathlib import Path
 if os.environ.get("MODELS_PATH"):  # models installed apart (pip --target): after our own pins
     sys.path.append(os.environ["MODELS_PATH"])
 
+from bridge.app.database import open_database
 from bridge.recall.embedder import pack
-from bridge.recall.evaluate import DEV_DIR, dense_eval, format_dense, load_set
+from bridge.recall.evaluate import DEV_DIR, DenseReport, dense_eval, format_dense, load_set
 from bridge.recall.index import Message, RecallIndex
 from bridge.recall.terms import index_terms
 from bridge.recall.vectors import Dense, store, use_model
@@ -89,16 +91,21 @@ MODELS: dict[str, Callable[[], Embed | tuple[Embed, Embed]]] = {
 
 def nearest_latency(count: int, dims: int = 256, queries: int = 20) -> None:
     """p50/p99 of `Dense.nearest` (wall and CPU) over `count` random unit vectors."""
+    asyncio.run(_nearest_latency(count, dims, queries))
+
+
+async def _nearest_latency(count: int, dims: int, queries: int) -> None:
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
-        index = RecallIndex.open(Path(tmp) / "index.sqlite")
-        index.add(Message("c", str(n), "user", "x", n, "bench") for n in range(count))
-        use_model(index.conn, "random")
+        db = await open_database(Path(tmp) / "roost.db")
+        index = RecallIndex(db, "bench")
+        await index.add(Message("c", str(n), "user", "x", n, "bench") for n in range(count))
+        await use_model(db, "bench", "random")
         rows = [(r, pack([rng.gauss(0, 1) for _ in range(dims)])) for r in range(1, count + 1)]
-        store(index.conn, rows)
+        await store(db, "bench", rows)
         dense = Dense()
         started = time.perf_counter()
-        dense.refresh(index.conn)
+        await dense.refresh(db, "bench")
         loaded = time.perf_counter() - started
         walls, cpus = [], []
         for _ in range(queries):
@@ -107,7 +114,7 @@ def nearest_latency(count: int, dims: int = 256, queries: int = 20) -> None:
             dense.nearest(q, 100)
             walls.append((time.perf_counter() - wall) * 1000)
             cpus.append((time.thread_time() - cpu) * 1000)
-        index.close()
+        await db.aclose()
     walls.sort()
     cpus.sort()
     how = "numpy" if dense._np is not None else "plain Python"
@@ -116,6 +123,15 @@ def nearest_latency(count: int, dims: int = 256, queries: int = 20) -> None:
         f"{walls[len(walls) // 2]:.1f} ms, p99 {walls[-1]:.1f} ms "
         f"(CPU {cpus[len(cpus) // 2]:.1f} / {cpus[-1]:.1f} ms)"
     )
+
+
+async def _dense(folder: Path, embed: Embed, embed_query: Embed | None) -> DenseReport:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = await open_database(Path(tmp) / "roost.db")
+        try:
+            return await dense_eval(db, folder, embed, embed_query=embed_query)
+        finally:
+            await db.aclose()
 
 
 def main() -> int:
@@ -152,7 +168,7 @@ def main() -> int:
             f"== {name}: load {loaded:.2f} s, {per_wall:.3f} ms per message "
             f"({per_cpu:.3f} ms CPU), {len(vectors[0])} dimensions"
         )
-        print(format_dense(dense_eval(folder, embed, embed_query=embed_query)))
+        print(format_dense(asyncio.run(_dense(folder, embed, embed_query))))
     return 0
 
 

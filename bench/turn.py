@@ -35,7 +35,6 @@ import io
 import multiprocessing as mp
 import os
 import pstats
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -151,7 +150,9 @@ def instrument(roost: Any) -> Steps:
         steps.wrap(runner._meter, "record", "usage record")
     steps.wrap(runner.sessions, "append", "session store (append)")
     if runner._exchanges is not None:
-        steps.wrap(runner._exchanges, "record_exchange", "recall indexing")
+        steps.wrap(runner._exchanges, "record_exchange", "recall indexing (queued)")
+        # written after the reply by the indexer's task: not on the turn's path, not summed
+        steps.wrap(runner._exchanges, "admit", "  recall index write (background, per exchange)")
     for observer in runner._observers:
         steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
     steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
@@ -198,34 +199,31 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
     print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
 
 
-def _connections(roost: Any) -> dict[str, sqlite3.Connection]:
-    """The SQLite connections a turn writes: roost.db and each open recall index."""
-    runner = roost.core._turns
-    found = {"roost.db": runner.sessions._db}
-    indexer = runner._exchanges
-    for root, index in getattr(indexer, "_open", {}).items():
-        found[f"recall {Path(root).name}"] = index.conn
-    return found
-
-
 async def statements_per_turn(roost: Any, turns: int) -> None:
-    """SQL statements per turn on each connection (a count that does not move with load)."""
+    """SQL statements per turn on each connection (a count that does not move with load):
+    the old roost.db connection, and the `Database`'s writer and reader (the ported stores;
+    the recall index's writes, which the indexer's task runs after the reply, are counted
+    by waiting for them after each turn)."""
     counts: dict[str, list[str]] = defaultdict(list)
-    conns = _connections(roost)
-    for name, conn in conns.items():
-        conn.set_trace_callback(counts[name].append)
-    database = roost.database  # the ported stores' way in: its writer and its reader
-    for run in (database.write, database.read):
-        await run(lambda c: c.set_trace_callback(counts["roost.db, Database"].append))
+    old = roost.core._turns.sessions._db
+    old.set_trace_callback(counts["roost.db (old connection)"].append)
+    database, indexer = roost.database, roost.core._turns._exchanges
+
+    def trace(name: str) -> Any:
+        return lambda c: c.set_trace_callback(counts[name].append if name else None)
+
+    await database.write(trace("roost.db (Database writer)"))
+    await database.read(trace("roost.db (Database reader)"))
     try:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
             await roost.core.handle(inbound)
+            if indexer is not None:
+                await indexer.settled()
     finally:
-        for conn in conns.values():
-            conn.set_trace_callback(None)
-        for run in (database.write, database.read):
-            await run(lambda c: c.set_trace_callback(None))
+        old.set_trace_callback(None)
+        await database.write(trace(""))
+        await database.read(trace(""))
     for name, seen in counts.items():
         kinds: dict[str, int] = defaultdict(int)
         for sql in seen:

@@ -150,6 +150,7 @@ async def build(
     caps = build_capabilities(
         settings,
         db,
+        database,
         audit,
         runner,
         clock,

@@ -24,6 +24,7 @@ half-written is ever left or linked.
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
 import os
 import shutil
@@ -38,7 +39,9 @@ from bridge.audit.chains import chain_files
 from bridge.core.quota import QuotaExceeded
 from bridge.loadout.mask import Masker
 from bridge.loadout.vault import masker_of
-from bridge.recall.export import history_lines
+from bridge.recall.export import HISTORY, history_line
+from bridge.recall.index import Row
+from bridge.recall.legacy import legacy_rows
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -249,11 +252,15 @@ def _fill(
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
     zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
     for table in tenant_tables(db):
+        if table.startswith("recall_"):
+            continue  # the recall index: history.jsonl below (its vectors are derived)
         text = _jsonl(table_rows(db, table, tenant))
         rows += text.count("\n")
         zf.writestr(f"db/{table}.jsonl", mask.mask(text))
     with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
-        for line in history_lines(dirs):
+        kept = (Row(*found) for found in db.execute(HISTORY, (tenant,)))
+        for row in itertools.chain(legacy_rows(dirs), kept):  # a file not moved yet, first
+            line = history_line(row)
             history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
     records = [r for chain in chain_files(home / "audit") for r in audit_records(chain, tenant)]
     zf.writestr("audit.jsonl", b"".join(records))

@@ -2,7 +2,8 @@
 
 `forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
 before it deletes anything, then: every database row keyed by the tenant
-(one transaction), the tenant's tree `tenants/<tid>/` and its files under
+(one transaction), the tenant's text indexes (the recall index's terms,
+through the `Database`: `text_index_names`), the tenant's tree `tenants/<tid>/` and its files under
 `mcp/`; then the `data.forgotten` audit record,
 then the marker goes. Each step finds what is left and deletes it, so a run
 killed anywhere (kill -9, a power cut) is finished by running it again; the
@@ -29,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bridge.app.database import open_database
 from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
 from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_paths
@@ -102,6 +104,16 @@ def begin(home: Path, tenant: str) -> dict[str, Any]:
     return state
 
 
+async def drop_text_indexes(home: Path, tenant: str) -> None:
+    """Drop the tenant's text indexes (the recall index's terms) through the `Database`."""
+    database = await open_database(home / "roost.db")
+    try:
+        for name in await database.text_index_names(tenant):
+            await database.text_index(name, tenant).drop()
+    finally:
+        await database.aclose()
+
+
 async def forget_tenant(
     home: Path, db: sqlite3.Connection, tenant: str, record: Record
 ) -> Forgotten:
@@ -110,6 +122,7 @@ async def forget_tenant(
     state = begin(home, tenant)
     if not state.get("recorded"):
         rows = delete_rows(db, tenant)
+        await drop_text_indexes(home, tenant)
         done: dict[str, int] = state.get("rows", {})
         state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
         _write(marker, state)

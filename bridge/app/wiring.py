@@ -117,6 +117,7 @@ def access_rules(settings: Settings, pairing: PairingStore, platforms: Platforms
 def build_capabilities(
     settings: Settings,
     db: sqlite3.Connection,
+    database: Database,
     audit: AuditSink,
     runner: SandboxRunner,
     clock: Callable[[], float],
@@ -159,6 +160,7 @@ def build_capabilities(
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     on, embedder = settings.recall, embeddings_client(settings.llm)
     recall = build_recall(
+        database,
         on.enabled,
         loadout.vault.masker,
         audit,
@@ -208,7 +210,7 @@ def build_capabilities(
             corrections[1],
             *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
         ),
-        (*((watch.close,) if watch else ()), mcp.aclose, recall.indexer.close, *vector_closers),
+        (*((watch.close,) if watch else ()), mcp.aclose, recall.indexer.aclose, *vector_closers),
         recall.indexer,
     )
 

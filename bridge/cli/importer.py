@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.home import record_event
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
@@ -55,14 +56,11 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost import: {path} is not a file", file=sys.stderr)
         return 2
     dirs = TenantDirs.of(settings.home, args.tenant).ensure()
-    indexer = Indexer(vault_mask(Vault(NullAudit()).masker), screen=secret_kinds)
     try:
-        summary = _run(indexer, dirs, args.format, path)
+        summary = asyncio.run(_imported(settings, dirs, args.format, path))
     except BadJson as exc:
         print(f"roost import: {path}: {exc}", file=sys.stderr)
         return 2
-    finally:
-        indexer.close()
     asyncio.run(
         record_event(
             settings, "history.imported", args.tenant, summary.details(args.format), PLATFORMS
@@ -80,15 +78,26 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     client = embeddings_client(settings.llm)
     if client is not None:
         try:
-            done = asyncio.run(_vectors(client, dirs, settings.llm.embeddings.batch))
+            done = asyncio.run(_vectors(settings, client, dirs))
             print(f"vectors: {done:,} messages embedded ({client.name})")
         except EmbedError as exc:
             print(f"vectors not computed now ({exc}); the daemon computes them in the background")
     return 0
 
 
-async def _vectors(client: EmbeddingsClient, dirs: TenantDirs, batch: int) -> int:
-    backfill = Backfill(client, batch)
+async def _imported(settings: Settings, dirs: TenantDirs, fmt: str, path: Path) -> Summary:
+    """The file into the tenant's index, through the home's `Database` (roost.db)."""
+    db = await open_database(settings.home / "roost.db")
+    try:
+        indexer = Indexer(db, vault_mask(Vault(NullAudit()).masker), screen=secret_kinds)
+        return await _run(indexer, dirs, fmt, path)
+    finally:
+        await db.aclose()
+
+
+async def _vectors(settings: Settings, client: EmbeddingsClient, dirs: TenantDirs) -> int:
+    db = await open_database(settings.home / "roost.db")
+    backfill = Backfill(client, Indexer(db), settings.llm.embeddings.batch)
     try:
         if not sys.stderr.isatty():
             return await backfill.fill(dirs)
@@ -99,6 +108,7 @@ async def _vectors(client: EmbeddingsClient, dirs: TenantDirs, batch: int) -> in
     finally:
         await backfill.aclose()
         await client.aclose()
+        await db.aclose()
 
 
 def _topics(dirs: TenantDirs) -> list[Topic]:
@@ -106,11 +116,11 @@ def _topics(dirs: TenantDirs) -> list[Topic]:
     return MemoryStore(0, 0).topics(dirs)
 
 
-def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:
-    size = path.stat().st_size
+async def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:
+    size = path.stat().st_size  # noqa: ASYNC240 (a stat; the import reads the file on the loop)
     with path.open("rb") as stream:
         if not sys.stderr.isatty():
-            return import_stream(indexer, dirs, fmt, stream)
+            return await import_stream(indexer, dirs, fmt, stream)
         columns = (
             TextColumn("importing"),
             BarColumn(),
@@ -120,7 +130,7 @@ def _run(indexer: Indexer, dirs: TenantDirs, fmt: str, path: Path) -> Summary:
         )
         with Progress(*columns, transient=True) as bar:
             task = bar.add_task("import", total=size, messages=0)
-            return import_stream(
+            return await import_stream(
                 indexer,
                 dirs,
                 fmt,

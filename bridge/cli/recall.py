@@ -20,19 +20,22 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.home import record_event
 from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.llm.embeddings import embeddings_client
-from bridge.recall.evaluate import DEV_DIR, OWN_DIR, format_report, retrieval_eval
-from bridge.recall.index import index_path
+from bridge.recall.evaluate import DEV_DIR, OWN_DIR, Report, format_report, retrieval_eval
+from bridge.recall.index import RecallIndex, legacy_path
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import MAX_K, Hit
 from bridge.recall.service import Recall, when
+from bridge.storage.protocol import Database
 from bridge.types.tenant_dirs import TenantDirs
 
 
@@ -66,9 +69,6 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
     else:
         queries = [args.query]
     dirs = TenantDirs.of(settings.home, args.tenant)
-    if not index_path(dirs).exists():
-        print(f"roost recall: tenant {args.tenant} has nothing indexed yet", file=sys.stderr)
-        return 1 if not args.json else _empty(queries)
     return asyncio.run(_search_all(args, settings, dirs, queries))
 
 
@@ -76,8 +76,22 @@ async def _search_all(
     args: argparse.Namespace, settings: Settings, dirs: TenantDirs, queries: list[str]
 ) -> int:
     """Every query in one event loop (the embeddings client's session lives in it)."""
+    db = await open_database(settings.home / "roost.db")
+    try:
+        if not legacy_path(dirs).exists() and not await RecallIndex(db, dirs.tenant).count():
+            print(f"roost recall: tenant {args.tenant} has nothing indexed yet", file=sys.stderr)
+            return 1 if not args.json else _empty(queries)
+        return await _search(args, settings, db, dirs, queries)
+    finally:
+        await db.aclose()
+
+
+async def _search(
+    args: argparse.Namespace, settings: Settings, db: Database, dirs: TenantDirs, q: list[str]
+) -> int:
     embedder = embeddings_client(settings.llm)  # the same search as the model's tool
-    recall = Recall(Indexer(), embedder=embedder)
+    recall = Recall(Indexer(db), embedder=embedder)
+    queries = q
     try:
         for query in queries:
             found = await recall.find(dirs, query, args.k)
@@ -89,7 +103,7 @@ async def _search_all(
                 print(await recall.render(dirs, found.hits) if found.hits else "(nothing found)")
                 print()
     finally:
-        recall.indexer.close()
+        await recall.indexer.aclose()
         if embedder is not None:
             await embedder.aclose()
     return 0
@@ -112,6 +126,16 @@ async def _audit(settings: Settings, tenant: str, chars: int, k: int, hits: int,
     await record_event(settings, "recall.searched", tenant, details, PLATFORMS)
 
 
+async def _evaluated(folders: list[Path]) -> list[tuple[Report, Path]]:
+    """Each set scored on a fresh `Database` in a temporary directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = await open_database(Path(tmp) / "roost.db")
+        try:
+            return [(await retrieval_eval(db, folder), folder) for folder in folders]
+        finally:
+            await db.aclose()
+
+
 def eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=DEV_DIR, help="conv-N.jsonl + questions-N.jsonl")
     p.add_argument(
@@ -128,10 +152,11 @@ def run_recall_eval(args: argparse.Namespace, settings: Settings) -> int:
     if not args.dir.is_dir():
         print(f"roost recall-eval: {args.dir} is not a directory", file=sys.stderr)
         return 2
-    print(format_report(retrieval_eval(args.dir)))
-    if args.own.is_dir() and args.own.resolve() != args.dir.resolve():
-        print(f"== own cases ({args.own.name}: knowledge updates and time; see SOURCE.md)")
-        print(format_report(retrieval_eval(args.own)))
+    own = args.own.is_dir() and args.own.resolve() != args.dir.resolve()
+    for report, folder in asyncio.run(_evaluated([args.dir, *([args.own] if own else [])])):
+        if folder is not args.dir:
+            print(f"== own cases ({folder.name}: knowledge updates and time; see SOURCE.md)")
+        print(format_report(report))
     if args.answer:
         if settings.llm.provider == "offline":
             print("roost recall-eval --answer: no model configured (ROOST_LLM__*)", file=sys.stderr)

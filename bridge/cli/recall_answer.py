@@ -61,12 +61,10 @@ async def answer_eval(settings: Settings, folder: Path, limit: int = 0) -> Answe
         with tempfile.TemporaryDirectory() as tmp:
             local = settings.model_copy(update={"home": Path(tmp), "local_tenant": "eval"})
             dirs = TenantDirs.of(local.home, "eval").ensure()
-            indexer = Indexer()
-            indexer.admit(dirs, messages)
-            indexer.close()
             texts = {m.msg_id: m.text for m in messages}
             roost = await build(local)
             try:
+                await Indexer(roost.database).admit(dirs, messages)
                 for n, q in enumerate(questions):
                     if limit and asked >= limit:
                         return score

@@ -2,10 +2,9 @@
 
 Storing a message never waits for a model: the `Indexer` writes the text and
 its terms, and calls `wake(dirs)`; the `Backfill` task then embeds what has
-no vector yet, `batch` texts a request, oldest first, and stores them in the
-index file (`bridge.recall.vectors`), each batch in a thread on its own
-connection (a write never waits on the event loop, and a chat's insert never
-waits on a model). `roost import` runs `fill(dirs)` after its summary, with a
+no vector yet, `batch` texts a request, oldest first, and stores them
+through the `Database` (`bridge.recall.vectors`; a chat's insert never waits
+on a model). `roost import` runs `fill(dirs)` after its summary, with a
 progress bar. A failing model is logged (the reason, never a text) and tried
 again at the next wake or after `retry_s`; search meanwhile uses what is there
 (messages without a vector are still found by their words).
@@ -16,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from bridge.recall.embedder import Embedder, EmbedError, pack
-from bridge.recall.index import RecallIndex, index_path
+from bridge.recall.indexer import Indexer
 from bridge.recall.vectors import pending, store, use_model
+from bridge.storage.errors import StorageError
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
@@ -31,15 +30,18 @@ Progress = Callable[[int], None]  # vectors stored so far
 
 
 class Backfill:
-    def __init__(self, embedder: Embedder, batch: int = 64, retry_s: float = 300.0) -> None:
+    def __init__(
+        self, embedder: Embedder, indexer: Indexer, batch: int = 64, retry_s: float = 300.0
+    ) -> None:
         self.embedder = embedder
+        self._indexer = indexer
         self._batch = batch
         self._retry_s = retry_s
         self._wanted: dict[Path, TenantDirs] = {}
-        self._open: dict[Path, RecallIndex] = {}
         self._event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._retries: dict[Path, asyncio.TimerHandle] = {}
+        self._starting: asyncio.Task[None] | None = None
 
     def wake(self, dirs: TenantDirs) -> None:
         """The tenant has new messages (call on the event loop): embed them soon."""
@@ -49,23 +51,36 @@ class Backfill:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="recall-backfill")
 
     def wake_all(self, home: Path) -> None:
-        """Every tenant with an index (at start: what an import or a crash left behind)."""
-        for found in sorted((home / "tenants").glob("*/recall/index.sqlite")):
+        """Every tenant with messages or an index file of before (at start: what an import or
+        a crash left behind); looked up in a task (call on the event loop)."""
+        loop = asyncio.get_running_loop()
+        self._starting = loop.create_task(self._wake_all(home), name="recall-backfill-start")
+
+    async def _wake_all(self, home: Path) -> None:
+        try:
+            rows = await self._indexer.db.fetch_all("SELECT DISTINCT tenant FROM recall_messages")
+        except StorageError as exc:
+            log.warning("recall vectors: the tenants were not listed (%s)", exc)
+            rows = []
+        tenants = {str(t) for (t,) in rows}
+        tenants |= {p.parent.parent.name for p in (home / "tenants").glob("*/recall/index.sqlite")}
+        for tenant in sorted(tenants):
             with contextlib.suppress(ValueError):
-                self.wake(TenantDirs.of(home, found.parent.parent.name))
+                self.wake(TenantDirs.of(home, tenant))
 
     async def fill(self, dirs: TenantDirs, progress: Progress | None = None) -> int:
         """Embed every message of the tenant without a vector; returns how many were stored."""
-        index = await asyncio.to_thread(self._index, dirs)
-        await asyncio.to_thread(use_model, index.conn, self.embedder.name)
+        index = await self._indexer.index(dirs)  # moves an index file of before first
+        db, tenant = index.db, index.tenant
+        await use_model(db, tenant, self.embedder.name)
         done, after = 0, 0
         while True:
-            rows = await asyncio.to_thread(pending, index.conn, after, self._batch)
+            rows = await pending(db, tenant, after, self._batch)
             if not rows:
                 return done
             vectors = await self.embedder.embed([text[:EMBED_CHARS] for _, text in rows])
             blobs = [(rid, pack(v)) for (rid, _), v in zip(rows, vectors, strict=True)]
-            await asyncio.to_thread(store, index.conn, blobs)
+            await store(db, tenant, blobs)
             done, after = done + len(rows), rows[-1][0]
             if progress is not None:
                 progress(done)
@@ -78,15 +93,10 @@ class Backfill:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        opened, self._open = list(self._open.values()), {}
-        for index in opened:
-            index.close()
-
-    def _index(self, dirs: TenantDirs) -> RecallIndex:
-        found = self._open.get(dirs.root)
-        if found is None:
-            found = self._open[dirs.root] = RecallIndex.open(index_path(dirs))
-        return found
+        if self._starting is not None:
+            self._starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._starting
 
     async def _run(self) -> None:
         while True:
@@ -97,7 +107,7 @@ class Backfill:
                 del self._wanted[root]
                 try:
                     await self.fill(dirs)
-                except (EmbedError, OSError, sqlite3.Error) as exc:
+                except (EmbedError, OSError, StorageError) as exc:
                     log.warning("recall vectors not computed for now: %s", exc)
                     self._later(dirs)
                 except Exception:  # a bug must not end the task for every tenant

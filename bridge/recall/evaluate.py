@@ -2,7 +2,8 @@
 
 A set is a directory of `conv-N.jsonl` (the import format) and
 `questions-N.jsonl` (`{"q", "evidence": [ids], "category"}`). Each
-conversation is imported into its own index (a temporary directory), every
+conversation is imported into its own index (a tenant of its own in the
+`Database` the caller passes: a fresh one, `bridge.app.database`), every
 question searched with roost's search and with the baseline, plain Okapi
 BM25 over whole messages (FTS5 unicode61, no stemming, English stop words
 out: the floor), and evidence recall@k — the share of a question's evidence
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +30,7 @@ from bridge.recall.match import any_of
 from bridge.recall.search import Tuning, best, search
 from bridge.recall.terms import ENGLISH_STOP, words
 from bridge.recall.vectors import Dense, store
+from bridge.storage.protocol import Database
 
 _ROOT = Path(__file__).resolve().parents[2]
 # shared/ lies beside the clone (CI) or beside the folder of work trees
@@ -115,25 +116,35 @@ def load_set(folder: Path) -> list[tuple[str, list[Message], list[dict[str, obje
     return out
 
 
-def retrieval_eval(folder: Path, tuning: Tuning | None = None) -> Report:
+def eval_tenant(folder: Path, name: str) -> str:
+    """The tenant a set's conversation is imported as (a tenant id: letters, digits, '-')."""
+    return "eval-" + "".join(c if c.isalnum() else "-" for c in f"{folder.name}-{name}")
+
+
+async def loaded(db: Database, folder: Path, name: str, messages: list[Message]) -> RecallIndex:
+    """The conversation's index in `db`, its messages added (once: a re-run adds nothing)."""
+    index = RecallIndex(db, eval_tenant(folder, name))
+    await index.add(messages)
+    return index
+
+
+async def retrieval_eval(db: Database, folder: Path, tuning: Tuning | None = None) -> Report:
     roost, bm25, by_conv = Scores(), Scores(), {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, messages, questions in load_set(folder):
-            index = RecallIndex.open(Path(tmp) / f"{name}.sqlite")
-            index.add(messages)
-            base = PlainBm25(messages)
-            mine, theirs = Scores(), Scores()
-            for q in questions:
-                evidence = {str(e) for e in q["evidence"]}  # type: ignore[attr-defined]
-                category = int(q["category"])  # type: ignore[call-overload]
-                query = str(q["q"])
-                hits = [h.row.msg_id for h in search(index, query, max(KS), tuning or Tuning())]
-                ranked = base(query, max(KS))
-                for scores, got in ((roost, hits), (mine, hits), (bm25, ranked), (theirs, ranked)):
-                    scores.add(category, evidence, got)
-            by_conv[name] = (mine.mean(10), theirs.mean(10))
-            index.close()
-            base.conn.close()
+    for name, messages, questions in load_set(folder):
+        index = await loaded(db, folder, name, messages)
+        base = PlainBm25(messages)
+        mine, theirs = Scores(), Scores()
+        for q in questions:
+            evidence = {str(e) for e in q["evidence"]}  # type: ignore[attr-defined]
+            category = int(q["category"])  # type: ignore[call-overload]
+            query = str(q["q"])
+            found = await search(index, query, max(KS), tuning or Tuning())
+            hits = [h.row.msg_id for h in found]
+            ranked = base(query, max(KS))
+            for scores, got in ((roost, hits), (mine, hits), (bm25, ranked), (theirs, ranked)):
+                scores.add(category, evidence, got)
+        by_conv[name] = (mine.mean(10), theirs.mean(10))
+        base.conn.close()
     return Report(roost, bm25, by_conv)
 
 
@@ -166,7 +177,8 @@ class DenseReport:
     by_conversation: dict[str, tuple[float, float, float]]  # name -> dense, hybrid, roost @10
 
 
-def dense_eval(
+async def dense_eval(
+    db: Database,
     folder: Path,
     embed: Embed,
     fusion: Fusion | None = None,
@@ -177,43 +189,43 @@ def dense_eval(
 
     `embed_query`: how questions are embedded when a model tells them from passages."""
     report = DenseReport(Scores(), Scores(), Scores(), Scores(), {})
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, messages, questions in load_set(folder):
-            index = RecallIndex.open(Path(tmp) / f"{name}.sqlite")
-            index.add(messages)
-            rowids = [r.rowid for r in index.iter_all()]
-            vectors = embed([m.text for m in messages])
-            store(index.conn, [(r, pack(v)) for r, v in zip(rowids, vectors, strict=True)])
-            dense = Dense()
-            dense.refresh(index.conn)
-            base = PlainBm25(messages)
-            mine = (Scores(), Scores(), Scores())
-            qvecs = (embed_query or embed)([str(q["q"]) for q in questions])
-            for q, qv in zip(questions, qvecs, strict=True):
-                evidence = {str(e) for e in q["evidence"]}  # type: ignore[attr-defined]
-                cat, query = int(q["category"]), str(q["q"])  # type: ignore[call-overload]
-                near = dense.nearest(qv, 100)
-                got = {
-                    "dense": [index.rows([r])[r].msg_id for r in best(near, max(KS))],
-                    "hybrid": [
-                        h.row.msg_id
-                        for h in hybrid_search(
-                            index, query, near, max(KS), tuning or Tuning(), fusion or Fusion()
-                        )
-                    ],
-                    "roost": [
-                        h.row.msg_id for h in search(index, query, max(KS), tuning or Tuning())
-                    ],
-                }
-                report.dense.add(cat, evidence, got["dense"])
-                report.hybrid.add(cat, evidence, got["hybrid"])
-                report.roost.add(cat, evidence, got["roost"])
-                report.bm25.add(cat, evidence, base(query, max(KS)))
-                for scores, key in zip(mine, ("dense", "hybrid", "roost"), strict=True):
-                    scores.add(cat, evidence, got[key])
-            report.by_conversation[name] = (mine[0].mean(10), mine[1].mean(10), mine[2].mean(10))
-            index.close()
-            base.conn.close()
+    for name, messages, questions in load_set(folder):
+        index = await loaded(db, folder, name, messages)
+        stored = [r async for r in index.iter_all()]
+        texts = {(r.conversation, r.msg_id): r.rowid for r in stored}
+        vectors = embed([m.text for m in messages])
+        pairs = [
+            (texts[(m.conversation, m.msg_id)], pack(v))
+            for m, v in zip(messages, vectors, strict=True)
+            if (m.conversation, m.msg_id) in texts
+        ]
+        await store(db, index.tenant, pairs)
+        dense = Dense()
+        await dense.refresh(db, index.tenant)
+        base = PlainBm25(messages)
+        mine = (Scores(), Scores(), Scores())
+        qvecs = (embed_query or embed)([str(q["q"]) for q in questions])
+        rows = {r.rowid: r for r in stored}
+        for q, qv in zip(questions, qvecs, strict=True):
+            evidence = {str(e) for e in q["evidence"]}  # type: ignore[attr-defined]
+            cat, query = int(q["category"]), str(q["q"])  # type: ignore[call-overload]
+            near = dense.nearest(qv, 100)
+            t, f = tuning or Tuning(), fusion or Fusion()
+            got = {
+                "dense": [rows[r].msg_id for r in best(near, max(KS))],
+                "hybrid": [
+                    h.row.msg_id for h in await hybrid_search(index, query, near, max(KS), t, f)
+                ],
+                "roost": [h.row.msg_id for h in await search(index, query, max(KS), t)],
+            }
+            report.dense.add(cat, evidence, got["dense"])
+            report.hybrid.add(cat, evidence, got["hybrid"])
+            report.roost.add(cat, evidence, got["roost"])
+            report.bm25.add(cat, evidence, base(query, max(KS)))
+            for scores, key in zip(mine, ("dense", "hybrid", "roost"), strict=True):
+                scores.add(cat, evidence, got[key])
+        report.by_conversation[name] = (mine[0].mean(10), mine[1].mean(10), mine[2].mean(10))
+        base.conn.close()
     return report
 
 

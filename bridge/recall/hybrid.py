@@ -40,7 +40,7 @@ def fuse(rankings: Sequence[tuple[Sequence[int], float]], k: int = RRF_K) -> dic
     return out
 
 
-def hybrid_search(
+async def hybrid_search(
     index: RecallIndex,
     query: str,
     dense: dict[int, float],
@@ -50,9 +50,9 @@ def hybrid_search(
 ) -> list[Hit]:
     """The best `k` messages by the fused lexical and dense rankings (`dense`: rowid -> cosine)."""
     k = max(1, min(k, MAX_K))
-    lexical = best(rank(index, query, tuning), fusion.depth)
+    lexical = best(await rank(index, query, tuning), fusion.depth)
     nearest = best(dense, fusion.depth)
     fused = fuse(((lexical, fusion.lexical), (nearest, fusion.dense)), fusion.k)
     top = best(fused, k + 10)  # a few spare: a vector of a deleted message reads back nothing
-    rows = index.rows(top)
+    rows = await index.rows(top)
     return [Hit(rows[r], fused[r]) for r in top if r in rows][:k]

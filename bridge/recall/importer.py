@@ -1,9 +1,9 @@
 """`roost import`: a file of past conversations into a tenant's index, streamed and idempotent.
 
 `import_stream` reads items from `bridge.recall.formats` and hands them to the
-`Indexer` (the one door: screened, masked) in batches of `BATCH` messages, one
-transaction each, so memory stays flat whatever the file's size and what is
-imported is searchable batch by batch. A message is known by its
+`Indexer` (the one door: screened, masked) in batches of `BATCH` messages
+(an INSERT per 500 of them, then their terms), so memory stays flat whatever
+the file's size and what is imported is searchable batch by batch. A message is known by its
 conversation and id, so importing the same file again adds nothing. The
 `Summary` counts conversations, messages read, added, already known,
 refused (a credential in the text) and skipped items, naming where each
@@ -69,7 +69,7 @@ class Summary:
         }
 
 
-def import_stream(
+async def import_stream(
     indexer: Indexer,
     dirs: TenantDirs,
     fmt: str,
@@ -81,8 +81,8 @@ def import_stream(
     summary = Summary()
     batch: list[Message] = []
 
-    def flush() -> None:
-        got = indexer.admit(dirs, batch)
+    async def flush() -> None:
+        got = await indexer.admit(dirs, batch)
         summary.added += got.added
         summary.known += got.known
         summary.refused += got.refused
@@ -101,9 +101,9 @@ def import_stream(
             if item.role == "user":
                 newest(_candidates(item), summary.facts)
             if len(batch) >= BATCH:
-                flush()
+                await flush()
     if batch:
-        flush()
+        await flush()
     screened = {}
     for subject, c in summary.facts.items():
         text = indexer.clean(dirs, c.sentence)

@@ -1,75 +1,53 @@
-"""One tenant's message index: a SQLite file with the messages and an FTS5 table over their terms.
+"""One tenant's message index on the `Database`: messages in tables, their terms in a text index.
 
-`tenants/<tid>/recall/index.sqlite` (0600, WAL) holds everything said in the
-tenant's chats and everything imported, one row per message in `messages`
-(conversation, id, role, name, time in ms, source, text), and `terms`, a
-contentless FTS5 table (unicode61 over the pre-stemmed terms of
-`bridge.recall.terms`) whose rowid is the message's. A file per tenant: one
-tenant's search cannot reach another's rows, `roost forget` removes it with
-the tenant's tree, backup copies it as it copies every SQLite file.
-A message is known by (conversation, id), a unique index over the two
-(`messages_ident`): adding it again adds nothing, so an import can be run
-twice. Files made before it carry a 64-bit hash of the two in a `key` column
-with its own unique index instead, and keep it (`keyed`); the new form is
-about 0.07x the text smaller. Deleting (retention, `delete_before`) removes the
-terms with FTS5's 'delete' command, re-deriving them from the stored text.
-`speakers` lists the speakers' names of its messages (filled from the
-messages once in a file made before it; retention drops a name no kept
-message carries), so the search knows which query words are names.
-Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
+Rows of `recall_messages` (tenant, id, conversation, msg_id, role, name, time
+in ms, source, text) hold everything said in the tenant's chats and everything
+imported; `recall_conversations` names a conversation once per tenant;
+`recall_speakers` lists the speakers' names of the tenant's messages (so the
+search knows which query words are names). A message's terms (its stems,
+`bridge.recall.terms.index_terms`, then its speaker's) are document `id` of the
+tenant's text index `recall` (`Database.text_index`: FTS5 on SQLite, tsvector
+on PostgreSQL, one BM25 contract), so one tenant's search cannot reach
+another's rows and `text_index_names` finds it for forget.
+
+Ids count per tenant from 1, in the order messages are stored (the ranking's
+"messages around a hit" are the neighbouring ids): a batch is numbered inside
+its one INSERT (`max(id)` + `row_number()`), the messages already known, by
+(conversation, msg_id), left out, so an import can be run twice. Scoring the
+body and the speaker's name as one document gives FTS5's two-column `bm25()`
+of the files this replaces exactly (its columns weigh 1 each: term counts and
+lengths add up), so the ranking is unchanged.
+
+Writes: a batch is ONE INSERT (RETURNING the new ids), then ONE text-index
+`add_many` of the new messages; a conversation or a speaker this object has not seen costs
+one upsert more. No transaction is held across awaits (docs/scaling.md): a
+crash between the INSERT and the adds leaves the newest messages without
+terms, which `repair` (run once per tenant and process, before the first
+write) finds by the counts and adds again. Texts arrive masked: `Indexer`
+(bridge.recall.indexer) is the one door in.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from bridge.recall.match import quote
 from bridge.recall.terms import index_terms
-from bridge.recall.vectors import SCHEMA as VECTOR_SCHEMA
+from bridge.storage.errors import IntegrityError, StorageError
+from bridge.storage.protocol import Database, TextIndex
 from bridge.types.tenant_dirs import TenantDirs
 
-FILENAME = "index.sqlite"
-NEAR = 2000  # rows looked through on either side for a message's neighbours
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS conversations (
-        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE
-    )""",
-    """CREATE TABLE IF NOT EXISTS messages (
-        id INTEGER PRIMARY KEY,
-        conv INTEGER NOT NULL,
-        msg_id TEXT NOT NULL,
-        role TEXT NOT NULL,
-        name TEXT NOT NULL DEFAULT '',
-        at_ms INTEGER NOT NULL,
-        source TEXT NOT NULL,
-        text TEXT NOT NULL
-    )""",
-    """CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
-        body, who, content='', tokenize='unicode61 remove_diacritics 2'
-    )""",
-    "CREATE TABLE IF NOT EXISTS speakers (name TEXT PRIMARY KEY) WITHOUT ROWID",
-)
+TEXT_INDEX = "recall"
+LEGACY_FILENAME = "index.sqlite"  # the file per tenant the index lived in before (moved)
+NEAR = 2000  # ids looked through on either side for a message's neighbours
+CHUNK = 500  # rows per statement (placeholders stay far below both backends' limits)
 
 
-IDENT = "CREATE UNIQUE INDEX IF NOT EXISTS messages_ident ON messages (conv, msg_id)"
-
-
-def keyed(conn: sqlite3.Connection) -> bool:
-    """True for an index file made before the identity index: its messages carry a
-    64-bit `key` (a hash of conversation and id) with a unique index of its own."""
-    return any(row[1] == "key" for row in conn.execute("PRAGMA table_info(messages)"))
-
-
-def index_path(dirs: TenantDirs) -> Path:
-    """tenants/<tid>/recall/index.sqlite: beside global/, so never inside the files export."""
-    return dirs.root.parent / "recall" / FILENAME
+def legacy_path(dirs: TenantDirs) -> Path:
+    """tenants/<tid>/recall/index.sqlite: where the index lived before (bridge.recall.legacy)."""
+    return dirs.root.parent / "recall" / LEGACY_FILENAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,29 +77,35 @@ class Row:
     text: str
 
 
-_INSERT = (
-    "INSERT OR IGNORE INTO messages (conv, msg_id, role, name, at_ms, source, text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_KEYED = (
-    "INSERT OR IGNORE INTO messages (key, conv, msg_id, role, name, at_ms, source, text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
 _COLUMNS = "m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text"
-_FROM = "messages m JOIN conversations c ON c.id = m.conv"
+_FROM = "recall_messages m JOIN recall_conversations c ON c.tenant = m.tenant AND c.id = m.conv"
+_VALUE = "(CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, CAST(? AS BIGINT), ?, ?)"
+_INSERT = """
+WITH v (n, conv, msg_id, role, name, at_ms, source, text) AS (VALUES {values}),
+base AS (SELECT COALESCE(MAX(id), 0) AS top FROM recall_messages WHERE tenant = ?),
+fresh AS (
+    SELECT v.* FROM v WHERE NOT EXISTS (
+        SELECT 1 FROM recall_messages x
+        WHERE x.tenant = ? AND x.conv = v.conv AND x.msg_id = v.msg_id))
+INSERT INTO recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
+SELECT ?, base.top + row_number() OVER (ORDER BY fresh.n), fresh.conv, fresh.msg_id,
+    fresh.role, fresh.name, fresh.at_ms, fresh.source, fresh.text
+FROM fresh CROSS JOIN base WHERE true
+ON CONFLICT DO NOTHING
+RETURNING id, conv, msg_id
+"""
+_CONVERSATION = """
+INSERT INTO recall_conversations (tenant, id, name)
+SELECT ?, COALESCE(MAX(id), 0) + 1, ? FROM recall_conversations WHERE tenant = ?
+ON CONFLICT (tenant, name) DO UPDATE SET name = excluded.name
+RETURNING id
+"""
+ATTEMPTS = 5  # a batch whose ids another writer took at once is numbered again
 
 
-def _cached(names: dict[str, str], name: str) -> str:
-    found = names.get(name)
-    if found is None:
-        found = names[name] = index_terms(name)
-    return found
-
-
-def message_key(m: Message) -> int:
-    """A message's identity, (conversation, id), as a signed 64-bit hash (the unique key)."""
-    digest = hashlib.blake2b(f"{m.conversation}\0{m.msg_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+def document(text_terms: str, name_terms: str) -> str:
+    """A message's text-index document: its stems, then its speaker's name's."""
+    return f"{text_terms} {name_terms}" if name_terms else text_terms
 
 
 @lru_cache(maxsize=4096)
@@ -134,184 +118,268 @@ def who_terms(role: str, name: str) -> str:
     return index_terms(f"{name} {role}")
 
 
-def open_index(path: Path) -> sqlite3.Connection:
-    """Open (creating) an index file: 0600 with its WAL files, schema in place."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    for suffix in ("-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            path.with_name(path.name + suffix).chmod(0o600)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    for statement in (*SCHEMA, *VECTOR_SCHEMA):
-        conn.execute(statement)
-    if not keyed(conn):  # a file made before keeps its `key` column and index
-        conn.execute(IDENT)
-    if conn.execute("SELECT 1 FROM speakers LIMIT 1").fetchone() is None:
-        # a file made before the speakers table: its names once (nothing when empty)
-        conn.execute("INSERT OR IGNORE INTO speakers (name) SELECT DISTINCT name FROM messages")
-    return conn
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
 
 
 class RecallIndex:
-    """The messages and terms of one tenant's index file (one connection)."""
+    """One tenant's messages and terms on a `Database` (cheap to make; keeps small caches)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._keyed = keyed(conn)
-        # what this connection wrote or read before, so a live turn's two messages are
-        # their inserts only: a conversation's id never changes once given (rows of
-        # `conversations` are never deleted), a speaker's row stays until a retention
-        # prune on this connection (which forgets these)
+    def __init__(self, db: Database, tenant: str) -> None:
+        self.db, self.tenant = db, tenant
+        self.text: TextIndex = db.text_index(TEXT_INDEX, tenant)
+        # what this object wrote or read before, so a live turn's two messages are their
+        # INSERT and adds only: a conversation's id never changes once given (its row is
+        # never deleted but by forget), a speaker's row stays until a retention prune
+        # through this object (which forgets these)
         self._conv_ids: dict[str, int] = {}
         self._speakers: set[str] = set()
+        self.repaired = False
 
-    @classmethod
-    def open(cls, path: Path) -> RecallIndex:
-        return cls(open_index(path))
+    # -- writing ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        self.conn.close()
-
-    def add(self, messages: Iterable[Message]) -> int:
-        """Add messages in one transaction; those already known are skipped. Returns added."""
-        conn, added = self.conn, 0
-        convs: dict[str, int] = {}
-        names: dict[str, str] = {}  # speaker name -> its terms (a few speakers, many rows)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for m in messages:
-                conv = convs.get(m.conversation)
-                if conv is None:
-                    conv = convs[m.conversation] = self._conversation(m.conversation)
-                row = (conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text)
-                if self._keyed:
-                    cur = conn.execute(_INSERT_KEYED, (message_key(m), *row))
-                else:
-                    cur = conn.execute(_INSERT, row)
-                if cur.rowcount != 1:
-                    continue
-                conn.execute(
-                    "INSERT INTO terms (rowid, body, who) VALUES (?, ?, ?)",
-                    (cur.lastrowid, index_terms(m.text), _cached(names, m.name)),
-                )
-                added += 1
-            new_names = [n for n in names if n not in self._speakers]
-            if new_names:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO speakers (name) VALUES (?)", ((n,) for n in new_names)
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            self._conv_ids.clear()  # ids read inside the rolled-back transaction may be gone
-            raise
-        self._speakers.update(names)
+    async def add(self, messages: Iterable[Message]) -> int:
+        """Store messages (those already known skipped) and index their terms; the count added."""
+        fresh: dict[tuple[str, str], Message] = {}
+        for m in messages:  # a message twice in one batch: the first counts
+            fresh.setdefault((m.conversation, m.msg_id), m)
+        batch = list(fresh.values())
+        added = 0
+        for start in range(0, len(batch), CHUNK):
+            added += await self._add_chunk(batch[start : start + CHUNK])
         return added
 
-    def _conversation(self, name: str) -> int:
+    async def _add_chunk(self, chunk: list[Message]) -> int:
+        convs = {m.conversation: await self.conversation(m.conversation) for m in chunk}
+        names: dict[str, str] = {}
+        waiting = {(convs[m.conversation], m.msg_id): m for m in chunk}
+        stored: list[tuple[int, Message]] = []
+        for _ in range(ATTEMPTS):
+            got = await self._insert(list(waiting.values()), convs)
+            for ident, conv, msg_id in got:
+                stored.append((ident, waiting.pop((conv, msg_id))))
+            if waiting:  # known ones (left out by the INSERT), or ids another writer took
+                for key in await self._known(list(waiting)):
+                    waiting.pop(key, None)
+            if not waiting:
+                break
+        if waiting:
+            raise StorageError(f"recall: {len(waiting)} messages not numbered (a busy tenant)")
+        docs = []
+        for ident, m in sorted(stored, key=lambda s: s[0]):
+            who = names.get(m.name)
+            if who is None:
+                who = names[m.name] = index_terms(m.name)
+            docs.append((ident, document(index_terms(m.text), who)))
+        await self.text.add_many(docs)
+        await self._speakers_seen({m.name for _, m in stored})
+        return len(stored)
+
+    async def _insert(
+        self, chunk: Sequence[Message], convs: dict[str, int]
+    ) -> list[tuple[int, int, str]]:
+        if not chunk:
+            return []
+        args: list[object] = []
+        for n, m in enumerate(chunk):
+            conv = convs[m.conversation]
+            args += [n, conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text]
+        sql = _INSERT.format(values=",".join([_VALUE] * len(chunk)))
+        rows = await self.db.fetch_all(sql, (*args, self.tenant, self.tenant, self.tenant))
+        return [(int(i), int(c), str(msg)) for i, c, msg in rows]
+
+    async def _known(self, keys: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Which of (conversation id, msg_id) are stored already."""
+        convs, ids = sorted({c for c, _ in keys}), sorted({m for _, m in keys})
+        rows = await self.db.fetch_all(
+            "SELECT conv, msg_id FROM recall_messages WHERE tenant = ? "
+            f"AND conv IN ({_marks(len(convs))}) AND msg_id IN ({_marks(len(ids))})",
+            (self.tenant, *convs, *ids),
+        )
+        wanted = set(keys)
+        return [(int(c), str(m)) for c, m in rows if (int(c), str(m)) in wanted]
+
+    async def conversation(self, name: str) -> int:
+        """The conversation's id in this tenant (made on first use): one upsert, then cached.
+        Two writers naming two new conversations at once may draw one id: the loser draws
+        again."""
         known = self._conv_ids.get(name)
-        if known is not None:
-            return known
-        self.conn.execute("INSERT OR IGNORE INTO conversations (name) VALUES (?)", (name,))
-        got = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,))
-        ident = self._conv_ids[name] = int(got.fetchone()[0])
-        return ident
+        for attempt in range(ATTEMPTS):
+            if known is not None:
+                break
+            try:
+                got = await self.db.fetch_value(_CONVERSATION, (self.tenant, name, self.tenant))
+            except IntegrityError:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                continue
+            known = self._conv_ids[name] = int(got)
+        assert known is not None
+        return known
 
-    def speaker_terms(self) -> frozenset[str]:
+    async def _speakers_seen(self, names: set[str]) -> None:
+        new = sorted(n for n in names if n not in self._speakers)
+        for start in range(0, len(new), CHUNK):
+            part = new[start : start + CHUNK]
+            values = ",".join(["(?, ?)"] * len(part))
+            args = [x for n in part for x in (self.tenant, n)]
+            sql = f"INSERT INTO recall_speakers (tenant, name) VALUES {values} "
+            await self.db.execute(sql + "ON CONFLICT DO NOTHING", args)
+        self._speakers.update(new)
+
+    async def repair(self) -> int:
+        """Index the terms of the newest messages a crash left without (the counts differ);
+        returns how many were added again. Run before this process's first write."""
+        self.repaired = True
+        have, want = await self.text.count(), await self.count()
+        done, below = 0, None
+        while have < want:
+            where = "" if below is None else " AND m.id < ?"
+            args: tuple[object, ...] = (self.tenant,) + (() if below is None else (below,))
+            rows = await self.db.fetch_all(
+                f"SELECT m.id, m.name, m.text FROM recall_messages m WHERE m.tenant = ?{where} "
+                f"ORDER BY m.id DESC LIMIT {CHUNK}",
+                args,
+            )
+            if not rows:
+                break
+            for ident, _, _ in rows:
+                await self.text.remove(int(ident))
+            await self.text.add_many(
+                [(int(i), document(index_terms(t), index_terms(n))) for i, n, t in rows]
+            )
+            done += len(rows)
+            below = int(rows[-1][0])
+            have = await self.text.count()
+        return done
+
+    async def delete_before(self, cutoff_ms: int) -> int:
+        """Remove messages older than `cutoff_ms` (retention); returns how many.
+
+        The rows go first (one DELETE), then their terms and vectors: a crash between leaves
+        terms of messages that are gone, which a search cannot read back and drops."""
+        gone = await self.db.fetch_all(
+            "DELETE FROM recall_messages WHERE tenant = ? AND at_ms < ? RETURNING id",
+            (self.tenant, cutoff_ms),
+        )
+        if not gone:
+            return 0
+        for (ident,) in gone:
+            await self.text.remove(int(ident))
+        await self.db.execute(
+            "DELETE FROM recall_vectors WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM "
+            "recall_messages m WHERE m.tenant = recall_vectors.tenant "
+            "AND m.id = recall_vectors.id)",
+            (self.tenant,),
+        )
+        await self.db.execute(  # a name none of the kept messages carries goes too
+            "DELETE FROM recall_speakers WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM "
+            "recall_messages m WHERE m.tenant = recall_speakers.tenant "
+            "AND m.name = recall_speakers.name)",
+            (self.tenant,),
+        )
+        self._speakers.clear()
+        return len(gone)
+
+    async def drop(self) -> None:
+        """Every row and term of the tenant (forget)."""
+        for table in ("recall_messages", "recall_conversations", "recall_speakers"):
+            await self.db.execute(f"DELETE FROM {table} WHERE tenant = ?", (self.tenant,))
+        await self.db.execute("DELETE FROM recall_vectors WHERE tenant = ?", (self.tenant,))
+        await self.db.execute("DELETE FROM recall_vector_model WHERE tenant = ?", (self.tenant,))
+        await self.text.drop()
+        self._conv_ids.clear()
+        self._speakers.clear()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def speaker_terms(self) -> frozenset[str]:
         """The terms of every speaker's name the index has seen (a few rows)."""
-        names = self.conn.execute("SELECT name FROM speakers").fetchall()
-        return frozenset(t for (name,) in names for t in _name_terms(name))
+        names = await self.db.fetch_all(
+            "SELECT name FROM recall_speakers WHERE tenant = ?", (self.tenant,)
+        )
+        return frozenset(t for (name,) in names for t in _name_terms(str(name)))
 
-    def doc_freq(self, terms: list[str], cap: int) -> dict[str, int]:
+    async def doc_freq(self, terms: list[str], cap: int) -> dict[str, int]:
         """How many messages hold each term, counted up to `cap` (the work stays bounded)."""
-        sql = "SELECT count(*) FROM (SELECT 1 FROM terms WHERE terms MATCH ? LIMIT ?)"
-        return {t: int(self.conn.execute(sql, (quote(t), cap)).fetchone()[0]) for t in terms}
+        found = await self.text.doc_freq(terms, cap)
+        return {t: found.get(t, 0) for t in terms}
 
-    def newest_bound(self, expr: str, count: int) -> int | None:
-        """The rowid of the `count`-th newest message matching `expr` (None: fewer match)."""
-        sql = "SELECT rowid FROM terms WHERE terms MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-        row = self.conn.execute(sql, (expr, count - 1)).fetchone()
-        return int(row[0]) if row is not None else None
+    async def newest_bound(self, terms: list[str], count: int) -> int | None:
+        """The id of the `count`-th newest message holding any of `terms` (None: fewer)."""
+        return await self.text.nth_newest(terms, count)
 
-    def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    async def bm25(
+        self, terms: list[str], limit: int, min_doc: int | None = None
+    ) -> list[tuple[int, float]]:
+        """(id, bm25) of the best `limit` messages holding any term, best first."""
+        return await self.text.search(terms, limit, min_doc=min_doc)
 
-    def text_bytes(self) -> int:
+    async def count(self) -> int:
+        got = await self.db.fetch_value(
+            "SELECT count(*) FROM recall_messages WHERE tenant = ?", (self.tenant,)
+        )
+        return int(got or 0)
+
+    async def text_bytes(self) -> int:
         """UTF-8 bytes of all stored texts (what the index's size is measured against)."""
-        got = self.conn.execute("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM messages")
-        return int(got.fetchone()[0])
+        rows = await self.db.fetch_all(
+            "SELECT text FROM recall_messages WHERE tenant = ?", (self.tenant,)
+        )
+        return sum(len(str(t).encode()) for (t,) in rows)
 
-    def rows(self, rowids: Iterable[int]) -> dict[int, Row]:
+    async def rows(self, rowids: Iterable[int]) -> dict[int, Row]:
         ids = list(rowids)
         found: dict[int, Row] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id IN ({marks})"
-            for r in self.conn.execute(sql, chunk):
-                found[r[0]] = Row(*r)
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            where = f"m.tenant = ? AND m.id IN ({_marks(len(chunk))})"
+            sql = f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where}"
+            for r in await self.db.fetch_all(sql, (self.tenant, *chunk)):
+                found[int(r[0])] = Row(*r)
         return found
 
-    def speakers(self, rowids: Iterable[int]) -> dict[int, tuple[int, str, str]]:
-        """rowid -> (conversation id, role, name): what the ranking needs, not the text."""
+    async def speakers(self, rowids: Iterable[int]) -> dict[int, tuple[int, str, str]]:
+        """id -> (conversation id, role, name): what the ranking needs, not the text."""
         ids = list(rowids)
         found: dict[int, tuple[int, str, str]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT id, conv, role, name FROM messages WHERE id IN ({marks})"
-            for r in self.conn.execute(sql, chunk):
-                found[r[0]] = (r[1], r[2], r[3])
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start : start + CHUNK]
+            sql = (
+                "SELECT id, conv, role, name FROM recall_messages "
+                f"WHERE tenant = ? AND id IN ({_marks(len(chunk))})"
+            )
+            for r in await self.db.fetch_all(sql, (self.tenant, *chunk)):
+                found[int(r[0])] = (int(r[1]), str(r[2]), str(r[3]))
         return found
 
-    def neighbours(self, row: Row, before: int, after: int) -> tuple[list[Row], list[Row]]:
+    async def neighbours(self, row: Row, before: int, after: int) -> tuple[list[Row], list[Row]]:
         """Up to `before` messages stored just before `row` in its conversation, and `after`
-        after (looked for among the NEAR rows on either side: a conversation's messages are
-        stored in order, interleaved only with other chats' at the same time)."""
-        conv = f"(SELECT conv FROM messages WHERE id = {int(row.rowid)})"
-        prev = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id BETWEEN ? AND ? AND m.conv = {conv} "
-            "ORDER BY m.id DESC LIMIT ?",
-            (row.rowid - NEAR, row.rowid - 1, before),
-        ).fetchall()
-        nxt = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.id BETWEEN ? AND ? AND m.conv = {conv} "
-            "ORDER BY m.id LIMIT ?",
-            (row.rowid + 1, row.rowid + NEAR, after),
-        ).fetchall()
+        after (looked for among the NEAR ids on either side: a conversation's messages are
+        stored in order, interleaved only with the tenant's other chats at the same time)."""
+        conv = "(SELECT conv FROM recall_messages WHERE tenant = ? AND id = ?)"
+        where = f"m.tenant = ? AND m.id BETWEEN ? AND ? AND m.conv = {conv}"
+        prev = await self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} ORDER BY m.id DESC LIMIT ?",
+            (self.tenant, row.rowid - NEAR, row.rowid - 1, self.tenant, row.rowid, before),
+        )
+        nxt = await self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM {_FROM} WHERE {where} ORDER BY m.id LIMIT ?",
+            (self.tenant, row.rowid + 1, row.rowid + NEAR, self.tenant, row.rowid, after),
+        )
         return [Row(*r) for r in reversed(prev)], [Row(*r) for r in nxt]
 
-    def iter_all(self) -> Iterator[Row]:
-        """Every message, in the order stored (the export)."""
-        sql = f"SELECT {_COLUMNS} FROM {_FROM} ORDER BY m.id"
-        yield from (Row(*r) for r in self.conn.execute(sql))
-
-    def delete_before(self, cutoff_ms: int) -> int:
-        """Remove messages older than `cutoff_ms` (retention); returns how many."""
-        conn, removed = self.conn, 0
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            old = conn.execute(
-                "SELECT id, name, text FROM messages WHERE at_ms < ?", (cutoff_ms,)
-            ).fetchall()
-            for rowid, name, text in old:
-                conn.execute(
-                    "INSERT INTO terms (terms, rowid, body, who) VALUES ('delete', ?, ?, ?)",
-                    (rowid, index_terms(text), index_terms(name)),
-                )
-                conn.execute("DELETE FROM messages WHERE id = ?", (rowid,))
-                conn.execute("DELETE FROM vectors WHERE id = ?", (rowid,))
-                removed += 1
-            if removed:  # a name none of the kept messages carries goes too
-                conn.execute(
-                    "DELETE FROM speakers WHERE name NOT IN (SELECT DISTINCT name FROM messages)"
-                )
-                self._speakers.clear()
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return removed
+    async def iter_all(self) -> AsyncIterator[Row]:
+        """Every message, in the order stored (the export), read CHUNK rows at a time."""
+        after = 0
+        while True:
+            rows = await self.db.fetch_all(
+                f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.tenant = ? AND m.id > ? "
+                f"ORDER BY m.id LIMIT {CHUNK}",
+                (self.tenant, after),
+            )
+            for r in rows:
+                yield Row(*r)
+            if len(rows) < CHUNK:
+                return
+            after = int(rows[-1][0])

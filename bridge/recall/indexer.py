@@ -1,6 +1,6 @@
 """The one door into every tenant's message index: screen, mask, then store.
 
-`Indexer.admit(dirs, messages)` is the only way a text reaches an index file
+`Indexer.admit(dirs, messages)` is the only way a text reaches the index
 (live turns, scheduled answers, imports alike): a text the secret screen
 finds a credential in (`screen`: the app passes
 `bridge.screening.screen.secret_kinds`) is refused whole (counted, never stored);
@@ -10,26 +10,35 @@ single step, so a central masking point can replace it in one place; a text
 that is `Masked` already (a stored turn's, masked by the turn with the same
 vault masker right before) is screened but not masked again.
 `record_exchange` is what the turn calls after it stored an exchange (the
-core's `ExchangeLog` protocol); it never raises into the turn: an index that
-cannot be written is logged and the answer goes on. With `[recall]
-retention_days` set, it also drops older messages, at most once a day.
-Connections are opened lazily, one per tenant, and kept; `close()` ends them.
-Searches read through `reading(dirs)`: a second connection per tenant (WAL: a
-reader never waits for the writer), used by one search thread at a time, so
-a search runs off the event loop while the loop goes on writing. `listen`
-registers who is told that a tenant has new rows (the vectors' backfill).
+core's `ExchangeLog` protocol): it only queues the exchange (no statement on
+the reply's path) and one task per `Indexer` writes the queue in order
+through the `Database`, so one chat's messages keep their order and each
+tenant's are numbered in the order they were answered. It never raises into
+the turn: an index that cannot be written is logged and the answer goes on.
+`settled()` waits until what was queued is written (a search awaits it first:
+`/recall` right after a message finds it); `aclose()` writes what is queued
+and ends the task. A process killed meanwhile loses its queued exchanges from
+the index (they stay in the session store). With `[recall] retention_days`
+set, it also drops older messages, at most once a day per tenant.
+`index(dirs)` is the tenant's `RecallIndex` (made once and kept): its first
+use moves the tenant's index file of before (`bridge.recall.legacy`) into the
+`Database` and adds terms a crash left unwritten (`RecallIndex.repair`).
+`listen` registers who is told that a tenant has new rows (the vectors'
+backfill).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from bridge.recall.index import Message, RecallIndex, index_path
+from bridge.recall.index import Message, RecallIndex
+from bridge.recall.legacy import move_legacy
+from bridge.storage.errors import StorageError
+from bridge.storage.protocol import Database
 from bridge.types.masked import Masked
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -40,6 +49,7 @@ GROUP = 32  # messages screened together; a group with a finding is screened one
 
 
 Screen = Callable[[str], list[str]]  # the secret screen: the kinds of credential in a text
+Exchange = tuple[TenantDirs, tuple[Message, Message]]
 
 
 def _no_screen(text: str) -> list[str]:
@@ -65,61 +75,67 @@ class Admitted:
 class Indexer:
     def __init__(
         self,
+        db: Database,
         mask: Callable[[TenantDirs, str], str] | None = None,
         enabled: bool = True,
         screen: Screen = _no_screen,
         retention_days: int = 0,
     ) -> None:
+        self.db = db
         self._mask = mask
         self._screen = screen
         self._retention_ms = retention_days * DAY_MS  # 0: keep everything
-        self._pruned: dict[str, int] = {}  # tenant root -> when its index was last pruned
+        self._pruned: dict[str, int] = {}  # tenant -> when its index was last pruned
         self.enabled = enabled
         self._open: dict[str, RecallIndex] = {}
-        self._readers: dict[str, tuple[RecallIndex, threading.Lock]] = {}
-        self._lock = threading.Lock()
+        self._opening: dict[str, asyncio.Lock] = {}
         self._listeners: list[Callable[[TenantDirs], None]] = []
+        self._queue: list[Exchange] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
 
     def listen(self, added: Callable[[TenantDirs], None]) -> None:
-        """Call `added(dirs)` (on the caller's thread) after rows were added for a tenant."""
+        """Call `added(dirs)` (on the event loop) after rows were added for a tenant."""
         self._listeners.append(added)
 
-    def index(self, dirs: TenantDirs) -> RecallIndex:
-        """The tenant's index (opened once, created on first use)."""
-        key = str(dirs.root)
-        with self._lock:
-            found = self._open.get(key)
+    async def index(self, dirs: TenantDirs) -> RecallIndex:
+        """The tenant's index (made once; its first use moves an index file of before and
+        adds terms a crash left unwritten)."""
+        found = self._open.get(dirs.tenant)
+        if found is not None:
+            return found
+        lock = self._opening.setdefault(dirs.tenant, asyncio.Lock())
+        async with lock:
+            found = self._open.get(dirs.tenant)
             if found is None:
-                found = RecallIndex.open(index_path(dirs))
-                self._open[key] = found
+                found = RecallIndex(self.db, dirs.tenant)
+                await move_legacy(found, dirs)
+                if await found.repair():
+                    log.warning("recall: terms a crash left unwritten were added again")
+                self._open[dirs.tenant] = found
             return found
 
-    @contextlib.contextmanager
-    def reading(self, dirs: TenantDirs) -> Iterator[RecallIndex]:
-        """The tenant's reading connection, held by one thread at a time (searches)."""
-        key = str(dirs.root)
-        with self._lock:
-            found = self._readers.get(key)
-            if found is None:
-                found = self._readers[key] = (RecallIndex.open(index_path(dirs)), threading.Lock())
-        with found[1]:
-            yield found[0]
-
     def forget(self, dirs: TenantDirs) -> None:
-        """Close the tenant's connections (before its files are removed)."""
-        with self._lock:
-            found = self._open.pop(str(dirs.root), None)
-            reader = self._readers.pop(str(dirs.root), None)
-        for index in (found, reader[0] if reader else None):
-            if index is not None:
-                index.close()
+        """Drop what is kept of the tenant and its queued exchanges (before its rows go)."""
+        self._open.pop(dirs.tenant, None)
+        self._pruned.pop(dirs.tenant, None)
+        self._queue = [e for e in self._queue if e[0].tenant != dirs.tenant]
 
-    def close(self) -> None:
-        with self._lock:
-            opened, self._open = list(self._open.values()), {}
-            readers, self._readers = [r for r, _ in self._readers.values()], {}
-        for index in opened + readers:
-            index.close()
+    async def settled(self) -> None:
+        """Return once every exchange queued before the call is written (or failed)."""
+        while self._queue or not self._idle.is_set():
+            await self._idle.wait()
+
+    async def aclose(self) -> None:
+        """Write what is queued, then end the writing task."""
+        if self._task is not None:
+            await self.settled()
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
 
     def clean(
         self,
@@ -149,8 +165,8 @@ class Indexer:
         bind = getattr(self._mask, "bind", None)
         return bind(dirs) if callable(bind) else None
 
-    def admit(self, dirs: TenantDirs, messages: Iterable[Message]) -> Admitted:
-        """Screen, mask and store `messages` in one transaction."""
+    async def admit(self, dirs: TenantDirs, messages: Iterable[Message]) -> Admitted:
+        """Screen, mask and store `messages` (`RecallIndex.add`)."""
         kept: list[Message] = []
         refused = 0
         batch = list(messages)
@@ -165,7 +181,7 @@ class Indexer:
                     refused += 1
                 elif text.strip():
                     kept.append(m if text == m.text else replace(m, text=text))
-        added = self.index(dirs).add(kept) if kept else 0
+        added = await (await self.index(dirs)).add(kept) if kept else 0
         if added:
             for tell in self._listeners:
                 tell(dirs)
@@ -182,7 +198,8 @@ class Indexer:
         at: float,
         name: str = "",
     ) -> None:
-        """Index one stored exchange (the turn's hook); failures are logged, never raised."""
+        """Queue one stored exchange for the index (the turn's hook, on the event loop): no
+        statement here; the writing task stores it in order. Never raises."""
         if not self.enabled:
             return
         at_ms = int(at * 1000)
@@ -191,18 +208,32 @@ class Indexer:
             Message(conversation, msg_id, "user", asked, at_ms, channel, name),
             Message(conversation, f"{msg_id}:reply", "assistant", answer, at_ms + 1, channel),
         )
-        try:
-            self.admit(dirs, pair)
-            self._prune(dirs, at_ms)
-        except (OSError, sqlite3.Error) as exc:
-            log.error("recall index not written (%s); the answer goes on", exc)
+        self._queue.append((dirs, pair))
+        self._idle.clear()
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="recall-index")
 
-    def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                dirs, pair = self._queue.pop(0)
+                try:
+                    await self.admit(dirs, pair)
+                    await self._prune(dirs, pair[0].at_ms)
+                except (OSError, StorageError) as exc:
+                    log.error("recall index not written (%s); the answer went on", exc)
+                except Exception:  # a bug must not end the task for every tenant
+                    log.exception("recall index: unexpected failure")
+            self._idle.set()
+
+    async def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
         """With a retention set, drop messages older than it (at most once a day per tenant)."""
-        key = str(dirs.root)
-        if self._retention_ms <= 0 or now_ms - self._pruned.get(key, 0) < DAY_MS:
+        if self._retention_ms <= 0 or now_ms - self._pruned.get(dirs.tenant, 0) < DAY_MS:
             return
-        self._pruned[key] = now_ms
-        removed = self.index(dirs).delete_before(now_ms - self._retention_ms)
+        self._pruned[dirs.tenant] = now_ms
+        removed = await (await self.index(dirs)).delete_before(now_ms - self._retention_ms)
         if removed:
             log.info("recall: %d messages past the retention removed", removed)

@@ -5,8 +5,10 @@ Ranking over what the index returns:
    names of the index's speakers (`RecallIndex.speaker_terms`: in "What did
    Caroline paint?" the name says who said it, not what was said: as a word
    it finds the other person's "Caroline, look!"), the rarest of them up to
-   `postings` matching messages (`_affordable`), go to FTS5 as a quoted OR
-   (`match.any_of`), ranked by bm25 over the text and the speaker's name;
+   `postings` matching messages (`_affordable`), go to the tenant's text
+   index as "any of these terms" (`Database.text_index`: FTS5 or tsvector,
+   quoted by `bridge.storage.fts`), ranked by bm25 over the text and the
+   speaker's name;
    past `postings` matches only the newest are scored, so the work is
    bounded however large the index; the best `pool` come back; a hit whose
    speaker the query names (or "I"/"you": the user or assistant role) is
@@ -16,7 +18,7 @@ Ranking over what the index returns:
    searched too and their scores added at `feedback` weight (RM3-style
    expansion, no model); they are optional, so they get a budget of their
    own, `feedback_postings`, and one found in more messages than that is left
-   out whole (FTS5's bm25 counts every message of every term it scores: at
+   out whole (bm25 counts every message of every term it scores: at
    1M messages such a term cost as much as the query itself; leaving it out
    did not lower dev recall);
 3. conversation context: a score gains `context` times the scores of the
@@ -26,7 +28,8 @@ Ranking over what the index returns:
 4. speaker: a hit whose speaker the query names is raised by `speaker` again;
 5. the best `k` are returned with their scores, best first.
 Every figure of `Tuning` was chosen on the dev split and checked by leaving
-one conversation out (`bench/recall_bench.py`).
+one conversation out (`bench/recall_bench.py`). The reads await the
+`Database` (off the event loop); the ranking between them is plain Python.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from bridge.recall.index import RecallIndex, Row, who_terms
-from bridge.recall.match import any_of
 from bridge.recall.terms import ENGLISH_STOP, GERMAN_STOP, index_terms, query_terms, words
 
 MAX_K = 50
@@ -78,32 +80,29 @@ class Hit:
     score: float
 
 
-def _bm25(index: RecallIndex, terms: list[str], tuning: Tuning, postings: int) -> dict[int, float]:
+async def _bm25(
+    index: RecallIndex, terms: list[str], tuning: Tuning, postings: int
+) -> dict[int, float]:
     """rowid -> bm25 score (higher is better) of the best `pool` rows matching any term.
 
     When more than `postings` messages match, only the newest `postings` of them are
     scored (recency breaks the tie), so one query's work is bounded at any index size."""
-    expr = any_of(terms)
-    if not expr:
+    if not any(t.strip() for t in terms):
         return {}
-    since = index.newest_bound(expr, postings)
-    sql = "SELECT rowid, bm25(terms) AS s FROM terms WHERE terms MATCH ?"
-    args: tuple[object, ...] = (expr,)
-    if since is not None:
-        sql += " AND rowid >= ?"
-        args += (since,)
-    sql += " ORDER BY s LIMIT ?"
-    return {r: -s for r, s in index.conn.execute(sql, (*args, tuning.pool))}
+    since = await index.newest_bound(terms, postings)
+    return dict(await index.bm25(terms, tuning.pool, since))
 
 
-def _affordable(index: RecallIndex, terms: list[str], budget: int, least: int = 1) -> list[str]:
+async def _affordable(
+    index: RecallIndex, terms: list[str], budget: int, least: int = 1
+) -> list[str]:
     """The rarest terms whose messages add up to at most `budget` (at least the `least`
     rarest: 1 for the query's own terms, 0 for optional ones such as the feedback's).
 
     A term in more messages weighs less in BM25 and costs more to score: past
     the budget the common ones are left out. A small index keeps every term.
     Counts stop past the budget, so this costs at most `budget` steps a term."""
-    df = index.doc_freq(terms, budget + 1)
+    df = await index.doc_freq(terms, budget + 1)
     kept: list[str] = []
     total = 0
     for term in sorted((t for t in terms if df[t]), key=df.__getitem__):
@@ -125,23 +124,24 @@ def _expansion(rows: list[Row], query: list[str], count: int) -> list[str]:
     return picked[:count]
 
 
-def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, float]:
+async def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, float]:
     """rowid -> score of every message the query's terms found (at most `pool`, plus
     feedback), with context and speaker applied: higher is better."""
     asked = query_terms(query)
-    names = set(asked) & index.speaker_terms()  # "What did Caroline say": who, not what
-    terms = _affordable(index, [t for t in asked if t not in names] or asked, tuning.postings)
-    scores = _bm25(index, terms, tuning, tuning.postings)
+    names = set(asked) & await index.speaker_terms()  # "What did Caroline say": who, not what
+    kept = [t for t in asked if t not in names] or asked
+    terms = await _affordable(index, kept, tuning.postings)
+    scores = await _bm25(index, terms, tuning, tuning.postings)
     if not scores:
         return {}
     wanted = names | _persons(query)
-    speakers = index.speakers(scores)  # rowid -> (conversation id, role, name)
+    speakers = await index.speakers(scores)  # rowid -> (conversation id, role, name)
     if tuning.named > 0 and wanted:
         _boost(scores, speakers, wanted, tuning.named)
     if tuning.feedback > 0:
-        for r, s in _feedback(index, scores, [*terms, *names], tuning).items():
+        for r, s in (await _feedback(index, scores, [*terms, *names], tuning)).items():
             scores[r] = scores.get(r, 0.0) + tuning.feedback * s
-        speakers.update(index.speakers([r for r in scores if r not in speakers]))
+        speakers.update(await index.speakers([r for r in scores if r not in speakers]))
     scores = {r: s for r, s in scores.items() if r in speakers}
     ranked = _with_context(scores, speakers, tuning)
     if tuning.speaker > 0 and wanted:
@@ -149,14 +149,14 @@ def rank(index: RecallIndex, query: str, tuning: Tuning = DEFAULT) -> dict[int, 
     return ranked
 
 
-def _feedback(
+async def _feedback(
     index: RecallIndex, scores: dict[int, float], skip: list[str], tuning: Tuning
 ) -> dict[int, float]:
     """The bm25 scores of the expansion terms the best hits share (none past their budget)."""
     top = sorted(scores, key=scores.__getitem__, reverse=True)[: tuning.feedback_docs]
-    extra = _expansion(list(index.rows(top).values()), skip, tuning.feedback_terms)
-    extra = _affordable(index, extra, tuning.feedback_postings, least=0)
-    return _bm25(index, extra, tuning, tuning.feedback_postings) if extra else {}
+    extra = _expansion(list((await index.rows(top)).values()), skip, tuning.feedback_terms)
+    extra = await _affordable(index, extra, tuning.feedback_postings, least=0)
+    return await _bm25(index, extra, tuning, tuning.feedback_postings) if extra else {}
 
 
 def _boost(
@@ -177,12 +177,14 @@ def best(scores: dict[int, float], k: int) -> list[int]:
     return sorted(scores, key=scores.__getitem__, reverse=True)[:k]
 
 
-def search(index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT) -> list[Hit]:
+async def search(
+    index: RecallIndex, query: str, k: int = 10, tuning: Tuning = DEFAULT
+) -> list[Hit]:
     """The best `k` (at most MAX_K) messages for `query`, best first."""
     k = max(1, min(k, MAX_K))
-    ranked = rank(index, query, tuning)
+    ranked = await rank(index, query, tuning)
     top = best(ranked, k)
-    rows = index.rows(top)
+    rows = await index.rows(top)
     return [Hit(rows[r], ranked[r]) for r in top if r in rows]
 
 

@@ -2,9 +2,10 @@
 
 `Recall.find(dirs, query, k)` is the one search every surface uses: the model
 tool `recall(query, k)`, `/recall QUERY` in any chat and `roost recall`. It
-runs in a thread on the tenant's reading connection (`Indexer.reading`), so
-a slow search stalls no other chat; `searcher` is that search (a seam: the
-tests slow it down). With an `embedder` the query is embedded first and the
+first waits for the exchanges the indexer has queued (`Indexer.settled`),
+then reads the tenant's index through the `Database` (each statement off the
+event loop, so a slow search stalls no other chat); `searcher` is that search
+(a seam: the tests slow it down). With an `embedder` the query is embedded first and the
 lexical ranking is fused with the nearest vectors (`hybrid`); when the model
 fails, the words alone answer.
 `excerpts(...)` renders hits for reading: date, where, who, the message, and
@@ -16,10 +17,9 @@ query. Queries are cut at 100,000 characters before anything reads them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +37,7 @@ from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
 HIT_CHARS = 600
-Searcher = Callable[[RecallIndex, str, int, Tuning], list[Hit]]
+Searcher = Callable[[RecallIndex, str, int, Tuning], Awaitable[list[Hit]]]
 NEAR_CHARS = 240
 
 
@@ -81,16 +81,17 @@ class Recall:
         self._dense: dict[Path, Dense] = {}
 
     async def find(self, dirs: TenantDirs, query: str, k: int = 5) -> Found:
-        """The best `k` hits, searched in a thread (the event loop goes on meanwhile)."""
+        """The best `k` hits (what the indexer has queued written first)."""
         started = self._clock()
         query = query[:MAX_QUERY_CHARS]
         vector = await self._query_vector(query)
-        hits = await asyncio.to_thread(self._search, dirs, query, k, vector)
+        await self.indexer.settled()
+        hits = await self._search(dirs, query, k, vector)
         return Found(hits, int((self._clock() - started) * 1000))
 
     async def render(self, dirs: TenantDirs, hits: list[Hit], around: int = 1) -> str:
-        """`excerpts`, read in a thread."""
-        return await asyncio.to_thread(self.excerpts, dirs, hits, around)
+        """The hits as dated excerpts, each with `around` messages before and after."""
+        return await self._excerpts(await self.indexer.index(dirs), hits, around)
 
     async def _query_vector(self, query: str) -> list[float] | None:
         if self.embedder is None or not query.strip():
@@ -101,29 +102,24 @@ class Recall:
             log.warning("recall: the query was not embedded (%s); words alone answer", exc)
             return None
 
-    def _search(
+    async def _search(
         self, dirs: TenantDirs, query: str, k: int, vector: list[float] | None
     ) -> list[Hit]:
-        with self.indexer.reading(dirs) as index:
-            if vector is None:
-                return self._searcher(index, query, k, self._tuning)
-            dense = self._dense.setdefault(dirs.root, Dense())
-            dense.refresh(index.conn)
-            near = dense.nearest(vector, self._fusion.depth)
-            if not near:
-                return self._searcher(index, query, k, self._tuning)
-            return hybrid_search(index, query, near, k, self._tuning, self._fusion)
+        index = await self.indexer.index(dirs)
+        if vector is None:
+            return await self._searcher(index, query, k, self._tuning)
+        dense = self._dense.setdefault(dirs.root, Dense())
+        await dense.refresh(index.db, index.tenant)
+        near = dense.nearest(vector, self._fusion.depth)
+        if not near:
+            return await self._searcher(index, query, k, self._tuning)
+        return await hybrid_search(index, query, near, k, self._tuning, self._fusion)
 
-    def excerpts(self, dirs: TenantDirs, hits: list[Hit], around: int = 1) -> str:
-        """The hits as dated excerpts, each with `around` messages before and after."""
-        with self.indexer.reading(dirs) as index:
-            return self._excerpts(index, hits, around)
-
-    def _excerpts(self, index: RecallIndex, hits: list[Hit], around: int) -> str:
+    async def _excerpts(self, index: RecallIndex, hits: list[Hit], around: int) -> str:
         blocks = []
         for n, hit in enumerate(hits, start=1):
             row = hit.row
-            before, after = index.neighbours(row, around, around)
+            before, after = await index.neighbours(row, around, around)
             lines = [f"{n}. {when(row.at_ms)} · {row.conversation} · id {row.msg_id}"]
             lines += [f"   before · {_who(r)}: {_cut(r.text, NEAR_CHARS)}" for r in before]
             lines.append(f"   » {_who(row)}: {_cut(row.text, HIT_CHARS)}")

@@ -1,11 +1,13 @@
-"""Message vectors in the tenant's index file, and the nearest ones to a query's vector.
+"""Message vectors of a tenant's index, and the nearest ones to a query's vector.
 
-Table `vectors` (id = the message's rowid in `messages`, vec = a unit float32
-blob, `bridge.recall.embedder.pack`) and `vector_model` (the one model the
-vectors came from). `use_model` starts the vectors afresh when the model
-changes (vectors of two models are not comparable). `pending` names the
-messages still without a vector (the backfill's work list), `store` writes a
-batch in one transaction.
+Rows of `recall_vectors` (tenant, id = the message's id in `recall_messages`,
+vec = a unit float32 blob, `bridge.recall.embedder.pack`) and
+`recall_vector_model` (the one model a tenant's vectors came from), on the
+`Database`. `use_model` starts the vectors afresh when the model changes
+(vectors of two models are not comparable): the vectors go first, then the
+model's name, so a crash between leaves no vector of the old model under the
+new name. `pending` names the messages still without a vector (the backfill's
+work list), `store` writes a batch (one `execute_many`).
 
 `Dense` keeps one tenant's vectors in memory (loaded once, then only the
 rows added since) and scores a query vector against the newest `scan` of
@@ -21,22 +23,17 @@ from __future__ import annotations
 import heapq
 import importlib
 import operator
-import sqlite3
 import threading
 from array import array
 from collections.abc import Sequence
 from typing import Any
 
 from bridge.recall.embedder import unit
+from bridge.storage.protocol import Database
 
 SCAN_NUMPY = 200_000  # vectors scored per query with numpy
 SCAN_PLAIN = 20_000  # without it (plain Python: ~0.4 s of CPU at 256 dimensions)
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, vec BLOB NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS vector_model (
-        one INTEGER PRIMARY KEY CHECK (one = 1), name TEXT NOT NULL
-    )""",
-)
+PAGE = 5000  # vectors read per statement when loading
 
 
 def _numpy() -> Any:
@@ -46,47 +43,47 @@ def _numpy() -> Any:
         return None
 
 
-def model_of(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT name FROM vector_model WHERE one = 1").fetchone()
-    return str(row[0]) if row else None
+async def model_of(db: Database, tenant: str) -> str | None:
+    got = await db.fetch_value("SELECT name FROM recall_vector_model WHERE tenant = ?", (tenant,))
+    return None if got is None else str(got)
 
 
-def use_model(conn: sqlite3.Connection, name: str) -> bool:
-    """Make `name` the vectors' model; True when the old vectors were dropped for it."""
-    if model_of(conn) == name:
+async def use_model(db: Database, tenant: str, name: str) -> bool:
+    """Make `name` the tenant's vectors' model; True when the old vectors were dropped for it."""
+    if await model_of(db, tenant) == name:
         return False
-    with conn:
-        conn.execute("DELETE FROM vectors")
-        conn.execute("INSERT OR REPLACE INTO vector_model (one, name) VALUES (1, ?)", (name,))
+    await db.execute("DELETE FROM recall_vectors WHERE tenant = ?", (tenant,))
+    await db.execute(
+        "INSERT INTO recall_vector_model (tenant, name) VALUES (?, ?) "
+        "ON CONFLICT (tenant) DO UPDATE SET name = excluded.name",
+        (tenant, name),
+    )
     return True
 
 
-def pending(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str]]:
-    """Up to `limit` (rowid, text) of messages past `after` without a vector, oldest first."""
+async def pending(db: Database, tenant: str, after: int, limit: int) -> list[tuple[int, str]]:
+    """Up to `limit` (id, text) of messages past `after` without a vector, oldest first."""
     sql = (
-        "SELECT m.id, m.text FROM messages m WHERE m.id > ? AND NOT EXISTS "
-        "(SELECT 1 FROM vectors v WHERE v.id = m.id) ORDER BY m.id LIMIT ?"
+        "SELECT m.id, m.text FROM recall_messages m WHERE m.tenant = ? AND m.id > ? "
+        "AND NOT EXISTS (SELECT 1 FROM recall_vectors v WHERE v.tenant = m.tenant "
+        "AND v.id = m.id) ORDER BY m.id LIMIT ?"
     )
-    return [(int(r[0]), str(r[1])) for r in conn.execute(sql, (after, limit))]
+    return [(int(r[0]), str(r[1])) for r in await db.fetch_all(sql, (tenant, after, limit))]
 
 
-def store(conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]]) -> None:
-    """Write (rowid, blob) pairs in one transaction (a deleted message's vector is skipped)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany(
-            "INSERT OR REPLACE INTO vectors (id, vec) SELECT ?, ? "
-            "WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
-            [(rid, blob, rid) for rid, blob in rows],
-        )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+async def store(db: Database, tenant: str, rows: Sequence[tuple[int, bytes]]) -> None:
+    """Write (id, blob) pairs (a deleted message's vector is skipped)."""
+    await db.execute_many(
+        "INSERT INTO recall_vectors (tenant, id, vec) SELECT ?, ?, ? WHERE EXISTS "
+        "(SELECT 1 FROM recall_messages WHERE tenant = ? AND id = ?) "
+        "ON CONFLICT (tenant, id) DO UPDATE SET vec = excluded.vec",
+        [(tenant, rid, blob, tenant, rid) for rid, blob in rows],
+    )
 
 
-def count(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+async def count(db: Database, tenant: str) -> int:
+    got = await db.fetch_value("SELECT count(*) FROM recall_vectors WHERE tenant = ?", (tenant,))
+    return int(got or 0)
 
 
 class Dense:
@@ -105,22 +102,30 @@ class Dense:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    async def refresh(self, db: Database, tenant: str) -> None:
         """Load the vectors added since the last refresh (all of them after a model change)."""
+        model = await model_of(db, tenant)
         with self._lock:
-            model = model_of(conn)
             if model != self._model:
                 self._ids, self._data, self._dims, self._last = array("q"), bytearray(), 0, 0
                 self._model = model
-            sql = "SELECT id, vec FROM vectors WHERE id > ? ORDER BY id"
-            for rid, blob in conn.execute(sql, (self._last,)):
-                if not self._dims:
-                    self._dims = len(blob) // 4
-                if len(blob) != self._dims * 4:
-                    continue  # a vector of another size: not comparable
-                self._ids.append(rid)
-                self._data += blob
-                self._last = rid
+            last = self._last
+        sql = "SELECT id, vec FROM recall_vectors WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?"
+        while True:
+            rows = await db.fetch_all(sql, (tenant, last, PAGE))
+            with self._lock:
+                if self._model != model or self._last != last:
+                    return  # another refresh moved on meanwhile
+                for rid, blob in rows:
+                    if not self._dims:
+                        self._dims = len(blob) // 4
+                    if len(blob) != self._dims * 4:
+                        continue  # a vector of another size: not comparable
+                    self._ids.append(int(rid))
+                    self._data += bytes(blob)
+                self._last = last = int(rows[-1][0]) if rows else last
+            if len(rows) < PAGE:
+                return
 
     def nearest(self, query: Sequence[float], n: int) -> dict[int, float]:
         """rowid -> cosine of the `n` best among the newest `scan` vectors."""

@@ -1,7 +1,9 @@
 """The recall capability's parts, built together: the indexer, the search, the tool, /recall.
 
 The app's wiring calls `build_recall` once; `Wired.indexer` is the turn's
-`ExchangeLog` (every stored exchange is indexed) and is closed with the roost.
+`ExchangeLog` (every stored exchange is indexed, off the reply's path) and is
+closed with the roost (what it has queued is written first). The index lives
+in the `Database` the app passes (`bridge.recall.index`).
 With an embedder (`[llm.embeddings]`), a `Backfill` hears of every insert
 (`Indexer.listen`) and computes vectors in the background, and the search
 fuses them with the words (`Recall(embedder=...)`).
@@ -20,6 +22,7 @@ from bridge.recall.embedder import Embedder
 from bridge.recall.indexer import Indexer, Screen
 from bridge.recall.service import Recall
 from bridge.recall.tools import RecallCommands, RecallTools
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -57,6 +60,7 @@ def vault_mask(masker_of: Callable[[TenantDirs], TextMask]) -> VaultMask:
 
 
 def build_recall(
+    db: Database,
     enabled: bool,
     masker_of: Callable[[TenantDirs], TextMask],
     audit: AuditSink | None,
@@ -65,10 +69,10 @@ def build_recall(
     embedder: Embedder | None = None,
     batch: int = 64,
 ) -> Wired:
-    indexer = Indexer(vault_mask(masker_of), enabled, screen, retention_days)
+    indexer = Indexer(db, vault_mask(masker_of), enabled, screen, retention_days)
     if not enabled:
         return Wired(indexer, Recall(indexer, audit), (), ())
-    backfill = Backfill(embedder, batch) if embedder is not None else None
+    backfill = Backfill(embedder, indexer, batch) if embedder is not None else None
     if backfill is not None:
         indexer.listen(backfill.wake)
     recall = Recall(indexer, audit, embedder=embedder)

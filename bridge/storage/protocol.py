@@ -58,6 +58,12 @@ class TextIndex(Protocol):
         """Index `text` as document `doc` (IntegrityError when `doc` is indexed already)."""
         ...
 
+    async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        """Index (doc, text) pairs in one step (one writer job on SQLite, one `executemany`
+        on PostgreSQL); IntegrityError when one is indexed already (those before it may
+        stay added)."""
+        ...
+
     async def remove(self, doc: int) -> bool: ...
 
     async def search(

@@ -287,4 +287,28 @@ SQLITE: tuple[str, ...] = (
     CREATE INDEX refusal_notices_seq ON refusal_notices (seq);
     CREATE INDEX pairing_failures_seq ON pairing_failures (seq)
     """,
+    # the recall index (bridge/recall/index.py) on the storage layer: a tenant's messages,
+    # conversation names, speakers and vectors; the terms live in the text index `recall`
+    # (moved from the file per tenant, tenants/<tid>/recall/index.sqlite, by bridge.recall.legacy)
+    """
+    CREATE TABLE recall_conversations (
+        tenant TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL,
+        PRIMARY KEY (tenant, id), UNIQUE (tenant, name)
+    );
+    CREATE TABLE recall_messages (
+        tenant TEXT NOT NULL, id INTEGER NOT NULL, conv INTEGER NOT NULL,
+        msg_id TEXT NOT NULL, role TEXT NOT NULL, name TEXT NOT NULL DEFAULT '',
+        at_ms INTEGER NOT NULL, source TEXT NOT NULL, text TEXT NOT NULL,
+        PRIMARY KEY (tenant, id)
+    );
+    CREATE UNIQUE INDEX recall_messages_ident ON recall_messages (tenant, conv, msg_id);
+    CREATE INDEX recall_messages_at ON recall_messages (tenant, at_ms);
+    CREATE TABLE recall_speakers (
+        tenant TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY (tenant, name)
+    );
+    CREATE TABLE recall_vectors (
+        tenant TEXT NOT NULL, id INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant, id)
+    );
+    CREATE TABLE recall_vector_model (tenant TEXT PRIMARY KEY, name TEXT NOT NULL)
+    """,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bridge.app.database import open_database
 from bridge.cli.recall_answer import answer_eval
 from bridge.core.config import load_settings
 from bridge.recall.evaluate import format_report, retrieval_eval
@@ -47,7 +48,11 @@ def dev_set(folder: Path) -> Path:
 
 async def test_answer_accuracy_through_the_full_turn(home: Path, tmp_path: Path) -> None:
     folder = dev_set(tmp_path / "set")
-    report = retrieval_eval(folder)
+    database = await open_database(tmp_path / "eval.db")
+    try:
+        report = await retrieval_eval(database, folder)
+    finally:
+        await database.aclose()
     assert report.roost.mean(5) == 1.0 and "single-hop" in format_report(report)
     async with FakeOpenAI(api_key=API_KEY, models=["m1"]) as model:
         settings = load_settings(

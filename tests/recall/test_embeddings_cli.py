@@ -88,7 +88,7 @@ async def test_import_without_a_reachable_model_leaves_vectors_to_the_daemon(
     assert "3 added" in out and "vectors not computed now (" in out
     assert "HTTP 401" in out and "Porto" not in out.split("vectors not computed")[1]
 
-    index = home / "tenants" / "alice" / "recall" / "index.sqlite"
+    index = home / "roost.db"
     daemon = await start_daemon(env)  # the daemon embeds what the import left undone
     try:
         for _ in range(6000):  # readiness: all three vectors stored (the bound stops a hang)
@@ -104,8 +104,7 @@ async def test_import_without_a_reachable_model_leaves_vectors_to_the_daemon(
 def vectors(index: Path) -> int:
     conn = sqlite3.connect(index)
     try:
-        return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
-    except sqlite3.OperationalError:  # the table comes with the first vector
-        return 0
+        query = "SELECT count(*) FROM recall_vectors WHERE tenant = 'alice'"
+        return int(conn.execute(query).fetchone()[0])
     finally:
         conn.close()

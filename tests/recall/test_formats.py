@@ -14,6 +14,7 @@ from bridge.recall.importer import import_stream
 from bridge.recall.indexer import Indexer
 from bridge.recall.jsonstream import BadJson, iter_array
 from bridge.recall.service import Recall
+from bridge.storage.protocol import Database
 from bridge.types.tenant_dirs import TenantDirs
 from tests.recall.exports import chatgpt_conversation, claude_conversation
 
@@ -30,7 +31,9 @@ def line(conv: str, mid: str, text: str, role: str = "user") -> str:
     )
 
 
-async def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Path) -> None:
+async def test_jsonl_names_each_malformed_line_and_imports_the_rest(
+    tmp_path: Path, db: Database
+) -> None:
     rows = [
         line("c1", "1", "we adopted a puppy named Biscuit"),
         "{not json",
@@ -44,13 +47,13 @@ async def test_jsonl_names_each_malformed_line_and_imports_the_rest(tmp_path: Pa
     ]
     data = ("\n".join(rows) + "\n").encode()
     dirs = TenantDirs.of(tmp_path, "t")
-    indexer = Indexer()
-    summary = import_stream(indexer, dirs, "jsonl", io.BytesIO(data))
+    indexer = Indexer(db)
+    summary = await import_stream(indexer, dirs, "jsonl", io.BytesIO(data))
     assert (summary.conversations, summary.messages, summary.added) == (2, 2, 2)
     assert [s.where for s in summary.skipped] == ["line 2", "line 3", "line 5", "line 7"]
     assert "'role'" in summary.skipped[1].why
     assert any("line 5" in text for text in summary.lines())
-    again = import_stream(indexer, dirs, "jsonl", io.BytesIO(data))
+    again = await import_stream(indexer, dirs, "jsonl", io.BytesIO(data))
     assert (again.added, again.known) == (0, 2)
     hits = (await Recall(indexer).find(dirs, "what was the puppy called", 5)).hits
     assert hits[0].row.text == "we adopted a puppy named Biscuit"

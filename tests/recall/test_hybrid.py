@@ -7,7 +7,6 @@ unlike its answer is found by the vectors and not by the words alone.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,8 +21,9 @@ from bridge.recall.index import Message, RecallIndex
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import DEFAULT, Hit, Tuning, search
 from bridge.recall.service import Recall
-from bridge.recall.vectors import Dense, count, pending, store, use_model
+from bridge.recall.vectors import Dense, count, model_of, pending, store, use_model
 from bridge.recall.wiring import build_recall
+from bridge.storage.protocol import Database
 from bridge.types.tenant_dirs import TenantDirs
 from tests.fakes.fake_embeddings import FakeEmbeddings, fake_vector
 
@@ -121,48 +121,46 @@ def test_embeddings_default_to_the_openai_server_of_llm() -> None:
     assert embeddings_client(anthropic) is None
 
 
-def test_vectors_of_a_new_model_start_afresh_and_skip_deleted_messages(tmp_path: Path) -> None:
-    index = RecallIndex.open(tmp_path / "index.sqlite")
-    try:
-        index.add([msg(str(n), t) for n, t in enumerate(TEXTS)])
-        assert use_model(index.conn, "m1") is True
-        rows = pending(index.conn, 0, 10)
-        assert [t for _, t in rows] == TEXTS
-        store(index.conn, [(rid, pack([1.0, 0.0])) for rid, _ in rows] + [(999, pack([1.0]))])
-        assert count(index.conn) == 3 and pending(index.conn, 0, 10) == []
-        assert use_model(index.conn, "m1") is False and count(index.conn) == 3
-        assert use_model(index.conn, "m2") is True and count(index.conn) == 0
-    finally:
-        index.close()
+async def test_vectors_of_a_new_model_start_afresh_and_skip_deleted_messages(
+    db: Database,
+) -> None:
+    index = RecallIndex(db, "t")
+    await index.add([msg(str(n), t) for n, t in enumerate(TEXTS)])
+    assert await use_model(db, "t", "m1") is True
+    rows = await pending(db, "t", 0, 10)
+    assert [t for _, t in rows] == TEXTS
+    await store(db, "t", [(rid, pack([1.0, 0.0])) for rid, _ in rows] + [(999, pack([1.0]))])
+    assert await count(db, "t") == 3 and await pending(db, "t", 0, 10) == []
+    assert await use_model(db, "t", "m1") is False and await count(db, "t") == 3
+    assert await use_model(db, "t", "m2") is True and await count(db, "t") == 0
+    assert await use_model(db, "u", "m1") is True  # per tenant: another's vectors stay
+    assert await model_of(db, "t") == "m2"
 
 
-def test_dense_scores_the_newest_scan_rows_by_cosine(tmp_path: Path) -> None:
-    index = RecallIndex.open(tmp_path / "index.sqlite")
-    try:
-        index.add([msg(str(n), t) for n, t in enumerate(TEXTS)])
-        use_model(index.conn, "m")
-        ids = [rid for rid, _ in pending(index.conn, 0, 10)]
-        store(
-            index.conn, list(zip(ids, [pack([1, 0]), pack([0.6, 0.8]), pack([0, 1])], strict=True))
-        )
-        dense = Dense()
-        dense.refresh(index.conn)
-        near = dense.nearest([3.0, 4.0], 2)
-        assert sorted(near, key=near.__getitem__, reverse=True) == [ids[1], ids[2]]
-        assert near[ids[1]] == pytest.approx(1.0, abs=1e-6)
-        dense.scan = 1  # only the newest vector is scored
-        assert list(dense.nearest([1.0, 0.0], 5)) == [ids[2]]
-    finally:
-        index.close()
+async def test_dense_scores_the_newest_scan_rows_by_cosine(db: Database) -> None:
+    index = RecallIndex(db, "t")
+    await index.add([msg(str(n), t) for n, t in enumerate(TEXTS)])
+    await use_model(db, "t", "m")
+    ids = [rid for rid, _ in await pending(db, "t", 0, 10)]
+    await store(
+        db, "t", list(zip(ids, [pack([1, 0]), pack([0.6, 0.8]), pack([0, 1])], strict=True))
+    )
+    dense = Dense()
+    await dense.refresh(db, "t")
+    near = dense.nearest([3.0, 4.0], 2)
+    assert sorted(near, key=near.__getitem__, reverse=True) == [ids[1], ids[2]]
+    assert near[ids[1]] == pytest.approx(1.0, abs=1e-6)
+    dense.scan = 1  # only the newest vector is scored
+    assert list(dense.nearest([1.0, 0.0], 5)) == [ids[2]]
 
 
 async def test_hybrid_finds_an_answer_worded_unlike_the_question(
-    server: FakeEmbeddings, tmp_path: Path
+    server: FakeEmbeddings, tmp_path: Path, db: Database
 ) -> None:
-    indexer, embed = Indexer(), client(server)
+    indexer, embed = Indexer(db), client(server)
     dirs = TenantDirs.of(tmp_path, "t")
-    indexer.admit(dirs, [msg(str(n), t, 1_000 + n) for n, t in enumerate(TEXTS)])
-    backfill = Backfill(embed, batch=2)
+    await indexer.admit(dirs, [msg(str(n), t, 1_000 + n) for n, t in enumerate(TEXTS)])
+    backfill = Backfill(embed, indexer, batch=2)
     try:
         assert await backfill.fill(dirs) == 3
         assert len(server.requests) == 2  # two batches
@@ -176,54 +174,55 @@ async def test_hybrid_finds_an_answer_worded_unlike_the_question(
     finally:
         await backfill.aclose()
         await embed.aclose()
-        indexer.close()
+        await indexer.aclose()
 
 
 async def test_every_insert_wakes_the_background_backfill(
-    server: FakeEmbeddings, tmp_path: Path
+    server: FakeEmbeddings, tmp_path: Path, db: Database
 ) -> None:
     embed = client(server)
-    wired = build_recall(True, lambda _: Verbatim(), None, screen_nothing, 0, embed, 8)
+    wired = build_recall(db, True, lambda _: Verbatim(), None, screen_nothing, 0, embed, 8)
     assert wired.backfill is not None and wired.recall.embedder is embed
     dirs = TenantDirs.of(tmp_path, "t")
     try:
         server.hold.clear()  # the model answers only once the insert is back
-        assert wired.indexer.admit(dirs, [msg(str(n), t) for n, t in enumerate(TEXTS)]).added == 3
-        assert count(wired.indexer.index(dirs).conn) == 0
+        got = await wired.indexer.admit(dirs, [msg(str(n), t) for n, t in enumerate(TEXTS)])
+        assert got.added == 3
+        assert await count(db, "t") == 0
         server.hold.set()
         for _ in range(3000):  # readiness: the vectors are stored (bound only stops a hang)
-            if count(wired.indexer.index(dirs).conn) == 3:
+            if await count(db, "t") == 3:
                 break
             await asyncio.sleep(0.01)
-        assert count(wired.indexer.index(dirs).conn) == 3
+        assert await count(db, "t") == 3
     finally:
         await wired.backfill.aclose()
         await embed.aclose()
-        wired.indexer.close()
+        await wired.indexer.aclose()
 
 
-async def test_a_slow_search_stalls_no_other_chat(tmp_path: Path) -> None:
-    entered, release = threading.Event(), threading.Event()
+async def test_a_slow_search_stalls_no_other_chat(tmp_path: Path, db: Database) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
 
-    def slow(index: RecallIndex, query: str, k: int, tuning: Tuning = DEFAULT) -> list[Hit]:
+    async def slow(index: RecallIndex, query: str, k: int, tuning: Tuning = DEFAULT) -> list[Hit]:
         if query == "slow":
             entered.set()
-            release.wait(60)  # bound only stops a hang
-        return search(index, query, k, tuning)
+            await release.wait()
+        return await search(index, query, k, tuning)
 
-    indexer = Indexer()
+    indexer = Indexer(db)
     alice, bob = TenantDirs.of(tmp_path, "alice"), TenantDirs.of(tmp_path, "bob")
-    indexer.admit(alice, [msg("1", "slow tea")])
-    indexer.admit(bob, [msg("1", "quick coffee")])
+    await indexer.admit(alice, [msg("1", "slow tea")])
+    await indexer.admit(bob, [msg("1", "quick coffee")])
     recall = Recall(indexer, searcher=slow)
     try:
         stuck = asyncio.create_task(recall.find(alice, "slow"))
-        assert await asyncio.to_thread(entered.wait, 60)
+        await asyncio.wait_for(entered.wait(), 60)  # bound only stops a hang
         found = await recall.find(bob, "coffee")  # answered while alice's search is stuck
         assert [h.row.text for h in found.hits] == ["quick coffee"] and not stuck.done()
-        indexer.admit(alice, [msg("2", "written meanwhile")])  # the loop still writes
+        await indexer.admit(alice, [msg("2", "written meanwhile")])  # the loop still writes
         release.set()
         assert [h.row.text for h in (await stuck).hits] == ["slow tea"]
     finally:
         release.set()
-        indexer.close()
+        await indexer.aclose()

@@ -4,12 +4,13 @@ A turn's exchange is findable by the next turn; a chat keeps one conversation
 however many turns it has; a text the turn masked already is still screened
 (a credential in it is refused) and a plain one still masked; a speaker a
 retention prune removed is known again when they speak again; a failed write
-leaves nothing behind that the next write would point at.
+leaves nothing behind that the next write would point at. `record_exchange`
+only queues: the indexer's task writes the exchange after the reply, in order
+(`settled` waits for it).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,18 @@ from bridge.recall.index import Message
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
 from bridge.screening.screen import secret_kinds
+from bridge.storage.errors import StorageError
+from bridge.storage.protocol import Database
 from bridge.types.tenant_dirs import TenantDirs
 
 SECRET = "hunter2-correct-horse-battery"
 API_KEY = "sk-proj-" + "A1b2C3d4" * 6
 
 
-def test_each_turn_is_found_right_after_it_and_a_chat_stays_one_conversation(
-    tmp_path: Path,
+async def test_each_turn_is_found_right_after_it_and_a_chat_stays_one_conversation(
+    tmp_path: Path, db: Database
 ) -> None:
-    indexer = Indexer(screen=secret_kinds)
+    indexer = Indexer(db, screen=secret_kinds)
     dirs = TenantDirs.of(tmp_path, "t")
     vault = Masker({})
     topics = ["violin", "fjord", "basil", "kayak", "quince", "tram"]
@@ -36,24 +39,24 @@ def test_each_turn_is_found_right_after_it_and_a_chat_stays_one_conversation(
         chat = f"c{n % 2}"
         asked, answer = vault.mask(f"tell me about the {topic}"), vault.mask(f"the {topic} is fine")
         indexer.record_exchange(dirs, "web", chat, str(n), asked, answer, 1_000.0 + n, "Ann")
-        hits = search(indexer.index(dirs), topic, 5)
+        await indexer.settled()  # written after the reply, in order
+        hits = await search(await indexer.index(dirs), topic, 5)
         assert {h.row.msg_id for h in hits} == {str(n), f"{n}:reply"}
         assert {h.row.conversation for h in hits} == {f"web:{chat}"}
-    conn = indexer.index(dirs).conn
-    assert conn.execute("SELECT name FROM conversations ORDER BY name").fetchall() == [
-        ("web:c0",),
-        ("web:c1",),
-    ]
-    speakers = conn.execute("SELECT name FROM speakers ORDER BY name").fetchall()
+    convs = "SELECT name FROM recall_conversations WHERE tenant = 't' ORDER BY name"
+    assert await db.fetch_all(convs) == [("web:c0",), ("web:c1",)]
+    speakers = await db.fetch_all("SELECT name FROM recall_speakers ORDER BY name")
     assert speakers == [("",), ("Ann",)]  # the answers carry no name
 
 
-def test_a_masked_text_is_still_screened_and_a_plain_one_still_masked(tmp_path: Path) -> None:
+async def test_a_masked_text_is_still_screened_and_a_plain_one_still_masked(
+    tmp_path: Path, db: Database
+) -> None:
     masker = Masker({"wifi": SECRET})
-    indexer = Indexer(lambda dirs, text: masker.mask(text), screen=secret_kinds)
+    indexer = Indexer(db, lambda dirs, text: masker.mask(text), screen=secret_kinds)
     dirs = TenantDirs.of(tmp_path, "t")
     masked_key = masker.mask(f"my OpenAI key is {API_KEY}")  # masked, but not a vault value
-    got = indexer.admit(
+    got = await indexer.admit(
         dirs,
         [
             Message("web:c", "1", "user", masked_key, 1, "web"),
@@ -62,30 +65,34 @@ def test_a_masked_text_is_still_screened_and_a_plain_one_still_masked(tmp_path: 
         ],
     )
     assert (got.added, got.refused) == (2, 1)
-    stored = {r.msg_id: r.text for r in indexer.index(dirs).iter_all()}
+    stored = {r.msg_id: r.text async for r in (await indexer.index(dirs)).iter_all()}
     assert stored == {"2": "plain text with [vault:wifi]", "3": "masked [vault:wifi]"}
 
 
-def test_a_speaker_pruned_away_is_known_again_when_they_speak_again(tmp_path: Path) -> None:
-    indexer = Indexer()
+async def test_a_speaker_pruned_away_is_known_again_when_they_speak_again(
+    tmp_path: Path, db: Database
+) -> None:
+    indexer = Indexer(db)
     dirs = TenantDirs.of(tmp_path, "t")
-    indexer.admit(dirs, [Message("web:c", "1", "user", "old violin", 1_000, "web", "Zelda")])
-    index = indexer.index(dirs)
-    assert "zelda" in index.speaker_terms()
-    assert index.delete_before(5_000) == 1
-    assert "zelda" not in index.speaker_terms()
-    indexer.admit(dirs, [Message("web:c", "2", "user", "new violin", 9_000, "web", "Zelda")])
-    assert "zelda" in index.speaker_terms()
+    await indexer.admit(dirs, [Message("web:c", "1", "user", "old violin", 1_000, "web", "Zelda")])
+    index = await indexer.index(dirs)
+    assert "zelda" in await index.speaker_terms()
+    assert await index.delete_before(5_000) == 1
+    assert "zelda" not in await index.speaker_terms()
+    await indexer.admit(dirs, [Message("web:c", "2", "user", "new violin", 9_000, "web", "Zelda")])
+    assert "zelda" in await index.speaker_terms()
 
 
-def test_a_failed_write_leaves_no_conversation_the_next_write_points_at(tmp_path: Path) -> None:
-    indexer = Indexer()
+async def test_a_failed_write_leaves_no_conversation_the_next_write_points_at(
+    tmp_path: Path, db: Database
+) -> None:
+    indexer = Indexer(db)
     dirs = TenantDirs.of(tmp_path, "t")
     bad = Message("web:new", "2", "user", "x", 2, "web", object())  # type: ignore[arg-type]
     good = Message("web:new", "1", "user", "first note on quinces", 1, "web")
-    with pytest.raises(sqlite3.Error):
-        indexer.admit(dirs, [good, bad])  # the conversation's row is rolled back with it
-    indexer.admit(dirs, [good])
-    rows = list(indexer.index(dirs).iter_all())  # joined with conversations: none lost
+    with pytest.raises(StorageError):
+        await indexer.admit(dirs, [good, bad])  # one INSERT: neither message is stored
+    await indexer.admit(dirs, [good])
+    rows = [r async for r in (await indexer.index(dirs)).iter_all()]  # joined: none lost
     assert [(r.conversation, r.text) for r in rows] == [("web:new", "first note on quinces")]
-    assert [h.row.msg_id for h in search(indexer.index(dirs), "quinces", 5)] == ["1"]
+    assert [h.row.msg_id for h in await search(await indexer.index(dirs), "quinces", 5)] == ["1"]

@@ -1,16 +1,16 @@
 """Query text never reaches FTS5 as syntax: every operator is read as a plain word.
 
 Each FTS5 operator (quotes, NEAR, *, ^, column filters, AND/OR/NOT, parentheses,
-+, -) is searched through the real index: the search must not fail and must
-find only messages holding the words; the quoting itself is checked on raw
-strings against a real FTS5 table, and a hypothesis property test feeds it
-arbitrary text.
++, -) is searched through the real index (the `Database`'s text index, whose
+quoting is `bridge.storage.fts`'s): the search must not fail and must find only
+messages holding the words; `bridge.recall.match`'s quoting (the plain BM25
+baseline of the eval) is checked on raw strings against a real FTS5 table, and
+a hypothesis property test feeds it arbitrary text.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +20,7 @@ from bridge.recall.index import Message, RecallIndex
 from bridge.recall.match import MAX_TERMS, any_of, quote
 from bridge.recall.search import search
 from bridge.recall.terms import MAX_QUERY_CHARS, query_terms
+from bridge.storage.protocol import Database
 
 TEXTS = [
     "We planned the NEAR future trip to Lisbon",
@@ -32,9 +33,11 @@ TEXTS = [
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> RecallIndex:
-    idx = RecallIndex.open(tmp_path / "index.sqlite")
-    idx.add(Message("c", f"m{i}", "user", text, 1_000 + i, "web") for i, text in enumerate(TEXTS))
+async def index(db: Database) -> RecallIndex:
+    idx = RecallIndex(db, "t")
+    await idx.add(
+        Message("c", f"m{i}", "user", text, 1_000 + i, "web") for i, text in enumerate(TEXTS)
+    )
     return idx
 
 
@@ -56,8 +59,10 @@ def index(tmp_path: Path) -> RecallIndex:
         ("caret ^ star *", {"m3"}),
     ],
 )
-def test_each_operator_is_a_plain_word(index: RecallIndex, query: str, expected: set[str]) -> None:
-    hits = {h.row.msg_id for h in search(index, query, 10)}
+async def test_each_operator_is_a_plain_word(
+    index: RecallIndex, query: str, expected: set[str]
+) -> None:
+    hits = {h.row.msg_id for h in await search(index, query, 10)}
     assert hits == expected
 
 
@@ -93,10 +98,10 @@ def test_any_of_caps_terms_and_skips_empty_ones() -> None:
     assert any_of(str(i) for i in range(MAX_TERMS + 10)).count(" OR ") == MAX_TERMS - 1
 
 
-def test_a_100k_query_is_cut(index: RecallIndex) -> None:
+async def test_a_100k_query_is_cut(index: RecallIndex) -> None:
     long = "tea " + "x" * (MAX_QUERY_CHARS + 50_000) + " lisbon"
     assert "lisbon" not in query_terms(long)
-    assert {h.row.msg_id for h in search(index, long, 10)} == {"m5"}
+    assert {h.row.msg_id for h in await search(index, long, 10)} == {"m5"}
 
 
 @settings(max_examples=150, deadline=None)

@@ -79,6 +79,23 @@ class SqliteTextIndex:
 
         await self._db.write(job)
 
+    async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        rows = [(doc, " ".join(fts.terms(text))) for doc, text in docs]
+        if not rows:
+            return
+
+        def job(conn: sqlite3.Connection) -> None:
+            sql = f"INSERT INTO {self._table} (rowid, body) VALUES (?, ?)"
+            try:
+                conn.executemany(sql, rows)
+            except sqlite3.OperationalError as exc:
+                if not _missing(exc):
+                    raise
+                self._create(conn)
+                conn.executemany(sql, rows)
+
+        await self._db.write(job)
+
     async def remove(self, doc: int) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
             try:
