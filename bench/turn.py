@@ -198,13 +198,23 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
 
 
 def _connections(roost: Any) -> dict[str, sqlite3.Connection]:
-    """The SQLite connections a turn writes: roost.db and each open recall index."""
+    """The SQLite connections a turn writes: roost.db's old one and each open recall index."""
     runner = roost.core._turns
-    found = {"roost.db": runner.sessions._db}
+    found = {"roost.db (sqlite3)": roost.db}
     indexer = runner._exchanges
     for root, index in getattr(indexer, "_open", {}).items():
         found[f"recall {Path(root).name}"] = index.conn
     return found
+
+
+async def _trace_database(roost: Any, sink: Any) -> None:
+    """Trace the `Database`'s own connections (SQLite: its writer and readers' threads)."""
+    for worker in [
+        getattr(roost.database, "_writer", None),
+        *getattr(roost.database, "_readers", []),
+    ]:
+        if worker is not None:
+            await worker.run(lambda c, sink=sink: c.set_trace_callback(sink))
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -213,6 +223,7 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
     conns = _connections(roost)
     for name, conn in conns.items():
         conn.set_trace_callback(counts[name].append)
+    await _trace_database(roost, counts["roost.db (Database)"].append)
     try:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
@@ -220,6 +231,7 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
     finally:
         for conn in conns.values():
             conn.set_trace_callback(None)
+        await _trace_database(roost, None)
     for name, seen in counts.items():
         kinds: dict[str, int] = defaultdict(int)
         for sql in seen:
