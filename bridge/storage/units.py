@@ -20,12 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from bridge.storage.placeholders import Params
-
-if TYPE_CHECKING:
-    from bridge.storage.protocol import Database
 
 T = TypeVar("T")
 Kind = Literal["execute", "many", "one", "all"]
@@ -61,7 +58,19 @@ def fetch_all(sql: str, params: Params = None) -> Step:
     return Step("all", sql, params)
 
 
-async def drive(db: Database, unit: Unit[T]) -> T:
+class Statements(Protocol):
+    """What `drive` runs steps on (a `bridge.storage.protocol.Database`)."""
+
+    async def execute(self, sql: str, params: Params = None) -> int: ...
+
+    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None: ...
+
+    async def fetch_one(self, sql: str, params: Params = None) -> Any: ...
+
+    async def fetch_all(self, sql: str, params: Params = None) -> Any: ...
+
+
+async def drive(db: Statements, unit: Unit[T]) -> T:
     """Run `unit`'s steps one by one through `db` (the caller holds the transaction)."""
     result: Any = None
     while True:
@@ -77,7 +86,7 @@ async def drive(db: Database, unit: Unit[T]) -> T:
             raise
 
 
-async def _run(db: Database, step: Step) -> Any:
+async def _run(db: Statements, step: Step) -> Any:
     if step.kind == "execute":
         return await db.execute(step.sql, step.params)
     if step.kind == "many":

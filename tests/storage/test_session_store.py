@@ -64,9 +64,7 @@ async def test_two_instances_appending_to_one_session_lose_nothing(
             await store.append(KEY, m(f"{name}{i}"), m(f"re {name}{i}"), f"{name}{i}", 1.0 + i)
 
     await asyncio.gather(writes(one, "a"), writes(two, "b"))
-    rows = await db.fetch_all(
-        "SELECT turn, role, content FROM session_messages ORDER BY id", ()
-    )
+    rows = await db.fetch_all("SELECT turn, role, content FROM session_messages ORDER BY id", ())
     assert len(rows) == 60
     turns = Counter(int(t) for t, _, _ in rows)
     assert sorted(turns) == list(range(1, 31)) and set(turns.values()) == {2}
@@ -176,9 +174,15 @@ class Counting:
 
     def __getattr__(self, name: str) -> Any:
         inner = getattr(self._db, name)
-        if name not in ("execute", "execute_many", "fetch_one", "fetch_all", "fetch_value"):
-            if name != "atomic":
-                return inner
+        if name not in (
+            "execute",
+            "execute_many",
+            "fetch_one",
+            "fetch_all",
+            "fetch_value",
+            "atomic",
+        ):
+            return inner
 
         async def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] += 1
