@@ -95,8 +95,9 @@ class ConversationArchive:
     def _archive(
         self, key: SessionKey, now: float, ident: int, failed: list[FailedRow], then: Unit[None]
     ) -> Unit[int | None]:
-        row = yield fetch_one(
-            f"SELECT started_at, updated_at, turns, summary FROM sessions WHERE {_KEY}",
+        row = yield fetch_one(  # locked as read: an append elsewhere waits for the clear
+            f"SELECT started_at, updated_at, turns, summary FROM sessions WHERE {_KEY}"
+            f" {self._db.dialect.for_update}",
             _args(key),
         )
         if row is None:  # nothing said since the last reset: the current conversation stays

@@ -361,7 +361,7 @@ class SessionStore:
     async def _apply(self, key: SessionKey, fold: Fold, summary: str | None) -> int | None:
         self._cache.pop(key, None)
         self._appended.pop(key, None)
-        return await self._db.atomic(_applied(key, fold, summary))
+        return await self._db.atomic(_applied(key, fold, summary, self._db.dialect.for_update))
 
     async def reset(self, key: SessionKey, now: float) -> None:
         """Start a new conversation; the old one is archived, readable but not in any prompt
@@ -386,9 +386,12 @@ def _cleared(key: SessionKey) -> Unit[None]:
     yield execute(f"DELETE FROM sessions WHERE {_KEY}", _args(key))
 
 
-def _applied(key: SessionKey, fold: Fold, summary: str | None) -> Unit[int | None]:
-    """A planned fold, if the session has not moved under it: the chars after, or None."""
-    found = yield fetch_one(f"SELECT {_COLUMNS} FROM sessions WHERE {_KEY}", _args(key))
+def _applied(key: SessionKey, fold: Fold, summary: str | None, for_update: str) -> Unit[int | None]:
+    """A planned fold, if the session has not moved under it: the chars after, or None.
+    The row is locked as read (PostgreSQL), so no reset or append lands in between."""
+    found = yield fetch_one(
+        f"SELECT {_COLUMNS} FROM sessions WHERE {_KEY} {for_update}", _args(key)
+    )
     if found is None:
         return None
     row = _Row(*found)

@@ -23,6 +23,7 @@ from tests.masking import m
 from tests.sessions_kit import DAY, store_on
 from tests.storage.conftest import OpenDb
 from tests.storage.traced import traced
+from tests.waits import HANG_S
 
 KEY = SessionKey("local", "web", "default")
 
@@ -236,3 +237,36 @@ async def test_sqlite_a_cache_hit_reads_one_row_by_the_index_and_an_append_is_on
         ], statements
     finally:
         await db.aclose()
+
+
+async def test_postgresql_a_fold_waits_for_a_reset_elsewhere_and_then_does_nothing(
+    backend: str, open_db: OpenDb, side: sqlite3.Connection
+) -> None:
+    """PostgreSQL (read committed): a fold's unit locks the session's row as it reads it,
+    so a reset and a new conversation another instance is committing are waited for and
+    seen (the fold does nothing), never half-applied to the new conversation's row."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer: a unit never interleaves with another")
+    one, two, watcher = await open_db(), await open_db(), await open_db()
+    s, other = store_on(one, side, 1000), store_on(two, side, 1000)
+    for i in range(6):
+        await s.append(KEY, *turn(i), float(i))
+    plan = await s.fold_plan(KEY)
+    assert plan is not None
+    async with two.transaction():  # another instance's reset and new turns, not committed
+        await two.fetch_one("SELECT turns FROM sessions FOR UPDATE")
+        await two.execute("DELETE FROM session_messages")
+        await two.execute("DELETE FROM sessions")
+        for i in range(6):
+            await other.append(KEY, *turn(10 + i), 20.0 + i)
+        waiting = asyncio.create_task(s.fold(KEY, plan, m("about the old conversation")))
+        while not await watcher.fetch_value(  # the fold waits on the row lock
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database()"
+        ):
+            assert not waiting.done(), waiting
+            await asyncio.sleep(0.01)
+    assert await asyncio.wait_for(waiting, HANG_S) is None
+    session = await store_on(await open_db(), side, 1000).load(KEY, 30.0)
+    assert session.summary == "" and session.turns == 6 and len(session.history) == 12
+    assert session.chars == 6 * 208 and session.history[0].content.startswith("q10")
