@@ -270,3 +270,30 @@ async def test_postgresql_a_fold_waits_for_a_reset_elsewhere_and_then_does_nothi
     session = await store_on(await open_db(), side, 1000).load(KEY, 30.0)
     assert session.summary == "" and session.turns == 6 and len(session.history) == 12
     assert session.chars == 6 * 208 and session.history[0].content.startswith("q10")
+
+
+async def test_postgresql_a_reset_waits_for_an_append_elsewhere_and_archives_it(
+    backend: str, open_db: OpenDb, side: sqlite3.Connection
+) -> None:
+    """PostgreSQL: a clear's unit locks the session's row as it reads it, so a turn another
+    instance is committing is archived with the rest, not left behind without its row."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has one writer: a unit never interleaves with another")
+    one, two, watcher = await open_db(), await open_db(), await open_db()
+    s, other = store_on(one, side), store_on(two, side)
+    await s.append(KEY, m("first"), m("one"), "m1", 1.0)
+    async with two.transaction():  # another instance's turn, not committed yet
+        await other.append(KEY, m("second"), m("two"), "m2", 2.0)
+        waiting = asyncio.create_task(s.reset(KEY, 3.0))
+        while not await watcher.fetch_value(  # the reset waits on the row lock
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database()"
+        ):
+            assert not waiting.done(), waiting
+            await asyncio.sleep(0.01)
+    await asyncio.wait_for(waiting, HANG_S)
+    assert await one.fetch_value("SELECT count(*) FROM session_messages") == 0
+    (_, archived) = await s.archive.listing(KEY, 4.0)
+    page = await s.archive.page(KEY, int(archived["id"]), None, 10, 4.0)
+    assert page is not None and archived["turns"] == 2
+    assert [x["text"] for x in page.messages] == ["first", "one", "second", "two"]
