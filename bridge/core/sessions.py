@@ -37,7 +37,8 @@ docs/scaling.md). Two instances appending to one session are serialised by
 the row's upsert (PostgreSQL's row lock, SQLite's one writer): each gets its
 own turn number, nothing is lost. A clear (reset, idle expiry) archives and
 deletes in one unit; a fold is planned in one and applied in one, which
-checks that the folded rows are still as planned.
+checks that the folded rows are still as planned (their statements:
+`bridge.core.session_units`).
 """
 
 from __future__ import annotations
@@ -48,58 +49,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from bridge.core.compaction import (
-    Fold,
-    FoldPlan,
-    TurnSize,
-    plan_fold,
-    summary_chars,
-    summary_message,
-)
+from bridge.core import session_units as sql
+from bridge.core.compaction import Fold, summary_message
 from bridge.core.conversations import ConversationArchive
-from bridge.core.history import (
-    decode_calls,
-    encode_calls,
-    message_chars,
-    require_masked,
-    well_formed,
-)
-from bridge.storage.protocol import Database, Row
-from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one
+from bridge.core.history import require_masked, well_formed
+from bridge.core.session_units import SessionRow
+from bridge.storage.protocol import Database
 from bridge.types.backend import ChatMessage
 from bridge.types.masked import Masked, require
 
 log = logging.getLogger(__name__)
-HARD_FACTOR = 2  # past this many budgets, drop at once instead of waiting for a summary
-_SIZE = "LENGTH(content) + LENGTH(tool_calls)"  # message_chars, in SQL
-_KEY = "tenant=? AND channel=? AND chat=?"
-_COLUMNS = "started_at, updated_at, turns, dropped, chars, summary, summary_turns"
-NEWEST = 2**62
-NO_STAMP = (-1.0, -1, -1, -1)  # matches no row: the messages are read
-
-# The row, and its messages only when the cached stamp is not the row's: a cache hit is
-# one row (the messages' range starts past the newest id, an index seek to nothing).
-_LOAD = (
-    "SELECT s.started_at, s.updated_at, s.turns, s.dropped, s.chars, s.summary,"
-    " s.summary_turns, m.role, m.content, m.tool_calls, m.tool_call_id"
-    " FROM sessions s LEFT JOIN session_messages m"
-    " ON m.tenant = s.tenant AND m.channel = s.channel AND m.chat = s.chat"
-    " AND m.id > CASE WHEN s.started_at = ? AND s.turns = ? AND s.dropped = ?"
-    " AND s.summary_turns = ? THEN CAST(? AS BIGINT) ELSE 0 END"
-    " WHERE s.tenant = ? AND s.channel = ? AND s.chat = ? ORDER BY m.id"
-)
-# One more turn counted on the row (made when missing), and the row as it is after.
-_COUNT_TURN = (
-    "INSERT INTO sessions (tenant, channel, chat, started_at, updated_at, turns, chars)"
-    " VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (tenant, channel, chat) DO UPDATE SET"
-    " updated_at = excluded.updated_at, turns = sessions.turns + 1,"
-    " chars = sessions.chars + excluded.chars"
-    f" RETURNING {_COLUMNS}"
-)
-_INSERT_MESSAGE = (
-    "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
-    " tool_calls, tool_call_id, msg_id, at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,26 +100,6 @@ class Session:
         return None
 
 
-class _Row(NamedTuple):
-    """A `sessions` table row."""
-
-    started_at: float
-    updated_at: float
-    turns: int
-    dropped: int
-    chars: int  # of the stored messages (the summary not included)
-    summary: str
-    summarised: int
-
-    @property
-    def stamp(self) -> tuple[float, int, int, int]:
-        return (self.started_at, self.turns, self.dropped, self.summarised)
-
-    @property
-    def total(self) -> int:
-        return self.chars + summary_chars(self.summary)
-
-
 class _Cached(NamedTuple):
     """A remembered history, valid while the stored row shows the same stamp."""
 
@@ -195,11 +134,11 @@ class SessionStore:
     async def load(self, key: SessionKey, now: float) -> Session:
         """The current conversation; starts a fresh one if none or idle too long."""
         cached = self._cache.get(key)
-        stamp = cached.stamp if cached is not None else NO_STAMP
-        rows = await self._db.fetch_all(_LOAD, (*stamp, NEWEST, *_args(key)))
+        stamp = cached.stamp if cached is not None else sql.NO_STAMP
+        rows = await self._db.fetch_all(sql.LOAD, (*stamp, sql.NEWEST, *sql.args(key)))
         if not rows:
             return Session(key, (), now, now, 0, 0, 0)
-        row = _Row(*rows[0][:7])
+        row = SessionRow(*rows[0][:7])
         if now - row.updated_at > self.idle_s:
             await self._clear(key, now)
             return Session(key, (), now, now, 0, 0, 0, expired=True)
@@ -207,7 +146,7 @@ class SessionStore:
             self._cache.move_to_end(key)
             history = cached.history
         else:
-            stored = tuple(_message(r[7:]) for r in rows if r[7] is not None)
+            stored = tuple(sql.message_of(r[7:]) for r in rows if r[7] is not None)
             opening = (summary_message(row.summary),) if row.summary else ()
             history = opening + well_formed(stored)
             self._remember(key, _Cached(row.stamp, history))
@@ -247,7 +186,7 @@ class SessionStore:
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
-        unit = self._append(key, turn_messages, msg_id, now, meta)
+        unit = sql.appended(key, turn_messages, msg_id, now, meta, self.budget_chars)
         grown, over = await self._db.atomic(unit)
         row = grown._replace(turns=grown.turns - 1)  # as it was before this turn
         if over:
@@ -261,39 +200,6 @@ class SessionStore:
                 listener(key, turn_messages)
             except Exception:  # the turn is stored; an index that failed catches up itself
                 log.exception("a listener of stored turns failed")
-
-    def _append(
-        self,
-        key: SessionKey,
-        messages: tuple[ChatMessage, ...],
-        msg_id: str,
-        now: float,
-        meta: str,
-    ) -> Unit[tuple[_Row, bool]]:
-        """The row counted up and read back in one statement, then the turn's messages."""
-        added = sum(message_chars(m) for m in messages)
-        found = yield fetch_one(_COUNT_TURN, (*_args(key), now, now, added))
-        grown = _Row(*found)
-        yield execute_many(
-            _INSERT_MESSAGE,
-            [
-                (*_row_args(key, grown.turns, m, msg_id, now), meta if i == 0 else "")
-                for i, m in enumerate(messages)
-            ],
-        )
-        over = yield from self._hard_drop(key, grown)
-        return grown, over
-
-    def _hard_drop(self, key: SessionKey, row: _Row) -> Unit[bool]:
-        """Past HARD_FACTOR budgets, drop the oldest turns now (counted); inside a unit."""
-        if row.total <= HARD_FACTOR * self.budget_chars:
-            return False
-        plan = plan_fold((yield from _sizes(key)), row.total, self.budget_chars)
-        if plan is None:
-            return False
-        yield from _remove(key, plan, row.summary, row.summarised, dropped=plan.turns)
-        log.warning("session over twice its budget: dropped the %d oldest turns", plan.turns)
-        return True
 
     async def failed(
         self, key: SessionKey, user: Masked, sent: Masked, told: Masked, now: float
@@ -331,24 +237,7 @@ class SessionStore:
 
     async def fold_plan(self, key: SessionKey) -> Fold | None:
         """What to fold now (a snapshot), or None when the session is within its budget."""
-        return await self._db.atomic(self._fold_plan(key))
-
-    def _fold_plan(self, key: SessionKey) -> Unit[Fold | None]:
-        found = yield fetch_one(f"SELECT {_COLUMNS} FROM sessions WHERE {_KEY}", _args(key))
-        if found is None:
-            return None
-        row = _Row(*found)
-        plan = plan_fold((yield from _sizes(key)), row.total, self.budget_chars)
-        if plan is None:
-            return None
-        rows = yield fetch_all(
-            "SELECT role, content, tool_calls, tool_call_id FROM session_messages"
-            f" WHERE {_KEY} AND turn<=? ORDER BY id",
-            (*_args(key), plan.through),
-        )
-        messages = tuple(_message(r) for r in rows)
-        held = yield from _held(key, plan)
-        return Fold(row.started_at, plan, row.summary, messages, row.total, held)
+        return await self._db.atomic(sql.planned(key, self.budget_chars))
 
     async def fold(self, key: SessionKey, fold: Fold, summary: Masked) -> int | None:
         """Replace the planned turns by `summary`; the chars after, or None if the session moved."""
@@ -361,94 +250,21 @@ class SessionStore:
     async def _apply(self, key: SessionKey, fold: Fold, summary: str | None) -> int | None:
         self._cache.pop(key, None)
         self._appended.pop(key, None)
-        return await self._db.atomic(_applied(key, fold, summary, self._db.dialect.for_update))
+        lock = self._db.dialect.for_update
+        return await self._db.atomic(sql.applied(key, fold, summary, lock))
 
     async def reset(self, key: SessionKey, now: float) -> None:
         """Start a new conversation; the old one is archived, readable but not in any prompt
         (memory, tools and style are elsewhere)."""
         await self._clear(key, now)
 
-    async def _row(self, key: SessionKey) -> _Row | None:
+    async def _row(self, key: SessionKey) -> SessionRow | None:
         found = await self._db.fetch_one(
-            f"SELECT {_COLUMNS} FROM sessions WHERE {_KEY}", _args(key)
+            f"SELECT {sql.COLUMNS} FROM sessions WHERE {sql.KEY}", sql.args(key)
         )
-        return None if found is None else _Row(*found)
+        return None if found is None else SessionRow(*found)
 
     async def _clear(self, key: SessionKey, now: float) -> None:
         self._cache.pop(key, None)
         self._appended.pop(key, None)
-        await self.archive.archive(key, now, then=_cleared(key))
-
-
-def _cleared(key: SessionKey) -> Unit[None]:
-    """The session's rows deleted (after the archive kept them, in its unit)."""
-    yield execute(f"DELETE FROM session_messages WHERE {_KEY}", _args(key))
-    yield execute(f"DELETE FROM sessions WHERE {_KEY}", _args(key))
-
-
-def _applied(key: SessionKey, fold: Fold, summary: str | None, for_update: str) -> Unit[int | None]:
-    """A planned fold, if the session has not moved under it: the chars after, or None.
-    The row is locked as read (PostgreSQL), so no reset or append lands in between."""
-    found = yield fetch_one(
-        f"SELECT {_COLUMNS} FROM sessions WHERE {_KEY} {for_update}", _args(key)
-    )
-    if found is None:
-        return None
-    row = _Row(*found)
-    if (row.started_at, row.summary) != (fold.started_at, fold.previous):
-        return None
-    if (yield from _held(key, fold.plan)) != fold.rows:
-        return None  # a reset, a hard drop or another process got there first
-    if summary is None:
-        yield from _remove(key, fold.plan, row.summary, row.summarised, dropped=fold.plan.turns)
-        return row.total - fold.plan.chars
-    summarised = row.summarised + fold.plan.turns
-    yield from _remove(key, fold.plan, summary, summarised, dropped=0)
-    return row.chars - fold.plan.chars + summary_chars(summary)
-
-
-def _remove(
-    key: SessionKey, plan: FoldPlan, summary: str, summarised: int, dropped: int
-) -> Unit[None]:
-    yield execute(
-        f"DELETE FROM session_messages WHERE {_KEY} AND turn<=?", (*_args(key), plan.through)
-    )
-    yield execute(
-        "UPDATE sessions SET chars=chars-?, dropped=dropped+?, summary=?, summary_turns=?"
-        f" WHERE {_KEY}",
-        (plan.chars, dropped, summary, summarised, *_args(key)),
-    )
-
-
-def _held(key: SessionKey, plan: FoldPlan) -> Unit[tuple[int, int]]:
-    """How many rows the turns up to `plan.through` are, and the newest row's id
-    (ids are never reused), so a fold sees if they changed."""
-    found = yield fetch_one(
-        f"SELECT COUNT(*), COALESCE(MAX(id), 0) FROM session_messages WHERE {_KEY} AND turn<=?",
-        (*_args(key), plan.through),
-    )
-    return (int(found[0]), int(found[1]))
-
-
-def _sizes(key: SessionKey) -> Unit[list[TurnSize]]:
-    rows = yield fetch_all(
-        f"SELECT turn, SUM({_SIZE}) FROM session_messages WHERE {_KEY} GROUP BY turn ORDER BY turn",
-        _args(key),
-    )
-    return [TurnSize(int(t), int(c)) for t, c in rows]
-
-
-def _message(row: Row) -> ChatMessage:
-    role, content, calls, call_id = row
-    return ChatMessage(role, content, decode_calls(calls), call_id)
-
-
-def _args(key: SessionKey) -> tuple[str, str, str]:
-    return (key.tenant, key.channel, key.chat)
-
-
-def _row_args(
-    key: SessionKey, turn: int, m: ChatMessage, msg_id: str, now: float
-) -> tuple[object, ...]:
-    calls = encode_calls(m.tool_calls)
-    return (*_args(key), turn, m.role, m.content, calls, m.tool_call_id, msg_id, now)
+        await self.archive.archive(key, now, then=sql.cleared(key))
