@@ -86,8 +86,9 @@ class ConversationArchive:
 
     async def archive(self, key: SessionKey, now: float, then: Unit[None]) -> None:
         """Keep the session about to be cleared, and run `then` (the clear) in its unit."""
-        ident = await self.current(key, now)
-        failed = self.shown.failed(ident, key.tenant)
+        found = await self._db.fetch_value(_CURRENT, _args(key))  # none made here
+        ident = -1 if found is None else int(found)
+        failed = self.shown.failed(ident, key.tenant) if found is not None else []
         archived = await self._db.atomic(self._archive(key, now, ident, failed, then))
         if archived is not None:
             self.shown.archived(archived, key.tenant)
