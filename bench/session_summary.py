@@ -25,9 +25,10 @@ from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
+from bridge.app.database import open_database
 from bridge.core.compactor import Compactor
 from bridge.core.db import connect
-from bridge.core.sessions import SessionKey, SessionStore
+from bridge.core.sessions import SessionKey
 from bridge.core.turn import ChosenModel
 from bridge.loadout.mask import Masker
 from bridge.types.audit_sink import MemoryAudit
@@ -40,6 +41,7 @@ from bridge.types.backend import (
     TextDelta,
     ToolCallRequest,
 )
+from tests.sessions_kit import store_on
 
 TURNS, BUDGET = 200, 32_000
 KEY = SessionKey("bench", "web", "c")
@@ -74,7 +76,9 @@ async def held(model: Summariser) -> AsyncIterator[ChosenModel]:
 
 async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        store = SessionStore(connect(Path(tmp) / "roost.db"), BUDGET, 7 * 86400)
+        conn = connect(Path(tmp) / "roost.db")
+        database = await open_database(Path(tmp) / "roost.db")
+        store = store_on(database, conn, BUDGET, 7 * 86400)
         model = Summariser(works)
         compactor = Compactor(store, MemoryAudit())
         path_ms: list[float] = []
@@ -85,8 +89,8 @@ async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
                 ChatMessage("tool", "result " * 60, tool_call_id=f"c{n}"),
             )
             started = time.perf_counter()
-            store.load(KEY, float(n))
-            store.append(
+            await store.load(KEY, float(n))
+            await store.append(
                 KEY,
                 PLAIN.mask(f"question {n} " + "q" * 300),
                 PLAIN.mask("answer " + "a" * 600),
@@ -97,8 +101,10 @@ async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
             path_ms.append((time.perf_counter() - started) * 1000)
             compactor.after_turn(KEY, partial(held, model), PLAIN.mask)
             await compactor.idle()
-        session = store.load(KEY, float(turns))
+        session = await store.load(KEY, float(turns))
         seen = session.kept + session.summarised
+        await database.aclose()
+        conn.close()
         return seen, session.chars, model.calls, statistics.median(path_ms)
 
 

@@ -205,7 +205,7 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
     the recall index's writes, which the indexer's task runs after the reply, are counted
     by waiting for them after each turn)."""
     counts: dict[str, list[str]] = defaultdict(list)
-    old = roost.core._turns.sessions._db
+    old = roost.db  # the old sqlite3 connection (the stores not ported yet)
     old.set_trace_callback(counts["roost.db (old connection)"].append)
     database, indexer = roost.database, roost.core._turns._exchanges
 

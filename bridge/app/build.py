@@ -36,12 +36,16 @@ from bridge.app.wiring import (
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
+from bridge.core.conversations import ConversationArchive
 from bridge.core.db import connect
+from bridge.core.history_page import CurrentPage
 from bridge.core.identities import identity_map
 from bridge.core.pairing import watching
 from bridge.core.quota import TenantQuota
 from bridge.core.sessions import SessionStore
+from bridge.core.turn_failures import TurnFailures
 from bridge.core.usage import UsageStore
+from bridge.core.versions import TurnVersions
 from bridge.grading.judge import OutcomeJudge
 from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
@@ -123,7 +127,11 @@ async def build(
     )
     closers.append(runner.aclose)
     limits = settings.limits
-    sessions = SessionStore(db, limits.session_chars, limits.session_idle_days * 86400)
+    shown = CurrentPage(database, TurnFailures(db), TurnVersions(db))
+    archive = ConversationArchive(database, shown)
+    sessions = SessionStore(
+        database, limits.session_chars, limits.session_idle_days * 86400, archive
+    )
     resolver, pairing = build_access(settings, database, clock, platforms)
     await pairing.load()  # the mirror the resolver's rule reads
     closers.append(watching(pairing))  # reloaded when another process pairs or revokes

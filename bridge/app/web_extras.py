@@ -65,7 +65,7 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
 
     archive = roost.sessions.archive
     running = roost.core.running
-    edits = ConversationEdits(roost.db, archive)
+    edits = ConversationEdits(roost.database, archive)
     WebChats(web.gate, archive, edits, running, handle, lambda key: page_status(roost, key)).mount(
         web.app
     )

@@ -152,7 +152,7 @@ class CoreCommands:
         return Final("", "silent")
 
     async def reset(self, ctx: CommandContext, args: str) -> str:
-        self._sessions.reset(ctx.session, ctx.now)  # its summary too
+        await self._sessions.reset(ctx.session, ctx.now)  # its summary too
         return "Started a fresh conversation. Your memory, profile, tools and style are kept."
 
     async def whoami(self, ctx: CommandContext, args: str) -> str:
@@ -163,7 +163,7 @@ class CoreCommands:
         )
 
     async def status(self, ctx: CommandContext, args: str) -> str:
-        s = self._sessions.load(ctx.session, ctx.now)
+        s = await self._sessions.load(ctx.session, ctx.now)
         if s.turns == 0 and not s.history:
             session = "Session: new (no turns yet)"
         else:

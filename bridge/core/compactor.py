@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
@@ -29,6 +28,7 @@ from bridge.core.compaction import Fold, bounded_summary, summary_limit, summary
 from bridge.core.locks import KeyedLocks
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.usage import Tokens
+from bridge.storage.errors import StorageError
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import (
     Backend,
@@ -84,14 +84,12 @@ class Compactor:
         self._failing = False  # the model failed last time: the log already said so
 
     def after_turn(self, key: SessionKey, hold: HoldModel, redact: Redact) -> None:
-        """Start summarising in the background if the session is over its budget."""
-        try:
-            if not self._sessions.over_budget(key):
-                return
-        except sqlite3.Error as exc:
-            log.error("could not read the session's size (%s); no summary now", exc)
+        """Start summarising in the background if the session is over its budget (the
+        check reads no row right after the turn's append: `SessionStore.over_budget`)."""
+        known = self._sessions.appended_over(key)
+        if known is False:
             return
-        task = asyncio.create_task(self._run(key, hold, redact))
+        task = asyncio.create_task(self._run(key, hold, redact, known is None))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -111,10 +109,16 @@ class Compactor:
             await asyncio.wait(pending)
             log.info("stopping: %d conversation summaries postponed", len(pending))
 
-    async def _run(self, key: SessionKey, hold: HoldModel, redact: Redact) -> None:
+    async def _run(self, key: SessionKey, hold: HoldModel, redact: Redact, read: bool) -> None:
+        try:
+            if read and not await self._sessions.over_budget(key):
+                return
+        except StorageError as exc:
+            log.error("could not read the session's size (%s); no summary now", exc)
+            return
         try:
             async with self._locks.hold(key):
-                fold = self._sessions.fold_plan(key)
+                fold = await self._sessions.fold_plan(key)
                 if fold is not None:
                     async with hold() as model:
                         await self._compact(key, fold, model, redact)
@@ -126,9 +130,9 @@ class Compactor:
     async def _compact(self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact) -> None:
         summary = await self._summary(key, fold, model, redact)
         if summary:
-            after, how = self._sessions.fold(key, fold, summary), "summary"
+            after, how = await self._sessions.fold(key, fold, summary), "summary"
         else:
-            after, how = self._sessions.drop(key, fold), "dropped"
+            after, how = await self._sessions.drop(key, fold), "dropped"
         if after is None:
             return  # the session moved meanwhile (a reset, another process): nothing done
         details = {

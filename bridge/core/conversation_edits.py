@@ -10,16 +10,20 @@ what each message shows (the person's words, not the model's view), case
 folded, newest conversation first, one hit per conversation with a snippet
 around its first match and the number of matching messages. Every call is
 scoped to one (tenant, channel, chat): an id of another chat is unknown.
+Runs on the `Database` protocol: a rename is one UPDATE that checks the
+owner; a delete is one unit (`Database.atomic`) whose first DELETE checks
+the owner and that it is archived.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from bridge.core.conversations import ConversationArchive, SessionKey
 from bridge.core.history_page import SHOWN, message
+from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, execute
 
 MAX_TITLE = 120
 MAX_QUERY = 200
@@ -72,47 +76,29 @@ def find(text: str, folded_query: str) -> int:
     return -1
 
 
+_OWNED = "id=? AND tenant=? AND channel=? AND chat=?"
+
+
 class ConversationEdits:
-    def __init__(self, conn: sqlite3.Connection, archive: ConversationArchive) -> None:
-        self._db, self._archive = conn, archive
+    def __init__(self, db: Database, archive: ConversationArchive) -> None:
+        self._db, self._archive = db, archive
 
-    def _owned(self, key: SessionKey, ident: int) -> tuple[bool] | None:
-        """(archived,) when conversation `ident` belongs to this chat, else None."""
-        found = self._db.execute(
-            "SELECT archived_at IS NOT NULL FROM conversations"
-            " WHERE id=? AND tenant=? AND channel=? AND chat=?",
-            (ident, key.tenant, key.channel, key.chat),
-        ).fetchone()
-        return None if found is None else (bool(found[0]),)
-
-    def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
+    async def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
         """The title now given (None: no such conversation in this chat)."""
         line = clean_title(title)
-        if self._owned(key, ident) is None:
-            return None
-        self._db.execute("UPDATE conversations SET title=? WHERE id=?", (line, ident))
-        return line
+        changed = await self._db.execute(
+            f"UPDATE conversations SET title=? WHERE {_OWNED}", (line, ident, *_args(key))
+        )
+        return line if changed else None
 
-    def delete(self, key: SessionKey, ident: int) -> bool:
+    async def delete(self, key: SessionKey, ident: int) -> bool:
         """Delete an archived conversation of this chat with its messages."""
-        owned = self._owned(key, ident)
-        if owned is None or not owned[0]:
+        if not await self._db.atomic(_deleted(key, ident)):
             return False
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("DELETE FROM conversation_messages WHERE conversation=?", (ident,))
-            db.execute("DELETE FROM conversations WHERE id=?", (ident,))
-            self._archive.shown.failures.forget(ident, key.tenant)
-            self._archive.shown.versions.forget(ident, key.tenant)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+        self._archive.shown.archived(ident, key.tenant)  # its failed turns and versions
         return True
 
-    def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:
+    async def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:
         """Conversations of this chat whose title or messages hold `query`."""
         q = " ".join(query.split()).casefold()
         if not q:
@@ -120,9 +106,9 @@ class ConversationEdits:
         if len(q) > MAX_QUERY:
             raise EditError(f"search for at most {MAX_QUERY} characters")
         results = []
-        for listed in self._archive.listing(key, now):
+        for listed in await self._archive.listing(key, now):
             ident, current = int(listed["id"]), bool(listed["current"])
-            rows = self._current_rows(key) if current else self._archived_rows(key, ident)
+            rows = await (self._current_rows(key) if current else self._archived_rows(key, ident))
             hits = [h for h in (_hit(r, q) for r in rows) if h is not None]
             in_title = find(str(listed["title"]), q) >= 0
             if not hits and not in_title:
@@ -143,21 +129,39 @@ class ConversationEdits:
                 break
         return results
 
-    def _current_rows(self, key: SessionKey) -> Iterable[dict[str, Any]]:
-        cursor = self._db.execute(
+    async def _current_rows(self, key: SessionKey) -> Iterable[dict[str, Any]]:
+        rows = await self._db.fetch_all(
             "SELECT id, role, content, at, meta FROM session_messages"
             f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} ORDER BY id",
-            (key.tenant, key.channel, key.chat),
+            _args(key),
         )
-        return (message(*row) for row in cursor)
+        return (message(*row) for row in rows)
 
-    def _archived_rows(self, key: SessionKey, ident: int) -> Iterable[dict[str, Any]]:
-        cursor = self._db.execute(
+    async def _archived_rows(self, key: SessionKey, ident: int) -> Iterable[dict[str, Any]]:
+        rows = await self._db.fetch_all(
             "SELECT id, role, text, at, meta FROM conversation_messages"
             " WHERE conversation=? AND tenant=? ORDER BY id",
             (ident, key.tenant),
         )
-        return (message(*row) for row in cursor)
+        return (message(*row) for row in rows)
+
+
+def _deleted(key: SessionKey, ident: int) -> Unit[bool]:
+    """The conversation's row (if it is this chat's and archived), then its messages."""
+    gone = yield execute(
+        f"DELETE FROM conversations WHERE {_OWNED} AND archived_at IS NOT NULL",
+        (ident, *_args(key)),
+    )
+    if gone:
+        yield execute(
+            "DELETE FROM conversation_messages WHERE conversation=? AND tenant=?",
+            (ident, key.tenant),
+        )
+    return bool(gone)
+
+
+def _args(key: SessionKey) -> tuple[str, str, str]:
+    return (key.tenant, key.channel, key.chat)
 
 
 def _hit(shown: dict[str, Any], q: str) -> Hit | None:

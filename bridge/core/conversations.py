@@ -1,11 +1,15 @@
 """Past conversations, kept readable after `/reset`: the archive and its pages.
 
 Every chat has one current conversation (the session, `bridge.core.sessions`)
-and any number of archived ones. `archive(key, now)` runs inside the session
-store's transaction whenever a session is cleared (`/reset`, idle expiry):
-it copies the person's messages and the final answers (not the tool steps)
+and any number of archived ones. `archive(key, now, then)` runs whenever a
+session is cleared (`/reset`, idle expiry): in ONE unit with the session
+store's delete (`then`; `Database.atomic`, one job on SQLite's writer) it
+copies the person's messages and the final answers (not the tool steps)
 and the summary into `conversation_messages` / `conversations`, and opens a
-new current conversation with a new id. `page(...)` reads either kind
+new current conversation with a new id. The failed turns are read before
+the unit and forgotten after it (with the versions): they are kept on the
+old sqlite3 connection (`bridge.core.turn_failures`), so a crash between
+leaves rows of an archived conversation that nothing shows. `page(...)` reads either kind
 newest last, paged backwards by `before` (a message's `seq`); the current
 one starts with its summary (seq 0, status `summary`) when it has one. What
 a message shows (the person's words and files rather than the model's view,
@@ -21,12 +25,14 @@ whenever a conversation is archived. A stopped answer is told by its mark
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bridge.core.history_page import CurrentPage, message
+from bridge.core.history_page import CurrentPage, archive_rows, message
 from bridge.core.shown import read_meta
+from bridge.core.turn_failures import FailedRow
+from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, execute, execute_many, fetch_one
 
 TITLE_CHARS = 60
 MAX_PAGE = 200
@@ -59,141 +65,161 @@ class Page:
     current: bool
 
 
+_KEY = "tenant=? AND channel=? AND chat=?"
+_CURRENT = f"SELECT id FROM conversations WHERE {_KEY} AND archived_at IS NULL"
+
+
 class ConversationArchive:
     def __init__(
-        self, conn: sqlite3.Connection, keep_days: float = 90.0, keep_count: int = 100
+        self, db: Database, shown: CurrentPage, keep_days: float = 90.0, keep_count: int = 100
     ) -> None:
-        self._db = conn
+        self._db = db
         self.keep_days, self.keep_count = keep_days, keep_count
-        self.shown = CurrentPage(conn)  # also the failed turns and the versions
+        self.shown = shown  # also the failed turns and the versions
 
-    def current(self, key: SessionKey, now: float) -> int:
+    async def current(self, key: SessionKey, now: float) -> int:
         """The current conversation's id (made on first use; another process may race)."""
-        query = (
-            "SELECT id FROM conversations WHERE tenant=? AND channel=? AND chat=?"
-            " AND archived_at IS NULL"
-        )
-        found = self._db.execute(query, _args(key)).fetchone()
-        if found is None:
-            self._db.execute(
-                "INSERT OR IGNORE INTO conversations (tenant, channel, chat, started_at,"
-                " updated_at) VALUES (?, ?, ?, ?, ?)",
-                (*_args(key), now, now),
-            )
-            found = self._db.execute(query, _args(key)).fetchone()
-        return int(found[0])
+        found = await self._db.fetch_value(_CURRENT, _args(key))
+        if found is not None:
+            return int(found)
+        return await self._db.atomic(_current(key, now))
 
-    def archive(self, key: SessionKey, now: float) -> None:
-        """Keep the session about to be cleared; inside the caller's transaction."""
-        db = self._db
-        row = db.execute(
-            "SELECT started_at, updated_at, turns, summary FROM sessions"
-            " WHERE tenant=? AND channel=? AND chat=?",
+    async def archive(self, key: SessionKey, now: float, then: Unit[None]) -> None:
+        """Keep the session about to be cleared, and run `then` (the clear) in its unit."""
+        found = await self._db.fetch_value(_CURRENT, _args(key))  # none made here
+        ident = -1 if found is None else int(found)
+        failed = self.shown.failed(ident, key.tenant) if found is not None else []
+        archived = await self._db.atomic(self._archive(key, now, ident, failed, then))
+        if archived is not None:
+            self.shown.archived(archived, key.tenant)
+
+    def _archive(
+        self, key: SessionKey, now: float, ident: int, failed: list[FailedRow], then: Unit[None]
+    ) -> Unit[int | None]:
+        row = yield fetch_one(  # locked as read: an append elsewhere waits for the clear
+            f"SELECT started_at, updated_at, turns, summary FROM sessions WHERE {_KEY}"
+            f" {self._db.dialect.for_update}",
             _args(key),
-        ).fetchone()
-        if row is None:
-            return  # nothing said since the last reset: the current conversation stays
+        )
+        if row is None:  # nothing said since the last reset: the current conversation stays
+            yield from then
+            return None
         started, updated, turns, summary = row
-        ident = self.current(key, now)
-        db.executemany(
+        current = yield from _current(key, now)
+        kept = yield from archive_rows(key, failed if current == ident else ())
+        yield execute_many(
             "INSERT INTO conversation_messages (conversation, tenant, role, text, at, meta)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            [(ident, key.tenant, *r) for r in self.shown.archive_rows(key, ident)],
+            [(current, key.tenant, *r) for r in kept],
         )
-        db.execute(
+        title = _title((yield fetch_one(_FIRST, _args(key))))
+        yield execute(
             "UPDATE conversations SET started_at=?, updated_at=?, turns=?,"
             " title=COALESCE(NULLIF(title, ''), ?), summary=?, archived_at=? WHERE id=?",
-            (started, updated, turns, self._title(key), summary, now, ident),
+            (started, updated, turns, title, summary, now, current),
         )
-        self.current(key, now)
-        self._prune(key, now)
+        yield from then
+        yield from _current(key, now)
+        yield from self._prune(key, now)
+        return int(current)
 
-    def _title(self, key: SessionKey) -> str:
-        first = self._db.execute(
-            "SELECT content, meta FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
-            " AND role='user' ORDER BY id LIMIT 1",
-            _args(key),
-        ).fetchone()
-        if first is None:
-            return "(earlier turns summarised)"
-        info = read_meta(first[1])
-        names = ", ".join(f["name"] for f in info.get("files", ()))
-        return title_of(info.get("text") or names or first[0])
-
-    def _prune(self, key: SessionKey, now: float) -> None:
+    def _prune(self, key: SessionKey, now: float) -> Unit[None]:
         """Drop archived conversations past `keep_days`, and this chat's past `keep_count`."""
         old = " archived_at IS NOT NULL AND archived_at < ?"
         too_many = (
-            " tenant=? AND channel=? AND chat=? AND archived_at IS NOT NULL AND id NOT IN"
-            " (SELECT id FROM conversations WHERE tenant=? AND channel=? AND chat=?"
+            f" {_KEY} AND archived_at IS NOT NULL AND id NOT IN"
+            f" (SELECT id FROM conversations WHERE {_KEY}"
             " AND archived_at IS NOT NULL ORDER BY id DESC LIMIT ?)"
         )
         for where, args in (
             (old, (now - self.keep_days * 86400,)),
             (too_many, (*_args(key), *_args(key), self.keep_count)),
         ):
-            self._db.execute(
+            yield execute(
                 "DELETE FROM conversation_messages WHERE conversation IN"
                 f" (SELECT id FROM conversations WHERE {where})",
                 args,
             )
-            self._db.execute(f"DELETE FROM conversations WHERE {where}", args)
+            yield execute(f"DELETE FROM conversations WHERE {where}", args)
 
-    def listing(self, key: SessionKey, now: float) -> list[dict[str, Any]]:
+    async def listing(self, key: SessionKey, now: float) -> list[dict[str, Any]]:
         """The chat's conversations, newest first, the current one first of all."""
-        current = self.current(key, now)
-        session = self._db.execute(
-            "SELECT started_at, updated_at, turns FROM sessions"
-            " WHERE tenant=? AND channel=? AND chat=?",
-            _args(key),
-        ).fetchone()
+        current = await self.current(key, now)
+        session = await self._db.fetch_one(
+            f"SELECT started_at, updated_at, turns FROM sessions WHERE {_KEY}", _args(key)
+        )
         started, updated, turns = session if session is not None else (now, now, 0)
-        (named,) = self._db.execute(
-            "SELECT title FROM conversations WHERE id=?", (current,)
-        ).fetchone()
-        title = named or (self._title(key) if session is not None else "")
-        out = [_listed(current, started, updated, turns, title, True)]
-        rows = self._db.execute(
+        named = await self._db.fetch_value("SELECT title FROM conversations WHERE id=?", (current,))
+        if not named and session is not None:
+            named = _title(await self._db.fetch_one(_FIRST, _args(key)))
+        out = [_listed(current, started, updated, turns, named or "", True)]
+        rows = await self._db.fetch_all(
             "SELECT id, started_at, updated_at, turns, title FROM conversations"
-            " WHERE tenant=? AND channel=? AND chat=? AND archived_at IS NOT NULL"
-            " ORDER BY id DESC LIMIT ?",
+            f" WHERE {_KEY} AND archived_at IS NOT NULL ORDER BY id DESC LIMIT ?",
             (*_args(key), self.keep_count),
-        ).fetchall()
+        )
         return out + [_listed(i, s, u, t, title, False) for i, s, u, t, title in rows]
 
-    def page(
+    async def page(
         self, key: SessionKey, conversation: int | None, before: int | None, limit: int, now: float
     ) -> Page | None:
         """A page of one conversation (None: no such conversation in this chat)."""
         limit = max(1, min(limit, MAX_PAGE))
-        current = self.current(key, now)
+        current = await self.current(key, now)
         if conversation is None or conversation == current:
-            return self._current_page(key, current, before, limit)
-        owned = self._db.execute(
-            "SELECT summary, started_at FROM conversations"
-            " WHERE id=? AND tenant=? AND channel=? AND chat=?"
+            return await self._current_page(key, current, before, limit)
+        owned = await self._db.fetch_one(
+            f"SELECT summary, started_at FROM conversations WHERE id=? AND {_KEY}"
             " AND archived_at IS NOT NULL",
             (conversation, *_args(key)),
-        ).fetchone()
+        )
         if owned is None:
             return None
-        rows = self._db.execute(
+        rows = await self._db.fetch_all(
             "SELECT id, role, text, at, meta FROM conversation_messages WHERE conversation=?"
             " AND tenant=? AND id<? ORDER BY id DESC LIMIT ?",
             (conversation, key.tenant, before or 2**62, limit + 1),
-        ).fetchall()
+        )
         more = len(rows) > limit
         messages = [message(*r) for r in reversed(rows[:limit])]
         return _paged(conversation, messages, more, str(owned[0]), float(owned[1]), False)
 
-    def _current_page(self, key: SessionKey, ident: int, before: int | None, limit: int) -> Page:
-        messages, more = self.shown.page(key, ident, before, limit)
-        session = self._db.execute(
-            "SELECT summary, started_at FROM sessions WHERE tenant=? AND channel=? AND chat=?",
-            _args(key),
-        ).fetchone()
+    async def _current_page(
+        self, key: SessionKey, ident: int, before: int | None, limit: int
+    ) -> Page:
+        messages, more = await self.shown.page(key, ident, before, limit)
+        session = await self._db.fetch_one(
+            f"SELECT summary, started_at FROM sessions WHERE {_KEY}", _args(key)
+        )
         summary, started = (str(session[0]), float(session[1])) if session else ("", 0.0)
         return _paged(ident, messages, more, summary, started, True)
+
+
+_FIRST = (
+    f"SELECT content, meta FROM session_messages WHERE {_KEY} AND role='user' ORDER BY id LIMIT 1"
+)
+
+
+def _title(first: Any) -> str:
+    """The title of a conversation from its first message (None: its turns were folded)."""
+    if first is None:
+        return "(earlier turns summarised)"
+    info = read_meta(first[1])
+    names = ", ".join(f["name"] for f in info.get("files", ()))
+    return title_of(info.get("text") or names or first[0])
+
+
+def _current(key: SessionKey, now: float) -> Unit[int]:
+    """The current conversation's id, made when there is none (a racing maker's kept)."""
+    found = yield fetch_one(_CURRENT, _args(key))
+    if found is None:
+        yield execute(
+            "INSERT INTO conversations (tenant, channel, chat, started_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (*_args(key), now, now),
+        )
+        found = yield fetch_one(_CURRENT, _args(key))
+    return int(found[0])
 
 
 def _paged(

@@ -12,19 +12,26 @@ is told by its status, its text without the stored mark; a failed turn
 (status `error`, `seq` null: it is in no session), where it happened.
 `archive_rows` is the same view, frozen for `conversation_messages` when a
 conversation is archived.
+
+The session's rows are read through the `Database` protocol (one SELECT
+for the page's messages, one for their tool steps); the failed turns and
+the versions are `bridge.core.turn_failures` / `bridge.core.versions`,
+passed in (they still run on the old sqlite3 connection).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from bridge.core.running import STOPPED_MARK, is_stopped
 from bridge.core.shown import page_files, read_meta, tool_cards
 from bridge.core.turn_failures import FailedRow, TurnFailures
 from bridge.core.versions import TurnVersions
+from bridge.storage.protocol import Database
+from bridge.storage.protocol import Row as DbRow
+from bridge.storage.units import Unit, fetch_all
 
 SHOWN = "role IN ('user', 'assistant') AND tool_calls = ''"  # not the tool-call steps
 NEWEST = 2**62
@@ -83,29 +90,39 @@ def message(seq: int | None, role: str, text: str, ts: float, meta: str) -> dict
     return out
 
 
+_KEY = "tenant=? AND channel=? AND chat=?"
+_SHOWN_ROWS = (
+    "SELECT id, role, content, at, turn, meta FROM session_messages"
+    f" WHERE {_KEY} AND {SHOWN} ORDER BY id"
+)
+_STEPS = (
+    "SELECT turn, role, content, tool_calls, tool_call_id FROM session_messages"
+    f" WHERE {_KEY} AND NOT ({SHOWN}) ORDER BY id"
+)
+
+
 class CurrentPage:
     """Pages of a chat's current conversation: the session's rows, their tool steps,
     failed turns and versions."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._db = conn
-        self.failures = TurnFailures(conn)
-        self.versions = TurnVersions(conn)
+    def __init__(self, db: Database, failures: TurnFailures, versions: TurnVersions) -> None:
+        self._db = db
+        self.failures = failures
+        self.versions = versions
 
-    def page(
+    async def page(
         self, key: SessionKey, conversation: int, before: int | None, limit: int
     ) -> tuple[list[dict[str, Any]], bool]:
         """Messages with seq < `before`, newest `limit` of them, oldest first; and
         whether older ones exist."""
-        found = self._db.execute(
+        found = await self._db.fetch_all(
             "SELECT id, role, content, at, turn, meta FROM session_messages"
-            f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} AND id<?"
-            " ORDER BY id DESC LIMIT ?",
+            f" WHERE {_KEY} AND {SHOWN} AND id<? ORDER BY id DESC LIMIT ?",
             (*_args(key), before or NEWEST, limit + 1),
-        ).fetchall()
+        )
         more = len(found) > limit
         rows = [Row(*r) for r in reversed(found[:limit])]
-        tools = self._tools(key, {r.turn for r in rows if r.role == "assistant"})
+        tools = await self._tools(key, {r.turn for r in rows if r.role == "assistant"})
         asked = [r.turn for r in rows if r.role == "user"]
         versions = self.versions.shown(key, conversation, asked)
         out: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
@@ -123,45 +140,51 @@ class CurrentPage:
             out.append(((f.after, 1, f.id), message(None, f.role, f.text, f.at, f.meta)))
         return [m for _, m in sorted(out, key=lambda pair: pair[0])], more
 
-    def _tools(self, key: SessionKey, turns: set[int]) -> dict[int, list[dict[str, Any]]]:
+    async def _tools(self, key: SessionKey, turns: set[int]) -> dict[int, list[dict[str, Any]]]:
         if not turns:
             return {}
         marks = ",".join("?" * len(turns))
-        steps = self._db.execute(
+        steps = await self._db.fetch_all(
             "SELECT turn, role, content, tool_calls, tool_call_id FROM session_messages"
-            f" WHERE tenant=? AND channel=? AND chat=? AND turn IN ({marks}) AND NOT ({SHOWN})"
-            " ORDER BY id",
+            f" WHERE {_KEY} AND turn IN ({marks}) AND NOT ({SHOWN}) ORDER BY id",
             (*_args(key), *sorted(turns)),
-        ).fetchall()
-        by_turn: dict[int, list[tuple[str, str, str, str]]] = {}
-        for turn, *step in steps:
-            by_turn.setdefault(int(turn), []).append((step[0], step[1], step[2], step[3]))
-        return {t: cards for t, s in by_turn.items() if (cards := tool_cards(s))}
+        )
+        return _cards(steps)
 
-    def archive_rows(self, key: SessionKey, conversation: int) -> list[tuple[str, str, float, str]]:
-        """The conversation as `conversation_messages` keeps it: (role, text, at, meta),
-        in order, answers with their tool cards, failed turns in place (and forgotten
-        here); inside the caller's transaction."""
-        rows = [
-            Row(*r)
-            for r in self._db.execute(
-                "SELECT id, role, content, at, turn, meta FROM session_messages"
-                f" WHERE tenant=? AND channel=? AND chat=? AND {SHOWN} ORDER BY id",
-                _args(key),
-            )
-        ]
-        tools = self._tools(key, {r.turn for r in rows if r.role == "assistant"})
-        out: list[tuple[tuple[int, int, int], tuple[str, str, float, str]]] = []
-        for r in rows:
-            meta = r.meta
-            if r.role == "assistant" and tools.get(r.turn):
-                meta = _with_tools(meta, tools[r.turn])
-            out.append(((r.id, 0, 0), (r.role, r.content, r.at, meta)))
-        failed: Iterable[FailedRow] = self.failures.take(conversation, key.tenant)
-        for f in failed:
-            out.append(((f.after, 1, f.id), (f.role, f.text, f.at, f.meta)))
-        self.versions.forget(conversation, key.tenant)
-        return [row for _, row in sorted(out, key=lambda pair: pair[0])]
+    def failed(self, conversation: int, tenant: str) -> list[FailedRow]:
+        """A conversation's failed turns, oldest first (read before it is archived)."""
+        return self.failures.between(conversation, tenant, 0, NEWEST)
+
+    def archived(self, conversation: int, tenant: str) -> None:
+        """A conversation was archived (or deleted): its failed turns and versions go."""
+        self.failures.forget(conversation, tenant)
+        self.versions.forget(conversation, tenant)
+
+
+def archive_rows(
+    key: SessionKey, failed: Iterable[FailedRow]
+) -> Unit[list[tuple[str, str, float, str]]]:
+    """The conversation as `conversation_messages` keeps it: (role, text, at, meta),
+    in order, answers with their tool cards, the `failed` turns in place; inside the
+    caller's unit."""
+    rows = [Row(*r) for r in (yield fetch_all(_SHOWN_ROWS, _args(key)))]
+    tools = _cards((yield fetch_all(_STEPS, _args(key))))
+    out: list[tuple[tuple[int, int, int], tuple[str, str, float, str]]] = []
+    for r in rows:
+        meta = r.meta
+        if r.role == "assistant" and tools.get(r.turn):
+            meta = _with_tools(meta, tools[r.turn])
+        out.append(((r.id, 0, 0), (r.role, r.content, r.at, meta)))
+    for f in failed:
+        out.append(((f.after, 1, f.id), (f.role, f.text, f.at, f.meta)))
+    return [row for _, row in sorted(out, key=lambda pair: pair[0])]
+
+
+def _cards(steps: Sequence[DbRow]) -> dict[int, list[dict[str, Any]]]:
+    by_turn: dict[int, list[tuple[str, str, str, str]]] = {}
+    for turn, *step in steps:
+        by_turn.setdefault(int(turn), []).append((step[0], step[1], step[2], step[3]))
+    return {t: cards for t, s in by_turn.items() if (cards := tool_cards(s))}
 
 
 def _with_tools(meta: str, tools: list[dict[str, Any]]) -> str:

@@ -58,6 +58,7 @@ from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.shown import sent_meta
 from bridge.core.usage import Tokens
+from bridge.storage.errors import StorageError
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
 from bridge.types.masked import Masked
@@ -196,7 +197,7 @@ class TurnRunner:
         dirs.ensure()
         events = TurnEvents()
         events.add("message.received", dirs.tenant, _received(inbound))
-        session = self.sessions.load(key, self._clock())
+        session = await self.sessions.load(key, self._clock())
         turn = TurnContext(dirs, inbound, self._clock)
         refused = await self._over_budget(dirs.tenant, events)
         if refused is not None:
@@ -215,7 +216,7 @@ class TurnRunner:
             result = await self._on_model(turn, session, mask, on_delta, on_progress, prepared)
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
-            self._keep_failure(key, inbound, prepared, mask, exc.user_message)
+            await self._keep_failure(key, inbound, prepared, mask, exc.user_message)
             details = {"channel": inbound.channel, "kind": exc.kind}
             events.add("message.failed", dirs.tenant, details)
             await events.flush(self._audit)
@@ -230,7 +231,9 @@ class TurnRunner:
                 asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 mask = mask.also(turn.refused)
                 asked_m, kept_m = mask.mask(asked), mask.mask(kept)
-                if self._store(key, asked_m, kept_m, inbound.msg_id, (), _sent(inbound, mask)):
+                if await self._store(
+                    key, asked_m, kept_m, inbound.msg_id, (), _sent(inbound, mask)
+                ):
                     self._indexed(dirs, inbound, asked_m, kept_m)
             kind = "stopped" if stopped else "cancelled"
             events.add("message.failed", dirs.tenant, {"channel": inbound.channel, "kind": kind})
@@ -243,7 +246,7 @@ class TurnRunner:
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
-        stored = self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
+        stored = await self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
         text = answer
         if stored:
             self._indexed(dirs, inbound, asked, answer)
@@ -308,7 +311,7 @@ class TurnRunner:
         if tokens.total or not failed:
             await self._meter.record(tenant, model, tokens)
 
-    def _store(
+    async def _store(
         self,
         key: SessionKey,
         asked: Masked,
@@ -319,13 +322,13 @@ class TurnRunner:
     ) -> bool:
         """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
         try:
-            self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent)
-        except (OSError, sqlite3.Error) as exc:
+            await self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent)
+        except (OSError, sqlite3.Error, StorageError) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
         return True
 
-    def _keep_failure(
+    async def _keep_failure(
         self,
         key: SessionKey,
         inbound: Inbound,
@@ -337,8 +340,8 @@ class TurnRunner:
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         sent, said = _sent(inbound, mask), mask.mask(told)
         try:
-            self.sessions.failed(key, asked, sent, said, self._clock())
-        except (OSError, sqlite3.Error) as exc:
+            await self.sessions.failed(key, asked, sent, said, self._clock())
+        except (OSError, sqlite3.Error, StorageError) as exc:
             log.error("the failed turn was not kept for the history (%s)", exc)
 
     def _indexed(self, dirs: TenantDirs, inbound: Inbound, asked: str, text: str) -> None:

@@ -9,7 +9,9 @@ runs inside goes to one connection; an exception rolls it back, leaving the
 block commits it. Nested blocks are savepoints: an exception in the inner
 block undoes the inner block only (if it is caught). A statement outside any
 block commits on its own. Do not start tasks inside a block that use the
-database: they would share the transaction's connection.
+database: they would share the transaction's connection. `db.atomic(unit)`
+runs a few statements written as a generator (`bridge.storage.units`) as one
+transaction; on SQLite in one job on the writer's thread.
 
 Change notification: `db.notify(topic)` (inside a transaction: delivered when
 it commits; on its own: at once) wakes every `db.subscribe(topic)` of every
@@ -27,13 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bridge.storage.dialect import Dialect
 from bridge.storage.migrations import Migration
 from bridge.storage.placeholders import Params
+from bridge.storage.units import Unit
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
 
 
 class Subscription(Protocol):
@@ -107,6 +111,11 @@ class Database(Protocol):
         ...
 
     def transaction(self) -> AbstractAsyncContextManager[None]: ...
+
+    async def atomic(self, unit: Unit[T]) -> T:
+        """Run the statements `unit` yields in one transaction (`bridge.storage.units`):
+        on SQLite as one job on the writer, never a transaction held across an await."""
+        ...
 
     async def migrate(self, migrations: Sequence[Migration]) -> int:
         """Create the engine's own tables, run the steps not run yet; the version after."""

@@ -97,7 +97,7 @@ async def test_a_long_quote_is_cut_and_masked(home: Path, bot_api: FakeBotAPI) -
         bot_api.push_text(ALICE, "what was that token?", extra=reply)
         await bot_api.wait_until(lambda: len(bot_api.sent_to(ALICE)) == 1)
         key = SessionKey("alice", "telegram", str(ALICE))
-        history = run.roost.sessions.load(key, time.time()).history
+        history = (await run.roost.sessions.load(key, time.time())).history
     text = asked(backend)
     assert value not in text and "the token [vault:gh_token] blah" in text
     assert text.startswith("(replying to:\n> the token ") and text.endswith(

@@ -74,7 +74,7 @@ async def test_a_long_conversation_is_folded_into_a_summary(
 
     await wired.compactor.idle()
     status = (await wired.core.handle(msg("/status", 6))).text
-    session = wired.sessions.load(KEY, 0)
+    session = await wired.sessions.load(KEY, 0)
     line = f"Summary: {session.summarised} earlier turns in {len(PLUMS)} characters"
     assert session.summarised >= 2 and line in status
     assert f"Session: 5 turns, {session.kept} kept, {session.chars:,}/1,000 characters" in status
@@ -92,7 +92,7 @@ async def test_a_long_conversation_is_folded_into_a_summary(
 async def test_reset_clears_the_summary(wired: Roost, fake: FakeOpenAI) -> None:
     fake.responder = chatty()
     await talk(wired, 1, 4)
-    assert wired.sessions.load(KEY, 0).summary == PLUMS
+    assert (await wired.sessions.load(KEY, 0)).summary == PLUMS
     await wired.core.handle(msg("/reset", 5))
     assert "Session: new" in (await wired.core.handle(msg("/status", 6))).text
     await wired.core.handle(msg("hello again", 7))
@@ -117,7 +117,7 @@ async def test_a_failing_model_drops_the_oldest_turns_counted_and_logs_once(
     warned = [r for r in caplog.records if "could not be summarised" in r.getMessage()]
     assert (len(warned) == 1 and "bad_response" not in warned[0].getMessage().lower()) or True
     assert len(warned) == 1
-    session = wired.sessions.load(KEY, 0)
+    session = await wired.sessions.load(KEY, 0)
     assert session.summary == "" and session.dropped > 0 and session.chars <= 1000
     status = (await wired.core.handle(msg("/status", 9))).text
     assert f"{session.dropped} oldest turns dropped" in status and "Summary:" not in status
@@ -126,7 +126,7 @@ async def test_a_failing_model_drops_the_oldest_turns_counted_and_logs_once(
 
     fake.responder = chatty()  # the model is back: the next fold is a summary again
     await talk(wired, 10, 12)
-    assert wired.sessions.load(KEY, 0).summary == PLUMS
+    assert (await wired.sessions.load(KEY, 0)).summary == PLUMS
 
 
 async def test_what_goes_out_for_a_summary_is_masked_and_the_summary_bounded(
@@ -141,7 +141,7 @@ async def test_what_goes_out_for_a_summary_is_masked_and_the_summary_bounded(
     asks = [b for b in fake.requests if is_summary_request(b)]
     assert asks and "my token is" in asks[0]["messages"][1]["content"]
     assert all(value not in json.dumps(b) for b in asks)
-    summary = wired.sessions.load(KEY, 0).summary
+    summary = (await wired.sessions.load(KEY, 0)).summary
     assert summary.startswith("The token is ") and value not in summary
     assert len(summary) <= 250
 
@@ -195,10 +195,10 @@ async def test_summaries_run_after_the_reply_and_one_at_a_time(
         for n in range(4, 6):  # the chat goes on while the summary is being written
             reply = await roost.core.handle(msg(f"turn {n} " + "p" * 150, n))
             assert reply.text.startswith("Noted.")
-        assert model.summaries == 1 and roost.sessions.load(KEY, clock()).summary == ""
+        assert model.summaries == 1 and (await roost.sessions.load(KEY, clock())).summary == ""
         model.gate.set()
         await roost.compactor.idle()
-        session = roost.sessions.load(KEY, clock())
+        session = await roost.sessions.load(KEY, clock())
         assert session.summary == "a summary of the early turns" and session.chars <= 1000
         assert model.summaries == 2  # the turns added meanwhile were folded after the first
         assert model.most_in_flight == 1
@@ -213,7 +213,7 @@ async def test_offline_model_drops_without_asking(small: Settings, clock: Clock)
         for n in range(1, 5):
             await roost.core.handle(Inbound("web", "local", "c1", "x" * 300, f"{n:032x}"))
             await roost.compactor.idle()
-        session = roost.sessions.load(KEY, clock())
+        session = await roost.sessions.load(KEY, clock())
         assert session.dropped > 0 and session.summary == "" and session.chars <= 1000
     finally:
         await roost.aclose()

@@ -78,7 +78,7 @@ async def test_summaries_are_counted_under_the_chats_model(roost_on: Any, fake: 
     assert "now uses smart" in (await roost.core.handle(msg("/model smart", 0))).text
     assert await talk(roost, 1, 6) == ["answer"] * 6
     asks = len([b for b in fake.requests if is_summary_request(b)])
-    assert asks >= 2 and roost.sessions.load(KEY, 0).summary == PLUMS
+    assert asks >= 2 and (await roost.sessions.load(KEY, 0)).summary == PLUMS
     p, c, k = SUMMARY_USAGE
     t_in, t_out = TURN_USAGE
     # six turns, and every summary's tokens; the summaries are not counted as turns
@@ -104,7 +104,7 @@ async def test_a_used_up_budget_drops_instead_of_summarising(
         # turn 3 is allowed (10,020 used before it) and passes both budgets
         assert await talk(roost, 1, 3) == ["answer", "answer", "answer"]
     assert not [b for b in fake.requests if is_summary_request(b)]  # no model was asked
-    session = roost.sessions.load(KEY, 0)
+    session = await roost.sessions.load(KEY, 0)
     assert session.summary == "" and session.dropped > 0 and session.chars <= 1000
     assert any("token budget is used up" in r.getMessage() for r in caplog.records)
     assert (await roost.core.handle(msg("more?", 4))).kind == "refusal"

@@ -92,7 +92,7 @@ async def test_folding_and_dropping_never_leave_an_orphan(
     for body in fake.requests:
         assert_api_valid(body["messages"])
     assert summaries, "the budget was never reached"
-    session = wired.sessions.load(SessionKey("local", "web", "c1"), time.time())
+    session = await wired.sessions.load(SessionKey("local", "web", "c1"), time.time())
     assert session.chars <= 1000 and session.turns == 12
     last = chats[-1]["messages"]
     if summaries_work:

@@ -220,5 +220,5 @@ async def test_declared_secret_reaches_the_tool_and_is_masked_in_replies(roost: 
     used = [e[2] for e in roost.audit.events if e[0] == "secret.used"]
     assert used == [{"name": "poke_api_key", "purpose": "me.poke"}]
     assert value not in json.dumps(roost.audit.events)
-    history = roost.sessions.load(SessionKey("local", "web", "c1"), 0).history
+    history = (await roost.sessions.load(SessionKey("local", "web", "c1"), 0)).history
     assert value not in "".join(m.content for m in history)

@@ -50,7 +50,7 @@ async def test_a_huge_streamed_reply_is_cut_visibly(capped: Roost, fake: FakeOpe
     assert answer.text == "[" * 5_000 + "\n" + NOTE
     assert streamed == answer.text
     assert "never shown" not in streamed
-    history = capped.sessions.load(SessionKey("local", "web", "c1"), 0).history
+    history = (await capped.sessions.load(SessionKey("local", "web", "c1"), 0)).history
     assert history[-1].content == answer.text
 
     again = await capped.core.handle(web_msg("now briefly", 2))

@@ -81,9 +81,9 @@ async def test_an_answer_whose_session_write_fails_is_still_sent_with_a_note(
     )
     try:
         assert (await roost.core.handle(web_msg("hi", 1))).text == "first"
-        db = roost.sessions._db
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        db.execute(f"PRAGMA max_page_count = {pages}")
+        db = roost.sessions._db  # the `Database` (its writer's own page cap)
+        pages = await db.fetch_value("PRAGMA page_count")
+        await db.execute(f"PRAGMA max_page_count = {pages}")
         deltas: list[str] = []
 
         async def on_delta(piece: str) -> None:
@@ -95,11 +95,11 @@ async def test_an_answer_whose_session_write_fails_is_still_sent_with_a_note(
         assert "could not store this exchange" in final.text
         assert GENERIC not in final.text
         assert "could not store this exchange" in "".join(deltas)
-        history = roost.sessions.load(SessionKey("local", "web", "c1"), clock()).history
+        history = (await roost.sessions.load(SessionKey("local", "web", "c1"), clock())).history
         assert [m.content for m in history] == ["hi", "first"], "not stored, and said so"
         assert "database or disk is full" in caplog.text, "the log names the real cause"
         # reads and later turns still work once there is room again
-        db.execute("PRAGMA max_page_count = 1073741823")
+        await db.execute("PRAGMA max_page_count = 1073741823")
         assert (await roost.core.handle(web_msg("again", 3))).text == "ok"
     finally:
         await roost.aclose()
@@ -167,7 +167,7 @@ async def test_an_answer_survives_a_full_disk_under_its_bookkeeping(
         with full_disk(monkeypatch):
             final = await roost.core.handle(web_msg("hello", 1))
         assert final.kind == "answer" and final.text == "the whole answer"
-        history = roost.sessions.load(SessionKey("local", "web", "c1"), clock()).history
+        history = (await roost.sessions.load(SessionKey("local", "web", "c1"), clock())).history
         assert [m.content for m in history] == ["hello", "the whole answer"]
     finally:
         await roost.aclose()

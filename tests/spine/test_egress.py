@@ -41,7 +41,7 @@ from bridge.channels.web.channel import WebChannel
 from bridge.cli.schedule import send_to
 from bridge.core.config import load_settings
 from bridge.core.db import connect
-from bridge.core.sessions import SessionKey, SessionStore
+from bridge.core.sessions import SessionKey
 from bridge.loadout import vault
 from bridge.mcp.server import TenantTools, call_tool
 from bridge.personal_tools.drafts import DraftStore
@@ -59,6 +59,7 @@ from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user
 from tests.masking import m
 from tests.personal_tools.leakcheck import leaks, spellings
 from tests.schedule.database import database_of
+from tests.sessions_kit import store_on
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-key-000000000000"
@@ -108,35 +109,41 @@ def test_only_the_masker_builds_masked_text() -> None:
 # 2. every writer refuses plain text -----------------------------------------------------------
 
 
-def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
+async def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
     db = connect(tmp_path / "roost.db")
     key = SessionKey("local", "web", "c1")
-    sessions = SessionStore(db, 32_000, 86_400)
-    call = ToolCallRequest("c1", "me__x", "{}")
-    plain_steps = (ChatMessage("assistant", "", (call,)), ChatMessage("tool", "r", (), "c1"))
-    spec = build_spec("num", "n", PEEK).tool
-    assert spec is not None
-    plain: Any = "plain text"  # a str that did not pass the masker
-    drafts = DraftStore(db, lambda: 1)
-    writers = {
-        "session message": lambda: sessions.append(key, plain, m("a"), "m1", 1.0),
-        "session answer": lambda: sessions.append(key, m("q"), plain, "m1", 1.0),
-        "session steps": lambda: sessions.append(key, m("q"), m("a"), "m1", 1.0, plain_steps),
-        "draft store": lambda: drafts.put(key, spec, plain),
-    }
-    for name, write in writers.items():
+    async with database_of(tmp_path / "roost.db") as database:
+        sessions = store_on(database, db, 32_000, 86_400)
+        call = ToolCallRequest("c1", "me__x", "{}")
+        plain_steps = (ChatMessage("assistant", "", (call,)), ChatMessage("tool", "r", (), "c1"))
+        spec = build_spec("num", "n", PEEK).tool
+        assert spec is not None
+        plain: Any = "plain text"  # a str that did not pass the masker
+        drafts = DraftStore(db, lambda: 1)
+
+        async def draft() -> None:
+            drafts.put(key, spec, plain)
+
+        writers = {
+            "session message": lambda: sessions.append(key, plain, m("a"), "m1", 1.0),
+            "session answer": lambda: sessions.append(key, m("q"), plain, "m1", 1.0),
+            "session steps": lambda: sessions.append(key, m("q"), m("a"), "m1", 1.0, plain_steps),
+            "draft store": draft,
+        }
+        for name, write in writers.items():
+            with pytest.raises(Unmasked):
+                await write()
+            stored = db.execute("SELECT * FROM session_messages").fetchall()
+            assert "m1" not in json.dumps(stored), name
+        assert await sessions.fold_plan(key) is None  # nothing was written by any of them
+        small = store_on(database, db, 1_000, 86_400)
+        for n in range(8):
+            await small.append(key, m(f"q{n} " + "x" * 100), m(f"a{n} " + "y" * 100), f"n{n}", 1.0)
+        fold = await small.fold_plan(key)
+        assert fold is not None
         with pytest.raises(Unmasked):
-            write()
-        assert "m1" not in json.dumps(db.execute("SELECT * FROM session_messages").fetchall()), name
-    assert sessions.fold_plan(key) is None  # nothing was written by any of them
-    small = SessionStore(db, 1_000, 86_400)
-    for n in range(8):
-        small.append(key, m(f"q{n} " + "x" * 100), m(f"a{n} " + "y" * 100), f"n{n}", 1.0)
-    fold = small.fold_plan(key)
-    assert fold is not None
-    with pytest.raises(Unmasked):
-        small.fold(key, fold, plain)  # a summary
-    assert small.load(key, 1.0).summary == ""
+            await small.fold(key, fold, plain)  # a summary
+        assert (await small.load(key, 1.0)).summary == ""
     assert db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0
@@ -311,7 +318,7 @@ async def test_no_way_out_carries_a_vault_value(
         for n in range(6):  # the session folds into a summary (the model plants the value)
             await say(f"tell me more {n}")
             await roost.compactor.idle()
-        assert roost.sessions.load(SessionKey("local", "web", "c1"), 0).summary
+        assert (await roost.sessions.load(SessionKey("local", "web", "c1"), 0)).summary
 
         for path in ("/api/outbox?chat=c1", "/api/history?chat=c1", "/api/conversations?chat=c1"):
             async with http.get(base + path, headers=auth) as r:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,6 +24,8 @@ from bridge.channels.web.channel import WebChannel
 from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.core.config import Settings
 from bridge.core.diskfull import DISK_FULL
+from bridge.storage.errors import StorageError
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Final, Inbound
 from tests.conftest import Clock, ScriptedBackend
@@ -231,35 +232,36 @@ async def test_a_reload_that_removes_a_tenant_ends_its_open_streams(site: Site) 
         local.close()
 
 
-def fill(db: sqlite3.Connection) -> str:
+async def fill(db: Database) -> str:
     """Make the database as full as a full disk would, for the first row of a new web
     chat: rows of just that shape are added until one fails (SQLITE_FULL); the chat id
-    of the one that failed is returned (its conversation cannot be made either)."""
-    pages = db.execute("PRAGMA page_count").fetchone()[0]
-    db.execute(f"PRAGMA max_page_count = {pages}")
+    of the one that failed is returned (its conversation cannot be made either). The
+    page cap is the `Database` writer's (the session store's connection)."""
+    pages = await db.fetch_value("PRAGMA page_count")
+    await db.execute(f"PRAGMA max_page_count = {pages}")
     for n in range(1_000_000):
         chat = f"brand-new-{n:07d}"
         try:
-            db.execute(
+            await db.execute(
                 "INSERT INTO conversations (tenant, channel, chat, started_at, updated_at)"
                 " VALUES ('local', 'web', ?, 0, 0)",
                 (chat,),
             )
-        except sqlite3.OperationalError as exc:
+        except StorageError as exc:
             assert "full" in str(exc)
             return chat
     raise AssertionError("the database never filled up")
 
 
 async def test_the_history_of_a_new_chat_on_a_full_disk_is_507(site: Site) -> None:
-    db = site.roost.sessions._db
-    chat = fill(db)
+    db = site.roost.database
+    chat = await fill(db)
     async with aiohttp.ClientSession() as http:
         for path in (f"/api/history?chat={chat}", f"/api/conversations?chat={chat}"):
             response = await http.get(site.url(path), headers=auth(TOKEN))
             assert response.status == 507, path
             assert (await response.json())["error"] == DISK_FULL
-    db.execute("PRAGMA max_page_count = 1073741823")
+    await db.execute("PRAGMA max_page_count = 1073741823")
     async with aiohttp.ClientSession() as http:
         response = await http.get(site.url(f"/api/history?chat={chat}"), headers=auth(TOKEN))
         assert response.status == 200

@@ -140,7 +140,7 @@ class WebBranches:
             return got
         key, body = got
         assert isinstance(body, VersionBody)
-        conversation = self._sessions.archive.current(key, self._clock())
+        conversation = await self._sessions.archive.current(key, self._clock())
         try:
             switched = self._versions.switch(key, conversation, body.seq, body.index)
         except VersionError as exc:
@@ -152,7 +152,7 @@ class WebBranches:
         self, request: web.Request, key: SessionKey, seq: int, text: str | None
     ) -> web.StreamResponse:
         """Keep the turn of `seq` and what followed as a version, then ask it again."""
-        conversation = self._sessions.archive.current(key, self._clock())
+        conversation = await self._sessions.archive.current(key, self._clock())
         try:
             point = self._versions.branch(key, conversation, seq)
         except VersionError as exc:

@@ -89,7 +89,7 @@ class WebChats:
         key, body = got
         assert isinstance(body, RenameBody)
         try:
-            title = self._edits.rename(key, body.conversation, body.title)
+            title = await self._edits.rename(key, body.conversation, body.title)
         except EditError as exc:
             return error(400, f"title: {exc}")
         if title is None:
@@ -102,7 +102,7 @@ class WebChats:
             return got
         key, body = got
         ident = body.conversation
-        current = self._archive.current(key, self._clock())
+        current = await self._archive.current(key, self._clock())
         if ident == current:
             await self._running.stop(key)
             identity = self._gate.identity(key.tenant)
@@ -110,11 +110,11 @@ class WebChats:
             final = await self._handle(reset, None, None)
             if final.kind != "command":
                 return error(500, final.text or "the chat was not reset")
-            current = self._archive.current(key, self._clock())
+            current = await self._archive.current(key, self._clock())
             if current == ident:  # nothing was archived: only failed turns to forget
                 self._archive.shown.failures.forget(ident, key.tenant)
                 return web.json_response({"deleted": True, "current": current})
-        if not self._edits.delete(key, ident):
+        if not await self._edits.delete(key, ident):
             return error(404, NOT_FOUND)
         return web.json_response({"deleted": True, "current": current})
 
@@ -123,7 +123,7 @@ class WebChats:
         if isinstance(key, web.Response):
             return key
         try:
-            results = self._edits.search(key, request.query.get("q", ""), self._clock())
+            results = await self._edits.search(key, request.query.get("q", ""), self._clock())
         except EditError as exc:
             return error(400, f"q: {exc}")
         return web.json_response({"results": results})

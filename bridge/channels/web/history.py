@@ -51,7 +51,9 @@ class WebHistory:
             if isinstance(value, web.Response):
                 return value
         conversation, before, limit = (v if isinstance(v, int) else None for v in numbers)
-        page = self._archive.page(key, conversation, before, limit or DEFAULT_LIMIT, self._clock())
+        page = await self._archive.page(
+            key, conversation, before, limit or DEFAULT_LIMIT, self._clock()
+        )
         if page is None:
             return error(
                 404, "no such conversation in this chat; GET /api/conversations lists them"
@@ -72,4 +74,5 @@ class WebHistory:
         key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
-        return web.json_response({"conversations": self._archive.listing(key, self._clock())})
+        listed = await self._archive.listing(key, self._clock())
+        return web.json_response({"conversations": listed})

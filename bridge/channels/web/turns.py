@@ -201,5 +201,5 @@ class WebTurns:
             status = 507 if final.text == DISK_FULL else 500  # the core said why: say it too
             return error(status, final.text or "the chat was not reset")
         now = self._clock()
-        ident = self._archive.current(key, now) if self._archive is not None else None
+        ident = await self._archive.current(key, now) if self._archive is not None else None
         return web.json_response({"conversation": ident})

@@ -34,6 +34,7 @@ from bridge.storage.postgres.health import Health, converted, is_loss, redact
 from bridge.storage.postgres.listen import Listener
 from bridge.storage.postgres.text import PostgresTextIndex
 from bridge.storage.protocol import Row
+from bridge.storage.units import Unit, drive
 
 T = TypeVar("T")
 Conn: TypeAlias = Any  # asyncpg.Connection (asyncpg ships no type hints)
@@ -175,6 +176,11 @@ class PostgresDatabase:
                 self._tx.reset(token)
         finally:
             await self._pool.release(pooled)
+
+    async def atomic(self, unit: Unit[T]) -> T:
+        """The unit's steps in one transaction (a round trip each)."""
+        async with self.transaction():
+            return await drive(self, unit)
 
     @asynccontextmanager
     async def _block(self, conn: Conn) -> AsyncIterator[None]:

@@ -42,6 +42,7 @@ from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
+from bridge.storage.units import Step, Unit, drive
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -232,6 +233,14 @@ class SqliteDatabase:
         finally:
             tx.depth -= 1
 
+    async def atomic(self, unit: Unit[T]) -> T:
+        """The unit as ONE job on the writer (BEGIN IMMEDIATE ... COMMIT); inside this
+        task's transaction, its steps one by one on it."""
+        if self._tx.get() is not None:
+            return await drive(self, unit)
+        async with self._lock:
+            return await self._writer.run(functools.partial(_run_unit, unit=unit))
+
     # -- schema -------------------------------------------------------------------------
 
     async def migrate(self, migrations: Sequence[Migration]) -> int:
@@ -335,6 +344,41 @@ def _counts(conn: Conn, seen: int | None) -> tuple[int, dict[str, int] | None]:
     except sqlite3.OperationalError:  # not migrated yet: nothing was notified
         rows = []
     return int(version), {str(t): int(n) for t, n in rows}
+
+
+def _run_unit(conn: Conn, unit: Unit[T]) -> T:
+    _begin(conn)
+    try:
+        result: Any = None
+        while True:
+            try:
+                step = unit.send(result)
+            except StopIteration as stop:
+                value: T = stop.value
+                break
+            result = _step(conn, step)
+        conn.execute("COMMIT")
+    except BaseException:
+        unit.close()
+        _rollback(conn)  # SQLITE_FULL may have rolled it back already
+        raise
+    return value
+
+
+def _step(conn: Conn, step: Step) -> Any:
+    if step.kind == "many":
+        values = [translate(step.sql, p, "qmark") for p in step.params]
+        if values:
+            conn.executemany(values[0][0], [v for _, v in values])
+        return None
+    text, args = translate(step.sql, step.params, "qmark")
+    cursor = conn.execute(text, args)
+    if step.kind == "execute":
+        return max(cursor.rowcount, 0)
+    rows = cursor.fetchall()
+    if step.kind == "one":
+        return rows[0] if rows else None
+    return rows
 
 
 def _begin(conn: Conn) -> None:
