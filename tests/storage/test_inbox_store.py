@@ -22,6 +22,7 @@ import pytest
 from bridge.channels.telegram.inbox import KEEP_MS, UpdateInbox, describe
 from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
+from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
 from tests.masking import m
 from tests.storage.conftest import OpenDb
@@ -176,6 +177,35 @@ async def test_the_payload_is_the_update_as_received(db: Database) -> None:
     assert stored.payload == update
 
 
+async def test_marks_asked_for_at_once_are_committed_together(db: Database) -> None:
+    """Thirty chats' answers settle at once: every caller returns once its own row is
+    committed, the dropped one too."""
+    box = inbox(db)
+    await box.store([message(n, 100 + n, f"q{n}") for n in range(1, 31)])
+    await asyncio.gather(*(box.done(n, dropped=n == 7) for n in range(1, 31)))
+    states = {u: s for u, s, _, _ in await rows(db)}
+    assert states == {n: "dropped" if n == 7 else "done" for n in range(1, 31)}
+    assert await box.open_count() == 0
+
+
+async def test_a_mark_that_cannot_be_written_is_told_to_each_caller(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = inbox(db)
+    await box.store([message(n, 111, f"q{n}") for n in (1, 2, 3)])
+    real = db.execute
+
+    async def away(sql: str, params: Any = None) -> int:
+        raise StorageError("the database went away")
+
+    monkeypatch.setattr(db, "execute", away)
+    got = await asyncio.gather(box.done(1), box.done(2), return_exceptions=True)
+    assert [type(g) for g in got] == [StorageError, StorageError]
+    monkeypatch.setattr(db, "execute", real)
+    await box.done(3)  # the next mark is written again
+    assert [s for _, s, _, _ in await rows(db)] == ["working", "working", "done"]
+
+
 async def test_two_instances_storing_one_update_at_once_store_it_once(open_db: OpenDb) -> None:
     """Two connections (two pools on PostgreSQL) receive the same updates at the same
     moment, one by one and in overlapping batches: each update is stored by exactly one,
@@ -217,8 +247,8 @@ async def test_a_recovery_skips_an_update_another_transaction_holds(
 
 async def test_statements_per_update_and_no_transaction(backend: str, tmp_path: Path) -> None:
     """SQLite's statements: a getUpdates answer of ten updates is ONE INSERT, taking one
-    is none, answering it one UPDATE; no BEGIN from any write (the rule while roost.db
-    has two ways in), recovery included."""
+    is none, answering it one UPDATE, nine answered at once at most two; no BEGIN from
+    any write (the rule while roost.db has two ways in), recovery included."""
     if backend != "sqlite":
         pytest.skip("the statements SQLite ran")
     database, statements = await traced(tmp_path / "roost.db")
@@ -231,6 +261,9 @@ async def test_statements_per_update_and_no_transaction(backend: str, tmp_path: 
         assert box.take(1)
         await box.done(1)
         assert [s.split()[0] for s in statements] == ["UPDATE"]
+        statements.clear()
+        await asyncio.gather(*(box.done(n) for n in range(2, 11)))  # nine chats at once
+        assert 1 <= len(statements) <= 2, statements  # the first alone, the rest together
         await inbox(database, owner="next").recover()
         await box.prune()
         await box.open_count()

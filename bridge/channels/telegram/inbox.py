@@ -12,8 +12,9 @@ then `take`s each update the library hands it, without a statement: one this
 process stored is answered, once; one it did not store is a redelivery
 (answered, being answered, or recovered) and is skipped. It marks the update
 `done` once its answer was delivered or kept in the outbox, or `dropped` when
-it was too old to answer (the person is told): two statements per update,
-the store (one per `getUpdates` answer) and the done.
+it was too old to answer (the person is told): two statements per update at
+most, the store (one per `getUpdates` answer) and the done (one for all the
+updates marked while the previous mark was being written: a group commit).
 
 What a process left unfinished (killed, or stopped before it got to it) is
 handed to the next one by `recover`, oldest first, so it is answered after
@@ -36,6 +37,7 @@ leases there (not built: docs/scaling.md).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -105,6 +107,8 @@ class UpdateInbox:
         self.db, self.source, self.owner = db, source, owner
         self._channel, self._clock = channel, clock
         self._stored: set[int] = set()  # stored first by this process, not taken yet
+        self._marks: list[tuple[int, str, asyncio.Future[None]]] = []  # done, not written yet
+        self._marking: asyncio.Task[None] | None = None  # writing marks now
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -147,11 +151,47 @@ class UpdateInbox:
         return False
 
     async def done(self, update_id: int, *, dropped: bool = False) -> None:
-        """The update is answered (its answer delivered or kept), or dropped."""
+        """The update is answered (its answer delivered or kept), or dropped; returns once
+        that is committed. Marks asked for while one is being written go together in the
+        next statement (a group commit: one UPDATE for all the chats' answers of that
+        moment); alone, a mark is one statement at once. Raises `StorageError` when it
+        could not be written."""
+        mark = asyncio.get_running_loop().create_future()
+        self._marks.append((update_id, "dropped" if dropped else "done", mark))
+        if self._marking is None or self._marking.done():
+            self._marking = asyncio.create_task(self._write_marks(), name="telegram-inbox-done")
+        await mark
+
+    async def _write_marks(self) -> None:
+        while self._marks:
+            batch, self._marks = self._marks, []
+            try:
+                for state in ("done", "dropped"):
+                    ids = [uid for uid, s, _ in batch if s == state]
+                    if ids:
+                        await self._mark_all(ids, state)
+            except asyncio.CancelledError:  # the loop is closing: nobody waits in vain
+                for _, _, mark in batch + self._marks:
+                    mark.cancel()
+                raise
+            except Exception as exc:  # each waiting caller hears it
+                for _, _, mark in batch:
+                    if not mark.done():
+                        mark.set_exception(exc)
+                continue
+            for _, _, mark in batch:
+                if not mark.done():  # a caller cancelled meanwhile: written all the same
+                    mark.set_result(None)
+
+    async def _mark_all(self, ids: list[int], state: str) -> None:
+        """One UPDATE for `ids`; the list padded (with its last id) to a power of two so
+        the statement's text has few shapes."""
+        size = 1 << (len(ids) - 1).bit_length()
+        padded = ids + ids[-1:] * (size - len(ids))
         await self.db.execute(
             "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
-            " WHERE source = ? AND update_id = ?",
-            ("dropped" if dropped else "done", self._now_ms(), self.source, update_id),
+            f" WHERE source = ? AND update_id IN ({', '.join('?' * size)})",
+            (state, self._now_ms(), self.source, *padded),
         )
 
     async def recover(self) -> list[Stored]:
