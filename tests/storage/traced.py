@@ -8,7 +8,6 @@ from pathlib import Path
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
 
-
 # What the engine itself sends around a store's statements, left out of the list: the
 # busy_timeout of a write run inline (`Worker.try_inline`) and the queued WAL checkpoint.
 ENGINE_OWN = ("PRAGMA busy_timeout=", "PRAGMA wal_checkpoint(")
