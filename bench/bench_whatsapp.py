@@ -104,7 +104,7 @@ async def round_trips(home: Path, chats: int, per_chat: int, core: bool) -> floa
                     return await drive(fake, ids, per_chat)
                 finally:
                     await stop_channels(started)
-            made_wa = make_whatsapp(settings.whatsapp, echo, roost.db, roost.schedule)
+            made_wa = make_whatsapp(settings.whatsapp, echo, roost.database, roost.schedule)
             app = web.Application()
             made_wa.channel.mount(app)
             runner = web.AppRunner(app, access_log=None)

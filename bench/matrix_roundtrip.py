@@ -107,7 +107,7 @@ async def round_trips(
             assert isinstance(launched, MatrixChannel)
             channel = launched
         else:
-            channel = make_matrix(settings.matrix, echo, roost.db).channel
+            channel = make_matrix(settings.matrix, echo, roost.database).channel
             await channel.start()
         await asyncio.wait_for(channel.synced.wait(), BOUND_S)
         joined = [await p.create_room([bot.user_id]) for p in people]

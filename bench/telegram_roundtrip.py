@@ -135,7 +135,7 @@ async def round_trips(
         if inbox:  # as the daemon wires it (bridge/app/channels_up.py)
             durable = {
                 "undelivered": undelivered_hook(roost),
-                "inbox": UpdateInbox(roost.db, "telegram:bench", "bench"),
+                "inbox": UpdateInbox(roost.database, "telegram:bench", "bench"),
                 "parts": roost.schedule.outbox.parts,
             }
         channel = TelegramChannel(
@@ -177,13 +177,15 @@ async def round_trips(
     return Rate(trips / elapsed, cpu * 1000 / trips)
 
 
-def inbox_ms(home: Path, updates: int = 2000) -> float:
-    """The durable inbox's own work per update on a real roost.db: store (as one
-    getUpdates answer of 1), claim, done."""
-    from bridge.core.db import connect
+async def inbox_ms(home: Path, updates: int = 2000) -> float:
+    """The durable inbox's own work per update on a real roost.db through the daemon's
+    `Database`: store (as one getUpdates answer of 1), take, done (bench.inbox_store
+    compares it with the statements before the port)."""
+    from bridge.app.database import open_database
 
-    home.mkdir(parents=True, exist_ok=True)
-    inbox = UpdateInbox(connect(home / "roost.db"), "telegram:bench", "bench")
+    await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
+    db = await open_database(home / "roost.db")
+    inbox = UpdateInbox(db, "telegram:bench", "bench")
     update = {
         "update_id": 0,
         "message": {
@@ -194,12 +196,15 @@ def inbox_ms(home: Path, updates: int = 2000) -> float:
             "text": "ping 1",
         },
     }
-    started = time.perf_counter()
-    for n in range(1, updates + 1):
-        inbox.store([{**update, "update_id": n}])
-        inbox.claim(n)
-        inbox.done(n)
-    return (time.perf_counter() - started) * 1000 / updates
+    try:
+        started = time.perf_counter()
+        for n in range(1, updates + 1):
+            await inbox.store([{**update, "update_id": n}])
+            if inbox.take(n):
+                await inbox.done(n)
+        return (time.perf_counter() - started) * 1000 / updates
+    finally:
+        await db.aclose()
 
 
 def rss_kib(pid: int) -> int:
@@ -355,8 +360,8 @@ async def main() -> None:
             print_profile(profiled, n, args.top)
         if args.only is not None:
             return
-        cost = inbox_ms(base / "j", 200 if args.quick else 2000)
-        print(f"  inbox work per update:     {cost:8.3f} ms (store, claim, done; one roost.db)")
+        cost = await inbox_ms(base / "j", 200 if args.quick else 2000)
+        print(f"  inbox work per update:     {cost:8.3f} ms (store, take, done; one roost.db)")
         limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)
         rate = f"{limited.per_s:8.1f}/s"
         print(f"  100 chats, default limits: {rate} (AIORateLimiter 30/s overall, inbox)")

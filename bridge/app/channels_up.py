@@ -199,7 +199,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
-    inbox = UpdateInbox(roost.db, f"telegram:{bot_id}", secrets.token_hex(6))
+    inbox = UpdateInbox(roost.database, f"telegram:{bot_id}", secrets.token_hex(6))
     telegram = TelegramChannel(
         settings.telegram,
         roost.core.answer,
@@ -268,7 +268,7 @@ def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     whatsapp = make_whatsapp(
         wa,
         roost.core.answer,
-        roost.db,
+        roost.database,
         roost.schedule,
         receiving=receiving,
         undelivered=undelivered_hook(roost),
@@ -303,7 +303,7 @@ def matrix_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched
     matrix = make_matrix(
         mx,
         roost.core.answer,
-        roost.db,
+        roost.database,
         receiving=receiving,
         undelivered=undelivered_hook(roost),
         speak=voice.speak_hook("matrix", mx.reply_voice_to_voice),

@@ -11,7 +11,7 @@ now, e.g. WhatsApp's 24-hour window).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from bridge.core.commands import Command, CommandContext, UsageError
@@ -50,7 +50,7 @@ def recurrence(job: Job) -> str:
     return job.spec if isinstance(every, WhenError) else every.echo
 
 
-ChatNotes = Callable[[str, str, float], Sequence[str]]
+ChatNotes = Callable[[str, str, float], Awaitable[Sequence[str]]]
 """(tenant, chat, now) -> what /jobs adds for a chat of that channel (how it delivers)."""
 
 
@@ -142,7 +142,7 @@ class ScheduleCommands:
         lines += await self._failures(ctx)
         notes = self._notes.get(i.channel)
         if notes is not None:
-            lines += notes(ctx.tenant, i.chat, ctx.now)
+            lines += await notes(ctx.tenant, i.chat, ctx.now)
         if not jobs:
             lines.append("/remind and /every add one.")
         return "\n".join(lines)

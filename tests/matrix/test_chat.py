@@ -33,7 +33,7 @@ async def test_a_direct_message_is_answered_formatted_and_streamed_by_edits(
         await alice.say(room, "hi")
         await alice.wait(lambda: alice.texts(room, bot)[-1:] == [answer.replace("**", "")])
         await r.channel.idle()
-        direct = r.channel.store.direct(accounts.alice.user_id)
+        direct = await r.channel.store.direct(accounts.alice.user_id)
         received = r.events("message.received")
     (shown,) = alice.answers(room, bot)
     assert shown["format"] == "org.matrix.custom.html"

@@ -21,8 +21,8 @@ from bridge.channels.common.retry import Backoff
 from bridge.channels.matrix.api import MatrixClient, MatrixError
 from bridge.channels.matrix.channel import MatrixChannel
 from bridge.channels.matrix.store import MatrixStore
-from bridge.core.db import connect
 from bridge.types.messages import Final, Inbound, Reply
+from tests.schedule.database import database_of
 
 WAIT_S = 60.0
 
@@ -115,16 +115,15 @@ async def test_the_sync_loop_outlasts_a_failing_homeserver_and_keeps_its_token(
         (503, {"errcode": "M_UNKNOWN", "error": "down"}),
         (429, {"errcode": "M_LIMIT_EXCEEDED", "error": "slow", "retry_after_ms": 1}),
     ]
-    db = connect(tmp_path / "roost.db")
-    store = MatrixStore(db, "@bot:hs")
-    client = MatrixClient(hs.url, "tok")
-    quick = Backoff(first_s=0.001, max_s=0.01, attempts=1 << 30)
-    channel = MatrixChannel(client, store, never, "@bot:hs", reconnect=quick, poll_ms=10)
-    await channel.start()
-    try:
-        await asyncio.wait_for(channel.synced.wait(), WAIT_S)
-        assert channel.connected and hs.syncs == 4
-    finally:
-        await channel.stop()
-    assert store.next_batch() == "s4"
-    db.close()
+    async with database_of(tmp_path / "roost.db") as db:
+        store = MatrixStore(db, "@bot:hs")
+        client = MatrixClient(hs.url, "tok")
+        quick = Backoff(first_s=0.001, max_s=0.01, attempts=1 << 30)
+        channel = MatrixChannel(client, store, never, "@bot:hs", reconnect=quick, poll_ms=10)
+        await channel.start()
+        try:
+            await asyncio.wait_for(channel.synced.wait(), WAIT_S)
+            assert channel.connected and hs.syncs == 4
+        finally:
+            await channel.stop()
+        assert await store.next_batch() == "s4"

@@ -91,7 +91,7 @@ async def durable(
             roost.command_list,
             options,
             undelivered=undelivered_hook(roost),
-            inbox=UpdateInbox(roost.db, SOURCE, owner),
+            inbox=UpdateInbox(roost.database, SOURCE, owner),
             parts=roost.schedule.outbox.parts,
         )
         if web_app is not None:

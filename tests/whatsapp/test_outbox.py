@@ -149,7 +149,7 @@ async def test_jobs_names_the_template_when_there_is_one(home: Path, fake: FakeW
         await r.channel.idle()
         last_wrote(r, 48)
         await r.channel.idle()
-        notes = r.outbox.notes("alice", ALICE, time.time())
+        notes = await r.outbox.notes("alice", ALICE, time.time())
     assert "“roost_reminder” (de)" in fake.texts()[-1]
     assert notes[0].startswith("WhatsApp: more than 24 hours since you last wrote")
 

@@ -43,6 +43,7 @@ from bridge.channels.matrix.platform import group_chat
 from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
 from bridge.channels.matrix.send import Outgoing
 from bridge.channels.matrix.store import MatrixStore
+from bridge.storage.errors import StorageError
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.matrix")
@@ -131,8 +132,29 @@ class MatrixChannel:
 
     # -- the sync loop -------------------------------------------------------------------------
 
+    async def _token(self) -> str | None:
+        """The stored sync token; the database away at start is waited out (backoff)."""
+        failures = 0
+        while True:
+            try:
+                return await self.store.next_batch()
+            except StorageError as exc:
+                failures += 1
+                wait = self._reconnect.delay(failures, None)
+                log.warning("matrix: the sync token could not be read (%s); again in %.1f s",
+                            exc, wait)  # fmt: skip
+                await asyncio.sleep(wait)
+
+    async def _stored(self, what: str, write: Awaitable[None]) -> None:
+        """A write of the store whose failure is told, not raised: the sync goes on (a
+        token not saved means a restart takes the batch again)."""
+        try:
+            await write
+        except StorageError as exc:
+            log.error("matrix: %s could not be stored: %s", what, exc)
+
     async def _run(self) -> None:
-        since = self.store.next_batch()
+        since = await self._token()
         failures = 0
         while True:
             try:
@@ -152,7 +174,8 @@ class MatrixChannel:
                 await asyncio.sleep(self._reconnect.first_s)
                 continue
             await self._take(batch, history=since is None)
-            self.store.save_batch(batch.next_batch, int(self._clock() * 1000))
+            now_ms = int(self._clock() * 1000)
+            await self._stored("the sync token", self.store.save_batch(batch.next_batch, now_ms))
             since = batch.next_batch
             self.batches += 1
             self.synced.set()
@@ -161,7 +184,7 @@ class MatrixChannel:
         for kind, n in batch.skipped.items():
             self._ignore(kind, n)
         for room_id in batch.left:
-            self.store.forget_room(room_id)
+            await self._stored("a room left", self.store.forget_room(room_id))
         for invite in batch.invites:
             await self._invited(invite)
         if history:  # the account's first sync: nothing said before is answered
@@ -254,7 +277,10 @@ class MatrixChannel:
         receiving = self._receiving
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
         if tenant is not None and inbound.is_private:
-            self.store.set_direct(msg.sender, msg.room_id, int(self._clock() * 1000))
+            now_ms = int(self._clock() * 1000)
+            await self._stored(
+                "a direct room", self.store.set_direct(msg.sender, msg.room_id, now_ms)
+            )
         if tenant is not None and msg.media is not None and receiving is not None:
             inbox = receiving.inbox_of(tenant)
             att = await self.fetcher.attachment(msg.msgtype, msg.media, inbox, receiving)

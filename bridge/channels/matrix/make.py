@@ -1,14 +1,13 @@
 """The Matrix channel and its outbox deliver, made from `[matrix]` and plain hooks.
 
 The composition root (`bridge.app.channels_up`, the `matrix` row) passes the
-core's `answer`, the database, who a sender is (`Receiving`) and the app's
+core's `answer`, the `Database`, who a sender is (`Receiving`) and the app's
 hooks; everything Matrix-specific is put together here. mautrix is imported
 only from here on: other commands never pay for it.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from bridge.channels.matrix.reply import Speak, Undelivered
 from bridge.channels.matrix.store import MatrixStore
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import MatrixSettings
+from bridge.storage.protocol import Database
 from bridge.types.messages import Answer
 
 
@@ -32,7 +32,7 @@ class Made:
 def make_matrix(
     settings: MatrixSettings,
     answer: Answer,
-    db: sqlite3.Connection,
+    db: Database,
     *,
     receiving: Receiving | None = None,
     undelivered: Undelivered | None = None,

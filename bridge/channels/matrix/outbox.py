@@ -39,14 +39,14 @@ class MatrixOutbox:
         self._out, self._store = out, store
         self._once = out.client.backoff.once()
 
-    def room_of(self, chat: str) -> str | None:
+    async def room_of(self, chat: str) -> str | None:
         room, sep, user = chat.rpartition(SEP)
         if sep:
             return room if ROOM_ID.fullmatch(room) and USER_ID.fullmatch(user) else None
-        return self._store.direct(chat) if USER_ID.fullmatch(chat) else None
+        return await self._store.direct(chat) if USER_ID.fullmatch(chat) else None
 
     async def __call__(self, entry: OutboxEntry) -> None:
-        room = self.room_of(entry.chat)
+        room = await self.room_of(entry.chat)
         if room is None:
             raise DeliveryError("not_found", permanent=True)
         try:

@@ -188,7 +188,7 @@ class TelegramChannel:
         if not self.app.running:
             await self.app.start()
         if self.durable is not None:  # what an earlier process left, before anything new
-            self.durable.replay(self.app.bot, self._spawn)
+            await self.durable.replay(self.app.bot, self._spawn)
         await self._register_commands()
         if self._webhook:
             await self.app.bot.set_webhook(
@@ -307,7 +307,7 @@ class TelegramChannel:
 
         await self._read(update, reply_for)
         if all(r.settled or not r.called for r in replies):  # incl. nothing to send
-            outcome.settle()
+            await outcome.settle()
 
     async def _read(self, update: Update, reply_for: ReplyFor) -> None:
         if update.callback_query is not None:  # a one-tap action: its command, as if typed

@@ -75,7 +75,7 @@ class PollWatch(HTTPXRequest):
     def __init__(
         self,
         seen: Callable[[int], None],
-        received: Callable[[bytes], None] | None = None,
+        received: Callable[[bytes], Awaitable[None]] | None = None,
         *,
         empty: EmptyPolls | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -97,7 +97,7 @@ class PollWatch(HTTPXRequest):
             raise TokenRefused("Unauthorized")
         if code == 200 and self.received is not None:
             try:
-                self.received(payload)
+                await self.received(payload)
             except Exception as exc:
                 log.error("telegram: updates could not be stored (%s)", type(exc).__name__)
                 raise InboxUnavailable("the inbox could not store updates") from exc

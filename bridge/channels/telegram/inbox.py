@@ -3,9 +3,19 @@
 Telegram forgets an update once it is confirmed (the next `getUpdates`
 offset, or a webhook answered 200). So `store` commits each update (table
 `channel_inbox`, keyed by bot and `update_id`, so a redelivery adds nothing)
-before that happens; the channel then `claim`s it (new -> working, by this
-process) and marks it `done` once its answer was delivered or kept in the
-outbox, or `dropped` when it was too old to answer (the person is told).
+before that happens, already taken by this process (`working`, owner: this
+process): a `getUpdates` answer is ONE statement, `INSERT ... VALUES (...),
+(...) ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`, and
+the ids it returns are the updates this process stored first (of two
+instances storing one update at once, exactly one gets it back). The channel
+then `take`s each update the library hands it, without a statement: one this
+process stored is answered, once; one it did not store is a redelivery
+(answered, being answered, or recovered) and is skipped. It marks the update
+`done` once its answer was delivered or kept in the outbox, or `dropped` when
+it was too old to answer (the person is told): two statements per update at
+most, the store (one per `getUpdates` answer) and the done (one for all the
+updates marked while the previous mark was being written: a group commit).
+
 What a process left unfinished (killed, or stopped before it got to it) is
 handed to the next one by `recover`, oldest first, so it is answered after
 a restart in each chat's order; an update whose answer already waits in the
@@ -13,22 +23,28 @@ outbox (`reply:<msg>` for that chat) counts as done and is not answered
 twice. A done row keeps only its ids (the text is dropped at once) and is
 pruned after `KEEP_MS`.
 
-`UpdateInbox` is the small store class the channel talks to; today it is
-SQLite on the roost's connection. One daemon holds a home at a time (the
-instance lock), so every row claimed by another owner belongs to a process
-that is gone; a store shared by several live instances needs leases there.
+The store runs on the `Database` protocol (`bridge.storage`, SQLite or
+PostgreSQL) and every write is ONE statement, never a transaction held
+across an await (the rule of `bridge.schedule.outbox` while roost.db has a
+second way in). `recover` is two: the answered ones marked done, then one
+claim `UPDATE ... WHERE (source, update_id) IN (SELECT ... {skip_locked})
+RETURNING`, `FOR UPDATE SKIP LOCKED` on PostgreSQL (the outbox's claim), so
+two processes recovering at once never take one update both. One daemon
+holds a home at a time (the instance lock), so every open row of another
+owner belongs to a process that is gone; instances sharing one database need
+leases there (not built: docs/scaling.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bridge.schedule.schema import transaction
+from bridge.storage.protocol import Database
 
 KEEP_MS: Final = 3 * 86_400_000  # Telegram redelivers for at most a day; ids are kept longer
 _ROW = "update_id, chat, msg, payload, sent_ms"
@@ -81,99 +97,140 @@ class UpdateInbox:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        db: Database,
         source: str,
         owner: str,
         *,
         channel: str = "telegram",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.conn, self.source, self.owner = conn, source, owner
+        self.db, self.source, self.owner = db, source, owner
         self._channel, self._clock = channel, clock
+        self._stored: set[int] = set()  # stored first by this process, not taken yet
+        self._marks: list[tuple[int, str, asyncio.Future[None]]] = []  # done, not written yet
+        self._marking: asyncio.Task[None] | None = None  # writing marks now
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    def store(self, updates: Iterable[Mapping[str, Any]]) -> int:
-        """Commit updates not seen before (one transaction); returns how many were new."""
+    async def store(self, updates: Iterable[Mapping[str, Any]]) -> int:
+        """Commit the updates not stored before, taken by this process (ONE statement);
+        returns how many were new. Raises `StorageError` when they could not be stored
+        (then nothing is confirmed to Telegram: it sends them again)."""
         now = self._now_ms()
-        rows = []
+        rows: dict[int, tuple[object, ...]] = {}
         for update in updates:
             update_id = update.get("update_id")
-            if not isinstance(update_id, int):
+            if not isinstance(update_id, int) or isinstance(update_id, bool):
                 continue
             chat, msg, sent = describe(update)
             payload = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
-            rows.append((self.source, update_id, chat, msg, payload, now, sent or now))
+            rows.setdefault(
+                update_id,
+                (self.source, update_id, chat, msg, payload, self.owner, now, sent or now),
+            )
         if not rows:
             return 0
-        with transaction(self.conn):
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state,"
-                " received_ms, sent_ms) VALUES (?, ?, ?, ?, ?, 'new', ?, ?)"
-                " ON CONFLICT (source, update_id) DO NOTHING",
-                rows,
-            )
-            return self.conn.total_changes - before
-
-    def claim(self, update_id: int) -> bool:
-        """Take a new update (True), or leave one that is answered or being answered."""
-        cursor = self.conn.execute(  # one statement: a transaction of its own (or joins one)
-            "UPDATE channel_inbox SET state = 'working', owner = ?"
-            " WHERE source = ? AND update_id = ? AND state = 'new'",
-            (self.owner, self.source, update_id),
+        values = ", ".join(["(?, ?, ?, ?, ?, 'working', ?, ?, ?)"] * len(rows))
+        new = await self.db.fetch_all(
+            "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state, owner,"
+            f" received_ms, sent_ms) VALUES {values}"
+            " ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id",
+            [v for row in rows.values() for v in row],
         )
-        return cursor.rowcount == 1
+        self._stored.update(int(uid) for (uid,) in new)
+        return len(new)
 
-    def done(self, update_id: int, *, dropped: bool = False) -> None:
-        """The update is answered (its answer delivered or kept), or dropped."""
-        self.conn.execute(  # one statement: a transaction of its own (or joins one)
+    def take(self, update_id: int) -> bool:
+        """Whether this process answers an update it was handed: it does when its own
+        `store` added it (once); not when the update was stored before (a redelivery:
+        answered, being answered, or recovered). No statement."""
+        if update_id in self._stored:
+            self._stored.discard(update_id)
+            return True
+        return False
+
+    async def done(self, update_id: int, *, dropped: bool = False) -> None:
+        """The update is answered (its answer delivered or kept), or dropped; returns once
+        that is committed. Marks asked for while one is being written go together in the
+        next statement (a group commit: one UPDATE for all the chats' answers of that
+        moment); alone, a mark is one statement at once. Raises `StorageError` when it
+        could not be written."""
+        mark = asyncio.get_running_loop().create_future()
+        self._marks.append((update_id, "dropped" if dropped else "done", mark))
+        if self._marking is None or self._marking.done():
+            self._marking = asyncio.create_task(self._write_marks(), name="telegram-inbox-done")
+        await mark
+
+    async def _write_marks(self) -> None:
+        while self._marks:
+            batch, self._marks = self._marks, []
+            try:
+                for state in ("done", "dropped"):
+                    ids = [uid for uid, s, _ in batch if s == state]
+                    if ids:
+                        await self._mark_all(ids, state)
+            except asyncio.CancelledError:  # the loop is closing: nobody waits in vain
+                for _, _, mark in batch + self._marks:
+                    mark.cancel()
+                raise
+            except Exception as exc:  # each waiting caller hears it
+                for _, _, mark in batch:
+                    if not mark.done():
+                        mark.set_exception(exc)
+                continue
+            for _, _, mark in batch:
+                if not mark.done():  # a caller cancelled meanwhile: written all the same
+                    mark.set_result(None)
+
+    async def _mark_all(self, ids: list[int], state: str) -> None:
+        """One UPDATE for `ids`; the list padded (with its last id) to a power of two so
+        the statement's text has few shapes."""
+        size = 1 << (len(ids) - 1).bit_length()
+        padded = ids + ids[-1:] * (size - len(ids))
+        await self.db.execute(
             "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
-            " WHERE source = ? AND update_id = ?",
-            ("dropped" if dropped else "done", self._now_ms(), self.source, update_id),
+            f" WHERE source = ? AND update_id IN ({', '.join('?' * size)})",
+            (state, self._now_ms(), self.source, *padded),
         )
 
-    def recover(self) -> list[Stored]:
+    async def recover(self) -> list[Stored]:
         """Take over what earlier processes left unanswered, oldest first."""
-        now = self._now_ms()
-        with transaction(self.conn):
-            self.conn.execute(  # answered already: the answer waits in the outbox
-                "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
-                " WHERE source = ? AND state IN ('new', 'working') AND owner != ? AND msg != ''"
-                " AND EXISTS (SELECT 1 FROM outbox AS o WHERE o.channel = ?"
-                " AND o.chat = channel_inbox.chat AND o.key = 'reply:' || channel_inbox.msg)",
-                (now, self.source, self.owner, self._channel),
-            )
-            rows = self.conn.execute(
-                f"SELECT {_ROW} FROM channel_inbox WHERE source = ? AND owner != ?"
-                " AND state IN ('new', 'working') ORDER BY update_id",
-                (self.source, self.owner),
-            ).fetchall()
-            self.conn.executemany(
-                "UPDATE channel_inbox SET state = 'working', owner = ?"
-                " WHERE source = ? AND update_id = ?",
-                [(self.owner, self.source, row[0]) for row in rows],
-            )
-        return [
-            Stored(int(uid), chat, msg, json.loads(payload), int(sent))
-            for uid, chat, msg, payload, sent in rows
-        ]
+        now, db = self._now_ms(), self.db
+        await db.execute(  # answered already: the answer waits in the outbox
+            "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
+            " WHERE source = ? AND state IN ('new', 'working') AND owner != ? AND msg != ''"
+            " AND EXISTS (SELECT 1 FROM outbox AS o WHERE o.channel = ?"
+            " AND o.chat = channel_inbox.chat AND o.key = 'reply:' || channel_inbox.msg)",
+            (now, self.source, self.owner, self._channel),
+        )
+        rows = await db.fetch_all(
+            "UPDATE channel_inbox SET state = 'working', owner = ?"
+            " WHERE source = ? AND update_id IN (SELECT update_id FROM channel_inbox"
+            " WHERE source = ? AND owner != ? AND state IN ('new', 'working')"
+            f" {db.dialect.skip_locked}) RETURNING {_ROW}",
+            (self.owner, self.source, self.source, self.owner),
+        )
+        return sorted(
+            (
+                Stored(int(uid), str(chat), str(msg), json.loads(payload), int(sent))
+                for uid, chat, msg, payload, sent in rows
+            ),
+            key=lambda s: s.update_id,
+        )
 
-    def open_count(self) -> int:
+    async def open_count(self) -> int:
         """Updates not answered yet (any owner)."""
-        (count,) = self.conn.execute(
+        count = await self.db.fetch_value(
             "SELECT COUNT(*) FROM channel_inbox WHERE source = ? AND state IN ('new', 'working')",
             (self.source,),
-        ).fetchone()
+        )
         return int(count)
 
-    def prune(self) -> int:
+    async def prune(self) -> int:
         """Forget answered and dropped updates past `KEEP_MS`."""
-        with transaction(self.conn):
-            cursor = self.conn.execute(
-                "DELETE FROM channel_inbox WHERE source = ? AND state IN ('done', 'dropped')"
-                " AND done_ms < ?",
-                (self.source, self._now_ms() - KEEP_MS),
-            )
-        return cursor.rowcount
+        return await self.db.execute(
+            "DELETE FROM channel_inbox WHERE source = ? AND state IN ('done', 'dropped')"
+            " AND done_ms < ?",
+            (self.source, self._now_ms() - KEEP_MS),
+        )

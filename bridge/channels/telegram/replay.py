@@ -2,10 +2,10 @@
 
 `Durable` stands between python-telegram-bot and the channel's `dispatch`:
 - `fresh(update)`: an update the library hands over (already stored by the
-  inbox's hook on `getUpdates`, or by the webhook route) is claimed, so one
-  that is answered or being answered is skipped (a redelivery after a
-  restart); it waits while the replay of its chat runs, so a chat's
-  messages keep their order;
+  inbox's hook on `getUpdates`, or by the webhook route) is taken when this
+  process stored it, so one that is answered or being answered is skipped (a
+  redelivery, also after a restart); it waits while the replay of its chat
+  runs, so a chat's messages keep their order;
 - `replay()`: at start, what earlier processes left unanswered, grouped by
   chat; each chat's updates in order, the chats concurrently;
 - each update is marked `done` the moment its answer's text was delivered
@@ -16,6 +16,8 @@
   undeliverable with no outbox before it settled, it stays for the next
   start. A message the person sent more than `max_age_s` ago is not
   answered: `drop` tells them (through the outbox) and it is marked dropped.
+  A mark that cannot be written (the database is away) is logged: the update
+  stays open and the next start answers it again.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from typing import Any
 from telegram import Bot, Update
 
 from bridge.channels.telegram.inbox import Stored, UpdateInbox, updates_in
+from bridge.storage.errors import StorageError
 
 log = logging.getLogger("bridge.channels.telegram.channel")
 PRUNE_EVERY_S = 3600.0
 
 
-def _nothing() -> None:
+async def _nothing() -> None:
     return None
 
 
@@ -46,13 +49,13 @@ class Outcome:
     the inbox marks the update answered at that moment, before files or a voice
     message follow, so a crash after it never answers the message twice."""
 
-    done: Callable[[], None] = _nothing
+    done: Callable[[], Awaitable[None]] = _nothing
     settled: bool = False
 
-    def settle(self) -> None:
+    async def settle(self) -> None:
         if not self.settled:
             self.settled = True
-            self.done()
+            await self.done()
 
 
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
@@ -92,20 +95,31 @@ class Durable:
         self.replayed = False
         self._pruned_at = 0.0
 
-    def received(self, payload: bytes) -> None:
+    async def received(self, payload: bytes) -> None:
         """`getUpdates` answered: commit its updates before the next poll confirms them."""
-        self.inbox.store(updates_in(payload))
+        await self.inbox.store(updates_in(payload))
 
-    def _tidy(self) -> None:
+    async def _tidy(self) -> None:
         """Now and then, forget updates answered long ago."""
         now = time.monotonic()
         if now - self._pruned_at > PRUNE_EVERY_S:
             self._pruned_at = now
-            self.inbox.prune()
+            try:
+                await self.inbox.prune()
+            except StorageError as exc:  # the next hour tries again
+                log.warning("telegram: answered updates could not be pruned: %s", exc)
+
+    async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
+        """Mark an update answered (or dropped); a failure is logged, not raised: the
+        answer went out, and the update stays open (the next start answers it again)."""
+        try:
+            await self.inbox.done(update_id, dropped=dropped)
+        except StorageError as exc:
+            log.error("telegram: update %d could not be marked answered: %s", update_id, exc)
 
     async def fresh(self, update: Update, chat: str) -> None:
-        self._tidy()
-        if not self.inbox.claim(update.update_id):
+        await self._tidy()
+        if not self.inbox.take(update.update_id):
             log.debug("telegram: update %d is answered or being answered", update.update_id)
             return
         before = self._replaying.get(chat)
@@ -113,14 +127,15 @@ class Durable:
             await asyncio.wait({before})  # the chat's earlier messages go first
         await self._answer(update)
 
-    def replay(
+    async def replay(
         self, bot: Bot, spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
     ) -> int:
-        """Start answering what earlier processes left (once); returns how many."""
+        """Start answering what earlier processes left (once); returns how many. Raises
+        `StorageError` when they could not be read (the caller tries again)."""
         if self.replayed:
             return 0
+        rows = await self.inbox.recover()
         self.replayed = True
-        rows = self.inbox.recover()
         chats: dict[str, list[Stored]] = {}
         for row in rows:
             chats.setdefault(row.chat, []).append(row)
@@ -137,7 +152,7 @@ class Durable:
                     update = Update.de_json(row.payload, bot)
                 except (ValueError, TypeError, KeyError):
                     log.warning("telegram: stored update %d is unreadable; dropped", row.update_id)
-                    self.inbox.done(row.update_id, dropped=True)
+                    await self._mark(row.update_id, dropped=True)
                     continue
                 try:
                     await self._answer(update)
@@ -155,12 +170,12 @@ class Durable:
             try:
                 await self._drop(update, age)
             finally:
-                self.inbox.done(update.update_id, dropped=True)
+                await self._mark(update.update_id, dropped=True)
             return
         uid = update.update_id
-        outcome = Outcome(lambda: self.inbox.done(uid))
+        outcome = Outcome(lambda: self._mark(uid))
         try:  # cancelled before it settled (roost stopping): left for the next start
             await self._dispatch(update, outcome)
         except Exception:
-            outcome.settle()  # a retry would fail the same way
+            await outcome.settle()  # a retry would fail the same way
             raise

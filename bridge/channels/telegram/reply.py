@@ -19,7 +19,7 @@ Nothing fails silently: a file that did not arrive, a voice message that
 could not be uploaded, buttons Telegram did not take and an answer Telegram
 did not confirm each get a line in the chat saying so, and a line that
 cannot be sent either goes to the outbox (`reply:<msg_id>:<what>`).
-`settled` turns True (and `on_settled` is told) once the final text was
+`settled` turns True (and `on_settled` is awaited) once the final text was
 delivered or kept in the outbox: the durable inbox counts the message
 answered at that moment, before files or a voice message follow. A turn
 cancelled while its final is being delivered (roost stopping) finishes that
@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from telegram import Bot
 
@@ -111,7 +111,7 @@ class TelegramReply:
         if in_place is not None:  # the answer replaces what that message shows
             self._stream.shown.append((in_place, Rendered("")))
         self.settled = False  # the final text was delivered or kept in the outbox
-        self.on_settled: Callable[[], None] | None = None  # told the moment it settles
+        self.on_settled: Callable[[], Awaitable[None]] | None = None  # told when it settles
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
         self._ack = Ack(bot, chat_id, inbound.msg_id)  # 👀 while it waits for its turn
@@ -181,7 +181,7 @@ class TelegramReply:
             self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(text, "", shown_parts(self._stream.parts()))
             if kept:
-                self._settle()
+                await self._settle()
             log.error(
                 "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s%s",
                 self._chat,
@@ -191,13 +191,13 @@ class TelegramReply:
                 "; it waits in the outbox" if kept else "",
             )
             return []
-        self._settle()
+        await self._settle()
         return shown
 
-    def _settle(self) -> None:
+    async def _settle(self) -> None:
         self.settled = True
         if self.on_settled is not None:
-            self.on_settled()
+            await self.on_settled()
 
     async def _files(self, files: tuple[OutFile, ...]) -> None:
         problems = await send_files(self._sender, self._chat, files)

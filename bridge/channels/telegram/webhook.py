@@ -16,7 +16,7 @@ import hmac
 import logging
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -28,7 +28,7 @@ from bridge.core.config_sections import TelegramSettings
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _SECRET_OK = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 log = logging.getLogger("bridge.channels.telegram.channel")
-Store = Callable[[Iterable[dict[str, Any]]], object]
+Store = Callable[[Iterable[dict[str, Any]]], Awaitable[object]]
 
 
 def webhook_secret(settings: TelegramSettings) -> str:
@@ -63,7 +63,7 @@ async def take_update(
         return web.Response(status=400)
     if store is not None:
         try:  # committed before Telegram hears 200; a 503 makes it send the update again
-            store([raw])
+            await store([raw])
         except Exception as exc:
             log.error("telegram: an update could not be stored (%s)", type(exc).__name__)
             return web.Response(status=503)

@@ -7,12 +7,15 @@ reads the raw body, at most `MAX_BODY` (10 MB: a longer one, by its
 `Content-Length` or as it streams, is 413 before anything is parsed),
 checks `X-Hub-Signature-256` against it in constant time (401 without a
 usable header, 403 when wrong: nothing else happens), and only then parses
-it (`payload.parse`). It answers 200 at once: Meta wants a quick answer and
-delivers again otherwise. Status updates are recorded (`store.status`);
-each message id is taken once (`store.first_time`, durable: a duplicate or
-a retry is never answered twice) and the message is handled in a task of
-its own, one chat's messages in the order they came. Kinds roost does not
-read are counted (`ignored`), never answered.
+it (`payload.parse`). It answers 200 as soon as the delivery is taken:
+Meta wants a quick answer and delivers again otherwise. Status updates are
+recorded (`store.status`; one that cannot be is logged); each message id is
+taken once (`store.first_time`, durable: a duplicate or a retry is never
+answered twice; when the database cannot record it the webhook answers 503
+and Meta delivers it again) and the message is handled in a task of its
+own, one chat's messages in the order they came (deliveries are taken one
+at a time, `_taking`, as the store's statements are awaited). Kinds roost
+does not read are counted (`ignored`), never answered.
 
 A message becomes an `Inbound` (identity and chat: the sender's wa_id; its
 `msg_id`: `store.key(wamid)`, no phone number in it); a reply button's or a
@@ -42,6 +45,7 @@ from bridge.channels.whatsapp.reply import Speak, Undelivered, WhatsAppReply
 from bridge.channels.whatsapp.send import Outgoing
 from bridge.channels.whatsapp.signature import HEADER, challenge, check
 from bridge.channels.whatsapp.store import WhatsAppStore, key
+from bridge.storage.errors import StorageError
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
@@ -85,6 +89,7 @@ class WhatsAppChannel:
         self._grace = stop_grace_s
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
+        self._taking = asyncio.Lock()  # deliveries taken in the order they came
         self._running = False
         self.ignored: Counter[str] = Counter()
         self.duplicates = 0
@@ -136,16 +141,25 @@ class WhatsAppChannel:
         delivery = parse(body, self._secrets.phone_number_id)
         if delivery is None:
             self._ignore("malformed", 1)  # signed by Meta: sending it again would not help
-        else:
-            self._take(delivery)
+            return web.Response(text="ok")
+        try:
+            async with self._taking:
+                await self._take(delivery)
+        except StorageError as exc:  # not recorded, not answered: Meta delivers it again
+            log.error("whatsapp: a webhook could not be taken (%s); answered 503", exc)
+            return web.Response(status=503)
         return web.Response(text="ok")
 
-    def _take(self, delivery: Delivery) -> None:
+    async def _take(self, delivery: Delivery) -> None:
         for kind, n in (delivery.ignored or Counter()).items():
             self._ignore(kind, n)
         now_ms = int(self._clock() * 1000)
         for status in delivery.statuses:
-            row = self.store.status(status.wamid, status.status, status.error, now_ms)
+            try:
+                row = await self.store.status(status.wamid, status.status, status.error, now_ms)
+            except StorageError as exc:
+                log.warning("whatsapp: a status could not be recorded: %s", exc)
+                continue
             if row is not None and status.status == "failed":
                 log.warning(
                     "whatsapp: a message (outbox entry %s) failed: error %s",
@@ -153,7 +167,7 @@ class WhatsAppChannel:
                     status.error,
                 )
         for msg in delivery.messages:
-            if not self.store.first_time(msg.wamid, now_ms):
+            if not await self.store.first_time(msg.wamid, now_ms):
                 self.duplicates += 1
                 continue
             self._spawn(msg)
@@ -198,7 +212,10 @@ class WhatsAppChannel:
         receiving = self._receiving
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
         if tenant is not None:
-            self.store.wrote(tenant, msg.sender, int(self._clock() * 1000))
+            try:
+                await self.store.wrote(tenant, msg.sender, int(self._clock() * 1000))
+            except StorageError as exc:  # the window stays as it was; the answer goes on
+                log.warning("whatsapp: the 24-hour window could not be recorded: %s", exc)
             if self._woke is not None:
                 await self._woke(tenant, msg.sender)
             if msg.media is not None and receiving is not None:

@@ -1,13 +1,12 @@
 """The WhatsApp channel and its outbox deliver, made from `[whatsapp]` and plain hooks.
 
 The composition root (`bridge.app.channels_up`, the `whatsapp` row) passes
-the core's `answer`, the database, who a sender is (`Receiving`) and the
+the core's `answer`, the `Database`, who a sender is (`Receiving`) and the
 app's hooks; everything WhatsApp-specific is put together here.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from bridge.channels.whatsapp.store import WhatsAppStore
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import WhatsAppSettings
 from bridge.schedule.service import ScheduleService
+from bridge.storage.protocol import Database
 from bridge.types.messages import Answer
 
 
@@ -42,7 +42,7 @@ def secrets_of(settings: WhatsAppSettings) -> Secrets:
 def make_whatsapp(
     settings: WhatsAppSettings,
     answer: Answer,
-    db: sqlite3.Connection,
+    db: Database,
     schedule: ScheduleService,
     *,
     receiving: Receiving | None = None,

@@ -19,6 +19,7 @@ operator can fix it). One attempt per claim: the outbox does the retrying.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -31,6 +32,9 @@ from bridge.channels.whatsapp.platform import WA_ID
 from bridge.channels.whatsapp.send import Outgoing
 from bridge.channels.whatsapp.store import WhatsAppStore
 from bridge.schedule.outbox import DeliveryError, OutboxEntry
+from bridge.storage.errors import StorageError
+
+log = logging.getLogger("bridge.channels.whatsapp")
 
 WINDOW_MS = 24 * 3_600_000
 MARGIN_MS = 10 * 60_000  # a message sent this close to the end might arrive after it
@@ -82,8 +86,8 @@ class WhatsAppOutbox:
         self._out, self._store, self._template, self._clock = out, store, template, clock
         self._once = Backoff().once()
 
-    def window_open(self, wa_id: str, now_ms: int) -> bool:
-        last = self._store.last_in_ms(wa_id)
+    async def window_open(self, wa_id: str, now_ms: int) -> bool:
+        last = await self._store.last_in_ms(wa_id)
         return last is not None and now_ms < last + WINDOW_MS - MARGIN_MS
 
     async def __call__(self, entry: OutboxEntry) -> None:
@@ -92,10 +96,10 @@ class WhatsAppOutbox:
             raise DeliveryError("not_found", permanent=True)
         now_ms = int(self._clock() * 1000)
         try:
-            if self.window_open(to, now_ms):
+            if await self.window_open(to, now_ms):
                 try:
                     wamids = await self._out.answer(to, entry.text, backoff=self._once)
-                    self._sent(entry, wamids[-1] if wamids else "", "text", now_ms)
+                    await self._sent(entry, wamids[-1] if wamids else "", "text", now_ms)
                     return
                 except GraphError as exc:
                     if not exc.window_closed:
@@ -104,20 +108,27 @@ class WhatsAppOutbox:
                 raise DeliveryError(WAITING, retry_after_ms=WAIT_MS)
             message = self._template.message(to, entry.text)
             wamid = await self._out.client.send(message, self._once)
-            self._sent(entry, wamid, "template", now_ms)
+            await self._sent(entry, wamid, "template", now_ms)
         except GraphError as exc:
             if exc.window_closed:  # the template itself was refused as out of the window
                 raise DeliveryError(WAITING, retry_after_ms=WAIT_MS) from exc
             raise classify(exc) from exc
 
-    def _sent(self, entry: OutboxEntry, wamid: str, via: str, now_ms: int) -> None:
+    async def _sent(self, entry: OutboxEntry, wamid: str, via: str, now_ms: int) -> None:
+        """Record what went out (for its statuses); a failure is logged: it was sent, and
+        raising would have the outbox send it again."""
         if wamid:
-            self._store.sent(wamid, entry.tenant, entry.chat, via, now_ms, entry.id)
+            try:
+                await self._store.sent(wamid, entry.tenant, entry.chat, via, now_ms, entry.id)
+            except StorageError as exc:
+                log.warning(
+                    "whatsapp: outbox entry %s was sent but not recorded: %s", entry.id, exc
+                )
 
-    def notes(self, tenant: str, chat: str, now: float) -> list[str]:
+    async def notes(self, tenant: str, chat: str, now: float) -> list[str]:
         """What /jobs says of this chat: the window, and what happens outside it."""
         now_ms = int(now * 1000)
-        last = self._store.last_in_ms(chat)
+        last = await self._store.last_in_ms(chat)
         if last is not None and now_ms < last + WINDOW_MS - MARGIN_MS:
             left = (last + WINDOW_MS - now_ms) // 60_000
             lines = [
@@ -139,7 +150,7 @@ class WhatsAppOutbox:
                 "Outside those 24 hours reminders wait until you write again "
                 "(no template is configured), at most two days."
             )
-        failed = [s for s in self._store.recent(tenant, chat) if s.status == "failed"]
+        failed = [s for s in await self._store.recent(tenant, chat) if s.status == "failed"]
         if failed:
             lines.append(
                 f"WhatsApp reported {len(failed)} recent reminder(s) as not delivered "

@@ -1,0 +1,178 @@
+"""The Telegram durable inbox on the `Database` protocol against its old statements on
+bare sqlite3.
+
+One cycle is what the inbox costs one `getUpdates` answer of `--batch` updates
+(default 1, as a chat's messages mostly come): before the port, `store` (BEGIN
+IMMEDIATE, one executemany INSERT, COMMIT), then per update `claim` (one
+UPDATE) and `done` (one UPDATE), called on a `sqlite3.Connection` on the event
+loop (the floor); after it, `UpdateInbox.store` (ONE multi-row INSERT ...
+RETURNING), `take` (no statement: the store said which updates this process
+stored) and `done` (one UPDATE) per update, on `SqliteDatabase` (a thread hop
+per statement, off the loop) and on `PostgresDatabase` against a throwaway
+server on 127.0.0.1 (skipped when PostgreSQL is not installed). The variants
+take turns (`bench.outbox_store.interleaved`) and each reports its median
+round; the figures are ratios to the floor measured in the same run, with
+the load average. The per-statement column divides by the ported path's
+statements per cycle (1 + batch).
+
+Run: .venv/bin/python -m bench.inbox_store [--batch 1] [--n 2000] [--rounds 10] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bench.outbox_store import Cycle, interleaved, print_cycles
+from bridge.channels.telegram.inbox import UpdateInbox, describe
+from bridge.core import db as core_db
+from bridge.schedule.schema import transaction
+from bridge.storage.postgres import PostgresDatabase
+from bridge.storage.protocol import Database
+from bridge.storage.schema import MIGRATIONS
+from bridge.storage.sqlite import SqliteDatabase
+from tests.storage.pg_server import NoPostgres, start_server
+
+NOW = 1_800_000_000.0
+SOURCE = "telegram:bench"
+
+
+def update(update_id: int) -> dict[str, Any]:
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id,
+            "date": int(NOW) - 1,
+            "chat": {"id": 5_000_000, "type": "private"},
+            "from": {"id": 5_000_000, "is_bot": False, "first_name": "b"},
+            "text": f"ping {update_id}",
+        },
+    }
+
+
+def batch_of(i: int, batch: int) -> list[dict[str, Any]]:
+    return [update(i * batch + k + 1) for k in range(batch)]
+
+
+@asynccontextmanager
+async def direct(path: Path, batch: int) -> AsyncIterator[Cycle]:
+    """The inbox as it was before the port: its statements on the loop (the floor)."""
+    conn = core_db.connect(path)
+    now = int(NOW * 1000)
+
+    async def cycle(i: int) -> None:
+        updates = batch_of(i, batch)
+        rows = []
+        for u in updates:
+            chat, msg, sent = describe(u)
+            payload = json.dumps(u, separators=(",", ":"), ensure_ascii=False)
+            rows.append((SOURCE, u["update_id"], chat, msg, payload, now, sent or now))
+        with transaction(conn):
+            conn.executemany(
+                "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state,"
+                " received_ms, sent_ms) VALUES (?, ?, ?, ?, ?, 'new', ?, ?)"
+                " ON CONFLICT (source, update_id) DO NOTHING",
+                rows,
+            )
+        for u in updates:
+            conn.execute(
+                "UPDATE channel_inbox SET state = 'working', owner = ?"
+                " WHERE source = ? AND update_id = ? AND state = 'new'",
+                ("bench", SOURCE, u["update_id"]),
+            )
+            conn.execute(
+                "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
+                " WHERE source = ? AND update_id = ?",
+                ("done", now, SOURCE, u["update_id"]),
+            )
+
+    try:
+        yield cycle
+    finally:
+        conn.close()
+
+
+def store_cycle(db: Database, batch: int) -> Cycle:
+    inbox = UpdateInbox(db, SOURCE, "bench", clock=lambda: NOW)
+
+    async def cycle(i: int) -> None:
+        updates = batch_of(i, batch)
+        await inbox.store(updates)
+        for u in updates:
+            if inbox.take(u["update_id"]):
+                await inbox.done(u["update_id"])
+
+    return cycle
+
+
+@asynccontextmanager
+async def on_sqlite(path: Path, batch: int) -> AsyncIterator[Cycle]:
+    db = await SqliteDatabase.open(path, readers=1)
+    await db.migrate(MIGRATIONS)
+    try:
+        yield store_cycle(db, batch)
+    finally:
+        await db.aclose()
+
+
+@asynccontextmanager
+async def on_postgres(url: str, batch: int) -> AsyncIterator[Cycle]:
+    db = await PostgresDatabase.open(url)
+    await db.migrate(MIGRATIONS)
+    try:
+        yield store_cycle(db, batch)
+    finally:
+        await db.aclose()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000, help="cycles per variant")
+    parser.add_argument("--rounds", type=int, default=10, help="turns the variants take")
+    parser.add_argument("--batch", type=int, default=1, help="updates per getUpdates answer")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
+    args = parser.parse_args()
+    if args.quick:
+        args.n, args.rounds = 20, 1
+    print(f"load average before: {os.getloadavg()}")
+    server = None
+    try:
+        server = start_server()
+    except NoPostgres as exc:
+        print(f"PostgreSQL: skipped ({exc})")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
+                "sqlite3 direct": direct(Path(tmp) / "direct.db", args.batch),
+                "UpdateInbox/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db", args.batch),
+            }
+            if server is not None:
+                admin = await asyncpg.connect(server.url())
+                await admin.execute('CREATE DATABASE "inbox"')
+                await admin.close()
+                variants["UpdateInbox/PostgresDatabase"] = on_postgres(
+                    server.url("inbox"), args.batch
+                )
+            got = await interleaved(variants, args.n, args.rounds)
+    finally:
+        if server is not None:
+            server.remove()
+    statements = 1 + args.batch
+    title = (
+        f"inbox cycle = one getUpdates answer of {args.batch} update(s): store, then take"
+        f" and done each ({statements} statements through the store)"
+    )
+    print_cycles(title, got, statements)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
