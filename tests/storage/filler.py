@@ -56,7 +56,9 @@ async def fill(db: Database, path: Path, n: int = 20, *, big: int = 0, docs: int
         cols = _columns(path, table)
         names = [c[0] for c in cols]
         rows = [
-            tuple(value(table, name, kind, notnull or pk > 0, i) for name, kind, notnull, pk in cols)
+            tuple(
+                value(table, name, kind, notnull or pk > 0, i) for name, kind, notnull, pk in cols
+            )
             for i in range(n + (big if table == "session_messages" else 0))
         ]
         marks = ", ".join("?" * len(names))
