@@ -5,7 +5,7 @@ later migration is filled too), values made from each column's declared
 type: INTEGER -> ints past 2**31 (times in ms), REAL -> fractions, TEXT ->
 non-ASCII text with quotes; NULL in every third row of a nullable column.
 A column with a CHECK takes an allowed value (`ALLOWED`). `big` extra rows
-go into session_messages (a long conversation). Text indexes: one per
+go into each of `big_tables` (a long conversation). Text indexes: one per
 tenant of two tenants, `docs` documents each.
 """
 
@@ -51,7 +51,15 @@ def value(table: str, column: str, kind: str, notnull: bool, i: int) -> Any:
     return f"{table}.{column} #{i} ‘Grüße’ \"q\" 'x' 🦉"
 
 
-async def fill(db: Database, path: Path, n: int = 20, *, big: int = 0, docs: int = 30) -> None:
+async def fill(
+    db: Database,
+    path: Path,
+    n: int = 20,
+    *,
+    big: int = 0,
+    big_tables: tuple[str, ...] = ("session_messages",),
+    docs: int = 30,
+) -> None:
     for table in sorted(await db.tables()):
         cols = _columns(path, table)
         names = [c[0] for c in cols]
@@ -59,7 +67,7 @@ async def fill(db: Database, path: Path, n: int = 20, *, big: int = 0, docs: int
             tuple(
                 value(table, name, kind, notnull or pk > 0, i) for name, kind, notnull, pk in cols
             )
-            for i in range(n + (big if table == "session_messages" else 0))
+            for i in range(n + (big if table in big_tables else 0))
         ]
         marks = ", ".join("?" * len(names))
         quoted = ", ".join(f'"{c}"' for c in names)
