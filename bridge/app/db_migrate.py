@@ -112,7 +112,14 @@ def table_of(checks: Sequence[copy.Check]) -> list[str]:
 
 
 async def migrate(
-    settings: Settings, url: str, out: TextIO, *, online: bool, dry_run: bool, batch: int
+    settings: Settings,
+    url: str,
+    out: TextIO,
+    *,
+    online: bool,
+    dry_run: bool,
+    batch: int,
+    refresh: Sequence[str] = (),
 ) -> int:
     """Exit status: 0 all verified, 1 a table differs (or refused, with the reason)."""
     target = await open_target(url, settings)
@@ -130,6 +137,7 @@ async def migrate(
                     MIGRATIONS,
                     source_name=str(settings.home),
                     snapshot=online,
+                    refresh=refresh,
                     batch=batch,
                     progress=Ticker(out),
                 )

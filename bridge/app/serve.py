@@ -165,6 +165,12 @@ async def serve(
         lock.release()
 
 
+async def stop_when(event: asyncio.Event, stop: asyncio.Event) -> None:
+    await event.wait()
+    log.error("stopping: this instance's [cluster] instance name is held by another instance")
+    stop.set()
+
+
 def refuse(notifier: Notifier, message: str) -> int:
     notifier.status(f"failed: {message}")
     print(f"roost: {message}", file=sys.stderr, flush=True)
@@ -209,6 +215,8 @@ async def run(
     scheduler = ScheduleLoop(roost)
     beat: asyncio.Task[None] | None = None
     reloading = [watcher]
+    if instance is not None:  # the name taken by another while this one was away: stop
+        reloading.append(asyncio.create_task(stop_when(instance.lost, stop)))
     try:
         made = make_channels(settings, roost, channels)
         try:

@@ -5,7 +5,9 @@ copies every table of roost.db and its text indexes into the target (empty,
 or partly filled by an earlier run that was stopped), then prints per table
 the rows, the hash and whether both sides are equal
 (`bridge.app.db_migrate`, `bridge.storage.copy`). Without `--to`, the
-target is `[database] url`. A password on the command line shows in `ps`:
+target is `[database] url`. After a finished copy a run only verifies; `--refresh
+TABLE,...` copies those tables again (tables roost.db still serves while
+their store is not ported). A password on the command line shows in `ps`:
 prefer `[database] password_file`, `PGPASSWORD` or `~/.pgpass`. Exit 0 when
 every table verified, 1 when one differs or the copy was refused (the
 reason on stderr).
@@ -48,6 +50,13 @@ def migrate_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print row counts, write nothing")
     p.add_argument(
+        "--refresh",
+        metavar="TABLE,...",
+        type=lambda v: [t.strip() for t in v.split(",") if t.strip()],
+        default=[],
+        help="after a finished copy, copy these tables again (ones roost.db still serves)",
+    )
+    p.add_argument(
         "--batch", type=_batch, default=copy.BATCH, help=f"rows per insert (default {copy.BATCH})"
     )
 
@@ -56,7 +65,15 @@ def run_migrate(args: argparse.Namespace, settings: Settings, out: TextIO) -> in
     try:
         url = target_url(args.to, settings)
         return asyncio.run(
-            migrate(settings, url, out, online=args.online, dry_run=args.dry_run, batch=args.batch)
+            migrate(
+                settings,
+                url,
+                out,
+                online=args.online,
+                dry_run=args.dry_run,
+                batch=args.batch,
+                refresh=args.refresh,
+            )
         )
     except Refused as exc:
         print(f"roost db migrate: {exc}", file=sys.stderr)

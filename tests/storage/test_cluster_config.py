@@ -18,7 +18,7 @@ from bridge.app.logging_setup import Redactor, secret_values
 from bridge.core.config import ConfigError, load_settings
 from bridge.core.config_sections import ClusterSettings
 from bridge.storage.errors import LeaseHeld
-from bridge.storage.leases import Leases
+from bridge.storage.leases import InstanceName, Leases
 from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.schema import MIGRATIONS
 from tests.waits import HANG_S, until
@@ -238,3 +238,14 @@ async def test_claim_cluster_holds_the_name_on_postgresql_only(tmp_path: Path, p
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_a_name_taken_while_its_holder_was_away_is_reported_lost(db: Any) -> None:
+    held = InstanceName(Leases(db), "eu-1", "process-a", 300)  # renewed every 100 ms
+    await held.start()
+    await db.execute("UPDATE storage_leases SET expires_ms = 0")  # as if it missed its renewals
+    assert await Leases(db).acquire("instance:eu-1", "process-b", 60_000) is not None
+    await asyncio.wait_for(held.lost.wait(), HANG_S)  # serve stops on it (serve.stop_when)
+    await held.release()
+    holder = await Leases(db).holder("instance:eu-1")
+    assert holder is not None and holder.owner == "process-b"  # the release left b's lease

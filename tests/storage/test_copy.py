@@ -179,3 +179,17 @@ def test_the_hash_is_order_independent_and_counts_repeats_and_types() -> None:
     assert encode(("1",)) != encode((1,))
     assert encode((None,)) != encode(("",))
     assert encode(("ab", "")) != encode(("a", "b"))
+
+
+async def test_refresh_copies_a_named_table_again_after_a_finished_copy(
+    source: Any, open_db: OpenDb
+) -> None:
+    target = await open_db(migrate=False)
+    await run(source, target)
+    await source.execute("UPDATE sessions SET turns = turns + 5")  # roost.db served on
+    await source.execute("UPDATE jobs SET runs = runs + 1")
+    checks = {c.name: c for c in await run(source, target, refresh=["sessions"])}
+    assert checks["sessions"].ok and checks["sessions"].copied
+    assert not checks["jobs"].ok and not checks["jobs"].copied  # not named: only compared
+    with pytest.raises(CopyRefused, match="names no table of the home: nope"):
+        await run(source, target, refresh=["nope"])
