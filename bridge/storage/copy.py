@@ -329,8 +329,7 @@ async def _copy_text(
     async with target.transaction():
         await index.drop()
         async for docs in _docs(source, name, tenant, batch):
-            for doc, text in docs:
-                await index.add(doc, text)
+            await index.add_many(docs)
 
 
 async def copy(

@@ -58,6 +58,10 @@ class TextIndex(Protocol):
         """Index `text` as document `doc` (IntegrityError when `doc` is indexed already)."""
         ...
 
+    async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        """`add` of each (doc, text), in one batch (a copy)."""
+        ...
+
     async def remove(self, doc: int) -> bool: ...
 
     async def search(

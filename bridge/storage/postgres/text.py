@@ -79,6 +79,13 @@ class PostgresTextIndex:
             _ADD, {**self._key, "doc": doc, "len": total, "terms": terms, "tfs": tfs}
         )
 
+    async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        rows = []
+        for doc, text in docs:
+            terms, tfs, total = fts.counted(text)
+            rows.append({**self._key, "doc": doc, "len": total, "terms": terms, "tfs": tfs})
+        await self._db.execute_many(_ADD, rows)
+
     async def remove(self, doc: int) -> bool:
         return await self._db.execute(_REMOVE, {**self._key, "doc": doc}) > 0
 

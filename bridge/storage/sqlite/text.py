@@ -79,6 +79,22 @@ class SqliteTextIndex:
 
         await self._db.write(job)
 
+    async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        bodies = [(doc, " ".join(fts.terms(text))) for doc, text in docs]
+        sql = f"INSERT INTO {self._table} (rowid, body) VALUES (?, ?)"
+
+        def job(conn: sqlite3.Connection) -> None:
+            try:
+                conn.executemany(sql, bodies)
+            except sqlite3.OperationalError as exc:
+                if not _missing(exc):
+                    raise
+                self._create(conn)
+                conn.executemany(sql, bodies)
+
+        if bodies:
+            await self._db.write(job)
+
     async def remove(self, doc: int) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
             try:
