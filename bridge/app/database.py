@@ -31,6 +31,7 @@ from pathlib import Path
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import ClusterSettings, DatabaseSettings
 from bridge.storage import url as db_url
+from bridge.storage.copy import live_instances
 from bridge.storage.errors import DatabaseUnreachable
 from bridge.storage.leases import InstanceName, Leases
 from bridge.storage.postgres import PostgresDatabase
@@ -112,3 +113,27 @@ async def claim_cluster(database: Database, cluster: ClusterSettings) -> Instanc
     held = InstanceName(Leases(database), cluster.instance or host, token, ttl_ms)
     await held.start()
     return held
+
+
+async def postgres_status(settings: DatabaseSettings, timeout_s: float) -> tuple[str, str]:
+    """`roost doctor`'s line for `[database] url`: (ok / warn / FAIL, what it found), the
+    URL shown without its password. ConfigError when the password file cannot be read."""
+    url = postgres_url(settings)
+    if url is None or settings.url is None:
+        return "ok", "not configured (SQLite in the home)"
+    shown = db_url.redact(settings.url.get_secret_value())
+    wait = min(timeout_s, settings.connect_timeout_s)
+    try:
+        db = await PostgresDatabase.open(url, pool_size=1, connect_timeout_s=wait)
+    except DatabaseUnreachable as exc:
+        return "FAIL", str(exc)
+    try:
+        version = await db.version()
+        serving = await live_instances(db)
+    finally:
+        await db.aclose()
+    live = ", ".join(serving) or "none"
+    line = f"{shown}: schema version {version} of {len(MIGRATIONS)}; live instances: {live}"
+    if version < len(MIGRATIONS):
+        return "warn", line + " (roost serve migrates it at start)"
+    return "ok", line

@@ -30,7 +30,7 @@ from bridge.app.home import chain_path
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
-from bridge.core.config import Settings, config_path
+from bridge.core.config import ConfigError, Settings, config_path
 from bridge.core.words import count
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -158,9 +158,23 @@ def check_forgetting(home: Path) -> Check | None:
     )
 
 
+async def check_postgres(settings: Settings, timeout_s: float) -> list[Check]:
+    """With `[database] url`: the server answers, its schema version, live instances."""
+    from bridge.app.database import postgres_status
+
+    if settings.database.url is None:
+        return []
+    try:
+        status, reason = await postgres_status(settings.database, timeout_s)
+    except ConfigError as exc:
+        return [Check("FAIL", "postgresql", str(exc))]
+    return [Check(status, "postgresql", reason)]
+
+
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
     found = [check_config(settings), check_home(home), check_database(home / "roost.db")]
+    found += await check_postgres(settings, timeout_s)
     found.append(check_audit(settings))
     unfinished = check_forgetting(home)
     found += [unfinished] if unfinished is not None else []

@@ -154,13 +154,16 @@ async def test_two_instances_with_one_name_the_second_refuses_until_the_first_is
     leases = Leases(db)
     name = "instance:eu-1"
     one = serve_env(
-        tmp_path / "one", pg_url, ROOST_CLUSTER__INSTANCE="eu-1", ROOST_CLUSTER__LEASE_S="2"
+        tmp_path / "one", pg_url, ROOST_CLUSTER__INSTANCE="eu-1", ROOST_CLUSTER__LEASE_S="6"
     )
     two = serve_env(
-        tmp_path / "two", pg_url, ROOST_CLUSTER__INSTANCE="eu-1", ROOST_CLUSTER__LEASE_S="2"
+        tmp_path / "two", pg_url, ROOST_CLUSTER__INSTANCE="eu-1", ROOST_CLUSTER__LEASE_S="6"
     )
     first = await start(one)
     try:
+        # held from before its ready line; a loop blocked longer than the lease (a loaded
+        # machine) lets it lapse until the next renewal, which takes it again
+        await until_async(lambda: has_holder(leases, name), "the first instance's lease")
         held = await leases.holder(name)
         assert held is not None
         renewed = [held.expires_ms]
@@ -185,6 +188,7 @@ async def test_two_instances_with_one_name_the_second_refuses_until_the_first_is
 
         await until_async(free, "the dead instance's lease expiring")
         second = await start(two)
+        await until_async(lambda: has_holder(leases, name), "the second instance's lease")
         taken = await leases.holder(name)
         assert taken is not None and taken.owner != held.owner
         second.send_signal(signal.SIGTERM)
@@ -196,6 +200,10 @@ async def test_two_instances_with_one_name_the_second_refuses_until_the_first_is
             first.kill()
             await first.wait()
         await db.aclose()
+
+
+async def has_holder(leases: Leases, name: str) -> bool:
+    return await leases.holder(name) is not None
 
 
 async def until_async(check: Any, what: str) -> None:
@@ -249,3 +257,35 @@ async def test_a_name_taken_while_its_holder_was_away_is_reported_lost(db: Any) 
     await held.release()
     holder = await Leases(db).holder("instance:eu-1")
     assert holder is not None and holder.owner == "process-b"  # the release left b's lease
+
+
+async def test_doctor_tells_the_postgresql_server_its_schema_and_instances(
+    home: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bridge.cli.doctor import check_postgres
+
+    assert await check_postgres(load_settings(), 5.0) == []  # SQLite: no line
+    monkeypatch.setenv("ROOST_DATABASE__URL", pg_url)
+    (got,) = await check_postgres(load_settings(), 5.0)
+    assert (got.status, got.name) == ("warn", "postgresql")
+    assert (
+        got.reason
+        == f"{pg_url}: schema version 0 of {len(MIGRATIONS)}; live instances: none "
+        + ("(roost serve migrates it at start)")
+    )
+    db = await PostgresDatabase.open(pg_url)
+    try:
+        await db.migrate(MIGRATIONS)
+        held = await claim_cluster(db, ClusterSettings(instance="eu-1"))
+        assert held is not None
+        (got,) = await check_postgres(load_settings(), 5.0)
+        assert got.status == "ok" and got.reason.endswith("; live instances: eu-1")
+        await held.release()
+    finally:
+        await db.aclose()
+    monkeypatch.setenv(
+        "ROOST_DATABASE__URL", f"postgresql://u:hunter2pw@127.0.0.1:{_closed_port()}/x"
+    )
+    (got,) = await check_postgres(load_settings(), 5.0)
+    assert got.status == "FAIL" and "database.url: cannot reach PostgreSQL" in got.reason
+    assert "hunter2pw" not in got.reason and "u:***@127.0.0.1" in got.reason
