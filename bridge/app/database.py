@@ -27,6 +27,7 @@ import os
 import secrets
 import socket
 from pathlib import Path
+from typing import Literal
 
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import ClusterSettings, DatabaseSettings
@@ -115,7 +116,9 @@ async def claim_cluster(database: Database, cluster: ClusterSettings) -> Instanc
     return held
 
 
-async def postgres_status(settings: DatabaseSettings, timeout_s: float) -> tuple[str, str]:
+async def postgres_status(
+    settings: DatabaseSettings, timeout_s: float
+) -> tuple[Literal["ok", "warn", "FAIL"], str]:
     """`roost doctor`'s line for `[database] url`: (ok / warn / FAIL, what it found), the
     URL shown without its password. ConfigError when the password file cannot be read."""
     url = postgres_url(settings)
