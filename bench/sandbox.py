@@ -14,9 +14,12 @@ child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
 call's globals bound, tool ran, result serialised, helper had the complete result
 frame (helper_result; helper_eof when a child died first)/replied, runner done.
 
-`--stages` also prints, per call, the CPU time, minor page faults and context
-switches of the runner, the helper, the zygote and the children (from /proc:
-the zygote reaps the children, so their totals are its `c*` fields).
+`--stages` runs it twice, taking turns: with waiting children that warm their
+call's path and without (`SandboxRunner(warm_children=False)`). It also prints
+each child stage's median minor page faults and, per call, the CPU time, minor
+page faults and context switches of the runner, the helper, the zygote and the
+children (from /proc: the zygote reaps the children, so their totals are its
+`c*` fields).
 
 `--hog N`: run the measurements a second time beside N busy loops and print both
 (the machine's load average is printed next to every figure).
@@ -24,8 +27,10 @@ the zygote reaps the children, so their totals are its `c*` fields).
 Back-to-back calls (each call's child forked and prepared while the one before
 runs) are printed next to calls 20 ms apart (as a turn's tool calls come, a
 model's step between them: the waiting child is ready). Each sandboxed figure is
-also printed next to the same calls with the helper relaying
-every answer (`SandboxRunner(direct_answers=False)`, the path before issue 26),
+also printed next to the same calls with waiting children that do not warm
+their call's path (`SandboxRunner(warm_children=False)`, the path before this
+round of issue 26) and with the helper relaying every answer
+(`SandboxRunner(direct_answers=False)`, the path before issue 26's first round),
 measured in alternating blocks in the same run.
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
@@ -145,6 +150,18 @@ async def spaced(
     return times
 
 
+async def interleaved_spaced(
+    runners: list[SandboxRunner], source: str, params: dict[str, Any], ws: Path, n: int
+) -> list[list[float]]:
+    """`n` calls `GAP_S` apart on each runner, in alternating blocks."""
+    out: list[list[float]] = [[] for _ in runners]
+    block = max(1, min(10, n // 4))
+    while len(out[0]) < n:
+        for times, runner in zip(out, runners, strict=True):
+            times += await spaced(runner, source, params, ws, min(block, n - len(times)))
+    return out
+
+
 async def sustained(
     runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, seconds: float
 ) -> float:
@@ -260,8 +277,27 @@ def usage_rows(before: dict[str, dict[str, int]], after: dict[str, dict[str, int
     print(f"  all processes: {total + child_cpu:.3f} ms CPU per call ({load()})")
 
 
-async def stages(ws: Path, n: int = 300) -> None:
-    runner = SandboxRunner(trace=True)
+def print_faults(rows: list[dict[str, int]]) -> None:
+    """The median minor page faults of a child in each of its stages: before the call
+    arrives (off the call's path when the child waits ready) and after."""
+    names: list[str] = []
+    for row in rows:
+        names += [k for k in row if k not in names]
+    print("  child's minor page faults, median per stage:")
+    prev = None
+    for k in names:
+        deltas = [r[k] - r[prev] for r in rows if k in r and prev in r] if prev else []
+        at = statistics.median(r[k] for r in rows if k in r)
+        step = f"+{statistics.median(deltas):.0f}" if deltas else "from the fork"
+        print(f"    {k:16s} {at:7.0f}   ({step})")
+        prev = k
+    after = [r["serialised"] - r["ready"] for r in rows if "serialised" in r and "ready" in r]
+    if after:
+        print(f"    after the call arrived: {statistics.median(after):.0f} (on the call's path)")
+
+
+async def stages(ws: Path, n: int = 300, warm: bool = True) -> None:
+    runner = SandboxRunner(trace=True, warm_children=warm)
     await runner.start()
     try:
         for name, (source, params) in TOOLS.items():
@@ -276,16 +312,19 @@ async def stages(ws: Path, n: int = 300) -> None:
             await sandboxed(runner, source, params, ws, n)
             after = {who: proc_usage(pid) for who, pid in pids.items()}
             rows = runner.stages()[first:]
+            faults = runner.faults()[first:]
             names: list[str] = []
             for row in rows:
                 names += [k for k in row if k not in names]
             order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
-            print(f"\n[{name} tool] stage ends, median ms since run() began (n={len(rows)})")
+            how = "" if warm else ", children not warmed"
+            print(f"\n[{name} tool{how}] stage ends, median ms since run() began (n={len(rows)})")
             prev = 0.0
             for k in order:
                 at = statistics.median(r[k] for r in rows if k in r)
                 print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
                 prev = at
+            print_faults(faults)
             usage_rows(before, after, n)
     finally:
         await runner.aclose()
@@ -308,7 +347,11 @@ async def main() -> None:
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]
     if "--stages" in args:
-        await stages(ws)
+        for _ in range(2):  # warmed and not, taking turns
+            await stages(ws, warm=True)
+            await stages(ws, warm=False)
+            if "--quick" in args:
+                break
         return
     hogs = int(args[args.index("--hog") + 1]) if "--hog" in args else 0
     print(f"\n=== quiet ({load()}) ===")
@@ -326,18 +369,23 @@ async def measure(ws: Path, quick: bool) -> None:
     n = (3, 20, 10, 5, 3, 0.5, 2) if quick else (20, 500, 300, 100, 30, 3.0, 8)
     warm, n_exec, n_sand, n_spaced, n_fresh, seconds, tenants = n
     runner = SandboxRunner()
+    cold = SandboxRunner(warm_children=False)  # waiting children do not warm up
     relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
-    await runner.start()
-    await relayed.start()
+    for each in (runner, cold, relayed):
+        await each.start()
     missing = runner.missing_layers()
     print(f"layers missing on this machine: {missing or 'none'}")
     try:
         for name, (source, params) in TOOLS.items():
-            await sandboxed(runner, source, params, ws, warm)  # warm caches
-            await sandboxed(relayed, source, params, ws, warm)
+            for each in (runner, cold, relayed):
+                await sandboxed(each, source, params, ws, warm)  # warm caches
             floor = plain_exec(source, params, ws, n_exec)
-            sand, hop = await interleaved([runner, relayed], source, params, ws, n_sand)
-            apart = await spaced(runner, source, params, ws, n_spaced)
+            sand, unwarmed, hop = await interleaved(
+                [runner, cold, relayed], source, params, ws, n_sand
+            )
+            apart, apart_cold = await interleaved_spaced(
+                [runner, cold], source, params, ws, n_spaced
+            )
             fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
                 k: statistics.median(v)
@@ -347,8 +395,10 @@ async def measure(ws: Path, quick: bool) -> None:
             for label, values in (
                 ("plain exec (floor)", floor),
                 ("sandboxed call", sand),
+                ("children not warmed", unwarmed),
                 ("helper relays answer", hop),
                 (f"{GAP_S * 1000:.0f} ms apart", apart),
+                (f"  not warmed, {GAP_S * 1000:.0f} ms", apart_cold),
                 ("fresh python -I", fresh),
             ):
                 print(
@@ -365,11 +415,18 @@ async def measure(ws: Path, quick: bool) -> None:
                 "fresh subprocess"
             )
             print(
+                f"  not warmed / warmed = {statistics.median(unwarmed) / p50['sandbox']:.2f}x "
+                f"back to back, {statistics.median(apart_cold) / statistics.median(apart):.2f}x "
+                f"{GAP_S * 1000:.0f} ms apart (a waiting child warms its call's path)"
+            )
+            print(
                 f"  relayed / direct = {statistics.median(hop) / p50['sandbox']:.2f}x "
                 "(the child answers the runner itself: one hop fewer)"
             )
         rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
+        rate = await sustained(cold, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
+        print(f"  the same, children not warmed: {rate:.0f} calls/s ({load()})")
         rate = await sustained(relayed, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"  the same, the helper relaying answers: {rate:.0f} calls/s ({load()})")
         print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
@@ -382,8 +439,8 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"{statistics.median(first):.1f} ms (n={len(first)}, {load()})"
             )
     finally:
-        await runner.aclose()
-        await relayed.aclose()
+        for each in (runner, cold, relayed):
+            await each.aclose()
 
 
 if __name__ == "__main__":

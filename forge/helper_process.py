@@ -1,9 +1,11 @@
 """One sandbox helper process as the daemon holds it: started, spoken to, shut.
 
-`start_helper` launches forge.worker as `python -I` with an empty environment
-and waits for its `Hello`. `HelperProcess` is the asyncio protocol of that
-process: request frames out, one reply frame per call back (forge.protocol).
-With `direct` (the default of the runner) it also holds this helper's answer
+`start_helper` launches forge.worker as `python -I -S` (no `site`, so no .pth
+file runs in it: its path is given) with an empty environment and waits for its
+`Hello`.
+`HelperProcess` is the asyncio protocol of that process: request frames out,
+one reply frame per call back (forge.protocol). With `direct` (the default of
+the runner) it also holds this helper's answer
 socket: the helper's children send most outcomes there themselves, one hop
 fewer (forge.protocol.answers); such a call gets no reply frame from the helper.
 An answer counts only with the token of a call in flight; anything else on the
@@ -21,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib.util
 import json
 import logging
+import os
 import select
 import socket
 import subprocess
@@ -44,7 +48,21 @@ ANSWER_SNDBUF = 1 << 20  # queued answers of the children (capped by net.core.wm
 OnNet = Callable[["HelperProcess", NetAsk], None]
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
-BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forge.worker import main; main()"
+HELPER_ENV: dict[str, str] = {}  # empty (LD_BIND_NOW=1 was measured: children copied more)
+
+
+def boot() -> str:
+    """The helper's `-c` program. It runs with `-S`: no `site` (its .pth files and the
+    editable install's finder are tens of ms of every helper's start), so it puts
+    on sys.path what the helper needs: the project, and RestrictedPython's directory."""
+    spec = importlib.util.find_spec("RestrictedPython")
+    where = spec.submodule_search_locations if spec is not None else None
+    paths = [PROJECT_ROOT]
+    if where:
+        paths.append(os.path.dirname(next(iter(where))))
+    return f"import sys; sys.path[:0] = {paths!r}; from forge.worker import main; main()"
+
+
 SHUT_WAIT_S = 5
 
 
@@ -277,28 +295,33 @@ async def start_helper(
     max_reply: int,
     on_net: OnNet | None = None,
     direct: bool = True,
+    warm: bool = True,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
-    it an answer socket (its children answer calls directly)."""
+    it an answer socket (its children answer calls directly). `warm` False: its
+    waiting children do not warm their call's path (measurements only)."""
     extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
     mine, theirs = answer_socket() if direct else (None, None)
     if theirs is not None:
         extra.append(f"answers={theirs.fileno()}")
+    if not warm:
+        extra.append("cold")
     loop = asyncio.get_running_loop()
     try:
         _, helper = await loop.subprocess_exec(
             lambda: HelperProcess(max_reply, on_net, mine),
             python,
             "-I",
+            "-S",
             "-c",
-            BOOT,
+            boot(),
             PROJECT_ROOT,
             *extra,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={},
+            env=HELPER_ENV,
             cwd="/",
             pass_fds=(theirs.fileno(),) if theirs is not None else (),
         )

@@ -53,7 +53,7 @@ from forge.net_call import NetBroker, NetCall, NetScope
 from forge.net_rules import parse_hosts
 from forge.protocol.answers import TOKEN_SIZE
 from forge.protocol.calls import MAX_REQUEST, Reply, Request, encode_request
-from forge.protocol.fields import ErrorKind
+from forge.protocol.fields import FAULTS, ErrorKind
 from forge.protocol.limits import Limits
 from forge.protocol.net import MAX_NET_REQUEST, NetAnswer, NetAsk, encode_answer
 from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
@@ -115,6 +115,7 @@ class SandboxRunner:
         clock: Clock = time.monotonic,
         tick: Tick = asyncio.sleep,
         direct_answers: bool = True,
+        warm_children: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -123,13 +124,16 @@ class SandboxRunner:
         of tools (forge.broker; None: every `net` call fails). `helper_idle_s`: close
         a workspace's helper after that many seconds without a call (None: never);
         `clock` and `tick` time that (forge.helper_pool). `direct_answers` False: every
-        outcome goes through the helper, one hop more (for measurements only)."""
+        outcome goes through the helper, one hop more (for measurements only).
+        `warm_children` False: waiting children do not warm their call's path
+        (forge.child; for measurements only)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
         self.python = python
         self._layers = layers_for_tests or Layers()
         self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
+        self._faults: deque[dict[str, int]] = deque(maxlen=TRACE_KEEP)
         self._pool = HelperPool(
             self._spawn, max_helpers, idle_s=helper_idle_s, clock=clock, tick=tick
         )
@@ -140,6 +144,7 @@ class SandboxRunner:
         self._broker = broker
         self._net: dict[int, NetCall] = {}  # request id -> its broker state
         self._direct = direct_answers
+        self._warm = warm_children
 
     @property
     def max_helpers(self) -> int:
@@ -155,7 +160,7 @@ class SandboxRunner:
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
         helper, hello = await start_helper(
-            self.python, self._layers, max_reply, self._on_net, self._direct
+            self.python, self._layers, max_reply, self._on_net, self._direct, self._warm
         )
         self._caps = hello.capabilities
         if not self._warned:
@@ -281,6 +286,12 @@ class SandboxRunner:
         """Helpers running for workspaces (the spare not counted)."""
         return self._pool.count()
 
+    def faults(self) -> list[dict[str, int]]:
+        """With `trace=True`: for each call (as `stages()`), the child's minor page
+        faults counted at each of its stages: "forked" (right after the fork),
+        "ready" (prepared, waiting for its call), then each stage of the call."""
+        return list(self._faults)
+
     def stages(self) -> list[dict[str, float]]:
         """With `trace=True`: for each call, milliseconds from the start of `run()` to
         the end of each stage (runner, helper and child marks, in time order)."""
@@ -347,10 +358,12 @@ class SandboxRunner:
         if self._trace is None:
             return
         t0, marks = trace
-        marks += reply.trace
+        marks += [m for m in reply.trace if not m[0].startswith(FAULTS)]
         marks.append(("runner_done", time.perf_counter_ns()))
         marks.sort(key=lambda m: m[1])
         self._trace.append({name: (t - t0) / 1e6 for name, t in marks})
+        faults = {n.removeprefix(FAULTS): c for n, c in reply.trace if n.startswith(FAULTS)}
+        self._faults.append(faults)
 
     async def aclose(self) -> None:
         await self._pool.aclose()

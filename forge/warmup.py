@@ -27,11 +27,12 @@ _PREWARM = (
 
 
 def prepare(
-    layers: Layers | None = None, answer_fd: int = -1
+    layers: Layers | None = None, answer_fd: int = -1, warm: bool = True
 ) -> tuple[HelperContext, dict[str, Any]]:
     """Warm imports, module proxies, the seccomp program, the read-only roots; and
     the machine's capabilities. `answer_fd`: the runner's answer socket, which the
-    children inherit (forge.protocol.answers; -1: none)."""
+    children inherit (forge.protocol.answers; -1: none). `warm` False: waiting
+    children do not warm their call's path (forge.child; for measurements only)."""
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -50,5 +51,6 @@ def prepare(
         layers=layers or Layers(),
         helper_pid=os.getpid(),
         answer_fd=answer_fd,
+        warm=warm,
     )
     return ctx, caps

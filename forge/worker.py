@@ -1,7 +1,8 @@
 """The sandbox helper process: small, pre-warmed, forks one child per call.
 
-Started by `SandboxRunner` as `python -I` with an empty environment; it imports
-only the standard library, RestrictedPython and forge. Its command line carries
+Started by `SandboxRunner` as `python -I -S` (no `site`: no .pth file runs
+here) with an empty environment; it imports only the standard library,
+RestrictedPython and forge. Its command line carries
 the layer switches of the layer tests (`{}` in production: every layer on); a
 request cannot change them. Protocol (forge.protocol): length-prefixed frames;
 on start it writes a `Hello`, then answers every `Request` with one `Reply`.
@@ -334,23 +335,26 @@ class Helper:
                 self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int]:
+def arguments(argv: list[str]) -> tuple[Layers, int, bool]:
     """The helper's command line after the project root: the layers switched off (a
-    JSON object; none: every layer on) and `answers=FD`, the runner's answer socket
-    (none: every reply goes through this helper)."""
-    layers, answer_fd = Layers(), -1
+    JSON object; none: every layer on), `answers=FD`, the runner's answer socket
+    (none: every reply goes through this helper), and `cold` (waiting children do
+    not warm their call's path: for measurements only)."""
+    layers, answer_fd, warm = Layers(), -1, True
     for arg in argv:
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
+        elif arg == "cold":
+            warm = False
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd
+    return layers, answer_fd, warm
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd = arguments(sys.argv[2:])
-    ctx, caps = prepare(layers, answer_fd)
+    layers, answer_fd, warm = arguments(sys.argv[2:])
+    ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     if answer_fd >= 0:

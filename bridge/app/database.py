@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -140,3 +141,17 @@ async def postgres_status(
     if version < len(MIGRATIONS):
         return "warn", line + " (roost serve migrates it at start)"
     return "ok", line
+
+
+async def open_existing(path: Path) -> Database:
+    """A `Database` on the existing roost.db at `path` as it is (`roost doctor`): not
+    migrated, and the modes of the file and its WAL siblings left as they were (opening
+    makes them 0600; the doctor reports, it does not repair)."""
+    files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
+    modes = {f: stat.S_IMODE(f.stat().st_mode) for f in files if f.exists()}
+    try:
+        return await SqliteDatabase.open(path, readers=READERS)
+    finally:
+        for f, mode in modes.items():
+            if f.exists() and stat.S_IMODE(f.stat().st_mode) != mode:
+                os.chmod(f, mode)

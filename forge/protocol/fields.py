@@ -63,6 +63,9 @@ def error_kind(value: object) -> ErrorKind:
     raise ProtocolError(f"unknown error kind {value!r}")
 
 
+FAULTS = "faults@"  # a mark named so carries a child's minor page faults so far, not a time
+
+
 def marks(value: object) -> Marks:
     if value is None:
         return ()

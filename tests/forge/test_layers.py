@@ -279,12 +279,12 @@ def _read_frame(stream: IO[bytes]) -> dict[str, object]:
 
 
 def _ask_production_helper(workspace: Path) -> dict[str, object]:
-    boot = helper_process.BOOT
+    boot = helper_process.boot()
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-c", boot, helper_process.PROJECT_ROOT],
+        [sys.executable, "-I", "-S", "-c", boot, helper_process.PROJECT_ROOT],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env={},
+        env=helper_process.HELPER_ENV,
         cwd="/",
     )
     assert proc.stdin is not None and proc.stdout is not None
