@@ -98,7 +98,8 @@ async def build(
     identity_map(settings.tenants, platforms)  # ConfigError before anything is opened
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    database = await open_database(settings.home / "roost.db")  # the ported stores' way in
+    # the ported stores' way in: roost.db, or PostgreSQL with [database] url
+    database = await open_database(settings.home / "roost.db", settings.database)
     generation = build_generation(settings, make_backend_of, default=backend)
     metrics = Metrics()
     models = ModelRegistry(

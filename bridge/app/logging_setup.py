@@ -37,9 +37,10 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote
 
 from bridge.core.config import Settings
+from bridge.storage import url as db_url
 
 MASK = "[redacted]"
 _SHAPES = (
@@ -77,7 +78,10 @@ def secret_values(settings: Settings) -> list[str]:
     for rule in settings.tenants.values():  # external MCP servers' env and headers
         for server in rule.mcp.values():
             values.extend((*server.env.values(), *server.headers.values()))
-    return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+    found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+    url = settings.database.url  # its password (the URL is shown redacted: bridge.storage.url)
+    password = None if url is None else db_url.password_of(url.get_secret_value())
+    return found + ([unquote(password)] if password else [])
 
 
 class Redactor:

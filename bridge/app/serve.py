@@ -10,7 +10,9 @@ scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
 the home's instance lock (`bridge.app.instance`) and runs `PRAGMA
-quick_check` on roost.db; either failing is one line and exit status 1.
+quick_check` on roost.db; either failing is one line and exit status 1, as
+is a `[cluster] instance` name a live instance holds on PostgreSQL
+(`bridge.app.database.claim_cluster`; PostgreSQL unreachable is 78).
 Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
 channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
 SIGHUP, or a change of the config file, reloads the configuration without a
@@ -41,6 +43,7 @@ from bridge.app.channels_up import (
     web_channel,
     web_hosts,
 )
+from bridge.app.database import claim_cluster
 from bridge.app.descriptors import raise_soft_limit
 from bridge.app.home import prepare_home
 from bridge.app.instance import InstanceBusy, hold
@@ -53,6 +56,7 @@ from bridge.core.config import Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.core.identities import identity_map
+from bridge.storage.errors import LeaseHeld
 from bridge.types.platform import Platforms
 
 log = logging.getLogger("roost")
@@ -161,6 +165,12 @@ async def serve(
         lock.release()
 
 
+async def stop_when(event: asyncio.Event, stop: asyncio.Event) -> None:
+    await event.wait()
+    log.error("stopping: this instance's [cluster] instance name is held by another instance")
+    stop.set()
+
+
 def refuse(notifier: Notifier, message: str) -> int:
     notifier.status(f"failed: {message}")
     print(f"roost: {message}", file=sys.stderr, flush=True)
@@ -177,6 +187,11 @@ async def run(
     """Build, start the channels and the scheduler, tell systemd, wait for a signal, stop."""
     platforms = platforms_of(channels)
     roost = await build(settings, platforms=platforms)
+    try:
+        instance = await claim_cluster(roost.database, settings.cluster)
+    except LeaseHeld as exc:
+        await roost.aclose()
+        return refuse(notifier, str(exc))
     log.info("model backend: %s (%s)", roost.backend.describe(), roost.backend_reason)
     removed = roost.maintain()
     if removed:
@@ -200,6 +215,8 @@ async def run(
     scheduler = ScheduleLoop(roost)
     beat: asyncio.Task[None] | None = None
     reloading = [watcher]
+    if instance is not None:  # the name taken by another while this one was away: stop
+        reloading.append(asyncio.create_task(stop_when(instance.lost, stop)))
     try:
         made = make_channels(settings, roost, channels)
         try:
@@ -228,6 +245,8 @@ async def run(
         await stop_tasks(reloading)
         await scheduler.stop()
         await stop_channels(started)
+        if instance is not None:
+            await instance.release()  # a restart takes the name at once
         await roost.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)

@@ -104,7 +104,7 @@ async def people(settings: Settings, db: sqlite3.Connection, store: PairingStore
 async def _people(settings: Settings) -> list[Person]:
     db = connect(settings.home / "roost.db")
     try:
-        database = await open_database(settings.home / "roost.db")
+        database = await open_database(settings.home / "roost.db", settings.database)
         try:
             return await people(settings, db, PairingStore(database))
         finally:
@@ -145,7 +145,7 @@ async def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
 
 async def _revoked(settings: Settings, target: str) -> list[Binding]:
     """Remove the bindings (a running daemon's mirror reloads at the notify), then audit."""
-    database = await open_database(settings.home / "roost.db")
+    database = await open_database(settings.home / "roost.db", settings.database)
     try:
         gone = await _revoke(PairingStore(database), target)
     finally:

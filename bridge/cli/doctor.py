@@ -6,7 +6,9 @@ database, through the `Database` protocol: it opens, its schema step is the
 one this roost knows (behind: a warning, `roost serve` migrates it; ahead: a
 FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
 passes (on PostgreSQL the server keeps its own pages; the check says whether
-data checksums are on); the audit chain verifies; each model's
+data checksums are on); with `[database] url`, a `postgresql` line (the server
+answers, its schema version, live `[cluster]` instances; the URL without its
+password); the audit chain verifies; each model's
 server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
 with its model list; the Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
@@ -35,7 +37,7 @@ from bridge.audit.chains import label
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
-from bridge.core.config import Settings, config_path
+from bridge.core.config import ConfigError, Settings, config_path
 from bridge.core.words import count
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
@@ -208,11 +210,25 @@ def check_forgetting(home: Path) -> Check | None:
     )
 
 
+async def check_postgres(settings: Settings, timeout_s: float) -> list[Check]:
+    """With `[database] url`: the server answers, its schema version, live instances."""
+    from bridge.app.database import postgres_status
+
+    if settings.database.url is None:
+        return []
+    try:
+        status, reason = await postgres_status(settings.database, timeout_s)
+    except ConfigError as exc:
+        return [Check("FAIL", "postgresql", str(exc))]
+    return [Check(status, "postgresql", reason)]
+
+
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
     path = home / "roost.db"
     found = [check_config(settings), check_home(home)]
     found.append(no_database(path) or await check_database(path))
+    found += await check_postgres(settings, timeout_s)
     found.append(check_audit(settings))
     unfinished = check_forgetting(home)
     found += [unfinished] if unfinished is not None else []

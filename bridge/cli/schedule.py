@@ -80,7 +80,7 @@ async def tenants_of(db: Database, tenant: str | None) -> list[str]:
 
 async def listing(settings: Settings, tenant: str | None) -> tuple[list[Job], list[OutboxEntry]]:
     """Every job of the tenants (finished ones too) and the outbox's delivery failures."""
-    db = await open_database(settings.home / "roost.db")
+    db = await open_database(settings.home / "roost.db", settings.database)
     try:
         service = ScheduleService(db, JobLimits(), settings.schedule.timezone)
         tenants = await tenants_of(db, tenant)
@@ -132,7 +132,7 @@ async def enqueue(
     settings: Settings, where: tuple[str, str, str], masked: Masked, key: str
 ) -> Enqueued:
     """Store one message in roost.db's outbox (the file is made and migrated if new)."""
-    db = await open_database(settings.home / "roost.db")
+    db = await open_database(settings.home / "roost.db", settings.database)
     try:
         tenant, channel, chat = where
         now_ms = int(time.time() * 1000)

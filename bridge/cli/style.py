@@ -124,7 +124,7 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    database = await open_database(settings.home / "roost.db")  # usage and budgets
+    database = await open_database(settings.home / "roost.db", settings.database)  # usage
     model = settings.style.judge_model or settings.llm.name
     backend, _reason = make_backend(settings, model)
     meter = UsageMeter(UsageStore(database), budgets_of(settings))

@@ -182,6 +182,7 @@ ROWS: tuple[Row, ...] = (
         "backup", "copy the home, even while the daemon runs", "backup", "backup_args", "run_backup"
     ),
     Row("restore", "restore a backup into an empty home", "backup", "restore_args", "run_restore"),
+    Row("db", "the machine state's database: migrate (to PostgreSQL)", "db", "db_args", "run_db"),
     Row("export", "a ZIP of all roost holds about a tenant", "export", "export_args", "run_export"),
     Row(
         "forget",

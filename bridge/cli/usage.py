@@ -21,6 +21,7 @@ from bridge.app.database import open_database
 from bridge.cli.rows import tenant_arg
 from bridge.core.budgets import Budget, budgets_of, month_days
 from bridge.core.config import Settings
+from bridge.core.config_sections import DatabaseSettings
 from bridge.core.usage import UsageRow, UsageStore, utc_day
 
 MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
@@ -86,7 +87,7 @@ def run_usage(args: argparse.Namespace, settings: Settings, now: float | None = 
         return 1
     day = utc_day(time.time() if now is None else now)
     month = args.month or day[:7]
-    rows, tenants, used = asyncio.run(_read(path, args.tenant, month, day))
+    rows, tenants, used = asyncio.run(_read(path, args.tenant, month, day, settings.database))
     budget = budgets_of(settings)
     if args.json:
         print(json.dumps(as_json(month, rows, tenants, budget, used), indent=2))
@@ -99,10 +100,10 @@ def run_usage(args: argparse.Namespace, settings: Settings, now: float | None = 
 
 
 async def _read(
-    path: Path, tenant: str | None, month: str, day: str
+    path: Path, tenant: str | None, month: str, day: str, where: DatabaseSettings
 ) -> tuple[list[UsageRow], list[str], dict[str, tuple[int, int]]]:
     """The month's rows, the tenants they name, and each one's use today and this month."""
-    database = await open_database(path)
+    database = await open_database(path, where)
     try:
         store = UsageStore(database)
         rows = await store.rows(tenant, *month_days(month + "-01"))

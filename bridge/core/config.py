@@ -33,6 +33,8 @@ from pydantic_settings import (
 from bridge.core.config_sections import (
     DEFAULT_MODEL,
     MODEL_NAME,
+    ClusterSettings,
+    DatabaseSettings,
     DefaultLLMSettings,
     ForgeSettings,
     GradingSettings,
@@ -93,6 +95,8 @@ class Settings(BaseSettings):
     grading: GradingSettings = Field(default_factory=GradingSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
 
     @model_validator(mode="after")
     def _models(self) -> Settings:

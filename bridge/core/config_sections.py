@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.storage import url as db_url
+
 DEFAULT_MODEL = "default"
 MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
@@ -504,3 +506,60 @@ class MemorySettings(_Section):
     archive_after_days: int = Field(90, ge=1)  # unused this long: out of the index, still readable
     inject_chars: int = Field(1_500, ge=0)  # topic bodies put before the newest message; 0: off
     inject_floor: float = Field(0.3, ge=0, le=1)  # share of the message's terms a topic must match
+
+
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+class DatabaseSettings(_Section):
+    """`[database]`: where the machine state lives (bridge/app/database.py).
+
+    No `url`: SQLite in the home (`roost.db`). `url = "postgresql://user@host/db"`:
+    PostgreSQL for the stores ported onto `bridge.storage`. The URL is a secret
+    (never logged; `bridge.storage.url.redact` is how it is shown); its password may
+    instead be in `password_file` (one line; a systemd credential, 0600).
+    """
+
+    url: SecretStr | None = None
+    password_file: Path | None = None
+    pool_size: int = Field(10, ge=1, le=200)
+    connect_timeout_s: float = Field(10.0, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: SecretStr | None) -> SecretStr | None:
+        text = "" if v is None else v.get_secret_value().strip()
+        if not text:
+            return None
+        db_url.check(text)
+        return SecretStr(text)
+
+    @model_validator(mode="after")
+    def _password_once(self) -> DatabaseSettings:
+        if self.password_file is not None:
+            if self.url is None:
+                raise ValueError("password_file is set but url is not")
+            if db_url.password_of(self.url.get_secret_value()) is not None:
+                raise ValueError("url carries a password and password_file is set: use one")
+        return self
+
+
+class ClusterSettings(_Section):
+    """`[cluster]`: this instance among several on one PostgreSQL database.
+
+    `instance` names it (default: the host name); two live instances with one name
+    are refused (a lease on the name, renewed while it runs, free again `lease_s`
+    after its holder died). On SQLite the home's lock is the one-instance rule.
+    """
+
+    instance: str | None = None
+    lease_s: float = Field(15.0, ge=1, le=600)
+
+    @field_validator("instance")
+    @classmethod
+    def _instance(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        if not INSTANCE_NAME.fullmatch(v.strip()):
+            raise ValueError("1-63 of A-Z, a-z, 0-9, '.', '_', '-'; first a letter or digit")
+        return v.strip()

@@ -92,6 +92,11 @@ class TextIndex(Protocol):
         """Remove the tenant's whole index (forget)."""
         ...
 
+    async def documents(self, after: int, limit: int) -> list[tuple[int, str]]:
+        """(doc, its terms joined by spaces) of the first `limit` documents above `after`,
+        by id (a copy to another database: `add` of the text indexes the same terms)."""
+        ...
+
 
 class Database(Protocol):
     dialect: Dialect
@@ -135,6 +140,10 @@ class Database(Protocol):
 
     async def text_index_names(self, tenant: str) -> list[str]:
         """The names of the text indexes that hold documents of `tenant` (forget)."""
+        ...
+
+    async def text_indexes(self) -> list[tuple[str, str]]:
+        """(name, tenant) of every text index that was written, sorted (a copy)."""
         ...
 
     async def backup(self, dest: Path) -> None:

@@ -223,6 +223,12 @@ class PostgresDatabase:
         )
         return [str(r[0]) for r in rows]
 
+    async def text_indexes(self) -> list[tuple[str, str]]:
+        rows = await self.fetch_all(
+            "SELECT name, tenant FROM storage_fts_stats ORDER BY name, tenant"
+        )
+        return [(str(n), str(t)) for n, t in rows]
+
     async def backup(self, dest: Path) -> None:
         await engine.dump(self._url, dest)
 

@@ -15,25 +15,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from bridge.storage.errors import DatabaseUnavailable, IntegrityError, StorageError
+from bridge.storage.url import redact as redact
 
 log = logging.getLogger(__name__)
-
-
-def redact(url: str) -> str:
-    """The URL without its password (it may reach a log or an error message)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + host))
 
 
 def is_loss(exc: BaseException) -> bool:

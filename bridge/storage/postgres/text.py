@@ -135,3 +135,15 @@ class PostgresTextIndex:
             where = "WHERE name = :name AND tenant = :tenant"
             await self._db.execute(f"DELETE FROM storage_fts_docs {where}", self._key)
             await self._db.execute(f"DELETE FROM storage_fts_stats {where}", self._key)
+
+    async def documents(self, after: int, limit: int) -> list[tuple[int, str]]:
+        rows = await self._db.fetch_all(
+            "SELECT doc, terms, tfs FROM storage_fts_docs WHERE name = :name AND tenant = :tenant "
+            "AND doc > :after ORDER BY doc LIMIT :limit",
+            {**self._key, "after": after, "limit": limit},
+        )
+        # the terms with their counts (BM25 and `fts.counted` see the same document)
+        return [
+            (int(d), " ".join(t for t, n in zip(terms, tfs, strict=True) for _ in range(n)))
+            for d, terms, tfs in rows
+        ]

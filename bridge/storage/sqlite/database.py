@@ -269,6 +269,18 @@ class SqliteDatabase:
 
         return await self.read(job)
 
+    async def text_indexes(self) -> list[tuple[str, str]]:
+        def job(conn: Conn) -> list[tuple[str, str]]:
+            try:
+                rows = conn.execute(
+                    "SELECT name, tenant FROM storage_fts ORDER BY name, tenant"
+                ).fetchall()
+            except sqlite3.OperationalError:
+                return []  # not migrated: no index was ever written
+            return [(str(n), str(t)) for n, t in rows]
+
+        return await self.read(job)
+
     async def backup(self, dest: Path) -> None:
         await asyncio.to_thread(engine.backup_to, self.path, dest)
 

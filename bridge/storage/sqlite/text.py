@@ -157,3 +157,9 @@ class SqliteTextIndex:
             conn.execute("DELETE FROM storage_fts WHERE tbl = ?", (self._table,))
 
         await self._db.write(job)
+
+    async def documents(self, after: int, limit: int) -> list[tuple[int, str]]:
+        sql = f"SELECT rowid, body FROM {self._table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
+        none: list[tuple[int, str]] = []
+        rows = await self._read(lambda c: c.execute(sql, (after, limit)).fetchall(), none)
+        return [(int(d), str(b)) for d, b in rows]
