@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
-from bridge.audit.chains import chain_file, chain_files
+from bridge.audit.chains import chain_file, chain_files, check_instance
 from bridge.audit.schema import schemas_for
 from bridge.core.config import ConfigError, Settings
 from bridge.types.platform import Platforms
@@ -62,16 +63,26 @@ def prepare_home(home: Path) -> None:
         ) from None
 
 
+def chain_instance(settings: Settings) -> str | None:
+    """Whose chain this process appends to: with `[database] url` (instances may share
+    the home) the instance's own, named by `[cluster] instance` (default: the host
+    name); on SQLite (one process per home, `instance.lock`) the home's single chain."""
+    if settings.database.url is None:
+        return None
+    name = settings.cluster.instance or socket.gethostname()
+    try:
+        return check_instance(name)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration: cluster.instance: {exc}") from None
+
+
 async def open_chain(
-    settings: Settings,
-    clock: Callable[[], float],
-    platforms: Platforms,
-    instance: str | None = None,
+    settings: Settings, clock: Callable[[], float], platforms: Platforms
 ) -> AuditChain:
-    """The audit chain this process appends to (its `instance`'s, or the home's single
-    chain), with the HMAC key when one is configured; its records keep the channels
-    (and their identities) the `platforms` declare."""
-    path = chain_path(settings.home, instance)
+    """The audit chain this process appends to (`chain_instance`), with the HMAC key
+    when one is configured; its records keep the channels (and their identities) the
+    `platforms` declare."""
+    path = chain_path(settings.home, chain_instance(settings))
     try:
         key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
     except HmacKeyError as exc:

@@ -19,15 +19,16 @@ from pathlib import Path
 DEFAULT = "chain.jsonl"
 _PREFIX = "chain-"
 _SUFFIX = ".jsonl"
-# An instance name is part of a file name: lower-case letters, digits, '-' and '_'.
-INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+# An instance name is part of a file name: `[cluster] instance`'s rule (letters, digits,
+# '.', '_' and '-', first a letter or digit; so never '..' alone nor a '/').
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
 def check_instance(name: str) -> str:
     """`name` when it can name an instance's chain; ValueError saying why not."""
     if not INSTANCE_NAME.match(name):
         raise ValueError(
-            f"instance name {name!r} must be 1-63 of a-z, 0-9, '-' and '_', "
+            f"instance name {name!r} must be 1-63 of A-Z, a-z, 0-9, '.', '_' and '-', "
             "starting with a letter or digit"
         )
     return name

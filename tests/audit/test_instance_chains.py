@@ -13,7 +13,6 @@ import asyncio
 import io
 import itertools
 import json
-import sqlite3
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,13 +20,15 @@ from pathlib import Path
 import pytest
 from audit_helpers import KEY
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.app.export import write_export
-from bridge.app.home import chain_path, chain_paths
+from bridge.app.home import chain_instance, chain_path, chain_paths, open_chain
 from bridge.audit import AuditChain
 from bridge.audit.chains import chain_file, check_instance, instance_of
 from bridge.cli.audit import add_audit_parser, run_audit_command
 from bridge.cli.doctor import check_audit
 from bridge.core.config import Settings
+from bridge.core.db import connect
 
 
 def clock(start: float, step: float) -> Callable[[], float]:
@@ -71,7 +72,7 @@ async def home(tmp_path: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize("bad", ["", "A", "-a", "a/b", "..", "a.b", "a" * 64, "é"])
+@pytest.mark.parametrize("bad", ["", "-a", ".a", "a/b", "..", "a b", "a" * 64, "é"])
 def test_instance_names_that_cannot_name_a_file_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="instance name"):
         check_instance(bad)
@@ -80,6 +81,8 @@ def test_instance_names_that_cannot_name_a_file_are_refused(bad: str) -> None:
 def test_chain_files_are_named_by_instance(tmp_path: Path) -> None:
     assert chain_file(tmp_path) == tmp_path / "chain.jsonl"
     assert chain_file(tmp_path, "eu-1") == tmp_path / "chain-eu-1.jsonl"
+    assert chain_file(tmp_path, "Node.2") == tmp_path / "chain-Node.2.jsonl"
+    assert instance_of(tmp_path / "chain-Node.2.jsonl") == "Node.2"
     assert instance_of(tmp_path / "chain-eu-1.jsonl") == "eu-1"
     assert instance_of(tmp_path / "chain.jsonl") is None
     assert chain_paths(tmp_path / "nowhere") == []
@@ -157,7 +160,7 @@ async def test_doctor_counts_every_chain_and_names_a_broken_one(home: Path, key_
 async def test_export_holds_the_records_of_every_chain(home: Path, tmp_path: Path) -> None:
     out = tmp_path / "alice.zip"
     (home / "tenants" / "alice").mkdir(parents=True)
-    db = sqlite3.connect(":memory:")  # no tables: the rows are not what this test reads
+    db = connect(tmp_path / "roost.db")  # the schema, no rows: the rows are not read here
     try:
         done = write_export(home, db, "alice", out, "2026-12-02")
     finally:
@@ -167,3 +170,21 @@ async def test_export_holds_the_records_of_every_chain(home: Path, tmp_path: Pat
         records = [json.loads(line) for line in zf.read("audit.jsonl").splitlines()]
     assert len(records) == 5  # a's five; b wrote about bob, the single chain about carol
     assert {r["tenant"] for r in records} == {"alice"}
+
+
+async def test_an_instance_on_a_shared_database_appends_to_its_own_chain(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    alone = Settings(home=home)
+    assert chain_instance(alone) is None  # SQLite: one process per home, one chain
+    shared = Settings(
+        home=home,
+        database={"url": "postgresql://roost@db.internal/roost"},
+        cluster={"instance": "eu-1"},
+    )
+    assert chain_instance(shared) == "eu-1"
+    chain = await open_chain(shared, clock(1_800_000_000.0, 1.0), PLATFORMS)
+    try:
+        await chain.emit("tool.called", "alice", {"name": "me.t", "ms": 1, "outcome": "ok"})
+    finally:
+        await chain.aclose()
+    assert [p.name for p in chain_paths(home)] == ["chain-eu-1.jsonl"]
