@@ -24,6 +24,8 @@ from bridge.cli.rows import tenant_arg
 from bridge.core.config import EX_CONFIG, Settings
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from bridge.app.build import Roost
     from bridge.channels.terminal.channel import Backing
     from bridge.channels.terminal.inbox import TerminalInbox
@@ -56,17 +58,36 @@ def chat_args(p: argparse.ArgumentParser) -> None:
 def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     """The local tenant's reminders and job answers for terminal chat `chat`."""
     from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
-    from bridge.loadout.chat_settings import ChatSettings
     from bridge.schedule.runtime import newest_message_id, recent_messages
 
-    tenant, db = r.settings.local_tenant, r.db
-    seen = ChatSettings(db)
+    tenant, seen = r.settings.local_tenant, r.loadout.chats
+    assert seen is not None  # a built roost stores chat settings
+    saving = InOrder(lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value))
     return TerminalInbox(
         lambda after: recent_messages(r.database, tenant, "cli", chat, after),
         lambda: newest_message_id(r.database),
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
-        lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value),
+        saving,
     )
+
+
+class InOrder:
+    """A synchronous `save(value)` over an async write: each write starts after the one
+    before it ended, in the background (the inbox's marks stay in order)."""
+
+    def __init__(self, write: Callable[[str], Awaitable[None]]) -> None:
+        self._write = write
+        self._last: asyncio.Task[None] | None = None
+
+    def __call__(self, value: str) -> None:
+        before = self._last
+
+        async def run() -> None:
+            if before is not None:
+                await asyncio.gather(before, return_exceptions=True)
+            await self._write(value)
+
+        self._last = asyncio.get_running_loop().create_task(run())
 
 
 def backing_of(r: Roost, chat: str) -> Backing:
