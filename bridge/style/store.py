@@ -167,8 +167,9 @@ class StyleStore:
         return _bullet(row)  # pending: not shown, the mirror is unchanged
 
     async def update(self, row_id: int, now_ms: int, **values: object) -> None:
-        """Set columns of one bullet (ONE statement); a bullet that is or was shown drops
-        its tenant's mirror entry and notifies the prompt rows' topic."""
+        """Set columns of one bullet (ONE statement). A write that may change what the
+        prompt shows (a new state, or any column of a shown bullet) drops the tenant's
+        mirror entry and notifies the prompt rows' topic."""
         allowed = {f.name for f in fields(Bullet)} - {"id", "tenant", "skill", "created_ms"}
         unknown = set(values) - allowed
         if unknown:
@@ -181,11 +182,8 @@ class StyleStore:
         )
         if row is None:
             return
-        tenant, state = str(row[0]), str(row[1])
-        mirrored = self._shown.peek(tenant)
-        was_shown = mirrored is None or any(b.id == row_id for b in mirrored)
-        if state in SHOWN or was_shown:
-            self._shown.wrote(tenant)  # read again at its next use
+        if "state" in values or str(row[1]) in SHOWN:  # the state before is not known here
+            self._shown.wrote(str(row[0]))  # read again at its next use
             await self.changes.notify()
 
     @contextlib.asynccontextmanager
