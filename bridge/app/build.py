@@ -133,6 +133,7 @@ async def build(
     resolver, pairing = build_access(settings, database, clock, platforms)
     await pairing.load()  # the mirror the resolver's rule reads
     closers.append(watching(pairing))  # reloaded when another process pairs or revokes
+    closers.append(chats.flush)  # the terminal inbox's marks, before the database closes
     closers.append(watching_rows(chats))  # read again when another process sets a choice
     closers.append(watching_rows(changes))  # ... or writes grades or style bullets
     schedule = ScheduleService(

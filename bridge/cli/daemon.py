@@ -24,8 +24,6 @@ from bridge.cli.rows import tenant_arg
 from bridge.core.config import EX_CONFIG, Settings
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from bridge.app.build import Roost
     from bridge.channels.terminal.channel import Backing
     from bridge.channels.terminal.inbox import TerminalInbox
@@ -61,33 +59,13 @@ def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     from bridge.schedule.runtime import newest_message_id, recent_messages
 
     tenant, seen = r.settings.local_tenant, r.loadout.chats
-    assert seen is not None  # a built roost stores chat settings
-    saving = InOrder(lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value))
+    assert seen is not None  # a built roost stores chat settings (and flushes them at close)
     return TerminalInbox(
         lambda after: recent_messages(r.database, tenant, "cli", chat, after),
         lambda: newest_message_id(r.database),
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
-        saving,
+        lambda value: seen.set_soon(tenant, "cli", chat, SEEN_KEY, value),
     )
-
-
-class InOrder:
-    """A synchronous `save(value)` over an async write: each write starts after the one
-    before it ended, in the background (the inbox's marks stay in order)."""
-
-    def __init__(self, write: Callable[[str], Awaitable[None]]) -> None:
-        self._write = write
-        self._last: asyncio.Task[None] | None = None
-
-    def __call__(self, value: str) -> None:
-        before = self._last
-
-        async def run() -> None:
-            if before is not None:
-                await asyncio.gather(before, return_exceptions=True)
-            await self._write(value)
-
-        self._last = asyncio.get_running_loop().create_task(run())
 
 
 def backing_of(r: Roost, chat: str) -> Backing:

@@ -17,6 +17,7 @@ version in `TableChanges`, which the prompt's memo keeps.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Final
 
@@ -43,6 +44,7 @@ class ChatSettings:
         self.changes = changes if changes is not None else TableChanges(db)
         self._tenants: dict[str, Chats] | None = None  # None: not loaded yet
         self._writes = 0  # this store's writes so far (a load they overtook is dropped)
+        self._soon: asyncio.Task[None] | None = None  # the last of `set_soon`'s writes
         self.changes.hold(TABLE, lambda tenant: self._tenants is not None)
 
     # -- the mirror -----------------------------------------------------------------------
@@ -112,6 +114,28 @@ class ChatSettings:
             return False
         await self._db.notify(TOPIC)
         return True
+
+    def set_soon(self, tenant: str, channel: str, chat: str, key: str, value: str) -> None:
+        """`set` for a synchronous caller (the terminal inbox's marks): written in the
+        background, each after the one before; `flush` awaits them (a closer of the
+        roost, so none is lost at shutdown)."""
+        before = self._soon
+
+        async def write() -> None:
+            if before is not None:
+                await asyncio.gather(before, return_exceptions=True)
+            await self.set(tenant, channel, chat, key, value)
+
+        self._soon = asyncio.get_running_loop().create_task(write())
+
+    async def flush(self) -> None:
+        """Wait for every `set_soon` write (its error, if any, is logged)."""
+        if self._soon is None:
+            return
+        try:
+            await self._soon
+        except StorageError as exc:
+            log.warning("a chat setting could not be written: %s", exc)
 
     def _mirror(self, tenant: str, channel: str, chat: str, key: str, value: str | None) -> None:
         """This store's write, in the mirror (new dicts: a memo may hold the old ones)."""

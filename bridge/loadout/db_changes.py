@@ -13,7 +13,9 @@ which the prompt reads without a database round trip.
 - **Other processes' writes** (`roost` commands, another instance on
   PostgreSQL): every store write of a prompt table also notifies `TOPIC`;
   `TableChanges.watch` (started by the composition root) bumps
-  `generation` at each notify, which makes every entry stale. A stale
+  `generation` at each notify, which makes every entry stale. Without a
+  running watch (a store made for one command) no entry is current: every
+  `get` and `prepare` reads. A stale
   entry is read again by `prepare` (the turn awaits it before the prompt,
   `PromptRowsObserver`) and, when its rows differ, its version moves.
   A notify of this process's own write wakes the watch too: its entries
@@ -55,6 +57,7 @@ class TableChanges:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.generation = 0  # moves at every notify of TOPIC
+        self.watching = False  # `watch` runs: an entry read since is current until a notify
         self._versions: dict[tuple[str, str], int] = {}
         self._mirrors: dict[str, TenantRows[object]] = {}
         self._holds: dict[str, Callable[[str], bool]] = {}  # table -> mirrored for a tenant?
@@ -114,9 +117,14 @@ class TableChanges:
         """Move `generation` at every notify of TOPIC from any process; runs until
         cancelled (the composition root starts it)."""
         async with self.db.subscribe(TOPIC) as notified:
-            while True:
-                await notified.wait()
-                self.generation += 1
+            self.generation += 1  # what was read before the subscription: read again
+            self.watching = True
+            try:
+                while True:
+                    await notified.wait()
+                    self.generation += 1
+            finally:
+                self.watching = False
 
 
 class TenantRows(Generic[T]):
@@ -137,8 +145,11 @@ class TenantRows(Generic[T]):
         return tenant in self._entries
 
     def current(self, tenant: str) -> bool:
+        """Whether the entry holds what the database holds, as far as this process was
+        told: read since the last notify, while `watch` runs (unwatched: never)."""
         entry = self._entries.get(tenant)
-        return entry is not None and entry.generation == self._changes.generation
+        changes = self._changes
+        return entry is not None and changes.watching and entry.generation == changes.generation
 
     def peek(self, tenant: str) -> T | None:
         """The mirrored rows (possibly stale); None when never read (synchronous readers:
@@ -150,7 +161,7 @@ class TenantRows(Generic[T]):
         """The tenant's rows: the mirror's when current, else read (one statement)."""
         changes = self._changes
         entry = self._entries.get(tenant)
-        if entry is not None and entry.generation == changes.generation:
+        if entry is not None and self.current(tenant):
             self._entries.move_to_end(tenant)
             return entry.value
         generation, version = changes.generation, changes.version(self.table, tenant)

@@ -28,8 +28,16 @@ class Rows:
         return seen
 
 
+def watched() -> TableChanges:
+    """Versions as while `watch` runs (nothing notifies here: the test moves
+    `generation` where a notify would)."""
+    changes = TableChanges(db=None)  # type: ignore[arg-type]
+    changes.watching = True
+    return changes
+
+
 def changes_with(rows: Rows, table: str = "t") -> tuple[TableChanges, Any]:
-    changes = TableChanges(db=None)  # type: ignore[arg-type]  # nothing notifies here
+    changes = watched()
     return changes, changes.mirror(table, rows.load)
 
 
@@ -83,7 +91,7 @@ async def test_a_read_overtaken_by_a_write_of_this_process_is_not_kept() -> None
 
 async def test_dropping_an_entry_reads_it_again_and_the_mirror_is_bounded() -> None:
     rows = Rows()
-    changes = TableChanges(db=None)  # type: ignore[arg-type]
+    changes = watched()
     mirror = changes.mirror("t", rows.load, remember=2)
     for tenant in ("a", "b"):
         await changes.prepare(tenant)
@@ -92,3 +100,14 @@ async def test_dropping_an_entry_reads_it_again_and_the_mirror_is_bounded() -> N
     await changes.prepare("a")
     await changes.prepare("c")  # the least recently used ("b") goes
     assert mirror.peek("b") is None and mirror.peek("a") == () and mirror.peek("c") == ()
+
+
+async def test_without_a_watch_nothing_is_current() -> None:
+    """A store made for one command (no watch): every read goes to the database."""
+    rows = Rows()
+    changes = TableChanges(db=None)  # type: ignore[arg-type]
+    mirror = changes.mirror("t", rows.load)
+    await mirror.get("alice")
+    await mirror.get("alice")
+    await changes.prepare("alice")
+    assert rows.reads == 3 and mirror.peek("alice") == ()

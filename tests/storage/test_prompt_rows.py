@@ -103,12 +103,16 @@ async def test_an_unchanged_prompt_runs_no_statement(
         pytest.skip("the statements SQLite ran")
     database, statements = await traced(tmp_path / "roost.db")
     try:
-        lo, _ = await wired(database, settings)
+        lo, changes = await wired(database, settings)
+        stop = watching(changes)
+        await until(lambda: changes.watching, "the watch")
         dirs = TenantDirs.of(settings.home, "alice").ensure()
         first = await prompt(lo, dirs)
         statements.clear()
         for n in range(5):
             assert await prompt(lo, dirs, f"m{n}") == first
-        assert statements == []
+        await stop()
+        polled = ("PRAGMA data_version", "SELECT topic, n FROM storage_notify")
+        assert [s for s in statements if s not in polled] == []
     finally:
         await database.aclose()
