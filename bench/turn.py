@@ -39,6 +39,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,17 +208,35 @@ def _connections(roost: Any) -> dict[str, sqlite3.Connection]:
     return found
 
 
+def _count_database(roost: Any, seen: list[str]) -> Callable[[], None]:
+    """Count the statements the ported stores send through the `Database` (each one
+    thread hop on SQLite); the undo."""
+    database = roost.database
+    names = ("execute", "execute_many", "fetch_one", "fetch_all", "fetch_value", "notify")
+    for name in names:
+        method = getattr(database, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
+            seen.append(args[0] if _name != "notify" else f"NOTIFY {args[0]}")
+            return _method(*args, **kw)
+
+        setattr(database, name, counted)
+    return lambda: [delattr(database, name) for name in names] and None
+
+
 async def statements_per_turn(roost: Any, turns: int) -> None:
     """SQL statements per turn on each connection (a count that does not move with load)."""
     counts: dict[str, list[str]] = defaultdict(list)
     conns = _connections(roost)
     for name, conn in conns.items():
         conn.set_trace_callback(counts[name].append)
+    undo = _count_database(roost, counts["Database (ported stores)"])
     try:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
             await roost.core.handle(inbound)
     finally:
+        undo()
         for conn in conns.values():
             conn.set_trace_callback(None)
     for name, seen in counts.items():
