@@ -1,7 +1,10 @@
 """Storage drivers on roost's kind of queries: microseconds per operation and ratios.
 
 SQLite: today's direct `sqlite3` calls (the floor) against `SqliteDatabase`
-(the same statements through the writer/reader threads). PostgreSQL, on a
+(the same statements through the writer/reader threads; a short statement
+outside a transaction run inline by an idle connection) and against
+`SqliteDatabase` with `inline_reads=inline_writes=False` (every statement a
+thread hop, as before the inline path). PostgreSQL, on a
 throwaway server this script starts (tests/storage/pg_server.py): asyncpg
 (the floor) against psycopg 3 async, one connection each, and against
 `PostgresDatabase` (our layer over an asyncpg pool). Operations: a short
@@ -134,12 +137,12 @@ async def sqlite_direct(path: Path, n: int, docs: int) -> AsyncIterator[Ops]:
 
 
 @asynccontextmanager
-async def sqlite_layer(path: Path, n: int, docs: int) -> AsyncIterator[Ops]:
+async def sqlite_layer(path: Path, n: int, docs: int, inline: bool = True) -> AsyncIterator[Ops]:
     seed = sqlite3.connect(path)
     seed.execute("PRAGMA journal_mode=WAL")
     _sqlite_fill(seed, n, docs)
     seed.close()
-    db = await SqliteDatabase.open(path)
+    db = await SqliteDatabase.open(path, inline_reads=inline, inline_writes=inline)
 
     async def insert(i: int) -> None:
         await db.execute("INSERT INTO kv (tenant, k, n) VALUES (?, ?, ?)", ("t", f"k{i}", i))
@@ -317,6 +320,9 @@ async def main() -> None:
             {
                 "sqlite3 direct": sqlite_direct(Path(tmp) / "direct.db", args.n, args.docs),
                 "SqliteDatabase": sqlite_layer(Path(tmp) / "layer.db", args.n, args.docs),
+                "threads only": sqlite_layer(
+                    Path(tmp) / "threads.db", args.n, args.docs, inline=False
+                ),
             },
             args.n,
             args.rounds,

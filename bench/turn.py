@@ -18,7 +18,8 @@ on the built objects, in ms per turn, with the floor of a durable audit
 chain (one appended line and its `fdatasync`) measured in the same run.
 
 Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
-(`--quick`: a few hundred turns and short load points, in seconds; `--profile`:
+(`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
+daily token budget for every tenant, so the budget check reads; `--profile`:
 cProfile's function calls per turn and top functions by own time). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too) and the SQL statements per turn on each connection, figures
@@ -39,7 +40,6 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,37 +208,24 @@ def _connections(roost: Any) -> dict[str, sqlite3.Connection]:
     return found
 
 
-def _count_database(roost: Any, seen: list[str]) -> Callable[[], None]:
-    """Count the statements the ported stores send through the `Database` (each one
-    thread hop on SQLite); the undo."""
-    database = roost.database
-    names = ("execute", "execute_many", "fetch_one", "fetch_all", "fetch_value", "notify")
-    for name in names:
-        method = getattr(database, name)
-
-        def counted(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
-            seen.append(args[0] if _name != "notify" else f"NOTIFY {args[0]}")
-            return _method(*args, **kw)
-
-        setattr(database, name, counted)
-    return lambda: [delattr(database, name) for name in names] and None
-
-
 async def statements_per_turn(roost: Any, turns: int) -> None:
     """SQL statements per turn on each connection (a count that does not move with load)."""
     counts: dict[str, list[str]] = defaultdict(list)
     conns = _connections(roost)
     for name, conn in conns.items():
         conn.set_trace_callback(counts[name].append)
-    undo = _count_database(roost, counts["Database (ported stores)"])
+    database = roost.database  # the ported stores' way in: its writer and its reader
+    for run in (database.write, database.read):
+        await run(lambda c: c.set_trace_callback(counts["roost.db, Database"].append))
     try:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
             await roost.core.handle(inbound)
     finally:
-        undo()
         for conn in conns.values():
             conn.set_trace_callback(None)
+        for run in (database.write, database.read):
+            await run(lambda c: c.set_trace_callback(None))
     for name, seen in counts.items():
         kinds: dict[str, int] = defaultdict(int)
         for sql in seen:
@@ -263,10 +250,11 @@ async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
 
 
 async def overhead(
-    turns: int, breakdown: bool = True, profile: bool = False
+    turns: int, breakdown: bool = True, profile: bool = False, budget: int = 0
 ) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        settings = isolated_settings(Path(tmp))
+        limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
+        settings = isolated_settings(Path(tmp), **limits)
         model = EchoModel()
         roost = await build(settings, backend=model)
         for i in range(min(100, turns)):  # warm: tenant made, caches filled
@@ -395,13 +383,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="300 turns, 0.5 s per point")
     parser.add_argument("--no-http", action="store_true", help="core.handle only")
     parser.add_argument(
+        "--budget", type=int, default=0, help="a daily token budget for every tenant ([limits])"
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="also cProfile the turns (top functions)"
     )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
-    p50, p99, bare = asyncio.run(overhead(args.turns, profile=args.profile))
+    p50, p99, bare = asyncio.run(overhead(args.turns, profile=args.profile, budget=args.budget))
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")

@@ -114,7 +114,7 @@ async def build(
     for name, why in generation.reasons.items():
         if name != generation.default:
             log.info("model %s: %s", name, why)  # the default one is logged by serve
-    meter = UsageMeter(UsageStore(db), budgets_of(settings), clock)
+    meter = UsageMeter(UsageStore(database), budgets_of(settings), clock)
     closers: list[Closer] = []
     if audit is None:
         chain = await open_chain(settings, clock, platforms)

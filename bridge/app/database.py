@@ -14,6 +14,8 @@ package names a backend (import-linter).
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from bridge.storage.protocol import Database
@@ -32,3 +34,17 @@ async def open_database(path: Path) -> Database:
         await db.aclose()
         raise
     return db
+
+
+async def open_existing(path: Path) -> Database:
+    """A `Database` on the existing roost.db at `path` as it is (`roost doctor`): not
+    migrated, and the modes of the file and its WAL siblings left as they were (opening
+    makes them 0600; the doctor reports, it does not repair)."""
+    files = [path.with_name(path.name + s) for s in ("", "-wal", "-shm")]
+    modes = {f: stat.S_IMODE(f.stat().st_mode) for f in files if f.exists()}
+    try:
+        return await SqliteDatabase.open(path, readers=READERS)
+    finally:
+        for f, mode in modes.items():
+            if f.exists() and stat.S_IMODE(f.stat().st_mode) != mode:
+                os.chmod(f, mode)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from bridge.audit.chains import chain_files
 from bridge.core.quota import QuotaExceeded
 from bridge.loadout.mask import Masker
 from bridge.loadout.vault import masker_of
@@ -254,7 +255,7 @@ def _fill(
     with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
         for line in history_lines(dirs):
             history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
-    records = list(audit_records(home / "audit" / "chain.jsonl", tenant))
+    records = [r for chain in chain_files(home / "audit") for r in audit_records(chain, tenant)]
     zf.writestr("audit.jsonl", b"".join(records))
     return files, rows, len(records)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
 from bridge.app.forget_marks import marker_path
-from bridge.app.home import chain_path
+from bridge.app.home import chain_paths
 from bridge.types.tenant_dirs import TenantDirs
 
 EXPORTS = "exports"
@@ -132,8 +132,9 @@ async def forget_tenant(
 
 def _recorded(home: Path, tenant: str, since_ms: int) -> bool:
     """Whether the chain holds this forgetting's `data.forgotten` already."""
-    for line in audit_records(chain_path(home), tenant):
-        rec = json.loads(line)
-        if rec.get("event") == "data.forgotten" and int(rec.get("ts", 0)) >= since_ms:
-            return True
+    for chain in chain_paths(home):
+        for line in audit_records(chain, tenant):
+            rec = json.loads(line)
+            if rec.get("event") == "data.forgotten" and int(rec.get("ts", 0)) >= since_ms:
+                return True
     return False

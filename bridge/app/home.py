@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
+from bridge.audit.chains import chain_file, chain_files
 from bridge.audit.schema import schemas_for
 from bridge.core.config import ConfigError, Settings
 from bridge.types.platform import Platforms
@@ -22,9 +23,15 @@ from bridge.types.platform import Platforms
 log = logging.getLogger("roost")
 
 
-def chain_path(home: Path) -> Path:
-    """Where the audit chain of a home lives."""
-    return home / "audit" / "chain.jsonl"
+def chain_path(home: Path, instance: str | None = None) -> Path:
+    """Where the audit chain an instance of a home appends to lives (None: the single
+    chain of a home served by one process; `bridge.audit.chains`)."""
+    return chain_file(home / "audit", instance)
+
+
+def chain_paths(home: Path) -> list[Path]:
+    """Every audit chain of a home (one per instance that ever wrote), for readers."""
+    return chain_files(home / "audit")
 
 
 def tighten(path: Path) -> None:
@@ -56,11 +63,15 @@ def prepare_home(home: Path) -> None:
 
 
 async def open_chain(
-    settings: Settings, clock: Callable[[], float], platforms: Platforms
+    settings: Settings,
+    clock: Callable[[], float],
+    platforms: Platforms,
+    instance: str | None = None,
 ) -> AuditChain:
-    """The audit chain of this home, with the HMAC key when one is configured; its
-    records keep the channels (and their identities) the `platforms` declare."""
-    path = chain_path(settings.home)
+    """The audit chain this process appends to (its `instance`'s, or the home's single
+    chain), with the HMAC key when one is configured; its records keep the channels
+    (and their identities) the `platforms` declare."""
+    path = chain_path(settings.home, instance)
     try:
         key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
     except HmacKeyError as exc:

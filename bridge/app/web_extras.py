@@ -80,7 +80,7 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
         inbox,
     ).mount(web.app)
     limit = roost.settings.limits.attachment_bytes
-    WebThumbs(web.gate, roost.db, inbox, limit, thumbnails(roost.senses)).mount(web.app)
+    WebThumbs(web.gate, roost.database, inbox, limit, thumbnails(roost.senses)).mount(web.app)
 
 
 def thumbnails(senses: SensePipeline) -> Thumbnail:

@@ -1,13 +1,16 @@
-"""`roost audit verify` and `roost audit tail`: a table of two verbs over the chain file.
+"""`roost audit verify` and `roost audit tail`: a table of two verbs over the chain files.
 
-Exit codes of verify: 0 intact, 1 a violation (first bad record and kind
-printed), 2 the chain or its key cannot be read. Tail exits 2 when the chain
-cannot be read.
+A home has one chain, or one per instance when several instances share it
+(`bridge.audit.chains`); both verbs take every chain. Exit codes of verify:
+0 every chain intact, 1 a violation in any (its first bad record and kind
+printed, per chain), 2 a chain or the key cannot be read. Tail merges the
+chains by time and exits 2 when a chain cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import sys
 from collections.abc import Callable
@@ -15,15 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from bridge.app.home import chain_path
+from bridge.app.home import chain_path, chain_paths
+from bridge.audit.chains import instance_of, label
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import tail, verify
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
 from bridge.core.words import count
 
-# (args, chain file, HMAC key file or None, out, err) -> exit status
-AuditRun = Callable[[argparse.Namespace, Path, Path | None, TextIO, TextIO], int]
+# (args, chain files, HMAC key file or None, out, err) -> exit status
+AuditRun = Callable[[argparse.Namespace, list[Path], Path | None, TextIO, TextIO], int]
 
 
 def tail_args(p: argparse.ArgumentParser) -> None:
@@ -33,7 +37,9 @@ def tail_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print raw records")
 
 
-def format_record(rec: dict[str, object]) -> str:
+def format_record(rec: dict[str, object], instance: str | None = None) -> str:
+    """One line of `tail`; the record's sequence number is prefixed with its instance's
+    name when the home has several chains."""
     ts = rec.get("ts")
     when = (
         datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
@@ -41,44 +47,68 @@ def format_record(rec: dict[str, object]) -> str:
         else "?"
     )
     details = json.dumps(rec.get("details"), sort_keys=True, separators=(",", ":"))
-    return f"{rec.get('seq')}\t{when}\t{rec.get('event')}\t{rec.get('tenant') or '-'}\t{details}"
+    seq = f"{instance}:{rec.get('seq')}" if instance else f"{rec.get('seq')}"
+    return f"{seq}\t{when}\t{rec.get('event')}\t{rec.get('tenant') or '-'}\t{details}"
 
 
 def run_tail(
-    args: argparse.Namespace, path: Path, key_path: Path | None, out: TextIO, err: TextIO
+    args: argparse.Namespace, paths: list[Path], key_path: Path | None, out: TextIO, err: TextIO
 ) -> int:
-    try:
-        records = tail(path, args.n, args.event_type, args.tenant)
-    except OSError as exc:
-        print(f"audit: cannot read {path}: {exc.strerror}", file=err)
-        return 2
-    for rec in records:
-        out.write((json.dumps(rec, sort_keys=True) if args.json else format_record(rec)) + "\n")
+    named = len(paths) > 1
+    chains: list[list[tuple[int, dict[str, object], str | None]]] = []
+    for path in paths:
+        try:
+            records = tail(path, args.n, args.event_type, args.tenant)
+        except OSError as exc:
+            print(f"audit: cannot read {path}: {exc.strerror}", file=err)
+            return 2
+        instance = (instance_of(path) or "-") if named else None
+        chains.append([(_ts(rec), rec, instance) for rec in records])
+    # each chain keeps its own order; the chains interleave by their records' times
+    merged = list(heapq.merge(*chains, key=lambda m: m[0]))
+    for _ts_ms, rec, instance in merged[-args.n :] if args.n > 0 else []:
+        if args.json:
+            line = json.dumps(rec | ({"instance": instance} if named else {}), sort_keys=True)
+        else:
+            line = format_record(rec, instance)
+        out.write(line + "\n")
     return 0
 
 
+def _ts(rec: dict[str, object]) -> int:
+    ts = rec.get("ts")
+    return ts if isinstance(ts, int) else 0
+
+
 def run_verify(
-    args: argparse.Namespace, path: Path, key_path: Path | None, out: TextIO, err: TextIO
+    args: argparse.Namespace, paths: list[Path], key_path: Path | None, out: TextIO, err: TextIO
 ) -> int:
-    try:
-        key = load_hmac_key(key_path, path.parent)
-        result = verify(path, key)
-    except HmacKeyError as exc:
-        print(f"audit: {exc}", file=err)
-        return 2
-    except OSError as exc:
-        print(f"audit: cannot read {path}: {exc.strerror}", file=err)
-        return 2
-    keyed = "with HMAC key" if key is not None else "without HMAC key"
-    if result.ok:
-        print(f"audit chain intact: {count(result.records, 'record')} ({keyed})", file=out)
-        return 0
-    print(
-        f"audit chain violation: {result.kind} at record {result.first_bad_seq}: "
-        f"{result.message} ({count(result.records, 'record')} verified before it, {keyed})",
-        file=out,
-    )
-    return 1
+    status = 0
+    for path in paths:
+        named = f"{label(path)}: " if len(paths) > 1 else ""
+        try:
+            key = load_hmac_key(key_path, path.parent)
+            result = verify(path, key)
+        except HmacKeyError as exc:
+            print(f"audit: {exc}", file=err)
+            return 2
+        except OSError as exc:
+            print(f"audit: cannot read {path}: {exc.strerror}", file=err)
+            return 2
+        keyed = "with HMAC key" if key is not None else "without HMAC key"
+        if result.ok:
+            print(
+                f"{named}audit chain intact: {count(result.records, 'record')} ({keyed})",
+                file=out,
+            )
+            continue
+        print(
+            f"{named}audit chain violation: {result.kind} at record {result.first_bad_seq}: "
+            f"{result.message} ({count(result.records, 'record')} verified before it, {keyed})",
+            file=out,
+        )
+        status = 1
+    return status
 
 
 VERBS: tuple[Verb[AuditRun], ...] = (
@@ -105,7 +135,9 @@ def run_audit_command(
     err: TextIO | None = None,
 ) -> int:
     run = pick(VERBS, args.audit_command)
-    return run(args, chain_path(home), hmac_key_path, out or sys.stdout, err or sys.stderr)
+    # no chain yet: the single chain's path, so the operator reads which file is missing
+    paths = chain_paths(home) or [chain_path(home)]
+    return run(args, paths, hmac_key_path, out or sys.stdout, err or sys.stderr)
 
 
 def run_audit(args: argparse.Namespace, settings: Settings) -> int:

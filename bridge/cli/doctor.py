@@ -2,7 +2,11 @@
 
 Checks, in order: the configuration loads; the home and everything in it is
 private (directories 0700, files 0600: no group or other bits); the
-database passes `PRAGMA quick_check`; the audit chain verifies; each model's
+database, through the `Database` protocol: it opens, its schema step is the
+one this roost knows (behind: a warning, `roost serve` migrates it; ahead: a
+FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
+passes (on PostgreSQL the server keeps its own pages; the check says whether
+data checksums are on); the audit chain verifies; each model's
 server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
 with its model list; the Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
@@ -19,19 +23,23 @@ import asyncio
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from bridge.app.database import open_existing
 from bridge.app.forget_marks import pending
-from bridge.app.home import chain_path
+from bridge.app.home import chain_paths
+from bridge.audit.chains import label
 from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
 from bridge.core.config import Settings, config_path
 from bridge.core.words import count
+from bridge.storage.errors import StorageError
+from bridge.storage.protocol import Database
+from bridge.storage.schema import MIGRATIONS
 
 GIB, MIB = 1 << 30, 1 << 20
 WARN_FREE, FAIL_FREE = 1 * GIB, 100 * MIB
@@ -71,42 +79,84 @@ def check_home(home: Path) -> Check:
     return Check("ok", "home", f"{home}: 0700, files 0600")
 
 
-def check_database(path: Path) -> Check:
-    if not path.exists():
-        return Check("warn", "database", "no roost.db yet (created on first start)")
+def no_database(path: Path) -> Check | None:
+    if path.exists():
+        return None
+    return Check("warn", "database", "no roost.db yet (created on first start)")
+
+
+async def check_database(path: Path) -> Check:
+    """The home's existing roost.db, opened as it is (nothing created, migrated or
+    repaired)."""
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
-        try:
-            rows = [str(r[0]) for r in db.execute("PRAGMA quick_check")]
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as exc:
+        db = await open_existing(path)
+    except StorageError as exc:
         return Check("FAIL", "database", f"{path.name}: {exc}; restore it from a backup")
-    if rows != ["ok"]:
-        return Check("FAIL", "database", f"quick_check: {rows[0]}; restore it from a backup")
-    return Check("ok", "database", "quick_check ok")
+    try:
+        return await database_check(db)
+    finally:
+        await db.aclose()
+
+
+async def database_check(db: Database) -> Check:
+    """Schema step and integrity of `db` (SQLite: quick_check; PostgreSQL: the server's
+    data checksums), through the protocol."""
+    known = MIGRATIONS[-1].version
+    try:
+        version = await db.version()
+        if db.dialect.name == "sqlite":
+            rows = [str(r[0]) for r in await db.fetch_all("PRAGMA quick_check")]
+            if rows != ["ok"]:
+                return Check(
+                    "FAIL", "database", f"quick_check: {rows[0]}; restore it from a backup"
+                )
+            health = "quick_check ok"
+        else:
+            sums = await db.fetch_value("SHOW data_checksums")
+            health = f"PostgreSQL, data checksums {sums}"
+    except StorageError as exc:
+        return Check("FAIL", "database", f"{exc}; restore it from a backup")
+    if version > known:
+        return Check(
+            "FAIL",
+            "database",
+            f"schema step {version}, newer than this roost knows ({known}): run the roost "
+            "that last served this home",
+        )
+    if version < known:
+        return Check(
+            "warn", "database", f"{health}; schema step {version} of {known} (roost serve migrates)"
+        )
+    return Check("ok", "database", f"{health}; schema step {version}")
 
 
 def check_audit(settings: Settings) -> Check:
-    path = chain_path(settings.home)
-    if not path.exists():
+    """Every chain of the home (one per instance when several share it) verified."""
+    paths = chain_paths(settings.home)
+    if not paths:
         return Check("warn", "audit", "no audit chain yet (created on first start)")
-    try:
-        key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
-        result = verify(path, key)
-    except HmacKeyError as exc:
-        return Check("FAIL", "audit", f"HMAC key: {exc}")
-    except OSError as exc:
-        return Check("FAIL", "audit", f"cannot read {path}: {exc.strerror}")
+    records = 0
+    key: bytes | None = None
+    for path in paths:
+        named = f"{label(path)}: " if len(paths) > 1 else ""
+        try:
+            key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
+            result = verify(path, key)
+        except HmacKeyError as exc:
+            return Check("FAIL", "audit", f"HMAC key: {exc}")
+        except OSError as exc:
+            return Check("FAIL", "audit", f"cannot read {path}: {exc.strerror}")
+        if not result.ok:
+            return Check(
+                "FAIL",
+                "audit",
+                f"{named}{result.kind} at record {result.first_bad_seq}: {result.message} "
+                "(roost audit verify)",
+            )
+        records += result.records
     keyed = "with HMAC key" if key is not None else "without HMAC key"
-    if not result.ok:
-        return Check(
-            "FAIL",
-            "audit",
-            f"{result.kind} at record {result.first_bad_seq}: {result.message} "
-            "(roost audit verify)",
-        )
-    return Check("ok", "audit", f"chain intact: {count(result.records, 'record')} ({keyed})")
+    chains = f" in {count(len(paths), 'chain')}" if len(paths) > 1 else ""
+    return Check("ok", "audit", f"chain intact: {count(records, 'record')}{chains} ({keyed})")
 
 
 async def check_sandbox(timeout_s: float = 60.0) -> Check:
@@ -160,7 +210,9 @@ def check_forgetting(home: Path) -> Check | None:
 
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
-    found = [check_config(settings), check_home(home), check_database(home / "roost.db")]
+    path = home / "roost.db"
+    found = [check_config(settings), check_home(home)]
+    found.append(no_database(path) or await check_database(path))
     found.append(check_audit(settings))
     unfinished = check_forgetting(home)
     found += [unfinished] if unfinished is not None else []

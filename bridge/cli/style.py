@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
-from bridge.app.home import chain_path, open_chain, prepare_home
+from bridge.app.home import chain_paths, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
@@ -124,22 +124,22 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    database = await open_database(settings.home / "roost.db")
+    database = await open_database(settings.home / "roost.db")  # style, usage and budgets
     model = settings.style.judge_model or settings.llm.name
     backend, _reason = make_backend(settings, model)
-    meter = UsageMeter(UsageStore(db), budgets_of(settings))
+    meter = UsageMeter(UsageStore(database), budgets_of(settings))
     judge = Judge(backend, meter=meter, model=model)
     try:
-        path = chain_path(settings.home)
+        paths = chain_paths(settings.home)
         now_ms = int(time.time() * 1000)
         if dry_run:
             sweeper = Sweeper(StyleStore(database), judge, NullAudit())
-            report = await sweeper.sweep_chain(path, now_ms, dry_run=True)
+            report = await sweeper.sweep_chain(paths, now_ms, dry_run=True)
         else:
             chain = await open_chain(settings, time.time, PLATFORMS)
             try:
                 sweeper = Sweeper(StyleStore(database), judge, chain)
-                report = await sweeper.sweep_chain(path, now_ms)
+                report = await sweeper.sweep_chain(paths, now_ms)
             finally:
                 await chain.aclose()
         print_report(report, out)

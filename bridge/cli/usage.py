@@ -9,16 +9,18 @@ prints the same as one object. It only reads roost.db; nothing else.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from bridge.app.database import open_database
 from bridge.cli.rows import tenant_arg
 from bridge.core.budgets import Budget, budgets_of, month_days
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.usage import UsageRow, UsageStore, utc_day
 
 MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
@@ -84,14 +86,7 @@ def run_usage(args: argparse.Namespace, settings: Settings, now: float | None = 
         return 1
     day = utc_day(time.time() if now is None else now)
     month = args.month or day[:7]
-    conn = connect(path)
-    try:
-        store = UsageStore(conn)
-        rows = store.rows(args.tenant, *month_days(month + "-01"))
-        tenants = sorted({r.tenant for r in rows} | ({args.tenant} if args.tenant else set()))
-        used = {t: (store.used(t, day, day), store.used(t, *month_days(day))) for t in tenants}
-    finally:
-        conn.close()
+    rows, tenants, used = asyncio.run(_read(path, args.tenant, month, day))
     budget = budgets_of(settings)
     if args.json:
         print(json.dumps(as_json(month, rows, tenants, budget, used), indent=2))
@@ -101,6 +96,21 @@ def run_usage(args: argparse.Namespace, settings: Settings, now: float | None = 
     for line in budget_lines(tenants, budget, used):
         print(line)
     return 0
+
+
+async def _read(
+    path: Path, tenant: str | None, month: str, day: str
+) -> tuple[list[UsageRow], list[str], dict[str, tuple[int, int]]]:
+    """The month's rows, the tenants they name, and each one's use today and this month."""
+    database = await open_database(path)
+    try:
+        store = UsageStore(database)
+        rows = await store.rows(tenant, *month_days(month + "-01"))
+        tenants = sorted({r.tenant for r in rows} | ({tenant} if tenant else set()))
+        used = {t: await store.used_now(t, day) for t in tenants}
+    finally:
+        await database.aclose()
+    return rows, tenants, used
 
 
 def as_json(

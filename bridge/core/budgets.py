@@ -6,14 +6,24 @@ tokens over the UTC day or the UTC month. Before a turn, `UsageMeter.refusal`
 answers when a budget is used up: which budget, how much was used, when it
 resets; no model is asked; from 80 % on, `near` is the warning /status and
 /usage show. `budget.reached` is audited once per tenant per
-period (remembered in SQLite, so a restart does not repeat it). The turn that
+period (remembered in the database, so a restart does not repeat it). The turn that
 crosses a budget is not cut: a budget is checked before a turn, never during.
+
+How exact a budget is: the figures are the database's (SQLite or PostgreSQL),
+so instances on one database share each person's budget. This process's own
+turns count at once; another process's or instance's (`roost style sweep`;
+in the cluster design a person's turns go to the instance holding their
+lease) within `REFRESH_S` (30 s) while the figure held here is under 80 % of
+its budgets (what another instance spends within those 30 s is seen late),
+and at every check from 80 % on. As before, turns that pass the
+check at the same time (in any instance) all run, so a budget can be passed
+by the tokens of the turns in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +32,7 @@ from typing import Literal
 
 from bridge.core.config import Settings
 from bridge.core.usage import Tokens, UsageStore, utc_day
+from bridge.storage.errors import StorageError
 from bridge.types.audit_sink import TurnEvents
 
 log = logging.getLogger(__name__)
@@ -122,52 +133,101 @@ def near_note(budget: Budget, today: int, month: int) -> str:
     return "\n".join(lines)
 
 
+REFRESH_S = 30.0  # another process's usage of a tenant under 80 % is seen within this
+
+
+@dataclass(slots=True)
+class _Seen:
+    """A budgeted tenant's figures: read from the database, plus this process's writes."""
+
+    day: str
+    today: int
+    month: int
+    read_at: float  # the meter's clock when the database was read
+
+
 class UsageMeter:
-    """Counts each turn's tokens and refuses turns over budget."""
+    """Counts each turn's tokens and refuses turns over budget.
+
+    A turn costs one statement: the usage upsert. The budget check reads a
+    figure kept per budgeted tenant (nothing for a tenant without a budget):
+    read from the database on the tenant's first check of the day, kept
+    exact by this process's own writes (a tenant's write and read are
+    serialised by its lock), and read again when it is older than
+    `refresh_s` (what another process or instance counted) or at 80 % or
+    more of a budget (every check then reads: exact where it matters).
+    """
 
     def __init__(
         self,
         store: UsageStore,
         budgets: Callable[[str], Budget],
         clock: Callable[[], float] = time.time,
+        *,
+        refresh_s: float = REFRESH_S,
     ) -> None:
         self.store, self._budgets, self._clock = store, budgets, clock
+        self._refresh_s = refresh_s
+        self._seen: dict[str, _Seen] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.reads = 0  # database reads of figures (for tests and the bench)
 
     def set_budgets(self, budgets: Callable[[str], Budget]) -> None:
         """Reloaded budgets, from the next turn on."""
         self._budgets = budgets
+        self._seen.clear()
 
     def budget(self, tenant: str) -> Budget:
         return self._budgets(tenant)
 
-    def _used(self, tenant: str, budget: Budget, now: float) -> tuple[int, int]:
-        """In + out tokens of `tenant` today and this month (0 for a budget not set)."""
-        day = utc_day(now)
-        today = self.store.used(tenant, day, day) if budget.daily is not None else 0
-        month = self.store.used(tenant, *month_days(day)) if budget.monthly is not None else 0
-        return today, month
+    def _lock(self, tenant: str) -> asyncio.Lock:
+        lock = self._locks.get(tenant)
+        if lock is None:
+            lock = self._locks[tenant] = asyncio.Lock()
+        return lock
 
-    def reached(self, tenant: str) -> Reached | None:
+    def _fresh(self, tenant: str, budget: Budget, day: str, now: float) -> _Seen | None:
+        seen = self._seen.get(tenant)
+        if seen is None or seen.day != day or not 0 <= now - seen.read_at < self._refresh_s:
+            return None
+        if near_note(budget, seen.today, seen.month):  # near a limit: read every time
+            return None
+        return seen
+
+    async def _used(self, tenant: str, budget: Budget, now: float) -> tuple[int, int]:
+        """In + out tokens of `tenant` today and this month (UTC)."""
+        day = utc_day(now)
+        seen = self._fresh(tenant, budget, day, now)
+        if seen is None:
+            async with self._lock(tenant):
+                seen = self._fresh(tenant, budget, day, now)
+                if seen is None:
+                    self.reads += 1
+                    seen = _Seen(day, *await self.store.used_now(tenant, day), now)
+                    self._seen[tenant] = seen
+        return seen.today, seen.month
+
+    async def reached(self, tenant: str) -> Reached | None:
         budget = self._budgets(tenant)
         if budget.daily is None and budget.monthly is None:
             return None
         now = self._clock()
-        return reached(budget, *self._used(tenant, budget, now), now)
+        return reached(budget, *await self._used(tenant, budget, now), now)
 
-    def near(self, tenant: str) -> str:
+    async def near(self, tenant: str) -> str:
         """The warning when a budget of `tenant` is 80 % used or more, else ''."""
         budget = self._budgets(tenant)
         if budget.daily is None and budget.monthly is None:
             return ""
-        return near_note(budget, *self._used(tenant, budget, self._clock()))
+        return near_note(budget, *await self._used(tenant, budget, self._clock()))
 
     async def refusal(self, tenant: str, events: TurnEvents) -> str | None:
         """The reply when a budget is used up (audited once per period), else None."""
-        found = self.reached(tenant)
+        found = await self.reached(tenant)
         if found is None:
             return None
         now = self._clock()
-        if self.store.first_notice(tenant, f"{found.which}:{found.period}", int(now * 1000)):
+        if await self.store.first_notice(tenant, f"{found.which}:{found.period}", int(now * 1000)):
             details = {
                 "budget": found.which,
                 "used": found.used,
@@ -177,10 +237,20 @@ class UsageMeter:
             events.add("budget.reached", tenant, details)
         return refusal_text(found, now)
 
-    def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None:
+    async def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None:
         """Count one turn (`turns=0`: a summary's tokens); a database that cannot write is
         logged, the answer still goes out."""
+        day = utc_day(self._clock())
+        budget = self._budgets(tenant)
         try:
-            self.store.record(tenant, model, utc_day(self._clock()), tokens, turns)
-        except sqlite3.Error as exc:
+            if budget.daily is None and budget.monthly is None:
+                await self.store.record(tenant, model, day, tokens, turns)
+                return
+            async with self._lock(tenant):  # not between a read of the figure and its use
+                await self.store.record(tenant, model, day, tokens, turns)
+                seen = self._seen.get(tenant)
+                if seen is not None and seen.day == day:
+                    seen.today += tokens.total
+                    seen.month += tokens.total
+        except StorageError as exc:
             log.error("usage not counted (%s): tenant %s, model %s", exc, tenant, model)

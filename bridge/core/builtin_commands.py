@@ -13,7 +13,7 @@ Nothing here talks to a model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from bridge.core.commands import Command, CommandContext, CommandTable, UsageError
 from bridge.core.pairing import PairingStore
@@ -62,7 +62,7 @@ class CoreCommands:
         model_line: Callable[[CommandContext], str],
         pairing: PairingStore | None = None,
         audit: AuditSink | None = None,
-        budget_note: Callable[[str], str] | None = None,
+        budget_note: Callable[[str], Awaitable[str]] | None = None,
         channels: Callable[[], Sequence[str]] = tuple,
         running: RunningTurns[SessionKey] | None = None,
     ) -> None:
@@ -180,7 +180,7 @@ class CoreCommands:
                     f"in {len(s.summary):,} characters (the model reads it before the rest)"
                 )
         idle_days = self._sessions.idle_s / 86400
-        note = self._budget_note(ctx.tenant) if self._budget_note is not None else ""
+        note = await self._budget_note(ctx.tenant) if self._budget_note is not None else ""
         return "\n".join(
             (
                 f"Tenant: {ctx.tenant}",

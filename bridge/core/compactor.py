@@ -61,9 +61,9 @@ HoldModel = Callable[[], AbstractAsyncContextManager[HeldModel]]
 class SummaryMeter(Protocol):
     """Budgets and usage (bridge.core.budgets.UsageMeter)."""
 
-    def reached(self, tenant: str) -> object | None: ...
+    async def reached(self, tenant: str) -> object | None: ...
 
-    def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None: ...
+    async def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None: ...
 
 
 class Compactor:
@@ -147,7 +147,7 @@ class Compactor:
         """The masked, bounded summary; None (logged once) when the model cannot give one."""
         if model.backend.name == "offline":
             return self._fallback("no model is configured")
-        if self._meter is not None and self._meter.reached(key.tenant) is not None:
+        if self._meter is not None and await self._meter.reached(key.tenant) is not None:
             return self._fallback("the tenant's token budget is used up")
         limit = summary_limit(self._sessions.budget_chars)
         used = Usage()
@@ -157,7 +157,7 @@ class Compactor:
             return self._fallback(f"the model failed: {exc.kind}")
         finally:
             if self._meter is not None and used.tokens.total:
-                self._meter.record(key.tenant, model.name, used.tokens, turns=0)
+                await self._meter.record(key.tenant, model.name, used.tokens, turns=0)
         if not text.strip():
             return self._fallback("the model sent an empty summary")
         self._failing = False

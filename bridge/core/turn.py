@@ -129,7 +129,7 @@ class TurnMeter(Protocol):
 
     async def refusal(self, tenant: str, events: TurnEvents) -> str | None: ...
 
-    def record(self, tenant: str, model: str, tokens: Tokens) -> None: ...
+    async def record(self, tenant: str, model: str, tokens: Tokens) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,17 +294,19 @@ class TurnRunner:
                     turn, session, mask, on_delta, model.backend, on_progress, prepared
                 )
             except AgentFailed as exc:  # the steps that completed used tokens too
-                self._count(turn.tenant, model.name, exc.partial, failed=True)
+                await self._count(turn.tenant, model.name, exc.partial, failed=True)
                 raise
-        self._count(turn.tenant, model.name, result)
+        await self._count(turn.tenant, model.name, result)
         return result
 
-    def _count(self, tenant: str, model: str, result: AgentResult, failed: bool = False) -> None:
+    async def _count(
+        self, tenant: str, model: str, result: AgentResult, failed: bool = False
+    ) -> None:
         if self._meter is None:
             return
         tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         if tokens.total or not failed:
-            self._meter.record(tenant, model, tokens)
+            await self._meter.record(tenant, model, tokens)
 
     def _store(
         self,

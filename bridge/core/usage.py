@@ -1,9 +1,12 @@
 """Token usage per tenant, model and UTC day (table `token_usage`), and budget notices.
 
-A turn's tokens (in, out, and the cached part of in) are added with one
-UPSERT statement, so counting is atomic and per tenant whatever runs at the
-same time (the daemon, `roost style sweep` in another process): a crash
-before it counts nothing, a crash after it counts the turn once. Days are
+The store runs on the `Database` protocol (`bridge.storage`: SQLite or
+PostgreSQL). A turn's tokens (in, out, and the cached part of in) are added
+with one UPSERT statement (`... ON CONFLICT DO UPDATE SET n = n +
+excluded.n`), so counting is atomic and per tenant whatever runs at the same
+time (the daemon, `roost style sweep` in another process, another instance
+on PostgreSQL): a crash before it counts nothing, a crash after it counts
+the turn once. Days are
 UTC (`YYYY-MM-DD`), months their first seven characters. `budget_notices`
 remembers which budget period of a tenant was already announced, so
 `budget.reached` is audited once per tenant per period.
@@ -11,10 +14,11 @@ remembers which budget period of a tenant was already announced, so
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import lru_cache
+
+from bridge.storage.protocol import Database
 
 
 def utc_day(now: float) -> str:
@@ -50,47 +54,72 @@ class UsageRow:
 
 
 class UsageStore:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
+    """`token_usage` and `budget_notices` on the `Database` protocol (SQLite or PostgreSQL);
+    every write ONE statement, never a transaction held across an await."""
 
-    def record(self, tenant: str, model: str, day: str, tokens: Tokens, turns: int = 1) -> None:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(
+        self, tenant: str, model: str, day: str, tokens: Tokens, turns: int = 1
+    ) -> None:
         """Add one turn and its tokens (a summary call: tokens, `turns=0`); one atomic
-        statement."""
-        self._db.execute(
-            "INSERT INTO token_usage (tenant, model, day, turns, prompt_tokens, "
-            "completion_tokens, cached_tokens) VALUES (?,?,?,?,?,?,?) "
-            "ON CONFLICT (tenant, day, model) DO UPDATE SET turns = turns + excluded.turns, "
-            "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
-            "completion_tokens = completion_tokens + excluded.completion_tokens, "
-            "cached_tokens = cached_tokens + excluded.cached_tokens",
-            (tenant, model, day, turns, tokens.prompt, tokens.completion, tokens.cached),
-        )
+        statement, so instances adding at once lose nothing."""
+        await self.db.execute(_RECORD, (tenant, model, day, turns, *_parts(tokens)))
 
-    def used(self, tenant: str, first_day: str, last_day: str) -> int:
+    async def used(self, tenant: str, first_day: str, last_day: str) -> int:
         """In + out tokens of `tenant` from `first_day` to `last_day` (inclusive)."""
-        (total,) = self._db.execute(
+        total = await self.db.fetch_value(
             "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM token_usage "
-            "WHERE tenant=? AND day BETWEEN ? AND ?",
+            "WHERE tenant = ? AND day BETWEEN ? AND ?",
             (tenant, first_day, last_day),
-        ).fetchone()
+        )
         return int(total)
 
-    def rows(self, tenant: str | None, first_day: str, last_day: str) -> list[UsageRow]:
+    async def used_now(self, tenant: str, day: str) -> tuple[int, int]:
+        """In + out tokens of `tenant` on `day` and in its month: one statement."""
+        row = await self.db.fetch_one(
+            "SELECT COALESCE(SUM(CASE WHEN day = ? THEN prompt_tokens + completion_tokens"
+            " ELSE 0 END), 0), COALESCE(SUM(prompt_tokens + completion_tokens), 0)"
+            " FROM token_usage WHERE tenant = ? AND day BETWEEN ? AND ?",
+            (day, tenant, day[:7] + "-01", day[:7] + "-31"),
+        )
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    async def rows(self, tenant: str | None, first_day: str, last_day: str) -> list[UsageRow]:
         """Per tenant and model, summed over the days (all tenants when `tenant` is None)."""
-        where = "day BETWEEN ? AND ?" + (" AND tenant=?" if tenant is not None else "")
+        where = "day BETWEEN ? AND ?" + (" AND tenant = ?" if tenant is not None else "")
         args: tuple[str, ...] = (first_day, last_day) + ((tenant,) if tenant is not None else ())
-        found = self._db.execute(
+        found = await self.db.fetch_all(
             "SELECT tenant, model, SUM(turns), SUM(prompt_tokens), SUM(completion_tokens), "
             f"SUM(cached_tokens) FROM token_usage WHERE {where} "
             "GROUP BY tenant, model ORDER BY tenant, model",
             args,
-        ).fetchall()
-        return [UsageRow(t, m, n, Tokens(p, c, k)) for t, m, n, p, c, k in found]
+        )
+        return [
+            UsageRow(t, m, int(n), Tokens(int(p), int(c), int(k))) for t, m, n, p, c, k in found
+        ]
 
-    def first_notice(self, tenant: str, period: str, at_ms: int) -> bool:
-        """True the first time `period` (e.g. `daily:2027-01-15`) is noted for `tenant`."""
-        cur = self._db.execute(
-            "INSERT OR IGNORE INTO budget_notices (tenant, period, at_ms) VALUES (?,?,?)",
+    async def first_notice(self, tenant: str, period: str, at_ms: int) -> bool:
+        """True the first time `period` (e.g. `daily:2027-01-15`) is noted for `tenant`
+        (of two instances noting it at once, one)."""
+        added = await self.db.execute(
+            "INSERT INTO budget_notices (tenant, period, at_ms) VALUES (?, ?, ?)"
+            " ON CONFLICT (tenant, period) DO NOTHING",
             (tenant, period, at_ms),
         )
-        return cur.rowcount > 0
+        return added > 0
+
+
+_RECORD = (
+    "INSERT INTO token_usage (tenant, model, day, turns, prompt_tokens, completion_tokens,"
+    " cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, day, model) DO UPDATE"
+    " SET turns = token_usage.turns + excluded.turns,"
+    " prompt_tokens = token_usage.prompt_tokens + excluded.prompt_tokens,"
+    " completion_tokens = token_usage.completion_tokens + excluded.completion_tokens,"
+    " cached_tokens = token_usage.cached_tokens + excluded.cached_tokens"
+)
+
+
+def _parts(tokens: Tokens) -> tuple[int, int, int]:
+    return (tokens.prompt, tokens.completion, tokens.cached)

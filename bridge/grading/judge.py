@@ -189,13 +189,13 @@ class OutcomeJudge:
             await self._usage.add(tenant, day, "capped", len(keys) - max(room, 0))
             self._once(f"cap:{tenant}:{day}", f"grading judge: daily cap reached for {tenant}")
             keys = keys[: max(room, 0)]
-        if not keys or (self._meter is not None and self._meter.reached(tenant) is not None):
+        if not keys or (self._meter is not None and await self._meter.reached(tenant) is not None):
             return
         await self._usage.add(tenant, day, "asked", len(keys))
         client = JudgeClient(backend, self._timeout_s)
         asked = await client.ask([todo[k][0].item for k in keys], tenant)
         if self._meter is not None and asked.tokens is not None:
-            self._meter.record(tenant, self._model, asked.tokens)
+            await self._meter.record(tenant, self._model, asked.tokens)
         if asked.error:
             log.warning("grading judge: no answer (%s) for %d follow-up(s)", asked.error, len(keys))
             return

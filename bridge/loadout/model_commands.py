@@ -123,10 +123,10 @@ class UsageCommands:
         day = utc_day(self._clock())
         first, last = month_days(day)
         lines = [f"Token usage of {ctx.tenant} (UTC):", f"Today ({day}):"]
-        today = self._store.rows(ctx.tenant, day, day)
+        today = await self._store.rows(ctx.tenant, day, day)
         lines += [_line(r) for r in today] or ["  nothing yet"]
         lines.append(f"This month ({day[:7]}):")
-        month = self._store.rows(ctx.tenant, first, last)
+        month = await self._store.rows(ctx.tenant, first, last)
         lines += [_line(r) for r in month] or ["  nothing yet"]
         total = sum(r.tokens.total for r in today), sum(r.tokens.total for r in month)
         budget = self._budget(ctx.tenant)

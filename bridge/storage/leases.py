@@ -45,11 +45,30 @@ class Leases:
         )
         return None if got is None else Lease(name, owner, now + ttl_ms)
 
+    async def renew(self, name: str, owner: str, ttl_ms: int) -> Lease | None:
+        """Extend `owner`'s lease that has not run out; None when it ran out or another
+        holds it (unlike `acquire`, never takes a lease that is free: a fence for work
+        begun under the lease)."""
+        now = self._clock()
+        got = await self._db.fetch_one(
+            "UPDATE storage_leases SET expires_ms = ? "
+            "WHERE name = ? AND owner = ? AND expires_ms > ? RETURNING owner",
+            (now + ttl_ms, name, owner, now),
+        )
+        return None if got is None else Lease(name, owner, now + ttl_ms)
+
     async def release(self, name: str, owner: str) -> bool:
         gone = await self._db.execute(
             "DELETE FROM storage_leases WHERE name = ? AND owner = ?", (name, owner)
         )
         return gone > 0
+
+    async def release_all(self, owner: str, prefix: str) -> int:
+        """Let go every lease of `owner` whose name starts with `prefix` (a stop)."""
+        return await self._db.execute(
+            "DELETE FROM storage_leases WHERE owner = ? AND substr(name, 1, ?) = ?",
+            (owner, len(prefix), prefix),
+        )
 
     async def holder(self, name: str) -> Lease | None:
         """Who holds `name` now (None: nobody, or the lease expired)."""

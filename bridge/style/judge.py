@@ -98,7 +98,7 @@ class Judge:
     async def judge(self, prompt: str, tenant: str = "") -> JudgeResult:
         """A verdict on one candidate of `tenant` (whose budget the call counts against)."""
         start = self._monotonic()
-        if self._meter is not None and tenant and self._meter.reached(tenant) is not None:
+        if self._meter is not None and tenant and await self._meter.reached(tenant) is not None:
             return JudgeResult("error", 0, "budget")
         request = ModelRequest(
             system=SYSTEM, messages=(ChatMessage("user", prompt),), tenant=tenant
@@ -115,7 +115,7 @@ class Judge:
             return JudgeResult("error", self._ms(start), "unexpected")
         finally:
             if self._meter is not None and tenant and tokens:
-                self._meter.record(tenant, self._model, tokens[-1])
+                await self._meter.record(tenant, self._model, tokens[-1])
         verdict = parse_verdict(answer)
         return JudgeResult(verdict, self._ms(start), "" if verdict != "error" else "unparseable")
 

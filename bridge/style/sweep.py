@@ -10,6 +10,7 @@ emits nothing: it reports what a sweep would do now.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,15 @@ class Sweeper:
         self._store, self._judge, self._audit = store, judge, audit
         self._t = thresholds or Thresholds()
 
-    async def sweep_chain(self, chain: Path, now_ms: int, dry_run: bool = False) -> SweepReport:
-        records = list(read_records(chain, now_ms - read_window_ms(self._t)))
+    async def sweep_chain(
+        self, chains: Path | Sequence[Path], now_ms: int, dry_run: bool = False
+    ) -> SweepReport:
+        """Sweep over the records of one chain, or of every instance's chain of a home
+        (merged by time, each chain in its own order)."""
+        since = now_ms - read_window_ms(self._t)
+        paths = [chains] if isinstance(chains, Path) else list(chains)
+        per_chain = [list(read_records(path, since)) for path in paths]
+        records = list(heapq.merge(*per_chain, key=lambda rec: int(rec.get("ts") or 0)))
         return await self.sweep(records, now_ms, dry_run)
 
     async def sweep(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.app.build import Roost
+from bridge.app.database import open_database
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import load_settings
 from bridge.core.db import connect
@@ -117,7 +118,8 @@ async def test_the_style_judge_counts_and_is_held_by_the_budget(
     )
     settings = load_settings()
     db = connect(home / "roost.db")
-    meter = UsageMeter(UsageStore(db), budgets_of(settings), clock)
+    database = await open_database(home / "roost.db")
+    meter = UsageMeter(UsageStore(database), budgets_of(settings), clock)
     backend = OpenAIBackend(second.base_url, KEY_B, "big-2")
     judge = Judge(backend, meter=meter, model=settings.style.judge_model or "")
     try:
@@ -135,4 +137,5 @@ async def test_the_style_judge_counts_and_is_held_by_the_budget(
         assert found[0] == ("alice", "smart", 250, 60, 128)
     finally:
         await backend.aclose()
+        await database.aclose()
         db.close()

@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from bridge.app.database import open_database
 from bridge.core.db import connect
 from bridge.core.usage import Tokens, UsageStore
 from tests.conftest import Clock
@@ -95,12 +96,16 @@ async def test_a_failed_turn_counts_nothing_and_its_retry_counts_once(
 async def test_counting_is_atomic_across_processes(home: Path) -> None:
     connect(home / "roost.db").close()
     code = (
-        "import sys; from pathlib import Path\n"
-        "from bridge.core.db import connect\n"
+        "import asyncio, sys; from pathlib import Path\n"
+        "from bridge.app.database import open_database\n"
         "from bridge.core.usage import Tokens, UsageStore\n"
-        "db = connect(Path(sys.argv[1]))\n"
-        "store = UsageStore(db)\n"
-        "for _ in range(300): store.record('alice', 'default', '2027-01-15', Tokens(10, 2, 1))\n"
+        "async def main():\n"
+        "    db = await open_database(Path(sys.argv[1]))\n"
+        "    store = UsageStore(db)\n"
+        "    for _ in range(300):\n"
+        "        await store.record('alice', 'default', '2027-01-15', Tokens(10, 2, 1))\n"
+        "    await db.aclose()\n"
+        "asyncio.run(main())\n"
     )
     procs = [
         await asyncio.create_subprocess_exec(sys.executable, "-c", code, str(home / "roost.db"))
@@ -111,13 +116,13 @@ async def test_counting_is_atomic_across_processes(home: Path) -> None:
 
 
 async def test_roost_usage_prints_a_table_and_json(home: Path) -> None:
-    db = connect(home / "roost.db")
+    db = await open_database(home / "roost.db")
     store = UsageStore(db)
-    store.record("alice", "default", "2027-01-15", Tokens(12_000, 300, 8_000))
-    store.record("alice", "smart", "2027-01-16", Tokens(500, 50, 0))
-    store.record("bob", "default", "2027-01-15", Tokens(7, 3, 0))
-    store.record("alice", "default", "2026-12-31", Tokens(999, 1, 0))  # another month
-    db.close()
+    await store.record("alice", "default", "2027-01-15", Tokens(12_000, 300, 8_000))
+    await store.record("alice", "smart", "2027-01-16", Tokens(500, 50, 0))
+    await store.record("bob", "default", "2027-01-15", Tokens(7, 3, 0))
+    await store.record("alice", "default", "2026-12-31", Tokens(999, 1, 0))  # another month
+    await db.aclose()
     write_config("[limits]\nmonthly_tokens = 1000000\n[tenants.alice]\ndaily_tokens = 50000\n")
     env = {k: v for k, v in os.environ.items()}
     table = await run(env, "usage", "--month", "2027-01")

@@ -62,3 +62,28 @@ async def test_the_same_instance_name_twice_is_refused_until_it_expires(db: Any)
     await claim_instance(leases, "eu-1", "process-a", 30_000)  # its own renewal
     clock.ms += 30_000
     await claim_instance(leases, "eu-1", "process-b", 30_000)  # a's ran out
+
+
+async def test_renew_extends_only_a_live_lease_of_its_owner(db: Any) -> None:
+    clock = Clock()
+    leases = Leases(db, clock)
+    assert await leases.renew("chat:1", "a", 1000) is None  # free: renew never takes it
+    assert await leases.acquire("chat:1", "a", 1000) is not None
+    assert await leases.renew("chat:1", "b", 1000) is None  # not b's
+    clock.ms += 999
+    renewed = await leases.renew("chat:1", "a", 1000)
+    assert renewed is not None and renewed.expires_ms == clock.ms + 1000
+    clock.ms += 1000
+    assert await leases.renew("chat:1", "a", 1000) is None  # ran out: a fence, not a retake
+    assert await leases.acquire("chat:1", "b", 1000) is not None
+
+
+async def test_release_all_lets_go_only_the_owners_leases_of_a_kind(db: Any) -> None:
+    leases = Leases(db, Clock())
+    for name, owner in (("chat:1", "a"), ("chat:2", "a"), ("chat:3", "b"), ("instance:a", "a")):
+        assert await leases.acquire(name, owner, 1000) is not None
+    assert await leases.release_all("a", "chat:") == 2
+    assert await leases.holder("chat:1") is None and await leases.holder("chat:2") is None
+    assert (
+        await leases.holder("chat:3") is not None and await leases.holder("instance:a") is not None
+    )

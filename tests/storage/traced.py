@@ -8,14 +8,22 @@ from pathlib import Path
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
 
+# What the engine itself sends around a store's statements, left out of the list: the
+# busy_timeout of a write run inline (`Worker.try_inline`) and the queued WAL checkpoint.
+ENGINE_OWN = ("PRAGMA busy_timeout=", "PRAGMA wal_checkpoint(")
+
 
 async def traced(path: Path) -> tuple[SqliteDatabase, list[str]]:
     """The database on `path`, migrated, and the list its statements are appended to
     (for query plans and for what a store does or does not send)."""
     statements: list[str] = []
 
+    def record(sql: str) -> None:
+        if not sql.startswith(ENGINE_OWN):
+            statements.append(sql)
+
     def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
+        conn.set_trace_callback(record)
 
     database = await SqliteDatabase.open(path, on_connect=trace)
     try:

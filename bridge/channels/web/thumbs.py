@@ -11,12 +11,12 @@ is not an image. The page fetches it with its token and draws it on a
 canvas, so no image URL carries a credential. The file is named by the
 message's stored `meta` (the inbox's generated name), opened without
 following a symbolic link, and must be a regular file in the tenant's inbox.
+The message is read through the `Database` protocol (`bridge.storage`).
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,6 +27,7 @@ from bridge.channels.web.branch import REF
 from bridge.channels.web.gate import WebGate, error
 from bridge.core.sessions import SessionKey
 from bridge.core.shown import read_meta
+from bridge.storage.protocol import Database
 
 SIDE = 320
 GONE = "that image is no longer kept"
@@ -56,7 +57,7 @@ class WebThumbs:
     def __init__(
         self,
         gate: WebGate,
-        db: sqlite3.Connection,
+        db: Database,
         inbox: Callable[[str], Path],
         limit: int,
         thumbnail: Thumbnail,
@@ -67,21 +68,22 @@ class WebThumbs:
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/api/attachment", self.thumbnail)
 
-    def _meta(self, key: SessionKey, seq: int, conversation: int | None) -> str | None:
+    async def _meta(self, key: SessionKey, seq: int, conversation: int | None) -> str | None:
+        """The stored `meta` of the person's message `seq`: one SELECT (a reader)."""
         if conversation is None:
-            found = self._db.execute(
-                "SELECT meta FROM session_messages WHERE id=? AND tenant=? AND channel=?"
-                " AND chat=? AND role='user'",
+            found = await self._db.fetch_value(
+                "SELECT meta FROM session_messages WHERE id = ? AND tenant = ? AND channel = ?"
+                " AND chat = ? AND role = 'user'",
                 (seq, key.tenant, key.channel, key.chat),
-            ).fetchone()
+            )
         else:
-            found = self._db.execute(
+            found = await self._db.fetch_value(
                 "SELECT m.meta FROM conversation_messages m JOIN conversations c"
-                " ON c.id = m.conversation WHERE m.id=? AND m.conversation=? AND m.role='user'"
-                " AND c.tenant=? AND c.channel=? AND c.chat=?",
+                " ON c.id = m.conversation WHERE m.id = ? AND m.conversation = ?"
+                " AND m.role = 'user' AND c.tenant = ? AND c.channel = ? AND c.chat = ?",
                 (seq, conversation, key.tenant, key.channel, key.chat),
-            ).fetchone()
-        return None if found is None else str(found[0])
+            )
+        return None if found is None else str(found)
 
     async def thumbnail(self, request: web.Request) -> web.StreamResponse:
         key = self._gate.key(request)
@@ -94,7 +96,7 @@ class WebThumbs:
         seq, index, conversation = (v if isinstance(v, int) else None for v in numbers)
         if seq is None:
             return error(400, "seq: a message of the conversation (GET /api/history)")
-        meta = self._meta(key, seq, conversation)
+        meta = await self._meta(key, seq, conversation)
         files = read_meta(meta).get("files", []) if meta else []
         if not 0 <= (index or 0) < len(files) or files[index or 0].get("kind") != "photo":
             return error(404, "no such image in this conversation")

@@ -4,9 +4,16 @@ One writer connection on its own thread takes every write and every
 transaction, in turn (an asyncio lock: one transaction at a time, as SQLite
 allows one writer); `readers` reader connections (threads, `query_only`)
 take plain SELECTs outside a transaction, so a long write does not hold up
-reads (WAL). `BEGIN IMMEDIATE` starts a transaction; nested ones are
-savepoints. Notifications: `storage_notify` counts per topic, written in the
-notifier's transaction; a poller connection reads them when `PRAGMA
+reads (WAL); a SELECT that an idle reader answers within a small budget of
+SQLite steps is answered on the caller's thread, without the two thread
+wake-ups (`Worker.try_inline`; a longer one is interrupted and queued); so
+is a single writing statement outside any transaction when the writer is
+idle (busy with another connection's lock, it is queued too). The writer
+makes no WAL checkpoint inside a commit; every `CHECKPOINT_EVERY` writes
+one is queued on its thread.
+`BEGIN IMMEDIATE` starts a transaction; nested ones are savepoints.
+Notifications: `storage_notify` counts per topic, written in the notifier's
+transaction; a poller connection reads them when `PRAGMA
 data_version` says another connection committed (another process, or this
 one's writer); this process's own notifies wake at once after commit.
 """
@@ -14,8 +21,10 @@ one's writer); this process's own notifies wake at once after commit.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import itertools
+import logging
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -35,6 +44,8 @@ from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+CHECKPOINT_EVERY = 500  # writes between two passive WAL checkpoints
 _READ = re.compile(r"^\s*(SELECT|WITH|VALUES)\b", re.IGNORECASE)
 _WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b", re.IGNORECASE)
 Conn = sqlite3.Connection
@@ -60,8 +71,14 @@ class SqliteDatabase:
         readers: int = 2,
         poll_s: float = 0.25,
         on_connect: Callable[[Conn], None] | None = None,
+        inline_reads: bool = True,
+        inline_writes: bool = True,
     ) -> None:
         self.path = path
+        # short statements on the loop's thread (benches turn them off to compare)
+        self.inline_reads, self.inline_writes = inline_reads, inline_writes
+        self._writes = 0
+        self._checkpoint: asyncio.Task[None] | None = None
         self._on_connect = on_connect
         self._writer = Worker(engine.opener(path, reader=False, on_connect=on_connect), "db-w")
         self._readers = [
@@ -100,14 +117,39 @@ class SqliteDatabase:
             return await self.write(fn)
         return await self._readers[next(self._next_reader)].run(fn)
 
-    def _route(self, sql: str) -> Callable[[Callable[[Conn], T]], Any]:
-        return self.read if _READ.match(sql) and not _WRITES.search(sql) else self.write
-
     # -- statements ---------------------------------------------------------------------
 
     async def execute(self, sql: str, params: Params = None) -> int:
         text, args = translate(sql, params, "qmark")
-        return await self.write(_exec(text, args))
+        return await self._statement(_exec(text, args))
+
+    async def _statement(self, job: Callable[[Conn], T]) -> T:
+        """ONE writing statement: inline on the idle writer when no transaction is open
+        (in this task or another) and it is short; else a job on the writer's thread."""
+        self._count_write()
+        if self.inline_writes and self._tx.get() is None and not self._lock.locked():
+            done, value = self._writer.try_inline(job, write=True)
+            if done:
+                return value  # type: ignore[return-value]
+        return await self.write(job)
+
+    def _count_write(self) -> None:
+        """Every CHECKPOINT_EVERY writes, a passive WAL checkpoint on the writer's thread
+        (the writer makes none itself: `engine.opener`)."""
+        self._writes += 1
+        if self._writes % CHECKPOINT_EVERY == 0 and (
+            self._checkpoint is None or self._checkpoint.done()
+        ):
+            # a context of its own: never inside the transaction of the write that counted
+            self._checkpoint = asyncio.get_running_loop().create_task(
+                self._checkpoint_wal(), context=contextvars.Context()
+            )
+
+    async def _checkpoint_wal(self) -> None:
+        try:  # as a write: between transactions (inside one, SQLite refuses: LOCKED)
+            await self.write(engine.checkpoint)
+        except Exception as exc:  # a full disk, say: the next one tries again
+            log.warning("WAL checkpoint failed: %s", exc)
 
     async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
         values = [translate(sql, p, "qmark") for p in rows]
@@ -118,15 +160,27 @@ class SqliteDatabase:
 
     async def fetch_all(self, sql: str, params: Params = None) -> list[Row]:
         text, args = translate(sql, params, "qmark")
-        run: Callable[[Callable[[Conn], list[Row]]], Any] = self._route(sql)
-        result: list[Row] = await run(lambda c: c.execute(text, args).fetchall())
-        return result
+        job: Callable[[Conn], list[Row]] = lambda c: c.execute(text, args).fetchall()  # noqa: E731
+        return await self._fetch(sql, job)
 
     async def fetch_one(self, sql: str, params: Params = None) -> Row | None:
         text, args = translate(sql, params, "qmark")
-        run: Callable[[Callable[[Conn], Row | None]], Any] = self._route(sql)
-        result: Row | None = await run(lambda c: c.execute(text, args).fetchone())
-        return result
+        job: Callable[[Conn], Row | None] = lambda c: c.execute(text, args).fetchone()  # noqa: E731
+        return await self._fetch(sql, job)
+
+    async def _fetch(self, sql: str, job: Callable[[Conn], T]) -> T:
+        """A SELECT outside a transaction: inline on an idle reader when it is short
+        (`Worker.try_inline`), else on a reader's thread; anything else on the writer."""
+        if not (_READ.match(sql) and not _WRITES.search(sql)):
+            return await self._statement(job)  # UPDATE ... RETURNING and the like
+        if self._tx.get() is not None or not self._readers:
+            return await self.write(job)
+        reader = self._readers[next(self._next_reader)]
+        if self.inline_reads:
+            done, value = reader.try_inline(job)
+            if done:
+                return value  # type: ignore[return-value]
+        return await reader.run(job)
 
     async def fetch_value(self, sql: str, params: Params = None) -> Any:
         row = await self.fetch_one(sql, params)
@@ -257,6 +311,8 @@ class SqliteDatabase:
             await asyncio.sleep(self._poll_s)
 
     async def aclose(self) -> None:
+        if self._checkpoint is not None:
+            await asyncio.gather(self._checkpoint, return_exceptions=True)
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)

@@ -39,23 +39,36 @@ def private_file(path: Path) -> None:
             path.with_name(path.name + suffix).chmod(0o600)
 
 
+BUSY_MS = 10_000  # how long a statement waits for another connection's lock
+
+
 def opener(
     path: Path, *, reader: bool, on_connect: Callable[[sqlite3.Connection], None] | None
 ) -> Callable[[], sqlite3.Connection]:
     def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=10.0, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=10000")
+        conn = sqlite3.connect(
+            path, isolation_level=None, timeout=BUSY_MS / 1000, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         if reader:
             conn.execute("PRAGMA query_only=1")
         else:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            # no checkpoint inside a commit: a write may run on the event loop's thread
+            # (`Worker.try_inline`); `SqliteDatabase` queues checkpoints on the writer
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute("PRAGMA foreign_keys=ON")
         if on_connect is not None:
             on_connect(conn)
         return conn
 
     return connect
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """A passive WAL checkpoint (copies what no reader needs; never waits for one)."""
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
 def create_engine_tables(conn: sqlite3.Connection) -> None:

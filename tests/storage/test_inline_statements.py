@@ -1,0 +1,188 @@
+"""Short statements run on the loop's thread by an idle connection (`Worker.try_inline`).
+
+A point select runs inline (no thread hop); a long read is interrupted by its
+step budget and finished on the reader's thread while the event loop goes
+on; a read never overtakes a job queued before it; errors are the same
+either way; the writer's commits are seen at once. A single write outside a
+transaction runs inline on the idle writer, never inside or beside an open
+transaction, never waiting for another connection's lock on the loop, and
+a long one interrupted is done once, on the thread. WAL checkpoints are
+queued on the writer's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bridge.storage.errors import StorageError
+from bridge.storage.sqlite import SqliteDatabase, database, engine
+
+LONG = (
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) "
+    "SELECT count(*), sum(i) FROM n"
+)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> SqliteDatabase:
+    db = await SqliteDatabase.open(tmp_path / "roost.db", readers=1)
+    await db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    await db.execute_many("INSERT INTO t VALUES (?, ?)", [(i, f"v{i}") for i in range(100)])
+    yield db  # type: ignore[misc]
+    await db.aclose()
+
+
+async def test_a_point_select_is_answered_inline_and_sees_the_last_commit(
+    db: SqliteDatabase,
+) -> None:
+    reader = db._readers[0]
+    before = reader.inlined
+    assert await db.fetch_one("SELECT v FROM t WHERE id = ?", (7,)) == ("v7",)
+    assert await db.fetch_one("SELECT v FROM t WHERE id = ?", (1000,)) is None
+    assert await db.fetch_value("SELECT count(*) FROM t") == 100
+    assert reader.inlined == before + 3
+    await db.execute("INSERT INTO t VALUES (1000, 'new')")
+    assert await db.fetch_all("SELECT v FROM t WHERE id >= 99 ORDER BY id") == [("v99",), ("new",)]
+    assert reader.inlined == before + 4
+
+
+async def test_a_long_read_leaves_the_loop_and_finishes_on_the_thread(
+    db: SqliteDatabase,
+) -> None:
+    reader = db._readers[0]
+    before = reader.inlined
+    ticks_while_reading = 0
+    query = asyncio.ensure_future(db.fetch_one(LONG))
+
+    async def ticker() -> None:
+        nonlocal ticks_while_reading
+        while not query.done():
+            ticks_while_reading += 1
+            await asyncio.sleep(0)
+
+    tick = asyncio.ensure_future(ticker())
+    assert await query == (300000, 300000 * 300001 // 2)
+    await tick
+    assert reader.inlined == before  # interrupted inline, answered by the thread
+    assert ticks_while_reading > 1  # the loop ran other tasks meanwhile
+
+
+async def test_a_read_never_overtakes_a_job_queued_before_it(db: SqliteDatabase) -> None:
+    reader = db._readers[0]
+    long = asyncio.ensure_future(db.fetch_one(LONG))
+    await asyncio.sleep(0)  # the long read is on the reader's thread now (or queued)
+    before = reader.inlined
+    short = asyncio.ensure_future(db.fetch_one("SELECT v FROM t WHERE id = 3"))
+    done, _ = await asyncio.wait([long, short], return_when=asyncio.FIRST_COMPLETED)
+    assert long in done  # one reader, in order: the short one waited behind it
+    assert await short == ("v3",)
+    assert reader.inlined == before
+
+
+async def test_errors_are_the_same_inline(db: SqliteDatabase) -> None:
+    with pytest.raises(StorageError, match="no such table") as caught:
+        await db.fetch_one("SELECT * FROM missing")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    db.inline_reads = False
+    with pytest.raises(StorageError, match="no such table"):
+        await db.fetch_one("SELECT * FROM missing")
+
+
+async def test_a_short_write_runs_inline_on_the_idle_writer(db: SqliteDatabase) -> None:
+    writer = db._writer
+    before = writer.inlined
+    assert await db.execute("UPDATE t SET v = 'x' WHERE id < 10") == 10
+    assert await db.fetch_one("UPDATE t SET v = 'y' WHERE id = 1 RETURNING v") == ("y",)
+    assert writer.inlined == before + 2
+    async with db.transaction():  # in a transaction: every statement on the thread
+        await db.execute("UPDATE t SET v = 'z' WHERE id = 2")
+    assert writer.inlined == before + 2
+    assert await db.fetch_value("SELECT v FROM t WHERE id = 2") == "z"
+
+
+async def test_no_write_runs_inline_beside_another_tasks_transaction(db: SqliteDatabase) -> None:
+    writer = db._writer
+    opened, leave = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.transaction():
+            await db.execute("UPDATE t SET v = 'tx' WHERE id = 5")
+            opened.set()
+            await leave.wait()
+
+    task = asyncio.ensure_future(holder())
+    await opened.wait()
+    before = writer.inlined
+    write = asyncio.ensure_future(db.execute("UPDATE t SET v = 'after' WHERE id = 5"))
+    await asyncio.sleep(0)
+    assert not write.done()  # it waits for the transaction: one writer at a time
+    leave.set()
+    await task
+    assert await write == 1
+    assert writer.inlined == before
+    assert await db.fetch_value("SELECT v FROM t WHERE id = 5") == "after"
+
+
+async def test_a_write_waits_for_another_connections_lock_off_the_loop(
+    db: SqliteDatabase, tmp_path: Path
+) -> None:
+    other = sqlite3.connect(tmp_path / "roost.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    try:
+        before = db._writer.inlined
+        write = asyncio.ensure_future(db.execute("UPDATE t SET v = 'mine' WHERE id = 6"))
+        ticks = 0
+        while ticks < 5:  # the loop goes on while the write waits for the lock
+            await asyncio.sleep(0)
+            ticks += 1
+        assert not write.done()
+        other.execute("COMMIT")
+        assert await write == 1
+        assert db._writer.inlined == before
+    finally:
+        other.close()
+
+
+async def test_a_long_write_interrupted_inline_is_done_once_on_the_thread(
+    db: SqliteDatabase,
+) -> None:
+    before = db._writer.inlined
+    sql = (
+        "INSERT INTO t (id, v) WITH RECURSIVE n(i) AS (SELECT 1000 UNION ALL "
+        "SELECT i + 1 FROM n WHERE i < 100999) SELECT i, 'bulk' FROM n"
+    )
+    assert await db.execute(sql) == 100_000
+    assert db._writer.inlined == before
+    assert await db.fetch_value("SELECT count(*) FROM t WHERE v = 'bulk'") == 100_000
+
+
+async def test_checkpoints_are_queued_on_the_writers_thread(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ran: list[str] = []
+    real = engine.checkpoint
+
+    def spy(conn: sqlite3.Connection) -> None:
+        import threading
+
+        ran.append(threading.current_thread().name)
+        real(conn)
+
+    monkeypatch.setattr(database, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(engine, "checkpoint", spy)
+    assert await db.fetch_value("PRAGMA wal_autocheckpoint") == 0
+    for i in range(25):
+        if i % 3:
+            await db.execute("UPDATE t SET v = ? WHERE id = 8", (f"n{i}",))
+        else:  # one counted inside a transaction: its checkpoint waits for the commit
+            async with db.transaction():
+                await db.execute("UPDATE t SET v = ? WHERE id = 8", (f"n{i}",))
+                await asyncio.sleep(0)
+        if db._checkpoint is not None:
+            await db._checkpoint
+    assert ran == ["db-w", "db-w"]
+    assert "checkpoint failed" not in caplog.text
