@@ -26,11 +26,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench.prompt import NOW, make, populate, print_rows, timing_rows
+from bench.prompt import NOW, Stores, make, populate, print_rows, timing_rows
+from bridge.app.database import open_database
 from bridge.core.config import load_settings
-from bridge.core.db import connect
 from bridge.llm.anthropic import AnthropicBackend
-from bridge.skills.grades import SkillGrades
 from bridge.types.backend import ChatMessage, ModelRequest
 from bridge.types.tenant_dirs import TenantDirs
 from tests.fakes.fake_anthropic import FakeAnthropic
@@ -38,24 +37,25 @@ from tests.fakes.fake_anthropic import FakeAnthropic
 TURNS = 10
 
 
-def render_turns(turns: int = TURNS) -> list[tuple[str, int]]:
+async def render_turns(turns: int = TURNS) -> list[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
         (Path(tmp) / "roost.toml").write_text("")
         settings = load_settings(home=Path(tmp) / "home", loadout={"memory_chars": 20_000})
         settings.home.mkdir()
-        db = connect(settings.home / "roost.db")
+        db = await open_database(settings.home / "roost.db")
+        stores = await Stores(db).loaded()
         dirs = TenantDirs.of(settings.home, "alice").ensure()
-        lo = make(settings, db, dirs, True)
-        populate(settings, lo, dirs, db)
-        grades = SkillGrades(db)
+        lo = make(settings, stores, dirs, True)
+        await populate(settings, lo, dirs, stores)
         out = []
         for turn in range(turns):
             if turn % 3 == 0:  # grades move
-                grades.apply(dirs.tenant, f"skill-{turn % 50:02d}", "rejection", NOW)
+                await stores.grades.apply(dirs.tenant, f"skill-{turn % 50:02d}", "rejection", NOW)
+            await lo.prompt.prepare(dirs.tenant)
             rendered = lo.prompt.render(dirs, "web", "c1", f"m{turn}", NOW + 60 * turn)
             out.append((rendered.text, rendered.stable_chars))
-        db.close()
+        await db.aclose()
     return out
 
 
@@ -78,7 +78,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="four turns instead of ten")
     quick = ap.parse_args().quick
     count = 4 if quick else TURNS
-    turns = render_turns(count)
+    turns = asyncio.run(render_turns(count))
     system, stable = turns[-1]
     distinct = len({s for s, _ in turns})
     print(f"system prompt {len(system):,} chars; stable prefix {stable:,} chars ", end="")

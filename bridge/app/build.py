@@ -49,6 +49,8 @@ from bridge.core.versions import TurnVersions
 from bridge.grading.judge import OutcomeJudge
 from bridge.grading.judge_store import JudgeUsage
 from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.db_changes import TableChanges
+from bridge.loadout.db_changes import watching as watching_rows
 from bridge.schedule.commands import ChatNotes
 from bridge.schedule.jobs import JobLimits
 from bridge.schedule.service import ScheduleService
@@ -100,11 +102,15 @@ async def build(
     db = connect(settings.home / "roost.db")
     # the ported stores' way in: roost.db, or PostgreSQL with [database] url
     database = await open_database(settings.home / "roost.db", settings.database)
+    # the prompt rows' versions, shared by the stores the prompt reads (and their mirrors)
+    changes = TableChanges(database)
+    chats = ChatSettings(database, changes)
+    await chats.load()  # the mirror every chat-settings reader reads
     generation = build_generation(settings, make_backend_of, default=backend)
     metrics = Metrics()
     models = ModelRegistry(
         generation,
-        ChatSettings(db),
+        chats,
         make_backend_of,
         fixed_default=backend,
         wrap=lambda inner: TimedBackend(inner, metrics),  # each model step, for /metrics
@@ -136,6 +142,9 @@ async def build(
     resolver, pairing = build_access(settings, database, clock, platforms)
     await pairing.load()  # the mirror the resolver's rule reads
     closers.append(watching(pairing))  # reloaded when another process pairs or revokes
+    closers.append(chats.flush)  # the terminal inbox's marks, before the database closes
+    closers.append(watching_rows(chats))  # read again when another process sets a choice
+    closers.append(watching_rows(changes))  # ... or writes grades or style bullets
     schedule = ScheduleService(
         database,
         JobLimits(
@@ -148,7 +157,7 @@ async def build(
     judge = OutcomeJudge(
         settings.grading,
         models.backend,
-        JudgeUsage(db),
+        JudgeUsage(database),
         audit,
         default_model=settings.llm.name,
         meter=meter,
@@ -160,6 +169,7 @@ async def build(
         settings,
         db,
         database,
+        chats,
         audit,
         runner,
         clock,
@@ -172,9 +182,11 @@ async def build(
         chat_notes=chat_notes,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
-    voice = Voice(settings, resolver, db, audit, platforms)
+    voice = Voice(settings, resolver, chats, audit, platforms)
     closers.append(voice.aclose)
-    sets = caps.command_sets + model_commands(models, meter, db, audit, clock) + (voice.commands,)
+    sets = (
+        caps.command_sets + model_commands(models, meter, chats, audit, clock) + (voice.commands,)
+    )
     caps = dataclasses.replace(caps, command_sets=sets)
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)

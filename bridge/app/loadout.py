@@ -1,4 +1,4 @@
-"""Builds the loadout of a running roost from the settings and the database.
+"""Builds the loadout of a running roost from the settings and the chat settings store.
 
 `build_loadout` returns one `Loadout` holding the prompt source (for the
 TurnRunner), the memory tool source, the chat command sets, and the vault
@@ -8,7 +8,6 @@ blocks 7-9 are passed in; the file-based defaults are used otherwise.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ from bridge.core.turn import PickModel
 from bridge.corrections.subjects import subject_of
 from bridge.loadout.chat_commands import AudienceCommands, PersonaCommands, ProfileCommands
 from bridge.loadout.chat_settings import ChatSettings
-from bridge.loadout.db_changes import TableChanges
 from bridge.loadout.personas import SHIPPED, Personas
 from bridge.loadout.profile import Profile
 from bridge.loadout.vault import Vault
@@ -44,10 +42,6 @@ from bridge.prompt.views import (
     StyleView,
 )
 from bridge.types.audit_sink import AuditSink
-
-# roost.db's tables the prompt reads rows of a tenant from: chat settings (persona,
-# audience) and what the views of blocks 7 and 8 declare (`views.declared`)
-PROMPT_TABLES = ("chat_settings", "skill_grades", "style_bullets")
 
 
 @dataclass
@@ -83,7 +77,7 @@ def _wall_ms() -> int:
 
 def build_loadout(
     settings: Settings,
-    db: sqlite3.Connection | None,
+    chats: ChatSettings | None,
     audit: AuditSink,
     *,
     skills: SkillsView | None = None,
@@ -95,7 +89,11 @@ def build_loadout(
     files: FileCache | None = None,
 ) -> Loadout:
     """The loadout of every tenant; `styles`: block 1's line per channel (the platforms'
-    declarations, `Platforms.styles()`; without it every channel gets the plain line)."""
+    declarations, `Platforms.styles()`; without it every channel gets the plain line).
+
+    `chats` (loaded: `ChatSettings.load`) carries the process's `TableChanges`, whose
+    versions the prompt's memo keeps: the stores behind `skills` and `style` are made
+    with the same one, or their parts are computed again every turn."""
     caps = settings.loadout
     files = (files or FileCache()) if cached else NoCache()  # `files`: the caller's (watched)
     locks = TenantLocks()
@@ -109,9 +107,8 @@ def build_loadout(
     memory = Memory(store, audit, vault.values, locks)
     profile = Profile(caps.profile_chars, audit, locks)
     personas = Personas(persona_dirs(settings), files)  # a reload sets them again (app.live)
-    chats = ChatSettings(db) if db is not None else None
-    # what the prompt's memo is told of the tenant's rows there (TEMP triggers on `db`)
-    changes = TableChanges.install(db, PROMPT_TABLES) if db is not None and cached else None
+    # the versions of the tenant's mirrored rows the prompt's memo keeps
+    changes = chats.changes if chats is not None and cached else None
     defaults = audience_defaults(settings)
     taker = SnapshotTaker(
         home=settings.home,

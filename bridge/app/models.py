@@ -163,7 +163,7 @@ class ModelRegistry:
     async def hold(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
         """The chat's model for one turn; the backend stays open until the turn ends."""
         gen = self._current
-        name = self._chosen(turn, gen)
+        name = await self._chosen(turn, gen)
         gen.users += 1
         try:
             backend = gen.backends[name]
@@ -173,14 +173,14 @@ class ModelRegistry:
             if gen.retired and gen.users == 0:
                 await gen.aclose()
 
-    def _chosen(self, turn: TurnContext, gen: Generation) -> str:
+    async def _chosen(self, turn: TurnContext, gen: Generation) -> str:
         if self._chats is None:
             return gen.default
         i = turn.inbound
         stored = self._chats.get(turn.tenant, i.channel, i.chat, KEY)
         if stored is None or stored in gen.backends:
             return stored or gen.default
-        self._chats.clear(turn.tenant, i.channel, i.chat, KEY)  # told once
+        await self._chats.clear(turn.tenant, i.channel, i.chat, KEY)  # told once
         turn.notices.append(GONE.format(name=stored, default=gen.default))
         return gen.default
 

@@ -15,7 +15,6 @@ person's words and "🎙 heard: …" opens the reply; a refusal is the reply.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,7 +59,7 @@ class Voice:
         self,
         settings: Settings,
         resolver: TenantResolver,
-        db: sqlite3.Connection,
+        chats: ChatSettings,
         audit: AuditSink,
         platforms: Platforms,
     ) -> None:
@@ -75,7 +74,7 @@ class Voice:
         self._to_voice: set[str] = set()  # channels whose voice notes are answered spoken
         speaking = platforms.able("voice")
         self.commands = VoiceCommands(
-            ChatSettings(db),
+            chats,
             audit,
             self.speaker is not None,
             self._to_voice.__contains__,

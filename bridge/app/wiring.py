@@ -54,6 +54,7 @@ from bridge.personal_tools.commands import ToolCommands
 from bridge.personal_tools.drafts import DraftStore
 from bridge.personal_tools.source import ForgeTools
 from bridge.personal_tools.view import SavedToolsView
+from bridge.prompt.source import PromptRows
 from bridge.recall.wiring import build_recall
 from bridge.schedule.commands import ChatNotes, ScheduleCommands
 from bridge.schedule.planning import Planner
@@ -118,6 +119,7 @@ def build_capabilities(
     settings: Settings,
     db: sqlite3.Connection,
     database: Database,
+    chats: ChatSettings,
     audit: AuditSink,
     runner: SandboxRunner,
     clock: Callable[[], float],
@@ -133,19 +135,22 @@ def build_capabilities(
 
     `extra_tools` (tests, benchmarks) are offered to the model after the built-in sources;
     with a `schedule`, /remind, /every, /jobs, /job and the schedule tools are added;
-    with a `judge`, outcome grading asks it about follow-ups it left neutral.
+    with a `judge`, outcome grading asks it about follow-ups it left neutral. The
+    grades, the turn log and the learned style run on `chats`' `Database` and share its
+    prompt rows (`TableChanges`).
     """
     roots = (str(settings.home), str(persona_dirs(settings)[0]))
     watch = DirWatch.open(roots)  # inotify: unchanged files cost no stat
     files = FileCache(watch=watch)
-    grades = SkillGrades(db)
+    database, changes = chats.changes.db, chats.changes
+    grades = SkillGrades(database, changes)
     catalog = ToolCatalog(files, lambda: int(clock() * 1000))
     loadout = build_loadout(
         settings,
-        db,
+        chats,
         audit,
         skills=GradedSkills(grades, files),
-        style=LearnedStyle(StyleStore(db)),
+        style=LearnedStyle(StyleStore(database, changes)),
         tools=SavedToolsView(catalog),
         hold=models.hold if models is not None else None,
         styles=platforms.styles() if platforms is not None else None,
@@ -205,7 +210,8 @@ def build_capabilities(
             *recall.commands,
         ),
         (
-            SkillsObserver(grades, TurnLog(db), files, clock, judge),
+            PromptRows(loadout.prompt),  # first: the prompt's rows current for the turn
+            SkillsObserver(grades, TurnLog(database), files, clock, judge),
             mcp,
             corrections[1],
             *((QuotaObserver(quota),) if quota is not None else ()),  # tools wrote: measure
@@ -227,13 +233,13 @@ def build_corrections(
 def model_commands(
     models: ModelRegistry,
     meter: UsageMeter,
-    db: sqlite3.Connection,
+    chats: ChatSettings,
     audit: AuditSink,
     clock: Callable[[], float],
 ) -> tuple[CommandSet, ...]:
     """/model (this chat's model) and /usage (tokens and budgets of the tenant)."""
     return (
-        ModelCommands(models, ChatSettings(db), audit),
+        ModelCommands(models, chats, audit),
         UsageCommands(meter.store, meter.budget, clock),
     )
 

@@ -56,16 +56,15 @@ def chat_args(p: argparse.ArgumentParser) -> None:
 def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     """The local tenant's reminders and job answers for terminal chat `chat`."""
     from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
-    from bridge.loadout.chat_settings import ChatSettings
     from bridge.schedule.runtime import newest_message_id, recent_messages
 
-    tenant, db = r.settings.local_tenant, r.db
-    seen = ChatSettings(db)
+    tenant, seen = r.settings.local_tenant, r.loadout.chats
+    assert seen is not None  # a built roost stores chat settings (and flushes them at close)
     return TerminalInbox(
         lambda after: recent_messages(r.database, tenant, "cli", chat, after),
         lambda: newest_message_id(r.database),
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
-        lambda value: seen.set(tenant, "cli", chat, SEEN_KEY, value),
+        lambda value: seen.set_soon(tenant, "cli", chat, SEEN_KEY, value),
     )
 
 

@@ -77,6 +77,7 @@ async def print_prompt(
     roost = await build(settings, backend=OfflineBackend(), audit=NullAudit())
     try:
         prompt = roost.loadout.prompt
+        await prompt.prepare(tenant)  # the tenant's grades and style bullets, as a turn reads
         rendered = prompt.render(roost.tenant_dirs(tenant), channel, chat, msg_id, now)
         notes = MemoryNotes(roost.loadout.memory.store, settings.memory)
         found = notes.explain(roost.tenant_dirs(tenant), message) if message else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from bridge.app.channels_up import PLATFORMS
@@ -50,8 +50,8 @@ def _days(ms: int) -> int:
     return max(0, -(-ms // DAY_MS))
 
 
-def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], None]) -> int:
-    last = store.last_sweep()
+async def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], None]) -> int:
+    last = await store.last_sweep()
     if last is None:
         out("last sweep: never")
     else:
@@ -61,11 +61,11 @@ def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], N
             f"{last.rolled_back} rolled back; judge: {last.judge_status}"
         )
     out(f"next sweep: {SCHEDULE}")
-    tenants = store.tenants()
+    tenants = await store.tenants()
     if not tenants:
         out("no bullets yet")
     for tenant in tenants:
-        rows = store.tenant(tenant)
+        rows = await store.tenant(tenant)
         counts = {s: sum(1 for b in rows if b.state == s) for s in STATES}
         out(
             f"{tenant}: "
@@ -92,8 +92,8 @@ def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], N
     return 0
 
 
-def list_live(store: StyleStore, tenant: str | None, out: Callable[[str], None]) -> int:
-    rows = store.tenant(tenant, ("live",)) if tenant else store.all(("live",))
+async def list_live(store: StyleStore, tenant: str | None, out: Callable[[str], None]) -> int:
+    rows = await store.tenant(tenant, ("live",)) if tenant else await store.all(("live",))
     if not rows:
         out(f"{tenant}: no live bullets" if tenant else "no live bullets")
     for b in rows:
@@ -124,7 +124,8 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
 
     prepare_home(settings.home)
     db = connect(settings.home / "roost.db")
-    database = await open_database(settings.home / "roost.db", settings.database)  # usage
+    # style, usage and budgets: roost.db, or PostgreSQL with [database] url
+    database = await open_database(settings.home / "roost.db", settings.database)
     model = settings.style.judge_model or settings.llm.name
     backend, _reason = make_backend(settings, model)
     meter = UsageMeter(UsageStore(database), budgets_of(settings))
@@ -133,12 +134,12 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
         paths = chain_paths(settings.home)
         now_ms = int(time.time() * 1000)
         if dry_run:
-            sweeper = Sweeper(StyleStore(db), judge, NullAudit())
+            sweeper = Sweeper(StyleStore(database), judge, NullAudit())
             report = await sweeper.sweep_chain(paths, now_ms, dry_run=True)
         else:
             chain = await open_chain(settings, time.time, PLATFORMS)
             try:
-                sweeper = Sweeper(StyleStore(db), judge, chain)
+                sweeper = Sweeper(StyleStore(database), judge, chain)
                 report = await sweeper.sweep_chain(paths, now_ms)
             finally:
                 await chain.aclose()
@@ -154,26 +155,29 @@ def run_sweep_verb(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(run_sweep(settings, args.dry_run, print))
 
 
-def with_store(use: Callable[[argparse.Namespace, StyleStore], int]) -> Run:
+def with_store(use: Callable[[argparse.Namespace, StyleStore], Awaitable[int]]) -> Run:
     """A verb that reads the style store of the home (created when missing)."""
 
-    def run(args: argparse.Namespace, settings: Settings) -> int:
+    async def using(args: argparse.Namespace, settings: Settings) -> int:
         prepare_home(settings.home)
-        db = connect(settings.home / "roost.db")
+        database = await open_database(settings.home / "roost.db")
         try:
-            return use(args, StyleStore(db))
+            return await use(args, StyleStore(database))
         finally:
-            db.close()
+            await database.aclose()
+
+    def run(args: argparse.Namespace, settings: Settings) -> int:
+        return asyncio.run(using(args, settings))
 
     return run
 
 
-def run_status(args: argparse.Namespace, store: StyleStore) -> int:
-    return status(store, int(time.time() * 1000), Thresholds(), print)
+async def run_status(args: argparse.Namespace, store: StyleStore) -> int:
+    return await status(store, int(time.time() * 1000), Thresholds(), print)
 
 
-def run_list_live(args: argparse.Namespace, store: StyleStore) -> int:
-    return list_live(store, args.tenant, print)
+async def run_list_live(args: argparse.Namespace, store: StyleStore) -> int:
+    return await list_live(store, args.tenant, print)
 
 
 VERBS: tuple[Verb[Run], ...] = (

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -59,7 +59,7 @@ class FollowUp:
     relevant: tuple[str, ...] = ()  # skills the graded request was about but did not use
 
 
-Listener = Callable[[FollowUp, Label, TurnEvents], None]
+Listener = Callable[[FollowUp, Label, TurnEvents], Awaitable[None]]
 
 
 class Mask(Protocol):
@@ -170,7 +170,7 @@ class OutcomeJudge:
             hit = self._cache.get(cache_key(f.item))
             if hit is not None:
                 self._cache.move_to_end(cache_key(f.item))
-                self._found(f, hit, True, events)
+                await self._found(f, hit, True, events)
             else:
                 todo.setdefault(cache_key(f.item), []).append(f)
         if todo:
@@ -184,14 +184,14 @@ class OutcomeJudge:
             return
         day = utc_day(self._clock())
         keys = list(todo)
-        room = self._settings.judge_daily_cap - self._usage.day(tenant, day).asked
+        room = self._settings.judge_daily_cap - (await self._usage.day(tenant, day)).asked
         if room < len(keys):
-            self._usage.add(tenant, day, "capped", len(keys) - max(room, 0))
+            await self._usage.add(tenant, day, "capped", len(keys) - max(room, 0))
             self._once(f"cap:{tenant}:{day}", f"grading judge: daily cap reached for {tenant}")
             keys = keys[: max(room, 0)]
         if not keys or (self._meter is not None and await self._meter.reached(tenant) is not None):
             return
-        self._usage.add(tenant, day, "asked", len(keys))
+        await self._usage.add(tenant, day, "asked", len(keys))
         client = JudgeClient(backend, self._timeout_s)
         asked = await client.ask([todo[k][0].item for k in keys], tenant)
         if self._meter is not None and asked.tokens is not None:
@@ -199,20 +199,20 @@ class OutcomeJudge:
         if asked.error:
             log.warning("grading judge: no answer (%s) for %d follow-up(s)", asked.error, len(keys))
             return
-        self._usage.add(tenant, day, "ignored", asked.ignored)
+        await self._usage.add(tenant, day, "ignored", asked.ignored)
         for key, label in zip(keys, asked.labels, strict=True):
             if label is None:
                 continue
             self._remember(key, label)
             for f in todo[key]:
-                self._found(f, label, False, events)
+                await self._found(f, label, False, events)
 
     def _remember(self, key: str, label: Label) -> None:
         self._cache[key] = label
         while len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
 
-    def _found(self, f: FollowUp, label: Label, cached: bool, events: TurnEvents) -> None:
+    async def _found(self, f: FollowUp, label: Label, cached: bool, events: TurnEvents) -> None:
         details = {
             "label": label,
             "prev_run_id": f.prev_run_id,
@@ -222,7 +222,7 @@ class OutcomeJudge:
         }
         events.add("outcome.judged", f.tenant, details)
         for listener in self._listeners:
-            listener(f, label, events)
+            await listener(f, label, events)
 
     def _once(self, key: str, message: str) -> None:
         if key not in self._said:

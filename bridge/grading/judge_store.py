@@ -1,4 +1,4 @@
-"""The judge's daily counts per tenant in SQLite (table `grade_judge_usage`).
+"""The judge's daily counts per tenant (table `grade_judge_usage`, on the `Database`).
 
 Per tenant and UTC day: `asked` (follow-ups sent to the judge, what the
 daily cap counts), `ignored` (answers that were not one known label) and
@@ -8,9 +8,10 @@ one UPSERT, so two processes counting at once add up.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Literal
+
+from bridge.storage.protocol import Database
 
 Column = Literal["asked", "ignored", "capped"]
 
@@ -23,23 +24,24 @@ class JudgeDay:
 
 
 class JudgeUsage:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
 
-    def day(self, tenant: str, day: str) -> JudgeDay:
-        row = self._db.execute(
-            "SELECT asked, ignored, capped FROM grade_judge_usage WHERE tenant=? AND day=?",
+    async def day(self, tenant: str, day: str) -> JudgeDay:
+        row = await self._db.fetch_one(
+            "SELECT asked, ignored, capped FROM grade_judge_usage WHERE tenant = ? AND day = ?",
             (tenant, day),
-        ).fetchone()
-        return JudgeDay(*row) if row else JudgeDay()
+        )
+        return JudgeDay(*(int(n) for n in row)) if row else JudgeDay()
 
-    def add(self, tenant: str, day: str, column: Column, n: int) -> None:
+    async def add(self, tenant: str, day: str, column: Column, n: int) -> None:
         if n <= 0:
             return
         if column not in ("asked", "ignored", "capped"):
             raise ValueError(column)
-        self._db.execute(
+        await self._db.execute(
             f"INSERT INTO grade_judge_usage (tenant, day, {column}) VALUES (?, ?, ?) "
-            f"ON CONFLICT (tenant, day) DO UPDATE SET {column} = {column} + excluded.{column}",
+            f"ON CONFLICT (tenant, day) DO UPDATE SET"
+            f" {column} = grade_judge_usage.{column} + excluded.{column}",
             (tenant, day, n),
         )

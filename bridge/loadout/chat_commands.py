@@ -98,9 +98,9 @@ class PersonaCommands:
             names = ", ".join(sorted(table)) or "none"
             return f"There is no persona {wanted!r}. Available: {names}."
         if wanted == DEFAULT:
-            self._chats.clear(ctx.tenant, i.channel, i.chat, "persona")
+            await self._chats.clear(ctx.tenant, i.channel, i.chat, "persona")
         else:
-            self._chats.set(ctx.tenant, i.channel, i.chat, "persona", wanted)
+            await self._chats.set(ctx.tenant, i.channel, i.chat, "persona", wanted)
         await self._audit.emit(
             "persona.changed",
             ctx.tenant,
@@ -140,7 +140,7 @@ class AudienceCommands:
                 return f"Audience (the operator's default for {i.channel}): {default}"
             return "No audience set: replies are written for you. /audience <text> sets one."
         if text.lower() == "clear":
-            had = self._chats.clear(ctx.tenant, i.channel, i.chat, "audience")
+            had = await self._chats.clear(ctx.tenant, i.channel, i.chat, "audience")
             if had:
                 await self._audit.emit(
                     "audience.changed",
@@ -155,7 +155,7 @@ class AudienceCommands:
         reasons = screen(text)
         if reasons:
             return refusal("this audience note", reasons)
-        self._chats.set(ctx.tenant, i.channel, i.chat, "audience", text)
+        await self._chats.set(ctx.tenant, i.channel, i.chat, "audience", text)
         await self._audit.emit(
             "audience.changed",
             ctx.tenant,

@@ -78,9 +78,9 @@ class ModelCommands:
             shown = wanted if len(wanted) <= 40 else wanted[:40] + "…"
             return f"There is no model {shown!r}. Models:\n" + self._listing(current)
         if wanted == self._models.default:
-            self._chats.clear(ctx.tenant, i.channel, i.chat, KEY)
+            await self._chats.clear(ctx.tenant, i.channel, i.chat, KEY)
         else:
-            self._chats.set(ctx.tenant, i.channel, i.chat, KEY, wanted)
+            await self._chats.set(ctx.tenant, i.channel, i.chat, KEY, wanted)
         details = {"model": wanted, "previous": current, "channel": i.channel, "chat": i.chat}
         await self._audit.emit("chat.model_set", ctx.tenant, details)
         return f"This chat now uses {wanted} ({known[wanted]}). Other chats keep theirs."

@@ -7,10 +7,13 @@ from parts (`bridge.prompt.memo`), one per input: steering, profile, memory
 index, vault names, the chat's settings, the persona, skills, style bullets,
 personal tools. Each part is kept, per chat, while its proof holds: the files
 it read unchanged (inotify generations, else `stat`) and its token equal (the
-tenant's change counts of the tables it read, `TableChanges`; the persona
-directories). When nothing changed, a turn costs one look at the watch, one
-`PRAGMA data_version` and, per shown shadow bullet, its cohort bit, and
-returns the very same `Snapshot` object; a part whose proof failed is
+versions of the tenant's rows of the tables it read, as their stores mirror
+them in process, `TableChanges`; the persona directories). The rows are read
+from those mirrors, never from the database: `prepare(tenant)`, awaited
+before the turn's prompt, reads again what another process changed. When
+nothing changed, a turn costs one look at the watch, a version per table
+and, per shown shadow bullet, its cohort bit, and returns the very same
+`Snapshot` object; a part whose proof failed is
 computed again alone. Views that declare nothing (`views.declared`) are asked
 on every turn. The time enters twice: the tools' "(unused Nd)" labels, kept
 until the next day one of them moves, and the Now note, which is not in the
@@ -133,8 +136,8 @@ class SnapshotTaker:
         changes: TableChanges | None = None,
         remember: int = 512,
     ) -> None:
-        """`changes`: change counts of the connection `chat_settings` and every view's
-        declared tables are read through (None: those parts are read every turn)."""
+        """`changes`: the versions of the prompt rows `chat_settings` and every view's
+        declared tables keep in their mirrors (None: those parts are read every turn)."""
         self._styles = dict(styles or {})  # channel -> block 1's line (platform declarations)
         self.home = home
         self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
@@ -202,7 +205,7 @@ class SnapshotTaker:
         """The current minute in the person's zone, put before their newest message."""
         return now_note(now, self.zone(dirs))
 
-    def _view_token(self, view: object, version: int, tenant: str) -> Hashable | None:
+    def _view_token(self, view: object, tenant: str) -> Hashable | None:
         """What vouches for a view's answer (None: nothing; ask it every turn)."""
         said = declared(view)
         if said is None or (said.files is not None and said.files is not self.files):
@@ -211,18 +214,23 @@ class SnapshotTaker:
             return ()
         if self._changes is None:
             return None
-        return self._changes.token(version, said.tables, tenant)
+        return self._changes.token(said.tables, tenant)
+
+    async def prepare(self, tenant: str) -> None:
+        """Read the tenant's prompt rows that are missing or stale in their stores' mirrors
+        (`TableChanges.prepare`; none when nothing changed): awaited before `take`."""
+        if self._changes is not None:
+            await self._changes.prepare(tenant)
 
     def _tokens(
         self, tenant: str, chat: str | None
     ) -> tuple[dict[str, Hashable | None], dict[str, Hashable | None]]:
         """What vouches for each part: those of the tenant, those of the chat."""
         changes = self._changes
-        version = changes.version() if changes is not None else 0
         if not (self._chat and chat):
             chat_token: Hashable | None = ()  # no chat settings: nothing chosen
         elif changes is not None:
-            chat_token = changes.token(version, ("chat_settings",), tenant)
+            chat_token = changes.token(("chat_settings",), tenant)
         else:
             chat_token = None
         personas = self._personas
@@ -235,9 +243,9 @@ class SnapshotTaker:
             "profile": (),
             "memory": (),
             "vault": (),
-            "skills": self._view_token(self._skills, version, tenant),
-            "style": self._view_token(self._style, version, tenant),
-            "tools": self._view_token(self._tools, version, tenant),
+            "skills": self._view_token(self._skills, tenant),
+            "style": self._view_token(self._style, tenant),
+            "tools": self._view_token(self._tools, tenant),
         }
         chats: dict[str, Hashable | None] = {"chat": chat_token, "persona": persona_token}
         if not self._cached:

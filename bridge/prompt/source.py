@@ -11,6 +11,9 @@ last prompt. `render` gives `roost prompt` the same
 blocks with names, sizes and budgets; joining them yields `system_prompt`.
 `system_prompt_parts` also says how long the byte-stable prefix is (the
 leading stable blocks, `render.stable_chars`) for a provider's prompt cache.
+The database rows the prompt shows are read from their stores' mirrors;
+`prepare(tenant)` (the `PromptRows` observer, before each turn) reads again
+what another process changed.
 """
 
 from __future__ import annotations
@@ -89,6 +92,11 @@ class LoadoutPrompt:
             out.append(kept if same else render_block(block, snap))
         return out
 
+    async def prepare(self, tenant: str) -> None:
+        """Read the tenant's prompt rows another process changed (none when nothing did);
+        `PromptRows` awaits it before every turn, `roost prompt` before it renders."""
+        await self.taker.prepare(tenant)
+
     def now_note(self, turn: TurnContext) -> str:
         """What the turn puts before the person's message: the date and time in their zone."""
         return self.taker.now_note(turn.dirs, turn.now())
@@ -101,3 +109,17 @@ class LoadoutPrompt:
         inbound = turn.inbound
         out = self.render(turn.dirs, inbound.channel, inbound.chat, inbound.msg_id, turn.now())
         return out.text, out.stable_chars
+
+
+class PromptRows:
+    """A turn observer: the tenant's prompt rows are current before the turn's prompt is
+    built (`LoadoutPrompt.prepare`; the prompt itself is synchronous)."""
+
+    def __init__(self, prompt: LoadoutPrompt) -> None:
+        self._prompt = prompt
+
+    async def before_turn(self, turn: TurnContext, session: object, events: object) -> None:
+        await self._prompt.prepare(turn.tenant)
+
+    async def after_turn(self, turn: TurnContext, result: object, events: object) -> None:
+        return None

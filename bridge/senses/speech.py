@@ -103,9 +103,9 @@ class VoiceCommands:
             )
         on = wanted == "on"
         if on:
-            self._chats.set(ctx.tenant, i.channel, i.chat, KEY, "on")
+            await self._chats.set(ctx.tenant, i.channel, i.chat, KEY, "on")
         else:
-            self._chats.clear(ctx.tenant, i.channel, i.chat, KEY)
+            await self._chats.clear(ctx.tenant, i.channel, i.chat, KEY)
         await self._audit.emit(
             "voice.changed", ctx.tenant, {"on": on, "channel": i.channel, "chat": i.chat}
         )

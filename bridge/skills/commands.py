@@ -52,7 +52,7 @@ class SkillCommands:
         if len(rest) != 1:
             raise UsageError()
         if verb == "show":
-            return self._show(ctx, rest[0])
+            return await self._show(ctx, rest[0])
         if verb == "save":
             return await self._save(ctx, rest[0])
         if verb in ("rm", "remove", "delete"):
@@ -84,7 +84,7 @@ class SkillCommands:
             return "\n".join((empty, *proposals))
         lines = ["Skills (grade > 0 are offered to the model):"]
         for skill in skills:
-            g = self._grades.get(ctx.tenant, skill.name)
+            g = await self._grades.get(ctx.tenant, skill.name)
             c = g.counts
             state = "offered" if g.grade > 0 else "not offered"
             lines.append(
@@ -94,11 +94,11 @@ class SkillCommands:
             )
         return "\n".join((*lines, *proposals))
 
-    def _show(self, ctx: CommandContext, wanted: str) -> str:
+    async def _show(self, ctx: CommandContext, wanted: str) -> str:
         skill = next((s for s in read_skills(ctx.dirs, self._cache) if s.name == wanted), None)
         if skill is None:
             raise UsageError(f"There is no skill named {wanted!r}; /skills lists them.")
-        g = self._grades.get(ctx.tenant, skill.name)
+        g = await self._grades.get(ctx.tenant, skill.name)
         c = g.counts
         return "\n".join(
             (
@@ -132,7 +132,7 @@ class SkillCommands:
             grade = f"a small edit ({saved.similarity_pct}% similar): grade kept"
         else:
             grade = f"a rewrite ({saved.similarity_pct}% similar): grade starts fresh"
-        g = self._grades.get(ctx.tenant, name)
+        g = await self._grades.get(ctx.tenant, name)
         return (
             f"Saved skill {name} ({grade}, now {g.value:+.1f}) as skills/{name}.md. "
             "Offered from your next message on; /skill undo reverts it."
@@ -151,5 +151,5 @@ class SkillCommands:
             return f"Undid removing {change.name}: it is back, with its grade."
         if change.before is None:
             return f"Undid saving {change.name}: the new skill is gone."
-        g = self._grades.get(ctx.tenant, change.name)
+        g = await self._grades.get(ctx.tenant, change.name)
         return f"Undid saving {change.name}: the previous version is back (grade {g.value:+.1f})."

@@ -115,7 +115,7 @@ class SkillForge:
                     "written. Ask for a new proposal to see the difference to what is there now."
                 )
             kept = old is not None and keeps_grade(parts(old)[1], proposal.body)
-            before = self.grades.snapshot(dirs.tenant, name)
+            before = await self.grades.snapshot(dirs.tenant, name)
             try:
                 dirs.skills.mkdir(mode=0o700, parents=True, exist_ok=True)
                 journal.record(dirs.skills, journal.Change("save", name, now, old, before))
@@ -125,7 +125,7 @@ class SkillForge:
                     raise ProposalRefused(DISK_FULL) from None
                 raise
             if not kept:
-                self.grades.reset(dirs.tenant, name)  # a new or rewritten skill starts fresh
+                await self.grades.reset(dirs.tenant, name)  # a new or rewritten skill starts fresh
         pct = similarity_pct(old, proposal.text) if old is not None else 0
         await self._audit.emit(
             "skill.saved",
@@ -146,7 +146,7 @@ class SkillForge:
             old = self.read(dirs, name)
             if old is None:
                 return False
-            before = self.grades.snapshot(dirs.tenant, name)
+            before = await self.grades.snapshot(dirs.tenant, name)
             journal.record(dirs.skills, journal.Change("rm", name, now, old, before))
             remove(dirs.skills / f"{name}.md")
         await self._audit.emit(
@@ -165,7 +165,7 @@ class SkillForge:
                 remove(path)
             else:
                 write_text(path, change.before)
-            self.grades.restore(dirs.tenant, change.name, change.grade)
+            await self.grades.restore(dirs.tenant, change.name, change.grade)
         details: dict[str, object] = {"name": change.name, "undid": change.op}
         if change.before is not None:
             details["hash"] = content_hash(change.before)

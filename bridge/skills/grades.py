@@ -1,23 +1,33 @@
-"""Skill grades in SQLite: one row per (tenant, skill) with signal counts.
+"""Skill grades: one row per (tenant, skill) with signal counts; the turn log.
 
 A skill nobody graded yet stands at `INITIAL_GRADE` (> 0, so a new skill is
 offered to the model); grades move by the steps below and stay within
 [`MIN_GRADE`, `MAX_GRADE`]. Grades are stored as integer thousandths so
 nothing depends on float comparison.
+
+Both stores run on the `Database` protocol (`bridge.storage`), every write ONE
+statement (a grade's step is one upsert that clamps and counts, RETURNING the
+row). The prompt reads a tenant's grades synchronously, so `SkillGrades`
+keeps them in a `TenantRows` mirror (`bridge.loadout.db_changes`): kept by
+its own writes before their await returns, read again when another process
+notified a write of a prompt table (each grade write notifies).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
+
+from bridge.loadout.db_changes import TableChanges, TenantRows
+from bridge.storage.protocol import Database
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
 AUTO_STEP = 300  # a reply used the skill
 OUTCOME_STEP = {"approval": 200, "rejection": -500, "rephrase": -300, "neutral": 0}
 SIGNALS = ("approval", "rejection", "rephrase", "neutral", "auto")
+TABLE: Final = "skill_grades"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,84 +43,125 @@ class Grade:
 
 
 class SkillGrades:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._db = conn
+    """One tenant's grades: read from the mirror (`TenantRows`, one SELECT when missing or
+    stale), written one statement at a time (see the module)."""
 
-    def all(self, tenant: str) -> dict[str, Grade]:
-        rows = self._db.execute(
-            "SELECT name, grade, approvals, rejections, rephrases, neutrals, autos, updated_at"
-            " FROM skill_grades WHERE tenant=?",
-            (tenant,),
-        ).fetchall()
-        return {
-            r[0]: Grade(r[0], r[1], dict(zip(SIGNALS, r[2:7], strict=True)), r[7]) for r in rows
-        }
+    def __init__(self, db: Database, changes: TableChanges | None = None) -> None:
+        """`changes`: the process's prompt rows (shared with the prompt); None: a mirror
+        of this store's own."""
+        self._db = db
+        self.changes = changes if changes is not None else TableChanges(db)
+        self._rows: TenantRows[dict[str, Grade]] = self.changes.mirror(TABLE, self._load)
 
-    def get(self, tenant: str, name: str) -> Grade:
-        return self.all(tenant).get(name) or Grade(
+    async def _load(self, tenant: str) -> dict[str, Grade]:
+        rows = await self._db.fetch_all(
+            f"SELECT name, {', '.join(_ROW)} FROM skill_grades WHERE tenant = ?", (tenant,)
+        )
+        return {str(r[0]): _grade(str(r[0]), r[1:]) for r in rows}
+
+    async def all(self, tenant: str) -> dict[str, Grade]:
+        return dict(await self._rows.get(tenant))
+
+    def cached(self, tenant: str) -> dict[str, Grade] | None:
+        """The tenant's grades as mirrored (synchronous: the prompt, after `prepare`);
+        None when they were not read yet."""
+        return self._rows.peek(tenant)
+
+    async def get(self, tenant: str, name: str) -> Grade:
+        return (await self._rows.get(tenant)).get(name) or Grade(
             name, INITIAL_GRADE, dict.fromkeys(SIGNALS, 0), None
         )
 
-    def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
+    async def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
         """Record one signal; returns the step and the grade after it."""
         step = AUTO_STEP if signal == "auto" else OUTCOME_STEP[signal]
         column = _COLUMN[signal]
-        return self._step(tenant, name, step, f"{column} = {column} + 1", now)
+        return await self._step(tenant, name, step, None, column, now)
 
-    def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
+    async def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
         """The skill's grade row as plain data (for the skills journal); None: never graded."""
-        row = self._db.execute(
-            f"SELECT {', '.join(_ROW)} FROM skill_grades WHERE tenant=? AND name=?",
+        row = await self._db.fetch_one(
+            f"SELECT {', '.join(_ROW)} FROM skill_grades WHERE tenant = ? AND name = ?",
             (tenant, name),
-        ).fetchone()
+        )
         return dict(zip(_ROW, row, strict=True)) if row is not None else None
 
-    def restore(self, tenant: str, name: str, row: dict[str, Any] | None) -> None:
+    async def restore(self, tenant: str, name: str, row: dict[str, Any] | None) -> None:
         """Put back a snapshot (None: no row, the skill starts at INITIAL_GRADE)."""
         values = [row.get(c) for c in _ROW] if row is not None else []
-        if row is None or not all(isinstance(v, int | float) or v is None for v in values):
-            self.reset(tenant, name)  # never graded (or a damaged entry): it starts fresh
+        if row is None or not all(
+            (isinstance(v, int | float) and not isinstance(v, bool)) or v is None for v in values
+        ):
+            await self.reset(tenant, name)  # never graded (or a damaged entry): starts fresh
             return
-        self._db.execute(
-            f"INSERT OR REPLACE INTO skill_grades (tenant, name, {', '.join(_ROW)})"
-            f" VALUES (?, ?, {', '.join('?' * len(_ROW))})",
-            (tenant, name, *values),
+        ints = [int(v) if v is not None else 0 for v in values[:-1]]
+        at = None if values[-1] is None else float(values[-1])
+        sets = ", ".join(f"{c} = excluded.{c}" for c in _ROW)
+        await self._db.execute(
+            f"INSERT INTO skill_grades (tenant, name, {', '.join(_ROW)})"
+            f" VALUES (?, ?, {', '.join('?' * len(_ROW))})"
+            f" ON CONFLICT (tenant, name) DO UPDATE SET {sets}",
+            (tenant, name, *ints, at),
         )
+        grade = _grade(name, (*ints, at))
+        self._rows.wrote(tenant, lambda grades: {**grades, name: grade})
+        await self.changes.notify()
 
-    def reset(self, tenant: str, name: str) -> None:
+    async def reset(self, tenant: str, name: str) -> None:
         """Forget the skill's grade and counts: it starts fresh at INITIAL_GRADE."""
-        self._db.execute("DELETE FROM skill_grades WHERE tenant=? AND name=?", (tenant, name))
+        await self._db.execute(
+            "DELETE FROM skill_grades WHERE tenant = ? AND name = ?", (tenant, name)
+        )
+        self._rows.wrote(tenant, lambda grades: {k: v for k, v in grades.items() if k != name})
+        await self.changes.notify()
 
-    def revise(self, tenant: str, name: str, old: str, new: str, now: float) -> Applied:
+    async def revise(self, tenant: str, name: str, old: str, new: str, now: float) -> Applied:
         """A late grade (the outcome judge): move one signal from `old` to `new`."""
         step = OUTCOME_STEP[new] - OUTCOME_STEP[old]
-        was, now_col = _COLUMN[old], _COLUMN[new]
-        counts = f"{was} = MAX(0, {was} - 1), {now_col} = {now_col} + 1"
-        return self._step(tenant, name, step, counts, now)
+        return await self._step(tenant, name, step, _COLUMN[old], _COLUMN[new], now)
 
-    def _step(self, tenant: str, name: str, step: int, counts: str, now: float) -> Applied:
-        """Move the grade by `step` (within its bounds) and update `counts`, in one
-        transaction; a skill never graded starts at INITIAL_GRADE."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(
-                "INSERT OR IGNORE INTO skill_grades (tenant, name, grade) VALUES (?, ?, ?)",
-                (tenant, name, INITIAL_GRADE),
+    async def _step(
+        self, tenant: str, name: str, step: int, less: str | None, more: str, now: float
+    ) -> Applied:
+        """Move the grade by `step` (within its bounds), one count from `less` (not below
+        0) to `more`, in ONE upsert; a skill never graded starts at INITIAL_GRADE."""
+        first = {c: 0 for c in _ROW[1:-1]}
+        first[more] = 1
+        counts = f"{more} = skill_grades.{more} + 1"
+        if less is not None and less != more:
+            counts += (
+                f", {less} = CASE WHEN skill_grades.{less} > 0"
+                f" THEN skill_grades.{less} - 1 ELSE 0 END"
             )
-            db.execute(
-                f"UPDATE skill_grades SET grade = MAX(?, MIN(?, grade + ?)), {counts},"
-                " updated_at = ? WHERE tenant=? AND name=?",
-                (MIN_GRADE, MAX_GRADE, step, now, tenant, name),
-            )
-            (after,) = db.execute(
-                "SELECT grade FROM skill_grades WHERE tenant=? AND name=?", (tenant, name)
-            ).fetchone()
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return Applied(step, after)
+        row = await self._db.fetch_one(
+            f"INSERT INTO skill_grades (tenant, name, {', '.join(_ROW)})"
+            f" VALUES (:tenant, :name, {_clamp(str(INITIAL_GRADE + step))},"
+            f" {', '.join(str(n) for n in first.values())}, :now)"
+            " ON CONFLICT (tenant, name) DO UPDATE SET"
+            f" grade = {_clamp('skill_grades.grade + CAST(:step AS INTEGER)')},"
+            f" {counts}, updated_at = excluded.updated_at"
+            f" RETURNING {', '.join(_ROW)}",
+            {"tenant": tenant, "name": name, "step": step, "now": now},
+        )
+        assert row is not None  # an upsert returns its row
+        grade = _grade(name, row)
+        self._rows.wrote(tenant, lambda grades: {**grades, name: grade})
+        await self.changes.notify()
+        return Applied(step, grade.grade)
+
+
+def _clamp(expr: str) -> str:
+    """`expr` kept within [MIN_GRADE, MAX_GRADE] (the same SQL on both backends)."""
+    return (
+        f"CASE WHEN {expr} < {MIN_GRADE} THEN {MIN_GRADE}"
+        f" WHEN {expr} > {MAX_GRADE} THEN {MAX_GRADE} ELSE {expr} END"
+    )
+
+
+def _grade(name: str, row: Sequence[Any]) -> Grade:
+    """A `Grade` from the `_ROW` columns."""
+    counts = dict(zip(SIGNALS, (int(n) for n in row[1:6]), strict=True))
+    return Grade(name, int(row[0]), counts, None if row[6] is None else float(row[6]))
 
 
 _ROW = ("grade", "approvals", "rejections", "rephrases", "neutrals", "autos", "updated_at")
@@ -144,29 +195,47 @@ def _lines(text: str) -> list[str]:
 
 
 class TurnLog:
-    """The last answered turn per chat: its message id and the skills it used or was about."""
+    """The last answered turn per chat: its message id and the skills it used or was about.
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._db = conn
+    Two statements a turn: `record` after it (one upsert) and `claim` before the next
+    (one UPDATE that marks the last turn graded and returns it, so of two attempts to
+    grade one turn exactly one gets it)."""
 
-    def last(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def last(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
         """The chat's last answered turn, if any."""
-        row = self._db.execute(
+        row = await self._db.fetch_one(
             "SELECT msg_id, skills, graded, relevant FROM turn_log"
-            " WHERE tenant=? AND channel=? AND chat=?",
+            " WHERE tenant = ? AND channel = ? AND chat = ?",
             (tenant, channel, chat),
-        ).fetchone()
+        )
         if row is None:
             return None
-        return LastTurn(row[0], _lines(row[1]), bool(row[2]), tuple(_lines(row[3])))
+        return LastTurn(str(row[0]), _lines(row[1]), bool(row[2]), tuple(_lines(row[3])))
 
-    def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
-        self._db.execute(
-            "UPDATE turn_log SET graded=1 WHERE tenant=? AND channel=? AND chat=? AND msg_id=?",
+    async def claim(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
+        """The chat's last answered turn, marked graded, when it was not graded yet (None:
+        no turn, or graded already)."""
+        row = await self._db.fetch_one(
+            "UPDATE turn_log SET graded = 1"
+            " WHERE tenant = ? AND channel = ? AND chat = ? AND graded = 0"
+            " RETURNING msg_id, skills, relevant",
+            (tenant, channel, chat),
+        )
+        if row is None:
+            return None
+        return LastTurn(str(row[0]), _lines(row[1]), True, tuple(_lines(row[2])))
+
+    async def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
+        await self._db.execute(
+            "UPDATE turn_log SET graded = 1"
+            " WHERE tenant = ? AND channel = ? AND chat = ? AND msg_id = ?",
             (tenant, channel, chat, msg_id),
         )
 
-    def record(
+    async def record(
         self,
         tenant: str,
         channel: str,
@@ -176,9 +245,10 @@ class TurnLog:
         now: float,
         relevant: Sequence[str] = (),
     ) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO turn_log"
-            " (tenant, channel, chat, msg_id, skills, at, graded, relevant)"
-            " VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+        await self._db.execute(
+            "INSERT INTO turn_log (tenant, channel, chat, msg_id, skills, at, graded, relevant)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (tenant, channel, chat) DO UPDATE SET"
+            " msg_id = excluded.msg_id, skills = excluded.skills, at = excluded.at,"
+            " graded = 0, relevant = excluded.relevant",
             (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant)),
         )

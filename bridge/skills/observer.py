@@ -52,14 +52,16 @@ class SkillsObserver:
         inbound = turn.inbound
         if inbound.scheduled:
             return  # a job's prompt is not the person reacting to the previous answer
-        last = self._log.last(turn.tenant, inbound.channel, inbound.chat)
         exchange = session.last_exchange()  # the tool-call steps between are skipped
-        if last is None or last.graded or exchange is None:
+        if exchange is None:
+            return
+        # the last turn, marked graded in the same statement (graded at most once)
+        last = await self._log.claim(turn.tenant, inbound.channel, inbound.chat)
+        if last is None:
             return
         prev_id, skills = last.msg_id, last.skills
         prev_user, reply = exchange
         outcome = classify(prev_user.content, reply.content, inbound.text)
-        self._log.mark_graded(turn.tenant, inbound.channel, inbound.chat, prev_id)
         events.add(
             "outcome.graded",
             turn.tenant,
@@ -87,7 +89,7 @@ class SkillsObserver:
             return
         now = self._clock()
         for name in skills:  # only a skill the reply used earns or loses grade
-            self._grades.apply(turn.tenant, name, outcome.label, now)
+            await self._grades.apply(turn.tenant, name, outcome.label, now)
         details: dict[str, object] = {
             "signal": outcome.label,
             "skills": skills,
@@ -102,33 +104,33 @@ class SkillsObserver:
         used: list[str] = []
         relevant: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
-            grades = self._grades.all(turn.tenant)
+            grades = await self._grades.all(turn.tenant)
             offered = [s for s in skills if (grades[s.name].grade if s.name in grades else 1) > 0]
             used = skills_used(result.text, offered)
             # what the request was about, offered or not: turns a style bullet could affect
             relevant = [n for n in skills_asked(turn.inbound.text, skills) if n not in used]
         now = self._clock()
         for name in used:
-            step, after = self._grades.apply(turn.tenant, name, "auto", now)
+            step, after = await self._grades.apply(turn.tenant, name, "auto", now)
             events.add(
                 "skill.graded",
                 turn.tenant,
                 {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
             )
         inbound = turn.inbound
-        self._log.record(
+        await self._log.record(
             turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant
         )
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)
 
-    def _judged(self, f: FollowUp, label: Label, events: TurnEvents) -> None:
+    async def _judged(self, f: FollowUp, label: Label, events: TurnEvents) -> None:
         """A late label from the judge: the graded turn's skills move from neutral to it."""
         if label == "neutral" or not (f.skills or f.relevant):
             return
         now = self._clock()
         for name in f.skills:
-            self._grades.revise(f.tenant, name, "neutral", label, now)
+            await self._grades.revise(f.tenant, name, "neutral", label, now)
         details: dict[str, object] = {
             "signal": label,
             "skills": list(f.skills),

@@ -1,4 +1,9 @@
-"""Prompt block 7's source: the tenant's skills whose grade is above 0."""
+"""Prompt block 7's source: the tenant's skills whose grade is above 0.
+
+The grades come from `SkillGrades`' mirror, synchronously (the prompt awaits
+`TableChanges.prepare` for the tenant first); grades not read yet count as
+the initial grade (a missed `prepare`: the memo's token is None then, so the
+view is asked again on the next turn)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from bridge.types.tenant_dirs import TenantDirs
 
 
 class GradedSkills:
-    """Implements the loadout's `SkillsView` from skill files and SQLite grades."""
+    """Implements the loadout's `SkillsView` from skill files and the grades' mirror."""
 
     tables = ("skill_grades",)  # what it reads (`bridge.prompt.views.declared`), and files:
 
@@ -24,7 +29,7 @@ class GradedSkills:
         )
         if not skills:
             return []
-        grades = self._grades.all(dirs.tenant)
+        grades = self._grades.cached(dirs.tenant) or {}
         out: list[SkillRow] = []
         for skill in skills:
             grade = grades[skill.name].grade if skill.name in grades else INITIAL_GRADE

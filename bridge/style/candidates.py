@@ -18,13 +18,15 @@ async def propose(run: SweepRun, tenant: str) -> None:
         for (tid, skill), c in skill_counts(run.turns, since, run.now).items()
         if tid == tenant
     }
-    active = {b.skill: b for b in run.store.tenant(tenant, ACTIVE)}
-    _refresh_pending(run, tenant, [b for b in active.values() if b.state == "pending"], counts)
+    active = {b.skill: b for b in await run.store.tenant(tenant, ACTIVE)}
+    await _refresh_pending(
+        run, tenant, [b for b in active.values() if b.state == "pending"], counts
+    )
     for skill in sorted(counts):
         c = counts[skill]
         if skill in active or not is_candidate(c, run.t):
             continue
-        until = run.store.cooldown_until(tenant, skill)
+        until = await run.store.cooldown_until(tenant, skill)
         if until > run.now:
             days = -(-(until - run.now) // DAY_MS)
             run.say(tenant, f"skipped {skill}: cooling down for {count(days, 'more day')}")
@@ -32,14 +34,14 @@ async def propose(run: SweepRun, tenant: str) -> None:
         await _add_candidate(run, tenant, skill, c)
 
 
-def _refresh_pending(
+async def _refresh_pending(
     run: SweepRun, tenant: str, pending: list[Bullet], counts: dict[str, Counts]
 ) -> None:
     """Pending bullets take the window's counts, or are withdrawn when they fail the gate."""
     for b in pending:
         c = counts.get(b.skill, Counts())
         if is_candidate(c, run.t):
-            run.store.update(
+            await run.store.update(
                 b.id,
                 run.now,
                 text=bullet_text(b.skill, c),
@@ -47,13 +49,13 @@ def _refresh_pending(
                 negative_count=c.negative,
             )
             continue
-        run.store.update(b.id, run.now, state="rejected", outcome="withdrawn")
+        await run.store.update(b.id, run.now, state="rejected", outcome="withdrawn")
         run.say(tenant, f"withdrew {b.bid} ({b.skill}): no longer passes the gate")
 
 
 async def _add_candidate(run: SweepRun, tenant: str, skill: str, c: Counts) -> None:
     async with run.change(events := []):
-        new = run.store.add_candidate(tenant, skill, bullet_text(skill, c), c, run.now)
+        new = await run.store.add_candidate(tenant, skill, bullet_text(skill, c), c, run.now)
         events.append(
             (
                 "style.candidate",
@@ -71,7 +73,7 @@ async def _add_candidate(run: SweepRun, tenant: str, skill: str, c: Counts) -> N
 
 
 async def judge_pending(run: SweepRun, tenant: str, judge: Judge | None) -> None:
-    pending = run.store.tenant(tenant, ("pending",))
+    pending = await run.store.tenant(tenant, ("pending",))
     if judge is None:
         for b in pending:
             run.say(tenant, f"pending {b.bid} ({b.skill}): {run.report.judge_status}")
@@ -89,22 +91,22 @@ async def judge_pending(run: SweepRun, tenant: str, judge: Judge | None) -> None
             {"bullet_id": b.bid, "verdict": result.verdict, "judge_ms": result.ms},
         )
         async with run.change([event]):
-            _apply_verdict(run, b, result.verdict)
+            await _apply_verdict(run, b, result.verdict)
         if result.verdict == "overfit":
             run.report.rejected += 1
         detail = f" ({result.error_kind}; stays pending)" if result.error_kind else ""
         run.say(tenant, f"judged {b.bid} ({b.skill}): {result.verdict}{detail}")
 
 
-def _apply_verdict(run: SweepRun, b: Bullet, verdict: str) -> None:
+async def _apply_verdict(run: SweepRun, b: Bullet, verdict: str) -> None:
     """faithful: into shadow; overfit: rejected and cooled down; else stays pending."""
     attempts = b.judge_attempts + 1
     if verdict == "faithful":
-        run.store.update(
+        await run.store.update(
             b.id, run.now, state="shadow", shadow_since_ms=run.now, judge_attempts=attempts
         )
     elif verdict == "overfit":
-        run.store.update(
+        await run.store.update(
             b.id,
             run.now,
             state="rejected",
@@ -113,7 +115,7 @@ def _apply_verdict(run: SweepRun, b: Bullet, verdict: str) -> None:
             cooldown_until_ms=run.cooldown_ms,
         )
     else:
-        run.store.update(b.id, run.now, judge_attempts=attempts)
+        await run.store.update(b.id, run.now, judge_attempts=attempts)
 
 
 def _evidence(run: SweepRun, tenant: str, skill: str, since: int) -> tuple[int, int]:

@@ -10,16 +10,18 @@ from bridge.types.audit_sink import Event
 
 
 async def evaluate_live(run: SweepRun, tenant: str) -> None:
-    for b in run.store.tenant(tenant, ("live",)):
+    for b in await run.store.tenant(tenant, ("live",)):
         since = max(run.now - run.t.live_days * DAY_MS, b.live_since_ms or 0)
         live = turn_counts(run.turns, tenant, b.skill, since, run.now + 1)
         score = score_milli(b.without_counts.milli, b.with_counts.milli, live, run.t)
         if not should_roll_back(live, run.t):
-            run.store.update(b.id, run.now, live_n=live.total, live_neg=live.negative, score=score)
+            await run.store.update(
+                b.id, run.now, live_n=live.total, live_neg=live.negative, score=score
+            )
             continue
         event = rolled_back(tenant, b, live.pct, run.t.cooldown_days)
         async with run.change([event]):
-            run.store.update(
+            await run.store.update(
                 b.id,
                 run.now,
                 state="rolled_back",
@@ -34,7 +36,7 @@ async def evaluate_live(run: SweepRun, tenant: str) -> None:
 
 
 async def decide_shadows(run: SweepRun, tenant: str) -> None:
-    for b in run.store.tenant(tenant, ("shadow",)):
+    for b in await run.store.tenant(tenant, ("shadow",)):
         start = b.shadow_since_ms or b.updated_ms
         end = min(run.now + 1, start + run.t.shadow_max_days * DAY_MS)
         with_, without = cohorts(run.turns, tenant, b.skill, b.bid, start, end)
@@ -46,7 +48,7 @@ async def decide_shadows(run: SweepRun, tenant: str) -> None:
         }
         decision, why = ab_decision(with_, without, run.now - start, run.t)
         if decision == "wait":
-            run.store.update(b.id, run.now, **counters)
+            await run.store.update(b.id, run.now, **counters)
             continue
         if decision == "promote":
             await promote(run, tenant, b, with_, without, counters)
@@ -54,7 +56,7 @@ async def decide_shadows(run: SweepRun, tenant: str) -> None:
         event = rolled_back(tenant, b, with_.pct, run.t.cooldown_days)
         async with run.change([event]):
             outcome = "ab_inconclusive" if "inconclusive" in why else "ab_failed"
-            run.store.update(
+            await run.store.update(
                 b.id,
                 run.now,
                 state="rejected",
@@ -73,19 +75,19 @@ async def decide_shadows(run: SweepRun, tenant: str) -> None:
 async def promote(
     run: SweepRun, tenant: str, b: Bullet, with_: Counts, without: Counts, counters: dict[str, int]
 ) -> None:
-    live = run.store.tenant(tenant, ("live",))
+    live = await run.store.tenant(tenant, ("live",))
     evict = lowest(live) if len(live) >= run.t.live_cap else None
     events = _promotion_events(run, tenant, b, evict, with_, without)
     async with run.change(events):
         if evict is not None:
-            run.store.update(
+            await run.store.update(
                 evict.id,
                 run.now,
                 state="rolled_back",
                 outcome="cap",
                 cooldown_until_ms=run.cooldown_ms,
             )
-        run.store.update(
+        await run.store.update(
             b.id,
             run.now,
             state="live",

@@ -9,7 +9,7 @@ events were written; a dry run rolls everything back and emits nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,13 +64,13 @@ class SweepRun:
         self.turns, self.dry = turns, dry_run
         self.now = report.now_ms
 
-    @contextlib.contextmanager
-    def outer(self) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def outer(self) -> AsyncIterator[None]:
         """A dry run does everything inside one transaction that is rolled back."""
         if not self.dry:
             yield
             return
-        with self.store.discarded():
+        async with self.store.discarded():
             yield
 
     @contextlib.asynccontextmanager
@@ -80,7 +80,7 @@ class SweepRun:
             yield
             self.report.events.extend(events)
             return
-        with self.store.transaction():
+        async with self.store.transaction():
             yield
             await self.audit.emit_many(events)
         self.report.events.extend(events)

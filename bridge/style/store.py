@@ -1,4 +1,4 @@
-"""The learner's state in SQLite (`style_bullets`, `style_sweeps` in roost.db).
+"""The learner's state (`style_bullets`, `style_sweeps`), on the `Database` protocol.
 
 One row per bullet ever proposed, per tenant: its state, its text, the counts
 it was proposed on, its A/B and live counters, its score and, once it has
@@ -6,20 +6,39 @@ ended, why (`outcome`) and until when its skill is cooled down. Times are
 integer milliseconds. States: pending (awaiting the judge), shadow, live,
 rejected (overfit, failed A/B, withdrawn), rolled_back (live rollback or cap
 eviction).
+
+Every write is ONE statement. A sweep's state change (`transaction()`: its
+writes, then its audit events, committed together) and a dry run
+(`discarded()`: everything rolled back) keep a transaction across awaits,
+against the rule of `docs/scaling.md` while roost.db has two ways in: only
+`roost style sweep` runs them, in its own process, where no store of the old
+connection writes inside them (the judge is asked outside every change), so
+no await inside can wait on the old connection; the daemon's writes wait for
+the transaction's commit meanwhile, as they did before the port.
+
+The prompt reads a tenant's live and shadow bullets synchronously (block 8,
+`bridge.style.view.LearnedStyle`), so the store mirrors them per tenant
+(`TenantRows`, `bridge.loadout.db_changes`); a write of a bullet that is or
+becomes shown drops the tenant's entry (read again at its next use; a dry
+run's write is rolled back, so the entry is never edited in place) and
+notifies the prompt rows' topic, which reaches other processes' mirrors.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Final
 
+from bridge.loadout.db_changes import TableChanges, TenantRows
+from bridge.storage.protocol import Database
 from bridge.style.rules import Counts, bullet_id
 
 STATES = ("pending", "shadow", "live", "rejected", "rolled_back")
 ACTIVE = ("pending", "shadow", "live")
+SHOWN = ("live", "shadow")  # what the prompt reads (block 8)
+TABLE: Final = "style_bullets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,94 +98,123 @@ class SweepRow:
     judge_status: str
 
 
+class _Discarded(Exception):
+    """Raised at the end of a dry run's transaction: everything in it is rolled back."""
+
+
 class StyleStore:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    """The learner's bullets and sweeps on the `Database` (see the module)."""
+
+    def __init__(self, db: Database, changes: TableChanges | None = None) -> None:
+        """`changes`: the process's prompt rows (shared with the prompt); None: a mirror
+        of this store's own."""
         self._db = db
+        self.changes = changes if changes is not None else TableChanges(db)
+        self._shown: TenantRows[tuple[Bullet, ...]] = self.changes.mirror(TABLE, self._load)
 
-    def _rows(self, where: str, args: Sequence[Any]) -> list[Bullet]:
-        cur = self._db.execute(f"SELECT {_COLUMNS} FROM style_bullets {where}", tuple(args))
-        return [Bullet(*row) for row in cur.fetchall()]
+    async def _rows(self, where: str, args: Sequence[Any]) -> list[Bullet]:
+        rows = await self._db.fetch_all(f"SELECT {_COLUMNS} FROM style_bullets {where}", args)
+        return [_bullet(row) for row in rows]
 
-    def get(self, row_id: int) -> Bullet | None:
-        rows = self._rows("WHERE id=?", (row_id,))
+    async def _load(self, tenant: str) -> tuple[Bullet, ...]:
+        return tuple(await self.tenant(tenant, SHOWN))
+
+    def cached(self, tenant: str) -> tuple[Bullet, ...] | None:
+        """The tenant's live and shadow bullets as mirrored (synchronous: the prompt, after
+        `TableChanges.prepare`); None when not read yet."""
+        return self._shown.peek(tenant)
+
+    async def shown(self, tenant: str) -> tuple[Bullet, ...]:
+        """The tenant's live and shadow bullets (the mirror's when current)."""
+        return await self._shown.get(tenant)
+
+    async def get(self, row_id: int) -> Bullet | None:
+        rows = await self._rows("WHERE id = ?", (row_id,))
         return rows[0] if rows else None
 
-    def tenant(self, tenant: str, states: Sequence[str] = STATES) -> list[Bullet]:
+    async def tenant(self, tenant: str, states: Sequence[str] = STATES) -> list[Bullet]:
         marks = ",".join("?" * len(states))
-        return self._rows(f"WHERE tenant=? AND state IN ({marks}) ORDER BY id", (tenant, *states))
+        return await self._rows(
+            f"WHERE tenant = ? AND state IN ({marks}) ORDER BY id", (tenant, *states)
+        )
 
-    def all(self, states: Sequence[str] = STATES) -> list[Bullet]:
+    async def all(self, states: Sequence[str] = STATES) -> list[Bullet]:
         marks = ",".join("?" * len(states))
-        return self._rows(f"WHERE state IN ({marks}) ORDER BY tenant, id", tuple(states))
+        return await self._rows(f"WHERE state IN ({marks}) ORDER BY tenant, id", tuple(states))
 
-    def tenants(self) -> list[str]:
-        cur = self._db.execute("SELECT DISTINCT tenant FROM style_bullets ORDER BY tenant")
-        return [r[0] for r in cur.fetchall()]
+    async def tenants(self) -> list[str]:
+        rows = await self._db.fetch_all("SELECT DISTINCT tenant FROM style_bullets ORDER BY tenant")
+        return [str(r[0]) for r in rows]
 
-    def cooldown_until(self, tenant: str, skill: str) -> int:
-        (until,) = self._db.execute(
+    async def cooldown_until(self, tenant: str, skill: str) -> int:
+        until = await self._db.fetch_value(
             "SELECT COALESCE(MAX(cooldown_until_ms), 0) FROM style_bullets"
-            " WHERE tenant=? AND skill=?",
+            " WHERE tenant = ? AND skill = ?",
             (tenant, skill),
-        ).fetchone()
-        return int(until)
+        )
+        return int(until or 0)
 
-    def add_candidate(self, tenant: str, skill: str, text: str, c: Counts, now_ms: int) -> Bullet:
-        cur = self._db.execute(
+    async def add_candidate(
+        self, tenant: str, skill: str, text: str, c: Counts, now_ms: int
+    ) -> Bullet:
+        row = await self._db.fetch_one(
             "INSERT INTO style_bullets (tenant, skill, state, text, signal_count,"
-            " negative_count, created_ms, updated_ms) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)",
+            " negative_count, created_ms, updated_ms) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)"
+            f" RETURNING {_COLUMNS}",
             (tenant, skill, text, c.total, c.negative, now_ms, now_ms),
         )
-        row = self.get(int(cur.lastrowid or 0))
-        assert row is not None
-        return row
+        assert row is not None  # an INSERT ... RETURNING returns its row
+        return _bullet(row)  # pending: not shown, the mirror is unchanged
 
-    def update(self, row_id: int, now_ms: int, **values: object) -> None:
+    async def update(self, row_id: int, now_ms: int, **values: object) -> None:
+        """Set columns of one bullet (ONE statement). A write that may change what the
+        prompt shows (a new state, or any column of a shown bullet) drops the tenant's
+        mirror entry and notifies the prompt rows' topic."""
         allowed = {f.name for f in fields(Bullet)} - {"id", "tenant", "skill", "created_ms"}
         unknown = set(values) - allowed
         if unknown:
             raise ValueError(f"unknown columns: {sorted(unknown)}")
         cols = [*values, "updated_ms"]
-        sets = ", ".join(f"{c}=?" for c in cols)
-        self._db.execute(
-            f"UPDATE style_bullets SET {sets} WHERE id=?", (*values.values(), now_ms, row_id)
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        row = await self._db.fetch_one(
+            f"UPDATE style_bullets SET {sets} WHERE id = ? RETURNING tenant, state",
+            (*values.values(), now_ms, row_id),
         )
+        if row is None:
+            return
+        if "state" in values or str(row[1]) in SHOWN:  # the state before is not known here
+            self._shown.wrote(str(row[0]))  # read again at its next use
+            await self.changes.notify()
 
-    def transaction(self) -> _Tx:
-        return _Tx(self._db)
-
-    @contextlib.contextmanager
-    def discarded(self) -> Iterator[None]:
-        """Everything written inside is rolled back (a dry run)."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """The writes inside commit together (a sweep's state change with its audit
+        events; only `roost style sweep` runs one, see the module)."""
+        async with self._db.transaction():
             yield
-        finally:
-            self._db.execute("ROLLBACK")
 
-    def record_sweep(self, row: SweepRow) -> None:
+    @contextlib.asynccontextmanager
+    async def discarded(self) -> AsyncIterator[None]:
+        """Everything written inside is rolled back (a dry run)."""
+        with contextlib.suppress(_Discarded):
+            async with self._db.transaction():
+                yield
+                raise _Discarded
+
+    async def record_sweep(self, row: SweepRow) -> None:
         names = [f.name for f in fields(SweepRow)]
-        self._db.execute(
+        await self._db.execute(
             f"INSERT INTO style_sweeps ({', '.join(names)}) VALUES ({','.join('?' * len(names))})",
             tuple(getattr(row, n) for n in names),
         )
 
-    def last_sweep(self) -> SweepRow | None:
+    async def last_sweep(self) -> SweepRow | None:
         names = ", ".join(f.name for f in fields(SweepRow))
-        row = self._db.execute(
+        row = await self._db.fetch_one(
             f"SELECT {names} FROM style_sweeps ORDER BY at_ms DESC LIMIT 1"
-        ).fetchone()
+        )
         return SweepRow(*row) if row else None
 
 
-class _Tx:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+def _bullet(row: Sequence[Any]) -> Bullet:
+    return Bullet(*row)

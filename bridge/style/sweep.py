@@ -62,21 +62,21 @@ class Sweeper:
     ) -> SweepReport:
         report = SweepReport(now_ms, dry_run)
         turns = graded_turns(records)
-        tenants = sorted({t.tenant for t in turns} | set(self._store.tenants()))
+        tenants = sorted({t.tenant for t in turns} | set(await self._store.tenants()))
         report.tenants = tenants
         if self._judge is None or not self._judge.available:
             report.judge_status = NO_MODEL
         elif dry_run:
             report.judge_status = "dry run: judge not asked"
         run = SweepRun(self._store, self._audit, self._t, report, turns, dry_run)
-        with run.outer():
+        async with run.outer():
             for tenant in tenants:
                 await evaluate_live(run, tenant)
                 await decide_shadows(run, tenant)
                 await propose(run, tenant)
                 judge = None if dry_run or report.judge_status != "ok" else self._judge
                 await judge_pending(run, tenant, judge)
-            report.pending = sum(1 for _ in self._store.all(("pending",)))
+            report.pending = len(await self._store.all(("pending",)))
             if not dry_run:
-                self._store.record_sweep(report.row())
+                await self._store.record_sweep(report.row())
         return report

@@ -13,7 +13,7 @@ from bridge.types.tenant_dirs import TenantDirs
 
 
 class LearnedStyle:
-    """Implements `StyleView` from the learner's SQLite table."""
+    """Implements `StyleView` from the learner's table (its store's mirror)."""
 
     tables = ("style_bullets",)  # what it reads (`bridge.prompt.views.declared`); no files
     files = None
@@ -22,6 +22,8 @@ class LearnedStyle:
         self._store = store
 
     def bullets(self, dirs: TenantDirs) -> list[BulletRow]:
-        """Live and shadow bullets; the snapshot shows each shadow on its own cohort."""
-        rows = self._store.tenant(dirs.tenant, ("live", "shadow"))
+        """Live and shadow bullets; the snapshot shows each shadow on its own cohort. Read
+        from the store's mirror (the prompt awaits `TableChanges.prepare` first; not read
+        yet: none, and the memo's token is None, so it is asked again next turn)."""
+        rows = self._store.cached(dirs.tenant) or ()
         return [BulletRow(b.bid, b.text, b.state) for b in rows]

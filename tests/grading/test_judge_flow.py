@@ -91,12 +91,12 @@ async def test_a_late_rephrase_reaches_skill_grades_and_the_learner(
     fake.labels[AGAIN] = "rephrase"
     chat = Chat(roost, "c1")
     assert await chat.say(ASK) == REPLY
-    grades = SkillGrades(roost.db)
-    assert grades.get("local", "hidden_files").grade == 1300  # used: +0.3
+    grades = SkillGrades(roost.database)
+    assert (await grades.get("local", "hidden_files")).grade == 1300  # used: +0.3
     await chat.say(AGAIN)
     await roost.judge.drain()
 
-    g = grades.get("local", "hidden_files")
+    g = await grades.get("local", "hidden_files")
     assert g.counts["rephrase"] == 1 and g.counts["neutral"] == 0
     assert g.grade == 1000  # +0.3 used, then -0.3 for the rephrase (neutral was 0)
     [judged] = events(audit, "outcome.judged")
@@ -182,8 +182,8 @@ async def test_the_daily_cap_counts_follow_ups_per_tenant_and_day(
         await chat.say(text)
         await roost.judge.drain()
     assert [items_of(b) for b in fake.judge_requests] == [texts[:1], texts[1:2]]
-    usage = JudgeUsage(roost.db)
-    today = usage.day("local", utc_day(clock()))
+    usage = JudgeUsage(roost.database)
+    today = await usage.day("local", utc_day(clock()))
     assert (today.asked, today.capped) == (2, 1)
 
     clock.advance(86400)  # a new UTC day: the cap starts again
@@ -192,7 +192,7 @@ async def test_the_daily_cap_counts_follow_ups_per_tenant_and_day(
     await chat.say("show me the dotfiles command")
     await roost.judge.drain()
     assert len(fake.judge_requests) == 3
-    assert usage.day("local", utc_day(clock())).asked == 1
+    assert (await usage.day("local", utc_day(clock()))).asked == 1
     # the judge's calls count in the usage table, under the judge's model name
     row = roost.db.execute(
         "SELECT SUM(turns), SUM(prompt_tokens) FROM token_usage WHERE tenant='local'"
@@ -226,8 +226,8 @@ async def test_anything_but_one_known_label_is_ignored_and_counted(
     await roost.judge.drain()
     assert len(fake.judge_requests) == 1
     assert events(audit, "outcome.judged") == []
-    assert SkillGrades(roost.db).get("local", "hidden_files").counts["neutral"] == 1
-    assert JudgeUsage(roost.db).day("local", utc_day(clock())).ignored >= 1
+    assert (await SkillGrades(roost.database).get("local", "hidden_files")).counts["neutral"] == 1
+    assert (await JudgeUsage(roost.database).day("local", utc_day(clock()))).ignored >= 1
 
 
 async def test_a_bare_label_is_accepted_for_one_item(
@@ -282,7 +282,7 @@ async def test_with_no_model_configured_the_judge_is_off_and_says_so_once(
     off = [r for r in caplog.records if "judge off" in r.getMessage()]
     assert len(off) == 1
     assert events(audit, "outcome.judged") == []
-    assert JudgeUsage(roost.db).day("local", utc_day(clock())).asked == 0
+    assert (await JudgeUsage(roost.database).day("local", utc_day(clock()))).asked == 0
 
 
 async def test_a_reload_changes_the_cap_live(

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge.app.build import Roost, build
+from bridge.app.database import open_database
 from bridge.app.loadout import Loadout, build_loadout
 from bridge.core.config import Settings, load_settings
-from bridge.core.db import connect
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
@@ -46,17 +48,29 @@ def audit() -> MemoryAudit:
     return MemoryAudit()
 
 
-@pytest.fixture
-def db(settings: Settings) -> Iterator[Any]:
+def made_home(settings: Settings) -> Path:
     settings.home.mkdir(parents=True, exist_ok=True)
-    conn = connect(settings.home / "roost.db")
-    yield conn
-    conn.close()
+    return settings.home / "roost.db"
 
 
 @pytest.fixture
-def lo(settings: Settings, db: Any, audit: MemoryAudit) -> Loadout:
-    return build_loadout(settings, db, audit)
+async def db(settings: Settings) -> AsyncIterator[Database]:
+    database = await open_database(made_home(settings))
+    yield database
+    await database.aclose()
+
+
+@pytest.fixture
+async def chats(db: Database) -> ChatSettings:
+    """The chat settings store, loaded, with its `TableChanges` (as the daemon's)."""
+    chats = ChatSettings(db)
+    await chats.load()
+    return chats
+
+
+@pytest.fixture
+def lo(settings: Settings, chats: ChatSettings, audit: MemoryAudit) -> Loadout:
+    return build_loadout(settings, chats, audit)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def odd_and_even_ids(bullet: str = "b2") -> tuple[str, str]:
     return odd, even
 
 
-def make(settings: Settings, db: Any, audit: Any, alice: TenantDirs) -> Loadout:
+def make(settings: Settings, chats: Any, audit: Any, alice: TenantDirs) -> Loadout:
     def grades(dirs: TenantDirs) -> dict[str, float]:
         return {"csv-report": 1.5, "git-rebase": 0.3, "dead-skill": 0.0} if dirs == alice else {}
 
@@ -39,7 +39,7 @@ def make(settings: Settings, db: Any, audit: Any, alice: TenantDirs) -> Loadout:
 
     return build_loadout(
         settings,
-        db,
+        chats,
         audit,
         skills=FileSkills(grades),
         style=StaticStyle(bullets),
@@ -74,9 +74,9 @@ def save_meta(dirs: TenantDirs, name: str, description: str, created: float) -> 
 
 
 def test_blocks_7_to_9_render_from_their_stores(
-    settings: Settings, db: Any, audit: Any, alice: TenantDirs, clock: Clock
+    settings: Settings, chats: Any, audit: Any, alice: TenantDirs, clock: Clock
 ) -> None:
-    lo = make(settings, db, audit, alice)
+    lo = make(settings, chats, audit, alice)
     seed_blocks_7_to_9(alice, clock.now)
     odd, even = odd_and_even_ids()
     r = lo.prompt.render(alice, "web", "c1", odd, clock.now)
@@ -99,9 +99,9 @@ def test_blocks_7_to_9_render_from_their_stores(
 
 
 def test_tools_block_shows_at_most_fifteen(
-    settings: Settings, db: Any, audit: Any, alice: TenantDirs, clock: Clock
+    settings: Settings, chats: Any, audit: Any, alice: TenantDirs, clock: Clock
 ) -> None:
-    lo = make(settings, db, audit, alice)
+    lo = make(settings, chats, audit, alice)
     for i in range(20):
         save_meta(alice, f"t{i:02d}", f"tool {i}", clock.now - i * 3600)
     text = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
@@ -109,12 +109,12 @@ def test_tools_block_shows_at_most_fifteen(
     assert "me.t00" in text and "me.t19" not in text
 
 
-def test_order_is_stable_first_and_prompt_byte_identical(
-    lo: Loadout, alice: TenantDirs, clock: Clock, db: Any
+async def test_order_is_stable_first_and_prompt_byte_identical(
+    lo: Loadout, alice: TenantDirs, clock: Clock, chats: Any
 ) -> None:
     alice.user_md.write_text("- name: Alice\n")
     (alice.vault / "API_KEY").write_text("value-1234")
-    lo.chats.set("alice", "web", "c1", "audience", "my students")  # type: ignore[union-attr]
+    await lo.chats.set("alice", "web", "c1", "audience", "my students")  # type: ignore[union-attr]
     prov = Provenance("person", "web", "c1", "m")
     lo.memory.store.save(alice, "x", "user", "y", "z", prov, clock.now)
     same_cohort = [f"m{i}" for i in range(40) if shadow_cohort(f"m{i}", "b2")][:2]
@@ -136,12 +136,12 @@ def test_order_is_stable_first_and_prompt_byte_identical(
 
 
 def test_every_block_announces_a_cut(
-    settings: Settings, db: Any, audit: Any, alice: TenantDirs
+    settings: Settings, chats: Any, audit: Any, alice: TenantDirs
 ) -> None:
     small = settings.model_copy(
         update={"loadout": settings.loadout.model_copy(update={"profile_chars": 100})}
     )
-    lo = build_loadout(small, db, audit)
+    lo = build_loadout(small, chats, audit)
     alice.user_md.write_text("\n".join(f"- fact{i}: {'x' * 40}" for i in range(20)) + "\n")
     r = lo.prompt.render(alice, "web", None, "m", 0.0)
     block = next(b for b in r.blocks if b.name == "profile")

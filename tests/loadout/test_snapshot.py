@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -42,7 +43,7 @@ def test_unchanged_turn_opens_no_file(
     assert lo.files.reads == reads
 
 
-def test_every_source_change_is_seen_next_turn(
+async def test_every_source_change_is_seen_next_turn(
     lo: Loadout, alice: TenantDirs, clock: Clock, settings: Any
 ) -> None:
     populate(lo, alice, settings.home, clock.now)
@@ -62,7 +63,9 @@ def test_every_source_change_is_seen_next_turn(
         (lambda: lo.chats.set("alice", "web", "c1", "persona", "forge"), "tool smith"),  # type: ignore[union-attr]
     ]
     for change, expected in changes:
-        change()
+        done = change()
+        if inspect.isawaitable(done):
+            await done
         assert expected in text()
 
 
@@ -80,10 +83,10 @@ def test_same_size_same_mtime_rewrite_is_still_seen(
 
 
 def test_uncached_loadout_gives_the_same_prompt(
-    settings: Any, db: Any, audit: Any, lo: Loadout, alice: TenantDirs, clock: Clock
+    settings: Any, chats: Any, audit: Any, lo: Loadout, alice: TenantDirs, clock: Clock
 ) -> None:
     populate(lo, alice, settings.home, clock.now)
-    plain = build_loadout(settings, db, audit, cached=False)
+    plain = build_loadout(settings, chats, audit, cached=False)
     a = lo.prompt.render(alice, "web", "c1", "m", clock.now).text
     b = plain.prompt.render(alice, "web", "c1", "m", clock.now).text
     assert a == b

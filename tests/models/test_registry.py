@@ -8,13 +8,14 @@ disappears.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bridge.app.database import open_database
 from bridge.app.models import ModelRegistry, build_generation
 from bridge.core.config import LLMSettings, Settings, load_settings
-from bridge.core.db import connect
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.backend import Backend
 from bridge.types.messages import Inbound
@@ -49,14 +50,17 @@ def made() -> list[Recorded]:
 
 
 @pytest.fixture
-def registry(home: Path, made: list[Recorded]) -> ModelRegistry:
+async def registry(home: Path, made: list[Recorded]) -> AsyncIterator[ModelRegistry]:
     def make(llm: LLMSettings) -> tuple[Backend, str]:
         made.append(Recorded(llm.model))
         return made[-1], "test"
 
     gen = build_generation(settings_with(home, "smart"), make)
-    db = connect(home / "roost.db")
-    return ModelRegistry(gen, ChatSettings(db), make)
+    db = await open_database(home / "roost.db")
+    chats = ChatSettings(db)
+    await chats.load()
+    yield ModelRegistry(gen, chats, make)
+    await db.aclose()
 
 
 def turn(home: Path, chat: str = "c1") -> TurnContext:

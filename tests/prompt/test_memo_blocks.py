@@ -10,34 +10,36 @@ import pytest
 
 from bridge.core.dirwatch import DirWatch
 from bridge.prompt.source import Rendered
-from bridge.skills.grades import SkillGrades
-from tests.prompt.test_memo_differential import World
+from tests.prompt.test_memo_differential import made
 
 pytestmark = pytest.mark.skipif(
     DirWatch.open((os.getcwd(),)) is None, reason="no inotify on a local file system here"
 )
 
 
-def test_only_the_block_a_change_reaches_is_rendered_again(tmp_path: Path) -> None:
-    w = World(Path(os.path.realpath(tmp_path)), 0)
+async def test_only_the_block_a_change_reaches_is_rendered_again(tmp_path: Path) -> None:
+    w = await made(tmp_path, 0).open()
     try:
         (w.dirs.skills / "s1.md").write_text("---\nname: s1\ndescription: one\n---\nbody\n")
         w.dirs.steering.write_text("Mine. Also @mine/r1.md\n")
         (w.dirs.root / "mine" / "r1.md").write_text("first\n")
         prompt = w.watched.prompt
 
-        def render() -> Rendered:
+        async def render() -> Rendered:
+            await prompt.prepare("alice")  # what a turn's `PromptRows` does
             return prompt.render(w.dirs, "web", "c1", "m1", w.now)
 
-        first = render()
-        assert render() is first  # nothing changed: the same prompt, nothing rendered
-        w.db.execute(  # what every turn writes to roost.db: not an input of the prompt
+        first = await render()
+        assert await render() is first  # nothing changed: the same prompt, nothing rendered
+        await w.db.execute(  # what every turn writes to roost.db: not an input of the prompt
             "INSERT INTO session_messages (tenant, channel, chat, turn, role, content, at) "
             "VALUES ('alice', 'web', 'c1', 1, 'user', 'hi', 0)"
         )
-        assert render() is first
+        await w.stores.grades.all("bob")  # another tenant's rows read: nothing of alice's
+        await w.stores.grades.apply("bob", "s1", "approval", w.now)
+        assert await render() is first
         (w.dirs.root / "mine" / "r1.md").write_text("second\n")
-        second = render()
+        second = await render()
         assert "second" in second.text
         changed = [
             b.name
@@ -45,8 +47,8 @@ def test_only_the_block_a_change_reaches_is_rendered_again(tmp_path: Path) -> No
             if b is not None and a is not b
         ]
         assert changed == ["base"]
-        SkillGrades(w.db).apply("alice", "s1", "rejection", w.now)
-        third = render()
+        await w.stores.grades.apply("alice", "s1", "rejection", w.now)
+        third = await render()
         changed = [
             b.name
             for a, b in zip(second.each, third.each, strict=True)
@@ -54,4 +56,4 @@ def test_only_the_block_a_change_reaches_is_rendered_again(tmp_path: Path) -> No
         ]
         assert changed == ["skills"]
     finally:
-        w.close()
+        await w.close()

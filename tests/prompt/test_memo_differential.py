@@ -7,36 +7,42 @@ files and their @includes (edited in place at the same size, replaced, deleted,
 renamed, reached through a symbolic link that is moved, hard-linked), the
 profile, memory topics and the index edited by hand, vault files, persona
 files and the chat's persona, the audience, skill files and grades, style
-bullets, saved tools and their usage, a write by another connection, the clock
-— then renders the prompt of a random chat and message three ways: memoized
-over the inotify-watched cache, memoized over the stat-checked cache, and from
-scratch (nothing cached, every view new). All three must be byte-identical,
+bullets, saved tools and their usage, writes by another connection (another
+process: a chat setting, a grade, a style bullet), the clock — then renders the
+prompt of a random chat and message three ways: memoized over the
+inotify-watched cache, memoized over the stat-checked cache (both over the one
+set of stores with their mirrors, as the daemon wires them), and from scratch
+(nothing cached, every view and store new). All three must be byte-identical,
 with the same stable prefix, and the memory injection of the turn must equal a
-fresh one. No waiting anywhere: the kernel queues an inotify event before the
-change returns.
+fresh one. No waiting for files: the kernel queues an inotify event before the
+change returns; another connection's write is waited for (its notify reaching
+the mirrors), as a turn after it would find it.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
-import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from bridge.app.database import open_database
 from bridge.app.loadout import Loadout, build_loadout, persona_dirs
 from bridge.app.memory_notes import MemoryNotes
 from bridge.core.config import Settings, load_settings
-from bridge.core.db import connect
 from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache, NoCache
+from bridge.loadout.chat_settings import ChatSettings
+from bridge.loadout.db_changes import TableChanges, watching
 from bridge.memory.store import Provenance
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.view import SavedToolsView
 from bridge.skills.grades import SIGNALS, SkillGrades
 from bridge.skills.view import GradedSkills
+from bridge.storage.protocol import Database
 from bridge.style.rules import Counts
 from bridge.style.store import StyleStore
 from bridge.style.view import LearnedStyle
@@ -47,6 +53,7 @@ from bridge.types.tools import TurnContext
 from forge import toolmeta
 from forge.toolmeta import ToolMeta
 from forge.usage import UsageStore
+from tests.waits import until
 
 pytestmark = pytest.mark.skipif(
     DirWatch.open((os.getcwd(),)) is None, reason="no inotify on a local file system here"
@@ -57,12 +64,25 @@ START = 1_800_000_000.0
 CHATS = (("web", "c1"), ("web", "c2"), ("telegram", "t1"), ("web", None))
 
 
-def views(
-    db: sqlite3.Connection, files: FileCache, clock: Callable[[], float]
-) -> dict[str, object]:
+class Stores:
+    """The stores the prompt reads, sharing one `TableChanges` (as `bridge.app.wiring`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.changes = TableChanges(db)
+        self.chats = ChatSettings(db, self.changes)
+        self.grades = SkillGrades(db, self.changes)
+        self.style = StyleStore(db, self.changes)
+
+    async def loaded(self) -> Stores:
+        await self.chats.load()
+        await self.changes.prepare("alice")
+        return self
+
+
+def views(stores: Stores, files: FileCache, clock: Callable[[], float]) -> dict[str, object]:
     return {
-        "skills": GradedSkills(SkillGrades(db), files),
-        "style": LearnedStyle(StyleStore(db)),
+        "skills": GradedSkills(stores.grades, files),
+        "style": LearnedStyle(stores.style),
         "tools": SavedToolsView(ToolCatalog(files, lambda: int(clock() * 1000))),
     }
 
@@ -78,7 +98,6 @@ class World:
         self.settings: Settings = load_settings(home=root / "home")
         self.home = self.settings.home
         self.home.mkdir()
-        self.db = connect(self.home / "roost.db")
         self.dirs = TenantDirs.of(self.home, "alice").ensure()
         (self.home / "personas").mkdir()
         self.dirs.user_md.write_text("- start: here\n")
@@ -87,39 +106,53 @@ class World:
         watch = DirWatch.open((str(self.home), str(persona_dirs(self.settings)[0])))
         assert watch is not None
         self.watch = watch
-        self.watched = self._loadout(FileCache(watch=self.watch))
-        self.checked = self._loadout(FileCache())
+        self.prov = Provenance("person", "web", "c1", "m")
+        self._stops: list[Callable[[], object]] = []
+
+    async def open(self) -> World:
+        """The daemon's database and stores (watched: another connection's notify reaches
+        them), the two memoized loadouts over them, and another process's connection."""
+        self.db = await open_database(self.home / "roost.db")
+        self.stores = await Stores(self.db).loaded()
+        self._stops += [watching(self.stores.chats), watching(self.stores.changes)]
+        self.watched = self._loadout(self.stores, FileCache(watch=self.watch))
+        self.checked = self._loadout(self.stores, FileCache())
         self.notes = MemoryNotes(
             self.watched.memory.store,
             self.settings.memory,
             self.watched.prompt.now_note,
             self.watched.files,
         )
-        self.prov = Provenance("person", "web", "c1", "m")
-        self.other = sqlite3.connect(self.home / "roost.db", isolation_level=None)
+        self.other_db = await open_database(self.home / "roost.db")
+        self.other = await Stores(self.other_db).loaded()
+        return self
 
-    def _loadout(self, files: FileCache, cached: bool = True) -> Loadout:
+    def _loadout(self, stores: Stores, files: FileCache, cached: bool = True) -> Loadout:
         return build_loadout(
             self.settings,
-            self.db,
+            stores.chats,
             NullAudit(),
             files=files,
             cached=cached,
-            **views(self.db, files, lambda: self.now),  # type: ignore[arg-type]
+            **views(stores, files, lambda: self.now),  # type: ignore[arg-type]
         )
 
-    def close(self) -> None:
-        self.other.close()
-        self.db.close()
+    async def close(self) -> None:
+        for stop in self._stops:
+            await stop()  # type: ignore[misc]
+        await self.other_db.aclose()
+        await self.db.aclose()
         self.watch.close()
 
     # -- the check -------------------------------------------------------------------------
 
-    def check(self, step: int, what: str) -> None:
+    async def check(self, step: int, what: str) -> None:
         channel, chat = self.rng.choice(CHATS)
         msg_id = f"m{self.rng.randrange(1000)}"
-        fresh = self._loadout(NoCache(), cached=False)
+        fresh = self._loadout(await Stores(self.db).loaded(), NoCache(), cached=False)
         want = fresh.prompt.render(self.dirs, channel, chat, msg_id, self.now)
+        await self.watched.prompt.prepare("alice")  # a turn's `PromptRows` (one for both:
+        await self.checked.prompt.prepare("alice")  # they share the stores)
         for how, lo in (("watched", self.watched), ("stat-checked", self.checked)):
             got = lo.prompt.render(self.dirs, channel, chat, msg_id, self.now)
             assert got.text == want.text, f"step {step} ({what}): {how} prompt differs"
@@ -134,6 +167,14 @@ class World:
             p for p in (fresh.prompt.now_note(turn), again.explain(self.dirs, text).note) if p
         )
         assert self.notes.note(turn) == want_note, f"step {step} ({what}): injection"
+
+    async def noticed(self, write: Callable[[], object]) -> None:
+        """Another connection's write, then its notify arriving at the daemon's stores."""
+        generation = self.stores.changes.generation
+        result = write()
+        if inspect.isawaitable(result):
+            await result
+        await until(lambda: self.stores.changes.generation > generation, "the notify")
 
     def now_(self) -> float:
         return self.now
@@ -257,33 +298,45 @@ class World:
         self.write(path, f'{{"name": "{name}", {body}}}')
         return "persona file written"
 
-    def chat_setting(self) -> str:
-        chats = self.watched.chats
-        assert chats is not None
+    async def chat_setting(self) -> str:
+        chats = self.stores.chats
         channel, chat = self.rng.choice(CHATS[:3])
         key = self.rng.choice(("persona", "audience"))
         if self.rng.random() < 0.3:
-            chats.clear("alice", channel, chat, key)
+            await chats.clear("alice", channel, chat, key)
             return f"{key} cleared"
         value = (
             self.rng.choice(("mine", "concise", "forge", "nobody"))
             if key == "persona"
             else self.text()
         )
-        chats.set("alice", channel, chat, key, value)
+        await chats.set("alice", channel, chat, key, value)
         return f"{key} set"
 
-    def other_connection(self) -> str:
-        """Another process's write: seen through `PRAGMA data_version`."""
-        channel, chat = self.rng.choice(CHATS[:3])
-        self.other.execute(
-            "INSERT INTO chat_settings VALUES ('alice', ?, ?, 'audience', ?) "
-            "ON CONFLICT (tenant, channel, chat, key) DO UPDATE SET value=excluded.value",
-            (channel, chat, f"elsewhere {self.text()}"),
-        )
-        return "other connection"
+    async def other_connection(self) -> str:
+        """Another process's write (a `roost` command, another instance): a chat setting,
+        a grade or a style bullet's state, seen once its notify arrived."""
+        roll = self.rng.random()
+        if roll < 0.4:
+            channel, chat = self.rng.choice(CHATS[:3])
+            value = f"elsewhere {self.text()}"
+            await self.other.chats.set("alice", channel, chat, "audience", value)
+            mine = self.stores.chats
+            await until(lambda: mine.get("alice", channel, chat, "audience") == value, "it")
+            return "other connection: audience"
+        if roll < 0.7:
+            name, signal = f"s{self.rng.randrange(5)}", self.rng.choice(SIGNALS)
+            await self.noticed(lambda: self.other.grades.apply("alice", name, signal, self.now))
+            return "other connection: grade"
+        rows = await self.other.style.tenant("alice")
+        if not rows:
+            return "other connection: no bullet"
+        row, state = self.rng.choice(rows), self.rng.choice(("live", "shadow", "pending"))
+        now_ms = int(self.now * 1000)
+        await self.noticed(lambda: self.other.style.update(row.id, now_ms, state=state))
+        return f"other connection: bullet {state}"
 
-    def skill(self) -> str:
+    async def skill(self) -> str:
         name = f"s{self.rng.randrange(5)}"
         path = self.dirs.skills / f"{name}.md"
         roll = self.rng.random()
@@ -294,21 +347,22 @@ class World:
             path.unlink(missing_ok=True)
             return "skill removed"
         signal = self.rng.choice(SIGNALS)
-        SkillGrades(self.db).apply("alice", name, signal, self.now)
+        await self.stores.grades.apply("alice", name, signal, self.now)
         return "grade moved"
 
-    def style(self) -> str:
-        store = StyleStore(self.db)
-        rows = store.tenant("alice")
+    async def style(self) -> str:
+        store = self.stores.style
+        rows = await store.tenant("alice")
+        now_ms = int(self.now * 1000)
         if not rows or self.rng.random() < 0.3:
-            store.add_candidate("alice", "s0", self.text(), Counts(3, 1), int(self.now * 1000))
+            await store.add_candidate("alice", "s0", self.text(), Counts(3, 1), now_ms)
             return "bullet added"
         row = self.rng.choice(rows)
         if self.rng.random() < 0.3:
-            store.update(row.id, int(self.now * 1000), text=self.text())
+            await store.update(row.id, now_ms, text=self.text())
             return "bullet text"
         state = self.rng.choice(("live", "shadow", "pending", "retired"))
-        store.update(row.id, int(self.now * 1000), state=state)
+        await store.update(row.id, now_ms, state=state)
         return f"bullet {state}"
 
     def tool(self) -> str:
@@ -353,18 +407,28 @@ EDITS = (
 )
 
 
+def made(tmp_path: Path, seed: int) -> World:
+    return World(Path(os.path.realpath(tmp_path)), seed)
+
+
 @pytest.fixture
-def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
-    w = World(Path(os.path.realpath(tmp_path)), request.param)
+async def world(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    w = await made(tmp_path, request.param).open()
     yield w
-    w.close()
+    await w.close()
+
+
+async def edit(world: World) -> str:
+    """One random edit (the file ones are synchronous, the database ones awaited)."""
+    what = world.rng.choice(EDITS)(world)
+    return str(await what) if inspect.isawaitable(what) else str(what)
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4], indirect=True)
-def test_the_memo_equals_a_fresh_assembly_after_every_random_edit(world: World) -> None:
-    world.check(0, "start")
+async def test_the_memo_equals_a_fresh_assembly_after_every_random_edit(world: World) -> None:
+    await world.check(0, "start")
     for step in range(1, 160):
-        what = world.rng.choice(EDITS)(world)
-        world.check(step, what)
+        what = await edit(world)
+        await world.check(step, what)
         if world.rng.random() < 0.3:  # the same again, unchanged: the kept prompt
-            world.check(step, f"{what}, then nothing")
+            await world.check(step, f"{what}, then nothing")

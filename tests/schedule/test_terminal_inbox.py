@@ -7,7 +7,6 @@ from pathlib import Path
 
 from bridge.app.instance import held, hold
 from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
-from bridge.core.db import connect
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
@@ -17,15 +16,22 @@ from tests.masking import m
 from tests.schedule.database import database_of
 from tests.waits import HANG_S
 
+OPENED: list[ChatSettings] = []
 
-def inbox_over(path: Path, database: Database, chat: str = "terminal") -> TerminalInbox:
-    db = connect(path)
-    seen = ChatSettings(db)
+
+async def inbox_over(path: Path, database: Database, chat: str = "terminal") -> TerminalInbox:
+    """A `roost chat`'s inbox (as `bridge.cli.daemon.terminal_inbox`); the marks of every
+    earlier one written (their roost closed: `ChatSettings.flush`)."""
+    while OPENED:
+        await OPENED.pop().flush()
+    seen = ChatSettings(database)
+    await seen.load()
+    OPENED.append(seen)
     return TerminalInbox(
         lambda after: recent_messages(database, "local", "cli", chat, after),
         lambda: newest_message_id(database),
         lambda: seen.get("local", "cli", chat, SEEN_KEY),
-        lambda value: seen.set("local", "cli", chat, SEEN_KEY, value),
+        lambda value: seen.set_soon("local", "cli", chat, SEEN_KEY, value),
         interval_s=0,
     )
 
@@ -33,7 +39,7 @@ def inbox_over(path: Path, database: Database, chat: str = "terminal") -> Termin
 async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -> None:
     db = tmp_path / "roost.db"
     async with database_of(db) as database:
-        first = inbox_over(db, database)
+        first = await inbox_over(db, database)
         await shown_once_each(db, first, OutboxStore(database))
 
 
@@ -55,10 +61,12 @@ async def shown_once_each(db: Path, first: TerminalInbox, store: OutboxStore) ->
     watcher.cancel()
     assert shown == ["⏰ pills"]
     await store.enqueue("local", "cli", "terminal", m("⏰ basil"), "job:e:1", now_ms=3)
-    second = inbox_over(db, store.db)  # the next `roost chat`
+    second = await inbox_over(db, store.db)  # the next `roost chat`
     assert await second.missed() == ["⏰ basil"]
-    third = inbox_over(db, store.db)
+    third = await inbox_over(db, store.db)
     assert await third.missed() == []
+    while OPENED:  # before the database closes
+        await OPENED.pop().flush()
 
 
 def test_held_tells_a_running_daemon(tmp_path: Path) -> None:

@@ -69,8 +69,8 @@ class Page:
     def skill_file(self, tenant: str = "local", name: str = "deploy") -> Path:
         return self.roost.tenant_dirs(tenant).skills / f"{name}.md"
 
-    def grade(self, name: str = "deploy") -> int:
-        return SkillGrades(self.roost.db).get("local", name).grade
+    async def grade(self, name: str = "deploy") -> int:
+        return (await SkillGrades(self.roost.database).get("local", name)).grade
 
     def chain(self, event: str) -> list[dict[str, Any]]:
         lines = chain_path(self.roost.settings.home).read_text().splitlines()
@@ -143,7 +143,7 @@ async def test_small_edit_keeps_the_grade_rewrite_resets_it(page: Page) -> None:
     await page.say("/skill save deploy")
     page.fake.script(Text("Run the deploy skill: tests, tag, watch."))
     await page.say("deploy the billing api please")  # the reply uses it: +0.3
-    assert page.grade() == INITIAL_GRADE + 300
+    assert await page.grade() == INITIAL_GRADE + 300
 
     page.fake.script(propose(SMALL), Text("Here is a small fix to the skill."))
     reply = await page.say("it's the CI pipeline, please fix the skill")
@@ -154,15 +154,15 @@ async def test_small_edit_keeps_the_grade_rewrite_resets_it(page: Page) -> None:
     assert page.skill_file().read_text().count("Watch the pipeline") == 1  # not yet
     assert "grade kept" in await page.say("/skill save deploy")
     assert "Watch the CI pipeline" in page.skill_file().read_text()
-    assert page.grade() == INITIAL_GRADE + 300
+    assert await page.grade() == INITIAL_GRADE + 300
     edited = page.skill_file().read_text()
 
     page.fake.script(propose(REWRITE), Text("I rewrote it."))
     reply = await page.say("we deploy by hand now, rewrite the skill")
     assert "a rewrite (" in reply and "its grade starts fresh" in reply
     assert "grade starts fresh" in await page.say("/skill save deploy")
-    assert page.grade() == INITIAL_GRADE
-    grades = SkillGrades(page.roost.db).get("local", "deploy")
+    assert await page.grade() == INITIAL_GRADE
+    grades = await SkillGrades(page.roost.database).get("local", "deploy")
     assert grades.counts["auto"] == 0  # a rewritten skill's signals start again
     saved = page.chain("skill.saved")
     assert [(s["grade_kept"], s["similarity_pct"] >= 80) for s in saved[1:]] == [
@@ -171,12 +171,12 @@ async def test_small_edit_keeps_the_grade_rewrite_resets_it(page: Page) -> None:
     ]
 
     assert "previous version is back (grade +1.3)" in await page.say("/skill undo")
-    assert page.skill_file().read_text() == edited and page.grade() == INITIAL_GRADE + 300
+    assert page.skill_file().read_text() == edited and await page.grade() == INITIAL_GRADE + 300
 
     assert await page.say("/skill rm deploy") == "Removed skill deploy. /skill undo brings it back."
     assert not page.skill_file().exists()
     assert "it is back, with its grade" in await page.say("/skill undo")
-    assert page.skill_file().read_text() == edited and page.grade() == INITIAL_GRADE + 300
+    assert page.skill_file().read_text() == edited and await page.grade() == INITIAL_GRADE + 300
     assert [e["undid"] for e in page.chain("skill.restored")] == ["save", "rm"]
 
 

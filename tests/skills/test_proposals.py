@@ -5,11 +5,12 @@ journal that never writes outside skills/."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from bridge.core.db import connect
+from bridge.app.database import open_database
 from bridge.skills import journal
 from bridge.skills.forge import SkillForge
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
@@ -25,11 +26,19 @@ from bridge.skills.proposals import (
     keeps_grade,
     render,
 )
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.tenant_dirs import TenantDirs
 
 KEY = ("alice", "web", "c1")
 STEPS = "\n".join(f"{i}. step number {i}: do the thing carefully" for i in range(1, 11))
+
+
+@pytest.fixture
+async def conn(tmp_path: Path) -> AsyncIterator[Database]:
+    db = await open_database(tmp_path / "db")
+    yield db
+    await db.aclose()
 
 
 def proposal(name: str, at: float, body: str = "1. do it") -> Proposal:
@@ -93,10 +102,12 @@ def test_diff_fence_outlasts_backticks_in_the_body() -> None:
     assert "-a\n+b" in edit and edit.startswith("```diff\n--- skills/x.md (now)")
 
 
-async def test_an_edit_keeps_when_and_a_moved_file_is_not_overwritten(tmp_path: Path) -> None:
+async def test_an_edit_keeps_when_and_a_moved_file_is_not_overwritten(
+    tmp_path: Path, conn: Database
+) -> None:
     dirs = TenantDirs.of(tmp_path, "alice").ensure()
     (dirs.skills / "x.md").write_text("---\ndescription: old\nwhen: on fridays\n---\n" + STEPS)
-    forge = SkillForge(SkillGrades(connect(tmp_path / "db")), MemoryAudit(), lambda d: {})
+    forge = SkillForge(SkillGrades(conn), MemoryAudit(), lambda d: {})
     p = await forge.propose(dirs, KEY, "x", "new", STEPS + "\n11. done", 5.0)
     assert "when: on fridays" in p.text and not p.created
     (dirs.skills / "x.md").write_text("---\ndescription: hand edit\n---\nmine")
@@ -105,18 +116,16 @@ async def test_an_edit_keeps_when_and_a_moved_file_is_not_overwritten(tmp_path: 
     assert (dirs.skills / "x.md").read_text().endswith("mine")
 
 
-async def test_vault_values_are_refused(tmp_path: Path) -> None:
+async def test_vault_values_are_refused(tmp_path: Path, conn: Database) -> None:
     dirs = TenantDirs.of(tmp_path, "alice").ensure()
-    forge = SkillForge(
-        SkillGrades(connect(tmp_path / "db")), MemoryAudit(), lambda d: {"db": "hunter2-pass"}
-    )
+    forge = SkillForge(SkillGrades(conn), MemoryAudit(), lambda d: {"db": "hunter2-pass"})
     with pytest.raises(ProposalRefused, match="vault secret"):
         await forge.propose(dirs, KEY, "x", "d", "log in with hunter2-pass", 5.0)
 
 
-async def test_journal_never_writes_outside_skills(tmp_path: Path) -> None:
+async def test_journal_never_writes_outside_skills(tmp_path: Path, conn: Database) -> None:
     dirs = TenantDirs.of(tmp_path, "alice").ensure()
-    grades = SkillGrades(connect(tmp_path / "db"))
+    grades = SkillGrades(conn)
     audit = MemoryAudit()
     forge = SkillForge(grades, audit, lambda d: {})
     forged = [{"op": "rm", "name": "../../evil", "at": 1, "before": "x", "grade": None}]
@@ -127,16 +136,18 @@ async def test_journal_never_writes_outside_skills(tmp_path: Path) -> None:
     assert await forge.undo(dirs) is None and audit.events == []
 
 
-async def test_undo_of_a_new_skill_restores_an_old_grade_row(tmp_path: Path) -> None:
+async def test_undo_of_a_new_skill_restores_an_old_grade_row(
+    tmp_path: Path, conn: Database
+) -> None:
     """A new skill under a name that was graded before (file removed by hand) starts fresh;
     undo puts the old row back."""
     dirs = TenantDirs.of(tmp_path, "alice").ensure()
-    grades = SkillGrades(connect(tmp_path / "db"))
-    grades.apply("alice", "x", "rejection", 1.0)
+    grades = SkillGrades(conn)
+    await grades.apply("alice", "x", "rejection", 1.0)
     forge = SkillForge(grades, MemoryAudit(), lambda d: {})
     p = await forge.propose(dirs, KEY, "x", "d", "1. do it", 5.0)
     saved = await forge.save(dirs, p, 6.0)
-    assert saved.created and grades.get("alice", "x").grade == INITIAL_GRADE
+    assert saved.created and (await grades.get("alice", "x")).grade == INITIAL_GRADE
     await forge.undo(dirs)
-    assert grades.get("alice", "x").grade == INITIAL_GRADE - 500
+    assert (await grades.get("alice", "x")).grade == INITIAL_GRADE - 500
     assert not (dirs.skills / "x.md").exists()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bridge.app.build import Roost
+from bridge.app.database import open_database
 from bridge.core.agent import AgentResult
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session, SessionKey
 from bridge.skills.files import Skill, read_skills
@@ -19,6 +20,7 @@ from bridge.skills.grades import INITIAL_GRADE, SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.usage import skills_used
 from bridge.skills.view import GradedSkills
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import MemoryAudit, TurnEvents
 from bridge.types.backend import ChatMessage
 from bridge.types.messages import Inbound
@@ -63,15 +65,22 @@ def test_usage_by_name_or_paraphrase(reply: str, expected: list[str]) -> None:
     assert skills_used(reply, [CSV, TRIP]) == expected
 
 
-def test_grades_move_within_bounds(tmp_path: Path) -> None:
-    grades = SkillGrades(connect(tmp_path / "db"))
-    assert grades.get("t", "x").grade == INITIAL_GRADE
-    assert grades.apply("t", "x", "auto", 1.0) == (300, 1300)
+@pytest.fixture
+async def conn(tmp_path: Path) -> AsyncIterator[Database]:
+    db = await open_database(tmp_path / "db")
+    yield db
+    await db.aclose()
+
+
+async def test_grades_move_within_bounds(conn: Database) -> None:
+    grades = SkillGrades(conn)
+    assert (await grades.get("t", "x")).grade == INITIAL_GRADE
+    assert await grades.apply("t", "x", "auto", 1.0) == (300, 1300)
     for _ in range(20):
-        grades.apply("t", "x", "rejection", 2.0)
-    g = grades.get("t", "x")
+        await grades.apply("t", "x", "rejection", 2.0)
+    g = await grades.get("t", "x")
     assert g.grade == -3000 and g.counts["rejection"] == 20 and g.counts["auto"] == 1
-    assert grades.get("other", "x").grade == INITIAL_GRADE  # per tenant
+    assert (await grades.get("other", "x")).grade == INITIAL_GRADE  # per tenant
 
 
 def _turn(dirs: TenantDirs, text: str, msg_id: str) -> TurnContext:
@@ -85,8 +94,9 @@ def _session(*pairs: tuple[str, str]) -> Session:
     return Session(SessionKey("t1", "web", "c"), history, 0, 0, len(pairs), 0, 0)
 
 
-async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path) -> None:
-    conn = connect(tmp_path / "db")
+async def test_outcome_grades_the_skills_the_previous_reply_used(
+    tmp_path: Path, conn: Database
+) -> None:
     dirs = TenantDirs.of(tmp_path, "t1").ensure()
     write_skill(dirs, CSV)
     write_skill(dirs, TRIP)
@@ -97,7 +107,7 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path)
     events = TurnEvents()
     await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
     await events.flush(audit)
-    assert grades.get("t1", "csv_cleanup").grade == INITIAL_GRADE + 300
+    assert (await grades.get("t1", "csv_cleanup")).grade == INITIAL_GRADE + 300
     assert audit.events[-1][0] == "skill.graded"
 
     session = _session(("clean this csv", reply))
@@ -109,8 +119,8 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path)
     assert names[-2:] == ["outcome.graded", "skill.outcome_graded"]
     graded = audit.events[-1][2]
     assert graded == {"signal": "rejection", "skills": ["csv_cleanup"], "prev_run_id": "m1"}
-    assert grades.get("t1", "csv_cleanup").grade == INITIAL_GRADE + 300 - 500
-    assert grades.get("t1", "trip_planning").counts["rejection"] == 0
+    assert (await grades.get("t1", "csv_cleanup")).grade == INITIAL_GRADE + 300 - 500
+    assert (await grades.get("t1", "trip_planning")).counts["rejection"] == 0
 
     # the same previous turn is never graded twice (e.g. the next message is retried)
     await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session, events)
@@ -118,20 +128,22 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(tmp_path: Path)
     assert [e[0] for e in audit.events] == names
 
 
-async def test_view_offers_only_skills_above_zero(tmp_path: Path) -> None:
-    conn = connect(tmp_path / "db")
+async def test_view_offers_only_skills_above_zero(tmp_path: Path, conn: Database) -> None:
     dirs = TenantDirs.of(tmp_path, "t1").ensure()
     write_skill(dirs, CSV)
     write_skill(dirs, TRIP)
     grades = SkillGrades(conn)
     for _ in range(3):
-        grades.apply("t1", "trip_planning", "rejection", 1.0)
+        await grades.apply("t1", "trip_planning", "rejection", 1.0)
+    await grades.all("t1")  # what a turn's `prepare` reads before the prompt's view
     view = GradedSkills(grades, FileCache())
     rows = view.active(dirs)
     assert [r[0] for r in rows] == ["csv_cleanup"]
     assert "when: the user pastes CSV" in rows[0][1]
     other = TenantDirs.of(tmp_path, "t2").ensure()
     assert view.active(other) == []
+    write_skill(other, CSV)
+    assert [r[0] for r in view.active(other)] == ["csv_cleanup"]  # not read: initial grade
 
 
 def test_skill_files_parse_front_matter(tmp_path: Path) -> None:
@@ -157,10 +169,11 @@ async def test_skills_command_names_no_server_path(roost: Roost, settings: Setti
         assert not re.search(r"(^|\s)/[\w.-]+/", reply), reply
 
 
-async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(tmp_path: Path) -> None:
+async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(
+    tmp_path: Path, conn: Database
+) -> None:
     """A recurring job's prompt runs as a turn of the chat, but the person did not write
     it in reaction to the last answer: no outcome is graded from it."""
-    conn = connect(tmp_path / "db")
     dirs = TenantDirs.of(tmp_path, "t1").ensure()
     write_skill(dirs, CSV)
     audit, grades = MemoryAudit(), SkillGrades(conn)
@@ -168,11 +181,11 @@ async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(tmp_path: Pa
     reply = "Using csv_cleanup I removed 3 duplicate rows."
     events = TurnEvents()
     await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
-    before = grades.get("t1", "csv_cleanup").grade
+    before = (await grades.get("t1", "csv_cleanup")).grade
     job = Inbound("web", "local", "c", "no, wrong: summarise the news", "job:x:1", scheduled=True)
     await observer.before_turn(
         TurnContext(dirs, job, lambda: 5.0), _session(("clean this csv", reply)), events
     )
     await events.flush(audit)
     assert "outcome.graded" not in [e[0] for e in audit.events]
-    assert grades.get("t1", "csv_cleanup").grade == before
+    assert (await grades.get("t1", "csv_cleanup")).grade == before

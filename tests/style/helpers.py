@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from bridge.core.db import connect
+from bridge.app.database import open_database
+from bridge.storage.protocol import Database
 from bridge.style.rules import DAY_MS, cohort_bit
 from bridge.style.store import StyleStore
 from bridge.types.backend import BackendError, Finish, ModelEvent, ModelRequest, TextDelta
@@ -92,8 +92,12 @@ def cohort_records(
     return out
 
 
-def open_store(tmp_path: Path) -> tuple[sqlite3.Connection, StyleStore]:
-    db = connect(tmp_path / "roost.db")
+OPENED: list[Database] = []  # closed after each test (tests/style/conftest.py)
+
+
+async def open_store(tmp_path: Path) -> tuple[Database, StyleStore]:
+    db = await open_database(tmp_path / "roost.db")
+    OPENED.append(db)
     return db, StyleStore(db)
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.audit.chain import AuditChain
 from bridge.audit.schema import schemas_for
 from bridge.audit.verify import tail, verify
 from bridge.cli.table import command
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.style.judge import Judge
 from bridge.style.rules import Counts
 from bridge.style.store import StyleStore
@@ -51,7 +51,7 @@ async def test_sweep_over_a_real_chain(tmp_path: Path) -> None:
     clock = [(T0 - DAY) / 1000]
     await write_turns(path, clock, "alice", "deploy", 6)
     await write_turns(path, clock, "bob", "deploy", 3)
-    _, store = open_store(tmp_path)
+    _, store = await open_store(tmp_path)
     chain = AuditChain(path, clock=lambda: T0 / 1000, schemas=SCHEMAS)
     await chain.open()
     try:
@@ -63,8 +63,8 @@ async def test_sweep_over_a_real_chain(tmp_path: Path) -> None:
     recs = tail(path, 5)
     assert [r["event"] for r in recs[-2:]] == ["style.candidate", "style.judged"]
     assert recs[-1]["tenant"] == "alice" and "_dropped" not in recs[-1]["details"]  # type: ignore[operator]
-    [b] = store.tenant("alice")
-    assert b.state == "shadow" and store.tenant("bob") == []
+    [b] = await store.tenant("alice")
+    assert b.state == "shadow" and await store.tenant("bob") == []
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -112,13 +112,18 @@ def test_cli_sweep_offline_leaves_pending_then_status_and_list(
     assert events[-1] == "style.candidate"
 
 
-def test_cli_list_live_per_tenant(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
-    db = connect(settings.home / "roost.db")
+async def live_bullets(settings: Settings) -> None:
+    db = await open_database(settings.home / "roost.db")
     store = StyleStore(db)
     for tenant in ("alice", "bob"):
-        row = store.add_candidate(tenant, "deploy", f"bullet of {tenant}", Counts(8, 7), T0)
-        store.update(row.id, T0, state="live", live_since_ms=T0, score=120)
-    db.close()
+        row = await store.add_candidate(tenant, "deploy", f"bullet of {tenant}", Counts(8, 7), T0)
+        await store.update(row.id, T0, state="live", live_since_ms=T0, score=120)
+    await db.aclose()
+
+
+def test_cli_list_live_per_tenant(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    asyncio.run(live_bullets(settings))
     assert run(["style", "list-live", "--tenant", "bob"], settings) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("bob\tb-0002\tdeploy") and "alice" not in out[0]

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from bridge.core.agent import AgentResult
-from bridge.core.db import connect
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session, SessionKey
 from bridge.skills.files import Skill
@@ -79,18 +78,18 @@ def test_relevant_turns_feed_bullets_never_candidates() -> None:
 
 async def test_relevant_alone_makes_no_candidate(tmp_path: Path) -> None:
 
-    _, store = open_store(tmp_path)
+    _, store = await open_store(tmp_path)
     records = [_record(f"r{i}", "rejection", [], ["deploy"], T0 - 1000 + i) for i in range(12)]
     report = await Sweeper(store, Judge(FakeJudge()), MemoryAudit()).sweep(records, T0)
-    assert report.candidates == 0 and store.tenant("alice") == []
+    assert report.candidates == 0 and await store.tenant("alice") == []
 
 
 async def test_a_shadow_ab_fed_only_by_relevant_turns_is_decided(tmp_path: Path) -> None:
     """The statistical safeguards still apply: 3 days, 5 turns per cohort, 5 points."""
 
-    _, store = open_store(tmp_path)
-    row = store.add_candidate("alice", "deploy", "text", Counts(6, 6), T0)
-    store.update(row.id, T0, state="shadow", shadow_since_ms=T0)
+    _, store = await open_store(tmp_path)
+    row = await store.add_candidate("alice", "deploy", "text", Counts(6, 6), T0)
+    await store.update(row.id, T0, state="shadow", shadow_since_ms=T0)
     bid = f"b-{row.id:04d}"
     recs = []
     for bit, negatives in ((1, 1), (0, 4)):  # with: 1/5 negative, without: 4/5
@@ -99,11 +98,11 @@ async def test_a_shadow_ab_fed_only_by_relevant_turns_is_decided(tmp_path: Path)
             recs.append(_record(mid, signal, [], ["deploy"], T0 + 60_000 * (i + 1)))
     sweeper = Sweeper(store, Judge(FakeJudge()), MemoryAudit())
     await sweeper.sweep(recs, T0 + 2 * DAY)
-    assert store.tenant("alice")[0].state == "shadow"  # before 3 days: waiting
+    assert (await store.tenant("alice"))[0].state == "shadow"  # before 3 days: waiting
     await sweeper.sweep(recs[:-1], T0 + 3 * DAY)  # 4 turns in a cohort: still too thin
-    assert store.tenant("alice")[0].state == "shadow"
+    assert (await store.tenant("alice"))[0].state == "shadow"
     await sweeper.sweep(recs, T0 + 3 * DAY)
-    [b] = store.tenant("alice")
+    [b] = await store.tenant("alice")
     assert (b.state, b.with_n, b.without_n) == ("live", 5, 5)
 
 
@@ -112,13 +111,13 @@ def _turn(dirs: TenantDirs, text: str, msg_id: str) -> TurnContext:
 
 
 async def test_observer_records_what_the_request_was_about(tmp_path: Path) -> None:
-    conn = connect(tmp_path / "db")
+    conn, _ = await open_store(tmp_path)
     dirs = TenantDirs.of(tmp_path, "t1").ensure()
     (dirs.skills / "deploy.md").write_text(f"---\ndescription: {DEPLOY.description}\n---\nsteps\n")
     grades = SkillGrades(conn)
     for _ in range(3):
-        grades.apply("t1", "deploy", "rejection", 1.0)  # graded below 0: not offered
-    before = grades.get("t1", "deploy")
+        await grades.apply("t1", "deploy", "rejection", 1.0)  # graded below 0: not offered
+    before = await grades.get("t1", "deploy")
     audit, events = MemoryAudit(), TurnEvents()
     observer = SkillsObserver(grades, TurnLog(conn), FileCache(), lambda: 5.0)
     reply = "Run the deploy script."
@@ -132,5 +131,5 @@ async def test_observer_records_what_the_request_was_about(tmp_path: Path) -> No
         "t1",
         {"signal": "rejection", "skills": [], "prev_run_id": "m1", "relevant": ["deploy"]},
     )
-    assert grades.get("t1", "deploy") == before  # no grade moved: the reply did not use it
+    assert await grades.get("t1", "deploy") == before  # no grade moved: the reply did not use it
     assert "skill.graded" not in [e[0] for e in audit.events]

@@ -105,35 +105,37 @@ async def test_a_skill_graded_to_zero_keeps_feeding_its_shadow_ab(
     dirs = wired.tenant_dirs("local").ensure()
     (dirs.skills / "deploy.md").write_text(SKILL)
     await _say(wired, clock, CORRECTIONS, 1)
-    grades = SkillGrades(wired.db)
-    assert grades.get("local", "deploy").grade <= 0  # five rejections in a row
+    grades = SkillGrades(wired.database)
+    assert (await grades.get("local", "deploy")).grade <= 0  # five rejections in a row
     listed = (await wired.core.handle(Inbound("web", "local", "c2", "/skills", "s1"), None)).text
     assert "deploy: grade +0.0 (not offered)" in listed
 
-    store = StyleStore(wired.db)
+    store = StyleStore(wired.database)
     sweeper = Sweeper(store, Judge(FakeJudge("FAITHFUL")), MemoryAudit())
     chain = chain_path(home)
     clock.advance(60)
     await sweeper.sweep_chain(chain, int(clock() * 1000))
-    [bullet] = store.tenant("local")
+    [bullet] = await store.tenant("local")
     assert (bullet.skill, bullet.state) == ("deploy", "shadow")
     started_ms = int(clock() * 1000)
 
     clock.advance(3600)
     await _say(wired, clock, DURING, 100)
-    assert "deploy" not in offered(wired)  # still not offered
+    assert "deploy" not in await offered(wired)  # still not offered
     await sweeper.sweep_chain(chain, started_ms + DAY_MS)
-    [bullet] = store.tenant("local")
+    [bullet] = await store.tenant("local")
     # every turn of the A/B but the last (not graded yet) reached a cohort
     assert bullet.with_n + bullet.without_n == len(DURING) - 1
     assert min(bullet.with_n, bullet.without_n) >= 5
 
     await sweeper.sweep_chain(chain, started_ms + 3 * DAY_MS + 1)
-    [bullet] = store.tenant("local")
+    [bullet] = await store.tenant("local")
     assert bullet.outcome != "ab_inconclusive"
     assert bullet.state in ("live", "rejected")
 
 
-def offered(roost: Roost) -> list[str]:
-    view = GradedSkills(SkillGrades(roost.db), FileCache())
+async def offered(roost: Roost) -> list[str]:
+    grades = SkillGrades(roost.database)
+    await grades.all("local")  # what a turn's `prepare` reads before the prompt
+    view = GradedSkills(grades, FileCache())
     return [row.name for row in view.active(roost.tenant_dirs("local"))]
