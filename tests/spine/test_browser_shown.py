@@ -112,8 +112,10 @@ async def test_a_reload_mid_answer_keeps_the_question_and_a_stop_is_marked_once(
     await tab.click("#stop")
     stopped = tab.locator(".msg.assistant.status-stopped")
     await stopped.wait_for()
+    note = tab.get_by_text("Stopped — the answer was cut here.")
     for _ in range(2):
-        assert await tab.get_by_text("Stopped — the answer was cut here.").count() == 1
+        await note.first.wait_for()  # drawn with the stopped answer (a tick after its class)
+        assert await note.count() == 1
         assert "[stopped]" not in await tab.locator("#messages").inner_text()
         assert "and on" in await stopped.locator(".body").inner_text()
         await reload(page)

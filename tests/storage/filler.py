@@ -2,7 +2,8 @@
 
 `fill` writes `n` rows into each table `db.tables()` finds (a table added by a
 later migration is filled too), values made from each column's declared
-type: INTEGER -> ints past 2**31 (times in ms), REAL -> fractions, TEXT ->
+type: INTEGER -> ints past 2**31 (times in ms), REAL -> fractions, BLOB ->
+bytes (a NUL and 0xff among them), TEXT ->
 non-ASCII text with quotes; NULL in every third row of a nullable column.
 A column with a CHECK takes an allowed value (`ALLOWED`). `big` extra rows
 go into each of `big_tables` (a long conversation). Text indexes: one per
@@ -48,6 +49,8 @@ def value(table: str, column: str, kind: str, notnull: bool, i: int) -> Any:
         return 3_000_000_000 + i * 7
     if "REAL" in kind:
         return 1_700_000_000.5 + i / 8
+    if "BLOB" in kind:
+        return bytes([i % 256, 0, 255]) + f"{table}.{column} #{i}".encode()
     return f"{table}.{column} #{i} ‘Grüße’ \"q\" 'x' 🦉"
 
 
