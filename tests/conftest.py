@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,20 @@ from bridge.types.messages import Inbound
 # each server starts once, not once per worker. xdist's own `xdist_group` marks cannot
 # do it with pytest 9.2 (xdist 3.8 renames a grouped item's node id, which is now
 # read-only), so the grouping is a scheduler: every other test is its own unit.
+# tests/storage/ is split in STORAGE_SHARDS groups by file (each starts its own
+# PostgreSQL, about a second): as one group it had become the run's longest worker.
 SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
+STORAGE_SHARDS = 2
+
+
+def _group(nodeid: str) -> str:
+    for folder, group in SERVER_GROUPS.items():
+        if nodeid.startswith(folder):
+            if group == "postgres":
+                path = nodeid.split("::", 1)[0]
+                return f"{group}-{zlib.crc32(path.encode()) % STORAGE_SHARDS}"
+            return group
+    return nodeid
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -35,10 +49,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ServerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            for folder, group in SERVER_GROUPS.items():
-                if nodeid.startswith(folder):
-                    return group
-            return nodeid
+            return _group(nodeid)
 
     return ServerGroups(config, log)
 
