@@ -2,9 +2,10 @@
 
 `forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
 before it deletes anything, then: every database row keyed by the tenant
-(one transaction), the tenant's text indexes (the recall index's terms,
-through the `Database`: `text_index_names`), the tenant's tree `tenants/<tid>/` and its files under
-`mcp/`; then the `data.forgotten` audit record,
+in roost.db (the stores not ported yet) and, through the `Database` the
+ported stores use (PostgreSQL with `[database] url`), every row keyed by
+the tenant and its text indexes (one transaction: `storage.tenants.forget`),
+the tenant's tree `tenants/<tid>/` and its files under `mcp/`; then the `data.forgotten` audit record,
 then the marker goes. Each step finds what is left and deletes it, so a run
 killed anywhere (kill -9, a power cut) is finished by running it again; the
 counts of what was deleted are kept in the marker between runs (rows and
@@ -34,6 +35,8 @@ from bridge.app.database import open_database
 from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
 from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_paths
+from bridge.core.config_sections import DatabaseSettings
+from bridge.storage.tenants import forget as forget_rows
 from bridge.types.tenant_dirs import TenantDirs
 
 EXPORTS = "exports"
@@ -104,25 +107,35 @@ def begin(home: Path, tenant: str) -> dict[str, Any]:
     return state
 
 
-async def drop_text_indexes(home: Path, tenant: str) -> None:
-    """Drop the tenant's text indexes (the recall index's terms) through the `Database`."""
-    database = await open_database(home / "roost.db")
+async def forget_in_database(
+    home: Path, tenant: str, settings: DatabaseSettings | None = None
+) -> dict[str, int]:
+    """Delete the tenant's rows of every table and its text indexes through the
+    `Database` the ported stores use: roost.db, or PostgreSQL with `[database] url`
+    (`bridge.storage.tenants.forget`, one transaction); rows deleted per table."""
+    database = await open_database(home / "roost.db", settings)
     try:
-        for name in await database.text_index_names(tenant):
-            await database.text_index(name, tenant).drop()
+        return await forget_rows(database, tenant)
     finally:
         await database.aclose()
 
 
 async def forget_tenant(
-    home: Path, db: sqlite3.Connection, tenant: str, record: Record
+    home: Path,
+    db: sqlite3.Connection,
+    tenant: str,
+    record: Record,
+    settings: DatabaseSettings | None = None,
 ) -> Forgotten:
-    """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record."""
+    """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record.
+    Rows go from roost.db (the stores not ported yet) and from the `Database` of
+    `settings` (PostgreSQL when `[database] url` is set)."""
     marker = marker_path(home, tenant)
     state = begin(home, tenant)
     if not state.get("recorded"):
         rows = delete_rows(db, tenant)
-        await drop_text_indexes(home, tenant)
+        for table, n in (await forget_in_database(home, tenant, settings)).items():
+            rows[table] = max(n, rows.get(table, 0))
         done: dict[str, int] = state.get("rows", {})
         state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
         _write(marker, state)

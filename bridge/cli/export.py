@@ -100,7 +100,7 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
 
     db = connect(settings.home / "roost.db")
     try:
-        gone = asyncio.run(forget_tenant(settings.home, db, args.tenant, record))
+        gone = asyncio.run(forget_tenant(settings.home, db, args.tenant, record, settings.database))
     finally:
         db.close()
         lock.release()
