@@ -24,15 +24,12 @@ import argparse
 import asyncio
 import json
 import os
-import tempfile
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
-from bench.outbox_store import Cycle, interleaved, print_cycles
+from bench.outbox_store import Cycle, print_cycles, three_ways
 from bridge.channels.telegram.inbox import UpdateInbox, describe
 from bridge.core import db as core_db
 from bridge.schedule.schema import transaction
@@ -40,7 +37,6 @@ from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.protocol import Database
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
-from tests.storage.pg_server import NoPostgres, start_server
 
 NOW = 1_800_000_000.0
 SOURCE = "telegram:bench"
@@ -144,28 +140,15 @@ async def main() -> None:
     if args.quick:
         args.n, args.rounds = 20, 1
     print(f"load average before: {os.getloadavg()}")
-    server = None
-    try:
-        server = start_server()
-    except NoPostgres as exc:
-        print(f"PostgreSQL: skipped ({exc})")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
-                "sqlite3 direct": direct(Path(tmp) / "direct.db", args.batch),
-                "UpdateInbox/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db", args.batch),
-            }
-            if server is not None:
-                admin = await asyncpg.connect(server.url())
-                await admin.execute('CREATE DATABASE "inbox"')
-                await admin.close()
-                variants["UpdateInbox/PostgresDatabase"] = on_postgres(
-                    server.url("inbox"), args.batch
-                )
-            got = await interleaved(variants, args.n, args.rounds)
-    finally:
-        if server is not None:
-            server.remove()
+    got = await three_ways(
+        "UpdateInbox",
+        "inbox",
+        lambda path: direct(path, args.batch),
+        lambda path: on_sqlite(path, args.batch),
+        lambda url, _tmp: on_postgres(url, args.batch),
+        args.n,
+        args.rounds,
+    )
     statements = 1 + args.batch
     title = (
         f"inbox cycle = one getUpdates answer of {args.batch} update(s): store, then take"

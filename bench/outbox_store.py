@@ -193,6 +193,44 @@ async def interleaved(
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+Opener = Callable[[Path], AbstractAsyncContextManager[Cycle]]
+
+
+async def three_ways(
+    store: str,
+    db_name: str,
+    floor: Opener,
+    on_sqlite: Opener,
+    on_postgres: Callable[[str, Path], AbstractAsyncContextManager[Cycle]],
+    n: int,
+    rounds: int,
+) -> dict[str, float]:
+    """µs per cycle of the floor (`sqlite3 direct`), of `store` on `SqliteDatabase` and,
+    when a throwaway PostgreSQL can be started here, on `PostgresDatabase` (database
+    `db_name`; `on_postgres` also gets the temporary directory), taking turns."""
+    server = None
+    try:
+        server = start_server()
+    except NoPostgres as exc:
+        print(f"PostgreSQL: skipped ({exc})")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            here = Path(tmp)
+            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
+                "sqlite3 direct": floor(here / "direct.db"),
+                f"{store}/SqliteDatabase": on_sqlite(here / "layer.db"),
+            }
+            if server is not None:
+                admin = await asyncpg.connect(server.url())
+                await admin.execute(f'CREATE DATABASE "{db_name}"')
+                await admin.close()
+                variants[f"{store}/PostgresDatabase"] = on_postgres(server.url(db_name), here)
+            return await interleaved(variants, n, rounds)
+    finally:
+        if server is not None:
+            server.remove()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="cycles per variant")
@@ -203,28 +241,16 @@ async def main() -> None:
     if args.quick:
         args.n, args.rounds = 20, 1
     print(f"load average before: {os.getloadavg()}")
-    server = None
-    try:
-        server = start_server()
-    except NoPostgres as exc:
-        print(f"PostgreSQL: skipped ({exc})")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            name = "JobStore" if args.store == "jobs" else "OutboxStore"
-            floor_of = direct_jobs if args.store == "jobs" else direct
-            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
-                "sqlite3 direct": floor_of(Path(tmp) / "direct.db"),
-                f"{name}/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db", args.store),
-            }
-            if server is not None:
-                admin = await asyncpg.connect(server.url())
-                await admin.execute('CREATE DATABASE "outbox"')
-                await admin.close()
-                variants[f"{name}/PostgresDatabase"] = on_postgres(server.url("outbox"), args.store)
-            got = await interleaved(variants, args.n, args.rounds)
-    finally:
-        if server is not None:
-            server.remove()
+    name = "JobStore" if args.store == "jobs" else "OutboxStore"
+    got = await three_ways(
+        name,
+        "outbox",
+        direct_jobs if args.store == "jobs" else direct,
+        lambda path: on_sqlite(path, args.store),
+        lambda url, _tmp: on_postgres(url, args.store),
+        args.n,
+        args.rounds,
+    )
     what = (
         "job cycle = create + due + mark_run"
         if args.store == "jobs"

@@ -28,21 +28,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import tempfile
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-import asyncpg
-
-from bench.outbox_store import Cycle, interleaved, print_cycles
+from bench.outbox_store import Cycle, print_cycles, three_ways
 from bridge.core import db as core_db
 from bridge.core.pairing import CODE_TTL_S, PairingStore, code_hash
 from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.protocol import Database
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
-from tests.storage.pg_server import NoPostgres, start_server
 
 STATEMENTS = {"admit": 3, "redeem": 7}  # per cycle, the floor's
 NOW = 1_800_000_000.0
@@ -166,28 +162,15 @@ async def main() -> None:
     if args.quick:
         args.n, args.rounds = 20, 1
     print(f"load average before: {os.getloadavg()}")
-    server = None
-    try:
-        server = start_server()
-    except NoPostgres as exc:
-        print(f"PostgreSQL: skipped ({exc})")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
-                "sqlite3 direct": direct(Path(tmp) / "direct.db", args.path),
-                "PairingStore/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db", args.path),
-            }
-            if server is not None:
-                admin = await asyncpg.connect(server.url())
-                await admin.execute('CREATE DATABASE "pairing"')
-                await admin.close()
-                variants["PairingStore/PostgresDatabase"] = on_postgres(
-                    server.url("pairing"), args.path
-                )
-            got = await interleaved(variants, args.n, args.rounds)
-    finally:
-        if server is not None:
-            server.remove()
+    got = await three_ways(
+        "PairingStore",
+        "pairing",
+        lambda path: direct(path, args.path),
+        lambda path: on_sqlite(path, args.path),
+        lambda url, _tmp: on_postgres(url, args.path),
+        args.n,
+        args.rounds,
+    )
     statements = STATEMENTS[args.path]
     what = (
         "admit = a paired person's message + an already-told stranger's"

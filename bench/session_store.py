@@ -26,14 +26,11 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import tempfile
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-import asyncpg
-
-from bench.outbox_store import Cycle, interleaved, print_cycles
+from bench.outbox_store import Cycle, print_cycles, three_ways
 from bridge.core import db as core_db
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.storage.postgres import PostgresDatabase
@@ -42,7 +39,6 @@ from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
 from tests.masking import m
 from tests.sessions_kit import store_on
-from tests.storage.pg_server import NoPostgres, start_server
 
 STATEMENTS = 5  # the floor's per cycle: SELECT, BEGIN, UPDATE ... RETURNING, INSERT x2 (one
 # executemany), COMMIT; counted as the store counts them before the port, BEGIN/COMMIT aside
@@ -136,28 +132,15 @@ async def main() -> None:
     if args.quick:
         args.n, args.rounds = 20, 1
     print(f"load average before: {os.getloadavg()}")
-    server = None
-    try:
-        server = start_server()
-    except NoPostgres as exc:
-        print(f"PostgreSQL: skipped ({exc})")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            variants: dict[str, AbstractAsyncContextManager[Cycle]] = {
-                "sqlite3 direct": direct(Path(tmp) / "direct.db"),
-                "SessionStore/SqliteDatabase": on_sqlite(Path(tmp) / "layer.db"),
-            }
-            if server is not None:
-                admin = await asyncpg.connect(server.url())
-                await admin.execute('CREATE DATABASE "sessions"')
-                await admin.close()
-                variants["SessionStore/PostgresDatabase"] = on_postgres(
-                    server.url("sessions"), Path(tmp) / "side.db"
-                )
-            got = await interleaved(variants, args.n, args.rounds)
-    finally:
-        if server is not None:
-            server.remove()
+    got = await three_ways(
+        "SessionStore",
+        "sessions",
+        direct,
+        on_sqlite,
+        lambda url, tmp: on_postgres(url, tmp / "side.db"),
+        args.n,
+        args.rounds,
+    )
     print_cycles(
         f"a turn's load (cached) + append ({STATEMENTS} statements on the floor)", got, STATEMENTS
     )

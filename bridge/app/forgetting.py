@@ -6,9 +6,9 @@ in roost.db (the stores not ported yet) and, through the `Database` the
 ported stores use (PostgreSQL with `[database] url`), every row keyed by
 the tenant and its text indexes (one transaction: `storage.tenants.forget`),
 the tenant's tree `tenants/<tid>/` and its files under `mcp/`; then the
-`data.forgotten` audit record, then the marker goes. Each step finds what is left and deletes it, so a run
-killed anywhere (kill -9, a power cut) is finished by running it again; the
-counts of what was deleted are kept in the marker between runs (rows and
+`data.forgotten` audit record, then the marker goes. Each step finds what
+is left and deletes it, so a run killed anywhere (kill -9, a power cut) is
+finished by running it again; the counts of what was deleted are kept in the marker between runs (rows and
 files only ever go down while the marker stands, so the larger count is the
 true one). While a marker stands the tenant is barred: the daemon's access
 check (`Access`, the web gate) serves it nothing, and `roost doctor` names
