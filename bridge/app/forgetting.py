@@ -1,23 +1,22 @@
 """`roost forget`, resumable: a durable marker first, idempotent steps, a re-run finishes it.
 
 `forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
-before it deletes anything, then: every database row keyed by the tenant
-in roost.db (the stores not ported yet) and, through the `Database` the
-ported stores use (PostgreSQL with `[database] url`), every row keyed by
-the tenant and its text indexes (one transaction: `storage.tenants.forget`),
-the tenant's tree `tenants/<tid>/` and its files under `mcp/`; then the
-`data.forgotten` audit record, then the marker goes. Each step finds what
-is left and deletes it, so a run killed anywhere (kill -9, a power cut) is
-finished by running it again; the counts of what was deleted are kept in the marker between runs (rows and
-files only ever go down while the marker stands, so the larger count is the
+before it deletes anything, then: every database row keyed by the tenant in
+roost.db (the stores not ported yet) and, through the `Database` the ported
+stores use (PostgreSQL with `[database] url`), every row keyed by the tenant
+and its text indexes (one transaction: `storage.tenants.forget`), the tenant's
+tree `tenants/<tid>/` and its files under `mcp/`; then the `data.forgotten`
+audit record, then the marker goes. Each step finds what is left and deletes
+it, so a run killed anywhere (kill -9, a power cut) is finished by running it
+again; the counts of what was deleted are kept in the marker between runs (rows
+and files only ever go down while the marker stands, so the larger count is the
 true one). While a marker stands the tenant is barred: the daemon's access
-check (`Access`, the web gate) serves it nothing, and `roost doctor` names
-it (`pending`). Export ZIPs in `exports/` are the operator's copies to hand
-over and stay (`export_files` lists them; the CLI names them). The record is
-written once: the marker says when it is about to be written (`recording`),
-and a re-run after a kill from then on looks for it in the chain (a
-`data.forgotten` of this tenant since the marker's start) before writing it
-again.
+check (`Access`, the web gate) serves it nothing, and `roost doctor` names it
+(`pending`). Export ZIPs in `exports/` are the operator's copies to hand over
+and stay (`export_files` lists them; the CLI names them). The record is written
+once: the marker says when it is about to be written (`recording`), and a
+re-run after a kill from then on looks for it in the chain (a `data.forgotten`
+of this tenant since the marker's start) before writing it again.
 """
 
 from __future__ import annotations
