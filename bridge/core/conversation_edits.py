@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from bridge.core.conversations import ConversationArchive, SessionKey
+from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import SHOWN, message
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute
+from bridge.types.session_key import SessionKey
 
 MAX_TITLE = 120
 MAX_QUERY = 200

@@ -26,29 +26,17 @@ whenever a conversation is archived. A stopped answer is told by its mark
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from bridge.core.history_page import CurrentPage, archive_rows, message
 from bridge.core.shown import read_meta
 from bridge.core.turn_failures import FailedRow
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, execute_many, fetch_one
+from bridge.types.session_key import SessionKey
 
 TITLE_CHARS = 60
 MAX_PAGE = 200
-
-
-class SessionKey(Protocol):
-    """A chat's key (`bridge.core.sessions.SessionKey`, which makes this archive)."""
-
-    @property
-    def tenant(self) -> str: ...
-
-    @property
-    def channel(self) -> str: ...
-
-    @property
-    def chat(self) -> str: ...
 
 
 def title_of(question: str) -> str:

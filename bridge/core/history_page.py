@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from bridge.core.running import STOPPED_MARK, is_stopped
 from bridge.core.shown import page_files, read_meta, tool_cards
@@ -32,20 +32,10 @@ from bridge.core.versions import TurnVersions
 from bridge.storage.protocol import Database
 from bridge.storage.protocol import Row as DbRow
 from bridge.storage.units import Unit, fetch_all
+from bridge.types.session_key import SessionKey
 
 SHOWN = "role IN ('user', 'assistant') AND tool_calls = ''"  # not the tool-call steps
 NEWEST = 2**62
-
-
-class SessionKey(Protocol):
-    @property
-    def tenant(self) -> str: ...
-
-    @property
-    def channel(self) -> str: ...
-
-    @property
-    def chat(self) -> str: ...
 
 
 class Row(NamedTuple):

@@ -11,13 +11,14 @@ clear's delete. No state: the store keeps its cache.
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from bridge.core.compaction import Fold, FoldPlan, TurnSize, plan_fold, summary_chars
 from bridge.core.history import decode_calls, encode_calls, message_chars
 from bridge.storage.protocol import Row
 from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one
 from bridge.types.backend import ChatMessage
+from bridge.types.session_key import SessionKey
 
 log = logging.getLogger("bridge.core.sessions")
 HARD_FACTOR = 2  # past this many budgets, drop at once instead of waiting for a summary
@@ -50,17 +51,6 @@ INSERT_MESSAGE = (
     "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
     " tool_calls, tool_call_id, msg_id, at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-class SessionKey(Protocol):
-    @property
-    def tenant(self) -> str: ...
-
-    @property
-    def channel(self) -> str: ...
-
-    @property
-    def chat(self) -> str: ...
 
 
 class SessionRow(NamedTuple):

@@ -14,21 +14,12 @@ and forgets them when the conversation is archived.
 from __future__ import annotations
 
 import sqlite3
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
+
+from bridge.types.session_key import SessionKey
 
 KEEP = 20  # failed turns per conversation (a long outage fails every message)
 FAILED_META = '{"status":"error"}'
-
-
-class SessionKey(Protocol):
-    @property
-    def tenant(self) -> str: ...
-
-    @property
-    def channel(self) -> str: ...
-
-    @property
-    def chat(self) -> str: ...
 
 
 class FailedRow(NamedTuple):

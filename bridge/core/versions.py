@@ -25,22 +25,13 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
+
+from bridge.types.session_key import SessionKey
 
 KEEP = 50  # versions per conversation; each holds the turns after its branch point
 _ROW = "turn, role, content, tool_calls, tool_call_id, msg_id, at, meta"
 _SHOWN = "role IN ('user', 'assistant') AND tool_calls = ''"
-
-
-class SessionKey(Protocol):
-    @property
-    def tenant(self) -> str: ...
-
-    @property
-    def channel(self) -> str: ...
-
-    @property
-    def chat(self) -> str: ...
 
 
 class VersionError(Exception):
