@@ -29,14 +29,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.outbox_store import Cycle, print_cycles, three_ways
+from bench.outbox_store import Cycle, opened, print_cycles, three_ways
 from bridge.channels.telegram.inbox import UpdateInbox, describe
 from bridge.core import db as core_db
 from bridge.schedule.schema import transaction
-from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.protocol import Database
-from bridge.storage.schema import MIGRATIONS
-from bridge.storage.sqlite import SqliteDatabase
 
 NOW = 1_800_000_000.0
 SOURCE = "telegram:bench"
@@ -110,26 +107,6 @@ def store_cycle(db: Database, batch: int) -> Cycle:
     return cycle
 
 
-@asynccontextmanager
-async def on_sqlite(path: Path, batch: int) -> AsyncIterator[Cycle]:
-    db = await SqliteDatabase.open(path, readers=1)
-    await db.migrate(MIGRATIONS)
-    try:
-        yield store_cycle(db, batch)
-    finally:
-        await db.aclose()
-
-
-@asynccontextmanager
-async def on_postgres(url: str, batch: int) -> AsyncIterator[Cycle]:
-    db = await PostgresDatabase.open(url)
-    await db.migrate(MIGRATIONS)
-    try:
-        yield store_cycle(db, batch)
-    finally:
-        await db.aclose()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="cycles per variant")
@@ -144,8 +121,8 @@ async def main() -> None:
         "UpdateInbox",
         "inbox",
         lambda path: direct(path, args.batch),
-        lambda path: on_sqlite(path, args.batch),
-        lambda url, _tmp: on_postgres(url, args.batch),
+        lambda path: opened(path, lambda db: store_cycle(db, args.batch)),
+        lambda url, _tmp: opened(url, lambda db: store_cycle(db, args.batch)),
         args.n,
         args.rounds,
     )

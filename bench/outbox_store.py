@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import statistics
 import tempfile
@@ -157,21 +158,20 @@ def cycle_of(store: str, db: Database) -> Cycle:
 
 
 @asynccontextmanager
-async def on_sqlite(path: Path, store: str) -> AsyncIterator[Cycle]:
-    db = await SqliteDatabase.open(path, readers=1)
-    await db.migrate(MIGRATIONS)
+async def opened(
+    where: Path | str, make: Callable[[Database], Cycle | Awaitable[Cycle]]
+) -> AsyncIterator[Cycle]:
+    """A migrated `Database` (SQLite at a path, PostgreSQL at a URL) and the cycle
+    `make` builds on it; closed after."""
+    db: Database
+    if isinstance(where, Path):
+        db = await SqliteDatabase.open(where, readers=1)
+    else:
+        db = await PostgresDatabase.open(where)
     try:
-        yield cycle_of(store, db)
-    finally:
-        await db.aclose()
-
-
-@asynccontextmanager
-async def on_postgres(url: str, store: str) -> AsyncIterator[Cycle]:
-    db = await PostgresDatabase.open(url)
-    await db.migrate(MIGRATIONS)
-    try:
-        yield cycle_of(store, db)
+        await db.migrate(MIGRATIONS)
+        made = make(db)
+        yield await made if inspect.isawaitable(made) else made
     finally:
         await db.aclose()
 
@@ -246,8 +246,8 @@ async def main() -> None:
         name,
         "outbox",
         direct_jobs if args.store == "jobs" else direct,
-        lambda path: on_sqlite(path, args.store),
-        lambda url, _tmp: on_postgres(url, args.store),
+        lambda path: opened(path, lambda db: cycle_of(args.store, db)),
+        lambda url, _tmp: opened(url, lambda db: cycle_of(args.store, db)),
         args.n,
         args.rounds,
     )

@@ -32,13 +32,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bench.outbox_store import Cycle, print_cycles, three_ways
+from bench.outbox_store import Cycle, opened, print_cycles, three_ways
 from bridge.core import db as core_db
 from bridge.core.pairing import CODE_TTL_S, PairingStore, code_hash
-from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.protocol import Database
-from bridge.storage.schema import MIGRATIONS
-from bridge.storage.sqlite import SqliteDatabase
 
 STATEMENTS = {"admit": 3, "redeem": 7}  # per cycle, the floor's
 NOW = 1_800_000_000.0
@@ -132,26 +129,6 @@ async def store_cycle(db: Database, which: str) -> Cycle:
     return redeem
 
 
-@asynccontextmanager
-async def on_sqlite(path: Path, which: str) -> AsyncIterator[Cycle]:
-    db = await SqliteDatabase.open(path, readers=1)
-    await db.migrate(MIGRATIONS)
-    try:
-        yield await store_cycle(db, which)
-    finally:
-        await db.aclose()
-
-
-@asynccontextmanager
-async def on_postgres(url: str, which: str) -> AsyncIterator[Cycle]:
-    db = await PostgresDatabase.open(url)
-    await db.migrate(MIGRATIONS)
-    try:
-        yield await store_cycle(db, which)
-    finally:
-        await db.aclose()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="cycles per variant")
@@ -166,8 +143,8 @@ async def main() -> None:
         "PairingStore",
         "pairing",
         lambda path: direct(path, args.path),
-        lambda path: on_sqlite(path, args.path),
-        lambda url, _tmp: on_postgres(url, args.path),
+        lambda path: opened(path, lambda db: store_cycle(db, args.path)),
+        lambda url, _tmp: opened(url, lambda db: store_cycle(db, args.path)),
         args.n,
         args.rounds,
     )
