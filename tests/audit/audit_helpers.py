@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bridge.audit import AuditChain
+from bridge.cli.audit import add_audit_parser, run_audit_command
 
 KEY = b"test-hmac-key-0123456789abcdef"
 
@@ -35,3 +38,22 @@ def make_chain(tmp_path: Path) -> ChainFactory:
         return path
 
     return build
+
+
+def run(argv: list[str], home: Path, key_path: Path | None = None) -> tuple[int, str, str]:
+    """`roost ARGV` through the real `audit` parser: (exit status, stdout, stderr)."""
+    parser = argparse.ArgumentParser(prog="roost")
+    add_audit_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_audit_command(args, home, key_path, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> Path:
+    """The HMAC key `KEY` in a file outside the audit directory."""
+    path = tmp_path / "secrets" / "audit-hmac-key"
+    path.parent.mkdir()
+    path.write_bytes(KEY + b"\n")
+    return path

@@ -1,5 +1,5 @@
 """Fixtures of the audit tests."""
 
-from audit_helpers import make_chain
+from audit_helpers import key_file, make_chain
 
-__all__ = ["make_chain"]
+__all__ = ["key_file", "make_chain"]

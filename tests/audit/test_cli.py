@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 from pathlib import Path
 
 import pytest
-from audit_helpers import KEY, ChainFactory
-
-from bridge.cli.audit import add_audit_parser, run_audit_command
-
-
-def run(argv: list[str], home: Path, key_path: Path | None = None) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="roost")
-    add_audit_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    out, err = io.StringIO(), io.StringIO()
-    code = run_audit_command(args, home, key_path, out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def key_file(tmp_path: Path) -> Path:
-    path = tmp_path / "secrets" / "audit-hmac-key"
-    path.parent.mkdir()
-    path.write_bytes(KEY + b"\n")
-    return path
+from audit_helpers import KEY, ChainFactory, run
 
 
 async def test_verify_exit_codes(make_chain: ChainFactory, tmp_path: Path, key_file: Path) -> None:

@@ -8,9 +8,7 @@ reader takes every chain (`bridge.audit.chains`). Built with real
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import io
 import itertools
 import json
 import zipfile
@@ -18,14 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_helpers import KEY
+from audit_helpers import KEY, run
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.export import write_export
 from bridge.app.home import chain_instance, chain_path, chain_paths, open_chain
 from bridge.audit import AuditChain
 from bridge.audit.chains import chain_file, check_instance, instance_of
-from bridge.cli.audit import add_audit_parser, run_audit_command
 from bridge.cli.doctor import check_audit
 from bridge.core.config import Settings
 from bridge.core.db import connect
@@ -41,22 +38,6 @@ async def write(path: Path, n: int, tick: Callable[[], float], tenant: str = "al
     async with chain:
         for i in range(n):
             await chain.emit("tool.called", tenant, {"name": f"me.t{i}", "ms": i, "outcome": "ok"})
-
-
-def roost_audit(argv: list[str], home: Path, key: Path) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="roost")
-    add_audit_parser(parser.add_subparsers(dest="command"))
-    out, err = io.StringIO(), io.StringIO()
-    code = run_audit_command(parser.parse_args(argv), home, key, out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def key_file(tmp_path: Path) -> Path:
-    path = tmp_path / "secrets" / "audit-hmac-key"
-    path.parent.mkdir()
-    path.write_bytes(KEY + b"\n")
-    return path
 
 
 @pytest.fixture
@@ -103,7 +84,7 @@ async def test_each_instance_writes_its_own_chain_with_head_and_lock(home: Path)
 async def test_verify_checks_every_chain_and_names_the_broken_one(
     home: Path, key_file: Path
 ) -> None:
-    code, out, _ = roost_audit(["audit", "verify"], home, key_file)
+    code, out, _ = run(["audit", "verify"], home, key_file)
     assert code == 0, out
     assert out.splitlines() == [
         "chain.jsonl: audit chain intact: 3 records (with HMAC key)",
@@ -113,7 +94,7 @@ async def test_verify_checks_every_chain_and_names_the_broken_one(
     b = chain_path(home, "b")
     lines = b.read_bytes().splitlines(keepends=True)
     b.write_bytes(b"".join(lines[:1] + lines[2:]))  # record 2 of b removed
-    code, out, _ = roost_audit(["audit", "verify"], home, key_file)
+    code, out, _ = run(["audit", "verify"], home, key_file)
     assert code == 1
     assert "instance a (chain-a.jsonl): audit chain intact" in out
     assert "instance b (chain-b.jsonl): audit chain violation: sequence_gap at record 3" in out
@@ -124,22 +105,22 @@ async def test_a_record_moved_between_chains_breaks_both(home: Path, key_file: P
     a_lines = a.read_bytes().splitlines(keepends=True)
     b_lines = b.read_bytes().splitlines(keepends=True)
     b.write_bytes(b"".join(b_lines[:2] + a_lines[2:3] + b_lines[3:]))
-    code, out, _ = roost_audit(["audit", "verify"], home, key_file)
+    code, out, _ = run(["audit", "verify"], home, key_file)
     assert code == 1
     assert "instance b (chain-b.jsonl): audit chain violation" in out
 
 
 async def test_tail_interleaves_the_chains_by_time(home: Path, key_file: Path) -> None:
-    code, out, _ = roost_audit(["audit", "tail", "-n", "4"], home, key_file)
+    code, out, _ = run(["audit", "tail", "-n", "4"], home, key_file)
     assert code == 0
     firsts = [line.split("\t")[0] for line in out.splitlines()]
     times = [line.split("\t")[1] for line in out.splitlines()]
     assert times == sorted(times)
     # the last four of nine interleaved records (a's at .0 and .5 s, b's at .25 and .75 s)
     assert firsts == ["b:3", "a:4", "b:4", "a:5"]
-    code, out, _ = roost_audit(["audit", "tail", "-n", "2", "--json"], home, key_file)
+    code, out, _ = run(["audit", "tail", "-n", "2", "--json"], home, key_file)
     assert [json.loads(line)["instance"] for line in out.splitlines()] == ["b", "a"]
-    code, out, _ = roost_audit(["audit", "tail", "--tenant", "carol"], home, key_file)
+    code, out, _ = run(["audit", "tail", "--tenant", "carol"], home, key_file)
     assert [line.split("\t")[0] for line in out.splitlines()] == ["-:1", "-:2", "-:3"]
 
 
