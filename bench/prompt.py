@@ -274,9 +274,9 @@ async def timing_rows_async(turns: int) -> tuple[int, bool, list[tuple[str, list
         stores = await Stores(db).loaded()
         stops = [watching(stores.chats), watching(stores.changes)]
         dirs = TenantDirs.of(settings.home, "alice").ensure()
+        await asyncio.wait_for(stores.changes.subscribed(), 30)  # mirrors kept from here on
         cached = make(settings, stores, dirs, True)
         await populate(settings, cached, dirs, stores)
-        assert stores.changes.watching  # started during the writes: the mirrors are kept
         fresh = await Stores(db).loaded()  # unwatched: every `prepare` reads
         plain = make(settings, fresh, dirs, False)
         watch = DirWatch.open((str(settings.home), str(persona_dirs(settings)[0])))

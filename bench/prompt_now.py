@@ -18,14 +18,15 @@ Run: .venv/bin/python bench/prompt_now.py [--quick] (it takes seconds either way
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import tempfile
 from pathlib import Path
 
-from bench.prompt import NOW, make, populate
+from bench.prompt import NOW, Stores, make, populate
+from bridge.app.database import open_database
 from bridge.core.config import load_settings
-from bridge.core.db import connect
 from bridge.prompt.now import now_note
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -49,21 +50,30 @@ def common(a: bytes, b: bytes) -> int:
     return i
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="the same run (it is quick already)")
-    ap.parse_args()
+async def system_prompt() -> str:
+    """The bench loadout's system prompt (bench/prompt.py's loadout, rendered once)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOST_CONFIG"] = str(Path(tmp) / "roost.toml")
         (Path(tmp) / "roost.toml").write_text("")
         settings = load_settings(home=Path(tmp) / "home", loadout={"memory_chars": 20_000})
         settings.home.mkdir()
-        db = connect(settings.home / "roost.db")
-        dirs = TenantDirs.of(settings.home, "alice").ensure()
-        lo = make(settings, db, dirs, True)
-        populate(settings, lo, dirs, db)
-        system = lo.prompt.render(dirs, "web", "c1", "m0", NOW).text
-        db.close()
+        db = await open_database(settings.home / "roost.db")
+        try:
+            stores = await Stores(db).loaded()
+            dirs = TenantDirs.of(settings.home, "alice").ensure()
+            lo = make(settings, stores, dirs, True)
+            await populate(settings, lo, dirs, stores)
+            await lo.prompt.prepare(dirs.tenant)
+            return lo.prompt.render(dirs, "web", "c1", "m0", NOW).text
+        finally:
+            await db.aclose()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="the same run (it is quick already)")
+    ap.parse_args()
+    system = asyncio.run(system_prompt())
     history = [
         (f"question {i} " + "words " * 30, f"answer {i} " + "text " * 120) for i in range(HISTORY)
     ]

@@ -58,6 +58,7 @@ class TableChanges:
         self.db = db
         self.generation = 0  # moves at every notify of TOPIC
         self.watching = False  # `watch` runs: an entry read since is current until a notify
+        self._subscribed = asyncio.Event()  # set while `watching`
         self._versions: dict[tuple[str, str], int] = {}
         self._mirrors: dict[str, TenantRows[object]] = {}
         self._holds: dict[str, Callable[[str], bool]] = {}  # table -> mirrored for a tenant?
@@ -119,12 +120,19 @@ class TableChanges:
         async with self.db.subscribe(TOPIC) as notified:
             self.generation += 1  # what was read before the subscription: read again
             self.watching = True
+            self._subscribed.set()
             try:
                 while True:
                     await notified.wait()
                     self.generation += 1
             finally:
                 self.watching = False
+                self._subscribed.clear()
+
+    async def subscribed(self) -> None:
+        """Return once `watch` has subscribed (a started watch task may not have run yet:
+        short statements run inline on the loop's thread without yielding)."""
+        await self._subscribed.wait()
 
 
 class TenantRows(Generic[T]):
