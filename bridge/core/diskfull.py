@@ -16,6 +16,8 @@ from __future__ import annotations
 import errno
 import sqlite3
 
+from bridge.core.causes import caused_by
+
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 SQLITE_FULL = 13
 DISK_FULL = (
@@ -38,11 +40,4 @@ def _one(exc: BaseException) -> bool:
 
 def disk_full(exc: BaseException) -> bool:
     """Whether `exc` (or what it was raised from) is a full disk."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if _one(current):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return caused_by(exc, _one)

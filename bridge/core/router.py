@@ -43,6 +43,7 @@ from bridge.core.sessions import SessionKey
 from bridge.core.strangers import StrangerLimits
 from bridge.core.tenants import TenantResolver
 from bridge.core.turn import TurnRunner, TurnSettings
+from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.storage.errors import DatabaseUnavailable, StorageError
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply
@@ -253,6 +254,9 @@ class Core:
             if disk_full(exc):  # a state change met a full disk: say so, not "nothing was lost"
                 log.error("disk full (channel %s): %s", inbound.channel, exc)
                 return Final(DISK_FULL, "error")
+            if database_down(exc):  # PostgreSQL went away: one line, the backend reconnects
+                log.error("database unreachable (channel %s): message not taken", inbound.channel)
+                return Final(DATABASE_DOWN, "error")
             ref = secrets.token_hex(4)
             log.exception("message failed (ref %s, channel %s)", ref, inbound.channel)
             return Final(

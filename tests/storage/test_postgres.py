@@ -1,14 +1,21 @@
-"""PostgreSQL only: an unreachable server, a slow query beside others, the server going away."""
+"""PostgreSQL only: an unreachable server, a slow query beside others, the server going away
+(for the storage layer, and for a turn: a clear reply, then answered again)."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 
+from bridge.app.build import build
+from bridge.core.config import Settings
+from bridge.core.unreachable import DATABASE_DOWN
 from bridge.storage.errors import DatabaseUnavailable, DatabaseUnreachable, StorageError
 from bridge.storage.postgres import PostgresDatabase
+from bridge.types.messages import Inbound
+from tests.conftest import ScriptedBackend
 from tests.storage.pg_server import PgServer, start_server
 
 BOUND_S = 120.0  # only stops a hang
@@ -62,7 +69,7 @@ async def test_a_slow_statement_stalls_no_other_chat(pg_url: str) -> None:
         await db.aclose()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_server() -> PgServer:
     from tests.storage.pg_server import NoPostgres
 
@@ -94,3 +101,37 @@ async def test_the_server_going_away_fails_statements_clearly_then_reconnects(
         assert await db.fetch_all("SELECT n FROM t ORDER BY n") == [(1,), (4,)]
     finally:
         await db.aclose()
+
+
+async def test_a_turn_while_the_server_is_away_gets_a_clear_reply_and_the_next_is_answered(
+    own_server: PgServer, home: Path
+) -> None:
+    settings = Settings(home=home, database={"url": own_server.url()})
+    roost = await build(settings, backend=ScriptedBackend("first answer", "third answer"))
+    db = roost.database
+    assert isinstance(db, PostgresDatabase)
+    try:
+        said = await roost.core.handle(_web("hello", 1), None)
+        assert said.text == "first answer"
+        await asyncio.to_thread(own_server.stop, "fast")
+        down = await roost.core.handle(_web("while it is away", 2), None)
+        assert down.kind == "error" and down.text == DATABASE_DOWN
+        await asyncio.to_thread(own_server.start)
+        await asyncio.wait_for(db.health.up.wait(), BOUND_S)
+        back = await roost.core.handle(_web("and now", 3), None)
+        assert back.text == "third answer"
+        rows = await db.fetch_all(
+            "SELECT role, content FROM session_messages ORDER BY turn, role DESC"
+        )
+        assert [content for _, content in rows] == [  # the lost one left nothing behind
+            "hello",
+            "first answer",
+            "and now",
+            "third answer",
+        ]
+    finally:
+        await roost.aclose()
+
+
+def _web(text: str, n: int) -> Inbound:
+    return Inbound("web", "local", "c1", text, str(n))
