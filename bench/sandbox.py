@@ -21,6 +21,10 @@ page faults and context switches of the runner, the helper, the zygote and the
 children (from /proc: the zygote reaps the children, so their totals are its
 `c*` fields).
 
+The sustained run also prints its CPU time per call, process by process (the
+runner, the helper, the zygote, the children), with the calls/s that CPU allows
+on this machine's cores: the bound the 500 calls/s of issue 26 meets.
+
 `--hog N`: run the measurements a second time beside N busy loops and print both
 (the machine's load average is printed next to every figure).
 
@@ -165,6 +169,13 @@ async def interleaved_spaced(
 async def sustained(
     runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, seconds: float
 ) -> float:
+    return (await sustained_calls(runner, source, params, ws, seconds))[0]
+
+
+async def sustained_calls(
+    runner: SandboxRunner, source: str, params: dict[str, Any], ws: Path, seconds: float
+) -> tuple[float, int]:
+    """Calls/s with two concurrent callers for `seconds`, and the number of calls."""
     done = 0
     stop = time.perf_counter() + seconds
 
@@ -177,7 +188,7 @@ async def sustained(
 
     t = time.perf_counter()
     await asyncio.gather(caller(), caller())
-    return done / (time.perf_counter() - t)
+    return done / (time.perf_counter() - t), done
 
 
 async def new_tenants(runner: SandboxRunner, base: Path, n: int, spare_ready: bool) -> list[float]:
@@ -258,7 +269,11 @@ def proc_usage(pid: int) -> dict[str, int]:
     }
 
 
-def usage_rows(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], n: int) -> None:
+def usage_rows(
+    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], n: int
+) -> float:
+    """Print, per call, the CPU time, minor faults and context switches of each
+    process (and of the children, which the zygote reaps); the CPU ms of all."""
     ms = 1000 / os.sysconf("SC_CLK_TCK")
 
     def per(who: str, key: str) -> float:
@@ -275,6 +290,7 @@ def usage_rows(before: dict[str, dict[str, int]], after: dict[str, dict[str, int
     faults = per("zygote", "cminflt")
     print(f"  children cpu {child_cpu:6.3f} ms  minor faults {faults:6.1f}  per call")
     print(f"  all processes: {total + child_cpu:.3f} ms CPU per call ({load()})")
+    return total + child_cpu
 
 
 def print_faults(rows: list[dict[str, int]]) -> None:
@@ -423,8 +439,23 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"  relayed / direct = {statistics.median(hop) / p50['sandbox']:.2f}x "
                 "(the child answers the runner itself: one hop fewer)"
             )
-        rate = await sustained(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
+        pids = {
+            "runner": os.getpid(),
+            "helper": runner.helper_pid(ws) or 0,
+            "zygote": runner.zygote_pid(ws) or 0,
+        }
+        before = {who: proc_usage(pid) for who, pid in pids.items()}
+        rate, calls = await sustained_calls(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
+        after = {who: proc_usage(pid) for who, pid in pids.items()}
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
+        cpu = usage_rows(before, after, max(calls, 1))
+        print(
+            f"  the CPU bound: {os.cpu_count()} cores / {cpu:.3f} ms = "
+            f"{os.cpu_count() * 1000 / cpu:.0f} calls/s at most (500 wanted: "
+            f"{os.cpu_count() * 1000 / 500:.1f} ms of CPU per call at most)"
+            if cpu
+            else "  the CPU bound: no CPU time counted (too few calls)"
+        )
         rate = await sustained(cold, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"  the same, children not warmed: {rate:.0f} calls/s ({load()})")
         rate = await sustained(relayed, CSV_TOOL, {"path": "data.csv"}, ws, seconds)

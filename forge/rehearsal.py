@@ -14,6 +14,11 @@ The rehearsed tool is a constant of this module: no request, argument, secret
 or tenant file is involved; its workspace is a temporary directory removed
 afterwards, and what it allocated is collected before the zygote forks. It runs
 unconfined, in the helper, exactly like the compile step does.
+
+The workspace is made and removed with `os` alone: `tempfile` imports `shutil`,
+which imports zlib, bz2 and lzma (six shared objects no tool can use), and every
+module the helper holds when it forks its zygote is mapped into every child; each
+mapping is work for every fork and every exit (issue 26).
 """
 
 from __future__ import annotations
@@ -21,8 +26,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
-import tempfile
 from typing import Any
 
 from forge.child import HelperContext, rehearse
@@ -65,7 +68,7 @@ def rehearse_calls(ctx: HelperContext, runs: int = REHEARSALS) -> dict[str, Any]
     """Run the rehearsal tool `runs` times through the call path of a child; the last
     outcome document (a failing rehearsal warms little: tests/forge check it)."""
     code = CodeCache(ctx.layers.restricted).compile(TOOL)
-    ws = tempfile.mkdtemp(prefix="forge-rehearsal-")
+    ws = _workspace()
     outcome = b"{}"
     try:
         with open(os.path.join(ws, "data.csv"), "w") as f:
@@ -83,7 +86,43 @@ def rehearse_calls(ctx: HelperContext, runs: int = REHEARSALS) -> dict[str, Any]
             os.close(cwd)
             os.close(ws_fd)
     finally:
-        shutil.rmtree(ws, ignore_errors=True)
+        _remove(ws)
         gc.collect()
     doc: dict[str, Any] = json.loads(outcome)
     return doc
+
+
+def _workspace() -> str:
+    """A new private directory for the rehearsal (as `tempfile.mkdtemp` makes one:
+    a random name, mode 0700, never an existing path). The helper's environment is
+    empty, so it lies in /tmp unless that is missing."""
+    base = "/tmp" if os.path.isdir("/tmp") else "/"
+    for _ in range(100):
+        path = os.path.join(base, "forge-rehearsal-" + os.urandom(8).hex())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError("no free name for the rehearsal's workspace")
+
+
+def _remove(path: str) -> None:
+    """Remove the rehearsal's workspace and whatever is in it (errors ignored, as
+    `shutil.rmtree(ignore_errors=True)`): symlinks are removed, never followed."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _remove(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+    try:
+        os.rmdir(path)
+    except OSError:
+        return

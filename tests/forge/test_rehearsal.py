@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from forge import rehearsal
 from forge.lint import lint
 from forge.rehearsal import TOOL, rehearse_calls
 from forge.runner import SandboxRunner
@@ -40,8 +41,16 @@ def test_the_rehearsal_runs_the_call_path_to_a_result() -> None:
 
 
 def _where(pid: int) -> tuple[str, list[str]]:
+    """Its cwd and what its descriptors name (one closed while listed is skipped:
+    the helper and zygote go on taking children)."""
     fds = Path(f"/proc/{pid}/fd")
-    return os.readlink(f"/proc/{pid}/cwd"), [os.readlink(fds / fd) for fd in os.listdir(fds)]
+    names = []
+    for fd in os.listdir(fds):
+        try:
+            names.append(os.readlink(fds / fd))
+        except FileNotFoundError:
+            continue
+    return os.readlink(f"/proc/{pid}/cwd"), names
 
 
 @aio
@@ -57,3 +66,51 @@ async def test_the_helper_and_zygote_keep_nothing_of_the_rehearsal(workspace: Pa
             assert not [fd for fd in fds if "forge-rehearsal" in fd]
     finally:
         await r.aclose()
+
+
+# Shared objects of modules no tool can use, which `tempfile` (through `shutil`)
+# used to load into the helper, and so into its zygote and every child it forks.
+ARCHIVERS = ("zlib.cpython", "_bz2.cpython", "_lzma.cpython", "libbz2", "liblzma")
+
+
+def _mapped(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+@aio
+async def test_the_zygote_maps_no_archive_module(workspace: Path) -> None:
+    """Every mapping of the zygote is work for each fork and each child's exit."""
+    r = SandboxRunner(default_timeout_s=HANG_S)
+    await r.start()
+    try:
+        assert (await r.run(tool("return 3"), {}, workspace)).result == 3
+        zygote = r.zygote_pid(workspace)
+        assert zygote is not None
+        maps = _mapped(zygote)
+        assert "libpython" in maps or "python" in maps  # it read a real map
+        assert [name for name in ARCHIVERS if name in maps] == []
+    finally:
+        await r.aclose()
+
+
+def test_the_rehearsal_workspace_is_private_and_removed_without_following_links(
+    tmp_path: Path,
+) -> None:
+    ws = rehearsal._workspace()
+    try:
+        assert os.stat(ws).st_mode & 0o777 == 0o700
+        assert os.path.basename(ws).startswith("forge-rehearsal-")
+        other = rehearsal._workspace()
+        rehearsal._remove(other)
+        assert other != ws and not os.path.exists(other)
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "keep.txt").write_text("kept")
+        os.makedirs(os.path.join(ws, "a", "b"))
+        Path(ws, "a", "b", "f.txt").write_text("x")
+        Path(ws, "data.csv").write_text("a\n1\n")
+        os.symlink(outside, os.path.join(ws, "link"))
+    finally:
+        rehearsal._remove(ws)
+    assert not os.path.exists(ws)
+    assert (outside / "keep.txt").read_text() == "kept"
