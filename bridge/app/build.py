@@ -134,7 +134,7 @@ async def build(
     )
     closers.append(runner.aclose)
     limits = settings.limits
-    shown = CurrentPage(database, TurnFailures(db), TurnVersions(db))
+    shown = CurrentPage(database, TurnFailures(database), TurnVersions(database))
     archive = ConversationArchive(database, shown)
     sessions = SessionStore(
         database, limits.session_chars, limits.session_idle_days * 86400, archive
