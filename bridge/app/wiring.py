@@ -205,7 +205,7 @@ def build_capabilities(
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit, chat_notes),) if planner else ()),
-            ExportCommands(settings.home, audit, clock, quota),
+            ExportCommands(settings.home, database, audit, clock, quota),
             corrections[0],
             *recall.commands,
         ),
