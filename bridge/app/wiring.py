@@ -8,7 +8,6 @@ opens or closes anything, so `build()` stays the one owner of lifetimes.
 from __future__ import annotations
 
 import functools
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -117,7 +116,6 @@ def access_rules(settings: Settings, pairing: PairingStore, platforms: Platforms
 
 def build_capabilities(
     settings: Settings,
-    db: sqlite3.Connection,
     database: Database,
     chats: ChatSettings,
     audit: AuditSink,
