@@ -1,17 +1,27 @@
-"""roost.db checked before it is opened: a damaged file is one clear line, not a traceback.
+"""The SQLite database (`roost.db`, WAL) and its schema migrations.
 
-Every store runs on the `Database` protocol (`bridge.storage`, opened by
-`bridge.app.database`); nothing in the daemon opens roost.db with sqlite3
-any more. What is left here is `check(path)`, run by `roost serve` before
-anything else opens the file: `PRAGMA quick_check` on a connection of its
-own, a corrupt or truncated file turned into `DatabaseDamaged`, one line
-naming the file and what to do.
+One connection per process, used from the event loop thread; statements
+are short. Each migration is a row in `MIGRATIONS` (the steps of
+`bridge.storage.schema_sqlite`); `PRAGMA user_version` records how many have
+run. Other modules add their tables by appending a step there, never by
+creating tables on the side. The database and its
+`-wal`/`-shm` files hold recent conversation text: they are 0600 whatever
+the process umask (SQLite gives the WAL files the database file's mode).
+`check(path)` (run by `roost serve` before anything else opens the file)
+runs `PRAGMA quick_check` and turns a corrupt or truncated file into
+`DatabaseDamaged`: one line naming the file and what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from pathlib import Path
+
+from bridge.storage.schema_sqlite import SQLITE
+
+MIGRATIONS: tuple[str, ...] = SQLITE  # one list: bridge/storage/schema_sqlite.py
 
 
 class DatabaseDamaged(Exception):
@@ -21,7 +31,7 @@ class DatabaseDamaged(Exception):
 def check(path: Path) -> None:
     """`PRAGMA quick_check` on an existing database; raise DatabaseDamaged when it fails."""
     if not path.is_file():
-        return  # a new home: the Database creates it
+        return  # a new home: connect() creates it
     try:
         conn = sqlite3.connect(path.absolute().as_uri() + "?mode=rw", uri=True)
         try:
@@ -39,3 +49,34 @@ def check(path: Path) -> None:
             f"(and any {path.name}-wal, {path.name}-shm) aside, then restore a backup "
             "(roost restore) or start again with a new empty database"
         )
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and migrate) the database (0600 with its WAL files); WAL mode, foreign keys on."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for sibling in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        with contextlib.suppress(FileNotFoundError):
+            sibling.chmod(0o600)  # before SQLite opens them: an older roost left them 0644
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=10000")
+    migrate(conn)
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        for index in range(version, len(MIGRATIONS)):
+            for statement in MIGRATIONS[index].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -14,6 +14,7 @@ from bridge.app.build import Roost
 from bridge.app.database import open_database
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import load_settings
+from bridge.core.db import connect
 from bridge.core.usage import UsageStore
 from bridge.llm.openai import OpenAIBackend
 from bridge.style.judge import Judge
@@ -29,7 +30,6 @@ from tests.models.conftest import (
     web,
     write_config,
 )
-from tests.sqlite_file import connect
 
 DAY = 86_400
 

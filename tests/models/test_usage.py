@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 from bridge.app.database import open_database
+from bridge.core.db import connect
 from bridge.core.usage import Tokens, UsageStore
 from tests.conftest import Clock
 from tests.fakes.fake_openai import FakeOpenAI, Status, Text
 from tests.models.conftest import ALICE, Make, models_toml, telegram, web, write_config
-from tests.sqlite_file import connect
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 DAY = 86_400

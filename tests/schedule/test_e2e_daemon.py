@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bridge.core.db import connect
 from bridge.schedule.jobs import JobStore
 from bridge.schedule.service import next_run_ms
 from tests.masking import m
 from tests.schedule.database import database_of
-from tests.sqlite_file import connect
 from tests.telegram.conftest import ALICE, fake
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 from tests.telegram.test_logs import daemon_env

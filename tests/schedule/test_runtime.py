@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.app.build import Roost
+from bridge.core.db import connect
 from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.runtime import (
@@ -26,7 +27,6 @@ from bridge.schedule.scheduler import JobSkipped, ScheduleEvent
 from bridge.types.messages import Inbound
 from tests.masking import NO_SECRETS, m
 from tests.schedule.database import database_of
-from tests.sqlite_file import connect
 
 
 def job(channel: str = "telegram", chat: str = "111", kind: str = "turn", **kw: object) -> Job:

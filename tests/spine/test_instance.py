@@ -55,7 +55,7 @@ def test_the_lock_is_released_for_the_next_holder(tmp_path: Path) -> None:
 
 def filled_db(path: Path) -> None:
     """A real roost.db with enough rows to span many pages."""
-    from tests.sqlite_file import connect
+    from bridge.core.db import connect
 
     conn = connect(path)
     conn.executemany(

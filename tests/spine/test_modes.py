@@ -166,7 +166,7 @@ async def test_operator_commands_create_private_files(
 
 
 def test_the_database_and_its_wal_are_private_under_any_umask(tmp_path: Path) -> None:
-    from tests.sqlite_file import connect
+    from bridge.core.db import connect
 
     old = os.umask(0o022)
     try:

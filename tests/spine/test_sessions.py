@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.core.compaction import summary_message
+from bridge.core.db import connect
 from bridge.core.history import message_chars
 from bridge.core.sessions import SessionKey
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from tests.masking import m, masked_steps
 from tests.sessions_kit import DAY, OpenStore, open_store
-from tests.sqlite_file import connect
 
 __all__ = ["open_store"]  # the fixture
 KEY = SessionKey("local", "web", "default")

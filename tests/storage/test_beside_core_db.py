@@ -8,9 +8,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+from bridge.core import db as core_db
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
-from tests import sqlite_file as core_db
 
 PEEK = """
 import sqlite3, sys

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from bridge.channels.telegram.inbox import KEEP_MS, UpdateInbox, describe
+from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
 from tests.masking import m
-from tests.sqlite_file import connect
 from tests.storage.conftest import OpenDb
 from tests.storage.traced import traced
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from bridge.core import db as core_db
 from bridge.storage.errors import MigrationError
 from bridge.storage.migrations import Migration
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.schema_sqlite import SQLITE
 from bridge.storage.sqlite import SqliteDatabase
-from tests import sqlite_file as core_db
 from tests.storage.conftest import OpenDb
 
 

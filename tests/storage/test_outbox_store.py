@@ -411,7 +411,7 @@ async def test_a_write_through_the_database_is_seen_by_the_daemons_connection(
     instead of failing with "database is locked"."""
     if backend != "sqlite":
         pytest.skip("the two-connection transition is SQLite's")
-    from tests import sqlite_file as core_db
+    from bridge.core import db as core_db
 
     started = threading.Event()
     armed = False

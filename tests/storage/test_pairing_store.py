@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bridge.core import pairing
+from bridge.core.db import connect
 from bridge.core.pairing import (
     ALPHABET,
     LOCKOUT_S,
@@ -23,7 +24,6 @@ from bridge.core.pairing import (
 from bridge.storage.protocol import Database
 from bridge.types.messages import Inbound
 from tests.conftest import Clock
-from tests.sqlite_file import connect
 from tests.storage.conftest import OpenDb
 from tests.storage.traced import traced
 from tests.waits import HANG_S, until

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from bridge.core.config import Settings, load_settings
+from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
 from tests.conftest import ScriptedBackend
-from tests.sqlite_file import connect
 from tests.telegram.conftest import ALICE, TOKEN, Running, running
 from tests.telegram.fake_bot_api import FakeBotAPI
 from tests.waits import HANG_S
