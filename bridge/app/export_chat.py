@@ -14,6 +14,7 @@ would not fit is abandoned (no file left) with a reply giving the figures.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -50,6 +51,19 @@ def prune(out: Path, keep: int) -> int:
     return freed
 
 
+def _room(dirs: TenantDirs, quota: TenantQuota | None) -> tuple[int | None, int]:
+    """Make room in out/ (the oldest exports go) and read the quota: (the ZIP's limit
+    or None, the bytes the tenant holds besides). Walks files: a worker thread."""
+    dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    freed = prune(dirs.out, KEEP)
+    if quota is None:
+        return None, 0
+    quota.charge(dirs, -freed)
+    if not quota.limit:
+        return None, 0
+    return quota.remaining(dirs), quota.usage(dirs)
+
+
 async def export_to(
     home: Path,
     db: Database,
@@ -57,18 +71,12 @@ async def export_to(
     when: datetime,
     quota: TenantQuota | None = None,
 ) -> tuple[Path, Exported]:
-    """Write a new export of `dirs.tenant` into its out/ directory (the ZIP in a worker
-    thread); `QuotaExceeded` (nothing written) when it does not fit in the tenant's quota."""
+    """Write a new export of `dirs.tenant` into its out/ directory (the files' work in
+    worker threads, the rows read through `db`); `QuotaExceeded` (nothing written) when
+    it does not fit in the tenant's quota."""
     from bridge.app.export import write_export
 
-    dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
-    freed = prune(dirs.out, KEEP)
-    limit: int | None = None
-    used = 0
-    if quota is not None:
-        quota.charge(dirs, -freed)
-        if quota.limit:
-            used, limit = quota.usage(dirs), quota.remaining(dirs)
+    limit, used = await asyncio.to_thread(_room, dirs, quota)
     path = dirs.out / f"roost-export-{dirs.tenant}-{when:%Y%m%d-%H%M%S}.zip"
     stamp = when.isoformat("T", "seconds")
     done = await write_export(home, db, dirs.tenant, path, stamp, max_bytes=limit, used=used)
