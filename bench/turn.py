@@ -152,7 +152,7 @@ def instrument(roost: Any) -> Steps:
     if runner._exchanges is not None:
         steps.wrap(runner._exchanges, "record_exchange", "recall indexing (queued)")
         # written after the reply by the indexer's task: not on the turn's path, not summed
-        steps.wrap(runner._exchanges, "admit", "  recall index write (background, per exchange)")
+        steps.wrap(runner._exchanges, "admit", "  recall index write (background, per batch)")
     for observer in runner._observers:
         steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
     steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
@@ -202,8 +202,8 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
 async def statements_per_turn(roost: Any, turns: int) -> None:
     """SQL statements per turn on each connection (a count that does not move with load):
     the old roost.db connection, and the `Database`'s writer and reader (the ported stores;
-    the recall index's writes, which the indexer's task runs after the reply, are counted
-    by waiting for them after each turn)."""
+    the recall index's writes, which the indexer's task runs after the reply in batches
+    across turns, are counted by waiting for them after the last turn)."""
     counts: dict[str, list[str]] = defaultdict(list)
     old = roost.db  # the old sqlite3 connection (the stores not ported yet)
     old.set_trace_callback(counts["roost.db (old connection)"].append)
@@ -218,8 +218,8 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
             await roost.core.handle(inbound)
-            if indexer is not None:
-                await indexer.settled()
+        if indexer is not None:
+            await indexer.settled()
     finally:
         old.set_trace_callback(None)
         await database.write(trace(""))
