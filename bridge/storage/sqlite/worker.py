@@ -121,9 +121,10 @@ class Worker:
         """(True, result) when `fn` ran here within its budget; (False, None) when the
         thread is busy or `fn` needed more (then nothing of it is left: `run` it).
 
-        Only for a `fn` of ONE statement outside any transaction: an interrupted
-        statement leaves nothing behind (SQLite undoes it; in autocommit that ends its
-        implicit transaction), so it can be run again on the thread. A `write` does
+        Only for a `fn` of ONE statement outside any transaction (an interrupted
+        statement leaves nothing behind: SQLite undoes it; in autocommit that ends its
+        implicit transaction), or of one whole transaction it opens itself (cut short,
+        it is rolled back here), so it can be run again on the thread. A `write` does
         not wait for another connection's write lock here (busy_timeout 0, set when an
         inline write follows a job of the thread and back before the thread's next job):
         busy, it goes to the thread, which waits."""
@@ -135,11 +136,14 @@ class Worker:
         conn.set_progress_handler(_Budget(INLINE_PERIODS), INLINE_PERIOD)
         try:
             value = fn(conn)
-        except sqlite3.OperationalError as exc:
-            if str(exc) == "interrupted" or (write and _busy(exc)):
-                return False, None
-            raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
         except sqlite3.Error as exc:
+            conn.set_progress_handler(None, 0)
+            if conn.in_transaction:  # a transaction of fn's cut short: nothing of it stays
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and (
+                str(exc) == "interrupted" or (write and _busy(exc))
+            ):
+                return False, None
             raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
         finally:
             conn.set_progress_handler(None, 0)
