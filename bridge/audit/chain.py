@@ -97,7 +97,7 @@ class AuditChain:
             self._queue.put(_STOP)
             await asyncio.to_thread(self._thread.join)
             self._thread = None
-        self._close_fds()
+        await asyncio.to_thread(self._close_fds)  # the head's last sync: off the loop
 
     async def __aenter__(self) -> AuditChain:
         await self.open()

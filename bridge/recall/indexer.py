@@ -231,8 +231,10 @@ class Indexer:
             self._wake.clear()
             if not self._hurry.is_set():  # let more exchanges gather (settled() cuts it)
                 timer = loop.call_later(LINGER_S, self._hurry.set)
-                await self._hurry.wait()
-                timer.cancel()
+                try:
+                    await self._hurry.wait()
+                finally:
+                    timer.cancel()
             self._hurry.clear()
             while self._queue:
                 batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
