@@ -152,7 +152,7 @@ def instrument(roost: Any) -> Steps:
     if runner._exchanges is not None:
         steps.wrap(runner._exchanges, "record_exchange", "recall indexing (queued)")
         # written after the reply by the indexer's task: not on the turn's path, not summed
-        steps.wrap(runner._exchanges, "admit", "  recall index write (background, per exchange)")
+        steps.wrap(runner._exchanges, "admit", "  recall index write (background, per batch)")
     for observer in runner._observers:
         steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
     steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
@@ -202,7 +202,8 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
 async def statements_per_turn(roost: Any, turns: int) -> None:
     """SQL statements per turn on each connection of the `Database` (a count that does not
     move with load): its writer and its reader (the recall index's writes, which the
-    indexer's task runs after the reply, are counted by waiting for them after each turn)."""
+    indexer's task runs after the reply in batches across turns, are counted by waiting
+    for them after the last turn)."""
     counts: dict[str, list[str]] = defaultdict(list)
     database, indexer = roost.database, roost.core._turns._exchanges
 
@@ -215,8 +216,8 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"counted {i}", str(3 * 10**6 + i))
             await roost.core.handle(inbound)
-            if indexer is not None:
-                await indexer.settled()
+        if indexer is not None:
+            await indexer.settled()
     finally:
         await database.write(trace(""))
         await database.read(trace(""))

@@ -7,10 +7,11 @@ other text is refused), queues the event and awaits its acknowledgement
 one write); the thread takes everything queued (up to `max_batch` items),
 and under the cross-process lock re-reads the chain's tail, appends the
 batch, fdatasyncs it, acknowledges each event of the batch (group commit),
-and then rewrites and syncs the head file before it takes the next batch:
-the head never names a record that is not durable, and a waiter does not
-wait for the head's sync (a crash in between leaves the head one batch
-behind, which `verify` accepts).
+and then rewrites the head file in place before it takes the next batch;
+the head's sync runs on a thread of its own (`bridge.audit.head`), beside
+the next batch's: the head never names a record that is not durable, and
+neither a waiter nor the next batch waits for the head's sync (a crash
+before it leaves the head behind the chain, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.audit.head import HeadFile
 from bridge.audit.keys import load_names_key
 from bridge.audit.record import build_record, check_event, check_tenant
 from bridge.audit.schema import Namer, Schemas, keyed_namer, sanitize
@@ -37,7 +39,6 @@ from bridge.audit.store import (
     inspect_tail,
     lock_path,
     write_all,
-    write_head,
 )
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class AuditChain:
         self._fd = -1
         self._lock_fd = -1
         self._dir_fd = -1
+        self._heads: HeadFile | None = None  # the head file, open while the chain is
         self._cache: tuple[int, int, int, str] | None = None  # inode, size, seq, hash
         self.batches = 0  # number of fsynced batches, for the benchmark
 
@@ -95,7 +97,7 @@ class AuditChain:
             self._queue.put(_STOP)
             await asyncio.to_thread(self._thread.join)
             self._thread = None
-        self._close_fds()
+        await asyncio.to_thread(self._close_fds)  # the head's last sync: off the loop
 
     async def __aenter__(self) -> AuditChain:
         await self.open()
@@ -174,12 +176,16 @@ class AuditChain:
                 self._namer = keyed_namer(self._names_key)
                 for orphan in self.path.parent.glob(f".{self._head.name}.*.tmp"):
                     orphan.unlink(missing_ok=True)
+                self._heads = HeadFile(self._head, self._dir_fd, self._key)
                 self._commit([])  # repairs a torn tail (and records it) if there is one
         except BaseException:
             self._close_fds()
             raise
 
     def _close_fds(self) -> None:
+        if self._heads is not None:
+            self._heads.close()  # its last put synced
+            self._heads = None
         for name in ("_fd", "_lock_fd", "_dir_fd"):
             fd = getattr(self, name)
             if fd >= 0:
@@ -254,7 +260,8 @@ class AuditChain:
         seqs = list(range(seq - wanted + 1, seq + 1))
         if durable is not None:
             durable(seqs)  # the records are on disk: their waiters go on
-        write_head(self._head, self._dir_fd, seq, prev, self._key)
+        assert self._heads is not None  # open with the chain
+        self._heads.put(seq, prev)  # synced on its own thread, beside the next batch
         return seqs
 
     def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:

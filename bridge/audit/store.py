@@ -138,24 +138,18 @@ def write_all(fd: int, data: bytes) -> None:
 HEAD_BYTES = 512  # the head document, padded: one sector, rewritten in place
 
 
-def write_head(head_file: Path, dir_fd: int, seq: int, digest: str, key: bytes | None) -> None:
-    """Rewrite the head file in place (one padded sector) and fdatasync it.
+def head_bytes(seq: int, digest: str, key: bytes | None) -> bytes:
+    """The head document padded to one sector: a crash leaves the old head or the new one.
 
-    In place rather than temp-file-and-rename: one sync instead of three per
-    batch. The document fits one 512-byte sector, so a crash leaves the old
-    head or the new one; a damaged head is reported by `verify`, never
-    silently accepted. The directory is synced once, when the file is new.
-    """
+    In place rather than temp-file-and-rename: one sync instead of three per batch
+    (`bridge.audit.head`); a damaged head is reported by `verify`, never silently
+    accepted."""
     doc = json.dumps(head_document(seq, digest, key), sort_keys=True).encode()
-    data = doc.ljust(HEAD_BYTES - 1) + b"\n"
-    fd = os.open(head_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        created = os.fstat(fd).st_size == 0
-        os.pwrite(fd, data, 0)
-        if os.fstat(fd).st_size > len(data):
-            os.ftruncate(fd, len(data))
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
-    if created:
-        os.fsync(dir_fd)
+    return doc.ljust(HEAD_BYTES - 1) + b"\n"
+
+
+def put_head(fd: int, data: bytes) -> None:
+    """Rewrite the head file open on `fd` in place (not synced: `HeadFile` does that)."""
+    os.pwrite(fd, data, 0)
+    if os.fstat(fd).st_size > len(data):
+        os.ftruncate(fd, len(data))

@@ -47,6 +47,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 from bridge.core import session_units as sql
@@ -186,7 +187,8 @@ class SessionStore:
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
-        unit = sql.appended(key, turn_messages, msg_id, now, meta, self.budget_chars)
+        # the function that makes the unit: SQLite may run it inline (and make it again)
+        unit = partial(sql.appended, key, turn_messages, msg_id, now, meta, self.budget_chars)
         grown, over = await self._db.atomic(unit)
         row = grown._replace(turns=grown.turns - 1)  # as it was before this turn
         if over:

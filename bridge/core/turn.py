@@ -248,17 +248,19 @@ class TurnRunner:
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
         stored = await self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
         text = answer
-        if stored:
-            self._indexed(dirs, inbound, asked, answer)
-        else:
+        if not stored:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
-        for observer in self._observers:
-            await _kept("grading after the turn", observer.after_turn(turn, result, events))
-        ms = int((time.perf_counter() - started) * 1000)
-        events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
-        await _kept("the turn's audit records", events.flush(self._audit))
+        try:
+            for observer in self._observers:
+                await _kept("grading after the turn", observer.after_turn(turn, result, events))
+            ms = int((time.perf_counter() - started) * 1000)
+            events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
+            await _kept("the turn's audit records", events.flush(self._audit))
+        finally:  # queued after the audit batch: the index write keeps off the reply's path
+            if stored:
+                self._indexed(dirs, inbound, asked, answer)
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.mask)

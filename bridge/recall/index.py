@@ -12,7 +12,7 @@ another's rows and `text_index_names` finds it for forget.
 
 Ids count per tenant from 1, in the order messages are stored (the ranking's
 "messages around a hit" are the neighbouring ids): a batch is numbered inside
-its one INSERT (`max(id)` + `row_number()`), the messages already known, by
+its one INSERT (the tenant's newest id + `row_number()`), the messages already known, by
 (conversation, msg_id), left out, so an import can be run twice. Scoring the
 body and the speaker's name as one document gives FTS5's two-column `bm25()`
 of the files this replaces exactly (its columns weigh 1 each: term counts and
@@ -82,7 +82,8 @@ _FROM = "recall_messages m JOIN recall_conversations c ON c.tenant = m.tenant AN
 _VALUE = "(CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, CAST(? AS BIGINT), ?, ?)"
 _INSERT = """
 WITH v (n, conv, msg_id, role, name, at_ms, source, text) AS (VALUES {values}),
-base AS (SELECT COALESCE(MAX(id), 0) AS top FROM recall_messages WHERE tenant = ?),
+base AS (SELECT COALESCE((
+    SELECT id FROM recall_messages WHERE tenant = ? ORDER BY id DESC LIMIT 1), 0) AS top),
 fresh AS (
     SELECT v.* FROM v WHERE NOT EXISTS (
         SELECT 1 FROM recall_messages x

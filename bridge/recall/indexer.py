@@ -13,12 +13,16 @@ vault masker right before) is screened but not masked again.
 core's `ExchangeLog` protocol): it only queues the exchange (no statement on
 the reply's path) and one task per `Indexer` writes the queue in order
 through the `Database`, so one chat's messages keep their order and each
-tenant's are numbered in the order they were answered. It never raises into
-the turn: an index that cannot be written is logged and the answer goes on.
-`settled()` waits until what was queued is written (a search awaits it first:
-`/recall` right after a message finds it); `aclose()` writes what is queued
-and ends the task. A process killed meanwhile loses its queued exchanges from
-the index (they stay in the session store). With `[recall] retention_days`
+tenant's are numbered in the order they were answered. The task lets
+exchanges gather for up to `LINGER_S` (or `MAX_BATCH` of them) and writes
+each tenant's as one `admit` (one INSERT, one text-index transaction: the
+statements of a turn's indexing shrink with load instead of growing with it).
+It never raises into the turn: an index that cannot be written is logged and
+the answer goes on. `settled()` cuts the wait short and waits until what was
+queued is written (a search awaits it first: `/recall` right after a message
+finds it); `aclose()` writes what is queued and ends the task. A process
+killed meanwhile loses its queued exchanges from the index (at most
+`LINGER_S` of them; they stay in the session store). With `[recall] retention_days`
 set, it also drops older messages, at most once a day per tenant.
 `index(dirs)` is the tenant's `RecallIndex` (made once and kept): its first
 use moves the tenant's index file of before (`bridge.recall.legacy`) into the
@@ -46,6 +50,8 @@ log = logging.getLogger(__name__)
 MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 characters
 DAY_MS = 86_400_000
 GROUP = 32  # messages screened together; a group with a finding is screened one by one
+LINGER_S = 0.05  # how long queued exchanges wait for more before they are written
+MAX_BATCH = 64  # exchanges written together at most (128 rows: one INSERT chunk)
 
 
 Screen = Callable[[str], list[str]]  # the secret screen: the kinds of credential in a text
@@ -92,6 +98,7 @@ class Indexer:
         self._listeners: list[Callable[[TenantDirs], None]] = []
         self._queue: list[Exchange] = []
         self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()  # write what is queued now (settled, a full batch)
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
@@ -126,6 +133,7 @@ class Indexer:
     async def settled(self) -> None:
         """Return once every exchange queued before the call is written (or failed)."""
         while self._queue or not self._idle.is_set():
+            self._hurry.set()
             await self._idle.wait()
 
     async def aclose(self) -> None:
@@ -211,22 +219,33 @@ class Indexer:
         self._queue.append((dirs, pair))
         self._idle.clear()
         self._wake.set()
+        if len(self._queue) >= MAX_BATCH:
+            self._hurry.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="recall-index")
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._queue:
-                dirs, pair = self._queue.pop(0)
+            if not self._hurry.is_set():  # let more exchanges gather (settled() cuts it)
+                timer = loop.call_later(LINGER_S, self._hurry.set)
                 try:
-                    await self.admit(dirs, pair)
-                    await self._prune(dirs, pair[0].at_ms)
-                except (OSError, StorageError) as exc:
-                    log.error("recall index not written (%s); the answer went on", exc)
-                except Exception:  # a bug must not end the task for every tenant
-                    log.exception("recall index: unexpected failure")
+                    await self._hurry.wait()
+                finally:
+                    timer.cancel()
+            self._hurry.clear()
+            while self._queue:
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                for dirs, messages in _by_tenant(batch):
+                    try:
+                        await self.admit(dirs, messages)
+                        await self._prune(dirs, max(m.at_ms for m in messages))
+                    except (OSError, StorageError) as exc:
+                        log.error("recall index not written (%s); the answer went on", exc)
+                    except Exception:  # a bug must not end the task for every tenant
+                        log.exception("recall index: unexpected failure")
             self._idle.set()
 
     async def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
@@ -237,3 +256,11 @@ class Indexer:
         removed = await (await self.index(dirs)).delete_before(now_ms - self._retention_ms)
         if removed:
             log.info("recall: %d messages past the retention removed", removed)
+
+
+def _by_tenant(batch: list[Exchange]) -> list[tuple[TenantDirs, list[Message]]]:
+    """The batch's messages per tenant, each tenant's in the order they were queued."""
+    grouped: dict[str, tuple[TenantDirs, list[Message]]] = {}
+    for dirs, pair in batch:
+        grouped.setdefault(dirs.tenant, (dirs, []))[1].extend(pair)
+    return list(grouped.values())

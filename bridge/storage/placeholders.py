@@ -11,6 +11,7 @@ into statements at the semicolons outside those (the migrations).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Literal
@@ -22,6 +23,10 @@ Params = Sequence[object] | Mapping[str, object] | None
 
 _NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | set("0123456789")
+# where a quote, comment, dollar quote or placeholder may start: the text between is
+# copied as it is, not looked at character by character (a batch INSERT of 64 rows is
+# some thousands of characters, and each new batch size is a statement parsed anew)
+_NEXT = re.compile(r"['\"$?:]|--|/\*")
 
 
 def _skip(sql: str, i: int) -> int:
@@ -62,12 +67,15 @@ def _skip(sql: str, i: int) -> int:
 @lru_cache(maxsize=1024)
 def _parse(sql: str, style: Style) -> tuple[str, tuple[str, ...] | int]:
     """(translated sql, the names in order) for `:name`, (sql, count) for `?`."""
+    if style == "qmark" and not _NEXT.search(sql.replace("?", "")):
+        return sql, sql.count("?")  # nothing quoted, no comment, no :name: as it is
     out: list[str] = []
     names: list[str] = []
     positional = 0
     index: dict[str, int] = {}
     i = start = 0
-    while i < len(sql):
+    while (found := _NEXT.search(sql, i)) is not None:
+        i = found.start()
         after = _skip(sql, i)
         if after != i:
             i = after

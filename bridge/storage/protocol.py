@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 from bridge.storage.dialect import Dialect
 from bridge.storage.migrations import Migration
 from bridge.storage.placeholders import Params
-from bridge.storage.units import Unit
+from bridge.storage.units import Made, Unit
 
 Row = tuple[Any, ...]
 T = TypeVar("T")
@@ -117,9 +117,10 @@ class Database(Protocol):
 
     def transaction(self) -> AbstractAsyncContextManager[None]: ...
 
-    async def atomic(self, unit: Unit[T]) -> T:
+    async def atomic(self, unit: Unit[T] | Made[T]) -> T:
         """Run the statements `unit` yields in one transaction (`bridge.storage.units`):
-        on SQLite as one job on the writer, never a transaction held across an await."""
+        on SQLite as one job on the writer, never a transaction held across an await
+        (given the function that makes it, on the caller's thread when short)."""
         ...
 
     async def migrate(self, migrations: Sequence[Migration]) -> int:

@@ -13,12 +13,17 @@ writer (BEGIN IMMEDIATE, the steps, COMMIT: one thread hop, and no
 transaction held open across an await of the event loop, the rule while
 roost.db has two ways in, docs/scaling.md); PostgreSQL inside
 `transaction()`, one round trip per step (`drive`). An exception from a step
-or from the unit rolls the whole unit back.
+or from the unit rolls the whole unit back. `atomic` also takes a function
+that makes the unit (`Made`, e.g. `partial(appended, ...)`): SQLite may then
+run it on the caller's thread when its writer is idle, under a budget of
+SQLite steps, and make it again for the writer's thread when it ran past the
+budget (rolled back: nothing of it stays), so it must be a pure function of
+its arguments (`made`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -36,6 +41,12 @@ class Step:
 
 
 Unit = Generator[Step, Any, T]
+Made = Callable[[], Unit[T]]  # makes the unit again each time it is called
+
+
+def made(unit: Unit[T] | Made[T]) -> Unit[T]:
+    """The unit `atomic` was given, or the one its function makes."""
+    return unit if isinstance(unit, Generator) else unit()
 
 
 def execute(sql: str, params: Params = None) -> Step:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from audit_helpers import fake_clock
 
 from bridge.audit import AuditChain, verify
 from bridge.audit import chain as chain_module
+from bridge.audit import head as head_module
 from bridge.audit.store import head_path, read_head
 
 EVENTS = [
@@ -32,33 +34,39 @@ async def test_emit_many_is_one_batch_whatever_the_batch_limit(tmp_path: Path) -
     assert result.ok and result.records == 6, result
 
 
-async def test_waiter_goes_on_before_the_head_is_synced(
+async def test_waiters_and_the_next_batches_go_on_before_the_head_is_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The head's sync runs on its own thread: while it is held, the batch that moved the
+    head is acknowledged and the next batches are written; closing syncs the last head."""
     path = tmp_path / "audit" / "chain.jsonl"
     chain = AuditChain(path, None, fake_clock())
     async with chain:
+        await chain.emit(*EVENTS[0])  # the head file made (synced at once, with its directory)
         entered, release = threading.Event(), threading.Event()
-        real = chain_module.write_head  # type: ignore[attr-defined]
+        real = head_module.HeadFile.sync
 
-        def held_head(*args: object) -> None:
+        def held_sync(self: head_module.HeadFile) -> None:
             entered.set()
             release.wait(60)  # an upper bound only against a hang
-            real(*args)  # type: ignore[arg-type]
+            real(self)
 
-        monkeypatch.setattr(chain_module, "write_head", held_head)
-        task = asyncio.create_task(chain.append(*EVENTS[0]))
+        monkeypatch.setattr(head_module.HeadFile, "sync", held_sync)
+        task = asyncio.create_task(chain.append(*EVENTS[1]))
         assert await asyncio.to_thread(entered.wait, 60)
         done, _ = await asyncio.wait({task}, timeout=60)  # upper bound against a hang
+        more = await asyncio.wait_for(chain.append(*EVENTS[2]), 60)  # beside the held sync
         held = not release.is_set()
         release.set()
-        assert task in done and held  # acknowledged while the head was still being written
-        assert task.result() == 1
-        monkeypatch.setattr(chain_module, "write_head", real)
-        await chain.emit(*EVENTS[2])
-    head = read_head(head_path(path))
-    assert head is not None and head["seq"] == 2
+        assert task in done and held  # acknowledged while the head was still being synced
+        assert (task.result(), more) == (2, 3)
+        monkeypatch.setattr(head_module.HeadFile, "sync", real)
+    assert read_head(head_path(path)) == {"seq": 3, "hash": read_last_hash(path)}  # synced
     assert verify(path).ok
+
+
+def read_last_hash(path: Path) -> str:
+    return str(json.loads(path.read_bytes().splitlines()[-1])["hash"])
 
 
 async def test_a_batch_that_cannot_be_written_fails_its_waiter_and_leaves_no_record(

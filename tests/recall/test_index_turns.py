@@ -96,3 +96,37 @@ async def test_a_failed_write_leaves_no_conversation_the_next_write_points_at(
     rows = [r async for r in (await indexer.index(dirs)).iter_all()]  # joined: none lost
     assert [(r.conversation, r.text) for r in rows] == [("web:new", "first note on quinces")]
     assert [h.row.msg_id for h in await search(await indexer.index(dirs), "quinces", 5)] == ["1"]
+
+
+async def test_exchanges_queued_together_are_one_write_per_tenant_in_order(
+    tmp_path: Path, db: Database
+) -> None:
+    """The indexer's task lets queued exchanges gather and writes each tenant's as one
+    `admit`, in the order they were answered; `settled` does not wait out the linger."""
+    indexer = Indexer(db)
+    calls: list[tuple[str, list[str]]] = []
+    admit = indexer.admit
+
+    async def spied(dirs: TenantDirs, messages: list[Message]) -> object:
+        calls.append((dirs.tenant, [m.msg_id for m in messages]))
+        return await admit(dirs, messages)
+
+    indexer.admit = spied  # type: ignore[method-assign,assignment]
+    a, b = TenantDirs.of(tmp_path, "a"), TenantDirs.of(tmp_path, "b")
+    for n, dirs in enumerate([a, b, a, a, b]):
+        indexer.record_exchange(dirs, "web", "c", str(n), f"ask {n}", f"say {n}", 1_000.0 + n)
+    await indexer.settled()
+    assert calls == [
+        ("a", ["0", "0:reply", "2", "2:reply", "3", "3:reply"]),
+        ("b", ["1", "1:reply", "4", "4:reply"]),
+    ]
+    ids = "SELECT msg_id FROM recall_messages WHERE tenant = 'a' ORDER BY id"
+    assert [r[0] for r in await db.fetch_all(ids)] == [
+        "0",
+        "0:reply",
+        "2",
+        "2:reply",
+        "3",
+        "3:reply",
+    ]
+    await indexer.aclose()

@@ -5,6 +5,7 @@ inside a transaction belongs to it; on SQLite a unit is one job on the writer.""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,47 @@ async def test_sqlite_a_unit_is_one_transaction_on_the_writer(tmp_path: Path) ->
 def fetch_all_unit() -> Unit[list[tuple[str, int]]]:
     found = yield fetch_all("SELECT k, n FROM unit_test ORDER BY k")
     return [(str(k), int(n)) for k, n in found]
+
+
+async def test_a_unit_made_by_a_function_runs_on_both_backends(db: Database) -> None:
+    await db.execute(TABLE)
+    assert await db.atomic(partial(several, ["a", "b"])) == ([1, 1], 2)
+    with pytest.raises(IntegrityError):
+        await db.atomic(partial(failing, "a"))
+    assert await rows(db) == [("a", 1), ("b", 1), ("xa", 10), ("xb", 10)]
+
+
+async def test_sqlite_a_short_unit_runs_inline_a_long_one_again_on_the_writer(
+    tmp_path: Path,
+) -> None:
+    """Given the function that makes it, a short unit commits on the caller's thread (no
+    hop); one past the inline budget is rolled back there and made again for the writer's
+    thread: it commits once, whole."""
+    db, statements = await traced(tmp_path / "roost.db")
+    try:
+        await db.execute(TABLE)
+        writer = db._writer
+        before, made = writer.inlined, []
+
+        def short() -> Unit[int]:
+            made.append("short")
+            return counted("a", 1)
+
+        assert await db.atomic(short) == 1
+        assert (writer.inlined - before, made) == (1, ["short"])
+
+        def long() -> Unit[int]:
+            made.append("long")
+            yield execute_many(
+                "INSERT INTO unit_test (k, n) VALUES (?, ?)", [(f"k{i}", i) for i in range(3000)]
+            )
+            return (yield from counted("a", 1))
+
+        statements.clear()
+        assert await db.atomic(long) == 2
+        assert made == ["short", "long", "long"]  # cut short inline, made again
+        heads = [s.split()[0] for s in statements if not s.startswith("PRAGMA")]
+        assert heads.count("ROLLBACK") == 1 and heads.count("COMMIT") == 1, heads
+        assert len(await rows(db)) == 3001
+    finally:
+        await db.aclose()

@@ -34,7 +34,7 @@ from bridge.storage.postgres.health import Health, converted, is_loss, redact
 from bridge.storage.postgres.listen import Listener
 from bridge.storage.postgres.text import PostgresTextIndex
 from bridge.storage.protocol import Row
-from bridge.storage.units import Unit, drive
+from bridge.storage.units import Made, Unit, drive, made
 
 T = TypeVar("T")
 Conn: TypeAlias = Any  # asyncpg.Connection (asyncpg ships no type hints)
@@ -177,10 +177,10 @@ class PostgresDatabase:
         finally:
             await self._pool.release(pooled)
 
-    async def atomic(self, unit: Unit[T]) -> T:
+    async def atomic(self, unit: Unit[T] | Made[T]) -> T:
         """The unit's steps in one transaction (a round trip each)."""
         async with self.transaction():
-            return await drive(self, unit)
+            return await drive(self, made(unit))
 
     @asynccontextmanager
     async def _block(self, conn: Conn) -> AsyncIterator[None]:

@@ -27,7 +27,7 @@ import itertools
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
-from bridge.storage.units import Step, Unit, drive
+from bridge.storage.units import Made, Step, Unit, drive, made
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -233,13 +233,21 @@ class SqliteDatabase:
         finally:
             tx.depth -= 1
 
-    async def atomic(self, unit: Unit[T]) -> T:
+    async def atomic(self, unit: Unit[T] | Made[T]) -> T:
         """The unit as ONE job on the writer (BEGIN IMMEDIATE ... COMMIT); inside this
-        task's transaction, its steps one by one on it."""
+        task's transaction, its steps one by one on it. Given the function that makes
+        it, on the caller's thread when the writer is idle and the unit short (like a
+        single statement: `_statement`); cut short, it is rolled back and made again for
+        the writer's thread."""
         if self._tx.get() is not None:
-            return await drive(self, unit)
+            return await drive(self, made(unit))
+        if not isinstance(unit, Generator) and self.inline_writes and not self._lock.locked():
+            self._count_write()
+            done, value = self._writer.try_inline(_made_unit(unit), write=True)
+            if done:
+                return value  # type: ignore[return-value]
         async with self._lock:
-            return await self._writer.run(functools.partial(_run_unit, unit=unit))
+            return await self._writer.run(functools.partial(_run_unit, unit=made(unit)))
 
     # -- schema -------------------------------------------------------------------------
 
@@ -375,6 +383,11 @@ def _run_unit(conn: Conn, unit: Unit[T]) -> T:
         _rollback(conn)  # SQLITE_FULL may have rolled it back already
         raise
     return value
+
+
+def _made_unit(make: Made[T]) -> Callable[[Conn], T]:
+    """A job that makes the unit and runs it (each try a unit of its own)."""
+    return lambda conn: _run_unit(conn, make())
 
 
 def _step(conn: Conn, step: Step) -> Any:

@@ -7,7 +7,8 @@ spaces, under FTS5's `ascii` tokenizer: the terms contain no ASCII
 separator and are lower case already, so FTS5 sees exactly these terms
 (non-ASCII letters are term characters to it). Each call is one job on a
 connection: creating the table when first written, reading nothing when
-it does not exist yet.
+it does not exist yet. `add_many` writes its documents in one transaction (FTS5 writes
+a segment per commit, and merges them as they pile up).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class SqliteTextIndex:
         if not rows:
             return
 
-        def job(conn: sqlite3.Connection) -> None:
+        def insert(conn: sqlite3.Connection) -> None:
             sql = f"INSERT INTO {self._table} (rowid, body) VALUES (?, ?)"
             try:
                 conn.executemany(sql, rows)
@@ -93,6 +94,21 @@ class SqliteTextIndex:
                     raise
                 self._create(conn)
                 conn.executemany(sql, rows)
+
+        def job(conn: sqlite3.Connection) -> None:
+            if conn.in_transaction or len(rows) == 1:  # the caller's, or one statement's own
+                insert(conn)
+                return
+            # one transaction: FTS5 flushes one segment per commit (a commit per row made
+            # a segment per row, and merges to match)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                insert(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
         await self._db.write(job)
 

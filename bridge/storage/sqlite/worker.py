@@ -95,6 +95,14 @@ class Worker:
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._conn: sqlite3.Connection | None = None
+        # the connection's busy_timeout now: 0 after an inline write, BUSY_MS again before
+        # a job on the thread (set only when it changes: each PRAGMA is a statement)
+        self._busy_ms = BUSY_MS
+
+    def _wait_ms(self, conn: sqlite3.Connection, ms: int) -> None:
+        if self._busy_ms != ms:
+            conn.execute(f"PRAGMA busy_timeout={ms}")
+            self._busy_ms = ms
 
     async def start(self) -> None:
         self._thread.start()
@@ -113,29 +121,32 @@ class Worker:
         """(True, result) when `fn` ran here within its budget; (False, None) when the
         thread is busy or `fn` needed more (then nothing of it is left: `run` it).
 
-        Only for a `fn` of ONE statement outside any transaction: an interrupted
-        statement leaves nothing behind (SQLite undoes it; in autocommit that ends its
-        implicit transaction), so it can be run again on the thread. A `write` does
-        not wait for another connection's write lock here (busy_timeout 0 meanwhile):
+        Only for a `fn` of ONE statement outside any transaction (an interrupted
+        statement leaves nothing behind: SQLite undoes it; in autocommit that ends its
+        implicit transaction), or of one whole transaction it opens itself (cut short,
+        it is rolled back here), so it can be run again on the thread. A `write` does
+        not wait for another connection's write lock here (busy_timeout 0, set when an
+        inline write follows a job of the thread and back before the thread's next job):
         busy, it goes to the thread, which waits."""
         conn = self._conn
         if conn is None or self._queued != self._ended or conn.in_transaction:
             return False, None
         if write:
-            conn.execute("PRAGMA busy_timeout=0")
+            self._wait_ms(conn, 0)
         conn.set_progress_handler(_Budget(INLINE_PERIODS), INLINE_PERIOD)
         try:
             value = fn(conn)
-        except sqlite3.OperationalError as exc:
-            if str(exc) == "interrupted" or (write and _busy(exc)):
-                return False, None
-            raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
         except sqlite3.Error as exc:
+            conn.set_progress_handler(None, 0)
+            if conn.in_transaction:  # a transaction of fn's cut short: nothing of it stays
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and (
+                str(exc) == "interrupted" or (write and _busy(exc))
+            ):
+                return False, None
             raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
         finally:
             conn.set_progress_handler(None, 0)
-            if write:
-                conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         self.inlined += 1
         return True, value
 
@@ -177,6 +188,7 @@ class Worker:
             while (job := self._jobs.get()) is not None:
                 fn, loop, fut = job
                 try:
+                    self._wait_ms(conn, BUSY_MS)
                     ok, value = True, fn(conn)
                 except BaseException as exc:
                     ok, value = False, converted(exc)

@@ -1,0 +1,81 @@
+"""The chain's head file: rewritten in place under the chain lock, synced on a thread of its own.
+
+`HeadFile.put(seq, digest)` rewrites the head (one padded 512-byte sector,
+`store.head_bytes`) with `pwrite` on the chain writer's thread, under the
+chain lock and only after the records it names were fdatasynced: another
+process that takes the lock reads a whole head, and no head the kernel
+could write back names a record that is not on disk. Its `fdatasync` runs
+on the head's own thread (`head-sync`), so the chain writer's next batch
+does not wait for it (the chain's sync and the head's overlap); puts made
+while a sync runs are covered by the next one (one sync for them all). A
+crash before the sync leaves the head behind the chain, which `verify`
+accepts. The first put makes the file (never left empty before it) and is
+synced at once, with its directory. `close()` syncs what was put last, then
+ends the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from bridge.audit.store import head_bytes, put_head
+
+log = logging.getLogger(__name__)
+
+
+class HeadFile:
+    def __init__(self, path: Path, dir_fd: int, key: bytes | None) -> None:
+        self.path, self._dir_fd, self._key = path, dir_fd, key
+        self._fd = -1  # opened (made) by the first put: an empty head would read as damaged
+        self._new = False
+        self._wake = threading.Condition()
+        self._dirty = False
+        self._closing = False
+        self.syncs = 0  # head syncs made (tests, benches)
+        self._thread = threading.Thread(target=self._run, name="head-sync", daemon=True)
+        self._thread.start()
+
+    def put(self, seq: int, digest: str) -> None:
+        """Rewrite the head (call under the chain lock, after the records are durable)."""
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._new = os.fstat(self._fd).st_size == 0
+        put_head(self._fd, head_bytes(seq, digest, self._key))
+        if self._new:  # a new file: synced now, and its directory entry with it
+            self.sync()
+            os.fsync(self._dir_fd)
+            self._new = False
+            return
+        with self._wake:
+            self._dirty = True
+            self._wake.notify()
+
+    def sync(self) -> None:
+        os.fdatasync(self._fd)
+        self.syncs += 1
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._dirty and not self._closing:
+                    self._wake.wait()
+                if not self._dirty:
+                    return
+                self._dirty = False
+            try:
+                self.sync()
+            except OSError as exc:  # the next put tries again; the chain's records are durable
+                log.error("audit head not synced: %s", exc)
+
+    def close(self) -> None:
+        """Sync what was put last, end the thread, close the file."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        self._thread.join()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
