@@ -18,12 +18,9 @@ The store runs on the `Database` protocol (`bridge.storage`), and every write
 is ONE statement (no transaction held across an await): a claim is one
 `UPDATE ... WHERE id IN (SELECT ... {skip_locked}) RETURNING`, `FOR UPDATE
 SKIP LOCKED` on PostgreSQL, so two instances never hand out one entry, and
-`failed` writes only if the attempts it read are still there. On SQLite
-that matters while roost.db has two ways in (`bridge.app.database`): a
-`Database` transaction held open across awaits would keep the write lock
-while the event loop runs a store still on the old connection, which then
-waits on the loop for a lock whose holder needs the loop to commit (a
-deadlock until `busy_timeout`, then "database is locked").
+`failed` writes only if the attempts it read are still there. On SQLite a
+transaction held open across awaits would keep the one write lock while
+every other task's write waits for it.
 A message delivered in several parts records each part as it arrives
 (`parts`, `bridge.schedule.outbox_parts`): a retry resumes at the first part
 that did not arrive and never sends one twice.

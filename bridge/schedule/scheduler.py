@@ -12,10 +12,10 @@ entry and never stops the loop.
 time (at most `max_sleep_ms`), or until `wake()` (a job was created). The
 clock (ms since the epoch) and the sleep are injected, so tests and the
 benchmark drive time themselves. Kill -9 anywhere leaves a consistent state:
-the entry is stored before the run is recorded (the outbox is on the
-`Database`, the jobs still on the old sqlite3 connection: two transactions),
-so before the run's commit the job is still due with the same slot (it runs
-again, and the same key keeps a second message out); after it, the entry
+the entry is stored before the run is recorded (the outbox entry and the
+job's run are two transactions), so before the run's commit the job is
+still due with the same slot (it runs again, and the same key keeps a
+second message out); after it, the entry
 waits in the outbox. A job removed while it ran posts nothing (checked
 before the entry is stored; a removal between that check and the run's
 record lets its one last message out).

@@ -10,8 +10,8 @@ values (on SQLite it runs on the writer's thread). Units compose with
 
 `Database.atomic(unit)` runs one in a transaction: SQLite as ONE job on its
 writer (BEGIN IMMEDIATE, the steps, COMMIT: one thread hop, and no
-transaction held open across an await of the event loop, the rule while
-roost.db has two ways in, docs/scaling.md); PostgreSQL inside
+transaction held open across an await of the event loop, which would hold
+the write lock while other tasks wait for it); PostgreSQL inside
 `transaction()`, one round trip per step (`drive`). An exception from a step
 or from the unit rolls the whole unit back. `atomic` also takes a function
 that makes the unit (`Made`, e.g. `partial(appended, ...)`): SQLite may then

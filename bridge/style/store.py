@@ -9,12 +9,10 @@ eviction).
 
 Every write is ONE statement. A sweep's state change (`transaction()`: its
 writes, then its audit events, committed together) and a dry run
-(`discarded()`: everything rolled back) keep a transaction across awaits,
-against the rule of `docs/scaling.md` while roost.db has two ways in: only
-`roost style sweep` runs them, in its own process, where no store of the old
-connection writes inside them (the judge is asked outside every change), so
-no await inside can wait on the old connection; the daemon's writes wait for
-the transaction's commit meanwhile, as they did before the port.
+(`discarded()`: everything rolled back) keep a transaction across awaits:
+only `roost style sweep` runs them, in its own process (the judge is asked
+outside every change); the daemon's writes wait for the transaction's commit
+meanwhile.
 
 The prompt reads a tenant's live and shadow bullets synchronously (block 8,
 `bridge.style.view.LearnedStyle`), so the store mirrors them per tenant
