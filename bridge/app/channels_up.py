@@ -193,9 +193,10 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.app.reload import OnReload
-    from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram.channel import Cluster, TelegramChannel, TelegramOptions
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
+    from bridge.storage.leases import Leases
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
@@ -212,6 +213,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         files_in=telegram_files_in(settings, roost),
         inbox=inbox,  # every update stored before it is confirmed
         parts=roost.schedule.outbox.parts,  # outbox entries delivered part by part
+        cluster=(  # several instances may serve this bot: a chat is answered by its lease's holder
+            Cluster(Leases(roost.database), int(settings.cluster.lease_s * 1000))
+            if roost.database.dialect.name == "postgresql"
+            else None
+        ),
     )
     if webhook:
         web = made["web"].channel

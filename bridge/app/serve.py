@@ -153,7 +153,7 @@ async def serve(
     raise_soft_limit()
     prepare_home(settings.home)
     try:
-        lock = hold(settings.home)
+        lock = hold(settings.home, shared=settings.database.url is not None)
     except InstanceBusy as exc:
         return refuse(notifier, str(exc))
     try:

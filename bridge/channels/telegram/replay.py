@@ -125,7 +125,7 @@ class Durable:
         before = self._replaying.get(chat)
         if before is not None:
             await asyncio.wait({before})  # the chat's earlier messages go first
-        await self._answer(update)
+        await self.answer(update)
 
     async def replay(
         self, bot: Bot, spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
@@ -155,14 +155,15 @@ class Durable:
                     await self._mark(row.update_id, dropped=True)
                     continue
                 try:
-                    await self._answer(update)
+                    await self.answer(update)
                 except Exception:  # marked done; the chat's next messages still go
                     log.exception("telegram: answering stored update %d failed", row.update_id)
         finally:
             if self._replaying.get(chat) is asyncio.current_task():
                 del self._replaying[chat]
 
-    async def _answer(self, update: Update) -> None:
+    async def answer(self, update: Update) -> None:
+        """Answer one taken update (or drop it when too old); marked once settled."""
         sent = sent_at(update)
         age = self._clock() - sent if sent is not None else 0.0
         if age > self._max_age_s:
