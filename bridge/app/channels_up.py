@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.forget_marks import forgetting
+from bridge.app.home import chain_instance
 from bridge.app.platforms import platforms_of
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
 from bridge.channels.telegram.platform import PLATFORM as TELEGRAM
@@ -200,7 +201,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
-    inbox = UpdateInbox(roost.database, f"telegram:{bot_id}", secrets.token_hex(6))
+    owner = secrets.token_hex(6)  # this process start; with instances, named by its instance
+    instance = chain_instance(settings)
+    inbox = UpdateInbox(
+        roost.database, f"telegram:{bot_id}", owner if instance is None else f"{instance}:{owner}"
+    )
     telegram = TelegramChannel(
         settings.telegram,
         roost.core.answer,
