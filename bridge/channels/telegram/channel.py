@@ -162,8 +162,18 @@ class TelegramChannel:
             else None
         )
         self.shared = (  # instances sharing the bot: the holder of a chat's lease answers it
-            SharedWork(inbox, cluster.leases, cluster.ttl_ms, self._answer_taken, self._give_up)
-            if inbox is not None and cluster is not None and self._webhook
+            SharedWork(
+                inbox,
+                cluster.leases,
+                cluster.ttl_ms,
+                self._answer_taken,
+                self._give_up,
+                unmarked=self.durable.unmarked,
+            )
+            if self.durable is not None
+            and inbox is not None
+            and cluster is not None
+            and self._webhook
             else None
         )
         if self._webhook:

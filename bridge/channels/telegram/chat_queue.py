@@ -21,11 +21,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from bridge.core.dispatch import lease_name as chat_lease
 from bridge.storage.protocol import Database
-
-LEASE_PREFIX: Final = "chat:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +39,9 @@ class Taken:
 
 
 def lease_name(source: str, chat: str) -> str:
-    """The lease of one person's chat of one bot ("chat:telegram:<bot>:<chat>")."""
-    return f"{LEASE_PREFIX}{source}:{chat}"
+    """The lease of one person's chat of one bot ("chat:telegram:<bot>:<chat>"), as the
+    dispatcher (`bridge.core.dispatch`) names the chat "<source>:<chat>"."""
+    return chat_lease(f"{source}:{chat}")
 
 
 class ChatQueue:

@@ -94,6 +94,7 @@ class Durable:
         self._replaying: dict[str, asyncio.Task[None]] = {}
         self.replayed = False
         self._pruned_at = 0.0
+        self.unmarked: set[int] = set()  # answered, the mark not written (database away)
 
     async def received(self, payload: bytes) -> None:
         """`getUpdates` answered: commit its updates before the next poll confirms them."""
@@ -116,6 +117,7 @@ class Durable:
             await self.inbox.done(update_id, dropped=dropped)
         except StorageError as exc:
             log.error("telegram: update %d could not be marked answered: %s", update_id, exc)
+            self.unmarked.add(update_id)
 
     async def fresh(self, update: Update, chat: str) -> None:
         await self._tidy()

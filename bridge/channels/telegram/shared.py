@@ -4,21 +4,17 @@ With `[database] url` on PostgreSQL and Telegram in webhook mode, every
 instance serves the one webhook URL (a load balancer spreads the updates).
 `received` stores an update durably (`UpdateInbox.store`, de-duplicated by
 its `update_id`, owned by nobody: `new`) BEFORE the route answers 200, and
-then NOTIFYs `TOPIC`, which wakes every instance. Each instance's scanner
-(`run`) looks for chats with open updates whose lease nobody holds
-(`ChatQueue.open_chats`, at every wake and every third of `lease_s`, so a
-dead instance's chats are found once their leases expire), takes the chat's
-lease (`Leases.acquire`, `chat:<source>:<chat>`, `[cluster] lease_s`) and
-starts one worker for it. The worker takes the chat's updates one at a
-time, oldest first (`ChatQueue.claim`), and answers each (`answer`, the
-channel's durable dispatch: marked done once the answer was delivered or
-kept in the outbox); so one person's turns stay in order and one instance
-at a time runs them. While it works the lease is renewed every third of
-its time; a renewal that finds it lost (this instance was away longer than
-the lease) is a fence: the worker takes no further update of that chat.
-When the chat has nothing open, the worker lets the lease go and looks
-once more (an update stored meanwhile is not left behind: its NOTIFY found
-the lease still held).
+then NOTIFYs `TOPIC`, which wakes every instance. Each instance runs a
+`bridge.core.dispatch.Dispatcher` over the inbox (`InboxSource`): woken by
+the notify, and every third of `lease_s` (so a dead instance's chats are
+found once their leases expire), it takes the lease of each chat with open
+updates that nobody holds (`chat:<source>:<chat>`, `[cluster] lease_s`) and
+answers that chat's updates one at a time, oldest first (`ChatQueue.claim`;
+the channel's durable dispatch marks each done once its answer was
+delivered or kept in the outbox); so one person's turns stay in order and
+run on one instance at a time. The lease is renewed while a turn runs; a
+renewal that finds it lost (this instance was away longer than the lease)
+is a fence: the instance takes no further update of that chat.
 
 An update taken more than `MAX_TRIES` times (it killed the instances that
 took it) is given up: the person is told once (`give_up`, through the
@@ -29,10 +25,10 @@ a lease lost (a loop stalled longer than `lease_s`) while the turn runs,
 lets another instance answer that one update again (at-least-once at that
 one point; docs/scaling.md).
 
-`stop(grace_s)`: no new update is taken; the workers finish their turn for
-up to `grace_s` (then they are cancelled, their updates stay open), and
-only THEN are the leases released, so another instance answers what is
-left at once and never an update this one is still answering.
+`stop(grace_s)`: no new update is taken; the turns under way finish for up
+to `grace_s` (then they are cancelled, their updates stay open), and only
+THEN are the leases released, so another instance answers what is left at
+once and never an update this one is still answering.
 """
 
 from __future__ import annotations
@@ -43,8 +39,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from bridge.channels.telegram.chat_queue import LEASE_PREFIX, ChatQueue, Taken, lease_name
+from bridge.channels.telegram.chat_queue import ChatQueue, Taken
 from bridge.channels.telegram.inbox import UpdateInbox
+from bridge.core.dispatch import Dispatcher
 from bridge.storage.errors import StorageError
 from bridge.storage.leases import Leases
 
@@ -55,8 +52,34 @@ MAX_TRIES: Final = 3
 Answer = Callable[[Taken], Awaitable[None]]
 
 
+class InboxSource:
+    """The durable inbox as the dispatcher's `WorkSource`: a chat's key is
+    "<source>:<chat>", so its lease is `chat:<source>:<chat>`."""
+
+    def __init__(self, inbox: UpdateInbox, unmarked: set[int]) -> None:
+        self.inbox, self.queue = inbox, ChatQueue(inbox.db, inbox.source)
+        self._prefix = f"{inbox.source}:"
+        self._unmarked = unmarked  # answered, whose done mark could not be written
+
+    async def waiting(self, limit: int) -> list[str]:
+        return [self._prefix + chat for chat in (await self.queue.open_chats())[:limit]]
+
+    async def next(self, key: str) -> Taken | None:
+        return await self.queue.claim(key.removeprefix(self._prefix), self.inbox.owner)
+
+    async def finish(self, item: Taken) -> None:
+        """Marked done by the dispatch already (once settled); written again only when
+        that mark failed, so the chat's next claim does not take it twice."""
+        if item.update_id in self._unmarked:
+            await self.inbox.done(item.update_id)
+            self._unmarked.discard(item.update_id)
+
+    async def failed(self, item: Taken) -> None:
+        """Not reached: `SharedWork` answers every exception itself."""
+
+
 class SharedWork:
-    """This instance's part of one bot's work (`owner`: unique per process start)."""
+    """This instance's part of one bot's work (the inbox's `owner`: unique per start)."""
 
     def __init__(
         self,
@@ -66,16 +89,14 @@ class SharedWork:
         answer: Answer,
         give_up: Answer,
         *,
+        unmarked: set[int] | None = None,
         max_tries: int = MAX_TRIES,
     ) -> None:
         self.inbox, self._leases, self.ttl_ms = inbox, leases, ttl_ms
-        self.queue = ChatQueue(inbox.db, inbox.source)
-        self.owner = inbox.owner
+        self.source = InboxSource(inbox, set() if unmarked is None else unmarked)
         self._answer, self._give_up, self._max_tries = answer, give_up, max_tries
-        self._chats: dict[str, asyncio.Task[None]] = {}
-        self._scanner: asyncio.Task[None] | None = None
-        self._stopping = False
-        self.answered = 0  # updates this instance answered (bench, tests)
+        self.dispatcher: Dispatcher[Taken] | None = None
+        self._runner: asyncio.Task[None] | None = None
 
     async def received(self, updates: Iterable[dict[str, Any]]) -> None:
         """Store updates (committed when this returns; StorageError: not stored) and wake
@@ -83,60 +104,28 @@ class SharedWork:
         if await self.inbox.store(updates, taken=False):
             try:
                 await self.inbox.db.notify(TOPIC)
-            except StorageError as exc:  # stored: the next sweep finds it
+            except StorageError as exc:  # stored: the next poll finds it
                 log.warning("telegram: instances not woken (%s)", exc)
 
     def start(self) -> None:
-        if self._scanner is None:
-            self._scanner = asyncio.create_task(self._run(), name="telegram-shared-scan")
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._run(), name="telegram-shared")
 
     async def _run(self) -> None:
-        every = self.ttl_ms / 3000
-        async with self.inbox.db.subscribe(TOPIC) as sub:
-            while not self._stopping:
-                try:
-                    await self._scan()
-                except StorageError as exc:
-                    log.warning("telegram: open chats not read (%s); trying again", exc)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(sub.wait(), every)
-
-    async def _scan(self) -> None:
-        for chat in await self.queue.open_chats():
-            if self._stopping:
-                return
-            if chat in self._chats:  # its worker looks again before it lets the lease go
-                continue
-            name = lease_name(self.queue.source, chat)
-            if await self._leases.acquire(name, self.owner, self.ttl_ms) is None:
-                continue  # another instance took it first
-            task = asyncio.create_task(self._work(chat, name), name=f"telegram-chat-{chat}")
-            self._chats[chat] = task
-
-    async def _work(self, chat: str, name: str) -> None:
-        lost = asyncio.Event()
-        renewer = asyncio.create_task(self._renew(name, lost))
-        try:
-            while not lost.is_set() and not self._stopping:
-                taken = await self.queue.claim(chat, self.owner)
-                if taken is None:
-                    await self._leases.release(name, self.owner)
-                    if self._stopping or not await self.queue.has_open(chat):
-                        return
-                    if await self._leases.acquire(name, self.owner, self.ttl_ms) is None:
-                        return  # another instance has it now
-                    continue
-                await self._one(taken)
-        except StorageError as exc:  # the lease expires; an instance takes the chat again
-            log.warning("telegram: chat %s left for later (%s)", chat, exc)
-        finally:
-            renewer.cancel()
-            await asyncio.gather(renewer, return_exceptions=True)
-            if self._chats.get(chat) is asyncio.current_task():
-                del self._chats[chat]
+        async with self.inbox.db.subscribe(TOPIC) as wake:
+            self.dispatcher = Dispatcher(
+                self.source,
+                self._leases,
+                self.inbox.owner,
+                self._one,
+                ttl_ms=self.ttl_ms,
+                poll_s=self.ttl_ms / 3000,
+                wake=wake,
+            )
+            await self.dispatcher.run()
 
     async def _one(self, taken: Taken) -> None:
-        if taken.tries > 1 and await self.queue.answered(taken):
+        if taken.tries > 1 and await self.source.queue.answered(taken):
             return  # its answer was kept before an instance died
         if taken.tries > self._max_tries:
             log.error(
@@ -153,35 +142,19 @@ class SharedWork:
             await self._answer(taken)
         except Exception:  # marked done by the dispatch; the chat's next messages still go
             log.exception("telegram: answering update %d failed", taken.update_id)
-        self.answered += 1
 
-    async def _renew(self, name: str, lost: asyncio.Event) -> None:
-        while True:
-            await asyncio.sleep(self.ttl_ms / 3000)
-            try:
-                held = await self._leases.renew(name, self.owner, self.ttl_ms)
-            except StorageError as exc:  # the next renewal tries again
-                log.warning("telegram: lease %s not renewed (%s)", name, exc)
-                continue
-            if held is None:
-                log.error("telegram: lease %s was lost; this instance stops its work", name)
-                lost.set()
-                return
+    @property
+    def answered(self) -> int:
+        return 0 if self.dispatcher is None else self.dispatcher.handled
 
     async def stop(self, grace_s: float) -> None:
         """Take no new update; let the turns under way finish (up to `grace_s`, then cancel
         them); THEN release this instance's chat leases."""
-        self._stopping = True
-        if self._scanner is not None:
-            self._scanner.cancel()
-            await asyncio.gather(self._scanner, return_exceptions=True)
-        working = set(self._chats.values())
-        if working:
-            _, late = await asyncio.wait(working, timeout=grace_s)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late, timeout=grace_s)
-        with contextlib.suppress(StorageError):  # otherwise they expire after lease_s
-            prefix = f"{LEASE_PREFIX}{self.queue.source}:"
-            await self._leases.release_all(self.owner, prefix)
+        if self._runner is None:
+            return
+        dispatcher = self.dispatcher
+        self._runner.cancel()  # the scan and the wait for work; the chats' tasks go on
+        await asyncio.gather(self._runner, return_exceptions=True)
+        if dispatcher is not None:
+            with contextlib.suppress(StorageError):  # otherwise they expire after lease_s
+                await dispatcher.stop(grace_s)
