@@ -57,6 +57,7 @@ from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.core.identities import identity_map
 from bridge.storage.errors import LeaseHeld
+from bridge.storage.leases import InstanceName, Leases, Singleton
 from bridge.types.platform import Platforms
 
 log = logging.getLogger("roost")
@@ -171,6 +172,14 @@ async def stop_when(event: asyncio.Event, stop: asyncio.Event) -> None:
     stop.set()
 
 
+def schedule_lead(roost: Roost, instance: InstanceName | None) -> Singleton | None:
+    """On PostgreSQL (instances may share the database) the scheduler runs only on the
+    holder of the lease `schedule`; None on SQLite (one process)."""
+    if instance is None:
+        return None
+    return Singleton(Leases(roost.database), "schedule", instance.token, instance.ttl_ms)
+
+
 def refuse(notifier: Notifier, message: str) -> int:
     notifier.status(f"failed: {message}")
     print(f"roost: {message}", file=sys.stderr, flush=True)
@@ -212,7 +221,7 @@ async def run(
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
     watcher = asyncio.create_task(watch_config(path, reloader, stop))
     started: list[Launched] = []
-    scheduler = ScheduleLoop(roost)
+    scheduler = ScheduleLoop(roost, lead=schedule_lead(roost, instance))
     beat: asyncio.Task[None] | None = None
     reloading = [watcher]
     if instance is not None:  # the name taken by another while this one was away: stop

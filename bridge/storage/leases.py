@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.storage.errors import LeaseHeld, StorageError
 from bridge.storage.protocol import Database
@@ -150,3 +151,52 @@ class InstanceName:
             self._task = None
         with contextlib.suppress(StorageError):  # expires by itself otherwise
             await self._leases.release(f"instance:{self.instance}", self.token)
+
+
+class Singleton:
+    """Work that one instance of a cluster runs at a time (the scheduler): `run(work)`
+    waits until it holds the lease `name`, runs `work()` while it holds it (renewed
+    every third of `ttl_ms`), and when a renewal finds it lost (this instance was away
+    longer than its lease) cancels the work and waits for the lease again. It returns
+    when `work()` returns (a stop). A killed holder's lease is free `ttl_ms` after its
+    last renewal; `release()` at a clean stop hands it over at once."""
+
+    def __init__(self, leases: Leases, name: str, owner: str, ttl_ms: int) -> None:
+        self._leases, self.name, self.owner, self.ttl_ms = leases, name, owner, ttl_ms
+        self.held = False
+
+    async def _try(self, renew: bool) -> bool | None:
+        """Whether the lease is held now; None when the database could not say."""
+        try:
+            if renew:
+                return await self._leases.renew(self.name, self.owner, self.ttl_ms) is not None
+            return await self._leases.acquire(self.name, self.owner, self.ttl_ms) is not None
+        except StorageError as exc:
+            log.warning("lease %s: %s", self.name, exc)
+            return None
+
+    async def run(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        every = self.ttl_ms / 3000
+        while True:
+            if not await self._try(renew=False):
+                await asyncio.sleep(every)
+                continue
+            self.held = True
+            task = asyncio.create_task(work())
+            try:
+                while not task.done():
+                    await asyncio.wait({task}, timeout=every)
+                    if not task.done() and await self._try(renew=True) is False:
+                        log.error("lease %s was lost; its work stops here", self.name)
+                        break
+            finally:
+                self.held = False
+                if not task.done():
+                    task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            if not task.cancelled():
+                return  # the work ended by itself: a stop
+
+    async def release(self) -> None:
+        with contextlib.suppress(StorageError):  # expires by itself otherwise
+            await self._leases.release(self.name, self.owner)
