@@ -231,8 +231,10 @@ async def takeover(cluster: Cluster, live: list[Instance], url: str, rate: float
     conn = await asyncpg.connect(url)
     try:
         held: list[str] = []
-        while not held:  # a moment when the victim holds chats (under way or waiting)
-            await asyncio.sleep(0.05)
+        looks = 0
+        while len(held) < 3 and not (held and looks > 100):  # the victim holds chats now
+            await asyncio.sleep(0.02)
+            looks += 1
             rows = await conn.fetch(
                 "SELECT name FROM storage_leases WHERE name LIKE 'chat:%' AND owner LIKE $1",
                 f"{victim.name}:%",

@@ -9,10 +9,12 @@ jobs and the outbox, delivered through the channels whose row offers a
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
-the home's instance lock (`bridge.app.instance`) and runs `PRAGMA
+the home's instance lock (`bridge.app.instance`; shared when `[database] url`
+is PostgreSQL: several instances serve one home) and runs `PRAGMA
 quick_check` on roost.db; either failing is one line and exit status 1, as
 is a `[cluster] instance` name a live instance holds on PostgreSQL
-(`bridge.app.database.claim_cluster`; PostgreSQL unreachable is 78).
+(`bridge.app.database.claim_cluster`; PostgreSQL unreachable is 78). There
+the scheduler runs only on the holder of the lease `schedule` (`schedule_lead`).
 Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
 channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
 SIGHUP, or a change of the config file, reloads the configuration without a
