@@ -95,8 +95,8 @@ class Cluster:
             ROOST_GRADING__JUDGE_DAILY_CAP="0",
             ROOST_CLUSTER__INSTANCE=name,
             ROOST_CLUSTER__LEASE_S=str(self.lease_s),
-            **self.extra,
         )
+        env.update(self.extra)  # may replace any of the above (e.g. the Telegram mode)
         if self.db_url is not None:
             env["ROOST_DATABASE__URL"] = self.db_url
         return env

@@ -32,9 +32,11 @@ poll confirms the offset; in webhook mode before the route answers 200, a
 and what a process left unanswered is answered by the next one at start, in
 each chat's order; a message older than `telegram.answer_max_age_s` gets a
 line saying it is too old instead (`dropped`). With `cluster` (instances
-sharing one bot on PostgreSQL) in webhook mode, the route only stores the
-update and wakes the instances; the holder of the chat's lease answers it
-(`bridge.channels.telegram.shared`).
+sharing one bot on PostgreSQL), the webhook route (or the poll) only
+stores the update and wakes the instances; the holder of the chat's lease
+answers it (`bridge.channels.telegram.shared`). In polling mode only the
+holder of the lease `telegram:poll:<source>` polls (`Singleton`); another
+instance takes over when it dies.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
 from bridge.schedule.outbox_parts import PartLog
-from bridge.storage.leases import Leases
+from bridge.storage.leases import Leases, Singleton
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
@@ -170,16 +172,28 @@ class TelegramChannel:
                 self._give_up,
                 unmarked=self.durable.unmarked,
             )
-            if self.durable is not None
-            and inbox is not None
-            and cluster is not None
-            and self._webhook
+            if self.durable is not None and inbox is not None and cluster is not None
             else None
         )
+        self._poll_lease = (  # polling with instances: only the lease's holder polls
+            Singleton(cluster.leases, f"telegram:poll:{inbox.source}", inbox.owner, cluster.ttl_ms)
+            if self.shared is not None
+            and inbox is not None
+            and cluster is not None
+            and not self._webhook
+            else None
+        )
+        self._poller: asyncio.Task[None] | None = None
         if self._webhook:
             builder = builder.updater(None)
         else:
-            received = self.durable.received if self.durable is not None else None
+            received = (
+                self.shared.received_payload
+                if self.shared is not None
+                else self.durable.received
+                if self.durable is not None
+                else None
+            )
             builder = builder.get_updates_request(PollWatch(self.connection.polled, received))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
@@ -232,15 +246,32 @@ class TelegramChannel:
                 secret_token=self._secret,
                 allowed_updates=ALLOWED_UPDATES,
             )
+        elif self._poll_lease is not None:
+            if self._poller is None or self._poller.done():
+                self._poller = asyncio.create_task(self._poll_lease.run(self._poll_held))
         else:
-            assert self.app.updater is not None
-            await self.app.updater.start_polling(
-                timeout=int(self._opts.poll_timeout_s),
-                allowed_updates=ALLOWED_UPDATES,
-                error_callback=self.connection.polling_failed,
-            )
+            await self._start_polling()
         self._running = True
         return f"@{self.app.bot.username}, {self._settings.mode}"
+
+    async def _start_polling(self) -> None:
+        assert self.app.updater is not None
+        await self.app.updater.start_polling(
+            timeout=int(self._opts.poll_timeout_s),
+            allowed_updates=ALLOWED_UPDATES,
+            error_callback=self.connection.polling_failed,
+        )
+
+    async def _poll_held(self) -> None:
+        """Poll while this instance holds the poll lease (cancelled when it is lost)."""
+        log.info("telegram: this instance polls for the bot (it holds the poll lease)")
+        await self._start_polling()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            if self.app.updater is not None and self.app.updater.running:
+                with contextlib.suppress(TelegramError):
+                    await self.app.updater.stop()
 
     async def _disconnect(self) -> None:
         self._running = False
@@ -259,6 +290,11 @@ class TelegramChannel:
             log.warning("telegram: could not register the command menu: %s", exc)
 
     async def stop(self) -> None:
+        if self._poller is not None:  # polling stops, then another instance may poll
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            if self._poll_lease is not None:
+                await self._poll_lease.release()
         await self.connection.stop()
         self._running = False
         if self.app.updater is not None and self.app.updater.running:
@@ -307,6 +343,8 @@ class TelegramChannel:
         try:
             if not isinstance(update, Update):
                 return
+            if self.shared is not None:
+                return  # stored by the poll: the holder of the chat's lease answers it
             if self.durable is not None:
                 if self._stopping:
                     return  # stored: answered after the restart

@@ -1,7 +1,9 @@
 """Instances that share one bot: any one stores an update, the holder of the chat's lease answers.
 
 With `[database] url` on PostgreSQL and Telegram in webhook mode, every
-instance serves the one webhook URL (a load balancer spreads the updates).
+instance serves the one webhook URL (a load balancer spreads the updates);
+in polling mode the one instance holding the poll lease polls
+(`received_payload`).
 `received` stores an update durably (`UpdateInbox.store`, de-duplicated by
 its `update_id`, owned by nobody: `new`) BEFORE the route answers 200, and
 then NOTIFYs `TOPIC`, which wakes every instance. Each instance runs a
@@ -40,7 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 from bridge.channels.telegram.chat_queue import ChatQueue, Taken
-from bridge.channels.telegram.inbox import UpdateInbox
+from bridge.channels.telegram.inbox import UpdateInbox, updates_in
 from bridge.core.dispatch import Dispatcher
 from bridge.storage.errors import StorageError
 from bridge.storage.leases import Leases
@@ -106,6 +108,11 @@ class SharedWork:
                 await self.inbox.db.notify(TOPIC)
             except StorageError as exc:  # stored: the next poll finds it
                 log.warning("telegram: instances not woken (%s)", exc)
+
+    async def received_payload(self, payload: bytes) -> None:
+        """A `getUpdates` answer (the poll lease's holder): its updates stored and woken
+        for, before the next poll confirms them."""
+        await self.received(updates_in(payload))
 
     def start(self) -> None:
         if self._runner is None:
