@@ -275,6 +275,10 @@ class TelegramChannel:
 
     async def _disconnect(self) -> None:
         self._running = False
+        if self._poller is not None:  # the next connect polls again while it holds the lease
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
         if self.app.updater is not None and self.app.updater.running:
             await self.app.updater.stop()
 
