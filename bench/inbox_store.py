@@ -32,7 +32,6 @@ from typing import Any
 from bench.outbox_store import Cycle, opened, print_cycles, three_ways
 from bridge.channels.telegram.inbox import UpdateInbox, describe
 from bridge.core import db as core_db
-from bridge.schedule.schema import transaction
 from bridge.storage.protocol import Database
 
 NOW = 1_800_000_000.0
@@ -69,13 +68,14 @@ async def direct(path: Path, batch: int) -> AsyncIterator[Cycle]:
             chat, msg, sent = describe(u)
             payload = json.dumps(u, separators=(",", ":"), ensure_ascii=False)
             rows.append((SOURCE, u["update_id"], chat, msg, payload, now, sent or now))
-        with transaction(conn):
-            conn.executemany(
-                "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state,"
-                " received_ms, sent_ms) VALUES (?, ?, ?, ?, ?, 'new', ?, ?)"
-                " ON CONFLICT (source, update_id) DO NOTHING",
-                rows,
-            )
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state,"
+            " received_ms, sent_ms) VALUES (?, ?, ?, ?, ?, 'new', ?, ?)"
+            " ON CONFLICT (source, update_id) DO NOTHING",
+            rows,
+        )
+        conn.execute("COMMIT")
         for u in updates:
             conn.execute(
                 "UPDATE channel_inbox SET state = 'working', owner = ?"

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -87,8 +86,8 @@ async def direct(path: Path) -> AsyncIterator[Cycle]:
         conn.close()
 
 
-async def store_cycle(db: Database, side: sqlite3.Connection) -> Cycle:
-    store: SessionStore = store_on(db, side, 10**9, 10.0**9)
+async def store_cycle(db: Database) -> Cycle:
+    store: SessionStore = store_on(db, 10**9, 10.0**9)
 
     async def cycle(i: int) -> None:
         await store.load(key(i), float(i))
@@ -101,26 +100,22 @@ async def store_cycle(db: Database, side: sqlite3.Connection) -> Cycle:
 
 @asynccontextmanager
 async def on_sqlite(path: Path) -> AsyncIterator[Cycle]:
-    side = core_db.connect(path)
     db = await SqliteDatabase.open(path, readers=1)
     await db.migrate(MIGRATIONS)
     try:
-        yield await store_cycle(db, side)
+        yield await store_cycle(db)
     finally:
         await db.aclose()
-        side.close()
 
 
 @asynccontextmanager
-async def on_postgres(url: str, side_path: Path) -> AsyncIterator[Cycle]:
-    side = core_db.connect(side_path)  # the failed turns' and versions' (not in a cycle)
+async def on_postgres(url: str) -> AsyncIterator[Cycle]:
     db = await PostgresDatabase.open(url)
     await db.migrate(MIGRATIONS)
     try:
-        yield await store_cycle(db, side)
+        yield await store_cycle(db)
     finally:
         await db.aclose()
-        side.close()
 
 
 async def main() -> None:
@@ -137,7 +132,7 @@ async def main() -> None:
         "sessions",
         direct,
         on_sqlite,
-        lambda url, tmp: on_postgres(url, tmp / "side.db"),
+        lambda url, tmp: on_postgres(url),
         args.n,
         args.rounds,
     )

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from bridge.app.database import open_database
 from bridge.core.compactor import Compactor
-from bridge.core.db import connect
 from bridge.core.sessions import SessionKey
 from bridge.core.turn import ChosenModel
 from bridge.loadout.mask import Masker
@@ -76,9 +75,8 @@ async def held(model: Summariser) -> AsyncIterator[ChosenModel]:
 
 async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        conn = connect(Path(tmp) / "roost.db")
         database = await open_database(Path(tmp) / "roost.db")
-        store = store_on(database, conn, BUDGET, 7 * 86400)
+        store = store_on(database, BUDGET, 7 * 86400)
         model = Summariser(works)
         compactor = Compactor(store, MemoryAudit())
         path_ms: list[float] = []
@@ -104,7 +102,6 @@ async def run(works: bool, turns: int) -> tuple[int, int, int, float]:
         session = await store.load(KEY, float(turns))
         seen = session.kept + session.summarised
         await database.aclose()
-        conn.close()
         return seen, session.chars, model.calls, statistics.median(path_ms)
 
 

@@ -200,13 +200,10 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
-    """SQL statements per turn on each connection (a count that does not move with load):
-    the old roost.db connection, and the `Database`'s writer and reader (the ported stores;
-    the recall index's writes, which the indexer's task runs after the reply, are counted
-    by waiting for them after each turn)."""
+    """SQL statements per turn on each connection of the `Database` (a count that does not
+    move with load): its writer and its reader (the recall index's writes, which the
+    indexer's task runs after the reply, are counted by waiting for them after each turn)."""
     counts: dict[str, list[str]] = defaultdict(list)
-    old = roost.db  # the old sqlite3 connection (the stores not ported yet)
-    old.set_trace_callback(counts["roost.db (old connection)"].append)
     database, indexer = roost.database, roost.core._turns._exchanges
 
     def trace(name: str) -> Any:
@@ -221,7 +218,6 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
             if indexer is not None:
                 await indexer.settled()
     finally:
-        old.set_trace_callback(None)
         await database.write(trace(""))
         await database.read(trace(""))
     for name, seen in counts.items():

@@ -37,7 +37,6 @@ from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
 from bridge.core.conversations import ConversationArchive
-from bridge.core.db import connect
 from bridge.core.history_page import CurrentPage
 from bridge.core.identities import identity_map
 from bridge.core.pairing import watching
@@ -99,8 +98,7 @@ async def build(
     """
     identity_map(settings.tenants, platforms)  # ConfigError before anything is opened
     prepare_home(settings.home)
-    db = connect(settings.home / "roost.db")
-    # the ported stores' way in: roost.db, or PostgreSQL with [database] url
+    # every store's way in: roost.db, or PostgreSQL with [database] url
     database = await open_database(settings.home / "roost.db", settings.database)
     # the prompt rows' versions, shared by the stores the prompt reads (and their mirrors)
     changes = TableChanges(database)
@@ -134,7 +132,7 @@ async def build(
     )
     closers.append(runner.aclose)
     limits = settings.limits
-    shown = CurrentPage(database, TurnFailures(db), TurnVersions(db))
+    shown = CurrentPage(database, TurnFailures(database), TurnVersions(database))
     archive = ConversationArchive(database, shown)
     sessions = SessionStore(
         database, limits.session_chars, limits.session_idle_days * 86400, archive
@@ -167,7 +165,6 @@ async def build(
     chat_notes: dict[str, ChatNotes] = {}  # filled by channel rows (serve), read by /jobs
     caps = build_capabilities(
         settings,
-        db,
         database,
         chats,
         audit,
@@ -216,7 +213,6 @@ async def build(
     closers.append(judge.aclose)  # its background requests: first of all
     return Roost(
         settings=settings,
-        db=db,
         database=database,
         backend=backend,
         backend_reason=reason,

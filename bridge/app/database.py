@@ -1,20 +1,18 @@
-"""The `Database` the ported stores run on (`bridge.storage`), opened by the composition root.
+"""The `Database` every store runs on (`bridge.storage`), opened by the composition root.
 
 `[database] url` unset (the default): a `SqliteDatabase` on the home's
-roost.db. During the move of the stores onto the protocol, roost.db then
-has two ways in: the one sqlite3 connection `bridge.core.db.connect` opens
-(the stores not ported yet) and this `SqliteDatabase` on the same file (its
-own writer and reader threads; WAL, `busy_timeout` 10 s on every
-connection, so a write through either is seen by the other's next read and
-neither fails with "database is locked" while the other writes). Both count
-the schema in `PRAGMA user_version` over one list of steps
-(`bridge.storage.schema`), so a home's existing roost.db opens as it is;
-`migrate` here adds only the engine's own `storage_*` tables.
+roost.db (its own writer and reader threads; WAL, `busy_timeout` 10 s on
+every connection, so another process on the file, `roost backup` or an
+older roost, neither fails with "database is locked" nor misses a write).
+The schema is counted in `PRAGMA user_version` over one list of steps
+(`bridge.storage.schema`), the one older roosts counted through
+`bridge.core.db`'s sqlite3 connection, so a home's existing roost.db opens
+as it is; `migrate` here adds only the engine's own `storage_*` tables.
 
 `[database] url = "postgresql://..."`: a `PostgresDatabase` (its password
-in the URL or in `password_file`), migrated to the same list. Only the
-ported stores run on it; the others stay on roost.db's old connection
-until they are ported (docs/scaling.md). PostgreSQL unreachable at start
+in the URL or in `password_file`), migrated to the same list; every store
+runs on it, nothing of the machine state goes to roost.db (docs/scaling.md).
+PostgreSQL unreachable at start
 is a `ConfigError` naming `database.url` (exit status 78). There, `roost
 serve` holds its `[cluster] instance` name (`claim_cluster`): a second live
 instance of the name refuses to start. Only this package names a backend

@@ -1,16 +1,21 @@
 """`roost export --tenant T` and `roost forget --tenant T`: a person's data, handed over or erased.
 
-The tables are found, not listed: every table of `roost.db` with a `tenant`
-column (`tenant_tables`), so a table added by a later migration is exported
-and forgotten without a change here. The export is a ZIP (mode 0600) of the
-tenant's files (vault values left out: names only), one JSONL file per
-table, the tool usage counters, and the audit records whose tenant is T,
-with a README.txt saying what each file is. An export is a way out of roost:
+The tables are found, not listed: every table of the `Database` (roost.db,
+or PostgreSQL with `[database] url`) with a `tenant` column
+(`bridge.storage.tenants`), so a table added by a later migration is exported
+and forgotten without a change here. The ZIP is written in a worker thread;
+its rows are read through the `Database` on the event loop (the history in
+pages of `PAGE` messages, so an index of any size is never held whole).
+The export is a ZIP (mode 0600) of the tenant's files (vault values left
+out: names only), one JSONL file per table, the tool usage counters, and
+the audit records whose tenant is T, with a README.txt saying what each
+file is. An export is a way out of roost:
 every text in it (each table's JSONL, each file that reads as UTF-8) passes
 the tenant's masker (`bridge.loadout.vault.masker_of`), streamed in pieces,
 so a vault value a person left in a workspace file is `[vault:NAME]` there.
-`forget` deletes the files (vault included; under `mcp/` its bearer token and
-its MCP servers' logs) and every row keyed by the tenant in one transaction;
+Forget (`bridge.app.forgetting`) deletes the files (vault included; under
+`mcp/` its bearer token and its MCP servers' logs) and every row keyed by the
+tenant in one transaction (`bridge.storage.tenants.forget`);
 the audit chain keeps its records, which hold no content (ids, counts, hashes).
 Both return counts (files, rows, audit records, bytes) that the callers
 write to the chain as `data.exported` / `data.forgotten` (`export_details`,
@@ -23,14 +28,14 @@ half-written is ever left or linked.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import itertools
 import json
 import os
-import shutil
 import sqlite3
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -39,12 +44,18 @@ from bridge.audit.chains import chain_files
 from bridge.core.quota import QuotaExceeded
 from bridge.loadout.mask import Masker
 from bridge.loadout.vault import masker_of
-from bridge.recall.export import HISTORY, history_line
+from bridge.recall.export import HISTORY_PAGE, history_line
 from bridge.recall.index import Row
 from bridge.recall.legacy import legacy_rows
+from bridge.storage.placeholders import Params
+from bridge.storage.protocol import Database
+from bridge.storage.protocol import Row as DbRow
+from bridge.storage.tenants import tenant_tables
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
+PAGE = 1000  # history messages read at a time
+Fetch = Callable[[str, Params], list[DbRow]]  # a read of the Database, from the worker thread
 
 README = """\
 Everything roost holds about tenant {tenant}, exported {when}.
@@ -109,29 +120,6 @@ def forgotten_details(gone: Forgotten, by: str) -> dict[str, object]:
     return {"files": gone.files, "rows": sum(gone.rows.values()), "bytes": gone.bytes, "by": by}
 
 
-def tenant_tables(db: sqlite3.Connection) -> list[str]:
-    """Every table with a `tenant` column, sorted (not the storage engine's own `storage_*`)."""
-    names = [
-        str(row[0])
-        for row in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            " AND name NOT LIKE 'storage_%'"
-        )
-    ]
-    return sorted(
-        name
-        for name in names
-        if any(col[1] == "tenant" for col in db.execute(f'PRAGMA table_info("{name}")'))
-    )
-
-
-def table_rows(db: sqlite3.Connection, table: str, tenant: str) -> Iterator[dict[str, object]]:
-    cursor = db.execute(f'SELECT * FROM "{table}" WHERE tenant = ?', (tenant,))
-    columns = [d[0] for d in cursor.description]
-    for row in cursor:
-        yield dict(zip(columns, row, strict=True))
-
-
 def audit_records(chain: Path, tenant: str) -> Iterator[bytes]:
     """The chain's complete lines whose record names `tenant`, streamed."""
     if not chain.exists():
@@ -165,7 +153,7 @@ def usage_rows(tools: Path) -> Iterator[dict[str, object]]:
         conn.close()
 
 
-def _jsonl(rows: Iterator[dict[str, object]]) -> str:
+def _jsonl(rows: Iterable[dict[str, object]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
@@ -207,9 +195,9 @@ class _Capped:
         self._raw.flush()
 
 
-def write_export(
+async def write_export(
     home: Path,
-    db: sqlite3.Connection,
+    db: Database,
     tenant: str,
     out: Path,
     when: str,
@@ -220,7 +208,27 @@ def write_export(
     """Write the ZIP of `tenant` to `out` (0600, created new); return what is inside.
     With `max_bytes`, a ZIP that would grow past it is abandoned (`QuotaExceeded`,
     with `used`, what the tenant holds besides, for the figures)."""
+    loop = asyncio.get_running_loop()
+    columns = await db.tables()
+    tables = {t: columns[t] for t in await tenant_tables(db) if not t.startswith("recall_")}
+
+    def fetch(sql: str, params: Params) -> list[DbRow]:  # on the loop, awaited by the thread
+        return asyncio.run_coroutine_threadsafe(db.fetch_all(sql, params), loop).result()
+
     dirs = TenantDirs.of(home, tenant)
+    return await asyncio.to_thread(_write, home, fetch, tables, dirs, out, when, max_bytes, used)
+
+
+def _write(
+    home: Path,
+    fetch: Fetch,
+    tables: dict[str, tuple[str, ...]],
+    dirs: TenantDirs,
+    out: Path,
+    when: str,
+    max_bytes: int | None,
+    used: int,
+) -> Exported:
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -228,7 +236,7 @@ def write_export(
             sink = raw if max_bytes is None else _Capped(raw, max_bytes, used)
             zf = zipfile.ZipFile(cast(BinaryIO, sink), "w", zipfile.ZIP_DEFLATED)
             with zf:
-                files, rows, records = _fill(zf, home, db, dirs, when)
+                files, rows, records = _fill(zf, home, fetch, tables, dirs, when)
                 names = zf.namelist()
             raw.flush()
             os.fsync(raw.fileno())
@@ -238,8 +246,24 @@ def write_export(
     return Exported(names, files, rows, records, out.stat().st_size)
 
 
+def _history(fetch: Fetch, tenant: str) -> Iterator[Row]:
+    """The tenant's recall messages in the order stored, read `PAGE` at a time."""
+    after = -1
+    while True:
+        page = fetch(HISTORY_PAGE, (tenant, after, PAGE))
+        yield from (Row(*found) for found in page)
+        if len(page) < PAGE:
+            return
+        after = int(page[-1][0])
+
+
 def _fill(
-    zf: zipfile.ZipFile, home: Path, db: sqlite3.Connection, dirs: TenantDirs, when: str
+    zf: zipfile.ZipFile,
+    home: Path,
+    fetch: Fetch,
+    tables: dict[str, tuple[str, ...]],
+    dirs: TenantDirs,
+    when: str,
 ) -> tuple[int, int, int]:
     """Everything of the tenant into the ZIP; (files, rows, audit records) inside."""
     tenant, files, rows = dirs.tenant, 0, 0
@@ -251,14 +275,13 @@ def _fill(
     vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
     zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
-    for table in tenant_tables(db):
-        if table.startswith("recall_"):
-            continue  # the recall index: history.jsonl below (its vectors are derived)
-        text = _jsonl(table_rows(db, table, tenant))
+    for table, columns in tables.items():  # the recall index: history.jsonl below
+        found = fetch(f'SELECT * FROM "{table}" WHERE tenant = ?', (tenant,))
+        text = _jsonl(dict(zip(columns, row, strict=True)) for row in found)
         rows += text.count("\n")
         zf.writestr(f"db/{table}.jsonl", mask.mask(text))
     with zf.open("history.jsonl", "w") as history:  # streamed: any size, masked
-        kept = (Row(*found) for found in db.execute(HISTORY, (tenant,)))
+        kept = _history(fetch, tenant)
         for row in itertools.chain(legacy_rows(dirs), kept):  # a file not moved yet, first
             line = history_line(row)
             history.write(mask.mask(line.decode("utf-8")).encode("utf-8"))
@@ -291,38 +314,6 @@ def _add_file(zf: zipfile.ZipFile, path: Path, name: str, mask: Masker) -> None:
         while chunk := fh.read(1 << 20):
             out.write(stream.feed(decoder.decode(chunk)).encode())
         out.write((stream.feed(decoder.decode(b"", final=True)) + stream.flush()).encode())
-
-
-def delete_rows(db: sqlite3.Connection, tenant: str) -> dict[str, int]:
-    """Delete every row keyed by `tenant` in one transaction; rows deleted per table."""
-    rows: dict[str, int] = {}
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for table in tenant_tables(db):
-            rows[table] = db.execute(f'DELETE FROM "{table}" WHERE tenant = ?', (tenant,)).rowcount
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return rows
-
-
-def forget(home: Path, db: sqlite3.Connection, tenant: str) -> Forgotten:
-    """Delete every row keyed by `tenant` (one transaction), then its whole file tree."""
-    rows = delete_rows(db, tenant)
-    top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
-    files = size = 0
-    for folder, _, names in os.walk(top):
-        for name in names:
-            files += 1
-            size += os.lstat(os.path.join(folder, name)).st_size
-    if top.exists():
-        shutil.rmtree(top)
-    mcp = mcp_files(home, tenant)
-    for path in mcp:
-        size += path.lstat().st_size
-        path.unlink()
-    return Forgotten(files + len(mcp), rows, size, tuple(p.name for p in mcp))
 
 
 def mcp_files(home: Path, tenant: str) -> list[Path]:

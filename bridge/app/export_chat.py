@@ -1,7 +1,7 @@
 """`/export` in a private chat: the person's own ZIP, handed out as a file of the reply.
 
 The ZIP is the one `roost export --tenant T` writes (`bridge.app.export`),
-made in a worker thread over its own read-only database connection, and
+made in a worker thread with its rows read through the daemon's `Database`, and
 kept in the tenant's `out/` directory (beside `global/`, so never inside a
 later export; `roost forget` removes it with the rest). Only the newest
 `KEEP` exports stay there. In a group the command is refused with the
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from bridge.core.commands import Command, CommandContext
 from bridge.core.quota import QuotaExceeded, TenantQuota, size_text
+from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Final, OutFile
 from bridge.types.tenant_dirs import TenantDirs
@@ -51,28 +51,35 @@ def prune(out: Path, keep: int) -> int:
     return freed
 
 
-def export_to(
-    home: Path, dirs: TenantDirs, when: datetime, quota: TenantQuota | None = None
-) -> tuple[Path, Exported]:
-    """Write a new export of `dirs.tenant` into its out/ directory (a worker thread);
-    `QuotaExceeded` (nothing written) when it does not fit in the tenant's quota."""
-    from bridge.app.export import write_export
-
+def _room(dirs: TenantDirs, quota: TenantQuota | None) -> tuple[int | None, int]:
+    """Make room in out/ (the oldest exports go) and read the quota: (the ZIP's limit
+    or None, the bytes the tenant holds besides). Walks files: a worker thread."""
     dirs.out.mkdir(mode=0o700, parents=True, exist_ok=True)
     freed = prune(dirs.out, KEEP)
-    limit: int | None = None
-    used = 0
-    if quota is not None:
-        quota.charge(dirs, -freed)
-        if quota.limit:
-            used, limit = quota.usage(dirs), quota.remaining(dirs)
+    if quota is None:
+        return None, 0
+    quota.charge(dirs, -freed)
+    if not quota.limit:
+        return None, 0
+    return quota.remaining(dirs), quota.usage(dirs)
+
+
+async def export_to(
+    home: Path,
+    db: Database,
+    dirs: TenantDirs,
+    when: datetime,
+    quota: TenantQuota | None = None,
+) -> tuple[Path, Exported]:
+    """Write a new export of `dirs.tenant` into its out/ directory (the files' work in
+    worker threads, the rows read through `db`); `QuotaExceeded` (nothing written) when
+    it does not fit in the tenant's quota."""
+    from bridge.app.export import write_export
+
+    limit, used = await asyncio.to_thread(_room, dirs, quota)
     path = dirs.out / f"roost-export-{dirs.tenant}-{when:%Y%m%d-%H%M%S}.zip"
-    db = sqlite3.connect(f"{(home / 'roost.db').resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        stamp = when.isoformat("T", "seconds")
-        done = write_export(home, db, dirs.tenant, path, stamp, max_bytes=limit, used=used)
-    finally:
-        db.close()
+    stamp = when.isoformat("T", "seconds")
+    done = await write_export(home, db, dirs.tenant, path, stamp, max_bytes=limit, used=used)
     if quota is not None:
         quota.charge(dirs, done.bytes)
     return path, done
@@ -96,11 +103,12 @@ class ExportCommands:
     def __init__(
         self,
         home: Path,
+        db: Database,
         audit: AuditSink,
         clock: Callable[[], float],
         quota: TenantQuota | None = None,
     ) -> None:
-        self._home, self._audit, self._clock = home, audit, clock
+        self._home, self._db, self._audit, self._clock = home, db, audit, clock
         self._quota = quota
 
     def commands(self) -> Iterable[Command]:
@@ -118,7 +126,7 @@ class ExportCommands:
             return GROUP
         when = datetime.fromtimestamp(self._clock(), UTC)
         try:
-            path, done = await asyncio.to_thread(export_to, self._home, ctx.dirs, when, self._quota)
+            path, done = await export_to(self._home, self._db, ctx.dirs, when, self._quota)
         except QuotaExceeded as exc:
             return over_quota(exc)
         from bridge.app.export import export_details

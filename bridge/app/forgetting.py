@@ -1,9 +1,8 @@
 """`roost forget`, resumable: a durable marker first, idempotent steps, a re-run finishes it.
 
 `forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
-before it deletes anything, then: every database row keyed by the tenant in
-roost.db (the stores not ported yet) and, through the `Database` the ported
-stores use (PostgreSQL with `[database] url`), every row keyed by the tenant
+before it deletes anything, then: through the `Database` every store uses
+(roost.db, or PostgreSQL with `[database] url`), every row keyed by the tenant
 and its text indexes (one transaction: `storage.tenants.forget`), the tenant's
 tree `tenants/<tid>/` and its files under `mcp/`; then the `data.forgotten`
 audit record, then the marker goes. Each step finds what is left and deletes
@@ -24,14 +23,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from bridge.app.database import open_database
-from bridge.app.export import Forgotten, audit_records, delete_rows, mcp_files
+from bridge.app.export import Forgotten, audit_records, mcp_files
 from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_paths
 from bridge.core.config_sections import DatabaseSettings
@@ -110,7 +108,7 @@ async def forget_in_database(
     home: Path, tenant: str, settings: DatabaseSettings | None = None
 ) -> dict[str, int]:
     """Delete the tenant's rows of every table and its text indexes through the
-    `Database` the ported stores use: roost.db, or PostgreSQL with `[database] url`
+    `Database`: roost.db, or PostgreSQL with `[database] url`
     (`bridge.storage.tenants.forget`, one transaction); rows deleted per table."""
     database = await open_database(home / "roost.db", settings)
     try:
@@ -120,21 +118,15 @@ async def forget_in_database(
 
 
 async def forget_tenant(
-    home: Path,
-    db: sqlite3.Connection,
-    tenant: str,
-    record: Record,
-    settings: DatabaseSettings | None = None,
+    home: Path, tenant: str, record: Record, settings: DatabaseSettings | None = None
 ) -> Forgotten:
     """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record.
-    Rows go from roost.db (the stores not ported yet) and from the `Database` of
-    `settings` (PostgreSQL when `[database] url` is set)."""
+    Rows go from the `Database` of `settings` (PostgreSQL when `[database] url` is set,
+    else roost.db)."""
     marker = marker_path(home, tenant)
     state = begin(home, tenant)
     if not state.get("recorded"):
-        rows = delete_rows(db, tenant)
-        for table, n in (await forget_in_database(home, tenant, settings)).items():
-            rows[table] = max(n, rows.get(table, 0))
+        rows = await forget_in_database(home, tenant, settings)
         done: dict[str, int] = state.get("rows", {})
         state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
         _write(marker, state)

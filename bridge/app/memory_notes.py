@@ -61,6 +61,41 @@ def render(chosen: list[Scored]) -> str:
     return "\n".join(parts) + "]"
 
 
+Parse = Callable[[str, str], "tuple[Topic, str, frozenset[str]] | None"]
+
+
+class _Kept:
+    """One memory directory's topics as last worked out: what vouches for them, each
+    one's path, (name, note text) and terms, and the index of the terms."""
+
+    __slots__ = ("index", "notes", "paths", "reads", "terms")
+
+    def __init__(
+        self,
+        reads: Reads,
+        paths: list[str],
+        notes: list[tuple[str, str]],
+        terms: list[frozenset[str]],
+    ) -> None:
+        self.reads, self.paths, self.notes, self.terms = reads, paths, notes, terms
+        self.index = NoteIndex(terms)
+
+    def again(self, texts: dict[str, str | None], parse: Parse) -> _Kept | None:
+        """These topics with the files of `texts` as they read now (their `reads`
+        already moved on); None when one of them is no longer a topic (or was not one
+        before): then everything is read again."""
+        where = {path: i for i, path in enumerate(self.paths)}
+        notes, terms = list(self.notes), list(self.terms)
+        for path, text in texts.items():
+            i = where.get(path)
+            parsed = parse(path, text) if text is not None else None
+            if i is None or parsed is None:
+                return None
+            notes[i] = (parsed[0].name, parsed[1])
+            terms[i] = parsed[2]
+        return _Kept(self.reads, self.paths, notes, terms)
+
+
 class _TopicTerms:
     """A tenant's topics as `MemoryStore.topics` lists them, with each one's note text
     and look-up terms, worked out once per version of its file."""
@@ -71,8 +106,8 @@ class _TopicTerms:
         self._parsed: dict[str, tuple[str, Topic | None, str, frozenset[str]]] = {}
         # memory dir -> (the cached listing object, the paths of its topic files)
         self._paths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-        # memory dir -> (what `of` read, its answer, the index of its terms)
-        self._kept: dict[str, tuple[Reads, list[tuple[str, str]], NoteIndex]] = {}
+        # memory dir -> its topics as last worked out
+        self._kept: dict[str, _Kept] = {}
 
     def _topic_paths(self, dirs: TenantDirs) -> tuple[str, ...]:
         mdir = str(dirs.memory)
@@ -85,38 +120,60 @@ class _TopicTerms:
 
     def indexed(self, dirs: TenantDirs) -> tuple[list[tuple[str, str]], NoteIndex]:
         """The (name, note text) of `of(dirs)` and the index of its terms, kept while no
-        topic file changed (one look at the watch: `FileCache.recording` and `still`)."""
+        topic file changed (one look at the watch: `FileCache.recording` and `still`).
+        When only some topics' texts changed (a topic saved), only those are parsed and
+        split again (`FileCache.changed_texts`); a topic added or removed lists again."""
         key = str(dirs.memory)
         hit = self._kept.get(key)
-        if hit is not None and self._files.still(hit[0]):
-            return hit[1], hit[2]
+        if hit is not None:
+            texts = self._files.changed_texts(hit.reads)
+            if texts == {}:
+                return hit.notes, hit.index
+            if texts is not None:
+                again = hit.again(texts, self._parse)
+                if again is not None:
+                    self._kept[key] = again
+                    return again.notes, again.index
         with self._files.recording() as reads:
-            topics = self.of(dirs)
+            paths, topics = self._read_all(dirs)
         notes = [(t.name, body) for t, body, _ in topics]
-        index = NoteIndex([terms for _, _, terms in topics])
+        kept = _Kept(reads, paths, notes, [terms for _, _, terms in topics])
         if len(self._kept) >= 1024:
             self._kept.clear()
-        self._kept[key] = (reads, notes, index)
-        return notes, index
+        self._kept[key] = kept
+        return kept.notes, kept.index
 
     def of(self, dirs: TenantDirs) -> list[tuple[Topic, str, frozenset[str]]]:
-        out = []
+        return self._read_all(dirs)[1]
+
+    def _read_all(
+        self, dirs: TenantDirs
+    ) -> tuple[list[str], list[tuple[Topic, str, frozenset[str]]]]:
+        """The topics (and the path of each) in the store's order."""
+        paths, out = [], []
         for path in self._topic_paths(dirs):
             text = self._files.read(path)
             if text is None:
                 continue
-            hit = self._parsed.get(path)
-            if hit is None or hit[0] is not text:
-                topic = parse_topic(text)
-                body = _text(topic) if topic is not None else ""
-                terms = note_terms(topic.name, body) if topic is not None else frozenset()
-                hit = (text, topic, body, terms)
-                if len(self._parsed) >= 8192:
-                    self._parsed.clear()
-                self._parsed[path] = hit
-            if hit[1] is not None:
-                out.append((hit[1], hit[2], hit[3]))
-        return out
+            parsed = self._parse(path, text)
+            if parsed is not None:
+                paths.append(path)
+                out.append(parsed)
+        return paths, out
+
+    def _parse(self, path: str, text: str) -> tuple[Topic, str, frozenset[str]] | None:
+        """The topic in `text`, its note text and its terms (None: not a topic), worked
+        out once per version of the file."""
+        hit = self._parsed.get(path)
+        if hit is None or hit[0] is not text:
+            topic = parse_topic(text)
+            body = _text(topic) if topic is not None else ""
+            terms = note_terms(topic.name, body) if topic is not None else frozenset()
+            hit = (text, topic, body, terms)
+            if len(self._parsed) >= 8192:
+                self._parsed.clear()
+            self._parsed[path] = hit
+        return None if hit[1] is None else (hit[1], hit[2], hit[3])
 
 
 class MemoryNotes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,8 +47,7 @@ class Roost:
     """Every long-lived object of one roost; `aclose()` ends what it owns, last first."""
 
     settings: Settings
-    db: sqlite3.Connection
-    database: Database  # the `bridge.storage` protocol over roost.db: the ported stores
+    database: Database  # the `bridge.storage` protocol: roost.db, or PostgreSQL
     backend: Backend  # the default model's backend at start
     backend_reason: str
     models: ModelRegistry  # every named model; a chat's choice; replaced on reload
@@ -108,4 +106,3 @@ class Roost:
                 await result
         await self.models.aclose()  # the default backend too
         await self.database.aclose()
-        self.db.close()

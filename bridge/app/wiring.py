@@ -8,7 +8,6 @@ opens or closes anything, so `build()` stays the one owner of lifetimes.
 from __future__ import annotations
 
 import functools
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -117,7 +116,6 @@ def access_rules(settings: Settings, pairing: PairingStore, platforms: Platforms
 
 def build_capabilities(
     settings: Settings,
-    db: sqlite3.Connection,
     database: Database,
     chats: ChatSettings,
     audit: AuditSink,
@@ -157,7 +155,7 @@ def build_capabilities(
         files=files,
     )
     corrections = build_corrections(loadout, audit, clock)
-    drafts = DraftStore(db, lambda: int(clock() * 1000))  # per chat, until saved or expired
+    drafts = DraftStore(database, lambda: int(clock() * 1000))  # per chat, until saved or expired
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     if judge is not None:  # what the judge sees is masked like what the model sees
         judge.use_masks(loadout.vault.masker)
@@ -205,7 +203,7 @@ def build_capabilities(
             SkillCommands(grades, files, skill_forge),
             ToolCommands(drafts, catalog, audit),
             *((ScheduleCommands(planner, audit, chat_notes),) if planner else ()),
-            ExportCommands(settings.home, audit, clock, quota),
+            ExportCommands(settings.home, database, audit, clock, quota),
             corrections[0],
             *recall.commands,
         ),

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -28,9 +27,9 @@ from bridge.app.database import open_database
 from bridge.app.home import open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.identities import listed
 from bridge.core.pairing import Binding, PairingStore
+from bridge.storage.protocol import Database
 
 AccessRun = Callable[[argparse.Namespace, Settings, TextIO], int]
 
@@ -49,15 +48,15 @@ def _when(at: float | None) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _private_last_seen(
-    db: sqlite3.Connection, tenant: str, channel: str, identity: str
+async def _private_last_seen(
+    db: Database, tenant: str, channel: str, identity: str
 ) -> float | None:
     """The last message of a config-mapped id's private chat (its chat id is its user id)."""
-    row = db.execute(
+    found = await db.fetch_value(
         "SELECT max(updated_at) FROM sessions WHERE tenant = ? AND channel = ? AND chat = ?",
         (tenant, channel, identity),
-    ).fetchone()
-    return None if row is None or row[0] is None else float(row[0])
+    )
+    return None if found is None else float(found)
 
 
 def _latest(*times: float | None) -> float | None:
@@ -70,12 +69,12 @@ def _mapped(settings: Settings) -> list[tuple[str, str, str]]:
     return sorted(listed(settings.tenants, PLATFORMS), key=lambda row: row[0])
 
 
-async def people(settings: Settings, db: sqlite3.Connection, store: PairingStore) -> list[Person]:
+async def people(settings: Settings, db: Database, store: PairingStore) -> list[Person]:
     """Everyone who gets in: config-mapped ids first (by tenant), then bindings (oldest first).
 
     LAST SEEN is the identity's last admitted message on any chat (`identity_seen`,
     stamped as it arrives: commands and groups count), else what older data shows
-    (`db`: the sessions, not on the storage layer yet).
+    (the sessions of `db`).
     """
     seen = await store.last_seen()
     mapped = [
@@ -84,7 +83,7 @@ async def people(settings: Settings, db: sqlite3.Connection, store: PairingStore
             tid,
             "config",
             None,
-            _latest(seen.get((ch, str(uid))), _private_last_seen(db, tid, ch, uid)),
+            _latest(seen.get((ch, str(uid))), await _private_last_seen(db, tid, ch, uid)),
         )
         for tid, ch, uid in _mapped(settings)
     ]
@@ -102,15 +101,11 @@ async def people(settings: Settings, db: sqlite3.Connection, store: PairingStore
 
 
 async def _people(settings: Settings) -> list[Person]:
-    db = connect(settings.home / "roost.db")
+    database = await open_database(settings.home / "roost.db", settings.database)
     try:
-        database = await open_database(settings.home / "roost.db", settings.database)
-        try:
-            return await people(settings, db, PairingStore(database))
-        finally:
-            await database.aclose()
+        return await people(settings, database, PairingStore(database))
     finally:
-        db.close()
+        await database.aclose()
 
 
 def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:

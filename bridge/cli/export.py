@@ -19,14 +19,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bridge.app.channels_up import PLATFORMS
-from bridge.app.export import Forgotten, export_details, forgotten_details, write_export
+from bridge.app.database import open_database
+from bridge.app.export import (
+    Exported,
+    Forgotten,
+    export_details,
+    forgotten_details,
+    write_export,
+)
 from bridge.app.forget_marks import marker_path
 from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
 from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.words import count
 
 
@@ -51,20 +57,20 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     if out.exists():
         print(f"roost export: {out} exists; give another --out", file=sys.stderr)
         return 2
-    db = connect(settings.home / "roost.db")
-    try:
-        done = write_export(settings.home, db, args.tenant, out, now.isoformat("T", "seconds"))
-    finally:
-        db.close()
-    asyncio.run(
-        record_event(
-            settings,
-            "data.exported",
-            args.tenant,
-            export_details(done, "operator"),
-            PLATFORMS,
-        )
-    )
+
+    async def export() -> Exported:
+        db = await open_database(settings.home / "roost.db", settings.database)
+        try:
+            done = await write_export(
+                settings.home, db, args.tenant, out, now.isoformat("T", "seconds")
+            )
+        finally:
+            await db.aclose()
+        details = export_details(done, "operator")
+        await record_event(settings, "data.exported", args.tenant, details, PLATFORMS)
+        return done
+
+    done = asyncio.run(export())
     print(f"exported tenant {args.tenant} to {out} ({count(len(done.names), 'file')}, mode 0600)")
     return 0
 
@@ -98,11 +104,9 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
         details = forgotten_details(gone, "operator")
         await record_event(settings, "data.forgotten", args.tenant, details, PLATFORMS)
 
-    db = connect(settings.home / "roost.db")
     try:
-        gone = asyncio.run(forget_tenant(settings.home, db, args.tenant, record, settings.database))
+        gone = asyncio.run(forget_tenant(settings.home, args.tenant, record, settings.database))
     finally:
-        db.close()
         lock.release()
     rows = sum(gone.rows.values())
     mcp = f" (among them {', '.join('mcp/' + n for n in gone.mcp)})" if gone.mcp else ""

@@ -21,7 +21,6 @@ from bridge.app.home import chain_paths, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.usage import UsageStore
 from bridge.core.words import count
 from bridge.style.judge import Judge
@@ -123,7 +122,6 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
     from bridge.types.audit_sink import NullAudit
 
     prepare_home(settings.home)
-    db = connect(settings.home / "roost.db")
     # style, usage and budgets: roost.db, or PostgreSQL with [database] url
     database = await open_database(settings.home / "roost.db", settings.database)
     model = settings.style.judge_model or settings.llm.name
@@ -148,7 +146,6 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
     finally:
         await backend.aclose()
         await database.aclose()
-        db.close()
 
 
 def run_sweep_verb(args: argparse.Namespace, settings: Settings) -> int:
@@ -156,11 +153,12 @@ def run_sweep_verb(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def with_store(use: Callable[[argparse.Namespace, StyleStore], Awaitable[int]]) -> Run:
-    """A verb that reads the style store of the home (created when missing)."""
+    """A verb that reads the style store of the home (created when missing): roost.db,
+    or PostgreSQL with [database] url."""
 
     async def using(args: argparse.Namespace, settings: Settings) -> int:
         prepare_home(settings.home)
-        database = await open_database(settings.home / "roost.db")
+        database = await open_database(settings.home / "roost.db", settings.database)
         try:
             return await use(args, StyleStore(database))
         finally:

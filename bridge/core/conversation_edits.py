@@ -96,7 +96,7 @@ class ConversationEdits:
         """Delete an archived conversation of this chat with its messages."""
         if not await self._db.atomic(_deleted(key, ident)):
             return False
-        self._archive.shown.archived(ident, key.tenant)  # its failed turns and versions
+        await self._archive.shown.archived(ident, key.tenant)  # its failed turns and versions
         return True
 
     async def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:

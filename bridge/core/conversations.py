@@ -6,10 +6,9 @@ session is cleared (`/reset`, idle expiry): in ONE unit with the session
 store's delete (`then`; `Database.atomic`, one job on SQLite's writer) it
 copies the person's messages and the final answers (not the tool steps)
 and the summary into `conversation_messages` / `conversations`, and opens a
-new current conversation with a new id. The failed turns are read before
-the unit and forgotten after it (with the versions): they are kept on the
-old sqlite3 connection (`bridge.core.turn_failures`), so a crash between
-leaves rows of an archived conversation that nothing shows. `page(...)` reads either kind
+new current conversation with a new id. The failed turns are read and
+forgotten (with the versions) in the same unit (`bridge.core.turn_failures`,
+`bridge.core.versions`, on the same `Database`). `page(...)` reads either kind
 newest last, paged backwards by `before` (a message's `seq`); the current
 one starts with its summary (seq 0, status `summary`) when it has one. What
 a message shows (the person's words and files rather than the model's view,
@@ -28,9 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.core.history_page import CurrentPage, archive_rows, message
+from bridge.core.history_page import CurrentPage, archive_rows, failed, forgotten, message
 from bridge.core.shown import read_meta
-from bridge.core.turn_failures import FailedRow
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, execute_many, fetch_one
 from bridge.types.session_key import SessionKey
@@ -76,13 +74,10 @@ class ConversationArchive:
         """Keep the session about to be cleared, and run `then` (the clear) in its unit."""
         found = await self._db.fetch_value(_CURRENT, _args(key))  # none made here
         ident = -1 if found is None else int(found)
-        failed = self.shown.failed(ident, key.tenant) if found is not None else []
-        archived = await self._db.atomic(self._archive(key, now, ident, failed, then))
-        if archived is not None:
-            self.shown.archived(archived, key.tenant)
+        await self._db.atomic(self._archive(key, now, ident, then))
 
     def _archive(
-        self, key: SessionKey, now: float, ident: int, failed: list[FailedRow], then: Unit[None]
+        self, key: SessionKey, now: float, ident: int, then: Unit[None]
     ) -> Unit[int | None]:
         row = yield fetch_one(  # locked as read: an append elsewhere waits for the clear
             f"SELECT started_at, updated_at, turns, summary FROM sessions WHERE {_KEY}"
@@ -94,7 +89,8 @@ class ConversationArchive:
             return None
         started, updated, turns, summary = row
         current = yield from _current(key, now)
-        kept = yield from archive_rows(key, failed if current == ident else ())
+        failures = (yield from failed(ident, key.tenant)) if current == ident else []
+        kept = yield from archive_rows(key, failures)
         yield execute_many(
             "INSERT INTO conversation_messages (conversation, tenant, role, text, at, meta)"
             " VALUES (?, ?, ?, ?, ?, ?)",
@@ -109,6 +105,7 @@ class ConversationArchive:
         yield from then
         yield from _current(key, now)
         yield from self._prune(key, now)
+        yield from forgotten(current, key.tenant)
         return int(current)
 
     def _prune(self, key: SessionKey, now: float) -> Unit[None]:

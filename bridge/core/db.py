@@ -1,15 +1,18 @@
-"""The SQLite database (`roost.db`, WAL) and its schema migrations.
+"""roost.db through a plain sqlite3 connection: the damaged-file check, and `connect`.
 
-One connection per process, used from the event loop thread; statements
-are short. Each migration is a row in `MIGRATIONS` (the steps of
-`bridge.storage.schema_sqlite`); `PRAGMA user_version` records how many have
-run. Other modules add their tables by appending a step there, never by
-creating tables on the side. The database and its
-`-wal`/`-shm` files hold recent conversation text: they are 0600 whatever
-the process umask (SQLite gives the WAL files the database file's mode).
-`check(path)` (run by `roost serve` before anything else opens the file)
-runs `PRAGMA quick_check` and turns a corrupt or truncated file into
-`DatabaseDamaged`: one line naming the file and what to do.
+The daemon and the `roost` commands open roost.db only through the
+`Database` protocol (`bridge.app.database`). What the daemon still uses here
+is `check(path)`: `roost serve` runs it before anything else opens the
+file; `PRAGMA quick_check` turns a corrupt or truncated file into
+`DatabaseDamaged`, one line naming the file and what to do.
+
+`connect(path)` (no caller in `bridge/`) opens and migrates the file on a
+plain sqlite3 connection, as roost did before the stores moved: tests use it
+to set up or read rows and to stand for another process on the file, and
+bench/ for its "sqlite3 direct" baselines. Each migration is a step of
+`bridge.storage.schema_sqlite`, counted in `PRAGMA user_version` as the
+`SqliteDatabase` counts them; the file and its `-wal`/`-shm` files are 0600
+whatever the process umask.
 """
 
 from __future__ import annotations

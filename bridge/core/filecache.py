@@ -199,13 +199,24 @@ class FileCache:
 
     def still(self, reads: Reads) -> bool:
         """Whether every answer in `reads` would be the same now."""
+        return self._recheck(reads, texts_may_change=False) is not None
+
+    def changed_texts(self, reads: Reads) -> dict[str, str | None] | None:
+        """The files of `reads` whose text changed, with their text now ({}: `still`),
+        `reads` moved to today's answers; None when anything else changed (a listing,
+        a stat key, a directory, a link). A memo of many files (the memory topics) then
+        works out again only what the changed files hold."""
+        return self._recheck(reads, texts_may_change=True)
+
+    def _recheck(self, reads: Reads, texts_may_change: bool) -> dict[str, str | None] | None:
         watch = self._watch
         moved = watch.moved(reads.coarse, first=True) if watch is not None else None
         if moved:  # some directory changed: which of the files in it, exactly?
             moved = watch.moved(reads.stamps) if watch is not None else None
         if moved is not None and not moved:
-            return self.loose_hold(reads)
+            return {} if self.loose_hold(reads) else None
         fresh: list[_Item] = []
+        texts: dict[str, str | None] = {}
         for item in reads.items:
             seen = item.seen
             if (
@@ -215,33 +226,41 @@ class FileCache:
             ):
                 fresh.append(item)
                 continue
-            again = self._again(item)
-            if again is None:
-                return False
+            again = self._redo(item)
+            if again is None or (again.answer is not item.answer and again.answer != item.answer):
+                if again is None or item.kind != _READ or not texts_may_change:
+                    return None
+                texts[item.path] = cast("str | None", again.answer)
             fresh.append(again)
-        reads.items = fresh  # the same answers, vouched for by today's generations
+        reads.items = fresh  # the answers now, vouched for by today's generations
         reads.seal(self._watch)
-        return True
+        return texts
 
     def _again(self, item: _Item) -> _Item | None:
         """The call made again (recorded afresh), or None when its answer changed."""
+        again = self._redo(item)
+        if again is None or (again.answer is not item.answer and again.answer != item.answer):
+            return None
+        return again
+
+    def _redo(self, item: _Item) -> _Item | None:
+        """The call made again and recorded afresh (None: a directory's whole content,
+        which nothing vouches for any more)."""
         if item.kind == _DIR:
-            return None  # nothing vouches for the directory any more
+            return None
         if item.kind == _REAL:
-            return item if os.path.realpath(item.path) == item.answer else None
+            return item._replace(answer=os.path.realpath(item.path))
         reads = Reads()
         self._recording.append(reads)
         try:
             if item.kind == _READ:
-                answer: object = self.read(item.path)
+                self.read(item.path)
             elif item.kind == _LIST:
-                answer = self.listdir(item.path)
+                self.listdir(item.path)
             else:
-                answer = self.stat_key(item.path)
+                self.stat_key(item.path)
         finally:
             self._recording.remove(reads)
-        if answer is not item.answer and answer != item.answer:
-            return None
         return reads.items[-1]
 
     def _fresh(self, seen: _Seen) -> bool:

@@ -16,7 +16,7 @@ conversation is archived.
 The session's rows are read through the `Database` protocol (one SELECT
 for the page's messages, one for their tool steps); the failed turns and
 the versions are `bridge.core.turn_failures` / `bridge.core.versions`,
-passed in (they still run on the old sqlite3 connection).
+passed in (on the same `Database`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from bridge.core import turn_failures, versions
 from bridge.core.running import STOPPED_MARK, is_stopped
 from bridge.core.shown import page_files, read_meta, tool_cards
 from bridge.core.turn_failures import FailedRow, TurnFailures
@@ -114,7 +115,7 @@ class CurrentPage:
         rows = [Row(*r) for r in reversed(found[:limit])]
         tools = await self._tools(key, {r.turn for r in rows if r.role == "assistant"})
         asked = [r.turn for r in rows if r.role == "user"]
-        versions = self.versions.shown(key, conversation, asked)
+        versions = await self.versions.shown(key, conversation, asked)
         out: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         for r in rows:
             shown = message(r.id, r.role, r.content, r.at, r.meta)
@@ -126,7 +127,7 @@ class CurrentPage:
             out.append(((r.id, 0, 0), shown))
         hi = before or NEWEST
         lo = 0 if not more else (rows[0].id if rows else hi)
-        for f in self.failures.between(conversation, key.tenant, lo, hi):
+        for f in await self.failures.between(conversation, key.tenant, lo, hi):
             out.append(((f.after, 1, f.id), message(None, f.role, f.text, f.at, f.meta)))
         return [m for _, m in sorted(out, key=lambda pair: pair[0])], more
 
@@ -141,14 +142,20 @@ class CurrentPage:
         )
         return _cards(steps)
 
-    def failed(self, conversation: int, tenant: str) -> list[FailedRow]:
-        """A conversation's failed turns, oldest first (read before it is archived)."""
-        return self.failures.between(conversation, tenant, 0, NEWEST)
+    async def archived(self, conversation: int, tenant: str) -> None:
+        """A conversation was deleted: its failed turns and versions go (one unit)."""
+        await self._db.atomic(forgotten(conversation, tenant))
 
-    def archived(self, conversation: int, tenant: str) -> None:
-        """A conversation was archived (or deleted): its failed turns and versions go."""
-        self.failures.forget(conversation, tenant)
-        self.versions.forget(conversation, tenant)
+
+def failed(conversation: int, tenant: str) -> Unit[list[FailedRow]]:
+    """A conversation's failed turns, oldest first (read in the archive's unit)."""
+    return (yield from turn_failures.between(conversation, tenant, 0, NEWEST))
+
+
+def forgotten(conversation: int, tenant: str) -> Unit[None]:
+    """A conversation's failed turns and versions go (archived or deleted)."""
+    yield from turn_failures.forgotten(conversation, tenant)
+    yield from versions.forgotten(conversation, tenant)
 
 
 def archive_rows(

@@ -210,7 +210,7 @@ class SessionStore:
         for text in (user, sent, told):
             require(text, "the failed-turn store")
         conversation = await self.archive.current(key, now)
-        self.archive.shown.failures.record(key, conversation, user, sent, told, now)
+        await self.archive.shown.failures.record(key, conversation, user, sent, told, now)
 
     def forget(self, key: SessionKey) -> None:
         """Drop the cached history of `key`: its rows were changed outside this store

@@ -65,7 +65,7 @@ from bridge.types.masked import Masked
 from bridge.types.messages import DeltaSink, Final, Inbound
 from bridge.types.progress import ModelInfo, ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
-from bridge.types.tools import Tool, ToolSource, TurnContext
+from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
 NOT_STORED = (
@@ -370,6 +370,10 @@ class TurnRunner:
     ) -> AgentResult:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system, stable = self._system(turn, mask)
+
+        for source in self._sources:  # what a source offers from stored rows, read once
+            if isinstance(source, PreparedSource):
+                await source.prepare(turn)
 
         def tools() -> list[Tool]:  # asked before each step: a step may add a tool
             return [t for source in self._sources for t in source.tools_for(turn)]

@@ -7,19 +7,23 @@ keeps both (the person's message as the session would have stored it, its
 `meta`, and the short failure text the person was shown) in `failed_turns`,
 with the conversation and the newest session row at that moment (`after`),
 which places them among the session's messages. At most `KEEP` failed turns
-per conversation are kept. `archive` hands them to the conversation archive
-and forgets them when the conversation is archived.
+per conversation are kept. The conversation archive reads them and forgets
+them in its own unit when the conversation is archived (`between`,
+`forgotten`: units, `bridge.storage.units`). Every statement goes through
+the `Database` protocol (SQLite or PostgreSQL).
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import NamedTuple
 
+from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, drive, execute, fetch_all, fetch_one
 from bridge.types.session_key import SessionKey
 
 KEEP = 20  # failed turns per conversation (a long outage fails every message)
 FAILED_META = '{"status":"error"}'
+NEWEST = 2**62
 
 
 class FailedRow(NamedTuple):
@@ -32,62 +36,59 @@ class FailedRow(NamedTuple):
 
 
 _COLUMNS = "id, after, role, text, meta, at"
+_INSERT = (
+    "INSERT INTO failed_turns (conversation, tenant, after, role, text, meta, at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _recorded(
+    key: SessionKey, conversation: int, asked: str, meta: str, error: str, now: float
+) -> Unit[None]:
+    row = yield fetch_one(
+        "SELECT COALESCE(MAX(id), 0) FROM session_messages WHERE tenant=? AND channel=? AND chat=?",
+        (key.tenant, key.channel, key.chat),
+    )
+    after = int(row[0]) if row is not None else 0
+    yield execute(_INSERT, (conversation, key.tenant, after, "user", asked, meta, now))
+    yield execute(_INSERT, (conversation, key.tenant, after, "assistant", error, FAILED_META, now))
+    yield execute(
+        "DELETE FROM failed_turns WHERE conversation=? AND id NOT IN (SELECT id FROM"
+        " failed_turns WHERE conversation=? ORDER BY id DESC LIMIT ?)",
+        (conversation, conversation, 2 * KEEP),
+    )
+
+
+def between(conversation: int, tenant: str, lo: int, hi: int) -> Unit[list[FailedRow]]:
+    """The failed turns placed after a session row with id in [lo, hi), oldest first."""
+    rows = yield fetch_all(
+        f"SELECT {_COLUMNS} FROM failed_turns WHERE conversation=? AND tenant=?"
+        " AND after>=? AND after<? ORDER BY after, id",
+        (conversation, tenant, lo, hi),
+    )
+    return [FailedRow(*r) for r in rows]
+
+
+def forgotten(conversation: int, tenant: str) -> Unit[None]:
+    """A conversation's failed turns go (archived or deleted), in the caller's unit."""
+    yield execute(
+        "DELETE FROM failed_turns WHERE conversation=? AND tenant=?", (conversation, tenant)
+    )
 
 
 class TurnFailures:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._db = conn
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
-    def record(
+    async def record(
         self, key: SessionKey, conversation: int, asked: str, meta: str, error: str, now: float
     ) -> None:
-        """Keep a failed turn: the person's message and what they were told."""
-        db = self._db
-        (after,) = db.execute(
-            "SELECT COALESCE(MAX(id), 0) FROM session_messages"
-            " WHERE tenant=? AND channel=? AND chat=?",
-            (key.tenant, key.channel, key.chat),
-        ).fetchone()
-        insert = (
-            "INSERT INTO failed_turns (conversation, tenant, after, role, text, meta, at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)"
-        )
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(insert, (conversation, key.tenant, after, "user", asked, meta, now))
-            db.execute(
-                insert, (conversation, key.tenant, after, "assistant", error, FAILED_META, now)
-            )
-            db.execute(
-                "DELETE FROM failed_turns WHERE conversation=? AND id NOT IN (SELECT id FROM"
-                " failed_turns WHERE conversation=? ORDER BY id DESC LIMIT ?)",
-                (conversation, conversation, 2 * KEEP),
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+        """Keep a failed turn: the person's message and what they were told (one unit)."""
+        await self._db.atomic(_recorded(key, conversation, asked, meta, error, now))
 
-    def between(self, conversation: int, tenant: str, lo: int, hi: int) -> list[FailedRow]:
+    async def between(self, conversation: int, tenant: str, lo: int, hi: int) -> list[FailedRow]:
         """The failed turns placed after a session row with id in [lo, hi), oldest first."""
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM failed_turns WHERE conversation=? AND tenant=?"
-            " AND after>=? AND after<? ORDER BY after, id",
-            (conversation, tenant, lo, hi),
-        ).fetchall()
-        return [FailedRow(*r) for r in rows]
+        return await drive(self._db, between(conversation, tenant, lo, hi))
 
-    def take(self, conversation: int, tenant: str) -> list[FailedRow]:
-        """All of a conversation's failed turns, oldest first, forgotten here (inside the
-        caller's transaction: the archive keeps them from now on)."""
-        rows = self.between(conversation, tenant, 0, 2**62)
-        self._db.execute(
-            "DELETE FROM failed_turns WHERE conversation=? AND tenant=?", (conversation, tenant)
-        )
-        return rows
-
-    def forget(self, conversation: int, tenant: str) -> None:
-        self._db.execute(
-            "DELETE FROM failed_turns WHERE conversation=? AND tenant=?", (conversation, tenant)
-        )
+    async def forget(self, conversation: int, tenant: str) -> None:
+        await drive(self._db, forgotten(conversation, tenant))

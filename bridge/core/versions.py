@@ -16,17 +16,20 @@ session counts among them. Turn numbers stay contiguous (the session's
 `turns` is the newest turn), so folding old turns into a summary works as
 before. A version whose turns were folded away is never offered again; a
 conversation's versions go when it is archived. The caller drops its cached
-history after a change (`SessionStore.forget`).
+history after a change (`SessionStore.forget`). The reads and writes are units
+(`bridge.storage.units`): `branch`, `switch` and `undo_branch` each run as
+one transaction (`Database.atomic`: one job on SQLite's writer), on SQLite or
+PostgreSQL.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, drive, execute, execute_many, fetch_all, fetch_one
 from bridge.types.session_key import SessionKey
 
 KEEP = 50  # versions per conversation; each holds the turns after its branch point
@@ -57,208 +60,244 @@ def _args(key: SessionKey) -> tuple[str, str, str]:
     return (key.tenant, key.channel, key.chat)
 
 
+def _point(key: SessionKey, seq: int) -> Unit[BranchPoint | None]:
+    """The turn of the shown message `seq` (the person's or the final answer)."""
+    found = yield fetch_one(
+        f"SELECT turn FROM session_messages WHERE id=? AND tenant=? AND channel=? AND chat=?"
+        f" AND {_SHOWN}",
+        (seq, *_args(key)),
+    )
+    if found is None:
+        return None
+    return (yield from _asked(key, int(found[0])))
+
+
+def _asked(key: SessionKey, turn: int) -> Unit[BranchPoint | None]:
+    row = yield fetch_one(
+        "SELECT msg_id, content, meta, at FROM session_messages WHERE tenant=? AND channel=?"
+        " AND chat=? AND turn=? AND role='user' ORDER BY id LIMIT 1",
+        (*_args(key), turn),
+    )
+    return None if row is None else BranchPoint(turn, str(row[0]), row[1], row[2], row[3])
+
+
+def _parent(key: SessionKey, turn: int) -> Unit[str]:
+    before = (yield from _asked(key, turn - 1)) if turn > 1 else None
+    return before.msg_id if before is not None and before.msg_id else f"#{turn}"
+
+
+def _siblings(conversation: int, tenant: str, turn: int, parent: str) -> Unit[list[Sibling]]:
+    rows = yield fetch_all(
+        "SELECT id, made FROM turn_versions WHERE conversation=? AND tenant=?"
+        " AND first_turn=? AND parent=? ORDER BY made, id",
+        (conversation, tenant, turn, parent),
+    )
+    return [Sibling(int(i), float(m)) for i, m in rows]
+
+
+def _kept(key: SessionKey, conversation: int, turn: int) -> Unit[list[Sibling]]:
+    """The versions kept at `turn` of the session (not the session's own)."""
+    parent = yield from _parent(key, turn)
+    return (yield from _siblings(conversation, key.tenant, turn, parent))
+
+
+def _ordered(key: SessionKey, conversation: int, point: BranchPoint) -> Unit[list[Sibling]]:
+    """Every version at `point`, the session's own as id 0, oldest first."""
+    kept = yield from _kept(key, conversation, point.turn)
+    return sorted([*kept, Sibling(0, point.at)], key=lambda s: (s.made, s.id != 0, s.id))
+
+
+def _shown(
+    key: SessionKey, conversation: int, turns: Sequence[int]
+) -> Unit[dict[int, tuple[int, int, bool]]]:
+    out: dict[int, tuple[int, int, bool]] = {}
+    if not (
+        yield fetch_one(
+            "SELECT 1 FROM turn_versions WHERE conversation=? AND tenant=? LIMIT 1",
+            (conversation, key.tenant),
+        )
+    ):
+        return out
+    for turn in turns:
+        point = yield from _asked(key, turn)
+        if point is None:
+            continue
+        order = yield from _ordered(key, conversation, point)
+        if len(order) > 1:
+            index = next(i for i, s in enumerate(order) if s.id == 0)
+            out[turn] = (index, len(order), (yield from _edited(point, order)))
+    return out
+
+
+def _edited(point: BranchPoint, order: list[Sibling]) -> Unit[bool]:
+    """Whether a version at `point` starts with another message of the person's."""
+    asked = (point.content, point.meta)
+    for sibling in order:
+        if sibling.id == 0:
+            continue
+        (text,) = yield fetch_one("SELECT rows FROM turn_versions WHERE id=?", (sibling.id,))
+        first = next((r for r in json.loads(text) if r[1] == "user"), None)
+        if first is not None and (first[2], first[7]) != asked:
+            return True
+    return False
+
+
+def _branched(key: SessionKey, conversation: int, seq: int) -> Unit[BranchPoint]:
+    point = yield from _point(key, seq)
+    if point is None:
+        raise VersionError("that message is no longer in this conversation")
+    yield from _keep_tail(key, conversation, point)
+    yield from _pruned(conversation, key.tenant)
+    return point
+
+
+def _switched(key: SessionKey, conversation: int, seq: int, index: int) -> Unit[bool]:
+    point = yield from _point(key, seq)
+    if point is None:
+        raise VersionError("that message is no longer in this conversation")
+    order = yield from _ordered(key, conversation, point)
+    if not 0 <= index < len(order):
+        raise VersionError(f"there are {len(order)} versions of this message")
+    target = order[index]
+    if target.id == 0:
+        return False
+    yield from _keep_tail(key, conversation, point)
+    yield from _put_back(key, target.id)
+    return True
+
+
+def _undone(key: SessionKey, conversation: int, point: BranchPoint) -> Unit[bool]:
+    there = yield fetch_one(
+        "SELECT 1 FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
+        " AND turn>=? LIMIT 1",
+        (*_args(key), point.turn),
+    )
+    kept = yield from _kept(key, conversation, point.turn)
+    if there or not kept:
+        return False
+    yield from _put_back(key, max(kept, key=lambda s: (s.made, s.id)).id)
+    return True
+
+
+def _put_back(key: SessionKey, version: int) -> Unit[None]:
+    """Insert a kept version's rows into the session, which ends before them
+    (in a transaction); the version is then the session's own."""
+    (text,) = yield fetch_one("SELECT rows FROM turn_versions WHERE id=?", (version,))
+    rows = json.loads(text)
+    yield execute_many(
+        f"INSERT INTO session_messages (tenant, channel, chat, {_ROW})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*_args(key), *row) for row in rows],
+    )
+    yield execute("DELETE FROM turn_versions WHERE id=?", (version,))
+    added = sum(len(r[2]) + len(r[3]) for r in rows)
+    yield execute(
+        "UPDATE sessions SET turns=?, chars=chars+? WHERE tenant=? AND channel=? AND chat=?",
+        (max(r[0] for r in rows), added, *_args(key)),
+    )
+
+
+def _keep_tail(key: SessionKey, conversation: int, point: BranchPoint) -> Unit[None]:
+    """Move the session's turns from `point` on into a version (in a transaction)."""
+    found = yield fetch_all(
+        f"SELECT {_ROW} FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
+        " AND turn>=? ORDER BY id",
+        (*_args(key), point.turn),
+    )
+    rows: list[list[Any]] = [list(r) for r in found]
+    chars = sum(len(r[2]) + len(r[3]) for r in rows)
+    parent = yield from _parent(key, point.turn)
+    yield execute(
+        "INSERT INTO turn_versions (conversation, tenant, first_turn, parent, made, turns,"
+        " chars, rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            conversation,
+            key.tenant,
+            point.turn,
+            parent,
+            point.at,
+            len({r[0] for r in rows}),
+            chars,
+            json.dumps(rows, ensure_ascii=False, separators=(",", ":")),
+        ),
+    )
+    yield execute(
+        "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=? AND turn>=?",
+        (*_args(key), point.turn),
+    )
+    yield execute(
+        "UPDATE sessions SET turns=?, chars=CASE WHEN chars>? THEN chars-? ELSE 0 END"
+        " WHERE tenant=? AND channel=? AND chat=?",
+        (point.turn - 1, chars, chars, *_args(key)),
+    )
+
+
+def _pruned(conversation: int, tenant: str) -> Unit[None]:
+    yield execute(
+        "DELETE FROM turn_versions WHERE conversation=? AND tenant=? AND id NOT IN"
+        " (SELECT id FROM turn_versions WHERE conversation=? AND tenant=?"
+        " ORDER BY id DESC LIMIT ?)",
+        (conversation, tenant, conversation, tenant, KEEP),
+    )
+
+
+def forgotten(conversation: int, tenant: str) -> Unit[None]:
+    """A conversation archived or deleted: its versions go (in the caller's unit)."""
+    yield execute(
+        "DELETE FROM turn_versions WHERE conversation=? AND tenant=?", (conversation, tenant)
+    )
+
+
 class TurnVersions:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._db = conn
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-
-    def point(self, key: SessionKey, seq: int) -> BranchPoint | None:
+    async def point(self, key: SessionKey, seq: int) -> BranchPoint | None:
         """The turn of the shown message `seq` (the person's or the final answer)."""
-        found = self._db.execute(
-            f"SELECT turn FROM session_messages WHERE id=? AND tenant=? AND channel=? AND chat=?"
-            f" AND {_SHOWN}",
-            (seq, *_args(key)),
-        ).fetchone()
-        return None if found is None else self._asked(key, int(found[0]))
+        return await drive(self._db, _point(key, seq))
 
-    def _asked(self, key: SessionKey, turn: int) -> BranchPoint | None:
-        row = self._db.execute(
-            "SELECT msg_id, content, meta, at FROM session_messages WHERE tenant=? AND channel=?"
-            " AND chat=? AND turn=? AND role='user' ORDER BY id LIMIT 1",
-            (*_args(key), turn),
-        ).fetchone()
-        return None if row is None else BranchPoint(turn, str(row[0]), row[1], row[2], row[3])
+    async def siblings(
+        self, conversation: int, tenant: str, turn: int, parent: str
+    ) -> list[Sibling]:
+        return await drive(self._db, _siblings(conversation, tenant, turn, parent))
 
-    def parent(self, key: SessionKey, turn: int) -> str:
-        before = self._asked(key, turn - 1) if turn > 1 else None
-        return before.msg_id if before is not None and before.msg_id else f"#{turn}"
-
-    def siblings(self, conversation: int, tenant: str, turn: int, parent: str) -> list[Sibling]:
-        rows = self._db.execute(
-            "SELECT id, made FROM turn_versions WHERE conversation=? AND tenant=?"
-            " AND first_turn=? AND parent=? ORDER BY made, id",
-            (conversation, tenant, turn, parent),
-        ).fetchall()
-        return [Sibling(int(i), float(m)) for i, m in rows]
-
-    def ordered(self, key: SessionKey, conversation: int, point: BranchPoint) -> list[Sibling]:
+    async def ordered(
+        self, key: SessionKey, conversation: int, point: BranchPoint
+    ) -> list[Sibling]:
         """Every version at `point`, the session's own as id 0, oldest first."""
-        kept = self.siblings(conversation, key.tenant, point.turn, self.parent(key, point.turn))
-        return sorted([*kept, Sibling(0, point.at)], key=lambda s: (s.made, s.id != 0, s.id))
+        return await drive(self._db, _ordered(key, conversation, point))
 
-    def shown(
+    async def shown(
         self, key: SessionKey, conversation: int, turns: Sequence[int]
     ) -> dict[int, tuple[int, int, bool]]:
         """For each of `turns` that has other versions: (its index, how many, whether any
         of them asked something else: an edit, not only another answer), 0-based."""
-        out: dict[int, tuple[int, int, bool]] = {}
-        if not self._db.execute(
-            "SELECT 1 FROM turn_versions WHERE conversation=? AND tenant=? LIMIT 1",
-            (conversation, key.tenant),
-        ).fetchone():
-            return out
-        for turn in turns:
-            point = self._asked(key, turn)
-            if point is None:
-                continue
-            order = self.ordered(key, conversation, point)
-            if len(order) > 1:
-                index = next(i for i, s in enumerate(order) if s.id == 0)
-                out[turn] = (index, len(order), self._edited(point, order))
-        return out
+        return await drive(self._db, _shown(key, conversation, turns))
 
-    def _edited(self, point: BranchPoint, order: list[Sibling]) -> bool:
-        """Whether a version at `point` starts with another message of the person's."""
-        asked = (point.content, point.meta)
-        for sibling in order:
-            if sibling.id == 0:
-                continue
-            (text,) = self._db.execute(
-                "SELECT rows FROM turn_versions WHERE id=?", (sibling.id,)
-            ).fetchone()
-            first = next((r for r in json.loads(text) if r[1] == "user"), None)
-            if first is not None and (first[2], first[7]) != asked:
-                return True
-        return False
-
-    def branch(self, key: SessionKey, conversation: int, seq: int) -> BranchPoint:
+    async def branch(self, key: SessionKey, conversation: int, seq: int) -> BranchPoint:
         """Keep turns k.. (k: the turn of message `seq`) as a version, and take them out
         of the session; returns turn k's message (to be asked again or edited)."""
-        with self._transaction():
-            point = self.point(key, seq)
-            if point is None:
-                raise VersionError("that message is no longer in this conversation")
-            self._keep_tail(key, conversation, point)
-            self._prune(conversation, key.tenant)
-        return point
+        return await self._db.atomic(_branched(key, conversation, seq))
 
-    def switch(self, key: SessionKey, conversation: int, seq: int, index: int) -> bool:
+    async def switch(self, key: SessionKey, conversation: int, seq: int, index: int) -> bool:
         """Show version `index` (0-based, oldest first) at the turn of message `seq`;
         False when it is shown already."""
-        with self._transaction():
-            point = self.point(key, seq)
-            if point is None:
-                raise VersionError("that message is no longer in this conversation")
-            order = self.ordered(key, conversation, point)
-            if not 0 <= index < len(order):
-                raise VersionError(f"there are {len(order)} versions of this message")
-            target = order[index]
-            if target.id == 0:
-                return False
-            self._keep_tail(key, conversation, point)
-            self._put_back(key, target.id)
-        return True
+        return await self._db.atomic(_switched(key, conversation, seq, index))
 
-    def undo_branch(self, key: SessionKey, conversation: int, point: BranchPoint) -> bool:
+    async def undo_branch(self, key: SessionKey, conversation: int, point: BranchPoint) -> bool:
         """After a branch at `point` whose new turn was not stored (the model failed):
         the newest version kept there comes back. False when a turn k exists."""
-        with self._transaction() as db:
-            there = db.execute(
-                "SELECT 1 FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
-                " AND turn>=? LIMIT 1",
-                (*_args(key), point.turn),
-            ).fetchone()
-            kept = self.siblings(conversation, key.tenant, point.turn, self.parent(key, point.turn))
-            if there or not kept:
-                return False
-            self._put_back(key, max(kept, key=lambda s: (s.made, s.id)).id)
-        return True
+        return await self._db.atomic(_undone(key, conversation, point))
 
-    def _put_back(self, key: SessionKey, version: int) -> None:
-        """Insert a kept version's rows into the session, which ends before them
-        (in a transaction); the version is then the session's own."""
-        db = self._db
-        (text,) = db.execute("SELECT rows FROM turn_versions WHERE id=?", (version,)).fetchone()
-        rows = json.loads(text)
-        db.executemany(
-            f"INSERT INTO session_messages (tenant, channel, chat, {_ROW})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*_args(key), *row) for row in rows],
-        )
-        db.execute("DELETE FROM turn_versions WHERE id=?", (version,))
-        added = sum(len(r[2]) + len(r[3]) for r in rows)
-        db.execute(
-            "UPDATE sessions SET turns=?, chars=chars+? WHERE tenant=? AND channel=? AND chat=?",
-            (max(r[0] for r in rows), added, *_args(key)),
-        )
-
-    def _keep_tail(self, key: SessionKey, conversation: int, point: BranchPoint) -> None:
-        """Move the session's turns from `point` on into a version (in a transaction)."""
-        db = self._db
-        rows: list[list[Any]] = [
-            list(r)
-            for r in db.execute(
-                f"SELECT {_ROW} FROM session_messages WHERE tenant=? AND channel=? AND chat=?"
-                " AND turn>=? ORDER BY id",
-                (*_args(key), point.turn),
-            )
-        ]
-        chars = sum(len(r[2]) + len(r[3]) for r in rows)
-        db.execute(
-            "INSERT INTO turn_versions (conversation, tenant, first_turn, parent, made, turns,"
-            " chars, rows) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                conversation,
-                key.tenant,
-                point.turn,
-                self.parent(key, point.turn),
-                point.at,
-                len({r[0] for r in rows}),
-                chars,
-                json.dumps(rows, ensure_ascii=False, separators=(",", ":")),
-            ),
-        )
-        db.execute(
-            "DELETE FROM session_messages WHERE tenant=? AND channel=? AND chat=? AND turn>=?",
-            (*_args(key), point.turn),
-        )
-        db.execute(
-            "UPDATE sessions SET turns=?, chars=MAX(0, chars-?)"
-            " WHERE tenant=? AND channel=? AND chat=?",
-            (point.turn - 1, chars, *_args(key)),
-        )
-
-    def set_sent(self, key: SessionKey, msg_id: str, meta: str) -> None:
+    async def set_sent(self, key: SessionKey, msg_id: str, meta: str) -> None:
         """What the person sent, for the message `msg_id` asked again with the model's
         text (its files were no longer kept)."""
-        self._db.execute(
+        await self._db.execute(
             "UPDATE session_messages SET meta=? WHERE tenant=? AND channel=? AND chat=?"
             " AND msg_id=? AND role='user'",
             (meta, *_args(key), msg_id),
         )
 
-    def _prune(self, conversation: int, tenant: str) -> None:
-        self._db.execute(
-            "DELETE FROM turn_versions WHERE conversation=? AND tenant=? AND id NOT IN"
-            " (SELECT id FROM turn_versions WHERE conversation=? AND tenant=?"
-            " ORDER BY id DESC LIMIT ?)",
-            (conversation, tenant, conversation, tenant, KEEP),
-        )
-
-    def forget(self, conversation: int, tenant: str) -> None:
-        """A conversation archived or deleted: its versions go (inside the caller's
-        transaction)."""
-        self._db.execute(
-            "DELETE FROM turn_versions WHERE conversation=? AND tenant=?", (conversation, tenant)
-        )
+    async def forget(self, conversation: int, tenant: str) -> None:
+        """A conversation archived or deleted: its versions go."""
+        await drive(self._db, forgotten(conversation, tenant))

@@ -111,7 +111,7 @@ class ToolCommands:
                     f"{count(t.usage.calls, 'call')}, last use {_when(t.usage.last_used_ms)}{flag}"
                 )
         kept = {t.spec.sha256 for t in saved}
-        drafts = [d for d in self._drafts.drafts(ctx.session) if d.spec.sha256 not in kept]
+        drafts = [d for d in await self._drafts.drafts(ctx.session) if d.spec.sha256 not in kept]
         if drafts:
             lines.append("Written in this chat, not saved yet:")
             lines += [
@@ -137,9 +137,9 @@ class ToolCommands:
         raise UsageError()
 
     async def _save(self, ctx: CommandContext, order: SaveOrder) -> str | Final:
-        draft = self._drafts.latest(ctx.session, order.name)
+        draft = await self._drafts.latest(ctx.session, order.name)
         if draft is None:
-            names = ", ".join(d.spec.name for d in self._drafts.drafts(ctx.session)) or "none"
+            names = ", ".join(d.spec.name for d in await self._drafts.drafts(ctx.session)) or "none"
             return f"There is no tool {order.name!r} written in this chat (written here: {names})."
         try:
             target = check_name(order.alias or draft.spec.name)
@@ -147,7 +147,7 @@ class ToolCommands:
             return str(exc)
         library = self._catalog.library(ctx.dirs.tools)
         existing = _saved(library, target)
-        shown = self._drafts.shown(ctx.session, draft.spec.name)
+        shown = await self._drafts.shown(ctx.session, draft.spec.name)
         if consented(order, shown, draft.spec.sha256):
             return await self._keep(ctx, draft.spec, target, library, existing)
         return await self._offer(ctx, order, draft, target, existing, shown)
@@ -163,7 +163,7 @@ class ToolCommands:
     ) -> str | Final:
         """Show what keeping this exact version allows, and what changed; remember it."""
         spec = draft.spec
-        seen = self._drafts.by_hash(ctx.session, spec.name, shown) if shown else None
+        seen = await self._drafts.by_hash(ctx.session, spec.name, shown) if shown else None
         baseline: tuple[str, ToolSpec] | None = None
         if seen is not None and seen.spec.sha256 != spec.sha256:
             baseline = (f"the version you were last shown (v{seen.version})", seen.spec)
@@ -175,7 +175,7 @@ class ToolCommands:
                 "Not saved: that confirmation is not for the version this chat holds now "
                 "(the draft changed, or you were not shown it yet).\n" + text
             )
-        self._drafts.show(ctx.session, spec.name, spec.sha256)
+        await self._drafts.show(ctx.session, spec.name, spec.sha256)
         changed = baseline is not None and baseline[1].sha256 != spec.sha256
         await self._audit.emit(
             "tool.offered",
@@ -198,7 +198,7 @@ class ToolCommands:
         """Save the consented version (replacing `existing`: the prompt said so)."""
         alias = target if target != spec.name else None
         saved = library.save(spec, alias=alias, saved_from=ctx.inbound.channel, replace=True)
-        self._drafts.remove(ctx.session, spec.name)
+        await self._drafts.remove(ctx.session, spec.name)
         replace = existing is not None
         await self._audit.emit(
             "tool.saved",

@@ -1,4 +1,4 @@
-"""Tool drafts per chat in roost.db: every version `forge_create` wrote, until saved or expired.
+"""Tool drafts per chat in the database: every version `forge_create` wrote, until saved or expired.
 
 A draft is keyed by (tenant, channel, chat, name); each `forge_create` whose
 source differs from the newest version adds version n+1 (sha256, description,
@@ -14,17 +14,20 @@ Drafts expire `keep_ms` (7 days) after their newest version; at most
 tenant's masker left it (`Masked`: a store is a way out). A version is
 linted and compiled again when it is read (`forge.library.build_spec`, cached
 by hash), so a row never bypasses the forge's checks; one that no longer
-passes them is not offered.
+passes them is not offered. The store runs on the `Database` protocol
+(SQLite or PostgreSQL); a new version is written in one unit.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.core.sessions import SessionKey
+from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, execute
 from bridge.types.masked import Masked, require
 from forge.library import ToolSpec, build_spec, sha256_text
 
@@ -57,118 +60,111 @@ class Written:
 class DraftStore:
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        db: Database,
         clock_ms: Callable[[], int],
         keep_ms: int = KEEP_MS,
         keep_versions: int = KEEP_VERSIONS,
     ) -> None:
-        self._db = conn
+        self._db = db
         self._clock_ms = clock_ms
         self.keep_ms, self.keep_versions = keep_ms, keep_versions
         self._specs: OrderedDict[str, ToolSpec | None] = OrderedDict()
 
-    def put(self, key: SessionKey, spec: ToolSpec, source: Masked) -> Written:
+    async def put(self, key: SessionKey, spec: ToolSpec, source: Masked) -> Written:
         """Keep `spec` as the newest version of its name (nothing new when unchanged)."""
         require(source, "the draft store")
-        self.prune()  # expired drafts of any chat go whenever a draft is written
-        previous = self.latest(key, spec.name)
+        await self.prune()  # expired drafts of any chat go whenever a draft is written
+        previous = await self.latest(key, spec.name)
         if previous is not None and previous.spec.sha256 == sha256_text(source):
             return Written(previous, previous)
         version = previous.version + 1 if previous is not None else 1
-        now = self._clock_ms()
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            if previous is None:  # a new draft: what an expired one left goes first
-                self.remove(key, spec.name)
-            self._db.execute(
-                "INSERT INTO tool_drafts (tenant, channel, chat, name, version, sha256,"
-                " description, source, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*_args(key), spec.name, version, sha256_text(source), spec.description, source,
-                 now),
-            )  # fmt: skip
-            self._db.execute(
-                "DELETE FROM tool_drafts WHERE tenant=? AND channel=? AND chat=? AND name=?"
-                " AND version <= ?",
-                (*_args(key), spec.name, version - self.keep_versions),
-            )
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
-        current = self.latest(key, spec.name)
+        await self._db.atomic(self._written(key, spec, source, version, previous is None))
+        current = await self.latest(key, spec.name)
         assert current is not None
         return Written(current, previous)
 
-    def latest(self, key: SessionKey, name: str) -> Draft | None:
+    def _written(
+        self, key: SessionKey, spec: ToolSpec, source: str, version: int, new: bool
+    ) -> Unit[None]:
+        if new:  # a new draft: what an expired one left goes first
+            yield from _removed(key, spec.name)
+        yield execute(
+            "INSERT INTO tool_drafts (tenant, channel, chat, name, version, sha256,"
+            " description, source, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*_args(key), spec.name, version, sha256_text(source), spec.description, source,
+             self._clock_ms()),
+        )  # fmt: skip
+        yield execute(
+            "DELETE FROM tool_drafts WHERE tenant=? AND channel=? AND chat=? AND name=?"
+            " AND version <= ?",
+            (*_args(key), spec.name, version - self.keep_versions),
+        )
+
+    async def latest(self, key: SessionKey, name: str) -> Draft | None:
         """The newest version of `name` in this chat, unless it expired."""
-        row = self._db.execute(
+        row = await self._db.fetch_one(
             "SELECT version, name, description, source, created_ms FROM tool_drafts"
             " WHERE tenant=? AND channel=? AND chat=? AND name=? AND created_ms > ?"
             " ORDER BY version DESC LIMIT 1",
             (*_args(key), name, self._clock_ms() - self.keep_ms),
-        ).fetchone()
+        )
         return self._draft(row) if row is not None else None
 
-    def by_hash(self, key: SessionKey, name: str, sha256: str) -> Draft | None:
+    async def by_hash(self, key: SessionKey, name: str, sha256: str) -> Draft | None:
         """The kept version of `name` whose hash is `sha256` (None: not kept)."""
-        row = self._db.execute(
+        row = await self._db.fetch_one(
             "SELECT version, name, description, source, created_ms FROM tool_drafts"
             " WHERE tenant=? AND channel=? AND chat=? AND name=? AND sha256=?"
             " ORDER BY version DESC LIMIT 1",
             (*_args(key), name, sha256),
-        ).fetchone()
+        )
         return self._draft(row) if row is not None else None
 
-    def drafts(self, key: SessionKey) -> list[Draft]:
+    async def drafts(self, key: SessionKey) -> list[Draft]:
         """The newest version of each draft of this chat, by name."""
-        rows = self._db.execute(
+        rows = await self._db.fetch_all(
             "SELECT d.version, d.name, d.description, d.source, d.created_ms FROM tool_drafts d"
             " WHERE d.tenant=? AND d.channel=? AND d.chat=? AND d.created_ms > ?"
             " AND d.version = (SELECT MAX(version) FROM tool_drafts e WHERE e.tenant=d.tenant"
             " AND e.channel=d.channel AND e.chat=d.chat AND e.name=d.name) ORDER BY d.name",
             (*_args(key), self._clock_ms() - self.keep_ms),
-        ).fetchall()
+        )
         return [d for d in map(self._draft, rows) if d is not None]
 
-    def shown(self, key: SessionKey, name: str) -> str | None:
+    async def shown(self, key: SessionKey, name: str) -> str | None:
         """The sha256 of the version the last consent prompt for `name` showed."""
-        row = self._db.execute(
+        found = await self._db.fetch_value(
             "SELECT sha256 FROM tool_draft_shown WHERE tenant=? AND channel=? AND chat=?"
             " AND name=?",
             (*_args(key), name),
-        ).fetchone()
-        return str(row[0]) if row is not None else None
+        )
+        return str(found) if found is not None else None
 
-    def show(self, key: SessionKey, name: str, sha256: str) -> None:
+    async def show(self, key: SessionKey, name: str, sha256: str) -> None:
         """Record that a consent prompt showed this version of `name`."""
-        self._db.execute(
+        await self._db.execute(
             "INSERT INTO tool_draft_shown (tenant, channel, chat, name, sha256, shown_ms)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, channel, chat, name)"
             " DO UPDATE SET sha256=excluded.sha256, shown_ms=excluded.shown_ms",
             (*_args(key), name, sha256, self._clock_ms()),
         )
 
-    def remove(self, key: SessionKey, name: str) -> None:
+    async def remove(self, key: SessionKey, name: str) -> None:
         """Forget a draft (it was saved): every version and what was shown of it."""
-        for table in ("tool_drafts", "tool_draft_shown"):
-            self._db.execute(
-                f"DELETE FROM {table} WHERE tenant=? AND channel=? AND chat=? AND name=?",
-                (*_args(key), name),
-            )
+        await self._db.atomic(_removed(key, name))
 
-    def prune(self) -> int:
+    async def prune(self) -> int:
         """Drop drafts whose newest version expired (all their versions); rows removed."""
         before = self._clock_ms() - self.keep_ms
         stale = (
             " (tenant, channel, chat, name) IN (SELECT tenant, channel, chat, name"
             " FROM tool_drafts GROUP BY tenant, channel, chat, name HAVING MAX(created_ms) <= ?)"
         )
-        shown = self._db.execute(f"DELETE FROM tool_draft_shown WHERE{stale}", (before,))
-        gone = self._db.execute(f"DELETE FROM tool_drafts WHERE{stale}", (before,))
-        return int(gone.rowcount) + int(shown.rowcount)
+        shown = await self._db.execute(f"DELETE FROM tool_draft_shown WHERE{stale}", (before,))
+        gone = await self._db.execute(f"DELETE FROM tool_drafts WHERE{stale}", (before,))
+        return gone + shown
 
-    def _draft(self, row: tuple[int, str, str, str, int]) -> Draft | None:
+    def _draft(self, row: tuple[Any, ...]) -> Draft | None:
         version, name, description, source, created_ms = row
         spec = self._spec(name, description, source)
         return Draft(int(version), spec, int(created_ms)) if spec is not None else None
@@ -188,3 +184,11 @@ class DraftStore:
 
 def _args(key: SessionKey) -> tuple[str, str, str]:
     return (key.tenant, key.channel, key.chat)
+
+
+def _removed(key: SessionKey, name: str) -> Unit[None]:
+    for table in ("tool_drafts", "tool_draft_shown"):
+        yield execute(
+            f"DELETE FROM {table} WHERE tenant=? AND channel=? AND chat=? AND name=?",
+            (*_args(key), name),
+        )

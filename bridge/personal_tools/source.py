@@ -11,10 +11,13 @@ arguments or source. The result goes back whole: the agent loop masks vault
 values and then cuts every tool's output at its one limit.
 
 Drafts run before they are saved: each tool written in this chat and not
-saved as it is (kept in roost.db per chat, `bridge.personal_tools.drafts`,
+saved as it is (kept in the database per chat, `bridge.personal_tools.drafts`,
 every version; its source masked by the tenant's masker like any stored
 text) is offered as `draft__<name>` (the agent loop asks again after
-every step, so the model can test a tool in the turn that wrote it). A draft
+every step, so the model can test a tool in the turn that wrote it). The
+chat's drafts are read once before the turn's first step (`prepare`, a
+`PreparedSource`) and again after each `forge_create`; `tools_for` offers
+what was read last for that chat (at most `_CHATS` chats remembered). A draft
 runs in the same sandbox with the same lint and argument check, but with no
 vault secrets (the person has not consented yet) and no usage counted. A
 rejected `forge_create` gives the model the findings and the person a notice;
@@ -27,13 +30,14 @@ against the version before it or the saved tool of that name
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bridge.core.sessions import SessionKey
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import rewrite_notice
-from bridge.personal_tools.drafts import DraftStore
+from bridge.personal_tools.drafts import Draft, DraftStore
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
 from bridge.types.masked import TextMask
@@ -70,6 +74,7 @@ CREATE_SCHEMA = {
 
 
 DRAFT_WIRE_PREFIX = "draft__"
+_CHATS = 1024  # chats whose drafts are remembered between prepare and tools_for
 
 
 def chat_key(turn: TurnContext) -> SessionKey:
@@ -111,6 +116,7 @@ class ForgeTools:
         # most that, and never more than the forge's per-call cap
         self._room = room
         self._drafts = drafts
+        self._read: OrderedDict[SessionKey, list[Draft]] = OrderedDict()  # per chat
         self._masks = masks
         self._catalog = catalog
         self._reveal = reveal
@@ -131,11 +137,19 @@ class ForgeTools:
         for entry in entries:
             tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
         kept = {entry.sha256 for entry in entries}
-        for draft in self._drafts.drafts(chat_key(turn)):
+        for draft in self._read.get(chat_key(turn), ()):
             if draft.spec.sha256 not in kept:
                 spec = draft.spec
                 tools.append(FunctionTool(self._draft_schema(spec), self._draft_caller(spec)))
         return tools
+
+    async def prepare(self, turn: TurnContext) -> None:
+        """Read the chat's drafts, which `tools_for` offers (before a turn's first step)."""
+        key = chat_key(turn)
+        self._read[key] = await self._drafts.drafts(key)
+        self._read.move_to_end(key)
+        while len(self._read) > _CHATS:
+            self._read.popitem(last=False)
 
     def _draft_schema(self, spec: ToolSpec) -> ToolSchema:
         return ToolSchema(
@@ -168,7 +182,8 @@ class ForgeTools:
                 "the tool was not accepted; fix these and call forge_create again:\n"
                 + "\n".join(lines)
             )
-        written = self._drafts.put(chat_key(turn), result.tool, masked)
+        written = await self._drafts.put(chat_key(turn), result.tool, masked)
+        await self.prepare(turn)  # the next step offers the draft
         spec = written.current.spec
         if written.changed:
             old = written.previous.spec if written.previous is not None else None
@@ -208,7 +223,7 @@ class ForgeTools:
 
     async def call_draft(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
         """Run this chat's draft `name`: no secrets, no usage; audited like a saved call."""
-        draft = self._drafts.latest(chat_key(turn), name)
+        draft = await self._drafts.latest(chat_key(turn), name)
         if draft is None:
             raise ToolError(f"there is no draft {name!r} in this chat; write it with forge_create")
         spec = draft.spec

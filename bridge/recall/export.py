@@ -2,11 +2,11 @@
 
 Each line is one message as `roost import` reads it (`conversation`, `id`,
 `role`, `name`, `text`, `time` ISO-8601 UTC) plus `source` (the channel, or
-`import`), so an export can be imported again into another roost. `HISTORY`
-is the query over the index's tables (`bridge.recall.index`), one tenant's
-messages in the order stored, with its columns in `Row`'s order; the export
-streams its rows through `history_line`, so an index of any size is never held
-in memory.
+`import`), so an export can be imported again into another roost.
+`HISTORY_PAGE` is the query over the index's tables (`bridge.recall.index`),
+one tenant's messages in the order stored from after an id, a page at a time,
+with its columns in `Row`'s order; the export streams its pages through
+`history_line`, so an index of any size is never held in memory.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 
 from bridge.recall.index import Row
 
-HISTORY = (
+HISTORY_PAGE = (  # (tenant, after this message id, at most n)
     "SELECT m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text "
     "FROM recall_messages m JOIN recall_conversations c ON c.tenant = m.tenant AND c.id = m.conv "
-    "WHERE m.tenant = ? ORDER BY m.id"
+    "WHERE m.tenant = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 )
 
 

@@ -1,8 +1,8 @@
-"""The schedule tables (`jobs`, `outbox`) described, and the transaction helper.
+"""The schedule tables (`jobs`, `outbox`) described.
 
 The tables live in `bridge.storage.schema_sqlite` (the schedule migration,
-run by `bridge.core.db`); this module describes them and holds the transaction helper. Times are
-integer milliseconds since the epoch, UTC.
+with its PostgreSQL text in `bridge.storage.schema`); this module describes
+them. Times are integer milliseconds since the epoch, UTC.
 
 jobs: one row per job, keyed by (tenant, id); `spec` is the recurrence as the
 person wrote it ('' for a one-shot), `next_run_ms` the next slot (NULL once
@@ -18,28 +18,3 @@ lease, so a claim that never completes (crash) becomes claimable again.
 """
 
 from __future__ import annotations
-
-import contextlib
-import sqlite3
-from collections.abc import Iterator
-
-
-@contextlib.contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any error).
-
-    Inside an open transaction it joins it instead, so two stores' writes on one
-    connection (a job's `mark_run` and its outbox entry) commit together or not
-    at all. The connection must be in autocommit mode (`isolation_level=None`),
-    as `bridge.core.db.connect` opens it.
-    """
-    if conn.in_transaction:
-        yield conn
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

@@ -8,14 +8,16 @@ A tool that has something the person must see (not only the model) adds a
 short line to `TurnContext.notices`; the turn ends its reply with them.
 A tool whose screen refused to keep a text because it holds a secret adds
 the text to `TurnContext.refused`: the turn masks those secrets wherever it
-stores the turn (`bridge.core.turn`).
+stores the turn (`bridge.core.turn`). A source whose offer depends on stored
+rows (the forge's drafts) is also a `PreparedSource`: the turn awaits its
+`prepare(turn)` once before the first step, so `tools_for` stays a plain read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bridge.types.backend import ToolSchema
 from bridge.types.messages import Action, Inbound
@@ -51,6 +53,13 @@ class Tool(Protocol):
 
 class ToolSource(Protocol):
     def tools_for(self, turn: TurnContext) -> Sequence[Tool]: ...
+
+
+@runtime_checkable
+class PreparedSource(Protocol):
+    """A `ToolSource` that reads what it offers from storage before a turn's steps."""
+
+    async def prepare(self, turn: TurnContext) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,13 +19,13 @@ import pytest
 from audit_helpers import KEY, run
 
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
 from bridge.app.export import write_export
 from bridge.app.home import chain_instance, chain_path, chain_paths, open_chain
 from bridge.audit import AuditChain
 from bridge.audit.chains import chain_file, check_instance, instance_of
 from bridge.cli.doctor import check_audit
 from bridge.core.config import Settings
-from bridge.core.db import connect
 
 
 def clock(start: float, step: float) -> Callable[[], float]:
@@ -141,11 +141,11 @@ async def test_doctor_counts_every_chain_and_names_a_broken_one(home: Path, key_
 async def test_export_holds_the_records_of_every_chain(home: Path, tmp_path: Path) -> None:
     out = tmp_path / "alice.zip"
     (home / "tenants" / "alice").mkdir(parents=True)
-    db = connect(tmp_path / "roost.db")  # the schema, no rows: the rows are not read here
+    db = await open_database(tmp_path / "roost.db")  # the schema, no rows: not read here
     try:
-        done = write_export(home, db, "alice", out, "2026-12-02")
+        done = await write_export(home, db, "alice", out, "2026-12-02")
     finally:
-        db.close()
+        await db.aclose()
     assert done.audit == 5
     with zipfile.ZipFile(out) as zf:
         records = [json.loads(line) for line in zf.read("audit.jsonl").splitlines()]

@@ -28,11 +28,11 @@ PLUMS = "They talked about plums; the number to remember is 7."
 TURN_USAGE, SUMMARY_USAGE = (100, 10), (400, 30, 64)
 
 
-def usage_rows(roost: Roost) -> list[tuple[Any, ...]]:
-    return roost.db.execute(
+async def usage_rows(roost: Roost) -> list[tuple[Any, ...]]:
+    return await roost.database.fetch_all(
         "SELECT tenant, model, SUM(turns), SUM(prompt_tokens), SUM(completion_tokens), "
         "SUM(cached_tokens) FROM token_usage GROUP BY tenant, model ORDER BY tenant, model"
-    ).fetchall()
+    )
 
 
 def metered(body: dict[str, Any]) -> Response:
@@ -82,7 +82,7 @@ async def test_summaries_are_counted_under_the_chats_model(roost_on: Any, fake: 
     p, c, k = SUMMARY_USAGE
     t_in, t_out = TURN_USAGE
     # six turns, and every summary's tokens; the summaries are not counted as turns
-    assert usage_rows(roost) == [
+    assert await usage_rows(roost) == [
         ("local", "smart", 6, 6 * t_in + asks * p, 6 * t_out + asks * c, asks * k)
     ]
     shown = (await roost.core.handle(msg("/usage", 7))).text
@@ -108,7 +108,7 @@ async def test_a_used_up_budget_drops_instead_of_summarising(
     assert session.summary == "" and session.dropped > 0 and session.chars <= 1000
     assert any("token budget is used up" in r.getMessage() for r in caplog.records)
     assert (await roost.core.handle(msg("more?", 4))).kind == "refusal"
-    assert usage_rows(roost) == [("local", "default", 3, 15000, 30, 0)]
+    assert await usage_rows(roost) == [("local", "default", 3, 15000, 30, 0)]
 
 
 async def test_a_turn_that_fails_mid_way_counts_the_steps_that_completed(
@@ -122,7 +122,7 @@ async def test_a_turn_that_fails_mid_way_counts_the_steps_that_completed(
     reply = await roost.core.handle(msg("give me numbers", 1))
     assert reply.kind == "error"
     assert len(fake.requests) == 2  # the tool ran, the second step failed
-    assert usage_rows(roost) == [("local", "default", 1, 300, 20, 256)]
+    assert await usage_rows(roost) == [("local", "default", 1, 300, 20, 256)]
     fake.script(Status(500, "down"))  # a turn whose first step fails used nothing
     assert (await roost.core.handle(msg("again", 2))).kind == "error"
-    assert usage_rows(roost) == [("local", "default", 1, 300, 20, 256)]
+    assert await usage_rows(roost) == [("local", "default", 1, 300, 20, 256)]

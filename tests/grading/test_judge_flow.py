@@ -194,9 +194,9 @@ async def test_the_daily_cap_counts_follow_ups_per_tenant_and_day(
     assert len(fake.judge_requests) == 3
     assert (await usage.day("local", utc_day(clock()))).asked == 1
     # the judge's calls count in the usage table, under the judge's model name
-    row = roost.db.execute(
+    row = await roost.database.fetch_one(
         "SELECT SUM(turns), SUM(prompt_tokens) FROM token_usage WHERE tenant='local'"
-    ).fetchone()
+    )
     assert row == (8 + 3, 8 * 10 + 3 * 50)  # eight chat turns and three judge requests
 
 

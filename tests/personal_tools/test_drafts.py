@@ -146,10 +146,12 @@ async def test_drafts_stay_in_their_chat_and_tenant(roost: Roost) -> None:
     inbound = web_msg("x", 5, chat="c1")
     mine = TurnContext(roost.tenant_dirs("local"), inbound, lambda: 0.0)
     theirs = TurnContext(roost.tenant_dirs("bob"), inbound, lambda: 0.0)
-    assert "draft__mine" in [t.schema.name for t in forge.tools_for(mine)]
-    assert "draft__mine" not in [t.schema.name for t in forge.tools_for(theirs)]
     other = Inbound("telegram", "local", "c1", "x", "m6")
     on_telegram = TurnContext(roost.tenant_dirs("local"), other, lambda: 0.0)
+    for turn in (mine, theirs, on_telegram):
+        await forge.prepare(turn)  # as a turn does before its first step
+    assert "draft__mine" in [t.schema.name for t in forge.tools_for(mine)]
+    assert "draft__mine" not in [t.schema.name for t in forge.tools_for(theirs)]
     assert "draft__mine" not in [t.schema.name for t in forge.tools_for(on_telegram)]
 
 

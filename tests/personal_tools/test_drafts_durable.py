@@ -1,16 +1,14 @@
-"""Drafts live in roost.db per (tenant, channel, chat) until saved or expired.
+"""Drafts live in the database per (tenant, channel, chat) until saved or expired.
 
 A draft written with `forge_create` survives a restart and is seen by
 `roost send` in another process (each a real `python -m bridge.cli.main`
-against the fake OpenAI server); its versions are kept for the consent
-diff; it expires 7 days after its newest version (an injected clock); and
-the store takes only masked source.
+against the fake OpenAI server). The store itself (versions, expiry, masked
+source only) is tested on both backends in `tests/storage/test_drafts_store.py`.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,14 +16,11 @@ import pytest
 
 from bridge.app.build import build
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.core.sessions import SessionKey
-from bridge.personal_tools.drafts import KEEP_MS, DraftStore
-from bridge.types.masked import Unmasked
 from forge.library import ToolSpec, build_spec
 from tests.conftest import ScriptedBackend, web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
-from tests.masking import m
+from tests.schedule.database import database_of
 from tests.spine.test_terminal_send import KEY, model_env, run
 
 ONE = 'def run() -> int:\n    """One."""\n    return 1\n'
@@ -47,42 +42,6 @@ class Ms:
         return self.now
 
 
-def test_versions_are_kept_and_a_draft_expires_after_seven_days(tmp_path: Path) -> None:
-    clock = Ms()
-    store = DraftStore(connect(tmp_path / "roost.db"), clock)
-    first = store.put(CHAT, spec(ONE), m(ONE))
-    assert (first.current.version, first.previous, first.changed) == (1, None, True)
-    same = store.put(CHAT, spec(ONE), m(ONE))
-    assert same.current.version == 1 and not same.changed
-    clock.now += KEEP_MS - 1000
-    second = store.put(CHAT, spec(TWO), m(TWO))
-    assert second.previous is not None and second.previous.spec.source == ONE
-    assert (second.current.version, second.changed) == (2, True)
-    assert store.by_hash(CHAT, "num", first.current.spec.sha256) is not None
-    assert [d.spec.source for d in store.drafts(CHAT)] == [TWO]
-    assert store.drafts(SessionKey("local", "web", "c2")) == []
-    assert store.drafts(SessionKey("bob", "web", "c1")) == []
-    clock.now += KEEP_MS - 1000  # v2 is younger than 7 days: still there
-    latest = store.latest(CHAT, "num")
-    assert latest is not None and latest.version == 2
-    clock.now += 2000  # now it is not
-    assert store.latest(CHAT, "num") is None and store.drafts(CHAT) == []
-    assert store.prune() > 0
-    rows = store._db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0]
-    assert rows == 0
-
-
-def test_at_most_twenty_versions_and_only_masked_source(tmp_path: Path) -> None:
-    store = DraftStore(connect(tmp_path / "roost.db"), Ms())
-    for n in range(25):
-        source = f'def run() -> int:\n    """N."""\n    return {n}\n'
-        store.put(CHAT, spec(source), m(source))
-    versions = [r[0] for r in store._db.execute("SELECT version FROM tool_drafts")]
-    assert sorted(versions) == list(range(6, 26))
-    with pytest.raises(Unmasked):
-        store.put(CHAT, spec(ONE), ONE)  # type: ignore[arg-type]
-
-
 async def test_a_draft_survives_a_restart(settings: Settings) -> None:
     create = json.dumps({"name": "num", "description": "a number", "source": ONE})
     first = await build(settings, backend=ScriptedBackend([("forge_create", create)], "made"))
@@ -102,9 +61,8 @@ async def test_a_draft_survives_a_restart(settings: Settings) -> None:
         assert saved.text.startswith("Saved me.num"), saved.text
     finally:
         await second.aclose()
-    conn = sqlite3.connect(settings.home / "roost.db")
-    assert conn.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0  # saved: gone
-    conn.close()
+    async with database_of(settings.home / "roost.db") as db:
+        assert await db.fetch_value("SELECT COUNT(*) FROM tool_drafts") == 0  # saved: gone
 
 
 @pytest.fixture

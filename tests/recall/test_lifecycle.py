@@ -15,7 +15,6 @@ from bridge.app.database import open_database
 from bridge.app.export import write_export
 from bridge.app.forgetting import forget_tenant
 from bridge.core.config import Settings
-from bridge.core.db import connect
 from bridge.recall.index import TEXT_INDEX, Message, legacy_path
 from bridge.recall.indexer import DAY_MS, Indexer
 from bridge.recall.search import search
@@ -38,10 +37,10 @@ async def test_export_backup_restore_forget(
 ) -> None:
     await chat(settings, clock)
     dirs = settings.home / "tenants" / "local" / "global"
-    db = connect(settings.home / "roost.db")
+    db = await open_database(settings.home / "roost.db")
     try:
         out = tmp_path / "export.zip"
-        write_export(settings.home, db, "local", out, "now")
+        await write_export(settings.home, db, "local", out, "now")
         with zipfile.ZipFile(out) as zf:
             lines = [json.loads(x) for x in zf.read("history.jsonl").splitlines()]
             names = zf.namelist()
@@ -62,17 +61,13 @@ async def test_export_backup_restore_forget(
         async def record(gone: object) -> None:
             return None
 
-        await forget_tenant(settings.home, db, "local", record)
+        await forget_tenant(settings.home, "local", record)
         assert not dirs.exists()
-        assert db.execute("SELECT count(*) FROM recall_messages").fetchone() == (0,)
+        assert await db.fetch_value("SELECT count(*) FROM recall_messages") == 0
+        assert await db.text_index_names("local") == []
+        assert await db.text_index(TEXT_INDEX, "local").count() == 0
     finally:
-        db.close()
-    database = await open_database(settings.home / "roost.db")
-    try:
-        assert await database.text_index_names("local") == []
-        assert await database.text_index(TEXT_INDEX, "local").count() == 0
-    finally:
-        await database.aclose()
+        await db.aclose()
 
 
 async def test_an_export_before_the_move_reads_the_file_of_before(
@@ -81,15 +76,15 @@ async def test_an_export_before_the_move_reads_the_file_of_before(
     dirs = TenantDirs.of(settings.home, "local")
     said = Message("web:c1", "m9", "user", "the quince tree flowered", 1_000, "web")
     old_index(legacy_path(dirs), [said])
-    db = connect(settings.home / "roost.db")
+    db = await open_database(settings.home / "roost.db")
     try:
         out = tmp_path / "export.zip"
-        write_export(settings.home, db, "local", out, "now")
+        await write_export(settings.home, db, "local", out, "now")
         with zipfile.ZipFile(out) as zf:
             lines = [json.loads(x) for x in zf.read("history.jsonl").splitlines()]
         assert [(r["id"], r["text"]) for r in lines] == [("m9", "the quince tree flowered")]
     finally:
-        db.close()
+        await db.aclose()
 
 
 async def test_retention_drops_old_messages_once_a_day(tmp_path: Path, db: Database) -> None:

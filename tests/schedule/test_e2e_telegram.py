@@ -162,7 +162,7 @@ async def test_a_bot_api_outage_delays_but_does_not_lose(home: Path, fake: FakeB
         await t.job("reminder", "water the plants", wall_ms())
         await fake.wait_until(lambda: t.texts() == ["⏰ water the plants"])
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
-        (entry,) = _all_entries(t.roost)
+        (entry,) = await _all_entries(t.roost)
         assert entry["state"] == "delivered" and entry["attempts"] == 5
     failed = t.events("outbox.failed")
     assert [e["error"] for e in failed] == ["network"] * 4
@@ -194,14 +194,14 @@ async def test_a_failed_final_reply_is_delivered_from_the_outbox(
         await fake.wait_until(lambda: t.texts() == ["the answer you asked for"])
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
         (entry,) = [
-            e for e in _all_entries(t.roost) if e["key"].startswith("reply:")
+            e for e in await _all_entries(t.roost) if e["key"].startswith("reply:")
         ]  # the reply went through the outbox, once
         assert entry["state"] == "delivered"
     assert len(fake.calls_of("sendMessage")) == attempts + 1
 
 
-def _all_entries(roost: Roost) -> list[dict[str, Any]]:
-    rows = roost.db.execute("SELECT key, state, chat, attempts FROM outbox").fetchall()
+async def _all_entries(roost: Roost) -> list[dict[str, Any]]:
+    rows = await roost.database.fetch_all("SELECT key, state, chat, attempts FROM outbox")
     return [{"key": k, "state": s, "chat": c, "attempts": a} for k, s, c, a in rows]
 
 

@@ -82,7 +82,7 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
                 stream = events(response)
                 assert (await asyncio.wait_for(anext(stream), HANG_S))[0] == "ready"
                 for job in jobs:  # their time has come
-                    roost.db.execute(
+                    await roost.database.execute(
                         "UPDATE jobs SET next_run_ms = ? WHERE id = ?", (wall_ms(), job.id)
                     )
                 roost.schedule.changed()

@@ -16,7 +16,6 @@ from bridge.app.build import build
 from bridge.app.database import open_database
 from bridge.cli.access import people, run_list
 from bridge.core.config import load_settings
-from bridge.core.db import connect
 from bridge.core.pairing import PairingStore
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Inbound
@@ -33,12 +32,11 @@ async def test_a_command_is_seen_at_once(home: Path, clock: Clock) -> None:
         await roost.core.handle(group)
     finally:
         await roost.aclose()
-    db, database = connect(home / "roost.db"), await open_database(home / "roost.db")
+    database = await open_database(home / "roost.db")
     try:
-        (alice,) = await people(settings, db, PairingStore(database))
+        (alice,) = await people(settings, database, PairingStore(database))
     finally:
         await database.aclose()
-        db.close()
     assert alice.identity == "telegram:111" and alice.last_seen == clock.now
     out = io.StringIO()
     assert await asyncio.to_thread(run_list, Namespace(), settings, out) == 0

@@ -75,7 +75,7 @@ async def test_rename_search_and_delete_conversations(page: Page) -> None:
     titles = await tab.locator("#conversation-list .conversation-title").all_inner_texts()
     assert titles == ["Lisbon trip"]
     archived = "SELECT COUNT(*) FROM conversations WHERE archived_at IS NOT NULL"
-    assert page.roost.db.execute(archived).fetchone() == (0,)  # gone on the daemon too
+    assert await page.roost.database.fetch_value(archived) == 0  # gone on the daemon too
 
 
 async def test_edit_a_message_and_regenerate_an_answer_with_arrows(page: Page) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from bridge.app.build import Roost, build
 from bridge.core.config import Settings
+from bridge.core.db import connect
 from bridge.core.sessions import SessionKey
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.backend import ModelRequest
@@ -124,20 +125,19 @@ def fill_database(db: sqlite3.Connection) -> None:
         db.rollback()
 
 
-def free_database(db: sqlite3.Connection) -> None:
-    db.execute("PRAGMA max_page_count = 1073741823")
-
-
 async def fill_roost(roost: Roost) -> None:
-    """`fill_database`, and the same page cap on the `Database`'s writer (the ported
-    stores' connection: `max_page_count` is per connection)."""
-    fill_database(roost.db)
-    pages = roost.db.execute("PRAGMA page_count").fetchone()[0]
+    """`fill_database` through a connection of its own, and the same page cap on the
+    `Database`'s writer (`max_page_count` is per connection)."""
+    conn = connect(roost.settings.home / "roost.db")
+    try:
+        fill_database(conn)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        conn.close()
     await roost.database.execute(f"PRAGMA max_page_count = {pages}")
 
 
 async def free_roost(roost: Roost) -> None:
-    free_database(roost.db)
     await roost.database.execute("PRAGMA max_page_count = 1073741823")
 
 

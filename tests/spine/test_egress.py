@@ -40,7 +40,6 @@ from bridge.app.schedule_loop import ScheduleLoop
 from bridge.channels.web.channel import WebChannel
 from bridge.cli.schedule import send_to
 from bridge.core.config import load_settings
-from bridge.core.db import connect
 from bridge.core.sessions import SessionKey
 from bridge.loadout import vault
 from bridge.mcp.server import TenantTools, call_tool
@@ -110,19 +109,18 @@ def test_only_the_masker_builds_masked_text() -> None:
 
 
 async def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
-    db = connect(tmp_path / "roost.db")
     key = SessionKey("local", "web", "c1")
     async with database_of(tmp_path / "roost.db") as database:
-        sessions = store_on(database, db, 32_000, 86_400)
+        sessions = store_on(database, 32_000, 86_400)
         call = ToolCallRequest("c1", "me__x", "{}")
         plain_steps = (ChatMessage("assistant", "", (call,)), ChatMessage("tool", "r", (), "c1"))
         spec = build_spec("num", "n", PEEK).tool
         assert spec is not None
         plain: Any = "plain text"  # a str that did not pass the masker
-        drafts = DraftStore(db, lambda: 1)
+        drafts = DraftStore(database, lambda: 1)
 
         async def draft() -> None:
-            drafts.put(key, spec, plain)
+            await drafts.put(key, spec, plain)
 
         writers = {
             "session message": lambda: sessions.append(key, plain, m("a"), "m1", 1.0),
@@ -133,10 +131,10 @@ async def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
         for name, write in writers.items():
             with pytest.raises(Unmasked):
                 await write()
-            stored = db.execute("SELECT * FROM session_messages").fetchall()
+            stored = await database.fetch_all("SELECT * FROM session_messages")
             assert "m1" not in json.dumps(stored), name
         assert await sessions.fold_plan(key) is None  # nothing was written by any of them
-        small = store_on(database, db, 1_000, 86_400)
+        small = store_on(database, 1_000, 86_400)
         for n in range(8):
             await small.append(key, m(f"q{n} " + "x" * 100), m(f"a{n} " + "y" * 100), f"n{n}", 1.0)
         fold = await small.fold_plan(key)
@@ -144,9 +142,8 @@ async def test_every_writer_of_text_refuses_plain_str(tmp_path: Path) -> None:
         with pytest.raises(Unmasked):
             await small.fold(key, fold, plain)  # a summary
         assert (await small.load(key, 1.0)).summary == ""
-    assert db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0
-    assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
-    assert db.execute("SELECT COUNT(*) FROM tool_drafts").fetchone()[0] == 0
+        for table in ("outbox", "jobs", "tool_drafts"):
+            assert await database.fetch_value(f"SELECT COUNT(*) FROM {table}") == 0, table
 
 
 async def test_the_outbox_and_the_job_store_refuse_plain_str(tmp_path: Path) -> None:

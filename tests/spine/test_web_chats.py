@@ -150,7 +150,7 @@ async def test_delete_an_archived_and_the_current_conversation(home: Path) -> No
         assert await history(site) == []
         await chat(site, "after")
         assert "new topic" not in " ".join(site.fake.user_texts())  # the model forgot it too
-        left = site.roost.db.execute("SELECT COUNT(*) FROM conversation_messages").fetchone()
+        left = await site.roost.database.fetch_one("SELECT COUNT(*) FROM conversation_messages")
         assert left == (0,)
 
 
@@ -244,7 +244,7 @@ async def test_regenerate_keeps_the_first_answer_with_arrows_between_them(home: 
         assert shown[0]["versions"] == {"index": 1, "count": 2, "edited": False}
         await post(site, "/api/chat/version", {"chat": "c", "seq": shown[1]["seq"], "index": 0})
         assert [m["text"] for m in await history(site)] == ["tell me a joke", "first answer"]
-        turns = site.roost.db.execute("SELECT turns FROM sessions").fetchone()
+        turns = await site.roost.database.fetch_one("SELECT turns FROM sessions")
         assert turns == (1,)
 
 

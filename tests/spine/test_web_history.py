@@ -252,7 +252,9 @@ async def test_another_tenant_sees_nothing_of_alice(home: Path) -> None:
         assert [m["text"] for m in page["messages"]] == ["bob here", "echo: bob here"]
         _, alice_page = await get(site, "/api/history?chat=c")
         assert alice_page["messages"] == []  # alice's current conversation: untouched
-        sessions = site.roost.db.execute("SELECT tenant FROM sessions ORDER BY tenant").fetchall()
+        sessions = await site.roost.database.fetch_all(
+            "SELECT tenant FROM sessions ORDER BY tenant"
+        )
         assert sessions == [("bob",)]
         for path in ("/api/history?chat=c", "/api/conversations?chat=c"):
             status, _ = await get(site, path, {"Authorization": "Bearer not-a-token-at-all"})
@@ -269,7 +271,7 @@ async def test_the_archive_is_pruned_by_count_and_by_age(home: Path) -> None:
         _, listed = await get(site, "/api/conversations?chat=c")
         titles = [r["title"] for r in listed["conversations"]]
         assert titles == ["", "conversation 3", "conversation 2"]
-        kept = site.roost.db.execute("SELECT COUNT(*) FROM conversation_messages").fetchone()
+        kept = await site.roost.database.fetch_one("SELECT COUNT(*) FROM conversation_messages")
         assert kept == (4,)  # the pruned conversations' messages went with them
 
         archive.keep_days = 0  # everything archived before now is too old

@@ -5,14 +5,9 @@ and age, failed turns carried into the archive."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from bridge.core.conversation_edits import ConversationEdits, EditError
-from bridge.core.db import connect
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.storage.protocol import Database
 from tests.masking import m
@@ -24,18 +19,8 @@ OTHER = SessionKey("local", "web", "other")
 
 
 @pytest.fixture
-def side(backend: str, location: str, tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    """The old sqlite3 connection of the failed turns and the versions: roost.db itself on
-    SQLite (as in the daemon); a file of its own beside PostgreSQL (they are not ported
-    here, so a failed turn's place among the session's rows is not known there)."""
-    conn = connect(Path(location) if backend == "sqlite" else tmp_path / "side.db")
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def store(db: Database, side: sqlite3.Connection) -> SessionStore:
-    return store_on(db, side)
+def store(db: Database) -> SessionStore:
+    return store_on(db)
 
 
 async def said(store: SessionStore, key: SessionKey, *texts: str, at: float = 1.0) -> None:
@@ -58,7 +43,7 @@ async def test_pages_go_backwards_and_start_with_the_summary(store: SessionStore
 
 
 async def test_an_archived_conversation_keeps_its_title_pages_and_failed_turns(
-    store: SessionStore, backend: str
+    store: SessionStore,
 ) -> None:
     await said(store, KEY, "plan a trip to Porto", "and the train?")
     await store.failed(KEY, m("what about hotels"), m(""), m("The model is away."), 2.0)
@@ -71,16 +56,15 @@ async def test_an_archived_conversation_keeps_its_title_pages_and_failed_turns(
     failed = [("user", "what about hotels", "done"), ("assistant", "The model is away.", "error")]
     assert all(x in shown for x in failed) and len(shown) == 6
     assert ("user", "plan a trip to Porto", "done") in shown
-    if backend == "sqlite":
-        assert shown[0] == ("user", "plan a trip to Porto", "done")
-        assert shown[-2:] == failed
+    assert shown[0] == ("user", "plan a trip to Porto", "done")
+    assert shown[-2:] == failed, "in their place: the failed turns are on the same database"
     listed = await store.archive.listing(KEY, 4.0)
     assert listed[1]["title"] == "plan a trip to Porto" and listed[1]["turns"] == 2
     assert await store.archive.page(OTHER, ident, None, 100, 4.0) is None, "another chat's"
 
 
 async def test_rename_delete_and_search_stay_inside_their_chat(
-    store: SessionStore, db: Database, open_db: OpenDb, side: sqlite3.Connection
+    store: SessionStore, db: Database, open_db: OpenDb
 ) -> None:
     edits = ConversationEdits(db, store.archive)
     await said(store, KEY, "Straße und Brücke")
@@ -98,7 +82,7 @@ async def test_rename_delete_and_search_stay_inside_their_chat(
     current = await store.archive.current(KEY, 3.0)
     assert not await edits.delete(KEY, current), "the current one is reset first"
     assert not await edits.delete(OTHER, old)
-    other = ConversationEdits(await open_db(), store_on(await open_db(), side).archive)
+    other = ConversationEdits(await open_db(), store_on(await open_db()).archive)
     assert await other.delete(KEY, old)  # another instance
     assert not await edits.delete(KEY, old)
     assert await store.archive.page(KEY, old, None, 10, 4.0) is None

@@ -7,16 +7,13 @@ SELECT to load (one row on a cache hit) and one unit to append."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge.core.compaction import summary_message
-from bridge.core.db import connect
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.storage.protocol import Database
 from tests.masking import m
@@ -28,24 +25,14 @@ from tests.waits import HANG_S
 KEY = SessionKey("local", "web", "default")
 
 
-@pytest.fixture
-def side(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    """The old sqlite3 connection the failed turns and the versions are kept on."""
-    conn = connect(tmp_path / "side.db")
-    yield conn
-    conn.close()
-
-
 def turn(i: int, size: int = 100) -> tuple[Any, Any, str]:
     return m(f"q{i} " + "x" * size), m(f"a{i} " + "y" * size), f"m{i}"
 
 
-async def test_a_turn_is_read_back_by_another_instance(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
-) -> None:
-    one = store_on(db, side)
+async def test_a_turn_is_read_back_by_another_instance(db: Database, open_db: OpenDb) -> None:
+    one = store_on(db)
     await one.append(KEY, m("hi"), m("hello"), "m1", 100.0)
-    two = store_on(await open_db(), side)
+    two = store_on(await open_db())
     again = await two.load(KEY, 200.0)
     assert [(x.role, x.content) for x in again.history] == [("user", "hi"), ("assistant", "hello")]
     assert (again.turns, again.chars, again.started_at, again.expired) == (1, 7, 100.0, False)
@@ -56,9 +43,9 @@ async def test_a_turn_is_read_back_by_another_instance(
 
 
 async def test_two_instances_appending_to_one_session_lose_nothing(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
+    db: Database, open_db: OpenDb
 ) -> None:
-    one, two = store_on(db, side, 10**6), store_on(await open_db(), side, 10**6)
+    one, two = store_on(db, 10**6), store_on(await open_db(), 10**6)
 
     async def writes(store: SessionStore, name: str) -> None:
         for i in range(15):
@@ -75,22 +62,22 @@ async def test_two_instances_appending_to_one_session_lose_nothing(
     asked = [c for _, r, c in rows if r == "user"]
     assert sorted(asked) == sorted([f"a{i}" for i in range(15)] + [f"b{i}" for i in range(15)])
     assert [c for c in asked if c[0] == "a"] == [f"a{i}" for i in range(15)]
-    session = await store_on(await open_db(), side, 10**6).load(KEY, 20.0)
+    session = await store_on(await open_db(), 10**6).load(KEY, 20.0)
     assert session.turns == 30 and len(session.history) == 60
     assert session.chars == sum(len(x.content) for x in session.history)
 
 
 async def test_a_fold_replaces_the_oldest_turns_and_another_instance_sees_it(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
+    db: Database, open_db: OpenDb
 ) -> None:
-    s = store_on(db, side, 1000)
+    s = store_on(db, 1000)
     for i in range(6):
         await s.append(KEY, *turn(i), float(i))
     fold = await s.fold_plan(KEY)
     assert fold is not None and fold.plan.turns == 4 and fold.chars_before == 6 * 206
     assert [x.content[:2] for x in fold.messages][::2] == ["q0", "q1", "q2", "q3"]
     after = await s.fold(KEY, fold, m("Four questions."))
-    session = await store_on(await open_db(), side, 1000).load(KEY, 10.0)
+    session = await store_on(await open_db(), 1000).load(KEY, 10.0)
     assert after == session.chars == 2 * 206 + len(summary_message("Four questions.").content)
     assert session.history[0] == summary_message("Four questions.")
     assert (session.summarised, session.kept, session.dropped) == (4, 2, 0)
@@ -99,9 +86,9 @@ async def test_a_fold_replaces_the_oldest_turns_and_another_instance_sees_it(
 
 
 async def test_a_fold_planned_on_one_instance_is_voided_by_anothers(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
+    db: Database, open_db: OpenDb
 ) -> None:
-    s, other = store_on(db, side, 1000), store_on(await open_db(), side, 1000)
+    s, other = store_on(db, 1000), store_on(await open_db(), 1000)
     for i in range(6):
         await s.append(KEY, *turn(i), float(i))
     plan = await s.fold_plan(KEY)
@@ -117,10 +104,8 @@ async def test_a_fold_planned_on_one_instance_is_voided_by_anothers(
     assert await s.fold(KEY, plan, m("about the old conversation")) is None
 
 
-async def test_past_twice_the_budget_the_append_drops_at_once(
-    db: Database, side: sqlite3.Connection
-) -> None:
-    s = store_on(db, side, 1000)
+async def test_past_twice_the_budget_the_append_drops_at_once(db: Database) -> None:
+    s = store_on(db, 1000)
     for i in range(10):  # the tenth: 2060 > 2 x 1000
         await s.append(KEY, *turn(i), 100.0 + i)
     session = await s.load(KEY, 200.0)
@@ -130,16 +115,16 @@ async def test_past_twice_the_budget_the_append_drops_at_once(
 
 
 async def test_a_reset_and_idle_expiry_archive_the_conversation(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
+    db: Database, open_db: OpenDb
 ) -> None:
-    s = store_on(db, side, idle_s=7 * DAY)
+    s = store_on(db, idle_s=7 * DAY)
     await s.append(KEY, m("first question"), m("first answer"), "m1", 0.0)
     first = await s.archive.current(KEY, 0.0)
     assert (await s.load(KEY, 6.9 * DAY)).history
     fresh = await s.load(KEY, 7.1 * DAY)
     assert fresh.history == () and fresh.expired
     await s.append(KEY, m("second question"), m("second answer"), "m2", 7.2 * DAY)
-    other = store_on(await open_db(), side)
+    other = store_on(await open_db())
     await other.reset(KEY, 7.3 * DAY)
     assert (await s.load(KEY, 7.4 * DAY)).history == ()
     listed = await s.archive.listing(KEY, 7.4 * DAY)
@@ -158,9 +143,9 @@ async def test_a_reset_and_idle_expiry_archive_the_conversation(
 
 
 async def test_the_current_conversation_is_made_once_by_racing_instances(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
+    db: Database, open_db: OpenDb
 ) -> None:
-    stores = [store_on(db, side), store_on(await open_db(), side)]
+    stores = [store_on(db), store_on(await open_db())]
     made = await asyncio.gather(*(s.archive.current(KEY, 1.0) for s in stores * 4))
     assert len(set(made)) == 1
     assert await db.fetch_value("SELECT count(*) FROM conversations") == 1
@@ -192,29 +177,27 @@ class Counting:
         return counted
 
 
-async def test_a_turn_costs_one_select_and_one_unit(
-    db: Database, open_db: OpenDb, side: sqlite3.Connection
-) -> None:
+async def test_a_turn_costs_one_select_and_one_unit(db: Database, open_db: OpenDb) -> None:
     counting = Counting(db)
-    s = store_on(counting, side)  # type: ignore[arg-type]
+    s = store_on(counting)  # type: ignore[arg-type]
     for i in range(3):
         session = await s.load(KEY, 1.0 + i)
         await s.append(KEY, m(f"q{i}"), m(f"a{i}"), f"m{i}", 1.0 + i)
         assert s.appended_over(KEY) is False  # the compactor's check: no read
     assert counting.calls == {"fetch_all": 3, "atomic": 3}
     assert [x.content for x in session.history] == ["q0", "a0", "q1", "a1"]
-    await store_on(await open_db(), side).append(KEY, m("elsewhere"), m("ok"), "m9", 5.0)
+    await store_on(await open_db()).append(KEY, m("elsewhere"), m("ok"), "m9", 5.0)
     seen = await s.load(KEY, 6.0)  # another instance wrote: still one SELECT, all rows
     assert [x.content for x in seen.history][-2:] == ["elsewhere", "ok"]
     assert counting.calls == {"fetch_all": 4, "atomic": 3}
 
 
 async def test_sqlite_a_cache_hit_reads_one_row_by_the_index_and_an_append_is_one_job(
-    tmp_path: Path, side: sqlite3.Connection
+    tmp_path: Path,
 ) -> None:
     db, statements = await traced(tmp_path / "roost.db")
     try:
-        s = store_on(db, side)
+        s = store_on(db)
         for i in range(20):
             await s.append(KEY, m(f"q{i}"), m(f"a{i}"), f"m{i}", 1.0)
         await s.load(KEY, 2.0)
@@ -240,7 +223,7 @@ async def test_sqlite_a_cache_hit_reads_one_row_by_the_index_and_an_append_is_on
 
 
 async def test_postgresql_a_fold_waits_for_a_reset_elsewhere_and_then_does_nothing(
-    backend: str, open_db: OpenDb, side: sqlite3.Connection
+    backend: str, open_db: OpenDb
 ) -> None:
     """PostgreSQL (read committed): a fold's unit locks the session's row as it reads it,
     so a reset and a new conversation another instance is committing are waited for and
@@ -248,7 +231,7 @@ async def test_postgresql_a_fold_waits_for_a_reset_elsewhere_and_then_does_nothi
     if backend != "postgresql":
         pytest.skip("SQLite has one writer: a unit never interleaves with another")
     one, two, watcher = await open_db(), await open_db(), await open_db()
-    s, other = store_on(one, side, 1000), store_on(two, side, 1000)
+    s, other = store_on(one, 1000), store_on(two, 1000)
     for i in range(6):
         await s.append(KEY, *turn(i), float(i))
     plan = await s.fold_plan(KEY)
@@ -267,20 +250,20 @@ async def test_postgresql_a_fold_waits_for_a_reset_elsewhere_and_then_does_nothi
             assert not waiting.done(), waiting
             await asyncio.sleep(0.01)
     assert await asyncio.wait_for(waiting, HANG_S) is None
-    session = await store_on(await open_db(), side, 1000).load(KEY, 30.0)
+    session = await store_on(await open_db(), 1000).load(KEY, 30.0)
     assert session.summary == "" and session.turns == 6 and len(session.history) == 12
     assert session.chars == 6 * 208 and session.history[0].content.startswith("q10")
 
 
 async def test_postgresql_a_reset_waits_for_an_append_elsewhere_and_archives_it(
-    backend: str, open_db: OpenDb, side: sqlite3.Connection
+    backend: str, open_db: OpenDb
 ) -> None:
     """PostgreSQL: a clear's unit locks the session's row as it reads it, so a turn another
     instance is committing is archived with the rest, not left behind without its row."""
     if backend != "postgresql":
         pytest.skip("SQLite has one writer: a unit never interleaves with another")
     one, two, watcher = await open_db(), await open_db(), await open_db()
-    s, other = store_on(one, side), store_on(two, side)
+    s, other = store_on(one), store_on(two)
     await s.append(KEY, m("first"), m("one"), "m1", 1.0)
     async with two.transaction():  # another instance's turn, not committed yet
         await other.append(KEY, m("second"), m("two"), "m2", 2.0)

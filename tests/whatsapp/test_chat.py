@@ -147,9 +147,9 @@ async def test_an_answer_that_fails_for_good_waits_in_the_outbox(
         fake.fail(*(Failure(500, 1, message="An unknown error occurred") for _ in range(5)))
         wamid = await fake.text(ALICE, "hi")
         await r.channel.idle()
-        rows = r.roost.db.execute(
+        rows = await r.roost.database.fetch_all(
             "SELECT tenant, channel, chat, key, text FROM outbox WHERE key LIKE 'reply:%'"
-        ).fetchall()
+        )
     from bridge.channels.whatsapp.store import key
 
     assert fake.sent == []

@@ -36,16 +36,18 @@ async def queued(r: Running, text: str, key: str = "job:abc:1") -> OutboxEntry:
     return entry
 
 
-def last_wrote(r: Running, hours_ago: float) -> None:
+async def last_wrote(r: Running, hours_ago: float) -> None:
     ms = int(time.time() * 1000 - hours_ago * HOUR_MS)
-    r.roost.db.execute("UPDATE whatsapp_window SET last_in_ms = ? WHERE wa_id = ?", (ms, ALICE))
+    await r.roost.database.execute(
+        "UPDATE whatsapp_window SET last_in_ms = ? WHERE wa_id = ?", (ms, ALICE)
+    )
     r.fake.last_in[ALICE] = ms / 1000
 
 
-def sent_rows(r: Running) -> list[tuple[object, ...]]:
-    return r.roost.db.execute(
+async def sent_rows(r: Running) -> list[tuple[object, ...]]:
+    return await r.roost.database.fetch_all(
         "SELECT tenant, chat, entry, via, status, error FROM whatsapp_sent ORDER BY sent_ms"
-    ).fetchall()
+    )
 
 
 async def test_inside_the_window_a_reminder_is_text_and_its_statuses_are_kept(
@@ -60,7 +62,7 @@ async def test_inside_the_window_a_reminder_is_text_and_its_statuses_are_kept(
         await fake.wait_sent(2)
         assert fake.sent[-1]["text"]["body"] == "⏰ water the *basil*"
         await fake.settle()  # Meta's "sent" and "delivered" webhooks, answered
-        assert sent_rows(r)[-1] == ("alice", ALICE, entry.id, "text", "delivered", None)
+        assert (await sent_rows(r))[-1] == ("alice", ALICE, entry.id, "text", "delivered", None)
 
 
 async def test_outside_the_window_the_template_carries_the_text(
@@ -71,7 +73,7 @@ async def test_outside_the_window_the_template_carries_the_text(
     async with running(settings, fake, ScriptedBackend("hi")) as r:
         await fake.text(ALICE, "hello")
         await r.channel.idle()
-        last_wrote(r, 30)
+        await last_wrote(r, 30)
         long = "⏰ Tomorrow:\n\n- water the basil\n\tand    the mint\n" + "x" * 100
         await r.outbox(await queued(r, long))
         await fake.wait_sent(2)
@@ -82,7 +84,7 @@ async def test_outside_the_window_the_template_carries_the_text(
         assert param["text"].startswith("⏰ Tomorrow: - water the basil and the mint x")
         assert len(param["text"]) == 60 and param["text"].endswith("…")
         await fake.settle()
-        assert sent_rows(r)[-1][3:5] == ("template", "delivered")
+        assert (await sent_rows(r))[-1][3:5] == ("template", "delivered")
 
 
 async def test_outside_the_window_without_a_template_it_waits_for_the_person(
@@ -91,7 +93,7 @@ async def test_outside_the_window_without_a_template_it_waits_for_the_person(
     async with running(wa_settings(home, fake), fake, ScriptedBackend("hi", "sure")) as r:
         await fake.text(ALICE, "hello")
         await r.channel.idle()
-        last_wrote(r, 25)
+        await last_wrote(r, 25)
         entry = await queued(r, "⏰ call mum")
         with pytest.raises(DeliveryError) as err:
             await r.outbox(entry)
@@ -133,7 +135,7 @@ async def test_a_failed_status_is_recorded_and_jobs_says_so(home: Path, fake: Fa
         fake.last_in[ALICE] = time.time() - 30 * 3600  # Meta thinks otherwise: 131047 later
         await r.outbox(await queued(r, "⏰ stretch"))
         await fake.settle()
-        assert sent_rows(r)[-1][4:] == ("failed", 131047)
+        assert (await sent_rows(r))[-1][4:] == ("failed", 131047)
         await fake.text(ALICE, "/jobs")
         await r.channel.idle()
     jobs = fake.texts()[-1]
@@ -147,7 +149,7 @@ async def test_jobs_names_the_template_when_there_is_one(home: Path, fake: FakeW
     async with running(settings, fake, ScriptedBackend()) as r:
         await fake.text(ALICE, "/jobs")
         await r.channel.idle()
-        last_wrote(r, 48)
+        await last_wrote(r, 48)
         await r.channel.idle()
         notes = await r.outbox.notes("alice", ALICE, time.time())
     assert "“roost_reminder” (de)" in fake.texts()[-1]

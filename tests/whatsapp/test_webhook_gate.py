@@ -84,15 +84,14 @@ async def up(home: Path, fake: FakeWhatsApp) -> AsyncIterator[tuple[FakeWhatsApp
         yield fake, r
 
 
-def _nothing_happened(r: object) -> None:
+async def _nothing_happened(r: object) -> None:
     from tests.whatsapp.conftest import Running
 
     assert isinstance(r, Running)
     assert r.fake.sent == [] and r.fake.reads == []
     assert r.backend.requests == []  # type: ignore[attr-defined]
     assert r.events("message.received") == [] and r.events("access.refused") == []
-    (seen,) = r.roost.db.execute("SELECT count(*) FROM whatsapp_seen").fetchone()
-    assert seen == 0
+    assert await r.roost.database.fetch_value("SELECT count(*) FROM whatsapp_seen") == 0
 
 
 async def test_unsigned_and_badly_signed_posts_change_nothing(
@@ -108,7 +107,7 @@ async def test_unsigned_and_badly_signed_posts_change_nothing(
     signed_other = fake.sign(raw + b"\n")  # signed, but for another body
     assert (await fake.post(raw, {"X-Hub-Signature-256": signed_other}))[0] == 403
     await r.channel.idle()  # type: ignore[attr-defined]
-    _nothing_happened(r)
+    await _nothing_happened(r)
 
 
 async def test_a_body_over_10_mb_is_refused_before_parsing(
@@ -126,7 +125,7 @@ async def test_a_body_over_10_mb_is_refused_before_parsing(
         headers = {"X-Hub-Signature-256": fake.sign(big)}
         async with http.post(fake.webhook_url, data=chunks(), headers=headers) as response:
             assert response.status == 413
-    _nothing_happened(r)
+    await _nothing_happened(r)
 
 
 async def test_meta_verifies_the_webhook_with_a_get(up: tuple[FakeWhatsApp, object]) -> None:
@@ -149,4 +148,4 @@ async def test_a_signed_body_that_is_not_a_webhook_is_taken_and_counted(
     raw = b"not json at all"
     assert (await fake.post(raw, {"X-Hub-Signature-256": fake.sign(raw)}))[0] == 200
     assert r.channel.ignored["malformed"] == 2  # type: ignore[attr-defined]
-    _nothing_happened(r)
+    await _nothing_happened(r)

@@ -142,7 +142,7 @@ class WebBranches:
         assert isinstance(body, VersionBody)
         conversation = await self._sessions.archive.current(key, self._clock())
         try:
-            switched = self._versions.switch(key, conversation, body.seq, body.index)
+            switched = await self._versions.switch(key, conversation, body.seq, body.index)
         except VersionError as exc:
             return error(404, str(exc))
         self._sessions.forget(key)
@@ -154,7 +154,7 @@ class WebBranches:
         """Keep the turn of `seq` and what followed as a version, then ask it again."""
         conversation = await self._sessions.archive.current(key, self._clock())
         try:
-            point = self._versions.branch(key, conversation, seq)
+            point = await self._versions.branch(key, conversation, seq)
         except VersionError as exc:
             return error(404, str(exc))
         self._sessions.forget(key)
@@ -164,9 +164,9 @@ class WebBranches:
         try:
             final = await self._handle(inbound, out.delta, out.progress)
             if keep_sent:  # asked with the model's text: still show what the person sent
-                self._versions.set_sent(key, inbound.msg_id, point.meta)
+                await self._versions.set_sent(key, inbound.msg_id, point.meta)
         finally:
-            if self._versions.undo_branch(key, conversation, point):  # nothing new was stored
+            if await self._versions.undo_branch(key, conversation, point):  # nothing new was stored
                 self._sessions.forget(key)
         try:
             await out.send("final", self._final(final, key.tenant))

@@ -112,7 +112,7 @@ class WebChats:
                 return error(500, final.text or "the chat was not reset")
             current = await self._archive.current(key, self._clock())
             if current == ident:  # nothing was archived: only failed turns to forget
-                self._archive.shown.failures.forget(ident, key.tenant)
+                await self._archive.shown.failures.forget(ident, key.tenant)
                 return web.json_response({"deleted": True, "current": current})
         if not await self._edits.delete(key, ident):
             return error(404, NOT_FOUND)

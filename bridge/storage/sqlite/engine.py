@@ -27,7 +27,7 @@ def private_file(path: Path) -> None:
     """Create `path` 0600 if missing; it and its WAL siblings 0600 if present (they hold
     text). An existing file is never opened here: closing a descriptor of a database
     file drops every POSIX lock this process holds on it, so another connection of
-    the process (`bridge.core.db`'s) would lose its shared lock, and another process
+    the process (a plain sqlite3 one) would lose its shared lock, and another process
     closing its last connection would then delete the WAL under both."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
