@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from bridge.app.forget_marks import forgetting
+from bridge.app.home import chain_instance
 from bridge.app.platforms import platforms_of
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
 from bridge.channels.telegram.platform import PLATFORM as TELEGRAM
@@ -193,13 +194,18 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.app.reload import OnReload
-    from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram.channel import Cluster, TelegramChannel, TelegramOptions
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
+    from bridge.storage.leases import Leases
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
-    inbox = UpdateInbox(roost.database, f"telegram:{bot_id}", secrets.token_hex(6))
+    owner = secrets.token_hex(6)  # this process start; with instances, named by its instance
+    instance = chain_instance(settings)
+    inbox = UpdateInbox(
+        roost.database, f"telegram:{bot_id}", owner if instance is None else f"{instance}:{owner}"
+    )
     telegram = TelegramChannel(
         settings.telegram,
         roost.core.answer,
@@ -212,6 +218,11 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         files_in=telegram_files_in(settings, roost),
         inbox=inbox,  # every update stored before it is confirmed
         parts=roost.schedule.outbox.parts,  # outbox entries delivered part by part
+        cluster=(  # several instances may serve this bot: a chat is answered by its lease's holder
+            Cluster(Leases(roost.database), int(settings.cluster.lease_s * 1000))
+            if roost.database.dialect.name == "postgresql"
+            else None
+        ),
     )
     if webhook:
         web = made["web"].channel

@@ -1,10 +1,14 @@
-"""One `roost serve` per home: a lock file under ROOST_HOME, held while the daemon runs.
+"""One `roost serve` per home on SQLite, several on PostgreSQL: a lock file under ROOST_HOME.
 
 `hold(home)` takes an exclusive `flock` on `$ROOST_HOME/roost.lock` (0600) and
 writes this process's pid into it; the lock ends with the process (the
 kernel drops it even after a crash, so a stale file never blocks a start).
 A second daemon on the same home gets `InstanceBusy`, whose message names the
-holder's pid and what to do. Operator commands do not take the lock; `held(home)`
+holder's pid and what to do. `hold(home, shared=True)` (`[database] url` is
+PostgreSQL: instances that share one home and one database) takes the lock
+SHARED: any number of such instances run together, and an exclusive holder
+(a daemon on SQLite, `roost export`) and they exclude each other; the pid
+written is the last shared holder's. Operator commands do not take the lock; `held(home)`
 tells whether a daemon runs (the terminal's /remind says so when none does).
 """
 
@@ -39,18 +43,20 @@ def holder(fd: int) -> str:
     return f"pid {text}" if text.isdigit() else "a process that is starting"
 
 
-def hold(home: Path) -> InstanceLock:
-    """Lock `home` for this process or raise InstanceBusy naming the holder."""
+def hold(home: Path, *, shared: bool = False) -> InstanceLock:
+    """Lock `home` for this process (with other shared holders when `shared`) or raise
+    InstanceBusy naming the holder."""
     path = home / LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         who = holder(fd)
         os.close(fd)
         raise InstanceBusy(
             f"another roost serve ({who}) is running on {home} (lock {path}); "
-            "stop it first (systemctl stop roost) or set ROOST_HOME to another directory"
+            "stop it first (systemctl stop roost) or set ROOST_HOME to another directory "
+            "(instances share a home only when every one has [database] url = PostgreSQL)"
         ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

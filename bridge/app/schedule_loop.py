@@ -11,7 +11,11 @@ watch that wakes it at each notify of the stores' `WAKE_TOPIC` from any
 process on the database (`roost send --to`, a job made in `roost chat`:
 `db.subscribe`), and hourly pruning of delivered, dead and finished rows (and of
 attachments past `[limits] attachment_keep_hours`). `stop()` lets a running
-tick finish for a grace period, then cancels. The clock, sleep and config
+tick finish for a grace period, then cancels. With `lead` (instances sharing
+a PostgreSQL database) the scheduler and the pruning run only on the
+instance holding the lease `schedule` (`storage.leases.Singleton`): a job
+runs once in the cluster, and the outbox leases released at start are a
+dead holder's, never a live instance's; the lease goes after the stop. The clock, sleep and config
 are injectable for tests.
 """
 
@@ -28,6 +32,7 @@ from bridge.channels.terminal.inbox import keep_for_terminal
 from bridge.schedule.runtime import Deliveries, JobRunner, audit_observer, watch
 from bridge.schedule.scheduler import Clock, Scheduler, SchedulerConfig
 from bridge.schedule.service import next_run_ms
+from bridge.storage.leases import Singleton
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,7 @@ class ScheduleLoop:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         config: SchedulerConfig | None = None,
         stop_grace_s: float = 10.0,
+        lead: Singleton | None = None,
     ) -> None:
         schedule = roost.schedule
         # the terminal reads its entries itself (an open `roost chat`); the rest are
@@ -78,16 +84,32 @@ class ScheduleLoop:
         self._roost, self._clock = roost, clock
         self._grace = stop_grace_s
         self._tasks: list[asyncio.Task[None]] = []
+        self._lead = lead  # instances sharing a database: only the lease's holder schedules
         schedule.subscribe(self.scheduler.wake)
 
     def start(self) -> None:
         if self._tasks:
+            return
+        if self._lead is not None:
+            self._tasks = [
+                asyncio.create_task(self._lead.run(self._run_and_prune), name="scheduler"),
+                asyncio.create_task(watch(self._roost.database, self.scheduler.wake)),
+            ]
             return
         self._tasks = [
             asyncio.create_task(self._run(), name="scheduler"),
             asyncio.create_task(watch(self._roost.database, self.scheduler.wake)),
             asyncio.create_task(self._prune()),
         ]
+
+    async def _run_and_prune(self) -> None:
+        """The scheduler and the pruning, while this instance holds the lease."""
+        prune = asyncio.create_task(self._prune())
+        try:
+            await self._run()
+        finally:
+            prune.cancel()
+            await asyncio.gather(prune, return_exceptions=True)
 
     async def _run(self) -> None:
         """Release the leases a killed daemon held, then run the scheduler (which runs
@@ -114,6 +136,8 @@ class ScheduleLoop:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self._lead is not None:  # after the tick finished: another instance takes over
+            await self._lead.release()
 
     async def _prune(self) -> None:
         schedule = self._roost.schedule

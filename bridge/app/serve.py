@@ -9,10 +9,12 @@ jobs and the outbox, delivered through the channels whose row offers a
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
-the home's instance lock (`bridge.app.instance`) and runs `PRAGMA
+the home's instance lock (`bridge.app.instance`; shared when `[database] url`
+is PostgreSQL: several instances serve one home) and runs `PRAGMA
 quick_check` on roost.db; either failing is one line and exit status 1, as
 is a `[cluster] instance` name a live instance holds on PostgreSQL
-(`bridge.app.database.claim_cluster`; PostgreSQL unreachable is 78).
+(`bridge.app.database.claim_cluster`; PostgreSQL unreachable is 78). There
+the scheduler runs only on the holder of the lease `schedule` (`schedule_lead`).
 Under systemd (`Type=notify`, `bridge.app.notify`) it sends READY=1 once the
 channels are up, STATUS= lines, WATCHDOG=1 from the event loop and STOPPING=1.
 SIGHUP, or a change of the config file, reloads the configuration without a
@@ -57,6 +59,7 @@ from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.core.identities import identity_map
 from bridge.storage.errors import LeaseHeld
+from bridge.storage.leases import InstanceName, Leases, Singleton
 from bridge.types.platform import Platforms
 
 log = logging.getLogger("roost")
@@ -153,7 +156,7 @@ async def serve(
     raise_soft_limit()
     prepare_home(settings.home)
     try:
-        lock = hold(settings.home)
+        lock = hold(settings.home, shared=settings.database.url is not None)
     except InstanceBusy as exc:
         return refuse(notifier, str(exc))
     try:
@@ -169,6 +172,14 @@ async def stop_when(event: asyncio.Event, stop: asyncio.Event) -> None:
     await event.wait()
     log.error("stopping: this instance's [cluster] instance name is held by another instance")
     stop.set()
+
+
+def schedule_lead(roost: Roost, instance: InstanceName | None) -> Singleton | None:
+    """On PostgreSQL (instances may share the database) the scheduler runs only on the
+    holder of the lease `schedule`; None on SQLite (one process)."""
+    if instance is None:
+        return None
+    return Singleton(Leases(roost.database), "schedule", instance.token, instance.ttl_ms)
 
 
 def refuse(notifier: Notifier, message: str) -> int:
@@ -212,7 +223,7 @@ async def run(
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
     watcher = asyncio.create_task(watch_config(path, reloader, stop))
     started: list[Launched] = []
-    scheduler = ScheduleLoop(roost)
+    scheduler = ScheduleLoop(roost, lead=schedule_lead(roost, instance))
     beat: asyncio.Task[None] | None = None
     reloading = [watcher]
     if instance is not None:  # the name taken by another while this one was away: stop

@@ -7,8 +7,10 @@ waiting (`bridge.storage.leases`: one winner, expiry by the injected clock)
 and runs that chat's items one at a time, oldest first, until none is left;
 then it lets the lease go. So one chat's items run in order, on one
 instance at a time, while different chats run at once (up to `max_chats`
-here). The lease is renewed every third of its time while an item runs; an
-instance that dies stops renewing, and once its leases expire another
+here). `stop(grace_s)` takes no new item, lets the items under way finish
+for up to `grace_s`, and only then lets the leases go. The lease is renewed
+every third of its time while an item runs; an instance that dies stops
+renewing, and once its leases expire another
 instance's dispatcher (woken by the source's notify, or by its own poll
 every `poll_s`) takes those chats. The item a dead instance was running is
 not finished, so the next holder runs it again: an item's handler must make
@@ -85,6 +87,7 @@ class Dispatcher(Generic[Item]):
         self._wake, self._max = wake, max(1, max_chats)
         self._chats: dict[str, asyncio.Task[None]] = {}
         self._again = asyncio.Event()  # a chat's worker ended: look for work at once
+        self._stopping = False  # no new item is taken
         self.handled = 0
         self.lost = 0  # chats whose lease ran out under this instance
 
@@ -103,10 +106,10 @@ class Dispatcher(Generic[Item]):
     async def scan(self) -> None:
         """Take the lease of every waiting chat nobody holds (up to `max_chats` running)."""
         room = self._max - len(self._chats)
-        if room <= 0:
+        if room <= 0 or self._stopping:
             return
         for key in await self._source.waiting(self._max + len(self._chats)):
-            if key in self._chats:
+            if key in self._chats or self._stopping:
                 continue
             if await self._leases.acquire(lease_name(key), self._owner, self._ttl_ms) is None:
                 continue  # another instance holds it
@@ -129,7 +132,7 @@ class Dispatcher(Generic[Item]):
     async def _serve(self, key: str) -> None:
         name = lease_name(key)
         try:
-            while True:
+            while not self._stopping:
                 item = await self._source.next(key)
                 if item is None:
                     return
@@ -173,9 +176,16 @@ class Dispatcher(Generic[Item]):
             except Exception as exc:  # the database is away: next beat
                 log.warning("renewing a chat's lease failed: %s", exc)
 
-    async def stop(self) -> None:
-        """Cancel the running chats (their items stay unfinished) and let their leases go."""
+    async def stop(self, grace_s: float = 0.0) -> None:
+        """Take no new item; let the items under way finish for up to `grace_s`, then
+        cancel the rest (they stay unfinished); THEN let the leases go (released first,
+        another instance could run an item this one is still running). Cancel `run()`
+        first."""
+        self._stopping = True
         tasks = list(self._chats.values())
+        if tasks and grace_s > 0:
+            _, late = await asyncio.wait(tasks, timeout=grace_s)
+            tasks = list(late)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

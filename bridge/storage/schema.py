@@ -41,6 +41,7 @@ _WHAT = (
     "matrix sync token, direct rooms",
     "refusal_notices.seq, pairing_failures.seq",
     "recall index: messages, conversations, speakers, vectors",
+    "channel_inbox.tries, open updates by chat",
 )
 
 # version -> hand-written PostgreSQL text, where the derived one is wrong

@@ -311,4 +311,12 @@ SQLITE: tuple[str, ...] = (
     );
     CREATE TABLE recall_vector_model (tenant TEXT PRIMARY KEY, name TEXT NOT NULL)
     """,
+    # instances sharing one bot (bridge/channels/telegram/shared.py): how often an update was
+    # taken (a poison update that kills its instance stops after a few), and each chat's open
+    # updates oldest first for the holder of the chat's lease
+    """
+    ALTER TABLE channel_inbox ADD COLUMN tries INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX channel_inbox_chat ON channel_inbox (source, chat, update_id)
+        WHERE state IN ('new', 'working')
+    """,
 )

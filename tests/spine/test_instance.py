@@ -111,3 +111,18 @@ async def test_a_damaged_database_is_one_line_and_exit_1(
     assert str(db) in lines[0] and "damaged" in lines[0] and "backup" in lines[0]
     assert "web chat" not in out
     assert db.read_bytes() == before  # the evidence is left as it was
+
+
+def test_instances_on_postgresql_share_the_home_and_exclude_a_sqlite_one(tmp_path: Path) -> None:
+    one = hold(tmp_path, shared=True)  # `[database] url` PostgreSQL: several on one home
+    two = hold(tmp_path, shared=True)
+    with pytest.raises(InstanceBusy, match="PostgreSQL"):
+        hold(tmp_path)  # one on SQLite (or `roost export`) waits for all of them
+    one.release()
+    with pytest.raises(InstanceBusy):
+        hold(tmp_path)
+    two.release()
+    alone = hold(tmp_path)
+    with pytest.raises(InstanceBusy, match="PostgreSQL"):
+        hold(tmp_path, shared=True)
+    alone.release()

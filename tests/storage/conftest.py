@@ -43,8 +43,9 @@ def pg_server() -> Iterator[PgServer]:
 
 
 # Empty databases of this process, ready for its next test: emptying one (its public
-# schema dropped and made again, about 25 ms) costs a fifth of making a new one.
-_emptied: list[str] = []
+# schema dropped and made again, about 25 ms) costs a fifth of making a new one. By
+# server (its port): tests/cluster re-exports these fixtures and gets a server of its own.
+_emptied: dict[int, list[str]] = {}
 
 
 @pytest.fixture
@@ -53,8 +54,9 @@ async def pg_url(pg_server: PgServer) -> AsyncIterator[str]:
     earlier test used and that was emptied since (nothing of it is left, see `_empty`)."""
     admin = await asyncpg.connect(pg_server.url())
     try:
-        if _emptied:
-            name = _emptied.pop()
+        spare = _emptied.setdefault(pg_server.port, [])
+        if spare:
+            name = spare.pop()
         else:
             name = f"t{os.getpid()}_{next(_names)}"
             await admin.execute(f'CREATE DATABASE "{name}"')
@@ -62,7 +64,7 @@ async def pg_url(pg_server: PgServer) -> AsyncIterator[str]:
         await admin.close()
     yield pg_server.url(name)
     if await _empty(pg_server, name):
-        _emptied.append(name)
+        _emptied.setdefault(pg_server.port, []).append(name)
         return
     admin = await asyncpg.connect(pg_server.url())
     try:

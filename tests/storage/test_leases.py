@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from bridge.storage.errors import LeaseHeld
-from bridge.storage.leases import Leases, claim_instance
+from bridge.storage.leases import Leases, Singleton, claim_instance
 from tests.storage.conftest import OpenDb
+from tests.waits import HANG_S
 
 
 class Clock:
@@ -87,3 +88,61 @@ async def test_release_all_lets_go_only_the_owners_leases_of_a_kind(db: Any) -> 
     assert (
         await leases.holder("chat:3") is not None and await leases.holder("instance:a") is not None
     )
+
+
+async def test_a_singleton_runs_on_one_holder_and_moves_at_a_release(db: Any) -> None:
+    leases = Leases(db)
+    running: list[str] = []
+    stops = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    def work(who: str) -> Any:
+        async def run() -> None:
+            running.append(who)
+            await stops[who].wait()
+            running.remove(who)
+
+        return run
+
+    a, b = Singleton(leases, "schedule", "a", 300), Singleton(leases, "schedule", "b", 300)
+    first = asyncio.create_task(a.run(work("a")))
+    await until(lambda: running == ["a"])
+    second = asyncio.create_task(b.run(work("b")))
+    holder = await leases.holder("schedule")
+    assert holder is not None and holder.owner == "a" and not b.held
+    stops["a"].set()  # a stops: its work ends, then the lease goes
+    await first
+    await a.release()
+    await until(lambda: running == ["b"])
+    stops["b"].set()
+    await second
+    await b.release()
+    assert await leases.holder("schedule") is None
+
+
+async def test_a_singleton_that_lost_its_lease_cancels_its_work(db: Any) -> None:
+    leases = Leases(db)
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def work() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    one = Singleton(leases, "schedule", "a", 300)
+    task = asyncio.create_task(one.run(work))
+    await asyncio.wait_for(started.wait(), HANG_S)
+    await leases.release("schedule", "a")  # taken while "a" was away
+    assert await leases.acquire("schedule", "x", 60_000) is not None
+    await asyncio.wait_for(cancelled.wait(), HANG_S)
+    assert not one.held and not task.done()  # waiting for the lease again
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def until(check: Any) -> None:
+    async with asyncio.timeout(HANG_S):
+        while not check():
+            await asyncio.sleep(0.01)

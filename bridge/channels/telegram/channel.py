@@ -31,7 +31,12 @@ poll confirms the offset; in webhook mode before the route answers 200, a
 (claimed once, done once its answer was delivered or kept in the outbox),
 and what a process left unanswered is answered by the next one at start, in
 each chat's order; a message older than `telegram.answer_max_age_s` gets a
-line saying it is too old instead (`dropped`).
+line saying it is too old instead (`dropped`). With `cluster` (instances
+sharing one bot on PostgreSQL), the webhook route (or the poll) only
+stores the update and wakes the instances; the holder of the chat's lease
+answers it (`bridge.channels.telegram.shared`). In polling mode only the
+holder of the lease `telegram:poll:<source>` polls (`Singleton`); another
+instance takes over when it dies.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bridge.channels.telegram.actions import pressed
+from bridge.channels.telegram.chat_queue import Taken
 from bridge.channels.telegram.connect import Connection, PollWatch
 from bridge.channels.telegram.files_in import FilesIn, file_base_url
 from bridge.channels.telegram.health import Backoff
@@ -61,6 +67,7 @@ from bridge.channels.telegram.outbox import OutboxSender
 from bridge.channels.telegram.replay import Durable, Outcome, too_old
 from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram.send import Sender, SendFailed, SendPolicy
+from bridge.channels.telegram.shared import SharedWork
 from bridge.channels.telegram.stream import StreamTiming
 from bridge.channels.telegram.typing import LoopTimer, Timer
 from bridge.channels.telegram.voice import InboxFor, Speak, voice_attachment
@@ -69,9 +76,14 @@ from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
 from bridge.schedule.outbox_parts import PartLog
+from bridge.storage.leases import Leases, Singleton
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
+GIVEN_UP = (
+    "⚠️ Something went wrong each time I tried to answer your last message, so I stopped "
+    "trying. Please send it again, perhaps worded differently."
+)
 ReplyFor = Callable[[Inbound, int, int | None, int | None], TelegramReply]
 """(inbound, chat id, message to quote, message to answer in place) -> its reply"""
 
@@ -82,6 +94,14 @@ ALLOWED_UPDATES = [
     "edited_channel_post",
     "callback_query",  # a press of a reply's button (bridge.channels.telegram.actions)
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """Instances sharing the bot (`[database] url` PostgreSQL): the leases per chat."""
+
+    leases: Leases
+    ttl_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +133,7 @@ class TelegramChannel:
         files_in: FilesIn | None = None,
         inbox: UpdateInbox | None = None,
         parts: PartLog | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         if settings.token is None:
             raise ConfigError("telegram.token is required for the Telegram channel")
@@ -142,10 +163,37 @@ class TelegramChannel:
             if inbox is not None
             else None
         )
+        self.shared = (  # instances sharing the bot: the holder of a chat's lease answers it
+            SharedWork(
+                inbox,
+                cluster.leases,
+                cluster.ttl_ms,
+                self._answer_taken,
+                self._give_up,
+                unmarked=self.durable.unmarked,
+            )
+            if self.durable is not None and inbox is not None and cluster is not None
+            else None
+        )
+        self._poll_lease = (  # polling with instances: only the lease's holder polls
+            Singleton(cluster.leases, f"telegram:poll:{inbox.source}", inbox.owner, cluster.ttl_ms)
+            if self.shared is not None
+            and inbox is not None
+            and cluster is not None
+            and not self._webhook
+            else None
+        )
+        self._poller: asyncio.Task[None] | None = None
         if self._webhook:
             builder = builder.updater(None)
         else:
-            received = self.durable.received if self.durable is not None else None
+            received = (
+                self.shared.received_payload
+                if self.shared is not None
+                else self.durable.received
+                if self.durable is not None
+                else None
+            )
             builder = builder.get_updates_request(PollWatch(self.connection.polled, received))
         self.app: Application = builder.build()  # type: ignore[type-arg]
         self.app.add_handler(TypeHandler(Update, self._on_update))
@@ -187,7 +235,9 @@ class TelegramChannel:
         await self.app.initialize()  # getMe; a no-op once it has succeeded
         if not self.app.running:
             await self.app.start()
-        if self.durable is not None:  # what an earlier process left, before anything new
+        if self.shared is not None:  # stored updates, per chat under its lease
+            self.shared.start()
+        elif self.durable is not None:  # what an earlier process left, before anything new
             await self.durable.replay(self.app.bot, self._spawn)
         await self._register_commands()
         if self._webhook:
@@ -196,18 +246,39 @@ class TelegramChannel:
                 secret_token=self._secret,
                 allowed_updates=ALLOWED_UPDATES,
             )
+        elif self._poll_lease is not None:
+            if self._poller is None or self._poller.done():
+                self._poller = asyncio.create_task(self._poll_lease.run(self._poll_held))
         else:
-            assert self.app.updater is not None
-            await self.app.updater.start_polling(
-                timeout=int(self._opts.poll_timeout_s),
-                allowed_updates=ALLOWED_UPDATES,
-                error_callback=self.connection.polling_failed,
-            )
+            await self._start_polling()
         self._running = True
         return f"@{self.app.bot.username}, {self._settings.mode}"
 
+    async def _start_polling(self) -> None:
+        assert self.app.updater is not None
+        await self.app.updater.start_polling(
+            timeout=int(self._opts.poll_timeout_s),
+            allowed_updates=ALLOWED_UPDATES,
+            error_callback=self.connection.polling_failed,
+        )
+
+    async def _poll_held(self) -> None:
+        """Poll while this instance holds the poll lease (cancelled when it is lost)."""
+        log.info("telegram: this instance polls for the bot (it holds the poll lease)")
+        await self._start_polling()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            if self.app.updater is not None and self.app.updater.running:
+                with contextlib.suppress(TelegramError):
+                    await self.app.updater.stop()
+
     async def _disconnect(self) -> None:
         self._running = False
+        if self._poller is not None:  # the next connect polls again while it holds the lease
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
         if self.app.updater is not None and self.app.updater.running:
             await self.app.updater.stop()
 
@@ -223,12 +294,19 @@ class TelegramChannel:
             log.warning("telegram: could not register the command menu: %s", exc)
 
     async def stop(self) -> None:
+        if self._poller is not None:  # polling stops, then another instance may poll
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            if self._poll_lease is not None:
+                await self._poll_lease.release()
         await self.connection.stop()
         self._running = False
         if self.app.updater is not None and self.app.updater.running:
             with contextlib.suppress(TelegramError):
                 await self.app.updater.stop()
         self._stopping = True  # updates not begun stay in the inbox for the next start
+        if self.shared is not None:  # turns finish, THEN the chats' leases go
+            await self.shared.stop(self._opts.stop_grace_s)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             _, pending = await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
@@ -246,8 +324,14 @@ class TelegramChannel:
     async def _on_webhook(self, request: web.Request) -> web.Response:
         if not self._running and secret_ok(request, self._secret):
             return web.Response(status=503)
+        if self.shared is not None:
+            return await take_update(
+                request, self._secret, self.app.bot, self.shared.received, None
+            )
         store = self.durable.inbox.store if self.durable is not None else None
-        return await take_update(request, self._secret, self.app.bot, store, self.app.update_queue)
+        return await take_update(
+            request, self._secret, self.app.bot, store, self.app.update_queue.put
+        )
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """A background task the channel waits for when it stops."""
@@ -263,6 +347,8 @@ class TelegramChannel:
         try:
             if not isinstance(update, Update):
                 return
+            if self.shared is not None:
+                return  # stored by the poll: the holder of the chat's lease answers it
             if self.durable is not None:
                 if self._stopping:
                     return  # stored: answered after the restart
@@ -333,6 +419,28 @@ class TelegramChannel:
         except BaseException:
             await reply.abort()
             raise
+
+    async def _answer_taken(self, taken: Taken) -> None:
+        """A stored update this instance took under the chat's lease."""
+        assert self.durable is not None
+        try:
+            update = Update.de_json(taken.payload, self.app.bot)
+        except (ValueError, TypeError, KeyError):
+            log.warning("telegram: stored update %d is unreadable; dropped", taken.update_id)
+            await self.durable.inbox.done(taken.update_id, dropped=True)
+            return
+        await self.durable.answer(update)
+
+    async def _give_up(self, taken: Taken) -> None:
+        """An update that was taken too often without an answer: the person is told once."""
+        try:
+            msg = Update.de_json(taken.payload, self.app.bot).message
+        except (ValueError, TypeError, KeyError):
+            return
+        if msg is None or msg.from_user is None or self.undelivered is None:
+            return
+        inbound = message_inbound(msg, self.app.bot.username)
+        await self.undelivered(inbound, GIVEN_UP, f"failed:{msg.message_id}")
 
     async def _drop(self, update: Update, age_s: float) -> None:
         """A message too old to answer: the person is told, through the outbox."""

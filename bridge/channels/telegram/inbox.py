@@ -31,8 +31,10 @@ claim `UPDATE ... WHERE (source, update_id) IN (SELECT ... {skip_locked})
 RETURNING`, `FOR UPDATE SKIP LOCKED` on PostgreSQL (the outbox's claim), so
 two processes recovering at once never take one update both. One daemon
 holds a home at a time (the instance lock), so every open row of another
-owner belongs to a process that is gone; instances sharing one database need
-leases there (not built: docs/scaling.md).
+owner belongs to a process that is gone. Instances sharing one database
+(`[database] url` PostgreSQL, webhook mode) store updates `new`, owned by
+nobody, and take them per chat under a lease instead of `take` and
+`recover` (`bridge.channels.telegram.shared`).
 """
 
 from __future__ import annotations
@@ -113,11 +115,13 @@ class UpdateInbox:
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    async def store(self, updates: Iterable[Mapping[str, Any]]) -> int:
+    async def store(self, updates: Iterable[Mapping[str, Any]], *, taken: bool = True) -> int:
         """Commit the updates not stored before, taken by this process (ONE statement);
         returns how many were new. Raises `StorageError` when they could not be stored
-        (then nothing is confirmed to Telegram: it sends them again)."""
-        now = self._now_ms()
+        (then nothing is confirmed to Telegram: it sends them again). Not `taken`
+        (instances sharing the bot: `bridge.channels.telegram.shared`), they are stored
+        `new`, owned by nobody: the holder of the chat's lease takes them."""
+        now, owner = self._now_ms(), self.owner if taken else ""
         rows: dict[int, tuple[object, ...]] = {}
         for update in updates:
             update_id = update.get("update_id")
@@ -127,18 +131,20 @@ class UpdateInbox:
             payload = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
             rows.setdefault(
                 update_id,
-                (self.source, update_id, chat, msg, payload, self.owner, now, sent or now),
+                (self.source, update_id, chat, msg, payload, owner, now, sent or now),
             )
         if not rows:
             return 0
-        values = ", ".join(["(?, ?, ?, ?, ?, 'working', ?, ?, ?)"] * len(rows))
+        state = "working" if taken else "new"
+        values = ", ".join([f"(?, ?, ?, ?, ?, '{state}', ?, ?, ?)"] * len(rows))
         new = await self.db.fetch_all(
             "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state, owner,"
             f" received_ms, sent_ms) VALUES {values}"
             " ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id",
             [v for row in rows.values() for v in row],
         )
-        self._stored.update(int(uid) for (uid,) in new)
+        if taken:
+            self._stored.update(int(uid) for (uid,) in new)
         return len(new)
 
     def take(self, update_id: int) -> bool:

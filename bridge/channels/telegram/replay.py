@@ -94,6 +94,7 @@ class Durable:
         self._replaying: dict[str, asyncio.Task[None]] = {}
         self.replayed = False
         self._pruned_at = 0.0
+        self.unmarked: set[int] = set()  # answered, the mark not written (database away)
 
     async def received(self, payload: bytes) -> None:
         """`getUpdates` answered: commit its updates before the next poll confirms them."""
@@ -116,6 +117,7 @@ class Durable:
             await self.inbox.done(update_id, dropped=dropped)
         except StorageError as exc:
             log.error("telegram: update %d could not be marked answered: %s", update_id, exc)
+            self.unmarked.add(update_id)
 
     async def fresh(self, update: Update, chat: str) -> None:
         await self._tidy()
@@ -125,7 +127,7 @@ class Durable:
         before = self._replaying.get(chat)
         if before is not None:
             await asyncio.wait({before})  # the chat's earlier messages go first
-        await self._answer(update)
+        await self.answer(update)
 
     async def replay(
         self, bot: Bot, spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
@@ -155,14 +157,15 @@ class Durable:
                     await self._mark(row.update_id, dropped=True)
                     continue
                 try:
-                    await self._answer(update)
+                    await self.answer(update)
                 except Exception:  # marked done; the chat's next messages still go
                     log.exception("telegram: answering stored update %d failed", row.update_id)
         finally:
             if self._replaying.get(chat) is asyncio.current_task():
                 del self._replaying[chat]
 
-    async def _answer(self, update: Update) -> None:
+    async def answer(self, update: Update) -> None:
+        """Answer one taken update (or drop it when too old); marked once settled."""
         sent = sent_at(update)
         age = self._clock() - sent if sent is not None else 0.0
         if age > self._max_age_s:

@@ -6,12 +6,12 @@ none is configured. `take_update` answers one webhook request: 401 (and
 nothing else) unless `SECRET_HEADER` matches in constant time, 400 for a
 body that is no update, and otherwise commits the update to the durable
 inbox (`store`) BEFORE it answers 200 - a 503 when it cannot be stored, so
-Telegram sends it again - and queues it for the application.
+Telegram sends it again - and hands it to the application (or, with
+instances sharing the bot, leaves it to the holder of the chat's lease).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 import re
@@ -52,8 +52,10 @@ async def take_update(
     secret: str,
     bot: Bot,
     store: Store | None,
-    queue: asyncio.Queue[object],
+    hand: Callable[[Update], Awaitable[None]] | None,
 ) -> web.Response:
+    """One webhook request; `hand` gets the update once stored (None: instances sharing
+    the bot, where `store` wakes the holder of the chat's lease instead)."""
     if not secret_ok(request, secret):
         return web.Response(status=401)
     try:
@@ -67,5 +69,6 @@ async def take_update(
         except Exception as exc:
             log.error("telegram: an update could not be stored (%s)", type(exc).__name__)
             return web.Response(status=503)
-    await queue.put(update)
+    if hand is not None:
+        await hand(update)
     return web.Response(text="ok")

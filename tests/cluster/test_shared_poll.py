@@ -1,0 +1,96 @@
+"""Two real `roost serve` instances on one PostgreSQL share one bot in polling mode.
+
+Only the holder of the lease `telegram:poll:<bot>` polls `getUpdates`; the
+updates it stores are answered by whichever instance holds each chat's
+lease. When the poller is killed with SIGKILL, the other instance takes the
+poll lease once it expired (2 s here) and goes on: every question is
+answered exactly once, in each chat's order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.kit import KEY, TOKEN, Cluster, Instance
+from tests.cluster.test_shared_bot import open_work, until
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.telegram.fake_bot_api import FakeBotAPI
+
+PEOPLE = [222_222 + n for n in range(4)]
+POLLS = "this instance polls for the bot"
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
+        yield server
+
+
+@pytest.fixture
+async def bot_api() -> AsyncIterator[FakeBotAPI]:
+    async with FakeBotAPI(TOKEN, max_poll_s=1.0) as server:
+        yield server
+
+
+def answered(fake: FakeBotAPI) -> dict[int, list[str]]:
+    return {p: [m.text for m in fake.sent_to(p)] for p in PEOPLE if fake.sent_to(p)}
+
+
+def all_answered(fake: FakeBotAPI, count: int) -> bool:
+    texts = {t for texts in answered(fake).values() for t in texts}
+    return texts >= {f"echo: q{n}" for n in range(count)}
+
+
+def pollers(live: list[Instance]) -> list[Instance]:
+    return [inst for inst in live if POLLS in inst.stderr()]
+
+
+async def test_one_instance_polls_and_another_takes_over_after_a_kill(
+    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI
+) -> None:
+    cluster = Cluster(
+        tmp_path,
+        db_url=pg_url,
+        model_url=model.base_url,
+        bot_api_url=bot_api.base_url,
+        people=PEOPLE,
+        lease_s=2.0,
+        extra={"ROOST_TELEGRAM__MODE": "polling"},
+    )
+    try:
+        live = [await cluster.launch("p0"), await cluster.launch("p1")]
+        asked: dict[int, list[str]] = {}
+        for n in range(20):
+            person = PEOPLE[n % len(PEOPLE)]
+            bot_api.push_text(person, f"q{n}")
+            asked.setdefault(person, []).append(f"q{n}")
+
+        async def settled() -> bool:  # answered and marked: the kill hits no turn
+            return all_answered(bot_api, 20) and await open_work(pg_url) == 0
+
+        await until(settled, "the first 20 answers")
+        first = pollers(live)
+        assert len(first) == 1, [inst.stderr()[-2000:] for inst in live]
+        await cluster.kill(first[0])
+        for n in range(20, 40):
+            person = PEOPLE[n % len(PEOPLE)]
+            bot_api.push_text(person, f"q{n}")
+            asked.setdefault(person, []).append(f"q{n}")
+
+        async def idle() -> bool:
+            return all_answered(bot_api, 40) and await open_work(pg_url) == 0
+
+        await until(idle, "every question answered after the poller died")
+        survivor = next(inst for inst in live if inst is not first[0])
+        assert POLLS in survivor.stderr()
+        got = answered(bot_api)
+        every = Counter(text for texts in got.values() for text in texts)
+        assert [t for t, n in every.items() if n > 1] == []
+        assert got == {p: [f"echo: {q}" for q in qs] for p, qs in asked.items()}
+        assert await cluster.stop(survivor) == 0
+    finally:
+        await cluster.aclose()
