@@ -37,6 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from types import TracebackType
+from typing import TextIO
 from urllib.parse import quote, quote_plus, unquote
 
 from bridge.core.config import Settings
@@ -236,6 +237,13 @@ class LogFlood(logging.Filter):
         self.emit(record)
 
 
+def _flush_at_exit(flood: LogFlood, handler: logging.StreamHandler[TextIO]) -> None:
+    """Report what is held back, unless the stream is closed by now (a test runner's
+    capture, a closed pipe: writing would only print a "Logging error" traceback)."""
+    if not getattr(handler.stream, "closed", False):
+        flood.flush()
+
+
 def setup_logging(
     level: str = "INFO", secrets: Iterable[str] = (), log_format: str = "text"
 ) -> Redactor:
@@ -250,7 +258,7 @@ def setup_logging(
         flood = LogFlood()
         flood.emit = handler.handle
         handler.addFilter(flood)
-        atexit.register(flood.flush)
+        atexit.register(_flush_at_exit, flood, handler)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
