@@ -23,8 +23,9 @@ Writes: a batch is ONE INSERT (RETURNING the new ids), then ONE text-index
 one upsert more. No transaction is held across awaits (docs/scaling.md): a
 crash between the INSERT and the adds leaves the newest messages without
 terms, which `repair` (run once per tenant and process, before the first
-write) finds by the counts and adds again. Texts arrive masked: `Indexer`
-(bridge.recall.indexer) is the one door in.
+write) finds by the counts and adds again; another instance's `repair` may
+thus index a batch's messages before its own add, which then keeps those.
+Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 """
 
 from __future__ import annotations
@@ -172,9 +173,23 @@ class RecallIndex:
             if who is None:
                 who = names[m.name] = index_terms(m.name)
             docs.append((ident, document(index_terms(m.text), who)))
-        await self.text.add_many(docs)
+        await self._add_terms(docs)
         await self._speakers_seen({m.name for _, m in stored})
         return len(stored)
+
+    async def _add_terms(self, docs: list[tuple[int, str]]) -> None:
+        """Index the new messages' terms. With several instances on one database, another
+        instance's `repair` (at its start) may have indexed some of them between this
+        batch's INSERT and now: then those are left as they are (the same terms, made
+        from the same rows) and the rest added one by one."""
+        try:
+            await self.text.add_many(docs)
+        except IntegrityError:  # the batch added nothing: its one step was undone
+            for doc in docs:
+                try:
+                    await self.text.add(*doc)
+                except IntegrityError:
+                    continue  # indexed by another instance's repair
 
     async def _insert(
         self, chunk: Sequence[Message], convs: dict[str, int]

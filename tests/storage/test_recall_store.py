@@ -242,3 +242,26 @@ async def test_add_many_indexes_as_adds_one_by_one_do(db: Database) -> None:
     assert await many.count() == len(docs)
     with pytest.raises(IntegrityError):
         await many.add_many([(99, "new"), (1, "again")])
+
+
+async def test_another_instances_repair_between_a_writers_two_statements(
+    open_db: OpenDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two instances: one's start-up repair indexes the terms of a message the other has
+    stored and not yet indexed (between its two statements, the rows, then the terms).
+    The writer's own add of those terms then keeps them, not fails: every message is
+    indexed once and found."""
+    first, second = await open_db(), await open_db()
+    writer, starting = RecallIndex(first, "t"), RecallIndex(second, "t")
+    assert await writer.add(talk()[:2]) == 2
+    real = writer.text.add_many
+
+    async def repaired_first(docs: list[tuple[int, str]]) -> None:
+        assert await starting.repair() > 0  # the other instance indexed the new rows
+        await real(docs)
+
+    monkeypatch.setattr(writer.text, "add_many", repaired_first)
+    assert await writer.add(talk()[2:]) == 4
+    assert await writer.count() == await writer.text.count() == 6
+    found = await search(writer, "harbour tram", 10)
+    assert sorted(h.row.text for h in found) == sorted(t for _, _, t in TALK if "harbour" in t)
