@@ -194,7 +194,8 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.app.reload import OnReload
-    from bridge.channels.telegram.channel import Cluster, TelegramChannel, TelegramOptions
+    from bridge.channels.common.shared import Cluster
+    from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
     from bridge.storage.leases import Leases
