@@ -34,6 +34,8 @@ person's last message (the customer-service window), as Meta does.
 
 `sent` holds every accepted message body, `reads` every read receipt,
 `uploads` every uploaded file; `wait_sent(n)` waits for the n-th message.
+`hold()` keeps the messages sent from then on waiting (listed in `waiting`)
+until `release()`; one whose sender went away meanwhile is not accepted.
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ class FakeWhatsApp:
         self._http: aiohttp.ClientSession | None = None
         self._reports: set[asyncio.Task[None]] = set()
         self._sent_to: dict[str, int] = {}
+        self._held = False
+        self._release = asyncio.Event()
+        self.waiting: list[dict[str, Any]] = []  # messages held by `hold()`, as they came
         self.port = 0
 
     async def __aenter__(self) -> FakeWhatsApp:
@@ -134,6 +139,17 @@ class FakeWhatsApp:
 
     def fail(self, *failures: Failure) -> None:
         self._failures.extend(failures)
+
+    def hold(self) -> None:
+        """Messages sent from now on wait for `release()` before they are accepted (each is
+        listed in `waiting` as it comes); read receipts are not held."""
+        self._held = True
+        self._release.clear()
+
+    def release(self) -> None:
+        """Accept the held messages now, but those whose sender went away (nothing sent)."""
+        self._held = False
+        self._release.set()
 
     def add_media(self, data: bytes, mime: str, **kw: Any) -> tuple[str, str]:
         """Store a file a person sends; (media id, sha256)."""
@@ -267,6 +283,11 @@ class FakeWhatsApp:
         problem = check_message(body)
         if problem:
             return self._error(400, 100, "OAuthException", f"(#100) {problem}")
+        if self._held:
+            self.waiting.append(body)
+            await self._release.wait()
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=499)  # the sender went away: nothing was sent
         mid = hooks.wamid(body["to"])
         async with self._changed:
             self.sent.append(body)
