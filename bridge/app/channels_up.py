@@ -150,6 +150,14 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
     log.info("web: %s", budget.describe())
     handle = spoken_handle(roost)  # answers spoken in the page after /voice on
+    cluster = cluster_of(settings, roost)
+    if cluster is not None:  # instances share the home: a web chat's turns under its lease
+        from bridge.channels.web.leased import leased
+        from bridge.core.dispatch import lease_name
+        from bridge.core.lease_hold import LeaseHold
+
+        owner = inbox_owner(settings)
+        handle = leased(handle, LeaseHold(cluster.leases, owner, cluster.ttl_ms, lease_name))
     web = WebChannel(
         handle,
         roost.command_list,
