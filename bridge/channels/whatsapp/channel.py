@@ -204,7 +204,8 @@ class WhatsAppChannel:
             self.duplicates += len(delivery.messages) - new
             if new:
                 await self.shared.wake()
-                await self.store.counted(new, now_ms)
+                if await self.store.counted(new, now_ms):  # and the answered rows, as often
+                    await self.inbox.prune()
             return
         for msg in delivery.messages:
             if not await self.store.first_time(msg.wamid, now_ms):

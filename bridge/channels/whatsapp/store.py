@@ -83,12 +83,14 @@ class WhatsAppStore:
         await self.counted(1, now_ms)
         return new is not None
 
-    async def counted(self, inserts: int, now_ms: int) -> None:
+    async def counted(self, inserts: int, now_ms: int) -> bool:
         """`inserts` message ids were recorded (here or by the shared inbox): now and then
-        the old ones are pruned."""
+        the old ones are pruned (True: now)."""
         before, self._inserts = self._inserts, self._inserts + inserts
-        if before // self._prune_every != self._inserts // self._prune_every:
-            await self.prune(now_ms)
+        if before // self._prune_every == self._inserts // self._prune_every:
+            return False
+        await self.prune(now_ms)
+        return True
 
     async def wrote(self, tenant: str, wa_id: str, now_ms: int) -> None:
         """A known person wrote now: their window is open for 24 hours."""
