@@ -36,6 +36,8 @@ person's last message (the customer-service window), as Meta does.
 `uploads` every uploaded file; `wait_sent(n)` waits for the n-th message.
 `hold()` keeps the messages sent from then on waiting (listed in `waiting`)
 until `release()`; one whose sender went away meanwhile is not accepted.
+`GET /_fake/sent` answers how many were accepted (a bench's fake runs in a
+process of its own).
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ class FakeWhatsApp:
         app.router.add_post(f"/{VERSION}/{{pnid}}/media", self._upload)
         app.router.add_get(f"/{VERSION}/{{media_id}}", self._media_info)
         app.router.add_get("/media/{media_id}", self._download)
+        app.router.add_get("/_fake/sent", self._count)  # for a bench in another process
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -304,6 +307,9 @@ class FakeWhatsApp:
                 "messages": [{"id": mid}],
             }
         )
+
+    async def _count(self, request: web.Request) -> web.Response:
+        return web.json_response({"sent": len(self.sent)})
 
     async def _report(self, body: dict[str, Any], mid: str) -> None:
         to = body["to"]
