@@ -4,7 +4,8 @@ With `[database] url` the row stores each delivery's messages first and the
 holder of the person's lease answers them (bridge/channels/whatsapp/inbox.py,
 bridge/channels/common/shared.py): answered once and marked done, a
 redelivery not answered again, an unreadable row dropped, and a message
-taken too often given up with one line to the person through the outbox.
+taken too often given up with one line to the person through the outbox;
+an answer settles (its done mark) once its text is out, before its files.
 The several-instance run with a SIGKILL is tests/cluster/test_shared_whatsapp.py.
 """
 
@@ -17,14 +18,19 @@ from pathlib import Path
 import asyncpg
 
 from bridge.channels.common.shared import GIVEN_UP, MAX_TRIES
+from bridge.channels.whatsapp.client import GraphClient
 from bridge.channels.whatsapp.inbox import WhatsAppInbox
+from bridge.channels.whatsapp.reply import WhatsAppReply
+from bridge.channels.whatsapp.send import Outgoing
 from bridge.channels.whatsapp.store import key
+from bridge.types.messages import Final, Inbound, OutFile
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_whatsapp import FakeWhatsApp
 from tests.storage.conftest import pg_server, pg_url
 from tests.waits import HANG_S
 from tests.whatsapp.conftest import ALICE, running, wa_settings
+from tests.whatsapp.conftest import TOKEN as WA_TOKEN
 
 __all__ = ["pg_server", "pg_url"]  # the session's PostgreSQL, a database per test
 
@@ -106,3 +112,27 @@ async def test_unreadable_dropped_and_too_often_taken_given_up(
             await conn.close()
     assert [(t["chat"], t["text"]) for t in told] == [(ALICE, GIVEN_UP)]
     assert backend.requests == []
+
+
+async def test_an_answer_is_settled_once_its_text_is_out_before_its_files(
+    tmp_path: Path, fake: FakeWhatsApp
+) -> None:
+    """The done mark of a shared message is written at this moment: a crash while the
+    files follow does not answer the message again."""
+    doc = tmp_path / "report.pdf"
+    doc.write_bytes(b"%PDF-1.4 roost")
+    client = GraphClient(fake.base_url, WA_TOKEN, fake.phone_number_id)
+    seen: list[tuple[int, int]] = []
+
+    async def settled() -> None:
+        seen.append((len(fake.texts(ALICE)), len(fake.uploads)))
+
+    inbound = Inbound("whatsapp", ALICE, ALICE, "hi", "k1")
+    reply = WhatsAppReply(Outgoing(client), inbound, "wamid.x", settled=settled)
+    try:
+        await reply.send(
+            Final("here it is", files=(OutFile(doc, "report.pdf", "application/pdf"),))
+        )
+    finally:
+        await client.aclose()
+    assert seen == [(1, 0)] and len(fake.uploads) == 1

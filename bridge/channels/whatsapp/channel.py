@@ -32,8 +32,10 @@ messages are stored first (`WhatsAppInbox.store`, one transaction, the
 seen-id and the row; 503 when it cannot be) and every instance is woken
 (NOTIFY); the holder of the person's lease answers them, one at a time,
 oldest first (`bridge.channels.common.shared.SharedWork`), and marks each
-done once it is answered (or answering it failed for a reason a retry would
-not fix); cancelled by a stop, it stays open for another instance.
+done the moment its answer's text was delivered or kept in the outbox
+(`WhatsAppReply`'s `settled`, before files or a voice message), or when its
+handling ended otherwise; cancelled by a stop before that, it stays open
+for another instance.
 """
 
 from __future__ import annotations
@@ -240,20 +242,30 @@ class WhatsAppChannel:
     # -- a stored message, under its person's lease (instances sharing the number) -----------
 
     async def _answer_taken(self, taken: Taken) -> None:
-        """Answer a stored message this instance took; marked done once answered, or when
-        answering it failed (a retry would fail the same way); cancelled, it stays open."""
+        """Answer a stored message this instance took; marked done the moment its answer's
+        text was delivered or kept in the outbox (before files or a voice message follow),
+        or when its handling ended otherwise (a message that gets no answer, or a failure a
+        retry would not fix); cancelled before that, it stays open."""
         try:
             msg = incoming_of(taken.payload)
         except (TypeError, KeyError, ValueError):
             log.warning("whatsapp: stored message %d is unreadable; dropped", taken.update_id)
             await self._mark(taken.update_id, dropped=True)
             return
+        marked = False
+
+        async def settle() -> None:  # once: when the text went out or was kept, or at the end
+            nonlocal marked
+            if not marked:
+                marked = True
+                await self._mark(taken.update_id)
+
         try:
-            await self._handle(msg)
+            await self._handle(msg, settle)
         finally:
             task = asyncio.current_task()
             if task is None or not task.cancelling():
-                await self._mark(taken.update_id)
+                await settle()
 
     async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
         """A failed mark is logged, not raised: the answer went out; the dispatcher writes
@@ -288,7 +300,9 @@ class WhatsAppChannel:
             has_text=msg.text is not None,
         )
 
-    async def _handle(self, msg: Incoming) -> None:
+    async def _handle(
+        self, msg: Incoming, settled: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         inbound = self._inbound(msg)
         receiving = self._receiving
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
@@ -304,7 +318,12 @@ class WhatsAppChannel:
                 att = await self.fetcher.attachment(msg.kind, msg.media, inbox, receiving)
                 inbound = replace(inbound, attachments=(att,), has_text=True)
         reply = WhatsAppReply(
-            self.out, inbound, msg.wamid, undelivered=self._undelivered, speak=self._speak
+            self.out,
+            inbound,
+            msg.wamid,
+            undelivered=self._undelivered,
+            speak=self._speak,
+            settled=settled,
         )
         await self._answer(inbound, reply)
 
