@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the roost and the channels are imported by the rows that ru
     # the operator commands that read `PLATFORMS` only (access, export, ...) stay lean
     from bridge.app.reload import OnReload
     from bridge.app.roost import Roost
+    from bridge.channels.common.shared import Cluster
     from bridge.channels.telegram.files_in import FilesIn
     from bridge.schedule.runtime import ChannelDeliver, Undelivered
 
@@ -149,6 +150,14 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     budget = web_limits(settings.web)  # measured now: after the roost and its sandbox started
     log.info("web: %s", budget.describe())
     handle = spoken_handle(roost)  # answers spoken in the page after /voice on
+    cluster = cluster_of(settings, roost)
+    if cluster is not None:  # instances share the home: a web chat's turns under its lease
+        from bridge.channels.web.leased import leased
+        from bridge.core.dispatch import lease_name
+        from bridge.core.lease_hold import LeaseHold
+
+        owner = inbox_owner(settings)
+        handle = leased(handle, LeaseHold(cluster.leases, owner, cluster.ttl_ms, lease_name))
     web = WebChannel(
         handle,
         roost.command_list,
@@ -194,18 +203,13 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
     if webhook and "web" not in made:
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.app.reload import OnReload
-    from bridge.channels.telegram.channel import Cluster, TelegramChannel, TelegramOptions
+    from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
-    from bridge.storage.leases import Leases
 
     token = settings.telegram.token.get_secret_value() if settings.telegram.token else ""
     bot_id = token.partition(":")[0]  # the bot's id: a new token for the same bot keeps it
-    owner = secrets.token_hex(6)  # this process start; with instances, named by its instance
-    instance = chain_instance(settings)
-    inbox = UpdateInbox(
-        roost.database, f"telegram:{bot_id}", owner if instance is None else f"{instance}:{owner}"
-    )
+    inbox = UpdateInbox(roost.database, f"telegram:{bot_id}", inbox_owner(settings))
     telegram = TelegramChannel(
         settings.telegram,
         roost.core.answer,
@@ -218,11 +222,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         files_in=telegram_files_in(settings, roost),
         inbox=inbox,  # every update stored before it is confirmed
         parts=roost.schedule.outbox.parts,  # outbox entries delivered part by part
-        cluster=(  # several instances may serve this bot: a chat is answered by its lease's holder
-            Cluster(Leases(roost.database), int(settings.cluster.lease_s * 1000))
-            if roost.database.dialect.name == "postgresql"
-            else None
-        ),
+        cluster=cluster_of(settings, roost),  # a chat is answered by its lease's holder
     )
     if webhook:
         web = made["web"].channel
@@ -241,6 +241,25 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
 
     live = (OnReload.of(("telegram.allowed_groups",), groups),)
     return Launched(telegram, announce, deliver=telegram.deliver, live=live)
+
+
+def inbox_owner(settings: Settings) -> str:
+    """This process start in a channel's durable inbox; with instances, named by its
+    instance (`[cluster] instance`), so its leases and rows say whose they are."""
+    owner = secrets.token_hex(6)
+    instance = chain_instance(settings)
+    return owner if instance is None else f"{instance}:{owner}"
+
+
+def cluster_of(settings: Settings, roost: Roost) -> Cluster | None:
+    """Several instances may serve this home's bot and number (PostgreSQL): the per-chat
+    leases; None on SQLite (one process per home)."""
+    from bridge.channels.common.shared import Cluster
+    from bridge.storage.leases import Leases
+
+    if roost.database.dialect.name != "postgresql":
+        return None
+    return Cluster(Leases(roost.database), int(settings.cluster.lease_s * 1000))
 
 
 def telegram_files_in(settings: Settings, roost: Roost) -> FilesIn:
@@ -285,6 +304,8 @@ def whatsapp_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         undelivered=undelivered_hook(roost),
         speak=voice.speak_hook("whatsapp", wa.reply_voice_to_voice),
         ignored=lambda kind, n: roost.metrics.ignored("whatsapp", kind, n),
+        cluster=cluster_of(settings, roost),  # a person is answered by their lease's holder
+        owner=inbox_owner(settings),
     )
     web = made["web"].channel
     assert isinstance(web, WebChannel)

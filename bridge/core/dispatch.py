@@ -9,8 +9,8 @@ then it lets the lease go. So one chat's items run in order, on one
 instance at a time, while different chats run at once (up to `max_chats`
 here). `stop(grace_s)` takes no new item, lets the items under way finish
 for up to `grace_s`, and only then lets the leases go. The lease is renewed
-every third of its time while an item runs; an instance that dies stops
-renewing, and once its leases expire another
+every third of its time while an item runs (`bridge.core.lease_hold.renewing`);
+an instance that dies stops renewing, and once its leases expire another
 instance's dispatcher (woken by the source's notify, or by its own poll
 every `poll_s`) takes those chats. The item a dead instance was running is
 not finished, so the next holder runs it again: an item's handler must make
@@ -29,6 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, Protocol, TypeVar
 
+from bridge.core.lease_hold import renewing
 from bridge.storage.leases import Leases
 from bridge.storage.protocol import Subscription
 
@@ -136,19 +137,15 @@ class Dispatcher(Generic[Item]):
                 item = await self._source.next(key)
                 if item is None:
                     return
-                renew = asyncio.create_task(self._renew(name))
                 try:
-                    await self._handle(item)
+                    async with renewing(self._leases, name, self._owner, self._ttl_ms):
+                        await self._handle(item)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.exception("a chat's item failed in its handler")
                     await self._source.failed(item)
                     return  # the lease goes; the source said whether the item waits again
-                finally:
-                    renew.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await renew
                 # still ours? an instance that stalled past its lease stops here
                 if await self._leases.renew(name, self._owner, self._ttl_ms) is None:
                     self.lost += 1
@@ -165,16 +162,6 @@ class Dispatcher(Generic[Item]):
             with contextlib.suppress(Exception):
                 await self._leases.release(name, self._owner)
             self._again.set()
-
-    async def _renew(self, name: str) -> None:
-        """Keep the lease while an item runs (every third of its time; a failed renewal
-        is tried again at the next beat, and a lost lease is found before `finish`)."""
-        while True:
-            await asyncio.sleep(self._ttl_ms / 3000)
-            try:
-                await self._leases.renew(name, self._owner, self._ttl_ms)
-            except Exception as exc:  # the database is away: next beat
-                log.warning("renewing a chat's lease failed: %s", exc)
 
     async def stop(self, grace_s: float = 0.0) -> None:
         """Take no new item; let the items under way finish for up to `grace_s`, then

@@ -5,7 +5,9 @@ ROOST_HOME with one `[database] url` (PostgreSQL; None: SQLite, one
 instance), one fake OpenAI-compatible model (answers "echo: <question>")
 and one fake Telegram Bot API in webhook mode: every instance mounts the
 webhook route, and `post_update(instance, update)` delivers an update to
-the one a load balancer would have picked. `lease_s` is small so a killed
+the one a load balancer would have picked. With `whatsapp` (a fake Cloud
+API, tests/fakes/fake_whatsapp.py) every instance also serves WhatsApp's
+webhook, and `post_whatsapp(instance, body)` delivers a signed one. `lease_s` is small so a killed
 instance's people are taken over within seconds. Each instance's stderr
 goes to a file under `root` (a pipe nobody reads would fill and stall it);
 its stdout is read up to the ready line ("roost: model ...") for the web
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import signal
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+from tests.fakes.fake_whatsapp import FakeWhatsApp
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 KEY = "sk-test-key-000000000000"
@@ -48,6 +53,10 @@ class Instance:
     def webhook(self) -> str:
         return f"http://127.0.0.1:{self.port}/telegram/webhook"
 
+    @property
+    def whatsapp_webhook(self) -> str:
+        return f"http://127.0.0.1:{self.port}/whatsapp/webhook"
+
     def stderr(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -65,12 +74,18 @@ class Cluster:
         people: list[int],
         lease_s: float = 2.0,
         extra: Mapping[str, str] | None = None,
+        whatsapp: FakeWhatsApp | None = None,
+        whatsapp_people: list[str] | None = None,
     ) -> None:
         self.root, self.home = root, root / "home"
         self.db_url, self.model_url, self.bot_api_url = db_url, model_url, bot_api_url
         self.lease_s, self.extra = lease_s, dict(extra or {})
+        self.whatsapp = whatsapp
         self.config = root / "roost.toml"
-        self.config.write_text(f"[tenants.alice]\ntelegram_ids = {people}\n")
+        wa_ids = [f"+{p}" for p in whatsapp_people or []]
+        self.config.write_text(
+            f"[tenants.alice]\ntelegram_ids = {people}\nwhatsapp_ids = {json.dumps(wa_ids)}\n"
+        )
         self.instances: list[Instance] = []
         self._http: aiohttp.ClientSession | None = None
 
@@ -96,6 +111,14 @@ class Cluster:
             ROOST_CLUSTER__INSTANCE=name,
             ROOST_CLUSTER__LEASE_S=str(self.lease_s),
         )
+        if self.whatsapp is not None:
+            env.update(
+                ROOST_WHATSAPP__ACCESS_TOKEN=self.whatsapp.token,
+                ROOST_WHATSAPP__APP_SECRET=self.whatsapp.app_secret,
+                ROOST_WHATSAPP__VERIFY_TOKEN="cluster-verify",
+                ROOST_WHATSAPP__PHONE_NUMBER_ID=self.whatsapp.phone_number_id,
+                ROOST_WHATSAPP__API_BASE_URL=self.whatsapp.base_url,
+            )
         env.update(self.extra)  # may replace any of the above (e.g. the Telegram mode)
         if self.db_url is not None:
             env["ROOST_DATABASE__URL"] = self.db_url
@@ -136,6 +159,18 @@ class Cluster:
         """Deliver one update to `inst`'s webhook as Telegram would; the HTTP status."""
         headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
         async with self.http.post(inst.webhook, json=update, headers=headers) as resp:
+            await resp.read()
+            return resp.status
+
+    async def post_whatsapp(self, inst: Instance, body: dict[str, Any]) -> int:
+        """Deliver one webhook to `inst` as Meta would (signed); the HTTP status."""
+        assert self.whatsapp is not None
+        raw = json.dumps(body).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": self.whatsapp.sign(raw),
+        }
+        async with self.http.post(inst.whatsapp_webhook, data=raw, headers=headers) as resp:
             await resp.read()
             return resp.status
 

@@ -34,6 +34,10 @@ person's last message (the customer-service window), as Meta does.
 
 `sent` holds every accepted message body, `reads` every read receipt,
 `uploads` every uploaded file; `wait_sent(n)` waits for the n-th message.
+`hold()` keeps the messages sent from then on waiting (listed in `waiting`)
+until `release()`; one whose sender went away meanwhile is not accepted.
+`GET /_fake/sent` answers how many were accepted (a bench's fake runs in a
+process of its own).
 """
 
 from __future__ import annotations
@@ -99,6 +103,9 @@ class FakeWhatsApp:
         self._http: aiohttp.ClientSession | None = None
         self._reports: set[asyncio.Task[None]] = set()
         self._sent_to: dict[str, int] = {}
+        self._held = False
+        self._release = asyncio.Event()
+        self.waiting: list[dict[str, Any]] = []  # messages held by `hold()`, as they came
         self.port = 0
 
     async def __aenter__(self) -> FakeWhatsApp:
@@ -107,6 +114,7 @@ class FakeWhatsApp:
         app.router.add_post(f"/{VERSION}/{{pnid}}/media", self._upload)
         app.router.add_get(f"/{VERSION}/{{media_id}}", self._media_info)
         app.router.add_get("/media/{media_id}", self._download)
+        app.router.add_get("/_fake/sent", self._count)  # for a bench in another process
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -134,6 +142,17 @@ class FakeWhatsApp:
 
     def fail(self, *failures: Failure) -> None:
         self._failures.extend(failures)
+
+    def hold(self) -> None:
+        """Messages sent from now on wait for `release()` before they are accepted (each is
+        listed in `waiting` as it comes); read receipts are not held."""
+        self._held = True
+        self._release.clear()
+
+    def release(self) -> None:
+        """Accept the held messages now, but those whose sender went away (nothing sent)."""
+        self._held = False
+        self._release.set()
 
     def add_media(self, data: bytes, mime: str, **kw: Any) -> tuple[str, str]:
         """Store a file a person sends; (media id, sha256)."""
@@ -267,6 +286,11 @@ class FakeWhatsApp:
         problem = check_message(body)
         if problem:
             return self._error(400, 100, "OAuthException", f"(#100) {problem}")
+        if self._held:
+            self.waiting.append(body)
+            await self._release.wait()
+            if request.transport is None or request.transport.is_closing():
+                return web.Response(status=499)  # the sender went away: nothing was sent
         mid = hooks.wamid(body["to"])
         async with self._changed:
             self.sent.append(body)
@@ -283,6 +307,9 @@ class FakeWhatsApp:
                 "messages": [{"id": mid}],
             }
         )
+
+    async def _count(self, request: web.Request) -> web.Response:
+        return web.json_response({"sent": len(self.sent)})
 
     async def _report(self, body: dict[str, Any], mid: str) -> None:
         to = body["to"]

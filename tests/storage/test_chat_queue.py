@@ -1,11 +1,11 @@
 """Instances sharing one bot: each chat's stored updates, per chat under a lease, on both backends.
 
-`ChatQueue` (bridge/channels/telegram/chat_queue.py): updates stored `new`
+`ChatQueue` (bridge/channels/common/chat_queue.py): updates stored `new`
 by any instance, the chats with open updates whose lease nobody holds
 (oldest first), a chat's updates taken oldest first with their tries
 counted, a row another transaction holds skipped on PostgreSQL, an update
 whose answer is already in the outbox marked done. `SharedWork`
-(bridge/channels/telegram/shared.py) with two instances on two connections:
+(bridge/channels/common/shared.py, Telegram's) with two instances on two connections:
 every update answered once, in each chat's order; a dead instance's chat
 taken once its lease expired; a poison update given up after its tries;
 a stop releases the leases only after the turn under way ended.
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bridge.channels.telegram.chat_queue import ChatQueue, Taken, lease_name
+from bridge.channels.common.chat_queue import ChatQueue, Taken, lease_name
 from bridge.channels.telegram.inbox import UpdateInbox
 from bridge.channels.telegram.shared import MAX_TRIES, SharedWork
 from bridge.schedule.outbox import OutboxStore

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from bridge.channels.telegram.inbox import KEEP_MS, UpdateInbox, describe
+from bridge.channels.common.inbox_marks import KEEP_MS
+from bridge.channels.telegram.inbox import UpdateInbox, describe
 from bridge.core.db import connect
 from bridge.schedule.outbox import OutboxStore
 from bridge.storage.errors import StorageError

@@ -56,8 +56,9 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from bridge.channels.common.chat_queue import Taken
+from bridge.channels.common.shared import GIVEN_UP, Cluster
 from bridge.channels.telegram.actions import pressed
-from bridge.channels.telegram.chat_queue import Taken
 from bridge.channels.telegram.connect import Connection, PollWatch
 from bridge.channels.telegram.files_in import FilesIn, file_base_url
 from bridge.channels.telegram.health import Backoff
@@ -76,14 +77,10 @@ from bridge.core.commands import COMMAND_NAME
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
 from bridge.schedule.outbox_parts import PartLog
-from bridge.storage.leases import Leases, Singleton
+from bridge.storage.leases import Singleton
 from bridge.types.messages import Answer, Attachment, Inbound
 
 log = logging.getLogger(__name__)
-GIVEN_UP = (
-    "⚠️ Something went wrong each time I tried to answer your last message, so I stopped "
-    "trying. Please send it again, perhaps worded differently."
-)
 ReplyFor = Callable[[Inbound, int, int | None, int | None], TelegramReply]
 """(inbound, chat id, message to quote, message to answer in place) -> its reply"""
 
@@ -94,14 +91,6 @@ ALLOWED_UPDATES = [
     "edited_channel_post",
     "callback_query",  # a press of a reply's button (bridge.channels.telegram.actions)
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Cluster:
-    """Instances sharing the bot (`[database] url` PostgreSQL): the leases per chat."""
-
-    leases: Leases
-    ttl_ms: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,14 +14,15 @@ process stored is answered, once; one it did not store is a redelivery
 `done` once its answer was delivered or kept in the outbox, or `dropped` when
 it was too old to answer (the person is told): two statements per update at
 most, the store (one per `getUpdates` answer) and the done (one for all the
-updates marked while the previous mark was being written: a group commit).
+updates marked while the previous mark was being written: a group commit;
+`bridge.channels.common.inbox_marks`, shared with WhatsApp's inbox).
 
 What a process left unfinished (killed, or stopped before it got to it) is
 handed to the next one by `recover`, oldest first, so it is answered after
 a restart in each chat's order; an update whose answer already waits in the
 outbox (`reply:<msg>` for that chat) counts as done and is not answered
 twice. A done row keeps only its ids (the text is dropped at once) and is
-pruned after `KEEP_MS`.
+pruned after `KEEP_MS` (`bridge.channels.common.inbox_marks`).
 
 The store runs on the `Database` protocol (`bridge.storage`, SQLite or
 PostgreSQL) and every write is ONE statement, never a transaction held
@@ -34,21 +35,21 @@ holds a home at a time (the instance lock), so every open row of another
 owner belongs to a process that is gone. Instances sharing one database
 (`[database] url` PostgreSQL, webhook mode) store updates `new`, owned by
 nobody, and take them per chat under a lease instead of `take` and
-`recover` (`bridge.channels.telegram.shared`).
+`recover` (`bridge.channels.telegram.shared`, over
+`bridge.channels.common.shared`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from bridge.channels.common.inbox_marks import InboxMarks
 from bridge.storage.protocol import Database
 
-KEEP_MS: Final = 3 * 86_400_000  # Telegram redelivers for at most a day; ids are kept longer
 _ROW = "update_id, chat, msg, payload, sent_ms"
 
 
@@ -94,8 +95,9 @@ def describe(update: Mapping[str, Any]) -> tuple[str, str, int | None]:
     return key, msg, int(sent) * 1000 if isinstance(sent, int) else None
 
 
-class UpdateInbox:
-    """The inbox of one bot (`source`, e.g. "telegram:123456") for one process (`owner`)."""
+class UpdateInbox(InboxMarks):
+    """The inbox of one bot (`source`, e.g. "telegram:123456") for one process (`owner`);
+    its marks, count and prune are `InboxMarks`'."""
 
     def __init__(
         self,
@@ -106,14 +108,8 @@ class UpdateInbox:
         channel: str = "telegram",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.db, self.source, self.owner = db, source, owner
-        self._channel, self._clock = channel, clock
+        super().__init__(db, source, owner, channel=channel, clock=clock)
         self._stored: set[int] = set()  # stored first by this process, not taken yet
-        self._marks: list[tuple[int, str, asyncio.Future[None]]] = []  # done, not written yet
-        self._marking: asyncio.Task[None] | None = None  # writing marks now
-
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
 
     async def store(self, updates: Iterable[Mapping[str, Any]], *, taken: bool = True) -> int:
         """Commit the updates not stored before, taken by this process (ONE statement);
@@ -156,50 +152,6 @@ class UpdateInbox:
             return True
         return False
 
-    async def done(self, update_id: int, *, dropped: bool = False) -> None:
-        """The update is answered (its answer delivered or kept), or dropped; returns once
-        that is committed. Marks asked for while one is being written go together in the
-        next statement (a group commit: one UPDATE for all the chats' answers of that
-        moment); alone, a mark is one statement at once. Raises `StorageError` when it
-        could not be written."""
-        mark = asyncio.get_running_loop().create_future()
-        self._marks.append((update_id, "dropped" if dropped else "done", mark))
-        if self._marking is None or self._marking.done():
-            self._marking = asyncio.create_task(self._write_marks(), name="telegram-inbox-done")
-        await mark
-
-    async def _write_marks(self) -> None:
-        while self._marks:
-            batch, self._marks = self._marks, []
-            try:
-                for state in ("done", "dropped"):
-                    ids = [uid for uid, s, _ in batch if s == state]
-                    if ids:
-                        await self._mark_all(ids, state)
-            except asyncio.CancelledError:  # the loop is closing: nobody waits in vain
-                for _, _, mark in batch + self._marks:
-                    mark.cancel()
-                raise
-            except Exception as exc:  # each waiting caller hears it
-                for _, _, mark in batch:
-                    if not mark.done():
-                        mark.set_exception(exc)
-                continue
-            for _, _, mark in batch:
-                if not mark.done():  # a caller cancelled meanwhile: written all the same
-                    mark.set_result(None)
-
-    async def _mark_all(self, ids: list[int], state: str) -> None:
-        """One UPDATE for `ids`; the list padded (with its last id) to a power of two so
-        the statement's text has few shapes."""
-        size = 1 << (len(ids) - 1).bit_length()
-        padded = ids + ids[-1:] * (size - len(ids))
-        await self.db.execute(
-            "UPDATE channel_inbox SET state = ?, payload = '', done_ms = ?"
-            f" WHERE source = ? AND update_id IN ({', '.join('?' * size)})",
-            (state, self._now_ms(), self.source, *padded),
-        )
-
     async def recover(self) -> list[Stored]:
         """Take over what earlier processes left unanswered, oldest first."""
         now, db = self._now_ms(), self.db
@@ -208,7 +160,7 @@ class UpdateInbox:
             " WHERE source = ? AND state IN ('new', 'working') AND owner != ? AND msg != ''"
             " AND EXISTS (SELECT 1 FROM outbox AS o WHERE o.channel = ?"
             " AND o.chat = channel_inbox.chat AND o.key = 'reply:' || channel_inbox.msg)",
-            (now, self.source, self.owner, self._channel),
+            (now, self.source, self.owner, self.channel),
         )
         rows = await db.fetch_all(
             "UPDATE channel_inbox SET state = 'working', owner = ?"
@@ -223,20 +175,4 @@ class UpdateInbox:
                 for uid, chat, msg, payload, sent in rows
             ),
             key=lambda s: s.update_id,
-        )
-
-    async def open_count(self) -> int:
-        """Updates not answered yet (any owner)."""
-        count = await self.db.fetch_value(
-            "SELECT COUNT(*) FROM channel_inbox WHERE source = ? AND state IN ('new', 'working')",
-            (self.source,),
-        )
-        return int(count)
-
-    async def prune(self) -> int:
-        """Forget answered and dropped updates past `KEEP_MS`."""
-        return await self.db.execute(
-            "DELETE FROM channel_inbox WHERE source = ? AND state IN ('done', 'dropped')"
-            " AND done_ms < ?",
-            (self.source, self._now_ms() - KEEP_MS),
         )

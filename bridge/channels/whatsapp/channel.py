@@ -25,6 +25,17 @@ resolves to a tenant is a known person: their 24-hour window is recorded
 message's image, document or voice note is fetched into their inbox
 (`media.MediaFetcher`). Who may talk, `/pair`, the one refusal to a
 stranger and the per-chat order are the core's, as on every channel.
+
+Instances sharing one number (`inbox` and `cluster` given: `[database] url`
+PostgreSQL) do not answer the message they receive: each delivery's new
+messages are stored first (`WhatsAppInbox.store`, one transaction, the
+seen-id and the row; 503 when it cannot be) and every instance is woken
+(NOTIFY); the holder of the person's lease answers them, one at a time,
+oldest first (`bridge.channels.common.shared.SharedWork`), and marks each
+done the moment its answer's text was delivered or kept in the outbox
+(`WhatsAppReply`'s `settled`, before files or a voice message), or when its
+handling ended otherwise; cancelled by a stop before that, it stays open
+for another instance.
 """
 
 from __future__ import annotations
@@ -38,7 +49,10 @@ from dataclasses import dataclass, replace
 
 from aiohttp import web
 
+from bridge.channels.common.chat_queue import Taken
+from bridge.channels.common.shared import GIVEN_UP, Cluster, SharedWork
 from bridge.channels.whatsapp.client import GraphClient
+from bridge.channels.whatsapp.inbox import TOPIC, WhatsAppInbox, incoming_of
 from bridge.channels.whatsapp.media import MediaFetcher, Receiving
 from bridge.channels.whatsapp.payload import Delivery, Incoming, parse
 from bridge.channels.whatsapp.reply import Speak, Undelivered, WhatsAppReply
@@ -79,6 +93,8 @@ class WhatsAppChannel:
         ignored: Callable[[str, int], None] = lambda kind, n: None,
         clock: Callable[[], float] = time.time,
         stop_grace_s: float = 10.0,
+        inbox: WhatsAppInbox | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self._secrets, self._answer = secrets, answer
         self.client, self.store = client, store
@@ -93,6 +109,21 @@ class WhatsAppChannel:
         self._running = False
         self.ignored: Counter[str] = Counter()
         self.duplicates = 0
+        self._unmarked: set[int] = set()  # answered, the done mark not written
+        self.shared = (  # instances sharing the number: the holder of a person's lease answers
+            SharedWork(
+                inbox,
+                cluster.leases,
+                cluster.ttl_ms,
+                self._answer_taken,
+                self._give_up,
+                topic=TOPIC,
+                unmarked=self._unmarked,
+            )
+            if inbox is not None and cluster is not None
+            else None
+        )
+        self.inbox = inbox if self.shared is not None else None
 
     def mount(self, app: web.Application) -> None:
         """Add the webhook route to the web channel's app (before it starts)."""
@@ -101,9 +132,13 @@ class WhatsAppChannel:
 
     async def start(self) -> None:
         self._running = True
+        if self.shared is not None:
+            self.shared.start()
 
     async def stop(self) -> None:
         self._running = False  # from now on a webhook gets 503: Meta delivers it again later
+        if self.shared is not None:  # turns finish, THEN the people's leases go
+            await self.shared.stop(self._grace)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._grace)
@@ -166,6 +201,14 @@ class WhatsAppChannel:
                     row.entry,
                     status.error,
                 )
+        if self.inbox is not None and self.shared is not None:
+            new = await self.inbox.store(delivery.messages)  # StorageError: 503
+            self.duplicates += len(delivery.messages) - new
+            if new:
+                await self.shared.wake()
+                if await self.store.counted(new, now_ms):  # and the answered rows, as often
+                    await self.inbox.prune()
+            return
         for msg in delivery.messages:
             if not await self.store.first_time(msg.wamid, now_ms):
                 self.duplicates += 1
@@ -196,10 +239,57 @@ class WhatsAppChannel:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
         await self._handle(msg)
 
+    # -- a stored message, under its person's lease (instances sharing the number) -----------
+
+    async def _answer_taken(self, taken: Taken) -> None:
+        """Answer a stored message this instance took; marked done the moment its answer's
+        text was delivered or kept in the outbox (before files or a voice message follow),
+        or when its handling ended otherwise (a message that gets no answer, or a failure a
+        retry would not fix); cancelled before that, it stays open."""
+        try:
+            msg = incoming_of(taken.payload)
+        except (TypeError, KeyError, ValueError):
+            log.warning("whatsapp: stored message %d is unreadable; dropped", taken.update_id)
+            await self._mark(taken.update_id, dropped=True)
+            return
+        marked = False
+
+        async def settle() -> None:  # once: when the text went out or was kept, or at the end
+            nonlocal marked
+            if not marked:
+                marked = True
+                await self._mark(taken.update_id)
+
+        try:
+            await self._handle(msg, settle)
+        finally:
+            task = asyncio.current_task()
+            if task is None or not task.cancelling():
+                await settle()
+
+    async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
+        """A failed mark is logged, not raised: the answer went out; the dispatcher writes
+        it again before the person's next message (`unmarked`)."""
+        assert self.inbox is not None
+        try:
+            await self.inbox.done(update_id, dropped=dropped)
+        except StorageError as exc:
+            log.error("whatsapp: message %d could not be marked answered: %s", update_id, exc)
+            self._unmarked.add(update_id)
+
+    async def _give_up(self, taken: Taken) -> None:
+        """A message taken too often without an answer: the person is told once."""
+        try:
+            msg = incoming_of(taken.payload)
+        except (TypeError, KeyError, ValueError):
+            return
+        if self._undelivered is not None:
+            await self._undelivered(self._inbound(msg), GIVEN_UP)
+
     # -- one message --------------------------------------------------------------------------
 
-    async def _handle(self, msg: Incoming) -> None:
-        inbound = Inbound(
+    def _inbound(self, msg: Incoming) -> Inbound:
+        return Inbound(
             "whatsapp",
             msg.sender,
             msg.sender,
@@ -209,6 +299,11 @@ class WhatsAppChannel:
             display_name=msg.name,
             has_text=msg.text is not None,
         )
+
+    async def _handle(
+        self, msg: Incoming, settled: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        inbound = self._inbound(msg)
         receiving = self._receiving
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
         if tenant is not None:
@@ -223,7 +318,12 @@ class WhatsAppChannel:
                 att = await self.fetcher.attachment(msg.kind, msg.media, inbox, receiving)
                 inbound = replace(inbound, attachments=(att,), has_text=True)
         reply = WhatsAppReply(
-            self.out, inbound, msg.wamid, undelivered=self._undelivered, speak=self._speak
+            self.out,
+            inbound,
+            msg.wamid,
+            undelivered=self._undelivered,
+            speak=self._speak,
+            settled=settled,
         )
         await self._answer(inbound, reply)
 

@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bridge.channels.common.shared import Cluster
 from bridge.channels.whatsapp.channel import Secrets, WhatsAppChannel
 from bridge.channels.whatsapp.client import GraphClient
+from bridge.channels.whatsapp.inbox import WhatsAppInbox
 from bridge.channels.whatsapp.media import Receiving
 from bridge.channels.whatsapp.outbox import WAITING, Template, WhatsAppOutbox
 from bridge.channels.whatsapp.reply import Speak, Undelivered
@@ -51,8 +53,12 @@ def make_whatsapp(
     ignored: Callable[[str, int], None] = lambda kind, n: None,
     client: GraphClient | None = None,
     clock: Callable[[], float] = time.time,
+    cluster: Cluster | None = None,
+    owner: str = "",
 ) -> Made:
-    """The channel (mount it on the web app) and the deliver for its outbox entries."""
+    """The channel (mount it on the web app) and the deliver for its outbox entries.
+    `cluster` (instances sharing the number): messages are stored first and answered by
+    the holder of the person's lease; `owner` names this process in the inbox."""
     secrets = secrets_of(settings)
     if settings.access_token is None:
         raise ConfigError("whatsapp.access_token is required")
@@ -77,6 +83,8 @@ def make_whatsapp(
         woke=woke,
         ignored=ignored,
         clock=clock,
+        inbox=WhatsAppInbox(db, secrets.phone_number_id, owner) if cluster is not None else None,
+        cluster=cluster,
     )
     template = (
         Template(settings.template, settings.template_language, settings.template_chars)

@@ -41,11 +41,13 @@ class WhatsAppReply:
         undelivered: Undelivered | None = None,
         speak: Speak | None = None,
         typing_every_s: float = TYPING_EVERY_S,
+        settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._out, self._inbound, self._wamid = out, inbound, wamid
         self._to = inbound.chat
         self._undelivered, self._speak = undelivered, speak
         self._typing_every_s = typing_every_s
+        self._settled = settled  # the answer's text was delivered or kept (before files)
 
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
@@ -85,7 +87,11 @@ class WhatsAppReply:
                 exc,
                 "; it waits in the outbox" if kept else "",
             )
+            if kept and self._settled is not None:
+                await self._settled()
             return
+        if self._settled is not None:
+            await self._settled()
         for file in final.files:
             try:
                 await self._out.document(self._to, file)

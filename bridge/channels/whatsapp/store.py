@@ -34,6 +34,13 @@ RANK = {"accepted": 0, "sent": 1, "delivered": 2, "read": 3, "failed": 9}
 DAY_MS = 86_400_000
 
 
+# the first sighting of a message id wins (`first_time`, and the shared inbox's store unit)
+SEEN_SQL = (
+    "INSERT INTO whatsapp_seen (msg_key, seen_ms) VALUES (?, ?)"
+    " ON CONFLICT (msg_key) DO NOTHING RETURNING msg_key"
+)
+
+
 def key(wamid: str) -> str:
     """A message id's key in the tables (and the `msg_id` roost gives the message)."""
     return hashlib.sha256(wamid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -72,15 +79,18 @@ class WhatsAppStore:
 
     async def first_time(self, wamid: str, now_ms: int) -> bool:
         """Record the message id; False when it was recorded before (a duplicate)."""
-        new = await self.db.fetch_value(
-            "INSERT INTO whatsapp_seen (msg_key, seen_ms) VALUES (?, ?)"
-            " ON CONFLICT (msg_key) DO NOTHING RETURNING msg_key",
-            (key(wamid), now_ms),
-        )
-        self._inserts += 1
-        if self._inserts % self._prune_every == 0:
-            await self.prune(now_ms)
+        new = await self.db.fetch_value(SEEN_SQL, (key(wamid), now_ms))
+        await self.counted(1, now_ms)
         return new is not None
+
+    async def counted(self, inserts: int, now_ms: int) -> bool:
+        """`inserts` message ids were recorded (here or by the shared inbox): now and then
+        the old ones are pruned (True: now)."""
+        before, self._inserts = self._inserts, self._inserts + inserts
+        if before // self._prune_every == self._inserts // self._prune_every:
+            return False
+        await self.prune(now_ms)
+        return True
 
     async def wrote(self, tenant: str, wa_id: str, now_ms: int) -> None:
         """A known person wrote now: their window is open for 24 hours."""

@@ -1,8 +1,9 @@
 """Each chat's stored updates, taken oldest first by the holder of the chat's lease.
 
-The statements of `bridge.channels.telegram.shared` (instances sharing one
-bot) on the durable inbox's table `channel_inbox`, the same SQL on both
-backends:
+The statements of `bridge.channels.common.shared` (instances sharing one
+bot or one WhatsApp number) on the durable inbox's table `channel_inbox`,
+the same SQL on both backends, for any platform (`source`: "telegram:<bot>",
+"whatsapp:<phone number id>"; `channel`: the outbox's channel name):
 - `open_chats()`: the chats with open updates (`new`, or `working` for an
   owner that lost or never had the chat's lease) whose lease nobody holds
   now, by the database's clock: ONE statement;
@@ -39,13 +40,13 @@ class Taken:
 
 
 def lease_name(source: str, chat: str) -> str:
-    """The lease of one person's chat of one bot ("chat:telegram:<bot>:<chat>"), as the
+    """The lease of one person's chat of one source ("chat:telegram:<bot>:<chat>"), as the
     dispatcher (`bridge.core.dispatch`) names the chat "<source>:<chat>"."""
     return chat_lease(f"{source}:{chat}")
 
 
 class ChatQueue:
-    """The open updates of one bot (`source`), per chat."""
+    """The open updates of one source (a bot, a WhatsApp number), per chat."""
 
     def __init__(self, db: Database, source: str, *, channel: str = "telegram") -> None:
         self.db, self.source, self._channel = db, source, channel
