@@ -3,9 +3,10 @@
 What is copied, and how:
 - every SQLite database (`roost.db`, each tenant's forge `usage.sqlite`) through
   SQLite's online backup API, so a writer in the daemon never tears the copy;
-- the audit chain under its cross-process lock (the writer appends a batch and
-  rewrites the head under the same lock), so chain and head agree; only the
-  complete records are copied;
+- each audit chain (the single one, or each instance's `chain-NAME.jsonl`)
+  under its own cross-process lock (its writer appends a batch and rewrites
+  the head under the same lock), so chain and head agree; only the complete
+  records are copied;
 - every other regular file (tenants/, STEERING.md, personas/, web-token,
   audit/names.key ...) byte for byte, with its mode; directories are 0700.
 
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from bridge.audit.chains import chain_files
 from bridge.audit.store import complete_end, head_path, lock_path
 
 MANIFEST = "MANIFEST.json"
@@ -72,10 +74,10 @@ def _is_sqlite(rel: Path) -> bool:
     return rel.suffix in SQLITE_SUFFIXES
 
 
-def _skipped(rel: Path) -> bool:
+def _skipped(rel: Path, chains: set[Path]) -> bool:
     name = rel.name
-    if rel in (CHAIN, head_path(CHAIN)):
-        return True  # copied under the chain lock
+    if rel in chains:
+        return True  # copied under its chain's lock
     return name.endswith(_SIDE_SUFFIXES) or name == MANIFEST
 
 
@@ -118,18 +120,22 @@ def _copy_file(src: Path, dst: Path) -> None:
     os.chmod(dst, mode)
 
 
-def _copy_chain(home: Path, dest: Path) -> int:
-    """Copy chain and head under the writer's lock; return the head's seq (0: no chain)."""
-    chain = home / CHAIN
-    if not chain.exists():
-        return 0
-    _private_parent(dest, CHAIN)
+def _chains(home: Path) -> list[Path]:
+    """Every audit chain of the home (relative): the single one and each instance's."""
+    return [p.relative_to(home) for p in chain_files(home / CHAIN.parent)]
+
+
+def _copy_chain(home: Path, dest: Path, rel: Path) -> int:
+    """Copy a chain and its head under the chain writer's lock (the writer appends a batch
+    and rewrites the head under it: the two agree); return the head's seq (0: none)."""
+    chain = home / rel
+    _private_parent(dest, rel)
     lock_fd = os.open(lock_path(chain), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         with chain.open("rb") as inp:
             end = complete_end(inp.fileno(), os.fstat(inp.fileno()).st_size)
-            fd = os.open(dest / CHAIN, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(dest / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as out:
                 remaining = end
                 while remaining:
@@ -139,7 +145,7 @@ def _copy_chain(home: Path, dest: Path) -> int:
         head = head_path(chain)
         if not head.exists():
             return 0
-        _copy_file(head, dest / head_path(CHAIN))
+        _copy_file(head, dest / head_path(rel))
         return int(json.loads(head.read_bytes())["seq"])
     finally:
         os.close(lock_fd)  # closing releases the flock
@@ -157,12 +163,15 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     _empty_target(dest, "backup destination")
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(dest, 0o700)
+    chains = _chains(home)
+    held = {p for c in chains for p in (c, head_path(c))}
     for rel in walk_files(home):
-        if _skipped(rel):
+        if _skipped(rel, held):
             continue
         _private_parent(dest, rel)
         (_copy_sqlite if _is_sqlite(rel) else _copy_file)(home / rel, dest / rel)
-    seq = _copy_chain(home, dest)
+    seqs = {rel: _copy_chain(home, dest, rel) for rel in chains}
+    seq = sum(seqs.values())  # records in all chains (one chain: its head's seq)
     files = {
         str(rel): {
             "sha256": sha256_file(dest / rel),
