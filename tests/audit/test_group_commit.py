@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from audit_helpers import fake_clock
 from bridge.audit import AuditChain, verify
 from bridge.audit import chain as chain_module
 from bridge.audit import head as head_module
-from bridge.audit.store import head_path, read_head
+from bridge.audit.store import head_path, lock_path, read_head
 
 EVENTS = [
     ("message.received", "alice", {"chars": 5}),
@@ -89,3 +91,50 @@ async def test_a_batch_that_cannot_be_written_fails_its_waiter_and_leaves_no_rec
         await chain.emit_many([])  # nothing to write: returns at once
     result = verify(path)
     assert result.ok and result.records == 3, result
+
+
+async def test_an_idle_writer_lets_the_batch_be_written_on_the_callers_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing queued, no other process at the lock: the batch is appended and synced on
+    the event loop's thread (no thread to wake and wait for), durable when it returns."""
+    path = tmp_path / "audit" / "chain.jsonl"
+    synced_on: list[str] = []
+    real = chain_module.os.fdatasync
+
+    async with AuditChain(path, None, fake_clock()) as chain:
+
+        def fdatasync(fd: int) -> None:
+            real(fd)
+            if fd == chain._fd:  # the chain's (the head's are synced on its own thread)
+                synced_on.append(threading.current_thread().name)
+
+        monkeypatch.setattr(chain_module.os, "fdatasync", fdatasync)
+        await chain.emit_many(EVENTS)
+        assert await chain.append(*EVENTS[0]) == 4
+        monkeypatch.setattr(chain_module.os, "fdatasync", real)
+        assert synced_on == [threading.current_thread().name] * 2 and chain.batches == 2
+    assert verify(path).ok
+
+
+async def test_a_lock_held_by_another_process_sends_the_batch_to_the_writer(
+    tmp_path: Path,
+) -> None:
+    """The lock taken elsewhere (another open file: another process, for flock): the loop
+    never waits for it; the writer thread does, and the waiter goes on once it is free."""
+    path = tmp_path / "audit" / "chain.jsonl"
+    async with AuditChain(path, None, fake_clock()) as chain:
+        await chain.emit(*EVENTS[0])
+        other = os.open(lock_path(path), os.O_RDWR)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX)
+            task = asyncio.create_task(chain.emit_many(EVENTS))
+            for _ in range(20):
+                await asyncio.sleep(0)  # the loop runs on: nothing blocks it
+            assert not task.done()
+            fcntl.flock(other, fcntl.LOCK_UN)
+            await asyncio.wait_for(task, 60)  # an upper bound only against a hang
+        finally:
+            os.close(other)
+    result = verify(path)
+    assert result.ok and result.records == 4, result
