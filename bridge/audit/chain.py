@@ -1,21 +1,17 @@
 """The audit chain writer: an `AuditSink` that returns once a record is fsynced.
 
-One writer thread per process owns the file (an idle one lets a caller write,
-below). `emit()` fits the details to the event's schema (`schema.py`: names
-people typed become keyed ids, any other text is refused), queues the event and
-awaits its acknowledgement (`emit_many` queues its events as one item, so a
-turn's events always share one write); the thread takes everything queued (up to
-`max_batch` items), and under the cross-process lock re-reads the chain's tail,
-appends the batch, fdatasyncs it, acknowledges each event of the batch (group
-commit), and then rewrites the head file in place before it takes the next
-batch; the head's sync runs on a thread of its own (`bridge.audit.head`), beside
-the next batch's: the head never names a record that is not durable, and neither
-a waiter nor the next batch waits for the head's sync (a crash before it leaves
-the head behind the chain, which `verify` accepts).
-When the writer is idle, nothing is queued and no other process holds the
-lock, a batch is written the same way on the caller's thread instead
-(`_written_here`: no thread wake-up to wait for on the way there and back);
-the writer and that path take `_busy` around a batch, so one runs at a time.
+One writer thread per process owns the file. `emit()` fits the details to
+the event's schema (`schema.py`: names people typed become keyed ids, any
+other text is refused), queues the event and awaits its acknowledgement
+(`emit_many` queues its events as one item, so a turn's events always share
+one write); the thread takes everything queued (up to `max_batch` items),
+and under the cross-process lock re-reads the chain's tail, appends the
+batch, fdatasyncs it, acknowledges each event of the batch (group commit),
+and then rewrites the head file in place before it takes the next batch;
+the head's sync runs on a thread of its own (`bridge.audit.head`), beside
+the next batch's: the head never names a record that is not durable, and
+neither a waiter nor the next batch waits for the head's sync (a crash
+before it leaves the head behind the chain, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -39,7 +35,6 @@ from bridge.audit.store import (
     ChainCorrupt,
     Tail,
     exclusive,
-    exclusive_now,
     head_path,
     inspect_tail,
     lock_path,
@@ -74,10 +69,8 @@ class AuditChain:
         max_batch: int = 512,
         names_key: bytes | None = None,
         schemas: Schemas | None = None,
-        inline: bool = True,
     ) -> None:
         self.path = path
-        self._inline = inline  # an idle writer: the batch written on the caller's thread
         self._schemas = schemas  # `schema.schemas_for(platforms)`: the channels it keeps
         self._key = hmac_key
         self._names_key = names_key  # None: `<audit dir>/names.key`, made on first open
@@ -87,7 +80,6 @@ class AuditChain:
         self._head = head_path(path)
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._busy = threading.Lock()  # held while a batch is taken and written (either way)
         self._fd = -1
         self._lock_fd = -1
         self._dir_fd = -1
@@ -132,7 +124,7 @@ class AuditChain:
             check_event(event)
             check_tenant(tenant)
             items.append(_Pending(event, tenant, self._fit(event, tenant, details), self._now()))
-        if not items or self._written_here(items) is not None:
+        if not items:
             return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[int] = loop.create_future()
@@ -148,37 +140,10 @@ class AuditChain:
             raise RuntimeError("audit chain is not open")
         loop = asyncio.get_running_loop()
         fitted = self._fit(event, tenant, details)
-        here = self._written_here([_Pending(event, tenant, fitted, self._now())])
-        if here is not None:
-            return here[-1]
         item = _Pending(event, tenant, fitted, self._now(), loop, loop.create_future())
         self._queue.put(item)
         assert item.future is not None
         return await item.future
-
-    def _written_here(self, items: list[_Pending]) -> list[int] | None:
-        """The batch appended and fdatasynced on this (the event loop's) thread when the
-        writer is idle, nothing is queued and no other process holds the chain lock: the
-        sync is waited for without waking a thread and then the loop (two wake-ups that
-        cost more than the sync itself on a busy machine). None: queued to the writer
-        instead (it groups batches that come while one is being synced)."""
-        if not self._inline or not self._queue.empty():
-            return None
-        if not self._busy.acquire(blocking=False):
-            return None
-        try:
-            if not self._queue.empty():  # queued since: the writer's turn first
-                return None
-            with exclusive_now(self._lock_fd) as mine:
-                if not mine:  # another process writes: wait for it on the writer's thread
-                    return None
-                try:
-                    return self._commit(items)
-                except Exception as exc:
-                    log.error("audit append failed: %s", exc)
-                    raise
-        finally:
-            self._busy.release()
 
     def _fit(
         self, event: str, tenant: str | None, details: Mapping[str, object]
@@ -233,34 +198,27 @@ class AuditChain:
             first = self._queue.get()
             if first is _STOP:
                 break
-            with self._busy:
-                stop = self._batch(first)
+            batch = [first]
+            while len(batch) < self._max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP:
+                    stop = True
+                    break
+                batch.append(nxt)
+            pending = _flat(batch)
 
-    def _batch(self, first: object) -> bool:
-        """Write `first` and what is queued behind it (up to `max_batch` items) as one
-        batch; whether the stop was among them."""
-        batch, stop = [first], False
-        while len(batch) < self._max_batch:
+            def durable(seqs: list[int], pending: list[_Pending] = pending) -> None:
+                _resolve_all(list(zip(pending, seqs, strict=True)), None)
+
             try:
-                nxt = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if nxt is _STOP:
-                stop = True
-                break
-            batch.append(nxt)
-        pending = _flat(batch)
-
-        def durable(seqs: list[int], pending: list[_Pending] = pending) -> None:
-            _resolve_all(list(zip(pending, seqs, strict=True)), None)
-
-        try:
-            with exclusive(self._lock_fd):
-                self._commit(pending, durable)
-        except Exception as exc:  # resolve every waiter, keep the thread alive
-            log.error("audit append failed: %s", exc)
-            _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
-        return stop
+                with exclusive(self._lock_fd):
+                    self._commit(pending, durable)
+            except Exception as exc:  # resolve every waiter, keep the thread alive
+                log.error("audit append failed: %s", exc)
+                _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
 
     def _tail(self) -> Tail:
         st = os.stat(self.path)

@@ -44,21 +44,6 @@ def exclusive(lock_fd: int) -> Iterator[None]:
         fcntl.flock(lock_fd, fcntl.LOCK_UN)
 
 
-@contextlib.contextmanager
-def exclusive_now(lock_fd: int) -> Iterator[bool]:
-    """Take the cross-process chain lock only if it is free at once (yields whether it was
-    taken; released on leaving when it was)."""
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        fcntl.flock(lock_fd, fcntl.LOCK_UN)
-
-
 def complete_end(fd: int, size: int) -> int:
     """Offset just after the last newline (0 when there is none)."""
     pos = size
