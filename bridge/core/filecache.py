@@ -183,15 +183,27 @@ class FileCache:
         dangling link may appear and look just as missing), a recording depends on it:
         checked every time."""
         hit = self._keys.get(path)
-        if hit is not None and hit.which not in (ALL, ENTRIES) and self._fresh(hit):
-            # a file vouched for by its own name: its directory is watched, so real,
-            # and the name no link (nothing on the way moved since, or it would not be)
-            real = path
-        else:
-            real = resolve(path)
+        vouched = hit is not None and self._real_as_is(path, hit)
+        real = path if vouched else resolve(path)
         if self._recording and (depend or real != path):
-            self._note(_REAL, path, real, _Seen(None, None))
+            # vouched: by the generation that vouched (checked again only when it moves)
+            self._note(_REAL, path, real, hit if vouched and hit is not None else _Seen(None, None))
         return real
+
+    def _real_as_is(self, path: str, hit: _Seen) -> bool:
+        """Whether `path` is its own real path by what the watch vouches for: a file
+        vouched for by its own name (its directory is watched, so real, and the name no
+        link: nothing on the way moved since, or it would not be), or a name missing
+        from a watched directory whose entries did not move since (a link appearing
+        there, dangling or not, is an entry created)."""
+        if hit.which == ALL:
+            return False
+        if hit.which == ENTRIES:
+            name = path[len(hit.directory) + 1 :]
+            plain = path.startswith(hit.directory + "/") and name not in ("", ".", "..")
+            if not plain or "/" in name:
+                return False
+        return self._fresh(hit)
 
     def loose_hold(self, reads: Reads) -> bool:
         """Whether the answers of `reads` no generation vouches for are the same now."""
@@ -286,7 +298,8 @@ class FileCache:
         try:
             found = os.lstat(path)
             if st_mode.S_ISLNK(found.st_mode):
-                gen, found = None, os.stat(path)
+                gen = None  # before the `stat`: a dangling link is vouched for by nothing
+                found = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             if both is None or gen is None:  # not watched, or a dangling link
                 return _Seen(None, None, directory)

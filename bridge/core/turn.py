@@ -167,6 +167,9 @@ class TurnRunner:
         self.sessions = sessions
         self._prompt = prompt
         self._sources = tuple(tool_sources)
+        # runtime Protocol checks cost ~20 us each: made once here, not on every turn
+        self._prepared = tuple(s for s in self._sources if isinstance(s, PreparedSource))
+        self._stable = prompt if isinstance(prompt, StablePrefixSource) else None
         self._audit = audit
         self._clock = clock
         self._settings = settings or TurnSettings()
@@ -373,9 +376,8 @@ class TurnRunner:
         """The agent loop over this turn's prompt and tools, deltas masked on the way out."""
         system, stable = self._system(turn, mask)
 
-        for source in self._sources:  # what a source offers from stored rows, read once
-            if isinstance(source, PreparedSource):
-                await source.prepare(turn)
+        for source in self._prepared:  # what a source offers from stored rows, read once
+            await source.prepare(turn)
 
         def tools() -> list[Tool]:  # asked before each step: a step may add a tool
             return [t for source in self._sources for t in source.tools_for(turn)]
@@ -418,9 +420,9 @@ class TurnRunner:
     def _system(self, turn: TurnContext, mask: OutputMask) -> tuple[str, int]:
         """The system prompt and its stable prefix length, measured after the vault mask
         (which run_agent applies), so the offset points into the text the model gets."""
-        if not isinstance(self._prompt, StablePrefixSource):
+        if self._stable is None:
             return self._prompt.system_prompt(turn), 0
-        system, stable = self._prompt.system_prompt_parts(turn)
+        system, stable = self._stable.system_prompt_parts(turn)
         if stable <= 0:
             return system, stable
         head = mask.mask(system[:stable])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from audit_helpers import fake_clock
 from bridge.audit import AuditChain, verify
 from bridge.audit import chain as chain_module
 from bridge.audit import head as head_module
-from bridge.audit.store import head_path, read_head
+from bridge.audit.store import head_path, lock_path, read_head
 
 EVENTS = [
     ("message.received", "alice", {"chars": 5}),
@@ -94,3 +96,24 @@ async def test_a_batch_that_cannot_be_written_fails_its_waiter_and_leaves_no_rec
         await chain.emit_many([])  # nothing to write: returns at once
     result = verify(path)
     assert result.ok and result.records == 3, result
+
+
+async def test_a_lock_held_by_another_process_never_blocks_the_loop(tmp_path: Path) -> None:
+    """The lock taken elsewhere (another open file: another process, for flock): the writer
+    thread waits for it, the loop runs on, and the waiter goes on once it is free."""
+    path = tmp_path / "audit" / "chain.jsonl"
+    async with AuditChain(path, None, fake_clock()) as chain:
+        await chain.emit(*EVENTS[0])
+        other = os.open(lock_path(path), os.O_RDWR)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX)
+            task = asyncio.create_task(chain.emit_many(EVENTS))
+            for _ in range(20):
+                await asyncio.sleep(0)  # the loop runs on: nothing blocks it
+            assert not task.done()
+            fcntl.flock(other, fcntl.LOCK_UN)
+            await asyncio.wait_for(task, 60)  # an upper bound only against a hang
+        finally:
+            os.close(other)
+    result = verify(path)
+    assert result.ok and result.records == 4, result

@@ -175,3 +175,41 @@ def test_a_recording_still_holds_until_one_of_its_files_changes(
     assert cache.still(reads)
     (mdir / "b.md").write_text("b")  # a missing file comes
     assert not cache.still(reads)
+
+
+def test_a_dangling_link_is_checked_until_its_target_elsewhere_appears(
+    root: Path, cache: FileCache, tmp_path: Path
+) -> None:
+    """A dangling link's target lives in a directory nobody watches: its own directory's
+    entries vouch for nothing (the target appearing there raises no event here)."""
+    memory = root / "tenants" / "alice" / "memory"
+    target = tmp_path / "elsewhere" / "notes.md"
+    (memory / "link.md").symlink_to(target)
+    assert cache.stat_key(memory / "link.md") is None
+    assert cache.real_path(str(memory / "link.md"), depend=True) == str(target)
+    target.parent.mkdir()
+    target.write_text("now here")
+    assert cache.stat_key(memory / "link.md") == sig(target)
+
+
+def test_a_missing_name_in_a_watched_directory_is_its_own_real_path_without_a_lookup(
+    root: Path, cache: FileCache
+) -> None:
+    """A missing name in a watched directory: its real path is itself while the
+    directory's entries stay still; a link made there under that name is seen."""
+    memory = root / "tenants" / "alice" / "memory"
+    missing = str(memory / "steer.md")
+    assert cache.stat_key(missing) is None
+    looked: list[str] = []
+
+    def resolve(path: str) -> str:
+        looked.append(path)
+        return os.path.realpath(path)
+
+    with cache.recording() as reads:
+        assert cache.real_path(missing, resolve, depend=True) == missing
+    assert looked == [] and cache.still(reads)
+    (root / "real.md").write_text("x")
+    (memory / "steer.md").symlink_to(root / "real.md")
+    assert not cache.still(reads)
+    assert cache.real_path(missing, resolve, depend=True) == str(root / "real.md")
