@@ -7,7 +7,7 @@ A second daemon on the same home gets `InstanceBusy`, whose message names the
 holder's pid and what to do. `hold(home, shared=True)` (`[database] url` is
 PostgreSQL: instances that share one home and one database) takes the lock
 SHARED: any number of such instances run together, and an exclusive holder
-(a daemon on SQLite, `roost export`) and they exclude each other; the pid
+(a daemon on SQLite, `roost forget`) and they exclude each other; the pid
 written is the last shared holder's. Operator commands do not take the lock; `held(home)`
 tells whether a daemon runs (the terminal's /remind says so when none does).
 """
