@@ -17,7 +17,12 @@ The set-ups run in alternating rounds (`--rounds`), so a machine whose load
 changes meanwhile affects each alike; the table shows medians and the
 ratio of each to the floor of the same round. `--profile` runs the full
 roost once more, 1 chat, under cProfile and prints where an update's time
-goes (ms per update, by function, roost's own code and the library's).
+goes (ms per update, by function, roost's own code and the library's), then
+the same by layer (roost's Telegram channel, core, storage, audit; sqlite;
+python-telegram-bot; httpx; the fake; the event loop) against the echo under
+the same profiler: which layer the full roost's extra time is in. The
+table also prints the bot's Bot API calls per round trip by method (a
+short answer is one `sendMessage`).
 Then the per-update work of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
 resident memory at start and after 1,000 known chats. Prints figures and
@@ -41,9 +46,11 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
@@ -89,11 +96,19 @@ async def echo(inbound: Inbound, reply: Reply) -> Final:
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """Round trips per second (wall clock) and CPU ms per round trip (this process:
-    roost, python-telegram-bot and the fake Bot API together)."""
+    """Round trips per second (wall clock), CPU ms per round trip (this process:
+    roost, python-telegram-bot and the fake Bot API together) and the bot's Bot API
+    calls per round trip by method, `getUpdates` left out (while measuring)."""
 
     per_s: float
     cpu_ms: float
+    calls: dict[str, float] = field(default_factory=dict)
+
+
+def calls_per_trip(calls: list[str], trips: int) -> dict[str, float]:
+    """Bot API calls per round trip by method, the polls left out."""
+    counts = Counter(m for m in calls if m != "getUpdates")
+    return {method: n / trips for method, n in sorted(counts.items())}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,19 +177,21 @@ async def round_trips(
             ctx = around() if around is not None else None
             if ctx is not None:
                 ctx.__enter__()  # type: ignore[attr-defined]
+            first_call = len(fake.calls)
             started, cpu = time.perf_counter(), time.process_time()
             try:
                 await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
             finally:
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
+                methods = [c.method for c in fake.calls[first_call:]]
                 if ctx is not None:
                     ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
         finally:
             await channel.stop()
             await roost.aclose()
     trips = sum(counts.values())
-    return Rate(trips / elapsed, cpu * 1000 / trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls_per_trip(methods, trips))
 
 
 async def inbox_ms(home: Path, updates: int = 2000) -> float:
@@ -293,6 +310,67 @@ def print_profile(profiled: Profiled, updates: int, top: int) -> None:
               f"{calls / updates:12.1f}  {label[:110]}")  # fmt: skip
 
 
+LAYERS = (  # (layer, what a profile row's file path contains), the first match wins
+    ("roost: Telegram channel", "bridge/channels/"),
+    ("roost: storage", "bridge/storage/"),
+    ("roost: audit", "bridge/audit/"),
+    ("roost: core and the rest", "/bridge/"),
+    ("sqlite3 (C)", "sqlite3."),
+    ("python-telegram-bot", "telegram/"),
+    ("httpx, httpcore, h11, anyio", "http"),
+    ("httpx, httpcore, h11, anyio", "h11/"),
+    ("httpx, httpcore, h11, anyio", "anyio/"),
+    ("fake Bot API (aiohttp)", "aiohttp/"),
+    ("fake Bot API (aiohttp)", "tests/"),
+    ("event loop, waiting in epoll", "epoll"),
+    ("event loop, waiting in epoll", "asyncio/"),
+    ("event loop, waiting in epoll", "selectors"),
+)
+
+
+OTHER = "other (stdlib, builtins)"
+
+
+def layer(path: str, name: str) -> str:
+    where = f"{path} {name}"
+    return next((label for label, part in LAYERS if part in where), OTHER)
+
+
+def by_layer(profiled: Profiled, updates: int) -> dict[str, float]:
+    """Own ms per update by layer (cProfile's clock: wall time, its overhead included).
+    The time of a builtin or stdlib function goes to the layer of its callers (up to
+    three calls up), in the share each caller spent in it."""
+    stats: dict[Any, Any] = pstats.Stats(profiled.profile).stats  # type: ignore[attr-defined]
+    out: dict[str, float] = {}
+
+    def charge(func: tuple[str, int, str], ms: float, depth: int) -> None:
+        path, _line, name = func
+        label = layer(path, name)
+        callers = stats.get(func, (0, 0, 0, 0, {}))[4]
+        if label != OTHER or depth == 0 or not callers:
+            out[label] = out.get(label, 0.0) + ms
+            return
+        total = sum(c[2] for c in callers.values()) or 1.0
+        for caller, (_cc, _nc, tt, _ct) in callers.items():
+            charge(caller, ms * tt / total, depth - 1)
+
+    for func, (_cc, _calls, tt, _ct, _callers) in stats.items():
+        charge(func, tt * 1000 / updates, 3)
+    return out
+
+
+def print_layers(full: Profiled, echo: Profiled, updates: int) -> None:
+    """Where the full roost's extra time per update goes, layer by layer, against the
+    channel-only echo under the same profiler (1 chat)."""
+    a, b = by_layer(full, updates), by_layer(echo, updates)
+    print("  by layer, own ms/update under cProfile: full roost + inbox, echo, difference")
+    for name in sorted(set(a) | set(b), key=lambda k: -(a.get(k, 0) - b.get(k, 0))):
+        mine, floor = a.get(name, 0.0), b.get(name, 0.0)
+        print(f"  {mine:8.3f} {floor:8.3f} {mine - floor:+8.3f}  {name}")
+    print(f"  {sum(a.values()):8.3f} {sum(b.values()):8.3f} "
+          f"{sum(a.values()) - sum(b.values()):+8.3f}  total")  # fmt: skip
+
+
 async def table(base: Path, n: int, per: int, rounds: int) -> None:
     rates: dict[tuple[str, int], list[Rate]] = {}
     ratios: dict[tuple[str, int], list[tuple[float, float]]] = {}
@@ -332,6 +410,14 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
     floor = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
     full = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
     print(f"  roost adds {full - floor:.2f} CPU ms per message (1 chat, medians)")
+    print("Bot API calls per round trip (the bot's, getUpdates left out; mean of the rounds):")
+    for chats in (1, 100):
+        for setup in SETUPS:
+            runs = rates[(setup.label, chats)]
+            methods = sorted({m for g in runs for m in g.calls})
+            per_trip = {m: statistics.fmean(g.calls.get(m, 0.0) for g in runs) for m in methods}
+            cells = ", ".join(f"{m} {n:.2f}" for m, n in per_trip.items())
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {cells}")
 
 
 async def main() -> None:
@@ -358,6 +444,9 @@ async def main() -> None:
             await round_trips(base / "p", 1, n, False, True, True, around=profiled)
             print(f"per-update profile, full roost with inbox, 1 chat, {n} updates:")
             print_profile(profiled, n, args.top)
+            echoed = Profiled()
+            await round_trips(base / "q", 1, n, False, False, False, around=echoed)
+            print_layers(profiled, echoed, n)
         if args.only is not None:
             return
         cost = await inbox_ms(base / "j", 200 if args.quick else 2000)

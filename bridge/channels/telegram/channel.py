@@ -369,7 +369,11 @@ class TelegramChannel:
 
     async def _dispatch(self, update: Update, outcome: Outcome) -> None:
         """Answer one update; `outcome.settle()` once its answer was delivered or kept
-        (or nothing was to be sent)."""
+        (or nothing was to be sent). A reply whose text was all there was to send is
+        settled here, once the turn ended (also when it ends by an error or a
+        cancellation after the text went out), so the chat's lock never waits for
+        the inbox's write; one followed by files or a voice message settled before
+        they went (`TelegramReply.on_settled`)."""
         replies: list[TelegramReply] = []
 
         def reply_for(
@@ -380,7 +384,11 @@ class TelegramChannel:
             replies.append(reply)
             return reply
 
-        await self._read(update, reply_for)
+        try:
+            await self._read(update, reply_for)
+        finally:
+            if any(r.settled for r in replies):  # delivered or kept: answered, whatever came after
+                await outcome.settle()
         if all(r.settled or not r.called for r in replies):  # incl. nothing to send
             await outcome.settle()
 

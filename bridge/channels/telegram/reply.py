@@ -19,9 +19,14 @@ Nothing fails silently: a file that did not arrive, a voice message that
 could not be uploaded, buttons Telegram did not take and an answer Telegram
 did not confirm each get a line in the chat saying so, and a line that
 cannot be sent either goes to the outbox (`reply:<msg_id>:<what>`).
-`settled` turns True (and `on_settled` is awaited) once the final text was
-delivered or kept in the outbox: the durable inbox counts the message
-answered at that moment, before files or a voice message follow. A turn
+`settled` turns True once the final text was delivered or kept in the
+outbox. When files, buttons, a voice message or a notice follow the text,
+`on_settled` is awaited at that moment (the durable inbox counts the message
+answered before they go, so a crash meanwhile never answers it twice); a
+plain text answer, the usual short one, leaves telling the inbox to the
+dispatch once the turn ended (`settled` is what it reads), so the chat's
+lock is not held for the inbox's write: the chat's next message neither
+waits for it nor gets a 👀 for it. A turn
 cancelled while its final is being delivered (roost stopping) finishes that
 delivery first, for up to `SETTLE_S`, so what the person sees and what is
 recorded agree.
@@ -111,7 +116,8 @@ class TelegramReply:
         if in_place is not None:  # the answer replaces what that message shows
             self._stream.shown.append((in_place, Rendered("")))
         self.settled = False  # the final text was delivered or kept in the outbox
-        self.on_settled: Callable[[], Awaitable[None]] | None = None  # told when it settles
+        # told when it settles, if more than the text follows (else the dispatch tells it)
+        self.on_settled: Callable[[], Awaitable[None]] | None = None
         self.abort_notice = ABORTED  # RESUMES when a durable inbox answers it after a restart
         self.called = False  # the core handed it a final (not a silent outcome)
         self._ack = Ack(bot, chat_id, inbound.msg_id)  # 👀 while it waits for its turn
@@ -181,7 +187,7 @@ class TelegramReply:
             self._sender.failed("command" if final.kind == "command" else "reply")
             kept = await self._keep(text, "", shown_parts(self._stream.parts()))
             if kept:
-                await self._settle()
+                await self._settle(final)
             log.error(
                 "telegram: the answer to chat %s (msg %s) was not delivered (ref %s): %s%s",
                 self._chat,
@@ -191,13 +197,19 @@ class TelegramReply:
                 "; it waits in the outbox" if kept else "",
             )
             return []
-        await self._settle()
+        await self._settle(final)
         return shown
 
-    async def _settle(self) -> None:
+    async def _settle(self, final: Final) -> None:
+        """The final text is delivered or kept: `on_settled` hears it now when more
+        follows it (files, buttons, a voice message, the unconfirmed notice)."""
         self.settled = True
-        if self.on_settled is not None:
+        if self.on_settled is not None and self._more_follows(final):
             await self.on_settled()
+
+    def _more_follows(self, final: Final) -> bool:
+        spoken = self._speak is not None and final.kind == "answer" and bool(final.text.strip())
+        return bool(final.files or final.actions or self._stream.unconfirmed or spoken)
 
     async def _files(self, files: tuple[OutFile, ...]) -> None:
         problems = await send_files(self._sender, self._chat, files)
