@@ -9,30 +9,16 @@ instances ran it: `runs` 2, the outbox key keeping the second post out.)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
-import pytest
 
-from tests.cluster.kit import KEY, TOKEN, Cluster, private_message
+from tests.cluster.kit import Cluster, private_message
 from tests.cluster.test_shared_bot import until
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PERSON = 333_333
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI(TOKEN) as server:
-        yield server
 
 
 async def job_state(url: str) -> list[tuple[str, str, int]]:

@@ -21,23 +21,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.cluster.kit import KEY, LIMIT_S, TOKEN, Cluster, Instance, private_message
+from tests.cluster.kit import LIMIT_S, Cluster, Instance, private_message
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PEOPLE = [111_111 + n for n in range(6)]
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI(TOKEN) as server:
-        yield server
 
 
 @pytest.fixture

@@ -15,19 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.kit import KEY, TOKEN, Cluster, Instance
+from tests.cluster.kit import TOKEN, Cluster, Instance
 from tests.cluster.test_shared_bot import open_work, until
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PEOPLE = [222_222 + n for n in range(4)]
 POLLS = "this instance polls for the bot"
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
-        yield server
 
 
 @pytest.fixture

@@ -19,22 +19,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.cluster.kit import KEY, TOKEN, Cluster
+from tests.cluster.kit import Cluster
 from tests.cluster.test_shared_bot import until
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.fake_bot_api import FakeBotAPI
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI(TOKEN) as server:
-        yield server
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.kit import KEY, TOKEN, Cluster, Instance
+from tests.cluster.kit import Cluster, Instance
 from tests.cluster.test_shared_bot import chats_leased_by, open_work, until
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_openai import FakeOpenAI
@@ -31,18 +31,6 @@ from tests.whatsapp.conftest import APP_SECRET
 from tests.whatsapp.conftest import TOKEN as WA_TOKEN
 
 PEOPLE = [f"49151000000{n:02d}" for n in range(6)]
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"]) as server:
-        yield server
-
-
-@pytest.fixture
-async def bot_api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI(TOKEN) as server:
-        yield server
 
 
 @pytest.fixture
