@@ -30,6 +30,8 @@ Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -102,7 +104,11 @@ SELECT ?, COALESCE(MAX(id), 0) + 1, ? FROM recall_conversations WHERE tenant = ?
 ON CONFLICT (tenant, name) DO UPDATE SET name = excluded.name
 RETURNING id
 """
-ATTEMPTS = 5  # a batch whose ids another writer took at once is numbered again
+ATTEMPTS = 5  # a new conversation whose id another writer took at once draws again
+# a batch whose ids other writers took at once is numbered again, after a short random
+# pause (several instances writing one tenant: without it, six writers at once could
+# keep taking each other's ids past a handful of tries under load)
+NUMBER_ATTEMPTS = 32
 
 
 def document(text_terms: str, name_terms: str) -> str:
@@ -156,7 +162,9 @@ class RecallIndex:
         names: dict[str, str] = {}
         waiting = {(convs[m.conversation], m.msg_id): m for m in chunk}
         stored: list[tuple[int, Message]] = []
-        for _ in range(ATTEMPTS):
+        for attempt in range(NUMBER_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
             got = await self._insert(list(waiting.values()), convs)
             for ident, conv, msg_id in got:
                 stored.append((ident, waiting.pop((conv, msg_id))))
