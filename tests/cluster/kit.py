@@ -23,7 +23,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,9 @@ class Cluster:
                     await inst.drain
         if self._http is not None:
             await self._http.close()
+
+
+ClusterOf = Callable[..., Cluster]  # the `cluster_of` fixture: options as `Cluster` takes
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:

@@ -9,13 +9,10 @@ instances ran it: `runs` 2, the outbox key keeping the second post out.)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import asyncpg
 
-from tests.cluster.kit import Cluster, private_message
-from tests.cluster.test_shared_bot import until
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.cluster.checks import until
+from tests.cluster.kit import ClusterOf, private_message
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PERSON = 333_333
@@ -39,31 +36,21 @@ async def queued(url: str) -> int:
 
 
 async def test_a_reminder_is_delivered_once_by_two_instances(
-    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI
+    cluster_of: ClusterOf, pg_url: str, bot_api: FakeBotAPI
 ) -> None:
-    cluster = Cluster(
-        tmp_path,
-        db_url=pg_url,
-        model_url=model.base_url,
-        bot_api_url=bot_api.base_url,
-        people=[PERSON],
-        lease_s=2.0,
-    )
-    try:
-        live = [await cluster.launch("s0"), await cluster.launch("s1")]
-        update = private_message(1, PERSON, "/remind in 3 seconds water the plants", 700)
-        assert await cluster.post_update(live[1], update) == 200
+    cluster = cluster_of(people=[PERSON])
+    live = [await cluster.launch("s0"), await cluster.launch("s1")]
+    update = private_message(1, PERSON, "/remind in 3 seconds water the plants", 700)
+    assert await cluster.post_update(live[1], update) == 200
 
-        def reminders() -> list[str]:  # the post itself: "⏰ " + text (not the confirmation)
-            return [m.text for m in bot_api.sent_to(PERSON) if m.text == "⏰ water the plants"]
+    def reminders() -> list[str]:  # the post itself: "⏰ " + text (not the confirmation)
+        return [m.text for m in bot_api.sent_to(PERSON) if m.text == "⏰ water the plants"]
 
-        async def delivered() -> bool:
-            return bool(reminders()) and await queued(pg_url) == 0
+    async def delivered() -> bool:
+        return bool(reminders()) and await queued(pg_url) == 0
 
-        await until(delivered, "the reminder delivered")
-        assert await job_state(pg_url) == [("reminder", "done", 1)]  # run once, by one
-        assert len(reminders()) == 1, [m.text for m in bot_api.sent_to(PERSON)]
-        for inst in live:
-            assert await cluster.stop(inst) == 0
-    finally:
-        await cluster.aclose()
+    await until(delivered, "the reminder delivered")
+    assert await job_state(pg_url) == [("reminder", "done", 1)]  # run once, by one
+    assert len(reminders()) == 1, [m.text for m in bot_api.sent_to(PERSON)]
+    for inst in live:
+        assert await cluster.stop(inst) == 0

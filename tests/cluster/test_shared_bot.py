@@ -13,79 +13,29 @@ leases (2 s here) expired - and every instance's audit chain verifies.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
-import asyncpg
 import pytest
 
-from tests.cluster.kit import LIMIT_S, Cluster, Instance, private_message
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.cluster.checks import (
+    assert_each_once_in_order,
+    chats_leased_by,
+    open_work,
+    stop_clean,
+    until,
+)
+from tests.cluster.kit import Cluster, ClusterOf, Instance, private_message
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PEOPLE = [111_111 + n for n in range(6)]
 
 
 @pytest.fixture
-async def cluster(
-    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI
-) -> AsyncIterator[Cluster]:
-    made = Cluster(
-        tmp_path,
-        db_url=pg_url,
-        model_url=model.base_url,
-        bot_api_url=bot_api.base_url,
-        people=PEOPLE,
-        lease_s=2.0,
-    )
-    try:
-        yield made
-    finally:
-        await made.aclose()
+def cluster(cluster_of: ClusterOf) -> Cluster:
+    return cluster_of(people=PEOPLE)
 
 
 def answered(fake: FakeBotAPI) -> dict[int, list[str]]:
     return {p: [m.text for m in fake.sent_to(p)] for p in PEOPLE if fake.sent_to(p)}
-
-
-async def open_work(url: str) -> int:
-    conn = await asyncpg.connect(url)
-    try:
-        return int(
-            await conn.fetchval(
-                "SELECT (SELECT COUNT(*) FROM channel_inbox WHERE state IN ('new', 'working'))"
-                " + (SELECT COUNT(*) FROM outbox WHERE state = 'queued')"
-            )
-        )
-    finally:
-        await conn.close()
-
-
-async def chats_leased_by(url: str, instance: str) -> list[str]:
-    conn = await asyncpg.connect(url)
-    try:
-        rows = await conn.fetch(
-            "SELECT name FROM storage_leases WHERE name LIKE 'chat:%' AND owner LIKE $1",
-            f"{instance}:%",
-        )
-    finally:
-        await conn.close()
-    return [r["name"] for r in rows]
-
-
-async def until(check: Callable[[], object], what: str) -> None:
-    """Until `check()` (a bool, or an awaitable of one) holds; `what` names it on a hang."""
-    try:
-        async with asyncio.timeout(LIMIT_S):
-            while True:
-                got = check()
-                if await got if inspect.isawaitable(got) else got:
-                    return
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {LIMIT_S:g} s for {what}") from None
 
 
 async def test_three_instances_one_killed_every_message_answered_once_in_order(
@@ -129,17 +79,8 @@ async def test_three_instances_one_killed_every_message_answered_once_in_order(
         return _all_answered(bot_api, count) and await open_work(pg_url) == 0
 
     await until(idle, "every question answered, nothing left open")
-    got = answered(bot_api)
-    every = Counter(text for texts in got.values() for text in texts)
-    assert [t for t, n in every.items() if n > 1] == []
-    assert got == {p: [f"echo: {q}" for q in qs] for p, qs in asked.items()}
-
-    for inst in survivors:
-        assert await cluster.stop(inst) == 0, inst.stderr()[-3000:]
-    assert await chats_leased_by(pg_url, "") == []  # a clean stop released them
-    code, out = await cluster.audit_verify()
-    assert code == 0, out
-    assert all(i.name in out for i in live), out
+    assert_each_once_in_order(answered(bot_api), asked)
+    await stop_clean(cluster, survivors, live, pg_url)
 
 
 def _all_answered(fake: FakeBotAPI, count: int) -> bool:

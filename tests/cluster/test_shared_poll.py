@@ -9,15 +9,12 @@ answered exactly once, in each chat's order.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from tests.cluster.kit import TOKEN, Cluster, Instance
-from tests.cluster.test_shared_bot import open_work, until
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.cluster.checks import assert_each_once_in_order, open_work, until
+from tests.cluster.kit import TOKEN, ClusterOf, Instance
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 PEOPLE = [222_222 + n for n in range(4)]
@@ -44,47 +41,33 @@ def pollers(live: list[Instance]) -> list[Instance]:
 
 
 async def test_one_instance_polls_and_another_takes_over_after_a_kill(
-    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI
+    cluster_of: ClusterOf, pg_url: str, bot_api: FakeBotAPI
 ) -> None:
-    cluster = Cluster(
-        tmp_path,
-        db_url=pg_url,
-        model_url=model.base_url,
-        bot_api_url=bot_api.base_url,
-        people=PEOPLE,
-        lease_s=2.0,
-        extra={"ROOST_TELEGRAM__MODE": "polling"},
-    )
-    try:
-        live = [await cluster.launch("p0"), await cluster.launch("p1")]
-        asked: dict[int, list[str]] = {}
-        for n in range(20):
-            person = PEOPLE[n % len(PEOPLE)]
-            bot_api.push_text(person, f"q{n}")
-            asked.setdefault(person, []).append(f"q{n}")
+    cluster = cluster_of(people=PEOPLE, extra={"ROOST_TELEGRAM__MODE": "polling"})
+    live = [await cluster.launch("p0"), await cluster.launch("p1")]
+    asked: dict[int, list[str]] = {}
+    for n in range(20):
+        person = PEOPLE[n % len(PEOPLE)]
+        bot_api.push_text(person, f"q{n}")
+        asked.setdefault(person, []).append(f"q{n}")
 
-        async def settled() -> bool:  # answered and marked: the kill hits no turn
-            return all_answered(bot_api, 20) and await open_work(pg_url) == 0
+    async def settled() -> bool:  # answered and marked: the kill hits no turn
+        return all_answered(bot_api, 20) and await open_work(pg_url) == 0
 
-        await until(settled, "the first 20 answers")
-        first = pollers(live)
-        assert len(first) == 1, [inst.stderr()[-2000:] for inst in live]
-        await cluster.kill(first[0])
-        for n in range(20, 40):
-            person = PEOPLE[n % len(PEOPLE)]
-            bot_api.push_text(person, f"q{n}")
-            asked.setdefault(person, []).append(f"q{n}")
+    await until(settled, "the first 20 answers")
+    first = pollers(live)
+    assert len(first) == 1, [inst.stderr()[-2000:] for inst in live]
+    await cluster.kill(first[0])
+    for n in range(20, 40):
+        person = PEOPLE[n % len(PEOPLE)]
+        bot_api.push_text(person, f"q{n}")
+        asked.setdefault(person, []).append(f"q{n}")
 
-        async def idle() -> bool:
-            return all_answered(bot_api, 40) and await open_work(pg_url) == 0
+    async def idle() -> bool:
+        return all_answered(bot_api, 40) and await open_work(pg_url) == 0
 
-        await until(idle, "every question answered after the poller died")
-        survivor = next(inst for inst in live if inst is not first[0])
-        assert POLLS in survivor.stderr()
-        got = answered(bot_api)
-        every = Counter(text for texts in got.values() for text in texts)
-        assert [t for t, n in every.items() if n > 1] == []
-        assert got == {p: [f"echo: {q}" for q in qs] for p, qs in asked.items()}
-        assert await cluster.stop(survivor) == 0
-    finally:
-        await cluster.aclose()
+    await until(idle, "every question answered after the poller died")
+    survivor = next(inst for inst in live if inst is not first[0])
+    assert POLLS in survivor.stderr()
+    assert_each_once_in_order(answered(bot_api), asked)
+    assert await cluster.stop(survivor) == 0

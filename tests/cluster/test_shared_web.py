@@ -13,33 +13,18 @@ lease is let go, then is answered.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
 import pytest
 
-from tests.cluster.kit import Cluster
-from tests.cluster.test_shared_bot import until
+from tests.cluster.checks import until
+from tests.cluster.kit import Cluster, ClusterOf
 from tests.fakes.fake_openai import FakeOpenAI
-from tests.telegram.fake_bot_api import FakeBotAPI
 
 
 @pytest.fixture
-async def cluster(
-    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI
-) -> AsyncIterator[Cluster]:
-    made = Cluster(
-        tmp_path,
-        db_url=pg_url,
-        model_url=model.base_url,
-        bot_api_url=bot_api.base_url,
-        people=[],
-    )
-    try:
-        yield made
-    finally:
-        await made.aclose()
+def cluster(cluster_of: ClusterOf) -> Cluster:
+    return cluster_of()
 
 
 async def test_one_web_chat_on_two_instances_is_answered_turn_by_turn(

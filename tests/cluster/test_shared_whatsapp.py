@@ -15,18 +15,20 @@ release their leases when they stop, and every audit chain verifies.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from tests.cluster.kit import Cluster, Instance
-from tests.cluster.test_shared_bot import chats_leased_by, open_work, until
+from tests.cluster.checks import (
+    assert_each_once_in_order,
+    chats_leased_by,
+    open_work,
+    stop_clean,
+    until,
+)
+from tests.cluster.kit import Cluster, ClusterOf, Instance
 from tests.fakes import whatsapp_payloads as hooks
-from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.fake_whatsapp import FakeWhatsApp
-from tests.telegram.fake_bot_api import FakeBotAPI
 from tests.whatsapp.conftest import APP_SECRET
 from tests.whatsapp.conftest import TOKEN as WA_TOKEN
 
@@ -40,23 +42,8 @@ async def meta() -> AsyncIterator[FakeWhatsApp]:
 
 
 @pytest.fixture
-async def cluster(
-    tmp_path: Path, pg_url: str, model: FakeOpenAI, bot_api: FakeBotAPI, meta: FakeWhatsApp
-) -> AsyncIterator[Cluster]:
-    made = Cluster(
-        tmp_path,
-        db_url=pg_url,
-        model_url=model.base_url,
-        bot_api_url=bot_api.base_url,
-        people=[],
-        lease_s=2.0,
-        whatsapp=meta,
-        whatsapp_people=PEOPLE,
-    )
-    try:
-        yield made
-    finally:
-        await made.aclose()
+def cluster(cluster_of: ClusterOf, meta: FakeWhatsApp) -> Cluster:
+    return cluster_of(whatsapp=meta, whatsapp_people=PEOPLE)
 
 
 def answered(meta: FakeWhatsApp) -> dict[str, list[str]]:
@@ -108,14 +95,5 @@ async def test_three_instances_one_killed_every_whatsapp_message_answered_once_i
         return all_answered(meta, count) and await open_work(pg_url) == 0
 
     await until(idle, "every message answered, nothing left open")
-    got = answered(meta)
-    every = Counter(text for texts in got.values() for text in texts)
-    assert [t for t, n in every.items() if n > 1] == []
-    assert got == {p: [f"echo: {q}" for q in qs] for p, qs in asked.items()}
-
-    for inst in survivors:
-        assert await cluster.stop(inst) == 0, inst.stderr()[-3000:]
-    assert await chats_leased_by(pg_url, "") == []  # a clean stop released them
-    code, out = await cluster.audit_verify()
-    assert code == 0, out
-    assert all(i.name in out for i in live), out
+    assert_each_once_in_order(answered(meta), asked)
+    await stop_clean(cluster, survivors, live, pg_url)
