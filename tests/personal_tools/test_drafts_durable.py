@@ -16,30 +16,12 @@ import pytest
 
 from bridge.app.build import build
 from bridge.core.config import Settings
-from bridge.core.sessions import SessionKey
-from forge.library import ToolSpec, build_spec
 from tests.conftest import ScriptedBackend, web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
 from tests.schedule.database import database_of
 from tests.spine.test_terminal_send import KEY, model_env, run
 
 ONE = 'def run() -> int:\n    """One."""\n    return 1\n'
-TWO = 'def run() -> int:\n    """Two."""\n    return 2\n'
-CHAT = SessionKey("local", "web", "c1")
-
-
-def spec(source: str, name: str = "num") -> ToolSpec:
-    made = build_spec(name, "a number", source).tool
-    assert made is not None
-    return made
-
-
-class Ms:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 async def test_a_draft_survives_a_restart(settings: Settings) -> None:
