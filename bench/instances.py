@@ -33,8 +33,8 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import closing
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +267,29 @@ async def takeover(cluster: Cluster, live: list[Instance], url: str, rate: float
 # -- the run ------------------------------------------------------------------------------
 
 
+SETUPS = [("1 on SQLite", "sqlite", 1)] + [
+    (f"{n} on PostgreSQL", "postgresql", n) for n in (1, 2, 3)
+]
+
+
+@asynccontextmanager
+async def launched(
+    server: PgServer, backend: str, instances: int, name: str, **options: Any
+) -> AsyncIterator[tuple[Cluster, list[Instance], str | None]]:
+    """`instances` of a new home (on a new PostgreSQL database `name`, or SQLite),
+    launched at once; stopped, then killed if need be, at the end."""
+    with tempfile.TemporaryDirectory(prefix=f"roost-{name}-") as tmp:
+        url = await new_database(server, name) if backend == "postgresql" else None
+        cluster = Cluster(Path(tmp), db_url=url, **options)
+        try:
+            live = list(await asyncio.gather(*(cluster.launch(f"i{n}") for n in range(instances))))
+            yield cluster, live, url
+            for inst in live:
+                await cluster.stop(inst)
+        finally:
+            await cluster.aclose()
+
+
 async def one_setup(
     server: PgServer,
     label: str,
@@ -278,37 +301,29 @@ async def one_setup(
     """(label, api turns/s, webhook turns/s, statements per turn by kind, busiest)."""
     model_url, bot_url = fakes
     people = [FIRST_PERSON + n for n in range(max(args.updates // 2, 40))]
-    with tempfile.TemporaryDirectory(prefix="roost-instances-") as tmp:
-        url = None
-        name = f"bench_{backend}_{instances}"
-        if backend == "postgresql":
-            url = await new_database(server, name)
-        cluster = Cluster(
-            Path(tmp),
-            db_url=url,
-            model_url=model_url,
-            bot_api_url=bot_url,
-            people=people,
-            lease_s=args.lease_s,
-        )
-        try:
-            live = list(await asyncio.gather(*(cluster.launch(f"i{n}") for n in range(instances))))
-            await api_load(cluster, live, 2, 0.3)  # warm: first turns, prepared statements
-            per_turn: dict[str, float] = {}
-            await reset_stats(server)
-            api = await api_load(cluster, live, args.clients, args.seconds)
-            api_turns = api * args.seconds
-            api_calls = sum(c for c, _ in await statement_counts(server, name)) if url else 0
-            await reset_stats(server)
-            hook = await webhook_load(cluster, live, url, args.updates, 1)
-            busiest = await statement_counts(server, name) if url else []
-            if url:
-                per_turn["api"] = api_calls / max(api_turns, 1)
-                per_turn["webhook"] = sum(c for c, _ in busiest) / args.updates
-            for inst in live:
-                await cluster.stop(inst)
-        finally:
-            await cluster.aclose()
+    name = f"bench_{backend}_{instances}"
+    per_turn: dict[str, float] = {}
+    async with launched(
+        server,
+        backend,
+        instances,
+        name,
+        model_url=model_url,
+        bot_api_url=bot_url,
+        people=people,
+        lease_s=args.lease_s,
+    ) as (cluster, live, url):
+        await api_load(cluster, live, 2, 0.3)  # warm: first turns, prepared statements
+        await reset_stats(server)
+        api = await api_load(cluster, live, args.clients, args.seconds)
+        api_turns = api * args.seconds
+        api_calls = sum(c for c, _ in await statement_counts(server, name)) if url else 0
+        await reset_stats(server)
+        hook = await webhook_load(cluster, live, url, args.updates, 1)
+        busiest = await statement_counts(server, name) if url else []
+        if url:
+            per_turn["api"] = api_calls / max(api_turns, 1)
+            per_turn["webhook"] = sum(c for c, _ in busiest) / args.updates
     return label, api, hook, per_turn, busiest
 
 
@@ -323,9 +338,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         with_statement_stats(server)
         await admin(server, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        setups = [("1 on SQLite", "sqlite", 1)] + [
-            (f"{n} on PostgreSQL", "postgresql", n) for n in (1, 2, 3)
-        ]
+        setups = SETUPS
         rows = []
         for label, backend, n in setups:
             rows.append(await one_setup(server, label, backend, n, args, (model_url, bot_url)))

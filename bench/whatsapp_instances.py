@@ -21,18 +21,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from bench.instances import (
+    SETUPS,
     _serve_bot_api,
     _serve_model,
     admin,
-    new_database,
+    launched,
     reset_stats,
     spawn,
     statement_counts,
@@ -99,31 +98,23 @@ async def one_setup(
     model_url, bot_url, meta_port = urls
     meta = FakeWhatsApp(WA_TOKEN, APP_SECRET)  # not started: the one in its process, signed alike
     meta.port = int(meta_port)
-    with tempfile.TemporaryDirectory(prefix="roost-wa-instances-") as tmp:
-        url = None
-        name = f"bench_wa_{backend}_{instances}"
-        if backend == "postgresql":
-            url = await new_database(server, name)
-        cluster = Cluster(
-            Path(tmp),
-            db_url=url,
-            model_url=model_url,
-            bot_api_url=bot_url,  # the kit's Telegram bot, idle here
-            people=[],
-            lease_s=args.lease_s,
-            whatsapp=meta,
-            whatsapp_people=[str(FIRST + n) for n in range(max(args.messages // 2, 10))],
-        )
-        try:
-            live = list(await asyncio.gather(*(cluster.launch(f"i{n}") for n in range(instances))))
-            await webhook_load(cluster, live, meta, 10)  # warm: first turns, prepared statements
-            await reset_stats(server)
-            rate = await webhook_load(cluster, live, meta, args.messages)
-            busiest = await statement_counts(server, name) if url else []
-            for inst in live:
-                await cluster.stop(inst)
-        finally:
-            await cluster.aclose()
+    name = f"bench_wa_{backend}_{instances}"
+    async with launched(
+        server,
+        backend,
+        instances,
+        name,
+        model_url=model_url,
+        bot_api_url=bot_url,  # the kit's Telegram bot, idle here
+        people=[],
+        lease_s=args.lease_s,
+        whatsapp=meta,
+        whatsapp_people=[str(FIRST + n) for n in range(max(args.messages // 2, 10))],
+    ) as (cluster, live, url):
+        await webhook_load(cluster, live, meta, 10)  # warm: first turns, prepared statements
+        await reset_stats(server)
+        rate = await webhook_load(cluster, live, meta, args.messages)
+        busiest = await statement_counts(server, name) if url else []
     return rate, sum(c for c, _ in busiest) / args.messages, busiest
 
 
@@ -140,9 +131,7 @@ async def run(args: argparse.Namespace) -> int:
         with_statement_stats(server)
         await admin(server, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         rows = []
-        for label, backend, n in [("1 on SQLite", "sqlite", 1)] + [
-            (f"{n} on PostgreSQL", "postgresql", n) for n in (1, 2, 3)
-        ]:
+        for label, backend, n in SETUPS:
             rate, per_turn, busiest = await one_setup(
                 server, backend, n, args, (model_url, bot_url, meta_port)
             )
