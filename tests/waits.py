@@ -10,6 +10,7 @@ wait on a future or a stream uses `asyncio.wait_for(..., HANG_S)`.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Callable
 
@@ -17,9 +18,13 @@ HANG_S = 300.0
 
 
 async def until(predicate: Callable[[], object], what: str = "the condition") -> None:
-    """Wait until `predicate()` is true; AssertionError naming `what` after HANG_S."""
+    """Wait until `predicate()` is true (it may return an awaitable of that, e.g. a
+    database query); AssertionError naming `what` after HANG_S."""
     deadline = time.monotonic() + HANG_S
-    while not predicate():
+    while True:
+        got = predicate()
+        if await got if inspect.isawaitable(got) else got:
+            return
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not reached within {HANG_S:g} s (a hang)")
         await asyncio.sleep(0.01)

@@ -1,16 +1,14 @@
-"""What the cluster tests check, shared: open work, who holds which chats, waiting for a
-condition (sync or async), every message answered once in order, and a clean stop."""
+"""What the cluster tests check, shared: open work, who holds which chats, every message
+answered once in order, and a clean stop (waiting: `tests.waits.until`)."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 
-from tests.cluster.kit import LIMIT_S, Cluster, Instance
+from tests.cluster.kit import Cluster, Instance
 
 
 async def open_work(url: str) -> int:
@@ -36,19 +34,6 @@ async def chats_leased_by(url: str, instance: str) -> list[str]:
     finally:
         await conn.close()
     return [r["name"] for r in rows]
-
-
-async def until(check: Callable[[], object], what: str) -> None:
-    """Until `check()` (a bool, or an awaitable of one) holds; `what` names it on a hang."""
-    try:
-        async with asyncio.timeout(LIMIT_S):
-            while True:
-                got = check()
-                if await got if inspect.isawaitable(got) else got:
-                    return
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"waited {LIMIT_S:g} s for {what}") from None
 
 
 def assert_each_once_in_order(

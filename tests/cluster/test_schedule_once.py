@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from tests.cluster.checks import until
 from tests.cluster.kit import ClusterOf, private_message
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import until
 
 PERSON = 333_333
 

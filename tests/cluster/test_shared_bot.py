@@ -21,10 +21,10 @@ from tests.cluster.checks import (
     chats_leased_by,
     open_work,
     stop_clean,
-    until,
 )
 from tests.cluster.kit import Cluster, ClusterOf, Instance, private_message
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import until
 
 PEOPLE = [111_111 + n for n in range(6)]
 

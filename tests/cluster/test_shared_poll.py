@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.cluster.checks import assert_each_once_in_order, open_work, until
+from tests.cluster.checks import assert_each_once_in_order, open_work
 from tests.cluster.kit import TOKEN, ClusterOf, Instance
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.waits import until
 
 PEOPLE = [222_222 + n for n in range(4)]
 POLLS = "this instance polls for the bot"

@@ -17,9 +17,9 @@ import asyncio
 import asyncpg
 import pytest
 
-from tests.cluster.checks import until
 from tests.cluster.kit import Cluster, ClusterOf
 from tests.fakes.fake_openai import FakeOpenAI
+from tests.waits import until
 
 
 @pytest.fixture

@@ -24,11 +24,11 @@ from tests.cluster.checks import (
     chats_leased_by,
     open_work,
     stop_clean,
-    until,
 )
 from tests.cluster.kit import Cluster, ClusterOf, Instance
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_whatsapp import FakeWhatsApp
+from tests.waits import until
 from tests.whatsapp.conftest import APP_SECRET
 from tests.whatsapp.conftest import TOKEN as WA_TOKEN
 
