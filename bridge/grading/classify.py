@@ -5,7 +5,10 @@ Labels: approval, rejection, rephrase (the same request again in other
 words: the reply missed), neutral (a new topic, or building on the reply).
 Explicit cues decide first (rejection over approval); a rephrase is found by
 similarity to the previous user message, discounted when the overlap comes
-from the reply (building on it).
+from the reply (building on it). Work a label does not need is skipped: a
+cue that decides asks for no similarity, and the reply's words (the longest
+text, tokenised and stemmed) are read only when the similarity alone reaches
+`REPHRASE_AT`, the one case where the discount can change the label.
 """
 
 from __future__ import annotations
@@ -36,14 +39,20 @@ def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[flo
     Each text's content words are taken once, the reply's only when a word is new."""
     prev_words, next_words = content_words(previous_user), content_words(next_user)
     sim = word_similarity(prev_words, next_words)
+    return sim, _from_reply(prev_words, reply, next_words)
+
+
+def _from_reply(prev_words: list[str], reply: str, next_words: list[str]) -> float:
+    """The share of the next message's words that are new to the previous request and
+    taken from the reply (the reply's words are read only when there is a new word)."""
     nxt = set(next_words)
     in_prev = Related(set(prev_words))
     novel = [w for w in nxt if not in_prev.to(w)]
     if not novel:
-        return sim, 0.0
+        return 0.0
     in_said = Related(set(content_words(reply)))
     taken = sum(in_said.to(w) for w in novel)
-    return sim, taken / len(nxt)
+    return taken / len(nxt)
 
 
 def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
@@ -57,7 +66,6 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     cues = find_cues(next_user)
     rejection = _strongest(cues, -1)
     approval = _strongest(cues, +1)
-    sim, from_reply = _rephrase_score(previous_user, reply, next_user)
 
     if rejection is not None and (rejection.strength >= 2 or approval is None):
         conf = 0.95 if rejection.strength >= 3 else 0.8
@@ -69,7 +77,10 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     ):
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
-    if sim - 0.5 * from_reply >= REPHRASE_AT:
+    prev_words, next_words = content_words(previous_user), content_words(next_user)
+    sim = word_similarity(prev_words, next_words)
+    # the reply's share only lowers the score: below the mark without it, never needed
+    if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(prev_words, reply, next_words) >= REPHRASE_AT:
         conf = min(0.95, 0.5 + sim / 2)
         return Outcome("rephrase", conf, f"similar to the previous request ({sim:.2f})")
     if approval is not None and n_tokens <= 3:
