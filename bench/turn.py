@@ -22,7 +22,8 @@ Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
 daily token budget for every tenant, so the budget check reads; `--profile`:
 cProfile's function calls per turn and top functions by own time). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
-writer's too) and the SQL statements per turn on each connection, figures
+writer's too, then split by thread: the loop, the audit writer, the head's sync,
+the database's writer and readers) and the SQL statements per turn on each connection, figures
 that load on a shared machine moves little or not at all.
 """
 
@@ -37,6 +38,7 @@ import os
 import pstats
 import statistics
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -172,6 +174,30 @@ def instrument(roost: Any) -> Steps:
     return steps
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each live thread, summed by name (trailing numbers dropped:
+    `asyncio_3` and `asyncio_4` are one pool)."""
+    out: dict[str, float] = defaultdict(float)
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        try:
+            clock = time.pthread_getcpuclockid(thread.ident)
+            used = time.clock_gettime(clock)
+        except (OSError, AttributeError):  # ended meanwhile, or not Linux
+            continue
+        name = "loop" if thread is threading.main_thread() else thread.name
+        out[name.rstrip("0123456789").rstrip("_-")] += used
+    return out
+
+
+def per_thread(before: dict[str, float], after: dict[str, float], turns: int) -> str:
+    """`name ms` per turn for each thread group that used CPU between the two snapshots."""
+    used = {k: (v - before.get(k, 0.0)) / turns * 1e3 for k, v in after.items()}
+    shown = sorted((kv for kv in used.items() if kv[1] >= 0.0005), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} {ms:.3f}" for name, ms in shown)
+
+
 class Floor:
     """One appended line and its fdatasync (a durable chain's floor), timed between turns
     so the disk it meets is the disk the turns met."""
@@ -268,7 +294,7 @@ async def overhead(
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
         times: list[float] = []
-        cpu = time.process_time()
+        cpu, by_thread = time.process_time(), thread_cpu()
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"message {i}", str(i))
             start = time.perf_counter()
@@ -276,6 +302,7 @@ async def overhead(
             times.append(time.perf_counter() - start)
         cpu = (time.process_time() - cpu) / turns * 1e3
         print(f"\nCPU per turn (this process, all threads): {cpu:.3f} ms")
+        print(f"  by thread: {per_thread(by_thread, thread_cpu(), turns)}")
         await statements_per_turn(roost, min(turns, 200))
         if profile:
             await profiled(roost, turns)
