@@ -128,7 +128,7 @@ async def run_agent(
         request = ModelRequest(
             system,
             tuple(convo),
-            tuple(_redacted_schema(t.schema, redact) for t in offered),
+            tuple(_schema_for_model(t.schema, redact) for t in offered),
             tenant=tenant,
             stable_chars=stable_chars,
             call_tool=_Direct(by_name, turn, redact, progress, result, max_steps, step),
@@ -327,6 +327,28 @@ def _schema_text(parameters: Mapping[str, Any]) -> str:
         _SCHEMA_TEXTS.clear()
     _SCHEMA_TEXTS[id(parameters)] = (parameters, text)
     return text
+
+
+# id(schema) -> (the schema, the masker, the method, the schema masked by it)
+_SCHEMAS: dict[int, tuple[ToolSchema, object, object, ToolSchema]] = {}
+
+
+def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
+    """`_redacted_schema`, remembered per (schema, masker, method) objects as the history
+    is (`_one_masked`): the sources hand the same schema objects every turn and the
+    vault's masker is rebuilt only when the vault changed, so an unchanged tool list is
+    not masked again each step (eight tools: about 0.07 ms a turn here)."""
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:  # not a bound masker method: nothing to key on
+        return _redacted_schema(schema, redact)
+    hit = _SCHEMAS.get(id(schema))
+    if hit is not None and hit[0] is schema and hit[1] is owner and hit[2] is func:
+        return hit[3]
+    masked = _redacted_schema(schema, redact)
+    if len(_SCHEMAS) >= 2048:
+        _SCHEMAS.clear()
+    _SCHEMAS[id(schema)] = (schema, owner, func, masked)  # kept alive: its id is not reused
+    return masked
 
 
 def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:

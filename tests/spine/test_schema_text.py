@@ -1,4 +1,5 @@
-"""A tool's parameter schema is JSON-encoded once per schema object, not every turn."""
+"""A tool's parameter schema is JSON-encoded once per schema object, not every turn, and
+masked once per (schema, masker): anew when the vault changed (a new masker)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,35 @@ def test_encoded_once_per_object_and_a_new_object_is_encoded_anew(
         ToolSchema("weather", "the weather", changed), lambda t: t.replace("town", "[vault:T]")
     )
     assert masked.parameters == {"type": "object", "properties": {"[vault:T]": {"type": "string"}}}
+
+
+def test_a_schema_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> None:
+    from bridge.loadout.mask import Masker
+
+    class Counting:
+        def __init__(self, masker: Masker) -> None:
+            self.masker, self.calls = masker, 0
+
+        def mask(self, text: str) -> str:
+            self.calls += 1
+            return self.masker.mask(text)
+
+    params = {"type": "object", "properties": {"town": {"type": "string"}}}
+    schema = ToolSchema("weather", "the weather in town", params)
+    plain = Counting(Masker({}))
+    first = agent._schema_for_model(schema, plain.mask)
+    assert first == schema and plain.calls == 2  # the parameters' text and the description
+    assert agent._schema_for_model(schema, plain.mask) is first  # same masker: kept
+    assert plain.calls == 2
+
+    vault = Counting(Masker({"T": "town"}))  # the vault changed: a new masker masks anew
+    masked = agent._schema_for_model(schema, vault.mask)
+    assert masked.description == "the weather in [vault:T]"
+    assert masked.parameters == {"type": "object", "properties": {"[vault:T]": {"type": "string"}}}
+    copy = ToolSchema("weather", "the weather in town", dict(params))  # another object
+    assert agent._schema_for_model(copy, plain.mask) == schema and plain.calls == 4
+    # a plain function is not remembered (nothing to key on): masked every time
+    assert agent._schema_for_model(schema, lambda t: t.upper()).description == "THE WEATHER IN TOWN"
 
 
 def test_history_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> None:
