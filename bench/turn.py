@@ -132,6 +132,8 @@ class Steps:
     def reset(self) -> None:
         self.total.clear()
         self.cpu.clear()
+        for calls in self.calls.values():  # the wrappers hold these lists
+            calls.clear()
 
 
 def instrument(roost: Any) -> Steps:
@@ -218,6 +220,14 @@ class Floor:
 
 def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> None:
     print(f"\nwhere a turn's time goes (ms per turn over {turns} turns; p50 {p50:.3f} ms)")
+    print_table(steps, turns)
+    mean, mid = statistics.fmean(floor) * 1e3, statistics.median(floor) * 1e3
+    print(f"  {'floor: one appended line + fdatasync, between turns':<52} {mean:8.3f} {mid:8.3f}")
+    audit = steps.calls.get("audit batch (durable)") or [0.0]
+    print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
+
+
+def print_table(steps: Steps, turns: int) -> None:
     print(f"  {'step':<52} {'mean':>8} {'p50':>8} {'loop CPU':>9}")
     top = top_cpu = 0.0
     for name in steps.order:
@@ -231,10 +241,37 @@ def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> Non
     whole_cpu = steps.cpu.get("handle (whole)", 0.0) / turns * 1e3
     rest = "router, lock, running, rest (whole - steps)"
     print(f"  {rest:<52} {whole - top:8.3f} {'':>8} {whole_cpu - top_cpu:9.3f}")
-    mean, mid = statistics.fmean(floor) * 1e3, statistics.median(floor) * 1e3
-    print(f"  {'floor: one appended line + fdatasync, between turns':<52} {mean:8.3f} {mid:8.3f}")
-    audit = steps.calls.get("audit batch (durable)") or [0.0]
-    print(f"  audit batch p50 / floor p50: {statistics.median(audit) * 1e3 / mid:.1f}x")
+
+
+async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> None:
+    """The same steps with `clients` turns in flight at once (each in its own chat, as
+    `/api/chat` at that many clients without HTTP): turns/s, and where a turn waits.
+    A step's wall time here includes the other turns' CPU run meanwhile; its loop CPU is
+    the CPU of every task that ran during it, so read the CPU of the sequential table."""
+    steps.reset()
+    each = max(1, turns // clients)
+
+    async def client(c: int) -> None:
+        for i in range(each):
+            msg = str(5 * 10**6 + c * 10**5 + i)  # a number, as the audit keeps it
+            inbound = Inbound("web", "local", f"k{c}", f"together {i}", msg)
+            start, began = time.perf_counter(), time.thread_time()
+            await roost.core.handle(inbound)
+            steps.total["handle (whole)"] += time.perf_counter() - start
+            steps.cpu["handle (whole)"] += time.thread_time() - began
+            steps.calls["handle (whole)"].append(time.perf_counter() - start)
+
+    began, cpu, loop = time.perf_counter(), time.process_time(), time.thread_time()
+    await asyncio.gather(*(client(c) for c in range(clients)))
+    took, cpu = time.perf_counter() - began, time.process_time() - cpu
+    loop = time.thread_time() - loop
+    done = each * clients
+    print(
+        f"\n{clients} turns at once, {done} turns, no HTTP: {done / took:.0f} turns/s, "
+        f"CPU per turn {cpu / done * 1e3:.3f} ms (loop {loop / done * 1e3:.3f}), "
+        f"loop busy {loop / took * 100:.0f}% of the time (ms per turn)"
+    )
+    print_table(steps, done)
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -283,7 +320,11 @@ async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
 
 
 async def overhead(
-    turns: int, breakdown: bool = True, profile: bool = False, budget: int = 0
+    turns: int,
+    breakdown: bool = True,
+    profile: bool = False,
+    budget: int = 0,
+    clients: int = 10,
 ) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
@@ -320,6 +361,8 @@ async def overhead(
                 floor.once()
             floor.close()
             print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
+            if clients > 1:
+                await concurrent(roost, steps, turns, clients)
         bare: list[float] = []
         from bridge.types.backend import ChatMessage, ModelRequest
 
@@ -423,11 +466,19 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="also cProfile the turns (top functions)"
     )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=10,
+        help="the step table again with this many turns at once, in-process (1: not)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
-    p50, p99, bare = asyncio.run(overhead(args.turns, profile=args.profile, budget=args.budget))
+    p50, p99, bare = asyncio.run(
+        overhead(args.turns, profile=args.profile, budget=args.budget, clients=args.clients)
+    )
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")
