@@ -17,7 +17,10 @@ one the person stopped (`bridge.core.running`) keeps what was shown, marked
 "… [stopped]", and is audited with kind `stopped`.
 When the session store cannot write (a full disk), the answer is still sent,
 with a note that it was not stored; grading and the turn's audit batch that
-meet a full disk are logged and skipped (`_kept`), never the answer.
+meet a full disk are logged and skipped (`_kept`), never the answer. The
+audit batch is queued before the exchange is stored, so the store's write
+runs while the audit writer syncs the batch (`_started`); the turn returns
+once both are done.
 Observers (outcome grading, skills) hook in before and after.
 The model is a per-turn choice: `pick` (injected by the app) gives the
 chat's named model for the length of the turn, so a reload never swaps a
@@ -42,7 +45,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -249,21 +252,29 @@ class TurnRunner:
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
-        stored = await self._store(key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask))
+        for observer in self._observers:
+            await _kept("grading after the turn", observer.after_turn(turn, result, events))
+        ms = int((time.perf_counter() - started) * 1000)
+        events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
+        stored = False
+        durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
+        try:  # the exchange is stored while the audit writer syncs the batch
+            stored = await self._store(
+                key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask)
+            )
+            await durable  # done only once its records are durable, stored or not
+        finally:  # queued after the audit batch: the index write keeps off the reply's path
+            if not durable.done():  # cancelled meanwhile: the batch is written all the same
+                durable.cancel()
+            elif not durable.cancelled():
+                durable.exception()  # retrieved (raised above when it was awaited)
+            if stored:
+                self._indexed(dirs, inbound, asked, answer)
         text = answer
         if not stored:
             text += "\n\n" + NOT_STORED
             if on_delta is not None:
                 await on_delta("\n\n" + NOT_STORED)
-        try:
-            for observer in self._observers:
-                await _kept("grading after the turn", observer.after_turn(turn, result, events))
-            ms = int((time.perf_counter() - started) * 1000)
-            events.add("message.answered", dirs.tenant, _answered(inbound, text, ms, result))
-            await _kept("the turn's audit records", events.flush(self._audit))
-        finally:  # queued after the audit batch: the index write keeps off the reply's path
-            if stored:
-                self._indexed(dirs, inbound, asked, answer)
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.mask)
@@ -444,6 +455,14 @@ def _showing(on_delta: DeltaSink | None, shown: list[str]) -> DeltaSink:
             await on_delta(piece)
 
     return sink
+
+
+async def _started(step: Coroutine[object, object, None]) -> asyncio.Task[None]:
+    """`step` as a task that has run up to its first wait (an audit batch: queued to the
+    writer), so what the caller does next overlaps it."""
+    task = asyncio.ensure_future(step)
+    await asyncio.sleep(0)
+    return task
 
 
 async def _kept(what: str, step: Awaitable[None]) -> None:
