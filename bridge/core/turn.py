@@ -18,9 +18,9 @@ one the person stopped (`bridge.core.running`) keeps what was shown, marked
 When the session store cannot write (a full disk), the answer is still sent,
 with a note that it was not stored; grading and the turn's audit batch that
 meet a full disk are logged and skipped (`_kept`), never the answer. The
-audit batch is queued before the exchange is stored, so the store's write
-runs while the audit writer syncs the batch (`_started`); the turn returns
-once both are done.
+audit batch is queued before the turn's tokens are counted and the exchange
+is stored, so those writes run while the audit writer syncs the batch
+(`_started`); the turn returns once all are done.
 Observers (outcome grading, skills) hook in before and after.
 The model is a per-turn choice: `pick` (injected by the app) gives the
 chat's named model for the length of the turn, so a reload never swaps a
@@ -219,7 +219,9 @@ class TurnRunner:
         if lead:
             await on_delta(lead)
         try:
-            result = await self._on_model(turn, session, mask, on_delta, on_progress, prepared)
+            result, model = await self._on_model(
+                turn, session, mask, on_delta, on_progress, prepared
+            )
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
             await self._keep_failure(key, inbound, prepared, mask, exc.user_message)
@@ -258,7 +260,8 @@ class TurnRunner:
         events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
         stored = False
         durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
-        try:  # the exchange is stored while the audit writer syncs the batch
+        try:  # the tokens are counted and the exchange stored while the writer syncs it
+            await self._count(turn.tenant, model, result)
             stored = await self._store(
                 key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask)
             )
@@ -303,8 +306,10 @@ class TurnRunner:
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
         prepared: Prepared = NOTHING,
-    ) -> AgentResult:
-        """The agent loop on the chat's model (held for the turn); its tokens counted."""
+    ) -> tuple[AgentResult, str]:
+        """The agent loop on the chat's model (held for the turn), and the model's name; the
+        tokens of a failed loop are counted here, those of an answer by the caller, while
+        the turn's audit batch syncs."""
         async with self._pick(turn) as model:
             if on_progress is not None:
                 await on_progress(ModelInfo(model.backend.describe()))
@@ -315,8 +320,7 @@ class TurnRunner:
             except AgentFailed as exc:  # the steps that completed used tokens too
                 await self._count(turn.tenant, model.name, exc.partial, failed=True)
                 raise
-        await self._count(turn.tenant, model.name, result)
-        return result
+        return result, model.name
 
     async def _count(
         self, tenant: str, model: str, result: AgentResult, failed: bool = False
