@@ -20,7 +20,9 @@ topics and an index of their terms (term -> topics) are kept while the watch
 vouches that no topic file changed (`FileCache.still`), so a turn with an
 unchanged memory costs one look at the watch and the scoring of the
 message's words through the index (`score_held`: the same scores as
-`explain`'s, for the topics that score above 0).
+`explain`'s, for the topics that score above 0). A topic saved is parsed and
+split again alone, and the index of the new version inherits what the old one
+found (`NoteIndex.changed`).
 """
 
 from __future__ import annotations
