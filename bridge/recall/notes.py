@@ -72,50 +72,56 @@ class NoteIndex:
     by one pass over the notes the first time a message asks for the term, then kept
     (a new version of the notes is a new index, at no cost until it is asked).
 
-    `changed` makes the index of the notes with a few of them changed: it inherits what
-    this one found (each term's holders put right for the changed notes when asked),
-    so a topic saved costs no pass over every note for each word of the next message."""
+    `changed` makes the index of the notes with a few of them changed: it asks the index
+    it was made from (and that one its own, up to `CHAIN` back) for what they found, put
+    right for the changed notes, so a topic saved costs no pass over every note for a
+    word an earlier version was asked for."""
+
+    CHAIN = 8
 
     def __init__(
         self,
         held: Sequence[frozenset[str]],
-        base: dict[str, frozenset[int]] | None = None,
+        parent: NoteIndex | None = None,
         since: dict[int, frozenset[str]] | None = None,
     ) -> None:
         self.size = len(held)
         self.held = held
         self._holders: dict[str, frozenset[int]] = {}
-        # holders found for an earlier version of the notes, and the notes changed since
-        self._base = base if base is not None else {}
-        self._since = since if since is not None else {}
+        self._parent = parent  # the index of the version before (None: a pass over all)
+        self._since = since or {}  # the notes changed since that version: their terms now
         self._moved = frozenset(self._since)
+        self._depth: int = parent._depth + 1 if parent is not None else 0
 
     def changed(self, held: Sequence[frozenset[str]], which: Sequence[int]) -> NoteIndex:
         """The index of `held`: these notes with those at the positions `which` changed
         (the same number of notes, the others the same)."""
-        if len(held) != self.size:
+        if len(held) != self.size or self._depth >= self.CHAIN:
             return NoteIndex(held)
-        if self._since:
-            base, since = self._base, dict(self._since)
-        else:
-            base, since = self._holders, {}
-        since.update((i, held[i]) for i in which)
-        if len(since) > max(16, self.size // 4):  # put right too often: start afresh
-            return NoteIndex(held)
-        return NoteIndex(held, base, since)
+        return NoteIndex(held, self, {i: held[i] for i in which})
 
-    def holders(self, term: str) -> frozenset[int]:
+    def _known(self, term: str) -> frozenset[int] | None:
+        """The holders of `term` as found by this index or put right from an earlier one
+        (None: no index of the chain was asked for it)."""
         found = self._holders.get(term)
-        if found is None:
-            before = self._base.get(term)
+        if found is None and self._parent is not None:
+            before = self._parent._known(term)
             if before is not None:
                 now = {i for i, terms in self._since.items() if term in terms}
                 found = (before - self._moved) | now
-            else:
-                found = frozenset(i for i, terms in enumerate(self.held) if term in terms)
-            if len(self._holders) >= 65_536:
-                self._holders.clear()
-            self._holders[term] = found
+                self._keep(term, found)
+        return found
+
+    def _keep(self, term: str, found: frozenset[int]) -> None:
+        if len(self._holders) >= 65_536:
+            self._holders.clear()
+        self._holders[term] = found
+
+    def holders(self, term: str) -> frozenset[int]:
+        found = self._known(term)
+        if found is None:
+            found = frozenset(i for i, terms in enumerate(self.held) if term in terms)
+            self._keep(term, found)
         return found
 
 
