@@ -20,7 +20,9 @@ topics and an index of their terms (term -> topics) are kept while the watch
 vouches that no topic file changed (`FileCache.still`), so a turn with an
 unchanged memory costs one look at the watch and the scoring of the
 message's words through the index (`score_held`: the same scores as
-`explain`'s, for the topics that score above 0).
+`explain`'s, for the topics that score above 0). A topic saved is parsed and
+split again alone, and the index of the new version inherits what the old one
+found (`NoteIndex.changed`).
 """
 
 from __future__ import annotations
@@ -68,32 +70,35 @@ class _Kept:
     """One memory directory's topics as last worked out: what vouches for them, each
     one's path, (name, note text) and terms, and the index of the terms."""
 
-    __slots__ = ("index", "notes", "paths", "reads", "terms")
+    __slots__ = ("index", "notes", "paths", "reads", "where")
 
     def __init__(
         self,
         reads: Reads,
         paths: list[str],
         notes: list[tuple[str, str]],
-        terms: list[frozenset[str]],
+        index: NoteIndex,
+        where: dict[str, int] | None = None,
     ) -> None:
-        self.reads, self.paths, self.notes, self.terms = reads, paths, notes, terms
-        self.index = NoteIndex(terms)
+        self.reads, self.paths, self.notes, self.index = reads, paths, notes, index
+        self.where = where if where is not None else {p: i for i, p in enumerate(paths)}
 
     def again(self, texts: dict[str, str | None], parse: Parse) -> _Kept | None:
         """These topics with the files of `texts` as they read now (their `reads`
         already moved on); None when one of them is no longer a topic (or was not one
-        before): then everything is read again."""
-        where = {path: i for i, path in enumerate(self.paths)}
-        notes, terms = list(self.notes), list(self.terms)
+        before): then everything is read again. The index of their terms is this one's
+        put right for the changed topics (`NoteIndex.changed`)."""
+        notes, terms = list(self.notes), list(self.index.held)
+        which = []
         for path, text in texts.items():
-            i = where.get(path)
+            i = self.where.get(path)
             parsed = parse(path, text) if text is not None else None
             if i is None or parsed is None:
                 return None
             notes[i] = (parsed[0].name, parsed[1])
             terms[i] = parsed[2]
-        return _Kept(self.reads, self.paths, notes, terms)
+            which.append(i)
+        return _Kept(self.reads, self.paths, notes, self.index.changed(terms, which), self.where)
 
 
 class _TopicTerms:
@@ -137,7 +142,7 @@ class _TopicTerms:
         with self._files.recording() as reads:
             paths, topics = self._read_all(dirs)
         notes = [(t.name, body) for t, body, _ in topics]
-        kept = _Kept(reads, paths, notes, [terms for _, _, terms in topics])
+        kept = _Kept(reads, paths, notes, NoteIndex([terms for _, _, terms in topics]))
         if len(self._kept) >= 1024:
             self._kept.clear()
         self._kept[key] = kept

@@ -81,6 +81,7 @@ class _Walk:
     cap: int
     stat: Callable[[str], StatKey] = sig
     real: Callable[[str, bool], str] = field(default=lambda path, depend: real_path(path))
+    is_file: Callable[[str, StatKey], bool] = field(default=lambda path, key: os.path.isfile(path))
     links: dict[str, str] = field(default_factory=dict)  # path with a link on the way -> real
     deps: dict[str, StatKey] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
@@ -183,7 +184,7 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
         walk.deps[target] = stat
         if stat is None and named == target:  # missing: a dangling link there looks the same
             walk.links[named] = walk.real(named, True)
-        if stat is None or not os.path.isfile(target):
+        if stat is None or not walk.is_file(target, stat):
             continue  # missing or a directory: plain text
         if depth + 1 > MAX_DEPTH:
             walk.notes.append(
@@ -213,11 +214,15 @@ def resolve(
     cap: int,
     read: Callable[[str], str | None],
     files: FileCache | None = None,
+    is_file: Callable[[str, StatKey], bool] | None = None,
 ) -> tuple[str, Deps]:
     """The text of one steering tree and what it depended on; through `files` (stat keys,
-    real paths: a memo recording there depends on them) when given."""
+    real paths: a memo recording there depends on them) when given. `is_file(path, key)`:
+    whether the path with that stat key is a regular file (`os.path.isfile` by default)."""
     stat = files.stat_key if files is not None else sig
     walk = _Walk(read, conf, cap, stat)
+    if is_file is not None:
+        walk.is_file = is_file
     if files is not None:
 
         def through(path: str, depend: bool) -> str:
@@ -237,13 +242,27 @@ def resolve(
 
 
 class SteeringCache:
-    """Resolved trees by top file; re-resolved only when a path they depend on changed."""
+    """Resolved trees by top file; re-resolved only when a path they depend on changed.
+
+    Whether an included path is a regular file is kept by its stat key (an inode's kind
+    never changes, and another file there has another key): a tree re-resolved after one
+    include changed asks the kernel only about that one."""
 
     def __init__(self, files: FileCache, cap: int, enabled: bool = True) -> None:
         self._files = files
         self._cap = cap
         self._enabled = enabled
         self._trees: dict[str, tuple[Deps, str]] = {}
+        self._kinds: dict[tuple[str, StatKey], bool] = {}
+
+    def _is_file(self, path: str, key: StatKey) -> bool:
+        found = self._kinds.get((path, key))
+        if found is None:
+            found = os.path.isfile(path)
+            if len(self._kinds) >= 4096:
+                self._kinds.clear()
+            self._kinds[(path, key)] = found
+        return found
 
     def _holds(self, deps: Deps) -> bool:
         files = self._files
@@ -257,7 +276,8 @@ class SteeringCache:
         hit = self._trees.get(key)
         if self._enabled and hit is not None and self._holds(hit[0]):
             return hit[1]
-        text, deps = resolve(top, conf, self._cap, self._files.read, self._files)
+        is_file = self._is_file if self._enabled else None
+        text, deps = resolve(top, conf, self._cap, self._files.read, self._files, is_file)
         self._trees[key] = (deps, text)
         return text
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.atomic import remove, write_text
+from bridge.core.filecache import StatKey, sig
 from bridge.core.locks import file_lock
 from bridge.memory import history, journal, usage
 from bridge.memory.consolidate import Plan, index_fingerprint, planned_topics
@@ -84,6 +85,9 @@ class MemoryStore:
         self._instruction_subject = instruction_subject
         self.archive_after_days = archive_after_days
         self._clock = clock
+        # memory dir -> (stat key of its usage file, its data): a turn's `touch` of topics
+        # touched within the hour costs one `stat`, not a read and a parse
+        self._usage: dict[str, tuple[StatKey, dict[str, dict[str, int]]]] = {}
 
     # -- reading --------------------------------------------------------------------------
     def topics(self, dirs: TenantDirs) -> list[Topic]:
@@ -283,7 +287,20 @@ class MemoryStore:
 
     def touch(self, dirs: TenantDirs, names: list[str], what: str, now: float) -> None:
         """Record a read or an injection; an archived topic used again is back in the index."""
-        if names and usage.touch(dirs.memory, names, what, now):
+        if not names:
+            return
+        where = str(dirs.memory)
+        key = sig(dirs.memory / usage.FILENAME)
+        hit = self._usage.get(where)
+        if hit is None or key is None or hit[0] != key:
+            hit = (key, usage.load(dirs.memory))  # the key taken first: a write after moves it
+            if len(self._usage) >= 1024:
+                self._usage.clear()
+            self._usage[where] = hit
+        if not usage.due(hit[1], names, what, now):
+            return
+        self._usage.pop(where, None)
+        if usage.touch(dirs.memory, names, what, now):
             self.rebuild_index(dirs, now)
 
     def archived(self, dirs: TenantDirs, topics: list[Topic], now: float) -> list[Topic]:

@@ -2,7 +2,9 @@
 
 `memory/.usage.json` maps a topic's slug to `{"read": ms, "injected": ms}`
 (written atomically, only when a value moves by more than an hour, so a
-busy chat does not rewrite it every turn). A topic is archived when neither
+busy chat does not rewrite it every turn; `due` says whether a touch would
+write, so a caller holding the file's data, kept by its stat key, skips
+reading it). A topic is archived when neither
 it was saved, read nor injected within `[memory] archive_after_days`: it
 leaves the always-loaded index (MEMORY.md), stays readable (`memory_read`,
 `/memory show`) and scored for injection, and comes back into the index the
@@ -34,6 +36,12 @@ def load(memory_dir: Path) -> dict[str, dict[str, int]]:
     except (FileNotFoundError, ValueError):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+
+def due(data: dict[str, dict[str, int]], names: list[str], what: str, now: float) -> bool:
+    """Whether `touch` would record anything for these topics over `data` (pure)."""
+    now_ms = int(now * 1000)
+    return any(now_ms - int(data.get(slug(name), {}).get(what, 0)) > COARSE_MS for name in names)
 
 
 def touch(memory_dir: Path, names: list[str], what: str, now: float) -> bool:

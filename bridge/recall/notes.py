@@ -70,20 +70,58 @@ def score_notes(
 class NoteIndex:
     """Which notes hold a term, for scoring many messages against the same notes: found
     by one pass over the notes the first time a message asks for the term, then kept
-    (a new version of the notes is a new index, at no cost until it is asked)."""
+    (a new version of the notes is a new index, at no cost until it is asked).
 
-    def __init__(self, held: Sequence[frozenset[str]]) -> None:
+    `changed` makes the index of the notes with a few of them changed: it asks the index
+    it was made from (and that one its own, up to `CHAIN` back) for what they found, put
+    right for the changed notes, so a topic saved costs no pass over every note for a
+    word an earlier version was asked for."""
+
+    CHAIN = 8
+
+    def __init__(
+        self,
+        held: Sequence[frozenset[str]],
+        parent: NoteIndex | None = None,
+        since: dict[int, frozenset[str]] | None = None,
+    ) -> None:
         self.size = len(held)
-        self._held = held
+        self.held = held
         self._holders: dict[str, frozenset[int]] = {}
+        self._parent = parent  # the index of the version before (None: a pass over all)
+        self._since = since or {}  # the notes changed since that version: their terms now
+        self._moved = frozenset(self._since)
+        self._depth: int = parent._depth + 1 if parent is not None else 0
+
+    def changed(self, held: Sequence[frozenset[str]], which: Sequence[int]) -> NoteIndex:
+        """The index of `held`: these notes with those at the positions `which` changed
+        (the same number of notes, the others the same)."""
+        if len(held) != self.size or self._depth >= self.CHAIN:
+            return NoteIndex(held)
+        return NoteIndex(held, self, {i: held[i] for i in which})
+
+    def _known(self, term: str) -> frozenset[int] | None:
+        """The holders of `term` as found by this index or put right from an earlier one
+        (None: no index of the chain was asked for it)."""
+        found = self._holders.get(term)
+        if found is None and self._parent is not None:
+            before = self._parent._known(term)
+            if before is not None:
+                now = {i for i, terms in self._since.items() if term in terms}
+                found = (before - self._moved) | now
+                self._keep(term, found)
+        return found
+
+    def _keep(self, term: str, found: frozenset[int]) -> None:
+        if len(self._holders) >= 65_536:
+            self._holders.clear()
+        self._holders[term] = found
 
     def holders(self, term: str) -> frozenset[int]:
-        found = self._holders.get(term)
+        found = self._known(term)
         if found is None:
-            found = frozenset(i for i, terms in enumerate(self._held) if term in terms)
-            if len(self._holders) >= 65_536:
-                self._holders.clear()
-            self._holders[term] = found
+            found = frozenset(i for i, terms in enumerate(self.held) if term in terms)
+            self._keep(term, found)
         return found
 
 

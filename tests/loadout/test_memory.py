@@ -187,3 +187,42 @@ async def test_concurrent_saves_lose_nothing(
     assert len(entries) == 41
     assert {f"- fact {i} (user): f{i}" for i in range(40)} <= set(entries)
     assert not list(alice.memory.glob(".tmp-*"))
+
+
+def test_touch_within_the_hour_reads_nothing_and_a_rewrite_is_seen(
+    lo: Loadout, alice: TenantDirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MemoryStore.touch` keeps the usage file's data by its stat key: topics touched
+    within the hour cost a `stat`; the file rewritten by another process is read again."""
+    from bridge.memory import usage
+    from bridge.memory.store import Provenance
+
+    store = lo.memory.store
+    now = 1_800_000_000.0
+    store.save(
+        alice,
+        "violin",
+        "user",
+        "plays the violin",
+        "lessons",
+        Provenance("p", "web", "c", "m"),
+        now,
+    )
+    loads: list[int] = []
+    real_load = usage.load
+
+    def counted(memory_dir: Any) -> dict[str, dict[str, int]]:
+        loads.append(1)
+        return real_load(memory_dir)
+
+    monkeypatch.setattr(usage, "load", counted)
+    path = alice.memory / usage.FILENAME
+    store.touch(alice, ["violin"], "injected", now)
+    assert json.loads(path.read_text())["violin"]["injected"] == int(now * 1000)
+    loads.clear()
+    for minute in range(1, 5):
+        store.touch(alice, ["violin"], "injected", now + 60 * minute)
+    assert len(loads) <= 1  # the written file read once, then kept
+    path.write_text(json.dumps({"violin": {"injected": 0}}))  # another process: long ago
+    store.touch(alice, ["violin"], "injected", now + 600)
+    assert json.loads(path.read_text())["violin"]["injected"] == int((now + 600) * 1000)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from bridge.core.filecache import FileCache
 from bridge.loadout.steering import (
     SteeringCache,
@@ -34,6 +36,35 @@ def test_includes_relative_to_including_file_each_once_cycles_safe(home: Path) -
     assert text.count("Top rules") == 1
     assert "--- Contents of docs/a.md ---" in text and "--- Contents of docs/b.md ---" in text
     assert text.index("A rules") < text.index("B rules")
+
+
+def test_cache_asks_the_kind_of_an_include_once_per_version(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree resolved again after one include changed asks whether a path is a file only
+    of the changed one; an include replaced by a directory of that name is plain text."""
+    files = FileCache()
+    cache = SteeringCache(files, 45_000)
+    conf = operator_confinement(home)
+    write(home / "STEERING.md", "top @a.md @b.md @c.md")
+    for name in "abc":
+        write(home / f"{name}.md", f"rules {name}")
+    assert "rules c" in cache.text(home / "STEERING.md", conf)
+    asked: list[str] = []
+    isfile = os.path.isfile
+
+    def counted(path: str) -> bool:
+        asked.append(os.path.basename(path))
+        return isfile(path)
+
+    monkeypatch.setattr(os.path, "isfile", counted)
+    write(home / "b.md", "rules b, revised")
+    assert "rules b, revised" in cache.text(home / "STEERING.md", conf)
+    assert asked == ["b.md"]
+    (home / "c.md").unlink()
+    (home / "c.md").mkdir()
+    text = cache.text(home / "STEERING.md", conf)
+    assert "rules c" not in text and "rules a" in text and "rules b, revised" in text
 
 
 def test_depth_limit_three(home: Path) -> None:

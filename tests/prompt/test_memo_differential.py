@@ -432,3 +432,18 @@ async def test_the_memo_equals_a_fresh_assembly_after_every_random_edit(world: W
         await world.check(step, what)
         if world.rng.random() < 0.3:  # the same again, unchanged: the kept prompt
             await world.check(step, f"{what}, then nothing")
+
+
+@pytest.mark.parametrize("world", [5, 6], indirect=True)
+async def test_a_topic_saved_renders_as_a_cold_assembly(world: World) -> None:
+    """Topic after topic saved (the body alone, or the description too: block 3 moves),
+    each prompt and injection right after the save against a cold one (the kept topic
+    terms and their index put right for the one topic, `NoteIndex.changed`)."""
+    store = world.watched.memory.store
+    await world.check(0, "start")
+    for step in range(1, 60):
+        name = f"topic {world.rng.randrange(12)}"
+        topic = store.find(world.dirs, name) if world.rng.random() < 0.5 else None
+        about = topic.description if topic is not None else f"about {world.text()}"[:140]
+        store.save(world.dirs, name, "user", about, world.text(), world.prov, world.now)
+        await world.check(step, "topic saved")
