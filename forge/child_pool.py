@@ -17,6 +17,7 @@ import os
 import time
 from collections import deque
 
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.zygote import Spawned, Zygote, kill
 
 IDLE_CHILDREN = 2  # children forked ahead of demand (two concurrent callers on 2 cores)
@@ -74,6 +75,9 @@ class ChildPool:
                 offset = 0
                 while offset < len(view):
                     offset += os.pwrite(child.job, view[offset:], offset)
+                # its call is on the caller's path now: it wakes up ahead of the work
+                # in the background (the next child's fork and preparation)
+                set_slice(child.pid, CALL_SLICE_NS)
                 os.write(child.go, b"g")
             except OSError:  # it died while waiting (OOM killer, signal): use another
                 discard(child)

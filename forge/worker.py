@@ -39,6 +39,7 @@ from forge import relay
 from forge.child import HelperContext
 from forge.child_pool import ChildPool
 from forge.code_cache import CodeCache
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
@@ -357,6 +358,9 @@ def main() -> None:
     ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
+    # this process is on every call's path, the zygote and waiting children are not
+    # (they keep the default slice; forge.confine.sched)
+    set_slice(0, CALL_SLICE_NS)
     if answer_fd >= 0:
         os.close(answer_fd)  # the zygote and its children hold it; this process never writes
 

@@ -1,0 +1,84 @@
+"""The processes on a call's path ask for a short time slice (forge.confine.sched).
+
+The helper and the child a call is handed to run with `CALL_SLICE_NS`, so on a
+busy machine they wake up ahead of the work in the background (the zygote's next
+fork, the waiting children preparing themselves), which keep the default slice.
+Read from /proc/PID/sched (`se.slice`); skipped where the kernel does not show it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forge.confine.sched import CALL_SLICE_NS, set_slice
+from forge.runner import SandboxRunner
+from tests.waits import HANG_S
+
+ONE = '''
+def run() -> int:
+    """One."""
+    return 1
+'''
+
+
+def slice_of(pid: int) -> int | None:
+    try:
+        lines = Path(f"/proc/{pid}/sched").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("se.slice"):
+            return int(line.split(":")[1])
+    return None
+
+
+needs_slices = pytest.mark.skipif(
+    slice_of(os.getpid()) is None, reason="the kernel does not show se.slice"
+)
+
+
+@needs_slices
+def test_set_slice_reaches_another_process_of_the_same_user() -> None:
+    sleeper = subprocess.Popen(
+        [sys.executable, "-I", "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        default = slice_of(sleeper.pid)
+        assert set_slice(sleeper.pid, CALL_SLICE_NS)
+        if default == CALL_SLICE_NS or slice_of(sleeper.pid) != CALL_SLICE_NS:
+            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
+    finally:
+        assert sleeper.stdin is not None
+        sleeper.stdin.close()
+        sleeper.wait()
+
+
+def test_set_slice_of_no_process_is_refused_quietly() -> None:
+    with open("/proc/sys/kernel/pid_max") as f:
+        beyond = int(f.read()) + 1
+    assert set_slice(beyond, CALL_SLICE_NS) is False
+
+
+@needs_slices
+@pytest.mark.asyncio
+async def test_the_helper_has_the_short_slice_the_zygote_not(
+    workspace: Path,
+) -> None:
+    runner = SandboxRunner(default_timeout_s=HANG_S)
+    await runner.start()
+    try:
+        res = await runner.run(ONE, {}, workspace)
+        assert res.ok, res
+        helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
+        assert helper is not None and zygote is not None
+        if slice_of(helper) != CALL_SLICE_NS:
+            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
+        # the waiting children inherit the zygote's (the one that ran may still exit)
+        assert slice_of(zygote) not in (None, CALL_SLICE_NS)
+    finally:
+        await runner.aclose()
