@@ -25,8 +25,11 @@ SPAWN_BACKOFF_S = 0.5
 
 
 class ChildPool:
-    def __init__(self, zygote: Zygote) -> None:
+    def __init__(self, zygote: Zygote, call_slice_ns: int | None = CALL_SLICE_NS) -> None:
+        """`call_slice_ns`: the time slice a child asks for once handed its call
+        (forge.confine.sched; None: the default slice, for measurements only)."""
         self.zygote = zygote
+        self.call_slice_ns = call_slice_ns
         self.idle: deque[Spawned] = deque()
         self.spawn_after = 0.0  # forking failed recently: not before this time
 
@@ -77,7 +80,8 @@ class ChildPool:
                     offset += os.pwrite(child.job, view[offset:], offset)
                 # its call is on the caller's path now: it wakes up ahead of the work
                 # in the background (the next child's fork and preparation)
-                set_slice(child.pid, CALL_SLICE_NS)
+                if self.call_slice_ns is not None:
+                    set_slice(child.pid, self.call_slice_ns)
                 os.write(child.go, b"g")
             except OSError:  # it died while waiting (OOM killer, signal): use another
                 discard(child)

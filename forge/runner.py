@@ -116,6 +116,7 @@ class SandboxRunner:
         tick: Tick = asyncio.sleep,
         direct_answers: bool = True,
         warm_children: bool = True,
+        short_slices: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -126,7 +127,9 @@ class SandboxRunner:
         `clock` and `tick` time that (forge.helper_pool). `direct_answers` False: every
         outcome goes through the helper, one hop more (for measurements only).
         `warm_children` False: waiting children do not warm their call's path
-        (forge.child; for measurements only)."""
+        (forge.child; for measurements only). `short_slices` False: the helper and
+        the child handed a call keep the default time slice (forge.confine.sched;
+        for measurements only)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -145,6 +148,7 @@ class SandboxRunner:
         self._net: dict[int, NetCall] = {}  # request id -> its broker state
         self._direct = direct_answers
         self._warm = warm_children
+        self._slices = short_slices
 
     @property
     def max_helpers(self) -> int:
@@ -160,7 +164,13 @@ class SandboxRunner:
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
         helper, hello = await start_helper(
-            self.python, self._layers, max_reply, self._on_net, self._direct, self._warm
+            self.python,
+            self._layers,
+            max_reply,
+            self._on_net,
+            self._direct,
+            self._warm,
+            self._slices,
         )
         self._caps = hello.capabilities
         if not self._warned:

@@ -65,12 +65,18 @@ LINGER_S = 1.0  # a child that sent its result is killed if still alive after th
 
 
 class Helper:
-    def __init__(self, ctx: HelperContext, caps: dict[str, Any], zygote: Zygote) -> None:
+    def __init__(
+        self,
+        ctx: HelperContext,
+        caps: dict[str, Any],
+        zygote: Zygote,
+        call_slice_ns: int | None = CALL_SLICE_NS,
+    ) -> None:
         self.caps = caps
         self.ctx = ctx
         self.zygote = zygote
         self.codes = CodeCache(ctx.layers.restricted)
-        self.children = ChildPool(zygote)
+        self.children = ChildPool(zygote, call_slice_ns)
         self.pending: dict[int, InFlight] = {}  # result fd -> its call
         self.answering: dict[int, InFlight] = {}  # go fd with answers waiting -> its call
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
@@ -336,35 +342,39 @@ class Helper:
                 self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int, bool]:
+def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool]:
     """The helper's command line after the project root: the layers switched off (a
     JSON object; none: every layer on), `answers=FD`, the runner's answer socket
-    (none: every reply goes through this helper), and `cold` (waiting children do
-    not warm their call's path: for measurements only)."""
-    layers, answer_fd, warm = Layers(), -1, True
+    (none: every reply goes through this helper), `cold` (waiting children do
+    not warm their call's path) and `default-slices` (the call's path does not ask
+    for a short time slice); the last two for measurements only."""
+    layers, answer_fd, warm, slices = Layers(), -1, True, True
     for arg in argv:
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
         elif arg == "cold":
             warm = False
+        elif arg == "default-slices":
+            slices = False
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd, warm
+    return layers, answer_fd, warm, slices
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd, warm = arguments(sys.argv[2:])
+    layers, answer_fd, warm, slices = arguments(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     # this process is on every call's path, the zygote and waiting children are not
     # (they keep the default slice; forge.confine.sched)
-    set_slice(0, CALL_SLICE_NS)
+    if slices:
+        set_slice(0, CALL_SLICE_NS)
     if answer_fd >= 0:
         os.close(answer_fd)  # the zygote and its children hold it; this process never writes
 
-    helper = Helper(ctx, caps, zygote)
+    helper = Helper(ctx, caps, zygote, CALL_SLICE_NS if slices else None)
     try:
         with contextlib.suppress(BrokenPipeError):
             helper.serve()

@@ -82,3 +82,18 @@ async def test_the_helper_has_the_short_slice_the_zygote_not(
         assert slice_of(zygote) not in (None, CALL_SLICE_NS)
     finally:
         await runner.aclose()
+
+
+@needs_slices
+@pytest.mark.asyncio
+async def test_short_slices_off_leaves_the_helper_at_the_default(workspace: Path) -> None:
+    runner = SandboxRunner(default_timeout_s=HANG_S, short_slices=False)
+    await runner.start()
+    try:
+        res = await runner.run(ONE, {}, workspace)
+        assert res.ok, res
+        helper = runner.helper_pid(workspace)
+        assert helper is not None
+        assert slice_of(helper) not in (None, CALL_SLICE_NS)
+    finally:
+        await runner.aclose()
