@@ -15,7 +15,8 @@ call's globals bound, tool ran, result serialised, helper had the complete resul
 frame (helper_result; helper_eof when a child died first)/replied, runner done.
 
 `--stages` runs it twice, taking turns: with waiting children that warm their
-call's path and without (`SandboxRunner(warm_children=False)`). It also prints
+call's path, without (`SandboxRunner(warm_children=False)`), and with the call's
+path keeping the default time slice (`SandboxRunner(short_slices=False)`). It also prints
 each child stage's median minor page faults and, per call, the CPU time, minor
 page faults and context switches of the runner, the helper, the zygote and the
 children (from /proc: the zygote reaps the children, so their totals are its
@@ -314,8 +315,8 @@ def print_faults(rows: list[dict[str, int]]) -> None:
         print(f"    after the call arrived: {statistics.median(after):.0f} (on the call's path)")
 
 
-async def stages(ws: Path, n: int = 300, warm: bool = True) -> None:
-    runner = SandboxRunner(trace=True, warm_children=warm)
+async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True) -> None:
+    runner = SandboxRunner(trace=True, warm_children=warm, short_slices=slices)
     await runner.start()
     try:
         for name, (source, params) in TOOLS.items():
@@ -335,7 +336,7 @@ async def stages(ws: Path, n: int = 300, warm: bool = True) -> None:
             for row in rows:
                 names += [k for k in row if k not in names]
             order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
-            how = "" if warm else ", children not warmed"
+            how = ("" if warm else ", children not warmed") + ("" if slices else ", default slices")
             print(f"\n[{name} tool{how}] stage ends, median ms since run() began (n={len(rows)})")
             prev = 0.0
             for k in order:
@@ -365,9 +366,10 @@ async def main() -> None:
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]
     if "--stages" in args:
-        for _ in range(2):  # warmed and not, taking turns
+        for _ in range(2):  # warmed and not, short slices and not, taking turns
             await stages(ws, warm=True)
             await stages(ws, warm=False)
+            await stages(ws, slices=False)
             if "--quick" in args:
                 break
         return
