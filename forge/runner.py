@@ -117,6 +117,7 @@ class SandboxRunner:
         direct_answers: bool = True,
         warm_children: bool = True,
         short_slices: bool = True,
+        idle_children: int | None = None,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -129,7 +130,9 @@ class SandboxRunner:
         `warm_children` False: waiting children do not warm their call's path
         (forge.child; for measurements only). `short_slices` False: the helper and
         the child handed a call keep the default time slice (forge.confine.sched;
-        for measurements only)."""
+        for measurements only). `idle_children`: how many children each helper
+        forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
+        its preparation's copied pages while it waits."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -149,6 +152,7 @@ class SandboxRunner:
         self._direct = direct_answers
         self._warm = warm_children
         self._slices = short_slices
+        self._children = idle_children
 
     @property
     def max_helpers(self) -> int:
@@ -171,6 +175,7 @@ class SandboxRunner:
             self._direct,
             self._warm,
             self._slices,
+            self._children,
         )
         self._caps = hello.capabilities
         if not self._warned:
