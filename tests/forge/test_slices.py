@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from forge.confine.sched import CALL_SLICE_NS, set_slice
+from forge.layers import Layers
 from forge.runner import SandboxRunner
 from tests.waits import HANG_S
 
@@ -95,5 +96,47 @@ async def test_short_slices_off_leaves_the_helper_at_the_default(workspace: Path
         helper = runner.helper_pid(workspace)
         assert helper is not None
         assert slice_of(helper) not in (None, CALL_SLICE_NS)
+    finally:
+        await runner.aclose()
+
+
+PRIORITY = '''
+import os
+import resource
+
+def run() -> dict:
+    """Try to raise this process's priority."""
+    tried = {}
+    for name, attempt in (
+        ("nice", lambda: os.nice(-1)),
+        ("fifo", lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))),
+    ):
+        try:
+            attempt()
+            tried[name] = "raised"
+        except OSError as exc:
+            tried[name] = type(exc).__name__
+    tried["limits"] = [
+        resource.getrlimit(resource.RLIMIT_NICE), resource.getrlimit(resource.RLIMIT_RTPRIO)
+    ]
+    return tried
+'''
+
+
+@pytest.mark.asyncio
+async def test_a_child_cannot_raise_its_priority(workspace: Path) -> None:
+    # the process layers only (no restricted Python): the tool may call os itself
+    runner = SandboxRunner(
+        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
+    )
+    await runner.start()
+    try:
+        res = await runner.run(PRIORITY, {}, workspace)
+        assert res.ok, res
+        assert res.result == {
+            "nice": "PermissionError",
+            "fifo": "PermissionError",
+            "limits": [[0, 0], [0, 0]],
+        }
     finally:
         await runner.aclose()
