@@ -15,7 +15,8 @@ call's globals bound, tool ran, result serialised, helper had the complete resul
 frame (helper_result; helper_eof when a child died first)/replied, runner done.
 
 `--stages` runs it twice, taking turns: with waiting children that warm their
-call's path and without (`SandboxRunner(warm_children=False)`). It also prints
+call's path, without (`SandboxRunner(warm_children=False)`), and with the call's
+path keeping the default time slice (`SandboxRunner(short_slices=False)`). It also prints
 each child stage's median minor page faults and, per call, the CPU time, minor
 page faults and context switches of the runner, the helper, the zygote and the
 children (from /proc: the zygote reaps the children, so their totals are its
@@ -34,8 +35,10 @@ model's step between them: the waiting child is ready). Each sandboxed figure is
 also printed next to the same calls with waiting children that do not warm
 their call's path (`SandboxRunner(warm_children=False)`, the path before this
 round of issue 26) and with the helper relaying every answer
-(`SandboxRunner(direct_answers=False)`, the path before issue 26's first round),
-measured in alternating blocks in the same run.
+(`SandboxRunner(direct_answers=False)`, the path before issue 26's first round)
+and with the helper and the child handed a call keeping the default time slice
+(`SandboxRunner(short_slices=False)`, forge.confine.sched, the path before this
+round), measured in alternating blocks in the same run.
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
 Run: .venv/bin/python -m bench.sandbox [--quick | --stages] [--hog N]
@@ -312,8 +315,8 @@ def print_faults(rows: list[dict[str, int]]) -> None:
         print(f"    after the call arrived: {statistics.median(after):.0f} (on the call's path)")
 
 
-async def stages(ws: Path, n: int = 300, warm: bool = True) -> None:
-    runner = SandboxRunner(trace=True, warm_children=warm)
+async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True) -> None:
+    runner = SandboxRunner(trace=True, warm_children=warm, short_slices=slices)
     await runner.start()
     try:
         for name, (source, params) in TOOLS.items():
@@ -333,7 +336,7 @@ async def stages(ws: Path, n: int = 300, warm: bool = True) -> None:
             for row in rows:
                 names += [k for k in row if k not in names]
             order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
-            how = "" if warm else ", children not warmed"
+            how = ("" if warm else ", children not warmed") + ("" if slices else ", default slices")
             print(f"\n[{name} tool{how}] stage ends, median ms since run() began (n={len(rows)})")
             prev = 0.0
             for k in order:
@@ -363,9 +366,10 @@ async def main() -> None:
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]
     if "--stages" in args:
-        for _ in range(2):  # warmed and not, taking turns
+        for _ in range(2):  # warmed and not, short slices and not, taking turns
             await stages(ws, warm=True)
             await stages(ws, warm=False)
+            await stages(ws, slices=False)
             if "--quick" in args:
                 break
         return
@@ -387,20 +391,21 @@ async def measure(ws: Path, quick: bool) -> None:
     runner = SandboxRunner()
     cold = SandboxRunner(warm_children=False)  # waiting children do not warm up
     relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
-    for each in (runner, cold, relayed):
+    unsliced = SandboxRunner(short_slices=False)  # the call's path keeps the default slice
+    for each in (runner, cold, relayed, unsliced):
         await each.start()
     missing = runner.missing_layers()
     print(f"layers missing on this machine: {missing or 'none'}")
     try:
         for name, (source, params) in TOOLS.items():
-            for each in (runner, cold, relayed):
+            for each in (runner, cold, relayed, unsliced):
                 await sandboxed(each, source, params, ws, warm)  # warm caches
             floor = plain_exec(source, params, ws, n_exec)
-            sand, unwarmed, hop = await interleaved(
-                [runner, cold, relayed], source, params, ws, n_sand
+            sand, unwarmed, hop, long_slice = await interleaved(
+                [runner, cold, relayed, unsliced], source, params, ws, n_sand
             )
-            apart, apart_cold = await interleaved_spaced(
-                [runner, cold], source, params, ws, n_spaced
+            apart, apart_cold, apart_long = await interleaved_spaced(
+                [runner, cold, unsliced], source, params, ws, n_spaced
             )
             fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
@@ -413,8 +418,10 @@ async def measure(ws: Path, quick: bool) -> None:
                 ("sandboxed call", sand),
                 ("children not warmed", unwarmed),
                 ("helper relays answer", hop),
+                ("default slices", long_slice),
                 (f"{GAP_S * 1000:.0f} ms apart", apart),
                 (f"  not warmed, {GAP_S * 1000:.0f} ms", apart_cold),
+                (f"  default slices, {GAP_S * 1000:.0f}", apart_long),
                 ("fresh python -I", fresh),
             ):
                 print(
@@ -439,6 +446,11 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"  relayed / direct = {statistics.median(hop) / p50['sandbox']:.2f}x "
                 "(the child answers the runner itself: one hop fewer)"
             )
+            print(
+                f"  default / short slices = {statistics.median(long_slice) / p50['sandbox']:.2f}x "
+                f"back to back, {statistics.median(apart_long) / statistics.median(apart):.2f}x "
+                f"{GAP_S * 1000:.0f} ms apart (the call's path asks for a 0.1 ms slice)"
+            )
         pids = {
             "runner": os.getpid(),
             "helper": runner.helper_pid(ws) or 0,
@@ -460,6 +472,8 @@ async def measure(ws: Path, quick: bool) -> None:
         print(f"  the same, children not warmed: {rate:.0f} calls/s ({load()})")
         rate = await sustained(relayed, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"  the same, the helper relaying answers: {rate:.0f} calls/s ({load()})")
+        rate = await sustained(unsliced, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
+        print(f"  the same, default slices: {rate:.0f} calls/s ({load()})")
         print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
         await runner.start()  # the spare runs
         print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
@@ -470,7 +484,7 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"{statistics.median(first):.1f} ms (n={len(first)}, {load()})"
             )
     finally:
-        for each in (runner, cold, relayed):
+        for each in (runner, cold, relayed, unsliced):
             await each.aclose()
 
 

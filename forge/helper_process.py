@@ -296,17 +296,26 @@ async def start_helper(
     on_net: OnNet | None = None,
     direct: bool = True,
     warm: bool = True,
+    slices: bool = True,
+    children: int | None = None,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
     it an answer socket (its children answer calls directly). `warm` False: its
-    waiting children do not warm their call's path (measurements only)."""
+    waiting children do not warm their call's path; `slices` False: the helper and
+    the child handed a call keep the default time slice (both for measurements
+    only; forge.confine.sched). `children`: how many children it forks ahead of
+    demand (None: forge.child_pool's default)."""
     extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
     mine, theirs = answer_socket() if direct else (None, None)
     if theirs is not None:
         extra.append(f"answers={theirs.fileno()}")
     if not warm:
         extra.append("cold")
+    if not slices:
+        extra.append("default-slices")
+    if children is not None:
+        extra.append(f"children={children:d}")
     loop = asyncio.get_running_loop()
     try:
         _, helper = await loop.subprocess_exec(

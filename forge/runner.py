@@ -116,6 +116,8 @@ class SandboxRunner:
         tick: Tick = asyncio.sleep,
         direct_answers: bool = True,
         warm_children: bool = True,
+        short_slices: bool = True,
+        idle_children: int | None = None,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -126,7 +128,11 @@ class SandboxRunner:
         `clock` and `tick` time that (forge.helper_pool). `direct_answers` False: every
         outcome goes through the helper, one hop more (for measurements only).
         `warm_children` False: waiting children do not warm their call's path
-        (forge.child; for measurements only)."""
+        (forge.child; for measurements only). `short_slices` False: the helper and
+        the child handed a call keep the default time slice (forge.confine.sched;
+        for measurements only). `idle_children`: how many children each helper
+        forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
+        its preparation's copied pages while it waits."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -145,6 +151,8 @@ class SandboxRunner:
         self._net: dict[int, NetCall] = {}  # request id -> its broker state
         self._direct = direct_answers
         self._warm = warm_children
+        self._slices = short_slices
+        self._children = idle_children
 
     @property
     def max_helpers(self) -> int:
@@ -160,7 +168,14 @@ class SandboxRunner:
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
         helper, hello = await start_helper(
-            self.python, self._layers, max_reply, self._on_net, self._direct, self._warm
+            self.python,
+            self._layers,
+            max_reply,
+            self._on_net,
+            self._direct,
+            self._warm,
+            self._slices,
+            self._children,
         )
         self._caps = hello.capabilities
         if not self._warned:

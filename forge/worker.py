@@ -37,8 +37,9 @@ from typing import Any
 
 from forge import relay
 from forge.child import HelperContext
-from forge.child_pool import ChildPool
+from forge.child_pool import IDLE_CHILDREN, ChildPool
 from forge.code_cache import CodeCache
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
@@ -64,12 +65,19 @@ LINGER_S = 1.0  # a child that sent its result is killed if still alive after th
 
 
 class Helper:
-    def __init__(self, ctx: HelperContext, caps: dict[str, Any], zygote: Zygote) -> None:
+    def __init__(
+        self,
+        ctx: HelperContext,
+        caps: dict[str, Any],
+        zygote: Zygote,
+        call_slice_ns: int | None = CALL_SLICE_NS,
+        depth: int = IDLE_CHILDREN,
+    ) -> None:
         self.caps = caps
         self.ctx = ctx
         self.zygote = zygote
         self.codes = CodeCache(ctx.layers.restricted)
-        self.children = ChildPool(zygote)
+        self.children = ChildPool(zygote, call_slice_ns, depth)
         self.pending: dict[int, InFlight] = {}  # result fd -> its call
         self.answering: dict[int, InFlight] = {}  # go fd with answers waiting -> its call
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
@@ -335,32 +343,42 @@ class Helper:
                 self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int, bool]:
+def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
     """The helper's command line after the project root: the layers switched off (a
     JSON object; none: every layer on), `answers=FD`, the runner's answer socket
-    (none: every reply goes through this helper), and `cold` (waiting children do
-    not warm their call's path: for measurements only)."""
-    layers, answer_fd, warm = Layers(), -1, True
+    (none: every reply goes through this helper), `children=N` (children forked
+    ahead of demand; none: `IDLE_CHILDREN`), `cold` (waiting children do
+    not warm their call's path) and `default-slices` (the call's path does not ask
+    for a short time slice); the last two for measurements only."""
+    layers, answer_fd, warm, slices, depth = Layers(), -1, True, True, IDLE_CHILDREN
     for arg in argv:
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
+        elif arg.startswith("children="):
+            depth = int(arg.removeprefix("children="))
         elif arg == "cold":
             warm = False
+        elif arg == "default-slices":
+            slices = False
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd, warm
+    return layers, answer_fd, warm, slices, depth
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd, warm = arguments(sys.argv[2:])
+    layers, answer_fd, warm, slices, depth = arguments(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
+    # this process is on every call's path, the zygote and waiting children are not
+    # (they keep the default slice; forge.confine.sched)
+    if slices:
+        set_slice(0, CALL_SLICE_NS)
     if answer_fd >= 0:
         os.close(answer_fd)  # the zygote and its children hold it; this process never writes
 
-    helper = Helper(ctx, caps, zygote)
+    helper = Helper(ctx, caps, zygote, CALL_SLICE_NS if slices else None, depth)
     try:
         with contextlib.suppress(BrokenPipeError):
             helper.serve()

@@ -40,6 +40,7 @@ from typing import NoReturn
 from forge.child import CallGlobals, HelperContext, child_main, prepare_call_globals
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
+from forge.confine.rlimits import forbid_priority_raise
 
 _CHILD = struct.Struct("<ci")
 _ERROR = struct.Struct("<ci")
@@ -216,6 +217,9 @@ def _zygote_main(
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # children die with us, and inherit capability sets emptied once, here
         ctx = dataclasses.replace(ctx, helper_pid=os.getpid(), caps_dropped=_drop_caps(ctx))
+        if ctx.layers.rlimits:
+            with contextlib.suppress(OSError):  # lowering a limit does not fail
+                forbid_priority_raise()  # the children inherit it
         for std in (0, 1, 2):  # not the helper's protocol pipes
             os.dup2(ctx.devnull, std)
         answers = (ctx.answer_fd,) if ctx.answer_fd >= 0 else ()  # the children answer on it
