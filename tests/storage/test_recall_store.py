@@ -206,8 +206,9 @@ async def test_the_own_set_ranks_alike_on_both_backends(pg_url: str, tmp_path: P
 async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
     tmp_path: Path,
 ) -> None:
-    """A turn's pair: the INSERT, its two terms, the speaker; the only transaction is the
-    text index's own around its terms, inside one job (FTS5 writes a segment per commit)."""
+    """A turn's pair: the INSERT, its two terms (the index's counts and key, the next id, a
+    row each, their FTS5 entries), the speaker; the only transaction is the text index's
+    own around its terms, inside one job (FTS5 writes a segment per commit)."""
     database, statements = await traced(tmp_path / "roost.db")
     try:
         index = RecallIndex(database, "t")
@@ -218,9 +219,9 @@ async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
         heads = [s.split()[0].upper() for s in written]
         assert "SAVEPOINT" not in heads
         begin = heads.index("BEGIN")
-        assert heads.count("BEGIN") == 1 and heads[begin + 3] == "COMMIT", written
-        assert all("storage_fts_" in s for s in written[begin + 1 : begin + 3]), written
-        assert len(written) == 3 + 1 + 2, written  # the INSERT, two terms (one job), a name
+        assert heads.count("BEGIN") == 1 and heads[begin + 6] == "COMMIT", written
+        assert all("storage_fts_" in s for s in written[begin + 1 : begin + 6]), written
+        assert len(written) == 3 + 1 + 5, written  # the INSERT, the terms (one job), a name
         statements.clear()
         await index.delete_before(10**9)
         assert not [s for s in statements if s.split()[0].upper() in ("BEGIN", "SAVEPOINT")]

@@ -269,7 +269,7 @@ class SqliteDatabase:
         def job(conn: Conn) -> list[str]:
             try:
                 rows = conn.execute(
-                    "SELECT name FROM storage_fts WHERE tenant = ? ORDER BY name", (tenant,)
+                    "SELECT name FROM storage_fts_stats WHERE tenant = ? ORDER BY name", (tenant,)
                 ).fetchall()
             except sqlite3.OperationalError:
                 return []  # not migrated: no index was ever written
@@ -281,7 +281,7 @@ class SqliteDatabase:
         def job(conn: Conn) -> list[tuple[str, str]]:
             try:
                 rows = conn.execute(
-                    "SELECT name, tenant FROM storage_fts ORDER BY name, tenant"
+                    "SELECT name, tenant FROM storage_fts_stats ORDER BY name, tenant"
                 ).fetchall()
             except sqlite3.OperationalError:
                 return []  # not migrated: no index was ever written

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from bridge.storage.migrations import Migration
 from bridge.storage.placeholders import split
+from bridge.storage.sqlite import text
 
 ENGINE = (
     "CREATE TABLE IF NOT EXISTS storage_leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, "
     "expires_ms INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS storage_notify (topic TEXT PRIMARY KEY, n INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS storage_fts (tbl TEXT PRIMARY KEY, name TEXT NOT NULL, "
-    "tenant TEXT NOT NULL)",
+    *text.TABLES,
 )
 
 
@@ -76,6 +76,7 @@ def create_engine_tables(conn: sqlite3.Connection) -> None:
     try:
         for statement in ENGINE:
             conn.execute(statement)
+        text.upgrade(conn)  # a home of the old text index layout
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

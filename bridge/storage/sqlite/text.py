@@ -1,19 +1,33 @@
-"""SQLite's text index: one FTS5 table per (index, tenant), so BM25's counts are the tenant's.
+"""SQLite's text index: one FTS5 table for every (index, tenant), BM25 from the tenant's counts.
 
-The table's name is derived from (index, tenant) (`storage_fts_` + a hash),
-listed in `storage_fts` with its tenant (forget finds it there). Its one
-column holds the document's terms (`bridge.storage.fts.terms`) joined by
-spaces, under FTS5's `ascii` tokenizer: the terms contain no ASCII
-separator and are lower case already, so FTS5 sees exactly these terms
-(non-ASCII letters are term characters to it). Each call is one job on a
-connection: creating the table when first written, reading nothing when
-it does not exist yet. `add_many` writes its documents in one transaction (FTS5 writes
-a segment per commit, and merges them as they pile up).
+An (index, tenant) pair is a row of `storage_fts_stats`: its integer `key`,
+its number of documents and of terms. A document is a row of
+`storage_fts_docs` (key, doc, length, body); its body is its terms
+(`bridge.storage.fts.terms`) joined by spaces, each prefixed by the key
+(`12_word`). The job that inserts rows writes them to the one contentless
+FTS5 table `storage_fts_text` (rowid = the row's id) and counts them in
+the stats, in one transaction (not by a trigger: FTS5 flushes a segment
+per trigger statement); a trigger on delete gives FTS5 the body back and
+uncounts the row. Under FTS5's `ascii` tokenizer with `_` a term
+character, FTS5 sees exactly these prefixed terms (the terms hold no `_`
+and no ASCII separator, and are lower case already), so a term's postings
+are the tenant's own: a match is tenant-scoped, and the schema does not
+grow with the tenants (one FTS5 table per tenant made every connection
+re-parse a schema that grew by ~6 tables per new tenant).
+
+Ranking: FTS5's own `bm25()` would count every tenant's documents, so a
+search computes the same formula (`bridge.storage.fts`) in SQL, as the
+PostgreSQL backend does: N and the average length from the tenant's stats,
+each term's document frequency from `fts5vocab` 'row' (`storage_fts_terms`),
+each hit's term frequencies from `fts5vocab` 'instance' (`storage_fts_hits`).
+
+`upgrade` moves a home of the old layout (one FTS5 table per pair, listed
+in `storage_fts`) into this one and drops the old tables.
 """
 
 from __future__ import annotations
 
-import hashlib
+import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
@@ -21,6 +35,40 @@ from typing import Protocol, TypeVar
 from bridge.storage import fts
 
 T = TypeVar("T")
+
+TABLES = (
+    "CREATE TABLE IF NOT EXISTS storage_fts_stats (key INTEGER PRIMARY KEY, "
+    "name TEXT NOT NULL, tenant TEXT NOT NULL, docs INTEGER NOT NULL, "
+    "tokens INTEGER NOT NULL, UNIQUE (name, tenant))",
+    "CREATE TABLE IF NOT EXISTS storage_fts_docs (id INTEGER PRIMARY KEY, "
+    "key INTEGER NOT NULL, doc INTEGER NOT NULL, len INTEGER NOT NULL, body TEXT NOT NULL, "
+    "UNIQUE (key, doc))",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_text USING fts5(body, content='', "
+    "columnsize=0, tokenize=\"ascii tokenchars '_'\")",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_terms USING fts5vocab(storage_fts_text, row)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_hits "
+    "USING fts5vocab(storage_fts_text, instance)",
+    # a delete is one statement (a trigger's statement flushes FTS5's pending segment:
+    # cheap for a delete, a segment per row for an insert, which the job does itself)
+    "CREATE TRIGGER IF NOT EXISTS storage_fts_docs_gone AFTER DELETE ON storage_fts_docs BEGIN "
+    "INSERT INTO storage_fts_text (storage_fts_text, rowid, body) "
+    "VALUES ('delete', old.id, old.body); "
+    "UPDATE storage_fts_stats SET docs = docs - 1, tokens = tokens - old.len "
+    "WHERE key = old.key; END",
+)
+_KEY = "SELECT key FROM storage_fts_stats WHERE name = ? AND tenant = ?"
+_COUNT_IN = (
+    "INSERT INTO storage_fts_stats (name, tenant, docs, tokens) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
+    "tokens = tokens + excluded.tokens RETURNING key"
+)
+_INSERT = "INSERT INTO storage_fts_docs (id, key, doc, len, body) VALUES (?, ?, ?, ?, ?)"
+# FTS5 from the rows just written (one statement; rowids ascending, one segment per commit)
+_INDEX = "INSERT INTO storage_fts_text (rowid, body) SELECT id, body FROM storage_fts_docs "
+_SCORE = (
+    f"round(sum(q.idf * (h.tf * {fts.K1 + 1}) / (h.tf + {fts.K1} * (1 - {fts.B} "
+    f"+ {fts.B} * d.len / ?))), {fts.SCORE_DIGITS})"
+)
 
 
 class Runner(Protocol):
@@ -31,91 +79,88 @@ class Runner(Protocol):
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
 
 
-def table_name(name: str, tenant: str) -> str:
-    digest = hashlib.sha256(f"{name}\0{tenant}".encode()).hexdigest()[:24]
-    return f"storage_fts_{digest}"
-
-
 def _missing(exc: sqlite3.OperationalError) -> bool:
     return "no such table" in str(exc)
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _atomic(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """`fn(conn)` inside the caller's transaction, or in one of its own."""
+    if conn.in_transaction:
+        return fn(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        got = fn(conn)
+        conn.execute("COMMIT")
+        return got
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _insert_all(
+    conn: sqlite3.Connection, name: str, tenant: str, docs: Sequence[tuple[int, str]]
+) -> None:
+    """The documents' rows and their FTS5 entries; the pair's counts (its key made when
+    new)."""
+    found = [(doc, fts.terms(text)) for doc, text in docs]
+    total = sum(len(t) for _, t in found)
+    key = int(conn.execute(_COUNT_IN, (name, tenant, len(found), total)).fetchone()[0])
+    first = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM storage_fts_docs").fetchone()[0])
+    rows = [
+        (first + i, key, doc, len(t), " ".join(f"{key}_{x}" for x in t))
+        for i, (doc, t) in enumerate(found)
+    ]
+    conn.executemany(_INSERT, rows)
+    conn.execute(_INDEX + "WHERE id >= ?", (first,))
 
 
 class SqliteTextIndex:
     def __init__(self, db: Runner, name: str, tenant: str) -> None:
         self._db, self.name, self.tenant = db, name, tenant
-        self._table = table_name(name, tenant)
 
-    def _create(self, conn: sqlite3.Connection) -> None:
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._table} USING fts5(body, tokenize='ascii')"
-        )
-        conn.execute(
-            "INSERT INTO storage_fts (tbl, name, tenant) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            (self._table, self.name, self.tenant),
-        )
+    def _key(self, conn: sqlite3.Connection) -> int | None:
+        row = conn.execute(_KEY, (self.name, self.tenant)).fetchone()
+        return None if row is None else int(row[0])
 
-    async def _read(self, fn: Callable[[sqlite3.Connection], T], empty: T) -> T:
+    async def _read(self, fn: Callable[[sqlite3.Connection, int], T], empty: T) -> T:
+        """`fn(conn, key)` on a reader; `empty` when the pair has no key (never written)."""
+
         def job(conn: sqlite3.Connection) -> T:
             try:
-                return fn(conn)
+                key = self._key(conn)
+                return empty if key is None else fn(conn, key)
             except sqlite3.OperationalError as exc:
-                if _missing(exc):
+                if _missing(exc):  # not migrated: nothing was ever written
                     return empty
                 raise
 
         return await self._db.read(job)
 
     async def add(self, doc: int, text: str) -> None:
-        body = " ".join(fts.terms(text))
-
-        def job(conn: sqlite3.Connection) -> None:
-            sql = f"INSERT INTO {self._table} (rowid, body) VALUES (?, ?)"
-            try:
-                conn.execute(sql, (doc, body))
-            except sqlite3.OperationalError as exc:
-                if not _missing(exc):
-                    raise
-                self._create(conn)  # inside the caller's transaction when there is one
-                conn.execute(sql, (doc, body))
-
-        await self._db.write(job)
+        await self._add([(doc, text)])
 
     async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
-        rows = [(doc, " ".join(fts.terms(text))) for doc, text in docs]
-        if not rows:
+        await self._add(docs)
+
+    async def _add(self, docs: Sequence[tuple[int, str]]) -> None:
+        if not docs:
             return
-
-        def insert(conn: sqlite3.Connection) -> None:
-            sql = f"INSERT INTO {self._table} (rowid, body) VALUES (?, ?)"
-            try:
-                conn.executemany(sql, rows)
-            except sqlite3.OperationalError as exc:
-                if not _missing(exc):
-                    raise
-                self._create(conn)
-                conn.executemany(sql, rows)
-
-        def job(conn: sqlite3.Connection) -> None:
-            if conn.in_transaction or len(rows) == 1:  # the caller's, or one statement's own
-                insert(conn)
-                return
-            # one transaction: FTS5 flushes one segment per commit (a commit per row made
-            # a segment per row, and merges to match)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                insert(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-        await self._db.write(job)
+        name, tenant = self.name, self.tenant
+        # one transaction (FTS5 flushes one segment per commit: one per row made a segment
+        # per row, and merges to match)
+        await self._db.write(lambda c: _atomic(c, lambda c: _insert_all(c, name, tenant, docs)))
 
     async def remove(self, doc: int) -> bool:
+        sql = f"DELETE FROM storage_fts_docs WHERE key = ({_KEY}) AND doc = ?"
+
         def job(conn: sqlite3.Connection) -> bool:
             try:
-                cur = conn.execute(f"DELETE FROM {self._table} WHERE rowid = ?", (doc,))
+                cur = conn.execute(sql, (self.name, self.tenant, doc))
             except sqlite3.OperationalError as exc:
                 if _missing(exc):
                     return False
@@ -127,55 +172,127 @@ class SqliteTextIndex:
     async def search(
         self, query: Sequence[str], limit: int, *, min_doc: int | None = None
     ) -> list[tuple[int, float]]:
-        expr = fts.fts5_any(fts.query_terms(query))
-        if not expr or limit <= 0:
+        terms = fts.query_terms(query)
+        if not terms or limit <= 0:
             return []
-        where = "" if min_doc is None else " AND rowid >= ?"
-        args: tuple[object, ...] = (expr,) + (() if min_doc is None else (min_doc,))
-        sql = (
-            f"SELECT rowid, round(-bm25({self._table}), {fts.SCORE_DIGITS}) AS s "
-            f"FROM {self._table} WHERE {self._table} MATCH ?{where} ORDER BY s DESC, rowid LIMIT ?"
-        )
-        none: list[tuple[int, float]] = []
-        rows = await self._read(lambda c: c.execute(sql, (*args, limit)).fetchall(), none)
-        return [(int(d), float(s)) for d, s in rows]
+        low = -(2**63) if min_doc is None else min_doc
+
+        def job(conn: sqlite3.Connection, key: int) -> list[tuple[int, float]]:
+            docs, tokens = conn.execute(
+                "SELECT docs, tokens FROM storage_fts_stats WHERE key = ?", (key,)
+            ).fetchone()
+            freq = _freqs(conn, key, terms)
+            idf = [
+                (f"{key}_{t}", max(math.log((docs - n + 0.5) / (n + 0.5)), fts.IDF_FLOOR))
+                for t, n in freq.items()
+                if n > 0
+            ]
+            if not idf:
+                return []
+            avgdl = tokens / max(docs, 1)
+            sql = (
+                f"WITH q(term, idf) AS (VALUES {_marks_pairs(len(idf))}) "
+                f"SELECT d.doc, {_SCORE} AS s FROM ("
+                "SELECT doc AS id, term, count(*) AS tf FROM storage_fts_hits "
+                f"WHERE term IN ({_marks(len(idf))}) GROUP BY doc, term) h "
+                "JOIN q ON q.term = h.term JOIN storage_fts_docs d ON d.id = h.id "
+                "WHERE d.doc >= ? GROUP BY d.doc ORDER BY s DESC, d.doc LIMIT ?"
+            )
+            pairs = [x for pair in idf for x in pair]
+            args = (*pairs, avgdl, *(t for t, _ in idf), low, limit)
+            return [(int(d), float(s)) for d, s in conn.execute(sql, args).fetchall()]
+
+        return await self._read(job, [])
 
     async def doc_freq(self, query: Sequence[str], cap: int) -> dict[str, int]:
         found = fts.query_terms(query)
-        t = self._table
-        sql = f"SELECT count(*) FROM (SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT ?)"
 
-        def job(conn: sqlite3.Connection) -> dict[str, int]:
-            return {
-                t: int(conn.execute(sql, (fts.fts5_any([t]), cap)).fetchone()[0]) for t in found
-            }
+        def job(conn: sqlite3.Connection, key: int) -> dict[str, int]:
+            return {t: min(n, cap) for t, n in _freqs(conn, key, found).items()}
 
         return await self._read(job, dict.fromkeys(found, 0))
 
     async def nth_newest(self, query: Sequence[str], n: int) -> int | None:
-        expr = fts.fts5_any(fts.query_terms(query))
-        if not expr or n <= 0:
+        terms = fts.query_terms(query)
+        if not terms or n <= 0:
             return None
         sql = (
-            f"SELECT rowid FROM {self._table} WHERE {self._table} MATCH ? "
-            "ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+            "SELECT d.doc FROM storage_fts_docs d WHERE d.id IN (SELECT rowid "
+            "FROM storage_fts_text WHERE storage_fts_text MATCH ?) "
+            "ORDER BY d.doc DESC LIMIT 1 OFFSET ?"
         )
-        row = await self._read(lambda c: c.execute(sql, (expr, n - 1)).fetchone(), None)
-        return None if row is None else int(row[0])
+
+        def job(conn: sqlite3.Connection, key: int) -> int | None:
+            expr = fts.fts5_any([f"{key}_{t}" for t in terms])
+            row = conn.execute(sql, (expr, n - 1)).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._read(job, None)
 
     async def count(self) -> int:
-        sql = f"SELECT count(*) FROM {self._table}"
-        return int(await self._read(lambda c: c.execute(sql).fetchone()[0], 0))
+        sql = "SELECT docs FROM storage_fts_stats WHERE key = ?"
+        return await self._read(lambda c, key: int(c.execute(sql, (key,)).fetchone()[0]), 0)
 
     async def drop(self) -> None:
-        def job(conn: sqlite3.Connection) -> None:
-            conn.execute(f"DROP TABLE IF EXISTS {self._table}")
-            conn.execute("DELETE FROM storage_fts WHERE tbl = ?", (self._table,))
+        def drop(conn: sqlite3.Connection) -> None:
+            key = self._key(conn)
+            if key is not None:
+                conn.execute("DELETE FROM storage_fts_docs WHERE key = ?", (key,))
+                conn.execute("DELETE FROM storage_fts_stats WHERE key = ?", (key,))
 
-        await self._db.write(job)
+        await self._db.write(lambda c: _atomic(c, drop))
 
     async def documents(self, after: int, limit: int) -> list[tuple[int, str]]:
-        sql = f"SELECT rowid, body FROM {self._table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
-        none: list[tuple[int, str]] = []
-        rows = await self._read(lambda c: c.execute(sql, (after, limit)).fetchall(), none)
-        return [(int(d), str(b)) for d, b in rows]
+        sql = (
+            "SELECT doc, body FROM storage_fts_docs WHERE key = ? AND doc > ? ORDER BY doc LIMIT ?"
+        )
+
+        def job(conn: sqlite3.Connection, key: int) -> list[tuple[int, str]]:
+            rows = conn.execute(sql, (key, after, limit)).fetchall()
+            return [(int(d), _unprefixed(str(b))) for d, b in rows]
+
+        return await self._read(job, [])
+
+
+def _marks_pairs(n: int) -> str:
+    return ", ".join(["(?, ?)"] * n)
+
+
+def _unprefixed(body: str) -> str:
+    return " ".join(t.partition("_")[2] for t in body.split())
+
+
+def _freqs(conn: sqlite3.Connection, key: int, terms: Sequence[str]) -> dict[str, int]:
+    """Per term, how many of the key's documents hold it (fts5vocab 'row' of the prefixed term)."""
+    found = dict.fromkeys(terms, 0)
+    if not terms:
+        return found
+    prefix = f"{key}_"
+    sql = f"SELECT term, doc FROM storage_fts_terms WHERE term IN ({_marks(len(terms))})"
+    for term, n in conn.execute(sql, [prefix + t for t in terms]):
+        found[str(term)[len(prefix) :]] = int(n)
+    return found
+
+
+def upgrade(conn: sqlite3.Connection) -> int:
+    """Move every per-(index, tenant) FTS5 table of the old layout (listed in
+    `storage_fts`) into the shared tables, drop them and the list; inside the caller's
+    transaction. The number of tables moved."""
+    listed = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'storage_fts'"
+    ).fetchone()
+    if listed is None:
+        return 0
+    old = conn.execute("SELECT tbl, name, tenant FROM storage_fts ORDER BY tbl").fetchall()
+    for tbl, name, tenant in old:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (tbl,)
+        ).fetchone()
+        if exists is None:
+            continue
+        # the old bodies are the terms joined by spaces: `add` of them gives the same terms
+        docs = conn.execute(f'SELECT rowid, body FROM "{tbl}" ORDER BY rowid').fetchall()
+        _insert_all(conn, str(name), str(tenant), [(int(d), str(b)) for d, b in docs])
+        conn.execute(f'DROP TABLE "{tbl}"')
+    conn.execute("DROP TABLE storage_fts")
+    return len(old)

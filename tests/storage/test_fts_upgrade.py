@@ -1,0 +1,86 @@
+"""A SQLite home of the old text index layout (one FTS5 table per index and tenant, listed
+in `storage_fts`) is moved into the shared tables when the database opens: the same
+search results, the old tables gone, forget and copy still find a tenant's index."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+from bridge.storage import fts, tenants
+from bridge.storage.sqlite.database import SqliteDatabase
+from tests.storage.test_fts import _corpus
+
+QUERIES = [["w0", "w5"], ["w1"], ["w3", "w7", "w50"], ["nothing"], ["w100", "w2"]]
+
+
+def _old_table(name: str, tenant: str) -> str:
+    """The old layout's table name of (index, tenant)."""
+    return "storage_fts_" + hashlib.sha256(f"{name}\0{tenant}".encode()).hexdigest()[:24]
+
+
+def _old_home(
+    path: Path, indexes: dict[tuple[str, str], dict[int, str]]
+) -> dict[tuple[str, str, tuple[str, ...]], list[tuple[int, float]]]:
+    """Write the old layout as the old code did; its search results (FTS5's own bm25)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE storage_fts (tbl TEXT PRIMARY KEY, name TEXT NOT NULL, tenant TEXT NOT NULL)"
+    )
+    results: dict[tuple[str, str, tuple[str, ...]], list[tuple[int, float]]] = {}
+    for (name, tenant), docs in indexes.items():
+        tbl = _old_table(name, tenant)
+        conn.execute(f"CREATE VIRTUAL TABLE {tbl} USING fts5(body, tokenize='ascii')")
+        conn.execute("INSERT INTO storage_fts VALUES (?, ?, ?)", (tbl, name, tenant))
+        conn.executemany(
+            f"INSERT INTO {tbl} (rowid, body) VALUES (?, ?)",
+            [(d, " ".join(fts.terms(t))) for d, t in docs.items()],
+        )
+        for q in QUERIES:
+            sql = (
+                f"SELECT rowid, round(-bm25({tbl}), {fts.SCORE_DIGITS}) AS s FROM {tbl} "
+                f"WHERE {tbl} MATCH ? ORDER BY s DESC, rowid LIMIT 50"
+            )
+            got = conn.execute(sql, (fts.fts5_any(fts.query_terms(q)),)).fetchall()
+            results[(name, tenant, tuple(q))] = [(int(d), float(s)) for d, s in got]
+    conn.close()
+    return results
+
+
+async def test_an_old_home_is_moved_and_searches_the_same(tmp_path: Path) -> None:
+    corpus = _corpus(200)
+    indexes = {
+        ("recall", "alice"): {i + 1: t for i, t in enumerate(corpus[:120])},
+        ("recall", "bob"): {i * 7 + 3: t for i, t in enumerate(corpus[120:])},
+        ("notes", "alice"): {1: "w0 w0 secret", 2: "w1 w5"},
+    }
+    path = tmp_path / "roost.db"
+    before = _old_home(path, indexes)
+    db = await SqliteDatabase.open(path)
+    try:
+        await db.migrate([])
+        for (name, tenant, q), hits in before.items():
+            assert await db.text_index(name, tenant).search(list(q), 50) == hits, (name, q)
+        for (name, tenant), docs in indexes.items():
+            index = db.text_index(name, tenant)
+            assert await index.count() == len(docs)
+            got = await index.documents(0, 1000)
+            assert got == [(d, " ".join(fts.terms(t))) for d, t in sorted(docs.items())]
+        left = await db.fetch_all(
+            "SELECT name FROM sqlite_master WHERE name = 'storage_fts' OR name LIKE ?",
+            (_old_table("recall", "alice")[:14] + "%",),
+        )
+        assert left == []
+        assert await db.text_indexes() == sorted(indexes)
+        await tenants.forget(db, "alice")
+        assert await db.text_index_names("alice") == []
+        assert await db.text_index("recall", "alice").search(["w0"], 5) == []
+        assert (
+            await db.text_index("recall", "bob").search(["w0", "w5"], 50)
+            == (before[("recall", "bob", ("w0", "w5"))])
+        )
+        await db.migrate([])  # opened again: nothing to move
+        assert await db.text_indexes() == [("recall", "bob")]
+    finally:
+        await db.aclose()
