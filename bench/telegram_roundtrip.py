@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.turn import per_thread, thread_cpu
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
@@ -103,6 +104,7 @@ class Rate:
     per_s: float
     cpu_ms: float
     calls: dict[str, float] = field(default_factory=dict)
+    threads: str = ""  # CPU ms per round trip by thread (the loop, sqlite, audit...)
 
 
 def calls_per_trip(calls: list[str], trips: int) -> dict[str, float]:
@@ -178,12 +180,14 @@ async def round_trips(
             if ctx is not None:
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
+            by_thread = thread_cpu()
             started, cpu = time.perf_counter(), time.process_time()
             try:
                 await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
             finally:
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
+                threads = thread_cpu()
                 methods = [c.method for c in fake.calls[first_call:]]
                 if ctx is not None:
                     ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
@@ -191,7 +195,8 @@ async def round_trips(
             await channel.stop()
             await roost.aclose()
     trips = sum(counts.values())
-    return Rate(trips / elapsed, cpu * 1000 / trips, calls_per_trip(methods, trips))
+    spent = per_thread(by_thread, threads, trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls_per_trip(methods, trips), spent)
 
 
 async def inbox_ms(home: Path, updates: int = 2000) -> float:
@@ -410,6 +415,11 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
     floor = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
     full = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
     print(f"  roost adds {full - floor:.2f} CPU ms per message (1 chat, medians)")
+    print("CPU ms per round trip by thread (the last round; loop: roost, PTB and the fake):")
+    for chats in (1, 100):
+        for setup in SETUPS:
+            last = rates[(setup.label, chats)][-1]
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.threads}")
     print("Bot API calls per round trip (the bot's, getUpdates left out; mean of the rounds):")
     for chats in (1, 100):
         for setup in SETUPS:
