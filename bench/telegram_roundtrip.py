@@ -20,13 +20,16 @@ roost once more, 1 chat, under cProfile and prints where an update's time
 goes (ms per update, by function, roost's own code and the library's), then
 the same by layer (roost's Telegram channel, core, storage, audit; sqlite;
 python-telegram-bot; httpx; the fake; the event loop) against the echo under
-the same profiler: which layer the full roost's extra time is in. The
+the same profiler: which layer the full roost's extra time is in; and the
+database work an update awaits, statement by statement (count, wall ms). The
 table also prints the bot's Bot API calls per round trip by method (a
 short answer is one `sendMessage`).
 Then the per-update work of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
 resident memory at start and after 1,000 known chats. Prints figures and
-same-run ratios; no thresholds. `--quick`: a smoke run (a few messages,
+same-run ratios; no thresholds. The table also splits CPU per round trip by
+thread (the loop, which runs roost, PTB and the fake; sqlite; the audit
+writer). `--quick`: a smoke run (a few messages,
 one round, no daemon).
 
 Run: .venv/bin/python bench/telegram_roundtrip.py [--messages 300] [--rounds 3] [--profile]
@@ -136,10 +139,10 @@ async def round_trips(
     limits: bool,
     core: bool = True,
     inbox: bool = False,
-    around: Callable[[], object] | None = None,
+    around: Callable[[Any], object] | None = None,
 ) -> Rate:
-    """Round trips/s and CPU per trip; `around` (a context manager factory) wraps the
-    measured part."""
+    """Round trips/s and CPU per trip; `around` (a context manager factory, given the
+    roost) wraps the measured part."""
     ids = [BASE_ID + i for i in range(chats)]
     async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
         settings = load_settings(
@@ -176,7 +179,7 @@ async def round_trips(
             await one_chat(ids[0], WARM)  # the tenant's first turns: imports, caches
             counts[ids[0]] = 0
 
-            ctx = around() if around is not None else None
+            ctx = around(roost) if around is not None else None
             if ctx is not None:
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
@@ -281,7 +284,7 @@ class Profiled:
     def __init__(self) -> None:
         self.profile = cProfile.Profile()
 
-    def __call__(self) -> Profiled:
+    def __call__(self, roost: object = None) -> Profiled:
         return self
 
     def __enter__(self) -> Profiled:
@@ -290,6 +293,67 @@ class Profiled:
 
     def __exit__(self, *exc: object) -> None:
         self.profile.disable()
+
+
+STATEMENTS = ("execute", "execute_many", "fetch_all", "fetch_one", "atomic")
+
+
+def unit(what: Any) -> str:
+    """An atomic unit's name: its function's (through `functools.partial`) or generator's."""
+    what = getattr(what, "func", what)
+    return str(getattr(what, "__qualname__", type(what).__name__))
+
+
+class Statements:
+    """The database work the measured part awaited, by statement (SQL text, or the name
+    of an atomic unit): how many per update and their wall time (a context manager
+    factory, given the roost; its `Database` is wrapped, then restored)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[float]] = {}
+        self._db: Any = None
+
+    def __call__(self, roost: Any) -> Statements:
+        self._db = roost.database
+        return self
+
+    def __enter__(self) -> Statements:
+        for name in STATEMENTS:
+            if hasattr(self._db, name):
+                setattr(self._db, name, self._timed(name, getattr(self._db, name)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in STATEMENTS:
+            if name in vars(self._db):
+                delattr(self._db, name)  # the class's method again
+
+    def _timed(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        async def timed(what: Any, *args: Any, **kwargs: Any) -> Any:
+            key = " ".join(what.split()) if isinstance(what, str) else f"{name}: {unit(what)}"
+            started = time.perf_counter()
+            try:
+                return await method(what, *args, **kwargs)
+            finally:
+                row = self.seen.setdefault(key, [0, 0.0])
+                row[0] += 1
+                row[1] += time.perf_counter() - started
+
+        return timed
+
+    def print(self, updates: int) -> None:
+        shapes: dict[str, list[float]] = {}  # statements alike up to their length
+        for key, (n, spent) in self.seen.items():
+            row = shapes.setdefault(key[:96], [0, 0.0])
+            row[0] += n
+            row[1] += spent
+        rows = sorted(shapes.items(), key=lambda kv: -kv[1][1])
+        count = sum(n for n, _ in self.seen.values()) / updates
+        wall = sum(t for _, t in self.seen.values()) * 1000 / updates
+        print(f"  database work per update: {count:.2f} awaited, {wall:.3f} ms wall in all")
+        print("  per update   ms wall  statement")
+        for key, (n, spent) in rows:
+            print(f"  {n / updates:10.2f} {spent * 1000 / updates:9.3f}  {key}")
 
 
 def print_profile(profiled: Profiled, updates: int, top: int) -> None:
@@ -457,6 +521,10 @@ async def main() -> None:
             echoed = Profiled()
             await round_trips(base / "q", 1, n, False, False, False, around=echoed)
             print_layers(profiled, echoed, n)
+            statements = Statements()  # not under the profiler: the statements' own time
+            await round_trips(base / "s", 1, n, False, True, True, around=statements)
+            print(f"database work of the full roost with inbox, 1 chat, {n} updates:")
+            statements.print(n)
         if args.only is not None:
             return
         cost = await inbox_ms(base / "j", 200 if args.quick else 2000)

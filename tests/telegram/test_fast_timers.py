@@ -1,9 +1,10 @@
-"""A fast answer's typing indicator and first draft are timer handles, cancelled: no task.
+"""What a fast answer does not need is not made: no task for typing or a draft, one sender.
 
 The typing indicator and the first streamed draft wait for a short delay; an
 answer that ends sooner leaves nothing behind (no task made, no wait left)
 and sends nothing but its text. One that lasts longer (the test fires the
-`ManualTimer`) shows typing and a draft as before. No test here waits for a time.
+`ManualTimer`) shows typing and a draft as before. Every reply's one-attempt
+sender (`Sender.once`) is one object, made once. No test here waits for a time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from typing import Any
 
 from bridge.channels.common.render import Rendered
+from bridge.channels.telegram.send import Sender, SendPolicy
 from bridge.channels.telegram.stream import CURSOR, StreamingReply, StreamTiming
 from bridge.channels.telegram.typing import LoopTimer, Typing
 from tests.telegram.timers import ManualTimer
@@ -114,3 +116,16 @@ async def test_the_loop_timer_calls_back_later_unless_cancelled() -> None:
     await called.wait()
     await asyncio.sleep(0)
     assert called.is_set()
+
+
+def test_the_one_attempt_sender_is_made_once_and_follows_failed() -> None:
+    sender = Sender(object(), SendPolicy())  # type: ignore[arg-type]
+    single = sender.once()
+    assert sender.once() is single and single.pacer is sender.pacer
+    assert single.policy.attempts == 1 and single.policy.flood_attempts == 0
+    told: list[str] = []
+    sender.failed = told.append  # wired after it was made: a new one tells the new counter
+    again = sender.once()
+    assert again is not single and again.pacer is sender.pacer
+    again.failed("reply")
+    assert told == ["reply"] and sender.once() is again
