@@ -24,7 +24,8 @@ the same profiler: which layer the full roost's extra time is in; and the
 database work an update awaits, statement by statement (count, wall ms). The
 table also prints the bot's Bot API calls per round trip by method (a
 short answer is one `sendMessage`).
-Then the per-update work of the inbox alone, the default limits
+Then a fast answer's reply machinery alone (CPU, tasks), the per-update work
+of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
 resident memory at start and after 1,000 known chats. Prints figures and
 same-run ratios; no thresholds. The table also splits CPU per round trip by
@@ -60,7 +61,9 @@ from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
 from bridge.channels.telegram.inbox import UpdateInbox
+from bridge.channels.telegram.reply import TelegramReply
 from bridge.channels.telegram.send import SendPolicy
+from bridge.channels.telegram.stream import StreamTiming
 from bridge.core.config import load_settings
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from bridge.types.messages import Final, Inbound, Reply
@@ -108,6 +111,38 @@ class Rate:
     cpu_ms: float
     calls: dict[str, float] = field(default_factory=dict)
     threads: str = ""  # CPU ms per round trip by thread (the loop, sqlite, audit...)
+    tasks: dict[str, float] = field(default_factory=dict)  # asyncio tasks made, by coroutine
+
+
+class TaskCount:
+    """The asyncio tasks made while it is entered, by coroutine (the bench's own left out);
+    the loop's task factory meanwhile."""
+
+    def __init__(self) -> None:
+        self.made: Counter[str] = Counter()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._before: Any = None
+
+    def __enter__(self) -> TaskCount:
+        self._loop = asyncio.get_running_loop()
+        self._before = self._loop.get_task_factory()
+        self._loop.set_task_factory(self._make)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        self._loop.set_task_factory(self._before)
+
+    def _make(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        name = str(getattr(coro, "__qualname__", type(coro).__name__))
+        if not name.startswith("round_trips."):
+            self.made[name] += 1
+        if self._before is not None:
+            return self._before(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    def per(self, trips: int) -> dict[str, float]:
+        return {name: n / trips for name, n in self.made.most_common()}
 
 
 def calls_per_trip(calls: list[str], trips: int) -> dict[str, float]:
@@ -184,9 +219,11 @@ async def round_trips(
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
             by_thread = thread_cpu()
+            tasks = TaskCount()
             started, cpu = time.perf_counter(), time.process_time()
             try:
-                await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
+                with tasks:
+                    await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
             finally:
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
@@ -199,7 +236,8 @@ async def round_trips(
             await roost.aclose()
     trips = sum(counts.values())
     spent = per_thread(by_thread, threads, trips)
-    return Rate(trips / elapsed, cpu * 1000 / trips, calls_per_trip(methods, trips), spent)
+    calls = calls_per_trip(methods, trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, tasks.per(trips))
 
 
 async def inbox_ms(home: Path, updates: int = 2000) -> float:
@@ -230,6 +268,56 @@ async def inbox_ms(home: Path, updates: int = 2000) -> float:
         return (time.perf_counter() - started) * 1000 / updates
     finally:
         await db.aclose()
+
+
+class NoSend:
+    """A `Sender` that sends nothing (the reply's own machinery, alone)."""
+
+    async def send(self, *args: object, **kwargs: object) -> int:
+        return 1
+
+    async def edit(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def markup(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def delete(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def typing(self, chat_id: int) -> None:
+        return None
+
+    def failed(self, kind: str) -> None:
+        return None
+
+    def once(self) -> NoSend:
+        return self
+
+
+async def reply_cost(answers: int = 5000, rounds: int = 7) -> tuple[float, float]:
+    """A fast answer's reply machinery alone, driven as the core drives it (working,
+    one delta, send) with a sender that sends nothing: (µs of CPU per answer, median of
+    the rounds; asyncio tasks made per answer)."""
+    sender, timing = NoSend(), StreamTiming()
+
+    async def one(n: int) -> None:
+        inbound = Inbound("telegram", "1", "1", f"ping {n}", str(n), is_private=True)
+        reply = TelegramReply(sender, timing, None, 1, None, inbound)  # type: ignore[arg-type]
+        async with reply.working():
+            await reply.delta("pong: ping")
+        await reply.send(Final("pong: ping"))
+
+    for n in range(answers // 5):  # warm
+        await one(n)
+    spent, tasks = [], TaskCount()
+    with tasks:
+        for _ in range(rounds):
+            began = time.thread_time()
+            for n in range(answers):
+                await one(n)
+            spent.append((time.thread_time() - began) * 1e6 / answers)
+    return statistics.median(spent), sum(tasks.made.values()) / (answers * rounds)
 
 
 def rss_kib(pid: int) -> int:
@@ -484,6 +572,11 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
         for setup in SETUPS:
             last = rates[(setup.label, chats)][-1]
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.threads}")
+    print("asyncio tasks made per round trip (1 chat, the last round), by coroutine:")
+    for setup in SETUPS:
+        made = rates[(setup.label, 1)][-1].tasks
+        cells = ", ".join(f"{name} {n:.2f}" for name, n in made.items() if n >= 0.05)
+        print(f"  {setup.label:30} {sum(made.values()):5.2f}: {cells}")
     print("Bot API calls per round trip (the bot's, getUpdates left out; mean of the rounds):")
     for chats in (1, 100):
         for setup in SETUPS:
@@ -527,6 +620,9 @@ async def main() -> None:
             statements.print(n)
         if args.only is not None:
             return
+        micros, made = await reply_cost(500 if args.quick else 5000)
+        print(f"  a fast answer's reply:     {micros:8.1f} µs CPU, {made:.2f} tasks (working,")
+        print("                             a delta, send; a sender that sends nothing)")
         cost = await inbox_ms(base / "j", 200 if args.quick else 2000)
         print(f"  inbox work per update:     {cost:8.3f} ms (store, take, done; one roost.db)")
         limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)
