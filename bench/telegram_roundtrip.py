@@ -20,13 +20,17 @@ roost once more, 1 chat, under cProfile and prints where an update's time
 goes (ms per update, by function, roost's own code and the library's), then
 the same by layer (roost's Telegram channel, core, storage, audit; sqlite;
 python-telegram-bot; httpx; the fake; the event loop) against the echo under
-the same profiler: which layer the full roost's extra time is in. The
+the same profiler: which layer the full roost's extra time is in; and the
+database work an update awaits, statement by statement (count, wall ms). The
 table also prints the bot's Bot API calls per round trip by method (a
 short answer is one `sendMessage`).
-Then the per-update work of the inbox alone, the default limits
+Then a fast answer's reply machinery alone (CPU, tasks), the per-update work
+of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
 resident memory at start and after 1,000 known chats. Prints figures and
-same-run ratios; no thresholds. `--quick`: a smoke run (a few messages,
+same-run ratios; no thresholds. The table also splits CPU per round trip by
+thread (the loop, which runs roost, PTB and the fake; sqlite; the audit
+writer). `--quick`: a smoke run (a few messages,
 one round, no daemon).
 
 Run: .venv/bin/python bench/telegram_roundtrip.py [--messages 300] [--rounds 3] [--profile]
@@ -52,11 +56,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.turn import per_thread, thread_cpu
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
 from bridge.channels.telegram.inbox import UpdateInbox
+from bridge.channels.telegram.reply import TelegramReply
 from bridge.channels.telegram.send import SendPolicy
+from bridge.channels.telegram.stream import StreamTiming
 from bridge.core.config import load_settings
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from bridge.types.messages import Final, Inbound, Reply
@@ -103,6 +110,39 @@ class Rate:
     per_s: float
     cpu_ms: float
     calls: dict[str, float] = field(default_factory=dict)
+    threads: str = ""  # CPU ms per round trip by thread (the loop, sqlite, audit...)
+    tasks: dict[str, float] = field(default_factory=dict)  # asyncio tasks made, by coroutine
+
+
+class TaskCount:
+    """The asyncio tasks made while it is entered, by coroutine (the bench's own left out);
+    the loop's task factory meanwhile."""
+
+    def __init__(self) -> None:
+        self.made: Counter[str] = Counter()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._before: Any = None
+
+    def __enter__(self) -> TaskCount:
+        self._loop = asyncio.get_running_loop()
+        self._before = self._loop.get_task_factory()
+        self._loop.set_task_factory(self._make)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        self._loop.set_task_factory(self._before)
+
+    def _make(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        name = str(getattr(coro, "__qualname__", type(coro).__name__))
+        if not name.startswith("round_trips."):
+            self.made[name] += 1
+        if self._before is not None:
+            return self._before(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    def per(self, trips: int) -> dict[str, float]:
+        return {name: n / trips for name, n in self.made.most_common()}
 
 
 def calls_per_trip(calls: list[str], trips: int) -> dict[str, float]:
@@ -134,10 +174,10 @@ async def round_trips(
     limits: bool,
     core: bool = True,
     inbox: bool = False,
-    around: Callable[[], object] | None = None,
+    around: Callable[[Any], object] | None = None,
 ) -> Rate:
-    """Round trips/s and CPU per trip; `around` (a context manager factory) wraps the
-    measured part."""
+    """Round trips/s and CPU per trip; `around` (a context manager factory, given the
+    roost) wraps the measured part."""
     ids = [BASE_ID + i for i in range(chats)]
     async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
         settings = load_settings(
@@ -174,16 +214,20 @@ async def round_trips(
             await one_chat(ids[0], WARM)  # the tenant's first turns: imports, caches
             counts[ids[0]] = 0
 
-            ctx = around() if around is not None else None
+            ctx = around(roost) if around is not None else None
             if ctx is not None:
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
+            by_thread = thread_cpu()
+            tasks = TaskCount()
             started, cpu = time.perf_counter(), time.process_time()
             try:
-                await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
+                with tasks:
+                    await asyncio.gather(*(one_chat(uid, per_chat) for uid in ids))
             finally:
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
+                threads = thread_cpu()
                 methods = [c.method for c in fake.calls[first_call:]]
                 if ctx is not None:
                     ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
@@ -191,7 +235,9 @@ async def round_trips(
             await channel.stop()
             await roost.aclose()
     trips = sum(counts.values())
-    return Rate(trips / elapsed, cpu * 1000 / trips, calls_per_trip(methods, trips))
+    spent = per_thread(by_thread, threads, trips)
+    calls = calls_per_trip(methods, trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, tasks.per(trips))
 
 
 async def inbox_ms(home: Path, updates: int = 2000) -> float:
@@ -222,6 +268,56 @@ async def inbox_ms(home: Path, updates: int = 2000) -> float:
         return (time.perf_counter() - started) * 1000 / updates
     finally:
         await db.aclose()
+
+
+class NoSend:
+    """A `Sender` that sends nothing (the reply's own machinery, alone)."""
+
+    async def send(self, *args: object, **kwargs: object) -> int:
+        return 1
+
+    async def edit(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def markup(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def delete(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    async def typing(self, chat_id: int) -> None:
+        return None
+
+    def failed(self, kind: str) -> None:
+        return None
+
+    def once(self) -> NoSend:
+        return self
+
+
+async def reply_cost(answers: int = 5000, rounds: int = 7) -> tuple[float, float]:
+    """A fast answer's reply machinery alone, driven as the core drives it (working,
+    one delta, send) with a sender that sends nothing: (µs of CPU per answer, median of
+    the rounds; asyncio tasks made per answer)."""
+    sender, timing = NoSend(), StreamTiming()
+
+    async def one(n: int) -> None:
+        inbound = Inbound("telegram", "1", "1", f"ping {n}", str(n), is_private=True)
+        reply = TelegramReply(sender, timing, None, 1, None, inbound)  # type: ignore[arg-type]
+        async with reply.working():
+            await reply.delta("pong: ping")
+        await reply.send(Final("pong: ping"))
+
+    for n in range(answers // 5):  # warm
+        await one(n)
+    spent, tasks = [], TaskCount()
+    with tasks:
+        for _ in range(rounds):
+            began = time.thread_time()
+            for n in range(answers):
+                await one(n)
+            spent.append((time.thread_time() - began) * 1e6 / answers)
+    return statistics.median(spent), sum(tasks.made.values()) / (answers * rounds)
 
 
 def rss_kib(pid: int) -> int:
@@ -276,7 +372,7 @@ class Profiled:
     def __init__(self) -> None:
         self.profile = cProfile.Profile()
 
-    def __call__(self) -> Profiled:
+    def __call__(self, roost: object = None) -> Profiled:
         return self
 
     def __enter__(self) -> Profiled:
@@ -285,6 +381,67 @@ class Profiled:
 
     def __exit__(self, *exc: object) -> None:
         self.profile.disable()
+
+
+STATEMENTS = ("execute", "execute_many", "fetch_all", "fetch_one", "atomic")
+
+
+def unit(what: Any) -> str:
+    """An atomic unit's name: its function's (through `functools.partial`) or generator's."""
+    what = getattr(what, "func", what)
+    return str(getattr(what, "__qualname__", type(what).__name__))
+
+
+class Statements:
+    """The database work the measured part awaited, by statement (SQL text, or the name
+    of an atomic unit): how many per update and their wall time (a context manager
+    factory, given the roost; its `Database` is wrapped, then restored)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[float]] = {}
+        self._db: Any = None
+
+    def __call__(self, roost: Any) -> Statements:
+        self._db = roost.database
+        return self
+
+    def __enter__(self) -> Statements:
+        for name in STATEMENTS:
+            if hasattr(self._db, name):
+                setattr(self._db, name, self._timed(name, getattr(self._db, name)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in STATEMENTS:
+            if name in vars(self._db):
+                delattr(self._db, name)  # the class's method again
+
+    def _timed(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        async def timed(what: Any, *args: Any, **kwargs: Any) -> Any:
+            key = " ".join(what.split()) if isinstance(what, str) else f"{name}: {unit(what)}"
+            started = time.perf_counter()
+            try:
+                return await method(what, *args, **kwargs)
+            finally:
+                row = self.seen.setdefault(key, [0, 0.0])
+                row[0] += 1
+                row[1] += time.perf_counter() - started
+
+        return timed
+
+    def print(self, updates: int) -> None:
+        shapes: dict[str, list[float]] = {}  # statements alike up to their length
+        for key, (n, spent) in self.seen.items():
+            row = shapes.setdefault(key[:96], [0, 0.0])
+            row[0] += n
+            row[1] += spent
+        rows = sorted(shapes.items(), key=lambda kv: -kv[1][1])
+        count = sum(n for n, _ in self.seen.values()) / updates
+        wall = sum(t for _, t in self.seen.values()) * 1000 / updates
+        print(f"  database work per update: {count:.2f} awaited, {wall:.3f} ms wall in all")
+        print("  per update   ms wall  statement")
+        for key, (n, spent) in rows:
+            print(f"  {n / updates:10.2f} {spent * 1000 / updates:9.3f}  {key}")
 
 
 def print_profile(profiled: Profiled, updates: int, top: int) -> None:
@@ -410,6 +567,16 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
     floor = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
     full = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
     print(f"  roost adds {full - floor:.2f} CPU ms per message (1 chat, medians)")
+    print("CPU ms per round trip by thread (the last round; loop: roost, PTB and the fake):")
+    for chats in (1, 100):
+        for setup in SETUPS:
+            last = rates[(setup.label, chats)][-1]
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.threads}")
+    print("asyncio tasks made per round trip (1 chat, the last round), by coroutine:")
+    for setup in SETUPS:
+        made = rates[(setup.label, 1)][-1].tasks
+        cells = ", ".join(f"{name} {n:.2f}" for name, n in made.items() if n >= 0.05)
+        print(f"  {setup.label:30} {sum(made.values()):5.2f}: {cells}")
     print("Bot API calls per round trip (the bot's, getUpdates left out; mean of the rounds):")
     for chats in (1, 100):
         for setup in SETUPS:
@@ -447,8 +614,15 @@ async def main() -> None:
             echoed = Profiled()
             await round_trips(base / "q", 1, n, False, False, False, around=echoed)
             print_layers(profiled, echoed, n)
+            statements = Statements()  # not under the profiler: the statements' own time
+            await round_trips(base / "s", 1, n, False, True, True, around=statements)
+            print(f"database work of the full roost with inbox, 1 chat, {n} updates:")
+            statements.print(n)
         if args.only is not None:
             return
+        micros, made = await reply_cost(500 if args.quick else 5000)
+        print(f"  a fast answer's reply:     {micros:8.1f} µs CPU, {made:.2f} tasks (working,")
+        print("                             a delta, send; a sender that sends nothing)")
         cost = await inbox_ms(base / "j", 200 if args.quick else 2000)
         print(f"  inbox work per update:     {cost:8.3f} ms (store, take, done; one roost.db)")
         limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)

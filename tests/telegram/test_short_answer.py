@@ -30,6 +30,8 @@ async def test_a_fast_answer_is_one_send_message(home: Path, fake: FakeBotAPI) -
             fake.push_text(ALICE, f"ping {n}")
             await run.idle()
     assert sends(fake) == ["pong", "ok", "ok"]
+    # each answer's typing delay and first-draft delay were cancelled, nothing left waiting
+    assert timer.cancelled == 6 and timer.waiting == 0
     assert fake.calls_of("sendChatAction") == []  # no typing indicator
     assert fake.calls_of("editMessageText") == [] and fake.calls_of("deleteMessage") == []
     assert fake.calls_of("editMessageReplyMarkup") == []

@@ -4,17 +4,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
+
+
+class Pending:
+    """A callback `ManualTimer.later` holds until the next `fire()`."""
+
+    def __init__(self, timer: ManualTimer, callback: Callable[[], None]) -> None:
+        self._timer, self.callback = timer, callback
+
+    def cancel(self) -> None:
+        self._timer._cancel(self)
 
 
 class ManualTimer:
-    """Each `wait(event, seconds)` returns when its event is set or at the next `fire()`;
-    `waiting` counts the waits that the next `fire()` ends (those begun since the last
-    one), so a test can wait until every waiter is back before it fires again."""
+    """Each `wait(event, seconds)` returns when its event is set or at the next `fire()`,
+    and each `later(seconds, callback)` is called at the next `fire()` unless cancelled;
+    `waiting` counts the waits and callbacks that the next `fire()` ends (those begun
+    since the last one), so a test can wait until every waiter is back before it fires
+    again; `cancelled` counts the callbacks cancelled before they were due."""
 
     def __init__(self) -> None:
         self._fired = asyncio.Event()
+        self._later: list[Pending] = []
         self.waiting = 0
         self.fired = 0
+        self.cancelled = 0
+
+    def later(self, seconds: float, callback: Callable[[], None]) -> Pending:
+        pending = Pending(self, callback)
+        self._later.append(pending)
+        self.waiting += 1
+        return pending
+
+    def _cancel(self, pending: Pending) -> None:
+        if pending in self._later:
+            self._later.remove(pending)
+            self.waiting -= 1
+            self.cancelled += 1
 
     async def wait(self, event: asyncio.Event, seconds: float) -> None:
         if event.is_set():
@@ -38,6 +65,9 @@ class ManualTimer:
         self.waiting = 0
         self._fired.set()
         self._fired = asyncio.Event()
+        due, self._later = self._later, []
+        for pending in due:
+            pending.callback()
 
 
 class Gate:

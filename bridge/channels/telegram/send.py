@@ -142,6 +142,7 @@ class Sender:
         self.policy = policy or SendPolicy()
         self._sleep = sleep
         self.pacer = ChatPacer(self.policy.chat_burst, self.policy.chat_rate_per_s, sleep=sleep)
+        self._single: Sender | None = None  # `once()`, made at its first call
 
     async def send(
         self,
@@ -278,9 +279,13 @@ class Sender:
             return await self._retrying(chat_id, lambda: call(None), fresh)
 
     def once(self) -> Sender:
-        """A sender that tries each call once, sharing this one's pacing and `failed`."""
-        single = Sender(self._bot, self.policy.once(), self._sleep, self.failed)
-        single.pacer = self.pacer
+        """A sender that tries each call once, sharing this one's pacing and `failed`
+        (made once and kept: every reply asks for it)."""
+        single = self._single
+        if single is None or single.failed is not self.failed:
+            single = Sender(self._bot, self.policy.once(), self._sleep, self.failed)
+            single.pacer = self.pacer
+            self._single = single
         return single
 
     async def _retrying(

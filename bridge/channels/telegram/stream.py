@@ -25,7 +25,9 @@ draft message carries the `stop` keyboard (a Stop button, when the reply
 has one); the final text never does (an edit without a keyboard drops it,
 and a message the final text leaves unchanged loses it by
 `editMessageReplyMarkup`). Waits go through an injected `Timer`
-(`bridge.channels.telegram.typing`), so a test fires "later" itself.
+(`bridge.channels.telegram.typing`), so a test fires "later" itself. Until
+the first draft is due the pump is only a timer handle (`Timer.later`): an
+answer faster than `first_delay` makes no task for it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from bridge.channels.telegram.send import (
     Sender,
     Unconfirmed,
 )
-from bridge.channels.telegram.typing import LoopTimer, Timer
+from bridge.channels.telegram.typing import Later, LoopTimer, Timer
 
 log = logging.getLogger(__name__)
 CURSOR = " …"
@@ -127,14 +129,27 @@ class StreamingReply:
         self.shown: list[tuple[int, Rendered]] = []  # (message id, what it shows)
         self._lock = asyncio.Lock()
         self._closing = asyncio.Event()
-        self._pump: asyncio.Task[None] | None = None
+        self._due: Later | None = None  # the first draft's delay, until it has passed
+        self._pump: asyncio.Task[None] | None = None  # drafts, once the first is due
 
     async def on_delta(self, piece: str) -> None:
         """A new piece of the answer; never waits for Telegram."""
         self._pieces.append(piece)
         self._version += 1
+        if self._pump is None and self._due is None and not self._closing.is_set():
+            self._due = self._timer.later(self._timing.first_delay_s, self._start_pump)
+
+    def _start_pump(self) -> None:
+        """The first draft is due: the pump starts (unless the answer ended meanwhile)."""
+        self._due = None
         if self._pump is None and not self._closing.is_set():
             self._pump = asyncio.create_task(self._run_pump())
+
+    def _not_due(self) -> None:
+        """No draft after all: the answer ends before the first was due."""
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
 
     @property
     def streamed(self) -> str:
@@ -151,6 +166,7 @@ class StreamingReply:
 
     async def _final(self, markdown: str, notice: str | None) -> list[int]:
         self._closing.set()
+        self._not_due()
         if self._pump is not None:
             await asyncio.wait({self._pump})  # an aborted (cancelled) pump raises nothing here
         chunks = await laid_out(layout, markdown, self._limit)
@@ -172,30 +188,33 @@ class StreamingReply:
 
     async def abort(self) -> None:
         self._closing.set()
+        self._not_due()
         if self._pump is not None:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pump
 
     async def _run_pump(self) -> None:
-        delay = self._timing.first_delay_s
+        """A draft now (the first was due), then at most one per `interval`."""
         while True:
-            await self._timer.wait(self._closing, delay)
             if self._closing.is_set() or self.unconfirmed:
                 return  # no draft after one that may or may not show
-            delay = self._timing.interval_s
-            if self._version == self._shown_version:
-                continue
-            version = self._version
-            chunks = await laid_out(draft_layout, "".join(self._pieces), self._limit)
-            async with self._lock:
-                try:
-                    await self._sync(chunks, final=False)
-                    await self._unkey(len(chunks) - 1)
-                    self._shown_version = version
-                except DeliveryError as exc:
-                    log.warning("draft not shown (chat %s): %s", self._chat, exc)
-                    self._sender.failed("draft")
+            if self._version != self._shown_version:
+                await self._draft()
+            await self._timer.wait(self._closing, self._timing.interval_s)
+
+    async def _draft(self) -> None:
+        """Show the answer so far as a draft (its last message carries the keyboard)."""
+        version = self._version
+        chunks = await laid_out(draft_layout, "".join(self._pieces), self._limit)
+        async with self._lock:
+            try:
+                await self._sync(chunks, final=False)
+                await self._unkey(len(chunks) - 1)
+                self._shown_version = version
+            except DeliveryError as exc:
+                log.warning("draft not shown (chat %s): %s", self._chat, exc)
+                self._sender.failed("draft")
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
