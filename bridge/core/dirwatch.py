@@ -17,7 +17,11 @@ can make a missing name appear (a file written in place, such as a database's
 log beside it, leaves it alone). `name_generation(directory, name)` is the
 generation of one entry: it moves with every event that names it and every
 event of the directory itself, so a file is vouched for while the files
-beside it are written.
+beside it are written. A name whose last event removed it (the temporary name
+of an atomic save, renamed away) is forgotten, a batch at a time
+(`_GONE_MAX`): the names of the directory no event has named since move then
+(each such file is checked once more), those named since keep theirs, so a
+daemon saving for months holds the names that exist, not every one it saw.
 
 A rename, deletion or creation of a directory on the way from a root to a
 watched directory, a lost watch or an overflowed queue changes every
@@ -66,7 +70,9 @@ _libc: ctypes.CDLL | None = None
 # of one entry in it), and that generation
 Stamp = tuple[str, str, int]
 ALL, ENTRIES = "", "/"
-_NAMES_MAX = 65_536  # names remembered with their own generation (more: all start again)
+_NAMES_MAX = 65_536  # names of one directory with their own generation (more: all start again)
+_GONE_MAX = 1024  # names removed from one directory remembered before they are forgotten
+_REMOVED = IN_DELETE | IN_MOVED_FROM
 
 
 def _c() -> ctypes.CDLL | None:
@@ -96,8 +102,12 @@ class DirWatch:
         self._tick = 0  # counts events: a generation is the tick of its last change
         self._gens: dict[str, int] = {}  # watched directory -> its generation
         self._entries: dict[str, int] = {}  # watched directory -> its entries' generation
-        self._born: dict[str, int] = {}  # watched directory -> the least generation of a name
-        self._names: dict[tuple[str, str], int] = {}  # (directory, name) -> its generation
+        # watched directory -> the generation of a name no event named since (and the least)
+        self._born: dict[str, int] = {}
+        # watched directory -> name -> its generation (of the last event naming it, since
+        # the directory's `_born`), and the names whose last event removed them
+        self._names: dict[str, dict[str, int]] = {}
+        self._gone: dict[str, set[str]] = {}
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
@@ -161,12 +171,15 @@ class DirWatch:
         if not self._closed and not self._poll.poll(0) and not self._lock.locked():
             born = self._born.get(directory)
             if born is not None:
-                return max(born, self._names.get((directory, name), born))
+                return self._name_gen(directory, name, born)
         with self._lock:
             if not self._caught_up(directory):
                 return None
-            born = self._born[directory]
-            return max(born, self._names.get((directory, name), born))
+            return self._name_gen(directory, name, self._born[directory])
+
+    def _name_gen(self, directory: str, name: str, born: int) -> int:
+        names = self._names.get(directory)
+        return born if names is None else names.get(name, born)
 
     def unchanged(self, stamps: Iterable[Stamp]) -> bool:
         """Whether every `(directory, entries, generation)` still holds: one look at the
@@ -193,7 +206,11 @@ class DirWatch:
                 now = entries.get(directory)
             else:
                 least = born.get(directory)
-                now = None if least is None else max(least, names.get((directory, which), least))
+                if least is None:
+                    now = None
+                else:
+                    named = names.get(directory)
+                    now = least if named is None else named.get(which, least)
             if now != gen:
                 out.add(stamp)
                 if first:
@@ -264,16 +281,48 @@ class DirWatch:
                 if mask & _ENTRIES or (mask & IN_ATTRIB and not name):  # not name: itself
                     self._entries[directory] = self._tick
                 if not name:  # the directory itself: every entry's generation moves
-                    self._born[directory] = self._tick
-                elif len(self._names) < _NAMES_MAX:
-                    self._names[(directory, os.fsdecode(name))] = self._tick
-                else:  # too many names: every one starts again
-                    self._names.clear()
-                    self._born = dict.fromkeys(self._gens, self._tick)
+                    self._restart(directory)
+                else:
+                    self._named(directory, os.fsdecode(name), mask)
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
                     self._everything()  # a directory on the way moved, went or came
+
+    def _named(self, directory: str, name: str, mask: int) -> None:
+        """An event of the directory named `name` (at `_tick`)."""
+        names = self._names.get(directory)
+        if names is None:
+            names = self._names[directory] = {}
+        elif len(names) >= _NAMES_MAX:  # too many names (that exist): all start again
+            self._restart(directory)
+            return
+        names[name] = self._tick
+        gone = self._gone.get(directory)
+        if mask & _REMOVED:
+            if gone is None:
+                gone = self._gone[directory] = set()
+            gone.add(name)
+            if len(gone) >= _GONE_MAX:
+                self._forget_gone(directory, names, gone)
+        elif gone:
+            gone.discard(name)
+
+    def _forget_gone(self, directory: str, names: dict[str, int], gone: set[str]) -> None:
+        """Forget the names removed from the directory: from now on they answer its
+        `_born`, moved here, as every name no event named does (such a file is checked
+        once more); a name some event named keeps its generation."""
+        for name in gone:
+            del names[name]
+        gone.clear()
+        self._tick += 1
+        self._born[directory] = self._tick
+
+    def _restart(self, directory: str) -> None:
+        """Every entry of the directory has a new generation (`_tick`)."""
+        self._born[directory] = self._tick
+        self._names.pop(directory, None)
+        self._gone.pop(directory, None)
 
     def _forget(self, wd: int) -> None:
         """A watch went away (or the queue overflowed): every generation changes and each
@@ -286,6 +335,7 @@ class DirWatch:
         self._entries.clear()
         self._born.clear()
         self._names.clear()
+        self._gone.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
@@ -294,6 +344,7 @@ class DirWatch:
         self._entries = dict.fromkeys(self._gens, self._tick)
         self._born = dict.fromkeys(self._gens, self._tick)
         self._names.clear()
+        self._gone.clear()
 
 
 _LOCAL_FS = frozenset(
