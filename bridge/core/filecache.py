@@ -67,7 +67,7 @@ class _Item(NamedTuple):
 class Reads:
     """The file answers one computation used (`FileCache.recording`); `still` checks them."""
 
-    __slots__ = ("coarse", "items", "loose", "stamps")
+    __slots__ = ("_at", "_named", "coarse", "items", "loose", "stamps")
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
@@ -76,6 +76,10 @@ class Reads:
         # fewer, stricter stamps implying `stamps`: a directory's whole generation in
         # place of its files' own (any event there moves it)
         self.coarse: tuple[Stamp, ...] = ()
+        self._named: frozenset[str] = frozenset()  # directories with a file's own stamp
+        # stamp (None: no generation) -> the positions in `items` it vouches for, made
+        # when first needed (`positions`) and kept up by `patch`
+        self._at: dict[Stamp | None, list[int]] | None = None
 
     def seal(self, watch: DirWatch | None) -> None:
         stamps: dict[Stamp, None] = {}
@@ -85,21 +89,72 @@ class Reads:
                 loose.append(item)
             else:
                 stamps[(item.seen.directory, item.seen.which, item.seen.gen)] = None
-        self.stamps, self.loose = tuple(stamps), tuple(loose)
+        self.stamps, self.loose, self._at = tuple(stamps), tuple(loose), None
         self.coarse = self.stamps
-        named = {d for d, which, _ in self.stamps if which not in (ALL, ENTRIES)}
-        if watch is None or not named:
+        self._named = frozenset(d for d, which, _ in self.stamps if which not in (ALL, ENTRIES))
+        if watch is None or not self._named:
             return
         # each directory's generation now, then its files' own checked unchanged since
         # they were read: a later event there moves the first, so it vouches for them
-        whole = {d: watch.generation(d) for d in named}
+        whole = self.wholes(watch)
         if watch.moved(self.stamps):
             return  # something changed while it was computed: the fine stamps only
+        self.coarse = self._coarse(whole)
+
+    def wholes(self, watch: DirWatch) -> dict[str, int | None]:
+        """The whole generation now of each directory with a file's own stamp."""
+        return {d: watch.generation(d) for d in self._named}
+
+    def _coarse(self, whole: dict[str, int | None]) -> tuple[Stamp, ...]:
+        """The stamps, those of the directories of `whole` as its generations (taken
+        before every stamp was last seen to hold, or was taken)."""
+        if not whole:
+            return self.stamps
         coarse: dict[Stamp, None] = {}
         for stamp in self.stamps:
             gen = whole.get(stamp[0])
             coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
-        self.coarse = tuple(coarse)
+        return tuple(coarse)
+
+    def recoarse(self, whole: dict[str, int | None]) -> None:
+        """Every stamp was seen to hold after `whole` (`wholes`) was taken: the coarse
+        stamps from those generations (a change elsewhere in a directory moved them)."""
+        self.coarse = self._coarse(whole)
+
+    def positions(self) -> dict[Stamp | None, list[int]]:
+        """Which items each stamp vouches for (None: the loose ones)."""
+        at = self._at
+        if at is None:
+            at = {}
+            for i, item in enumerate(self.items):
+                seen = item.seen
+                key = None if seen.gen is None else (seen.directory, seen.which, seen.gen)
+                at.setdefault(key, []).append(i)
+            self._at = at
+        return at
+
+    def patch(
+        self, again: dict[int, _Item], moved: set[Stamp], whole: dict[str, int | None]
+    ) -> None:
+        """The items at the positions of `again` answered again (every item of a
+        `moved` stamp and every loose one among them); `whole` taken before the other
+        stamps were seen to hold (`wholes`)."""
+        at = self.positions()
+        for stamp in moved:
+            at.pop(stamp, None)
+        at.pop(None, None)
+        named = set(self._named)
+        for i, item in again.items():
+            self.items[i] = item
+            seen = item.seen
+            key = None if seen.gen is None else (seen.directory, seen.which, seen.gen)
+            at.setdefault(key, []).append(i)
+            if key is not None and key[1] not in (ALL, ENTRIES):
+                named.add(key[0])
+        self.stamps = tuple(k for k in at if k is not None)
+        self.loose = tuple(self.items[i] for i in at.get(None, ()))
+        self._named = frozenset(named)
+        self.coarse = self._coarse(whole)
 
 
 def sig(path: Path | str) -> StatKey:
@@ -222,22 +277,41 @@ class FileCache:
 
     def _recheck(self, reads: Reads, texts_may_change: bool) -> dict[str, str | None] | None:
         watch = self._watch
-        moved = watch.moved(reads.coarse, first=True) if watch is not None else None
-        if moved:  # some directory changed: which of the files in it, exactly?
-            moved = watch.moved(reads.stamps) if watch is not None else None
-        if moved is not None and not moved:
+        if watch is None:
+            return self._redo_all(reads, texts_may_change)
+        moved = watch.moved(reads.coarse, first=True)
+        if moved is None:
+            return self._redo_all(reads, texts_may_change)
+        if not moved:
             return {} if self.loose_hold(reads) else None
+        # some directory changed: which of the files in it, exactly? Only those are
+        # answered again (and their stamps replaced); the directories' generations are
+        # taken first, so that they vouch for every stamp seen to hold after
+        whole = reads.wholes(watch)
+        moved = watch.moved(reads.stamps)
+        if moved is None:
+            return self._redo_all(reads, texts_may_change)
+        at = reads.positions()
+        redo = [i for stamp in moved for i in at.get(stamp, ())]
+        redo += at.get(None, ())
+        texts: dict[str, str | None] = {}
+        again: dict[int, _Item] = {}
+        for i in redo:
+            item = reads.items[i]
+            fresh = self._redo(item)
+            if fresh is None or (fresh.answer is not item.answer and fresh.answer != item.answer):
+                if fresh is None or item.kind != _READ or not texts_may_change:
+                    return None
+                texts[item.path] = cast("str | None", fresh.answer)
+            again[i] = fresh
+        reads.patch(again, moved, whole)
+        return texts
+
+    def _redo_all(self, reads: Reads, texts_may_change: bool) -> dict[str, str | None] | None:
+        """`_recheck` with nothing vouched for: every call made again."""
         fresh: list[_Item] = []
         texts: dict[str, str | None] = {}
         for item in reads.items:
-            seen = item.seen
-            if (
-                seen.gen is not None
-                and moved is not None
-                and (seen.directory, seen.which, seen.gen) not in moved
-            ):
-                fresh.append(item)
-                continue
             again = self._redo(item)
             if again is None or (again.answer is not item.answer and again.answer != item.answer):
                 if again is None or item.kind != _READ or not texts_may_change:
@@ -247,6 +321,19 @@ class FileCache:
         reads.items = fresh  # the answers now, vouched for by today's generations
         reads.seal(self._watch)
         return texts
+
+    def holds(self, reads: Reads) -> bool:
+        """Whether every stamp of `reads` holds (their coarse ones moved on to the
+        directories' generations now, when they all do), without the loose answers."""
+        watch = self._watch
+        if watch is None:
+            return False
+        whole = reads.wholes(watch)
+        moved = watch.moved(reads.stamps)
+        if moved is None or moved:
+            return False
+        reads.recoarse(whole)
+        return True
 
     def _again(self, item: _Item) -> _Item | None:
         """The call made again (recorded afresh), or None when its answer changed."""
