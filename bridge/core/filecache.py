@@ -67,7 +67,7 @@ class _Item(NamedTuple):
 class Reads:
     """The file answers one computation used (`FileCache.recording`); `still` checks them."""
 
-    __slots__ = ("_at", "_named", "coarse", "items", "loose", "stamps")
+    __slots__ = ("_at", "_named", "_skip", "_skips", "coarse", "items", "loose", "stamps")
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
@@ -80,6 +80,10 @@ class Reads:
         # stamp (None: no generation) -> the positions in `items` it vouches for, made
         # when first needed (`positions`) and kept up by `patch`
         self._at: dict[Stamp | None, list[int]] | None = None
+        # `holds` moves the coarse stamps on, then lets this many more moves go by
+        # (doubling up to 15: a directory written beside them on every turn costs a
+        # sixteenth of that, one written once in a while once)
+        self._skip = self._skips = 0
 
     def seal(self, watch: DirWatch | None) -> None:
         stamps: dict[Stamp, None] = {}
@@ -115,6 +119,14 @@ class Reads:
             gen = whole.get(stamp[0])
             coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
         return tuple(coarse)
+
+    def recoarse_due(self) -> bool:
+        """Whether `holds` moves the coarse stamps on this time (see `_skip`)."""
+        if self._skip:
+            self._skip -= 1
+            return False
+        self._skip = self._skips = min(self._skips * 2 + 1, 15)
+        return True
 
     def recoarse(self, whole: dict[str, int | None]) -> None:
         """Every stamp was seen to hold after `whole` (`wholes`) was taken: the coarse
@@ -322,18 +334,21 @@ class FileCache:
         reads.seal(self._watch)
         return texts
 
-    def holds(self, reads: Reads) -> bool:
-        """Whether every stamp of `reads` holds (their coarse ones moved on to the
-        directories' generations now, when they all do), without the loose answers."""
+    def holds(self, reads: Reads) -> tuple[bool, bool]:
+        """Whether every stamp of `reads` holds (not the loose answers), and whether
+        their coarse stamps moved on to the directories' generations now (when they
+        all hold, and not every time: `Reads.recoarse_due`)."""
         watch = self._watch
         if watch is None:
-            return False
-        whole = reads.wholes(watch)
+            return False, False
+        whole = reads.wholes(watch) if reads.recoarse_due() else None
         moved = watch.moved(reads.stamps)
         if moved is None or moved:
-            return False
+            return False, False
+        if whole is None:
+            return True, False
         reads.recoarse(whole)
-        return True
+        return True, True
 
     def _again(self, item: _Item) -> _Item | None:
         """The call made again (recorded afresh), or None when its answer changed."""

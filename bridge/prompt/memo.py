@@ -63,10 +63,12 @@ class Keeper:
             reads = part.reads
             if moved and not moved.isdisjoint(reads.coarse):
                 # a directory of its changed: its files? (when they did not, its coarse
-                # stamps move on to now, so the next turn needs one look again)
-                if not files.holds(reads):
+                # stamps move on to now, so the next turn needs one look again; not
+                # every time when it keeps changing: `FileCache.holds`)
+                held, moved_on = files.holds(reads)
+                if not held:
                     continue
-                recoarsened = True
+                recoarsened = recoarsened or moved_on
             if not reads.loose or files.loose_hold(reads):
                 holds.append(name)
         if recoarsened and len(holds) == len(tokens):
