@@ -73,6 +73,7 @@ ALL, ENTRIES = "", "/"
 _NAMES_MAX = 65_536  # names of one directory with their own generation (more: all start again)
 _GONE_MAX = 1024  # names removed from one directory remembered before they are forgotten
 _REMOVED = IN_DELETE | IN_MOVED_FROM
+_LOG_MAX = 256  # entries created and removed remembered per directory (`entry_changes`)
 
 
 def _c() -> ctypes.CDLL | None:
@@ -108,6 +109,9 @@ class DirWatch:
         # the directory's `_born`), and the names whose last event removed them
         self._names: dict[str, dict[str, int]] = {}
         self._gone: dict[str, set[str]] = {}
+        # watched directory -> (the generation since which its log holds every entry
+        # created or removed, the log: (generation, created?, name) oldest first)
+        self._logs: dict[str, tuple[int, list[tuple[int, bool, str]]]] = {}
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
@@ -177,6 +181,26 @@ class DirWatch:
                 return None
             return self._name_gen(directory, name, self._born[directory])
 
+    def entry_changes(
+        self, directory: str, since: int
+    ) -> tuple[int, list[tuple[bool, str]]] | None:
+        """The directory's generation now and every entry created (True) or removed
+        (False) there after generation `since`, oldest first: a listing taken after
+        `since` was its generation, with these applied in order, is the listing now.
+        None when that is not known (the directory was not watched all along, its own
+        attributes changed, or more changed than is remembered)."""
+        with self._lock:
+            if not self._caught_up(directory):
+                return None
+            log = self._logs.get(directory)
+            if log is None or since < log[0]:
+                return None
+            ops = log[1]
+            start = len(ops)
+            while start and ops[start - 1][0] > since:
+                start -= 1
+            return self._gens[directory], [(made, name) for _, made, name in ops[start:]]
+
     def _name_gen(self, directory: str, name: str, born: int) -> int:
         names = self._names.get(directory)
         return born if names is None else names.get(name, born)
@@ -240,6 +264,7 @@ class DirWatch:
         if not self._add(directory, _WHOLE):
             return False
         self._gens[directory] = self._entries[directory] = self._born[directory] = self._tick
+        self._logs[directory] = (self._tick, [])
         return True
 
     def _add(self, directory: str, mask: int) -> bool:
@@ -284,6 +309,8 @@ class DirWatch:
                     self._restart(directory)
                 else:
                     self._named(directory, os.fsdecode(name), mask)
+                    if mask & _ENTRIES:
+                        self._logged(directory, os.fsdecode(name), not mask & _REMOVED)
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
@@ -308,6 +335,17 @@ class DirWatch:
         elif gone:
             gone.discard(name)
 
+    def _logged(self, directory: str, name: str, made: bool) -> None:
+        log = self._logs.get(directory)
+        if log is None:
+            return
+        ops = log[1]
+        ops.append((self._tick, made, name))
+        if len(ops) > _LOG_MAX:
+            dropped = ops[: len(ops) // 2]
+            del ops[: len(ops) // 2]
+            self._logs[directory] = (dropped[-1][0], ops)
+
     def _forget_gone(self, directory: str, names: dict[str, int], gone: set[str]) -> None:
         """Forget the names removed from the directory: from now on they answer its
         `_born`, moved here, as every name no event named does (such a file is checked
@@ -321,6 +359,7 @@ class DirWatch:
     def _restart(self, directory: str) -> None:
         """Every entry of the directory has a new generation (`_tick`)."""
         self._born[directory] = self._tick
+        self._logs[directory] = (self._tick, [])
         self._names.pop(directory, None)
         self._gone.pop(directory, None)
 
@@ -336,6 +375,7 @@ class DirWatch:
         self._born.clear()
         self._names.clear()
         self._gone.clear()
+        self._logs.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
@@ -345,6 +385,7 @@ class DirWatch:
         self._born = dict.fromkeys(self._gens, self._tick)
         self._names.clear()
         self._gone.clear()
+        self._logs = {d: (self._tick, []) for d in self._gens}
 
 
 _LOCAL_FS = frozenset(

@@ -467,6 +467,10 @@ class FileCache:
             if self._recording:
                 self._note(_LIST, key, hit[1], hit[0])
             return hit[1]
+        if hit is not None:
+            names = self._replayed(key, hit)
+            if names is not None:
+                return names
         parent = os.path.dirname(key)
         if hit is not None and hit[0].key is None and hit[0].directory == parent:
             seen = self._check(key, parent)  # it was missing: its parent says when it comes
@@ -487,6 +491,37 @@ class FileCache:
             names = tuple(sorted(os.listdir(key)))
         except (FileNotFoundError, NotADirectoryError):
             names = ()
+        self._dirs[key] = (seen, names)
+        if self._recording:
+            self._note(_LIST, key, names, seen)
+        return names
+
+    def _replayed(self, key: str, hit: tuple[_Seen, tuple[str, ...]]) -> tuple[str, ...] | None:
+        """The listing of a watched directory now, from the one kept and the entries
+        created and removed there since (`DirWatch.entry_changes`): no `listdir`, and
+        the same tuple when they left it as it was (an atomic save); None when the
+        watch does not know."""
+        seen, names = hit
+        if self._watch is None or seen.key is None or seen.gen is None:
+            return None
+        if seen.which != ALL or seen.directory != key:
+            return None
+        changes = self._watch.entry_changes(key, seen.gen)
+        if changes is None:
+            return None
+        gen, ops = changes
+        if ops:
+            now = set(names)
+            for made, name in ops:
+                if made:
+                    now.add(name)
+                else:
+                    now.discard(name)
+            if len(now) != len(names) or not now.issuperset(names):
+                names = tuple(sorted(now))
+        # the directory's stat key is the one last taken: a `stat` path comparing it
+        # lists again (harmless)
+        seen = seen._replace(gen=gen)
         self._dirs[key] = (seen, names)
         if self._recording:
             self._note(_LIST, key, names, seen)

@@ -86,3 +86,31 @@ def test_a_removed_name_forgotten_is_not_vouched_for(
     gone.write_text("two")
     assert cache.read(gone) == "two"
     assert cache.read(quiet) == "quiet"
+
+
+def test_a_listing_follows_the_entries_without_listing_again(
+    mdir: Path, watch: DirWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = FileCache(watch=watch)
+    save(mdir / "a.md", "a", 0)
+    listed = cache.listdir(mdir)
+    assert listed == ("a.md",)
+    calls = []
+    real = os.listdir
+
+    def counted(path: str) -> list[str]:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", counted)
+    save(mdir / "a.md", "again", 1)  # a temporary name came and went: the same names
+    assert cache.listdir(mdir) is listed
+    save(mdir / "b.md", "b", 2)
+    (mdir / "a.md").rename(mdir / "c.md")
+    assert cache.listdir(mdir) == ("b.md", "c.md")
+    assert calls == []
+    monkeypatch.setattr(dirwatch, "_LOG_MAX", 4)
+    for n in range(10):  # more than the log remembers: listed again
+        save(mdir / f"d{n}.md", "d", n)
+    assert cache.listdir(mdir) == tuple(sorted(real(mdir)))
+    assert calls == [str(mdir)]
