@@ -8,8 +8,9 @@ its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
 wait when there is none). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
-always seen by it. `unchanged(stamps)` checks many such generations at once
-(one look at the queue), for a memo built from files in several directories.
+always seen by it (before a `batch`, by every call inside it: it looks once).
+`unchanged(stamps)` checks many such generations at once (one look at the
+queue), for a memo built from files in several directories.
 `generations(directory)` returns that generation and the
 directory's entries generation, which moves only when an entry is created,
 deleted or renamed there, or the directory's own attributes change: all that
@@ -41,7 +42,8 @@ import select
 import struct
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,7 @@ class DirWatch:
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
+        self._local = threading.local()  # `depth`: of this thread's `batch`es
         self._closed = False
         self._finalizer = weakref.finalize(self, os.close, fd)
 
@@ -137,6 +140,30 @@ class DirWatch:
             self._closed = True
             self._finalizer()
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Inside, in this thread, the queue is looked at once, on entry: every answer
+        is as of then, as if every call were made at once (a change made inside is
+        seen after it, or by a call that has to wait for the lock). For a computation
+        that only reads (the prompt's snapshot): its generations are taken no later
+        than its reads, so a change during it moves them."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if not depth and not self._closed and self._poll.poll(0):
+            with self._lock:
+                if not self._closed:
+                    self._drain()
+        local.depth = depth + 1
+        try:
+            yield
+        finally:
+            local.depth = depth
+
+    def _quiet(self) -> bool:
+        """No event to take now, as far as this call needs to know (one `poll`, none
+        inside a `batch`)."""
+        return bool(getattr(self._local, "depth", 0)) or not self._poll.poll(0)
+
     def generation(self, directory: str) -> int | None:
         """The directory's change generation (None: cannot be watched; check with stat)."""
         both = self.generations(directory)
@@ -151,7 +178,7 @@ class DirWatch:
         """(generation, entries generation) of the directory, or None as above."""
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
-        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+        if not self._closed and self._quiet() and not self._lock.locked():
             gen, entries = self._gens.get(directory), self._entries.get(directory)
             if gen is not None and entries is not None:
                 return gen, entries
@@ -172,7 +199,7 @@ class DirWatch:
         """The generation of one entry of the directory: moves with every event naming
         it, and with every event of the directory itself (None: as `generation`). A file
         written beside it (a database's log) leaves it alone."""
-        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+        if not self._closed and self._quiet() and not self._lock.locked():
             born = self._born.get(directory)
             if born is not None:
                 return self._name_gen(directory, name, born)
@@ -215,7 +242,7 @@ class DirWatch:
         queue; None when the watch is closed (none holds)."""
         if self._closed:
             return None
-        if self._poll.poll(0) or self._lock.locked():
+        if not self._quiet() or self._lock.locked():
             with self._lock:
                 if self._closed:
                     return None

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import stat as st_mode
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -206,6 +206,11 @@ class FileCache:
         finally:
             self._recording.remove(reads)
             reads.seal(self._watch)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Inside, the watch's queue is looked at once (`DirWatch.batch`): for a
+        computation that only reads."""
+        return self._watch.batch() if self._watch is not None else nullcontext()
 
     def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, kept under `key` while what it read through this cache is

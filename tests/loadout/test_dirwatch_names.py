@@ -114,3 +114,18 @@ def test_a_listing_follows_the_entries_without_listing_again(
         save(mdir / f"d{n}.md", "d", n)
     assert cache.listdir(mdir) == tuple(sorted(real(mdir)))
     assert calls == [str(mdir)]
+
+
+def test_a_change_made_inside_a_batch_is_seen_after_it(mdir: Path, watch: DirWatch) -> None:
+    cache = FileCache(watch=watch)
+    a, b = mdir / "a.md", mdir / "b.md"
+    save(a, "one", 0)
+    save(b, "one", 1)
+    assert cache.read(a) == cache.read(b) == "one"
+    save(a, "two", 2)  # before the batch: seen inside it
+    with cache.batch(), cache.recording() as reads:
+        assert cache.read(a) == "two"
+        save(b, "two", 3)  # inside: this batch may answer as of its start
+        cache.read(b)
+    assert not cache.still(reads)
+    assert cache.read(b) == "two"

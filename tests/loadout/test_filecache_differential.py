@@ -5,7 +5,7 @@ renames between two watched directories, new names, and symbolic links
 swapped (pointing outside the watched root, where the targets grow at every
 write). After each change every answer of the cache, and every recorded
 computation's proof (`still`, `changed_texts` patched with the texts it
-names), must be what a fresh read says. No clock, no sleep.
+names), must be what a fresh read says, inside a `batch` too. No clock, no sleep.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -136,11 +137,14 @@ def test_the_cache_answers_what_a_fresh_read_says(
     for step in range(300):
         for _ in range(world.rng.randint(1, 3)):
             world.change()
-        for p in world.rng.sample(every, 4):
-            assert cache.read(p) == fresh_text(p), (seed, step, p)
-            assert cache.stat_key(p) == sig(p), (seed, step, p)
-        d = world.rng.choice(world.dirs)
-        assert cache.listdir(d) == fresh_list(d), (seed, step, d)
+        # every other step inside a batch (one look at the queue: the changes before it)
+        batch: AbstractContextManager[None] = cache.batch() if step % 2 else nullcontext()
+        with batch:
+            for p in world.rng.sample(every, 4):
+                assert cache.read(p) == fresh_text(p), (seed, step, p)
+                assert cache.stat_key(p) == sig(p), (seed, step, p)
+            d = world.rng.choice(world.dirs)
+            assert cache.listdir(d) == fresh_list(d), (seed, step, d)
         if cache.still(still):
             assert still_answers == fresh(world, every), (seed, step)
         else:
