@@ -117,7 +117,7 @@ class DirWatch:
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
-        self._local = threading.local()  # `depth`: of this thread's `batch`es
+        self._owner: int | None = None  # the thread inside a `batch`
         self._closed = False
         self._finalizer = weakref.finalize(self, os.close, fd)
 
@@ -146,23 +146,31 @@ class DirWatch:
         is as of then, as if every call were made at once (a change made inside is
         seen after it, or by a call that has to wait for the lock). For a computation
         that only reads (the prompt's snapshot): its generations are taken no later
-        than its reads, so a change during it moves them."""
-        local = self._local
-        depth = getattr(local, "depth", 0)
-        if not depth and not self._closed and self._poll.poll(0):
-            with self._lock:
-                if not self._closed:
-                    self._drain()
-        local.depth = depth + 1
+        than its reads, so a change during it moves them. One thread at a time (the
+        others, meanwhile, look at the queue on every call as outside)."""
+        me = threading.get_ident()
+        if self._owner == me:
+            yield
+            return
+        with self._lock:
+            if not self._closed:
+                self._drain()
+            mine = self._owner is None
+            if mine:
+                self._owner = me
         try:
             yield
         finally:
-            local.depth = depth
+            if mine:
+                self._owner = None
 
     def _quiet(self) -> bool:
         """No event to take now, as far as this call needs to know (one `poll`, none
         inside a `batch`)."""
-        return bool(getattr(self._local, "depth", 0)) or not self._poll.poll(0)
+        owner = self._owner
+        if owner is not None and owner == threading.get_ident():
+            return True
+        return not self._poll.poll(0)
 
     def generation(self, directory: str) -> int | None:
         """The directory's change generation (None: cannot be watched; check with stat)."""
