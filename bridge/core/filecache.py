@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import stat as st_mode
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -112,12 +113,11 @@ class Reads:
     def _coarse(self, whole: dict[str, int | None]) -> tuple[Stamp, ...]:
         """The stamps, those of the directories of `whole` as its generations (taken
         before every stamp was last seen to hold, or was taken)."""
-        if not whole:
+        wholes = {d: gen for d, gen in whole.items() if gen is not None}
+        if not wholes:
             return self.stamps
-        coarse: dict[Stamp, None] = {}
-        for stamp in self.stamps:
-            gen = whole.get(stamp[0])
-            coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
+        coarse = dict.fromkeys((d, ALL, gen) for d, gen in wholes.items())
+        coarse.update(dict.fromkeys(s for s in self.stamps if s[0] not in wholes))
         return tuple(coarse)
 
     def recoarse_due(self) -> bool:
@@ -163,7 +163,10 @@ class Reads:
             at.setdefault(key, []).append(i)
             if key is not None and key[1] not in (ALL, ENTRIES):
                 named.add(key[0])
-        self.stamps = tuple(k for k in at if k is not None)
+        if None in at:
+            self.stamps = tuple(k for k in at if k is not None)
+        else:
+            self.stamps = cast("tuple[Stamp, ...]", tuple(at))
         self.loose = tuple(self.items[i] for i in at.get(None, ()))
         self._named = frozenset(named)
         self.coarse = self._coarse(whole)
@@ -515,15 +518,12 @@ class FileCache:
         if changes is None:
             return None
         gen, ops = changes
-        if ops:
+        last = dict((name, made) for made, name in ops)  # each name's last change
+        if any(made != _holds(names, name) for name, made in last.items()):
             now = set(names)
-            for made, name in ops:
-                if made:
-                    now.add(name)
-                else:
-                    now.discard(name)
-            if len(now) != len(names) or not now.issuperset(names):
-                names = tuple(sorted(now))
+            now.update(name for name, made in last.items() if made)
+            now.difference_update(name for name, made in last.items() if not made)
+            names = tuple(sorted(now))
         # the directory's stat key is the one last taken: a `stat` path comparing it
         # lists again (harmless)
         seen = seen._replace(gen=gen)
@@ -531,6 +531,12 @@ class FileCache:
         if self._recording:
             self._note(_LIST, key, names, seen)
         return names
+
+
+def _holds(names: tuple[str, ...], name: str) -> bool:
+    """Whether the sorted `names` hold `name`."""
+    i = bisect_left(names, name)
+    return i < len(names) and names[i] == name
 
 
 def _read(path: str) -> str | None:
