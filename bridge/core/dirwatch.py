@@ -67,6 +67,7 @@ _PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving m
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 _libc: ctypes.CDLL | None = None
+_ident = threading.get_ident
 
 # a directory, which of its generations ("": all of it, "/": its entries, else the name
 # of one entry in it), and that generation
@@ -168,7 +169,7 @@ class DirWatch:
         """No event to take now, as far as this call needs to know (one `poll`, none
         inside a `batch`)."""
         owner = self._owner
-        if owner is not None and owner == threading.get_ident():
+        if owner is not None and owner == _ident():
             return True
         return not self._poll.poll(0)
 
@@ -186,7 +187,12 @@ class DirWatch:
         """(generation, entries generation) of the directory, or None as above."""
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
-        if not self._closed and self._quiet() and not self._lock.locked():
+        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        if (
+            not self._closed
+            and ((owner is not None and owner == _ident()) or not self._poll.poll(0))
+            and not self._lock.locked()
+        ):
             gen, entries = self._gens.get(directory), self._entries.get(directory)
             if gen is not None and entries is not None:
                 return gen, entries
@@ -207,7 +213,12 @@ class DirWatch:
         """The generation of one entry of the directory: moves with every event naming
         it, and with every event of the directory itself (None: as `generation`). A file
         written beside it (a database's log) leaves it alone."""
-        if not self._closed and self._quiet() and not self._lock.locked():
+        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        if (
+            not self._closed
+            and ((owner is not None and owner == _ident()) or not self._poll.poll(0))
+            and not self._lock.locked()
+        ):
             born = self._born.get(directory)
             if born is not None:
                 return self._name_gen(directory, name, born)
