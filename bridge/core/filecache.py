@@ -23,8 +23,12 @@ it is open, with the directory generation that vouches for each answer, and
 now: with the watch, one look at the inotify queue and a comparison per
 directory while nothing changed there; otherwise each call is made again and
 its answer compared (and the `Reads` moved to the current generations, so an
-unrelated change in a directory costs that once). `kept(key, compute)` is the
-same for one value: computed again only when what it read changed.
+unrelated change in a directory costs that once). With the watch only the
+answers of the generations that moved are made again and patched in
+(`Reads.patch`), and a watched directory's listing is the kept one with the
+entries created and removed since applied (`DirWatch.entry_changes`). `kept(key,
+compute)` is the same for one value: computed again only when what it read
+changed. `batch()`: inside, the watch's queue is looked at once.
 """
 
 from __future__ import annotations
