@@ -193,7 +193,8 @@ class MemoryNotes:
         self._chars = settings.inject_chars
         self._floor = settings.inject_floor
         self._now_note = now_note
-        self._topics = _TopicTerms(files or FileCache())
+        self._files = files or FileCache()
+        self._topics = _TopicTerms(self._files)
 
     def explain(self, dirs: TenantDirs, message: str) -> Explained:
         if self._chars <= 0:
@@ -209,7 +210,8 @@ class MemoryNotes:
         now = self._now_note(turn) if self._now_note is not None else ""
         chosen: list[Scored] = []
         if self._chars > 0:
-            notes, index = self._topics.indexed(turn.dirs)
+            with self._files.batch():  # it only reads: one look at the watch's queue
+                notes, index = self._topics.indexed(turn.dirs)
             # as `explain` scores them, only those that may be chosen
             scored = score_held(turn.inbound.text, notes, index, self._floor)
             chosen = choose(scored, self._floor, self._chars)

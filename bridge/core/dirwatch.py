@@ -8,8 +8,9 @@ its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
 wait when there is none). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
-always seen by it. `unchanged(stamps)` checks many such generations at once
-(one look at the queue), for a memo built from files in several directories.
+always seen by it (before a `batch`, by every call inside it: it looks once).
+`unchanged(stamps)` checks many such generations at once (one look at the
+queue), for a memo built from files in several directories.
 `generations(directory)` returns that generation and the
 directory's entries generation, which moves only when an entry is created,
 deleted or renamed there, or the directory's own attributes change: all that
@@ -17,7 +18,11 @@ can make a missing name appear (a file written in place, such as a database's
 log beside it, leaves it alone). `name_generation(directory, name)` is the
 generation of one entry: it moves with every event that names it and every
 event of the directory itself, so a file is vouched for while the files
-beside it are written.
+beside it are written. A name whose last event removed it (the temporary name
+of an atomic save, renamed away) is forgotten, a batch at a time
+(`_GONE_MAX`): the names of the directory no event has named since move then
+(each such file is checked once more), those named since keep theirs, so a
+daemon saving for months holds the names that exist, not every one it saw.
 
 A rename, deletion or creation of a directory on the way from a root to a
 watched directory, a lost watch or an overflowed queue changes every
@@ -37,7 +42,8 @@ import select
 import struct
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +67,16 @@ _PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving m
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 _libc: ctypes.CDLL | None = None
+_ident = threading.get_ident
 
 # a directory, which of its generations ("": all of it, "/": its entries, else the name
 # of one entry in it), and that generation
 Stamp = tuple[str, str, int]
 ALL, ENTRIES = "", "/"
-_NAMES_MAX = 65_536  # names remembered with their own generation (more: all start again)
+_NAMES_MAX = 65_536  # names of one directory with their own generation (more: all start again)
+_GONE_MAX = 1024  # names removed from one directory remembered before they are forgotten
+_REMOVED = IN_DELETE | IN_MOVED_FROM
+_LOG_MAX = 256  # entries created and removed remembered per directory (`entry_changes`)
 
 
 def _c() -> ctypes.CDLL | None:
@@ -96,11 +106,19 @@ class DirWatch:
         self._tick = 0  # counts events: a generation is the tick of its last change
         self._gens: dict[str, int] = {}  # watched directory -> its generation
         self._entries: dict[str, int] = {}  # watched directory -> its entries' generation
-        self._born: dict[str, int] = {}  # watched directory -> the least generation of a name
-        self._names: dict[tuple[str, str], int] = {}  # (directory, name) -> its generation
+        # watched directory -> the generation of a name no event named since (and the least)
+        self._born: dict[str, int] = {}
+        # watched directory -> name -> its generation (of the last event naming it, since
+        # the directory's `_born`), and the names whose last event removed them
+        self._names: dict[str, dict[str, int]] = {}
+        self._gone: dict[str, set[str]] = {}
+        # watched directory -> (the generation since which its log holds every entry
+        # created or removed, the log: (generation, created?, name) oldest first)
+        self._logs: dict[str, tuple[int, list[tuple[int, bool, str]]]] = {}
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
+        self._owner: int | None = None  # the thread inside a `batch`
         self._closed = False
         self._finalizer = weakref.finalize(self, os.close, fd)
 
@@ -123,6 +141,38 @@ class DirWatch:
             self._closed = True
             self._finalizer()
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Inside, in this thread, the queue is looked at once, on entry: every answer
+        is as of then, as if every call were made at once (a change made inside is
+        seen after it, or by a call that has to wait for the lock). For a computation
+        that only reads (the prompt's snapshot): its generations are taken no later
+        than its reads, so a change during it moves them. One thread at a time (the
+        others, meanwhile, look at the queue on every call as outside)."""
+        me = threading.get_ident()
+        if self._owner == me:
+            yield
+            return
+        with self._lock:
+            if not self._closed:
+                self._drain()
+            mine = self._owner is None
+            if mine:
+                self._owner = me
+        try:
+            yield
+        finally:
+            if mine:
+                self._owner = None
+
+    def _quiet(self) -> bool:
+        """No event to take now, as far as this call needs to know (one `poll`, none
+        inside a `batch`)."""
+        owner = self._owner
+        if owner is not None and owner == _ident():
+            return True
+        return not self._poll.poll(0)
+
     def generation(self, directory: str) -> int | None:
         """The directory's change generation (None: cannot be watched; check with stat)."""
         both = self.generations(directory)
@@ -137,7 +187,12 @@ class DirWatch:
         """(generation, entries generation) of the directory, or None as above."""
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
-        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        if (
+            not self._closed
+            and ((owner is not None and owner == _ident()) or not self._poll.poll(0))
+            and not self._lock.locked()
+        ):
             gen, entries = self._gens.get(directory), self._entries.get(directory)
             if gen is not None and entries is not None:
                 return gen, entries
@@ -158,15 +213,43 @@ class DirWatch:
         """The generation of one entry of the directory: moves with every event naming
         it, and with every event of the directory itself (None: as `generation`). A file
         written beside it (a database's log) leaves it alone."""
-        if not self._closed and not self._poll.poll(0) and not self._lock.locked():
+        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        if (
+            not self._closed
+            and ((owner is not None and owner == _ident()) or not self._poll.poll(0))
+            and not self._lock.locked()
+        ):
             born = self._born.get(directory)
             if born is not None:
-                return max(born, self._names.get((directory, name), born))
+                return self._name_gen(directory, name, born)
         with self._lock:
             if not self._caught_up(directory):
                 return None
-            born = self._born[directory]
-            return max(born, self._names.get((directory, name), born))
+            return self._name_gen(directory, name, self._born[directory])
+
+    def entry_changes(
+        self, directory: str, since: int
+    ) -> tuple[int, list[tuple[bool, str]]] | None:
+        """The directory's generation now and every entry created (True) or removed
+        (False) there after generation `since`, oldest first: a listing taken after
+        `since` was its generation, with these applied in order, is the listing now.
+        None when that is not known (the directory was not watched all along, its own
+        attributes changed, or more changed than is remembered)."""
+        with self._lock:
+            if not self._caught_up(directory):
+                return None
+            log = self._logs.get(directory)
+            if log is None or since < log[0]:
+                return None
+            ops = log[1]
+            start = len(ops)
+            while start and ops[start - 1][0] > since:
+                start -= 1
+            return self._gens[directory], [(made, name) for _, made, name in ops[start:]]
+
+    def _name_gen(self, directory: str, name: str, born: int) -> int:
+        names = self._names.get(directory)
+        return born if names is None else names.get(name, born)
 
     def unchanged(self, stamps: Iterable[Stamp]) -> bool:
         """Whether every `(directory, entries, generation)` still holds: one look at the
@@ -178,7 +261,7 @@ class DirWatch:
         queue; None when the watch is closed (none holds)."""
         if self._closed:
             return None
-        if self._poll.poll(0) or self._lock.locked():
+        if not self._quiet() or self._lock.locked():
             with self._lock:
                 if self._closed:
                     return None
@@ -193,7 +276,11 @@ class DirWatch:
                 now = entries.get(directory)
             else:
                 least = born.get(directory)
-                now = None if least is None else max(least, names.get((directory, which), least))
+                if least is None:
+                    now = None
+                else:
+                    named = names.get(directory)
+                    now = least if named is None else named.get(which, least)
             if now != gen:
                 out.add(stamp)
                 if first:
@@ -223,6 +310,7 @@ class DirWatch:
         if not self._add(directory, _WHOLE):
             return False
         self._gens[directory] = self._entries[directory] = self._born[directory] = self._tick
+        self._logs[directory] = (self._tick, [])
         return True
 
     def _add(self, directory: str, mask: int) -> bool:
@@ -264,16 +352,62 @@ class DirWatch:
                 if mask & _ENTRIES or (mask & IN_ATTRIB and not name):  # not name: itself
                     self._entries[directory] = self._tick
                 if not name:  # the directory itself: every entry's generation moves
-                    self._born[directory] = self._tick
-                elif len(self._names) < _NAMES_MAX:
-                    self._names[(directory, os.fsdecode(name))] = self._tick
-                else:  # too many names: every one starts again
-                    self._names.clear()
-                    self._born = dict.fromkeys(self._gens, self._tick)
+                    self._restart(directory)
+                else:
+                    self._named(directory, os.fsdecode(name), mask)
+                    if mask & _ENTRIES:
+                        self._logged(directory, os.fsdecode(name), not mask & _REMOVED)
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
                     self._everything()  # a directory on the way moved, went or came
+
+    def _named(self, directory: str, name: str, mask: int) -> None:
+        """An event of the directory named `name` (at `_tick`)."""
+        names = self._names.get(directory)
+        if names is None:
+            names = self._names[directory] = {}
+        elif len(names) >= _NAMES_MAX:  # too many names (that exist): all start again
+            self._restart(directory)
+            return
+        names[name] = self._tick
+        gone = self._gone.get(directory)
+        if mask & _REMOVED:
+            if gone is None:
+                gone = self._gone[directory] = set()
+            gone.add(name)
+            if len(gone) >= _GONE_MAX:
+                self._forget_gone(directory, names, gone)
+        elif gone:
+            gone.discard(name)
+
+    def _logged(self, directory: str, name: str, made: bool) -> None:
+        log = self._logs.get(directory)
+        if log is None:
+            return
+        ops = log[1]
+        ops.append((self._tick, made, name))
+        if len(ops) > _LOG_MAX:
+            dropped = ops[: len(ops) // 2]
+            del ops[: len(ops) // 2]
+            self._logs[directory] = (dropped[-1][0], ops)
+
+    def _forget_gone(self, directory: str, names: dict[str, int], gone: set[str]) -> None:
+        """Forget the names removed from the directory: from now on they answer its
+        `_born`, moved here, as every name no event named does (such a file is checked
+        once more); a name some event named keeps its generation."""
+        for name in gone:
+            del names[name]
+        gone.clear()
+        self._tick += 1
+        self._born[directory] = self._tick
+
+    def _restart(self, directory: str) -> None:
+        """Every entry of the directory has a new generation (`_tick`)."""
+        self._born[directory] = self._tick
+        self._logs[directory] = (self._tick, [])
+        self._names.pop(directory, None)
+        self._gone.pop(directory, None)
 
     def _forget(self, wd: int) -> None:
         """A watch went away (or the queue overflowed): every generation changes and each
@@ -286,6 +420,8 @@ class DirWatch:
         self._entries.clear()
         self._born.clear()
         self._names.clear()
+        self._gone.clear()
+        self._logs.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
@@ -294,6 +430,8 @@ class DirWatch:
         self._entries = dict.fromkeys(self._gens, self._tick)
         self._born = dict.fromkeys(self._gens, self._tick)
         self._names.clear()
+        self._gone.clear()
+        self._logs = {d: (self._tick, []) for d in self._gens}
 
 
 _LOCAL_FS = frozenset(

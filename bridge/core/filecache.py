@@ -23,16 +23,21 @@ it is open, with the directory generation that vouches for each answer, and
 now: with the watch, one look at the inotify queue and a comparison per
 directory while nothing changed there; otherwise each call is made again and
 its answer compared (and the `Reads` moved to the current generations, so an
-unrelated change in a directory costs that once). `kept(key, compute)` is the
-same for one value: computed again only when what it read changed.
+unrelated change in a directory costs that once). With the watch only the
+answers of the generations that moved are made again and patched in
+(`Reads.patch`), and a watched directory's listing is the kept one with the
+entries created and removed since applied (`DirWatch.entry_changes`). `kept(key,
+compute)` is the same for one value: computed again only when what it read
+changed. `batch()`: inside, the watch's queue is looked at once.
 """
 
 from __future__ import annotations
 
 import os
 import stat as st_mode
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -67,7 +72,7 @@ class _Item(NamedTuple):
 class Reads:
     """The file answers one computation used (`FileCache.recording`); `still` checks them."""
 
-    __slots__ = ("coarse", "items", "loose", "stamps")
+    __slots__ = ("_at", "_named", "_skip", "_skips", "coarse", "items", "loose", "stamps")
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
@@ -76,6 +81,14 @@ class Reads:
         # fewer, stricter stamps implying `stamps`: a directory's whole generation in
         # place of its files' own (any event there moves it)
         self.coarse: tuple[Stamp, ...] = ()
+        self._named: frozenset[str] = frozenset()  # directories with a file's own stamp
+        # stamp (None: no generation) -> the positions in `items` it vouches for, made
+        # when first needed (`positions`) and kept up by `patch`
+        self._at: dict[Stamp | None, list[int]] | None = None
+        # `holds` moves the coarse stamps on, then lets this many more moves go by
+        # (doubling up to 15: a directory written beside them on every turn costs a
+        # sixteenth of that, one written once in a while once)
+        self._skip = self._skips = 0
 
     def seal(self, watch: DirWatch | None) -> None:
         stamps: dict[Stamp, None] = {}
@@ -85,21 +98,82 @@ class Reads:
                 loose.append(item)
             else:
                 stamps[(item.seen.directory, item.seen.which, item.seen.gen)] = None
-        self.stamps, self.loose = tuple(stamps), tuple(loose)
+        self.stamps, self.loose, self._at = tuple(stamps), tuple(loose), None
         self.coarse = self.stamps
-        named = {d for d, which, _ in self.stamps if which not in (ALL, ENTRIES)}
-        if watch is None or not named:
+        self._named = frozenset(d for d, which, _ in self.stamps if which not in (ALL, ENTRIES))
+        if watch is None or not self._named:
             return
         # each directory's generation now, then its files' own checked unchanged since
         # they were read: a later event there moves the first, so it vouches for them
-        whole = {d: watch.generation(d) for d in named}
+        whole = self.wholes(watch)
         if watch.moved(self.stamps):
             return  # something changed while it was computed: the fine stamps only
-        coarse: dict[Stamp, None] = {}
-        for stamp in self.stamps:
-            gen = whole.get(stamp[0])
-            coarse[stamp if gen is None else (stamp[0], ALL, gen)] = None
-        self.coarse = tuple(coarse)
+        self.coarse = self._coarse(whole)
+
+    def wholes(self, watch: DirWatch) -> dict[str, int | None]:
+        """The whole generation now of each directory with a file's own stamp."""
+        return {d: watch.generation(d) for d in self._named}
+
+    def _coarse(self, whole: dict[str, int | None]) -> tuple[Stamp, ...]:
+        """The stamps, those of the directories of `whole` as its generations (taken
+        before every stamp was last seen to hold, or was taken)."""
+        wholes = {d: gen for d, gen in whole.items() if gen is not None}
+        if not wholes:
+            return self.stamps
+        coarse = dict.fromkeys((d, ALL, gen) for d, gen in wholes.items())
+        coarse.update(dict.fromkeys(s for s in self.stamps if s[0] not in wholes))
+        return tuple(coarse)
+
+    def recoarse_due(self) -> bool:
+        """Whether `holds` moves the coarse stamps on this time (see `_skip`)."""
+        if self._skip:
+            self._skip -= 1
+            return False
+        self._skip = self._skips = min(self._skips * 2 + 1, 15)
+        return True
+
+    def recoarse(self, whole: dict[str, int | None]) -> None:
+        """Every stamp was seen to hold after `whole` (`wholes`) was taken: the coarse
+        stamps from those generations (a change elsewhere in a directory moved them)."""
+        self.coarse = self._coarse(whole)
+
+    def positions(self) -> dict[Stamp | None, list[int]]:
+        """Which items each stamp vouches for (None: the loose ones)."""
+        at = self._at
+        if at is None:
+            at = {}
+            for i, item in enumerate(self.items):
+                seen = item.seen
+                key = None if seen.gen is None else (seen.directory, seen.which, seen.gen)
+                at.setdefault(key, []).append(i)
+            self._at = at
+        return at
+
+    def patch(
+        self, again: dict[int, _Item], moved: set[Stamp], whole: dict[str, int | None]
+    ) -> None:
+        """The items at the positions of `again` answered again (every item of a
+        `moved` stamp and every loose one among them); `whole` taken before the other
+        stamps were seen to hold (`wholes`)."""
+        at = self.positions()
+        for stamp in moved:
+            at.pop(stamp, None)
+        at.pop(None, None)
+        named = set(self._named)
+        for i, item in again.items():
+            self.items[i] = item
+            seen = item.seen
+            key = None if seen.gen is None else (seen.directory, seen.which, seen.gen)
+            at.setdefault(key, []).append(i)
+            if key is not None and key[1] not in (ALL, ENTRIES):
+                named.add(key[0])
+        if None in at:
+            self.stamps = tuple(k for k in at if k is not None)
+        else:
+            self.stamps = cast("tuple[Stamp, ...]", tuple(at))
+        self.loose = tuple(self.items[i] for i in at.get(None, ()))
+        self._named = frozenset(named)
+        self.coarse = self._coarse(whole)
 
 
 def sig(path: Path | str) -> StatKey:
@@ -139,6 +213,11 @@ class FileCache:
         finally:
             self._recording.remove(reads)
             reads.seal(self._watch)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Inside, the watch's queue is looked at once (`DirWatch.batch`): for a
+        computation that only reads."""
+        return self._watch.batch() if self._watch is not None else nullcontext()
 
     def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, kept under `key` while what it read through this cache is
@@ -222,22 +301,41 @@ class FileCache:
 
     def _recheck(self, reads: Reads, texts_may_change: bool) -> dict[str, str | None] | None:
         watch = self._watch
-        moved = watch.moved(reads.coarse, first=True) if watch is not None else None
-        if moved:  # some directory changed: which of the files in it, exactly?
-            moved = watch.moved(reads.stamps) if watch is not None else None
-        if moved is not None and not moved:
+        if watch is None:
+            return self._redo_all(reads, texts_may_change)
+        moved = watch.moved(reads.coarse, first=True)
+        if moved is None:
+            return self._redo_all(reads, texts_may_change)
+        if not moved:
             return {} if self.loose_hold(reads) else None
+        # some directory changed: which of the files in it, exactly? Only those are
+        # answered again (and their stamps replaced); the directories' generations are
+        # taken first, so that they vouch for every stamp seen to hold after
+        whole = reads.wholes(watch)
+        moved = watch.moved(reads.stamps)
+        if moved is None:
+            return self._redo_all(reads, texts_may_change)
+        at = reads.positions()
+        redo = [i for stamp in moved for i in at.get(stamp, ())]
+        redo += at.get(None, ())
+        texts: dict[str, str | None] = {}
+        again: dict[int, _Item] = {}
+        for i in redo:
+            item = reads.items[i]
+            fresh = self._redo(item)
+            if fresh is None or (fresh.answer is not item.answer and fresh.answer != item.answer):
+                if fresh is None or item.kind != _READ or not texts_may_change:
+                    return None
+                texts[item.path] = cast("str | None", fresh.answer)
+            again[i] = fresh
+        reads.patch(again, moved, whole)
+        return texts
+
+    def _redo_all(self, reads: Reads, texts_may_change: bool) -> dict[str, str | None] | None:
+        """`_recheck` with nothing vouched for: every call made again."""
         fresh: list[_Item] = []
         texts: dict[str, str | None] = {}
         for item in reads.items:
-            seen = item.seen
-            if (
-                seen.gen is not None
-                and moved is not None
-                and (seen.directory, seen.which, seen.gen) not in moved
-            ):
-                fresh.append(item)
-                continue
             again = self._redo(item)
             if again is None or (again.answer is not item.answer and again.answer != item.answer):
                 if again is None or item.kind != _READ or not texts_may_change:
@@ -247,6 +345,22 @@ class FileCache:
         reads.items = fresh  # the answers now, vouched for by today's generations
         reads.seal(self._watch)
         return texts
+
+    def holds(self, reads: Reads) -> tuple[bool, bool]:
+        """Whether every stamp of `reads` holds (not the loose answers), and whether
+        their coarse stamps moved on to the directories' generations now (when they
+        all hold, and not every time: `Reads.recoarse_due`)."""
+        watch = self._watch
+        if watch is None:
+            return False, False
+        whole = reads.wholes(watch) if reads.recoarse_due() else None
+        moved = watch.moved(reads.stamps)
+        if moved is None or moved:
+            return False, False
+        if whole is None:
+            return True, False
+        reads.recoarse(whole)
+        return True, True
 
     def _again(self, item: _Item) -> _Item | None:
         """The call made again (recorded afresh), or None when its answer changed."""
@@ -365,6 +479,10 @@ class FileCache:
             if self._recording:
                 self._note(_LIST, key, hit[1], hit[0])
             return hit[1]
+        if hit is not None:
+            names = self._replayed(key, hit)
+            if names is not None:
+                return names
         parent = os.path.dirname(key)
         if hit is not None and hit[0].key is None and hit[0].directory == parent:
             seen = self._check(key, parent)  # it was missing: its parent says when it comes
@@ -389,6 +507,40 @@ class FileCache:
         if self._recording:
             self._note(_LIST, key, names, seen)
         return names
+
+    def _replayed(self, key: str, hit: tuple[_Seen, tuple[str, ...]]) -> tuple[str, ...] | None:
+        """The listing of a watched directory now, from the one kept and the entries
+        created and removed there since (`DirWatch.entry_changes`): no `listdir`, and
+        the same tuple when they left it as it was (an atomic save); None when the
+        watch does not know."""
+        seen, names = hit
+        if self._watch is None or seen.key is None or seen.gen is None:
+            return None
+        if seen.which != ALL or seen.directory != key:
+            return None
+        changes = self._watch.entry_changes(key, seen.gen)
+        if changes is None:
+            return None
+        gen, ops = changes
+        last = dict((name, made) for made, name in ops)  # each name's last change
+        if any(made != _holds(names, name) for name, made in last.items()):
+            now = set(names)
+            now.update(name for name, made in last.items() if made)
+            now.difference_update(name for name, made in last.items() if not made)
+            names = tuple(sorted(now))
+        # the directory's stat key is the one last taken: a `stat` path comparing it
+        # lists again (harmless)
+        seen = seen._replace(gen=gen)
+        self._dirs[key] = (seen, names)
+        if self._recording:
+            self._note(_LIST, key, names, seen)
+        return names
+
+
+def _holds(names: tuple[str, ...], name: str) -> bool:
+    """Whether the sorted `names` hold `name`."""
+    i = bisect_left(names, name)
+    return i < len(names) and names[i] == name
 
 
 def _read(path: str) -> str | None:

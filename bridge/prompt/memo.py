@@ -9,7 +9,9 @@ configuration it was given). A token of None means nothing vouches for the
 value: it is computed again on every use. `Parts` keeps the parts of one
 chat and answers them, computing again only those whose proof failed; one
 look at the watch covers every file of every part, and only a part with a
-file in a directory that changed has its files looked at one by one.
+file in a directory that changed has its files looked at one by one (and
+when they all hold, its coarse stamps move on to the directory's generation
+now: a write beside them is paid for once, not on every later turn).
 """
 
 from __future__ import annotations
@@ -53,17 +55,24 @@ class Keeper:
         if moved is None:
             return frozenset()
         holds = []
+        recoarsened = False
         for name, token in tokens.items():
             part = parts.parts.get(name)
             if part is None or token is None or part.token != token:
                 continue
             reads = part.reads
             if moved and not moved.isdisjoint(reads.coarse):
-                fine = files.moved(reads.stamps)  # a directory of its changed: its files?
-                if fine is None or fine:
+                # a directory of its changed: its files? (when they did not, its coarse
+                # stamps move on to now, so the next turn needs one look again; not
+                # every time when it keeps changing: `FileCache.holds`)
+                held, moved_on = files.holds(reads)
+                if not held:
                     continue
+                recoarsened = recoarsened or moved_on
             if not reads.loose or files.loose_hold(reads):
                 holds.append(name)
+        if recoarsened and len(holds) == len(tokens):
+            self.seal(parts)  # else `get` computes a part again and the round seals
         return frozenset(holds)
 
     def get(

@@ -274,6 +274,12 @@ class SnapshotTaker:
     def take(
         self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
     ) -> Snapshot:
+        with self.files.batch():  # it only reads: one look at the watch's queue
+            return self._take(dirs, channel, chat, msg_id, now)
+
+    def _take(
+        self, dirs: TenantDirs, channel: str, chat: str | None, msg_id: str, now: float
+    ) -> Snapshot:
         tenant = dirs.tenant
         paths = self._paths(dirs)
         root = str(dirs.root)
