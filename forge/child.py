@@ -33,7 +33,7 @@ import marshal
 import os
 import resource
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NoReturn
@@ -79,9 +79,6 @@ class HelperContext:
     answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
-    # set by the zygote (forge.confine.sched.slice_setter): a child given its call
-    # with the short slice goes back to the default one before its tool runs
-    default_slice: Callable[[], bool] | None = None
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -184,11 +181,6 @@ def _confine(
     if ctx.layers.rlimits:
         apply_rlimits(job.limits)
         mark("rlimits")
-    if ctx.default_slice is not None:
-        # the short slice woke this child ahead of the background work; its tool
-        # (which may run long) is preempted no more often than any other process
-        ctx.default_slice()
-        mark("slice")
     return ws_fd
 
 

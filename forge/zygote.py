@@ -41,7 +41,6 @@ from forge.child import CallGlobals, HelperContext, child_main, prepare_call_glo
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.rlimits import forbid_priority_raise
-from forge.confine.sched import DEFAULT_SLICE_NS, slice_setter
 
 _CHILD = struct.Struct("<ci")
 _ERROR = struct.Struct("<ci")
@@ -217,12 +216,7 @@ def _zygote_main(
         die_with_parent(helper_pid)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # children die with us, and inherit capability sets emptied once, here
-        ctx = dataclasses.replace(
-            ctx,
-            helper_pid=os.getpid(),
-            caps_dropped=_drop_caps(ctx),
-            default_slice=slice_setter(DEFAULT_SLICE_NS),  # at this process's nice value
-        )
+        ctx = dataclasses.replace(ctx, helper_pid=os.getpid(), caps_dropped=_drop_caps(ctx))
         if ctx.layers.rlimits:
             with contextlib.suppress(OSError):  # lowering a limit does not fail
                 forbid_priority_raise()  # the children inherit it

@@ -7,12 +7,6 @@ with a shorter slice gets an earlier virtual deadline, so when it wakes up it
 runs sooner (preempting a task with a longer slice), and it is preempted sooner
 too. Unprivileged for a process of the same user; older kernels accept the
 field and ignore it. A hint only: any failure is ignored (False).
-
-`slice_setter(ns)` prepares the same call for the calling process (`ns` 0: back
-to the kernel's default slice) at its current nice value, so that a forked
-sandbox child makes it without building a ctypes object (each new object a fresh
-child makes copies pages): a child handed its call wakes up with the short
-slice and goes back to the default one before its tool runs (forge.child).
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ import ctypes
 import os
 import platform
 import struct
-from collections.abc import Callable
 
 from forge.confine.kernel import libc
 
@@ -33,33 +26,14 @@ SCHED_OTHER = 0
 CALL_SLICE_NS = 100_000  # the shortest slice the kernel takes (0.1 ms)
 
 
-DEFAULT_SLICE_NS = 0  # sched_runtime 0: the kernel's default slice (sched_base_slice_ns)
-
-
-def _attr(pid: int, ns: int) -> ctypes.Array[ctypes.c_char] | None:
-    """The sched_attr asking for an `ns` slice at `pid`'s current nice value; None
-    where there is no such call or `pid` cannot be read."""
-    if SYS_SCHED_SETATTR is None:
-        return None
-    try:
-        nice = os.getpriority(os.PRIO_PROCESS, pid)
-    except OSError:
-        return None
-    return ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, SCHED_OTHER, 0, nice, 0, ns, 0, 0))
-
-
 def set_slice(pid: int, ns: int) -> bool:
     """Ask for a time slice of `ns` nanoseconds for `pid` (0: this process) at its
     current nice value; False if the kernel refused (or has no such call here)."""
-    attr = _attr(pid, ns)
-    return attr is not None and int(libc.syscall(SYS_SCHED_SETATTR, pid, attr, 0)) == 0
-
-
-def slice_setter(ns: int) -> Callable[[], bool] | None:
-    """`set_slice(0, ns)` for this process and for a process forked from it (same
-    nice value), its argument built now; None where there is no such call."""
-    attr = _attr(0, ns)
-    if attr is None:
-        return None
-    nr = SYS_SCHED_SETATTR
-    return lambda: int(libc.syscall(nr, 0, attr, 0)) == 0
+    if SYS_SCHED_SETATTR is None:
+        return False
+    try:
+        nice = os.getpriority(os.PRIO_PROCESS, pid)
+    except OSError:
+        return False
+    attr = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, SCHED_OTHER, 0, nice, 0, ns, 0, 0))
+    return int(libc.syscall(SYS_SCHED_SETATTR, pid, attr, 0)) == 0

@@ -3,7 +3,6 @@
 The helper and the child a call is handed to run with `CALL_SLICE_NS`, so on a
 busy machine they wake up ahead of the work in the background (the zygote's next
 fork, the waiting children preparing themselves), which keep the default slice.
-The child goes back to the default slice once confined, before its tool runs.
 Read from /proc/PID/sched (`se.slice`); skipped where the kernel does not show it.
 """
 
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.confine.sched import CALL_SLICE_NS, set_slice, slice_setter
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.runner import SandboxRunner
 from tests.waits import HANG_S
@@ -58,39 +57,6 @@ def test_set_slice_reaches_another_process_of_the_same_user() -> None:
         assert sleeper.stdin is not None
         sleeper.stdin.close()
         sleeper.wait()
-
-
-SETTER = """
-import sys
-from pathlib import Path
-from forge.confine.sched import CALL_SLICE_NS, DEFAULT_SLICE_NS, slice_setter
-
-def now() -> int:
-    lines = Path("/proc/self/sched").read_text().splitlines()
-    return next(int(line.split(":")[1]) for line in lines if line.startswith("se.slice"))
-
-default = now()
-short, back = slice_setter(CALL_SLICE_NS), slice_setter(DEFAULT_SLICE_NS)
-assert short is not None and back is not None
-assert short() and back()  # made twice: nothing in the setter is spent by a call
-print(default, now(), short() and now(), back() and now())
-"""
-
-
-@needs_slices
-def test_slice_setter_goes_to_the_short_slice_and_back() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", SETTER], capture_output=True, text=True, check=True
-    ).stdout.split()
-    default, after_back, short, back = (int(v) for v in out)
-    if short != CALL_SLICE_NS:
-        pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
-    assert default != CALL_SLICE_NS
-    assert after_back == back == default
-
-
-def test_slice_setter_is_prepared_where_the_call_exists() -> None:
-    assert (slice_setter(0) is None) == (set_slice(0, 0) is False)
 
 
 def test_set_slice_of_no_process_is_refused_quietly() -> None:
@@ -172,38 +138,5 @@ async def test_a_child_cannot_raise_its_priority(workspace: Path) -> None:
             "fifo": "PermissionError",
             "limits": [[0, 0], [0, 0]],
         }
-    finally:
-        await runner.aclose()
-
-
-SLICE = """
-def run() -> int:
-    \"\"\"This child's time slice while its tool runs.\"\"\"
-    with open("/proc/self/sched") as f:
-        for line in f:
-            if line.startswith("se.slice"):
-                return int(line.split(":")[1])
-    return -1
-"""
-
-
-@needs_slices
-@pytest.mark.asyncio
-async def test_a_child_runs_its_tool_with_the_default_slice(workspace: Path) -> None:
-    # no Landlock and no restricted Python: the tool reads /proc/self/sched itself
-    layers = Layers(lint=False, restricted=False, gate=False, landlock=False)
-    runner = SandboxRunner(default_timeout_s=HANG_S, layers_for_tests=layers, trace=True)
-    await runner.start()
-    try:
-        res = await runner.run(SLICE, {}, workspace)
-        assert res.ok, res
-        helper = runner.helper_pid(workspace)
-        assert helper is not None
-        if slice_of(helper) != CALL_SLICE_NS:
-            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
-        # the child was handed its call with the short slice and went back
-        assert res.result not in (-1, CALL_SLICE_NS)
-        assert res.result == slice_of(os.getpid())  # the default, as this process has
-        assert "slice" in runner.stages()[-1]
     finally:
         await runner.aclose()
