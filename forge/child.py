@@ -41,7 +41,7 @@ from typing import Any, NoReturn
 from forge.child_report import FRAMED_MEMORY_ERROR, describe, error, serialise, tool_line
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
-from forge.confine.landlock import landlock_restrict, landlock_ruleset
+from forge.confine.landlock import RulesetArgs, create_ruleset, landlock_restrict
 from forge.confine.rlimits import apply_rlimits
 from forge.confine.seccomp import SeccompFilter
 from forge.layers import Layers
@@ -79,6 +79,7 @@ class HelperContext:
     answer_fd: int = -1  # this helper's end of the runner's answer socket; -1: none
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
+    ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -133,7 +134,9 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
         os.environ.clear()
     ruleset = None
     if ctx.layers.landlock and ctx.landlock_abi:
-        ruleset = landlock_ruleset(ctx.landlock_abi, ctx.read_fds)
+        if ctx.ruleset is None:
+            raise RuntimeError("the Landlock ruleset's arguments were not prepared")
+        ruleset = create_ruleset(ctx.ruleset)
     if ctx.layers.drop_caps and os.geteuid() == 0 and not ctx.caps_dropped:
         drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
@@ -173,7 +176,7 @@ def _confine(
     if ctx.layers.landlock and ctx.landlock_abi:
         if ruleset is None:
             raise RuntimeError("the Landlock ruleset was not prepared")
-        landlock_restrict(ctx.landlock_abi, ruleset, ws_fd)
+        landlock_restrict(ctx.landlock_abi, ruleset, ws_fd, ctx.ruleset)
         mark("landlock")
     os.fchdir(ws_fd)
     _close_other_fds({0, 1, 2, *fds, ws_fd, *_answers(ctx)})

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from forge.child import HelperContext
-from forge.confine.landlock import landlock_abi, open_roots, read_only_roots
+from forge.confine.landlock import landlock_abi, open_roots, read_only_roots, ruleset_args
 from forge.confine.probe import probe
 from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.layers import Layers
@@ -38,11 +38,12 @@ def prepare(
             __import__(name)
     caps = probe()
     abi = landlock_abi()
+    read_fds = tuple(open_roots(read_only_roots())) if abi else ()
     program = seccomp_program()
     ctx = HelperContext(
         proxies=build_proxies(),
         devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
-        read_fds=tuple(open_roots(read_only_roots())) if abi else (),
+        read_fds=read_fds,
         landlock_abi=abi,
         seccomp=SeccompFilter(program)
         if program is not None and caps["seccomp"]["available"]  # type: ignore[index]
@@ -52,5 +53,6 @@ def prepare(
         helper_pid=os.getpid(),
         answer_fd=answer_fd,
         warm=warm,
+        ruleset=ruleset_args(abi, read_fds) if abi else None,
     )
     return ctx, caps

@@ -7,6 +7,7 @@ import ctypes
 import os
 import sysconfig
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from forge.confine.kernel import set_no_new_privs, syscall
@@ -105,15 +106,24 @@ def _add_path_rule(ruleset: int, fd: int, allowed: int) -> None:
     )
 
 
-def landlock_ruleset(abi: int, read_fds: Sequence[int]) -> int:
-    """A new Landlock ruleset with the read-only roots; the workspace rule is not in it.
+@dataclass(frozen=True, slots=True)
+class RulesetArgs:
+    """The arguments of the system calls that build a ruleset with the read-only
+    roots, made once for an ABI and a set of root descriptors. The helper makes
+    them before its zygote forks and every sandbox child uses them as they are:
+    a child then makes no ctypes object to build its ruleset (every object a
+    fresh child makes copies the pages it is written to; issue 26)."""
 
-    Built by each sandbox child for itself, before its call arrives, so it never
-    holds a workspace rule of another call: a ruleset is a kernel object shared by
-    every descriptor that refers to it, so one built in the helper and inherited
-    would collect every child's workspace rule. `landlock_restrict` adds the
-    workspace and applies it.
-    """
+    attr: ctypes.c_void_p  # to the ruleset's attribute struct (`_keep[0]`)
+    size: ctypes.c_size_t
+    flags: ctypes.c_uint32
+    rules: tuple[ctypes.c_void_p, ...]  # to one path-beneath rule per root
+    workspace: _PathBeneath  # the workspace rule, its descriptor set by the child
+    workspace_rule: ctypes.c_void_p  # to `workspace`
+    _keep: tuple[ctypes.Structure, ...]  # what the pointers point to
+
+
+def ruleset_args(abi: int, read_fds: Sequence[int]) -> RulesetArgs:
     handled, read, _ = _landlock_access(abi)
     attr = _RulesetAttr(
         handled,
@@ -121,27 +131,61 @@ def landlock_ruleset(abi: int, read_fds: Sequence[int]) -> int:
         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
     )
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = syscall(
-        SYS_LANDLOCK_CREATE_RULESET,
-        ctypes.byref(attr),
+    rules = tuple(_PathBeneath(read, fd) for fd in read_fds)
+    workspace = _PathBeneath(_landlock_access(abi)[2], -1)
+    return RulesetArgs(
+        ctypes.c_void_p(ctypes.addressof(attr)),
         ctypes.c_size_t(size),
         ctypes.c_uint32(0),  # the kernel makes ruleset descriptors close-on-exec
+        tuple(ctypes.c_void_p(ctypes.addressof(rule)) for rule in rules),
+        workspace,
+        ctypes.c_void_p(ctypes.addressof(workspace)),
+        (attr, *rules),
     )
+
+
+def landlock_ruleset(abi: int, read_fds: Sequence[int]) -> int:
+    """A new Landlock ruleset with the read-only roots; the workspace rule is not in it
+    (`create_ruleset` with arguments made now)."""
+    return create_ruleset(ruleset_args(abi, read_fds))
+
+
+def create_ruleset(args: RulesetArgs) -> int:
+    """A new Landlock ruleset with the read-only roots; the workspace rule is not in it.
+
+    Built by each sandbox child for itself, before its call arrives, so it never
+    holds a workspace rule of another call: a ruleset is a kernel object shared by
+    every descriptor that refers to it, so one built in the helper and inherited
+    would collect every child's workspace rule (only the calls' arguments are
+    shared, `RulesetArgs`). `landlock_restrict` adds the workspace and applies it.
+    """
+    ruleset = syscall(SYS_LANDLOCK_CREATE_RULESET, args.attr, args.size, args.flags)
     try:
-        for fd in read_fds:
-            _add_path_rule(ruleset, fd, read)
+        for rule in args.rules:
+            syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, rule, args.flags)
     except BaseException:
         os.close(ruleset)
         raise
     return ruleset
 
 
-def landlock_restrict(abi: int, ruleset: int, workspace_fd: int) -> None:
-    """Add the workspace (read/write) to `ruleset`, enforce it on this process, close it."""
+def landlock_restrict(
+    abi: int, ruleset: int, workspace_fd: int, args: RulesetArgs | None = None
+) -> None:
+    """Add the workspace (read/write) to `ruleset`, enforce it on this process, close it.
+    `args`: the prepared arguments (`ruleset_args`; its workspace rule is filled in
+    here: only in a process that runs one call, a sandbox child)."""
     try:
-        _add_path_rule(ruleset, workspace_fd, _landlock_access(abi)[2])
+        if args is None:
+            _add_path_rule(ruleset, workspace_fd, _landlock_access(abi)[2])
+        else:
+            args.workspace.parent_fd = workspace_fd
+            rule = args.workspace_rule
+            syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, rule, args.flags)
         set_no_new_privs()
-        syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+        syscall(
+            SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0) if args is None else args.flags
+        )
     finally:
         os.close(ruleset)
 
