@@ -11,7 +11,10 @@ tenants x 200 (`--quick`, for CI: 1 x 500 and 20 x 50). Documents are 4-30
 words drawn from a made-up vocabulary of 30,000 words with a Zipf
 distribution (rank r has weight 1/r); queries are 3 words, "common" from
 the 50 most frequent, "rare" from ranks 2,000-20,000. Old and new take turns
-query by query (a busy machine slows both alike); p50/p99 in ms of wall time
+query by query (a busy machine slows both alike). Kind "newest": the common
+queries as bridge.recall.search runs them (`nth_newest` of 2,000 matches, then
+`search` from that document on: only the newest matches scored), both calls
+timed. p50/p99 in ms of wall time
 and the ratio new/old of the p50s. The two must rank alike (checked on every
 query: same documents, scores within 1e-6).
 
@@ -41,6 +44,8 @@ from bridge.storage.sqlite.text import TABLES, Runner, SqliteTextIndex
 T = TypeVar("T")
 VOCAB = 30_000
 NAME = "recall"
+POSTINGS = 2_000  # bridge.recall.search.Tuning.postings
+BOUNDED = "newest"  # the common queries, recall-shaped: only the newest POSTINGS matches
 
 
 class Index(Protocol):
@@ -49,6 +54,8 @@ class Index(Protocol):
     async def search(
         self, query: Sequence[str], limit: int, *, min_doc: int | None = None
     ) -> list[tuple[int, float]]: ...
+
+    async def nth_newest(self, query: Sequence[str], n: int) -> int | None: ...
 
 
 class Raw:
@@ -88,12 +95,21 @@ class OldIndex:
     ) -> list[tuple[int, float]]:
         expr = fts.fts5_any(fts.query_terms(query))
         t = self._table
+        where = "" if min_doc is None else " AND rowid >= ?"
+        args: tuple[object, ...] = (expr,) + (() if min_doc is None else (min_doc,))
         sql = (
             f"SELECT rowid, round(-bm25({t}), {fts.SCORE_DIGITS}) AS s "
-            f"FROM {t} WHERE {t} MATCH ? ORDER BY s DESC, rowid LIMIT ?"
+            f"FROM {t} WHERE {t} MATCH ?{where} ORDER BY s DESC, rowid LIMIT ?"
         )
-        rows = await self._db.read(lambda c: c.execute(sql, (expr, limit)).fetchall())
+        rows = await self._db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [(int(d), float(s)) for d, s in rows]
+
+    async def nth_newest(self, query: Sequence[str], n: int) -> int | None:
+        expr = fts.fts5_any(fts.query_terms(query))
+        t = self._table
+        sql = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+        row = await self._db.read(lambda c: c.execute(sql, (expr, n - 1)).fetchone())
+        return None if row is None else int(row[0])
 
 
 Make = Callable[[Runner, str, str], Index]
@@ -123,9 +139,11 @@ def _zipf_cum() -> list[float]:
 
 
 def queries(rng: random.Random, words: list[str], n: int) -> dict[str, list[list[str]]]:
+    common = [rng.sample(words[:50], 3) for _ in range(n)]
     return {
-        "common": [rng.sample(words[:50], 3) for _ in range(n)],
+        "common": common,
         "rare": [rng.sample(words[2000:20000], 3) for _ in range(n)],
+        BOUNDED: common,
     }
 
 
@@ -153,8 +171,14 @@ def _pct(times: list[float]) -> tuple[float, float]:
     return statistics.median(times), times[max(int(len(times) * 0.99) - 1, 0)]
 
 
+async def recall_shaped(index: Index, q: list[str], limit: int) -> list[tuple[int, float]]:
+    """As bridge.recall.search scores: only the newest POSTINGS matches (`nth_newest`, then
+    `search` from there)."""
+    return await index.search(q, limit, min_doc=await index.nth_newest(q, POSTINGS))
+
+
 async def measure(
-    runners: dict[str, Runner], tenants: int, qs: list[list[str]], limit: int
+    runners: dict[str, Runner], tenants: int, qs: list[list[str]], limit: int, bounded: bool
 ) -> dict[str, tuple[float, float]]:
     """Old and new in turn per query; (p50, p99) ms each. Checks they rank alike."""
     rng = random.Random(3)
@@ -165,7 +189,10 @@ async def measure(
         for layout, runner in runners.items():
             index = LAYOUTS[layout](runner, NAME, tenant)
             start = time.perf_counter()
-            got[layout] = await index.search(q, limit)
+            if bounded:
+                got[layout] = await recall_shaped(index, q, limit)
+            else:
+                got[layout] = await index.search(q, limit)
             times[layout].append((time.perf_counter() - start) * 1000)
         old, new = got["old"], got["new"]
         same = [d for d, _ in old] == [d for d, _ in new] and all(
@@ -184,7 +211,7 @@ async def on_paths(
     try:
         raw: dict[str, Runner] = {k: Raw(c) for k, c in conns.items()}
         for kind, q in qs.items():
-            out.append(("raw", kind, await measure(raw, tenants, q, limit)))
+            out.append(("raw", kind, await measure(raw, tenants, q, limit, kind == BOUNDED)))
     finally:
         for c in conns.values():
             c.close()
@@ -192,7 +219,8 @@ async def on_paths(
     try:
         runners: dict[str, Runner] = dict(dbs)
         for kind, q in qs.items():
-            out.append(("SqliteDatabase", kind, await measure(runners, tenants, q, limit)))
+            bounded = kind == BOUNDED
+            out.append(("SqliteDatabase", kind, await measure(runners, tenants, q, limit, bounded)))
     finally:
         for db in dbs.values():
             await db.aclose()
@@ -214,7 +242,7 @@ async def scale(tenants: int, per: int, n_queries: int, limit: int) -> None:
         for path_name, kind, res in await on_paths(paths, tenants, qs, limit):
             (o50, o99), (n50, n99) = res["old"], res["new"]
             print(
-                f"  {path_name:<14} {kind:<6} old p50 {o50:6.2f} p99 {o99:6.2f} ms | "
+                f"  {path_name:<14} {kind:<7}old p50 {o50:6.2f} p99 {o99:6.2f} ms | "
                 f"new p50 {n50:6.2f} p99 {n99:6.2f} ms | new/old p50 {n50 / o50:5.2f}x "
                 f"p99 {n99 / o99:5.2f}x"
             )
@@ -225,8 +253,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1 x 500 and 20 x 50, 30 queries (CI)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--limit", type=int, default=50, help="hits asked per search")
+    ap.add_argument("--scale", action="append", help="TENANTSxDOCS (repeatable), e.g. 1x5000")
     args = ap.parse_args()
     scales = [(1, 500), (20, 50)] if args.quick else [(1, 500), (1, 5000), (1, 20000), (1000, 200)]
+    if args.scale:
+        scales = [(int(t), int(d)) for t, d in (x.split("x") for x in args.scale)]
     n = 30 if args.quick else args.queries
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; limit {args.limit})")
     for tenants, per in scales:

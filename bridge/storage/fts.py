@@ -62,6 +62,17 @@ def counted(text: str) -> tuple[list[str], list[int], int]:
     return list(got), list(got.values()), sum(got.values())
 
 
+def score(parts: Iterable[tuple[float, int]], length: int, avgdl: float) -> float:
+    """One document's BM25 from (idf, tf) of each query term in query order (a term
+    it lacks has tf 0 and adds nothing), rounded as both backends round."""
+    norm = K1 * (1 - B + B * length / avgdl)
+    total = 0.0
+    for idf, tf in parts:
+        if tf:
+            total += idf * (tf * (K1 + 1)) / (tf + norm)
+    return round(total, SCORE_DIGITS)
+
+
 def fts5_any(query: list[str]) -> str:
     """An FTS5 MATCH expression for "any of these terms": each a quoted string."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in query)
