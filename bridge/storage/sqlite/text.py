@@ -20,6 +20,11 @@ search computes the same formula (`bridge.storage.fts`) in SQL, as the
 PostgreSQL backend does: N and the average length from the tenant's stats,
 each term's document frequency from `fts5vocab` 'row' (`storage_fts_terms`),
 each hit's term frequencies from `fts5vocab` 'instance' (`storage_fts_hits`).
+A search from `min_doc` on (recall scores only the newest matches: `nth_newest`
+then `search`) reads instead the matches from FTS5 MATCH with a rowid floor
+(FTS5 seeks there) and counts their terms in their bodies, so its work is the
+newest matches', not every posting's; `nth_newest` reads the newest rowids
+backwards. `bench.fts_layout` compares both with the old layout.
 
 `upgrade` moves a home of the old layout (one FTS5 table per pair, listed
 in `storage_fts`) into this one and drops the old tables.
