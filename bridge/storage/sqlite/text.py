@@ -32,7 +32,6 @@ in `storage_fts`) into this one and drops the old tables.
 
 from __future__ import annotations
 
-import heapq
 import math
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -280,12 +279,9 @@ def _newest_scored(
     rows = conn.execute(sql, (fts.fts5_any([t for t, _ in idf]), floor, min_doc)).fetchall()
     # every term of a body is "{key}_{word}" (one `_`, the same key): "{key}_{word} " in
     # the body plus a space is found at the start of that word's occurrences only
-    ended = [(f"{t} ", weight) for t, weight in idf]
-    scored = []
-    for doc, length, body in rows:
-        text = body + " "
-        scored.append((-fts.score([(w, text.count(t)) for t, w in ended], length, avgdl), doc))
-    return [(int(doc), -s) for s, doc in heapq.nsmallest(limit, scored)]
+    needles = [(f"{t} ", weight) for t, weight in idf]
+    found = ((doc, length, body + " ") for doc, length, body in rows)
+    return fts.top_scored(found, needles, avgdl, limit)
 
 
 def _nth_newest(conn: sqlite3.Connection, key: int, expr: str, n: int) -> int | None:
