@@ -247,3 +247,26 @@ async def test_any_text_is_found_by_each_of_its_terms(db: Any, texts: list[str])
     for d, t in docs.items():
         for term in set(fts.terms(t)):
             assert d in [h for h, _ in await index.search([term], 10)], (term, t)
+
+
+async def test_newest_and_from_min_doc_when_docs_were_added_out_of_order(db: Any) -> None:
+    """SQLite reads the newest matches by insertion (rowid); docs added in any order
+    still give the n-th largest doc, and search from `min_doc` scores every doc from it
+    (repeated terms counted) as the full search does."""
+    rng = random.Random(5)
+    corpus = _corpus(120)
+    order = list(range(1, 121))
+    rng.shuffle(order)
+    docs = {d: corpus[d - 1] + (" w0 w0" if d % 7 == 0 else "") for d in order}
+    index = db.text_index("recall", "alice")
+    for start in range(0, 120, 30):  # several adds, each out of doc order
+        await index.add_many([(d, docs[d]) for d in order[start : start + 30]])
+    query = ["w0", "w3", "w9"]
+    matching = sorted((d for d in docs if set(fts.terms(docs[d])) & set(query)), reverse=True)
+    for n in (1, 5, 40, len(matching)):
+        assert await index.nth_newest(query, n) == matching[n - 1]
+    assert await index.nth_newest(query, len(matching) + 1) is None
+    want = _bm25(docs, query)
+    for floor in (1, 37, matching[10]):
+        assert await index.search(query, 1000, min_doc=floor) == [g for g in want if g[0] >= floor]
+        assert await index.search(query, 3, min_doc=floor) == [g for g in want if g[0] >= floor][:3]

@@ -20,6 +20,11 @@ search computes the same formula (`bridge.storage.fts`) in SQL, as the
 PostgreSQL backend does: N and the average length from the tenant's stats,
 each term's document frequency from `fts5vocab` 'row' (`storage_fts_terms`),
 each hit's term frequencies from `fts5vocab` 'instance' (`storage_fts_hits`).
+A search from `min_doc` on (recall scores only the newest matches: `nth_newest`
+then `search`) reads instead the matches from FTS5 MATCH with a rowid floor
+(FTS5 seeks there) and counts their terms in their bodies, so its work is the
+newest matches', not every posting's; `nth_newest` reads the newest rowids
+backwards. `bench.fts_layout` compares both with the old layout.
 
 `upgrade` moves a home of the old layout (one FTS5 table per pair, listed
 in `storage_fts`) into this one and drops the old tables.
@@ -190,6 +195,8 @@ class SqliteTextIndex:
             if not idf:
                 return []
             avgdl = tokens / max(docs, 1)
+            if min_doc is not None:
+                return _newest_scored(conn, key, idf, avgdl, min_doc, limit)
             sql = (
                 f"WITH q(term, idf) AS (VALUES {_marks_pairs(len(idf))}) "
                 f"SELECT d.doc, {_SCORE} AS s FROM ("
@@ -216,16 +223,9 @@ class SqliteTextIndex:
         terms = fts.query_terms(query)
         if not terms or n <= 0:
             return None
-        sql = (
-            "SELECT d.doc FROM storage_fts_docs d WHERE d.id IN (SELECT rowid "
-            "FROM storage_fts_text WHERE storage_fts_text MATCH ?) "
-            "ORDER BY d.doc DESC LIMIT 1 OFFSET ?"
-        )
 
         def job(conn: sqlite3.Connection, key: int) -> int | None:
-            expr = fts.fts5_any([f"{key}_{t}" for t in terms])
-            row = conn.execute(sql, (expr, n - 1)).fetchone()
-            return None if row is None else int(row[0])
+            return _nth_newest(conn, key, fts.fts5_any([f"{key}_{t}" for t in terms]), n)
 
         return await self._read(job, None)
 
@@ -252,6 +252,61 @@ class SqliteTextIndex:
             return [(int(d), _unprefixed(str(b))) for d, b in rows]
 
         return await self._read(job, [])
+
+
+def _newest_scored(
+    conn: sqlite3.Connection,
+    key: int,
+    idf: Sequence[tuple[str, float]],
+    avgdl: float,
+    min_doc: int,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """`search` from `min_doc` on: the matches come from FTS5 MATCH with a rowid floor
+    (FTS5 seeks there: the work is the newest matches', not every posting's, as
+    fts5vocab 'instance' would read), each one's tf counted in its body here."""
+    floor = conn.execute(
+        "SELECT min(id) FROM storage_fts_docs WHERE key = ? AND doc >= ?", (key, min_doc)
+    ).fetchone()[0]
+    if floor is None:
+        return []
+    # every doc >= min_doc has a rowid >= the least of theirs (the newest when rowids grow)
+    sql = (
+        "SELECT d.doc, d.len, d.body FROM (SELECT rowid AS id FROM storage_fts_text "
+        "WHERE storage_fts_text MATCH ? AND rowid >= ?) m "
+        "CROSS JOIN storage_fts_docs d ON d.id = m.id WHERE d.doc >= ?"
+    )
+    rows = conn.execute(sql, (fts.fts5_any([t for t, _ in idf]), floor, min_doc)).fetchall()
+    # every term of a body is "{key}_{word}" (one `_`, the same key): "{key}_{word} " in
+    # the body plus a space is found at the start of that word's occurrences only
+    needles = [(f"{t} ", weight) for t, weight in idf]
+    found = ((doc, length, body + " ") for doc, length, body in rows)
+    return fts.top_scored(found, needles, avgdl, limit)
+
+
+def _nth_newest(conn: sqlite3.Connection, key: int, expr: str, n: int) -> int | None:
+    """The n-th largest doc matching `expr`. Rowids grow with each insert, so the n
+    newest rowids of the matches (FTS5 reads them backwards and stops) are the n
+    newest docs unless an older rowid holds a larger doc (an add out of doc order):
+    checked on the docs index, else all the matches are sorted."""
+    newest = (
+        "SELECT min(d.doc), min(d.id), count(*) FROM (SELECT rowid AS id FROM storage_fts_text "
+        "WHERE storage_fts_text MATCH ? ORDER BY rowid DESC LIMIT ?) m "
+        "CROSS JOIN storage_fts_docs d ON d.id = m.id"
+    )
+    low, floor, found = conn.execute(newest, (expr, n)).fetchone()
+    if found < n:
+        return None
+    later = "SELECT 1 FROM storage_fts_docs WHERE key = ? AND doc > ? AND id < ? LIMIT 1"
+    if conn.execute(later, (key, low, floor)).fetchone() is None:
+        return int(low)
+    sql = (
+        "SELECT d.doc FROM storage_fts_docs d WHERE d.id IN (SELECT rowid "
+        "FROM storage_fts_text WHERE storage_fts_text MATCH ?) "
+        "ORDER BY d.doc DESC LIMIT 1 OFFSET ?"
+    )
+    row = conn.execute(sql, (expr, n - 1)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def _marks_pairs(n: int) -> str:
