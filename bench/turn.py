@@ -12,10 +12,11 @@ Prints, in one run on this machine:
 Before the figures, where one turn's time goes: each step of `core.handle`
 (admission, session load, budgets, the `outputs/` scans before and after the
 model, grading and corrections, the prompt, the Now note with the memory
-injection, the tool list, the agent loop, usage, the session store, recall
-indexing, the audit batch, the compactor) timed by wrappers the bench puts
-on the built objects, in ms per turn, with the floor of a durable audit
-chain (one appended line and its `fdatasync`) measured in the same run.
+injection, the tool list, the agent loop, the turn's end (usage, the session
+store, the turn log: one unit), recall indexing, the audit batch, the
+compactor) timed by wrappers the bench puts on the built objects, in ms per
+turn, with the floor of a durable audit chain (one appended line and its
+`fdatasync`) measured in the same run.
 
 Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
@@ -159,15 +160,14 @@ def instrument(roost: Any) -> Steps:
     for source in runner._sources:
         steps.wrap(source, "tools_for", "  tool lists (all sources)")
     steps.wrap(turn_module, "run_agent", "  run_agent (model, redaction)")
-    if runner._meter is not None:
-        steps.wrap(runner._meter, "record", "usage record")
-    steps.wrap(runner.sessions, "append", "session store (append)")
+    for observer in runner._observers:
+        steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
+    steps.wrap(runner, "_end", "turn's end: usage + session + turn log (ONE unit)")
+    steps.wrap(runner.sessions, "append", "  session store (append, the end's unit)")
     if runner._exchanges is not None:
         steps.wrap(runner._exchanges, "record_exchange", "recall indexing (queued)")
         # written after the reply by the indexer's task: not on the turn's path, not summed
         steps.wrap(runner._exchanges, "admit", "  recall index write (background, per batch)")
-    for observer in runner._observers:
-        steps.wrap(observer, "after_turn", f"after: {type(observer).__name__}")
     steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
     steps.wrap(runner.compactor, "after_turn", "compactor check")
     if runner._senses is not None:
@@ -285,6 +285,8 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
     def trace(name: str) -> Any:
         return lambda c: c.set_trace_callback(counts[name].append if name else None)
 
+    writer = getattr(database, "_writer", None)  # SQLite's: its jobs, queued or run inline
+    jobs = (writer._queued, writer.inlined) if writer is not None else (0, 0)
     await database.write(trace("roost.db (Database writer)"))
     await database.read(trace("roost.db (Database reader)"))
     try:
@@ -296,6 +298,12 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
     finally:
         await database.write(trace(""))
         await database.read(trace(""))
+    if writer is not None:  # the two trace jobs are not the turns'
+        queued, inline = writer._queued - jobs[0] - 2, writer.inlined - jobs[1]
+        print(
+            f"write jobs per turn, roost.db (each a commit): {(queued + inline) / turns:g}"
+            f" ({queued / turns:g} queued to the writer, {inline / turns:g} run inline)"
+        )
     for name, seen in counts.items():
         kinds: dict[str, int] = defaultdict(int)
         for sql in seen:

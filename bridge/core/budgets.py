@@ -25,14 +25,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Literal
 
 from bridge.core.config import Settings
-from bridge.core.usage import Tokens, UsageStore, utc_day
+from bridge.core.usage import Tokens, UsageStore, recorded, utc_day
 from bridge.storage.errors import StorageError
+from bridge.storage.units import Made
 from bridge.types.audit_sink import TurnEvents
 
 log = logging.getLogger(__name__)
@@ -149,7 +151,8 @@ class _Seen:
 class UsageMeter:
     """Counts each turn's tokens and refuses turns over budget.
 
-    A turn costs one statement: the usage upsert. The budget check reads a
+    A turn costs one statement: the usage upsert (`counted`: inside the turn's
+    session append, one transaction). The budget check reads a
     figure kept per budgeted tenant (nothing for a tenant without a budget):
     read from the database on the tenant's first check of the day, kept
     exact by this process's own writes (a tenant's write and read are
@@ -237,6 +240,30 @@ class UsageMeter:
             events.add("budget.reached", tenant, details)
         return refusal_text(found, now)
 
+    async def counted(
+        self, tenant: str, model: str, tokens: Tokens, write: Callable[[Made[int]], Awaitable[bool]]
+    ) -> bool:
+        """Count one turn inside another write: `write(unit)` runs the count's unit in its own
+        transaction and says whether it committed (False: nothing counted, the caller
+        counts with `record`). The tenant's figure is kept as `record` keeps it."""
+        day = utc_day(self._clock())
+        unit = partial(recorded, tenant, model, day, tokens)
+        budget = self._budgets(tenant)
+        if budget.daily is None and budget.monthly is None:
+            return await write(unit)
+        async with self._lock(tenant):  # not between a read of the figure and its use
+            if not await write(unit):
+                return False
+            self._counted(tenant, day, tokens)
+            return True
+
+    def _counted(self, tenant: str, day: str, tokens: Tokens) -> None:
+        """This process's own count, added to the tenant's kept figure (under its lock)."""
+        seen = self._seen.get(tenant)
+        if seen is not None and seen.day == day:
+            seen.today += tokens.total
+            seen.month += tokens.total
+
     async def record(self, tenant: str, model: str, tokens: Tokens, turns: int = 1) -> None:
         """Count one turn (`turns=0`: a summary's tokens); a database that cannot write is
         logged, the answer still goes out."""
@@ -248,9 +275,6 @@ class UsageMeter:
                 return
             async with self._lock(tenant):  # not between a read of the figure and its use
                 await self.store.record(tenant, model, day, tokens, turns)
-                seen = self._seen.get(tenant)
-                if seen is not None and seen.day == day:
-                    seen.today += tokens.total
-                    seen.month += tokens.total
+                self._counted(tenant, day, tokens)
         except StorageError as exc:
             log.error("usage not counted (%s): tenant %s, model %s", exc, tenant, model)

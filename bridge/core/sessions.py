@@ -31,7 +31,8 @@ PostgreSQL). A turn costs it two statements: `load` is ONE SELECT (the row,
 joined to the messages only when the cached copy's stamp no longer matches,
 so a cache hit reads one row), and `append` is ONE unit (`Database.atomic`:
 the row counted up by an upsert that returns it, the turn's messages, and a
-hard drop when one is due), which SQLite runs as one job on its writer (no
+hard drop when one is due, and what the caller adds: a turn's usage count and
+turn-log row, `also`), which SQLite runs as one job on its writer (no
 transaction held across an await while roost.db has a second way in,
 docs/scaling.md). Two instances appending to one session are serialised by
 the row's upsert (PostgreSQL's row lock, SQLite's one writer): each gets its
@@ -48,7 +49,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from bridge.core import session_units as sql
 from bridge.core.compaction import Fold, summary_message
@@ -56,6 +57,7 @@ from bridge.core.conversations import ConversationArchive
 from bridge.core.history import require_masked, well_formed
 from bridge.core.session_units import SessionRow
 from bridge.storage.protocol import Database
+from bridge.storage.units import Made, together
 from bridge.types.backend import ChatMessage
 from bridge.types.masked import Masked, require
 
@@ -179,17 +181,20 @@ class SessionStore:
         now: float,
         steps: Sequence[ChatMessage] = (),
         sent: Masked | None = None,
+        also: Sequence[Made[Any]] = (),
     ) -> None:
         """Store one turn: the message, its tool-call steps (in order) and the answer,
         every text of them masked (`Unmasked` otherwise, before anything is written);
-        `sent`: what the person sent, when it differs from `user` (`bridge.core.shown`)."""
+        `sent`: what the person sent, when it differs from `user` (`bridge.core.shown`);
+        `also`: units of other stores committed in the same transaction (a turn's end:
+        its usage count, its turn-log row), or none of them with the turn."""
         turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
         cached = self._cache.pop(key, None)
         # the function that makes the unit: SQLite may run it inline (and make it again)
         unit = partial(sql.appended, key, turn_messages, msg_id, now, meta, self.budget_chars)
-        grown, over = await self._db.atomic(unit)
+        grown, over = await self._db.atomic(together(unit, *also) if also else unit)
         row = grown._replace(turns=grown.turns - 1)  # as it was before this turn
         if over:
             self._appended.pop(key, None)

@@ -20,7 +20,9 @@ with a note that it was not stored; grading and the turn's audit batch that
 meet a full disk are logged and skipped (`_kept`), never the answer. The
 audit batch is queued before the turn's tokens are counted and the exchange
 is stored, so those writes run while the audit writer syncs the batch
-(`_started`); the turn returns once all are done.
+(`_started`); the turn returns once all are done. The turn's end is ONE unit of
+the database (`_end`): the usage count, the session append and the observers'
+rows (`EndWrite`, the turn log) commit together, one job on SQLite's writer.
 Observers (outcome grading, skills) hook in before and after.
 The model is a per-turn choice: `pick` (injected by the app) gives the
 chat's named model for the length of the turn, so a reload never swaps a
@@ -49,11 +51,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_agent
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
+from bridge.core.end_writes import EndWrite
 from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
@@ -62,6 +65,7 @@ from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.shown import sent_meta
 from bridge.core.usage import Tokens
 from bridge.storage.errors import StorageError
+from bridge.storage.units import Made
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage
 from bridge.types.masked import Masked
@@ -71,6 +75,7 @@ from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 NOT_STORED = (
     "(I could not store this exchange: the disk may be full. This answer is not in "
     "our conversation history, so I will not remember it next time.)"
@@ -113,7 +118,8 @@ class TurnObserver(Protocol):
 
     async def after_turn(
         self, turn: TurnContext, result: AgentResult, events: TurnEvents
-    ) -> None: ...
+    ) -> EndWrite | None:
+        """None, or a write for the turn's end (its session append's unit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,10 @@ class TurnMeter(Protocol):
     async def refusal(self, tenant: str, events: TurnEvents) -> str | None: ...
 
     async def record(self, tenant: str, model: str, tokens: Tokens) -> None: ...
+
+    async def counted(
+        self, tenant: str, model: str, tokens: Tokens, write: Callable[[Made[int]], Awaitable[bool]]
+    ) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,16 +264,18 @@ class TurnRunner:
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
+        ends: list[EndWrite] = []  # written with the exchange: one unit
         for observer in self._observers:
-            await _kept("grading after the turn", observer.after_turn(turn, result, events))
+            end = await _kept("grading after the turn", observer.after_turn(turn, result, events))
+            if end is not None:
+                ends.append(end)
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
         stored = False
         durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
         try:  # the tokens are counted and the exchange stored while the writer syncs it
-            await self._count(turn.tenant, model, result)
-            stored = await self._store(
-                key, asked, answer, inbound.msg_id, steps, _sent(inbound, mask)
+            stored = await self._end(
+                turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask)
             )
             await durable  # done only once its records are durable, stored or not
         finally:  # queued after the audit batch: the index write keeps off the reply's path
@@ -331,6 +343,39 @@ class TurnRunner:
         if tokens.total or not failed:
             await self._meter.record(tenant, model, tokens)
 
+    async def _end(
+        self,
+        turn: TurnContext,
+        model: str,
+        result: AgentResult,
+        ends: Sequence[EndWrite],
+        key: SessionKey,
+        asked: Masked,
+        text: Masked,
+        steps: Sequence[ChatMessage],
+        sent: Masked,
+    ) -> bool:
+        """The turn's end in ONE unit: its tokens counted, the exchange stored, the observers'
+        writes (`ends`); whether it was stored. When the unit cannot commit, nothing of it
+        is written: the tokens are counted and the observers' rows written each alone."""
+        units = [e.unit for e in ends]
+        msg_id = turn.inbound.msg_id
+
+        async def store(*more: Made[object]) -> bool:
+            return await self._store(key, asked, text, msg_id, steps, sent, (*more, *units))
+
+        if self._meter is None:
+            stored = await store()
+        else:
+            tokens = Tokens(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+            stored = await self._meter.counted(turn.tenant, model, tokens, store)
+            if not stored:
+                await self._meter.record(turn.tenant, model, tokens)
+        if not stored:
+            for end in ends:
+                await _kept("grading after the turn", end.alone())
+        return stored
+
     async def _store(
         self,
         key: SessionKey,
@@ -339,10 +384,12 @@ class TurnRunner:
         msg_id: str,
         steps: Sequence[ChatMessage],
         sent: Masked | None = None,
+        also: Sequence[Made[object]] = (),
     ) -> bool:
-        """Store the exchange; False (logged) when the store cannot write, e.g. a full disk."""
+        """Store the exchange (and `also`, in its unit); False (logged) when the store cannot
+        write, e.g. a full disk."""
         try:
-            await self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent)
+            await self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent, also)
         except (OSError, sqlite3.Error, StorageError) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
@@ -469,14 +516,15 @@ async def _started(step: Coroutine[object, object, None]) -> asyncio.Task[None]:
     return task
 
 
-async def _kept(what: str, step: Awaitable[None]) -> None:
-    """Run a bookkeeping step; a full disk there is logged, and the answer goes on."""
+async def _kept(what: str, step: Awaitable[T]) -> T | None:
+    """Run a bookkeeping step; a full disk there is logged (None), and the answer goes on."""
     try:
-        await step
+        return await step
     except (OSError, sqlite3.Error) as exc:
         if not disk_full(exc):
             raise
         log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
+        return None
 
 
 async def _with_notices(

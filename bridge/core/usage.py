@@ -9,7 +9,9 @@ on PostgreSQL): a crash before it counts nothing, a crash after it counts
 the turn once. Days are
 UTC (`YYYY-MM-DD`), months their first seven characters. `budget_notices`
 remembers which budget period of a tenant was already announced, so
-`budget.reached` is audited once per tenant per period.
+`budget.reached` is audited once per tenant per period. `recorded` is the same
+count as a unit (`bridge.storage.units`), for a turn whose end writes it in
+one transaction with its session append (`bridge.core.turn`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, execute
 
 
 def utc_day(now: float) -> str:
@@ -109,6 +112,12 @@ class UsageStore:
             (tenant, period, at_ms),
         )
         return added > 0
+
+
+def recorded(tenant: str, model: str, day: str, tokens: Tokens, turns: int = 1) -> Unit[int]:
+    """`UsageStore.record` as a unit of one statement, for a caller's transaction."""
+    changed: int = yield execute(_RECORD, (tenant, model, day, turns, *_parts(tokens)))
+    return changed
 
 
 _RECORD = (

@@ -21,6 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from bridge.loadout.db_changes import TableChanges, TenantRows
 from bridge.storage.protocol import Database
+from bridge.storage.units import Unit, execute
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
@@ -197,9 +198,10 @@ def _lines(text: str) -> list[str]:
 class TurnLog:
     """The last answered turn per chat: its message id and the skills it used or was about.
 
-    Two statements a turn: `record` after it (one upsert) and `claim` before the next
-    (one UPDATE that marks the last turn graded and returns it, so of two attempts to
-    grade one turn exactly one gets it)."""
+    Two statements a turn: `record` after it (one upsert; `turn_recorded`, the same as a
+    unit, is written in the turn's end unit) and `claim` before the next (one UPDATE that
+    marks the last turn graded and returns it, so of two attempts to grade one turn
+    exactly one gets it)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -241,14 +243,46 @@ class TurnLog:
         channel: str,
         chat: str,
         msg_id: str,
-        skills: list[str],
+        skills: Sequence[str],
         now: float,
         relevant: Sequence[str] = (),
     ) -> None:
         await self._db.execute(
-            "INSERT INTO turn_log (tenant, channel, chat, msg_id, skills, at, graded, relevant)"
-            " VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (tenant, channel, chat) DO UPDATE SET"
-            " msg_id = excluded.msg_id, skills = excluded.skills, at = excluded.at,"
-            " graded = 0, relevant = excluded.relevant",
-            (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant)),
+            _RECORD, _record_args(tenant, channel, chat, msg_id, skills, now, relevant)
         )
+
+
+def turn_recorded(
+    tenant: str,
+    channel: str,
+    chat: str,
+    msg_id: str,
+    skills: Sequence[str],
+    now: float,
+    relevant: Sequence[str] = (),
+) -> Unit[int]:
+    """`TurnLog.record` as a unit of one statement, for a turn's end (`EndWrite`)."""
+    changed: int = yield execute(
+        _RECORD, _record_args(tenant, channel, chat, msg_id, skills, now, relevant)
+    )
+    return changed
+
+
+_RECORD = (
+    "INSERT INTO turn_log (tenant, channel, chat, msg_id, skills, at, graded, relevant)"
+    " VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (tenant, channel, chat) DO UPDATE SET"
+    " msg_id = excluded.msg_id, skills = excluded.skills, at = excluded.at,"
+    " graded = 0, relevant = excluded.relevant"
+)
+
+
+def _record_args(
+    tenant: str,
+    channel: str,
+    chat: str,
+    msg_id: str,
+    skills: Sequence[str],
+    now: float,
+    relevant: Sequence[str],
+) -> tuple[object, ...]:
+    return (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant))

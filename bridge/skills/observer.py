@@ -19,15 +19,17 @@ learner keeps the last grade of a turn).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from bridge.core.agent import AgentResult
+from bridge.core.end_writes import EndWrite
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session
 from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.skills.files import read_skills
-from bridge.skills.grades import SkillGrades, TurnLog
+from bridge.skills.grades import SkillGrades, TurnLog, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.tools import TurnContext
@@ -99,7 +101,11 @@ class SkillsObserver:
             details["relevant"] = list(last.relevant)
         events.add("skill.outcome_graded", turn.tenant, details)
 
-    async def after_turn(self, turn: TurnContext, result: AgentResult, events: TurnEvents) -> None:
+    async def after_turn(
+        self, turn: TurnContext, result: AgentResult, events: TurnEvents
+    ) -> EndWrite:
+        """Auto-grades the skills the reply used; the turn-log row is left to the turn's end
+        (written with the session append, one commit: `EndWrite`)."""
         skills = read_skills(turn.dirs, self._cache)
         used: list[str] = []
         relevant: list[str] = []
@@ -118,11 +124,10 @@ class SkillsObserver:
                 {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
             )
         inbound = turn.inbound
-        await self._log.record(
-            turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant
-        )
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)
+        row = (turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant)
+        return EndWrite(partial(turn_recorded, *row), partial(self._log.record, *row))
 
     async def _judged(self, f: FollowUp, label: Label, events: TurnEvents) -> None:
         """A late label from the judge: the graded turn's skills move from neutral to it."""

@@ -18,13 +18,15 @@ that makes the unit (`Made`, e.g. `partial(appended, ...)`): SQLite may then
 run it on the caller's thread when its writer is idle, under a budget of
 SQLite steps, and make it again for the writer's thread when it ran past the
 budget (rolled back: nothing of it stays), so it must be a pure function of
-its arguments (`made`).
+its arguments (`made`). `together` makes one unit of several (a turn's end:
+its usage, its session append and its turn-log row commit as one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
 from bridge.storage.placeholders import Params
@@ -47,6 +49,19 @@ Made = Callable[[], Unit[T]]  # makes the unit again each time it is called
 def made(unit: Unit[T] | Made[T]) -> Unit[T]:
     """The unit `atomic` was given, or the one its function makes."""
     return unit if isinstance(unit, Generator) else unit()
+
+
+def together(first: Made[T], *more: Made[Any]) -> Made[T]:
+    """One unit of `first` and then each of `more` (all commit or none); its result:
+    `first`'s. Made again whole each time it is called, like its parts."""
+    return partial(_together, first, more)
+
+
+def _together(first: Made[T], more: tuple[Made[Any], ...]) -> Unit[T]:
+    result = yield from first()
+    for unit in more:
+        yield from unit()
+    return result
 
 
 def execute(sql: str, params: Params = None) -> Step:

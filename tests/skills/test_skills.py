@@ -105,7 +105,10 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(
 
     reply = "Using csv_cleanup I removed 3 duplicate rows."
     events = TurnEvents()
-    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
+    end = await observer.after_turn(
+        _turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events
+    )
+    await conn.atomic(end.unit)  # the turn's end writes the turn-log row in its unit
     await events.flush(audit)
     assert (await grades.get("t1", "csv_cleanup")).grade == INITIAL_GRADE + 300
     assert audit.events[-1][0] == "skill.graded"
@@ -180,7 +183,10 @@ async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(
     observer = SkillsObserver(grades, TurnLog(conn), FileCache(), lambda: 5.0)
     reply = "Using csv_cleanup I removed 3 duplicate rows."
     events = TurnEvents()
-    await observer.after_turn(_turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events)
+    end = await observer.after_turn(
+        _turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), events
+    )
+    await conn.atomic(end.unit)  # the turn's end writes the turn-log row in its unit
     before = (await grades.get("t1", "csv_cleanup")).grade
     job = Inbound("web", "local", "c", "no, wrong: summarise the news", "job:x:1", scheduled=True)
     await observer.before_turn(

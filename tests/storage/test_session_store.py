@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ import pytest
 
 from bridge.core.compaction import summary_message
 from bridge.core.sessions import SessionKey, SessionStore
+from bridge.core.usage import Tokens, UsageStore, recorded
+from bridge.skills.grades import TurnLog, turn_recorded
+from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
 from tests.masking import m
 from tests.sessions_kit import DAY, store_on
@@ -23,6 +27,7 @@ from tests.storage.traced import traced
 from tests.waits import HANG_S
 
 KEY = SessionKey("local", "web", "default")
+USAGE_DAY = "2027-01-15"
 
 
 def turn(i: int, size: int = 100) -> tuple[Any, Any, str]:
@@ -280,3 +285,22 @@ async def test_postgresql_a_reset_waits_for_an_append_elsewhere_and_archives_it(
     page = await s.archive.page(KEY, int(archived["id"]), None, 10, 4.0)
     assert page is not None and archived["turns"] == 2
     assert [x["text"] for x in page.messages] == ["first", "one", "second", "two"]
+
+
+async def test_a_turns_end_is_one_unit_with_its_usage_and_turn_log(db: Database) -> None:
+    """`append(also=...)`: the usage count and the turn-log row commit with the turn (a
+    turn's end, `bridge.core.turn`); one of them failing leaves none of the three."""
+    usage, log = UsageStore(db), TurnLog(db)
+    count = partial(recorded, "local", "m", USAGE_DAY, Tokens(10, 2))
+    row = partial(turn_recorded, "local", "web", "default", "m1", ["csv"], 5.0)
+    await store_on(db).append(KEY, m("hi"), m("hello"), "m1", 100.0, also=(count, row))
+    assert [(r.turns, r.tokens.total) for r in await usage.rows("local", USAGE_DAY, USAGE_DAY)] == [
+        (1, 12)
+    ]
+    last = await log.last("local", "web", "default")
+    assert last is not None and (last.msg_id, last.skills, last.graded) == ("m1", ["csv"], False)
+    await db.execute("DROP TABLE turn_log")
+    with pytest.raises(StorageError):
+        await store_on(db).append(KEY, m("more"), m("ok"), "m2", 101.0, also=(count, row))
+    assert (await store_on(db).load(KEY, 102.0)).turns == 1  # the turn rolled back with it
+    assert [r.turns for r in await usage.rows("local", USAGE_DAY, USAGE_DAY)] == [1]

@@ -12,7 +12,7 @@ import pytest
 
 from bridge.storage.errors import IntegrityError
 from bridge.storage.protocol import Database
-from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one
+from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one, together
 from tests.storage.conftest import OpenDb
 from tests.storage.traced import traced
 
@@ -155,3 +155,14 @@ async def test_sqlite_a_short_unit_runs_inline_a_long_one_again_on_the_writer(
         assert len(await rows(db)) == 3001
     finally:
         await db.aclose()
+
+
+async def test_units_made_together_commit_together(db: Database) -> None:
+    """`together`: one unit of several, the first's result; one failing leaves none."""
+    await db.execute(TABLE)
+    both = together(partial(counted, "a", 2), partial(counted, "b", 3))
+    assert await db.atomic(both) == 2
+    assert await db.atomic(both) == 4  # made again whole
+    with pytest.raises(IntegrityError):
+        await db.atomic(together(partial(counted, "a", 1), partial(failing, "b")))
+    assert await rows(db) == [("a", 4), ("b", 6)]

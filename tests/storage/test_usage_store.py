@@ -18,6 +18,7 @@ import pytest
 from bridge.core.budgets import Budget, UsageMeter
 from bridge.core.usage import Tokens, UsageRow, UsageStore, utc_day
 from bridge.storage.protocol import Database
+from bridge.storage.units import Made
 from bridge.types.audit_sink import TurnEvents
 from tests.conftest import Clock
 from tests.storage.conftest import OpenDb
@@ -188,3 +189,28 @@ async def test_a_turns_usage_is_one_statement_and_no_transaction(
     finally:
         await database.aclose()
     assert not [s for s in statements if s.lstrip().upper().startswith("BEGIN")]
+
+
+async def test_a_count_inside_another_write_keeps_the_figure(db: Database, clock: Clock) -> None:
+    """`counted`: the turn's count runs in the caller's unit; the kept figure moves only
+    when that unit committed (a failed one counts nothing: the caller uses `record`)."""
+    m = meter(db, clock, budgets(alice=Budget(daily=10_000)))
+    assert await m.reached("alice") is None and m.reads == 1
+
+    async def committed(unit: Made[int]) -> bool:
+        return await db.atomic(unit) == 1
+
+    async def failed(unit: Made[int]) -> bool:
+        return False
+
+    assert await m.counted("alice", "default", Tokens(3000, 0), committed)
+    assert not await m.counted("alice", "default", Tokens(5000, 0), failed)
+    assert await m.counted("bob", "default", Tokens(7, 0), committed)  # no budget
+    assert await m.near("alice") == "" and m.reads == 1  # 3,000 kept, not 8,000: no read
+    await m.record("alice", "default", Tokens(5000, 0))
+    assert "8,000 of 10,000" in await m.near("alice") and m.reads == 2  # 80 %: read
+    rows = await m.store.rows(None, DAY, DAY)
+    assert [(r.tenant, r.turns, r.tokens.total) for r in rows] == [
+        ("alice", 2, 8000),
+        ("bob", 1, 7),
+    ]
