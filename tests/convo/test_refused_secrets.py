@@ -25,6 +25,7 @@ from bridge.core.config import load_settings
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
 from tests.personal_tools.leakcheck import leaks
+from tests.stored_rows import table_texts
 
 TOKEN = "ghp_R8x2Kq9LmZ4vT7wYb1Nc6Hd3Jf5Gs0Pa2Ue8"
 PASSWORD = "Sommer2024!x"
@@ -64,13 +65,7 @@ async def small(
 
 def stored_text(home: Path) -> str:
     """Every text of every table of roost.db, one per line."""
-    db = sqlite3.connect(home / "roost.db")
-    out: list[str] = []
-    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
-        for row in db.execute(f'SELECT * FROM "{table}"'):
-            out += [v for v in row if isinstance(v, str)]
-    db.close()
-    return "\n".join(out)
+    return "\n".join(v for texts in table_texts(home / "roost.db").values() for v in texts)
 
 
 async def test_a_refused_secret_is_masked_wherever_the_turn_is_stored(

@@ -26,7 +26,6 @@ import ast
 import asyncio
 import json
 import logging
-import sqlite3
 import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -59,6 +58,7 @@ from tests.masking import m
 from tests.personal_tools.leakcheck import leaks, spellings
 from tests.schedule.database import database_of
 from tests.sessions_kit import store_on
+from tests.stored_rows import table_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-key-000000000000"
@@ -225,11 +225,8 @@ async def planted(
 def everything_stored(home: Path) -> dict[str, str]:
     """Every way a text is kept: each table's text columns, each file, each export member."""
     out: dict[str, str] = {}
-    db = sqlite3.connect(home / "roost.db")
-    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
-        texts = [v for row in db.execute(f'SELECT * FROM "{table}"') for v in row]
-        out[f"table {table}"] = "\n".join(v for v in texts if isinstance(v, str))
-    db.close()
+    for table, texts in table_texts(home / "roost.db").items():
+        out[f"table {table}"] = "\n".join(texts)
     for path in sorted(p for p in home.rglob("*") if p.is_file()):
         rel = path.relative_to(home).as_posix()
         if "/global/vault/" in rel or rel.endswith("/workspace/token.txt"):
