@@ -121,7 +121,11 @@ async def test_observer_records_what_the_request_was_about(tmp_path: Path) -> No
     audit, events = MemoryAudit(), TurnEvents()
     observer = SkillsObserver(grades, TurnLog(conn), FileCache(), lambda: 5.0)
     reply = "Run the deploy script."
-    await observer.after_turn(_turn(dirs, "how do I deploy?", "m1"), AgentResult(reply, 1), events)
+    end = await observer.after_turn(
+        _turn(dirs, "how do I deploy?", "m1"), AgentResult(reply, 1), events
+    )
+    assert end is not None
+    await conn.atomic(end.unit)  # the turn's end writes the turn-log row in its unit
     history = (ChatMessage("user", "how do I deploy?"), ChatMessage("assistant", reply))
     session = Session(SessionKey("t1", "web", "c"), history, 0, 0, 1, 0, 0)
     await observer.before_turn(_turn(dirs, "No, that's wrong.", "m2"), session, events)
