@@ -18,3 +18,14 @@ def m(text: str) -> Masked:
 
 def masked_steps(messages: Iterable[ChatMessage]) -> tuple[ChatMessage, ...]:
     return tuple(NO_SECRETS.message(message) for message in messages)
+
+
+class CountingMasker:
+    """A masker that counts its calls (what a cache of masked text saves)."""
+
+    def __init__(self, masker: Masker) -> None:
+        self.masker, self.calls = masker, 0
+
+    def mask(self, text: str) -> str:
+        self.calls += 1
+        return self.masker.mask(text)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from bridge.core import agent
 from bridge.loadout.mask import Masker
 from bridge.types.backend import ChatMessage
-from tests.spine.test_history_masked import Counting
+from tests.masking import CountingMasker
 
 SECRET = "hunter2-secret-value"
 
 
 def test_a_chat_is_not_masked_again_after_the_same_tenants_other_chats() -> None:
-    vault = Counting(Masker({"A": SECRET}))
+    vault = CountingMasker(Masker({"A": SECRET}))
     mine = [ChatMessage("user", f"{i}: {SECRET}") for i in range(40)]
     agent._history_masked(mine, vault.mask)
     # the same tenant's other chats: more messages than the per-message cache holds
@@ -45,7 +45,7 @@ def test_chats_that_alternate_get_each_their_own_history_masked() -> None:
 
 
 def test_the_kept_histories_are_bounded_and_the_recent_chats_stay() -> None:
-    vault = Counting(Masker({"A": SECRET}))
+    vault = CountingMasker(Masker({"A": SECRET}))
     chats = [[ChatMessage("user", f"chat {c}: {SECRET}")] for c in range(agent.LAST_HISTORIES + 40)]
     for history in chats:
         agent._history_masked(history, vault.mask)

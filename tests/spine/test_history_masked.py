@@ -15,6 +15,7 @@ from typing import Literal
 from bridge.core import agent
 from bridge.loadout.mask import Masker
 from bridge.types.backend import ChatMessage, ToolCallRequest
+from tests.masking import CountingMasker
 
 Role = Literal["user", "assistant", "tool"]
 SECRETS = ("hunter2-secret-value", "ghp_0123456789abcdefghij", "s3cr3t-pass-phrase-xyz")
@@ -67,19 +68,8 @@ def test_no_secret_survives_a_masker_change_on_the_same_history() -> None:
     assert all(SECRETS[0] not in m.content for m in masked)
 
 
-class Counting:
-    """A masker that counts its calls."""
-
-    def __init__(self, masker: Masker) -> None:
-        self.masker, self.calls = masker, 0
-
-    def mask(self, text: str) -> str:
-        self.calls += 1
-        return self.masker.mask(text)
-
-
 def test_a_growing_history_is_not_masked_again_when_other_tenants_churn_the_cache() -> None:
-    mine = Counting(Masker({"A": SECRETS[0]}))
+    mine = CountingMasker(Masker({"A": SECRETS[0]}))
     history = [ChatMessage("user", f"{i}: {SECRETS[0]}") for i in range(40)]
     agent._history_masked(history, mine.mask)
     others = Masker({})

@@ -9,6 +9,7 @@ import pytest
 
 from bridge.core import agent
 from bridge.types.backend import ToolSchema
+from tests.masking import CountingMasker
 
 
 def test_encoded_once_per_object_and_a_new_object_is_encoded_anew(
@@ -39,23 +40,15 @@ def test_encoded_once_per_object_and_a_new_object_is_encoded_anew(
 def test_a_schema_is_masked_once_per_masker_and_anew_when_the_vault_changes() -> None:
     from bridge.loadout.mask import Masker
 
-    class Counting:
-        def __init__(self, masker: Masker) -> None:
-            self.masker, self.calls = masker, 0
-
-        def mask(self, text: str) -> str:
-            self.calls += 1
-            return self.masker.mask(text)
-
     params = {"type": "object", "properties": {"town": {"type": "string"}}}
     schema = ToolSchema("weather", "the weather in town", params)
-    plain = Counting(Masker({}))
+    plain = CountingMasker(Masker({}))
     first = agent._schema_for_model(schema, plain.mask)
     assert first == schema and plain.calls == 2  # the parameters' text and the description
     assert agent._schema_for_model(schema, plain.mask) is first  # same masker: kept
     assert plain.calls == 2
 
-    vault = Counting(Masker({"T": "town"}))  # the vault changed: a new masker masks anew
+    vault = CountingMasker(Masker({"T": "town"}))  # the vault changed: a new masker masks anew
     masked = agent._schema_for_model(schema, vault.mask)
     assert masked.description == "the weather in [vault:T]"
     assert masked.parameters == {"type": "object", "properties": {"[vault:T]": {"type": "string"}}}
@@ -85,16 +78,8 @@ def test_a_whole_history_is_masked_once_and_only_new_messages_after() -> None:
     from bridge.loadout.mask import Masker
     from bridge.types.backend import ChatMessage
 
-    class Counting:
-        def __init__(self, masker: Masker) -> None:
-            self.masker, self.calls = masker, 0
-
-        def mask(self, text: str) -> str:
-            self.calls += 1
-            return self.masker.mask(text)
-
     history = [ChatMessage("user", f"turn {i}: the key is hunter2-secret-value") for i in range(50)]
-    counting = Counting(Masker({"KEY": "hunter2-secret-value"}))
+    counting = CountingMasker(Masker({"KEY": "hunter2-secret-value"}))
     first = agent._history_masked(history, counting.mask)
     assert counting.calls == 50
     assert all(m.content.endswith("the key is [vault:KEY]") for m in first)
@@ -103,7 +88,7 @@ def test_a_whole_history_is_masked_once_and_only_new_messages_after() -> None:
     assert counting.calls == 51  # only the new message
     assert again[:50] == first and all(a is b for a, b in zip(again, first, strict=False))
     assert again[50].content == "noted: [vault:KEY]"
-    other = Counting(Masker({}))  # the vault changed: a new masker masks everything anew
+    other = CountingMasker(Masker({}))  # the vault changed: a new masker masks everything anew
     assert [m.content for m in agent._history_masked(history, other.mask)] == [
         m.content for m in history
     ]
