@@ -37,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
 from bridge.types.backend import (
@@ -241,8 +241,35 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
     step_text.append(text)
 
 
-# id(message) -> (the message, the masker, the method, the message masked by it)
-_HISTORY: dict[int, tuple[ChatMessage, object, object, ChatMessage]] = {}
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _ByIdentity(Generic[K, V]):
+    """Values remembered per (object, masker, method) identities: an entry keeps its
+    objects alive, so an id is not reused while it is kept; all dropped at `size`."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._entries: dict[int, tuple[K, object, object, V]] = {}
+        self._size = size
+
+    def get(self, key: K, owner: object = None, func: object = None) -> V | None:
+        hit = self._entries.get(id(key))
+        if hit is not None and hit[0] is key and hit[1] is owner and hit[2] is func:
+            return hit[3]
+        return None
+
+    def put(self, key: K, owner: object, func: object, value: V) -> V:
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[id(key)] = (key, owner, func, value)
+        return value
+
+
+# a message -> the message masked by (masker, method)
+_HISTORY: _ByIdentity[ChatMessage, ChatMessage] = _ByIdentity(8192)
 LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
 # (id(masker), id(first message)) -> (the masker, the method, the last history that
 # started with that message, their masked forms): one entry per chat's history
@@ -282,14 +309,10 @@ def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[Cha
 
 def _one_masked(message: ChatMessage, redact: Redact, owner: object, func: object) -> ChatMessage:
     """`_redacted(message, redact)`, remembered per (message, masker, method) objects."""
-    hit = _HISTORY.get(id(message))
-    if hit is not None and hit[0] is message and hit[1] is owner and hit[2] is func:
-        return hit[3]
-    masked = _redacted(message, redact)
-    if len(_HISTORY) >= 8192:
-        _HISTORY.clear()
-    _HISTORY[id(message)] = (message, owner, func, masked)
-    return masked
+    hit = _HISTORY.get(message, owner, func)
+    if hit is not None:
+        return hit
+    return _HISTORY.put(message, owner, func, _redacted(message, redact))
 
 
 def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
@@ -313,24 +336,20 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
     )
 
 
-_SCHEMA_TEXTS: dict[int, tuple[object, str]] = {}  # id(parameters) -> (them, their JSON)
+_SCHEMA_TEXTS: _ByIdentity[Mapping[str, Any], str] = _ByIdentity(2048)  # their JSON
 
 
 def _schema_text(parameters: Mapping[str, Any]) -> str:
     """The parameters as sorted JSON, encoded once per parameters object (the sources
     hand the same object every turn; the entry keeps it alive, so its id is not reused)."""
-    hit = _SCHEMA_TEXTS.get(id(parameters))
-    if hit is not None and hit[0] is parameters:
-        return hit[1]
+    hit = _SCHEMA_TEXTS.get(parameters)
+    if hit is not None:
+        return hit
     text = json.dumps(parameters, ensure_ascii=False, sort_keys=True)
-    if len(_SCHEMA_TEXTS) >= 2048:
-        _SCHEMA_TEXTS.clear()
-    _SCHEMA_TEXTS[id(parameters)] = (parameters, text)
-    return text
+    return _SCHEMA_TEXTS.put(parameters, None, None, text)
 
 
-# id(schema) -> (the schema, the masker, the method, the schema masked by it)
-_SCHEMAS: dict[int, tuple[ToolSchema, object, object, ToolSchema]] = {}
+_SCHEMAS: _ByIdentity[ToolSchema, ToolSchema] = _ByIdentity(2048)  # masked by (masker, method)
 
 
 def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
@@ -341,14 +360,10 @@ def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
     if owner is None or func is None:  # not a bound masker method: nothing to key on
         return _redacted_schema(schema, redact)
-    hit = _SCHEMAS.get(id(schema))
-    if hit is not None and hit[0] is schema and hit[1] is owner and hit[2] is func:
-        return hit[3]
-    masked = _redacted_schema(schema, redact)
-    if len(_SCHEMAS) >= 2048:
-        _SCHEMAS.clear()
-    _SCHEMAS[id(schema)] = (schema, owner, func, masked)  # kept alive: its id is not reused
-    return masked
+    hit = _SCHEMAS.get(schema, owner, func)
+    if hit is not None:
+        return hit
+    return _SCHEMAS.put(schema, owner, func, _redacted_schema(schema, redact))
 
 
 def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
