@@ -164,6 +164,26 @@ async def test_tenants_are_apart_in_results_and_in_the_counts(db: Any) -> None:
     assert await alice.count() == 80 and await bob.count() == 2
 
 
+TENTH = {1: "w0 mine10", 2: "w0 w1", 3: "w0 secret secret"}
+
+
+async def test_many_tenants_with_the_same_words_see_only_their_own(db: Any) -> None:
+    # a dozen tenants (SQLite's keys 1..12: "1_" is a prefix of "11_" as text) with the
+    # same words, "secret" in one: each finds its own documents, from min_doc too
+    indexes = [await _fill(db, {1: f"w0 mine{i}", 2: "w0 w1"}, f"t{i}") for i in range(12)]
+    await indexes[10].add(3, "w0 secret secret")
+    for i, index in enumerate(indexes):
+        assert [d for d, _ in await index.search([f"mine{i}"], 5)] == [1]
+        assert await index.search([f"mine{(i + 1) % 12}"], 5) == []
+        assert await index.doc_freq(["w0", "secret"], 100) == {
+            "w0": 3 if i == 10 else 2,
+            "secret": 1 if i == 10 else 0,
+        }
+        assert await index.search(["secret"], 5, min_doc=1) == (
+            [(3, pytest.approx(_bm25(TENTH, ["secret"])[0][1]))] if i == 10 else []
+        )
+
+
 async def test_doc_freq_nth_newest_remove_and_drop(db: Any) -> None:
     docs = {i: ("apple pie" if i % 3 == 0 else "pear tart") for i in range(1, 31)}
     index = await _fill(db, docs)
