@@ -81,6 +81,10 @@ def check_home(home: Path) -> Check:
     return Check("ok", "home", f"{home}: 0700, files 0600")
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+NOT_SQLITE = "file is not a database"  # as SQLite says it
+
+
 def no_database(path: Path) -> Check | None:
     if path.exists():
         return None
@@ -90,6 +94,15 @@ def no_database(path: Path) -> Check | None:
 async def check_database(path: Path) -> Check:
     """The home's existing roost.db, opened as it is (nothing created, migrated or
     repaired)."""
+    # SQLite reads page 1 from the WAL while one is left (a daemon running, or one that was
+    # killed), so a clobbered header can open cleanly: look at the file itself first
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        return Check("FAIL", "database", f"{path.name}: cannot read it ({exc.strerror})")
+    if header and header != SQLITE_MAGIC:
+        return Check("FAIL", "database", f"{path.name}: {NOT_SQLITE}; restore it from a backup")
     try:
         db = await open_existing(path)
     except StorageError as exc:

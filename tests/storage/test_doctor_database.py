@@ -79,3 +79,27 @@ async def test_a_file_that_is_not_a_database_fails(backend: str, tmp_path: Path)
     found = await check_database(path)
     assert found.status == "FAIL"
     assert found.reason == "roost.db: file is not a database; restore it from a backup"
+
+
+async def test_a_clobbered_header_fails_while_a_wal_holds_page_one(
+    backend: str, tmp_path: Path
+) -> None:
+    """A daemon that runs (or was killed) leaves a WAL, and SQLite reads page 1 from it:
+    the clobbered header of the file itself must still fail."""
+    if backend != "sqlite":
+        pytest.skip("the home's file is SQLite's")
+    path = tmp_path / "roost.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("CREATE TABLE u (y)")  # page 1 again, now only in the WAL
+    try:
+        with path.open("r+b") as f:
+            f.write(b"this is not SQLite")
+        found = await check_database(path)
+    finally:
+        conn.close()
+    assert found.status == "FAIL"
+    assert found.reason == "roost.db: file is not a database; restore it from a backup"
