@@ -21,11 +21,10 @@ return the same order.
 
 from __future__ import annotations
 
-import heapq
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 MAX_TERM = 64
 MAX_QUERY_TERMS = 64
@@ -61,28 +60,6 @@ def counted(text: str) -> tuple[list[str], list[int], int]:
     """(distinct terms, how often each occurs, the number of terms): a document's row."""
     got = Counter(terms(text))
     return list(got), list(got.values()), sum(got.values())
-
-
-def top_scored(
-    docs: Iterable[tuple[int, int, str]],
-    needles: Sequence[tuple[str, float]],
-    avgdl: float,
-    limit: int,
-) -> list[tuple[int, float]]:
-    """The best `limit` of `docs` (id, length, text) by BM25, as both backends rank:
-    `needles` are (needle, idf) per query term in query order, `text.count(needle)`
-    being the term's frequency in the text (a term it lacks adds nothing)."""
-    k1p = K1 + 1
-    scored = []
-    for doc, length, text in docs:
-        norm = K1 * (1 - B + B * length / avgdl)
-        total = 0.0
-        for needle, idf in needles:
-            tf = text.count(needle)
-            if tf:
-                total += idf * (tf * k1p) / (tf + norm)
-        scored.append((-round(total, SCORE_DIGITS), doc))
-    return [(doc, -s) for s, doc in heapq.nsmallest(limit, scored)]
 
 
 def fts5_any(query: list[str]) -> str:

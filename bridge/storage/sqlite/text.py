@@ -1,39 +1,40 @@
-"""SQLite's text index: one FTS5 table for every (index, tenant), BM25 from the tenant's counts.
+"""SQLite's text index: per-tenant postings in plain tables, BM25 from the tenant's counts.
 
 An (index, tenant) pair is a row of `storage_fts_stats`: its integer `key`,
 its number of documents and of terms. A document is a row of
-`storage_fts_docs` (key, doc, length, body); its body is its terms
-(`bridge.storage.fts.terms`) joined by spaces, each prefixed by the key
-(`12_word`). The job that inserts rows writes them to the one contentless
-FTS5 table `storage_fts_text` (rowid = the row's id) and counts them in
-the stats, in one transaction (not by a trigger: FTS5 flushes a segment
-per trigger statement); a trigger on delete gives FTS5 the body back and
-uncounts the row. Under FTS5's `ascii` tokenizer with `_` a term
-character, FTS5 sees exactly these prefixed terms (the terms hold no `_`
-and no ASCII separator, and are lower case already), so a term's postings
-are the tenant's own: a match is tenant-scoped, and the schema does not
-grow with the tenants (one FTS5 table per tenant made every connection
-re-parse a schema that grew by ~6 tables per new tenant).
+`storage_fts_docs` (key, doc, length, body: its terms, `bridge.storage.fts.terms`,
+joined by spaces). Each (key, term, doc) it holds is a row of
+`storage_fts_postings` with the term's frequency in it and the document's
+length, and each (key, term) a row of `storage_fts_df` with how many of the
+key's documents hold it. Both are WITHOUT ROWID tables keyed in that order,
+so a term's postings are the tenant's own and sorted by doc: a match is a
+range read, and the schema does not grow with the tenants (one FTS5 table per
+tenant made every connection re-parse a schema that grew by ~6 tables per new
+tenant).
 
-Ranking: FTS5's own `bm25()` would count every tenant's documents, so a
-search computes the same formula (`bridge.storage.fts`) in SQL, as the
-PostgreSQL backend does: N and the average length from the tenant's stats,
-each term's document frequency from `fts5vocab` 'row' (`storage_fts_terms`),
-each hit's term frequencies from `fts5vocab` 'instance' (`storage_fts_hits`).
-A search from `min_doc` on (recall scores only the newest matches: `nth_newest`
-then `search`) reads instead the matches from FTS5 MATCH with a rowid floor
-(FTS5 seeks there) and counts their terms in their bodies, so its work is the
-newest matches', not every posting's; `nth_newest` reads the newest rowids
-backwards. `bench.fts_layout` compares both with the old layout.
+Ranking: the formula of `bridge.storage.fts` in SQL, as the PostgreSQL
+backend computes it: N and the average length from the tenant's stats, each
+term's document frequency from `storage_fts_df`, tf and length from the
+postings, read from `min_doc` on when given (recall scores only the newest
+matches), so the work is the matched postings' only. `nth_newest` merges
+the terms' postings backwards (a UNION with ORDER BY: SQLite merges the
+sorted ranges and stops at the n-th). The job that inserts documents writes
+their rows, postings and counts in one transaction; a trigger on a
+document's delete removes its postings and uncounts them (one statement: a
+removal never opens a transaction of its own). `bench.fts_layout` compares
+this with the per-tenant FTS5 layout.
 
-`upgrade` moves a home of the old layout (one FTS5 table per pair, listed
-in `storage_fts`) into this one and drops the old tables.
+`upgrade` moves a home of either earlier layout into this one and drops its
+tables: one FTS5 table per pair (listed in `storage_fts`), or the shared
+contentless FTS5 table `storage_fts_text` (terms prefixed by the key).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
@@ -41,6 +42,9 @@ from bridge.storage import fts
 
 T = TypeVar("T")
 
+# a body as a JSON array of its terms: the terms hold no `"`, `\`, space or control
+# character, so quoting each is enough (an empty body gives [""], which matches nothing)
+_BODY_TERMS = "json_each('[\"' || replace(old.body, ' ', '\",\"') || '\"]')"
 TABLES = (
     "CREATE TABLE IF NOT EXISTS storage_fts_stats (key INTEGER PRIMARY KEY, "
     "name TEXT NOT NULL, tenant TEXT NOT NULL, docs INTEGER NOT NULL, "
@@ -48,16 +52,19 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS storage_fts_docs (id INTEGER PRIMARY KEY, "
     "key INTEGER NOT NULL, doc INTEGER NOT NULL, len INTEGER NOT NULL, body TEXT NOT NULL, "
     "UNIQUE (key, doc))",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_text USING fts5(body, content='', "
-    "columnsize=0, tokenize=\"ascii tokenchars '_'\")",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_terms USING fts5vocab(storage_fts_text, row)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS storage_fts_hits "
-    "USING fts5vocab(storage_fts_text, instance)",
-    # a delete is one statement (a trigger's statement flushes FTS5's pending segment:
-    # cheap for a delete, a segment per row for an insert, which the job does itself)
-    "CREATE TRIGGER IF NOT EXISTS storage_fts_docs_gone AFTER DELETE ON storage_fts_docs BEGIN "
-    "INSERT INTO storage_fts_text (storage_fts_text, rowid, body) "
-    "VALUES ('delete', old.id, old.body); "
+    "CREATE TABLE IF NOT EXISTS storage_fts_postings (key INTEGER NOT NULL, "
+    "term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, "
+    "PRIMARY KEY (key, term, doc)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS storage_fts_df (key INTEGER NOT NULL, term TEXT NOT NULL, "
+    "n INTEGER NOT NULL, PRIMARY KEY (key, term)) WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS storage_fts_docs_removed AFTER DELETE ON storage_fts_docs "
+    "BEGIN "
+    "DELETE FROM storage_fts_postings WHERE key = old.key AND doc = old.doc "
+    f"AND term IN (SELECT value FROM {_BODY_TERMS}); "
+    "UPDATE storage_fts_df SET n = n - 1 WHERE key = old.key "
+    f"AND term IN (SELECT value FROM {_BODY_TERMS}); "
+    "DELETE FROM storage_fts_df WHERE key = old.key AND n <= 0 "
+    f"AND term IN (SELECT value FROM {_BODY_TERMS}); "
     "UPDATE storage_fts_stats SET docs = docs - 1, tokens = tokens - old.len "
     "WHERE key = old.key; END",
 )
@@ -67,13 +74,23 @@ _COUNT_IN = (
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
     "tokens = tokens + excluded.tokens RETURNING key"
 )
-_INSERT = "INSERT INTO storage_fts_docs (id, key, doc, len, body) VALUES (?, ?, ?, ?, ?)"
-# FTS5 from the rows just written (one statement; rowids ascending, one segment per commit)
-_INDEX = "INSERT INTO storage_fts_text (rowid, body) SELECT id, body FROM storage_fts_docs "
-_SCORE = (
-    f"round(sum(q.idf * (h.tf * {fts.K1 + 1}) / (h.tf + {fts.K1} * (1 - {fts.B} "
-    f"+ {fts.B} * d.len / ?))), {fts.SCORE_DIGITS})"
+_INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES (?, ?, ?, ?)"
+# postings and counts of a batch, each one statement whatever the batch's size:
+# [[term, doc, tf, len], ...] and [[term, n], ...]
+_POST = (
+    "INSERT INTO storage_fts_postings (key, term, doc, tf, len) SELECT ?, "
+    "value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?)"
 )
+_DF = (
+    "INSERT INTO storage_fts_df (key, term, n) SELECT ?, value ->> 0, value ->> 1 "
+    "FROM json_each(?) WHERE true ON CONFLICT (key, term) DO UPDATE SET n = n + excluded.n"
+)
+_SCORE = (
+    f"round(sum(q.idf * (p.tf * {fts.K1 + 1}) / (p.tf + {fts.K1} * (1 - {fts.B} "
+    f"+ {fts.B} * p.len / ?))), {fts.SCORE_DIGITS})"
+)
+# the earlier shared layout's FTS5 tables and trigger (dropped by `upgrade`)
+_SHARED = ("storage_fts_hits", "storage_fts_terms", "storage_fts_text")
 
 
 class Runner(Protocol):
@@ -110,18 +127,26 @@ def _atomic(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> 
 def _insert_all(
     conn: sqlite3.Connection, name: str, tenant: str, docs: Sequence[tuple[int, str]]
 ) -> None:
-    """The documents' rows and their FTS5 entries; the pair's counts (its key made when
+    """The documents' rows, postings and counts; the pair's counts (its key made when
     new)."""
     found = [(doc, fts.terms(text)) for doc, text in docs]
     total = sum(len(t) for _, t in found)
     key = int(conn.execute(_COUNT_IN, (name, tenant, len(found), total)).fetchone()[0])
-    first = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM storage_fts_docs").fetchone()[0])
-    rows = [
-        (first + i, key, doc, len(t), " ".join(f"{key}_{x}" for x in t))
-        for i, (doc, t) in enumerate(found)
-    ]
-    conn.executemany(_INSERT, rows)
-    conn.execute(_INDEX + "WHERE id >= ?", (first,))
+    conn.executemany(_INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
+    _post(conn, key, found)
+
+
+def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[str]]]) -> None:
+    """The postings of documents (doc, terms) of `key` and their document frequencies."""
+    postings: list[tuple[str, int, int, int]] = []
+    df: Counter[str] = Counter()
+    for doc, terms in found:
+        tfs = Counter(terms)
+        postings.extend((term, doc, tf, len(terms)) for term, tf in tfs.items())
+        df.update(tfs.keys())
+    if postings:
+        conn.execute(_POST, (key, json.dumps(postings, ensure_ascii=False)))
+        conn.execute(_DF, (key, json.dumps(list(df.items()), ensure_ascii=False)))
 
 
 class SqliteTextIndex:
@@ -186,27 +211,22 @@ class SqliteTextIndex:
             docs, tokens = conn.execute(
                 "SELECT docs, tokens FROM storage_fts_stats WHERE key = ?", (key,)
             ).fetchone()
-            freq = _freqs(conn, key, terms)
             idf = [
-                (f"{key}_{t}", max(math.log((docs - n + 0.5) / (n + 0.5)), fts.IDF_FLOOR))
-                for t, n in freq.items()
+                (t, max(math.log((docs - n + 0.5) / (n + 0.5)), fts.IDF_FLOOR))
+                for t, n in _freqs(conn, key, terms).items()
                 if n > 0
             ]
             if not idf:
                 return []
-            avgdl = tokens / max(docs, 1)
-            if min_doc is not None:
-                return _newest_scored(conn, key, idf, avgdl, min_doc, limit)
+            # the query's terms first, each one's postings from `low` on (a range of the key)
             sql = (
                 f"WITH q(term, idf) AS (VALUES {_marks_pairs(len(idf))}) "
-                f"SELECT d.doc, {_SCORE} AS s FROM ("
-                "SELECT doc AS id, term, count(*) AS tf FROM storage_fts_hits "
-                f"WHERE term IN ({_marks(len(idf))}) GROUP BY doc, term) h "
-                "JOIN q ON q.term = h.term JOIN storage_fts_docs d ON d.id = h.id "
-                "WHERE d.doc >= ? GROUP BY d.doc ORDER BY s DESC, d.doc LIMIT ?"
+                f"SELECT p.doc, {_SCORE} AS s FROM q CROSS JOIN storage_fts_postings p "
+                "ON p.key = ? AND p.term = q.term AND p.doc >= ? "
+                "GROUP BY p.doc ORDER BY s DESC, p.doc LIMIT ?"
             )
             pairs = [x for pair in idf for x in pair]
-            args = (*pairs, avgdl, *(t for t, _ in idf), low, limit)
+            args = (*pairs, tokens / max(docs, 1), key, low, limit)
             return [(int(d), float(s)) for d, s in conn.execute(sql, args).fetchall()]
 
         return await self._read(job, [])
@@ -225,7 +245,15 @@ class SqliteTextIndex:
             return None
 
         def job(conn: sqlite3.Connection, key: int) -> int | None:
-            return _nth_newest(conn, key, fts.fts5_any([f"{key}_{t}" for t in terms]), n)
+            # one arm per term, each read backwards on the postings' key; the UNION's ORDER BY
+            # merges them (no sort) and stops at the n-th distinct doc
+            arms = " UNION ".join(
+                ["SELECT doc FROM storage_fts_postings WHERE key = ? AND term = ?"] * len(terms)
+            )
+            sql = f"{arms} ORDER BY 1 DESC LIMIT 1 OFFSET ?"
+            args = [x for t in terms for x in (key, t)]
+            row = conn.execute(sql, (*args, n - 1)).fetchone()
+            return None if row is None else int(row[0])
 
         return await self._read(job, None)
 
@@ -236,7 +264,9 @@ class SqliteTextIndex:
     async def drop(self) -> None:
         def drop(conn: sqlite3.Connection) -> None:
             key = self._key(conn)
-            if key is not None:
+            if key is not None:  # postings and counts first: the trigger then finds none
+                conn.execute("DELETE FROM storage_fts_postings WHERE key = ?", (key,))
+                conn.execute("DELETE FROM storage_fts_df WHERE key = ?", (key,))
                 conn.execute("DELETE FROM storage_fts_docs WHERE key = ?", (key,))
                 conn.execute("DELETE FROM storage_fts_stats WHERE key = ?", (key,))
 
@@ -248,102 +278,64 @@ class SqliteTextIndex:
         )
 
         def job(conn: sqlite3.Connection, key: int) -> list[tuple[int, str]]:
-            rows = conn.execute(sql, (key, after, limit)).fetchall()
-            return [(int(d), _unprefixed(str(b))) for d, b in rows]
+            return [(int(d), str(b)) for d, b in conn.execute(sql, (key, after, limit))]
 
         return await self._read(job, [])
-
-
-def _newest_scored(
-    conn: sqlite3.Connection,
-    key: int,
-    idf: Sequence[tuple[str, float]],
-    avgdl: float,
-    min_doc: int,
-    limit: int,
-) -> list[tuple[int, float]]:
-    """`search` from `min_doc` on: the matches come from FTS5 MATCH with a rowid floor
-    (FTS5 seeks there: the work is the newest matches', not every posting's, as
-    fts5vocab 'instance' would read), each one's tf counted in its body here."""
-    floor = conn.execute(
-        "SELECT min(id) FROM storage_fts_docs WHERE key = ? AND doc >= ?", (key, min_doc)
-    ).fetchone()[0]
-    if floor is None:
-        return []
-    # every doc >= min_doc has a rowid >= the least of theirs (the newest when rowids grow)
-    sql = (
-        "SELECT d.doc, d.len, d.body FROM (SELECT rowid AS id FROM storage_fts_text "
-        "WHERE storage_fts_text MATCH ? AND rowid >= ?) m "
-        "CROSS JOIN storage_fts_docs d ON d.id = m.id WHERE d.doc >= ?"
-    )
-    rows = conn.execute(sql, (fts.fts5_any([t for t, _ in idf]), floor, min_doc)).fetchall()
-    # every term of a body is "{key}_{word}" (one `_`, the same key): "{key}_{word} " in
-    # the body plus a space is found at the start of that word's occurrences only
-    needles = [(f"{t} ", weight) for t, weight in idf]
-    found = ((doc, length, body + " ") for doc, length, body in rows)
-    return fts.top_scored(found, needles, avgdl, limit)
-
-
-def _nth_newest(conn: sqlite3.Connection, key: int, expr: str, n: int) -> int | None:
-    """The n-th largest doc matching `expr`. Rowids grow with each insert, so the n
-    newest rowids of the matches (FTS5 reads them backwards and stops) are the n
-    newest docs unless an older rowid holds a larger doc (an add out of doc order):
-    checked on the docs index, else all the matches are sorted."""
-    newest = (
-        "SELECT min(d.doc), min(d.id), count(*) FROM (SELECT rowid AS id FROM storage_fts_text "
-        "WHERE storage_fts_text MATCH ? ORDER BY rowid DESC LIMIT ?) m "
-        "CROSS JOIN storage_fts_docs d ON d.id = m.id"
-    )
-    low, floor, found = conn.execute(newest, (expr, n)).fetchone()
-    if found < n:
-        return None
-    later = "SELECT 1 FROM storage_fts_docs WHERE key = ? AND doc > ? AND id < ? LIMIT 1"
-    if conn.execute(later, (key, low, floor)).fetchone() is None:
-        return int(low)
-    sql = (
-        "SELECT d.doc FROM storage_fts_docs d WHERE d.id IN (SELECT rowid "
-        "FROM storage_fts_text WHERE storage_fts_text MATCH ?) "
-        "ORDER BY d.doc DESC LIMIT 1 OFFSET ?"
-    )
-    row = conn.execute(sql, (expr, n - 1)).fetchone()
-    return None if row is None else int(row[0])
 
 
 def _marks_pairs(n: int) -> str:
     return ", ".join(["(?, ?)"] * n)
 
 
-def _unprefixed(body: str) -> str:
-    return " ".join(t.partition("_")[2] for t in body.split())
-
-
 def _freqs(conn: sqlite3.Connection, key: int, terms: Sequence[str]) -> dict[str, int]:
-    """Per term, how many of the key's documents hold it (fts5vocab 'row' of the prefixed term)."""
+    """Per term, how many of the key's documents hold it."""
     found = dict.fromkeys(terms, 0)
     if not terms:
         return found
-    prefix = f"{key}_"
-    sql = f"SELECT term, doc FROM storage_fts_terms WHERE term IN ({_marks(len(terms))})"
-    for term, n in conn.execute(sql, [prefix + t for t in terms]):
-        found[str(term)[len(prefix) :]] = int(n)
+    sql = f"SELECT term, n FROM storage_fts_df WHERE key = ? AND term IN ({_marks(len(terms))})"
+    for term, n in conn.execute(sql, (key, *terms)):
+        found[str(term)] = int(n)
     return found
 
 
+def _exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
 def upgrade(conn: sqlite3.Connection) -> int:
-    """Move every per-(index, tenant) FTS5 table of the old layout (listed in
-    `storage_fts`) into the shared tables, drop them and the list; inside the caller's
-    transaction. The number of tables moved."""
-    listed = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'storage_fts'"
-    ).fetchone()
-    if listed is None:
+    """Move a home of an earlier layout into this one, inside the caller's transaction:
+    the shared FTS5 table's documents (their bodies unprefixed, their postings and counts
+    made; the stats are kept), then every per-(index, tenant) FTS5 table (listed in
+    `storage_fts`); their tables dropped. The number of (index, tenant) pairs moved."""
+    return _upgrade_shared(conn) + _upgrade_per_tenant(conn)
+
+
+def _upgrade_shared(conn: sqlite3.Connection) -> int:
+    if not _exists(conn, "storage_fts_text"):
+        return 0
+    conn.execute("DROP TRIGGER IF EXISTS storage_fts_docs_gone")  # it wrote to storage_fts_text
+    rows = conn.execute("SELECT id, key, doc, body FROM storage_fts_docs ORDER BY key, id")
+    by_key: dict[int, list[tuple[int, list[str]]]] = {}
+    bodies = []
+    for ident, key, doc, body in rows.fetchall():
+        terms = [t.partition("_")[2] for t in str(body).split()]  # "{key}_{term}"
+        by_key.setdefault(int(key), []).append((int(doc), terms))
+        bodies.append((" ".join(terms), ident))
+    conn.executemany("UPDATE storage_fts_docs SET body = ? WHERE id = ?", bodies)
+    for key, found in by_key.items():
+        _post(conn, key, found)
+    for table in _SHARED:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    return len(by_key)
+
+
+def _upgrade_per_tenant(conn: sqlite3.Connection) -> int:
+    if not _exists(conn, "storage_fts"):
         return 0
     old = conn.execute("SELECT tbl, name, tenant FROM storage_fts ORDER BY tbl").fetchall()
     for tbl, name, tenant in old:
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (tbl,)
-        ).fetchone()
-        if exists is None:
+        if not _exists(conn, str(tbl)):
             continue
         # the old bodies are the terms joined by spaces: `add` of them gives the same terms
         docs = conn.execute(f'SELECT rowid, body FROM "{tbl}" ORDER BY rowid').fetchall()
