@@ -144,9 +144,9 @@ def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[st
         tfs = Counter(terms)
         postings.extend((term, doc, tf, len(terms)) for term, tf in tfs.items())
         df.update(tfs.keys())
-    if postings:
-        conn.execute(_POST, (key, json.dumps(postings, ensure_ascii=False)))
-        conn.execute(_DF, (key, json.dumps(list(df.items()), ensure_ascii=False)))
+    if postings:  # in key order: a batch appends to the b-trees instead of scattering
+        conn.execute(_POST, (key, json.dumps(sorted(postings), ensure_ascii=False)))
+        conn.execute(_DF, (key, json.dumps(sorted(df.items()), ensure_ascii=False)))
 
 
 class SqliteTextIndex:
