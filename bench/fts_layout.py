@@ -14,7 +14,8 @@ the 50 most frequent, "rare" from ranks 2,000-20,000. Old and new take turns
 query by query (a busy machine slows both alike). Kind "newest": the common
 queries as bridge.recall.search runs them (`nth_newest` of 2,000 matches, then
 `search` from that document on: only the newest matches scored), both calls
-timed. p50/p99 in ms of wall time
+timed. Kind "add": one `add_many` of a turn's pair (two new documents of a
+tenant), after the searches. p50/p99 in ms of wall time
 and the ratio new/old of the p50s. The two must rank alike (checked on every
 query: same documents, scores within 1e-6).
 
@@ -46,6 +47,7 @@ VOCAB = 30_000
 NAME = "recall"
 POSTINGS = 2_000  # bridge.recall.search.Tuning.postings
 BOUNDED = "newest"  # the common queries, recall-shaped: only the newest POSTINGS matches
+ADD = "add"  # a turn's pair of new documents written (after the searches)
 
 
 class Index(Protocol):
@@ -150,6 +152,7 @@ def queries(rng: random.Random, words: list[str], n: int) -> dict[str, list[list
 def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # as roost's engine: no fsync per commit
     return conn
 
 
@@ -203,8 +206,29 @@ async def measure(
     return {k: _pct(v) for k, v in times.items()}
 
 
+async def measure_adds(
+    runners: dict[str, Runner], tenants: int, pairs: list[list[tuple[int, str]]]
+) -> dict[str, tuple[float, float]]:
+    """Old and new in turn per pair; (p50, p99) ms of one `add_many` of a turn's pair
+    (two new documents of one tenant, one transaction each)."""
+    rng = random.Random(5)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for pair in pairs:
+        tenant = f"t{rng.randrange(tenants)}"
+        for layout, runner in runners.items():
+            index = LAYOUTS[layout](runner, NAME, tenant)
+            start = time.perf_counter()
+            await index.add_many(pair)
+            times[layout].append((time.perf_counter() - start) * 1000)
+    return {k: _pct(v) for k, v in times.items()}
+
+
 async def on_paths(
-    paths: dict[str, Path], tenants: int, qs: dict[str, list[list[str]]], limit: int
+    paths: dict[str, Path],
+    tenants: int,
+    qs: dict[str, list[list[str]]],
+    limit: int,
+    pairs: dict[str, list[list[tuple[int, str]]]],
 ) -> list[tuple[str, str, dict[str, tuple[float, float]]]]:
     out = []
     conns = {k: connect(p) for k, p in paths.items()}
@@ -212,6 +236,7 @@ async def on_paths(
         raw: dict[str, Runner] = {k: Raw(c) for k, c in conns.items()}
         for kind, q in qs.items():
             out.append(("raw", kind, await measure(raw, tenants, q, limit, kind == BOUNDED)))
+        out.append(("raw", ADD, await measure_adds(raw, tenants, pairs["raw"])))
     finally:
         for c in conns.values():
             c.close()
@@ -221,6 +246,7 @@ async def on_paths(
         for kind, q in qs.items():
             bounded = kind == BOUNDED
             out.append(("SqliteDatabase", kind, await measure(runners, tenants, q, limit, bounded)))
+        out.append(("SqliteDatabase", ADD, await measure_adds(runners, tenants, pairs["db"])))
     finally:
         for db in dbs.values():
             await db.aclose()
@@ -232,6 +258,12 @@ async def scale(tenants: int, per: int, n_queries: int, limit: int) -> None:
     words = vocabulary(rng)
     docs = [corpus(rng, words, per) for _ in range(tenants)]
     qs = queries(rng, words, n_queries)
+    texts = iter(corpus(rng, words, 4 * n_queries))
+    ids = iter(range(per + 1, per + 1 + 4 * n_queries))  # after every built doc
+    pairs = {
+        path: [[(next(ids), next(texts)) for _ in range(2)] for _ in range(n_queries)]
+        for path in ("raw", "db")
+    }
     with tempfile.TemporaryDirectory() as tmp:
         paths = {k: Path(tmp) / f"{k}.db" for k in LAYOUTS}
         for layout, path in paths.items():
@@ -239,7 +271,7 @@ async def scale(tenants: int, per: int, n_queries: int, limit: int) -> None:
             await build(path, layout, tenants, docs)
             took = time.perf_counter() - start
             print(f"  built {layout}: {took:.1f} s, {path.stat().st_size / 2**20:.1f} MiB")
-        for path_name, kind, res in await on_paths(paths, tenants, qs, limit):
+        for path_name, kind, res in await on_paths(paths, tenants, qs, limit, pairs):
             (o50, o99), (n50, n99) = res["old"], res["new"]
             print(
                 f"  {path_name:<14} {kind:<7}old p50 {o50:6.2f} p99 {o99:6.2f} ms | "
