@@ -21,8 +21,10 @@ the terms' postings backwards (a UNION with ORDER BY: SQLite merges the
 sorted ranges and stops at the n-th). The job that inserts documents writes
 their rows, postings and counts in one transaction; a trigger on a
 document's delete removes its postings and uncounts them (one statement: a
-removal never opens a transaction of its own). `bench.fts_layout` compares
-this with the per-tenant FTS5 layout.
+removal never opens a transaction of its own). The price is on the write
+side: a row per distinct term and an upsert per term for each document
+(FTS5 wrote one segment per transaction), several times FTS5's time per
+add. `bench.fts_layout` compares both with the per-tenant FTS5 layout.
 
 `upgrade` moves a home of either earlier layout into this one and drops its
 tables: one FTS5 table per pair (listed in `storage_fts`), or the shared
