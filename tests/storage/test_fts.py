@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from bridge.storage import fts
 from bridge.storage.errors import IntegrityError
+from bridge.storage.sqlite import SqliteDatabase
 
 SENTENCES = [
     "All human beings are born free and equal in dignity and rights.",
@@ -209,6 +210,29 @@ async def test_doc_freq_nth_newest_remove_and_drop(db: Any) -> None:
     assert await db.text_index_names("alice") == []
     await index.add(1, "apple")  # a dropped index starts again when written
     assert await index.search(["apple"], 5) == [(1, pytest.approx(await _score1()))]
+
+
+async def test_removing_every_document_leaves_no_terms_counted(db: Any) -> None:
+    """Each removal uncounts exactly its document's terms, in any script (SQLite: its
+    postings and document frequencies go with it, none left behind)."""
+    docs = {i + 1: t for i, t in enumerate(SENTENCES + HOSTILE + ["", "w w w w"])}
+    index = await _fill(db, docs)
+    other = await _fill(db, {1: SENTENCES[0]}, tenant="bob")
+    words = sorted({w for t in docs.values() for w in fts.terms(t)})
+    for doc in sorted(docs, reverse=True):
+        assert await index.remove(doc) is True
+    assert await index.count() == 0
+    for at in range(0, len(words), fts.MAX_QUERY_TERMS):
+        chunk = words[at : at + fts.MAX_QUERY_TERMS]
+        assert await index.doc_freq(chunk, 100) == dict.fromkeys(chunk, 0)
+        assert await index.search(chunk, 100) == [] and await index.nth_newest(chunk, 1) is None
+    assert await other.count() == 1 and await other.search(["human"], 5) != []
+    if isinstance(db, SqliteDatabase):
+        left = await db.fetch_all(
+            "SELECT count(*) FROM storage_fts_postings UNION ALL "
+            "SELECT count(*) FROM storage_fts_df"
+        )
+        assert left == [(len(set(fts.terms(SENTENCES[0]))),)] * 2
 
 
 async def _score1() -> float:
