@@ -71,6 +71,7 @@ TABLES = (
     "WHERE key = old.key; END",
 )
 _KEY = "SELECT key FROM storage_fts_stats WHERE name = ? AND tenant = ?"
+_STATS = "SELECT key, docs, tokens FROM storage_fts_stats WHERE name = ? AND tenant = ?"
 _COUNT_IN = (
     "INSERT INTO storage_fts_stats (name, tenant, docs, tokens) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
@@ -161,11 +162,18 @@ class SqliteTextIndex:
 
     async def _read(self, fn: Callable[[sqlite3.Connection, int], T], empty: T) -> T:
         """`fn(conn, key)` on a reader; `empty` when the pair has no key (never written)."""
+        return await self._read_stats(lambda conn, key, _docs, _tokens: fn(conn, key), empty)
+
+    async def _read_stats(
+        self, fn: Callable[[sqlite3.Connection, int, int, int], T], empty: T
+    ) -> T:
+        """`fn(conn, key, docs, tokens)` on a reader, the pair's stats read in one
+        statement; `empty` when the pair has no key (never written)."""
 
         def job(conn: sqlite3.Connection) -> T:
             try:
-                key = self._key(conn)
-                return empty if key is None else fn(conn, key)
+                row = conn.execute(_STATS, (self.name, self.tenant)).fetchone()
+                return empty if row is None else fn(conn, int(row[0]), int(row[1]), int(row[2]))
             except sqlite3.OperationalError as exc:
                 if _missing(exc):  # not migrated: nothing was ever written
                     return empty
@@ -209,10 +217,9 @@ class SqliteTextIndex:
             return []
         low = -(2**63) if min_doc is None else min_doc
 
-        def job(conn: sqlite3.Connection, key: int) -> list[tuple[int, float]]:
-            docs, tokens = conn.execute(
-                "SELECT docs, tokens FROM storage_fts_stats WHERE key = ?", (key,)
-            ).fetchone()
+        def job(
+            conn: sqlite3.Connection, key: int, docs: int, tokens: int
+        ) -> list[tuple[int, float]]:
             idf = [
                 (t, max(math.log((docs - n + 0.5) / (n + 0.5)), fts.IDF_FLOOR))
                 for t, n in _freqs(conn, key, terms).items()
@@ -231,7 +238,7 @@ class SqliteTextIndex:
             args = (*pairs, tokens / max(docs, 1), key, low, limit)
             return [(int(d), float(s)) for d, s in conn.execute(sql, args).fetchall()]
 
-        return await self._read(job, [])
+        return await self._read_stats(job, [])
 
     async def doc_freq(self, query: Sequence[str], cap: int) -> dict[str, int]:
         found = fts.query_terms(query)
@@ -260,8 +267,7 @@ class SqliteTextIndex:
         return await self._read(job, None)
 
     async def count(self) -> int:
-        sql = "SELECT docs FROM storage_fts_stats WHERE key = ?"
-        return await self._read(lambda c, key: int(c.execute(sql, (key,)).fetchone()[0]), 0)
+        return await self._read_stats(lambda _conn, _key, docs, _tokens: docs, 0)
 
     async def drop(self) -> None:
         def drop(conn: sqlite3.Connection) -> None:
