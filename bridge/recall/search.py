@@ -6,7 +6,7 @@ Ranking over what the index returns:
    Caroline paint?" the name says who said it, not what was said: as a word
    it finds the other person's "Caroline, look!"), the rarest of them up to
    `postings` matching messages (`_affordable`), go to the tenant's text
-   index as "any of these terms" (`Database.text_index`: FTS5 or tsvector,
+   index as "any of these terms" (`Database.text_index`: SQLite postings or tsvector,
    quoted by `bridge.storage.fts`), ranked by bm25 over the text and the
    speaker's name;
    past `postings` matches only the newest are scored, so the work is

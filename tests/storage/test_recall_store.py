@@ -207,8 +207,8 @@ async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
     tmp_path: Path,
 ) -> None:
     """A turn's pair: the INSERT, its two terms (the index's counts and key, the next id, a
-    row each, their FTS5 entries), the speaker; the only transaction is the text index's
-    own around its terms, inside one job (FTS5 writes a segment per commit)."""
+    row each, their postings and term counts), the speaker; the only transaction is the text
+    index's own around its terms, inside one job."""
     database, statements = await traced(tmp_path / "roost.db")
     try:
         index = RecallIndex(database, "t")
