@@ -333,12 +333,14 @@ async def overhead(
     profile: bool = False,
     budget: int = 0,
     clients: int = 10,
+    inline_writes: bool = True,
 ) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
         settings = isolated_settings(Path(tmp), **limits)
         model = EchoModel()
         roost = await build(settings, backend=model)
+        set_inline_writes(roost, inline_writes)
         for i in range(min(100, turns)):  # warm: tenant made, caches filled
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
@@ -384,6 +386,13 @@ async def overhead(
     return statistics.median(times) * 1e3, pct(times, 99) * 1e3, statistics.median(bare) * 1e3
 
 
+def set_inline_writes(roost: Any, on: bool) -> None:
+    """SQLite's short writes on the loop's thread (the default) or every one a job of its
+    writer thread (`--inline-writes off`): the A/B of one turn's latency against turns/s."""
+    if hasattr(roost.database, "inline_writes"):
+        roost.database.inline_writes = on
+
+
 def serve_echo(port_q: Any) -> None:
     async def main() -> None:
         async def echo(request: web.Request) -> web.Response:
@@ -402,7 +411,7 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None) -> None:
+def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: bool) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
@@ -411,6 +420,7 @@ def serve_roost(port_q: Any, home: str, model_url: str | None) -> None:
             extra |= {"ROOST_LLM__BASE_URL": model_url, "ROOST_LLM__MODEL": "m"}
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
+        set_inline_writes(roost, inline_writes)
         channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
         await channel.start()
         port_q.put(channel.port)
@@ -480,12 +490,25 @@ def main() -> None:
         default=10,
         help="the step table again with this many turns at once, in-process (1: not)",
     )
+    parser.add_argument(
+        "--inline-writes",
+        choices=("on", "off"),
+        default="on",
+        help="SQLite's short writes on the loop's thread (on, the default) or on its writer",
+    )
     args = parser.parse_args()
+    inline = args.inline_writes == "on"
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
     p50, p99, bare = asyncio.run(
-        overhead(args.turns, profile=args.profile, budget=args.budget, clients=args.clients)
+        overhead(
+            args.turns,
+            profile=args.profile,
+            budget=args.budget,
+            clients=args.clients,
+            inline_writes=inline,
+        )
     )
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
@@ -496,9 +519,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []
         echo_proc, echo_port = start(serve_echo)
-        roost_proc, roost_port = start(serve_roost, tmp1, None)
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url)
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline)
         procs += [echo_proc, roost_proc, model_proc, http_proc]
         try:
             print(
