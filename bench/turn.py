@@ -21,7 +21,9 @@ turn, with the floor of a durable audit chain (one appended line and its
 Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
 daily token budget for every tenant, so the budget check reads; `--profile`:
-cProfile's function calls per turn and top functions by own time). Also printed:
+cProfile's function calls per turn and top functions by own time; `--inline-writes
+on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
+inline only while one turn is in flight). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers) and the SQL statements per turn on each connection, figures
@@ -333,7 +335,7 @@ async def overhead(
     profile: bool = False,
     budget: int = 0,
     clients: int = 10,
-    inline_writes: bool = True,
+    inline_writes: str = "on",
 ) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
@@ -386,11 +388,29 @@ async def overhead(
     return statistics.median(times) * 1e3, pct(times, 99) * 1e3, statistics.median(bare) * 1e3
 
 
-def set_inline_writes(roost: Any, on: bool) -> None:
-    """SQLite's short writes on the loop's thread (the default) or every one a job of its
-    writer thread (`--inline-writes off`): the A/B of one turn's latency against turns/s."""
-    if hasattr(roost.database, "inline_writes"):
-        roost.database.inline_writes = on
+def set_inline_writes(roost: Any, mode: str) -> None:
+    """SQLite's short writes on the loop's thread (`on`, the default), every one a job of
+    its writer thread (`off`), or inline only while one turn is in flight (`alone`: the
+    policy "never under load", put on `core.handle` here): the A/B of one turn's latency
+    against turns/s."""
+    database = roost.database
+    if not hasattr(database, "inline_writes"):
+        return  # not SQLite
+    database.inline_writes = mode != "off"
+    if mode != "alone":
+        return
+    handle, flight = roost.core.handle, [0]
+
+    async def counted(*a: Any, **k: Any) -> Any:
+        flight[0] += 1
+        database.inline_writes = flight[0] <= 1
+        try:
+            return await handle(*a, **k)
+        finally:
+            flight[0] -= 1
+            database.inline_writes = flight[0] <= 1
+
+    roost.core.handle = counted
 
 
 def serve_echo(port_q: Any) -> None:
@@ -411,7 +431,7 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: bool) -> None:
+def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
@@ -492,12 +512,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--inline-writes",
-        choices=("on", "off"),
+        choices=("on", "off", "alone"),
         default="on",
-        help="SQLite's short writes on the loop's thread (on, the default) or on its writer",
+        help="SQLite's short writes on the loop's thread (on, the default), on its writer"
+        " (off), or inline only while one turn is in flight (alone)",
     )
     args = parser.parse_args()
-    inline = args.inline_writes == "on"
+    inline = args.inline_writes
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
