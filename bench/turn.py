@@ -21,7 +21,9 @@ turn, with the floor of a durable audit chain (one appended line and its
 Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
 daily token budget for every tenant, so the budget check reads; `--profile`:
-cProfile's function calls per turn and top functions by own time). Also printed:
+cProfile's function calls per turn and top functions by own time; `--inline-writes
+on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
+inline only while one turn is in flight). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers) and the SQL statements per turn on each connection, figures
@@ -333,12 +335,14 @@ async def overhead(
     profile: bool = False,
     budget: int = 0,
     clients: int = 10,
+    inline_writes: str = "on",
 ) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
         settings = isolated_settings(Path(tmp), **limits)
         model = EchoModel()
         roost = await build(settings, backend=model)
+        set_inline_writes(roost, inline_writes)
         for i in range(min(100, turns)):  # warm: tenant made, caches filled
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
@@ -384,6 +388,31 @@ async def overhead(
     return statistics.median(times) * 1e3, pct(times, 99) * 1e3, statistics.median(bare) * 1e3
 
 
+def set_inline_writes(roost: Any, mode: str) -> None:
+    """SQLite's short writes on the loop's thread (`on`, the default), every one a job of
+    its writer thread (`off`), or inline only while one turn is in flight (`alone`: the
+    policy "never under load", put on `core.handle` here): the A/B of one turn's latency
+    against turns/s."""
+    database = roost.database
+    if not hasattr(database, "inline_writes"):
+        return  # not SQLite
+    database.inline_writes = mode != "off"
+    if mode != "alone":
+        return
+    handle, flight = roost.core.handle, [0]
+
+    async def counted(*a: Any, **k: Any) -> Any:
+        flight[0] += 1
+        database.inline_writes = flight[0] <= 1
+        try:
+            return await handle(*a, **k)
+        finally:
+            flight[0] -= 1
+            database.inline_writes = flight[0] <= 1
+
+    roost.core.handle = counted
+
+
 def serve_echo(port_q: Any) -> None:
     async def main() -> None:
         async def echo(request: web.Request) -> web.Response:
@@ -402,7 +431,7 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None) -> None:
+def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
@@ -411,6 +440,7 @@ def serve_roost(port_q: Any, home: str, model_url: str | None) -> None:
             extra |= {"ROOST_LLM__BASE_URL": model_url, "ROOST_LLM__MODEL": "m"}
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
+        set_inline_writes(roost, inline_writes)
         channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
         await channel.start()
         port_q.put(channel.port)
@@ -480,12 +510,26 @@ def main() -> None:
         default=10,
         help="the step table again with this many turns at once, in-process (1: not)",
     )
+    parser.add_argument(
+        "--inline-writes",
+        choices=("on", "off", "alone"),
+        default="on",
+        help="SQLite's short writes on the loop's thread (on, the default), on its writer"
+        " (off), or inline only while one turn is in flight (alone)",
+    )
     args = parser.parse_args()
+    inline = args.inline_writes
     if args.quick:
         args.turns, args.seconds = 300, 0.5
 
     p50, p99, bare = asyncio.run(
-        overhead(args.turns, profile=args.profile, budget=args.budget, clients=args.clients)
+        overhead(
+            args.turns,
+            profile=args.profile,
+            budget=args.budget,
+            clients=args.clients,
+            inline_writes=inline,
+        )
     )
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
@@ -496,9 +540,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []
         echo_proc, echo_port = start(serve_echo)
-        roost_proc, roost_port = start(serve_roost, tmp1, None)
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url)
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline)
         procs += [echo_proc, roost_proc, model_proc, http_proc]
         try:
             print(

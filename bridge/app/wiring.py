@@ -155,7 +155,8 @@ def build_capabilities(
         files=files,
     )
     corrections = build_corrections(loadout, audit, clock)
-    drafts = DraftStore(database, lambda: int(clock() * 1000))  # per chat, until saved or expired
+    # per chat, until saved or expired; a chat without drafts costs no statement (`changes`)
+    drafts = DraftStore(database, lambda: int(clock() * 1000), changes=changes)
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     if judge is not None:  # what the judge sees is masked like what the model sees
         judge.use_masks(loadout.vault.masker)

@@ -13,7 +13,10 @@ chat's lock is held, so one chat's replies go out in order. A model turn
 runs through `running` (`bridge.core.running`), so a channel can stop it or
 attach to it while it runs. A message that has to wait for its chat's
 earlier ones is acknowledged at once through a reply that can (`Queued`:
-Telegram reacts to it). A command marked `immediate` (`/stop`) runs at
+Telegram reacts to it), unless all it waits for is the delivery of the
+answer ahead (its turn is over, its final is being sent: the person may
+already see it and answer back before its send returns; that wait is short
+and a 👀 set then would be taken back at once). A command marked `immediate` (`/stop`) runs at
 once beside the chat's running answer instead of after it. Every reply to an admitted message leaves
 through the tenant's masker (`masks`), commands' replies included, and so
 does the question a running turn shows to an attaching page.
@@ -129,6 +132,7 @@ class Core:
         self._clock = clock
         self._limits = limits or CoreLimits()
         self.locks: KeyedLocks[SessionKey] = KeyedLocks()
+        self._delivering: set[SessionKey] = set()  # chats whose holder sends its final now
         # a chat's messages pass the access check one at a time, in arrival order: the
         # check awaits the database, and the next message must not reach the chat's lock
         # first (released with no await before `_admitted` queues at that lock)
@@ -228,13 +232,18 @@ class Core:
                 await reply.send(final)
             return final
         ahead = self.locks.users(key)
-        if ahead and isinstance(reply, Queued):  # acknowledged now, answered in turn
+        delivered = ahead == 1 and key in self._delivering  # next the moment it is sent
+        if ahead and not delivered and isinstance(reply, Queued):  # answered in turn
             acknowledge(reply, ahead)
         async with self.locks.hold(key):
             async with reply.working():
                 final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
             final = masked(final, self._masks(self._dirs_of(tenant)))
-            await reply.send(final)
+            self._delivering.add(key)
+            try:
+                await reply.send(final)
+            finally:
+                self._delivering.discard(key)
         return final
 
     async def _guarded(

@@ -16,6 +16,16 @@ linted and compiled again when it is read (`forge.library.build_spec`, cached
 by hash), so a row never bypasses the forge's checks; one that no longer
 passes them is not offered. The store runs on the `Database` protocol
 (SQLite or PostgreSQL); a new version is written in one unit.
+
+`drafts(key)` runs before every message (the forge offers a chat's drafts as
+tools), and almost every chat has none. Given the process's `TableChanges`
+(`bridge.loadout.db_changes`), the store mirrors per tenant which chats have
+draft rows at all (expired ones included: a superset) and answers a chat not
+in it without a statement. The mirror is current only while the watch runs
+(`TableChanges.watch`): a write here updates it before `put` returns and
+notifies the other processes (`roost send`, another instance), whose mirror
+is read again after the notify; unwatched, every `drafts` reads the chat's drafts
+(as without it).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.core.sessions import SessionKey
+from bridge.loadout.db_changes import TableChanges, TenantRows
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute
 from bridge.types.masked import Masked, require
@@ -34,6 +45,8 @@ from forge.library import ToolSpec, build_spec, sha256_text
 KEEP_MS = 7 * 86_400_000
 KEEP_VERSIONS = 20
 _SPECS = 256  # compiled specs remembered, by sha256
+TABLE = "tool_drafts"
+Chats = frozenset[tuple[str, str]]  # (channel, chat) of a tenant's chats with draft rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +77,18 @@ class DraftStore:
         clock_ms: Callable[[], int],
         keep_ms: int = KEEP_MS,
         keep_versions: int = KEEP_VERSIONS,
+        changes: TableChanges | None = None,
     ) -> None:
+        """`changes`: the process's, so a chat without drafts costs no statement (None:
+        every `drafts` reads; see the module)."""
         self._db = db
         self._clock_ms = clock_ms
         self.keep_ms, self.keep_versions = keep_ms, keep_versions
         self._specs: OrderedDict[str, ToolSpec | None] = OrderedDict()
+        self._changes = changes
+        self._chats: TenantRows[Chats] | None = (
+            None if changes is None else changes.mirror(TABLE, self._chats_with_drafts)
+        )
 
     async def put(self, key: SessionKey, spec: ToolSpec, source: Masked) -> Written:
         """Keep `spec` as the newest version of its name (nothing new when unchanged)."""
@@ -79,6 +99,7 @@ class DraftStore:
             return Written(previous, previous)
         version = previous.version + 1 if previous is not None else 1
         await self._db.atomic(self._written(key, spec, source, version, previous is None))
+        await self._wrote(key, added=True)
         current = await self.latest(key, spec.name)
         assert current is not None
         return Written(current, previous)
@@ -122,6 +143,9 @@ class DraftStore:
 
     async def drafts(self, key: SessionKey) -> list[Draft]:
         """The newest version of each draft of this chat, by name."""
+        chats = self._chats if self._changes is not None and self._changes.watching else None
+        if chats is not None and (key.channel, key.chat) not in await chats.get(key.tenant):
+            return []  # no draft row in this chat (the mirror is current: see the module)
         rows = await self._db.fetch_all(
             "SELECT d.version, d.name, d.description, d.source, d.created_ms FROM tool_drafts d"
             " WHERE d.tenant=? AND d.channel=? AND d.chat=? AND d.created_ms > ?"
@@ -152,6 +176,25 @@ class DraftStore:
     async def remove(self, key: SessionKey, name: str) -> None:
         """Forget a draft (it was saved): every version and what was shown of it."""
         await self._db.atomic(_removed(key, name))
+        await self._wrote(key, added=False)
+
+    async def _wrote(self, key: SessionKey, added: bool) -> None:
+        """Keep the mirror true to a write of this process (before the write's caller
+        goes on) and tell the other processes."""
+        if self._chats is None or self._changes is None:
+            return
+        chat = (key.channel, key.chat)
+        if added:
+            self._chats.wrote(key.tenant, lambda chats: chats | {chat})
+        else:  # the chat may have other drafts: read again at its next use
+            self._chats.wrote(key.tenant)
+        await self._changes.notify()
+
+    async def _chats_with_drafts(self, tenant: str) -> Chats:
+        rows = await self._db.fetch_all(
+            "SELECT DISTINCT channel, chat FROM tool_drafts WHERE tenant=?", (tenant,)
+        )
+        return frozenset((str(channel), str(chat)) for channel, chat in rows)
 
     async def prune(self) -> int:
         """Drop drafts whose newest version expired (all their versions); rows removed."""

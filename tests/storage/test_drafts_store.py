@@ -1,19 +1,27 @@
 """The tool draft store (`bridge.personal_tools.drafts`) on both backends: versions kept
 per chat and tenant, a draft expiring 7 days after its newest version, at most twenty
 versions, what a consent prompt showed, only masked source, and another connection (another
-instance) seeing every write."""
+instance) seeing every write; a chat without drafts read without a statement while the
+process's `TableChanges` watches, and a draft another instance writes seen after its notify."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from bridge.core.sessions import SessionKey
+from bridge.loadout.db_changes import TableChanges
 from bridge.personal_tools.drafts import KEEP_MS, DraftStore
 from bridge.storage.protocol import Database
 from bridge.types.masked import Unmasked
 from forge.library import ToolSpec, build_spec
 from tests.masking import m
 from tests.storage.conftest import OpenDb
+from tests.waits import until
 
 ONE = 'def run() -> int:\n    """One."""\n    return 1\n'
 TWO = 'def run() -> int:\n    """Two."""\n    return 2\n'
@@ -83,3 +91,71 @@ async def test_what_a_prompt_showed_and_a_saved_draft_goes(db: Database) -> None
     await store.remove(CHAT, "num")
     assert await store.latest(CHAT, "num") is None and await store.shown(CHAT, "num") is None
     assert await db.fetch_value("SELECT COUNT(*) FROM tool_drafts") == 1, "bob's stays"
+
+
+class Counted:
+    """The database, counting the statements that read `tool_drafts`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db, self.reads = db, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+    async def fetch_all(self, sql: str, params: Any = None) -> Any:
+        self.reads += "tool_drafts" in sql
+        return await self.db.fetch_all(sql, params)
+
+
+@contextlib.asynccontextmanager
+async def watched(changes: TableChanges) -> AsyncIterator[None]:
+    task = asyncio.create_task(changes.watch())
+    await changes.subscribed()
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_chat_without_drafts_costs_no_statement_and_other_instances_writes_show(
+    db: Database, open_db: OpenDb
+) -> None:
+    clock, counted = Ms(), Counted(db)
+    changes = TableChanges(counted)  # type: ignore[arg-type]
+    store = DraftStore(counted, clock, changes=changes)  # type: ignore[arg-type]
+    unwatched = Counted(db)
+    plain = DraftStore(unwatched, clock, changes=TableChanges(unwatched))  # type: ignore[arg-type]
+    other_db = await open_db()
+    other_changes = TableChanges(other_db)
+    other = DraftStore(other_db, clock, changes=other_changes)  # another instance
+    async with watched(changes), watched(other_changes):
+        assert await store.drafts(CHAT) == [] and counted.reads == 1  # the tenant's chats
+        assert await store.drafts(CHAT) == [] and counted.reads == 1, "known: none"
+        assert await store.drafts(SessionKey("local", "web", "c2")) == [] and counted.reads == 1
+        assert await other.drafts(CHAT) == []
+        generation = changes.generation
+        await other.put(CHAT, spec(ONE), m(ONE))  # written and notified by the other one
+        assert [d.spec.source for d in await other.drafts(CHAT)] == [ONE], "its own at once"
+        await until(lambda: changes.generation > generation, "the other instance's notify")
+        assert [d.spec.source for d in await store.drafts(CHAT)] == [ONE]
+        generation = changes.generation
+        await store.put(SessionKey("local", "web", "c2"), spec(TWO), m(TWO))
+        assert [d.spec.source for d in await store.drafts(SessionKey("local", "web", "c2"))] == [
+            TWO
+        ], "its own write seen before its notify comes back"
+        await until(lambda: changes.generation > generation, "its own notify")
+        assert await store.drafts(SessionKey("local", "web", "c3")) == []  # read again once
+        reads = counted.reads
+        assert await store.drafts(SessionKey("local", "web", "c3")) == []
+        assert await store.drafts(SessionKey("local", "web", "c2"))
+        assert counted.reads == reads + 1, "c3: no statement; c2: its drafts"
+        await store.remove(CHAT, "num")
+        assert await store.drafts(CHAT) == []
+    for _ in range(2):  # nobody watches: nothing vouches for a mirror, the drafts are read
+        assert await plain.drafts(SessionKey("local", "web", "c3")) == []
+        assert [d.spec.source for d in await plain.drafts(SessionKey("local", "web", "c2"))] == [
+            TWO
+        ]
+    assert unwatched.reads == 4, "one statement a call, as without the mirror"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from bridge.core.sessions import SessionKey
 from tests.telegram.conftest import ALICE, NO_DRAFTS, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 from tests.telegram.timers import Gate, ManualTimer
@@ -40,6 +41,31 @@ async def test_messages_waiting_behind_an_answer_get_a_reaction_not_a_message(
     assert all(fake.reaction(ALICE, m) == [] for m in ids), "taken back when its answer started"
     calls = fake.calls_of("setMessageReaction")
     assert len(calls) == 4 and all(c.params.get("is_big") in (None, False) for c in calls)
+
+
+async def test_a_message_sent_while_the_answer_ahead_is_delivered_gets_no_reaction(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """The answer ahead is shown (its `sendMessage` took effect) but its send has not
+    returned: the chat's lock is still held for it, yet the follow-up is next the moment
+    it returns, so no 👀 is set (only to be taken back at once)."""
+    gate = Gate("Here it is")
+    gate.open()
+    options = replace(NO_DRAFTS, timer=ManualTimer())
+    key = SessionKey("alice", "telegram", str(ALICE))
+    fake.stall("sendMessage")  # shown at once; its answer waits for release()
+    async with running(tg_settings(home, fake), fake, gate, options) as run:
+        try:
+            fake.push_text(ALICE, "a question", message_id=7001)
+            await fake.wait_until(lambda: sends(fake) == ["Here it is"])
+            fake.push_text(ALICE, "thanks, and then?", message_id=7002)
+            await until(lambda: run.roost.core.locks.users(key) == 2, "the follow-up queued")
+        finally:
+            fake.release()
+        await run.idle()
+        await until(lambda: len(sends(fake)) == 2, "both answers")
+    assert sends(fake) == ["Here it is", "answer 2"]
+    assert fake.calls_of("setMessageReaction") == []
 
 
 async def test_a_failed_reaction_never_costs_the_answer(home: Path, fake: FakeBotAPI) -> None:
