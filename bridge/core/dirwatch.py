@@ -23,6 +23,9 @@ of an atomic save, renamed away) is forgotten, a batch at a time
 (`_GONE_MAX`): the names of the directory no event has named since move then
 (each such file is checked once more), those named since keep theirs, so a
 daemon saving for months holds the names that exist, not every one it saw.
+`named_since(directory, generation)` says which names events named since a
+generation of the directory, so a memo of many files in one directory looks at
+the stamps of those files alone, not at every one, when one of them moved.
 
 A rename, deletion or creation of a directory on the way from a root to a
 watched directory, a lost watch or an overflowed queue changes every
@@ -77,6 +80,7 @@ _NAMES_MAX = 65_536  # names of one directory with their own generation (more: a
 _GONE_MAX = 1024  # names removed from one directory remembered before they are forgotten
 _REMOVED = IN_DELETE | IN_MOVED_FROM
 _LOG_MAX = 256  # entries created and removed remembered per directory (`entry_changes`)
+_NAMED_MAX = 1024  # events naming an entry remembered per directory (`named_since`)
 
 
 def _c() -> ctypes.CDLL | None:
@@ -115,6 +119,9 @@ class DirWatch:
         # watched directory -> (the generation since which its log holds every entry
         # created or removed, the log: (generation, created?, name) oldest first)
         self._logs: dict[str, tuple[int, list[tuple[int, bool, str]]]] = {}
+        # watched directory -> (the generation since which it holds every event naming an
+        # entry, the names of those events: (generation, name) oldest first)
+        self._told: dict[str, tuple[int, list[tuple[int, str]]]] = {}
         self._on_path: set[str] = set()  # directories between a root and a watched one
         self._dirs: dict[int, str] = {}  # wd -> directory
         self._masks: dict[str, int] = {}  # directory -> the events asked for
@@ -247,6 +254,26 @@ class DirWatch:
                 start -= 1
             return self._gens[directory], [(made, name) for _, made, name in ops[start:]]
 
+    def named_since(self, directory: str, since: int) -> set[str] | None:
+        """The names of the directory an event named after its generation `since`: the
+        only ones whose `name_generation` may differ from what it was then (None: not
+        known, or every name's moved: the directory's own event, names forgotten, more
+        events than are remembered, not watched all along)."""
+        with self._lock:
+            if not self._caught_up(directory):
+                return None
+            told = self._told.get(directory)
+            if told is None or since < told[0] or self._born[directory] > since:
+                return None
+            events = told[1]
+            out = set()
+            for i in range(len(events) - 1, -1, -1):
+                tick, name = events[i]
+                if tick <= since:
+                    break
+                out.add(name)
+            return out
+
     def _name_gen(self, directory: str, name: str, born: int) -> int:
         names = self._names.get(directory)
         return born if names is None else names.get(name, born)
@@ -311,6 +338,7 @@ class DirWatch:
             return False
         self._gens[directory] = self._entries[directory] = self._born[directory] = self._tick
         self._logs[directory] = (self._tick, [])
+        self._told[directory] = (self._tick, [])
         return True
 
     def _add(self, directory: str, mask: int) -> bool:
@@ -354,9 +382,10 @@ class DirWatch:
                 if not name:  # the directory itself: every entry's generation moves
                     self._restart(directory)
                 else:
-                    self._named(directory, os.fsdecode(name), mask)
+                    decoded = os.fsdecode(name)
+                    self._named(directory, decoded, mask)
                     if mask & _ENTRIES:
-                        self._logged(directory, os.fsdecode(name), not mask & _REMOVED)
+                        self._logged(directory, decoded, not mask & _REMOVED)
             if mask & _ENTRIES:
                 entry = os.path.join(directory, os.fsdecode(name))
                 if entry in self._on_path or entry in self._gens:
@@ -371,6 +400,14 @@ class DirWatch:
             self._restart(directory)
             return
         names[name] = self._tick
+        told = self._told.get(directory)
+        if told is not None:
+            events = told[1]
+            events.append((self._tick, name))
+            if len(events) > _NAMED_MAX:
+                dropped = events[: len(events) // 2]
+                del events[: len(events) // 2]
+                self._told[directory] = (dropped[-1][0], events)
         gone = self._gone.get(directory)
         if mask & _REMOVED:
             if gone is None:
@@ -406,6 +443,7 @@ class DirWatch:
         """Every entry of the directory has a new generation (`_tick`)."""
         self._born[directory] = self._tick
         self._logs[directory] = (self._tick, [])
+        self._told[directory] = (self._tick, [])
         self._names.pop(directory, None)
         self._gone.pop(directory, None)
 
@@ -422,6 +460,7 @@ class DirWatch:
         self._names.clear()
         self._gone.clear()
         self._logs.clear()
+        self._told.clear()
         self._on_path.clear()
 
     def _everything(self) -> None:
@@ -432,6 +471,7 @@ class DirWatch:
         self._names.clear()
         self._gone.clear()
         self._logs = {d: (self._tick, []) for d in self._gens}
+        self._told = {d: (self._tick, []) for d in self._gens}
 
 
 _LOCAL_FS = frozenset(

@@ -72,7 +72,17 @@ class _Item(NamedTuple):
 class Reads:
     """The file answers one computation used (`FileCache.recording`); `still` checks them."""
 
-    __slots__ = ("_at", "_named", "_skip", "_skips", "coarse", "items", "loose", "stamps")
+    __slots__ = (
+        "_at",
+        "_by_name",
+        "_named",
+        "_skip",
+        "_skips",
+        "coarse",
+        "items",
+        "loose",
+        "stamps",
+    )
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
@@ -85,6 +95,9 @@ class Reads:
         # stamp (None: no generation) -> the positions in `items` it vouches for, made
         # when first needed (`positions`) and kept up by `patch`
         self._at: dict[Stamp | None, list[int]] | None = None
+        # (directory, which) -> its stamps, made when first needed (`suspects`) and
+        # kept up by `patch`
+        self._by_name: dict[tuple[str, str], dict[Stamp, None]] | None = None
         # `holds` moves the coarse stamps on, then lets this many more moves go by
         # (doubling up to 15: a directory written beside them on every turn costs a
         # sixteenth of that, one written once in a while once)
@@ -99,6 +112,7 @@ class Reads:
             else:
                 stamps[(item.seen.directory, item.seen.which, item.seen.gen)] = None
         self.stamps, self.loose, self._at = tuple(stamps), tuple(loose), None
+        self._by_name = None
         self.coarse = self.stamps
         self._named = frozenset(d for d, which, _ in self.stamps if which not in (ALL, ENTRIES))
         if watch is None or not self._named:
@@ -137,6 +151,30 @@ class Reads:
         stamps from those generations (a change elsewhere in a directory moved them)."""
         self.coarse = self._coarse(whole)
 
+    def suspects(self, moved: set[Stamp], watch: DirWatch) -> list[Stamp] | None:
+        """The stamps that may have moved, given the coarse stamps that did: a
+        directory's whole generation stands for its files' own, every one of which held
+        when it was taken (`seal`, `recoarse`, `patch`), so only the names an event
+        named since (`DirWatch.named_since`) and the directory's other stamps may
+        have. None when the watch does not know: every stamp may have."""
+        by = self._by_name
+        if by is None:
+            by = self._by_name = {}
+            for stamp in self.stamps:
+                by.setdefault((stamp[0], stamp[1]), {})[stamp] = None
+        out: list[Stamp] = []
+        for stamp in moved:
+            directory, which, gen = stamp
+            if which != ALL or directory not in self._named:
+                out.append(stamp)  # a stamp of its own (`_coarse` keeps those)
+                continue
+            names = watch.named_since(directory, gen)
+            if names is None:
+                return None
+            for name in (*names, ALL, ENTRIES):
+                out += by.get((directory, name), ())
+        return out
+
     def positions(self) -> dict[Stamp | None, list[int]]:
         """Which items each stamp vouches for (None: the loose ones)."""
         at = self._at
@@ -156,8 +194,11 @@ class Reads:
         `moved` stamp and every loose one among them); `whole` taken before the other
         stamps were seen to hold (`wholes`)."""
         at = self.positions()
+        by = self._by_name
         for stamp in moved:
             at.pop(stamp, None)
+            if by is not None:
+                by.get((stamp[0], stamp[1]), {}).pop(stamp, None)
         at.pop(None, None)
         named = set(self._named)
         for i, item in again.items():
@@ -165,8 +206,11 @@ class Reads:
             seen = item.seen
             key = None if seen.gen is None else (seen.directory, seen.which, seen.gen)
             at.setdefault(key, []).append(i)
-            if key is not None and key[1] not in (ALL, ENTRIES):
-                named.add(key[0])
+            if key is not None:
+                if by is not None:
+                    by.setdefault((key[0], key[1]), {})[key] = None
+                if key[1] not in (ALL, ENTRIES):
+                    named.add(key[0])
         if None in at:
             self.stamps = tuple(k for k in at if k is not None)
         else:
@@ -312,7 +356,9 @@ class FileCache:
         # answered again (and their stamps replaced); the directories' generations are
         # taken first, so that they vouch for every stamp seen to hold after
         whole = reads.wholes(watch)
-        moved = watch.moved(reads.stamps)
+        coarse = watch.moved(reads.coarse)
+        suspects = reads.suspects(coarse, watch) if coarse is not None else None
+        moved = watch.moved(reads.stamps if suspects is None else suspects)
         if moved is None:
             return self._redo_all(reads, texts_may_change)
         at = reads.positions()

@@ -18,7 +18,12 @@ tenant's tree may reach only files under its own root, never its vault.
 looked at, so an unchanged tree costs one `stat` per path (none while the file cache's
 inotify watch saw no change in their directories), and the real path of each
 named path with a symbolic link on the way (a link moved changes what it names
-without an event in any directory read: it is resolved again each time).
+without an event in any directory read: it is resolved again each time). When
+only included files' texts changed, each still a regular file at its own real
+path, naming the same `@refs` in the same order, and the tree is within its cap
+before and after, the tree is the one kept with those files' parts replaced
+(`SteeringCache._patched`): no walk, no path resolved again, one read per changed
+file (the differential test checks it against a fresh walk).
 """
 
 from __future__ import annotations
@@ -74,6 +79,31 @@ def tenant_confinement(dirs: TenantDirs) -> Confinement:
     return Confinement(real, (os.path.realpath(dirs.vault),))
 
 
+class _Visit(NamedTuple):
+    """A file the walk included: where its part is in `_Walk.parts`, and what made it."""
+
+    depth: int
+    label: str
+    refs: tuple[str, ...]  # the `@refs` its text names, in order
+    at: int  # its index in `parts` (-1: none, the cap was used up)
+
+
+def _refs(text: str) -> tuple[str, ...]:
+    return tuple(m.group(1) for m in _REF.finditer(text))
+
+
+def _part(text: str, depth: int, label: str) -> str:
+    """What a file adds to its tree (before the cap)."""
+    return text.strip("\n") if depth == 0 else f"--- Contents of {label} ---\n{text.strip()}"
+
+
+def _joined(parts: list[str], notes: list[str]) -> str:
+    text = "\n\n".join(p for p in parts if p.strip())
+    if notes:
+        text = f"{text}\n" + "\n".join(notes)
+    return text.strip()
+
+
 @dataclass(slots=True)
 class _Walk:
     read: Callable[[str], str | None]
@@ -91,6 +121,7 @@ class _Walk:
     files: int = 0
 
     refused: set[str] = field(default_factory=set)
+    visits: dict[str, _Visit] = field(default_factory=dict)  # real path -> its visit
 
     def label(self, real: str) -> str:
         root = self.conf.root.rstrip("/") + "/"
@@ -163,20 +194,21 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
     walk.seen.add(real)
     walk.files += 1
     label = walk.label(real)
+    refs = _refs(text)
     if walk.used >= walk.cap > 0:
+        walk.visits[real] = _Visit(depth, label, refs, -1)
         walk.notes.append(f"[steering: {label} not included — the steering cap is used up]")
         return
-    walk.add(
-        text.strip("\n") if depth == 0 else f"--- Contents of {label} ---\n{text.strip()}", label
-    )
+    walk.visits[real] = _Visit(depth, label, refs, len(walk.parts))
+    walk.add(_part(text, depth, label), label)
     base_dir = os.path.dirname(real)
-    for match in _REF.finditer(text):
-        named, target = _candidate(match.group(1), base_dir, walk.real)
+    for ref in refs:
+        named, target = _candidate(ref, base_dir, walk.real)
         if named != target:  # a link on the way: moved, it names another file
             walk.links[named] = target
         why = walk.conf.refusal(target)
         if why is not None:
-            walk.refuse(match.group(1), why)
+            walk.refuse(ref, why)
             continue
         if target in walk.seen:
             continue
@@ -219,6 +251,19 @@ def resolve(
     """The text of one steering tree and what it depended on; through `files` (stat keys,
     real paths: a memo recording there depends on them) when given. `is_file(path, key)`:
     whether the path with that stat key is a regular file (`os.path.isfile` by default)."""
+    text, walk = _walked(top, conf, cap, read, files, is_file)
+    return text, Deps(walk.deps, walk.links)
+
+
+def _walked(
+    top: Path,
+    conf: Confinement,
+    cap: int,
+    read: Callable[[str], str | None],
+    files: FileCache | None,
+    is_file: Callable[[str, StatKey], bool] | None,
+) -> tuple[str, _Walk]:
+    """`resolve`, with the walk that made the text."""
     stat = files.stat_key if files is not None else sig
     walk = _Walk(read, conf, cap, stat)
     if is_file is not None:
@@ -235,10 +280,20 @@ def resolve(
         walk.links[str(top)] = walk.real(str(top), True)
     if walk.deps[real] is not None:
         _visit(walk, real, 0)
-    text = "\n\n".join(p for p in walk.parts if p.strip())
-    if walk.notes:
-        text = f"{text}\n" + "\n".join(walk.notes)
-    return text.strip(), Deps(walk.deps, walk.links)
+    return _joined(walk.parts, walk.notes), walk
+
+
+@dataclass(slots=True)
+class _Tree:
+    """A resolved tree as kept: its text, what it depended on, and the walk's pieces
+    (`_patched` replaces some files' parts)."""
+
+    text: str
+    deps: Deps
+    parts: list[str]
+    notes: list[str]
+    visits: dict[str, _Visit]
+    used: int  # characters of the parts, against the cap
 
 
 class SteeringCache:
@@ -246,13 +301,14 @@ class SteeringCache:
 
     Whether an included path is a regular file is kept by its stat key (an inode's kind
     never changes, and another file there has another key): a tree re-resolved after one
-    include changed asks the kernel only about that one."""
+    include changed asks the kernel only about that one. A tree whose included files only
+    changed their texts, not the `@refs` they name, is patched instead (`_patched`)."""
 
     def __init__(self, files: FileCache, cap: int, enabled: bool = True) -> None:
         self._files = files
         self._cap = cap
         self._enabled = enabled
-        self._trees: dict[str, tuple[Deps, str]] = {}
+        self._trees: dict[str, _Tree] = {}
         self._kinds: dict[tuple[str, StatKey], bool] = {}
 
     def _is_file(self, path: str, key: StatKey) -> bool:
@@ -264,22 +320,57 @@ class SteeringCache:
             self._kinds[(path, key)] = found
         return found
 
-    def _holds(self, deps: Deps) -> bool:
+    def _links_hold(self, deps: Deps) -> bool:
         files = self._files
-        stat = files.stat_key
-        return all(stat(p) == s for p, s in deps.stats.items()) and all(
-            files.real_path(p, real_path, True) == r for p, r in deps.links.items()
-        )
+        return all(files.real_path(p, real_path, True) == r for p, r in deps.links.items())
 
     def text(self, top: Path, conf: Confinement) -> str:
         key = str(top)
         hit = self._trees.get(key)
-        if self._enabled and hit is not None and self._holds(hit[0]):
-            return hit[1]
+        if self._enabled and hit is not None:
+            stat = self._files.stat_key
+            moved = {p: now for p, s in hit.deps.stats.items() if (now := stat(p)) != s}
+            if not moved and self._links_hold(hit.deps):
+                return hit.text
+            tree = self._patched(hit, moved)
+            if tree is not None:
+                self._trees[key] = tree
+                return tree.text
         is_file = self._is_file if self._enabled else None
-        text, deps = resolve(top, conf, self._cap, self._files.read, self._files, is_file)
-        self._trees[key] = (deps, text)
+        text, walk = _walked(top, conf, self._cap, self._files.read, self._files, is_file)
+        self._trees[key] = _Tree(
+            text, Deps(walk.deps, walk.links), walk.parts, walk.notes, walk.visits, walk.used
+        )
         return text
+
+    def _patched(self, tree: _Tree, moved: dict[str, StatKey]) -> _Tree | None:
+        """`tree` with the parts of the `moved` files made from their texts now, when the
+        walk would take the same course: each one an included file still (a regular file
+        at its own real path) naming the same `@refs`, no link moved, and the tree within
+        its cap before and after (no cut, no file left out for the cap). None otherwise:
+        walk again."""
+        cap = self._cap
+        if (cap and tree.used >= cap) or not self._links_hold(tree.deps):
+            return None
+        files = self._files
+        parts, used = list(tree.parts), tree.used
+        for path, key in moved.items():
+            visit = tree.visits.get(path)
+            if visit is None or visit.at < 0 or key is None or not self._is_file(path, key):
+                return None
+            if files.real_path(path, real_path) != path:
+                return None
+            text = files.read(path)
+            if text is None or _refs(text) != visit.refs:
+                return None
+            part = _part(text, visit.depth, visit.label)
+            used += len(part) - len(parts[visit.at])
+            parts[visit.at] = part
+        if cap and used >= cap:
+            return None
+        stats = {**tree.deps.stats, **moved}
+        deps = Deps(stats, tree.deps.links)
+        return _Tree(_joined(parts, tree.notes), deps, parts, tree.notes, tree.visits, used)
 
 
 # -- standing instructions kept from chat (bridge.corrections) --------------------------------

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bridge.recall.terms import index_terms, query_groups
+from bridge.recall.terms import index_term_set, query_groups
 
 UNHELD = 0.5
 
@@ -36,7 +36,7 @@ class Scored:
 def note_terms(name: str, text: str) -> frozenset[str]:
     """A note's look-up terms: what `score_notes` matches a message against (a caller
     that keeps notes between messages may keep these too and pass them as `held`)."""
-    return frozenset(index_terms(f"{name}\n{text}").split())
+    return index_term_set(f"{name}\n{text}")
 
 
 def score_notes(

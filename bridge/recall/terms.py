@@ -102,6 +102,17 @@ def index_terms(text: str) -> str:
     return _fold_ascii(" ".join(_stemmer(language).stemWords(content)))
 
 
+def index_term_set(text: str) -> frozenset[str]:
+    """The distinct terms of `index_terms(text)`, each distinct word stemmed once (a
+    note's terms: repeated words cost nothing more)."""
+    tokens = words(text)
+    if not tokens:
+        return frozenset()
+    language = guess_language(tokens)
+    content = list(dict.fromkeys(w for w in tokens if w not in STOP)) or list(dict.fromkeys(tokens))
+    return frozenset(_fold_ascii(" ".join(_stemmer(language).stemWords(content))).split())
+
+
 def query_groups(text: str) -> list[tuple[str, ...]]:
     """Per distinct content word of a query, its look-up terms (English and German stems)."""
     tokens = [w for w in words(text[:MAX_QUERY_CHARS]) if w not in STOP]

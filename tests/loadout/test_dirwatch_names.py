@@ -129,3 +129,32 @@ def test_a_change_made_inside_a_batch_is_seen_after_it(mdir: Path, watch: DirWat
         cache.read(b)
     assert not cache.still(reads)
     assert cache.read(b) == "two"
+
+
+def test_named_since_says_which_names_moved_and_when_it_cannot_know(
+    mdir: Path, watch: DirWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names an event named after a generation (the only ones whose own generation
+    may have moved); None once more happened than is remembered, or the directory's
+    own event moved every name."""
+    monkeypatch.setattr(dirwatch, "_NAMED_MAX", 16)
+    for i in range(5):
+        save(mdir / f"t{i}.md", "x", i)
+    since = watch.generation(str(mdir))
+    assert since is not None
+    assert watch.named_since(str(mdir), since) == set()
+    before = {f"t{i}.md": watch.name_generation(str(mdir), f"t{i}.md") for i in range(5)}
+    save(mdir / "t3.md", "y", 99)
+    told = watch.named_since(str(mdir), since)
+    assert told is not None and "t3.md" in told and "t1.md" not in told
+    for name, gen in before.items():  # every name not told of kept its generation
+        if name not in told:
+            assert watch.name_generation(str(mdir), name) == gen
+    assert watch.name_generation(str(mdir), "t3.md") != before["t3.md"]
+    for n in range(20):  # past what is remembered
+        save(mdir / "t0.md", "z", 100 + n)
+    assert watch.named_since(str(mdir), since) is None
+    later = watch.generation(str(mdir))
+    assert later is not None
+    os.chmod(mdir, 0o755)  # the directory's own event: every name's generation moved
+    assert watch.named_since(str(mdir), later) is None
