@@ -24,6 +24,8 @@ run: $(STAMP)
 # PYTHONDONTWRITEBYTECODE is dropped for the run: every daemon a test starts would
 # otherwise compile roost from source again (about 1.5 s of CPU each), and pytest
 # could not cache its rewritten test modules. pytest prints its slowest tests.
+# Where the CPU goes, per test file (worker and children): PYTEST_ARGS="-p tests.cpu_profile",
+# then `python -m tests.cpu_profile DIR` (tests/cpu_profile.py says how).
 PYTEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 test: $(STAMP) browser postgres synapse

@@ -22,6 +22,11 @@ from tests.storage.filler import fill
 from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main", "db", "migrate"]
+BIG = 1_500  # extra session_messages: four batches of 500, the kill lands in the second
+
+
+class RolledBack(Exception):
+    """Raised to roll back the test's own transaction."""
 
 
 async def make_home(home: Path, big: int = 0) -> None:
@@ -61,21 +66,41 @@ async def target(pg_url: str) -> AsyncIterator[Any]:
 async def test_killed_mid_copy_and_run_again_every_table_verifies(
     home: Path, pg_url: str, target: Any
 ) -> None:
-    await make_home(home, big=30_000)
-    proc = await asyncio.create_subprocess_exec(
-        *ROOST, "--to", pg_url, "--batch", "500", env=env_of(home),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    seen = []
-    while True:
-        line = (await asyncio.wait_for(proc.stdout.readline(), HANG_S)).decode()
-        assert line, f"exited before copying session_messages: {seen}"
-        seen.append(line)
-        if line.startswith("  copying session_messages:"):
-            proc.kill()  # SIGKILL inside the table's transaction
-            break
-    await asyncio.wait_for(proc.wait(), HANG_S)
+    """The kill lands at a known point, whatever the machine's speed: the test holds
+    an uncommitted row with the key of the second batch's first row, so the copy's
+    second insert into session_messages waits for the test's transaction; the copy is
+    killed once it says its first batch is in, and the test's row is rolled back."""
+    await make_home(home, big=BIG)
+    await target.migrate(MIGRATIONS)  # so the test's row can be held before the copy starts
+    source = await SqliteDatabase.open(home / "roost.db")
+    try:
+        columns = (await source.tables())["session_messages"]
+        batches = copy.pages(source, "session_messages", columns, 500)
+        await anext(batches)
+        blocker = (await anext(batches))[0]
+        await batches.aclose()
+    finally:
+        await source.aclose()
+    names = ", ".join(f'"{c}"' for c in columns)
+    hold_row = f"INSERT INTO session_messages ({names}) VALUES ({', '.join('?' * len(columns))})"
+    with pytest.raises(RolledBack):
+        async with target.transaction():
+            await target.execute_many(hold_row, [blocker])
+            proc = await asyncio.create_subprocess_exec(
+                *ROOST, "--to", pg_url, "--batch", "500", env=env_of(home),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            assert proc.stdout is not None
+            seen = []
+            while True:
+                line = (await asyncio.wait_for(proc.stdout.readline(), HANG_S)).decode()
+                assert line, f"exited before copying session_messages: {seen}"
+                seen.append(line)
+                if line.startswith("  copying session_messages: 500 rows"):
+                    proc.kill()  # SIGKILL inside the table's transaction, its 2nd batch waiting
+                    break
+            await asyncio.wait_for(proc.wait(), HANG_S)
+            raise RolledBack
     assert await copy.marker(target) == copy.COPYING
     assert await target.fetch_value("SELECT count(*) FROM session_messages") == 0
     assert await target.fetch_value("SELECT count(*) FROM refusal_notices") == 10
@@ -83,7 +108,8 @@ async def test_killed_mid_copy_and_run_again_every_table_verifies(
     code, out, err = await roost(home, "--to", pg_url, "--batch", "500")
     assert code == 0, err
     rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
-    assert rows["session_messages"].split()[1:3] == ["30010", "30010"]
+    every = str(10 + BIG)
+    assert rows["session_messages"].split()[1:3] == [every, every]
     assert rows["session_messages"].endswith("ok (copied)")
     assert rows["refusal_notices"].endswith(" ok")  # copied before the kill: only checked
     assert "verified: every table's rows and hash are equal" in out
