@@ -79,7 +79,7 @@ async def test_three_instances_one_killed_every_message_answered_once_in_order(
         return _all_answered(bot_api, count) and await open_work(pg_url) == 0
 
     await until(idle, "every question answered, nothing left open")
-    assert_each_once_in_order(answered(bot_api), asked)
+    assert_each_once_in_order(answered(bot_api), asked, cluster.instances)
     await stop_clean(cluster, survivors, live, pg_url)
 
 

@@ -95,5 +95,5 @@ async def test_three_instances_one_killed_every_whatsapp_message_answered_once_i
         return all_answered(meta, count) and await open_work(pg_url) == 0
 
     await until(idle, "every message answered, nothing left open")
-    assert_each_once_in_order(answered(meta), asked)
+    assert_each_once_in_order(answered(meta), asked, cluster.instances)
     await stop_clean(cluster, survivors, live, pg_url)
