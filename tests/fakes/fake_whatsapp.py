@@ -104,6 +104,7 @@ class FakeWhatsApp:
         self._reports: set[asyncio.Task[None]] = set()
         self._sent_to: dict[str, int] = {}
         self._held = False
+        self._drops = 0
         self._release = asyncio.Event()
         self.waiting: list[dict[str, Any]] = []  # messages held by `hold()`, as they came
         self.port = 0
@@ -142,6 +143,11 @@ class FakeWhatsApp:
 
     def fail(self, *failures: Failure) -> None:
         self._failures.extend(failures)
+
+    def drop(self, count: int = 1) -> None:
+        """The next `count` messages are accepted (they show) but their connection is closed
+        before an answer goes back: the sender cannot know they arrived."""
+        self._drops += count
 
     def hold(self) -> None:
         """Messages sent from now on wait for `release()` before they are accepted (each is
@@ -296,6 +302,11 @@ class FakeWhatsApp:
             self.sent.append(body)
             self._sent_to[body["to"]] = self._sent_to.get(body["to"], 0) + 1
             self._changed.notify_all()
+        if self._drops:
+            self._drops -= 1
+            assert request.transport is not None
+            request.transport.close()  # accepted, and no answer ever goes back
+            return web.Response(status=204)
         if self.statuses:
             task = asyncio.get_running_loop().create_task(self._report(body, mid))
             self._reports.add(task)

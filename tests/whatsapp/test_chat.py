@@ -196,3 +196,31 @@ async def test_a_model_failure_is_a_short_answer(home: Path, fake: FakeWhatsApp)
         await fake.text(ALICE, "hi")
         await r.channel.idle()
     assert fake.texts() == ["down"]  # the backend's user_message, as on every channel
+
+
+async def test_an_answer_that_arrived_without_a_reply_is_not_sent_again(
+    home: Path, fake: FakeWhatsApp
+) -> None:
+    """Meta took the message, then the connection dropped before its answer: sending it
+    again (the client's retry, or the outbox later) would show it twice."""
+    async with running(wa_settings(home, fake), fake, ScriptedBackend("only once")) as r:
+        fake.drop(1)
+        await fake.text(ALICE, "hi")
+        await r.channel.idle()
+        kept = await r.roost.database.fetch_all("SELECT key FROM outbox")
+    assert fake.texts() == ["only once"]
+    assert fake.calls == 2  # the read receipt and one send
+    assert kept == []
+
+
+async def test_a_long_answer_goes_on_after_a_piece_that_was_not_confirmed(
+    home: Path, fake: FakeWhatsApp
+) -> None:
+    long = "\n\n".join(f"paragraph {i} " + "word " * 300 for i in range(4))
+    async with running(wa_settings(home, fake), fake, ScriptedBackend(long)) as r:
+        fake.drop(1)
+        await fake.text(ALICE, "tell me a lot")
+        await r.channel.idle()
+    pieces = fake.texts()
+    assert len(pieces) > 1 and len(set(pieces)) == len(pieces)  # every piece, none twice
+    assert pieces[0].startswith("paragraph 0") and "paragraph 3" in pieces[-1]

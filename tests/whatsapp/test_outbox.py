@@ -183,3 +183,20 @@ def test_a_template_variable_is_one_line_without_runs_of_spaces() -> None:
     assert param["text"] == "a b c d " + "e" * 21 + "…"
     empty = Template("t", "en").message("49", " \n ")["template"]["components"][0]
     assert empty["parameters"][0]["text"] == "…"
+
+
+@pytest.mark.parametrize("hours_ago", [1, 30], ids=["text", "template"])
+async def test_an_entry_that_arrived_without_a_reply_is_delivered_not_retried(
+    home: Path, fake: FakeWhatsApp, hours_ago: float
+) -> None:
+    """Meta took it and the connection dropped before the answer: the outbox counts it
+    delivered (raising would send it again later, shown twice)."""
+    settings = wa_settings(home, fake, whatsapp=TEMPLATE)
+    async with running(settings, fake, ScriptedBackend("hi")) as r:
+        await fake.text(ALICE, "hello")
+        await r.channel.idle()
+        await last_wrote(r, hours_ago)
+        fake.drop(1)
+        await r.outbox(await queued(r, "water the basil"))
+    assert len(fake.sent) == 2  # the answer to "hello", then the entry once
+    assert fake.sent[-1]["type"] == ("text" if hours_ago == 1 else "template")

@@ -14,8 +14,11 @@ status, `code`, `type` and `fbtrace_id` only (Meta's message may quote what
 was sent: never kept). 429, 5xx, a dropped connection and the throttling
 codes (4, 80007, 130429, 131056, and 1, 2, 131000, 131016: "try again") are
 retried with backoff (`common.retry.Backoff`, honouring `Retry-After`); the
-rest are final. The token only ever goes to the API's host and the media
-hosts (`media.py`); it is never logged.
+rest are final. A message whose request reached Meta but got no answer back
+(the connection dropped or went silent after it was sent: `unconfirmed`) is
+not sent again, since it may show: sending it twice could show it twice.
+The token only ever goes to the API's host and the media hosts (`media.py`);
+it is never logged.
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ from bridge.channels.common.retry import Backoff, retry_after_s
 
 log = logging.getLogger("bridge.channels.whatsapp")
 
+# aiohttp's errors raised after the request was written: the server may have acted on it
+AFTER_SENDING = (
+    aiohttp.ServerDisconnectedError,
+    aiohttp.SocketTimeoutError,
+    aiohttp.ClientPayloadError,
+)
 THROTTLED = frozenset({4, 80007, 130429, 131056})
 TRANSIENT = frozenset({1, 2, 131000, 131016})
 WINDOW_CLOSED = 131047  # more than 24 hours since the person's last message
@@ -49,15 +58,23 @@ class GraphError(Exception):
         kind: str = "",
         retry_after: float | None = None,
         trace: str = "",
+        *,
+        unconfirmed: bool = False,
     ) -> None:
         super().__init__(
-            f"HTTP {status}" + (f", code {code}" if code else "") + (f" ({kind})" if kind else "")
+            f"HTTP {status}"
+            + (f", code {code}" if code else "")
+            + (f" ({kind})" if kind else "")
+            + (", sent but not confirmed" if unconfirmed else "")
         )
         self.status, self.code, self.kind = status, code, kind
         self.retry_after, self.trace = retry_after, trace
+        self.unconfirmed = unconfirmed  # a message that may have arrived: never sent again
 
     @property
     def retryable(self) -> bool:
+        if self.unconfirmed:
+            return False
         return self.status in (0, 429) or self.status >= 500 or self.code in THROTTLED | TRANSIENT
 
     @property
@@ -118,7 +135,7 @@ class GraphClient:
         """Send one message (`to`, `type` and its object); its wamid."""
         body = {"messaging_product": "whatsapp", "recipient_type": "individual", **message}
         path = f"/{self.phone_number_id}/messages"
-        answer = await self.call("POST", path, json=body, backoff=backoff)
+        answer = await self.call("POST", path, json=body, backoff=backoff, sends=True)
         try:
             return str(answer["messages"][0]["id"])
         except (KeyError, IndexError, TypeError):
@@ -184,13 +201,15 @@ class GraphClient:
         params: Mapping[str, str] | None = None,
         form: Callable[[], aiohttp.FormData] | None = None,
         backoff: Backoff | None = None,
+        sends: bool = False,
     ) -> dict[str, Any]:
-        """One API call with its retries; the JSON answer, or GraphError."""
+        """One API call with its retries; the JSON answer, or GraphError. `sends`: the call
+        sends a message, so a failure after the request went out is `unconfirmed`."""
         policy = backoff or self.backoff
         retry = 0
         while True:
             try:
-                return await self._once(method, path, json, params, form)
+                return await self._once(method, path, json, params, form, sends)
             except GraphError as exc:
                 retry += 1
                 if not exc.retryable or retry >= policy.attempts:
@@ -204,6 +223,7 @@ class GraphClient:
         json: Any,
         params: Mapping[str, str] | None,
         form: Callable[[], aiohttp.FormData] | None,
+        sends: bool = False,
     ) -> dict[str, Any]:
         data = form() if form is not None else None
         try:
@@ -217,7 +237,9 @@ class GraphClient:
                 except (ValueError, aiohttp.ContentTypeError):
                     answer = None
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise GraphError(0, kind=type(exc).__name__) from None
+            raise GraphError(
+                0, kind=type(exc).__name__, unconfirmed=sends and isinstance(exc, AFTER_SENDING)
+            ) from None
         if 200 <= status < 300 and isinstance(answer, dict):
             return answer
         raise error_of(status, answer, asked)

@@ -107,7 +107,13 @@ class WhatsAppOutbox:
             if self._template is None:
                 raise DeliveryError(WAITING, retry_after_ms=WAIT_MS)
             message = self._template.message(to, entry.text)
-            wamid = await self._out.client.send(message, self._once)
+            try:
+                wamid = await self._out.client.send(message, self._once)
+            except GraphError as exc:
+                if not exc.unconfirmed:
+                    raise
+                log.warning("whatsapp: outbox entry %s may have arrived: %s", entry.id, exc)
+                wamid = ""  # recorded as sent: trying again could show it twice
             await self._sent(entry, wamid, "template", now_ms)
         except GraphError as exc:
             if exc.window_closed:  # the template itself was refused as out of the window

@@ -7,7 +7,9 @@ body when it fits 1024 characters, else a short "Tap to answer:" message
 follows) or, when they fit neither, as text lines. `document` and `voice`
 upload the bytes (`POST /{phone_number_id}/media`) and send the media id; a
 file over WhatsApp's 100 MB is named instead. Every call goes through the
-client's retries; a `GraphError` that survives them is the caller's.
+client's retries; a `GraphError` that survives them is the caller's, except
+an answer's piece that went out unconfirmed (it may show): it is logged and
+the next pieces follow, so the answer is neither cut short nor shown twice.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from bridge.channels.common.retry import Backoff
 from bridge.channels.whatsapp.buttons import TAP, as_text, interactive
-from bridge.channels.whatsapp.client import GraphClient
+from bridge.channels.whatsapp.client import GraphClient, GraphError
 from bridge.channels.whatsapp.render import LIMIT, chunks
 from bridge.types.messages import Action, OutFile
 
@@ -53,14 +55,16 @@ class Outgoing:
         sent: list[str] = []
         for k, piece in enumerate(pieces):
             last = k == len(pieces) - 1
-            if last and offer is not None:
-                sent.append(
-                    await self.client.send(
-                        {"to": to, "type": "interactive", "interactive": offer}, backoff
-                    )
-                )
-            elif piece:
-                sent.append(await self.text(to, piece, backoff))
+            try:
+                if last and offer is not None:
+                    message = {"to": to, "type": "interactive", "interactive": offer}
+                    sent.append(await self.client.send(message, backoff))
+                elif piece:
+                    sent.append(await self.text(to, piece, backoff))
+            except GraphError as exc:
+                if not exc.unconfirmed:
+                    raise
+                log.warning("whatsapp: piece %d of an answer may have arrived: %s", k + 1, exc)
         return sent
 
     async def text(self, to: str, body: str, backoff: Backoff | None = None) -> str:
