@@ -139,6 +139,7 @@ class ChannelRow:
 
 def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) -> Launched:
     from bridge.app.descriptors import web_limits
+    from bridge.app.readiness import database_ready
     from bridge.app.reload import OnReload
     from bridge.app.web_extras import mount_extras, spoken_handle
     from bridge.channels.web.channel import WebChannel
@@ -183,6 +184,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         limits=budget.limits,
         barred=lambda tenant: forgetting(settings.home, tenant),
         quota=roost.quota,
+        ready=lambda: database_ready(roost.database),
     )
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"

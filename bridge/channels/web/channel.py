@@ -1,8 +1,10 @@
 """The web channel: the chat page and a small JSON/SSE API over aiohttp.
 
 Routes: `GET /` (the page), `GET /static/*` (its ES modules; `vendor/*` too),
-`GET /healthz`, and, with `Authorization: Bearer <token>` (`web_gate`: the
-token names the tenant, every route is scoped to it), `GET /api/commands`,
+`GET /healthz` (the server runs), `GET /readyz` (it can serve: the roost's
+`ready` probe, e.g. the database answers; 503 otherwise), and, with
+`Authorization: Bearer <token>` (`web_gate`: the token names the tenant, every
+route is scoped to it), `GET /api/commands`,
 `POST /api/chat` (`{"text", "chat"?, "quote"?, "attachments"?}` -> `{"reply", "kind",
 "files"?}`; `attachments`: ids from `POST /api/upload`, `web_upload`),
 the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
@@ -102,8 +104,10 @@ class WebChannel:
         limits: ConnLimits = UNBUDGETED,  # connections and streams (the app's descriptor budget)
         barred: Callable[[str], bool] = lambda tenant: False,  # a tenant being forgotten
         quota: TenantQuota | None = None,  # [quota] tenant_bytes: uploads must fit
+        ready: Callable[[], Awaitable[str | None]] | None = None,  # None, or why not ready
     ) -> None:
         self._handle = handle
+        self._ready = ready
         self._files = files
         self._recent = recent
         self.deliver = WebPush()  # the outbox's deliver for channel "web"
@@ -123,6 +127,7 @@ class WebChannel:
         pages = PageFiles(js_dir)
         self.app.router.add_get("/", pages.index)
         self.app.router.add_get("/healthz", self._healthz)
+        self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/api/commands", self._commands)
         self.app.router.add_post("/api/chat", self._chat)
         self.turns = WebTurns(
@@ -237,6 +242,14 @@ class WebChannel:
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        """For a load balancer: 503 with a short fixed reason while this instance cannot
+        serve (no token: the reason names no host, path or error text)."""
+        reason = await self._ready() if self._ready is not None else None
+        if reason is None:
+            return web.json_response({"ok": True})
+        return web.json_response({"ok": False, "reason": reason}, status=503)
 
     async def _metrics_text(self, request: web.Request) -> web.Response:
         if self._gate.tenant(request) != self._gate.local_tenant:
