@@ -65,6 +65,21 @@ def _old_home(
     return results
 
 
+async def _finds_what_it_found(
+    db: SqliteDatabase,
+    before: dict[tuple[str, str, tuple[str, ...]], list[tuple[int, float]]],
+    indexes: dict[tuple[str, str], dict[int, str]],
+) -> None:
+    """Every search ranks as before the move; every index holds its documents' terms."""
+    for (name, tenant, q), hits in before.items():
+        assert await db.text_index(name, tenant).search(list(q), 50) == hits, (name, q)
+    for (name, tenant), docs in indexes.items():
+        index = db.text_index(name, tenant)
+        assert await index.count() == len(docs)
+        got = await index.documents(0, 1000)
+        assert got == [(d, " ".join(fts.terms(t))) for d, t in sorted(docs.items())]
+
+
 async def test_an_old_home_is_moved_and_searches_the_same(tmp_path: Path) -> None:
     corpus = _corpus(200)
     indexes = {
@@ -77,13 +92,7 @@ async def test_an_old_home_is_moved_and_searches_the_same(tmp_path: Path) -> Non
     db = await SqliteDatabase.open(path)
     try:
         await db.migrate([])
-        for (name, tenant, q), hits in before.items():
-            assert await db.text_index(name, tenant).search(list(q), 50) == hits, (name, q)
-        for (name, tenant), docs in indexes.items():
-            index = db.text_index(name, tenant)
-            assert await index.count() == len(docs)
-            got = await index.documents(0, 1000)
-            assert got == [(d, " ".join(fts.terms(t))) for d, t in sorted(docs.items())]
+        await _finds_what_it_found(db, before, indexes)
         left = await db.fetch_all(
             "SELECT name FROM sqlite_master WHERE name = 'storage_fts' OR name LIKE ?",
             (_old_table("recall", "alice")[:14] + "%",),
@@ -139,13 +148,7 @@ async def test_a_shared_fts5_home_is_moved_and_searches_the_same(tmp_path: Path)
     db = await SqliteDatabase.open(path)
     try:
         await db.migrate([])
-        for (name, tenant, q), hits in before.items():
-            assert await db.text_index(name, tenant).search(list(q), 50) == hits, (name, q)
-        for (name, tenant), docs in indexes.items():
-            index = db.text_index(name, tenant)
-            assert await index.count() == len(docs)
-            got = await index.documents(0, 1000)
-            assert got == [(d, " ".join(fts.terms(t))) for d, t in sorted(docs.items())]
+        await _finds_what_it_found(db, before, indexes)
         left = await db.fetch_all(
             "SELECT name FROM sqlite_master WHERE name IN "
             "('storage_fts_text', 'storage_fts_terms', 'storage_fts_hits', 'storage_fts_docs_gone')"
