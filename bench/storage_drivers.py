@@ -16,7 +16,7 @@ layer does per character of SQL shows there). The drivers take
 turns in `--rounds` rounds per operation and each reports its median round,
 so a busy machine slows them alike.
 
-Run: .venv/bin/python -m bench.storage_drivers [--n 2000] [--docs 2000] [--quick]
+Run: .venv/bin/python -m bench.storage_drivers [--n 2000] [--docs 2000] [--quick] [--sqlite-only]
 psycopg is not a dependency; its column is skipped unless it is installed
 (`.venv/bin/pip install 'psycopg[binary]'`).
 """
@@ -47,8 +47,8 @@ OPS = ("insert", "select", "transaction", "claim", "fts", "wide select")
 WIDE = (
     "SELECT a.id AS first_id, a.tenant AS first_tenant, a.k AS first_key, a.n AS first_n,"
     " b.id AS second_id, b.tenant AS second_tenant, b.k AS second_key, b.n AS second_n"
-    " FROM kv a LEFT JOIN kv b ON b.tenant = a.tenant AND b.k = a.k AND b.id > CASE"
-    " WHEN a.n = {a} THEN a.id ELSE a.id - 1 END WHERE a.id = {b} ORDER BY b.id LIMIT 2"
+    " FROM kv a LEFT JOIN kv b ON b.id BETWEEN a.id AND a.id + 1 AND b.tenant = a.tenant"
+    " AND b.k <> CASE WHEN a.n = {a} THEN '' ELSE a.k END WHERE a.id = {b} ORDER BY b.id"
 )
 Timings = dict[str, float]  # op -> microseconds per operation
 Ops = list[Callable[[int], Awaitable[Any]]]  # one callable per OPS entry, given a counter
@@ -329,6 +329,7 @@ async def main() -> None:
     parser.add_argument("--docs", type=int, default=2000, help="documents in the FTS table")
     parser.add_argument("--rounds", type=int, default=10, help="turns the drivers take")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
+    parser.add_argument("--sqlite-only", action="store_true", help="no PostgreSQL part")
     args = parser.parse_args()
     if args.quick:
         args.n, args.docs, args.rounds = 20, 50, 1
@@ -346,6 +347,8 @@ async def main() -> None:
             args.rounds,
         )
     _table("SQLite", got, "sqlite3 direct")
+    if args.sqlite_only:
+        return
     try:
         server = start_server()
     except NoPostgres as exc:
