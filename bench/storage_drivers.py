@@ -10,11 +10,13 @@ throwaway server this script starts (tests/storage/pg_server.py): asyncpg
 `PostgresDatabase` (our layer over an asyncpg pool). Operations: a short
 insert, a point select, a small transaction (insert + update), a claim
 (`FOR UPDATE SKIP LOCKED` on PostgreSQL, a plain `UPDATE ... RETURNING` on
-SQLite) and a full-text query over `--docs` documents. The drivers take
+SQLite), a full-text query over `--docs` documents, and a wide select (a point
+read in a long statement text, the shape of a turn's session load: what the
+layer does per character of SQL shows there). The drivers take
 turns in `--rounds` rounds per operation and each reports its median round,
 so a busy machine slows them alike.
 
-Run: .venv/bin/python -m bench.storage_drivers [--n 2000] [--docs 2000] [--quick]
+Run: .venv/bin/python -m bench.storage_drivers [--n 2000] [--docs 2000] [--quick] [--sqlite-only]
 psycopg is not a dependency; its column is skipped unless it is installed
 (`.venv/bin/pip install 'psycopg[binary]'`).
 """
@@ -40,7 +42,14 @@ from bridge.storage.sqlite import SqliteDatabase
 from tests.storage.pg_server import NoPostgres, start_server
 
 WORDS = ("lantern", "river", "harbour", "pepper", "violin", "garden", "copper", "meadow")
-OPS = ("insert", "select", "transaction", "claim", "fts")
+OPS = ("insert", "select", "transaction", "claim", "fts", "wide select")
+# a point read in ~400 characters, like the session load a turn runs (placeholders {a}, {b})
+WIDE = (
+    "SELECT a.id AS first_id, a.tenant AS first_tenant, a.k AS first_key, a.n AS first_n,"
+    " b.id AS second_id, b.tenant AS second_tenant, b.k AS second_key, b.n AS second_n"
+    " FROM kv a LEFT JOIN kv b ON b.id BETWEEN a.id AND a.id + 1 AND b.tenant = a.tenant"
+    " AND b.k <> CASE WHEN a.n = {a} THEN '' ELSE a.k END WHERE a.id = {b} ORDER BY b.id"
+)
 Timings = dict[str, float]  # op -> microseconds per operation
 Ops = list[Callable[[int], Awaitable[Any]]]  # one callable per OPS entry, given a counter
 
@@ -130,8 +139,11 @@ async def sqlite_direct(path: Path, n: int, docs: int) -> AsyncIterator[Ops]:
             (f'"{WORDS[i % len(WORDS)]}"',),
         ).fetchall()
 
+    async def wide(i: int) -> None:
+        conn.execute(WIDE.format(a="?", b="?"), (i, i + 1)).fetchall()
+
     try:
-        yield [insert, select, tx, claim, fts]
+        yield [insert, select, tx, claim, fts, wide]
     finally:
         conn.close()
 
@@ -168,8 +180,11 @@ async def sqlite_layer(path: Path, n: int, docs: int, inline: bool = True) -> As
             (f'"{WORDS[i % len(WORDS)]}"',),
         )
 
+    async def wide(i: int) -> None:
+        await db.fetch_all(WIDE.format(a="?", b="?"), (i, i + 1))
+
     try:
-        yield [insert, select, tx, claim, fts]
+        yield [insert, select, tx, claim, fts, wide]
     finally:
         await db.aclose()
 
@@ -212,7 +227,7 @@ def _pg_ops(
     tx: Callable[[int], Awaitable[None]],
     mark: Callable[[int], str],
 ) -> list[Callable[[int], Awaitable[Any]]]:
-    """The five operations over `run(sql, *args)` with the driver's placeholder `mark(k)`."""
+    """The operations over `run(sql, *args)` with the driver's placeholder `mark(k)`."""
     p1, p2, p3 = mark(1), mark(2), mark(3)
 
     async def insert(i: int) -> None:
@@ -227,7 +242,10 @@ def _pg_ops(
     async def fts(i: int) -> None:
         await run(FTS.format(q=p1), WORDS[i % len(WORDS)])
 
-    return [insert, select, tx, claim, fts]
+    async def wide(i: int) -> None:
+        await run(WIDE.format(a=p1, b=p2), i, i + 1)
+
+    return [insert, select, tx, claim, fts, wide]
 
 
 @asynccontextmanager
@@ -311,6 +329,7 @@ async def main() -> None:
     parser.add_argument("--docs", type=int, default=2000, help="documents in the FTS table")
     parser.add_argument("--rounds", type=int, default=10, help="turns the drivers take")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
+    parser.add_argument("--sqlite-only", action="store_true", help="no PostgreSQL part")
     args = parser.parse_args()
     if args.quick:
         args.n, args.docs, args.rounds = 20, 50, 1
@@ -328,6 +347,8 @@ async def main() -> None:
             args.rounds,
         )
     _table("SQLite", got, "sqlite3 direct")
+    if args.sqlite_only:
+        return
     try:
         server = start_server()
     except NoPostgres as exc:

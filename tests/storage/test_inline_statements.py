@@ -186,3 +186,16 @@ async def test_checkpoints_are_queued_on_the_writers_thread(
             await db._checkpoint
     assert ran == ["db-w", "db-w"]
     assert "checkpoint failed" not in caplog.text
+
+
+def test_a_fetch_goes_to_a_reader_only_when_it_writes_nothing() -> None:
+    reads = ("SELECT 1", "  with v (n) AS (VALUES (1)) SELECT n FROM v", "VALUES (1)")
+    writes = (
+        "UPDATE t SET v = 'x' RETURNING id",
+        "WITH v AS (SELECT 1) INSERT INTO t SELECT * FROM v RETURNING id",
+        "DELETE FROM t RETURNING id",
+        "PRAGMA user_version",
+    )
+    assert all(database._reads_only(sql) for sql in reads)
+    assert not any(database._reads_only(sql) for sql in writes)
+    assert database._reads_only("SELECT 1")  # the second time from the cache, the same
