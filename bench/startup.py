@@ -9,6 +9,9 @@ Times, in one run, with a fresh home and an empty config file:
   (an OpenAI-compatible URL nobody listens on: a command never calls it);
 - `roost send hello` answered by a fake OpenAI-compatible server
   (tests/fakes/fake_openai.py, in this process): one real turn;
+- `roost doctor` without a model (no server to ask: no HTTP client) and with
+  the fake model (its checks ask it), and `roost pair local` (an operator
+  command: settings, database, audit, no roost built);
 - `roost chat` under a pseudo-terminal, from the start to the moment the
   prompt `you>` is on the screen (time-to-prompt), then Ctrl-D;
 - `roost serve` from the start to its ready line ("roost: model ..."), then
@@ -303,6 +306,9 @@ def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str
             "roost send hello (fake model)",
             lambda: run_once([*ROOST, "send", "--chat", "bench", "hello"], live),
         ),
+        ("roost doctor (no model)", lambda: run_once([*ROOST, "doctor"], bare)),
+        ("roost doctor (fake model)", lambda: run_once([*ROOST, "doctor"], live)),
+        ("roost pair local", lambda: run_once([*ROOST, "pair", "local"], bare)),
         ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
         ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
     ]

@@ -16,7 +16,8 @@ PostgreSQL unreachable at start
 is a `ConfigError` naming `database.url` (exit status 78). There, `roost
 serve` holds its `[cluster] instance` name (`claim_cluster`): a second live
 instance of the name refuses to start. Only this package names a backend
-(import-linter).
+(import-linter). The PostgreSQL backend (and asyncpg) is imported only when a URL
+is configured (`postgres_engine`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import secrets
 import socket
 import stat
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import ClusterSettings, DatabaseSettings
@@ -34,10 +35,12 @@ from bridge.storage import url as db_url
 from bridge.storage.copy import live_instances
 from bridge.storage.errors import DatabaseUnreachable
 from bridge.storage.leases import InstanceName, Leases
-from bridge.storage.postgres import PostgresDatabase
 from bridge.storage.protocol import Database
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
+
+if TYPE_CHECKING:
+    from bridge.storage.postgres import PostgresDatabase
 
 READERS = 1  # reader threads beside the writer: the ported stores read little yet
 
@@ -64,11 +67,19 @@ async def open_postgres(url: str, settings: DatabaseSettings | None = None) -> D
     when the server cannot be reached."""
     options = DatabaseSettings() if settings is None else settings
     try:
-        return await PostgresDatabase.open(
+        return await postgres_engine().open(
             url, pool_size=options.pool_size, connect_timeout_s=options.connect_timeout_s
         )
     except DatabaseUnreachable as exc:
         raise ConfigError(str(exc)) from None
+
+
+def postgres_engine() -> type[PostgresDatabase]:
+    """The PostgreSQL backend, imported when a URL is configured: asyncpg and the
+    backend's modules stay out of every process on a SQLite home."""
+    from bridge.storage.postgres import PostgresDatabase
+
+    return PostgresDatabase
 
 
 def postgres_url(settings: DatabaseSettings) -> str | None:
@@ -126,7 +137,7 @@ async def postgres_status(
     shown = db_url.redact(settings.url.get_secret_value())
     wait = min(timeout_s, settings.connect_timeout_s)
     try:
-        db = await PostgresDatabase.open(url, pool_size=1, connect_timeout_s=wait)
+        db = await postgres_engine().open(url, pool_size=1, connect_timeout_s=wait)
     except DatabaseUnreachable as exc:
         return "FAIL", str(exc)
     try:

@@ -5,25 +5,27 @@ whose `GET /models` answers no list (404 is common; roost does not need it)
 is asked one chat request instead (`doctor_chat.probe_chat`). Secrets never
 reach the output: the model server is named by scheme, host and port only,
 and every message is scrubbed of the bot token and the API key, whatever an
-error string contains.
+error string contains. aiohttp and the chat probe's backend are imported by the
+first check that asks a server: a doctor of a home with no model and no Telegram
+configured imports neither.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
-import aiohttp
-
-from bridge.cli.doctor_chat import probe_chat
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
 from bridge.core.words import count
 from bridge.llm.anthropic import API_VERSION, messages_url
 from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
+
+if TYPE_CHECKING:
+    import aiohttp
 
 Status = Literal["ok", "warn", "FAIL"]
 
@@ -47,7 +49,16 @@ def _scrub(text: str, *secrets: str) -> str:
     return text
 
 
+def _client_error() -> type[aiohttp.ClientError]:
+    """aiohttp's base error, for an `except` (evaluated only when something was raised)."""
+    import aiohttp
+
+    return aiohttp.ClientError
+
+
 async def _get_json(url: str, headers: dict[str, str], timeout_s: float) -> tuple[int, Any]:
+    import aiohttp
+
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with (
         aiohttp.ClientSession(timeout=timeout) as session,
@@ -109,7 +120,7 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
     where = _host(url)
     try:
         status, body = await _get_json(f"{url}/models", headers, timeout_s)
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+    except (_client_error(), TimeoutError, OSError) as exc:
         return Check("FAIL", line, f"{where}: {_failure(exc)}")
     data = body.get("data") if isinstance(body, dict) else None
     if status in (401, 403):
@@ -129,6 +140,8 @@ async def _chat_instead(
     llm: LLMSettings, timeout_s: float, line: str, where: str, status: int
 ) -> Check:
     """The model list is optional: without one, a one-word chat request decides."""
+    from bridge.cli.doctor_chat import probe_chat  # the backends: only for this fallback
+
     listed = f"GET /models answered HTTP {status}" if status != 200 else "GET /models sent no list"
     failed = await probe_chat(llm, timeout_s)
     if failed is None:
@@ -148,7 +161,7 @@ async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:
     try:
         me_status, me = await _get_json(f"{base}/getMe", {}, timeout_s)
         hook_status, hook = await _get_json(f"{base}/getWebhookInfo", {}, timeout_s)
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+    except (_client_error(), TimeoutError, OSError) as exc:
         return [Check("FAIL", "telegram", _scrub(f"Bot API: {_failure(exc)}", token))]
     if me_status != 200 or not isinstance(me, dict) or not me.get("ok"):
         hint = " (the token was rejected)" if me_status in (401, 404) else ""
