@@ -315,7 +315,8 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
 
 
 async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
-    """cProfile over `turns` turns: function calls per turn and the top functions by own time."""
+    """cProfile over `turns` turns: function calls per turn and the top functions by own time,
+    then by cumulative time (callees included)."""
     prof = cProfile.Profile()
     prof.enable()
     for i in range(turns):
@@ -326,6 +327,11 @@ async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
     stats = pstats.Stats(prof, stream=out)
     print(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(rows)
+    print("\n".join(out.getvalue().splitlines()[6:]))
+    out.seek(0)
+    out.truncate()
+    stats.sort_stats("cumulative").print_stats(rows)
+    print("by cumulative time (the functions' callees included):")
     print("\n".join(out.getvalue().splitlines()[6:]))
 
 
