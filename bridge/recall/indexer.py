@@ -16,9 +16,7 @@ through the `Database`, so one chat's messages keep their order and each
 tenant's are numbered in the order they were answered. The task lets
 exchanges gather for up to `LINGER_S` (or `MAX_BATCH` of them) and writes
 each tenant's as one `admit` (one INSERT, one text-index transaction: the
-statements of a turn's indexing shrink with load instead of growing with it);
-exchanges queued while a batch is written wait their `LINGER_S` too, so a
-slow write under load is not followed by batch after batch of a few turns.
+statements of a turn's indexing shrink with load instead of growing with it).
 It never raises into the turn: an index that cannot be written is logged and
 the answer goes on. `settled()` cuts the wait short and waits until what was
 queued is written (a search awaits it first: `/recall` right after a message
@@ -238,23 +236,17 @@ class Indexer:
                 finally:
                     timer.cancel()
             self._hurry.clear()
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            for dirs, messages in _by_tenant(batch):
-                try:
-                    await self.admit(dirs, messages)
-                    await self._prune(dirs, max(m.at_ms for m in messages))
-                except (OSError, StorageError) as exc:
-                    log.error("recall index not written (%s); the answer went on", exc)
-                except Exception:  # a bug must not end the task for every tenant
-                    log.exception("recall index: unexpected failure")
-            if not self._queue:
-                self._idle.set()
-                continue
-            # what came while the batch was written gathers more in its turn (not written
-            # at once: batch after batch of what one write's time let in, under load)
-            self._wake.set()
-            if len(self._queue) >= MAX_BATCH:
-                self._hurry.set()
+            while self._queue:
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                for dirs, messages in _by_tenant(batch):
+                    try:
+                        await self.admit(dirs, messages)
+                        await self._prune(dirs, max(m.at_ms for m in messages))
+                    except (OSError, StorageError) as exc:
+                        log.error("recall index not written (%s); the answer went on", exc)
+                    except Exception:  # a bug must not end the task for every tenant
+                        log.exception("recall index: unexpected failure")
+            self._idle.set()
 
     async def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
         """With a retention set, drop messages older than it (at most once a day per tenant)."""
