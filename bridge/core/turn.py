@@ -114,7 +114,9 @@ class TurnObserver(Protocol):
 
     async def before_turn(
         self, turn: TurnContext, session: Session, events: TurnEvents
-    ) -> None: ...
+    ) -> EndWrite | None:
+        """None, or a write for however the turn ends: in its end's unit, or alone when it
+        ends without one (failed, stopped, cancelled: e.g. the previous turn's graded mark)."""
 
     async def after_turn(
         self, turn: TurnContext, result: AgentResult, events: TurnEvents
@@ -207,6 +209,21 @@ class TurnRunner:
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
     ) -> Final:
+        ends: list[EndWrite] = []  # the observers' writes, until the turn's end takes them
+        try:
+            return await self._run(inbound, dirs, key, on_delta, on_progress, ends)
+        finally:  # ended without its end's unit (failed, stopped, cancelled): each alone
+            await self._alone(ends)
+
+    async def _run(
+        self,
+        inbound: Inbound,
+        dirs: TenantDirs,
+        key: SessionKey,
+        on_delta: DeltaSink | None,
+        on_progress: ProgressSink | None,
+        ends: list[EndWrite],
+    ) -> Final:
         started = time.perf_counter()
         shown: list[str] = []  # what the person saw, kept if they stop the turn
         on_delta = _showing(on_delta, shown)
@@ -223,7 +240,11 @@ class TurnRunner:
             await events.flush(self._audit)
             return Final(prepared.refusal, "refusal")
         for observer in self._observers:
-            await _kept("grading before the turn", observer.before_turn(turn, session, events))
+            end = await _kept(
+                "grading before the turn", observer.before_turn(turn, session, events)
+            )
+            if end is not None:
+                ends.append(end)
         mask = self._masks(dirs)
         lead = mask.mask(prepared.lead())
         if lead:
@@ -264,7 +285,6 @@ class TurnRunner:
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
-        ends: list[EndWrite] = []  # written with the exchange: one unit
         for observer in self._observers:
             end = await _kept("grading after the turn", observer.after_turn(turn, result, events))
             if end is not None:
@@ -348,7 +368,7 @@ class TurnRunner:
         turn: TurnContext,
         model: str,
         result: AgentResult,
-        ends: Sequence[EndWrite],
+        ends: list[EndWrite],
         key: SessionKey,
         asked: Masked,
         text: Masked,
@@ -357,7 +377,8 @@ class TurnRunner:
     ) -> bool:
         """The turn's end in ONE unit: its tokens counted, the exchange stored, the observers'
         writes (`ends`); whether it was stored. When the unit cannot commit, nothing of it
-        is written: the tokens are counted and the observers' rows written each alone."""
+        is written: the tokens are counted and the observers' rows written each alone.
+        `ends` is emptied once written (what is left is written alone by `run`)."""
         units = [e.unit for e in ends]
         msg_id = turn.inbound.msg_id
 
@@ -372,9 +393,14 @@ class TurnRunner:
             if not stored:
                 await self._meter.record(turn.tenant, model, tokens)
         if not stored:
-            for end in ends:
-                await _kept("grading after the turn", end.alone())
+            await self._alone(ends)
+        ends.clear()
         return stored
+
+    async def _alone(self, ends: list[EndWrite]) -> None:
+        """The observers' writes of a turn that ends without its end's unit, each alone."""
+        while ends:
+            await _kept("grading around the turn", ends.pop(0).alone())
 
     async def _store(
         self,

@@ -198,10 +198,13 @@ def _lines(text: str) -> list[str]:
 class TurnLog:
     """The last answered turn per chat: its message id and the skills it used or was about.
 
-    Two statements a turn: `record` after it (one upsert; `turn_recorded`, the same as a
-    unit, is written in the turn's end unit) and `claim` before the next (one UPDATE that
-    marks the last turn graded and returns it, so of two attempts to grade one turn
-    exactly one gets it)."""
+    A turn reads its chat's row before the model (`last`, a read) and writes two statements
+    in its end unit: the upsert of its own row (`turn_recorded`) and the graded mark of the
+    row it graded (`turn_graded`); a turn that ends without that unit (failed, stopped,
+    cancelled, unstored) writes the mark alone (`mark_graded`), so a message sent again
+    never grades the same turn twice. `claim` (one UPDATE ... RETURNING: of two attempts
+    to grade one turn exactly one gets it) is the same in one write, for callers that
+    cannot wait for an end unit."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -231,11 +234,7 @@ class TurnLog:
         return LastTurn(str(row[0]), _lines(row[1]), True, tuple(_lines(row[2])))
 
     async def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
-        await self._db.execute(
-            "UPDATE turn_log SET graded = 1"
-            " WHERE tenant = ? AND channel = ? AND chat = ? AND msg_id = ?",
-            (tenant, channel, chat, msg_id),
-        )
+        await self._db.execute(_GRADED, (tenant, channel, chat, msg_id))
 
     async def record(
         self,
@@ -267,6 +266,17 @@ def turn_recorded(
     )
     return changed
 
+
+def turn_graded(tenant: str, channel: str, chat: str, msg_id: str) -> Unit[int]:
+    """`TurnLog.mark_graded` as a unit of one statement, for a turn's end (`EndWrite`): the
+    turn `msg_id` is outcome-graded (no row changes once a later turn replaced it)."""
+    changed: int = yield execute(_GRADED, (tenant, channel, chat, msg_id))
+    return changed
+
+
+_GRADED = (
+    "UPDATE turn_log SET graded = 1 WHERE tenant = ? AND channel = ? AND chat = ? AND msg_id = ?"
+)
 
 _RECORD = (
     "INSERT INTO turn_log (tenant, channel, chat, msg_id, skills, at, graded, relevant)"

@@ -9,11 +9,13 @@ graded down to 0 is never offered, so never used) travel as `relevant`: they
 gain or lose no grade, but the learner counts the turn for their bullets. After a
 turn, skills the reply used gain `AUTO_STEP` each (`skill.graded`). A turn
 is outcome-graded at most once, even when the next message fails and is
-sent again. With an outcome judge, a follow-up the lexical stage left
-neutral is handed to it before the turn and released after it; a late label
-moves the graded turn's skills from neutral to that label (`revise`) and is
-audited as another `skill.outcome_graded` for the same `prev_run_id` (the
-learner keeps the last grade of a turn).
+sent again: the chat's last turn is read before the model, and marked graded in the
+turn's end unit, or alone when the turn ends without it (`before_turn` returns the
+mark as an `EndWrite`; no write waits on the turn's path before the model). With an
+outcome judge, a follow-up the lexical stage left neutral is handed to it before the
+turn and released after it; a late label moves the graded turn's skills from neutral
+to that label (`revise`) and is audited as another `skill.outcome_graded` for the same
+`prev_run_id` (the learner keeps the last grade of a turn).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.skills.files import read_skills
-from bridge.skills.grades import SkillGrades, TurnLog, turn_recorded
+from bridge.skills.grades import SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.tools import TurnContext
@@ -50,18 +52,23 @@ class SkillsObserver:
         if judge is not None:
             judge.listen(self._judged)
 
-    async def before_turn(self, turn: TurnContext, session: Session, events: TurnEvents) -> None:
+    async def before_turn(
+        self, turn: TurnContext, session: Session, events: TurnEvents
+    ) -> EndWrite | None:
+        """Grades the chat's last turn, when not graded yet, by this message; its graded mark
+        is returned for the turn's end (graded at most once, whichever way the turn ends)."""
         inbound = turn.inbound
         if inbound.scheduled:
-            return  # a job's prompt is not the person reacting to the previous answer
+            return None  # a job's prompt is not the person reacting to the previous answer
         exchange = session.last_exchange()  # the tool-call steps between are skipped
         if exchange is None:
-            return
-        # the last turn, marked graded in the same statement (graded at most once)
-        last = await self._log.claim(turn.tenant, inbound.channel, inbound.chat)
-        if last is None:
-            return
+            return None
+        last = await self._log.last(turn.tenant, inbound.channel, inbound.chat)
+        if last is None or last.graded:
+            return None
         prev_id, skills = last.msg_id, last.skills
+        row = (turn.tenant, inbound.channel, inbound.chat, prev_id)
+        mark = EndWrite(partial(turn_graded, *row), partial(self._log.mark_graded, *row))
         prev_user, reply = exchange
         outcome = classify(prev_user.content, reply.content, inbound.text)
         events.add(
@@ -88,7 +95,7 @@ class SkillsObserver:
             )
             self._judge.submit(f, turn.dirs)
         if not skills and not last.relevant:
-            return
+            return mark
         now = self._clock()
         for name in skills:  # only a skill the reply used earns or loses grade
             await self._grades.apply(turn.tenant, name, outcome.label, now)
@@ -100,6 +107,7 @@ class SkillsObserver:
         if last.relevant:
             details["relevant"] = list(last.relevant)
         events.add("skill.outcome_graded", turn.tenant, details)
+        return mark
 
     async def after_turn(
         self, turn: TurnContext, result: AgentResult, events: TurnEvents

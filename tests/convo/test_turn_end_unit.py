@@ -4,6 +4,7 @@ statement, on the writer's connection."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -12,7 +13,10 @@ from bridge.app.roost import Roost
 from bridge.core.turn import NOT_STORED
 from bridge.skills.grades import TurnLog
 from bridge.storage.errors import StorageError
-from tests.conftest import web_msg
+from bridge.types.audit_sink import MemoryAudit
+from bridge.types.backend import BackendError
+from tests.conftest import ScriptedBackend, web_msg
+from tests.waits import until
 
 
 def transactions(statements: list[str]) -> list[list[str]]:
@@ -55,7 +59,46 @@ async def test_a_turns_end_is_one_transaction(roost: Roost) -> None:
     ]
     assert starts(seen, "INSERT INTO token_usage") == 1  # counted once
     assert starts(seen, "INSERT INTO turn_log") == 1
-    assert starts(seen, "UPDATE turn_log") == 1  # the grading claim, before the model
+    # the previous turn's graded mark is in the end's unit too: no write before the model
+    assert [starts(ends[0], "UPDATE turn_log")] == [1]
+    assert starts(seen, "UPDATE turn_log") == 1
+    assert starts(transactions(seen)[0], "INSERT INTO sessions") == 1  # the turn's first write
+
+
+async def test_a_turn_is_graded_once_when_the_next_message_fails_and_is_sent_again(
+    roost: Roost,
+) -> None:
+    """The graded mark of the previous turn is written even when the turn that graded it has
+    no end's unit (its model failed): the same message sent again grades nothing."""
+    backend = roost.backend
+    assert isinstance(backend, ScriptedBackend)
+    backend.steps[:] = ["Here is the list.", BackendError("unavailable", "down"), "Better now."]
+    await roost.core.handle(web_msg("make me a list", 1))
+    failed = await roost.core.handle(web_msg("no, that's wrong", 2))
+    assert failed is not None and failed.kind == "error"
+    await roost.core.handle(web_msg("no, that's wrong", 3))  # sent again
+    audit = getattr(roost.audit, "inner", roost.audit)  # under the metrics' counting sink
+    assert isinstance(audit, MemoryAudit)
+    graded = [e[2] for e in audit.events if e[0] == "outcome.graded"]
+    assert [(g["prev_run_id"], g["msg_id"]) for g in graded] == [("m1", "m2")]
+    last = await TurnLog(roost.database).last("local", "web", "c1")
+    assert last is not None and (last.msg_id, last.graded) == ("m3", False)
+
+
+async def test_a_stopped_or_cancelled_turn_marks_the_turn_it_graded(roost: Roost) -> None:
+    """A turn cancelled mid-model (shutdown) ends without its end's unit: the previous turn
+    is marked graded all the same."""
+    backend = roost.backend
+    assert isinstance(backend, ScriptedBackend)
+    await roost.core.handle(web_msg("make me a list", 1))
+    backend.delay = 30.0  # the model never answers: the turn is cancelled while it waits
+    turn = asyncio.ensure_future(roost.core.handle(web_msg("no, that's wrong", 2)))
+    await until(lambda: len(backend.requests) == 2, "the second turn asks the model")
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    last = await TurnLog(roost.database).last("local", "web", "c1")
+    assert last is not None and (last.msg_id, last.graded) == ("m1", True)
 
 
 async def test_a_turn_not_stored_still_counts_once_and_logs_its_turn(

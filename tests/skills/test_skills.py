@@ -114,9 +114,11 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(
     assert audit.events[-1][0] == "skill.graded"
 
     session = _session(("clean this csv", reply))
-    await observer.before_turn(
+    mark = await observer.before_turn(
         _turn(dirs, "no, that's wrong, the rows were not duplicates", "m2"), session, events
     )
+    assert mark is not None
+    await mark.alone()  # the turn m2 ended without its end's unit (e.g. its model failed)
     await events.flush(audit)
     names = [e[0] for e in audit.events]
     assert names[-2:] == ["outcome.graded", "skill.outcome_graded"]
@@ -126,7 +128,9 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(
     assert (await grades.get("t1", "trip_planning")).counts["rejection"] == 0
 
     # the same previous turn is never graded twice (e.g. the next message is retried)
-    await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session, events)
+    assert (
+        await observer.before_turn(_turn(dirs, "no, wrong again", "m2b"), session, events) is None
+    )
     await events.flush(audit)
     assert [e[0] for e in audit.events] == names
 

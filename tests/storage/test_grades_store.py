@@ -7,6 +7,7 @@ again after another connection's; every write one statement."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from bridge.skills.grades import (
     OUTCOME_STEP,
     SkillGrades,
     TurnLog,
+    turn_graded,
 )
 from bridge.storage.protocol import Database
 from tests.storage.conftest import OpenDb
@@ -157,6 +159,13 @@ async def test_a_turn_is_claimed_for_grading_once(open_db: OpenDb) -> None:
     assert (await log.last("alice", "web", "c2")).graded is False  # type: ignore[union-attr]
     await log.mark_graded("alice", "web", "c2", "m3")
     assert (await log.last("alice", "web", "c2")).graded is True  # type: ignore[union-attr]
+    # the same mark as a unit of a turn's end (`turn_graded`, with the next turn's row)
+    await log.record("alice", "web", "c3", "m4", [], 4.0)
+    db = await open_db()
+    await db.atomic(partial(turn_graded, "alice", "web", "c3", "other-id"))
+    assert (await log.last("alice", "web", "c3")).graded is False  # type: ignore[union-attr]
+    await db.atomic(partial(turn_graded, "alice", "web", "c3", "m4"))
+    assert (await log.last("alice", "web", "c3")).graded is True  # type: ignore[union-attr]
 
 
 async def test_judge_counts_add_up_across_connections(open_db: OpenDb) -> None:
