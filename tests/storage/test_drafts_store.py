@@ -130,10 +130,24 @@ async def test_a_chat_without_drafts_costs_no_statement_and_other_instances_writ
     other_db = await open_db()
     other_changes = TableChanges(other_db)
     other = DraftStore(other_db, clock, changes=other_changes)  # another instance
+
+    async def costs_nothing(key: SessionKey) -> None:
+        """With the mirror current, a chat known to have no drafts is answered without a
+        statement. On PostgreSQL the LISTEN behind `watched` may wake the topic once after
+        `subscribed()` returned: a check that a wake moved is made again."""
+        while True:
+            generation = changes.generation
+            assert await store.drafts(key) == []  # the tenant's chats read, if stale
+            reads = counted.reads
+            got = await store.drafts(key)
+            if changes.generation == generation:
+                assert got == [] and counted.reads == reads, "known: none"
+                return
+
     async with watched(changes), watched(other_changes):
-        assert await store.drafts(CHAT) == [] and counted.reads == 1  # the tenant's chats
-        assert await store.drafts(CHAT) == [] and counted.reads == 1, "known: none"
-        assert await store.drafts(SessionKey("local", "web", "c2")) == [] and counted.reads == 1
+        assert await store.drafts(CHAT) == [] and counted.reads >= 1  # the tenant's chats
+        await costs_nothing(CHAT)
+        await costs_nothing(SessionKey("local", "web", "c2"))
         assert await other.drafts(CHAT) == []
         generation = changes.generation
         await other.put(CHAT, spec(ONE), m(ONE))  # written and notified by the other one
