@@ -241,7 +241,9 @@ async def _pg_test_db(pg_server: PgServer) -> AsyncIterator[_PgTestDb]:
 
 @pytest.fixture
 def location(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The SQLite file's path or the PostgreSQL URL of this test's database."""
+    """The SQLite file's path or the PostgreSQL URL of this test's database. On PostgreSQL
+    it may hold the migrated schema until `open_db`'s first open decides (a test that needs
+    an empty database without `open_db` takes `pg_url`)."""
     if backend == "sqlite":
         return str(tmp_path / "roost.db")
     test_db: _PgTestDb = request.getfixturevalue("_pg_test_db")
