@@ -440,7 +440,7 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str) -> None:
+def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str = "on") -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
