@@ -111,25 +111,19 @@ class Vault:
     def __init__(self, audit: AuditSink, cache: FileCache | None = None) -> None:
         self._audit = audit
         self._cache = cache or FileCache()
-        self._maskers: dict[str, tuple[object, Masker]] = {}
 
     def values(self, dirs: TenantDirs) -> Mapping[str, str]:
         return read_values(dirs, self._cache)
 
     def masker(self, dirs: TenantDirs) -> Masker:
-        """The masker for this tenant's current values; rebuilt only when the vault changed:
-        its listing (which the cache re-takes whenever the directory's own stat key moved)
-        or a listed file's stat key (the directory's own key would add nothing, and
-        the watch cannot vouch for it: it would cost a `stat` every call)."""
-        d = dirs.vault
-        stat = self._cache.stat_key
-        key = tuple((n, stat(d / n)) for n in names(dirs, self._cache))
-        hit = self._maskers.get(str(dirs.root))
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        masker = Masker(self.values(dirs))
-        self._maskers[str(dirs.root)] = (key, masker)
-        return masker
+        """The masker for this tenant's current values, kept (`FileCache.kept`) while
+        the vault's listing and every file it read are unchanged: with the cache's
+        watch one look at the inotify queue per call (a turn asks three times), a
+        `stat` only for what the watch cannot vouch for (a link, a hard-linked file);
+        without it each listing and file is checked again as before."""
+        return self._cache.kept(
+            ("vault.masker", str(dirs.root)), lambda: Masker(read_values(dirs, self._cache))
+        )
 
     async def reveal(self, dirs: TenantDirs, wanted: list[str], purpose: str) -> dict[str, str]:
         """Values for a tool that declared them, under the names it declared (matched
