@@ -98,3 +98,22 @@ def test_two_tenants_keep_their_own_maskers(home: Path, cache: FileCache) -> Non
     vault = Vault(_NoAudit(), cache)
     assert _masks(vault, alice, OLD) and not _masks(vault, alice, NEW)
     assert _masks(vault, bob, NEW) and not _masks(vault, bob, OLD)
+
+
+def test_a_vault_asked_for_before_its_tenant_existed_is_followed(
+    home: Path, cache: FileCache
+) -> None:
+    dirs = TenantDirs("carol", home / "tenants" / "carol" / "global")
+    vault = Vault(_NoAudit(), cache)
+    assert not _masks(vault, dirs, OLD)  # asked before the tree exists (a new tenant)
+    dirs.ensure()
+    assert not _masks(vault, dirs, OLD)
+    (dirs.vault / "TOKEN").write_text(OLD)
+    assert _masks(vault, dirs, OLD)
+    kept = vault.masker(dirs)
+    checked = cache.stats
+    assert all(vault.masker(dirs) is kept for _ in range(3))
+    if cache.moved(()) is not None:  # watched: vouched for from now on, no `stat`
+        assert cache.stats == checked
+    (dirs.vault / "TOKEN").write_text(NEW)
+    assert _masks(vault, dirs, NEW) and not _masks(vault, dirs, OLD)
