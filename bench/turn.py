@@ -22,7 +22,8 @@ Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
 daily token budget for every tenant, so the budget check reads; `--profile`:
 cProfile's function calls per turn and top functions by own and by cumulative time,
-on the loop thread's CPU clock; `--inline-writes
+on the loop thread's CPU clock, and with `--profile-match REGEX` every function whose
+`file:line(name)` matches; `--inline-writes
 on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
 inline only while one turn is in flight). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
@@ -315,11 +316,12 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
         print(f"SQL statements per turn, {name}: {len(seen) / turns:g}  ({top})")
 
 
-async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
+async def profiled(roost: Any, turns: int, rows: int = 30, match: str = "") -> None:
     """cProfile over `turns` turns: function calls per turn and the top functions by own time,
-    then by cumulative time (callees included). Its clock is the loop thread's CPU time
-    (`time.thread_time`): a wall clock would charge the waits in `epoll` and the time the
-    kernel gives other processes on a loaded machine to whatever ran then."""
+    then by cumulative time (callees included), then (`match`, a regular expression) every
+    function whose `file:line(name)` it matches, by cumulative time. Its clock is the loop
+    thread's CPU time (`time.thread_time`): a wall clock would charge the waits in `epoll`
+    and the time the kernel gives other processes on a loaded machine to whatever ran then."""
     prof = cProfile.Profile(time.thread_time)
     prof.enable()
     for i in range(turns):
@@ -336,12 +338,19 @@ async def profiled(roost: Any, turns: int, rows: int = 30) -> None:
     stats.sort_stats("cumulative").print_stats(rows)
     print("by cumulative time (the functions' callees included):")
     print("\n".join(out.getvalue().splitlines()[6:]))
+    if match:
+        out.seek(0)
+        out.truncate()
+        stats.sort_stats("cumulative").print_stats(match)
+        print(f"matching {match!r} (seconds over {turns} turns):")
+        print("\n".join(out.getvalue().splitlines()[6:]))
 
 
 async def overhead(
     turns: int,
     breakdown: bool = True,
     profile: bool = False,
+    profile_match: str = "",
     budget: int = 0,
     clients: int = 10,
     inline_writes: str = "on",
@@ -367,7 +376,7 @@ async def overhead(
         print(f"  by thread: {per_thread(by_thread, thread_cpu(), turns)}")
         await statements_per_turn(roost, min(turns, 200))
         if profile:
-            await profiled(roost, turns)
+            await profiled(roost, turns, match=profile_match)
         if breakdown:
             steps, floor = instrument(roost), Floor(Path(tmp))
             steps.order.append("handle (whole)")
@@ -514,6 +523,12 @@ def main() -> None:
         "--profile", action="store_true", help="also cProfile the turns (top functions)"
     )
     parser.add_argument(
+        "--profile-match",
+        default="",
+        metavar="REGEX",
+        help="with --profile: also every function whose file:line(name) matches",
+    )
+    parser.add_argument(
         "--clients",
         type=int,
         default=10,
@@ -535,6 +550,7 @@ def main() -> None:
         overhead(
             args.turns,
             profile=args.profile,
+            profile_match=args.profile_match,
             budget=args.budget,
             clients=args.clients,
             inline_writes=inline,

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
+from bridge.app.forget_marks import ForgetMarks
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
 from bridge.app.lazy_broker import LazyBroker
@@ -179,6 +180,8 @@ async def build(
         chat_notes=chat_notes,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
+    # an unfinished `roost forget` bars its tenant: checked through the watched cache
+    resolver.barred = ForgetMarks(settings.home, caps.loadout.files).barred
     voice = Voice(settings, resolver, chats, audit, platforms)
     closers.append(voice.aclose)
     sets = (

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from bridge.app.forget_marks import forgetting
 from bridge.app.home import chain_instance
 from bridge.app.platforms import platforms_of
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
@@ -182,7 +181,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         inbox=lambda tenant: TenantDirs.of(settings.home, tenant).inbox,
         attachment_bytes=settings.limits.attachment_bytes,
         limits=budget.limits,
-        barred=lambda tenant: forgetting(settings.home, tenant),
+        barred=lambda tenant: roost.resolver.barred(tenant),  # `ForgetMarks`
         quota=roost.quota,
         ready=lambda: database_ready(roost.database),
     )

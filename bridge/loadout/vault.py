@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bridge.core.atomic import remove, write_text
-from bridge.core.filecache import FileCache
+from bridge.core.filecache import FileCache, Reads
 from bridge.loadout.mask import MIN_SECRET_CHARS, Masker
 from bridge.types.audit_sink import AuditSink
 from bridge.types.tenant_dirs import TenantDirs
@@ -26,6 +26,7 @@ from forge.schema import SECRET_NAME_RE, secret_key
 
 NAME = SECRET_NAME_RE
 MAX_VALUE = 16_384
+_MAX_MASKERS = 4096  # tenants whose masker is kept
 
 
 class VaultError(ValueError):
@@ -111,24 +112,31 @@ class Vault:
     def __init__(self, audit: AuditSink, cache: FileCache | None = None) -> None:
         self._audit = audit
         self._cache = cache or FileCache()
-        self._maskers: dict[str, tuple[object, Masker]] = {}
+        # tenant root -> (what the values were read from, the values, their masker)
+        self._maskers: dict[str, tuple[Reads, dict[str, str], Masker]] = {}
 
     def values(self, dirs: TenantDirs) -> Mapping[str, str]:
         return read_values(dirs, self._cache)
 
     def masker(self, dirs: TenantDirs) -> Masker:
-        """The masker for this tenant's current values; rebuilt only when the vault changed:
-        its listing (which the cache re-takes whenever the directory's own stat key moved)
-        or a listed file's stat key (the directory's own key would add nothing, and
-        the watch cannot vouch for it: it would cost a `stat` every call)."""
-        d = dirs.vault
-        stat = self._cache.stat_key
-        key = tuple((n, stat(d / n)) for n in names(dirs, self._cache))
-        hit = self._maskers.get(str(dirs.root))
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        masker = Masker(self.values(dirs))
-        self._maskers[str(dirs.root)] = (key, masker)
+        """The masker for this tenant's current values, kept while the vault's listing
+        and every file it read are unchanged (`FileCache.still`): with the cache's watch
+        one look at the inotify queue per call (a turn asks three times). Answers no
+        generation vouches for (a link, a hard-linked file, a vault first read before
+        its directory could be watched, no watch at all) are read again through the
+        cache each call, as before, and the masker is rebuilt only when the values
+        differ. A kept answer is not added to a `FileCache.recording` open around the
+        call (no memo built from files calls this: the prompt reads the names itself)."""
+        root = str(dirs.root)
+        hit = self._maskers.get(root)
+        if hit is not None and not hit[0].loose and self._cache.still(hit[0]):
+            return hit[2]
+        with self._cache.recording() as reads:
+            values = read_values(dirs, self._cache)
+        masker = hit[2] if hit is not None and hit[1] == values else Masker(values)
+        if len(self._maskers) >= _MAX_MASKERS:
+            self._maskers.clear()
+        self._maskers[root] = (reads, values, masker)
         return masker
 
     async def reveal(self, dirs: TenantDirs, wanted: list[str], purpose: str) -> dict[str, str]:
