@@ -77,7 +77,11 @@ _COUNT_IN = (
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
     "tokens = tokens + excluded.tokens RETURNING key"
 )
-_INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES (?, ?, ?, ?)"
+# a batch's documents in one statement: [[doc, len, body], ...]
+_INSERT = (
+    "INSERT INTO storage_fts_docs (key, doc, len, body) SELECT ?, "
+    "value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)"
+)
 # postings and counts of a batch, each one statement whatever the batch's size:
 # [[term, doc, tf, len], ...] and [[term, n], ...]
 _POST = (
@@ -135,7 +139,8 @@ def _insert_all(
     found = [(doc, fts.terms(text)) for doc, text in docs]
     total = sum(len(t) for _, t in found)
     key = int(conn.execute(_COUNT_IN, (name, tenant, len(found), total)).fetchone()[0])
-    conn.executemany(_INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
+    rows = [(doc, len(t), " ".join(t)) for doc, t in found]
+    conn.execute(_INSERT, (key, json.dumps(rows, ensure_ascii=False)))
     _post(conn, key, found)
 
 
