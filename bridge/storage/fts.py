@@ -37,6 +37,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 def terms(text: str) -> list[str]:
     """The index terms of `text`, in order, repeats kept."""
+    if text.isascii():  # every step below is lower() on ASCII (the recall index's terms)
+        return [w[:MAX_TERM] for w in _WORD.findall(text.lower())]
     # Unicode's compatibility caseless match (D146): NFKD(casefold(NFKD(casefold(NFD(x))))).
     # One casefold before NFKD is not enough: a compatibility character can decompose
     # to a capital ('𝕊' -> 'S'), and a term must be its own term when searched again.

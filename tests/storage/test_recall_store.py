@@ -6,6 +6,7 @@ every write one statement (no transaction)."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -206,9 +207,10 @@ async def test_the_own_set_ranks_alike_on_both_backends(pg_url: str, tmp_path: P
 async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
     tmp_path: Path,
 ) -> None:
-    """A turn's pair: the INSERT, its two terms (the index's counts and key, the next id, a
-    row each, their postings and term counts), the speaker; the only transaction is the text
-    index's own around its terms, inside one job."""
+    """A turn's pair: the INSERT, its two terms (the index's counts and key, then one
+    prepared statement run per row for the documents, their postings, their term counts),
+    the speaker; the only transaction is the text index's own around its terms, inside one
+    job."""
     database, statements = await traced(tmp_path / "roost.db")
     try:
         index = RecallIndex(database, "t")
@@ -219,9 +221,22 @@ async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
         heads = [s.split()[0].upper() for s in written]
         assert "SAVEPOINT" not in heads
         begin = heads.index("BEGIN")
-        assert heads.count("BEGIN") == 1 and heads[begin + 6] == "COMMIT", written
-        assert all("storage_fts_" in s for s in written[begin + 1 : begin + 6]), written
-        assert len(written) == 3 + 1 + 5, written  # the INSERT, the terms (one job), a name
+        assert heads.count("BEGIN") == 1 and heads.count("COMMIT") == 1, written
+        commit = heads.index("COMMIT")
+        job = written[begin + 1 : commit]
+        assert all("storage_fts_" in s for s in job), written
+        # the counts and key, then per row: 2 documents, their postings, their terms' counts
+        new = "FROM storage_fts_postings WHERE doc IN (3, 4)"
+        postings = await database.fetch_value(f"SELECT count(*) {new}")
+        terms = await database.fetch_value(f"SELECT count(DISTINCT term) {new}")
+        kinds = Counter(s.split()[2] for s in job)
+        assert kinds == {
+            "storage_fts_stats": 1,
+            "storage_fts_docs": 2,
+            "storage_fts_postings": postings,
+            "storage_fts_df": terms,
+        }, job
+        assert len(written) - len(job) == 3 + 1, written  # the INSERT, BEGIN/COMMIT, a name
         statements.clear()
         await index.delete_before(10**9)
         assert not [s for s in statements if s.split()[0].upper() in ("BEGIN", "SAVEPOINT")]

@@ -33,7 +33,6 @@ contentless FTS5 table `storage_fts_text` (terms prefixed by the key).
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections import Counter
@@ -77,16 +76,14 @@ _COUNT_IN = (
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
     "tokens = tokens + excluded.tokens RETURNING key"
 )
+# a batch's documents, postings and counts: one prepared statement each, run per row
+# (`executemany`; one `json_each` statement with `->>` per column cost 2-3x as much per
+# row on SQLite 3.40: 0.43-0.54 against 0.14-0.20 ms for a pair's 33 postings)
 _INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES (?, ?, ?, ?)"
-# postings and counts of a batch, each one statement whatever the batch's size:
-# [[term, doc, tf, len], ...] and [[term, n], ...]
-_POST = (
-    "INSERT INTO storage_fts_postings (key, term, doc, tf, len) SELECT ?, "
-    "value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?)"
-)
+_POST = "INSERT INTO storage_fts_postings (key, term, doc, tf, len) VALUES (?, ?, ?, ?, ?)"
 _DF = (
-    "INSERT INTO storage_fts_df (key, term, n) SELECT ?, value ->> 0, value ->> 1 "
-    "FROM json_each(?) WHERE true ON CONFLICT (key, term) DO UPDATE SET n = n + excluded.n"
+    "INSERT INTO storage_fts_df (key, term, n) VALUES (?, ?, ?) "
+    "ON CONFLICT (key, term) DO UPDATE SET n = n + excluded.n"
 )
 _SCORE = (
     f"round(sum(q.idf * (p.tf * {fts.K1 + 1}) / (p.tf + {fts.K1} * (1 - {fts.B} "
@@ -141,15 +138,15 @@ def _insert_all(
 
 def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[str]]]) -> None:
     """The postings of documents (doc, terms) of `key` and their document frequencies."""
-    postings: list[tuple[str, int, int, int]] = []
+    postings: list[tuple[int, str, int, int, int]] = []
     df: Counter[str] = Counter()
     for doc, terms in found:
         tfs = Counter(terms)
-        postings.extend((term, doc, tf, len(terms)) for term, tf in tfs.items())
+        postings.extend((key, term, doc, tf, len(terms)) for term, tf in tfs.items())
         df.update(tfs.keys())
-    if postings:  # in key order: a batch appends to the b-trees instead of scattering
-        conn.execute(_POST, (key, json.dumps(sorted(postings), ensure_ascii=False)))
-        conn.execute(_DF, (key, json.dumps(sorted(df.items()), ensure_ascii=False)))
+    # in key order: a batch appends to the b-trees instead of scattering
+    conn.executemany(_POST, sorted(postings))
+    conn.executemany(_DF, [(key, term, n) for term, n in sorted(df.items())])
 
 
 class SqliteTextIndex:
