@@ -220,19 +220,6 @@ class TurnLog:
             return None
         return LastTurn(str(row[0]), _lines(row[1]), bool(row[2]), tuple(_lines(row[3])))
 
-    async def claim(self, tenant: str, channel: str, chat: str) -> LastTurn | None:
-        """The chat's last answered turn, marked graded, when it was not graded yet (None:
-        no turn, or graded already)."""
-        row = await self._db.fetch_one(
-            "UPDATE turn_log SET graded = 1"
-            " WHERE tenant = ? AND channel = ? AND chat = ? AND graded = 0"
-            " RETURNING msg_id, skills, relevant",
-            (tenant, channel, chat),
-        )
-        if row is None:
-            return None
-        return LastTurn(str(row[0]), _lines(row[1]), True, tuple(_lines(row[2])))
-
     async def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
         await self._db.execute(_GRADED, (tenant, channel, chat, msg_id))
 

@@ -134,9 +134,9 @@ async def test_the_mirror_is_kept_by_writes_and_read_again_after_anothers(
         await stop()
 
 
-async def test_a_turn_is_claimed_for_grading_once(open_db: OpenDb) -> None:
+async def test_a_turn_is_marked_graded_by_its_own_id(open_db: OpenDb) -> None:
     log = TurnLog(await open_db())
-    assert await log.claim("alice", "web", "c1") is None
+    assert await log.last("alice", "web", "c1") is None
     await log.record("alice", "web", "c1", "m1", ["a", "b"], 1.0, relevant=("c",))
     last = await log.last("alice", "web", "c1")
     assert last is not None and (last.msg_id, last.skills, last.graded, last.relevant) == (
@@ -145,15 +145,13 @@ async def test_a_turn_is_claimed_for_grading_once(open_db: OpenDb) -> None:
         False,
         ("c",),
     )
-    other = TurnLog(await open_db())
-    claims = await asyncio.gather(*(t.claim("alice", "web", "c1") for t in (log, other, log)))
-    won = [c for c in claims if c is not None]
-    assert len(won) == 1 and won[0].msg_id == "m1" and won[0].skills == ["a", "b"]
+    other = TurnLog(await open_db())  # another connection (another instance) sees it
+    await other.mark_graded("alice", "web", "c1", "m1")
     assert (await log.last("alice", "web", "c1")).graded is True  # type: ignore[union-attr]
     await log.record("alice", "web", "c1", "m2", [], 2.0)  # the next turn: not graded yet
-    claimed = await other.claim("alice", "web", "c1")
-    assert claimed is not None and (claimed.msg_id, claimed.skills) == ("m2", [])
-    assert await log.claim("bob", "web", "c1") is None  # per tenant
+    last = await other.last("alice", "web", "c1")
+    assert last is not None and (last.msg_id, last.skills, last.graded) == ("m2", [], False)
+    assert await log.last("bob", "web", "c1") is None  # per tenant
     await log.record("alice", "web", "c2", "m3", ["x"], 3.0)
     await log.mark_graded("alice", "web", "c2", "other-id")  # not that turn: unchanged
     assert (await log.last("alice", "web", "c2")).graded is False  # type: ignore[union-attr]
@@ -184,7 +182,7 @@ async def test_judge_counts_add_up_across_connections(open_db: OpenDb) -> None:
 
 async def test_each_write_is_one_statement(backend: str, tmp_path: Path) -> None:
     """SQLite's statements: no BEGIN; a step is one upsert (+ the notify), a turn's log
-    one upsert, a claim one UPDATE."""
+    one upsert, its graded mark one UPDATE."""
     if backend != "sqlite":
         pytest.skip("the statements SQLite ran")
     database, statements = await traced(tmp_path / "roost.db")
@@ -195,7 +193,7 @@ async def test_each_write_is_one_statement(backend: str, tmp_path: Path) -> None
         await grades.apply("alice", "s", "auto", 1.0)
         await grades.revise("alice", "s", "neutral", "approval", 2.0)
         await log.record("alice", "web", "c1", "m1", ["s"], 1.0)
-        await log.claim("alice", "web", "c1")
+        await log.mark_graded("alice", "web", "c1", "m1")
     finally:
         await database.aclose()
     ran = [s.split()[0].upper() for s in statements]
