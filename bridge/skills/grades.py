@@ -21,7 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from bridge.loadout.db_changes import TableChanges, TenantRows
 from bridge.storage.protocol import Database
-from bridge.storage.units import Unit, execute
+from bridge.storage.units import Unit, drive, execute
 
 INITIAL_GRADE = 1000  # thousandths
 MIN_GRADE, MAX_GRADE = -3000, 3000
@@ -202,9 +202,7 @@ class TurnLog:
     in its end unit: the upsert of its own row (`turn_recorded`) and the graded mark of the
     row it graded (`turn_graded`); a turn that ends without that unit (failed, stopped,
     cancelled, unstored) writes the mark alone (`mark_graded`), so a message sent again
-    never grades the same turn twice. `claim` (one UPDATE ... RETURNING: of two attempts
-    to grade one turn exactly one gets it) is the same in one write, for callers that
-    cannot wait for an end unit."""
+    never grades the same turn twice. `record` and `mark_graded` run the same units alone."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -221,7 +219,7 @@ class TurnLog:
         return LastTurn(str(row[0]), _lines(row[1]), bool(row[2]), tuple(_lines(row[3])))
 
     async def mark_graded(self, tenant: str, channel: str, chat: str, msg_id: str) -> None:
-        await self._db.execute(_GRADED, (tenant, channel, chat, msg_id))
+        await drive(self._db, turn_graded(tenant, channel, chat, msg_id))
 
     async def record(
         self,
@@ -233,9 +231,7 @@ class TurnLog:
         now: float,
         relevant: Sequence[str] = (),
     ) -> None:
-        await self._db.execute(
-            _RECORD, _record_args(tenant, channel, chat, msg_id, skills, now, relevant)
-        )
+        await drive(self._db, turn_recorded(tenant, channel, chat, msg_id, skills, now, relevant))
 
 
 def turn_recorded(
@@ -248,9 +244,8 @@ def turn_recorded(
     relevant: Sequence[str] = (),
 ) -> Unit[int]:
     """`TurnLog.record` as a unit of one statement, for a turn's end (`EndWrite`)."""
-    changed: int = yield execute(
-        _RECORD, _record_args(tenant, channel, chat, msg_id, skills, now, relevant)
-    )
+    args = (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant))
+    changed: int = yield execute(_RECORD, args)
     return changed
 
 
@@ -271,15 +266,3 @@ _RECORD = (
     " msg_id = excluded.msg_id, skills = excluded.skills, at = excluded.at,"
     " graded = 0, relevant = excluded.relevant"
 )
-
-
-def _record_args(
-    tenant: str,
-    channel: str,
-    chat: str,
-    msg_id: str,
-    skills: Sequence[str],
-    now: float,
-    relevant: Sequence[str],
-) -> tuple[object, ...]:
-    return (tenant, channel, chat, msg_id, "\n".join(skills), now, "\n".join(relevant))
