@@ -12,46 +12,20 @@ run a turn.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.spine.import_probe import imported_by
 from tests.spine.test_terminal_startup import environment
-from tests.waits import HANG_S
 
-REPO = Path(__file__).resolve().parents[2]
 SDKS = ("telegram", "mcp", "mcp_types", "PIL", "pypdf", "asyncpg", "mautrix")
-PROBE = """
-import atexit, json, runpy, sys
-def report():
-    top = sorted({m.split(".")[0] for m in sys.modules})
-    sys.__stderr__.write("TOP " + json.dumps(top) + "\\n")
-atexit.register(report)
-if sys.argv[1:] == ["--import-only"]:
-    import bridge.cli.main
-else:
-    sys.argv = ["roost", *sys.argv[1:]]
-    runpy.run_module("bridge.cli.main", run_name="__main__")
-"""
 
 
 def top_level(args: list[str], env: dict[str, str]) -> tuple[int, str, set[str]]:
     """(exit status, stdout, top-level packages imported) of `roost ARGS`."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        env=env,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
-    [line] = [x for x in done.stderr.splitlines() if x.startswith("TOP ")]
-    return done.returncode, done.stdout, set(json.loads(line.removeprefix("TOP ")))
+    code, out, modules = imported_by(args, env)
+    return code, out, {m.split(".")[0] for m in modules}
 
 
 def offline(home: Path) -> dict[str, str]:

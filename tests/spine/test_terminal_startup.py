@@ -14,9 +14,7 @@ channel or the sandbox.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,9 +23,9 @@ import pytest
 
 from bridge.cli.table import ROWS, Row
 from tests.fakes.fake_openai import FakeOpenAI
+from tests.spine.import_probe import PROBE, REPO, imported_by, modules_in
 from tests.waits import HANG_S
 
-REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("telegram", "mcp", "mcp_types", "PIL", "pypdf", "aiohttp", "rich", "prompt_toolkit")
 ROOT = (  # the composition root and what only a running roost needs
     "bridge.app.build",
@@ -39,16 +37,6 @@ ROOT = (  # the composition root and what only a running roost needs
     "forge.runner",
 )
 WATCHED = (*HEAVY, "pydantic", "pydantic_settings", *ROOT)
-PROBE = f"""
-import atexit, json, runpy, sys
-def report():
-    top = {{m.split(".")[0] for m in sys.modules}}
-    loaded = sorted(m for m in {WATCHED!r} if m in sys.modules or m in top)
-    sys.__stderr__.write("LOADED " + json.dumps(loaded) + "\\n")
-atexit.register(report)
-sys.argv = ["roost", *sys.argv[1:]]
-runpy.run_module("bridge.cli.main", run_name="__main__")
-"""
 KEY = "sk-test-key-000000000000"
 
 
@@ -64,24 +52,9 @@ def environment(home: Path, model_url: str = "http://127.0.0.1:9/v1") -> dict[st
     }
 
 
-def loaded_in(stderr: str) -> list[str]:
-    [line] = [x for x in stderr.splitlines() if x.startswith("LOADED ")]
-    found: list[str] = json.loads(line.removeprefix("LOADED "))
-    return found
-
-
 def loaded_by(args: list[str], home: Path) -> tuple[int, str, list[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        env=environment(home),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
-    return done.returncode, done.stdout, loaded_in(done.stderr)
+    code, out, modules = imported_by(args, environment(home))
+    return code, out, sorted(m for m in WATCHED if m in modules)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +104,7 @@ async def test_a_message_imports_the_model_client_and_nothing_else_heavy(
     )
     out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode == 0 and out.decode() == "echo: hello\n"
-    assert [m for m in loaded_in(err.decode()) if m in HEAVY] == ["aiohttp"]
+    assert [m for m in HEAVY if m in modules_in(err.decode())] == ["aiohttp"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
