@@ -31,9 +31,10 @@ from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.skills.files import read_skills
-from bridge.skills.grades import SkillGrades, TurnLog, turn_graded, turn_recorded
+from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.types.audit_sink import TurnEvents
+from bridge.types.backend import ChatMessage
 from bridge.types.tools import TurnContext
 
 
@@ -66,9 +67,25 @@ class SkillsObserver:
         last = await self._log.last(turn.tenant, inbound.channel, inbound.chat)
         if last is None or last.graded:
             return None
-        prev_id, skills = last.msg_id, last.skills
-        row = (turn.tenant, inbound.channel, inbound.chat, prev_id)
+        row = (turn.tenant, inbound.channel, inbound.chat, last.msg_id)
         mark = EndWrite(partial(turn_graded, *row), partial(self._log.mark_graded, *row))
+        try:
+            await self._grade(turn, last, exchange, events)
+        except BaseException:  # what was applied of it must not be applied again
+            await mark.alone()
+            raise
+        return mark
+
+    async def _grade(
+        self,
+        turn: TurnContext,
+        last: LastTurn,
+        exchange: tuple[ChatMessage, ChatMessage],
+        events: TurnEvents,
+    ) -> None:
+        """The previous turn's outcome by this message, applied to the skills it used."""
+        inbound = turn.inbound
+        prev_id, skills = last.msg_id, last.skills
         prev_user, reply = exchange
         outcome = classify(prev_user.content, reply.content, inbound.text)
         events.add(
@@ -95,7 +112,7 @@ class SkillsObserver:
             )
             self._judge.submit(f, turn.dirs)
         if not skills and not last.relevant:
-            return mark
+            return
         now = self._clock()
         for name in skills:  # only a skill the reply used earns or loses grade
             await self._grades.apply(turn.tenant, name, outcome.label, now)
@@ -107,7 +124,6 @@ class SkillsObserver:
         if last.relevant:
             details["relevant"] = list(last.relevant)
         events.add("skill.outcome_graded", turn.tenant, details)
-        return mark
 
     async def after_turn(
         self, turn: TurnContext, result: AgentResult, events: TurnEvents

@@ -16,7 +16,7 @@ from bridge.core.config import Settings
 from bridge.core.filecache import FileCache
 from bridge.core.sessions import Session, SessionKey
 from bridge.skills.files import Skill, read_skills
-from bridge.skills.grades import INITIAL_GRADE, SkillGrades, TurnLog
+from bridge.skills.grades import INITIAL_GRADE, Applied, SkillGrades, TurnLog
 from bridge.skills.observer import SkillsObserver
 from bridge.skills.usage import skills_used
 from bridge.skills.view import GradedSkills
@@ -133,6 +133,39 @@ async def test_outcome_grades_the_skills_the_previous_reply_used(
     )
     await events.flush(audit)
     assert [e[0] for e in audit.events] == names
+
+
+class Failing(SkillGrades):
+    """Grades whose outcome write fails (e.g. the database went away mid-grading); the
+    reply's own auto-grade goes through."""
+
+    async def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
+        if signal != "auto":
+            raise RuntimeError("the grade was not written")
+        return await super().apply(tenant, name, signal, now)
+
+
+async def test_grading_that_fails_partway_still_marks_the_turn_graded(
+    tmp_path: Path, conn: Database
+) -> None:
+    """Whatever was applied of a failed grading must not be applied again by the next
+    message: the mark is written at once, not left to the turn's end."""
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    log = TurnLog(conn)
+    observer = SkillsObserver(Failing(conn), log, FileCache(), lambda: 5.0)
+    reply = "Using csv_cleanup I removed 3 duplicate rows."
+    end = await observer.after_turn(
+        _turn(dirs, "clean this csv", "m1"), AgentResult(reply, 1), TurnEvents()
+    )
+    await conn.atomic(end.unit)
+    session = _session(("clean this csv", reply))
+    with pytest.raises(RuntimeError):
+        await observer.before_turn(_turn(dirs, "no, that's wrong", "m2"), session, TurnEvents())
+    last = await log.last("t1", "web", "c")
+    assert last is not None and last.msg_id == "m1" and last.graded
+    again = await observer.before_turn(_turn(dirs, "wrong!", "m3"), session, TurnEvents())
+    assert again is None
 
 
 async def test_view_offers_only_skills_above_zero(tmp_path: Path, conn: Database) -> None:
