@@ -20,10 +20,10 @@ user's id, a group person's chat is "<group>:<user>" and goes to the group.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
+from bridge.channels.common.parts import NoParts, settled
 from bridge.channels.common.render import Rendered
 from bridge.channels.common.split import LIMIT
 from bridge.channels.telegram.send import DeliveryError as SendFailed
@@ -69,16 +69,6 @@ def classify(exc: BaseException) -> DeliveryError:
     return DeliveryError("unknown")
 
 
-class NoParts:
-    """A `PartLog` that remembers nothing (every attempt starts at part 1)."""
-
-    async def parts(self, entry_id: int) -> Mapping[int, OutboxPart]:
-        return {}
-
-    async def mark(self, entry_id: int, part: OutboxPart) -> None:
-        return None
-
-
 class OutboxSender:
     """Delivers outbox entries to Telegram, one attempt per call, part by part."""
 
@@ -108,7 +98,7 @@ class OutboxSender:
         self, entry_id: int, chat_id: int, idx: int, chunk: Rendered, part: OutboxPart | None
     ) -> OutboxPart:
         """Make part `idx` show `chunk` unless it already does (or may); record it."""
-        if part is not None and part.state in ("sent", "unknown"):
+        if part is not None and settled(part):
             return part
         try:
             if part is not None and part.ref:  # a message shows an older text: edit it

@@ -91,4 +91,5 @@ def make_whatsapp(
         if settings.template
         else None
     )
-    return Made(channel, WhatsAppOutbox(channel.out, store, template, clock))
+    deliver = WhatsAppOutbox(channel.out, store, schedule.outbox.parts, template, clock)
+    return Made(channel, deliver)

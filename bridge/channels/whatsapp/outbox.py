@@ -14,6 +14,12 @@ failures become the outbox's kinds: throttling waits (`rate_limited`),
 connection trouble and 5xx retry (`network`), an unusable recipient or
 request is final (`rejected`), a refused token retries (`forbidden`: the
 operator can fix it). One attempt per claim: the outbox does the retrying.
+A text in several pieces records each piece as it arrives in the entry's
+parts (`PartLog`, table `outbox_parts`, so across restarts too; a failed
+answer's entry comes with the pieces the person already got), and a retry
+sends only the pieces not recorded, in order: none twice. A piece sent
+without an answer is `unknown` and never sent again. A template carries only
+the pieces not yet shown.
 `notes()` is what `/jobs` says of the chat: which of the two happens now.
 """
 
@@ -26,12 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.channels.common.parts import Progress
 from bridge.channels.common.retry import Backoff
 from bridge.channels.whatsapp.client import UNDELIVERABLE, GraphError
 from bridge.channels.whatsapp.platform import WA_ID
-from bridge.channels.whatsapp.send import Outgoing
+from bridge.channels.whatsapp.send import Outgoing, lay_out
 from bridge.channels.whatsapp.store import WhatsAppStore
 from bridge.schedule.outbox import DeliveryError, OutboxEntry
+from bridge.schedule.outbox_parts import PartLog
 from bridge.storage.errors import StorageError
 
 log = logging.getLogger("bridge.channels.whatsapp")
@@ -80,10 +88,12 @@ class WhatsAppOutbox:
         self,
         out: Outgoing,
         store: WhatsAppStore,
+        parts: PartLog,
         template: Template | None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._out, self._store, self._template, self._clock = out, store, template, clock
+        self._parts = parts  # what of an entry's pieces has arrived
         self._once = Backoff().once()
 
     async def window_open(self, wa_id: str, now_ms: int) -> bool:
@@ -95,18 +105,23 @@ class WhatsAppOutbox:
         if not WA_ID.fullmatch(to):
             raise DeliveryError("not_found", permanent=True)
         now_ms = int(self._clock() * 1000)
+        layout = lay_out(entry.text)
+        progress = await Progress.for_entry(self._parts, entry.id)
         try:
             if await self.window_open(to, now_ms):
                 try:
-                    wamids = await self._out.answer(to, entry.text, backoff=self._once)
+                    wamids = await self._out.pieces(to, layout, self._once, progress)
                     await self._sent(entry, wamids[-1] if wamids else "", "text", now_ms)
                     return
                 except GraphError as exc:
                     if not exc.window_closed:
                         raise
+            rest = [p for k, p in enumerate(layout.pieces) if not progress.settled(k)]
+            if not rest:  # every piece has arrived (or may have)
+                return
             if self._template is None:
                 raise DeliveryError(WAITING, retry_after_ms=WAIT_MS)
-            message = self._template.message(to, entry.text)
+            message = self._template.message(to, " ".join(rest) if progress.known else entry.text)
             try:
                 wamid = await self._out.client.send(message, self._once)
             except GraphError as exc:

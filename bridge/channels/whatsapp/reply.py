@@ -5,11 +5,12 @@
 `typing_indicator`; it disappears with the answer or after 25 seconds, so
 it is shown again every 20 seconds while the turn runs). WhatsApp cannot
 edit a sent message, so nothing is streamed: `delta` is ignored and the
-final answer goes out whole (`send.Outgoing.answer`: split at 4096, offers as
+final answer goes out whole (`send.lay_out`: split at 4096, offers as
 buttons), then the files a reply hands out, then the spoken answer when the
 chat asked for it (the app's speak hook). A final text that cannot be
 delivered after the retries goes to the outbox (`reply:<msg_id>`), when the
-composition root wired it.
+composition root wired it, with the pieces that did arrive (`OutboxPart`s,
+recorded before the entry can be claimed): the outbox sends only the rest.
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from bridge.channels.common.parts import Progress
 from bridge.channels.whatsapp.client import GraphError
-from bridge.channels.whatsapp.send import Outgoing
+from bridge.channels.whatsapp.send import Outgoing, lay_out
+from bridge.schedule.outbox_parts import OutboxPart
+from bridge.schedule.runtime import Undelivered
 from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
 TYPING_EVERY_S = 20.0  # the indicator lasts 25 s
 NOT_SPOKEN = "🔇 The voice message could not be sent; the text above is the whole answer."
-Undelivered = Callable[[Inbound, str], Awaitable[bool]]
 Speak = Callable[[Inbound, str], Awaitable[bytes | str | None]]
+
+__all__ = ["NOT_SPOKEN", "Speak", "Undelivered", "WhatsAppReply"]
 
 
 class WhatsAppReply:
@@ -75,10 +80,11 @@ class WhatsAppReply:
     async def send(self, final: Final) -> None:
         if final.kind == "silent":
             return
+        layout, progress = lay_out(final.text, final.actions), Progress()
         try:
-            await self._out.answer(self._to, final.text, final.actions)
+            await self._out.pieces(self._to, layout, progress=progress)
         except GraphError as exc:
-            kept = await self._keep(final.text)
+            kept = await self._keep(layout.text, progress.shown())
             ref = secrets.token_hex(4)
             log.error(
                 "whatsapp: the answer to %s was not delivered (ref %s): %s%s",
@@ -114,11 +120,12 @@ class WhatsAppReply:
         except GraphError as exc:
             log.error("whatsapp: a voice message was not delivered: %s", exc)
 
-    async def _keep(self, text: str) -> bool:
+    async def _keep(self, text: str, shown: list[OutboxPart]) -> bool:
+        """Hand the answer to the outbox with the pieces that arrived (sent the rest)."""
         if self._undelivered is None:
             return False
         try:
-            return await self._undelivered(self._inbound, text)
+            return await self._undelivered(self._inbound, text, "", shown)
         except Exception:
             log.exception("whatsapp: could not keep the undelivered answer")
             return False
