@@ -162,3 +162,27 @@ async def test_an_outbox_entry_resumes_at_the_piece_that_failed_across_a_restart
         await r.roost.database.execute("UPDATE outbox SET due_ms = 0 WHERE key = 'job:j:1'")
         await r.outbox(await claim(r, "job:j:1"))
     assert_each_piece_once(fake)
+
+
+async def test_a_window_closed_partway_sends_only_the_rest_as_the_template(
+    home: Path, fake: FakeWhatsApp
+) -> None:
+    """Meta says the window closed at piece 2: the template carries pieces 2 and 3 only."""
+    template = {"template": "roost_reminder", "template_language": "de"}
+    settings = wa_settings(home, fake, whatsapp=template)
+    async with running(settings, fake, ScriptedBackend("hi")) as r:
+        await fake.text(ALICE, "hello")
+        await r.channel.idle()
+        outbox = OutboxStore(r.roost.database)
+        now = int(time.time() * 1000)
+        await outbox.enqueue("alice", "whatsapp", ALICE, Masked(ANSWER), "job:j:1", now_ms=now)
+        entry = await claim(r, "job:j:1")
+        fake.hold()
+        task = asyncio.ensure_future(r.outbox(entry))
+        await until(lambda: len(fake.waiting) == 1, "piece 1 sent")
+        fake.fail(Failure(400, 131047, message="(#131047) Re-engagement message"))
+        fake.release()
+        await task
+    assert fake.texts() == ["hi", PIECES[0]]
+    (param,) = fake.sent[-1]["template"]["components"][0]["parameters"]
+    assert param["text"].startswith("piece2 word")
