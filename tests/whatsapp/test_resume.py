@@ -6,7 +6,8 @@ refused) goes to the outbox with the piece that arrived recorded
 2 and 3 only, so the person gets 1, 2, 3 each once and in order, in the
 same daemon or after a restart. A piece that went out without an answer
 (`drop`: it may show) is never sent again, and the pieces after it still
-follow. An outbox entry's own delivery resumes the same way.
+follow. An outbox entry's own delivery resumes the same way, and when the
+window closes partway the template carries only the pieces not shown.
 """
 
 from __future__ import annotations
