@@ -151,13 +151,17 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     log.info("web: %s", budget.describe())
     handle = spoken_handle(roost)  # answers spoken in the page after /voice on
     cluster = cluster_of(settings, roost)
+    relay = None
     if cluster is not None:  # instances share the home: a web chat's turns under its lease
         from bridge.channels.web.leased import leased
+        from bridge.channels.web.relay import StopRelay
         from bridge.core.dispatch import lease_name
         from bridge.core.lease_hold import LeaseHold
 
         owner = inbox_owner(settings)
-        handle = leased(handle, LeaseHold(cluster.leases, owner, cluster.ttl_ms, lease_name))
+        relay = StopRelay(roost.database, cluster.leases, owner)  # Stop reaches the turn
+        hold = LeaseHold(cluster.leases, owner, cluster.ttl_ms, lease_name)
+        handle = leased(handle, hold, relay=relay)
     web = WebChannel(
         handle,
         roost.command_list,
@@ -184,6 +188,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         barred=lambda tenant: roost.resolver.barred(tenant),  # `ForgetMarks`
         quota=roost.quota,
         ready=lambda: database_ready(roost.database),
+        relay=relay,
     )
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"

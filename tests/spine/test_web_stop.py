@@ -60,12 +60,18 @@ async def test_stop_mid_answer_closes_the_model_stream_and_keeps_the_partial(hom
         _, page = await get(site, "/api/history?chat=c")
         assert page["running"] is True and page["pending"]["text"] == "tell me a long story"
 
-        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {"stopped": True}
+        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {
+            "stopped": True,
+            "where": "here",
+        }
         await site.fake.closed.wait()  # the model request was aborted
         final = await events.until("final")
         assert final["kind"] == "stopped"
         assert final["text"] == "word0 word1 word2 … [stopped]"
-        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {"stopped": False}
+        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {
+            "stopped": False,
+            "where": "nowhere",
+        }
 
         # the next message runs at once (the held stream is never released)
         site.fake.hold_after = None
@@ -140,7 +146,10 @@ async def test_stop_during_a_running_sandbox_tool_kills_its_process(home: Path) 
             helper = site.roost.runner.helper_pid()
             spinning = await asyncio.to_thread(tree, helper) if helper is not None else set()
 
-        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {"stopped": True}
+        assert await post(site, "/api/chat/stop", {"chat": "c"}) == {
+            "stopped": True,
+            "where": "here",
+        }
         final = await events.until("final")
         assert final["kind"] == "stopped" and final["text"] == "[stopped]"
         while alive := {p for p in spinning if alive_pid(p)}:
@@ -231,7 +240,10 @@ async def test_bob_cannot_stop_alices_turn(home: Path) -> None:
         site.fake.hold_after = 3
         events = await stream(site, "mine")
         await site.fake.holding.wait()
-        assert await post(site, "/api/chat/stop", {"chat": "c"}, AS_BOB) == {"stopped": False}
+        assert await post(site, "/api/chat/stop", {"chat": "c"}, AS_BOB) == {
+            "stopped": False,
+            "where": "nowhere",
+        }
         new = await post(site, "/api/chat/new", {"chat": "c"}, AS_BOB)
         assert isinstance(new["conversation"], int)
         site.fake.release.set()

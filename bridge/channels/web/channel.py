@@ -8,7 +8,8 @@ route is scoped to it), `GET /api/commands`,
 `POST /api/chat` (`{"text", "chat"?, "quote"?, "attachments"?}` -> `{"reply", "kind",
 "files"?}`; `attachments`: ids from `POST /api/upload`, `web_upload`),
 the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
-`/api/chat/new`, `GET /api/chat/attach`: `web_turns`), the history
+`/api/chat/new`, `GET /api/chat/attach`: `web_turns`; with instances sharing
+the home a stop reaches the one running the answer, `web_relay`), the history
 (`GET /api/history`, `/api/conversations`: `web_history`),
 `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web.push`) and `GET /api/outbox?chat=C&after=ID` (the
@@ -48,6 +49,7 @@ from bridge.channels.web.gate import MAX_BODY, WebGate, error
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
 from bridge.channels.web.push import WebPush
+from bridge.channels.web.relay import StopRelay, serving
 from bridge.channels.web.site import GuardedSite, WebGuard
 from bridge.channels.web.static import JS_DIR, PageFiles
 from bridge.channels.web.streams import StreamSlots
@@ -105,6 +107,7 @@ class WebChannel:
         barred: Callable[[str], bool] = lambda tenant: False,  # a tenant being forgotten
         quota: TenantQuota | None = None,  # [quota] tenant_bytes: uploads must fit
         ready: Callable[[], Awaitable[str | None]] | None = None,  # None, or why not ready
+        relay: StopRelay | None = None,  # instances share the home: `web_relay`
     ) -> None:
         self._handle = handle
         self._ready = ready
@@ -139,7 +142,9 @@ class WebChannel:
             SECURITY_HEADERS,
             detach_grace_s,
             streams=self.streams,
+            relay=relay,
         )
+        self._relay_stop: Callable[[], Awaitable[None]] | None = None
         self.turns.mount(self.app)
         if inbox is not None:  # POST /api/upload (bridge.channels.web.upload)
             self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
@@ -198,9 +203,14 @@ class WebChannel:
             ) from None
         self.port = site.port
         self._hosts.listen_on(self.port)
+        if self.turns.relay is not None:  # other instances' stops of the turns run here
+            self._relay_stop = serving(self.turns.relay, self.turns.stop_here)
         log.info("web bridge listening on http://%s:%d/", self._host, self.port)
 
     async def stop(self) -> None:
+        if self._relay_stop is not None:
+            await self._relay_stop()
+            self._relay_stop = None
         self.streams.close_all()  # open event streams end, so cleanup does not wait on them
         self.turns.viewers.close()
         if self._runner is not None:

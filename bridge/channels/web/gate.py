@@ -92,6 +92,10 @@ class WebGate:
     def identity(self, tenant: str) -> str:
         return "local" if tenant == self.local_tenant else f"tenant:{tenant}"
 
+    def tenant_of(self, identity: str) -> str:
+        """The tenant whose web `identity` this is (the inverse of `identity`)."""
+        return self.local_tenant if identity == "local" else identity.removeprefix("tenant:")
+
     @staticmethod
     def deny() -> web.Response:
         return web.json_response(

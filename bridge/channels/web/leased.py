@@ -11,12 +11,15 @@ waits while another instance holds it (its turn of this chat runs; at most
 keeps it renewed while the turn runs and lets it go after. So one web
 chat's turns run one at a time across the instances, in the order they
 got the lease, and its conversation is written by one instance at a time.
+With a `relay` (`bridge.channels.web.relay`) the turn is known to it while
+the lease is held, so a Stop that reached another instance stops it here.
 """
 
 from __future__ import annotations
 
 from typing import Final as Constant
 
+from bridge.channels.web.relay import StopRelay, chat_key
 from bridge.channels.web.turns import ProgressHandle
 from bridge.core.lease_hold import LeaseHold
 from bridge.types.messages import DeltaSink, Final, Inbound
@@ -31,16 +34,24 @@ BUSY: Constant = (
 
 def key_of(inbound: Inbound) -> str:
     """The chat's key in the dispatcher's names: its lease is `chat:<key>`."""
-    return f"web:{inbound.identity}:{inbound.chat}"
+    return chat_key(inbound.identity, inbound.chat)
 
 
-def leased(handle: ProgressHandle, hold: LeaseHold, wait_s: float = WAIT_S) -> ProgressHandle:
+def leased(
+    handle: ProgressHandle,
+    hold: LeaseHold,
+    wait_s: float = WAIT_S,
+    relay: StopRelay | None = None,
+) -> ProgressHandle:
     async def run(
         inbound: Inbound, on_delta: DeltaSink | None, on_progress: ProgressSink | None
     ) -> Final:
         async with hold.hold(key_of(inbound), wait_s) as held:
             if not held:
                 return Final(BUSY, kind="error")
-            return await handle(inbound, on_delta, on_progress)
+            if relay is None:
+                return await handle(inbound, on_delta, on_progress)
+            with relay.holding(inbound.identity, inbound.chat):
+                return await handle(inbound, on_delta, on_progress)
 
     return run

@@ -4,12 +4,15 @@ Routes (bearer token, scoped to its tenant; `chat` as in `/api/chat`):
 `POST /api/chat/stream` (Server-Sent Events: `info` {model}, `delta` {text},
 `tool` {id, name, state, args, result, ms}, `retry` {attempt, max, reason},
 then one `final` {text, kind, files?}); `POST /api/chat/stop {"chat"}` ->
-`{"stopped": bool}` (the turn is cancelled on the server, its partial answer
-kept, marked; `bridge.core.running`); `GET /api/chat/attach?chat=C` -> the
-same event stream for the turn running now, opened by one `delta` with the
-text so far (204 when nothing runs); `POST /api/chat/new {"chat"}` -> stops
-what runs, sends a real `/reset` through the core (the model forgets; the
-old conversation stays readable) and returns `{"conversation": NEWID}`.
+`{"stopped": bool, "where": "here" | "elsewhere" | "nowhere"}` (here: the
+turn was cancelled on this server and has ended, its partial answer kept,
+marked, `bridge.core.running`; elsewhere: another instance runs it and was
+asked to stop it, `bridge.channels.web.relay`; nowhere: nothing runs);
+`GET /api/chat/attach?chat=C` -> the same event stream for the turn running
+now, opened by one `delta` with the text so far (204 when nothing runs);
+`POST /api/chat/new {"chat"}` -> stops what runs (here or elsewhere), sends
+a real `/reset` through the core (the model forgets; the old conversation
+stays readable) and returns `{"conversation": NEWID}`.
 
 Each open stream holds a slot of `StreamSlots` (`web_streams`: at most so
 many per token and per tenant, 429 past them; a reload that drops the token
@@ -30,12 +33,14 @@ from aiohttp import web
 from bridge.channels.web.gate import ChatOnly, WebGate, error
 from bridge.channels.web.input import ChatRequest
 from bridge.channels.web.out import Out, Viewers
+from bridge.channels.web.relay import StopRelay
 from bridge.channels.web.streams import Slot, StreamSlots
 from bridge.channels.web.upload import WebUploads, claim_for
 from bridge.core.conversations import ConversationArchive
 from bridge.core.diskfull import DISK_FULL
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
+from bridge.storage.errors import StorageError
 from bridge.types.messages import Attachment, DeltaSink, Final, Inbound
 from bridge.types.progress import ProgressSink
 
@@ -62,8 +67,10 @@ class WebTurns:
         grace_s: float = 30.0,
         clock: Callable[[], float] = time.time,
         streams: StreamSlots | None = None,
+        relay: StopRelay | None = None,  # instances share the home: stops reach the others
     ) -> None:
         self._gate, self._handle, self._running = gate, handle, running
+        self.relay = relay
         self._streams = streams if streams is not None else StreamSlots(8, 16)
         self._archive, self._final, self._headers = archive, final_json, headers
         self.viewers = Viewers(running, grace_s)
@@ -187,13 +194,34 @@ class WebTurns:
         key = await self._key(request)
         if isinstance(key, web.Response):
             return key
-        return web.json_response({"stopped": await self._running.stop(key)})
+        try:
+            where = await self.stopping(key)
+        except StorageError:
+            return error(503, "the database is away: the stop did not reach the answer")
+        return web.json_response({"stopped": where != "nowhere", "where": where})
+
+    async def stopping(self, key: SessionKey) -> str:
+        """Stop the chat's running turn: "here" (it ran here and has ended), "elsewhere"
+        (the instance running it was asked to stop it) or "nowhere" (nothing runs)."""
+        if await self._running.stop(key):
+            return "here"
+        identity = self._gate.identity(key.tenant)  # the caller's own chat, as leased names it
+        if self.relay is not None and await self.relay.ask(identity, key.chat):
+            return "elsewhere"
+        return "nowhere"
+
+    async def stop_here(self, identity: str, chat: str) -> bool:
+        """Stop the turn of the web chat (identity, chat) running here (a relayed stop)."""
+        return await self._running.stop(SessionKey(self._gate.tenant_of(identity), "web", chat))
 
     async def new(self, request: web.Request) -> web.Response:
         key = await self._key(request)
         if isinstance(key, web.Response):
             return key
-        await self._running.stop(key)
+        try:
+            await self.stopping(key)  # elsewhere: the reset below waits for its lease
+        except StorageError:
+            return error(503, "the database is away: the chat was not reset")
         identity = self._gate.identity(key.tenant)
         reset = Inbound("web", identity, key.chat, "/reset", uuid.uuid4().hex)
         final = await self._handle(reset, None, None)

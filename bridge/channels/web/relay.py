@@ -1,0 +1,120 @@
+"""Stop a web answer that runs on another instance (instances sharing one home).
+
+A web turn runs on the instance that holds its HTTP request, under the
+chat's lease `chat:web:<identity>:<chat>` (`bridge.channels.web.leased`);
+the person's Stop (`POST /api/chat/stop`) may reach any instance. When the
+turn does not run here, `StopRelay.ask` reads who holds the chat's lease
+(the caller's own identity and chat, so one person never reaches another's
+chat): nobody, or this process -> nothing runs; another instance -> it
+leaves a mark, the lease `webstop:<chat lease>` owned by the holder's owner
+(`MARK_MS`, so a mark nobody takes goes away), and notifies the holder's
+topic (`topic_of(owner)`, `Database.notify`: LISTEN/NOTIFY on PostgreSQL).
+
+Every instance `serve`s its own topic while it runs: at a wake it looks at
+the chats whose lease it holds now (`holding`, entered by `leased` around
+each turn) and stops the running turn of each one whose mark it can take
+(`Leases.release` of the mark: taken once). A wake without a mark (the
+listener's reconnect, its first LISTEN) stops nothing. Costs: nothing per
+turn; a relayed stop is three statements on the asking instance (holder,
+mark, notify) and two per chat held on the running one (look, take).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Final as Constant
+
+from bridge.core.dispatch import lease_name
+from bridge.storage.errors import StorageError
+from bridge.storage.leases import Leases
+from bridge.storage.protocol import Database
+
+log = logging.getLogger(__name__)
+
+MARK: Constant = "webstop:"  # + the chat's lease name
+MARK_MS: Constant = 10_000  # a mark the holder did not take by then is gone
+StopHere = Callable[[str, str], Awaitable[bool]]  # (identity, chat) -> a turn was stopped
+
+
+def chat_key(identity: str, chat: str) -> str:
+    """A web chat's key in the dispatcher's names (`leased`): its lease is `chat:<key>`."""
+    return f"web:{identity}:{chat}"
+
+
+def lease_of(identity: str, chat: str) -> str:
+    """A web chat's lease name, as `LeaseHold` names it."""
+    return lease_name(chat_key(identity, chat))
+
+
+def topic_of(owner: str) -> str:
+    """The notify topic of one process (a lease owner): 48 of `[a-z0-9_]`."""
+    return "webstop_" + hashlib.sha256(owner.encode()).hexdigest()[:40]
+
+
+class StopRelay:
+    """This process's side of relayed stops: `ask` another instance, `serve` its asks."""
+
+    def __init__(self, db: Database, leases: Leases, owner: str) -> None:
+        self._db, self._leases, self.owner = db, leases, owner
+        self._held: dict[str, tuple[str, str]] = {}  # chat lease -> (identity, chat)
+
+    @contextlib.contextmanager
+    def holding(self, identity: str, chat: str) -> Iterator[None]:
+        """While inside, this process holds the chat's lease and runs its turn."""
+        name = lease_of(identity, chat)
+        self._held[name] = (identity, chat)
+        try:
+            yield
+        finally:
+            if self._held.get(name) == (identity, chat):
+                del self._held[name]
+
+    async def ask(self, identity: str, chat: str) -> bool:
+        """Ask the instance holding the chat's lease to stop its turn; False when no
+        other instance holds it (nothing runs elsewhere)."""
+        name = lease_of(identity, chat)
+        holder = await self._leases.holder(name)
+        if holder is None or holder.owner == self.owner:
+            return False
+        if await self._leases.acquire(MARK + name, holder.owner, MARK_MS) is None:
+            return False  # a mark for an earlier holder not taken yet: it expires soon
+        await self._db.notify(topic_of(holder.owner))
+        log.info("asked %s to stop its turn of %s", holder.owner, name)
+        return True
+
+    async def serve(self, stop_here: StopHere) -> None:
+        """Stop the turns other instances ask to stop; runs until cancelled."""
+        async with self._db.subscribe(topic_of(self.owner)) as woken:
+            while True:
+                await woken.wait()
+                try:
+                    await self._take(stop_here)
+                except StorageError as exc:  # the database away: the next ask tries again
+                    log.warning("relayed stops not read: %s", exc)
+
+    async def _take(self, stop_here: StopHere) -> None:
+        asked = []
+        for name, (identity, chat) in list(self._held.items()):
+            mark = await self._leases.holder(MARK + name)
+            mine = mark is not None and mark.owner == self.owner
+            if mine and await self._leases.release(MARK + name, self.owner):  # taken once
+                asked.append((name, identity, chat))
+        stopped = await asyncio.gather(*(stop_here(i, c) for _, i, c in asked))
+        for (name, _, _), done in zip(asked, stopped, strict=True):
+            log.info("relayed stop of %s: %s", name, "stopped" if done else "nothing ran")
+
+
+def serving(relay: StopRelay, stop_here: StopHere) -> Callable[[], Awaitable[None]]:
+    """Start `relay.serve` in a task; the closer that cancels it."""
+    task = asyncio.get_running_loop().create_task(relay.serve(stop_here), name="web-stop-relay")
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return stop
