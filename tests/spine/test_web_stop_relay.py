@@ -70,6 +70,39 @@ async def test_an_ask_stops_only_the_marked_chat_of_the_instance_holding_it(
         await closer()
 
 
+async def test_a_turn_not_running_yet_is_stopped_once_it_runs_while_its_hold_lasts(
+    db: Database,
+) -> None:
+    """The lease is taken a moment before the core runs the turn: a stop relayed in
+    that moment is tried again until the turn runs; a hold that ends gives it up."""
+    leases = Leases(db)
+    a, b = StopRelay(db, leases, "a", retry_s=0.01), StopRelay(db, leases, "b")
+    running = asyncio.Event()
+    tries: list[tuple[str, str]] = []
+
+    async def stop_here(identity: str, chat: str) -> bool:
+        tries.append((identity, chat))
+        return chat == "e" and running.is_set()
+
+    for chat in ("e", "f"):
+        assert await leases.acquire(lease_of("local", chat), "a", 60_000) is not None
+    closer = serving(a, stop_here)
+    try:
+        async with asyncio.timeout(HANG_S):
+            with a.holding("local", "e"):
+                assert await b.ask("local", "e") is True
+                await until(lambda: len(tries) >= 2, "tried again while not running")
+                running.set()
+                await until(lambda: a.stops == 0, "the stop done")
+            assert tries[-1] == ("local", "e")
+            with a.holding("local", "f"):
+                assert await b.ask("local", "f") is True
+                await until(lambda: ("local", "f") in tries, "the stop tried")
+            await until(lambda: a.stops == 0, "the stop given up with its hold")
+    finally:
+        await closer()
+
+
 def test_the_topic_is_a_valid_notify_topic_of_one_owner() -> None:
     topic = topic_of("node-1.example:0a1b2c")
     assert len(topic) == 48 and topic.startswith("webstop_")

@@ -13,8 +13,10 @@ topic (`topic_of(owner)`, `Database.notify`: LISTEN/NOTIFY on PostgreSQL).
 Every instance `serve`s its own topic while it runs: at a wake it looks at
 the chats whose lease it holds now (`holding`, entered by `leased` around
 each turn) and stops the running turn of each one whose mark it can take
-(`Leases.release` of the mark: taken once). A wake without a mark (the
-listener's reconnect, its first LISTEN) stops nothing. Costs: nothing per
+(`Leases.release` of the mark: taken once), each in a task of its own; a
+turn whose lease was just taken but which the core does not run yet is
+looked for again every `RETRY_S` while its hold lasts. A wake without a
+mark (the listener's reconnect, its first LISTEN) stops nothing. Costs: nothing per
 turn; a relayed stop is three statements on the asking instance (holder,
 mark, notify) and two per chat held on the running one (look, take).
 """
@@ -26,6 +28,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Final as Constant
 
 from bridge.core.dispatch import lease_name
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MARK: Constant = "webstop:"  # + the chat's lease name
 MARK_MS: Constant = 10_000  # a mark the holder did not take by then is gone
+RETRY_S: Constant = 0.05  # a marked turn not running yet (its lease just taken): look again
 StopHere = Callable[[str, str], Awaitable[bool]]  # (identity, chat) -> a turn was stopped
 
 
@@ -55,22 +59,37 @@ def topic_of(owner: str) -> str:
     return "webstop_" + hashlib.sha256(owner.encode()).hexdigest()[:40]
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class _Held:
+    """One turn holding its chat's lease here (compared by identity: one per hold)."""
+
+    identity: str
+    chat: str
+
+
 class StopRelay:
     """This process's side of relayed stops: `ask` another instance, `serve` its asks."""
 
-    def __init__(self, db: Database, leases: Leases, owner: str) -> None:
+    def __init__(self, db: Database, leases: Leases, owner: str, retry_s: float = RETRY_S) -> None:
         self._db, self._leases, self.owner = db, leases, owner
-        self._held: dict[str, tuple[str, str]] = {}  # chat lease -> (identity, chat)
+        self._retry_s = retry_s
+        self._held: dict[str, _Held] = {}  # chat lease -> the turn holding it here
+        self._stops: set[asyncio.Task[None]] = set()
+
+    @property
+    def stops(self) -> int:
+        """Relayed stops under way here."""
+        return len(self._stops)
 
     @contextlib.contextmanager
     def holding(self, identity: str, chat: str) -> Iterator[None]:
         """While inside, this process holds the chat's lease and runs its turn."""
-        name = lease_of(identity, chat)
-        self._held[name] = (identity, chat)
+        name, held = lease_of(identity, chat), _Held(identity, chat)
+        self._held[name] = held
         try:
             yield
         finally:
-            if self._held.get(name) == (identity, chat):
+            if self._held.get(name) is held:
                 del self._held[name]
 
     async def ask(self, identity: str, chat: str) -> bool:
@@ -87,25 +106,39 @@ class StopRelay:
         return True
 
     async def serve(self, stop_here: StopHere) -> None:
-        """Stop the turns other instances ask to stop; runs until cancelled."""
-        async with self._db.subscribe(topic_of(self.owner)) as woken:
-            while True:
-                await woken.wait()
-                try:
-                    await self._take(stop_here)
-                except StorageError as exc:  # the database away: the next ask tries again
-                    log.warning("relayed stops not read: %s", exc)
+        """Stop the turns other instances ask to stop; runs until cancelled (the stops
+        under way too)."""
+        try:
+            async with self._db.subscribe(topic_of(self.owner)) as woken:
+                while True:
+                    await woken.wait()
+                    try:
+                        await self._take(stop_here)
+                    except StorageError as exc:  # the database away: the next ask tries
+                        log.warning("relayed stops not read: %s", exc)
+        finally:
+            for task in self._stops:
+                task.cancel()
+            await asyncio.gather(*self._stops, return_exceptions=True)
 
     async def _take(self, stop_here: StopHere) -> None:
-        asked = []
-        for name, (identity, chat) in list(self._held.items()):
+        for name, held in list(self._held.items()):
             mark = await self._leases.holder(MARK + name)
             mine = mark is not None and mark.owner == self.owner
             if mine and await self._leases.release(MARK + name, self.owner):  # taken once
-                asked.append((name, identity, chat))
-        stopped = await asyncio.gather(*(stop_here(i, c) for _, i, c in asked))
-        for (name, _, _), done in zip(asked, stopped, strict=True):
-            log.info("relayed stop of %s: %s", name, "stopped" if done else "nothing ran")
+                task = asyncio.create_task(self._stop(name, held, stop_here))
+                self._stops.add(task)
+                task.add_done_callback(self._stops.discard)
+
+    async def _stop(self, name: str, held: _Held, stop_here: StopHere) -> None:
+        """Stop the held turn; the lease is taken a moment before the core runs the
+        turn, so until then look again every `retry_s` while the hold lasts."""
+        while not await stop_here(held.identity, held.chat):
+            if self._held.get(name) is not held:
+                log.info("relayed stop of %s: its turn had ended", name)
+                return
+            await asyncio.sleep(self._retry_s)
+        log.info("relayed stop of %s: stopped", name)
 
 
 def serving(relay: StopRelay, stop_here: StopHere) -> Callable[[], Awaitable[None]]:
