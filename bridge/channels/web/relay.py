@@ -10,15 +10,17 @@ leaves a mark, the lease `webstop:<chat lease>` owned by the holder's owner
 (`MARK_MS`, so a mark nobody takes goes away), and notifies the holder's
 topic (`topic_of(owner)`, `Database.notify`: LISTEN/NOTIFY on PostgreSQL).
 
-Every instance `serve`s its own topic while it runs: at a wake it looks at
-the chats whose lease it holds now (`holding`, entered by `leased` around
-each turn) and stops the running turn of each one whose mark it can take
-(`Leases.release` of the mark: taken once), each in a task of its own; a
-turn whose lease was just taken but which the core does not run yet is
-looked for again every `RETRY_S` while its hold lasts. A wake without a
-mark (the listener's reconnect, its first LISTEN) stops nothing. Costs: nothing per
-turn; a relayed stop is three statements on the asking instance (holder,
-mark, notify) and two per chat held on the running one (look, take).
+Every instance `serve`s its own topic while it runs: at a wake it takes
+(deletes) every mark addressed to it (`bridge.storage.lease_take`, one
+statement: a mark is taken once) and stops the running turn of each marked
+chat whose lease it holds now (`holding`, entered by `leased` around each
+turn), each in a task of its own; a marked chat it no longer holds (the
+turn ended before the ask came) is let be. A turn whose lease was just
+taken but which the core does not run yet is looked for again every
+`RETRY_S` while its hold lasts. A wake without a mark (the listener's
+reconnect, its first LISTEN) stops nothing. Costs: nothing per turn; a
+relayed stop is three statements where it arrives (holder, mark, notify)
+and one where it runs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Final as Constant
 
 from bridge.core.dispatch import lease_name
 from bridge.storage.errors import StorageError
+from bridge.storage.lease_take import take_all
 from bridge.storage.leases import Leases
 from bridge.storage.protocol import Database
 
@@ -122,13 +125,15 @@ class StopRelay:
             await asyncio.gather(*self._stops, return_exceptions=True)
 
     async def _take(self, stop_here: StopHere) -> None:
-        for name, held in list(self._held.items()):
-            mark = await self._leases.holder(MARK + name)
-            mine = mark is not None and mark.owner == self.owner
-            if mine and await self._leases.release(MARK + name, self.owner):  # taken once
-                task = asyncio.create_task(self._stop(name, held, stop_here))
-                self._stops.add(task)
-                task.add_done_callback(self._stops.discard)
+        for mark in await take_all(self._db, self.owner, MARK):  # each taken once
+            name = mark.removeprefix(MARK)
+            held = self._held.get(name)
+            if held is None:  # the turn ended before the ask came: nothing to stop
+                log.info("relayed stop of %s: its turn had ended", name)
+                continue
+            task = asyncio.create_task(self._stop(name, held, stop_here))
+            self._stops.add(task)
+            task.add_done_callback(self._stops.discard)
 
     async def _stop(self, name: str, held: _Held, stop_here: StopHere) -> None:
         """Stop the held turn; the lease is taken a moment before the core runs the
