@@ -6,7 +6,8 @@ A through the database's notify (bridge/channels/web/relay.py): A's turn is
 stopped as on one instance (the model's stream is closed, the stream ends
 with the stopped answer, the session keeps it marked, A's audit chain says
 `stopped`) and the next message runs at once. Another tenant's Stop for the
-same chat id stops nothing; a Stop after the turn ended does nothing.
+same chat id stops nothing; a Stop after the turn ended does nothing; New
+chat on B stops A's answer before it resets the chat.
 """
 
 from __future__ import annotations
@@ -112,7 +113,21 @@ async def test_stop_sent_to_another_instance_stops_the_turn_where_it_runs(
         ]
         bobs = await get(cluster, b, "/api/history?chat=shared", AS_BOB)
         assert bobs["messages"] == []
-    assert failed_kinds(cluster, a) == ["stopped"]
+
+        # New chat on B while A answers: A's answer is stopped, then B resets the chat
+        model.holding.clear()
+        model.script(Text(WORDS))
+        model.hold_after = 4
+        body = {"text": "another story", "chat": "shared"}
+        response = await cluster.http.post(url, json=body, headers=AS_LOCAL)
+        events = Events(response)
+        await model.holding.wait()
+        fresh = await post(cluster, b, "/api/chat/new", {"chat": "shared"}, AS_LOCAL)
+        assert fresh["conversation"] != page["conversation"]
+        final = await events.until("final")
+        assert final["kind"] == "stopped"
+        response.close()
+    assert failed_kinds(cluster, a) == ["stopped", "stopped"]
     assert failed_kinds(cluster, b) == []
     for inst in (a, b):
         assert await cluster.stop(inst) == 0, inst.stderr()[-3000:]
