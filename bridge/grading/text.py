@@ -45,12 +45,23 @@ _SUFFIXES = (
 )  # fmt: skip
 
 
+_KEEP_S = frozenset(("it's", "that's", "what's", "let's"))
+
+
+def lower(text: str) -> str:
+    """The text as the grader reads it: lowercased, typographic apostrophes plain."""
+    return text.lower().replace("’", "'")
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens (apostrophe contractions kept: don't, it's)."""
-    words = TOKEN_RE.findall(text.lower().replace("’", "'"))
+    return lowered_tokens(lower(text))
+
+
+def lowered_tokens(lowered: str) -> list[str]:
+    """`tokens` of a text `lower` has lowered already (lowering twice changes nothing)."""
     return [
-        w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "let's") else w
-        for w in words
+        w[:-2] if w.endswith("'s") and w not in _KEEP_S else w for w in TOKEN_RE.findall(lowered)
     ]
 
 
@@ -68,15 +79,16 @@ MAX_WORD = 40  # no word of a natural language is longer; longer runs are cut
 
 
 def content_words(text: str) -> list[str]:
-    return [stem(t[:MAX_WORD]) for t in tokens(text) if t not in STOPWORDS]
+    return words_of(tokens(text))
+
+
+def words_of(tokens: list[str]) -> list[str]:
+    """`content_words` of a text's `tokens`."""
+    return [stem(t[:MAX_WORD]) for t in tokens if t not in STOPWORDS]
 
 
 def _trigrams(words: list[str]) -> Counter[str]:
-    grams: Counter[str] = Counter()
-    for w in words:
-        padded = f" {w} "
-        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
-    return grams
+    return Counter([p[i : i + 3] for p in [f" {w} " for w in words] for i in range(len(p) - 2)])
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
