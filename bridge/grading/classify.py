@@ -16,8 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.grading.cues import Cue, find_cues
-from bridge.grading.text import Related, content_words, tokens, word_similarity
+from bridge.grading.cues import Cue, lowered_cues
+from bridge.grading.text import (
+    Related,
+    content_words,
+    lower,
+    lowered_tokens,
+    word_set,
+    word_similarity,
+    words_of,
+)
 
 Label = Literal["approval", "rejection", "rephrase", "neutral"]
 LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
@@ -44,13 +52,14 @@ def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[flo
 
 def _from_reply(prev_words: list[str], reply: str, next_words: list[str]) -> float:
     """The share of the next message's words that are new to the previous request and
-    taken from the reply (the reply's words are read only when there is a new word)."""
+    taken from the reply (the reply's words are read only when there is a new word, and
+    indexed only for the lengths of the new words)."""
     nxt = set(next_words)
     in_prev = Related(set(prev_words))
     novel = [w for w in nxt if not in_prev.to(w)]
     if not novel:
         return 0.0
-    in_said = Related(set(content_words(reply)))
+    in_said = Related(word_set(reply), {len(w) for w in novel})
     taken = sum(in_said.to(w) for w in novel)
     return taken / len(nxt)
 
@@ -62,8 +71,10 @@ def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
 
 def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     """Label the next user message as approval, rejection, rephrase or neutral."""
-    n_tokens = len(tokens(next_user))
-    cues = find_cues(next_user)
+    lowered = lower(next_user)  # lowered and tokenised once, for the cues and the words
+    next_tokens = lowered_tokens(lowered)
+    n_tokens = len(next_tokens)
+    cues, _ = lowered_cues(lowered)
     rejection = _strongest(cues, -1)
     approval = _strongest(cues, +1)
 
@@ -77,7 +88,7 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     ):
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
-    prev_words, next_words = content_words(previous_user), content_words(next_user)
+    prev_words, next_words = content_words(previous_user), words_of(next_tokens)
     sim = word_similarity(prev_words, next_words)
     # the reply's share only lowers the score: below the mark without it, never needed
     if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(prev_words, reply, next_words) >= REPHRASE_AT:

@@ -82,6 +82,11 @@ def content_words(text: str) -> list[str]:
     return words_of(tokens(text))
 
 
+def word_set(text: str) -> set[str]:
+    """`set(content_words(text))`, each distinct token stemmed once (for a long text)."""
+    return {stem(t[:MAX_WORD]) for t in set(tokens(text)) if t not in STOPWORDS}
+
+
 def words_of(tokens: list[str]) -> list[str]:
     """`content_words` of a text's `tokens`."""
     return [stem(t[:MAX_WORD]) for t in tokens if t not in STOPWORDS]
@@ -109,11 +114,21 @@ def related(x: str, y: str) -> bool:
 
 
 class Related:
-    """Answers "is any word of this set related to x?" in time linear in len(x)."""
+    """Answers "is any word of this set related to x?" in time linear in len(x).
+    With `lengths`, only for an x of one of those lengths (the index is smaller: a
+    long text asked about a few words keeps only the affixes of their lengths)."""
 
-    def __init__(self, words: set[str]) -> None:
+    def __init__(self, words: set[str], lengths: set[int] | None = None) -> None:
         self._words = words
-        self._affixes = {cut for w in words for k in range(4, len(w)) for cut in (w[:k], w[-k:])}
+        if lengths is None:
+            self._affixes = {
+                cut for w in words for k in range(4, len(w)) for cut in (w[:k], w[-k:])
+            }
+        else:
+            cuts = sorted(k for k in lengths if k >= 4)
+            self._affixes = {
+                cut for w in words for k in cuts if k < len(w) for cut in (w[:k], w[-k:])
+            }
 
     def to(self, x: str) -> bool:
         if x in self._words or x in self._affixes:

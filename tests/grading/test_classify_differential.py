@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from bridge.grading import Outcome, classify
 from bridge.grading.cues import PHRASES, WORDS, Cue, find_cues
-from bridge.grading.text import content_words, similarity, tokens
+from bridge.grading.text import Related, content_words, similarity, tokens
 from tests.grading import classify_oracle as old
 
 HERE = Path(__file__).parent
@@ -137,3 +137,13 @@ def test_identical_on_any_text(prev: str, reply: str, nxt: str) -> None:
 def test_identical_on_cue_laden_text(prev: list[str], reply: list[str], nxt: list[str]) -> None:
     _same(" ".join(prev), " ".join(reply), " ".join(nxt))
     _same("".join(prev), "".join(reply), "".join(nxt))
+
+
+_stems = st.text(alphabet="abcdeä", min_size=1, max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(_stems, max_size=12), st.sets(_stems, min_size=1, max_size=5))
+def test_an_index_for_some_lengths_answers_as_a_full_one(words: set[str], asked: set[str]) -> None:
+    full, some = Related(words), Related(words, {len(x) for x in asked})
+    assert [some.to(x) for x in asked] == [full.to(x) for x in asked]
