@@ -19,11 +19,11 @@ from typing import Literal
 from bridge.grading.cues import Cue, lowered_cues
 from bridge.grading.text import (
     Related,
+    compare,
     content_words,
     lower,
     lowered_tokens,
     word_set,
-    word_similarity,
     words_of,
 )
 
@@ -45,23 +45,20 @@ class Outcome:
 def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[float, float]:
     """Similarity to the previous request, and the share of new words taken from the reply.
     Each text's content words are taken once, the reply's only when a word is new."""
-    prev_words, next_words = content_words(previous_user), content_words(next_user)
-    sim = word_similarity(prev_words, next_words)
-    return sim, _from_reply(prev_words, reply, next_words)
+    next_words = content_words(next_user)
+    sim, novel = compare(content_words(previous_user), next_words)
+    return sim, _from_reply(novel, reply, len(set(next_words)))
 
 
-def _from_reply(prev_words: list[str], reply: str, next_words: list[str]) -> float:
-    """The share of the next message's words that are new to the previous request and
-    taken from the reply (the reply's words are read only when there is a new word, and
-    indexed only for the lengths of the new words)."""
-    nxt = set(next_words)
-    in_prev = Related(set(prev_words))
-    novel = [w for w in nxt if not in_prev.to(w)]
+def _from_reply(novel: list[str], reply: str, n_words: int) -> float:
+    """The share of the next message's `n_words` distinct words that are `novel` (new to
+    the previous request) and taken from the reply (the reply's words are read only when
+    there is a new word, and indexed only for the lengths of the new words)."""
     if not novel:
         return 0.0
     in_said = Related(word_set(reply), {len(w) for w in novel})
     taken = sum(in_said.to(w) for w in novel)
-    return taken / len(nxt)
+    return taken / n_words
 
 
 def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
@@ -88,10 +85,11 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     ):
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
-    prev_words, next_words = content_words(previous_user), words_of(next_tokens)
-    sim = word_similarity(prev_words, next_words)
+    next_words = words_of(next_tokens)
+    sim, novel = compare(content_words(previous_user), next_words)
+    n_words = len(set(next_words))
     # the reply's share only lowers the score: below the mark without it, never needed
-    if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(prev_words, reply, next_words) >= REPHRASE_AT:
+    if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(novel, reply, n_words) >= REPHRASE_AT:
         conf = min(0.95, 0.5 + sim / 2)
         return Outcome("rephrase", conf, f"similar to the previous request ({sim:.2f})")
     if approval is not None and n_tokens <= 3:

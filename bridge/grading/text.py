@@ -92,8 +92,14 @@ def words_of(tokens: list[str]) -> list[str]:
     return [stem(t[:MAX_WORD]) for t in tokens if t not in STOPWORDS]
 
 
+@lru_cache(maxsize=8192)
+def _grams(word: str) -> tuple[str, ...]:
+    padded = f" {word} "
+    return tuple(padded[i : i + 3] for i in range(len(padded) - 2))
+
+
 def _trigrams(words: list[str]) -> Counter[str]:
-    return Counter([p[i : i + 3] for p in [f" {w} " for w in words] for i in range(len(p) - 2)])
+    return Counter([g for w in words for g in _grams(w)])
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
@@ -136,13 +142,27 @@ class Related:
         return any(x[:k] in self._words or x[-k:] in self._words for k in range(4, len(x)))
 
 
+def unrelated(xs: set[str], others: set[str]) -> list[str]:
+    """The words of `xs` related to no word of `others` (a word under 4 letters is related
+    only to itself, so only the longer ones are looked up, in an index of their lengths)."""
+    out = [x for x in xs if x not in others]
+    lengths = {len(x) for x in out if len(x) >= 4}
+    if not lengths:
+        return out
+    index = Related(others, lengths)
+    return [x for x in out if len(x) < 4 or not index.to(x)]
+
+
 def dice(a: set[str], b: set[str]) -> float:
     """Dice overlap where related stems count as shared."""
+    return _dice(a, b, unrelated(b, a))
+
+
+def _dice(a: set[str], b: set[str], new_in_b: list[str]) -> float:
     if not a or not b:
         return 0.0
-    in_a, in_b = Related(a), Related(b)
-    hits_a = sum(in_b.to(x) for x in a)
-    hits_b = sum(in_a.to(y) for y in b)
+    hits_a = len(a) - len(unrelated(a, b))
+    hits_b = len(b) - len(new_in_b)
     return (hits_a + hits_b) / (len(a) + len(b))
 
 
@@ -153,4 +173,12 @@ def similarity(first: str, second: str) -> float:
 
 def word_similarity(a: list[str], b: list[str]) -> float:
     """`similarity` of two messages' `content_words` (for a caller that has them already)."""
-    return 0.5 * dice(set(a), set(b)) + 0.5 * cosine(_trigrams(a), _trigrams(b))
+    return compare(a, b)[0]
+
+
+def compare(a: list[str], b: list[str]) -> tuple[float, list[str]]:
+    """`word_similarity(a, b)`, and the distinct words of b related to no word of a."""
+    set_a, set_b = set(a), set(b)
+    new_in_b = unrelated(set_b, set_a)
+    sim = 0.5 * _dice(set_a, set_b, new_in_b) + 0.5 * cosine(_trigrams(a), _trigrams(b))
+    return sim, new_in_b
