@@ -18,11 +18,11 @@ from typing import Literal
 
 from bridge.grading.cues import Cue, lowered_cues
 from bridge.grading.text import (
-    Related,
     compare,
     content_words,
     lower,
     lowered_tokens,
+    unrelated,
     word_set,
     words_of,
 )
@@ -56,8 +56,7 @@ def _from_reply(novel: list[str], reply: str, n_words: int) -> float:
     there is a new word, and indexed only for the lengths of the new words)."""
     if not novel:
         return 0.0
-    in_said = Related(word_set(reply), {len(w) for w in novel})
-    taken = sum(in_said.to(w) for w in novel)
+    taken = len(novel) - len(unrelated(set(novel), word_set(reply)))
     return taken / n_words
 
 

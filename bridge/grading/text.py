@@ -105,9 +105,9 @@ def _trigrams(words: list[str]) -> Counter[str]:
 def cosine(a: Counter[str], b: Counter[str]) -> float:
     if not a or not b:
         return 0.0
-    dot = sum(v * b[k] for k, v in a.items() if k in b)
+    dot = sum([v * b[k] for k, v in a.items() if k in b])  # whole numbers: exact in any order
     return dot / (
-        math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+        math.sqrt(sum([v * v for v in a.values()])) * math.sqrt(sum([v * v for v in b.values()]))
     )
 
 
