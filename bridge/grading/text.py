@@ -60,6 +60,8 @@ def tokens(text: str) -> list[str]:
 
 def lowered_tokens(lowered: str) -> list[str]:
     """`tokens` of a text `lower` has lowered already (lowering twice changes nothing)."""
+    if "'" not in lowered:  # no token ends in 's
+        return TOKEN_RE.findall(lowered)
     return [
         w[:-2] if w.endswith("'s") and w not in _KEEP_S else w for w in TOKEN_RE.findall(lowered)
     ]
