@@ -8,7 +8,11 @@ similarity to the previous user message, discounted when the overlap comes
 from the reply (building on it). Work a label does not need is skipped: a
 cue that decides asks for no similarity, and the reply's words (the longest
 text, tokenised and stemmed) are read only when the similarity alone reaches
-`REPHRASE_AT`, the one case where the discount can change the label.
+`REPHRASE_AT`, the one case where the discount can change the label. The next
+message is lowered and tokenised once (cues, token count, content words), and
+the similarity pass also yields its words new to the previous request, which
+are all the reply's share needs. tests/grading/test_classify_differential.py
+holds every output equal to the grader before these cuts (classify_oracle.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@
 `Cue(polarity, strength, position, phrase)`. Negations flip a cue's polarity
 ("not bad", "nicht schlecht" approve; "not helpful", "passt nicht" reject);
 fixed phrases such as "no problem" / "kein Problem" are not rejections.
+The phrase patterns are tried one by one (in order, each masking what it
+matched) only in a message and a clause that one combined pass of all of
+them matched: most messages hold no phrase, and then none is tried.
 """
 
 from __future__ import annotations

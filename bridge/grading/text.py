@@ -5,7 +5,8 @@ same request in other words) from a new topic: content words after stopword
 removal and a light stemmer, plus character trigrams (inflections, compounds).
 Every function is linear in its input: a stem is at most `MAX_WORD` characters,
 and "related" look-ups go through a `Related` index instead of comparing all
-pairs of words.
+pairs of words; only a word that is not shared and has 4 letters or more is
+looked up (`unrelated`), in an index of the lengths asked.
 """
 
 from __future__ import annotations
