@@ -8,7 +8,11 @@ similarity to the previous user message, discounted when the overlap comes
 from the reply (building on it). Work a label does not need is skipped: a
 cue that decides asks for no similarity, and the reply's words (the longest
 text, tokenised and stemmed) are read only when the similarity alone reaches
-`REPHRASE_AT`, the one case where the discount can change the label.
+`REPHRASE_AT`, the one case where the discount can change the label. The next
+message is lowered and tokenised once (cues, token count, content words), and
+the similarity pass also yields its words new to the previous request, which
+are all the reply's share needs. tests/grading/test_classify_differential.py
+holds every output equal to the grader before these cuts (classify_oracle.py).
 """
 
 from __future__ import annotations
@@ -16,8 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.grading.cues import Cue, find_cues
-from bridge.grading.text import Related, content_words, tokens, word_similarity
+from bridge.grading.cues import Cue, lowered_cues
+from bridge.grading.text import (
+    compare,
+    content_words,
+    lower,
+    lowered_tokens,
+    unrelated,
+    word_set,
+    words_of,
+)
 
 Label = Literal["approval", "rejection", "rephrase", "neutral"]
 LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
@@ -37,22 +49,19 @@ class Outcome:
 def _rephrase_score(previous_user: str, reply: str, next_user: str) -> tuple[float, float]:
     """Similarity to the previous request, and the share of new words taken from the reply.
     Each text's content words are taken once, the reply's only when a word is new."""
-    prev_words, next_words = content_words(previous_user), content_words(next_user)
-    sim = word_similarity(prev_words, next_words)
-    return sim, _from_reply(prev_words, reply, next_words)
+    next_words = content_words(next_user)
+    sim, novel = compare(content_words(previous_user), next_words)
+    return sim, _from_reply(novel, reply, len(set(next_words)))
 
 
-def _from_reply(prev_words: list[str], reply: str, next_words: list[str]) -> float:
-    """The share of the next message's words that are new to the previous request and
-    taken from the reply (the reply's words are read only when there is a new word)."""
-    nxt = set(next_words)
-    in_prev = Related(set(prev_words))
-    novel = [w for w in nxt if not in_prev.to(w)]
+def _from_reply(novel: list[str], reply: str, n_words: int) -> float:
+    """The share of the next message's `n_words` distinct words that are `novel` (new to
+    the previous request) and taken from the reply (the reply's words are read only when
+    there is a new word, and indexed only for the lengths of the new words)."""
     if not novel:
         return 0.0
-    in_said = Related(set(content_words(reply)))
-    taken = sum(in_said.to(w) for w in novel)
-    return taken / len(nxt)
+    taken = len(novel) - len(unrelated(set(novel), word_set(reply)))
+    return taken / n_words
 
 
 def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
@@ -62,8 +71,10 @@ def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
 
 def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     """Label the next user message as approval, rejection, rephrase or neutral."""
-    n_tokens = len(tokens(next_user))
-    cues = find_cues(next_user)
+    lowered = lower(next_user)  # lowered and tokenised once, for the cues and the words
+    next_tokens = lowered_tokens(lowered)
+    n_tokens = len(next_tokens)
+    cues, _ = lowered_cues(lowered)
     rejection = _strongest(cues, -1)
     approval = _strongest(cues, +1)
 
@@ -77,10 +88,11 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
     ):
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
-    prev_words, next_words = content_words(previous_user), content_words(next_user)
-    sim = word_similarity(prev_words, next_words)
+    next_words = words_of(next_tokens)
+    sim, novel = compare(content_words(previous_user), next_words)
+    n_words = len(set(next_words))
     # the reply's share only lowers the score: below the mark without it, never needed
-    if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(prev_words, reply, next_words) >= REPHRASE_AT:
+    if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(novel, reply, n_words) >= REPHRASE_AT:
         conf = min(0.95, 0.5 + sim / 2)
         return Outcome("rephrase", conf, f"similar to the previous request ({sim:.2f})")
     if approval is not None and n_tokens <= 3:

@@ -4,6 +4,9 @@
 `Cue(polarity, strength, position, phrase)`. Negations flip a cue's polarity
 ("not bad", "nicht schlecht" approve; "not helpful", "passt nicht" reject);
 fixed phrases such as "no problem" / "kein Problem" are not rejections.
+The phrase patterns are tried one by one (in order, each masking what it
+matched) only in a message and a clause that one combined pass of all of
+them matched: most messages hold no phrase, and then none is tried.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from bridge.grading.text import TOKEN_RE, tokens
+from bridge.grading.text import TOKEN_RE, lower, lowered_tokens
 
 NEGATORS = frozenset(
     """
@@ -124,6 +127,9 @@ PHRASES: list[tuple[str, int, int]] = [
     (r"\bhilft mir\b|\bhat geholfen\b|\bthat helps\b|\bthat helped\b|\bsehr gut\b", 1, 2),
 ]
 _PHRASES = [(re.compile(p), pol, st) for p, pol, st in PHRASES]
+# one pass over a clause says whether any phrase pattern can match it: none matches
+# before another has masked part of it, so no match of the union means no match at all
+_ANY_PHRASE = re.compile("|".join(f"(?:{p})" for p, _, _ in PHRASES))
 _LEADING_NO = re.compile(
     r"^\W*(no|nope|nah|nein|nö|ne)\b(?!\s+(problem|worries|sorge|need|thanks))"
 )
@@ -147,28 +153,32 @@ _NEGATED_STATEMENT = frozenset(
 )
 
 
-def _clause_cues(clause: str, first_token: int) -> list[Cue]:
+def _clause_cues(clause: str, first_token: int, phrases: bool) -> tuple[list[Cue], int]:
+    """A lowered clause's cues and its number of tokens; `phrases` False: the message
+    matches no phrase pattern (one combined pass said so), so none is tried here."""
     cues: list[Cue] = []
     question = clause.rstrip().endswith("?")
-    starts = [m.start() for m in TOKEN_RE.finditer(clause)]
     masked = clause
-    for pattern, pol, strength in _PHRASES:
-        chars: list[str] | None = None
-        for m in pattern.finditer(masked):
-            if pol > 0 and question:
-                continue
-            where = first_token + bisect.bisect_left(starts, m.start())
-            cues.append(Cue(pol, strength, where, m.group(0)))
-            chars = chars if chars is not None else list(masked)
-            chars[m.start() : m.end()] = " " * (m.end() - m.start())
-        if chars is not None:  # one rebuild per phrase pattern keeps this linear
-            masked = "".join(chars)
+    if phrases and _ANY_PHRASE.search(clause):
+        starts = [m.start() for m in TOKEN_RE.finditer(clause)]
+        for pattern, pol, strength in _PHRASES:
+            chars: list[str] | None = None
+            for m in pattern.finditer(masked):
+                if pol > 0 and question:
+                    continue
+                where = first_token + bisect.bisect_left(starts, m.start())
+                cues.append(Cue(pol, strength, where, m.group(0)))
+                chars = chars if chars is not None else list(masked)
+                chars[m.start() : m.end()] = " " * (m.end() - m.start())
+            if chars is not None:  # one rebuild per phrase pattern keeps this linear
+                masked = "".join(chars)
     if first_token == 0:
         leading = _LEADING_NO.match(masked)
         if leading:
             cues.append(Cue(-1, 3, 0, leading.group(1)))
             masked = " " * leading.end() + masked[leading.end() :]
-    words = tokens(masked)
+    words = lowered_tokens(masked)
+    count = len(words) if masked is clause else len(TOKEN_RE.findall(clause))
     last_cue = -1
     for i, word in enumerate(words):
         if word not in WORDS:
@@ -184,18 +194,24 @@ def _clause_cues(clause: str, first_token: int) -> list[Cue]:
         if pol > 0 and question:
             continue
         cues.append(Cue(pol, strength, first_token + i, word))
-    if not question and not cues and any(w in _NEGATED_STATEMENT for w in words):
+    if not question and not cues and not _NEGATED_STATEMENT.isdisjoint(words):
         cues.append(Cue(-1, 1, first_token, "negated statement"))
-    return cues
+    return cues, count
 
 
 def find_cues(text: str) -> list[Cue]:
     """Cues clause by clause: a negation reaches only into its own clause, and a
     question ("which breed fits a small flat?") approves nothing."""
-    lowered = text.lower().replace("’", "'")
+    return lowered_cues(lower(text))[0]
+
+
+def lowered_cues(lowered: str) -> tuple[list[Cue], int]:
+    """`find_cues` of a text `lower` has lowered already, and its number of tokens."""
     cues: list[Cue] = []
     position = 0
+    phrases = _ANY_PHRASE.search(lowered) is not None  # a clause's match is the text's too
     for clause in _CLAUSE_RE.findall(lowered):
-        cues.extend(_clause_cues(clause, position))
-        position += len(tokens(clause))
-    return cues
+        found, count = _clause_cues(clause, position, phrases)
+        cues.extend(found)
+        position += count
+    return cues, position

@@ -5,7 +5,8 @@ same request in other words) from a new topic: content words after stopword
 removal and a light stemmer, plus character trigrams (inflections, compounds).
 Every function is linear in its input: a stem is at most `MAX_WORD` characters,
 and "related" look-ups go through a `Related` index instead of comparing all
-pairs of words.
+pairs of words; only a word that is not shared and has 4 letters or more is
+looked up (`unrelated`), in an index of the lengths asked.
 """
 
 from __future__ import annotations
@@ -45,12 +46,25 @@ _SUFFIXES = (
 )  # fmt: skip
 
 
+_KEEP_S = frozenset(("it's", "that's", "what's", "let's"))
+
+
+def lower(text: str) -> str:
+    """The text as the grader reads it: lowercased, typographic apostrophes plain."""
+    return text.lower().replace("’", "'")
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens (apostrophe contractions kept: don't, it's)."""
-    words = TOKEN_RE.findall(text.lower().replace("’", "'"))
+    return lowered_tokens(lower(text))
+
+
+def lowered_tokens(lowered: str) -> list[str]:
+    """`tokens` of a text `lower` has lowered already (lowering twice changes nothing)."""
+    if "'" not in lowered:  # no token ends in 's
+        return TOKEN_RE.findall(lowered)
     return [
-        w[:-2] if w.endswith("'s") and w not in ("it's", "that's", "what's", "let's") else w
-        for w in words
+        w[:-2] if w.endswith("'s") and w not in _KEEP_S else w for w in TOKEN_RE.findall(lowered)
     ]
 
 
@@ -68,23 +82,35 @@ MAX_WORD = 40  # no word of a natural language is longer; longer runs are cut
 
 
 def content_words(text: str) -> list[str]:
-    return [stem(t[:MAX_WORD]) for t in tokens(text) if t not in STOPWORDS]
+    return words_of(tokens(text))
+
+
+def word_set(text: str) -> set[str]:
+    """`set(content_words(text))`, each distinct token stemmed once (for a long text)."""
+    return {stem(t[:MAX_WORD]) for t in set(tokens(text)) if t not in STOPWORDS}
+
+
+def words_of(tokens: list[str]) -> list[str]:
+    """`content_words` of a text's `tokens`."""
+    return [stem(t[:MAX_WORD]) for t in tokens if t not in STOPWORDS]
+
+
+@lru_cache(maxsize=8192)
+def _grams(word: str) -> tuple[str, ...]:
+    padded = f" {word} "
+    return tuple(padded[i : i + 3] for i in range(len(padded) - 2))
 
 
 def _trigrams(words: list[str]) -> Counter[str]:
-    grams: Counter[str] = Counter()
-    for w in words:
-        padded = f" {w} "
-        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
-    return grams
+    return Counter([g for w in words for g in _grams(w)])
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
     if not a or not b:
         return 0.0
-    dot = sum(v * b[k] for k, v in a.items() if k in b)
+    dot = sum([v * b[k] for k, v in a.items() if k in b])  # whole numbers: exact in any order
     return dot / (
-        math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+        math.sqrt(sum([v * v for v in a.values()])) * math.sqrt(sum([v * v for v in b.values()]))
     )
 
 
@@ -97,11 +123,21 @@ def related(x: str, y: str) -> bool:
 
 
 class Related:
-    """Answers "is any word of this set related to x?" in time linear in len(x)."""
+    """Answers "is any word of this set related to x?" in time linear in len(x).
+    With `lengths`, only for an x of one of those lengths (the index is smaller: a
+    long text asked about a few words keeps only the affixes of their lengths)."""
 
-    def __init__(self, words: set[str]) -> None:
+    def __init__(self, words: set[str], lengths: set[int] | None = None) -> None:
         self._words = words
-        self._affixes = {cut for w in words for k in range(4, len(w)) for cut in (w[:k], w[-k:])}
+        if lengths is None:
+            self._affixes = {
+                cut for w in words for k in range(4, len(w)) for cut in (w[:k], w[-k:])
+            }
+        else:
+            cuts = sorted(k for k in lengths if k >= 4)
+            self._affixes = {
+                cut for w in words for k in cuts if k < len(w) for cut in (w[:k], w[-k:])
+            }
 
     def to(self, x: str) -> bool:
         if x in self._words or x in self._affixes:
@@ -109,13 +145,27 @@ class Related:
         return any(x[:k] in self._words or x[-k:] in self._words for k in range(4, len(x)))
 
 
+def unrelated(xs: set[str], others: set[str]) -> list[str]:
+    """The words of `xs` related to no word of `others` (a word under 4 letters is related
+    only to itself, so only the longer ones are looked up, in an index of their lengths)."""
+    out = [x for x in xs if x not in others]
+    lengths = {len(x) for x in out if len(x) >= 4}
+    if not lengths:
+        return out
+    index = Related(others, lengths)
+    return [x for x in out if len(x) < 4 or not index.to(x)]
+
+
 def dice(a: set[str], b: set[str]) -> float:
     """Dice overlap where related stems count as shared."""
+    return _dice(a, b, unrelated(b, a))
+
+
+def _dice(a: set[str], b: set[str], new_in_b: list[str]) -> float:
     if not a or not b:
         return 0.0
-    in_a, in_b = Related(a), Related(b)
-    hits_a = sum(in_b.to(x) for x in a)
-    hits_b = sum(in_a.to(y) for y in b)
+    hits_a = len(a) - len(unrelated(a, b))
+    hits_b = len(b) - len(new_in_b)
     return (hits_a + hits_b) / (len(a) + len(b))
 
 
@@ -126,4 +176,12 @@ def similarity(first: str, second: str) -> float:
 
 def word_similarity(a: list[str], b: list[str]) -> float:
     """`similarity` of two messages' `content_words` (for a caller that has them already)."""
-    return 0.5 * dice(set(a), set(b)) + 0.5 * cosine(_trigrams(a), _trigrams(b))
+    return compare(a, b)[0]
+
+
+def compare(a: list[str], b: list[str]) -> tuple[float, list[str]]:
+    """`word_similarity(a, b)`, and the distinct words of b related to no word of a."""
+    set_a, set_b = set(a), set(b)
+    new_in_b = unrelated(set_b, set_a)
+    sim = 0.5 * _dice(set_a, set_b, new_in_b) + 0.5 * cosine(_trigrams(a), _trigrams(b))
+    return sim, new_in_b

@@ -22,7 +22,7 @@ from bridge.grading.classify import (
     classify,
 )
 from bridge.grading.cues import find_cues
-from bridge.grading.text import Related, content_words, similarity, tokens
+from bridge.grading.text import Related, content_words, similarity, tokens, word_set
 
 HERE = Path(__file__).parent
 
@@ -100,8 +100,14 @@ def test_the_reply_is_read_only_when_the_similarity_reaches_the_mark(
         read.append(text)
         return content_words(text)
 
+    def distinct(text: str) -> set[str]:
+        read.append(text)
+        return word_set(text)
+
     # the module (bridge.grading's `classify` names the function)
-    monkeypatch.setattr(importlib.import_module("bridge.grading.classify"), "content_words", words)
+    module = importlib.import_module("bridge.grading.classify")
+    monkeypatch.setattr(module, "content_words", words)
+    monkeypatch.setattr(module, "word_set", distinct)
     reply = "Porto has a lovely old town by the river. " * 50
     assert classify("plan a trip to Porto", reply, "what about Lisbon tomorrow").label == "neutral"
     assert classify("plan a trip to Porto", reply, "thanks, perfect!").label == "approval"
