@@ -290,7 +290,7 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
         return lambda c: c.set_trace_callback(counts[name].append if name else None)
 
     writer = getattr(database, "_writer", None)  # SQLite's: its jobs, queued or run inline
-    jobs = (writer._queued, writer.inlined) if writer is not None else (0, 0)
+    jobs = (writer._queued, writer.inlined_writes) if writer is not None else (0, 0)
     await database.write(trace("roost.db (Database writer)"))
     await database.read(trace("roost.db (Database reader)"))
     try:
@@ -303,7 +303,7 @@ async def statements_per_turn(roost: Any, turns: int) -> None:
         await database.write(trace(""))
         await database.read(trace(""))
     if writer is not None:  # the two trace jobs are not the turns'
-        queued, inline = writer._queued - jobs[0] - 2, writer.inlined - jobs[1]
+        queued, inline = writer._queued - jobs[0] - 2, writer.inlined_writes - jobs[1]
         print(
             f"write jobs per turn, roost.db (each a commit): {(queued + inline) / turns:g}"
             f" ({queued / turns:g} queued to the writer, {inline / turns:g} run inline)"

@@ -170,6 +170,9 @@ class UsageMeter:
         refresh_s: float = REFRESH_S,
     ) -> None:
         self.store, self._budgets, self._clock = store, budgets, clock
+        # tenant -> its budget, asked of `budgets` once (twice a turn otherwise, about 2 us
+        # each: the tenant's rule looked up and a Budget made); cleared on reload
+        self._budget_of: dict[str, Budget] = {}
         self._refresh_s = refresh_s
         self._seen: dict[str, _Seen] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -178,10 +181,14 @@ class UsageMeter:
     def set_budgets(self, budgets: Callable[[str], Budget]) -> None:
         """Reloaded budgets, from the next turn on."""
         self._budgets = budgets
+        self._budget_of.clear()
         self._seen.clear()
 
     def budget(self, tenant: str) -> Budget:
-        return self._budgets(tenant)
+        known = self._budget_of.get(tenant)
+        if known is None:
+            known = self._budget_of[tenant] = self._budgets(tenant)
+        return known
 
     def _lock(self, tenant: str) -> asyncio.Lock:
         lock = self._locks.get(tenant)
@@ -211,7 +218,7 @@ class UsageMeter:
         return seen.today, seen.month
 
     async def reached(self, tenant: str) -> Reached | None:
-        budget = self._budgets(tenant)
+        budget = self.budget(tenant)
         if budget.daily is None and budget.monthly is None:
             return None
         now = self._clock()
@@ -219,7 +226,7 @@ class UsageMeter:
 
     async def near(self, tenant: str) -> str:
         """The warning when a budget of `tenant` is 80 % used or more, else ''."""
-        budget = self._budgets(tenant)
+        budget = self.budget(tenant)
         if budget.daily is None and budget.monthly is None:
             return ""
         return near_note(budget, *await self._used(tenant, budget, self._clock()))
@@ -248,7 +255,7 @@ class UsageMeter:
         counts with `record`). The tenant's figure is kept as `record` keeps it."""
         day = utc_day(self._clock())
         unit = partial(recorded, tenant, model, day, tokens)
-        budget = self._budgets(tenant)
+        budget = self.budget(tenant)
         if budget.daily is None and budget.monthly is None:
             return await write(unit)
         async with self._lock(tenant):  # not between a read of the figure and its use
@@ -268,7 +275,7 @@ class UsageMeter:
         """Count one turn (`turns=0`: a summary's tokens); a database that cannot write is
         logged, the answer still goes out."""
         day = utc_day(self._clock())
-        budget = self._budgets(tenant)
+        budget = self.budget(tenant)
         try:
             if budget.daily is None and budget.monthly is None:
                 await self.store.record(tenant, model, day, tokens, turns)

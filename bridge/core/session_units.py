@@ -14,7 +14,7 @@ import logging
 from typing import NamedTuple
 
 from bridge.core.compaction import Fold, FoldPlan, TurnSize, plan_fold, summary_chars
-from bridge.core.history import decode_calls, encode_calls, message_chars
+from bridge.core.history import decode_calls, encode_calls
 from bridge.storage.protocol import Row
 from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one
 from bridge.types.backend import ChatMessage
@@ -84,16 +84,19 @@ def appended(
     """One turn stored: the row counted up and read back in one statement, then the
     turn's messages (`meta` on the first), then the hard drop if due; the row after,
     and whether it dropped."""
-    added = sum(message_chars(m) for m in messages)
-    found = yield fetch_one(COUNT_TURN, (*args(key), now, now, added))
+    calls = [encode_calls(m.tool_calls) for m in messages]  # once: counted and stored
+    added = sum(len(m.content) + len(c) for m, c in zip(messages, calls, strict=True))
+    tenant, channel, chat = key.tenant, key.channel, key.chat
+    found = yield fetch_one(COUNT_TURN, (tenant, channel, chat, now, now, added))
     grown = SessionRow(*found)
-    yield execute_many(
-        INSERT_MESSAGE,
-        [
-            (*row_args(key, grown.turns, m, msg_id, now), meta if i == 0 else "")
-            for i, m in enumerate(messages)
-        ],
-    )
+    turn = grown.turns
+    rows = [
+        (tenant, channel, chat, turn, m.role, m.content, c, m.tool_call_id, msg_id, now, "")
+        for m, c in zip(messages, calls, strict=True)
+    ]
+    if meta and rows:
+        rows[0] = (*rows[0][:-1], meta)
+    yield execute_many(INSERT_MESSAGE, rows)
     over = yield from _hard_drop(key, grown, budget)
     return grown, over
 
@@ -192,10 +195,3 @@ def message_of(row: Row) -> ChatMessage:
 
 def args(key: SessionKey) -> tuple[str, str, str]:
     return (key.tenant, key.channel, key.chat)
-
-
-def row_args(
-    key: SessionKey, turn: int, m: ChatMessage, msg_id: str, now: float
-) -> tuple[object, ...]:
-    calls = encode_calls(m.tool_calls)
-    return (*args(key), turn, m.role, m.content, calls, m.tool_call_id, msg_id, now)

@@ -195,13 +195,14 @@ class SessionStore:
         # the function that makes the unit: SQLite may run it inline (and make it again)
         unit = partial(sql.appended, key, turn_messages, msg_id, now, meta, self.budget_chars)
         grown, over = await self._db.atomic(together(unit, *also) if also else unit)
-        row = grown._replace(turns=grown.turns - 1)  # as it was before this turn
         if over:
             self._appended.pop(key, None)
         else:
             self._appended[key] = grown.total
-        if cached is not None and cached.stamp == row.stamp and not over:
-            self._remember(key, _Cached(grown.stamp, cached.history + turn_messages))
+            stamp = grown.stamp
+            before = (stamp[0], stamp[1] - 1, stamp[2], stamp[3])  # the row before this turn
+            if cached is not None and cached.stamp == before:
+                self._remember(key, _Cached(stamp, cached.history + turn_messages))
         for listener in self._listeners:
             try:
                 listener(key, turn_messages)

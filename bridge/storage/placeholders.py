@@ -116,6 +116,8 @@ def _parse(sql: str, style: Style) -> tuple[str, tuple[str, ...] | int]:
 def translate(sql: str, params: Params, style: Style) -> tuple[str, tuple[object, ...]]:
     """The statement in the backend's placeholder style and its values in order."""
     text, wants = _parse(sql, style)
+    if type(params) is tuple and type(wants) is int and len(params) == wants:
+        return text, params  # the common case, without the checks below (a few a statement)
     if isinstance(wants, tuple):
         if not isinstance(params, Mapping):
             raise StorageError("a statement with :name placeholders takes a mapping")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,37 @@ async def db(tmp_path: Path) -> SqliteDatabase:
 async def test_a_point_select_is_answered_inline_and_sees_the_last_commit(
     db: SqliteDatabase,
 ) -> None:
-    reader = db._readers[0]
-    before = reader.inlined
+    writer = db._writer  # idle: its connection answers (its page cache is warm)
+    before, writes = writer.inlined, writer.inlined_writes
     assert await db.fetch_one("SELECT v FROM t WHERE id = ?", (7,)) == ("v7",)
     assert await db.fetch_one("SELECT v FROM t WHERE id = ?", (1000,)) is None
     assert await db.fetch_value("SELECT count(*) FROM t") == 100
-    assert reader.inlined == before + 3
+    assert writer.inlined == before + 3
     await db.execute("INSERT INTO t VALUES (1000, 'new')")
     assert await db.fetch_all("SELECT v FROM t WHERE id >= 99 ORDER BY id") == [("v99",), ("new",)]
-    assert reader.inlined == before + 4
+    assert (writer.inlined, writer.inlined_writes) == (before + 5, writes + 1)
+
+
+async def test_a_read_beside_another_tasks_transaction_is_a_readers_and_sees_no_uncommitted_row(
+    db: SqliteDatabase,
+) -> None:
+    reader, writer = db._readers[0], db._writer
+    opened, leave = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.transaction():
+            await db.execute("UPDATE t SET v = 'uncommitted' WHERE id = 4")
+            opened.set()
+            await leave.wait()
+
+    task = asyncio.ensure_future(holder())
+    await opened.wait()
+    before, on_writer = reader.inlined, writer.inlined
+    assert await db.fetch_value("SELECT v FROM t WHERE id = 4") == "v4"
+    assert (reader.inlined, writer.inlined) == (before + 1, on_writer)
+    leave.set()
+    await task
+    assert await db.fetch_value("SELECT v FROM t WHERE id = 4") == "uncommitted"
 
 
 async def test_a_long_read_leaves_the_loop_and_finishes_on_the_thread(
@@ -73,6 +96,15 @@ async def test_a_long_read_leaves_the_loop_and_finishes_on_the_thread(
 
 async def test_a_read_never_overtakes_a_job_queued_before_it(db: SqliteDatabase) -> None:
     reader = db._readers[0]
+    opened, leave = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:  # the writer busy: reads go to the reader
+        async with db.transaction():
+            opened.set()
+            await leave.wait()
+
+    task = asyncio.ensure_future(holder())
+    await opened.wait()
     long = asyncio.ensure_future(db.fetch_one(LONG))
     await asyncio.sleep(0)  # the long read is on the reader's thread now (or queued)
     before = reader.inlined
@@ -81,6 +113,35 @@ async def test_a_read_never_overtakes_a_job_queued_before_it(db: SqliteDatabase)
     assert long in done  # one reader, in order: the short one waited behind it
     assert await short == ("v3",)
     assert reader.inlined == before
+    leave.set()
+    await task
+
+
+async def test_inline_jobs_set_no_busy_timeout_the_writers_thread_leaves_it_at_zero(
+    db: SqliteDatabase,
+) -> None:
+    ran: list[tuple[str, str]] = []
+
+    def trace(sql: str) -> None:
+        ran.append((threading.current_thread().name, sql))
+
+    await db.write(lambda c: c.set_trace_callback(trace))
+    try:
+        for i in range(3):  # a job on the thread, then an inline write and read
+            async with db.transaction():
+                await db.execute("UPDATE t SET v = ? WHERE id = 9", (f"tx{i}",))
+            await db.execute("UPDATE t SET v = ? WHERE id = 9", (f"inline{i}",))
+            assert await db.fetch_value("SELECT v FROM t WHERE id = 9") == f"inline{i}"
+    finally:
+        await db.write(lambda c: c.set_trace_callback(None))
+    inline = [sql for thread, sql in ran if thread != "db-w"]
+    assert len(inline) == 6 and not any("PRAGMA" in sql for sql in inline)
+    thread = [sql for name, sql in ran if name == "db-w" and "busy_timeout" in sql]
+    wait, idle = "PRAGMA busy_timeout=10000", "PRAGMA busy_timeout=0"
+    # the trace's job ends idle; a transaction waits from its BEGIN to its COMMIT; the last
+    # job (the trace's end) waits
+    assert thread == [idle, *[wait, idle] * 3, wait]
+    assert db._writer._busy_ms == 0
 
 
 async def test_errors_are_the_same_inline(db: SqliteDatabase) -> None:

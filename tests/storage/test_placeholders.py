@@ -64,8 +64,18 @@ def test_a_cast_after_a_placeholder_stays_a_cast() -> None:
     ],
 )
 def test_mismatches_are_refused(sql: str, params: object) -> None:
-    with pytest.raises(StorageError):
-        translate(sql, params, "numeric")  # type: ignore[arg-type]
+    for style in ("numeric", "qmark"):
+        with pytest.raises(StorageError):
+            translate(sql, params, style)  # type: ignore[arg-type]
+
+
+def test_a_tuple_of_the_right_count_is_handed_on_as_it_is() -> None:
+    values = (1, "x")
+    sql = "SELECT * FROM t WHERE a = ? AND b = ?"
+    assert translate(sql, values, "qmark")[1] is values
+    assert translate(sql, values, "numeric") == ("SELECT * FROM t WHERE a = $1 AND b = $2", values)
+    with pytest.raises(StorageError):  # a `?` in quotes is no placeholder: one value too many
+        translate("SELECT '?', ?", (1, 2), "qmark")
 
 
 def test_split_cuts_at_top_level_semicolons_only() -> None:

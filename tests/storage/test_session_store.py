@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from bridge.core.compaction import summary_message
+from bridge.core.history import encode_calls
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.usage import Tokens, UsageStore, recorded
 from bridge.skills.grades import TurnLog, turn_recorded
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
+from bridge.types.backend import ChatMessage, ToolCallRequest
 from tests.masking import m
 from tests.sessions_kit import DAY, store_on
 from tests.storage.conftest import OpenDb
@@ -304,3 +306,37 @@ async def test_a_turns_end_is_one_unit_with_its_usage_and_turn_log(db: Database)
         await store_on(db).append(KEY, m("more"), m("ok"), "m2", 101.0, also=(count, row))
     assert (await store_on(db).load(KEY, 102.0)).turns == 1  # the turn rolled back with it
     assert [r.turns for r in await usage.rows("local", USAGE_DAY, USAGE_DAY)] == [1]
+
+
+async def test_a_turns_rows_are_stored_column_by_column(db: Database) -> None:
+    """What one append writes: the row counted up by the turn's characters (calls as stored
+    text included), each message with its turn, calls, call id, msg_id and time, and what
+    the person sent on the first message only."""
+    call = ToolCallRequest("call_1", "me__numbers", m('{"n": 3}'))
+    steps = (
+        ChatMessage("assistant", m(""), (call,)),
+        ChatMessage("tool", m("1 2 3"), (), "call_1"),
+    )
+    s = store_on(db, 10**6)
+    await s.append(KEY, m("first"), m("one"), "m1", 10.0)
+    await s.append(KEY, m("count"), m("done"), "m2", 20.0, steps, sent=m("count!"))
+    rows = await db.fetch_all(
+        "SELECT turn, role, content, tool_calls, tool_call_id, msg_id, at, meta"
+        " FROM session_messages WHERE turn = 2 ORDER BY id",
+        (),
+    )
+    calls = encode_calls((call,))
+    assert rows == [
+        (2, "user", "count", "", "", "m2", 20.0, "count!"),
+        (2, "assistant", "", calls, "", "m2", 20.0, ""),
+        (2, "tool", "1 2 3", "", "call_1", "m2", 20.0, ""),
+        (2, "assistant", "done", "", "", "m2", 20.0, ""),
+    ]
+    row = await db.fetch_one("SELECT turns, chars, updated_at FROM sessions", ())
+    assert row == (2, len("firstone") + len("count") + len(calls) + len("1 2 3done"), 20.0)
+    loaded = await store_on(db, 10**6).load(KEY, 21.0)
+    assert loaded.history[-4:] == (
+        ChatMessage("user", "count"),
+        *steps,
+        ChatMessage("assistant", "done"),
+    )

@@ -90,7 +90,9 @@ class SqliteDatabase:
         self._writes = 0
         self._checkpoint: asyncio.Task[None] | None = None
         self._on_connect = on_connect
-        self._writer = Worker(engine.opener(path, reader=False, on_connect=on_connect), "db-w")
+        self._writer = Worker(
+            engine.opener(path, reader=False, on_connect=on_connect), "db-w", idle_busy_ms=0
+        )
         self._readers = [
             Worker(engine.opener(path, reader=True, on_connect=on_connect), f"db-r{i}")
             for i in range(readers)
@@ -179,13 +181,22 @@ class SqliteDatabase:
         return await self._fetch(sql, job)
 
     async def _fetch(self, sql: str, job: Callable[[Conn], T]) -> T:
-        """A SELECT outside a transaction: inline on an idle reader when it is short
-        (`Worker.try_inline`), else on a reader's thread; anything else on the writer."""
+        """A SELECT outside a transaction: inline when it is short (`Worker.try_inline`),
+        on the writer's connection when it is idle, else on an idle reader's, else on a
+        reader's thread; anything else on the writer. The writer's connection first: its
+        page cache holds what it wrote, while a reader's is emptied by every commit of
+        another connection (WAL), so its point select re-reads its pages from the files
+        (the session load: about 15 us more)."""
         if not _reads_only(sql):
             return await self._statement(job)  # UPDATE ... RETURNING and the like
         if self._tx.get() is not None or not self._readers:
             return await self.write(job)
         reader = self._readers[next(self._next_reader)]
+        if self.inline_reads and not self._lock.locked() and self._writer.idle():
+            done, value = self._writer.try_inline(job)
+            if done:
+                return value  # type: ignore[return-value]
+            return await reader.run(job)  # too long for the loop (or busy): a thread's
         if self.inline_reads:
             done, value = reader.try_inline(job)
             if done:

@@ -84,20 +84,27 @@ class _Budget:
 
 
 class Worker:
-    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str) -> None:
+    def __init__(
+        self, connect: Callable[[], sqlite3.Connection], name: str, *, idle_busy_ms: int = BUSY_MS
+    ) -> None:
         self._connect = connect
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         # jobs queued (written by the loop's thread only) and jobs ended (by the worker's
         # thread only): equal means the thread is idle with nothing queued
         self._queued = 0
         self._ended = 0
-        self.inlined = 0  # reads answered by try_inline (for benches and tests)
+        self.inlined = 0  # jobs answered by try_inline (for benches and tests)
+        self.inlined_writes = 0  # of them, the writes (each a commit)
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._conn: sqlite3.Connection | None = None
-        # the connection's busy_timeout now: 0 after an inline write, BUSY_MS again before
-        # a job on the thread (set only when it changes: each PRAGMA is a statement)
+        # the connection's busy_timeout now: BUSY_MS for a job on the thread, `idle_busy_ms`
+        # while the thread is idle (an inline job's: the writer's 0, never waiting for
+        # another connection's lock on the loop). The thread sets both, before its job
+        # and after the last one queued, so the loop's inline jobs run no PRAGMA (each
+        # one is a statement, about 7 us); set only when it changes.
         self._busy_ms = BUSY_MS
+        self._idle_ms = idle_busy_ms
 
     def _wait_ms(self, conn: sqlite3.Connection, ms: int) -> None:
         if self._busy_ms != ms:
@@ -115,6 +122,11 @@ class Worker:
         self._jobs.put((fn, loop, fut))
         return await fut
 
+    def idle(self) -> bool:
+        """No job queued or running and no transaction open: `try_inline` would run."""
+        conn = self._conn
+        return conn is not None and self._queued == self._ended and not conn.in_transaction
+
     def try_inline(
         self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False
     ) -> tuple[bool, T | None]:
@@ -124,15 +136,15 @@ class Worker:
         Only for a `fn` of ONE statement outside any transaction (an interrupted
         statement leaves nothing behind: SQLite undoes it; in autocommit that ends its
         implicit transaction), or of one whole transaction it opens itself (cut short,
-        it is rolled back here), so it can be run again on the thread. A `write` does
-        not wait for another connection's write lock here (busy_timeout 0, set when an
-        inline write follows a job of the thread and back before the thread's next job):
-        busy, it goes to the thread, which waits."""
+        it is rolled back here), so it can be run again on the thread. It waits for
+        another connection's lock only as long as the idle connection's busy_timeout
+        (`idle_busy_ms`: the writer's is 0); busy, it goes to the thread, which waits.
+        `write`: counted in `inlined_writes` too."""
         conn = self._conn
         if conn is None or self._queued != self._ended or conn.in_transaction:
             return False, None
-        if write:
-            self._wait_ms(conn, 0)
+        if self._busy_ms != self._idle_ms:  # the thread leaves it so; this is the first job
+            self._wait_ms(conn, self._idle_ms)
         conn.set_progress_handler(_Budget(INLINE_PERIODS), INLINE_PERIOD)
         try:
             value = fn(conn)
@@ -141,13 +153,14 @@ class Worker:
             if conn.in_transaction:  # a transaction of fn's cut short: nothing of it stays
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.OperationalError) and (
-                str(exc) == "interrupted" or (write and _busy(exc))
+                str(exc) == "interrupted" or _busy(exc)
             ):
                 return False, None
             raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
         finally:
             conn.set_progress_handler(None, 0)
         self.inlined += 1
+        self.inlined_writes += write
         return True, value
 
     async def run_to_end(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -190,6 +203,8 @@ class Worker:
                 try:
                     self._wait_ms(conn, BUSY_MS)
                     ok, value = True, fn(conn)
+                    if self._jobs.empty() and not conn.in_transaction:
+                        self._wait_ms(conn, self._idle_ms)  # before `try_inline` may run
                 except BaseException as exc:
                     ok, value = False, converted(exc)
                 self._ended += 1
