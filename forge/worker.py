@@ -102,8 +102,11 @@ class Helper:
         they reach the runner when the child answers it directly)."""
         code = self.codes.compile(req.source)
         workspace = os.path.realpath(req.workspace)
-        st = os.stat(workspace)  # FileNotFoundError when it does not exist
-        if not stat.S_ISDIR(st.st_mode):
+        try:
+            st: os.stat_result | None = os.stat(workspace)
+        except FileNotFoundError:
+            st = None
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")
         self.children.bind(workspace, st.st_dev, st.st_ino)
         mark(trace, "helper_ready")
