@@ -10,9 +10,11 @@ arriving while the spare still starts waits for it).
 `--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
 median time (ms since `run()` began) at which each stage of a call ended:
 runner lint/schema check, request sent, helper received/ready/handed over, the
-child's job decoded, Landlock, descriptors, rlimits, capabilities, seccomp,
-call's globals bound, tool ran, result serialised, helper had the complete result
-frame (helper_result; helper_eof when a child died first)/replied, runner done.
+child's job decoded, Landlock (only in a child forked before its helper's
+first call: later children enforce it with their helper's workspace while they
+wait, forge.zygote), descriptors, rlimits, call's globals bound, tool ran,
+result serialised, helper had the complete result frame (helper_result;
+helper_eof when a child died first)/replied, runner done.
 
 `--stages` runs it twice, taking turns: with waiting children that warm their
 call's path, without (`SandboxRunner(warm_children=False)`), and with the call's

@@ -6,10 +6,13 @@ closes every descriptor it inherited except its own three, puts /dev/null on
 stdin/stdout/stderr, empties its environment and builds a Landlock ruleset holding
 the read-only roots, and builds the fresh globals of its one call (new builtins
 dict, guards, import hook, print sink; the call adds its path-gated open, listdir
-and secret handles; `net` is bound to its pipes). It then blocks until the helper
-hands it exactly one call (a marshalled `Job` in a memfd, then one byte on the "go"
-pipe), applies every per-call layer (the workspace rule and Landlock enforcement,
-cwd, closing descriptors, rlimits, capabilities, seccomp), runs the tool, sends one
+and secret handles; `net` is bound to its pipes). A child forked once its helper
+knows its workspace (`Bound`, forge.zygote) also adds the workspace rule,
+enforces Landlock and moves into the workspace while it waits. It then blocks
+until the helper hands it exactly one call (a marshalled `Job` in a memfd, then
+one byte on the "go" pipe), applies every per-call layer (the workspace rule and
+Landlock enforcement unless done while waiting, cwd, closing descriptors,
+rlimits), runs the tool, sends one
 JSON document to the runner (straight, on the inherited answer socket, with the
 call's token; forge.protocol.answers) or, when it is too large for one message,
 as a length-prefixed frame to the helper on its result pipe, and calls os._exit. A child never
@@ -82,6 +85,15 @@ class HelperContext:
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
 
 
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The workspace a waiting child confines itself to before its call arrives:
+    its path as the helper resolved it, and a descriptor of it (the zygote's)."""
+
+    path: str
+    fd: int
+
+
 def _close_other_fds(keep: set[int]) -> None:
     low = 0
     for fd in sorted(keep):
@@ -118,18 +130,22 @@ class _Stages:
         self.marks.append((FAULTS + name, resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
 
 
-def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int | None:
+def _prepare(
+    ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int, bound: Bound | None
+) -> int | None:
     """The layers that are the same for every call, applied before the call is known
     (so the child is already confined when the call's data reaches it): die with the
     helper, no inherited descriptors, /dev/null for stdio, empty environment, no
-    capabilities, seccomp. Returns this child's own Landlock ruleset with the
-    read-only roots (the workspace is added per call), or None."""
+    capabilities, seccomp; with `bound`, Landlock with that workspace and cwd there.
+    Returns this child's own Landlock ruleset with the read-only roots (the
+    workspace is added per call), or None (none, or enforced already)."""
     die_with_parent(ctx.helper_pid)
     gc.freeze()  # the collector never walks (and so never copies) the helper's objects
     for std in (0, 1, 2):
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
-    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx)})
+    ws = (bound.fd,) if bound is not None else ()
+    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx), *ws})
     if os.environ:  # the zygote emptied it already
         os.environ.clear()
     ruleset = None
@@ -137,6 +153,11 @@ def _prepare(ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int) -> int
         if ctx.ruleset is None:
             raise RuntimeError("the Landlock ruleset's arguments were not prepared")
         ruleset = create_ruleset(ctx.ruleset)
+        if bound is not None:
+            landlock_restrict(ctx.landlock_abi, ruleset, bound.fd, ctx.ruleset)
+            ruleset = None
+    if bound is not None:
+        os.fchdir(bound.fd)
     if ctx.layers.drop_caps and os.geteuid() == 0 and not ctx.caps_dropped:
         drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
@@ -168,17 +189,28 @@ def _await_job(go_fd: int, job_fd: int) -> Job:
 
 
 def _confine(
-    job: Job, ctx: HelperContext, ruleset: int | None, fds: tuple[int, int], mark: _Stages
+    job: Job,
+    ctx: HelperContext,
+    ruleset: int | None,
+    fds: tuple[int, int],
+    mark: _Stages,
+    bound: Bound | None,
 ) -> int:
-    """The per-call layers: Landlock with this call's workspace, cwd, descriptors,
-    rlimits (capabilities and seccomp are already in place, see `_prepare`)."""
-    ws_fd = os.open(job.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    if ctx.layers.landlock and ctx.landlock_abi:
-        if ruleset is None:
-            raise RuntimeError("the Landlock ruleset was not prepared")
-        landlock_restrict(ctx.landlock_abi, ruleset, ws_fd, ctx.ruleset)
-        mark("landlock")
-    os.fchdir(ws_fd)
+    """The per-call layers: Landlock with this call's workspace and cwd (unless the
+    child did both while it waited, `bound`), descriptors, rlimits (capabilities and
+    seccomp are already in place, see `_prepare`)."""
+    if bound is not None:
+        if job.workspace != bound.path:  # the helper never asks it (forge.child_pool)
+            raise RuntimeError("the call's workspace is not the one this child is confined to")
+        ws_fd = bound.fd
+    else:
+        ws_fd = os.open(job.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if ctx.layers.landlock and ctx.landlock_abi:
+            if ruleset is None:
+                raise RuntimeError("the Landlock ruleset was not prepared")
+            landlock_restrict(ctx.landlock_abi, ruleset, ws_fd, ctx.ruleset)
+            mark("landlock")
+        os.fchdir(ws_fd)
     _close_other_fds({0, 1, 2, *fds, ws_fd, *_answers(ctx)})
     mark("fds")
     if ctx.layers.rlimits:
@@ -341,7 +373,9 @@ def _warm(ctx: HelperContext, job_fd: int) -> None:
         if ctx.layers.restricted:
             # not a copy of the builtins: that would write every builtin's refcount
             scratch = {"__builtins__": {"__import__": ctx.builtins["__import__"]}}
-            gate = PathGate(job.workspace, dir_fd=ctx.devnull, resolved=True, budget=budget)
+            # stdin is /dev/null: nothing is opened through this gate (ctx.devnull is
+            # closed in a child; its number was often the ruleset's by then)
+            gate = PathGate(job.workspace, dir_fd=0, resolved=True, budget=budget)
             bind_call(scratch, gate.open, gate.listdir, job.secret_names)
             bind_shims(scratch, gate)
         encode_direct(job.call_id, job.token, serialise(_WARM_DOC, job.max_output))
@@ -350,16 +384,22 @@ def _warm(ctx: HelperContext, job_fd: int) -> None:
 
 
 def child_main(
-    ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int, pre: CallGlobals | None = None
+    ctx: HelperContext,
+    go_fd: int,
+    job_fd: int,
+    result_fd: int,
+    pre: CallGlobals | None = None,
+    bound: Bound | None = None,
 ) -> NoReturn:
     """Entry point right after fork, before the call is known; never returns. `pre`:
-    the call's globals as the zygote built them (None: built here)."""
+    the call's globals as the zygote built them (None: built here); `bound`: the
+    workspace it confines itself to while it waits (None: when its call arrives)."""
     mark = _Stages()
     mark.faults("forked")
     trace = False
     try:
         try:
-            ruleset = _prepare(ctx, go_fd, job_fd, result_fd)
+            ruleset = _prepare(ctx, go_fd, job_fd, result_fd, bound)
             call = pre if pre is not None else prepare_call_globals(ctx, dict(ctx.builtins))
             call.bind(go_fd, result_fd)
         except BaseException as exc:
@@ -375,7 +415,7 @@ def child_main(
         try:
             if setup_error is not None:
                 raise setup_error
-            ws_fd = _confine(job, ctx, ruleset, (go_fd, result_fd), mark)
+            ws_fd = _confine(job, ctx, ruleset, (go_fd, result_fd), mark, bound)
         except BaseException as exc:
             data = json.dumps(error("runtime", f"sandbox setup failed: {exc}")).encode()
         else:

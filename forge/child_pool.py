@@ -8,6 +8,11 @@ zygote's socket and is collected like an exit report. A call goes to one of
 them, or to a child forked on the spot when none waits; its go pipe and memfd
 are closed as it is handed over (its go pipe then carries only answers to its
 own `net` requests), so no child is ever given a second call.
+
+Once a call names the helper's workspace (`bind`), the zygote's later children
+confine themselves to it while they wait (forge.zygote); a child confined to
+another workspace (the directory was replaced, or its path now resolves
+elsewhere) is never handed a call: it is killed when the binding changes.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import os
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 
 from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.zygote import Spawned, Zygote, kill
@@ -43,6 +49,8 @@ class ChildPool:
         self.call_slice_ns = call_slice_ns
         self.idle: deque[Spawned] = deque()
         self.spawn_after = 0.0  # forking failed recently: not before this time
+        self.binding: tuple[str, int, int] | None = None  # workspace, device, inode
+        self.generation = 0  # of `binding` (0: none)
 
     def spawn(self) -> Spawned:
         """A new child from the zygote that prepares itself and waits for one call
@@ -78,12 +86,35 @@ class ChildPool:
             self.idle.append(self.zygote.born.popleft())
         return alive
 
+    def bind(self, workspace: str, dev: int, ino: int) -> None:
+        """The workspace of the call about to be handed over (resolved, and the device
+        and inode of that directory): if it is not the one bound already, later
+        children confine themselves to it while they wait, and waiting children
+        confined to another are killed."""
+        if self.binding == (workspace, dev, ino):
+            return
+        try:
+            self.generation = self.zygote.bind(workspace, dev, ino)
+        except OSError:  # no zygote: the next fork finds out
+            self.generation = -1  # matches no child
+        self.binding = (workspace, dev, ino)
+        self.idle = deque(self._usable(self.idle))
+
+    def _usable(self, children: Iterable[Spawned]) -> Iterator[Spawned]:
+        """The children of `children` that may take a call in the bound workspace (those
+        not confined to a workspace, or to this one); the others are killed."""
+        for child in children:
+            if child.bound in (0, self.generation):
+                yield child
+            else:
+                discard(child)
+
     def hand_over(self, data: bytes) -> Spawned:
         """Give one call to a waiting child (forking one if none waits); that child's
         memfd is closed here, so it can never be given another (the caller keeps its
         go pipe for the broker's answers and closes it when the call ends)."""
         for _ in range(3):
-            child = self.idle.popleft() if self.idle else self.spawn()
+            child = self._next()
             try:
                 view = memoryview(data)
                 offset = 0
@@ -100,6 +131,20 @@ class ChildPool:
             os.close(child.job)  # the go pipe stays open for the broker's answers
             return child
         raise OSError("no sandbox child could be started")
+
+    def _next(self) -> Spawned:
+        """A waiting child that may take the call (forking one if none waits)."""
+        for child in self._usable(self._waiting()):
+            return child
+        while True:  # children asked for before a new binding arrive first
+            child = self.spawn()
+            if child.bound in (0, self.generation):
+                return child
+            discard(child)
+
+    def _waiting(self) -> Iterator[Spawned]:
+        while self.idle:
+            yield self.idle.popleft()
 
     def close(self) -> None:
         """Kill every waiting child (and those that arrived but were not taken yet)."""

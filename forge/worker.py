@@ -31,6 +31,7 @@ import json
 import os
 import selectors
 import signal
+import stat
 import sys
 import time
 from typing import Any
@@ -101,8 +102,13 @@ class Helper:
         they reach the runner when the child answers it directly)."""
         code = self.codes.compile(req.source)
         workspace = os.path.realpath(req.workspace)
-        if not os.path.isdir(workspace):
+        try:
+            st: os.stat_result | None = os.stat(workspace)
+        except FileNotFoundError:
+            st = None
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")
+        self.children.bind(workspace, st.st_dev, st.st_ino)
         mark(trace, "helper_ready")
         return encode_job(code, req, workspace, tuple(trace or ()))
 

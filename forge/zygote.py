@@ -15,11 +15,24 @@ Protocol on a SOCK_SEQPACKET pair (one message per datagram):
 helper -> zygote `b"f"` (fork one child; the helper does not wait for the
 answer unless it has no child at all: the child is collected from the socket
 like an exit report, so the helper never stalls while the zygote forks);
-zygote -> helper `b"c" pid` with four descriptors (the child's go pipe write end,
-its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
+helper -> zygote `b"w" generation dev ino path` (bind the children forked from now
+on to the helper's workspace: see below);
+zygote -> helper `b"c" pid generation` with four descriptors (the child's go pipe
+write end, its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
 zygote -> helper `b"x" pid status` when a child has exited (the zygote reaps
 its children; the helper signals them through their pidfds, which cannot hit a
 recycled pid). The zygote dies with the helper (PDEATHSIG), its children with it.
+
+A helper serves one workspace (one tenant's: forge.helper_pool), so once its first
+call has named it, the helper tells the zygote (`bind`): the zygote opens that
+directory (and keeps it only if it is still the one the helper saw: same device
+and inode) and every child it forks afterwards enforces its Landlock ruleset with
+that workspace and moves into it while it waits, off the call's path
+(forge.child). The "c" message names the binding a child was forked with (its
+generation; 0: none), so the helper never hands a call to a child confined to
+another workspace (forge.child_pool), and the child itself refuses a call whose
+workspace is not the one it is confined to. The zygote holds no more than the
+workspace's name and a descriptor of it: never a request, a tool or a result.
 """
 
 from __future__ import annotations
@@ -37,12 +50,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NoReturn
 
-from forge.child import CallGlobals, HelperContext, child_main, prepare_call_globals
+from forge.child import Bound, CallGlobals, HelperContext, child_main, prepare_call_globals
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.rlimits import forbid_priority_raise
 
-_CHILD = struct.Struct("<ci")
+_CHILD = struct.Struct("<cii")
+_BIND = struct.Struct("<ciQQ")  # then the workspace's path
+BIND_MAX = 8192  # bytes of a bind message (a path is at most 4096)
 _ERROR = struct.Struct("<ci")
 _EXIT = struct.Struct("<cii")
 
@@ -56,6 +71,7 @@ class Spawned:
     go: int  # write end of its go pipe
     job: int  # memfd the call is written to
     result: int  # read end of its result pipe
+    bound: int = 0  # the generation of the workspace it is confined to (0: none yet)
 
     def fds(self) -> tuple[int, int, int, int]:
         return (self.go, self.job, self.result, self.pidfd)
@@ -86,6 +102,7 @@ class Zygote:
         self.exits: list[tuple[int, int]] = []  # (pid, wait status) not yet handled
         self.born: deque[Spawned] = deque()  # children that arrived, not yet taken
         self.asked = 0  # children asked for that have not arrived yet
+        self.generation = 0  # of the last workspace binding sent (0: none)
 
     @classmethod
     def start(cls, ctx: HelperContext) -> Zygote:
@@ -104,6 +121,14 @@ class Zygote:
         `read_reports` meets it (the helper never stalls while the zygote forks)."""
         self.sock.send(b"f")
         self.asked += 1
+
+    def bind(self, workspace: str, dev: int, ino: int) -> int:
+        """Confine the children forked from now on to `workspace` (the directory with
+        device `dev` and inode `ino`) while they wait; the new binding's generation."""
+        self.generation += 1
+        path = os.fsencode(workspace)
+        self.sock.send(_BIND.pack(b"w", self.generation, dev, ino) + path)
+        return self.generation
 
     def fork_child(self) -> Spawned:
         """The next child, waiting for it (asking for one if none is on its way);
@@ -125,10 +150,10 @@ class Zygote:
         `exits`) or a failed fork (OSError)."""
         kind = data[:1]
         if kind == b"c" and len(fds) == 4:
-            _, pid = _CHILD.unpack(data)
+            _, pid, bound = _CHILD.unpack(data)
             go, job, result, pidfd = fds
             self.asked -= 1
-            self.born.append(Spawned(pid, pidfd, go, job, result))
+            self.born.append(Spawned(pid, pidfd, go, job, result, bound))
             return
         for fd in fds:
             os.close(fd)
@@ -162,8 +187,35 @@ class Zygote:
                     os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The workspace the zygote's next children are confined to while they wait."""
+
+    generation: int
+    bound: Bound
+
+
+def _bind(message: bytes, old: Binding | None) -> Binding | None:
+    """The binding a `b"w"` message asks for (the previous one's descriptor closed);
+    None when the workspace cannot be opened or is no longer the directory the
+    helper saw (its children then confine themselves when their call arrives)."""
+    if old is not None:
+        os.close(old.bound.fd)
+    _, generation, dev, ino = _BIND.unpack_from(message)
+    path = os.fsdecode(message[_BIND.size :])
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (dev, ino):
+        os.close(fd)
+        return None
+    return Binding(generation, Bound(path, fd))
+
+
 def _fork_one(
-    ctx: HelperContext, sock: socket.socket, pre: CallGlobals | None
+    ctx: HelperContext, sock: socket.socket, pre: CallGlobals | None, bind: Binding | None
 ) -> tuple[int, int] | None:
     """Fork one child that waits for its call; send the helper its descriptors."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
@@ -177,10 +229,11 @@ def _fork_one(
         sock.send(_ERROR.pack(b"e", exc.errno or 0))
         return None
     if pid == 0:  # pragma: no cover - child
-        child_main(ctx, go_r, job, res_w, pre)
+        child_main(ctx, go_r, job, res_w, pre, bind.bound if bind else None)
     pidfd = os.pidfd_open(pid)
     try:
-        socket.send_fds(sock, [_CHILD.pack(b"c", pid)], [go_w, job, res_r, pidfd])
+        message = _CHILD.pack(b"c", pid, bind.generation if bind else 0)
+        socket.send_fds(sock, [message], [go_w, job, res_r, pidfd])
     finally:
         for fd in (go_r, go_w, res_r, res_w, job):
             os.close(fd)
@@ -239,13 +292,18 @@ def _zygote_main(
         poll = select.epoll()
         poll.register(sock.fileno(), select.EPOLLIN)
         children: dict[int, int] = {}  # pidfd -> pid
+        bind: Binding | None = None
         while True:
             for fd, _ in poll.poll():
                 pid = children.pop(fd, 0)
                 if not pid:
-                    if not sock.recv(16):
+                    message = sock.recv(BIND_MAX)
+                    if not message:
                         os._exit(0)
-                    spawned = _fork_one(ctx, sock, pre)
+                    if message[:1] == b"w":
+                        bind = _bind(message, bind)
+                        continue
+                    spawned = _fork_one(ctx, sock, pre, bind)
                     if spawned is not None:
                         children[spawned[1]] = spawned[0]
                         poll.register(spawned[1], select.EPOLLIN)
