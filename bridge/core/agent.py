@@ -117,7 +117,7 @@ async def run_agent(
     progress: ProgressSink | None = None,
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed."""
-    system = redact(system)
+    system = masked_system(system, redact)
     convo = _history_masked(messages, redact)
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
@@ -334,6 +334,42 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
         name=message.name,
         images=message.images,  # bytes, nothing to mask
     )
+
+
+# a system prompt -> (it masked by (masker, method), {stable length: its masked length})
+_SYSTEMS: _ByIdentity[str, tuple[str, dict[int, int]]] = _ByIdentity(1024)
+
+
+def _system_entry(system: str, redact: Redact) -> tuple[str, dict[int, int]]:
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:  # not a bound masker method: nothing to key on
+        return redact(system), {}
+    hit = _SYSTEMS.get(system, owner, func)
+    if hit is not None:
+        return hit
+    return _SYSTEMS.put(system, owner, func, (redact(system), {}))
+
+
+def masked_system(system: str, redact: Redact) -> str:
+    """`redact(system)`, remembered per (prompt, masker, method) objects as the history
+    is (`_one_masked`): the prompt source hands the very same text while nothing it
+    shows changed and the vault's masker is rebuilt only when the vault changed, so an
+    unchanged prompt is masked once, not on every turn (nor twice more for its stable
+    prefix, `masked_stable`)."""
+    return _system_entry(system, redact)[0]
+
+
+def masked_stable(system: str, stable: int, redact: Redact) -> int:
+    """How long `system[:stable]` is once masked, when the masked prompt starts with it
+    (the prefix a provider may cache), else 0; remembered with `masked_system`."""
+    if stable <= 0:
+        return stable
+    masked, prefixes = _system_entry(system, redact)
+    hit = prefixes.get(stable)
+    if hit is None:
+        head = redact(system[:stable])
+        hit = prefixes[stable] = len(head) if masked.startswith(head) else 0
+    return hit
 
 
 _SCHEMA_TEXTS: _ByIdentity[Mapping[str, Any], str] = _ByIdentity(2048)  # their JSON
