@@ -307,6 +307,7 @@ def build_senses(
     platforms: Platforms,
     models: ModelRegistry | None = None,
     quota: TenantQuota | None = None,
+    watch: DirWatch | None = None,
 ) -> SensePipeline:
     """Attachments in (photo, document; another kind is one `register` line), files out;
     files are read in decoder processes (`[limits] decoders` at once, fair by tenant); a
@@ -321,6 +322,7 @@ def build_senses(
         decoders=decoders,
         quota=quota,
         platform_bytes=platforms.download_limits(),
+        watch=watch,  # outputs/ listed only when it changed
     )
 
 

@@ -35,7 +35,7 @@ import logging
 import operator
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -117,7 +117,7 @@ async def run_agent(
     progress: ProgressSink | None = None,
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed."""
-    system = redact(system)
+    system = masked_system(system, redact)
     convo = _history_masked(messages, redact)
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
@@ -128,7 +128,7 @@ async def run_agent(
         request = ModelRequest(
             system,
             tuple(convo),
-            tuple(_schema_for_model(t.schema, redact) for t in offered),
+            _schemas_for_model([t.schema for t in offered], redact),
             tenant=tenant,
             stable_chars=stable_chars,
             call_tool=_Direct(by_name, turn, redact, progress, result, max_steps, step),
@@ -324,16 +324,51 @@ def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
 
 
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
+    calls = message.tool_calls
     return ChatMessage(
-        role=message.role,
-        content=redact(message.content),
-        tool_calls=tuple(
-            ToolCallRequest(c.id, c.name, redact(c.arguments)) for c in message.tool_calls
-        ),
-        tool_call_id=message.tool_call_id,
-        name=message.name,
-        images=message.images,  # bytes, nothing to mask
+        message.role,
+        redact(message.content),
+        tuple(ToolCallRequest(c.id, c.name, redact(c.arguments)) for c in calls) if calls else (),
+        message.tool_call_id,
+        message.name,
+        message.images,  # bytes, nothing to mask
     )
+
+
+# a system prompt -> (it masked by (masker, method), {stable length: its masked length})
+_SYSTEMS: _ByIdentity[str, tuple[str, dict[int, int]]] = _ByIdentity(1024)
+
+
+def _system_entry(system: str, redact: Redact) -> tuple[str, dict[int, int]]:
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:  # not a bound masker method: nothing to key on
+        return redact(system), {}
+    hit = _SYSTEMS.get(system, owner, func)
+    if hit is not None:
+        return hit
+    return _SYSTEMS.put(system, owner, func, (redact(system), {}))
+
+
+def masked_system(system: str, redact: Redact) -> str:
+    """`redact(system)`, remembered per (prompt, masker, method) objects as the history
+    is (`_one_masked`): the prompt source hands the very same text while nothing it
+    shows changed and the vault's masker is rebuilt only when the vault changed, so an
+    unchanged prompt is masked once, not on every turn (nor twice more for its stable
+    prefix, `masked_stable`)."""
+    return _system_entry(system, redact)[0]
+
+
+def masked_stable(system: str, stable: int, redact: Redact) -> int:
+    """How long `system[:stable]` is once masked, when the masked prompt starts with it
+    (the prefix a provider may cache), else 0; remembered with `masked_system`."""
+    if stable <= 0:
+        return stable
+    masked, prefixes = _system_entry(system, redact)
+    hit = prefixes.get(stable)
+    if hit is None:
+        head = redact(system[:stable])
+        hit = prefixes[stable] = len(head) if masked.startswith(head) else 0
+    return hit
 
 
 _SCHEMA_TEXTS: _ByIdentity[Mapping[str, Any], str] = _ByIdentity(2048)  # their JSON
@@ -357,13 +392,22 @@ def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
     is (`_one_masked`): the sources hand the same schema objects every turn and the
     vault's masker is rebuilt only when the vault changed, so an unchanged tool list is
     not masked again each step (eight tools: about 0.07 ms a turn here)."""
+    return _schemas_for_model((schema,), redact)[0]
+
+
+def _schemas_for_model(schemas: Iterable[ToolSchema], redact: Redact) -> tuple[ToolSchema, ...]:
+    """`_schema_for_model` of each schema, the masker looked up once for them all."""
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
     if owner is None or func is None:  # not a bound masker method: nothing to key on
-        return _redacted_schema(schema, redact)
-    hit = _SCHEMAS.get(schema, owner, func)
-    if hit is not None:
-        return hit
-    return _SCHEMAS.put(schema, owner, func, _redacted_schema(schema, redact))
+        return tuple(_redacted_schema(schema, redact) for schema in schemas)
+    get, put = _SCHEMAS.get, _SCHEMAS.put
+    out = []
+    for schema in schemas:
+        hit = get(schema, owner, func)
+        if hit is None:
+            hit = put(schema, owner, func, _redacted_schema(schema, redact))
+        out.append(hit)
+    return tuple(out)
 
 
 def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:

@@ -247,6 +247,11 @@ class FileCache:
         self._recording: list[Reads] = []
         self._kept: dict[Hashable, tuple[Reads, object]] = {}  # `kept`: key -> (reads, value)
 
+    @property
+    def watch(self) -> DirWatch | None:
+        """The directory watch that vouches for its answers (None: `stat` every time)."""
+        return self._watch
+
     @contextmanager
     def recording(self) -> Iterator[Reads]:
         """The `Reads` of what runs inside: every answer this cache hands out meanwhile."""

@@ -31,6 +31,8 @@ class Prepared:
     notices: tuple[str, ...] = ()  # lines for the person, before the answer
     refusal: str = ""  # non-empty: answer with this, ask no model
     outputs_seen: frozenset[tuple[str, int, int]] = frozenset()  # outputs/ before the turn
+    # what vouches for `outputs_seen` (a directory generation; None: nothing)
+    outputs_stamp: tuple[str, int, int] | None = None
 
     def asked(self, text: str) -> str:
         """The person's message as the model (and the history) gets it."""

@@ -53,7 +53,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar, runtime_checkable
 
-from bridge.core.agent import MAX_REPLY_CHARS, AgentFailed, AgentResult, run_agent
+from bridge.core.agent import (
+    MAX_REPLY_CHARS,
+    AgentFailed,
+    AgentResult,
+    masked_stable,
+    run_agent,
+)
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.end_writes import EndWrite
@@ -511,10 +517,7 @@ class TurnRunner:
         if self._stable is None:
             return self._prompt.system_prompt(turn), 0
         system, stable = self._stable.system_prompt_parts(turn)
-        if stable <= 0:
-            return system, stable
-        head = mask.mask(system[:stable])
-        return system, len(head) if mask.mask(system).startswith(head) else 0
+        return system, masked_stable(system, stable, mask.mask)
 
 
 def _sent(inbound: Inbound, mask: OutputMask) -> Masked:

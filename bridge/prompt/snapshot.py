@@ -13,7 +13,7 @@ from those mirrors, never from the database: `prepare(tenant)`, awaited
 before the turn's prompt, reads again what another process changed. When
 nothing changed, a turn costs one look at the watch, a version per table
 and, per shown shadow bullet, its cohort bit, and returns the very same
-`Snapshot` object; a part whose proof failed is
+`Snapshot` object without asking any part (`_kept`); a part whose proof failed is
 computed again alone. Views that declare nothing (`views.declared`) are asked
 on every turn. The time enters twice: the tools' "(unused Nd)" labels, kept
 until the next day one of them moves, and the Now note, which is not in the
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -289,6 +290,10 @@ class SnapshotTaker:
         keeper = self._keeper
         holds = keeper.begin(parts, tokens)
         chat_holds = keeper.begin(memo.parts, chat_tokens)
+        if memo.made and len(holds) == len(tokens) and len(chat_holds) == len(chat_tokens):
+            kept = self._kept(parts, memo, msg_id, now)  # every part held: no part asked
+            if kept is not None and kept.channel == channel:
+                return kept
 
         def part(name: str, compute: Callable[[], Any]) -> Any:
             return keeper.get(parts, name, tokens[name], compute, name in holds)
@@ -314,11 +319,7 @@ class SnapshotTaker:
         if len(chat_holds) != len(chat_tokens):
             keeper.seal(memo.parts)
         lines = self._lines_at(memo, rows, now)
-        shown = tuple(
-            row
-            for row in bullets
-            if row.state == "live" or (row.state == "shadow" and shadow_cohort(msg_id, row.bid))
-        )
+        shown = _shown(bullets, msg_id)
         made: tuple[object, ...] = (operator, steering, profile, memory, vault_names, chosen)
         made += (persona, skills, bullets, lines)
         if len(made) != len(memo.made) or any(
@@ -355,6 +356,28 @@ class SnapshotTaker:
         memo.snapshots[cohort] = snap
         return snap
 
+    def _kept(self, parts: Parts, memo: _Chat, msg_id: str, now: float) -> Snapshot | None:
+        """When every part held (`Keeper.begin`): the chat's snapshot for this message's
+        cohort, if the parts' kept values and the tool lines at `now` are those it was
+        made of (what `_take` would find asking each part), else None."""
+        mine, chat = parts.parts, memo.parts.parts
+        bullets = mine["style"].value
+        made = (
+            mine["operator"].value,
+            mine["steering"].value,
+            mine["profile"].value,
+            mine["memory"].value,
+            mine["vault"].value,
+            chat["chat"].value,
+            chat["persona"].value,
+            mine["skills"].value,
+            bullets,
+            self._lines_at(memo, mine["tools"].value, now),
+        )
+        if len(made) != len(memo.made) or not all(map(is_, made, memo.made)):
+            return None
+        return memo.snapshots.get(tuple(row.bid for row in _shown(bullets, msg_id)))
+
     def _persona(self, chosen: str | None) -> tuple[str, str]:
         persona = self._personas.get(chosen)
         return (persona.name, persona.append_system) if persona else (DEFAULT, "")
@@ -368,6 +391,15 @@ class SnapshotTaker:
         lines = tuple(_tool_lines(rows, now))
         memo.lines = (rows, now, _next_label_change(rows, now), lines)
         return lines
+
+
+def _shown(bullets: Sequence[BulletRow], msg_id: str) -> tuple[BulletRow, ...]:
+    """The bullets this message is shown: the live ones and the shadow ones of its cohort."""
+    return tuple(
+        row
+        for row in bullets
+        if row.state == "live" or (row.state == "shadow" and shadow_cohort(msg_id, row.bid))
+    )
 
 
 def _next_label_change(rows: Sequence[ToolRow], now: float) -> float:

@@ -5,7 +5,8 @@ TurnRunner calls it once per turn and reuses the text for every model step,
 so a write during the turn shows from the next turn on. When the snapshot
 is (or equals) the previous one of the same chat, the previous text is
 returned as is: byte-identical, no rendering (kept per shadow cohort, so
-turns of both cohorts stay cheap). Otherwise only the blocks whose fields
+turns of both cohorts stay cheap; the chat's last one is found first, by the
+snapshot object alone). Otherwise only the blocks whose fields
 changed (`Block.reads`) are rendered again, the rest kept from the chat's
 last prompt. `render` gives `roost prompt` the same
 blocks with names, sizes and budgets; joining them yields `system_prompt`.
@@ -58,6 +59,9 @@ class LoadoutPrompt:
     ) -> Rendered:
         snap = self.taker.take(dirs, channel, chat, msg_id, now)
         where = (dirs.tenant, channel, chat or "")
+        recent = self._recent.get(where)
+        if recent is not None and recent.snapshot is snap:  # the chat's last one, as it was
+            return recent
         key = (*where, tuple(b.bid for b in snap.bullets))
         last = self._last.get(key)
         if last is not None and (last.snapshot is snap or last.snapshot == snap):

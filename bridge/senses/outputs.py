@@ -6,18 +6,36 @@ them again after it and returns the new or changed ones as `OutFile`s (at
 most `MAX_FILES`, by name). The core checks each again before it leaves
 (`bridge.core.outfiles.confine`); the channel sends images as photos where
 it can.
+
+`Listings` spares both listings while a directory watch (`Watch`, the
+daemon's `DirWatch`) vouches that `outputs/` is still empty or missing (most
+tenants' case: a tool that hands out no file never makes it):
+`stamp(outputs)` is the directory's generation (any file written, its
+attributes changed, an entry made, removed or renamed moves it), or, while
+`outputs/` is missing, the entries generation of its parent (its creation
+moves it), taken before the listing it vouches for. `before(outputs)` lists
+again only when the stamp moved since the last empty listing, `after` only
+when it moved during the turn. A listing that holds a file is never vouched
+for: the file may have another name outside `outputs/` (a hard link made at
+any time), and a write through that name is no event of `outputs/`. Nor is
+a directory the watch cannot watch (a link on the way, outside its roots, no
+inotify): each call lists, as without a watch.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import os
+from collections import OrderedDict
 from pathlib import Path
+from typing import Protocol
 
 from bridge.types.messages import OutFile
 
 MAX_FILES = 10
 Seen = frozenset[tuple[str, int, int]]
+# (the directory watched, 0: its whole generation / 1: its entries', the generation)
+Stamp = tuple[str, int, int]
 KNOWN = {
     ".png": "image/png",
     ".jpg": "image/jpeg",
@@ -34,6 +52,10 @@ KNOWN = {
 
 def seen(outputs: Path) -> Seen:
     """(name, mtime_ns, size) of every regular file directly in `outputs`."""
+    return _scan(outputs)
+
+
+def _scan(outputs: Path) -> Seen:
     found = set()
     try:
         with os.scandir(outputs) as entries:
@@ -55,5 +77,75 @@ def mime_of(name: str) -> str:
 
 def new_files(outputs: Path, before: Seen) -> tuple[OutFile, ...]:
     """The files of `outputs` that are new or changed since `before`."""
-    fresh = sorted({name for name, _, _ in seen(outputs) - before})[:MAX_FILES]
+    return _fresh(outputs, _scan(outputs), before)
+
+
+def _fresh(outputs: Path, now: Seen, before: Seen) -> tuple[OutFile, ...]:
+    fresh = sorted({name for name, _, _ in now - before})[:MAX_FILES]
     return tuple(OutFile(outputs / name, name, mime_of(name)) for name in fresh)
+
+
+class Watch(Protocol):
+    """Directory change generations (`bridge.core.dirwatch.DirWatch`)."""
+
+    def generations(self, directory: str) -> tuple[int, int] | None: ...
+
+
+class Listings:
+    """`seen` and `new_files` of tenants' `outputs/`, spared while `watch` vouches that
+    it is still empty or missing (as the module says); `remember` directories kept."""
+
+    def __init__(self, watch: Watch | None, remember: int = 4096) -> None:
+        self._watch = watch
+        self._last: OrderedDict[str, Stamp] = OrderedDict()  # empty or missing then
+        self._remember = remember
+
+    def stamp(self, outputs: Path) -> Stamp | None:
+        """What vouches for a listing of `outputs` taken after it (None: nothing)."""
+        watch = self._watch
+        if watch is None:
+            return None
+        path = str(outputs)
+        last = self._last.get(path)
+        if last is not None and last[1] == 1:  # missing then: still, if nothing came
+            both = watch.generations(last[0])
+            if both is not None and both[1] == last[2]:
+                return last
+        both = watch.generations(path)
+        if both is not None:
+            return (path, 0, both[0])
+        if os.path.lexists(path):  # there, yet not watched (a link, out of watches)
+            return None
+        parent = os.path.dirname(path)
+        both = watch.generations(parent)
+        return None if both is None else (parent, 1, both[1])
+
+    def before(self, outputs: Path) -> tuple[Seen, Stamp | None]:
+        """`seen(outputs)` and the stamp that vouches for it (None: nothing does)."""
+        stamp = self.stamp(outputs)  # before the listing: a change during it moves it
+        path = str(outputs)
+        if stamp is not None and self._last.get(path) == stamp:
+            self._last.move_to_end(path)
+            return frozenset(), stamp
+        return self._listed(outputs, stamp)
+
+    def after(self, outputs: Path, before: Seen, stamp: Stamp | None) -> tuple[OutFile, ...]:
+        """`new_files(outputs, before)`; none without a listing while `stamp` holds. The
+        listing it takes is kept for the next `before`."""
+        now = self.stamp(outputs)
+        if stamp is not None and now == stamp:
+            return ()
+        return _fresh(outputs, self._listed(outputs, now)[0], before)
+
+    def _listed(self, outputs: Path, stamp: Stamp | None) -> tuple[Seen, Stamp | None]:
+        """A listing of `outputs` taken after `stamp`; an empty one is vouched for by it."""
+        path = str(outputs)
+        found = _scan(outputs)
+        if stamp is None or found:
+            self._last.pop(path, None)
+            return found, None
+        self._last[path] = stamp
+        self._last.move_to_end(path)
+        if len(self._last) > self._remember:
+            self._last.popitem(last=False)
+        return found, stamp

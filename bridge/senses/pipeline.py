@@ -11,7 +11,9 @@ could be used the turn is refused with the reasons; otherwise it runs on
 what was read and the person is told what was not. Photos are named in the
 text as "[image: N photos]" (what the stored history keeps). Before any
 attachment is looked at, `outputs/` is listed, so `handed_out` can return
-the files a tool wrote there during the turn.
+the files a tool wrote there during the turn; with the daemon's directory
+`watch`, neither listing is taken while it vouches that nothing changed there
+(`outputs.Listings`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bridge.core.perceive import Prepared
@@ -54,8 +57,10 @@ class SensePipeline:
         decoders: DecoderPool | None = None,
         quota: TenantQuota | None = None,
         platform_bytes: Mapping[str, int] | None = None,
+        watch: outputs.Watch | None = None,
     ) -> None:
         self._limits = limits
+        self._outputs = outputs.Listings(watch)  # outputs/ listed only when it changed
         self._platform_bytes = dict(platform_bytes or {})  # channel -> its download cap
         self._home = home
         self._quota = quota  # a file the channel did not keep for want of space is said so
@@ -82,9 +87,9 @@ class SensePipeline:
         self._limits = limits
 
     async def prepare(self, turn: TurnContext) -> Prepared:
-        before = outputs.seen(turn.dirs.outputs)
+        before, stamp = self._outputs.before(turn.dirs.outputs)
         if not turn.inbound.attachments:
-            return Prepared(outputs_seen=before)
+            return Prepared(outputs_seen=before, outputs_stamp=stamp)
         for path in (turn.dirs.inbox, turn.dirs.outputs):
             path.mkdir(mode=0o700, exist_ok=True)
         tenant = turn.dirs.tenant
@@ -101,7 +106,7 @@ class SensePipeline:
             self._platform_bytes.get(turn.inbound.channel, 0),
         )
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
-        return merged(results, before)
+        return replace(merged(results, before), outputs_stamp=stamp)
 
     async def _one(self, att: Attachment, ctx: SenseContext) -> Prepared:
         if not att.path and att.kind not in self._explains_unfetched:  # not fetched
@@ -135,7 +140,8 @@ class SensePipeline:
         return ""
 
     def handed_out(self, turn: TurnContext, prepared: Prepared) -> tuple[OutFile, ...]:
-        return outputs.new_files(turn.dirs.outputs, prepared.outputs_seen)
+        out = turn.dirs.outputs
+        return self._outputs.after(out, prepared.outputs_seen, prepared.outputs_stamp)
 
     async def aclose(self) -> None:
         """Kill every decoder process (shutdown)."""
@@ -171,6 +177,7 @@ def default_pipeline(
     decoders: DecoderPool | None = None,
     quota: TenantQuota | None = None,
     platform_bytes: Mapping[str, int] | None = None,
+    watch: outputs.Watch | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
     senses = SensePipeline(
@@ -181,6 +188,7 @@ def default_pipeline(
         decoders=decoders,
         quota=quota,
         platform_bytes=platform_bytes,
+        watch=watch,
     )
     senses.register("photo", photo)
     senses.register("document", document)
