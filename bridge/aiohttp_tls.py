@@ -29,32 +29,35 @@ aiohttp before `bridge` is untouched.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import ssl
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # ssl and importlib.abc are imported when aiohttp is: `roost send` needs neither
+    import ssl
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
 
 _MODULE = "aiohttp.connector"
 _MAKER = "_make_ssl_context"
 _CONTEXTS = ("_SSL_CONTEXT_VERIFIED", "_SSL_CONTEXT_UNVERIFIED")
-_REAL_SET_PATHS = ssl.SSLContext.set_default_verify_paths
 
 
 class _Pending:
-    """The contexts whose certificates are not loaded yet; `load()` loads them once."""
+    """The contexts whose certificates are not loaded yet; `load()` loads them once
+    (with `real`, the unpatched `SSLContext.set_default_verify_paths`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, real: Callable[[ssl.SSLContext], None]) -> None:
+        self.real = real
         self.contexts: list[ssl.SSLContext] = []
         self.lock = threading.Lock()
 
     def load(self) -> None:
         with self.lock:
             while self.contexts:
-                _REAL_SET_PATHS(self.contexts.pop())
+                self.real(self.contexts.pop())
 
 
 def _called_by_maker(frame: FrameType | None) -> bool:
@@ -69,34 +72,37 @@ def _called_by_maker(frame: FrameType | None) -> bool:
     return False
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     """Runs aiohttp.connector with its import-time certificate loads noted, then wraps
     `TCPConnector._get_ssl_context` to do them on first use."""
 
-    def __init__(self, inner: importlib.abc.Loader) -> None:
+    def __init__(self, inner: Loader) -> None:
         self.inner = inner
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ...: the inner loader's
         return getattr(self.inner, name)
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        pending = _Pending()
+        import ssl  # aiohttp.connector imports it next
+
+        real = ssl.SSLContext.set_default_verify_paths
+        pending = _Pending(real)
         importer = threading.get_ident()
 
         def set_default_verify_paths(context: ssl.SSLContext) -> None:
             if threading.get_ident() == importer and _called_by_maker(sys._getframe(1)):
                 pending.contexts.append(context)
             else:
-                _REAL_SET_PATHS(context)
+                real(context)
 
         ssl.SSLContext.set_default_verify_paths = set_default_verify_paths  # type: ignore[method-assign,assignment]
         try:
             self.inner.exec_module(module)
         finally:
-            ssl.SSLContext.set_default_verify_paths = _REAL_SET_PATHS  # type: ignore[method-assign]
+            ssl.SSLContext.set_default_verify_paths = real  # type: ignore[method-assign]
         if not _defer(module, pending):
             pending.load()  # not the module we know: as aiohttp would have done
 
@@ -122,12 +128,12 @@ def _defer(module: ModuleType, pending: _Pending) -> bool:
     return True
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Finds aiohttp.connector through the other finders and wraps its loader."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname != _MODULE:
             return None
         for finder in sys.meta_path:
@@ -136,7 +142,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader)
+                    spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
                 return spec
         return None
 
