@@ -2,12 +2,13 @@
 
 `aiohttp.connector` makes two `ssl.SSLContext`s when it is imported (one that
 verifies, one that does not) and loads the system's CA bundle into each
-(`set_default_verify_paths`): 60-80 ms of CPU in every process that imports
-aiohttp, about 150 certificates parsed twice. `roost serve` imports aiohttp for
-the web channel's server, which needs no client TLS at all, and `aiohttp.web`
-cannot be had without `aiohttp.connector` (the package's `__init__` imports
-the client). The daemon's clients (a model over HTTPS) need the certificates
-later, if ever.
+(`set_default_verify_paths`): about 150 certificates parsed twice, 70-95 ms of
+CPU in every process that imports aiohttp (aiohttp's share of `roost serve`'s
+imports went from 128-151 to 52-55 ms of CPU without it). `roost serve`
+imports aiohttp for the web channel's server, which needs no client TLS at
+all, and `aiohttp.web` cannot be had without `aiohttp.connector` (the
+package's `__init__` imports the client). The daemon's clients (a model over
+HTTPS) need the certificates later, if ever.
 
 `install()` (run by `bridge/__init__.py`, before anything imports aiohttp)
 puts a finder on `sys.meta_path` for that one module. While the module runs,
@@ -55,9 +56,10 @@ class _Pending:
         self.lock = threading.Lock()
 
     def load(self) -> None:
-        with self.lock:
-            while self.contexts:
-                self.real(self.contexts.pop())
+        with self.lock:  # emptied only once all are loaded: no caller gets one half-made
+            for context in self.contexts:
+                self.real(context)
+            self.contexts.clear()
 
 
 def _called_by_maker(frame: FrameType | None) -> bool:
