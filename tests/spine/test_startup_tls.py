@@ -103,3 +103,17 @@ def test_a_process_that_imported_aiohttp_first_is_untouched() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=HANG_S
     )
     assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+def test_only_aiohttps_own_maker_is_deferred() -> None:
+    """A context made by any other code while aiohttp.connector runs loads at once."""
+    from bridge import aiohttp_tls
+
+    code = "import sys\ndef _make_ssl_context(probe):\n    return probe(sys._getframe(0))\n"
+    for module, deferred in (("aiohttp.connector", True), ("somebody.else", False)):
+        namespace: dict[str, object] = {"__name__": module}
+        exec(code, namespace)
+        maker = namespace["_make_ssl_context"]
+        assert callable(maker)
+        assert maker(aiohttp_tls._called_by_maker) is deferred
+    assert aiohttp_tls._called_by_maker(None) is False
