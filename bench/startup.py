@@ -26,7 +26,7 @@ with the machine's load. The children write byte code and roost's start-up
 caches (`PYTHONDONTWRITEBYTECODE` is dropped for them, as `make test` drops it):
 the figures are a steady state, not a first start. A second table lists the
 heaviest imports of `roost send /help`, `roost chat` and `roost serve`
-(`python -X importtime`, cumulative).
+(CPU of each top-level import with what it imported: `IMPORT_TIMER`).
 
 Run: .venv/bin/python -m bench.startup [--runs 7] [--quick]
 """
@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import resource
 import select
 import signal
@@ -203,47 +202,42 @@ def alternating(rows: list[tuple[str, Measure]], runs: int, warm: bool) -> list[
     ]
 
 
+# `python -c IMPORT_TIMER ARGS` runs `roost ARGS` timing each import in CPU (this thread's
+# time.thread_time: the sandbox's and the database's threads are not in it) and writes
+# "ms name" per top-level import (cumulative: with what it imported) to $BENCH_IMPORTS at
+# exit. On a busy machine `-X importtime`'s wall figures are mostly the load.
+IMPORT_TIMER = """
+import atexit, importlib._bootstrap as boot, os, runpy, sys, time
+tops, depth, find = [], [0], boot._find_and_load
+def timed(name, import_):
+    depth[0] += 1
+    t0 = time.thread_time()
+    try:
+        return find(name, import_)
+    finally:
+        depth[0] -= 1
+        if depth[0] == 0:
+            tops.append(f"{(time.thread_time() - t0) * 1000:.3f} {name}")
+boot._find_and_load = timed
+@atexit.register
+def report():
+    with open(os.environ["BENCH_IMPORTS"], "w") as out:
+        out.write("\\n".join(tops))
+sys.argv = ["roost", *sys.argv[1:]]
+runpy.run_module("bridge.cli.main", run_name="__main__")
+"""
+
+
 def importtime(argv: list[str], env: dict[str, str], top: int, how: str) -> list[tuple[float, str]]:
-    """The `top` heaviest top-level imports (cumulative ms) of one run of `argv`
+    """The `top` heaviest top-level imports (cumulative CPU ms) of one run of `argv`
     (`how`: "run" to its end, "tty" on a pty until the prompt shows, "serve" until ready)."""
-    timed = [PY, "-X", "importtime", *argv[1:]]
-    if how == "tty":
-        text = chat_session(timed, env)[2].decode(errors="replace").replace("\r", "")
-    elif how == "serve":
-        with tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(
-                timed,
-                env=env,
-                cwd=env["PYTHONPATH"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-            )
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith(READY):
-                    break
-            proc.send_signal(signal.SIGTERM)
-            proc.stdout.read()
-            proc.wait(timeout=HANG_S)
-            err.seek(0)
-            text = err.read().decode(errors="replace")
-    else:
-        text = subprocess.run(
-            timed,
-            env=env,
-            cwd=env["PYTHONPATH"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            timeout=HANG_S,
-            check=False,
-        ).stderr.decode(errors="replace")
-    rows = []
-    for line in text.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)  # top level: no indent
-        if m:
-            rows.append((int(m.group(1)) / 1000, m.group(2)))
+    timed = [PY, "-c", IMPORT_TIMER, *argv[3:]]  # argv: python -m bridge.cli.main ARGS
+    measure = {"run": run_once, "tty": chat_once, "serve": serve_once}[how]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "imports"
+        measure(timed, env | {"BENCH_IMPORTS": str(out)})
+        lines = out.read_text().splitlines()
+    rows = [(float(ms), name) for ms, name in (line.split(" ", 1) for line in lines)]
     return sorted(rows, reverse=True)[:top]
 
 
@@ -373,7 +367,7 @@ def main() -> None:
             ("roost chat (to the prompt)", [*ROOST, "chat"], dead, "tty"),
             ("roost serve (to ready)", [*ROOST, "serve"], live, "serve"),
         ):
-            print(f"\nheaviest top-level imports of {title} (cumulative ms, one run):")
+            print(f"\nheaviest top-level imports of {title} (cumulative CPU ms, one run):")
             for ms, name in importtime(argv, env, args.imports, how):
                 print(f"  {ms:8.1f}  {name}")
 

@@ -10,8 +10,10 @@
     types         messages, backend/tool interfaces, audit sink (import nothing)
 """
 
+from bridge.aiohttp_tls import install as _install_aiohttp_tls
 from bridge.dataclass_code import install as _install_dataclass_code
 from bridge.regex_code import install as _install_regex_code
 
 _install_dataclass_code()  # before any roost dataclass exists: see bridge/dataclass_code.py
 _install_regex_code()  # before any roost module compiles a pattern: see bridge/regex_code.py
+_install_aiohttp_tls()  # before anything imports aiohttp: see bridge/aiohttp_tls.py
