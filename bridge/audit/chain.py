@@ -8,11 +8,11 @@ one write); the thread takes everything queued (up to `max_batch` items),
 and under the cross-process lock re-reads the chain's tail, appends the
 batch, fdatasyncs it, acknowledges each event of the batch (group commit),
 and then rewrites the head file in place before it takes the next batch;
-the head's writeback is started without waiting for it, and it is synced
-every `head.LAG` batches and at the close (`bridge.audit.head`): no waiter
-waits for the head, and no second thread is woken per batch. The head never
-names a record that is not durable (a crash before it is stable leaves it
-behind the chain, which `verify` accepts).
+the head is synced lazily (`bridge.audit.head`): when nothing is queued, on
+this thread, so no waiter and no queued batch waits for it, and at least
+every `head.LAG` batches under a steady load. The head never names a record
+that is not durable (a crash before its sync leaves it behind the chain,
+which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -198,7 +198,12 @@ class AuditChain:
     def _run(self) -> None:
         stop = False
         while not stop:
-            first = self._queue.get()
+            try:
+                first = self._queue.get_nowait()
+            except queue.Empty:  # nothing waits for the writer: the head's sync now
+                assert self._heads is not None  # open with the chain
+                self._heads.settle()
+                first = self._queue.get()
             if first is _STOP:
                 break
             batch = [first]
@@ -270,7 +275,7 @@ class AuditChain:
         if durable is not None:
             durable(seqs)  # the records are on disk: their waiters go on
         assert self._heads is not None  # open with the chain
-        self._heads.put(seq, prev)  # written back at once, synced every LAG puts
+        self._heads.put(seq, prev)  # synced once nothing is queued (or every LAG puts)
         return seqs
 
     def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:

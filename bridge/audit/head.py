@@ -1,36 +1,32 @@
-"""The chain's head file: rewritten in place under the chain lock, written back at once.
+"""The chain's head file: rewritten in place under the chain lock, synced lazily by the writer.
 
 `HeadFile.put(seq, digest)` rewrites the head (one padded 512-byte sector,
 `store.head_bytes`) with `pwrite` on the chain writer's thread, under the
-chain lock and only after the records it names were fdatasynced (their
-device cache flushed): another process that takes the lock reads a whole
-head, and no head that reaches the disk names a record that is not already
-stable there. Then it starts the head's writeback (`sync_file_range`, which
-does not wait for it: an overwrite in place changes no metadata), and the
-next batch's `fdatasync` of the chain flushes the device's cache behind it.
-An `fdatasync` of the head itself runs every `lag` puts (a hard bound on
-how far a power cut can set the head back while batches keep coming) and at
-`close()`; no batch waits for a head sync otherwise, and no second thread
-is woken per batch. A crash before the head is stable leaves it behind the
-chain, which `verify` accepts. The first put makes the file (never left
-empty before it) and is synced at once, with its directory. Where
-`sync_file_range` is missing (not Linux) every put is synced.
+chain lock and only after the records it names were fdatasynced: another
+process that takes the lock reads a whole head, and no head the kernel
+could write back names a record that is not on disk. Its `fdatasync` is
+lazy and runs on the writer's thread too: the writer calls `settle()` when
+nothing is queued (so no waiter waits for it, and no batch queued meanwhile
+is held up), and a put syncs at once when `lag` puts went unsynced under a
+steady load (a bound on how far a power cut can set the head back); one sync
+covers every put before it. No thread of its own: a batch costs no second
+thread's wake-up and GIL hand-offs. A crash before the sync leaves the head
+behind the chain, which `verify` accepts. The first put makes the file
+(never left empty before it) and is synced at once, with its directory.
+`close()` syncs what was put last.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from bridge.audit.store import head_bytes, put_head
 
 log = logging.getLogger(__name__)
 
-LAG = 64  # puts at most between two syncs of the head
+LAG = 64  # puts at most between two syncs of the head while the writer is never idle
 
 
 class HeadFile:
@@ -54,16 +50,11 @@ class HeadFile:
         if new:  # a new file: synced now, and its directory entry with it
             self.sync()
             os.fsync(self._dir_fd)
-        elif self._unsynced >= self._lag or _WRITEBACK is None:
+        elif self._unsynced >= self._lag:
             self.settle()
-        else:
-            try:
-                _WRITEBACK(self._fd)
-            except OSError:  # the head stays dirty: the next settle syncs it
-                log.exception("audit head writeback not started")
 
     def settle(self) -> None:
-        """Sync the puts not synced yet (every `lag` puts, and at the close)."""
+        """Sync the puts not synced yet (the writer calls it when nothing is queued)."""
         if self._unsynced == 0:
             return
         try:
@@ -82,29 +73,3 @@ class HeadFile:
             self.settle()
             os.close(self._fd)
             self._fd = -1
-
-
-SYNC_FILE_RANGE_WRITE = 2  # linux/fs.h: start writeback of the range's dirty pages, no wait
-
-
-def _start_writeback() -> Callable[[int], None] | None:
-    """Start writing the head's page back without waiting for it: Linux's `sync_file_range`
-    (not in `os`; through libc, which lets the GIL go during the call), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        call = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    call.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
-    call.restype = ctypes.c_int
-
-    def start(fd: int) -> None:
-        if call(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-
-    return start
-
-
-_WRITEBACK = _start_writeback()

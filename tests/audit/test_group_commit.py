@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from bridge.audit import AuditChain, verify
 from bridge.audit import chain as chain_module
 from bridge.audit import head as head_module
 from bridge.audit.store import head_path, lock_path, read_head
+from tests.waits import until
 
 EVENTS = [
     ("message.received", "alice", {"chars": 5}),
@@ -35,40 +37,48 @@ async def test_emit_many_is_one_batch_whatever_the_batch_limit(tmp_path: Path) -
     assert result.ok and result.records == 6, result
 
 
-async def test_between_batches_the_head_is_written_back_not_synced_and_the_close_syncs_it(
+async def test_a_waiter_never_waits_for_the_head_sync_which_waits_for_the_idle_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch's head put starts the head's writeback and waits for no sync (so neither
-    its waiter nor the next batch does); the head is synced every `LAG` puts and at the
-    close, and then names the last record."""
+    """The head is synced lazily, on the writer's thread once nothing is queued: while that
+    sync is held, the batch that moved the head is already acknowledged; a batch queued
+    meanwhile waits for it (the writer's one thread), and closing syncs the last head."""
     path = tmp_path / "audit" / "chain.jsonl"
-    started: list[int] = []
-    real = head_module._WRITEBACK
-    assert real is not None  # Linux: sync_file_range
-
-    def writeback(fd: int) -> None:
-        started.append(fd)
-        real(fd)
-
-    monkeypatch.setattr(head_module, "_WRITEBACK", writeback)
     chain = AuditChain(path, None, fake_clock())
     async with chain:
         await chain.emit(*EVENTS[0])  # the head file made (synced at once, with its directory)
-        for _ in range(10):
-            await chain.emit_many(EVENTS)
+        await chain.emit(*EVENTS[0])
         heads = chain._heads
         assert heads is not None
-    assert heads.syncs == 2  # its creation and the close: none for the ten batches
-    assert len(started) == 10  # each batch's head written back, without waiting
-    assert read_head(head_path(path)) == {"seq": 31, "hash": read_last_hash(path)}
+        await until(lambda: heads.syncs == 2, "the idle writer's sync of the second head")
+        entered, release = threading.Event(), threading.Event()
+        real = head_module.HeadFile.sync
+
+        def held_sync(self: head_module.HeadFile) -> None:
+            entered.set()
+            release.wait(60)  # an upper bound only against a hang
+            real(self)
+
+        monkeypatch.setattr(head_module.HeadFile, "sync", held_sync)
+        seq = await asyncio.wait_for(chain.append(*EVENTS[1]), 60)  # upper bound: a hang
+        assert seq == 3  # acknowledged: its waiter did not wait for the head's sync...
+        assert await asyncio.to_thread(entered.wait, 60)  # ...which the idle writer began
+        more = asyncio.create_task(chain.append(*EVENTS[2]))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not more.done()  # queued behind the head's sync, on the writer's one thread
+        release.set()
+        assert await asyncio.wait_for(more, 60) == 4
+        monkeypatch.setattr(head_module.HeadFile, "sync", real)
+    assert read_head(head_path(path)) == {"seq": 4, "hash": read_last_hash(path)}  # synced
     assert verify(path).ok
 
 
-async def test_under_a_steady_load_the_head_is_synced_at_least_every_lag_puts(
+async def test_under_a_steady_load_the_head_is_synced_lazily_and_at_least_every_lag_puts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Never more than `LAG` puts of the head go unsynced: a power cut sets the head back
-    a bounded way, whatever its writeback (started at every put) did."""
+    """Batches queued back to back share the head's syncs (none while one waits), yet never
+    more than `LAG` puts go unsynced: a power cut sets the head back a bounded way."""
     path = tmp_path / "audit" / "chain.jsonl"
     monkeypatch.setattr(head_module, "LAG", 4)
     chain = AuditChain(path, None, fake_clock(), max_batch=1)
@@ -100,7 +110,7 @@ async def test_under_a_steady_load_the_head_is_synced_at_least_every_lag_puts(
     # and maybe the second emit's
     assert chain.batches == 42 and len(unsynced) in (40, 41)
     assert max(unsynced) < 4  # the lag bound: synced at the fourth unsynced put
-    assert heads.syncs - before <= 41 // 4 + 1  # every fourth put, and at the close
+    assert heads.syncs - before <= 41 // 4 + 2  # every fourth put, once idle, at the close
     assert verify(path).ok
 
 
