@@ -27,7 +27,7 @@ on the loop thread's CPU clock, and with `--profile-match REGEX` every function 
 on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
 inline only while one turn is in flight). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
-writer's too, then split by thread: the loop, the audit writer (the head's sync too),
+writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers) and the SQL statements per turn on each connection, figures
 that load on a shared machine moves little or not at all.
 """
