@@ -8,11 +8,10 @@ one write); the thread takes everything queued (up to `max_batch` items),
 and under the cross-process lock re-reads the chain's tail, appends the
 batch, fdatasyncs it, acknowledges each event of the batch (group commit),
 and then rewrites the head file in place before it takes the next batch;
-the head is synced lazily (`bridge.audit.head`): when nothing is queued, on
-this thread, so no waiter and no queued batch waits for it, and at least
-every `head.LAG` batches under a steady load. The head never names a record
-that is not durable (a crash before its sync leaves it behind the chain,
-which `verify` accepts).
+the head's sync runs on a thread of its own (`bridge.audit.head`), beside
+the next batch's: the head never names a record that is not durable, and
+neither a waiter nor the next batch waits for the head's sync (a crash
+before it leaves the head behind the chain, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -187,7 +186,7 @@ class AuditChain:
 
     def _close_fds(self) -> None:
         if self._heads is not None:
-            self._heads.close()  # syncs its last put
+            self._heads.close()  # its last put synced
             self._heads = None
         for name in ("_fd", "_lock_fd", "_dir_fd"):
             fd = getattr(self, name)
@@ -198,12 +197,7 @@ class AuditChain:
     def _run(self) -> None:
         stop = False
         while not stop:
-            try:
-                first = self._queue.get_nowait()
-            except queue.Empty:  # nothing waits for the writer: the head's sync now
-                assert self._heads is not None  # open with the chain
-                self._heads.settle()
-                first = self._queue.get()
+            first = self._queue.get()
             if first is _STOP:
                 break
             batch = [first]
@@ -275,7 +269,7 @@ class AuditChain:
         if durable is not None:
             durable(seqs)  # the records are on disk: their waiters go on
         assert self._heads is not None  # open with the chain
-        self._heads.put(seq, prev)  # synced once nothing is queued (or every LAG puts)
+        self._heads.put(seq, prev)  # synced on its own thread, beside the next batch
         return seqs
 
     def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
