@@ -1,7 +1,15 @@
-"""Audit chain benchmark: appends/s (one at a time, concurrent with and without
-group commit) and verify throughput. Prints figures and same-run ratios.
+"""Audit chain benchmark: a turn's batch against its floor, appends/s (one at a time,
+concurrent with and without group commit) and verify throughput. Prints figures and
+same-run ratios.
 
 Run: .venv/bin/python -m bench.audit [--records 100000] [--rss 100000,1000000] [--quick]
+
+The turn's batch: `emit_many` of a turn's three events, p50 over `--turns`, with the
+loop idle while it syncs and with the loop busy meanwhile (about 0.3 ms of Python in
+three slices, as a turn's end unit is while the writer syncs: the writer thread then
+waits for the GIL), each next to the floor of a durable chain timed between batches in
+the same run (one appended line and its `fdatasync`), and the CPU of each thread per
+batch.
 
 `--rss` builds chains of those lengths and reports the peak RSS of a fresh
 process that only runs `verify` on each (ru_maxrss of that child), so the
@@ -12,19 +20,113 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from bridge.app.channels_up import PLATFORMS
 from bridge.audit import AuditChain, verify
+from bridge.audit.catalogue import EVENTS
 from bridge.audit.record import GENESIS, build_record, head_document
+from bridge.audit.schema import schemas_for
 from bridge.audit.store import head_path
 
 DETAILS = {"name": "me.daily_log", "hash": "ab12cd34ef56", "ms": 12, "outcome": "ok"}
 KEY = b"bench-hmac-key-0123456789abcdef"
+
+
+TURN = [  # a turn's batch, with the catalogue's examples (each fits its schema)
+    (name, "alice", EVENTS[name])
+    for name in ("message.received", "outcome.graded", "message.answered")
+]
+
+
+def _busy(seconds: float) -> None:
+    """Python on the loop's thread for about `seconds`, in six slices with a system call
+    between them that lets the GIL go (as a turn's SQLite calls do)."""
+    for _ in range(6):
+        end = time.perf_counter() + seconds / 6
+        while time.perf_counter() < end:
+            sum(range(50))
+        time.sleep(0)
+
+
+def _threads() -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary: each a wait, for a lock, the GIL or the
+    disk) so far of each live thread, by name."""
+    out: dict[str, tuple[float, int]] = {}
+    for thread in threading.enumerate():
+        if thread.ident is None or thread.native_id is None:
+            continue
+        try:
+            cpu = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+        except (OSError, AttributeError):
+            continue
+        switches = sum(
+            int(line.split()[1])
+            for line in status.splitlines()
+            if line.startswith("voluntary_ctxt_switches")
+        )
+        name = "loop" if thread is threading.main_thread() else thread.name
+        had = out.get(name, (0.0, 0))
+        out[name] = (had[0] + cpu, had[1] + switches)
+    return out
+
+
+async def turn_batches(path: Path, n: int, busy: float) -> tuple[list[float], list[float], str]:
+    """`n` turn batches (`busy`: seconds of loop work while each syncs), each followed by the
+    floor: their wall times, the floor's, and each thread's CPU and context switches per
+    batch (the floor's sync is the loop's: about 1 switch and its CPU)."""
+    fd = os.open(path.parent / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    times, floor = [], []
+    async with AuditChain(path, KEY, schemas=schemas_for(PLATFORMS)) as chain:
+        for _ in range(20):
+            await chain.emit_many(TURN)
+        before = _threads()
+        for i in range(n):
+            start = time.perf_counter()
+            task = asyncio.ensure_future(chain.emit_many(TURN))
+            await asyncio.sleep(0)  # queued: the writer goes on while the loop works
+            if busy:
+                _busy(busy)
+            await task
+            times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            os.write(fd, b'{"seq": %d, "event": "message.answered"}\n' % i)
+            os.fdatasync(fd)
+            floor.append(time.perf_counter() - start)
+        after = _threads()
+    os.close(fd)
+    used = {
+        k: ((v[0] - before.get(k, (0.0, 0))[0]) / n * 1e3, (v[1] - before.get(k, (0.0, 0))[1]) / n)
+        for k, v in after.items()
+        if k in before
+    }
+    shown = ", ".join(
+        f"{k} {ms:.3f} ms {sw:.1f} cs"
+        for k, (ms, sw) in sorted(used.items(), key=lambda kv: -kv[1][0])
+        if ms >= 0.0005 or sw >= 0.05  # an idle helper (asyncio's to_thread) is left out
+    )
+    return times, floor, shown
+
+
+def print_turn_batches(root: Path, n: int) -> None:
+    for label, busy in (("loop idle", 0.0), ("loop busy 0.3 ms", 0.0003)):
+        path = root / f"turn{int(busy * 1e6)}" / "chain.jsonl"
+        path.parent.mkdir(parents=True)
+        times, floor, cpu = asyncio.run(turn_batches(path, n, busy))
+        mid, low = statistics.median(times) * 1e3, statistics.median(floor) * 1e3
+        print(
+            f"turn batch (3 events), {label:<16}: p50 {mid:.3f} ms, floor p50 {low:.3f} ms "
+            f"({mid / low:.1f}x)\n  per batch, each thread's CPU and context switches: {cpu}"
+        )
 
 
 async def sequential(path: Path, n: int) -> float:
@@ -88,12 +190,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--appends", type=int, default=300)
+    ap.add_argument("--turns", type=int, default=1000, help="turn batches timed")
+    ap.add_argument("--turns-only", action="store_true", help="only the turn batch rows")
     ap.add_argument("--rss", default="", help="comma-separated chain lengths; only RSS")
     ap.add_argument("--verify-child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
     args = ap.parse_args()
     if args.quick:
-        args.records, args.appends = 2_000, 20
+        args.records, args.appends, args.turns = 2_000, 20, 50
     if args.verify_child:
         _verify_child(args.verify_child)
         return
@@ -103,6 +207,9 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        print_turn_batches(root, args.turns)
+        if args.turns_only:
+            return
         seq_rate = asyncio.run(sequential(root / "a" / "chain.jsonl", args.appends))
         one_rate, one_batches = asyncio.run(
             concurrent(root / "b" / "chain.jsonl", args.appends * 4, 1)

@@ -84,7 +84,8 @@ class AuditChain:
         self._lock_fd = -1
         self._dir_fd = -1
         self._heads: HeadFile | None = None  # the head file, open while the chain is
-        self._cache: tuple[int, int, int, str] | None = None  # inode, size, seq, hash
+        self._ino = -1  # the inode open on `_fd` (an fd's inode never changes)
+        self._cache: tuple[int, int, str] | None = None  # size, seq, hash after our last batch
         self.batches = 0  # number of fsynced batches, for the benchmark
 
     async def open(self) -> None:
@@ -169,6 +170,7 @@ class AuditChain:
         self._dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         self._lock_fd = os.open(lock_path(self.path), os.O_RDWR | os.O_CREAT, 0o600)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        self._ino = os.fstat(self._fd).st_ino
         try:
             with exclusive(self._lock_fd):
                 if self._names_key is None:
@@ -221,12 +223,16 @@ class AuditChain:
                 _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
 
     def _tail(self) -> Tail:
+        """Where the batch goes on. One `stat` of the path: its inode says the file is still
+        ours, its size (the same inode's) whether another process appended since our last
+        batch; each system call here lets the GIL go and waits to take it back from the loop,
+        so the batch's path to its sync makes as few as it can."""
         st = os.stat(self.path)
-        if os.fstat(self._fd).st_ino != st.st_ino:
+        if st.st_ino != self._ino:
             raise ChainCorrupt(f"{self.path} was replaced while roost was writing it")
         cache = self._cache
-        if cache is not None and cache[0] == st.st_ino and cache[1] == st.st_size:
-            return Tail(seq=cache[2], hash=cache[3], end=cache[1], torn=0)
+        if cache is not None and cache[0] == st.st_size:
+            return Tail(seq=cache[1], hash=cache[2], end=cache[0], torn=0)
         return inspect_tail(self._fd, self._head, self._key)
 
     def _commit(
@@ -243,7 +249,7 @@ class AuditChain:
             repair = _Pending(REPAIRED, None, {"bytes_cut": tail.torn}, self._now())
             pending = [repair, *pending]
         if not pending:
-            self._cache = (os.fstat(self._fd).st_ino, tail.end, tail.seq, tail.hash)
+            self._cache = (tail.end, tail.seq, tail.hash)
             return []
         data, seq, prev = self._encode(pending, tail.seq, tail.hash)
         try:
@@ -255,7 +261,9 @@ class AuditChain:
                 os.ftruncate(self._fd, tail.end)
                 os.fsync(self._fd)
             raise
-        self._cache = (os.fstat(self._fd).st_ino, tail.end + len(data), seq, prev)
+        # Under the lock nobody else appended: the file ends where our write did (no
+        # `fstat` between the sync and the waiters).
+        self._cache = (tail.end + len(data), seq, prev)
         self.batches += 1
         seqs = list(range(seq - wanted + 1, seq + 1))
         if durable is not None:

@@ -31,6 +31,7 @@ class HeadFile:
         self.path, self._dir_fd, self._key = path, dir_fd, key
         self._fd = -1  # opened (made) by the first put: an empty head would read as damaged
         self._new = False
+        self._sized = False  # the file holds exactly one head (no longer one left after it)
         self._wake = threading.Condition()
         self._dirty = False
         self._closing = False
@@ -43,7 +44,8 @@ class HeadFile:
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             self._new = os.fstat(self._fd).st_size == 0
-        put_head(self._fd, head_bytes(seq, digest, self._key))
+        put_head(self._fd, head_bytes(seq, digest, self._key), trim=not self._sized)
+        self._sized = True  # every head is HEAD_BYTES long: no later put leaves a tail
         if self._new:  # a new file: synced now, and its directory entry with it
             self.sync()
             os.fsync(self._dir_fd)

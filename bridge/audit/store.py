@@ -148,8 +148,9 @@ def head_bytes(seq: int, digest: str, key: bytes | None) -> bytes:
     return doc.ljust(HEAD_BYTES - 1) + b"\n"
 
 
-def put_head(fd: int, data: bytes) -> None:
-    """Rewrite the head file open on `fd` in place (not synced: `HeadFile` does that)."""
+def put_head(fd: int, data: bytes, trim: bool = True) -> None:
+    """Rewrite the head file open on `fd` in place (not synced: `HeadFile` does that);
+    `trim`: cut whatever an older, longer head left after it (needed once per open)."""
     os.pwrite(fd, data, 0)
-    if os.fstat(fd).st_size > len(data):
+    if trim and os.fstat(fd).st_size > len(data):
         os.ftruncate(fd, len(data))
