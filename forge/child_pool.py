@@ -6,7 +6,7 @@ half-prepared (forge.child). While no call is in flight they are asked for up to
 `depth`; while calls are in flight (forking competes with them for the CPU), only
 when fewer children wait than calls are in flight: one call in flight asks once
 none waits, two callers keep two waiting (asking only once none waited left a
-fifth to a quarter of two callers' calls waiting for a fork on the spot, about
+fifth to a third of two callers' calls waiting for a fork on the spot,
 3-13 ms at p50; docs/security.md). The helper does not wait for them: each arrives
 on the zygote's socket and is collected like an exit report. A call goes to one of
 them, or to a child forked on the spot when none waits; its go pipe and memfd
