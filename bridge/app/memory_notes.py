@@ -139,7 +139,9 @@ class _TopicTerms:
                 if again is not None:
                     self._kept[key] = again
                     return again.notes, again.index
-        with self._files.recording() as reads:
+        # a read of every topic looks at the watch's queue once (`FileCache.batch`); the
+        # kept topics above, one look in all, need no batch around them
+        with self._files.batch(), self._files.recording() as reads:
             paths, topics = self._read_all(dirs)
         notes = [(t.name, body) for t, body, _ in topics]
         kept = _Kept(reads, paths, notes, NoteIndex([terms for _, _, terms in topics]))
@@ -210,11 +212,11 @@ class MemoryNotes:
         now = self._now_note(turn) if self._now_note is not None else ""
         chosen: list[Scored] = []
         if self._chars > 0:
-            with self._files.batch():  # it only reads: one look at the watch's queue
-                notes, index = self._topics.indexed(turn.dirs)
+            notes, index = self._topics.indexed(turn.dirs)
             # as `explain` scores them, only those that may be chosen
             scored = score_held(turn.inbound.text, notes, index, self._floor)
-            chosen = choose(scored, self._floor, self._chars)
+            if scored:
+                chosen = choose(scored, self._floor, self._chars)
         if chosen:
             names = [s.name for s in chosen]
             self._store.touch(turn.dirs, names, "injected", turn.now())

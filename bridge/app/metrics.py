@@ -90,6 +90,11 @@ def _labels(labels: Labels, extra: tuple[str, str] | None = None) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
 
 
+def _key(labels: dict[str, str]) -> Labels:
+    """The series' labels, sorted by name (one label or none: nothing to sort)."""
+    return tuple(labels.items()) if len(labels) < 2 else tuple(sorted(labels.items()))
+
+
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
@@ -103,18 +108,23 @@ class Metrics:
         self._histograms: dict[str, dict[Labels, _Histogram]] = {}
 
     def count(self, name: str, amount: float = 1, **labels: str) -> None:
-        family = self._families[name]
-        assert family.kind == "counter", name
-        series = self._counters.setdefault(name, {})
-        key = tuple(sorted(labels.items()))
+        series = self._counters.get(name)
+        if series is None:
+            assert self._families[name].kind == "counter", name
+            series = self._counters[name] = {}
+        key = _key(labels)
         series[key] = series.get(key, 0) + amount
 
     def observe(self, name: str, value: float, **labels: str) -> None:
-        family = self._families[name]
-        assert family.kind == "histogram", name
-        series = self._histograms.setdefault(name, {})
-        key = tuple(sorted(labels.items()))
-        series.setdefault(key, _Histogram(family.bounds)).observe(value)
+        series = self._histograms.get(name)
+        if series is None:
+            assert self._families[name].kind == "histogram", name
+            series = self._histograms[name] = {}
+        key = _key(labels)
+        hist = series.get(key)
+        if hist is None:  # made once per series, not on every call
+            hist = series[key] = _Histogram(self._families[name].bounds)
+        hist.observe(value)
 
     def telegram_failed(self, kind: str) -> None:
         """A Telegram send of this kind failed after its retries (the channel tells)."""

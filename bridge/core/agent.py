@@ -123,12 +123,11 @@ async def run_agent(
     reply = _Reply(max_reply_chars, on_delta, progress)
     for step in range(1, max_steps + 1):
         result.steps = step
-        offered = tools() if callable(tools) else tools
-        by_name: Mapping[str, Tool] = {t.schema.name: t for t in offered}
+        by_name, schemas = _offered(tools() if callable(tools) else tools, redact)
         request = ModelRequest(
             system,
             tuple(convo),
-            _schemas_for_model([t.schema for t in offered], redact),
+            schemas,
             tenant=tenant,
             stable_chars=stable_chars,
             call_tool=_Direct(by_name, turn, redact, progress, result, max_steps, step),
@@ -421,6 +420,52 @@ def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
         except ValueError:  # a value spelled across the JSON's own quotes: keep no schema
             parameters = {"type": "object"}
     return ToolSchema(schema.name, redact(schema.description), parameters)
+
+
+LAST_OFFERS = 256  # maskers (tenants) whose last tool list is kept as the model saw it
+# id(masker) -> (the masker, the method, the tools, their schemas, by name, masked)
+_OFFERS: dict[
+    int,
+    tuple[
+        object,
+        object,
+        tuple[Tool, ...],
+        tuple[ToolSchema, ...],
+        Mapping[str, Tool],
+        tuple[ToolSchema, ...],
+    ],
+] = {}
+
+
+def _offered(
+    offered: Sequence[Tool], redact: Redact
+) -> tuple[Mapping[str, Tool], tuple[ToolSchema, ...]]:
+    """The step's tools by name and their schemas as the model sees them
+    (`_schemas_for_model`): when the same tool objects with the same schema objects
+    are offered under the same masker as last time (the sources hand the same objects
+    every step and turn), both are the ones made then, found by identity checks in C."""
+    tools = tuple(offered)
+    schemas = tuple([t.schema for t in tools])
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    if owner is None or func is None:  # not a bound masker method: nothing to key on
+        return {t.schema.name: t for t in tools}, _schemas_for_model(schemas, redact)
+    last = _OFFERS.get(id(owner))
+    if (
+        last is not None
+        and last[0] is owner
+        and last[1] is func
+        and len(last[2]) == len(tools)
+        and all(map(operator.is_, tools, last[2]))
+        and all(map(operator.is_, schemas, last[3]))
+    ):
+        return last[4], last[5]
+    by_name = {s.name: t for t, s in zip(tools, schemas, strict=True)}
+    masked = _schemas_for_model(schemas, redact)
+    _OFFERS.pop(id(owner), None)  # kept in order of use: the least recently used goes first
+    if len(_OFFERS) >= LAST_OFFERS:
+        del _OFFERS[next(iter(_OFFERS))]
+    _OFFERS[id(owner)] = (owner, func, tools, schemas, by_name, masked)
+    return by_name, masked
 
 
 async def _reported(

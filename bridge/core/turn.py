@@ -197,6 +197,7 @@ class TurnRunner:
         self._observers = tuple(observers)
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
+        self._notes: dict[str, tuple[ChatMessage]] = {}  # a note -> its message
         self.compactor = compactor or Compactor(sessions, audit)
 
     @asynccontextmanager
@@ -477,7 +478,7 @@ class TurnRunner:
             return [t for source in self._sources for t in source.tools_for(turn)]
 
         note = self._note(turn) if self._note is not None else ""
-        now = (ChatMessage(role="user", content=note),) if note else ()
+        now = self._note_message(note) if note else ()
         asked = prepared.asked(with_quote(turn.inbound.text, turn.inbound.quoted))
         newest = ChatMessage(role="user", content=asked, images=prepared.images)
         messages = (*session.history, *now, newest)
@@ -510,6 +511,17 @@ class TurnRunner:
             if rest:
                 await on_delta(rest)
         return result
+
+    def _note_message(self, note: str) -> tuple[ChatMessage]:
+        """The note as a user message, the same object for the same note (a minute's Now
+        note without topics is the same for every turn in it): the agent loop keeps a
+        message masked per (message, masker) object, so it is masked once, not per turn."""
+        hit = self._notes.get(note)
+        if hit is None:
+            if len(self._notes) >= 256:
+                self._notes.clear()
+            hit = self._notes[note] = (ChatMessage(role="user", content=note),)
+        return hit
 
     def _system(self, turn: TurnContext, mask: OutputMask) -> tuple[str, int]:
         """The system prompt and its stable prefix length, measured after the vault mask

@@ -75,6 +75,7 @@ CREATE_SCHEMA = {
 
 DRAFT_WIRE_PREFIX = "draft__"
 _CHATS = 1024  # chats whose drafts are remembered between prepare and tools_for
+_MADE = 4096  # saved tools whose tool object is kept
 
 
 def chat_key(turn: TurnContext) -> SessionKey:
@@ -117,6 +118,7 @@ class ForgeTools:
         self._room = room
         self._drafts = drafts
         self._read: OrderedDict[SessionKey, list[Draft]] = OrderedDict()  # per chat
+        self._made: dict[int, tuple[ToolMeta, Tool]] = {}  # id(entry) -> its tool
         self._masks = masks
         self._catalog = catalog
         self._reveal = reveal
@@ -135,7 +137,7 @@ class ForgeTools:
         tools: list[Tool] = [self._create]
         entries = self._catalog.entries(turn.dirs.tools)
         for entry in entries:
-            tools.append(FunctionTool(self._schema(entry), self._caller(entry)))
+            tools.append(self._saved_tool(entry))
         kept = {entry.sha256 for entry in entries}
         for draft in self._read.get(chat_key(turn), ()):
             if draft.spec.sha256 not in kept:
@@ -157,6 +159,19 @@ class ForgeTools:
             f"draft of me.{spec.name}, not saved (runs without vault secrets) — {spec.description}",
             spec.schema,
         )
+
+    def _saved_tool(self, entry: ToolMeta) -> Tool:
+        """The tool of a saved entry, made once per entry object (the catalog hands the
+        same objects while no metadata changed): the same tool and schema objects every
+        step, which the agent loop's memo of the masked schemas keys on."""
+        hit = self._made.get(id(entry))
+        if hit is not None and hit[0] is entry:
+            return hit[1]
+        if len(self._made) >= _MADE:
+            self._made.clear()
+        tool = FunctionTool(self._schema(entry), self._caller(entry))
+        self._made[id(entry)] = (entry, tool)  # the entry kept alive: its id is not reused
+        return tool
 
     def _schema(self, entry: ToolMeta) -> ToolSchema:
         return ToolSchema(

@@ -130,9 +130,12 @@ def score_held(
 ) -> list[Scored]:
     """The notes of `score_notes(message, notes, held)` that score above 0 and at least
     `floor`, with the same scores (the same sums), best first: found through `index`
-    (made of `held`) instead of every note's terms against every word."""
+    (made of `held`) instead of every note's terms against every word. No notes: no
+    words of the message looked up (a tenant without topics costs no tokenising)."""
+    if not notes:
+        return []
     wanted = query_groups(message)
-    if not wanted or not notes:
+    if not wanted:
         return []
     holders = index.holders
     by_group: list[frozenset[int]] = []
