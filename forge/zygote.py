@@ -58,7 +58,6 @@ from forge.confine.rlimits import forbid_priority_raise
 _CHILD = struct.Struct("<cii")
 _BIND = struct.Struct("<ciQQ")  # then the workspace's path
 BIND_MAX = 8192  # bytes of a bind message (a path is at most 4096)
-_BIND_KIND = ord("w")
 _ERROR = struct.Struct("<ci")
 _EXIT = struct.Struct("<cii")
 
@@ -234,10 +233,7 @@ def _fork_one(
     pidfd = os.pidfd_open(pid)
     try:
         message = _CHILD.pack(b"c", pid, bind.generation if bind else 0)
-        # sendmsg itself, not socket.send_fds (a Python function of another module:
-        # more objects touched, so more pages copied, at every fork)
-        fds = array.array("i", (go_w, job, res_r, pidfd))
-        sock.sendmsg((message,), ((socket.SOL_SOCKET, socket.SCM_RIGHTS, fds),))
+        socket.send_fds(sock, [message], [go_w, job, res_r, pidfd])
     finally:
         for fd in (go_r, go_w, res_r, res_w, job):
             os.close(fd)
@@ -297,18 +293,15 @@ def _zygote_main(
         poll.register(sock.fileno(), select.EPOLLIN)
         children: dict[int, int] = {}  # pidfd -> pid
         bind: Binding | None = None
-        # each message is read into this one buffer: `recv(BIND_MAX)` mallocs 8 KiB
-        # and shrinks it for every one-byte fork request (heap pages copied per fork)
-        buf = bytearray(BIND_MAX)
         while True:
             for fd, _ in poll.poll():
                 pid = children.pop(fd, 0)
                 if not pid:
-                    size = sock.recv_into(buf)
-                    if not size:
+                    message = sock.recv(BIND_MAX)
+                    if not message:
                         os._exit(0)
-                    if buf[0] == _BIND_KIND:
-                        bind = _bind(bytes(buf[:size]), bind)
+                    if message[:1] == b"w":
+                        bind = _bind(message, bind)
                         continue
                     spawned = _fork_one(ctx, sock, pre, bind)
                     if spawned is not None:
