@@ -48,8 +48,14 @@ fork, how long each kind waited for its child, how much of the time the two
 calls' children ran at once, the stages and the CPU per call of each process
 (`--children N`: N children forked ahead instead of the default).
 
+`--forks` measures the zygote alone, in a process started like a helper: it forks
+children that are closed at once (no call), and prints the zygote's CPU and minor
+page faults per fork beside its children's (their waiting path and exit), three
+batches of 300 (50 with `--quick`): low noise, for changes to the fork path.
+
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
-Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --callers [--children N]] [--hog N]
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]]
+[--hog N]
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forge.helper_process import helper_paths
 from forge.runner import SandboxRunner
 
 CSV_TOOL = '''
@@ -436,6 +443,57 @@ async def callers(ws: Path, seconds: float, children: int | None = None) -> None
         await runner.aclose()
 
 
+# Run in a process started like a helper (`python -I -S`, the helper's modules and
+# prepare()): its zygote forks `n` children a batch, each closed at once (a waiting
+# child exits when its go pipe closes), and the zygote's own CPU and minor faults
+# per fork are printed beside its children's (their waiting path and exit).
+_FORKS = """
+import os, select, sys
+import forge.worker  # the helper's modules: the zygote's heap is a helper's
+from forge.warmup import prepare
+from forge.zygote import Zygote
+
+def usage(pid):
+    st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(st[7]), int(st[8]), int(st[11]) + int(st[12]), int(st[13]) + int(st[14])
+
+def batch(z, n, show=True):
+    before = usage(z.pid)
+    for _ in range(n):
+        for fd in z.fork_child().fds():
+            os.close(fd)
+        z.read_reports()
+    while len(z.exits) < n:  # every child's exit report
+        select.select([z.sock], [], [])
+        z.read_reports()
+    z.exits.clear()
+    after = usage(z.pid)
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    d = [(a - b) / n for a, b in zip(after, before)]
+    if show:
+        print(f"  zygote faults {d[0]:5.1f} cpu {d[2] * tick:.3f} ms; children faults "
+              f"{d[1]:5.1f} cpu {d[3] * tick:.3f} ms  per fork (load {os.getloadavg()[0]:.2f})")
+
+ctx, _ = prepare()
+z = Zygote.start(ctx)
+n = int(sys.argv[1])
+batch(z, 20, show=False)  # warm-up
+sys.stdout.flush()
+for _ in range(int(sys.argv[2])):
+    batch(z, n)
+z.close()
+"""
+
+
+def forks(n: int = 300, batches: int = 3) -> None:
+    """The zygote's per-fork cost alone: no runner, no helper loop, no calls."""
+    program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _FORKS
+    argv = [sys.executable, "-I", "-S", "-c", program, str(n), str(batches)]
+    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
+    print(f"\n[zygote forks, {n} a batch, each child closed at once]")
+    print(out.stdout, end="")
+
+
 def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
     """`n` busy loops (CPU hogs) beside the measurement."""
     return [subprocess.Popen([sys.executable, "-I", "-c", "while True: pass"]) for _ in range(n)]
@@ -452,6 +510,9 @@ async def main() -> None:
     rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]
+    if "--forks" in args:
+        forks(50, 1) if "--quick" in args else forks()
+        return
     if "--callers" in args:
         ahead = int(args[args.index("--children") + 1]) if "--children" in args else None
         await callers(ws, 0.5 if "--quick" in args else 3.0, ahead)

@@ -51,16 +51,21 @@ PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 HELPER_ENV: dict[str, str] = {}  # empty (LD_BIND_NOW=1 was measured: children copied more)
 
 
-def boot() -> str:
-    """The helper's `-c` program. It runs with `-S`: no `site` (its .pth files and the
-    editable install's finder are tens of ms of every helper's start), so it puts
-    on sys.path what the helper needs: the project, and RestrictedPython's directory."""
+def helper_paths() -> list[str]:
+    """What a helper puts on sys.path: the project, and RestrictedPython's directory."""
     spec = importlib.util.find_spec("RestrictedPython")
     where = spec.submodule_search_locations if spec is not None else None
     paths = [PROJECT_ROOT]
     if where:
         paths.append(os.path.dirname(next(iter(where))))
-    return f"import sys; sys.path[:0] = {paths!r}; from forge.worker import main; main()"
+    return paths
+
+
+def boot() -> str:
+    """The helper's `-c` program. It runs with `-S`: no `site` (its .pth files and the
+    editable install's finder are tens of ms of every helper's start), so it puts
+    on sys.path what the helper needs (`helper_paths`)."""
+    return f"import sys; sys.path[:0] = {helper_paths()!r}; from forge.worker import main; main()"
 
 
 SHUT_WAIT_S = 5

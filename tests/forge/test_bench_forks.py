@@ -1,0 +1,23 @@
+"""bench.sandbox --forks runs: a zygote started like a helper's forks, its children
+exit when closed, and one line per batch gives the zygote's and the children's
+faults and CPU per fork (both counted: a child faults at least once)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench.sandbox import forks
+
+
+def test_forks_prints_a_row_per_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    forks(5, 2)
+    rows = re.findall(
+        r"zygote faults +([\d.]+) cpu ([\d.]+) ms; children faults +([\d.]+) cpu",
+        capsys.readouterr().out,
+    )
+    assert len(rows) == 2
+    for zygote_faults, _, children_faults in rows:
+        assert float(zygote_faults) > 0
+        assert float(children_faults) > 0
