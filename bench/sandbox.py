@@ -343,6 +343,15 @@ def print_stages(rows: list[dict[str, float]]) -> None:
         prev = at
 
 
+def process_pids(runner: SandboxRunner, ws: Path) -> dict[str, int]:
+    """The pids of a call's processes but its child: runner (this one), helper, zygote."""
+    return {
+        "runner": os.getpid(),
+        "helper": runner.helper_pid(ws) or 0,
+        "zygote": runner.zygote_pid(ws) or 0,
+    }
+
+
 async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True) -> None:
     runner = SandboxRunner(trace=True, warm_children=warm, short_slices=slices)
     await runner.start()
@@ -350,11 +359,7 @@ async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True)
         for name, (source, params) in TOOLS.items():
             await sandboxed(runner, source, params, ws, 20)
             first = len(runner.stages())
-            pids = {
-                "runner": os.getpid(),
-                "helper": runner.helper_pid(ws) or 0,
-                "zygote": runner.zygote_pid(ws) or 0,
-            }
+            pids = process_pids(runner, ws)
             before = {who: proc_usage(pid) for who, pid in pids.items()}
             await sandboxed(runner, source, params, ws, n)
             after = {who: proc_usage(pid) for who, pid in pids.items()}
@@ -395,11 +400,7 @@ async def callers(ws: Path, seconds: float, children: int | None = None) -> None
     try:
         await sandboxed(runner, CSV_TOOL, {"path": "data.csv"}, ws, 20)
         first = len(runner.stages())
-        pids = {
-            "runner": os.getpid(),
-            "helper": runner.helper_pid(ws) or 0,
-            "zygote": runner.zygote_pid(ws) or 0,
-        }
+        pids = process_pids(runner, ws)
         before = {who: proc_usage(pid) for who, pid in pids.items()}
         starts: list[int] = []  # run() start (ns) of each call, in the order they ended
         stop = time.perf_counter() + seconds
@@ -604,11 +605,7 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"back to back, {statistics.median(apart_long) / statistics.median(apart):.2f}x "
                 f"{GAP_S * 1000:.0f} ms apart (the call's path asks for a 0.1 ms slice)"
             )
-        pids = {
-            "runner": os.getpid(),
-            "helper": runner.helper_pid(ws) or 0,
-            "zygote": runner.zygote_pid(ws) or 0,
-        }
+        pids = process_pids(runner, ws)
         before = {who: proc_usage(pid) for who, pid in pids.items()}
         rate, calls = await sustained_calls(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         after = {who: proc_usage(pid) for who, pid in pids.items()}
