@@ -42,8 +42,14 @@ and with the helper and the child handed a call keeping the default time slice
 (`SandboxRunner(short_slices=False)`, forge.confine.sched, the path before this
 round), measured in alternating blocks in the same run.
 
+`--callers` (also after the measurements of a plain run) runs two concurrent callers
+traced: how many calls found no waiting child (forge.child_pool) and waited for a
+fork, how long each kind waited for its child, how much of the time the two
+calls' children ran at once, the stages and the CPU per call of each process
+(`--children N`: N children forked ahead instead of the default).
+
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
-Run: .venv/bin/python -m bench.sandbox [--quick | --stages] [--hog N]
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --callers [--children N]] [--hog N]
 """
 
 from __future__ import annotations
@@ -317,6 +323,19 @@ def print_faults(rows: list[dict[str, int]]) -> None:
         print(f"    after the call arrived: {statistics.median(after):.0f} (on the call's path)")
 
 
+def print_stages(rows: list[dict[str, float]]) -> None:
+    """Each stage's end, median ms since run() began, in time order."""
+    names: list[str] = []
+    for row in rows:  # a mark only some calls have is no stage
+        names += [k for k in row if k not in names and k != "helper_none_waiting"]
+    order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
+    prev = 0.0
+    for k in order:
+        at = statistics.median(r[k] for r in rows if k in r)
+        print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
+        prev = at
+
+
 async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True) -> None:
     runner = SandboxRunner(trace=True, warm_children=warm, short_slices=slices)
     await runner.start()
@@ -334,19 +353,85 @@ async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True)
             after = {who: proc_usage(pid) for who, pid in pids.items()}
             rows = runner.stages()[first:]
             faults = runner.faults()[first:]
-            names: list[str] = []
-            for row in rows:
-                names += [k for k in row if k not in names]
-            order = sorted(names, key=lambda k: statistics.median(r[k] for r in rows if k in r))
             how = ("" if warm else ", children not warmed") + ("" if slices else ", default slices")
             print(f"\n[{name} tool{how}] stage ends, median ms since run() began (n={len(rows)})")
-            prev = 0.0
-            for k in order:
-                at = statistics.median(r[k] for r in rows if k in r)
-                print(f"  {k:16s} {at:8.3f}   (+{at - prev:.3f})")
-                prev = at
+            print_stages(rows)
             print_faults(faults)
             usage_rows(before, after, n)
+    finally:
+        await runner.aclose()
+
+
+def overlap(starts: list[int], rows: list[dict[str, float]]) -> tuple[int, int]:
+    """Nanoseconds during which two children ran their calls at once, and one alone
+    (a child runs from "job" to "serialised"; `starts`: each row's run() start)."""
+    edges: list[tuple[int, int]] = []
+    for t0, r in zip(starts, rows, strict=True):
+        if "job" in r and "serialised" in r:
+            edges += [(t0 + int(r["job"] * 1e6), 1), (t0 + int(r["serialised"] * 1e6), -1)]
+    edges.sort()
+    running, last, spans = 0, 0, [0, 0, 0]
+    for at, step in edges:
+        if last:
+            spans[min(running, 2)] += at - last
+        running, last = running + step, at
+    return spans[2], spans[1]
+
+
+async def callers(ws: Path, seconds: float, children: int | None = None) -> None:
+    """Two concurrent callers of the CSV tool for `seconds`, traced: calls/s, how
+    often a call found no waiting child (it waits for a fork), how long its child
+    took to receive it, whether the two calls' children run at once, and the CPU
+    per call of each process."""
+    runner = SandboxRunner(trace=True, idle_children=children)
+    await runner.start()
+    try:
+        await sandboxed(runner, CSV_TOOL, {"path": "data.csv"}, ws, 20)
+        first = len(runner.stages())
+        pids = {
+            "runner": os.getpid(),
+            "helper": runner.helper_pid(ws) or 0,
+            "zygote": runner.zygote_pid(ws) or 0,
+        }
+        before = {who: proc_usage(pid) for who, pid in pids.items()}
+        starts: list[int] = []  # run() start (ns) of each call, in the order they ended
+        stop = time.perf_counter() + seconds
+
+        async def caller() -> None:
+            while time.perf_counter() < stop:
+                t = time.perf_counter_ns()
+                res = await runner.run(CSV_TOOL, {"path": "data.csv"}, ws)
+                starts.append(t)  # no await since run() recorded its stages: same order
+                assert res.ok, res
+
+        t = time.perf_counter()
+        await asyncio.gather(caller(), caller())
+        rate = len(starts) / (time.perf_counter() - t)
+        after = {who: proc_usage(pid) for who, pid in pids.items()}
+        rows = runner.stages()[first:]
+        label = "" if children is None else f", {children} children forked ahead"
+        print(f"\n[2 callers, csv tool{label}] {rate:.0f} calls/s (n={len(rows)}, {load()})")
+        waited = [r for r in rows if "helper_none_waiting" in r]
+        print(f"  calls that found no waiting child: {len(waited)} ({len(waited) / len(rows):.0%})")
+        ready = [r for r in rows if "helper_none_waiting" not in r]
+        for how, group in (("no child waiting", waited), ("a child waiting", ready)):
+            gaps = [r["job"] - r["helper_ready"] for r in group if "job" in r]
+            if gaps:
+                p50, p99 = statistics.median(gaps), pct(gaps, 0.99)
+                print(
+                    f"  {how:17s}: helper ready -> child has the job p50 {p50:.3f} ms, "
+                    f"p99 {p99:.3f} ms (n={len(gaps)})"
+                )
+        total = [r["runner_done"] for r in rows]
+        print(f"  call p50 {statistics.median(total):.3f} ms, p99 {pct(total, 0.99):.3f} ms")
+        both, alone = overlap(starts, rows)
+        print(
+            f"  a child running its call {(both + alone) / 1e9 / seconds:.0%} of the time; "
+            f"two at once {both / max(both + alone, 1):.0%} of that (0 %: calls serialised)"
+        )
+        print("  stage ends, median ms since run() began:")
+        print_stages(rows)
+        usage_rows(before, after, len(rows))
     finally:
         await runner.aclose()
 
@@ -367,6 +452,10 @@ async def main() -> None:
     rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]
+    if "--callers" in args:
+        ahead = int(args[args.index("--children") + 1]) if "--children" in args else None
+        await callers(ws, 0.5 if "--quick" in args else 3.0, ahead)
+        return
     if "--stages" in args:
         for _ in range(2):  # warmed and not, short slices and not, taking turns
             await stages(ws, warm=True)
@@ -378,6 +467,7 @@ async def main() -> None:
     hogs = int(args[args.index("--hog") + 1]) if "--hog" in args else 0
     print(f"\n=== quiet ({load()}) ===")
     await measure(ws, "--quick" in args)
+    await callers(ws, 0.5 if "--quick" in args else 3.0)
     if hogs:
         running = start_hogs(hogs)
         try:

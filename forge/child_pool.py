@@ -1,10 +1,14 @@
 """The helper's children waiting for a call: forked ahead of demand, one call each.
 
-Up to `depth` (`IDLE_CHILDREN` by default) children, forked from the zygote
-(forge.zygote) and already half-prepared (forge.child), wait; they are asked for while the helper
-has no call in flight (forking competes for the CPU, so it is not started while
-a reply may be due), and the helper does not wait for them: each arrives on the
-zygote's socket and is collected like an exit report. A call goes to one of
+Up to `depth` children (`IDLE_CHILDREN` by default, never more than `MAX_DEPTH`)
+wait or are on their way, forked from the zygote (forge.zygote) and already
+half-prepared (forge.child). While no call is in flight they are asked for up to
+`depth`; while calls are in flight (forking competes with them for the CPU), only
+when fewer children wait than calls are in flight: one call in flight asks once
+none waits, two callers keep two waiting (asking only once none waited left a
+fifth to a third of two callers' calls waiting for a fork on the spot,
+3-13 ms at p50; docs/security.md). The helper does not wait for them: each arrives
+on the zygote's socket and is collected like an exit report. A call goes to one of
 them, or to a child forked on the spot when none waits; its go pipe and memfd
 are closed as it is handed over (its go pipe then carries only answers to its
 own `net` requests), so no child is ever given a second call.
@@ -31,6 +35,9 @@ from forge.zygote import Spawned, Zygote, kill
 # (two concurrent callers on 2 cores; issue 26: 1.05-1.12x back to back, 1.12-1.16x
 # calls/s with 2 callers against two, about 1.6 MiB of copied pages more per helper)
 IDLE_CHILDREN = 3
+# the cap per helper, that is per tenant (`depth` above it is lowered to it); in all,
+# at most (forge.helper_pool.MAX_HELPERS + the spare) * depth children wait
+MAX_DEPTH = 8
 SPAWN_BACKOFF_S = 0.5
 
 
@@ -43,9 +50,9 @@ class ChildPool:
     ) -> None:
         """`call_slice_ns`: the time slice a child asks for once handed its call
         (forge.confine.sched; None: the default slice, for measurements only).
-        `depth`: children forked ahead of demand (at least one)."""
+        `depth`: children forked ahead of demand (at least one, at most MAX_DEPTH)."""
         self.zygote = zygote
-        self.depth = max(1, depth)
+        self.depth = min(max(1, depth), MAX_DEPTH)
         self.call_slice_ns = call_slice_ns
         self.idle: deque[Spawned] = deque()
         self.spawn_after = 0.0  # forking failed recently: not before this time
@@ -60,12 +67,15 @@ class ChildPool:
         except ConnectionError:
             raise SystemExit(1) from None  # no zygote, no children: the runner restarts us
 
-    def wanted(self, busy: bool) -> bool:
-        """Whether to ask for the next waiting child now: below `depth` with
-        those on their way, and only while no call is in flight (`busy`), unless no
-        child waits at all."""
-        coming = len(self.idle) + self.zygote.asked + len(self.zygote.born)
-        return coming < self.depth and (not busy or not self.idle)
+    def coming(self) -> int:
+        """Children waiting, arrived but not collected, and asked for."""
+        return len(self.idle) + self.zygote.asked + len(self.zygote.born)
+
+    def wanted(self, in_flight: int) -> bool:
+        """Whether to ask for the next waiting child now: below `depth` with those on
+        their way, and, while calls are in flight, only when fewer children wait
+        than calls are in flight (forking competes with those calls for the CPU)."""
+        return self.coming() < self.depth and (not in_flight or len(self.idle) < in_flight)
 
     def refill(self) -> None:
         """Ask the zygote for one more waiting child, without waiting for it."""
@@ -73,6 +83,16 @@ class ChildPool:
             self.zygote.ask()
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+
+    def top_up(self, in_flight: int) -> float | None:
+        """Ask for the children `wanted` now, without waiting for them; seconds until
+        asking may be tried again after a failed fork (None: nothing left to ask for)."""
+        while self.wanted(in_flight):
+            wait = self.spawn_after - time.monotonic()
+            if wait > 0:
+                return wait
+            self.refill()
+        return None
 
     def collect(self) -> bool:
         """Take the children and exit reports the zygote has sent (never blocks);

@@ -109,6 +109,8 @@ class Helper:
         if st is None or not stat.S_ISDIR(st.st_mode):
             raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")
         self.children.bind(workspace, st.st_dev, st.st_ino)
+        if not self.children.idle:  # the call waits for a fork (bench.sandbox --callers)
+            mark(trace, "helper_none_waiting")
         mark(trace, "helper_ready")
         return encode_job(code, req, workspace, tuple(trace or ()))
 
@@ -304,19 +306,18 @@ class Helper:
                 wait = left if wait is None else min(wait, left)
         return wait
 
-    def plan(self) -> tuple[bool, float | None]:
-        """Whether to fork a waiting child after this round, and how long to wait."""
+    def plan(self) -> float | None:
+        """Ask for the waiting children that are missing; how long to wait for events."""
         timeout = self.expire()
         if self.exiting:
             self.reap()
             timeout = 0.01 if timeout is None else min(timeout, 0.01)
-        want_child = self.open_stdin and self.children.wanted(busy=bool(self.pending))
-        if want_child:
-            wait = self.children.spawn_after - time.monotonic()
-            if wait > 0:  # forking failed recently: try again later
-                want_child = False
+        if self.open_stdin:
+            # also while calls are in flight, when fewer children wait (forge.child_pool)
+            wait = self.children.top_up(len(self.pending))
+            if wait is not None:  # forking failed recently: try again later
                 timeout = wait if timeout is None else min(timeout, wait)
-        return want_child, timeout
+        return timeout
 
     def dispatch(self, key: selectors.SelectorKey) -> None:
         if key.data == "stdin":
@@ -339,14 +340,10 @@ class Helper:
         self.children.refill()  # the first waiting child, asked for before the hello
         self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
         while self.open_stdin or self.pending or self.exiting or self.awaiting:
-            want_child, timeout = self.plan()
-            events = self.sel.select(0 if want_child else timeout)
-            for key, _ in events:
+            for key, _ in self.sel.select(self.plan()):
                 self.dispatch(key)
             while self.zygote.exits:
                 self.exited(*self.zygote.exits.pop(0))
-            if not events and want_child:
-                self.children.refill()  # nothing to answer: ask now, off the calls' path
 
 
 def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:

@@ -198,11 +198,12 @@ def _lines(text: str) -> list[str]:
 class TurnLog:
     """The last answered turn per chat: its message id and the skills it used or was about.
 
-    A turn reads its chat's row before the model (`last`, a read) and writes two statements
-    in its end unit: the upsert of its own row (`turn_recorded`) and the graded mark of the
-    row it graded (`turn_graded`); a turn that ends without that unit (failed, stopped,
-    cancelled, unstored) writes the mark alone (`mark_graded`), so a message sent again
-    never grades the same turn twice. `record` and `mark_graded` run the same units alone."""
+    A turn reads its chat's row before the model (`last`, a read) and writes in its end unit
+    the upsert of its own row (`turn_recorded`); the graded mark of the row it graded
+    (`turn_graded`) only when that upsert is missing (skills/observer.py). A turn that ends
+    without that unit (failed, stopped, cancelled, unstored) writes the mark alone
+    (`mark_graded`), so a message sent again never grades the same turn twice. `record`
+    and `mark_graded` run the same units alone."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

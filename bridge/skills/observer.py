@@ -11,7 +11,10 @@ turn, skills the reply used gain `AUTO_STEP` each (`skill.graded`). A turn
 is outcome-graded at most once, even when the next message fails and is
 sent again: the chat's last turn is read before the model, and marked graded in the
 turn's end unit, or alone when the turn ends without it (`before_turn` returns the
-mark as an `EndWrite`; no write waits on the turn's path before the model). With an
+mark as an `EndWrite`; no write waits on the turn's path before the model). In the end
+unit the mark is dropped once the turn's own row follows it (`after_turn`): the turn log
+holds one row per chat, and that upsert rewrites all of it (graded = 0), so the UPDATE
+would change nothing the same transaction keeps; written alone, the mark always runs. With an
 outcome judge, a follow-up the lexical stage left neutral is handed to it before the
 turn and released after it; a late label moves the graded turn's skills from neutral
 to that label (`revise`) and is audited as another `skill.outcome_graded` for the same
@@ -33,9 +36,27 @@ from bridge.grading.judge_prompt import JudgeItem
 from bridge.skills.files import read_skills
 from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
+from bridge.storage.units import Unit
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.backend import ChatMessage
 from bridge.types.tools import TurnContext
+
+
+class _Mark:
+    """The graded mark of the chat's last turn, left for the turn's end: in the end's unit
+    it writes nothing once the turn's own row is recorded after it there (`replaced`)."""
+
+    __slots__ = ("replaced", "row")
+
+    def __init__(self, row: tuple[str, str, str, str]) -> None:
+        self.row, self.replaced = row, False
+
+    def unit(self) -> Unit[int]:
+        """Made again alike each time (`replaced` is set before the end's unit is made)."""
+        if self.replaced:
+            return 0
+        changed: int = yield from turn_graded(*self.row)
+        return changed
 
 
 class SkillsObserver:
@@ -50,6 +71,7 @@ class SkillsObserver:
         self._grades, self._log = grades, log
         self._cache, self._clock = cache, clock
         self._judge = judge
+        self._marks: dict[int, tuple[TurnContext, _Mark]] = {}  # a turn's mark, by id(turn)
         if judge is not None:
             judge.listen(self._judged)
 
@@ -68,13 +90,19 @@ class SkillsObserver:
         if last is None or last.graded:
             return None
         row = (turn.tenant, inbound.channel, inbound.chat, last.msg_id)
-        mark = EndWrite(partial(turn_graded, *row), partial(self._log.mark_graded, *row))
         try:
             await self._grade(turn, last, exchange, events)
         except BaseException:  # what was applied of it must not be applied again
-            await mark.alone()
+            await self._log.mark_graded(*row)
             raise
-        return mark
+        mark = _Mark(row)
+        self._marks[id(turn)] = (turn, mark)  # the turn is held: its id is not reused
+        return EndWrite(mark.unit, partial(self._mark_alone, turn, row))
+
+    async def _mark_alone(self, turn: TurnContext, row: tuple[str, str, str, str]) -> None:
+        """The mark of a turn that ends without its end's unit, in its own transaction."""
+        self._marks.pop(id(turn), None)
+        await self._log.mark_graded(*row)
 
     async def _grade(
         self,
@@ -130,6 +158,7 @@ class SkillsObserver:
     ) -> EndWrite:
         """Auto-grades the skills the reply used; the turn-log row is left to the turn's end
         (written with the session append, one commit: `EndWrite`)."""
+        held = self._marks.pop(id(turn), None)  # taken first: kept by no failure below
         skills = read_skills(turn.dirs, self._cache)
         used: list[str] = []
         relevant: list[str] = []
@@ -151,6 +180,8 @@ class SkillsObserver:
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)
         row = (turn.tenant, inbound.channel, inbound.chat, inbound.msg_id, used, now, relevant)
+        if held is not None:  # this row replaces the graded one in the same unit, after it
+            held[1].replaced = True
         return EndWrite(partial(turn_recorded, *row), partial(self._log.record, *row))
 
     async def _judged(self, f: FollowUp, label: Label, events: TurnEvents) -> None:

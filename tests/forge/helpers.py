@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def tool(body: str, params: str = "", imports: str = "") -> str:
     """Wrap a function body into a valid tool module."""
     lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
     return f'{imports}\n\ndef run({params}):\n    """Test tool."""\n{lines}\n'
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (a zygote's children)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out

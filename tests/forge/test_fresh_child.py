@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from forge.child_pool import IDLE_CHILDREN
 from forge.layers import Layers
 from forge.runner import SandboxRunner
-from tests.waits import HANG_S
+from tests.forge.helpers import children_of
+from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -66,6 +68,30 @@ async def test_no_call_sees_another_calls_process(
         await call()
     await asyncio.gather(*(call() for _ in range(8)))  # more at once than children wait
     assert len(pids) == 16
+
+
+async def test_two_callers_each_call_in_its_own_fresh_child(
+    raw_python: SandboxRunner, tmp_path: Path
+) -> None:
+    """Two callers back to back (the helper asks for children while calls are in
+    flight, forge.child_pool): every call has a child of its own; afterwards the
+    helper keeps `IDLE_CHILDREN` waiting, no more."""
+    pids: list[int] = []
+
+    async def caller(name: str) -> None:
+        for i in range(25):
+            token = f"{name}-{i}"
+            res = await raw_python.run(REMEMBERS, {"token": token}, tmp_path)
+            assert res.ok, res
+            assert res.result["seen"] == [token], res.result
+            pids.append(res.result["pid"])
+
+    await asyncio.gather(caller("a"), caller("b"))
+    assert len(set(pids)) == len(pids) == 50
+    zygote = raw_python.zygote_pid(tmp_path)
+    assert zygote is not None
+    await until(lambda: len(children_of(zygote)) == IDLE_CHILDREN, "the children waiting")
+    assert not set(children_of(zygote)) & set(pids)  # none of them ran a call
 
 
 LEAVES = '''

@@ -18,7 +18,7 @@ from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from forge.runner import SandboxRunner
 from tests.conftest import Clock, ScriptedBackend
-from tests.forge.helpers import tool
+from tests.forge.helpers import children_of, tool
 from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -64,20 +64,6 @@ class FakeTime:
         self.now += seconds
         self._go.set()
         await until(lambda: self.checks > seen, "the reaper's check")
-
-
-def children_of(pid: int) -> list[int]:
-    """The live processes whose parent is `pid` (a zygote's children)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
 
 
 def gone(pid: int) -> bool:

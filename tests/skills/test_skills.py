@@ -232,3 +232,58 @@ async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(
     await events.flush(audit)
     assert "outcome.graded" not in [e[0] for e in audit.events]
     assert (await grades.get("t1", "csv_cleanup")).grade == before
+
+
+class NoAuto(SkillGrades):
+    """Grades whose auto-grade write fails (a full disk: the turn goes on without it)."""
+
+    async def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
+        if signal == "auto":
+            raise OSError(28, "No space left on device")
+        return await super().apply(tenant, name, signal, now)
+
+
+async def test_the_graded_mark_is_left_out_of_an_end_that_records_the_turns_row(
+    tmp_path: Path, conn: Database
+) -> None:
+    """The mark before the turn's own row in its end's unit is left out (that upsert
+    rewrites the chat's one row); a turn with no row of its own after it (its after-turn
+    step failed) or that ends without that unit still writes the mark."""
+    dirs = TenantDirs.of(tmp_path, "t1").ensure()
+    write_skill(dirs, CSV)
+    log = TurnLog(conn)
+    observer = SkillsObserver(NoAuto(conn), log, FileCache(), lambda: 5.0)
+    session = _session(("hello", "Hi."))
+    first = await observer.after_turn(
+        _turn(dirs, "hello", "m1"), AgentResult("Hi.", 1), TurnEvents()
+    )
+    await conn.atomic(first.unit)
+
+    turn = _turn(dirs, "thanks", "m2")
+    mark = await observer.before_turn(turn, session, TurnEvents())
+    assert mark is not None
+    with pytest.raises(OSError):  # no row of its own: the end's unit holds the mark alone
+        await observer.after_turn(turn, AgentResult("Using csv_cleanup.", 1), TurnEvents())
+    assert [s.sql.split()[0] for s in mark.unit()] == ["UPDATE"]
+    await conn.atomic(mark.unit)
+    assert (await log.last("t1", "web", "c")).graded is True  # type: ignore[union-attr]
+    assert observer._marks == {}  # nothing held after the turn
+
+    await conn.execute("UPDATE turn_log SET graded = 0")
+    turn = _turn(dirs, "thanks again", "m3")
+    mark = await observer.before_turn(turn, session, TurnEvents())
+    assert mark is not None
+    end = await observer.after_turn(turn, AgentResult("Glad to help.", 1), TurnEvents())
+    assert list(mark.unit()) == []  # its row follows in the same unit: nothing to write
+    await conn.atomic(mark.unit)
+    await conn.atomic(end.unit)
+    last = await log.last("t1", "web", "c")
+    assert last is not None and (last.msg_id, last.graded) == ("m3", False)
+    assert observer._marks == {}
+
+    turn = _turn(dirs, "and once more", "m4")
+    mark = await observer.before_turn(turn, session, TurnEvents())
+    assert mark is not None
+    await mark.alone()  # the turn ended without its end's unit
+    assert (await log.last("t1", "web", "c")).graded is True  # type: ignore[union-attr]
+    assert observer._marks == {}

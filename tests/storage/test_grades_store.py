@@ -23,8 +23,10 @@ from bridge.skills.grades import (
     SkillGrades,
     TurnLog,
     turn_graded,
+    turn_recorded,
 )
 from bridge.storage.protocol import Database
+from bridge.storage.units import together
 from tests.storage.conftest import OpenDb
 from tests.storage.traced import traced
 from tests.waits import until
@@ -164,6 +166,38 @@ async def test_a_turn_is_marked_graded_by_its_own_id(open_db: OpenDb) -> None:
     assert (await log.last("alice", "web", "c3")).graded is False  # type: ignore[union-attr]
     await db.atomic(partial(turn_graded, "alice", "web", "c3", "m4"))
     assert (await log.last("alice", "web", "c3")).graded is True  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("graded", [False, True])
+async def test_a_turns_row_after_its_end_is_the_same_without_the_graded_mark(
+    open_db: OpenDb, graded: bool
+) -> None:
+    """The graded mark of the previous turn and the turn's own row in one unit (a turn's
+    end) leave the row as the turn's row alone does: the mark is left out of that unit
+    (skills/observer.py). Compared column by column, with the previous row marked or not."""
+    db = await open_db()
+    log = TurnLog(db)
+    rows = []
+    for chat, units in (
+        ("with", lambda: (partial(turn_graded, "alice", "web", "with", "m1"),)),
+        ("without", lambda: ()),
+    ):
+        await log.record("alice", "web", chat, "m1", ["a"], 1.0, relevant=("b",))
+        if graded:
+            await log.mark_graded("alice", "web", chat, "m1")
+        mine = partial(turn_recorded, "alice", "web", chat, "m2", ["c", "d"], 2.0, ("e",))
+        first, *more = (*units(), mine)
+        await db.atomic(together(first, *more))
+        rows.append(
+            await db.fetch_one(
+                "SELECT tenant, channel, msg_id, skills, at, graded, relevant FROM turn_log"
+                " WHERE tenant = ? AND chat = ?",
+                ("alice", chat),
+            )
+        )
+    assert rows[0] is not None and tuple(rows[0]) == tuple(rows[1])  # type: ignore[arg-type]
+    assert tuple(rows[0])[2:] == ("m2", "c\nd", 2.0, 0, "e")
+    assert await db.fetch_value("SELECT COUNT(*) FROM turn_log") == 2  # one row per chat
 
 
 async def test_judge_counts_add_up_across_connections(open_db: OpenDb) -> None:

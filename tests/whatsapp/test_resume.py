@@ -146,19 +146,11 @@ async def test_an_outbox_entry_resumes_at_the_piece_that_failed_across_a_restart
     async with running(settings, fake, ScriptedBackend("hi")) as r:
         await fake.text(ALICE, "hello")
         await fake.wait_sent(1)
-        outbox = OutboxStore(r.roost.database)
-        now = int(time.time() * 1000)
-        await outbox.enqueue("alice", "whatsapp", ALICE, Masked(ANSWER), "job:j:1", now_ms=now)
-        entry = await claim(r, "job:j:1")
-        fake.hold()
-        task = asyncio.ensure_future(r.outbox(entry))
-        await until(lambda: len(fake.waiting) == 1, "piece 1 sent")
-        fake.fail(server_error())  # the outbox tries once per claim
-        fake.release()
+        entry, task = await _failing_after_piece_one(r, fake, server_error())  # once per claim
         with pytest.raises(DeliveryError) as failed:
             await task
         assert failed.value.kind == "network"
-        await outbox.failed(entry.id, "network", now)
+        await OutboxStore(r.roost.database).failed(entry.id, "network", int(time.time() * 1000))
     async with running(settings, fake, ScriptedBackend()) as r:
         await r.roost.database.execute("UPDATE outbox SET due_ms = 0 WHERE key = 'job:j:1'")
         await r.outbox(await claim(r, "job:j:1"))
@@ -174,16 +166,27 @@ async def test_a_window_closed_partway_sends_only_the_rest_as_the_template(
     async with running(settings, fake, ScriptedBackend("hi")) as r:
         await fake.text(ALICE, "hello")
         await r.channel.idle()
-        outbox = OutboxStore(r.roost.database)
-        now = int(time.time() * 1000)
-        await outbox.enqueue("alice", "whatsapp", ALICE, Masked(ANSWER), "job:j:1", now_ms=now)
-        entry = await claim(r, "job:j:1")
-        fake.hold()
-        task = asyncio.ensure_future(r.outbox(entry))
-        await until(lambda: len(fake.waiting) == 1, "piece 1 sent")
-        fake.fail(Failure(400, 131047, message="(#131047) Re-engagement message"))
-        fake.release()
+        window = Failure(400, 131047, message="(#131047) Re-engagement message")
+        _, task = await _failing_after_piece_one(r, fake, window)
         await task
     assert fake.texts() == ["hi", PIECES[0]]
     (param,) = fake.sent[-1]["template"]["components"][0]["parameters"]
     assert param["text"].startswith("piece2 word")
+
+
+async def _failing_after_piece_one(
+    r: Running, fake: FakeWhatsApp, failure: Failure
+) -> tuple[OutboxEntry, asyncio.Future[None]]:
+    """The outbox entry `job:j:1` (the 3-piece answer) claimed and on its way: piece 1
+    sent, the next send answered with `failure`; the entry and its delivery."""
+    now = int(time.time() * 1000)
+    await OutboxStore(r.roost.database).enqueue(
+        "alice", "whatsapp", ALICE, Masked(ANSWER), "job:j:1", now_ms=now
+    )
+    entry = await claim(r, "job:j:1")
+    fake.hold()
+    task = asyncio.ensure_future(r.outbox(entry))
+    await until(lambda: len(fake.waiting) == 1, "piece 1 sent")
+    fake.fail(failure)
+    fake.release()
+    return entry, task
