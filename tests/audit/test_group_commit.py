@@ -117,3 +117,41 @@ async def test_a_lock_held_by_another_process_never_blocks_the_loop(tmp_path: Pa
             os.close(other)
     result = verify(path)
     assert result.ok and result.records == 4, result
+
+
+async def test_a_failed_sync_acknowledges_no_waiter_of_its_batch_and_the_next_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain's sync fails while more turns queue behind it: the failing batch's waiters
+    all fail (none acknowledged), its records are cut back to the last durable one, the
+    turns queued behind it are written after that record once the sync works again, and
+    the chain verifies."""
+    path = tmp_path / "audit" / "chain.jsonl"
+    chain = AuditChain(path, None, fake_clock())
+    async with chain:
+        await chain.emit_many(EVENTS[:1])
+        entered, release = threading.Event(), threading.Event()
+        real = chain_module.os.fdatasync
+
+        def failing(fd: int) -> None:
+            if fd != chain._fd:  # the head file's first sync, maybe after the ack above
+                return real(fd)
+            entered.set()
+            release.wait(60)  # an upper bound only against a hang
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(chain_module.os, "fdatasync", failing)
+        first = asyncio.create_task(chain.emit_many(EVENTS))
+        assert await asyncio.to_thread(entered.wait, 60)
+        later = [asyncio.create_task(chain.emit_many(EVENTS)) for _ in range(3)]
+        await asyncio.sleep(0)  # queued while the failing sync runs
+        monkeypatch.setattr(chain_module.os, "fdatasync", real)
+        release.set()
+        with pytest.raises(OSError) as failed:
+            await first
+        assert failed.value.errno == 5
+        await asyncio.gather(*later)  # the next batches go on from the durable record
+        assert await chain.append(*EVENTS[2]) == 1 + 3 * 3 + 1
+    result = verify(path)
+    assert result.ok and result.records == 11, result
+    assert read_head(head_path(path)) == {"seq": 11, "hash": read_last_hash(path)}
