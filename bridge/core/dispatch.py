@@ -158,10 +158,14 @@ class Dispatcher(Generic[Item]):
         except Exception:  # the database failed: the item stays waiting, the lease goes
             log.exception("a chat's work stopped; its lease is let go, its items wait")
         finally:
-            self._chats.pop(key, None)
-            with contextlib.suppress(Exception):
-                await self._leases.release(name, self._owner)
-            self._again.set()
+            try:  # let go BEFORE the chat can be served again: a scan that found it gone
+                # from `_chats` would take the lease anew (the same owner may), and this
+                # release would then take it from the new server mid-item
+                with contextlib.suppress(Exception):
+                    await self._leases.release(name, self._owner)
+            finally:
+                self._chats.pop(key, None)
+                self._again.set()
 
     async def stop(self, grace_s: float = 0.0) -> None:
         """Take no new item; let the items under way finish for up to `grace_s`, then

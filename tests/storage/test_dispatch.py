@@ -251,3 +251,62 @@ async def test_a_notify_wakes_a_waiting_instance(open_db: OpenDb) -> None:
         sub.close()
         await b.stop()
     assert log.seen == [("b", "c9", 0)]
+
+
+class SlowRelease(Leases):
+    """Leases whose release waits until the dispatcher has looked for work twice more
+    (a release over a slow connection, while the poll goes on)."""
+
+    def __init__(self, db: Database, clock: Clock, work: CountedWork) -> None:
+        super().__init__(db, clock)
+        self.work = work
+        self.released = asyncio.Event()
+
+    async def release(self, name: str, owner: str) -> bool:
+        seen = self.work.scans
+        await until(lambda: self.work.scans >= seen + 2, "two more scans")
+        try:
+            return await super().release(name, owner)
+        finally:
+            self.released.set()
+
+
+class CountedWork(Work):
+    scans = 0
+
+    async def waiting(self, limit: int) -> list[str]:
+        self.scans += 1
+        return await super().waiting(limit)
+
+
+async def test_a_chat_is_served_again_only_after_its_last_server_let_its_lease_go(
+    open_db: OpenDb,
+) -> None:
+    """A chat's server that ends (here: its item failed) lets the lease go before the
+    chat can be taken again: else a scan during the release takes the lease anew and
+    the release then takes it from the new server, whose item runs twice (a failure
+    seen on PostgreSQL in make test)."""
+    db = await open_db()
+    await make_work(db, chats=1, per_chat=3)
+    clock, log, work = Clock(), Log(), CountedWork(db)
+    leases = SlowRelease(db, clock, work)
+    inner = log.handler("a")
+
+    async def handle(item: Item) -> None:
+        await inner(item)
+        if item.n == 0:
+            raise RuntimeError("a bug")
+        await leases.released.wait()  # the first server's lease is gone by the item's end
+
+    a = Dispatcher(work, leases, "a", handle, ttl_ms=TTL, poll_s=0.01)
+    run = asyncio.create_task(a.run())
+    try:
+        await until(lambda: a.handled == 2)
+        await until(lambda: not a.holding)
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        await a.stop()
+    assert a.lost == 0
+    assert log.order("c0") == [0, 1, 2]
+    assert work.failures == [1]
