@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import select
+import signal
 import socket
 import subprocess
 from collections.abc import Callable
@@ -94,10 +95,13 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self._paused = False
         self._drained: list[asyncio.Future[None]] = []
         self._on_net = on_net
+        self._pidfd: int | None = None  # signals it without reaping it (see `kill`)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.SubprocessTransport)
         self.transport = transport
+        with contextlib.suppress(OSError):  # no pidfd (old kernel): `kill` falls back
+            self._pidfd = os.pidfd_open(transport.get_pid())
         stdin = transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self.stdin = stdin
@@ -201,12 +205,14 @@ class HelperProcess(asyncio.SubprocessProtocol):
         # New calls go to a new helper; the calls this one carried fail at the EOF
         # of its stdout (after any replies it wrote before exiting are delivered).
         self.dead = True
+        self._close_pidfd()
         if not self.exited.done():
             self.exited.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._down()
         self._wake_writers()
+        self._close_pidfd()
         if self.transport is not None:
             self.transport.close()
 
@@ -226,9 +232,22 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self._close_answers()
 
     def kill(self) -> None:
-        if self.transport is not None and self.transport.get_returncode() is None:
-            with contextlib.suppress(ProcessLookupError):
+        """SIGKILL it unless it is known to have exited. Through its pidfd: the
+        transport's `kill` (`Popen.send_signal`) first polls, which reaps a helper
+        that exited before asyncio's child watcher saw it, and the watcher then logs
+        "Unknown child process" and reports 255 instead of its status."""
+        if self.transport is None or self.transport.get_returncode() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._pidfd is None:
                 self.transport.kill()
+            else:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
     def pause_writing(self) -> None:
         self._paused = True
