@@ -267,14 +267,45 @@ class _ByIdentity(Generic[K, V]):
         return value
 
 
+class _LastUsed(Generic[K, V]):
+    """The last value put per key, for at most `size` keys: the least recently put
+    goes first."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._entries: dict[K, V] = {}
+        self._size = size
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> V | None:
+        return self._entries.get(key)
+
+    def put(self, key: K, value: V) -> V:
+        self._entries.pop(key, None)  # kept in order of use
+        if len(self._entries) >= self._size:
+            del self._entries[next(iter(self._entries))]
+        self._entries[key] = value
+        return value
+
+
+def _masker_of(redact: Redact) -> tuple[object, object] | None:
+    """(the masker object, its method) of a bound masker method: what the memos here are
+    kept by; None when `redact` is not one (nothing to key on: mask every time)."""
+    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    return None if owner is None or func is None else (owner, func)
+
+
 # a message -> the message masked by (masker, method)
 _HISTORY: _ByIdentity[ChatMessage, ChatMessage] = _ByIdentity(8192)
 LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
 # (id(masker), id(first message)) -> (the masker, the method, the last history that
 # started with that message, their masked forms): one entry per chat's history
-_LAST: dict[
+_LAST: _LastUsed[
     tuple[int, int], tuple[object, object, tuple[ChatMessage, ...], tuple[ChatMessage, ...]]
-] = {}
+] = _LastUsed(LAST_HISTORIES)
 
 
 def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[ChatMessage]:
@@ -287,9 +318,10 @@ def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[Cha
     history grows by appending) is taken whole, found by identity checks in C; each
     message after it is one dict get and three identity checks. Held entries keep the
     objects alive, so no id is reused while cached."""
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    if owner is None or func is None:  # not a bound masker method: nothing to key on
+    masker = _masker_of(redact)
+    if masker is None:
         return [_redacted(m, redact) for m in messages]
+    owner, func = masker
     messages = tuple(messages)
     key = (id(owner), id(messages[0]) if messages else 0)
     last = _LAST.get(key)
@@ -299,10 +331,7 @@ def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[Cha
         common = same.index(False) if False in same else len(same)
         out = list(last[3][:common])
     out.extend(_one_masked(m, redact, owner, func) for m in messages[len(out) :])
-    _LAST.pop(key, None)  # kept in order of use: the least recently used goes first
-    if len(_LAST) >= LAST_HISTORIES:
-        del _LAST[next(iter(_LAST))]
-    _LAST[key] = (owner, func, messages, tuple(out))
+    _LAST.put(key, (owner, func, messages, tuple(out)))
     return out
 
 
@@ -316,10 +345,10 @@ def _one_masked(message: ChatMessage, redact: Redact, owner: object, func: objec
 
 def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
     """`_history_masked` of one message (leaving the masker's last history as it was)."""
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    if owner is None or func is None:
+    masker = _masker_of(redact)
+    if masker is None:
         return _redacted(message, redact)
-    return _one_masked(message, redact, owner, func)
+    return _one_masked(message, redact, *masker)
 
 
 def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
@@ -339,13 +368,13 @@ _SYSTEMS: _ByIdentity[str, tuple[str, dict[int, int]]] = _ByIdentity(1024)
 
 
 def _system_entry(system: str, redact: Redact) -> tuple[str, dict[int, int]]:
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    if owner is None or func is None:  # not a bound masker method: nothing to key on
+    masker = _masker_of(redact)
+    if masker is None:
         return redact(system), {}
-    hit = _SYSTEMS.get(system, owner, func)
+    hit = _SYSTEMS.get(system, *masker)
     if hit is not None:
         return hit
-    return _SYSTEMS.put(system, owner, func, (redact(system), {}))
+    return _SYSTEMS.put(system, *masker, (redact(system), {}))
 
 
 def masked_system(system: str, redact: Redact) -> str:
@@ -396,9 +425,10 @@ def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
 
 def _schemas_for_model(schemas: Iterable[ToolSchema], redact: Redact) -> tuple[ToolSchema, ...]:
     """`_schema_for_model` of each schema, the masker looked up once for them all."""
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    if owner is None or func is None:  # not a bound masker method: nothing to key on
+    masker = _masker_of(redact)
+    if masker is None:
         return tuple(_redacted_schema(schema, redact) for schema in schemas)
+    owner, func = masker
     get, put = _SCHEMAS.get, _SCHEMAS.put
     out = []
     for schema in schemas:
@@ -424,7 +454,7 @@ def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
 
 LAST_OFFERS = 256  # maskers (tenants) whose last tool list is kept as the model saw it
 # id(masker) -> (the masker, the method, the tools, their schemas, by name, masked)
-_OFFERS: dict[
+_OFFERS: _LastUsed[
     int,
     tuple[
         object,
@@ -434,7 +464,7 @@ _OFFERS: dict[
         Mapping[str, Tool],
         tuple[ToolSchema, ...],
     ],
-] = {}
+] = _LastUsed(LAST_OFFERS)
 
 
 def _offered(
@@ -446,9 +476,10 @@ def _offered(
     every step and turn), both are the ones made then, found by identity checks in C."""
     tools = tuple(offered)
     schemas = tuple([t.schema for t in tools])
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    if owner is None or func is None:  # not a bound masker method: nothing to key on
+    masker = _masker_of(redact)
+    if masker is None:
         return {t.schema.name: t for t in tools}, _schemas_for_model(schemas, redact)
+    owner, func = masker
     last = _OFFERS.get(id(owner))
     if (
         last is not None
@@ -461,10 +492,7 @@ def _offered(
         return last[4], last[5]
     by_name = {s.name: t for t, s in zip(tools, schemas, strict=True)}
     masked = _schemas_for_model(schemas, redact)
-    _OFFERS.pop(id(owner), None)  # kept in order of use: the least recently used goes first
-    if len(_OFFERS) >= LAST_OFFERS:
-        del _OFFERS[next(iter(_OFFERS))]
-    _OFFERS[id(owner)] = (owner, func, tools, schemas, by_name, masked)
+    _OFFERS.put(id(owner), (owner, func, tools, schemas, by_name, masked))
     return by_name, masked
 
 
