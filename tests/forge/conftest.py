@@ -22,6 +22,15 @@ async def runner() -> AsyncIterator[SandboxRunner]:
     await r.aclose()
 
 
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def traced() -> AsyncIterator[SandboxRunner]:
+    """A runner that keeps each call's stage timings (`stages()`, `faults()`)."""
+    r = SandboxRunner(default_timeout_s=HANG_S, trace=True)
+    await r.start()
+    yield r
+    await r.aclose()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "workspace"

@@ -30,14 +30,6 @@ CALLS = 6  # more than the children forked ahead before the first call (three)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def traced() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=HANG_S, trace=True)
-    await r.start()
-    yield r
-    await r.aclose()
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def raw_python() -> AsyncIterator[SandboxRunner]:
     layers = replace(Layers(), lint=False, restricted=False)
     r = SandboxRunner(default_timeout_s=HANG_S, trace=True, layers_for_tests=layers)

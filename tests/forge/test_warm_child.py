@@ -12,11 +12,9 @@ time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge.child import WARM_SECRET
 from forge.runner import SandboxRunner
@@ -26,14 +24,6 @@ from tests.waits import HANG_S
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 STAGES = ("forked", "ready", "job", "globals", "ran", "serialised")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def traced() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=HANG_S, trace=True)
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 async def test_the_warm_up_leaves_nothing_a_call_sees(
