@@ -1,8 +1,8 @@
 """Files out: what a tool wrote into `outputs/` during a turn goes out with the reply.
 
 `seen(outputs)` lists the directory's regular files (name, mtime, size; no
-symbolic links, no hidden temp files) before the turn; `new_files` lists
-them again after it and returns the new or changed ones as `OutFile`s (at
+symbolic links, no hidden temp files) before the turn and again after it;
+`new_files` returns the new or changed ones as `OutFile`s (at
 most `MAX_FILES`, by name). The core checks each again before it leaves
 (`bridge.core.outfiles.confine`); the channel sends images as photos where
 it can.
@@ -52,10 +52,6 @@ KNOWN = {
 
 def seen(outputs: Path) -> Seen:
     """(name, mtime_ns, size) of every regular file directly in `outputs`."""
-    return _scan(outputs)
-
-
-def _scan(outputs: Path) -> Seen:
     found = set()
     try:
         with os.scandir(outputs) as entries:
@@ -75,12 +71,8 @@ def mime_of(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-def new_files(outputs: Path, before: Seen) -> tuple[OutFile, ...]:
-    """The files of `outputs` that are new or changed since `before`."""
-    return _fresh(outputs, _scan(outputs), before)
-
-
-def _fresh(outputs: Path, now: Seen, before: Seen) -> tuple[OutFile, ...]:
+def new_files(outputs: Path, now: Seen, before: Seen) -> tuple[OutFile, ...]:
+    """The files of `outputs` new or changed in `now` (its listing) since `before`."""
     fresh = sorted({name for name, _, _ in now - before})[:MAX_FILES]
     return tuple(OutFile(outputs / name, name, mime_of(name)) for name in fresh)
 
@@ -130,17 +122,18 @@ class Listings:
         return self._listed(outputs, stamp)
 
     def after(self, outputs: Path, before: Seen, stamp: Stamp | None) -> tuple[OutFile, ...]:
-        """`new_files(outputs, before)`; none without a listing while `stamp` holds. The
+        """The files new or changed since `before` (`new_files` of a fresh listing);
+        none, and no listing, while `stamp` holds. The
         listing it takes is kept for the next `before`."""
         now = self.stamp(outputs)
         if stamp is not None and now == stamp:
             return ()
-        return _fresh(outputs, self._listed(outputs, now)[0], before)
+        return new_files(outputs, self._listed(outputs, now)[0], before)
 
     def _listed(self, outputs: Path, stamp: Stamp | None) -> tuple[Seen, Stamp | None]:
         """A listing of `outputs` taken after `stamp`; an empty one is vouched for by it."""
         path = str(outputs)
-        found = _scan(outputs)
+        found = seen(outputs)
         if stamp is None or found:
             self._last.pop(path, None)
             return found, None

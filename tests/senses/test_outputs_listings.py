@@ -33,13 +33,13 @@ def watch(tmp_path: Path) -> Iterator[DirWatch]:
 def scans(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every listing `Listings` takes (the plain functions' own are counted too)."""
     taken: list[Path] = []
-    real = outputs._scan
+    real = outputs.seen
 
     def counted(path: Path) -> outputs.Seen:
         taken.append(path)
         return real(path)
 
-    monkeypatch.setattr(outputs, "_scan", counted)
+    monkeypatch.setattr(outputs, "seen", counted)
     return taken
 
 
@@ -135,7 +135,7 @@ def test_listings_hand_out_what_the_plain_listing_does(
         assert before == expected_before
         for _ in range(rng.choice((0, 0, 0, 1, 3))):  # during the turn
             rng.choice(ops)()
-        expected = outputs.new_files(out, expected_before)
+        expected = outputs.new_files(out, outputs.seen(out), expected_before)
         assert listings.after(out, before, stamp) == expected
 
 
