@@ -124,10 +124,14 @@ class ChildPool:
         """The children of `children` that may take a call in the bound workspace (those
         not confined to a workspace, or to this one); the others are killed."""
         for child in children:
-            if child.bound in (0, self.generation):
+            if self._fits(child):
                 yield child
             else:
                 discard(child)
+
+    def _fits(self, child: Spawned) -> bool:
+        """Not confined to a workspace, or to the bound one."""
+        return child.bound in (0, self.generation)
 
     def hand_over(self, data: bytes) -> Spawned:
         """Give one call to a waiting child (forking one if none waits); that child's
@@ -158,7 +162,7 @@ class ChildPool:
             return child
         while True:  # children asked for before a new binding arrive first
             child = self.spawn()
-            if child.bound in (0, self.generation):
+            if self._fits(child):
                 return child
             discard(child)
 

@@ -104,7 +104,7 @@ class Helper:
         workspace = os.path.realpath(req.workspace)
         try:
             st: os.stat_result | None = os.stat(workspace)
-        except FileNotFoundError:
+        except OSError:  # missing, a file on the way, no access: as `isdir` said before
             st = None
         if st is None or not stat.S_ISDIR(st.st_mode):
             raise FileNotFoundError(f"workspace {req.workspace!r} is not a directory")

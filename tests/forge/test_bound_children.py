@@ -116,12 +116,14 @@ async def test_a_retargeted_symlink_gets_new_children(
     assert sorted(os.listdir(tmp_path / "b")) == [f"b{i}" for i in range(CALLS)]
 
 
-@pytest.mark.parametrize("kind", ["missing", "file"])
+@pytest.mark.parametrize("kind", ["missing", "file", "under a file"])
 async def test_a_workspace_that_is_no_directory_binds_nothing(
     traced: SandboxRunner, tmp_path: Path, kind: str
 ) -> None:
     ws = tmp_path / "ws"
-    if kind == "file":
+    if kind != "missing":
         ws.write_text("not a directory")
+    if kind == "under a file":
+        ws = ws / "sub"
     res = await traced.run(tool("return 1"), {}, ws)
     assert res.error_kind == "runtime" and "is not a directory" in res.error_message, res
