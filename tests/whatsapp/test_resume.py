@@ -8,6 +8,7 @@ same daemon or after a restart. A piece that went out without an answer
 (`drop`: it may show) is never sent again, and the pieces after it still
 follow. An outbox entry's own delivery resumes the same way, and when the
 window closes partway the template carries only the pieces not shown.
+Offers whose buttons did not arrive follow the rest as their text lines.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from bridge.channels.whatsapp.buttons import as_text
 from bridge.channels.whatsapp.render import LIMIT, chunks
+from bridge.core.builtin_commands import MORE
 from bridge.core.config import Settings
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore
 from bridge.types.masked import Masked
@@ -131,6 +134,33 @@ async def test_an_unconfirmed_piece_is_not_resent_and_the_rest_follows(
     async with running(settings, fake, ScriptedBackend()) as r:
         await retried(r)
     assert_each_piece_once(fake)
+
+
+async def test_offers_whose_buttons_failed_follow_the_text_as_lines(
+    home: Path, fake: FakeWhatsApp, database: dict[str, Any]
+) -> None:
+    """/help's answer is one interactive message (its text as the body, a button); when it
+    fails for good, the outbox (text only) sends the text, then the offer as its line."""
+    async with running(settings_of(home, fake, database), fake, ScriptedBackend("hi")) as r:
+        await fake.text(ALICE, "hello")
+        await fake.wait_sent(1)
+        fake.fail(*(server_error() for _ in range(1 + FAST.attempts)))  # the read receipt, too
+        await fake.text(ALICE, "/help")
+        kept = "SELECT COUNT(*) FROM outbox WHERE key LIKE 'reply:%' AND leased = 0"
+        await until(lambda: r.roost.database.fetch_value(kept), "the answer kept")
+        await r.channel.idle()
+        assert fake.texts() == ["hi"] and len(fake.sent) == 1, "nothing of /help arrived"
+        outbox, now = OutboxStore(r.roost.database), int(time.time() * 1000)
+        keys = []
+        while entries := await outbox.claim(now):  # the scheduler's order: one per chat
+            (entry,) = entries
+            keys.append(entry.key)
+            await r.outbox(entry)
+            assert await outbox.delivered(entry.id, now)
+    assert keys[1] == f"{keys[0]}:offers"
+    hi, text, offers = fake.texts()
+    assert hi == "hi" and text.startswith("Most used:")
+    assert offers == as_text((MORE,)) == "/help all — More commands"
 
 
 async def claim(r: Running, key: str) -> OutboxEntry:

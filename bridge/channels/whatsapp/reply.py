@@ -11,6 +11,9 @@ chat asked for it (the app's speak hook). A final text that cannot be
 delivered after the retries goes to the outbox (`reply:<msg_id>`), when the
 composition root wired it, with the pieces that did arrive (`OutboxPart`s,
 recorded before the entry can be claimed): the outbox sends only the rest.
+The outbox sends text only, so offers whose buttons did not arrive follow
+as a second entry (`reply:<msg_id>:offers`, their text lines: what to send
+to take one); the outbox keeps a chat's order, so they come after the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from bridge.channels.common.parts import Progress
+from bridge.channels.whatsapp.buttons import as_text
 from bridge.channels.whatsapp.client import GraphError
 from bridge.channels.whatsapp.send import Outgoing, lay_out
 from bridge.schedule.outbox_parts import OutboxPart
@@ -85,6 +89,9 @@ class WhatsAppReply:
             await self._out.pieces(self._to, layout, progress=progress)
         except GraphError as exc:
             kept = await self._keep(layout.text, progress.shown())
+            offers_lost = layout.offer is not None and not progress.settled(len(layout.pieces) - 1)
+            if kept and offers_lost:  # the outbox sends text: the offers as their lines
+                await self._keep(as_text(final.actions), key=f"reply:{self._inbound.msg_id}:offers")
             ref = secrets.token_hex(4)
             log.error(
                 "whatsapp: the answer to %s was not delivered (ref %s): %s%s",
@@ -120,12 +127,13 @@ class WhatsAppReply:
         except GraphError as exc:
             log.error("whatsapp: a voice message was not delivered: %s", exc)
 
-    async def _keep(self, text: str, shown: list[OutboxPart]) -> bool:
-        """Hand the answer to the outbox with the pieces that arrived (sent the rest)."""
+    async def _keep(self, text: str, shown: list[OutboxPart] | None = None, key: str = "") -> bool:
+        """Hand `text` to the outbox (under `key`, else the reply's own) with the pieces
+        that arrived (it sends the rest)."""
         if self._undelivered is None:
             return False
         try:
-            return await self._undelivered(self._inbound, text, "", shown)
+            return await self._undelivered(self._inbound, text, key, shown or [])
         except Exception:
             log.exception("whatsapp: could not keep the undelivered answer")
             return False
