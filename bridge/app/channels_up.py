@@ -346,6 +346,8 @@ def matrix_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched
         undelivered=undelivered_hook(roost),
         speak=voice.speak_hook("matrix", mx.reply_voice_to_voice),
         ignored=lambda kind, n: roost.metrics.ignored("matrix", kind, n),
+        cluster=cluster_of(settings, roost),  # instances: one of them syncs
+        owner=inbox_owner(settings),
     )
     roost.channel_lines["matrix"] = matrix.channel.status_line
 

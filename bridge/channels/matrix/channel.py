@@ -9,6 +9,11 @@ only then is its `next_batch` stored, so after a restart nothing is
 answered twice. A failed sync (the homeserver gone, 5xx, 429) is retried
 with backoff (the server's `retry_after_ms` honoured) until it answers
 again: a lost homeserver is reconnected, and `connected` says which.
+With instances sharing the account (PostgreSQL, `sync_lease`), only the
+holder of the lease `matrix:sync:<account>` syncs; the others wait in
+standby and one takes over, from the stored token, at a clean stop at once
+or `lease_s` after a holder died (what it had taken but not stored is
+taken again: at least once in that moment, as after a restart).
 
 Rooms: a room listed in `[matrix] allowed_rooms` is a group: the bot joins
 when invited, answers only messages that mention it, each person in a
@@ -44,6 +49,7 @@ from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
 from bridge.channels.matrix.send import Outgoing
 from bridge.channels.matrix.store import MatrixStore
 from bridge.storage.errors import StorageError
+from bridge.storage.leases import Singleton
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.matrix")
@@ -88,6 +94,7 @@ class MatrixChannel:
         ignored: Callable[[str, int], None] = lambda kind, n: None,
         clock: Callable[[], float] = time.time,
         stop_grace_s: float = 10.0,
+        sync_lease: Singleton | None = None,
     ) -> None:
         self.client, self.store, self._answer, self.me = client, store, answer, me
         self.allowed_rooms = frozenset(allowed_rooms)
@@ -96,6 +103,7 @@ class MatrixChannel:
         self._receiving, self._undelivered, self._speak = receiving, undelivered, speak
         self._every_s, self._poll_ms, self._reconnect = every_s, poll_ms, reconnect
         self._ignored_hook, self._clock, self._grace = ignored, clock, stop_grace_s
+        self._lease = sync_lease  # instances: only its holder syncs
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
@@ -106,13 +114,16 @@ class MatrixChannel:
         self.ignored: Counter[str] = Counter()
 
     async def start(self) -> None:
-        self._loop = asyncio.create_task(self._run(), name="matrix sync")
+        work = self._run() if self._lease is None else self._lease.run(self._run)
+        self._loop = asyncio.create_task(work, name="matrix sync")
         self._loop.add_done_callback(_report)
 
     async def stop(self) -> None:
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
+        if self._lease is not None:
+            await self._lease.release()  # another instance syncs at once
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._grace)
@@ -127,6 +138,8 @@ class MatrixChannel:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def status_line(self) -> str:
+        if self._lease is not None and not self._lease.held:
+            return f"matrix {self.me} (standby: another instance syncs)"
         state = "connected" if self.connected else "reconnecting" if self.batches else "connecting"
         return f"matrix {self.me} ({state})"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bridge.channels.common.shared import Cluster
 from bridge.channels.matrix.api import MatrixClient
 from bridge.channels.matrix.channel import MatrixChannel
 from bridge.channels.matrix.media import Receiving
@@ -19,6 +20,7 @@ from bridge.channels.matrix.reply import Speak, Undelivered
 from bridge.channels.matrix.store import MatrixStore
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import MatrixSettings
+from bridge.storage.leases import Singleton
 from bridge.storage.protocol import Database
 from bridge.types.messages import Answer
 
@@ -39,13 +41,22 @@ def make_matrix(
     speak: Speak | None = None,
     ignored: Callable[[str, int], None] = lambda kind, n: None,
     client: MatrixClient | None = None,
+    cluster: Cluster | None = None,
+    owner: str = "",
 ) -> Made:
-    """The channel (start it: it syncs in a task) and the deliver for its outbox entries."""
+    """The channel (start it: it syncs in a task) and the deliver for its outbox entries.
+    `cluster` (instances sharing the account): only the holder of the account's sync
+    lease syncs; `owner` names this process on it."""
     if settings.homeserver is None or settings.user_id is None or settings.access_token is None:
         raise ConfigError("matrix.homeserver, matrix.user_id and matrix.access_token are required")
     if client is None:
         client = MatrixClient(settings.homeserver, settings.access_token.get_secret_value())
     store = MatrixStore(db, settings.user_id)
+    lease = (
+        Singleton(cluster.leases, f"matrix:sync:{settings.user_id}", owner, cluster.ttl_ms)
+        if cluster is not None
+        else None
+    )
     channel = MatrixChannel(
         client,
         store,
@@ -57,5 +68,6 @@ def make_matrix(
         speak=speak,
         every_s=settings.edit_every_s,
         ignored=ignored,
+        sync_lease=lease,
     )
     return Made(channel, MatrixOutbox(channel.out, store))
