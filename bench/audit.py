@@ -3,7 +3,6 @@ concurrent with and without group commit) and verify throughput. Prints figures 
 same-run ratios.
 
 Run: .venv/bin/python -m bench.audit [--records 100000] [--rss 100000,1000000] [--quick]
-[--writer thread|process]
 
 The turn's batch: `emit_many` of a turn's three events, p50 over `--turns`, with the
 loop idle while it syncs and with the loop busy meanwhile (about 0.3 ms of Python in
@@ -34,7 +33,6 @@ from pathlib import Path
 from bridge.app.channels_up import PLATFORMS
 from bridge.audit import AuditChain, verify
 from bridge.audit.catalogue import EVENTS
-from bridge.audit.proc_chain import ProcessAuditChain
 from bridge.audit.record import GENESIS, build_record, head_document
 from bridge.audit.schema import schemas_for
 from bridge.audit.store import head_path
@@ -197,13 +195,7 @@ def main() -> None:
     ap.add_argument("--rss", default="", help="comma-separated chain lengths; only RSS")
     ap.add_argument("--verify-child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (CI: it still runs)")
-    ap.add_argument(
-        "--writer", choices=("thread", "process"), default="thread", help="the chain's writer"
-    )
     args = ap.parse_args()
-    if args.writer == "process":  # the prototype (audit22): the writer in a process of its own
-        global AuditChain
-        AuditChain = ProcessAuditChain
     if args.quick:
         args.records, args.appends, args.turns = 2_000, 20, 50
     if args.verify_child:
