@@ -151,8 +151,9 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     log.info("web: %s", budget.describe())
     handle = spoken_handle(roost)  # answers spoken in the page after /voice on
     cluster = cluster_of(settings, roost)
-    relay = None
+    relay = follow = None
     if cluster is not None:  # instances share the home: a web chat's turns under its lease
+        from bridge.channels.web.follow import Follow
         from bridge.channels.web.leased import leased
         from bridge.channels.web.relay import StopRelay
         from bridge.core.dispatch import lease_name
@@ -160,6 +161,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
 
         owner = inbox_owner(settings)
         relay = StopRelay(roost.database, cluster.leases, owner)  # Stop reaches the turn
+        follow = Follow(cluster.leases, owner)  # a reload on another instance follows it
         hold = LeaseHold(cluster.leases, owner, cluster.ttl_ms, lease_name)
         handle = leased(handle, hold, relay=relay)
     web = WebChannel(
@@ -189,6 +191,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         quota=roost.quota,
         ready=lambda: database_ready(roost.database),
         relay=relay,
+        follow=follow,
     )
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"

@@ -45,6 +45,7 @@ from aiohttp.typedefs import Handler
 from bridge.channels import ChannelStartError
 from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.channels.web.files import FileLinks
+from bridge.channels.web.follow import Follow
 from bridge.channels.web.gate import MAX_BODY, WebGate, error
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
@@ -108,6 +109,7 @@ class WebChannel:
         quota: TenantQuota | None = None,  # [quota] tenant_bytes: uploads must fit
         ready: Callable[[], Awaitable[str | None]] | None = None,  # None, or why not ready
         relay: StopRelay | None = None,  # instances share the home: `web_relay`
+        follow: Follow | None = None,  # and attach follows their turns: `web_follow`
     ) -> None:
         self._handle = handle
         self._ready = ready
@@ -143,6 +145,7 @@ class WebChannel:
             detach_grace_s,
             streams=self.streams,
             relay=relay,
+            follow=follow,
         )
         self._relay_stop: Callable[[], Awaitable[None]] | None = None
         self.turns.mount(self.app)

@@ -4,7 +4,9 @@
 `WATCH_S`: a closed page or a network drop), then tells `Viewers` once.
 `Viewers` counts the open streams of each chat; when the last one goes and
 none comes back within the grace period (`[web] detach_grace_s`), the chat's
-running turn is stopped (`bridge.core.running`). Used by `web_turns` (the
+running turn is stopped (`bridge.core.running`), unless `watched` says the
+person follows it from another instance (`bridge.channels.web.follow`):
+then it is asked again after each further grace period. Used by `web_turns` (the
 stream and attach routes) and `web` (`/api/chat` counts as a viewer too).
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +26,7 @@ from bridge.types.progress import ModelInfo, Progress, RetryStep, ToolStep
 
 WATCH_S = 0.5  # how often an open stream checks that its page is still there
 SSE_TYPE = "text/event-stream; charset=utf-8"
+Watched = Callable[[SessionKey], Awaitable[bool]]  # the chat is followed from elsewhere
 
 
 def progress_event(report: Progress) -> tuple[str, dict[str, Any]]:
@@ -44,10 +48,13 @@ def progress_event(report: Progress) -> tuple[str, dict[str, Any]]:
 
 
 class Viewers:
-    """Open streams per chat; the last one gone for `grace_s` stops the chat's turn."""
+    """Open streams per chat; the last one gone for `grace_s` stops the chat's turn
+    (while nobody follows it from another instance, `watched`)."""
 
-    def __init__(self, running: RunningTurns[SessionKey], grace_s: float) -> None:
-        self._running, self.grace_s = running, grace_s
+    def __init__(
+        self, running: RunningTurns[SessionKey], grace_s: float, watched: Watched | None = None
+    ) -> None:
+        self._running, self.grace_s, self._watched = running, grace_s, watched
         self._open: dict[SessionKey, int] = {}
         self._timers: dict[SessionKey, asyncio.Task[None]] = {}
 
@@ -68,9 +75,13 @@ class Viewers:
 
     async def _expire(self, key: SessionKey) -> None:
         try:
-            await asyncio.sleep(self.grace_s)
-            if key not in self._open:
-                await self._running.stop(key)
+            while True:
+                await asyncio.sleep(self.grace_s)
+                if key in self._open or not self._running.running(key):
+                    return
+                if self._watched is None or not await self._watched(key):
+                    break
+            await self._running.stop(key)
         finally:
             if self._timers.get(key) is asyncio.current_task():
                 del self._timers[key]

@@ -10,6 +10,10 @@ marked, `bridge.core.running`; elsewhere: another instance runs it and was
 asked to stop it, `bridge.channels.web.relay`; nowhere: nothing runs);
 `GET /api/chat/attach?chat=C` -> the same event stream for the turn running
 now, opened by one `delta` with the text so far (204 when nothing runs);
+when the turn runs on another instance (instances sharing the home, the
+chat's lease held there, `bridge.channels.web.follow`), the stream stays
+open without deltas until that turn ends, then sends the `final` it stored
+(503 when the database is away before the stream opens);
 `POST /api/chat/new {"chat"}` -> stops what runs (here or elsewhere), sends
 a real `/reset` through the core (the model forgets; the old conversation
 stays readable) and returns `{"conversation": NEWID}`.
@@ -18,7 +22,8 @@ Each open stream holds a slot of `StreamSlots` (`web_streams`: at most so
 many per token and per tenant, 429 past them; a reload that drops the token
 closes the stream's connection). `Viewers` (`web_out`) counts the open
 streams of each chat; when the last one goes and none comes back within the
-grace period (`[web] detach_grace_s`), the turn is stopped.
+grace period (`[web] detach_grace_s`), the turn is stopped (unless a page
+follows it from another instance).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from bridge.channels.web.follow import Follow, stored_final
 from bridge.channels.web.gate import ChatOnly, WebGate, error
 from bridge.channels.web.input import ChatRequest
 from bridge.channels.web.out import Out, Viewers
@@ -68,12 +74,13 @@ class WebTurns:
         clock: Callable[[], float] = time.time,
         streams: StreamSlots | None = None,
         relay: StopRelay | None = None,  # instances share the home: stops reach the others
+        follow: Follow | None = None,  # and pages follow turns that run on another
     ) -> None:
         self._gate, self._handle, self._running = gate, handle, running
-        self.relay = relay
+        self.relay, self.follow = relay, follow
         self._streams = streams if streams is not None else StreamSlots(8, 16)
         self._archive, self._final, self._headers = archive, final_json, headers
-        self.viewers = Viewers(running, grace_s)
+        self.viewers = Viewers(running, grace_s, self._watched if follow is not None else None)
         self._clock = clock
         self.uploads: WebUploads | None = None  # set by the channel when it takes uploads
 
@@ -164,7 +171,7 @@ class WebTurns:
     async def _attached(self, request: web.Request, key: SessionKey) -> web.StreamResponse:
         attached = self._running.attach(key)
         if attached is None:
-            return web.Response(status=204)
+            return await self._followed(request, key)
         out = Out(request, key, self.viewers)
         try:
             await out.open(self._headers)
@@ -180,6 +187,35 @@ class WebTurns:
             self._running.detach(key, attached)
             await out.close()
         return out.response
+
+    async def _followed(self, request: web.Request, key: SessionKey) -> web.StreamResponse:
+        """Nothing runs here: follow the turn another instance runs until it ends, then
+        send the answer it stored (204: nothing runs anywhere)."""
+        identity = self._gate.identity(key.tenant)  # the caller's own chat, as leased names it
+        follow, archive = self.follow, self._archive
+        try:
+            if follow is None or archive is None or not await follow.elsewhere(identity, key.chat):
+                return web.Response(status=204)
+        except StorageError:
+            return error(503, "the database is away: where the answer runs is not known")
+        out = Out(request, key, self.viewers)
+        await out.open(self._headers)
+        try:
+            async with follow.following(identity, key.chat):
+                ended = await follow.ended(identity, key.chat, lambda: out.gone)
+            if ended:
+                final = await stored_final(archive, key, self._clock())
+                await out.send("final", self._final(final, key.tenant))
+        except StorageError:
+            pass  # the stream ends without its final: the page reads the history again
+        finally:
+            await out.close()
+        return out.response
+
+    async def _watched(self, key: SessionKey) -> bool:
+        """A page follows the chat's turn from another instance (`Viewers` asks)."""
+        assert self.follow is not None
+        return await self.follow.watched(self._gate.identity(key.tenant), key.chat)
 
     async def _key(self, request: web.Request) -> SessionKey | web.Response:
         tenant = self._gate.tenant(request)
