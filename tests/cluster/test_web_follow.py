@@ -15,7 +15,15 @@ import asyncio
 from typing import Any
 
 from tests.cluster.kit import ClusterOf, Instance
-from tests.cluster.test_web_stop import AS_BOB, AS_LOCAL, BOB, WORDS, failed_kinds, model
+from tests.cluster.test_web_stop import (
+    AS_BOB,
+    AS_LOCAL,
+    BOB,
+    WORDS,
+    failed_kinds,
+    get,
+    model,
+)
 from tests.fakes.fake_openai import Text
 from tests.spine.test_web_history import Events, SlowOpenAI
 from tests.waits import HANG_S, until
@@ -52,6 +60,9 @@ async def test_attach_on_another_instance_follows_the_turn_to_its_end(
         while "word2" not in events.text():
             assert await events.next() is not None
 
+        page = await get(cluster, b, "/api/history?chat=shared", AS_LOCAL)
+        assert page["running"] is True  # the page attaches (on main: false, it did not)
+        assert (await get(cluster, b, "/api/history?chat=shared", AS_BOB))["running"] is False
         bobs = await attach(AS_BOB)  # another person's chat of the same id: nothing runs
         assert bobs.status == 204
         followed = await attach(AS_LOCAL)

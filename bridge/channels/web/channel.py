@@ -153,7 +153,7 @@ class WebChannel:
             self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
             self.turns.uploads.mount(self.app)
         if archive is not None:
-            WebHistory(self._gate, archive, running).mount(self.app)
+            WebHistory(self._gate, archive, running, elsewhere=self.turns.elsewhere).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", pages.static)

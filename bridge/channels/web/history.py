@@ -6,7 +6,9 @@ Routes (bearer token, scoped to its tenant): `GET /api/history?chat=C
 paged backwards by `before`; limit 50 by default, at most 200; the current
 conversation opens with its summary, status `summary`, when it has one;
 while a turn runs, `"pending": {"text", "ts"}` is the message it answers,
-not stored yet) and `GET /api/conversations?chat=C` -> `{"conversations":
+not stored yet; `running` is true too when the turn runs on another instance
+sharing the home, `elsewhere`, without `pending`) and
+`GET /api/conversations?chat=C` -> `{"conversations":
 [{"id", "started_at", "updated_at", "turns", "title", "current"}]}` newest
 first. The texts are what the session stored (masked, without download
 links). Reads go to `bridge.core.conversations`.
@@ -15,7 +17,7 @@ links). Reads go to `bridge.core.conversations`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -35,8 +37,10 @@ class WebHistory:
         archive: ConversationArchive,
         running: RunningTurns[SessionKey],
         clock: Callable[[], float] = time.time,
+        elsewhere: Callable[[SessionKey], Awaitable[bool]] | None = None,  # runs on another
     ) -> None:
         self._gate, self._archive, self._running, self._clock = gate, archive, running, clock
+        self._elsewhere = elsewhere
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/api/history", self.history)
@@ -59,6 +63,8 @@ class WebHistory:
                 404, "no such conversation in this chat; GET /api/conversations lists them"
             )
         running = page.current and self._running.running(key)
+        if page.current and not running and self._elsewhere is not None:
+            running = await self._elsewhere(key)  # the page attaches: it follows from here
         body: dict[str, Any] = {
             "conversation": page.conversation,
             "messages": page.messages,

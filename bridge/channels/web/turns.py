@@ -212,6 +212,12 @@ class WebTurns:
             await out.close()
         return out.response
 
+    async def elsewhere(self, key: SessionKey) -> bool:
+        """The chat's turn runs on another instance (an attach here follows it)."""
+        if self.follow is None:
+            return False
+        return await self.follow.elsewhere(self._gate.identity(key.tenant), key.chat)
+
     async def _watched(self, key: SessionKey) -> bool:
         """A page follows the chat's turn from another instance (`Viewers` asks)."""
         assert self.follow is not None
