@@ -9,7 +9,8 @@ route is scoped to it), `GET /api/commands`,
 "files"?}`; `attachments`: ids from `POST /api/upload`, `web_upload`),
 the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
 `/api/chat/new`, `GET /api/chat/attach`: `web_turns`; with instances sharing
-the home a stop reaches the one running the answer, `web_relay`), the history
+the home a stop reaches the one running the answer, `web_relay`, and an
+attach follows it from another, `web_follow`), the history
 (`GET /api/history`, `/api/conversations`: `web_history`),
 `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web.push`) and `GET /api/outbox?chat=C&after=ID` (the
