@@ -66,10 +66,12 @@ class Follow:
 
     @contextlib.asynccontextmanager
     async def following(self, identity: str, chat: str) -> AsyncIterator[None]:
-        """While inside, the chat counts as watched from here (`watched`)."""
+        """While inside, the chat counts as watched from here (`watched`): marked on
+        entering (StorageError: the database away), renewed by `ended`."""
         name = lease_of(identity, chat)
         self._here[name] = self._here.get(name, 0) + 1
         try:
+            await self._mark(name)
             yield
         finally:
             left = self._here.pop(name) - 1
@@ -84,13 +86,17 @@ class Follow:
         or the page is `gone` (False); the viewer mark renewed meanwhile. Inside
         `following`."""
         name = lease_of(identity, chat)
-        while not gone():
-            await self._leases.acquire(VIEW + name, self.owner, self._view_ms)  # None: another's
+        while True:
             holder = await self._leases.holder(name)
             if holder is None or holder.owner == self.owner:
                 return True
             await asyncio.sleep(self._poll_s)
-        return False
+            if gone():
+                return False
+            await self._mark(name)
+
+    async def _mark(self, name: str) -> None:
+        await self._leases.acquire(VIEW + name, self.owner, self._view_ms)  # None: another's
 
     async def watched(self, identity: str, chat: str) -> bool:
         """Someone follows the chat's turn from another instance (a live mark)."""
