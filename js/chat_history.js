@@ -58,7 +58,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     if (page.running && attach && typeof api.attach === "function") {
       // the question being answered is not stored yet: show it above its answer
       if (page.pending) convo.add({ role: "user", text: page.pending.text, pending: true });
-      attaching = reattach();
+      attaching = reattach(Boolean(page.pending));
     }
     convo.save();
     return true;
@@ -86,13 +86,13 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     }
   }
 
-  async function reattach() {
+  /** Follow the running answer; `asked`: its question is shown (without it, the answer
+   * runs on another instance of the daemon: show both as stored once it ends). */
+  async function reattach(asked) {
     const reply = convo.add({ role: "assistant", text: "", status: "pending" });
     const result = await follow(reply, (handlers) => api.attach({ chat: chatId, ...handlers }));
-    if (result === null) {
-      convo.remove(reply); // it finished in between: show it as stored
-      await load({ attach: false });
-    }
+    if (result === null) convo.remove(reply); // it finished in between: show it as stored
+    if (result === null || !asked) await load({ attach: false });
   }
 
   async function loadEarlier() {

@@ -137,7 +137,13 @@ test("a daemon without /api/history keeps the stored transcript", async () => {
 test("a reload while an answer runs re-attaches and follows it to the end", async () => {
   let push;
   const api = serverApi({
-    history: async () => ({ conversation: "c", messages: [msg(1, "user", "long question")], more: false, running: true }),
+    history: async () => ({
+      conversation: "c",
+      messages: [msg(1, "user", "earlier")],
+      more: false,
+      running: true,
+      pending: { text: "long question", ts: 2 },
+    }),
     attach: ({ chat, onDelta, onProgress }) =>
       new Promise((resolve) => {
         assert.equal(chat, "work");
@@ -149,16 +155,44 @@ test("a reload while an answer runs re-attaches and follows it to the end", asyn
   assert.equal(chat.busy, true);
   push.onProgress({ type: "info", model: "m-large" });
   push.onDelta("so far", "so far");
-  assert.equal(chat.messages[1].text, "so far");
+  assert.equal(chat.messages[2].text, "so far");
   assert.match(view.status.text, /m-large/);
   push.resolve({ text: "so far and done", kind: "answer" });
   await chat.attaching;
   assert.equal(chat.busy, false);
   assert.deepEqual(chat.messages.map((m) => [m.role, m.text, m.status]), [
+    ["user", "earlier", "done"],
     ["user", "long question", "done"],
     ["assistant", "so far and done", "done"],
   ]);
   assert.equal(view.status.text, "Ready · m-large");
+});
+
+test("an answer running on another instance (no pending question) is shown as stored once it ends", async () => {
+  let calls = 0;
+  let done;
+  const api = serverApi({
+    history: async () => {
+      calls += 1;
+      return calls === 1
+        ? { conversation: "c", messages: [msg(1, "user", "q0"), msg(2, "assistant", "a0")], more: false, running: true }
+        : { conversation: "c", messages: [msg(1, "user", "q0"), msg(2, "assistant", "a0"), msg(3, "user", "q"), msg(4, "assistant", "a")], more: false, running: false };
+    },
+    attach: () => new Promise((resolve) => (done = resolve)),
+  });
+  const { chat } = setup(api);
+  await chat.start();
+  assert.equal(chat.busy, true);
+  done({ text: "a", kind: "answer" });
+  await chat.attaching;
+  assert.deepEqual(chat.messages.map((m) => [m.role, m.text, m.seq]), [
+    ["user", "q0", 1],
+    ["assistant", "a0", 2],
+    ["user", "q", 3],
+    ["assistant", "a", 4],
+  ]);
+  assert.equal(calls, 2);
+  assert.equal(chat.busy, false);
 });
 
 test("when the answer ended before attaching (204) the stored one is shown", async () => {
