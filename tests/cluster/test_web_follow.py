@@ -1,12 +1,14 @@
 """A page reloaded mid-answer follows it from another instance (two real `roost serve`).
 
 The answer runs on instance A (its stream, the chat's lease); the reload's
-`GET /api/chat/attach` goes through a load balancer to instance B, which
-does not run it. B keeps the event stream open until A's turn ends and then
+`GET /api/history` and `GET /api/chat/attach` go through a load balancer to
+instance B, which does not run it. B's history says `running` (so the page
+attaches); B keeps the event stream open until A's turn ends and then
 sends the answer A stored; meanwhile A, whose own stream is gone, does not
 stop the turn after `[web] detach_grace_s` (set short here), since B marks
 the chat watched (bridge/channels/web/follow.py). Another tenant's attach
-for the same chat id on B gets 204, as does an attach once nothing runs.
+for the same chat id on B gets 204 (its history: not running), as does an
+attach once nothing runs.
 """
 
 from __future__ import annotations
