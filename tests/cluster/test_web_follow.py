@@ -31,7 +31,7 @@ from tests.spine.test_web_history import Events, SlowOpenAI
 from tests.waits import HANG_S, until
 
 __all__ = ["model"]  # the held model answer of test_web_stop.py, as this file's fixture
-KEPT = "turn of chat:web:local:shared kept: followed from"
+KEPT = "turn of chat:web:local:shared kept: followed from another instance"
 
 
 def kept_or_stopped(a: Instance, model: SlowOpenAI) -> bool:

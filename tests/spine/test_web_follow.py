@@ -1,9 +1,10 @@
-"""`Follow` (bridge/channels/web/follow.py) over a real database: two of one database
-stand for two instances (owners "a" and "b"). B sees A's turn of the caller's own
-chat only (another identity's chat of the same id runs nowhere); B's followers keep
-one viewer mark that A reads as watched until the last of them ends; a follower
-returns when A lets the chat's lease go, or when its page is gone; the final read
-back is the stored answer (a stopped one marked again; nothing stored: silent).
+"""`Follow` (bridge/channels/web/follow.py) over a real database: three of one database
+stand for three instances (owners "a", "b", "c"). B sees A's turn of the caller's
+own chat only (another identity's chat of the same id runs nowhere); any instance's
+follower renews the one viewer mark that A reads as watched, until it lapses after
+the last look; a follower returns when A lets the chat's lease go, or when its page
+is gone; the final read back is the stored answer (a stopped one marked again;
+nothing stored: silent).
 The instances themselves: tests/cluster/test_web_follow.py.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.app.database import open_database
-from bridge.channels.web.follow import Follow, stored_final
+from bridge.channels.web.follow import VIEW_MS, Follow, stored_final
 from bridge.channels.web.relay import lease_of
 from bridge.core.running import stopped_text
 from bridge.core.sessions import SessionKey
@@ -38,8 +39,10 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 
 
 async def test_a_follower_marks_the_chat_watched_until_the_turn_ends(db: Database) -> None:
-    leases = Leases(db)
+    now = [0]
+    leases = Leases(db, clock=lambda: now[0])
     a, b = Follow(leases, "a", poll_s=0.01), Follow(leases, "b", poll_s=0.01)
+    c = Follow(leases, "c", poll_s=0.01)
     assert await b.elsewhere("local", "c") is False  # nobody holds it: nothing runs
     await leases.acquire(lease_of("local", "c"), "a", 60_000)
     assert await b.elsewhere("local", "c") is True
@@ -47,18 +50,23 @@ async def test_a_follower_marks_the_chat_watched_until_the_turn_ends(db: Databas
     assert await b.elsewhere("tenant:bob", "c") is False  # bob's "c" runs nowhere
     assert await a.watched("local", "c") is False
 
-    gone = False
+    await b.mark("local", "c")
+    assert await a.watched("local", "c") is True
+    assert await a.watched("tenant:bob", "c") is False
+    now[0] = VIEW_MS - 1
+    await c.mark("local", "c")  # a third instance renews the same mark: no gap
+    now[0] = VIEW_MS + 1
+    assert await a.watched("local", "c") is True
+    now[0] = 2 * VIEW_MS
+    assert await a.watched("local", "c") is False  # lapsed after the last look
+
     async with asyncio.timeout(HANG_S):
-        async with b.following("local", "c"):
-            async with b.following("local", "c"):
-                assert await b.ended("local", "c", lambda: True) is False  # page gone at once
-                follower = asyncio.create_task(b.ended("local", "c", lambda: gone))
-                while not await a.watched("local", "c"):
-                    await asyncio.sleep(0.01)
-            assert await a.watched("local", "c") is True  # one follower here is left
-            await leases.release(lease_of("local", "c"), "a")  # A's turn ended
-            assert await follower is True
-        assert await a.watched("local", "c") is False  # the last one let the mark go
+        assert await b.ended("local", "c", lambda: True) is False  # the page went
+        follower = asyncio.create_task(b.ended("local", "c", lambda: False))
+        while not await a.watched("local", "c"):  # renewed at its looks
+            await asyncio.sleep(0.01)
+        await leases.release(lease_of("local", "c"), "a")  # A's turn ended
+        assert await follower is True
 
 
 async def test_the_final_is_the_answer_the_turn_stored(db: Database) -> None:

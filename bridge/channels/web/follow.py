@@ -13,23 +13,22 @@ conversation, as the local attach's `final`: text, kind; a stopped answer
 marked again). The deltas are not relayed (a notify carries no payload
 here): the page shows the answer when it ends, then reloads its history.
 
-While it follows, the follower keeps the mark `webview:<chat lease>` (a
-lease owned by this process, `VIEW_MS`, renewed at each look; let go when
-its last follower here ends). The holder's `Viewers` asks `watched` before
-it stops a turn whose last stream here went (`[web] detach_grace_s`): a
-live mark means the person watches from another instance, and the turn
-runs on for another grace period. Costs: nothing per turn; two statements
-per `POLL_S` per followed chat on the following instance, one per grace
-period where the turn runs. A third instance following the same chat
-while the mark is another's keeps it when that one goes (at its next look).
+While it follows, the follower keeps the mark `webview:<chat lease>` alive
+(a lease of the shared owner `VIEWERS`, so every instance's follower renews
+the same mark and none waits for another's to go; `VIEW_MS`, renewed at
+each look, never let go: it lapses `VIEW_MS` after the last look). The
+holder's `Viewers` asks `watched` before it stops a turn whose last stream
+here went (`[web] detach_grace_s`): a live mark means the person watches
+from another instance, and the turn runs on for another grace period.
+Costs: nothing per turn; two statements per `POLL_S` per follower on the
+following instance, one per grace period where the turn runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Final as Constant
 
 from bridge.channels.web.relay import lease_of
@@ -43,6 +42,7 @@ from bridge.types.messages import Final, FinalKind
 log = logging.getLogger(__name__)
 
 VIEW: Constant = "webview:"  # + the chat's lease name
+VIEWERS: Constant = "web-followers"  # the mark's owner: every instance renews it
 VIEW_MS: Constant = 5_000  # a mark its follower did not renew by then is gone
 POLL_S: Constant = 0.5  # how often a follower looks whether the turn has ended
 KINDS: Constant[dict[str, FinalKind]] = {"stopped": "stopped", "error": "error"}
@@ -57,34 +57,19 @@ class Follow:
     ) -> None:
         self._leases, self.owner = leases, owner
         self._poll_s, self._view_ms = poll_s, view_ms
-        self._here: dict[str, int] = {}  # chat lease -> followers of it in this process
 
     async def elsewhere(self, identity: str, chat: str) -> bool:
         """Another instance holds the chat's lease: its turn runs there."""
         holder = await self._leases.holder(lease_of(identity, chat))
         return holder is not None and holder.owner != self.owner
 
-    @contextlib.asynccontextmanager
-    async def following(self, identity: str, chat: str) -> AsyncIterator[None]:
-        """While inside, the chat counts as watched from here (`watched`): marked on
-        entering (StorageError: the database away), renewed by `ended`."""
-        name = lease_of(identity, chat)
-        self._here[name] = self._here.get(name, 0) + 1
-        try:
-            await self._mark(name)
-            yield
-        finally:
-            left = self._here.pop(name) - 1
-            if left:
-                self._here[name] = left
-            else:
-                with contextlib.suppress(StorageError):  # else it expires in VIEW_MS
-                    await self._leases.release(VIEW + name, self.owner)
+    async def mark(self, identity: str, chat: str) -> None:
+        """Mark the chat watched for `VIEW_MS` (`watched`); any follower renews it."""
+        await self._leases.acquire(VIEW + lease_of(identity, chat), VIEWERS, self._view_ms)
 
     async def ended(self, identity: str, chat: str, gone: Callable[[], bool]) -> bool:
         """Wait until no other instance holds the chat's lease (its turn has ended: True)
-        or the page is `gone` (False); the viewer mark renewed meanwhile. Inside
-        `following`."""
+        or the page is `gone` (False); the chat's mark renewed at each look."""
         name = lease_of(identity, chat)
         while True:
             holder = await self._leases.holder(name)
@@ -93,10 +78,7 @@ class Follow:
             await asyncio.sleep(self._poll_s)
             if gone():
                 return False
-            await self._mark(name)
-
-    async def _mark(self, name: str) -> None:
-        await self._leases.acquire(VIEW + name, self.owner, self._view_ms)  # None: another's
+            await self.mark(identity, chat)
 
     async def watched(self, identity: str, chat: str) -> bool:
         """Someone follows the chat's turn from another instance (a live mark)."""
@@ -107,7 +89,7 @@ class Follow:
             log.warning("web: whether %s is followed elsewhere not read: %s", name, exc)
             return False
         if mark is not None:
-            log.info("web: turn of %s kept: followed from %s", name, mark.owner)
+            log.info("web: turn of %s kept: followed from another instance", name)
         return mark is not None
 
 

@@ -196,20 +196,20 @@ class WebTurns:
         try:
             if follow is None or archive is None or not await follow.elsewhere(identity, key.chat):
                 return web.Response(status=204)
-            async with follow.following(identity, key.chat):  # marked watched before it opens
-                out = Out(request, key, self.viewers)
-                await out.open(self._headers)
-                try:
-                    if await follow.ended(identity, key.chat, lambda: out.gone):
-                        final = await stored_final(archive, key, self._clock())
-                        await out.send("final", self._final(final, key.tenant))
-                except StorageError:
-                    pass  # the stream ends without its final: the page reads the history again
-                finally:
-                    await out.close()
-                return out.response
+            await follow.mark(identity, key.chat)  # watched before the page hears anything
         except StorageError:
             return error(503, "the database is away: where the answer runs is not known")
+        out = Out(request, key, self.viewers)
+        await out.open(self._headers)
+        try:
+            if await follow.ended(identity, key.chat, lambda: out.gone):
+                final = await stored_final(archive, key, self._clock())
+                await out.send("final", self._final(final, key.tenant))
+        except StorageError:
+            pass  # the stream ends without its final: the page reads the history again
+        finally:
+            await out.close()
+        return out.response
 
     async def elsewhere(self, key: SessionKey) -> bool:
         """The chat's turn runs on another instance (an attach here follows it)."""
