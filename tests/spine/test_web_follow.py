@@ -4,7 +4,8 @@ own chat only (another identity's chat of the same id runs nowhere); any instanc
 follower renews the one viewer mark that A reads as watched, until it lapses after
 the last look; a follower returns when A lets the chat's lease go, or when its page
 is gone; the final read back is the stored answer (a stopped one marked again;
-nothing stored: silent).
+nothing stored: silent). The holder's `Viewers` asks `watched` after each grace
+period and stops the turn once nobody follows it.
 The instances themselves: tests/cluster/test_web_follow.py.
 """
 
@@ -13,13 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from bridge.app.database import open_database
 from bridge.channels.web.follow import VIEW_MS, Follow, stored_final
+from bridge.channels.web.out import Viewers
 from bridge.channels.web.relay import lease_of
-from bridge.core.running import stopped_text
+from bridge.core.running import RunningTurns, stopped_text
 from bridge.core.sessions import SessionKey
 from bridge.storage.leases import Leases
 from bridge.storage.protocol import Database
@@ -77,3 +80,35 @@ async def test_the_final_is_the_answer_the_turn_stored(db: Database) -> None:
     await store.append(key, m("q2"), m(stopped_text("a2 so far")), "m2", 102.0)
     got = await stored_final(store.archive, key, 103.0)
     assert got == Final("a2 so far … [stopped]", kind="stopped")
+
+
+class Turns:
+    """A chat's running turn as `Viewers` sees it (`running`, `stop`)."""
+
+    def __init__(self) -> None:
+        self.stopped = asyncio.Event()
+
+    def running(self, key: SessionKey) -> bool:
+        return not self.stopped.is_set()
+
+    async def stop(self, key: SessionKey) -> bool:
+        self.stopped.set()
+        return True
+
+
+async def test_a_turn_watched_from_elsewhere_is_stopped_once_nobody_follows() -> None:
+    key, turns, asked = SessionKey("local", "web", "c"), Turns(), asyncio.Queue[None]()
+    followed = [True, True, False]
+
+    async def watched(of: SessionKey) -> bool:
+        assert of == key
+        asked.put_nowait(None)
+        return followed.pop(0)
+
+    viewers = Viewers(cast(RunningTurns[SessionKey], turns), 0.001, watched)
+    async with asyncio.timeout(HANG_S):
+        viewers.enter(key)
+        viewers.leave(key)  # the last stream here went: asked after each grace period
+        await turns.stopped.wait()  # once it is no longer followed
+        assert followed == [] and asked.qsize() == 3
+    viewers.close()
