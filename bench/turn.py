@@ -18,7 +18,14 @@ compactor) timed by wrappers the bench puts on the built objects, in ms per
 turn, with the floor of a durable audit chain (one appended line and its
 `fdatasync`) measured in the same run.
 
-Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
+Over HTTP each server also reports its CPU per turn (its process, and its loop thread:
+minus the in-process `turns at once` loop figure, that is what HTTP and the web channel
+add), next to a bare aiohttp echo and to the web channel over a `handle` that answers at
+once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
+the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
+cProfile's report of the channel-only and the roost server's loop at 10 clients.
+
+Run: `python -m bench.turn [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
 daily token budget for every tenant, so the budget check reads; `--profile`:
 cProfile's function calls per turn and top functions by own and by cumulative time,
@@ -328,22 +335,28 @@ async def profiled(roost: Any, turns: int, rows: int = 30, match: str = "") -> N
         inbound = Inbound("web", "local", f"c{i % 20}", f"profiled {i}", str(4 * 10**6 + i))
         await roost.core.handle(inbound)
     prof.disable()
-    out = io.StringIO()
+    print(profile_report(prof, turns, rows, match))
+
+
+def profile_report(prof: cProfile.Profile, turns: int, rows: int = 30, match: str = "") -> str:
+    """cProfile's calls per turn, top functions by own then cumulative time (and `match`)."""
+    out, lines = io.StringIO(), []
     stats = pstats.Stats(prof, stream=out)
-    print(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
+    lines.append(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(rows)
-    print("\n".join(out.getvalue().splitlines()[6:]))
+    lines += out.getvalue().splitlines()[6:]
     out.seek(0)
     out.truncate()
     stats.sort_stats("cumulative").print_stats(rows)
-    print("by cumulative time (the functions' callees included):")
-    print("\n".join(out.getvalue().splitlines()[6:]))
+    lines.append("by cumulative time (the functions' callees included):")
+    lines += out.getvalue().splitlines()[6:]
     if match:
         out.seek(0)
         out.truncate()
         stats.sort_stats("cumulative").print_stats(match)
-        print(f"matching {match!r} (seconds over {turns} turns):")
-        print("\n".join(out.getvalue().splitlines()[6:]))
+        lines.append(f"matching {match!r} (seconds over {turns} turns):")
+        lines += out.getvalue().splitlines()[6:]
+    return "\n".join(lines)
 
 
 async def overhead(
@@ -431,6 +444,35 @@ def set_inline_writes(roost: Any, mode: str) -> None:
     roost.core.handle = counted
 
 
+class ServerMeter:
+    """Bench-only routes on a server under load: `GET /bench/cpu` (its process CPU and its
+    loop thread's, in seconds so far: the client computes CPU per turn, a figure the
+    machine's load moves far less than turns/s) and `POST /bench/profile` (`start`, or
+    `stop?turns=N` -> cProfile's report on the loop thread's CPU clock)."""
+
+    def __init__(self) -> None:
+        self._prof: cProfile.Profile | None = None
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get("/bench/cpu", self.cpu)
+        app.router.add_post("/bench/profile", self.profile)
+
+    async def cpu(self, request: web.Request) -> web.Response:
+        return web.json_response({"process": time.process_time(), "loop": time.thread_time()})
+
+    async def profile(self, request: web.Request) -> web.Response:
+        if request.query.get("do") == "start":
+            self._prof = cProfile.Profile(time.thread_time)
+            self._prof.enable()
+            return web.json_response({"ok": True})
+        assert self._prof is not None
+        self._prof.disable()
+        turns = int(request.query.get("turns", "1"))
+        text = profile_report(self._prof, max(1, turns), rows=int(request.query.get("rows", "40")))
+        self._prof = None
+        return web.json_response({"report": text})
+
+
 def serve_echo(port_q: Any) -> None:
     async def main() -> None:
         async def echo(request: web.Request) -> web.Response:
@@ -439,6 +481,7 @@ def serve_echo(port_q: Any) -> None:
 
         app = web.Application()
         app.router.add_post("/api/chat", echo)
+        ServerMeter().mount(app)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -460,6 +503,27 @@ def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: st
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
         channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
+        ServerMeter().mount(channel.app)
+        await channel.start()
+        port_q.put(channel.port)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def serve_channel(port_q: Any) -> None:
+    """The web channel over a `handle` that answers at once (no core): what HTTP and the
+    channel's own plumbing cost a turn, next to the bare echo."""
+
+    async def main() -> None:
+        from bridge.channels.web.channel import WebChannel
+        from bridge.types.messages import Final
+
+        async def handle(inbound: Inbound, on_delta: Any, on_progress: Any) -> Final:
+            return Final(f"echo: {inbound.text}")
+
+        channel = WebChannel(handle, list, TOKEN, "127.0.0.1", 0)
+        ServerMeter().mount(channel.app)
         await channel.start()
         port_q.put(channel.port)
         await asyncio.Event().wait()
@@ -479,12 +543,27 @@ def serve_fake_model(port_q: Any) -> None:
     asyncio.run(main())
 
 
-async def load(port: int, clients: int, seconds: float) -> float:
+class Point:
+    """One load point: turns/s, and the server's CPU per turn (its process, its loop)."""
+
+    def __init__(self, rate: float, turns: int, cpu: dict[str, float]) -> None:
+        self.rate, self.turns = rate, max(1, turns)
+        self.process_ms = cpu["process"] / self.turns * 1e3
+        self.loop_ms = cpu["loop"] / self.turns * 1e3
+
+
+async def load(port: int, clients: int, seconds: float, profile: bool = False) -> Point:
+    """`clients` clients posting turns for `seconds`; with `profile`, the server's cProfile
+    report of those turns is printed."""
     done = 0
     stop_at = time.perf_counter() + seconds
     headers = {"Authorization": f"Bearer {TOKEN}"}
     conn = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(f"http://127.0.0.1:{port}", connector=conn) as http:
+
+        async def server_cpu() -> dict[str, float]:
+            async with http.get("/bench/cpu") as r:
+                return dict(await r.json())
 
         async def client(i: int) -> None:
             nonlocal done
@@ -497,9 +576,18 @@ async def load(port: int, clients: int, seconds: float) -> float:
                 done += 1
                 n += 1
 
+        if profile:
+            await http.post("/bench/profile", params={"do": "start"})
+        before = await server_cpu()
         start = time.perf_counter()
         await asyncio.gather(*(client(i) for i in range(clients)))
-        return done / (time.perf_counter() - start)
+        rate = done / (time.perf_counter() - start)
+        after = await server_cpu()
+        if profile:
+            async with http.post("/bench/profile", params={"turns": str(done)}) as r:
+                print(f"\nserver profile, {clients} clients, {done} turns (loop thread CPU):")
+                print((await r.json())["report"])
+        return Point(rate, done, {k: after[k] - before[k] for k in after})
 
 
 def start(target: Any, *args: Any) -> tuple[Any, Any]:
@@ -541,11 +629,32 @@ def main() -> None:
         help="SQLite's short writes on the loop's thread (on, the default), on its writer"
         " (off), or inline only while one turn is in flight (alone)",
     )
+    parser.add_argument(
+        "--http-only", action="store_true", help="the POST /api/chat table only (no core.handle)"
+    )
+    parser.add_argument(
+        "--points",
+        default="1,10,100",
+        help="the client counts of the POST /api/chat table (comma-separated)",
+    )
+    parser.add_argument(
+        "--http-profile",
+        type=int,
+        default=0,
+        metavar="CLIENTS",
+        help="cProfile the zero-latency server's loop during one more load point at CLIENTS",
+    )
     args = parser.parse_args()
-    inline = args.inline_writes
     if args.quick:
         args.turns, args.seconds = 300, 0.5
+    if not args.http_only:
+        in_process(args)
+    if not args.no_http:
+        over_http(args, [int(c) for c in args.points.split(",")])
 
+
+def in_process(args: argparse.Namespace) -> None:
+    inline = args.inline_writes
     p50, p99, bare = asyncio.run(
         overhead(
             args.turns,
@@ -559,31 +668,49 @@ def main() -> None:
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")
-    if args.no_http:
-        return
 
+
+def over_http(args: argparse.Namespace, points: list[int]) -> None:
+    """turns/s of `POST /api/chat` next to a bare aiohttp echo, and each server's CPU per
+    turn (its process; its loop thread): the loop's CPU per turn here minus the in-process
+    `turns at once` figure is what HTTP and the web channel add to a turn."""
+    inline = args.inline_writes
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []
         echo_proc, echo_port = start(serve_echo)
+        chan_proc, chan_port = start(serve_channel)
         roost_proc, roost_port = start(serve_roost, tmp1, None, inline)
         model_proc, model_url = start(serve_fake_model)
         http_proc, http_port = start(serve_roost, tmp2, model_url, inline)
-        procs += [echo_proc, roost_proc, model_proc, http_proc]
+        procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
+            for port in (roost_port, http_port):  # warm: tenant made, caches filled
+                asyncio.run(load(port, 10, min(0.5, args.seconds)))
             print(
-                f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes)"
+                f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes;"
+                " CPU: ms per turn of the server's process / of its loop thread)"
             )
             print(
-                f"{'clients':>8} {'bare echo':>10} {'roost+0-lat':>12} {'ratio':>6} "
-                f"{'roost+fake HTTP model':>22}"
+                f"{'clients':>8} {'bare echo':>10} {'CPU':>6} {'channel only':>13} {'CPU':>6}"
+                f" {'roost+0-lat':>12} {'ratio':>6} {'CPU':>6} {'loop':>6}"
+                f" {'roost+fake HTTP model':>22} {'CPU':>6}"
             )
-            for clients in (1, 10, 100):
+            for clients in points:
                 echo = asyncio.run(load(echo_port, clients, args.seconds))
+                chan = asyncio.run(load(chan_port, clients, args.seconds))
                 zero = asyncio.run(load(roost_port, clients, args.seconds))
                 fake = asyncio.run(load(http_port, clients, args.seconds))
                 print(
-                    f"{clients:>8} {echo:>10.0f} {zero:>12.0f} {echo / zero:>5.1f}x {fake:>22.0f}"
+                    f"{clients:>8} {echo.rate:>10.0f} {echo.process_ms:>6.3f} {chan.rate:>13.0f}"
+                    f" {chan.process_ms:>6.3f} {zero.rate:>12.0f} {echo.rate / zero.rate:>5.1f}x"
+                    f" {zero.process_ms:>6.3f} {zero.loop_ms:>6.3f}"
+                    f" {fake.rate:>22.0f} {fake.process_ms:>6.3f}"
                 )
+            if args.http_profile:
+                print("\nthe web channel only (no core):")
+                asyncio.run(load(chan_port, args.http_profile, args.seconds, profile=True))
+                print("\nroost, zero-latency model:")
+                asyncio.run(load(roost_port, args.http_profile, args.seconds, profile=True))
         finally:
             for proc in procs:
                 proc.terminate()
