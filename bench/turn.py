@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import multiprocessing as mp
 import os
@@ -452,13 +453,41 @@ class ServerMeter:
 
     def __init__(self) -> None:
         self._prof: cProfile.Profile | None = None
+        self._idle = 0.0  # wall seconds the loop spent waiting in its selector
+        self._gc = [0.0, 0.0]  # the cyclic collector's seconds so far, and when it started
+        gc.callbacks.append(self._collecting)
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc[1] = time.perf_counter()
+        else:
+            self._gc[0] += time.perf_counter() - self._gc[1]
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/bench/cpu", self.cpu)
         app.router.add_post("/bench/profile", self.profile)
+        selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+        select = selector.select
+
+        def timed(timeout: float | None = None) -> Any:
+            start = time.perf_counter()
+            try:
+                return select(timeout)
+            finally:
+                self._idle += time.perf_counter() - start
+
+        selector.select = timed
 
     async def cpu(self, request: web.Request) -> web.Response:
-        return web.json_response({"process": time.process_time(), "loop": time.thread_time()})
+        return web.json_response(
+            {
+                "process": time.process_time(),
+                "loop": time.thread_time(),
+                "idle": self._idle,
+                "gc": self._gc[0],
+                "wall": time.perf_counter(),
+            }
+        )
 
     async def profile(self, request: web.Request) -> web.Response:
         if request.query.get("do") == "start":
@@ -550,6 +579,12 @@ class Point:
         self.rate, self.turns = rate, max(1, turns)
         self.process_ms = cpu["process"] / self.turns * 1e3
         self.loop_ms = cpu["loop"] / self.turns * 1e3
+        # of the loop's wall time: running Python (its CPU), waiting in epoll for work,
+        # and the rest: blocked in a system call off the CPU (a disk sync, the GIL)
+        self.busy = cpu["loop"] / cpu["wall"]
+        self.idle = cpu["idle"] / cpu["wall"]
+        self.blocked = max(0.0, 1.0 - self.busy - self.idle)
+        self.gc_ms = cpu["gc"] / self.turns * 1e3
 
 
 async def load(port: int, clients: int, seconds: float, profile: bool = False) -> Point:
@@ -706,6 +741,11 @@ def over_http(args: argparse.Namespace, points: list[int]) -> None:
                     f" {zero.process_ms:>6.3f} {zero.loop_ms:>6.3f}"
                     f" {fake.rate:>22.0f} {fake.process_ms:>6.3f}"
                 )
+            print(
+                f"roost+0-lat's loop at {points[-1]} clients: {zero.busy:.0%} on the CPU, "
+                f"{zero.idle:.0%} waiting in epoll, {zero.blocked:.0%} blocked off the CPU; "
+                f"cyclic GC {zero.gc_ms:.3f} ms per turn (channel only {chan.gc_ms:.3f})"
+            )
             if args.http_profile:
                 print("\nthe web channel only (no core):")
                 asyncio.run(load(chan_port, args.http_profile, args.seconds, profile=True))
