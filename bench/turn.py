@@ -255,9 +255,10 @@ def print_table(steps: Steps, turns: int) -> None:
     print(f"  {rest:<52} {whole - top:8.3f} {'':>8} {whole_cpu - top_cpu:9.3f}")
 
 
-async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> None:
+async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> float:
     """The same steps with `clients` turns in flight at once (each in its own chat, as
-    `/api/chat` at that many clients without HTTP): turns/s, and where a turn waits.
+    `/api/chat` at that many clients without HTTP): turns/s, and where a turn waits;
+    returns the loop's CPU ms per turn.
     A step's wall time here includes the other turns' CPU run meanwhile; its loop CPU is
     the CPU of every task that ran during it, so read the CPU of the sequential table."""
     steps.reset()
@@ -284,6 +285,7 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> None
         f"loop busy {loop / took * 100:.0f}% of the time (ms per turn)"
     )
     print_table(steps, done)
+    return loop / done * 1e3
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -343,7 +345,8 @@ def profile_report(prof: cProfile.Profile, turns: int, rows: int = 30, match: st
     """cProfile's calls per turn, top functions by own then cumulative time (and `match`)."""
     out, lines = io.StringIO(), []
     stats = pstats.Stats(prof, stream=out)
-    lines.append(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
+    calls, cpu = stats.total_calls / turns, stats.total_tt / turns * 1e3  # type: ignore[attr-defined]
+    lines.append(f"\nprofile: {calls:.0f} function calls per turn, {cpu:.3f} ms CPU (profiled)")
     stats.sort_stats("tottime").print_stats(rows)
     lines += out.getvalue().splitlines()[6:]
     out.seek(0)
@@ -368,7 +371,7 @@ async def overhead(
     budget: int = 0,
     clients: int = 10,
     inline_writes: str = "on",
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float | None]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
         settings = isolated_settings(Path(tmp), **limits)
@@ -379,6 +382,7 @@ async def overhead(
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
         times: list[float] = []
+        together: float | None = None  # the loop's CPU per turn, `clients` at once
         cpu, by_thread = time.process_time(), thread_cpu()
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"message {i}", str(i))
@@ -406,7 +410,7 @@ async def overhead(
             floor.close()
             print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
             if clients > 1:
-                await concurrent(roost, steps, turns, clients)
+                together = await concurrent(roost, steps, turns, clients)
         bare: list[float] = []
         from bridge.types.backend import ChatMessage, ModelRequest
 
@@ -417,7 +421,8 @@ async def overhead(
                 pass
             bare.append(time.perf_counter() - start)
         await roost.aclose()
-    return statistics.median(times) * 1e3, pct(times, 99) * 1e3, statistics.median(bare) * 1e3
+    p50, p99 = statistics.median(times) * 1e3, pct(times, 99) * 1e3
+    return p50, p99, statistics.median(bare) * 1e3, together
 
 
 def set_inline_writes(roost: Any, mode: str) -> None:
@@ -454,14 +459,17 @@ class ServerMeter:
     def __init__(self) -> None:
         self._prof: cProfile.Profile | None = None
         self._idle = 0.0  # wall seconds the loop spent waiting in its selector
-        self._gc = [0.0, 0.0]  # the cyclic collector's seconds so far, and when it started
+        self._gc = [
+            0.0,
+            0.0,
+        ]  # the cyclic collector's CPU seconds so far (on the thread it ran on), and its start
         gc.callbacks.append(self._collecting)
 
     def _collecting(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._gc[1] = time.perf_counter()
+            self._gc[1] = time.thread_time()
         else:
-            self._gc[0] += time.perf_counter() - self._gc[1]
+            self._gc[0] += time.thread_time() - self._gc[1]
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/bench/cpu", self.cpu)
@@ -682,15 +690,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
-    if not args.http_only:
-        in_process(args)
+    together = None if args.http_only else in_process(args)
     if not args.no_http:
-        over_http(args, [int(c) for c in args.points.split(",")])
+        over_http(args, [int(c) for c in args.points.split(",")], together)
 
 
-def in_process(args: argparse.Namespace) -> None:
+def in_process(args: argparse.Namespace) -> float | None:
+    """The in-process part; the loop's CPU ms per turn with `--clients` turns at once."""
     inline = args.inline_writes
-    p50, p99, bare = asyncio.run(
+    p50, p99, bare, together = asyncio.run(
         overhead(
             args.turns,
             profile=args.profile,
@@ -703,9 +711,10 @@ def in_process(args: argparse.Namespace) -> None:
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")
+    return together
 
 
-def over_http(args: argparse.Namespace, points: list[int]) -> None:
+def over_http(args: argparse.Namespace, points: list[int], together: float | None) -> None:
     """turns/s of `POST /api/chat` next to a bare aiohttp echo, and each server's CPU per
     turn (its process; its loop thread): the loop's CPU per turn here minus the in-process
     `turns at once` figure is what HTTP and the web channel add to a turn."""
@@ -730,6 +739,7 @@ def over_http(args: argparse.Namespace, points: list[int]) -> None:
                 f" {'roost+0-lat':>12} {'ratio':>6} {'CPU':>6} {'loop':>6}"
                 f" {'roost+fake HTTP model':>22} {'CPU':>6}"
             )
+            at: dict[int, float] = {}  # clients -> roost+0-lat's loop CPU ms per turn
             for clients in points:
                 echo = asyncio.run(load(echo_port, clients, args.seconds))
                 chan = asyncio.run(load(chan_port, clients, args.seconds))
@@ -740,6 +750,13 @@ def over_http(args: argparse.Namespace, points: list[int]) -> None:
                     f" {chan.process_ms:>6.3f} {zero.rate:>12.0f} {echo.rate / zero.rate:>5.1f}x"
                     f" {zero.process_ms:>6.3f} {zero.loop_ms:>6.3f}"
                     f" {fake.rate:>22.0f} {fake.process_ms:>6.3f}"
+                )
+                at[clients] = zero.loop_ms
+            if together is not None and args.clients in points:
+                print(
+                    f"roost+0-lat's loop CPU per turn at {args.clients} clients over HTTP"
+                    f" {at[args.clients]:.3f} ms, in process {together:.3f} ms:"
+                    f" HTTP and the web channel add {at[args.clients] - together:.3f} ms"
                 )
             print(
                 f"roost+0-lat's loop at {points[-1]} clients: {zero.busy:.0%} on the CPU, "
