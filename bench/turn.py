@@ -491,6 +491,7 @@ class ServerMeter:
         return web.json_response(
             {
                 "process": time.process_time(),
+                "system": os.times().system,  # of which in the kernel (sockets, disk)
                 "loop": time.thread_time(),
                 "idle": self._idle,
                 "gc": self._gc[0],
@@ -595,6 +596,7 @@ class Point:
         self.blocked = max(0.0, 1.0 - self.busy - self.idle)
         self.gc_ms = cpu["gc"] / self.turns * 1e3
         self.client_ms = cpu["client"] / self.turns * 1e3  # the load generator's, this process
+        self.system_ms = cpu["system"] / self.turns * 1e3
 
 
 class Poster:
@@ -793,7 +795,9 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
                     f" HTTP and the web channel add {at[args.clients] - together:.3f} ms"
                 )
             print(
-                f"roost+0-lat's loop at {points[-1]} clients: {zero.busy:.0%} on the CPU, "
+                f"roost+0-lat at {points[-1]} clients: {zero.system_ms:.3f} ms of its CPU per"
+                f" turn in the kernel (channel only {chan.system_ms:.3f}); its loop"
+                f" {zero.busy:.0%} on the CPU, "
                 f"{zero.idle:.0%} waiting in epoll, {zero.blocked:.0%} blocked off the CPU; "
                 f"cyclic GC {zero.gc_ms:.3f} ms per turn (channel only {chan.gc_ms:.3f}); "
                 f"the clients' own CPU per turn {zero.client_ms:.3f} ms (the same 2 cores)"
