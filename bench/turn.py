@@ -23,7 +23,10 @@ minus the in-process `turns at once` loop figure, that is what HTTP and the web 
 add), next to a bare aiohttp echo and to the web channel over a `handle` that answers at
 once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
 the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
-cProfile's report of the channel-only and the roost server's loop at 10 clients.
+cProfile's report of the channel-only and the roost server's loop at 10 clients,
+`--gc-freeze` has the roost servers call `gc.freeze()` after start-up (an A/B). The
+clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
+machine's cores with the servers, and their own CPU per turn is printed too.
 
 Run: `python -m bench.turn [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
@@ -531,7 +534,9 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str = "on") -> None:
+def serve_roost(
+    port_q: Any, home: str, model_url: str | None, inline_writes: str = "on", freeze: bool = False
+) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
@@ -541,6 +546,9 @@ def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: st
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
+        if freeze:  # what start-up made, out of the cyclic collector's sight (`--gc-freeze`)
+            gc.collect()
+            gc.freeze()
         channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
         ServerMeter().mount(channel.app)
         await channel.start()
@@ -723,6 +731,11 @@ def main() -> None:
         metavar="CLIENTS",
         help="cProfile the zero-latency server's loop during one more load point at CLIENTS",
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="the roost servers call gc.freeze() after start-up (an A/B: the cyclic GC's cost)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
@@ -759,9 +772,9 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
         procs = []
         echo_proc, echo_port = start(serve_echo)
         chan_proc, chan_port = start(serve_channel)
-        roost_proc, roost_port = start(serve_roost, tmp1, None, inline)
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, args.gc_freeze)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url, inline)
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, args.gc_freeze)
         procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
             for port in (roost_port, http_port):  # warm: tenant made, caches filled
