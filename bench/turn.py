@@ -24,7 +24,9 @@ add), next to a bare aiohttp echo and to the web channel over a `handle` that an
 once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
 the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
 cProfile's report of the channel-only and the roost server's loop at 10 clients,
-`--gc-freeze` has the roost servers call `gc.freeze()` after start-up (an A/B). The
+`--gc-freeze` has the roost servers call `gc.freeze()` after start-up (an A/B),
+`--stream` posts the turns to `/api/chat/stream` (Server-Sent Events, as the page
+does; the bare echo stays a plain JSON answer). The
 clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
 machine's cores with the servers, and their own CPU per turn is printed too.
 
@@ -47,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import gc
 import io
 import json
@@ -65,11 +68,14 @@ import aiohttp
 from aiohttp import web
 
 from bridge.app.build import build
+from bridge.channels.web.conns import UNBUDGETED
 from bridge.core.config import load_settings
 from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend
 
 TOKEN = "bench-token-0123456789"
+# the web channel's limits in the bench: event streams (`--stream`) of every client at once
+LIMITS = dataclasses.replace(UNBUDGETED, streams_per_token=1000, streams_per_tenant=1000)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -549,7 +555,9 @@ def serve_roost(
         if freeze:  # what start-up made, out of the cyclic collector's sight (`--gc-freeze`)
             gc.collect()
             gc.freeze()
-        channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
+        channel = WebChannel(
+            roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0, limits=LIMITS
+        )
         ServerMeter().mount(channel.app)
         await channel.start()
         port_q.put(channel.port)
@@ -569,7 +577,7 @@ def serve_channel(port_q: Any) -> None:
         async def handle(inbound: Inbound, on_delta: Any, on_progress: Any) -> Final:
             return Final(f"echo: {inbound.text}")
 
-        channel = WebChannel(handle, list, TOKEN, "127.0.0.1", 0)
+        channel = WebChannel(handle, list, TOKEN, "127.0.0.1", 0, limits=LIMITS)
         ServerMeter().mount(channel.app)
         await channel.start()
         port_q.put(channel.port)
@@ -612,10 +620,10 @@ class Poster:
     generator shares the machine's 2 cores with the server it measures, and aiohttp's
     client took 0.4 ms of CPU per turn there (more than a bare echo server's 0.06)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, path: str = "/api/chat") -> None:
         self._port = port
         self._head = (
-            f"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
         ).encode()
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
@@ -629,8 +637,17 @@ class Poster:
         head = await reader.readuntil(b"\r\n\r\n")
         status, *fields = head.decode("latin-1").split("\r\n")
         headers = dict(f.lower().split(": ", 1) for f in fields if f)
-        assert status.split(" ")[1] == "200" and "content-length" in headers, head
-        return dict(json.loads(await reader.readexactly(int(headers["content-length"]))))
+        assert status.split(" ")[1] == "200", head
+        if "content-length" in headers:
+            return dict(json.loads(await reader.readexactly(int(headers["content-length"]))))
+        assert headers.get("transfer-encoding") == "chunked", head  # an event stream
+        events = b""
+        while size := int((await reader.readuntil(b"\r\n"))[:-2], 16):
+            events += (await reader.readexactly(size + 2))[:-2]
+        await reader.readexactly(2)  # the last chunk's empty trailer
+        final = events.rpartition(b"event: final\ndata: ")[2]
+        body = dict(json.loads(final))
+        return {"reply": body.pop("text"), **body}
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -638,9 +655,11 @@ class Poster:
             await self._conn[1].wait_closed()
 
 
-async def load(port: int, clients: int, seconds: float, profile: bool = False) -> Point:
-    """`clients` clients posting turns for `seconds` (`Poster`); with `profile`, the
-    server's cProfile report of those turns is printed."""
+async def load(
+    port: int, clients: int, seconds: float, profile: bool = False, path: str = "/api/chat"
+) -> Point:
+    """`clients` clients posting turns to `path` for `seconds` (`Poster`); with `profile`,
+    the server's cProfile report of those turns is printed."""
     done = 0
     stop_at = time.perf_counter() + seconds
     conn = aiohttp.TCPConnector(limit=2)  # the bench's own routes
@@ -652,7 +671,7 @@ async def load(port: int, clients: int, seconds: float, profile: bool = False) -
 
         async def client(i: int) -> None:
             nonlocal done
-            n, poster = 0, Poster(port)
+            n, poster = 0, Poster(port, path)
             try:
                 while time.perf_counter() < stop_at:
                     body = await poster.post({"text": f"hello {n}", "chat": f"bench{i}"})
@@ -732,6 +751,11 @@ def main() -> None:
         help="cProfile the zero-latency server's loop during one more load point at CLIENTS",
     )
     parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="the roost and channel-only clients post to /api/chat/stream (the page's way)",
+    )
+    parser.add_argument(
         "--gc-freeze",
         action="store_true",
         help="the roost servers call gc.freeze() after start-up (an A/B: the cyclic GC's cost)",
@@ -768,6 +792,7 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
     turn (its process; its loop thread): the loop's CPU per turn here minus the in-process
     `turns at once` figure is what HTTP and the web channel add to a turn."""
     inline = args.inline_writes
+    path = "/api/chat/stream" if args.stream else "/api/chat"  # the echo: /api/chat
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []
         echo_proc, echo_port = start(serve_echo)
@@ -778,9 +803,9 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
         procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
             for port in (roost_port, http_port):  # warm: tenant made, caches filled
-                asyncio.run(load(port, 10, min(0.5, args.seconds)))
+                asyncio.run(load(port, 10, min(0.5, args.seconds), path=path))
             print(
-                f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes;"
+                f"\nPOST {path} turns/s ({args.seconds:g} s per point; servers in own processes;"
                 " CPU: ms per turn of the server's process / of its loop thread)"
             )
             print(
@@ -791,9 +816,9 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
             at: dict[int, float] = {}  # clients -> roost+0-lat's loop CPU ms per turn
             for clients in points:
                 echo = asyncio.run(load(echo_port, clients, args.seconds))
-                chan = asyncio.run(load(chan_port, clients, args.seconds))
-                zero = asyncio.run(load(roost_port, clients, args.seconds))
-                fake = asyncio.run(load(http_port, clients, args.seconds))
+                chan = asyncio.run(load(chan_port, clients, args.seconds, path=path))
+                zero = asyncio.run(load(roost_port, clients, args.seconds, path=path))
+                fake = asyncio.run(load(http_port, clients, args.seconds, path=path))
                 print(
                     f"{clients:>8} {echo.rate:>10.0f} {echo.process_ms:>6.3f} {chan.rate:>13.0f}"
                     f" {chan.process_ms:>6.3f} {zero.rate:>12.0f} {echo.rate / zero.rate:>5.1f}x"
@@ -817,9 +842,9 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
             )
             if args.http_profile:
                 print("\nthe web channel only (no core):")
-                asyncio.run(load(chan_port, args.http_profile, args.seconds, profile=True))
+                asyncio.run(load(chan_port, args.http_profile, args.seconds, True, path))
                 print("\nroost, zero-latency model:")
-                asyncio.run(load(roost_port, args.http_profile, args.seconds, profile=True))
+                asyncio.run(load(roost_port, args.http_profile, args.seconds, True, path))
         finally:
             for proc in procs:
                 proc.terminate()
