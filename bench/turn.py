@@ -18,7 +18,19 @@ compactor) timed by wrappers the bench puts on the built objects, in ms per
 turn, with the floor of a durable audit chain (one appended line and its
 `fdatasync`) measured in the same run.
 
-Run: `.venv/bin/python bench/turn.py [--turns N] [--seconds S] [--quick]`
+Over HTTP each server also reports its CPU per turn (its process, and its loop thread:
+minus the in-process `turns at once` loop figure, that is what HTTP and the web channel
+add), next to a bare aiohttp echo and to the web channel over a `handle` that answers at
+once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
+the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
+cProfile's report of the channel-only and the roost server's loop at 10 clients,
+`--gc-freeze` has the roost servers call `gc.freeze()` after start-up (an A/B),
+`--stream` posts the turns to `/api/chat/stream` (Server-Sent Events, as the page
+does; the bare echo stays a plain JSON answer). The
+clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
+machine's cores with the servers, and their own CPU per turn is printed too.
+
+Run: `python -m bench.turn [--turns N] [--seconds S] [--quick]`
 (`--quick`: a few hundred turns and short load points, in seconds; `--budget N`: a
 daily token budget for every tenant, so the budget check reads; `--profile`:
 cProfile's function calls per turn and top functions by own and by cumulative time,
@@ -37,7 +49,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
+import gc
 import io
+import json
 import multiprocessing as mp
 import os
 import pstats
@@ -53,11 +68,14 @@ import aiohttp
 from aiohttp import web
 
 from bridge.app.build import build
+from bridge.channels.web.conns import UNBUDGETED
 from bridge.core.config import load_settings
 from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend
 
 TOKEN = "bench-token-0123456789"
+# the web channel's limits in the bench: event streams (`--stream`) of every client at once
+LIMITS = dataclasses.replace(UNBUDGETED, streams_per_token=1000, streams_per_tenant=1000)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -247,9 +265,10 @@ def print_table(steps: Steps, turns: int) -> None:
     print(f"  {rest:<52} {whole - top:8.3f} {'':>8} {whole_cpu - top_cpu:9.3f}")
 
 
-async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> None:
+async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> float:
     """The same steps with `clients` turns in flight at once (each in its own chat, as
-    `/api/chat` at that many clients without HTTP): turns/s, and where a turn waits.
+    `/api/chat` at that many clients without HTTP): turns/s, and where a turn waits;
+    returns the loop's CPU ms per turn.
     A step's wall time here includes the other turns' CPU run meanwhile; its loop CPU is
     the CPU of every task that ran during it, so read the CPU of the sequential table."""
     steps.reset()
@@ -276,6 +295,7 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> None
         f"loop busy {loop / took * 100:.0f}% of the time (ms per turn)"
     )
     print_table(steps, done)
+    return loop / done * 1e3
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -328,22 +348,29 @@ async def profiled(roost: Any, turns: int, rows: int = 30, match: str = "") -> N
         inbound = Inbound("web", "local", f"c{i % 20}", f"profiled {i}", str(4 * 10**6 + i))
         await roost.core.handle(inbound)
     prof.disable()
-    out = io.StringIO()
+    print(profile_report(prof, turns, rows, match))
+
+
+def profile_report(prof: cProfile.Profile, turns: int, rows: int = 30, match: str = "") -> str:
+    """cProfile's calls per turn, top functions by own then cumulative time (and `match`)."""
+    out, lines = io.StringIO(), []
     stats = pstats.Stats(prof, stream=out)
-    print(f"\nprofile: {stats.total_calls / turns:.0f} function calls per turn")  # type: ignore[attr-defined]
+    calls, cpu = stats.total_calls / turns, stats.total_tt / turns * 1e3  # type: ignore[attr-defined]
+    lines.append(f"\nprofile: {calls:.0f} function calls per turn, {cpu:.3f} ms CPU (profiled)")
     stats.sort_stats("tottime").print_stats(rows)
-    print("\n".join(out.getvalue().splitlines()[6:]))
+    lines += out.getvalue().splitlines()[6:]
     out.seek(0)
     out.truncate()
     stats.sort_stats("cumulative").print_stats(rows)
-    print("by cumulative time (the functions' callees included):")
-    print("\n".join(out.getvalue().splitlines()[6:]))
+    lines.append("by cumulative time (the functions' callees included):")
+    lines += out.getvalue().splitlines()[6:]
     if match:
         out.seek(0)
         out.truncate()
         stats.sort_stats("cumulative").print_stats(match)
-        print(f"matching {match!r} (seconds over {turns} turns):")
-        print("\n".join(out.getvalue().splitlines()[6:]))
+        lines.append(f"matching {match!r} (seconds over {turns} turns):")
+        lines += out.getvalue().splitlines()[6:]
+    return "\n".join(lines)
 
 
 async def overhead(
@@ -354,7 +381,7 @@ async def overhead(
     budget: int = 0,
     clients: int = 10,
     inline_writes: str = "on",
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float | None]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
         settings = isolated_settings(Path(tmp), **limits)
@@ -365,6 +392,7 @@ async def overhead(
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
         times: list[float] = []
+        together: float | None = None  # the loop's CPU per turn, `clients` at once
         cpu, by_thread = time.process_time(), thread_cpu()
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"message {i}", str(i))
@@ -392,7 +420,7 @@ async def overhead(
             floor.close()
             print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
             if clients > 1:
-                await concurrent(roost, steps, turns, clients)
+                together = await concurrent(roost, steps, turns, clients)
         bare: list[float] = []
         from bridge.types.backend import ChatMessage, ModelRequest
 
@@ -403,7 +431,8 @@ async def overhead(
                 pass
             bare.append(time.perf_counter() - start)
         await roost.aclose()
-    return statistics.median(times) * 1e3, pct(times, 99) * 1e3, statistics.median(bare) * 1e3
+    p50, p99 = statistics.median(times) * 1e3, pct(times, 99) * 1e3
+    return p50, p99, statistics.median(bare) * 1e3, together
 
 
 def set_inline_writes(roost: Any, mode: str) -> None:
@@ -431,6 +460,67 @@ def set_inline_writes(roost: Any, mode: str) -> None:
     roost.core.handle = counted
 
 
+class ServerMeter:
+    """Bench-only routes on a server under load: `GET /bench/cpu` (its process CPU and its
+    loop thread's, in seconds so far: the client computes CPU per turn, a figure the
+    machine's load moves far less than turns/s) and `POST /bench/profile` (`start`, or
+    `stop?turns=N` -> cProfile's report on the loop thread's CPU clock)."""
+
+    def __init__(self) -> None:
+        self._prof: cProfile.Profile | None = None
+        self._idle = 0.0  # wall seconds the loop spent waiting in its selector
+        self._gc = [
+            0.0,
+            0.0,
+        ]  # the cyclic collector's CPU seconds so far (on the thread it ran on), and its start
+        gc.callbacks.append(self._collecting)
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc[1] = time.thread_time()
+        else:
+            self._gc[0] += time.thread_time() - self._gc[1]
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get("/bench/cpu", self.cpu)
+        app.router.add_post("/bench/profile", self.profile)
+        selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+        select = selector.select
+
+        def timed(timeout: float | None = None) -> Any:
+            start = time.perf_counter()
+            try:
+                return select(timeout)
+            finally:
+                self._idle += time.perf_counter() - start
+
+        selector.select = timed
+
+    async def cpu(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "process": time.process_time(),
+                "system": os.times().system,  # of which in the kernel (sockets, disk)
+                "loop": time.thread_time(),
+                "idle": self._idle,
+                "gc": self._gc[0],
+                "wall": time.perf_counter(),
+            }
+        )
+
+    async def profile(self, request: web.Request) -> web.Response:
+        if request.query.get("do") == "start":
+            self._prof = cProfile.Profile(time.thread_time)
+            self._prof.enable()
+            return web.json_response({"ok": True})
+        assert self._prof is not None
+        self._prof.disable()
+        turns = int(request.query.get("turns", "1"))
+        text = profile_report(self._prof, max(1, turns), rows=int(request.query.get("rows", "40")))
+        self._prof = None
+        return web.json_response({"report": text})
+
+
 def serve_echo(port_q: Any) -> None:
     async def main() -> None:
         async def echo(request: web.Request) -> web.Response:
@@ -439,6 +529,7 @@ def serve_echo(port_q: Any) -> None:
 
         app = web.Application()
         app.router.add_post("/api/chat", echo)
+        ServerMeter().mount(app)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -449,7 +540,9 @@ def serve_echo(port_q: Any) -> None:
     asyncio.run(main())
 
 
-def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: str = "on") -> None:
+def serve_roost(
+    port_q: Any, home: str, model_url: str | None, inline_writes: str = "on", freeze: bool = False
+) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
@@ -459,7 +552,33 @@ def serve_roost(port_q: Any, home: str, model_url: str | None, inline_writes: st
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
-        channel = WebChannel(roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0)
+        if freeze:  # what start-up made, out of the cyclic collector's sight (`--gc-freeze`)
+            gc.collect()
+            gc.freeze()
+        channel = WebChannel(
+            roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0, limits=LIMITS
+        )
+        ServerMeter().mount(channel.app)
+        await channel.start()
+        port_q.put(channel.port)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def serve_channel(port_q: Any) -> None:
+    """The web channel over a `handle` that answers at once (no core): what HTTP and the
+    channel's own plumbing cost a turn, next to the bare echo."""
+
+    async def main() -> None:
+        from bridge.channels.web.channel import WebChannel
+        from bridge.types.messages import Final
+
+        async def handle(inbound: Inbound, on_delta: Any, on_progress: Any) -> Final:
+            return Final(f"echo: {inbound.text}")
+
+        channel = WebChannel(handle, list, TOKEN, "127.0.0.1", 0, limits=LIMITS)
+        ServerMeter().mount(channel.app)
         await channel.start()
         port_q.put(channel.port)
         await asyncio.Event().wait()
@@ -479,27 +598,102 @@ def serve_fake_model(port_q: Any) -> None:
     asyncio.run(main())
 
 
-async def load(port: int, clients: int, seconds: float) -> float:
+class Point:
+    """One load point: turns/s, and the server's CPU per turn (its process, its loop)."""
+
+    def __init__(self, rate: float, turns: int, cpu: dict[str, float]) -> None:
+        self.rate, self.turns = rate, max(1, turns)
+        self.process_ms = cpu["process"] / self.turns * 1e3
+        self.loop_ms = cpu["loop"] / self.turns * 1e3
+        # of the loop's wall time: running Python (its CPU), waiting in epoll for work,
+        # and the rest: blocked in a system call off the CPU (a disk sync, the GIL)
+        self.busy = cpu["loop"] / cpu["wall"]
+        self.idle = cpu["idle"] / cpu["wall"]
+        self.blocked = max(0.0, 1.0 - self.busy - self.idle)
+        self.gc_ms = cpu["gc"] / self.turns * 1e3
+        self.client_ms = cpu["client"] / self.turns * 1e3  # the load generator's, this process
+        self.system_ms = cpu["system"] / self.turns * 1e3
+
+
+class Poster:
+    """One keep-alive connection posting chat turns as plain HTTP/1.1 bytes: the load
+    generator shares the machine's 2 cores with the server it measures, and aiohttp's
+    client took 0.4 ms of CPU per turn there (more than a bare echo server's 0.06)."""
+
+    def __init__(self, port: int, path: str = "/api/chat") -> None:
+        self._port = port
+        self._head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+        ).encode()
+        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, payload: dict[str, str]) -> dict[str, Any]:
+        if self._conn is None:
+            self._conn = await asyncio.open_connection("127.0.0.1", self._port)
+        reader, writer = self._conn
+        body = json.dumps(payload).encode()
+        writer.write(self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        head = await reader.readuntil(b"\r\n\r\n")
+        status, *fields = head.decode("latin-1").split("\r\n")
+        headers = dict(f.lower().split(": ", 1) for f in fields if f)
+        assert status.split(" ")[1] == "200", head
+        if "content-length" in headers:
+            return dict(json.loads(await reader.readexactly(int(headers["content-length"]))))
+        assert headers.get("transfer-encoding") == "chunked", head  # an event stream
+        events = b""
+        while size := int((await reader.readuntil(b"\r\n"))[:-2], 16):
+            events += (await reader.readexactly(size + 2))[:-2]
+        await reader.readexactly(2)  # the last chunk's empty trailer
+        final = events.rpartition(b"event: final\ndata: ")[2]
+        body = dict(json.loads(final))
+        return {"reply": body.pop("text"), **body}
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn[1].close()
+            await self._conn[1].wait_closed()
+
+
+async def load(
+    port: int, clients: int, seconds: float, profile: bool = False, path: str = "/api/chat"
+) -> Point:
+    """`clients` clients posting turns to `path` for `seconds` (`Poster`); with `profile`,
+    the server's cProfile report of those turns is printed."""
     done = 0
     stop_at = time.perf_counter() + seconds
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    conn = aiohttp.TCPConnector(limit=clients)
+    conn = aiohttp.TCPConnector(limit=2)  # the bench's own routes
     async with aiohttp.ClientSession(f"http://127.0.0.1:{port}", connector=conn) as http:
+
+        async def server_cpu() -> dict[str, float]:
+            async with http.get("/bench/cpu") as r:
+                return dict(await r.json())
 
         async def client(i: int) -> None:
             nonlocal done
-            n = 0
-            while time.perf_counter() < stop_at:
-                payload = {"text": f"hello {n}", "chat": f"bench{i}"}
-                async with http.post("/api/chat", json=payload, headers=headers) as r:
-                    body = await r.json()
+            n, poster = 0, Poster(port, path)
+            try:
+                while time.perf_counter() < stop_at:
+                    body = await poster.post({"text": f"hello {n}", "chat": f"bench{i}"})
                     assert body["reply"].startswith("echo:"), body
-                done += 1
-                n += 1
+                    done += 1
+                    n += 1
+            finally:
+                await poster.close()
 
-        start = time.perf_counter()
+        if profile:
+            await http.post("/bench/profile", params={"do": "start"})
+        before = await server_cpu()
+        start, mine = time.perf_counter(), time.process_time()
         await asyncio.gather(*(client(i) for i in range(clients)))
-        return done / (time.perf_counter() - start)
+        rate = done / (time.perf_counter() - start)
+        mine = time.process_time() - mine
+        after = await server_cpu()
+        if profile:
+            async with http.post("/bench/profile", params={"turns": str(done)}) as r:
+                print(f"\nserver profile, {clients} clients, {done} turns (loop thread CPU):")
+                print((await r.json())["report"])
+        return Point(rate, done, {k: after[k] - before[k] for k in after} | {"client": mine})
 
 
 def start(target: Any, *args: Any) -> tuple[Any, Any]:
@@ -541,12 +735,43 @@ def main() -> None:
         help="SQLite's short writes on the loop's thread (on, the default), on its writer"
         " (off), or inline only while one turn is in flight (alone)",
     )
+    parser.add_argument(
+        "--http-only", action="store_true", help="the POST /api/chat table only (no core.handle)"
+    )
+    parser.add_argument(
+        "--points",
+        default="1,10,100",
+        help="the client counts of the POST /api/chat table (comma-separated)",
+    )
+    parser.add_argument(
+        "--http-profile",
+        type=int,
+        default=0,
+        metavar="CLIENTS",
+        help="cProfile the zero-latency server's loop during one more load point at CLIENTS",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="the roost and channel-only clients post to /api/chat/stream (the page's way)",
+    )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="the roost servers call gc.freeze() after start-up (an A/B: the cyclic GC's cost)",
+    )
     args = parser.parse_args()
-    inline = args.inline_writes
     if args.quick:
         args.turns, args.seconds = 300, 0.5
+    together = None if args.http_only else in_process(args)
+    if not args.no_http:
+        over_http(args, [int(c) for c in args.points.split(",")], together)
 
-    p50, p99, bare = asyncio.run(
+
+def in_process(args: argparse.Namespace) -> float | None:
+    """The in-process part; the loop's CPU ms per turn with `--clients` turns at once."""
+    inline = args.inline_writes
+    p50, p99, bare, together = asyncio.run(
         overhead(
             args.turns,
             profile=args.profile,
@@ -559,31 +784,67 @@ def main() -> None:
     print(f"core.handle, zero-latency model ({args.turns} turns)")
     print(f"  p50 {p50:.3f} ms   p99 {p99:.3f} ms   (bare model call p50 {bare:.3f} ms)")
     print(f"  roost's own overhead p50 ≈ {p50 - bare:.3f} ms (aim < 1 ms)")
-    if args.no_http:
-        return
+    return together
 
+
+def over_http(args: argparse.Namespace, points: list[int], together: float | None) -> None:
+    """turns/s of `POST /api/chat` next to a bare aiohttp echo, and each server's CPU per
+    turn (its process; its loop thread): the loop's CPU per turn here minus the in-process
+    `turns at once` figure is what HTTP and the web channel add to a turn."""
+    inline = args.inline_writes
+    path = "/api/chat/stream" if args.stream else "/api/chat"  # the echo: /api/chat
     with tempfile.TemporaryDirectory() as tmp1, tempfile.TemporaryDirectory() as tmp2:
         procs = []
         echo_proc, echo_port = start(serve_echo)
-        roost_proc, roost_port = start(serve_roost, tmp1, None, inline)
+        chan_proc, chan_port = start(serve_channel)
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, args.gc_freeze)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url, inline)
-        procs += [echo_proc, roost_proc, model_proc, http_proc]
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, args.gc_freeze)
+        procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
+            for port in (roost_port, http_port):  # warm: tenant made, caches filled
+                asyncio.run(load(port, 10, min(0.5, args.seconds), path=path))
             print(
-                f"\nPOST /api/chat turns/s ({args.seconds:g} s per point; servers in own processes)"
+                f"\nPOST {path} turns/s ({args.seconds:g} s per point; servers in own processes;"
+                " CPU: ms per turn of the server's process / of its loop thread)"
             )
             print(
-                f"{'clients':>8} {'bare echo':>10} {'roost+0-lat':>12} {'ratio':>6} "
-                f"{'roost+fake HTTP model':>22}"
+                f"{'clients':>8} {'bare echo':>10} {'CPU':>6} {'channel only':>13} {'CPU':>6}"
+                f" {'roost+0-lat':>12} {'ratio':>6} {'CPU':>6} {'loop':>6}"
+                f" {'roost+fake HTTP model':>22} {'CPU':>6}"
             )
-            for clients in (1, 10, 100):
+            at: dict[int, float] = {}  # clients -> roost+0-lat's loop CPU ms per turn
+            for clients in points:
                 echo = asyncio.run(load(echo_port, clients, args.seconds))
-                zero = asyncio.run(load(roost_port, clients, args.seconds))
-                fake = asyncio.run(load(http_port, clients, args.seconds))
+                chan = asyncio.run(load(chan_port, clients, args.seconds, path=path))
+                zero = asyncio.run(load(roost_port, clients, args.seconds, path=path))
+                fake = asyncio.run(load(http_port, clients, args.seconds, path=path))
                 print(
-                    f"{clients:>8} {echo:>10.0f} {zero:>12.0f} {echo / zero:>5.1f}x {fake:>22.0f}"
+                    f"{clients:>8} {echo.rate:>10.0f} {echo.process_ms:>6.3f} {chan.rate:>13.0f}"
+                    f" {chan.process_ms:>6.3f} {zero.rate:>12.0f} {echo.rate / zero.rate:>5.1f}x"
+                    f" {zero.process_ms:>6.3f} {zero.loop_ms:>6.3f}"
+                    f" {fake.rate:>22.0f} {fake.process_ms:>6.3f}"
                 )
+                at[clients] = zero.loop_ms
+            if together is not None and args.clients in points:
+                print(
+                    f"roost+0-lat's loop CPU per turn at {args.clients} clients over HTTP"
+                    f" {at[args.clients]:.3f} ms, in process {together:.3f} ms:"
+                    f" HTTP and the web channel add {at[args.clients] - together:.3f} ms"
+                )
+            print(
+                f"roost+0-lat at {points[-1]} clients: {zero.system_ms:.3f} ms of its CPU per"
+                f" turn in the kernel (channel only {chan.system_ms:.3f}); its loop"
+                f" {zero.busy:.0%} on the CPU, "
+                f"{zero.idle:.0%} waiting in epoll, {zero.blocked:.0%} blocked off the CPU; "
+                f"cyclic GC {zero.gc_ms:.3f} ms per turn (channel only {chan.gc_ms:.3f}); "
+                f"the clients' own CPU per turn {zero.client_ms:.3f} ms (the same 2 cores)"
+            )
+            if args.http_profile:
+                print("\nthe web channel only (no core):")
+                asyncio.run(load(chan_port, args.http_profile, args.seconds, True, path))
+                print("\nroost, zero-latency model:")
+                asyncio.run(load(roost_port, args.http_profile, args.seconds, True, path))
         finally:
             for proc in procs:
                 proc.terminate()

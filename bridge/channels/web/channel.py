@@ -128,7 +128,7 @@ class WebChannel:
         self.streams = StreamSlots(limits.streams_per_token, limits.streams_per_tenant)
         self.app = web.Application(
             client_max_size=MAX_BODY,
-            middlewares=[self.guard.middleware, self._host_check, self._disk, self._headers],
+            middlewares=[self.guard.middleware, self._checked],
         )
         pages = PageFiles(js_dir)
         self.app.router.add_get("/", pages.index)
@@ -222,8 +222,11 @@ class WebChannel:
             self._runner = None
 
     @web.middleware
-    async def _host_check(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs."""
+    async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs;
+        a route that meets a full disk says so (507), never a bare 500; the security
+        headers on every response the route made (one middleware: each layer is a
+        coroutine per request)."""
         if not self._hosts.allows(request.headers.get("Host")):
             return web.json_response(
                 {
@@ -233,25 +236,17 @@ class WebChannel:
                 status=421,
                 headers=SECURITY_HEADERS,
             )
-        return await handler(request)
-
-    @web.middleware
-    async def _disk(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """A route that meets a full disk says so (507), never a bare 500."""
         try:
-            return await handler(request)
+            response: web.StreamResponse = await handler(request)
         except Exception as exc:
             if not disk_full(exc):
                 raise
             log.warning("web: %s %s met a full disk", request.method, request.path)
             return error(507, DISK_FULL)
-
-    @web.middleware
-    async def _headers(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        response: web.StreamResponse = await handler(request)
         if not response.prepared:
+            headers = response.headers
             for key, value in SECURITY_HEADERS.items():
-                response.headers.setdefault(key, value)
+                headers.setdefault(key, value)
         return response
 
     async def _healthz(self, request: web.Request) -> web.Response:

@@ -72,6 +72,16 @@ class WebGate:
     def caller(self, request: web.Request) -> tuple[str, str] | None:
         """(tenant, token_key) of the request's bearer token, or None (no token, a
         wrong one, a barred tenant's)."""
+        found = self._found(request)
+        return (found[0], token_key(found[1])) if found is not None else None
+
+    def tenant(self, request: web.Request) -> str | None:
+        """The tenant of the request's bearer token, or None (no token, a wrong one)."""
+        found = self._found(request)
+        return found[0] if found is not None else None
+
+    def _found(self, request: web.Request) -> tuple[str, bytes] | None:
+        """(tenant, the configured token) the request's bearer token matches, or None."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return None
@@ -82,12 +92,7 @@ class WebGate:
                 found = tenant, known
         if found is None or self._barred(found[0]):
             return None
-        return found[0], token_key(found[1])
-
-    def tenant(self, request: web.Request) -> str | None:
-        """The tenant of the request's bearer token, or None (no token, a wrong one)."""
-        caller = self.caller(request)
-        return caller[0] if caller is not None else None
+        return found
 
     def identity(self, tenant: str) -> str:
         return "local" if tenant == self.local_tenant else f"tenant:{tenant}"

@@ -91,7 +91,10 @@ class BodyError(ValueError):
 
 
 def _too_deep(text: str, limit: int) -> bool:
-    """True when arrays/objects nest deeper than `limit` (one linear pass)."""
+    """True when arrays/objects nest deeper than `limit` (one linear pass; none at all
+    when the text holds too few brackets to open that many)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
     depth, in_string, escaped = 0, False, False
     for ch in text:
         if in_string:
@@ -148,7 +151,8 @@ def decode_json_object(raw: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]
         raise BodyError("not JSON") from None
     if not isinstance(value, dict):
         raise BodyError("the body must be a JSON object")
-    if _has_lone_surrogate(value):
+    # strict UTF-8 holds no surrogate: only a `\u` escape can have made one
+    if "\\u" in text and _has_lone_surrogate(value):
         raise BodyError("the text holds an unpaired surrogate (not valid Unicode)")
     return value
 
