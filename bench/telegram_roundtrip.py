@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.telegram_steps import Steps, print_steps
 from bench.turn import per_thread, thread_cpu
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
@@ -587,6 +588,20 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {cells}")
 
 
+async def steps(base: Path, n: int) -> None:
+    """Where a round trip's time goes, step by step: the full roost with the inbox (as
+    the daemon runs it) next to the channel-only echo, 1 chat (bench.telegram_steps)."""
+    runs = {}
+    for i, setup in enumerate((SETUPS[0], FLOOR)):
+        with Steps() as runs[setup.label]:
+            await round_trips(
+                base / str(i), 1, n, False, setup.core, setup.inbox, around=runs[setup.label]
+            )
+    print(f"a round trip step by step, 1 chat, {n} messages (medians; loop CPU includes")
+    print("python-telegram-bot's and the fake's share of the step):")
+    print_steps(runs)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=300, help="round trips for 1 chat")
@@ -594,7 +609,8 @@ async def main() -> None:
     parser.add_argument("--known-chats", type=int, default=1000)
     parser.add_argument("--profile", action="store_true", help="where an update's time goes")
     parser.add_argument("--top", type=int, default=30, help="profile rows")
-    parser.add_argument("--only", choices=("table", "profile"), help="just one part")
+    parser.add_argument("--steps", action="store_true", help="each step's ms (1 chat)")
+    parser.add_argument("--only", choices=("table", "profile", "steps"), help="just one part")
     parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
     args = parser.parse_args()
     if args.quick:
@@ -604,8 +620,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         n, per = args.messages, max(1, args.messages // 100)
-        if args.only != "profile":
+        if args.only is None or args.only == "table":
             await table(base / "t", n, per, args.rounds)
+        if args.steps or args.quick or args.only == "steps":
+            await steps(base / "w", n)
         if args.profile or args.only == "profile":
             profiled = Profiled()
             await round_trips(base / "p", 1, n, False, True, True, around=profiled)
