@@ -4,7 +4,10 @@ Round trip = an update injected into the fake Bot API until the fake
 receives the bot's `sendMessage`, through the real python-telegram-bot
 (long polling), roost's core and a zero-latency model. Four set-ups, each
 with 1 chat (sequential) and 100 chats (each sequential, all concurrent),
-pacing off (the machinery's own ceiling), the channel's default timing:
+pacing off (the machinery's own ceiling), the channel's default timing;
+the clock starts once every chat had its first answer (the tenant's first
+turns warm imports and caches, each chat's first makes its session: with
+300 messages over 100 chats they were a third of the measured trips):
 
 - full roost: `core.answer` with the durable inbox, wired as the daemon
   wires it (every update committed before it is confirmed, answered once);
@@ -56,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.telegram_steps import Steps, print_steps
 from bench.turn import per_thread, thread_cpu
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
@@ -212,7 +216,8 @@ async def round_trips(
                     counts[uid] += 1
 
             await one_chat(ids[0], WARM)  # the tenant's first turns: imports, caches
-            counts[ids[0]] = 0
+            await asyncio.gather(*(one_chat(uid, 1) for uid in ids[1:]))  # each chat's first
+            counts = dict.fromkeys(ids, 0)
 
             ctx = around(roost) if around is not None else None
             if ctx is not None:
@@ -587,6 +592,20 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {cells}")
 
 
+async def steps(base: Path, n: int) -> None:
+    """Where a round trip's time goes, step by step: the full roost with the inbox (as
+    the daemon runs it) next to the channel-only echo, 1 chat (bench.telegram_steps)."""
+    runs = {}
+    for i, setup in enumerate((SETUPS[0], FLOOR)):
+        with Steps() as runs[setup.label]:
+            await round_trips(
+                base / str(i), 1, n, False, setup.core, setup.inbox, around=runs[setup.label]
+            )
+    print(f"a round trip step by step, 1 chat, {n} messages (medians; loop CPU includes")
+    print("python-telegram-bot's and the fake's share of the step):")
+    print_steps(runs)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=300, help="round trips for 1 chat")
@@ -594,7 +613,8 @@ async def main() -> None:
     parser.add_argument("--known-chats", type=int, default=1000)
     parser.add_argument("--profile", action="store_true", help="where an update's time goes")
     parser.add_argument("--top", type=int, default=30, help="profile rows")
-    parser.add_argument("--only", choices=("table", "profile"), help="just one part")
+    parser.add_argument("--steps", action="store_true", help="each step's ms (1 chat)")
+    parser.add_argument("--only", choices=("table", "profile", "steps"), help="just one part")
     parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
     args = parser.parse_args()
     if args.quick:
@@ -604,8 +624,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         n, per = args.messages, max(1, args.messages // 100)
-        if args.only != "profile":
+        if args.only is None or args.only == "table":
             await table(base / "t", n, per, args.rounds)
+        if args.steps or args.quick or args.only == "steps":
+            await steps(base / "w", n)
         if args.profile or args.only == "profile":
             profiled = Profiled()
             await round_trips(base / "p", 1, n, False, True, True, around=profiled)

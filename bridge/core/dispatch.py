@@ -12,8 +12,13 @@ for up to `grace_s`, and only then lets the leases go. The lease is renewed
 every third of its time while an item runs (`bridge.core.lease_hold.renewing`);
 an instance that dies stops renewing, and once its leases expire another
 instance's dispatcher (woken by the source's notify, or by its own poll
-every `poll_s`) takes those chats. The item a dead instance was running is
-not finished, so the next holder runs it again: an item's handler must make
+every `poll_s`) takes those chats. A chat's worker that ends makes the
+dispatcher look for waiting chats again only when a scan passed one over
+since (a chat served here at that moment, or no room left): otherwise every
+waiting chat was taken, or its notify is still to come, and the extra
+`waiting()` per answered chat (one statement per update) is not made. The
+item a dead instance was running is not finished, so the next holder runs it
+again: an item's handler must make
 its effect once (roost: a reply already kept for that message is not sent
 again). An item is finished only while its lease is still held
 (`Leases.renew` right before `finish`, which never takes a lease that ran
@@ -88,6 +93,9 @@ class Dispatcher(Generic[Item]):
         self._wake, self._max = wake, max(1, max_chats)
         self._chats: dict[str, asyncio.Task[None]] = {}
         self._again = asyncio.Event()  # a chat's worker ended: look for work at once
+        # a scan passed over a waiting chat (served here then, or no room): when a chat's
+        # worker ends, only then can a waiting chat be left that no wake will bring
+        self._passed_over = False
         self._stopping = False  # no new item is taken
         self.handled = 0
         self.lost = 0  # chats whose lease ran out under this instance
@@ -107,16 +115,19 @@ class Dispatcher(Generic[Item]):
     async def scan(self) -> None:
         """Take the lease of every waiting chat nobody holds (up to `max_chats` running)."""
         room = self._max - len(self._chats)
+        self._passed_over = room <= 0
         if room <= 0 or self._stopping:
             return
         for key in await self._source.waiting(self._max + len(self._chats)):
             if key in self._chats or self._stopping:
+                self._passed_over = True
                 continue
             if await self._leases.acquire(lease_name(key), self._owner, self._ttl_ms) is None:
                 continue  # another instance holds it
             self._chats[key] = asyncio.create_task(self._serve(key), name=f"chat {key}")
             room -= 1
             if room <= 0:
+                self._passed_over = True  # the rest of the list, if any
                 return
 
     async def _sleep(self) -> None:
@@ -165,7 +176,8 @@ class Dispatcher(Generic[Item]):
                     await self._leases.release(name, self._owner)
             finally:
                 self._chats.pop(key, None)
-                self._again.set()
+                if self._passed_over:  # a chat may wait that no wake will bring: look
+                    self._again.set()
 
     async def stop(self, grace_s: float = 0.0) -> None:
         """Take no new item; let the items under way finish for up to `grace_s`, then

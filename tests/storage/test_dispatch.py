@@ -310,3 +310,43 @@ async def test_a_chat_is_served_again_only_after_its_last_server_let_its_lease_g
     assert a.lost == 0
     assert log.order("c0") == [0, 1, 2]
     assert work.failures == [1]
+
+
+async def test_a_chat_answered_alone_costs_one_look_for_work(open_db: OpenDb) -> None:
+    """Nothing was passed over while a chat was served: its end makes no second
+    `waiting()` (one statement per answered update on the shared database)."""
+    db = await open_db()
+    await make_work(db, chats=3, per_chat=2)
+    clock, log, work = Clock(), Log(), CountedWork(db)
+    a = Dispatcher(work, Leases(db, clock), "a", log.handler("a"), ttl_ms=TTL, poll_s=3600)
+    await a.scan()  # every chat taken at once: nothing passed over (no `run()` loop)
+    await until(lambda: a.handled == 6 and not a.holding, "every item answered")
+    assert work.scans == 1
+    assert not a._again.is_set()  # no chat's end asked the loop to look again
+    await a.stop()
+
+
+async def test_a_chat_passed_over_while_served_is_served_once_its_server_ends(
+    open_db: OpenDb,
+) -> None:
+    """An item that arrives after its chat's server took its last one, while that server
+    still holds the chat: the scan its notify made passes the chat over, so the server's
+    end looks again at once (no poll: `poll_s` is an hour)."""
+    db = await open_db()
+    await make_work(db, chats=1, per_chat=1)
+    clock, log, work = Clock(), Log(), CountedWork(db)
+    leases = SlowRelease(db, clock, work)  # the release waits for two more scans
+    a = Dispatcher(work, leases, "a", log.handler("a"), ttl_ms=TTL, poll_s=3600)
+    run = asyncio.create_task(a.run())
+    try:
+        await until(lambda: a.handled == 1, "the first item answered")
+        # the server found nothing more and is letting go: a late item and its scans
+        await db.execute("INSERT INTO work (id, chat, n) VALUES (2, 'c0', 1)")
+        await a.scan()  # the late item's notify: c0 is still served here, passed over
+        await a.scan()
+        await until(lambda: a.handled == 2, "the late item answered without a poll")
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        await a.stop()
+    assert log.order("c0") == [0, 1]

@@ -178,6 +178,7 @@ class FakeBotAPI:
         self.token = token
         self.max_poll_s = max_poll_s
         self.calls: list[Call] = []
+        self.peers: dict[str, set[object]] = defaultdict(set)  # client connections, by method
         self.updates: list[dict[str, Any]] = []
         self.pushed = 0  # updates queued so far (`Running.idle` waits until all are handled)
         self.messages: dict[tuple[int, int], Sent] = {}
@@ -456,6 +457,8 @@ class FakeBotAPI:
             return web.Response(status=413, text=TOO_LARGE, content_type="text/html")
         params = await _params(request)
         self.calls.append(Call(method, params, time.monotonic()))
+        if request.transport is not None:
+            self.peers[method].add(request.transport.get_extra_info("peername"))
         self._notify()
         queued = self._failures.get(method)
         if queued:
