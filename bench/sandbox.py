@@ -49,12 +49,15 @@ calls' children ran at once, the stages and the CPU per call of each process
 (`--children N`: N children forked ahead instead of the default).
 
 `--forks` measures the zygote alone, in a process started like a helper: it forks
-children that are closed at once (no call), and prints the zygote's CPU and minor
-page faults per fork beside its children's (their waiting path and exit), three
-batches of 300 (50 with `--quick`): low noise, for changes to the fork path.
+children that are closed at once (no call), and prints the zygote's mappings,
+anonymous memory and RSS (what every fork copies and every exit tears down), then
+its CPU and minor page faults per fork beside its children's (their waiting path
+and exit), three batches of 300 (50 with `--quick`): low noise, for changes to the
+fork path.
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
-Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]]
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]
+[--cold]]
 [--hog N]
 """
 
@@ -390,12 +393,12 @@ def overlap(starts: list[int], rows: list[dict[str, float]]) -> tuple[int, int]:
     return spans[2], spans[1]
 
 
-async def callers(ws: Path, seconds: float, children: int | None = None) -> None:
+async def callers(ws: Path, seconds: float, children: int | None = None, warm: bool = True) -> None:
     """Two concurrent callers of the CSV tool for `seconds`, traced: calls/s, how
     often a call found no waiting child (it waits for a fork), how long its child
     took to receive it, whether the two calls' children run at once, and the CPU
     per call of each process."""
-    runner = SandboxRunner(trace=True, idle_children=children)
+    runner = SandboxRunner(trace=True, idle_children=children, warm_children=warm)
     await runner.start()
     try:
         await sandboxed(runner, CSV_TOOL, {"path": "data.csv"}, ws, 20)
@@ -418,6 +421,7 @@ async def callers(ws: Path, seconds: float, children: int | None = None) -> None
         after = {who: proc_usage(pid) for who, pid in pids.items()}
         rows = runner.stages()[first:]
         label = "" if children is None else f", {children} children forked ahead"
+        label += "" if warm else ", children not warmed"
         print(f"\n[2 callers, csv tool{label}] {rate:.0f} calls/s (n={len(rows)}, {load()})")
         waited = [r for r in rows if "helper_none_waiting" in r]
         print(f"  calls that found no waiting child: {len(waited)} ({len(waited) / len(rows):.0%})")
@@ -475,10 +479,21 @@ def batch(z, n, show=True):
         print(f"  zygote faults {d[0]:5.1f} cpu {d[2] * tick:.3f} ms; children faults "
               f"{d[1]:5.1f} cpu {d[3] * tick:.3f} ms  per fork (load {os.getloadavg()[0]:.2f})")
 
+def layout(pid):
+    maps = open(f"/proc/{pid}/maps").read().splitlines()
+    objects = {line.split()[-1] for line in maps if ".so" in line}
+    rollup = dict(
+        (line.split()[0].rstrip(":"), line.split()[1])
+        for line in open(f"/proc/{pid}/smaps_rollup").read().splitlines()[1:]
+    )
+    print(f"  zygote: {len(maps)} mappings ({len(objects)} shared objects), anonymous "
+          f"{int(rollup['Anonymous']) / 1024:.1f} MiB, RSS {int(rollup['Rss']) / 1024:.1f} MiB")
+
 ctx, _ = prepare()
 z = Zygote.start(ctx)
 n = int(sys.argv[1])
 batch(z, 20, show=False)  # warm-up
+layout(z.pid)
 sys.stdout.flush()
 for _ in range(int(sys.argv[2])):
     batch(z, n)
@@ -516,7 +531,7 @@ async def main() -> None:
         return
     if "--callers" in args:
         ahead = int(args[args.index("--children") + 1]) if "--children" in args else None
-        await callers(ws, 0.5 if "--quick" in args else 3.0, ahead)
+        await callers(ws, 0.5 if "--quick" in args else 3.0, ahead, "--cold" not in args)
         return
     if "--stages" in args:
         for _ in range(2):  # warmed and not, short slices and not, taking turns
