@@ -1,7 +1,8 @@
 """bench.sandbox --forks runs: a zygote started like a helper's forks, its children
 exit when closed, the zygote's mappings and memory are printed once, and one line
 per batch gives the zygote's and the children's faults and CPU per fork (both
-counted: a child faults at least once)."""
+counted: a child faults at least once); then the kernel's floor, whose children
+that write pages fault more than those that write none."""
 
 from __future__ import annotations
 
@@ -27,3 +28,6 @@ def test_forks_prints_a_row_per_batch(capsys: pytest.CaptureFixture[str]) -> Non
     for zygote_faults, _, children_faults in rows:
         assert float(zygote_faults) > 0
         assert float(children_faults) > 0
+    floor = re.search(r"writes (\d+) pages: child [\d.]+ ms, (\d+) faults", out)
+    assert floor is not None, out
+    assert int(floor[2]) > int(floor[1])  # each page written is a fault, and more
