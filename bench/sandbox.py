@@ -48,9 +48,7 @@ fork, how long each kind waited for its child, how much of the time the two
 calls' children ran at once, the stages and the CPU per call of each process
 (`--children N`: N children forked ahead instead of the default).
 
-`--forks` measures the zygote alone, in a process started like a helper, with the
-pages its children write pinned (forge.confine.pinning) and without
-(`prepare(pin=False)`), taking turns twice: it forks
+`--forks` measures the zygote alone, in a process started like a helper: it forks
 children that are closed at once (no call), and prints the zygote's mappings,
 anonymous memory and RSS (what every fork copies and every exit tears down), then
 its CPU and minor page faults per fork beside its children's (their waiting path
@@ -493,7 +491,7 @@ def layout(pid):
     print(f"  zygote: {len(maps)} mappings ({len(objects)} shared objects), anonymous "
           f"{int(rollup['Anonymous']) / 1024:.1f} MiB, RSS {int(rollup['Rss']) / 1024:.1f} MiB")
 
-ctx, _ = prepare(pin=sys.argv[3] == "pinned")
+ctx, _ = prepare()
 z = Zygote.start(ctx)
 n = int(sys.argv[1])
 batch(z, 20, show=False)  # warm-up
@@ -550,12 +548,10 @@ def forks(n: int = 300, batches: int = 3, mib: int = 12, pages: int = 400) -> No
     the kernel's floor: a plain process with `mib` MiB of anonymous memory (about
     the zygote's) forking children that write 0 or `pages` of its pages."""
     program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _FORKS
-    for pins in ("pinned", "unpinned", "pinned", "unpinned"):  # taking turns
-        argv = [sys.executable, "-I", "-S", "-c", program, str(n), str(batches), pins]
-        out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
-        how = "the pages its children write pinned" if pins == "pinned" else "nothing pinned"
-        print(f"\n[zygote forks, {how}, {n} a batch, each child closed at once]")
-        print(out.stdout, end="")
+    argv = [sys.executable, "-I", "-S", "-c", program, str(n), str(batches)]
+    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
+    print(f"\n[zygote forks, {n} a batch, each child closed at once]")
+    print(out.stdout, end="")
     print(f"\n[the kernel's floor: a plain process, {n} forks a row ({load()})]")
     bare = floor_fork(0, 0, n)
     empty = floor_fork(mib, 0, n)

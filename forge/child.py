@@ -83,7 +83,6 @@ class HelperContext:
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
-    pin: bool = True  # the zygote pins the pages a waiting child writes (forge.confine.pinning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +131,7 @@ class _Stages:
 
 
 def _prepare(
-    ctx: HelperContext,
-    go_fd: int,
-    job_fd: int,
-    result_fd: int,
-    bound: Bound | None,
-    ready_fd: int = -1,
+    ctx: HelperContext, go_fd: int, job_fd: int, result_fd: int, bound: Bound | None
 ) -> int | None:
     """The layers that are the same for every call, applied before the call is known
     (so the child is already confined when the call's data reaches it): die with the
@@ -151,10 +145,7 @@ def _prepare(
         os.dup2(ctx.devnull, std)
     # Other children's pipes and memfds, the helper's protocol pipes: gone now.
     ws = (bound.fd,) if bound is not None else ()
-    ready = (ready_fd,) if ready_fd >= 0 else ()
-    _close_other_fds(
-        {0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx), *ws, *ready}
-    )
+    _close_other_fds({0, 1, 2, go_fd, job_fd, result_fd, *ctx.read_fds, *_answers(ctx), *ws})
     if os.environ:  # the zygote emptied it already
         os.environ.clear()
     ruleset = None
@@ -399,19 +390,16 @@ def child_main(
     result_fd: int,
     pre: CallGlobals | None = None,
     bound: Bound | None = None,
-    ready_fd: int = -1,
 ) -> NoReturn:
     """Entry point right after fork, before the call is known; never returns. `pre`:
     the call's globals as the zygote built them (None: built here); `bound`: the
-    workspace it confines itself to while it waits (None: when its call arrives);
-    `ready_fd`: a pipe it writes one byte to once it waits (the zygote's probe,
-    forge.zygote, which is never handed a call)."""
+    workspace it confines itself to while it waits (None: when its call arrives)."""
     mark = _Stages()
     mark.faults("forked")
     trace = False
     try:
         try:
-            ruleset = _prepare(ctx, go_fd, job_fd, result_fd, bound, ready_fd)
+            ruleset = _prepare(ctx, go_fd, job_fd, result_fd, bound)
             call = pre if pre is not None else prepare_call_globals(ctx, dict(ctx.builtins))
             call.bind(go_fd, result_fd)
         except BaseException as exc:
@@ -421,8 +409,6 @@ def child_main(
             if ctx.warm:
                 _warm(ctx, job_fd)
         mark.faults("ready")
-        if ready_fd >= 0:
-            os.write(ready_fd, b"r")
         job = _await_job(go_fd, job_fd)
         trace = mark.count = job.trace
         mark("job")

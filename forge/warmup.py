@@ -27,14 +27,12 @@ _PREWARM = (
 
 
 def prepare(
-    layers: Layers | None = None, answer_fd: int = -1, warm: bool = True, pin: bool = True
+    layers: Layers | None = None, answer_fd: int = -1, warm: bool = True
 ) -> tuple[HelperContext, dict[str, Any]]:
     """Warm imports, module proxies, the seccomp program, the read-only roots; and
     the machine's capabilities. `answer_fd`: the runner's answer socket, which the
     children inherit (forge.protocol.answers; -1: none). `warm` False: waiting
-    children do not warm their call's path (forge.child; for measurements only).
-    `pin` False: the zygote does not pin the pages its children write
-    (forge.confine.pinning; for measurements only)."""
+    children do not warm their call's path (forge.child; for measurements only)."""
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -55,7 +53,6 @@ def prepare(
         helper_pid=os.getpid(),
         answer_fd=answer_fd,
         warm=warm,
-        pin=pin,
         ruleset=ruleset_args(abi, read_fds) if abi else None,
     )
     return ctx, caps

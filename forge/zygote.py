@@ -53,7 +53,6 @@ from typing import NoReturn
 from forge.child import Bound, CallGlobals, HelperContext, child_main, prepare_call_globals
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
-from forge.confine.pinning import pin_pages, written_pages
 from forge.confine.rlimits import forbid_priority_raise
 
 _CHILD = struct.Struct("<cii")
@@ -250,43 +249,6 @@ def _call_globals(ctx: HelperContext) -> CallGlobals | None:
         return None
 
 
-PROBE_WAIT_S = 10.0  # the probe child's preparation, at most (then nothing is pinned)
-
-
-def _pin_written(ctx: HelperContext, pre: CallGlobals | None) -> int:
-    """Fork a probe child, let it prepare itself as every waiting child does, kill it,
-    and pin this zygote's copies of the pages it wrote, so that every later fork
-    copies them at once instead of on each child's faults (forge.confine.pinning).
-    The probe is never handed a call. Returns the descriptor holding the pins (-1:
-    nothing pinned)."""
-    go_r, go_w = os.pipe2(os.O_CLOEXEC)
-    res_r, res_w = os.pipe2(os.O_CLOEXEC)
-    ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
-    job = os.memfd_create("forge-probe", os.MFD_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the probe child
-        child_main(ctx, go_r, job, res_w, pre, None, ready_w)
-    for fd in (go_r, res_w, ready_w, job):
-        os.close(fd)
-    try:
-        ready, _, _ = select.select([ready_r], [], [], PROBE_WAIT_S)
-        if not ready or os.read(ready_r, 1) != b"r":
-            return -1
-        pages = written_pages(pid)
-    except OSError:
-        return -1
-    finally:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        for fd in (go_w, res_r, ready_r):
-            os.close(fd)
-    try:
-        return pin_pages(pages)
-    except OSError:
-        return -1
-
-
 def _drop_caps(ctx: HelperContext) -> bool:
     """Empty this process's capability sets when running as root (forking, pidfds
     and its socket need none); False when that is not wanted or failed (each child
@@ -325,8 +287,6 @@ def _zygote_main(
         pre = _call_globals(ctx)
         gc.collect()
         gc.freeze()
-        if ctx.pin:  # its descriptor stays open: the pins last as long as the zygote
-            _pin_written(ctx, pre)
         # epoll itself, not selectors: every object the zygote touches after a fork
         # is a page it copies while that child lives
         poll = select.epoll()
