@@ -49,12 +49,17 @@ calls' children ran at once, the stages and the CPU per call of each process
 (`--children N`: N children forked ahead instead of the default).
 
 `--forks` measures the zygote alone, in a process started like a helper: it forks
-children that are closed at once (no call), and prints the zygote's CPU and minor
-page faults per fork beside its children's (their waiting path and exit), three
-batches of 300 (50 with `--quick`): low noise, for changes to the fork path.
+children that are closed at once (no call), and prints the zygote's mappings,
+anonymous memory and RSS (what every fork copies and every exit tears down), then
+its CPU and minor page faults per fork beside its children's (their waiting path
+and exit), three batches of 300 (50 with `--quick`): low noise, for changes to the
+fork path. Then the kernel's floor beside it: a plain process with the zygote's
+amount of anonymous memory (12 MiB) forking children that write 0 or 400 of its
+pages (what a fork and an exit cost per MiB, and one copy-on-write fault).
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
-Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]]
+Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]
+[--cold]]
 [--hog N]
 """
 
@@ -390,12 +395,12 @@ def overlap(starts: list[int], rows: list[dict[str, float]]) -> tuple[int, int]:
     return spans[2], spans[1]
 
 
-async def callers(ws: Path, seconds: float, children: int | None = None) -> None:
+async def callers(ws: Path, seconds: float, children: int | None = None, warm: bool = True) -> None:
     """Two concurrent callers of the CSV tool for `seconds`, traced: calls/s, how
     often a call found no waiting child (it waits for a fork), how long its child
     took to receive it, whether the two calls' children run at once, and the CPU
     per call of each process."""
-    runner = SandboxRunner(trace=True, idle_children=children)
+    runner = SandboxRunner(trace=True, idle_children=children, warm_children=warm)
     await runner.start()
     try:
         await sandboxed(runner, CSV_TOOL, {"path": "data.csv"}, ws, 20)
@@ -418,6 +423,7 @@ async def callers(ws: Path, seconds: float, children: int | None = None) -> None
         after = {who: proc_usage(pid) for who, pid in pids.items()}
         rows = runner.stages()[first:]
         label = "" if children is None else f", {children} children forked ahead"
+        label += "" if warm else ", children not warmed"
         print(f"\n[2 callers, csv tool{label}] {rate:.0f} calls/s (n={len(rows)}, {load()})")
         waited = [r for r in rows if "helper_none_waiting" in r]
         print(f"  calls that found no waiting child: {len(waited)} ({len(waited) / len(rows):.0%})")
@@ -475,10 +481,21 @@ def batch(z, n, show=True):
         print(f"  zygote faults {d[0]:5.1f} cpu {d[2] * tick:.3f} ms; children faults "
               f"{d[1]:5.1f} cpu {d[3] * tick:.3f} ms  per fork (load {os.getloadavg()[0]:.2f})")
 
+def layout(pid):
+    maps = open(f"/proc/{pid}/maps").read().splitlines()
+    objects = {line.split()[-1] for line in maps if ".so" in line}
+    rollup = dict(
+        (line.split()[0].rstrip(":"), line.split()[1])
+        for line in open(f"/proc/{pid}/smaps_rollup").read().splitlines()[1:]
+    )
+    print(f"  zygote: {len(maps)} mappings ({len(objects)} shared objects), anonymous "
+          f"{int(rollup['Anonymous']) / 1024:.1f} MiB, RSS {int(rollup['Rss']) / 1024:.1f} MiB")
+
 ctx, _ = prepare()
 z = Zygote.start(ctx)
 n = int(sys.argv[1])
 batch(z, 20, show=False)  # warm-up
+layout(z.pid)
 sys.stdout.flush()
 for _ in range(int(sys.argv[2])):
     batch(z, n)
@@ -486,13 +503,71 @@ z.close()
 """
 
 
-def forks(n: int = 300, batches: int = 3) -> None:
-    """The zygote's per-fork cost alone: no runner, no helper loop, no calls."""
+# The kernel's part alone, in a plain `python -I -S` (no forge): a parent holding
+# `mib` MiB of private anonymous memory, every page written (as the zygote's heap),
+# forks `n` children that write `pages` distinct pages of it and exit. Its CPU and
+# faults per fork, with 0 and with N pages written, give what a fork and an exit
+# cost per MiB of the parent and what one copy-on-write fault costs on this machine.
+_FLOOR = """
+import mmap, os, resource, sys
+mib, pages, n = (int(a) for a in sys.argv[1:4])
+flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+heap = mmap.mmap(-1, mib << 20, flags=flags) if mib else None
+for i in range(0, mib << 20, 4096):
+    heap[i] = 1
+
+def run(n):
+    child, me = resource.RUSAGE_CHILDREN, resource.RUSAGE_SELF
+    c0, s0 = resource.getrusage(child), resource.getrusage(me)
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            for i in range(pages):
+                heap[i * 4096] = 2
+            os._exit(0)
+        os.waitpid(pid, 0)
+    c1, s1 = resource.getrusage(child), resource.getrusage(me)
+    cpu = lambda a, b: (b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime) * 1000 / n
+    print(cpu(s0, s1), cpu(c0, c1), (c1.ru_minflt - c0.ru_minflt) / n)
+
+run(20 if n > 20 else 1)
+run(n)
+"""
+
+
+def floor_fork(mib: int, pages: int, n: int) -> tuple[float, float, float]:
+    """(parent ms, child ms, child faults) per fork for `_FLOOR`."""
+    argv = [sys.executable, "-I", "-S", "-c", _FLOOR, str(mib), str(pages), str(n)]
+    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
+    parent, child, faults = (float(x) for x in out.stdout.split("\n")[-2].split())
+    return parent, child, faults
+
+
+def forks(n: int = 300, batches: int = 3, mib: int = 12, pages: int = 400) -> None:
+    """The zygote's per-fork cost alone: no runner, no helper loop, no calls; then
+    the kernel's floor: a plain process with `mib` MiB of anonymous memory (about
+    the zygote's) forking children that write 0 or `pages` of its pages."""
     program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _FORKS
     argv = [sys.executable, "-I", "-S", "-c", program, str(n), str(batches)]
     out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
     print(f"\n[zygote forks, {n} a batch, each child closed at once]")
     print(out.stdout, end="")
+    print(f"\n[the kernel's floor: a plain process, {n} forks a row ({load()})]")
+    bare = floor_fork(0, 0, n)
+    empty = floor_fork(mib, 0, n)
+    written = floor_fork(mib, pages, n)
+    print(f"  no heap, child writes nothing: parent {bare[0]:.3f} ms, child {bare[1]:.3f} ms")
+    print(
+        f"  {mib} MiB heap, child writes nothing: parent {empty[0]:.3f} ms, child "
+        f"{empty[1]:.3f} ms ({(empty[0] + empty[1] - bare[0] - bare[1]) / mib * 1000:.0f} "
+        "µs a MiB for the fork and the exit)"
+    )
+    extra = written[2] - empty[2]
+    per_fault = (written[1] - empty[1]) / extra * 1000 if extra > 0 else 0.0
+    print(
+        f"  {mib} MiB heap, child writes {pages} pages: child {written[1]:.3f} ms, "
+        f"{written[2]:.0f} faults ({per_fault:.2f} µs a copy-on-write fault)"
+    )
 
 
 def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
@@ -516,7 +591,7 @@ async def main() -> None:
         return
     if "--callers" in args:
         ahead = int(args[args.index("--children") + 1]) if "--children" in args else None
-        await callers(ws, 0.5 if "--quick" in args else 3.0, ahead)
+        await callers(ws, 0.5 if "--quick" in args else 3.0, ahead, "--cold" not in args)
         return
     if "--stages" in args:
         for _ in range(2):  # warmed and not, short slices and not, taking turns
