@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-import sqlite3
 from collections import Counter
 from typing import Any
 
@@ -21,7 +20,6 @@ from hypothesis import strategies as st
 from bridge.storage import fts
 from bridge.storage.errors import IntegrityError
 from bridge.storage.sqlite import SqliteDatabase
-from bridge.storage.sqlite import text as sqlite_text
 
 SENTENCES = [
     "All human beings are born free and equal in dignity and rights.",
@@ -316,16 +314,3 @@ async def test_newest_and_from_min_doc_when_docs_were_added_out_of_order(db: Any
     for floor in (1, 37, matching[10]):
         assert await index.search(query, 1000, min_doc=floor) == [g for g in want if g[0] >= floor]
         assert await index.search(query, 3, min_doc=floor) == [g for g in want if g[0] >= floor][:3]
-
-
-@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 127, 200])
-def test_sqlite_rows_go_in_multi_row_inserts_in_order(n: int) -> None:
-    """`_insert_rows`: every row once, in order; 64 a statement, then powers of two."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.execute("CREATE TABLE t (a INTEGER, b TEXT)")
-    seen: list[str] = []
-    conn.set_trace_callback(seen.append)
-    rows = [(i, f"r{i}") for i in range(n)]
-    sqlite_text._insert_rows(conn, "INSERT INTO t (a, b) VALUES {values}", rows)
-    assert len(seen) == n // 64 + bin(n % 64).count("1"), seen
-    assert conn.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == rows

@@ -204,18 +204,13 @@ async def test_the_own_set_ranks_alike_on_both_backends(pg_url: str, tmp_path: P
         await pg.aclose()
 
 
-def _statements(rows: int) -> int:
-    """Multi-row INSERTs for `rows` rows: 64 a statement, then powers of two."""
-    return rows // 64 + bin(rows % 64).count("1")
-
-
 async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
     tmp_path: Path,
 ) -> None:
-    """A turn's pair: the INSERT, its two terms (the index's counts and key, then
-    multi-row INSERTs of the documents, their postings, their term counts: 64 rows a
-    statement, the rest in powers of two), the speaker; the only transaction is the
-    text index's own around its terms, inside one job."""
+    """A turn's pair: the INSERT, its two terms (the index's counts and key, then one
+    prepared statement run per row for the documents, their postings, their term counts),
+    the speaker; the only transaction is the text index's own around its terms, inside one
+    job."""
     database, statements = await traced(tmp_path / "roost.db")
     try:
         index = RecallIndex(database, "t")
@@ -230,16 +225,16 @@ async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
         commit = heads.index("COMMIT")
         job = written[begin + 1 : commit]
         assert all("storage_fts_" in s for s in job), written
-        # the counts and key, then the 2 documents, their postings, their terms' counts
+        # the counts and key, then per row: 2 documents, their postings, their terms' counts
         new = "FROM storage_fts_postings WHERE doc IN (3, 4)"
         postings = await database.fetch_value(f"SELECT count(*) {new}")
         terms = await database.fetch_value(f"SELECT count(DISTINCT term) {new}")
         kinds = Counter(s.split()[2] for s in job)
         assert kinds == {
             "storage_fts_stats": 1,
-            "storage_fts_docs": 1,
-            "storage_fts_postings": _statements(postings),
-            "storage_fts_df": _statements(terms),
+            "storage_fts_docs": 2,
+            "storage_fts_postings": postings,
+            "storage_fts_df": terms,
         }, job
         assert len(written) - len(job) == 3 + 1, written  # the INSERT, BEGIN/COMMIT, a name
         statements.clear()

@@ -33,7 +33,6 @@ contentless FTS5 table `storage_fts_text` (terms prefixed by the key).
 
 from __future__ import annotations
 
-import functools
 import math
 import sqlite3
 from collections import Counter
@@ -77,19 +76,13 @@ _COUNT_IN = (
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
     "tokens = tokens + excluded.tokens RETURNING key"
 )
-# a batch's documents, postings and counts: multi-row INSERTs of ROWS rows, then of the
-# powers of two below it for the rest (`_insert_rows`: a few texts per table, each
-# prepared once and kept in the connection's statement cache). Not a statement per row
-# (`executemany`): each row's step let the GIL go and took it back, and while the loop's
-# thread ran a turn each take waited up to the 5 ms switch interval, so a batch of some
-# hundred postings held the writer (and the turns' ends queued behind it) for tens of
-# ms. Not one `json_each` statement with `->>` per column: 2-3x the SQLite time per row
-# on SQLite 3.40 (0.43-0.54 against 0.14-0.20 ms for a pair's 33 postings).
-ROWS = 64
-_INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES {values}"
-_POST = "INSERT INTO storage_fts_postings (key, term, doc, tf, len) VALUES {values}"
+# a batch's documents, postings and counts: one prepared statement each, run per row
+# (`executemany`; one `json_each` statement with `->>` per column cost 2-3x as much per
+# row on SQLite 3.40: 0.43-0.54 against 0.14-0.20 ms for a pair's 33 postings)
+_INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES (?, ?, ?, ?)"
+_POST = "INSERT INTO storage_fts_postings (key, term, doc, tf, len) VALUES (?, ?, ?, ?, ?)"
 _DF = (
-    "INSERT INTO storage_fts_df (key, term, n) VALUES {values} "
+    "INSERT INTO storage_fts_df (key, term, n) VALUES (?, ?, ?) "
     "ON CONFLICT (key, term) DO UPDATE SET n = n + excluded.n"
 )
 _SCORE = (
@@ -139,30 +132,8 @@ def _insert_all(
     found = [(doc, fts.terms(text)) for doc, text in docs]
     total = sum(len(t) for _, t in found)
     key = int(conn.execute(_COUNT_IN, (name, tenant, len(found), total)).fetchone()[0])
-    _insert_rows(conn, _INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
+    conn.executemany(_INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
     _post(conn, key, found)
-
-
-def _insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
-    """`sql` (with `{values}`) for every row, in order: ROWS rows a statement, the rest
-    in statements of the powers of two below ROWS (at most 7 statement texts)."""
-    if not rows:
-        return
-    width = len(rows[0])
-    mark = f"({_marks(width)})"
-    at, size = 0, ROWS
-    while at < len(rows):
-        while size > len(rows) - at:
-            size //= 2
-        part = rows[at : at + size]
-        conn.execute(_statement(sql, mark, size), [value for row in part for value in row])
-        at += size
-
-
-@functools.lru_cache(maxsize=64)
-def _statement(sql: str, mark: str, size: int) -> str:
-    """`sql` with `size` row marks (made once per text and size)."""
-    return sql.format(values=", ".join([mark] * size))
 
 
 def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[str]]]) -> None:
@@ -174,8 +145,8 @@ def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[st
         postings.extend((key, term, doc, tf, len(terms)) for term, tf in tfs.items())
         df.update(tfs.keys())
     # in key order: a batch appends to the b-trees instead of scattering
-    _insert_rows(conn, _POST, sorted(postings))
-    _insert_rows(conn, _DF, [(key, term, n) for term, n in sorted(df.items())])
+    conn.executemany(_POST, sorted(postings))
+    conn.executemany(_DF, [(key, term, n) for term, n in sorted(df.items())])
 
 
 class SqliteTextIndex:
