@@ -11,13 +11,12 @@ clear's delete. No state: the store keeps its cache.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from typing import NamedTuple
 
 from bridge.core.compaction import Fold, FoldPlan, TurnSize, plan_fold, summary_chars
 from bridge.core.history import decode_calls, encode_calls
 from bridge.storage.protocol import Row
-from bridge.storage.units import Unit, execute, fetch_all, fetch_one
+from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one
 from bridge.types.backend import ChatMessage
 from bridge.types.session_key import SessionKey
 
@@ -48,19 +47,10 @@ COUNT_TURN = (
     " chars = sessions.chars + excluded.chars"
     f" RETURNING {COLUMNS}"
 )
-INSERT_MESSAGES = (
+INSERT_MESSAGE = (
     "INSERT INTO session_messages (tenant, channel, chat, turn, role, content,"
-    " tool_calls, tool_call_id, msg_id, at, meta) VALUES "
+    " tool_calls, tool_call_id, msg_id, at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_MESSAGE = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-MESSAGES_A_STATEMENT = 256  # 2,816 values: below both backends' limits (32,766 / 32,767)
-
-
-@lru_cache(maxsize=16)
-def insert_messages(n: int) -> str:
-    """One INSERT of `n` messages (a turn's: 2, and 2 more per tool call step): one
-    statement instead of one step per row (`execute_many`), its text made once per n."""
-    return INSERT_MESSAGES + ", ".join([_MESSAGE] * n)
 
 
 class SessionRow(NamedTuple):
@@ -106,9 +96,7 @@ def appended(
     ]
     if meta and rows:
         rows[0] = (*rows[0][:-1], meta)
-    for start in range(0, len(rows), MESSAGES_A_STATEMENT):
-        part = rows[start : start + MESSAGES_A_STATEMENT]
-        yield execute(insert_messages(len(part)), tuple(v for row in part for v in row))
+    yield execute_many(INSERT_MESSAGE, rows)
     over = yield from _hard_drop(key, grown, budget)
     return grown, over
 

@@ -16,7 +16,6 @@ import pytest
 
 from bridge.core.compaction import summary_message
 from bridge.core.history import encode_calls
-from bridge.core.session_units import MESSAGES_A_STATEMENT
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.usage import Tokens, UsageStore, recorded
 from bridge.skills.grades import TurnLog, turn_recorded
@@ -218,11 +217,12 @@ async def test_sqlite_a_cache_hit_reads_one_row_by_the_index_and_an_append_is_on
         assert len(rows) == 1 and rows[0][7] is None
         statements.clear()
         await s.append(KEY, m("q"), m("a"), "m", 4.0)
-        kinds = [" ".join(x.split()[:3]) for x in statements]
-        assert kinds == [  # the row counted, then both messages in one statement
+        kinds = [" ".join(x.split()[:2]) for x in statements]
+        assert kinds == [
             "BEGIN IMMEDIATE",
-            "INSERT INTO sessions",
-            "INSERT INTO session_messages",
+            "INSERT INTO",
+            "INSERT INTO",
+            "INSERT INTO",
             "COMMIT",
         ], statements
     finally:
@@ -306,23 +306,6 @@ async def test_a_turns_end_is_one_unit_with_its_usage_and_turn_log(db: Database)
         await store_on(db).append(KEY, m("more"), m("ok"), "m2", 101.0, also=(count, row))
     assert (await store_on(db).load(KEY, 102.0)).turns == 1  # the turn rolled back with it
     assert [r.turns for r in await usage.rows("local", USAGE_DAY, USAGE_DAY)] == [1]
-
-
-async def test_a_turn_of_more_messages_than_one_insert_takes_keeps_their_order(
-    db: Database,
-) -> None:
-    """A turn's messages go in INSERTs of MESSAGES_A_STATEMENT rows: past that, in order."""
-    steps: list[ChatMessage] = []
-    for i in range(MESSAGES_A_STATEMENT // 2 + 3):  # a call and its result each
-        call = ToolCallRequest(f"call_{i}", "me__n", m(f'{{"i": {i}}}'))
-        steps += [
-            ChatMessage("assistant", m(""), (call,)),
-            ChatMessage("tool", m(f"{i}"), (), f"call_{i}"),
-        ]
-    s = store_on(db, 10**7)
-    await s.append(KEY, m("go"), m("done"), "m1", 10.0, tuple(steps))
-    loaded = await store_on(db, 10**7).load(KEY, 11.0)
-    assert loaded.history == (ChatMessage("user", "go"), *steps, ChatMessage("assistant", "done"))
 
 
 async def test_a_turns_rows_are_stored_column_by_column(db: Database) -> None:
