@@ -116,11 +116,16 @@ class Worker:
         await asyncio.wrap_future(self._ready)
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self.submit(fn)
+
+    def submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue `fn` now (it runs after every job queued before it) and return the future
+        of its result, for the caller to await when it likes."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
         self._queued += 1
         self._jobs.put((fn, loop, fut))
-        return await fut
+        return fut
 
     def idle(self) -> bool:
         """No job queued or running and no transaction open: `try_inline` would run."""
