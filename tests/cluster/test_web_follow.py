@@ -24,9 +24,9 @@ from tests.cluster.test_web_stop import (
     WORDS,
     failed_kinds,
     get,
+    held_answer,
     model,
 )
-from tests.fakes.fake_openai import Text
 from tests.spine.test_web_history import Events, SlowOpenAI
 from tests.waits import HANG_S, until
 
@@ -52,15 +52,7 @@ async def test_attach_on_another_instance_follows_the_turn_to_its_end(
         return await cluster.http.get(url, headers=auth)
 
     async with asyncio.timeout(HANG_S):
-        model.script(Text(WORDS))
-        model.hold_after = 4  # the role chunk and three words, then the model waits
-        url = f"http://127.0.0.1:{a.port}/api/chat/stream"
-        body = {"text": "tell me a long story", "chat": "shared"}
-        response = await cluster.http.post(url, json=body, headers=AS_LOCAL)
-        events = Events(response)
-        await model.holding.wait()
-        while "word2" not in events.text():
-            assert await events.next() is not None
+        response, _ = await held_answer(cluster, model, a)  # A's stream, held
 
         page = await get(cluster, b, "/api/history?chat=shared", AS_LOCAL)
         assert page["running"] is True  # the page attaches (on main: false, it did not)

@@ -53,6 +53,22 @@ async def get(cluster: Cluster, inst: Instance, path: str, auth: Any) -> Any:
         return await r.json()
 
 
+async def held_answer(cluster: Cluster, model: SlowOpenAI, inst: Instance) -> tuple[Any, Events]:
+    """The local person's story asked on `inst` (chat "shared"), its stream read until the
+    model holds its answer after a few words: (the response, its events)."""
+    model.script(Text(WORDS))
+    model.hold_after = 4  # the role chunk and three words, then the model waits
+    url = f"http://127.0.0.1:{inst.port}/api/chat/stream"
+    body = {"text": "tell me a long story", "chat": "shared"}
+    response = await cluster.http.post(url, json=body, headers=AS_LOCAL)
+    assert response.status == 200
+    events = Events(response)
+    await model.holding.wait()
+    while "word2" not in events.text():
+        assert await events.next() is not None
+    return response, events
+
+
 def failed_kinds(cluster: Cluster, inst: Instance) -> list[str]:
     chain = cluster.home / "audit" / f"chain-{inst.name}.jsonl"
     return [r["details"]["kind"] for r in tail(chain, 50, "message.failed")]
@@ -66,16 +82,8 @@ async def test_stop_sent_to_another_instance_stops_the_turn_where_it_runs(
     cluster.config.write_text(f'{config}[tenants.bob]\nweb_token = "{BOB}"\n')
     a, b = await asyncio.gather(cluster.launch("a"), cluster.launch("b"))
     async with asyncio.timeout(HANG_S):
-        model.script(Text(WORDS))
-        model.hold_after = 4  # the role chunk and three words, then the model waits
+        response, events = await held_answer(cluster, model, a)
         url = f"http://127.0.0.1:{a.port}/api/chat/stream"
-        body = {"text": "tell me a long story", "chat": "shared"}
-        response = await cluster.http.post(url, json=body, headers=AS_LOCAL)
-        assert response.status == 200
-        events = Events(response)
-        await model.holding.wait()
-        while "word2" not in events.text():
-            assert await events.next() is not None
 
         # another person's Stop of a chat with the same id reaches nothing of this one
         for inst in (b, a):
