@@ -26,7 +26,10 @@ python-telegram-bot; httpx; the fake; the event loop) against the echo under
 the same profiler: which layer the full roost's extra time is in; and the
 database work an update awaits, statement by statement (count, wall ms). The
 table also prints the bot's Bot API calls per round trip by method (a
-short answer is one `sendMessage`).
+short answer is one `sendMessage`). `--only core`: `bench.turn`'s step table
+of the core inside the 1-chat Telegram round trip; `--only gaps`:
+`core.handle` alone back to back vs with idle gaps between turns (what a
+1-chat round trip's idle loop costs the same turns; `bench.telegram_core`).
 Then a fast answer's reply machinery alone (CPU, tasks), the per-update work
 of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
@@ -59,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.telegram_core import CoreSteps, idle_gaps
 from bench.telegram_steps import Steps, print_steps
 from bench.turn import per_thread, thread_cpu
 from bridge.app.build import build
@@ -614,7 +618,9 @@ async def main() -> None:
     parser.add_argument("--profile", action="store_true", help="where an update's time goes")
     parser.add_argument("--top", type=int, default=30, help="profile rows")
     parser.add_argument("--steps", action="store_true", help="each step's ms (1 chat)")
-    parser.add_argument("--only", choices=("table", "profile", "steps"), help="just one part")
+    parser.add_argument(
+        "--only", choices=("table", "profile", "steps", "core", "gaps"), help="just one part"
+    )
     parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
     args = parser.parse_args()
     if args.quick:
@@ -640,6 +646,14 @@ async def main() -> None:
             await round_trips(base / "s", 1, n, False, True, True, around=statements)
             print(f"database work of the full roost with inbox, 1 chat, {n} updates:")
             statements.print(n)
+        if args.only == "core":
+            core = CoreSteps()
+            await round_trips(base / "k", 1, n, False, True, True, around=core)
+            print(f"the core's steps in the Telegram turn (bench.turn's table), 1 chat, {n}")
+            print("updates, full roost with the inbox; handle (whole): the router's _serve")
+            core.print(n)
+        if args.only == "gaps":
+            await idle_gaps(base / "g", n, max(2, args.rounds))
         if args.only is not None:
             return
         micros, made = await reply_cost(500 if args.quick else 5000)

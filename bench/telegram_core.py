@@ -1,0 +1,119 @@
+"""The core's share of a Telegram round trip (bench helpers for `bench.telegram_roundtrip`).
+
+`CoreSteps` puts `bench.turn`'s step wrappers (`instrument`) on the roost of a
+Telegram round trip, so the core's step table (admission, session load, the
+observers, the agent, the turn's end, the audit batch...) of the 1-chat
+Telegram turn prints beside `bench.turn`'s own; "handle (whole)" is the
+router's `_serve` (the reply's `sendMessage` included). Each step's loop CPU
+counts whatever else the loop ran while the step awaited (python-telegram-
+bot's next poll, the fake, the inbox's marks): read it next to the echo.
+
+`idle_gaps` runs `core.handle` alone (no Telegram, no HTTP) back to back and
+with an idle gap between turns (the loop blocks in epoll meanwhile, as it
+does between a 1-chat Telegram bench's messages), alternating, and prints the
+CPU per turn of each: the same turns cost more loop CPU when the loop sleeps
+between them (2026-12-03, load 5.7-6.5, two runs of 4 rounds: the loop's CPU
+per turn 1.18-1.55 -> 2.01-2.53 and 1.71-2.02 -> 2.59-3.23 ms for a 5 ms
+gap, every step about 1.5x), a cost a back-to-back bench such as
+`bench.turn` does not see and that many chats at once (the loop never
+idle) do not pay either. The step table after it shows where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.turn import EchoModel, instrument, isolated_settings, per_thread, print_table, thread_cpu
+from bridge.app.build import build
+from bridge.types.messages import Inbound
+
+WHOLE = "handle (whole)"
+
+
+class CoreSteps:
+    """`bench.turn`'s step table for the turns of a round trip (a context manager
+    factory, given the roost; the wrappers stay on the roost, which ends after)."""
+
+    def __init__(self) -> None:
+        self.steps: Any = None
+        self._roost: Any = None
+
+    def __call__(self, roost: Any) -> CoreSteps:
+        self._roost = roost
+        return self
+
+    def __enter__(self) -> CoreSteps:
+        self.steps = steps = instrument(self._roost)
+        steps.order.append(WHOLE)
+        core = self._roost.core
+        serve = core._serve  # the channel holds `core.answer`, which calls `self._serve`
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            start, began = time.perf_counter(), time.thread_time()
+            try:
+                return await serve(*args, **kwargs)
+            finally:
+                took = time.perf_counter() - start
+                steps.total[WHOLE] += took
+                steps.cpu[WHOLE] += time.thread_time() - began
+                steps.calls[WHOLE].append(took)
+
+        core._serve = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def print(self, trips: int) -> None:
+        print_table(self.steps, trips)
+
+
+async def _turns(roost: Any, turns: int, gap_s: float, first: int) -> tuple[float, float, str]:
+    """(loop CPU ms per turn inside `handle`, outside it, CPU by thread) for `turns`
+    (message ids from `first` on)."""
+    before, inside = thread_cpu(), 0.0
+    loop_before = time.thread_time()
+    for i in range(turns):
+        inbound = Inbound("web", "local", "c0", f"message {i}", str(first + i))  # ids: digits
+        began = time.thread_time()
+        await roost.core.handle(inbound)
+        inside += time.thread_time() - began
+        if gap_s:
+            await asyncio.sleep(gap_s)
+    loop = time.thread_time() - loop_before
+    spent = per_thread(before, thread_cpu(), turns)
+    return inside / turns * 1e3, (loop - inside) / turns * 1e3, spent
+
+
+async def idle_gaps(home: Path, turns: int, rounds: int, gap_s: float = 0.005) -> None:
+    """`core.handle` of one chat, back to back vs `gap_s` idle between turns, alternating;
+    then each step's loop CPU per turn in both (summed over the rounds)."""
+    await asyncio.to_thread(home.mkdir, parents=True)
+    roost = await build(isolated_settings(home), backend=EchoModel())
+    try:
+        for i in range(50):  # warm: the tenant made, caches filled
+            await roost.core.handle(Inbound("web", "local", "c0", f"warm {i}", str(i)))
+        steps = instrument(roost)
+        cpu: dict[float, dict[str, float]] = {0.0: {}, gap_s: {}}
+        print(f"core.handle alone, 1 chat, {turns} turns a run, back to back vs {gap_s * 1e3:g}")
+        print("ms idle between turns (loop CPU ms per turn inside handle / outside it):")
+        for r in range(rounds):
+            for gap in (0.0, gap_s) if r % 2 == 0 else (gap_s, 0.0):
+                steps.reset()
+                first = (2 * r + (gap > 0) + 1) * 10**6  # message ids: digits only
+                inside, outside, spent = await _turns(roost, turns, gap, first)
+                for name, used in steps.cpu.items():
+                    cpu[gap][name] = cpu[gap].get(name, 0.0) + used / (turns * rounds) * 1e3
+                label = f"gap {gap * 1e3:g} ms"
+                load = os.getloadavg()[0]
+                print(f"  {label:10} load {load:5.2f}: {inside:6.3f} / {outside:6.3f}  | {spent}")
+        print(f"  {'step (loop CPU ms per turn, mean of the rounds)':<52} {'b2b':>7} {'gap':>7}")
+        for name in steps.order:
+            back, idle = cpu[0.0].get(name, 0.0), cpu[gap_s].get(name, 0.0)
+            print(f"  {name:<52} {back:7.3f} {idle:7.3f} {idle - back:+7.3f}")
+    finally:
+        await roost.aclose()
