@@ -12,9 +12,9 @@ bot's next poll, the fake, the inbox's marks): read it next to the echo.
 with an idle gap between turns (the loop blocks in epoll meanwhile, as it
 does between a 1-chat Telegram bench's messages), alternating, and prints the
 CPU per turn of each: the same turns cost more loop CPU when the loop sleeps
-between them (2026-12-03, load 5.7-6.5, two runs of 4 rounds: the loop's CPU
-per turn 1.18-1.55 -> 2.01-2.53 and 1.71-2.02 -> 2.59-3.23 ms for a 5 ms
-gap, every step about 1.5x), a cost a back-to-back bench such as
+between them (2026-12-03, load 0.7-0.8, 4 alternating rounds: the loop's
+CPU per turn 0.91-1.11 -> 1.59-1.94 ms for a 5 ms gap; every step of the
+turn costs more, none stands out), a cost a back-to-back bench such as
 `bench.turn` does not see and that many chats at once (the loop never
 idle) do not pay either. The step table after it shows where.
 """
@@ -91,27 +91,33 @@ async def _turns(roost: Any, turns: int, gap_s: float, first: int) -> tuple[floa
 
 async def idle_gaps(home: Path, turns: int, rounds: int, gap_s: float = 0.005) -> None:
     """`core.handle` of one chat, back to back vs `gap_s` idle between turns, alternating;
-    then each step's loop CPU per turn in both (summed over the rounds)."""
+    then the same again under `bench.turn`'s step wrappers: each step's loop CPU per turn
+    in both (the wrappers' clock reads included)."""
     await asyncio.to_thread(home.mkdir, parents=True)
     roost = await build(isolated_settings(home), backend=EchoModel())
     try:
         for i in range(50):  # warm: the tenant made, caches filled
             await roost.core.handle(Inbound("web", "local", "c0", f"warm {i}", str(i)))
-        steps = instrument(roost)
-        cpu: dict[float, dict[str, float]] = {0.0: {}, gap_s: {}}
         print(f"core.handle alone, 1 chat, {turns} turns a run, back to back vs {gap_s * 1e3:g}")
         print("ms idle between turns (loop CPU ms per turn inside handle / outside it):")
+        first = 10**6  # message ids: digits only
         for r in range(rounds):
             for gap in (0.0, gap_s) if r % 2 == 0 else (gap_s, 0.0):
-                steps.reset()
-                first = (2 * r + (gap > 0) + 1) * 10**6  # message ids: digits only
                 inside, outside, spent = await _turns(roost, turns, gap, first)
-                for name, used in steps.cpu.items():
-                    cpu[gap][name] = cpu[gap].get(name, 0.0) + used / (turns * rounds) * 1e3
+                first += turns
                 label = f"gap {gap * 1e3:g} ms"
                 load = os.getloadavg()[0]
                 print(f"  {label:10} load {load:5.2f}: {inside:6.3f} / {outside:6.3f}  | {spent}")
-        print(f"  {'step (loop CPU ms per turn, mean of the rounds)':<52} {'b2b':>7} {'gap':>7}")
+        steps = instrument(roost)
+        cpu: dict[float, dict[str, float]] = {0.0: {}, gap_s: {}}
+        for r in range(rounds):
+            for gap in (0.0, gap_s) if r % 2 == 0 else (gap_s, 0.0):
+                steps.reset()
+                await _turns(roost, turns, gap, first)
+                first += turns
+                for name, used in steps.cpu.items():
+                    cpu[gap][name] = cpu[gap].get(name, 0.0) + used / (turns * rounds) * 1e3
+        print(f"  {'step (loop CPU ms per turn, wrapped; mean of the rounds)':<56} b2b     gap")
         for name in steps.order:
             back, idle = cpu[0.0].get(name, 0.0), cpu[gap_s].get(name, 0.0)
             print(f"  {name:<52} {back:7.3f} {idle:7.3f} {idle - back:+7.3f}")
