@@ -147,7 +147,11 @@ async def test_offers_whose_buttons_failed_follow_the_text_as_lines(
         fake.fail(*(server_error() for _ in range(1 + FAST.attempts)))  # the read receipt, too
         await fake.text(ALICE, "/help")
         kept = "SELECT COUNT(*) FROM outbox WHERE key LIKE 'reply:%' AND leased = 0"
-        await until(lambda: r.roost.database.fetch_value(kept), "the answer kept")
+
+        async def both_kept() -> bool:  # the text, then its offers
+            return await r.roost.database.fetch_value(kept) == 2
+
+        await until(both_kept, "the answer and its offers kept")
         await r.channel.idle()
         assert fake.texts() == ["hi"] and len(fake.sent) == 1, "nothing of /help arrived"
         outbox, now = OutboxStore(r.roost.database), int(time.time() * 1000)
