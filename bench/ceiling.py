@@ -83,6 +83,7 @@ def serve_roost_metrics(port_q: Any, home: str) -> None:
             0,
             metrics=roost.metrics.render,
         )
+        turn.ServerMeter().mount(channel.app)  # the bench's /bench/cpu, as turn.load reads it
         await channel.start()
         port_q.put(channel.port)
         await asyncio.Event().wait()
@@ -106,8 +107,8 @@ async def load_scraped(port: int, clients: int, seconds: float) -> tuple[float, 
                 scrapes += 1
                 await asyncio.sleep(1)
 
-    rate, _ = await asyncio.gather(turn.load(port, clients, seconds), scraper())
-    return rate, scrapes
+    point, _ = await asyncio.gather(turn.load(port, clients, seconds), scraper())
+    return point.rate, scrapes
 
 
 def main() -> None:
@@ -130,8 +131,8 @@ def main() -> None:
                 f"{'+/metrics scraped 1/s':>22}"
             )
             for clients in (1, 10, 100):
-                echo = asyncio.run(turn.load(echo_port, clients, args.seconds))
-                plain = asyncio.run(turn.load(plain_port, clients, args.seconds))
+                echo = asyncio.run(turn.load(echo_port, clients, args.seconds)).rate
+                plain = asyncio.run(turn.load(plain_port, clients, args.seconds)).rate
                 metered, _ = asyncio.run(load_scraped(metered_port, clients, args.seconds))
                 ratio = echo / plain if plain else float("inf")
                 print(f"{clients:>8} {echo:>10.0f} {plain:>8.0f} {ratio:>10.1f}x {metered:>22.0f}")
