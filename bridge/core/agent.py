@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
+from bridge.core.identity_memo import ByIdentity
 from bridge.types.backend import (
     Backend,
     BackendError,
@@ -244,29 +245,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class _ByIdentity(Generic[K, V]):
-    """Values remembered per (object, masker, method) identities: an entry keeps its
-    objects alive, so an id is not reused while it is kept; all dropped at `size`."""
-
-    __slots__ = ("_entries", "_size")
-
-    def __init__(self, size: int) -> None:
-        self._entries: dict[int, tuple[K, object, object, V]] = {}
-        self._size = size
-
-    def get(self, key: K, owner: object = None, func: object = None) -> V | None:
-        hit = self._entries.get(id(key))
-        if hit is not None and hit[0] is key and hit[1] is owner and hit[2] is func:
-            return hit[3]
-        return None
-
-    def put(self, key: K, owner: object, func: object, value: V) -> V:
-        if len(self._entries) >= self._size:
-            self._entries.clear()
-        self._entries[id(key)] = (key, owner, func, value)
-        return value
-
-
 class _LastUsed(Generic[K, V]):
     """The last value put per key, for at most `size` keys: the least recently put
     goes first."""
@@ -299,7 +277,7 @@ def _masker_of(redact: Redact) -> tuple[object, object] | None:
 
 
 # a message -> the message masked by (masker, method)
-_HISTORY: _ByIdentity[ChatMessage, ChatMessage] = _ByIdentity(8192)
+_HISTORY: ByIdentity[ChatMessage, ChatMessage] = ByIdentity(8192)
 LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
 # (id(masker), id(first message)) -> (the masker, the method, the last history that
 # started with that message, their masked forms): one entry per chat's history
@@ -364,7 +342,7 @@ def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
 
 
 # a system prompt -> (it masked by (masker, method), {stable length: its masked length})
-_SYSTEMS: _ByIdentity[str, tuple[str, dict[int, int]]] = _ByIdentity(1024)
+_SYSTEMS: ByIdentity[str, tuple[str, dict[int, int]]] = ByIdentity(1024)
 
 
 def _system_entry(system: str, redact: Redact) -> tuple[str, dict[int, int]]:
@@ -399,7 +377,7 @@ def masked_stable(system: str, stable: int, redact: Redact) -> int:
     return hit
 
 
-_SCHEMA_TEXTS: _ByIdentity[Mapping[str, Any], str] = _ByIdentity(2048)  # their JSON
+_SCHEMA_TEXTS: ByIdentity[Mapping[str, Any], str] = ByIdentity(2048)  # their JSON
 
 
 def _schema_text(parameters: Mapping[str, Any]) -> str:
@@ -412,7 +390,7 @@ def _schema_text(parameters: Mapping[str, Any]) -> str:
     return _SCHEMA_TEXTS.put(parameters, None, None, text)
 
 
-_SCHEMAS: _ByIdentity[ToolSchema, ToolSchema] = _ByIdentity(2048)  # masked by (masker, method)
+_SCHEMAS: ByIdentity[ToolSchema, ToolSchema] = ByIdentity(2048)  # masked by (masker, method)
 
 
 def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:

@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from bridge.core.identity_memo import ByIdentity
 from bridge.core.sessions import SessionKey
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import rewrite_notice
@@ -118,7 +119,7 @@ class ForgeTools:
         self._room = room
         self._drafts = drafts
         self._read: OrderedDict[SessionKey, list[Draft]] = OrderedDict()  # per chat
-        self._made: dict[int, tuple[ToolMeta, Tool]] = {}  # id(entry) -> its tool
+        self._made: ByIdentity[ToolMeta, Tool] = ByIdentity(_MADE)  # an entry -> its tool
         self._masks = masks
         self._catalog = catalog
         self._reveal = reveal
@@ -164,14 +165,12 @@ class ForgeTools:
         """The tool of a saved entry, made once per entry object (the catalog hands the
         same objects while no metadata changed): the same tool and schema objects every
         step, which the agent loop's memo of the masked schemas keys on."""
-        hit = self._made.get(id(entry))
-        if hit is not None and hit[0] is entry:
-            return hit[1]
-        if len(self._made) >= _MADE:
-            self._made.clear()
-        tool = FunctionTool(self._schema(entry), self._caller(entry))
-        self._made[id(entry)] = (entry, tool)  # the entry kept alive: its id is not reused
-        return tool
+        hit = self._made.get(entry)
+        if hit is not None:
+            return hit
+        return self._made.put(
+            entry, None, None, FunctionTool(self._schema(entry), self._caller(entry))
+        )
 
     def _schema(self, entry: ToolMeta) -> ToolSchema:
         return ToolSchema(
