@@ -13,6 +13,11 @@ import asyncio
 import os
 import sys
 
+if __name__ == "__main__" and "--crash" in sys.argv:
+    # before the SDK's import: importing it costs about 1 s of CPU, and a broken
+    # server's binary would not get that far
+    sys.exit(3)
+
 from mcp.server import MCPServer
 
 server = MCPServer("ext")
@@ -69,6 +74,4 @@ def dotted() -> str:
 
 
 if __name__ == "__main__":
-    if "--crash" in sys.argv:
-        sys.exit(3)
     server.run("stdio")
