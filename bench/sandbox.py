@@ -53,12 +53,9 @@ children that are closed at once (no call), and prints the zygote's mappings,
 anonymous memory and RSS (what every fork copies and every exit tears down), then
 its CPU and minor page faults per fork beside its children's (their waiting path
 and exit), three batches of 300 (50 with `--quick`): low noise, for changes to the
-fork path. Each batch runs twice, taking turns with a second zygote of the same
-process that leaves its code's mappings to the children (`HelperContext(map_code=
-False)`, forge.confine.text_pages: each child then faults its code in again).
-Then the kernel's floor beside it: a plain process with the zygote's amount of
-anonymous memory (12 MiB) forking children that write 0 or 400 of its pages
-(what a fork and an exit cost per MiB, and one copy-on-write fault).
+fork path. Then the kernel's floor beside it: a plain process with the zygote's
+amount of anonymous memory (12 MiB) forking children that write 0 or 400 of its
+pages (what a fork and an exit cost per MiB, and one copy-on-write fault).
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
 Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]
@@ -458,7 +455,7 @@ async def callers(ws: Path, seconds: float, children: int | None = None, warm: b
 # child exits when its go pipe closes), and the zygote's own CPU and minor faults
 # per fork are printed beside its children's (their waiting path and exit).
 _FORKS = """
-import dataclasses, os, select, sys
+import os, select, sys
 import forge.worker  # the helper's modules: the zygote's heap is a helper's
 from forge.warmup import prepare
 from forge.zygote import Zygote
@@ -467,7 +464,7 @@ def usage(pid):
     st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return int(st[7]), int(st[8]), int(st[11]) + int(st[12]), int(st[13]) + int(st[14])
 
-def batch(z, n, show=True, label=""):
+def batch(z, n, show=True):
     before = usage(z.pid)
     for _ in range(n):
         for fd in z.fork_child().fds():
@@ -481,7 +478,7 @@ def batch(z, n, show=True, label=""):
     tick = 1000 / os.sysconf("SC_CLK_TCK")
     d = [(a - b) / n for a, b in zip(after, before)]
     if show:
-        print(f"  {label}zygote faults {d[0]:5.1f} cpu {d[2] * tick:.3f} ms; children faults "
+        print(f"  zygote faults {d[0]:5.1f} cpu {d[2] * tick:.3f} ms; children faults "
               f"{d[1]:5.1f} cpu {d[3] * tick:.3f} ms  per fork (load {os.getloadavg()[0]:.2f})")
 
 def layout(pid):
@@ -496,18 +493,13 @@ def layout(pid):
 
 ctx, _ = prepare()
 z = Zygote.start(ctx)
-unmapped = Zygote.start(dataclasses.replace(ctx, map_code=False))
 n = int(sys.argv[1])
 batch(z, 20, show=False)  # warm-up
-batch(unmapped, 20, show=False)
 layout(z.pid)
 sys.stdout.flush()
 for _ in range(int(sys.argv[2])):
-    batch(z, n, label="            ")
-    batch(unmapped, n, label="code faulted in: ")
-    sys.stdout.flush()
+    batch(z, n)
 z.close()
-unmapped.close()
 """
 
 

@@ -83,9 +83,6 @@ class HelperContext:
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
-    map_code: bool = (
-        True  # the zygote lets forks copy its code's mappings; False: measurements only
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,6 @@ from forge.child import Bound, CallGlobals, HelperContext, child_main, prepare_c
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.rlimits import forbid_priority_raise
-from forge.confine.text_pages import share_file_pages
 
 _CHILD = struct.Struct("<cii")
 _BIND = struct.Struct("<ciQQ")  # then the workspace's path
@@ -286,8 +285,6 @@ def _zygote_main(
         close_range(low, 0xFFFFFFFF)
         os.environ.clear()  # every child inherits an empty environment
         pre = _call_globals(ctx)
-        if ctx.map_code:  # children start with its code mapped (forge.confine.text_pages)
-            share_file_pages()
         gc.collect()
         gc.freeze()
         # epoll itself, not selectors: every object the zygote touches after a fork
