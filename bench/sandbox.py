@@ -19,7 +19,8 @@ helper_eof when a child died first)/replied, runner done.
 `--stages` runs it twice, taking turns: with waiting children that warm their
 call's path, without (`SandboxRunner(warm_children=False)`), and with the call's
 path keeping the default time slice (`SandboxRunner(short_slices=False)`). It also prints
-each child stage's median minor page faults and, per call, the CPU time, minor
+each child stage's median minor page faults and CPU time (`SandboxRunner.cpu()`:
+user and system µs, from the same getrusage) and, per call, the CPU time, minor
 page faults and context switches of the runner, the helper, the zygote and the
 children (from /proc: the zygote reaps the children, so their totals are its
 `c*` fields).
@@ -316,13 +317,14 @@ def usage_rows(
     return total + child_cpu
 
 
-def print_faults(rows: list[dict[str, int]]) -> None:
-    """The median minor page faults of a child in each of its stages: before the call
-    arrives (off the call's path when the child waits ready) and after."""
+def print_faults(rows: list[dict[str, int]], what: str = "minor page faults") -> None:
+    """The median minor page faults (or CPU µs, `what`) of a child in each of its
+    stages: before the call arrives (off the call's path when the child waits
+    ready) and after."""
     names: list[str] = []
     for row in rows:
         names += [k for k in row if k not in names]
-    print("  child's minor page faults, median per stage:")
+    print(f"  child's {what}, median per stage:")
     prev = None
     for k in names:
         deltas = [r[k] - r[prev] for r in rows if k in r and prev in r] if prev else []
@@ -370,10 +372,12 @@ async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True)
             after = {who: proc_usage(pid) for who, pid in pids.items()}
             rows = runner.stages()[first:]
             faults = runner.faults()[first:]
+            cpu = runner.cpu()[first:]
             how = ("" if warm else ", children not warmed") + ("" if slices else ", default slices")
             print(f"\n[{name} tool{how}] stage ends, median ms since run() began (n={len(rows)})")
             print_stages(rows)
             print_faults(faults)
+            print_faults(cpu, "CPU time (user + system, µs)")
             usage_rows(before, after, n)
     finally:
         await runner.aclose()

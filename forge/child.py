@@ -59,7 +59,7 @@ from forge.policy.globals import (
 )
 from forge.protocol.answers import DIRECT_DONE, DIRECT_MAX, encode_direct
 from forge.protocol.calls import Request
-from forge.protocol.fields import FAULTS
+from forge.protocol.fields import CPU, FAULTS
 from forge.protocol.frames import frame
 from forge.protocol.jobs import Job, decode_job, encode_job, success_doc
 from forge.protocol.limits import Limits
@@ -112,8 +112,9 @@ def _write_all(fd: int, data: bytes) -> None:
 class _Stages:
     """perf_counter_ns marks of one child (CLOCK_MONOTONIC: comparable with the helper's
     and the runner's). Cheap enough to take always; sent only when the call asks.
-    `faults(name)` marks the child's minor page faults so far (`FAULTS` + name: a
-    count, not a time; forge.runner keeps them apart)."""
+    `faults(name)` marks the child's minor page faults and its CPU time so far
+    (`FAULTS` + name: a count; `CPU` + name: µs of user and system time; not times
+    of day: forge.runner keeps them apart)."""
 
     __slots__ = ("count", "marks")
 
@@ -127,7 +128,9 @@ class _Stages:
             self.faults(name)
 
     def faults(self, name: str) -> None:
-        self.marks.append((FAULTS + name, resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.marks.append((FAULTS + name, usage.ru_minflt))
+        self.marks.append((CPU + name, round((usage.ru_utime + usage.ru_stime) * 1e6)))
 
 
 def _prepare(

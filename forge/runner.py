@@ -53,7 +53,7 @@ from forge.net_call import NetBroker, NetCall, NetScope
 from forge.net_rules import parse_hosts
 from forge.protocol.answers import TOKEN_SIZE
 from forge.protocol.calls import MAX_REQUEST, Reply, Request, encode_request
-from forge.protocol.fields import FAULTS, ErrorKind
+from forge.protocol.fields import CPU, FAULTS, ErrorKind
 from forge.protocol.limits import Limits
 from forge.protocol.net import MAX_NET_REQUEST, NetAnswer, NetAsk, encode_answer
 from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
@@ -140,6 +140,7 @@ class SandboxRunner:
         self._layers = layers_for_tests or Layers()
         self._trace: deque[dict[str, float]] | None = deque(maxlen=TRACE_KEEP) if trace else None
         self._faults: deque[dict[str, int]] = deque(maxlen=TRACE_KEEP)
+        self._cpu: deque[dict[str, int]] = deque(maxlen=TRACE_KEEP)
         self._pool = HelperPool(
             self._spawn, max_helpers, idle_s=helper_idle_s, clock=clock, tick=tick
         )
@@ -307,6 +308,11 @@ class SandboxRunner:
         "ready" (prepared, waiting for its call), then each stage of the call."""
         return list(self._faults)
 
+    def cpu(self) -> list[dict[str, int]]:
+        """With `trace=True`: for each call (as `faults()`), the child's CPU time so
+        far (user and system, µs) at each of its stages."""
+        return list(self._cpu)
+
     def stages(self) -> list[dict[str, float]]:
         """With `trace=True`: for each call, milliseconds from the start of `run()` to
         the end of each stage (runner, helper and child marks, in time order)."""
@@ -373,12 +379,13 @@ class SandboxRunner:
         if self._trace is None:
             return
         t0, marks = trace
-        marks += [m for m in reply.trace if not m[0].startswith(FAULTS)]
+        marks += [m for m in reply.trace if not m[0].startswith((FAULTS, CPU))]
         marks.append(("runner_done", time.perf_counter_ns()))
         marks.sort(key=lambda m: m[1])
         self._trace.append({name: (t - t0) / 1e6 for name, t in marks})
         faults = {n.removeprefix(FAULTS): c for n, c in reply.trace if n.startswith(FAULTS)}
         self._faults.append(faults)
+        self._cpu.append({n.removeprefix(CPU): c for n, c in reply.trace if n.startswith(CPU)})
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -64,6 +64,7 @@ def error_kind(value: object) -> ErrorKind:
 
 
 FAULTS = "faults@"  # a mark named so carries a child's minor page faults so far, not a time
+CPU = "cpu@"  # a mark named so carries a child's CPU time so far (user + system, µs)
 
 
 def marks(value: object) -> Marks:

@@ -69,6 +69,23 @@ async def test_faults_are_counted_per_stage_of_the_child(
     assert len(traced.faults()) == len(traced.stages())
 
 
+async def test_cpu_time_is_counted_per_stage_of_the_child(
+    traced: SandboxRunner, workspace: Path
+) -> None:
+    """Beside the faults, each stage carries the child's CPU time so far (µs), never
+    as a stage's time of day."""
+    first = len(traced.cpu())
+    res = await traced.run(tool("return sum(range(n))", params="n: int"), {"n": 10**5}, workspace)
+    assert res.ok and res.result == sum(range(10**5))
+    (cpu,) = traced.cpu()[first:]
+    (stages,) = traced.stages()[first:]
+    times = [cpu[stage] for stage in STAGES]
+    assert times == sorted(times) and times[-1] > 0, cpu
+    assert times[-1] > cpu["forked"]  # the child ran the loop: its CPU grew
+    assert not any(name.startswith(("cpu@", "faults@")) for name in stages)
+    assert len(traced.cpu()) == len(traced.stages())
+
+
 async def test_the_call_path_is_warm_when_the_call_arrives(
     traced: SandboxRunner, workspace: Path
 ) -> None:
