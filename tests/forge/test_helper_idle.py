@@ -155,7 +155,9 @@ async def test_a_running_call_keeps_its_helper(
     helper = runner.helper_pid(workspace)
     await time.advance(IDLE_S * 10)
     assert runner.helper_count() == 1 and runner.helper_pid(workspace) == helper
-    (workspace / "go").write_text("done")
+    # whole or not at all: the tool may open `go` between a write_text's create and write
+    (workspace / "go.part").write_text("done")
+    (workspace / "go.part").rename(workspace / "go")
     res = await asyncio.wait_for(call, HANG_S)
     assert res.ok and res.result == "done", res
     # the idle time counts from the call's end, not its start
