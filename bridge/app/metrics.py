@@ -19,13 +19,10 @@ by backend name (`roost_model_seconds`).
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any
 
 from bridge.types.audit_sink import AuditSink, Event
 from bridge.types.backend import Backend, ModelEvent, ModelRequest
@@ -198,24 +195,6 @@ class MeteredAudit:
 
     async def emit_many(self, events: Sequence[Event]) -> None:
         await self.inner.emit_many(events)
-        self._recorded(events)
-
-    def queue_many(self, events: Sequence[Event]) -> asyncio.Future[Any] | None:
-        """The inner sink's `queue_many`, counted once the batch is durable (None: the
-        inner sink cannot queue without a wait, use `emit_many`)."""
-        queue = getattr(self.inner, "queue_many", None)
-        if queue is None:
-            return None
-        done: asyncio.Future[Any] | None = queue(events)
-        if done is not None:
-            done.add_done_callback(partial(self._durable, events))
-        return done
-
-    def _durable(self, events: Sequence[Event], done: asyncio.Future[Any]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            self._recorded(events)
-
-    def _recorded(self, events: Sequence[Event]) -> None:
         self._metrics.observe("roost_audit_batch_size", len(events))
         for event, _tenant, details in events:
             _record(self._metrics, event, details)

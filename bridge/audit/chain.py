@@ -118,15 +118,6 @@ class AuditChain:
         The writer takes the list as one item and never splits it, so the batch is
         written, synced and failed as a whole: its last event carries the one future
         waited for (resolved once the whole batch is durable, or failed with it)."""
-        await self.queue_many(events)
-
-    def queue_many(
-        self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
-    ) -> asyncio.Future[int]:
-        """`emit_many` without the wait: the batch is queued to the writer before this
-        returns, and the future is done once it is durable (or failed with it). A turn
-        awaits it after storing its exchange (`TurnEvents.queued`); cancelling the
-        future only stops waiting: the batch is written all the same."""
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
         items = []
@@ -134,14 +125,13 @@ class AuditChain:
             check_event(event)
             check_tenant(tenant)
             items.append(_Pending(event, tenant, self._fit(event, tenant, details), self._now()))
+        if not items:
+            return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[int] = loop.create_future()
-        if not items:
-            done.set_result(0)
-            return done
         items[-1].loop, items[-1].future = loop, done
         self._queue.put(items)  # one item: the writer never splits a turn's batch
-        return done
+        await done
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""

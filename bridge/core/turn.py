@@ -299,15 +299,12 @@ class TurnRunner:
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
         stored = False
-        durable = events.queued(self._audit)  # the chain's writer has it now
-        if durable is None:  # a sink that cannot queue without a wait: a task, run up to it
-            durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
+        durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
         try:  # the tokens are counted and the exchange stored while the writer syncs it
             stored = await self._end(
                 turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask)
             )
-            # done only once its records are durable, stored or not
-            await _kept("the turn's audit records", durable)
+            await durable  # done only once its records are durable, stored or not
         finally:  # queued after the audit batch: the index write keeps off the reply's path
             if not durable.done():  # cancelled meanwhile: the batch is written all the same
                 durable.cancel()

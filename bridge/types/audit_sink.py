@@ -8,9 +8,8 @@ This module imports nothing from the project.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 Event = tuple[str, str | None, Mapping[str, object]]  # (event, tenant, details)
 
@@ -43,24 +42,6 @@ class TurnEvents:
         events, self.events = self.events, []
         if events:
             await sink.emit_many(events)
-
-    def queued(self, sink: AuditSink) -> asyncio.Future[Any] | None:
-        """The events handed to the sink's `queue_many` (queued before this returns; the
-        future is done once they are durable), when the sink has one that takes them;
-        None otherwise, the events kept for `flush`. An error of the queueing itself
-        comes back as the future's exception, as `flush` would raise it when awaited."""
-        queue = getattr(sink, "queue_many", None)
-        if queue is None or not self.events:
-            return None
-        events = self.events
-        try:
-            done: asyncio.Future[Any] | None = queue(events)
-        except Exception as exc:
-            done = asyncio.get_running_loop().create_future()
-            done.set_exception(exc)
-        if done is not None:
-            self.events = []
-        return done
 
 
 class NullAudit:

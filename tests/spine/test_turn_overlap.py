@@ -7,13 +7,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
 from bridge.app.build import build
-from bridge.app.metrics import MeteredAudit, Metrics
 from bridge.core.config import Settings
 from bridge.core.sessions import SessionKey
-from bridge.types.audit_sink import Event, MemoryAudit, TurnEvents
+from bridge.types.audit_sink import Event, MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 from tests.waits import until
@@ -68,95 +65,3 @@ async def test_the_exchange_is_stored_while_the_batch_syncs(
         assert [m.content for m in stored.history] == ["hi", "stored meanwhile"]
     finally:
         await roost.aclose()
-
-
-async def test_with_the_chain_the_batch_is_queued_at_once_and_awaited_after_the_store(
-    settings: Settings, clock: Clock
-) -> None:
-    """The real chain queues a turn's batch without a task (`queue_many`): the exchange
-    is stored while it syncs, the turn ends only once it is durable, and /metrics counts
-    the batch then."""
-    backend = ScriptedBackend("queued at once")
-    roost = await build(settings, backend=backend, clock=clock)
-    try:
-        metered = roost.core._turns._audit
-        chain = metered.inner
-        release = asyncio.Event()
-        held: list[asyncio.Future[Any]] = []
-        queue = chain.queue_many
-
-        def gated(events: Sequence[Event]) -> asyncio.Future[Any]:
-            durable = queue(events)
-            if not any(e[0] == "message.answered" for e in events):
-                return durable
-            shown: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-            async def later() -> None:
-                seq = await durable
-                await release.wait()  # a slow sync
-                shown.set_result(seq)
-
-            held.append(asyncio.ensure_future(later()))
-            return shown
-
-        chain.queue_many = gated
-        sessions = roost.core._turns.sessions
-        seen: list[int] = []
-        append = sessions.append
-
-        async def watched(*args: Any, **kwargs: Any) -> None:
-            seen.append(len(held))
-            await append(*args, **kwargs)
-
-        sessions.append = watched  # type: ignore[method-assign]
-        batches = metered._metrics._histograms.get("roost_audit_batch_size", {})
-        before = sum(h.count for h in batches.values())
-        turn = asyncio.create_task(roost.core.handle(Inbound("web", "local", "c1", "hi", "8")))
-        await until(lambda: seen, "the exchange stored")
-        assert seen == [1], "the batch was queued before the store"
-        for _ in range(20):
-            await asyncio.sleep(0)
-        assert not turn.done()  # not done before its records are durable
-        counted = metered._metrics._histograms.get("roost_audit_batch_size", {})
-        assert sum(h.count for h in counted.values()) == before, "counted once durable only"
-        release.set()
-        final = await turn
-        assert final.text == "queued at once"
-        counted = metered._metrics._histograms["roost_audit_batch_size"]
-        assert sum(h.count for h in counted.values()) == before + 1
-    finally:
-        await roost.aclose()
-
-
-async def test_a_queueing_error_is_the_futures_and_a_failed_batch_is_not_counted() -> None:
-    class Broken:
-        async def emit(self, *a: object) -> None: ...
-        async def emit_many(self, events: Sequence[Event]) -> None: ...
-
-        def queue_many(self, events: Sequence[Event]) -> asyncio.Future[Any]:
-            raise RuntimeError("audit chain is not open")
-
-    events = TurnEvents()
-    assert events.queued(MemoryAudit()) is None  # no `queue_many`: none taken
-    events.add("message.received", "local", {"channel": "web"})
-    assert events.queued(MemoryAudit()) is None and len(events.events) == 1
-    failed = events.queued(Broken())
-    assert failed is not None and not events.events
-    with pytest.raises(RuntimeError, match="not open"):
-        await failed
-    metrics = Metrics()
-    sink = asyncio.get_running_loop().create_future()
-
-    class Failing(Broken):
-        def queue_many(self, events: Sequence[Event]) -> asyncio.Future[Any]:
-            return sink
-
-    metered = MeteredAudit(Failing(), metrics)
-    assert MeteredAudit(MemoryAudit(), metrics).queue_many([]) is None
-    done = metered.queue_many([("message.received", "local", {"channel": "web"})])
-    assert done is sink
-    sink.set_exception(OSError("no space"))
-    with pytest.raises(OSError):
-        await done
-    await asyncio.sleep(0)  # the done callback has run
-    assert "roost_audit_batch_size" not in metrics._histograms
