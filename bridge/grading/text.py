@@ -214,16 +214,19 @@ def compare_read(a: Read, b: Read) -> tuple[float, list[str]]:
 class LastRead:
     """The `Read` of the last few messages by text: a chat's next message is compared
     with the one before it, read as the next message one turn earlier. Values are
-    never changed after they are put (a `Read` is not copied out)."""
+    never changed after they are put (a `Read` is not copied out). A text longer than
+    `longest` characters is not kept (read again: the memory stays small)."""
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 256, longest: int = 4_000) -> None:
         self._entries: dict[str, Read] = {}
-        self._size = size
+        self._size, self._longest = size, longest
 
     def get(self, text: str) -> Read | None:
         return self._entries.get(text)
 
     def put(self, text: str, read: Read) -> None:
+        if len(text) > self._longest:
+            return
         if len(self._entries) >= self._size:
             del self._entries[next(iter(self._entries))]  # the oldest put
         self._entries[text] = read

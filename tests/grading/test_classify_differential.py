@@ -160,3 +160,14 @@ def test_identical_along_a_conversation_read_from_the_last_turn() -> None:
         hits += module._READ.get(prev) is not None
         _same(prev, "a reply", nxt)
     assert hits > len(messages) // 4  # read as next ones (a cue decides without reading)
+
+
+def test_the_last_reads_are_bounded_in_number_and_length() -> None:
+    from bridge.grading.text import LastRead, read_words
+
+    kept = LastRead(size=3, longest=10)
+    for text in ["a", "b", "c", "d"]:
+        kept.put(text, read_words([text]))
+    assert kept.get("a") is None and kept.get("d") is not None  # the oldest went first
+    kept.put("x" * 11, read_words(["x"]))
+    assert kept.get("x" * 11) is None  # too long to keep
