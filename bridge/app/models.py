@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from bridge.core.config import Settings
@@ -107,6 +107,34 @@ def build_generation(
     return Generation(settings.llm.name, backends, reasons, seeing=seeing)
 
 
+class _Holding:
+    """One `ModelRegistry.hold`: the chat's model picked on entry and its generation
+    counted as in use until the exit (a plain object, not a generator-based manager:
+    one per turn)."""
+
+    __slots__ = ("_gen", "_registry", "_turn")
+
+    def __init__(self, registry: ModelRegistry, turn: TurnContext) -> None:
+        self._registry, self._turn = registry, turn
+        self._gen: Generation | None = None
+
+    async def __aenter__(self) -> ChosenModel:
+        registry = self._registry
+        gen = registry._current
+        name = await registry._chosen(self._turn, gen)
+        backend = gen.backends[name]
+        gen.users += 1
+        self._gen = gen
+        return ChosenModel(name, registry._wrapped(backend))
+
+    async def __aexit__(self, *exc: object) -> None:
+        gen, self._gen = self._gen, None
+        assert gen is not None
+        gen.users -= 1
+        if gen.retired and gen.users == 0:
+            await gen.aclose()
+
+
 class ModelRegistry:
     """Which model a chat uses, and the backends behind the names."""
 
@@ -124,6 +152,7 @@ class ModelRegistry:
         self._make = make
         self._fixed = fixed_default  # a backend passed in stays the default across reloads
         self._closing: set[asyncio.Task[None]] = set()
+        self._wraps: dict[int, tuple[Backend, Backend]] = {}  # id -> (backend, wrapped)
 
     @property
     def default(self) -> str:
@@ -159,19 +188,21 @@ class ModelRegistry:
         name = self.chat_model(tenant, channel, chat)
         return f"{self.describe(name)} (named {name})"
 
-    @asynccontextmanager
-    async def hold(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
+    def hold(self, turn: TurnContext) -> AbstractAsyncContextManager[ChosenModel]:
         """The chat's model for one turn; the backend stays open until the turn ends."""
-        gen = self._current
-        name = await self._chosen(turn, gen)
-        gen.users += 1
-        try:
-            backend = gen.backends[name]
-            yield ChosenModel(name, self._wrap(backend) if self._wrap else backend)
-        finally:
-            gen.users -= 1
-            if gen.retired and gen.users == 0:
-                await gen.aclose()
+        return _Holding(self, turn)
+
+    def _wrapped(self, backend: Backend) -> Backend:
+        """`backend` through `wrap`, made once per backend object (a reload's new
+        generation makes them again: the kept ones are dropped with the old ones)."""
+        if self._wrap is None:
+            return backend
+        kept = self._wraps.get(id(backend))
+        if kept is None or kept[0] is not backend:
+            if len(self._wraps) >= max(8, 2 * len(self._current.backends)):
+                self._wraps.clear()
+            kept = self._wraps[id(backend)] = (backend, self._wrap(backend))
+        return kept[1]
 
     async def _chosen(self, turn: TurnContext, gen: Generation) -> str:
         if self._chats is None:

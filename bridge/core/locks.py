@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
-from collections.abc import AsyncIterator, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,19 +39,16 @@ class KeyedLocks(Generic[K]):
     def __init__(self) -> None:
         self._entries: dict[K, LockEntry] = {}
 
-    @contextlib.asynccontextmanager
-    async def hold(self, key: K) -> AsyncIterator[None]:
-        entry = self._entries.get(key)
-        if entry is None:
-            entry = self._entries[key] = LockEntry()
-        entry.users += 1
-        try:
-            async with entry.lock:  # asyncio.Lock wakes its waiters in arrival order
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._entries[key]
+    def hold(self, key: K) -> AbstractAsyncContextManager[None]:
+        """`async with locks.hold(key):` the key's lock, in arrival order (a plain object,
+        not a generator-based manager: a turn takes two of these)."""
+        return _Hold(self, key)
+
+    def _left(self, key: K, entry: LockEntry) -> None:
+        """One holder or waiter of `key` is gone: the entry goes with the last of them."""
+        entry.users -= 1
+        if entry.users == 0:
+            del self._entries[key]
 
     def users(self, key: K) -> int:
         """How many tasks hold or wait for `key` now (0: a new holder goes at once)."""
@@ -61,6 +58,39 @@ class KeyedLocks(Generic[K]):
     def __len__(self) -> int:
         """How many keys are held or waited for right now."""
         return len(self._entries)
+
+
+class _Hold(Generic[K]):
+    """One `KeyedLocks.hold`: counted as a user from the moment it waits, the lock held
+    inside, the entry forgotten once nobody holds or waits (a cancelled wait too)."""
+
+    __slots__ = ("_entry", "_key", "_locks")
+
+    def __init__(self, locks: KeyedLocks[K], key: K) -> None:
+        self._locks, self._key = locks, key
+        self._entry: LockEntry | None = None
+
+    async def __aenter__(self) -> None:
+        entries, key = self._locks._entries, self._key
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = LockEntry()
+        entry.users += 1
+        try:
+            await entry.lock.acquire()  # asyncio.Lock wakes its waiters in arrival order
+        except BaseException:
+            self._locks._left(key, entry)
+            raise
+        self._entry = entry
+
+    async def __aexit__(self, *exc: object) -> None:
+        entry = self._entry
+        assert entry is not None
+        self._entry = None
+        try:
+            entry.lock.release()
+        finally:
+            self._locks._left(self._key, entry)
 
 
 class TenantPart(NamedTuple):

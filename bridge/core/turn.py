@@ -246,10 +246,12 @@ class TurnRunner:
         if prepared.refusal:  # nothing of what was sent could be read: say why, ask no model
             await events.flush(self._audit)
             return Final(prepared.refusal, "refusal")
-        for observer in self._observers:
-            end = await _kept(
-                "grading before the turn", observer.before_turn(turn, session, events)
-            )
+        for observer in self._observers:  # as `_kept`, without a coroutine per observer
+            try:
+                end = await observer.before_turn(turn, session, events)
+            except (OSError, sqlite3.Error) as exc:
+                _not_written("grading before the turn", exc)
+                end = None
             if end is not None:
                 ends.append(end)
         mask = self._masks(dirs)
@@ -293,7 +295,11 @@ class TurnRunner:
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
         for observer in self._observers:
-            end = await _kept("grading after the turn", observer.after_turn(turn, result, events))
+            try:
+                end = await observer.after_turn(turn, result, events)
+            except (OSError, sqlite3.Error) as exc:
+                _not_written("grading after the turn", exc)
+                end = None
             if end is not None:
                 ends.append(end)
         ms = int((time.perf_counter() - started) * 1000)
@@ -562,10 +568,16 @@ async def _kept(what: str, step: Awaitable[T]) -> T | None:
     try:
         return await step
     except (OSError, sqlite3.Error) as exc:
-        if not disk_full(exc):
-            raise
-        log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
+        _not_written(what, exc)
         return None
+
+
+def _not_written(what: str, exc: OSError | sqlite3.Error) -> None:
+    """A bookkeeping step's error: a full disk is logged (the answer goes on), any other
+    error raised again."""
+    if not disk_full(exc):
+        raise exc
+    log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
 
 
 async def _with_notices(

@@ -22,10 +22,13 @@ from typing import Literal
 
 from bridge.grading.cues import Cue, lowered_cues
 from bridge.grading.text import (
+    LastRead,
     compare,
+    compare_read,
     content_words,
     lower,
     lowered_tokens,
+    read_words,
     unrelated,
     word_set,
     words_of,
@@ -37,6 +40,7 @@ LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
 REPHRASE_AT = 0.40  # similarity from which a message counts as the same request
 EARLY = 4  # a cue this close to the start speaks about the reply
 SHORT = 8  # a message this short is all reaction
+_READ = LastRead()  # the last messages' content words by text: the next turn's previous
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,12 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
     next_words = words_of(next_tokens)
-    sim, novel = compare(content_words(previous_user), next_words)
+    previous = _READ.get(previous_user)  # read as the next message one turn earlier
+    if previous is None:
+        previous = read_words(content_words(previous_user))
+    read = read_words(next_words)
+    _READ.put(next_user, read)
+    sim, novel = compare_read(previous, read)
     n_words = len(set(next_words))
     # the reply's share only lowers the score: below the mark without it, never needed
     if sim >= REPHRASE_AT and sim - 0.5 * _from_reply(novel, reply, n_words) >= REPHRASE_AT:

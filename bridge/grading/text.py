@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import NamedTuple
 
 TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
 _FOLD = str.maketrans("äöüßàáâãåçèéêëìíîïñòóôõøùúûýÿ", "aousaaaaaceeeeiiiinooooouuuyy")
@@ -68,13 +69,20 @@ def lowered_tokens(lowered: str) -> list[str]:
     ]
 
 
+_SUFFIX_LENGTHS = tuple((suffix, len(suffix)) for suffix in _SUFFIXES)
+
+
 @lru_cache(maxsize=8192)
 def stem(word: str) -> str:
-    """Strip one common English/German suffix; fold umlauts (pure, so remembered)."""
+    """Strip one common English/German suffix, leaving 4 letters or more; fold umlauts
+    (pure, so remembered; a word under 5 letters keeps every letter)."""
     w = word.translate(_FOLD)
-    for suffix in _SUFFIXES:
-        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
-            return w[: -len(suffix)]
+    n = len(w)
+    if n < 5:  # the shortest suffix is one letter
+        return w
+    for suffix, k in _SUFFIX_LENGTHS:
+        if n - k >= 4 and w.endswith(suffix):
+            return w[:-k]
     return w
 
 
@@ -181,7 +189,44 @@ def word_similarity(a: list[str], b: list[str]) -> float:
 
 def compare(a: list[str], b: list[str]) -> tuple[float, list[str]]:
     """`word_similarity(a, b)`, and the distinct words of b related to no word of a."""
-    set_a, set_b = set(a), set(b)
+    return compare_read(Read(a, _trigrams(a)), Read(b, _trigrams(b)))
+
+
+class Read(NamedTuple):
+    """A message's content words and their trigram counts (what `compare` reads)."""
+
+    words: list[str]
+    grams: Counter[str]
+
+
+def read_words(words: list[str]) -> Read:
+    return Read(words, _trigrams(words))
+
+
+def compare_read(a: Read, b: Read) -> tuple[float, list[str]]:
+    """`compare` of two messages read already (`read_words`)."""
+    set_a, set_b = set(a.words), set(b.words)
     new_in_b = unrelated(set_b, set_a)
-    sim = 0.5 * _dice(set_a, set_b, new_in_b) + 0.5 * cosine(_trigrams(a), _trigrams(b))
+    sim = 0.5 * _dice(set_a, set_b, new_in_b) + 0.5 * cosine(a.grams, b.grams)
     return sim, new_in_b
+
+
+class LastRead:
+    """The `Read` of the last few messages by text: a chat's next message is compared
+    with the one before it, read as the next message one turn earlier. Values are
+    never changed after they are put (a `Read` is not copied out). A text longer than
+    `longest` characters is not kept (read again: the memory stays small)."""
+
+    def __init__(self, size: int = 256, longest: int = 4_000) -> None:
+        self._entries: dict[str, Read] = {}
+        self._size, self._longest = size, longest
+
+    def get(self, text: str) -> Read | None:
+        return self._entries.get(text)
+
+    def put(self, text: str, read: Read) -> None:
+        if len(text) > self._longest:
+            return
+        if len(self._entries) >= self._size:
+            del self._entries[next(iter(self._entries))]  # the oldest put
+        self._entries[text] = read

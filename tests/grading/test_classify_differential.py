@@ -10,6 +10,7 @@ their positions, and the text helpers the grader shares with skills/usage.py.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import random
@@ -147,3 +148,26 @@ _stems = st.text(alphabet="abcdeä", min_size=1, max_size=9)
 def test_an_index_for_some_lengths_answers_as_a_full_one(words: set[str], asked: set[str]) -> None:
     full, some = Related(words), Related(words, {len(x) for x in asked})
     assert [some.to(x) for x in asked] == [full.to(x) for x in asked]
+
+
+def test_identical_along_a_conversation_read_from_the_last_turn() -> None:
+    """Each next message is the previous one of the next turn: its words are read then
+    from the last turn's (`LastRead`), and every outcome stays the oracle's."""
+    module = importlib.import_module("bridge.grading.classify")
+    messages = [case[2] for case in CORPUS[:: len(CORPUS) // 400]]
+    hits = 0
+    for prev, nxt in itertools.pairwise(messages):
+        hits += module._READ.get(prev) is not None
+        _same(prev, "a reply", nxt)
+    assert hits > len(messages) // 4  # read as next ones (a cue decides without reading)
+
+
+def test_the_last_reads_are_bounded_in_number_and_length() -> None:
+    from bridge.grading.text import LastRead, read_words
+
+    kept = LastRead(size=3, longest=10)
+    for text in ["a", "b", "c", "d"]:
+        kept.put(text, read_words([text]))
+    assert kept.get("a") is None and kept.get("d") is not None  # the oldest went first
+    kept.put("x" * 11, read_words(["x"]))
+    assert kept.get("x" * 11) is None  # too long to keep

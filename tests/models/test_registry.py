@@ -123,3 +123,24 @@ async def test_a_chat_whose_model_was_removed_falls_back_once_with_a_notice(
     assert (await chat.say("again")).text == "echo: again"  # told once
     assert [b["messages"][-1]["content"] for b in first.requests] == ["and now?", "again"]
     assert "This chat uses default" in (await chat.say("/model")).text
+
+
+async def test_a_wrapped_backend_is_made_once_per_backend_and_again_after_a_reload(
+    home: Path, registry: ModelRegistry, made: list[Recorded]
+) -> None:
+    wraps: list[Backend] = []
+
+    def wrap(inner: Backend) -> Backend:
+        wraps.append(inner)
+        return Recorded(f"wrapped {inner.describe()}")
+
+    registry._wrap = wrap
+    async with registry.hold(turn(home)) as first, registry.hold(turn(home, "c2")) as second:
+        assert second.backend is first.backend and first.backend is not made[0]
+    async with registry.hold(turn(home)) as third:
+        assert third.backend is first.backend
+    assert wraps == [made[0]]
+    registry.reload(settings_with(home, "smart"))
+    async with registry.hold(turn(home)) as fresh:
+        assert fresh.backend is not first.backend
+    assert wraps == [made[0], made[2]]

@@ -199,3 +199,33 @@ async def test_a_tool_that_meets_a_full_database_lets_the_model_answer(
         assert GENERIC not in final.text
     finally:
         await roost.aclose()
+
+
+class _FailingObserver:
+    """An observer whose bookkeeping write fails before or after the turn."""
+
+    def __init__(self, exc: Exception, when: str) -> None:
+        self.exc, self.when = exc, when
+
+    async def before_turn(self, turn: object, session: object, events: object) -> None:
+        if self.when == "before":
+            raise self.exc
+
+    async def after_turn(self, turn: object, result: object, events: object) -> None:
+        if self.when == "after":
+            raise self.exc
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_an_observer_write_on_a_full_disk_is_logged_and_the_answer_goes_on(
+    roost: Roost, when: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    turns = roost.core._turns
+    kept = turns._observers
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    turns._observers = (*kept, _FailingObserver(full, when))
+    reply = await say(roost, "hello", 1)
+    assert GENERIC not in reply and FULL not in reply
+    assert f"grading {when} the turn not written, the disk is full" in caplog.text
+    turns._observers = (*kept, _FailingObserver(OSError(errno.EACCES, "denied"), when))
+    assert GENERIC in await say(roost, "hello again", 2)  # any other error: the turn fails

@@ -74,3 +74,16 @@ async def test_tenant_locks_keep_their_api_and_forget_tenants(tmp_path: Path) ->
         async with locks.hold(root, "memory"), locks.hold(root, "profile"):
             assert len(locks) == 2
     assert len(locks) == 0, "the old TenantLocks kept one lock per tenant forever"
+
+
+async def test_an_error_inside_releases_the_lock_and_forgets_the_key() -> None:
+    locks: KeyedLocks[str] = KeyedLocks()
+    for _ in range(3):  # each time the lock is free again: no hang
+        try:
+            async with asyncio.timeout(HANG_S), locks.hold("k"):
+                raise ValueError("inside")
+        except ValueError:
+            pass
+        assert len(locks) == 0
+    async with locks.hold("k"):
+        assert locks.users("k") == 1
