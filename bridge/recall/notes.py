@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from bridge.recall.terms import index_term_set, query_groups
@@ -68,61 +69,68 @@ def score_notes(
 
 
 class NoteIndex:
-    """Which notes hold a term, for scoring many messages against the same notes: found
-    by one pass over the notes the first time a message asks for the term, then kept
-    (a new version of the notes is a new index, at no cost until it is asked).
+    """Which notes hold a term, for scoring many messages against the same notes: an
+    inverted index (term -> the positions of the notes holding it) made in one pass
+    over the notes' terms, so a word no message asked before costs one look-up, not a
+    pass over every note.
 
-    `changed` makes the index of the notes with a few of them changed: it asks the index
-    it was made from (and that one its own, up to `CHAIN` back) for what they found, put
-    right for the changed notes, so a topic saved costs no pass over every note for a
-    word an earlier version was asked for."""
-
-    CHAIN = 8
+    `changed` makes the index of the notes with a few of them changed by putting this
+    one right for them alone (their old terms out, their new terms in): a topic saved
+    costs the terms of that topic, not a pass over every note. The index it was made
+    from gives its holders up to it; asked again, that one makes them afresh."""
 
     def __init__(
-        self,
-        held: Sequence[frozenset[str]],
-        parent: NoteIndex | None = None,
-        since: dict[int, frozenset[str]] | None = None,
+        self, held: Sequence[frozenset[str]], by_term: dict[str, set[int]] | None = None
     ) -> None:
         self.size = len(held)
         self.held = held
-        self._holders: dict[str, frozenset[int]] = {}
-        self._parent = parent  # the index of the version before (None: a pass over all)
-        self._since = since or {}  # the notes changed since that version: their terms now
-        self._moved = frozenset(self._since)
-        self._depth: int = parent._depth + 1 if parent is not None else 0
+        self._by_term: dict[str, set[int]] | None = by_term or _inverted(held)
 
     def changed(self, held: Sequence[frozenset[str]], which: Sequence[int]) -> NoteIndex:
         """The index of `held`: these notes with those at the positions `which` changed
         (the same number of notes, the others the same)."""
-        if len(held) != self.size or self._depth >= self.CHAIN:
+        if len(held) != self.size:
             return NoteIndex(held)
-        return NoteIndex(held, self, {i: held[i] for i in which})
+        by_term, self._by_term = self._by_term, None  # given up to the new version
+        if by_term is None:
+            return NoteIndex(held)
+        for i in set(which):
+            before, now = self.held[i], held[i]
+            for term in before - now:
+                gone = by_term[term]
+                gone.discard(i)
+                if not gone:
+                    del by_term[term]
+            for term in now - before:
+                found = by_term.get(term)
+                if found is None:
+                    by_term[term] = {i}
+                else:
+                    found.add(i)
+        return NoteIndex(held, by_term)
 
-    def _known(self, term: str) -> frozenset[int] | None:
-        """The holders of `term` as found by this index or put right from an earlier one
-        (None: no index of the chain was asked for it)."""
-        found = self._holders.get(term)
-        if found is None and self._parent is not None:
-            before = self._parent._known(term)
-            if before is not None:
-                now = {i for i, terms in self._since.items() if term in terms}
-                found = (before - self._moved) | now
-                self._keep(term, found)
-        return found
+    def holders(self, term: str) -> AbstractSet[int]:
+        """The positions of the notes holding `term` (not to be changed by the caller)."""
+        by_term = self._by_term
+        if by_term is None:  # given up to a newer version: made again for this one
+            by_term = self._by_term = _inverted(self.held)
+        return by_term.get(term, _NONE)
 
-    def _keep(self, term: str, found: frozenset[int]) -> None:
-        if len(self._holders) >= 65_536:
-            self._holders.clear()
-        self._holders[term] = found
 
-    def holders(self, term: str) -> frozenset[int]:
-        found = self._known(term)
-        if found is None:
-            found = frozenset(i for i, terms in enumerate(self.held) if term in terms)
-            self._keep(term, found)
-        return found
+_NONE: frozenset[int] = frozenset()
+
+
+def _inverted(held: Sequence[frozenset[str]]) -> dict[str, set[int]]:
+    """term -> the positions of the term sets holding it."""
+    by_term: dict[str, set[int]] = {}
+    for i, terms in enumerate(held):
+        for term in terms:
+            found = by_term.get(term)
+            if found is None:
+                by_term[term] = {i}
+            else:
+                found.add(i)
+    return by_term
 
 
 def score_held(
@@ -138,7 +146,7 @@ def score_held(
     if not wanted:
         return []
     holders = index.holders
-    by_group: list[frozenset[int]] = []
+    by_group: list[AbstractSet[int]] = []
     for g in wanted:
         found = holders(g[0])
         for term in g[1:]:
