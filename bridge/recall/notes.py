@@ -69,68 +69,53 @@ def score_notes(
 
 
 class NoteIndex:
-    """Which notes hold a term, for scoring many messages against the same notes: an
-    inverted index (term -> the positions of the notes holding it) made in one pass
-    over the notes' terms, so a word no message asked before costs one look-up, not a
-    pass over every note.
+    """Which notes hold a term, for scoring many messages against the same notes: found
+    by one pass over the notes the first time a message asks for the term, then kept
+    (term -> the positions of the notes holding it; a new set of notes costs nothing
+    until it is asked).
 
-    `changed` makes the index of the notes with a few of them changed by putting this
-    one right for them alone (their old terms out, their new terms in): a topic saved
-    costs the terms of that topic, not a pass over every note. The index it was made
-    from gives its holders up to it; asked again, that one makes them afresh."""
+    `changed` makes the index of the notes with a few of them changed by putting the
+    kept holders right for those notes alone (taken out of the terms they no longer
+    hold, added to those they hold now): a topic saved costs the terms of that topic,
+    and a word asked once is never looked for in every note again. The index it was
+    made from gives what it kept up to it; asked again, that one finds its own afresh."""
 
     def __init__(
-        self, held: Sequence[frozenset[str]], by_term: dict[str, set[int]] | None = None
+        self, held: Sequence[frozenset[str]], known: dict[str, set[int]] | None = None
     ) -> None:
         self.size = len(held)
         self.held = held
-        self._by_term: dict[str, set[int]] | None = by_term or _inverted(held)
+        self._known: dict[str, set[int]] | None = known if known is not None else {}
 
     def changed(self, held: Sequence[frozenset[str]], which: Sequence[int]) -> NoteIndex:
         """The index of `held`: these notes with those at the positions `which` changed
         (the same number of notes, the others the same)."""
-        if len(held) != self.size:
-            return NoteIndex(held)
-        by_term, self._by_term = self._by_term, None  # given up to the new version
-        if by_term is None:
+        known, self._known = self._known, None  # given up to the new version
+        if len(held) != self.size or known is None:
             return NoteIndex(held)
         for i in set(which):
             before, now = self.held[i], held[i]
             for term in before - now:
-                gone = by_term[term]
-                gone.discard(i)
-                if not gone:
-                    del by_term[term]
+                gone = known.get(term)
+                if gone is not None:
+                    gone.discard(i)
             for term in now - before:
-                found = by_term.get(term)
-                if found is None:
-                    by_term[term] = {i}
-                else:
+                found = known.get(term)
+                if found is not None:
                     found.add(i)
-        return NoteIndex(held, by_term)
+        return NoteIndex(held, known)
 
     def holders(self, term: str) -> AbstractSet[int]:
         """The positions of the notes holding `term` (not to be changed by the caller)."""
-        by_term = self._by_term
-        if by_term is None:  # given up to a newer version: made again for this one
-            by_term = self._by_term = _inverted(self.held)
-        return by_term.get(term, _NONE)
-
-
-_NONE: frozenset[int] = frozenset()
-
-
-def _inverted(held: Sequence[frozenset[str]]) -> dict[str, set[int]]:
-    """term -> the positions of the term sets holding it."""
-    by_term: dict[str, set[int]] = {}
-    for i, terms in enumerate(held):
-        for term in terms:
-            found = by_term.get(term)
-            if found is None:
-                by_term[term] = {i}
-            else:
-                found.add(i)
-    return by_term
+        known = self._known
+        if known is None:  # given up to a newer version: found afresh for this one
+            known = self._known = {}
+        found = known.get(term)
+        if found is None:
+            if len(known) >= 65_536:
+                known.clear()
+            found = known[term] = {i for i, terms in enumerate(self.held) if term in terms}
+        return found
 
 
 def score_held(
