@@ -21,8 +21,8 @@ vouches that no topic file changed (`FileCache.still`), so a turn with an
 unchanged memory costs one look at the watch and the scoring of the
 message's words through the index (`score_held`: the same scores as
 `explain`'s, for the topics that score above 0). A topic saved is parsed and
-split again alone, and the index of the new version inherits what the old one
-found (`NoteIndex.changed`).
+split again alone, and the index of its terms is the old one put right for that
+topic alone (`NoteIndex.changed`: its old terms out, its new terms in).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from bridge.recall.terms import index_term_set, query_groups
@@ -70,58 +71,50 @@ def score_notes(
 class NoteIndex:
     """Which notes hold a term, for scoring many messages against the same notes: found
     by one pass over the notes the first time a message asks for the term, then kept
-    (a new version of the notes is a new index, at no cost until it is asked).
+    (term -> the positions of the notes holding it; a new set of notes costs nothing
+    until it is asked).
 
-    `changed` makes the index of the notes with a few of them changed: it asks the index
-    it was made from (and that one its own, up to `CHAIN` back) for what they found, put
-    right for the changed notes, so a topic saved costs no pass over every note for a
-    word an earlier version was asked for."""
-
-    CHAIN = 8
+    `changed` makes the index of the notes with a few of them changed by putting the
+    kept holders right for those notes alone (taken out of the terms they no longer
+    hold, added to those they hold now): a topic saved costs the terms of that topic,
+    and a word asked once is never looked for in every note again. The index it was
+    made from gives what it kept up to it; asked again, that one finds its own afresh."""
 
     def __init__(
-        self,
-        held: Sequence[frozenset[str]],
-        parent: NoteIndex | None = None,
-        since: dict[int, frozenset[str]] | None = None,
+        self, held: Sequence[frozenset[str]], known: dict[str, set[int]] | None = None
     ) -> None:
         self.size = len(held)
         self.held = held
-        self._holders: dict[str, frozenset[int]] = {}
-        self._parent = parent  # the index of the version before (None: a pass over all)
-        self._since = since or {}  # the notes changed since that version: their terms now
-        self._moved = frozenset(self._since)
-        self._depth: int = parent._depth + 1 if parent is not None else 0
+        self._known: dict[str, set[int]] | None = known if known is not None else {}
 
     def changed(self, held: Sequence[frozenset[str]], which: Sequence[int]) -> NoteIndex:
         """The index of `held`: these notes with those at the positions `which` changed
         (the same number of notes, the others the same)."""
-        if len(held) != self.size or self._depth >= self.CHAIN:
+        known, self._known = self._known, None  # given up to the new version
+        if len(held) != self.size or known is None:
             return NoteIndex(held)
-        return NoteIndex(held, self, {i: held[i] for i in which})
+        for i in set(which):
+            before, now = self.held[i], held[i]
+            for term in before - now:
+                gone = known.get(term)
+                if gone is not None:
+                    gone.discard(i)
+            for term in now - before:
+                found = known.get(term)
+                if found is not None:
+                    found.add(i)
+        return NoteIndex(held, known)
 
-    def _known(self, term: str) -> frozenset[int] | None:
-        """The holders of `term` as found by this index or put right from an earlier one
-        (None: no index of the chain was asked for it)."""
-        found = self._holders.get(term)
-        if found is None and self._parent is not None:
-            before = self._parent._known(term)
-            if before is not None:
-                now = {i for i, terms in self._since.items() if term in terms}
-                found = (before - self._moved) | now
-                self._keep(term, found)
-        return found
-
-    def _keep(self, term: str, found: frozenset[int]) -> None:
-        if len(self._holders) >= 65_536:
-            self._holders.clear()
-        self._holders[term] = found
-
-    def holders(self, term: str) -> frozenset[int]:
-        found = self._known(term)
+    def holders(self, term: str) -> AbstractSet[int]:
+        """The positions of the notes holding `term` (not to be changed by the caller)."""
+        known = self._known
+        if known is None:  # given up to a newer version: found afresh for this one
+            known = self._known = {}
+        found = known.get(term)
         if found is None:
-            found = frozenset(i for i, terms in enumerate(self.held) if term in terms)
-            self._keep(term, found)
+            if len(known) >= 65_536:
+                known.clear()
+            found = known[term] = {i for i, terms in enumerate(self.held) if term in terms}
         return found
 
 
@@ -138,7 +131,7 @@ def score_held(
     if not wanted:
         return []
     holders = index.holders
-    by_group: list[frozenset[int]] = []
+    by_group: list[AbstractSet[int]] = []
     for g in wanted:
         found = holders(g[0])
         for term in g[1:]:
