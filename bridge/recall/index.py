@@ -16,7 +16,7 @@ its one INSERT (the tenant's newest id + `row_number()`), the messages already k
 (conversation, msg_id), left out, so an import can be run twice. The INSERT's rows are
 padded to one of a few counts (`ROW_COUNTS`; the padding numbered -1 and never stored), so
 its text, and the prepared statement each backend keeps by text, is one of a few instead
-of one per batch size (a new one prepared for nearly every batch: 12 % of the
+of one per batch size (a new one prepared for nearly every batch: 13 % of the
 instructions of `add` over batches of 1-64 exchanges). Scoring the
 body and the speaker's name as one document gives FTS5's two-column `bm25()`
 of the files this replaces exactly (its columns weigh 1 each: term counts and
