@@ -13,7 +13,11 @@ another's rows and `text_index_names` finds it for forget.
 Ids count per tenant from 1, in the order messages are stored (the ranking's
 "messages around a hit" are the neighbouring ids): a batch is numbered inside
 its one INSERT (the tenant's newest id + `row_number()`), the messages already known, by
-(conversation, msg_id), left out, so an import can be run twice. Scoring the
+(conversation, msg_id), left out, so an import can be run twice. The INSERT's rows are
+padded to one of a few counts (`ROW_COUNTS`; the padding numbered -1 and never stored), so
+its text, and the prepared statement each backend keeps by text, is one of a few instead
+of one per batch size (a new one prepared for nearly every batch: 13 % of the
+instructions of `add` over batches of 1-64 exchanges). Scoring the
 body and the speaker's name as one document gives FTS5's two-column `bm25()`
 of the files this replaces exactly (its columns weigh 1 each: term counts and
 lengths add up), so the ranking is unchanged.
@@ -46,6 +50,10 @@ TEXT_INDEX = "recall"
 LEGACY_FILENAME = "index.sqlite"  # the file per tenant the index lived in before (moved)
 NEAR = 2000  # ids looked through on either side for a message's neighbours
 CHUNK = 500  # rows per statement (placeholders stay far below both backends' limits)
+# the batch INSERT's row counts: a batch is padded up to the next one (rows numbered -1,
+# which the INSERT leaves out), so the statement's text, and with it the prepared
+# statement both backends cache by text, is one of these few instead of one per count
+ROW_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, CHUNK)
 
 
 def legacy_path(dirs: TenantDirs) -> Path:
@@ -88,7 +96,7 @@ WITH v (n, conv, msg_id, role, name, at_ms, source, text) AS (VALUES {values}),
 base AS (SELECT COALESCE((
     SELECT id FROM recall_messages WHERE tenant = ? ORDER BY id DESC LIMIT 1), 0) AS top),
 fresh AS (
-    SELECT v.* FROM v WHERE NOT EXISTS (
+    SELECT v.* FROM v WHERE v.n >= 0 AND NOT EXISTS (
         SELECT 1 FROM recall_messages x
         WHERE x.tenant = ? AND x.conv = v.conv AND x.msg_id = v.msg_id))
 INSERT INTO recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
@@ -124,6 +132,17 @@ def _name_terms(name: str) -> tuple[str, ...]:
 def who_terms(role: str, name: str) -> str:
     """The speaker's name and role as terms (the ranking's speaker boost)."""
     return index_terms(f"{name} {role}")
+
+
+def padded(rows: int) -> int:
+    """The smallest of ROW_COUNTS that holds `rows` (at most CHUNK)."""
+    return next(size for size in ROW_COUNTS if size >= rows)
+
+
+@lru_cache(maxsize=len(ROW_COUNTS))
+def _insert_sql(size: int) -> str:
+    """The batch INSERT for `size` rows (made once per size)."""
+    return _INSERT.format(values=",".join([_VALUE] * size))
 
 
 def _marks(n: int) -> str:
@@ -208,8 +227,12 @@ class RecallIndex:
         for n, m in enumerate(chunk):
             conv = convs[m.conversation]
             args += [n, conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text]
-        sql = _INSERT.format(values=",".join([_VALUE] * len(chunk)))
-        rows = await self.db.fetch_all(sql, (*args, self.tenant, self.tenant, self.tenant))
+        size = padded(len(chunk))
+        # padding: the last row again, numbered -1 (typed as a real row on both backends)
+        args += [-1, *args[-7:-1], ""] * (size - len(chunk))
+        rows = await self.db.fetch_all(
+            _insert_sql(size), (*args, self.tenant, self.tenant, self.tenant)
+        )
         return [(int(i), int(c), str(msg)) for i, c, msg in rows]
 
     async def _known(self, keys: list[tuple[int, str]]) -> list[tuple[int, str]]:

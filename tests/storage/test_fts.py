@@ -314,3 +314,43 @@ async def test_newest_and_from_min_doc_when_docs_were_added_out_of_order(db: Any
     for floor in (1, 37, matching[10]):
         assert await index.search(query, 1000, min_doc=floor) == [g for g in want if g[0] >= floor]
         assert await index.search(query, 3, min_doc=floor) == [g for g in want if g[0] >= floor][:3]
+
+
+@pytest.mark.parametrize("size", [1, 31, 32, 33, 300])
+async def test_one_batch_writes_every_posting_and_count_as_added_one_by_one(
+    db: Any, size: int
+) -> None:
+    """`add_many` of batches whose rows are whole multi-row statements, a rest, or only a
+    rest (SQLite writes them 32 at a time) ranks as the oracle does, and a batch with a
+    known document adds none of its documents; on SQLite the documents are their terms,
+    the postings exactly each document's distinct terms (tf and length) and the document
+    frequencies how many documents hold each (repeated terms in one document counted
+    once, the second batch's added to the first's)."""
+    docs = dict(enumerate(_corpus(size), start=1))
+    docs[size] = "w1 w1 w2 w1"  # a term twice in one document
+    index = db.text_index("recall", "alice")
+    items = list(docs.items())
+    await index.add_many(items[: size // 2])  # the second batch counts terms seen before
+    await index.add_many(items[size // 2 :])
+    with pytest.raises(IntegrityError):  # a batch with one known document adds nothing
+        await index.add_many([(size + 1 + i, "w1 new") for i in range(40)] + [(1, "w1")])
+    assert await index.count() == size
+    for query in (["w0"], ["w1", "w7"], ["w3", "w50", "w119"]):
+        assert await index.search(query, 400) == _bm25(docs, query)
+    if isinstance(db, SqliteDatabase):
+        want = sorted(
+            (term, doc, tf, len(fts.terms(text)))
+            for doc, text in docs.items()
+            for term, tf in Counter(fts.terms(text)).items()
+        )
+        got = await db.fetch_all(
+            "SELECT term, doc, tf, len FROM storage_fts_postings ORDER BY term, doc"
+        )
+        assert [tuple(r) for r in got] == want
+        bodies = await db.fetch_all("SELECT doc, len, body FROM storage_fts_docs ORDER BY doc")
+        assert [tuple(r) for r in bodies] == [
+            (doc, len(fts.terms(text)), " ".join(fts.terms(text))) for doc, text in items
+        ]
+        df = Counter(term for _, text in docs.items() for term in set(fts.terms(text)))
+        rows = await db.fetch_all("SELECT term, n FROM storage_fts_df ORDER BY term")
+        assert [tuple(r) for r in rows] == sorted(df.items())

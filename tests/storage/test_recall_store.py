@@ -13,7 +13,15 @@ import pytest
 
 from bridge.app.database import open_database
 from bridge.recall.evaluate import OWN_DIR, load_set, loaded
-from bridge.recall.index import CHUNK, TEXT_INDEX, Message, RecallIndex, legacy_path
+from bridge.recall.index import (
+    CHUNK,
+    ROW_COUNTS,
+    TEXT_INDEX,
+    Message,
+    RecallIndex,
+    legacy_path,
+    padded,
+)
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
 from bridge.recall.terms import query_terms
@@ -56,6 +64,29 @@ async def test_rows_are_numbered_per_tenant_and_a_known_message_adds_nothing(
     assert await alice.text.count() == 7 and await bob.text.count() == 2
     # a message twice in one batch counts once
     assert await bob.add([talk("web:z")[0], talk("web:z")[0]]) == 1
+
+
+async def test_a_padded_batch_numbers_only_its_own_rows(db: Database) -> None:
+    """A batch is padded to the next of ROW_COUNTS (a few statement texts, each prepared
+    once); the padding is never stored: every size numbers its new rows on from the
+    tenant's newest, no gaps, known ones (also in the padding's place) left out."""
+    assert [padded(n) for n in (1, 2, 3, 5, 9, 33, 129, 257, CHUNK)] == [
+        1, 2, 4, 8, 16, 64, 256, CHUNK, CHUNK
+    ]  # fmt: skip
+    assert list(ROW_COUNTS) == sorted(ROW_COUNTS) and ROW_COUNTS[-1] == CHUNK
+    index, stored = RecallIndex(db, "alice"), 0
+    for size in (1, 3, 2, 5, 8, 9, 17):
+        batch = [
+            Message("web:a", f"{size}-{i}", "user", f"word{i} batch{size}", stored + i, "web")
+            for i in range(size)
+        ]
+        assert await index.add([batch[-1], *batch]) == size  # the last row twice
+        stored += size
+        assert [r.rowid async for r in index.iter_all()] == list(range(1, stored + 1))
+        assert await index.count() == stored and await index.text.count() == stored
+    rows = [r async for r in index.iter_all()]
+    assert [r.msg_id for r in rows[-17:]] == ["17-16", *(f"17-{i}" for i in range(16))]
+    assert all(r.text.startswith("word") for r in rows)
 
 
 async def test_one_tenants_search_never_reaches_anothers_rows(db: Database) -> None:
