@@ -30,6 +30,10 @@ def is_loss(exc: BaseException) -> bool:
         return False
     if isinstance(exc, asyncpg.exceptions.InterfaceError) and "closed" in str(exc):
         return True  # "cannot perform operation: connection is closed"
+    if isinstance(exc, asyncpg.exceptions.InternalClientError) and "in progress" in str(exc):
+        # "cannot switch to state N; another operation (M) is in progress": a connection
+        # left mid-operation when the server went away; it cannot be used again
+        return True
     return isinstance(
         exc,
         OSError
