@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
+from bridge.core.identity_memo import ByIdentity
 from bridge.core.turn import ChosenModel
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.backend import Backend, BackendError, ToolCaller, ToolEndpoint, ToolSchema
@@ -29,6 +30,7 @@ from bridge.types.tools import TurnContext
 log = logging.getLogger("roost")
 
 KEY = "model"  # the chat_settings key of a chat's model
+_WRAPS = 64  # wrapped backends kept (a generation has a few; a reload makes new ones)
 GONE = (
     "(The model {name!r} this chat used is no longer configured; "
     "this chat is back on the default model, {default!r}. /model lists the others.)"
@@ -152,7 +154,7 @@ class ModelRegistry:
         self._make = make
         self._fixed = fixed_default  # a backend passed in stays the default across reloads
         self._closing: set[asyncio.Task[None]] = set()
-        self._wraps: dict[int, tuple[Backend, Backend]] = {}  # id -> (backend, wrapped)
+        self._wraps: ByIdentity[Backend, Backend] = ByIdentity(_WRAPS)  # backend -> wrapped
 
     @property
     def default(self) -> str:
@@ -197,12 +199,10 @@ class ModelRegistry:
         generation makes them again: the kept ones are dropped with the old ones)."""
         if self._wrap is None:
             return backend
-        kept = self._wraps.get(id(backend))
-        if kept is None or kept[0] is not backend:
-            if len(self._wraps) >= max(8, 2 * len(self._current.backends)):
-                self._wraps.clear()
-            kept = self._wraps[id(backend)] = (backend, self._wrap(backend))
-        return kept[1]
+        kept = self._wraps.get(backend)
+        return (
+            kept if kept is not None else self._wraps.put(backend, None, None, self._wrap(backend))
+        )
 
     async def _chosen(self, turn: TurnContext, gen: Generation) -> str:
         if self._chats is None:
