@@ -17,6 +17,17 @@ def holders_of(index: NoteIndex, terms: set[str]) -> dict[str, set[int]]:
     return {t: set(index.holders(t)) for t in sorted(terms)}
 
 
+def edited(
+    held: list[frozenset[str]], edit: list[tuple[int, frozenset[str]]]
+) -> tuple[list[frozenset[str]], list[int]]:
+    """A new list of notes with `edit`'s (position, terms) put in, and the positions."""
+    held, which = list(held), []
+    for at, terms in edit:
+        held[at % len(held)] = terms
+        which.append(at % len(held))
+    return held, which
+
+
 @given(
     first=st.lists(TERMS, min_size=1, max_size=12),
     edits=st.lists(
@@ -32,11 +43,7 @@ def test_an_index_put_right_holds_what_a_fresh_one_holds(
     index = NoteIndex(held)
     for edit in edits:
         old, old_held = index, list(held)
-        held = list(held)
-        which = []
-        for at, terms in edit:
-            held[at % len(held)] = terms
-            which.append(at % len(held))
+        held, which = edited(held, edit)
         index = index.changed(held, which)
         assert holders_of(index, every) == holders_of(NoteIndex(held), every)
         # the version before, asked again, answers for its own notes
@@ -62,11 +69,7 @@ def test_words_asked_before_some_edits_and_not_others(
     index = NoteIndex(held)
     for asked, edit in edits:
         assert holders_of(index, set(asked)) == holders_of(NoteIndex(held), set(asked))
-        held = list(held)
-        which = []
-        for at, terms in edit:
-            held[at % len(held)] = terms
-            which.append(at % len(held))
+        held, which = edited(held, edit)
         index = index.changed(held, which)
     every = set("abcdefghz")
     assert holders_of(index, every) == holders_of(NoteIndex(held), every)
