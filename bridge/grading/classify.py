@@ -11,8 +11,11 @@ text, tokenised and stemmed) are read only when the similarity alone reaches
 `REPHRASE_AT`, the one case where the discount can change the label. The next
 message is lowered and tokenised once (cues, token count, content words), and
 the similarity pass also yields its words new to the previous request, which
-are all the reply's share needs. tests/grading/test_classify_differential.py
-holds every output equal to the grader before these cuts (classify_oracle.py).
+are all the reply's share needs. A caller grading a conversation may pass a
+`LastRead` it owns (`kept`): the next message's words are then read once, and
+reused when it is the previous message of the next turn; the module keeps no
+state of its own. tests/grading/test_classify_differential.py holds every
+output equal to the grader before these cuts (classify_oracle.py).
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ LABELS: tuple[Label, ...] = ("approval", "rejection", "rephrase", "neutral")
 REPHRASE_AT = 0.40  # similarity from which a message counts as the same request
 EARLY = 4  # a cue this close to the start speaks about the reply
 SHORT = 8  # a message this short is all reaction
-_READ = LastRead()  # the last messages' content words by text: the next turn's previous
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,11 @@ def _strongest(cues: list[Cue], polarity: int) -> Cue | None:
     return max(found, key=lambda c: (c.strength, -c.position)) if found else None
 
 
-def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
-    """Label the next user message as approval, rejection, rephrase or neutral."""
+def classify(
+    previous_user: str, reply: str, next_user: str, kept: LastRead | None = None
+) -> Outcome:
+    """Label the next user message as approval, rejection, rephrase or neutral. `kept`,
+    the caller's, holds the last messages' words read (no output depends on it)."""
     lowered = lower(next_user)  # lowered and tokenised once, for the cues and the words
     next_tokens = lowered_tokens(lowered)
     n_tokens = len(next_tokens)
@@ -93,11 +98,12 @@ def classify(previous_user: str, reply: str, next_user: str) -> Outcome:
         conf = 0.9 if n_tokens <= SHORT else 0.75
         return Outcome("approval", conf, f"approval cue {approval.phrase!r}")
     next_words = words_of(next_tokens)
-    previous = _READ.get(previous_user)  # read as the next message one turn earlier
+    previous = None if kept is None else kept.get(previous_user)  # read one turn earlier
     if previous is None:
         previous = read_words(content_words(previous_user))
     read = read_words(next_words)
-    _READ.put(next_user, read)
+    if kept is not None:
+        kept.put(next_user, read)
     sim, novel = compare_read(previous, read)
     n_words = len(set(next_words))
     # the reply's share only lowers the score: below the mark without it, never needed

@@ -33,6 +33,7 @@ from bridge.core.sessions import Session
 from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
+from bridge.grading.text import LastRead
 from bridge.skills.files import read_skills
 from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
@@ -71,6 +72,7 @@ class SkillsObserver:
         self._grades, self._log = grades, log
         self._cache, self._clock = cache, clock
         self._judge = judge
+        self._read = LastRead()  # the last messages' words: the next turn's previous message
         self._marks: dict[int, tuple[TurnContext, _Mark]] = {}  # a turn's mark, by id(turn)
         if judge is not None:
             judge.listen(self._judged)
@@ -115,7 +117,7 @@ class SkillsObserver:
         inbound = turn.inbound
         prev_id, skills = last.msg_id, last.skills
         prev_user, reply = exchange
-        outcome = classify(prev_user.content, reply.content, inbound.text)
+        outcome = classify(prev_user.content, reply.content, inbound.text, self._read)
         events.add(
             "outcome.graded",
             turn.tenant,

@@ -10,7 +10,6 @@ their positions, and the text helpers the grader shares with skills/usage.py.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import random
@@ -23,7 +22,7 @@ from hypothesis import strategies as st
 
 from bridge.grading import Outcome, classify
 from bridge.grading.cues import PHRASES, WORDS, Cue, find_cues
-from bridge.grading.text import Related, content_words, similarity, tokens
+from bridge.grading.text import LastRead, Related, content_words, read_words, similarity, tokens
 from tests.grading import classify_oracle as old
 
 HERE = Path(__file__).parent
@@ -93,8 +92,9 @@ def _corpus() -> list[tuple[str, str, str]]:
 CORPUS = _corpus()
 
 
-def _same(prev: str, reply: str, nxt: str) -> None:
-    assert classify(prev, reply, nxt) == _as_new(old.classify(prev, reply, nxt)), (prev, reply, nxt)
+def _same(prev: str, reply: str, nxt: str, kept: LastRead | None = None) -> None:
+    expected = _as_new(old.classify(prev, reply, nxt))
+    assert classify(prev, reply, nxt, kept) == expected, (prev, reply, nxt)
     assert find_cues(nxt) == [_cue(c) for c in old.find_cues(nxt)], nxt
 
 
@@ -153,18 +153,15 @@ def test_an_index_for_some_lengths_answers_as_a_full_one(words: set[str], asked:
 def test_identical_along_a_conversation_read_from_the_last_turn() -> None:
     """Each next message is the previous one of the next turn: its words are read then
     from the last turn's (`LastRead`), and every outcome stays the oracle's."""
-    module = importlib.import_module("bridge.grading.classify")
     messages = [case[2] for case in CORPUS[:: len(CORPUS) // 400]]
-    hits = 0
+    kept, hits = LastRead(), 0
     for prev, nxt in itertools.pairwise(messages):
-        hits += module._READ.get(prev) is not None
-        _same(prev, "a reply", nxt)
+        hits += kept.get(prev) is not None
+        _same(prev, "a reply", nxt, kept)
     assert hits > len(messages) // 4  # read as next ones (a cue decides without reading)
 
 
 def test_the_last_reads_are_bounded_in_number_and_length() -> None:
-    from bridge.grading.text import LastRead, read_words
-
     kept = LastRead(size=3, longest=10)
     for text in ["a", "b", "c", "d"]:
         kept.put(text, read_words([text]))
