@@ -108,6 +108,13 @@ _PIECE = st.one_of(
         st.sampled_from(["=", ": ", " = ", '": "', "_", " "]),
         st.sampled_from(VALUES),
     ),
+    st.builds(  # a name split in a key (`CLOUD_FLARE_X=`): in the key's parts, not the text
+        lambda name, cut, suffix, value: f"{name[:cut]}_{name[cut:]}{suffix}={value}",
+        st.sampled_from(NAMES),
+        st.integers(1, 3),
+        st.sampled_from(["", "_CONSUMER", "_ID", "_TOKEN", "Secret"]),
+        st.sampled_from(VALUES),
+    ),
     st.builds(  # a keyword glued to token characters, as a near miss
         lambda kw, tail: kw + tail,
         st.sampled_from(KEYWORDS),
