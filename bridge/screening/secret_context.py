@@ -32,12 +32,15 @@ from bridge.screening.windowed import Scanner
 
 Assignment = tuple[list[str], str]  # the key's parts (lower-case), the value
 
-_ASSIGN = re.compile(
+# up to the value: a match of `_ASSIGN` at a position is a match of this there first
+_HEAD = (
     r"(?<![A-Za-z0-9_.\-])(?:(?P<pre>[A-Za-z]{2,20})[ \t])?(?P<key>[A-Za-z][A-Za-z0-9_.\-]{0,63}+)"
-    r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)(?:\\?[\"'`])?"
-    r"(?P<val>[^\s\"'`,;<>\\]{1,512}+)"
+    r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)"
 )
-_ASSIGN_SCAN = Scanner(_ASSIGN)  # runs only near `=`, `:` and `>`
+_ASSIGN = re.compile(_HEAD + r"(?:\\?[\"'`])?(?P<val>[^\s\"'`,;<>\\]{1,512}+)")
+# the head is at most ~110 characters wide (the value up to 512 more): windowed, it runs
+# only near `=`, `:` and `>` (`windowed.Scanner`), and `_ASSIGN` only where it matched
+_HEAD_SCAN = Scanner(re.compile(_HEAD))
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # A key whose last part is one of these holds a password: any real value counts.
 _PASSWORD_LAST = frozenset(
@@ -95,9 +98,23 @@ def _token_like(value: str) -> bool:
     return len(v) >= 20 and entropy(v) >= 3.5
 
 
+def _matches(text: str) -> Iterator[re.Match[str]]:
+    """`_ASSIGN`'s matches, each next search from inside the last one's value
+    (`https://host?sig=...` holds a second assignment): tried only where the head
+    matches, which it does wherever `_ASSIGN` does, so the first success is the
+    match `_ASSIGN.search` finds from there."""
+    pos, n = 0, len(text)
+    while pos <= n and (head := _HEAD_SCAN.search(text, pos)) is not None:
+        m = _ASSIGN.match(text, head.start())
+        if m is None:
+            pos = head.start() + 1
+            continue
+        yield m
+        pos = m.start("val")
+
+
 def _assignments(text: str) -> Iterator[Assignment]:
-    # resume inside the value: `https://host?sig=...` holds a second assignment
-    for m in _ASSIGN_SCAN.finditer(text, resume=lambda m: m.start("val")):
+    for m in _matches(text):
         parts = _parts(m.group("key"))
         # "minisign public key: ...", "SSH public key = ...": the word before names it
         pre = (m.group("pre") or "").lower()
