@@ -119,7 +119,12 @@ def _instructions(name: str, call: str, calls: int) -> int:
         ]  # fmt: skip
         # the same hash seed and no .pyc written: both runs start alike, to the instruction
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": path,
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True)
         found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
         assert found is not None, "no totals in the callgrind output"

@@ -34,7 +34,7 @@ def _cls(chars: Iterable[str]) -> str:
 class Keywords:
     """A fixed set of lower-case keywords, looked for together."""
 
-    __slots__ = ("_groups", "_plain", "_runs")
+    __slots__ = ("_groups", "_plain", "_runs", "_runs_sparse")
 
     def __init__(self, words: Iterable[str]) -> None:
         words = sorted(set(words))
@@ -46,20 +46,23 @@ class Keywords:
             if w not in self._plain:
                 groups.setdefault(min(set(w) & marks, key=_rank), []).append(w)
         self._groups = tuple((mark, tuple(ws)) for mark, ws in sorted(groups.items()))
-        # a maximal run of keyword characters that holds a mark: from its start (the
-        # lookbehind), its letters, a mark, the rest of the run (possessive: linear)
-        self._runs = (
-            re.compile(f"(?<!{_cls(alphabet)})[a-z]*+{_cls(marks)}{_cls(alphabet)}*+")
-            if marks
-            else None
-        )
+        self._runs = self._runs_sparse = None
+        if marks:
+            a, m = _cls(alphabet), _cls(marks)
+            # a maximal run of keyword characters that holds a mark: from its start (the
+            # lookbehind), its letters, a mark, the rest of the run (possessive: linear)
+            self._runs = re.compile(f"(?<!{a})[a-z]*+{m}{a}*+")
+            # the same runs, found from a keyword character (`re` skips to one quickly in
+            # another script, where they are few; in English text the first is quicker)
+            self._runs_sparse = re.compile(f"{a}(?<!{a}.)(?:(?<={m})|[a-z]*+{m}){a}*+")
 
     def present(self, lowered: str) -> set[str]:
         """The keywords that occur in `lowered` (`w in lowered` for each)."""
         found = {w for w in self._plain if w in lowered}
-        if self._runs is None:
+        if self._runs is None or self._runs_sparse is None:
             return found
-        reduced = "\n".join(self._runs.findall(lowered))
+        runs = self._runs if lowered.isascii() else self._runs_sparse
+        reduced = "\n".join(runs.findall(lowered))
         for mark, words in self._groups:
             if mark in reduced:
                 found.update(w for w in words if w in reduced)

@@ -102,15 +102,18 @@ def _matches(text: str) -> Iterator[re.Match[str]]:
     """`_ASSIGN`'s matches, each next search from inside the last one's value
     (`https://host?sig=...` holds a second assignment): tried only where the head
     matches, which it does wherever `_ASSIGN` does, so the first success is the
-    match `_ASSIGN.search` finds from there."""
-    pos, n = 0, len(text)
-    while pos <= n and (head := _HEAD_SCAN.search(text, pos)) is not None:
-        m = _ASSIGN.match(text, head.start())
-        if m is None:
-            pos = head.start() + 1
-            continue
-        yield m
-        pos = m.start("val")
+    match `_ASSIGN.search` finds from there. One pass of the head's scanner: its
+    next search starts past a failed try, or inside the value of a match."""
+    tried: dict[int, re.Match[str] | None] = {}
+
+    def resume(head: re.Match[str]) -> int:
+        m = tried.pop(head.start())
+        return head.start() + 1 if m is None else m.start("val")
+
+    for head in _HEAD_SCAN.finditer(text, resume=resume):
+        m = tried[head.start()] = _ASSIGN.match(text, head.start())
+        if m is not None:
+            yield m
 
 
 def _assignments(text: str) -> Iterator[Assignment]:

@@ -49,3 +49,11 @@ def test_one_long_run_is_read_once() -> None:
     text = "ab" * 50_000 + "ghp_" + "x" * 50_000
     assert "ghp_" in RULES_GATE.present(text)
     assert RULES_GATE.present("a" * 100_000) == set()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_both_run_finders_find_the_same_runs(data: st.DataObject) -> None:
+    text = data.draw(_text(RULE_WORDS)).lower()
+    assert RULES_GATE._runs is not None and RULES_GATE._runs_sparse is not None
+    assert RULES_GATE._runs.findall(text) == RULES_GATE._runs_sparse.findall(text)
