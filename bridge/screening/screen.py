@@ -34,7 +34,7 @@ def secret_kinds(text: str) -> list[str]:
 
 def _secret_kinds_in_clean(normal: str) -> list[str]:
     kinds = provider_kinds(normal)
-    found = secret_context.assignments(normal)  # read once: `assigned` and `named` both ask
+    found = secret_context.Assignments(normal)  # read once: `assigned` and `named` both ask
     if secret_context.assigned_in(found):
         kinds.append("assigned-secret")
     service = None if kinds else secret_context.named_in(normal, found)

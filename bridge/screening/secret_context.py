@@ -11,7 +11,7 @@
   a key that names a service (`TWITTER_CONSUMER=...`), from `secret_rules.toml`,
   when that service's name occurs in the text (looked for only once a key and
   its value fit: a clean text pays no search per name).
-- `assigned_in` and `named_in` take the text's `assignments` read once for both.
+- `assigned_in` and `named_in` take the text's `Assignments`, read once for both.
 - `card_number(text)`: 13-19 digits with a card network's prefix that pass Luhn.
 
 Each scan is one pass of a pattern that cannot start inside its own run of
@@ -124,9 +124,22 @@ def _assignments(text: str) -> Iterator[Assignment]:
         yield ([pre, *parts] if pre in _QUALIFIERS else parts), m.group("val")
 
 
-def assignments(text: str) -> list[Assignment]:
-    """Every `key = value` of the text, in order: (the key's parts, lower-case; the value)."""
-    return list(_assignments(text))
+class Assignments:
+    """The text's `key = value`s in order (the key's parts, lower-case; the value), read
+    as far as a reader asks and kept: `assigned_in` stops at the first secret, and
+    `named_in`, asked only when there was none, reads them again from the start."""
+
+    __slots__ = ("_more", "_seen")
+
+    def __init__(self, text: str) -> None:
+        self._seen: list[Assignment] = []
+        self._more = _assignments(text)
+
+    def __iter__(self) -> Iterator[Assignment]:
+        yield from self._seen
+        for found in self._more:
+            self._seen.append(found)
+            yield found
 
 
 def assigned(text: str) -> bool:
@@ -134,7 +147,7 @@ def assigned(text: str) -> bool:
 
 
 def assigned_in(found: Iterable[Assignment]) -> bool:
-    """`assigned(text)`, given the text's `assignments`."""
+    """`assigned(text)`, given the text's `Assignments`."""
     for parts, value in found:
         cls = _key_class(parts)
         if cls is None or not _real_value(value):
@@ -146,7 +159,7 @@ def assigned_in(found: Iterable[Assignment]) -> bool:
 
 def named(text: str) -> str | None:
     """Kind of the first semi-generic rule whose service names the key of a token-like value."""
-    return named_in(text, assignments(text))
+    return named_in(text, _assignments(text))
 
 
 @cache
@@ -156,7 +169,7 @@ def _names() -> tuple[tuple[NamedRule, re.Pattern[str]], ...]:
 
 
 def named_in(text: str, found: Iterable[Assignment]) -> str | None:
-    """`named(text)`, given the text's `assignments` (read once for `assigned_in` too).
+    """`named(text)`, given the text's `Assignments` (read once for `assigned_in` too).
 
     A rule counts only when one of its service names occurs anywhere in the text
     (a substring search per name): that is asked last, once per rule, and only of

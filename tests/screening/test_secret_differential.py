@@ -149,3 +149,11 @@ def test_the_generated_texts_hold_secrets_and_clean_texts() -> None:
     FOUND.clear()
     test_generated_texts_are_decided_as_the_oracle_decides()
     assert sum(FOUND) >= len(FOUND) // 5 and not all(FOUND)
+
+
+def test_assignments_read_in_part_are_read_again_whole() -> None:
+    text = "a=1 DB_PASSWORD=hunter22 b=2 TWITTER_KEY=Ab1Cd2Ef3Gh4Ij5Kl6 c=3"
+    found = secret_context.Assignments(text)
+    assert secret_context.assigned_in(found)  # stops at DB_PASSWORD
+    whole = list(oracle._assignments(text))
+    assert list(found) == whole == list(found) and len(whole) == 5
