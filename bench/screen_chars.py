@@ -13,7 +13,7 @@ instructions per call under valgrind, which do not depend on the load: each
 text screened `--calls` times and 0 times in fresh interpreters, the
 difference divided by `--calls` (so start-up and compiling the rules cancel).
 
-Run: .venv/bin/python -m bench.screen_chars [--callgrind] [--calls 40] [--only NAME]
+Run: .venv/bin/python -m bench.screen_chars [--quick] [--callgrind] [--calls 40] [--only NAME]
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ def main() -> int:
     ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--calls", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="native, 3 calls each (CI: it still runs)")
     ap.add_argument("--only", help="only the texts whose name holds this")
     ap.add_argument("--run", help=argparse.SUPPRESS)
     ap.add_argument("--call", default="secret_kinds", help=argparse.SUPPRESS)
@@ -167,7 +168,7 @@ def main() -> int:
     elif args.callgrind:
         callgrind(args.calls, args.only)
     else:
-        native(args.repeat, args.only)
+        native(3 if args.quick else args.repeat, args.only)
     return 0
 
 
