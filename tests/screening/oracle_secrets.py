@@ -3,7 +3,7 @@
 A frozen copy (2026-12-03, session 16) of what `screen.secret_kinds` decides, in
 its plainest form: every keyword and service name looked for with `in` on the
 lower-cased text, every pattern run by `re` itself on the whole text (no
-`windowed.Scanner`, no `word_gate.Words`, no keyword index), `assigned` and
+`windowed.Scanner`, no `word_gate.Words` (as it was then), no keyword index), `assigned` and
 `named` each reading the assignments on their own. The helpers that read one
 hit (`_key_class`, `_real_value`, `_token_like`, `_candidates`, ...) are the
 screen's own: they look at a short string, no gate stands in front of them.

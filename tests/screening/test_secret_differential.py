@@ -8,7 +8,8 @@ oracle, the plain form written before the gates, on every row of the public
 corpus, on rows joined as the recall indexer joins a group of messages, and on
 hypothesis-generated texts that mix real secret shapes (the corpus's values,
 each provider's keywords, service names in keys) into prose and code, short
-and past the length (`word_gate.LONG`) where the screen changes its path.
+and past `LONG` (where the screen took another path before its gates, with
+`word_gate`; long texts are what the recall indexer's groups are).
 The generated texts must also hold secrets, or the comparison proves little.
 """
 
@@ -24,10 +25,10 @@ from bridge.screening import secret_context, secret_rules, secret_speech
 from bridge.screening.rule_data import rule_set
 from bridge.screening.screen import secret_kinds
 from bridge.screening.unicode_clean import clean
-from bridge.screening.word_gate import LONG
 from tests.screening import oracle_secrets as oracle
 
 CORPUS = Path(__file__).parent / "corpus"
+LONG = 2048
 ROWS = [
     json.loads(line)
     for name in ("secrets", "harmless", "injections", "benign")
