@@ -14,8 +14,9 @@ deepset/prompt-injections dataset (English and German rows), the multilingual
 instruction-override lists of public prompt-injection scanners, and the
 jailbreak prompts they quote (DAN, developer mode). Every repetition is
 bounded, so a scan is linear in the text. A pattern runs only when one of its
-words occurs, and then only near the literals every match of it holds
-(`windowed.Scanner`). The patterns compile on first use, not at import.
+words occurs (all of a table's words found in one pass, `literal_trie.Occurring`),
+and then only near the literals every match of it holds (`windowed.Scanner`).
+The patterns compile on first use, not at import.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import re
 from functools import cache
 from typing import Any
 
+from bridge.screening.literal_trie import Occurring
 from bridge.screening.unicode_clean import clean, skeleton_of_clean
 from bridge.screening.windowed import Scanner
-from bridge.screening.word_gate import LONG, Words
 
 _GAP = r"[^.\n]{0,40}"  # a few words, never past the end of a sentence
 
@@ -183,17 +184,23 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _any(table: _Table, text: str) -> bool:
-    # a pattern runs only when one of its words occurs (a substring search, cheaper than
-    # any regex); a pattern with no literal word always runs
-    if len(text) < LONG:
-        return any(
-            (not words or any(w in text for w in words)) and scan.search(text) is not None
-            for words, scan in table
-        )
-    present = Words(text)  # the same answers, sooner on a long text
+def _gate(table: _Table) -> Occurring:
+    return Occurring(w for words, _ in table for w in words)
+
+
+@cache
+def _gates() -> tuple[Occurring, Occurring]:
+    """The trigger words of each table, found together (compiled on first use)."""
+    latin, other = _tables()
+    return _gate(latin), _gate(other)
+
+
+def _any(table: _Table, gate: Occurring, text: str) -> bool:
+    # a pattern runs only when one of its words occurs (the table's words are found in
+    # one pass, `literal_trie.Occurring`); a pattern with no literal word always runs
+    present = gate.present(text)
     return any(
-        (not words or present.holds(words)) and scan.search(text) is not None
+        (not words or not present.isdisjoint(words)) and scan.search(text) is not None
         for words, scan in table
     )
 
@@ -208,8 +215,9 @@ def looks_like_injection(text: str) -> bool:
 def looks_like_injection_in_clean(cleaned: str) -> bool:
     """`looks_like_injection` of a text that is already `clean` (saves a second pass)."""
     latin, other = _tables()
-    if _any(latin, skeleton_of_clean(cleaned)):
+    latin_gate, other_gate = _gates()
+    if _any(latin, latin_gate, skeleton_of_clean(cleaned)):
         return True
     if not _OTHER_SCRIPT.search(cleaned):  # no Cyrillic, kana, CJK or Hangul
         return False
-    return _any(other, cleaned.casefold())
+    return _any(other, other_gate, cleaned.casefold())

@@ -34,10 +34,11 @@ def secret_kinds(text: str) -> list[str]:
 
 def _secret_kinds_in_clean(normal: str) -> list[str]:
     kinds = provider_kinds(normal)
-    if secret_context.assigned(normal):
+    found = secret_context.Assignments(normal)  # read once: `assigned` and `named` both ask
+    if secret_context.assigned_in(found):
         kinds.append("assigned-secret")
-    service = secret_context.named(normal)
-    if service and not kinds:
+    service = None if kinds else secret_context.named_in(normal, found)
+    if service:
         kinds.append(service)
     if secret_context.card_number(normal):
         kinds.append("card-number")

@@ -8,7 +8,10 @@
   allowlist (identifiers such as `key_id`, `primary_key`, `public_key` are not
   secrets; nor are references such as `${DB_PASSWORD}` or public keys).
 - `named(text)`: gitleaks' semi-generic rules: a token-like value assigned to
-  a key that names a service (`TWITTER_CONSUMER=...`), from `secret_rules.toml`.
+  a key that names a service (`TWITTER_CONSUMER=...`), from `secret_rules.toml`,
+  when that service's name occurs in the text (looked for only once a key and
+  its value fit: a clean text pays no search per name).
+- `assigned_in` and `named_in` take the text's `Assignments`, read once for both.
 - `card_number(text)`: 13-19 digits with a card network's prefix that pass Luhn.
 
 Each scan is one pass of a pattern that cannot start inside its own run of
@@ -19,19 +22,25 @@ digits; `windowed.Scanner`), plus a bounded look at each hit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from functools import cache
 
+from bridge.screening.literal_trie import alternation
 from bridge.screening.public_shapes import entropy, identifier_key, public_value, reference
-from bridge.screening.rule_data import rule_set
+from bridge.screening.rule_data import NamedRule, rule_set
 from bridge.screening.windowed import Scanner
-from bridge.screening.word_gate import LONG, Words
 
-_ASSIGN = re.compile(
+Assignment = tuple[list[str], str]  # the key's parts (lower-case), the value
+
+# up to the value: a match of `_ASSIGN` at a position is a match of this there first
+_HEAD = (
     r"(?<![A-Za-z0-9_.\-])(?:(?P<pre>[A-Za-z]{2,20})[ \t])?(?P<key>[A-Za-z][A-Za-z0-9_.\-]{0,63}+)"
-    r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)(?:\\?[\"'`])?"
-    r"(?P<val>[^\s\"'`,;<>\\]{1,512}+)"
+    r"\\?[\"'\]]?[ \t]{0,8}(?:(?:=>|:{1,3}=|[?+.]=|=|:)[ \t]{0,8}|>)"
 )
-_ASSIGN_SCAN = Scanner(_ASSIGN)  # runs only near `=`, `:` and `>`
+_ASSIGN = re.compile(_HEAD + r"(?:\\?[\"'`])?(?P<val>[^\s\"'`,;<>\\]{1,512}+)")
+# the head is at most ~110 characters wide (the value up to 512 more): windowed, it runs
+# only near `=`, `:` and `>` (`windowed.Scanner`), and `_ASSIGN` only where it matched
+_HEAD_SCAN = Scanner(re.compile(_HEAD))
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # A key whose last part is one of these holds a password: any real value counts.
 _PASSWORD_LAST = frozenset(
@@ -89,17 +98,57 @@ def _token_like(value: str) -> bool:
     return len(v) >= 20 and entropy(v) >= 3.5
 
 
-def _assignments(text: str) -> Iterator[tuple[list[str], str]]:
-    # resume inside the value: `https://host?sig=...` holds a second assignment
-    for m in _ASSIGN_SCAN.finditer(text, resume=lambda m: m.start("val")):
+def _matches(text: str) -> Iterator[re.Match[str]]:
+    """`_ASSIGN`'s matches, each next search from inside the last one's value
+    (`https://host?sig=...` holds a second assignment): tried only where the head
+    matches, which it does wherever `_ASSIGN` does, so the first success is the
+    match `_ASSIGN.search` finds from there. One pass of the head's scanner: its
+    next search starts past a failed try, or inside the value of a match."""
+    tried: dict[int, re.Match[str] | None] = {}
+
+    def resume(head: re.Match[str]) -> int:
+        m = tried.pop(head.start())
+        return head.start() + 1 if m is None else m.start("val")
+
+    for head in _HEAD_SCAN.finditer(text, resume=resume):
+        m = tried[head.start()] = _ASSIGN.match(text, head.start())
+        if m is not None:
+            yield m
+
+
+def _assignments(text: str) -> Iterator[Assignment]:
+    for m in _matches(text):
         parts = _parts(m.group("key"))
         # "minisign public key: ...", "SSH public key = ...": the word before names it
         pre = (m.group("pre") or "").lower()
         yield ([pre, *parts] if pre in _QUALIFIERS else parts), m.group("val")
 
 
+class Assignments:
+    """The text's `key = value`s in order (the key's parts, lower-case; the value), read
+    as far as a reader asks and kept: `assigned_in` stops at the first secret, and
+    `named_in`, asked only when there was none, reads them again from the start."""
+
+    __slots__ = ("_more", "_seen")
+
+    def __init__(self, text: str) -> None:
+        self._seen: list[Assignment] = []
+        self._more = _assignments(text)
+
+    def __iter__(self) -> Iterator[Assignment]:
+        yield from self._seen
+        for found in self._more:
+            self._seen.append(found)
+            yield found
+
+
 def assigned(text: str) -> bool:
-    for parts, value in _assignments(text):
+    return assigned_in(_assignments(text))
+
+
+def assigned_in(found: Iterable[Assignment]) -> bool:
+    """`assigned(text)`, given the text's `Assignments`."""
+    for parts, value in found:
         cls = _key_class(parts)
         if cls is None or not _real_value(value):
             continue
@@ -110,28 +159,41 @@ def assigned(text: str) -> bool:
 
 def named(text: str) -> str | None:
     """Kind of the first semi-generic rule whose service names the key of a token-like value."""
-    lowered = text.lower()
-    if len(lowered) < LONG:
-        live = [r for r in rule_set()[1] if any(n in lowered for n in r.names)]
-    else:  # the same answers, sooner on a long text
-        present = Words(lowered)
-        live = [r for r in rule_set()[1] if present.holds(r.names)]
-    if not live:
-        return None
-    for parts, value in _assignments(text):
+    return named_in(text, _assignments(text))
+
+
+@cache
+def _names() -> tuple[tuple[NamedRule, re.Pattern[str]], ...]:
+    """Each semi-generic rule with one pattern of its service names (compiled on first use)."""
+    return tuple((r, re.compile(alternation(r.names))) for r in rule_set()[1])
+
+
+def named_in(text: str, found: Iterable[Assignment]) -> str | None:
+    """`named(text)`, given the text's `Assignments` (read once for `assigned_in` too).
+
+    A rule counts only when one of its service names occurs anywhere in the text
+    (a substring search per name): that is asked last, once per rule, and only of
+    a rule that an assignment's key and value already satisfy."""
+    live: dict[int, bool] = {}  # rule index -> one of its names occurs in the text
+    lowered: str | None = None
+    for parts, value in found:
         if not parts or identifier_key(parts):
             continue
         squashed = "".join(parts)
-        for rule in live:
+        for i, (rule, names) in enumerate(_names()):
             if (
-                any(n in squashed for n in rule.names)
+                names.search(squashed) is not None  # a name in the key
                 and rule.value.fullmatch(value)
                 and any(c.isdigit() for c in value)
                 and any(c.isalpha() for c in value)
                 and entropy(value) >= rule.min_entropy
                 and _real_value(value)
             ):
-                return rule.kind
+                if i not in live:
+                    lowered = text.lower() if lowered is None else lowered
+                    live[i] = any(n in lowered for n in rule.names)
+                if live[i]:
+                    return rule.kind
     return None
 
 

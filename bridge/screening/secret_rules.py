@@ -4,8 +4,9 @@
 of the shape rules in `secret_rules.toml` (see `rule_data`); `labels()[kind]`
 says it in words for a refusal. Nothing here returns or logs the matched value.
 
-Cost stays linear in the text: the lower-cased text is searched once per
-distinct keyword (a substring search), and only rules whose keyword occurs run
+Cost stays linear in the text: the keywords are looked for together
+(`keyword_gate.Keywords`: those with a mark such as `_` or `-` only in the
+runs of the text that hold one), and only rules whose keyword occurs run
 their pattern, and only near the literals every match of it holds
 (`windowed.Scanner`); every pattern starts at a run boundary and repeats a
 bounded number of times, so each run of characters is tried once per rule.
@@ -17,10 +18,10 @@ from functools import cache
 from typing import Any
 
 from bridge.screening import rule_data
+from bridge.screening.keyword_gate import Keywords
 from bridge.screening.public_shapes import entropy
 from bridge.screening.rule_data import NamedRule, Rule, rule_set
 from bridge.screening.windowed import Scanner
-from bridge.screening.word_gate import LONG, Words
 
 # also `RULES`, `NAMED`, `LABELS` (module `__getattr__`: compiled when first asked for)
 __all__ = ["NamedRule", "Rule", "labels", "provider_kinds"]
@@ -32,30 +33,24 @@ def labels() -> dict[str, str]:
 
 
 @cache
-def _compiled() -> tuple[dict[str, tuple[int, ...]], tuple[Scanner, ...]]:
-    """Rule indices by keyword, and each rule's scanner (built on first use)."""
+def _compiled() -> tuple[dict[str, tuple[int, ...]], Keywords, tuple[Scanner, ...]]:
+    """Rule indices by keyword, the keywords' gate and each rule's scanner (built on
+    first use)."""
     rules = rule_set()[0]
     by_keyword: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         for k in rule.keywords:
             by_keyword.setdefault(k, []).append(i)
-    return {k: tuple(v) for k, v in by_keyword.items()}, tuple(Scanner(r.pattern) for r in rules)
+    scanners = tuple(Scanner(r.pattern) for r in rules)
+    return {k: tuple(v) for k, v in by_keyword.items()}, Keywords(by_keyword), scanners
 
 
 def provider_kinds(text: str) -> list[str]:
     rules = rule_set()[0]
-    by_keyword, scanners = _compiled()
-    lowered = text.lower()
+    by_keyword, keywords, scanners = _compiled()
     candidates: set[int] = set()
-    if len(lowered) < LONG:
-        for keyword, indices in by_keyword.items():
-            if keyword in lowered:
-                candidates.update(indices)
-    else:  # the same answers as `keyword in lowered`, sooner on a long text
-        present = Words(lowered)
-        for keyword, indices in by_keyword.items():
-            if present.has(keyword):
-                candidates.update(indices)
+    for keyword in keywords.present(text.lower()):
+        candidates.update(by_keyword[keyword])
     kinds: list[str] = []
     for i in sorted(candidates):
         rule = rules[i]

@@ -7,8 +7,10 @@ which every match contains, the longest match (`width`) and how far its
 lookaheads read. A match starts at most `width` characters before one of those
 literals, so the pattern runs only on spans around them: the first literal
 from where the search stands (one `re` search, which skips ahead with its own
-prefix scan), extended by one `re` match over the literals that follow it
-within `width` of each other (at most `_CHUNK` characters). The pattern then
+prefix scan; the literals are one trie, `literal_trie`, so `re` tries one
+branch per first character, not one per literal), extended by one `re` match
+over the literals that follow it within `width` of each other (at most
+`_CHUNK` characters). The pattern then
 runs on the span with `endpos` far enough past it that no match starting
 inside the span can see the cut; a match found past the span is not trusted
 (the cut may have shaped it), the next span finds it again. Lookbehinds and
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from re import _compiler  # type: ignore[attr-defined]
 
+from bridge.screening.literal_trie import alternation
 from bridge.screening.regex_shape import shape
 
 _MAX_WIDTH = 8192  # longer patterns run on the whole text
@@ -72,14 +75,16 @@ def fold(text: str) -> str | None:
 
 
 def _alternation(literals: frozenset[str], caseless: bool) -> str | None:
-    """One alternation of the literals (folded when the pattern ignores case)."""
+    """One pattern of the literals, factored as a trie (`literal_trie`: one branch per
+    distinct first character), folded when the pattern ignores case."""
     if caseless:
         folded = [fold(lit) for lit in literals]
         if None in folded:
             return None
         literals = frozenset(f for f in folded if f is not None)
-    ordered = sorted(literals, key=lambda lit: (-len(lit), lit))
-    return "|".join(map(re.escape, ordered))
+    if "" in literals:  # every position holds it: nothing to look for
+        return None
+    return alternation(literals)
 
 
 class Scanner:
