@@ -135,6 +135,18 @@ def translate(sql: str, params: Params, style: Style) -> tuple[str, tuple[object
     return text, values
 
 
+def translate_many(
+    sql: str, rows: Sequence[Params], style: Style
+) -> tuple[str, Sequence[tuple[object, ...]]]:
+    """`translate` for one statement run once per row: its text, and each row's values (the
+    rows themselves when they are tuples of the `?` count already: a text index's batch
+    holds some hundreds)."""
+    text, wants = _parse(sql, style)
+    if type(wants) is int and all(type(p) is tuple and len(p) == wants for p in rows):
+        return text, rows  # type: ignore[return-value]
+    return text, [translate(sql, p, style)[1] for p in rows]
+
+
 def split(script: str) -> list[str]:
     """The non-empty statements of a script, cut at top-level semicolons."""
     parts: list[str] = []

@@ -41,7 +41,9 @@ from functools import lru_cache
 from itertools import chain
 from typing import Protocol, TypeVar
 
-from bridge.storage import fts
+from bridge.storage import fts, units
+from bridge.storage.sqlite.steps import run_steps
+from bridge.storage.units import Unit
 
 T = TypeVar("T")
 
@@ -133,15 +135,39 @@ def _insert_all(
 ) -> None:
     """The documents' rows, postings and counts; the pair's counts (its key made when
     new)."""
+    run_steps(conn, adding(name, tenant, docs))
+
+
+def adding(name: str, tenant: str, docs: Sequence[tuple[int, str]]) -> Unit[None]:
+    """The steps of `_insert_all` (a unit's part: they commit with whatever the caller's
+    unit writes beside them, or not at all)."""
     found = [(doc, fts.terms(text)) for doc, text in docs]
     total = sum(len(t) for _, t in found)
-    key = int(conn.execute(_COUNT_IN, (name, tenant, len(found), total)).fetchone()[0])
-    _insert_rows(conn, _INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
-    _post(conn, key, found)
+    row = yield units.fetch_one(_COUNT_IN, (name, tenant, len(found), total))
+    key = int(row[0])
+    yield from _rows(_INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
+    postings, held = _postings(key, found)
+    yield from _rows(_POST, postings)
+    yield from _rows(_DF, held)
 
 
 def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[str]]]) -> None:
     """The postings of documents (doc, terms) of `key` and their document frequencies."""
+    postings, held = _postings(key, found)
+    run_steps(conn, _both(_rows(_POST, postings), _rows(_DF, held)))
+
+
+def _both(first: Unit[None], second: Unit[None]) -> Unit[None]:
+    yield from first
+    yield from second
+
+
+def _postings(
+    key: int, found: Sequence[tuple[int, list[str]]]
+) -> tuple[list[tuple[int, str, int, int, int]], list[tuple[int, str, int]]]:
+    """The postings rows of documents (doc, terms) of `key`, and the rows of their terms'
+    document frequencies, both in key order (a batch appends to the b-trees instead of
+    scattering)."""
     postings: list[tuple[int, str, int, int, int]] = []
     held: list[str] = []  # each document's distinct terms (their document frequencies)
     for doc, terms in found:
@@ -151,10 +177,8 @@ def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[st
             tfs = Counter(terms)
         postings += [(key, term, doc, tf, n) for term, tf in tfs.items()]
         held += tfs
-    # in key order: a batch appends to the b-trees instead of scattering
     postings.sort()
-    _insert_rows(conn, _POST, postings)
-    _insert_rows(conn, _DF, [(key, term, n) for term, n in sorted(Counter(held).items())])
+    return postings, [(key, term, n) for term, n in sorted(Counter(held).items())]
 
 
 @lru_cache(maxsize=8)
@@ -166,7 +190,7 @@ def _rows_of(one: str) -> str:
     return f"{head} VALUES {', '.join([rest[:end]] * ROWS)}{rest[end:]}"
 
 
-def _insert_rows(conn: sqlite3.Connection, one: str, rows: Sequence[tuple[object, ...]]) -> None:
+def _rows(one: str, rows: Sequence[tuple[object, ...]]) -> Unit[None]:
     """`one` (a single-row INSERT ... VALUES (...), perhaps ON CONFLICT ...) for every
     row: ROWS at a time by a statement of ROWS rows (one step, and one release of the
     GIL, instead of ROWS; its text is fixed, so it is prepared once), the rest row by
@@ -174,9 +198,9 @@ def _insert_rows(conn: sqlite3.Connection, one: str, rows: Sequence[tuple[object
     whole = len(rows) - len(rows) % ROWS
     if whole:
         chunks = [tuple(chain.from_iterable(rows[i : i + ROWS])) for i in range(0, whole, ROWS)]
-        conn.executemany(_rows_of(one), chunks)
+        yield units.execute_many(_rows_of(one), chunks)
     if whole < len(rows):
-        conn.executemany(one, rows[whole:])
+        yield units.execute_many(one, rows[whole:])
 
 
 class SqliteTextIndex:
@@ -213,6 +237,9 @@ class SqliteTextIndex:
 
     async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
         await self._add(docs)
+
+    def adding(self, docs: Sequence[tuple[int, str]]) -> Unit[None]:
+        return adding(self.name, self.tenant, docs)
 
     async def _add(self, docs: Sequence[tuple[int, str]]) -> None:
         if not docs:
