@@ -105,7 +105,7 @@ fresh AS (
     SELECT v.* FROM v WHERE v.n >= 0 AND NOT EXISTS (
         SELECT 1 FROM recall_messages x
         WHERE x.tenant = ? AND x.conv = v.conv AND x.msg_id = v.msg_id))
-INSERT INTO recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
+{insert} recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
 SELECT ?, base.top + row_number() OVER (ORDER BY fresh.n), fresh.conv, fresh.msg_id,
     fresh.role, fresh.name, fresh.at_ms, fresh.source, fresh.text
 FROM fresh CROSS JOIN base WHERE true
@@ -145,26 +145,27 @@ def padded(rows: int) -> int:
     return next(size for size in ROW_COUNTS if size >= rows)
 
 
-@lru_cache(maxsize=len(ROW_COUNTS))
-def _insert_sql(size: int) -> str:
-    """The batch INSERT for `size` rows (made once per size)."""
-    return _INSERT.format(values=",".join([_VALUE] * size))
+@lru_cache(maxsize=2 * len(ROW_COUNTS))
+def _insert_sql(size: int, insert: str) -> str:
+    """The batch INSERT for `size` rows (made once per size), headed by the dialect's
+    `insert_skipping` (SQLite keeps no statement journal for it in the transaction)."""
+    return _INSERT.format(values=",".join([_VALUE] * size), insert=insert)
 
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _documents(messages: dict[tuple[int, str], Message]) -> dict[tuple[int, str], str]:
+def _documents(messages: Sequence[Message]) -> list[str]:
     """Each message's text-index document (made before its transaction, on the caller's
     thread; a speaker's terms once per name)."""
     names: dict[str, str] = {}
-    docs = {}
-    for key, m in messages.items():
+    docs = []
+    for m in messages:
         who = names.get(m.name)
         if who is None:
             who = names[m.name] = index_terms(m.name)
-        docs[key] = document(index_terms(m.text), who)
+        docs.append(document(index_terms(m.text), who))
     return docs
 
 
@@ -200,13 +201,14 @@ class RecallIndex:
         INSERT numbered committed together with their terms; messages whose ids another
         writer took at once are numbered again by the next try."""
         convs = {m.conversation: await self.conversation(m.conversation) for m in chunk}
-        waiting = {(convs[m.conversation], m.msg_id): m for m in chunk}
-        docs = _documents(waiting)
+        docs = _documents(chunk)
+        todo = list(range(len(chunk)))  # positions in the chunk not stored or known yet
         added = 0
         for attempt in range(NUMBER_ATTEMPTS):
             if attempt:
                 await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
-            unit = self._stored(list(waiting.values()), convs, docs, frozenset(self._speakers))
+            batch = [chunk[i] for i in todo] if attempt else chunk
+            unit = self._stored(batch, convs, [docs[i] for i in todo], self._speakers)
             try:
                 stored, settled, names = await self.db.atomic(unit)
             except IntegrityError:  # nothing of the try stays
@@ -215,23 +217,20 @@ class RecallIndex:
                 continue
             added += stored
             self._speakers.update(names)
-            for key in settled:
-                waiting.pop(key, None)
-            if not waiting:
+            if len(settled) == len(todo):
                 return added
-        raise StorageError(f"recall: {len(waiting)} messages not numbered (a busy tenant)")
+            done = set(settled)
+            todo = [t for n, t in enumerate(todo) if n not in done]
+        raise StorageError(f"recall: {len(todo)} messages not numbered (a busy tenant)")
 
     def _stored(
-        self,
-        batch: Sequence[Message],
-        convs: dict[str, int],
-        docs: dict[tuple[int, str], str],
-        speakers: frozenset[str],
-    ) -> Unit[tuple[int, list[tuple[int, str]], list[str]]]:
+        self, batch: Sequence[Message], convs: dict[str, int], docs: list[str], seen: set[str]
+    ) -> Unit[tuple[int, list[int], list[str]]]:
         """One transaction's steps: the batch's INSERT (the known messages left out), the
-        new rows' documents in the text index, the speakers not seen before. Its result:
-        how many were stored, the (conversation id, msg_id) of those stored or known
-        already, and the speakers' names it added."""
+        new rows' documents (`docs`, by position) in the text index, the speakers not in
+        `seen` (read, never changed, on the writer's thread: a set's C-level difference
+        holds the GIL). Its result: how many were stored, the positions in `batch` of
+        those stored or known already, and the speakers' names it added."""
         args: list[object] = []
         for n, m in enumerate(batch):
             args += [n, convs[m.conversation], m.msg_id, m.role, m.name, m.at_ms, m.source, m.text]
@@ -239,17 +238,18 @@ class RecallIndex:
         # padding: the last row again, numbered -1 (typed as a real row on both backends)
         args += [-1, *args[-7:-1], ""] * (size - len(batch))
         tenant = self.tenant
-        rows = yield units.fetch_all(_insert_sql(size), (*args, tenant, tenant, tenant))
-        got = sorted((int(i), (int(c), str(msg))) for i, c, msg in rows)
-        settled = [key for _, key in got]
-        left = {(convs[m.conversation], m.msg_id) for m in batch}.difference(settled)
-        if left:  # known ones (left out by the INSERT), or ids another writer took
-            settled += yield from self._known(sorted(left))
+        sql = _insert_sql(size, self.db.dialect.insert_skipping)
+        rows = yield units.fetch_all(sql, (*args, tenant, tenant, tenant))
+        at = {(convs[m.conversation], m.msg_id): n for n, m in enumerate(batch)}
+        got = sorted((int(ident), at[int(c), str(msg)]) for ident, c, msg in rows)
+        settled = [n for _, n in got]
+        if len(got) < len(batch):  # known ones (left out by the INSERT), or ids another took
+            left = set(at).difference((int(c), str(msg)) for _, c, msg in rows)
+            settled += [at[key] for key in (yield from self._known(sorted(left)))]
         if not got:
             return 0, settled, []
-        yield from self.text.adding([(ident, docs[key]) for ident, key in got])
-        said = {(convs[m.conversation], m.msg_id): m.name for m in batch}
-        names = sorted({said[key] for _, key in got}.difference(speakers))
+        yield from self.text.adding([(ident, docs[n]) for ident, n in got])
+        names = sorted({batch[n].name for _, n in got}.difference(seen))
         if names:
             values = ",".join(["(?, ?)"] * len(names))
             yield units.execute(
