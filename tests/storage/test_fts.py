@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from bridge.storage import fts, units
 from bridge.storage.errors import IntegrityError
 from bridge.storage.sqlite import SqliteDatabase
+from bridge.storage.sqlite import text as sqlite_text
 
 SENTENCES = [
     "All human beings are born free and equal in dignity and rights.",
@@ -383,3 +384,29 @@ async def test_adding_commits_with_the_callers_unit_or_not_at_all(db: Any, size:
     assert await index.count() == size
     for query in (["w0"], ["w1", "w7"]):
         assert await index.search(query, 400) == _bm25(docs, query)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-5, 50), st.lists(st.sampled_from(["a", "b", "bb", "c", "é"]), max_size=6)
+        ),
+        max_size=12,
+        unique_by=lambda d: d[0],
+    )
+)
+def test_a_batchs_postings_are_each_documents_distinct_terms_in_key_order(
+    found: list[tuple[int, list[str]]],
+) -> None:
+    """SQLite's postings of a batch (grouped by term, not sorted as tuples): every
+    document's distinct terms with their counts and its length, sorted as the primary
+    key (term, doc); the document frequencies one row per term, how many documents hold
+    it; whatever order the documents come in."""
+    postings, held = sqlite_text._postings(7, found)
+    assert postings == sorted(
+        (7, term, doc, tf, len(terms))
+        for doc, terms in found
+        for term, tf in Counter(terms).items()
+    )
+    df = Counter(term for _, terms in found for term in set(terms))
+    assert held == [(7, term, n) for term, n in sorted(df.items())]

@@ -167,18 +167,32 @@ def _postings(
 ) -> tuple[list[tuple[int, str, int, int, int]], list[tuple[int, str, int]]]:
     """The postings rows of documents (doc, terms) of `key`, and the rows of their terms'
     document frequencies, both in key order (a batch appends to the b-trees instead of
-    scattering)."""
-    postings: list[tuple[int, str, int, int, int]] = []
-    held: list[str] = []  # each document's distinct terms (their document frequencies)
-    for doc, terms in found:
+    scattering): grouped by term, the distinct terms sorted, each term's rows in doc
+    order (the documents taken by doc). Sorting the postings' 5-tuples instead compared
+    key and term again for every pair: 1.8x the time of this for a turn batch."""
+    by_term: dict[str, list[tuple[int, str, int, int, int]]] = {}
+    for doc, terms in sorted(found, key=_doc):
         n = len(terms)
         tfs = dict.fromkeys(terms, 1)
         if len(tfs) < n:  # a term twice: count them (most documents hold each once)
             tfs = Counter(terms)
-        postings += [(key, term, doc, tf, n) for term, tf in tfs.items()]
-        held += tfs
-    postings.sort()
-    return postings, [(key, term, n) for term, n in sorted(Counter(held).items())]
+        for term, tf in tfs.items():
+            rows = by_term.get(term)
+            if rows is None:
+                by_term[term] = [(key, term, doc, tf, n)]
+            else:
+                rows.append((key, term, doc, tf, n))
+    postings: list[tuple[int, str, int, int, int]] = []
+    held: list[tuple[int, str, int]] = []
+    for term in sorted(by_term):
+        rows = by_term[term]
+        postings += rows
+        held.append((key, term, len(rows)))
+    return postings, held
+
+
+def _doc(item: tuple[int, list[str]]) -> int:
+    return item[0]
 
 
 @lru_cache(maxsize=8)
