@@ -138,11 +138,13 @@ def translate(sql: str, params: Params, style: Style) -> tuple[str, tuple[object
 def translate_many(
     sql: str, rows: Sequence[Params], style: Style
 ) -> tuple[str, Sequence[tuple[object, ...]]]:
-    """`translate` for one statement run once per row: its text, and each row's values (the
-    rows themselves when they are tuples of the `?` count already: a text index's batch
-    holds some hundreds)."""
+    """`translate` for one statement run once per row: its text, and each row's values.
+    When the first row is a tuple of the `?` count, the rows are passed as they are (a
+    text index's batch holds some hundreds, all made alike; one of another length or
+    kind is refused by the driver all the same)."""
     text, wants = _parse(sql, style)
-    if type(wants) is int and all(type(p) is tuple and len(p) == wants for p in rows):
+    first = rows[0] if rows else ()
+    if type(wants) is int and type(first) is tuple and len(first) == wants:
         return text, rows  # type: ignore[return-value]
     return text, [translate(sql, p, style)[1] for p in rows]
 
