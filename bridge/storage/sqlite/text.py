@@ -19,7 +19,8 @@ postings, read from `min_doc` on when given (recall scores only the newest
 matches), so the work is the matched postings' only. `nth_newest` merges
 the terms' postings backwards (a UNION with ORDER BY: SQLite merges the
 sorted ranges and stops at the n-th). The job that inserts documents writes
-their rows, postings and counts in one transaction; a trigger on a
+their rows, postings and counts in one transaction (`add_many`: its own;
+`adding`: the same steps inside the caller's unit, committed with its rows); a trigger on a
 document's delete removes its postings and uncounts them (one statement: a
 removal never opens a transaction of its own). The price is on the write
 side: a row per distinct term and an upsert per term for each document
