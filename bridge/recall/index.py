@@ -22,13 +22,17 @@ body and the speaker's name as one document gives FTS5's two-column `bm25()`
 of the files this replaces exactly (its columns weigh 1 each: term counts and
 lengths add up), so the ranking is unchanged.
 
-Writes: a batch is ONE INSERT (RETURNING the new ids), then ONE text-index
-`add_many` of the new messages; a conversation or a speaker this object has not seen costs
-one upsert more. No transaction is held across awaits (docs/scaling.md): a
-crash between the INSERT and the adds leaves the newest messages without
-terms, which `repair` (run once per tenant and process, before the first
-write) finds by the counts and adds again; another instance's `repair` may
-thus index a batch's messages before its own add, which then keeps those.
+Writes: a batch is ONE transaction (`Database.atomic`: on SQLite one job on the
+writer, BEGIN IMMEDIATE ... COMMIT): its INSERT (RETURNING the new ids), the new
+messages' documents in the text index (`TextIndex.adding`), the speakers not seen
+before; a conversation this object has not seen costs one upsert more, before it. A
+crash or a failing statement leaves both parts or neither: no message without its
+terms. The documents' terms are made before the transaction, on the caller's thread.
+`repair` (run once per tenant and process, before the first write) still finds the
+newest messages without terms by the counts (an index written before batches were one
+transaction) and adds them again; `drop_stale` removes terms of ids a retention prune
+cut off halfway left behind (the next batch's INSERT would reuse those ids: its
+transaction fails whole, the stale terms go, it is tried again).
 Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 """
 
@@ -42,8 +46,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from bridge.recall.terms import index_terms
+from bridge.storage import units
 from bridge.storage.errors import IntegrityError, StorageError
 from bridge.storage.protocol import Database, TextIndex
+from bridge.storage.units import Unit
 from bridge.types.tenant_dirs import TenantDirs
 
 TEXT_INDEX = "recall"
@@ -99,7 +105,7 @@ fresh AS (
     SELECT v.* FROM v WHERE v.n >= 0 AND NOT EXISTS (
         SELECT 1 FROM recall_messages x
         WHERE x.tenant = ? AND x.conv = v.conv AND x.msg_id = v.msg_id))
-INSERT INTO recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
+{insert} recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
 SELECT ?, base.top + row_number() OVER (ORDER BY fresh.n), fresh.conv, fresh.msg_id,
     fresh.role, fresh.name, fresh.at_ms, fresh.source, fresh.text
 FROM fresh CROSS JOIN base WHERE true
@@ -139,14 +145,28 @@ def padded(rows: int) -> int:
     return next(size for size in ROW_COUNTS if size >= rows)
 
 
-@lru_cache(maxsize=len(ROW_COUNTS))
-def _insert_sql(size: int) -> str:
-    """The batch INSERT for `size` rows (made once per size)."""
-    return _INSERT.format(values=",".join([_VALUE] * size))
+@lru_cache(maxsize=2 * len(ROW_COUNTS))
+def _insert_sql(size: int, insert: str) -> str:
+    """The batch INSERT for `size` rows (made once per size), headed by the dialect's
+    `insert_skipping` (SQLite keeps no statement journal for it in the transaction)."""
+    return _INSERT.format(values=",".join([_VALUE] * size), insert=insert)
 
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
+
+
+def _documents(messages: Sequence[Message]) -> list[str]:
+    """Each message's text-index document (made before its transaction, on the caller's
+    thread; a speaker's terms once per name)."""
+    names: dict[str, str] = {}
+    docs = []
+    for m in messages:
+        who = names.get(m.name)
+        if who is None:
+            who = names[m.name] = index_terms(m.name)
+        docs.append(document(index_terms(m.text), who))
+    return docs
 
 
 class RecallIndex:
@@ -177,74 +197,98 @@ class RecallIndex:
         return added
 
     async def _add_chunk(self, chunk: list[Message]) -> int:
+        """Store and index one chunk: each try ONE transaction (`_stored`), the messages its
+        INSERT numbered committed together with their terms; messages whose ids another
+        writer took at once are numbered again by the next try."""
         convs = {m.conversation: await self.conversation(m.conversation) for m in chunk}
-        names: dict[str, str] = {}
-        waiting = {(convs[m.conversation], m.msg_id): m for m in chunk}
-        stored: list[tuple[int, Message]] = []
+        docs = _documents(chunk)
+        todo = list(range(len(chunk)))  # positions in the chunk not stored or known yet
+        added = 0
         for attempt in range(NUMBER_ATTEMPTS):
             if attempt:
                 await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
-            got = await self._insert(list(waiting.values()), convs)
-            for ident, conv, msg_id in got:
-                stored.append((ident, waiting.pop((conv, msg_id))))
-            if waiting:  # known ones (left out by the INSERT), or ids another writer took
-                for key in await self._known(list(waiting)):
-                    waiting.pop(key, None)
-            if not waiting:
-                break
-        if waiting:
-            raise StorageError(f"recall: {len(waiting)} messages not numbered (a busy tenant)")
-        docs = []
-        for ident, m in sorted(stored, key=lambda s: s[0]):
-            who = names.get(m.name)
-            if who is None:
-                who = names[m.name] = index_terms(m.name)
-            docs.append((ident, document(index_terms(m.text), who)))
-        await self._add_terms(docs)
-        await self._speakers_seen({m.name for _, m in stored})
-        return len(stored)
+            batch = [chunk[i] for i in todo] if attempt else chunk
+            unit = self._stored(batch, convs, [docs[i] for i in todo], self._speakers)
+            try:
+                stored, settled, names = await self.db.atomic(unit)
+            except IntegrityError:  # nothing of the try stays
+                if not await self.drop_stale():
+                    raise
+                continue
+            added += stored
+            self._speakers.update(names)
+            if len(settled) == len(todo):
+                return added
+            done = set(settled)
+            todo = [t for n, t in enumerate(todo) if n not in done]
+        raise StorageError(f"recall: {len(todo)} messages not numbered (a busy tenant)")
 
-    async def _add_terms(self, docs: list[tuple[int, str]]) -> None:
-        """Index the new messages' terms. With several instances on one database, another
-        instance's `repair` (at its start) may have indexed some of them between this
-        batch's INSERT and now: then those are left as they are (the same terms, made
-        from the same rows) and the rest added one by one."""
-        try:
-            await self.text.add_many(docs)
-        except IntegrityError:  # the batch added nothing: its one step was undone
-            for doc in docs:
-                try:
-                    await self.text.add(*doc)
-                except IntegrityError:
-                    continue  # indexed by another instance's repair
-
-    async def _insert(
-        self, chunk: Sequence[Message], convs: dict[str, int]
-    ) -> list[tuple[int, int, str]]:
-        if not chunk:
-            return []
+    def _stored(
+        self, batch: Sequence[Message], convs: dict[str, int], docs: list[str], seen: set[str]
+    ) -> Unit[tuple[int, list[int], list[str]]]:
+        """One transaction's steps: the batch's INSERT (the known messages left out), the
+        new rows' documents (`docs`, by position) in the text index, the speakers not in
+        `seen` (read, never changed, on the writer's thread: a set's C-level difference
+        holds the GIL). Its result: how many were stored, the positions in `batch` of
+        those stored or known already, and the speakers' names it added."""
         args: list[object] = []
-        for n, m in enumerate(chunk):
-            conv = convs[m.conversation]
-            args += [n, conv, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text]
-        size = padded(len(chunk))
+        for n, m in enumerate(batch):
+            args += [n, convs[m.conversation], m.msg_id, m.role, m.name, m.at_ms, m.source, m.text]
+        size = padded(len(batch))
         # padding: the last row again, numbered -1 (typed as a real row on both backends)
-        args += [-1, *args[-7:-1], ""] * (size - len(chunk))
-        rows = await self.db.fetch_all(
-            _insert_sql(size), (*args, self.tenant, self.tenant, self.tenant)
-        )
-        return [(int(i), int(c), str(msg)) for i, c, msg in rows]
+        args += [-1, *args[-7:-1], ""] * (size - len(batch))
+        tenant = self.tenant
+        sql = _insert_sql(size, self.db.dialect.insert_skipping)
+        rows = yield units.fetch_all(sql, (*args, tenant, tenant, tenant))
+        at = {(convs[m.conversation], m.msg_id): n for n, m in enumerate(batch)}
+        got = sorted((int(ident), at[int(c), str(msg)]) for ident, c, msg in rows)
+        settled = [n for _, n in got]
+        if len(got) < len(batch):  # known ones (left out by the INSERT), or ids another took
+            left = set(at).difference((int(c), str(msg)) for _, c, msg in rows)
+            settled += [at[key] for key in (yield from self._known(sorted(left)))]
+        if not got:
+            return 0, settled, []
+        yield from self.text.adding([(ident, docs[n]) for ident, n in got])
+        names = sorted({batch[n].name for _, n in got}.difference(seen))
+        if names:
+            values = ",".join(["(?, ?)"] * len(names))
+            yield units.execute(
+                f"INSERT INTO recall_speakers (tenant, name) VALUES {values} "
+                "ON CONFLICT DO NOTHING",
+                [x for n in names for x in (tenant, n)],
+            )
+        return len(got), settled, names
 
-    async def _known(self, keys: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    def _known(self, keys: list[tuple[int, str]]) -> Unit[list[tuple[int, str]]]:
         """Which of (conversation id, msg_id) are stored already."""
         convs, ids = sorted({c for c, _ in keys}), sorted({m for _, m in keys})
-        rows = await self.db.fetch_all(
+        rows = yield units.fetch_all(
             "SELECT conv, msg_id FROM recall_messages WHERE tenant = ? "
             f"AND conv IN ({_marks(len(convs))}) AND msg_id IN ({_marks(len(ids))})",
             (self.tenant, *convs, *ids),
         )
         wanted = set(keys)
         return [(int(c), str(m)) for c, m in rows if (int(c), str(m)) in wanted]
+
+    async def drop_stale(self) -> int:
+        """Remove the terms of documents above the tenant's newest message that no message
+        holds (a retention prune cut off between its DELETE and the terms' removal: the
+        next batch's ids would be theirs); how many. A document found is checked against
+        the rows by a later statement: a batch's rows and terms commit together, so one
+        committed meanwhile is seen with its row and kept."""
+        top = await self.db.fetch_value(
+            "SELECT id FROM recall_messages WHERE tenant = ? ORDER BY id DESC LIMIT 1",
+            (self.tenant,),
+        )
+        after, dropped = int(top or 0), 0
+        while found := await self.text.documents(after, CHUNK):
+            ids = [doc for doc, _ in found]
+            held = await self.speakers(ids)
+            for doc in ids:
+                if doc not in held and await self.text.remove(doc):
+                    dropped += 1
+            after = ids[-1]
+        return dropped
 
     async def conversation(self, name: str) -> int:
         """The conversation's id in this tenant (made on first use): one upsert, then cached.
@@ -263,16 +307,6 @@ class RecallIndex:
             known = self._conv_ids[name] = int(got)
         assert known is not None
         return known
-
-    async def _speakers_seen(self, names: set[str]) -> None:
-        new = sorted(n for n in names if n not in self._speakers)
-        for start in range(0, len(new), CHUNK):
-            part = new[start : start + CHUNK]
-            values = ",".join(["(?, ?)"] * len(part))
-            args = [x for n in part for x in (self.tenant, n)]
-            sql = f"INSERT INTO recall_speakers (tenant, name) VALUES {values} "
-            await self.db.execute(sql + "ON CONFLICT DO NOTHING", args)
-        self._speakers.update(new)
 
     async def repair(self) -> int:
         """Index the terms of the newest messages a crash left without (the counts differ);

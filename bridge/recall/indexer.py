@@ -15,8 +15,9 @@ the reply's path) and one task per `Indexer` writes the queue in order
 through the `Database`, so one chat's messages keep their order and each
 tenant's are numbered in the order they were answered. The task lets
 exchanges gather for up to `LINGER_S` (or `MAX_BATCH` of them) and writes
-each tenant's as one `admit` (one INSERT, one text-index transaction: the
-statements of a turn's indexing shrink with load instead of growing with it).
+each tenant's as one `admit` (one transaction: the INSERT and its text index commit
+together; the statements of a turn's indexing shrink with load instead of growing
+with it).
 It never raises into the turn: an index that cannot be written is logged and
 the answer goes on. `settled()` cuts the wait short and waits until what was
 queued is written (a search awaits it first: `/recall` right after a message

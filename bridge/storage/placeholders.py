@@ -135,6 +135,20 @@ def translate(sql: str, params: Params, style: Style) -> tuple[str, tuple[object
     return text, values
 
 
+def translate_many(
+    sql: str, rows: Sequence[Params], style: Style
+) -> tuple[str, Sequence[tuple[object, ...]]]:
+    """`translate` for one statement run once per row: its text, and each row's values.
+    When the first row is a tuple of the `?` count, the rows are passed as they are (a
+    text index's batch holds some hundreds, all made alike; one of another length or
+    kind is refused by the driver all the same)."""
+    text, wants = _parse(sql, style)
+    first = rows[0] if rows else ()
+    if type(wants) is int and type(first) is tuple and len(first) == wants:
+        return text, rows  # type: ignore[return-value]
+    return text, [translate(sql, p, style)[1] for p in rows]
+
+
 def split(script: str) -> list[str]:
     """The non-empty statements of a script, cut at top-level semicolons."""
     parts: list[str] = []

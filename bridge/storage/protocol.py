@@ -68,6 +68,12 @@ class TextIndex(Protocol):
         stay added)."""
         ...
 
+    def adding(self, docs: Sequence[tuple[int, str]]) -> Unit[None]:
+        """The steps that index (doc, text) pairs, as part of the caller's unit
+        (`Database.atomic`): they commit together with the caller's other steps, or none
+        of them does (IntegrityError when one is indexed already)."""
+        ...
+
     async def remove(self, doc: int) -> bool: ...
 
     async def search(

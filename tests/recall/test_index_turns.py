@@ -88,7 +88,7 @@ async def test_a_failed_write_leaves_no_conversation_the_next_write_points_at(
 ) -> None:
     indexer = Indexer(db)
     dirs = TenantDirs.of(tmp_path, "t")
-    bad = Message("web:new", "2", "user", "x", 2, "web", object())  # type: ignore[arg-type]
+    bad = Message("web:new", "2", object(), "x", 2, "web")  # type: ignore[arg-type]
     good = Message("web:new", "1", "user", "first note on quinces", 1, "web")
     with pytest.raises(StorageError):
         await indexer.admit(dirs, [good, bad])  # one INSERT: neither message is stored

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bridge.storage import fts
+from bridge.storage import fts, units
 from bridge.storage.errors import IntegrityError
 from bridge.storage.sqlite import SqliteDatabase
+from bridge.storage.sqlite import text as sqlite_text
 
 SENTENCES = [
     "All human beings are born free and equal in dignity and rights.",
@@ -354,3 +355,58 @@ async def test_one_batch_writes_every_posting_and_count_as_added_one_by_one(
         df = Counter(term for _, text in docs.items() for term in set(fts.terms(text)))
         rows = await db.fetch_all("SELECT term, n FROM storage_fts_df ORDER BY term")
         assert [tuple(r) for r in rows] == sorted(df.items())
+
+
+@pytest.mark.parametrize("size", [2, 40])
+async def test_adding_commits_with_the_callers_unit_or_not_at_all(db: Any, size: int) -> None:
+    """`TextIndex.adding` as part of a caller's unit (`Database.atomic`): its documents
+    commit with the caller's own row and rank as `add_many`'s; a step of the unit failing
+    after them leaves neither the row nor a document, posting or count."""
+    await db.execute("CREATE TABLE fts_owner (id INTEGER PRIMARY KEY)")
+    docs = dict(enumerate(_corpus(size), start=1))
+    index = db.text_index("recall", "alice")
+
+    def unit(fail: bool) -> Any:
+        yield units.execute("INSERT INTO fts_owner (id) VALUES (?)", (size,))
+        yield from index.adding(list(docs.items()))
+        if fail:
+            yield units.execute("INSERT INTO fts_owner (id) VALUES (?)", (size,))
+
+    with pytest.raises(IntegrityError):
+        await db.atomic(unit(fail=True))
+    assert await index.count() == 0 and await index.search(["w0", "w1"], 100) == []
+    assert await db.fetch_all("SELECT id FROM fts_owner") == []
+    if isinstance(db, SqliteDatabase):
+        for table in ("storage_fts_docs", "storage_fts_postings", "storage_fts_df"):
+            assert await db.fetch_value(f"SELECT count(*) FROM {table}") == 0
+    await db.atomic(unit(fail=False))
+    assert await db.fetch_all("SELECT id FROM fts_owner") == [(size,)]
+    assert await index.count() == size
+    for query in (["w0"], ["w1", "w7"]):
+        assert await index.search(query, 400) == _bm25(docs, query)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-5, 50), st.lists(st.sampled_from(["a", "b", "bb", "c", "é"]), max_size=6)
+        ),
+        max_size=12,
+        unique_by=lambda d: d[0],
+    )
+)
+def test_a_batchs_postings_are_each_documents_distinct_terms_in_key_order(
+    found: list[tuple[int, list[str]]],
+) -> None:
+    """SQLite's postings of a batch (grouped by term, not sorted as tuples): every
+    document's distinct terms with their counts and its length, sorted as the primary
+    key (term, doc); the document frequencies one row per term, how many documents hold
+    it; whatever order the documents come in."""
+    postings, held = sqlite_text._postings(7, found)
+    assert postings == sorted(
+        (7, term, doc, tf, len(terms))
+        for doc, terms in found
+        for term, tf in Counter(terms).items()
+    )
+    df = Counter(term for _, terms in found for term in set(terms))
+    assert held == [(7, term, n) for term, n in sorted(df.items())]

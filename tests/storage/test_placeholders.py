@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.storage.errors import StorageError
-from bridge.storage.placeholders import split, translate
+from bridge.storage.placeholders import split, translate, translate_many
 
 
 def test_positional_becomes_numbered_for_postgresql() -> None:
@@ -84,3 +84,15 @@ def test_split_cuts_at_top_level_semicolons_only() -> None:
         "CREATE TABLE a (x TEXT DEFAULT ';')",
         "-- c; d\nCREATE TABLE b (y TEXT)",
     ]
+
+
+def test_rows_of_one_statement_pass_as_they_are_when_they_are_its_tuples() -> None:
+    rows = [(1, "a"), (2, "b")]
+    text, values = translate_many("INSERT INTO t (a, b) VALUES (?, ?)", rows, "numeric")
+    assert text == "INSERT INTO t (a, b) VALUES ($1, $2)" and values is rows
+    named = [{"a": 1, "b": "x"}, {"b": "y", "a": 2}]
+    _, values = translate_many("INSERT INTO t (a, b) VALUES (:a, :b)", named, "qmark")
+    assert values == [(1, "x"), (2, "y")]
+    _, values = translate_many("INSERT INTO t (a) VALUES (?)", [[1], [2]], "qmark")
+    assert values == [(1,), (2,)]
+    assert translate_many("SELECT 1", [], "qmark") == ("SELECT 1", [])

@@ -1,12 +1,13 @@
 """The recall index (`bridge.recall.index`) on both backends: rows per tenant numbered in the
 order stored, terms in the text index `recall` ranked as the old FTS5 files ranked them,
 neighbours, retention, vectors, forget, the move of an old index file, two writers at once;
-every write one statement (no transaction)."""
+a batch's rows and terms one transaction."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,10 @@ from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
 from bridge.recall.terms import query_terms
 from bridge.recall.vectors import Dense, count, model_of, pending, store, use_model
-from bridge.storage import tenants
-from bridge.storage.errors import IntegrityError
+from bridge.storage import tenants, units
+from bridge.storage.errors import IntegrityError, StorageError
 from bridge.storage.protocol import Database
+from bridge.storage.units import Unit
 from bridge.types.tenant_dirs import TenantDirs
 from tests.recall.legacy_files import old_bm25, old_index
 from tests.storage.conftest import OpenDb
@@ -235,44 +237,97 @@ async def test_the_own_set_ranks_alike_on_both_backends(pg_url: str, tmp_path: P
         await pg.aclose()
 
 
-async def test_no_transaction_spans_awaits_and_a_turn_is_three_statements(
-    tmp_path: Path,
-) -> None:
-    """A turn's pair: the INSERT, its two terms (the index's counts and key, then one
-    prepared statement run per row for the documents, their postings, their term counts),
-    the speaker; the only transaction is the text index's own around its terms, inside one
-    job."""
+async def test_a_turns_pair_is_one_transaction_of_its_rows_and_terms(tmp_path: Path) -> None:
+    """A turn's pair in a known chat: ONE job on the writer, BEGIN ... COMMIT around the
+    INSERT, the text index's counts and key, then per row its 2 documents, their
+    postings, their terms' counts, and the speaker not seen before; nothing outside it
+    (the INSERT `OR IGNORE`, `Dialect.insert_skipping`: no statement journal).
+    The retention prune opens no transaction."""
     database, statements = await traced(tmp_path / "roost.db")
     try:
         index = RecallIndex(database, "t")
         await index.add(talk()[:2])  # the first: conversation and speakers made
         statements.clear()
-        await index.add(talk()[2:4])  # a turn's pair in a known chat
+        await index.add(talk()[2:4])  # a turn's pair in a known chat, one new speaker
         written = [s for s in statements if not s.startswith(("PRAGMA", "--"))]
         heads = [s.split()[0].upper() for s in written]
-        assert "SAVEPOINT" not in heads
-        begin = heads.index("BEGIN")
+        assert heads[0] == "BEGIN" and heads[-1] == "COMMIT", written
         assert heads.count("BEGIN") == 1 and heads.count("COMMIT") == 1, written
-        commit = heads.index("COMMIT")
-        job = written[begin + 1 : commit]
-        assert all("storage_fts_" in s for s in job), written
-        # the counts and key, then per row: 2 documents, their postings, their terms' counts
+        assert "SAVEPOINT" not in heads
+        job = written[1:-1]
+        # OR IGNORE: a statement that cannot abort halfway needs no statement journal
+        assert "INSERT OR IGNORE INTO recall_messages" in job[0], job
+        assert job[-1].startswith("INSERT INTO recall_speakers"), job
+        assert "'Zelda'" in job[-1] and "'Ann'" not in job[-1], job
         new = "FROM storage_fts_postings WHERE doc IN (3, 4)"
         postings = await database.fetch_value(f"SELECT count(*) {new}")
         terms = await database.fetch_value(f"SELECT count(DISTINCT term) {new}")
-        kinds = Counter(s.split()[2] for s in job)
+        kinds = Counter(s.split()[2] for s in job[1:-1])
         assert kinds == {
             "storage_fts_stats": 1,
             "storage_fts_docs": 2,
             "storage_fts_postings": postings,
             "storage_fts_df": terms,
         }, job
-        assert len(written) - len(job) == 3 + 1, written  # the INSERT, BEGIN/COMMIT, a name
         statements.clear()
         await index.delete_before(10**9)
         assert not [s for s in statements if s.split()[0].upper() in ("BEGIN", "SAVEPOINT")]
     finally:
         await database.aclose()
+
+
+async def test_a_batch_whose_terms_fail_stores_none_of_its_rows(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One transaction a batch, both backends: when its text-index part fails (here a
+    statement after the documents' own), none of its messages is stored either (a crash
+    there leaves no message without its terms); the next batch numbers on from the last
+    stored message and is found."""
+    index = RecallIndex(db, "t")
+    assert await index.add(talk()[:2]) == 2
+    real = index.text.adding
+
+    def failing(docs: Sequence[tuple[int, str]]) -> Unit[None]:
+        yield from real(docs)
+        yield units.execute("INSERT INTO recall_no_such_table VALUES (1)")
+
+    monkeypatch.setattr(index.text, "adding", failing)
+    with pytest.raises(StorageError):
+        await index.add(talk()[2:])
+    assert await index.count() == await index.text.count() == 2
+    assert [r.msg_id async for r in index.iter_all()] == ["0", "1"]
+    assert await index.speaker_terms() == frozenset({"ann"})  # Zelda's row went too
+    monkeypatch.undo()
+    assert await index.add(talk()[2:]) == 4
+    assert [r.rowid async for r in index.iter_all()] == list(range(1, 7))
+    assert await index.count() == await index.text.count() == 6
+    found = await search(index, "harbour tram", 10)
+    assert sorted(h.row.text for h in found) == sorted(t for _, _, t in TALK if "harbour" in t)
+    assert "zelda" in await index.speaker_terms()
+
+
+async def test_terms_a_cut_off_prune_left_behind_make_way_for_new_messages(
+    db: Database,
+) -> None:
+    """A retention prune cut off between its DELETE of the rows and the removal of their
+    terms leaves terms of ids the next batch numbers again: that batch's transaction
+    fails whole, the stale terms go (`drop_stale`), the batch is stored with its own
+    terms, and searching the old words finds nothing."""
+    index = RecallIndex(db, "t")
+    assert await index.add(talk()[:4]) == 4
+    await db.execute("DELETE FROM recall_messages WHERE tenant = ? AND id > 2", ("t",))
+    assert await index.text.count() == 4  # ids 3 and 4: terms without rows
+    fresh = [
+        Message("web:a", f"n{i}", "user", f"violin lesson {i}", 9_000 + i, "web") for i in (1, 2, 3)
+    ]
+    assert await index.add(fresh) == 3
+    assert [r.rowid async for r in index.iter_all()] == [1, 2, 3, 4, 5]
+    assert await index.count() == await index.text.count() == 5
+    assert not await search(index, "harbour", 10)  # the stale terms went
+    assert await index.drop_stale() == 0
+    assert sorted(h.row.msg_id for h in await search(index, "violin lesson", 10)) == [
+        "n1", "n2", "n3"
+    ]  # fmt: skip
 
 
 async def test_add_many_indexes_as_adds_one_by_one_do(db: Database) -> None:
@@ -289,26 +344,3 @@ async def test_add_many_indexes_as_adds_one_by_one_do(db: Database) -> None:
     assert await many.count() == len(docs)
     with pytest.raises(IntegrityError):
         await many.add_many([(99, "new"), (1, "again")])
-
-
-async def test_another_instances_repair_between_a_writers_two_statements(
-    open_db: OpenDb, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two instances: one's start-up repair indexes the terms of a message the other has
-    stored and not yet indexed (between its two statements, the rows, then the terms).
-    The writer's own add of those terms then keeps them, not fails: every message is
-    indexed once and found."""
-    first, second = await open_db(), await open_db()
-    writer, starting = RecallIndex(first, "t"), RecallIndex(second, "t")
-    assert await writer.add(talk()[:2]) == 2
-    real = writer.text.add_many
-
-    async def repaired_first(docs: list[tuple[int, str]]) -> None:
-        assert await starting.repair() > 0  # the other instance indexed the new rows
-        await real(docs)
-
-    monkeypatch.setattr(writer.text, "add_many", repaired_first)
-    assert await writer.add(talk()[2:]) == 4
-    assert await writer.count() == await writer.text.count() == 6
-    found = await search(writer, "harbour tram", 10)
-    assert sorted(h.row.text for h in found) == sorted(t for _, _, t in TALK if "harbour" in t)

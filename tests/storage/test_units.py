@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.storage.errors import IntegrityError
+from bridge.storage.errors import IntegrityError, StorageError
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, execute_many, fetch_all, fetch_one, together
 from tests.storage.conftest import OpenDb
@@ -166,3 +166,17 @@ async def test_units_made_together_commit_together(db: Database) -> None:
     with pytest.raises(IntegrityError):
         await db.atomic(together(partial(counted, "a", 1), partial(failing, "b")))
     assert await rows(db) == [("a", 4), ("b", 6)]
+
+
+async def test_a_many_step_with_a_row_of_another_length_is_refused_whole(db: Database) -> None:
+    """A `many` step's rows are passed to the driver as they are when the first is a tuple
+    of the statement's count: a later row of another length still fails the unit, and
+    nothing of it stays."""
+    await db.execute("CREATE TABLE many_rows (a INTEGER, b INTEGER)")
+
+    def unit() -> Unit[None]:
+        yield execute_many("INSERT INTO many_rows (a, b) VALUES (?, ?)", [(1, 2), (3,)])
+
+    with pytest.raises(StorageError):
+        await db.atomic(unit())
+    assert await db.fetch_all("SELECT a FROM many_rows") == []

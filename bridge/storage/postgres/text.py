@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bridge.storage import fts
+from bridge.storage import fts, units
 from bridge.storage.protocol import Database
+from bridge.storage.units import Unit
 
 _ADD = """
 WITH ins AS (
@@ -80,12 +81,21 @@ class PostgresTextIndex:
         )
 
     async def add_many(self, docs: Sequence[tuple[int, str]]) -> None:
+        rows = self._rows(docs)
+        if rows:
+            await self._db.execute_many(_ADD, rows)
+
+    def adding(self, docs: Sequence[tuple[int, str]]) -> Unit[None]:
+        rows = self._rows(docs)
+        if rows:
+            yield units.execute_many(_ADD, rows)
+
+    def _rows(self, docs: Sequence[tuple[int, str]]) -> list[dict[str, object]]:
         rows = []
         for doc, text in docs:
             terms, tfs, total = fts.counted(text)
             rows.append({**self._key, "doc": doc, "len": total, "terms": terms, "tfs": tfs})
-        if rows:
-            await self._db.execute_many(_ADD, rows)
+        return rows
 
     async def remove(self, doc: int) -> bool:
         return await self._db.execute(_REMOVE, {**self._key, "doc": doc}) > 0

@@ -42,9 +42,10 @@ from bridge.storage.notify import Hub, Sub, check_topic
 from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
+from bridge.storage.sqlite.steps import run_steps
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
-from bridge.storage.units import Made, Step, Unit, drive, made
+from bridge.storage.units import Made, Unit, drive, made
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -275,8 +276,8 @@ class SqliteDatabase:
         the writer's thread."""
         if self._tx.get() is not None:
             return await drive(self, made(unit))
+        self._count_write()
         if not isinstance(unit, Generator) and self.inline_writes and not self._lock.locked():
-            self._count_write()
             done, value = self._writer.try_inline(_made_unit(unit), write=True)
             if done:
                 return value  # type: ignore[return-value]
@@ -407,14 +408,7 @@ def _counts(conn: Conn, seen: int | None) -> tuple[int, dict[str, int] | None]:
 def _run_unit(conn: Conn, unit: Unit[T]) -> T:
     _begin(conn)
     try:
-        result: Any = None
-        while True:
-            try:
-                step = unit.send(result)
-            except StopIteration as stop:
-                value: T = stop.value
-                break
-            result = _step(conn, step)
+        value = run_steps(conn, unit)
         conn.execute("COMMIT")
     except BaseException:
         unit.close()
@@ -426,22 +420,6 @@ def _run_unit(conn: Conn, unit: Unit[T]) -> T:
 def _made_unit(make: Made[T]) -> Callable[[Conn], T]:
     """A job that makes the unit and runs it (each try a unit of its own)."""
     return lambda conn: _run_unit(conn, make())
-
-
-def _step(conn: Conn, step: Step) -> Any:
-    if step.kind == "many":
-        values = [translate(step.sql, p, "qmark") for p in step.params]
-        if values:
-            conn.executemany(values[0][0], [v for _, v in values])
-        return None
-    text, args = translate(step.sql, step.params, "qmark")
-    cursor = conn.execute(text, args)
-    if step.kind == "execute":
-        return max(cursor.rowcount, 0)
-    rows = cursor.fetchall()
-    if step.kind == "one":
-        return rows[0] if rows else None
-    return rows
 
 
 def _begin(conn: Conn) -> None:

@@ -1,0 +1,49 @@
+"""A unit's steps (`bridge.storage.units`) run on one sqlite3 connection, on its thread.
+
+`run_steps(conn, unit)` sends each step's result back into the unit and
+returns what the unit returns; it opens no transaction (`SqliteDatabase`'s
+`_run_unit` wraps it in BEGIN IMMEDIATE ... COMMIT; the text index's own
+writes in `_atomic`). A failing step closes the unit and raises.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, TypeVar
+
+from bridge.storage.placeholders import translate, translate_many
+from bridge.storage.units import Step, Unit
+
+T = TypeVar("T")
+
+
+def run_steps(conn: sqlite3.Connection, unit: Unit[T]) -> T:
+    """Every step of `unit` on `conn`, in order; the unit's result."""
+    result: Any = None
+    while True:
+        try:
+            step = unit.send(result)
+        except StopIteration as stop:
+            value: T = stop.value
+            return value
+        try:
+            result = run_step(conn, step)
+        except BaseException:
+            unit.close()
+            raise
+
+
+def run_step(conn: sqlite3.Connection, step: Step) -> Any:
+    """One step; its result as `bridge.storage.units` says."""
+    if step.kind == "many":
+        if step.params:
+            conn.executemany(*translate_many(step.sql, step.params, "qmark"))
+        return None
+    text, args = translate(step.sql, step.params, "qmark")
+    cursor = conn.execute(text, args)
+    if step.kind == "execute":
+        return max(cursor.rowcount, 0)
+    rows = cursor.fetchall()
+    if step.kind == "one":
+        return rows[0] if rows else None
+    return rows
