@@ -283,7 +283,8 @@ def prepare_call_globals(ctx: HelperContext, template: dict[str, Any] | None = N
         return CallGlobals(make_unrestricted_globals(), sink)
     proxies = _CallProxies(ctx.proxies, -1, -1)
     builtins_ = ctx.builtins if template is None else template
-    return CallGlobals(prepare_globals(builtins_, proxies, sink, owned=True), sink, proxies)
+    glb = prepare_globals(builtins_, proxies, sink, owned=True, modules=ctx.proxies)
+    return CallGlobals(glb, sink, proxies)
 
 
 def _run_tool(

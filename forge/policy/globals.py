@@ -119,7 +119,7 @@ def make_globals(
     sink: PrintSink,
 ) -> dict[str, Any]:
     """A fresh globals dict (with fresh builtins) for one restricted run."""
-    glb = prepare_globals(template, proxies, sink)
+    glb = prepare_globals(template, proxies, sink, modules=proxies)
     bind_call(glb, open_fn, listdir_fn, secrets)
     return glb
 
@@ -130,6 +130,7 @@ def prepare_globals(
     sink: PrintSink,
     *,
     owned: bool = False,
+    modules: Mapping[str, SimpleNamespace] | None = None,
 ) -> dict[str, Any]:
     """The part of a run's fresh globals that does not depend on the call: new
     guards, a new builtins dict, the import hook. A sandbox child builds it while
@@ -138,8 +139,10 @@ def prepare_globals(
     again (a sandbox child's own copy-on-write copy of the helper's template: the
     child runs one call and exits), so it becomes the run's builtins dict itself
     instead of a copy (copying it touches every builtin, a page copied each in a
-    fresh child)."""
-    guards = Guards()
+    fresh child). `modules`: the module proxies whose attributes the guards judge
+    now, once (forge.policy.guards `Guards`; never a call's own `net`, which a
+    sandbox child makes on its first import)."""
+    guards = Guards(modules)
     safe = template if owned and isinstance(template, dict) else dict(template)
     safe["__import__"] = make_import(proxies)
     safe["__build_class__"] = builtins.__build_class__

@@ -12,6 +12,7 @@ import json
 from collections import ChainMap, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -143,6 +144,37 @@ def test_getattr_fast_path_agrees_with_the_full_check(ob: Any, name: str) -> Non
     finally:
         policy_guards._PLAIN_ATTRS = saved
     assert fast == full
+
+
+def test_module_proxy_fast_path_agrees_with_the_full_check() -> None:
+    proxies = build_proxies()
+    fast, full = policy_guards.Guards(proxies), policy_guards.Guards()
+    tried = 0
+    for proxy in proxies.values():
+        for name in [*vars(proxy), "_x", "__class__", "__dict__", "format", "no_such_name"]:
+            got = _outcome(lambda p=proxy, n=name: fast.getattr(p, n))  # type: ignore[misc]
+            assert got == _outcome(lambda p=proxy, n=name: full.getattr(p, n)), name  # type: ignore[misc]
+            tried += 1
+    assert tried > 300
+
+
+def test_module_proxy_attributes_are_judged_when_the_guards_are_made() -> None:
+    refused = SimpleNamespace(fmt=str.format, real=eval, fine=len, value=3)
+    guards = policy_guards.Guards({"m": refused})
+
+    def no_more_judging(value: Any, name: str) -> Any:
+        raise AssertionError(f"{name} judged during the run")
+
+    guards._judge = no_more_judging  # what passed was judged in Guards(): fast path
+    assert guards.getattr(refused, "fine") is len and guards.getattr(refused, "value") == 3
+    for name in ("fmt", "real"):  # refused then: not on the fast path, still refused
+        with pytest.raises(AssertionError, match="judged during the run"):
+            guards.getattr(refused, name)
+    with pytest.raises(AttributeError):
+        policy_guards.Guards({"m": refused}).getattr(refused, "fmt")
+    other = SimpleNamespace(fine=len)  # not one of the run's module proxies
+    with pytest.raises(AssertionError):
+        guards.getattr(other, "fine")
 
 
 def test_fast_path_names_are_public_and_not_special() -> None:
