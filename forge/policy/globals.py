@@ -17,6 +17,7 @@ from forge.net_client import Secret, handle
 from forge.policy.builtin_names import SAFE_BUILTINS
 from forge.policy.guards import (
     Guards,
+    JudgedModules,
     _apply,
     _inplacevar,
     _iter_unpack_sequence,
@@ -119,7 +120,7 @@ def make_globals(
     sink: PrintSink,
 ) -> dict[str, Any]:
     """A fresh globals dict (with fresh builtins) for one restricted run."""
-    glb = prepare_globals(template, proxies, sink, modules=proxies)
+    glb = prepare_globals(template, proxies, sink)
     bind_call(glb, open_fn, listdir_fn, secrets)
     return glb
 
@@ -130,7 +131,7 @@ def prepare_globals(
     sink: PrintSink,
     *,
     owned: bool = False,
-    modules: Mapping[str, SimpleNamespace] | None = None,
+    modules: JudgedModules | None = None,
 ) -> dict[str, Any]:
     """The part of a run's fresh globals that does not depend on the call: new
     guards, a new builtins dict, the import hook. A sandbox child builds it while
@@ -139,9 +140,8 @@ def prepare_globals(
     again (a sandbox child's own copy-on-write copy of the helper's template: the
     child runs one call and exits), so it becomes the run's builtins dict itself
     instead of a copy (copying it touches every builtin, a page copied each in a
-    fresh child). `modules`: the module proxies whose attributes the guards judge
-    now, once (forge.policy.guards `Guards`; never a call's own `net`, which a
-    sandbox child makes on its first import)."""
+    fresh child). `modules`: the module proxies' attributes as the helper judged
+    them once (forge.policy.guards `judge_modules`), for the guards' fast path."""
     guards = Guards(modules)
     safe = template if owned and isinstance(template, dict) else dict(template)
     safe["__import__"] = make_import(proxies)

@@ -87,35 +87,44 @@ class _SafeFormatter(string.Formatter):
         return obj, first
 
 
+# A run's module proxies, by id: (the proxy, the names of its attributes whose
+# values the full check lets through). Made once per helper (`judge_modules`).
+JudgedModules = Mapping[int, tuple[Any, frozenset[str]]]
+
+
+def judge_modules(modules: Mapping[str, Any]) -> JudgedModules:
+    """Judge every attribute of the module proxies `modules` (forge.modules
+    `build_proxies`: namespaces a tool cannot write to, since `_write_` refuses them,
+    holding fixed library objects) by the full check, once: a helper does it before
+    its zygote forks, and every run's guards then let a tool's `csv.reader` or
+    `math.sqrt` through on a fast path with the same answer
+    (`tests/forge/test_prepared.py`). Never a call's own `net` proxy (forge.child
+    makes it on the call's first import): it is judged on each lookup."""
+    guards = Guards()
+    judged = {}
+    for proxy in modules.values():
+        passed = set()
+        for name in vars(proxy):
+            try:
+                guards.getattr(proxy, name)
+            except AttributeError:
+                continue
+            passed.add(name)
+        judged[id(proxy)] = (proxy, frozenset(passed))
+    return judged
+
+
 class Guards:
-    """The run-time guards of one run; `tool_classes` are classes the tool defined.
+    """The run-time guards of one run; `tool_classes` are classes the tool defined;
+    `modules`: the run's module proxies as `judge_modules` judged them."""
 
-    `modules`: the run's module proxies (forge.modules.build_proxies: namespaces a
-    tool cannot write to, `_write_` refuses them, holding fixed library objects).
-    What each of their public attributes gives is judged here, once, when the
-    guards are made (in a sandbox's zygote, before any child), so a tool's
-    `csv.reader` or `math.sqrt` then takes the fast path; the answers are the
-    full check's (`tests/forge/test_prepared.py`)."""
-
-    def __init__(self, modules: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, modules: JudgedModules | None = None) -> None:
         self.tool_classes: set[type] = set()
         self.formatter = _SafeFormatter(self.getattr, self.getitem)
         verdicts = Verdicts()
         self._judge = verdicts.judge
         self._passing = verdicts.types
-        self._modules: dict[int, tuple[Any, frozenset[str]]] = {}  # judged by the full check
-        self._modules = {id(p): (p, self._passed(p)) for p in (modules or {}).values()}
-
-    def _passed(self, proxy: Any) -> frozenset[str]:
-        """The attributes of a module proxy whose values the full check lets through."""
-        passed = set()
-        for name in vars(proxy):
-            try:
-                self.getattr(proxy, name)
-            except AttributeError:
-                continue
-            passed.add(name)
-        return frozenset(passed)
+        self._modules: JudgedModules = modules or {}
 
     def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
         allowed = _PLAIN_ATTRS.get(type(ob))
@@ -125,7 +134,7 @@ class Guards:
             return _builtin_getattr(ob, name, default)
         module = self._modules.get(id(ob))
         if module is not None and module[0] is ob and type(name) is str and name in module[1]:
-            return _builtin_getattr(ob, name)  # judged when the guards were made
+            return _builtin_getattr(ob, name)  # judged by judge_modules
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") or name in BLOCKED_ATTRS:

@@ -9,6 +9,7 @@ the guards' fast paths answer exactly like the full checks.
 from __future__ import annotations
 
 import json
+import os
 from collections import ChainMap, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,12 +20,14 @@ import pytest
 import pytest_asyncio
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
+from forge.child import prepare_call_globals
 from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy import globals as run_globals
 from forge.policy import guards as policy_guards
 from forge.protocol.frames import frame, unframe
 from forge.runner import SandboxRunner
+from forge.warmup import prepare
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -148,7 +151,8 @@ def test_getattr_fast_path_agrees_with_the_full_check(ob: Any, name: str) -> Non
 
 def test_module_proxy_fast_path_agrees_with_the_full_check() -> None:
     proxies = build_proxies()
-    fast, full = policy_guards.Guards(proxies), policy_guards.Guards()
+    fast = policy_guards.Guards(policy_guards.judge_modules(proxies))
+    full = policy_guards.Guards()
     tried = 0
     for proxy in proxies.values():
         for name in [*vars(proxy), "_x", "__class__", "__dict__", "format", "no_such_name"]:
@@ -160,21 +164,34 @@ def test_module_proxy_fast_path_agrees_with_the_full_check() -> None:
 
 def test_module_proxy_attributes_are_judged_when_the_guards_are_made() -> None:
     refused = SimpleNamespace(fmt=str.format, real=eval, fine=len, value=3)
-    guards = policy_guards.Guards({"m": refused})
+    guards = policy_guards.Guards(policy_guards.judge_modules({"m": refused}))
 
     def no_more_judging(value: Any, name: str) -> Any:
         raise AssertionError(f"{name} judged during the run")
 
-    guards._judge = no_more_judging  # what passed was judged in Guards(): fast path
+    guards._judge = no_more_judging  # what passed was judged before: the fast path
     assert guards.getattr(refused, "fine") is len and guards.getattr(refused, "value") == 3
     for name in ("fmt", "real"):  # refused then: not on the fast path, still refused
         with pytest.raises(AssertionError, match="judged during the run"):
             guards.getattr(refused, name)
     with pytest.raises(AttributeError):
-        policy_guards.Guards({"m": refused}).getattr(refused, "fmt")
+        policy_guards.Guards().getattr(refused, "fmt")
     other = SimpleNamespace(fine=len)  # not one of the run's module proxies
     with pytest.raises(AssertionError):
         guards.getattr(other, "fine")
+
+
+def test_a_call_s_guards_hold_the_module_proxies_judged_by_the_helper() -> None:
+    ctx, _ = prepare()
+    try:
+        call = prepare_call_globals(ctx, dict(ctx.builtins))
+        assert call.globals["_getattr_"].__self__._modules is ctx.judged
+        assert ctx.judged is not None
+        assert set(ctx.judged) == {id(p) for p in ctx.proxies.values()}
+    finally:
+        os.close(ctx.devnull)
+        for fd in ctx.read_fds:
+            os.close(fd)
 
 
 def test_fast_path_names_are_public_and_not_special() -> None:
