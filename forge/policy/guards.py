@@ -225,16 +225,21 @@ def _apply(f: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
-    """RestrictedPython's guarded_unpack_sequence; without nested targets and with
-    the plain `iter` guard (ours) it is exactly `list(it)`, so that is done directly."""
+    """RestrictedPython's guarded_unpack_sequence: `list(getiter(it))`, then the same
+    for each nested target. Without nested targets and with the plain `iter` guard
+    (ours) that list only repeats what the interpreter's own unpacking does (it
+    calls `iter(it)` and takes the items), so `it` is unpacked as it is: the same
+    values, the same `__iter__` run, the same errors for too few or too many (an
+    endless iterator is refused after one item too many, not listed forever)."""
     if getiter is iter and not spec["childs"]:
-        return list(it)
+        return it
     return _guarded_unpack(it, spec, getiter)
 
 
 def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
     """RestrictedPython's guarded_iter_unpack_sequence (a generator yielding
-    `guarded_unpack_sequence(item)` for each item); same shortcut as above."""
+    `guarded_unpack_sequence(item)` for each item of `getiter(it)`); same shortcut as
+    above: the loop iterates `it` and unpacks each item itself (no list per item)."""
     if getiter is iter and not spec["childs"]:
-        return map(list, it)
+        return it
     return _guarded_iter_unpack(it, spec, getiter)

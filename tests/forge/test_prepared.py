@@ -217,23 +217,69 @@ def test_write_fast_path() -> None:
         assert isinstance(guards.write(ob), policy_guards._DeniedWrite)
 
 
+def _unpacked(fn: Any, value: Any, spec: dict[str, Any], targets: int) -> Any:
+    """What `a, b = fn(value)` (`targets` names) binds, or the error it raises (a
+    TypeError's text differs: "cannot unpack non-iterable int object" where
+    RestrictedPython's list() says "'int' object is not iterable")."""
+    try:
+        if targets == 2:
+            first, second = fn(value, spec, iter)
+            return ("bound", first, second)
+        (only,) = fn(value, spec, iter)
+        return ("bound", only)
+    except ValueError as exc:
+        return ("raised", ValueError, str(exc))
+    except TypeError:
+        return ("raised", TypeError)
+
+
+def _countdown(n: int) -> Any:
+    yield from range(n, 0, -1)
+
+
+class _Pair:
+    def __iter__(self) -> Any:
+        return iter(("x", "y"))
+
+
 @pytest.mark.parametrize(
     ("value", "spec"),
     [
         ((1, 2), {"childs": (), "min_len": 2}),
         ([1], {"childs": (), "min_len": 2}),
         ("ab", {"childs": (), "min_len": 2}),
+        ("abc", {"childs": (), "min_len": 2}),
+        ({"k": 1, "j": 2}, {"childs": (), "min_len": 2}),
+        (_Pair(), {"childs": (), "min_len": 2}),
+        (3, {"childs": (), "min_len": 2}),
         ((1, (2, 3)), {"childs": ((1, {"childs": (), "min_len": 2}),), "min_len": 2}),
     ],
 )
 def test_unpack_shortcuts_match_restrictedpython(value: Any, spec: dict[str, Any]) -> None:
-    assert policy_guards._unpack_sequence(value, spec, iter) == guarded_unpack_sequence(
-        value, spec, iter
-    )
-    items = [value, value]
-    assert list(policy_guards._iter_unpack_sequence(items, spec, iter)) == list(
-        guarded_iter_unpack_sequence(items, spec, iter)
-    )
+    for targets in (1, 2):
+        ours = _unpacked(policy_guards._unpack_sequence, value, spec, targets)
+        assert ours == _unpacked(guarded_unpack_sequence, value, spec, targets)
+
+    def each(fn: Any) -> list[Any]:
+        """What `for a, b in fn([value, value])` binds, up to its first error."""
+        out: list[Any] = []
+        try:
+            for item in fn([value, value], spec, iter):
+                out.append(_unpacked(lambda v, s, g: v, item, spec, 2))
+                if out[-1][0] == "raised":
+                    break
+        except TypeError:
+            out.append(("raised", TypeError))
+        return out
+
+    assert each(policy_guards._iter_unpack_sequence) == each(guarded_iter_unpack_sequence)
+
+
+def test_unpack_shortcut_binds_what_restrictedpython_binds_from_iterators() -> None:
+    spec = {"childs": (), "min_len": 2}
+    for n in (1, 2, 3):  # a fresh iterator each time: both consume it
+        ours = _unpacked(policy_guards._unpack_sequence, _countdown(n), spec, 2)
+        assert ours == _unpacked(guarded_unpack_sequence, _countdown(n), spec, 2)
 
 
 def test_result_frames() -> None:
