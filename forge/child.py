@@ -57,6 +57,7 @@ from forge.policy.globals import (
     make_unrestricted_globals,
     prepare_globals,
 )
+from forge.policy.guards import JudgedModules
 from forge.protocol.answers import DIRECT_DONE, DIRECT_MAX, encode_direct
 from forge.protocol.calls import Request
 from forge.protocol.fields import CPU, FAULTS
@@ -83,6 +84,7 @@ class HelperContext:
     caps_dropped: bool = False  # the zygote emptied its capability sets (children inherit them)
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
+    judged: JudgedModules | None = None  # the proxies' attributes, judged once (policy.guards)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +285,8 @@ def prepare_call_globals(ctx: HelperContext, template: dict[str, Any] | None = N
         return CallGlobals(make_unrestricted_globals(), sink)
     proxies = _CallProxies(ctx.proxies, -1, -1)
     builtins_ = ctx.builtins if template is None else template
-    return CallGlobals(prepare_globals(builtins_, proxies, sink, owned=True), sink, proxies)
+    glb = prepare_globals(builtins_, proxies, sink, owned=True, modules=ctx.judged)
+    return CallGlobals(glb, sink, proxies)
 
 
 def _run_tool(

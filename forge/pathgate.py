@@ -17,7 +17,6 @@ relative to its parent's descriptor, never on a resolved string.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 from typing import IO, Any
@@ -115,7 +114,7 @@ class PathGate:
                 )
             if st.st_dev != self._dev:
                 raise PathDenied(f"{display!r} is on another file system")
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            os.set_blocking(fd, True)  # F_GETFL, then F_SETFL without O_NONBLOCK
             if truncate:
                 os.ftruncate(fd, 0)
         except BaseException:
@@ -150,9 +149,11 @@ class PathGate:
             rec = self.budget.opened(display, st, created or truncate, bool(flags & os.O_APPEND))
             return wrap(fd, mode, self.budget, rec, encoding, errors, newline)  # owns fd
         try:
+            # the built-in open (io.open), not os.fdopen, a Python wrapper that imports
+            # io and calls it: each Python frame on a call's path is pages a child copies
             if "b" in mode:
-                return os.fdopen(fd, mode)
-            return os.fdopen(fd, mode, encoding=encoding or "utf-8", errors=errors, newline=newline)
+                return open(fd, mode)
+            return open(fd, mode, encoding=encoding or "utf-8", errors=errors, newline=newline)
         except BaseException:
             os.close(fd)
             raise

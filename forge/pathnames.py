@@ -4,6 +4,7 @@ open flags. No file system access here (forge.pathgate opens)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 MAX_PATH_CHARS = 1024
@@ -63,6 +64,17 @@ def components(path: object, root: str, allow_root: bool = False) -> list[str]:
 
 
 def parse_mode(mode: str) -> tuple[int, bool, str]:
+    """(open flags, truncate, mode) of an open() mode; ValueError for an invalid one.
+    Every valid mode's answer is looked up (`_PARSED`: the same answers, made by
+    `_parse_mode` at import); only a mode not in it is parsed, to say why not."""
+    if type(mode) is str:
+        parsed = _PARSED.get(mode)
+        if parsed is not None:
+            return parsed
+    return _parse_mode(mode)
+
+
+def _parse_mode(mode: str) -> tuple[int, bool, str]:
     if not isinstance(mode, str) or len(set(mode)) != len(mode):
         raise ValueError(f"invalid mode {mode!r}")
     kinds = [c for c in mode if c in _MODES]
@@ -72,3 +84,21 @@ def parse_mode(mode: str) -> tuple[int, bool, str]:
     if "+" in mode:
         flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
     return flags, kinds[0] == "w", mode
+
+
+def _valid_modes() -> dict[str, tuple[int, bool, str]]:
+    """Every mode `_parse_mode` accepts (at most one of each letter of "rwaxbt+"), with
+    its answer."""
+    out: dict[str, tuple[int, bool, str]] = {}
+    for mode in itertools.chain.from_iterable(
+        itertools.permutations("rwaxbt+", k) for k in range(1, 4)
+    ):
+        text = "".join(mode)
+        try:
+            out[text] = _parse_mode(text)
+        except ValueError:
+            continue
+    return out
+
+
+_PARSED = _valid_modes()

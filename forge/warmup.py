@@ -13,6 +13,7 @@ from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy.globals import safe_builtins
+from forge.policy.guards import judge_modules
 
 _PREWARM = (
     "_strptime",
@@ -29,10 +30,11 @@ _PREWARM = (
 def prepare(
     layers: Layers | None = None, answer_fd: int = -1, warm: bool = True
 ) -> tuple[HelperContext, dict[str, Any]]:
-    """Warm imports, module proxies, the seccomp program, the read-only roots; and
-    the machine's capabilities. `answer_fd`: the runner's answer socket, which the
-    children inherit (forge.protocol.answers; -1: none). `warm` False: waiting
-    children do not warm their call's path (forge.child; for measurements only)."""
+    """Warm imports, module proxies (their attributes judged once), the seccomp
+    program, the read-only roots; and the machine's capabilities. `answer_fd`: the
+    runner's answer socket, which the children inherit (forge.protocol.answers; -1:
+    none). `warm` False: waiting children do not warm their call's path
+    (forge.child; for measurements only)."""
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -40,8 +42,9 @@ def prepare(
     abi = landlock_abi()
     read_fds = tuple(open_roots(read_only_roots())) if abi else ()
     program = seccomp_program()
+    proxies = build_proxies()
     ctx = HelperContext(
-        proxies=build_proxies(),
+        proxies=proxies,
         devnull=os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC),
         read_fds=read_fds,
         landlock_abi=abi,
@@ -54,5 +57,6 @@ def prepare(
         answer_fd=answer_fd,
         warm=warm,
         ruleset=ruleset_args(abi, read_fds) if abi else None,
+        judged=judge_modules(proxies),
     )
     return ctx, caps

@@ -17,6 +17,7 @@ from forge.net_client import Secret, handle
 from forge.policy.builtin_names import SAFE_BUILTINS
 from forge.policy.guards import (
     Guards,
+    JudgedModules,
     _apply,
     _inplacevar,
     _iter_unpack_sequence,
@@ -130,6 +131,7 @@ def prepare_globals(
     sink: PrintSink,
     *,
     owned: bool = False,
+    modules: JudgedModules | None = None,
 ) -> dict[str, Any]:
     """The part of a run's fresh globals that does not depend on the call: new
     guards, a new builtins dict, the import hook. A sandbox child builds it while
@@ -138,8 +140,9 @@ def prepare_globals(
     again (a sandbox child's own copy-on-write copy of the helper's template: the
     child runs one call and exits), so it becomes the run's builtins dict itself
     instead of a copy (copying it touches every builtin, a page copied each in a
-    fresh child)."""
-    guards = Guards()
+    fresh child). `modules`: the module proxies' attributes as the helper judged
+    them once (forge.policy.guards `judge_modules`), for the guards' fast path."""
+    guards = Guards(modules)
     safe = template if owned and isinstance(template, dict) else dict(template)
     safe["__import__"] = make_import(proxies)
     safe["__build_class__"] = builtins.__build_class__

@@ -87,15 +87,44 @@ class _SafeFormatter(string.Formatter):
         return obj, first
 
 
-class Guards:
-    """The run-time guards of one run; `tool_classes` are classes the tool defined."""
+# A run's module proxies, by id: (the proxy, the names of its attributes whose
+# values the full check lets through). Made once per helper (`judge_modules`).
+JudgedModules = Mapping[int, tuple[Any, frozenset[str]]]
 
-    def __init__(self) -> None:
+
+def judge_modules(modules: Mapping[str, Any]) -> JudgedModules:
+    """Judge every attribute of the module proxies `modules` (forge.modules
+    `build_proxies`: namespaces a tool cannot write to, since `_write_` refuses them,
+    holding fixed library objects) by the full check, once: a helper does it before
+    its zygote forks, and every run's guards then let a tool's `csv.reader` or
+    `math.sqrt` through on a fast path with the same answer
+    (`tests/forge/test_prepared.py`). Never a call's own `net` proxy (forge.child
+    makes it on the call's first import): it is judged on each lookup."""
+    guards = Guards()
+    judged = {}
+    for proxy in modules.values():
+        passed = set()
+        for name in vars(proxy):
+            try:
+                guards.getattr(proxy, name)
+            except AttributeError:
+                continue
+            passed.add(name)
+        judged[id(proxy)] = (proxy, frozenset(passed))
+    return judged
+
+
+class Guards:
+    """The run-time guards of one run; `tool_classes` are classes the tool defined;
+    `modules`: the run's module proxies as `judge_modules` judged them."""
+
+    def __init__(self, modules: JudgedModules | None = None) -> None:
         self.tool_classes: set[type] = set()
         self.formatter = _SafeFormatter(self.getattr, self.getitem)
         verdicts = Verdicts()
         self._judge = verdicts.judge
         self._passing = verdicts.types
+        self._modules: JudgedModules = modules or {}
 
     def getattr(self, ob: Any, name: Any, default: Any = _MISSING) -> Any:
         allowed = _PLAIN_ATTRS.get(type(ob))
@@ -103,6 +132,9 @@ class Guards:
             if default is _MISSING:
                 return _builtin_getattr(ob, name)
             return _builtin_getattr(ob, name, default)
+        module = self._modules.get(id(ob))
+        if module is not None and module[0] is ob and type(name) is str and name in module[1]:
+            return _builtin_getattr(ob, name)  # judged by judge_modules
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") or name in BLOCKED_ATTRS:
@@ -193,16 +225,21 @@ def _apply(f: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
-    """RestrictedPython's guarded_unpack_sequence; without nested targets and with
-    the plain `iter` guard (ours) it is exactly `list(it)`, so that is done directly."""
+    """RestrictedPython's guarded_unpack_sequence: `list(getiter(it))`, then the same
+    for each nested target. Without nested targets and with the plain `iter` guard
+    (ours) that list only repeats what the interpreter's own unpacking does (it
+    calls `iter(it)` and takes the items), so `it` is unpacked as it is: the same
+    values, the same `__iter__` run, the same errors for too few or too many (an
+    endless iterator is refused after one item too many, not listed forever)."""
     if getiter is iter and not spec["childs"]:
-        return list(it)
+        return it
     return _guarded_unpack(it, spec, getiter)
 
 
 def _iter_unpack_sequence(it: Any, spec: Mapping[str, Any], getiter: Any) -> Any:
     """RestrictedPython's guarded_iter_unpack_sequence (a generator yielding
-    `guarded_unpack_sequence(item)` for each item); same shortcut as above."""
+    `guarded_unpack_sequence(item)` for each item of `getiter(it)`); same shortcut as
+    above: the loop iterates `it` and unpacks each item itself (no list per item)."""
     if getiter is iter and not spec["childs"]:
-        return map(list, it)
+        return it
     return _guarded_iter_unpack(it, spec, getiter)

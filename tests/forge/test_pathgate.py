@@ -126,3 +126,29 @@ def test_component_swapped_for_symlink_is_caught(tree: tuple[Path, Path]) -> Non
     (ws / "sub").symlink_to(outside.parent)
     with pytest.raises(PathDenied):
         gate.open("sub/secret.txt")
+
+
+def test_mode_table_answers_like_the_parser() -> None:
+    """`parse_mode` looks valid modes up in a table made by the parser: for every
+    string of up to four of these characters, the same answer or the same refusal."""
+    import itertools
+
+    from forge import pathnames
+
+    def outcome(fn: object, mode: str) -> object:
+        try:
+            return fn(mode)  # type: ignore[operator]
+        except ValueError as exc:
+            return str(exc)
+
+    valid = 0
+    for k in range(5):
+        for chars in itertools.product("rwaxbt+U", repeat=k):
+            mode = "".join(chars)
+            answer = outcome(pathnames.parse_mode, mode)
+            assert answer == outcome(pathnames._parse_mode, mode), mode
+            valid += isinstance(answer, tuple)
+    assert valid == len(pathnames._PARSED) == 76
+    for odd in (None, b"r", 1, ["r"]):
+        with pytest.raises(ValueError):
+            pathnames.parse_mode(odd)  # type: ignore[arg-type]

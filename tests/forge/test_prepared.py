@@ -9,21 +9,25 @@ the guards' fast paths answer exactly like the full checks.
 from __future__ import annotations
 
 import json
+import os
 from collections import ChainMap, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
+from forge.child import prepare_call_globals
 from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy import globals as run_globals
 from forge.policy import guards as policy_guards
 from forge.protocol.frames import frame, unframe
 from forge.runner import SandboxRunner
+from forge.warmup import prepare
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -145,6 +149,51 @@ def test_getattr_fast_path_agrees_with_the_full_check(ob: Any, name: str) -> Non
     assert fast == full
 
 
+def test_module_proxy_fast_path_agrees_with_the_full_check() -> None:
+    proxies = build_proxies()
+    fast = policy_guards.Guards(policy_guards.judge_modules(proxies))
+    full = policy_guards.Guards()
+    tried = 0
+    for proxy in proxies.values():
+        for name in [*vars(proxy), "_x", "__class__", "__dict__", "format", "no_such_name"]:
+            got = _outcome(lambda p=proxy, n=name: fast.getattr(p, n))  # type: ignore[misc]
+            assert got == _outcome(lambda p=proxy, n=name: full.getattr(p, n)), name  # type: ignore[misc]
+            tried += 1
+    assert tried > 300
+
+
+def test_module_proxy_attributes_are_judged_when_the_guards_are_made() -> None:
+    refused = SimpleNamespace(fmt=str.format, real=eval, fine=len, value=3)
+    guards = policy_guards.Guards(policy_guards.judge_modules({"m": refused}))
+
+    def no_more_judging(value: Any, name: str) -> Any:
+        raise AssertionError(f"{name} judged during the run")
+
+    guards._judge = no_more_judging  # what passed was judged before: the fast path
+    assert guards.getattr(refused, "fine") is len and guards.getattr(refused, "value") == 3
+    for name in ("fmt", "real"):  # refused then: not on the fast path, still refused
+        with pytest.raises(AssertionError, match="judged during the run"):
+            guards.getattr(refused, name)
+    with pytest.raises(AttributeError):
+        policy_guards.Guards().getattr(refused, "fmt")
+    other = SimpleNamespace(fine=len)  # not one of the run's module proxies
+    with pytest.raises(AssertionError):
+        guards.getattr(other, "fine")
+
+
+def test_a_call_s_guards_hold_the_module_proxies_judged_by_the_helper() -> None:
+    ctx, _ = prepare()
+    try:
+        call = prepare_call_globals(ctx, dict(ctx.builtins))
+        assert call.globals["_getattr_"].__self__._modules is ctx.judged
+        assert ctx.judged is not None
+        assert set(ctx.judged) == {id(p) for p in ctx.proxies.values()}
+    finally:
+        os.close(ctx.devnull)
+        for fd in ctx.read_fds:
+            os.close(fd)
+
+
 def test_fast_path_names_are_public_and_not_special() -> None:
     for names in policy_guards._PLAIN_ATTRS.values():
         assert not any(n.startswith("_") for n in names)
@@ -168,23 +217,69 @@ def test_write_fast_path() -> None:
         assert isinstance(guards.write(ob), policy_guards._DeniedWrite)
 
 
+def _unpacked(fn: Any, value: Any, spec: dict[str, Any], targets: int) -> Any:
+    """What `a, b = fn(value)` (`targets` names) binds, or the error it raises (a
+    TypeError's text differs: "cannot unpack non-iterable int object" where
+    RestrictedPython's list() says "'int' object is not iterable")."""
+    try:
+        if targets == 2:
+            first, second = fn(value, spec, iter)
+            return ("bound", first, second)
+        (only,) = fn(value, spec, iter)
+        return ("bound", only)
+    except ValueError as exc:
+        return ("raised", ValueError, str(exc))
+    except TypeError:
+        return ("raised", TypeError)
+
+
+def _countdown(n: int) -> Any:
+    yield from range(n, 0, -1)
+
+
+class _Pair:
+    def __iter__(self) -> Any:
+        return iter(("x", "y"))
+
+
 @pytest.mark.parametrize(
     ("value", "spec"),
     [
         ((1, 2), {"childs": (), "min_len": 2}),
         ([1], {"childs": (), "min_len": 2}),
         ("ab", {"childs": (), "min_len": 2}),
+        ("abc", {"childs": (), "min_len": 2}),
+        ({"k": 1, "j": 2}, {"childs": (), "min_len": 2}),
+        (_Pair(), {"childs": (), "min_len": 2}),
+        (3, {"childs": (), "min_len": 2}),
         ((1, (2, 3)), {"childs": ((1, {"childs": (), "min_len": 2}),), "min_len": 2}),
     ],
 )
 def test_unpack_shortcuts_match_restrictedpython(value: Any, spec: dict[str, Any]) -> None:
-    assert policy_guards._unpack_sequence(value, spec, iter) == guarded_unpack_sequence(
-        value, spec, iter
-    )
-    items = [value, value]
-    assert list(policy_guards._iter_unpack_sequence(items, spec, iter)) == list(
-        guarded_iter_unpack_sequence(items, spec, iter)
-    )
+    for targets in (1, 2):
+        ours = _unpacked(policy_guards._unpack_sequence, value, spec, targets)
+        assert ours == _unpacked(guarded_unpack_sequence, value, spec, targets)
+
+    def each(fn: Any) -> list[Any]:
+        """What `for a, b in fn([value, value])` binds, up to its first error."""
+        out: list[Any] = []
+        try:
+            for item in fn([value, value], spec, iter):
+                out.append(_unpacked(lambda v, s, g: v, item, spec, 2))
+                if out[-1][0] == "raised":
+                    break
+        except TypeError:
+            out.append(("raised", TypeError))
+        return out
+
+    assert each(policy_guards._iter_unpack_sequence) == each(guarded_iter_unpack_sequence)
+
+
+def test_unpack_shortcut_binds_what_restrictedpython_binds_from_iterators() -> None:
+    spec = {"childs": (), "min_len": 2}
+    for n in (1, 2, 3):  # a fresh iterator each time: both consume it
+        ours = _unpacked(policy_guards._unpack_sequence, _countdown(n), spec, 2)
+        assert ours == _unpacked(guarded_unpack_sequence, _countdown(n), spec, 2)
 
 
 def test_result_frames() -> None:
