@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Literal
 from bridge.core.config import ConfigError
 from bridge.core.config_sections import ClusterSettings, DatabaseSettings
 from bridge.storage import url as db_url
-from bridge.storage.copy import live_instances
 from bridge.storage.errors import DatabaseUnreachable
 from bridge.storage.leases import InstanceName, Leases
 from bridge.storage.protocol import Database
@@ -131,6 +130,8 @@ async def postgres_status(
 ) -> tuple[Literal["ok", "warn", "FAIL"], str]:
     """`roost doctor`'s line for `[database] url`: (ok / warn / FAIL, what it found), the
     URL shown without its password. ConfigError when the password file cannot be read."""
+    from bridge.storage.copy import live_instances  # `roost doctor` only, not every start
+
     url = postgres_url(settings)
     if url is None or settings.url is None:
         return "ok", "not configured (SQLite in the home)"

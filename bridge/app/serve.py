@@ -1,11 +1,12 @@
 """The running service: channels, signals and a clean shutdown.
 
 `serve()` builds a roost (`bridge.app.build.build`), does start-up maintenance,
-probes the sandbox, starts the channels of the channel table (`CHANNELS`:
+starts the channels of the channel table (`CHANNELS`:
 one row per platform - name, enabled(settings), factory; the web bridge,
 and Telegram when a token is configured), then the scheduler (reminders,
 jobs and the outbox, delivered through the channels whose row offers a
-`deliver`; `bridge.app.schedule_loop`), waits for SIGTERM/SIGINT, stops the
+`deliver`; `bridge.app.schedule_loop`), says it is ready, starts the spare
+sandbox helper (`start_sandbox`), waits for SIGTERM/SIGINT, stops the
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
@@ -61,6 +62,7 @@ from bridge.core.identities import identity_map
 from bridge.storage.errors import LeaseHeld
 from bridge.storage.leases import InstanceName, Leases, Singleton
 from bridge.types.platform import Platforms
+from forge.runner import SandboxRunner
 
 log = logging.getLogger("roost")
 
@@ -138,6 +140,18 @@ STATUS_EVERY_S = 15.0
 """How often STATUS= is refreshed when systemd asks for no watchdog."""
 
 
+async def start_sandbox(runner: SandboxRunner) -> None:
+    """The spare sandbox helper, started once the daemon is ready: it probes the machine
+    (missing layers are logged loudly) and a new tenant's first tool call takes it, or
+    waits for it while it still starts. Its start-up (about 0.1 s of CPU in a process of
+    its own) is not on the way to the ready line. A helper that fails to start is
+    logged; each tool call then tries to start one of its own (and fails if it cannot)."""
+    try:
+        await runner.start()
+    except Exception as exc:
+        log.error("the sandbox helper failed to start (%s): personal tools cannot run", exc)
+
+
 async def serve(
     settings: Settings,
     *,
@@ -207,7 +221,6 @@ async def run(
     removed = roost.maintain()
     if removed:
         log.warning("removed %d temporary files left by an earlier crash", removed)
-    await roost.runner.start()  # probes the sandbox; missing layers are logged loudly
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -225,9 +238,9 @@ async def run(
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost, lead=schedule_lead(roost, instance))
     beat: asyncio.Task[None] | None = None
-    reloading = [watcher]
+    background = [watcher]
     if instance is not None:  # the name taken by another while this one was away: stop
-        reloading.append(asyncio.create_task(stop_when(instance.lost, stop)))
+        background.append(asyncio.create_task(stop_when(instance.lost, stop)))
     try:
         made = make_channels(settings, roost, channels)
         try:
@@ -242,10 +255,11 @@ async def run(
         scheduler.start()
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
-        reloading.append(asyncio.create_task(reloader.run()))  # after READY=1: then RELOADING=1
+        background.append(asyncio.create_task(reloader.run()))  # after READY=1: then RELOADING=1
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
+        background.append(asyncio.create_task(start_sandbox(roost.runner)))
         await stop.wait()
         notifier.stopping("stopping: letting in-flight messages finish")
         await scheduler.stop()
@@ -253,7 +267,7 @@ async def run(
     finally:
         if beat is not None:
             beat.cancel()
-        await stop_tasks(reloading)
+        await stop_tasks(background)
         await scheduler.stop()
         await stop_channels(started)
         if instance is not None:
