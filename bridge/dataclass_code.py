@@ -21,8 +21,12 @@ It stays out of the way whenever it cannot be exact or safe:
 - nothing is written when byte-code writing is off
   (`PYTHONDONTWRITEBYTECODE`, `sys.dont_write_bytecode`) or the folder is not
   writable (a read-only install under systemd): it then compiles as before;
-- at most 8,000 methods are kept, so classes made while running (there
-  are none in roost today) cannot grow the file without end;
+- only the methods of classes made in roost's packages and installed
+  libraries are kept (tests make a thousand classes `roost` never makes),
+  and at most 8,000, so classes made while running (there are none in
+  roost today) cannot grow the file without end;
+- each method is marshalled on its own and decoded when a class first asks
+  for it, so a command that makes few classes reads the file for little;
 - the file is tied to the interpreter's magic number; a file that does not
   load, or belongs to another interpreter, is ignored (and rewritten).
 The file has the trust of the `.pyc` files beside it: whoever can write
@@ -39,6 +43,7 @@ import importlib.util
 import marshal
 import os
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
@@ -50,25 +55,46 @@ _MAX = 8_000  # entries kept (roost makes about 1,300): classes made at run time
 
 
 class _Cache:
-    """Compiled method sources, by source text; saves itself at exit when it grew."""
+    """Compiled method sources, by source text; saves itself at exit when it grew.
+
+    The file holds each code object marshalled on its own, so a process reads
+    the whole file as bytes and decodes only the methods of the classes it
+    makes (a CLI command makes few of the daemon's)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.codes: dict[str, CodeType] = _load(path)
+        self.codes: dict[str, CodeType | bytes] = _load(path)
         self.added = 0
 
-    def code(self, text: str) -> CodeType:
+    def code(self, text: str, keep: bool = True) -> CodeType:
+        """The code of `text`, compiled at most once; remembered only when `keep`."""
         found = self.codes.get(text)
+        if isinstance(found, bytes):
+            found = _decoded(found)
+            if found is not None:
+                self.codes[text] = found
         if found is None:
             found = compile(text, "<string>", "exec", dont_inherit=True)
-            if len(self.codes) < _MAX:
+            if keep and len(self.codes) < _MAX:
                 self.codes[text] = found
                 self.added += 1
         return found
 
     def save(self) -> None:
         if self.added:
-            write_marshal(self.path, _MAGIC, self.codes)
+            entries = {
+                text: code if isinstance(code, bytes) else marshal.dumps(code)
+                for text, code in self.codes.items()
+            }
+            write_marshal(self.path, _MAGIC, entries)
+
+
+def _decoded(data: bytes) -> CodeType | None:
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, CodeType) else None
 
 
 def read_marshal(path: Path, header: bytes) -> object:
@@ -106,14 +132,40 @@ def write_marshal(path: Path, header: bytes, value: Any) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _load(path: Path) -> dict[str, CodeType]:
+def _load(path: Path) -> dict[str, CodeType | bytes]:
     loaded = read_marshal(path, _MAGIC)
     if not isinstance(loaded, dict):
         return {}
-    return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)}
+    return {
+        k: v
+        for k, v in loaded.items()
+        if isinstance(k, str) and isinstance(v, CodeType | bytes)  # bytes: decoded on use
+    }
 
 
-def _method_maker(cache: _Cache) -> Callable[..., Any]:
+def _shipped_roots() -> tuple[str, ...]:
+    """Folders whose modules' classes are worth keeping: roost's packages (`bridge`
+    and `forge`, beside this file's folder), the interpreter's and the installed
+    libraries' folders. Tests, benches and scripts are outside them: the classes
+    they make, kept, would grow the file that every `roost` command reads."""
+    package = Path(__file__).parent
+    roots = {str(package), str(package.parent / "forge")}
+    paths = sysconfig.get_paths()
+    roots.update(paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib"))
+    return tuple(os.path.join(root, "") for root in roots)
+
+
+def shipped_module(globals: dict[str, Any] | None, roots: tuple[str, ...]) -> bool:
+    """Whether the module of `globals` (a class's module) has its file under `roots`."""
+    file = (globals or {}).get("__file__")
+    return isinstance(file, str) and file.startswith(roots)
+
+
+def _method_maker(
+    cache: _Cache, kept: Callable[[dict[str, Any] | None], bool] = lambda _globals: True
+) -> Callable[..., Any]:
+    """A stand-in for `dataclasses._create_fn` compiling through `cache`; the methods of
+    classes whose module's globals `kept` refuses are compiled but not remembered."""
     missing = dataclasses.MISSING
 
     def create_fn(
@@ -138,7 +190,7 @@ def _method_maker(cache: _Cache) -> Callable[..., Any]:
         )
         text = f"def __create_fn__({', '.join(locals.keys())}):\n{inner}\n return {name}"
         namespace: dict[str, Any] = {}
-        exec(cache.code(text), globals, namespace)  # the stdlib text, compiled once
+        exec(cache.code(text, kept(globals)), globals, namespace)  # the stdlib text, compiled once
         return namespace["__create_fn__"](**locals)
 
     return create_fn
@@ -158,7 +210,8 @@ def install(folder: Path | None = None) -> bool:
     if getattr(dataclasses._create_fn, "__roost_cached__", False):
         return True
     cache = _Cache(cache_path(folder, "dataclass-code"))
-    maker = _method_maker(cache)
+    roots = _shipped_roots()
+    maker = _method_maker(cache, lambda globals: shipped_module(globals, roots))
     maker.__roost_cached__ = True  # type: ignore[attr-defined]
     vars(dataclasses)["_create_fn"] = maker
     atexit.register(cache.save)

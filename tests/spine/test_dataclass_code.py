@@ -214,3 +214,68 @@ def test_the_cache_stops_growing_at_its_bound(
         code = cache.code(f"def __create_fn__():\n def f{i}(self):\n  return {i}\n return f{i}")
         assert isinstance(code, CodeType)
     assert len(cache.codes) == cache.added == 3
+
+
+def test_classes_of_tests_and_scripts_are_made_but_not_kept(tmp_path: Path) -> None:
+    """The installed maker keeps roost's and libraries' classes only: a test's would grow
+    the file every `roost` command reads."""
+    roots = dataclass_code._shipped_roots()
+    from bridge.core import config  # a roost module
+
+    assert dataclass_code.shipped_module(vars(config), roots)
+    assert dataclass_code.shipped_module(vars(dataclasses), roots)  # the standard library
+    assert dataclass_code.shipped_module(vars(pytest), roots)  # an installed library
+    assert not dataclass_code.shipped_module(globals(), roots)  # this test
+    assert not dataclass_code.shipped_module({"__name__": "__main__"}, roots)  # python -c
+    assert not dataclass_code.shipped_module(None, roots)
+
+    cache = dataclass_code._Cache(tmp_path / "codes.marshal")
+    maker = dataclass_code._method_maker(cache, lambda g: dataclass_code.shipped_module(g, roots))
+    installed = vars(dataclasses)["_create_fn"]
+    try:
+        vars(dataclasses)["_create_fn"] = maker
+        made = _behaviour(_classes())
+    finally:
+        vars(dataclasses)["_create_fn"] = installed
+    assert made == _behaviour(_classes())
+    assert cache.added == 0 and cache.codes == {}
+
+
+def test_entries_are_decoded_only_when_a_class_asks_for_them(tmp_path: Path) -> None:
+    target = tmp_path / "codes.marshal"
+    texts = [
+        f"def __create_fn__():\n def f{i}(self):\n  return {i}\n return f{i}" for i in range(3)
+    ]
+    first = dataclass_code._Cache(target)
+    for text in texts:
+        first.code(text)
+    first.save()
+    again = dataclass_code._Cache(target)
+    assert all(isinstance(v, bytes) for v in again.codes.values())  # nothing decoded yet
+    code = again.code(texts[1])
+    assert code.co_consts == first.codes[texts[1]].co_consts  # type: ignore[union-attr]
+    assert [type(again.codes[t]) for t in texts] == [bytes, CodeType, bytes]
+    assert again.added == 0
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path: Path) -> None:
+    target = tmp_path / "codes.marshal"
+    text = "def __create_fn__():\n def f(self):\n  return 7\n return f"
+    target.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({text: b"\xffnot marshal"}))
+    cache = dataclass_code._Cache(target)
+    namespace: dict[str, Any] = {}
+    exec(cache.code(text), {}, namespace)
+    assert namespace["__create_fn__"]()(None) == 7
+
+
+def test_a_file_of_the_former_layout_still_serves(tmp_path: Path) -> None:
+    """Code objects marshalled in one dict, as the cache wrote them before."""
+    target = tmp_path / "codes.marshal"
+    text = "def __create_fn__():\n def f(self):\n  return 8\n return f"
+    target.write_bytes(
+        importlib.util.MAGIC_NUMBER + marshal.dumps({text: compile(text, "<s>", "exec")})
+    )
+    cache = dataclass_code._Cache(target)
+    assert isinstance(cache.codes[text], CodeType)
+    cache.code(text)
+    assert cache.added == 0
