@@ -12,7 +12,8 @@ Bot API, sqlite, the audit writer), start-up and warm-up cancelled out:
     (the same with --messages 250, then: (Ir(250) - Ir(50)) / 200)
 
 `--setup`: full (the daemon's wiring: the core and the durable inbox), core
-(no inbox), echo (the channel only), inbox (the echo with the inbox).
+(no inbox), echo (the channel only), inbox (the echo with the inbox). `--quick`:
+10 messages (a smoke run).
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--setup", choices=sorted(SETUPS), default="full")
     parser.add_argument("--messages", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
     args = parser.parse_args()
+    if args.quick:
+        args.messages = 10
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     core, inbox = SETUPS[args.setup]
     with tempfile.TemporaryDirectory() as tmp:
