@@ -4,11 +4,14 @@ The part of a channel's durable inbox (table `channel_inbox`, one `source`
 per bot or WhatsApp number) that knows nothing of the platform: marking
 updates, counting the open ones, pruning the old ones. Telegram's
 `UpdateInbox` and WhatsApp's `WhatsAppInbox` add how their updates are
-stored. `done` returns once the mark is committed; marks asked for while
-one is being written go together in the next statement (a group commit:
-one UPDATE for all the chats' answers of that moment); alone, a mark is
-one statement at once. A marked row keeps only its ids (the payload is
-dropped at once) and is pruned after `KEEP_MS`.
+stored. `done` returns once the mark is committed; marks asked for in the
+same moment, or while one is being written, go together (a group commit:
+one UPDATE for all the chats' answers of that moment). The first caller of
+a moment writes the batch itself, after one turn of the event loop for the
+others to join, and a task writes what came meanwhile: a lone mark (one
+chat's answer) makes no task and waits on no future of its own. A marked
+row keeps only its ids (the payload is dropped at once) and is pruned after
+`KEEP_MS`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class InboxMarks:
         self.db, self.source, self.owner = db, source, owner
         self.channel, self._clock = channel, clock
         self._marks: list[tuple[int, str, asyncio.Future[None]]] = []  # done, not written yet
-        self._marking: asyncio.Task[None] | None = None  # writing marks now
+        self._writing = False  # a caller or `_marking` is writing marks now
+        self._marking: asyncio.Task[None] | None = None  # the task writing later marks
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -49,32 +53,56 @@ class InboxMarks:
         `StorageError` when it could not be written."""
         mark = asyncio.get_running_loop().create_future()
         self._marks.append((update_id, "dropped" if dropped else "done", mark))
-        if self._marking is None or self._marking.done():
-            self._marking = asyncio.create_task(
-                self._write_marks(), name=f"{self.channel}-inbox-done"
-            )
-        await mark
+        if self._writing:  # a writer is on it: this mark goes in its next batch
+            await mark
+            return
+        self._writing = True  # this caller writes the moment's marks itself
+        batch: list[tuple[int, str, asyncio.Future[None]]] = []
+        try:
+            await asyncio.sleep(0)  # the marks asked for in the same moment join
+            batch, self._marks = self._marks, []
+            await self._write(batch)
+        except asyncio.CancelledError:  # the marks are written all the same, by a task
+            self._marks = [m for m in batch if not m[2].done()] + self._marks
+            raise
+        finally:
+            self._writing = False
+            if self._marks:  # asked for meanwhile
+                self._writing = True
+                self._marking = asyncio.create_task(
+                    self._write_marks(), name=f"{self.channel}-inbox-done"
+                )
+        mark.result()  # this caller's own mark: raises what its write raised
 
     async def _write_marks(self) -> None:
-        while self._marks:
-            batch, self._marks = self._marks, []
-            try:
-                for state in ("done", "dropped"):
-                    ids = [uid for uid, s, _ in batch if s == state]
-                    if ids:
-                        await self._mark_all(ids, state)
-            except asyncio.CancelledError:  # the loop is closing: nobody waits in vain
-                for _, _, mark in batch + self._marks:
+        try:
+            while self._marks:
+                batch, self._marks = self._marks, []
+                await self._write(batch)
+        finally:
+            self._writing = False
+
+    async def _write(self, batch: list[tuple[int, str, asyncio.Future[None]]]) -> None:
+        """Commit one batch of marks (one UPDATE per state) and settle each mark's future:
+        its result, or the write's exception (each waiting caller hears it)."""
+        try:
+            for state in ("done", "dropped"):
+                ids = [uid for uid, s, _ in batch if s == state]
+                if ids:
+                    await self._mark_all(ids, state)
+        except asyncio.CancelledError:
+            if asyncio.current_task() is self._marking:  # the loop is closing: nobody waits
+                for _, _, mark in batch + self._marks:  # in vain
                     mark.cancel()
-                raise
-            except Exception as exc:  # each waiting caller hears it
-                for _, _, mark in batch:
-                    if not mark.done():
-                        mark.set_exception(exc)
-                continue
+            raise
+        except Exception as exc:
             for _, _, mark in batch:
-                if not mark.done():  # a caller cancelled meanwhile: written all the same
-                    mark.set_result(None)
+                if not mark.done():
+                    mark.set_exception(exc)
+            return
+        for _, _, mark in batch:
+            if not mark.done():  # a caller cancelled meanwhile: written all the same
+                mark.set_result(None)
 
     async def _mark_all(self, ids: list[int], state: str) -> None:
         """One UPDATE for `ids`; the list padded (with its last id) to a power of two so

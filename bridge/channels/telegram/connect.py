@@ -18,6 +18,9 @@ good answer's body to `received` (the durable inbox) before the library
 sees it: the updates are committed before the next `getUpdates` confirms
 them. When they cannot be stored, the answer is treated as a network error
 (`InboxUnavailable`): the library waits and asks again, nothing is confirmed.
+The body is parsed once: `received` gets the library's own parse of it
+(`parse_json_payload`), which the library then reads instead of parsing the
+same bytes again.
 A Bot API that answers `getUpdates` at once with nothing (a proxy or an
 emulator that does not long-poll) would have the library ask again at once,
 hundreds of times a second: `EmptyPolls` spaces such answers out (50 ms,
@@ -70,12 +73,13 @@ def _empty(code: int, payload: bytes) -> bool:
 
 class PollWatch(HTTPXRequest):
     """The `getUpdates` request: tells `seen(status)` of every answer and hands a
-    good answer's body to `received` before the library reads it."""
+    good answer's body, parsed, to `received` before the library reads it (the
+    same parse: `parse_json_payload` answers it for those bytes)."""
 
     def __init__(
         self,
         seen: Callable[[int], None],
-        received: Callable[[bytes], Awaitable[None]] | None = None,
+        received: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         *,
         empty: EmptyPolls | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -85,6 +89,14 @@ class PollWatch(HTTPXRequest):
         self._seen = seen
         self.received = received
         self._empty, self._sleep, self._clock = empty or EmptyPolls(), sleep, clock
+        self._parsed: tuple[bytes, dict[str, Any]] | None = None  # the last body given `received`
+
+    def parse_json_payload(self, payload: bytes) -> dict[str, Any]:  # type: ignore[override]
+        """The library's parse of an answer; the one `received` got for these bytes."""
+        parsed, self._parsed = self._parsed, None
+        if parsed is not None and parsed[0] is payload:
+            return parsed[1]
+        return HTTPXRequest.parse_json_payload(payload)
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         asked = self._clock()
@@ -97,7 +109,9 @@ class PollWatch(HTTPXRequest):
             raise TokenRefused("Unauthorized")
         if code == 200 and self.received is not None:
             try:
-                await self.received(payload)
+                body = HTTPXRequest.parse_json_payload(payload)
+                await self.received(body)
+                self._parsed = (payload, body)
             except Exception as exc:
                 log.error("telegram: updates could not be stored (%s)", type(exc).__name__)
                 raise InboxUnavailable("the inbox could not store updates") from exc

@@ -64,9 +64,8 @@ class Stored:
     sent_ms: int
 
 
-def updates_in(payload: bytes) -> list[dict[str, Any]]:
-    """The updates of a `getUpdates` answer's body ([] for anything else)."""
-    body = json.loads(payload)
+def updates_in(body: object) -> list[dict[str, Any]]:
+    """The updates of a `getUpdates` answer's parsed body ([] for anything else)."""
     result = body.get("result") if isinstance(body, dict) and body.get("ok") else None
     return [u for u in result if isinstance(u, dict)] if isinstance(result, list) else []
 

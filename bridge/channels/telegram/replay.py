@@ -96,9 +96,10 @@ class Durable:
         self._pruned_at = 0.0
         self.unmarked: set[int] = set()  # answered, the mark not written (database away)
 
-    async def received(self, payload: bytes) -> None:
-        """`getUpdates` answered: commit its updates before the next poll confirms them."""
-        await self.inbox.store(updates_in(payload))
+    async def received(self, body: dict[str, Any]) -> None:
+        """`getUpdates` answered (its parsed body): commit its updates before the next
+        poll confirms them."""
+        await self.inbox.store(updates_in(body))
 
     async def _tidy(self) -> None:
         """Now and then, forget updates answered long ago."""

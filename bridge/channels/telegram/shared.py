@@ -58,7 +58,7 @@ class SharedWork(shared.SharedWork):
         if await self.updates.store(updates, taken=False):
             await self.wake()
 
-    async def received_payload(self, payload: bytes) -> None:
-        """A `getUpdates` answer (the poll lease's holder): its updates stored and woken
-        for, before the next poll confirms them."""
-        await self.received(updates_in(payload))
+    async def received_payload(self, body: dict[str, Any]) -> None:
+        """A `getUpdates` answer's parsed body (the poll lease's holder): its updates
+        stored and woken for, before the next poll confirms them."""
+        await self.received(updates_in(body))
