@@ -46,7 +46,6 @@ from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import RulesetArgs, create_ruleset, landlock_restrict
 from forge.confine.rlimits import apply_rlimits
-from forge.confine.sched import EXIT_NICE, lower_priority
 from forge.confine.seccomp import SeccompFilter
 from forge.layers import Layers
 from forge.net_client import PipeChannel, make_net_module
@@ -86,9 +85,6 @@ class HelperContext:
     warm: bool = True  # a waiting child warms its call's path (`_warm`); False: measurements only
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
     judged: JudgedModules | None = None  # the proxies' attributes, judged once (policy.guards)
-    # the nice value a child lowers itself to once it has answered, for its exit
-    # (forge.confine.sched; 0: it exits at its own, for measurements only)
-    exit_nice: int = EXIT_NICE
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,8 +440,6 @@ def child_main(
         else:
             _write_all(result_fd, frame(data))
         os.close(result_fd)
-        if ctx.exit_nice:  # answered: its exit yields to the next call's path
-            lower_priority(ctx.exit_nice)
     except MemoryError:
         try:
             _write_all(result_fd, FRAMED_MEMORY_ERROR)

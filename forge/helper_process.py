@@ -322,7 +322,6 @@ async def start_helper(
     warm: bool = True,
     slices: bool = True,
     children: int | None = None,
-    background_exits: bool = True,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
@@ -330,9 +329,7 @@ async def start_helper(
     waiting children do not warm their call's path; `slices` False: the helper and
     the child handed a call keep the default time slice (both for measurements
     only; forge.confine.sched). `children`: how many children it forks ahead of
-    demand (None: forge.child_pool's default). `background_exits` False: a child
-    that answered exits at its own priority (forge.confine.sched.EXIT_NICE; for
-    measurements only)."""
+    demand (None: forge.child_pool's default)."""
     extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
     mine, theirs = answer_socket() if direct else (None, None)
     if theirs is not None:
@@ -343,8 +340,6 @@ async def start_helper(
         extra.append("default-slices")
     if children is not None:
         extra.append(f"children={children:d}")
-    if not background_exits:
-        extra.append("normal-exits")
     loop = asyncio.get_running_loop()
     try:
         _, helper = await loop.subprocess_exec(

@@ -118,7 +118,6 @@ class SandboxRunner:
         warm_children: bool = True,
         short_slices: bool = True,
         idle_children: int | None = None,
-        background_exits: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -133,9 +132,7 @@ class SandboxRunner:
         the child handed a call keep the default time slice (forge.confine.sched;
         for measurements only). `idle_children`: how many children each helper
         forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
-        its preparation's copied pages while it waits. `background_exits` False: a
-        child that answered exits at its own priority, not at
-        forge.confine.sched.EXIT_NICE (for measurements only)."""
+        its preparation's copied pages while it waits."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -157,7 +154,6 @@ class SandboxRunner:
         self._warm = warm_children
         self._slices = short_slices
         self._children = idle_children
-        self._exits = background_exits
 
     @property
     def max_helpers(self) -> int:
@@ -181,7 +177,6 @@ class SandboxRunner:
             self._warm,
             self._slices,
             self._children,
-            self._exits,
         )
         self._caps = hello.capabilities
         if not self._warned:

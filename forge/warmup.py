@@ -9,7 +9,6 @@ from typing import Any
 from forge.child import HelperContext
 from forge.confine.landlock import landlock_abi, open_roots, read_only_roots, ruleset_args
 from forge.confine.probe import probe
-from forge.confine.sched import EXIT_NICE
 from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.layers import Layers
 from forge.modules import build_proxies
@@ -29,17 +28,13 @@ _PREWARM = (
 
 
 def prepare(
-    layers: Layers | None = None,
-    answer_fd: int = -1,
-    warm: bool = True,
-    exit_nice: int = EXIT_NICE,
+    layers: Layers | None = None, answer_fd: int = -1, warm: bool = True
 ) -> tuple[HelperContext, dict[str, Any]]:
     """Warm imports, module proxies (their attributes judged once), the seccomp
     program, the read-only roots; and the machine's capabilities. `answer_fd`: the
     runner's answer socket, which the children inherit (forge.protocol.answers; -1:
     none). `warm` False: waiting children do not warm their call's path
-    (forge.child; for measurements only). `exit_nice`: the nice value a child
-    lowers itself to once it has answered (0: none; forge.confine.sched)."""
+    (forge.child; for measurements only)."""
     for name in _PREWARM:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -61,7 +56,6 @@ def prepare(
         helper_pid=os.getpid(),
         answer_fd=answer_fd,
         warm=warm,
-        exit_nice=exit_nice,
         ruleset=ruleset_args(abi, read_fds) if abi else None,
         judged=judge_modules(proxies),
     )

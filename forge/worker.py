@@ -40,7 +40,7 @@ from forge import relay
 from forge.child import HelperContext
 from forge.child_pool import IDLE_CHILDREN, ChildPool
 from forge.code_cache import CodeCache
-from forge.confine.sched import CALL_SLICE_NS, EXIT_NICE, set_slice
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
@@ -346,16 +346,14 @@ class Helper:
                 self.exited(*self.zygote.exits.pop(0))
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int, int]:
+def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
     """The helper's command line after the project root: the layers switched off (a
     JSON object; none: every layer on), `answers=FD`, the runner's answer socket
     (none: every reply goes through this helper), `children=N` (children forked
     ahead of demand; none: `IDLE_CHILDREN`), `cold` (waiting children do
-    not warm their call's path), `default-slices` (the call's path does not ask
-    for a short time slice) and `normal-exits` (a child that answered exits at its
-    own priority: an exit nice of 0); the last three for measurements only."""
+    not warm their call's path) and `default-slices` (the call's path does not ask
+    for a short time slice); the last two for measurements only."""
     layers, answer_fd, warm, slices, depth = Layers(), -1, True, True, IDLE_CHILDREN
-    exit_nice = EXIT_NICE
     for arg in argv:
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
@@ -365,17 +363,15 @@ def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int, int]:
             warm = False
         elif arg == "default-slices":
             slices = False
-        elif arg == "normal-exits":
-            exit_nice = 0
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd, warm, slices, depth, exit_nice
+    return layers, answer_fd, warm, slices, depth
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd, warm, slices, depth, exit_nice = arguments(sys.argv[2:])
-    ctx, caps = prepare(layers, answer_fd, warm, exit_nice)
+    layers, answer_fd, warm, slices, depth = arguments(sys.argv[2:])
+    ctx, caps = prepare(layers, answer_fd, warm)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     # this process is on every call's path, the zygote and waiting children are not

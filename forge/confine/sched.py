@@ -7,10 +7,6 @@ with a shorter slice gets an earlier virtual deadline, so when it wakes up it
 runs sooner (preempting a task with a longer slice), and it is preempted sooner
 too. Unprivileged for a process of the same user; older kernels accept the
 field and ignore it. A hint only: any failure is ignored (False).
-
-`lower_priority(nice)`: a child that has answered its call lowers its own nice
-value before it exits (`EXIT_NICE`), so its exit, which only frees its own memory,
-runs in the CPU time the next call's path leaves over.
 """
 
 from __future__ import annotations
@@ -28,10 +24,6 @@ SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(platform.machine())
 _ATTR = struct.Struct("<IIQiIQQQ")
 SCHED_OTHER = 0
 CALL_SLICE_NS = 100_000  # the shortest slice the kernel takes (0.1 ms)
-# the nice value a child lowers itself to once it has answered: its exit (tearing
-# down its copy of the zygote's address space, about 0.7 ms of CPU here) then yields
-# to the next call's path (issue 26; forge.child)
-EXIT_NICE = 10
 
 
 def set_slice(pid: int, ns: int) -> bool:
@@ -45,16 +37,3 @@ def set_slice(pid: int, ns: int) -> bool:
         return False
     attr = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, SCHED_OTHER, 0, nice, 0, ns, 0, 0))
     return int(libc.syscall(SYS_SCHED_SETATTR, pid, attr, 0)) == 0
-
-
-def lower_priority(nice: int) -> bool:
-    """Lower this process's priority to `nice` (never raises it: a higher current
-    value is kept). Always allowed: no process needs a privilege or a limit to lower
-    its own priority, and a sandbox child has no RLIMIT_NICE room to raise it again.
-    False if the kernel refused."""
-    try:
-        if os.getpriority(os.PRIO_PROCESS, 0) < nice:
-            os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        return False
-    return True

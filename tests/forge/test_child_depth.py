@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from forge.child_pool import IDLE_CHILDREN
-from forge.confine.sched import EXIT_NICE
 from forge.layers import Layers
 from forge.runner import SandboxRunner
 from forge.worker import arguments
@@ -23,10 +22,9 @@ def run(n: int) -> int:
 
 
 def test_the_command_line_names_the_depth_or_leaves_the_default() -> None:
-    assert arguments([]) == (Layers(), -1, True, True, IDLE_CHILDREN, EXIT_NICE)
-    assert arguments(["children=1", "answers=7"])[1:] == (7, True, True, 1, EXIT_NICE)
+    assert arguments([]) == (Layers(), -1, True, True, IDLE_CHILDREN)
+    assert arguments(["children=1", "answers=7"])[1:] == (7, True, True, 1)
     assert arguments(["cold", "default-slices"])[2:4] == (False, False)
-    assert arguments(["normal-exits"])[5] == 0
 
 
 @pytest.mark.asyncio
