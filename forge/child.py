@@ -365,8 +365,9 @@ _WARM_DOC = success_doc({"n": 1, "x": [1.5, "y", None, True]}, "")
 
 def _warm(ctx: HelperContext, job_fd: int) -> None:
     """What every call does first, done while this child waits for its call, on
-    constants, with nothing kept: decode a job, make a write budget, bind a path
-    gate's globals in a scratch dict, serialise an outcome and its direct answer.
+    constants, with nothing kept: read its (empty) job memfd, decode a job, make a
+    write budget, bind a path gate's globals in a scratch dict, serialise an
+    outcome and its direct answer.
     Each copies the pages it writes (refcounts, allocator pools; forge.rehearsal),
     so the call that follows finds them copied already: the same work, moved off
     the call's path, and about as many pages in all. (Reading a text file too,
