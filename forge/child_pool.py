@@ -3,18 +3,15 @@
 Up to `depth` children (`IDLE_CHILDREN` by default, never more than `MAX_DEPTH`)
 wait or are on their way, forked from the zygote (forge.zygote) and already
 half-prepared (forge.child). While no call is in flight they are asked for up to
-`depth`, once the helper has had no call for REFILL_QUIET_S (at once when none
-waits): calls that come back to back, as a turn's do, then find their children
-waiting without the replacements' forks beside them. While calls are in flight
-(forking competes with them for the CPU), only when fewer children wait than
-calls are in flight: one call in flight asks once none waits, two callers keep
-two waiting (asking only once none waited left a fifth to a third of two
-callers' calls waiting for a fork on the spot, 3-13 ms at p50; docs/security.md).
-The helper does not wait for them: each arrives on the zygote's socket and is
-collected like an exit report. A call goes to one of them, or to a child forked
-on the spot when none waits; its go pipe and memfd are closed as it is handed
-over (its go pipe then carries only answers to its own `net` requests), so no
-child is ever given a second call.
+`depth`; while calls are in flight (forking competes with them for the CPU), only
+when fewer children wait than calls are in flight: one call in flight asks once
+none waits, two callers keep two waiting (asking only once none waited left a
+fifth to a third of two callers' calls waiting for a fork on the spot,
+3-13 ms at p50; docs/security.md). The helper does not wait for them: each arrives
+on the zygote's socket and is collected like an exit report. A call goes to one of
+them, or to a child forked on the spot when none waits; its go pipe and memfd
+are closed as it is handed over (its go pipe then carries only answers to its
+own `net` requests), so no child is ever given a second call.
 
 Once a call names the helper's workspace (`bind`), the zygote's later children
 confine themselves to it while they wait (forge.zygote); a child confined to
@@ -25,7 +22,6 @@ elsewhere) is never handed a call: it is killed when the binding changes.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 from collections import deque
@@ -43,11 +39,6 @@ IDLE_CHILDREN = 3
 # at most (forge.helper_pool.MAX_HELPERS + the spare) * depth children wait
 MAX_DEPTH = 8
 SPAWN_BACKOFF_S = 0.5
-# while no call is in flight and a child waits, the next ones are asked for only once
-# the helper has had no call for this long: a turn's calls come back to back, and each
-# replacement's fork and preparation (about 1.5 ms of CPU) would share the 2 cores with
-# the next of them (issue 26: the second of two calls 30 ms after the last pair 0.63-0.78x)
-REFILL_QUIET_S = 0.002
 
 
 class ChildPool:
@@ -93,15 +84,10 @@ class ChildPool:
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
 
-    def top_up(self, in_flight: int, quiet: float = math.inf) -> float | None:
+    def top_up(self, in_flight: int) -> float | None:
         """Ask for the children `wanted` now, without waiting for them; seconds until
-        asking may be tried again (after a failed fork, or once the helper has been
-        without a call for REFILL_QUIET_S: `quiet` is how long it has been, and while
-        a child waits the next are not asked for before; None: nothing left to ask
-        for)."""
+        asking may be tried again after a failed fork (None: nothing left to ask for)."""
         while self.wanted(in_flight):
-            if not in_flight and self.idle and quiet < REFILL_QUIET_S:
-                return REFILL_QUIET_S - quiet
             wait = self.spawn_after - time.monotonic()
             if wait > 0:
                 return wait

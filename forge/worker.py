@@ -87,7 +87,6 @@ class Helper:
         self.sel = selectors.DefaultSelector()
         self.requests = FrameReader(MAX_REQUEST)
         self.open_stdin = True
-        self.last_done = 0.0  # when the last call's child finished (monotonic)
 
     def send(self, reply: Reply) -> None:
         self.write(encode_reply(reply))
@@ -218,7 +217,6 @@ class Helper:
         is reaped later, off the call's path), else at EOF after reaping it. `send`
         False: the child answered the runner directly; no reply of ours."""
         mark(p.trace, "helper_result" if doc is not None else "helper_eof")
-        self.last_done = time.monotonic()
         self.sel.unregister(p.fd)
         os.close(p.fd)
         if self.answering.pop(p.go, None) is not None:
@@ -316,7 +314,7 @@ class Helper:
             timeout = 0.01 if timeout is None else min(timeout, 0.01)
         if self.open_stdin:
             # also while calls are in flight, when fewer children wait (forge.child_pool)
-            wait = self.children.top_up(len(self.pending), time.monotonic() - self.last_done)
+            wait = self.children.top_up(len(self.pending))
             if wait is not None:  # forking failed recently: try again later
                 timeout = wait if timeout is None else min(timeout, wait)
         return timeout

@@ -1,6 +1,5 @@
 """When a helper asks its zygote for the next waiting child, and the cap on them
-(forge.child_pool): up to `depth` while no call is in flight (while a child waits,
-once the helper has had no call for REFILL_QUIET_S); while calls are in
+(forge.child_pool): up to `depth` while no call is in flight; while calls are in
 flight, only when fewer children wait than calls are in flight; never more than
 `depth` waiting or on their way, and `depth` never above MAX_DEPTH. A fake zygote
 counts the asks (no process is forked)."""
@@ -13,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from forge.child_pool import IDLE_CHILDREN, MAX_DEPTH, REFILL_QUIET_S, SPAWN_BACKOFF_S, ChildPool
+from forge.child_pool import IDLE_CHILDREN, MAX_DEPTH, SPAWN_BACKOFF_S, ChildPool
 from forge.zygote import Spawned, Zygote
 
 
@@ -68,33 +67,6 @@ def test_one_call_in_flight_asks_only_once_none_waits() -> None:
     pool.idle.popleft()
     pool.top_up(1)
     assert zygote.asked == 3  # none waits: up to the depth
-
-
-def test_right_after_a_call_the_next_are_asked_for_once_it_is_quiet() -> None:
-    """Calls back to back (a turn's) find their children waiting without the
-    replacements' forks beside them: while one waits, nothing is asked for until
-    the helper has had no call for REFILL_QUIET_S."""
-    zygote = FakeZygote()
-    pool = pool_of(zygote, 3)
-    pool.top_up(0)
-    zygote.arrive(pool)
-    pool.idle.popleft()  # a call took one and just ended: two wait
-    wait = pool.top_up(0, quiet=0.0)
-    assert zygote.asked == 0 and wait == REFILL_QUIET_S
-    wait = pool.top_up(0, quiet=REFILL_QUIET_S / 4)
-    assert zygote.asked == 0 and wait == pytest.approx(REFILL_QUIET_S * 3 / 4)
-    assert pool.top_up(0, quiet=REFILL_QUIET_S) is None
-    assert zygote.asked == 1  # quiet long enough: up to the depth
-
-
-def test_with_none_waiting_it_asks_at_once_after_a_call() -> None:
-    zygote = FakeZygote()
-    pool = pool_of(zygote, 2)
-    pool.top_up(0)
-    zygote.arrive(pool)
-    pool.idle.clear()  # two calls took both
-    assert pool.top_up(0, quiet=0.0) is None
-    assert zygote.asked == 2
 
 
 def test_two_calls_in_flight_keep_two_children_waiting() -> None:
