@@ -23,7 +23,9 @@ each child stage's median minor page faults and CPU time (`SandboxRunner.cpu()`:
 user and system µs, from the same getrusage) and, per call, the CPU time, minor
 page faults and context switches of the runner, the helper, the zygote and the
 children (from /proc: the zygote reaps the children, so their totals are its
-`c*` fields).
+`c*` fields), and what a child costs after its answer (its exit, which back to
+back runs beside the next call: the children's totals less their CPU and faults
+at "serialised").
 
 The sustained run also prints its CPU time per call, process by process (the
 runner, the helper, the zygote, the children), with the calls/s that CPU allows
@@ -317,6 +319,31 @@ def usage_rows(
     return total + child_cpu
 
 
+def print_after_answer(
+    before: dict[str, dict[str, int]],
+    after: dict[str, dict[str, int]],
+    cpu: list[dict[str, int]],
+    faults: list[dict[str, int]],
+) -> None:
+    """What a child costs after its answer, mostly its exit (tearing down its copy of
+    the zygote's address space): the children's CPU and faults per call (the zygote
+    reaps them) less a child's mean at "serialised". Back to back it runs beside
+    the next call."""
+    n = len(cpu)
+    done = [r["serialised"] for r in cpu if "serialised" in r]
+    done_faults = [r["serialised"] for r in faults if "serialised" in r]
+    if not n or not done or not done_faults:
+        return
+    tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+    child_us = (after["zygote"]["ccpu"] - before["zygote"]["ccpu"]) * tick_us / n
+    child_faults = (after["zygote"]["cminflt"] - before["zygote"]["cminflt"]) / n
+    print(
+        f"  a child after its answer (its exit): about "
+        f"{child_us - statistics.mean(done):.0f} µs of CPU, "
+        f"{child_faults - statistics.mean(done_faults):.0f} minor faults a call"
+    )
+
+
 def print_faults(rows: list[dict[str, int]], what: str = "minor page faults") -> None:
     """The median minor page faults (or CPU µs, `what`) of a child in each of its
     stages: before the call arrives (off the call's path when the child waits
@@ -379,6 +406,7 @@ async def stages(ws: Path, n: int = 300, warm: bool = True, slices: bool = True)
             print_faults(faults)
             print_faults(cpu, "CPU time (user + system, µs)")
             usage_rows(before, after, n)
+            print_after_answer(before, after, cpu, faults)
     finally:
         await runner.aclose()
 

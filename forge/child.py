@@ -183,14 +183,14 @@ def _await_job(go_fd: int, job_fd: int) -> Job:
     if go != b"g":  # the helper closed the pipe (shutdown or death): no call
         os._exit(0)
     size = os.fstat(job_fd).st_size
-    data = bytearray()
+    data = os.pread(job_fd, size, 0)  # a memfd is read whole at once
     while len(data) < size:
         chunk = os.pread(job_fd, size - len(data), len(data))
         if not chunk:
             break
         data += chunk
     os.close(job_fd)  # the go pipe stays: the broker's answers to `net` calls arrive there
-    return decode_job(bytes(data))
+    return decode_job(data)
 
 
 def _confine(
@@ -354,6 +354,7 @@ def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
 
 # A job like a call's, decoded by every child while it waits (`_warm`), never run.
 WARM_SECRET = "forge_warm_up"  # the secret name it declares (no call sees it: tests/forge)
+WARM_READ = 1 << 12  # bytes the warm-up asks of its (still empty) job memfd
 _WARM_JOB = encode_job(
     marshal.dumps(compile("def run(n):\n    return n\n", "<tool>", "exec")),
     Request(0, "", {"n": 1}, "/", (WARM_SECRET,), 5.0, 1 << 16, Limits(), token=bytes(16)),
@@ -364,8 +365,9 @@ _WARM_DOC = success_doc({"n": 1, "x": [1.5, "y", None, True]}, "")
 
 def _warm(ctx: HelperContext, job_fd: int) -> None:
     """What every call does first, done while this child waits for its call, on
-    constants, with nothing kept: decode a job, make a write budget, bind a path
-    gate's globals in a scratch dict, serialise an outcome and its direct answer.
+    constants, with nothing kept: read its (empty) job memfd, decode a job, make a
+    write budget, bind a path gate's globals in a scratch dict, serialise an
+    outcome and its direct answer.
     Each copies the pages it writes (refcounts, allocator pools; forge.rehearsal),
     so the call that follows finds them copied already: the same work, moved off
     the call's path, and about as many pages in all. (Reading a text file too,
@@ -374,6 +376,10 @@ def _warm(ctx: HelperContext, job_fd: int) -> None:
     tests/forge/test_warm_child.py shows it ran)."""
     try:
         os.fstat(job_fd)
+        # the memfd is empty while the child waits (a job written already is read
+        # again whole for the call), but the buffer is the child's first allocation
+        # outside pymalloc, which alone copied 15-18 pages (glibc's arena) on the call's path
+        os.pread(job_fd, WARM_READ, 0)
         job = decode_job(_WARM_JOB)
         budget = WriteBudget(job.limits.write_bytes, job.limits.file_size)
         if ctx.layers.restricted:
