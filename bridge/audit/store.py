@@ -9,7 +9,6 @@ acknowledged `{seq, hash}` so that a cut tail is noticed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hmac
 import json
 import os
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.audit import held
 from bridge.audit.record import GENESIS, HEX64_RE, head_document, head_mac
 
 BLOCK = 64 * 1024
@@ -36,12 +36,13 @@ def lock_path(chain: Path) -> Path:
 
 @contextlib.contextmanager
 def exclusive(lock_fd: int) -> Iterator[None]:
-    """Hold the cross-process chain lock (flock on the lock file)."""
-    fcntl.flock(lock_fd, fcntl.LOCK_EX)
+    """Hold the cross-process chain lock (flock on the lock file; `held`: the GIL kept
+    unless another process holds it)."""
+    held.lock(lock_fd)
     try:
         yield
     finally:
-        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        held.unlock(lock_fd)
 
 
 def complete_end(fd: int, size: int) -> int:
@@ -129,10 +130,7 @@ def inspect_tail(fd: int, head_file: Path, key: bytes | None) -> Tail:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    held.write_all(fd, data)
 
 
 HEAD_BYTES = 512  # the head document, padded: one sector, rewritten in place
@@ -151,6 +149,6 @@ def head_bytes(seq: int, digest: str, key: bytes | None) -> bytes:
 def put_head(fd: int, data: bytes, trim: bool = True) -> None:
     """Rewrite the head file open on `fd` in place (not synced: `HeadFile` does that);
     `trim`: cut whatever an older, longer head left after it (needed once per open)."""
-    os.pwrite(fd, data, 0)
+    held.pwrite(fd, data, 0)
     if trim and os.fstat(fd).st_size > len(data):
         os.ftruncate(fd, len(data))
