@@ -16,7 +16,11 @@ object is the one the stdlib would make.
 
 Only constant patterns are kept: those compiled by a module's top-level code
 while it is imported (`re.compile(...)` at module level, or in a
-comprehension there). A pattern compiled inside a function may be built from
+comprehension there), by the body of a class defined there (`logging`'s,
+`textwrap`'s, pydantic's class attributes), and by the few functions listed
+in `_CONSTANT_SITES`, each read and found to compile only patterns written in
+its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
+argparse's). Any other pattern compiled inside a function may be built from
 what a person sent or from a secret (the log redactor's), so it is compiled
 as before and never written down.
 
@@ -53,6 +57,23 @@ _VERSIONS = ((3, 11),)
 _MAX = 4_000  # patterns kept (roost compiles about 450 at import)
 _MAY_WARN = ("[[", "--", "&&", "~~", "||", "(?(")  # re._parser's FutureWarning/DeprecationWarning
 _INNER = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+_FUNCTION = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS: set for functions, not class bodies
+# Functions (module, qualified name) whose every pattern is constant: literals in their
+# source, or built only from such. A function lands here only after its source was read
+# (the pinned version's); one that may see a person's text or a secret never does.
+_CONSTANT_SITES = frozenset(
+    {
+        ("dotenv.parser", "make_regex"),  # called only by the module's top-level constants
+        ("tokenize", "_compile"),  # lru_cached; given tokenize's own token patterns
+        ("argparse", "_ActionsContainer.__init__"),  # the negative-number matcher, a literal
+        ("argparse", "HelpFormatter.__init__"),  # two whitespace literals
+        # the nargs patterns of the parser's own actions (letters A, O and -), never argv's text
+        ("argparse", "ArgumentParser._match_arguments_partial"),
+        ("bridge.storage.schema", "postgres_of"),  # three literal type names
+        # the audit's identity and message-id patterns with each platform's (module constants)
+        ("bridge.audit.schema", "_union"),
+    }
+)
 
 Key = tuple[bool, str | bytes, int]  # (is text, pattern, flags)
 Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
@@ -101,12 +122,26 @@ def cacheable(pattern: object) -> bool:
 
 def at_module_level(frame: FrameType | None) -> bool:
     """The frame that called `re` (skipping `re` itself and comprehensions) is a
-    module's top-level code."""
+    module's top-level code, the body of a class defined there (or in such a class), or
+    one of the `_CONSTANT_SITES`."""
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "re":
         frame = frame.f_back
     while frame is not None and frame.f_code.co_name in _INNER:
         frame = frame.f_back
+    if frame is None:
+        return False
+    site = (frame.f_globals.get("__name__", ""), frame.f_code.co_qualname)
+    if site in _CONSTANT_SITES:
+        return True
+    while frame is not None and _class_body(frame):
+        frame = frame.f_back
     return frame is not None and frame.f_code.co_name == "<module>"
+
+
+def _class_body(frame: FrameType) -> bool:
+    """A class statement's body running (neither a function nor a module's code)."""
+    code = frame.f_code
+    return not code.co_flags & _FUNCTION and code.co_name != "<module>"
 
 
 def _compiler_wrapper(cache: _Cache, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
 import subprocess
@@ -255,3 +257,48 @@ def test_a_pattern_of_a_str_subclass_is_compiled_but_not_kept(
     assert [key[1] for key in regex_code._Cache(tmp_path / "regex.marshal").entries] == [
         made["y"].pattern
     ]
+
+
+def test_a_class_body_at_module_level_is_kept_a_class_in_a_function_is_not(
+    wrapped: regex_code._Cache,
+) -> None:
+    """`logging`'s and `textwrap`'s class attributes are constants; a class built by a
+    function may hold what the function was given."""
+    outer, nested, local, method = (unique(f"{n}-[0-9]+") for n in "ABCD")
+    made = run_as_module(
+        "import re\n"
+        "class Outer:\n"
+        "    attr = re.compile(OUTER)\n"
+        "    class Nested:\n"
+        "        attr = re.compile(NESTED)\n"
+        "    def method(self, value):\n"
+        "        return re.compile(value)\n"
+        "def factory(value):\n"
+        "    class Local:\n"
+        "        attr = re.compile(value)\n"
+        "    return Local\n",
+        OUTER=outer,
+        NESTED=nested,
+    )
+    made["factory"](local)
+    made["Outer"]().method(method)
+    assert sorted(key[1] for key in wrapped.entries) == sorted([outer, nested])
+
+
+def test_only_the_listed_functions_are_constant_sites(wrapped: regex_code._Cache) -> None:
+    listed, elsewhere = unique("listed-[a-z]+"), unique("elsewhere-[a-z]+")
+    source = "import re\ndef make_regex(string):\n    return re.compile(string)\n"
+    run_as_module(source, "dotenv.parser")["make_regex"](listed)
+    run_as_module(source, "probe")["make_regex"](elsewhere)
+    assert [key[1] for key in wrapped.entries] == [listed]
+
+
+@pytest.mark.parametrize("site", sorted(regex_code._CONSTANT_SITES))
+def test_every_constant_site_still_exists(site: tuple[str, str]) -> None:
+    """A renamed function drops out of the list silently: the list is checked against the
+    code it names (whose source was read before it was listed)."""
+    module, qualname = site
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    assert inspect.unwrap(target).__code__.co_qualname == qualname

@@ -48,7 +48,7 @@ RUNNING = "an answer is running in this chat; stop it first"
 
 
 class RegenerateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     chat: str = Field("default", pattern=CHAT_PATTERN)
     seq: int = Field(ge=1)
 

@@ -40,7 +40,7 @@ NOT_FOUND = "no such conversation in this chat; GET /api/conversations lists the
 
 
 class DeleteBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     chat: str = Field("default", pattern=CHAT_PATTERN)
     conversation: int = Field(ge=1)
 

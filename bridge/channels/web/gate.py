@@ -36,7 +36,7 @@ M = TypeVar("M", bound=BaseModel)
 class ChatOnly(BaseModel):
     """The body of `POST /api/chat/stop` and `/api/chat/new`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     chat: str = Field("default", pattern=CHAT_PATTERN)
 
 

@@ -160,7 +160,7 @@ def decode_json_object(raw: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]
 class ChatRequest(BaseModel):
     """The body of `POST /api/chat` and `/api/chat/stream`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     text: str
     chat: str = Field("default", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     quote: str = Field("", max_length=MAX_QUOTE)  # the text this message replies to
