@@ -40,11 +40,16 @@ def _libc() -> Any:
 _LIB = _libc()
 
 
-def _checked(result: int) -> int:
-    if result < 0:
+def _checked(call: Callable[..., int], *args: object) -> int:
+    """`call(*args)`'s result; made again when a signal interrupted it (EINTR: as `os`
+    does, PEP 475), an OSError for any other failure."""
+    while True:
+        result = call(*args)
+        if result >= 0:
+            return result
         code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return result
+        if code != errno.EINTR:
+            raise OSError(code, os.strerror(code))
 
 
 def lock(fd: int) -> None:
@@ -68,7 +73,7 @@ def unlock(fd: int) -> None:
     if _LIB is None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return
-    _checked(_LIB.flock(fd, fcntl.LOCK_UN))
+    _checked(_LIB.flock, fd, fcntl.LOCK_UN)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -81,14 +86,14 @@ def write_all(fd: int, data: bytes) -> None:
     done = 0
     while done < len(data):
         rest = data[done:] if done else data
-        done += _checked(_LIB.write(fd, rest, len(rest)))
+        done += _checked(_LIB.write, fd, rest, len(rest))
 
 
 def pwrite(fd: int, data: bytes, offset: int) -> None:
     """`data` written whole at `offset`."""
     write: Callable[[int, bytes, int], int] = os.pwrite
     if _LIB is not None:
-        write = lambda f, d, o: _checked(_LIB.pwrite(f, d, len(d), o))  # noqa: E731
+        write = lambda f, d, o: _checked(_LIB.pwrite, f, d, len(d), o)  # noqa: E731
     done = 0
     while done < len(data):
         done += write(fd, data[done:], offset + done)

@@ -4,6 +4,7 @@ another process waited for with the GIL let go."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
@@ -115,3 +116,41 @@ def test_errors_are_raised_with_their_errno(tmp_path: Path, way: str) -> None:
     with pytest.raises(OSError) as lock_error:
         held.lock(fd)  # closed now
     assert lock_error.value.errno == errno.EBADF
+
+
+class _Interrupted:
+    """libc whose first two writes are interrupted by a signal; the rest are the real ones."""
+
+    def __init__(self, lib: object) -> None:
+        self.lib = lib
+        self.interrupted = 0
+
+    def __getattr__(self, name: str) -> object:
+        real = getattr(self.lib, name)
+        if name not in ("write", "pwrite"):
+            return real
+
+        def call(*args: object) -> int:
+            if self.interrupted < 2:
+                self.interrupted += 1
+                ctypes.set_errno(errno.EINTR)
+                return -1
+            return int(real(*args))
+
+        return call
+
+
+def test_a_call_interrupted_by_a_signal_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `os.write` retries on EINTR (PEP 475): nothing lost, no error."""
+    fake = _Interrupted(held._LIB)
+    monkeypatch.setattr(held, "_LIB", fake)
+    fd = os.open(tmp_path / "chain.jsonl", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        held.write_all(fd, b"one line\n")
+        held.pwrite(fd, b"LINE", 4)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "chain.jsonl").read_bytes() == b"one LINE\n"
+    assert fake.interrupted == 2
