@@ -24,7 +24,8 @@ add), next to a bare aiohttp echo and to the web channel over a `handle` that an
 once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
 the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
 cProfile's report of the channel-only and the roost server's loop at 10 clients,
-`--gc-freeze` has the roost servers call `gc.freeze()` after start-up (an A/B),
+`--gc-freeze` has the roost servers set their collector as the daemon does once
+ready (`bridge.cli.collector`: start-up frozen, young collections every 5,000) (an A/B),
 `--stream` posts the turns to `/api/chat/stream` (Server-Sent Events, as the page
 does; the bare echo stays a plain JSON answer). The
 clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
@@ -69,6 +70,7 @@ from aiohttp import web
 
 from bridge.app.build import build
 from bridge.channels.web.conns import UNBUDGETED
+from bridge.cli import collector
 from bridge.core.config import load_settings
 from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend
@@ -552,9 +554,10 @@ def serve_roost(
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
-        if freeze:  # what start-up made, out of the cyclic collector's sight (`--gc-freeze`)
+        if freeze:  # the daemon's collector after its ready line (`--gc-freeze`)
             gc.collect()
-            gc.freeze()
+            collector.pause()
+            collector.resume()
         channel = WebChannel(
             roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0, limits=LIMITS
         )
@@ -758,7 +761,7 @@ def main() -> None:
     parser.add_argument(
         "--gc-freeze",
         action="store_true",
-        help="the roost servers call gc.freeze() after start-up (an A/B: the cyclic GC's cost)",
+        help="the roost servers set their collector as the daemon does once ready (an A/B)",
     )
     args = parser.parse_args()
     if args.quick:

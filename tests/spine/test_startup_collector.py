@@ -31,7 +31,8 @@ def count(phase, info):
         runs[info["generation"]] += 1
 gc.callbacks.append(count)
 def report():
-    state = {"on": gc.isenabled(), "frozen": gc.get_freeze_count(), "runs": runs}
+    state = {"on": gc.isenabled(), "frozen": gc.get_freeze_count(), "runs": runs,
+             "threshold": gc.get_threshold()}
     sys.__stderr__.write("GC " + json.dumps(state) + "\\n")
 atexit.register(report)
 sys.argv = ["roost", *sys.argv[1:]]
@@ -101,6 +102,9 @@ async def test_serve_collects_again_once_ready(home: Path) -> None:
     state = await probe(["serve"], home, ready=b"roost: model")
     assert state["on"] is True
     assert isinstance(state["frozen"], int) and state["frozen"] > 10_000
+    # the young generation collected every 5,000 allocations, the older ones as Python does
+    assert state["threshold"] == [collector.YOUNG_THRESHOLD, *gc.get_threshold()[1:]]
+    assert gc.get_threshold()[0] < collector.YOUNG_THRESHOLD
 
 
 def test_main_embedded_with_arguments_leaves_the_collector_alone(home: Path) -> None:
@@ -111,6 +115,7 @@ def test_main_embedded_with_arguments_leaves_the_collector_alone(home: Path) -> 
 
 
 def test_resume_does_nothing_when_the_collector_is_on() -> None:
-    frozen = gc.get_freeze_count()
+    frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
     collector.resume()
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+    assert gc.get_threshold() == threshold
