@@ -32,15 +32,13 @@ from __future__ import annotations
 
 import json
 import logging
-import operator
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
-from bridge.core.identity_memo import ByIdentity
+from bridge.core.mask_memo import MaskMemo, Redact, redacted
 from bridge.types.backend import (
     Backend,
     BackendError,
@@ -51,7 +49,6 @@ from bridge.types.backend import (
     TextDelta,
     ToolCall,
     ToolCallRequest,
-    ToolSchema,
 )
 from bridge.types.messages import DeltaSink
 from bridge.types.progress import ProgressSink, RetryStep, ToolState, ToolStep, shown
@@ -59,7 +56,6 @@ from bridge.types.tools import Tool, ToolError, TurnContext
 
 log = logging.getLogger(__name__)
 
-Redact = Callable[[str], str]
 MAX_TOOL_RESULT_CHARS = 16_000
 MAX_REPLY_CHARS = 32_000
 
@@ -116,15 +112,18 @@ async def run_agent(
     tenant: str = "",
     stable_chars: int = 0,
     progress: ProgressSink | None = None,
+    memo: MaskMemo | None = None,
 ) -> AgentResult:
-    """Run model steps until a final answer; a failed step raises AgentFailed."""
-    system = masked_system(system, redact)
-    convo = _history_masked(messages, redact)
+    """Run model steps until a final answer; a failed step raises AgentFailed. `memo`
+    keeps what was masked for the next turns (the turn runner's; a fresh one if none)."""
+    memo = memo if memo is not None else MaskMemo()
+    system = memo.system(system, redact)
+    convo = memo.history(messages, redact)
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
     for step in range(1, max_steps + 1):
         result.steps = step
-        by_name, schemas = _offered(tools() if callable(tools) else tools, redact)
+        by_name, schemas = memo.offered(tools() if callable(tools) else tools, redact)
         request = ModelRequest(
             system,
             tuple(convo),
@@ -144,7 +143,7 @@ async def run_agent(
             reply.pieces.append(text)
         if not calls:
             break
-        taken = [_redacted(ChatMessage("assistant", text, tuple(calls)), redact)]
+        taken = [redacted(ChatMessage("assistant", text, tuple(calls)), redact)]
         for call in calls:
             output, run = await _reported(by_name, call, turn, redact, progress)
             result.tool_runs.append(run)
@@ -181,7 +180,7 @@ class _Direct:
         call = ToolCallRequest(f"direct_{self.step}_{n}", name, arguments)
         output, run = await _reported(self.by_name, call, self.turn, self.redact, self.progress)
         self.result.tool_runs.append(run)
-        asked = _redacted(ChatMessage("assistant", "", (call,)), self.redact)
+        asked = redacted(ChatMessage("assistant", "", (call,)), self.redact)
         self.result.tool_steps += [asked, ChatMessage("tool", output, tool_call_id=call.id)]
         return output
 
@@ -239,239 +238,6 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
             await reply.on_delta("\n\n")
         await reply.on_delta(text)
     step_text.append(text)
-
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _LastUsed(Generic[K, V]):
-    """The last value put per key, for at most `size` keys: the least recently put
-    goes first."""
-
-    __slots__ = ("_entries", "_size")
-
-    def __init__(self, size: int) -> None:
-        self._entries: dict[K, V] = {}
-        self._size = size
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: K) -> V | None:
-        return self._entries.get(key)
-
-    def put(self, key: K, value: V) -> V:
-        self._entries.pop(key, None)  # kept in order of use
-        if len(self._entries) >= self._size:
-            del self._entries[next(iter(self._entries))]
-        self._entries[key] = value
-        return value
-
-
-def _masker_of(redact: Redact) -> tuple[object, object] | None:
-    """(the masker object, its method) of a bound masker method: what the memos here are
-    kept by; None when `redact` is not one (nothing to key on: mask every time)."""
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    return None if owner is None or func is None else (owner, func)
-
-
-# a message -> the message masked by (masker, method)
-_HISTORY: ByIdentity[ChatMessage, ChatMessage] = ByIdentity(8192)
-LAST_HISTORIES = 256  # chats whose masked history is kept whole (the session cache's size)
-# (id(masker), id(first message)) -> (the masker, the method, the last history that
-# started with that message, their masked forms): one entry per chat's history
-_LAST: _LastUsed[
-    tuple[int, int], tuple[object, object, tuple[ChatMessage, ...], tuple[ChatMessage, ...]]
-] = _LastUsed(LAST_HISTORIES)
-
-
-def _history_masked(messages: Sequence[ChatMessage], redact: Redact) -> list[ChatMessage]:
-    """`_redacted` of each message, remembered per (message object, masker object): the
-    session store hands the same history objects every turn and the vault's masker is
-    rebuilt only when the vault changed, so an unchanged history is not masked again each
-    turn. The last history masked per (masker, first message) is kept too, so one per
-    chat (a masker serves all of a tenant's chats, a chat's cached history keeps its
-    first message object): the part of this one that starts with the same objects (a
-    history grows by appending) is taken whole, found by identity checks in C; each
-    message after it is one dict get and three identity checks. Held entries keep the
-    objects alive, so no id is reused while cached."""
-    masker = _masker_of(redact)
-    if masker is None:
-        return [_redacted(m, redact) for m in messages]
-    owner, func = masker
-    messages = tuple(messages)
-    key = (id(owner), id(messages[0]) if messages else 0)
-    last = _LAST.get(key)
-    out: list[ChatMessage] = []
-    if last is not None and last[0] is owner and last[1] is func:
-        same = list(map(operator.is_, messages, last[2]))
-        common = same.index(False) if False in same else len(same)
-        out = list(last[3][:common])
-    out.extend(_one_masked(m, redact, owner, func) for m in messages[len(out) :])
-    _LAST.put(key, (owner, func, messages, tuple(out)))
-    return out
-
-
-def _one_masked(message: ChatMessage, redact: Redact, owner: object, func: object) -> ChatMessage:
-    """`_redacted(message, redact)`, remembered per (message, masker, method) objects."""
-    hit = _HISTORY.get(message, owner, func)
-    if hit is not None:
-        return hit
-    return _HISTORY.put(message, owner, func, _redacted(message, redact))
-
-
-def _history_redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
-    """`_history_masked` of one message (leaving the masker's last history as it was)."""
-    masker = _masker_of(redact)
-    if masker is None:
-        return _redacted(message, redact)
-    return _one_masked(message, redact, *masker)
-
-
-def _redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
-    calls = message.tool_calls
-    return ChatMessage(
-        message.role,
-        redact(message.content),
-        tuple(ToolCallRequest(c.id, c.name, redact(c.arguments)) for c in calls) if calls else (),
-        message.tool_call_id,
-        message.name,
-        message.images,  # bytes, nothing to mask
-    )
-
-
-# a system prompt -> (it masked by (masker, method), {stable length: its masked length})
-_SYSTEMS: ByIdentity[str, tuple[str, dict[int, int]]] = ByIdentity(1024)
-
-
-def _system_entry(system: str, redact: Redact) -> tuple[str, dict[int, int]]:
-    masker = _masker_of(redact)
-    if masker is None:
-        return redact(system), {}
-    hit = _SYSTEMS.get(system, *masker)
-    if hit is not None:
-        return hit
-    return _SYSTEMS.put(system, *masker, (redact(system), {}))
-
-
-def masked_system(system: str, redact: Redact) -> str:
-    """`redact(system)`, remembered per (prompt, masker, method) objects as the history
-    is (`_one_masked`): the prompt source hands the very same text while nothing it
-    shows changed and the vault's masker is rebuilt only when the vault changed, so an
-    unchanged prompt is masked once, not on every turn (nor twice more for its stable
-    prefix, `masked_stable`)."""
-    return _system_entry(system, redact)[0]
-
-
-def masked_stable(system: str, stable: int, redact: Redact) -> int:
-    """How long `system[:stable]` is once masked, when the masked prompt starts with it
-    (the prefix a provider may cache), else 0; remembered with `masked_system`."""
-    if stable <= 0:
-        return stable
-    masked, prefixes = _system_entry(system, redact)
-    hit = prefixes.get(stable)
-    if hit is None:
-        head = redact(system[:stable])
-        hit = prefixes[stable] = len(head) if masked.startswith(head) else 0
-    return hit
-
-
-_SCHEMA_TEXTS: ByIdentity[Mapping[str, Any], str] = ByIdentity(2048)  # their JSON
-
-
-def _schema_text(parameters: Mapping[str, Any]) -> str:
-    """The parameters as sorted JSON, encoded once per parameters object (the sources
-    hand the same object every turn; the entry keeps it alive, so its id is not reused)."""
-    hit = _SCHEMA_TEXTS.get(parameters)
-    if hit is not None:
-        return hit
-    text = json.dumps(parameters, ensure_ascii=False, sort_keys=True)
-    return _SCHEMA_TEXTS.put(parameters, None, None, text)
-
-
-_SCHEMAS: ByIdentity[ToolSchema, ToolSchema] = ByIdentity(2048)  # masked by (masker, method)
-
-
-def _schema_for_model(schema: ToolSchema, redact: Redact) -> ToolSchema:
-    """`_redacted_schema`, remembered per (schema, masker, method) objects as the history
-    is (`_one_masked`): the sources hand the same schema objects every turn and the
-    vault's masker is rebuilt only when the vault changed, so an unchanged tool list is
-    not masked again each step (eight tools: about 0.07 ms a turn here)."""
-    return _schemas_for_model((schema,), redact)[0]
-
-
-def _schemas_for_model(schemas: Iterable[ToolSchema], redact: Redact) -> tuple[ToolSchema, ...]:
-    """`_schema_for_model` of each schema, the masker looked up once for them all."""
-    masker = _masker_of(redact)
-    if masker is None:
-        return tuple(_redacted_schema(schema, redact) for schema in schemas)
-    owner, func = masker
-    get, put = _SCHEMAS.get, _SCHEMAS.put
-    out = []
-    for schema in schemas:
-        hit = get(schema, owner, func)
-        if hit is None:
-            hit = put(schema, owner, func, _redacted_schema(schema, redact))
-        out.append(hit)
-    return tuple(out)
-
-
-def _redacted_schema(schema: ToolSchema, redact: Redact) -> ToolSchema:
-    """A tool as the model sees it: its description and parameter schema masked."""
-    text = _schema_text(schema.parameters)
-    masked = redact(text)
-    parameters = schema.parameters
-    if masked != text:
-        try:
-            parameters = json.loads(masked)
-        except ValueError:  # a value spelled across the JSON's own quotes: keep no schema
-            parameters = {"type": "object"}
-    return ToolSchema(schema.name, redact(schema.description), parameters)
-
-
-LAST_OFFERS = 256  # maskers (tenants) whose last tool list is kept as the model saw it
-# id(masker) -> (the masker, the method, the tools, their schemas, by name, masked)
-_OFFERS: _LastUsed[
-    int,
-    tuple[
-        object,
-        object,
-        tuple[Tool, ...],
-        tuple[ToolSchema, ...],
-        Mapping[str, Tool],
-        tuple[ToolSchema, ...],
-    ],
-] = _LastUsed(LAST_OFFERS)
-
-
-def _offered(
-    offered: Sequence[Tool], redact: Redact
-) -> tuple[Mapping[str, Tool], tuple[ToolSchema, ...]]:
-    """The step's tools by name and their schemas as the model sees them
-    (`_schemas_for_model`): when the same tool objects with the same schema objects
-    are offered under the same masker as last time (the sources hand the same objects
-    every step and turn), both are the ones made then, found by identity checks in C."""
-    tools = tuple(offered)
-    schemas = tuple([t.schema for t in tools])
-    masker = _masker_of(redact)
-    if masker is None:
-        return {t.schema.name: t for t in tools}, _schemas_for_model(schemas, redact)
-    owner, func = masker
-    last = _OFFERS.get(id(owner))
-    if (
-        last is not None
-        and last[0] is owner
-        and last[1] is func
-        and len(last[2]) == len(tools)
-        and all(map(operator.is_, tools, last[2]))
-        and all(map(operator.is_, schemas, last[3]))
-    ):
-        return last[4], last[5]
-    by_name = {s.name: t for t, s in zip(tools, schemas, strict=True)}
-    masked = _schemas_for_model(schemas, redact)
-    _OFFERS.put(id(owner), (owner, func, tools, schemas, by_name, masked))
-    return by_name, masked
 
 
 async def _reported(

@@ -57,13 +57,13 @@ from bridge.core.agent import (
     MAX_REPLY_CHARS,
     AgentFailed,
     AgentResult,
-    masked_stable,
     run_agent,
 )
 from bridge.core.compactor import Compactor
 from bridge.core.diskfull import disk_full
 from bridge.core.end_writes import EndWrite
 from bridge.core.history import bounded_steps, quote_chars, with_quote
+from bridge.core.mask_memo import MaskMemo
 from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
@@ -198,6 +198,7 @@ class TurnRunner:
         self._masks = masks
         self._note = user_note  # put before the newest message only (the date, time)
         self._notes: dict[str, tuple[ChatMessage]] = {}  # a note -> its message
+        self._masked = MaskMemo()  # what the agent loop masked, for the next turns
         self.compactor = compactor or Compactor(sessions, audit)
 
     @asynccontextmanager
@@ -511,6 +512,7 @@ class TurnRunner:
             tenant=turn.dirs.tenant,
             stable_chars=stable,
             progress=on_progress,
+            memo=self._masked,
         )
         if stream is not None and on_delta is not None:
             rest = stream.flush()
@@ -535,7 +537,7 @@ class TurnRunner:
         if self._stable is None:
             return self._prompt.system_prompt(turn), 0
         system, stable = self._stable.system_prompt_parts(turn)
-        return system, masked_stable(system, stable, mask.mask)
+        return system, self._masked.stable(system, stable, mask.mask)
 
 
 def _sent(inbound: Inbound, mask: OutputMask) -> Masked:

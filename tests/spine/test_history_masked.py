@@ -1,4 +1,4 @@
-"""`_history_masked` against the plain masking of every message (the function it caches).
+"""`MaskMemo.history` against the plain masking of every message (the function it caches).
 
 Differential: seeded random sequences of turns (histories that grow, slide,
 are compacted, are rebuilt from equal but new objects, carry tool calls,
@@ -12,10 +12,12 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from bridge.core import agent
+from bridge.core.mask_memo import MaskMemo, redacted
 from bridge.loadout.mask import Masker
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from tests.masking import CountingMasker
+
+memo = MaskMemo()  # what these tests mask is remembered here, as a turn runner's
 
 Role = Literal["user", "assistant", "tool"]
 SECRETS = ("hunter2-secret-value", "ghp_0123456789abcdefghij", "s3cr3t-pass-phrase-xyz")
@@ -52,8 +54,8 @@ def test_every_call_equals_masking_each_message() -> None:
             history[rng.randrange(len(history))] = _message(rng, n)
         n += 4
         masker = maskers[who] if rng.random() < 0.8 else rng.choice(maskers)
-        got = agent._history_masked(list(history), masker.mask)
-        want = [agent._redacted(m, masker.mask) for m in history]
+        got = memo.history(list(history), masker.mask)
+        want = [redacted(m, masker.mask) for m in history]
         assert got == want
         if masker is maskers[0]:
             assert not any(SECRETS[0] in m.content or SECRETS[1] in m.content for m in got)
@@ -62,21 +64,21 @@ def test_every_call_equals_masking_each_message() -> None:
 def test_no_secret_survives_a_masker_change_on_the_same_history() -> None:
     history = [ChatMessage("user", f"{i}: {SECRETS[0]}") for i in range(20)]
     plain = Masker({})
-    assert agent._history_masked(history, plain.mask)[0].content == f"0: {SECRETS[0]}"
+    assert memo.history(history, plain.mask)[0].content == f"0: {SECRETS[0]}"
     vault = Masker({"A": SECRETS[0]})
-    masked = agent._history_masked([*history, ChatMessage("user", "new")], vault.mask)
+    masked = memo.history([*history, ChatMessage("user", "new")], vault.mask)
     assert all(SECRETS[0] not in m.content for m in masked)
 
 
 def test_a_growing_history_is_not_masked_again_when_other_tenants_churn_the_cache() -> None:
     mine = CountingMasker(Masker({"A": SECRETS[0]}))
     history = [ChatMessage("user", f"{i}: {SECRETS[0]}") for i in range(40)]
-    agent._history_masked(history, mine.mask)
+    memo.history(history, mine.mask)
     others = Masker({})
     crowd = [ChatMessage("user", f"other tenant {i}") for i in range(9000)]
-    agent._history_masked(crowd, others.mask)  # more than the per-message cache holds
+    memo.history(crowd, others.mask)  # more than the per-message cache holds
     history.append(ChatMessage("assistant", f"noted {SECRETS[0]}"))
     mine.calls = 0
-    again = agent._history_masked(history, mine.mask)
+    again = memo.history(history, mine.mask)
     assert mine.calls == 1  # only the new message
-    assert again == [agent._redacted(m, mine.masker.mask) for m in history]
+    assert again == [redacted(m, mine.masker.mask) for m in history]

@@ -1,4 +1,4 @@
-"""`masked_system` and `masked_stable` against the plain masking they remember.
+"""`MaskMemo.system` and `MaskMemo.stable` against the plain masking they remember.
 
 Differential: seeded random turns (the same prompt object again, an equal prompt in
 a new object, a changed prompt, a vault value added or removed, a secret spelled
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import random
 
-from bridge.core.agent import masked_stable, masked_system
+from bridge.core.mask_memo import MaskMemo
 from bridge.loadout.mask import Masker
 from tests.masking import CountingMasker
+
+memo = MaskMemo()  # what these tests mask is remembered here, as a turn runner's
 
 SECRETS = ("hunter2-secret-value", "ghp_0123456789abcdefghij", "s3cr3t-pass-phrase-xyz")
 
@@ -65,8 +67,8 @@ def test_every_turn_equals_the_plain_masking() -> None:
         if rng.random() < 0.1:  # a turn whose screen refused a secret
             mask = mask.also([f"password: {rng.choice(SECRETS)}"])
         system, stable = prompts[who]
-        assert masked_stable(system, stable, mask.mask) == _plain_stable(system, stable, mask)
-        assert masked_system(system, mask.mask) == mask.mask(system)
+        assert memo.stable(system, stable, mask.mask) == _plain_stable(system, stable, mask)
+        assert memo.system(system, mask.mask) == mask.mask(system)
 
 
 def test_an_unchanged_prompt_is_masked_once() -> None:
@@ -74,9 +76,9 @@ def test_an_unchanged_prompt_is_masked_once() -> None:
     system = f"base\nprofile {SECRETS[0]}\ntools"
     stable = len("base\nprofile ") + 4  # the secret straddles the prefix's end
     for _ in range(5):
-        assert masked_stable(system, stable, counting.mask) == 0
-        assert masked_system(system, counting.mask) == "base\nprofile [vault:A]\ntools"
+        assert memo.stable(system, stable, counting.mask) == 0
+        assert memo.system(system, counting.mask) == "base\nprofile [vault:A]\ntools"
     assert counting.calls == 2  # the prompt and its prefix, the first turn only
     other = CountingMasker(Masker({"A": SECRETS[1]}))  # the vault changed: masked again
-    assert masked_system(system, other.mask) == system
+    assert memo.system(system, other.mask) == system
     assert other.calls == 1

@@ -1,4 +1,4 @@
-"""The tools a model step offers (`agent._offered`) against the plain computation, and
+"""The tools a model step offers (`MaskMemo.offered`) against the plain computation, and
 a saved tool's object made once per catalog entry (`ForgeTools.tools_for`).
 
 Differential: seeded random steps (the same tool objects again, a tool made anew
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.core import agent
+from bridge.core.mask_memo import MaskMemo
 from bridge.loadout.mask import Masker
 from bridge.personal_tools.source import ForgeTools
 from bridge.types.backend import ToolSchema
@@ -26,6 +26,8 @@ from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
 from forge.toolmeta import ToolMeta
 from tests.masking import CountingMasker
+
+memo = MaskMemo()  # what these tests mask is remembered here, as a turn runner's
 
 SECRETS = ("hunter2-secret-value", "town-of-secrets")
 
@@ -49,7 +51,7 @@ def _tool(rng: random.Random, n: int) -> MutableTool:
 
 def _plain(tools: list[MutableTool], redact: Any) -> tuple[dict[str, Any], tuple[ToolSchema, ...]]:
     return {t.schema.name: t for t in tools}, tuple(
-        agent._redacted_schema(t.schema, redact) for t in tools
+        memo._redacted_schema(t.schema, redact) for t in tools
     )
 
 
@@ -77,7 +79,7 @@ def test_every_step_equals_the_plain_computation() -> None:
             maskers[who] = Masker({"X": rng.choice(SECRETS)} if rng.random() < 0.5 else {})
         mask = maskers[who] if rng.random() < 0.85 else rng.choice(maskers)
         redact: Any = mask.mask if rng.random() < 0.9 else (lambda t, m=mask: m.mask(t).upper())
-        by_name, schemas = agent._offered(list(tools), redact)
+        by_name, schemas = memo.offered(list(tools), redact)
         plain_names, plain_schemas = _plain(tools, redact)
         assert dict(by_name) == plain_names and all(by_name[k] is v for k, v in plain_names.items())
         assert schemas == plain_schemas, n
@@ -87,12 +89,12 @@ def test_an_unchanged_list_is_not_masked_again() -> None:
     rng = random.Random(3)
     tools = [_tool(rng, i) for i in range(3)]
     counting = CountingMasker(Masker({"A": SECRETS[0]}))
-    first = agent._offered(tools, counting.mask)
+    first = memo.offered(tools, counting.mask)
     calls = counting.calls
-    again = agent._offered(list(tools), counting.mask)
+    again = memo.offered(list(tools), counting.mask)
     assert again[0] is first[0] and again[1] is first[1] and counting.calls == calls
     tools[1].schema = ToolSchema("tool_1", "now about hunter2-secret-value", {"type": "object"})
-    changed = agent._offered(tools, counting.mask)
+    changed = memo.offered(tools, counting.mask)
     assert changed[1][1].description == "now about [vault:A]"
 
 
