@@ -69,7 +69,6 @@ _CONSTANT_SITES = frozenset(
         ("argparse", "HelpFormatter.__init__"),  # two whitespace literals
         # the nargs patterns of the parser's own actions (letters A, O and -), never argv's text
         ("argparse", "ArgumentParser._match_arguments_partial"),
-        ("bridge.storage.schema", "postgres_of"),  # three literal type names
         # the audit's identity and message-id patterns with each platform's (module constants)
         ("bridge.audit.schema", "_union"),
     }
