@@ -147,20 +147,19 @@ def adding(name: str, tenant: str, docs: Sequence[tuple[int, str]]) -> Unit[None
     row = yield units.fetch_one(_COUNT_IN, (name, tenant, len(found), total))
     key = int(row[0])
     yield from _rows(_INSERT, [(key, doc, len(t), " ".join(t)) for doc, t in found])
-    postings, held = _postings(key, found)
-    yield from _rows(_POST, postings)
-    yield from _rows(_DF, held)
+    yield from _posting(key, found)
 
 
 def _post(conn: sqlite3.Connection, key: int, found: Sequence[tuple[int, list[str]]]) -> None:
     """The postings of documents (doc, terms) of `key` and their document frequencies."""
+    run_steps(conn, _posting(key, found))
+
+
+def _posting(key: int, found: Sequence[tuple[int, list[str]]]) -> Unit[None]:
+    """The steps of `_post`."""
     postings, held = _postings(key, found)
-    run_steps(conn, _both(_rows(_POST, postings), _rows(_DF, held)))
-
-
-def _both(first: Unit[None], second: Unit[None]) -> Unit[None]:
-    yield from first
-    yield from second
+    yield from _rows(_POST, postings)
+    yield from _rows(_DF, held)
 
 
 def _postings(
