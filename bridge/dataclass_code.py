@@ -38,12 +38,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import gc
 import importlib.util
 import marshal
 import os
 import sys
-import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
@@ -66,8 +66,9 @@ class _Cache:
         self.codes: dict[str, CodeType | bytes] = _load(path)
         self.added = 0
 
-    def code(self, text: str, keep: bool = True) -> CodeType:
-        """The code of `text`, compiled at most once; remembered only when `keep`."""
+    def code(self, text: str, keep: Callable[[], bool] = lambda: True) -> CodeType:
+        """The code of `text`, compiled at most once; a new one remembered only when
+        `keep()` (asked on a miss only: a warm cache never asks)."""
         found = self.codes.get(text)
         if isinstance(found, bytes):
             found = _decoded(found)
@@ -75,7 +76,7 @@ class _Cache:
                 self.codes[text] = found
         if found is None:
             found = compile(text, "<string>", "exec", dont_inherit=True)
-            if keep and len(self.codes) < _MAX:
+            if len(self.codes) < _MAX and keep():
                 self.codes[text] = found
                 self.added += 1
         return found
@@ -148,6 +149,8 @@ def _shipped_roots() -> tuple[str, ...]:
     and `forge`, beside this file's folder), the interpreter's and the installed
     libraries' folders. Tests, benches and scripts are outside them: the classes
     they make, kept, would grow the file that every `roost` command reads."""
+    import sysconfig  # only here: a warm cache never needs it
+
     package = Path(__file__).parent
     roots = {str(package), str(package.parent / "forge")}
     paths = sysconfig.get_paths()
@@ -190,7 +193,8 @@ def _method_maker(
         )
         text = f"def __create_fn__({', '.join(locals.keys())}):\n{inner}\n return {name}"
         namespace: dict[str, Any] = {}
-        exec(cache.code(text, kept(globals)), globals, namespace)  # the stdlib text, compiled once
+        keep = functools.partial(kept, globals)
+        exec(cache.code(text, keep), globals, namespace)  # the stdlib text, compiled once
         return namespace["__create_fn__"](**locals)
 
     return create_fn
@@ -210,8 +214,8 @@ def install(folder: Path | None = None) -> bool:
     if getattr(dataclasses._create_fn, "__roost_cached__", False):
         return True
     cache = _Cache(cache_path(folder, "dataclass-code"))
-    roots = _shipped_roots()
-    maker = _method_maker(cache, lambda globals: shipped_module(globals, roots))
+    roots = functools.cache(_shipped_roots)  # on the first miss: sysconfig costs ~1 ms
+    maker = _method_maker(cache, lambda globals: shipped_module(globals, roots()))
     maker.__roost_cached__ = True  # type: ignore[attr-defined]
     vars(dataclasses)["_create_fn"] = maker
     atexit.register(cache.save)
