@@ -59,8 +59,10 @@ async def test_in_a_group_only_mentions_are_answered_each_person_apart(
         await alice.wait(lambda: "group answer" in alice.texts(group, bot), "the answer")
         await alice.wait(lambda: len(alice.texts(group, bot)) == 2, "and the refusal")
         await r.channel.idle()
-    answer, refusal = alice.texts(group, bot)
-    assert answer == "group answer" and "don't know" in refusal.lower()
+    # each person is a lane of their own: the refusal may go out before the answer
+    texts = alice.texts(group, bot)
+    (refusal,) = [t for t in texts if t != "group answer"]
+    assert texts.count("group answer") == 1 and "don't know" in refusal.lower()
     (request,) = backend.requests  # the chatter without a mention never reached the model
     assert "what is up?" in str(request) and bot not in str(request)
     assert [e["identity"] for e in r.events("access.refused")] == [accounts.stranger.user_id]
