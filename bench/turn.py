@@ -24,8 +24,9 @@ add), next to a bare aiohttp echo and to the web channel over a `handle` that an
 once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
 the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
 cProfile's report of the channel-only and the roost server's loop at 10 clients,
-`--gc-freeze` has the roost servers set their collector as the daemon does once
-ready (`bridge.cli.collector`: start-up frozen, young collections every 5,000) (an A/B),
+the roost servers set their collector as `roost serve` does once ready
+(`bridge.cli.collector`: start-up frozen, young collections every 5,000), and
+`--python-gc` leaves Python's default collector instead (an A/B),
 `--stream` posts the turns to `/api/chat/stream` (Server-Sent Events, as the page
 does; the bare echo stays a plain JSON answer). The
 clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
@@ -543,7 +544,7 @@ def serve_echo(port_q: Any) -> None:
 
 
 def serve_roost(
-    port_q: Any, home: str, model_url: str | None, inline_writes: str = "on", freeze: bool = False
+    port_q: Any, home: str, model_url: str | None, inline_writes: str = "on", freeze: bool = True
 ) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
@@ -554,7 +555,7 @@ def serve_roost(
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
-        if freeze:  # the daemon's collector after its ready line (`--gc-freeze`)
+        if freeze:  # the daemon's collector after its ready line (not with `--python-gc`)
             gc.collect()
             collector.pause()
             collector.resume()
@@ -759,9 +760,10 @@ def main() -> None:
         help="the roost and channel-only clients post to /api/chat/stream (the page's way)",
     )
     parser.add_argument(
-        "--gc-freeze",
+        "--python-gc",
         action="store_true",
-        help="the roost servers set their collector as the daemon does once ready (an A/B)",
+        help="the roost servers keep Python's default collector, not the one `roost serve`"
+        " sets once ready (an A/B)",
     )
     args = parser.parse_args()
     if args.quick:
@@ -800,16 +802,18 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
         procs = []
         echo_proc, echo_port = start(serve_echo)
         chan_proc, chan_port = start(serve_channel)
-        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, args.gc_freeze)
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, not args.python_gc)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, args.gc_freeze)
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, not args.python_gc)
         procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
             for port in (roost_port, http_port):  # warm: tenant made, caches filled
                 asyncio.run(load(port, 10, min(0.5, args.seconds), path=path))
             print(
                 f"\nPOST {path} turns/s ({args.seconds:g} s per point; servers in own processes;"
-                " CPU: ms per turn of the server's process / of its loop thread)"
+                " CPU: ms per turn of the server's process / of its loop thread; the roost"
+                " servers' collector: "
+                + ("Python's default)" if args.python_gc else "as `roost serve` sets it)")
             )
             print(
                 f"{'clients':>8} {'bare echo':>10} {'CPU':>6} {'channel only':>13} {'CPU':>6}"
