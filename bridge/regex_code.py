@@ -15,7 +15,8 @@ and the next process calls `_sre.compile` with it directly, so the pattern
 object is the one the stdlib would make.
 
 Only constant patterns are kept: those compiled by a module's top-level code
-while it is imported (`re.compile(...)` at module level, or in a
+while an import runs it (or as the program itself; not the top level of a text
+given to `exec`) (`re.compile(...)` at module level, or in a
 comprehension there), by the body of a class defined there (`logging`'s,
 `textwrap`'s, pydantic's class attributes), and by the few functions listed
 in `_CONSTANT_SITES`, each read and found to compile only patterns written in
@@ -134,7 +135,20 @@ def at_module_level(frame: FrameType | None) -> bool:
         return True
     while frame is not None and _class_body(frame):
         frame = frame.f_back
-    return frame is not None and frame.f_code.co_name == "<module>"
+    return frame is not None and frame.f_code.co_name == "<module>" and _imported(frame)
+
+
+def _imported(frame: FrameType) -> bool:
+    """A module's top-level code run by an import (importlib's loaders), as the program
+    (`python -m`, a script), not by an `exec` of some text elsewhere: that text's
+    top-level code is a `<module>` too, and may be built from anything."""
+    caller = frame.f_back
+    if caller is None:  # the program's own top level (a script, `-c`)
+        return True
+    code = caller.f_code
+    if code.co_filename == "<frozen importlib._bootstrap>":
+        return code.co_name == "_call_with_frames_removed"
+    return code.co_name == "_run_code" and caller.f_globals.get("__name__") == "runpy"
 
 
 def _class_body(frame: FrameType) -> bool:

@@ -90,10 +90,43 @@ def _stdlib_compile() -> Any:
 
 
 def run_as_module(source: str, name: str = "probe", **names: object) -> dict[str, Any]:
-    """`source` executed as a module's top-level code (as an import runs it), with `names`."""
-    namespace: dict[str, Any] = {"__name__": name, **names}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace
+    """`source` imported as module `name` (importlib's file loader runs its top-level
+    code, as any import does), `names` in its namespace first."""
+    import importlib.util
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "probe.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(names)
+        spec.loader.exec_module(module)
+    return module.__dict__
+
+
+def test_the_top_level_of_exec_text_is_not_a_module(
+    wrapped: regex_code._Cache, tmp_path: Path
+) -> None:
+    """Text given to `exec` inside a function has a `<module>` top level too, but it may
+    be built from anything (a person's words, a secret): what it compiles is not kept,
+    while the same source imported is."""
+    secret = f"sk-{uuid.uuid4().hex}"
+
+    def run(text: str) -> dict[str, Any]:
+        namespace: dict[str, Any] = {"__name__": "probe"}
+        exec(compile(text, "<text>", "exec"), namespace)
+        return namespace
+
+    made = run(f"import re\nx = re.compile({secret!r})\n")
+    assert made["x"].search(f"a {secret} b")
+    constant = unique("imported-[a-z]+")
+    run_as_module(f"import re\nx = re.compile({constant!r})\n")
+    wrapped.save()
+    kept = (tmp_path / "regex.marshal").read_bytes()
+    assert secret.encode() not in kept
+    assert [key[1] for key in wrapped.entries] == [constant]
 
 
 def test_patterns_from_the_cache_equal_the_stdlibs(wrapped: regex_code._Cache) -> None:
