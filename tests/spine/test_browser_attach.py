@@ -136,7 +136,7 @@ async def test_pick_paste_and_drop_files_see_chips_and_send_them(page: AttachPag
     last_user = [m for m in model.requests[-1].messages if m.role == "user"][-1]
     assert "echo: got them" in last_user.content and "a,b" in last_user.content
     assert len(last_user.images) == 1
-    assert await tab.locator("#chips").is_hidden()  # sent: the chips are gone
+    await tab.locator("#chips").wait_for(state="hidden")  # sent: the chips go
     asked = tab.locator(".msg.user").last
     assert await asked.locator(".body").inner_text() == "echo: got them"  # as typed
     sent = await asked.locator(".sent-files .chip-name").all_inner_texts()
