@@ -59,6 +59,9 @@ and exit), three batches of 300 (50 with `--quick`): low noise, for changes to t
 fork path. Then the kernel's floor beside it: a plain process with the zygote's
 amount of anonymous memory (12 MiB) forking children that write 0 or 400 of its
 pages (what a fork and an exit cost per MiB, and one copy-on-write fault).
+Last, a child's exit alone: children forked from a process holding a helper's
+heap, plain and with seccomp, Landlock or both, each timing itself just before
+os._exit; wait4 gives the rest (the exit: unmapping what the fork copied).
 
 `--quick`: a few calls of each kind (seconds; CI runs it so the script cannot rot).
 Run: .venv/bin/python -m bench.sandbox [--quick | --stages | --forks | --callers [--children N]
@@ -567,6 +570,66 @@ run(n)
 """
 
 
+# Run like `_FORKS` (a process holding a helper's heap): it forks `n` children per
+# variant, taking turns, that apply the confinement layers named (seccomp,
+# Landlock with a workspace) and exit at once. Each child sends its own CPU and
+# faults just before os._exit; wait4 gives its total: the difference is the exit
+# alone (unmapping what the fork copied, freeing its pages and tables).
+_EXITS = """
+import os, resource, struct, sys, tempfile
+import forge.worker  # the helper's modules: the heap is a helper's
+from forge.confine.landlock import create_ruleset, landlock_restrict
+from forge.warmup import prepare
+
+ctx, _ = prepare()
+ws = os.open(tempfile.mkdtemp(), os.O_RDONLY | os.O_DIRECTORY)
+ME = struct.Struct("dd")
+
+def cpu(ru):
+    return (ru.ru_utime + ru.ru_stime) * 1e6
+
+def one(layers):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        if "seccomp" in layers and ctx.seccomp is not None:
+            ctx.seccomp.install()
+        if "landlock" in layers and ctx.ruleset is not None:
+            landlock_restrict(ctx.landlock_abi, create_ruleset(ctx.ruleset), ws, ctx.ruleset)
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        os.write(w, ME.pack(cpu(ru), ru.ru_minflt))
+        os._exit(0)
+    os.close(w)
+    own, faults = ME.unpack(os.read(r, ME.size))
+    os.close(r)
+    _, _, ru = os.wait4(pid, 0)
+    return cpu(ru), cpu(ru) - own, ru.ru_minflt - faults
+
+variants = ("plain", "seccomp", "landlock", "seccomp+landlock")
+n = int(sys.argv[1])
+got = {v: [] for v in variants}
+for _ in range(n):
+    for v in variants:
+        got[v].append(one(v))
+anon = [l for l in open("/proc/self/smaps_rollup") if l.startswith("Anonymous:")]
+print(f"  (the forking process: anonymous {int(anon[0].split()[1]) / 1024:.1f} MiB, "
+      f"load {os.getloadavg()[0]:.2f})")
+for v in variants:
+    total, exit_, faults = (sorted(x[i] for x in got[v])[n // 2] for i in range(3))
+    print(f"  {v:17s} child {total:5.0f} µs CPU, of which its exit {exit_:4.0f} µs "
+          f"({faults:.0f} faults)  (medians)")
+"""
+
+
+def exits(n: int) -> None:
+    """A child's exit alone, with and without seccomp and Landlock (`_EXITS`)."""
+    program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _EXITS
+    argv = [sys.executable, "-I", "-S", "-c", program, str(n)]
+    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
+    print(f"\n[a child's exit, forked from a helper's heap, {n} of each, taking turns]")
+    print(out.stdout, end="")
+
+
 def floor_fork(mib: int, pages: int, n: int) -> tuple[float, float, float]:
     """(parent ms, child ms, child faults) per fork for `_FLOOR`."""
     argv = [sys.executable, "-I", "-S", "-c", _FLOOR, str(mib), str(pages), str(n)]
@@ -620,6 +683,7 @@ async def main() -> None:
     args = sys.argv[1:]
     if "--forks" in args:
         forks(50, 1) if "--quick" in args else forks()
+        exits(50 if "--quick" in args else 300)
         return
     if "--callers" in args:
         ahead = int(args[args.index("--children") + 1]) if "--children" in args else None
