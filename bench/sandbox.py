@@ -582,7 +582,8 @@ from forge.confine.landlock import create_ruleset, landlock_restrict
 from forge.warmup import prepare
 
 ctx, _ = prepare()
-ws = os.open(tempfile.mkdtemp(), os.O_RDONLY | os.O_DIRECTORY)
+folder = tempfile.mkdtemp()
+ws = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
 ME = struct.Struct("dd")
 
 def cpu(ru):
@@ -611,6 +612,8 @@ got = {v: [] for v in variants}
 for _ in range(n):
     for v in variants:
         got[v].append(one(v))
+os.close(ws)
+os.rmdir(folder)
 anon = [l for l in open("/proc/self/smaps_rollup") if l.startswith("Anonymous:")]
 print(f"  (the forking process: anonymous {int(anon[0].split()[1]) / 1024:.1f} MiB, "
       f"load {os.getloadavg()[0]:.2f})")
