@@ -624,13 +624,18 @@ for v in variants:
 """
 
 
+def in_helper_heap(source: str, *args: int) -> str:
+    """What `source` prints, run as a helper runs (`python -I -S`, the helper's import
+    paths, an empty environment) with `args` on its command line."""
+    program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + source
+    argv = [sys.executable, "-I", "-S", "-c", program, *map(str, args)]
+    return subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True).stdout
+
+
 def exits(n: int) -> None:
     """A child's exit alone, with and without seccomp and Landlock (`_EXITS`)."""
-    program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _EXITS
-    argv = [sys.executable, "-I", "-S", "-c", program, str(n)]
-    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
     print(f"\n[a child's exit, forked from a helper's heap, {n} of each, taking turns]")
-    print(out.stdout, end="")
+    print(in_helper_heap(_EXITS, n), end="")
 
 
 def floor_fork(mib: int, pages: int, n: int) -> tuple[float, float, float]:
@@ -645,11 +650,8 @@ def forks(n: int = 300, batches: int = 3, mib: int = 12, pages: int = 400) -> No
     """The zygote's per-fork cost alone: no runner, no helper loop, no calls; then
     the kernel's floor: a plain process with `mib` MiB of anonymous memory (about
     the zygote's) forking children that write 0 or `pages` of its pages."""
-    program = f"import sys; sys.path[:0] = {helper_paths()!r}\n" + _FORKS
-    argv = [sys.executable, "-I", "-S", "-c", program, str(n), str(batches)]
-    out = subprocess.run(argv, env={}, cwd="/", capture_output=True, text=True, check=True)
     print(f"\n[zygote forks, {n} a batch, each child closed at once]")
-    print(out.stdout, end="")
+    print(in_helper_heap(_FORKS, n, batches), end="")
     print(f"\n[the kernel's floor: a plain process, {n} forks a row ({load()})]")
     bare = floor_fork(0, 0, n)
     empty = floor_fork(mib, 0, n)

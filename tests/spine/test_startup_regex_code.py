@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -80,8 +82,6 @@ def wrapped(tmp_path: Path) -> Iterator[regex_code._Cache]:
 
 
 def _stdlib_compile() -> Any:
-    import importlib.util
-
     spec = importlib.util.find_spec("re._compiler")
     assert spec is not None and spec.loader is not None
     fresh = importlib.util.module_from_spec(spec)
@@ -92,9 +92,6 @@ def _stdlib_compile() -> Any:
 def run_as_module(source: str, name: str = "probe", **names: object) -> dict[str, Any]:
     """`source` imported as module `name` (importlib's file loader runs its top-level
     code, as any import does), `names` in its namespace first."""
-    import importlib.util
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "probe.py"
         path.write_text(source)
