@@ -16,7 +16,8 @@ jailbreak prompts they quote (DAN, developer mode). Every repetition is
 bounded, so a scan is linear in the text. A pattern runs only when one of its
 words occurs (all of a table's words found in one pass, `literal_trie.Occurring`),
 and then only near the literals every match of it holds (`windowed.Scanner`).
-The patterns compile on first use, not at import.
+The patterns compile on first use, not at import (`roost serve` compiles them
+before it says ready: `bridge.screening.prepare`).
 """
 
 from __future__ import annotations
@@ -193,6 +194,13 @@ def _gates() -> tuple[Occurring, Occurring]:
     """The trigger words of each table, found together (compiled on first use)."""
     latin, other = _tables()
     return _gate(latin), _gate(other)
+
+
+def scanners() -> tuple[Scanner, ...]:
+    """Every pattern's scanner, with the tables and their trigger words' gates built."""
+    _gates()
+    latin, other = _tables()
+    return tuple(scan for _, scan in latin + other)
 
 
 def _any(table: _Table, gate: Occurring, text: str) -> bool:

@@ -8,8 +8,9 @@ learned from. `{start}`/`{end}` in a pattern are the run-boundary assertions
 every shape uses, so no match can start inside a run of its own alphabet.
 
 `rule_set()` reads and compiles the file the first time a text is screened,
-not at import (a daemon that never screens never pays for it); `RULES`,
-`NAMED` and `LABELS` are its parts, read the same way.
+not at import (a command that never screens never pays for it; `roost serve`
+builds it before it says ready: `bridge.screening.prepare`); `RULES`, `NAMED`
+and `LABELS` are its parts, read the same way.
 """
 
 from __future__ import annotations

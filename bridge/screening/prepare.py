@@ -1,0 +1,48 @@
+"""Every table of the screens built ahead of its first use, one small step at a time.
+
+The screens build their tables on first use, not at import, so a command that
+never screens never pays for them (`roost send /help`, `roost chat` before its
+first message): the secret rules (`rule_data.rule_set`: `secret_rules.toml`
+read, about 95 patterns compiled), the rules' keyword gate and scanners
+(`secret_rules`), the services' names (`secret_context`), the injection tables
+and their trigger words (`injection`), and what each `windowed.Scanner` reads
+from its pattern on its first search (a parse and up to three patterns). A
+daemon's first message would pay for them inside its turn or the recall
+indexing right after it: about 25 ms of CPU held on the event loop, 65 ms when
+it saves a memory (measured on a 2-core machine; about 70 ms for all of them).
+
+`steps()` builds them one piece per `next()` (the rules' file is the longest,
+about 12 ms; most are well under 1 ms), in the order a first message needs
+them: the secret screen the recall indexer runs on every message first, the
+injection patterns (memory, skills, corrections) last. `roost serve` runs
+them on its event loop while it starts its channels, and says it is ready once
+they are built (`bridge.app.serve`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from bridge.screening import injection, secret_context, secret_rules, secret_speech
+from bridge.screening.rule_data import rule_set
+from bridge.screening.windowed import Scanner
+
+# (what, the call that builds its tables and returns its scanners), first needed first
+_PARTS: tuple[tuple[str, Callable[[], tuple[Scanner, ...]]], ...] = (
+    ("secret rules", secret_rules.scanners),
+    ("secret assignments and cards", secret_context.scanners),
+    ("secrets in sentences", secret_speech.scanners),
+    ("injection patterns", injection.scanners),
+)
+
+
+def steps() -> Iterator[str]:
+    """Build every table, one step per `next()`; each yields what it built."""
+    rule_set()
+    yield "secret rules read"
+    for what, scanners_of in _PARTS:
+        scanners = scanners_of()
+        yield what
+        for scanner in scanners:
+            scanner.prepare()
+            yield what
