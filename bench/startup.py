@@ -17,11 +17,13 @@ Times, in one run, with a fresh home and an empty config file:
 - `roost serve` from the start to its ready line ("roost: model ..."), then
   SIGTERM; its CPU is the daemon's own at that moment (/proc, clock ticks), so
   the sandbox processes it starts are not in it;
-- the daemon's first message and its fourth (`FIRST_TURNS`: `serve()` in a
-  child of its own with the offline model and a channel that does nothing, each
-  message given to `core.handle` once it is ready): the wall time of the turn,
-  and the CPU of the event loop's thread over the turn and the 0.2 s after it,
-  where the recall indexing of the message runs (what the loop is held for).
+- the daemon's first message, given at its ready line and 0.5 s after it, and
+  its fourth (`FIRST_TURNS`: `serve()` in a child of its own with the offline
+  model and a channel that does nothing, each message given to `core.handle`):
+  the wall time of the turn, and the CPU of the event loop's thread over the
+  turn and the 0.2 s after it, where the recall indexing of the message runs
+  (what the loop is held for; at the ready line, also what the daemon does
+  then: the spare sandbox helper's start, the screens' tables).
 Each row is run `--runs` times after one warm-up round; the rounds alternate
 the rows (one of each per round), so a change of the machine's load touches
 every row alike. Printed: min and median wall time, min and median CPU time
@@ -183,8 +185,9 @@ def serve_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-# `python -c FIRST_TURNS N` serves a home with the offline model and a channel that does
-# nothing; once ready, it gives `core.handle` N messages one after the other, each
+# `python -c FIRST_TURNS N PAUSE` serves a home with the offline model and a channel that
+# does nothing; PAUSE seconds after its ready line, it gives `core.handle` N messages one
+# after the other, each
 # followed by 0.2 s for its recall indexing (written after LINGER_S, 0.05 s), and writes
 # "FIRST wall cpu" of the Nth: the turn's wall seconds, the loop thread's CPU seconds
 # over the turn and the pause (`time.thread_time`). Then SIGTERM: a clean stop.
@@ -198,7 +201,7 @@ class Quiet:
     async def start(self): return None
     async def stop(self): return None
 
-async def main(n):
+async def main(n, pause):
     ready, roosts = asyncio.Event(), []
     def factory(settings, roost, made):
         roosts.append(roost)
@@ -208,6 +211,7 @@ async def main(n):
     task = asyncio.create_task(serve(settings, ready=lambda port: ready.set(),
                                      channels=(*CHANNELS, row)))
     await ready.wait()
+    await asyncio.sleep(pause)
     wall = cpu = 0.0
     for i in range(1, n + 1):
         message = Inbound("web", "local", "bench", f"hello {i}: what is on today?", str(i))
@@ -220,14 +224,15 @@ async def main(n):
     os.kill(os.getpid(), signal.SIGTERM)
     assert await task == 0
 
-asyncio.run(main(int(sys.argv[1])))
+asyncio.run(main(int(sys.argv[1]), float(sys.argv[2])))
 """
 
 
-def turn_once(n: int, env: dict[str, str]) -> tuple[float, float]:
-    """(wall s of the turn, loop CPU s with its indexing) of the daemon's `n`th message."""
+def turn_once(n: int, pause: float, env: dict[str, str]) -> tuple[float, float]:
+    """(wall s of the turn, loop CPU s with its indexing) of the daemon's `n`th message,
+    the first given `pause` seconds after the ready line."""
     done = subprocess.run(
-        [PY, "-c", FIRST_TURNS, str(n)],
+        [PY, "-c", FIRST_TURNS, str(n), str(pause)],
         env=env,
         cwd=env["PYTHONPATH"],
         stdin=subprocess.DEVNULL,
@@ -370,8 +375,9 @@ def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str
         ("roost pair local", lambda: run_once([*ROOST, "pair", "local"], bare)),
         ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
         ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
-        ("serve: 1st message (loop CPU +index)", lambda: turn_once(1, bare)),
-        ("serve: 4th message (loop CPU +index)", lambda: turn_once(4, bare)),
+        ("serve: msg 1 at ready", lambda: turn_once(1, 0.0, bare)),
+        ("serve: msg 1, 0.5 s after ready", lambda: turn_once(1, 0.5, bare)),
+        ("serve: msg 4, 0.5 s after ready", lambda: turn_once(4, 0.5, bare)),
     ]
 
 

@@ -5,9 +5,9 @@ starts the channels of the channel table (`CHANNELS`:
 one row per platform - name, enabled(settings), factory; the web bridge,
 and Telegram when a token is configured), then the scheduler (reminders,
 jobs and the outbox, delivered through the channels whose row offers a
-`deliver`; `bridge.app.schedule_loop`), builds the screens' tables meanwhile
-(`prepare_screens`: its first message compiles none), says it is ready, starts the spare
-sandbox helper (`start_sandbox`), waits for SIGTERM/SIGINT, stops the
+`deliver`; `bridge.app.schedule_loop`), says it is ready, starts the spare
+sandbox helper (`start_sandbox`) and builds the screens' tables on its loop
+(`prepare_screens`), waits for SIGTERM/SIGINT, stops the
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
@@ -156,10 +156,12 @@ async def start_sandbox(runner: SandboxRunner) -> None:
 
 async def prepare_screens() -> None:
     """The screens' tables (`bridge.screening.prepare`: the secret rules, the injection
-    patterns, ...), built on the event loop one step at a time (yielding between steps, so
-    the channels start meanwhile and a message that comes in is not held for long), so the
-    daemon's first message builds none of them: about 70 ms of CPU, which `run` awaits
-    before it says ready. The CLI commands build what they use on first use."""
+    patterns, ...), built once the daemon is ready, so its first message builds none of
+    them (about 70 ms of CPU, off the way to the ready line). They are built on the event
+    loop one step at a time, yielding between steps: a message that comes in meanwhile
+    waits for one step at most (the longest, the rules' file, about 12 ms) and builds what
+    it needs that is not built yet, as it would without this. The CLI commands build what
+    they use on first use."""
     for _ in screen_steps():
         await asyncio.sleep(0)
 
@@ -250,8 +252,7 @@ async def run(
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost, lead=schedule_lead(roost, instance))
     beat: asyncio.Task[None] | None = None
-    screens = asyncio.create_task(prepare_screens())  # while the channels start
-    background = [watcher, screens]
+    background = [watcher]
     if instance is not None:  # the name taken by another while this one was away: stop
         background.append(asyncio.create_task(stop_when(instance.lost, stop)))
     try:
@@ -266,7 +267,6 @@ async def run(
                 scheduler.deliveries.add(name, launched.deliver)
             reloader.hooks += launched.live
         scheduler.start()
-        await screens  # ready means the first message compiles no screen
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
         background.append(asyncio.create_task(reloader.run()))  # after READY=1: then RELOADING=1
@@ -274,6 +274,7 @@ async def run(
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
         background.append(asyncio.create_task(start_sandbox(roost.runner)))
+        background.append(asyncio.create_task(prepare_screens()))  # beside the helper's start
         await stop.wait()
         notifier.stopping("stopping: letting in-flight messages finish")
         await scheduler.stop()

@@ -17,7 +17,7 @@ bounded, so a scan is linear in the text. A pattern runs only when one of its
 words occurs (all of a table's words found in one pass, `literal_trie.Occurring`),
 and then only near the literals every match of it holds (`windowed.Scanner`).
 The patterns compile on first use, not at import (`roost serve` compiles them
-before it says ready: `bridge.screening.prepare`).
+right after it says ready: `bridge.screening.prepare`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ it saves a memory (measured on a 2-core machine; about 70 ms for all of them).
 about 12 ms; most are well under 1 ms), in the order a first message needs
 them: the secret screen the recall indexer runs on every message first, the
 injection patterns (memory, skills, corrections) last. `roost serve` runs
-them on its event loop while it starts its channels, and says it is ready once
-they are built (`bridge.app.serve`).
+them on its event loop right after it says it is ready, yielding between
+steps (`bridge.app.serve.prepare_screens`). `prepared()` says whether they are
+all built, building nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ from bridge.screening import injection, secret_context, secret_rules, secret_spe
 from bridge.screening.rule_data import rule_set
 from bridge.screening.windowed import Scanner
 
+# what builds each table on first use (each `functools.cache`d: it says whether it ran)
+_BUILDERS = (
+    rule_set,
+    secret_rules._compiled,
+    secret_context._names,
+    injection._tables,
+    injection._gates,
+)
 # (what, the call that builds its tables and returns its scanners), first needed first
 _PARTS: tuple[tuple[str, Callable[[], tuple[Scanner, ...]]], ...] = (
     ("secret rules", secret_rules.scanners),
@@ -46,3 +55,10 @@ def steps() -> Iterator[str]:
         for scanner in scanners:
             scanner.prepare()
             yield what
+
+
+def prepared() -> bool:
+    """Every table is built and every scanner has read its pattern (builds nothing)."""
+    if not all(built.cache_info().currsize for built in _BUILDERS):
+        return False  # past this, `scanners_of()` only returns what is built
+    return all(scan.ready for _, scanners_of in _PARTS for scan in scanners_of())

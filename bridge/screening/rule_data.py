@@ -9,7 +9,7 @@ every shape uses, so no match can start inside a run of its own alphabet.
 
 `rule_set()` reads and compiles the file the first time a text is screened,
 not at import (a command that never screens never pays for it; `roost serve`
-builds it before it says ready: `bridge.screening.prepare`); `RULES`, `NAMED`
+builds it right after it says ready: `bridge.screening.prepare`); `RULES`, `NAMED`
 and `LABELS` are its parts, read the same way.
 """
 

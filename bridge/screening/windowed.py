@@ -133,6 +133,11 @@ class Scanner:
             self._read()
 
     @property
+    def ready(self) -> bool:
+        """The pattern was read: a search parses and compiles nothing."""
+        return self._ready
+
+    @property
     def literals(self) -> frozenset[str]:
         """Strings one of which every match holds, as the pattern is written (empty: none
         known); the scanner looks for them, so a match is only found where one occurs."""

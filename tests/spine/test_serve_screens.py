@@ -1,12 +1,13 @@
-"""`roost serve` builds the screens' tables before it says ready: its first message compiles
+"""`roost serve` builds the screens' tables once it is ready: its first message compiles
 none of them (`bridge.screening.prepare`, `bridge.app.serve.prepare_screens`).
 
 The tables live as long as the process, so the daemon runs in a fresh interpreter: the
-probe serves a home, and once `serve()` is ready it reads whether the secret rules are
-loaded, then counts every pattern `re` parses on behalf of `bridge.screening` (a compile,
-or a scanner reading its pattern) while a first message is answered, indexed for recall
-(`/recall` waits for the indexing) and screened as a memory would be, with text that
-wakes every kind of rule. Nothing is timed.
+probe serves a home and, once `serve()` is ready, waits until the tables are built
+(`prepared()`, nothing else gives a message to the daemon), then counts every pattern
+`re` parses on behalf of `bridge.screening` (a compile, or a scanner reading its
+pattern) while a first message is answered, indexed for recall (`/recall` waits for
+the indexing) and screened as a memory would be, with text that wakes every kind of
+rule. Nothing is timed.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ PROBE = f"""
 import asyncio, json, re, sys
 from pathlib import Path
 from bridge.screening import rule_data
+from bridge.screening.prepare import prepared
 from bridge.screening.screen import screen
 from bridge.types.messages import Inbound
 from tests.spine.test_serve_sandbox import serving
+from tests.waits import until
 
 parsed = []
 original = re._parser.parse
@@ -51,6 +54,7 @@ def parse(*args, **kwargs):
 seen = {{}}
 
 async def body(roost, spare_at_ready):
+    await until(prepared, "the screens' tables built")
     seen["loaded"] = rule_data.rule_set.cache_info().currsize
     re._parser.parse = parse
     text = {TEXT!r}
@@ -64,7 +68,7 @@ sys.stdout.write({MARK!r} + json.dumps(dict(seen, parsed=parsed)) + "\\n")
 """
 
 
-def test_serve_is_ready_with_its_screens_built_and_the_first_message_compiles_none(
+def test_serve_builds_its_screens_once_ready_and_the_first_message_compiles_none(
     home: Path,
 ) -> None:
     done = subprocess.run(
@@ -80,6 +84,6 @@ def test_serve_is_ready_with_its_screens_built_and_the_first_message_compiles_no
     assert done.returncode == 0, done.stderr[-2000:]
     [line] = [x for x in done.stdout.splitlines() if x.startswith(MARK)]
     seen = json.loads(line.removeprefix(MARK))
-    assert seen["loaded"] == 1, "the secret rules were not loaded when serve() was ready"
+    assert seen["loaded"] == 1, "the secret rules were not loaded"
     assert seen["reasons"] >= 3  # the text did wake the secret and injection screens
     assert seen["parsed"] == [], "the first message compiled screen patterns"
