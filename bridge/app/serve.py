@@ -154,16 +154,17 @@ async def start_sandbox(runner: SandboxRunner) -> None:
         log.error("the sandbox helper failed to start (%s): personal tools cannot run", exc)
 
 
-async def prepare_screens() -> None:
-    """The screens' tables (`bridge.screening.prepare`: the secret rules, the injection
-    patterns, ...), built once the daemon is ready, so its first message builds none of
-    them (about 70 ms of CPU, off the way to the ready line). They are built on the event
-    loop one step at a time, yielding between steps: a message that comes in meanwhile
-    waits for one step at most (the longest, the rules' file, about 12 ms) and builds what
-    it needs that is not built yet, as it would without this. The CLI commands build what
-    they use on first use."""
+SCREEN_STEP_PAUSE_S = 0.001  # the loop left to others between two steps
+
+
+async def prepare_screens(pause: float = SCREEN_STEP_PAUSE_S) -> None:
+    """The screens' tables (`bridge.screening.prepare`), built once the daemon is ready
+    (about 70 ms of CPU; before the ready line, it came 80 ms later), so its first message
+    builds none of them. One step at a time on the loop (the longest about 12 ms), `pause`
+    between steps: a message meanwhile runs between them and builds what it still needs
+    itself. (With no pause, such a message waited for a step at each of its own awaits.)"""
     for _ in screen_steps():
-        await asyncio.sleep(0)
+        await asyncio.sleep(pause)
 
 
 async def serve(
