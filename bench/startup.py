@@ -16,7 +16,14 @@ Times, in one run, with a fresh home and an empty config file:
   prompt `you>` is on the screen (time-to-prompt), then Ctrl-D;
 - `roost serve` from the start to its ready line ("roost: model ..."), then
   SIGTERM; its CPU is the daemon's own at that moment (/proc, clock ticks), so
-  the sandbox processes it starts are not in it.
+  the sandbox processes it starts are not in it;
+- the daemon's first message, given at its ready line and 0.5 s after it, and
+  its fourth (`FIRST_TURNS`: `serve()` in a child of its own with the offline
+  model and a channel that does nothing, each message given to `core.handle`):
+  the wall time of the turn, and the CPU of the event loop's thread over the
+  turn and the 0.2 s after it, where the recall indexing of the message runs
+  (what the loop is held for; at the ready line, also what the daemon does
+  then: the spare sandbox helper's start, the screens' tables).
 Each row is run `--runs` times after one warm-up round; the rounds alternate
 the rows (one of each per round), so a change of the machine's load touches
 every row alike. Printed: min and median wall time, min and median CPU time
@@ -178,6 +185,69 @@ def serve_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+# `python -c FIRST_TURNS N PAUSE` serves a home with the offline model and a channel that
+# does nothing; PAUSE seconds after its ready line, it gives `core.handle` N messages one
+# after the other, each
+# followed by 0.2 s for its recall indexing (written after LINGER_S, 0.05 s), and writes
+# "FIRST wall cpu" of the Nth: the turn's wall seconds, the loop thread's CPU seconds
+# over the turn and the pause (`time.thread_time`). Then SIGTERM: a clean stop.
+FIRST_TURNS = """
+import asyncio, os, signal, sys, time
+from bridge.app.serve import CHANNELS, ChannelRow, Launched, serve
+from bridge.core.config import load_settings
+from bridge.types.messages import Inbound
+
+class Quiet:
+    async def start(self): return None
+    async def stop(self): return None
+
+async def main(n, pause):
+    ready, roosts = asyncio.Event(), []
+    def factory(settings, roost, made):
+        roosts.append(roost)
+        return Launched(Quiet(), lambda: "quiet")
+    row = ChannelRow("quiet", lambda settings: True, factory)
+    settings = load_settings(web={"enabled": False}, llm={"provider": "offline"})
+    task = asyncio.create_task(serve(settings, ready=lambda port: ready.set(),
+                                     channels=(*CHANNELS, row)))
+    await ready.wait()
+    await asyncio.sleep(pause)
+    wall = cpu = 0.0
+    for i in range(1, n + 1):
+        message = Inbound("web", "local", "bench", f"hello {i}: what is on today?", str(i))
+        t0, c0 = time.perf_counter(), time.thread_time()
+        await roosts[0].core.handle(message)
+        wall = time.perf_counter() - t0
+        await asyncio.sleep(0.2)
+        cpu = time.thread_time() - c0
+    print(f"FIRST {wall} {cpu}", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await task == 0
+
+asyncio.run(main(int(sys.argv[1]), float(sys.argv[2])))
+"""
+
+
+def turn_once(n: int, pause: float, env: dict[str, str]) -> tuple[float, float]:
+    """(wall s of the turn, loop CPU s with its indexing) of the daemon's `n`th message,
+    the first given `pause` seconds after the ready line."""
+    done = subprocess.run(
+        [PY, "-c", FIRST_TURNS, str(n), str(pause)],
+        env=env,
+        cwd=env["PYTHONPATH"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        check=False,
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("FIRST ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the first-turn probe exited {done.returncode}: {done.stderr[-500:]}")
+    wall, cpu = map(float, lines[0].split()[1:])
+    return wall, cpu
+
+
 Measure = Callable[[], tuple[float, float]]
 Figures = tuple[float, float, float, float]  # wall min, wall median, cpu min, cpu median
 
@@ -305,6 +375,9 @@ def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str
         ("roost pair local", lambda: run_once([*ROOST, "pair", "local"], bare)),
         ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
         ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
+        ("serve: msg 1 at ready", lambda: turn_once(1, 0.0, bare)),
+        ("serve: msg 1, 0.5 s after ready", lambda: turn_once(1, 0.5, bare)),
+        ("serve: msg 4, 0.5 s after ready", lambda: turn_once(4, 0.5, bare)),
     ]
 
 

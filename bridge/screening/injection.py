@@ -16,12 +16,14 @@ jailbreak prompts they quote (DAN, developer mode). Every repetition is
 bounded, so a scan is linear in the text. A pattern runs only when one of its
 words occurs (all of a table's words found in one pass, `literal_trie.Occurring`),
 and then only near the literals every match of it holds (`windowed.Scanner`).
-The patterns compile on first use, not at import.
+The patterns compile on first use, not at import (`roost serve` compiles them
+right after it says ready: `bridge.screening.prepare`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -170,6 +172,15 @@ def _table(patterns: tuple[str, ...]) -> _Table:
     return tuple((_triggers(p), Scanner(re.compile(p))) for p in patterns)
 
 
+def compiling() -> Iterator[None]:
+    """Compile the patterns one per `next()`, as `_tables` compiles them: `re` keeps its
+    most recent patterns, so the tables built right after compile none
+    (`bridge.screening.prepare`: each of the daemon's steps stays short)."""
+    for pattern in (*_EN, *_DE, *_ROMANCE_AND_MORE, *_OTHER_SCRIPTS):
+        re.compile(pattern)
+        yield
+
+
 @cache
 def _tables() -> tuple[_Table, _Table]:
     """(Latin-script patterns, other scripts), compiled on first use."""
@@ -193,6 +204,13 @@ def _gates() -> tuple[Occurring, Occurring]:
     """The trigger words of each table, found together (compiled on first use)."""
     latin, other = _tables()
     return _gate(latin), _gate(other)
+
+
+def scanners() -> tuple[Scanner, ...]:
+    """Every pattern's scanner, with the tables and their trigger words' gates built."""
+    _gates()
+    latin, other = _tables()
+    return tuple(scan for _, scan in latin + other)
 
 
 def _any(table: _Table, gate: Occurring, text: str) -> bool:

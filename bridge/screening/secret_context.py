@@ -168,6 +168,12 @@ def _names() -> tuple[tuple[NamedRule, re.Pattern[str]], ...]:
     return tuple((r, re.compile(alternation(r.names))) for r in rule_set()[1])
 
 
+def scanners() -> tuple[Scanner, ...]:
+    """The scanners of the assignments and cards, with the services' names compiled."""
+    _names()
+    return _HEAD_SCAN, _CARD_SCAN
+
+
 def named_in(text: str, found: Iterable[Assignment]) -> str | None:
     """`named(text)`, given the text's `Assignments` (read once for `assigned_in` too).
 
@@ -199,6 +205,7 @@ def named_in(text: str, found: Iterable[Assignment]) -> str | None:
 
 _CARD = re.compile(r"(?<![0-9])(?<![0-9][ -])[0-9](?:[ -]?[0-9]){12,18}+(?![ -]?[0-9])")
 _CARD_SCAN = Scanner(_CARD)  # runs only near digits
+_CARD_GAPS = re.compile(r"[ -]")
 
 
 def _luhn(digits: str) -> bool:
@@ -224,7 +231,7 @@ def _card_network(d: str) -> bool:
 
 def card_number(text: str) -> bool:
     for m in _CARD_SCAN.finditer(text):
-        digits = re.sub(r"[ -]", "", m.group(0))
+        digits = _CARD_GAPS.sub("", m.group(0))
         if _card_network(digits) and _luhn(digits):
             return True
     return False

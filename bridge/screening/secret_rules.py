@@ -24,7 +24,7 @@ from bridge.screening.rule_data import NamedRule, Rule, rule_set
 from bridge.screening.windowed import Scanner
 
 # also `RULES`, `NAMED`, `LABELS` (module `__getattr__`: compiled when first asked for)
-__all__ = ["NamedRule", "Rule", "labels", "provider_kinds"]
+__all__ = ["NamedRule", "Rule", "labels", "provider_kinds", "scanners"]
 
 
 def labels() -> dict[str, str]:
@@ -43,6 +43,11 @@ def _compiled() -> tuple[dict[str, tuple[int, ...]], Keywords, tuple[Scanner, ..
             by_keyword.setdefault(k, []).append(i)
     scanners = tuple(Scanner(r.pattern) for r in rules)
     return {k: tuple(v) for k, v in by_keyword.items()}, Keywords(by_keyword), scanners
+
+
+def scanners() -> tuple[Scanner, ...]:
+    """Each rule's scanner, with the rules and the keywords' gate (built on first use)."""
+    return _compiled()[2]
 
 
 def provider_kinds(text: str) -> list[str]:

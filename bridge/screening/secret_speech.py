@@ -68,6 +68,8 @@ _WORD = re.compile(r"\S{1,200}")
 _SENTENCE_END = re.compile(r"\n\s*\n|[.!?](?:\s|$)")
 _TRIM = ".,;!?()[]{}<>\"'`“”„«»"
 _SEED_RUN = re.compile(r"(?:[a-z]{3,8}[ \t,]{1,3}){11,23}[a-z]{3,8}(?![a-z])")
+_SEED_GAPS = re.compile(r"[ \t,]+")
+_DIGITS = re.compile(r"[0-9]{1,12}")  # a PIN or code (`_digits` asks for its least length)
 
 
 def _candidates(window: str) -> list[tuple[str, bool]]:
@@ -114,6 +116,11 @@ _LOGIN_WORDS = ("zugangsdaten", "anmeldedaten", "logindaten", "login-daten", "cr
                 "creds", "login")  # fmt: skip
 
 
+def scanners() -> tuple[Scanner, ...]:
+    """The scanners of the password, PIN and recovery-phrase words."""
+    return _PASSWORD_SCAN, _PIN_SCAN, _SEED_SCAN
+
+
 def said(text: str) -> str | None:
     """ "password", "pin" or "seed-phrase" if a sentence states one."""
     for m in _PASSWORD_SCAN.finditer(text):
@@ -132,7 +139,7 @@ def said(text: str) -> str | None:
             return "pin"
     for m in _SEED_SCAN.finditer(text):
         run = _SEED_RUN.search(text, m.end(), m.end() + 260)
-        if run and _FUNCTION_WORDS.isdisjoint(re.split(r"[ \t,]+", run.group(0))):
+        if run and _FUNCTION_WORDS.isdisjoint(_SEED_GAPS.split(run.group(0))):
             return "seed-phrase"
     return None
 
@@ -150,4 +157,4 @@ _FUNCTION_WORDS = frozenset(
 
 def _digits(word: str, shortest: int) -> bool:
     digits = word.rstrip("#")
-    return re.fullmatch(rf"[0-9]{{{shortest},12}}", digits) is not None
+    return len(digits) >= shortest and _DIGITS.fullmatch(digits) is not None

@@ -90,7 +90,8 @@ def _alternation(literals: frozenset[str], caseless: bool) -> str | None:
 class Scanner:
     """`pattern.search` and `pattern.finditer`, run near the literals every match holds.
 
-    Cheap to make: the pattern is read on its first search, not at import."""
+    Cheap to make: the pattern is read on its first search (or `prepare()`), not at
+    import."""
 
     __slots__ = (
         "_also", "_caseless", "_chain", "_finder", "_literals", "_reads", "_ready", "_short",
@@ -125,6 +126,16 @@ class Scanner:
                 self._also = tuple(re.compile(a) for a in others if a is not None)
         self._short = 2 * self._reads if self._finder is not None else sys.maxsize
         self._ready = True
+
+    def prepare(self) -> None:
+        """Read the pattern now, so its first search does not (`bridge.screening.prepare`)."""
+        if not self._ready:
+            self._read()
+
+    @property
+    def ready(self) -> bool:
+        """The pattern was read: a search parses and compiles nothing."""
+        return self._ready
 
     @property
     def literals(self) -> frozenset[str]:

@@ -1,0 +1,72 @@
+"""Every table of the screens built ahead of its first use, one small step at a time.
+
+The screens build their tables on first use, not at import, so a command that
+never screens never pays for them (`roost send /help`, `roost chat` before its
+first message): the secret rules (`rule_data.rule_set`: `secret_rules.toml`
+read, about 95 patterns compiled), the rules' keyword gate and scanners
+(`secret_rules`), the services' names (`secret_context`), the injection tables
+and their trigger words (`injection`), and what each `windowed.Scanner` reads
+from its pattern on its first search (a parse and up to three patterns). A
+daemon's first message would pay for them inside its turn or the recall
+indexing right after it: about 25 ms of CPU held on the event loop, 65 ms when
+it saves a memory (measured on a 2-core machine; about 80 ms for all of them).
+
+`steps()` builds them one piece per `next()`, in the order a first message
+needs them: the secret screen the recall indexer runs on every message first,
+the injection patterns (memory, skills, corrections) last. The patterns of the
+rules' file and of the injection tables are compiled one per step first
+(`rule_data.compiling`, `injection.compiling`: `re` keeps them, so the tables
+built next compile none), so no step is long: the longest reads the rules'
+file (about 4 ms); most are well under 1 ms. `roost serve` runs them on its
+event loop right after it says it is ready, in slices of 1 ms with pauses
+between (`bridge.app.serve.prepare_screens`). `prepared()` says whether they
+are all built, building nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from bridge.screening import injection, rule_data, secret_context, secret_rules, secret_speech
+from bridge.screening.rule_data import rule_set
+from bridge.screening.windowed import Scanner
+
+# what builds each table on first use (each `functools.cache`d: it says whether it ran)
+_BUILDERS = (
+    rule_set,
+    secret_rules._compiled,
+    secret_context._names,
+    injection._tables,
+    injection._gates,
+)
+# (what, the call that builds its tables and returns its scanners), first needed first
+_PARTS: tuple[tuple[str, Callable[[], tuple[Scanner, ...]]], ...] = (
+    ("secret rules", secret_rules.scanners),
+    ("secret assignments and cards", secret_context.scanners),
+    ("secrets in sentences", secret_speech.scanners),
+    ("injection patterns", injection.scanners),
+)
+
+
+def steps() -> Iterator[str]:
+    """Build every table, one step per `next()`; each yields what it built."""
+    for _ in rule_data.compiling(rule_data.shipped()):  # then `rule_set` only reads
+        yield "secret rules"
+    rule_set()
+    yield "secret rules"
+    for what, scanners_of in _PARTS:
+        if scanners_of is injection.scanners:
+            for _ in injection.compiling():  # then `scanners_of` only builds tables
+                yield what
+        scanners = scanners_of()
+        yield what
+        for scanner in scanners:
+            scanner.prepare()
+            yield what
+
+
+def prepared() -> bool:
+    """Every table is built and every scanner has read its pattern (builds nothing)."""
+    if not all(built.cache_info().currsize for built in _BUILDERS):
+        return False  # past this, `scanners_of()` only returns what is built
+    return all(scan.ready for _, scanners_of in _PARTS for scan in scanners_of())
