@@ -33,7 +33,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from bridge.app.build import Roost, build
@@ -61,7 +60,7 @@ from bridge.core.config import Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.core.identities import identity_map
-from bridge.screening.prepare import steps as screen_steps
+from bridge.screening.prepare import prepare_screens
 from bridge.storage.errors import LeaseHeld
 from bridge.storage.leases import InstanceName, Leases, Singleton
 from bridge.types.platform import Platforms
@@ -153,22 +152,6 @@ async def start_sandbox(runner: SandboxRunner) -> None:
         await runner.start()
     except Exception as exc:
         log.error("the sandbox helper failed to start (%s): personal tools cannot run", exc)
-
-
-SCREEN_SLICE_S = 0.001  # how long `prepare_screens` holds the loop at a time (a step at least)
-
-
-async def prepare_screens(slice_s: float = SCREEN_SLICE_S) -> None:
-    """The screens' tables (`bridge.screening.prepare`), built once the daemon is ready
-    (about 80 ms of CPU; before the ready line, it came 80 ms later), so its first message
-    builds none of them. Steps of the loop (the longest about 5 ms) for `slice_s`, then as
-    long a pause: a message meanwhile runs between them and builds what it still needs
-    itself. (With no pause, such a message waited for a step at each of its own awaits.)"""
-    began = time.perf_counter()
-    for _ in screen_steps():
-        if time.perf_counter() - began >= slice_s:
-            await asyncio.sleep(slice_s)
-            began = time.perf_counter()
 
 
 async def serve(

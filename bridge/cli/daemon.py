@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
 import sys
@@ -100,7 +101,8 @@ async def start_roost(settings: Settings) -> Roost:
 async def chat_in_terminal(
     args: argparse.Namespace, settings: Settings, log: ChatLog | None
 ) -> int:
-    """The prompt at once; the roost is built behind it and closed after the chat."""
+    """The prompt at once; the roost is built behind it (then the screens' tables, while the
+    person types: its first message compiles none) and closed after the chat."""
     from bridge.channels.terminal.tty import chat_tty
     from bridge.types.tenant_dirs import TenantDirs
 
@@ -111,12 +113,26 @@ async def chat_in_terminal(
     async def ready() -> Backing:
         return backing_of(await asyncio.shield(building), args.chat)
 
+    async def screens() -> None:
+        """The screens' tables, built while the person types its first message."""
+        try:
+            await asyncio.shield(building)
+        except Exception:  # the prompt ends with the failure
+            return
+        from bridge.screening.prepare import prepare_screens
+
+        await prepare_screens()
+
+    preparing = asyncio.create_task(screens())
     try:
         notice = log.notice if log is not None else None
         return await chat_tty(
             ready(), args.chat, tenant_root / "terminal-history", TTY_BANNER, notice
         )
     finally:
+        preparing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await preparing
         try:
             roost = await building
         except Exception:  # the chat ended with it, or is ending anyway

@@ -1,5 +1,5 @@
 """`roost serve` builds the screens' tables once it is ready: its first message compiles
-none of them (`bridge.screening.prepare`, `bridge.app.serve.prepare_screens`).
+none of them (`bridge.screening.prepare`, `bridge.screening.prepare.prepare_screens`).
 
 The tables live as long as the process, so the daemon runs in a fresh interpreter: the
 probe serves a home and, once `serve()` is ready, waits until the tables are built
@@ -87,3 +87,43 @@ def test_serve_builds_its_screens_once_ready_and_the_first_message_compiles_none
     assert seen["loaded"] == 1, "the secret rules were not loaded"
     assert seen["reasons"] >= 3  # the text did wake the secret and injection screens
     assert seen["parsed"] == [], "the first message compiled screen patterns"
+
+
+CHAT_PROBE = f"""
+import argparse, asyncio, json, sys
+from pathlib import Path
+from bridge.channels.terminal import tty
+from bridge.cli.daemon import chat_in_terminal
+from bridge.core.config import load_settings
+from bridge.screening.prepare import prepared
+from tests.waits import until
+
+seen = {{"before": prepared()}}
+
+async def typing(starting, chat, history, banner, notice=None):
+    await starting  # the prompt shows at once; the person types meanwhile
+    await until(prepared, "the screens' tables built while the person types")
+    seen["after"] = prepared()
+    return 0
+
+tty.chat_tty = typing
+settings = load_settings(home=Path(sys.argv[1]))
+code = asyncio.run(chat_in_terminal(argparse.Namespace(chat="default"), settings, None))
+sys.stdout.write({MARK!r} + json.dumps(dict(seen, code=code)) + "\\n")
+"""
+
+
+def test_roost_chat_builds_the_screens_while_the_person_types(home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CHAT_PROBE, str(home)],
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S * 2,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    [line] = [x for x in done.stdout.splitlines() if x.startswith(MARK)]
+    assert json.loads(line.removeprefix(MARK)) == {"before": False, "after": True, "code": 0}
