@@ -15,7 +15,12 @@ Compiled code is cached (forge.code_cache) here, in the helper; the runner gives
 each workspace (one tenant's) its own helper, so the cache holds one tenant's
 tools and a child receives only its own call's code. Children are forked ahead
 of demand (forge.child_pool); a call goes to one of them and that child exits
-after it. Most children answer the runner themselves (forge.protocol.answers)
+after it. A call that finds none waiting waits here for the next to arrive: the
+helper never blocks on its zygote. When the zygote stays silent for
+ZYGOTE_WAIT_S while calls wait on it (for a child, or for the exit status of a
+child that died without a result), it is stopped or stuck: the helper tells the
+runner so (`RETIRE`: the next call starts a new helper with a new zygote), fails
+those calls and exits. Most children answer the runner themselves (forge.protocol.answers)
 and only tell the helper so with a marker frame; for the others the reply
 (forge.replies) goes out as soon as the child's result frame is complete. The
 child is reaped afterwards. The wall-clock deadline is enforced

@@ -6,9 +6,11 @@ no child waiting while the zygote stays silent fails with a clear error after
 forge.worker.ZYGOTE_WAIT_S, and that helper retires: the next call runs in a new
 helper with a new zygote (before, such a call hung until the runner's deadline,
 here HANG_S). A call killed at its deadline is answered without the zygote's exit
-report. A zygote stopped and continued serves again. A tool with the process
-layers only (no restricted Python) returns its pid, so a test knows which
-children ran its calls: each runs in its own child, forked before the stop.
+report; one whose child died by itself, whose exit status only the zygote can
+report, fails after that bound too. A zygote stopped and continued serves again.
+A tool with the process layers only (no restricted Python) returns its pid, so a
+test knows which children ran its calls: each runs in its own child, forked
+before the stop.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ import os
 def run() -> int:
     """This call's process."""
     return os.getpid()
+'''
+
+CRASHES = '''
+import ctypes
+
+def run() -> int:
+    """Dies of SIGSEGV before it sends any result."""
+    return ctypes.string_at(0)
 '''
 
 SPINS = '''
@@ -155,3 +165,16 @@ async def test_a_zygote_stopped_then_continued_serves_again(
         pids.add(res.result)
     assert len(pids) == 2 * IDLE_CHILDREN and pids - waiting
     assert (raw_python.helper_pid(workspace), raw_python.zygote_pid(workspace)) == (helper, zygote)
+
+
+async def test_a_crash_whose_exit_status_never_comes_fails_and_its_helper_retires(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, _ = await ready(raw_python, workspace)
+    with stopped(zygote):
+        res = await raw_python.run(CRASHES, {}, workspace)
+        assert res.error_kind == "runtime", res
+        assert "exit status never came" in res.error_message, res
+        again = await raw_python.run(PID, {}, workspace)
+        assert again.ok, again
+        assert raw_python.helper_pid(workspace) not in (None, helper)
