@@ -16,16 +16,18 @@ each workspace (one tenant's) its own helper, so the cache holds one tenant's
 tools and a child receives only its own call's code. Children are forked ahead
 of demand (forge.child_pool); a call goes to one of them and that child exits
 after it. A call that finds none waiting waits here for the next to arrive: the
-helper never blocks on its zygote. When the zygote stays silent for
-ZYGOTE_WAIT_S while calls wait on it (for a child, or for the exit status of a
-child that died without a result), it is stopped or stuck: the helper tells the
-runner so (`RETIRE`: the next call starts a new helper with a new zygote), fails
-those calls and exits. Most children answer the runner themselves (forge.protocol.answers)
-and only tell the helper so with a marker frame; for the others the reply
-(forge.replies) goes out as soon as the child's result frame is complete. The
-child is reaped afterwards. The wall-clock deadline is enforced
-here with SIGKILL. A child's `net` requests are relayed to the runner's broker
-and its answers back into the child (forge.relay); the deadline covers them.
+helper never blocks on its zygote. When the zygote has owed an answer (a child
+asked for, an exit status) for ZYGOTE_WAIT_S without a word while calls wait on
+it (for a child, or for the exit status of a child that died without a result),
+it is stopped or stuck: the helper tells the runner so (`RETIRE`: the next call
+starts a new helper with a new zygote), fails those calls and exits. Most
+children answer the runner themselves (forge.protocol.answers) and only tell
+the helper so with a marker frame; for the others the reply (forge.replies) goes
+out as soon as the child's result frame is complete. The child is reaped
+afterwards (a call killed here is answered without waiting for that). The
+wall-clock deadline is enforced here with SIGKILL. A child's `net` requests are
+relayed to the runner's broker and its answers back into the child
+(forge.relay); the deadline covers them.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ from forge.warmup import prepare
 from forge.zygote import Spawned, Zygote, kill
 
 LINGER_S = 1.0  # a child that sent its result is killed if still alive after this
-# calls wait on a zygote silent this long (no child, no exit status): it is stopped or
-# stuck, and the helper retires (forking and reaping take milliseconds even under load)
+# a zygote that owed an answer (a child, an exit status) this long without a word, while
+# calls wait on it, is stopped or stuck: the helper retires (forking and reaping take
+# milliseconds even under load)
 ZYGOTE_WAIT_S = 3.0
 
 
@@ -92,7 +95,7 @@ class Helper:
         self.pending: dict[int, InFlight] = {}  # result fd -> its call
         self.answering: dict[int, InFlight] = {}  # go fd with answers waiting -> its call
         self.waiting: deque[Waiting] = deque()  # calls no child has taken yet
-        self.owed_since: float | None = None  # calls wait on the zygote since (see `owe`)
+        self.owed_since: float | None = None  # the zygote owes an answer, silent, since
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
         self.statuses: dict[int, int] = {}  # exit status seen, EOF not yet
         self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
@@ -141,7 +144,6 @@ class Helper:
         call = Waiting(req.id, data, started, started + req.timeout_s, req.max_output, trace)
         if self.waiting or not self.give(call):  # no child waits: the next one takes it
             self.waiting.append(call)
-            self.owe()
 
     def give(self, call: Waiting) -> bool:
         """Hand `call` to a waiting child and watch it; False when none waits."""
@@ -177,34 +179,33 @@ class Helper:
             msg = f"could not start a sandbox process: {failure}"
             self.send(unserved(self.waiting.popleft(), "runtime", msg))
 
-    def owe(self) -> None:
-        """A call now waits on the zygote (for a child or an exit status)."""
-        if self.owed_since is None:
-            self.owed_since = time.monotonic()
-
-    def heard(self) -> None:
-        """The zygote sent something: it is alive; what it owes counts from now."""
-        if self.owed_since is not None:
-            self.owed_since = time.monotonic()
+    def owes(self) -> bool:
+        """Whether the zygote owes this helper an answer: a child asked for, or the
+        exit status of a child whose call waits for it (each takes milliseconds)."""
+        return self.zygote.asked > 0 or bool(self.awaiting)
 
     def zygote_wait(self, now: float) -> float | None:
         """Seconds the zygote may stay silent while calls wait on it (None: none
-        waits); past ZYGOTE_WAIT_S this helper retires (`retire`)."""
-        if not (self.waiting or self.awaiting):
+        waits, or it owes nothing); once it has owed an answer for ZYGOTE_WAIT_S
+        without a word while calls wait, this helper retires (`retire`)."""
+        if not self.owes():
             self.owed_since = None
             return None
-        since = now if self.owed_since is None else self.owed_since
-        left = since + ZYGOTE_WAIT_S - now
+        if self.owed_since is None:
+            self.owed_since = now
+        if not (self.waiting or self.awaiting):
+            return None  # nobody waits on it (yet): a zygote stopped a while may resume
+        left = self.owed_since + ZYGOTE_WAIT_S - now
         if left <= 0:
-            self.retire()
+            self.retire(now - self.owed_since)
         return left
 
-    def retire(self) -> NoReturn:
+    def retire(self, silent: float) -> NoReturn:
         """The zygote is stopped or stuck: no child and no exit status will come.
         Tell the runner to send new calls to a new helper (with a new zygote), fail
         the calls waiting on this one, and exit (the calls in flight fail too)."""
         self.write(RETIRE)
-        why = f"the sandbox zygote did not answer for {ZYGOTE_WAIT_S:g} s (stopped or stuck)"
+        why = f"the sandbox zygote did not answer for {silent:.1f} s (stopped or stuck)"
         for w in self.waiting:
             self.send(unserved(w, "runtime", f"no sandbox process could be started: {why}"))
         for p in self.awaiting.values():
@@ -295,7 +296,6 @@ class Helper:
         status = self.statuses.pop(p.pid, None)
         if status is None and not p.killed:  # the zygote reports the exit status: reply then
             self.awaiting[p.pid] = p  # (a call killed here needs none: outcome)
-            self.owe()
             return
         self.send_outcome(p, status or 0)
 
@@ -359,7 +359,7 @@ class Helper:
         """Kill the calls past their deadline (and fail those no child took yet);
         seconds until the next deadline."""
         now = time.monotonic()
-        wait = self.zygote_wait(now)
+        wait: float | None = None
         for w in [w for w in self.waiting if now >= w.deadline]:
             self.waiting.remove(w)
             limit = w.deadline - w.started
@@ -389,6 +389,9 @@ class Helper:
             wait = self.children.top_up(len(self.pending) + len(self.waiting))
             if wait is not None:  # forking failed recently: try again later
                 timeout = wait if timeout is None else min(timeout, wait)
+        silent = self.zygote_wait(time.monotonic())  # after the asks above
+        if silent is not None:
+            timeout = silent if timeout is None else min(timeout, silent)
         return timeout
 
     def dispatch(self, key: selectors.SelectorKey) -> None:
@@ -396,7 +399,7 @@ class Helper:
             if not self.stdin_readable():
                 self.close_stdin()
         elif key.data == "zygote":
-            self.heard()
+            self.owed_since = None  # it is alive: what it still owes counts from now
             if not self.children.collect():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
             self.serve_waiting()

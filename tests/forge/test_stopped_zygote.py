@@ -158,6 +158,9 @@ async def test_a_zygote_stopped_then_continued_serves_again(
     with stopped(zygote):
         res = await raw_python.run(PID, {}, workspace)
         assert res.ok and res.result in waiting, res
+    await until(
+        lambda: set(children_of(zygote)) - waiting, "the continued zygote forks the child asked for"
+    )
     pids = set()
     for _ in range(2 * IDLE_CHILDREN):  # more than were waiting: the zygote forks again
         res = await raw_python.run(PID, {}, workspace)
