@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -178,6 +179,27 @@ async def test_a_crash_whose_exit_status_never_comes_fails_and_its_helper_retire
         res = await raw_python.run(CRASHES, {}, workspace)
         assert res.error_kind == "runtime", res
         assert "exit status never came" in res.error_message, res
+        again = await raw_python.run(PID, {}, workspace)
+        assert again.ok, again
+        assert raw_python.helper_pid(workspace) not in (None, helper)
+
+
+async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """The zygote's silence counts from when it first owed a child, not from each
+    call: calls that give up before ZYGOTE_WAIT_S do not keep a stuck helper."""
+    helper, zygote, _ = await ready(raw_python, workspace)
+    deadline = time.monotonic() + HANG_S
+    kinds = set()
+    with stopped(zygote):
+        while True:
+            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
+            if not res.ok and "zygote did not answer" in res.error_message:
+                break
+            kinds.add(res.error_kind)
+            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        assert kinds <= {None, "timeout"}, kinds  # served by a waiting child, or gave up
         again = await raw_python.run(PID, {}, workspace)
         assert again.ok, again
         assert raw_python.helper_pid(workspace) not in (None, helper)
