@@ -9,9 +9,11 @@ none waits, two callers keep two waiting (asking only once none waited left a
 fifth to a third of two callers' calls waiting for a fork on the spot,
 3-13 ms at p50; docs/security.md). The helper does not wait for them: each arrives
 on the zygote's socket and is collected like an exit report. A call goes to one of
-them, or to a child forked on the spot when none waits; its go pipe and memfd
-are closed as it is handed over (its go pipe then carries only answers to its
-own `net` requests), so no child is ever given a second call.
+them; when none waits, the helper keeps the call until the next one arrives
+(forge.worker), so neither asking for a child nor handing a call over ever waits
+on the zygote (a stopped zygote stalls no call a waiting child can take). The
+child's memfd is closed as it is handed over (its go pipe then carries only
+answers to its own `net` requests), so no child is ever given a second call.
 
 Once a call names the helper's workspace (`bind`), the zygote's later children
 confine themselves to it while they wait (forge.zygote); a child confined to
@@ -58,14 +60,7 @@ class ChildPool:
         self.spawn_after = 0.0  # forking failed recently: not before this time
         self.binding: tuple[str, int, int] | None = None  # workspace, device, inode
         self.generation = 0  # of `binding` (0: none)
-
-    def spawn(self) -> Spawned:
-        """A new child from the zygote that prepares itself and waits for one call
-        (one already asked for, or a new one): waits for it."""
-        try:
-            return self.zygote.fork_child()
-        except ConnectionError:
-            raise SystemExit(1) from None  # no zygote, no children: the runner restarts us
+        self.failure: OSError | None = None  # the last failed fork, not yet reported
 
     def coming(self) -> int:
         """Children waiting, arrived but not collected, and asked for."""
@@ -96,11 +91,13 @@ class ChildPool:
 
     def collect(self) -> bool:
         """Take the children and exit reports the zygote has sent (never blocks);
-        False when the zygote is gone. A failed fork backs off for SPAWN_BACKOFF_S."""
+        False when the zygote is gone. A failed fork backs off for SPAWN_BACKOFF_S
+        and is kept in `failure` (for the call waiting for that child)."""
         try:
             alive = self.zygote.read_reports()
-        except OSError:
+        except OSError as exc:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
+            self.failure = exc
             alive = True
         while self.zygote.born:
             self.idle.append(self.zygote.born.popleft())
@@ -133,12 +130,12 @@ class ChildPool:
         """Not confined to a workspace, or to the bound one."""
         return child.bound in (0, self.generation)
 
-    def hand_over(self, data: bytes) -> Spawned:
-        """Give one call to a waiting child (forking one if none waits); that child's
-        memfd is closed here, so it can never be given another (the caller keeps its
-        go pipe for the broker's answers and closes it when the call ends)."""
-        for _ in range(3):
-            child = self._next()
+    def hand_over(self, data: bytes) -> Spawned | None:
+        """Give one call to a waiting child; None when none waits (the caller keeps
+        the call until `collect` brings one: this never waits on the zygote). That
+        child's memfd is closed here, so it can never be given another (the caller
+        keeps its go pipe for the broker's answers and closes it when the call ends)."""
+        for child in self._usable(self._waiting()):
             try:
                 view = memoryview(data)
                 offset = 0
@@ -154,17 +151,7 @@ class ChildPool:
                 continue
             os.close(child.job)  # the go pipe stays open for the broker's answers
             return child
-        raise OSError("no sandbox child could be started")
-
-    def _next(self) -> Spawned:
-        """A waiting child that may take the call (forking one if none waits)."""
-        for child in self._usable(self._waiting()):
-            return child
-        while True:  # children asked for before a new binding arrive first
-            child = self.spawn()
-            if self._fits(child):
-                return child
-            discard(child)
+        return None
 
     def _waiting(self) -> Iterator[Spawned]:
         while self.idle:

@@ -8,6 +8,8 @@ one reply frame per call back (forge.protocol). With `direct` (the default of
 the runner) it also holds this helper's answer
 socket: the helper's children send most outcomes there themselves, one hop
 fewer (forge.protocol.answers); such a call gets no reply frame from the helper.
+A helper that retires (forge.protocol.calls `RETIRE`) or is killed is `dead` at
+once: the next call goes to a new helper.
 An answer counts only with the token of a call in flight; anything else on the
 socket is dropped and logged.
 Replies are decoded as their bytes arrive (`pipe_data_received`) and complete
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from forge.layers import Layers
 from forge.protocol.answers import MESSAGE_MAX, decode_direct
-from forge.protocol.calls import Hello, Reply, decode_hello, reply_of
+from forge.protocol.calls import RETIRE_OP, Hello, Reply, decode_hello, reply_of
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
 from forge.protocol.jobs import direct_reply
@@ -186,10 +188,14 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self.hello.set_result(decode_hello(doc))
             return
         data = load(doc)
-        if data.get("op") == "net":  # a child's `net` request, relayed
+        op = data.get("op")
+        if op == "net":  # a child's `net` request, relayed
             ask = decode_ask(data)
             if self._on_net is not None:
                 self._on_net(self, ask)
+            return
+        if op == RETIRE_OP:  # it serves no new call (its replies and exit follow)
+            self.dead = True
             return
         reply = reply_of(data)
         self.tokens.pop(reply.id, None)
@@ -238,6 +244,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
         "Unknown child process" and reports 255 instead of its status."""
         if self.transport is None or self.transport.get_returncode() is not None:
             return
+        self.dead = True  # new calls go to a new helper, not to this dying one
         with contextlib.suppress(ProcessLookupError):
             if self._pidfd is None:
                 self.transport.kill()

@@ -1,7 +1,8 @@
 """How the helper answers one call: the pure part of forge.worker.
 
 An `InFlight` is what the helper knows of one call handed to a child (its id,
-deadline, output cap, the bytes received so far, why it was killed if it was).
+deadline, output cap, the bytes received so far, why it was killed if it was);
+a `Waiting` is a call no child has taken yet (`unserved`: its reply if none does).
 `outcome` turns that, the child's exit status and its result frame (if complete)
 into the `Reply` the runner receives: a kill for time or output, a death by
 signal, a missing or invalid frame, or the child's own outcome. No I/O, no fork:
@@ -42,6 +43,26 @@ class InFlight:
     frames: FrameReader | None = None  # frames on the child's result pipe
     outbox: bytearray = field(default_factory=bytearray)  # answers not yet written
     asks: int = 0  # `net` requests forwarded
+
+
+@dataclass
+class Waiting:
+    """A call no child has taken yet: none waited when it came (forge.worker)."""
+
+    req_id: int
+    job: bytes  # what the child it goes to receives
+    started: float
+    deadline: float
+    max_output: int
+    trace: Trace | None = None
+
+
+def unserved(w: Waiting, kind: ErrorKind, message: str) -> Reply:
+    """The reply for `w` when no child ever took it."""
+    if w.trace is not None:
+        mark(w.trace, "helper_reply")
+        return replace(failed(w.req_id, w.started, kind, message), trace=tuple(w.trace))
+    return failed(w.req_id, w.started, kind, message)
 
 
 def mark(trace: Trace | None, name: str) -> None:

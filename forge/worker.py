@@ -15,12 +15,19 @@ Compiled code is cached (forge.code_cache) here, in the helper; the runner gives
 each workspace (one tenant's) its own helper, so the cache holds one tenant's
 tools and a child receives only its own call's code. Children are forked ahead
 of demand (forge.child_pool); a call goes to one of them and that child exits
-after it. Most children answer the runner themselves (forge.protocol.answers)
-and only tell the helper so with a marker frame; for the others the reply
-(forge.replies) goes out as soon as the child's result frame is complete. The
-child is reaped afterwards. The wall-clock deadline is enforced
-here with SIGKILL. A child's `net` requests are relayed to the runner's broker
-and its answers back into the child (forge.relay); the deadline covers them.
+after it. A call that finds none waiting waits here for the next to arrive: the
+helper never blocks on its zygote. When the zygote has owed an answer (a child
+asked for, an exit status) for ZYGOTE_WAIT_S without a word while calls wait on
+it (for a child, or for the exit status of a child that died without a result),
+it is stopped or stuck: the helper tells the runner so (`RETIRE`: the next call
+starts a new helper with a new zygote), fails those calls and exits. Most
+children answer the runner themselves (forge.protocol.answers) and only tell
+the helper so with a marker frame; for the others the reply (forge.replies) goes
+out as soon as the child's result frame is complete. The child is reaped
+afterwards (a call killed here is answered without waiting for that). The
+wall-clock deadline is enforced here with SIGKILL. A child's `net` requests are
+relayed to the runner's broker and its answers back into the child
+(forge.relay); the deadline covers them.
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ import signal
 import stat
 import sys
 import time
-from typing import Any
+from collections import deque
+from typing import Any, NoReturn
 
 from forge import relay
 from forge.child import HelperContext
@@ -46,6 +54,7 @@ from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
 from forge.protocol.calls import (
     MAX_REQUEST,
+    RETIRE,
     Hello,
     Reply,
     Request,
@@ -58,11 +67,15 @@ from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
 from forge.rehearsal import rehearse_calls
-from forge.replies import InFlight, failed, mark, outcome, traced
+from forge.replies import InFlight, Waiting, failed, mark, outcome, traced, unserved
 from forge.warmup import prepare
 from forge.zygote import Spawned, Zygote, kill
 
 LINGER_S = 1.0  # a child that sent its result is killed if still alive after this
+# a zygote that owed an answer (a child, an exit status) this long without a word, while
+# calls wait on it, is stopped or stuck: the helper retires (forking and reaping take
+# milliseconds even under load)
+ZYGOTE_WAIT_S = 3.0
 
 
 class Helper:
@@ -81,6 +94,8 @@ class Helper:
         self.children = ChildPool(zygote, call_slice_ns, depth)
         self.pending: dict[int, InFlight] = {}  # result fd -> its call
         self.answering: dict[int, InFlight] = {}  # go fd with answers waiting -> its call
+        self.waiting: deque[Waiting] = deque()  # calls no child has taken yet
+        self.owed_since: float | None = None  # the zygote owes an answer, silent, since
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
         self.statuses: dict[int, int] = {}  # exit status seen, EOF not yet
         self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
@@ -126,30 +141,77 @@ class Helper:
         except (TypeError, ValueError, OSError) as exc:
             self.send(failed(req.id, started, "runtime", f"bad request: {exc}"))
             return
-        try:
-            child = self.children.hand_over(data)
-        except OSError as exc:
-            msg = f"could not start a sandbox process: {exc}"
-            self.send(failed(req.id, started, "runtime", msg))
-            return
-        mark(trace, "helper_sent")
-        deadline = started + req.timeout_s
-        limit = max(req.max_output + 4096, MAX_NET_REQUEST + 4096)
+        call = Waiting(req.id, data, started, started + req.timeout_s, req.max_output, trace)
+        if self.waiting or not self.give(call):  # no child waits: the next one takes it
+            self.waiting.append(call)
+
+    def give(self, call: Waiting) -> bool:
+        """Hand `call` to a waiting child and watch it; False when none waits."""
+        child = self.children.hand_over(call.job)
+        if child is None:
+            return False
+        mark(call.trace, "helper_sent")
+        limit = max(call.max_output + 4096, MAX_NET_REQUEST + 4096)
         self.watch(
             child,
             InFlight(
-                req.id,
+                call.req_id,
                 child.pid,
                 child.pidfd,
                 child.result,
-                deadline,
-                started,
-                req.max_output,
+                call.deadline,
+                call.started,
+                call.max_output,
                 go=child.go,
-                trace=trace,
+                trace=call.trace,
                 frames=FrameReader(limit),
             ),
         )
+        return True
+
+    def serve_waiting(self) -> None:
+        """Hand the calls waiting for a child to those that arrived; a failed fork
+        fails the call that waited longest (as it would have failed on the spot)."""
+        while self.waiting and self.give(self.waiting[0]):
+            self.waiting.popleft()
+        failure, self.children.failure = self.children.failure, None
+        if failure is not None and self.waiting:
+            msg = f"could not start a sandbox process: {failure}"
+            self.send(unserved(self.waiting.popleft(), "runtime", msg))
+
+    def owes(self) -> bool:
+        """Whether the zygote owes this helper an answer: a child asked for, or the
+        exit status of a child whose call waits for it (each takes milliseconds)."""
+        return self.zygote.asked > 0 or bool(self.awaiting)
+
+    def zygote_wait(self, now: float) -> float | None:
+        """Seconds the zygote may stay silent while calls wait on it (None: none
+        waits, or it owes nothing); once it has owed an answer for ZYGOTE_WAIT_S
+        without a word while calls wait, this helper retires (`retire`)."""
+        if not self.owes():
+            self.owed_since = None
+            return None
+        if self.owed_since is None:
+            self.owed_since = now
+        if not (self.waiting or self.awaiting):
+            return None  # nobody waits on it (yet): a zygote stopped a while may resume
+        left = self.owed_since + ZYGOTE_WAIT_S - now
+        if left <= 0:
+            self.retire(now - self.owed_since)
+        return left
+
+    def retire(self, silent: float) -> NoReturn:
+        """The zygote is stopped or stuck: no child and no exit status will come.
+        Tell the runner to send new calls to a new helper (with a new zygote), fail
+        the calls waiting on this one, and exit (the calls in flight fail too)."""
+        self.write(RETIRE)
+        why = f"the sandbox zygote did not answer for {silent:.1f} s (stopped or stuck)"
+        for w in self.waiting:
+            self.send(unserved(w, "runtime", f"no sandbox process could be started: {why}"))
+        for p in self.awaiting.values():
+            msg = f"the tool exited without a valid result; its exit status never came: {why}"
+            self.send(traced(p, failed(p.req_id, p.started, "runtime", msg)))
+        raise SystemExit(1)
 
     def watch(self, child: Spawned, call: InFlight) -> None:
         os.set_blocking(child.result, False)
@@ -232,10 +294,10 @@ class Helper:
                 os.close(p.pidfd)
             return
         status = self.statuses.pop(p.pid, None)
-        if status is None:  # the zygote reports the exit status: reply then
-            self.awaiting[p.pid] = p
+        if status is None and not p.killed:  # the zygote reports the exit status: reply then
+            self.awaiting[p.pid] = p  # (a call killed here needs none: outcome)
             return
-        self.send_outcome(p, status)
+        self.send_outcome(p, status or 0)
 
     def send_outcome(self, p: InFlight, status: int) -> None:
         os.close(p.pidfd)
@@ -287,14 +349,24 @@ class Helper:
         """The runner closed our stdin: kill the calls in flight, then exit."""
         self.open_stdin = False
         self.sel.unregister(0)
+        while self.waiting:
+            self.send(unserved(self.waiting.popleft(), "runtime", "the sandbox helper closed"))
         for p in self.pending.values():
             p.killed = p.killed or "timeout"
             kill(p.pidfd)
 
     def expire(self) -> float | None:
-        """Kill the calls past their deadline; seconds until the next deadline."""
+        """Kill the calls past their deadline (and fail those no child took yet);
+        seconds until the next deadline."""
         now = time.monotonic()
         wait: float | None = None
+        for w in [w for w in self.waiting if now >= w.deadline]:
+            self.waiting.remove(w)
+            limit = w.deadline - w.started
+            msg = f"no sandbox process was ready within the call's {limit:g} s"
+            self.send(unserved(w, "timeout", msg))
+        for w in self.waiting:
+            wait = w.deadline - now if wait is None else min(wait, w.deadline - now)
         for p in self.pending.values():
             if p.killed:
                 continue
@@ -314,9 +386,12 @@ class Helper:
             timeout = 0.01 if timeout is None else min(timeout, 0.01)
         if self.open_stdin:
             # also while calls are in flight, when fewer children wait (forge.child_pool)
-            wait = self.children.top_up(len(self.pending))
+            wait = self.children.top_up(len(self.pending) + len(self.waiting))
             if wait is not None:  # forking failed recently: try again later
                 timeout = wait if timeout is None else min(timeout, wait)
+        silent = self.zygote_wait(time.monotonic())  # after the asks above
+        if silent is not None:
+            timeout = silent if timeout is None else min(timeout, silent)
         return timeout
 
     def dispatch(self, key: selectors.SelectorKey) -> None:
@@ -324,8 +399,10 @@ class Helper:
             if not self.stdin_readable():
                 self.close_stdin()
         elif key.data == "zygote":
+            self.owed_since = None  # it is alive: what it still owes counts from now
             if not self.children.collect():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
+            self.serve_waiting()
         elif key.data == "go":
             self.flush(self.answering[key.fd])
         elif key.fd in self.pending:
@@ -339,7 +416,7 @@ class Helper:
         gc.freeze()
         self.children.refill()  # the first waiting child, asked for before the hello
         self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
-        while self.open_stdin or self.pending or self.exiting or self.awaiting:
+        while self.open_stdin or self.pending or self.exiting or self.awaiting or self.waiting:
             for key, _ in self.sel.select(self.plan()):
                 self.dispatch(key)
             while self.zygote.exits:

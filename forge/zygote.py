@@ -12,9 +12,10 @@ helper itself, mid-stack, and inherited its compiled-tool cache and the bytes of
 other calls in flight.
 
 Protocol on a SOCK_SEQPACKET pair (one message per datagram):
-helper -> zygote `b"f"` (fork one child; the helper does not wait for the
-answer unless it has no child at all: the child is collected from the socket
-like an exit report, so the helper never stalls while the zygote forks);
+helper -> zygote `b"f"` (fork one child; the helper never waits for the
+answer: the child is collected from the socket like an exit report, so the
+helper never stalls while the zygote forks, nor when it is stopped; only
+`fork_child`, for measurements, waits);
 helper -> zygote `b"w" generation dev ino path` (bind the children forked from now
 on to the helper's workspace: see below);
 zygote -> helper `b"c" pid generation` with four descriptors (the child's go pipe
@@ -118,8 +119,10 @@ class Zygote:
 
     def ask(self) -> None:
         """Ask for one more child without waiting for it: it arrives in `born` when
-        `read_reports` meets it (the helper never stalls while the zygote forks)."""
-        self.sock.send(b"f")
+        `read_reports` meets it (the helper never stalls while the zygote forks).
+        Never blocks either: BlockingIOError when the zygote has not read the asks
+        queued before (it is stopped or stuck)."""
+        self.sock.send(b"f", socket.MSG_DONTWAIT)
         self.asked += 1
 
     def bind(self, workspace: str, dev: int, ino: int) -> int:
@@ -132,7 +135,8 @@ class Zygote:
 
     def fork_child(self) -> Spawned:
         """The next child, waiting for it (asking for one if none is on its way);
-        exit reports and other children met meanwhile are kept."""
+        exit reports and other children met meanwhile are kept. For measurements
+        (bench.sandbox --forks): the helper never waits on its zygote."""
         if self.born:
             return self.born.popleft()
         if not self.asked:

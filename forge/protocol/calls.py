@@ -1,5 +1,7 @@
 """The runner <-> helper wire: a `Hello`, then one `Reply` per `Request`, as frames
-of JSON on the helper's stdin/stdout (replies may come in any order)."""
+of JSON on the helper's stdin/stdout (replies may come in any order). A helper
+that can serve no more calls (its zygote stopped answering: forge.worker) first
+writes `RETIRE`: new calls go to a new helper."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from forge.protocol.frames import ProtocolError, frame
 from forge.protocol.limits import Limits, decode_limits, encode_limits
 
 MAX_REQUEST = 64 << 20  # bytes of one request frame (source + params)
+RETIRE_OP = "retire"
+RETIRE = frame(dump({"op": RETIRE_OP}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,14 @@
 """When a helper asks its zygote for the next waiting child, and the cap on them
 (forge.child_pool): up to `depth` while no call is in flight; while calls are in
 flight, only when fewer children wait than calls are in flight; never more than
-`depth` waiting or on their way, and `depth` never above MAX_DEPTH. A fake zygote
-counts the asks (no process is forked)."""
+`depth` waiting or on their way, and `depth` never above MAX_DEPTH; neither a
+hand-over nor an ask ever waits on the zygote. A fake zygote counts the asks (no
+process is forked)."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections import deque
 from typing import cast
@@ -14,6 +17,7 @@ import pytest
 
 from forge.child_pool import IDLE_CHILDREN, MAX_DEPTH, SPAWN_BACKOFF_S, ChildPool
 from forge.zygote import Spawned, Zygote
+from tests.waits import HANG_S
 
 
 class FakeZygote:
@@ -110,3 +114,38 @@ def test_a_failed_ask_backs_off() -> None:
     wait = pool.top_up(2)
     assert wait is not None and 0 < wait <= SPAWN_BACKOFF_S
     assert pool.spawn_after > time.monotonic()
+
+
+def test_with_no_child_waiting_the_hand_over_returns_without_the_zygote() -> None:
+    """The call then waits in the helper for the next child (forge.worker); the fake
+    zygote has no way to fork on the spot, so a hand-over that asked it would fail."""
+    zygote = FakeZygote()
+    pool = pool_of(zygote, 3)
+    assert pool.hand_over(b"job") is None
+    assert zygote.asked == 0
+
+
+def test_asking_a_zygote_that_reads_nothing_never_blocks() -> None:
+    """A stopped zygote reads no ask: once its socket is full, `ask` raises
+    BlockingIOError (the pool backs off) instead of stalling the helper."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    zygote = Zygote(0, mine)
+    outcome: list[BaseException] = []
+
+    def fill() -> None:
+        try:
+            for _ in range(1_000_000):
+                zygote.ask()
+        except OSError as exc:
+            outcome.append(exc)
+
+    asker = threading.Thread(target=fill, daemon=True)
+    try:
+        asker.start()
+        asker.join(HANG_S)
+    finally:
+        theirs.close()  # a blocked send ends (EPIPE) if it ever blocked
+        asker.join(HANG_S)
+        mine.close()
+    assert outcome and isinstance(outcome[0], BlockingIOError), outcome
+    assert zygote.asked > 0  # the asks that fitted were counted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -73,6 +74,29 @@ async def test_helper_restarts_after_dying(workspace: Path) -> None:
         assert res.ok and res.result == 5 and r.helper_pid() != pid
     finally:
         await r.aclose()
+
+
+@aio
+async def test_the_call_after_a_missed_deadline_goes_to_a_new_helper(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    """A stopped helper answers nothing: the runner kills it at the call's deadline
+    (plus its grace) and the very next call, made before the kill has been seen to
+    end it, runs in a new helper instead of failing in the dying one."""
+    quick = tool("return 1")
+    assert (await runner.run(quick, {}, workspace)).ok
+    pid = runner.helper_pid(workspace)
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        late = await runner.run(quick, {}, workspace, timeout_s=0.1)
+        assert late.error_kind == "timeout", late
+        res = await runner.run(quick, {}, workspace)
+        assert res.ok, res
+        assert runner.helper_pid(workspace) not in (None, pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

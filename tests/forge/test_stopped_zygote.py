@@ -1,0 +1,205 @@
+"""A helper whose zygote is stopped (SIGSTOP: a debugger, a frozen cgroup, a stuck
+process) never hangs a call (forge.worker, forge.child_pool).
+
+A call a waiting child can take is served without the zygote; a call that finds
+no child waiting while the zygote stays silent fails with a clear error after
+forge.worker.ZYGOTE_WAIT_S, and that helper retires: the next call runs in a new
+helper with a new zygote (before, such a call hung until the runner's deadline,
+here HANG_S). A call killed at its deadline is answered without the zygote's exit
+report; one whose child died by itself, whose exit status only the zygote can
+report, fails after that bound too. A zygote stopped and continued serves again.
+A tool with the process layers only (no restricted Python) returns its pid, so a
+test knows which children ran its calls: each runs in its own child, forked
+before the stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from forge.child_pool import IDLE_CHILDREN
+from forge.layers import Layers
+from forge.runner import SandboxRunner
+from tests.forge.helpers import children_of
+from tests.waits import HANG_S, until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PID = '''
+import os
+
+def run() -> int:
+    """This call's process."""
+    return os.getpid()
+'''
+
+CRASHES = '''
+import ctypes
+
+def run() -> int:
+    """Dies of SIGSEGV before it sends any result."""
+    return ctypes.string_at(0)
+'''
+
+SPINS = '''
+def run() -> int:
+    """Never returns: killed at its deadline."""
+    while True:
+        pass
+'''
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def raw_python() -> AsyncIterator[SandboxRunner]:
+    r = SandboxRunner(
+        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
+    )
+    await r.start()
+    yield r
+    await r.aclose()
+
+
+def gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@contextlib.contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """`pid` under SIGSTOP, continued afterwards whatever happens."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+async def ready(r: SandboxRunner, ws: Path) -> tuple[int, int, set[int]]:
+    """After one call in `ws`: its helper, its zygote, and the children forked after
+    that call's child (`IDLE_CHILDREN` of them). The zygote forks one child at a
+    time and hands each over before the next fork, so all but the last of them
+    have reached the helper when all are seen."""
+    first = await r.run(PID, {}, ws)
+    assert first.ok, first
+    helper, zygote = r.helper_pid(ws), r.zygote_pid(ws)
+    assert helper is not None and zygote is not None
+
+    def waiting() -> set[int]:
+        return set(children_of(zygote)) - {first.result}
+
+    await until(lambda: len(waiting()) == IDLE_CHILDREN, "the children forked ahead")
+    return helper, zygote, waiting()
+
+
+async def test_calls_are_served_by_waiting_children_while_the_zygote_is_stopped(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, waiting = await ready(raw_python, workspace)
+    with stopped(zygote):
+        pids = []
+        for _ in range(IDLE_CHILDREN - 1):
+            res = await raw_python.run(PID, {}, workspace)
+            assert res.ok, res
+            pids.append(res.result)
+        assert len(set(pids)) == len(pids) and set(pids) <= waiting  # one call each
+        assert raw_python.helper_pid(workspace) == helper
+
+
+async def test_with_no_child_waiting_a_silent_zygote_fails_the_call_and_its_helper_retires(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, waiting = await ready(raw_python, workspace)
+    with stopped(zygote):
+        served: list[int] = []
+        for _ in range(IDLE_CHILDREN + 1):  # one more call than children were forked
+            res = await raw_python.run(PID, {}, workspace)
+            if not res.ok:
+                break
+            served.append(res.result)
+        assert not res.ok, "every call was served, though no child was left"
+        assert res.error_kind == "runtime", res
+        assert "zygote did not answer" in res.error_message, res
+        assert len(served) >= IDLE_CHILDREN - 1 and set(served) <= waiting
+        again = await raw_python.run(PID, {}, workspace)  # the next call: a new helper
+        assert again.ok, again
+        assert raw_python.helper_pid(workspace) not in (None, helper)
+        assert raw_python.zygote_pid(workspace) not in (None, zygote)
+    await until(
+        lambda: all(gone(pid) for pid in (helper, zygote, *waiting)),
+        "the retired helper, its zygote and its children exit",
+    )
+
+
+async def test_a_call_killed_at_its_deadline_needs_no_exit_report(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, _ = await ready(raw_python, workspace)
+    with stopped(zygote):
+        res = await raw_python.run(SPINS, {}, workspace, timeout_s=0.5)
+        assert res.error_kind == "timeout" and res.error_message.endswith("was killed"), res
+        assert raw_python.helper_pid(workspace) == helper  # its helper killed it, not the runner
+
+
+async def test_a_zygote_stopped_then_continued_serves_again(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, waiting = await ready(raw_python, workspace)
+    with stopped(zygote):
+        res = await raw_python.run(PID, {}, workspace)
+        assert res.ok and res.result in waiting, res
+    await until(
+        lambda: set(children_of(zygote)) - waiting, "the continued zygote forks the child asked for"
+    )
+    pids = set()
+    for _ in range(2 * IDLE_CHILDREN):  # more than were waiting: the zygote forks again
+        res = await raw_python.run(PID, {}, workspace)
+        assert res.ok, res
+        pids.add(res.result)
+    assert len(pids) == 2 * IDLE_CHILDREN and pids - waiting
+    assert (raw_python.helper_pid(workspace), raw_python.zygote_pid(workspace)) == (helper, zygote)
+
+
+async def test_a_crash_whose_exit_status_never_comes_fails_and_its_helper_retires(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    helper, zygote, _ = await ready(raw_python, workspace)
+    with stopped(zygote):
+        res = await raw_python.run(CRASHES, {}, workspace)
+        assert res.error_kind == "runtime", res
+        assert "exit status never came" in res.error_message, res
+        again = await raw_python.run(PID, {}, workspace)
+        assert again.ok, again
+        assert raw_python.helper_pid(workspace) not in (None, helper)
+
+
+async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """The zygote's silence counts from when it first owed a child, not from each
+    call: calls that give up before ZYGOTE_WAIT_S do not keep a stuck helper."""
+    helper, zygote, _ = await ready(raw_python, workspace)
+    deadline = time.monotonic() + HANG_S
+    kinds = set()
+    with stopped(zygote):
+        while True:
+            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
+            if not res.ok and "zygote did not answer" in res.error_message:
+                break
+            kinds.add(res.error_kind)
+            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        assert kinds <= {None, "timeout"}, kinds  # served by a waiting child, or gave up
+        again = await raw_python.run(PID, {}, workspace)
+        assert again.ok, again
+        assert raw_python.helper_pid(workspace) not in (None, helper)
