@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from forge.layers import Layers
 from forge.runner import SandboxRunner
 from tests.waits import HANG_S
 
@@ -26,6 +27,17 @@ async def runner() -> AsyncIterator[SandboxRunner]:
 async def traced() -> AsyncIterator[SandboxRunner]:
     """A runner that keeps each call's stage timings (`stages()`, `faults()`)."""
     r = SandboxRunner(default_timeout_s=HANG_S, trace=True)
+    await r.start()
+    yield r
+    await r.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def raw_python() -> AsyncIterator[SandboxRunner]:
+    """Plain Python in the sandbox: no linter, no RestrictedPython (the other layers on)."""
+    r = SandboxRunner(
+        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
+    )
     await r.start()
     yield r
     await r.aclose()

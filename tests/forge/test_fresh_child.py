@@ -11,14 +11,11 @@ earlier call's token already in the list.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge.child_pool import IDLE_CHILDREN
-from forge.layers import Layers
 from forge.runner import SandboxRunner
 from tests.forge.helpers import children_of
 from tests.waits import HANG_S, until
@@ -38,16 +35,6 @@ def run(token: str) -> dict:
     seen.append(token)
     return {"pid": os.getpid(), "seen": list(seen)}
 '''
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def raw_python() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(
-        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
-    )
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 async def test_no_call_sees_another_calls_process(

@@ -19,14 +19,12 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge.child_pool import IDLE_CHILDREN
-from forge.layers import Layers
 from forge.runner import SandboxRunner
 from tests.forge.helpers import children_of
 from tests.waits import HANG_S, until
@@ -55,16 +53,6 @@ def run() -> int:
     while True:
         pass
 '''
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def raw_python() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(
-        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
-    )
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 def gone(pid: int) -> bool:

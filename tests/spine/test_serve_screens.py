@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.waits import HANG_S
 
@@ -32,6 +33,7 @@ TEXT = (
 PROBE = f"""
 import asyncio, json, re, sys
 from pathlib import Path
+from typing import Any
 from bridge.screening import rule_data
 from bridge.screening.prepare import prepared
 from bridge.screening.screen import screen
@@ -68,22 +70,28 @@ sys.stdout.write({MARK!r} + json.dumps(dict(seen, parsed=parsed)) + "\\n")
 """
 
 
-def test_serve_builds_its_screens_once_ready_and_the_first_message_compiles_none(
-    home: Path,
-) -> None:
+def probed(program: str, home: Path) -> dict[str, Any]:
+    """What `program` (a probe run in a fresh interpreter on `home`) reported."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(home)],
+        [sys.executable, "-c", program, str(home)],
         env=os.environ | {"PYTHONPATH": str(REPO)},
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=HANG_S,
+        timeout=HANG_S * 2,  # the probe's own wait is bounded by HANG_S
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     [line] = [x for x in done.stdout.splitlines() if x.startswith(MARK)]
-    seen = json.loads(line.removeprefix(MARK))
+    seen: dict[str, Any] = json.loads(line.removeprefix(MARK))
+    return seen
+
+
+def test_serve_builds_its_screens_once_ready_and_the_first_message_compiles_none(
+    home: Path,
+) -> None:
+    seen = probed(PROBE, home)
     assert seen["loaded"] == 1, "the secret rules were not loaded"
     assert seen["reasons"] >= 3  # the text did wake the secret and injection screens
     assert seen["parsed"] == [], "the first message compiled screen patterns"
@@ -92,6 +100,7 @@ def test_serve_builds_its_screens_once_ready_and_the_first_message_compiles_none
 CHAT_PROBE = f"""
 import argparse, asyncio, json, sys
 from pathlib import Path
+from typing import Any
 from bridge.channels.terminal import tty
 from bridge.cli.daemon import chat_in_terminal
 from bridge.core.config import load_settings
@@ -114,16 +123,4 @@ sys.stdout.write({MARK!r} + json.dumps(dict(seen, code=code)) + "\\n")
 
 
 def test_roost_chat_builds_the_screens_while_the_person_types(home: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CHAT_PROBE, str(home)],
-        env=os.environ | {"PYTHONPATH": str(REPO)},
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S * 2,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    [line] = [x for x in done.stdout.splitlines() if x.startswith(MARK)]
-    assert json.loads(line.removeprefix(MARK)) == {"before": False, "after": True, "code": 0}
+    assert probed(CHAT_PROBE, home) == {"before": False, "after": True, "code": 0}
