@@ -9,7 +9,8 @@ the runner) it also holds this helper's answer
 socket: the helper's children send most outcomes there themselves, one hop
 fewer (forge.protocol.answers); such a call gets no reply frame from the helper.
 A helper that retires (forge.protocol.calls `RETIRE`) or is killed is `dead` at
-once: the next call goes to a new helper.
+once: the next call goes to a new helper. The calls a retiring helper names (no
+child took them) end with `Unserved`: the runner runs them again elsewhere.
 An answer counts only with the token of a call in flight; anything else on the
 socket is dropped and logged.
 Replies are decoded as their bytes arrive (`pipe_data_received`) and complete
@@ -39,7 +40,14 @@ from pathlib import Path
 
 from forge.layers import Layers
 from forge.protocol.answers import MESSAGE_MAX, decode_direct
-from forge.protocol.calls import RETIRE_OP, Hello, Reply, decode_hello, reply_of
+from forge.protocol.calls import (
+    RETIRE_OP,
+    Hello,
+    Reply,
+    decode_hello,
+    reply_of,
+    unserved_ids,
+)
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
 from forge.protocol.jobs import direct_reply
@@ -72,6 +80,10 @@ def boot() -> str:
 
 
 SHUT_WAIT_S = 5
+
+
+class Unserved(Exception):
+    """A call its helper gave back when it retired: no child took it, nothing of it ran."""
 
 
 class HelperProcess(asyncio.SubprocessProtocol):
@@ -196,6 +208,11 @@ class HelperProcess(asyncio.SubprocessProtocol):
             return
         if op == RETIRE_OP:  # it serves no new call (its replies and exit follow)
             self.dead = True
+            for req_id in unserved_ids(data):  # no child took them: they run elsewhere
+                self.tokens.pop(req_id, None)
+                fut = self.pending.pop(req_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_exception(Unserved(req_id))
             return
         reply = reply_of(data)
         self.tokens.pop(reply.id, None)

@@ -19,7 +19,9 @@ calls may be in flight at once. If a helper dies
 it is restarted and the calls it carried fail with kind "runtime"; a call that
 outlives its deadline by a grace period restarts its helper too, and so does
 a call whose caller is cancelled (a stopped turn, shutdown): the tool stops
-at once (other calls that helper carried fail with kind "runtime").
+at once (other calls that helper carried fail with kind "runtime"). A helper
+whose zygote stopped answering retires (forge.worker): the calls it gives back,
+which no child took, run once more in a new helper.
 
 Two constructor parameters exist for tests and measurements only, both off by
 default: `layers_for_tests` switches single layers off (the layer tests show
@@ -46,7 +48,7 @@ from typing import Any
 from forge.confine.probe import missing
 from forge.findings import format_findings
 from forge.helper_pool import MAX_HELPERS, Clock, HelperPool, Tick, workspace_key
-from forge.helper_process import HelperProcess, start_helper
+from forge.helper_process import HelperProcess, Unserved, start_helper
 from forge.layers import Layers
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
@@ -62,6 +64,10 @@ log = logging.getLogger(__name__)
 GRACE_S = 3.0
 TRACE_KEEP = 4096
 LINT_CACHE_SIZE = 256
+UNSERVED = (
+    "no sandbox process could be started: the sandbox zygote did not answer "
+    "(stopped or stuck), in two helpers one after the other"
+)
 Trace = tuple[int, list[tuple[str, int]]]  # run() start (ns), the runner's marks
 
 
@@ -339,8 +345,10 @@ class SandboxRunner:
         return out
 
     async def _call(
-        self, request: Request, started: float, trace: Trace | None = None
+        self, request: Request, started: float, trace: Trace | None = None, again: bool = True
     ) -> RunResult:
+        """One call in its workspace's helper; a call that helper gave back as it retired
+        (`Unserved`: no child took it) runs `again`, once, in a new helper."""
         data = encode_request(request)
         if len(data) > MAX_REQUEST:
             return _fail("runtime", f"the call is larger than {MAX_REQUEST} bytes", started)
@@ -356,6 +364,10 @@ class SandboxRunner:
             if trace is not None:
                 trace[1].append(("runner_sent", time.perf_counter_ns()))
             reply = await fut
+        except Unserved:
+            if not again:
+                return _fail("runtime", UNSERVED, started)
+            reply = None
         except ConnectionError:
             msg = "the sandbox helper died during the call; it restarts on the next call"
             return _fail("runtime", msg, started)
@@ -370,6 +382,9 @@ class SandboxRunner:
             timer.cancel()
             helper.forget(request.id)
             self._pool.release(key)
+        if reply is None:  # given back: nothing of it ran
+            log.warning("a sandbox helper retired (its zygote did not answer): a new one runs")
+            return await self._call(request, started, trace, again=False)
         if trace is not None:
             self._record(trace, reply)
         return RunResult.of(reply, started)

@@ -20,7 +20,8 @@ helper never blocks on its zygote. When the zygote has owed an answer (a child
 asked for, an exit status) for ZYGOTE_WAIT_S without a word while calls wait on
 it (for a child, or for the exit status of a child that died without a result),
 it is stopped or stuck: the helper tells the runner so (`RETIRE`: the next call
-starts a new helper with a new zygote), fails those calls and exits. Most
+starts a new helper with a new zygote, and the runner runs the calls no child
+took there again), fails those whose child's exit status never came, and exits. Most
 children answer the runner themselves (forge.protocol.answers) and only tell
 the helper so with a marker frame; for the others the reply (forge.replies) goes
 out as soon as the child's result frame is complete. The child is reaped
@@ -54,13 +55,13 @@ from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
 from forge.protocol.calls import (
     MAX_REQUEST,
-    RETIRE,
     Hello,
     Reply,
     Request,
     encode_hello,
     encode_reply,
     request_of,
+    retire_frame,
 )
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
@@ -202,12 +203,12 @@ class Helper:
 
     def retire(self, silent: float) -> NoReturn:
         """The zygote is stopped or stuck: no child and no exit status will come.
-        Tell the runner to send new calls to a new helper (with a new zygote), fail
-        the calls waiting on this one, and exit (the calls in flight fail too)."""
-        self.write(RETIRE)
+        Tell the runner to send new calls to a new helper (with a new zygote), and the
+        calls waiting on this one too (no child took them: nothing of them ran), and
+        exit (the calls in flight fail)."""
+        self.write(retire_frame([w.req_id for w in self.waiting]))
+        self.waiting.clear()
         why = f"the sandbox zygote did not answer for {silent:.1f} s (stopped or stuck)"
-        for w in self.waiting:
-            self.send(unserved(w, "runtime", f"no sandbox process could be started: {why}"))
         for p in self.awaiting.values():
             msg = f"the tool exited without a valid result; its exit status never came: {why}"
             self.send(traced(p, failed(p.req_id, p.started, "runtime", msg)))

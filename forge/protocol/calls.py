@@ -1,10 +1,12 @@
 """The runner <-> helper wire: a `Hello`, then one `Reply` per `Request`, as frames
 of JSON on the helper's stdin/stdout (replies may come in any order). A helper
 that can serve no more calls (its zygote stopped answering: forge.worker) first
-writes `RETIRE`: new calls go to a new helper."""
+writes `RETIRE`: new calls go to a new helper, and so do the calls it names, which no
+child took."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,21 @@ from forge.protocol.limits import Limits, decode_limits, encode_limits
 
 MAX_REQUEST = 64 << 20  # bytes of one request frame (source + params)
 RETIRE_OP = "retire"
-RETIRE = frame(dump({"op": RETIRE_OP}))
+
+
+def retire_frame(unserved: Sequence[int]) -> bytes:
+    """The `RETIRE` frame: no new call to this helper; the calls of `unserved` (their
+    request ids) never reached a child, so nothing of them ran: the runner runs them
+    again in a new helper."""
+    return frame(dump({"op": RETIRE_OP, "unserved": list(unserved)}))
+
+
+def unserved_ids(data: Mapping[str, object]) -> tuple[int, ...]:
+    """The request ids a decoded `RETIRE` frame names (anything else is ignored)."""
+    ids = data.get("unserved")
+    if not isinstance(ids, list):
+        return ()
+    return tuple(i for i in ids if type(i) is int)
 
 
 @dataclass(frozen=True, slots=True)
