@@ -23,7 +23,6 @@ right after it says ready: `bridge.screening.prepare`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -170,15 +169,6 @@ _Table = tuple[tuple[tuple[str, ...], Scanner], ...]
 
 def _table(patterns: tuple[str, ...]) -> _Table:
     return tuple((_triggers(p), Scanner(re.compile(p))) for p in patterns)
-
-
-def compiling() -> Iterator[None]:
-    """Compile the patterns one per `next()`, as `_tables` compiles them: `re` keeps its
-    most recent patterns, so the tables built right after compile none
-    (`bridge.screening.prepare`: each of the daemon's steps stays short)."""
-    for pattern in (*_EN, *_DE, *_ROMANCE_AND_MORE, *_OTHER_SCRIPTS):
-        re.compile(pattern)
-        yield
 
 
 @cache

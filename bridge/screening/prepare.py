@@ -13,13 +13,11 @@ it saves a memory (measured on a 2-core machine; about 80 ms for all of them).
 
 `steps()` builds them one piece per `next()`, in the order a first message
 needs them: the secret screen the recall indexer runs on every message first,
-the injection patterns (memory, skills, corrections) last. The patterns of the
-rules' file and of the injection tables are compiled one per step first
-(`rule_data.compiling`, `injection.compiling`: `re` keeps them, so the tables
-built next compile none), so no step is long: the longest reads the rules'
-file (about 4 ms); most are well under 1 ms. `prepare_screens()` runs them on the
-event loop in slices of 1 ms with pauses between: `roost serve` right after it
-says it is ready, `roost chat` once its roost is built (while the person types).
+the injection patterns (memory, skills, corrections) last. The longest step
+reads and compiles the rules' file (about 12 ms); most are well under 1 ms.
+`prepare_screens()` runs them on the event loop in slices of 1 ms with pauses
+between: `roost serve` right after it says it is ready, `roost chat` once its
+roost is built (while the person types).
 `prepared()` says whether they are all built, building nothing.
 """
 
@@ -29,7 +27,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 
-from bridge.screening import injection, rule_data, secret_context, secret_rules, secret_speech
+from bridge.screening import injection, secret_context, secret_rules, secret_speech
 from bridge.screening.rule_data import rule_set
 from bridge.screening.windowed import Scanner
 
@@ -52,14 +50,9 @@ _PARTS: tuple[tuple[str, Callable[[], tuple[Scanner, ...]]], ...] = (
 
 def steps() -> Iterator[str]:
     """Build every table, one step per `next()`; each yields what it built."""
-    for _ in rule_data.compiling(rule_data.shipped()):  # then `rule_set` only reads
-        yield "secret rules"
     rule_set()
     yield "secret rules"
     for what, scanners_of in _PARTS:
-        if scanners_of is injection.scanners:
-            for _ in injection.compiling():  # then `scanners_of` only builds tables
-                yield what
         scanners = scanners_of()
         yield what
         for scanner in scanners:
@@ -79,7 +72,7 @@ SLICE_S = 0.001  # how long `prepare_screens` holds the loop at a time (a step a
 
 async def prepare_screens(slice_s: float = SLICE_S) -> None:
     """`steps()` on the running loop (about 80 ms of CPU in all, the longest step about
-    4 ms): steps for `slice_s`, then as long a pause, so a message meanwhile runs between
+    12 ms): steps for `slice_s`, then as long a pause, so a message meanwhile runs between
     them and builds what it still needs itself (with no pause, such a message waited for
     a step at each of its own awaits)."""
     began = time.perf_counter()

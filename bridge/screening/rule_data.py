@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -82,30 +81,11 @@ def load(text: str) -> RuleSet:
     return rules, named, labels
 
 
-def shipped() -> str:
-    """The text of the shipped rules, `secret_rules.toml`."""
-    return resources.files("bridge.screening").joinpath("secret_rules.toml").read_text("utf-8")
-
-
 @cache
 def rule_set() -> RuleSet:
     """The shipped rules, compiled on first use and kept."""
-    return load(shipped())
-
-
-def compiling(text: str) -> Iterator[None]:
-    """Compile the patterns of a rules document one per `next()`, as `load` compiles them:
-    `re` keeps its most recent patterns (512 in Python 3.11), so a `load` right after
-    compiles none and only reads the document (`bridge.screening.prepare`: each of the
-    daemon's steps stays short). Should `re` have dropped some, `load` compiles them."""
-    data = tomllib.loads(text)
-    yield
-    for r in data.get("rule", []):
-        _compile(r["pattern"])
-        yield
-    for r in data.get("named", []):
-        re.compile(r["value"])
-        yield
+    shipped = resources.files("bridge.screening").joinpath("secret_rules.toml")
+    return load(shipped.read_text("utf-8"))
 
 
 _PARTS = ("RULES", "NAMED", "LABELS")
