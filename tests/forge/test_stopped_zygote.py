@@ -233,6 +233,7 @@ async def test_a_call_given_back_twice_fails_and_no_third_helper_is_tried(
     with stopped(zygote), stopped(second_zygote):
         for pid in second_children:  # the second helper has no child for the call
             os.kill(pid, signal.SIGKILL)
+        await until(lambda: all(gone(pid) for pid in second_children), "its children die")
         deadline = time.monotonic() + HANG_S
         while raw_python.helper_pid(workspace) == helper:
             res = await raw_python.run(PID, {}, workspace)
