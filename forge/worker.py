@@ -78,6 +78,11 @@ LINGER_S = 1.0  # a child that sent its result is killed if still alive after th
 # calls wait on it, is stopped or stuck: the helper retires (forking and reaping take
 # milliseconds even under load)
 ZYGOTE_WAIT_S = 3.0
+# a call no child took before its deadline: its tool never ran (not a slow tool)
+NOT_STARTED = (
+    "the tool did not start: the sandbox had no free process for it within the "
+    "call's {limit:g} s (nothing of it ran; try again)"
+)
 
 
 @dataclass
@@ -382,15 +387,15 @@ class Helper:
             kill(p.pidfd)
 
     def expire(self) -> float | None:
-        """Kill the calls past their deadline (and fail those no child took yet);
-        seconds until the next deadline."""
+        """Kill the calls past their deadline (and fail those no child took yet:
+        a runtime error, not a timeout, since the tool never ran); seconds until the
+        next deadline."""
         now = time.monotonic()
         wait: float | None = None
         for w in [w for w in self.waiting if now >= w.deadline]:
             self.waiting.remove(w)
-            limit = w.deadline - w.started
-            msg = f"no sandbox process was ready within the call's {limit:g} s"
-            self.send(unserved(w, "timeout", msg))
+            msg = NOT_STARTED.format(limit=w.deadline - w.started)
+            self.send(unserved(w, "runtime", msg))
         for w in self.waiting:
             wait = w.deadline - now if wait is None else min(wait, w.deadline - now)
         for p in self.pending.values():

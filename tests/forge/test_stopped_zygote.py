@@ -187,10 +187,35 @@ async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper
             res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
             kinds.add(res.error_kind)
             assert time.monotonic() < deadline, f"the helper never retired ({res})"
-        assert kinds <= {None, "timeout"}, kinds  # served by a child, or gave up waiting
+        assert kinds <= {None, "runtime"}, kinds  # served by a child, or gave up waiting
         again = await raw_python.run(PID, {}, workspace)
         assert again.ok, again
         assert raw_python.helper_pid(workspace) not in (None, helper)
+
+
+async def test_a_short_call_no_child_took_says_its_tool_never_started(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """A call whose own timeout ends before ZYGOTE_WAIT_S finds no child (the zygote
+    stopped, its waiting children killed): it fails saying that its tool never
+    started, not as a tool that ran too long."""
+    helper, zygote, waiting = await ready(raw_python, workspace)
+    deadline = time.monotonic() + HANG_S
+    failures = []
+    with stopped(zygote):
+        for pid in waiting:
+            os.kill(pid, signal.SIGKILL)
+        await until(lambda: all(gone(pid) for pid in waiting), "the waiting children die")
+        while raw_python.helper_pid(workspace) == helper:  # until the helper retires
+            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
+            if not res.ok:
+                failures.append(res)
+            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+    assert failures, "every call was served"  # the first one at least waited 0.2 s in vain
+    for res in failures:
+        assert res.error_kind == "runtime", res
+        assert res.error_message.startswith("the tool did not start"), res
+        assert "nothing of it ran" in res.error_message, res
 
 
 async def test_a_retiring_helper_gives_back_only_the_calls_no_child_took() -> None:
