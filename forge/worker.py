@@ -43,6 +43,7 @@ import stat
 import sys
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from forge import relay
@@ -77,6 +78,20 @@ LINGER_S = 1.0  # a child that sent its result is killed if still alive after th
 # calls wait on it, is stopped or stuck: the helper retires (forking and reaping take
 # milliseconds even under load)
 ZYGOTE_WAIT_S = 3.0
+# a call no child took before its deadline: its tool never ran (not a slow tool)
+NOT_STARTED = (
+    "the tool did not start: the sandbox had no free process for it within the "
+    "call's {limit:g} s (nothing of it ran; try again)"
+)
+
+
+@dataclass
+class Lingering:
+    """A child that sent its result and whose exit status has not come yet."""
+
+    kill_after: float  # monotonic time past which it is killed (LINGER_S)
+    pidfd: int
+    killed: bool = False  # killed already: once is enough (a stopped zygote reports it never)
 
 
 class Helper:
@@ -99,7 +114,7 @@ class Helper:
         self.owed_since: float | None = None  # the zygote owes an answer, silent, since
         self.awaiting: dict[int, InFlight] = {}  # EOF seen, exit status not yet
         self.statuses: dict[int, int] = {}  # exit status seen, EOF not yet
-        self.exiting: dict[int, tuple[float, int]] = {}  # pid -> (kill after, pidfd)
+        self.exiting: dict[int, Lingering] = {}  # pid -> the child that sent its result
         self.sel = selectors.DefaultSelector()
         self.requests = FrameReader(MAX_REQUEST)
         self.open_stdin = True
@@ -290,7 +305,7 @@ class Helper:
             if send:
                 self.send(traced(p, outcome(p, 0, doc)))
             if self.statuses.pop(p.pid, None) is None:
-                self.exiting[p.pid] = (time.monotonic() + LINGER_S, p.pidfd)
+                self.exiting[p.pid] = Lingering(time.monotonic() + LINGER_S, p.pidfd)
             else:
                 os.close(p.pidfd)
             return
@@ -309,16 +324,31 @@ class Helper:
         if (p := self.awaiting.pop(pid, None)) is not None:
             self.send_outcome(p, status)
         elif (gone := self.exiting.pop(pid, None)) is not None:
-            os.close(gone[1])
+            os.close(gone.pidfd)
         elif any(p.pid == pid for p in self.pending.values()):
             self.statuses[pid] = status  # its pipe's EOF comes next
 
-    def reap(self) -> None:
-        """Children that sent their result but linger past LINGER_S are killed."""
+    def reap(self) -> float | None:
+        """Children that sent their result but linger past LINGER_S are killed, each
+        once (its exit status then closes its pidfd: `exited`); seconds until the
+        next one is due (None: none is)."""
         now = time.monotonic()
-        for deadline, pidfd in self.exiting.values():
-            if now > deadline:
-                kill(pidfd)
+        wait: float | None = None
+        for child in self.exiting.values():
+            if child.killed:
+                continue
+            if now >= child.kill_after:
+                child.killed = True
+                kill(child.pidfd)
+            else:
+                left = child.kill_after - now
+                wait = left if wait is None else min(wait, left)
+        return wait
+
+    def lingering(self) -> bool:
+        """Whether a child that sent its result may still have to be killed (one
+        killed already needs nothing more of this helper)."""
+        return any(not child.killed for child in self.exiting.values())
 
     def stdin_readable(self) -> bool:
         chunk = os.read(0, 1 << 20)
@@ -357,15 +387,15 @@ class Helper:
             kill(p.pidfd)
 
     def expire(self) -> float | None:
-        """Kill the calls past their deadline (and fail those no child took yet);
-        seconds until the next deadline."""
+        """Kill the calls past their deadline (and fail those no child took yet:
+        a runtime error, not a timeout, since the tool never ran); seconds until the
+        next deadline."""
         now = time.monotonic()
         wait: float | None = None
         for w in [w for w in self.waiting if now >= w.deadline]:
             self.waiting.remove(w)
-            limit = w.deadline - w.started
-            msg = f"no sandbox process was ready within the call's {limit:g} s"
-            self.send(unserved(w, "timeout", msg))
+            msg = NOT_STARTED.format(limit=w.deadline - w.started)
+            self.send(unserved(w, "runtime", msg))
         for w in self.waiting:
             wait = w.deadline - now if wait is None else min(wait, w.deadline - now)
         for p in self.pending.values():
@@ -382,9 +412,9 @@ class Helper:
     def plan(self) -> float | None:
         """Ask for the waiting children that are missing; how long to wait for events."""
         timeout = self.expire()
-        if self.exiting:
-            self.reap()
-            timeout = 0.01 if timeout is None else min(timeout, 0.01)
+        linger = self.reap()  # no wake-up for a killed child: its exit report wakes us
+        if linger is not None:
+            timeout = linger if timeout is None else min(timeout, linger)
         if self.open_stdin:
             # also while calls are in flight, when fewer children wait (forge.child_pool)
             wait = self.children.top_up(len(self.pending) + len(self.waiting))
@@ -417,7 +447,7 @@ class Helper:
         gc.freeze()
         self.children.refill()  # the first waiting child, asked for before the hello
         self.write(encode_hello(Hello(os.getpid(), self.zygote.pid, self.caps)))
-        while self.open_stdin or self.pending or self.exiting or self.awaiting or self.waiting:
+        while self.open_stdin or self.pending or self.lingering() or self.awaiting or self.waiting:
             for key, _ in self.sel.select(self.plan()):
                 self.dispatch(key)
             while self.zygote.exits:

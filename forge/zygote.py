@@ -17,7 +17,10 @@ answer: the child is collected from the socket like an exit report, so the
 helper never stalls while the zygote forks, nor when it is stopped; only
 `fork_child`, for measurements, waits);
 helper -> zygote `b"w" generation dev ino path` (bind the children forked from now
-on to the helper's workspace: see below);
+on to the helper's workspace: see below; never a blocking send either: a binding
+the socket has no room for, because the zygote is stopped and has not read what
+came before, waits in the helper, replaced by any later one, and is sent before
+the next `b"f"`, so every child asked for after it is forked with it);
 zygote -> helper `b"c" pid generation` with four descriptors (the child's go pipe
 write end, its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
 zygote -> helper `b"x" pid status` when a child has exited (the zygote reaps
@@ -41,6 +44,7 @@ from __future__ import annotations
 import array
 import contextlib
 import dataclasses
+import errno
 import gc
 import os
 import select
@@ -103,7 +107,8 @@ class Zygote:
         self.exits: list[tuple[int, int]] = []  # (pid, wait status) not yet handled
         self.born: deque[Spawned] = deque()  # children that arrived, not yet taken
         self.asked = 0  # children asked for that have not arrived yet
-        self.generation = 0  # of the last workspace binding sent (0: none)
+        self.generation = 0  # of the last workspace binding (0: none)
+        self.unsent: bytes | None = None  # that binding, while the socket has no room for it
 
     @classmethod
     def start(cls, ctx: HelperContext) -> Zygote:
@@ -121,17 +126,37 @@ class Zygote:
         """Ask for one more child without waiting for it: it arrives in `born` when
         `read_reports` meets it (the helper never stalls while the zygote forks).
         Never blocks either: BlockingIOError when the zygote has not read the asks
-        queued before (it is stopped or stuck)."""
+        queued before (it is stopped or stuck), including a binding not sent yet
+        (`bind`), which always goes first."""
+        if not self.send_binding():
+            raise BlockingIOError(errno.EAGAIN, "the zygote has not read the binding yet")
         self.sock.send(b"f", socket.MSG_DONTWAIT)
         self.asked += 1
 
     def bind(self, workspace: str, dev: int, ino: int) -> int:
         """Confine the children forked from now on to `workspace` (the directory with
-        device `dev` and inode `ino`) while they wait; the new binding's generation."""
+        device `dev` and inode `ino`) while they wait; the new binding's generation.
+        Never blocks: when the zygote has not read what was sent before (stopped or
+        stuck), the binding waits here (replacing one that waited: only the latest
+        counts) and `ask` sends it before the next fork request."""
         self.generation += 1
         path = os.fsencode(workspace)
-        self.sock.send(_BIND.pack(b"w", self.generation, dev, ino) + path)
+        self.unsent = _BIND.pack(b"w", self.generation, dev, ino) + path
+        self.send_binding()
         return self.generation
+
+    def send_binding(self) -> bool:
+        """Send the binding that waits, if one does, without blocking; False when it
+        still waits (OSError other than a full socket: the zygote is gone)."""
+        message, self.unsent = self.unsent, None
+        if message is None:
+            return True
+        try:
+            self.sock.send(message, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            self.unsent = message
+            return False
+        return True
 
     def fork_child(self) -> Spawned:
         """The next child, waiting for it (asking for one if none is on its way);

@@ -5,7 +5,8 @@ A call a waiting child can take is served without the zygote; when a call finds
 no child waiting while the zygote stays silent for forge.worker.ZYGOTE_WAIT_S,
 that helper retires and gives the call back (no child took it): the runner runs
 it in a new helper with a new zygote, as it does every later call (before, such
-a call hung until the runner's deadline, here HANG_S). A call killed at its
+a call hung until the runner's deadline, here HANG_S); given back by that helper
+too, it fails and no third helper is tried. A call killed at its
 deadline is answered without the zygote's exit report; one whose child died by
 itself, whose exit status only the zygote can report, fails after that bound
 too. A zygote stopped and continued serves again.
@@ -29,7 +30,7 @@ import pytest
 from forge.child_pool import IDLE_CHILDREN
 from forge.helper_process import HelperProcess, Unserved
 from forge.protocol.calls import Hello, retire_frame
-from forge.runner import SandboxRunner
+from forge.runner import UNSERVED, SandboxRunner
 from tests.forge.helpers import children_of
 from tests.waits import HANG_S, until
 
@@ -186,10 +187,35 @@ async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper
             res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
             kinds.add(res.error_kind)
             assert time.monotonic() < deadline, f"the helper never retired ({res})"
-        assert kinds <= {None, "timeout"}, kinds  # served by a child, or gave up waiting
+        assert kinds <= {None, "runtime"}, kinds  # served by a child, or gave up waiting
         again = await raw_python.run(PID, {}, workspace)
         assert again.ok, again
         assert raw_python.helper_pid(workspace) not in (None, helper)
+
+
+async def test_a_short_call_no_child_took_says_its_tool_never_started(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """A call whose own timeout ends before ZYGOTE_WAIT_S finds no child (the zygote
+    stopped, its waiting children killed): it fails saying that its tool never
+    started, not as a tool that ran too long."""
+    helper, zygote, waiting = await ready(raw_python, workspace)
+    deadline = time.monotonic() + HANG_S
+    failures = []
+    with stopped(zygote):
+        for pid in waiting:
+            os.kill(pid, signal.SIGKILL)
+        await until(lambda: all(gone(pid) for pid in waiting), "the waiting children die")
+        while raw_python.helper_pid(workspace) == helper:  # until the helper retires
+            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
+            if not res.ok:
+                failures.append(res)
+            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+    assert failures, "every call was served"  # the first one at least waited 0.2 s in vain
+    for res in failures:
+        assert res.error_kind == "runtime", res
+        assert res.error_message.startswith("the tool did not start"), res
+        assert "nothing of it ran" in res.error_message, res
 
 
 async def test_a_retiring_helper_gives_back_only_the_calls_no_child_took() -> None:
@@ -207,3 +233,42 @@ async def test_a_retiring_helper_gives_back_only_the_calls_no_child_took() -> No
     with pytest.raises(Unserved):
         given.result()
     assert not running.done() and 5 not in helper.tokens
+
+
+async def spare_ready(r: SandboxRunner) -> tuple[int, int, list[int]]:
+    """The spare helper (the next new workspace's), its zygote and its waiting
+    children, once they are all there."""
+    await until(lambda: r.spare_pid() is not None, "the spare helper runs")
+    helper = r.spare_pid()
+    assert helper is not None
+    await until(lambda: children_of(helper), "the spare's zygote")
+    (zygote,) = children_of(helper)  # the helper forks nothing else
+    await until(lambda: len(children_of(zygote)) == IDLE_CHILDREN, "the spare's children")
+    return helper, zygote, children_of(zygote)
+
+
+async def test_a_call_given_back_twice_fails_and_no_third_helper_is_tried(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """The helper a given-back call runs in next (the spare) has a stopped zygote and
+    no child either: the call fails with UNSERVED, the next spare stays untouched,
+    and once the zygotes are continued the next call runs (in that spare)."""
+    helper, zygote, _ = await ready(raw_python, workspace)
+    second, second_zygote, second_children = await spare_ready(raw_python)
+    with stopped(zygote), stopped(second_zygote):
+        for pid in second_children:  # the second helper has no child for the call
+            os.kill(pid, signal.SIGKILL)
+        await until(lambda: all(gone(pid) for pid in second_children), "its children die")
+        deadline = time.monotonic() + HANG_S
+        while raw_python.helper_pid(workspace) == helper:
+            res = await raw_python.run(PID, {}, workspace)
+            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        assert res.error_kind == "runtime" and res.error_message == UNSERVED, res
+        assert raw_python.helper_pid(workspace) == second  # it ran there, and only there
+        await until(lambda: raw_python.spare_pid() is not None, "the next spare runs")
+        third = raw_python.spare_pid()  # started when the second was taken
+        assert third not in (helper, second)
+    res = await raw_python.run(PID, {}, workspace)
+    assert res.ok, res
+    assert raw_python.helper_pid(workspace) == third
+    await until(lambda: gone(second), "the second helper exits")
