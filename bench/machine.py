@@ -12,6 +12,8 @@ tell a slower machine from a slower roost:
 - pure Python: a fixed interpreter workload (dicts, f-strings, calls, a sort
   with a key function), ms per run;
 - a fresh `python -I -c pass` (process creation and interpreter start);
+- a system call (`getppid`, which no C library caches): the price of
+  entering the kernel, which CPU-bug mitigations can raise many times over;
 - `os.fork` of this process with the child exiting at once, until reaped;
 - page faults: µs per first write to a page of fresh anonymous memory;
 - one appended line + `fdatasync` (the audit chain's durable floor).
@@ -69,6 +71,17 @@ def fresh_python_ms(runs: int = 11) -> float:
     return median_ms(lambda: subprocess.run(cmd, check=True), runs)
 
 
+def syscall_us(calls: int = 20_000, runs: int = 7) -> float:
+    """µs per `getppid` (a Python loop around it: the loop's own cost included)."""
+    getppid = os.getppid
+
+    def one() -> None:
+        for _ in range(calls):
+            getppid()
+
+    return median_ms(one, runs) * 1000 / calls
+
+
 def fork_ms(runs: int = 51) -> float:
     def one() -> None:
         pid = os.fork()
@@ -108,8 +121,7 @@ def load() -> str:
 def speed_line() -> str:
     """One line for another bench's header: the pure-Python figure and the load."""
     return (
-        f"machine: a fixed pure-Python workload {python_ms():.1f} ms (bench.machine);"
-        f" load {load()}"
+        f"machine: a fixed pure-Python workload {python_ms():.1f} ms (bench.machine); load {load()}"
     )
 
 
@@ -121,10 +133,12 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, {os.uname().release}, load {load()}")
     print(f"  pure Python (fixed workload)  {python_ms(max(3, 7 // scale)):8.2f} ms")
     print(f"  fresh python -I -c pass       {fresh_python_ms(max(3, 11 // scale)):8.2f} ms")
+    print(f"  system call (getppid)         {syscall_us(runs=max(3, 7 // scale)):8.3f} µs")
     print(f"  fork + exit + reap            {fork_ms(max(5, 51 // scale)):8.3f} ms")
     print(f"  page fault (first write)      {fault_us(runs=max(3, 7 // scale)):8.3f} µs")
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:  # the disk roost writes to
-        print(f"  line + fdatasync              {fdatasync_ms(Path(tmp), max(5, 51 // scale)):8.3f} ms")
+        synced = fdatasync_ms(Path(tmp), max(5, 51 // scale))
+    print(f"  line + fdatasync              {synced:8.3f} ms")
     print(f"load at end {load()}")
 
 

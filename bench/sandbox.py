@@ -81,6 +81,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.machine import speed_line
 from forge.helper_process import helper_paths
 from forge.runner import SandboxRunner
 
@@ -703,6 +704,7 @@ async def main() -> None:
                 break
         return
     hogs = int(args[args.index("--hog") + 1]) if "--hog" in args else 0
+    print(speed_line())
     print(f"\n=== quiet ({load()}) ===")
     await measure(ws, "--quick" in args)
     await callers(ws, 0.5 if "--quick" in args else 3.0)

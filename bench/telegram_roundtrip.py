@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.machine import speed_line
 from bench.telegram_core import CoreSteps, idle_gaps
 from bench.telegram_steps import Steps, print_steps
 from bench.turn import per_thread, thread_cpu
@@ -627,6 +628,7 @@ async def main() -> None:
         args.messages, args.rounds, args.known_chats = 20, 1, 0
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # fake: polls cut at stop
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(speed_line())
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         n, per = args.messages, max(1, args.messages // 100)

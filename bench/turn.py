@@ -69,6 +69,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bench.machine import speed_line
 from bridge.app.build import build
 from bridge.channels.web.conns import UNBUDGETED
 from bridge.cli import collector
@@ -768,6 +769,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
+    print(speed_line())
     together = None if args.http_only else in_process(args)
     if not args.no_http:
         over_http(args, [int(c) for c in args.points.split(",")], together)

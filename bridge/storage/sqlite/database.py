@@ -17,7 +17,9 @@ one is queued on its thread.
 Notifications: `storage_notify` counts per topic, written in the notifier's
 transaction; a poller connection reads them when `PRAGMA
 data_version` says another connection committed (another process, or this
-one's writer); this process's own notifies wake at once after commit.
+one's writer); this process's own notifies wake at once after commit. The
+poller looks every `poll_s` on the loop's thread when its connection is idle
+(`Worker.try_inline`), so an idle daemon's looks wake no thread.
 """
 
 from __future__ import annotations
@@ -362,7 +364,7 @@ class SqliteDatabase:
         version: int | None = None
         counts: dict[str, int] = {}
         while self._hub.topics():
-            now, got = await self._poll_worker.run(functools.partial(_counts, seen=version))
+            now, got = await self._look(functools.partial(_counts, seen=version))
             if version is None:
                 self._hub.wake_all()
             elif got is not None:
@@ -372,6 +374,19 @@ class SqliteDatabase:
             version = now
             counts = got if got is not None else counts
             await asyncio.sleep(self._poll_s)
+
+    async def _look(
+        self, look: Callable[[Conn], tuple[int, dict[str, int] | None]]
+    ) -> tuple[int, dict[str, int] | None]:
+        """One look of the poller: on the loop's thread when its connection is idle (a
+        `PRAGMA data_version`, and the counts when it moved: microseconds), so an idle
+        daemon's look every `poll_s` costs no thread wake-ups; on its thread otherwise."""
+        worker = self._poll_worker
+        assert worker is not None
+        done, seen = worker.try_inline(look)
+        if done and seen is not None:
+            return seen
+        return await worker.run(look)
 
     async def aclose(self) -> None:
         if self._checkpoint is not None:
