@@ -32,15 +32,23 @@ from bridge.types.messages import Inbound
 # PostgreSQL, about a second): as one group it had become the run's longest worker.
 SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
 STORAGE_SHARDS = 2
+# Files whose tests share a module- or session-scoped process that is dear to start: each
+# such file is one unit, so that process starts once, not once on every worker that got
+# one of its tests (a worker starts a module's fixture again for its first test of that
+# module). tests/forge/: a sandbox helper per module (conftest.py, a `python -I` start-up
+# and its zygote); the browser tests: one chromium per worker; test_readyz: a PostgreSQL.
+FILE_GROUPS = ("tests/forge/", "tests/spine/test_browser.py", "tests/spine/test_readyz.py")
 
 
 def _group(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
     for folder, group in SERVER_GROUPS.items():
         if nodeid.startswith(folder):
             if group == "postgres":
-                path = nodeid.split("::", 1)[0]
                 return f"{group}-{zlib.crc32(path.encode()) % STORAGE_SHARDS}"
             return group
+    if nodeid.startswith(FILE_GROUPS):
+        return path
     return nodeid
 
 
