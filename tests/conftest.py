@@ -30,14 +30,20 @@ from bridge.types.messages import Inbound
 # read-only), so the grouping is a scheduler: every other test is its own unit.
 # tests/storage/ is split in STORAGE_SHARDS groups by file (each starts its own
 # PostgreSQL, about a second): as one group it had become the run's longest worker.
-SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
+# The browser tests (tests/spine/test_browser*.py, five files) share one chromium per
+# worker (tests/spine/conftest.py, about 2 s of CPU to launch): one group, one launch.
+SERVER_GROUPS = {
+    "tests/storage/": "postgres",
+    "tests/matrix/": "synapse",
+    "tests/spine/test_browser": "browser",
+}
 STORAGE_SHARDS = 2
-# Files whose tests share a module- or session-scoped process that is dear to start: each
-# such file is one unit, so that process starts once, not once on every worker that got
-# one of its tests (a worker starts a module's fixture again for its first test of that
-# module). tests/forge/: a sandbox helper per module (conftest.py, a `python -I` start-up
-# and its zygote); the browser tests: one chromium per worker; test_readyz: a PostgreSQL.
-FILE_GROUPS = ("tests/forge/", "tests/spine/test_browser.py", "tests/spine/test_readyz.py")
+# Files whose tests share a module-scoped process that is dear to start: each such file
+# is one unit, so that process starts once, not once on every worker that got one of its
+# tests (each worker starts a module's fixture for its first test of that module).
+# tests/forge/: a sandbox helper per module (conftest.py, a `python -I` start-up and its
+# zygote); test_readyz: a PostgreSQL.
+FILE_GROUPS = ("tests/forge/", "tests/spine/test_readyz.py")
 
 
 def _group(nodeid: str) -> str:
