@@ -30,17 +30,31 @@ from bridge.types.messages import Inbound
 # read-only), so the grouping is a scheduler: every other test is its own unit.
 # tests/storage/ is split in STORAGE_SHARDS groups by file (each starts its own
 # PostgreSQL, about a second): as one group it had become the run's longest worker.
-SERVER_GROUPS = {"tests/storage/": "postgres", "tests/matrix/": "synapse"}
+# The browser tests (tests/spine/test_browser*.py, five files) share one chromium per
+# worker (tests/spine/conftest.py, about 2 s of CPU to launch): one group, one launch.
+SERVER_GROUPS = {
+    "tests/storage/": "postgres",
+    "tests/matrix/": "synapse",
+    "tests/spine/test_browser": "browser",
+}
 STORAGE_SHARDS = 2
+# Files whose tests share a module-scoped process that is dear to start: each such file
+# is one unit, so that process starts once, not once on every worker that got one of its
+# tests (each worker starts a module's fixture for its first test of that module).
+# tests/forge/: a sandbox helper per module (conftest.py, a `python -I` start-up and its
+# zygote); test_readyz: a PostgreSQL.
+FILE_GROUPS = ("tests/forge/", "tests/spine/test_readyz.py")
 
 
 def _group(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
     for folder, group in SERVER_GROUPS.items():
         if nodeid.startswith(folder):
             if group == "postgres":
-                path = nodeid.split("::", 1)[0]
                 return f"{group}-{zlib.crc32(path.encode()) % STORAGE_SHARDS}"
             return group
+    if nodeid.startswith(FILE_GROUPS):
+        return path
     return nodeid
 
 

@@ -8,12 +8,17 @@ lower-cased text, every pattern run by `re` itself on the whole text (no
 hit (`_key_class`, `_real_value`, `_token_like`, `_candidates`, ...) are the
 screen's own: they look at a short string, no gate stands in front of them.
 The rules themselves come from `secret_rules.toml` (the same data).
+Each decision is remembered per text (`_memo`): the differential test asks the
+oracle about one cleaned text several times (each part, then `secret_kinds`,
+which asks each part again); a pure function of its text, it answers alike.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from bridge.screening import secret_context as ctx
 from bridge.screening import secret_speech as speech
@@ -21,7 +26,25 @@ from bridge.screening.public_shapes import entropy, identifier_key
 from bridge.screening.rule_data import rule_set
 from bridge.screening.unicode_clean import clean
 
+_T = TypeVar("_T")
 
+
+def _memo(decide: Callable[[str], _T]) -> Callable[[str], _T]:
+    """`decide`, remembered per text (the last 4096 texts); a list is handed out as a copy."""
+    seen: dict[str, _T] = {}
+
+    def remembered(text: str) -> _T:
+        if text not in seen:
+            if len(seen) >= 4096:
+                seen.clear()
+            seen[text] = decide(text)
+        return copy.copy(seen[text])
+
+    remembered.__doc__ = decide.__doc__
+    return remembered
+
+
+@_memo
 def provider_kinds(text: str) -> list[str]:
     rules = rule_set()[0]
     lowered = text.lower()
@@ -47,6 +70,7 @@ def _assignments(text: str) -> Iterator[tuple[list[str], str]]:
         pos = m.start("val")
 
 
+@_memo
 def assigned(text: str) -> bool:
     for parts, value in _assignments(text):
         cls = ctx._key_class(parts)
@@ -57,6 +81,7 @@ def assigned(text: str) -> bool:
     return False
 
 
+@_memo
 def named(text: str) -> str | None:
     lowered = text.lower()
     live = [r for r in rule_set()[1] if any(n in lowered for n in r.names)]
@@ -79,6 +104,7 @@ def named(text: str) -> str | None:
     return None
 
 
+@_memo
 def card_number(text: str) -> bool:
     for m in ctx._CARD.finditer(text):
         digits = re.sub(r"[ -]", "", m.group(0))
@@ -87,6 +113,7 @@ def card_number(text: str) -> bool:
     return False
 
 
+@_memo
 def said(text: str) -> str | None:
     for m in speech._PASSWORD_WORD.finditer(text):
         window = text[m.end() : m.end() + 160]
@@ -108,6 +135,7 @@ def said(text: str) -> str | None:
     return None
 
 
+@_memo
 def secret_kinds(text: str) -> list[str]:
     """`screen.secret_kinds` as it was decided before its gates."""
     normal = clean(text)

@@ -136,20 +136,27 @@ def _texts(draw: st.DrawFn) -> str:
     return text
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_texts())
+def test_generated_texts_are_decided_as_the_oracle_decides(text: str) -> None:
+    _same(text)
+
+
 FOUND: list[bool] = []
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_texts())
-def test_generated_texts_are_decided_as_the_oracle_decides(text: str) -> None:
-    _same(text)
+def _oracle_finds(text: str) -> None:
     FOUND.append(bool(oracle.secret_kinds(text)))
 
 
 def test_the_generated_texts_hold_secrets_and_clean_texts() -> None:
+    # what the strategy draws (the comparison above draws from it too): the oracle
+    # alone decides it, the screen's comparison is the test above
     FOUND.clear()
-    test_generated_texts_are_decided_as_the_oracle_decides()
-    assert sum(FOUND) >= len(FOUND) // 5 and not all(FOUND)
+    _oracle_finds()
+    assert len(FOUND) >= 100 and sum(FOUND) >= len(FOUND) // 5 and not all(FOUND)
 
 
 def test_assignments_read_in_part_are_read_again_whole() -> None:
