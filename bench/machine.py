@@ -42,7 +42,8 @@ PAGE = mmap.PAGESIZE
 
 
 def workload() -> int:
-    """A fixed pure-Python workload (the same every run, about 20 ms on a fast core)."""
+    """A fixed pure-Python workload, the same every run (11-14 ms on the slower
+    machine of docs/scaling.md)."""
     counts: dict[str, int] = {}
     for i in range(20_000):
         key = f"k{i % 1_000}"
