@@ -22,7 +22,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ import pytest
 from forge.child_pool import IDLE_CHILDREN
 from forge.helper_process import HelperProcess, Unserved
 from forge.protocol.calls import Hello, retire_frame
-from forge.runner import UNSERVED, SandboxRunner
+from forge.runner import UNSERVED, RunResult, SandboxRunner
 from tests.forge.helpers import children_of
 from tests.waits import HANG_S, until
 
@@ -94,6 +94,27 @@ async def ready(r: SandboxRunner, ws: Path) -> tuple[int, int, set[int]]:
 
     await until(lambda: len(waiting()) == IDLE_CHILDREN, "the children forked ahead")
     return helper, zygote, waiting()
+
+
+async def until_retired(
+    r: SandboxRunner, ws: Path, helper: int, timeout_s: float | None = None
+) -> list[RunResult]:
+    """Run calls (each `timeout_s`) until `helper` no longer serves `ws`; their results."""
+    deadline = time.monotonic() + HANG_S
+    results: list[RunResult] = []
+    while r.helper_pid(ws) == helper:
+        results.append(await r.run(PID, {}, ws, timeout_s=timeout_s))
+        assert time.monotonic() < deadline, f"the helper never retired ({results[-1]})"
+    return results
+
+
+async def killed(children: Iterable[int]) -> None:
+    """SIGKILL waiting children and wait until they are dead (a child handed a call
+    before its SIGKILL landed would fail that call another way)."""
+    pids = list(children)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    await until(lambda: all(gone(pid) for pid in pids), "the waiting children die")
 
 
 async def test_calls_are_served_by_waiting_children_while_the_zygote_is_stopped(
@@ -180,13 +201,9 @@ async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper
     """The zygote's silence counts from when it first owed a child, not from each
     call: calls that give up before ZYGOTE_WAIT_S do not keep a stuck helper."""
     helper, zygote, _ = await ready(raw_python, workspace)
-    deadline = time.monotonic() + HANG_S
-    kinds = set()
     with stopped(zygote):
-        while raw_python.helper_pid(workspace) == helper:
-            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
-            kinds.add(res.error_kind)
-            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        results = await until_retired(raw_python, workspace, helper, timeout_s=0.2)
+        kinds = {res.error_kind for res in results}
         assert kinds <= {None, "runtime"}, kinds  # served by a child, or gave up waiting
         again = await raw_python.run(PID, {}, workspace)
         assert again.ok, again
@@ -200,17 +217,10 @@ async def test_a_short_call_no_child_took_says_its_tool_never_started(
     stopped, its waiting children killed): it fails saying that its tool never
     started, not as a tool that ran too long."""
     helper, zygote, waiting = await ready(raw_python, workspace)
-    deadline = time.monotonic() + HANG_S
-    failures = []
     with stopped(zygote):
-        for pid in waiting:
-            os.kill(pid, signal.SIGKILL)
-        await until(lambda: all(gone(pid) for pid in waiting), "the waiting children die")
-        while raw_python.helper_pid(workspace) == helper:  # until the helper retires
-            res = await raw_python.run(PID, {}, workspace, timeout_s=0.2)
-            if not res.ok:
-                failures.append(res)
-            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        await killed(waiting)
+        results = await until_retired(raw_python, workspace, helper, timeout_s=0.2)
+    failures = [res for res in results if not res.ok]
     assert failures, "every call was served"  # the first one at least waited 0.2 s in vain
     for res in failures:
         assert res.error_kind == "runtime", res
@@ -256,13 +266,8 @@ async def test_a_call_given_back_twice_fails_and_no_third_helper_is_tried(
     helper, zygote, _ = await ready(raw_python, workspace)
     second, second_zygote, second_children = await spare_ready(raw_python)
     with stopped(zygote), stopped(second_zygote):
-        for pid in second_children:  # the second helper has no child for the call
-            os.kill(pid, signal.SIGKILL)
-        await until(lambda: all(gone(pid) for pid in second_children), "its children die")
-        deadline = time.monotonic() + HANG_S
-        while raw_python.helper_pid(workspace) == helper:
-            res = await raw_python.run(PID, {}, workspace)
-            assert time.monotonic() < deadline, f"the helper never retired ({res})"
+        await killed(second_children)  # the second helper has no child for the call
+        res = (await until_retired(raw_python, workspace, helper))[-1]
         assert res.error_kind == "runtime" and res.error_message == UNSERVED, res
         assert raw_python.helper_pid(workspace) == second  # it ran there, and only there
         await until(lambda: raw_python.spare_pid() is not None, "the next spare runs")

@@ -16,6 +16,7 @@ which asks each part again); a pure function of its text, it answers alike.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -30,17 +31,14 @@ _T = TypeVar("_T")
 
 
 def _memo(decide: Callable[[str], _T]) -> Callable[[str], _T]:
-    """`decide`, remembered per text (the last 4096 texts); a list is handed out as a copy."""
-    seen: dict[str, _T] = {}
+    """`decide`, remembered per text (`functools.lru_cache`, the last 4096 texts); a list
+    is handed out as a copy, so a caller changing it changes no later answer."""
+    cached = functools.lru_cache(maxsize=4096)(decide)
 
+    @functools.wraps(decide)
     def remembered(text: str) -> _T:
-        if text not in seen:
-            if len(seen) >= 4096:
-                seen.clear()
-            seen[text] = decide(text)
-        return copy.copy(seen[text])
+        return copy.copy(cached(text))
 
-    remembered.__doc__ = decide.__doc__
     return remembered
 
 
