@@ -108,6 +108,13 @@ async def until_retired(
     return results
 
 
+async def served_anew(r: SandboxRunner, ws: Path, retired: int) -> None:
+    """The next call runs, in a new helper (not the `retired` one)."""
+    again = await r.run(PID, {}, ws)
+    assert again.ok, again
+    assert r.helper_pid(ws) not in (None, retired)
+
+
 async def killed(children: Iterable[int]) -> None:
     """SIGKILL waiting children and wait until they are dead (a child handed a call
     before its SIGKILL landed would fail that call another way)."""
@@ -190,9 +197,7 @@ async def test_a_crash_whose_exit_status_never_comes_fails_and_its_helper_retire
         res = await raw_python.run(CRASHES, {}, workspace)
         assert res.error_kind == "runtime", res
         assert "exit status never came" in res.error_message, res
-        again = await raw_python.run(PID, {}, workspace)
-        assert again.ok, again
-        assert raw_python.helper_pid(workspace) not in (None, helper)
+        await served_anew(raw_python, workspace, helper)
 
 
 async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper(
@@ -205,9 +210,7 @@ async def test_calls_shorter_than_the_bound_still_retire_a_silent_zygotes_helper
         results = await until_retired(raw_python, workspace, helper, timeout_s=0.2)
         kinds = {res.error_kind for res in results}
         assert kinds <= {None, "runtime"}, kinds  # served by a child, or gave up waiting
-        again = await raw_python.run(PID, {}, workspace)
-        assert again.ok, again
-        assert raw_python.helper_pid(workspace) not in (None, helper)
+        await served_anew(raw_python, workspace, helper)
 
 
 async def test_a_short_call_no_child_took_says_its_tool_never_started(
