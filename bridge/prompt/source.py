@@ -6,7 +6,8 @@ so a write during the turn shows from the next turn on. When the snapshot
 is (or equals) the previous one of the same chat, the previous text is
 returned as is: byte-identical, no rendering (kept per shadow cohort, so
 turns of both cohorts stay cheap; the chat's last one is found first, by the
-snapshot object alone). Otherwise only the blocks whose fields
+snapshot object alone; an equal snapshot made anew takes the kept one's place, so it
+is compared field by field once, not every turn). Otherwise only the blocks whose fields
 changed (`Block.reads`) are rendered again, the rest kept from the chat's
 last prompt. `render` gives `roost prompt` the same
 blocks with names, sizes and budgets; joining them yields `system_prompt`.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bridge.prompt.render import Block, RenderedBlock, render_block, stable_chars
 from bridge.prompt.snapshot import Snapshot, SnapshotTaker
@@ -64,8 +65,17 @@ class LoadoutPrompt:
             return recent
         key = (*where, tuple(b.bid for b in snap.bullets))
         last = self._last.get(key)
-        if last is not None and (last.snapshot is snap or last.snapshot == snap):
+        if last is not None and last.snapshot is snap:
             self._last.move_to_end(key)
+            return last
+        if last is not None and last.snapshot == snap:
+            # the same prompt from a snapshot made anew (a part changed and changed
+            # back): kept under this one, so the next turn knows it by identity and
+            # does not compare every field again
+            last = self._last[key] = replace(last, snapshot=snap)
+            self._last.move_to_end(key)
+            self._recent[where] = last
+            self._recent.move_to_end(where)
             return last
         each = tuple(self._blocks(snap, last or self._recent.get(where)))
         blocks = tuple(b for b in each if b is not None)

@@ -57,3 +57,42 @@ async def test_only_the_block_a_change_reaches_is_rendered_again(tmp_path: Path)
         assert changed == ["skills"]
     finally:
         await w.close()
+
+
+async def test_a_prompt_made_again_equal_is_then_known_by_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file written again with the same words makes an equal snapshot anew: the same
+    prompt text, compared field by field once, and from the next turn on known by the
+    snapshot object alone (no field compared every turn)."""
+    from bridge.prompt.snapshot import Snapshot
+
+    w = await made(tmp_path, 0).open()
+    try:
+        w.dirs.steering.write_text("Mine. Also @mine/r1.md\n")
+        (w.dirs.root / "mine" / "r1.md").write_text("first\n")
+        prompt = w.watched.prompt
+
+        async def render() -> Rendered:
+            await prompt.prepare("alice")
+            return prompt.render(w.dirs, "web", "c1", "m1", w.now)
+
+        first = await render()
+        compared: list[object] = []
+        equal = Snapshot.__eq__
+
+        def counted(a: Snapshot, b: object) -> bool:
+            compared.append(b)
+            return equal(a, b)
+
+        monkeypatch.setattr(Snapshot, "__eq__", counted)
+        (w.dirs.root / "mine" / "r1.md").write_text("first\n")  # the same words again
+        again = await render()
+        assert again.text == first.text
+        assert again.each == first.each
+        assert len(compared) == 1  # the new snapshot against the kept one, once
+        for _ in range(3):
+            assert await render() is again
+        assert len(compared) == 1
+    finally:
+        await w.close()
