@@ -26,6 +26,7 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bridge.core import frontmatter
 from bridge.screening.unicode_clean import clean
@@ -45,6 +46,14 @@ class MemoryInputError(ValueError):
 
 
 def slug(name: str) -> str:
+    """A topic name's file-name form: ASCII letters and digits joined by `-`, at most 48."""
+    # a turn's usage record asks it for every injected topic: names of a usual length
+    # are worked out once (a long one, which only a model's odd call makes, is not kept)
+    return _slug(name) if len(name) <= 256 else _slug.__wrapped__(name)
+
+
+@lru_cache(maxsize=4096)
+def _slug(name: str) -> str:
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
     out = _SLUG_DROP.sub("-", folded).strip("-")[:48].strip("-")
     if not out:

@@ -285,12 +285,21 @@ class MemoryStore:
         with file_lock(mdir / ".lock"):
             self._write_index(dirs, self._clock() if now is None else now)
 
-    def touch(self, dirs: TenantDirs, names: list[str], what: str, now: float) -> None:
-        """Record a read or an injection; an archived topic used again is back in the index."""
+    def touch(
+        self,
+        dirs: TenantDirs,
+        names: list[str],
+        what: str,
+        now: float,
+        stat_key: Callable[[str], StatKey] = sig,
+    ) -> None:
+        """Record a read or an injection; an archived topic used again is back in the index.
+        `stat_key` vouches for the usage file as read before (a watched `FileCache`'s
+        `stat_key` answers without a `stat` while no event named the file)."""
         if not names:
             return
         where = str(dirs.memory)
-        key = sig(dirs.memory / usage.FILENAME)
+        key = stat_key(f"{where}{os.sep}{usage.FILENAME}")
         hit = self._usage.get(where)
         if hit is None or key is None or hit[0] != key:
             hit = (key, usage.load(dirs.memory))  # the key taken first: a write after moves it

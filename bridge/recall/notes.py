@@ -160,7 +160,7 @@ def score_held(
         if score > 0 and score >= floor:
             name, text = notes[i]
             out.append(Scored(name, text, score, tuple(wanted[k][0] for k in ks)))
-    return sorted(out, key=lambda s: (-s.score, s.name))
+    return sorted(out, key=lambda s: (-s.score, s.name)) if len(out) > 1 else out
 
 
 def choose(scored: Sequence[Scored], floor: float, budget: int) -> list[Scored]:

@@ -119,13 +119,20 @@ def query_groups(text: str) -> list[tuple[str, ...]]:
     if not tokens:  # a query of stop words only: look them up rather than find nothing
         tokens = words(text[:MAX_QUERY_CHARS])
     groups: dict[tuple[str, ...], None] = {}
-    english = _stemmer("english").stemWords(tokens)
-    german = _stemmer("german").stemWords(tokens)
-    for en, de in zip(english, german, strict=True):
-        group = tuple(dict.fromkeys(t for t in (_fold_ascii(en), _fold_ascii(de)) if t))
+    for word in dict.fromkeys(tokens):
+        group = _group(word)
         if group:
             groups.setdefault(group, None)
     return list(groups)
+
+
+@lru_cache(maxsize=65_536)
+def _group(word: str) -> tuple[str, ...]:
+    """One word's look-up terms: its English and German stems, folded, each once (worked
+    out once per word while it is among the most recent: people reuse their words)."""
+    en = _fold_ascii(_stemmer("english").stemWord(word))
+    de = _fold_ascii(_stemmer("german").stemWord(word))
+    return tuple(t for t in (en, de) if t) if en != de else ((en,) if en else ())
 
 
 def query_terms(text: str) -> list[str]:

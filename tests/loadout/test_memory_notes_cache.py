@@ -55,3 +55,51 @@ def test_unchanged_topics_are_not_read_or_split_again(
     listed = [(t.name, notes_module._text(t)) for t in store.topics(dirs)]
     message = "how are the tomatoes and the basil"
     assert notes.explain(dirs, message).scored == notes_module.score_notes(message, listed)
+
+
+def test_a_turns_usage_record_is_vouched_for_by_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the watched cache, a turn whose injected topics were recorded within the hour
+    makes no `stat` of the usage file; a rewrite by another process is still seen (the
+    injection is recorded again)."""
+    import json
+    import os
+
+    from bridge.core.dirwatch import DirWatch
+    from bridge.memory import usage
+    from bridge.types.messages import Inbound
+    from bridge.types.tools import TurnContext
+
+    watch = DirWatch.open((str(tmp_path),))
+    if watch is None:
+        pytest.skip("no inotify on a local file system here")
+    dirs = TenantDirs.of(tmp_path, "alice").ensure()
+    store = MemoryStore(20_000, 4_000, 90)
+    store.save(dirs, "garden", "user", "the garden", "tomatoes and basil grow here", PROV, NOW)
+    notes = MemoryNotes(store, MemorySettings(inject_floor=0.3), files=FileCache(watch=watch))
+    path = dirs.memory / usage.FILENAME
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counted(p: object, *args: object, **kwargs: object) -> os.stat_result:
+        if str(p) == str(path):
+            stats.append(str(p))
+        return real_stat(p, *args, **kwargs)  # type: ignore[arg-type]
+
+    def turn(minute: int) -> str:
+        inbound = Inbound("web", "alice", "c1", "how are the tomatoes and the basil", "1")
+        return notes.note(TurnContext(dirs, inbound, lambda: NOW + 60 * minute))
+
+    try:
+        assert "tomatoes and basil" in turn(0)
+        assert json.loads(path.read_text())["garden"]["injected"] == int(NOW * 1000)
+        monkeypatch.setattr(os, "stat", counted)
+        for minute in range(1, 6):
+            assert "tomatoes and basil" in turn(minute)
+        assert stats == []  # the watch vouched for the file: no stat, no read
+        path.write_text(json.dumps({"garden": {"injected": 0}}))  # another process
+        turn(7)
+        assert json.loads(path.read_text())["garden"]["injected"] == int((NOW + 420) * 1000)
+    finally:
+        watch.close()
