@@ -74,8 +74,7 @@ class LoadoutPrompt:
             # does not compare every field again
             last = self._last[key] = replace(last, snapshot=snap)
             self._last.move_to_end(key)
-            self._recent[where] = last
-            self._recent.move_to_end(where)
+            self._keep_recent(where, last)
             return last
         each = tuple(self._blocks(snap, last or self._recent.get(where)))
         blocks = tuple(b for b in each if b is not None)
@@ -84,13 +83,17 @@ class LoadoutPrompt:
         if self._remember <= 0:
             return out
         self._last[key] = out
-        self._recent[where] = out
-        self._recent.move_to_end(where)
         if len(self._last) > self._remember:
             self._last.popitem(last=False)
+        self._keep_recent(where, out)
+        return out
+
+    def _keep_recent(self, where: tuple[str, str, str], out: Rendered) -> None:
+        """`out` is the chat's last prompt (at most `remember` chats kept)."""
+        self._recent[where] = out
+        self._recent.move_to_end(where)
         if len(self._recent) > self._remember:
             self._recent.popitem(last=False)
-        return out
 
     def _blocks(self, snap: Snapshot, last: Rendered | None) -> list[RenderedBlock | None]:
         """Each block of the table: the one rendered before when none of the fields it
