@@ -237,6 +237,9 @@ async def run(
     )
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
     watcher = asyncio.create_task(watch_config(path, reloader, stop))
+    # its first step puts the watch in place (synchronously, before its first wait): a
+    # change made once the daemon says it is ready is seen
+    await asyncio.sleep(0)
     started: list[Launched] = []
     scheduler = ScheduleLoop(roost, lead=schedule_lead(roost, instance))
     beat: asyncio.Task[None] | None = None
