@@ -21,7 +21,9 @@ comprehension there), by the body of a class defined there (`logging`'s,
 `textwrap`'s, pydantic's class attributes), and by the few functions listed
 in `_CONSTANT_SITES`, each read and found to compile only patterns written in
 its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
-argparse's). Any other pattern compiled inside a function may be built from
+argparse's), or from roost's shipped rule file (the screens: `rule_data._compile`,
+`injection._table`, and `windowed._compile_shipped`, which only a
+`Scanner(..., shipped=True)` calls). Any other pattern compiled inside a function may be built from
 what a person sent or from a secret (the log redactor's), so it is compiled
 as before and never written down.
 
@@ -72,6 +74,13 @@ _CONSTANT_SITES = frozenset(
         ("argparse", "ArgumentParser._match_arguments_partial"),
         # the audit's identity and message-id patterns with each platform's (module constants)
         ("bridge.audit.schema", "_union"),
+        # the secret rules of the shipped `secret_rules.toml` (read by `rule_set`, package data)
+        ("bridge.screening.rule_data", "_compile"),
+        # the injection screen's patterns (module constants `_EN`, `_DE`, ...)
+        ("bridge.screening.injection", "_table"),
+        # what a scanner reads from a shipped pattern (its literals' alternations); a
+        # scanner of any other pattern compiles them with `re.compile` where it stands
+        ("bridge.screening.windowed", "_compile_shipped"),
     }
 )
 

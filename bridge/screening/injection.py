@@ -168,7 +168,7 @@ _Table = tuple[tuple[tuple[str, ...], Scanner], ...]
 
 
 def _table(patterns: tuple[str, ...]) -> _Table:
-    return tuple((_triggers(p), Scanner(re.compile(p))) for p in patterns)
+    return tuple((_triggers(p), Scanner(re.compile(p), shipped=True)) for p in patterns)
 
 
 @cache

@@ -40,7 +40,7 @@ _HEAD = (
 _ASSIGN = re.compile(_HEAD + r"(?:\\?[\"'`])?(?P<val>[^\s\"'`,;<>\\]{1,512}+)")
 # the head is at most ~110 characters wide (the value up to 512 more): windowed, it runs
 # only near `=`, `:` and `>` (`windowed.Scanner`), and `_ASSIGN` only where it matched
-_HEAD_SCAN = Scanner(re.compile(_HEAD))
+_HEAD_SCAN = Scanner(re.compile(_HEAD), shipped=True)
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # A key whose last part is one of these holds a password: any real value counts.
 _PASSWORD_LAST = frozenset(
@@ -204,7 +204,7 @@ def named_in(text: str, found: Iterable[Assignment]) -> str | None:
 
 
 _CARD = re.compile(r"(?<![0-9])(?<![0-9][ -])[0-9](?:[ -]?[0-9]){12,18}+(?![ -]?[0-9])")
-_CARD_SCAN = Scanner(_CARD)  # runs only near digits
+_CARD_SCAN = Scanner(_CARD, shipped=True)  # runs only near digits
 _CARD_GAPS = re.compile(r"[ -]")
 
 

@@ -41,7 +41,7 @@ def _compiled() -> tuple[dict[str, tuple[int, ...]], Keywords, tuple[Scanner, ..
     for i, rule in enumerate(rules):
         for k in rule.keywords:
             by_keyword.setdefault(k, []).append(i)
-    scanners = tuple(Scanner(r.pattern) for r in rules)
+    scanners = tuple(Scanner(r.pattern, shipped=True) for r in rules)
     return {k: tuple(v) for k, v in by_keyword.items()}, Keywords(by_keyword), scanners
 
 

@@ -45,7 +45,9 @@ _SEED_WORD = re.compile(
     r"|backup phrase)" + _AFTER
 )
 # each runs only near its keywords (case-folded as `re` folds them)
-_PASSWORD_SCAN, _PIN_SCAN, _SEED_SCAN = map(Scanner, (_PASSWORD_WORD, _PIN_WORD, _SEED_WORD))
+_PASSWORD_SCAN, _PIN_SCAN, _SEED_SCAN = (
+    Scanner(p, shipped=True) for p in (_PASSWORD_WORD, _PIN_WORD, _SEED_WORD)
+)
 _LINKERS = frozenset(
     "is was ist lautet lautete heißt heisst war are sind = -> - – lauten".split()  # noqa: SIM905
 )

@@ -87,6 +87,12 @@ def _alternation(literals: frozenset[str], caseless: bool) -> str | None:
     return alternation(literals)
 
 
+def _compile_shipped(pattern: str) -> re.Pattern[str]:
+    """`re.compile` of a pattern read from a shipped one (`Scanner(..., shipped=True)`):
+    one of `bridge.regex_code`'s constant sites, so it is kept across processes."""
+    return re.compile(pattern)
+
+
 class Scanner:
     """`pattern.search` and `pattern.finditer`, run near the literals every match holds.
 
@@ -94,12 +100,17 @@ class Scanner:
     import."""
 
     __slots__ = (
-        "_also", "_caseless", "_chain", "_finder", "_literals", "_reads", "_ready", "_short",
-        "_width", "pattern",
+        "_also", "_caseless", "_chain", "_finder", "_literals", "_reads", "_ready", "_shipped",
+        "_short", "_width", "pattern",
     )  # fmt: skip
 
-    def __init__(self, pattern: re.Pattern[str]) -> None:
+    def __init__(self, pattern: re.Pattern[str], *, shipped: bool = False) -> None:
+        """`shipped`: the pattern is roost's own (written in its source or its rule file),
+        so the patterns read from it may be kept across processes like `.pyc` files
+        (`bridge.regex_code`); never for one built from what a person sent or a secret,
+        whose literals those patterns hold."""
         self.pattern = pattern
+        self._shipped = shipped
         self._ready = False
         self._caseless = False
         self._width = self._reads = 0
@@ -118,12 +129,13 @@ class Scanner:
         if s.literals and s.bounded and s.shortest >= 1 and s.width <= _MAX_WIDTH:
             alternation = _alternation(s.literals, s.caseless)
             if alternation is not None:
-                self._finder = re.compile(alternation)
+                made = _compile_shipped if self._shipped else re.compile
+                self._finder = made(alternation)
                 # a literal, then each literal that starts within `width` of the last one's end
                 gap = f"(?s:.{{0,{s.width}}}?)"
-                self._chain = re.compile(f"(?:{alternation})(?:{gap}(?:{alternation}))*")
+                self._chain = made(f"(?:{alternation})(?:{gap}(?:{alternation}))*")
                 others = (_alternation(more, s.caseless) for more in s.also)
-                self._also = tuple(re.compile(a) for a in others if a is not None)
+                self._also = tuple(made(a) for a in others if a is not None)
         self._short = 2 * self._reads if self._finder is not None else sys.maxsize
         self._ready = True
 

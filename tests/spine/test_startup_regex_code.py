@@ -332,3 +332,23 @@ def test_every_constant_site_still_exists(site: tuple[str, str]) -> None:
     for part in qualname.split("."):
         target = getattr(target, part)
     assert inspect.unwrap(target).__code__.co_qualname == qualname
+
+
+def test_a_scanner_keeps_what_it_reads_only_from_a_shipped_pattern(
+    wrapped: regex_code._Cache, tmp_path: Path
+) -> None:
+    """What a scanner reads from its pattern (an alternation of the literals every match
+    holds) is kept across processes only for roost's own patterns (`shipped=True`): a
+    scanner of a pattern built from a secret compiles its literals and writes none."""
+    from bridge.screening.windowed import Scanner
+
+    secret = f"sk{uuid.uuid4().hex}"
+    mine = Scanner(re.compile(re.escape(secret) + r"[0-9]{2}"))
+    assert mine.search(f"key {secret}42 here") is not None
+    shipped_word = f"shipped{uuid.uuid4().hex[:8]}"
+    shipped = Scanner(re.compile(shipped_word + r"[a-z]{3}"), shipped=True)
+    assert shipped.search(f"a {shipped_word}abc b") is not None
+    wrapped.save()
+    kept = (tmp_path / "regex.marshal").read_bytes()
+    assert secret.encode() not in kept
+    assert shipped_word.encode() in kept
