@@ -21,11 +21,11 @@ comprehension there), by the body of a class defined there (`logging`'s,
 `textwrap`'s, pydantic's class attributes), and by the few functions listed
 in `_CONSTANT_SITES`, each read and found to compile only patterns written in
 its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
-argparse's), or from roost's shipped rule file (the screens: `rule_data._compile`,
-`injection._table`, and `windowed._compile_shipped`, which only a
-`Scanner(..., shipped=True)` calls). Any other pattern compiled inside a function may be built from
-what a person sent or from a secret (the log redactor's), so it is compiled
-as before and never written down.
+argparse's), or from roost's shipped rule file (the screens:
+`rule_data._compile`, `injection._table`, and `windowed._compile_shipped`,
+which only a `Scanner(..., shipped=True)` calls). Any other pattern compiled
+inside a function may be built from what a person sent or from a secret (the
+log redactor's), so it is compiled as before and never written down.
 
 It stays out of the way whenever it cannot be exact or safe:
 - only on the Python versions whose `re` internals it mirrors (3.11);
