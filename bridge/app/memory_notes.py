@@ -23,8 +23,7 @@ message's words through the index (`score_held`: the same scores as
 `explain`'s, for the topics that score above 0). A topic saved is parsed and
 split again alone, and the index of its terms is the old one put right for that
 topic alone (`NoteIndex.changed`: its old terms out, its new terms in). The
-usage record of the injected topics is vouched for by the same watch, and the
-Now note's profile, the topics and the usage file by one look at its queue.
+usage record of the injected topics is vouched for by the same watch.
 """
 
 from __future__ import annotations
@@ -211,19 +210,17 @@ class MemoryNotes:
 
     def note(self, turn: TurnContext) -> str:
         """The Now note and the matching topics (their injection recorded)."""
+        now = self._now_note(turn) if self._now_note is not None else ""
         if self._chars <= 0:
-            return self._now_note(turn) if self._now_note is not None else ""
-        # the profile (the person's zone), the topics and the usage file are vouched for
-        # by one look at the watch's queue; the one write, a due usage record (and the
-        # index it may rebuild), is the last thing done, so nothing here reads past it
-        # (the next turn's look takes its events)
-        with self._files.batch():
-            now = self._now_note(turn) if self._now_note is not None else ""
-            notes, index = self._topics.indexed(turn.dirs)
-            # as `explain` scores them, only those that may be chosen
-            scored = score_held(turn.inbound.text, notes, index, self._floor)
-            chosen = choose(scored, self._floor, self._chars) if scored else []
-            if chosen:
-                names = [s.name for s in chosen]
-                self._store.touch(turn.dirs, names, "injected", turn.now(), self._files.stat_key)
+            return now
+        # (no `FileCache.batch` around these three looks at the watch: entering one costs
+        # more than the two looks it saves, measured)
+        notes, index = self._topics.indexed(turn.dirs)
+        # as `explain` scores them, only those that may be chosen
+        scored = score_held(turn.inbound.text, notes, index, self._floor)
+        chosen = choose(scored, self._floor, self._chars) if scored else []
+        if chosen:
+            names = [s.name for s in chosen]
+            # the usage file vouched for by the watch, as the topics are: no `stat`
+            self._store.touch(turn.dirs, names, "injected", turn.now(), self._files.stat_key)
         return "\n\n".join(p for p in (now, render(chosen)) if p)
