@@ -11,6 +11,7 @@ on working. systemd hears RELOADING=1 then READY=1 around each reload.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -103,30 +104,39 @@ class Daemon:
         return code
 
 
-@pytest.fixture
-async def daemon(
-    home: Path, model: FakeOpenAI, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+@contextlib.asynccontextmanager
+async def started(
+    env: dict[str, str], notify: tuple[socket.socket, str], channels: str
 ) -> AsyncIterator[Daemon]:
-    write_config(config())
-    env = env_for(home, model) | {
-        "NOTIFY_SOCKET": notify[1],
-        "ROOST_TELEGRAM__TOKEN": TOKEN,
-        "ROOST_TELEGRAM__API_BASE_URL": bot.base_url,
-    }
+    """`roost serve` with `env`, from its READY=1 (whose status names `channels`) until
+    it stopped cleanly."""
     proc = await asyncio.create_subprocess_exec(
         *ROOST,
         "serve",
-        env=env,
+        env=env | {"NOTIFY_SOCKET": notify[1]},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
     running = Daemon(proc)
     try:
         ready, _ = await until(notify[0], "READY")
-        assert ready["STATUS"].startswith("channels: web, telegram;"), running.log
+        assert ready["STATUS"].startswith(f"channels: {channels};"), running.log
         yield running
     finally:
         assert await running.stop() == 0, "".join(running.log)
+
+
+@pytest.fixture
+async def daemon(
+    home: Path, model: FakeOpenAI, bot: FakeBotAPI, notify: tuple[socket.socket, str]
+) -> AsyncIterator[Daemon]:
+    write_config(config())
+    env = env_for(home, model) | {
+        "ROOST_TELEGRAM__TOKEN": TOKEN,
+        "ROOST_TELEGRAM__API_BASE_URL": bot.base_url,
+    }
+    async with started(env, notify, "web, telegram") as running:
+        yield running
 
 
 async def answered(bot: FakeBotAPI, user: int, text: str) -> list[str]:
@@ -233,6 +243,22 @@ async def test_a_file_change_without_a_signal_is_picked_up(
     assert await answered(bot, BOB, "no signal") == ["echo: no signal"]
     (warning,) = daemon.lines("applied only after a restart")
     assert "WARNING" in warning and warning.rstrip().endswith("web.host"), warning
+
+
+async def test_a_file_saved_the_moment_a_web_only_daemon_is_ready_is_picked_up(
+    home: Path, model: FakeOpenAI, notify: tuple[socket.socket, str]
+) -> None:
+    """The watch is in place before READY=1: with the web channel alone nothing else
+    gives the watcher's task its first step before the daemon says it is ready."""
+    write_config(config())
+    async with started(env_for(home, model), notify, "web") as running:
+        path = Path(os.environ["ROOST_CONFIG"])
+        fresh = path.with_suffix(".new")  # as editors save: write aside, rename over
+        fresh.write_text(config(BOB))
+        fresh.replace(path)
+        assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+        (seen,) = running.lines("changed: reloading")
+        assert str(path) in seen  # the watcher did it: no signal was sent
 
 
 async def test_a_turn_in_flight_finishes_across_a_reload_that_unmaps_its_user(
