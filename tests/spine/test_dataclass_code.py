@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+import json
 import marshal
 import os
 import subprocess
@@ -279,3 +280,122 @@ def test_a_file_of_the_former_layout_still_serves(tmp_path: Path) -> None:
     assert isinstance(cache.codes[text], CodeType)
     cache.code(text)
     assert cache.added == 0
+
+
+def _docs(c: dict[str, Any]) -> dict[str, object]:
+    """What a reader of the classes' docstrings sees, by class and by instance."""
+    point = c["Point"](1)
+    return {
+        **{name: cls.__doc__ for name, cls in c.items()},
+        "instance": point.__doc__,
+        "getdoc": inspect.getdoc(c["Item"]),
+        "documented": _documented().__doc__,
+    }
+
+
+def _documented() -> type:
+    @dataclasses.dataclass
+    class Documented:
+        """Its own words."""
+
+        a: int = 0
+
+    return Documented
+
+
+def test_a_roost_classs_docstring_is_worked_out_when_read_and_equals_the_stdlibs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    process = vars(dataclasses)["_process_class"]
+    stdlib = process.__wrapped__
+    monkeypatch.setattr(dataclasses, "_process_class", stdlib)
+    eager = _docs(_classes())  # the stdlib works each one out as it makes the class
+
+    asked: list[object] = []
+    signature = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *a, **k: asked.append(a) or signature(*a, **k))
+    deferring = dataclass_code._lazy_doc_maker(stdlib, lambda cls: True)  # as for roost's own
+    monkeypatch.setattr(dataclasses, "_process_class", deferring)
+    made = _classes()
+    assert asked == []  # making them worked out no docstring
+    assert type(vars(made["Point"])["__doc__"]).__name__ == "_LazyDoc"
+    assert _docs(made) == eager
+    assert len(asked) == 4  # one per class, when read
+    assert all(isinstance(vars(cls)["__doc__"], str) for cls in made.values())  # then kept
+    _docs(made)
+    assert len(asked) == 4
+
+
+def test_a_class_that_cannot_be_made_keeps_its_docstring_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stdlib = vars(dataclasses)["_process_class"].__wrapped__
+    monkeypatch.setattr(
+        dataclasses, "_process_class", dataclass_code._lazy_doc_maker(stdlib, lambda cls: True)
+    )
+
+    class Broken:
+        a: int = 0
+        b: str  # a field without a default after one with: TypeError
+
+    with pytest.raises(TypeError, match="non-default argument 'b'"):
+        dataclasses.dataclass(Broken)
+    assert vars(Broken)["__doc__"] is None
+
+
+def test_only_roost_packages_classes_defer_their_docstring() -> None:
+    from bridge.types.backend import ToolCallRequest
+
+    assert dataclass_code.roost_module(ToolCallRequest)
+    assert not dataclass_code.roost_module(inspect.Parameter)  # the stdlib's
+    assert not dataclass_code.roost_module(_documented())  # this test's
+
+
+def test_every_roost_dataclass_reads_the_docstring_the_stdlib_would_give_it() -> None:
+    """All of `bridge` and `forge` imported twice: once as roost runs (docstrings worked out
+    when read) and once with the stdlib's own class making; every docstring is equal."""
+    script = (
+        "import sys, dataclasses, importlib, pkgutil, json, re\n"
+        "if sys.argv[1] == 'stdlib':\n"
+        "    dataclasses._create_fn.__roost_cached__ = True  # install() then wraps nothing\n"
+        "import bridge, forge\n"
+        "for pkg in (bridge, forge):\n"
+        "    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        if info.name.endswith('__main__'):\n"
+        "            continue\n"
+        "        try:\n"
+        "            importlib.import_module(info.name)\n"
+        "        except ImportError:\n"
+        "            pass  # an optional extra's module\n"
+        "docs = {}\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    if name.split('.')[0] not in ('bridge', 'forge'):\n"
+        "        continue\n"
+        "    for value in list(vars(module).values()):\n"
+        "        if isinstance(value, type) and dataclasses.is_dataclass(value)"
+        " and value.__module__ == name:\n"
+        "            kind = type(vars(value).get('__doc__')).__name__\n"
+        "            doc = re.sub(' at 0x[0-9a-f]+', '', value.__doc__)  # lambdas' addresses\n"
+        "            docs[name + '.' + value.__qualname__] = [doc, kind]\n"
+        "print(json.dumps(docs))\n"
+    )
+    runs = {
+        how: json.loads(
+            subprocess.run(
+                [sys.executable, "-c", script, how],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=Path(dataclass_code.__file__).parent.parent,
+            ).stdout
+        )
+        for how in ("stdlib", "roost")
+    }
+    stdlib, roost = runs["stdlib"], runs["roost"]
+    assert len(stdlib) > 250 and stdlib.keys() == roost.keys()
+    assert {name: doc for name, (doc, _) in roost.items()} == {
+        name: doc for name, (doc, _) in stdlib.items()
+    }
+    deferred = [name for name, (_, kind) in roost.items() if kind == "_LazyDoc"]
+    assert len(deferred) > 150  # not read yet when the script listed them
+    assert not [name for name, (_, kind) in stdlib.items() if kind == "_LazyDoc"]
