@@ -12,8 +12,10 @@
 
 from bridge.aiohttp_tls import install as _install_aiohttp_tls
 from bridge.dataclass_code import install as _install_dataclass_code
+from bridge.forward_refs import install as _install_forward_refs
 from bridge.regex_code import install as _install_regex_code
 
 _install_dataclass_code()  # before any roost dataclass exists: see bridge/dataclass_code.py
+_install_forward_refs()  # before pydantic makes its schema types: see bridge/forward_refs.py
 _install_regex_code()  # before any roost module compiles a pattern: see bridge/regex_code.py
 _install_aiohttp_tls()  # before anything imports aiohttp: see bridge/aiohttp_tls.py
