@@ -16,10 +16,10 @@ compiled as `typing` compiles it: no `__future__` flags (`typing` has none,
 and `dont_inherit` keeps this module's out). The table holds at most
 `_MAX` texts, so texts made while running cannot grow it without end.
 Later Python versions make forward references differently: nothing is
-installed there.
+installed there. This module has no `from __future__` import, as `typing` has
+none: a call passed on to the builtin inherits the flags of the code calling
+it, here this module's.
 """
-
-from __future__ import annotations
 
 import builtins
 import sys

@@ -63,10 +63,12 @@ def test_a_bad_text_is_refused_as_before_and_never_kept(monkeypatch: pytest.Monk
 def test_any_other_call_goes_to_the_builtin_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     table: dict[str, Any] = {}
     cached = forward_refs.cached_compile(table)
-    assert cached("x = 1", "f.py", "exec") == compile("x = 1", "f.py", "exec")
-    assert cached(b"1", "<string>", "eval") == compile(b"1", "<string>", "eval")
-    flagged = cached("1", "<string>", "eval", 0x1000000)  # a flag: not the form ForwardRef uses
-    assert flagged == compile("1", "<string>", "eval", 0x1000000)
+    assert cached("x = 1", "f.py", "exec") == compile("x = 1", "f.py", "exec", 0, True)
+    annotated = cached("x: int = 1", "f.py", "exec")  # no __future__ flag of this test's
+    assert annotated == compile("x: int = 1", "f.py", "exec", 0, True)
+    assert cached(b"1", "<string>", "eval") == compile(b"1", "<string>", "eval", 0, True)
+    flagged = cached("x: int", "<string>", "exec", 0x1000000)  # a flag: not ForwardRef's form
+    assert flagged == compile("x: int", "<string>", "exec", 0x1000000, True)
     assert table == {}
     with pytest.raises(TypeError):
         cached("1")  # the builtin's own complaint
