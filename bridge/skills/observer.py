@@ -34,7 +34,7 @@ from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.grading.text import LastRead
-from bridge.skills.files import read_skills
+from bridge.skills.files import kept_skills
 from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.storage.units import Unit
@@ -161,7 +161,7 @@ class SkillsObserver:
         """Auto-grades the skills the reply used; the turn-log row is left to the turn's end
         (written with the session append, one commit: `EndWrite`)."""
         held = self._marks.pop(id(turn), None)  # taken first: kept by no failure below
-        skills = read_skills(turn.dirs, self._cache)
+        skills = kept_skills(turn.dirs, self._cache)  # parsed once per change
         used: list[str] = []
         relevant: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
