@@ -144,8 +144,12 @@ class SkillsObserver:
         if not skills and not last.relevant:
             return
         now = self._clock()
-        for name in skills:  # only a skill the reply used earns or loses grade
-            await self._grades.apply(turn.tenant, name, outcome.label, now)
+        try:
+            for name in skills:  # only a skill the reply used earns or loses grade
+                await self._grades.apply(turn.tenant, name, outcome.label, now, notify=False)
+        finally:  # one notify for the skills graded (other processes read the grades again)
+            if skills:
+                await self._grades.changes.notify()
         details: dict[str, object] = {
             "signal": outcome.label,
             "skills": skills,
@@ -171,13 +175,17 @@ class SkillsObserver:
             # what the request was about, offered or not: turns a style bullet could affect
             relevant = [n for n in skills_asked(turn.inbound.text, skills) if n not in used]
         now = self._clock()
-        for name in used:
-            step, after = await self._grades.apply(turn.tenant, name, "auto", now)
-            events.add(
-                "skill.graded",
-                turn.tenant,
-                {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
-            )
+        try:
+            for name in used:
+                step, after = await self._grades.apply(turn.tenant, name, "auto", now, False)
+                events.add(
+                    "skill.graded",
+                    turn.tenant,
+                    {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
+                )
+        finally:  # one notify for the skills graded (other processes read the grades again)
+            if used:
+                await self._grades.changes.notify()
         inbound = turn.inbound
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)
