@@ -10,7 +10,8 @@ statement (a grade's step is one upsert that clamps and counts, RETURNING the
 row). The prompt reads a tenant's grades synchronously, so `SkillGrades`
 keeps them in a `TenantRows` mirror (`bridge.loadout.db_changes`): kept by
 its own writes before their await returns, read again when another process
-notified a write of a prompt table (each grade write notifies).
+notified a write of a prompt table (each grade write notifies; the grades one
+turn writes, once after them: `apply(..., notify=False)`).
 """
 
 from __future__ import annotations
