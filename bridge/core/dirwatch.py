@@ -6,7 +6,8 @@ its directory reports an event.
 changes whenever anything in the directory changed since: a file written,
 its attributes changed, an entry created, deleted or renamed. Before it
 answers it takes every event the kernel has queued (one `poll` with no
-wait when there is none). The kernel queues an event before the write,
+wait when there is none; when there is, that look and a read, and more reads
+only while one fills the buffer). The kernel queues an event before the write,
 rename or unlink that caused it returns, so a change made before a call is
 always seen by it (before a `batch`, by every call inside it: it looks once).
 `unchanged(stamps)` checks many such generations at once (one look at the
@@ -68,6 +69,9 @@ _SELF = IN_DELETE_SELF | IN_MOVE_SELF
 _WHOLE = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | _ENTRIES | _SELF  # a watched directory
 _PATH = _ENTRIES | _SELF  # a directory on the way to one: only entries moving matter
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+# the largest event: its name (NAME_MAX 255 and a NUL) padded to a multiple of the header
+_EVENT_MAX = _EVENT.size + 256
+_READ_SIZE = 64 * 1024  # one read of the queue
 
 _libc: ctypes.CDLL | None = None
 _ident = threading.get_ident
@@ -194,25 +198,24 @@ class DirWatch:
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
         owner = self._owner  # `_quiet`, inline (a call per cached file)
-        if (
-            not self._closed
-            and ((owner is not None and owner == _ident()) or not self._ready())
-            and not self._lock.locked()
-        ):
-            gen, entries = self._gens.get(directory), self._entries.get(directory)
-            if gen is not None and entries is not None:
-                return gen, entries
+        queued = False  # the look below saw an event: the drain reads without looking again
+        if not self._closed:
+            queued = (owner is None or owner != _ident()) and self._ready()
+            if not queued and not self._lock.locked():
+                gen, entries = self._gens.get(directory), self._entries.get(directory)
+                if gen is not None and entries is not None:
+                    return gen, entries
         with self._lock:
-            if not self._caught_up(directory):
+            if not self._caught_up(directory, queued):
                 return None
             return self._gens[directory], self._entries[directory]
 
-    def _caught_up(self, directory: str) -> bool:
+    def _caught_up(self, directory: str, queued: bool = False) -> bool:
         """Under the lock: every queued event drained and `directory` watched (False:
-        the watch is closed, or the directory cannot be watched)."""
+        the watch is closed, or the directory cannot be watched). `queued`: as `_drain`."""
         if self._closed:
             return False
-        self._drain()
+        self._drain(queued)
         return directory in self._gens or self._watch(directory)
 
     def name_generation(self, directory: str, name: str) -> int | None:
@@ -220,16 +223,15 @@ class DirWatch:
         it, and with every event of the directory itself (None: as `generation`). A file
         written beside it (a database's log) leaves it alone."""
         owner = self._owner  # `_quiet`, inline (a call per cached file)
-        if (
-            not self._closed
-            and ((owner is not None and owner == _ident()) or not self._ready())
-            and not self._lock.locked()
-        ):
-            born = self._born.get(directory)
-            if born is not None:
-                return self._name_gen(directory, name, born)
+        queued = False
+        if not self._closed:
+            queued = (owner is None or owner != _ident()) and self._ready()
+            if not queued and not self._lock.locked():
+                born = self._born.get(directory)
+                if born is not None:
+                    return self._name_gen(directory, name, born)
         with self._lock:
-            if not self._caught_up(directory):
+            if not self._caught_up(directory, queued):
                 return None
             return self._name_gen(directory, name, self._born[directory])
 
@@ -287,11 +289,12 @@ class DirWatch:
         queue; None when the watch is closed (none holds)."""
         if self._closed:
             return None
-        if not self._quiet() or self._lock.locked():
+        queued = not self._quiet()
+        if queued or self._lock.locked():
             with self._lock:
                 if self._closed:
                     return None
-                self._drain()
+                self._drain(queued)
         gens, entries, born, names = self._gens, self._entries, self._born, self._names
         out: set[Stamp] = set()
         for stamp in stamps:
@@ -353,13 +356,22 @@ class DirWatch:
         self._masks[directory] = joined
         return True
 
-    def _drain(self) -> None:
-        while self._ready():
+    def _drain(self, queued: bool = False) -> None:
+        """Take every event queued before the call. `queued`: the caller's look at the
+        queue, just now, saw one, so the first read is made without looking again (when
+        another thread took it meanwhile, the read finds nothing). A read that left room
+        for the largest event emptied the queue as it was then (the kernel hands out
+        events while the next one fits): no look after it; a fuller read reads again."""
+        if not queued and not self._ready():
+            return
+        while True:
             try:
-                data = os.read(self._fd, 64 * 1024)
+                data = os.read(self._fd, _READ_SIZE)
             except BlockingIOError:
                 return
             self._events(data)
+            if len(data) <= _READ_SIZE - _EVENT_MAX:
+                return
 
     def _events(self, data: bytes) -> None:
         pos = 0

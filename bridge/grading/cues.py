@@ -6,14 +6,19 @@
 fixed phrases such as "no problem" / "kein Problem" are not rejections.
 The phrase patterns are tried one by one (in order, each masking what it
 matched) only in a message and a clause that one combined pass of all of
-them matched: most messages hold no phrase, and then none is tried.
+them matched: most messages hold no phrase, and then none is tried. That pass
+(`any_phrase`) tries them only where a word one of them can start with starts
+(read from `re`'s parse of each alternative: `\b`, then that word): a search of
+the union at every position cost 0.27 us a character.
 """
 
 from __future__ import annotations
 
 import bisect
+import importlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.grading.text import TOKEN_RE, lower, lowered_tokens
 
@@ -130,6 +135,96 @@ _PHRASES = [(re.compile(p), pol, st) for p, pol, st in PHRASES]
 # one pass over a clause says whether any phrase pattern can match it: none matches
 # before another has masked part of it, so no match of the union means no match at all
 _ANY_PHRASE = re.compile("|".join(f"(?:{p})" for p, _, _ in PHRASES))
+_RUN = re.compile(r"\w+")  # a word as `\b` sees it
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The pattern's top-level alternatives (split at each `|` outside brackets)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]]
+
+
+def _first_words(alternative: str) -> set[str] | None:
+    """The words (maximal runs of `\\w`) a match of `alternative` can start with, when
+    it is `\\b` then letters, each of its words ending in a non-word character or `\\b`
+    (None: it cannot be told from its leading items; then every text is searched whole).
+    Read from `re`'s own parse of it, so the table cannot drift from the patterns."""
+    sre: Any = importlib.import_module("re._parser")
+    items = list(sre.parse(alternative))
+    if not items or items[0] != (sre.AT, sre.AT_BOUNDARY):
+        return None
+    words: set[str] = set()
+
+    def walk(rest: list[tuple[Any, Any]], word: str) -> bool:
+        if not rest:
+            return False  # a match may end inside a longer word: not told here
+        (op, av), after = rest[0], rest[1:]
+        if op is sre.LITERAL:
+            ch = chr(av)
+            if _RUN.fullmatch(ch):
+                return walk(after, word + ch)
+            words.add(word)
+            return bool(word)
+        if op is sre.AT and av is sre.AT_BOUNDARY:
+            words.add(word)
+            return bool(word)
+        if op is sre.SUBPATTERN:
+            return walk([*av[-1], *after], word)
+        if op is sre.BRANCH:
+            return all(walk([*alt, *after], word) for alt in av[1])
+        if op is sre.IN and all(o is sre.LITERAL for o, _ in av):
+            return all(walk([(o, a), *after], word) for o, a in av)
+        if op is sre.MAX_REPEAT and av[0] == 0 and av[1] == 1:
+            return walk([*av[2], *after], word) and walk(after, word)
+        return False
+
+    return words if walk(items[1:], "") else None
+
+
+def _phrase_starts() -> dict[str, re.Pattern[str]] | None:
+    """Per word a phrase can start with, the alternatives that start with it (None: one
+    alternative's first words cannot be told)."""
+    by_word: dict[str, list[str]] = {}
+    for pattern, _, _ in PHRASES:
+        for alternative in _alternatives(pattern):
+            words = _first_words(alternative)
+            if words is None:
+                return None
+            for word in words:
+                by_word.setdefault(word, []).append(alternative)
+    return {w: re.compile("|".join(f"(?:{a})" for a in alts)) for w, alts in by_word.items()}
+
+
+_STARTS = _phrase_starts()
+
+
+def any_phrase(lowered: str) -> bool:
+    """`_ANY_PHRASE.search(lowered) is not None`, tried only where a phrase can start: every
+    alternative is `\\b` then a word, so a match starts where a word does, and that word is
+    one it can start with (a word of the text not among them needs no try)."""
+    if _STARTS is None:
+        return _ANY_PHRASE.search(lowered) is not None
+    starts = _STARTS
+    for m in _RUN.finditer(lowered):
+        pattern = starts.get(m.group())
+        if pattern is not None and pattern.match(lowered, m.start()):
+            return True
+    return False
+
+
 _LEADING_NO = re.compile(
     r"^\W*(no|nope|nah|nein|nö|ne)\b(?!\s+(problem|worries|sorge|need|thanks))"
 )
@@ -159,7 +254,7 @@ def _clause_cues(clause: str, first_token: int, phrases: bool) -> tuple[list[Cue
     cues: list[Cue] = []
     question = clause.rstrip().endswith("?")
     masked = clause
-    if phrases and _ANY_PHRASE.search(clause):
+    if phrases and any_phrase(clause):
         starts = [m.start() for m in TOKEN_RE.finditer(clause)]
         for pattern, pol, strength in _PHRASES:
             chars: list[str] | None = None
@@ -209,7 +304,7 @@ def lowered_cues(lowered: str) -> tuple[list[Cue], int]:
     """`find_cues` of a text `lower` has lowered already, and its number of tokens."""
     cues: list[Cue] = []
     position = 0
-    phrases = _ANY_PHRASE.search(lowered) is not None  # a clause's match is the text's too
+    phrases = any_phrase(lowered)  # a clause's match is the text's too
     for clause in _CLAUSE_RE.findall(lowered):
         found, count = _clause_cues(clause, position, phrases)
         cues.extend(found)

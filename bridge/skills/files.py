@@ -1,7 +1,10 @@
 """Skill files: `skills/<name>.md` with front matter (name, description, when).
 
 Read through the loadout's stat-checked cache, so an unchanged skills
-directory costs one stat per file per turn.
+directory costs one stat per file per turn. `kept_skills` is what the prompt's
+view and the turn's grading read: the skills worked out again only when a file
+or the directory's listing changed (`FileCache.kept`, one key for both, so the
+files are parsed once per change, not once per reader and turn).
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ class Skill:
     description: str
     when: str
     body: str
+
+
+def kept_skills(dirs: TenantDirs, cache: FileCache) -> list[Skill]:
+    """`read_skills`, kept while no skill file and not the listing changed (the same
+    list each time: its readers do not change it)."""
+    return cache.kept(("skills", str(dirs.skills)), lambda: read_skills(dirs, cache))
 
 
 def read_skills(dirs: TenantDirs, cache: FileCache) -> list[Skill]:

@@ -10,7 +10,8 @@ statement (a grade's step is one upsert that clamps and counts, RETURNING the
 row). The prompt reads a tenant's grades synchronously, so `SkillGrades`
 keeps them in a `TenantRows` mirror (`bridge.loadout.db_changes`): kept by
 its own writes before their await returns, read again when another process
-notified a write of a prompt table (each grade write notifies).
+notified a write of a prompt table (each grade write notifies; the grades one
+turn writes, once after them: `apply(..., notify=False)`).
 """
 
 from __future__ import annotations
@@ -73,11 +74,14 @@ class SkillGrades:
             name, INITIAL_GRADE, dict.fromkeys(SIGNALS, 0), None
         )
 
-    async def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
-        """Record one signal; returns the step and the grade after it."""
+    async def apply(
+        self, tenant: str, name: str, signal: str, now: float, notify: bool = True
+    ) -> Applied:
+        """Record one signal; returns the step and the grade after it. `notify=False`: the
+        caller notifies once after several (`changes.notify`), also when one fails."""
         step = AUTO_STEP if signal == "auto" else OUTCOME_STEP[signal]
         column = _COLUMN[signal]
-        return await self._step(tenant, name, step, None, column, now)
+        return await self._step(tenant, name, step, None, column, now, notify)
 
     async def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
         """The skill's grade row as plain data (for the skills journal); None: never graded."""
@@ -122,7 +126,14 @@ class SkillGrades:
         return await self._step(tenant, name, step, _COLUMN[old], _COLUMN[new], now)
 
     async def _step(
-        self, tenant: str, name: str, step: int, less: str | None, more: str, now: float
+        self,
+        tenant: str,
+        name: str,
+        step: int,
+        less: str | None,
+        more: str,
+        now: float,
+        notify: bool = True,
     ) -> Applied:
         """Move the grade by `step` (within its bounds), one count from `less` (not below
         0) to `more`, in ONE upsert; a skill never graded starts at INITIAL_GRADE."""
@@ -147,7 +158,8 @@ class SkillGrades:
         assert row is not None  # an upsert returns its row
         grade = _grade(name, row)
         self._rows.wrote(tenant, lambda grades: {**grades, name: grade})
-        await self.changes.notify()
+        if notify:
+            await self.changes.notify()
         return Applied(step, grade.grade)
 
 

@@ -34,7 +34,7 @@ from bridge.grading.classify import Label, classify
 from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.grading.text import LastRead
-from bridge.skills.files import read_skills
+from bridge.skills.files import kept_skills
 from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.storage.units import Unit
@@ -144,8 +144,12 @@ class SkillsObserver:
         if not skills and not last.relevant:
             return
         now = self._clock()
-        for name in skills:  # only a skill the reply used earns or loses grade
-            await self._grades.apply(turn.tenant, name, outcome.label, now)
+        try:
+            for name in skills:  # only a skill the reply used earns or loses grade
+                await self._grades.apply(turn.tenant, name, outcome.label, now, notify=False)
+        finally:  # one notify for the skills graded (other processes read the grades again)
+            if skills:
+                await self._grades.changes.notify()
         details: dict[str, object] = {
             "signal": outcome.label,
             "skills": skills,
@@ -161,7 +165,7 @@ class SkillsObserver:
         """Auto-grades the skills the reply used; the turn-log row is left to the turn's end
         (written with the session append, one commit: `EndWrite`)."""
         held = self._marks.pop(id(turn), None)  # taken first: kept by no failure below
-        skills = read_skills(turn.dirs, self._cache)
+        skills = kept_skills(turn.dirs, self._cache)  # parsed once per change
         used: list[str] = []
         relevant: list[str] = []
         if skills:  # no skill files: nothing to grade, no need to read the grades
@@ -171,13 +175,17 @@ class SkillsObserver:
             # what the request was about, offered or not: turns a style bullet could affect
             relevant = [n for n in skills_asked(turn.inbound.text, skills) if n not in used]
         now = self._clock()
-        for name in used:
-            step, after = await self._grades.apply(turn.tenant, name, "auto", now)
-            events.add(
-                "skill.graded",
-                turn.tenant,
-                {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
-            )
+        try:
+            for name in used:
+                step, after = await self._grades.apply(turn.tenant, name, "auto", now, False)
+                events.add(
+                    "skill.graded",
+                    turn.tenant,
+                    {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
+                )
+        finally:  # one notify for the skills graded (other processes read the grades again)
+            if used:
+                await self._grades.changes.notify()
         inbound = turn.inbound
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)

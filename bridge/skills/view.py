@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bridge.core.filecache import FileCache
 from bridge.prompt.views import SkillRow
-from bridge.skills.files import read_skills
+from bridge.skills.files import kept_skills
 from bridge.skills.grades import INITIAL_GRADE, SkillGrades
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -24,9 +24,7 @@ class GradedSkills:
         self.files = cache  # every skill file is read through it
 
     def active(self, dirs: TenantDirs) -> list[SkillRow]:
-        skills = self._cache.kept(
-            ("skills", str(dirs.skills)), lambda: read_skills(dirs, self._cache)
-        )
+        skills = kept_skills(dirs, self._cache)
         if not skills:
             return []
         grades = self._grades.cached(dirs.tenant) or {}
