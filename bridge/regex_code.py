@@ -81,6 +81,8 @@ _CONSTANT_SITES = frozenset(
         # what a scanner reads from a shipped pattern (its literals' alternations); a
         # scanner of any other pattern compiles them with `re.compile` where it stands
         ("bridge.screening.windowed", "_compile_shipped"),
+        # the grading's phrase patterns, grouped by their first word (module constants)
+        ("bridge.grading.cues", "_phrase_starts"),
     }
 )
 

@@ -11,12 +11,12 @@ row). The prompt reads a tenant's grades synchronously, so `SkillGrades`
 keeps them in a `TenantRows` mirror (`bridge.loadout.db_changes`): kept by
 its own writes before their await returns, read again when another process
 notified a write of a prompt table (each grade write notifies; the grades one
-turn writes, once after them: `apply(..., notify=False)`).
+turn writes, once after them all: `apply_all`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -74,14 +74,33 @@ class SkillGrades:
             name, INITIAL_GRADE, dict.fromkeys(SIGNALS, 0), None
         )
 
-    async def apply(
-        self, tenant: str, name: str, signal: str, now: float, notify: bool = True
+    async def apply(self, tenant: str, name: str, signal: str, now: float) -> Applied:
+        """Record one signal; returns the step and the grade after it."""
+        return await self._apply(tenant, name, signal, now, notify=True)
+
+    async def apply_all(
+        self,
+        tenant: str,
+        names: Sequence[str],
+        signal: str,
+        now: float,
+        each: Callable[[str, Applied], None] = lambda _name, _applied: None,
+    ) -> None:
+        """Record one signal for each skill of `names` (`each` told of every one written, in
+        turn), then notify once, also when a write failed: one commit for the readers of
+        other processes, not one per skill."""
+        try:
+            for name in names:
+                each(name, await self._apply(tenant, name, signal, now, notify=False))
+        finally:
+            if names:
+                await self.changes.notify()
+
+    async def _apply(
+        self, tenant: str, name: str, signal: str, now: float, *, notify: bool
     ) -> Applied:
-        """Record one signal; returns the step and the grade after it. `notify=False`: the
-        caller notifies once after several (`changes.notify`), also when one fails."""
         step = AUTO_STEP if signal == "auto" else OUTCOME_STEP[signal]
-        column = _COLUMN[signal]
-        return await self._step(tenant, name, step, None, column, now, notify)
+        return await self._step(tenant, name, step, None, _COLUMN[signal], now, notify)
 
     async def snapshot(self, tenant: str, name: str) -> dict[str, Any] | None:
         """The skill's grade row as plain data (for the skills journal); None: never graded."""

@@ -35,7 +35,14 @@ from bridge.grading.judge import FollowUp, OutcomeJudge
 from bridge.grading.judge_prompt import JudgeItem
 from bridge.grading.text import LastRead
 from bridge.skills.files import kept_skills
-from bridge.skills.grades import LastTurn, SkillGrades, TurnLog, turn_graded, turn_recorded
+from bridge.skills.grades import (
+    Applied,
+    LastTurn,
+    SkillGrades,
+    TurnLog,
+    turn_graded,
+    turn_recorded,
+)
 from bridge.skills.usage import skills_asked, skills_used
 from bridge.storage.units import Unit
 from bridge.types.audit_sink import TurnEvents
@@ -144,12 +151,8 @@ class SkillsObserver:
         if not skills and not last.relevant:
             return
         now = self._clock()
-        try:
-            for name in skills:  # only a skill the reply used earns or loses grade
-                await self._grades.apply(turn.tenant, name, outcome.label, now, notify=False)
-        finally:  # one notify for the skills graded (other processes read the grades again)
-            if skills:
-                await self._grades.changes.notify()
+        # only a skill the reply used earns or loses grade
+        await self._grades.apply_all(turn.tenant, skills, outcome.label, now)
         details: dict[str, object] = {
             "signal": outcome.label,
             "skills": skills,
@@ -175,17 +178,16 @@ class SkillsObserver:
             # what the request was about, offered or not: turns a style bullet could affect
             relevant = [n for n in skills_asked(turn.inbound.text, skills) if n not in used]
         now = self._clock()
-        try:
-            for name in used:
-                step, after = await self._grades.apply(turn.tenant, name, "auto", now, False)
-                events.add(
-                    "skill.graded",
-                    turn.tenant,
-                    {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
-                )
-        finally:  # one notify for the skills graded (other processes read the grades again)
-            if used:
-                await self._grades.changes.notify()
+
+        def graded(name: str, applied: Applied) -> None:
+            step, after = applied
+            events.add(
+                "skill.graded",
+                turn.tenant,
+                {"name": name, "signal": "auto", "step_milli": step, "grade_milli": after},
+            )
+
+        await self._grades.apply_all(turn.tenant, used, "auto", now, graded)
         inbound = turn.inbound
         if self._judge is not None:
             self._judge.release(turn.tenant, inbound.msg_id)

@@ -26,7 +26,7 @@ def _same(text: str) -> None:
 
 
 def test_every_alternative_has_its_start_words() -> None:
-    assert cues._STARTS is not None
+    assert cues._phrase_starts() is not None
     alternatives = [a for p, _, _ in PHRASES for a in _alternatives(p)]
     assert len(alternatives) > len(PHRASES)  # split at the top-level `|` only
     assert all(a.startswith(r"\b") for a in alternatives)

@@ -139,12 +139,12 @@ class Failing(SkillGrades):
     """Grades whose outcome write fails (e.g. the database went away mid-grading); the
     reply's own auto-grade goes through."""
 
-    async def apply(
-        self, tenant: str, name: str, signal: str, now: float, notify: bool = True
-    ) -> Applied:
+    async def _apply(
+        self, tenant: str, name: str, signal: str, now: float, *, notify: bool
+    ) -> Applied:  # every write of a grade (`apply` and `apply_all`) goes through it
         if signal != "auto":
             raise RuntimeError("the grade was not written")
-        return await super().apply(tenant, name, signal, now, notify)
+        return await super()._apply(tenant, name, signal, now, notify=notify)
 
 
 async def test_grading_that_fails_partway_still_marks_the_turn_graded(
@@ -239,12 +239,12 @@ async def test_a_scheduled_prompt_does_not_grade_the_previous_reply(
 class NoAuto(SkillGrades):
     """Grades whose auto-grade write fails (a full disk: the turn goes on without it)."""
 
-    async def apply(
-        self, tenant: str, name: str, signal: str, now: float, notify: bool = True
-    ) -> Applied:
+    async def _apply(
+        self, tenant: str, name: str, signal: str, now: float, *, notify: bool
+    ) -> Applied:  # every write of a grade (`apply` and `apply_all`) goes through it
         if signal == "auto":
             raise OSError(28, "No space left on device")
-        return await super().apply(tenant, name, signal, now, notify)
+        return await super()._apply(tenant, name, signal, now, notify=notify)
 
 
 async def test_the_graded_mark_is_left_out_of_an_end_that_records_the_turns_row(
