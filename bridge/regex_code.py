@@ -23,7 +23,8 @@ in `_CONSTANT_SITES`, each read and found to compile only patterns written in
 its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
 argparse's), or from roost's shipped rule file (the screens:
 `rule_data._compile`, `injection._table`, and `windowed._compile_shipped`,
-which only a `Scanner(..., shipped=True)` calls). Any other pattern compiled
+which only a `Scanner(..., shipped=True)` calls), and the grading's phrase
+patterns grouped by first word (`cues._phrase_starts`). Any other pattern compiled
 inside a function may be built from what a person sent or from a secret (the
 log redactor's), so it is compiled as before and never written down.
 
