@@ -19,12 +19,15 @@ by backend name (`roost_model_seconds`).
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
-from bridge.types.audit_sink import AuditSink, Event
+from bridge.types.audit_sink import AuditSink, Event, QueueMany
 from bridge.types.backend import Backend, ModelEvent, ModelRequest
 
 SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -195,6 +198,27 @@ class MeteredAudit:
 
     async def emit_many(self, events: Sequence[Event]) -> None:
         await self.inner.emit_many(events)
+        self._counted(events)
+
+    @property
+    def queue_many(self) -> QueueMany:
+        """The inner sink's `queue_many`, counting a batch once it is durable (an
+        AttributeError, as for any attribute the inner sink lacks, when it has none)."""
+        inner: QueueMany = self.inner.queue_many  # type: ignore[attr-defined]
+
+        def queue_many(events: Sequence[Event]) -> asyncio.Future[Any] | None:
+            done = inner(events)
+            if done is not None:
+                done.add_done_callback(partial(self._durable, events))
+            return done
+
+        return queue_many
+
+    def _durable(self, events: Sequence[Event], done: asyncio.Future[Any]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._counted(events)
+
+    def _counted(self, events: Sequence[Event]) -> None:
         self._metrics.observe("roost_audit_batch_size", len(events))
         for event, _tenant, details in events:
             _record(self._metrics, event, details)

@@ -113,11 +113,22 @@ class AuditChain:
     async def emit_many(
         self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
     ) -> None:
-        """Queue every event before waiting, so they share one write and fsync.
+        """Queue every event before waiting, so they share one write and fsync."""
+        done = self.queue_many(events)
+        if done is not None:
+            await done
+
+    def queue_many(
+        self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
+    ) -> asyncio.Future[int] | None:
+        """Check, fit and queue the events now, as one item, and return the future that
+        is done once they are durable (None: no events), so the caller's next steps
+        overlap the write with no hop through its loop (`TurnEvents.begin`).
 
         The writer takes the list as one item and never splits it, so the batch is
         written, synced and failed as a whole: its last event carries the one future
-        waited for (resolved once the whole batch is durable, or failed with it)."""
+        (resolved once the whole batch is durable, or failed with it). A future the
+        caller cancels meanwhile is left alone; the batch is written all the same."""
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
         items = []
@@ -126,12 +137,12 @@ class AuditChain:
             check_tenant(tenant)
             items.append(_Pending(event, tenant, self._fit(event, tenant, details), self._now()))
         if not items:
-            return
+            return None
         loop = asyncio.get_running_loop()
         done: asyncio.Future[int] = loop.create_future()
         items[-1].loop, items[-1].future = loop, done
         self._queue.put(items)  # one item: the writer never splits a turn's batch
-        await done
+        return done
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""

@@ -20,7 +20,7 @@ with a note that it was not stored; grading and the turn's audit batch that
 meet a full disk are logged and skipped (`_kept`), never the answer. The
 audit batch is queued before the turn's tokens are counted and the exchange
 is stored, so those writes run while the audit writer syncs the batch
-(`_started`); the turn returns once all are done. The turn's end is ONE unit of
+(`TurnEvents.begin`); the turn returns once all are done. The turn's end is ONE unit of
 the database (`_end`): the usage count, the session append and the observers'
 rows (`EndWrite`, the turn log) commit together, one job on SQLite's writer.
 Observers (outcome grading, skills) hook in before and after.
@@ -47,7 +47,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -306,12 +306,13 @@ class TurnRunner:
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
         stored = False
-        durable = await _started(_kept("the turn's audit records", events.flush(self._audit)))
+        durable = await events.begin(self._audit)  # queued: the writer starts on it now
         try:  # the tokens are counted and the exchange stored while the writer syncs it
             stored = await self._end(
                 turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask)
             )
-            await durable  # done only once its records are durable, stored or not
+            # done only once its records are durable, stored or not
+            await _kept("the turn's audit records", durable)
         finally:  # queued after the audit batch: the index write keeps off the reply's path
             if not durable.done():  # cancelled meanwhile: the batch is written all the same
                 durable.cancel()
@@ -555,14 +556,6 @@ def _showing(on_delta: DeltaSink | None, shown: list[str]) -> DeltaSink:
             await on_delta(piece)
 
     return sink
-
-
-async def _started(step: Coroutine[object, object, None]) -> asyncio.Task[None]:
-    """`step` as a task that has run up to its first wait (an audit batch: queued to the
-    writer), so what the caller does next overlaps it."""
-    task = asyncio.ensure_future(step)
-    await asyncio.sleep(0)
-    return task
 
 
 async def _kept(what: str, step: Awaitable[T]) -> T | None:

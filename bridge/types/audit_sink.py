@@ -8,8 +8,9 @@ This module imports nothing from the project.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 Event = tuple[str, str | None, Mapping[str, object]]  # (event, tenant, details)
 
@@ -22,6 +23,12 @@ class AuditSink(Protocol):
     async def emit_many(self, events: Sequence[Event]) -> None:
         """Record several events, in order, durably (one write where the sink can)."""
         ...
+
+
+# A sink that can queue without waiting may also have `queue_many(events)`: the events
+# checked and queued at once, on the caller's loop, and a future done once they are
+# durable (None: no events), failed as `emit_many` would fail (bridge.audit.chain).
+QueueMany = Callable[[Sequence[Event]], "asyncio.Future[Any] | None"]
 
 
 class TurnEvents:
@@ -42,6 +49,29 @@ class TurnEvents:
         events, self.events = self.events, []
         if events:
             await sink.emit_many(events)
+
+    async def begin(self, sink: AuditSink) -> asyncio.Future[Any]:
+        """Start writing the events and return what to await for their durability, so
+        the caller's next steps overlap the write. A sink with `queue_many` has them
+        queued before this returns, with no hop through the loop; any other sink's
+        `emit_many` runs as a task up to its first wait."""
+        events, self.events = self.events, []
+        queue_many: QueueMany | None = getattr(sink, "queue_many", None)
+        if queue_many is not None:
+            done = queue_many(events)
+            if done is not None:
+                return done
+        if not events:
+            return _done()
+        task = asyncio.ensure_future(sink.emit_many(events))
+        await asyncio.sleep(0)
+        return task
+
+
+def _done() -> asyncio.Future[Any]:
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
 
 
 class NullAudit:
