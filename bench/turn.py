@@ -63,6 +63,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +124,8 @@ class Steps:
         self.calls: dict[str, list[float]] = defaultdict(list)
         self.order: list[str] = []
 
-    def wrap(self, obj: Any, attr: str, name: str) -> None:
-        fn = getattr(obj, attr)
+    def timer(self, name: str) -> Callable[[float, float], None]:
+        """What records one call of step `name`, begun at (perf_counter, thread_time)."""
         total, cpu, calls = self.total, self.cpu, self.calls[name]
         if name not in self.order:
             self.order.append(name)
@@ -135,6 +136,11 @@ class Steps:
             cpu[name] += time.thread_time() - began
             calls.append(took)
 
+        return done
+
+    def wrap(self, obj: Any, attr: str, name: str) -> None:
+        fn = getattr(obj, attr)
+        done = self.timer(name)
         if asyncio.iscoroutinefunction(fn):
 
             async def timed_async(*a: Any, **k: Any) -> Any:
@@ -194,12 +200,32 @@ def instrument(roost: Any) -> Steps:
         steps.wrap(runner._exchanges, "record_exchange", "recall indexing (queued)")
         # written after the reply by the indexer's task: not on the turn's path, not summed
         steps.wrap(runner._exchanges, "admit", "  recall index write (background, per batch)")
-    steps.wrap(runner._audit, "emit_many", "audit batch (durable)")
+    runner._audit = _TimedQueue(runner._audit, steps.timer("audit batch (durable)"))
     steps.wrap(runner.compactor, "after_turn", "compactor check")
     if runner._senses is not None:
         steps.wrap(runner._senses, "handed_out", "outputs/ scan, after")
     steps.wrap(runner, "run", "TurnRunner.run (all of the above but admission)")
     return steps
+
+
+class _TimedQueue:
+    """The turn's audit sink, its `queue_many` timed from the call until the batch is
+    durable (the future's callback, on the loop: the CPU column is the loop's meanwhile)."""
+
+    def __init__(self, inner: Any, done: Callable[[float, float], None]) -> None:
+        self.inner, self._done = inner, done
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def queue_many(self, events: Any) -> Any:
+        start, began = time.perf_counter(), time.thread_time()
+        durable = self.inner.queue_many(events)
+        if durable is None:
+            self._done(start, began)
+        else:
+            durable.add_done_callback(lambda _f: self._done(start, began))
+        return durable
 
 
 def thread_cpu() -> dict[str, float]:
