@@ -39,7 +39,8 @@ cProfile's function calls per turn and top functions by own and by cumulative ti
 on the loop thread's CPU clock, and with `--profile-match REGEX` every function whose
 `file:line(name)` matches; `--inline-writes
 on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
-inline only while one turn is in flight). Also printed:
+inline only while one turn is in flight; `--recall off`: no exchange indexed for
+recall, the A/B of what the index costs a turn). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers) and the SQL statements per turn on each connection, figures
@@ -409,11 +410,14 @@ async def overhead(
     profile: bool = False,
     profile_match: str = "",
     budget: int = 0,
+    recall: bool = True,
     clients: int = 10,
     inline_writes: str = "on",
 ) -> tuple[float, float, float, float | None]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
+        if not recall:  # the A/B of the recall index's cost (its writes on the writer)
+            limits["ROOST_RECALL__ENABLED"] = "false"
         settings = isolated_settings(Path(tmp), **limits)
         model = EchoModel()
         roost = await build(settings, backend=model)
@@ -760,6 +764,13 @@ def main() -> None:
         help="the step table again with this many turns at once, in-process (1: not)",
     )
     parser.add_argument(
+        "--recall",
+        choices=("on", "off"),
+        default="on",
+        help="in process: every exchange indexed for recall (on, as roost runs) or not"
+        " (off: the A/B of what the index costs a turn)",
+    )
+    parser.add_argument(
         "--inline-writes",
         choices=("on", "off", "alone"),
         default="on",
@@ -810,6 +821,7 @@ def in_process(args: argparse.Namespace) -> float | None:
             profile=args.profile,
             profile_match=args.profile_match,
             budget=args.budget,
+            recall=args.recall == "on",
             clients=args.clients,
             inline_writes=inline,
         )

@@ -130,3 +130,33 @@ async def test_exchanges_queued_together_are_one_write_per_tenant_in_order(
         "3:reply",
     ]
     await indexer.aclose()
+
+
+async def test_queued_exchanges_are_written_in_short_transactions_all_of_them_in_order(
+    tmp_path: Path, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many exchanges queued at once (turns arriving together) are written a screening
+    group at a time, each group one transaction of the index, so a turn's end queued
+    behind one on SQLite's writer waits for a short write; none is lost or reordered."""
+    from bridge.recall.index import RecallIndex
+    from bridge.recall.indexer import GROUP
+
+    sizes: list[int] = []
+    real_add = RecallIndex.add
+
+    async def add(self: RecallIndex, messages: object) -> int:
+        batch = list(messages)  # type: ignore[call-overload]
+        sizes.append(len(batch))
+        return await real_add(self, batch)
+
+    monkeypatch.setattr(RecallIndex, "add", add)
+    indexer = Indexer(db, screen=secret_kinds)
+    dirs = TenantDirs.of(tmp_path, "t")
+    vault = Masker({})
+    for n in range(45):
+        asked, answer = vault.mask(f"question {n} about kayaks"), vault.mask(f"answer {n}")
+        indexer.record_exchange(dirs, "web", "c", str(n), asked, answer, 1_000.0 + n, "Ann")
+    await indexer.settled()
+    assert sum(sizes) == 90 and len(sizes) >= 3 and max(sizes) <= GROUP, sizes
+    stored = [r.msg_id async for r in (await indexer.index(dirs)).iter_all()]
+    assert stored == [m for n in range(45) for m in (str(n), f"{n}:reply")]
