@@ -7,7 +7,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,98 +31,96 @@ EVENTS: list[Event] = [
 ]
 
 
+@pytest.fixture
+async def chain(tmp_path: Path) -> AsyncIterator[AuditChain]:
+    """An open chain at `tmp_path/audit/chain.jsonl` (closed, and so synced, after)."""
+    async with AuditChain(tmp_path / "audit" / "chain.jsonl", None, fake_clock()) as opened:
+        yield opened
+
+
+async def written(chain: AuditChain, records: int) -> None:
+    """The chain closed (its head synced) verifies and holds `records` records."""
+    await chain.aclose()
+    result = verify(chain.path)
+    assert result.ok and result.records == records, result
+
+
+def disk_full(fd: int) -> None:
+    raise OSError(28, "No space left on device")
+
+
 def lines(path: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.exists() else 0
 
 
-async def test_the_batch_is_written_before_the_loop_runs_again(tmp_path: Path) -> None:
+async def test_the_batch_is_written_before_the_loop_runs_again(chain: AuditChain) -> None:
     """Queued by the call itself: the writer writes and syncs the batch while this loop's
     thread is still busy (never yielding), and the future says so once the loop runs."""
-    path = tmp_path / "audit" / "chain.jsonl"
-    async with AuditChain(path, None, fake_clock()) as chain:
-        done = chain.queue_many(EVENTS)
-        assert done is not None and not done.done()
-        deadline = time.monotonic() + HANG_S  # an upper bound against a hang only
-        while lines(path) < 3 and time.monotonic() < deadline:
-            time.sleep(0.001)  # noqa: ASYNC251 - the loop blocked on purpose: no task runs
-        assert lines(path) == 3
-        assert await done == 3  # the last record's sequence number
-    result = verify(path)
-    assert result.ok and result.records == 3, result
+    done = chain.queue_many(EVENTS)
+    assert done is not None and not done.done()
+    deadline = time.monotonic() + HANG_S  # an upper bound against a hang only
+    while lines(chain.path) < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)  # noqa: ASYNC251 - the loop blocked on purpose: no task runs
+    assert lines(chain.path) == 3
+    assert await done == 3  # the last record's sequence number
+    await written(chain, 3)
 
 
-async def test_nothing_queued_is_none_and_a_bad_event_raises_at_once(tmp_path: Path) -> None:
-    path = tmp_path / "audit" / "chain.jsonl"
-    async with AuditChain(path, None, fake_clock()) as chain:
-        assert chain.queue_many([]) is None
-        with pytest.raises(ValueError):
-            chain.queue_many([EVENTS[0], ("no such event!", "alice", {})])
-        await chain.emit_many(EVENTS[:1])  # the refused batch left nothing queued
-    result = verify(path)
-    assert result.ok and result.records == 1, result
+async def test_nothing_queued_is_none_and_a_bad_event_raises_at_once(
+    chain: AuditChain, tmp_path: Path
+) -> None:
+    assert chain.queue_many([]) is None
+    with pytest.raises(ValueError):
+        chain.queue_many([EVENTS[0], ("no such event!", "alice", {})])
+    await chain.emit_many(EVENTS[:1])  # the refused batch left nothing queued
+    await written(chain, 1)
     closed = AuditChain(tmp_path / "other" / "chain.jsonl", None, fake_clock())
     with pytest.raises(RuntimeError, match="not open"):
         closed.queue_many(EVENTS)
 
 
-async def test_a_cancelled_future_leaves_its_batch_written(tmp_path: Path) -> None:
+async def test_a_cancelled_future_leaves_its_batch_written(chain: AuditChain) -> None:
     """The turn that queued it was cancelled meanwhile: the batch is written all the same."""
-    path = tmp_path / "audit" / "chain.jsonl"
-    async with AuditChain(path, None, fake_clock()) as chain:
-        done = chain.queue_many(EVENTS)
-        assert done is not None
-        done.cancel()
-        await chain.emit_many(EVENTS[:1])  # after the cancelled batch in the writer's queue
-    result = verify(path)
-    assert result.ok and result.records == 4, result
+    done = chain.queue_many(EVENTS)
+    assert done is not None
+    done.cancel()
+    await chain.emit_many(EVENTS[:1])  # after the cancelled batch in the writer's queue
+    await written(chain, 4)
 
 
 async def test_a_batch_that_cannot_be_written_fails_its_future(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    chain: AuditChain, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "audit" / "chain.jsonl"
-    async with AuditChain(path, None, fake_clock()) as chain:
-        await chain.emit_many(EVENTS[:1])
-
-        def full(fd: int) -> None:
-            raise OSError(28, "No space left on device")
-
-        monkeypatch.setattr(chain_module.os, "fdatasync", full)
-        done = chain.queue_many(EVENTS)
-        assert done is not None
-        with pytest.raises(OSError, match="No space"):
-            await done
-        monkeypatch.undo()
-        await chain.emit_many(EVENTS[1:])
-    result = verify(path)
-    assert result.ok and result.records == 3, result
+    await chain.emit_many(EVENTS[:1])
+    monkeypatch.setattr(chain_module.os, "fdatasync", disk_full)
+    done = chain.queue_many(EVENTS)
+    assert done is not None
+    with pytest.raises(OSError, match="No space"):
+        await done
+    monkeypatch.undo()
+    await chain.emit_many(EVENTS[1:])
+    await written(chain, 3)
 
 
 async def test_metered_batches_are_counted_once_durable_and_never_when_they_fail(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    chain: AuditChain, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "audit" / "chain.jsonl"
     metrics = Metrics()
-    async with AuditChain(path, None, fake_clock()) as chain:
-        metered = MeteredAudit(chain, metrics)
-        done = metered.queue_many(EVENTS)
-        assert done is not None
-        assert "roost_turns_total{" not in metrics.render()  # queued, not durable yet
-        await done
-        await asyncio.sleep(0)  # the done callbacks run on the loop, after the waiter's
-        assert 'roost_turns_total{outcome="answer"} 1' in metrics.render()
-
-        def full(fd: int) -> None:
-            raise OSError(28, "No space left on device")
-
-        monkeypatch.setattr(chain_module.os, "fdatasync", full)
-        failed = metered.queue_many(EVENTS)
-        assert failed is not None
-        with pytest.raises(OSError):
-            await failed
-        await asyncio.sleep(0)
-        monkeypatch.undo()
-        assert 'roost_turns_total{outcome="answer"} 1' in metrics.render()
+    metered = MeteredAudit(chain, metrics)
+    done = metered.queue_many(EVENTS)
+    assert done is not None
+    assert "roost_turns_total{" not in metrics.render()  # queued, not durable yet
+    await done
+    await asyncio.sleep(0)  # the done callbacks run on the loop, after the waiter's
+    assert 'roost_turns_total{outcome="answer"} 1' in metrics.render()
+    monkeypatch.setattr(chain_module.os, "fdatasync", disk_full)
+    failed = metered.queue_many(EVENTS)
+    assert failed is not None
+    with pytest.raises(OSError):
+        await failed
+    await asyncio.sleep(0)
+    monkeypatch.undo()
+    assert 'roost_turns_total{outcome="answer"} 1' in metrics.render()
     # a sink that only awaits has no queue_many, through the meter too
     assert getattr(MeteredAudit(MemoryAudit(), metrics), "queue_many", None) is None
 
