@@ -1,8 +1,9 @@
-"""Shared fixtures: one real sandbox helper per test module (starting one costs
-a `python -I` start-up), and a fresh workspace per test."""
+"""Shared fixtures: one real sandbox runner per test module (starting a helper costs
+a `python -I` start-up), and one workspace per module, emptied for each test."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -43,8 +44,38 @@ async def raw_python() -> AsyncIterator[SandboxRunner]:
     await r.aclose()
 
 
+class _Workspaces:
+    """One workspace path per test module, so the module's runner starts its helper (one
+    per workspace, as for a tenant) once, not once a test: a helper's start-up was most of
+    a short test's CPU. Each test gets it empty, with nothing left beside it; a test that
+    replaced the directory itself (its inode changed) gets a new path, and so a new helper."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._ws: Path | None = None
+        self._ino = -1
+
+    def fresh(self) -> Path:
+        ws = self._ws
+        if ws is None or ws.is_symlink() or not ws.is_dir() or ws.stat().st_ino != self._ino:
+            ws = self._ws = self._factory.mktemp("module") / "workspace"
+            ws.mkdir()
+            self._ino = ws.stat().st_ino
+        ws.chmod(0o755)
+        for entry in [*ws.iterdir(), *(p for p in ws.parent.iterdir() if p != ws)]:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        return ws
+
+
+@pytest.fixture(scope="module")
+def _workspaces(tmp_path_factory: pytest.TempPathFactory) -> _Workspaces:
+    return _Workspaces(tmp_path_factory)
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    return ws
+def workspace(_workspaces: _Workspaces) -> Path:
+    """An empty workspace, the module's one (see `_Workspaces`)."""
+    return _workspaces.fresh()
