@@ -56,13 +56,12 @@ class TurnEvents:
         queued before this returns, with no hop through the loop; any other sink's
         `emit_many` runs as a task up to its first wait."""
         events, self.events = self.events, []
-        queue_many: QueueMany | None = getattr(sink, "queue_many", None)
-        if queue_many is not None:
-            done = queue_many(events)
-            if done is not None:
-                return done
         if not events:
             return _done()
+        queue_many: QueueMany | None = getattr(sink, "queue_many", None)
+        done = queue_many(events) if queue_many is not None else None
+        if done is not None:  # None only for no events, which never reach it
+            return done
         task = asyncio.ensure_future(sink.emit_many(events))
         await asyncio.sleep(0)
         return task
