@@ -35,6 +35,34 @@ from tests.spine.conftest import Browsers
 from tests.waits import HANG_S
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Each browser context opens a window, and each window of Chromium 156 preloads its
+# address bar's popup (chrome://omnibox-popup.top-chrome) in a renderer of its own:
+# about 0.7 s of CPU per context, as much as the roost page, for a popup no test opens.
+# Chromium keeps only the last --disable-features, so ours repeats the features
+# Playwright 1.65 turns off on Linux (playwright-core's chromiumSwitches.ts): check
+# the list when Playwright is upgraded.
+PLAYWRIGHT_OFF = [
+    "AimEnabled",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsFirstBalancedModeAutoEnable",
+    "HttpsUpgrades",
+    "LensOverlay",
+    "MediaRouter",
+    "NetworkTimeServiceQuerying",
+    "OptimizationHints",
+    "PaintHolding",
+    "PreconnectToSearch",
+    "ThirdPartyStoragePartitioning",
+]
+OMNIBOX_POPUP = ["WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup"]
+# Playwright's features that do nothing on Linux (Windows, Edge): not repeated
+NOT_ON_LINUX = {
+    "TcpPortRandomizationWin",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+}
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -44,6 +72,7 @@ ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-features=" + ",".join(PLAYWRIGHT_OFF + OMNIBOX_POPUP),
 ]
 TOKEN = "browser-token-0123456789"
 GREETING = "Hello from **roost** with `code` and <b>no html</b>."
@@ -160,6 +189,26 @@ async def rich_markdown(page: Page) -> None:
     await page.need("GET", "/static/vendor/marked.js", why="web.py serving js/vendor/")
     # (locators, not wait_for_function: the page's CSP forbids the eval it uses)
     await page.tab.locator("html[data-renderer=rich]").wait_for(state="attached")
+
+
+async def test_our_disabled_features_keep_playwrights(browsers: Browsers) -> None:
+    """Chromium keeps the last --disable-features only: ours must hold Playwright's too
+    (a Playwright upgrade that turns off more fails here, naming what to add)."""
+    browser = await browsers.launch(ARGS)
+    context = await browser.new_context()
+    try:
+        tab = await context.new_page()
+        await tab.goto("chrome://version")
+        line = await tab.locator("#command_line").inner_text()
+    finally:
+        await context.close()
+    lists = [
+        w.split("=", 1)[1].split(",") for w in line.split() if w.startswith("--disable-features=")
+    ]
+    assert len(lists) >= 2, line  # Playwright's, then ours
+    assert lists[-1] == PLAYWRIGHT_OFF + OMNIBOX_POPUP
+    missing = {f for given in lists[:-1] for f in given} - set(lists[-1]) - NOT_ON_LINUX
+    assert not missing, f"add to PLAYWRIGHT_OFF: {sorted(missing)}"
 
 
 async def test_type_a_message_and_see_the_answer(page: Page) -> None:
