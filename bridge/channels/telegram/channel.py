@@ -66,9 +66,11 @@ from telegram import BotCommand, Message, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import AIORateLimiter, Application, ApplicationBuilder, ContextTypes, TypeHandler
+from telegram.request import HTTPXRequest
 
 from bridge.channels.common.chat_queue import Taken
 from bridge.channels.common.shared import GIVEN_UP, Cluster
+from bridge.channels.common.tls import verified
 from bridge.channels.telegram.actions import pressed
 from bridge.channels.telegram.connect import Connection, PollWatch
 from bridge.channels.telegram.files_in import FilesIn, file_base_url
@@ -149,14 +151,19 @@ class TelegramChannel:
         self.allowed_groups = frozenset(settings.allowed_groups)  # a reload may replace it
         self._webhook = settings.mode == "webhook"
         self._secret = webhook_secret(settings) if self._webhook else ""
+        # the library's default request, with the process's one TLS context (`verified`)
+        request = HTTPXRequest(
+            connection_pool_size=self._opts.connections,
+            pool_timeout=self._opts.send.send_timeout_s,  # a busy pool is waited for
+            httpx_kwargs={"verify": verified()},
+        )
         builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
             ApplicationBuilder()
             .token(settings.token.get_secret_value())
             .base_url(settings.api_base_url)
             .base_file_url(file_base_url(settings.api_base_url))
             .concurrent_updates(self._opts.concurrent_updates)
-            .connection_pool_size(self._opts.connections)
-            .pool_timeout(self._opts.send.send_timeout_s)  # a busy pool is waited for
+            .request(request)
         )
         if self._opts.rate_limiter:
             builder = builder.rate_limiter(AIORateLimiter(max_retries=2))
@@ -188,8 +195,9 @@ class TelegramChannel:
             else None
         )
         self._poller: asyncio.Task[None] | None = None
-        if self._webhook:
-            builder = builder.updater(None)
+        if self._webhook:  # the bot keeps a getUpdates request of its own, never polled here
+            unpolled = HTTPXRequest(connection_pool_size=1, httpx_kwargs={"verify": verified()})
+            builder = builder.updater(None).get_updates_request(unpolled)
         else:
             received = (
                 self.shared.received_payload

@@ -41,6 +41,7 @@ from typing import Any
 from telegram.error import NetworkError
 from telegram.request import HTTPXRequest
 
+from bridge.channels.common.tls import verified
 from bridge.channels.telegram.health import Backoff, Health, TokenRefused, why
 
 log = logging.getLogger("bridge.channels.telegram.channel")
@@ -85,7 +86,7 @@ class PollWatch(HTTPXRequest):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(connection_pool_size=1)
+        super().__init__(connection_pool_size=1, httpx_kwargs={"verify": verified()})
         self._seen = seen
         self.received = received
         self._empty, self._sleep, self._clock = empty or EmptyPolls(), sleep, clock
