@@ -16,7 +16,9 @@ Times, in one run, with a fresh home and an empty config file:
   prompt `you>` is on the screen (time-to-prompt), then Ctrl-D;
 - `roost serve` from the start to its ready line ("roost: model ..."), then
   SIGTERM; its CPU is the daemon's own at that moment (/proc, clock ticks), so
-  the sandbox processes it starts are not in it;
+  the sandbox processes it starts are not in it; again with a Telegram token
+  set and a Bot API nobody listens on (the channel made and its first attempt
+  failed: the ready line does not wait for Telegram);
 - the daemon's first message, given at its ready line and 0.5 s after it, and
   its fourth (`FIRST_TURNS`: `serve()` in a child of its own with the offline
   model and a channel that does nothing, each message given to `core.handle`):
@@ -357,11 +359,19 @@ def fake_model() -> Iterator[str]:
         loop.close()
 
 
+TG_TOKEN = "123456:AAbench-token-bench-token-bench-tok"  # a well-formed token, no bot
+DEAD_TG = "http://127.0.0.1:9/bot"  # nobody listens there
+
+
 def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str, Measure]]:
     """The roost commands of checkout `repo`, each a measure."""
     bare = environment(home, config, None, repo)
     dead = environment(home, config, "http://127.0.0.1:9/v1", repo)  # nobody listens there
     live = environment(home, config, url, repo)
+    # the Telegram channel made and started against a Bot API nobody listens on: its
+    # first attempt fails at once and it retries in the background (the ready line
+    # does not wait for Telegram)
+    telegram = live | {"ROOST_TELEGRAM__TOKEN": TG_TOKEN, "ROOST_TELEGRAM__API_BASE_URL": DEAD_TG}
     return [
         ("roost --help", lambda: run_once([*ROOST, "--help"], bare)),
         ("roost send /help (no model)", lambda: run_once([*ROOST, "send", "/help"], bare)),
@@ -375,6 +385,7 @@ def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str
         ("roost pair local", lambda: run_once([*ROOST, "pair", "local"], bare)),
         ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
         ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
+        ("serve, Telegram set: to ready", lambda: serve_once([*ROOST, "serve"], telegram)),
         ("serve: msg 1 at ready", lambda: turn_once(1, 0.0, bare)),
         ("serve: msg 1, 0.5 s after ready", lambda: turn_once(1, 0.5, bare)),
         ("serve: msg 4, 0.5 s after ready", lambda: turn_once(4, 0.5, bare)),
