@@ -167,7 +167,8 @@ def _template(server: PgServer) -> Path | None:
 
 
 def start_server() -> PgServer:
-    """initdb into a new temp dir and start it; raise NoPostgres when there is none."""
+    """A new server in a new temp dir (its data a copy of `_template`, or initdb's own
+    when there is none), started; raise NoPostgres when there is none."""
     path = bindir()
     user = None
     if os.geteuid() == 0:
@@ -186,9 +187,16 @@ def start_server() -> PgServer:
         template = _template(server)
         if template is None:
             _initdb(server, server.data)
+            server.start()
         else:  # as the server's user: the copy is its own, as initdb's would be
             server._run("cp", "-a", str(template), str(server.data))
-        server.start()
+            try:
+                server.start()
+            except RuntimeError:  # a template /tmp's cleaner thinned, say: made again next
+                (template.parent / "ready").unlink(missing_ok=True)
+                shutil.rmtree(server.data)
+                _initdb(server, server.data)
+                server.start()
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
