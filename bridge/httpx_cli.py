@@ -24,5 +24,5 @@ _MODULE = "httpx._main"
 
 
 def install() -> None:
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault(_MODULE, None)
+    if "httpx" not in sys.modules and _MODULE not in sys.modules:
+        sys.modules[_MODULE] = None  # type: ignore[assignment]  # the import system's "absent"
