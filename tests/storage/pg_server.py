@@ -166,6 +166,23 @@ def _template(server: PgServer) -> Path | None:
     return data
 
 
+def _started_from_template(server: PgServer) -> bool:
+    """True once the server runs on a copy of `_template`; False when there is no template
+    or the copy would not start (a template /tmp's cleaner thinned, say: made again next
+    time), with `server.data` left absent for initdb."""
+    template = _template(server)
+    if template is None:
+        return False
+    server._run("cp", "-a", str(template), str(server.data))  # as the server's user: its own
+    try:
+        server.start()
+    except RuntimeError:
+        (template.parent / "ready").unlink(missing_ok=True)
+        shutil.rmtree(server.data)
+        return False
+    return True
+
+
 def start_server() -> PgServer:
     """A new server in a new temp dir (its data a copy of `_template`, or initdb's own
     when there is none), started; raise NoPostgres when there is none."""
@@ -184,19 +201,9 @@ def start_server() -> PgServer:
         shutil.chown(root, user, user)
     server = PgServer(path, root, _free_port(), user)
     try:
-        template = _template(server)
-        if template is None:
+        if not _started_from_template(server):
             _initdb(server, server.data)
             server.start()
-        else:  # as the server's user: the copy is its own, as initdb's would be
-            server._run("cp", "-a", str(template), str(server.data))
-            try:
-                server.start()
-            except RuntimeError:  # a template /tmp's cleaner thinned, say: made again next
-                (template.parent / "ready").unlink(missing_ok=True)
-                shutil.rmtree(server.data)
-                _initdb(server, server.data)
-                server.start()
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
