@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from bridge.llm.offline import OfflineBackend
 from bridge.llm.select import select_backend
 from bridge.types.backend import BackendError, Finish, TextDelta
+from tests.fresh import python_c
 from tests.llm.support import collect
 
 
@@ -72,7 +70,7 @@ def test_offline_selection_does_not_import_aiohttp():
         "select_backend('auto', None, None, 'm')\n"
         "print('aiohttp' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = python_c(code)
     assert out.stdout.strip() == "False"
 
 

@@ -7,6 +7,7 @@ import json
 from bridge.channels.matrix.events import read, without_mention
 from bridge.channels.matrix.platform import PLATFORM, person_of
 from bridge.channels.matrix.render import EVENT_BUDGET, contents, edit
+from tests.fresh import python_c
 
 BOT = "@roost:example.org"
 
@@ -129,12 +130,10 @@ def test_mentions_and_identities() -> None:
 
 
 def test_mautrix_is_imported_only_when_the_channel_is_made() -> None:
-    import subprocess
-    import sys
 
     code = (
         "import sys, bridge.cli.main, bridge.app.channels_up, bridge.channels.matrix.platform;"
         "print('mautrix' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = python_c(code)
     assert out.stdout.strip() == "False"

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from bridge.core.dirwatch import DirWatch
 from bridge.senses import outputs
 from bridge.senses.outputs import Listings
+from tests.fresh import python_c
 
 
 @pytest.fixture
@@ -90,7 +89,7 @@ def _ops(out: Path, other: Path, rng: random.Random) -> list[Callable[[], None]]
         name = f"c{rng.randrange(3)}.png"
         code = "import os,sys; os.makedirs(sys.argv[1], exist_ok=True); "
         code += "open(os.path.join(sys.argv[1], sys.argv[2]), 'ab').write(b'p')"
-        subprocess.run([sys.executable, "-c", code, str(out), name], check=True)
+        python_c(code, str(out), name)
 
     def through_link() -> None:  # a file with another name outside outputs/, written there
         links = [p for p in other.iterdir() if p.name.startswith("link")]

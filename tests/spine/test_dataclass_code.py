@@ -7,8 +7,6 @@ import importlib.util
 import inspect
 import json
 import marshal
-import os
-import subprocess
 import sys
 from pathlib import Path
 from types import CodeType
@@ -17,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 from bridge import dataclass_code
+from tests.fresh import env_without, python_c
 
 pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11), reason="the cache applies to Python 3.11 only"
@@ -191,17 +190,8 @@ def test_a_fresh_process_uses_the_file_and_makes_equal_classes(tmp_path: Path) -
         "print(repr(P(1)), P(1) == P(1, 'x'), hash(P(2)) == hash(P(2)), cache.added)\n"
         "cache.save()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        for _ in range(2)
-    ]
+    env = env_without("PYTHONDONTWRITEBYTECODE")
+    runs = [python_c(script, str(tmp_path), env=env).stdout.split() for _ in range(2)]
     assert runs[0][:4] == runs[1][:4] == ["P(a=1,", "b='x')", "True", "True"]
     assert int(runs[0][4]) > 0 and int(runs[1][4]) == 0
 
@@ -379,18 +369,7 @@ def test_every_roost_dataclass_reads_the_docstring_the_stdlib_would_give_it() ->
         "            docs[name + '.' + value.__qualname__] = [doc, kind]\n"
         "print(json.dumps(docs))\n"
     )
-    runs = {
-        how: json.loads(
-            subprocess.run(
-                [sys.executable, "-c", script, how],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=Path(dataclass_code.__file__).parent.parent,
-            ).stdout
-        )
-        for how in ("stdlib", "roost")
-    }
+    runs = {how: json.loads(python_c(script, how).stdout) for how in ("stdlib", "roost")}
     stdlib, roost = runs["stdlib"], runs["roost"]
     assert len(stdlib) > 250 and stdlib.keys() == roost.keys()
     assert {name: doc for name, (doc, _) in roost.items()} == {

@@ -9,8 +9,6 @@ separate Python process, between two messages; with a real inotify watch and wit
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from bridge.app.forget_marks import FOLDER, ForgetMarks, marker_path
 from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache
 from tests.conftest import web_msg
+from tests.fresh import python_c
 
 WRITE = (
     "import os, sys; p = sys.argv[1]; t = p + '.tmp'; open(t, 'w').write('{}'); os.replace(t, p)"
@@ -28,7 +27,7 @@ WRITE = (
 
 def mark_elsewhere(path: Path) -> None:
     """Write the marker from another process, atomically, as `roost forget` does."""
-    subprocess.run([sys.executable, "-c", WRITE, str(path)], check=True, timeout=60)
+    python_c(WRITE, str(path))
 
 
 async def test_a_marker_made_by_another_process_refuses_the_next_message(

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge import forward_refs
+from tests.fresh import python_c
 
 pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11), reason="installed on Python 3.11 only"
@@ -93,11 +92,5 @@ def test_roost_installs_it_before_pydantic_makes_its_schema_types() -> None:
         "print(hints['le'].__forward_code__ is hints['ge'].__forward_code__,\n"
         "      hints['strict'].__forward_code__ is typing.ForwardRef('bool').__forward_code__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(forward_refs.__file__).parent.parent,
-    ).stdout.split()
+    out = python_c(script).stdout.split()
     assert out == ["True", "True"]  # the schema type's reference compiled its text once

@@ -6,11 +6,9 @@ makes a client; without it, the same import loads them (why the module exists)."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.waits import HANG_S
+from tests.fresh import python_c
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
@@ -25,14 +23,7 @@ print(json.dumps({m: m in sys.modules for m in ("click", "pygments", "rich.conso
 
 
 def loaded(first: str) -> dict[str, bool]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, first],
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        cwd=REPO,
-        check=True,
-    )
+    done = python_c(PROBE, first)
     return dict(json.loads(done.stdout))
 
 

@@ -4,7 +4,8 @@ runner's capture, a closed pipe) makes no "Logging error" traceback instead."""
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from tests.fresh import python_c
 
 FLOOD = """
 import io, logging, sys
@@ -20,9 +21,7 @@ for i in range(200):
 
 def run(stream: str, after: str) -> subprocess.CompletedProcess[str]:
     code = FLOOD.format(stream=stream, after=after)
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+    return python_c(code, check=False)
 
 
 def test_held_lines_are_counted_at_exit() -> None:

@@ -11,14 +11,13 @@ environment alone.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pydantic.plugin import _loader
 
 from bridge.cli import main as cli_main
+from tests.fresh import env_without, python_c
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = (
@@ -31,16 +30,10 @@ PROBE = (
 
 def roost_sees(value: str | None) -> str:
     """What `roost --help`'s process holds in PYDANTIC_DISABLE_PLUGINS, started with `value`."""
-    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env = env_without("PYDANTIC_DISABLE_PLUGINS")
     if value is not None:
         env["PYDANTIC_DISABLE_PLUGINS"] = value
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        env=env | {"PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = python_c(PROBE, env=env | {"PYTHONPATH": str(REPO)})
     return done.stdout.strip().splitlines()[-1]
 
 

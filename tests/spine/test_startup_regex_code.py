@@ -5,9 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -19,6 +17,7 @@ from typing import Any, overload
 import pytest
 
 from bridge import regex_code
+from tests.fresh import env_without, python_c
 
 pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11), reason="the cache applies to Python 3.11 only"
@@ -194,14 +193,7 @@ def test_the_file_is_read_by_the_next_process_and_tied_to_the_interpreter(
         "x = re.compile(sys.argv[2])\n"
         "print(cache.added, x.groupindex, x.match('ab-12').groups())\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    out = subprocess.run(
-        [sys.executable, "-c", probe, str(path), pattern],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = python_c(probe, str(path), pattern, env=env_without("PYTHONDONTWRITEBYTECODE")).stdout
     assert out.split(" ", 1)[0] == "0"  # compiled from the file, nothing added
     assert "{'word': 1}" in out
     path.write_bytes(b"roost-regex 1|another python\n" + path.read_bytes().split(b"\n", 1)[1])

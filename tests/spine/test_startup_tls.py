@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.fresh import python_c
 from tests.waits import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,14 +76,7 @@ def test_certificates_load_at_the_first_https_request_and_it_verifies(tmp_path: 
     if system == 0:
         pytest.skip("no CA certificates on this machine: nothing to defer")
     crt, key = self_signed(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(crt), str(key)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    done = python_c(PROBE, str(crt), str(key), check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["at_import"] == [0, 0]
@@ -99,9 +92,7 @@ def test_a_process_that_imported_aiohttp_first_is_untouched() -> None:
         "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'] > 0,"
         " 'bridge.aiohttp_tls' in c.TCPConnector._get_ssl_context.__module__)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=HANG_S
-    )
+    done = python_c(code, check=False)
     assert done.stdout.split() == ["True", "False"], done.stderr
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.channels.web import branch, chats, gate
 from bridge.channels.web import input as web_input
+from tests.fresh import env_without, python_c
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS: dict[str, type[BaseModel]] = {
@@ -55,14 +54,8 @@ def test_the_web_channel_imports_no_built_request_model() -> None:
         "print(json.dumps({n: getattr(mods[n.split('.')[0]], n.split('.')[1])"
         ".__pydantic_complete__ for n in names}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=env | {"PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    env = env_without(*(k for k in os.environ if k.startswith("ROOST_")))
+    done = python_c(probe, env=env | {"PYTHONPATH": str(REPO)})
     assert json.loads(done.stdout) == dict.fromkeys(MODELS, False)
 
 

@@ -5,14 +5,13 @@ the sandbox and give what plain CPython gives in the same fresh workspace."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from forge.runner import SandboxRunner
 from tests.forge.realistic.cases import CASES, Case, check_after, seed
+from tests.fresh import python_c
 
 aio = pytest.mark.asyncio(loop_scope="module")
 IDS = [f"{c.tool}-{i}" for i, c in enumerate(CASES)]
@@ -35,13 +34,7 @@ def test_the_corpus_is_big_enough() -> None:
 def test_expected_results_are_what_cpython_gives(case: Case, tmp_path: Path) -> None:
     seed(tmp_path, case)
     src = str(Path(__file__).parent / "tools" / f"{case.tool}.py")
-    out = subprocess.run(
-        [sys.executable, "-I", "-c", REFERENCE, src, json.dumps(case.params)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = python_c(REFERENCE, src, json.dumps(case.params), cwd=tmp_path, isolated=True)
     assert json.loads(out.stdout) == case.expected
     assert check_after(tmp_path, case) == case.after
 
