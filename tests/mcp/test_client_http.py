@@ -18,6 +18,7 @@ from bridge.core.config_sections import McpServerSettings
 from bridge.mcp.client import LinkError, ServerLink, verified
 from tests.mcp.conftest import CSV_SUM, save_tool
 from tests.mcp.test_server_http import serving, token
+from tests.tls_checks import assert_verifies
 
 
 @pytest.fixture
@@ -41,11 +42,8 @@ def _text(result: types.CallToolResult) -> str:
 
 
 def test_the_shared_context_verifies_like_httpx2() -> None:
-    context = verified()
-    assert context is verified()  # made once
-    assert context.verify_mode is ssl.CERT_REQUIRED
-    assert context.check_hostname
-    assert context.get_ca_certs() or context.cert_store_stats()["x509_ca"] > 0
+    assert verified() is verified()  # made once
+    assert_verifies(verified())
 
 
 async def test_two_sessions_list_and_call_and_read_no_bundle(

@@ -5,11 +5,9 @@ stderr as it exits. Start-up tests assert on these names, never on time."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.waits import HANG_S
+from tests.fresh import python_c
 
 REPO = Path(__file__).resolve().parents[2]
 MARK = "MODULES "
@@ -37,14 +35,5 @@ def modules_in(stderr: str) -> set[str]:
 
 def imported_by(args: list[str], env: dict[str, str]) -> tuple[int, str, set[str]]:
     """(exit status, stdout, modules imported) of `roost ARGS` in a subprocess."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        env=env,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    done = python_c(PROBE, *args, env=env, check=False)
     return done.returncode, done.stdout, modules_in(done.stderr)

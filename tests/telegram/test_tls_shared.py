@@ -17,6 +17,7 @@ from bridge.channels.common.tls import verified
 from tests.conftest import ScriptedBackend
 from tests.telegram.conftest import ALICE, running, tg_settings
 from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.tls_checks import assert_verifies
 from tests.waits import until
 
 
@@ -37,11 +38,8 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 
 def test_the_shared_context_verifies_like_httpx() -> None:
-    context = verified()
-    assert context is verified()  # made once
-    assert context.verify_mode is ssl.CERT_REQUIRED
-    assert context.check_hostname
-    assert context.get_ca_certs() or context.cert_store_stats()["x509_ca"] > 0
+    assert verified() is verified()  # made once
+    assert_verifies(verified())
 
 
 async def test_channels_read_no_certificate_bundle_again_and_still_answer(
