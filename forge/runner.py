@@ -21,7 +21,8 @@ outlives its deadline by a grace period restarts its helper too, and so does
 a call whose caller is cancelled (a stopped turn, shutdown): the tool stops
 at once (other calls that helper carried fail with kind "runtime"). A helper
 whose zygote stopped answering retires (forge.worker): the calls it gives back,
-which no child took, run once more in a new helper.
+which no child took, run once more in a new helper, with their whole time again
+(their `net` requests' deadline with them).
 
 Two constructor parameters exist for tests and measurements only, both off by
 default: `layers_for_tests` switches single layers off (the layer tests show
@@ -384,6 +385,9 @@ class SandboxRunner:
             self._pool.release(key)
         if reply is None:  # given back: nothing of it ran
             log.warning("a sandbox helper retired (its zygote did not answer): a new one runs")
+            call = self._net.get(request.id)
+            if call is not None:  # its `net` requests get the call's whole time again, as it does
+                call.deadline = time.monotonic() + limit_s
             return await self._call(request, started, trace, again=False)
         if trace is not None:
             self._record(trace, reply)

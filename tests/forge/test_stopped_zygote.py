@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from forge.broker import Broker
 from forge.child_pool import IDLE_CHILDREN
 from forge.helper_process import HelperProcess, Unserved
-from forge.protocol.calls import Hello, retire_frame
+from forge.protocol.calls import Hello, Reply, retire_frame
 from forge.runner import UNSERVED, RunResult, SandboxRunner
 from tests.forge.helpers import children_of
 from tests.waits import HANG_S, until
@@ -280,3 +281,44 @@ async def test_a_call_given_back_twice_fails_and_no_third_helper_is_tried(
     assert res.ok, res
     assert raw_python.helper_pid(workspace) == third
     await until(lambda: gone(second), "the second helper exits")
+
+
+class _GivesBack(HelperProcess):
+    """A helper with no process: it gives its call back, as a retiring helper does
+    (`give_back`), or answers it; it notes the call's `net` deadline as the call
+    reaches it."""
+
+    def __init__(self, give_back: bool, runner: SandboxRunner, seen: list[float]) -> None:
+        super().__init__(1 << 20)
+        self.hello.set_result(Hello(1, 2, {}))
+        self._give_back, self._runner, self._seen = give_back, runner, seen
+
+    async def send(self, data: bytes) -> None:
+        (call_id,) = self.pending
+        self._seen.append(self._runner._net[call_id].deadline)
+        if self._give_back:
+            self.pending[call_id].set_exception(Unserved(call_id))
+        else:
+            self.pending[call_id].set_result(Reply(call_id, True, 42))
+
+
+async def test_a_given_back_call_runs_again_with_its_whole_time_for_net_requests(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing of a given-back call ran: in the new helper it gets its whole time
+    again, and so do its `net` requests (before, their deadline still counted from the
+    first attempt, a retirement's wait of ZYGOTE_WAIT_S and more already spent)."""
+    runner = SandboxRunner(default_timeout_s=5.0, broker=Broker())
+    seen: list[float] = []
+    helpers = iter([_GivesBack(True, runner, seen), _GivesBack(False, runner, seen)])
+
+    async def get(key: str) -> HelperProcess:
+        return next(helpers)
+
+    monkeypatch.setattr(runner._pool, "get", get)
+    before = time.monotonic()
+    res = await runner.run(PID, {}, workspace)
+    assert res.ok and res.result == 42, res
+    first, again = seen
+    assert before + 5.0 <= first < again  # counted afresh when it ran again
+    await runner.aclose()
