@@ -132,6 +132,11 @@ CONF = (
 )
 
 
+# where `_template` keeps its data folder (tests/storage/test_pg_template.py points it
+# elsewhere)
+TEMPLATES = Path("/tmp")
+
+
 def _initdb(server: PgServer, data: Path) -> None:
     server._run(str(server.bin / "initdb"), "-D", str(data), *INITDB)
     with (data / "postgresql.conf").open("a") as conf:
@@ -147,7 +152,7 @@ def _template(server: PgServer) -> Path | None:
     initdb = server.bin / "initdb"
     stamp = f"{initdb}:{initdb.stat().st_mtime_ns}:{server.user}:{INITDB}:{CONF}"
     key = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-    home = Path("/tmp") / f"roost-pg-template-{os.geteuid()}-{key}"
+    home = TEMPLATES / f"roost-pg-template-{os.geteuid()}-{key}"
     owner = pwd.getpwnam(server.user).pw_uid if server.user is not None else os.geteuid()
     with contextlib.suppress(FileExistsError):
         home.mkdir(mode=0o700)
