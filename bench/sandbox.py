@@ -221,11 +221,15 @@ async def sustained_calls(
     return done / (time.perf_counter() - t), done
 
 
-async def new_tenants(runner: SandboxRunner, base: Path, n: int, spare_ready: bool) -> list[float]:
-    """The first call in each of `n` new workspaces (each tenant gets its own helper).
-    `spare_ready`: each arrives once the spare helper runs (`runner.start()` waits for
-    it); else they come back to back and may wait for the spare's start-up."""
-    times = []
+async def new_tenants(
+    runner: SandboxRunner, base: Path, n: int, spare_ready: bool
+) -> tuple[list[float], list[float]]:
+    """The first call in each of `n` new workspaces (each tenant gets its own helper),
+    and the CPU its helper used up to the end of that call (ms; the helper's own, not
+    its zygote's or children's). `spare_ready`: each arrives once the spare helper
+    runs (`runner.start()` waits for it); else they come back to back and may wait
+    for the spare's start-up."""
+    times, cpu = [], []
     for i in range(n):
         ws = Path(tempfile.mkdtemp(prefix=f"forge-bench-tenant{i}-", dir=base))
         if spare_ready:
@@ -234,7 +238,16 @@ async def new_tenants(runner: SandboxRunner, base: Path, n: int, spare_ready: bo
         res = await runner.run(TRIVIAL_TOOL, {"n": 3}, ws)
         times.append((time.perf_counter() - t) * 1000)
         assert res.ok, res
-    return times
+        cpu.append(on_cpu_ms(runner.helper_pid(ws)))
+    return times, cpu
+
+
+def on_cpu_ms(pid: int | None) -> float:
+    """The time `pid` has spent on a CPU (its schedstat, in ns: finer than stat's ticks)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
+    except (OSError, ValueError):
+        return float("nan")
 
 
 def rss_kib(pid: int, field: str = "VmRSS:", where: str = "status") -> int:
@@ -731,6 +744,7 @@ async def measure(ws: Path, quick: bool) -> None:
     cold = SandboxRunner(warm_children=False)  # waiting children do not warm up
     relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
     unsliced = SandboxRunner(short_slices=False)  # the call's path keeps the default slice
+    execd = SandboxRunner(fork_helpers=False)  # every helper a fresh `python -I -S`
     for each in (runner, cold, relayed, unsliced):
         await each.start()
     missing = runner.missing_layers()
@@ -812,14 +826,24 @@ async def measure(ws: Path, quick: bool) -> None:
         print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
         await runner.start()  # the spare runs
         print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
+        await execd.start()
         for ready, how in ((True, "the spare helper running"), (False, "back to back")):
-            first = await new_tenants(runner, ws.parent, tenants, ready)
+            for each, what in ((runner, "forked from the template"), (execd, "exec'd")):
+                first, cpu = await new_tenants(each, ws.parent, tenants, ready)
+                print(
+                    f"first call of a new tenant ({how}; helpers {what}): p50 "
+                    f"{statistics.median(first):.1f} ms, its helper's CPU p50 "
+                    f"{statistics.median(cpu):.1f} ms (n={len(first)}, {load()})"
+                )
+        template = runner.template_pid()
+        if template is not None:
             print(
-                f"first call of a new tenant ({how}): p50 "
-                f"{statistics.median(first):.1f} ms (n={len(first)}, {load()})"
+                f"the helper template: {rss_kib(template) / 1024:.1f} MiB RSS, "
+                f"{rss_kib(template, 'Pss:', 'smaps_rollup') / 1024:.1f} MiB PSS; "
+                f"{runner.helpers_forked()} helpers forked"
             )
     finally:
-        for each in (runner, cold, relayed, unsliced):
+        for each in (runner, cold, relayed, unsliced, execd):
             await each.aclose()
 
 

@@ -114,8 +114,9 @@ class HelperProcess(asyncio.SubprocessProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.SubprocessTransport)
         self.transport = transport
+        given = getattr(transport, "pidfd", None)  # a forked helper's (forge.helper_fork)
         with contextlib.suppress(OSError):  # no pidfd (old kernel): `kill` falls back
-            self._pidfd = os.pidfd_open(transport.get_pid())
+            self._pidfd = os.dup(given) if given is not None else os.pidfd_open(transport.get_pid())
         stdin = transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self.stdin = stdin
@@ -337,6 +338,19 @@ def answer_socket() -> tuple[socket.socket, socket.socket]:
     return mine, theirs
 
 
+def helper_argv(layers: Layers, warm: bool, slices: bool, children: int | None) -> list[str]:
+    """A helper's command line after the project root, but for its answer socket
+    (forge.worker.arguments)."""
+    argv = [json.dumps(asdict(layers))] if layers.switched_off() else []
+    if not warm:
+        argv.append("cold")
+    if not slices:
+        argv.append("default-slices")
+    if children is not None:
+        argv.append(f"children={children:d}")
+    return argv
+
+
 async def start_helper(
     python: str,
     layers: Layers,
@@ -354,16 +368,10 @@ async def start_helper(
     the child handed a call keep the default time slice (both for measurements
     only; forge.confine.sched). `children`: how many children it forks ahead of
     demand (None: forge.child_pool's default)."""
-    extra = [json.dumps(asdict(layers))] if layers.switched_off() else []
+    extra = helper_argv(layers, warm, slices, children)
     mine, theirs = answer_socket() if direct else (None, None)
     if theirs is not None:
         extra.append(f"answers={theirs.fileno()}")
-    if not warm:
-        extra.append("cold")
-    if not slices:
-        extra.append("default-slices")
-    if children is not None:
-        extra.append(f"children={children:d}")
     loop = asyncio.get_running_loop()
     try:
         _, helper = await loop.subprocess_exec(

@@ -14,7 +14,12 @@ The child sends most outcomes straight back here, on the helper's answer socket
 (forge.protocol.answers, forge.helper_process), one hop fewer than through the
 helper.
 `start()` starts one pristine spare helper (it probes the machine); the next
-new workspace takes it and a new spare starts in the background. Several
+new workspace takes it and a new spare starts in the background. That first
+helper is exec'd; the later ones are forked from the runner's helper template
+(forge.template, forge.helper_fork), a process that has imported the helper's
+code once, unless `fork_helpers` is False (then every helper is exec'd). A
+template that fails is started again; after `TEMPLATE_TRIES` failures in a
+row the runner execs its helpers. Several
 calls may be in flight at once. If a helper dies
 it is restarted and the calls it carried fail with kind "runtime"; a call that
 outlives its deadline by a grace period restarts its helper too, and so does
@@ -48,14 +53,15 @@ from typing import Any
 
 from forge.confine.probe import missing
 from forge.findings import format_findings
+from forge.helper_fork import HelperTemplate, TemplateError, fork_helper
 from forge.helper_pool import MAX_HELPERS, Clock, HelperPool, Tick, workspace_key
-from forge.helper_process import HelperProcess, Unserved, start_helper
+from forge.helper_process import HelperProcess, Unserved, helper_argv, start_helper
 from forge.layers import Layers
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
 from forge.net_rules import parse_hosts
 from forge.protocol.answers import TOKEN_SIZE
-from forge.protocol.calls import MAX_REQUEST, Reply, Request, encode_request
+from forge.protocol.calls import MAX_REQUEST, Hello, Reply, Request, encode_request
 from forge.protocol.fields import CPU, FAULTS, ErrorKind
 from forge.protocol.limits import Limits
 from forge.protocol.net import MAX_NET_REQUEST, NetAnswer, NetAsk, encode_answer
@@ -65,6 +71,7 @@ log = logging.getLogger(__name__)
 GRACE_S = 3.0
 TRACE_KEEP = 4096
 LINT_CACHE_SIZE = 256
+TEMPLATE_TRIES = 3  # failures of the helper template in a row before helpers are exec'd
 UNSERVED = (
     "no sandbox process could be started: the sandbox zygote did not answer "
     "(stopped or stuck), in two helpers one after the other"
@@ -125,6 +132,7 @@ class SandboxRunner:
         warm_children: bool = True,
         short_slices: bool = True,
         idle_children: int | None = None,
+        fork_helpers: bool = True,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -139,7 +147,9 @@ class SandboxRunner:
         the child handed a call keep the default time slice (forge.confine.sched;
         for measurements only). `idle_children`: how many children each helper
         forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
-        its preparation's copied pages while it waits."""
+        its preparation's copied pages while it waits. `fork_helpers` False: every
+        helper is exec'd, none forked from the template (each then has an address
+        layout of its own; docs/security.md)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -161,6 +171,9 @@ class SandboxRunner:
         self._warm = warm_children
         self._slices = short_slices
         self._children = idle_children
+        self._template = HelperTemplate(python) if fork_helpers else None
+        self._template_failures = 0  # in a row
+        self._helpers_started = 0
 
     @property
     def max_helpers(self) -> int:
@@ -175,21 +188,55 @@ class SandboxRunner:
 
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
-        helper, hello = await start_helper(
-            self.python,
-            self._layers,
-            max_reply,
-            self._on_net,
-            self._direct,
-            self._warm,
-            self._slices,
-            self._children,
-        )
+        started = await self._fork(max_reply) if self._helpers_started else None
+        if started is None:
+            started = await start_helper(
+                self.python,
+                self._layers,
+                max_reply,
+                self._on_net,
+                self._direct,
+                self._warm,
+                self._slices,
+                self._children,
+            )
+        self._helpers_started += 1
+        helper, hello = started
         self._caps = hello.capabilities
         if not self._warned:
             self._warned = True
             self._warn()
         return helper
+
+    async def _fork(self, max_reply: int) -> tuple[HelperProcess, Hello] | None:
+        """A helper forked from the template (started on its first use); None when
+        there is no template or it failed (the caller execs one)."""
+        template = self._template
+        if template is None:
+            return None
+        argv = helper_argv(self._layers, self._warm, self._slices, self._children)
+        try:
+            started = await fork_helper(template, argv, max_reply, self._on_net, self._direct)
+        except TemplateError as exc:
+            self._template_failures += 1
+            if self._template_failures >= TEMPLATE_TRIES:
+                self._template = None
+                log.warning("%s; sandbox helpers are exec'd from now on", exc)
+                await template.aclose()
+            else:
+                log.warning("%s; this helper is exec'd", exc)
+            return None
+        self._template_failures = 0
+        return started
+
+    def template_pid(self) -> int | None:
+        """The pid of the helper template (None: none runs)."""
+        template = self._template
+        return template.pid() if template is not None and template.running() else None
+
+    def helpers_forked(self) -> int:
+        """How many helpers this runner's templates forked."""
+        return self._template.forks if self._template is not None else 0
 
     def _warn(self) -> None:
         """Log, once per runner, the layers switched off and those the machine lacks."""
@@ -408,6 +455,8 @@ class SandboxRunner:
 
     async def aclose(self) -> None:
         await self._pool.aclose()
+        if self._template is not None:
+            await self._template.aclose()
 
 
 def _expire(fut: asyncio.Future[Reply]) -> None:

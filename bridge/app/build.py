@@ -130,6 +130,7 @@ async def build(
         broker=broker,
         limits=Limits(write_bytes=settings.forge.write_bytes_per_call),
         helper_idle_s=settings.forge.helper_idle_s,
+        fork_helpers=settings.forge.fork_helpers,
     )
     closers.append(runner.aclose)
     limits = settings.limits
