@@ -835,6 +835,8 @@ async def measure(ws: Path, quick: bool) -> None:
                     f"{statistics.median(first):.1f} ms, its helper's CPU p50 "
                     f"{statistics.median(cpu):.1f} ms (n={len(first)}, {load()})"
                 )
+        print(f"a helper forked from the template: {helper_memory(runner.helper_pid())}")
+        print(f"an exec'd helper: {helper_memory(execd.helper_pid())}")
         template = runner.template_pid()
         if template is not None:
             print(
