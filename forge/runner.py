@@ -229,6 +229,12 @@ class SandboxRunner:
         self._template_failures = 0
         return started
 
+    @property
+    def fork_helpers(self) -> bool:
+        """Whether later helpers are forked from the template (False: configured off,
+        or the template failed `TEMPLATE_TRIES` times in a row)."""
+        return self._template is not None
+
     def template_pid(self) -> int | None:
         """The pid of the helper template (None: none runs)."""
         template = self._template

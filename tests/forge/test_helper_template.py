@@ -22,7 +22,11 @@ import pytest
 import pytest_asyncio
 
 import forge.helper_fork
+from bridge.app.build import build
+from bridge.core.config import load_settings
+from bridge.types.audit_sink import MemoryAudit
 from forge.runner import TEMPLATE_TRIES, SandboxRunner
+from tests.conftest import Clock, ScriptedBackend
 from tests.forge.helpers import children_of, tool
 from tests.waits import HANG_S, until
 
@@ -155,6 +159,7 @@ async def test_a_template_that_fails_costs_an_exec_never_a_call(
                 assert await call(r, tmp_path / f"t{i}", i) == 2 * i
                 assert parent_of(r.helper_pid(tmp_path / f"t{i}")) == os.getpid()  # type: ignore[arg-type]
             assert r.template_pid() is None and r.helpers_forked() == 0
+            assert not r.fork_helpers
         finally:
             await r.aclose()
     said = [rec.getMessage() for rec in caplog.records if rec.name == "forge.runner"]
@@ -203,3 +208,20 @@ async def test_the_template_refuses_a_bad_request(tmp_path: Path) -> None:
 def _environ(pid: int) -> bytes:
     with open(f"/proc/{pid}/environ", "rb") as f:
         return f.read()
+
+
+@pytest.mark.usefixtures("home")
+async def test_the_setting_reaches_the_daemon_runner(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[forge] fork_helpers` (here through its environment spelling), on by default."""
+    assert load_settings().forge.fork_helpers is True
+    for value, expected in (("false", False), ("true", True)):
+        monkeypatch.setenv("ROOST_FORGE__FORK_HELPERS", value)
+        made = await build(
+            load_settings(), backend=ScriptedBackend(), audit=MemoryAudit(), clock=clock
+        )
+        try:
+            assert made.runner.fork_helpers is expected
+        finally:
+            await made.aclose()
