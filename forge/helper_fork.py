@@ -36,7 +36,8 @@ from forge.helper_process import (
 from forge.protocol.calls import Hello
 from forge.template import MAX_REQUEST, READY
 
-TEMPLATE_WAIT_S = 30.0  # for the template's start and for each of its answers
+TEMPLATE_START_S = 30.0  # from its exec to its `ready` (imports, on a busy machine)
+TEMPLATE_ANSWER_S = 3.0  # for a fork's answer (a few ms), and for its exit at close
 EXIT_UNKNOWN = 255  # a forked helper's status: its parent, the template, reaped it
 
 
@@ -77,21 +78,21 @@ class HelperTemplate:
             assert control is not None
             try:
                 socket.send_fds(control, [json.dumps(argv).encode()], fds)
-                data, got = await asyncio.wait_for(_recv_fds(control), TEMPLATE_WAIT_S)
-            except (OSError, TimeoutError) as exc:
-                await self._stop()
+                data, got = await asyncio.wait_for(_recv_fds(control), TEMPLATE_ANSWER_S)
+            except (OSError, TimeoutError) as exc:  # dead, stopped or stuck: a new one next
+                await self._stop(kill=True)
                 raise TemplateError(f"the helper template failed ({exc!r})") from None
             answer = _answer(data)
             if "pid" not in answer or len(got) != 1:
                 for fd in got:
                     os.close(fd)
-                await self._stop()
+                await self._stop(kill=True)
                 raise TemplateError(f"the helper template answered {answer!r}")
             self.forks += 1
             return int(answer["pid"]), got[0]
 
     async def _start(self) -> None:
-        await self._stop()
+        await self._stop(kill=True)  # a template that exited or failed
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = await asyncio.create_subprocess_exec(
@@ -119,25 +120,27 @@ class HelperTemplate:
         self.starts += 1
         try:
             ready = await asyncio.wait_for(
-                asyncio.get_running_loop().sock_recv(mine, 64), TEMPLATE_WAIT_S
+                asyncio.get_running_loop().sock_recv(mine, 64), TEMPLATE_START_S
             )
         except (OSError, TimeoutError):
             ready = b""
         if ready != READY:
-            await self._stop()
+            await self._stop(kill=True)
             raise TemplateError("the helper template did not start")
 
-    async def _stop(self) -> None:
-        """Close the control socket (the template exits at its EOF) and reap it."""
+    async def _stop(self, kill: bool = False) -> None:
+        """Close the control socket (the template exits at its EOF) and reap it;
+        `kill`, or no exit within TEMPLATE_ANSWER_S: SIGKILL it (a stopped one too)."""
         control, self._control = self._control, None
         if control is not None:
             control.close()
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            await asyncio.wait_for(proc.wait(), TEMPLATE_WAIT_S)
-        except TimeoutError:
+        if not kill:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), TEMPLATE_ANSWER_S)
+        if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()

@@ -147,6 +147,31 @@ async def test_a_killed_template_is_started_again(runner: SandboxRunner, tmp_pat
     assert runner.helper_pid(tmp_path / "b") == survivor
 
 
+async def test_a_stopped_template_costs_one_exec_and_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(forge.helper_fork, "TEMPLATE_ANSWER_S", 0.5)
+    r = SandboxRunner(default_timeout_s=HANG_S)
+    await r.start()
+    try:
+        await call(r, tmp_path / "a", 1)
+        await call(r, tmp_path / "b", 1)  # the next spare is forked as this call is served
+        stopped = r.template_pid()
+        assert stopped is not None
+        await until(lambda: r.spare_pid() is not None, "the next spare runs")
+        os.kill(stopped, signal.SIGSTOP)
+        assert await call(r, tmp_path / "c", 2) == 4  # takes the spare; the next one waits
+        await until(lambda: r.spare_pid() is not None, "a spare runs again")
+        assert parent_of(r.spare_pid()) == os.getpid()  # type: ignore[arg-type]
+        assert gone(stopped)  # killed, reaped
+        assert await call(r, tmp_path / "d", 3) == 6
+        await until(lambda: r.spare_pid() is not None, "a third spare runs")
+        assert r.template_pid() not in (None, stopped)
+        assert parent_of(r.spare_pid()) == r.template_pid()  # type: ignore[arg-type]
+    finally:
+        await r.aclose()
+
+
 async def test_a_template_that_fails_costs_an_exec_never_a_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
