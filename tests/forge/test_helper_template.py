@@ -83,6 +83,8 @@ async def test_later_helpers_are_forked_and_hold_nothing_of_another(
     tenants = [tmp_path / name for name in ("alice", "bob", "carol")]
     for i, ws in enumerate(tenants):
         assert await call(runner, ws, i) == 2 * i
+    # the next spare runs: no fork is in flight (the template holds its descriptors then)
+    await until(lambda: runner.spare_pid() is not None, "the next spare runs")
     pids = [runner.helper_pid(ws) for ws in tenants]
     template = runner.template_pid()
     assert template is not None and all(pid is not None for pid in pids)
