@@ -32,6 +32,7 @@ from forge.helper_process import (
     OnNet,
     answer_socket,
     helper_paths,
+    said_hello,
 )
 from forge.protocol.calls import Hello
 from forge.template import MAX_REQUEST, READY
@@ -327,10 +328,4 @@ async def fork_helper(
         if transport.pidfd >= 0:
             os.close(transport.pidfd)
         raise
-    try:
-        hello = await helper.hello
-    except ConnectionError:
-        helper.kill()
-        raise RuntimeError("sandbox helper failed to start") from None
-    helper.zygote_pid = hello.zygote
-    return helper, hello
+    return helper, await said_hello(helper)

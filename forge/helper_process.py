@@ -397,10 +397,16 @@ async def start_helper(
     finally:
         if theirs is not None:
             theirs.close()  # the helper's copy is its own now
+    return helper, await said_hello(helper)
+
+
+async def said_hello(helper: HelperProcess) -> Hello:
+    """The new helper's `Hello` (its zygote noted); RuntimeError (it is killed) when it
+    exits or breaks the protocol first."""
     try:
         hello = await helper.hello
     except ConnectionError:
         helper.kill()
         raise RuntimeError("sandbox helper failed to start") from None
     helper.zygote_pid = hello.zygote
-    return helper, hello
+    return hello
