@@ -66,31 +66,52 @@ class HelperTemplate:
         return self._proc.pid if self._proc is not None else None
 
     def running(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None
+        """Whether it runs and serves requests (an abandoned one does not)."""
+        proc = self._proc
+        return self._control is not None and proc is not None and proc.returncode is None
 
     async def fork(self, argv: list[str], fds: list[int]) -> tuple[int, int]:
         """A new helper with command line `argv` on descriptors `fds` (stdin's read
         end, stdout's write end, the answer socket if any): its (pid, pidfd).
         `fds` stay the caller's to close."""
         async with self._lock:
-            if not self.running():
-                await self._start()
-            control = self._control
-            assert control is not None
             try:
-                socket.send_fds(control, [json.dumps(argv).encode()], fds)
-                data, got = await asyncio.wait_for(_recv_fds(control), TEMPLATE_ANSWER_S)
-            except (OSError, TimeoutError) as exc:  # dead, stopped or stuck: a new one next
-                await self._stop(kill=True)
-                raise TemplateError(f"the helper template failed ({exc!r})") from None
-            answer = _answer(data)
-            if "pid" not in answer or len(got) != 1:
-                for fd in got:
-                    os.close(fd)
-                await self._stop(kill=True)
-                raise TemplateError(f"the helper template answered {answer!r}")
-            self.forks += 1
-            return int(answer["pid"]), got[0]
+                return await self._fork(argv, fds)
+            except TemplateError:
+                raise
+            except BaseException:  # cancelled: an answer may still come, and no later
+                self._abandon()  # request may read it as its own
+                raise
+
+    async def _fork(self, argv: list[str], fds: list[int]) -> tuple[int, int]:
+        if not self.running():
+            await self._start()
+        control = self._control
+        assert control is not None
+        try:
+            socket.send_fds(control, [json.dumps(argv).encode()], fds)
+            data, got = await asyncio.wait_for(_recv_fds(control), TEMPLATE_ANSWER_S)
+        except (OSError, TimeoutError) as exc:  # dead, stopped or stuck: a new one next
+            await self._stop(kill=True)
+            raise TemplateError(f"the helper template failed ({exc!r})") from None
+        answer = _answer(data)
+        if "pid" not in answer or len(got) != 1:
+            for fd in got:
+                os.close(fd)
+            await self._stop(kill=True)
+            raise TemplateError(f"the helper template answered {answer!r}")
+        self.forks += 1
+        return int(answer["pid"]), got[0]
+
+    def _abandon(self) -> None:
+        """Serve no more requests with this template: its socket closed, it killed (the
+        next `_start` or `aclose` reaps it)."""
+        control, self._control = self._control, None
+        if control is not None:
+            control.close()
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
 
     async def _start(self) -> None:
         await self._stop(kill=True)  # a template that exited or failed

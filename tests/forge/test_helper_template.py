@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -217,6 +218,43 @@ async def test_close_ends_the_template_and_its_helpers(tmp_path: Path) -> None:
     await r.aclose()
     assert gone(template) and not children_of(template)
     await until(lambda: all(gone(p) for p in forked), "the forked helpers exit")  # type: ignore[arg-type]
+
+
+async def test_a_fork_cancelled_while_it_waits_leaves_no_answer_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer of a cancelled request could come later and be read by the next
+    request as its own (another helper's pid): that template serves no more."""
+    waiting = asyncio.Event()
+    receive = forge.helper_fork._recv_fds
+
+    async def noted(sock: socket.socket) -> tuple[bytes, list[int]]:
+        waiting.set()
+        return await receive(sock)
+
+    monkeypatch.setattr(forge.helper_fork, "_recv_fds", noted)
+    template = forge.helper_fork.HelperTemplate(sys.executable)
+    try:
+        fork = forge.helper_fork.fork_helper
+        first, _ = await asyncio.wait_for(fork(template, [], 1 << 20), HANG_S)
+        first.close()
+        old = template.pid()
+        assert old is not None
+        os.kill(old, signal.SIGSTOP)  # it will not answer the next request in time
+        waiting.clear()
+        pending = asyncio.create_task(fork(template, [], 1 << 20))
+        await asyncio.wait_for(waiting.wait(), HANG_S)
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        os.kill(old, signal.SIGCONT)
+        helper, hello = await asyncio.wait_for(fork(template, [], 1 << 20), HANG_S)
+        assert template.starts == 2 and template.pid() not in (None, old)
+        assert hello.pid == helper.pid() and parent_of(hello.pid) == template.pid()
+        await helper.shut()
+        assert gone(old)
+    finally:
+        await template.aclose()
 
 
 async def test_the_template_refuses_a_bad_request(tmp_path: Path) -> None:
