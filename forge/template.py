@@ -4,7 +4,7 @@ new sandbox helpers on the runner's request (forge.helper_fork is its runner sid
 A helper started as `python -I -S` spends 130-190 ms of CPU before its `Hello`,
 100-165 ms of it importing forge.worker. The template pays that once a runner;
 each helper forked from it starts at its `prepare`. It runs with what a helper
-runs with (`-I -S`, an empty environment, cwd `/`, stdin and stdout on /dev/null)
+runs with (`-I -S`, an empty environment, cwd `/`, its standard streams on /dev/null)
 and never holds a tenant's data: no request, secret or tool reaches it, only the
 three descriptors of each new helper and its command line.
 
@@ -16,8 +16,8 @@ answer socket (SCM_RIGHTS). The template forks; the child puts them on 0, 1 and 
 has, and runs forge.worker's `main`. The template answers with the child's pid
 and a pidfd of it, opened before the child can be reaped: the runner signals and
 watches that process and never one that reused its pid. The template reaps its
-children (SIGCHLD). EOF on the control socket (the runner closed it, or died)
-ends the template; the helpers it forked run on.
+children (SIGCHLD), each once its pidfd exists. EOF on the control socket (the
+runner closed it, or died) ends the template; the helpers it forked run on.
 
 What forked helpers share with one another and the template: the address layout
 (no fresh ASLR per helper) and the string hash seed. docs/security.md says why
@@ -39,15 +39,26 @@ MAX_REQUEST = 1 << 16
 READY = b"ready"
 
 
-def _reap(_signum: int = 0, _frame: object = None) -> None:
-    """Reap every child that has exited (the template is their parent)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+class _Children:
+    """The helpers forked so far whose pidfd the runner has. Only those are reaped: a
+    child is never reaped before its pidfd exists (its pid could be reused)."""
+
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+
+    def add(self, pid: int) -> None:
+        self.pids.add(pid)
+        self.reap()  # it may have exited already, its SIGCHLD come and gone
+
+    def reap(self, _signum: int = 0, _frame: object = None) -> None:
+        """Reap each known child that has exited."""
+        for pid in list(self.pids):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.pids.discard(pid)
 
 
 def _become_helper(control: socket.socket, fds: list[int], argv: list[str]) -> None:
@@ -56,7 +67,6 @@ def _become_helper(control: socket.socket, fds: list[int], argv: list[str]) -> N
     try:
         control.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
         os.dup2(fds[0], 0)
         os.dup2(fds[1], 1)
         keep = 2
@@ -80,7 +90,8 @@ def _become_helper(control: socket.socket, fds: list[int], argv: list[str]) -> N
 
 def serve(control: socket.socket) -> None:
     """Fork a helper for each request until the control socket's EOF."""
-    signal.signal(signal.SIGCHLD, _reap)
+    children = _Children()
+    signal.signal(signal.SIGCHLD, children.reap)
     control.sendall(READY)
     while True:
         try:
@@ -102,15 +113,11 @@ def serve(control: socket.socket) -> None:
                 os.close(fd)
             control.sendall(json.dumps({"error": str(exc)}).encode())
             continue
-        # no child may be reaped between its fork and its pidfd (its pid could be reused)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        try:
-            pid = os.fork()
-            if pid == 0:
-                _become_helper(control, fds, argv)
-            pidfd = os.pidfd_open(pid)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        pid = os.fork()
+        if pid == 0:
+            _become_helper(control, fds, argv)
+        pidfd = os.pidfd_open(pid)  # before the child can be reaped: it is not known yet
+        children.add(pid)
         for fd in fds:
             os.close(fd)
         try:
