@@ -23,3 +23,9 @@ def children_of(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 out.append(int(entry.name))
     return out
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of a live process (a forked helper's is its template's)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])

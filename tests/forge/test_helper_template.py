@@ -28,17 +28,13 @@ from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from forge.runner import TEMPLATE_TRIES, SandboxRunner
 from tests.conftest import Clock, ScriptedBackend
-from tests.forge.helpers import children_of, tool
+from tests.forge.helpers import children_of, parent_of, tool
 from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 DOUBLE = tool("return 2 * n", params="n: int")
 WHERE = tool("import os\nreturn os.getcwd()")
 BUSY = tool("open('started', 'w').write('x')\nwhile True:\n    pass")
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def links(pid: int) -> dict[int, str]:

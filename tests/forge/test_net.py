@@ -6,6 +6,7 @@ private_hosts). What the server receives and what the tool sees are checked."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -23,6 +24,7 @@ from forge.library import sha256_text
 from forge.net_call import HttpEvent, NetScope
 from forge.runner import SandboxRunner
 from forge.schema import describe_tool
+from tests.forge.helpers import parent_of
 from tests.waits import HANG_S
 
 pytestmark = [
@@ -217,3 +219,21 @@ async def test_the_per_tenant_rate_limit_refuses_then_recovers(
         assert again.ok and again.result[0] == 200
     finally:
         await runner.aclose()
+
+
+async def test_a_forked_helpers_child_gets_its_net_requests_answered(
+    api: tuple[Api, Path], sandbox: SandboxRunner, workspace: Path, tmp_path: Path
+) -> None:
+    """A second tenant's helper is forked from the runner's template: its children's
+    `net` requests come over its stdout and their answers go back on its stdin."""
+    state, _ = api
+    body = 'r = net.post(BASE + "/echo", json={"k": secret("api_key")})\nreturn r.status'
+    assert (await sandbox.run(tool(state.port, "return 0"), {}, workspace)).ok  # the first helper
+    other = tmp_path / "another-tenant"
+    os.makedirs(other)
+    res = await sandbox.run(tool(state.port, body), {}, other, {"api_key": VALUE})
+    assert res.ok and res.result == 200, res
+    assert json.loads(state.seen[-1]["body"]) == {"k": VALUE}
+    helper = sandbox.helper_pid(other)
+    assert helper is not None and helper != sandbox.helper_pid(workspace)
+    assert parent_of(helper) == sandbox.template_pid()
