@@ -194,7 +194,11 @@ async def _recv_fds(sock: socket.socket) -> tuple[bytes, list[int]]:
             finally:
                 loop.remove_reader(sock.fileno())
             continue
+        for fd in fds:  # SCM_RIGHTS gives them without close-on-exec
+            os.set_inheritable(fd, False)
         if not data:
+            for fd in fds:
+                os.close(fd)
             raise OSError("the helper template closed its socket")
         return data, fds
 
