@@ -233,6 +233,8 @@ async def test_a_fork_cancelled_while_it_waits_leaves_no_answer_behind(
     try:
         fork = forge.helper_fork.fork_helper
         first, _ = await asyncio.wait_for(fork(template, [], 1 << 20), HANG_S)
+        pidfd = getattr(first.transport, "pidfd", -1)
+        assert pidfd >= 0 and not os.get_inheritable(pidfd)  # no exec'd child inherits it
         first.close()
         old = template.pid()
         assert old is not None
