@@ -52,11 +52,17 @@ def channels(pid: int) -> set[str]:
 
 
 def gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie counts: its parent may be init)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return True
     return state == "Z"
+
+
+def reaped(pid: int) -> bool:
+    """Whether `pid` exited and its parent has waited for it (no zombie left)."""
+    return not os.path.exists(f"/proc/{pid}")
 
 
 @pytest_asyncio.fixture
@@ -122,7 +128,7 @@ async def test_a_killed_forked_helper_is_seen_and_replaced(
     os.kill(pid, signal.SIGKILL)
     res = await asyncio.wait_for(pending, HANG_S)
     assert res.error_kind == "runtime" and "helper" in res.error_message
-    await until(lambda: gone(pid), "the killed helper is reaped by the template")
+    await until(lambda: reaped(pid), "the killed helper is reaped by the template")
     assert await call(runner, second, 3) == 6
     again = runner.helper_pid(second)
     assert again not in (None, pid) and parent_of(again) == runner.template_pid()  # type: ignore[arg-type]
@@ -162,7 +168,7 @@ async def test_a_stopped_template_costs_one_exec_and_is_replaced(
         assert await call(r, tmp_path / "c", 2) == 4  # takes the spare; the next one waits
         await until(lambda: r.spare_pid() is not None, "a spare runs again")
         assert parent_of(r.spare_pid()) == os.getpid()  # type: ignore[arg-type]
-        assert gone(stopped)  # killed, reaped
+        assert reaped(stopped)  # killed, waited for
         assert await call(r, tmp_path / "d", 3) == 6
         await until(lambda: r.spare_pid() is not None, "a third spare runs")
         assert r.template_pid() not in (None, stopped)
@@ -212,7 +218,7 @@ async def test_close_ends_the_template_and_its_helpers(tmp_path: Path) -> None:
     forked = [r.helper_pid(tmp_path / n) for n in ("b", "c")]
     assert template is not None and None not in forked
     await r.aclose()
-    assert gone(template) and not children_of(template)
+    assert reaped(template) and not children_of(template)
     await until(lambda: all(gone(p) for p in forked), "the forked helpers exit")  # type: ignore[arg-type]
 
 
@@ -250,7 +256,7 @@ async def test_a_fork_cancelled_while_it_waits_leaves_no_answer_behind(
         assert template.starts == 2 and template.pid() not in (None, old)
         assert hello.pid == helper.pid() and parent_of(hello.pid) == template.pid()
         await helper.shut()
-        assert gone(old)
+        assert reaped(old)
     finally:
         await template.aclose()
 
