@@ -173,7 +173,7 @@ class SandboxRunner:
         self._children = idle_children
         self._template = HelperTemplate(python) if fork_helpers else None
         self._template_failures = 0  # in a row
-        self._helpers_started = 0
+        self._started_one = False  # the first helper is exec'd, the later ones forked
 
     @property
     def max_helpers(self) -> int:
@@ -188,7 +188,7 @@ class SandboxRunner:
 
     async def _spawn(self) -> HelperProcess:
         max_reply = max(self.max_output * 2, MAX_NET_REQUEST) + (1 << 16)
-        started = await self._fork(max_reply) if self._helpers_started else None
+        started = await self._fork(max_reply) if self._started_one else None
         if started is None:
             started = await start_helper(
                 self.python,
@@ -200,7 +200,7 @@ class SandboxRunner:
                 self._slices,
                 self._children,
             )
-        self._helpers_started += 1
+        self._started_one = True
         helper, hello = started
         self._caps = hello.capabilities
         if not self._warned:

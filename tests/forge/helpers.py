@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 
@@ -29,3 +31,13 @@ def parent_of(pid: int) -> int:
     """The parent pid of a live process (a forked helper's is its template's)."""
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def descriptors(pid: int) -> dict[int, str]:
+    """What each open descriptor of `pid` names ("pipe:[123]", "socket:[45]", a path);
+    one closed while it is listed is skipped (helpers and zygotes keep working)."""
+    named = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            named[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+    return named

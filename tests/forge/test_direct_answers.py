@@ -5,11 +5,9 @@ in one message still arrives, through the helper."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import marshal
-import os
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from forge.protocol.frames import ProtocolError, unframe
 from forge.protocol.jobs import decode_job, encode_job, failure_doc, success_doc
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
-from tests.forge.helpers import tool
+from tests.forge.helpers import descriptors, tool
 from tests.waits import HANG_S
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -167,14 +165,7 @@ async def test_a_helper_without_an_answer_socket_holds_none(workspace: Path) -> 
         assert helper is not None and zygote is not None
 
         def sockets(pid: int) -> int:
-            """Its sockets: a descriptor closed while it is listed (a child's pipe,
-            memfd or pidfd: the helper keeps working) is none."""
-            fds = Path(f"/proc/{pid}/fd")
-            found = 0
-            for fd in os.listdir(fds):
-                with contextlib.suppress(FileNotFoundError):
-                    found += os.readlink(fds / fd).startswith("socket:")
-            return found
+            return sum(name.startswith("socket:") for name in descriptors(pid).values())
 
         assert sockets(zygote) == 2  # its socket to the helper, the answer socket
         assert sockets(helper) == 1  # its socket to the zygote only

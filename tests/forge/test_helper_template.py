@@ -28,7 +28,7 @@ from bridge.core.config import load_settings
 from bridge.types.audit_sink import MemoryAudit
 from forge.runner import TEMPLATE_TRIES, SandboxRunner
 from tests.conftest import Clock, ScriptedBackend
-from tests.forge.helpers import children_of, parent_of, tool
+from tests.forge.helpers import children_of, descriptors, parent_of, tool
 from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -37,18 +37,9 @@ WHERE = tool("import os\nreturn os.getcwd()")
 BUSY = tool("open('started', 'w').write('x')\nwhile True:\n    pass")
 
 
-def links(pid: int) -> dict[int, str]:
-    """What each open descriptor of `pid` is (e.g. "pipe:[123]", "/dev/null")."""
-    held = {}
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(FileNotFoundError):  # closed since the listing
-            held[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
-    return held
-
-
 def channels(pid: int) -> set[str]:
     """The pipes and sockets `pid` holds, by inode: shared only if both ends see one."""
-    return {v for v in links(pid).values() if v.startswith(("pipe:", "socket:"))}
+    return {v for v in descriptors(pid).values() if v.startswith(("pipe:", "socket:"))}
 
 
 def gone(pid: int) -> bool:
@@ -95,7 +86,7 @@ async def test_later_helpers_are_forked_and_hold_nothing_of_another(
     assert [parent_of(p) for p in pids[1:]] == [template, template]  # type: ignore[arg-type]
     assert runner.helpers_forked() >= 2
     # the template holds its control socket and /dev/null, nothing of a helper
-    held = links(template)
+    held = descriptors(template)
     control = [v for fd, v in held.items() if fd > 2]
     assert [held[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3
     assert len(control) == 1 and control[0].startswith("socket:")
@@ -105,7 +96,7 @@ async def test_later_helpers_are_forked_and_hold_nothing_of_another(
         others = set().union(*(channels(p) for p in pids if p not in (pid, None)))
         assert not channels(pid) & others
         assert control[0] not in channels(pid)
-        own = links(pid)  # its stdin and stdout once: the template's copies closed
+        own = descriptors(pid)  # its stdin and stdout once: the template's copies closed
         assert [fd for fd, v in own.items() if v in (own[0], own[1])] == [0, 1]
         assert _environ(pid) == b""
         assert os.readlink(f"/proc/{pid}/cwd") == "/"

@@ -16,7 +16,7 @@ from forge.rehearsal import TOOL, rehearse_calls
 from forge.runner import SandboxRunner
 from forge.schema import describe_tool
 from forge.warmup import prepare
-from tests.forge.helpers import tool
+from tests.forge.helpers import descriptors, tool
 from tests.waits import HANG_S
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -43,14 +43,7 @@ def test_the_rehearsal_runs_the_call_path_to_a_result() -> None:
 def _where(pid: int) -> tuple[str, list[str]]:
     """Its cwd and what its descriptors name (one closed while listed is skipped:
     the helper and zygote go on taking children)."""
-    fds = Path(f"/proc/{pid}/fd")
-    names = []
-    for fd in os.listdir(fds):
-        try:
-            names.append(os.readlink(fds / fd))
-        except FileNotFoundError:
-            continue
-    return os.readlink(f"/proc/{pid}/cwd"), names
+    return os.readlink(f"/proc/{pid}/cwd"), list(descriptors(pid).values())
 
 
 @aio
