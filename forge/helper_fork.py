@@ -276,6 +276,15 @@ class ForkedTransport(asyncio.SubprocessTransport):
             with contextlib.suppress(ProcessLookupError):
                 self.kill()
 
+    def abort(self) -> None:
+        """Give up a helper whose connection failed half-way: kill it, close what is open."""
+        self.close()
+        if self.pidfd >= 0:
+            with contextlib.suppress(ValueError, RuntimeError):  # not watched, loop closed
+                self._loop.remove_reader(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = -1
+
     def _exited(self) -> None:
         self._loop.remove_reader(self.pidfd)
         self._returncode = EXIT_UNKNOWN
@@ -349,8 +358,6 @@ async def fork_helper(
     try:
         await transport.connect(in_w, out_r)
     except BaseException:
-        transport.close()
-        if transport.pidfd >= 0:
-            os.close(transport.pidfd)
+        transport.abort()
         raise
     return helper, await said_hello(helper)
