@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -162,6 +163,41 @@ def test_a_pattern_compiled_inside_a_function_is_never_kept(
     assert secret.encode() not in kept
     assert b"const-[a-z]+" in kept  # the module's constant
     assert [key[1] for key in wrapped.entries] == [made["top"].pattern]
+
+
+def test_a_module_whose_patterns_follow_the_hash_seed_keeps_none(
+    wrapped: regex_code._Cache,
+) -> None:
+    """email's header parser joins sets into its top-level patterns, so their text differs
+    from process to process: kept, they would grow the file and rewrite it at every exit."""
+    made = run_as_module(
+        "import re\nWSP = set(' \\t')\nsplitter = re.compile(r'([{}]+)'.format(''.join(WSP)))\n",
+        name="email._header_value_parser",
+    )
+    assert made["splitter"].split("a \tb") == ["a", " \t", "b"]  # compiled as ever
+    steady = unique("steady-[a-z]+")
+    run_as_module(f"import re\nre.compile({steady!r})\n", name="steady")
+    assert [key[1] for key in wrapped.entries] == [steady]
+
+
+def test_email_imported_in_a_fresh_process_keeps_none_of_its_header_patterns(
+    tmp_path: Path,
+) -> None:
+    probe = (
+        "import re, sys\n"
+        "from pathlib import Path\n"
+        "from bridge import regex_code\n"
+        "cache = regex_code._Cache(Path(sys.argv[1]))\n"
+        "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
+        "sys.modules.pop('email._header_value_parser', None)\n"
+        "import email._header_value_parser as parser\n"
+        "print(repr(parser._wsp_splitter.__self__.pattern))\n"
+        "print(repr(sorted(str(key[1]) for key in cache.entries)))\n"
+    )
+    out = python_c(probe, str(tmp_path / "regex.marshal")).stdout.splitlines()
+    splitter, kept = ast.literal_eval(out[0]), ast.literal_eval(out[1])
+    assert splitter in ("([ \t]+)", "([\t ]+)")
+    assert splitter not in kept and not [p for p in kept if p.endswith("><]+")]
 
 
 def test_a_pattern_that_warns_still_warns_in_the_next_process(wrapped: regex_code._Cache) -> None:
