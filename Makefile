@@ -5,7 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test pytest nodetest browser postgres synapse bench bench-quick lint format clean
+.PHONY: install run test pytest nodetest browser postgres synapse bench bench-quick lint format clean
+
+# `make` alone installs: the venv and the pinned dependencies, then roost's byte code and
+# start-up caches (bridge/cli/precompile.py), written ahead because the systemd unit's
+# user cannot write the tree (without them every start compiles roost again: about twice
+# the CPU). Run it again after updating roost.
+.DEFAULT_GOAL := install
+install: $(STAMP)
+	$(BIN)/python -m bridge.cli.precompile
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }

@@ -52,6 +52,7 @@ import importlib.util
 import inspect
 import marshal
 import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -129,14 +130,24 @@ def read_marshal(path: Path, header: bytes) -> object:
 
 def write_marshal(path: Path, header: bytes, value: Any) -> None:
     """`header` + marshalled `value`, atomically (temporary file, rename); nothing when
-    byte-code writing is off or the folder cannot be written."""
+    byte-code writing is off or the folder cannot be written. The file is as readable
+    as the package folder above it, whatever the umask (roost's processes run under
+    0077): it holds what shipped code compiles to, and a service that cannot write
+    the tree reads what its installer wrote (bridge.cli.precompile)."""
     if sys.dont_write_bytecode:
         return
     with contextlib.suppress(OSError, ValueError):
-        path.parent.mkdir(exist_ok=True)
+        package = stat.S_IMODE(path.parent.parent.stat().st_mode)
+        try:
+            path.parent.mkdir()
+        except FileExistsError:
+            pass
+        else:
+            os.chmod(path.parent, package & 0o755)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_bytes(header + marshal.dumps(value))
+            os.chmod(tmp, package & 0o644)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
