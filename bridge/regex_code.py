@@ -77,6 +77,14 @@ _CONSTANT_SITES = frozenset(
         ("bridge.audit.schema", "_union"),
         # the secret rules of the shipped `secret_rules.toml` (read by `rule_set`, package data)
         ("bridge.screening.rule_data", "_compile"),
+        # the same file's named rules' values, as `load` reads them
+        ("bridge.screening.rule_data", "load"),
+        # its services' names, one alternation per named rule (`rule_set()` only)
+        ("bridge.screening.secret_context", "_names"),
+        # the keyword gate of the shipped rules' keywords (`Keywords(..., shipped=True)`)
+        ("bridge.screening.keyword_gate", "_compile_shipped"),
+        # the injection screen's word tries (`Occurring(..., shipped=True)`, module tables)
+        ("bridge.screening.literal_trie", "_compile_shipped"),
         # the injection screen's patterns (module constants `_EN`, `_DE`, ...)
         ("bridge.screening.injection", "_table"),
         # what a scanner reads from a shipped pattern (its literals' alternations); a

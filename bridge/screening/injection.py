@@ -186,7 +186,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _gate(table: _Table) -> Occurring:
-    return Occurring(w for words, _ in table for w in words)
+    return Occurring((w for words, _ in table for w in words), shipped=True)
 
 
 @cache

@@ -31,12 +31,20 @@ def _cls(chars: Iterable[str]) -> str:
     return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
 
 
+def _compile_shipped(pattern: str) -> re.Pattern[str]:
+    """`re.compile` of a pattern made from the shipped rules' keywords (`Keywords(...,
+    shipped=True)`): one of `bridge.regex_code`'s constant sites, kept across processes."""
+    return re.compile(pattern)
+
+
 class Keywords:
     """A fixed set of lower-case keywords, looked for together."""
 
     __slots__ = ("_groups", "_plain", "_runs", "_runs_sparse")
 
-    def __init__(self, words: Iterable[str]) -> None:
+    def __init__(self, words: Iterable[str], shipped: bool = False) -> None:
+        """`shipped`: the words are the shipped rules' keywords, so its patterns are
+        kept across processes (`bridge.regex_code`); never for any other words."""
         words = sorted(set(words))
         marks = {c for w in words for c in w} - _LETTERS - {" ", "\n"}
         alphabet = _LETTERS | marks
@@ -49,12 +57,13 @@ class Keywords:
         self._runs = self._runs_sparse = None
         if marks:
             a, m = _cls(alphabet), _cls(marks)
+            made = _compile_shipped if shipped else re.compile
             # a maximal run of keyword characters that holds a mark: from its start (the
             # lookbehind), its letters, a mark, the rest of the run (possessive: linear)
-            self._runs = re.compile(f"(?<!{a})[a-z]*+{m}{a}*+")
+            self._runs = made(f"(?<!{a})[a-z]*+{m}{a}*+")
             # the same runs, found from a keyword character (`re` skips to one quickly in
             # another script, where they are few; in English text the first is quicker)
-            self._runs_sparse = re.compile(f"{a}(?<!{a}.)(?:(?<={m})|[a-z]*+{m}){a}*+")
+            self._runs_sparse = made(f"{a}(?<!{a}.)(?:(?<={m})|[a-z]*+{m}){a}*+")
 
     def present(self, lowered: str) -> set[str]:
         """The keywords that occur in `lowered` (`w in lowered` for each)."""

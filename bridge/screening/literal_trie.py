@@ -42,6 +42,12 @@ def _node(words: list[str]) -> str:
     return "(?:" + body + ")?" if len(branches) > 1 or len(body) > 1 else body + "?"
 
 
+def _compile_shipped(pattern: str) -> re.Pattern[str]:
+    """`re.compile` of a trie of shipped words (`Occurring(..., shipped=True)`): one of
+    `bridge.regex_code`'s constant sites, kept across processes."""
+    return re.compile(pattern)
+
+
 class Occurring:
     """Which of a fixed set of literals occur in a text, in one `re` pass over it.
 
@@ -51,9 +57,12 @@ class Occurring:
 
     __slots__ = ("_find", "_prefixes")
 
-    def __init__(self, words: Iterable[str]) -> None:
+    def __init__(self, words: Iterable[str], shipped: bool = False) -> None:
+        """`shipped`: the words are shipped tables' (the injection screen's), so its pattern
+        is kept across processes (`bridge.regex_code`); never for any other words."""
         known = frozenset(words)
-        self._find = re.compile(f"(?=({alternation(known)}))")
+        made = _compile_shipped if shipped else re.compile
+        self._find = made(f"(?=({alternation(known)}))")
         self._prefixes = {
             w: tuple(w[:k] for k in range(1, len(w) + 1) if w[:k] in known) for w in known
         }

@@ -42,7 +42,8 @@ def _compiled() -> tuple[dict[str, tuple[int, ...]], Keywords, tuple[Scanner, ..
         for k in rule.keywords:
             by_keyword.setdefault(k, []).append(i)
     scanners = tuple(Scanner(r.pattern, shipped=True) for r in rules)
-    return {k: tuple(v) for k, v in by_keyword.items()}, Keywords(by_keyword), scanners
+    gate = Keywords(by_keyword, shipped=True)
+    return {k: tuple(v) for k, v in by_keyword.items()}, gate, scanners
 
 
 def scanners() -> tuple[Scanner, ...]:

@@ -380,3 +380,31 @@ def test_a_scanner_keeps_what_it_reads_only_from_a_shipped_pattern(
     kept = (tmp_path / "regex.marshal").read_bytes()
     assert secret.encode() not in kept
     assert shipped_word.encode() in kept
+
+
+@pytest.mark.parametrize("kind", ["keywords", "trie"])
+def test_a_word_gate_keeps_its_pattern_only_when_its_words_are_shipped(
+    wrapped: regex_code._Cache, kind: str
+) -> None:
+    """The keyword gate and the word trie compile a pattern of their words: kept across
+    processes for the shipped rules' and tables' words (`shipped=True`), never for others
+    (a word might be anything a caller hands them)."""
+    from bridge.screening.keyword_gate import Keywords
+    from bridge.screening.literal_trie import Occurring
+
+    def gate(words: list[str], shipped: bool) -> set[str]:
+        text = f"x {words[0]} y"
+        re.purge()  # the gates' patterns may be equal: each must reach the compiler
+        if kind == "keywords":
+            return Keywords(words, shipped=shipped).present(text)
+        return Occurring(words, shipped=shipped).present(text)
+
+    letters = str.maketrans("0123456789", "ghijklmnop")
+    other = "pw-" + uuid.uuid4().hex.translate(letters)  # a mark ("-"): Keywords compiles
+    ours = "ghp-" + uuid.uuid4().hex.translate(letters)
+    assert gate([other, "abc-d"], shipped=False) == {other}
+    assert wrapped.entries == {}
+    assert gate([ours, "abc-d"], shipped=True) == {ours}
+    assert wrapped.entries  # its pattern(s), kept
+    if kind == "trie":
+        assert any(ours[4:] in str(key[1]) for key in wrapped.entries)
