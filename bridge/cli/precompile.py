@@ -2,19 +2,20 @@
 
 Every `roost` process and sandbox helper imports roost's own modules from the
 source tree (`pip install -e`). Python keeps their byte code in `__pycache__`
-beside them, and `bridge.dataclass_code` and `bridge.regex_code` keep what
-roost's classes and patterns compile to in `bridge/__pycache__`; each is
+beside them, and `bridge.dataclass_code`, `bridge.regex_code` and
+`bridge.screening.shape_cache` keep what roost's classes and patterns compile
+to, and the shapes of the screens' patterns, in `bridge/__pycache__`; each is
 written by the first process that needs it. The systemd unit runs roost as
 its own user with `ProtectSystem=strict`, so no roost process can write in
 `/opt/roost`: unless these were written ahead, every start compiled roost
 again (`roost send /help` about 2.2 times the CPU, `roost serve` about 2.1 times
-to its ready line: docs/scaling.md).
+to its ready line: bench/startup_readonly.py, docs/scaling.md).
 
 `python -m bridge.cli.precompile` (run by `make`, as whoever installs roost)
 writes them all: the byte code of every module of `bridge` and `forge`
 (`compileall`), then imports each module and compiles what a start compiles
 beyond its imports (`constants`: the screens' tables, the audit's identity
-patterns, the command line's), so both caches hold what the daemon's start,
+patterns, the command line's), so the caches hold what the daemon's start,
 its first message and a command compile; they are written at exit. Files it finds
 narrower than the source tree's (a `__pycache__` a process under umask 0077
 made) are made as readable as the package folder they are in, never more

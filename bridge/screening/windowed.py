@@ -39,6 +39,7 @@ from re import _compiler  # type: ignore[attr-defined]
 
 from bridge.screening.literal_trie import alternation
 from bridge.screening.regex_shape import shape
+from bridge.screening.shape_cache import shipped_shape
 
 _MAX_WIDTH = 8192  # longer patterns run on the whole text
 _CHUNK = 4096  # the longest stretch one span's literals are gathered over
@@ -121,7 +122,7 @@ class Scanner:
         self._also: tuple[re.Pattern[str], ...] = ()
 
     def _read(self) -> None:
-        s = shape(self.pattern)
+        s = shipped_shape(self.pattern) if self._shipped else shape(self.pattern)
         self._literals = s.literals
         self._caseless = s.caseless
         self._width = s.width

@@ -94,7 +94,7 @@ def test_a_precompiled_tree_gives_a_daemon_everything_it_would_write(
     missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
     assert missing == []
     caches = {p.name.split(".")[0] for p in (tree / "bridge" / "__pycache__").glob("*.marshal")}
-    assert caches == {"dataclass-code", "regex-code"}
+    assert caches == {"dataclass-code", "regex-code", "regex-shape"}
     for entry in tree.rglob("__pycache__*"):  # readable by the service's user, though 0077
         mode = stat.S_IMODE(entry.stat().st_mode)
         assert mode == (0o755 if entry.is_dir() else 0o644), (entry, oct(mode))
