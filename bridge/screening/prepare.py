@@ -79,9 +79,9 @@ SLICE_S = 0.001  # how long `prepare_screens` holds the loop at a time (a step a
 
 async def prepare_screens(slice_s: float = SLICE_S) -> None:
     """`steps()` on the running loop (about 25 ms of CPU in all with warm caches, 80 without
-    the shapes, the longest step about 12 ms): steps for `slice_s`, then as long a pause, so a message meanwhile runs between
-    them and builds what it still needs itself (with no pause, such a message waited for
-    a step at each of its own awaits)."""
+    the shapes, the longest step about 12 ms): steps for `slice_s`, then as long a pause,
+    so a message meanwhile runs between them and builds what it still needs itself (with
+    no pause, such a message waited for a step at each of its own awaits)."""
     began = time.perf_counter()
     for _ in steps():
         if time.perf_counter() - began >= slice_s:
