@@ -39,10 +39,13 @@ for _ in steps():
 
 
 def _copy(to: Path) -> Path:
+    """The packages' sources, as an installed tree holds them: readable by others."""
     for package in ("bridge", "forge"):
         shutil.copytree(
             REPO / package, to / package, ignore=shutil.ignore_patterns("__pycache__", "*.tmp")
         )
+    for path in (to, *to.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
     return to
 
 
@@ -82,9 +85,8 @@ def _caches(tree: Path) -> dict[str, tuple[int, int]]:
 def test_a_precompiled_tree_gives_a_daemon_everything_it_would_write(
     tmp_path: Path, home: Path
 ) -> None:
+    tmp_path.chmod(0o755)
     tree = _copy(tmp_path / "tree")
-    for folder in (tmp_path, tree, tree / "bridge", tree / "forge"):
-        folder.chmod(0o755)  # an installed tree: others may read it
     done = _run(["-m", "bridge.cli.precompile"], tree)
     assert done.returncode == 0, done.stderr
     assert "byte code and start-up caches written for" in done.stdout
