@@ -81,6 +81,17 @@ def wrapped(tmp_path: Path) -> Iterator[regex_code._Cache]:
         compiler.compile = installed
 
 
+# A fresh process's `re` compiling through a cache of the file argv[1] (as the fixture
+# `wrapped` does here): what the probe that follows compiles is kept there, or read.
+WRAPPED_PROBE = (
+    "import re, sys\n"
+    "from pathlib import Path\n"
+    "from bridge import regex_code\n"
+    "cache = regex_code._Cache(Path(sys.argv[1]))\n"
+    "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
+)
+
+
 def _stdlib_compile() -> Any:
     spec = importlib.util.find_spec("re._compiler")
     assert spec is not None and spec.loader is not None
@@ -184,12 +195,7 @@ def test_email_imported_in_a_fresh_process_keeps_none_of_its_header_patterns(
     tmp_path: Path,
 ) -> None:
     probe = (
-        "import re, sys\n"
-        "from pathlib import Path\n"
-        "from bridge import regex_code\n"
-        "cache = regex_code._Cache(Path(sys.argv[1]))\n"
-        "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
-        "sys.modules.pop('email._header_value_parser', None)\n"
+        WRAPPED_PROBE + "sys.modules.pop('email._header_value_parser', None)\n"
         "import email._header_value_parser as parser\n"
         "print(repr(parser._wsp_splitter.__self__.pattern))\n"
         "print(repr(sorted(str(key[1]) for key in cache.entries)))\n"
@@ -221,12 +227,7 @@ def test_the_file_is_read_by_the_next_process_and_tied_to_the_interpreter(
     assert path.read_bytes().startswith(regex_code._header())
     assert not list(tmp_path.glob("*.tmp"))
     probe = (
-        "import re, sys\n"
-        "from pathlib import Path\n"
-        "from bridge import regex_code\n"
-        "cache = regex_code._Cache(Path(sys.argv[1]))\n"
-        "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
-        "x = re.compile(sys.argv[2])\n"
+        WRAPPED_PROBE + "x = re.compile(sys.argv[2])\n"
         "print(cache.added, x.groupindex, x.match('ab-12').groups())\n"
     )
     out = python_c(probe, str(path), pattern, env=env_without("PYTHONDONTWRITEBYTECODE")).stdout
