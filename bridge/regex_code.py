@@ -22,8 +22,10 @@ comprehension there), by the body of a class defined there (`logging`'s,
 in `_CONSTANT_SITES`, each read and found to compile only patterns written in
 its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
 argparse's), or from roost's shipped rule file (the screens:
-`rule_data._compile`, `injection._table`, and `windowed._compile_shipped`,
-which only a `Scanner(..., shipped=True)` calls), and the grading's phrase
+`rule_data._compile`, `rule_data.load`, `secret_context._names`,
+`injection._table`, and `literal_trie.compile_shipped`, which only a
+`Scanner`, `Keywords` or `Occurring` made with `shipped=True` calls; made
+otherwise, they compile with `re.compile`), and the grading's phrase
 patterns grouped by first word (`cues._phrase_starts`). Any other pattern compiled
 inside a function may be built from what a person sent or from a secret (the
 log redactor's), so it is compiled as before and never written down.
@@ -81,15 +83,11 @@ _CONSTANT_SITES = frozenset(
         ("bridge.screening.rule_data", "load"),
         # its services' names, one alternation per named rule (`rule_set()` only)
         ("bridge.screening.secret_context", "_names"),
-        # the keyword gate of the shipped rules' keywords (`Keywords(..., shipped=True)`)
-        ("bridge.screening.keyword_gate", "_compile_shipped"),
-        # the injection screen's word tries (`Occurring(..., shipped=True)`, module tables)
-        ("bridge.screening.literal_trie", "_compile_shipped"),
+        # the screens' patterns made from shipped rules and tables only: the keyword gate
+        # and word tries made `shipped=True`, what a `Scanner(..., shipped=True)` reads
+        ("bridge.screening.literal_trie", "compile_shipped"),
         # the injection screen's patterns (module constants `_EN`, `_DE`, ...)
         ("bridge.screening.injection", "_table"),
-        # what a scanner reads from a shipped pattern (its literals' alternations); a
-        # scanner of any other pattern compiles them with `re.compile` where it stands
-        ("bridge.screening.windowed", "_compile_shipped"),
         # the grading's phrase patterns, grouped by their first word (module constants)
         ("bridge.grading.cues", "_phrase_starts"),
     }

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from bridge.screening.literal_trie import compile_shipped
+
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
 # marks from the rarest in prose and code to the most common: a keyword is grouped
 # under its rarest one, and that group looked at only when the mark occurs
@@ -29,12 +31,6 @@ def _rank(mark: str) -> int:
 
 def _cls(chars: Iterable[str]) -> str:
     return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
-
-
-def _compile_shipped(pattern: str) -> re.Pattern[str]:
-    """`re.compile` of a pattern made from the shipped rules' keywords (`Keywords(...,
-    shipped=True)`): one of `bridge.regex_code`'s constant sites, kept across processes."""
-    return re.compile(pattern)
 
 
 class Keywords:
@@ -57,7 +53,7 @@ class Keywords:
         self._runs = self._runs_sparse = None
         if marks:
             a, m = _cls(alphabet), _cls(marks)
-            made = _compile_shipped if shipped else re.compile
+            made = compile_shipped if shipped else re.compile
             # a maximal run of keyword characters that holds a mark: from its start (the
             # lookbehind), its letters, a mark, the rest of the run (possessive: linear)
             self._runs = made(f"(?<!{a})[a-z]*+{m}{a}*+")

@@ -42,9 +42,11 @@ def _node(words: list[str]) -> str:
     return "(?:" + body + ")?" if len(branches) > 1 or len(body) > 1 else body + "?"
 
 
-def _compile_shipped(pattern: str) -> re.Pattern[str]:
-    """`re.compile` of a trie of shipped words (`Occurring(..., shipped=True)`): one of
-    `bridge.regex_code`'s constant sites, kept across processes."""
+def compile_shipped(pattern: str) -> re.Pattern[str]:
+    """`re.compile` of a pattern made only from roost's shipped rules and tables (a word
+    trie `Occurring(..., shipped=True)`, a keyword gate `Keywords(..., shipped=True)`,
+    what a `Scanner(..., shipped=True)` reads): `bridge.regex_code`'s constant site for
+    them, so it is kept across processes. Never for a pattern of anything else."""
     return re.compile(pattern)
 
 
@@ -61,7 +63,7 @@ class Occurring:
         """`shipped`: the words are shipped tables' (the injection screen's), so its pattern
         is kept across processes (`bridge.regex_code`); never for any other words."""
         known = frozenset(words)
-        made = _compile_shipped if shipped else re.compile
+        made = compile_shipped if shipped else re.compile
         self._find = made(f"(?=({alternation(known)}))")
         self._prefixes = {
             w: tuple(w[:k] for k in range(1, len(w) + 1) if w[:k] in known) for w in known

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from re import _compiler  # type: ignore[attr-defined]
 
-from bridge.screening.literal_trie import alternation
+from bridge.screening.literal_trie import alternation, compile_shipped
 from bridge.screening.regex_shape import shape
 from bridge.screening.shape_cache import shipped_shape
 
@@ -88,12 +88,6 @@ def _alternation(literals: frozenset[str], caseless: bool) -> str | None:
     return alternation(literals)
 
 
-def _compile_shipped(pattern: str) -> re.Pattern[str]:
-    """`re.compile` of a pattern read from a shipped one (`Scanner(..., shipped=True)`):
-    one of `bridge.regex_code`'s constant sites, so it is kept across processes."""
-    return re.compile(pattern)
-
-
 class Scanner:
     """`pattern.search` and `pattern.finditer`, run near the literals every match holds.
 
@@ -130,7 +124,7 @@ class Scanner:
         if s.literals and s.bounded and s.shortest >= 1 and s.width <= _MAX_WIDTH:
             alternation = _alternation(s.literals, s.caseless)
             if alternation is not None:
-                made = _compile_shipped if self._shipped else re.compile
+                made = compile_shipped if self._shipped else re.compile
                 self._finder = made(alternation)
                 # a literal, then each literal that starts within `width` of the last one's end
                 gap = f"(?s:.{{0,{s.width}}}?)"
