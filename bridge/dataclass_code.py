@@ -153,6 +153,31 @@ def write_marshal(path: Path, header: bytes, value: Any) -> None:
             tmp.unlink(missing_ok=True)
 
 
+class KeptEntries:
+    """A dict kept in a marshal file under `header` (another header: an empty dict), what
+    this process found in it or added to it (`used`), and `save` at exit when it grew:
+    merged with what other processes wrote meanwhile; past `bound` entries, only those
+    this process used (entries of code edited away go). `bridge.regex_code` and
+    `bridge.screening.shape_cache` keep theirs so."""
+
+    def __init__(self, path: Path, header: bytes, bound: int) -> None:
+        self.path, self.header, self.bound = path, header, bound
+        loaded = read_marshal(path, header)
+        self.entries: dict[Any, Any] = loaded if isinstance(loaded, dict) else {}
+        self.added = 0
+        self.used: set[Any] = set()
+
+    def save(self) -> None:
+        if not self.added:
+            return
+        now = read_marshal(self.path, self.header)
+        merged = now if isinstance(now, dict) else {}
+        merged.update(self.entries)
+        if len(merged) > self.bound:
+            merged = {key: self.entries[key] for key in self.used}
+        write_marshal(self.path, self.header, merged)
+
+
 def _load(path: Path) -> dict[str, CodeType | bytes]:
     loaded = read_marshal(path, _MAGIC)
     if not isinstance(loaded, dict):

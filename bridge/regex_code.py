@@ -57,7 +57,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bridge.dataclass_code import cache_path, read_marshal, write_marshal
+from bridge.dataclass_code import KeptEntries, cache_path
 
 _VERSIONS = ((3, 11),)
 _MAX = 4_000  # patterns kept (roost compiles about 450 at import)
@@ -106,27 +106,12 @@ def _header() -> bytes:
     return f"roost-regex 1|{sys.version}|{_sre.MAGIC}|{_sre.CODESIZE}\n".encode()
 
 
-class _Cache:
-    """What `_sre.compile` was given, by pattern; saves itself at exit when it grew."""
+class _Cache(KeptEntries):
+    """What `_sre.compile` was given, by pattern (Key -> Entry); saves itself at exit
+    when it grew, past `_MAX` patterns only those this process used."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        loaded = read_marshal(path, _header())
-        self.entries: dict[Key, Entry] = loaded if isinstance(loaded, dict) else {}
-        self.added = 0
-        self.used: set[Key] = set()  # found or added by this process
-
-    def save(self) -> None:
-        """Write what this process added, merged with what others wrote meanwhile;
-        past the bound, only what this process used (patterns since edited away go)."""
-        if not self.added:
-            return
-        now = read_marshal(self.path, _header())
-        merged = now if isinstance(now, dict) else {}
-        merged.update(self.entries)
-        if len(merged) > _MAX:
-            merged = {key: self.entries[key] for key in self.used}
-        write_marshal(self.path, _header(), merged)
+        super().__init__(path, _header(), _MAX)
 
 
 def cacheable(pattern: object) -> bool:

@@ -30,7 +30,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from bridge.dataclass_code import cache_path, read_marshal, write_marshal
+from bridge.dataclass_code import KeptEntries, cache_path
 from bridge.screening import regex_shape
 from bridge.screening.regex_shape import Shape, shape
 
@@ -45,16 +45,11 @@ def header(source: bytes) -> bytes:
     return f"roost-shape 1|{sys.version}|{digest}\n".encode()
 
 
-class Shapes:
-    """The file's shapes, and those this process worked out; `save` at exit."""
+class Shapes(KeptEntries):
+    """The file's shapes (Key -> Entry) and those this process worked out; `save` at exit."""
 
     def __init__(self, path: Path, source: bytes) -> None:
-        self.path = path
-        self.header = header(source)
-        loaded = read_marshal(path, self.header)
-        self.entries: dict[Key, Entry] = loaded if isinstance(loaded, dict) else {}
-        self.added = 0
-        self.used: set[Key] = set()
+        super().__init__(path, header(source), _MAX)
 
     def get(self, pattern: re.Pattern[str]) -> Shape:
         key: Key = (pattern.pattern, pattern.flags)
@@ -69,17 +64,6 @@ class Shapes:
         )  # fmt: skip
         self.added += 1
         return made
-
-    def save(self) -> None:
-        """Write what this process added, merged with what others wrote meanwhile."""
-        if not self.added:
-            return
-        now = read_marshal(self.path, self.header)
-        merged = now if isinstance(now, dict) else {}
-        merged.update(self.entries)
-        if len(merged) > _MAX:
-            merged = {key: self.entries[key] for key in self.used}
-        write_marshal(self.path, self.header, merged)
 
 
 @cache
