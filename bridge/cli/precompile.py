@@ -122,9 +122,10 @@ def _widen(path: Path, wanted: int) -> int:
 
 def main() -> int:
     sys.dont_write_bytecode = False  # written on purpose (PYTHONDONTWRITEBYTECODE aside)
-    roots = [Path(p.__file__ or "").parent for p in packages()]
+    found = packages()
+    roots = [Path(package.__file__ or "").parent for package in found]
     compiled = all(compileall.compile_dir(str(root), quiet=1) for root in roots)
-    names = [name for package in packages() for name in modules(package)]
+    names = [name for package in found for name in modules(package)]
     done, skipped, failed = import_all(names)
     constants()
     widened = sum(share(root) for root in roots)
