@@ -25,7 +25,12 @@ from forge.runner import SandboxRunner
 
 
 async def main(n: int) -> None:
-    tmp = Path(tempfile.mkdtemp())
+    """The throwaway certificate, its key and the workspace are removed at the end."""
+    with tempfile.TemporaryDirectory(prefix="roost-bench-net-") as tmp:
+        await measure(n, Path(tmp))
+
+
+async def measure(n: int, tmp: Path) -> None:
     key, crt = tmp / "k.pem", tmp / "c.pem"
     subprocess.run(  # noqa: ASYNC221 - once, before anything is measured
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",

@@ -143,14 +143,19 @@ def main() -> int:
     parser.add_argument("--latency", type=int, nargs="*", default=[], help="vector counts")
     parser.add_argument("--quick", action="store_true", help="`hashed`, 500 vectors (CI)")
     args = parser.parse_args()
-    folder = DEV_DIR
-    if args.quick:  # `hashed` on the first conversation only (CI: it still runs)
-        args.models, args.latency = args.models or ["hashed"], args.latency or [500]
-        folder = Path(tempfile.mkdtemp())
-        for name in ("conv-26.jsonl", "questions-26.jsonl"):
-            (folder / name).symlink_to(DEV_DIR / name)
     if unknown := set(args.models) - set(MODELS):
         parser.error(f"unknown models: {', '.join(sorted(unknown))}")
+    if not args.quick:
+        return measure(args, DEV_DIR)
+    # `hashed` on the first conversation only (CI: it still runs)
+    args.models, args.latency = args.models or ["hashed"], args.latency or [500]
+    with tempfile.TemporaryDirectory(prefix="roost-bench-recall-") as tmp:
+        for name in ("conv-26.jsonl", "questions-26.jsonl"):
+            (Path(tmp) / name).symlink_to(DEV_DIR / name)
+        return measure(args, Path(tmp))
+
+
+def measure(args: argparse.Namespace, folder: Path) -> int:
     for count in args.latency:
         nearest_latency(count)
     texts = [m.text for _, messages, _ in load_set(folder) for m in messages]

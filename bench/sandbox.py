@@ -703,7 +703,15 @@ def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
 
 
 async def main() -> None:
-    ws = Path(tempfile.mkdtemp(prefix="forge-bench-"))
+    """Every workspace (the calls' and each new tenant's) lives in one temporary folder,
+    removed at the end."""
+    with tempfile.TemporaryDirectory(prefix="forge-bench-") as base:
+        ws = Path(base) / "ws"
+        ws.mkdir()
+        await measure_all(ws)
+
+
+async def measure_all(ws: Path) -> None:
     rows = "\n".join(f"{i},{i * 2},{i % 7}" for i in range(100))
     (ws / "data.csv").write_text("a,b,c\n" + rows + "\n")
     args = sys.argv[1:]

@@ -56,9 +56,10 @@ from pathlib import Path
 from forge.runner import SandboxRunner
 async def main():
     runner = SandboxRunner()
-    result = await runner.run({TOOL!r}, {{"n": 7}}, Path(tempfile.mkdtemp()))
+    with tempfile.TemporaryDirectory() as ws:
+        result = await runner.run({TOOL!r}, {{"n": 7}}, Path(ws))
+        await runner.aclose()
     assert result.ok, result
-    await runner.aclose()
 asyncio.run(main())
 """
 
