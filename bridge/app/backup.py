@@ -160,6 +160,10 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     """Copy `home` into the new or empty directory `dest` and write its manifest."""
     if not (home / "roost.db").exists() and not (home / "tenants").is_dir():
         raise BackupError(f"{home} is not a roost home (no roost.db, no tenants/)")
+    if dest.resolve().is_relative_to(home.resolve()):  # it would copy itself, and earlier ones
+        raise BackupError(
+            f"backup destination {dest} is inside the home {home}; give a directory outside it"
+        )
     _empty_target(dest, "backup destination")
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(dest, 0o700)
