@@ -32,6 +32,7 @@ from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
 from bridge.app.home import record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.core.words import count
 
@@ -51,6 +52,10 @@ def forget_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    refusal = unknown_tenant(settings, args.tenant, "export", files_do=True)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     now = datetime.fromtimestamp(time.time(), UTC)
     out = args.out or default_out(settings, args.tenant, now)
     out = out.absolute()

@@ -22,6 +22,7 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import prepare_home, record_event
 from bridge.app.memory_notes import Explained
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.loadout import vault
 from bridge.prompt.source import Rendered
@@ -210,7 +211,13 @@ def vault_args(p: argparse.ArgumentParser) -> None:
 def vault_command(
     settings: Settings, args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
 ) -> int:
-    """Exit 0 done, 1 no such secret, 2 a refused name or value."""
+    """Exit 0 done, 1 no such secret, 2 a refused name, value or tenant."""
+    refusal = unknown_tenant(
+        settings, args.tenant, f"vault {args.vault_command}", files_do=args.vault_command != "set"
+    )
+    if refusal is not None:
+        err.write(refusal + "\n")
+        return 2
     prepare_home(settings.home)
     dirs = TenantDirs.of(settings.home, args.tenant).ensure()
     try:

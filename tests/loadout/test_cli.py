@@ -6,12 +6,21 @@ import argparse
 import io
 import json
 import stat
+from pathlib import Path
+
+import pytest
 
 from bridge.cli.loadout import vault_command
 from bridge.cli.main import build_parser
 from bridge.cli.table import COMMANDS
-from bridge.core.config import Settings
+from bridge.core.config import Settings, load_settings
 from bridge.types.tenant_dirs import TenantDirs
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    """alice is configured; bob is not."""
+    return load_settings(tenants={"alice": {}})
 
 
 def run(settings: Settings, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
@@ -30,8 +39,8 @@ def test_vault_set_list_rm(settings: Settings) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert run(settings, ["list", "alice"])[1] == "GITHUB_TOKEN\n"
-    assert run(settings, ["list", "bob"])[1] == "(no secrets)\n"
-    code, _, err = run(settings, ["rm", "bob", "GITHUB_TOKEN"])
+    assert run(settings, ["list", "local"])[1] == "(no secrets)\n"
+    code, _, err = run(settings, ["rm", "local", "GITHUB_TOKEN"])
     assert code == 1 and "no secret" in err
     assert run(settings, ["rm", "alice", "GITHUB_TOKEN"])[0] == 0
     assert not path.exists()
@@ -57,3 +66,21 @@ def test_rows_are_in_the_cli_table() -> None:
     assert "prompt" in names and "vault" in names
     args = build_parser().parse_args(["prompt", "--tenant", "alice", "--channel", "telegram"])
     assert args.tenant == "alice" and args.channel == "telegram" and not args.raw
+
+
+def test_a_tenant_nobody_configured_is_refused_and_nothing_is_made(settings: Settings) -> None:
+    for argv, stdin in ((["set", "bob", "TOKEN"], "value-1234\n"), (["list", "bob"], "")):
+        code, out, err = run(settings, argv, stdin)
+        assert code == 2 and out == ""
+        assert "'bob' is not a configured tenant" in err and "alice" in err
+    assert not (settings.home / "tenants" / "bob").exists()
+    assert not (settings.home / "audit" / "chain.jsonl").exists()
+
+
+def test_a_tenant_that_left_the_config_keeps_its_secrets_listable(settings: Settings) -> None:
+    assert run(settings, ["set", "alice", "TOKEN"], "value-1234\n")[0] == 0
+    gone = settings.model_copy(update={"tenants": {}})
+    assert run(gone, ["list", "alice"]) == (0, "TOKEN\n", "")
+    assert run(gone, ["rm", "alice", "TOKEN"])[0] == 0
+    code, _, err = run(gone, ["set", "alice", "OTHER"], "value-1234\n")
+    assert code == 2 and "not a configured tenant" in err

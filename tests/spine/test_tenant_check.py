@@ -1,0 +1,41 @@
+"""A tenant named on the command line must be one (bridge/cli/tenant_check.py): a typo in
+`roost export --tenant` wrote an empty ZIP with exit 0."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from bridge.cli.export import run_export
+from bridge.cli.tenant_check import unknown_tenant
+from bridge.core.config import Settings, load_settings
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return load_settings(tenants={"alice": {}})
+
+
+def test_configured_tenants_pass_and_others_are_named(settings: Settings) -> None:
+    assert unknown_tenant(settings, "alice", "export", files_do=False) is None
+    assert unknown_tenant(settings, "local", "export", files_do=False) is None
+    refusal = unknown_tenant(settings, "alcie", "export", files_do=True)
+    assert refusal is not None and refusal.startswith("roost export: 'alcie'")
+    assert "configured: alice, local" in refusal
+
+
+def test_a_tenant_with_files_passes_only_where_files_do(settings: Settings) -> None:
+    (settings.home / "tenants" / "carol" / "global").mkdir(parents=True)
+    assert unknown_tenant(settings, "carol", "export", files_do=True) is None
+    assert unknown_tenant(settings, "carol", "vault set", files_do=False) is not None
+
+
+def test_export_of_a_tenant_nobody_is_refuses_and_writes_nothing(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = argparse.Namespace(tenant="alcie", out=None)
+    assert run_export(args, settings) == 2
+    assert "'alcie' is not a configured tenant nor has files in the home" in capsys.readouterr().err
+    assert not (settings.home / "exports").exists()
