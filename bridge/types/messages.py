@@ -89,8 +89,10 @@ class Action:
     in_place: bool = False  # its reply replaces the message the button is on, where it can
 
 
-def actions_hint(actions: tuple[Action, ...]) -> str:
-    """The actions as one line for a text-only channel; '' when there are none."""
+def actions_hint(actions: tuple[Action, ...], text: str = "") -> str:
+    """The actions as one line for a text-only channel; '' when there are none. An action
+    whose command `text` (the reply) names already is left out (/help's "/help all")."""
+    actions = tuple(a for a in actions if a.command not in text)
     if not actions:
         return ""
     ways = [f"{a.command} to {a.label[:1].lower()}{a.label[1:]}" for a in actions]

@@ -64,6 +64,7 @@ def loaded_by(args: list[str], home: Path) -> tuple[int, str, list[str]]:
 def test_a_command_imports_no_heavy_library(args: list[str], says: str, home: Path) -> None:
     code, out, loaded = loaded_by(args, home)
     assert code == 0 and says in out
+    assert "(reply" not in out  # /help names "/help all" itself: no hint repeats it
     assert [m for m in loaded if m in HEAVY] == []
 
 

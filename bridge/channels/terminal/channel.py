@@ -64,7 +64,7 @@ def inbound(text: str, chat: str, attachments: tuple[Attachment, ...] = ()) -> I
 
 def file_lines(final: Final) -> str:
     """One `file: PATH (name)` line per file of the reply, then its actions as a hint."""
-    hint = actions_hint(final.actions)  # "(reply /yes k3f9 to keep as memory, or …)"
+    hint = actions_hint(final.actions, final.text)  # "(reply /yes k3f9 to keep as memory, or …)"
     return "".join(f"file: {f.path} ({f.name})\n" for f in final.files) + (hint and hint + "\n")
 
 
