@@ -60,6 +60,7 @@ from bridge.core.config import Settings, config_path, load_settings
 from bridge.core.db import DatabaseDamaged
 from bridge.core.db import check as check_db
 from bridge.core.identities import identity_map
+from bridge.core.words import count
 from bridge.screening.prepare import prepare_screens
 from bridge.storage.errors import LeaseHeld
 from bridge.storage.leases import InstanceName, Leases, Singleton
@@ -122,7 +123,7 @@ async def drain(roost: Roost, grace: float) -> None:
     log.info("stopping: letting in-flight messages finish (up to %gs)", grace)
     cancelled = await roost.core.drain(grace)
     if cancelled:
-        log.warning("stopping: cancelled %d unfinished messages", cancelled)
+        log.warning("stopping: cancelled %s", count(cancelled, "unfinished message"))
 
 
 async def stop_tasks(tasks: Sequence[asyncio.Task[None]]) -> None:

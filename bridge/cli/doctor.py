@@ -50,7 +50,7 @@ SANDBOX_LAYERS = ("landlock", "seccomp")
 
 def check_config(settings: Settings) -> Check:
     path, named = config_path(os.environ)
-    source = str(path) if path.exists() else "defaults and environment"
+    source = str(path) if path.exists() else f"no file at {path}: defaults and environment"
     if named and not path.exists():
         return Check("FAIL", "config", f"ROOST_CONFIG names {path}, which does not exist")
     return Check("ok", "config", f"loaded ({source}); {count(len(settings.tenants), 'tenant')}")

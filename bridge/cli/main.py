@@ -97,9 +97,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         skip_pydantic_plugins(os.environ)
     try:
         return _main(argv, own)
+    except BrokenPipeError:  # `roost install-units | head`: the reader left, nothing to say
+        if not own:
+            raise
+        _stdout_to_devnull()
+        return EX_PIPE
     finally:
         if own:
             collector.resume()
+
+
+EX_PIPE = 141  # as a shell reports a process that SIGPIPE ended (128 + 13)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush at exit then writes nowhere
+    instead of printing a second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def skip_pydantic_plugins(environ: MutableMapping[str, str]) -> None:
