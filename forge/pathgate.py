@@ -22,7 +22,7 @@ import stat
 from typing import IO, Any
 
 from forge.pathnames import PathDenied, components, parse_mode
-from forge.write_budget import WriteBudget, wrap
+from forge.write_budget import WriteBudget, WriteQuotaExceeded, wrap
 
 __all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
 
@@ -97,6 +97,8 @@ class PathGate:
         try:
             try:
                 fd, created = self._create_or_open(parts[-1], flags, parent)
+            except WriteQuotaExceeded:
+                raise
             except OSError as exc:
                 raise self._explain(exc, parts[-1], display) from None
         finally:
@@ -124,13 +126,21 @@ class PathGate:
 
     def _create_or_open(self, name: str, flags: int, parent: int) -> tuple[int, bool]:
         """Open `name`; with a write budget, also learn whether this open created it."""
-        if self.budget is None or not flags & os.O_CREAT or flags & os.O_EXCL:
-            fd = os.open(name, flags | _BASE_FLAGS, 0o644, dir_fd=parent)
-            return fd, bool(flags & os.O_EXCL)
+        if self.budget is None or not flags & os.O_CREAT:
+            return os.open(name, flags | _BASE_FLAGS, 0o644, dir_fd=parent), False
         try:
-            return os.open(name, flags | os.O_EXCL | _BASE_FLAGS, 0o644, dir_fd=parent), True
+            fd = os.open(name, flags | os.O_EXCL | _BASE_FLAGS, 0o644, dir_fd=parent)
         except FileExistsError:
+            if flags & os.O_EXCL:  # mode "x": it must be new
+                raise
             return os.open(name, (flags & ~os.O_CREAT) | _BASE_FLAGS, dir_fd=parent), False
+        try:
+            self.budget.created(name)
+        except BaseException:
+            os.close(fd)
+            os.unlink(name, dir_fd=parent)  # made by this open: not kept over the budget
+            raise
+        return fd, True
 
     def open(
         self,
@@ -246,8 +256,20 @@ class PathGate:
                     raise FileExistsError(errno.EEXIST, f"file exists: {display!r}") from None
             except OSError as exc:
                 raise self._explain(exc, prefix[-1], display, directory=True) from None
+            else:
+                if self.budget is not None:
+                    self._charge_dir(prefix[-1], parent)
             finally:
                 os.close(parent)
+
+    def _charge_dir(self, name: str, parent: int) -> None:
+        """Charge a folder `mkdir` just made; over the budget it is removed again."""
+        assert self.budget is not None
+        try:
+            self.budget.created(name)
+        except BaseException:
+            os.rmdir(name, dir_fd=parent)
+            raise
 
     def remove(self, path: object) -> None:
         """Delete a file (a symlink itself, never its target); not a directory."""

@@ -17,6 +17,13 @@ truncated it, else cut back to the length it had when opened. A file the tool
 finished and closed before stays as written. RLIMIT_FSIZE (the per-file cap of
 `Limits.file_size`) stays the kernel's backstop behind this count; a write it
 refuses (EFBIG) is handled the same way.
+
+A call may also make at most `MAX_ENTRIES` new files and folders (`created`,
+counted as each is made): one call once made 17,515 empty files in its 5 s,
+each an inode and a block of the disk, free of the byte count. Past the limit
+the entry is not kept (a file this open just created is removed again) and
+the call ends as above. Across calls `bridge.core.quota` counts each file and
+folder as at least one block (`ENTRY_BYTES`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 _MiB = 1024 * 1024
+MAX_ENTRIES = 1000  # new files and folders one call may make
 
 
 class GateOps(Protocol):
@@ -90,6 +98,7 @@ class WriteBudget:
     high: dict[tuple[int, int], int] = field(default_factory=dict)
     files: list[Written] = field(default_factory=list)
     exceeded: str = ""  # why the budget stopped the call ("" while within it)
+    entries_left: int = MAX_ENTRIES  # new files and folders this call may still make
 
     def __post_init__(self) -> None:
         self.left = self.limit
@@ -101,6 +110,15 @@ class WriteBudget:
         rec.partial = bool(self.exceeded)
         self.files.append(rec)
         return rec
+
+    def created(self, what: str) -> None:
+        """Count a file or folder this call just made (`what` names it for the message)."""
+        if self.entries_left <= 0:
+            self.stop(
+                f"the tool made more than {MAX_ENTRIES} files or folders in one call (the "
+                f"per-call limit; {what!r} was one too many)"
+            )
+        self.entries_left -= 1
 
     def grow(self, rec: Written, end: int) -> None:
         """Charge a write or truncate that makes `rec`'s file `end` bytes long."""

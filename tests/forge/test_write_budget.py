@@ -2,7 +2,8 @@
 workspace in 1.5 s). Real sandboxed tools write through every route a tool has
 (`open` in text and binary modes, append, `+` modes, `print(file=)`,
 `json.dump`, `csv.writer`, `pathlib.write_text/write_bytes`, `f.buffer`,
-`writelines`, `truncate` and `seek` past the end); over the budget the call
+`writelines`, `truncate` and `seek` past the end), and at most 1,000 new
+files and folders a call (one made 17,515 empty ones); over the budget the call
 fails with kind `quota`, whatever the tool did with the error, and no file it
 was writing stays half-written. A caller may lower the budget per call
 (`run(write_bytes=...)`); `[forge] write_bytes_per_call` sets the default.
@@ -29,6 +30,10 @@ from tests.forge.helpers import tool
 aio = pytest.mark.asyncio(loop_scope="module")
 MiB = 1024 * 1024
 KiB = 1024
+
+
+def _names(ws: Path) -> list[str]:
+    return [p.name for p in ws.iterdir()]
 
 
 def _sizes(ws: Path) -> dict[str, int]:
@@ -309,3 +314,42 @@ async def test_a_call_writes_only_what_the_tenant_quota_leaves(
         assert (workspace / "small.bin").stat().st_size == 16 * KiB
     finally:
         await made.aclose()
+
+
+@aio
+@pytest.mark.parametrize(
+    ("body", "imports", "made"),
+    [
+        ("for i in range(1500):\n    open('f%d' % i, 'w').close()\nreturn 1", "", "f"),
+        ("for i in range(1500):\n    os.mkdir('d%d' % i)\nreturn 1", "import os", "d"),
+        (
+            "for i in range(1500):\n    pathlib.Path('p%d' % i).touch()\nreturn 1",
+            "import pathlib",
+            "p",
+        ),
+    ],
+    ids=["open", "mkdir", "touch"],
+)
+async def test_one_call_makes_at_most_a_thousand_files_or_folders(
+    runner: SandboxRunner, workspace: Path, body: str, imports: str, made: str
+) -> None:
+    """One call made 17,515 empty files in its 5 s (each an inode and a block of the disk,
+    none of them bytes of the write count): past MAX_ENTRIES the call ends, kind quota."""
+    message = await _quota(runner, body, workspace, 64 * MiB, imports)
+    assert "more than 1000 files or folders in one call" in message
+    kept = [name for name in _names(workspace) if name.startswith(made)]
+    assert len(kept) == 1000 and f"{made}1000" not in kept
+
+
+@aio
+async def test_an_exclusive_open_of_an_existing_file_still_fails(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    (workspace / "there.txt").write_text("old")
+    body = (
+        "try:\n    open('there.txt', 'x')\nexcept FileExistsError:\n    return 'refused'\n"
+        "return 'opened'"
+    )
+    res = await runner.run(tool(body), {}, workspace)
+    assert res.ok and res.result == "refused", res
+    assert (workspace / "there.txt").read_text() == "old"

@@ -42,7 +42,10 @@ def tool(declared: str, asked: str) -> str:
 
 def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    # the tenant is the local one, as in the roost the test builds (`vault set` takes a
+    # configured tenant only)
     env.update(ROOST_HOME=str(home), ROOST_CONFIG=os.environ["ROOST_CONFIG"])
+    env.update(ROOST_LOCAL_TENANT=tenant)
     return subprocess.run(
         [sys.executable, "-m", "bridge.cli.main", "vault", "set", tenant, name],
         input=value + "\n",

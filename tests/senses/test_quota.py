@@ -19,7 +19,7 @@ import pytest
 
 from bridge.app.export_chat import KEEP
 from bridge.core.agent import AgentResult, ToolRun
-from bridge.core.quota import UNLIMITED, QuotaExceeded, QuotaObserver, TenantQuota
+from bridge.core.quota import ENTRY_BYTES, UNLIMITED, QuotaExceeded, QuotaObserver, TenantQuota
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
@@ -73,24 +73,25 @@ def test_the_measure_is_walked_once_and_kept_current(tmp_path: Path) -> None:
     dirs.out.mkdir()
     (dirs.out / "old.zip").write_bytes(b"z" * KIB)  # exports count too
     (dirs.root / "USER.md").write_text("x" * 50 * KIB)  # not the workspace: does not
-    assert quota.usage(dirs) == 16 * KIB and quota.walks == 1
-    assert quota.remaining(dirs) == 84 * KIB and quota.walks == 1  # kept
+    # 10 + 5 KiB, old.zip and the folders deep/, deep/er/ and the link a block each
+    assert quota.usage(dirs) == 31 * KIB and quota.walks == 1
+    assert quota.remaining(dirs) == 69 * KIB and quota.walks == 1  # kept
 
     quota.take(dirs, 4 * KIB)  # roost's own writes are added as they happen
     quota.charge(dirs, -KIB)
-    assert quota.usage(dirs) == 19 * KIB and quota.walks == 1
+    assert quota.usage(dirs) == 34 * KIB and quota.walks == 1
     with pytest.raises(QuotaExceeded) as full:
-        quota.take(dirs, 82 * KIB)
+        quota.take(dirs, 67 * KIB)
     assert "[quota] tenant_bytes" in str(full.value)
-    assert quota.usage(dirs) == 19 * KIB  # a refused take counts nothing
+    assert quota.usage(dirs) == 34 * KIB  # a refused take counts nothing
 
     put(dirs, "tool-wrote.bin", 30 * KIB)  # unannounced: seen after the time
-    assert quota.usage(dirs) == 19 * KIB
+    assert quota.usage(dirs) == 34 * KIB
     clock.advance(301)
-    assert quota.usage(dirs) == 46 * KIB and quota.walks == 2
+    assert quota.usage(dirs) == 61 * KIB and quota.walks == 2
     quota.invalidate("alice")  # announced: at once
     (dirs.workspace / "tool-wrote.bin").unlink()
-    assert quota.usage(dirs) == 16 * KIB and quota.walks == 3
+    assert quota.usage(dirs) == 31 * KIB and quota.walks == 3
 
     other = quota.dirs("bob").ensure()
     assert quota.usage(other) == 0  # per tenant
@@ -160,3 +161,15 @@ async def test_an_export_that_does_not_fit_leaves_nothing(home: Path) -> None:
         run.fake.push_text(ALICE, "/export")
         await run.wait_text(ALICE, "Here is everything roost keeps about you")
         assert len(list(out.glob("roost-export-*.zip"))) == 1 <= KEEP
+
+
+def test_empty_files_and_folders_count_a_block_each(tmp_path: Path) -> None:
+    """A tool once made 17,515 empty files in one call: inodes and blocks of the disk that
+    counted nothing. Each file, folder and link counts one block at least."""
+    quota = TenantQuota(tmp_path, 100 * KIB)
+    dirs = quota.dirs("alice").ensure()
+    for i in range(10):
+        (dirs.workspace / f"empty{i}").touch()
+    (dirs.workspace / "folder").mkdir()
+    (dirs.workspace / "small.txt").write_text("x")
+    assert quota.usage(dirs) == 12 * ENTRY_BYTES
