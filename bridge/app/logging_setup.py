@@ -24,6 +24,11 @@ more like this in the last 10s"). A descriptor shortage that fails every
 accept or every file open therefore writes a few lines a minute, not a
 traceback per attempt. At `log_level = "DEBUG"` nothing is held back (a
 debugging session asks for every line).
+
+`MalformedRequests` (on `aiohttp.server`) turns a request aiohttp could not
+parse (an overlong header or URL, a broken header line) into one WARNING
+naming its kind: aiohttp logs it as an ERROR with a traceback that quotes up
+to 100 bytes of the request, which an internet scanner repeats all day.
 """
 
 from __future__ import annotations
@@ -237,6 +242,38 @@ class LogFlood(logging.Filter):
         self.emit(record)
 
 
+class MalformedRequests(logging.Filter):
+    """On `aiohttp.server`: a request aiohttp could not parse (a header or URL over 8190
+    bytes, an empty Host, a broken request line) is the client's fault, not roost's: one
+    WARNING line naming the kind, not an ERROR with a traceback that quotes the request's
+    bytes (up to 100 of them, a bearer token's part among them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None or not _unparsable(exc):
+            return True
+        remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+        record.msg, record.args = (
+            "web: refused a malformed request from %s (%s)",
+            (
+                remote,
+                type(exc).__name__,
+            ),
+        )
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def _unparsable(exc: BaseException) -> bool:
+    """aiohttp's own parse errors (`aiohttp.http_exceptions.HttpProcessingError`), told
+    by name: this module never imports aiohttp (`roost send /help` does not load it)."""
+    return any(
+        c.__name__ == "HttpProcessingError" and c.__module__ == "aiohttp.http_exceptions"
+        for c in type(exc).__mro__
+    )
+
+
 def _flush_at_exit(flood: LogFlood, handler: logging.StreamHandler[TextIO]) -> None:
     """Report what is held back, unless the stream is closed by now (a test runner's
     capture, a closed pipe: writing would only print a "Logging error" traceback)."""
@@ -264,5 +301,8 @@ def setup_logging(
     root.setLevel(level)
     for noisy in ("httpx", "telegram", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    server = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, MalformedRequests) for f in server.filters):
+        server.addFilter(MalformedRequests())
     sys.excepthook = redactor.excepthook
     return redactor
