@@ -86,6 +86,13 @@ async def test_send_dash_reads_the_message_from_stdin(home: Path, fake: FakeOpen
     code, _, err = await run(["send", "-"], env, b"\n")
     assert code == 2 and "empty" in err
     assert len(fake.requests) == 1
+    # stdin is read only one character past the limit: the turn refuses it as too long
+    small = env | {"ROOST_LIMITS__MAX_MESSAGE_CHARS": "50"}
+    code, out, _ = await run(["send", "-"], small, b"y" * 50 + b"\n")
+    assert code == 0 and out == "echo: " + "y" * 50 + "\n"
+    code, out, err = await run(["send", "-"], small, b"z" * 4_000_000)
+    assert (code, out) == (2, "") and "longer than 50 characters" in err
+    assert len(fake.requests) == 2
 
 
 async def serve_model_line(env: dict[str, str]) -> str:
