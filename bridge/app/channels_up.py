@@ -63,18 +63,42 @@ def web_token(settings: Settings) -> tuple[str, bool]:
     return token, True
 
 
-def web_start_line(url: str, token: str, created: bool, stored: Path | None) -> str:
+WILDCARDS = ("", "0.0.0.0", "::", "[::]")  # as bridge.channels.web.input binds them
+EVERY_ADDRESS = (
+    "roost: the page listens on every address; a browser on another machine is refused "
+    "(421) until [web] allowed_hosts names the host it uses (ROOST_WEB__ALLOWED_HOSTS)"
+)
+
+
+def page_url(host: str, port: int) -> str:
+    """The page's address as a browser here can open it: a wildcard bind (0.0.0.0) is no
+    address to browse to (and not a Host the page serves), so it is shown as 127.0.0.1;
+    an IPv6 literal gets its brackets."""
+    if host in WILDCARDS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
+def web_start_line(
+    url: str, token: str, created: bool, stored: Path | None, every_address: bool = False
+) -> str:
     """What `serve` prints once the page is up: where, and where its token is.
 
     `stored` is the `web-token` file, None when the token is configured
     (`web.token`, from the file or ROOST_WEB__TOKEN): then no file is named.
+    `every_address`: bound to a wildcard with no `[web] allowed_hosts`: one more line
+    says what a browser elsewhere needs.
     """
     if stored is None:
-        return f"roost: web chat at {url} (token: the configured web.token)"
-    if created:
+        line = f"roost: web chat at {url} (token: the configured web.token)"
+    elif created:
         where = f"roost: the access token is stored in {stored}"
-        return f"roost: web chat at {url}#token={token}\n{where}"
-    return f"roost: web chat at {url} (token in {stored})"
+        line = f"roost: web chat at {url}#token={token}\n{where}"
+    else:
+        line = f"roost: web chat at {url} (token in {stored})"
+    return f"{line}\n{EVERY_ADDRESS}" if every_address else line
 
 
 def tenant_web_tokens(settings: Settings, web: str) -> dict[str, str]:
@@ -196,8 +220,11 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"
 
+    every_address = settings.web.host in WILDCARDS and not settings.web.allowed_hosts
+
     def announce() -> str:
-        return web_start_line(f"http://{settings.web.host}:{web.port}/", token, created, stored)
+        url = page_url(settings.web.host, web.port)
+        return web_start_line(url, token, created, stored, every_address)
 
     def tokens(new: Settings) -> None:  # a removed tenant's page is refused at once
         web.set_tenant_tokens(tenant_web_tokens(new, token))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.app.channels_up import web_start_line
+from bridge.app.channels_up import EVERY_ADDRESS, page_url, web_start_line
 from tests.schedule.test_terminal_reminders import offline_env
 from tests.spine.test_daemon import start_daemon
 
@@ -30,4 +30,26 @@ async def test_a_token_from_the_environment_names_no_file(home: Path) -> None:
     assert "web-token" not in line and "(token: the configured web.token)" in line
     assert "env-token" not in line
     assert not (home / "web-token").exists()
+    assert code == 0
+
+
+def test_a_wildcard_bind_shows_an_address_a_browser_can_open() -> None:
+    assert page_url("0.0.0.0", 8790) == "http://127.0.0.1:8790/"
+    assert page_url("::", 8790) == "http://127.0.0.1:8790/"
+    assert page_url("::1", 8790) == "http://[::1]:8790/"
+    assert page_url("192.168.1.5", 8790) == "http://192.168.1.5:8790/"
+    line = web_start_line("http://127.0.0.1:8790/", "Zx3q", False, None, every_address=True)
+    assert line.endswith("\n" + EVERY_ADDRESS) and "allowed_hosts" in EVERY_ADDRESS
+
+
+async def test_a_daemon_on_every_address_says_what_a_remote_browser_needs(home: Path) -> None:
+    env = {**offline_env(home), "ROOST_WEB__HOST": "0.0.0.0"}
+    daemon = await start_daemon(env)
+    try:
+        lines = list(daemon.lines)
+    finally:
+        code, _ = await daemon.stop()
+    chat = next(x for x in lines if "web chat at" in x)
+    assert "http://127.0.0.1:" in chat and "0.0.0.0" not in chat
+    assert EVERY_ADDRESS + "\n" in lines
     assert code == 0
