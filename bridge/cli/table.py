@@ -84,7 +84,7 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         "pair",
-        "print a one-time code that binds a chat user (Telegram, WhatsApp, Matrix) to TENANT",
+        "print a one-time code that binds a chat user to TENANT",
         "pair",
         "pair_args",
         "pair_command",
