@@ -18,7 +18,7 @@ finished and closed before stays as written. RLIMIT_FSIZE (the per-file cap of
 `Limits.file_size`) stays the kernel's backstop behind this count; a write it
 refuses (EFBIG) is handled the same way.
 
-A call may also make at most `MAX_ENTRIES` new files and folders (`created`,
+A call may also make at most `MAX_NEW_ENTRIES` new files and folders (`created`,
 counted as each is made): one call once made 17,515 empty files in its 5 s,
 each an inode and a block of the disk, free of the byte count. Past the limit
 the entry is not kept (a file this open just created is removed again) and
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 _MiB = 1024 * 1024
-MAX_ENTRIES = 1000  # new files and folders one call may make
+MAX_NEW_ENTRIES = 1000  # new files and folders one call may make
 
 
 class GateOps(Protocol):
@@ -98,7 +98,7 @@ class WriteBudget:
     high: dict[tuple[int, int], int] = field(default_factory=dict)
     files: list[Written] = field(default_factory=list)
     exceeded: str = ""  # why the budget stopped the call ("" while within it)
-    entries_left: int = MAX_ENTRIES  # new files and folders this call may still make
+    entries_left: int = MAX_NEW_ENTRIES  # new files and folders this call may still make
 
     def __post_init__(self) -> None:
         self.left = self.limit
@@ -115,7 +115,7 @@ class WriteBudget:
         """Count a file or folder this call just made (`what` names it for the message)."""
         if self.entries_left <= 0:
             self.stop(
-                f"the tool made more than {MAX_ENTRIES} files or folders in one call (the "
+                f"the tool made more than {MAX_NEW_ENTRIES} files or folders in one call (the "
                 f"per-call limit; {what!r} was one too many)"
             )
         self.entries_left -= 1

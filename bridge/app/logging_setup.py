@@ -253,13 +253,8 @@ class MalformedRequests(logging.Filter):
         if exc is None or not _unparsable(exc):
             return True
         remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
-        record.msg, record.args = (
-            "web: refused a malformed request from %s (%s)",
-            (
-                remote,
-                type(exc).__name__,
-            ),
-        )
+        record.msg = "web: refused a malformed request from %s (%s)"
+        record.args = (remote, type(exc).__name__)
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info = record.exc_text = None
         return True

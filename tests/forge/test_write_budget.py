@@ -334,7 +334,7 @@ async def test_one_call_makes_at_most_a_thousand_files_or_folders(
     runner: SandboxRunner, workspace: Path, body: str, imports: str, made: str
 ) -> None:
     """One call made 17,515 empty files in its 5 s (each an inode and a block of the disk,
-    none of them bytes of the write count): past MAX_ENTRIES the call ends, kind quota."""
+    none of them bytes of the write count): past MAX_NEW_ENTRIES the call ends, kind quota."""
     message = await _quota(runner, body, workspace, 64 * MiB, imports)
     assert "more than 1000 files or folders in one call" in message
     kept = [name for name in _names(workspace) if name.startswith(made)]
