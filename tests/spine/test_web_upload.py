@@ -294,3 +294,21 @@ async def test_ids_belong_to_the_tenant_that_uploaded(
             assert r.status == 401
         async with s.http.post("/api/upload", json={"file": "x"}, headers=AUTH) as r:
             assert r.status == 400 and "multipart" in (await r.json())["error"]
+
+
+async def test_two_files_in_one_upload_are_refused_and_none_is_kept(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page sends one file per request; a second part used to be dropped unseen while
+    the first was kept. Both are refused now, and nothing stays in the inbox."""
+    async with served(home, monkeypatch) as s:
+        form = aiohttp.FormData()
+        form.add_field("file", png(), filename="a.png", content_type="image/png")
+        form.add_field("file", png(3, 1), filename="b.png", content_type="image/png")
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with s.http.post("/api/upload", data=form, headers=auth) as r:
+            status, body = r.status, await r.json()
+        assert status == 400 and "one file per upload" in body["error"]
+        assert files_in(s.inbox()) == []
+        status, up = await s.upload(png(), "c.png", "image/png")  # one file still goes
+        assert status == 200 and files_in(s.inbox()) == [f"web-{up['id']}.png"]

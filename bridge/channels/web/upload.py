@@ -1,10 +1,11 @@
 """Files the web page sends: `POST /api/upload`, and the ids a chat message names.
 
 `POST /api/upload` (bearer token, scoped to its tenant; `multipart/form-data`
-with one file part named `file`; `?voice=1` for a recording made on the
-page) streams the file into the tenant's `TenantDirs.inbox` under a generated
-name (`web-<32 hex>.<ext>`; the client's file name is kept for display
-only, never used as a path) and answers `{"id", "kind", "name", "size",
+with one file part named `file`, and nothing after it: a second part is a 400
+and neither is kept; `?voice=1` for a recording made on the page) streams
+the file into the tenant's `TenantDirs.inbox` under a generated name
+(`web-<32 hex>.<ext>`; the client's file name is kept for display only,
+never used as a path) and answers `{"id", "kind", "name", "size",
 "mime"}`. The body is counted while it streams: past `[limits]
 attachment_bytes` the partial file is removed and the answer is 413 with a
 JSON `error`. The type is sniffed from the bytes (`web_sniff`); the
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import BodyPartReader, web
+from aiohttp import BodyPartReader, MultipartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from bridge.channels.common.sniff import SUPPORTED, Sniffed, Sniffer
@@ -142,21 +143,27 @@ class WebUploads:
                 await asyncio.to_thread(self._quota.check, dirs, length - MULTIPART_SLACK)
             except QuotaExceeded as exc:
                 return _over_quota(exc)
-        part = await self._file_part(request)
-        if isinstance(part, web.Response):
-            return part
+        parts = await self._file_part(request)
+        if isinstance(parts, web.Response):
+            return parts
+        reader, part = parts
         voice = request.query.get("voice") == "1"
         stored = await self._store(part, self._inbox(tenant), voice, dirs)
         if isinstance(stored, web.Response):
             return stored
         ident, attachment = stored
+        if not await self._alone(reader):  # a second part would be dropped unseen: refuse both
+            self._forget(attachment, dirs)
+            return error(400, "one file per upload: send each in a request of its own")
         waiting = self._sweep(tenant)
         waiting[ident] = Pending(attachment, self._clock() + self._ttl)
         body = {"id": ident, "kind": attachment.kind, "name": attachment.name}
         return web.json_response(body | {"size": attachment.size, "mime": attachment.mime})
 
     @staticmethod
-    async def _file_part(request: web.Request) -> BodyPartReader | web.Response:
+    async def _file_part(
+        request: web.Request,
+    ) -> tuple[MultipartReader, BodyPartReader] | web.Response:
         how = 'send multipart/form-data with one file part named "file"'
         try:
             reader = await request.multipart()
@@ -167,7 +174,22 @@ class WebUploads:
             return error(400, BAD_PARTS)
         if not isinstance(part, BodyPartReader) or part.name != "file" or part.filename is None:
             return error(400, how)
-        return part
+        return reader, part
+
+    @staticmethod
+    async def _alone(reader: MultipartReader) -> bool:
+        """No part follows the file (the body ends after it)."""
+        try:
+            return await reader.next() is None
+        except (ValueError, AssertionError, KeyError, HttpProcessingError):
+            return False
+
+    def _forget(self, attachment: Attachment, dirs: TenantDirs | None) -> None:
+        """Remove an upload just stored and give its bytes back to the quota."""
+        with contextlib.suppress(OSError):
+            os.unlink(attachment.path)
+        if self._quota is not None and dirs is not None:
+            self._quota.charge(dirs, -attachment.size)
 
     async def _store(
         self, part: BodyPartReader, inbox: Path, voice: bool, dirs: TenantDirs | None
