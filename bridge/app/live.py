@@ -10,15 +10,20 @@ offers its own rows in `Launched.live` (Telegram: `allowed_groups`).
 
 from __future__ import annotations
 
+import logging
+
 from bridge.app.build import Roost
 from bridge.app.loadout import persona_dirs
 from bridge.app.reload import OnReload
+from bridge.app.voice import audio_servers
 from bridge.app.wiring import access_rules, sense_limits
 from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
 from bridge.core.router import CoreLimits
 from bridge.core.turn import TurnSettings
 from bridge.mcp.source import McpTools
+
+log = logging.getLogger("roost")
 
 MODELS = ("llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens")
 LIMITS = ("limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps")
@@ -60,6 +65,13 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
     def grading(new: Settings) -> None:  # the judge's model, cap and batch size
         roost.judge.configure(new.grading, new.llm.name)
 
+    def voice(new: Settings) -> None:  # the audio servers stay the start's: say so
+        if audio_servers(new) != roost.voice.servers:
+            log.warning(
+                "reload: changed but applied only after a restart: the voice's audio servers "
+                "([llm] transcribe and speech, or the [llm] server they default to)"
+            )
+
     def quota(new: Settings) -> None:  # disk space per tenant, from the next write on
         roost.quota.set_limit(new.quota.tenant_bytes)
 
@@ -73,6 +85,7 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
         OnReload.of(("tenants",), mcp),
         OnReload.of(("grading", "llm.name"), grading),
         OnReload.of(MODELS, models),
+        OnReload.of((), voice),
         OnReload.of(LIMITS, limits),
         OnReload.of(("loadout.personas_dir",), personas),
     ]

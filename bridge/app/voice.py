@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from bridge.core.config import Settings
 from bridge.core.perceive import Prepared as Perceived
 from bridge.core.tenants import TenantResolver
-from bridge.llm.audio import AudioClient, AudioError, audio_server
+from bridge.llm.audio import AudioClient, AudioError, AudioServer, audio_server
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.senses.handlers import SenseContext
 from bridge.senses.speech import VoiceCommands, speak_wanted, speakable
@@ -54,6 +54,12 @@ class _Ctx:
     dirs: TenantDirs
 
 
+def audio_servers(settings: Settings) -> tuple[AudioServer | None, AudioServer | None]:
+    """The transcription and speech servers `settings` name (None: off). A running roost
+    keeps the ones it started with: a reload that changes them is told to restart."""
+    return audio_server(settings.llm, "transcribe"), audio_server(settings.llm, "speech")
+
+
 class Voice:
     def __init__(
         self,
@@ -64,7 +70,7 @@ class Voice:
         platforms: Platforms,
     ) -> None:
         llm = settings.llm
-        heard, spoken = audio_server(llm, "transcribe"), audio_server(llm, "speech")
+        self.servers = heard, spoken = audio_servers(settings)
         self.transcriber = AudioClient(heard) if heard is not None else None
         self.speaker = AudioClient(spoken) if spoken is not None else None
         t = llm.transcribe
