@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -111,25 +112,34 @@ async def test_serve_restart_keeps_the_conversation(home: Path, fake: FakeOpenAI
 
 
 async def test_sigterm_during_a_slow_turn_exits_cleanly(home: Path, fake: FakeOpenAI) -> None:
+    """The turns still running when the drain's grace ends are cancelled; the web's waiting
+    request and open stream are told why (a 503, a `final` event), not cut off."""
     from tests.fakes.fake_openai import Hang
 
     env = env_for(home, fake)
     daemon = await start_daemon(env)
-    token = (home / "web-token").read_text().strip()
-    fake.script(Hang())
+    auth = {"Authorization": f"Bearer {(home / 'web-token').read_text().strip()}"}
+    fake.script(Hang(), Hang())
+
+    async def asked(http: aiohttp.ClientSession) -> tuple[int, dict[str, Any]]:
+        async with http.post("/api/chat", json={"text": "slow"}, headers=auth) as r:
+            return r.status, await r.json()
+
+    async def streamed(http: aiohttp.ClientSession) -> str:
+        body = {"text": "slow too", "chat": "other"}
+        async with http.post("/api/chat/stream", json=body, headers=auth) as r:
+            return (await r.read()).decode()
+
     async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
-        pending = asyncio.ensure_future(
-            http.post(
-                "/api/chat", json={"text": "slow"}, headers={"Authorization": f"Bearer {token}"}
-            )
-        )
+        pending = asyncio.gather(asked(http), streamed(http))
         async with asyncio.timeout(HANG_S):  # a safety net against a hung run, not a speed check
-            while not fake.requests:
+            while len(fake.requests) < 2:
                 await asyncio.sleep(0.05)
         code, _ = await daemon.stop()
         assert code == 0
-        with pytest.raises(aiohttp.ClientError):
-            await pending
+        (status, body), events = await pending
+    assert status == 503 and "roost is stopping" in body["error"]
+    assert "event: final" in events and "roost is stopping" in events
 
 
 async def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:

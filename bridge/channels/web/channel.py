@@ -35,6 +35,7 @@ per token and per tenant, 429 past it; ended when a reload drops their token).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -47,7 +48,7 @@ from bridge.channels import ChannelStartError
 from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.channels.web.files import FileLinks
 from bridge.channels.web.follow import Follow
-from bridge.channels.web.gate import MAX_BODY, WebGate, error
+from bridge.channels.web.gate import MAX_BODY, STOPPING, WebGate, error
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
 from bridge.channels.web.push import WebPush
@@ -285,6 +286,12 @@ class WebChannel:
         self.turns.viewers.enter(key)  # a waiting request keeps its turn, as an open stream does
         try:
             final = await self._handle(self.turns.inbound(tenant, parsed, files), None, None)
+        except asyncio.CancelledError:  # the daemon stops (its drain cancels what still runs)
+            stopped = asyncio.current_task()
+            if stopped is None:
+                raise
+            stopped.uncancel()  # answered: the request ends with a reply, not a cut connection
+            return error(503, STOPPING)
         finally:
             self.turns.viewers.leave(key)
         body = self._final(final, tenant)

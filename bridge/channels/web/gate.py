@@ -40,6 +40,9 @@ class ChatOnly(BaseModel):
     chat: str = Field("default", pattern=CHAT_PATTERN)
 
 
+STOPPING = "roost is stopping, so this message was not answered: send it again in a moment"
+
+
 def error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 

@@ -28,6 +28,7 @@ follows it from another instance).
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -36,7 +37,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from bridge.channels.web.follow import Follow, stored_final
-from bridge.channels.web.gate import ChatOnly, WebGate, error
+from bridge.channels.web.gate import STOPPING, ChatOnly, WebGate, error
 from bridge.channels.web.input import ChatRequest
 from bridge.channels.web.out import Out, Viewers
 from bridge.channels.web.relay import StopRelay
@@ -149,7 +150,11 @@ class WebTurns:
         await out.open(self._headers)
         try:
             inbound = self.inbound(tenant, parsed, files)
-            final = await self._handle(inbound, out.delta, out.progress)
+            try:
+                final = await self._handle(inbound, out.delta, out.progress)
+            except asyncio.CancelledError:  # the daemon stops: the page hears why, then it ends
+                await out.send("final", {"text": STOPPING, "kind": "error"})
+                raise
             await out.send("final", self._final(final, tenant))
         finally:
             await out.close()
