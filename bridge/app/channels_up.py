@@ -63,7 +63,6 @@ def web_token(settings: Settings) -> tuple[str, bool]:
     return token, True
 
 
-WILDCARDS = ("", "0.0.0.0", "::", "[::]")  # as bridge.channels.web.input binds them
 EVERY_ADDRESS = (
     "roost: the page listens on every address; a browser on another machine is refused "
     "(421) until [web] allowed_hosts names the host it uses (ROOST_WEB__ALLOWED_HOSTS)"
@@ -73,12 +72,10 @@ EVERY_ADDRESS = (
 def page_url(host: str, port: int) -> str:
     """The page's address as a browser here can open it: a wildcard bind (0.0.0.0) is no
     address to browse to (and not a Host the page serves), so it is shown as 127.0.0.1;
-    an IPv6 literal gets its brackets."""
-    if host in WILDCARDS:
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}/"
+    an IPv6 literal gets its brackets (the Host names the page serves are made alike)."""
+    from bridge.channels.web.input import WILDCARD_BINDS, bracketed
+
+    return f"http://{'127.0.0.1' if host in WILDCARD_BINDS else bracketed(host)}:{port}/"
 
 
 def web_start_line(
@@ -167,6 +164,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     from bridge.app.web_extras import mount_extras, spoken_handle
     from bridge.channels.web.channel import WebChannel
     from bridge.channels.web.files import FileLinks
+    from bridge.channels.web.input import WILDCARD_BINDS
 
     token, created = web_token(settings)
     from bridge.schedule.runtime import recent_messages
@@ -220,7 +218,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"
 
-    every_address = settings.web.host in WILDCARDS and not settings.web.allowed_hosts
+    every_address = settings.web.host in WILDCARD_BINDS and not settings.web.allowed_hosts
 
     def announce() -> str:
         url = page_url(settings.web.host, web.port)

@@ -27,7 +27,7 @@ MAX_DEPTH = 32
 MAX_QUOTE = 16_000
 
 
-def _bracket(host: str) -> str:
+def bracketed(host: str) -> str:
     """An IPv6 literal in URL form (`[::1]`); other names unchanged, lower case."""
     host = host.strip().lower()
     try:
@@ -70,7 +70,7 @@ class HostAllowList:
         """Fix the set once the real port is known (port 0 picks one)."""
         names = list(LOOPBACK_NAMES)
         if self._bind not in WILDCARD_BINDS:
-            names.append(_bracket(self._bind))
+            names.append(bracketed(self._bind))
         allowed = {f"{name}:{port}" for name in names}
         if port == 80:
             allowed.update(names)
