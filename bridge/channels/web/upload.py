@@ -121,12 +121,15 @@ class WebUploads:
         waiting = self._pending.setdefault(tenant, {})
         now = self._clock()
         for ident in [i for i, p in waiting.items() if p.expires <= now]:
-            gone = waiting.pop(ident).attachment
-            with contextlib.suppress(OSError):
-                os.unlink(gone.path)
-                if self._quota is not None:
-                    self._quota.charge(self._quota.dirs(tenant), -gone.size)
+            self._forget(tenant, waiting.pop(ident).attachment)
         return waiting
+
+    def _forget(self, tenant: str, attachment: Attachment) -> None:
+        """Remove a stored upload and give its bytes back to the tenant's quota."""
+        with contextlib.suppress(OSError):
+            os.unlink(attachment.path)
+            if self._quota is not None:
+                self._quota.charge(self._quota.dirs(tenant), -attachment.size)
 
     async def upload(self, request: web.Request) -> web.Response:
         tenant = self._gate.tenant(request)
@@ -153,7 +156,7 @@ class WebUploads:
             return stored
         ident, attachment = stored
         if not await self._alone(reader):  # a second part would be dropped unseen: refuse both
-            self._forget(attachment, dirs)
+            self._forget(tenant, attachment)
             return error(400, "one file per upload: send each in a request of its own")
         waiting = self._sweep(tenant)
         waiting[ident] = Pending(attachment, self._clock() + self._ttl)
@@ -183,13 +186,6 @@ class WebUploads:
             return await reader.next() is None
         except (ValueError, AssertionError, KeyError, HttpProcessingError):
             return False
-
-    def _forget(self, attachment: Attachment, dirs: TenantDirs | None) -> None:
-        """Remove an upload just stored and give its bytes back to the quota."""
-        with contextlib.suppress(OSError):
-            os.unlink(attachment.path)
-        if self._quota is not None and dirs is not None:
-            self._quota.charge(dirs, -attachment.size)
 
     async def _store(
         self, part: BodyPartReader, inbox: Path, voice: bool, dirs: TenantDirs | None
