@@ -8,9 +8,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.core.pairing import CODE_TTL_S
-from bridge.core.tenants import configured_tenants
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
@@ -26,14 +26,10 @@ def pair_command(args: argparse.Namespace, settings: Settings) -> int:
     Only a configured tenant (`[tenants.X]` or the local tenant) can be paired
     to: a binding to anything else would never resolve. Exit 2 otherwise.
     """
-    known = configured_tenants(settings.tenants, settings.local_tenant)
-    if args.tenant not in known:
-        print(
-            f"roost pair: there is no tenant {args.tenant!r} in the configuration "
-            f"(known: {', '.join(sorted(known))}). Add [tenants.{args.tenant}] to the "
-            "config file first (telegram_ids may stay empty), then run roost pair again.",
-            file=sys.stderr,
-        )
+    hint = " (telegram_ids may stay empty), then run roost pair again"
+    refusal = unknown_tenant(settings, args.tenant, "pair", files_do=False, hint=hint)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
 
     from bridge.app.build import with_roost

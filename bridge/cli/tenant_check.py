@@ -6,7 +6,7 @@ is (making its folders). `unknown_tenant` says why a name is refused, or
 None: a configured tenant (`[tenants.X]` or the local one) always passes;
 one with files in the home passes where its files are what the command
 reads (an export after the tenant left the config, listing or removing its
-secrets), not where the command would make it (storing a secret).
+secrets), not where the command would make it (storing a secret, pairing).
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ from bridge.core.config import Settings
 from bridge.core.tenants import configured_tenants
 
 
-def unknown_tenant(settings: Settings, tenant: str, command: str, *, files_do: bool) -> str | None:
+def unknown_tenant(
+    settings: Settings, tenant: str, command: str, *, files_do: bool, hint: str = ""
+) -> str | None:
     """The refusal of `tenant` for `roost COMMAND`, or None when it may go on. `files_do`: a
-    tenant that is not configured but has a folder in the home is taken too."""
+    tenant that is not configured but has a folder in the home is taken too; `hint` ends
+    the advice (`roost pair`'s)."""
     known = configured_tenants(settings.tenants, settings.local_tenant)
     if tenant in known:
         return None
     if files_do and (settings.home / "tenants" / tenant).is_dir():
         return None
-    where = " nor has files in the home" if files_do else ""
+    where = " nor with files in the home" if files_do else ""
     return (
-        f"roost {command}: {tenant!r} is not a configured tenant{where} (configured: "
-        f"{', '.join(sorted(known))}). Check the name, or add [tenants.{tenant}] to the "
-        "config file first."
+        f"roost {command}: there is no tenant {tenant!r} in the configuration{where} (known: "
+        f"{', '.join(sorted(known))}). Add [tenants.{tenant}] to the config file first{hint}."
     )

@@ -72,7 +72,7 @@ def test_a_tenant_nobody_configured_is_refused_and_nothing_is_made(settings: Set
     for argv, stdin in ((["set", "bob", "TOKEN"], "value-1234\n"), (["list", "bob"], "")):
         code, out, err = run(settings, argv, stdin)
         assert code == 2 and out == ""
-        assert "'bob' is not a configured tenant" in err and "alice" in err
+        assert "no tenant 'bob' in the configuration" in err and "alice" in err
     assert not (settings.home / "tenants" / "bob").exists()
     assert not (settings.home / "audit" / "chain.jsonl").exists()
 
@@ -83,4 +83,4 @@ def test_a_tenant_that_left_the_config_keeps_its_secrets_listable(settings: Sett
     assert run(gone, ["list", "alice"]) == (0, "TOKEN\n", "")
     assert run(gone, ["rm", "alice", "TOKEN"])[0] == 0
     code, _, err = run(gone, ["set", "alice", "OTHER"], "value-1234\n")
-    assert code == 2 and "not a configured tenant" in err
+    assert code == 2 and "no tenant 'alice' in the configuration" in err

@@ -22,8 +22,8 @@ def test_configured_tenants_pass_and_others_are_named(settings: Settings) -> Non
     assert unknown_tenant(settings, "alice", "export", files_do=False) is None
     assert unknown_tenant(settings, "local", "export", files_do=False) is None
     refusal = unknown_tenant(settings, "alcie", "export", files_do=True)
-    assert refusal is not None and refusal.startswith("roost export: 'alcie'")
-    assert "configured: alice, local" in refusal
+    assert refusal is not None and refusal.startswith("roost export: there is no tenant 'alcie'")
+    assert "known: alice, local" in refusal
 
 
 def test_a_tenant_with_files_passes_only_where_files_do(settings: Settings) -> None:
@@ -37,5 +37,5 @@ def test_export_of_a_tenant_nobody_is_refuses_and_writes_nothing(
 ) -> None:
     args = argparse.Namespace(tenant="alcie", out=None)
     assert run_export(args, settings) == 2
-    assert "'alcie' is not a configured tenant nor has files in the home" in capsys.readouterr().err
+    assert "no tenant 'alcie' in the configuration nor with files" in capsys.readouterr().err
     assert not (settings.home / "exports").exists()
