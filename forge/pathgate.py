@@ -21,7 +21,7 @@ import os
 import stat
 from typing import IO, Any
 
-from forge.pathnames import PathDenied, components, parse_mode
+from forge.pathnames import MAX_PATH_CHARS, PathDenied, components, parse_mode
 from forge.write_budget import WriteBudget, WriteQuotaExceeded, wrap
 
 __all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
@@ -291,16 +291,68 @@ class PathGate:
         finally:
             os.close(parent)
 
+    def _fits(self, parent: int, name: str, at: int, display: str) -> None:
+        """Refuse (PathDenied) when the folder `name` (below `parent`) holds a path that,
+        moved to a place `at` characters long, would be longer than MAX_PATH_CHARS.
+        Walks the folder without recursion and with one descriptor open (down by name
+        with O_NOFOLLOW, back up by ".."), and stops at the first path too long."""
+        room = MAX_PATH_CHARS - at
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        pending: list[tuple[list[str], int]] = []  # per level: folders left, path length
+        try:
+            length = 0
+            while True:
+                with os.scandir(fd) as entries:
+                    kids = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+                folders = []
+                for kid, is_dir in kids:
+                    if length + 1 + len(kid) > room:
+                        raise PathDenied(
+                            f"{display!r}: a path in the folder would be longer than "
+                            f"{MAX_PATH_CHARS} characters there"
+                        )
+                    if is_dir:
+                        folders.append(kid)
+                pending.append((folders, length))
+                while pending and not pending[-1][0]:  # this level is done: back up
+                    pending.pop()
+                    if pending:
+                        fd = _replace_fd(fd, os.open("..", _DIR_FLAGS, dir_fd=fd))
+                if not pending:
+                    return
+                folders, above = pending[-1]
+                kid = folders.pop()
+                fd = _replace_fd(fd, os.open(kid, _DIR_FLAGS, dir_fd=fd))
+                length = above + 1 + len(kid)
+        finally:
+            os.close(fd)
+
     def rename(self, src: object, dst: object) -> None:
-        """Rename within the workspace, replacing a file at `dst` (os.replace)."""
+        """Rename within the workspace, replacing a file at `dst` (os.replace). A folder
+        is moved only if every path in it stays within MAX_PATH_CHARS at `dst`: no
+        chain of renames builds a tree deeper or longer than a path the gate takes
+        (such a tree broke every walk of the tenant's files, `roost forget`'s too)."""
         sparent, sname, sdisplay = self._split(src)
         try:
             dparent, dname, ddisplay = self._split(dst)
+            moved = f"{sdisplay} -> {ddisplay}"
             try:
-                os.rename(sname, dname, src_dir_fd=sparent, dst_dir_fd=dparent)
-            except OSError as exc:
-                raise self._explain(exc, sname, f"{sdisplay} -> {ddisplay}") from None
+                try:
+                    st = os.stat(sname, dir_fd=sparent, follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        self._fits(sparent, sname, len(ddisplay), moved)
+                    os.rename(sname, dname, src_dir_fd=sparent, dst_dir_fd=dparent)
+                except PathDenied:
+                    raise
+                except OSError as exc:
+                    raise self._explain(exc, sname, moved) from None
             finally:
                 os.close(dparent)
         finally:
             os.close(sparent)
+
+
+def _replace_fd(old: int, new: int) -> int:
+    """Close `old`, return `new` (one directory descriptor open while a folder is walked)."""
+    os.close(old)
+    return new
