@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from bridge.audit.chains import chain_files
 from bridge.audit.store import complete_end, head_path, lock_path
+from bridge.types.file_tree import walk
 
 MANIFEST = "MANIFEST.json"
 FORMAT = 1
@@ -41,6 +41,7 @@ CHAIN = Path("audit") / "chain.jsonl"
 SQLITE_SUFFIXES = (".db", ".sqlite")
 # never copied: SQLite's side files (the backup API folds them in), locks, the chain's own
 _SIDE_SUFFIXES = ("-wal", "-shm", "-journal", ".lock", ".tmp")
+PATH_MAX = 4096  # the longest path, in bytes, the Linux kernel takes
 
 
 class BackupError(Exception):
@@ -53,6 +54,7 @@ class BackupResult:
     files: int
     bytes: int
     audit_seq: int
+    left_out: tuple[str, ...] = ()  # files not copied: their paths are longer than PATH_MAX
 
 
 def roost_version() -> str:
@@ -82,13 +84,21 @@ def _skipped(rel: Path, chains: set[Path]) -> bool:
 
 
 def walk_files(root: Path) -> Iterator[Path]:
-    """Every regular file under `root` (relative, sorted), symlinks and sockets left out."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if stat.S_ISREG(path.lstat().st_mode):
-                yield path.relative_to(root)
+    """Every regular file under `root` (relative, sorted), symlinks and sockets left out.
+    Any depth (`file_tree.walk`: no recursion); a folder that cannot be read is an
+    error, never a silent gap in the copy."""
+    skipped: list[tuple[str, OSError]] = []
+    found = sorted(e.parts for e in walk(root, skipped=skipped) if e.is_file())
+    if skipped:
+        where, exc = skipped[0]
+        raise BackupError(f"cannot read {root / where}: {exc.strerror or exc}")
+    for parts in found:
+        yield Path(*parts)
+
+
+def too_long(path: Path) -> bool:
+    """Whether the kernel refuses `path` for its length (PATH_MAX, 4,096 bytes)."""
+    return len(os.fsencode(path)) >= PATH_MAX
 
 
 def _private_parent(root: Path, rel: Path) -> None:
@@ -169,8 +179,12 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     os.chmod(dest, 0o700)
     chains = _chains(home)
     held = {p for c in chains for p in (c, head_path(c))}
+    left_out = []
     for rel in walk_files(home):
         if _skipped(rel, held):
+            continue
+        if too_long(home / rel) or too_long(dest / rel):  # made before the gate's move check
+            left_out.append(str(rel))
             continue
         _private_parent(dest, rel)
         (_copy_sqlite if _is_sqlite(rel) else _copy_file)(home / rel, dest / rel)
@@ -197,7 +211,7 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
         out.flush()
         os.fsync(out.fileno())
     total = sum(int(str(f["size"])) for f in files.values())
-    return BackupResult(dest, len(files), total, seq)
+    return BackupResult(dest, len(files), total, seq, tuple(left_out))
 
 
 def read_manifest(src: Path) -> dict[str, dict[str, str]]:

@@ -33,7 +33,9 @@ import codecs
 import itertools
 import json
 import os
+import shutil
 import sqlite3
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -51,9 +53,11 @@ from bridge.storage.placeholders import Params
 from bridge.storage.protocol import Database
 from bridge.storage.protocol import Row as DbRow
 from bridge.storage.tenants import tenant_tables
+from bridge.types.file_tree import Entry, walk
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP entry holds
 PAGE = 1000  # history messages read at a time
 Fetch = Callable[[str, Params], list[DbRow]]  # a read of the Database, from the worker thread
 
@@ -157,20 +161,14 @@ def _jsonl(rows: Iterable[dict[str, object]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
-def _tenant_files(dirs: TenantDirs) -> Iterator[Path]:
-    root = dirs.root
-    if not root.is_dir():
-        return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        if Path(dirpath) == dirs.vault:
-            dirnames.clear()
-            continue
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if name.startswith(USAGE_FILE) or not path.is_file() or path.is_symlink():
-                continue
-            yield path
+def _tenant_files(dirs: TenantDirs) -> Iterator[Entry]:
+    """The tenant's regular files (the vault's folder and the tools' usage database left
+    out: the ZIP has their own parts), by name, at any depth or path length
+    (`file_tree.walk`); each must be read before the next is asked for."""
+    vault = dirs.vault.relative_to(dirs.root).parts
+    for entry in walk(dirs.root, prune=lambda e: e.parts == vault):
+        if entry.is_file() and not entry.name.startswith(USAGE_FILE) and entry.parts != vault:
+            yield entry
 
 
 class _Capped:
@@ -269,8 +267,8 @@ def _fill(
     tenant, files, rows = dirs.tenant, 0, 0
     zf.writestr("README.txt", README.format(tenant=tenant, when=when))
     mask = masker_of(dirs)
-    for path in _tenant_files(dirs):
-        _add_file(zf, path, "files/" + path.relative_to(dirs.root).as_posix(), mask)
+    for entry in _tenant_files(dirs):
+        _add_file(zf, entry, "files/" + entry.rel, mask)
         files += 1
     vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
@@ -290,27 +288,33 @@ def _fill(
     return files, rows, len(records)
 
 
-def _is_text(path: Path) -> bool:
-    """Whether the whole file reads as UTF-8 (read in pieces)."""
+def _is_text(fh: BinaryIO) -> bool:
+    """Whether the whole file reads as UTF-8 (read in pieces; `fh` is left at its start)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 20):
-                decoder.decode(chunk)
+        while chunk := fh.read(1 << 20):
+            decoder.decode(chunk)
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
+    finally:
+        fh.seek(0)
     return True
 
 
-def _add_file(zf: zipfile.ZipFile, path: Path, name: str, mask: Masker) -> None:
+def _add_file(zf: zipfile.ZipFile, entry: Entry, name: str, mask: Masker) -> None:
     """A file into the ZIP: a UTF-8 text through the masker (in pieces), else as it is
-    (no text of a binary file can be masked)."""
-    if not _is_text(path):
-        zf.write(path, name)
-        return
-    decoder, stream = codecs.getincrementaldecoder("utf-8")(), mask.stream()
-    with path.open("rb") as fh, zf.open(name, "w") as out:
+    (no text of a binary file can be masked). Read through its folder's descriptor: a
+    path of any length."""
+    when = max(time.localtime(entry.st.st_mtime)[:6], ZIP_EPOCH)
+    info = zipfile.ZipInfo(name, when)
+    info.external_attr = (entry.st.st_mode & 0xFFFF) << 16
+    info.compress_type = zf.compression
+    with os.fdopen(entry.open(), "rb") as fh, zf.open(info, "w") as out:
+        if not _is_text(fh):
+            shutil.copyfileobj(fh, out, 1 << 20)
+            return
+        decoder, stream = codecs.getincrementaldecoder("utf-8")(), mask.stream()
         while chunk := fh.read(1 << 20):
             out.write(stream.feed(decoder.decode(chunk)).encode())
         out.write((stream.feed(decoder.decode(b"", final=True)) + stream.flush()).encode())

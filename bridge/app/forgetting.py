@@ -20,9 +20,9 @@ of this tenant since the marker's start) before writing it again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,6 +34,7 @@ from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_paths
 from bridge.core.config_sections import DatabaseSettings
 from bridge.storage.tenants import forget as forget_rows
+from bridge.types.file_tree import TreeChanged, remove_tree, walk
 from bridge.types.tenant_dirs import TenantDirs
 
 EXPORTS = "exports"
@@ -78,12 +79,12 @@ def _files(home: Path, tenant: str) -> tuple[int, int, list[str]]:
     """Delete the tenant's tree and MCP files; (files, bytes, mcp names)."""
     top = TenantDirs.of(home, tenant).root.parent  # tenants/<tid>
     files = size = 0
-    for folder, _, names in os.walk(top):
-        for name in names:
-            files += 1
-            size += os.lstat(os.path.join(folder, name)).st_size
-    if top.exists():
-        shutil.rmtree(top)
+    with contextlib.suppress(TreeChanged):  # counted for the record; the removal is whole
+        for entry in walk(top, skipped=[]):
+            if not entry.is_dir():
+                files += 1
+                size += entry.st.st_size
+    remove_tree(top)  # any depth or path length: a re-run always finishes
     loose = mcp_files(home, tenant)
     mcp = [p.name for p in loose]
     for path in loose:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bridge.app.backup import BackupError, backup, restore
+from bridge.app.backup import PATH_MAX, BackupError, backup, restore
 from bridge.core.config import Settings
 from bridge.core.words import count
 
@@ -33,6 +33,16 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> int:
         f"backed up {settings.home} to {result.dest}: {count(result.files, 'file')}, "
         f"{count(result.bytes, 'byte')}, audit chain up to record {result.audit_seq}"
     )
+    if result.left_out:
+        first = result.left_out[0]
+        shown = first if len(first) <= 120 else f"{first[:80]}...{first[-30:]}"
+        print(
+            f"roost backup: NOT copied: {count(len(result.left_out), 'file')} whose path is "
+            f"longer than the system allows ({PATH_MAX} bytes), e.g. {shown}. Move or delete "
+            "them (a tool made them before roost checked folder moves) and back up again.",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -42,6 +42,7 @@ from bridge.core.words import count
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
 from bridge.storage.schema import MIGRATIONS
+from bridge.types.file_tree import TreeChanged, walk
 
 GIB, MIB = 1 << 30, 1 << 20
 WARN_FREE, FAIL_FREE = 1 * GIB, 100 * MIB
@@ -57,18 +58,26 @@ def check_config(settings: Settings) -> Check:
 
 
 def _loose(home: Path) -> list[str]:
-    """Paths under `home` (and itself) readable or writable by group or others."""
+    """Paths under `home` (and itself) readable or writable by group or others (any
+    depth: `file_tree.walk`); a folder that cannot be read is named too."""
     found = []
-    for root, _dirs, files in os.walk(home):
-        for name in (root, *(os.path.join(root, f) for f in files)):
-            try:
-                mode = os.lstat(name).st_mode
-            except FileNotFoundError:
-                continue
+    mode = os.lstat(home).st_mode
+    if mode & 0o077:
+        found.append(f"the home {stat.S_IMODE(mode):04o}")
+    skipped: list[tuple[str, OSError]] = []
+    try:
+        for entry in walk(home, skipped=skipped):
+            mode = entry.st.st_mode
             if not stat.S_ISLNK(mode) and mode & 0o077:
-                rel = os.path.relpath(name, home)
-                found.append(f"{'the home' if rel == '.' else rel} {stat.S_IMODE(mode):04o}")
+                found.append(f"{_short(entry.rel)} {stat.S_IMODE(mode):04o}")
+    except TreeChanged:
+        found.append("(a folder was moved while it was checked: run `roost doctor` again)")
+    found += [f"{_short(rel)} (unreadable: {exc.strerror})" for rel, exc in skipped]
     return found
+
+
+def _short(rel: str) -> str:
+    return rel if len(rel) <= 120 else f"{rel[:80]}...{rel[-30:]}"
 
 
 def check_home(home: Path) -> Check:

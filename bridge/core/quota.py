@@ -23,7 +23,6 @@ export runs in a worker thread.
 
 from __future__ import annotations
 
-import os
 import stat
 import threading
 import time
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.types.file_tree import TreeChanged, walk
 from bridge.types.tenant_dirs import TenantDirs
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 UNLIMITED = 2**63 - 1
 ENTRY_BYTES = 4096  # what a file, folder or link takes of the disk at least (a block)
 TTL_S = 300.0
+WALKS = 3  # walks of a tree that changes while it is measured
 
 
 class QuotaExceeded(Exception):
@@ -66,29 +67,37 @@ def size_text(n: int) -> str:
 
 def measure(paths: tuple[Path, ...]) -> int:
     """Bytes beneath `paths`: each inode once, no link followed; a regular file its size
-    but at least `ENTRY_BYTES`, a folder, link or anything else `ENTRY_BYTES`."""
-    seen: set[tuple[int, int]] = set()
+    but at least `ENTRY_BYTES`, a folder, link or anything else `ENTRY_BYTES`. Any depth
+    or path length (`file_tree.walk`); a folder that cannot be read counts as one entry.
+    A tree whose folders move meanwhile is walked again, up to `WALKS` times (then what
+    the last walk counted)."""
     total = 0
-    stack = [str(p) for p in paths]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            key = (info.st_dev, info.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            if stat.S_ISDIR(info.st_mode):
-                stack.append(entry.path)
-            regular = stat.S_ISREG(info.st_mode)
-            total += max(info.st_size, ENTRY_BYTES) if regular else ENTRY_BYTES
+    for _ in range(WALKS):
+        total, whole = _measured(paths)
+        if whole:
+            break
     return total
+
+
+def _measured(paths: tuple[Path, ...]) -> tuple[int, bool]:
+    """(bytes counted, whether every walk ended without a folder moving under it)."""
+    seen: set[tuple[int, int]] = set()
+    total, whole = 0, True
+    for path in paths:
+        try:
+            for entry in walk(path, skipped=[]):
+                info = entry.st
+                key = (info.st_dev, info.st_ino)
+                if key in seen:
+                    continue
+                seen.add(key)
+                regular = stat.S_ISREG(info.st_mode)
+                total += max(info.st_size, ENTRY_BYTES) if regular else ENTRY_BYTES
+        except TreeChanged:
+            whole = False
+        except (NotADirectoryError, PermissionError):  # the path itself: not a folder
+            continue
+    return total, whole
 
 
 @dataclass
