@@ -34,8 +34,10 @@ async def watch_tools(
 ) -> None:
     """Call `on_change` after each change of the tool list until `stop` is set.
 
-    `directory` must exist (`TenantDirs.ensure()` makes it).
+    A missing `directory` is made (mode 0700): a partial tenant tree (only an upload's
+    inbox) must not stop the server.
     """
+    await asyncio.to_thread(directory.mkdir, mode=0o700, parents=True, exist_ok=True)
     seen = fingerprint()
     if ready is not None:
         ready.set()

@@ -40,6 +40,7 @@ class TenantDirs:
     out: Path = field(init=False, repr=False, compare=False)  # tenants/<tid>/out: files handed out
     inbox: Path = field(init=False, repr=False, compare=False)  # workspace/inbox: attachments in
     outputs: Path = field(init=False, repr=False, compare=False)  # workspace/outputs: tools' files
+    _leaves: tuple[str, ...] = field(init=False, repr=False, compare=False)  # ensure()'s checks
 
     def __post_init__(self) -> None:
         root = self.root
@@ -56,6 +57,8 @@ class TenantDirs:
             ("outputs", root / "workspace" / "outputs"),  # what a tool writes here is handed back
         ):
             object.__setattr__(self, name, path)
+        leaves = (self.memory, self.skills, self.tools, self.vault, self.workspace)
+        object.__setattr__(self, "_leaves", tuple(map(str, leaves)))
 
     @classmethod
     def of(cls, home: Path, tenant: str) -> TenantDirs:
@@ -63,10 +66,12 @@ class TenantDirs:
         return cls(tenant, home / "tenants" / tenant / "global")
 
     def ensure(self) -> TenantDirs:
-        """Create the tree (mode 0700) if missing; cheap when it exists."""
-        if self.workspace.is_dir():
+        """Create the tree (mode 0700) if missing; cheap when it exists (a stat per folder:
+        an upload or a memory write may have made part of it, e.g. only workspace/inbox)."""
+        tree = (self.root, self.memory, self.skills, self.tools, self.vault, self.workspace)
+        if all(map(os.path.isdir, self._leaves)):  # each leaf's parents exist with it
             return self
-        for path in (self.root, self.memory, self.skills, self.tools, self.vault, self.workspace):
+        for path in tree:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(path, 0o700)
         for parent in (self.root.parent, self.root.parent.parent):
