@@ -16,7 +16,6 @@ them in reverse.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,11 +26,12 @@ from urllib.parse import urlsplit
 
 from bridge.app.home import chain_instance
 from bridge.app.platforms import platforms_of
+from bridge.app.web_token import store_web_token, web_token
 from bridge.channels.matrix.platform import PLATFORM as MATRIX
 from bridge.channels.telegram.platform import PLATFORM as TELEGRAM
 from bridge.channels.web.platform import PLATFORM as WEB
 from bridge.channels.whatsapp.platform import PLATFORM as WHATSAPP
-from bridge.core.config import ConfigError, Settings
+from bridge.core.config import ConfigError, Settings, tenant_web_tokens
 from bridge.types.messages import Inbound
 from bridge.types.platform import Platform
 from bridge.types.tenant_dirs import TenantDirs
@@ -45,22 +45,6 @@ if TYPE_CHECKING:  # the roost and the channels are imported by the rows that ru
     from bridge.schedule.runtime import ChannelDeliver, Undelivered
 
 log = logging.getLogger(__name__)
-
-
-def web_token(settings: Settings) -> tuple[str, bool]:
-    """The web bearer token: configured, stored, or generated now (mode 0600)."""
-    if settings.web.token is not None:
-        return settings.web.token.get_secret_value(), False
-    path = settings.home / "web-token"
-    if path.is_file():
-        return path.read_text().strip(), False
-    token = secrets.token_urlsafe(24)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return token, True
 
 
 EVERY_ADDRESS = (
@@ -96,19 +80,6 @@ def web_start_line(
     else:
         line = f"roost: web chat at {url} (token in {stored})"
     return f"{line}\n{EVERY_ADDRESS}" if every_address else line
-
-
-def tenant_web_tokens(settings: Settings, web: str) -> dict[str, str]:
-    """`[tenants.X] web_token` -> X; each token its own (not the web token, not shared)."""
-    tokens: dict[str, str] = {}
-    for tenant, rule in settings.tenants.items():
-        if rule.web_token is None:
-            continue
-        token = rule.web_token.get_secret_value().strip()
-        if token == web or token in tokens:
-            raise ConfigError(f"tenants.{tenant}.web_token: the same token is used twice")
-        tokens[token] = tenant
-    return tokens
 
 
 def web_hosts(settings: Settings) -> list[str]:
@@ -221,6 +192,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
     every_address = settings.web.host in WILDCARD_BINDS and not settings.web.allowed_hosts
 
     def announce() -> str:
+        if created and stored is not None:  # kept once the page listens: its link shown once
+            store_web_token(stored, token)
         url = page_url(settings.web.host, web.port)
         return web_start_line(url, token, created, stored, every_address)
 

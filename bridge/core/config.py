@@ -219,6 +219,22 @@ def check_named_llms(settings: Settings) -> None:
             raise ConfigError(text.replace(" llm.", f" models.{name}.")) from exc
 
 
+def tenant_web_tokens(settings: Settings, web: str | None) -> dict[str, str]:
+    """`[tenants.X] web_token` -> X; ConfigError when one is the web token `web` or another
+    tenant's (every command checks the configured ones; `serve` again with a stored token)."""
+    tokens: dict[str, str] = {}
+    for tenant, rule in settings.tenants.items():
+        if rule.web_token is None:
+            continue
+        token = rule.web_token.get_secret_value().strip()
+        if token == web or token in tokens:
+            raise ConfigError(
+                f"invalid configuration: tenants.{tenant}.web_token: the same token is used twice"
+            )
+        tokens[token] = tenant
+    return tokens
+
+
 # The file `load_settings` is reading, for `_Loaded`'s sources: set around one
 # validation (a context variable, so threads and tasks loading at once do not mix).
 # The class is made once: making a pydantic settings class costs ~10 ms of CPU.
@@ -270,4 +286,6 @@ def load_settings(**overrides: object) -> Settings:
         _READING.reset(reading)
     check_llm(loaded.llm)
     check_named_llms(loaded)
+    web = loaded.web.token.get_secret_value() if loaded.web.token is not None else None
+    tenant_web_tokens(loaded, web)
     return Settings.model_construct(**{k: getattr(loaded, k) for k in Settings.model_fields})

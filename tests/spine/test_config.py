@@ -176,3 +176,31 @@ def test_openai_with_a_url_or_a_key_is_accepted(
 def test_offline_needs_no_model_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROOST_LLM__MODEL", "")
     assert load_settings().llm.provider == "auto"  # auto without url or key -> offline
+
+
+SHARED = "aaaaaaaaaaaaaaaaaaaa"
+
+
+@pytest.mark.parametrize("argv", [("doctor",), ("serve",), ("send", "hi")])
+def test_a_web_token_used_twice_is_refused_by_every_command(
+    home: Path, argv: tuple[str, ...]
+) -> None:
+    """Two tenants with one `web_token`: doctor does not call it loaded while serve refuses
+    it; every command exits 78 with the same line."""
+    tenants = f'[tenants.bob]\nweb_token = "{SHARED}"\n[tenants.carl]\nweb_token = "{SHARED}"\n'
+    Path(os.environ["ROOST_CONFIG"]).write_text(tenants)
+    proc = run_roost(home, *argv, ROOST_LLM__PROVIDER="offline")
+    assert proc.returncode == 78, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "roost: invalid configuration: tenants.carl.web_token: the same token is used twice"
+    ]
+    assert "config loaded" not in proc.stdout
+
+
+def test_a_tenant_token_that_is_the_web_token_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(f'[tenants.bob]\nweb_token = "{SHARED}"\n')
+    monkeypatch.setenv("ROOST_WEB__TOKEN", SHARED)
+    with pytest.raises(ConfigError, match=r"tenants\.bob\.web_token: the same token is used"):
+        load_settings()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import socket
 from pathlib import Path
 
 from bridge.app.channels_up import EVERY_ADDRESS, page_url, web_start_line
 from tests.schedule.test_terminal_reminders import offline_env
-from tests.spine.test_daemon import start_daemon
+from tests.spine.test_daemon import run, start_daemon
 
 
 def test_the_line_for_each_source_of_the_token(tmp_path: Path) -> None:
@@ -52,4 +54,32 @@ async def test_a_daemon_on_every_address_says_what_a_remote_browser_needs(home: 
     chat = next(x for x in lines if "web chat at" in x)
     assert "http://127.0.0.1:" in chat and "0.0.0.0" not in chat
     assert EVERY_ADDRESS + "\n" in lines
+    assert code == 0
+
+
+async def test_a_first_start_that_fails_leaves_the_link_to_the_first_that_works(
+    home: Path,
+) -> None:
+    """The first `serve` cannot listen (its port is taken): the next start is the one that
+    prints the `#token=` link (and keeps that token, 0600); the one after it does not."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = {**offline_env(home), "ROOST_WEB__PORT": str(taken.getsockname()[1])}
+        code, out, _ = await run(["serve"], busy)
+    assert code != 0 and "web chat at" not in out
+
+    daemon = await start_daemon(offline_env(home))
+    code, _ = await daemon.stop()
+    shown = re.search(r"web chat at http://127\.0\.0\.1:\d+/#token=(\S+)", "".join(daemon.lines))
+    assert shown is not None, daemon.lines
+    stored = home / "web-token"
+    assert stored.read_text().strip() == shown.group(1)
+    assert stored.stat().st_mode & 0o777 == 0o600
+    assert code == 0
+
+    daemon = await start_daemon(offline_env(home))
+    code, _ = await daemon.stop()
+    line = next(x for x in daemon.lines if "web chat at" in x)
+    assert "#token=" not in "".join(daemon.lines) and f"(token in {stored})" in line
     assert code == 0
