@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
@@ -183,6 +184,21 @@ def check_llm(llm: LLMSettings) -> None:
             "invalid configuration: llm.model: empty; set llm.model (ROOST_LLM__MODEL) "
             "to the model the server should run"
         )
+    if uses_openai and not no_key and _has_login(llm.base_url):
+        raise ConfigError(  # the HTTP client refuses both at every request
+            "invalid configuration: llm.base_url: it holds a user name or password and "
+            "llm.api_key is set too; a request carries only one of them: drop the login "
+            "from the URL, or the key"
+        )
+
+
+def _has_login(url: str | None) -> bool:
+    """Whether `url` holds a user name or password (`http://user:pw@host/`)."""
+    try:
+        parts = urlsplit((url or "").strip())
+    except ValueError:
+        return False
+    return parts.username is not None or parts.password is not None
 
 
 def check_models(settings: Settings) -> None:

@@ -173,6 +173,36 @@ def test_openai_with_a_url_or_a_key_is_accepted(
     assert load_settings().llm.provider == "openai"
 
 
+LOGIN_URL = "http://user:pw-9f8e7d@127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("argv", [("doctor",), ("send", "hi")])
+def test_a_login_in_the_url_and_a_key_is_a_config_error(home: Path, argv: tuple[str, ...]) -> None:
+    """aiohttp refuses a request with both (a ValueError at every turn: the person read
+    only "Something went wrong"); every command now says which two settings clash,
+    without the password."""
+    proc = run_roost(
+        home, *argv, ROOST_LLM__BASE_URL=LOGIN_URL, ROOST_LLM__API_KEY="sk-test-0123456789abc"
+    )
+    assert proc.returncode == 78, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "llm.base_url" in lines[0] and "llm.api_key" in lines[0]
+    assert "pw-9f8e7d" not in proc.stderr + proc.stdout
+
+
+def test_a_login_in_a_named_models_url_names_its_table(home: Path) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(
+        f'[models.proxy]\nbase_url = "{LOGIN_URL}"\napi_key = "sk-test"\nmodel = "m"\n'
+    )
+    with pytest.raises(ConfigError, match=r"models\.proxy\.base_url"):
+        load_settings()
+
+
+def test_a_login_in_the_url_alone_is_accepted(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOST_LLM__BASE_URL", LOGIN_URL)  # sent as basic auth
+    assert load_settings().llm.base_url == LOGIN_URL
+
+
 def test_offline_needs_no_model_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROOST_LLM__MODEL", "")
     assert load_settings().llm.provider == "auto"  # auto without url or key -> offline
