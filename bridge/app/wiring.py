@@ -192,7 +192,7 @@ def build_capabilities(
                 loadout.vault.reveal,
                 audit,
                 loadout.vault.masker,
-                quota.remaining if quota is not None else None,  # a call writes what fits
+                quota.room if quota is not None else None,  # a call writes what fits
             ),
             *((ScheduleTools(planner),) if planner else ()),
             mcp,

@@ -111,7 +111,7 @@ class ForgeTools:
         reveal: Reveal,
         audit: AuditSink,
         masks: Callable[[TenantDirs], TextMask],
-        room: Callable[[TenantDirs], int] | None = None,
+        room: Callable[[TenantDirs], Awaitable[int]] | None = None,
     ) -> None:
         self._runner = runner
         # what the tenant's quota still allows ([quota] tenant_bytes); a call may write at
@@ -245,7 +245,7 @@ class ForgeTools:
         no_net = NetScope(f"me.{name}", None, allowed=False)
         result = await self._runner.run(
             spec.source, params, turn.dirs.workspace, None, net=no_net,
-            write_bytes=self._write_bytes(turn),
+            write_bytes=await self._write_bytes(turn),
         )  # fmt: skip
         await self._audited(turn, spec.name, spec.sha256, result)
         if result.ok:
@@ -260,9 +260,9 @@ class ForgeTools:
             f"draft me.{name} failed ({result.error_kind}): {result.error_message}{hint}"
         )
 
-    def _write_bytes(self, turn: TurnContext) -> int | None:
+    async def _write_bytes(self, turn: TurnContext) -> int | None:
         """The call's write budget: the tenant's room left, or the runner's cap alone."""
-        return None if self._room is None else self._room(turn.dirs)
+        return None if self._room is None else await self._room(turn.dirs)
 
     async def _audited(self, turn: TurnContext, name: str, sha256: str, result: RunResult) -> None:
         """`tool.called`: name, hash prefix, duration and outcome; never arguments or output."""
@@ -294,7 +294,7 @@ class ForgeTools:
 
         call = await call_saved(
             self._runner, library, name, params, turn.dirs.workspace, reveal,
-            net=NetScope(f"me.{name}", on_http), write_bytes=self._write_bytes(turn),
+            net=NetScope(f"me.{name}", on_http), write_bytes=await self._write_bytes(turn),
         )  # fmt: skip
         result = call.result
         await self._audited(turn, f"me.{name}", call.tool.spec.sha256 if call.tool else "", result)

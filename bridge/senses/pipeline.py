@@ -112,7 +112,7 @@ class SensePipeline:
         if not att.path and att.kind not in self._explains_unfetched:  # not fetched
             if att.size > byte_limit(ctx):
                 return Prepared(refusal=too_large(att, att.size, byte_limit(ctx)))
-            full = self._storage_full(ctx.turn.dirs, att.size)
+            full = await self._storage_full(ctx.turn.dirs, att.size)
             if full:
                 return Prepared(refusal=f"📎 {shown_name(att)} was not saved: {full}")
             return Prepared(refusal=f"📎 {shown_name(att)} could not be received; try again.")
@@ -129,12 +129,12 @@ class SensePipeline:
             log.error("senses: a %s attachment failed (ref %s): %s", att.kind, ref, type(exc))
             return Prepared(refusal=f"📎 I could not read {shown_name(att)} (ref {ref}).")
 
-    def _storage_full(self, dirs: TenantDirs, size: int) -> str:
+    async def _storage_full(self, dirs: TenantDirs, size: int) -> str:
         """Why a file of `size` bytes does not fit in the tenant's quota ('' when it does)."""
         if self._quota is None:
             return ""
         try:
-            self._quota.check(dirs, max(1, size))
+            await self._quota.fits(dirs, max(1, size))
         except QuotaExceeded as exc:
             return f"{exc}. Remove files from your workspace with a tool and send it again."
         return ""

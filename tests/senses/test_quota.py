@@ -11,6 +11,7 @@ a temporary home; Telegram through the fake Bot API.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from bridge.app.export_chat import KEEP
+from bridge.core import quota as quota_module
 from bridge.core.agent import AgentResult, ToolRun
 from bridge.core.quota import ENTRY_BYTES, UNLIMITED, QuotaExceeded, QuotaObserver, TenantQuota
 from bridge.types.audit_sink import TurnEvents
@@ -98,6 +100,38 @@ def test_the_measure_is_walked_once_and_kept_current(tmp_path: Path) -> None:
     quota.set_limit(0)
     assert quota.remaining(dirs) == UNLIMITED
     quota.check(dirs, 10**15)  # unlimited: nothing refused
+
+
+async def test_on_the_event_loop_a_due_walk_runs_on_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`room` (a tool call's write budget) and `fits` (an attachment's check) walk off the
+    loop: a tenant of 100,000 files took 0.4 s to walk, and the loop serves everyone."""
+    clock = Clock(1000.0)
+    quota = TenantQuota(tmp_path, 100 * KIB, clock=clock, ttl_s=300)
+    dirs = quota.dirs("alice").ensure()
+    put(dirs, "a.bin", 10 * KIB)
+    walked_on: list[str] = []
+    measure = quota_module.measure
+
+    def watched(paths: tuple[Path, ...]) -> int:
+        walked_on.append(threading.current_thread().name)
+        return measure(paths)
+
+    monkeypatch.setattr(quota_module, "measure", watched)
+    assert await quota.room(dirs) == 90 * KIB
+    assert len(walked_on) == 1 and walked_on[0] != threading.main_thread().name
+    assert await quota.room(dirs) == 90 * KIB and len(walked_on) == 1  # kept: no thread
+    await quota.fits(dirs, 90 * KIB)
+    with pytest.raises(QuotaExceeded):
+        await quota.fits(dirs, 90 * KIB + 1)
+    assert len(walked_on) == 1
+    quota.invalidate("alice")
+    with pytest.raises(QuotaExceeded):
+        await quota.fits(dirs, 95 * KIB)
+    assert len(walked_on) == 2 and walked_on[1] != threading.main_thread().name
+    quota.set_limit(0)
+    assert await quota.room(dirs) == UNLIMITED
 
 
 async def test_a_turn_whose_tools_ran_measures_again(tmp_path: Path) -> None:
