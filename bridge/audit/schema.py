@@ -297,7 +297,7 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     },
     "command.run": {
         "name": Name("command", known=COMMANDS),
-        "outcome": enum("ok", "usage", "unknown"),
+        "outcome": enum("ok", "usage", "unknown", "refused"),
         "channel": CHANNEL,
     },
     "access.refused": {"channel": CHANNEL, "identity": IDENTITY, "suppressed": INT},

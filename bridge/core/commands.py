@@ -27,6 +27,15 @@ from bridge.types.messages import Final, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+# What a scheduled job's text may run when it is a command: these only read. Any other
+# command needs the person to send it: a job can be made by the model (`schedule_create`,
+# from a prompt a file in the workspace injected), and a job's run speaks as the person,
+# so "/tool save NAME yes HASH" in a job gave a tool vault secrets and network hosts
+# without the person's consent; "/yes ID steering" would keep an instruction.
+SCHEDULED_MAY_RUN = frozenset(
+    {"help", "start", "whoami", "status", "skills", "tools", "jobs", "recall", "usage"}
+)
+NOT_SCHEDULED = "🔒 /{name} runs only when you send it yourself, never from a scheduled job."
 _PARSE = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]{1,64}))?(?:\s+(.*))?$", re.DOTALL)
 
 

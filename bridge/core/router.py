@@ -35,7 +35,14 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 
 from bridge.core.access import Access
-from bridge.core.commands import CommandContext, CommandTable, UsageError, parse_command
+from bridge.core.commands import (
+    NOT_SCHEDULED,
+    SCHEDULED_MAY_RUN,
+    CommandContext,
+    CommandTable,
+    UsageError,
+    parse_command,
+)
 from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.locks import KeyedLocks
 from bridge.core.masks import OutputMask
@@ -298,6 +305,9 @@ class Core:
             unknown = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
             await self._emit_command(tenant, inbound, parsed.name, "unknown")
             return Final(unknown, "command")
+        if inbound.scheduled and command.name not in SCHEDULED_MAY_RUN:
+            await self._emit_command(tenant, inbound, command.name, "refused")
+            return Final(NOT_SCHEDULED.format(name=command.name), "command")
         ctx = CommandContext(inbound, tenant, dirs, key, self._clock())
         reply: str | Final
         try:
