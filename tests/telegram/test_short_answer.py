@@ -10,12 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.conftest import ScriptedBackend
-from tests.telegram.conftest import ALICE, NO_DRAFTS, running, tg_settings
-from tests.telegram.fake_bot_api import FakeBotAPI
+from tests.telegram.conftest import ALICE, GROUP, NO_DRAFTS, running, tg_settings
+from tests.telegram.fake_bot_api import BOT_USERNAME, FakeBotAPI
 from tests.telegram.timers import Gate, ManualTimer
 from tests.waits import until
 
 STOP = [("⏹ Stop", "/stop")]
+STRANGER = 999999
 
 
 def sends(fake: FakeBotAPI) -> list[str]:
@@ -122,3 +123,29 @@ async def test_more_commands_shows_the_full_list_in_the_help_message(
         (full,) = fake.sent_to(ALICE)  # edited in place: no second message
         assert full.message_id == short.message_id and full.text.startswith("Commands:")
         assert full.reply_markup is None and fake.answered
+
+
+async def test_in_a_group_a_press_never_rewrites_a_members_message(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """A stranger pressing "More commands" under alice's /help in an allowed group once
+    turned her message into "Sorry, I don't know you"; a press there now answers as a
+    new message, and alice's stays as it was."""
+    settings = tg_settings(home, fake, allowed_groups=[GROUP])
+    async with running(settings, fake) as run:
+        fake.push_text(ALICE, f"/help@{BOT_USERNAME}", chat_id=GROUP, chat_type="supergroup")
+        await run.idle()
+        (short,) = fake.sent_to(GROUP)
+        assert fake.keyboard(GROUP) == [("More commands", "=/help all")]
+        fake.push_callback(
+            STRANGER, "=/help all", short.message_id, chat_id=GROUP, chat_type="supergroup"
+        )
+        await run.idle()
+        fake.push_callback(
+            ALICE, "=/help all", short.message_id, chat_id=GROUP, chat_type="supergroup"
+        )
+        await run.idle()
+        await until(lambda: any("/whoami" in m.text for m in fake.sent_to(GROUP)), "the list")
+        assert fake.sent_to(GROUP)[0].text == short.text  # alice's help, unchanged
+        assert fake.calls_of("editMessageText") == []
+        assert fake.sent_to(GROUP)[-1].text.startswith("Commands:")

@@ -15,8 +15,10 @@ allow-listed are ignored. So another person's press can only confirm what
 is pending in that person's own chat, never someone else's offer. The
 press's message id is `cb<callback query id>`: the same press stored twice
 (the durable inbox, a redelivery) is the same message. An `in_place` action
-("more" under /help) carries `=` before its command: its answer replaces the
-text of the message the button is on instead of arriving as a new one.
+("more" under /help) carries `=` before its command: in a private chat its answer
+replaces the text of the message the button is on instead of arriving as a new
+one; in a group, where anyone may press a member's button, it arrives as a new
+message (a stranger's press once turned alice's help into a refusal).
 `STOP_KEYS` is the Stop button of an answer being written (`/stop`, which
 the core runs at once, beside the running turn).
 """
@@ -116,5 +118,9 @@ async def pressed(
     if inbound is None or query.message is None:
         return
     message = query.message
-    in_place = message.message_id if (query.data or "").startswith(IN_PLACE) else None
-    await answer(inbound, reply_to(inbound, message.chat.id, in_place))
+    # in place only in a private chat: a group's message is one member's answer, and any
+    # member (or a stranger) may press its button; there the answer comes as a new message
+    placed = inbound.is_private and (query.data or "").startswith(IN_PLACE)
+    await answer(
+        inbound, reply_to(inbound, message.chat.id, message.message_id if placed else None)
+    )
