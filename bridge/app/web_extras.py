@@ -65,7 +65,8 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
 
     archive = roost.sessions.archive
     running = roost.core.running
-    edits = ConversationEdits(roost.database, archive)
+    masker = roost.loadout.vault.masker
+    edits = ConversationEdits(roost.database, archive, lambda t: masker(roost.tenant_dirs(t)))
     WebChats(web.gate, archive, edits, running, handle, lambda key: page_status(roost, key)).mount(
         web.app
     )

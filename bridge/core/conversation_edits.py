@@ -17,13 +17,14 @@ the owner and that it is archived.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import SHOWN, message
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute
+from bridge.types.masked import TextMask
 from bridge.types.session_key import SessionKey
 
 MAX_TITLE = 120
@@ -81,12 +82,16 @@ _OWNED = "id=? AND tenant=? AND channel=? AND chat=?"
 
 
 class ConversationEdits:
-    def __init__(self, db: Database, archive: ConversationArchive) -> None:
-        self._db, self._archive = db, archive
+    def __init__(
+        self, db: Database, archive: ConversationArchive, masks: Callable[[str], TextMask]
+    ) -> None:
+        """`masks`: a tenant's masker (its vault's values), for what is stored."""
+        self._db, self._archive, self._masks = db, archive, masks
 
     async def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
-        """The title now given (None: no such conversation in this chat)."""
-        line = clean_title(title)
+        """The title now given, through the tenant's masker like every stored text (None:
+        no such conversation in this chat)."""
+        line = self._masks(key.tenant).mask(clean_title(title))
         changed = await self._db.execute(
             f"UPDATE conversations SET title=? WHERE {_OWNED}", (line, ident, *_args(key))
         )

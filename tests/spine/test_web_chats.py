@@ -126,6 +126,25 @@ async def test_rename_the_current_and_an_archived_conversation(home: Path) -> No
             assert status == 400 and "title" in body["error"]
 
 
+async def test_a_title_is_stored_through_the_tenants_masker(home: Path) -> None:
+    """A vault value typed into a new title was stored in clear in roost.db and listed;
+    every other stored text goes through the masker (docs/security.md)."""
+    value = "ghp_" + "Zq8t" * 9
+    async with served(home) as site:
+        vault = TenantDirs.of(home, "alice").ensure().vault
+        (vault / "github").write_text(value)
+        await chat(site, "plans for the trip")
+        current = (await conversations(site))[0]["id"]
+        rename = {"chat": "c", "conversation": current, "title": f"token {value} here"}
+        status, body = await call(site, "POST", "/api/conversations/rename", rename)
+        assert status == 200 and value not in str(body), body
+        assert value not in str(await conversations(site))
+        title = await site.roost.database.fetch_value(
+            "SELECT title FROM conversations WHERE id = ?", (current,)
+        )
+        assert value not in str(title) and str(title).startswith("token ")
+
+
 async def test_delete_an_archived_and_the_current_conversation(home: Path) -> None:
     async with served(home) as site:
         await chat(site, "old topic")

@@ -10,7 +10,7 @@ import pytest
 from bridge.core.conversation_edits import ConversationEdits, EditError
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.storage.protocol import Database
-from tests.masking import m
+from tests.masking import NO_SECRETS, m
 from tests.sessions_kit import store_on
 from tests.storage.conftest import OpenDb
 
@@ -66,7 +66,7 @@ async def test_an_archived_conversation_keeps_its_title_pages_and_failed_turns(
 async def test_rename_delete_and_search_stay_inside_their_chat(
     store: SessionStore, db: Database, open_db: OpenDb
 ) -> None:
-    edits = ConversationEdits(db, store.archive)
+    edits = ConversationEdits(db, store.archive, lambda _t: NO_SECRETS)
     await said(store, KEY, "Straße und Brücke")
     old = await store.archive.current(KEY, 1.0)
     await store.reset(KEY, 2.0)
@@ -82,7 +82,9 @@ async def test_rename_delete_and_search_stay_inside_their_chat(
     current = await store.archive.current(KEY, 3.0)
     assert not await edits.delete(KEY, current), "the current one is reset first"
     assert not await edits.delete(OTHER, old)
-    other = ConversationEdits(await open_db(), store_on(await open_db()).archive)
+    other = ConversationEdits(
+        await open_db(), store_on(await open_db()).archive, lambda _t: NO_SECRETS
+    )
     assert await other.delete(KEY, old)  # another instance
     assert not await edits.delete(KEY, old)
     assert await store.archive.page(KEY, old, None, 10, 4.0) is None
