@@ -174,6 +174,7 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         ),
         turns=roost.core.running,
         archive=roost.sessions.archive,
+        masks=lambda tenant: roost.loadout.vault.masker(roost.tenant_dirs(tenant)),
         local_tenant=settings.local_tenant,
         tenant_tokens=tenant_web_tokens(settings, token),
         detach_grace_s=settings.web.detach_grace_s,

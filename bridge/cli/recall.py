@@ -30,6 +30,8 @@ from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.llm.embeddings import embeddings_client
+from bridge.loadout.mask import Masker
+from bridge.loadout.vault import masker_of
 from bridge.recall.evaluate import DEV_DIR, OWN_DIR, Report, format_report, retrieval_eval
 from bridge.recall.index import RecallIndex, legacy_path
 from bridge.recall.indexer import Indexer
@@ -48,14 +50,14 @@ def recall_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--batch", type=Path, help="a file of queries, one a line")
 
 
-def _hit(hit: Hit) -> dict[str, object]:
+def _hit(hit: Hit, mask: Masker) -> dict[str, object]:
     row = hit.row
     return {
         "id": row.msg_id,
         "conversation": row.conversation,
         "time": when(row.at_ms),
         "role": row.role,
-        "text": row.text,
+        "text": mask.mask(row.text),
         "score": round(hit.score, 4),
     }
 
@@ -92,15 +94,17 @@ async def _search(
     embedder = embeddings_client(settings.llm)  # the same search as the model's tool
     recall = Recall(Indexer(db), embedder=embedder)
     queries = q
+    mask = masker_of(dirs)  # a value put in the vault after it was said, too (as /recall)
     try:
         for query in queries:
             found = await recall.find(dirs, query, args.k)
             await _audit(settings, args.tenant, len(query), args.k, len(found.hits), found.ms)
             if args.json:
-                print(json.dumps({"query": query, "hits": [_hit(h) for h in found.hits]}))
+                print(json.dumps({"query": query, "hits": [_hit(h, mask) for h in found.hits]}))
             else:
                 print(f"# {query}")
-                print(await recall.render(dirs, found.hits) if found.hits else "(nothing found)")
+                shown = await recall.render(dirs, found.hits) if found.hits else "(nothing found)"
+                print(mask.mask(shown))
                 print()
     finally:
         await recall.indexer.aclose()

@@ -81,6 +81,18 @@ def find(text: str, folded_query: str) -> int:
 _OWNED = "id=? AND tenant=? AND channel=? AND chat=?"
 
 
+def _masked_snippet(
+    mask: TextMask, text: str, match: tuple[int, int], folded_query: str
+) -> tuple[str, tuple[int, int]]:
+    """The snippet through the masker, and where the query is in it now (masking changes
+    lengths; (0, 0) when the query was part of what is masked)."""
+    shown = mask.mask(text)
+    if shown == text:
+        return text, match
+    at = find(shown, folded_query)
+    return shown, (at, at + len(folded_query)) if at >= 0 else (0, 0)
+
+
 class ConversationEdits:
     def __init__(
         self, db: Database, archive: ConversationArchive, masks: Callable[[str], TextMask]
@@ -111,6 +123,7 @@ class ConversationEdits:
             raise EditError("say what to look for")
         if len(q) > MAX_QUERY:
             raise EditError(f"search for at most {MAX_QUERY} characters")
+        mask = self._masks(key.tenant)  # a value put in the vault after it was said, too
         results = []
         for listed in await self._archive.listing(key, now):
             ident, current = int(listed["id"]), bool(listed["current"])
@@ -121,15 +134,16 @@ class ConversationEdits:
                 continue
             found: dict[str, Any] = {
                 "conversation": ident,
-                "title": listed["title"],
+                "title": mask.mask(str(listed["title"])),
                 "current": current,
                 "updated_at": listed["updated_at"],
                 "hits": len(hits),
             }
             if hits:
                 first = hits[0]
-                found |= {"seq": first.seq, "role": first.role, "snippet": first.snippet}
-                found["match"] = list(first.match)
+                shown, match = _masked_snippet(mask, first.snippet, first.match, q)
+                found |= {"seq": first.seq, "role": first.role, "snippet": shown}
+                found["match"] = list(match)
             results.append(found)
             if len(results) >= MAX_RESULTS:
                 break

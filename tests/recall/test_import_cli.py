@@ -99,3 +99,27 @@ async def test_import_chatgpt_and_claude_exports(
     code, out, _ = await run(["recall", "--tenant", "alice", "--json", "sourdough kombucha"], env)
     convs = {h["conversation"] for h in json.loads(out)["hits"]}
     assert convs == {"chatgpt:g1", "claude:k1"}
+
+
+def configure_alice(config: Path) -> None:
+    config.write_text('[tenants.alice]\nweb_token = "alice-page-token-0123456"\n')
+
+
+async def test_the_command_line_masks_a_value_put_in_the_vault_after_it_was_said(
+    home: Path, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """`roost recall` printed a message in clear that held a value the operator put in the
+    vault later; /recall, the prompt and the export masked it (an attacker's pass)."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    env = env_for(home, fake)
+    configure_alice(Path(env["ROOST_CONFIG"]))  # `roost vault set` takes a configured tenant
+    said = {"conversation": "house", "id": "1", "role": "user", "time": "2024-05-01T08:00:00"}
+    file = tmp_path / "said.jsonl"
+    file.write_text(json.dumps({**said, "text": f"the door code is {value} at the back"}) + "\n")
+    assert (await run(["import", "--tenant", "alice", str(file)], env))[0] == 0
+    code, out, _ = await run(["recall", "--tenant", "alice", "door code"], env)
+    assert code == 0 and value in out  # not a secret yet: shown as it was said
+    assert (await run(["vault", "set", "alice", "door"], env, value.encode()))[0] == 0
+    for extra in ([], ["--json"]):
+        code, out, _ = await run(["recall", "--tenant", "alice", *extra, "door code"], env)
+        assert code == 0 and "the door code is" in out and value not in out, out

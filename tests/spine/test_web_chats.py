@@ -145,6 +145,32 @@ async def test_a_title_is_stored_through_the_tenants_masker(home: Path) -> None:
         assert value not in str(title) and str(title).startswith("token ")
 
 
+async def test_a_value_put_in_the_vault_after_it_was_said_is_masked_on_the_way_out(
+    home: Path,
+) -> None:
+    """Said first, put in the vault later: replies, /recall and the export masked it, but
+    the history, the list and the search returned it in clear (an attacker's pass)."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    async with served(home) as site:
+        await chat(site, f"the door code is {value} for the garden door")
+        first = (await conversations(site))[0]["id"]
+        await post(site, "/api/chat/new", {"chat": "c"})
+        vault = TenantDirs.of(home, "alice").ensure().vault
+        (vault / "door").write_text(value)
+        await chat(site, "and now?")
+        assert value not in str(await history(site))
+        _, old = await get(site, f"/api/history?chat=c&conversation={first}")
+        assert "the door code is" in str(old) and value not in str(old)
+        assert value not in str(await conversations(site))
+        _, found = await get(site, "/api/conversations/search?chat=c&q=garden")
+        [hit] = found["results"]
+        assert value not in str(hit) and "garden" in hit["snippet"]
+        a, b = hit["match"]
+        assert hit["snippet"][a:b] == "garden"
+        _, found = await get(site, f"/api/conversations/search?chat=c&q={value}")
+        assert value not in str(found)
+
+
 async def test_delete_an_archived_and_the_current_conversation(home: Path) -> None:
     async with served(home) as site:
         await chat(site, "old topic")

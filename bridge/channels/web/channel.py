@@ -63,6 +63,7 @@ from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.quota import TenantQuota
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
+from bridge.types.masked import TextMask
 from bridge.types.messages import Final
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ class WebChannel:
         ready: Callable[[], Awaitable[str | None]] | None = None,  # None, or why not ready
         relay: StopRelay | None = None,  # instances share the home: `web_relay`
         follow: Follow | None = None,  # and attach follows their turns: `web_follow`
+        masks: Callable[[str], TextMask] | None = None,  # a tenant's masker: history on its way out
     ) -> None:
         self._handle = handle
         self._ready = ready
@@ -155,7 +157,9 @@ class WebChannel:
             self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
             self.turns.uploads.mount(self.app)
         if archive is not None:
-            WebHistory(self._gate, archive, running, elsewhere=self.turns.elsewhere).mount(self.app)
+            WebHistory(
+                self._gate, archive, running, elsewhere=self.turns.elsewhere, masks=masks
+            ).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)
         self.app.router.add_get("/static/{name}", pages.static)

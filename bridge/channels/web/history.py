@@ -11,7 +11,8 @@ sharing the home, `elsewhere`, without `pending`) and
 `GET /api/conversations?chat=C` -> `{"conversations":
 [{"id", "started_at", "updated_at", "turns", "title", "current"}]}` newest
 first. The texts are what the session stored (masked, without download
-links). Reads go to `bridge.core.conversations`.
+links), through the tenant's masker once more on the way out (`masks`: a
+value put in the vault after it was said). Reads go to `bridge.core.conversations`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bridge.channels.web.gate import WebGate, error
 from bridge.core.conversations import ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
+from bridge.types.masked import TextMask
 
 DEFAULT_LIMIT = 50
 
@@ -38,9 +40,19 @@ class WebHistory:
         running: RunningTurns[SessionKey],
         clock: Callable[[], float] = time.time,
         elsewhere: Callable[[SessionKey], Awaitable[bool]] | None = None,  # runs on another
+        masks: Callable[[str], TextMask] | None = None,  # a tenant's masker
     ) -> None:
         self._gate, self._archive, self._running, self._clock = gate, archive, running, clock
         self._elsewhere = elsewhere
+        self._masks = masks
+
+    def _shown(self, tenant: str) -> Callable[[str], str]:
+        """What a text is on its way out: through the tenant's masker, so a value put in
+        the vault after it was said is masked here as in every reply (the store keeps
+        what was masked when it was written)."""
+        if self._masks is None:
+            return str
+        return self._masks(tenant).mask
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/api/history", self.history)
@@ -65,15 +77,20 @@ class WebHistory:
         running = page.current and self._running.running(key)
         if page.current and not running and self._elsewhere is not None:
             running = await self._elsewhere(key)  # the page attaches: it follows from here
+        shown = self._shown(key.tenant)
+        messages = [
+            {**m, "text": shown(m["text"])} if isinstance(m.get("text"), str) else m
+            for m in page.messages
+        ]
         body: dict[str, Any] = {
             "conversation": page.conversation,
-            "messages": page.messages,
+            "messages": messages,
             "more": page.more,
             "running": running,
         }
         asked = self._running.asked(key) if running else None
         if asked is not None:
-            body["pending"] = {"text": asked[0], "ts": asked[1]}
+            body["pending"] = {"text": shown(asked[0]), "ts": asked[1]}
         return web.json_response(body)
 
     async def conversations(self, request: web.Request) -> web.Response:
@@ -81,4 +98,6 @@ class WebHistory:
         if isinstance(key, web.Response):
             return key
         listed = await self._archive.listing(key, self._clock())
-        return web.json_response({"conversations": listed})
+        shown = self._shown(key.tenant)
+        titled = [{**c, "title": shown(str(c["title"]))} if c.get("title") else c for c in listed]
+        return web.json_response({"conversations": titled})
