@@ -21,7 +21,7 @@ import os
 import stat
 from typing import IO, Any
 
-from forge.pathnames import MAX_PATH_CHARS, PathDenied, components, parse_mode
+from forge.pathnames import MAX_PATH_BYTES, PathDenied, components, encoded_len, parse_mode
 from forge.write_budget import WriteBudget, WriteQuotaExceeded, wrap
 
 __all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
@@ -293,10 +293,10 @@ class PathGate:
 
     def _fits(self, parent: int, name: str, at: int, display: str) -> None:
         """Refuse (PathDenied) when the folder `name` (below `parent`) holds a path that,
-        moved to a place `at` characters long, would be longer than MAX_PATH_CHARS.
+        moved to a place `at` bytes long, would be longer than MAX_PATH_BYTES.
         Walks the folder without recursion and with one descriptor open (down by name
         with O_NOFOLLOW, back up by ".."), and stops at the first path too long."""
-        room = MAX_PATH_CHARS - at
+        room = MAX_PATH_BYTES - at
         fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
         pending: list[tuple[list[str], int]] = []  # per level: folders left, path length
         try:
@@ -306,10 +306,10 @@ class PathGate:
                     kids = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
                 folders = []
                 for kid, is_dir in kids:
-                    if length + 1 + len(kid) > room:
+                    if length + 1 + encoded_len(kid) > room:
                         raise PathDenied(
                             f"{display!r}: a path in the folder would be longer than "
-                            f"{MAX_PATH_CHARS} characters there"
+                            f"{MAX_PATH_BYTES} bytes there"
                         )
                     if is_dir:
                         folders.append(kid)
@@ -323,13 +323,13 @@ class PathGate:
                 folders, above = pending[-1]
                 kid = folders.pop()
                 fd = _replace_fd(fd, os.open(kid, _DIR_FLAGS, dir_fd=fd))
-                length = above + 1 + len(kid)
+                length = above + 1 + encoded_len(kid)
         finally:
             os.close(fd)
 
     def rename(self, src: object, dst: object) -> None:
         """Rename within the workspace, replacing a file at `dst` (os.replace). A folder
-        is moved only if every path in it stays within MAX_PATH_CHARS at `dst`: no
+        is moved only if every path in it stays within MAX_PATH_BYTES at `dst`: no
         chain of renames builds a tree deeper or longer than a path the gate takes
         (such a tree broke every walk of the tenant's files, `roost forget`'s too)."""
         sparent, sname, sdisplay = self._split(src)
@@ -340,7 +340,7 @@ class PathGate:
                 try:
                     st = os.stat(sname, dir_fd=sparent, follow_symlinks=False)
                     if stat.S_ISDIR(st.st_mode):
-                        self._fits(sparent, sname, len(ddisplay), moved)
+                        self._fits(sparent, sname, encoded_len(ddisplay), moved)
                     os.rename(sname, dname, src_dir_fd=sparent, dst_dir_fd=dparent)
                 except PathDenied:
                     raise

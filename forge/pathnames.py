@@ -7,7 +7,9 @@ from __future__ import annotations
 import itertools
 import os
 
-MAX_PATH_CHARS = 1024
+# a path below the workspace, in bytes as the kernel counts them (UTF-8): 1,024 characters
+# of 4-byte emoji passed the workspace's path over the kernel's 4,096 (PATH_MAX)
+MAX_PATH_BYTES = 1024
 MAX_COMPONENT_BYTES = 255
 _MODES = {
     "r": os.O_RDONLY,
@@ -32,12 +34,17 @@ def as_text(path: object) -> str:
     return str.__str__(text)
 
 
+def encoded_len(name: str) -> int:
+    """Bytes of `name` as the kernel gets it (UTF-8; surrogate escapes as their byte)."""
+    return len(name.encode("utf-8", "surrogateescape"))
+
+
 def components(path: object, root: str, allow_root: bool = False) -> list[str]:
     path = as_text(path)
     if "\x00" in path:
         raise PathDenied("path contains a NUL byte")
-    if not path or len(path) > MAX_PATH_CHARS:
-        raise PathDenied(f"path must be 1-{MAX_PATH_CHARS} characters")
+    if not path or len(path) > MAX_PATH_BYTES or encoded_len(path) > MAX_PATH_BYTES:
+        raise PathDenied(f"a path must be 1-{MAX_PATH_BYTES} bytes long (UTF-8)")
     if path.startswith("/"):
         if allow_root and path.rstrip("/") == root:
             return []
@@ -58,7 +65,7 @@ def components(path: object, root: str, allow_root: bool = False) -> list[str]:
     for part in parts:
         if part == "..":
             raise PathDenied(f"'..' is not allowed in {path!r}; stay inside the workspace")
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+        if encoded_len(part) > MAX_COMPONENT_BYTES:
             raise PathDenied(f"a name in {path!r} is longer than {MAX_COMPONENT_BYTES} bytes")
     return parts
 

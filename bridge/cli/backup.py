@@ -39,7 +39,8 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"roost backup: NOT copied: {count(len(result.left_out), 'file')} whose path is "
             f"longer than the system allows ({PATH_MAX} bytes), e.g. {shown}. Move or delete "
-            "them (a tool made them before roost checked folder moves) and back up again.",
+            "them (the sandbox keeps a tool's paths within 1,024 bytes; these were made "
+            "another way, or before it did) and back up again.",
             file=sys.stderr,
         )
         return 1

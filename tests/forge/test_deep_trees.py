@@ -1,4 +1,4 @@
-"""No tool builds a tree whose paths outgrow the gate's own limit (1,024 characters).
+"""No tool builds a tree whose paths outgrow the gate's own limit (1,024 bytes).
 
 Reported by an attacker's pass: every path a call gave the gate was short, but each
 call made 400 nested folders and moved the previous chain inside the new one with
@@ -18,11 +18,15 @@ from pathlib import Path
 import pytest
 
 from forge.pathgate import PathDenied, PathGate
-from forge.pathnames import MAX_PATH_CHARS
+from forge.pathnames import MAX_PATH_BYTES
 from forge.runner import SandboxRunner
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
+
+
+def _names(root: Path) -> list[str]:
+    return sorted(os.listdir(root))
 
 
 def _chain(root: Path, name: str, levels: int) -> Path:
@@ -47,7 +51,7 @@ def test_a_folder_that_would_outgrow_the_limit_stays(tmp_path: Path) -> None:
     deep = _chain(tmp_path, "b", inner)
     gate = PathGate(tmp_path)
     target = "/".join(["b", *["d"] * inner, "a"])
-    with pytest.raises(PathDenied, match=f"longer than {MAX_PATH_CHARS} characters"):
+    with pytest.raises(PathDenied, match=f"longer than {MAX_PATH_BYTES} bytes"):
         gate.rename("a", target)
     assert (tmp_path / "a").is_dir() and not (deep / "a").exists()
 
@@ -58,9 +62,9 @@ def test_the_edge_with_short_names(tmp_path: Path) -> None:
     gate = PathGate(tmp_path)
     base = "/".join(["x" * 100] * 9)  # 908 characters
     gate.mkdir(base, parents=True)
-    room = MAX_PATH_CHARS - len(base) - 1  # the folder's name at the target, then "/f"
+    room = MAX_PATH_BYTES - len(base) - 1  # the folder's name at the target, then "/f"
     ok = base + "/" + "n" * (room - 2)
-    assert len(ok) + 2 == MAX_PATH_CHARS
+    assert len(ok) + 2 == MAX_PATH_BYTES
     gate.rename("src", ok)
     gate.rename(ok, "src")
     with pytest.raises(PathDenied):
@@ -99,6 +103,40 @@ async def test_the_reported_attack_stops_at_the_second_call(
     assert first.ok, first
     second = await runner.run(DEEPEN, {"i": 1}, workspace)
     assert not second.ok
-    assert f"longer than {MAX_PATH_CHARS} characters" in second.error_message
+    assert f"longer than {MAX_PATH_BYTES} bytes" in second.error_message
     assert (workspace / "D0").is_dir()  # not moved
     assert not (workspace / "D1").joinpath(*["d"] * 400, "D0").exists()
+
+
+EMOJI_TREE = tool(
+    'names = ["\\U0001F600" * 63] * 15 + ["\\U0001F600" * 61]\n'
+    'os.makedirs("/".join(names))\n'
+    'with open("/".join([*names, "f"]), "w") as f:\n'
+    '    f.write("x")\n'
+    "return 1",
+    "",
+    "import os",
+)
+
+
+@aio
+async def test_the_limit_counts_bytes_as_the_kernel_does(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    """1,023 characters of 4-byte emoji (4,041 bytes) passed a limit counted in
+    characters, and with the workspace's own path the file's path was past PATH_MAX:
+    `roost backup` could not copy it, on every run (an attacker's pass)."""
+    res = await runner.run(EMOJI_TREE, {}, workspace)
+    assert not res.ok and f"1-{MAX_PATH_BYTES} bytes" in res.error_message, res
+    assert _names(workspace) == []  # refused before anything was made
+
+
+def test_a_folder_of_long_names_counts_their_bytes(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / ("é" * 127)).write_text("x")  # 254 bytes, 127 characters
+    gate = PathGate(tmp_path)
+    base = "/".join(["x" * 100] * 7)  # 706 bytes
+    gate.mkdir(base, parents=True)
+    with pytest.raises(PathDenied, match=f"longer than {MAX_PATH_BYTES} bytes"):
+        gate.rename("src", base + "/" + "m" * 100)  # 807 + 1 + 254 bytes, 934 characters
+    gate.rename("src", base + "/" + "m" * 50)  # 757 + 1 + 254 = 1,012 bytes
