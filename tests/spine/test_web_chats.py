@@ -21,7 +21,7 @@ from bridge.app.channels_up import web_channel
 from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
 from bridge.types.tenant_dirs import TenantDirs
-from tests.fakes.fake_openai import Status, Text
+from tests.fakes.fake_openai import Call, Status, Text, ToolCalls
 from tests.spine.test_web_history import (
     AS_ALICE,
     AS_BOB,
@@ -152,7 +152,9 @@ async def test_a_value_put_in_the_vault_after_it_was_said_is_masked_on_the_way_o
     the history, the list and the search returned it in clear (an attacker's pass)."""
     value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
     async with served(home) as site:
-        await chat(site, f"the door code is {value} for the garden door")
+        site.fake.script(ToolCalls([Call("recall", {"query": f"door {value}"})]), Text("noted"))
+        said = {"text": f"the door code is {value} for the garden door", "chat": "c"}
+        await post(site, "/api/chat", {**said, "quote": f"earlier: {value}"})
         first = (await conversations(site))[0]["id"]
         await post(site, "/api/chat/new", {"chat": "c"})
         vault = TenantDirs.of(home, "alice").ensure().vault
@@ -160,7 +162,8 @@ async def test_a_value_put_in_the_vault_after_it_was_said_is_masked_on_the_way_o
         await chat(site, "and now?")
         assert value not in str(await history(site))
         _, old = await get(site, f"/api/history?chat=c&conversation={first}")
-        assert "the door code is" in str(old) and value not in str(old)
+        assert "the door code is" in str(old) and value not in str(old)  # quote, tool args too
+        assert "earlier: " in str(old) and "door " in str(old)
         assert value not in str(await conversations(site))
         _, found = await get(site, "/api/conversations/search?chat=c&q=garden")
         [hit] = found["results"]

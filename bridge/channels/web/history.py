@@ -78,10 +78,7 @@ class WebHistory:
         if page.current and not running and self._elsewhere is not None:
             running = await self._elsewhere(key)  # the page attaches: it follows from here
         shown = self._shown(key.tenant)
-        messages = [
-            {**m, "text": shown(m["text"])} if isinstance(m.get("text"), str) else m
-            for m in page.messages
-        ]
+        messages = [_masked(m, shown) for m in page.messages]  # text, quote, tool args, files
         body: dict[str, Any] = {
             "conversation": page.conversation,
             "messages": messages,
@@ -99,5 +96,15 @@ class WebHistory:
             return key
         listed = await self._archive.listing(key, self._clock())
         shown = self._shown(key.tenant)
-        titled = [{**c, "title": shown(str(c["title"]))} if c.get("title") else c for c in listed]
-        return web.json_response({"conversations": titled})
+        return web.json_response({"conversations": [_masked(c, shown) for c in listed]})
+
+
+def _masked(value: Any, shown: Callable[[str], str]) -> Any:
+    """`value` with every string in it (at any depth, dict keys aside) through `shown`."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {k: _masked(v, shown) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v, shown) for v in value]
+    return value
