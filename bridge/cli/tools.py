@@ -15,9 +15,11 @@ def list_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
+    from bridge.loadout.vault import masker_of
     from forge.library import ToolLibrary
 
     dirs = TenantDirs.of(settings.home, args.tenant)
+    mask = masker_of(dirs)  # a value put in the vault after a tool was saved, too
     library = ToolLibrary(dirs.tools, lambda: int(time.time() * 1000))
     now_ms = int(time.time() * 1000)
     tools = library.list()
@@ -27,7 +29,7 @@ def run_list(args: argparse.Namespace, settings: Settings) -> int:
         flag = "  unused 90d" if t.unused(now_ms) else ""
         print(
             f"me.{t.spec.name}\t{t.spec.sha256[:12]}\tcalls {t.usage.calls}\t"
-            f"errors {t.usage.errors}\t{t.spec.description}{flag}"
+            f"errors {t.usage.errors}\t{mask.mask(t.spec.description)}{flag}"
         )
     return 0
 

@@ -35,7 +35,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from bridge.core.agent import MAX_TOOL_RESULT_CHARS
-from bridge.types.masked import Masked
+from bridge.types.masked import Masked, masked_strings
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import Tool, ToolError, ToolSource, TurnContext
@@ -110,13 +110,15 @@ def _cut(text: str) -> str:
     return text[:MAX_TOOL_RESULT_CHARS] + f"\n[cut: {more:,} more characters]"
 
 
-def listing(tools: Sequence[Tool]) -> list[types.Tool]:
+def listing(tools: Sequence[Tool], mask: Callable[[str], str]) -> list[types.Tool]:
+    """The saved tools as MCP lists them: descriptions and schemas through the tenant's
+    masker (a value put in the vault after a tool was saved is masked here too)."""
     return [
         types.Tool(
             name=t.schema.name,
             title="me." + t.schema.name[len(WIRE_PREFIX) :],
-            description=t.schema.description,
-            input_schema=dict(t.schema.parameters) or {"type": "object"},
+            description=mask(t.schema.description),
+            input_schema=masked_strings(dict(t.schema.parameters), mask) or {"type": "object"},
         )
         for t in tools
     ]
@@ -148,7 +150,8 @@ def build_server(tenant: TenantTools, feed: ToolsFeed, version: str = "") -> Ser
     async def on_list(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listing(list(tenant.saved(tenant.turn()).values())))
+        saved = list(tenant.saved(tenant.turn()).values())
+        return types.ListToolsResult(tools=listing(saved, tenant.mask(tenant.dirs)))
 
     async def on_call(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

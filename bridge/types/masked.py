@@ -17,7 +17,8 @@ from the project.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Masked(str):
@@ -41,3 +42,15 @@ class TextMask(Protocol):
     """A tenant's masker as a way out needs it (`bridge.loadout.mask.Masker`)."""
 
     def mask(self, text: str) -> Masked: ...
+
+
+def masked_strings(value: Any, mask: Callable[[str], str]) -> Any:
+    """`value` (JSON-like: dicts, lists, strings, numbers) with every string in it, at
+    any depth, through `mask` (dict keys are left as they are: fields, not text)."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {k: masked_strings(v, mask) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_strings(v, mask) for v in value]
+    return value

@@ -108,6 +108,26 @@ async def test_a_vault_secret_reaches_the_server_never_the_client(
     assert TOKEN_VALUE not in chain and "secret.used" in chain
 
 
+async def test_a_value_put_in_the_vault_later_is_masked_in_the_list(
+    home: Path, config: Path
+) -> None:
+    """A saved tool's description named a value the operator put in the vault later:
+    chat masked it, `tools/list` and `roost tools list` showed it (an attacker's pass)."""
+    save_tool(home, "alice", "csv_sum", CSV_SUM, f"Sum a CSV column for {TOKEN_VALUE}")
+    set_value(TenantDirs.of(home, "alice").ensure(), "project", TOKEN_VALUE)
+    async with Client(stdio_params(home, config, "alice"), mode="legacy") as client:
+        (tool,) = (await client.list_tools()).tools
+    assert "Sum a CSV column for [vault:project]" in (tool.description or "")
+    assert TOKEN_VALUE not in json.dumps(tool.model_dump(mode="json"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bridge.cli.main", "tools", "list", "--tenant", "alice",
+        env=roost_env(home, config), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_S)
+    assert proc.returncode == 0, err
+    assert b"me.csv_sum" in out and TOKEN_VALUE.encode() not in out
+
+
 async def test_list_changed_after_save_and_remove(home: Path, config: Path) -> None:
     """Legacy clients get the notification on their connection; modern ones on a listen stream."""
     notes: asyncio.Queue[str] = asyncio.Queue()

@@ -27,7 +27,7 @@ from bridge.channels.web.gate import WebGate, error
 from bridge.core.conversations import ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
-from bridge.types.masked import TextMask
+from bridge.types.masked import TextMask, masked_strings
 
 DEFAULT_LIMIT = 50
 
@@ -78,7 +78,7 @@ class WebHistory:
         if page.current and not running and self._elsewhere is not None:
             running = await self._elsewhere(key)  # the page attaches: it follows from here
         shown = self._shown(key.tenant)
-        messages = [_masked(m, shown) for m in page.messages]  # text, quote, tool args, files
+        messages = [masked_strings(m, shown) for m in page.messages]  # quote, tool args too
         body: dict[str, Any] = {
             "conversation": page.conversation,
             "messages": messages,
@@ -96,15 +96,4 @@ class WebHistory:
             return key
         listed = await self._archive.listing(key, self._clock())
         shown = self._shown(key.tenant)
-        return web.json_response({"conversations": [_masked(c, shown) for c in listed]})
-
-
-def _masked(value: Any, shown: Callable[[str], str]) -> Any:
-    """`value` with every string in it (at any depth, dict keys aside) through `shown`."""
-    if isinstance(value, str):
-        return shown(value)
-    if isinstance(value, dict):
-        return {k: _masked(v, shown) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_masked(v, shown) for v in value]
-    return value
+        return web.json_response({"conversations": [masked_strings(c, shown) for c in listed]})
