@@ -183,7 +183,7 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     for rel in walk_files(home):
         if _skipped(rel, held):
             continue
-        if too_long(home / rel) or too_long(dest / rel):  # made before the gate's move check
+        if too_long(home / rel) or too_long(dest / rel):  # the kernel takes neither path
             left_out.append(str(rel))
             continue
         _private_parent(dest, rel)
