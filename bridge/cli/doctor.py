@@ -61,7 +61,7 @@ def _loose(home: Path) -> list[str]:
     """Paths under `home` (and itself) readable or writable by group or others (any
     depth: `file_tree.walk`); a folder that cannot be read is named too."""
     found = []
-    mode = os.lstat(home).st_mode
+    mode = os.stat(home).st_mode  # a home reached through a link: its folder's mode
     if mode & 0o077:
         found.append(f"the home {stat.S_IMODE(mode):04o}")
     skipped: list[tuple[str, OSError]] = []

@@ -147,6 +147,31 @@ async def test_a_group_readable_file_inside_the_home_fails(home: Path) -> None:
     assert lines(out)["backend"][0] == "ok" and "offline" in lines(out)["backend"][1]
 
 
+def linked_home(home: Path, real: Path) -> Path:
+    real.mkdir(mode=0o700)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.symlink_to(real)
+    return real
+
+
+async def test_a_home_reached_through_a_link_is_judged_by_its_folder(
+    home: Path, tmp_path: Path
+) -> None:
+    """`ROOST_HOME` may be a link (to a data disk); the link's own mode (0777) is not the
+    home's, the folder's is."""
+    real = linked_home(home, tmp_path / "data-disk-home")
+    code, out = await roost("pair", "local", ROOST_LLM__PROVIDER="offline")
+    assert code == 0, out
+    code, out = await roost("doctor", ROOST_LLM__PROVIDER="offline")
+    assert lines(out)["home"][0] == "ok", out
+    real.chmod(0o755)
+    code, out = await roost("doctor", ROOST_LLM__PROVIDER="offline")
+    assert lines(out)["home"] == (
+        "FAIL",
+        "open to group/others: the home 0755 (want dirs 0700, files 0600)",
+    )
+
+
 def test_disk_thresholds() -> None:
     assert disk_check(WARN_FREE).status == "ok"
     assert disk_check(WARN_FREE - 1).status == "warn"
