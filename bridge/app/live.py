@@ -15,7 +15,6 @@ import logging
 from bridge.app.build import Roost
 from bridge.app.loadout import persona_dirs
 from bridge.app.reload import OnReload
-from bridge.app.voice import audio_servers
 from bridge.app.wiring import access_rules, sense_limits
 from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
@@ -65,11 +64,13 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
     def grading(new: Settings) -> None:  # the judge's model, cap and batch size
         roost.judge.configure(new.grading, new.llm.name)
 
-    def voice(new: Settings) -> None:  # the audio servers stay the start's: say so
-        if audio_servers(new) != roost.voice.servers:
-            log.warning(
-                "reload: changed but applied only after a restart: the voice's audio servers "
-                "([llm] transcribe and speech, or the [llm] server they default to)"
+    def voice(new: Settings) -> None:  # audio servers, transcription limits, speech settings
+        if roost.voice.reload(new):
+            heard, spoken = roost.voice.servers
+            log.info(
+                "reload: the voice's audio servers changed (transcription %s, speech %s)",
+                "on" if heard is not None else "off",
+                "on" if spoken is not None else "off",
             )
 
     def quota(new: Settings) -> None:  # disk space per tenant, from the next write on

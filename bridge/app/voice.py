@@ -55,8 +55,8 @@ class _Ctx:
 
 
 def audio_servers(settings: Settings) -> tuple[AudioServer | None, AudioServer | None]:
-    """The transcription and speech servers `settings` name (None: off). A running roost
-    keeps the ones it started with: a reload that changes them is told to restart."""
+    """The transcription and speech servers `settings` name (None: off); a reload that
+    changes them applies them (`Voice.reload`)."""
     return audio_server(settings.llm, "transcribe"), audio_server(settings.llm, "speech")
 
 
@@ -88,6 +88,26 @@ class Voice:
             " and ".join(platforms.titles(speaking)) or "no channel",
         )
         self._settings, self._resolver, self._audit = settings, resolver, audit
+        self._retired: list[AudioClient] = []  # replaced by a reload: closed at the end
+
+    def reload(self, settings: Settings) -> bool:
+        """Apply a reloaded configuration: its audio servers (new clients; the old ones
+        finish what they run and are closed with the voice), the transcription limits and
+        the speech settings. True when a server changed."""
+        servers = audio_servers(settings)
+        changed = servers != self.servers
+        if changed:
+            self._retired += [c for c in (self.transcriber, self.speaker) if c is not None]
+            heard, spoken = self.servers = servers
+            self.transcriber = AudioClient(heard) if heard is not None else None
+            self.speaker = AudioClient(spoken) if spoken is not None else None
+        t = settings.llm.transcribe
+        self.limits = VoiceLimits(t.max_seconds, t.max_bytes, t.show, t.keep_audio)
+        transcribe = transcribe_with(self.transcriber) if self.transcriber else None
+        self.sense.configure(transcribe, self.limits)
+        self.commands.configured = self.speaker is not None
+        self._settings = settings
+        return changed
 
     def _tenant(self, inbound: Inbound) -> str | None:
         return self._resolver.resolve(inbound)
@@ -148,6 +168,6 @@ class Voice:
         return audio
 
     async def aclose(self) -> None:
-        for client in (self.transcriber, self.speaker):
+        for client in (self.transcriber, self.speaker, *self._retired):
             if client is not None:
                 await client.aclose()

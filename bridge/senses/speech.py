@@ -70,7 +70,7 @@ class VoiceCommands:
     ) -> None:
         self._chats = chats
         self._audit = audit
-        self._configured = configured  # a speech server is configured ([llm.speech])
+        self.configured = configured  # a speech server is configured ([llm.speech]; reloaded)
         self._to_voice = to_voice  # channel -> its reply_voice_to_voice
         self._speaks = speaks  # channel -> it can send voice messages
         self._where = where  # "Telegram and WhatsApp": the channels that can
@@ -96,7 +96,7 @@ class VoiceCommands:
         if wanted not in ("on", "off"):
             raise UsageError(f"Unknown /voice choice {wanted!r}.")
         speaks = self._speaks(i.channel)
-        if wanted == "on" and not self._configured:
+        if wanted == "on" and not self.configured:
             return (
                 "🔇 Spoken answers need a speech server: set [llm.speech] base_url (an "
                 "OpenAI-compatible /audio/speech endpoint) and, if it needs one, api_key."
@@ -121,7 +121,7 @@ class VoiceCommands:
         lines = [f"Voice answers in this chat: {'on' if on else 'off'}."]
         if self._to_voice(channel):
             lines.append("A voice note is always answered with voice too.")
-        if not self._configured:
+        if not self.configured:
             lines.append("No speech server is configured ([llm.speech] base_url).")
         lines.append("/voice on or /voice off changes it.")
         return "\n".join(lines)

@@ -156,6 +156,10 @@ class VoiceSense:
         self.limits = limits
         self._audit = audit
 
+    def configure(self, transcribe: Transcribe | None, limits: VoiceLimits) -> None:
+        """A reload's server and limits, from the next voice note on."""
+        self._transcribe, self.limits = transcribe, limits
+
     async def handle(self, att: Attachment, ctx: SenseContext) -> Prepared:
         path = Path(att.path) if att.path else None
         try:

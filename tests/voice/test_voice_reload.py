@@ -1,5 +1,11 @@
-"""The voice keeps the audio servers it started with; a reload that changes them says a
-restart applies them (README: [llm] applies at once, its audio servers after a restart)."""
+"""A reload applies the voice's audio servers, like the rest of `[llm]` (README: reload).
+
+Until session 29 the voice kept the servers it started with and a WARNING asked for a
+restart. Now `Voice.reload` makes new clients: a voice note sent after a reload that set
+a transcription server is transcribed by it, `/voice on` finds the speech server, and a
+reload that takes the servers away says so again. Through the real Telegram channel,
+the fake Bot API and the fake model server's audio endpoints.
+"""
 
 from __future__ import annotations
 
@@ -8,34 +14,67 @@ from pathlib import Path
 
 import pytest
 
-from bridge.app.build import build
 from bridge.app.live import reload_hooks
-from bridge.core.config import load_settings
-from bridge.types.audit_sink import MemoryAudit
+from bridge.core.config import Settings, load_settings
+from bridge.senses.voice import NOT_CONFIGURED
+from tests.fakes.ogg_opus import ogg_opus
+from tests.telegram.conftest import ALICE, TOKEN
+from tests.voice.conftest import KEY, Voiced, voiced
 
-SERVER = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test-0000", "model": "m"}
+
+def reloaded(v: Voiced, home: Path, llm: dict[str, object]) -> Settings:
+    new = load_settings(
+        home=home,
+        llm=llm,
+        telegram={"token": TOKEN, "api_base_url": v.bot.base_url},
+        tenants={"alice": {"telegram_ids": [ALICE]}},
+    )
+    for hook in reload_hooks(v.roost):
+        hook.apply(new)
+    return new
 
 
-async def test_a_reload_that_changes_an_audio_server_asks_for_a_restart(
+def shown(v: Voiced) -> list[str]:
+    return [m.text for m in v.bot.sent_to(ALICE)]
+
+
+async def test_a_reload_sets_and_takes_away_the_audio_servers(
     home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = load_settings(llm=SERVER)
-    roost = await build(settings, audit=MemoryAudit())
-    try:
-        assert roost.voice.speaker is not None  # speech defaults to the [llm] server
-        hooks = reload_hooks(roost)
+    async with voiced(home, llm={"provider": "offline"}) as v:
+        v.bot.push_voice(ALICE, ogg_opus({"TRANSCRIPT": "hi"}), duration=2)
+        await v.bot.wait_until(lambda: len(shown(v)) >= 1)
+        assert shown(v) == [NOT_CONFIGURED]
 
-        def reload(new_llm: dict[str, object]) -> list[str]:
-            caplog.clear()
-            new = load_settings(llm=new_llm)
-            with caplog.at_level(logging.WARNING, logger="roost"):
-                for hook in hooks:
-                    hook.apply(new)
-            return [r.getMessage() for r in caplog.records if "audio servers" in r.getMessage()]
+        served = {"base_url": v.model.base_url, "api_key": KEY, "model": "m"}
+        with caplog.at_level(logging.INFO, logger="roost"):
+            reloaded(v, home, served)
+        assert any("transcription on, speech on" in r.getMessage() for r in caplog.records)
+        v.bot.push_voice(ALICE, ogg_opus({"TRANSCRIPT": "water the basil"}), duration=2)
+        await v.bot.wait_until(lambda: len(shown(v)) >= 2)
+        assert shown(v)[1].endswith("Sure. You said: water the basil")
+        assert len(v.model.audio.of("transcriptions")) == 1
+        v.bot.push_text(ALICE, "/voice on")
+        await v.bot.wait_until(lambda: len(shown(v)) >= 3)
+        assert "speech server" not in shown(v)[2]
 
-        assert reload(SERVER | {"max_steps": 3}) == []  # nothing of the voice changed
-        (said,) = reload(SERVER | {"speech": {"voice": "nova", "model": "tts-2"}})
-        assert "applied only after a restart" in said
-        assert reload({**SERVER, "base_url": "http://127.0.0.1:10/v1"}) != []
-    finally:
-        await roost.aclose()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="roost"):
+            reloaded(v, home, {"provider": "offline"})
+        assert any("transcription off, speech off" in r.getMessage() for r in caplog.records)
+        v.bot.push_voice(ALICE, ogg_opus({"TRANSCRIPT": "again"}), duration=2)
+        await v.bot.wait_until(lambda: len(shown(v)) >= 4)
+        assert shown(v)[3] == NOT_CONFIGURED
+        assert len(v.model.audio.of("transcriptions")) == 1
+
+
+async def test_a_reload_that_changes_nothing_of_the_voice_says_nothing(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with voiced(home) as v:
+        llm = {"base_url": v.model.base_url, "api_key": KEY, "model": "m", "max_steps": 3}
+        before = v.roost.voice.transcriber
+        with caplog.at_level(logging.INFO, logger="roost"):
+            reloaded(v, home, llm)
+        assert v.roost.voice.transcriber is before  # the same client, its session kept
+        assert not [r for r in caplog.records if "audio servers" in r.getMessage()]
