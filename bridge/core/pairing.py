@@ -9,8 +9,8 @@ the identity out for an hour, during which codes are not even checked.
 The store also remembers who was already told "I don't know you", so an
 unknown person hears it once, not once per message; both stranger tables
 are bounded (`MAX_STRANGER_ROWS`, the least recently written forgotten
-first, by their `seq`; expired failure windows are dropped), so a flood of
-strangers cannot grow the database without bound. A binding holds only
+first, by their `seq`, but never a running lockout; expired failure windows
+are dropped), so a flood of strangers cannot grow the database without bound. A binding holds only
 while its tenant is configured (`rule(known)`), and `revoke` removes it:
 both take effect on the next message. Looking a binding up for a message
 (`seen`) stamps its `last_seen`, at most once a minute per identity
@@ -264,7 +264,9 @@ class PairingStore:
             "DELETE FROM pairing_failures WHERE window_start < ? AND locked_until < ?",
             (now - FAILURE_WINDOW_S, now),
         )
-        await _keep_newest(self.db, "pairing_failures")
+        # a running lockout is never what makes room: 10,000 fresh identities failing
+        # once each pushed a locked one out, and its next guess was "wrong, 4 left"
+        await _keep_newest(self.db, "pairing_failures", " AND locked_until < ?", (now,))
 
     # -- bindings -------------------------------------------------------------------------
 
@@ -379,11 +381,14 @@ class PairingStore:
         return rule
 
 
-async def _keep_newest(db: Database, table: str) -> None:
-    """Forget all but the newest MAX_STRANGER_ROWS rows (`seq` order = last written)."""
+async def _keep_newest(
+    db: Database, table: str, only: str = "", args: tuple[object, ...] = ()
+) -> None:
+    """Forget all but the newest MAX_STRANGER_ROWS rows (`seq` order = last written);
+    `only` (SQL starting with AND, its `args`) narrows what may be forgotten."""
     await db.execute(
-        f"DELETE FROM {table} WHERE seq <= (SELECT max(seq) FROM {table}) - ?",
-        (MAX_STRANGER_ROWS,),
+        f"DELETE FROM {table} WHERE seq <= (SELECT max(seq) FROM {table}) - ?{only}",
+        (MAX_STRANGER_ROWS, *args),
     )
 
 

@@ -145,6 +145,20 @@ async def test_failure_counters_are_pruned_and_capped(
     assert await count(db, "pairing_failures") == 1, "expired windows are dropped"
 
 
+async def test_a_running_lockout_is_never_what_makes_room(
+    store: PairingStore, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attacker's pass: 10,001 fresh identities failing once each pushed a locked one's
+    counter out, and its next guess was answered "wrong, 4 left" instead of "locked"."""
+    monkeypatch.setattr(pairing, "MAX_STRANGER_ROWS", CAP)
+    for _ in range(5):
+        await store.redeem("matrix", "@victim:x", "WRONGCDE")
+    for n in range(CAP + 50):
+        assert (await store.redeem("matrix", f"@n{n}:x", "WRONGCDE")).outcome == "wrong"
+    assert (await store.redeem("matrix", "@victim:x", "WRONGCDE")).outcome == "locked"
+    assert await count(db, "pairing_failures") <= CAP + 1
+
+
 async def test_the_least_recently_failed_counter_is_forgotten_first(
     store: PairingStore, db: Database, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
