@@ -5,7 +5,9 @@ search as the model's `recall` tool. Without `--json`, dated excerpts with
 the turns around each hit; with it, one object a line per query:
 `{"query", "hits": [{"id", "conversation", "time", "role", "text", "score"}]}`,
 best first (the DESIGN contract). `--batch FILE` reads one query a line.
-Each query is audited as `recall.searched` (counts only).
+Each query is audited as `recall.searched` (counts only). The excerpts are
+printed with their control characters replaced (`controls.shown`): stored
+or imported text cannot drive the terminal; JSON escapes them anyway.
 
 `roost recall-eval [--dir DIR] [--answer]` imports a LoCoMo-style dev set
 (conv-N.jsonl + questions-N.jsonl) into a temporary home and prints evidence
@@ -26,6 +28,7 @@ from pathlib import Path
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import record_event
+from bridge.channels.terminal.controls import shown
 from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
@@ -102,9 +105,9 @@ async def _search(
             if args.json:
                 print(json.dumps({"query": query, "hits": [_hit(h, mask) for h in found.hits]}))
             else:
-                print(f"# {query}")
-                shown = await recall.render(dirs, found.hits) if found.hits else "(nothing found)"
-                print(mask.mask(shown))
+                print(f"# {shown(query)}")
+                text = await recall.render(dirs, found.hits) if found.hits else "(nothing found)"
+                print(shown(mask.mask(text)))
                 print()
     finally:
         await recall.indexer.aclose()

@@ -13,6 +13,8 @@ prompt (a terminal) send a copy of the file with the next message
 (`cli_attach`). With a `TerminalInbox` (`cli_inbox`), `chat` also prints the
 chat's reminders and job answers: the ones missed while it was closed after
 the banner, then each as it arrives, between answers (a turn holds `busy`).
+Whatever did not come from roost (answers, file names, reminders) is written
+through `controls.shown`: a control sequence in it is seen, not obeyed.
 
 What `chat` talks to is a `Backing`: the core's `handle`, its command
 table, the inbox and the attacher of one built roost.
@@ -27,6 +29,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO
 
+from bridge.channels.terminal.controls import shown
 from bridge.types.messages import Attachment, DeltaSink, Final, Handle, Inbound, actions_hint
 from bridge.types.progress import ProgressSink
 
@@ -63,15 +66,18 @@ def inbound(text: str, chat: str, attachments: tuple[Attachment, ...] = ()) -> I
 
 
 def file_lines(final: Final) -> str:
-    """One `file: PATH (name)` line per file of the reply, then its actions as a hint."""
+    """One `file: PATH (name)` line per file of the reply, then its actions as a hint
+    (control characters shown, not obeyed: `shown`)."""
     hint = actions_hint(final.actions, final.text)  # "(reply /yes k3f9 to keep as memory, or …)"
-    return "".join(f"file: {f.path} ({f.name})\n" for f in final.files) + (hint and hint + "\n")
+    files = "".join(f"file: {shown(str(f.path))} ({shown(f.name)})\n" for f in final.files)
+    return files + (hint and shown(hint) + "\n")
 
 
 async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
-    """One turn; the reply on `out`. Exit status 1 when the reply is an error."""
+    """One turn; the reply on `out` (its control characters `shown`). Exit status 1 when
+    the reply is an error."""
     final = await handle(inbound(text, chat), None)
-    out.write(final.text.rstrip("\n") + "\n" + file_lines(final))
+    out.write(shown(final.text.rstrip("\n")) + "\n" + file_lines(final))
     out.flush()
     return 1 if final.kind in ("error", "refusal") else 0
 
@@ -100,13 +106,13 @@ async def chat_loop(backing: Backing, chat: str, inp: TextIO, out: TextIO, banne
     inbox = backing.inbox
     missed = await inbox.missed() if inbox is not None else []
     if missed:
-        out.write("".join(f"{prefix}{line}\n" for line in [AWAY, *missed]) + gap)
+        out.write("".join(f"{prefix}{shown(line)}\n" for line in [AWAY, *missed]) + gap)
         out.flush()
     busy = asyncio.Lock()
 
     async def show(text: str) -> None:
         async with busy:
-            out.write(f"{prefix}{text}\n{gap}")
+            out.write(f"{prefix}{shown(text)}\n{gap}")
             out.flush()
 
     watcher = watch_inbox(inbox, show)
@@ -138,7 +144,9 @@ async def _plain_line(backing: Backing, text: str, chat: str, out: TextIO, prefi
 
         reply = await local_command(backing.attacher, text)
         if reply is not None:
-            out.write(f"{'roost> ' if prefixed else ''}{reply}\n{'' if prefixed else chr(10)}")
+            out.write(
+                f"{'roost> ' if prefixed else ''}{shown(reply)}\n{'' if prefixed else chr(10)}"
+            )
             out.flush()
             return
     files = backing.attacher.take() if backing.attacher is not None else ()
@@ -155,7 +163,7 @@ async def _plain_turn(
         if not streamed:
             out.write(prefix)
         streamed.append(piece)
-        out.write(piece)
+        out.write(shown(piece))
         out.flush()
 
     final = await handle(message, on_delta)
@@ -164,7 +172,7 @@ async def _plain_turn(
     else:
         if streamed:
             out.write("\n")
-        out.write(prefix + final.text.rstrip("\n") + "\n")
+        out.write(prefix + shown(final.text.rstrip("\n")) + "\n")
     out.write(file_lines(final))
     if not prefixed:
         out.write("\n")

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from markdown_it.token import Token
 from rich.markdown import Markdown
 
+from bridge.channels.terminal.controls import shown
+
 TERM_PROGRAMS = frozenset({"iTerm.app", "WezTerm", "vscode", "ghostty", "Hyper"})
 TERMS = ("xterm-kitty", "xterm-ghostty", "foot", "wezterm", "alacritty")
 VTE_MIN = 5000  # VTE 0.50 (GNOME Terminal, Tilix, Terminator, ...)
@@ -54,7 +56,7 @@ class AnswerMarkdown(Markdown):
     """An answer as Markdown; without OSC 8 every link shows its URL, autolinks once."""
 
     def __init__(self, text: str, osc8: bool) -> None:
-        super().__init__(text, hyperlinks=osc8)
+        super().__init__(shown(text), hyperlinks=osc8)  # no escape sequence of the model's
         if not osc8:
             for token in self.parsed:
                 if token.type == "inline" and token.children:

@@ -6,14 +6,17 @@ A tool call is one line when it ends: the tool as the person knows it
 `  tool me.wordcount · ok · 12 ms`. A retry of the model server is one line
 too (`  retrying: the model server is busy (HTTP 429) · 1 of 3`). The
 arguments and results stay out of the conversation (`/status` and the
-audit say what ran). Pure: `step_line` turns a progress report into the line
-or None (nothing to show: a tool starting, the model's name).
+audit say what ran). A name the model made up is shown with its control
+characters replaced (`controls.shown`), never obeyed. Pure: `step_line`
+turns a progress report into the line or None (nothing to show: a tool
+starting, the model's name).
 """
 
 from __future__ import annotations
 
 import re
 
+from bridge.channels.terminal.controls import shown
 from bridge.types.progress import Progress, RetryStep, ToolStep
 from forge.names import BadName, from_wire
 
@@ -40,7 +43,7 @@ def step_line(step: Progress) -> str | None:
         if step.state == "start":
             return None
         state = "ok" if step.state == "done" else "error"
-        return f"  tool {person_name(step.name)} · {state} · {duration(step.ms)}"
+        return shown(f"  tool {person_name(step.name)} · {state} · {duration(step.ms)}")
     if isinstance(step, RetryStep):
-        return f"  retrying: {step.reason} · {step.attempt} of {step.max}"
+        return shown(f"  retrying: {step.reason} · {step.attempt} of {step.max}")
     return None

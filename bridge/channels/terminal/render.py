@@ -6,8 +6,10 @@ per token); while it grows the region shows the last lines that fit the
 screen, and when the answer is complete the region is replaced by the whole
 rendering, once: nothing is printed twice. Model answers are Markdown; replies
 of commands, errors and refusals are shown as they are (their text is not
-Markdown: `/help` has `<name>` in it). Links show their URL unless the
-terminal shows OSC 8 links (`cli_links`). `note` prints a dim line above the
+Markdown: `/help` has `<name>` in it). Their control characters are
+replaced before rich sees them (`controls.shown`: an escape sequence in an
+answer is seen, not obeyed); rich's own styling comes after. Links show
+their URL unless the terminal shows OSC 8 links (`cli_links`). `note` prints a dim line above the
 growing answer (a tool call, a retry: `cli_progress`). Only used when stdout
 is a terminal; piped output is plain text from `bridge.channels.terminal.channel` (no
 escape codes).
@@ -22,6 +24,7 @@ from rich.live import Live
 from rich.segment import Segment
 from rich.text import Text
 
+from bridge.channels.terminal.controls import shown
 from bridge.channels.terminal.links import AnswerMarkdown
 from bridge.types.messages import Final
 
@@ -45,7 +48,7 @@ class Tail:
 
 def rendering(final: Final, osc8: bool = False) -> RenderableType:
     """A reply as shown: Markdown for an answer, plain text (red for an error) otherwise."""
-    text = final.text.rstrip("\n")
+    text = shown(final.text.rstrip("\n"))
     if final.kind == "answer":
         return AnswerMarkdown(text, osc8)
     return Text(text, style="red" if final.kind in ("error", "refusal") else "")
@@ -92,7 +95,8 @@ class LiveAnswer:
         """Show the complete reply (in place of what streamed)."""
         self._end(rendering(final, self.osc8))
         for f in final.files:
-            self.console.print(f"file: {f.path} ({f.name})", markup=False, highlight=False)
+            line = f"file: {shown(str(f.path))} ({shown(f.name)})"
+            self.console.print(line, markup=False, highlight=False)
 
     def stop(self) -> None:
         """The turn was cancelled: keep what streamed, then say so."""
@@ -102,4 +106,4 @@ class LiveAnswer:
 
     def note(self, line: str, style: str = "dim") -> None:
         """A line of its own, dim by default (above the answer while it grows)."""
-        self.console.print(line, style=style, markup=False, highlight=False)
+        self.console.print(shown(line), style=style, markup=False, highlight=False)

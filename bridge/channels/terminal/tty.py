@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.channels.terminal.channel import QUIT, Backing, inbound, stop_watching, watch_inbox
+from bridge.channels.terminal.controls import shown
 from bridge.types.messages import Final
 from bridge.types.progress import Progress
 
@@ -75,7 +76,8 @@ class Screen:
     async def above_prompt(self, text: str, style: str = "") -> None:
         from prompt_toolkit.application import run_in_terminal
 
-        await run_in_terminal(lambda: self.console.print(text, style=style, markup=False))
+        line = shown(text)  # a reminder or a job's answer: seen, not obeyed
+        await run_in_terminal(lambda: self.console.print(line, style=style, markup=False))
 
 
 def _failure(ready: asyncio.Future[Backing]) -> BaseException | None:
