@@ -1,7 +1,9 @@
 """`roost backup DEST` and `roost restore SRC`: the command-line side of `bridge.app.backup`.
 
-Exit codes: 0 done, 2 refused (a non-empty destination or home, a damaged
-or incomplete backup); the message says why and what to do.
+Exit codes: 0 done (files that vanished during `backup` are counted, not an
+error), 1 backup: files left out (paths too long), 2 refused (a non-empty
+destination or home, a damaged, incomplete or invalid backup, a file changed
+during the restore); the message says why and what to do.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> int:
         f"backed up {settings.home} to {result.dest}: {count(result.files, 'file')}, "
         f"{count(result.bytes, 'byte')}, audit chain up to record {result.audit_seq}"
     )
+    if result.vanished:  # deleted by their owner (the daemon's cleanup) while the copy ran
+        print(
+            f"note: {count(result.vanished, 'file')} vanished while the copy was taken "
+            "(deleted by the daemon's cleanup or a tool as it ran, or no longer a regular "
+            "file): not in the backup, nothing else was left out"
+        )
     if result.left_out:
         first = result.left_out[0]
         shown = first if len(first) <= 120 else f"{first[:80]}...{first[-30:]}"
