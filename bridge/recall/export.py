@@ -2,7 +2,9 @@
 
 Each line is one message as `roost import` reads it (`conversation`, `id`,
 `role`, `name`, `text`, `time` ISO-8601 UTC) plus `source` (the channel, or
-`import`), so an export can be imported again into another roost.
+`import`), so an export can be imported again into another roost. A time no
+date can show (stored before `roost import` refused them) is written as epoch
+seconds, which the import refuses and names.
 `HISTORY_PAGE` is the query over the index's tables (`bridge.recall.index`),
 one tenant's messages in the order stored from after an id, a page at a time,
 with its columns in `Row`'s order; the export streams its pages through
@@ -12,7 +14,7 @@ with its columns in `Row`'s order; the export streams its pages through
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from bridge.recall.index import Row
 
@@ -25,14 +27,21 @@ HISTORY_PAGE = (  # (tenant, after this message id, at most n)
 
 def history_line(row: Row) -> bytes:
     """One message as a JSON line of the import format."""
-    at = datetime.fromtimestamp(row.at_ms / 1000, UTC).isoformat(timespec="milliseconds")
     record = {
         "conversation": row.conversation,
         "id": row.msg_id,
         "role": row.role,
         "name": row.name,
         "text": row.text,
-        "time": at.replace("+00:00", "Z"),
+        "time": _time(row.at_ms),
         "source": row.source,
     }
     return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _time(at_ms: int) -> str | float:
+    try:
+        at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=at_ms)
+    except OverflowError:
+        return at_ms / 1000
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")

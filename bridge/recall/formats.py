@@ -10,15 +10,18 @@ Each reader takes a binary stream and yields `Message`s and `Skipped` notes
   only (system, tool and hidden messages left out);
 - `claude`: the export's `conversations.json`, an array of conversations with
   `chat_messages` (`sender` human | assistant, `text` or `content` blocks).
-A time without a zone is read as UTC.
+A time without a zone is read as UTC; a time a date cannot show (before the
+year 1 or after 9999, UTC), not finite, or not a time at all skips its line or
+conversation, as does text that is not valid Unicode (a lone surrogate).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
 
 from bridge.recall.index import Message
@@ -27,6 +30,14 @@ from bridge.recall.jsonstream import iter_array
 FORMATS = ("jsonl", "chatgpt", "claude")
 SOURCE = "import"
 MAX_LINE = 4 << 20  # a longer JSONL line is skipped (and named), not read into memory
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+# The times a date can show (years 1 to 9999, UTC), in ms since the epoch: well
+# inside SQLite's 64-bit integer, and what recall renders without an error.
+MIN_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MS
+MAX_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MS
+# What a malformed item may raise while it is read: it is skipped and named.
+ITEM_ERRORS = (ValueError, TypeError, AttributeError, ArithmeticError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,17 +58,40 @@ Progress = Callable[[int], None]  # bytes read so far
 
 
 def parse_time(value: object) -> int:
-    """Milliseconds since the epoch from ISO-8601 text or epoch seconds; ValueError else."""
+    """Milliseconds since the epoch from ISO-8601 text or epoch seconds; ValueError else
+    (also for a time outside the years 1 to 9999, UTC, or not finite)."""
     if isinstance(value, bool):
         raise ValueError("time must be ISO-8601 text or epoch seconds")
     if isinstance(value, int | float):
-        return int(value * 1000)
-    if not isinstance(value, str):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("time is not a finite number")
+        ms = int(value * 1000) if isinstance(value, float) else value * 1000
+    elif isinstance(value, str):
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        ms = (at - _EPOCH) // _MS
+    else:
         raise ValueError("time must be ISO-8601 text or epoch seconds")
-    at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return int(at.timestamp() * 1000)
+    if not MIN_MS <= ms <= MAX_MS:
+        raise ValueError("time out of range (years 1 to 9999)")
+    return ms
+
+
+def _unicode(*texts: str) -> None:
+    """ValueError when a text cannot be stored (a lone surrogate from a JSON escape)."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("text is not valid Unicode (a lone surrogate)") from None
+
+
+def _message(
+    conversation: str, mid: str, role: str, text: str, at_ms: int, name: str = ""
+) -> Message:
+    _unicode(conversation, mid, text, name)
+    return Message(conversation, mid, role, text, at_ms, SOURCE, name)
 
 
 def _jsonl_message(obj: object) -> Message:
@@ -73,9 +107,7 @@ def _jsonl_message(obj: object) -> Message:
     if not isinstance(name, str):
         raise ValueError("'name' must be a string")
     text: str = obj["text"]
-    return Message(
-        obj["conversation"], obj["id"], role, text, parse_time(obj.get("time")), SOURCE, name
-    )
+    return _message(obj["conversation"], obj["id"], role, text, parse_time(obj.get("time")), name)
 
 
 def read_jsonl(stream: BinaryIO, progress: Progress | None = None) -> Iterator[Item]:
@@ -92,7 +124,10 @@ def read_jsonl(stream: BinaryIO, progress: Progress | None = None) -> Iterator[I
             continue
         try:
             message = _jsonl_message(json.loads(raw))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except RecursionError:
+            yield Skipped(f"line {number}", "nested too deeply")
+            continue
+        except ITEM_ERRORS as exc:  # UnicodeDecodeError is a ValueError
             yield Skipped(f"line {number}", str(exc).split("\n")[0][:120])
             continue
         if message.conversation not in seen:
@@ -162,7 +197,7 @@ def _chatgpt_messages(conv: dict[str, Any]) -> Iterator[Message]:
         mid = msg.get("id") or node.get("id")
         if text and isinstance(mid, str):
             at = parse_time(msg.get("create_time") or fallback)
-            yield Message(f"chatgpt:{cid}", mid, role, text, at, SOURCE)
+            yield _message(f"chatgpt:{cid}", mid, role, text, at)
 
 
 def _claude_text(msg: dict[str, Any]) -> str:
@@ -189,7 +224,7 @@ def _claude_messages(conv: dict[str, Any]) -> Iterator[Message]:
         text, mid = _claude_text(msg), msg.get("uuid")
         if role and text and isinstance(mid, str):
             at = parse_time(msg.get("created_at") or conv.get("created_at") or 0)
-            yield Message(f"claude:{cid}", mid, role, text, at, SOURCE)
+            yield _message(f"claude:{cid}", mid, role, text, at)
 
 
 def _read_array(
@@ -206,8 +241,11 @@ def _read_array(
             continue
         try:
             found = list(messages(element.value))
-        except (ValueError, TypeError, AttributeError) as exc:
-            yield Skipped(where, str(exc)[:120])
+        except RecursionError:
+            yield Skipped(where, "nested too deeply")
+            continue
+        except ITEM_ERRORS as exc:
+            yield Skipped(where, str(exc).split("\n")[0][:120])
             continue
         if found:
             yield Started(found[0].conversation)

@@ -6,8 +6,9 @@ memory: at most one element (one conversation) and one chunk do. When an
 element is cut by the chunk's end, more is read — at least as much again as
 is buffered, so a large element costs a few decodes, not one per chunk.
 `Element.offset` is the bytes consumed so far (the progress bar's measure).
-A file that is not an array, or whose JSON breaks, raises `BadJson` naming
-the element's position; what came before it has been yielded already.
+A file that is not an array, whose JSON breaks, that is not UTF-8 or whose
+element is nested too deeply to decode raises `BadJson` naming the element's
+(or the byte's) position; what came before it has been yielded already.
 """
 
 from __future__ import annotations
@@ -51,10 +52,18 @@ class _Buffer:
         self.read_bytes += len(data)
         if not data:
             self.eof = True
-            self.text += self._utf8.decode(b"", final=True)
+            self.text += self._decode(data, final=True)
             return False
-        self.text += self._utf8.decode(data)
+        self.text += self._decode(data)
         return True
+
+    def _decode(self, data: bytes, final: bool = False) -> str:
+        try:
+            return self._utf8.decode(data, final=final)
+        except UnicodeDecodeError as exc:
+            # exc.object: the bytes held back from the chunk before, then this chunk
+            at = self.read_bytes - len(exc.object) + exc.start
+            raise BadJson(f"the file is not UTF-8 (byte {at + 1:,}: {exc.reason})") from None
 
     def skip_space(self) -> str:
         """The next non-space character ('' at the end of the file), not consumed."""
@@ -99,6 +108,8 @@ def _decode_one(buf: _Buffer, index: int) -> object:
             if _cut(exc, buf.text) and buf.more(at_least=len(buf.text)):
                 continue
             raise BadJson(f"element {index + 1}: {exc.msg}") from None
+        except RecursionError:
+            raise BadJson(f"element {index + 1}: nested too deeply") from None
         if end == len(buf.text) and not buf.eof and buf.more():  # a number may go on
             continue
         buf.pos = end

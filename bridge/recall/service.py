@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bridge.recall.backfill import EMBED_CHARS
@@ -47,8 +47,16 @@ class Found:
     ms: int
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def when(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """The time as a UTC date; a time no date can show (stored before `roost import`
+    refused them) as its milliseconds, never an error."""
+    try:
+        return (_EPOCH + timedelta(milliseconds=at_ms)).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, ValueError):
+        return f"time out of range ({at_ms} ms since 1970)"
 
 
 def _cut(text: str, limit: int) -> str:
