@@ -185,6 +185,22 @@ class MatrixClient:
         joined = got.get("joined", {})
         return list(joined) if isinstance(joined, dict) else []
 
+    async def present(self, room_id: str) -> int:
+        """How many people are in the room now: joined or invited (an invited person
+        may join at any time and read what was said)."""
+        path = Path.v3.rooms[room_id].members
+        got = await self.call(Method.GET, path, query={"not_membership": "leave"})
+        chunk = got.get("chunk")
+        if not isinstance(chunk, list):
+            raise MatrixError(502, "M_BAD_MEMBERS")
+        return sum(
+            1
+            for event in chunk
+            if isinstance(event, dict)
+            and isinstance(event.get("content"), dict)
+            and event["content"].get("membership") in ("join", "invite")
+        )
+
     async def upload(self, data: bytes, mime: str, name: str) -> str:
         """Put bytes in the media repository; their mxc:// URI."""
         got = await self.call(

@@ -25,7 +25,19 @@ that grows past two members, and rejects any other invite. A stranger may
 invite the bot to a direct room so they can `/pair CODE` there; anything
 else they say gets the core's one refusal and the bot leaves the room;
 later they get silence (the refusal is the core's, recorded once as on
-every channel). Encrypted rooms: roost
+every channel).
+
+Members of a direct room: the sync filter keeps `m.room.member` events, so
+a join, invite or leave reaches the channel with the room's `summary`
+(joined plus invited, `events.read`); the count is kept per room. A room
+whose members changed without a summary (a gap in its timeline), or one
+not seen since the start, is asked (`MatrixClient.present`) before the
+next answer there; a normal message costs no request. A direct room of
+more than two people is left (at once when a sync tells so, else at its
+next message) and never answered; one whose count cannot be learned is
+not answered (fail closed). The count is checked again just before each
+answer, so a message queued behind a long answer is not answered to a
+room that grew meanwhile. Encrypted rooms: roost
 holds no Olm/Megolm keys, so an encrypted message is answered, once per
 room and run, with `ENCRYPTED` (a plain notice), never read.
 """
@@ -63,7 +75,10 @@ FILTER = json.dumps(
         "presence": {"types": []},
         "account_data": {"types": []},
         "room": {
-            "timeline": {"limit": 100, "types": ["m.room.message", "m.room.encrypted"]},
+            "timeline": {
+                "limit": 100,
+                "types": ["m.room.message", "m.room.encrypted", "m.room.member"],
+            },
             "state": {"types": [], "lazy_load_members": True},
             "ephemeral": {"types": []},
             "account_data": {"types": []},
@@ -108,6 +123,9 @@ class MatrixChannel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
         self._told_encrypted: set[str] = set()
+        self._members: dict[str, int] = {}  # room -> joined + invited, while known
+        self._gone: set[str] = set()  # direct rooms left for being crowded
+        self._news: Counter[str] = Counter()  # room -> syncs that changed what is known
         self.connected = False
         self.synced = asyncio.Event()  # set after each stored batch (tests, benchmarks)
         self.batches = 0
@@ -197,14 +215,24 @@ class MatrixChannel:
         for kind, n in batch.skipped.items():
             self._ignore(kind, n)
         for room_id in batch.left:
+            self._forget(room_id)
+            self._gone.discard(room_id)
             await self._stored("a room left", self.store.forget_room(room_id))
+        for room_id in batch.changed:
+            self._forget(room_id)  # stale, unless the summary says anew
+        for room_id, count in batch.members.items():
+            self._members[room_id] = count
+            self._news[room_id] += 1
+        for room_id, count in batch.members.items():
+            if count > 2 and room_id not in self.allowed_rooms and room_id not in self._gone:
+                await self._leave_crowded(room_id, count)
         for invite in batch.invites:
             await self._invited(invite)
         if history:  # the account's first sync: nothing said before is answered
             self._ignore("history", len(batch.messages))
             return
         for message in batch.messages:
-            await self._route(message, batch.members.get(message.room_id))
+            await self._route(message)
 
     def _ignore(self, kind: str, n: int) -> None:
         if n:
@@ -216,6 +244,8 @@ class MatrixChannel:
     async def _invited(self, invite: Invite) -> None:
         known = self._tenant_of(invite.inviter) is not None
         if invite.room_id in self.allowed_rooms or invite.direct or known:
+            self._forget(invite.room_id)  # learned again once joined
+            self._gone.discard(invite.room_id)
             await self._call(self.client.join(invite.room_id), "join")
             return
         self.ignored["invite refused"] += 1
@@ -234,7 +264,7 @@ class MatrixChannel:
         except MatrixError as exc:
             log.warning("matrix: %s failed: %s", what, exc)
 
-    async def _route(self, msg: Message, members: int | None) -> None:
+    async def _route(self, msg: Message) -> None:
         if msg.encrypted:
             if msg.room_id not in self._told_encrypted:
                 self._told_encrypted.add(msg.room_id)
@@ -244,9 +274,7 @@ class MatrixChannel:
         group = msg.room_id in self.allowed_rooms
         if group and not msg.mentions_me:
             return  # group talk not meant for the bot
-        if not group and members is not None and members > 2:
-            self._ignore("crowded room", 1)
-            await self._call(self.client.leave(msg.room_id, NOT_HERE), "leave")
+        if not group and await self._crowded(msg.room_id):
             return
         chat = group_chat(msg.room_id, msg.sender) if group else msg.sender
         text = msg.text
@@ -262,6 +290,39 @@ class MatrixChannel:
             has_text=text is not None,
         )
         self._spawn(chat, inbound, msg)
+
+    async def _crowded(self, room_id: str) -> bool:
+        """Whether a message in this direct room goes unanswered: more than two people
+        in it (the bot leaves it), or a count that could not be learned (fail closed).
+        A known count costs nothing; an unknown one is asked once and kept."""
+        while room_id not in self._gone:
+            count = self._members.get(room_id)
+            if count is None:
+                news = self._news.get(room_id, 0)
+                try:
+                    asked = await self.client.present(room_id)
+                except MatrixError as exc:
+                    log.warning("matrix: a room's members could not be read (%s)", exc)
+                    self._ignore("members unknown", 1)
+                    return True
+                if self._news.get(room_id, 0) != news:
+                    continue  # a sync told of a change meanwhile: that, or ask again
+                self._members[room_id] = count = asked
+            if count <= 2:
+                return False
+            await self._leave_crowded(room_id, count)
+        self._ignore("crowded room", 1)
+        return True
+
+    def _forget(self, room_id: str) -> None:
+        self._members.pop(room_id, None)
+        self._news[room_id] += 1
+
+    async def _leave_crowded(self, room_id: str, count: int) -> None:
+        self._gone.add(room_id)
+        log.info("matrix: a direct room has %d people in it; the bot leaves it", count)
+        await self._call(self.client.leave(room_id, NOT_HERE), "leave")
+        await self._stored("a room left", self.store.forget_room(room_id))
 
     def _spawn(self, chat: str, inbound: Inbound, msg: Message) -> None:
         before = self._last.get(chat)
@@ -282,6 +343,8 @@ class MatrixChannel:
     ) -> None:
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
+        if inbound.is_private and await self._crowded(msg.room_id):
+            return  # the room grew while the message waited its turn
         await self._handle(inbound, msg)
 
     # -- one message ---------------------------------------------------------------------------

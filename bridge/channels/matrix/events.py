@@ -1,6 +1,7 @@
 """A `/sync` answer as the few things the channel acts on (pure).
 
-`read(sync, me)` walks `rooms.join` (timeline events), `rooms.invite`
+`read(sync, me)` walks `rooms.join` (timeline events, the room's
+`summary` and whether its members may have changed), `rooms.invite`
 (invites, with the inviter and whether the invite says `is_direct` or the
 room is encrypted, from `invite_state`) and `rooms.leave` (rooms the bot
 left or was kicked from). Of the timeline it keeps the people's
@@ -13,6 +14,13 @@ in the room). A message's media (`m.image`, `m.file`, `m.audio`,
 mentions the bot (`m.mentions.user_ids`, the user id in the body, or a
 matrix.to link to it in the formatted body) is read here; `without_mention`
 drops the mention from the text. Anything malformed is skipped and counted.
+
+Members: `members` is a room's joined plus invited count where the sync's
+`summary` told it (an invited person joins when they like, and with the
+usual `shared` history reads what was said before); `changed` holds the
+rooms whose timeline holds an `m.room.member` event or is `limited` (a gap
+that may hide one): a count known from before is stale there unless the
+summary tells the new one.
 """
 
 from __future__ import annotations
@@ -64,7 +72,8 @@ class Batch:
     messages: list[Message] = field(default_factory=list)
     invites: list[Invite] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
-    members: dict[str, int] = field(default_factory=dict)  # room -> joined count, if told
+    members: dict[str, int] = field(default_factory=dict)  # room -> joined + invited, if told
+    changed: set[str] = field(default_factory=set)  # rooms whose members may have changed
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -77,10 +86,19 @@ def read(sync: dict[str, Any], me: str) -> Batch | None:
     rooms = _dict(sync.get("rooms"))
     for room_id, room in _dict(rooms.get("join")).items():
         room = _dict(room)
-        count = _dict(room.get("summary")).get("m.joined_member_count")
-        if isinstance(count, int):
-            batch.members[room_id] = count
-        for event in _list(_dict(room.get("timeline")).get("events")):
+        summary = _dict(room.get("summary"))
+        joined, invited = (
+            summary.get("m.joined_member_count"),
+            summary.get("m.invited_member_count", 0),
+        )
+        if isinstance(joined, int):
+            batch.members[room_id] = joined + (invited if isinstance(invited, int) else 1)
+        timeline = _dict(room.get("timeline"))
+        if timeline.get("limited") is True:
+            batch.changed.add(room_id)
+        for event in _list(timeline.get("events")):
+            if _dict(event).get("type") == "m.room.member":
+                batch.changed.add(room_id)
             message = _message(room_id, _dict(event), me, batch.skipped)
             if message is not None:
                 batch.messages.append(message)
