@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
+from bridge.channels.terminal.controls import shown
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.core.identities import tenant_of
@@ -96,10 +97,10 @@ def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
         print("roost: no database yet (the daemon has not run)", file=sys.stderr)
         return 1
     jobs, failures = asyncio.run(listing(settings, args.tenant))
-    print("\n".join(job_line(j) for j in jobs) if jobs else "no jobs")
+    print(shown("\n".join(job_line(j) for j in jobs)) if jobs else "no jobs")
     if failures:
         print(f"\ndelivery failures ({len(failures)}):")
-        print("\n".join(failure_line(e) for e in failures))
+        print(shown("\n".join(failure_line(e) for e in failures)))  # errors a platform sent
     return 0
 
 

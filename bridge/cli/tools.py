@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from bridge.channels.terminal.controls import shown
 from bridge.cli.rows import Run, Verb, add_verbs, pick, tenant_arg
 from bridge.core.config import Settings
 from bridge.types.tenant_dirs import TenantDirs
@@ -29,7 +30,7 @@ def run_list(args: argparse.Namespace, settings: Settings) -> int:
         flag = "  unused 90d" if t.unused(now_ms) else ""
         print(
             f"me.{t.spec.name}\t{t.spec.sha256[:12]}\tcalls {t.usage.calls}\t"
-            f"errors {t.usage.errors}\t{mask.mask(t.spec.description)}{flag}"
+            f"errors {t.usage.errors}\t{shown(mask.mask(t.spec.description))}{flag}"
         )
     return 0
 
