@@ -155,7 +155,7 @@ async def memory(base: Path, server: Synapse, chats: int) -> tuple[int, int]:
         for first in range(0, chats, 50):
             for i in range(first, min(chats, first + 50)):
                 message = Message(room, ids[i], f"$sim{i}", "m.text", "hello, remember me")
-                await channel._route(message, 2)
+                await channel._route(message)  # a room of two: the bot and the watcher
             await channel.idle()
         after = rss_kib()
         return before, after
