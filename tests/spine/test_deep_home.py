@@ -24,7 +24,7 @@ from tests.spine.test_export import setup_two_people
 from tests.spine.test_file_tree import LONG, LONG_NAME, build
 
 __all__ = ["fake"]
-DEEP = 1_500  # levels of "d": past the recursion limit, the paths within PATH_MAX
+DEEP = 1_100  # levels of "d": past the recursion limit (1,000), the paths within PATH_MAX
 
 
 async def test_doctor_backup_export_and_forget_on_a_deep_and_a_long_tree(
