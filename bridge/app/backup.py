@@ -274,6 +274,7 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     held = {p for c in chains for p in (c, head_path(c))}
     left_out = []
     vanished = 0
+    copied: dict[Path, tuple[str, int]] = {}  # SHA-256 and size of what _copy_file wrote
     for rel in walk_files(home):
         if _skipped(rel, held):
             continue
@@ -285,7 +286,7 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
             if _is_sqlite(rel):
                 _copy_sqlite(home / rel, dest / rel)
             else:
-                _copy_file(home / rel, dest / rel)
+                copied[rel] = _copy_file(home / rel, dest / rel)
         except NotRegular:
             vanished += 1  # replaced by a link (or else) since the listing: not copied
         except OSError as exc:
@@ -296,8 +297,8 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
     seq = sum(seqs.values())  # records in all chains (one chain: its head's seq)
     files: dict[str, dict[str, str | int]] = {}
     total = 0
-    for rel in walk_files(dest):
-        sha256, size = sha256_file(dest / rel)
+    for rel in walk_files(dest):  # hashed as copied, or else (SQLite, chains) read here
+        sha256, size = copied.get(rel) or sha256_file(dest / rel)
         total += size
         mode = (dest / rel).stat().st_mode & 0o777
         files[str(rel)] = {"sha256": sha256, "size": size, "mode": f"{mode:04o}"}

@@ -199,10 +199,10 @@ class TenantQuota:
         return known
 
     def _current(self, dirs: TenantDirs) -> _Usage:
-        now = self._clock()
-        known = self._usage.get(dirs.tenant)
-        if known is None or now - known.measured >= self._ttl:
+        known = self._kept(dirs)
+        if known is None:
             self.walks += 1
+            now = self._clock()  # the figure's time is the walk's start
             known = _Usage(measure((dirs.workspace, dirs.out)), now)
             self._usage[dirs.tenant] = known
         return known

@@ -14,8 +14,8 @@ with its columns in `Row`'s order; the export streams its pages through
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 
+from bridge.recall.formats import utc
 from bridge.recall.index import Row
 
 HISTORY_PAGE = (  # (tenant, after this message id, at most n)
@@ -40,8 +40,7 @@ def history_line(row: Row) -> bytes:
 
 
 def _time(at_ms: int) -> str | float:
-    try:
-        at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=at_ms)
-    except OverflowError:
+    at = utc(at_ms)
+    if at is None:
         return at_ms / 1000
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")

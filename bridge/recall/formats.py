@@ -78,6 +78,15 @@ def parse_time(value: object) -> int:
     return ms
 
 
+def utc(at_ms: int) -> datetime | None:
+    """The UTC time of a stored `at_ms`; None for one no date can show (stored before
+    `roost import` refused them): a reader shows it some other way, never fails."""
+    try:
+        return _EPOCH + timedelta(milliseconds=at_ms)
+    except OverflowError:
+        return None
+
+
 def _unicode(*texts: str) -> None:
     """ValueError when a text cannot be stored (a lone surrogate from a JSON escape)."""
     for text in texts:

@@ -21,11 +21,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bridge.recall.backfill import EMBED_CHARS
 from bridge.recall.embedder import Embedder, EmbedError
+from bridge.recall.formats import utc
 from bridge.recall.hybrid import FUSION, Fusion, hybrid_search
 from bridge.recall.index import RecallIndex, Row
 from bridge.recall.indexer import Indexer
@@ -47,16 +47,13 @@ class Found:
     ms: int
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def when(at_ms: int) -> str:
     """The time as a UTC date; a time no date can show (stored before `roost import`
     refused them) as its milliseconds, never an error."""
-    try:
-        return (_EPOCH + timedelta(milliseconds=at_ms)).strftime("%Y-%m-%d %H:%M UTC")
-    except (OverflowError, ValueError):
+    at = utc(at_ms)
+    if at is None:
         return f"time out of range ({at_ms} ms since 1970)"
+    return at.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -180,11 +180,6 @@ class MatrixClient:
             Method.POST, Path.v3.rooms[room_id].leave, {"reason": reason} if reason else {}
         )
 
-    async def members(self, room_id: str) -> list[str]:
-        got = await self.call(Method.GET, Path.v3.rooms[room_id].joined_members)
-        joined = got.get("joined", {})
-        return list(joined) if isinstance(joined, dict) else []
-
     async def present(self, room_id: str) -> int:
         """How many people are in the room now: joined or invited (an invited person
         may join at any time and read what was said)."""

@@ -48,10 +48,10 @@ class Tail:
 
 def rendering(final: Final, osc8: bool = False) -> RenderableType:
     """A reply as shown: Markdown for an answer, plain text (red for an error) otherwise."""
-    text = shown(final.text.rstrip("\n"))
+    text = final.text.rstrip("\n")
     if final.kind == "answer":
-        return AnswerMarkdown(text, osc8)
-    return Text(text, style="red" if final.kind in ("error", "refusal") else "")
+        return AnswerMarkdown(text, osc8)  # its text `shown` there, once
+    return Text(shown(text), style="red" if final.kind in ("error", "refusal") else "")
 
 
 class LiveAnswer:
