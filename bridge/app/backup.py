@@ -47,7 +47,7 @@ from pathlib import Path
 from bridge.audit.chains import chain_files
 from bridge.audit.store import complete_end, head_path, lock_path
 from bridge.core.words import count
-from bridge.types.file_tree import walk
+from bridge.types.file_tree import TRIES, TreeChanged, until_still, walk
 
 MANIFEST = "MANIFEST.json"
 FORMAT = 1
@@ -147,7 +147,17 @@ def walk_files(root: Path) -> Iterator[Path]:
     Any depth (`file_tree.walk`: no recursion); a folder that cannot be read is an
     error, never a silent gap in the copy."""
     skipped: list[tuple[str, OSError]] = []
-    found = sorted(e.parts for e in walk(root, skipped=skipped) if e.is_file())
+
+    def listing() -> list[tuple[str, ...]]:
+        skipped.clear()
+        return sorted(e.parts for e in walk(root, skipped=skipped) if e.is_file())
+
+    try:
+        found = until_still(listing)
+    except TreeChanged as exc:
+        raise BackupError(
+            f"folders under {root} kept moving while they were listed ({TRIES} times); run it again"
+        ) from exc
     if skipped:
         where, exc = skipped[0]
         raise BackupError(f"cannot read {root / where}: {exc.strerror or exc}")

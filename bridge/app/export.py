@@ -53,7 +53,7 @@ from bridge.storage.placeholders import Params
 from bridge.storage.protocol import Database
 from bridge.storage.protocol import Row as DbRow
 from bridge.storage.tenants import tenant_tables
-from bridge.types.file_tree import Entry, walk
+from bridge.types.file_tree import GONE, Entry, until_still, walk
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -214,7 +214,11 @@ async def write_export(
         return asyncio.run_coroutine_threadsafe(db.fetch_all(sql, params), loop).result()
 
     dirs = TenantDirs.of(home, tenant)
-    return await asyncio.to_thread(_write, home, fetch, tables, dirs, out, when, max_bytes, used)
+
+    def whole() -> Exported:  # begun again when a folder moves under the walk
+        return _write(home, fetch, tables, dirs, out, when, max_bytes, used)
+
+    return await asyncio.to_thread(until_still, whole)
 
 
 def _write(
@@ -268,8 +272,7 @@ def _fill(
     zf.writestr("README.txt", README.format(tenant=tenant, when=when))
     mask = masker_of(dirs)
     for entry in _tenant_files(dirs):
-        _add_file(zf, entry, "files/" + entry.rel, mask)
-        files += 1
+        files += _add_file(zf, entry, "files/" + entry.rel, mask)
     vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
     zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
@@ -302,22 +305,29 @@ def _is_text(fh: BinaryIO) -> bool:
     return True
 
 
-def _add_file(zf: zipfile.ZipFile, entry: Entry, name: str, mask: Masker) -> None:
+def _add_file(zf: zipfile.ZipFile, entry: Entry, name: str, mask: Masker) -> int:
     """A file into the ZIP: a UTF-8 text through the masker (in pieces), else as it is
     (no text of a binary file can be masked). Read through its folder's descriptor: a
-    path of any length."""
+    path of any length. 0 when it was removed (or became a link) since it was listed."""
+    try:
+        fd = entry.open()
+    except OSError as exc:
+        if exc.errno in GONE:
+            return 0
+        raise
     when = max(time.localtime(entry.st.st_mtime)[:6], ZIP_EPOCH)
     info = zipfile.ZipInfo(name, when)
     info.external_attr = (entry.st.st_mode & 0xFFFF) << 16
     info.compress_type = zf.compression
-    with os.fdopen(entry.open(), "rb") as fh, zf.open(info, "w") as out:
+    with os.fdopen(fd, "rb") as fh, zf.open(info, "w") as out:
         if not _is_text(fh):
             shutil.copyfileobj(fh, out, 1 << 20)
-            return
+            return 1
         decoder, stream = codecs.getincrementaldecoder("utf-8")(), mask.stream()
         while chunk := fh.read(1 << 20):
             out.write(stream.feed(decoder.decode(chunk)).encode())
         out.write((stream.feed(decoder.decode(b"", final=True)) + stream.flush()).encode())
+    return 1
 
 
 def mcp_files(home: Path, tenant: str) -> list[Path]:

@@ -25,6 +25,7 @@ from bridge.core.commands import Command, CommandContext
 from bridge.core.quota import QuotaExceeded, TenantQuota, size_text
 from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
+from bridge.types.file_tree import TRIES, TreeChanged
 from bridge.types.messages import Final, OutFile
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -129,6 +130,11 @@ class ExportCommands:
             path, done = await export_to(self._home, self._db, ctx.dirs, when, self._quota)
         except QuotaExceeded as exc:
             return over_quota(exc)
+        except TreeChanged:
+            return (
+                f"Not exported: folders in your workspace kept moving while they were read "
+                f"({TRIES} tries; a tool of yours renaming them?). Send /export again."
+            )
         from bridge.app.export import export_details
 
         details = export_details(done, "user", ctx.inbound.channel)

@@ -35,6 +35,7 @@ from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.core.words import count
+from bridge.types.file_tree import TRIES, TreeChanged
 
 
 def export_args(p: argparse.ArgumentParser) -> None:
@@ -75,7 +76,15 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
         await record_event(settings, "data.exported", args.tenant, details, PLATFORMS)
         return done
 
-    done = asyncio.run(export())
+    try:
+        done = asyncio.run(export())
+    except TreeChanged:
+        print(
+            f"roost export: folders of tenant {args.tenant} kept moving while they were read "
+            f"({TRIES} tries; the daemon's tools at work?); nothing written, run it again",
+            file=sys.stderr,
+        )
+        return 1
     print(f"exported tenant {args.tenant} to {out} ({count(len(done.names), 'file')}, mode 0600)")
     return 0
 

@@ -61,6 +61,13 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     except BadJson as exc:
         print(f"roost import: {path}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # unreadable (permissions, an I/O error): a line, not a traceback
+        print(
+            f"roost import: cannot read {path}: {exc.strerror or exc}. What was read before "
+            "it is kept; run it again once the file reads: known messages are not added twice",
+            file=sys.stderr,
+        )
+        return 2
     asyncio.run(
         record_event(
             settings, "history.imported", args.tenant, summary.details(args.format), PLATFORMS

@@ -15,7 +15,9 @@ the walk with `TreeChanged`). No path string is longer than one name.
 `root`, its `lstat`, and the descriptor of the folder holding it, open until the walk
 goes on), each folder's entries in name order, a folder's before its contents;
 `skipped` collects the folders that could not be read instead of raising.
-`remove_tree(root)` deletes `root` and everything below it.
+`remove_tree(root)` deletes `root` and everything below it. `until_still(job)` runs
+a whole walk's work again when a folder moved under it (`TreeChanged`), up to
+`TRIES` times in all.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # removed, or replaced by a file or link
+GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # removed, or replaced by a file or link
+TRIES = 3  # `until_still`: a walk's work, in all, while folders keep moving under it
+_T = TypeVar("_T")
 
 
 class TreeChanged(OSError):
@@ -140,7 +145,7 @@ def walk(
                 try:
                     inner = os.open(name, _DIR, dir_fd=fd)
                 except OSError as exc:
-                    if exc.errno in _GONE:
+                    if exc.errno in GONE:
                         continue
                     if skipped is None:
                         raise
@@ -154,6 +159,17 @@ def walk(
                 break
     finally:
         os.close(fd)
+
+
+def until_still(job: Callable[[], _T]) -> _T:
+    """`job()`, run again from its start each time a folder moves under its walk (a
+    tool renaming its folders meanwhile); the last `TreeChanged` after `TRIES` runs."""
+    for _ in range(TRIES - 1):
+        try:
+            return job()
+        except TreeChanged:
+            continue
+    return job()
 
 
 def remove_tree(root: Path | str) -> None:

@@ -106,6 +106,17 @@ async def test_an_export_that_cannot_be_read_stops_with_one_line_and_exit_2(
     assert why in err
 
 
+async def test_a_file_that_fails_to_read_stops_with_one_line_and_exit_2(
+    home: Path, fake: FakeOpenAI
+) -> None:
+    """A read that fails (EIO here: a process's own memory at offset 0; EACCES for an
+    operator who may not read it) was a traceback."""
+    code, _, err = await run(["import", "--tenant", "alice", "/proc/self/mem"], env_for(home, fake))
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "roost import: cannot read /proc/self/mem: Input/output error." in err
+
+
 def test_an_invalid_byte_is_named_across_chunks() -> None:
     """The position counts the bytes held back from the chunk before (a cut sequence)."""
     good = json.dumps(claude_conversation("k1", "a")).encode()

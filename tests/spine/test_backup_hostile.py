@@ -26,6 +26,7 @@ import bridge.app.backup as backup_mod
 from bridge.app.backup import BackupError, BackupResult, backup, restore
 from bridge.cli.backup import run_backup, run_restore
 from bridge.core.config import Settings
+from bridge.types import file_tree
 
 INBOX = Path("tenants/alice/workspace/inbox")
 
@@ -260,3 +261,69 @@ def test_a_restore_into_an_existing_empty_home_leaves_it_empty_on_failure(
     monkeypatch.undo()
     (src / "roost.db").write_bytes(b"")
     assert restore(src, home) == 3  # the retry is not refused
+
+
+def _moving(monkeypatch: pytest.MonkeyPatch, module: object, top: Path, times: int) -> list[int]:
+    """The first `times` walks of `module` see a folder moved while they are inside it:
+    `top/a/inner` (holding a file) to `top/b/inner`, then back (another parent, so the
+    walk's climb out of it finds it moved: `TreeChanged`). Returns the walks' count."""
+    real, walks = file_tree.walk, [0]
+
+    def walk(root: Path, **kw: Any) -> Iterator[file_tree.Entry]:
+        walks[0] += 1
+        for entry in real(root, **kw):
+            yield entry
+            if walks[0] <= times and entry.name == "in.txt":
+                here, there = (
+                    (top / "a", top / "b")
+                    if (top / "a/inner").exists()
+                    else (
+                        top / "b",
+                        top / "a",
+                    )
+                )
+                (here / "inner").rename(there / "inner")
+
+    monkeypatch.setattr(module, "walk", walk)
+    return walks
+
+
+def _inner(top: Path) -> None:
+    (top / "a/inner").mkdir(parents=True)
+    (top / "b").mkdir()
+    (top / "a/inner/in.txt").write_text("inside\n")
+
+
+def test_a_folder_moved_during_the_listing_is_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It ended `backup` with a `TreeChanged` traceback; now the listing is made again
+    and the tree as it stands is copied."""
+    home, dest = _home(tmp_path), tmp_path / "backup"
+    top = home / "tenants/alice/workspace"
+    _inner(top)
+    walks = _moving(monkeypatch, backup_mod, top, times=1)
+    result = backup(home, dest)
+    manifest = json.loads((dest / "MANIFEST.json").read_text())["files"]
+    assert "tenants/alice/workspace/b/inner/in.txt" in manifest
+    assert (dest / "tenants/alice/workspace/b/inner/in.txt").read_text() == "inside\n"
+    assert walks[0] == 3  # the home twice (once moved under it), then the copy
+    assert restore(dest, tmp_path / "fresh") == result.files
+
+
+def test_folders_that_keep_moving_stop_the_backup_with_a_sentence(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home, dest = _home(tmp_path), tmp_path / "backup"
+    top = home / "tenants/alice/workspace"
+    _inner(top)
+    _moving(monkeypatch, backup_mod, top, times=file_tree.TRIES)
+    with pytest.raises(BackupError, match=r"kept moving while they were listed \(3 times\)"):
+        backup(home, dest)
+    _moving(monkeypatch, backup_mod, top, times=file_tree.TRIES)  # the command, the same
+    settings = cast(Settings, argparse.Namespace(home=home))
+    code = run_backup(argparse.Namespace(dest=tmp_path / "backup2"), settings)
+    assert code == 2
+    assert "roost backup: folders under" in capsys.readouterr().err
