@@ -63,6 +63,15 @@ def test_shown_replaces_every_control_but_newline_and_tab() -> None:
     assert not CONTROL.search(shown("".join(map(chr, range(0xA0)))))
 
 
+def test_bidirectional_overrides_are_shown_and_direction_marks_kept() -> None:
+    """Trojan Source (CVE-2021-42574): an override reorders what a bidi terminal shows."""
+    assert shown("invoice\u202efdp.exe") == "invoice\ufffdfdp.exe"
+    for char in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        assert shown(f"a{char}b") == "a\ufffdb", hex(ord(char))
+    marks = "abc \u200f\u05e9\u05dc\u05d5\u05dd\u200e def \u061c\u0645\u0631\u062d\u0628\u0627"
+    assert shown(marks) == marks  # Hebrew and Arabic with their plain marks: untouched
+
+
 def test_a_hostile_tool_name_is_shown_not_obeyed() -> None:
     line = step_line(ToolStep("1", "x" + OSC52, "error", "{}", "no such tool", ms=3))
     assert line is not None and line.startswith("  tool x\ufffd]52;c;")
