@@ -12,6 +12,11 @@ Left out on purpose, with the reason:
 - `typing.get_type_hints`, `ForwardRef`, `no_type_check*`, `reveal_type`,
   `get_overloads`, `clear_overloads` — evaluate strings as code or touch globals.
 - `dataclasses.make_dataclass` — builds source text and execs it.
+
+`dataclasses.dataclass` and `typing.TypedDict` are offered as forge.checked_types
+gives them: `dataclass` too execs text made from field names, and `TypedDict`'s
+functional form takes any string as one; both refuse a name that is not a plain
+identifier (CHECKED).
 - `uuid.uuid1`, `uuid.getnode` — may spawn processes to find a MAC address.
 - `re.template`, `re.purge` — deprecated / global cache.
 
@@ -24,6 +29,8 @@ from __future__ import annotations
 import importlib
 import types
 from collections.abc import Mapping, Sequence
+
+from forge.checked_types import CHECKED
 
 ALLOWED: Mapping[str, Sequence[str]] = {
     "math": [
@@ -462,7 +469,7 @@ def build_proxies() -> dict[str, types.SimpleNamespace]:
         module = importlib.import_module(SOURCES.get(module_name, module_name))
         attrs = {}
         for name in names:
-            value = getattr(module, name)
+            value = CHECKED.get((module_name, name)) or getattr(module, name)
             if isinstance(value, types.ModuleType):
                 raise RuntimeError(f"{module_name}.{name} is a module; not allowed")
             attrs[name] = value

@@ -1,5 +1,6 @@
 """seccomp: a BPF program (x86_64) answering EPERM to the syscalls a tool child
-never needs (network, new processes, exec, tracing, namespaces, mounts, ...)."""
+never needs (network, new processes, exec, tracing, namespaces, mounts, a file's
+mode, owner, times and extended attributes, ...)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ SECCOMP_SET_MODE_FILTER = 1
 SYS_SECCOMP = {"x86_64": 317}
 AUDIT_ARCH = {"x86_64": 0xC000003E}
 # x86_64 syscalls a tool child never needs: network, new processes, exec,
-# tracing, namespaces, mounts, kernel keyrings, BPF, io_uring, links, device nodes.
+# tracing, namespaces, mounts, kernel keyrings, BPF, io_uring, links, device nodes,
+# a file's mode, owner, times and extended attributes.
 BLOCKED_X86_64 = {
     "socket": 41,
     "connect": 42,
@@ -85,7 +87,34 @@ BLOCKED_X86_64 = {
     "open_tree": 428,
     "fsopen": 430,
     "fsmount": 432,
+    # metadata: Landlock governs a file's contents and names, not its mode, owner,
+    # times or extended attributes (session 30's attacker pass changed all four
+    # outside the workspace from a child whose Python was unrestricted); a tool is
+    # offered none of them. utimensat is in UTIME_BY_PATH below: allowed on a
+    # descriptor alone (the gate's `touch` of a file it opened), refused by path.
+    "chmod": 90,
+    "fchmod": 91,
+    "fchmodat": 268,
+    "fchmodat2": 452,
+    "chown": 92,
+    "fchown": 93,
+    "lchown": 94,
+    "fchownat": 260,
+    "utime": 132,
+    "utimes": 235,
+    "futimesat": 261,
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "removexattr": 197,
+    "lremovexattr": 198,
+    "fremovexattr": 199,
+    "setxattrat": 463,
+    "removexattrat": 466,
 }
+# utimensat(fd, path, times, flags): refused unless `path` is NULL (futimens(fd)), so
+# only a file the child has open can be touched (Landlock decided that open)
+UTIMENSAT_X86_64 = 280
 CLONE3_X86_64 = 435  # answered with ENOSYS so libc falls back to (blocked) clone
 
 
@@ -95,6 +124,8 @@ RET_EPERM, RET_ENOSYS = 0x00050000 | 1, 0x00050000 | 38
 X32_FIRST = 0x40000000  # x32 ABI syscall numbers start here
 LEAF = 4  # numbers checked one by one at the bottom of the search
 _RETURN = {RET_ALLOW: "allow", RET_EPERM: "eperm", RET_ENOSYS: "enosys"}  # the last three
+PATH_NULL = -1  # not a return: the check of utimensat's path argument, before the returns
+ARG1 = (24, 28)  # seccomp_data.args[1]: its low and high words (little-endian)
 
 
 def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -111,12 +142,15 @@ def seccomp_program() -> bytes | None:
     always allows (`seccomp_cache_prepare_bitmap`, interrupts off), which took a
     pass down the whole list (about 80 instructions) for each of the ~460 numbers;
     the search takes about 10 (issue 26). Only loads of the number and the
-    architecture, JEQ/JGE and returns: every allowed number stays cacheable."""
+    architecture, JEQ/JGE and returns, but for utimensat, whose path argument is
+    then loaded (allowed when NULL): every other allowed number stays cacheable."""
     arch = platform.machine()
     if arch not in AUDIT_ARCH:
         return None
     actions = {nr: RET_EPERM for nr in BLOCKED_X86_64.values()}
     actions[CLONE3_X86_64] = RET_ENOSYS  # so libc falls back to (blocked) clone
+    actions[UTIMENSAT_X86_64] = PATH_NULL
+    names = {**_RETURN, PATH_NULL: "path_null"}
     head = [
         (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (JEQ_K, 1, 0, AUDIT_ARCH[arch]),
@@ -132,7 +166,7 @@ def seccomp_program() -> bytes | None:
         if len(nrs) <= LEAF:
             for i, nr in enumerate(nrs):
                 last = i == len(nrs) - 1
-                body.append((JEQ_K, _RETURN[actions[nr]], "allow" if last else 0, nr))
+                body.append((JEQ_K, names[actions[nr]], "allow" if last else 0, nr))
             return
         mid = len(nrs) // 2
         at = len(body)
@@ -142,11 +176,17 @@ def seccomp_program() -> bytes | None:
         search(nrs[mid:])
 
     search(sorted(actions))
-    returns = list(_RETURN.values())
-    end = len(head) + len(body)  # the returns follow the search, in that order
+    path_null: list[tuple[int, int | str, int | str, int]] = [
+        (LD_W_ABS, 0, 0, ARG1[0]),
+        (JEQ_K, 0, "eperm", 0),
+        (LD_W_ABS, 0, 0, ARG1[1]),
+        (JEQ_K, "allow", "eperm", 0),
+    ]
+    end = len(head) + len(body)  # the path check, then the returns in their order
+    at = {"path_null": end} | {n: end + len(path_null) + i for i, n in enumerate(_RETURN.values())}
     prog = [_bpf(*insn) for insn in head]
-    for pc, (code, jt, jf, k) in enumerate(body, len(head)):
-        jumps = [end + returns.index(j) - pc - 1 if isinstance(j, str) else j for j in (jt, jf)]
+    for pc, (code, jt, jf, k) in enumerate([*body, *path_null], len(head)):
+        jumps = [at[j] - pc - 1 if isinstance(j, str) else j for j in (jt, jf)]
         prog.append(_bpf(code, jumps[0], jumps[1], k))
     prog += [_bpf(RET_K, 0, 0, action) for action in _RETURN]
     return b"".join(prog)

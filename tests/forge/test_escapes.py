@@ -193,3 +193,53 @@ async def test_helper_survives_everything(runner: SandboxRunner, workspace: Path
     assert _running(pid)
     res = await runner.run(tool("return 41 + 1"), {}, workspace)
     assert res.ok and res.result == 42
+
+
+# session 30's attacker pass: `TypedDict`'s functional form took any string as a key,
+# and `dataclass` pasted the keys into the text of the methods it execs
+INJECTED = 'x"\\n raise ValueError(str(__import__("os").getpid()))#'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"dataclass(TypedDict('TD', {{{INJECTED!r}: int}}), init=False, eq=False)\nreturn 1",
+        f"dataclass(init=False)(TypedDict('TD', {{{INJECTED!r}: int}}))\nreturn 1",
+        f"T = TypedDict('TD', {{{INJECTED!r}: int}})\n"
+        "class C(T):\n    pass\ndataclass(C)\nreturn 1",
+        f"return TypedDict('TD', **{{{INJECTED!r}: int}})",
+        "return TypedDict('TD', {'_hidden': int})",
+        "return TypedDict('TD', {'class': int})",
+        "return TypedDict('TD', {1: int})",
+    ],
+)
+async def test_field_names_never_become_code(
+    runner: SandboxRunner, workspace: Path, body: str
+) -> None:
+    imports = "from typing import TypedDict\nfrom dataclasses import dataclass"
+    msg = await _blocked(runner, tool(body, imports=imports), workspace, "runtime")
+    assert "field names must be identifiers not starting with '_'" in msg, msg
+
+
+async def test_checked_dataclass_and_typeddict_still_work(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    body = """
+Movie = TypedDict('Movie', {'title': str, 'year': int})
+class Film(TypedDict):
+    title: str
+@dataclass
+class Point:
+    x: int
+    y: int = 2
+@dataclass(frozen=True, order=True)
+class Pair:
+    a: int
+    b: str
+m = Movie(title='Up', year=2009)
+return [m['year'], Film(title='x')['title'], repr(Point(1)), Pair(1, 'z') < Pair(2, 'a')]
+"""
+    imports = "from typing import TypedDict\nfrom dataclasses import dataclass"
+    res = await runner.run(tool(body, imports=imports), {}, workspace)
+    assert res.ok, res.error_message
+    assert res.result == [2009, "x", "run.<locals>.Point(x=1, y=2)", True]

@@ -147,6 +147,64 @@ async def test_process_layers_without_restricted_python(
     assert os.listdir(workspace) == []
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        "os.chmod(T, 0o666)",
+        "os.chmod(T, 0o666, follow_symlinks=False)",
+        "os.chown(T, 0, 0)",
+        "os.lchown(T, 0, 0)",
+        "os.utime(T, (0, 0))",
+        "os.utime(T, (0, 0), follow_symlinks=False)",
+        "os.setxattr(T, 'user.x', b'1')",
+        "os.removexattr(T, 'user.x')",
+        "os.chmod('..', 0o777)",
+        "os.chmod('mine.txt', 0o777)",  # its own file too: a tool is offered no chmod
+        "fd = os.open('mine.txt', os.O_RDONLY)\nos.fchmod(fd, 0o777)",
+    ],
+)
+async def test_no_metadata_changes_without_restricted_python(
+    raw_python: SandboxRunner, workspace: Path, call: str
+) -> None:
+    """Session 30's attacker pass: Landlock governs contents and names only, so a child
+    whose Python broke out changed the mode, owner, times and attributes of files
+    outside its workspace (`roost.db` 0600 -> 0666 would have been next)."""
+    _need(raw_python, "seccomp")
+    target = workspace.parent / "victim.db"
+    target.write_text("private")
+    target.chmod(0o600)
+    os.utime(target, (1_700_000_000, 1_700_000_000))
+    before = target.stat()
+    (workspace / "mine.txt").write_text("x")
+    parent_mode = workspace.parent.stat().st_mode
+    body = f"import os\nT = {str(target)!r}\n{call}\nreturn 1"
+    res = await raw_python.run(tool(body), {}, workspace)
+    assert not res.ok and "PermissionError" in res.error_message, (call, res)
+    after = target.stat()
+    assert (after.st_mode, after.st_uid, after.st_mtime) == (
+        before.st_mode,
+        before.st_uid,
+        before.st_mtime,
+    )
+    assert workspace.parent.stat().st_mode == parent_mode
+    (workspace / "mine.txt").unlink()
+
+
+async def test_touch_still_sets_the_time_of_an_open_file(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """`Path.touch` of the gate sets times through the descriptor it opened
+    (utimensat with no path): still allowed."""
+    _need(raw_python, "seccomp")
+    (workspace / "old.txt").write_text("x")
+    os.utime(workspace / "old.txt", (1_000_000, 1_000_000))
+    body = "import os\nfd = os.open('old.txt', os.O_WRONLY)\nos.utime(fd)\nreturn 1"
+    res = await raw_python.run(tool(body), {}, workspace)
+    assert res.ok, res
+    assert (workspace / "old.txt").stat().st_mtime > 1_000_000
+    (workspace / "old.txt").unlink()
+
+
 async def test_system_exit_and_evil_results(raw_python: SandboxRunner, workspace: Path) -> None:
     res = await raw_python.run(tool("raise SystemExit(0)"), {}, workspace)
     assert res.error_kind == "runtime" and "SystemExit" in res.error_message
