@@ -12,7 +12,11 @@ A helper that retires (forge.protocol.calls `RETIRE`) or is killed is `dead` at
 once: the next call goes to a new helper. The calls a retiring helper names (no
 child took them) end with `Unserved`: the runner runs them again elsewhere.
 An answer counts only with the token of a call in flight; anything else on the
-socket is dropped and logged.
+socket is dropped and logged. The socket is read `READS_PER_WAKE` messages at a
+time, so a child that broke out and floods it cannot hold the event loop (an
+attacker pass held it 1.37 s); and `DROPS_TO_RETIRE` messages in a row that answer
+no call (a late answer of a call given up on is one now and then, between real
+ones) retire the helper: it is killed, its calls fail, the next call gets a new one.
 Replies are decoded as their bytes arrive (`pipe_data_received`) and complete
 the waiting call's future directly: no stream reader task in between. A
 frame `{"op": "net", ...}` is a child's `net` request; it goes to `on_net`
@@ -80,6 +84,8 @@ def boot() -> str:
 
 
 SHUT_WAIT_S = 5
+READS_PER_WAKE = 64  # answer-socket messages read per wake-up of the loop
+DROPS_TO_RETIRE = 64  # messages in a row that answer no call: the helper is retired
 
 
 class Unserved(Exception):
@@ -100,6 +106,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self.answers = answers  # the runner's end of the answer socket (None: no direct answers)
         self._inbox = bytearray(MESSAGE_MAX + 1)  # one message; one byte more shows a longer one
         self.dropped = 0  # messages on the answer socket that answered no call
+        self._dropped_in_a_row = 0  # since the last one that answered a call
         self.hello: asyncio.Future[Hello] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.dead = False
@@ -138,13 +145,16 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self.pending.pop(call_id, None)
         self.tokens.pop(call_id, None)
 
-    def _answers_readable(self) -> None:
-        """Every message waiting on the answer socket: each completes its call."""
+    def _answers_readable(self, limit: int = READS_PER_WAKE) -> None:
+        """The messages waiting on the answer socket, up to `limit` (the rest wake the
+        loop again): each completes its call."""
         sock = self.answers
         if sock is None:
             return
         view = memoryview(self._inbox)
-        while True:
+        for _ in range(limit):
+            if self.answers is None:  # closed by the last message (a retired helper)
+                return
             try:
                 n = sock.recv_into(self._inbox)
             except BlockingIOError:
@@ -168,6 +178,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self._drop("no call in flight has its id and token")
             return
         del self.tokens[call_id]
+        self._dropped_in_a_row = 0
         fut = self.pending.pop(call_id, None)
         if fut is not None and not fut.done():
             fut.set_result(direct_reply(call_id, doc))
@@ -176,8 +187,18 @@ class HelperProcess(asyncio.SubprocessProtocol):
         """Count a message that answers no call; the first one of a helper is logged
         (a child that broke out could write many)."""
         self.dropped += 1
+        self._dropped_in_a_row += 1
         if self.dropped == 1:
             log.warning("sandbox answer dropped (%s); later ones are only counted", why)
+        if self._dropped_in_a_row == DROPS_TO_RETIRE:
+            log.warning(
+                "sandbox helper retired: its children sent %d messages in a row that answer "
+                "no call (a tool that broke out of its sandbox?)",
+                DROPS_TO_RETIRE,
+            )
+            self._close_answers()
+            self.dead = True
+            self.kill()
 
     def _close_answers(self) -> None:
         sock, self.answers = self.answers, None
@@ -242,8 +263,8 @@ class HelperProcess(asyncio.SubprocessProtocol):
 
     def _down(self) -> None:
         """The helper is gone (or no longer readable): fail what it carried (the
-        answers its children sent before count)."""
-        self._answers_readable()
+        answers its children sent before count: as many as calls are in flight)."""
+        self._answers_readable(len(self.tokens) + READS_PER_WAKE)
         self.dead = True
         self.kill()  # no-op when it has exited
         if not self.hello.done():

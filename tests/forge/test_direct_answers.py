@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.helper_process import HelperProcess, answer_socket
+from forge.helper_process import DROPS_TO_RETIRE, READS_PER_WAKE, HelperProcess, answer_socket
 from forge.layers import Layers
 from forge.protocol.answers import (
     DIRECT_MAX,
@@ -190,7 +190,7 @@ def run() -> dict:
         except FileNotFoundError:  # the directory's own descriptor, closed by now
             continue
         fd = int(name)
-        for call in range(1, 200):  # every id, no token
+        for call in range(1, 40):  # fewer than DROPS_TO_RETIRE (which retire the helper)
             head = call.to_bytes(8, "little") + bytes(16)
             os.write(fd, head + b'{"ok": true, "result": "forged", "printed": ""}')
             done["forged"] += 1
@@ -227,7 +227,7 @@ async def test_a_child_that_broke_out_cannot_answer_for_others_or_shut_the_socke
     workspace: Path,
 ) -> None:
     """Only seccomp and the rlimits on: the child finds the answer socket it shares
-    with its siblings, writes an answer for every call id without a token, and
+    with its siblings, writes an answer for the first 39 call ids without a token, and
     tries to shut the socket and shrink its buffer. Nothing forged is taken, seccomp
     refuses both, and the next calls are answered directly as before."""
     layers = Layers(lint=False, restricted=False, gate=False, landlock=False)
@@ -237,11 +237,92 @@ async def test_a_child_that_broke_out_cannot_answer_for_others_or_shut_the_socke
         slow = asyncio.ensure_future(r.run(SIBLING, {}, workspace))
         res = await r.run(FORGER, {}, workspace)
         assert res.ok, res
-        assert res.result["forged"] >= 199
+        assert res.result["forged"] >= 39
         assert res.result["shut"] == [errno.EPERM] and res.result["options"] == [errno.EPERM]
         assert (await slow).result == "mine"
         after = await r.run(tool("return 'after'"), {}, workspace)
         assert after.result == "after"
         assert "helper_result" not in r.stages()[-1]  # still straight from the child
+    finally:
+        await r.aclose()
+
+
+@aio
+async def test_the_socket_is_read_a_bounded_number_at_a_time() -> None:
+    """A wake-up of the loop reads at most `READS_PER_WAKE` messages: a flood cannot
+    hold the event loop (session 30's attacker pass held it 1.37 s); the rest are
+    read on the next wake-ups, none is lost."""
+    mine, theirs = answer_socket()
+    helper = HelperProcess(1 << 20, None, mine)
+    loop = asyncio.get_running_loop()
+    try:
+        futs = []
+        for call in range(READS_PER_WAKE + 36):
+            fut: asyncio.Future[Reply] = loop.create_future()
+            helper.expect(call, fut, TOKEN)
+            futs.append(fut)
+            theirs.send(encode_direct(call, TOKEN, dump(success_doc(call, ""))))
+        helper._answers_readable()
+        assert sum(f.done() for f in futs) == READS_PER_WAKE
+        helper._answers_readable()
+        assert [f.result().result for f in futs] == list(range(READS_PER_WAKE + 36))
+    finally:
+        theirs.close()
+        helper._answers_readable()
+
+
+@aio
+async def test_a_run_of_messages_that_answer_nothing_retires_the_helper() -> None:
+    """Late answers of calls given up on come one at a time between real ones and are
+    only counted; `DROPS_TO_RETIRE` in a row is a child that broke out: retired."""
+    mine, theirs = answer_socket()
+    helper = HelperProcess(1 << 20, None, mine)
+    loop = asyncio.get_running_loop()
+    try:
+        doc = dump(success_doc(1, ""))
+        for call in range(3 * DROPS_TO_RETIRE):  # a late one, then a real one, ...
+            fut: asyncio.Future[Reply] = loop.create_future()
+            helper.expect(call, fut, TOKEN)
+            theirs.send(encode_direct(10_000 + call, TOKEN, doc))
+            theirs.send(encode_direct(call, TOKEN, doc))
+            helper._answers_readable()
+            assert fut.done()
+        assert helper.dropped == 3 * DROPS_TO_RETIRE and not helper.dead
+        for _ in range(DROPS_TO_RETIRE):
+            theirs.send(encode_direct(7, bytes(TOKEN_SIZE), doc))
+        helper._answers_readable()
+        assert helper.dead and helper.answers is None  # calls go to a new helper
+    finally:
+        theirs.close()
+
+
+@aio
+async def test_a_child_flooding_the_socket_gets_its_helper_retired(workspace: Path) -> None:
+    """A child with only the process layers (as if it broke out of RestrictedPython)
+    writes to the answer socket it inherited as fast as it can: its helper is retired
+    and the next call runs on a new one."""
+    r = SandboxRunner(
+        layers_for_tests=Layers(restricted=False, lint=False), default_timeout_s=HANG_S
+    )
+    await r.start()
+    try:
+        assert (await r.run(tool("return 1"), {}, workspace)).ok
+        first = r.helper_pid(workspace)
+        flood = """
+import os, stat
+for fd in range(3, 64):
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            for _ in range(20000):
+                os.write(fd, b'x' * 24)
+    except OSError:
+        pass
+return 'flooded'
+"""
+        res = await r.run(tool(flood), {}, workspace)
+        assert not res.ok and "helper died" in res.error_message, res
+        after = await r.run(tool("return 2"), {}, workspace)
+        assert after.ok and after.result == 2
+        assert r.helper_pid(workspace) != first
     finally:
         await r.aclose()
