@@ -36,8 +36,7 @@ def check_names(names: Iterable[object], what: str) -> None:
         ):
             shown = repr(name) if type(name) is str else f"a {type(name).__name__}"
             raise TypeError(
-                f"{what}: field names must be identifiers not starting with '_' "
-                f"(got {shown[:60]})"
+                f"{what}: field names must be identifiers not starting with '_' (got {shown[:60]})"
             )
 
 

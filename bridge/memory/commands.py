@@ -3,7 +3,10 @@
 `/memory rm` has the aliases `forget` and `delete`. `/memory undo` reverts the
 last memory change of this tenant (recorded in the journal before it was made);
 `/memory undo <name>` only when that change is of topic <name> (the undo button
-under a "📝 Saved to memory" marker, pressed after a later change, reverts nothing).
+under a "📝 Saved to memory" marker, pressed after a later change, reverts nothing);
+`/memory undo #<ref>` reverts the change its button names: the "↩ Undo deleting"
+button under a "🗑 Deleted from memory" marker brings that topic back even after
+later changes (unless a topic of its name exists again).
 `/memory tidy` asks the chat's model to merge and drop topics and shows the
 proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
 meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
@@ -38,10 +41,11 @@ from bridge.memory.tidy import HOW_TO_FREE, Consolidator
 from bridge.screening.unicode_clean import clean
 from bridge.types.messages import Action, Final
 
+_REF = re.compile(r"#([0-9a-f]{8})")
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
 ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
 USAGE = (
-    "/memory [list [--all] | show <name> [--history] | rm <name> | undo [name] | stats | "
+    "/memory [list [--all] | show <name> [--history] | rm <name> | undo [name|#ref] | stats | "
     "tidy [id] | proposals | keep <id> | decline <id|all>]"
 )
 
@@ -59,6 +63,12 @@ def _flag(rest: str, flag: str) -> tuple[str, bool]:
     """`rest` without `flag` (anywhere among its words), and whether it was there."""
     parts = rest.split()
     return " ".join(p for p in parts if p != flag), flag in parts
+
+
+def _replaces(removed: Iterable[str]) -> str:
+    """The other topics on its subject a save removed, as "; it replaces 'x'" ('' if none)."""
+    names = ", ".join(repr(n) for n in removed)
+    return f"; it replaces {names}" if names else ""
 
 
 def remember_name(text: str) -> str:
@@ -186,6 +196,16 @@ class MemoryCommands:
         return f"Forgot {topic.name!r}. /memory undo brings it back."
 
     async def _undo(self, ctx: CommandContext, rest: str) -> str:
+        ref = _REF.fullmatch(rest)
+        last = journal.peek(ctx.dirs.memory)
+        if ref is not None and (last is None or last.name != rest):  # not a topic named so
+            try:
+                change = await self._memory.undo(ctx.dirs, ref=ref[1])
+            except MemoryRefused as exc:
+                return str(exc)
+            if change is None:
+                return "Nothing to undo: that change was undone already (or is too old to keep)."
+            return self._undone(ctx, change)
         change = await self._memory.undo(ctx.dirs, rest or None)
         if change is None and rest:  # a marker's undo button pressed after a later change
             last = journal.peek(ctx.dirs.memory)
@@ -197,6 +217,9 @@ class MemoryCommands:
             )
         if change is None:
             return "Nothing to undo."
+        return self._undone(ctx, change)
+
+    def _undone(self, ctx: CommandContext, change: journal.Change) -> str:
         ops = {"save": "saving", "delete": "deleting", "consolidate": "the tidy-up"}
         what = ops.get(change.op, change.op)
         return f"Undid {what} {change.name!r}. Memory now {self._memory.usage(ctx.dirs)}."
@@ -267,7 +290,8 @@ class MemoryCommands:
         except MemoryRefused as exc:
             return str(exc)
         label = usage_label(result.used, result.cap)
-        return f"Kept as {result.topic.name!r} {label}. /memory undo reverts it."
+        replaces = _replaces(result.removed)
+        return f"Kept as {result.topic.name!r} {label}{replaces}. /memory undo reverts it."
 
     async def _decline(self, ctx: CommandContext, rest: str) -> str:
         box, pid = ProposalBox(ctx.dirs.memory), rest.split()[0] if rest else ""
@@ -305,4 +329,7 @@ class MemoryCommands:
         except MemoryRefused as exc:
             return str(exc)
         label = usage_label(result.used, result.cap)
-        return f"Remembered as {result.topic.name!r} {label}. /memory undo reverts it."
+        return (
+            f"Remembered as {result.topic.name!r} {label}{_replaces(result.removed)}. "
+            "/memory undo reverts it."
+        )

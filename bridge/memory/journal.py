@@ -2,13 +2,16 @@
 
 `memory/.journal.json` holds the most recent changes (newest last), each with
 the files it touches and their content before the change (None: the file did
-not exist). Undo restores those files and drops the entry. The journal lives
-in the tenant's private memory directory, mode 0600, written atomically.
+not exist). Undo restores those files and drops the entry. A change may carry
+a `ref` (`new_ref`): the handle of the undo button that names that very change
+(`find`, `drop`), so a deletion can be undone after later changes. The journal
+lives in the tenant's private memory directory, mode 0600, written atomically.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,15 +28,19 @@ class Change:
     type: str
     at: float
     before: dict[str, str | None]  # file name -> text before the change
+    ref: str = ""  # the handle an undo button names this change by ('' : none)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "op": self.op,
             "name": self.name,
             "type": self.type,
             "at": self.at,
             "before": self.before,
         }
+        if self.ref:
+            out["ref"] = self.ref
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, object]) -> Change:
@@ -46,7 +53,13 @@ class Change:
             str(raw.get("type", "")),
             float(str(raw["at"])),
             {str(k): None if v is None else str(v) for k, v in before.items()},
+            str(raw.get("ref", "")),
         )
+
+
+def new_ref() -> str:
+    """A fresh handle for one change (8 hex digits)."""
+    return os.urandom(4).hex()
 
 
 def _path(memory_dir: Path) -> Path:
@@ -90,3 +103,20 @@ def pop(memory_dir: Path) -> Change | None:
 def peek(memory_dir: Path) -> Change | None:
     changes = load(memory_dir)
     return changes[-1] if changes else None
+
+
+def find(memory_dir: Path, ref: str) -> Change | None:
+    """The change recorded under `ref` (None: never recorded, undone, or too old to keep)."""
+    if not ref:
+        return None
+    return next((c for c in reversed(load(memory_dir)) if c.ref == ref), None)
+
+
+def drop(memory_dir: Path, ref: str) -> None:
+    """Forget the change recorded under `ref` (it was undone out of turn)."""
+    if not ref:
+        return
+    changes = load(memory_dir)
+    kept = [c for c in changes if c.ref != ref]
+    if len(kept) != len(changes):
+        _store(memory_dir, kept)

@@ -4,7 +4,8 @@
 is saved (secrets, vault values, invisible characters, instructions) and
 emits the audit events `memory.saved`, `memory.superseded` (a save replaced
 a topic: its old version went into the topic's history), `memory.deleted`,
-`memory.undone` and `memory.refused` with names, sizes and hashes only, never
+`memory.undone` (also of a deletion undone by its own button, `ref`) and
+`memory.refused` with names, sizes and hashes only, never
 content. `read` records a topic's last read (bringing an archived one back). A save that
 meets a full disk (ENOSPC, EDQUOT) is refused with a plain "the disk is full".
 `consolidate` applies a confirmed tidy-up (`bridge.memory.tidy`) under the same lock.
@@ -108,9 +109,12 @@ class Memory:
                 self.store.touch(dirs, [topic.name], "read", now)
         return topic
 
-    async def delete(self, dirs: TenantDirs, name: str, by: str, now: float) -> Topic | None:
+    async def delete(
+        self, dirs: TenantDirs, name: str, by: str, now: float, ref: str = ""
+    ) -> Topic | None:
+        """Delete a topic; with `ref`, its undo button can revert it later (`undo_ref`)."""
         async with self._locks.hold(dirs.root, "memory"):
-            topic = self.store.delete(dirs, name, now)
+            topic = self.store.delete(dirs, name, now, ref)
         if topic is not None:
             await self._audit.emit(
                 "memory.deleted",
@@ -119,9 +123,13 @@ class Memory:
             )
         return topic
 
-    async def undo(self, dirs: TenantDirs, only: str | None = None) -> journal.Change | None:
+    async def undo(
+        self, dirs: TenantDirs, only: str | None = None, ref: str = ""
+    ) -> journal.Change | None:
+        """Revert the newest change (of topic `only`), or with `ref` the change it names
+        (`store.undo_ref`: MemoryRefused when that cannot be undone now)."""
         async with self._locks.hold(dirs.root, "memory"):
-            change = self.store.undo(dirs, only)
+            change = self.store.undo_ref(dirs, ref) if ref else self.store.undo(dirs, only)
         if change is not None:
             await self._audit.emit(
                 "memory.undone",

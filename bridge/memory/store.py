@@ -7,10 +7,14 @@ holds under another name supersedes it (`subject_key`: a `user` topic's fact
 subject from `memory.facts`, a `feedback` topic's instruction subject from
 the injected `instruction_subject`, both read from the index line): the old
 topic's file goes, its last version is kept in the new topic's history, the
-index shows only the new one. Archived topics (out of the index) do not
-count against the memory cap. Every change is journalled before it is made and the index is
-regenerated atomically from the topic files after it. What is stored is
-NFKC text without hidden code points (`unicode_clean.clean`). The async face the
+index shows only the new one (`SaveResult.removed` names such topics).
+Archived topics (out of the index) do not count against the memory cap.
+Every change is journalled before it is made and the index is regenerated
+atomically from the topic files after it. What is stored is
+NFKC text without hidden code points (`unicode_clean.clean`). A deletion may be
+journalled under a `ref` (its undo button's handle): `undo_ref` reverts that
+deletion even after later changes, unless a topic of its name exists again;
+any other change only while it is the newest. The async face the
 tools and commands use is `bridge.memory.service.Memory`.
 """
 
@@ -69,6 +73,7 @@ class SaveResult:
     used: int
     cap: int
     superseded: Topic | None = None  # the version this save replaced (kept in its history)
+    removed: tuple[str, ...] = ()  # other topics on the same subject this save removed
 
 
 class MemoryStore:
@@ -205,9 +210,17 @@ class MemoryStore:
                     remove(mdir / t.filename)
             self._write_index(dirs, now)
             gone = old if replaced else (stale[0] if stale else None)
-            return SaveResult(topic, old is None and not stale, used, self.memory_cap, gone)
+            return SaveResult(
+                topic,
+                old is None and not stale,
+                used,
+                self.memory_cap,
+                gone,
+                tuple(t.name for t in stale),
+            )
 
-    def delete(self, dirs: TenantDirs, name: str, now: float) -> Topic | None:
+    def delete(self, dirs: TenantDirs, name: str, now: float, ref: str = "") -> Topic | None:
+        """Delete a topic, journalled (under `ref` when given: `undo_ref` can revert it)."""
         mdir = _mdir(dirs)
         with file_lock(mdir / ".lock"):
             path = self._path_of(dirs, name)
@@ -222,6 +235,7 @@ class MemoryStore:
                     topic.type if topic else "",
                     now,
                     {path.name: _text(path)},
+                    ref,
                 ),
             )
             remove(path)
@@ -238,15 +252,63 @@ class MemoryStore:
             change = journal.pop(mdir)
             if change is None:
                 return None
-            for filename, text in change.before.items():
-                if parse_filename(filename) is None:
-                    continue  # never write outside the topic files
-                if text is None:
-                    remove(mdir / filename)
-                else:
-                    write_text(mdir / filename, text)
-            self._write_index(dirs, self._clock())
+            self._restore(dirs, change)
             return change
+
+    def undo_ref(self, dirs: TenantDirs, ref: str) -> journal.Change | None:
+        """Revert the change journalled under `ref` (None: no longer in the journal).
+
+        The newest change is reverted as `undo` does. An older one only when it is a
+        deletion and no topic of its name exists again (a later change of another
+        topic does not touch its file); else `MemoryRefused` says why.
+        """
+        mdir = _mdir(dirs)
+        with file_lock(mdir / ".lock"):
+            change = journal.find(mdir, ref)
+            if change is None:
+                return None
+            last = journal.peek(mdir)
+            if last is not None and last.ref != ref:
+                if change.op != "delete":
+                    raise MemoryRefused(
+                        f"Not undone: {last.op} {last.name!r} came after it; "
+                        "/memory undo reverts the latest, one at a time."
+                    )
+                taken = self._taken(dirs, change)
+                if taken is not None:
+                    raise MemoryRefused(
+                        f"Not restored: there is a memory {taken!r} again. Remove it first "
+                        f"(/memory rm {taken}), then undo this deletion again."
+                    )
+            journal.drop(mdir, ref)
+            self._restore(dirs, change)
+            return change
+
+    def _taken(self, dirs: TenantDirs, change: journal.Change) -> str | None:
+        """The name of a topic now in the place of one `change` would bring back."""
+        wanted = set()
+        for filename in change.before:
+            parsed = parse_filename(filename)
+            if parsed is not None:
+                wanted.add(parsed[1])
+        for filename in sorted(os.listdir(dirs.memory)):
+            parsed = parse_filename(filename)
+            if parsed is not None and parsed[1] in wanted:
+                topic = _read_topic(dirs.memory / filename)
+                return topic.name if topic is not None else parsed[1]
+        return None
+
+    def _restore(self, dirs: TenantDirs, change: journal.Change) -> None:
+        """Put back the topic files as they were before `change`; the index after."""
+        mdir = dirs.memory
+        for filename, text in change.before.items():
+            if parse_filename(filename) is None:
+                continue  # never write outside the topic files
+            if text is None:
+                remove(mdir / filename)
+            else:
+                write_text(mdir / filename, text)
+        self._write_index(dirs, self._clock())
 
     def consolidate(
         self, dirs: TenantDirs, plan: Plan, fingerprint: str, prov: Provenance, now: float

@@ -6,9 +6,12 @@ as tool errors that say what to do; nothing is written then, and the refused
 arguments go to `TurnContext.refused`, so the turn stores their secrets masked. A save that
 meets a full memory also ends the reply with a notice and a "Tidy up memory"
 action (`/memory tidy`: the chat's model proposes merges, the person applies).
-A save that succeeds ends the reply with a marker ("📝 Saved to memory: name")
-and an "↩ Undo memory" action (`/memory undo <name>`: reverts it while it is
-the newest memory change), so the person knows, on every channel.
+A save that succeeds ends the reply with a marker ("📝 Saved to memory: name",
+naming the topics on the same subject it replaced) and an "↩ Undo memory"
+action (`/memory undo <name>`: reverts it while it is the newest memory change).
+A deletion ends it with "🗑 Deleted from memory: name" and an "↩ Undo deleting"
+action (`/memory undo #<ref>`: brings back that very deletion, even after later
+changes), so the person knows, on every channel and in a scheduled job's turn.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bridge.memory import journal
 from bridge.memory.files import MAX_DESCRIPTION, MAX_NAME, TYPES, usage_label
 from bridge.memory.service import Memory
 from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
@@ -73,12 +77,22 @@ def undo_action(name: str) -> Action:
     return Action(f"↩ Undo memory {name!r}", f"/memory undo {name}")
 
 
-def marked(turn: TurnContext, name: str, created: bool) -> None:
-    """A saved memory shows under the answer ("📝 Saved to memory: name") with its undo."""
-    turn.notices.append(f"📝 {'Saved to' if created else 'Updated'} memory: {name}")
+def marked(turn: TurnContext, name: str, created: bool, replaced: Sequence[str] = ()) -> None:
+    """A saved memory shows under the answer ("📝 Saved to memory: name") with its undo;
+    other topics the save `replaced` (same subject, now removed) are named."""
+    line = f"📝 {'Saved to' if created else 'Updated'} memory: {name}"
+    if replaced:
+        line += f" (replaces {', '.join(repr(n) for n in replaced)})"
+    turn.notices.append(line)
     undo = undo_action(name)
     if undo not in turn.actions:
         turn.actions.append(undo)
+
+
+def deleted(turn: TurnContext, name: str, ref: str) -> None:
+    """A deletion shows under the answer with an undo of that deletion (`/memory undo #ref`)."""
+    turn.notices.append(f"🗑 Deleted from memory: {name}")
+    turn.actions.append(Action(f"↩ Undo deleting {name!r}", f"/memory undo #{ref}"))
 
 
 def _str(args: Mapping[str, Any], key: str) -> str:
@@ -123,11 +137,14 @@ class MemoryTools:
             turn.refused.extend(v for v in args.values() if isinstance(v, str))
             raise ToolError(str(exc)) from None
         verb = "saved new" if result.created else "updated"
-        marked(turn, result.topic.name, result.created)
+        marked(turn, result.topic.name, result.created, result.removed)
+        names = ", ".join(repr(n) for n in result.removed)
+        replaced = f" It replaced {names} (the same subject)." if names else ""
         return (
             f"{verb} memory {result.topic.name!r} ({result.topic.type}, "
             f"{len(result.topic.content):,} characters). Index now "
-            f"{usage_label(result.used, result.cap)}. It shows in the prompt from the next message."
+            f"{usage_label(result.used, result.cap)}. It shows in the prompt from the next "
+            f"message.{replaced}"
         )
 
     async def read(self, args: Mapping[str, Any], turn: TurnContext) -> str:
@@ -139,7 +156,12 @@ class MemoryTools:
 
     async def delete(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         name = _str(args, "name")
-        topic = await self._memory.delete(turn.dirs, name, "model", turn.now())
+        ref = journal.new_ref()
+        topic = await self._memory.delete(turn.dirs, name, "model", turn.now(), ref)
         if topic is None:
             raise ToolError(f"there is no memory named {name!r}; nothing was deleted")
-        return f"deleted memory {topic.name!r}; the person can restore it with /memory undo"
+        deleted(turn, topic.name, ref)
+        return (
+            f"deleted memory {topic.name!r}; the reply tells the person, who can undo it "
+            "with one tap"
+        )

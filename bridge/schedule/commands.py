@@ -1,11 +1,14 @@
-"""/remind, /every, /jobs and /job rm|pause|resume: the schedule as chat commands.
+"""/remind, /every, /jobs and /job show|rm|pause|resume: the schedule as chat commands.
 
 Rows of small async functions returning text (no model involved). Times are
 read and shown in the person's zone (`zone.py`); a job belongs to the chat
 the command came from. Creating goes through `Planner` (limits, `changed()`,
 `job.created`); removing, pausing and resuming record `job.changed`.
 A channel may add lines to `/jobs` for its chats (`notes`: how it delivers
-now, e.g. WhatsApp's 24-hour window).
+now, e.g. WhatsApp's 24-hour window). `/jobs` shows the first 40 characters
+of a job's text (`preview`); `/job show <id>` its whole text, kind, schedule
+and next run. A job's text is shown with its control and invisible characters
+made visible (`visible`: escaped as `\\n`, `\\u202e`), so what runs is what is read.
 """
 
 from __future__ import annotations
@@ -25,10 +28,28 @@ from bridge.types.audit_sink import AuditSink
 
 PREVIEW = 40
 SHOWN_FAILURES = 3
+JOB_USAGE = "/job show|rm|pause|resume <id>"
+
+
+def visible(text: str, limit: int = 0) -> str:
+    """`text` with every character that is not printable (line breaks, tabs, controls,
+    bidirectional overrides, zero-width and other format characters) escaped as Python
+    writes it (`\\n`, `\\x1b`, `\\u202e`); cut to `limit` characters ("…") when given."""
+    if not text.isprintable():
+        text = "".join(
+            c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+        )
+    return text if not limit or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def full_text(job: Job, limit: int = 0) -> str:
+    """All of what a job does, made `visible` (a tool job: as `preview` shows it)."""
+    return preview(job) if job.kind == "tool" else visible(job.payload, limit)
 
 
 def preview(job: Job) -> str:
-    """The first 40 characters of what a job does (a tool job: its tool, arguments, mode)."""
+    """The first 40 characters of what a job does (a tool job: its tool, arguments, mode),
+    white space runs as one space, other hidden characters `visible`."""
     if job.kind == "tool":
         try:
             data = json.loads(job.payload)
@@ -36,11 +57,10 @@ def preview(job: Job) -> str:
                 f" {k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.get("args", {}).items()
             )
             mode = "always" if data["mode"] == "always" else "on change"
-            return f"{data['tool']}{args} ({mode})"
+            return visible(f"{data['tool']}{args} ({mode})")
         except (ValueError, KeyError, TypeError, AttributeError):
             return "(unreadable tool job)"
-    text = " ".join(job.payload.split())
-    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+    return visible(" ".join(job.payload.split()), PREVIEW)
 
 
 def recurrence(job: Job) -> str:
@@ -85,7 +105,12 @@ class ScheduleCommands:
                 self.list_jobs,
                 common=True,
             ),
-            Command("job", "/job rm|pause|resume <id>", "remove, pause or resume a job", self.job),
+            Command(
+                "job",
+                JOB_USAGE,
+                "show a job's whole text and schedule; remove, pause or resume it",
+                self.job,
+            ),
         )
 
     def _target(self, ctx: CommandContext) -> Target:
@@ -145,6 +170,8 @@ class ScheduleCommands:
             lines += await notes(ctx.tenant, i.chat, ctx.now)
         if not jobs:
             lines.append("/remind and /every add one.")
+        elif any(preview(j) != full_text(j) for j in jobs):
+            lines.append("/job show <id> shows a job's whole text.")
         return "\n".join(lines)
 
     async def _failures(self, ctx: CommandContext) -> list[str]:
@@ -163,12 +190,15 @@ class ScheduleCommands:
 
     async def job(self, ctx: CommandContext, args: str) -> str:
         parts = args.lower().split()
-        if len(parts) != 2 or parts[0] not in ("rm", "remove", "delete", "pause", "resume"):
+        actions = ("show", "rm", "remove", "delete", "pause", "resume")
+        if len(parts) != 2 or parts[0] not in actions:
             raise UsageError()
         action, job_id = parts
         job = await self._jobs.get(ctx.tenant, job_id)
         if job is None or job.state == "done":
             return f"There is no job {job_id!r}; /jobs lists this chat's jobs."
+        if action == "show":
+            return self._show(ctx, job)
         if action == "pause":
             ok, verb = await self._jobs.pause(ctx.tenant, job_id), "paused"
             fail = f"Job {job_id} is already paused; /job resume {job_id} restarts it."
@@ -184,3 +214,19 @@ class ScheduleCommands:
             "job.changed", ctx.tenant, {"id": job_id, "action": verb, "by": "user"}
         )
         return f"Job {job_id} {verb}: {preview(job)}"
+
+    def _show(self, ctx: CommandContext, job: Job) -> str:
+        """A job in full: kind, schedule, state, next run, then its whole text (last: a line
+        of its text cannot pass for one of these)."""
+        tz = self._planner.zone(ctx.dirs)
+        nxt = (
+            stamp(local(job.next_run_ms, tz), local(int(ctx.now * 1000), tz), "en")
+            if job.next_run_ms
+            else "—"
+        )
+        payload = full_text(job, self._jobs.limits.max_payload_chars)
+        return (
+            f"Job {job.id} · {job.kind} · {recurrence(job)} · {job.state}\n"
+            f"Next run: {nxt} ({tz})\n"
+            f"Text ({count(len(job.payload), 'character')}):\n{payload}"
+        )

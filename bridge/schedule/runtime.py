@@ -3,9 +3,11 @@
 `JobRunner` is the scheduler's `run_job`: a `reminder` posts "⏰ " + its
 text; a `turn` runs a full turn through the core's `handle` as if the person
 had sent the prompt in that chat (access check, loadout, tools, session), and
-posts the answer; a `tool` runs a saved `me.*` tool through the personal-tools
-`ToolSource` (the same sandbox, hash check and audit as in chat) and posts its
-result always, or only when its digest differs from the job's `last_digest`.
+posts the answer, its one-tap actions written out as commands (the outbox
+carries text: "(reply /memory undo #… to ↩ undo deleting …)", `actions_hint`);
+a `tool` runs a saved `me.*` tool through the personal-tools `ToolSource`
+(the same sandbox, hash check and audit as in chat) and posts its result
+always, or only when its digest differs from the job's `last_digest`.
 A run whose chat no longer resolves to the job's tenant is skipped, never run
 as someone else. What a run posts goes through the tenant's masker (`masks`)
 before it is stored, whatever its kind: the outbox takes only `Masked` text.
@@ -38,7 +40,7 @@ from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
 from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
-from bridge.types.messages import Handle, Inbound
+from bridge.types.messages import Handle, Inbound, actions_hint
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolError, ToolSource, TurnContext
 from forge.names import PREFIX, to_wire
@@ -182,7 +184,8 @@ class JobRunner:
             raise JobSkipped(f"the turn was refused ({final.kind})")
         if final.kind == "error":
             raise RuntimeError("the turn failed")
-        return final.text
+        hint = actions_hint(final.actions, final.text)  # an undo the person can still send
+        return f"{final.text}\n{hint}" if hint else final.text
 
     async def _tool(self, job: Job, inbound: Inbound, mask: TextMask) -> Post | None:
         order = parse_tool_payload(job.payload)

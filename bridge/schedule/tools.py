@@ -5,8 +5,11 @@ zone, limits; `Planner`) and schedules for the chat of the current turn. Its
 result is the confirmation with the job id, which the model is told to pass
 on, so the person always hears what was scheduled; the reply also ends with a
 marker ("⏰ Scheduled: … (id …)") and an "↩ Undo job" action (`/job rm <id>`).
-Refusals come back as tool
-errors that say what to change.
+The marker shows the job's whole text (up to the job text's own maximum, its
+control and invisible characters made visible), not the 40-character preview
+of `/jobs`: a prompt the model wrote runs later as if the person had sent it,
+so the person reads all of it now. Refusals come back as tool errors that say
+what to change.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.schedule.commands import preview, recurrence
+from bridge.schedule.commands import full_text, preview, recurrence
+from bridge.schedule.jobs import Job
 from bridge.schedule.planning import Planner, Refused, Target, local
 from bridge.schedule.when_echo import stamp
 from bridge.types.backend import ToolSchema
@@ -105,9 +109,16 @@ class ScheduleTools:
         except Refused as exc:
             raise ToolError(exc.message) from None
         job = done.job  # a marker under the answer, with a one-tap undo
-        turn.notices.append(f"⏰ Scheduled: {preview(job)} (id {job.id})")
+        turn.notices.append(f"⏰ Scheduled: {self._shown(job)} (id {job.id})")
         turn.actions.append(Action(f"↩ Undo job {job.id}", f"/job rm {job.id}"))
         return f"Scheduled. Tell the person: {done.reply}"
+
+    def _shown(self, job: Job) -> str:
+        """The job's text for its marker: the preview when that is all of it, else the
+        whole text (a `turn` job's prompt runs as the person's message: nothing hidden)."""
+        short = preview(job)
+        whole = full_text(job, self._planner.service.jobs.limits.max_payload_chars)
+        return short if short == whole else whole
 
     async def list_jobs(self, args: Mapping[str, Any], turn: TurnContext) -> str:
         i = turn.inbound

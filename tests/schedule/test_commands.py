@@ -152,7 +152,7 @@ async def test_job_rm_pause_resume_and_errors(berlin: Roost, clock: Clock) -> No
     assert await say(berlin, "/job resume zzzzzz") == (
         "There is no job 'zzzzzz'; /jobs lists this chat's jobs."
     )
-    assert (await say(berlin, "/job frobnicate")).endswith("Usage: /job rm|pause|resume <id>")
+    assert (await say(berlin, "/job frobnicate")).endswith("Usage: /job show|rm|pause|resume <id>")
     assert (
         await say(berlin, f"/job rm {job.id.upper()}") == f"Job {job.id} removed: what is on today"
     )
