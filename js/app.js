@@ -10,10 +10,10 @@
 
 import { createApi } from "./api.js";
 import { createAttachments, createUploader, wireAttach } from "./attach.js";
-import { chatIdFromSearch, createChat } from "./chat.js";
+import { chatIdFromSearch, createChat, createWhoami } from "./chat.js";
 import { loadRenderer } from "./markdown.js";
 import { renderMarkdown } from "./render.js";
-import { createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
+import { TOKEN_KEY, createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
 import { createThemeStore, nextTheme, themeLabel } from "./theme.js";
 import { commandItem, createPageView, drawIcons, fitPlaceholder } from "./page_view.js";
 import { wireRecord } from "./record.js";
@@ -25,7 +25,8 @@ const ELEMENT_IDS = [
   "drawer-close", "drawer-empty", "conversation-list", "readonly", "readonly-text", "back", "token-view",
   "token-form", "token-input", "token-message", "composer", "hints", "send-form", "input", "send", "stop", "examples",
   "chips", "attach", "file-input", "mic", "setup", "setup-toml", "setup-env", "setup-model", "search-input",
-  "search-icon",
+  "search-icon", "account", "switch-view", "switch-text", "switch-yes", "switch-no", "account-notice",
+  "account-notice-text", "account-reload",
 ];
 
 function elements(document) {
@@ -73,8 +74,11 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
   applyTheme(win, els, themes.get());
 
   const tokens = createTokenStore(win.localStorage);
-  const api = createApi({ fetch: (url, init) => win.fetch(url, init), getToken: () => tokens.get() });
   let chat = null;
+  // the token this tab signed in with (chat.js keeps it), not whatever localStorage holds now:
+  // another tab (or a #token= link) changing the stored one does not switch this tab's account
+  const getToken = () => chat?.token ?? null;
+  const api = createApi({ fetch: (url, init) => win.fetch(url, init), getToken });
 
   function refreshHints() {
     const list = chat ? chat.hints(els.input.value) : [];
@@ -114,16 +118,19 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
     },
     rename: (id, title) => chat.renameConversation(id, title),
     remove: (id) => chat.deleteConversation(id),
+    reload: () => win.location.reload?.(),
   });
+  const chatId = chatIdFromSearch(win.location.search);
   chat = createChat({
     api,
     view,
     tokens,
+    whoami: createWhoami((url, init) => win.fetch(url, init), chatId),
     transcript: createTranscriptStore(win.sessionStorage),
-    chatId: chatIdFromSearch(win.location.search),
+    chatId,
   });
 
-  const files = wireFiles(win, els, tokens, view);
+  const files = wireFiles(win, els, getToken, view);
 
   async function sendText(text) {
     if ((!text.trim() && !files.list.items.length) || chat.busy || files.uploading) return;
@@ -155,7 +162,7 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
 }
 
 /** Attached, pasted, dropped and recorded files (attach.js, record.js) and their upload. */
-function wireFiles(win, els, tokens, view) {
+function wireFiles(win, els, getToken, view) {
   let draw = () => {};
   const list = createAttachments({ onChange: (items) => draw(items) });
   const refused = (why) => view.setStatus(`Not attached: ${why}`, "error");
@@ -167,7 +174,7 @@ function wireFiles(win, els, tokens, view) {
     },
     onError: (why) => view.setStatus(`Not recorded: ${why}`, "error"),
   });
-  const uploader = createUploader({ fetch: (url, init) => win.fetch(url, init), getToken: () => tokens.get() });
+  const uploader = createUploader({ fetch: (url, init) => win.fetch(url, init), getToken });
   const files = {
     list,
     uploading: false,
@@ -256,11 +263,17 @@ function wireTokens(win, els, chat) {
     e.preventDefault();
     chat.submitToken(els.tokenInput.value);
   });
-  // A #token= link pasted into the address bar of the open page signs in.
+  // A #token= link pasted into the address bar of the open page signs in, asking
+  // first when it names another account than the one signed in (chat.openLink).
   win.addEventListener("hashchange", () => {
     const token = takeHashToken(win);
-    if (token) chat.submitToken(token);
+    if (token) chat.openLink(token);
   });
+  // Another tab stored another token: this tab stops and says so (chat.storedTokenChanged).
+  win.addEventListener("storage", (e) => {
+    if (e?.key === undefined || e.key === null || e.key === TOKEN_KEY) chat.storedTokenChanged();
+  });
+  els.accountReload.addEventListener("click", () => win.location.reload?.());
 }
 
 if (typeof window !== "undefined" && typeof document !== "undefined") startPage(window);

@@ -11,7 +11,23 @@
  *   view.setStatus(text, tone)       tone: "ok" | "busy" | "error"
  *   view.setCommands(list)           the command list arrived
  *   view.clearMessages()             the visible conversation was cleared
+ *   view.setAccount(tenant)          who is signed in (null: not known)
+ *   view.confirmSwitch({from, to})   a #token= link names another account than
+ *                                    the stored, working token: resolves to true
+ *                                    to switch (from/to: tenants, null if unknown)
+ *   view.showAccountChanged({to, signedOut})  another tab signed this browser
+ *                                    in as someone else (or out): this tab stops
+ *   view.reload()                    start the page afresh (a switch while open)
  * and, when the view has them, the history calls of chat_history.js.
+ *
+ * The token flow: the tab keeps the token it signed in with in memory
+ * (`chat.token`, what every request sends), not what localStorage holds now.
+ * A #token= link (`openLink`) is used as is when nothing is stored; a link
+ * whose token differs from a stored, working one is adopted only once the
+ * person confirms; a link token the daemon refuses keeps the stored one.
+ * When another tab changes the stored token (`storedTokenChanged`), this tab
+ * stops sending and says so; it goes on as the new account only after a
+ * reload the person asks for.
  * A message is described in conversation.js. The daemon's history is the
  * source of truth (chat_history.js); sessionStorage only paints the first
  * frame. Stop cancels on the daemon (POST /api/chat/stop) and keeps the
@@ -26,8 +42,10 @@ import { completeCommand, matchCommands } from "./commands.js";
 import { createConversation, finalChanges } from "./conversation.js";
 import { createProactive } from "./proactive.js";
 import { applyProgress, busyStatus } from "./progress.js";
+import { cleanToken } from "./storage.js";
 
 const MAX_INPUT = 16000;
+const REFUSED_TOKEN = Symbol("refused");
 const CHAT_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The chat name from the page's query string (?chat=work), else "default". */
@@ -41,8 +59,44 @@ export function chatIdFromSearch(search) {
   return value && CHAT_RE.test(value) ? value : "default";
 }
 
-export function createChat({ api, view, tokens, transcript = null, chatId = "default" }) {
+const TENANT_RE = /^[A-Za-z0-9_.:@-]{1,64}$/;
+const refusedError = () => new ApiError("the access token was refused", { kind: "unauthorized", status: 401 });
+
+/**
+ * whoami(token) for createChat: the tenant of `token` by GET /api/status (its
+ * `tenant`), null when the daemon does not say; rejects with an unauthorized
+ * ApiError when the daemon refuses the token. An older daemon without
+ * /api/status (404) is asked GET /api/commands, only to tell a refused token.
+ */
+export function createWhoami(fetchFn, chatId = "default") {
+  const ask = (path, token) =>
+    fetchFn(path, { method: "GET", headers: { Accept: "application/json", Authorization: `Bearer ${token}` }, cache: "no-store" });
+  return async (token) => {
+    const res = await ask(`/api/status?chat=${encodeURIComponent(chatId)}`, token);
+    if (res.status === 401) throw refusedError();
+    if (res.status === 404) {
+      const old = await ask("/api/commands", token);
+      if (old.status === 401) throw refusedError();
+      return null;
+    }
+    if (!res.ok) return null;
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      return null;
+    }
+    const tenant = body && typeof body.tenant === "string" ? body.tenant : null;
+    return tenant && TENANT_RE.test(tenant) ? tenant : null;
+  };
+}
+
+export function createChat({ api, view, tokens, whoami = null, transcript = null, chatId = "default" }) {
   const convo = createConversation({ view, transcript });
+  let active = null; // the token this tab signed in with: every request sends it
+  let tenant = null; // whose it is, when the daemon said
+  let changedElsewhere = false; // another tab changed the stored token: this one stops
+  let notice = null; // [text, tone] shown once signed in: why a link's token was not taken
   let busy = false;
   let controller = null;
   let stopping = null;
@@ -62,7 +116,10 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
 
   function signOut(reason) {
     if (listener) listener.stop();
-    tokens.clear();
+    if (tokens.get() === active) tokens.clear(); // not another tab's newer token
+    active = null;
+    tenant = null;
+    view.setAccount?.(null);
     signedIn = false;
     loader.clear();
     view.showTokenForm(reason);
@@ -97,43 +154,132 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     });
   }
 
-  async function enter() {
+  /** The tenant of `token`: a name, null (not known) or REFUSED_TOKEN. */
+  async function identify(token) {
+    if (typeof whoami !== "function") return null;
+    try {
+      return await whoami(token);
+    } catch (err) {
+      return refused(err) ? REFUSED_TOKEN : null; // a network failure says nothing of the token
+    }
+  }
+
+  async function showAccount(token) {
+    const who = await identify(token);
+    if (active !== token) return; // signed out or switched meanwhile
+    tenant = typeof who === "string" ? who : null;
+    view.setAccount?.(tenant);
+  }
+
+  async function enter(token) {
+    active = token;
+    changedElsewhere = false;
     signedIn = true;
     view.showChat();
     view.setStatus(`Chat “${chatId}”`, "ok");
     const lastSeen = convo.lastSeenOutbox();
-    await Promise.all([loader.commands(), loader.health(), loader.status(), loadHistory()]);
+    await Promise.all([loader.commands(), loader.health(), loader.status(), loadHistory(), showAccount(token)]);
+    if (signedIn && notice) view.setStatus(...notice); // why a link was not taken, over "Connected"
+    notice = null;
     if (signedIn) listen(lastSeen);
+  }
+
+  function showForm(message = "") {
+    view.showTokenForm(message);
+    view.setStatus("Not signed in", "error");
+  }
+
+  /** Say [text, tone] now when signed in, else once signed in (over "Connected"). */
+  function later(said) {
+    if (signedIn) view.setStatus(...said);
+    else notice = said;
   }
 
   /** Show the stored conversation and the chat, or the token form. */
   async function start({ hashToken = null } = {}) {
     convo.restore();
-    if (hashToken) {
-      try {
-        tokens.set(hashToken);
-      } catch {
-        // an unusable token in the link: fall back to the stored one or the form
-      }
-    }
-    if (!tokens.get()) {
-      view.showTokenForm("");
-      view.setStatus("Not signed in", "error");
-      return;
-    }
-    await enter();
+    if (hashToken && (await openLink(hashToken))) return;
+    if (signedIn) return;
+    const stored = tokens.get();
+    if (!stored) return showForm("");
+    await enter(stored);
   }
 
-  /** The token form was submitted (or a #token= link was opened). Returns false when `raw` is no token. */
+  /**
+   * A #token= link was opened (at load or into the open page). Resolves to true
+   * when the page is signed in with the link's token. A token that differs from
+   * the one in use (or stored and working) is only taken once the person confirms.
+   */
+  async function openLink(raw) {
+    const link = cleanToken(raw);
+    if (!link) return false;
+    const current = active ?? tokens.get();
+    if (!current) return submitToken(link); // the first open: the daemon's start-up link
+    if (link === current) {
+      if (!signedIn) await enter(current);
+      return true;
+    }
+    const [theirs, ours] = await Promise.all([identify(link), identify(current)]);
+    if (theirs === REFUSED_TOKEN) {
+      later(["The link's access token was refused: this browser stays signed in as before", "error"]);
+      return false;
+    }
+    const working = ours !== REFUSED_TOKEN;
+    const same = working && typeof theirs === "string" && theirs === ours; // a new token of the same account
+    if (working && !same) {
+      const ask = { from: typeof ours === "string" ? ours : null, to: theirs };
+      const yes = typeof view.confirmSwitch === "function" ? await view.confirmSwitch(ask) : false; // never unasked
+      if (!yes) {
+        later([`Still signed in as ${typeof ours === "string" ? `“${ours}”` : "before"}: the link was not used`, "ok"]);
+        return false;
+      }
+    }
+    if ((active ?? tokens.get()) !== current) return false; // changed meanwhile (another tab): not on an old answer
+    tokens.set(link);
+    if (signedIn) {
+      // another account in the open page: without the old account's conversation
+      if (listener) listener.stop();
+      convo.clear();
+      if (typeof view.reload === "function") {
+        signedIn = false;
+        active = null;
+        view.reload(); // afresh: the stored token is the link's now
+        return true;
+      }
+    }
+    await enter(link);
+    return true;
+  }
+
+  /** The token form was submitted. Returns false when `raw` is no token. */
   async function submitToken(raw) {
+    let token;
     try {
-      tokens.set(raw);
+      token = tokens.set(raw);
     } catch {
       view.showTokenForm("That does not look like a token: paste the value after #token= in the daemon's start-up line.");
       return false;
     }
-    await enter();
+    await enter(token);
     return true;
+  }
+
+  /**
+   * localStorage's token changed (another tab signed in as someone else, or
+   * out). This tab stops sending (it would otherwise go on under its old
+   * token while the browser is someone else's) and tells the person; a reload
+   * continues as the new account.
+   */
+  async function storedTokenChanged() {
+    const now = tokens.get();
+    if (!signedIn || now === active || changedElsewhere) return;
+    changedElsewhere = true;
+    if (listener) listener.stop();
+    signedIn = false;
+    const who = now ? await identify(now) : null;
+    if (!changedElsewhere) return; // signed in again meanwhile
+    view.showAccountChanged?.({ to: typeof who === "string" ? who : null, signedOut: !now });
+    view.setStatus(now ? "Signed in as another account in another tab" : "Signed out in another tab", "error");
   }
 
   /**
@@ -262,6 +408,8 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
   return {
     start,
     submitToken,
+    openLink,
+    storedTokenChanged,
     send,
     retry,
     stop,
@@ -282,6 +430,13 @@ export function createChat({ api, view, tokens, transcript = null, chatId = "def
     complete: (input) => completeCommand(input, loader.list),
     get busy() {
       return busy;
+    },
+    /** The token this tab signed in with (what requests send), or null. */
+    get token() {
+      return active;
+    },
+    get tenant() {
+      return tenant;
     },
     get messages() {
       return convo.list.slice();

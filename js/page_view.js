@@ -7,8 +7,9 @@
  * createPageView(win, els, messages, actions) returns the view chat.js
  * drives (the messages' calls plus showChat, showTokenForm, setBusy,
  * setStatus, setCommands, setMore, setReadOnly, showSetup,
- * showConversations, showResults). `actions`: refreshHints(), pickCommand(c),
- * open(c), rename(id, title), remove(id). Text is only ever textContent.
+ * showConversations, showResults, and the account: setAccount, confirmSwitch,
+ * showAccountChanged, reload). `actions`: refreshHints(), pickCommand(c),
+ * open(c), rename(id, title), remove(id), reload(). Text is only ever textContent.
  */
 
 import { icon, setIcon } from "./icons.js";
@@ -148,14 +149,66 @@ function resultRow(document, r, actions) {
 export function createPageView(win, els, messages, actions) {
   const { document } = win;
   let listed = [];
+  let answer = null; // resolves the open "switch account?" question
+  const answered = (yes) => {
+    const done = answer;
+    answer = null;
+    els.switchView.hidden = true;
+    done?.(yes);
+  };
+  els.switchYes.addEventListener("click", () => answered(true));
+  els.switchNo.addEventListener("click", () => answered(false));
+  const named = (tenant) => (tenant ? `“${tenant}”` : null);
   return {
     ...messages,
     showChat() {
       els.tokenView.hidden = true;
+      els.accountNotice.hidden = true;
       els.composer.hidden = false;
       els.input.focus();
     },
+    /** Who is signed in, in the header (null: not signed in, or not known). */
+    setAccount(tenant) {
+      els.account.textContent = tenant ? `as ${tenant}` : "";
+      els.account.title = tenant ? `Signed in as ${tenant}` : "";
+      els.account.hidden = !tenant;
+    },
+    /** A #token= link for another account: resolves to true when the person switches. */
+    confirmSwitch({ from = null, to = null } = {}) {
+      answered(false); // an older question is declined
+      const target = named(to) ?? "another account";
+      els.switchText.textContent =
+        `This link signs this browser in as another account${to ? `: ${target}` : ""}. Switch?` +
+        ` You are signed in as ${named(from) ?? "another account"} now; what you type next would go to ${target}.`;
+      els.switchYes.textContent = to ? `Switch to ${to}` : "Switch";
+      els.switchNo.textContent = from ? `Stay ${from}` : "Stay";
+      const composer = els.composer.hidden;
+      els.composer.hidden = true; // answer first: nothing is sent meanwhile
+      els.switchView.hidden = false;
+      els.switchNo.focus();
+      return new Promise((resolve) => {
+        answer = (yes) => {
+          els.composer.hidden = composer;
+          resolve(yes);
+        };
+      });
+    },
+    /** Another tab signed this browser in as someone else (or out): this tab stops. */
+    showAccountChanged({ to = null, signedOut = false } = {}) {
+      els.accountNoticeText.textContent = signedOut
+        ? "This browser was signed out in another tab. Reload to sign in again."
+        : `This browser was signed in as ${named(to) ?? "another account"} in another tab. Nothing more is sent from here; reload to continue as ${named(to) ?? "that account"}.`;
+      els.accountNotice.hidden = false;
+      els.composer.hidden = true;
+      els.account.textContent = "";
+      els.account.hidden = true;
+      els.accountReload.focus();
+    },
+    reload() {
+      actions.reload?.();
+    },
     showTokenForm(message) {
+      els.accountNotice.hidden = true;
       els.tokenMessage.textContent = message || "Paste the access token that the daemon printed when it started.";
       els.tokenMessage.classList.toggle("warn", Boolean(message));
       els.tokenView.hidden = false;

@@ -262,6 +262,9 @@ async def test_an_example_prompt_sends_and_the_welcome_goes(page: Page) -> None:
 async def test_wrong_token_asks_for_one(page: Page) -> None:
     tab = page.tab
     await tab.evaluate("localStorage.clear()")
+    # (an open page keeps the token it signed in with: loaded afresh, it has none)
+    await tab.goto(f"{page.base}/")
+    await tab.locator("#token-view").wait_for(state="visible")
     # Same page, new fragment: no reload, the open page reads the link (hashchange).
     await tab.goto(f"{page.base}/#token=wrong-token")
     await tab.locator("#token-view").wait_for(state="visible")

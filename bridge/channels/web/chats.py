@@ -12,9 +12,11 @@ archived; `current` is the chat's current conversation afterwards);
 "title", "current", "updated_at", "hits", "seq"?, "role"?, "snippet"?,
 "match"?}]}` (`bridge.core.conversation_edits`); `GET /api/status?chat=C` ->
 `{"model": {"name", "describe", "configured"}, "setup"?: {"toml", "env"},
-"speech": {"configured", "on"}}` (`setup` only when no model is configured:
-the page shows it before the first message). An id of another chat or
-tenant is a 404, as if it did not exist.
+"speech": {"configured", "on"}, "tenant"}` (`setup` only when no model is
+configured: the page shows it before the first message; `tenant`: whose token
+it is, so the page can say who is signed in and name the account a `#token=`
+link switches to). An id of another chat or tenant is a 404, as if it did not
+exist.
 """
 
 from __future__ import annotations
@@ -132,4 +134,4 @@ class WebChats:
         key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
-        return web.json_response(self._status(key))
+        return web.json_response({**self._status(key), "tenant": key.tenant})
