@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 
 # a path below the workspace, in bytes as the kernel counts them (UTF-8): 1,024 characters
 # of 4-byte emoji passed the workspace's path over the kernel's 4,096 (PATH_MAX)
@@ -17,6 +18,13 @@ _MODES = {
     "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
     "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
 }
+
+
+# a name must read as what it is wherever it is shown (a chat, a ZIP, a terminal, the web
+# page): no control character (a newline broke `roost send`'s file lines), no
+# bidirectional control (`invoice\u202efdp.exe` reads as `invoiceexe.pdf`) and no
+# lone surrogate (bytes that are not UTF-8: the export's ZIP could not name the file)
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 class PathDenied(PermissionError):
@@ -43,6 +51,11 @@ def components(path: object, root: str, allow_root: bool = False) -> list[str]:
     path = as_text(path)
     if "\x00" in path:
         raise PathDenied("path contains a NUL byte")
+    if _UNSHOWABLE.search(path):
+        raise PathDenied(
+            f"path {path!r} holds a control, bidirectional-override or non-UTF-8 character; "
+            "use names that print as they are"
+        )
     if not path or len(path) > MAX_PATH_BYTES or encoded_len(path) > MAX_PATH_BYTES:
         raise PathDenied(f"a path must be 1-{MAX_PATH_BYTES} bytes long (UTF-8)")
     if path.startswith("/"):

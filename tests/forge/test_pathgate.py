@@ -58,6 +58,39 @@ def test_refused(tree: tuple[Path, Path], path: object) -> None:
         gate.open(path)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\udcff\n.txt",  # session 30's attacker pass: the export's ZIP could not name it
+        "a\nb.txt",
+        "tab\there.txt",
+        "esc\x1b]0;x.txt",
+        "del\x7f.txt",
+        "c1\x9b.txt",
+        "invoice\u202efdp.exe",  # reads as invoiceexe.pdf
+        "iso\u2066late.txt",
+        "lone\ud800.txt",
+        "dir\u202e/x.txt",
+    ],
+)
+def test_names_that_do_not_print_as_they_are_are_refused(
+    tree: tuple[Path, Path], name: str
+) -> None:
+    gate = PathGate(tree[0])
+    with pytest.raises(PathDenied, match="use names that print as they are"):
+        gate.open(name, "w")
+    assert sorted(os.listdir(tree[0])) == ["sub"]  # nothing made
+
+
+def test_printable_names_of_any_script_still_work(tree: tuple[Path, Path]) -> None:
+    gate = PathGate(tree[0])
+    for name in ("Müller.txt", "日本語.md", "שלום\u200f.txt", "emoji-🦉.csv", "a b c.txt"):
+        with gate.open(name, "w") as f:
+            f.write("x")
+        with gate.open(name) as f:
+            assert f.read() == "x"
+
+
 def test_symlink_to_outside_refused(tree: tuple[Path, Path]) -> None:
     ws, outside = tree
     (ws / "link.txt").symlink_to(outside)
