@@ -64,8 +64,11 @@ def TypedDict(  # the name a tool imports
     typename: str, fields: dict[Any, Any] | None = None, /, *, total: bool = True, **kwargs: Any
 ) -> Any:
     """`typing.TypedDict`'s functional form, after `check_names` on every key."""
-    check_names([*(fields or {}), *kwargs], "TypedDict")
-    made = typing.TypedDict(typename, fields, total=total, **kwargs)  # type: ignore[operator]
+    # a plain copy, checked and then handed on: a dict subclass could iterate one way for
+    # the check and give other keys to `dict(fields)` inside typing (its `keys()`)
+    plain = dict(fields) if fields is not None else None
+    check_names([*(plain or {}), *kwargs], "TypedDict")
+    made = typing.TypedDict(typename, plain, total=total, **kwargs)  # type: ignore[operator]
     made.__module__ = sys._getframe(1).f_globals.get("__name__", "__main__")
     return made
 

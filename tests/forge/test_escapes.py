@@ -243,3 +243,24 @@ return [m['year'], Film(title='x')['title'], repr(Point(1)), Pair(1, 'z') < Pair
     res = await runner.run(tool(body, imports=imports), {}, workspace)
     assert res.ok, res.error_message
     assert res.result == [2009, "x", "run.<locals>.Point(x=1, y=2)", True]
+
+
+async def test_a_dict_that_iterates_one_way_and_copies_another_is_checked_as_copied(
+    runner: SandboxRunner, workspace: Path
+) -> None:
+    """`dict(fields)` inside typing reads a subclass's `keys()` when it overrides
+    `__iter__`: the check must see what typing sees. The linter refuses `__iter__`
+    today (only `__init__` is allowed); the checked copy is the wall behind it."""
+    body = f"""
+class Two(dict):
+    def __iter__(self):
+        return iter(['fine'])
+dataclass(TypedDict('TD', Two({{{INJECTED!r}: int}})), init=False, eq=False)
+return 1
+"""
+    imports = "from typing import TypedDict\nfrom dataclasses import dataclass"
+    res = await runner.run(tool(body, imports=imports), {}, workspace)
+    assert not res.ok
+    assert res.error_kind in ("lint", "compile") or "field names must be identifiers" in (
+        res.error_message
+    ), res
