@@ -5,7 +5,8 @@ A known person's document reaches the model as text and lies in their inbox
 fake OpenAI audio endpoint hears the OGG stream's TRANSCRIPT comment). A
 file the media endpoint declares too large is never downloaded; one that
 lies about its size is stopped while it streams; a media URL that redirects
-off the allowed hosts is refused without a request to that host; a
+off the allowed hosts, or to another port of an allowed host, is refused
+without a request to that host; a
 stranger's files are never even looked up. Answers go out as voice after
 `/voice on`, and a reply's files as documents.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from bridge.types.messages import Final, OutFile
 from tests.conftest import ScriptedBackend
@@ -93,6 +95,44 @@ async def test_a_media_url_redirecting_off_the_graph_hosts_is_refused(
         await r.channel.idle()
     assert r.channel.fetcher.refused == 1 and inbox_files(home) == []
     assert "could not be received" in fake.texts()[0]
+
+
+@pytest.fixture
+async def trap() -> AsyncIterator[tuple[int, list[str]]]:
+    """A server on another port of localhost that notes every request and its token."""
+    seen: list[str] = []
+
+    async def note(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        return web.Response(body=CSV)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", note)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield port, seen
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_a_media_host_on_another_port_is_refused(
+    home: Path, fake: FakeWhatsApp, trap: tuple[int, list[str]], scheme: str
+) -> None:
+    port, seen = trap
+    settings = wa_settings(home, fake, whatsapp={"media_hosts": ["localhost"]})
+    async with running(settings, fake, ScriptedBackend("never")) as r:
+        target = f"{scheme}://localhost:{port}/steal"
+        await fake.document(ALICE, CSV, "a.csv", "text/csv", redirect_to=target)
+        await r.channel.idle()
+        assert r.channel.fetcher.allowed("https://localhost/x")  # its own port, 443
+        assert not r.channel.fetcher.allowed(f"http://127.0.0.1:{port}/x")
+    assert seen == [], "the access token went to another port"
+    assert r.channel.fetcher.refused == 1 and inbox_files(home) == []
 
 
 async def test_a_redirect_within_the_api_host_is_followed(home: Path, fake: FakeWhatsApp) -> None:

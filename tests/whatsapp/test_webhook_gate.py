@@ -2,8 +2,9 @@
 
 Through the real web server and the real WhatsApp row: an unsigned or badly
 signed POST is 401/403 and nothing else happens (no answer, no id recorded,
-no audit record, the model not asked); a body over 10 MB is 413 before it is
-parsed, whether it says so in Content-Length or only streams; the GET
+no audit record, the model not asked); a body over 3 MiB (`MAX_BODY`, the
+most Meta sends) is 413 before it is parsed, whether it says so in
+Content-Length or only streams, and one of 3 MiB is taken; the GET
 subscription check echoes the challenge only for `subscribe` and the right
 token. The pure checks (`signature.check`, `challenge`) also take the
 shapes Meta's header can come in.
@@ -20,6 +21,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bridge.channels.whatsapp.channel import MAX_BODY
 from bridge.channels.whatsapp.signature import challenge, check, signature
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
@@ -110,11 +112,15 @@ async def test_unsigned_and_badly_signed_posts_change_nothing(
     await _nothing_happened(r)
 
 
-async def test_a_body_over_10_mb_is_refused_before_parsing(
+async def test_a_body_over_3_mib_is_refused_before_parsing(
     up: tuple[FakeWhatsApp, object],
 ) -> None:
     fake, r = up
-    big = b'{"object": "whatsapp_business_account", "pad": "' + b"x" * (10 * 1024 * 1024) + b'"}'
+    assert MAX_BODY == 3 * 1024 * 1024
+    head, tail = b'{"object": "whatsapp_business_account", "pad": "', b'"}'
+    largest = head + b"x" * (MAX_BODY - len(head) - len(tail)) + tail
+    assert (await fake.post(largest, {"X-Hub-Signature-256": fake.sign(largest)}))[0] == 200
+    big = largest[:-2] + b'x"}'
     assert (await fake.post(big, {"X-Hub-Signature-256": fake.sign(big)}))[0] == 413
 
     async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: it only streams

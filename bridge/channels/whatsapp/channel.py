@@ -3,19 +3,29 @@
 `mount(app)` adds `/whatsapp/webhook` to the web channel's aiohttp app.
 `GET` is Meta's subscription check (`signature.challenge`: the challenge
 when `hub.mode=subscribe` and `hub.verify_token` match, else 403). `POST`
-reads the raw body, at most `MAX_BODY` (10 MB: a longer one, by its
-`Content-Length` or as it streams, is 413 before anything is parsed),
-checks `X-Hub-Signature-256` against it in constant time (401 without a
+reads the raw body, at most `MAX_BODY` (3 MiB, the most Meta sends in one
+webhook; deliveries are small: a longer one, by its `Content-Length` or as
+it streams, is 413 before anything is parsed), within `BODY_DEADLINE_S`
+(408 after), and all the bodies being read at once, signed or not, hold at
+most `BODY_BUDGET` bytes together: one that would pass it is 503 with
+`Retry-After` (Meta delivers it again), so unsigned bodies cannot fill the
+memory. A client gone mid-body ends its request quietly. Then it checks
+`X-Hub-Signature-256` against the body in constant time (401 without a
 usable header, 403 when wrong: nothing else happens), and only then parses
 it (`payload.parse`). It answers 200 as soon as the delivery is taken:
 Meta wants a quick answer and delivers again otherwise. Status updates are
-recorded (`store.status`; one that cannot be is logged); each message id is
-taken once (`store.first_time`, durable: a duplicate or a retry is never
-answered twice; when the database cannot record it the webhook answers 503
-and Meta delivers it again) and the message is handled in a task of its
-own, one chat's messages in the order they came (deliveries are taken one
-at a time, `_taking`, as the store's statements are awaited). Kinds roost
-does not read are counted (`ignored`), never answered.
+recorded (`store.status`; one that cannot be is logged); a message older
+than `max_age_ms` by its own `timestamp` (the seen-id window, a week, less
+a day; one without a timestamp counts as old) is refused (counted `stale`,
+never answered), so a captured body replayed after its id left the window
+is never answered again; each message id is taken once
+(`store.first_time`, durable: a duplicate or a retry is never answered
+twice; when the database cannot record it the webhook answers 503, logged
+by the error's kind only, and Meta delivers it again) and the message is
+handled in a task of its own, one chat's messages in the order they came
+(deliveries are taken one at a time, `_taking`, as the store's statements
+are awaited). Kinds roost does not read, bad items and group messages are
+counted (`ignored`), never answered.
 
 A message becomes an `Inbound` (identity and chat: the sender's wa_id; its
 `msg_id`: `store.key(wamid)`, no phone number in it); a reply button's or a
@@ -47,25 +57,36 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from aiohttp import web
+from aiohttp import ClientPayloadError, web
 
 from bridge.channels.common.chat_queue import Taken
 from bridge.channels.common.shared import GIVEN_UP, Cluster, SharedWork
 from bridge.channels.whatsapp.client import GraphClient
 from bridge.channels.whatsapp.inbox import TOPIC, WhatsAppInbox, incoming_of
 from bridge.channels.whatsapp.media import MediaFetcher, Receiving
-from bridge.channels.whatsapp.payload import Delivery, Incoming, parse
+from bridge.channels.whatsapp.payload import LEFT_OUT, Delivery, Incoming, parse
 from bridge.channels.whatsapp.reply import Speak, Undelivered, WhatsAppReply
 from bridge.channels.whatsapp.send import Outgoing
 from bridge.channels.whatsapp.signature import HEADER, challenge, check
-from bridge.channels.whatsapp.store import WhatsAppStore, key
+from bridge.channels.whatsapp.store import DAY_MS, WhatsAppStore, key
 from bridge.storage.errors import StorageError
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
 PATH = "/whatsapp/webhook"
-MAX_BODY = 10 * 1024 * 1024
+MAX_BODY = 3 * 1024 * 1024  # Meta: a webhook payload is at most 3 MB
+BODY_BUDGET = 16 * 1024 * 1024  # all the bodies being read at once, together
+BODY_DEADLINE_S = 10.0  # to read one body, from its headers on
+RETRY_AFTER_S = 5
 CHUNK = 64 * 1024
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Busy(Exception):
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +129,17 @@ class WhatsAppChannel:
         self._taking = asyncio.Lock()  # deliveries taken in the order they came
         self._running = False
         self.ignored: Counter[str] = Counter()
+        self._warned: set[str] = set()  # kinds of items left out, logged once each
         self.duplicates = 0
         self._unmarked: set[int] = set()  # answered, the done mark not written
+        self.body_budget, self.body_deadline_s = BODY_BUDGET, BODY_DEADLINE_S
+        self.reading = 0  # bytes of webhook bodies being read now (at most `body_budget`)
+        self.busy = 0  # bodies refused as the budget was full
+        self._busy_logged = -60.0
+        # a message older than this (its timestamp) is never answered: its id may have
+        # left the seen window (`store.keep_seen_ms`), so it could be a replay
+        keep = store.keep_seen_ms
+        self.max_age_ms = keep - min(DAY_MS, keep // 2)
         self.shared = (  # instances sharing the number: the holder of a person's lease answers
             SharedWork(
                 inbox,
@@ -164,9 +194,19 @@ class WhatsAppChannel:
         declared = request.content_length
         if declared is not None and declared > MAX_BODY:
             return web.Response(status=413)
-        body = await _read_capped(request, MAX_BODY)
-        if body is None:
+        if declared is not None and self.reading + declared > self.body_budget:
+            return self._busy()
+        try:
+            async with asyncio.timeout(self.body_deadline_s):
+                body = await self._read_capped(request, MAX_BODY)
+        except _TooLarge:
             return web.Response(status=413)
+        except _Busy:
+            return self._busy()
+        except TimeoutError:
+            return web.Response(status=408)
+        except (ConnectionResetError, ClientPayloadError):  # the client went away mid-body
+            return web.Response(status=400)
         verdict = check(self._secrets.app_secret, body, request.headers.get(HEADER))
         if verdict != "ok":
             log.warning("whatsapp: a webhook with a %s signature was refused", verdict)
@@ -181,14 +221,51 @@ class WhatsAppChannel:
             async with self._taking:
                 await self._take(delivery)
         except StorageError as exc:  # not recorded, not answered: Meta delivers it again
-            log.error("whatsapp: a webhook could not be taken (%s); answered 503", exc)
+            # the error's kind only: a driver's message may quote the values (a wamid)
+            log.error("whatsapp: a webhook could not be taken (%s); answered 503", _kind(exc))
             return web.Response(status=503)
         return web.Response(text="ok")
+
+    def _busy(self) -> web.Response:
+        self.busy += 1
+        now = time.monotonic()
+        if now - self._busy_logged >= 60.0:  # a flood is logged once a minute, not per request
+            self._busy_logged = now
+            log.warning(
+                "whatsapp: webhook bodies being read fill the budget (%d bytes); answered 503"
+                " (%d so far)",
+                self.body_budget,
+                self.busy,
+            )
+        return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    async def _read_capped(self, request: web.Request, limit: int) -> bytes:
+        """The raw body; `_TooLarge` as soon as it passes `limit`, `_Busy` when it would
+        take the bodies being read past `body_budget`."""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in request.content.iter_chunked(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge
+                if self.reading + len(chunk) > self.body_budget:
+                    raise _Busy
+                self.reading += len(chunk)
+                parts.append(chunk)
+            return b"".join(parts)
+        finally:
+            self.reading -= sum(len(p) for p in parts)
 
     async def _take(self, delivery: Delivery) -> None:
         for kind, n in (delivery.ignored or Counter()).items():
             self._ignore(kind, n)
         now_ms = int(self._clock() * 1000)
+        oldest_ms = now_ms - self.max_age_ms
+        fresh = tuple(m for m in delivery.messages if m.timestamp * 1000 >= oldest_ms)
+        if len(fresh) < len(delivery.messages):  # perhaps a replay: its id may be forgotten
+            self._ignore("stale", len(delivery.messages) - len(fresh))
+            delivery = replace(delivery, messages=fresh)
         for status in delivery.statuses:
             try:
                 row = await self.store.status(status.wamid, status.status, status.error, now_ms)
@@ -218,6 +295,9 @@ class WhatsAppChannel:
     def _ignore(self, kind: str, n: int) -> None:
         self.ignored[kind] += n
         self._ignored_hook(kind, n)
+        if kind in LEFT_OUT and kind not in self._warned:  # the kind only: no content
+            self._warned.add(kind)
+            log.warning("whatsapp: a delivery's item was left out (%s); logged once", kind)
         log.debug("whatsapp: ignored %d update(s) of kind %s", n, kind)
 
     def _spawn(self, msg: Incoming) -> None:
@@ -328,13 +408,7 @@ class WhatsAppChannel:
         await self._answer(inbound, reply)
 
 
-async def _read_capped(request: web.Request, limit: int) -> bytes | None:
-    """The raw body, or None as soon as it passes `limit`."""
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_chunked(CHUNK):
-        size += len(chunk)
-        if size > limit:
-            return None
-        parts.append(chunk)
-    return b"".join(parts)
+def _kind(exc: Exception) -> str:
+    """A storage error's kind for the log: its SQLSTATE when it has one, else its type."""
+    head = str(exc).split(":", 1)[0].strip()
+    return head if len(head) == 5 and head.isalnum() else type(exc).__name__

@@ -5,9 +5,10 @@ Only a message whose sender resolves to a tenant is fetched at all
 first; a size over the limit (`[limits] attachment_bytes`, or for audio
 `[llm.transcribe] max_bytes`) is refused BEFORE anything is downloaded, and
 audio is not fetched at all without a transcription server. The URL must be
-https (or the API's own scheme, for a loopback test server) on the API's
-host or one of `[whatsapp] media_hosts` (Meta's is lookaside.fbsbx.com):
-the access token goes nowhere else. Redirects are followed by hand, at most
+the API's own scheme, host and port (a loopback test server's http too),
+or https on one of `[whatsapp] media_hosts` (Meta's is lookaside.fbsbx.com)
+on port 443 or the port its entry names: the access token goes nowhere
+else, not even to another port of an allowed host. Redirects are followed by hand, at most
 three, each to an allowed host; one off them, a declared or streamed size
 over the limit, or any HTTP failure leaves the attachment without a file
 (its `path` empty), and the senses pipeline tells the person why. Files are
@@ -69,17 +70,27 @@ class MediaFetcher:
     def __init__(self, client: GraphClient, media_hosts: Sequence[str]) -> None:
         self._client = client
         api = urlsplit(client.base_url)
-        self._schemes = {"https", api.scheme}
-        self._hosts = {api.netloc.lower(), *(h.lower() for h in media_hosts)}
+        # (scheme, host, port) a media URL may have: the API's own, or https on a media
+        # host (its port when the entry names one, else 443); never any other port
+        self._origins = {_origin(api.scheme, api.hostname or "", api.port)}
+        for entry in media_hosts:  # "host" or "host:port"
+            given = urlsplit(f"//{entry}")
+            try:
+                self._origins.add(_origin("https", given.hostname or "", given.port))
+            except ValueError:  # a port out of range: that entry allows nothing
+                continue
         self.refused = 0  # media URLs or files refused (a count for tests and logs)
 
     def allowed(self, url: str) -> bool:
-        """https (or the API's scheme) on the API's host or a configured media host."""
-        parts = urlsplit(url)
-        if parts.scheme not in self._schemes or parts.username or parts.password:
+        """The API's scheme, host and port, or https on a configured media host and port."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:  # a port that is not a number or out of range
             return False
-        host = (parts.hostname or "").lower()
-        return parts.netloc.lower() in self._hosts or host in self._hosts
+        if parts.username or parts.password:
+            return False
+        return _origin(parts.scheme, parts.hostname or "", port) in self._origins
 
     async def attachment(
         self, meta_type: str, media: Media, inbox: Path, receiving: Receiving
@@ -134,6 +145,12 @@ class MediaFetcher:
             except (TimeoutError, aiohttp.ClientError) as exc:
                 raise GraphError(0, kind=type(exc).__name__) from None
         raise MediaRefused("too many redirects")
+
+
+def _origin(scheme: str, host: str, port: int | None) -> tuple[str, str, int]:
+    scheme = scheme.lower()
+    default = {"https": 443, "http": 80}.get(scheme, 0)
+    return scheme, host.lower().rstrip("."), port if port is not None else default
 
 
 async def _capped(response: aiohttp.ClientResponse, limit: int) -> bytes:

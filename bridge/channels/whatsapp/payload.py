@@ -16,25 +16,47 @@ card comes without text, so the core tells the person what it reads), the
 status updates, and what was left out, counted by kind (`ignored`:
 reactions, unsupported, system, order, unknown types, values for another
 business number).
+
+Every item is read on its own: a message or status that does not fit
+(no sender phone number, as Meta's username rollout may send: only a
+`user_id`; a field of the wrong type; a media id too long) is left out and
+counted (`invalid_message`, `invalid_status`, `no_phone`: `LEFT_OUT`; the
+channel logs each kind once, without content), and the rest of the
+delivery is read as usual. A message of a WhatsApp group (`group_id`,
+Meta's Groups webhook) is left out too (`group`): roost answers people one
+to one, never a group. Lone surrogates (a `\\uD800` escape without its
+pair) in any string of the delivery become U+FFFD before anything reads
+it, so no text, caption, name or file name taken from WhatsApp is ever
+invalid Unicode downstream (storage, the model, recall).
+A file name longer than `MAX_FILENAME` is cut.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bridge.channels.whatsapp.platform import WA_ID
 
 READ = frozenset({"text", "image", "audio", "document", "interactive", "button"})
 UNREADABLE = frozenset({"video", "sticker", "location", "contacts"})
 STATUSES = frozenset({"sent", "delivered", "read", "failed"})
+MAX_FILENAME = 255
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# items of a delivery left out as they are not what roost reads (the channel logs each kind)
+LEFT_OUT = frozenset({"group", "no_phone", "invalid_message", "invalid_status", "invalid_contact"})
 
 
 class _Loose(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+M = TypeVar("M", bound="_Loose")
 
 
 class _Media(_Loose):
@@ -42,8 +64,13 @@ class _Media(_Loose):
     mime_type: str = Field("", max_length=255)
     sha256: str = Field("", max_length=128)
     caption: str | None = None
-    filename: str | None = Field(None, max_length=1024)
+    filename: str | None = None
     voice: bool = False
+
+    @field_validator("filename")
+    @classmethod
+    def _cut(cls, v: str | None) -> str | None:
+        return v[:MAX_FILENAME] if v is not None else None
 
 
 class _Reply(_Loose):
@@ -110,12 +137,12 @@ class _Metadata(_Loose):
     display_phone_number: str = ""
 
 
-class _Value(_Loose):
+class _Value(_Loose):  # the items are read one by one (`_each`): one bad item is left out
     messaging_product: str = ""
     metadata: _Metadata = Field(default_factory=_Metadata)
-    contacts: list[_Contact] = Field(default_factory=list)
-    messages: list[_Message] = Field(default_factory=list)
-    statuses: list[_Status] = Field(default_factory=list)
+    contacts: list[Any] = Field(default_factory=list)
+    messages: list[Any] = Field(default_factory=list)
+    statuses: list[Any] = Field(default_factory=list)
 
 
 class _Change(_Loose):
@@ -177,7 +204,10 @@ class Delivery:
 def parse(body: bytes, phone_number_id: str) -> Delivery | None:
     """The webhook's messages and statuses for our number; None when it is not one."""
     try:
-        hook = _Webhook.model_validate(json.loads(body))
+        raw = json.loads(body)
+        if b"\\u" in body:  # only an escape can make a lone surrogate in strict UTF-8
+            raw = _without_lone_surrogates(raw)
+        hook = _Webhook.model_validate(raw)
     except (ValueError, RecursionError, ValidationError):  # nesting deeper than json reads
         return None
     if hook.object != "whatsapp_business_account":
@@ -191,14 +221,14 @@ def parse(body: bytes, phone_number_id: str) -> Delivery | None:
             if change.field != "messages" or value.metadata.phone_number_id != phone_number_id:
                 ignored["other_number" if change.field == "messages" else "field"] += 1
                 continue
-            names = {c.wa_id: c.profile.name for c in value.contacts}
-            for msg in value.messages:
+            names = {c.wa_id: c.profile.name for c in _each(_Contact, value.contacts, ignored)}
+            for msg in _each(_Message, _people(value.messages, ignored), ignored):
                 incoming = _incoming(msg, names.get(msg.sender, ""))
                 if incoming is None:
                     ignored[_kind(msg.type)] += 1
                 else:
                     messages.append(incoming)
-            for status in value.statuses:
+            for status in _each(_Status, value.statuses, ignored):
                 if status.status not in STATUSES:
                     ignored["status"] += 1
                     continue
@@ -209,6 +239,53 @@ def parse(body: bytes, phone_number_id: str) -> Delivery | None:
                     )
                 )
     return Delivery(tuple(messages), tuple(statuses), ignored)
+
+
+def _people(items: list[Any], ignored: Counter[str]) -> list[Any]:
+    """The messages of one person to roost: a group's (`group_id`) and one without a
+    phone number (only a `user_id`, Meta's usernames) are counted and left out."""
+    kept = []
+    for item in items:
+        if isinstance(item, dict) and "group_id" in item:
+            ignored["group"] += 1  # never answered, never paired from
+        elif isinstance(item, dict) and "from" not in item:
+            ignored["no_phone"] += 1  # roost answers a wa_id (a phone number)
+        else:
+            kept.append(item)
+    return kept
+
+
+def _each(model: type[M], items: list[Any], ignored: Counter[str]) -> list[M]:
+    """The items that fit `model`; each one that does not is counted and left out."""
+    good: list[M] = []
+    for item in items:
+        try:
+            good.append(model.model_validate(item))
+        except ValidationError:
+            ignored[f"invalid_{model.__name__.strip('_').lower()}"] += 1
+    return good
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """`value` (parsed JSON) with every lone surrogate in its strings made U+FFFD."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    root: list[Any] = [value]
+    stack: list[list[Any] | dict[str, Any]] = [root]
+    while stack:
+        node = stack.pop()
+        pairs = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        for k, v in pairs:
+            if isinstance(v, str):
+                v = LONE_SURROGATE.sub("\ufffd", v)
+            elif isinstance(v, list | dict):
+                stack.append(v)
+            if isinstance(node, dict) and isinstance(k, str) and LONE_SURROGATE.search(k):
+                del node[k]
+                node[LONE_SURROGATE.sub("\ufffd", k)] = v
+            else:
+                node[k] = v  # type: ignore[index]
+    return root[0]
 
 
 def _kind(kind: str) -> str:

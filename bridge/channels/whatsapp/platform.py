@@ -2,10 +2,11 @@
 
 A person is their WhatsApp id (`wa_id`: the phone number in international
 form, digits only); `[tenants.X] whatsapp_ids = ["4915112345678"]` may be
-written with "+", spaces or dashes. A chat is the person's wa_id (the Cloud
-API has no group chats): `roost send --to whatsapp:<phone>`. A text message
-holds 4096 characters; the Cloud API takes media up to 100 MB (documents),
-which `[limits] attachment_bytes` caps further. See `bridge.types.platform`.
+written with "+", spaces or dashes. A chat is the person's wa_id (a
+WhatsApp group's messages are left out, `payload`): `roost send --to
+whatsapp:<phone>`. A text message holds 4096 characters; the Cloud API
+takes media up to 100 MB (documents), which `[limits] attachment_bytes`
+caps further. See `bridge.types.platform`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ webhook again until it gets a 200 and may send one message twice; the
 first `first_time(wamid)` wins, in one `INSERT ... ON CONFLICT DO NOTHING
 RETURNING`, so a duplicate is answered never, also after a restart, and of
 two instances taking one message at once exactly one gets it. Ids are kept
-a week (`keep_seen_ms`), longer than Meta retries.
+a week (`keep_seen_ms`); the channel answers no message whose timestamp is
+older than that less a day (`WhatsAppChannel.max_age_ms`), so an id pruned
+here can never be answered again.
 
 `whatsapp_window`: when a known person (one resolving to a tenant) last
 wrote: the 24-hour customer-service window for proactive messages.
