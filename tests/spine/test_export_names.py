@@ -16,13 +16,17 @@ from bridge.app.database import open_database
 from bridge.app.export import write_export
 
 
-async def test_a_name_that_is_not_utf8_is_exported_with_a_replacement(tmp_path: Path) -> None:
-    home, out = tmp_path / "home", tmp_path / "alice.zip"
+def _tree(home: Path) -> None:
     workspace = home / "tenants/alice/global/workspace"
     workspace.mkdir(parents=True)
     with open(os.fsencode(workspace) + b"/\xff\n.txt", "wb") as f:
         f.write(b"made by a tool")
     (workspace / "plain.txt").write_text("plain")
+
+
+async def test_a_name_that_is_not_utf8_is_exported_with_a_replacement(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "alice.zip"
+    _tree(home)
     db = await open_database(home / "roost.db")
     try:
         done = await write_export(home, db, "alice", out, "2026-12-06")
