@@ -11,7 +11,10 @@ the API's own message is shown after `safe_message` took out links,
 addresses and paths) are told at once; 429, 500 and 529 (overloaded) are
 retried with backoff, honouring `retry-after`, while nothing has been
 yielded yet (`http_stream.RetryLoop`); a 429 for a spend limit is not
-retried. `timeout_s` is an inactivity timeout, as in the openai backend.
+retried. `timeout_s` is an inactivity timeout, as in the openai backend
+(only `data:` lines restart it; a JSON body is read chunk by chunk, capped
+at `MAX_JSON_BODY` bytes after decompression). Redirects are not followed:
+a 3xx is a `config` error naming only the Location's host in the log.
 The key is sent in its header only and redacted from every log line.
 """
 
@@ -27,8 +30,22 @@ from typing import TYPE_CHECKING, Any
 from bridge.llm.anthropic_events import EventReader, bad_response, message_events
 from bridge.llm.anthropic_wire import build_body, error_fields, safe_message
 from bridge.llm.faults import ServerFault, reported
-from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
-from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, unavailable_text, within
+from bridge.llm.http_retry import (
+    Retry,
+    connection_detail,
+    redirect_target,
+    retry_after_seconds,
+    safe_host,
+)
+from bridge.llm.http_stream import (
+    IdleTimer,
+    RetryLoop,
+    Sleep,
+    TooLarge,
+    read_body,
+    unavailable_text,
+    within,
+)
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
 
@@ -36,6 +53,8 @@ if TYPE_CHECKING:  # aiohttp is imported when a request is made
     import aiohttp
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+MAX_JSON_BODY = 64 * 1024 * 1024  # bytes of a non-streamed answer, decompressed
+MAX_ERROR_BODY = 64 * 1024  # bytes of an error body read for the log
 API_VERSION = "2023-06-01"
 
 
@@ -138,17 +157,30 @@ class AnthropicBackend:
     async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
         import aiohttp
 
-        post = self._client().post(self._url, json=body, headers=self._headers())
+        post = self._client().post(
+            self._url, json=body, headers=self._headers(), allow_redirects=False
+        )
         try:
             response = await within(self._timeout_s, False, post)
         except aiohttp.ClientError as exc:
             raise Retry("unavailable", connection_detail(exc)) from exc
         async with response:
+            if 300 <= response.status < 400:
+                where = redirect_target(self._url, response.headers.get("Location"))
+                raise ServerFault(
+                    "config",
+                    f"the Anthropic API answered with a redirect (HTTP {response.status}), "
+                    "which roost does not follow; the operator should check ROOST_LLM__BASE_URL",
+                    f"HTTP {response.status} redirect to {where}, not followed",
+                )
             if response.status >= 400:
                 await self._raise_for_status(response)
             try:
                 if "json" in (response.content_type or ""):
-                    raw = await within(self._timeout_s, True, response.read())
+                    try:
+                        raw = await read_body(response, self._timeout_s, True, MAX_JSON_BODY)
+                    except TooLarge as exc:
+                        raise bad_response(f"the JSON reply: {exc}") from exc
                     for event in message_events(_json(raw)):
                         yield event
                     return
@@ -161,12 +193,15 @@ class AnthropicBackend:
     async def _sse(self, response: aiohttp.ClientResponse) -> AsyncGenerator[ModelEvent, None]:
         decoder = SSEDecoder()
         reader = EventReader()
+        idle = IdleTimer(self._timeout_s)
         while not reader.stopped:
-            chunk = await read_chunk(response, self._timeout_s, True)
+            chunk = await idle.read(response)
             try:
                 datas = decoder.feed(chunk) if chunk else decoder.close()
             except SSEError as exc:
                 raise bad_response(str(exc)) from exc
+            if decoder.data_seen:
+                idle.progress()
             for data in datas:
                 for event in reader.feed(_json(data)):
                     yield event
@@ -185,7 +220,9 @@ class AnthropicBackend:
         status = response.status
         raw = b""
         try:
-            raw = (await within(self._timeout_s, False, response.read()))[:8192]
+            raw = (
+                await read_body(response, self._timeout_s, False, MAX_ERROR_BODY, truncate=True)
+            )[:8192]
             fields = error_fields(_json(raw))
         except (BackendError, aiohttp.ClientError):
             fields = None
@@ -230,3 +267,5 @@ def _json(raw: str | bytes) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_response("bad JSON") from exc
+    except RecursionError as exc:
+        raise bad_response("JSON nested too deep") from exc

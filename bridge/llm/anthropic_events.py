@@ -8,6 +8,11 @@ cumulative usage), `message_stop`, `ping`, and `error` events sent mid-stream
 (overloaded and server errors become `Retry`, as their HTTP twins 529 and 500
 would). Unknown event and block types are skipped, as the API's versioning
 policy asks. `message_events` reads a non-streamed `Message` object. No I/O.
+Hostile replies are bounded and made valid as `openai_wire` does it: token
+counts clamped (10**9 a call, one WARNING per reply), one tool call's input
+capped at `MAX_ARGUMENTS_CHARS` and the answer at `MAX_ANSWER_CHARS` (past
+either: `bad_response`), a long tool name cut to a short unknown one, split
+surrogate pairs joined and lone surrogates replaced by U+FFFD.
 """
 
 from __future__ import annotations
@@ -20,6 +25,14 @@ from typing import Any
 from bridge.llm.anthropic_wire import error_fields, safe_message
 from bridge.llm.faults import ServerFault
 from bridge.llm.http_retry import Retry
+from bridge.llm.openai_wire import (
+    MAX_ANSWER_CHARS,
+    MAX_ARGUMENTS_CHARS,
+    TokenCounts,
+    ValidText,
+    tool_name,
+    valid_text,
+)
 from bridge.types.backend import (
     BackendError,
     Finish,
@@ -61,10 +74,6 @@ def stream_error(kind: str, message: str) -> Exception:
     )
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
-
-
 @dataclass
 class Usage:
     """Token counts; each report is cumulative, so the latest value of a field wins."""
@@ -73,6 +82,7 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
     output: int = 0
+    tokens: TokenCounts = field(default_factory=TokenCounts, repr=False, compare=False)
 
     def update(self, usage: Any) -> None:
         if not isinstance(usage, Mapping):
@@ -84,7 +94,7 @@ class Usage:
             ("output_tokens", "output"),
         ):
             if key in usage and usage[key] is not None:
-                setattr(self, attr, _count(usage[key]))
+                setattr(self, attr, self.tokens.count(usage[key]))
 
     def finish(self, reason: str) -> Finish:
         prompt = self.input + self.cache_read + self.cache_write
@@ -98,12 +108,20 @@ class _ToolBlock:
     pieces: list[str] = field(default_factory=list)
     start_input: Any = None
 
+    size: int = 0  # characters in `pieces`
+
+    def add(self, piece: str) -> None:
+        self.size += len(piece)
+        if self.size > MAX_ARGUMENTS_CHARS:
+            raise bad_response(f"a tool input is longer than {MAX_ARGUMENTS_CHARS} characters")
+        self.pieces.append(piece)
+
     def request(self) -> ToolCallRequest:
-        text = "".join(self.pieces)
+        text = valid_text("".join(self.pieces))
         if not text.strip():
             start = self.start_input if isinstance(self.start_input, Mapping) else {}
             text = json.dumps(start)
-        return ToolCallRequest(self.id, self.name, text)
+        return ToolCallRequest(valid_text(self.id), tool_name(self.name), text)
 
 
 class EventReader:
@@ -115,6 +133,13 @@ class EventReader:
         self.started = False  # message_start seen
         self.stopped = False  # message_stop seen
         self._tools: dict[int, _ToolBlock] = {}
+        self._valid = ValidText()
+        self._size = 0  # characters of the answer so far
+
+    def _grow(self, chars: int) -> None:
+        self._size += chars
+        if self._size > MAX_ANSWER_CHARS:
+            raise bad_response(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
 
     def feed(self, obj: Any) -> list[ModelEvent]:
         if not isinstance(obj, Mapping):
@@ -133,8 +158,11 @@ class EventReader:
             return self._delta(obj)
         elif kind == "content_block_stop":
             block = self._tools.pop(_index(obj), None)
+            pending = self._valid.end()
+            events: list[ModelEvent] = [TextDelta(pending)] if pending else []
             if block is not None:
-                return [ToolCall(block.request())]
+                events.append(ToolCall(block.request()))
+            return events
         elif kind == "message_delta":
             delta = obj.get("delta")
             if isinstance(delta, Mapping) and delta.get("stop_reason"):
@@ -149,8 +177,10 @@ class EventReader:
         if isinstance(block, Mapping) and block.get("type") == "tool_use":
             if not block.get("name"):
                 raise bad_response("a tool_use block has no name")
-            ident = str(block.get("id") or f"toolu_{_index(obj)}")
-            self._tools[_index(obj)] = _ToolBlock(ident, str(block["name"]), [], block.get("input"))
+            ident = str(block.get("id") or f"toolu_{_index(obj)}")[:256]
+            name = tool_name(str(block["name"]))
+            self._grow(len(name))
+            self._tools[_index(obj)] = _ToolBlock(ident, name, [], block.get("input"))
 
     def _delta(self, obj: Mapping[str, Any]) -> list[ModelEvent]:
         delta = obj.get("delta")
@@ -158,17 +188,24 @@ class EventReader:
             raise bad_response("a content_block_delta has no delta object")
         if delta.get("type") == "text_delta":
             text = delta.get("text")
-            return [TextDelta(text)] if isinstance(text, str) and text else []
+            if not isinstance(text, str) or not text:
+                return []
+            self._grow(len(text))
+            text = self._valid.feed(text)
+            return [TextDelta(text)] if text else []
         if delta.get("type") == "input_json_delta":
             block = self._tools.get(_index(obj))
             piece = delta.get("partial_json")
             if block is not None and isinstance(piece, str):
-                block.pieces.append(piece)
+                self._grow(len(piece))
+                block.add(piece)
         return []
 
     def finish(self) -> list[ModelEvent]:
         """End of the stream: unfinished tool calls, then the one `Finish`."""
-        events: list[ModelEvent] = [ToolCall(b.request()) for _, b in sorted(self._tools.items())]
+        pending = self._valid.end()
+        events: list[ModelEvent] = [TextDelta(pending)] if pending else []
+        events.extend(ToolCall(b.request()) for _, b in sorted(self._tools.items()))
         self._tools.clear()
         raw = self.stop_reason or "end_turn"
         events.append(self.usage.finish(STOP_REASONS.get(raw, raw)))
@@ -194,9 +231,9 @@ def message_events(obj: Any) -> list[ModelEvent]:
         if not isinstance(block, Mapping):
             continue
         if block.get("type") == "text" and block.get("text"):
-            events.append(TextDelta(str(block["text"])))
+            events.append(TextDelta(valid_text(str(block["text"]))))
         elif block.get("type") == "tool_use" and block.get("name"):
-            tool = _ToolBlock(str(block.get("id") or f"toolu_{i}"), str(block["name"]))
+            tool = _ToolBlock(str(block.get("id") or f"toolu_{i}")[:256], str(block["name"]))
             tool.start_input = block.get("input")
             events.append(ToolCall(tool.request()))
     reader.stop_reason = str(obj.get("stop_reason") or "end_turn")

@@ -15,8 +15,11 @@ to `[llm] api_key` as well (a key is never sent to a server it was not
 configured for). 429, 5xx and connection errors are retried with backoff
 (`Retry-After` honoured, capped); 401/403, 404, 413 and the rest become an
 `AudioError` whose `reply` is a short sentence for the person that names the
-config table to check and quotes nothing the server said. Neither the audio
-nor the text is ever logged: log lines carry the host, the status and sizes.
+config table to check and quotes nothing the server said. Redirects are not
+followed (the audio or the text would go to wherever a 3xx points): a 3xx
+is an `AudioError` naming the table, the log line the Location's host.
+Neither the audio nor the text is ever logged: log lines carry the host,
+the status and sizes.
 """
 
 from __future__ import annotations
@@ -29,7 +32,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from bridge.core.config_sections import DefaultLLMSettings, SpeechSettings, TranscribeSettings
-from bridge.llm.http_retry import connection_detail, retry_after_seconds, safe_host
+from bridge.llm.http_retry import (
+    connection_detail,
+    redirect_target,
+    retry_after_seconds,
+    safe_host,
+)
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
 
 if TYPE_CHECKING:  # aiohttp is imported when a request is made
@@ -231,9 +239,28 @@ class AudioClient:
         timeout = aiohttp.ClientTimeout(total=s.timeout_s)
         try:
             async with self._client().post(
-                s.base_url + path, headers=headers, timeout=timeout, json=as_json, data=form
+                s.base_url + path,
+                headers=headers,
+                timeout=timeout,
+                json=as_json,
+                data=form,
+                allow_redirects=False,
             ) as resp:
                 status = resp.status
+                if 300 <= status < 400:
+                    where = redirect_target(s.base_url + path, resp.headers.get("Location"))
+                    log.warning(
+                        "audio %s at %s: HTTP %d redirect to %s, not followed",
+                        s.purpose,
+                        safe_host(s.base_url),
+                        status,
+                        where,
+                    )
+                    what = "transcription" if s.purpose == "transcribe" else "speech"
+                    raise AudioError(
+                        f"the {what} server answered with a redirect (HTTP {status}), "
+                        f"which roost does not follow: check {s.table} base_url"
+                    )
                 if status == 429 or status >= 500:
                     wait = retry_after_seconds(resp.headers.get("Retry-After"))
                     raise _Retry(f"HTTP {status}", wait)

@@ -8,6 +8,8 @@ server, LM Studio and text-embeddings-inference speak it. 429, 5xx and
 connection errors are retried with backoff (`Retry-After` honoured, capped);
 anything else is an `EmbedError` naming the status, never the texts (they
 are masked before they are stored, and only stored texts are embedded).
+Redirects are not followed (the texts would go to wherever a 3xx points): a
+3xx is an `EmbedError` naming only the Location's host and port.
 `embeddings_server` resolves the table: base_url and api_key default to
 [llm]'s OpenAI-compatible server and key, as the audio endpoints do.
 """
@@ -21,7 +23,12 @@ from typing import TYPE_CHECKING
 
 from bridge.core.config_sections import DefaultLLMSettings
 from bridge.llm.audio import Sleep, chat_server
-from bridge.llm.http_retry import connection_detail, retry_after_seconds, safe_host
+from bridge.llm.http_retry import (
+    connection_detail,
+    redirect_target,
+    retry_after_seconds,
+    safe_host,
+)
 from bridge.recall.embedder import EmbedError
 
 if TYPE_CHECKING:  # aiohttp is imported when the first request is made
@@ -100,8 +107,20 @@ class EmbeddingsClient:
         timeout = aiohttp.ClientTimeout(total=self._timeout)
         try:
             async with self._session.post(
-                self.base_url + "/embeddings", json=body, headers=headers, timeout=timeout
+                self.base_url + "/embeddings",
+                json=body,
+                headers=headers,
+                timeout=timeout,
+                allow_redirects=False,
             ) as resp:
+                if 300 <= resp.status < 400:
+                    where = redirect_target(
+                        self.base_url + "/embeddings", resp.headers.get("Location")
+                    )
+                    raise EmbedError(
+                        f"the embeddings server answered HTTP {resp.status}, a redirect to "
+                        f"{where} that roost does not follow: check [llm.embeddings] base_url"
+                    )
                 if resp.status == 429 or resp.status >= 500:
                     raise _Retry(
                         f"HTTP {resp.status}", retry_after_seconds(resp.headers.get("Retry-After"))

@@ -1,5 +1,12 @@
 """HTTP helpers for model backends: retryable failures, Retry-After, safe hosts.
 
+`retry_after_seconds` accepts only what RFC 9110 allows: finite non-negative
+delta-seconds (a fraction is tolerated) or an HTTP date; `nan`, `inf`, a
+negative number or anything else is ignored (the caller's own backoff
+applies). `redirect_target` names where a 3xx pointed (host and port only):
+model requests never follow redirects, since a redirect would re-send the
+whole request (system prompt, history, key) to another server.
+
 Nothing here knows the OpenAI protocol; another HTTP backend (anthropic, say)
 can reuse it.
 """
@@ -7,9 +14,11 @@ can reuse it.
 from __future__ import annotations
 
 import email.utils
+import math
+import re
 import time
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 if TYPE_CHECKING:  # aiohttp is imported when a request is made
     import aiohttp
@@ -61,17 +70,36 @@ def safe_host(base_url: str) -> str:
     return f"{host}:{port}" if port else host
 
 
+_DELTA_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
-    """Parse `Retry-After`: delta seconds or an HTTP date; None if absent or bad."""
+    """Parse `Retry-After`: delta seconds or an HTTP date; None if absent or bad.
+
+    Only digits (with an optional fraction) count as seconds: `nan`, `inf`,
+    `-4` or `1e9` are bad values, so the caller backs off as if none was sent.
+    """
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if _DELTA_SECONDS.fullmatch(value):
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        stamp = when.timestamp()
+    except (TypeError, ValueError, OverflowError, OSError):
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    if not math.isfinite(stamp):
+        return None
+    return max(0.0, stamp - (time.time() if now is None else now))
+
+
+def redirect_target(request_url: str, location: str | None) -> str:
+    """`host[:port]` a 3xx pointed to (its path and query are never shown)."""
+    if not location:
+        return "nowhere (no Location header)"
+    try:
+        return safe_host(urljoin(request_url, location.strip()))
+    except ValueError:
+        return "an unreadable Location"

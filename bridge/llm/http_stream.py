@@ -9,8 +9,15 @@ shows "the model server is busy, retrying 1/3").
 
 Timeouts are about silence, never about the length of an answer: `read_chunk`
 and `within` wait at most `timeout_s` for the next bytes (the response
-headers, the next piece of the body). A slow model that keeps sending is
-never cut off; one that goes silent for `timeout_s` fails with `silent()`.
+headers, the next piece of the body); `read_body` reads a whole body that
+way, chunk by chunk, and stops at a byte cap (counted after decompression:
+`TooLarge`). A slow model that keeps sending is never cut off; one that goes
+silent for `timeout_s` fails with `silent()`. A streamed answer is read
+through an `IdleTimer`: any bytes restart its silence, but keep-alive comments
+alone (no SSE `data` line, which the caller calls progress) are allowed only
+`KEEPALIVE_FACTOR` times `timeout_s` (20 minutes at the default 120 s: a
+provider like OpenRouter sends them while a model thinks for minutes), then
+fail (`chatter()`) instead of holding the turn forever.
 Nothing here knows a wire format.
 """
 
@@ -59,6 +66,88 @@ async def within(timeout_s: float, started: bool, awaitable: Awaitable[T]) -> T:
 async def read_chunk(response: aiohttp.ClientResponse, timeout_s: float, started: bool) -> bytes:
     """The next bytes of the body (b"" at its end), or the inactivity timeout."""
     return await within(timeout_s, started, response.content.readany())
+
+
+KEEPALIVE_FACTOR = 10  # keep-alives alone may hold a streamed answer this many timeouts
+
+
+def chatter(waited_s: float) -> BackendError:
+    """The timeout of a server that sent only keep-alives for `waited_s`."""
+    text = f"the model server sent only keep-alives, no answer, for {waited_s:g}s mid-answer"
+    return ServerFault("timeout", text, text)
+
+
+class TooLarge(Exception):
+    """A body grew past its byte cap (the caller says what that means)."""
+
+
+async def read_body(
+    response: aiohttp.ClientResponse,
+    timeout_s: float,
+    started: bool,
+    limit: int,
+    *,
+    truncate: bool = False,
+) -> bytes:
+    """The whole body, chunk by chunk: `timeout_s` bounds each silence, not the total.
+
+    More than `limit` bytes (after any Content-Encoding was undone) raise
+    `TooLarge`, or with `truncate` return the first `limit` bytes.
+    """
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await read_chunk(response, timeout_s, started)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > limit:
+            if truncate:
+                parts.append(chunk[: len(chunk) - (size - limit)])
+                return b"".join(parts)
+            raise TooLarge(f"the body is larger than {limit} bytes")
+        parts.append(chunk)
+
+
+class IdleTimer:
+    """The inactivity timeouts of one streamed body: `timeout_s` of silence (any bytes
+    restart it), and `KEEPALIVE_FACTOR` times that without `progress()` (keep-alives).
+
+    Only the time spent waiting for bytes counts: a caller that takes its
+    time between reads (running a tool, say) never makes the server look silent.
+    """
+
+    def __init__(self, timeout_s: float, started: bool = True) -> None:
+        self.timeout_s = timeout_s
+        self.keepalive_s = KEEPALIVE_FACTOR * timeout_s
+        self.started = started
+        self._silent = 0.0  # seconds spent waiting since the last bytes
+        self._idle = 0.0  # seconds spent waiting since the last progress
+
+    def progress(self) -> None:
+        self._idle = 0.0
+
+    async def read(self, response: aiohttp.ClientResponse) -> bytes:
+        """The next bytes (b"" at the end), unless a timeout passed first."""
+        loop = asyncio.get_running_loop()
+        left = min(self.timeout_s - self._silent, self.keepalive_s - self._idle)
+        began = loop.time()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(left):
+                chunk = await response.content.readany()
+        except TimeoutError as exc:
+            if self.keepalive_s - self._idle <= self.timeout_s - self._silent:
+                raise chatter(self.keepalive_s) from exc
+            raise silent(self.timeout_s, self.started) from exc
+        finally:
+            waited = loop.time() - began
+            self._silent += waited
+            self._idle += waited
+        if chunk:
+            self._silent = 0.0
+        return chunk
 
 
 def attempts_text(attempts: int) -> str:

@@ -12,10 +12,22 @@ reference the message repeats (`faults.reported`). 429, 5xx and connection
 errors are retried (`http_stream.RetryLoop`), but only while nothing has been
 yielded yet. `timeout_s` is an inactivity timeout: the call fails when no
 byte arrives for that long (waiting for the headers or for the next piece of
-the answer); a slow answer that keeps coming is never cut off.
+the answer, streamed or a JSON body read chunk by chunk); a slow answer that
+keeps coming is never cut off. In a stream only `data:` lines count as the
+server answering: a server that sends nothing but `: keep-alive` comments
+for `timeout_s` fails the same way instead of holding the turn forever.
 `connect_timeout_s` bounds the TCP connect. The API key is sent in the
 `Authorization` header and nowhere else: it never appears in a message or a
 log line.
+
+Redirects are never followed (a 307 would re-send the system prompt, the
+history and the key to wherever it points): a 3xx is a `config` error whose
+log line names the Location's host and port, never its path or query. Sizes
+are capped: a JSON body at `MAX_JSON_BODY` bytes after decompression (an
+error body at `MAX_ERROR_BODY`), an SSE line and event as `sse` caps them,
+the answer and each tool call as `openai_wire` caps them; past a cap, or for
+JSON nested too deep, the person reads "the model server sent a reply roost
+could not read".
 """
 
 from __future__ import annotations
@@ -28,8 +40,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bridge.llm.faults import ServerFault, reported
-from bridge.llm.http_retry import Retry, connection_detail, retry_after_seconds, safe_host
-from bridge.llm.http_stream import RetryLoop, Sleep, read_chunk, within
+from bridge.llm.http_retry import (
+    Retry,
+    connection_detail,
+    redirect_target,
+    retry_after_seconds,
+    safe_host,
+)
+from bridge.llm.http_stream import IdleTimer, RetryLoop, Sleep, TooLarge, read_body, within
 from bridge.llm.openai_wire import (
     StreamAssembler,
     bad_response,
@@ -43,6 +61,9 @@ from bridge.types.backend import BackendError, ModelEvent, ModelRequest
 
 if TYPE_CHECKING:  # aiohttp is imported when a request is made
     import aiohttp
+
+MAX_JSON_BODY = 64 * 1024 * 1024  # bytes of a non-streamed answer, decompressed
+MAX_ERROR_BODY = 64 * 1024  # bytes of an error body read for the log
 
 
 class OpenAIBackend:
@@ -123,18 +144,25 @@ class OpenAIBackend:
     async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
         import aiohttp
 
-        post = self._client().post(self._url, json=body, headers=self._headers())
+        post = self._client().post(
+            self._url, json=body, headers=self._headers(), allow_redirects=False
+        )
         try:
             response = await within(self._timeout_s, False, post)
         except aiohttp.ClientError as exc:
             raise Retry("unavailable", connection_detail(exc)) from exc
         async with response:
+            if 300 <= response.status < 400:
+                raise self._redirected(response)
             if response.status >= 400:
                 await self._raise_for_status(response)
             ctype = response.content_type or ""
             try:
                 if "json" in ctype:
-                    raw = await within(self._timeout_s, True, response.read())
+                    try:
+                        raw = await read_body(response, self._timeout_s, True, MAX_JSON_BODY)
+                    except TooLarge as exc:
+                        raise bad_response(f"the JSON reply: {exc}") from exc
                     for event in completion_events(parse_json(raw)):
                         yield event
                     return
@@ -149,13 +177,16 @@ class OpenAIBackend:
     ) -> AsyncGenerator[ModelEvent, None]:
         decoder = SSEDecoder()
         assembler = StreamAssembler()
+        idle = IdleTimer(self._timeout_s)
         done = False
         while not done:
-            chunk = await read_chunk(response, self._timeout_s, True)
+            chunk = await idle.read(response)
             try:
                 datas = decoder.feed(chunk) if chunk else decoder.close()
             except SSEError as exc:
                 raise self._not_a_stream(ctype, str(exc)) from exc
+            if decoder.data_seen:
+                idle.progress()
             for data in datas:
                 if data.strip() == "[DONE]":
                     done = True
@@ -180,12 +211,23 @@ class OpenAIBackend:
             f"{self._base_url_safe()!r} right? OpenAI-compatible servers usually end in /v1)"
         )
 
+    def _redirected(self, response: aiohttp.ClientResponse) -> BackendError:
+        status = response.status
+        where = redirect_target(self._url, response.headers.get("Location"))
+        return ServerFault(
+            "config",
+            f"the model server answered with a redirect (HTTP {status}), which roost does "
+            "not follow; the operator should check ROOST_LLM__BASE_URL",
+            f"HTTP {status} redirect to {where}, not followed: set ROOST_LLM__BASE_URL to "
+            "the address that answers itself",
+        )
+
     async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
         import aiohttp
 
         status = response.status
         try:
-            raw = await within(self._timeout_s, False, response.read())
+            raw = await read_body(response, self._timeout_s, False, MAX_ERROR_BODY, truncate=True)
             text = raw[:4096].decode("utf-8", "replace")
         except (BackendError, aiohttp.ClientError):
             text = ""

@@ -7,12 +7,27 @@ text, then `image_url` parts holding `data:` URLs). `StreamAssembler` turns stre
 re-assembling tool calls whose `arguments` arrive in pieces (keyed by
 `index`). `completion_events` does the same for a non-streaming
 `chat.completion` object. No I/O here.
+
+A hostile or broken server cannot make roost hold more than it can use: one
+call's `arguments` are capped at `MAX_ARGUMENTS_CHARS` (8 Mi characters),
+the whole answer (text plus every call's name and arguments) at
+`MAX_ANSWER_CHARS` (32 Mi), the calls of one answer at `MAX_TOOL_CALLS`;
+past a cap the reply is a `bad_response` ("the model server sent a reply
+roost could not read"), as is JSON nested too deep to parse. A tool name
+longer than `MAX_TOOL_NAME_CHARS` (256) is cut to a short name no tool has,
+so the call is answered as an unknown tool. Text, tool names, ids and
+arguments are valid Unicode: a surrogate pair split across two deltas (an
+emoji sent as `\\ud83d` then `\\ude00`) is joined, a lone surrogate becomes
+U+FFFD. Token counts above `MAX_TOKENS` (10**9 a call) are clamped, with one
+WARNING per reply, so an absurd usage report never breaks the ledger.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +45,17 @@ from bridge.types.backend import (
     ToolCallRequest,
 )
 
+log = logging.getLogger(__name__)
+
 _RESERVED = frozenset({"model", "messages", "stream", "stream_options", "tools"})
+MAX_ARGUMENTS_CHARS = 8 * 1024 * 1024  # one tool call's arguments
+MAX_ANSWER_CHARS = 32 * 1024 * 1024  # text plus every call's name and arguments
+MAX_TOOL_CALLS = 256  # tool calls in one answer
+MAX_TOOL_NAME_CHARS = 256  # longer: cut to a short name no tool has
+MAX_TOKENS = 10**9  # a usage count above this is clamped
+_SHORT_NAME = 48
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_HIGH_AT_END = re.compile("[\ud800-\udbff]$")
 
 
 def build_body(model: str, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
@@ -119,6 +144,68 @@ def parse_json(text: str | bytes) -> Any:
         return json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_response("bad JSON") from exc
+    except RecursionError as exc:
+        raise bad_response("JSON nested too deep") from exc
+
+
+def valid_text(text: str) -> str:
+    """`text` with surrogate pairs joined and lone surrogates replaced by U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def tool_name(name: str) -> str:
+    """A valid, bounded tool name: an absurdly long one becomes a short unknown name."""
+    name = valid_text(name)
+    if len(name) <= MAX_TOOL_NAME_CHARS:
+        return name
+    return f"{name[:_SHORT_NAME]}...({len(name)} characters)"
+
+
+class ValidText:
+    """Streamed text made valid: a high surrogate at a delta's end waits for its low half."""
+
+    def __init__(self) -> None:
+        self._high = ""
+
+    def feed(self, text: str) -> str:
+        text = self._high + text
+        self._high = ""
+        if _HIGH_AT_END.search(text):
+            text, self._high = text[:-1], text[-1]
+        return valid_text(text)
+
+    def end(self) -> str:
+        """A high surrogate no low half followed: U+FFFD (else "")."""
+        pending, self._high = self._high, ""
+        return "\ufffd" if pending else ""
+
+
+class TokenCounts:
+    """Clamps usage counts to `MAX_TOKENS`, logging one WARNING per reply."""
+
+    def __init__(self) -> None:
+        self.clamped = False
+
+    def count(self, value: Any) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return 0
+        if value <= MAX_TOKENS:
+            return value
+        if not self.clamped:
+            self.clamped = True
+            log.warning(
+                "the model server reported an absurd token count (about 2**%d); counted as %d",
+                value.bit_length() - 1,
+                MAX_TOKENS,
+            )
+        return MAX_TOKENS
+
+    def cached(self, usage: Mapping[str, Any]) -> int:
+        """`usage.prompt_tokens_details.cached_tokens`: the part of prompt_tokens from cache."""
+        details = usage.get("prompt_tokens_details")
+        return self.count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
 
 
 @dataclass
@@ -126,20 +213,20 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    size: int = 0  # characters in `arguments`
+
+    def add(self, piece: str) -> None:
+        self.size += len(piece)
+        if self.size > MAX_ARGUMENTS_CHARS:
+            raise bad_response(
+                f"a tool call's arguments are longer than {MAX_ARGUMENTS_CHARS} characters"
+            )
+        self.arguments.append(piece)
 
     def request(self, index: int) -> ToolCallRequest:
-        call_id = self.id or f"call_{index}_{uuid.uuid4().hex[:12]}"
-        return ToolCallRequest(call_id, self.name, "".join(self.arguments) or "{}")
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
-
-
-def _cached(usage: Mapping[str, Any]) -> int:
-    """`usage.prompt_tokens_details.cached_tokens`: the part of prompt_tokens read from cache."""
-    details = usage.get("prompt_tokens_details")
-    return _count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+        call_id = valid_text(self.id) or f"call_{index}_{uuid.uuid4().hex[:12]}"
+        arguments = valid_text("".join(self.arguments))
+        return ToolCallRequest(call_id, tool_name(self.name), arguments or "{}")
 
 
 def _arguments_text(value: Any) -> str:
@@ -157,6 +244,9 @@ class StreamAssembler:
         self._calls: dict[int, _PartialCall] = {}
         self._last_index: int | None = None
         self._emitted_calls = 0
+        self._size = 0  # characters of the answer so far (text, names, arguments)
+        self._valid = ValidText()  # joins a surrogate pair split across deltas
+        self._tokens = TokenCounts()
         self.reason: str | None = None
         self.saw_choice = False
         self.prompt_tokens = 0
@@ -183,19 +273,37 @@ class StreamAssembler:
                 raise bad_response("`delta` is not an object")
             content = delta.get("content")
             if isinstance(content, str) and content:
-                events.append(TextDelta(content))
-            for fragment in delta.get("tool_calls") or []:
+                self._grow(len(content))
+                events.extend(self._text(content))
+            fragments = delta.get("tool_calls") or []
+            if not isinstance(fragments, list):
+                raise bad_response("`tool_calls` is not a list")
+            for fragment in fragments:
                 self._fragment(fragment)
             if choice.get("finish_reason"):
                 self.reason = str(choice["finish_reason"])
                 events.extend(self._flush())
         return events
 
+    def _grow(self, chars: int) -> None:
+        self._size += chars
+        if self._size > MAX_ANSWER_CHARS:
+            raise bad_response(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
+
+    def _text(self, content: str) -> list[ModelEvent]:
+        content = self._valid.feed(content)
+        return [TextDelta(content)] if content else []
+
+    def _pending_text(self) -> list[ModelEvent]:
+        pending = self._valid.end()
+        return [TextDelta(pending)] if pending else []
+
     def finish(self) -> list[ModelEvent]:
         """End of stream: pending tool calls, then the one `Finish`."""
         if not self.saw_choice:
             raise bad_response("the stream was empty")
-        events = self._flush()
+        events = self._pending_text()
+        events.extend(self._flush())
         reason = self.reason or "stop"
         if self._emitted_calls and reason == "stop":
             reason = "tool_calls"
@@ -206,9 +314,9 @@ class StreamAssembler:
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, Mapping):
-            self.prompt_tokens = _count(usage.get("prompt_tokens"))
-            self.completion_tokens = _count(usage.get("completion_tokens"))
-            self.cached_tokens = _cached(usage)
+            self.prompt_tokens = self._tokens.count(usage.get("prompt_tokens"))
+            self.completion_tokens = self._tokens.count(usage.get("completion_tokens"))
+            self.cached_tokens = self._tokens.cached(usage)
 
     def _implicit_index(self, new_id: object) -> int:
         """Servers that omit `index`: a new id starts a new call, else the last one goes on."""
@@ -225,26 +333,32 @@ class StreamAssembler:
         if not isinstance(index, int):
             index = self._implicit_index(fragment.get("id"))
         self._last_index = index
-        call = self._calls.setdefault(index, _PartialCall())
+        call = self._calls.get(index)
+        if call is None:
+            if self._emitted_calls + len(self._calls) >= MAX_TOOL_CALLS:
+                raise bad_response(f"the answer has more than {MAX_TOOL_CALLS} tool calls")
+            call = self._calls[index] = _PartialCall()
         if fragment.get("id") and not call.id:
-            call.id = str(fragment["id"])
+            call.id = str(fragment["id"])[:MAX_TOOL_NAME_CHARS]
         function = fragment.get("function") or {}
         if not isinstance(function, Mapping):
             raise bad_response("a tool call's `function` is not an object")
         if function.get("name") and not call.name:
-            call.name = str(function["name"])
+            call.name = tool_name(str(function["name"]))
+            self._grow(len(call.name))
         piece = _arguments_text(function.get("arguments"))
         if piece:
-            call.arguments.append(piece)
+            self._grow(len(piece))
+            call.add(piece)
 
     def _flush(self) -> list[ModelEvent]:
-        events: list[ModelEvent] = []
+        events: list[ModelEvent] = self._pending_text() if self._calls else []
         for index in sorted(self._calls):
             call = self._calls[index]
             if not call.name:
                 raise bad_response("a tool call has no function name")
             events.append(ToolCall(call.request(index)))
-        self._emitted_calls += len(events)
+        self._emitted_calls += len(self._calls)
         self._calls.clear()
         self._last_index = None
         return events
@@ -265,31 +379,38 @@ def completion_events(obj: Any) -> list[ModelEvent]:
     if not isinstance(msg, Mapping):
         raise bad_response("the reply has no `message`")
     events: list[ModelEvent] = []
+    size = 0
     content = msg.get("content")
     if isinstance(content, str) and content:
-        events.append(TextDelta(content))
+        size += len(content)
+        events.append(TextDelta(valid_text(content)))
     calls = msg.get("tool_calls") or []
     if not isinstance(calls, list):
         raise bad_response("`tool_calls` is not a list")
+    if len(calls) > MAX_TOOL_CALLS:
+        raise bad_response(f"the answer has more than {MAX_TOOL_CALLS} tool calls")
     for i, call in enumerate(calls):
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not function.get("name"):
             raise bad_response("a tool call has no function name")
         partial = _PartialCall(
-            str(call.get("id") or ""),
-            str(function["name"]),
-            [_arguments_text(function.get("arguments"))],
+            str(call.get("id") or "")[:MAX_TOOL_NAME_CHARS], tool_name(str(function["name"]))
         )
+        partial.add(_arguments_text(function.get("arguments")))
+        size += len(partial.name) + partial.size
         events.append(ToolCall(partial.request(i)))
+    if size > MAX_ANSWER_CHARS:
+        raise bad_response(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
     reason = str(choice.get("finish_reason") or ("tool_calls" if calls else "stop"))
     raw_usage = obj.get("usage")
     usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
+    tokens = TokenCounts()
     events.append(
         Finish(
             reason,
-            _count(usage.get("prompt_tokens")),
-            _count(usage.get("completion_tokens")),
-            _cached(usage),
+            tokens.count(usage.get("prompt_tokens")),
+            tokens.count(usage.get("completion_tokens")),
+            tokens.cached(usage),
         )
     )
     return events

@@ -78,7 +78,7 @@ def test_retry_after_accepts_seconds_and_http_dates():
     assert retry_after_seconds(later, now=now) == pytest.approx(42)
     assert retry_after_seconds("3", now=now) == 3
     assert retry_after_seconds("1.5") == 1.5
-    assert retry_after_seconds("-4") == 0
+    assert retry_after_seconds("-4") is None  # not delta-seconds: the own backoff applies
     assert retry_after_seconds("soon") is None
     assert retry_after_seconds(None) is None
 
