@@ -1,25 +1,29 @@
 """The core: one inbound message in, one reply out.
 
-Access comes first (`bridge.core.access`: unknown identities are refused
-once and nothing else happens, `/pair` is redeemed, commands for another bot
-are silently dropped); then size checks; then messages of one chat are
-serialised by one FIFO lock (different chats run concurrently) and
-`/commands` go to the command table, everything else to a model turn. Any
-failure inside becomes a short reply; the core never lets one message take
-down another. It imports no channel or backend: a request/response channel
-calls `handle` and sends the returned `Final`; a push channel calls `answer`
-with a `Reply`, which the core drives (working, delta, send) while the
-chat's lock is held, so one chat's replies go out in order. A model turn
-runs through `running` (`bridge.core.running`), so a channel can stop it or
-attach to it while it runs. A message that has to wait for its chat's
-earlier ones is acknowledged at once through a reply that can (`Queued`:
-Telegram reacts to it), unless all it waits for is the delivery of the
-answer ahead (its turn is over, its final is being sent: the person may
-already see it and answer back before its send returns; that wait is short
-and a 👀 set then would be taken back at once). A command marked `immediate` (`/stop`) runs at
-once beside the chat's running answer instead of after it. Every reply to an admitted message leaves
-through the tenant's masker (`masks`), commands' replies included, and so
-does the question a running turn shows to an attaching page.
+`handle` and `answer` are the one way in. Before anything else reads a
+message, every text it carries is made valid Unicode (`valid_inbound`: a lone
+surrogate from a JSON escape becomes U+FFFD, so storing the turn cannot fail
+after the model was paid). Access comes next (`bridge.core.access`: unknown
+identities are refused once and nothing else happens, `/pair` is redeemed,
+commands for another bot are silently dropped); then size checks; then
+messages of one chat are serialised by one FIFO lock (different chats run
+concurrently) and `/commands` go to the command table, everything else to a
+model turn. Any failure inside becomes a short reply; the core never lets one
+message take down another. It imports no channel or backend: a
+request/response channel calls `handle` and sends the returned `Final`; a push
+channel calls `answer` with a `Reply`, which the core drives (working, delta,
+send) while the chat's lock is held, so one chat's replies go out in order. A
+model turn runs through `running` (`bridge.core.running`), so a channel can
+stop it or attach to it while it runs. A message that has to wait for its
+chat's earlier ones is acknowledged at once through a reply that can
+(`Queued`: Telegram reacts to it), unless all it waits for is the delivery of
+the answer ahead (its turn is over, its final is being sent: the person may
+already see it and answer back before its send returns; that wait is short and
+a 👀 set then would be taken back at once). A command marked `immediate`
+(`/stop`) runs at once beside the chat's running answer instead of after it.
+Every reply to an admitted message leaves through the tenant's masker
+(`masks`), commands' replies included, and so does the question a running turn
+shows to an attaching page.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.storage.errors import DatabaseUnavailable, StorageError
 from bridge.types.audit_sink import AuditSink
-from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply
+from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply, valid_inbound
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -191,6 +195,7 @@ class Core:
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
     ) -> Final:
+        inbound = valid_inbound(inbound)  # before anything reads it: no lone surrogate
         task = asyncio.current_task()
         if task is not None:
             self._inflight.add(task)

@@ -19,11 +19,15 @@ each tenant's as one `admit` (one transaction: the INSERT and its text index com
 together; the statements of a turn's indexing shrink with load instead of growing
 with it).
 It never raises into the turn: an index that cannot be written is logged and
-the answer goes on. `settled()` cuts the wait short and waits until what was
-queued is written (a search awaits it first: `/recall` right after a message
-finds it); `aclose()` writes what is queued and ends the task. A process
-killed meanwhile loses its queued exchanges from the index (at most
-`LINGER_S` of them; they stay in the session store). With `[recall] retention_days`
+the answer goes on. A message that cannot be stored (a text that is no valid
+Unicode: a lone surrogate) costs only itself: it is skipped with a WARNING that
+does not show it and the rest of its batch is written (a batch that fails for
+another reason is written again one message at a time). `settled()` cuts the
+wait short and waits until what was queued is written (a search awaits it
+first: `/recall` right after a message finds it); `aclose()` writes what is
+queued and ends the task. A process killed meanwhile loses its queued
+exchanges from the index (at most `LINGER_S` of them; they stay in the
+session store). With `[recall] retention_days`
 set, it also drops older messages, at most once a day per tenant.
 `index(dirs)` is the tenant's `RecallIndex` (made once and kept): its first
 use moves the tenant's index file of before (`bridge.recall.legacy`) into the
@@ -81,6 +85,19 @@ class Admitted:
     added: int  # new rows
     known: int  # already in the index (same conversation and id)
     refused: int  # held a credential: not stored
+    skipped: int = 0  # could not be stored (not valid Unicode): logged, not stored
+
+
+def _storable(m: Message) -> bool:
+    """False when a text of `m` is not valid Unicode (a lone surrogate, from a JSON
+    `\\ud800` escape): the database refuses it, and with it the whole batch."""
+    try:
+        for text in (m.conversation, m.msg_id, m.role, m.text, m.source, m.name):
+            if isinstance(text, str):  # anything else is the database's to refuse
+                text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Indexer:
@@ -181,8 +198,16 @@ class Indexer:
     async def admit(self, dirs: TenantDirs, messages: Iterable[Message]) -> Admitted:
         """Screen, mask and store `messages` (`RecallIndex.add`)."""
         kept: list[Message] = []
-        refused = 0
-        batch = list(messages)
+        refused = skipped = 0
+        batch = []
+        for m in messages:
+            if _storable(m):
+                batch.append(m)
+            else:  # its content stays out of the log
+                skipped += 1
+                log.warning(
+                    "recall index: a %s message skipped: its text is not valid Unicode", m.role
+                )
         plain = any(not isinstance(m.text, Masked) for m in batch)
         mask = self._batch_mask(dirs) if plain else None
         for start in range(0, len(batch), GROUP):
@@ -198,7 +223,7 @@ class Indexer:
         if added:
             for tell in self._listeners:
                 tell(dirs)
-        return Admitted(added, len(kept) - added, refused)
+        return Admitted(added, len(kept) - added, refused, skipped)
 
     def record_exchange(
         self,
@@ -244,14 +269,38 @@ class Indexer:
             while self._queue:
                 batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
                 for dirs, messages in _by_tenant(batch):
-                    try:
-                        await self.admit(dirs, messages)
-                        await self._prune(dirs, max(m.at_ms for m in messages))
-                    except (OSError, StorageError) as exc:
-                        log.error("recall index not written (%s); the answer went on", exc)
-                    except Exception:  # a bug must not end the task for every tenant
-                        log.exception("recall index: unexpected failure")
+                    await self._write(dirs, messages)
             self._idle.set()
+
+    async def _write(self, dirs: TenantDirs, messages: list[Message]) -> None:
+        """One tenant's part of a batch, then its prune. Never raises: a bug must not end
+        the task for every tenant."""
+        try:
+            await self.admit(dirs, messages)
+        except (OSError, StorageError) as exc:
+            log.error("recall index not written (%s); the answer went on", exc)
+            return
+        except Exception:
+            await self._one_by_one(dirs, messages)
+        try:
+            await self._prune(dirs, max(m.at_ms for m in messages))
+        except (OSError, StorageError) as exc:
+            log.error("recall index not pruned (%s)", exc)
+        except Exception:
+            log.exception("recall index: unexpected failure")
+
+    async def _one_by_one(self, dirs: TenantDirs, messages: list[Message]) -> None:
+        """A tenant's batch failed for no known reason: its messages are written one at a
+        time, so one that cannot be stored costs only itself (logged without its content);
+        the messages the failed batch wrote already are known and not stored twice."""
+        for m in messages:
+            try:
+                await self.admit(dirs, [m])
+            except (OSError, StorageError) as exc:
+                log.error("recall index not written (%s); the answer went on", exc)
+                return
+            except Exception as exc:
+                log.warning("recall index: a %s message skipped (%s)", m.role, type(exc).__name__)
 
     async def _prune(self, dirs: TenantDirs, now_ms: int) -> None:
         """With a retention set, drop messages older than it (at most once a day per tenant)."""

@@ -9,18 +9,22 @@ its own way (Telegram: a document; web: a short-lived download link;
 terminal: the path). A `Final` may also offer one-tap `actions`: buttons whose
 press sends `Action.command` as the person's next message (Telegram: an
 inline keyboard; web: buttons; terminal: a "(reply /yes k3f9 to ...)" hint,
-`actions_hint`). This module imports nothing from the project.
+`actions_hint`). Every text of an `Inbound` is valid Unicode once the core
+took it (`valid_inbound`: a lone surrogate, U+D800-U+DFFF, as a JSON `\\ud800`
+escape makes one, becomes U+FFFD; no database could store it). This module
+imports nothing from the project.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 AttachmentKind = Literal["voice", "audio", "photo", "document"]
+_T = TypeVar("_T", "Inbound", "Attachment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,41 @@ class Inbound:
     scheduled: bool = False  # sent by the scheduler for the person: not a reaction to a reply
     quoted: str = ""  # the text of the message this one replies to ('' when none)
     attachments: tuple[Attachment, ...] = ()  # files sent with the message (bridge/senses)
+
+
+def valid_unicode(text: str) -> str:
+    """`text` with each lone surrogate (U+D800-U+DFFF: no valid Unicode, refused by
+    UTF-8 and so by every database) replaced by U+FFFD; a well-formed pair that is
+    still split in two code points becomes its one character. `text` itself when
+    it holds none (the usual case: one pass in C)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def _valid_texts(item: _T) -> _T:
+    """`item` (an `Inbound` or an `Attachment`) with `valid_unicode` applied to each of its
+    text fields; `item` itself when none changed."""
+    changed: dict[str, Any] = {}
+    for f in fields(item):
+        value = getattr(item, f.name)
+        if isinstance(value, str):
+            valid = valid_unicode(value)
+            if valid is not value:
+                changed[f.name] = valid
+    return replace(item, **changed) if changed else item
+
+
+def valid_inbound(inbound: Inbound) -> Inbound:
+    """`inbound` with every text it carries valid Unicode (`valid_unicode`): the text,
+    the quote, the names, ids and each attachment's name, path and type. The core's
+    first step with a message (`bridge.core.router`): a channel need not know."""
+    attachments = tuple(_valid_texts(a) for a in inbound.attachments)
+    if any(a is not b for a, b in zip(attachments, inbound.attachments, strict=True)):
+        inbound = replace(inbound, attachments=attachments)
+    return _valid_texts(inbound)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,22 @@
 """The durable inbox: every Telegram update is stored before Telegram learns it arrived.
 
-Telegram forgets an update once it is confirmed (the next `getUpdates`
-offset, or a webhook answered 200). So `store` commits each update (table
+Telegram forgets an update once it is confirmed (the next `getUpdates` offset,
+or a webhook answered 200). So `store` commits each update (table
 `channel_inbox`, keyed by bot and `update_id`, so a redelivery adds nothing)
-before that happens, already taken by this process (`working`, owner: this
-process): a `getUpdates` answer is ONE statement, `INSERT ... VALUES (...),
-(...) ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`, and
-the ids it returns are the updates this process stored first (of two
-instances storing one update at once, exactly one gets it back). The channel
-then `take`s each update the library hands it, without a statement: one this
-process stored is answered, once; one it did not store is a redelivery
-(answered, being answered, or recovered) and is skipped. It marks the update
-`done` once its answer was delivered or kept in the outbox, or `dropped` when
-it was too old to answer (the person is told): two statements per update at
-most, the store (one per `getUpdates` answer) and the done (one for all the
-updates marked while the previous mark was being written: a group commit;
-`bridge.channels.common.inbox_marks`, shared with WhatsApp's inbox).
+before that happens (one with a lone surrogate, no valid Unicode, as
+ASCII-escaped JSON that reads back the same), already taken by this process
+(`working`, owner: this process): a `getUpdates` answer is ONE statement,
+`INSERT ... VALUES (...), (...) ON CONFLICT (source, update_id) DO NOTHING
+RETURNING update_id`, and the ids it returns are the updates this process
+stored first (of two instances storing one update at once, exactly one gets it
+back). The channel then `take`s each update the library hands it, without a
+statement: one this process stored is answered, once; one it did not store is
+a redelivery (answered, being answered, or recovered) and is skipped. It marks
+the update `done` once its answer was delivered or kept in the outbox, or
+`dropped` when it was too old to answer (the person is told): two statements
+per update at most, the store (one per `getUpdates` answer) and the done (one
+for all the updates marked while the previous mark was being written: a group
+commit; `bridge.channels.common.inbox_marks`, shared with WhatsApp's inbox).
 
 What a process left unfinished (killed, or stopped before it got to it) is
 handed to the next one by `recover`, oldest first, so it is answered after
@@ -94,6 +95,19 @@ def describe(update: Mapping[str, Any]) -> tuple[str, str, int | None]:
     return key, msg, int(sent) * 1000 if isinstance(sent, int) else None
 
 
+def _payload(update: Mapping[str, Any]) -> str:
+    """The update as stored JSON. A lone surrogate (from a `\\ud800` escape Telegram
+    passed on) is no valid Unicode and no database stores it; such an update is kept
+    with every non-ASCII character escaped, which reads back as the same update (the
+    core replaces the surrogate when the message reaches it, `bridge.core.router`)."""
+    payload = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
+    try:
+        payload.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(update, separators=(",", ":"))
+    return payload
+
+
 class UpdateInbox(InboxMarks):
     """The inbox of one bot (`source`, e.g. "telegram:123456") for one process (`owner`);
     its marks, count and prune are `InboxMarks`'."""
@@ -123,7 +137,7 @@ class UpdateInbox(InboxMarks):
             if not isinstance(update_id, int) or isinstance(update_id, bool):
                 continue
             chat, msg, sent = describe(update)
-            payload = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
+            payload = _payload(update)
             rows.setdefault(
                 update_id,
                 (self.source, update_id, chat, msg, payload, owner, now, sent or now),
