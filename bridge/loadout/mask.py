@@ -10,7 +10,9 @@ replaces each with `[vault:NAME]` and returns `Masked` (`bridge.types.masked`):
 the one type the ways out of roost accept, so this module is the one masking
 point. `also(texts)` is the same masker plus the secrets a screen refused to
 keep in those texts (`bridge.loadout.refused`), each spelling replaced by
-`[refused secret]`: the turn that met a refusal stores them masked.
+`[refused secret]`: the turn that met a refusal stores them masked. Masked
+text is also valid Unicode: a lone surrogate (from a tool's result, an MCP
+server's JSON) becomes U+FFFD (`valid_unicode`), so no store refuses it.
 
 `StreamMasker` does the same for text that arrives in pieces: it holds back
 the longest tail that could be the start of some spelling (found with the
@@ -33,6 +35,7 @@ from urllib.parse import quote, quote_plus
 from bridge.loadout.refused import secret_spans
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from bridge.types.masked import Masked
+from bridge.types.messages import valid_unicode
 
 MIN_SECRET_CHARS = 4
 REFUSED_MARK = "[refused secret]"
@@ -126,6 +129,7 @@ class Masker:
         return self._by_form[m.group(0)]
 
     def mask(self, text: str) -> Masked:
+        text = valid_unicode(text)  # what leaves roost or is stored is valid Unicode
         if self._pattern is None or not text:
             return Masked(text)
         return Masked(self._pattern.sub(self._replace, text))
@@ -156,6 +160,7 @@ class Masker:
 
     def split(self, text: str) -> tuple[Masked, str]:
         """(masked text safe to send now, raw tail to hold back)."""
+        text = valid_unicode(text)
         if self._pattern is None:
             return Masked(text), ""
         # From `open_at` on, the text may be the start of a spelling that more text

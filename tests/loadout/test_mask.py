@@ -44,3 +44,16 @@ def test_stream_holds_back_only_possible_prefixes() -> None:
 def test_no_secrets_passes_through() -> None:
     stream = Masker({}).stream()
     assert stream.feed("anything") == "anything" and stream.flush() == ""
+
+
+def test_masked_text_is_valid_unicode() -> None:
+    """A lone surrogate (an MCP server's JSON `"\\ud800"`, a tool's result) failed every
+    store downstream (UnicodeEncodeError): masked text is valid Unicode."""
+    for masker in (Masker({}), Masker({"token": "s3cr3t-value-123"})):
+        text = masker.mask("half \ud83d emoji, s3cr3t-value-123 \udfff")
+        text.encode("utf-8")
+        assert "\ufffd emoji" in text and text.endswith("\ufffd")
+        stream = masker.stream()
+        sent = stream.feed("a \ud800 b ") + stream.feed("c\udc00") + stream.flush()
+        assert sent == "a \ufffd b c\ufffd"
+    assert Masker({}).mask("smile \ud83d\ude00") == "smile \U0001f600"  # a pair: its one char
