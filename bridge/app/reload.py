@@ -1,8 +1,10 @@
 """Reload without restart: SIGHUP or a change of the config file re-reads the configuration.
 
 `Reloader.reload()` loads the configuration again (file and environment, as at
-start). A configuration that does not load (invalid TOML, invalid values) is
-refused with one ERROR line naming the reason, and the old one stays in force.
+start). A configuration that does not load (invalid TOML, invalid values, or
+any other error while it is read) is refused with one ERROR line naming the
+reason, and the old one stays in force; `Reloader.run` outlives any failure of
+one reload (one ERROR line, READY=1 again), so later reloads still apply.
 A good one is handed to every registered `OnReload` callback (tenants and
 their Telegram ids, limits, personas, the models (`[llm]`, `[models.*]`)
 and token budgets, ...: the rows of `bridge.app.live`),
@@ -95,6 +97,14 @@ def one_line(text: str) -> str:
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def _reason(exc: Exception) -> str:
+    """A ConfigError's own message; any other error with its type (it is not ours)."""
+    text = one_line(str(exc))
+    if isinstance(exc, ConfigError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class Reloader:
     """Applies a newly loaded configuration to a running roost, one reload at a time."""
 
@@ -131,11 +141,19 @@ class Reloader:
         self._wanted.set()
 
     async def run(self) -> None:
-        """Serve reload requests until cancelled (the only caller of `reload`: serialised)."""
+        """Serve reload requests until cancelled (the only caller of `reload`: serialised).
+        A reload that fails in any way is logged and ends with READY=1; the task goes on."""
         while True:
             await self._wanted.wait()
             self._wanted.clear()
-            self.reload()
+            try:
+                self.reload()
+            except Exception as exc:  # the task must outlive any one reload
+                self._last_refused = True
+                log.error("reload failed, the old configuration stays in force: %s", _reason(exc))
+                self._notifier.send(
+                    "READY=1", "STATUS=reload failed: the old configuration is in force"
+                )
 
     def reload(self) -> bool | None:
         """Load and apply the configuration: True applied, False refused (the old one
@@ -150,11 +168,9 @@ class Reloader:
         self._notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec}")
         try:
             new = self._load()
-        except ConfigError as exc:
+        except Exception as exc:  # ConfigError, or whatever else reading it raised
             self._last_refused = True
-            log.error(
-                "reload refused, the old configuration stays in force: %s", one_line(str(exc))
-            )
+            log.error("reload refused, the old configuration stays in force: %s", _reason(exc))
             self._notifier.send(
                 "READY=1", "STATUS=reload refused: the old configuration is in force"
             )

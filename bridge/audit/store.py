@@ -3,7 +3,9 @@
 Blocking functions only; `AuditChain` calls them from its writer thread.
 The chain file is append-only; its last complete line holds the state a
 writer continues from, and the head file (`<chain>.head`) holds the last
-acknowledged `{seq, hash}` so that a cut tail is noticed.
+acknowledged `{seq, hash}` so that a cut tail is noticed. A keyed chain (MACs
+on its records and head) is continued only with a key, an unkeyed one only
+without (`ChainKeyMismatch`, a `ConfigError`: the CLI's one line, exit 78).
 """
 
 from __future__ import annotations
@@ -18,12 +20,36 @@ from pathlib import Path
 
 from bridge.audit import held
 from bridge.audit.record import GENESIS, HEX64_RE, head_document, head_mac
+from bridge.core.config import ConfigError
 
 BLOCK = 64 * 1024
 
 
 class ChainCorrupt(Exception):
     """The chain cannot be continued safely; run `roost audit verify`."""
+
+
+class ChainKeyMismatch(ChainCorrupt, ConfigError):
+    """The chain is keyed and this process has no HMAC key, or the other way round: a
+    configuration fault, not damage (a `ConfigError` too: the CLI prints its one line
+    and exits 78); nothing was added to the chain."""
+
+
+def keyed_chain(chain: Path) -> str:
+    return (
+        f"the audit chain {chain} is keyed (its records carry an HMAC) and this process "
+        "has no key: set ROOST_AUDIT_HMAC_KEY_FILE to the service's key file (or run this "
+        "as the service does, with its audit-hmac-key credential); nothing was added to it"
+    )
+
+
+def unkeyed_chain(chain: Path) -> str:
+    return (
+        f"the audit chain {chain} was written without an HMAC key and one is configured: "
+        "its records would fail `roost audit verify` with the key (bad_mac); move the "
+        "chain and its .head file aside (keep them) to start a keyed chain, or unset the "
+        "key; nothing was added to it"
+    )
 
 
 def head_path(chain: Path) -> Path:
@@ -85,7 +111,8 @@ class Tail:
     torn: int
 
 
-def _parse_last(line: bytes) -> tuple[int, str]:
+def _parse_last(line: bytes) -> tuple[int, str, bool]:
+    """The last record's seq, hash and whether it carries a MAC."""
     try:
         rec = json.loads(line)
         seq, digest = rec["seq"], rec["hash"]
@@ -93,7 +120,7 @@ def _parse_last(line: bytes) -> tuple[int, str]:
         raise ChainCorrupt("the last complete line of the chain is not a record") from exc
     if type(seq) is not int or not isinstance(digest, str) or not HEX64_RE.match(digest):
         raise ChainCorrupt("the last complete line of the chain is not a record")
-    return seq, digest
+    return seq, digest, "mac" in rec
 
 
 def read_head(path: Path) -> dict[str, object] | None:
@@ -111,11 +138,24 @@ def read_head(path: Path) -> dict[str, object] | None:
 
 
 def inspect_tail(fd: int, head_file: Path, key: bytes | None) -> Tail:
-    """Read the last complete record and check it against the head file."""
+    """Read the last complete record and check it against the head file.
+
+    A chain whose last record or head carries a MAC is keyed: a process without a key
+    may not continue it (its records and head would carry none, and `verify` with the
+    key would fail them), nor may one with a key continue an unkeyed chain
+    (`ChainKeyMismatch`, before anything is written)."""
     size = os.fstat(fd).st_size
     end = complete_end(fd, size)
-    seq, digest = _parse_last(line_before(fd, end)) if end else (0, GENESIS)
+    seq, digest, keyed = 0, GENESIS, None  # no record yet: neither keyed nor not
+    if end:
+        seq, digest, keyed = _parse_last(line_before(fd, end))
     head = read_head(head_file)
+    marks = {keyed, None if head is None else "mac" in head} - {None}
+    chain = head_file.with_suffix(".jsonl")
+    if key is None and True in marks:
+        raise ChainKeyMismatch(keyed_chain(chain))
+    if key is not None and False in marks:
+        raise ChainKeyMismatch(unkeyed_chain(chain))
     if head is not None:
         hseq, hhash = head["seq"], head.get("hash")
         if key is not None and not hmac.compare_digest(

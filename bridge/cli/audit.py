@@ -3,8 +3,9 @@
 A home has one chain, or one per instance when several instances share it
 (`bridge.audit.chains`); both verbs take every chain. Exit codes of verify:
 0 every chain intact, 1 a violation in any (its first bad record and kind
-printed, per chain), 2 a chain or the key cannot be read. Tail merges the
-chains by time and exits 2 when a chain cannot be read.
+printed, per chain), 2 a chain, its folder or the key cannot be read. Tail merges
+the chains by time and exits 2 when a chain cannot be read; a negative `-n` is
+refused (exit 2).
 """
 
 from __future__ import annotations
@@ -30,8 +31,19 @@ from bridge.core.words import count
 AuditRun = Callable[[argparse.Namespace, list[Path], Path | None, TextIO, TextIO], int]
 
 
+def count_arg(value: str) -> int:
+    """argparse type of `tail -n`: a whole number, 0 or more."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more events")
+    return n
+
+
 def tail_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", type=int, default=20, help="how many events (default 20)")
+    p.add_argument("-n", type=count_arg, default=20, help="how many events (default 20)")
     p.add_argument("--type", dest="event_type", help="only this event type")
     p.add_argument("--tenant", help="only this tenant")
     p.add_argument("--json", action="store_true", help="print raw records")
@@ -135,8 +147,13 @@ def run_audit_command(
     err: TextIO | None = None,
 ) -> int:
     run = pick(VERBS, args.audit_command)
+    try:
+        found = chain_paths(home)
+    except OSError as exc:  # the home or audit/ is not this user's to read
+        print(f"audit: cannot read {home / 'audit'}: {exc.strerror or exc}", file=err or sys.stderr)
+        return 2
     # no chain yet: the single chain's path, so the operator reads which file is missing
-    paths = chain_paths(home) or [chain_path(home)]
+    paths = found or [chain_path(home)]
     return run(args, paths, hmac_key_path, out or sys.stdout, err or sys.stderr)
 
 

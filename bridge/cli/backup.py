@@ -3,12 +3,15 @@
 Exit codes: 0 done (files that vanished during `backup` are counted, not an
 error), 1 backup: files left out (paths too long), 2 refused (a non-empty
 destination or home, a damaged, incomplete or invalid backup, a file changed
-during the restore); the message says why and what to do.
+during the restore); the message says why and what to do. A backup that
+fails (refused after it began, a damaged database, a full disk) removes what
+it wrote, so DEST can be given again.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,11 +29,16 @@ def restore_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_backup(args: argparse.Namespace, settings: Settings) -> int:
+    made = _made_by_us(args.dest)
     try:
         result = backup(settings.home, args.dest)
     except BackupError as exc:
+        _remove(made)
         print(f"roost backup: {exc}", file=sys.stderr)
         return 2
+    except BaseException:  # a damaged database, a full disk, Ctrl-C: no half copy stays
+        _remove(made)
+        raise
     print(
         f"backed up {settings.home} to {result.dest}: {count(result.files, 'file')}, "
         f"{count(result.bytes, 'byte')}, audit chain up to record {result.audit_seq}"
@@ -53,6 +61,40 @@ def run_backup(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     return 0
+
+
+def _made_by_us(dest: Path) -> tuple[Path, bool] | None:
+    """What a failed backup into `dest` removes: the first folder of its path that does
+    not exist yet (the whole of it), or `dest` itself when it is an empty folder (its
+    contents only); None when `dest` holds something (the backup refuses it)."""
+    dest = dest.absolute()
+    if dest.is_dir():
+        try:
+            empty = not any(dest.iterdir())
+        except OSError:
+            return None
+        return (dest, False) if empty else None
+    top = None
+    for path in (dest, *dest.parents):
+        if path.exists() or path.is_symlink():
+            break
+        top = path
+    return (top, True) if top is not None else None
+
+
+def _remove(made: tuple[Path, bool] | None) -> None:
+    """Undo a failed backup's files (`_made_by_us`), as far as they can be removed."""
+    if made is None:
+        return
+    path, whole = made
+    if whole:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in list(path.iterdir()) if path.is_dir() else []:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def run_restore(args: argparse.Namespace, settings: Settings) -> int:

@@ -202,7 +202,15 @@ def no_model(r: Roost, text: str, offline: bool) -> bool:
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 on an answer (or a queued --to message), 1 when the reply is an error,
-    78 when no model is configured (a command or `--offline` still runs)."""
+    2 for `--key` without `--to`, 78 when no model is configured (a command or
+    `--offline` still runs)."""
+    if args.key is not None and args.to is None:
+        print(
+            "roost send: --key goes with --to (a message left for the daemon to deliver); "
+            "a turn takes no key: drop --key, or add --to CHANNEL:CHAT",
+            file=sys.stderr,
+        )
+        return 2
     if args.to is not None:
         from bridge.cli.schedule import send_to
 

@@ -1,5 +1,8 @@
 """`roost doctor`: one line per health check (ok / warn / FAIL and why); exit 1 on any FAIL.
 
+A configuration that does not load stops it before any check (`bridge.cli.main`:
+the configuration's one message, exit 78), as it stops every command.
+
 Checks, in order: the configuration loads; the home and everything in it is
 private (directories 0700, files 0600: no group or other bits); the
 database, through the `Database` protocol: it opens, its schema step is the
@@ -8,9 +11,12 @@ FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
 passes (on PostgreSQL the server keeps its own pages; the check says whether
 data checksums are on); with `[database] url`, a `postgresql` line (the server
 answers, its schema version, live `[cluster]` instances; the URL without its
-password); the audit chain verifies; each model's
+password); the audit chain verifies (a keyed chain checked without the key: a
+warning); each model's
 server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
-with its model list; the Telegram Bot API knows the token
+with its model list and then one chat request (a server whose list needs no
+key, as llama.cpp's, would pass a wrong key: the chat request says so, a
+FAIL naming the key setting); the Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
 seccomp, via `python -m forge capabilities`); free disk space under the
 home (warn below 1 GiB, FAIL below 100 MiB); a `roost forget` that was
@@ -24,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -35,9 +42,11 @@ from bridge.app.forget_marks import pending
 from bridge.app.home import chain_paths
 from bridge.audit.chains import label
 from bridge.audit.keys import HmacKeyError, load_hmac_key
+from bridge.audit.store import ChainCorrupt, head_path, read_head
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
 from bridge.core.config import ConfigError, Settings, config_path
+from bridge.core.config_sections import LLMSettings
 from bridge.core.words import count
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
@@ -180,7 +189,24 @@ def check_audit(settings: Settings) -> Check:
         records += result.records
     keyed = "with HMAC key" if key is not None else "without HMAC key"
     chains = f" in {count(len(paths), 'chain')}" if len(paths) > 1 else ""
-    return Check("ok", "audit", f"chain intact: {count(records, 'record')}{chains} ({keyed})")
+    intact = f"chain intact: {count(records, 'record')}{chains}"
+    if key is None and any(_keyed(path) for path in paths):
+        return Check(
+            "warn",
+            "audit",
+            f"{intact}, but it is keyed and no HMAC key is set: its MACs were not checked "
+            "and a command that writes it refuses (set ROOST_AUDIT_HMAC_KEY_FILE)",
+        )
+    return Check("ok", "audit", f"{intact} ({keyed})")
+
+
+def _keyed(chain: Path) -> bool:
+    """Whether the chain's head carries a MAC (it was written with the HMAC key)."""
+    try:
+        head = read_head(head_path(chain))
+    except (ChainCorrupt, OSError):
+        return False
+    return head is not None and "mac" in head
 
 
 async def check_sandbox(timeout_s: float = 60.0) -> Check:
@@ -254,12 +280,64 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     found.append(check_audit(settings))
     unfinished = check_forgetting(home)
     found += [unfinished] if unfinished is not None else []
-    found += await check_models(settings, timeout_s)
+    found += await check_models_answer(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
     found.append(await check_sandbox())
     where = home if home.exists() else home.parent
     found.append(disk_check(shutil.disk_usage(where).free))
     return found
+
+
+LISTED = re.compile(r" among them$| not listed \(")
+
+
+def _models(settings: Settings) -> list[tuple[str, LLMSettings]]:
+    """The sections `check_models` reports on, in its order."""
+    return [("llm", settings.llm)] + [
+        (f"models.{name}", llm) for name, llm in sorted(settings.models.items())
+    ]
+
+
+async def check_models_answer(settings: Settings, timeout_s: float) -> list[Check]:
+    """`check_models`, then for each server whose `GET /models` answered a list (it may
+    need no key, as llama.cpp's does) one chat request, as a turn sends it: a rejected
+    key is a FAIL naming the key setting; any other failure fails a listed model."""
+    found = await check_models(settings, timeout_s)
+    sections = _models(settings)
+    asked = [
+        (n, section, llm)
+        for n, (check, (section, llm)) in enumerate(zip(found, sections, strict=False))
+        if check.status in ("ok", "warn") and LISTED.search(check.reason)
+    ]
+    answers = await asyncio.gather(*(_chat(llm, timeout_s) for _, _, llm in asked))
+    for (n, section, llm), failed in zip(asked, answers, strict=True):
+        check = found[n]
+        where = check.reason.split(": ", 1)[0]
+        if failed is None:
+            if check.status == "ok":
+                found[n] = check._replace(reason=f"{check.reason}; a chat request was answered")
+            continue
+        key = llm.api_key.get_secret_value().strip() if llm.api_key else ""
+        if failed.startswith("auth"):
+            http = re.search(r"HTTP \d+", failed)
+            env = "ROOST_" + section.upper().replace(".", "__") + "__API_KEY"
+            reason = (
+                f"{where}: GET /models answered, but the server refused a chat request"
+                f"{f' ({http[0]})' if http else ''}: the API key was rejected; check "
+                f"{section}.api_key ({env})"
+            )
+        elif check.status == "ok":
+            reason = f"{where}: {llm.model} is listed, but a chat request failed, {failed}"
+        else:
+            continue  # a model not listed: its failing chat is the warning's story
+        found[n] = Check("FAIL", check.name, reason.replace(key, "***") if key else reason)
+    return found
+
+
+async def _chat(llm: LLMSettings, timeout_s: float) -> str | None:
+    from bridge.cli.doctor_chat import probe_chat  # the backends: only when a server answered
+
+    return await probe_chat(llm, timeout_s)
 
 
 def report(found: list[Check], out: TextIO) -> int:

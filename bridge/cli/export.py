@@ -1,12 +1,13 @@
 """`roost export --tenant T` and `roost forget --tenant T --yes`: a person's data.
 
 Export writes a ZIP (mode 0600, never over an existing file) into the home's
-`exports/` (0700) unless `--out PATH` names another place, and prints the
-full path it wrote. Forget deletes the tenant's files and rows and needs
-`--yes` (exit 2 without it); it runs with the daemon stopped (it takes the
-home's instance lock) and is resumable (`bridge.app.forgetting`): a run that
-was killed is finished by running it again, and until then the daemon serves
-the tenant nothing and `roost doctor` says so.
+`exports/` (0700) unless `--out PATH` names another place (its folder must
+exist: exit 2 otherwise), and prints the full path it wrote. Forget deletes
+the tenant's files and rows and needs `--yes` (exit 2 without it); it runs
+with the daemon stopped (it takes the home's instance lock) and is resumable
+(`bridge.app.forgetting`): a run that was killed is finished by running it
+again, and until then the daemon serves the tenant nothing and `roost doctor`
+says so.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     out = out.absolute()
     if out.exists():
         print(f"roost export: {out} exists; give another --out", file=sys.stderr)
+        return 2
+    if not out.parent.is_dir():
+        print(
+            f"roost export: the folder {out.parent} does not exist (or is not a folder); "
+            "make it first or give another --out",
+            file=sys.stderr,
+        )
         return 2
 
     async def export() -> Exported:

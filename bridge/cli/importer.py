@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import sys
 from pathlib import Path
 
@@ -46,7 +47,9 @@ from bridge.types.tenant_dirs import TenantDirs
 
 def import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", type=tenant_arg, required=True, help="whose history this is")
-    p.add_argument("--format", choices=FORMATS, default="jsonl", help="the file's format")
+    p.add_argument(
+        "--format", choices=FORMATS, default="jsonl", help="the file's format (default: jsonl)"
+    )
     p.add_argument("file", type=Path, help="the export (conversations.json) or a JSONL file")
 
 
@@ -62,6 +65,8 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost import: {path}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # unreadable (permissions, an I/O error): a line, not a traceback
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise  # not the file's fault: `roost` says "disk full" (bridge/cli/main.py)
         print(
             f"roost import: cannot read {path}: {exc.strerror or exc}. What was read before "
             "it is kept; run it again once the file reads: known messages are not added twice",

@@ -3,8 +3,10 @@
 `roost prompt --tenant T [--channel C] [--chat X] [--msg-id M]` prints the
 system prompt the model would get, block by block with name, size and
 budget; `--raw` prints exactly the text the TurnRunner sends and nothing
-else. `roost vault set TENANT NAME` reads the value from stdin (a terminal
-prompt does not echo it) and never prints it.
+else; T must be configured or have files in the home (exit 2 otherwise).
+`roost vault set TENANT NAME` reads the value from stdin (a terminal prompt
+does not echo it) and never prints it; Ctrl-D at that prompt sets nothing
+(exit 1).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def prompt_args(p: argparse.ArgumentParser) -> None:
 def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
+    if args.tenant is not None:  # a typo would build (and make the folders of) a new tenant
+        refusal = unknown_tenant(settings, args.tenant, "prompt", files_do=True)
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            return 2
     return asyncio.run(
         print_prompt(
             settings,
@@ -165,7 +172,11 @@ class VaultCall:
 def vault_set(call: VaultCall) -> int:
     args = call.args
     vault.check_name(args.name)
-    value = read_value(call.stdin)
+    try:
+        value = read_value(call.stdin)
+    except EOFError:  # Ctrl-D at the hidden prompt (Ctrl-C is exit 130, as everywhere)
+        call.err.write(f"roost vault set: nothing set ({args.name} for {args.tenant} unchanged)\n")
+        return 1
     vault.set_value(call.dirs, args.name, value)
     _record(call.settings, "secret.stored", args.tenant, args.name)
     call.out.write(f"vault: {args.name} stored for {args.tenant} ({len(value)} characters)\n")
@@ -211,7 +222,7 @@ def vault_args(p: argparse.ArgumentParser) -> None:
 def vault_command(
     settings: Settings, args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
 ) -> int:
-    """Exit 0 done, 1 no such secret, 2 a refused name, value or tenant."""
+    """Exit 0 done, 1 no such secret (or nothing set), 2 a refused name, value or tenant."""
     refusal = unknown_tenant(
         settings, args.tenant, f"vault {args.vault_command}", files_do=args.vault_command != "set"
     )

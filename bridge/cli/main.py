@@ -3,7 +3,12 @@
 The subcommands are the rows of `bridge.cli.table.COMMANDS` (name, help,
 how to add its arguments, how to run it); `roost` alone runs `serve`. Configuration
 errors exit with status 78 (EX_CONFIG) and a message naming the key, so
-systemd's RestartPreventExitStatus=78 stops a restart loop. Every entry point
+systemd's RestartPreventExitStatus=78 stops a restart loop; so does a home this
+user cannot read (checked before any command that uses it but `doctor`, which
+reports it, and `audit`, which exits 2). What a command does not catch itself is
+one line too, never a traceback: a full disk (exit 1), a database that cannot be
+read (exit 1, pointing to `roost doctor` and a backup), a file this user may not
+touch (exit 78). Every entry point
 runs with umask 0077 (`PRIVATE_UMASK`): whatever roost or its sandbox creates
 (database and its WAL, audit files, memory, tools) is readable by its owner only.
 
@@ -17,14 +22,20 @@ anything else, the empty string included: a value in the environment is kept.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import stat
 import sys
-from collections.abc import MutableMapping, Sequence
-from typing import Any
+from collections.abc import Callable, MutableMapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bridge.cli import collector
-from bridge.cli.rows import AddArgs
+from bridge.cli.rows import AddArgs, Command
 from bridge.cli.table import COMMANDS, command
+
+if TYPE_CHECKING:  # pydantic is imported once a command runs, not for `roost --help`
+    from bridge.core.config import Settings
 
 PRIVATE_UMASK = 0o077
 NO_PYDANTIC_PLUGINS = ("PYDANTIC_DISABLE_PLUGINS", "__all__")  # read by pydantic.plugin._loader
@@ -77,7 +88,8 @@ class LazySubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roost",
-        description="roost: a chat-bridge daemon with a persistent per-person loadout.",
+        description="roost: a chat-bridge daemon with a persistent per-person loadout. "
+        "`roost` without a command runs `roost serve`.",
         formatter_class=CommandListFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=LazySubParsers)
@@ -152,8 +164,12 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
 
     if own and not row.resumes:
         collector.resume()  # its module and the settings are loaded: the command's own work
+    if row.name not in OWN_HOME_CHECK:
+        unusable = home_problem(settings.home)
+        if unusable is not None:
+            return fail(unusable, EX_CONFIG)
     try:
-        return row.run(args, settings)
+        return _run_unwrapped(row, args, settings)
     except KeyboardInterrupt:
         return 130
     except ConfigError as exc:
@@ -171,6 +187,97 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
             "move audit/ aside to start a new chain.",
             EX_CONFIG,
         )
+    except Exception as exc:
+        return _last_resort(exc, settings, fail)
+
+
+# Commands that check the home themselves or use none: `doctor` reports an unusable home
+# as one of its checks, `audit` exits 2 on an unreadable chain (its documented status);
+# `install-units`, `grade` and `recall-eval` read no home.
+OWN_HOME_CHECK = frozenset({"doctor", "audit", "install-units", "grade", "recall-eval"})
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+FULL = "database or disk is full"
+
+
+def home_problem(home: Path) -> str | None:
+    """Why `home` cannot be used (a path through a file, a folder this user may not
+    read), or None; a home that does not exist yet is made by the commands that write."""
+    try:
+        if not stat.S_ISDIR(os.stat(home).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(home))
+        os.listdir(home)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return (
+            f"invalid configuration: home: cannot use {home} ({exc.strerror}); "
+            "set ROOST_HOME to a directory this user can read and write"
+        )
+    return None
+
+
+def _run_unwrapped(row: Command, args: argparse.Namespace, settings: Settings) -> int:
+    """Run the command; a task group's one failure is raised as itself, so the handlers
+    of `_main` see it."""
+    try:
+        return row.run(args, settings)
+    except BaseExceptionGroup as group:
+        only = _single(group)
+        if only is None:
+            raise
+        raise only from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception a group holds (through nested groups), or None."""
+    leaves: list[BaseException] = []
+    todo: list[BaseException] = [group]
+    while todo:
+        exc = todo.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            todo.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 else None
+
+
+def _last_resort(exc: Exception, settings: Settings, fail: Callable[[str, int], int]) -> int:
+    """One line for what the commands do not catch themselves: a full disk, a database
+    that cannot be read, a file this user may not touch; anything else is re-raised."""
+    import sqlite3
+
+    from bridge.storage.errors import DatabaseUnreachable, StorageError
+
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+        where = f"cannot write {exc.filename}" if exc.filename else "cannot write"
+        return fail(f"disk full: {where} ({exc.strerror}); free some space, run it again", 1)
+    if isinstance(exc, (StorageError, sqlite3.Error)) and FULL in str(exc):
+        return fail(f"disk full: {_line(exc)}; free some space, run it again", 1)
+    if isinstance(exc, DatabaseUnreachable):
+        return fail(_line(exc), EX_CONFIG)
+    if isinstance(exc, (StorageError, sqlite3.DatabaseError)):
+        if settings.database.url is not None:  # PostgreSQL: the server says what is wrong
+            return fail(
+                f"the database ([database] url) failed: {_line(exc)}. Run `roost doctor`", 1
+            )
+        return fail(
+            f"the database {settings.home / 'roost.db'} cannot be used ({_line(exc)}). Run "
+            "`roost doctor` to check it; if it is damaged, stop roost, move roost.db (and "
+            "roost.db-wal, roost.db-shm) aside and restore a backup (`roost restore`)",
+            1,
+        )
+    if isinstance(exc, PermissionError):
+        what = exc.filename or settings.home
+        return fail(
+            f"cannot use {what} ({exc.strerror}); run roost as the user that owns {settings.home}",
+            EX_CONFIG,
+        )
+    raise exc
+
+
+def _line(exc: BaseException) -> str:
+    """An exception's message on one line, not too long."""
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 if __name__ == "__main__":

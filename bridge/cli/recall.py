@@ -4,7 +4,8 @@
 search as the model's `recall` tool. Without `--json`, dated excerpts with
 the turns around each hit; with it, one object a line per query:
 `{"query", "hits": [{"id", "conversation", "time", "role", "text", "score"}]}`,
-best first (the DESIGN contract). `--batch FILE` reads one query a line.
+best first (the DESIGN contract). `--batch FILE` reads one query a line (a file
+that cannot be read: exit 2).
 Each query is audited as `recall.searched` (counts only). The excerpts are
 printed with their control characters replaced (`controls.shown`): stored
 or imported text cannot drive the terminal; JSON escapes them anyway.
@@ -70,7 +71,13 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
         print(f"roost recall: --k must be 1 to {MAX_K}", file=sys.stderr)
         return 2
     if args.batch is not None:
-        queries = [q for q in args.batch.read_text("utf-8").splitlines() if q.strip()]
+        try:
+            text = args.batch.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            print(f"recall: cannot read {args.batch}: {why or exc}", file=sys.stderr)
+            return 2
+        queries = [q for q in text.splitlines() if q.strip()]
     else:
         queries = [args.query]
     dirs = TenantDirs.of(settings.home, args.tenant)

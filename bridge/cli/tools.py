@@ -1,12 +1,16 @@
-"""`roost tools list --tenant T`: a tenant's saved `me.*` tools with hashes and usage."""
+"""`roost tools list --tenant T`: a tenant's saved `me.*` tools with hashes and usage.
+
+T must be configured or have files in the home: any other name is refused (exit 2)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from bridge.channels.terminal.controls import shown
 from bridge.cli.rows import Run, Verb, add_verbs, pick, tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -19,6 +23,10 @@ def run_list(args: argparse.Namespace, settings: Settings) -> int:
     from bridge.loadout.vault import masker_of
     from forge.library import ToolLibrary
 
+    refusal = unknown_tenant(settings, args.tenant, "tools list", files_do=True)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     dirs = TenantDirs.of(settings.home, args.tenant)
     mask = masker_of(dirs)  # a value put in the vault after a tool was saved, too
     library = ToolLibrary(dirs.tools, lambda: int(time.time() * 1000))

@@ -6,7 +6,15 @@ header, ready to be split into files. roost.service gets one
 `LoadCredential=` line for each secret file present in the credentials
 directory (`--credentials`, default /etc/roost/credentials); an absent one
 stays a comment, because systemd refuses to start a unit whose credential
-file is missing.
+file is missing. roost-style.service (its sweep appends to the audit chain)
+gets the `audit-hmac-key` one when that file is present.
+
+A `--prefix` given without `.venv/bin/roost` under it is refused (exit 2): the
+units would name a program that is not there. A prefix under /home, /root or
+/run/user gets `ProtectHome=read-only` instead of `yes` (with `yes` the service
+could not reach its own program), and stderr says so; so does a secret file
+that others may read (it should be 0600). The default prefix prints the
+checked-in units unchanged.
 """
 
 from __future__ import annotations
@@ -20,12 +28,22 @@ from bridge.core.config import Settings
 UNITS_DIR = Path(__file__).resolve().parents[2] / "systemd"
 UNIT_NAMES = ("roost.service", "roost-style.service", "roost-style.timer")
 DEFAULT_PREFIX = "/opt/roost"
+EXECUTABLE = ".venv/bin/roost"
 SECRETS = ("telegram-token", "llm-api-key", "audit-hmac-key")
 """The credential names roost reads (bridge.core.credentials, bridge.audit.keys)."""
+AUDIT_KEY = "audit-hmac-key"
+HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
+"""What `ProtectHome=yes` hides from a service."""
+HIDDEN = "ProtectHome=yes\n"
+READ_ONLY = "ProtectHome=read-only\n"
 
 
 def units_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="where roost is installed")
+    p.add_argument(
+        "--prefix",
+        help=f"where roost is installed (default {DEFAULT_PREFIX}; another one must hold "
+        f"{EXECUTABLE})",
+    )
     p.add_argument(
         "--credentials",
         default="/etc/roost/credentials",
@@ -49,20 +67,79 @@ def credential_lines(text: str, credentials: Path) -> str:
     return "".join(out)
 
 
+def audit_key_line(text: str, credentials: Path) -> str:
+    """roost-style.service: the audit key's `LoadCredential=` after its EnvironmentFile=
+    line when the key file is present (`style sweep` appends to the audit chain)."""
+    path = credentials / AUDIT_KEY
+    if not path.is_file():
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        out.append(line)
+        if line.startswith("EnvironmentFile="):
+            out.append(f"LoadCredential={AUDIT_KEY}:{path}\n")
+    return "".join(out)
+
+
+def under_home(prefix: Path) -> bool:
+    """Whether `ProtectHome=yes` would hide `prefix` from the service."""
+    return any(prefix == home or prefix.is_relative_to(home) for home in HOMES)
+
+
 def render(name: str, prefix: str, credentials: Path) -> str:
     text = (UNITS_DIR / name).read_text().replace(DEFAULT_PREFIX, prefix.rstrip("/") or "/")
-    return credential_lines(text, credentials) if name == "roost.service" else text
+    if under_home(Path(prefix)):
+        text = text.replace(HIDDEN, READ_ONLY)
+    if name == "roost.service":
+        return credential_lines(text, credentials)
+    if name == "roost-style.service":
+        return audit_key_line(text, credentials)
+    return text
+
+
+def warnings(prefix: Path, credentials: Path) -> list[str]:
+    """What the operator should know about the printed units (stderr, one line each)."""
+    said = []
+    if under_home(prefix):
+        said.append(
+            f"roost install-units: {prefix} is under a home folder, which ProtectHome=yes "
+            "hides from the service: the units say ProtectHome=read-only instead (install "
+            f"under {DEFAULT_PREFIX} to keep home folders hidden)"
+        )
+    for name in SECRETS:
+        path = credentials / name
+        try:
+            mode = path.stat().st_mode & 0o777 if path.is_file() else 0
+        except OSError:
+            continue
+        if mode & 0o077:
+            said.append(
+                f"roost install-units: warning: {path} is mode {mode:04o}, readable by others; "
+                f"it holds a secret: chmod 600 {path}"
+            )
+    return said
 
 
 def run_install_units(args: argparse.Namespace, settings: Settings) -> int:
-    prefix = str(Path(args.prefix).absolute())
+    given = args.prefix is not None
+    prefix = Path(args.prefix if given else DEFAULT_PREFIX).absolute()
+    if given and not (prefix / EXECUTABLE).is_file():
+        print(
+            f"roost install-units: there is no {prefix / EXECUTABLE}: install roost there "
+            "first (`make` in the checkout), or give the prefix it is installed under",
+            file=sys.stderr,
+        )
+        return 2
     if not UNITS_DIR.is_dir():
         print(
             f"roost: the unit files are not at {UNITS_DIR} (install from a checkout)",
             file=sys.stderr,
         )
         return 1
+    credentials = Path(args.credentials)
+    for line in warnings(prefix, credentials):
+        print(line, file=sys.stderr)
     for name in UNIT_NAMES:
         sys.stdout.write(f"# file: /etc/systemd/system/{name}\n")
-        sys.stdout.write(render(name, prefix, Path(args.credentials)))
+        sys.stdout.write(render(name, str(prefix), credentials))
     return 0

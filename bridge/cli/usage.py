@@ -3,7 +3,9 @@
 One row per tenant and model for the month (UTC; default: this month):
 turns, tokens in (with the cached part), out, and in + out; then each
 tenant's budgets with what is used of them (the daily one: today). `--json`
-prints the same as one object. It only reads roost.db; nothing else.
+prints the same as one object. It only reads roost.db; nothing else. A
+`--tenant` that is neither configured nor has files in the home is refused
+(exit 2: a typo would print an empty month).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from bridge.app.database import open_database
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.budgets import Budget, budgets_of, month_days
 from bridge.core.config import Settings
 from bridge.core.config_sections import DatabaseSettings
@@ -81,6 +84,11 @@ def budget_lines(
 
 
 def run_usage(args: argparse.Namespace, settings: Settings, now: float | None = None) -> int:
+    if args.tenant is not None:
+        refusal = unknown_tenant(settings, args.tenant, "usage", files_do=True)
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            return 2
     path = settings.home / "roost.db"
     if not path.is_file():
         print("roost: no database yet (the daemon has not run)", file=sys.stderr)

@@ -1,10 +1,13 @@
 """Configuration: a TOML file plus `ROOST_*` environment variables.
 
-The file is `$ROOST_CONFIG`, else `~/.config/roost/roost.toml` (optional).
+The file is `$ROOST_CONFIG`, else `~/.config/roost/roost.toml` (optional); an
+empty `ROOST_CONFIG` or `ROOST_HOME` counts as unset.
 Environment variables win over the file and nest with `__`
 (`ROOST_LLM__BASE_URL`); systemd credentials (`bridge.core.credentials`)
 sit between the two. Invalid configuration raises `ConfigError` whose
 message names the key and the reason; the CLI turns it into exit status 78.
+A file that is not UTF-8 (or starts with a byte-order mark) or not TOML, or a
+`ROOST_CONFIG` naming a directory, is a `ConfigError` of one line too.
 """
 
 from __future__ import annotations
@@ -126,6 +129,15 @@ class Settings(BaseSettings):
                             f"{name} id {entry[1]} is mapped to {seen[entry]!r} and {tid!r}"
                         )
                     seen[entry] = tid
+        return v
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_set(cls, v: object) -> object:
+        # an empty `ROOST_HOME=` (or `home = ""`) is unset, as an empty `ROOST_CONFIG=`
+        # is: Path("") would make the current directory the home
+        if isinstance(v, str) and not v.strip():
+            return default_home()
         return v
 
     @field_validator("home")
@@ -277,20 +289,48 @@ class _Loaded(Settings):
         return tuple(sources)
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def read_toml(path: Path) -> dict[str, object]:
+    """The file parsed, or ConfigError in one line: unreadable, not UTF-8 (where the
+    first bad byte is), a byte-order mark (TOML has none), or invalid TOML."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"invalid configuration: cannot read {path}: {exc.strerror}") from exc
+    if data.startswith(BOM):
+        raise ConfigError(
+            f"invalid configuration: cannot read {path}: it starts with a byte-order mark "
+            "(U+FEFF); save it as UTF-8 without one"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"invalid configuration: cannot read {path}: not UTF-8 text (byte "
+            f"0x{data[exc.start]:02x} at line {line}, column {column}); save it as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the file and the environment; raise ConfigError naming key and reason.
 
     `overrides` (keyword arguments) win over both; tests and `roost` flags use them.
     """
     path, named = config_path(os.environ)
+    if named and path.is_dir():
+        raise ConfigError(f"invalid configuration: ROOST_CONFIG={path} is a directory, not a file")
     if named and not path.is_file():
         raise ConfigError(f"invalid configuration: ROOST_CONFIG={path} does not exist")
     if path.is_file():
-        try:
-            with path.open("rb") as fh:
-                tomllib.load(fh)
-        except (tomllib.TOMLDecodeError, OSError) as exc:
-            raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
+        read_toml(path)
 
     source = f"{path} and environment" if path.is_file() else "environment"
     reading = _READING.set(path if path.is_file() else None)
@@ -298,6 +338,8 @@ def load_settings(**overrides: object) -> Settings:
         loaded = _Loaded(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, OSError) as exc:  # changed meanwhile
+        raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
     finally:
         _READING.reset(reading)
     check_llm(loaded.llm)

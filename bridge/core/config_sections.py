@@ -20,6 +20,18 @@ DEFAULT_MODEL = "default"
 MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
 
+WEB_TOKEN_MIN = 16
+
+
+def check_web_token(v: SecretStr | None) -> SecretStr | None:
+    """A page's bearer token (`[web] token`, `[tenants.X] web_token`): 16+ characters."""
+    if v is not None and len(v.get_secret_value().strip()) < WEB_TOKEN_MIN:
+        raise ValueError(
+            f"use at least {WEB_TOKEN_MIN} characters (e.g. from `openssl rand -hex 16`)"
+        )
+    return v
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -144,6 +156,11 @@ class WebSettings(_Section):
     body_idle_s: float = Field(20.0, gt=0, le=3600)  # the longest pause within a body
     streams_per_token: int = Field(8, ge=1, le=10_000)  # open event streams per page token
     streams_per_tenant: int = Field(16, ge=1, le=10_000)  # ... and per tenant
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, v: SecretStr | None) -> SecretStr | None:
+        return check_web_token(v)
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -467,9 +484,7 @@ class TenantRule(_Section):
     @field_validator("web_token")
     @classmethod
     def _web_token(cls, v: SecretStr | None) -> SecretStr | None:
-        if v is not None and len(v.get_secret_value().strip()) < 16:
-            raise ValueError("use at least 16 characters (e.g. from `openssl rand -hex 16`)")
-        return v
+        return check_web_token(v)
 
     @field_validator("mcp")
     @classmethod

@@ -145,7 +145,8 @@ async def test_a_busy_daemon_keeps_every_file_private(home: Path, fake: FakeOpen
 
 
 @pytest.mark.parametrize(
-    "argv", [["send", "--tenant", "bob", "hello"], ["pair", "local"], ["prompt", "--tenant", "bob"]]
+    "argv",
+    [["send", "--tenant", "bob", "hello"], ["pair", "local"], ["prompt", "--tenant", "local"]],
 )
 async def test_operator_commands_create_private_files(
     home: Path, fake: FakeOpenAI, argv: list[str]
