@@ -18,6 +18,7 @@ from pathlib import Path
 from bridge.audit import AuditChain, HmacKeyError, load_hmac_key
 from bridge.audit.chains import chain_file, chain_files, check_instance
 from bridge.audit.schema import schemas_for
+from bridge.audit.store import head_path, inspect_tail
 from bridge.core.config import ConfigError, Settings
 from bridge.types.platform import Platforms
 
@@ -90,6 +91,26 @@ async def open_chain(
     chain = AuditChain(path, hmac_key=key, clock=clock, schemas=schemas_for(platforms))
     await chain.open()
     return chain
+
+
+def check_chain_key(settings: Settings) -> None:
+    """`ChainKeyMismatch` (a `ConfigError`: the CLI's one line, exit 78) now, before an
+    operator command changes anything, when it could not append its record afterwards:
+    a keyed chain and no key here, or the other way round. Without it the change was
+    made and went unrecorded. Read-only; a chain not made yet passes."""
+    path = chain_path(settings.home, chain_instance(settings))
+    try:
+        key = load_hmac_key(settings.audit_hmac_key_file, path.parent)
+    except HmacKeyError as exc:
+        raise ConfigError(f"invalid configuration: audit_hmac_key_file: {exc}") from exc
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        inspect_tail(fd, head_path(path), key)
+    finally:
+        os.close(fd)
 
 
 async def record_event(

@@ -24,7 +24,7 @@ from typing import NamedTuple, TextIO
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
-from bridge.app.home import open_chain, prepare_home
+from bridge.app.home import check_chain_key, open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
 from bridge.core.config import Settings
 from bridge.core.identities import listed
@@ -140,6 +140,7 @@ async def _revoke(pairing: PairingStore, target: str) -> list[Binding]:
 
 async def _revoked(settings: Settings, target: str) -> list[Binding]:
     """Remove the bindings (a running daemon's mirror reloads at the notify), then audit."""
+    check_chain_key(settings)  # the record could not follow: nothing is revoked
     database = await open_database(settings.home / "roost.db", settings.database)
     try:
         gone = await _revoke(PairingStore(database), target)

@@ -30,7 +30,7 @@ from bridge.app.export import (
 )
 from bridge.app.forget_marks import marker_path
 from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
-from bridge.app.home import record_event
+from bridge.app.home import check_chain_key, record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
@@ -58,6 +58,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return 2
+    check_chain_key(settings)  # its record could not follow the ZIP: none is written
     now = datetime.fromtimestamp(time.time(), UTC)
     out = args.out or default_out(settings, args.tenant, now)
     out = out.absolute()
@@ -114,6 +115,7 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
+    check_chain_key(settings)  # its record could not follow: nothing is deleted
     try:
         lock = hold(settings.home)  # no daemon may write the tenant back meanwhile
     except InstanceBusy as exc:

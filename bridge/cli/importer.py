@@ -25,7 +25,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
-from bridge.app.home import record_event
+from bridge.app.home import check_chain_key, record_event
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import Settings
 from bridge.llm.embeddings import EmbeddingsClient, embeddings_client
@@ -58,6 +58,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     if not path.is_file():
         print(f"roost import: {path} is not a file", file=sys.stderr)
         return 2
+    check_chain_key(settings)  # its record could not follow: nothing is imported
     dirs = TenantDirs.of(settings.home, args.tenant).ensure()
     try:
         summary = asyncio.run(_imported(settings, dirs, args.format, path))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from bridge.app.channels_up import PLATFORMS
-from bridge.app.home import prepare_home, record_event
+from bridge.app.home import check_chain_key, prepare_home, record_event
 from bridge.app.memory_notes import Explained
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
@@ -172,6 +172,7 @@ class VaultCall:
 def vault_set(call: VaultCall) -> int:
     args = call.args
     vault.check_name(args.name)
+    check_chain_key(call.settings)  # its record could not follow: nothing changes
     try:
         value = read_value(call.stdin)
     except EOFError:  # Ctrl-D at the hidden prompt (Ctrl-C is exit 130, as everywhere)
@@ -191,6 +192,7 @@ def vault_list(call: VaultCall) -> int:
 
 def vault_rm(call: VaultCall) -> int:
     args = call.args
+    check_chain_key(call.settings)
     if not vault.remove_value(call.dirs, args.name):
         call.err.write(f"roost: {args.tenant} has no secret {args.name}\n")
         return 1

@@ -23,12 +23,15 @@ from audit_helpers import KEY
 from tests.waits import HANG_S
 
 
-def roost(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+def roost(
+    home: Path, *argv: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
     base.pop("CREDENTIALS_DIRECTORY", None)
     return subprocess.run(
         [sys.executable, "-m", "bridge.cli.main", *argv],
         env={**base, "ROOST_HOME": str(home), "ROOST_LLM__PROVIDER": "offline", **env},
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=HANG_S,
@@ -99,3 +102,34 @@ def test_a_key_for_a_chain_written_without_one_is_refused(
     assert "move the chain and its .head file aside (keep them)" in line
     assert files(home) == before
     assert roost(home, "audit", "verify", **operator).returncode == 0
+
+
+def test_commands_that_change_something_change_nothing_they_could_not_record(
+    tmp_path: Path, service: dict[str, str]
+) -> None:
+    """`vault set`, `import`, `export`, `forget` and `access revoke` did their work and then
+    failed to record it (exit 78 after the change): now they stop before it."""
+    home = tmp_path / "home"
+    assert roost(home, "send", "/help", **service).returncode == 0
+    before = files(home)
+    history = tmp_path / "in.jsonl"
+    history.write_text('{"conversation": "c", "id": "1", "role": "user", "text": "otters"}\n')
+    out, vault = tmp_path / "x.zip", home / "tenants/local/global/vault"
+    checks = [
+        (
+            ("vault", "set", "local", "api_token"),
+            lambda: not vault.exists() or not any(vault.iterdir()),
+        ),
+        (("import", "--tenant", "local", str(history)), lambda: True),  # recall, below
+        (("export", "--tenant", "local", "--out", str(out)), lambda: not out.exists()),
+        (("access", "revoke", "local"), lambda: True),
+        (("forget", "--tenant", "local", "--yes"), lambda: (home / "tenants/local").is_dir()),
+    ]
+    for argv, unchanged in checks:
+        done = roost(home, *argv, ROOST_CONFIG=service["ROOST_CONFIG"], stdin="s3cr3t-value-1\n")
+        assert done.returncode == 78, (argv, done.stderr)
+        assert "is keyed" in done.stderr and "Traceback" not in done.stderr, argv
+        assert unchanged(), argv
+    assert files(home) == before
+    recall = roost(home, "recall", "--tenant", "local", "otters", **service)
+    assert "nothing indexed yet" in recall.stderr  # nothing was imported
