@@ -3,7 +3,14 @@
 Given a system prompt, the conversation and the tools of this turn, it
 streams text out through `on_delta`, runs tool calls (a failing tool becomes
 a tool result the model can read, never a crash) and stops at a final answer
-or at the step limit. It knows nothing about channels, tenants or storage.
+or at the step limit. A step runs at most `MAX_CALLS_PER_STEP` of its tool
+calls: the next ones get an "error: not run" result and, past
+`MAX_KEPT_CALLS`, are dropped from the step (logged at WARNING once per
+turn), so a flood of calls cannot grow the next request. A call's arguments
+that are no JSON object, or nest deeper than `MAX_ARGS_DEPTH` (however
+deep: Python's own RecursionError included), are a tool error too; a lone
+surrogate in any of their strings (keys and values) is made U+FFFD before a
+tool sees it. It knows nothing about channels, tenants or storage.
 The tools may be a function: it is asked again before every step, so a tool
 made during the turn (a draft written with forge_create) can be called in it.
 
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +66,19 @@ log = logging.getLogger(__name__)
 
 MAX_TOOL_RESULT_CHARS = 16_000
 MAX_REPLY_CHARS = 32_000
+# Tool calls run per model step. Models call a handful at once; 32 covers a
+# broad fan-out (read 20 memories) while bounding a step at 32 tool results of
+# at most MAX_TOOL_RESULT_CHARS each (about 0.5M characters added to the next
+# request), and a turn at max_steps (at most 50) x 32 = 1,600 runs.
+MAX_CALLS_PER_STEP = 32
+# Calls of one step kept in the transcript: those past MAX_CALLS_PER_STEP are
+# answered "not run" up to here; the rest are dropped from the step (counted in
+# the last "not run" result), so a flood cannot grow the next request.
+MAX_KEPT_CALLS = 2 * MAX_CALLS_PER_STEP
+# Nesting of a call's arguments (objects and arrays): no tool's parameters go
+# deeper, and a bound keeps every walk over them (here and in the tools) shallow.
+MAX_ARGS_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _same(text: str) -> str:
@@ -121,6 +142,7 @@ async def run_agent(
     convo = memo.history(messages, redact)
     result = AgentResult(text="", steps=0)
     reply = _Reply(max_reply_chars, on_delta, progress)
+    warned = False  # the cut of a step's tool calls is logged once per turn
     for step in range(1, max_steps + 1):
         result.steps = step
         by_name, schemas = memo.offered(tools() if callable(tools) else tools, redact)
@@ -143,10 +165,25 @@ async def run_agent(
             reply.pieces.append(text)
         if not calls:
             break
-        taken = [redacted(ChatMessage("assistant", text, tuple(calls)), redact)]
-        for call in calls:
+        if len(calls) > MAX_CALLS_PER_STEP and not warned:
+            warned = True  # once per turn: a model that floods once floods every step
+            log.warning(
+                "tool calls cut (tenant %s, step %d): the model asked for %d in one step; "
+                "the first %d run, the rest do not",
+                tenant,
+                step,
+                len(calls),
+                MAX_CALLS_PER_STEP,
+            )
+        kept = calls[:MAX_KEPT_CALLS]  # what the model is shown it asked for
+        taken = [redacted(ChatMessage("assistant", text, tuple(kept)), redact)]
+        for call in calls[:MAX_CALLS_PER_STEP]:
             output, run = await _reported(by_name, call, turn, redact, progress)
             result.tool_runs.append(run)
+            taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
+        over = kept[MAX_CALLS_PER_STEP:]  # each call kept gets a result: a valid transcript
+        for n, call in enumerate(over, 1):
+            output = _not_run(len(calls), len(calls) - len(kept) if n == len(over) else 0)
             taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
         convo.extend(taken)
         result.tool_steps.extend(taken)
@@ -269,9 +306,7 @@ async def _run_tool(
         output = f"error: there is no tool named {call.name!r}; available tools: {known}"
     else:
         try:
-            args = json.loads(call.arguments or "{}")
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be a JSON object")
+            args = _arguments(call.arguments)
         except ValueError as exc:
             output = f"error: the arguments are not a JSON object ({exc}); send valid JSON"
         else:
@@ -288,6 +323,42 @@ async def _run_tool(
         output = output[:MAX_TOOL_RESULT_CHARS] + f"\n[cut: {cut:,} more characters]"
     ms = int((time.perf_counter() - started) * 1000)
     return output, ToolRun(call.name, ok, ms)
+
+
+def _not_run(asked: int, dropped: int) -> str:
+    """The result of a call past the step's cap (`dropped`: calls left out after it)."""
+    more = f"; the {dropped:,} calls after this one were dropped unrun too" if dropped else ""
+    return (
+        f"error: not run: this step asked for {asked:,} tool calls and at most "
+        f"{MAX_CALLS_PER_STEP} run per step{more}; call again in the next step what you "
+        "still need"
+    )
+
+
+def _arguments(text: str) -> dict[str, object]:
+    """A call's arguments decoded (`_valid`); ValueError when they are no JSON object."""
+    try:
+        decoded = json.loads(text or "{}")
+    except RecursionError:  # "[[[[…": nested past Python's own stack
+        raise ValueError(f"nested deeper than {MAX_ARGS_DEPTH} levels") from None
+    args = _valid(decoded, 0)
+    if not isinstance(args, dict):
+        raise ValueError("arguments must be a JSON object")
+    return args
+
+
+def _valid(value: object, depth: int) -> object:
+    """Decoded arguments with each lone surrogate in a string (key or value) made U+FFFD,
+    so no tool meets text that cannot be encoded; ValueError past MAX_ARGS_DEPTH."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict | list):
+        if depth >= MAX_ARGS_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_ARGS_DEPTH} levels")
+        if isinstance(value, list):
+            return [_valid(v, depth + 1) for v in value]
+        return {_valid(k, depth): _valid(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def _failed(name: str, exc: Exception, redact: Callable[[str], str]) -> str:

@@ -11,7 +11,10 @@ the turn is refused with the reason; files a tool wrote into `outputs/`
 during the turn go out with the reply. Once stored, an over-budget session is summarised in the
 background (`Compactor`). A backend
 failure becomes a short reply and stores nothing the model sees, so the person
-can retry (the history they read keeps it: `SessionStore.failed`);
+can retry (the history they read keeps it: `SessionStore.failed`); a turn that
+fails (the backend or anything else) after its tools changed something still
+ends its error reply with their notices and offers their undo actions, as an
+answer does, so a memory saved before the failure is not hidden;
 a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`;
 one the person stopped (`bridge.core.running`) keeps what was shown, marked
 "… [stopped]", and is audited with kind `stopped`.
@@ -45,8 +48,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import sqlite3
 import time
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -60,7 +65,7 @@ from bridge.core.agent import (
     run_agent,
 )
 from bridge.core.compactor import Compactor
-from bridge.core.diskfull import disk_full
+from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.end_writes import EndWrite
 from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.mask_memo import MaskMemo
@@ -69,6 +74,7 @@ from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.shown import sent_meta
+from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.core.usage import Tokens
 from bridge.storage.errors import StorageError
 from bridge.storage.units import Made
@@ -218,10 +224,32 @@ class TurnRunner:
         on_progress: ProgressSink | None = None,
     ) -> Final:
         ends: list[EndWrite] = []  # the observers' writes, until the turn's end takes them
+        turn = TurnContext(dirs, inbound, self._clock)
         try:
-            return await self._run(inbound, dirs, key, on_delta, on_progress, ends)
+            return await self._run(inbound, dirs, key, on_delta, on_progress, turn, ends)
+        except Exception as exc:
+            if not (turn.notices or turn.actions):
+                raise  # nothing changed: the core says it failed (`Core._guarded`)
+            return self._failed_after_changes(turn, exc)
         finally:  # ended without its end's unit (failed, stopped, cancelled): each alone
             await self._alone(ends)
+
+    def _failed_after_changes(self, turn: TurnContext, exc: Exception) -> Final:
+        """A turn that failed after its tools changed something: the failure as the core
+        says it, with the changes' notices and undo actions, as an answer carries them."""
+        mask = self._masks(turn.dirs)
+        if disk_full(exc):
+            log.error("disk full (channel %s): %s", turn.inbound.channel, exc)
+            said = DISK_FULL
+        elif database_down(exc):
+            log.error("database unreachable (channel %s): turn failed", turn.inbound.channel)
+            said = DATABASE_DOWN
+        else:
+            ref, trace = secrets.token_hex(4), "".join(traceback.format_exception(exc))
+            channel = turn.inbound.channel
+            log.error("message failed (ref %s, channel %s)\n%s", ref, channel, mask.mask(trace))
+            said = f"Something went wrong on my side (ref {ref}). Please try again."
+        return _failure(said, turn, mask)
 
     async def _run(
         self,
@@ -230,6 +258,7 @@ class TurnRunner:
         key: SessionKey,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None,
+        turn: TurnContext,
         ends: list[EndWrite],
     ) -> Final:
         started = time.perf_counter()
@@ -239,7 +268,6 @@ class TurnRunner:
         events = TurnEvents()
         events.add("message.received", dirs.tenant, _received(inbound))
         session = await self.sessions.load(key, self._clock())
-        turn = TurnContext(dirs, inbound, self._clock)
         refused = await self._over_budget(dirs.tenant, events)
         if refused is not None:
             return refused
@@ -265,11 +293,12 @@ class TurnRunner:
             )
         except BackendError as exc:
             log.warning("model backend failed: %s", exc.kind)
-            await self._keep_failure(key, inbound, prepared, mask, exc.user_message)
+            failed = _failure(exc.user_message, turn, mask)  # with what its tools changed
+            await self._keep_failure(key, inbound, prepared, mask, failed.text)
             details = {"channel": inbound.channel, "kind": exc.kind}
             events.add("message.failed", dirs.tenant, details)
             await events.flush(self._audit)
-            return Final(exc.user_message, "error")
+            return failed
         except asyncio.CancelledError:
             # cancelled at shutdown (Core.drain): the chain says so, then the
             # cancellation goes on; nothing was answered or stored. Stopped by
@@ -573,6 +602,14 @@ def _not_written(what: str, exc: OSError | sqlite3.Error) -> None:
     if not disk_full(exc):
         raise exc
     log.error("%s not written, the disk is full (%s); the answer is still sent", what, exc)
+
+
+def _failure(said: str, turn: TurnContext, mask: OutputMask) -> Final:
+    """The error reply of a failed turn, ending with the notices of what its tools changed
+    before it failed (a memory saved) and offering their actions (its undo)."""
+    if turn.notices:
+        said += "\n\n" + mask.mask("\n".join(turn.notices))
+    return Final(said, "error", actions=tuple(turn.actions))
 
 
 async def _with_notices(
