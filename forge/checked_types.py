@@ -68,7 +68,7 @@ def TypedDict(  # the name a tool imports
     # the check and give other keys to `dict(fields)` inside typing (its `keys()`)
     plain = dict(fields) if fields is not None else None
     check_names([*(plain or {}), *kwargs], "TypedDict")
-    made = typing.TypedDict(typename, plain, total=total, **kwargs)  # type: ignore[operator]
+    made = typing.TypedDict(typename, plain, total=total, **kwargs)  # type: ignore[misc]
     made.__module__ = sys._getframe(1).f_globals.get("__name__", "__main__")
     return made
 

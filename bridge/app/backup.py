@@ -154,10 +154,10 @@ def walk_files(root: Path) -> Iterator[Path]:
 
     try:
         found = until_still(listing)
-    except TreeChanged as exc:
+    except TreeChanged as moved:
         raise BackupError(
             f"folders under {root} kept moving while they were listed ({TRIES} times); run it again"
-        ) from exc
+        ) from moved
     if skipped:
         where, exc = skipped[0]
         raise BackupError(f"cannot read {root / where}: {exc.strerror or exc}")
