@@ -5,7 +5,8 @@ server speaking the client-server API's error format (`{"errcode",
 "error", "retry_after_ms"}`, spec "Rate limiting"): 429 is retried after at
 least the asked wait, 5xx and a dropped connection with backoff, with the
 same transaction id (the homeserver sends a retried event once); 403 is
-final. The sync loop survives a homeserver that is gone for a while.
+final. The sync loop survives a homeserver that is gone for a while. An
+mxc:// URI outside the spec's grammar is refused before any request.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ class Homeserver:
         self.script: list[tuple[int, dict[str, Any]]] = []
         self.txns: list[str] = []
         self.syncs = 0
+        self.other: list[str] = []  # any other request's raw path
         app = web.Application()
         app.router.add_put("/_matrix/client/v3/rooms/{room}/send/{kind}/{txn}", self._send)
         app.router.add_get("/_matrix/client/v3/sync", self._sync)
+        app.router.add_route("*", "/{tail:.*}", self._other)
         self.runner = web.AppRunner(app, access_log=None)
         self.url = ""
 
@@ -60,6 +63,10 @@ class Homeserver:
     async def _send(self, request: web.Request) -> web.Response:
         self.txns.append(request.match_info["txn"])
         return self._next() or web.json_response({"event_id": "$sent"})
+
+    async def _other(self, request: web.Request) -> web.Response:
+        self.other.append(request.raw_path)
+        return web.Response(body=b"file bytes")
 
     async def _sync(self, request: web.Request) -> web.Response:
         self.syncs += 1
@@ -101,6 +108,35 @@ async def test_a_refusal_is_final_and_keeps_no_server_text(hs: Homeserver) -> No
         await client.aclose()
     assert (caught.value.status, caught.value.errcode) == (403, "M_FORBIDDEN")
     assert "not in room" not in str(caught.value) and hs.txns == ["t2"]
+
+
+async def test_an_mxc_uri_outside_the_grammar_is_refused_unasked(hs: Homeserver) -> None:
+    client = MatrixClient(hs.url, "tok", backoff=Backoff(0.001, 0.01, 2))
+    bad = [
+        "mxc://hs/../../v3/rooms",
+        "mxc://hs/media.id",
+        "mxc://hs/media%2F..",
+        "mxc://hs/media?x=1",
+        "mxc://hs/a b",
+        "mxc://h s/media",
+        "mxc://user@hs/media",
+        "mxc://hs:port/media",
+        "mxc://../media",
+        "mxc://hs/",
+        "mxc:///media",
+    ]
+    try:
+        for uri in bad:
+            with pytest.raises(MatrixError) as caught:
+                await client.download(uri, 1024)
+            assert caught.value.errcode == "M_BAD_MXC", uri
+        assert hs.other == []
+        for uri in ("mxc://hs.example:8448/AbC_-09", "mxc://[::1]/x", "mxc://10.0.0.1/y"):
+            assert await client.download(uri, 1024) == b"file bytes"
+    finally:
+        await client.aclose()
+    assert hs.other[0] == "/_matrix/client/v1/media/download/hs.example:8448/AbC_-09"
+    assert len(hs.other) == 3
 
 
 async def never(inbound: Inbound, reply: Reply) -> Final:

@@ -8,7 +8,10 @@ the server's message text. `MatrixClient` retries 429 (waiting at least
 `retry_after_ms`, capped), 5xx and a dropped connection with backoff
 (`common.retry.Backoff`); a `sync` long-poll gets its own, longer socket
 timeout. Downloads go through the authenticated media API
-(`/_matrix/client/v1/media/download`), streamed and cut off past a limit.
+(`/_matrix/client/v1/media/download`), streamed and cut off past a limit;
+an mxc:// URI whose server name or media id is not the spec's grammar
+(`MXC`: a host name, IPv4 or [IPv6] address with an optional port; a media
+id of `[A-Za-z0-9_-]`) is refused before any request.
 mautrix's request log (which would print request bodies at DEBUG) is held
 at INFO: no message text reaches the log.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +31,7 @@ from mautrix.util.logging import TraceLogger
 from yarl import URL
 
 from bridge.channels.common.retry import Backoff
+from bridge.channels.matrix.events import ACCESS_KEYS, Access, access_value
 
 log = logging.getLogger("bridge.channels.matrix")
 _wire = TraceLogger("bridge.channels.matrix.http", logging.INFO)  # mautrix logs request bodies
@@ -35,6 +40,13 @@ _wire.parent = log
 CHUNK = 64 * 1024
 Sleep = Callable[[float], Awaitable[None]]
 JSON = dict[str, Any]
+# mxc://<server name>/<media id>: a DNS name, IPv4 or [IPv6] literal, optional port
+MXC = re.compile(
+    r"mxc://(?:[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,126}|\[[0-9A-Fa-f:.]{2,45}\])"
+    r"(?::[0-9]{1,5})?"
+    r"/[A-Za-z0-9_\-]{1,255}"
+)
+DEFAULTS: Access = {"m.room.history_visibility": "shared", "m.room.join_rules": "invite"}
 
 
 class MatrixError(Exception):
@@ -196,6 +208,22 @@ class MatrixClient:
             and event["content"].get("membership") in ("join", "invite")
         )
 
+    async def access(self, room_id: str) -> Access:
+        """The room's history visibility and join rule now (an absent event: the spec's
+        default, `shared` and `invite`)."""
+        found: Access = {}
+        for kind in ACCESS_KEYS:
+            path = Path.v3.rooms[room_id].state[kind][""]
+            try:
+                content = await self.call(Method.GET, path)
+            except MatrixError as exc:
+                if exc.status != 404 or exc.errcode != "M_NOT_FOUND":
+                    raise
+                found[kind] = DEFAULTS[kind]
+                continue
+            found[kind] = access_value(kind, content)
+        return found
+
     async def upload(self, data: bytes, mime: str, name: str) -> str:
         """Put bytes in the media repository; their mxc:// URI."""
         got = await self.call(
@@ -212,9 +240,9 @@ class MatrixClient:
 
     async def download(self, mxc: str, limit: int) -> bytes:
         """An mxc:// file's bytes, at most `limit` (`TooLarge` past it, declared or read)."""
-        server, _, media_id = mxc.removeprefix("mxc://").partition("/")
-        if not server or not media_id or "/" in media_id:
+        if not MXC.fullmatch(mxc):
             raise MatrixError(400, "M_BAD_MXC")
+        server, _, media_id = mxc.removeprefix("mxc://").partition("/")
         url = (
             f"{self.homeserver}/_matrix/client/v1/media/download/"
             f"{quote(server, safe='')}/{quote(media_id, safe='')}"

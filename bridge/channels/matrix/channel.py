@@ -18,14 +18,30 @@ taken again: at least once in that moment, as after a restart).
 Rooms: a room listed in `[matrix] allowed_rooms` is a group: the bot joins
 when invited, answers only messages that mention it, each person in a
 conversation of their own (chat `<room>|<user>`). Any other room is a
-direct room with one person (chat: their user id); the bot accepts a
-direct invite (`is_direct`) from anyone and any invite from a known person
-(a room made with encryption off need not be marked direct), leaves a room
-that grows past two members, and rejects any other invite. A stranger may
-invite the bot to a direct room so they can `/pair CODE` there; anything
-else they say gets the core's one refusal and the bot leaves the room;
-later they get silence (the refusal is the core's, recorded once as on
-every channel).
+direct room with one person (chat: their user id); the bot accepts any
+invite from a known person (a room made with encryption off need not be
+marked direct) and a direct invite (`is_direct`) from a stranger, leaves a
+room that grows past two members or is not private (below), and rejects
+any other invite. A stranger may invite the bot to a direct room so they
+can `/pair CODE` there; anything else they say (an encrypted message too:
+never the `ENCRYPTED` notice) gets the core's one refusal and the bot
+leaves the room; later they get silence (the refusal is the core's,
+recorded once as on every channel). Strangers' rooms are bounded: one per
+stranger (a newer invite: the older room is left), at most
+`stranger_rooms` (20) at once (past it their invites are rejected), each
+left `stranger_s` (10 minutes) after the join unless its stranger paired.
+These bounds are kept in memory: a stranger's room joined before a restart
+is left only at their next message.
+
+Private: a direct room is answered (and kept as the person's room for
+proactive messages, `store.set_direct`) only while `events.private` holds:
+history not `world_readable`, join rule `invite` or `knock`. The sync
+filter carries `m.room.history_visibility` and `m.room.join_rules` (state
+and timeline), so the join's sync and every later change tell them; an
+invite whose `invite_state` already shows a failing value is rejected
+unjoined, a room whose told value fails is left at once and forgotten as a
+direct room. What is not known (a room not seen since the start) is asked
+(`MatrixClient.access`) with the members before the next answer.
 
 Members of a direct room: the sync filter keeps `m.room.member` events, so
 a join, invite or leave reaches the channel with the room's `summary`
@@ -35,11 +51,12 @@ not seen since the start, is asked (`MatrixClient.present`) before the
 next answer there; a normal message costs no request. A direct room of
 more than two people is left (at once when a sync tells so, else at its
 next message) and never answered; one whose count cannot be learned is
-not answered (fail closed). The count is checked again just before each
-answer, so a message queued behind a long answer is not answered to a
-room that grew meanwhile. Encrypted rooms: roost
+not answered (fail closed). The count and the rules are checked again
+just before each answer, so a message queued behind a long answer is not
+answered to a room that grew or opened meanwhile. Encrypted rooms: roost
 holds no Olm/Megolm keys, so an encrypted message is answered, once per
-room and run, with `ENCRYPTED` (a plain notice), never read.
+room and run, with `ENCRYPTED` (a plain notice) when its sender is known,
+never read.
 """
 
 from __future__ import annotations
@@ -54,7 +71,17 @@ from dataclasses import replace
 
 from bridge.channels.common.retry import Backoff
 from bridge.channels.matrix.api import MatrixClient, MatrixError
-from bridge.channels.matrix.events import Batch, Invite, Message, read, without_mention
+from bridge.channels.matrix.events import (
+    ACCESS_KEYS,
+    Access,
+    Batch,
+    Invite,
+    Message,
+    exposed,
+    private,
+    read,
+    without_mention,
+)
 from bridge.channels.matrix.media import MediaFetcher, Receiving
 from bridge.channels.matrix.platform import group_chat
 from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
@@ -70,6 +97,12 @@ ENCRYPTED = (
     "(it has no encryption keys). Please talk to me in a direct room without encryption."
 )
 NOT_HERE = "roost answers only in direct rooms and in the rooms its operator allows."
+NOT_PRIVATE = (
+    "roost answers only in private rooms: this room's history is world-readable, "
+    "or people can join it without an invitation."
+)
+STRANGER_S = 600.0  # a stranger's room where nothing was paired within this is left
+STRANGER_ROOMS = 20  # strangers' rooms joined at once; past it, their invites are rejected
 FILTER = json.dumps(
     {
         "presence": {"types": []},
@@ -77,9 +110,9 @@ FILTER = json.dumps(
         "room": {
             "timeline": {
                 "limit": 100,
-                "types": ["m.room.message", "m.room.encrypted", "m.room.member"],
+                "types": ["m.room.message", "m.room.encrypted", "m.room.member", *ACCESS_KEYS],
             },
-            "state": {"types": [], "lazy_load_members": True},
+            "state": {"types": [*ACCESS_KEYS], "lazy_load_members": True},
             "ephemeral": {"types": []},
             "account_data": {"types": []},
         },
@@ -110,6 +143,8 @@ class MatrixChannel:
         clock: Callable[[], float] = time.time,
         stop_grace_s: float = 10.0,
         sync_lease: Singleton | None = None,
+        stranger_s: float = STRANGER_S,
+        stranger_rooms: int = STRANGER_ROOMS,
     ) -> None:
         self.client, self.store, self._answer, self.me = client, store, answer, me
         self.allowed_rooms = frozenset(allowed_rooms)
@@ -124,7 +159,11 @@ class MatrixChannel:
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
         self._told_encrypted: set[str] = set()
         self._members: dict[str, int] = {}  # room -> joined + invited, while known
-        self._gone: set[str] = set()  # direct rooms left for being crowded
+        self._access: dict[str, Access] = {}  # room -> history visibility, join rule, as known
+        self._gone: dict[str, str] = {}  # direct rooms left: room -> why (a counter's name)
+        self._strangers: dict[str, str] = {}  # a stranger's room -> the stranger who invited
+        self._timers: dict[str, asyncio.Task[None]] = {}  # a stranger's room -> its timeout
+        self.stranger_s, self.stranger_rooms = stranger_s, stranger_rooms
         self._news: Counter[str] = Counter()  # room -> syncs that changed what is known
         self.connected = False
         self.synced = asyncio.Event()  # set after each stored batch (tests, benchmarks)
@@ -142,6 +181,11 @@ class MatrixChannel:
             await asyncio.gather(self._loop, return_exceptions=True)
         if self._lease is not None:
             await self._lease.release()  # another instance syncs at once
+        timers = list(self._timers.values())
+        self._timers.clear()
+        for timer in timers:
+            timer.cancel()
+        await asyncio.gather(*timers, return_exceptions=True)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=self._grace)
@@ -216,16 +260,26 @@ class MatrixChannel:
             self._ignore(kind, n)
         for room_id in batch.left:
             self._forget(room_id)
-            self._gone.discard(room_id)
+            self._access.pop(room_id, None)
+            self._gone.pop(room_id, None)
+            self._unstranger(room_id)
             await self._stored("a room left", self.store.forget_room(room_id))
         for room_id in batch.changed:
             self._forget(room_id)  # stale, unless the summary says anew
         for room_id, count in batch.members.items():
             self._members[room_id] = count
             self._news[room_id] += 1
+        for room_id, told in batch.access.items():
+            self._access.setdefault(room_id, {}).update(told)
+            self._news[room_id] += 1
         for room_id, count in batch.members.items():
             if count > 2 and room_id not in self.allowed_rooms and room_id not in self._gone:
                 await self._leave_crowded(room_id, count)
+        for room_id in batch.access:
+            if room_id in self.allowed_rooms or room_id in self._gone:
+                continue
+            if exposed(self._access[room_id]):
+                await self._leave_exposed(room_id)
         for invite in batch.invites:
             await self._invited(invite)
         if history:  # the account's first sync: nothing said before is answered
@@ -242,15 +296,60 @@ class MatrixChannel:
     # -- invites and rooms -----------------------------------------------------------------
 
     async def _invited(self, invite: Invite) -> None:
-        known = self._tenant_of(invite.inviter) is not None
-        if invite.room_id in self.allowed_rooms or invite.direct or known:
-            self._forget(invite.room_id)  # learned again once joined
-            self._gone.discard(invite.room_id)
-            await self._call(self.client.join(invite.room_id), "join")
+        room_id = invite.room_id
+        if room_id in self.allowed_rooms:
+            await self._join(room_id)
+        elif exposed(invite.access):
+            await self._reject(room_id, "a room that is not private")
+        elif self._tenant_of(invite.inviter) is not None:
+            await self._join(room_id)
+        elif invite.direct:
+            await self._stranger_invite(invite)
+        else:
+            await self._reject(room_id, "a room that is not allowed")
+
+    async def _join(self, room_id: str) -> bool:
+        self._forget(room_id)  # learned again once joined
+        self._access.pop(room_id, None)
+        self._gone.pop(room_id, None)
+        return await self._call(self.client.join(room_id), "join")
+
+    async def _reject(self, room_id: str, what: str) -> None:
+        self._ignore("invite refused", 1)
+        log.info("matrix: an invite to %s was refused", what)
+        await self._call(self.client.leave(room_id), "reject")
+
+    async def _stranger_invite(self, invite: Invite) -> None:
+        """A stranger's direct invite (they may want to `/pair`): one room per stranger
+        (the newest; an older one is left), at most `stranger_rooms` at once (past it
+        their invites are rejected), each left after `stranger_s` unless paired."""
+        for room_id, inviter in list(self._strangers.items()):
+            if inviter == invite.inviter and room_id != invite.room_id:
+                await self._leave(room_id, "stranger room", "")
+        if invite.room_id not in self._strangers and len(self._strangers) >= self.stranger_rooms:
+            await self._reject(invite.room_id, "a stranger's room past the limit")
             return
-        self.ignored["invite refused"] += 1
-        log.info("matrix: an invite to a room that is not allowed was refused")
-        await self._call(self.client.leave(invite.room_id), "reject")
+        self._unstranger(invite.room_id)
+        if not await self._join(invite.room_id):
+            return
+        self._strangers[invite.room_id] = invite.inviter
+        timer = asyncio.create_task(self._stranger_timeout(invite.room_id, invite.inviter))
+        self._timers[invite.room_id] = timer
+
+    async def _stranger_timeout(self, room_id: str, inviter: str) -> None:
+        await asyncio.sleep(self.stranger_s)
+        self._timers.pop(room_id, None)
+        if self._tenant_of(inviter) is not None:
+            self._strangers.pop(room_id, None)  # paired meanwhile: the room stays
+            return
+        log.info("matrix: a stranger's room where nothing was paired is left")
+        await self._leave(room_id, "stranger room", "")
+
+    def _unstranger(self, room_id: str) -> None:
+        self._strangers.pop(room_id, None)
+        timer = self._timers.pop(room_id, None)
+        if timer is not None:
+            timer.cancel()
 
     def _tenant_of(self, user_id: str) -> str | None:
         if self._receiving is None:
@@ -258,24 +357,31 @@ class MatrixChannel:
         probe = Inbound("matrix", user_id, user_id, "", "invite")
         return self._receiving.tenant_of(probe)
 
-    async def _call(self, call: Awaitable[object], what: str) -> None:
+    async def _call(self, call: Awaitable[object], what: str) -> bool:
         try:
             await call
         except MatrixError as exc:
             log.warning("matrix: %s failed: %s", what, exc)
+            return False
+        return True
 
     async def _route(self, msg: Message) -> None:
-        if msg.encrypted:
+        group = msg.room_id in self.allowed_rooms
+        if not group and await self._closed(msg.room_id):
+            return
+        if msg.encrypted and self._tenant_of(msg.sender) is not None:
             if msg.room_id not in self._told_encrypted:
                 self._told_encrypted.add(msg.room_id)
                 await self._call(self.out.notice(msg.room_id, ENCRYPTED), "encrypted notice")
             self._ignore("encrypted", 1)
             return
-        group = msg.room_id in self.allowed_rooms
+        if msg.encrypted and group:
+            self._ignore("encrypted", 1)  # a stranger's, unreadable: no mention to answer
+            return
+        # a stranger's encrypted message in a direct room goes on, unread (no text): it
+        # gets the stranger flow (the refusal, or silence), never the notice
         if group and not msg.mentions_me:
             return  # group talk not meant for the bot
-        if not group and await self._crowded(msg.room_id):
-            return
         chat = group_chat(msg.room_id, msg.sender) if group else msg.sender
         text = msg.text
         if group and text is not None:
@@ -291,27 +397,33 @@ class MatrixChannel:
         )
         self._spawn(chat, inbound, msg)
 
-    async def _crowded(self, room_id: str) -> bool:
+    async def _closed(self, room_id: str) -> bool:
         """Whether a message in this direct room goes unanswered: more than two people
-        in it (the bot leaves it), or a count that could not be learned (fail closed).
-        A known count costs nothing; an unknown one is asked once and kept."""
+        in it, or a history or join rule that is not private (the bot leaves it), or
+        either not learned (fail closed). What is known costs nothing; what is not is
+        asked once and kept."""
         while room_id not in self._gone:
-            count = self._members.get(room_id)
-            if count is None:
+            count, access = self._members.get(room_id), self._access.get(room_id, {})
+            if count is None or len(access) < len(ACCESS_KEYS):
                 news = self._news.get(room_id, 0)
                 try:
-                    asked = await self.client.present(room_id)
+                    asked = count if count is not None else await self.client.present(room_id)
+                    told = await self.client.access(room_id) if not private(access) else access
                 except MatrixError as exc:
-                    log.warning("matrix: a room's members could not be read (%s)", exc)
-                    self._ignore("members unknown", 1)
+                    log.warning("matrix: a room's members or access could not be read (%s)", exc)
+                    self._ignore("room unknown", 1)
                     return True
                 if self._news.get(room_id, 0) != news:
                     continue  # a sync told of a change meanwhile: that, or ask again
-                self._members[room_id] = count = asked
-            if count <= 2:
+                count, access = asked, told
+                self._members[room_id], self._access[room_id] = count, access
+            if count > 2:
+                await self._leave_crowded(room_id, count)
+            elif not private(access):
+                await self._leave_exposed(room_id)
+            else:
                 return False
-            await self._leave_crowded(room_id, count)
-        self._ignore("crowded room", 1)
+        self._ignore(self._gone[room_id], 1)
         return True
 
     def _forget(self, room_id: str) -> None:
@@ -319,9 +431,18 @@ class MatrixChannel:
         self._news[room_id] += 1
 
     async def _leave_crowded(self, room_id: str, count: int) -> None:
-        self._gone.add(room_id)
         log.info("matrix: a direct room has %d people in it; the bot leaves it", count)
-        await self._call(self.client.leave(room_id, NOT_HERE), "leave")
+        await self._leave(room_id, "crowded room", NOT_HERE)
+
+    async def _leave_exposed(self, room_id: str) -> None:
+        log.info("matrix: a direct room is not private (history or join rule); the bot leaves")
+        await self._leave(room_id, "exposed room", NOT_PRIVATE)
+
+    async def _leave(self, room_id: str, why: str, reason: str) -> None:
+        """Leave a direct room for good: nothing more is answered or sent there."""
+        self._gone[room_id] = why
+        self._unstranger(room_id)
+        await self._call(self.client.leave(room_id, reason), "leave")
         await self._stored("a room left", self.store.forget_room(room_id))
 
     def _spawn(self, chat: str, inbound: Inbound, msg: Message) -> None:
@@ -343,8 +464,8 @@ class MatrixChannel:
     ) -> None:
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
-        if inbound.is_private and await self._crowded(msg.room_id):
-            return  # the room grew while the message waited its turn
+        if inbound.is_private and await self._closed(msg.room_id):
+            return  # the room grew or opened while the message waited its turn
         await self._handle(inbound, msg)
 
     # -- one message ---------------------------------------------------------------------------
@@ -372,9 +493,12 @@ class MatrixChannel:
             speak=self._speak,
         )
         final = await self._answer(inbound, reply)
-        refused = inbound.is_private and tenant is None and final.kind in ("refusal", "silent")
-        if refused and (receiving is None or receiving.tenant_of(inbound) is None):
-            await self._call(self.client.leave(msg.room_id), "leave")  # not paired meanwhile
+        if not inbound.is_private:
+            return
+        if receiving is not None and receiving.tenant_of(inbound) is not None:
+            self._unstranger(msg.room_id)  # a known person's room (paired here, perhaps)
+        elif tenant is None and final.kind in ("refusal", "silent"):
+            await self._leave(msg.room_id, "stranger room", "")  # not paired meanwhile
 
 
 def _report(task: asyncio.Task[None]) -> None:

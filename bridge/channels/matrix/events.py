@@ -7,9 +7,10 @@ room is encrypted, from `invite_state`) and `rooms.leave` (rooms the bot
 left or was kicked from). Of the timeline it keeps the people's
 `m.room.message` events (not the bot's own, not edits of earlier messages,
 not notices: bots talk with notices and must not answer each other) and
-`m.room.encrypted` ones (which roost cannot read: the channel refuses them
-in the room). A message's media (`m.image`, `m.file`, `m.audio`,
-`m.video`) keeps its mxc:// URI and the size and type the sender declared;
+`m.room.encrypted` ones (which roost cannot read: the channel tells a known
+person so in the room, and gives a stranger only the stranger flow). A
+message's media (`m.image`, `m.file`, `m.audio`, `m.video`) keeps its
+mxc:// URI and the size and type the sender declared;
 `org.matrix.msc3245.voice` marks a voice message. Whether a message
 mentions the bot (`m.mentions.user_ids`, the user id in the body, or a
 matrix.to link to it in the formatted body) is read here; `without_mention`
@@ -21,6 +22,18 @@ usual `shared` history reads what was said before); `changed` holds the
 rooms whose timeline holds an `m.room.member` event or is `limited` (a gap
 that may hide one): a count known from before is stale there unless the
 summary tells the new one.
+
+Who else may read: `access` holds, per joined room, the values of its
+`m.room.history_visibility` and `m.room.join_rules` state events the sync
+told (its `state` section, then its timeline: the last one counts); an
+invite says whether its `invite_state` already shows them. `private(...)`
+is the one rule: a room of two is private only when its history is not
+`world_readable` (any value but `shared`, `invited` or `joined` fails) and
+only people invited can get in: join rule `invite` or `knock` (a knock must
+still be accepted by a member, like an invite); `public`, `restricted` and
+`knock_restricted` (anyone in another room joins unasked) fail, and so
+does any other value. A missing event is the spec's default (`shared`,
+`invite`), which the channel only assumes when the server says so.
 """
 
 from __future__ import annotations
@@ -35,6 +48,11 @@ MEDIA = frozenset({"m.image", "m.file", "m.audio", "m.video"})
 TEXT = frozenset({"m.text", "m.emote"})
 KNOWN = frozenset({"m.location", "m.sticker", "m.key.verification.request", "m.server_notice"})
 VOICE_KEYS = ("org.matrix.msc3245.voice", "org.matrix.msc1767.audio")
+HISTORY, JOIN_RULE = "m.room.history_visibility", "m.room.join_rules"
+ACCESS_KEYS = {HISTORY: "history_visibility", JOIN_RULE: "join_rule"}  # state type -> key
+PRIVATE_HISTORY = frozenset({"shared", "invited", "joined"})
+PRIVATE_JOIN = frozenset({"invite", "knock"})
+Access = dict[str, str]  # state type (HISTORY, JOIN_RULE) -> its value, where known
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +82,7 @@ class Invite:
     inviter: str
     direct: bool
     encrypted: bool
+    access: Access = field(default_factory=dict)  # what `invite_state` showed of it
 
 
 @dataclass
@@ -74,6 +93,7 @@ class Batch:
     left: list[str] = field(default_factory=list)
     members: dict[str, int] = field(default_factory=dict)  # room -> joined + invited, if told
     changed: set[str] = field(default_factory=set)  # rooms whose members may have changed
+    access: dict[str, Access] = field(default_factory=dict)  # room -> what the sync told
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -96,6 +116,13 @@ def read(sync: dict[str, Any], me: str) -> Batch | None:
         timeline = _dict(room.get("timeline"))
         if timeline.get("limited") is True:
             batch.changed.add(room_id)
+        told: Access = {}
+        for event in _list(_dict(room.get("state")).get("events")):
+            _access(_dict(event), told)
+        for event in _list(timeline.get("events")):
+            _access(_dict(event), told)
+        if told:
+            batch.access[room_id] = told
         for event in _list(timeline.get("events")):
             if _dict(event).get("type") == "m.room.member":
                 batch.changed.add(room_id)
@@ -168,10 +195,36 @@ def _caption(content: dict[str, Any], name: str) -> str | None:
     return None
 
 
+def private(access: Access) -> bool:
+    """Whether a room with these (complete) access values is private (see above)."""
+    return access.get(HISTORY) in PRIVATE_HISTORY and access.get(JOIN_RULE) in PRIVATE_JOIN
+
+
+def exposed(access: Access) -> bool:
+    """Whether what is known already shows the room is not private (partial is enough)."""
+    return (HISTORY in access and access[HISTORY] not in PRIVATE_HISTORY) or (
+        JOIN_RULE in access and access[JOIN_RULE] not in PRIVATE_JOIN
+    )
+
+
+def access_value(kind: str, content: object) -> str:
+    """A history visibility or join rule event's value ("" when malformed: not private)."""
+    value = _dict(content).get(ACCESS_KEYS[kind])
+    return value if isinstance(value, str) else ""
+
+
+def _access(event: dict[str, Any], told: Access) -> None:
+    kind = event.get("type")
+    if isinstance(kind, str) and kind in ACCESS_KEYS and event.get("state_key") == "":
+        told[kind] = access_value(kind, event.get("content"))
+
+
 def _invite(room_id: str, room: dict[str, Any], me: str) -> Invite | None:
     inviter, direct, encrypted = "", False, False
+    shown: Access = {}
     for event in _list(_dict(room.get("invite_state")).get("events")):
         event = _dict(event)
+        _access(event, shown)
         kind = event.get("type")
         if kind == "m.room.encryption":
             encrypted = True
@@ -180,7 +233,7 @@ def _invite(room_id: str, room: dict[str, Any], me: str) -> Invite | None:
             if content.get("membership") == "invite":
                 inviter = str(event.get("sender") or "")
                 direct = content.get("is_direct") is True
-    return Invite(room_id, inviter, direct, encrypted) if inviter else None
+    return Invite(room_id, inviter, direct, encrypted, shown) if inviter else None
 
 
 def _mentions(content: dict[str, Any], me: str) -> bool:
