@@ -11,7 +11,9 @@ watch that wakes it at each notify of the stores' `WAKE_TOPIC` from any
 process on the database (`roost send --to`, a job made in `roost chat`:
 `db.subscribe`), and hourly pruning of delivered, dead and finished rows (and of
 attachments past `[limits] attachment_keep_hours`). `stop()` lets a running
-tick finish for a grace period, then cancels. With `lead` (instances sharing
+tick, and the job runs it started (each in the background: `Scheduler`), finish
+for a grace period, then cancels them (a cancelled run records nothing: its job
+stays due). With `lead` (instances sharing
 a PostgreSQL database) the scheduler and the pruning run only on the
 instance holding the lease `schedule` (`storage.leases.Singleton`): a job
 runs once in the cluster, and the outbox leases released at start are a

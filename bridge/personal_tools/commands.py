@@ -1,4 +1,4 @@
-"""/tools and /tool save|show|rm: the person decides what to keep.
+"""/tools and /tool save|show|rm|drop: the person decides what to keep.
 
 Nothing is ever deleted automatically; "unused 90d" is only a flag (from
 last use, or from creation when never used). Saving is the person's consent
@@ -11,7 +11,10 @@ since the saved tool it would replace), records which version it showed
 [HASH]` (what the button sends) saves only when the draft is still that
 version (and HASH, when given, names it); otherwise it shows the new version
 and its diff and asks again. The drafts are kept per chat in roost.db
-(`bridge.personal_tools.drafts`).
+(`bridge.personal_tools.drafts`), at most `MAX_DRAFTS` of them: `/tool drop
+NAME` forgets one draft of this chat (every version), `/tool drop all` every
+one; a saved tool is never touched by it. `/tools` lists at most `LISTED`
+drafts, and how many more there are.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec
 from forge.names import BadName, bare_name, check_name
 
 SAVE_USAGE = "/tool save <name> [as <alias>] [yes <hash>]"
+DROP_USAGE = "/tool drop <name>|all"
+LISTED = 20  # drafts /tools lists
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -91,8 +96,8 @@ class ToolCommands:
             Command("tools", "/tools", "your personal me.* tools: calls, last use", self.listing),
             Command(
                 "tool",
-                f"{SAVE_USAGE} | /tool show me.<name> | /tool rm me.<name>",
-                "keep a tool written in this chat, show one, or remove one",
+                f"{SAVE_USAGE} | /tool show me.<name> | /tool rm me.<name> | {DROP_USAGE}",
+                "keep a tool written in this chat, show one, remove one, or drop drafts",
                 self.tool,
             ),
         )
@@ -111,13 +116,16 @@ class ToolCommands:
                     f"{count(t.usage.calls, 'call')}, last use {_when(t.usage.last_used_ms)}{flag}"
                 )
         kept = {t.spec.sha256 for t in saved}
-        drafts = [d for d in await self._drafts.drafts(ctx.session) if d.spec.sha256 not in kept]
+        read = await self._drafts.drafts(ctx.session, LISTED)
+        drafts = [d for d in read if d.spec.sha256 not in kept]
         if drafts:
             lines.append("Written in this chat, not saved yet:")
             lines += [
                 f"- {d.spec.name} v{d.version} — {d.spec.description} (/tool save {d.spec.name})"
                 for d in drafts
             ]
+        if len(read) == LISTED and (more := len(await self._drafts.names(ctx.session)) - LISTED):
+            lines.append(f"… and {count(more, 'older draft')} (/tool drop all forgets every draft)")
         return "\n".join(lines) or (
             "No personal tools yet. Ask the assistant to write one (the forge persona is good "
             "at it: /persona forge), then keep it with /tool save <name>."
@@ -134,12 +142,30 @@ class ToolCommands:
             return self._show(ctx, rest[0])
         if verb in ("rm", "remove", "delete") and len(rest) == 1:
             return await self._remove(ctx, rest[0])
+        if verb == "drop" and len(rest) == 1:
+            return await self._drop(ctx, rest[0])
         raise UsageError()
+
+    async def _drop(self, ctx: CommandContext, name: str) -> str:
+        """Forget one draft of this chat, or all of them (`all`); saved tools stay."""
+        if name == "all":
+            gone = await self._drafts.remove_all(ctx.session)
+            if not gone:
+                return "There are no drafts in this chat."
+            return f"Dropped {count(gone, 'draft')} written in this chat. Saved tools stay."
+        name = name.removeprefix("me.").removeprefix("draft__")
+        names = await self._drafts.names(ctx.session)
+        if name not in names:
+            return (
+                f"There is no draft {name!r} written in this chat (written here: {_listed(names)})."
+            )
+        await self._drafts.remove(ctx.session, name)
+        return f"Dropped the draft {name} (every version). Saved tools stay."
 
     async def _save(self, ctx: CommandContext, order: SaveOrder) -> str | Final:
         draft = await self._drafts.latest(ctx.session, order.name)
         if draft is None:
-            names = ", ".join(d.spec.name for d in await self._drafts.drafts(ctx.session)) or "none"
+            names = _listed(await self._drafts.names(ctx.session))
             return f"There is no tool {order.name!r} written in this chat (written here: {names})."
         try:
             target = check_name(order.alias or draft.spec.name)
@@ -253,3 +279,11 @@ def _saved(library: ToolLibrary, name: str) -> SavedTool | None:
         return library.show(name)
     except ToolNotFound:
         return None
+
+
+def _listed(names: list[str]) -> str:
+    """Draft names for a message: the first `LISTED`, and how many more."""
+    if not names:
+        return "none"
+    more = f" and {len(names) - LISTED:,} more" if len(names) > LISTED else ""
+    return ", ".join(names[:LISTED]) + more

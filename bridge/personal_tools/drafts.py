@@ -9,23 +9,27 @@ the person was last shown and the one they are asked to consent to
 consent prompt showed; `/tool save NAME yes` takes effect only for that one.
 
 Drafts expire `keep_ms` (7 days) after their newest version; at most
-`keep_versions` (20) versions of a name are kept. Saving a draft removes it
+`keep_versions` (20) versions of a name are kept, and at most `max_drafts` (16)
+live drafts per chat: a new name past that is refused (`DraftLimit`, checked in
+the unit that writes it, so on SQLite racing writes cannot pass it; on
+PostgreSQL by at most the number of racing writes) until the person saves or
+drops one (`remove`, `remove_all`: `/tool drop`). Saving a draft removes it
 (the saved tool is the baseline from then on). The source is stored as the
-tenant's masker left it (`Masked`: a store is a way out). A version is
-linted and compiled again when it is read (`forge.library.build_spec`, cached
-by hash), so a row never bypasses the forge's checks; one that no longer
-passes them is not offered. The store runs on the `Database` protocol
-(SQLite or PostgreSQL); a new version is written in one unit.
+tenant's masker left it (`Masked`: a store is a way out). A version is linted
+and compiled again when it is read (`forge.library.build_spec`, cached by
+hash), so a row never bypasses the forge's checks; one that no longer passes
+them is not offered. The store runs on the `Database` protocol (SQLite or
+PostgreSQL); a new version is written in one unit.
 
-`drafts(key)` runs before every message (the forge offers a chat's drafts as
-tools), and almost every chat has none. Given the process's `TableChanges`
-(`bridge.loadout.db_changes`), the store mirrors per tenant which chats have
-draft rows at all (expired ones included: a superset) and answers a chat not
-in it without a statement. The mirror is current only while the watch runs
-(`TableChanges.watch`): a write here updates it before `put` returns and
-notifies the other processes (`roost send`, another instance), whose mirror
-is read again after the notify; unwatched, every `drafts` reads the chat's drafts
-(as without it).
+`drafts(key, limit)` runs before every message (the forge offers a chat's
+newest drafts as tools, `limit` of them), and almost every chat has none. Given
+the process's `TableChanges` (`bridge.loadout.db_changes`), the store mirrors
+per tenant which chats have draft rows at all (expired ones included: a
+superset) and answers a chat not in it without a statement. The mirror is
+current only while the watch runs (`TableChanges.watch`): a write here updates
+it before `put` returns and notifies the other processes (`roost send`, another
+instance), whose mirror is read again after the notify; unwatched, every
+`drafts` reads the chat's drafts (as without it).
 """
 
 from __future__ import annotations
@@ -38,15 +42,21 @@ from typing import Any
 from bridge.core.sessions import SessionKey
 from bridge.loadout.db_changes import TableChanges, TenantRows
 from bridge.storage.protocol import Database
-from bridge.storage.units import Unit, execute
+from bridge.storage.units import Unit, execute, fetch_one
 from bridge.types.masked import Masked, require
 from forge.library import ToolSpec, build_spec, sha256_text
 
 KEEP_MS = 7 * 86_400_000
 KEEP_VERSIONS = 20
+MAX_DRAFTS = 16  # live drafts per chat
 _SPECS = 256  # compiled specs remembered, by sha256
 TABLE = "tool_drafts"
 Chats = frozenset[tuple[str, str]]  # (channel, chat) of a tenant's chats with draft rows
+
+
+class DraftLimit(Exception):
+    """A new draft refused: the chat holds `max_drafts` already (the message says what
+    to do, fit for the model and the person)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +88,14 @@ class DraftStore:
         keep_ms: int = KEEP_MS,
         keep_versions: int = KEEP_VERSIONS,
         changes: TableChanges | None = None,
+        max_drafts: int = MAX_DRAFTS,
     ) -> None:
         """`changes`: the process's, so a chat without drafts costs no statement (None:
         every `drafts` reads; see the module)."""
         self._db = db
         self._clock_ms = clock_ms
         self.keep_ms, self.keep_versions = keep_ms, keep_versions
+        self.max_drafts = max_drafts
         self._specs: OrderedDict[str, ToolSpec | None] = OrderedDict()
         self._changes = changes
         self._chats: TenantRows[Chats] | None = (
@@ -91,7 +103,8 @@ class DraftStore:
         )
 
     async def put(self, key: SessionKey, spec: ToolSpec, source: Masked) -> Written:
-        """Keep `spec` as the newest version of its name (nothing new when unchanged)."""
+        """Keep `spec` as the newest version of its name (nothing new when unchanged);
+        `DraftLimit` for a new name in a chat holding `max_drafts` live drafts."""
         require(source, "the draft store")
         await self.prune()  # expired drafts of any chat go whenever a draft is written
         previous = await self.latest(key, spec.name)
@@ -107,7 +120,18 @@ class DraftStore:
     def _written(
         self, key: SessionKey, spec: ToolSpec, source: str, version: int, new: bool
     ) -> Unit[None]:
-        if new:  # a new draft: what an expired one left goes first
+        if new:  # a new draft: within the chat's bound; what an expired one left goes first
+            live = yield fetch_one(
+                "SELECT COUNT(DISTINCT name) FROM tool_drafts WHERE tenant=? AND channel=?"
+                " AND chat=? AND name != ? AND created_ms > ?",
+                (*_args(key), spec.name, self._clock_ms() - self.keep_ms),
+            )
+            if live is not None and int(live[0]) >= self.max_drafts:
+                raise DraftLimit(
+                    f"this chat already holds {live[0]} unsaved tool drafts (at most "
+                    f"{self.max_drafts}): rewrite one of them, or ask the person to keep one "
+                    "(/tool save <name>) or drop one (/tool drop <name>) first"
+                )
             yield from _removed(key, spec.name)
         yield execute(
             "INSERT INTO tool_drafts (tenant, channel, chat, name, version, sha256,"
@@ -141,8 +165,9 @@ class DraftStore:
         )
         return self._draft(row) if row is not None else None
 
-    async def drafts(self, key: SessionKey) -> list[Draft]:
-        """The newest version of each draft of this chat, by name."""
+    async def drafts(self, key: SessionKey, limit: int | None = None) -> list[Draft]:
+        """The newest version of each draft of this chat, by name (`limit`: only that
+        many, the most recently written)."""
         chats = self._chats if self._changes is not None and self._changes.watching else None
         if chats is not None and (key.channel, key.chat) not in await chats.get(key.tenant):
             return []  # no draft row in this chat (the mirror is current: see the module)
@@ -150,10 +175,22 @@ class DraftStore:
             "SELECT d.version, d.name, d.description, d.source, d.created_ms FROM tool_drafts d"
             " WHERE d.tenant=? AND d.channel=? AND d.chat=? AND d.created_ms > ?"
             " AND d.version = (SELECT MAX(version) FROM tool_drafts e WHERE e.tenant=d.tenant"
-            " AND e.channel=d.channel AND e.chat=d.chat AND e.name=d.name) ORDER BY d.name",
+            " AND e.channel=d.channel AND e.chat=d.chat AND e.name=d.name)"
+            " ORDER BY d.created_ms DESC, d.name"
+            + ("" if limit is None else f" LIMIT {int(limit)}"),
             (*_args(key), self._clock_ms() - self.keep_ms),
         )
+        rows = sorted(rows, key=lambda row: str(row[1]))
         return [d for d in map(self._draft, rows) if d is not None]
+
+    async def names(self, key: SessionKey) -> list[str]:
+        """The names of this chat's live drafts, sorted (nothing compiled)."""
+        rows = await self._db.fetch_all(
+            "SELECT DISTINCT name FROM tool_drafts WHERE tenant=? AND channel=? AND chat=?"
+            " AND created_ms > ? ORDER BY name",
+            (*_args(key), self._clock_ms() - self.keep_ms),
+        )
+        return [str(row[0]) for row in rows]
 
     async def shown(self, key: SessionKey, name: str) -> str | None:
         """The sha256 of the version the last consent prompt for `name` showed."""
@@ -174,9 +211,16 @@ class DraftStore:
         )
 
     async def remove(self, key: SessionKey, name: str) -> None:
-        """Forget a draft (it was saved): every version and what was shown of it."""
+        """Forget a draft (it was saved or dropped): every version and what was shown of it."""
         await self._db.atomic(_removed(key, name))
         await self._wrote(key, added=False)
+
+    async def remove_all(self, key: SessionKey) -> int:
+        """Forget every draft of this chat (expired ones too); how many live ones went."""
+        live = len(await self.names(key))
+        await self._db.atomic(_removed_all(key))
+        await self._wrote(key, added=False)
+        return live
 
     async def _wrote(self, key: SessionKey, added: bool) -> None:
         """Keep the mirror true to a write of this process (before the write's caller
@@ -235,3 +279,8 @@ def _removed(key: SessionKey, name: str) -> Unit[None]:
             f"DELETE FROM {table} WHERE tenant=? AND channel=? AND chat=? AND name=?",
             (*_args(key), name),
         )
+
+
+def _removed_all(key: SessionKey) -> Unit[None]:
+    for table in ("tool_drafts", "tool_draft_shown"):
+        yield execute(f"DELETE FROM {table} WHERE tenant=? AND channel=? AND chat=?", _args(key))

@@ -14,10 +14,14 @@ Drafts run before they are saved: each tool written in this chat and not
 saved as it is (kept in the database per chat, `bridge.personal_tools.drafts`,
 every version; its source masked by the tenant's masker like any stored
 text) is offered as `draft__<name>` (the agent loop asks again after
-every step, so the model can test a tool in the turn that wrote it). The
-chat's drafts are read once before the turn's first step (`prepare`, a
-`PreparedSource`) and again after each `forge_create`; `tools_for` offers
-what was read last for that chat (at most `_CHATS` chats remembered). A draft
+every step, so the model can test a tool in the turn that wrote it): at most
+`OFFERED_DRAFTS`, the chat's most recently written. They are read once before
+the turn's first step (`prepare`, a `PreparedSource`), and each
+`forge_create` puts the draft it wrote among them (no read again); `tools_for`
+offers what was read last for that chat (at most `_CHATS` chats remembered).
+A chat holds at most `MAX_DRAFTS` drafts: a `forge_create` of another name
+is a tool error saying to rewrite one, or to keep or drop one (`/tool save`,
+`/tool drop`), and the person is told once per turn. A draft
 runs in the same sandbox with the same lint and argument check, but with no
 vault secrets (the person has not consented yet) and no usage counted. A
 rejected `forge_create` gives the model the findings and the person a notice;
@@ -38,7 +42,7 @@ from bridge.core.identity_memo import ByIdentity
 from bridge.core.sessions import SessionKey
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import rewrite_notice
-from bridge.personal_tools.drafts import Draft, DraftStore
+from bridge.personal_tools.drafts import MAX_DRAFTS, Draft, DraftLimit, DraftStore
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
 from bridge.types.masked import TextMask
@@ -75,6 +79,11 @@ CREATE_SCHEMA = {
 
 
 DRAFT_WIRE_PREFIX = "draft__"
+OFFERED_DRAFTS = MAX_DRAFTS  # drafts offered as tools per turn: the newest
+FULL_NOTICE = (
+    "🔧 This chat holds the most unsaved tool drafts it may: keep one (/tool save <name>) "
+    "or drop some (/tool drop <name>, /tool drop all) before another is written."
+)
 _CHATS = 1024  # chats whose drafts are remembered between prepare and tools_for
 _MADE = 4096  # saved tools whose tool object is kept
 
@@ -149,7 +158,7 @@ class ForgeTools:
     async def prepare(self, turn: TurnContext) -> None:
         """Read the chat's drafts, which `tools_for` offers (before a turn's first step)."""
         key = chat_key(turn)
-        self._read[key] = await self._drafts.drafts(key)
+        self._read[key] = await self._drafts.drafts(key, OFFERED_DRAFTS)
         self._read.move_to_end(key)
         while len(self._read) > _CHATS:
             self._read.popitem(last=False)
@@ -196,8 +205,18 @@ class ForgeTools:
                 "the tool was not accepted; fix these and call forge_create again:\n"
                 + "\n".join(lines)
             )
-        written = await self._drafts.put(chat_key(turn), result.tool, masked)
-        await self.prepare(turn)  # the next step offers the draft
+        try:
+            written = await self._drafts.put(chat_key(turn), result.tool, masked)
+        except DraftLimit as exc:
+            await self._audit.emit(
+                "tool.created",
+                turn.tenant,
+                {"name": name[:64], "outcome": "rejected", "findings": 0},
+            )
+            if FULL_NOTICE not in turn.notices:
+                turn.notices.append(FULL_NOTICE)
+            raise ToolError(str(exc)) from None
+        await self._offer(turn, written.current)  # the next step offers the draft
         spec = written.current.spec
         if written.changed:
             old = written.previous.spec if written.previous is not None else None
@@ -222,6 +241,20 @@ class ForgeTools:
             f"this chat only: test it now by calling {draft_wire(spec.name)} (a draft has no "
             f"vault secrets); tell the person they can keep it with /tool save {spec.name}"
         )
+
+    async def _offer(self, turn: TurnContext, draft: Draft) -> None:
+        """Put `draft` among the chat's drafts read for `tools_for` (the newest
+        `OFFERED_DRAFTS`), or read them when none are remembered."""
+        key = chat_key(turn)
+        read = self._read.get(key)
+        if read is None:
+            await self.prepare(turn)
+            return
+        kept = [d for d in read if d.spec.name != draft.spec.name] + [draft]
+        if len(kept) > OFFERED_DRAFTS:
+            kept.remove(min(kept, key=lambda d: d.created_ms))
+        self._read[key] = sorted(kept, key=lambda d: d.spec.name)
+        self._read.move_to_end(key)
 
     def _saved_spec(self, turn: TurnContext, name: str) -> ToolSpec | None:
         try:

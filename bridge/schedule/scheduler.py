@@ -1,6 +1,6 @@
 """The scheduler: decides what is due, runs it, and delivers the outbox.
 
-`tick()` runs every due job once, concurrently up to a bound, stores what a
+`tick()` starts every due job once, concurrently up to a bound, stores what a
 run posts in the outbox (key `job:<id>:<slot>`), then commits the run's
 outcome; then it claims due outbox entries and hands them to `deliver`.
 A job missed while the daemon was down is due once: its next slot is asked of
@@ -8,10 +8,29 @@ A job missed while the daemon was down is due once: its next slot is asked of
 Persistent=). A failing `run_job` or `deliver` is recorded on the job or
 entry and never stops the loop.
 
-`run()` loops: tick, then sleep until the earliest job slot or outbox due
-time (at most `max_sleep_ms`), or until `wake()` (a job was created). The
-clock (ms since the epoch) and the sleep are injected, so tests and the
-benchmark drive time themselves. Kill -9 anywhere leaves a consistent state:
+Runs are tasks of their own, tracked by (tenant, job id): a job whose run is
+under way is not started again (nor one whose run ended while the due jobs
+were being read), at most `tenant_runs` runs of one tenant go at once (its
+other due jobs wait for a later tick), and deliveries have their own bound, so
+one tenant's slow or hanging runs never hold another tenant's reminder. A run
+still going `run_deadline_ms` (by the injected clock) after it started is
+cancelled at the next tick and recorded as failed (`RunTimeout`), the way a
+failing `run_job` is; a run whose record could not be written (the database
+away) is not started again before `max_sleep_ms`. `tick()` itself waits for
+the runs it started (at most `run_deadline_ms` of the event loop's time; tests
+and one-shot callers see their outcome); the loop's ticks wait at most
+`run_grace_ms` (the event loop's time) for them, so a quick run's message
+leaves in the same tick, and a longer run goes on in the background and wakes
+the loop when it ends.
+
+`run()` loops: tick, then sleep until the earliest job slot (of a job not
+running), outbox due time or run deadline (at most `max_sleep_ms`), or until
+`wake()` (a job was created, a run ended). The clock (ms since the epoch)
+and the sleep are injected, so tests and the benchmark drive time
+themselves. When `run()` is stopped it waits for the runs in flight; when it
+is cancelled (the daemon's stop grace ran out) it cancels them: a cancelled
+run records nothing, so its job is still due with the same slot. Kill -9
+anywhere leaves a consistent state:
 the entry is stored before the run is recorded (the outbox entry and the
 job's run are two transactions), so before the run's commit the job is
 still due with the same slot (it runs again, and the same key keeps a
@@ -25,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -61,7 +81,10 @@ class SchedulerConfig:
     max_sleep_ms: int = 30_000
     job_batch: int = 100
     outbox_batch: int = 50
-    concurrency: int = 4  # job runs (and deliveries) at once
+    concurrency: int = 4  # job runs at once (and, apart from them, deliveries at once)
+    tenant_runs: int = 2  # runs of one tenant under way at once (its others wait a tick)
+    run_deadline_ms: int = 10 * 60_000  # a run still going then is cancelled: failed
+    run_grace_ms: int = 2_000  # how long a loop tick waits for its runs (event-loop time)
     retry_base_ms: int = 60_000  # a failed one-shot retries after 1 min, 2 min ...
     one_shot_attempts: int = 3  # ... and is done (error kept) after this many
     pause_after_failures: int = 5  # consecutive failures that park a recurring job
@@ -119,6 +142,25 @@ def job_key(job: Job, slot_ms: int) -> str:
     return f"job:{job.id}:{slot_ms}"
 
 
+FAR_MS = 1 << 62  # after every slot: `due(FAR_MS, n)` is the n earliest active jobs
+RunKey = tuple[str, str]  # (tenant, job id)
+
+
+class RunTimeout(Exception):
+    """A run cancelled at its deadline; recorded on the job like any failure."""
+
+
+@dataclass(slots=True)
+class _Running:
+    """One run under way: its task, and (once it holds a place) its call and start."""
+
+    tenant: str
+    task: asyncio.Task[bool] | None = None
+    call: asyncio.Future[Masked | Post | None] | None = None
+    started_ms: int | None = None
+    overdue: bool = False
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -142,32 +184,110 @@ class Scheduler:
         self.run_job, self.deliver, self.next_run = run_job, deliver, next_run
         self.clock, self.sleep, self.observe = clock, sleep, observe
         self.config = config or SchedulerConfig()
-        self._limit = asyncio.Semaphore(self.config.concurrency)
+        self._limit = asyncio.Semaphore(self.config.concurrency)  # runs
+        self._send_limit = asyncio.Semaphore(self.config.concurrency)  # deliveries
         self._wake = asyncio.Event()
         self._stopped = False
+        self._runs: dict[RunKey, _Running] = {}  # under way (or waiting for a place)
+        self._ended: set[RunKey] = set()  # runs ended since the due jobs were last read
+        self._held: dict[RunKey, int] = {}  # runs whose record failed: not again before
+        self._outcomes: list[bool] = []  # runs ended since the last report (True: ok)
 
-    async def tick(self) -> TickReport:
-        due = await self.jobs.due(self.clock(), self.config.job_batch)
-        runs = await asyncio.gather(*(self._run(job) for job in due))
-        claimed = await self.outbox.claim(self.clock(), self.config.outbox_batch)
+    async def tick(self, *, wait: bool = True) -> TickReport:
+        """Start the due runs, then deliver; `wait`: until the runs started end (else
+        at most `run_grace_ms`: the loop's ticks)."""
+        cfg = self.config
+        self._expire(self.clock())
+        started = await self._start_due(self.clock())
+        if started and wait:
+            _, pending = await asyncio.wait(started, timeout=cfg.run_deadline_ms / 1000)
+            for running in list(self._runs.values()):
+                if running.task in pending:
+                    self._overrun(running)
+            await asyncio.gather(*started)  # what a run raised, raised here as before
+        elif started and cfg.run_grace_ms > 0:
+            await asyncio.wait(started, timeout=cfg.run_grace_ms / 1000)
+        runs, self._outcomes = self._outcomes, []
+        claimed = await self.outbox.claim(self.clock(), cfg.outbox_batch)
         sent = await asyncio.gather(*(self._send(entry) for entry in claimed))
         return TickReport(
             ran=len(runs),
             run_failures=runs.count(False),
             delivered=sent.count(True),
             delivery_failures=sent.count(False),
-            more=len(due) == self.config.job_batch or len(claimed) == self.config.outbox_batch,
+            more=len(started) == cfg.job_batch or len(claimed) == cfg.outbox_batch,
         )
 
-    async def _run(self, job: Job) -> bool:
+    async def _start_due(self, now_ms: int) -> list[asyncio.Task[bool]]:
+        """Start each due job not under way, within its tenant's bound (a batch at most)."""
+        cfg = self.config
+        self._ended.clear()  # from here on: a run ending during the read below is noted
+        self._held = {key: until for key, until in self._held.items() if until > now_ms}
+        due = await self.jobs.due(now_ms, cfg.job_batch + len(self._runs) + len(self._held))
+        busy = Counter(running.tenant for running in self._runs.values())
+        started: list[asyncio.Task[bool]] = []
+        for job in due:
+            key = (job.tenant, job.id)
+            if key in self._runs or key in self._ended or key in self._held:
+                continue  # under way, its row read before its run's record, or held
+            if busy[job.tenant] >= cfg.tenant_runs:
+                continue
+            busy[job.tenant] += 1
+            started.append(self._start(job))
+            if len(started) == cfg.job_batch:
+                break
+        return started
+
+    def _start(self, job: Job) -> asyncio.Task[bool]:
+        key = (job.tenant, job.id)
+        running = self._runs[key] = _Running(job.tenant)
+        task = asyncio.create_task(self._run(job, running), name=f"job {job.tenant}/{job.id}")
+        running.task = task
+
+        def ended(done: asyncio.Task[bool]) -> None:
+            if self._runs.get(key) is running:
+                del self._runs[key]
+            self._ended.add(key)
+            if done.cancelled():
+                return
+            if (exc := done.exception()) is not None:  # still due: again in max_sleep_ms
+                log.error("job %s/%s: recording its run failed: %s", *key, _describe(exc))
+                self._held[key] = self.clock() + self.config.max_sleep_ms
+                return
+            self._wake.set()  # its message can go out now; the tenant has a place again
+
+        task.add_done_callback(ended)
+        return task
+
+    def _expire(self, now_ms: int) -> None:
+        """Cancel the runs past their deadline (each is then recorded as failed)."""
+        for running in list(self._runs.values()):
+            started = running.started_ms
+            if started is not None and now_ms - started >= self.config.run_deadline_ms:
+                self._overrun(running)
+
+    def _overrun(self, running: _Running) -> None:
+        if not running.overdue and running.call is not None:
+            running.overdue = True
+            running.call.cancel()
+
+    async def _run(self, job: Job, running: _Running) -> bool:
         slot = job.next_run_ms if job.next_run_ms is not None else self.clock()
         error: str | None = None
         result: Masked | Post | None = None
         skipped = False
         async with self._limit:
-            started = self.clock()
+            started = running.started_ms = self.clock()
+            call = running.call = asyncio.ensure_future(self.run_job(job, slot))
             try:
-                result = await self.run_job(job, slot)
+                result = await call
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not running.overdue or (current is not None and current.cancelling()):
+                    raise  # the loop's shutdown: nothing recorded, the slot stays due
+                log.warning("job %s/%s ran past its deadline: cancelled", job.tenant, job.id)
+                seconds = self.config.run_deadline_ms // 1000
+                error = _describe(RunTimeout(f"no result within {seconds} s"))
             except Exception as exc:  # the job's failure, recorded on it
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, type(exc).__name__)
                 error, skipped = _describe(exc), isinstance(exc, JobSkipped)
@@ -203,10 +323,11 @@ class Scheduler:
             skipped=skipped,
         )
         await self._emit(event)
+        self._outcomes.append(error is None)
         return error is None
 
     async def _send(self, entry: OutboxEntry) -> bool:
-        async with self._limit:
+        async with self._send_limit:
             try:
                 await self.deliver(entry)
             except DeliveryError as exc:
@@ -263,9 +384,40 @@ class Scheduler:
             log.exception("schedule observer failed on %s", event.name)
 
     async def next_wake_ms(self) -> int:
-        """Milliseconds until the loop has something to do (at most max_sleep_ms)."""
-        wakes = (await self.jobs.earliest_ms(), await self.outbox.earliest_ms())
+        """Milliseconds until the loop has something to do (at most max_sleep_ms): a
+        job slot (of a job that can start), an outbox entry, or a run's deadline."""
+        now = self.clock()
+        deadlines = [
+            running.started_ms + self.config.run_deadline_ms
+            for running in self._runs.values()
+            if running.started_ms is not None and not running.overdue
+        ]
+        wakes = (
+            await self._jobs_wake(now),
+            await self.outbox.earliest_ms(),
+            min(deadlines, default=None),
+        )
         return sleep_ms(self.clock(), wakes, self.config.max_sleep_ms)
+
+    async def _jobs_wake(self, now_ms: int) -> int | None:
+        """The earliest slot of a job that could start then: not under way, nor due now
+        while its tenant has no place (a run's end wakes the loop for those)."""
+        held = {key: until for key, until in self._held.items() if until > now_ms}
+        if not self._runs and not held:
+            return await self.jobs.earliest_ms()
+        busy = Counter(running.tenant for running in self._runs.values())
+        first: int | None = None
+        limit = len(self._runs) + len(held) + self.config.job_batch
+        for job in await self.jobs.due(FAR_MS, limit):
+            key = (job.tenant, job.id)
+            if key in self._runs or key in held or job.next_run_ms is None:
+                continue
+            if job.next_run_ms <= now_ms and busy[job.tenant] >= self.config.tenant_runs:
+                continue
+            first = job.next_run_ms
+            break
+        # (past that many blocked jobs: max_sleep_ms at most)
+        return min((t for t in (first, *held.values()) if t is not None), default=None)
 
     def wake(self) -> None:
         """Cut the current sleep short (a job was created or resumed)."""
@@ -276,16 +428,30 @@ class Scheduler:
         self._wake.set()
 
     async def run(self) -> None:
-        """Tick and sleep until `stop()`; an error in a tick is logged, never fatal."""
-        while not self._stopped:
-            try:
-                more = (await self.tick()).more
-                delay = 0 if more else await self.next_wake_ms()
-            except Exception:
-                log.exception("scheduler tick failed")
-                delay = self.config.max_sleep_ms
-            if not self._stopped:
-                await self._pause(delay / 1000)
+        """Tick and sleep until `stop()`, then wait for the runs in flight (cancelled when
+        this is); an error in a tick is logged, never fatal."""
+        try:
+            while not self._stopped:
+                try:
+                    more = (await self.tick(wait=False)).more
+                    delay = 0 if more else await self.next_wake_ms()
+                except Exception:
+                    log.exception("scheduler tick failed")
+                    delay = self.config.max_sleep_ms
+                if not self._stopped:
+                    await self._pause(delay / 1000)
+            while self._runs:  # the daemon's stop grace bounds this wait
+                await asyncio.wait([r.task for r in self._runs.values() if r.task is not None])
+        finally:
+            await self._cancel_runs()
+
+    async def _cancel_runs(self) -> None:
+        """Cancel the runs in flight and wait until they are gone (nothing recorded)."""
+        tasks = [r.task for r in self._runs.values() if r.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _pause(self, seconds: float) -> None:
         if self._wake.is_set() or seconds <= 0:

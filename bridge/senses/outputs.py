@@ -5,7 +5,15 @@ symbolic links, no hidden temp files) before the turn and again after it;
 `new_files` returns the new or changed ones as `OutFile`s (at
 most `MAX_FILES`, by name). The core checks each again before it leaves
 (`bridge.core.outfiles.confine`); the channel sends images as photos where
-it can.
+it can. A file is handed out under `shown_name(name)`: each control or format
+character (Unicode Cc and Cf: newlines, bidi overrides such as U+202E, zero
+widths), line or paragraph separator, or lone surrogate (a name that is no
+UTF-8) becomes `_`: "invoice", U+202E, "gpj.exe" is shown as "invoice_gpj.exe",
+never as "invoiceexe.jpg"; its type is guessed from that name. Such a file is
+renamed to it in `outputs/` (a hard link made under the new name, `NAME (2).EXT`
+... when taken, then the old name removed), so its path holds none either and
+a newline cannot break a `file: PATH (name)` line; when that fails it goes out
+under its own path with the shown name.
 
 `Listings` spares both listings while a directory watch (`Watch`, the
 daemon's `DirWatch`) vouches that `outputs/` is still empty or missing (most
@@ -24,8 +32,10 @@ inotify): each call lists, as without a watch.
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import os
+import unicodedata
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
@@ -33,6 +43,7 @@ from typing import Protocol
 from bridge.types.messages import OutFile
 
 MAX_FILES = 10
+HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # categories shown_name replaces
 Seen = frozenset[tuple[str, int, int]]
 # (the directory watched, 0: its whole generation / 1: its entries', the generation)
 Stamp = tuple[str, int, int]
@@ -71,10 +82,52 @@ def mime_of(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
+def shown_name(name: str) -> str:
+    """`name` as the person is shown it: each control, format or separator character
+    and each lone surrogate replaced by `_` (the rest, the extension too, as it is)."""
+    if name.isprintable() and name.isascii():
+        return name
+    return "".join("_" if unicodedata.category(c) in HIDDEN else c for c in name)
+
+
 def new_files(outputs: Path, now: Seen, before: Seen) -> tuple[OutFile, ...]:
-    """The files of `outputs` new or changed in `now` (its listing) since `before`."""
+    """The files of `outputs` new or changed in `now` (its listing) since `before`,
+    each under its `shown_name` (renamed to it: see the module)."""
     fresh = sorted({name for name, _, _ in now - before})[:MAX_FILES]
-    return tuple(OutFile(outputs / name, name, mime_of(name)) for name in fresh)
+    out = []
+    for name in fresh:
+        shown = shown_name(name)
+        if shown != name:
+            renamed = _renamed(outputs, name, shown)
+            name, shown = (renamed, renamed) if renamed is not None else (name, shown)
+        out.append(OutFile(outputs / name, shown, mime_of(shown)))
+    return tuple(out)
+
+
+def _renamed(outputs: Path, name: str, shown: str) -> str | None:
+    """Give the entry `name` of `outputs` the name `shown` (or `shown (2)` ... before
+    its extension, when taken): a hard link of the entry itself (a link is linked, not
+    followed), then `name` removed. The name now; None when no link could be made."""
+    suffix = Path(shown).suffix
+    stem = shown[: len(shown) - len(suffix)]
+    try:
+        fd = os.open(outputs, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for candidate in (shown, *(f"{stem} ({k}){suffix}" for k in range(2, 10))):
+            try:
+                os.link(name, candidate, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except OSError:
+                return None
+            with contextlib.suppress(OSError):  # else both names stay: the safe one goes out
+                os.unlink(name, dir_fd=fd)
+            return candidate
+        return None
+    finally:
+        os.close(fd)
 
 
 class Watch(Protocol):
