@@ -9,7 +9,9 @@ progress report on to the caller's sinks and to whoever attached since
 sandbox call (its worker is killed). The turn sees `stop_requested()` true
 while it unwinds, keeps the partial answer marked `stopped_text(...)` and
 audits `message.failed` kind `stopped`; `run` then returns that text as a
-`Final` of kind `stopped` instead of failing, and the chat's lock is free
+`Final` of kind `stopped` instead of failing (ending with the notices of what
+the turn's tools changed before the stop, and offering their undo actions:
+`stopped_changes`), and the chat's lock is free
 for the next message at once. A cancellation of the caller (shutdown) still
 cancels the turn and propagates as before.
 """
@@ -23,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from bridge.types.messages import DeltaSink, Final
+from bridge.types.messages import Action, DeltaSink, Final
 from bridge.types.progress import Progress, ProgressSink
 
 K = TypeVar("K")
@@ -50,6 +52,8 @@ def is_stopped(text: str) -> bool:
 @dataclass(slots=True)
 class _Flag:
     stopped: bool = False
+    changes: str = ""  # the notices of what the stopped turn's tools changed (masked)
+    actions: tuple[Action, ...] = ()  # and their undo actions
 
 
 _STOP: contextvars.ContextVar[_Flag | None] = contextvars.ContextVar("roost_stop", default=None)
@@ -59,6 +63,14 @@ def stop_requested() -> bool:
     """Inside a turn run by `RunningTurns`: whether the person asked to stop it."""
     flag = _STOP.get()
     return flag is not None and flag.stopped
+
+
+def stopped_changes(notices: str, actions: tuple[Action, ...]) -> None:
+    """Inside a stopped turn: what its tools changed before the stop (the notices, masked,
+    and their undo actions), for the `stopped` Final to end with and offer."""
+    flag = _STOP.get()
+    if flag is not None:
+        flag.changes, flag.actions = notices, actions
 
 
 @dataclass(slots=True)
@@ -141,7 +153,10 @@ class RunningTurns(Generic[K]):
             current = asyncio.current_task()
             if not run.flag.stopped or (current is not None and current.cancelling()):
                 raise  # shutdown (or the caller went away): cancelled as before
-            final = Final(stopped_text("".join(run.shown)), "stopped")
+            text = stopped_text("".join(run.shown))
+            if run.flag.changes:  # what its tools changed before the stop, with their undo
+                text = f"{text}\n\n{run.flag.changes}"
+            final = Final(text, "stopped", actions=run.flag.actions)
         finally:
             if self._runs.get(key) is run:
                 del self._runs[key]

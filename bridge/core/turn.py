@@ -71,7 +71,7 @@ from bridge.core.history import bounded_steps, quote_chars, with_quote
 from bridge.core.mask_memo import MaskMemo
 from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
-from bridge.core.running import stop_requested, stopped_text
+from bridge.core.running import stop_requested, stopped_changes, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.shown import sent_meta
 from bridge.core.unreachable import DATABASE_DOWN, database_down
@@ -306,8 +306,12 @@ class TurnRunner:
             stopped = stop_requested()
             if stopped:
                 kept = stopped_text("".join(shown))
-                asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 mask = mask.also(turn.refused)
+                if turn.notices:  # a memory saved before the stop: said, with its undo
+                    changes = mask.mask("\n".join(turn.notices))
+                    stopped_changes(changes, tuple(turn.actions))
+                    kept = f"{kept}\n\n{changes}"
+                asked = prepared.asked(with_quote(inbound.text, inbound.quoted))
                 asked_m, kept_m = mask.mask(asked), mask.mask(kept)
                 if await self._store(
                     key, asked_m, kept_m, inbound.msg_id, (), _sent(inbound, mask)

@@ -11,13 +11,16 @@ the same subject names them. Through the real core with a scripted model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
 
 from bridge.core.config import Settings
 from bridge.types.messages import Action, Final
+from tests.conftest import ScriptedBackend
 from tests.loadout.conftest import inbound
+from tests.waits import until
 
 UNDO = re.compile(r"/memory undo #[0-9a-f]{8}")
 
@@ -135,3 +138,28 @@ async def test_a_save_that_replaces_topics_on_its_subject_names_them(
     undone = await roost.core.handle(inbound(final.actions[0].command))
     assert undone.text.startswith("Undid saving 'where I live'")
     assert names(roost) == ["home town"]
+
+
+async def test_a_turn_stopped_after_a_save_says_the_save_and_offers_its_undo(
+    settings: Settings, make_roost: Any
+) -> None:
+    """The person presses Stop while the model's second step runs: the memory its first
+    step saved stays, so the stopped reply says so and offers the undo (it said
+    nothing, and only `/memory undo` could find it)."""
+
+    def hang(request: object) -> str:
+        backend.delay = 300.0  # this step never ends on its own: the person stops it
+        return "never shown"
+
+    roost = await make_roost(settings, save("coffee", "takes coffee black"), hang)
+    backend = roost.backend
+    assert isinstance(backend, ScriptedBackend)
+    turn = asyncio.ensure_future(roost.core.handle(inbound("I take my coffee black")))
+    await until(lambda: len(backend.requests) == 2, "the model's second step")
+    stop = await roost.core.handle(inbound("/stop"))
+    assert stop is None or stop.kind == "silent"
+    final: Final = await turn
+    assert final.kind == "stopped"
+    assert final.text == "[stopped]\n\n📝 Saved to memory: coffee"
+    assert final.actions == (Action("↩ Undo memory 'coffee'", "/memory undo coffee"),)
+    assert names(roost) == ["coffee"]
