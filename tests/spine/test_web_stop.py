@@ -151,7 +151,11 @@ async def test_stop_during_a_running_sandbox_tool_kills_its_process(home: Path) 
             "where": "here",
         }
         final = await events.until("final")
-        assert final["kind"] == "stopped" and final["text"] == "[stopped]"
+        assert final["kind"] == "stopped"
+        assert final["text"] == (  # the draft written before the stop is said, with its save
+            "[stopped]\n\n🔧 Draft spin written (v1): vault secrets: none; network hosts: "
+            "none. Keep it: /tool save spin"
+        )
         while alive := {p for p in spinning if alive_pid(p)}:
             await asyncio.sleep(0.05)  # killed: gone soon (the guard fails the test if not)
         assert not alive
