@@ -54,6 +54,7 @@ from bridge.storage.protocol import Database
 from bridge.storage.protocol import Row as DbRow
 from bridge.storage.tenants import tenant_tables
 from bridge.types.file_tree import GONE, Entry, until_still, walk
+from bridge.types.messages import valid_unicode
 from bridge.types.tenant_dirs import TenantDirs, check_tenant_id
 
 USAGE_FILE = "usage.sqlite"
@@ -272,7 +273,9 @@ def _fill(
     zf.writestr("README.txt", README.format(tenant=tenant, when=when))
     mask = masker_of(dirs)
     for entry in _tenant_files(dirs):
-        files += _add_file(zf, entry, "files/" + shown_name(entry.rel), mask)
+        files += _add_file(
+            zf, entry, "files/" + valid_unicode(entry.rel), mask
+        )  # a ZIP names no lone surrogate
     vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
     zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))
@@ -303,12 +306,6 @@ def _is_text(fh: BinaryIO) -> bool:
     finally:
         fh.seek(0)
     return True
-
-
-def shown_name(rel: str) -> str:
-    """`rel` as a ZIP can name it: bytes that are not UTF-8 (a lone surrogate here, made
-    by a tool before the path gate refused such names) become U+FFFD."""
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _add_file(zf: zipfile.ZipFile, entry: Entry, name: str, mask: Masker) -> int:

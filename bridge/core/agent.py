@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +57,7 @@ from bridge.types.backend import (
     ToolCall,
     ToolCallRequest,
 )
-from bridge.types.messages import DeltaSink
+from bridge.types.messages import DeltaSink, valid_unicode
 from bridge.types.progress import ProgressSink, RetryStep, ToolState, ToolStep, shown
 from bridge.types.tools import Tool, ToolError, TurnContext
 
@@ -78,7 +77,6 @@ MAX_KEPT_CALLS = 2 * MAX_CALLS_PER_STEP
 # Nesting of a call's arguments (objects and arrays): no tool's parameters go
 # deeper, and a bound keeps every walk over them (here and in the tools) shallow.
 MAX_ARGS_DEPTH = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _same(text: str) -> str:
@@ -351,7 +349,7 @@ def _valid(value: object, depth: int) -> object:
     """Decoded arguments with each lone surrogate in a string (key or value) made U+FFFD,
     so no tool meets text that cannot be encoded; ValueError past MAX_ARGS_DEPTH."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+        return valid_unicode(value)
     if isinstance(value, dict | list):
         if depth >= MAX_ARGS_DEPTH:
             raise ValueError(f"nested deeper than {MAX_ARGS_DEPTH} levels")

@@ -44,6 +44,7 @@ from bridge.types.backend import (
     ToolCall,
     ToolCallRequest,
 )
+from bridge.types.messages import valid_unicode
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,6 @@ MAX_TOOL_CALLS = 256  # tool calls in one answer
 MAX_TOOL_NAME_CHARS = 256  # longer: cut to a short name no tool has
 MAX_TOKENS = 10**9  # a usage count above this is clamped
 _SHORT_NAME = 48
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _HIGH_AT_END = re.compile("[\ud800-\udbff]$")
 
 
@@ -148,11 +148,7 @@ def parse_json(text: str | bytes) -> Any:
         raise bad_response("JSON nested too deep") from exc
 
 
-def valid_text(text: str) -> str:
-    """`text` with surrogate pairs joined and lone surrogates replaced by U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+valid_text = valid_unicode  # surrogate pairs joined, lone surrogates U+FFFD
 
 
 def tool_name(name: str) -> str:

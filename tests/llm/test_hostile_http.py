@@ -207,20 +207,25 @@ async def test_embeddings_do_not_follow_a_redirect():
 async def test_a_slow_reader_between_chunks_is_not_a_silent_server(make_backend):
     """Time the caller spends between reads (a tool running, say) is not the server's silence."""
 
+    sent = asyncio.Event()
+
     async def handler(request: web.Request) -> web.StreamResponse:
         resp = await sse_head(request)
         for data in (frame({"content": "one "}), frame({"content": "two"}), frame({}, "stop")):
             if not await write(resp, data):
                 return resp
         await write(resp, b"data: [DONE]\n\n")
+        sent.set()  # everything is on its way: the client's next reads wait for nothing
         return resp
 
     async with Hostile(handler) as server:
-        backend = make_backend(base_url=server.base_url, timeout_s=0.3)
+        backend = make_backend(base_url=server.base_url, timeout_s=2.0)
         events = []
         async for event in backend.stream(REQUEST):
             events.append(event)
-            await asyncio.sleep(0.5)  # longer than timeout_s, between two reads
+            if len(events) == 1:
+                await sent.wait()
+                await asyncio.sleep(2.5)  # the caller's own time, past timeout_s, once
     assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta("one "), TextDelta("two")]
     assert isinstance(events[-1], Finish)
 

@@ -34,7 +34,6 @@ A file name longer than `MAX_FILENAME` is cut.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -42,12 +41,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bridge.channels.whatsapp.platform import WA_ID
+from bridge.types.messages import valid_unicode
 
 READ = frozenset({"text", "image", "audio", "document", "interactive", "button"})
 UNREADABLE = frozenset({"video", "sticker", "location", "contacts"})
 STATUSES = frozenset({"sent", "delivered", "read", "failed"})
 MAX_FILENAME = 255
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # items of a delivery left out as they are not what roost reads (the channel logs each kind)
 LEFT_OUT = frozenset({"group", "no_phone", "invalid_message", "invalid_status", "invalid_contact"})
 
@@ -269,7 +268,7 @@ def _each(model: type[M], items: list[Any], ignored: Counter[str]) -> list[M]:
 def _without_lone_surrogates(value: Any) -> Any:
     """`value` (parsed JSON) with every lone surrogate in its strings made U+FFFD."""
     if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
+        return valid_unicode(value)
     root: list[Any] = [value]
     stack: list[list[Any] | dict[str, Any]] = [root]
     while stack:
@@ -277,12 +276,12 @@ def _without_lone_surrogates(value: Any) -> Any:
         pairs = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
         for k, v in pairs:
             if isinstance(v, str):
-                v = LONE_SURROGATE.sub("\ufffd", v)
+                v = valid_unicode(v)
             elif isinstance(v, list | dict):
                 stack.append(v)
-            if isinstance(node, dict) and isinstance(k, str) and LONE_SURROGATE.search(k):
+            if isinstance(node, dict) and isinstance(k, str) and valid_unicode(k) is not k:
                 del node[k]
-                node[LONE_SURROGATE.sub("\ufffd", k)] = v
+                node[valid_unicode(k)] = v
             else:
                 node[k] = v  # type: ignore[index]
     return root[0]
