@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from playwright.async_api import expect
 
 from tests.spine.browser_kit import FAILED, opened, reload, save_wordcount
 from tests.spine.conftest import Browsers
@@ -114,8 +115,9 @@ async def test_a_reload_mid_answer_keeps_the_question_and_a_stop_is_marked_once(
     await stopped.wait_for()
     note = tab.get_by_text("Stopped — the answer was cut here.")
     for _ in range(2):
-        await note.first.wait_for()  # drawn with the stopped answer (a tick after its class)
-        assert await note.count() == 1
+        # drawn with the stopped answer (a tick after its class); the history the page
+        # fetches may redraw the list meanwhile, so the count is awaited, not sampled
+        await expect(note).to_have_count(1, timeout=20_000)
         assert "[stopped]" not in await tab.locator("#messages").inner_text()
         assert "and on" in await stopped.locator(".body").inner_text()
         await reload(page)

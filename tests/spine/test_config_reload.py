@@ -66,6 +66,7 @@ async def test_a_latin1_byte_is_refused_and_later_reloads_still_apply(
         appended(path, b"# caf\xe9\n")  # an editor set to Latin-1
         done = await reloaded(notify[0])
         assert done["STATUS"].startswith("reload refused"), daemon.log
+        await until(lambda: daemon.lines("reload refused"), "the ERROR line")  # read apart
         (error,) = daemon.lines("reload refused")
         assert "ERROR" in error and "not UTF-8 text (byte 0xe9 at line 5, column 6)" in error
         assert "Traceback" not in "".join(daemon.log)

@@ -442,8 +442,10 @@ class MatrixChannel:
         """Leave a direct room for good: nothing more is answered or sent there."""
         self._gone[room_id] = why
         self._unstranger(room_id)
-        await self._call(self.client.leave(room_id, reason), "leave")
+        # forgotten before the leave is asked: no reminder or `roost send` is aimed at the
+        # room from the moment it is left (not only once the homeserver has answered)
         await self._stored("a room left", self.store.forget_room(room_id))
+        await self._call(self.client.leave(room_id, reason), "leave")
 
     def _spawn(self, chat: str, inbound: Inbound, msg: Message) -> None:
         before = self._last.get(chat)
