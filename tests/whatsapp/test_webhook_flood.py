@@ -2,7 +2,9 @@
 
 Through the real web server and the real WhatsApp row, over raw sockets (a
 client that sends its headers and part of a body, then waits): the bodies
-being read at once hold at most `BODY_BUDGET` bytes together; a body that
+being read at once hold at most `BODY_BUDGET` bytes together (bodies not
+small: all but its last MiB, `RESERVE`; one full body per client address,
+so the flood below comes from five loopback addresses); a body that
 would pass it is answered 503 with `Retry-After` at once (Meta delivers it
 again), while a small signed delivery still fits and is answered; a body
 that does not arrive within the deadline is 408 and frees its share; a
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.channels.whatsapp.budget import RESERVE
 from bridge.channels.whatsapp.channel import BODY_BUDGET, MAX_BODY
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
@@ -29,10 +32,11 @@ WAIT_S = 20.0  # each wait below is over in well under a second
 
 
 async def slow_post(
-    port: int, declared: int | None, send: int
+    port: int, declared: int | None, send: int, source: str = "127.0.0.1"
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Headers and `send` bytes of a body (of `declared` bytes, or chunked), then nothing."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    """Headers and `send` bytes of a body (of `declared` bytes, or chunked), then nothing;
+    from the loopback address `source` (any of 127.0.0.0/8)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     length = (
         f"Content-Length: {declared}\r\n"
         if declared is not None
@@ -72,16 +76,16 @@ async def test_unsigned_bodies_cannot_hold_more_than_the_budget(
     async with running(wa_settings(home, fake), fake, backend) as r:
         held = []
         share = MAX_BODY - 1  # each one byte short of its declared length: never done
-        count = BODY_BUDGET // MAX_BODY  # as many as fit
+        count = (BODY_BUDGET - RESERVE) // MAX_BODY  # as many as fit, one per address
         for n in range(count):
-            held.append(await slow_post(r.web_port, MAX_BODY, share))
+            held.append(await slow_post(r.web_port, MAX_BODY, share, f"127.0.0.{n + 2}"))
             await until_reading(r, (n + 1) * share)
-        # one more declaring a full body: refused at once, nothing read
-        reader, writer = await slow_post(r.web_port, MAX_BODY, 1024)
+        # one more declaring a full body, from an address holding nothing: refused at once
+        reader, writer = await slow_post(r.web_port, MAX_BODY, 1024, "127.0.0.100")
         assert await status_of(reader) == (503, "5")
         writer.close()
         # one more that only streams (no Content-Length): refused once it would pass
-        reader, writer = await slow_post(r.web_port, None, 2 * 1024 * 1024)
+        reader, writer = await slow_post(r.web_port, None, 2 * 1024 * 1024, "127.0.0.101")
         assert await status_of(reader) == (503, "5")
         writer.close()
         assert r.channel.reading == count * share <= BODY_BUDGET

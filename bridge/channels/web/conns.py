@@ -25,11 +25,12 @@ clock is passed in, closing is a callable each connection brings.
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+from bridge.channels.common.clients import client_key as client_key  # the tests' name too
 
 Refusal = Literal["fd", "client", "total"]
 
@@ -57,20 +58,6 @@ class Body(Protocol):
 
     @property
     def total_bytes(self) -> int: ...
-
-
-def client_key(host: str) -> str:
-    """The per-client bucket of a peer address: IPv4 as is (also when IPv4-mapped),
-    IPv6 by its /64, anything else (a Unix socket) as given."""
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 @dataclass(eq=False, slots=True)

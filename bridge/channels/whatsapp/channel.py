@@ -6,10 +6,15 @@ when `hub.mode=subscribe` and `hub.verify_token` match, else 403). `POST`
 reads the raw body, at most `MAX_BODY` (3 MiB, the most Meta sends in one
 webhook; deliveries are small: a longer one, by its `Content-Length` or as
 it streams, is 413 before anything is parsed), within `BODY_DEADLINE_S`
-(408 after), and all the bodies being read at once, signed or not, hold at
-most `BODY_BUDGET` bytes together: one that would pass it is 503 with
-`Retry-After` (Meta delivers it again), so unsigned bodies cannot fill the
-memory. A client gone mid-body ends its request quietly. Then it checks
+(408 after), and the bodies being read at once, signed or not, hold at
+most `BODY_BUDGET` bytes together, one client's (an IPv4 address, an IPv6
+/64) at most `MAX_BODY` of them, and the budget's last MiB is kept for
+small bodies (a declared length of at most 64 KiB, as Meta's deliveries
+are), which have a share of their own, 64 KiB per client
+(`budget.BodyBudget`): one that would pass a share is 503 with
+`Retry-After` (Meta delivers it again), so unsigned bodies cannot fill
+the memory, nor can one address keep Meta out. A client gone mid-body
+ends its request quietly. Then it checks
 `X-Hub-Signature-256` against the body in constant time (401 without a
 usable header, 403 when wrong: nothing else happens), and only then parses
 it (`payload.parse`). It answers 200 as soon as the delivery is taken:
@@ -60,7 +65,11 @@ from dataclasses import dataclass, replace
 from aiohttp import ClientPayloadError, web
 
 from bridge.channels.common.chat_queue import Taken
+from bridge.channels.common.clients import client_key
 from bridge.channels.common.shared import GIVEN_UP, Cluster, SharedWork
+from bridge.channels.whatsapp.budget import BODY_BUDGET as BODY_BUDGET  # named here too
+from bridge.channels.whatsapp.budget import MAX_BODY as MAX_BODY
+from bridge.channels.whatsapp.budget import BodyBudget, is_small
 from bridge.channels.whatsapp.client import GraphClient
 from bridge.channels.whatsapp.inbox import TOPIC, WhatsAppInbox, incoming_of
 from bridge.channels.whatsapp.media import MediaFetcher, Receiving
@@ -74,8 +83,6 @@ from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
 PATH = "/whatsapp/webhook"
-MAX_BODY = 3 * 1024 * 1024  # Meta: a webhook payload is at most 3 MB
-BODY_BUDGET = 16 * 1024 * 1024  # all the bodies being read at once, together
 BODY_DEADLINE_S = 10.0  # to read one body, from its headers on
 RETRY_AFTER_S = 5
 CHUNK = 64 * 1024
@@ -132,9 +139,8 @@ class WhatsAppChannel:
         self._warned: set[str] = set()  # kinds of items left out, logged once each
         self.duplicates = 0
         self._unmarked: set[int] = set()  # answered, the done mark not written
-        self.body_budget, self.body_deadline_s = BODY_BUDGET, BODY_DEADLINE_S
-        self.reading = 0  # bytes of webhook bodies being read now (at most `body_budget`)
-        self.busy = 0  # bodies refused as the budget was full
+        self.budget, self.body_deadline_s = BodyBudget(), BODY_DEADLINE_S
+        self.busy = 0  # bodies refused as the budget (or their client's share) was full
         self._busy_logged = -60.0
         # a message older than this (its timestamp) is never answered: its id may have
         # left the seen window (`store.keep_seen_ms`), so it could be a replay
@@ -154,6 +160,11 @@ class WhatsAppChannel:
             else None
         )
         self.inbox = inbox if self.shared is not None else None
+
+    @property
+    def reading(self) -> int:
+        """Bytes of webhook bodies being read now (at most `BODY_BUDGET`)."""
+        return self.budget.reading
 
     def mount(self, app: web.Application) -> None:
         """Add the webhook route to the web channel's app (before it starts)."""
@@ -194,11 +205,12 @@ class WhatsAppChannel:
         declared = request.content_length
         if declared is not None and declared > MAX_BODY:
             return web.Response(status=413)
-        if declared is not None and self.reading + declared > self.body_budget:
+        client, small = client_key(request.remote), is_small(declared, self.budget.small)
+        if declared is not None and not self.budget.fits(client, small, declared):
             return self._busy()
         try:
             async with asyncio.timeout(self.body_deadline_s):
-                body = await self._read_capped(request, MAX_BODY)
+                body = await self._read_capped(request, MAX_BODY, client, small)
         except _TooLarge:
             return web.Response(status=413)
         except _Busy:
@@ -232,16 +244,19 @@ class WhatsAppChannel:
         if now - self._busy_logged >= 60.0:  # a flood is logged once a minute, not per request
             self._busy_logged = now
             log.warning(
-                "whatsapp: webhook bodies being read fill the budget (%d bytes); answered 503"
-                " (%d so far)",
-                self.body_budget,
+                "whatsapp: webhook bodies being read fill the budget (%d bytes, %d per client);"
+                " answered 503 (%d so far)",
+                self.budget.total,
+                self.budget.per_client,
                 self.busy,
             )
         return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_S)})
 
-    async def _read_capped(self, request: web.Request, limit: int) -> bytes:
+    async def _read_capped(
+        self, request: web.Request, limit: int, client: str, small: bool
+    ) -> bytes:
         """The raw body; `_TooLarge` as soon as it passes `limit`, `_Busy` when it would
-        take the bodies being read past `body_budget`."""
+        not fit in the budget (or its client's share of it)."""
         parts: list[bytes] = []
         size = 0
         try:
@@ -249,13 +264,12 @@ class WhatsAppChannel:
                 size += len(chunk)
                 if size > limit:
                     raise _TooLarge
-                if self.reading + len(chunk) > self.body_budget:
+                if not self.budget.take(client, small, len(chunk)):
                     raise _Busy
-                self.reading += len(chunk)
                 parts.append(chunk)
             return b"".join(parts)
         finally:
-            self.reading -= sum(len(p) for p in parts)
+            self.budget.give(client, small, sum(len(p) for p in parts))
 
     async def _take(self, delivery: Delivery) -> None:
         for kind, n in (delivery.ignored or Counter()).items():
