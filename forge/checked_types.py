@@ -13,6 +13,20 @@ keyword, not starting with `_`), and its `dataclass` checks every name of the
 class's own annotations, which is exactly what the real one reads, before the
 real one sees the class. Refusals are `TypeError`s the tool may catch; nothing
 of the class is generated.
+
+The text is made from `Field.name`, not from the annotation key: the real
+`dataclass` takes a field's `Field` from `getattr(cls, key)` (the class's own
+attribute or an inherited one), sets its `name` to the key and pastes `name`
+into the text; a base dataclass's fields come from the base's
+`__dataclass_fields__`, pasted by their `name` too. A `Field` subclass whose
+`name` is a property answering any text made the same escape (a later attacker
+pass: `class F(Field): name = property(lambda s: 'x"\\n ...#', ...)`
+as a default, or as an attribute of a base class). `Field` is no longer offered
+and forge.policy.guards `make_class` refuses it as a base; behind that, the
+checked `dataclass` refuses, before the real one runs, any value of a field's
+name (on the class, on every class of its MRO and on the metaclass) that is a
+`Field` but not exactly one, and any base whose `__dataclass_fields__` is not a
+plain dict of exact `Field`s each named by its (checked) key.
 """
 
 from __future__ import annotations
@@ -47,11 +61,56 @@ def _annotations(cls: object) -> dict[Any, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def _is_field(value: object) -> bool:
+    """Whether the real `dataclass` could take `value` for a `Field` (it asks
+    `isinstance`, which also believes a `__class__` that claims one)."""
+    return isinstance(value, dataclasses.Field) or issubclass(type(value), dataclasses.Field)
+
+
+def _exact_field(value: object, what: str) -> None:
+    """TypeError unless `value`, if the real `dataclass` would take it for a
+    `Field`, is exactly one (a subclass decides what its `name` answers)."""
+    if _is_field(value) and type(value) is not dataclasses.Field:
+        raise TypeError(f"dataclass: {what} is a {type(value).__name__}, not a dataclasses.Field")
+
+
+def _check_fields(target: type) -> None:
+    """Everything the real `dataclass` will paste into the text it execs, checked
+    before it runs: the names of the class's own annotations, every value
+    `getattr(target, name)` can find for them, and the fields of every base it
+    will read through `__dataclass_fields__` (`dataclasses._process_class`)."""
+    if not isinstance(target, type):
+        raise TypeError("dataclass: expects a class")
+    names = _annotations(target)
+    check_names(names, "dataclass")
+    mro = type.__dict__["__mro__"].__get__(target)  # never a metaclass's own answer
+    meta_mro = type.__dict__["__mro__"].__get__(type(target))
+    for klass in (*mro, *meta_mro):
+        for key, value in dict(type.__dict__["__dict__"].__get__(klass)).items():
+            _exact_field(value, f"attribute {key!r} of {klass.__name__}")
+    for name in names:
+        _exact_field(getattr(target, name, None), f"the default of field {name!r}")
+    for base in mro[1:]:
+        found = getattr(base, "__dataclass_fields__", None)
+        if found is None:
+            continue
+        if type(found) is not dict:
+            raise TypeError(f"dataclass: base {base.__name__} has forged dataclass fields")
+        for key, value in dict(found).items():
+            check_names([key], "dataclass")
+            if type(value) is not dataclasses.Field or type(value.name) is not str:
+                raise TypeError(f"dataclass: base {base.__name__} has forged dataclass fields")
+            if value.name != key:
+                raise TypeError(
+                    f"dataclass: base {base.__name__}'s field {key!r} is named otherwise"
+                )
+
+
 def dataclass(cls: type | None = None, /, **options: Any) -> Any:
-    """`dataclasses.dataclass`, with or without options, after `check_names`."""
+    """`dataclasses.dataclass`, with or without options, after `_check_fields`."""
 
     def wrap(target: type) -> type:
-        check_names(_annotations(target), "dataclass")
+        _check_fields(target)
         made: type = dataclasses.dataclass(**options)(target)
         return made
 

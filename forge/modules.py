@@ -12,6 +12,9 @@ Left out on purpose, with the reason:
 - `typing.get_type_hints`, `ForwardRef`, `no_type_check*`, `reveal_type`,
   `get_overloads`, `clear_overloads` — evaluate strings as code or touch globals.
 - `dataclasses.make_dataclass` — builds source text and execs it.
+- `dataclasses.Field` — `dataclass` pastes a `Field`'s `name` into the source text
+  it execs, and a subclass could answer any text for it (`field()` makes one; the
+  guards refuse it as a base too, forge.policy.guards NOT_SUBCLASSABLE).
 
 `dataclasses.dataclass` and `typing.TypedDict` are offered as forge.checked_types
 gives them: `dataclass` too execs text made from field names, and `TypedDict`'s
@@ -385,7 +388,6 @@ ALLOWED: Mapping[str, Sequence[str]] = {
     ],
     "net": ["NetError", "Response", "get", "post"],
     "dataclasses": [
-        "Field",
         "FrozenInstanceError",
         "InitVar",
         "KW_ONLY",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]
 import builtins
+import dataclasses
 import operator
 import string
 from collections import ChainMap, UserDict, UserList, UserString, deque
@@ -55,6 +56,13 @@ _PLAIN_ATTRS: Mapping[type, frozenset[str]] = {
 _builtin_getattr = builtins.getattr
 # Exact types `write` allows (all in WRITABLE_TYPES, none a type): the fast path.
 _WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
+# Library classes a tool class may not inherit from (`make_class`): library code
+# trusts what their instances answer. `dataclasses.dataclass` pastes `Field.name`
+# into the text of the methods it execs with the real builtins; a subclass made
+# `name` a property answering any text (found by an attacker pass).
+# `InitVar` is a marker `dataclass` recognises by its exact type, never meant to
+# be extended either (`KW_ONLY` is an instance, not a class).
+NOT_SUBCLASSABLE: frozenset[type] = frozenset({dataclasses.Field, dataclasses.InitVar})
 
 
 class _DeniedWrite:
@@ -203,14 +211,28 @@ class Guards:
         setattr(self.write(ob), name, _inplacevar(op, self.getattr(ob, name), value))
 
     def make_class(self, name: str, bases: tuple[Any, ...], ns: dict[str, Any], **kw: Any) -> Any:
+        """Every class statement of a tool (RestrictedPython passes it as the
+        metaclass). Refuses a base of NOT_SUBCLASSABLE, before the class is made
+        and, in case a library metaclass changed the bases, in what it made."""
         meta: type = type
         for base in bases:
+            _subclassable(base)
             bmeta = type(base)
             if issubclass(bmeta, meta):
                 meta = bmeta
         cls = meta(name, bases, ns, **kw)
+        _subclassable(cls)
         self.tool_classes.add(cls)
         return cls
+
+
+def _subclassable(cls: Any) -> None:
+    """TypeError if `cls` is, or inherits from, a class in NOT_SUBCLASSABLE."""
+    if isinstance(cls, type):
+        mro = type.__dict__["__mro__"].__get__(cls)  # never a metaclass's own answer
+        refused = next((c for c in mro for r in NOT_SUBCLASSABLE if c is r), None)
+        if refused is not None:
+            raise TypeError(f"tools may not subclass {refused.__module__}.{refused.__qualname__}")
 
 
 def _inplacevar(op: str, x: Any, y: Any) -> Any:
