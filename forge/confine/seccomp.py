@@ -1,6 +1,9 @@
 """seccomp: a BPF program (x86_64) answering EPERM to the syscalls a tool child
 never needs (network, new processes, exec, tracing, namespaces, mounts, a file's
-mode, owner, times and extended attributes, ...)."""
+mode, owner, times and extended attributes, System V IPC, inotify, ...) and to the
+ones it may make on itself only (prlimit64, the scheduler's, setpriority, ...: not
+on another process) or with some arguments only (no fcntl/ioctl that has a
+descriptor signal another process)."""
 
 from __future__ import annotations
 
@@ -116,6 +119,82 @@ BLOCKED_X86_64 = {
 # only a file the child has open can be touched (Landlock decided that open)
 UTIMENSAT_X86_64 = 280
 CLONE3_X86_64 = 435  # answered with ENOSYS so libc falls back to (blocked) clone
+# Refused since the attacker pass that followed session 30: System V IPC and POSIX
+# message queues (a shared memory segment outlives the child that made it: host
+# memory no rlimit counts; a queue or semaphore set is a channel between tenants; a
+# tool uses none of them). inotify watches any directory the user may read, outside
+# Landlock (it never checks inotify_add_watch), and told a child the file names of
+# other tenants. rt_(tg)sigqueueinfo signal another process as kill does (Landlock
+# scopes signals only from ABI 6, Linux 6.12). Pure blocks: the numbers stay cacheable.
+BLOCKED_X86_64 |= {
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "shmdt": 67,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "semtimedop": 220,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
+    "inotify_init": 253,
+    "inotify_add_watch": 254,
+    "inotify_init1": 294,
+    "fanotify_mark": 301,
+    "rt_sigqueueinfo": 129,
+    "rt_tgsigqueueinfo": 297,
+    # the same pass read the daemon's robust-futex list head (an address: ASLR) and
+    # compared its kernel objects with kcmp, the daemon without capabilities; the
+    # kernel log is no tool's business either
+    "get_robust_list": 274,
+    "kcmp": 312,
+    "syslog": 103,
+}
+# Calls allowed on the child itself only (a pid argument of 0), refused on any other
+# process: the attacker pass after session 30 set the daemon's RLIMIT_NOFILE to 16, its
+# RLIMIT_CPU (the kernel then SIGKILLed it) and RLIMIT_FSIZE to 0 with prlimit64, and
+# its nice value, policy (SCHED_IDLE) and I/O priority with the calls below. glibc's
+# setrlimit/getrlimit are prlimit64(0, ...), os.nice is setpriority(PRIO_PROCESS, 0),
+# forge.confine.sched.set_slice(0, ...) is sched_setattr(0, ...): all still allowed.
+# A pid is a C int (pid_t): the kernel's syscall wrappers cast each register to the
+# declared type, so they read the low 32 bits alone and ignore the high ones. The
+# filter checks that low word and only it: a high word that is not 0 still means
+# "this process" to the kernel, and is allowed alike (checking it too would refuse
+# nothing the kernel would read as another process).
+PID0_X86_64 = {
+    "prlimit64": 302,
+    "sched_setparam": 142,
+    "sched_setscheduler": 144,
+    "sched_setaffinity": 203,
+    "sched_setattr": 314,
+    "migrate_pages": 256,
+    "move_pages": 279,
+}
+# setpriority(which, who, prio) and ioprio_set(which, who, ioprio): `who` 0 is "this"
+# process only with which = PRIO_PROCESS (0) / IOPRIO_WHO_PROCESS (1); with a process
+# group or a user, 0 is the child's own group or user, the daemon's too. So both.
+SETPRIORITY_X86_64, PRIO_PROCESS = 141, 0
+IOPRIO_SET_X86_64, IOPRIO_WHO_PROCESS = 251, 1
+# fcntl(fd, cmd, arg): refused for the commands that make a descriptor signal another
+# process (F_SETOWN, F_SETOWN_EX: SIGIO, or F_SETSIG's signal, to the owner when I/O
+# is possible: a pipe with O_ASYNC owned by the daemon kills it, SIGIO's default
+# action) and for F_SETLEASE (a lease makes another process's open of the file wait
+# for the lease break, up to 45 s). ioctl(fd, cmd, arg): FIOSETOWN and SIOCSPGRP
+# are F_SETOWN for a socket (the answer socket a child holds). `cmd` is an unsigned
+# int: its low word alone is read, as a pid's.
+FCNTL_X86_64, IOCTL_X86_64 = 72, 16
+F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE = 8, 10, 15, 1024
+FCNTL_REFUSED = (F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE)
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902
+IOCTL_REFUSED = (FIOSETOWN, SIOCSPGRP)
 
 
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
@@ -124,8 +203,58 @@ RET_EPERM, RET_ENOSYS = 0x00050000 | 1, 0x00050000 | 38
 X32_FIRST = 0x40000000  # x32 ABI syscall numbers start here
 LEAF = 4  # numbers checked one by one at the bottom of the search
 _RETURN = {RET_ALLOW: "allow", RET_EPERM: "eperm", RET_ENOSYS: "enosys"}  # the last three
-PATH_NULL = -1  # not a return: the check of utimensat's path argument, before the returns
-ARG1 = (24, 28)  # seccomp_data.args[1]: its low and high words (little-endian)
+
+
+def _arg(i: int) -> tuple[int, int]:
+    """seccomp_data.args[i]: the offsets of its low and high words (little-endian)."""
+    return 16 + 8 * i, 20 + 8 * i
+
+
+ARG0, ARG1 = _arg(0), _arg(1)
+Insn = tuple[int, int | str, int | str, int]  # a jump to a label (a str) until laid out
+
+
+def _refuse(word: int, values: tuple[int, ...]) -> list[Insn]:
+    """EPERM when the 32-bit word at `word` is one of `values`, else allow."""
+    out: list[Insn] = [(LD_W_ABS, 0, 0, word)]
+    for i, value in enumerate(values):
+        out.append((JEQ_K, "eperm", "allow" if i == len(values) - 1 else 0, value))
+    return out
+
+
+# The checks of an argument, after the search and before the returns: each one ends
+# in a jump to a return. Not a return themselves: ARG_CHECKS_X86_64 names them by number.
+CHECKS: dict[str, list[Insn]] = {
+    "path_null": [  # utimensat's path, a pointer: both words 0
+        (LD_W_ABS, 0, 0, ARG1[0]),
+        (JEQ_K, 0, "eperm", 0),
+        (LD_W_ABS, 0, 0, ARG1[1]),
+        (JEQ_K, "allow", "eperm", 0),
+    ],
+    "pid0": [(LD_W_ABS, 0, 0, ARG0[0]), (JEQ_K, "allow", "eperm", 0)],
+    "prio_self": [
+        (LD_W_ABS, 0, 0, ARG0[0]),
+        (JEQ_K, 0, "eperm", PRIO_PROCESS),
+        (LD_W_ABS, 0, 0, ARG1[0]),
+        (JEQ_K, "allow", "eperm", 0),
+    ],
+    "ioprio_self": [
+        (LD_W_ABS, 0, 0, ARG0[0]),
+        (JEQ_K, 0, "eperm", IOPRIO_WHO_PROCESS),
+        (LD_W_ABS, 0, 0, ARG1[0]),
+        (JEQ_K, "allow", "eperm", 0),
+    ],
+    "fcntl_cmd": _refuse(ARG1[0], FCNTL_REFUSED),
+    "ioctl_cmd": _refuse(ARG1[0], IOCTL_REFUSED),
+}
+ARG_CHECKS_X86_64 = {
+    UTIMENSAT_X86_64: "path_null",
+    **dict.fromkeys(PID0_X86_64.values(), "pid0"),
+    SETPRIORITY_X86_64: "prio_self",
+    IOPRIO_SET_X86_64: "ioprio_self",
+    FCNTL_X86_64: "fcntl_cmd",
+    IOCTL_X86_64: "ioctl_cmd",
+}
 
 
 def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -142,16 +271,18 @@ def seccomp_program() -> bytes | None:
     always allows (`seccomp_cache_prepare_bitmap`, interrupts off), which took a
     pass down the whole list (about 80 instructions) for each of the ~460 numbers;
     the search takes about 10 (issue 26). Only loads of the number and the
-    architecture, JEQ/JGE and returns, but for utimensat, whose path argument is
-    then loaded (allowed when NULL): every other allowed number stays cacheable."""
+    architecture, JEQ/JGE and returns, but for the few numbers in `ARG_CHECKS_X86_64`
+    (utimensat's path, a pid, an fcntl or ioctl command), whose argument is then
+    loaded: every other allowed number stays cacheable. The architecture is checked
+    first: an i386 syscall (int 0x80, AUDIT_ARCH_I386) is killed, so no compat
+    number can bypass a rule, and every x32 number is EPERM."""
     arch = platform.machine()
     if arch not in AUDIT_ARCH:
         return None
-    actions = {nr: RET_EPERM for nr in BLOCKED_X86_64.values()}
-    actions[CLONE3_X86_64] = RET_ENOSYS  # so libc falls back to (blocked) clone
-    actions[UTIMENSAT_X86_64] = PATH_NULL
-    names = {**_RETURN, PATH_NULL: "path_null"}
-    head = [
+    actions: dict[int, int | str] = {nr: "eperm" for nr in BLOCKED_X86_64.values()}
+    actions[CLONE3_X86_64] = "enosys"  # so libc falls back to (blocked) clone
+    actions |= ARG_CHECKS_X86_64
+    head: list[tuple[int, int, int, int]] = [
         (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (JEQ_K, 1, 0, AUDIT_ARCH[arch]),
         (RET_K, 0, 0, RET_KILL),
@@ -159,14 +290,13 @@ def seccomp_program() -> bytes | None:
         (JGE_K, 0, 1, X32_FIRST),
         (RET_K, 0, 0, RET_EPERM),
     ]
-    # the search; a jump to a return is its name (a string) until laid out
-    body: list[tuple[int, int | str, int | str, int]] = []
+    body: list[Insn] = []  # the search
 
     def search(nrs: list[int]) -> None:
         if len(nrs) <= LEAF:
             for i, nr in enumerate(nrs):
                 last = i == len(nrs) - 1
-                body.append((JEQ_K, names[actions[nr]], "allow" if last else 0, nr))
+                body.append((JEQ_K, actions[nr], "allow" if last else 0, nr))
             return
         mid = len(nrs) // 2
         at = len(body)
@@ -176,17 +306,19 @@ def seccomp_program() -> bytes | None:
         search(nrs[mid:])
 
     search(sorted(actions))
-    path_null: list[tuple[int, int | str, int | str, int]] = [
-        (LD_W_ABS, 0, 0, ARG1[0]),
-        (JEQ_K, 0, "eperm", 0),
-        (LD_W_ABS, 0, 0, ARG1[1]),
-        (JEQ_K, "allow", "eperm", 0),
-    ]
-    end = len(head) + len(body)  # the path check, then the returns in their order
-    at = {"path_null": end} | {n: end + len(path_null) + i for i, n in enumerate(_RETURN.values())}
+    used = [name for name in CHECKS if name in actions.values()]
+    at: dict[str, int] = {}
+    tail: list[Insn] = []  # the checks, then the returns in their order
+    for name in used:
+        at[name] = len(head) + len(body) + len(tail)
+        tail += CHECKS[name]
+    end = len(head) + len(body) + len(tail)
+    at |= {label: end + i for i, label in enumerate(_RETURN.values())}
     prog = [_bpf(*insn) for insn in head]
-    for pc, (code, jt, jf, k) in enumerate([*body, *path_null], len(head)):
+    for pc, (code, jt, jf, k) in enumerate([*body, *tail], len(head)):
         jumps = [at[j] - pc - 1 if isinstance(j, str) else j for j in (jt, jf)]
+        if not all(0 <= j <= 255 for j in jumps):  # jt and jf are one byte each
+            raise ValueError(f"seccomp: a jump too far at {pc}: {jumps}")
         prog.append(_bpf(code, jumps[0], jumps[1], k))
     prog += [_bpf(RET_K, 0, 0, action) for action in _RETURN]
     return b"".join(prog)

@@ -11,8 +11,11 @@ A test whose layer this machine lacks is skipped with the reason, never passed.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import errno
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -416,3 +419,196 @@ async def test_the_child_that_runs_the_call_has_its_rlimits(workspace: Path) -> 
         assert rows["Max address space"] == [str(lim.address_space)] * 2
     finally:
         await r.aclose()
+
+
+# The attacker pass after session 30: a broken-out child (plain Python with ctypes) changed
+# the daemon's rlimits, nice value, policy and I/O priority, left System V shared
+# memory behind, watched other tenants' directories with inotify and signalled the
+# daemon with rt_sigqueueinfo where Landlock does not scope signals. Each call below
+# aims at this test process (the daemon's place) with values that change nothing, so
+# a run without the filter's rules fails the test and harms nothing.
+_ATTEMPT = """import os, resource
+out = {}
+def attempt(name, f):
+    try:
+        f()
+        out[name] = 'done'
+    except OSError as e:
+        out[name] = type(e).__name__
+"""
+
+
+def _capless_sleeper() -> subprocess.Popen[bytes]:
+    """A process of this user without capabilities: the kernel lets a process change
+    the nice value, policy or I/O priority only of one whose permitted capabilities
+    are a subset of its own (a daemon running without them, as the attacker's)."""
+    cmd = ["sleep", str(HANG_S * 4)]
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", *cmd]
+    return subprocess.Popen(cmd)
+
+
+def _process_state(pid: int) -> tuple[object, ...]:
+    return (
+        resource.prlimit(pid, resource.RLIMIT_NOFILE),
+        resource.prlimit(pid, resource.RLIMIT_CPU),
+        resource.prlimit(pid, resource.RLIMIT_FSIZE),
+        os.getpriority(os.PRIO_PROCESS, pid),
+        os.sched_getscheduler(pid),
+        os.sched_getaffinity(pid),
+        Path(f"/proc/{pid}/status").read_text().split("Cap")[1:4],
+    )
+
+
+async def test_no_limits_or_priorities_of_another_process(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """prlimit64, setpriority, the scheduler's calls and ioprio_set on another process
+    (this test's and a sleeper without capabilities, the daemon's place) are refused;
+    on the child itself (pid 0, glibc's setrlimit and os.nice) they work."""
+    _need(raw_python, "seccomp")
+    me = os.getpid()
+    sleeper = _capless_sleeper()
+    try:
+        pid = sleeper.pid
+        comm = Path(f"/proc/{pid}/comm")
+        await until(lambda: comm.read_text() == "sleep\n", "the sleeper without capabilities")
+        before = _process_state(me), _process_state(pid)
+        assert before[1][6] == [f"{k}:\t0000000000000000\n" for k in ("Inh", "Prm", "Eff")]
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
+        body = _ATTEMPT + (
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def ioprio(which, who):\n"
+            "    if libc.syscall(251, which, who, 3 << 13) != 0:\n"  # IOPRIO_CLASS_IDLE
+            "        raise OSError(ctypes.get_errno(), 'ioprio_set')\n"
+            "NOFILE, CPU = resource.RLIMIT_NOFILE, resource.RLIMIT_CPU\n"
+            "FSIZE = resource.RLIMIT_FSIZE\n"
+            "IDLE = os.sched_param(0)\n"
+            f"attempt('prlimit_read', lambda: resource.prlimit({me}, NOFILE))\n"
+            f"attempt('prlimit_same', lambda: resource.prlimit({me}, NOFILE, {nofile}))\n"
+            f"attempt('prlimit_nofile', lambda: resource.prlimit({pid}, NOFILE, (16, 16)))\n"
+            f"attempt('prlimit_cpu', lambda: resource.prlimit({pid}, CPU, (1, 1)))\n"
+            f"attempt('prlimit_fsize', lambda: resource.prlimit({pid}, FSIZE, (0, 0)))\n"
+            "attempt('prlimit_zygote', lambda: resource.prlimit(os.getppid(), CPU))\n"
+            f"attempt('setpriority', lambda: os.setpriority(os.PRIO_PROCESS, {pid}, 19))\n"
+            f"attempt('sched_setscheduler', lambda: os.sched_setscheduler({pid}, 5, IDLE))\n"
+            f"attempt('sched_setparam', lambda: os.sched_setparam({pid}, IDLE))\n"
+            f"attempt('sched_setaffinity', lambda: os.sched_setaffinity({pid}, {{0}}))\n"
+            f"attempt('ioprio_set', lambda: ioprio(1, {pid}))\n"
+            # the child's own: glibc's setrlimit is prlimit64(0, ...), os.nice setpriority
+            "attempt('own_prlimit', lambda: resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)))\n"
+            "attempt('own_setrlimit', lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))\n"
+            "attempt('own_getrlimit', lambda: resource.getrlimit(NOFILE))\n"
+            "attempt('own_nice', lambda: os.nice(1))\n"
+            "attempt('own_sched', lambda: os.sched_setscheduler(0, os.SCHED_BATCH, IDLE))\n"
+            "attempt('own_affinity', lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))\n"
+            "attempt('own_ioprio', lambda: ioprio(1, 0))\n"
+            "return out"
+        )
+        res = await raw_python.run(tool(body), {}, workspace)
+        assert res.ok, res
+        others: tuple[str, ...] = ("prlimit_read", "prlimit_same", "prlimit_nofile")
+        others += ("prlimit_cpu", "prlimit_fsize", "prlimit_zygote", "setpriority")
+        others += ("sched_setscheduler", "sched_setparam", "sched_setaffinity", "ioprio_set")
+        own = ("own_prlimit", "own_setrlimit", "own_getrlimit", "own_nice", "own_sched")
+        assert res.result == {
+            **dict.fromkeys(others, "PermissionError"),
+            **dict.fromkeys((*own, "own_affinity", "own_ioprio"), "done"),
+        }
+        assert (_process_state(me), _process_state(pid)) == before
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+_IPC = """import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+for name, call in (
+    ('shmget', lambda: libc.shmget(0, 4096, 0o600)),
+    ('msgget', lambda: libc.msgget(0, 0o600)),
+    ('semget', lambda: libc.semget(0, 1, 0o600)),
+    ('inotify_init1', lambda: libc.inotify_init1(0)),
+    ('inotify_init', lambda: libc.inotify_init()),
+):
+    ctypes.set_errno(0)
+    out[name] = [call(), ctypes.get_errno()]
+return out
+"""
+
+
+async def test_no_system_v_ipc_nor_inotify(raw_python: SandboxRunner, workspace: Path) -> None:
+    """A shared memory segment outlives its child (host memory no rlimit counts), a
+    queue is a channel between tenants, inotify watches directories Landlock never
+    checks: none is offered."""
+    _need(raw_python, "seccomp")
+    res = await raw_python.run(tool(_IPC), {}, workspace)
+    assert res.ok, res
+    made = res.result
+    libc = ctypes.CDLL(None, use_errno=True)
+    remove = {"shmget": libc.shmctl, "msgget": libc.msgctl, "semget": libc.semctl}
+    for name, rm in remove.items():  # what a run without the rules left behind
+        if made[name][0] >= 0:
+            rm(made[name][0], 0, None)  # IPC_RMID
+    assert made == {name: [-1, errno.EPERM] for name in made}, made
+    assert set(made) == {"shmget", "msgget", "semget", "inotify_init1", "inotify_init"}
+
+
+_SIGNALS = """import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+info = ctypes.create_string_buffer(struct.pack('iii', 0, 0, -1) + bytes(116))  # SI_QUEUE
+calls = {'rt_sigqueueinfo': (129, ME, 0, info), 'rt_tgsigqueueinfo': (297, ME, ME, 0, info)}
+for name, args in calls.items():
+    ctypes.set_errno(0)
+    out[name] = [libc.syscall(*args), ctypes.get_errno()]
+return out
+"""
+
+
+async def test_no_queued_signal_to_another_process(workspace: Path) -> None:
+    """kill, tkill, tgkill are refused; rt_sigqueueinfo and rt_tgsigqueueinfo signal
+    as they do. Landlock off: a kernel before 6.12 does not scope signals (signal 0
+    here, to this process: a run without the rules harms nothing)."""
+    r = await _runner(Layers(restricted=False, landlock=False))
+    try:
+        _need(r, "seccomp")
+        res = await r.run(tool(_SIGNALS.replace("ME", str(os.getpid()))), {}, workspace)
+        assert res.ok, res
+        assert res.result == {n: [-1, errno.EPERM] for n in res.result}, res.result
+        assert len(res.result) == 2
+    finally:
+        await r.aclose()
+
+
+async def test_no_descriptor_signals_another_process(
+    raw_python: SandboxRunner, workspace: Path
+) -> None:
+    """F_SETOWN (and F_SETOWN_EX, F_SETSIG) would have SIGIO, whose default action
+    kills, sent to the owner, the daemon, each time a pipe with O_ASYNC can be read;
+    FIOSETOWN is the same for a socket. Other fcntl and ioctl commands still work."""
+    _need(raw_python, "seccomp")
+    me = os.getpid()
+    body = _ATTEMPT + (
+        "import fcntl, struct, termios\n"
+        "r, w = os.pipe()\n"
+        f"attempt('F_SETOWN', lambda: fcntl.fcntl(r, 8, {me}))\n"
+        f"attempt('F_SETOWN_EX', lambda: fcntl.fcntl(r, 15, struct.pack('ii', 1, {me})))\n"
+        "attempt('F_SETSIG', lambda: fcntl.fcntl(r, 10, 10))\n"
+        f"attempt('FIOSETOWN', lambda: fcntl.ioctl(r, 0x8901, struct.pack('i', {me})))\n"
+        "attempt('F_SETFL', lambda: os.set_blocking(r, False))\n"
+        "attempt('F_GETOWN', lambda: fcntl.fcntl(r, fcntl.F_GETOWN))\n"
+        "attempt('F_DUPFD_CLOEXEC', lambda: fcntl.fcntl(r, fcntl.F_DUPFD_CLOEXEC, 0))\n"
+        "attempt('FIONREAD', lambda: fcntl.ioctl(r, termios.FIONREAD, b'0000'))\n"
+        "return out"
+    )
+    res = await raw_python.run(tool(body), {}, workspace)
+    assert res.ok, res
+    refused = ("F_SETOWN", "F_SETOWN_EX", "F_SETSIG", "FIOSETOWN")
+    allowed = ("F_SETFL", "F_GETOWN", "F_DUPFD_CLOEXEC", "FIONREAD")
+    assert res.result == {
+        **dict.fromkeys(refused, "PermissionError"),
+        **dict.fromkeys(allowed, "done"),
+    }

@@ -5,7 +5,10 @@ for a foreign architecture), it uses only instructions the kernel can emulate to
 cache the always-allowed numbers (but utimensat, whose path argument it reads:
 allowed only when NULL, on a descriptor), and each number takes a short pass (a
 binary search), not the whole list: the kernel runs that pass for every number
-when a child installs the filter."""
+when a child installs the filter. The calls allowed on the child itself only
+(prlimit64, the scheduler's, setpriority, ioprio_set: a pid of 0) and fcntl/ioctl
+without the commands that make a descriptor signal another process read an
+argument's low word, as the kernel does (a C int)."""
 
 from __future__ import annotations
 
@@ -15,13 +18,21 @@ import struct
 import pytest
 
 from forge.confine.seccomp import (
+    ARG_CHECKS_X86_64,
     AUDIT_ARCH,
     BLOCKED_X86_64,
     CLONE3_X86_64,
+    FCNTL_REFUSED,
+    FCNTL_X86_64,
+    IOCTL_REFUSED,
+    IOCTL_X86_64,
+    IOPRIO_SET_X86_64,
+    PID0_X86_64,
     RET_ALLOW,
     RET_ENOSYS,
     RET_EPERM,
     RET_KILL,
+    SETPRIORITY_X86_64,
     UTIMENSAT_X86_64,
     seccomp_program,
 )
@@ -31,19 +42,24 @@ ARCH = AUDIT_ARCH.get(platform.machine(), 0)
 LD_W_ABS, JA, JEQ_K, JGE_K, JGT_K, RET_K = 0x20, 0x05, 0x15, 0x35, 0x25, 0x06
 
 
-def run(prog: bytes, nr: int, arch: int = ARCH, arg1: int | None = None) -> tuple[int, int]:
+def run(
+    prog: bytes, nr: int, arch: int = ARCH, arg1: int | None = None, arg0: int | None = None
+) -> tuple[int, int]:
     """(the action, instructions run) for syscall `nr` on `arch`, as the kernel's
     `seccomp_is_const_allow` walks it (it knows these instructions only); with
-    `arg1`, the syscall's second argument is known too (as when the filter runs)."""
+    `arg0`/`arg1`, the syscall's first/second argument is known too (as when the
+    filter runs)."""
     insns = [struct.unpack_from("HBBI", prog, i) for i in range(0, len(prog), 8)]
+    args = {16: arg0, 24: arg1}
     acc, pc, steps = 0, 0, 0
     while True:
         code, jt, jf, k = insns[pc]  # IndexError: a jump out of the program
         steps += 1
         if code == LD_W_ABS:
-            if k in (24, 28):  # seccomp_data.args[1], low and high words
-                assert arg1 is not None, f"syscall {nr} reads its arguments: not constant"
-                acc = arg1 & 0xFFFFFFFF if k == 24 else arg1 >> 32
+            if k - k % 8 in args:  # seccomp_data.args[0] or [1], low or high word
+                arg = args[k - k % 8]
+                assert arg is not None, f"syscall {nr} reads its arguments: not constant"
+                acc = arg & 0xFFFFFFFF if k % 8 == 0 else arg >> 32
                 pc += 1
                 continue
             assert k in (0, 4), "only seccomp_data.nr and .arch are constant"
@@ -66,8 +82,8 @@ def test_every_number_gets_its_action_in_a_short_pass() -> None:
     blocked = set(BLOCKED_X86_64.values())
     longest = 0
     for nr in range(0, 2048):
-        if nr == UTIMENSAT_X86_64:
-            continue  # below: its action depends on its path argument
+        if nr in ARG_CHECKS_X86_64:
+            continue  # below: its action depends on an argument
         action, steps = run(prog, nr)
         want = RET_ENOSYS if nr == CLONE3_X86_64 else RET_EPERM if nr in blocked else RET_ALLOW
         assert action == want, nr
@@ -99,3 +115,90 @@ def test_metadata_calls_are_refused() -> None:
         assert run(prog, BLOCKED_X86_64[name])[0] == RET_EPERM, name
     for name in ("lsetxattr", "removexattr", "lremovexattr", "fremovexattr"):
         assert run(prog, BLOCKED_X86_64[name])[0] == RET_EPERM, name
+
+
+def test_ipc_inotify_and_queued_signals_are_refused() -> None:
+    """System V IPC (segments outlive the child), POSIX message queues, inotify
+    (watches outside Landlock) and rt_(tg)sigqueueinfo (a signal to the daemon where
+    Landlock does not scope signals): refused whatever their arguments, so cacheable."""
+    prog = seccomp_program()
+    assert prog is not None
+    names: tuple[str, ...] = (
+        "shmget",
+        "shmat",
+        "shmctl",
+        "shmdt",
+        "semget",
+        "semop",
+        "semctl",
+        "semtimedop",
+    )
+    names += ("msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend")
+    names += ("mq_timedreceive", "mq_notify", "mq_getsetattr", "inotify_init", "inotify_init1")
+    names += ("inotify_add_watch", "fanotify_init", "fanotify_mark")
+    names += ("rt_sigqueueinfo", "rt_tgsigqueueinfo", "kill", "tkill", "tgkill")
+    names += ("get_robust_list", "kcmp", "syslog")
+    numbers = {"shmget": 29, "inotify_init1": 294, "rt_sigqueueinfo": 129, "msgget": 68}
+    numbers |= {"get_robust_list": 274, "kcmp": 312, "syslog": 103}
+    for name, nr in numbers.items():  # the x86_64 numbers themselves, not only the table's
+        assert BLOCKED_X86_64[name] == nr
+    for name in names:
+        assert run(prog, BLOCKED_X86_64[name])[0] == RET_EPERM, name
+
+
+DAEMON = 4242
+# a pid argument whose low word is 0 is this process to the kernel (a C int); one
+# whose low word is the daemon's is the daemon, whatever the high word
+HIGH = 0xDEAD_BEEF << 32
+
+
+def test_calls_on_a_process_are_allowed_on_the_child_only() -> None:
+    prog = seccomp_program()
+    assert prog is not None
+    for name, nr in PID0_X86_64.items():
+        assert run(prog, nr, arg0=0)[0] == RET_ALLOW, name
+        assert run(prog, nr, arg0=HIGH)[0] == RET_ALLOW, name  # the kernel reads pid 0
+        for pid in (DAEMON, 1, DAEMON | HIGH, 0xFFFFFFFF, 1 << 31):
+            assert run(prog, nr, arg0=pid)[0] == RET_EPERM, (name, pid)
+    assert PID0_X86_64["prlimit64"] == 302 and PID0_X86_64["sched_setattr"] == 314
+    # setpriority(which, who, prio): PRIO_PROCESS (0) and who 0 only; a process group
+    # or a user (1, 2) with who 0 is the child's own, which holds the daemon too
+    assert SETPRIORITY_X86_64 == 141
+    assert run(prog, SETPRIORITY_X86_64, arg0=0, arg1=0)[0] == RET_ALLOW
+    assert run(prog, SETPRIORITY_X86_64, arg0=HIGH, arg1=HIGH)[0] == RET_ALLOW
+    for which, who in ((0, DAEMON), (1, 0), (2, 0), (1, DAEMON), (0, DAEMON | HIGH)):
+        assert run(prog, SETPRIORITY_X86_64, arg0=which, arg1=who)[0] == RET_EPERM, (which, who)
+    # ioprio_set(which, who, ioprio): IOPRIO_WHO_PROCESS (1) and who 0 only
+    assert IOPRIO_SET_X86_64 == 251
+    assert run(prog, IOPRIO_SET_X86_64, arg0=1, arg1=0)[0] == RET_ALLOW
+    for which, who in ((1, DAEMON), (2, 0), (3, 0), (0, 0), (1, DAEMON | HIGH)):
+        assert run(prog, IOPRIO_SET_X86_64, arg0=which, arg1=who)[0] == RET_EPERM, (which, who)
+
+
+def test_no_descriptor_signals_another_process() -> None:
+    """fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG (SIGIO to the owner), F_SETLEASE, and ioctl
+    FIOSETOWN/SIOCSPGRP (F_SETOWN of a socket) refused; every other command allowed."""
+    prog = seccomp_program()
+    assert prog is not None
+    assert (FCNTL_X86_64, IOCTL_X86_64) == (72, 16)
+    assert set(FCNTL_REFUSED) >= {8, 10, 15} and set(IOCTL_REFUSED) == {0x8901, 0x8902}
+    for cmd in FCNTL_REFUSED:
+        assert run(prog, FCNTL_X86_64, arg1=cmd)[0] == RET_EPERM, cmd
+        assert run(prog, FCNTL_X86_64, arg1=cmd | HIGH)[0] == RET_EPERM, cmd
+    for cmd in (0, 1, 2, 3, 4, 5, 6, 7, 9, 1030, 1031, 1033, 1034, 16):  # F_DUPFD .. F_GETOWN_EX
+        assert run(prog, FCNTL_X86_64, arg1=cmd)[0] == RET_ALLOW, cmd
+    for cmd in IOCTL_REFUSED:
+        assert run(prog, IOCTL_X86_64, arg1=cmd)[0] == RET_EPERM, cmd
+    for cmd in (0x5401, 0x541B, 0x5421, 0x5452, 0x8903):  # TCGETS, FIONREAD, FIONBIO, FIOASYNC
+        assert run(prog, IOCTL_X86_64, arg1=cmd)[0] == RET_ALLOW, cmd
+
+
+def test_only_the_argument_checks_read_arguments() -> None:
+    """Every number outside ARG_CHECKS_X86_64 is decided on its number alone (the
+    search above asserts it), and each one inside is decided in a short pass."""
+    prog = seccomp_program()
+    assert prog is not None
+    for nr in ARG_CHECKS_X86_64:
+        for arg0, arg1 in ((0, 0), (1, 0), (DAEMON, DAEMON), (0, 0xFFFF_FFFF)):
+            steps = run(prog, nr, arg0=arg0, arg1=arg1)[1]
+            assert steps <= 24, (nr, steps)
