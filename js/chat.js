@@ -42,7 +42,7 @@ import { completeCommand, matchCommands } from "./commands.js";
 import { createConversation, finalChanges } from "./conversation.js";
 import { createProactive } from "./proactive.js";
 import { applyProgress, busyStatus } from "./progress.js";
-import { cleanToken } from "./storage.js";
+import { cleanToken, tokenKey } from "./storage.js";
 
 const MAX_INPUT = 16000;
 const REFUSED_TOKEN = Symbol("refused");
@@ -101,6 +101,7 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
   let controller = null;
   let stopping = null;
   let signedIn = false;
+  let shownFor = null; // tokenKey of the account whose conversation is shown
   let listener = null;
   let model = "";
   const history = createHistory({ api, chatId, convo, view, follow });
@@ -129,11 +130,13 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
   const refused = (err) => err instanceof ApiError && err.kind === "unauthorized";
   const loader = createLoader({ api, view, chatId, isIdle: () => !busy && signedIn, onRefused: signOut });
 
+  /** Resolves to true when the daemon's history replaced what is shown. */
   async function loadHistory() {
     try {
-      await history.load();
+      return await history.load();
     } catch (err) {
       if (refused(err)) signOut(REFUSED);
+      return false;
     }
   }
 
@@ -164,11 +167,26 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
     }
   }
 
+  /** Resolves to false when the stored transcript shown turned out another tenant's. */
   async function showAccount(token) {
     const who = await identify(token);
-    if (active !== token) return; // signed out or switched meanwhile
+    if (active !== token) return true; // signed out or switched meanwhile
     tenant = typeof who === "string" ? who : null;
     view.setAccount?.(tenant);
+    return tenant === null || convo.own(tenant);
+  }
+
+  /**
+   * Show the stored transcript of the account of `token` (and only its): the
+   * tab's sessionStorage outlives a change of account (another tab signs in as
+   * someone else, this one reloads), and another account's conversation must
+   * not be painted, continued or saved again under this one.
+   */
+  function showOwn(token) {
+    const key = tokenKey(token);
+    if (key === shownFor) return; // this account's conversation is what is shown
+    shownFor = key;
+    convo.restore({ key });
   }
 
   async function enter(token) {
@@ -177,8 +195,15 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
     signedIn = true;
     view.showChat();
     view.setStatus(`Chat “${chatId}”`, "ok");
-    const lastSeen = convo.lastSeenOutbox();
-    await Promise.all([loader.commands(), loader.health(), loader.status(), loadHistory(), showAccount(token)]);
+    showOwn(token);
+    let lastSeen = convo.lastSeenOutbox(); // this account's transcript only (showOwn)
+    const [, , , loaded, ours] = await Promise.all([loader.commands(), loader.health(), loader.status(), loadHistory(), showAccount(token)]);
+    if (!ours) {
+      // the token is another tenant's now: nothing of the transcript stays, nor its outbox ids
+      lastSeen = 0;
+      if (loaded) convo.save();
+      else convo.clear();
+    }
     if (signedIn && notice) view.setStatus(...notice); // why a link was not taken, over "Connected"
     notice = null;
     if (signedIn) listen(lastSeen);
@@ -197,7 +222,7 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
 
   /** Show the stored conversation and the chat, or the token form. */
   async function start({ hashToken = null } = {}) {
-    convo.restore();
+    // the stored conversation is painted once the token is known (enter): it may be another account's
     if (hashToken && (await openLink(hashToken))) return;
     if (signedIn) return;
     const stored = tokens.get();

@@ -3,7 +3,7 @@
  * and the view draws, kept in sessionStorage for a fast first paint.
  *
  * createConversation({view, transcript}) returns {list, add, update,
- * remove, truncate, replace, prepend, save, clear, lastSeenOutbox, oldestSeq}. Every change is
+ * remove, truncate, replace, prepend, restore, own, save, clear, lastSeenOutbox, oldestSeq}. Every change is
  * drawn at once (view.renderMessage / view.clearMessages). The server's
  * history (api_history.js) is the source of truth: replace() puts it in.
  *
@@ -115,16 +115,24 @@ export function createConversation({ view, transcript = null }) {
       messages = [...list.map(stamp), ...messages];
       redraw();
     },
-    /** The stored transcript (a reload's first paint); an interrupted reply is marked. */
-    restore() {
+    /**
+     * The stored transcript when it is `owner`'s ({key, tenant?}: the account
+     * signed in; a reload's first paint), instead of what is shown; another
+     * account's is neither shown nor kept. An interrupted reply is marked.
+     */
+    restore(owner) {
       if (!transcript) return;
-      messages = transcript.load().map((m) =>
+      messages = transcript.load(owner).map((m) =>
         m.status === "pending" || m.status === "streaming"
           ? { ...m, status: "failed", error: m.error || "interrupted by a page reload" }
           : m,
       );
       nextId = messages.reduce((n, m) => Math.max(n, m.id + 1), 1);
-      for (const m of messages) view.renderMessage(m);
+      redraw();
+    },
+    /** The daemon named the account: false when the restored transcript was another tenant's. */
+    own(tenant) {
+      return transcript && typeof transcript.setTenant === "function" ? transcript.setTenant(tenant) : true;
     },
     save() {
       if (transcript) transcript.save(messages.filter((m) => m.status !== "pending"));

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ApiError } from "../api.js";
 import { chatIdFromSearch, createChat } from "../chat.js";
-import { createTokenStore, createTranscriptStore } from "../storage.js";
+import { createTokenStore, createTranscriptStore, tokenKey } from "../storage.js";
 import { FakeStorage as MemStorage } from "../testlib/fake_dom.js";
 
 
@@ -149,7 +149,7 @@ test("a turn: user message, streamed reply, final text replaces it, busy around 
   assert.deepEqual(view.busyHistory, [true, false]);
   assert.equal(view.status.text, "Ready");
   // The conversation is kept for a reload.
-  assert.equal(JSON.parse(session.getItem("roost.transcript")).length, 2);
+  assert.equal(JSON.parse(session.getItem("roost.transcript")).messages.length, 2);
 });
 
 test("only one turn at a time; empty input is not sent", async () => {
@@ -275,10 +275,13 @@ test("a reload shows the stored conversation; an interrupted reply is marked", a
   const session = new MemStorage();
   session.setItem(
     "roost.transcript",
-    JSON.stringify([
-      { id: 4, role: "user", text: "earlier", kind: "", status: "done", error: "" },
-      { id: 5, role: "assistant", text: "half", kind: "", status: "streaming", error: "" },
-    ]),
+    JSON.stringify({
+      owner: { key: tokenKey("tok") }, // this account's
+      messages: [
+        { id: 4, role: "user", text: "earlier", kind: "", status: "done", error: "" },
+        { id: 5, role: "assistant", text: "half", kind: "", status: "streaming", error: "" },
+      ],
+    }),
   );
   const { chat, view } = setup({ session, turns: [async () => ({ text: "new", kind: "answer" })] });
   await chat.start();

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ApiError } from "../api.js";
 import { createChat } from "../chat.js";
-import { createTokenStore, createTranscriptStore } from "../storage.js";
+import { createTokenStore, createTranscriptStore, tokenKey } from "../storage.js";
 import { FakeStorage } from "../testlib/fake_dom.js";
 
 function recordingView() {
@@ -84,7 +84,7 @@ function setup(api, { session = new FakeStorage() } = {}) {
 
 test("the daemon's history replaces the stored transcript; load earlier pages back", async () => {
   const session = new FakeStorage();
-  session.setItem("roost.transcript", JSON.stringify([{ id: 1, role: "user", text: "stale", status: "done" }]));
+  session.setItem("roost.transcript", JSON.stringify({ owner: { key: tokenKey("tok") }, messages: [{ id: 1, role: "user", text: "stale", status: "done" }] }));
   const api = serverApi();
   const { chat, view } = setup(api, { session });
   await chat.start();
@@ -122,7 +122,7 @@ test("history statuses: error is a failed reply, summary a marked one", async ()
 
 test("a daemon without /api/history keeps the stored transcript", async () => {
   const session = new FakeStorage();
-  session.setItem("roost.transcript", JSON.stringify([{ id: 7, role: "user", text: "kept", status: "done" }]));
+  session.setItem("roost.transcript", JSON.stringify({ owner: { key: tokenKey("tok") }, messages: [{ id: 7, role: "user", text: "kept", status: "done" }] }));
   const api = serverApi({
     history: async () => {
       throw notFound();
