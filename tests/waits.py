@@ -10,6 +10,7 @@ wait on a future or a stream uses `asyncio.wait_for(..., HANG_S)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Callable
@@ -28,3 +29,13 @@ async def until(predicate: Callable[[], object], what: str = "the condition") ->
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not reached within {HANG_S:g} s (a hang)")
         await asyncio.sleep(0.01)
+
+
+async def shut(writer: asyncio.StreamWriter) -> None:
+    """A raw connection closed, its socket with it, before the test's loop ends: a
+    writer only `close()`d at a test's end may still hold its socket when the loop
+    closes, and its ResourceWarning then fails whichever later test the collector
+    runs in."""
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()

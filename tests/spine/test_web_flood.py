@@ -23,6 +23,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import env_for
+from tests.waits import shut
 
 WAIT_S = 120.0  # a safety net against a hang, never a speed check
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
@@ -82,7 +83,7 @@ async def healthz(port: int) -> int:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         status = int((await reader.readline()).split()[1])
-        writer.close()
+        await shut(writer)
         return status
 
 
@@ -107,7 +108,7 @@ async def test_slowloris_with_few_descriptors(
         assert await healthz(daemon.port) == 200
     finally:
         for _, writer in attack:
-            writer.close()
+            await shut(writer)
     log = await daemon.stop()
     lines = log.splitlines()
     assert "Traceback" not in log and len(lines) < 40, log[-3000:]
@@ -138,6 +139,6 @@ async def test_an_event_stream_flood_from_one_token(
         assert await healthz(daemon.port) == 200
     finally:
         for writer in streams:
-            writer.close()
+            await shut(writer)
     log = await daemon.stop()
     assert "Traceback" not in log and len(log.splitlines()) < 40, log[-3000:]

@@ -29,6 +29,7 @@ from bridge.storage.protocol import Database
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Final, Inbound
 from tests.conftest import Clock, ScriptedBackend
+from tests.waits import shut
 
 TOKEN = "test-token-0123456789"
 BOB = "bob-page-token-0123456789"
@@ -89,7 +90,7 @@ async def healthz(port: int) -> int:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         status = int((await reader.readline()).split()[1])
-        writer.close()
+        await shut(writer)
         return status
 
 
@@ -102,7 +103,7 @@ async def test_a_head_sent_slowly_is_dropped_at_the_header_timeout(site: Site) -
         assert await closed_by_server(reader) == b""  # closed, nothing answered
     finally:
         dripping.cancel()
-        writer.close()
+        await shut(writer)
     assert await healthz(site.port) == 200
 
 
@@ -116,7 +117,7 @@ async def drip(writer: asyncio.StreamWriter, data: bytes) -> None:
 async def test_a_connection_that_never_speaks_is_dropped(site: Site) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", site.port)
     assert await closed_by_server(reader) == b""
-    writer.close()
+    await shut(writer)
 
 
 async def test_a_body_that_stalls_is_dropped(site: Site) -> None:
@@ -129,7 +130,7 @@ async def test_a_body_that_stalls_is_dropped(site: Site) -> None:
     writer.write(head.encode() + b'{"text": "hel')
     await writer.drain()
     await closed_by_server(reader)
-    writer.close()
+    await shut(writer)
     assert site.web.guard.table.timed_out == 1
 
 
@@ -152,7 +153,7 @@ async def test_a_flood_of_idle_sockets_never_keeps_healthz_out(
             assert await closed_by_server(reader) == b""  # pushed out for the newer ones
     finally:
         for _, writer in socks:
-            writer.close()
+            await shut(writer)
         await made.web.stop()
         await made.roost.aclose()
 

@@ -20,7 +20,7 @@ from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit
 from tests.conftest import Clock, ScriptedBackend
-from tests.waits import HANG_S
+from tests.waits import HANG_S, shut
 
 TOKEN = "test-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -93,7 +93,7 @@ async def test_a_request_without_host_is_refused(site: Any) -> None:
     writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
     await writer.drain()
     head = await asyncio.wait_for(reader.read(200), HANG_S)
-    writer.close()
+    await shut(writer)
     assert head.startswith(b"HTTP/1.0 421") or head.startswith(b"HTTP/1.1 421"), head
 
 

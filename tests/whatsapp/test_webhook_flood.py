@@ -25,6 +25,7 @@ from bridge.channels.whatsapp.channel import BODY_BUDGET, MAX_BODY
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_whatsapp import FakeWhatsApp
+from tests.waits import shut
 from tests.whatsapp.conftest import ALICE, Running, running, wa_settings
 
 JUNK = "sha256=" + "0" * 64
@@ -83,18 +84,18 @@ async def test_unsigned_bodies_cannot_hold_more_than_the_budget(
         # one more declaring a full body, from an address holding nothing: refused at once
         reader, writer = await slow_post(r.web_port, MAX_BODY, 1024, "127.0.0.100")
         assert await status_of(reader) == (503, "5")
-        writer.close()
+        await shut(writer)
         # one more that only streams (no Content-Length): refused once it would pass
         reader, writer = await slow_post(r.web_port, None, 2 * 1024 * 1024, "127.0.0.101")
         assert await status_of(reader) == (503, "5")
-        writer.close()
+        await shut(writer)
         assert r.channel.reading == count * share <= BODY_BUDGET
         # Meta's small signed delivery still fits and is answered meanwhile
         await fake.text(ALICE, "are you there?")
         await r.channel.idle()
         assert fake.texts(ALICE) == ["still here"]
         for _, writer in held:
-            writer.close()
+            await shut(writer)
         await until_reading(r, 0)  # the clients went away: their bytes are given back
     assert r.events("message.received") and len(backend.requests) == 1
 
@@ -105,7 +106,7 @@ async def test_a_body_that_does_not_arrive_in_time_is_408(home: Path, fake: Fake
         reader, writer = await slow_post(r.web_port, 1000, 10)
         assert (await status_of(reader))[0] == 408
         assert r.channel.reading == 0
-        writer.close()
+        await shut(writer)
         assert fake.sent == []
 
 

@@ -27,6 +27,7 @@ from bridge.channels.whatsapp.budget import (
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_whatsapp import FakeWhatsApp
+from tests.waits import shut
 from tests.whatsapp.conftest import ALICE, running, wa_settings
 from tests.whatsapp.test_webhook_flood import slow_post, status_of, until_reading
 
@@ -40,10 +41,10 @@ async def test_one_address_cannot_keep_meta_out(home: Path, fake: FakeWhatsApp) 
         for _ in range(5):  # the rest of the 16 MiB: beyond the client's share, refused
             reader, writer = await slow_post(r.web_port, MAX_BODY, MAX_BODY - 1)
             assert await status_of(reader) == (503, "5")
-            writer.close()
+            await shut(writer)
         reader, writer = await slow_post(r.web_port, None, 64 * 1024)  # streamed: the same
         assert await status_of(reader) == (503, "5")
-        writer.close()
+        await shut(writer)
         assert r.channel.reading == MAX_BODY - 1 and r.channel.busy == 6
         # Meta's real, signed delivery: taken and answered
         _, body = hooks.text(fake.phone_number_id, ALICE, "are you there?")
@@ -52,7 +53,7 @@ async def test_one_address_cannot_keep_meta_out(home: Path, fake: FakeWhatsApp) 
         await r.channel.idle()
         assert fake.texts(ALICE) == ["hi"]
         for _, writer in held:
-            writer.close()
+            await shut(writer)
         await until_reading(r, 0)
     assert len(backend.requests) == 1
 
@@ -65,18 +66,18 @@ async def test_a_client_past_its_share_gets_503_another_still_fits(
         await until_reading(r, MAX_BODY - 1)
         reader, writer = await slow_post(r.web_port, MAX_BODY, 1, "127.0.0.2")
         assert await status_of(reader) == (503, "5")  # its own share is full
-        writer.close()
+        await shut(writer)
         # a small body has a share of its own (64 KiB): one stalled one fits, no more
         held.append(await slow_post(r.web_port, SMALL_BODY, SMALL_BODY - 1, "127.0.0.2"))
         await until_reading(r, MAX_BODY + SMALL_BODY - 2)
         reader, writer = await slow_post(r.web_port, SMALL_BODY, 10, "127.0.0.2")
         assert await status_of(reader) == (503, "5")
-        writer.close()
+        await shut(writer)
         held.append(await slow_post(r.web_port, MAX_BODY, MAX_BODY - 1, "127.0.0.3"))
         await until_reading(r, 2 * MAX_BODY + SMALL_BODY - 3)  # another address's is not
         assert r.channel.busy == 2
         for _, writer in held:
-            writer.close()
+            await shut(writer)
         await until_reading(r, 0)
 
 
