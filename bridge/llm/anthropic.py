@@ -200,10 +200,9 @@ class AnthropicBackend:
                 datas = decoder.feed(chunk) if chunk else decoder.close()
             except SSEError as exc:
                 raise bad_response(str(exc)) from exc
-            if decoder.data_seen:
-                idle.progress()
             for data in datas:
                 for event in reader.feed(_json(data)):
+                    idle.progress()  # said something: pings and empty events alone are not
                     yield event
             if not chunk:
                 break

@@ -13,11 +13,14 @@ headers, the next piece of the body); `read_body` reads a whole body that
 way, chunk by chunk, and stops at a byte cap (counted after decompression:
 `TooLarge`). A slow model that keeps sending is never cut off; one that goes
 silent for `timeout_s` fails with `silent()`. A streamed answer is read
-through an `IdleTimer`: any bytes restart its silence, but keep-alive comments
-alone (no SSE `data` line, which the caller calls progress) are allowed only
-`KEEPALIVE_FACTOR` times `timeout_s` (20 minutes at the default 120 s: a
-provider like OpenRouter sends them while a model thinks for minutes), then
-fail (`chatter()`) instead of holding the turn forever.
+through an `IdleTimer`: any bytes restart its silence, but bytes that say
+nothing (keep-alive comments, pings, events without text or a tool call: the
+caller calls `progress()` only for an event that said something) are allowed
+only `KEEPALIVE_FACTOR` times `timeout_s` (20 minutes at the default 120 s: a
+provider like OpenRouter sends comments while a model thinks for minutes),
+then fail (`chatter()`) instead of holding the turn forever (`data: {}` every
+second had held one for good). One event still arriving is not progress
+either: a server could begin a new one in every chunk.
 Nothing here knows a wire format.
 """
 
@@ -73,7 +76,10 @@ KEEPALIVE_FACTOR = 10  # keep-alives alone may hold a streamed answer this many 
 
 def chatter(waited_s: float) -> BackendError:
     """The timeout of a server that sent only keep-alives for `waited_s`."""
-    text = f"the model server sent only keep-alives, no answer, for {waited_s:g}s mid-answer"
+    text = (
+        f"the model server sent only keep-alives, no answer, for {waited_s:g}s mid-answer"
+        " (comments or events that said nothing)"
+    )
     return ServerFault("timeout", text, text)
 
 

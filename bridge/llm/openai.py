@@ -185,13 +185,12 @@ class OpenAIBackend:
                 datas = decoder.feed(chunk) if chunk else decoder.close()
             except SSEError as exc:
                 raise self._not_a_stream(ctype, str(exc)) from exc
-            if decoder.data_seen:
-                idle.progress()
             for data in datas:
                 if data.strip() == "[DONE]":
                     done = True
                     break
                 for event in assembler.feed(parse_json(data)):
+                    idle.progress()  # said something: empty events alone are keep-alives
                     yield event
             if not chunk:
                 break

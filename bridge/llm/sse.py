@@ -9,9 +9,9 @@ several `data:` lines of one event are joined with `\\n` as the spec says.
 Bytes are capped: one line at `max_line_bytes` (8 MiB), the data of one
 event (its `data:` lines together, until the blank line that ends it) at
 `max_event_bytes` (16 MiB); past either, `SSEError`. After each `feed`,
-`data_seen` says whether those bytes carried (part of) a `data:` line: a
-caller's inactivity timer counts only that as the server answering, never
-comments, blank lines or the other fields.
+`data_seen` says whether those bytes carried (part of) a `data:` line (the
+model adapters' inactivity timers count only events that said something as
+the server answering: bridge.llm.http_stream.IdleTimer).
 """
 
 from __future__ import annotations

@@ -83,6 +83,53 @@ async def test_only_keep_alive_comments_end_in_the_timeout_reply(make_backend):
     assert "only keep-alives, no answer, for 3s" in info.value.user_message  # 10 timeouts
 
 
+async def test_events_that_say_nothing_end_in_the_timeout_reply(make_backend):
+    """`data:` events with empty deltas every 20 ms, forever: bytes, even data, but no
+    text and no tool call. They count as keep-alives: cut after ten timeouts (they
+    had held the turn for good, the typing indicator on)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = await sse_head(request)
+        for _ in range(10_000):
+            if not await write(resp, frame({})):
+                return resp
+            await asyncio.sleep(0.02)
+        return resp
+
+    async with Hostile(handler) as server:
+        backend = make_backend(base_url=server.base_url, timeout_s=0.3, max_retries=0)
+        with pytest.raises(BackendError) as info:
+            await collect(backend)
+    assert info.value.kind == "timeout", info.value.user_message
+    assert "only keep-alives, no answer, for 3s" in info.value.user_message
+
+
+async def test_anthropic_pings_alone_end_in_the_timeout_reply() -> None:
+    """Anthropic's `ping` events (and a message_start) every 20 ms, no content block."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = await sse_head(request)
+        start = {"type": "message_start", "message": {"usage": {"input_tokens": 1}}}
+        await write(resp, b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n")
+        for _ in range(10_000):
+            if not await write(resp, b'event: ping\ndata: {"type": "ping"}\n\n'):
+                return resp
+            await asyncio.sleep(0.02)
+        return resp
+
+    async with Hostile(handler) as server:
+        backend = AnthropicBackend(
+            "sk-ant-test-key", "claude-test", base_url=server.origin, timeout_s=0.3, max_retries=0
+        )
+        try:
+            with pytest.raises(BackendError) as info:
+                await collect(backend)
+        finally:
+            await backend.aclose()
+    assert info.value.kind == "timeout", info.value.user_message
+    assert "only keep-alives, no answer, for 3s" in info.value.user_message
+
+
 async def test_keep_alives_while_a_model_thinks_are_waited_for(make_backend):
     """OpenRouter sends comments while a model thinks for minutes: past `timeout_s` of
     comments alone (and within ten of them) the answer that follows still comes."""
