@@ -55,10 +55,15 @@ def check_names(names: Iterable[object], what: str) -> None:
 
 
 def _annotations(cls: object) -> dict[Any, Any]:
-    """The class's own annotations, as `dataclasses` reads them."""
-    own = getattr(cls, "__dict__", {})
-    found = own.get("__annotations__", {}) if isinstance(own, typing.Mapping) else {}
-    return found if isinstance(found, dict) else {}
+    """The class's own annotations, as `dataclasses` reads them: a plain dict or none
+    (the real one iterates `.items()`, which a dict subclass answers as it likes: the
+    attacker pass after session 30 pasted its own text through it). TypeError for
+    anything else."""
+    own = type.__dict__["__dict__"].__get__(cls) if isinstance(cls, type) else {}
+    found = own.get("__annotations__", {})
+    if type(found) is not dict:
+        raise TypeError(f"dataclass: annotations must be a plain dict, not {type(found).__name__}")
+    return found
 
 
 def _is_field(value: object) -> bool:

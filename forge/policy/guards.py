@@ -61,8 +61,13 @@ _WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
 # into the text of the methods it execs with the real builtins; a subclass made
 # `name` a property answering any text (found by an attacker pass).
 # `InitVar` is a marker `dataclass` recognises by its exact type, never meant to
-# be extended either (`KW_ONLY` is an instance, not a class).
-NOT_SUBCLASSABLE: frozenset[type] = frozenset({dataclasses.Field, dataclasses.InitVar})
+# be extended either (`KW_ONLY` is an instance, not a class). `type`: a tool class
+# based on it is a metaclass, and calling one makes classes from any namespace,
+# past `make_class`, the linter and RestrictedPython's name rules (dunders such
+# as `__annotations__`, `__dataclass_fields__`, `__class__`, `__mro__`): the next
+# attacker pass reached the real builtins so through `dataclass` and `replace`.
+# `typing.Type` as a base resolves to `type` (its `__mro_entries__`).
+NOT_SUBCLASSABLE: frozenset[type] = frozenset({dataclasses.Field, dataclasses.InitVar, type})
 
 
 class _DeniedWrite:
