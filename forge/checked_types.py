@@ -96,19 +96,95 @@ def _check_fields(target: type) -> None:
     for name in names:
         _exact_field(getattr(target, name, None), f"the default of field {name!r}")
     for base in mro[1:]:
-        found = getattr(base, "__dataclass_fields__", None)
-        if found is None:
+        _check_dataclass_fields(base, f"dataclass: base {base.__name__}")
+
+
+def _check_dataclass_fields(cls: type, what: str) -> None:
+    """TypeError unless `cls`'s `__dataclass_fields__`, if any, is a plain dict of
+    exact `Field`s each named by its (checked) key."""
+    found = getattr(cls, "__dataclass_fields__", None)
+    if found is None:
+        return
+    if type(found) is not dict:
+        raise TypeError(f"{what} has forged dataclass fields")
+    for key, value in dict(found).items():
+        check_names([key], "dataclass")
+        if type(value) is not dataclasses.Field or type(value.name) is not str:
+            raise TypeError(f"{what} has forged dataclass fields")
+        if value.name != key:
+            raise TypeError(f"{what}'s field {key!r} is named otherwise")
+
+
+def _instance_dict(value: object) -> dict[Any, Any] | None:
+    """`value`'s own attribute dict as the type's descriptor gives it (no tool code
+    runs: a tool class defines no `__getattribute__`), or None without one."""
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+    return found if type(found) is dict else None
+
+
+def _check_values(root: object, what: str, limit: int = 100_000) -> None:
+    """TypeError when any object reachable from `root` (through dataclass fields,
+    lists, tuples, sets, dicts and instance attributes) holds an attribute whose name
+    no tool could have written (not a str, or starting with `_`): `asdict`,
+    `astuple` and `replace` hand such objects to `copy.deepcopy`, `getattr` and the
+    class, which take `__reduce_ex__`, `__dataclass_fields__` and the like from the
+    instance. A library setter that wrote a tool-chosen name (`cached_property`'s
+    `attrname`, the attacker pass after the metaclass one) had put one there."""
+    seen: set[int] = set()
+    todo: list[object] = [root]
+    while todo:
+        value = todo.pop()
+        if id(value) in seen or isinstance(value, (str, bytes, int, float, complex, type)):
             continue
-        if type(found) is not dict:
-            raise TypeError(f"dataclass: base {base.__name__} has forged dataclass fields")
-        for key, value in dict(found).items():
-            check_names([key], "dataclass")
-            if type(value) is not dataclasses.Field or type(value.name) is not str:
-                raise TypeError(f"dataclass: base {base.__name__} has forged dataclass fields")
-            if value.name != key:
-                raise TypeError(
-                    f"dataclass: base {base.__name__}'s field {key!r} is named otherwise"
-                )
+        seen.add(id(value))
+        if len(seen) > limit:
+            raise TypeError(f"{what}: more than {limit} objects to copy")
+        if isinstance(value, dict):
+            todo.extend(dict.keys(value))
+            todo.extend(dict.values(value))
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo.extend(value)
+        own = _instance_dict(value)
+        if own is None:
+            continue
+        for key, item in own.items():
+            if type(key) is not str or key.startswith("_"):
+                raise TypeError(f"{what}: an object holds an attribute no tool could set")
+            todo.append(item)
+
+
+def _dataclass_instance(obj: object, what: str) -> None:
+    """TypeError unless `obj` is an instance (not a class) of a dataclass whose
+    fields are plain, and nothing reachable from it holds a hidden attribute."""
+    if isinstance(obj, type):
+        raise TypeError(f"{what}() should be called on dataclass instances")
+    cls = type(obj)
+    _check_dataclass_fields(cls, f"{what}: {cls.__name__}")
+    if object.__getattribute__(obj, "__class__") is not cls:
+        raise TypeError(f"{what}: the instance claims another class")
+    _check_values(obj, what)
+
+
+def asdict(obj: Any, *, dict_factory: Callable[..., Any] = dict) -> Any:
+    """`dataclasses.asdict` after `_dataclass_instance`."""
+    _dataclass_instance(obj, "asdict")
+    return dataclasses.asdict(obj, dict_factory=dict_factory)
+
+
+def astuple(obj: Any, *, tuple_factory: Callable[..., Any] = tuple) -> Any:
+    """`dataclasses.astuple` after `_dataclass_instance`."""
+    _dataclass_instance(obj, "astuple")
+    return dataclasses.astuple(obj, tuple_factory=tuple_factory)
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """`dataclasses.replace` after `_dataclass_instance` (on `obj`; the changes are
+    keyword arguments, so their names are the tool's own identifiers)."""
+    _dataclass_instance(obj, "replace")
+    return dataclasses.replace(obj, **changes)
 
 
 def dataclass(cls: type | None = None, /, **options: Any) -> Any:
@@ -143,5 +219,8 @@ TypedDict.__mro_entries__ = typing.TypedDict.__mro_entries__  # type: ignore[att
 
 CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
     ("dataclasses", "dataclass"): dataclass,
+    ("dataclasses", "asdict"): asdict,
+    ("dataclasses", "astuple"): astuple,
+    ("dataclasses", "replace"): replace,
     ("typing", "TypedDict"): TypedDict,
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _string  # type: ignore[import-not-found]
 import builtins
 import dataclasses
+import functools
 import operator
 import string
 from collections import ChainMap, UserDict, UserList, UserString, deque
@@ -67,7 +68,12 @@ _WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
 # as `__annotations__`, `__dataclass_fields__`, `__class__`, `__mro__`): the next
 # attacker pass reached the real builtins so through `dataclass` and `replace`.
 # `typing.Type` as a base resolves to `type` (its `__mro_entries__`).
-NOT_SUBCLASSABLE: frozenset[type] = frozenset({dataclasses.Field, dataclasses.InitVar, type})
+# `functools.cached_property` stores its value under `attrname` in the instance's
+# dict: a subclass let a tool set `attrname` to any text (`__reduce_ex__`), then a
+# `deepcopy` (in `asdict`) took it from the instance: a setattr of any name.
+NOT_SUBCLASSABLE: frozenset[type] = frozenset(
+    {dataclasses.Field, dataclasses.InitVar, type, functools.cached_property}
+)
 
 
 class _DeniedWrite:
