@@ -17,16 +17,13 @@ second layer in this process, with such an instance made directly.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from functools import cached_property
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge import checked_types
 from forge.runner import SandboxRunner
-from tests.waits import HANG_S
 
 aio = pytest.mark.asyncio(loop_scope="module")
 
@@ -98,14 +95,6 @@ def run() -> list:
     again = replace(order, note={"table": 5})
     return [asdict(order), list(astuple(again)[1].items()), again.count]
 """
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def runner() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=HANG_S, max_output=256 * 1024)
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 @aio

@@ -17,15 +17,12 @@ with a dict subclass handed to `dataclass` directly.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge import checked_types
 from forge.runner import SandboxRunner
-from tests.waits import HANG_S
 
 aio = pytest.mark.asyncio(loop_scope="module")
 
@@ -88,14 +85,6 @@ def run(n: int) -> str:
     kind: Type[int] = int
     return str(kind(n) + 1)
 """
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def runner() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(default_timeout_s=HANG_S, max_output=256 * 1024)
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 @aio

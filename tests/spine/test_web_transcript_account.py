@@ -11,61 +11,13 @@ token, never the token) and only that account's page shows it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
-from pydantic import SecretStr
-
-from bridge.app.build import build
-from bridge.app.channels_up import web_channel
-from bridge.core.config import load_settings
-from bridge.types.audit_sink import MemoryAudit
-from tests.conftest import Clock
-from tests.spine.conftest import Browsers
-from tests.spine.test_browser import ARGS, BROWSER_TESTS, EchoModel
+from tests.spine.test_browser import BROWSER_TESTS
+from tests.spine.test_web_account_switch import ALICE, BOB, Site, send, site
 
 pytestmark = BROWSER_TESTS
-
-ALICE = "alice-local-token-0123456789"
-BOB = "bob-page-token-0123456789abcd"
-
-
-@dataclass
-class Site:
-    base: str
-    context: Any
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def site(home: Path, clock: Clock, browsers: Browsers) -> AsyncIterator[Site]:
-    base = load_settings(tenants={"bob": {"web_token": BOB}})
-    web = base.web.model_copy(update={"port": 0, "token": SecretStr(ALICE)})
-    settings = base.model_copy(update={"web": web})
-    roost = await build(settings, backend=EchoModel(), audit=MemoryAudit(), clock=clock)
-    launched = web_channel(settings, roost, {})
-    await launched.channel.start()
-    assert launched.port is not None
-    browser = await browsers.launch(ARGS)
-    context = await browser.new_context()
-    try:
-        yield Site(f"http://127.0.0.1:{launched.port()}", context)
-    finally:
-        await context.close()
-        await launched.channel.stop()
-        await roost.aclose()
-
-
-async def send(tab: Any, text: str) -> str:
-    done = tab.locator(".msg.assistant.status-done")
-    before = await done.count()
-    await tab.fill("#input", text)
-    await tab.press("#input", "Enter")
-    await done.nth(before).wait_for()
-    body: str = await done.nth(before).locator(".body").inner_text()
-    return body
+__all__ = ["site"]  # the fixture, shared with the account-switch tests
 
 
 async def transcript(tab: Any) -> str:
