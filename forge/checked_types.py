@@ -26,11 +26,21 @@ and forge.policy.guards `make_class` refuses it as a base; behind that, the
 checked `dataclass` refuses, before the real one runs, any value of a field's
 name (on the class, on every class of its MRO and on the metaclass) that is a
 `Field` but not exactly one, and any base whose `__dataclass_fields__` is not a
-plain dict of exact `Field`s each named by its (checked) key.
+plain dict of exact `Field`s each named by its (checked) key; annotations must be
+a plain dict (a metaclass had made them a dict subclass with its own `items()`).
+
+`asdict`, `astuple` and `replace` are checked too: the real `asdict`/`astuple`
+deep-copy every leaf, and `copy.deepcopy` takes `__reduce_ex__` and friends from
+the object, which two later passes had put into an instance's dict (through a
+`cached_property` whose `attrname` a tool set) and turned into a `setattr` of any
+name. A tool's `asdict`/`astuple` are forge's own and copy nothing (`_convert`);
+all three refuse an instance holding an attribute no tool could have written, a
+forged `__dataclass_fields__` and an instance claiming another class.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import keyword
 import sys
@@ -125,59 +135,77 @@ def _instance_dict(value: object) -> dict[Any, Any] | None:
     return found if type(found) is dict else None
 
 
-def _check_values(root: object, what: str, limit: int = 100_000) -> None:
-    """TypeError when any object reachable from `root` (through dataclass fields,
-    lists, tuples, sets, dicts and instance attributes) holds an attribute whose name
-    no tool could have written (not a str, or starting with `_`): `asdict`,
-    `astuple` and `replace` hand such objects to `copy.deepcopy`, `getattr` and the
-    class, which take `__reduce_ex__`, `__dataclass_fields__` and the like from the
-    instance. A library setter that wrote a tool-chosen name (`cached_property`'s
-    `attrname`, the attacker pass after the metaclass one) had put one there."""
-    seen: set[int] = set()
-    todo: list[object] = [root]
-    while todo:
-        value = todo.pop()
-        if id(value) in seen or isinstance(value, (str, bytes, int, float, complex, type)):
-            continue
-        seen.add(id(value))
-        if len(seen) > limit:
-            raise TypeError(f"{what}: more than {limit} objects to copy")
-        if isinstance(value, dict):
-            todo.extend(dict.keys(value))
-            todo.extend(dict.values(value))
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            todo.extend(value)
-        own = _instance_dict(value)
-        if own is None:
-            continue
-        for key, item in own.items():
-            if type(key) is not str or key.startswith("_"):
-                raise TypeError(f"{what}: an object holds an attribute no tool could set")
-            todo.append(item)
-
-
 def _dataclass_instance(obj: object, what: str) -> None:
-    """TypeError unless `obj` is an instance (not a class) of a dataclass whose
-    fields are plain, and nothing reachable from it holds a hidden attribute."""
+    """TypeError unless `obj` is a plain dataclass instance: not a class, its
+    class's fields plain, no other class claimed, and no attribute of its own that
+    no tool could have written (`__dataclass_fields__` or `__reduce_ex__` in its
+    dict: `replace` and the copy machinery read those from the instance)."""
     if isinstance(obj, type):
         raise TypeError(f"{what}() should be called on dataclass instances")
     cls = type(obj)
+    if getattr(cls, "__dataclass_fields__", None) is None:
+        raise TypeError(f"{what}() should be called on dataclass instances")
     _check_dataclass_fields(cls, f"{what}: {cls.__name__}")
     if object.__getattribute__(obj, "__class__") is not cls:
         raise TypeError(f"{what}: the instance claims another class")
-    _check_values(obj, what)
+    for key in _instance_dict(obj) or {}:
+        if type(key) is not str or key.startswith("_"):
+            raise TypeError(f"{what}: an object holds an attribute no tool could set")
+
+
+MAX_DEPTH = 200  # nesting `asdict`/`astuple` follow (the real ones: the recursion limit)
+
+
+def _convert(value: Any, as_dict: bool, factory: Callable[..., Any], depth: int) -> Any:
+    """`value` as the real `asdict`/`astuple` make it, without `copy.deepcopy`:
+    dataclass instances (checked), lists, tuples, named tuples and dicts are rebuilt
+    with their items converted; a set is copied; anything else is returned as it
+    is (the real ones deep-copy it, and `deepcopy` takes `__reduce_ex__`,
+    `__deepcopy__` and `__setstate__` from objects a tool made: the attacker passes
+    after session 30 turned that into a `setattr` of any name, twice)."""
+    if depth > MAX_DEPTH:
+        raise TypeError(f"{'asdict' if as_dict else 'astuple'}: nested more than {MAX_DEPTH} deep")
+    down = depth + 1
+    cls = type(value)
+    if not isinstance(value, type) and getattr(cls, "__dataclass_fields__", None) is not None:
+        _dataclass_instance(value, "asdict" if as_dict else "astuple")
+        pairs = [
+            (f.name, _convert(getattr(value, f.name), as_dict, factory, down))
+            for f in dataclasses.fields(value)
+        ]
+        return factory(pairs) if as_dict else factory([v for _, v in pairs])
+    if cls is list or cls is tuple:
+        return cls(_convert(v, as_dict, factory, down) for v in value)
+    if isinstance(value, tuple) and type(getattr(cls, "_fields", None)) is tuple:
+        return cls(*[_convert(v, as_dict, factory, down) for v in value])  # a named tuple
+    if isinstance(value, list):
+        return [_convert(v, as_dict, factory, down) for v in value]
+    if isinstance(value, dict):
+        pairs = [
+            (_convert(k, as_dict, factory, down), _convert(v, as_dict, factory, down))
+            for k, v in dict.items(value)
+        ]
+        if cls is collections.defaultdict:
+            made = typing.cast("collections.defaultdict[Any, Any]", value)
+            return collections.defaultdict(made.default_factory, pairs)
+        if cls in (collections.OrderedDict, collections.Counter):
+            return cls(pairs)
+        return dict(pairs)
+    if cls is set or cls is frozenset:
+        return cls(value)
+    return value
 
 
 def asdict(obj: Any, *, dict_factory: Callable[..., Any] = dict) -> Any:
-    """`dataclasses.asdict` after `_dataclass_instance`."""
+    """`dataclasses.asdict` for a tool: forge's own, no `deepcopy` (`_convert`)."""
     _dataclass_instance(obj, "asdict")
-    return dataclasses.asdict(obj, dict_factory=dict_factory)
+    return _convert(obj, True, dict_factory, 0)
 
 
 def astuple(obj: Any, *, tuple_factory: Callable[..., Any] = tuple) -> Any:
-    """`dataclasses.astuple` after `_dataclass_instance`."""
+    """`dataclasses.astuple` for a tool: forge's own, no `deepcopy` (`_convert`)."""
     _dataclass_instance(obj, "astuple")
-    return dataclasses.astuple(obj, tuple_factory=tuple_factory)
+    return _convert(obj, False, tuple_factory, 0)
 
 
 def replace(obj: Any, /, **changes: Any) -> Any:

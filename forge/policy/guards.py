@@ -57,6 +57,7 @@ _PLAIN_ATTRS: Mapping[type, frozenset[str]] = {
 _builtin_getattr = builtins.getattr
 # Exact types `write` allows (all in WRITABLE_TYPES, none a type): the fast path.
 _WRITABLE_EXACT = frozenset({dict, list, set, bytearray, deque})
+_WRITABLE_SET = frozenset(WRITABLE_TYPES)
 # Library classes a tool class may not inherit from (`make_class`): library code
 # trusts what their instances answer. `dataclasses.dataclass` pastes `Field.name`
 # into the text of the methods it execs with the real builtins; a subclass made
@@ -207,10 +208,15 @@ class Guards:
         cls = type(ob)
         if cls in _WRITABLE_EXACT:
             return ob
-        if isinstance(ob, WRITABLE_TYPES) and not isinstance(ob, type):
+        # the real MRO, never `isinstance`: UserDict, UserList and ChainMap are ABCs,
+        # and `UserDict.register(cached_property)` had made every cached_property
+        # writable (the attacker pass after session 30's third; register is refused
+        # too, forge.policy.verdict)
+        mro = type.__dict__["__mro__"].__get__(cls)
+        if not isinstance(ob, type) and any(c in _WRITABLE_SET for c in mro):
             return ob
         if (isinstance(ob, type) and ob in self.tool_classes) or any(
-            c in self.tool_classes for c in cls.__mro__
+            c in self.tool_classes for c in mro
         ):
             return ob
         return _DeniedWrite(ob)

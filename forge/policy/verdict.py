@@ -25,6 +25,7 @@ bound to library objects) passes unchanged.
 
 from __future__ import annotations
 
+import abc
 import builtins
 import importlib
 import string
@@ -107,7 +108,12 @@ def _c_modules() -> frozenset[str]:
     return frozenset(names)
 
 
-_DENIED_FUNCTIONS = _formatter_functions()
+# `ABCMeta.register` (`UserDict.register`, `typing.Sequence.register`, ...): it
+# changes what `isinstance` answers for every library and for forge's own guards
+# (the write guard once took a registered class as writable: the attacker pass
+# after the `cached_property` one). Refused as a value, bound or not.
+_REGISTER_FUNCTIONS = frozenset({id(abc.ABCMeta.register)})
+_DENIED_FUNCTIONS = _formatter_functions() | _REGISTER_FUNCTIONS
 C_MODULES = _c_modules()
 _BUILTIN_NAMES = frozenset(SAFE_BUILTINS)
 
@@ -162,10 +168,14 @@ class Verdicts:
 def _why(value: Any, cls: type) -> str | None:
     if cls is types.MethodType:
         func, owner = value.__func__, value.__self__
+        if id(func) in _REGISTER_FUNCTIONS:
+            return "ABCMeta.register (it changes what isinstance answers)"
         if id(func) in _DENIED_FUNCTIONS or isinstance(owner, string.Formatter):
             return "a method that formats through str.format unguarded"
         return None
     if cls is types.FunctionType:
+        if id(value) in _REGISTER_FUNCTIONS:
+            return "ABCMeta.register (it changes what isinstance answers)"
         return "a str.format formatter function" if id(value) in _DENIED_FUNCTIONS else None
     if cls is types.BuiltinFunctionType:
         return _why_builtin(value)

@@ -17,6 +17,7 @@ second layer in this process, with such an instance made directly.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from functools import cached_property
 from pathlib import Path
 
@@ -135,16 +136,36 @@ class _Box:
     v: object
 
 
-def test_the_helpers_refuse_an_attribute_no_tool_could_set() -> None:
-    """Behind the subclass rule: an instance whose dict holds `__reduce_ex__` (as the
-    real `cached_property` had written it), however deep, is refused before
-    `deepcopy`, `getattr` or the class see it."""
+def test_the_helpers_never_deep_copy_and_refuse_a_hidden_attribute() -> None:
+    """Behind the subclass rule: a dataclass instance whose own dict holds
+    `__reduce_ex__` (as the real `cached_property` had written it) is refused; an
+    object nested anywhere below (in a list, a dict, a deque: the next pass went
+    round a walk of the graph that way) is returned as it is, its hooks never run:
+    the tool's `asdict` and `astuple` make no `deepcopy`."""
+    ran: list[int] = []
     hidden = _Reducer()
-    hidden.__dict__["__reduce_ex__"] = lambda proto: (print, ("ESCAPED",))
-    for value in (hidden, [1, {"k": (hidden,)}], _Box(hidden)):
-        for helper in (checked_types.asdict, checked_types.astuple, checked_types.replace):
-            with pytest.raises(TypeError, match="no tool could set"):
-                helper(_Box(value))
+    hidden.__dict__["__reduce_ex__"] = lambda proto: ran.append(1) or (list, ())
+    top = _Box(1)
+    top.__dict__["__reduce_ex__"] = hidden.__dict__["__reduce_ex__"]
+    for helper in (checked_types.asdict, checked_types.astuple, checked_types.replace):
+        with pytest.raises(TypeError, match="no tool could set"):
+            helper(top)
+    for value in (hidden, [1, {"k": (hidden,)}], deque([hidden]), _Box(hidden)):
+        made = checked_types.asdict(_Box(value))["v"]
+        assert _found(made, hidden), made
+        assert _found(checked_types.astuple(_Box(value))[0], hidden)
+    assert ran == [], "no deepcopy: the hook never ran"
+
+
+def _found(made: object, wanted: object) -> bool:
+    """`wanted` itself (not a copy) somewhere in `made`."""
+    if made is wanted:
+        return True
+    if isinstance(made, dict):
+        return any(_found(v, wanted) for v in made.values())
+    if isinstance(made, (list, tuple, deque)):
+        return any(_found(v, wanted) for v in made)
+    return False
 
 
 def test_the_helpers_refuse_forged_fields_and_classes() -> None:
