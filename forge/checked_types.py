@@ -44,6 +44,7 @@ import collections
 import dataclasses
 import keyword
 import sys
+import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -103,8 +104,19 @@ def _check_fields(target: type) -> None:
     for klass in (*mro, *meta_mro):
         for key, value in dict(type.__dict__["__dict__"].__get__(klass)).items():
             _exact_field(value, f"attribute {key!r} of {klass.__name__}")
+    # each field's default as the class holds it, read once and never through `getattr`:
+    # a descriptor there (a `classmethod(property(...))`) answered one thing to this
+    # check and another to the real `dataclass`'s own `getattr` (the attacker pass
+    # after the `register` one); only plain values, `Field`s and functions pass
+    dicts = [type.__dict__["__dict__"].__get__(klass) for klass in mro]
     for name in names:
-        _exact_field(getattr(target, name, None), f"the default of field {name!r}")
+        raw = next((found[name] for found in dicts if name in found), None)
+        kind = type(raw)
+        if raw is not None and kind is not types.FunctionType and hasattr(kind, "__get__"):
+            raise TypeError(
+                f"dataclass: the default of field {name!r} is a descriptor ({kind.__name__})"
+            )
+        _exact_field(raw, f"the default of field {name!r}")
     for base in mro[1:]:
         _check_dataclass_fields(base, f"dataclass: base {base.__name__}")
 

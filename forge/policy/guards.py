@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import operator
 import string
+import types
 from collections import ChainMap, UserDict, UserList, UserString, deque
 from collections.abc import Callable, Mapping
 from decimal import Context as DecimalContext
@@ -22,6 +23,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from forge.lint import INSPECT_ATTRS
 from forge.policy.verdict import Verdicts
+from forge.shims.common import ShimModule
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
 # RestrictedPython ships no annotations: its two unpack guards, typed here.
@@ -172,6 +174,11 @@ class Guards:
             if default is _MISSING
             else _builtin_getattr(ob, name, default)
         )
+        if type(value) is _FUNCTION and not _library_api(ob, value):
+            raise AttributeError(
+                f"attribute {name!r} gives a library function outside its module (an unbound "
+                "method runs with any object as self), which is not accessible to tools"
+            )
         if type(value) in self._passing:  # values, and types whose instances passed
             return value
         return self._judge(value, name)
@@ -241,6 +248,21 @@ class Guards:
         _subclassable(cls)
         self.tool_classes.add(cls)
         return cls
+
+
+_FUNCTION = types.FunctionType
+_MODULE_LIKE: tuple[type, ...] = (types.SimpleNamespace, ShimModule)
+
+
+def _library_api(ob: Any, value: types.FunctionType) -> bool:
+    """Whether a plain function looked up on `ob` may be held: the tool's own (its
+    code compiled as `<tool>`), or one a module proxy offers. Any other library
+    function reached by an attribute (an unbound method from a class or a typing
+    alias, a property's `fget`, a `partial`'s `func`) runs its library code with
+    whatever object the tool passes as `self`: `UserList.copy(int)` returned the real
+    `type` (`int.__class__(int)`), and `ChainMap.new_child(K, name)` made a class from
+    any namespace, past `make_class` (the attacker pass after the `register` one)."""
+    return value.__code__.co_filename == "<tool>" or type(ob) in _MODULE_LIKE
 
 
 def _subclassable(cls: Any) -> None:
