@@ -40,6 +40,7 @@ forged `__dataclass_fields__` and an instance claiming another class.
 
 from __future__ import annotations
 
+import abc
 import collections
 import dataclasses
 import keyword
@@ -90,6 +91,11 @@ def _exact_field(value: object, what: str) -> None:
         raise TypeError(f"dataclass: {what} is a {type(value).__name__}, not a dataclasses.Field")
 
 
+# the metaclasses a class a tool decorates may have: its own classes' (type), and
+# those of the library classes it may inherit from (collections.abc, Protocol)
+_METACLASSES = frozenset({type, abc.ABCMeta, type(typing.Protocol)})
+
+
 def _check_fields(target: type) -> None:
     """Everything the real `dataclass` will paste into the text it execs, checked
     before it runs: the names of the class's own annotations, every value
@@ -97,6 +103,8 @@ def _check_fields(target: type) -> None:
     will read through `__dataclass_fields__` (`dataclasses._process_class`)."""
     if not isinstance(target, type):
         raise TypeError("dataclass: expects a class")
+    if type(target) not in _METACLASSES:  # a metaclass's `__dict__` could answer anything
+        raise TypeError(f"dataclass: a class of metaclass {type(target).__name__}")
     names = _annotations(target)
     check_names(names, "dataclass")
     mro = type.__dict__["__mro__"].__get__(target)  # never a metaclass's own answer
@@ -112,6 +120,8 @@ def _check_fields(target: type) -> None:
     for name in names:
         raw = next((found[name] for found in dicts if name in found), None)
         kind = type(raw)
+        if kind is types.FunctionType and not tool_function(raw):
+            raise TypeError(f"dataclass: the default of field {name!r} is a library function")
         if raw is not None and kind is not types.FunctionType and hasattr(kind, "__get__"):
             raise TypeError(
                 f"dataclass: the default of field {name!r} is a descriptor ({kind.__name__})"
@@ -165,6 +175,32 @@ def _dataclass_instance(obj: object, what: str) -> None:
             raise TypeError(f"{what}: an object holds an attribute no tool could set")
 
 
+def tool_function(value: object) -> bool:
+    """A plain function the tool itself wrote (its code compiled as `<tool>`)."""
+    code = getattr(value, "__code__", None) if type(value) is types.FunctionType else None
+    return code is not None and code.co_filename == "<tool>"
+
+
+def _held(value: Any, what: str) -> Any:
+    """`value`, read from a field by library code, if a tool may hold it: never a
+    library function (an unbound method runs with any object as `self`:
+    `UserList.copy(int)` is the real `type`), nor a class a tool may not hold
+    (`type`, a metaclass, `object`, a function's or module's class), nor anything
+    else forge.policy.verdict refuses. The attacker pass after the unbound one took
+    `UserList.copy` out of a field default through `asdict`, and the real `type`
+    out of a class-level descriptor through `replace`."""
+    from forge.policy.verdict import judge  # forge.modules imports this module
+
+    if type(value) is types.FunctionType and not tool_function(value):
+        raise TypeError(f"{what}: a field holds a library function")
+    if isinstance(value, type) and type in type.__dict__["__mro__"].__get__(value):
+        raise TypeError(f"{what}: a field holds a metaclass")
+    try:
+        return judge(value, "a field")
+    except AttributeError as exc:
+        raise TypeError(f"{what}: {exc}") from None
+
+
 MAX_DEPTH = 200  # nesting `asdict`/`astuple` follow (the real ones: the recursion limit)
 
 
@@ -179,10 +215,11 @@ def _convert(value: Any, as_dict: bool, factory: Callable[..., Any], depth: int)
         raise TypeError(f"{'asdict' if as_dict else 'astuple'}: nested more than {MAX_DEPTH} deep")
     down = depth + 1
     cls = type(value)
+    what = "asdict" if as_dict else "astuple"
     if not isinstance(value, type) and getattr(cls, "__dataclass_fields__", None) is not None:
-        _dataclass_instance(value, "asdict" if as_dict else "astuple")
+        _dataclass_instance(value, what)
         pairs = [
-            (f.name, _convert(getattr(value, f.name), as_dict, factory, down))
+            (f.name, _convert(_held(getattr(value, f.name), what), as_dict, factory, down))
             for f in dataclasses.fields(value)
         ]
         return factory(pairs) if as_dict else factory([v for _, v in pairs])
@@ -224,7 +261,11 @@ def replace(obj: Any, /, **changes: Any) -> Any:
     """`dataclasses.replace` after `_dataclass_instance` (on `obj`; the changes are
     keyword arguments, so their names are the tool's own identifiers)."""
     _dataclass_instance(obj, "replace")
-    return dataclasses.replace(obj, **changes)
+    filled = dict(changes)
+    for f in dataclasses.fields(obj):  # what the real one would read itself, read and judged here
+        if f.init and f.name not in filled:
+            filled[f.name] = _held(getattr(obj, f.name), "replace")
+    return dataclasses.replace(obj, **filled)
 
 
 def dataclass(cls: type | None = None, /, **options: Any) -> Any:

@@ -179,6 +179,11 @@ class Guards:
                 f"attribute {name!r} gives a library function outside its module (an unbound "
                 "method runs with any object as self), which is not accessible to tools"
             )
+        if isinstance(value, property) and not _tool_property(value):
+            raise AttributeError(
+                f"attribute {name!r} gives a library property (its getter runs with any "
+                "object: classmethod(ChainMap.parents) made classes), not accessible to tools"
+            )
         if type(value) in self._passing:  # values, and types whose instances passed
             return value
         return self._judge(value, name)
@@ -263,6 +268,14 @@ def _library_api(ob: Any, value: types.FunctionType) -> bool:
     `type` (`int.__class__(int)`), and `ChainMap.new_child(K, name)` made a class from
     any namespace, past `make_class` (the attacker pass after the `register` one)."""
     return value.__code__.co_filename == "<tool>" or type(ob) in _MODULE_LIKE
+
+
+def _tool_property(value: property) -> bool:
+    """A property whose getter, setter and deleter are the tool's own (or none)."""
+    return all(
+        f is None or (type(f) is _FUNCTION and f.__code__.co_filename == "<tool>")
+        for f in (value.fget, value.fset, value.fdel)
+    )
 
 
 def _subclassable(cls: Any) -> None:

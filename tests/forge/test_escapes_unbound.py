@@ -15,6 +15,7 @@ the check one thing and the real `dataclass` another).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ import pytest
 from forge.runner import SandboxRunner
 
 aio = pytest.mark.asyncio(loop_scope="module")
+# a library function taken unbound, or (since the next pass) a library property
+REFUSED = re.compile("library function outside its module|library property")
 
 INJ = 'x"\n raise ValueError("ESCAPED " + str(__import__("os").getpid()))#'
 TYPE_FROM_COPY = f"""
@@ -111,7 +114,7 @@ async def test_the_attackers_tools_are_refused(
 ) -> None:
     res = await runner.run(source, {}, tmp_path)
     assert "ESCAPED" not in str(res.result) + res.error_message, res
-    assert not res.ok and "library function outside its module" in res.error_message, res
+    assert not res.ok and REFUSED.search(res.error_message), res
 
 
 @aio
@@ -122,7 +125,7 @@ async def test_library_functions_taken_unbound_are_refused(
     head, line = body.split("\n", 1)
     source = f'{head}\n\ndef run():\n    """Unbound."""\n    {line}\n    return "held"\n'
     res = await runner.run(source, {}, tmp_path)
-    assert not res.ok and "library function outside its module" in res.error_message, res
+    assert not res.ok and REFUSED.search(res.error_message), res
 
 
 @aio
