@@ -43,6 +43,7 @@ from __future__ import annotations
 import abc
 import collections
 import dataclasses
+import functools
 import keyword
 import sys
 import types
@@ -298,7 +299,40 @@ def TypedDict(  # the name a tool imports
 # the real one gives (its keys are identifiers by the statement's own syntax)
 TypedDict.__mro_entries__ = typing.TypedDict.__mro_entries__  # type: ignore[attr-defined]
 
+
+def _cached_own(function: Any, what: str) -> None:
+    """TypeError unless `function` is the tool's own: `cache` and `lru_cache` copy what
+    they wrap's `__dict__` onto the wrapper (`update_wrapper`), where it is read with
+    no descriptor binding: `cache(ChainMap).fromkeys` was a raw classmethod object,
+    `cache(RegexFlag).ASCII` a raw `enum.property` (an attacker pass: no escape found
+    through them, but no tool needs to cache a library class)."""
+    if not tool_function(function):
+        raise TypeError(f"{what}: only a function the tool wrote can be cached")
+
+
+def cache(user_function: Any, /) -> Any:
+    """`functools.cache` of a tool's own function."""
+    _cached_own(user_function, "cache")
+    return functools.cache(user_function)
+
+
+def lru_cache(maxsize: Any = 128, typed: bool = False) -> Any:
+    """`functools.lru_cache`, as a decorator with or without arguments, of a tool's own
+    function."""
+    if callable(maxsize) and not isinstance(maxsize, bool):
+        _cached_own(maxsize, "lru_cache")
+        return functools.lru_cache(maxsize=128, typed=typed)(maxsize)
+
+    def wrap(user_function: Any) -> Any:
+        _cached_own(user_function, "lru_cache")
+        return functools.lru_cache(maxsize=maxsize, typed=typed)(user_function)
+
+    return wrap
+
+
 CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
+    ("functools", "cache"): cache,
+    ("functools", "lru_cache"): lru_cache,
     ("dataclasses", "dataclass"): dataclass,
     ("dataclasses", "asdict"): asdict,
     ("dataclasses", "astuple"): astuple,

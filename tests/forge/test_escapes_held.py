@@ -133,3 +133,43 @@ async def test_a_tools_own_functions_and_properties_still_work(
 ) -> None:
     res = await runner.run(OWN_VALUES, {}, tmp_path)
     assert res.ok and res.result == [8, "cake", "CAKE"], res
+
+
+CACHED = {
+    "cache of a library class": "from functools import cache\nfrom collections import ChainMap\n"
+    'def run():\n    """x"""\n    return repr(cache(ChainMap).fromkeys)\n',
+    "lru_cache of a library class": "from functools import lru_cache\nfrom collections import "
+    'ChainMap\ndef run():\n    """x"""\n    return repr(lru_cache(maxsize=4)(ChainMap))\n',
+}
+OWN_CACHED = """
+from functools import cache, lru_cache
+
+@cache
+def square(n):
+    return n * n
+
+@lru_cache
+def cube(n):
+    return n * n * n
+
+@lru_cache(maxsize=8)
+def inc(n):
+    return n + 1
+
+def run() -> list:
+    \"\"\"The tool's own functions cached.\"\"\"
+    return [square(3), square(3), cube(2), inc(1), square.cache_info().hits]
+"""
+
+
+@aio
+@pytest.mark.parametrize("source", CACHED.values(), ids=CACHED.keys())
+async def test_only_a_tools_own_function_is_cached(
+    runner: SandboxRunner, tmp_path: Path, source: str
+) -> None:
+    """`cache`/`lru_cache` copy the wrapped object's `__dict__` onto the wrapper,
+    read there without descriptor binding (a raw classmethod, an `enum.property`)."""
+    res = await runner.run(source, {}, tmp_path)
+    assert not res.ok and "only a function the tool wrote can be cached" in res.error_message
+    res = await runner.run(OWN_CACHED, {}, tmp_path)
+    assert res.ok and res.result == [9, 9, 8, 2, 1], res
