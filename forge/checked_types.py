@@ -45,11 +45,14 @@ import collections
 import dataclasses
 import functools
 import keyword
+import string
 import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from forge.refused import REFUSED_CLASSES, REFUSED_INSTANCES
 
 
 def check_names(names: Iterable[object], what: str) -> None:
@@ -187,19 +190,25 @@ def _held(value: Any, what: str) -> Any:
     library function (an unbound method runs with any object as `self`:
     `UserList.copy(int)` is the real `type`), nor a class a tool may not hold
     (`type`, a metaclass, `object`, a function's or module's class), nor anything
-    else forge.policy.verdict refuses. The attacker pass after the unbound one took
+    else forge.refused names. The attacker pass after the unbound one took
     `UserList.copy` out of a field default through `asdict`, and the real `type`
     out of a class-level descriptor through `replace`."""
-    from forge.policy.verdict import judge  # forge.modules imports this module
-
     if type(value) is types.FunctionType and not tool_function(value):
         raise TypeError(f"{what}: a field holds a library function")
-    if isinstance(value, type) and type in type.__dict__["__mro__"].__get__(value):
-        raise TypeError(f"{what}: a field holds a metaclass")
-    try:
-        return judge(value, "a field")
-    except AttributeError as exc:
-        raise TypeError(f"{what}: {exc}") from None
+    if isinstance(value, property) and not all(
+        f is None or tool_function(f) for f in (value.fget, value.fset, value.fdel)
+    ):
+        raise TypeError(f"{what}: a field holds a library property")
+    if isinstance(value, type):
+        if type in type.__dict__["__mro__"].__get__(value):
+            raise TypeError(f"{what}: a field holds a metaclass")
+        if value in REFUSED_CLASSES or issubclass(value, string.Formatter):
+            raise TypeError(f"{what}: a field holds the class {value.__name__}")
+    elif isinstance(value, REFUSED_INSTANCES):
+        raise TypeError(f"{what}: a field holds a {type(value).__name__} object")
+    elif type(value) is dict and ("__builtins__" in value or "__import__" in value):
+        raise TypeError(f"{what}: a field holds a namespace of globals or builtins")
+    return value
 
 
 MAX_DEPTH = 200  # nesting `asdict`/`astuple` follow (the real ones: the recursion limit)

@@ -35,34 +35,12 @@ from typing import Any
 
 from forge.modules import ALLOWED, SHIMMED, SOURCES
 from forge.policy.builtin_names import SAFE_BUILTINS
+from forge.refused import REFUSED_CLASSES as _REFUSED_CLASSES
+from forge.refused import REFUSED_INSTANCES as _REFUSED_INSTANCES
 
 # Results that are plain values: nothing to judge (the common case, kept first).
 _INERT = frozenset(
     {str, int, float, bool, complex, bytes, tuple, list, set, frozenset, type(None), range}
-)
-_REFUSED_INSTANCES: tuple[type, ...] = (
-    types.FrameType,
-    types.TracebackType,
-    types.CodeType,
-    types.CellType,
-    types.ModuleType,
-    string.Formatter,
-)
-# Classes whose instances a tool must never build (or that hand out any class).
-_REFUSED_CLASSES = frozenset(
-    {
-        type,
-        object,
-        super,
-        types.FunctionType,
-        types.MethodType,
-        types.CodeType,
-        types.FrameType,
-        types.TracebackType,
-        types.CellType,
-        types.ModuleType,
-        types.BuiltinFunctionType,
-    }
 )
 _FUNCTION = types.FunctionType
 _METHOD = types.MethodType
