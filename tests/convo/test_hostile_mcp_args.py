@@ -20,16 +20,10 @@ import pytest
 from bridge.app.build import Roost, build
 from bridge.core.config import load_settings
 from bridge.types.messages import Inbound
+from tests.convo.conftest import API_KEY
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
 
 EXT = Path(__file__).parent.parent / "mcp" / "ext_server.py"
-API_KEY = "sk-test-key-000000000000"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI(api_key=API_KEY, models=["m1"]) as server:
-        yield server
 
 
 @pytest.fixture

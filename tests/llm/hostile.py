@@ -22,9 +22,11 @@ from aiohttp import web
 
 from bridge.app.build import build
 from bridge.core.config import Settings
+from bridge.llm.anthropic import AnthropicBackend
 from bridge.llm.openai import OpenAIBackend
 from bridge.types.audit_sink import MemoryAudit
-from tests.llm.support import KEY, MODEL
+from bridge.types.backend import ModelEvent
+from tests.llm.support import KEY, MODEL, collect
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -119,3 +121,13 @@ class Roosts:
     async def aclose(self) -> None:
         for roost in self._made:
             await roost.aclose()
+
+
+async def collect_anthropic(origin: str, **options: Any) -> list[ModelEvent]:
+    """One request's events from an Anthropic backend pointed at `origin`, the backend
+    closed after (what each hostile-Anthropic test needs)."""
+    backend = AnthropicBackend("sk-ant-test-key", "claude-test", base_url=origin, **options)
+    try:
+        return await collect(backend)
+    finally:
+        await backend.aclose()

@@ -21,13 +21,12 @@ import logging
 import pytest
 from aiohttp import web
 
-from bridge.llm.anthropic import AnthropicBackend
 from bridge.llm.audio import AudioClient, AudioError, AudioServer
 from bridge.llm.embeddings import EmbeddingsClient
 from bridge.recall.embedder import EmbedError
 from bridge.types.backend import BackendError, Finish, TextDelta
 from tests.fakes.fake_openai import Status, Text
-from tests.llm.hostile import Hostile, frame, sse_head, write
+from tests.llm.hostile import Hostile, collect_anthropic, frame, sse_head, write
 from tests.llm.support import REQUEST, collect
 
 
@@ -118,14 +117,8 @@ async def test_anthropic_pings_alone_end_in_the_timeout_reply() -> None:
         return resp
 
     async with Hostile(handler) as server:
-        backend = AnthropicBackend(
-            "sk-ant-test-key", "claude-test", base_url=server.origin, timeout_s=0.3, max_retries=0
-        )
-        try:
-            with pytest.raises(BackendError) as info:
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        with pytest.raises(BackendError) as info:
+            await collect_anthropic(server.origin, timeout_s=0.3, max_retries=0)
     assert info.value.kind == "timeout", info.value.user_message
     assert "only keep-alives, no answer, for 3s" in info.value.user_message
 
@@ -224,12 +217,8 @@ async def test_the_anthropic_backend_does_not_follow_a_redirect(caplog):
     async with Hostile(_elsewhere) as other:
         redirect = _redirecting(f"{other.origin}/v1/messages?k=1")
         async with Hostile(redirect) as server:
-            backend = AnthropicBackend("sk-ant-test-key", "claude-test", base_url=server.origin)
-            try:
-                with pytest.raises(BackendError) as info:
-                    await collect(backend)
-            finally:
-                await backend.aclose()
+            with pytest.raises(BackendError) as info:
+                await collect_anthropic(server.origin)
     assert other.hits == 0
     assert info.value.kind == "config"
     assert f"redirect to {other.origin.removeprefix('http://')}" in caplog.text

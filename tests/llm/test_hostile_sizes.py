@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bridge.llm.anthropic import AnthropicBackend
 from bridge.types.backend import BackendError, ToolCall
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, Text, ToolCalls
-from tests.llm.hostile import Hostile, Roosts, finish, frame, sse_head, write
+from tests.llm.hostile import Hostile, Roosts, collect_anthropic, finish, frame, sse_head, write
 from tests.llm.support import collect
 
 MIB = 1024 * 1024
@@ -181,11 +180,7 @@ async def test_anthropic_tool_input_in_endless_pieces_is_refused():
         return resp
 
     async with Hostile(handler) as server:
-        backend = AnthropicBackend("sk-ant-test-key", "claude-test", base_url=server.origin)
-        try:
-            with pytest.raises(BackendError) as info:
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        with pytest.raises(BackendError) as info:
+            await collect_anthropic(server.origin)
     assert info.value.kind == "bad_response"
     assert "sent a reply roost could not read" in info.value.user_message

@@ -18,11 +18,10 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from bridge.llm.anthropic import AnthropicBackend
 from bridge.types.backend import Finish, TextDelta, ToolCall
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, Text, ToolCalls
-from tests.llm.hostile import Hostile, Roosts, sse_head, write
+from tests.llm.hostile import Hostile, Roosts, collect_anthropic, sse_head, write
 from tests.llm.support import collect
 
 MAX_TOKENS = 10**9  # openai_wire.MAX_TOKENS
@@ -110,11 +109,7 @@ async def _anthropic_events(*frames: bytes) -> list:
         return resp
 
     async with Hostile(handler) as server:
-        backend = AnthropicBackend("sk-ant-test-key", "claude-test", base_url=server.origin)
-        try:
-            return await collect(backend)
-        finally:
-            await backend.aclose()
+        return await collect_anthropic(server.origin)
 
 
 def _text_delta(text: str, index: int = 0) -> bytes:

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from bridge.core.config import Settings, load_settings
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import env_for
 from tests.spine.test_reload import config, reloaded, started, write_config
+from tests.spine.test_reload import notify as notify  # the fixture
 from tests.waits import until
 
 
@@ -33,16 +34,6 @@ from tests.waits import until
 async def model() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI(api_key="sk-test-key-000000000000", models=["m1"]) as server:
         yield server
-
-
-@pytest.fixture
-def notify(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    where = str(tmp_path / "notify.sock")
-    sock.bind(where)
-    sock.setblocking(False)
-    yield sock, where
-    sock.close()
 
 
 def saved(path: Path, data: bytes) -> None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from tests.spine.test_browser import BROWSER_TESTS
-from tests.spine.test_web_account_switch import ALICE, BOB, Site, send, site
+from tests.spine.test_web_account_switch import ALICE, BOB, Site, send
+from tests.spine.test_web_account_switch import site as site  # the fixture
 
 pytestmark = BROWSER_TESTS
-__all__ = ["site"]  # the fixture, shared with the account-switch tests
 
 
 async def transcript(tab: Any) -> str:
