@@ -102,9 +102,11 @@ _METACLASSES = frozenset({type, abc.ABCMeta, type(typing.Protocol)})
 
 def _check_fields(target: type) -> None:
     """Everything the real `dataclass` will paste into the text it execs, checked
-    before it runs: the names of the class's own annotations, every value
-    `getattr(target, name)` can find for them, and the fields of every base it
-    will read through `__dataclass_fields__` (`dataclasses._process_class`)."""
+    before it runs: the class's metaclass, the names of its own annotations, the
+    default each name has in the class dicts of its MRO (read once, never through
+    `getattr`), any `Field` anywhere on the class or its metaclass, and the fields
+    of every base it will read through `__dataclass_fields__`
+    (`dataclasses._process_class`)."""
     if not isinstance(target, type):
         raise TypeError("dataclass: expects a class")
     if type(target) not in _METACLASSES:  # a metaclass's `__dict__` could answer anything
