@@ -39,7 +39,14 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardMarkup, Message, MessageEntity, ReplyParameters
+from telegram import (
+    Bot,
+    InlineKeyboardMarkup,
+    LinkPreviewOptions,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+)
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -55,6 +62,11 @@ from bridge.channels.telegram.pace import ChatPacer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# No link previews, on every message and edit: Telegram's servers would fetch the
+# first URL of an answer with no click, so a model steered by injected content could
+# send what its context holds to any host in a URL's query (the attacker pass of
+# session 32). WhatsApp's sends say `preview_url: false` for the same reason.
+NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 SendFailed = Callable[[str], None]
 """Told the kind of each Telegram send that failed for good."""
 
@@ -165,6 +177,7 @@ class Sender:
                 entities=entities,
                 reply_parameters=reply,
                 reply_markup=markup,
+                link_preview_options=NO_PREVIEW,
                 read_timeout=self.policy.send_timeout_s,
             )
 
@@ -190,6 +203,7 @@ class Sender:
                 message_id=message_id,
                 entities=entities,
                 reply_markup=markup,
+                link_preview_options=NO_PREVIEW,
             )
 
         try:
