@@ -65,8 +65,15 @@ class BearerGate:
         self._token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)  # lifespan
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._app(scope, receive, send)
+            return
+        if kind != "http":
+            # a WebSocket (uvicorn serves one once `websockets` or `wsproto` is
+            # installed) or any other kind: never past the gate, token or not
+            if kind == "websocket" and (await receive())["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 1008})
             return
         headers = dict(scope.get("headers") or ())
         raw = headers.get(b"authorization")
