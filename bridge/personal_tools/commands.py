@@ -5,16 +5,21 @@ last use, or from creation when never used). Saving is the person's consent
 to exactly one version of a tool (`bridge.personal_tools.consent`):
 `/tool save NAME [as ALIAS]` saves nothing; it shows the description, the
 parameters, the vault secrets and network hosts that version may use, its
-hash, and what changed since the version the person was last shown (or
-since the saved tool it would replace), records which version it showed
-(`DraftStore.show`) and offers a one-tap button. `/tool save NAME yes
-[HASH]` (what the button sends) saves only when the draft is still that
-version (and HASH, when given, names it); otherwise it shows the new version
-and its diff and asks again. The drafts are kept per chat in roost.db
-(`bridge.personal_tools.drafts`), at most `MAX_DRAFTS` of them: `/tool drop
-NAME` forgets one draft of this chat (every version), `/tool drop all` every
-one; a saved tool is never touched by it. `/tools` lists at most `LISTED`
-drafts, and how many more there are.
+hash, how to read its code when it may use secrets or hosts (`/tool show
+NAME` shows a draft of this chat, labelled unsaved, before a saved tool of
+that name; `me.NAME` the saved one first), and what changed since the version
+the person was last shown (or since the saved tool it would replace), records
+which version it showed (`DraftStore.show`) and offers a one-tap button bound
+to its hash (`consent.confirm_command`; `/tool yes HASH [as ALIAS]` when the
+typed form does not fit a button). `/tool save NAME yes [HASH]` saves only
+when the draft is still the version the last `/tool save NAME` showed (and
+HASH, when given, names it); otherwise it saves nothing, says what the draft
+is now and asks for a new `/tool save NAME`, and what counts as shown does
+not move (so a stale button pressed twice never saves a rewrite). The drafts
+are kept per chat in roost.db (`bridge.personal_tools.drafts`), at most
+`MAX_DRAFTS` of them: `/tool drop NAME` forgets one draft of this chat (every
+version), `/tool drop all` every one; a saved tool is never touched by it.
+`/tools` lists at most `LISTED` drafts, and how many more there are.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.core.words import count
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import (
+    MAX_COMMAND_BYTES,
     MIN_HASH,
     capabilities,
+    code_lines,
     confirm_command,
     params,
     prompt,
+    refusal,
+    save_command,
 )
 from bridge.personal_tools.drafts import Draft, DraftStore
 from bridge.types.audit_sink import AuditSink
@@ -40,6 +49,7 @@ from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec
 from forge.names import BadName, bare_name, check_name
 
 SAVE_USAGE = "/tool save <name> [as <alias>] [yes <hash>]"
+YES_USAGE = "/tool yes <hash> [as <alias>]"
 DROP_USAGE = "/tool drop <name>|all"
 LISTED = 20  # drafts /tools lists
 _HEX = frozenset("0123456789abcdef")
@@ -77,6 +87,16 @@ def parse_save(words: list[str]) -> SaveOrder:
     return SaveOrder(name, alias, confirm, given)
 
 
+def parse_yes(words: list[str]) -> tuple[str, str | None]:
+    """`HASH [as ALIAS]` (a button's short form): the hash (lower-case) and the alias."""
+    if len(words) not in (1, 3) or (len(words) == 3 and words[1] != "as"):
+        raise UsageError(f"Usage: {YES_USAGE}")
+    given = words[0].lower()
+    if len(given) < MIN_HASH or set(given) - _HEX:
+        raise UsageError(f"Usage: {YES_USAGE} (at least {MIN_HASH} hex digits of the hash)")
+    return given, (words[2].removeprefix("me.") if len(words) == 3 else None)
+
+
 def consented(order: SaveOrder, shown: str | None, current: str) -> bool:
     """Whether a confirmation names exactly the version the last prompt showed."""
     if not order.confirm or shown != current:
@@ -96,7 +116,8 @@ class ToolCommands:
             Command("tools", "/tools", "your personal me.* tools: calls, last use", self.listing),
             Command(
                 "tool",
-                f"{SAVE_USAGE} | /tool show me.<name> | /tool rm me.<name> | {DROP_USAGE}",
+                f"{SAVE_USAGE} | {YES_USAGE} | /tool show [me.]<name> | /tool rm me.<name> | "
+                f"{DROP_USAGE}",
                 "keep a tool written in this chat, show one, remove one, or drop drafts",
                 self.tool,
             ),
@@ -138,8 +159,10 @@ class ToolCommands:
         verb, rest = words[0], words[1:]
         if verb == "save":
             return await self._save(ctx, parse_save(rest))
+        if verb == "yes":
+            return await self._yes(ctx, *parse_yes(rest))
         if verb == "show" and len(rest) == 1:
-            return self._show(ctx, rest[0])
+            return await self._show(ctx, rest[0])
         if verb in ("rm", "remove", "delete") and len(rest) == 1:
             return await self._remove(ctx, rest[0])
         if verb == "drop" and len(rest) == 1:
@@ -176,7 +199,44 @@ class ToolCommands:
         shown = await self._drafts.shown(ctx.session, draft.spec.name)
         if consented(order, shown, draft.spec.sha256):
             return await self._keep(ctx, draft.spec, target, library, existing)
-        return await self._offer(ctx, order, draft, target, existing, shown)
+        baseline = await self._baseline(ctx, draft, target, existing, shown)
+        if order.confirm:  # not for the version shown: nothing saved, `shown` stays
+            return _refused(draft, target, baseline, existing is not None)
+        return await self._offer(ctx, order, draft, target, existing, baseline)
+
+    async def _yes(self, ctx: CommandContext, given: str, alias: str | None) -> str | Final:
+        """`/tool yes HASH [as ALIAS]`: the confirmation of the draft whose last consent
+        prompt showed version HASH (a button's short form), checked like the long one."""
+        names = await self._drafts.shown_as(ctx.session, given)
+        if len(names) != 1:
+            why = (
+                "no consent prompt in this chat showed that version now"
+                if not names
+                else f"it names more than one draft ({', '.join(names)})"
+            )
+            return (
+                f"Not saved: {why}. Send /tool save <name> to be shown a draft, "
+                "then confirm it; /tools lists the drafts."
+            )
+        return await self._save(ctx, SaveOrder(names[0], alias, True, given))
+
+    async def _baseline(
+        self,
+        ctx: CommandContext,
+        draft: Draft,
+        target: str,
+        existing: SavedTool | None,
+        shown: str | None,
+    ) -> tuple[str, ToolSpec] | None:
+        """What the current version is compared with: the version last shown, else the
+        saved tool it would replace."""
+        spec = draft.spec
+        seen = await self._drafts.by_hash(ctx.session, spec.name, shown) if shown else None
+        if seen is not None and seen.spec.sha256 != spec.sha256:
+            return (f"the version you were last shown (v{seen.version})", seen.spec)
+        if existing is not None:
+            return (f"your saved me.{target}", existing.spec)
+        return None
 
     async def _offer(
         self,
@@ -185,22 +245,11 @@ class ToolCommands:
         draft: Draft,
         target: str,
         existing: SavedTool | None,
-        shown: str | None,
-    ) -> str | Final:
+        baseline: tuple[str, ToolSpec] | None,
+    ) -> Final:
         """Show what keeping this exact version allows, and what changed; remember it."""
         spec = draft.spec
-        seen = await self._drafts.by_hash(ctx.session, spec.name, shown) if shown else None
-        baseline: tuple[str, ToolSpec] | None = None
-        if seen is not None and seen.spec.sha256 != spec.sha256:
-            baseline = (f"the version you were last shown (v{seen.version})", seen.spec)
-        elif existing is not None:
-            baseline = (f"your saved me.{target}", existing.spec)
         text = prompt(spec, draft.version, target, baseline, existing is not None)
-        if order.confirm:
-            text = (
-                "Not saved: that confirmation is not for the version this chat holds now "
-                "(the draft changed, or you were not shown it yet).\n" + text
-            )
         await self._drafts.show(ctx.session, spec.name, spec.sha256)
         changed = baseline is not None and baseline[1].sha256 != spec.sha256
         await self._audit.emit(
@@ -209,8 +258,6 @@ class ToolCommands:
             {"name": f"me.{target}", "hash": spec.sha256[:12], "changed": changed},
         )
         command = confirm_command(spec.name, order.alias, spec.sha256)
-        if command is None:
-            return text
         return Final(text, "command", actions=(Action(f"Keep me.{target}", command),))
 
     async def _keep(
@@ -246,24 +293,27 @@ class ToolCommands:
         except (ToolNotFound, BadName):
             raise UsageError(f"There is no personal tool {name}; /tools lists them.") from None
 
-    def _show(self, ctx: CommandContext, name: str) -> str:
-        t = self._find(ctx, name)
-        u = t.usage
-        return "\n".join(
-            (
-                f"me.{t.spec.name} — {t.spec.description}",
-                f"Parameters: {params(t.spec.schema) or 'none'}",
-                f"sha256: {t.spec.sha256}",
-                f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
-                f"{count(u.calls, 'call')}, {count(u.errors, 'error')}, "
-                f"last use {_when(u.last_used_ms)}",
-                f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
-                f"Network: {', '.join(t.spec.network) or 'none'}",
-                "```python",
-                t.spec.source.rstrip(),
-                "```",
-            )
+    async def _show(self, ctx: CommandContext, name: str) -> str:
+        """A draft of this chat (labelled unsaved) or a saved tool: `me.NAME` prefers
+        the saved one, a bare NAME the draft; each says when the other exists too."""
+        bare = name.removeprefix("me.").removeprefix("draft__")
+        draft = await self._drafts.latest(ctx.session, bare)
+        try:
+            saved: SavedTool | None = self._find(ctx, name)
+        except UsageError:
+            if draft is None:
+                raise
+            saved = None
+        if draft is not None and (saved is None or not name.startswith("me.")):
+            also = f"\n(You also have a saved me.{bare}: /tool show me.{bare})" if saved else ""
+            return _draft_text(draft) + also
+        assert saved is not None
+        also = (
+            f"\n(This chat also holds an unsaved draft {bare} v{draft.version}: /tool show {bare})"
+            if draft is not None and draft.spec.sha256 != saved.spec.sha256
+            else ""
         )
+        return _saved_text(saved) + also
 
     async def _remove(self, ctx: CommandContext, name: str) -> str:
         t = self._find(ctx, name)
@@ -272,6 +322,54 @@ class ToolCommands:
             "tool.removed", ctx.tenant, {"name": f"me.{t.spec.name}", "hash": t.spec.sha256[:12]}
         )
         return f"Removed me.{t.spec.name}."
+
+
+def _refused(
+    draft: Draft, target: str, baseline: tuple[str, ToolSpec] | None, replaces: bool
+) -> str | Final:
+    """Nothing saved; what the draft is now, and the plain command (a button when it
+    fits) that shows it for consent."""
+    text = refusal(draft.spec, draft.version, target, baseline, replaces)
+    command = save_command(draft.spec.name, target)
+    if len(command.encode()) > MAX_COMMAND_BYTES:
+        return text
+    return Final(text, "command", actions=(Action(f"Show me.{target} to keep", command),))
+
+
+def _draft_text(draft: Draft) -> str:
+    """A draft's source, labelled as a draft that is not saved."""
+    spec = draft.spec
+    return "\n".join(
+        (
+            f"Draft {spec.name} v{draft.version} — NOT SAVED (written in this chat; "
+            f"/tool save {spec.name} asks you to keep it)",
+            f"{spec.name}({params(spec.schema)}) — {spec.description}",
+            *capabilities(spec),
+            *code_lines(spec, "the code below")[1:],
+            "```python",
+            spec.source.rstrip(),
+            "```",
+        )
+    )
+
+
+def _saved_text(t: SavedTool) -> str:
+    u = t.usage
+    return "\n".join(
+        (
+            f"me.{t.spec.name} — {t.spec.description}",
+            f"Parameters: {params(t.spec.schema) or 'none'}",
+            f"sha256: {t.spec.sha256}",
+            f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "
+            f"{count(u.calls, 'call')}, {count(u.errors, 'error')}, "
+            f"last use {_when(u.last_used_ms)}",
+            f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
+            f"Network: {', '.join(t.spec.network) or 'none'}",
+            "```python",
+            t.spec.source.rstrip(),
+            "```",
+        )
+    )
 
 
 def _saved(library: ToolLibrary, name: str) -> SavedTool | None:

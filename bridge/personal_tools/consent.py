@@ -5,12 +5,19 @@ may read and the hosts it may call (`capabilities`), identified by its
 sha256. `/tool save NAME` shows that (`prompt`), with what changed since the
 version the person was last shown (or since the saved tool it would
 replace): capabilities gained or lost, and a short line diff (`short_diff`);
-`confirm_command` is the one-tap button's command, bound to the hash. Every
-rewrite of a draft is told in the chat as it happens (`rewrite_notice`).
+`confirm_command` is the one-tap button's command, always bound to the hash
+of the version shown (`/tool save NAME [as ALIAS] yes HASH`, or the short
+`/tool yes HASH [as ALIAS]` when that does not fit Telegram's 64 bytes of
+callback data). A version that declares vault secrets or network hosts is
+shown with how to read its code first (`/tool show NAME`) and the `net`
+calls found in it (`net_calls`: method and URL, parts computed at run time
+as "…"; a hint read from the code, not a limit). Every rewrite of a draft is
+told in the chat as it happens (`rewrite_notice`).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 from typing import Any
 
@@ -21,6 +28,8 @@ LINE_CHARS = 100
 HASH_SHOWN = 12  # hex digits of the sha256 a person sees and a button carries
 MIN_HASH = 8  # the shortest prefix `/tool save NAME yes HASH` accepts
 MAX_COMMAND_BYTES = 64  # a button's command (Telegram's callback data)
+NET_CALLS = 8  # `net` calls listed in a prompt
+NET_METHODS = {"get": "GET", "post": "POST"}
 
 
 def params(schema: dict[str, Any]) -> str:
@@ -62,8 +71,9 @@ def capability_changes(old: ToolSpec, new: ToolSpec) -> list[str]:
     )
 
 
-def short_diff(old: str, new: str, limit: int = DIFF_LINES) -> str:
-    """The changed lines (`-` old, `+` new, no context), at most `limit`, each cut."""
+def short_diff(old: str, new: str, name: str, limit: int = DIFF_LINES) -> str:
+    """The changed lines (`-` old, `+` new, no context), at most `limit`, each cut;
+    the rest is read with `/tool show NAME`."""
     lines = [
         line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
         for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm="")
@@ -73,7 +83,7 @@ def short_diff(old: str, new: str, limit: int = DIFF_LINES) -> str:
         return "(no line changed)"
     more = len(lines) - limit
     shown = lines[:limit] + (
-        [f"… {more} more changed lines (/tool show after saving)"] if more > 0 else []
+        [f"… {more} more changed lines (the whole code: /tool show {name})"] if more > 0 else []
     )
     return "```diff\n" + "\n".join(shown) + "\n```"
 
@@ -95,20 +105,121 @@ def rewrite_notice(
         head = f"🔧 Draft {name} (v{version}) differs from your saved me.{name}: {_caps_line(new)}."
         changes, base = capability_changes(saved, new), saved
     else:
+        read = f" Read it first: /tool show {name}." if new.secrets or new.network else ""
         return (
-            f"🔧 Draft {name} written (v{version}): {_caps_line(new)}. Keep it: /tool save {name}"
+            f"🔧 Draft {name} written (v{version}): {_caps_line(new)}.{read} "
+            f"Keep it: /tool save {name}"
         )
-    lines = [head, *(f"⚠️ It {c}." for c in changes), short_diff(base.source, new.source)]
+    lines = [head, *(f"⚠️ It {c}." for c in changes), short_diff(base.source, new.source, name)]
     return "\n".join(lines)
 
 
-def confirm_command(name: str, alias: str | None, sha256: str) -> str | None:
-    """The button's command that saves exactly `sha256`; None when it cannot fit."""
-    head = f"/tool save {name}" + (f" as {alias}" if alias else "") + " yes"
-    for command in (f"{head} {sha256[:HASH_SHOWN]}", f"{head} {sha256[:MIN_HASH]}", head):
+def confirm_command(name: str, alias: str | None, sha256: str) -> str:
+    """The button's command that saves exactly `sha256`, within `MAX_COMMAND_BYTES`:
+    the typed form when it fits, else `/tool yes HASH [as ALIAS]` (at most 63 bytes
+    for a valid alias). Never without the hash."""
+    as_alias = f" as {alias}" if alias else ""
+    head = f"/tool save {name}{as_alias} yes"
+    candidates = [f"{head} {sha256[:n]}" for n in (HASH_SHOWN, MIN_HASH)]
+    candidates += [f"/tool yes {sha256[:n]}{as_alias}" for n in (HASH_SHOWN, MIN_HASH)]
+    for command in candidates:
         if len(command.encode()) <= MAX_COMMAND_BYTES:
             return command
-    return None
+    return candidates[-1]
+
+
+def _url(node: ast.expr) -> str:
+    """A URL argument as written: constant parts kept, computed parts as "…"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_url(v) if isinstance(v, ast.Constant) else "…" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _url(node.left) + _url(node.right)
+    return "…"
+
+
+def _shown(text: str) -> str:
+    """`text` on one line with nothing hidden: each unprintable character (line
+    breaks, bidi controls) as its escape, so a URL cannot fake a prompt line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def net_calls(source: str) -> tuple[list[str], bool]:
+    """The `net.get` / `net.post` calls in `source` ("POST https://host/path/…"), in
+    order, and whether `net` is also used in another way (so the list may be short)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [], True
+    calls: list[tuple[int, int, str]] = []
+    direct: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner, attr = node.func.value, node.func.attr
+        if isinstance(owner, ast.Name) and owner.id == "net" and attr in NET_METHODS:
+            direct.add(id(owner))
+            url = node.args[0] if node.args else None
+            url = url or next((k.value for k in node.keywords if k.arg == "url"), None)
+            try:
+                where = _shown(_url(url)) if url is not None else "…"
+            except RecursionError:  # `"a" + "b" + ...` thousands deep: not listed
+                where = "…"
+            calls.append((node.lineno, node.col_offset, f"{NET_METHODS[attr]} {where}"))
+    other = any(
+        (isinstance(n, ast.Name) and n.id == "net" and id(n) not in direct)
+        or (isinstance(n, ast.ImportFrom) and n.module == "net")
+        or (isinstance(n, ast.Import) and any(a.asname not in (None, "net") for a in n.names))
+        for n in ast.walk(tree)
+    )
+    return [call for _, _, call in sorted(calls)], other
+
+
+def code_lines(spec: ToolSpec, show: str) -> list[str]:
+    """For a version that may read secrets or call hosts: how to read its code
+    first, and the `net` calls found in it ([] for one that may do neither)."""
+    if not spec.secrets and not spec.network:
+        return []
+    lines = [f"📖 Read its code before you say yes: {show}"]
+    found, other = net_calls(spec.source)
+    if found:
+        lines.append("Network calls in its code:")
+        cut = [c if len(c) <= LINE_CHARS else c[: LINE_CHARS - 1] + "…" for c in found]
+        lines += [f"- {c}" for c in cut[:NET_CALLS]]
+        if len(found) > NET_CALLS:
+            lines.append(f"- … {len(found) - NET_CALLS} more")
+    if other:
+        lines.append("(It also uses net in ways not listed here: read the code.)")
+    return lines
+
+
+def describe(
+    spec: ToolSpec,
+    version: int,
+    target: str,
+    baseline: tuple[str, ToolSpec] | None,
+    replaces: bool,
+) -> list[str]:
+    """What keeping this exact version allows, how to read it, and what changed."""
+    lines = [
+        f"me.{target}({params(spec.schema)}) — {spec.description}",
+        *capabilities(spec)[1:],
+        *code_lines(spec, f"/tool show {spec.name}"),
+    ]
+    if replaces:
+        lines.append(f"⚠️ It replaces your saved me.{target}.")
+    if baseline is not None and baseline[1].sha256 != spec.sha256:
+        label, base = baseline
+        lines.append(f"⚠️ Changed since {label}:")
+        lines += [f"- It {c}." for c in capability_changes(base, spec)]
+        lines.append(short_diff(base.source, spec.source, spec.name))
+    return lines
+
+
+def save_command(name: str, target: str) -> str:
+    """`/tool save NAME [as ALIAS]`: the plain command that shows a consent prompt."""
+    return f"/tool save {name}" + ("" if target == name else f" as {target}")
 
 
 def prompt(
@@ -121,16 +232,26 @@ def prompt(
     """The consent prompt: what saving this exact version allows, and what changed."""
     lines = [
         f"Keep draft {spec.name} v{version} as me.{target}? You consent to exactly this version:",
-        f"me.{target}({params(spec.schema)}) — {spec.description}",
-        *capabilities(spec)[1:],
+        *describe(spec, version, target, baseline, replaces),
+        f"To keep it, send: {save_command(spec.name, target)} yes {spec.sha256[:HASH_SHOWN]}",
     ]
-    if replaces:
-        lines.append(f"⚠️ It replaces your saved me.{target}.")
-    if baseline is not None and baseline[1].sha256 != spec.sha256:
-        label, base = baseline
-        lines.append(f"⚠️ Changed since {label}:")
-        lines += [f"- It {c}." for c in capability_changes(base, spec)]
-        lines.append(short_diff(base.source, spec.source))
-    command = f"/tool save {spec.name}" + ("" if target == spec.name else f" as {target}")
-    lines.append(f"To keep it, send: {command} yes {spec.sha256[:HASH_SHOWN]}")
+    return "\n".join(lines)
+
+
+def refusal(
+    spec: ToolSpec,
+    version: int,
+    target: str,
+    baseline: tuple[str, ToolSpec] | None,
+    replaces: bool,
+) -> str:
+    """A confirmation that does not name the version last shown: nothing saved, what
+    the draft is now, and that only a new `/tool save NAME` can show it for consent."""
+    lines = [
+        "Not saved: that confirmation is not for the version this chat holds now "
+        "(the draft changed, or you were not shown it yet).",
+        f"This chat holds draft {spec.name} v{version}:",
+        *describe(spec, version, target, baseline, replaces),
+        f"To be asked about this version, send: {save_command(spec.name, target)}",
+    ]
     return "\n".join(lines)

@@ -6,7 +6,9 @@ source, time). So a draft survives a restart and another process (`roost
 send`) sees it, and `/tool save` can say what changed between the version
 the person was last shown and the one they are asked to consent to
 (`bridge.personal_tools.consent`). `show` records which version (sha256) a
-consent prompt showed; `/tool save NAME yes` takes effect only for that one.
+consent prompt showed (only a plain `/tool save NAME` records it); `/tool
+save NAME yes` takes effect only for that one, and `shown_as` finds the draft
+a button's `/tool yes HASH` names.
 
 Drafts expire `keep_ms` (7 days) after their newest version; at most
 `keep_versions` (20) versions of a name are kept, and at most `max_drafts` (16)
@@ -200,6 +202,18 @@ class DraftStore:
             (*_args(key), name),
         )
         return str(found) if found is not None else None
+
+    async def shown_as(self, key: SessionKey, prefix: str) -> list[str]:
+        """The drafts of this chat whose last consent prompt showed a version whose
+        sha256 starts with `prefix` (lower-case hex: a button's `/tool yes HASH`)."""
+        if not prefix or set(prefix) - set("0123456789abcdef"):
+            return []
+        rows = await self._db.fetch_all(
+            "SELECT name FROM tool_draft_shown WHERE tenant=? AND channel=? AND chat=?"
+            " AND substr(sha256, 1, ?) = ? ORDER BY name",
+            (*_args(key), len(prefix), prefix),
+        )
+        return [str(row[0]) for row in rows]
 
     async def show(self, key: SessionKey, name: str, sha256: str) -> None:
         """Record that a consent prompt showed this version of `name`."""

@@ -6,8 +6,9 @@ later, unrelated turn it rewrites `wc` to declare SECRETS and NETWORK. That
 rewrite is told in the chat (the draft, its new capabilities, a diff);
 `/tool save wc` saves nothing but shows what the person would consent to,
 bound to that version's hash; a rewrite between showing and confirming voids
-the confirmation and shows the new diff; only a confirmation of exactly the
-shown version saves, and it saves that version.
+the confirmation and shows the new diff, without counting as shown; only a
+confirmation of exactly the version a plain `/tool save` showed saves, and it
+saves that version.
 """
 
 from __future__ import annotations
@@ -101,10 +102,14 @@ async def test_a_silent_rewrite_is_shown_and_a_stale_confirmation_saves_nothing(
     assert "Changed since the version you were last shown (v2)" in stale.text
     assert '-NETWORK = ["collector.example"]' in stale.text
     assert '+NETWORK = ["sink.example"]' in stale.text
-    v3 = sha256_text(HOSTILE_2)
-    assert [a.command for a in stale.actions] == [f"/tool save wc yes {v3[:12]}"]
+    assert [a.command for a in stale.actions] == ["/tool save wc"]  # shows, never keeps
+    again = await chat.say(offer.actions[0].command)  # the same stale button, again
+    assert again.text.startswith("Not saved") and saved_source(wired) is None
 
-    done = await chat.say(stale.actions[0].command)
+    v3 = sha256_text(HOSTILE_2)
+    shown = await chat.say(stale.actions[0].command)
+    assert [a.command for a in shown.actions] == [f"/tool save wc yes {v3[:12]}"]
+    done = await chat.say(shown.actions[0].command)
     assert done.text.startswith("Saved me.wc(text: string)"), done.text
     assert saved_source(wired) == HOSTILE_2  # exactly the version confirmed
     offered = [e["details"] for e in chain_events(home) if e["event"] == "tool.offered"]
@@ -124,6 +129,10 @@ async def test_typed_yes_binds_to_the_version_shown(wired: Roost, fake: FakeOpen
     late = await chat.say("/tool save wc yes")
     assert late.text.startswith("Not saved") and saved_source(wired) is None
     assert "api_key" in late.text and "collector.example" in late.text
+    # a refused confirmation does not count as shown: a second "yes" is refused too
+    again = await chat.say("/tool save wc yes")
+    assert again.text.startswith("Not saved") and saved_source(wired) is None
+    await chat.say("/tool save wc")  # shown by a plain /tool save
     done = await chat.say("/tool save wc yes")  # now the version shown is the current one
     assert done.text.startswith("Saved me.wc") and saved_source(wired) == HOSTILE
     gone = await chat.say("/tool save wc yes")
@@ -165,15 +174,21 @@ async def test_the_button_fits_telegram_and_the_alias_is_kept(
     assert [a.command for a in offer.actions] == [f"/tool save wc as short yes {sha[:12]}"]
     assert (await chat.say(offer.actions[0].command)).text.startswith("Saved me.short")
     assert (wired.tenant_dirs("local").tools / "me.short.py").read_text() == BENIGN
-    # a long name: the hash no longer fits Telegram's 64 bytes; the button still binds
-    # to the version shown (recorded with the prompt)
+    # a long name: the typed form does not fit Telegram's 64 bytes; the button is the
+    # short form, still naming the version shown by its hash
     offer = await chat.say(f"/tool save {long}")
-    assert [a.command for a in offer.actions] == [f"/tool save {long} yes"]
+    assert [a.command for a in offer.actions] == [f"/tool yes {sha[:12]}"]
     assert f"/tool save {long} yes {sha[:12]}" in offer.text
     assert (await chat.say(offer.actions[0].command)).text.startswith(f"Saved me.{long}")
-    # nothing fits: no button, the text says what to send
+    # a long name and a long alias: the short form with 8 hex digits still fits
     call = {"name": long, "description": "", "source": BENIGN + "\n"}
     fake.script(ToolCalls([Call("forge_create", call)]), Text("ok"))
     await chat.say("again")
-    offer = await chat.say(f"/tool save {long} as {'b' * 41}")
-    assert offer.actions == () and f"/tool save {long} as {'b' * 41} yes " in offer.text
+    alias = "b" * 41
+    offer = await chat.say(f"/tool save {long} as {alias}")
+    sha2 = sha256_text(BENIGN + "\n")
+    assert [a.command for a in offer.actions] == [f"/tool yes {sha2[:8]} as {alias}"]
+    assert all(len(a.command.encode()) <= 64 for a in offer.actions)
+    assert f"/tool save {long} as {alias} yes {sha2[:12]}" in offer.text
+    assert (await chat.say(offer.actions[0].command)).text.startswith(f"Saved me.{alias}")
+    assert (wired.tenant_dirs("local").tools / f"me.{alias}.py").read_text() == BENIGN + "\n"
