@@ -36,6 +36,17 @@ the object, which two later passes had put into an instance's dict (through a
 name. A tool's `asdict`/`astuple` are forge's own and copy nothing (`_convert`);
 all three refuse an instance holding an attribute no tool could have written, a
 forged `__dataclass_fields__` and an instance claiming another class.
+
+Two calls whose RESULT or ARGUMENTS the attribute verdict never sees (an attacker
+pass, atk2 F1 and F3): the real `typing.overload` returns `typing._overload_dummy`,
+a library function (an unbound library function runs its code with any object the
+tool passes); a tool's `overload` takes only a function the tool wrote (or a
+`staticmethod`/`classmethod` of one) and returns it unchanged. The real
+`hashlib.file_digest` calls a digest that is not a name and hands it a
+`memoryview` of its buffer (a builtin the linter bans), and hands a file-like
+object its `bytearray`: a tool's `file_digest` takes only a digest name (an exact
+`str`) and a file `open(path, 'rb')` gave the tool. `string.Template` and
+`re.escape`: forge.checked_text.
 """
 
 from __future__ import annotations
@@ -44,6 +55,8 @@ import abc
 import collections
 import dataclasses
 import functools
+import hashlib
+import io
 import keyword
 import string
 import sys
@@ -53,6 +66,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from forge.refused import REFUSED_CLASSES, REFUSED_INSTANCES
+from forge.write_budget import BudgetedRaw
 
 
 def check_names(names: Iterable[object], what: str) -> None:
@@ -341,6 +355,36 @@ def lru_cache(maxsize: Any = 128, typed: bool = False) -> Any:
     return wrap
 
 
+def overload(func: Any, /) -> Any:
+    """`typing.overload` of a tool's own function (or a `staticmethod`/`classmethod` of
+    one): returned as it is, never `typing._overload_dummy`."""
+    inner = func.__func__ if type(func) in (staticmethod, classmethod) else func
+    if not tool_function(inner):
+        raise TypeError("overload: only a function the tool wrote can be an overload")
+    return func
+
+
+# what the tool's `open(path, 'rb')` (and 'rb+', 'r+b' ...) gives (forge.pathgate,
+# forge.write_budget): the real buffered files over a real file descriptor, whose
+# `readinto` is C code that calls no method of the tool's
+_BINARY_FILES = (io.BufferedReader, io.BufferedRandom)
+_RAW_FILES = (io.FileIO, BudgetedRaw)
+
+
+def file_digest(fileobj: Any, digest: Any, /) -> Any:
+    """`hashlib.file_digest` of a file the tool opened in binary mode, by digest name."""
+    if type(digest) is not str:
+        raise TypeError(
+            "file_digest: give the digest by name, e.g. file_digest(f, 'sha256'), "
+            f"not a {type(digest).__name__}"
+        )
+    if type(fileobj) not in _BINARY_FILES or type(fileobj.raw) not in _RAW_FILES:
+        raise TypeError(
+            f"file_digest: expects a file from open(path, 'rb'), not a {type(fileobj).__name__}"
+        )
+    return hashlib.file_digest(fileobj, digest)
+
+
 CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
     ("functools", "cache"): cache,
     ("functools", "lru_cache"): lru_cache,
@@ -349,4 +393,6 @@ CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
     ("dataclasses", "astuple"): astuple,
     ("dataclasses", "replace"): replace,
     ("typing", "TypedDict"): TypedDict,
+    ("typing", "overload"): overload,
+    ("hashlib", "file_digest"): file_digest,
 }

@@ -15,13 +15,24 @@ Left out on purpose, with the reason:
 - `dataclasses.Field` — `dataclass` pastes a `Field`'s `name` into the source text
   it execs, and a subclass could answer any text for it (`field()` makes one; the
   guards refuse it as a base too, forge.policy.guards NOT_SUBCLASSABLE).
+- `uuid.uuid1`, `uuid.getnode` — may spawn processes to find a MAC address.
+- `re.template`, `re.purge` — deprecated / global cache.
+- subclasses of `typing.NewType` — its `__init__` writes `__name__`,
+  `__qualname__` and `__supertype__` into the instance, from what the name's own
+  methods answer (the guards refuse it as a base, NOT_SUBCLASSABLE).
 
 `dataclasses.dataclass` and `typing.TypedDict` are offered as forge.checked_types
 gives them: `dataclass` too execs text made from field names, and `TypedDict`'s
 functional form takes any string as one; both refuse a name that is not a plain
-identifier (CHECKED).
-- `uuid.uuid1`, `uuid.getnode` — may spawn processes to find a MAC address.
-- `re.template`, `re.purge` — deprecated / global cache.
+identifier (CHECKED). Offered checked too, because library code would hand the
+tool a value no attribute lookup gives (the attacker pass atk2):
+`typing.overload` (the real one returns a library function; forge's returns the
+tool's own), `hashlib.file_digest` (calls a digest object the tool made with a
+`memoryview`; forge's takes a digest name and a file from `open(path, 'rb')`),
+`functools.cache` / `lru_cache` (of the tool's own functions only), and, from
+forge.checked_text, `string.Template` (its `substitute` handed a callback of
+string.py to a pattern the tool set) and `re.escape` (handed the real
+`re._special_chars_map` to a `str` subclass's `translate`).
 
 `os`, `os.path` and `pathlib` are not imported at all: their names below are
 served by the path-gated shims of forge.shims, built per call (SHIMMED).
@@ -33,6 +44,7 @@ import importlib
 import types
 from collections.abc import Mapping, Sequence
 
+from forge.checked_text import CHECKED_TEXT
 from forge.checked_types import CHECKED
 
 ALLOWED: Mapping[str, Sequence[str]] = {
@@ -471,7 +483,8 @@ def build_proxies() -> dict[str, types.SimpleNamespace]:
         module = importlib.import_module(SOURCES.get(module_name, module_name))
         attrs = {}
         for name in names:
-            value = CHECKED.get((module_name, name)) or getattr(module, name)
+            checked = CHECKED.get((module_name, name)) or CHECKED_TEXT.get((module_name, name))
+            value = checked or getattr(module, name)
             if isinstance(value, types.ModuleType):
                 raise RuntimeError(f"{module_name}.{name} is a module; not allowed")
             attrs[name] = value

@@ -13,6 +13,7 @@ import functools
 import operator
 import string
 import types
+import typing
 from collections import ChainMap, UserDict, UserList, UserString, deque
 from collections.abc import Callable, Mapping
 from decimal import Context as DecimalContext
@@ -74,8 +75,12 @@ _WRITABLE_SET = frozenset(WRITABLE_TYPES)
 # `functools.cached_property` stores its value under `attrname` in the instance's
 # dict: a subclass let a tool set `attrname` to any text (`__reduce_ex__`), then a
 # `deepcopy` (in `asdict`) took it from the instance: a setattr of any name.
+# `typing.NewType`: its `__init__` sets `__qualname__`, `__name__` (from the
+# name's own `rpartition`, which a tool `UserString` answers as it likes) and
+# `__supertype__` on the instance: a subclass let a tool plant dunder keys in an
+# instance dict it owns (attacker pass atk2 F2); no tool needs to extend it.
 NOT_SUBCLASSABLE: frozenset[type] = frozenset(
-    {dataclasses.Field, dataclasses.InitVar, type, functools.cached_property}
+    {dataclasses.Field, dataclasses.InitVar, type, functools.cached_property, typing.NewType}
 )
 
 
