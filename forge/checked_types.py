@@ -65,6 +65,7 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from forge.annotation_values import snapshot
 from forge.refused import REFUSED_CLASSES, REFUSED_INSTANCES
 from forge.write_budget import BudgetedRaw
 
@@ -125,7 +126,11 @@ def _check_fields(target: type) -> None:
         raise TypeError("dataclass: expects a class")
     if type(target) not in _METACLASSES:  # a metaclass's `__dict__` could answer anything
         raise TypeError(f"dataclass: a class of metaclass {type(target).__name__}")
-    names = _annotations(target)
+    # a fresh copy no tool holds, whose values run no code of theirs when looked up:
+    # what the names check below and the real `dataclass` then read (`isinstance` asks
+    # a value's `__class__`: a property there swapped a key in the middle of the real
+    # `dataclass`'s loop, the attacker pass of session 32; forge.annotation_values)
+    names = snapshot(target, _annotations(target), "dataclass")
     check_names(names, "dataclass")
     mro = type.__dict__["__mro__"].__get__(target)  # never a metaclass's own answer
     meta_mro = type.__dict__["__mro__"].__get__(type(target))
@@ -288,7 +293,15 @@ def replace(obj: Any, /, **changes: Any) -> Any:
     keyword arguments, so their names are the tool's own identifiers)."""
     _dataclass_instance(obj, "replace")
     filled = dict(changes)
-    for f in dataclasses.fields(obj):  # what the real one would read itself, read and judged here
+    # what the real one would read itself, read and judged here: every init field, and
+    # an `InitVar` with a default (`fields()` leaves InitVars out; the real `replace`
+    # reads them with `getattr` too: the attacker pass of session 32)
+    for f in dict(type(obj).__dataclass_fields__).values():  # checked: plain
+        kind = f._field_type
+        if kind is dataclasses._FIELD_CLASSVAR:  # type: ignore[attr-defined]
+            continue  # never read by the real one
+        if kind is dataclasses._FIELD_INITVAR and f.default is dataclasses.MISSING:  # type: ignore[attr-defined]
+            continue  # the real one refuses it unless given: nothing read
         if f.init and f.name not in filled:
             filled[f.name] = _held(getattr(obj, f.name), "replace")
     return dataclasses.replace(obj, **filled)
@@ -364,6 +377,13 @@ def overload(func: Any, /) -> Any:
     return func
 
 
+def final(f: Any, /) -> Any:
+    """`typing.final`, returning `f` as it is: the real one writes `__final__ = True`
+    on whatever it is given (a library class, a module proxy: a write the write guard
+    refuses; the attacker pass of session 32). The flag is only for type checkers."""
+    return f
+
+
 # what the tool's `open(path, 'rb')` (and 'rb+', 'r+b' ...) gives (forge.pathgate,
 # forge.write_budget): the real buffered files over a real file descriptor, whose
 # `readinto` is C code that calls no method of the tool's
@@ -394,5 +414,6 @@ CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
     ("dataclasses", "replace"): replace,
     ("typing", "TypedDict"): TypedDict,
     ("typing", "overload"): overload,
+    ("typing", "final"): final,
     ("hashlib", "file_digest"): file_digest,
 }
