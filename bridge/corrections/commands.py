@@ -2,7 +2,8 @@
 
 `/yes k3f9` keeps the correction offered under that id in this chat as a
 feedback memory, `/yes k3f9 steering` as a steering line (the buttons send
-exactly these); with one offer pending the id may be left out. An offer
+exactly these); with one offer pending the id may be left out; the reply
+repeats the words kept, as stored. An offer
 lives in the chat it was made in: another chat's or another tenant's `/yes
 k3f9` finds nothing. When the memory is full the offer stays pending and the
 reply is a tidy-up proposal (`/memory tidy`), with keeping it as steering
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.corrections.keep import Keeper, Kept
-from bridge.corrections.offers import ChatKey, Offer, Offers
+from bridge.corrections.offers import ChatKey, Offer, Offers, literal
 from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
 from bridge.memory.tidy import HOW_TO_FREE, Consolidator
 from bridge.types.messages import Action, Final
@@ -29,6 +30,7 @@ def _key(ctx: CommandContext) -> ChatKey:
 
 
 def _said(kept: Kept) -> str:
+    """The reply to a `/yes`: where it was kept, and the words kept, as stored."""
     where = (
         f"a feedback memory ('{kept.where}')"
         if kept.kind == "memory"
@@ -36,9 +38,10 @@ def _said(kept: Kept) -> str:
     )
     then = " It applies from your next message."
     undo = " /memory undo reverts it." if kept.kind == "memory" else ""
+    said = literal(kept.text)
     if kept.replaced is not None:
-        return f"Kept as {where}, replacing “{kept.replaced}”.{then}{undo}"
-    return f"Kept as {where}.{then}{undo}"
+        return f"Kept as {where}: {said}, replacing {literal(kept.replaced)}.{then}{undo}"
+    return f"Kept as {where}: {said}.{then}{undo}"
 
 
 class CorrectionCommands:

@@ -5,7 +5,9 @@ words when no subject is known); an older correction topic that conflicts
 (`subjects.conflicts`) is updated in place, so "always answer in German" then
 "always answer in English" leaves one topic. Steering: a line under the
 "Standing instructions" section of the tenant's `STEERING.md`; a conflicting
-line is replaced in place (`steering.with_kept_line`). Both are screened like
+line is replaced in place (`steering.with_kept_line`; an `@path` in it is
+written as plain text, `steering.kept_form`, so a kept line never includes a
+file). Both are screened like
 every stored text (no secrets, no invisible characters, no injections), both
 are journalled or atomically written, and `correction.kept` /
 `correction.replaced` record kind, hashes and the subject key, never the words.
@@ -20,7 +22,7 @@ from bridge.core.atomic import write_text
 from bridge.core.locks import TenantLocks
 from bridge.corrections.detect import Correction, detect
 from bridge.corrections.subjects import conflicts, subject_of
-from bridge.loadout.steering import with_kept_line
+from bridge.loadout.steering import kept_form, with_kept_line
 from bridge.memory.files import MAX_DESCRIPTION, Topic
 from bridge.memory.service import Memory, SecretsOf
 from bridge.memory.store import MemoryRefused, Provenance
@@ -59,6 +61,7 @@ class Kept:
     kind: str  # memory | steering
     where: str  # the topic name or "STEERING.md"
     replaced: str | None  # the text it replaced
+    text: str  # the words kept, as stored (a steering line with its `@refs` made plain)
 
 
 class Keeper:
@@ -114,7 +117,7 @@ class Keeper:
         replaced = _first_line(old.content) if old is not None else None
         if replaced is not None and text_hash(replaced) == text_hash(one):
             replaced = None  # the same words kept again: an update, not a replacement
-        return Kept("memory", name, replaced)
+        return Kept("memory", name, replaced, one)
 
     def _conflicting_topic(self, dirs: TenantDirs, correction: Correction) -> Topic | None:
         for topic in self._memory.store.topics(dirs):
@@ -138,7 +141,7 @@ class Keeper:
                 text, correction.text, lambda old: _replaces(correction, old)
             )
             write_text(path, new)
-        return Kept("steering", "STEERING.md", replaced)
+        return Kept("steering", "STEERING.md", replaced, kept_form(correction.text))
 
 
 def _first_line(content: str) -> str:

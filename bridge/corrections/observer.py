@@ -4,7 +4,10 @@ Before each turn, `detect` reads the person's message. When it holds a
 standing instruction ("from now on …", "nie wieder …"), an offer is made
 for this chat (`Offers`) and the reply ends with one short line and two
 one-tap actions: keep it as a feedback memory (`/yes <id>`) or as a steering
-line (`/yes <id> steering`). Nothing is stored here: only the person's
+line (`/yes <id> steering`). The line quotes the whole instruction, exactly as
+it would be kept (`detect` keeps at most `MAX_CHARS`, a few lines on a phone;
+a Markdown code span, so no link or emphasis hides a character of it): the
+person never confirms text they were not shown. Nothing is stored here: only the person's
 confirmation stores it (`commands.CorrectionCommands`). Scheduled messages
 (the scheduler speaking for the person) are never read. `correction.offered`
 records the offer id, subject key, polarity and a hash, never the words.
@@ -16,12 +19,10 @@ from bridge.core.agent import AgentResult
 from bridge.core.sessions import Session
 from bridge.corrections.detect import detect
 from bridge.corrections.keep import text_hash
-from bridge.corrections.offers import Offer, Offers
+from bridge.corrections.offers import Offer, Offers, literal
 from bridge.types.audit_sink import TurnEvents
 from bridge.types.messages import Action
 from bridge.types.tools import TurnContext
-
-MAX_QUOTE = 120
 
 
 def offer_actions(offer: Offer) -> tuple[Action, Action]:
@@ -32,10 +33,9 @@ def offer_actions(offer: Offer) -> tuple[Action, Action]:
 
 
 def offer_line(offer: Offer) -> str:
-    said = offer.correction.text
-    if len(said) > MAX_QUOTE:
-        said = said[: MAX_QUOTE - 1] + "…"
-    return f"📌 Keep “{said}” as a standing instruction? Nothing is kept until you confirm."
+    """The offer, quoting every character `/yes` would keep (never cut)."""
+    said = literal(offer.correction.text)
+    return f"📌 Keep {said} as a standing instruction? Nothing is kept until you confirm."
 
 
 class CorrectionObserver:

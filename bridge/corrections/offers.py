@@ -6,11 +6,13 @@ channel and chat — so `/yes <id>` from another chat or another tenant finds
 nothing. Offers expire after `ttl_s` (default one hour); a chat keeps at most
 `per_chat` of them (the oldest goes) and the store at most `max_chats` chats.
 Nothing here is written to disk: a restart forgets every offer, which is the
-safe way to fail (nothing is stored without a fresh confirmation).
+safe way to fail (nothing is stored without a fresh confirmation). An offer
+and its confirmation quote the words as `literal` (a Markdown code span).
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -29,6 +31,18 @@ class Offer:
     correction: Correction
     made: float  # seconds since the epoch
     msg_id: str  # the message it was found in
+
+
+def literal(text: str) -> str:
+    """`text` on one line as a Markdown code span: every chat shows it character for
+    character (no link hides its address, no emphasis eats a character), so a consent
+    prompt quoting it shows exactly what would be stored. The fence is one backtick
+    longer than the longest run inside; a space pads text that begins or ends with a
+    backtick (CommonMark takes one off each side again)."""
+    one = " ".join(text.split())
+    ticks = "`" * (max((len(r) for r in re.findall(r"`+", one)), default=0) + 1)
+    pad = " " if one.startswith("`") or one.endswith("`") else ""
+    return f"{ticks}{pad}{one}{pad}{ticks}"
 
 
 def new_id(taken: set[str]) -> str:

@@ -13,7 +13,12 @@ is announced with a note naming the file.
 
 Confinement: the operator's tree may reach files under `$ROOST_HOME` except
 the tenants' directories and private files (database, tokens, audit); a
-tenant's tree may reach only files under its own root, never its vault.
+tenant's tree may reach only files the person controls under its own root: never
+its vault, nor what others write there without asking the person (`workspace/`:
+tools and attachments; `memory/`: the model's `memory_save`; `forge/`: tools'
+code and counters). Text there is data, not standing instructions: an `@ref`
+into them gets a note saying so. A line kept from chat with `/yes` is written
+with its `@refs` made plain text (`kept_form`): no include comes from a kept line.
 `SteeringCache` keeps each resolved tree with the stat keys of every path it
 looked at, so an unchanged tree costs one `stat` per path (none while the file cache's
 inotify watch saw no change in their directories), and the real path of each
@@ -41,13 +46,21 @@ from bridge.types.tenant_dirs import TenantDirs
 MAX_DEPTH = 3
 MAX_FILES = 20
 _REF = re.compile(r"(?<![\w@/`])@((?:~/|/|\.{1,2}/)?[A-Za-z0-9_][A-Za-z0-9_.\-/~]*)")
+_TRAILING = ".,;:!?)"  # punctuation after a name ends the sentence, not the name
 _PRIVATE_NAMES = frozenset({"roost.db", "roost.db-wal", "roost.db-shm", "web-token"})
+
+
+_OFF_LIMITS = "tenants', audit and vault files are never included"
+_WORKSPACE = "workspace/ holds what tools and attachments write, not your instructions"
+_MEMORY = "memory/ is written by the assistant without asking you, not your instructions"
+_FORGE = "forge/ holds your tools' code and counters, not your instructions"
 
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
     root: str  # realpath of the directory includes must stay in
-    excluded: tuple[str, ...] = ()  # realpaths of subtrees that are off limits
+    # realpaths of subtrees that are off limits, each with the reason a note gives
+    excluded: tuple[tuple[str, str], ...] = ()
 
     def allows(self, real: str) -> bool:
         return self.refusal(real) is None
@@ -57,8 +70,9 @@ class Confinement:
         the file exists, so a note never tells a tenant what lies outside its root."""
         if not _within(real, self.root) or real == self.root:
             return "outside the files steering may include"
-        if any(_within(real, ex) for ex in self.excluded):
-            return "tenants', audit and vault files are never included"
+        for ex, why in self.excluded:
+            if _within(real, ex):
+                return why
         if os.path.basename(real) in _PRIVATE_NAMES:
             return "a private file (database, token)"
         return None
@@ -70,13 +84,25 @@ def _within(path: str, root: str) -> bool:
 
 def operator_confinement(home: Path) -> Confinement:
     real = os.path.realpath(home)
-    return Confinement(real, (os.path.join(real, "tenants"), os.path.join(real, "audit")))
+    excluded = (
+        (os.path.join(real, "tenants"), _OFF_LIMITS),
+        (os.path.join(real, "audit"), _OFF_LIMITS),
+    )
+    return Confinement(real, excluded)
 
 
 def tenant_confinement(dirs: TenantDirs) -> Confinement:
-    """Includes stay in the tenant's directory and never read its vault."""
+    """Includes stay in the tenant's directory, among the files the person controls
+    (`USER.md`, `skills/`, files they made): never its vault, and never a file written
+    without the person's say (`workspace/`, `memory/`, `forge/`)."""
     real = os.path.realpath(dirs.root)
-    return Confinement(real, (os.path.realpath(dirs.vault),))
+    excluded = (
+        (os.path.realpath(dirs.vault), _OFF_LIMITS),
+        (os.path.realpath(dirs.workspace), _WORKSPACE),
+        (os.path.realpath(dirs.memory), _MEMORY),
+        (os.path.realpath(dirs.tools.parent), _FORGE),  # forge/: tools/ and usage.sqlite
+    )
+    return Confinement(real, excluded)
 
 
 class _Visit(NamedTuple):
@@ -160,7 +186,7 @@ def _candidate(ref: str, base_dir: str, real: Callable[[str, bool], str]) -> tup
         path = ref
     else:
         path = os.path.join(base_dir, ref)
-    path = path.rstrip(".,;:!?)")
+    path = path.rstrip(_TRAILING)
     return path, real(path, False)
 
 
@@ -208,7 +234,7 @@ def _visit(walk: _Walk, real: str, depth: int) -> None:
             walk.links[named] = target
         why = walk.conf.refusal(target)
         if why is not None:
-            walk.refuse(ref, why)
+            walk.refuse(ref.rstrip(_TRAILING), why)
             continue
         if target in walk.seen:
             continue
@@ -392,14 +418,27 @@ def kept_lines(text: str) -> list[str]:
     return out
 
 
+def _inert(ref: re.Match[str]) -> str:
+    name = ref.group(1).rstrip(_TRAILING)  # "see @notes.md." names notes.md
+    return f"`@{name}`{ref.group(1)[len(name) :]}"
+
+
+def kept_form(line: str) -> str:
+    """`line` as a kept line is written (pure): one line, each `@ref` in backticks, which
+    `_REF` never reads as an include (no match starts after a backtick, and a backtick
+    only ever stops one), so a line kept from chat names files as plain text, never
+    pulls one in."""
+    return _REF.sub(_inert, " ".join(line.split()))
+
+
 def with_kept_line(text: str, line: str, replaces: Callable[[str], bool]) -> tuple[str, str | None]:
-    """`text` with `line` kept under `KEPT_HEADER` (pure).
+    """`text` with `line` kept under `KEPT_HEADER` (pure), in its `kept_form`.
 
     The first kept line for which `replaces(old)` holds is replaced in place and
     returned; other such lines are dropped (conflicts never pile up). Without one,
     `line` is appended to the section (made at the end when missing).
     """
-    one = " ".join(line.split())
+    one = kept_form(line)
     lines = text.splitlines()
     out: list[str] = []
     inside = found = False

@@ -13,7 +13,8 @@ meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
 `/memory proposals` shows what an import proposes to remember (facts the
 person stated about themselves, `bridge.memory.proposals`), each with
 actions to keep it (`/memory keep <id>`, saved as the person's own note) or
-decline it (`/memory decline <id|all>`).
+decline it (`/memory decline <id|all>`); each is shown with every word keeping
+it stores (`Proposal.shown`), and the reply to a keep repeats the sentence kept.
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ class MemoryCommands:
         lines = [f"{len(waiting)} memory proposals from your imported conversations:"]
         actions: list[Action] = []
         for p in waiting:
-            lines.append(f"• {p.id}: {p.name}: {p.description}")
+            lines.append(f"• {p.id}: {p.shown}")
             actions.append(Action(f"Keep {p.id}", f"/memory keep {p.id}"))
         lines.append("/memory keep <id> saves one as your note; /memory decline <id|all> drops.")
         actions.append(Action("Decline all", "/memory decline all"))
@@ -291,7 +292,8 @@ class MemoryCommands:
             return str(exc)
         label = usage_label(result.used, result.cap)
         replaces = _replaces(result.removed)
-        return f"Kept as {result.topic.name!r} {label}{replaces}. /memory undo reverts it."
+        kept = f"“{' '.join(proposal.sentence.split())}”"
+        return f"Kept as {result.topic.name!r} {label}{replaces}: {kept}. /memory undo reverts it."
 
     async def _decline(self, ctx: CommandContext, rest: str) -> str:
         box, pid = ProposalBox(ctx.dirs.memory), rest.split()[0] if rest else ""

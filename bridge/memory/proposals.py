@@ -8,7 +8,8 @@ wins over an earlier "I live in Bonn"), none about a subject an existing
 topic or a waiting proposal already covers. They wait in
 `memory/.proposals.json` (0600, atomically written, under its own flock: the
 import runs beside the daemon) until the person looks at them in a chat
-(`/memory proposals`), keeps one (`/memory keep <id>`: a `user` topic saved
+(`/memory proposals`: each shown with every word keeping it stores, never
+cut, `Proposal.shown`), keeps one (`/memory keep <id>`: a `user` topic saved
 like any `/remember`, journalled, `/memory undo` reverts it) or declines it
 (`/memory decline <id|all>`). Like a tidy-up, the chat shows each with a
 one-tap action. A declined statement is remembered, as a hash of its subject
@@ -81,9 +82,21 @@ class Proposal:
         return one if len(one) <= MAX_DESCRIPTION else one[: MAX_DESCRIPTION - 3].rstrip() + "..."
 
     @property
+    def day(self) -> str:
+        return time.strftime("%Y-%m-%d", time.gmtime(self.at_ms / 1000))
+
+    @property
     def content(self) -> str:
-        day = time.strftime("%Y-%m-%d", time.gmtime(self.at_ms / 1000))
-        return f"{self.sentence}\n(said {day}, imported conversation {self.conversation})"
+        return f"{self.sentence}\n(said {self.day}, imported conversation {self.conversation})"
+
+    @property
+    def shown(self) -> str:
+        """What `/memory proposals` shows of it: every word `/memory keep` stores (the
+        whole sentence, of which `description` is the start, then the day and the
+        conversation it came from), never a cut."""
+        one = " ".join(self.sentence.split())
+        where = " ".join(self.conversation.split())
+        return f"{self.name}: {one} (said {self.day}, imported conversation {where})"
 
 
 def topic_subject(topic: Topic) -> str:

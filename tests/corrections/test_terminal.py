@@ -21,7 +21,9 @@ async def test_terminal_hint_then_yes(roost: Roost) -> None:
     assert match is not None, hint
     out = io.StringIO()
     await send_once(roost.core.handle, f"/yes {match.group(1)}", "t1", out)
-    assert out.getvalue().startswith("Kept as a feedback memory ('correction emoji').")
+    assert out.getvalue().startswith(
+        "Kept as a feedback memory ('correction emoji'): `From now on, never use emojis.`."
+    )
     dirs = roost.tenant_dirs("local")
     [topic] = roost.loadout.memory.store.topics(dirs)
     assert topic.type == "feedback" and topic.description == "From now on, never use emojis."

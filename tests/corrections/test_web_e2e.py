@@ -78,7 +78,7 @@ async def test_offer_then_yes_keeps_a_feedback_memory_the_next_prompt_shows(page
     reply = await page.say("From now on, always answer in German.")
     assert reply["reply"].startswith("Alles klar.")
     assert (
-        "Keep “From now on, always answer in German.” as a standing instruction?"
+        "Keep `From now on, always answer in German.` as a standing instruction?"
         in (reply["reply"])
     )
     oid = offer_id(reply)
@@ -86,7 +86,10 @@ async def test_offer_then_yes_keeps_a_feedback_memory_the_next_prompt_shows(page
 
     kept = await page.say(f"/yes {oid}")
     assert kept["kind"] == "command"
-    assert kept["reply"].startswith("Kept as a feedback memory ('correction language').")
+    assert kept["reply"].startswith(
+        "Kept as a feedback memory ('correction language'): "
+        "`From now on, always answer in German.`."
+    )
     await page.say("hi")
     system = page.backend.requests[-1].system
     assert "- correction language (feedback): From now on, always answer in German." in system
@@ -112,7 +115,7 @@ async def test_steering_line_and_conflicts_replace_instead_of_piling_up(page: Pa
     await page.say(f"/yes {first} steering")
     second = offer_id(await page.say("From now on answer in English please."))
     kept = await page.say(f"/yes {second} steering")
-    assert "replacing “Always answer in German.”" in kept["reply"]
+    assert "replacing `Always answer in German.`" in kept["reply"]
     steering = page.dirs.steering.read_text()
     assert "From now on answer in English please." in steering
     assert "German" not in steering
