@@ -165,6 +165,37 @@ async def test_refused_with_a_clear_error(
     assert VALUE not in res.error_message
 
 
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ('{"Host\\t": "internal.example"}', "not a valid HTTP field name"),
+        ('{"Transfer-Encoding\\t": "chunked"}', "not a valid HTTP field name"),
+        ('{"Transfer-Encoding ": "chunked"}', "not a valid HTTP field name"),
+        ('{"X-A\\x0bB": "1"}', "not a valid HTTP field name"),
+        ('{"X-\\u00e9": "1"}', "not a valid HTTP field name"),
+        ('{"": "1"}', "not a valid HTTP field name"),
+        ('{"TE": "trailers"}', "may not be set"),
+        ('{"Upgrade": "h2c"}', "may not be set"),
+        ('{"X-A": "1\\r\\nHost: internal.example"}', "holds a line break"),
+        ('{"X-A": "Bearer " + secret("api_key") + "\\x00"}', "holds a line break"),
+    ],
+)
+async def test_a_header_name_must_be_a_token_and_its_value_one_line(
+    api: tuple[Api, Path], sandbox: SandboxRunner, workspace: Path, headers: str, expected: str
+) -> None:
+    """atk3 F2: `Host\\t` passed the forbidden-name check and went on the wire as
+    `Host\\t: ...` (a second Host to a lenient front end; `Transfer-Encoding\\t`
+    a smuggling primitive). Nothing of such a request reaches the server."""
+    state, _ = api
+    before = len(state.seen)
+    body = f'net.get(BASE + "/echo", headers={headers})\nreturn 1'
+    res = await sandbox.run(tool(state.port, body), {}, workspace, {"api_key": VALUE})
+    assert not res.ok and res.error_kind == "runtime", res
+    assert expected in res.error_message, res.error_message
+    assert VALUE not in res.error_message
+    assert len(state.seen) == before
+
+
 async def test_the_tool_can_catch_net_error(
     api: tuple[Api, Path], sandbox: SandboxRunner, workspace: Path
 ) -> None:
