@@ -11,11 +11,15 @@ text). Write modes truncate only after the checks pass, and files opened for
 writing are charged to the call's write budget (forge.write_budget). The
 directory operations the `os`/`pathlib` shims need (stat, scandir, mkdir,
 remove, rmdir, rename) walk the same way and act on the last component
-relative to its parent's descriptor, never on a resolved string.
+relative to its parent's descriptor, never on a resolved string. What makes or
+moves an entry (rename, mkdir, a file's creation) checks again afterwards that
+its folder is still where the tool's path says, and undoes itself if not: another
+call of the tenant may have moved that folder deeper meanwhile (see `rename`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -29,6 +33,10 @@ __all__ = ["MAX_ENTRIES", "PathDenied", "PathGate"]
 _BASE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_ENTRIES = 10_000  # names one scandir returns
+_MOVED = (
+    "{!r}: another call moved a folder on the way meanwhile (a path could have been "
+    "longer than {} bytes); nothing was made, try again"
+)
 
 
 class PathGate:
@@ -101,6 +109,11 @@ class PathGate:
                 raise
             except OSError as exc:
                 raise self._explain(exc, parts[-1], display) from None
+            if created and not self._anchored(parent, parts[:-1]):  # moved: see rename
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(parts[-1], dir_fd=parent)
+                raise PathDenied(_MOVED.format(display, MAX_PATH_BYTES))
         finally:
             os.close(parent)
         try:
@@ -257,6 +270,10 @@ class PathGate:
             except OSError as exc:
                 raise self._explain(exc, prefix[-1], display, directory=True) from None
             else:
+                if not self._anchored(parent, prefix[:-1]):  # moved meanwhile: see rename
+                    with contextlib.suppress(OSError):
+                        os.rmdir(prefix[-1], dir_fd=parent)
+                    raise PathDenied(_MOVED.format(display, MAX_PATH_BYTES))
                 if self.budget is not None:
                     self._charge_dir(prefix[-1], parent)
             finally:
@@ -331,7 +348,14 @@ class PathGate:
         """Rename within the workspace, replacing a file at `dst` (os.replace). A folder
         is moved only if every path in it stays within MAX_PATH_BYTES at `dst`: no
         chain of renames builds a tree deeper or longer than a path the gate takes
-        (such a tree broke every walk of the tenant's files, `roost forget`'s too)."""
+        (such a tree broke every walk of the tenant's files, `roost forget`'s too).
+
+        Checked again after the move (`_moved_in_place`), and undone when it no
+        longer holds: another call of the tenant may, meanwhile, have moved a folder
+        into the moved one, or moved the destination's folder deeper (its
+        descriptor, taken before, still led there), atk3 F4. Of two such
+        renames the later one's second check sees the other's result, so the tree
+        is never left deeper than the limit by them."""
         sparent, sname, sdisplay = self._split(src)
         try:
             dparent, dname, ddisplay = self._split(dst)
@@ -339,17 +363,63 @@ class PathGate:
             try:
                 try:
                     st = os.stat(sname, dir_fd=sparent, follow_symlinks=False)
-                    if stat.S_ISDIR(st.st_mode):
+                    folder = stat.S_ISDIR(st.st_mode)
+                    if folder:
                         self._fits(sparent, sname, encoded_len(ddisplay), moved)
                     os.rename(sname, dname, src_dir_fd=sparent, dst_dir_fd=dparent)
                 except PathDenied:
                     raise
                 except OSError as exc:
                     raise self._explain(exc, sname, moved) from None
+                if not self._moved_in_place(dparent, ddisplay, dname, folder, moved):
+                    self._undo(dparent, dname, sparent, sname, moved)
             finally:
                 os.close(dparent)
         finally:
             os.close(sparent)
+
+    def _moved_in_place(
+        self, parent: int, display: str, name: str, folder: bool, moved: str
+    ) -> bool:
+        """After a rename: `parent` is still where `display` says (so a path
+        in it is as long as the tool's text), and a folder `name` in it still fits."""
+        if not self._anchored(parent, display.split("/")[:-1]):
+            return False
+        if folder:
+            try:
+                self._fits(parent, name, encoded_len(display), moved)
+            except PathDenied:
+                return False
+            except OSError:  # moved on again by another call: its own check sees it
+                return True
+        return True
+
+    def _anchored(self, parent: int, parts: list[str]) -> bool:
+        """Whether walking `parts` from the workspace now leads to `parent` itself."""
+        fd = os.dup(self._dir_fd)
+        try:
+            for part in parts:
+                fd = _replace_fd(fd, os.open(part, _DIR_FLAGS, dir_fd=fd))
+            here, there = os.fstat(fd), os.fstat(parent)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+    def _undo(self, parent: int, name: str, back: int, back_name: str, moved: str) -> None:
+        """Move `name` back to where it came from; PathDenied says what happened."""
+        try:
+            os.rename(name, back_name, src_dir_fd=parent, dst_dir_fd=back)
+        except OSError:
+            raise PathDenied(
+                f"{moved!r}: another call changed these folders during the move, and it "
+                "could not be undone; it stays at the destination"
+            ) from None
+        raise PathDenied(
+            f"{moved!r}: another call changed these folders during the move (a path would "
+            f"have been longer than {MAX_PATH_BYTES} bytes); it was undone, try again"
+        )
 
 
 def _replace_fd(old: int, new: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
+import unicodedata
 
 # a path below the workspace, in bytes as the kernel counts them (UTF-8): 1,024 characters
 # of 4-byte emoji passed the workspace's path over the kernel's 4,096 (PATH_MAX)
@@ -21,10 +21,13 @@ _MODES = {
 
 
 # a name must read as what it is wherever it is shown (a chat, a ZIP, a terminal, the web
-# page): no control character (a newline broke `roost send`'s file lines), no
-# bidirectional control (`invoice\u202efdp.exe` reads as `invoiceexe.pdf`) and no
-# lone surrogate (bytes that are not UTF-8: the export's ZIP could not name the file)
-_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# page): no control character (Cc: a newline broke `roost send`'s file lines), no format
+# character (Cf: a bidirectional override or mark, `invoice\u202efdp.exe` reads as
+# `invoiceexe.pdf`; a zero width; a soft hyphen), no line or paragraph separator (Zl, Zp:
+# `str.splitlines()` breaks on them) and no lone surrogate (Cs: bytes that are not UTF-8,
+# the export's ZIP could not name the file). One definition: bridge.senses.outputs shows a
+# name holding one (made before the gate refused it) with each replaced by "_".
+UNSHOWABLE_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
 
 
 class PathDenied(PermissionError):
@@ -42,6 +45,13 @@ def as_text(path: object) -> str:
     return str.__str__(text)
 
 
+def unshowable(text: str) -> str | None:
+    """The first character of `text` that does not print as it is, if any."""
+    if text.isascii() and text.isprintable():
+        return None
+    return next((c for c in text if unicodedata.category(c) in UNSHOWABLE_CATEGORIES), None)
+
+
 def encoded_len(name: str) -> int:
     """Bytes of `name` as the kernel gets it (UTF-8; surrogate escapes as their byte)."""
     return len(name.encode("utf-8", "surrogateescape"))
@@ -51,13 +61,18 @@ def components(path: object, root: str, allow_root: bool = False) -> list[str]:
     path = as_text(path)
     if "\x00" in path:
         raise PathDenied("path contains a NUL byte")
-    if _UNSHOWABLE.search(path):
+    too_long = f"a path must be 1-{MAX_PATH_BYTES} bytes long (UTF-8)"
+    if not path or len(path) > MAX_PATH_BYTES:  # first: the next check looks at each character
+        raise PathDenied(too_long)
+    bad = unshowable(path)
+    if bad is not None:
         raise PathDenied(
-            f"path {path!r} holds a control, bidirectional-override or non-UTF-8 character; "
+            f"path {path!r} holds U+{ord(bad):04X}, a control, format (bidirectional, zero "
+            "width, soft hyphen), line-separator or non-UTF-8 character; "
             "use names that print as they are"
         )
-    if not path or len(path) > MAX_PATH_BYTES or encoded_len(path) > MAX_PATH_BYTES:
-        raise PathDenied(f"a path must be 1-{MAX_PATH_BYTES} bytes long (UTF-8)")
+    if encoded_len(path) > MAX_PATH_BYTES:
+        raise PathDenied(too_long)
     if path.startswith("/"):
         if allow_root and path.rstrip("/") == root:
             return []

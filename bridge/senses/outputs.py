@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Protocol
 
 from bridge.types.messages import OutFile
+from forge.pathnames import UNSHOWABLE_CATEGORIES
 
 MAX_FILES = 10
-HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # categories shown_name replaces
+HIDDEN = UNSHOWABLE_CATEGORIES  # categories shown_name replaces: those the path gate refuses
 Seen = frozenset[tuple[str, int, int]]
 # (the directory watched, 0: its whole generation / 1: its entries', the generation)
 Stamp = tuple[str, int, int]

@@ -84,7 +84,7 @@ def test_names_that_do_not_print_as_they_are_are_refused(
 
 def test_printable_names_of_any_script_still_work(tree: tuple[Path, Path]) -> None:
     gate = PathGate(tree[0])
-    for name in ("Müller.txt", "日本語.md", "שלום\u200f.txt", "emoji-🦉.csv", "a b c.txt"):
+    for name in ("Müller.txt", "日本語.md", "שלום.txt", "emoji-🦉.csv", "a b c.txt"):
         with gate.open(name, "w") as f:
             f.write("x")
         with gate.open(name) as f:
