@@ -24,7 +24,9 @@ gives handles the broker fills in.
 
 The result is serialised here, inside the child, so objects a tool returns (custom
 __eq__, __repr__, endless iterators) never run code in the helper or the daemon;
-only bytes leave.
+only bytes leave. It is first copied into plain JSON data while the call still runs
+(forge.child_report `plain`), and the collector is off from then on: no tool code
+runs after the call's checks (the write budget's; the attacker pass atk1).
 """
 
 from __future__ import annotations
@@ -41,7 +43,16 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
-from forge.child_report import FRAMED_MEMORY_ERROR, describe, error, serialise, tool_line
+from forge.child_report import (
+    FRAMED_MEMORY_ERROR,
+    NOT_JSON,
+    NotPlain,
+    describe,
+    error,
+    plain,
+    serialise,
+    tool_line,
+)
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import RulesetArgs, create_ruleset, landlock_restrict
@@ -304,6 +315,10 @@ def _run_tool(
         bind_shims(glb, gate)
     mark("globals")
     doc = _call(job, glb, sink)
+    # No tool code after this point, before or after the checks: `doc` holds only
+    # plain data (`_finished`), and the collector never runs again in this child
+    # (a tool generator's `finally` would run when collected: the attacker pass atk1).
+    gc.disable()
     mark("ran")
     if budget.exceeded and gate is not None:
         # over the write budget, whatever the tool did with the error: nothing half-written
@@ -327,7 +342,21 @@ def _call(job: Job, glb: dict[str, Any], sink: PrintSink) -> dict[str, Any]:
         return error("memory", "the tool ran out of memory")
     except BaseException as exc:
         return error("runtime", describe(exc))
-    return success_doc(result, sink.text())
+    return _finished(result, sink.text())
+
+
+def _finished(result: Any, printed: str) -> dict[str, Any]:
+    """The document of a call that returned `result`: a plain copy of it, made now,
+    while the call still runs (before the write budget's check), so serialising it
+    later runs no tool code (`json.dumps` called a dict subclass's `items()`)."""
+    try:
+        data = plain(result)
+    except MemoryError:
+        return error("memory", "the tool ran out of memory")
+    except (NotPlain, RecursionError) as exc:
+        why = str(exc) if isinstance(exc, NotPlain) else describe(exc)
+        return error("output", f"{NOT_JSON} ({why})")
+    return success_doc(data, printed)
 
 
 def rehearse(ctx: HelperContext, job: Job, ws_fd: int) -> bytes:
@@ -335,7 +364,12 @@ def rehearse(ctx: HelperContext, job: Job, ws_fd: int) -> bytes:
     for forge.rehearsal only (forge's own tool, in the helper before its zygote
     forks), never for a call. Returns the serialised outcome."""
     pre = prepare_call_globals(ctx, dict(ctx.builtins))  # the template stays untouched
-    doc = _run_tool(job, ctx, pre, ws_fd, _Stages())
+    collecting = gc.isenabled()
+    try:
+        doc = _run_tool(job, ctx, pre, ws_fd, _Stages())
+    finally:
+        if collecting:
+            gc.enable()  # `_run_tool` turns the collector off, as a child's last call
     return serialise(doc, job.max_output)
 
 

@@ -6,14 +6,16 @@ import contextlib
 import os
 from typing import Any
 
+from forge.bound_self import library_classes, protect
 from forge.child import HelperContext
 from forge.confine.landlock import landlock_abi, open_roots, read_only_roots, ruleset_args
 from forge.confine.probe import probe
 from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.layers import Layers
-from forge.modules import build_proxies
+from forge.modules import ALLOWED, SHIMMED, SOURCES, build_proxies
 from forge.policy.globals import safe_builtins
 from forge.policy.guards import judge_modules
+from forge.policy.verdict import judge
 
 _PREWARM = (
     "_strptime",
@@ -60,3 +62,21 @@ def prepare(
         judged=judge_modules(proxies),
     )
     return ctx, caps
+
+
+def protect_library(proxies: dict[str, Any]) -> int:
+    """In a helper only (forge.worker), before its zygote forks: the Python methods
+    of every library class a tool can reach refuse a `self` of another class
+    (forge.bound_self). Those forge.policy.verdict refuses by identity stay the
+    objects it knows. Returns how many methods were replaced."""
+    modules = [m for m in ALLOWED if m not in SHIMMED and m not in SOURCES]
+    offered = [value for proxy in proxies.values() for value in vars(proxy).values()]
+    return protect(library_classes(modules, offered), _refused)
+
+
+def _refused(func: Any) -> bool:
+    try:
+        judge(func, func.__name__)
+    except AttributeError:
+        return True
+    return False

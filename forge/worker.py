@@ -70,7 +70,7 @@ from forge.protocol.jobs import encode_job
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
 from forge.rehearsal import rehearse_calls
 from forge.replies import InFlight, Waiting, failed, mark, outcome, traced, unserved
-from forge.warmup import prepare
+from forge.warmup import prepare, protect_library
 from forge.zygote import Spawned, Zygote, kill
 
 LINGER_S = 1.0  # a child that sent its result is killed if still alive after this
@@ -480,6 +480,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     layers, answer_fd, warm, slices, depth = arguments(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd, warm)
+    protect_library(ctx.proxies)  # library methods check their self (forge.bound_self)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
     zygote = Zygote.start(ctx)  # before the first request is read
     # this process is on every call's path, the zygote and waiting children are not
