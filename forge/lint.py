@@ -237,6 +237,14 @@ class _Visitor(ast.NodeVisitor):
     visit_AsyncFor = _no_async
     visit_AsyncWith = _no_async
 
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        # `(j for i in x async for j in i)` is an async generator even inside a plain
+        # `def`: no Async* node marks it (session 32's attacker pass)
+        if node.is_async:
+            self._no_async(node)
+            return
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str | bytes) and len(node.value) > MAX_LITERAL_CHARS:
             self.add(

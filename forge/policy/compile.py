@@ -34,6 +34,14 @@ class ForgePolicy(RestrictingNodeTransformer):
       `_aug_attr_(self, "n", "+=", 1)`, which read and write through the guards.
     """
 
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        # an `async for` clause makes an async generator anywhere, even in a plain
+        # `def` (the linter refuses it too; this layer must not rely on it)
+        if node.is_async:
+            self.error(node, "Async comprehensions are not allowed.")
+            return node
+        return cast(ast.AST, super().visit_comprehension(node))
+
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         if not isinstance(node.target, ast.Name):
             self.error(node, "Only plain names may be annotated.")

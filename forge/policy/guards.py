@@ -300,6 +300,12 @@ def _inplacevar(op: str, x: Any, y: Any) -> Any:
 
 
 def _apply(f: Any, *args: Any, **kwargs: Any) -> Any:
+    """`f(*args, **kwargs)` for a call with `*`/`**`: a keyword name from `**` must be
+    an identifier a tool could write (`f(**{"_x": 1})` reached the library's private
+    parameters, `JSONEncoder.iterencode(_one_shot=...)`: session 32's attacker pass)."""
+    for key in kwargs:
+        if str.startswith(key, "_") or not str.isidentifier(key):  # never a subclass's
+            raise TypeError(f"keyword argument {key!r}: tools may not pass this name")
     return f(*args, **kwargs)
 
 
