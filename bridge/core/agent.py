@@ -27,7 +27,17 @@ The result carries the turn's tool-call steps as the model saw them
 A step that fails raises `AgentFailed` (a `BackendError`) carrying the
 partial result, so the tokens of the steps before it are still counted.
 An optional `progress` sink hears each tool call start and end (arguments
-and result masked, cut) and each `Retrying` of the backend.
+and result masked, cut) and each `Retrying` of the backend. The arguments
+it shows pass `screen` (the turn's: also without what the secret screen
+would refuse in them), and again once the call ran, so a call a screen
+refused is not shown with its secret; `redact` is asked afresh for every
+text (the turn's masker learns each refusal as it happens).
+A call's name and id are the model's choice too: a name no offered tool has
+is kept as `unknown_tool` (the model still hears which name it used, masked,
+in the error result; the tool card shows it masked), an id that is not a short word
+(`_ID`) becomes one of ours, and both are masked (`mask_memo.redacted`), so
+the step stored, replayed and shown holds no secret there and each result
+keeps its call's id.
 
 A backend whose model runs tools itself (Claude Code) gets `call_tool` on the
 request: the same `_run_tool` path, each call kept as a tool step and counted
@@ -39,13 +49,15 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from secrets import token_hex
 
 from bridge.core.diskfull import TOOL_DISK_FULL, disk_full
-from bridge.core.mask_memo import MaskMemo, Redact, redacted
+from bridge.core.mask_memo import MaskMemo, Redact, redacted, token
 from bridge.types.backend import (
     Backend,
     BackendError,
@@ -77,6 +89,8 @@ MAX_KEPT_CALLS = 2 * MAX_CALLS_PER_STEP
 # Nesting of a call's arguments (objects and arrays): no tool's parameters go
 # deeper, and a bound keeps every walk over them (here and in the tools) shallow.
 MAX_ARGS_DEPTH = 64
+UNKNOWN_TOOL = "unknown_tool"  # what a call of a name no offered tool has is kept as
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a call id kept as the model sent it
 
 
 def _same(text: str) -> str:
@@ -132,10 +146,13 @@ async def run_agent(
     stable_chars: int = 0,
     progress: ProgressSink | None = None,
     memo: MaskMemo | None = None,
+    screen: Redact | None = None,
 ) -> AgentResult:
     """Run model steps until a final answer; a failed step raises AgentFailed. `memo`
-    keeps what was masked for the next turns (the turn runner's; a fresh one if none)."""
+    keeps what was masked for the next turns (the turn runner's; a fresh one if none);
+    `screen` masks a call's arguments for `progress` (`redact` if none)."""
     memo = memo if memo is not None else MaskMemo()
+    shows = _Shows(redact, screen or redact, progress)
     system = memo.system(system, redact)
     convo = memo.history(messages, redact)
     result = AgentResult(text="", steps=0)
@@ -150,7 +167,7 @@ async def run_agent(
             schemas,
             tenant=tenant,
             stable_chars=stable_chars,
-            call_tool=_Direct(by_name, turn, redact, progress, result, max_steps, step),
+            call_tool=_Direct(by_name, turn, shows, result, max_steps, step),
         )
         try:
             text, calls = await _stream_step(backend, request, reply, result)
@@ -173,16 +190,18 @@ async def run_agent(
                 len(calls),
                 MAX_CALLS_PER_STEP,
             )
-        kept = calls[:MAX_KEPT_CALLS]  # what the model is shown it asked for
-        taken = [redacted(ChatMessage("assistant", text, tuple(kept)), redact)]
-        for call in calls[:MAX_CALLS_PER_STEP]:
-            output, run = await _reported(by_name, call, turn, redact, progress)
+        kept = [_fair(c, by_name, step, n) for n, c in enumerate(calls[:MAX_KEPT_CALLS])]
+        asked = redacted(ChatMessage("assistant", text, tuple(kept)), redact)
+        ids = [c.id for c in asked.tool_calls]  # each result pairs with its call as masked
+        taken = [asked]
+        for n, call in enumerate(calls[:MAX_CALLS_PER_STEP]):
+            output, run = await _reported(by_name, call, kept[n], turn, shows)
             result.tool_runs.append(run)
-            taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
-        over = kept[MAX_CALLS_PER_STEP:]  # each call kept gets a result: a valid transcript
-        for n, call in enumerate(over, 1):
+            taken.append(ChatMessage(role="tool", content=output, tool_call_id=ids[n]))
+        over = ids[MAX_CALLS_PER_STEP:]  # each call kept gets a result: a valid transcript
+        for n, call_id in enumerate(over, 1):
             output = _not_run(len(calls), len(calls) - len(kept) if n == len(over) else 0)
-            taken.append(ChatMessage(role="tool", content=output, tool_call_id=call.id))
+            taken.append(ChatMessage(role="tool", content=output, tool_call_id=call_id))
         convo.extend(taken)
         result.tool_steps.extend(taken)
     else:
@@ -193,14 +212,33 @@ async def run_agent(
     return result
 
 
+def _fair(call: ToolCallRequest, by_name: Mapping[str, Tool], step: int, n: int) -> ToolCallRequest:
+    """`call` as it is kept and shown: a name no offered tool has is `UNKNOWN_TOOL`, an id
+    that is no short word is one of ours (unique in the conversation)."""
+    name = call.name if call.name in by_name else UNKNOWN_TOOL
+    call_id = call.id if _ID.fullmatch(call.id) else f"call_{step}_{n}_{token_hex(4)}"
+    if name == call.name and call_id == call.id:
+        return call
+    return replace(call, id=call_id, name=name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shows:
+    """How a turn masks what it shows: `redact` (the model, the results), `screen` (a
+    call's arguments on the tool card), `progress` (the card's sink, if any)."""
+
+    redact: Redact
+    screen: Redact
+    progress: ProgressSink | None
+
+
 @dataclass(slots=True)
 class _Direct:
     """`ModelRequest.call_tool` of one step: a tool the backend's own model called."""
 
     by_name: Mapping[str, Tool]
     turn: TurnContext
-    redact: Redact
-    progress: ProgressSink | None
+    shows: _Shows
     result: AgentResult
     limit: int
     step: int
@@ -213,10 +251,12 @@ class _Direct:
                 "answer now with what you have"
             )
         call = ToolCallRequest(f"direct_{self.step}_{n}", name, arguments)
-        output, run = await _reported(self.by_name, call, self.turn, self.redact, self.progress)
+        kept = _fair(call, self.by_name, self.step, n)
+        output, run = await _reported(self.by_name, call, kept, self.turn, self.shows)
         self.result.tool_runs.append(run)
-        asked = redacted(ChatMessage("assistant", "", (call,)), self.redact)
-        self.result.tool_steps += [asked, ChatMessage("tool", output, tool_call_id=call.id)]
+        asked = redacted(ChatMessage("assistant", "", (kept,)), self.shows.redact)
+        call_id = asked.tool_calls[0].id
+        self.result.tool_steps += [asked, ChatMessage("tool", output, tool_call_id=call_id)]
         return output
 
 
@@ -278,18 +318,24 @@ async def _deliver(text: str, reply: _Reply, result: AgentResult, step_text: lis
 async def _reported(
     by_name: Mapping[str, Tool],
     call: ToolCallRequest,
+    kept: ToolCallRequest,
     turn: TurnContext,
-    redact: Redact,
-    progress: ProgressSink | None,
+    shows: _Shows,
 ) -> tuple[str, ToolRun]:
-    """`_run_tool`, told to `progress` as it starts and ends (masked, cut)."""
+    """`_run_tool`, told to `progress` as it starts and ends (masked, cut): under the id it
+    is `kept` with and the name the model used (masked), so the person sees what it tried;
+    its arguments screened again once it ran (a screen may have refused them meanwhile)."""
+    redact, progress = shows.redact, shows.progress
     if progress is None:
-        return await _run_tool(by_name, call, turn, redact)
-    args = shown(redact(call.arguments))
-    await progress(ToolStep(call.id, call.name, "start", args))
-    output, run = await _run_tool(by_name, call, turn, redact)
-    state: ToolState = "done" if run.ok else "error"
-    await progress(ToolStep(call.id, call.name, state, args, shown(output), run.ms))
+        output, run = await _run_tool(by_name, call, turn, redact)
+    else:
+        step_id, name = token(kept.id, redact), token(call.name, redact)
+        await progress(ToolStep(step_id, name, "start", shown(shows.screen(call.arguments))))
+        output, run = await _run_tool(by_name, call, turn, redact)
+        state: ToolState = "done" if run.ok else "error"
+        args = shown(shows.screen(call.arguments))
+        await progress(ToolStep(step_id, name, state, args, shown(output), run.ms))
+    run.name = token(call.name, redact)
     return output, run
 
 

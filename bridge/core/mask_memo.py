@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -38,6 +39,7 @@ SYSTEMS = 1024  # system prompts kept masked
 SCHEMA_TEXTS = 2048  # tool parameter schemas kept as JSON text
 SCHEMAS = 2048  # tool schemas kept masked
 LAST_OFFERS = 256  # maskers (tenants) whose last tool list is kept as the model saw it
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class _LastUsed(Generic[K, V]):
@@ -68,20 +70,39 @@ def masker_of(redact: Redact) -> tuple[object, object] | None:
     """(the masker object, its method) of a bound masker method: what the memos here are
     kept by; None when `redact` is not one (nothing to key on: mask every time)."""
     owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
+    now = getattr(owner, "masker_now", None)  # a turn's masker (`TurnMask`): the one of now
+    if now is not None:
+        return masker_of(now().mask)
     return None if owner is None or func is None else (owner, func)
 
 
 def redacted(message: ChatMessage, redact: Redact) -> ChatMessage:
-    """`message` with its text and its tool calls' arguments masked."""
+    """`message` with its text and its tool calls' arguments masked, and their names and
+    ids (`token`): the model chooses those too, so they may carry a secret."""
     calls = message.tool_calls
     return ChatMessage(
         message.role,
         redact(message.content),
-        tuple(ToolCallRequest(c.id, c.name, redact(c.arguments)) for c in calls) if calls else (),
-        message.tool_call_id,
-        message.name,
+        tuple(
+            ToolCallRequest(token(c.id, redact), token(c.name, redact), redact(c.arguments))
+            for c in calls
+        )
+        if calls
+        else (),
+        token(message.tool_call_id, redact),
+        token(message.name, redact),
         message.images,  # bytes, nothing to mask
     )
+
+
+def token(text: str, redact: Redact) -> str:
+    """A tool call's name or id masked, still a name (`[vault:x]` -> `_vault_x_`): a call and
+    its result masked by the same masker keep the same id, and the model and every backend
+    can read it back."""
+    if not text:
+        return text
+    masked = redact(text)
+    return masked if masked == text else _NOT_A_NAME.sub("_", masked)
 
 
 class MaskMemo:

@@ -36,3 +36,7 @@ class OutputMask(Protocol):
     def message(self, m: ChatMessage) -> ChatMessage:
         """`m` with its text and tool-call arguments masked."""
         ...
+
+    def split(self, text: str) -> tuple[Masked, str]:
+        """(`text` masked as far as it is final, the raw tail that may start a spelling)."""
+        ...

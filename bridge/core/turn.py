@@ -42,6 +42,11 @@ this turn (`TurnContext.refused`, e.g. a `memory_save` that held a
 password) make the turn's masker mask their secrets too (`OutputMask.also`),
 wherever the turn is stored: the person's message, the tool steps (the
 refused arguments), the answer, and so the summary, the archive and exports.
+The turn holds ONE masker (`bridge.core.turn_mask.TurnMask`) that learns each
+refusal as it is recorded, so every branch masks with what is refused so far:
+the deltas streamed after a refusal and the tool card, the answered turn, the
+one the person stopped and the one whose model failed (`SessionStore.failed`).
+A tool step is stored with its calls' names and ids masked too.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_changes, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
 from bridge.core.shown import sent_meta
+from bridge.core.turn_mask import TurnMask
 from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.core.usage import Tokens
 from bridge.storage.errors import StorageError
@@ -237,7 +243,7 @@ class TurnRunner:
     def _failed_after_changes(self, turn: TurnContext, exc: Exception) -> Final:
         """A turn that failed after its tools changed something: the failure as the core
         says it, with the changes' notices and undo actions, as an answer carries them."""
-        mask = self._masks(turn.dirs)
+        mask = TurnMask(self._masks(turn.dirs), turn.refused)
         if disk_full(exc):
             log.error("disk full (channel %s): %s", turn.inbound.channel, exc)
             said = DISK_FULL
@@ -283,7 +289,7 @@ class TurnRunner:
                 end = None
             if end is not None:
                 ends.append(end)
-        mask = self._masks(dirs)
+        mask = TurnMask(self._masks(dirs), turn.refused)  # learns each refusal of the turn
         lead = mask.mask(prepared.lead())
         if lead:
             await on_delta(lead)
@@ -306,7 +312,6 @@ class TurnRunner:
             stopped = stop_requested()
             if stopped:
                 kept = stopped_text("".join(shown))
-                mask = mask.also(turn.refused)
                 if turn.notices:  # a memory saved before the stop: said, with its undo
                     changes = mask.mask("\n".join(turn.notices))
                     stopped_changes(changes, tuple(turn.actions))
@@ -324,7 +329,6 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
-        mask = mask.also(turn.refused)  # what a screen refused this turn: masked when stored
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
@@ -360,7 +364,7 @@ class TurnRunner:
                 await on_delta("\n\n" + NOT_STORED)
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
-            self.compactor.after_turn(key, hold, mask.mask)
+            self.compactor.after_turn(key, hold, mask.masker_now().mask)
         files = self._senses.handed_out(turn, prepared) if self._senses is not None else ()
         return Final(text, "answer", files=files, actions=tuple(turn.actions))
 
@@ -382,7 +386,7 @@ class TurnRunner:
         self,
         turn: TurnContext,
         session: Session,
-        mask: OutputMask,
+        mask: TurnMask,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
         prepared: Prepared = NOTHING,
@@ -503,7 +507,7 @@ class TurnRunner:
         self,
         turn: TurnContext,
         session: Session,
-        mask: OutputMask,
+        mask: TurnMask,
         on_delta: DeltaSink | None,
         backend: Backend,
         on_progress: ProgressSink | None = None,
@@ -547,6 +551,7 @@ class TurnRunner:
             stable_chars=stable,
             progress=on_progress,
             memo=self._masked,
+            screen=mask.screened,
         )
         if stream is not None and on_delta is not None:
             rest = stream.flush()
