@@ -21,6 +21,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
+    BaseModel,
     Field,
     SecretStr,
     ValidationError,
@@ -319,11 +320,38 @@ def read_toml(path: Path) -> dict[str, object]:
         raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
 
 
+def misspelt_env(env: Mapping[str, str]) -> str | None:
+    """The first `ROOST_SECTION_KEY` variable (one `_` after a section's name, where
+    `ROOST_SECTION__KEY` was meant) in `env`, as a one-line reason; None if none.
+    pydantic-settings reads only the `__` form and would ignore it without a word."""
+    sections = {
+        name.upper()
+        for name, f in _Loaded.model_fields.items()
+        if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
+    }
+    for var in sorted(env):
+        if not var.startswith("ROOST_") or "__" in var:
+            continue
+        rest = var.removeprefix("ROOST_")
+        if rest.lower() in _Loaded.model_fields:
+            continue  # a top-level setting (ROOST_HOME, ROOST_LOG_LEVEL, ...)
+        section, _, key = rest.partition("_")
+        if section in sections and key:
+            return (
+                f"invalid configuration: {var}: unknown setting; "
+                f"a section's key takes two underscores: ROOST_{section}__{key}"
+            )
+    return None
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the file and the environment; raise ConfigError naming key and reason.
 
     `overrides` (keyword arguments) win over both; tests and `roost` flags use them.
     """
+    misspelt = misspelt_env(os.environ)
+    if misspelt is not None:
+        raise ConfigError(misspelt)
     path, named = config_path(os.environ)
     if named and path.is_dir():
         raise ConfigError(f"invalid configuration: ROOST_CONFIG={path} is a directory, not a file")

@@ -44,6 +44,9 @@ def test_file_and_env_nesting_env_wins(home: Path, monkeypatch: pytest.MonkeyPat
         ({}, "[llm]\nbase_url = 'ftp://x'\n", "llm.base_url"),
         ({}, "[tenants.Bad_Name]\n", "tenants"),
         ({}, "[web]\nprot = 1\n", "web.prot: unknown setting"),
+        # one underscore where two were meant: pydantic-settings would ignore it silently
+        ({"ROOST_WEB_PORT": "9999"}, "", "ROOST_WEB_PORT: unknown setting; a section's key"),
+        ({"ROOST_LLM_MODEL": "m"}, "", "takes two underscores: ROOST_LLM__MODEL"),
         ({}, "[tenants.a]\ntelegram_ids=[1]\n[tenants.b]\ntelegram_ids=[1]\n", "telegram id 1"),
     ],
 )
@@ -56,6 +59,20 @@ def test_invalid_configuration_names_key(
     with pytest.raises(ConfigError) as err:
         load_settings()
     assert needle in str(err.value)
+
+
+def test_top_level_and_unrelated_roost_variables_still_pass(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {
+        "ROOST_LOG_LEVEL": "INFO",
+        "ROOST_LOCAL_TENANT": "me",
+        "ROOST_REQUIRE_POSTGRES": "1",
+        "ROOST_WEB__PORT": "9001",
+    }.items():
+        monkeypatch.setenv(key, value)
+    s = load_settings()
+    assert (s.local_tenant, s.web.port) == ("me", 9001)
 
 
 def test_unreadable_toml_is_a_config_error(home: Path) -> None:
