@@ -198,23 +198,39 @@ class Reloader:
 # default, 50 ms, woke an idle daemon 20 times a second; a change now reloads within
 # about 1 s (two looks: the change, then nothing more)
 STEP_MS = 500
+APPEAR_LOOK_MS = 5_000  # while the config's folder does not exist: a look this often too
 
 
 async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> None:
-    """Request a reload whenever `path` changes (its directory is watched) until `stop`."""
+    """Request a reload whenever `path` changes (its directory is watched) until `stop`.
+
+    A folder that does not exist yet (`~/.config/roost` on a first run) is waited for:
+    the nearest existing ancestor is watched for the next folder on the way, and once
+    the config's own folder exists, a file already in it is read at once."""
     from watchfiles import awatch
 
-    folder = path.parent
-    if not folder.is_dir():
-        log.info("config watch: %s does not exist; SIGHUP still reloads", folder)
-        return
-    name = path.name
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # we log the change ourselves
-
-    def ours(_change: object, changed: str) -> bool:
-        return Path(changed).name == name
-
+    folder = path.parent
+    waited = False
     try:
+        while not folder.is_dir():
+            ancestor, step = _nearest(folder)
+            if ancestor is None:
+                log.info("config watch: %s does not exist; SIGHUP still reloads", folder)
+                return
+            if not waited:
+                log.info("config watch: %s does not exist yet; waiting for it", folder)
+                waited = True
+            if not await _appears(ancestor, step, stop):
+                return  # stopped
+        if waited and _is_file(path):
+            log.info("config file %s appeared: reloading", path)
+            reloader.request()
+        name = path.name
+
+        def ours(_change: object, changed: str) -> bool:
+            return Path(changed).name == name
+
         async for _ in awatch(
             folder, watch_filter=ours, stop_event=stop, recursive=False, step=STEP_MS
         ):
@@ -222,3 +238,43 @@ async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> N
             reloader.request()
     except (OSError, RuntimeError) as exc:  # e.g. out of inotify watches
         log.warning("config watch stopped (%s); SIGHUP still reloads", exc)
+
+
+def _is_file(path: Path) -> bool:
+    return path.is_file()
+
+
+def _nearest(folder: Path) -> tuple[Path | None, str]:
+    """The nearest existing directory above `folder` and the name of the next folder on
+    the way down to it; (None, "") when no ancestor is a directory."""
+    child = folder
+    for parent in folder.parents:
+        if parent.is_dir():
+            return parent, child.name
+        child = parent
+    return None, ""
+
+
+async def _appears(ancestor: Path, name: str, stop: asyncio.Event) -> bool:
+    """Wait until `ancestor/name` exists (True) or `stop` is set (False)."""
+    from watchfiles import awatch
+
+    def ours(_change: object, changed: str) -> bool:
+        return Path(changed).name == name
+
+    if (ancestor / name).exists():  # made before the watch began
+        return True
+    # an empty answer every few seconds as well: a folder made between the look above
+    # and the watch's start is seen then (only while waiting: a first run's case)
+    async for _ in awatch(
+        ancestor,
+        watch_filter=ours,
+        stop_event=stop,
+        recursive=False,
+        step=STEP_MS,
+        rust_timeout=APPEAR_LOOK_MS,
+        yield_on_timeout=True,
+    ):
+        if (ancestor / name).exists():
+            return True
+    return False

@@ -365,3 +365,23 @@ async def test_a_tenants_web_token_follows_a_reload(
     daemon.proc.send_signal(signal.SIGHUP)
     assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
     assert await status() == 401
+
+
+async def test_a_config_folder_made_after_the_start_is_waited_for_and_read(
+    home: Path, tmp_path: Path, model: FakeOpenAI, notify: tuple[socket.socket, str]
+) -> None:
+    """The first run: no `~/.config/roost` yet, so no file to watch. The README says
+    saving roost.toml needs no restart; the daemon waits for the folder (and the folders
+    above it) to appear and reads a file already in it."""
+    user = tmp_path / "user-home"
+    user.mkdir()
+    env = {k: v for k, v in env_for(home, model).items() if k != "ROOST_CONFIG"}
+    env["HOME"] = str(user)
+    async with started(env, notify, "web") as running:
+        folder = user / ".config" / "roost"
+        folder.mkdir(parents=True)  # `mkdir -p`, then the file, as a newcomer does
+        (folder / "roost.toml").write_text(config(BOB))
+        assert (await reloaded(notify[0]))["STATUS"] == "reloaded"
+        assert running.lines("does not exist yet; waiting for it")
+        seen = running.lines("appeared: reloading") + running.lines("changed: reloading")
+        assert seen and str(folder / "roost.toml") in seen[0], running.log
