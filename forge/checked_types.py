@@ -29,6 +29,14 @@ name (on the class, on every class of its MRO and on the metaclass) that is a
 plain dict of exact `Field`s each named by its (checked) key; annotations must be
 a plain dict (a metaclass had made them a dict subclass with its own `items()`).
 
+The attacker pass atk6: the checked `dataclass` takes only a class the tool's own
+class statements made (forge.tool_classes; it had written `__eq__` and
+`__setattr__` into `UserDict` and `Counter`); a field whose name only the
+METACLASS answers is refused (the real one's `getattr(cls, name)` had made the
+bound `ABCMeta.register` a default); and a class without a docstring gets one from
+its field names before the real one runs, which would otherwise format
+`inspect.signature(cls)`, calling `repr()` of the tool's annotation values.
+
 `asdict`, `astuple` and `replace` are checked too: the real `asdict`/`astuple`
 deep-copy every leaf, and `copy.deepcopy` takes `__reduce_ex__` and friends from
 the object, which two later passes had put into an instance's dict (through a
@@ -58,7 +66,6 @@ import functools
 import hashlib
 import io
 import keyword
-import string
 import sys
 import types
 import typing
@@ -66,7 +73,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from forge.annotation_values import snapshot
-from forge.refused import REFUSED_CLASSES, REFUSED_INSTANCES
+from forge.refused import why_refused
+from forge.tool_classes import made_by_tool, record
 from forge.write_budget import BudgetedRaw
 
 
@@ -142,7 +150,9 @@ def _check_fields(target: type) -> None:
     # check and another to the real `dataclass`'s own `getattr` (the attacker pass
     # after the `register` one); only plain values, `Field`s and functions pass
     dicts = [type.__dict__["__dict__"].__get__(klass) for klass in mro]
+    meta_dicts = [type.__dict__["__dict__"].__get__(klass) for klass in meta_mro]
     for name in names:
+        _not_from_metaclass(name, dicts, meta_dicts, type(target))
         raw = next((found[name] for found in dicts if name in found), None)
         kind = type(raw)
         if kind is types.FunctionType and not tool_function(raw):
@@ -154,6 +164,26 @@ def _check_fields(target: type) -> None:
         _exact_field(raw, f"the default of field {name!r}")
     for base in mro[1:]:
         _check_dataclass_fields(base, f"dataclass: base {base.__name__}")
+
+
+def _not_from_metaclass(name: str, dicts: list[Any], meta_dicts: list[Any], meta: type) -> None:
+    """TypeError if the real `dataclass`'s `getattr(cls, name)` would answer with the
+    METACLASS's attribute: a name the class dicts lack but the metaclass has (a field
+    `register` on a `UserDict` subclass got the bound `ABCMeta.register` as its
+    default, and `astuple` handed it to the tool: the attacker pass atk6 F1), or one
+    the metaclass holds as a data descriptor (it wins over the class's own value)."""
+    for found in meta_dicts:
+        if name not in found:
+            continue
+        value = found[name]
+        kind = type(value)
+        if not any(name in own for own in dicts) or hasattr(kind, "__set__"):
+            raise TypeError(
+                f"dataclass: field {name!r} has no default of its own and its class's "
+                f"metaclass {meta.__name__} answers that name; give it a default or "
+                "another name"
+            )
+        return
 
 
 def _check_dataclass_fields(cls: type, what: str) -> None:
@@ -211,24 +241,19 @@ def _held(value: Any, what: str) -> Any:
     library function (an unbound method runs with any object as `self`:
     `UserList.copy(int)` is the real `type`), nor a class a tool may not hold
     (`type`, a metaclass, `object`, a function's or module's class), nor anything
-    else forge.refused names. The attacker pass after the unbound one took
-    `UserList.copy` out of a field default through `asdict`, and the real `type`
-    out of a class-level descriptor through `replace`."""
+    else forge.refused names or judges by forge.policy.verdict's rules (`why_refused`:
+    a bound `ABCMeta.register` too, atk6 F1). The attacker pass after the unbound
+    one took `UserList.copy` out of a field default through `asdict`, and the real
+    `type` out of a class-level descriptor through `replace`."""
     if type(value) is types.FunctionType and not tool_function(value):
         raise TypeError(f"{what}: a field holds a library function")
     if isinstance(value, property) and not all(
         f is None or tool_function(f) for f in (value.fget, value.fset, value.fdel)
     ):
         raise TypeError(f"{what}: a field holds a library property")
-    if isinstance(value, type):
-        if type in type.__dict__["__mro__"].__get__(value):
-            raise TypeError(f"{what}: a field holds a metaclass")
-        if value in REFUSED_CLASSES or issubclass(value, string.Formatter):
-            raise TypeError(f"{what}: a field holds the class {value.__name__}")
-    elif isinstance(value, REFUSED_INSTANCES):
-        raise TypeError(f"{what}: a field holds a {type(value).__name__} object")
-    elif type(value) is dict and ("__builtins__" in value or "__import__" in value):
-        raise TypeError(f"{what}: a field holds a namespace of globals or builtins")
+    why = why_refused(value)
+    if why is not None:
+        raise TypeError(f"{what}: a field holds {why}, which is not accessible to tools")
     return value
 
 
@@ -307,12 +332,72 @@ def replace(obj: Any, /, **changes: Any) -> Any:
     return dataclasses.replace(obj, **filled)
 
 
+def _signature_doc(target: type, names: Iterable[str]) -> str:
+    """The docstring the real `dataclass` gives a class without one, as far as it can
+    be made without running tool code: `Name(a, b)`, the `__init__` parameters by
+    name (the real one formats `inspect.signature(cls)`, which calls `repr()` of every
+    annotation and default: a `Counter` subclass's `most_common` ran there, inside the
+    real `dataclass`; the attacker pass atk6 F2)."""
+    params: dict[str, bool] = {}
+    mro = type.__dict__["__mro__"].__get__(target)
+    for base in mro[-1:0:-1]:  # checked plain by `_check_dataclass_fields`
+        for f in dict(getattr(base, "__dataclass_fields__", None) or {}).values():
+            params[f.name] = f.init and f._field_type is not dataclasses._FIELD_CLASSVAR  # type: ignore[attr-defined]
+    own = type.__dict__["__dict__"].__get__(target)
+    for name in names:
+        value = own.get("__annotations__", {}).get(name)
+        classvar = value is typing.ClassVar or (
+            type(value) is typing._GenericAlias  # type: ignore[attr-defined]
+            and value.__origin__ is typing.ClassVar
+        )
+        default = own.get(name)
+        params[name] = not classvar and (type(default) is not dataclasses.Field or default.init)
+    shown = ", ".join(name for name, init in params.items() if init)
+    return f"{type.__dict__['__name__'].__get__(target)}({shown})"
+
+
 def dataclass(cls: type | None = None, /, **options: Any) -> Any:
-    """`dataclasses.dataclass`, with or without options, after `_check_fields`."""
+    """`dataclasses.dataclass`, with or without options, after `_check_fields`; a class
+    without a docstring gets one made here (`_signature_doc`), so the real one never
+    formats `inspect.signature`."""
 
     def wrap(target: type) -> type:
         _check_fields(target)
+        if not type.__dict__["__doc__"].__get__(target):
+            names = list(_annotations(target))  # the snapshot `_check_fields` made and checked
+            type.__setattr__(target, "__doc__", _signature_doc(target, names))
         made: type = dataclasses.dataclass(**options)(target)
+        return made
+
+    if cls is None:
+        return wrap
+    return wrap(cls)
+
+
+def _tool_class(target: object) -> None:
+    """TypeError unless `target` is a class the tool's own class statements made
+    (forge.tool_classes): `dataclass(UserDict)` had made every two `UserDict`s equal,
+    `dataclass(frozen=True)(Counter)` every `Counter` frozen (the attacker pass atk6 F3);
+    library and forge classes are read-only to tools."""
+    if not isinstance(target, type):
+        raise TypeError("dataclass: expects a class")
+    if not made_by_tool(target):
+        shown = f"{type.__dict__['__module__'].__get__(target)}.{target.__qualname__}"
+        raise TypeError(
+            f"dataclass: only a class the tool defines can be made a dataclass, not {shown}"
+        )
+
+
+def tool_dataclass(cls: type | None = None, /, **options: Any) -> Any:
+    """`dataclass` as a tool gets it: only of a class the tool defined (`_tool_class`),
+    checked before anything is written into it; a class it returns in place of the
+    target (`slots=True` builds one from it) is the tool's too."""
+
+    def wrap(target: type) -> type:
+        _tool_class(target)
+        made: type = dataclass(**options)(target)
+        if made is not target:
+            record(made)
         return made
 
     if cls is None:
@@ -408,7 +493,7 @@ def file_digest(fileobj: Any, digest: Any, /) -> Any:
 CHECKED: dict[tuple[str, str], Callable[..., Any]] = {
     ("functools", "cache"): cache,
     ("functools", "lru_cache"): lru_cache,
-    ("dataclasses", "dataclass"): dataclass,
+    ("dataclasses", "dataclass"): tool_dataclass,
     ("dataclasses", "asdict"): asdict,
     ("dataclasses", "astuple"): astuple,
     ("dataclasses", "replace"): replace,

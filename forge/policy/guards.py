@@ -25,6 +25,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 from forge.lint import INSPECT_ATTRS
 from forge.policy.verdict import Verdicts
 from forge.shims.common import ShimModule
+from forge.tool_classes import record
 
 BLOCKED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | INSPECT_ATTRS
 # RestrictedPython ships no annotations: its two unpack guards, typed here.
@@ -257,6 +258,7 @@ class Guards:
         cls = meta(name, bases, ns, **kw)
         _subclassable(cls)
         self.tool_classes.add(cls)
+        record(cls)  # the mark forge.checked_types `dataclass` asks for (forge.tool_classes)
         return cls
 
 

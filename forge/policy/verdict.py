@@ -25,16 +25,15 @@ bound to library objects) passes unchanged.
 
 from __future__ import annotations
 
-import abc
 import builtins
 import importlib
 import string
 import types
-from collections import UserString
 from typing import Any
 
 from forge.modules import ALLOWED, SHIMMED, SOURCES
 from forge.policy.builtin_names import SAFE_BUILTINS
+from forge.refused import FORMAT_DESCRIPTORS, FORMAT_FUNCTIONS, REGISTER_FUNCTIONS
 from forge.refused import REFUSED_CLASSES as _REFUSED_CLASSES
 from forge.refused import REFUSED_INSTANCES as _REFUSED_INSTANCES
 
@@ -54,22 +53,11 @@ _PER_VALUE = frozenset(
         dict,
     }
 )
-_FORMAT_DESCRIPTORS = frozenset({id(str.format), id(str.format_map)})
 _FORMAT_NAMES = frozenset({"format", "format_map"})
 # C modules whose functions a tool may hold: those the allowed names are
 # (`_c_modules`; the shims are forge's own functions) and the accelerators
 # allowed objects hand out (`json.JSONDecoder().parse_string` is `_json`'s).
 _ACCELERATORS = frozenset({"_json"})
-
-
-def _formatter_functions() -> frozenset[int]:
-    """Ids of the functions that format through the real str.format (the objects
-    live as long as their classes, so the ids stay theirs)."""
-    funcs: list[object] = [
-        v for v in vars(string.Formatter).values() if isinstance(v, types.FunctionType)
-    ]
-    funcs += [UserString.format, UserString.format_map]
-    return frozenset(id(f) for f in funcs)
 
 
 def _c_modules() -> frozenset[str]:
@@ -89,9 +77,10 @@ def _c_modules() -> frozenset[str]:
 # `ABCMeta.register` (`UserDict.register`, `typing.Sequence.register`, ...): it
 # changes what `isinstance` answers for every library and for forge's own guards
 # (the write guard once took a registered class as writable: the attacker pass
-# after the `cached_property` one). Refused as a value, bound or not.
-_REGISTER_FUNCTIONS = frozenset({id(abc.ABCMeta.register)})
-_DENIED_FUNCTIONS = _formatter_functions() | _REGISTER_FUNCTIONS
+# after the `cached_property` one). Refused as a value, bound or not. The ids are
+# forge.refused's, shared with the dataclass helpers' `why_refused`.
+_REGISTER_FUNCTIONS = REGISTER_FUNCTIONS
+_DENIED_FUNCTIONS = FORMAT_FUNCTIONS | REGISTER_FUNCTIONS
 C_MODULES = _c_modules()
 _BUILTIN_NAMES = frozenset(SAFE_BUILTINS)
 
@@ -158,7 +147,7 @@ def _why(value: Any, cls: type) -> str | None:
     if cls is types.BuiltinFunctionType:
         return _why_builtin(value)
     if cls is types.MethodDescriptorType:
-        return "the real str.format" if id(value) in _FORMAT_DESCRIPTORS else None
+        return "the real str.format" if id(value) in FORMAT_DESCRIPTORS else None
     if cls is dict:
         if "__builtins__" in value or "__import__" in value:
             return "a namespace of globals or builtins"
