@@ -1,9 +1,11 @@
 """Logging to stderr with secrets redacted: the one redaction point.
 
 A `Redactor` knows the configured secrets (bot token, API keys, web and
-webhook tokens) and masks every spelling a line could carry them in (plain,
-URL-encoded, the secret half of a bot token), plus secrets of known shapes
-it was not told about (bot tokens in URLs, bearer tokens, `sk-` keys).
+webhook tokens) and masks every spelling a line could carry them in: the
+vault masker's own (`bridge.loadout.mask.spellings` and its `Matcher`: JSON,
+URL, HTML-entity and `\\uXXXX` escapes, base64, hex, any letter case) and the
+secret half of a bot token, plus secrets of known shapes it was not told
+about (bot tokens in URLs, bearer tokens, `sk-` keys).
 It runs on the *formatted* line, so the message, its arguments, the logger
 name, tracebacks and stack traces all pass through it; the same object
 cleans the CLI's exit messages and uncaught-exception tracebacks
@@ -46,6 +48,7 @@ from typing import TextIO
 from urllib.parse import quote, quote_plus, unquote
 
 from bridge.core.config import Settings
+from bridge.loadout import mask as vault_mask
 from bridge.storage import url as db_url
 
 MASK = "[redacted]"
@@ -59,8 +62,10 @@ _TAIL_MIN = 8  # the part after a bot token's ':' is masked alone from this leng
 
 
 def spellings(secret: str) -> set[str]:
-    """The forms in which `secret` can appear in a URL, an error or a log line."""
+    """The forms in which `secret` can appear in a URL, an error or a log line (the
+    Redactor also finds each in any letter case and through escapes: `Matcher`)."""
     out = {secret, quote(secret), quote(secret, safe=""), quote_plus(secret)}
+    out |= vault_mask.spellings(secret)
     _, colon, tail = secret.partition(":")
     if colon and len(tail) >= _TAIL_MIN:
         out |= spellings(tail)
@@ -95,13 +100,12 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         forms = set().union(*(spellings(s) for s in secrets)) if secrets else set()
-        # longest first, one alternation: a single linear pass per line
-        ordered = sorted(forms, key=len, reverse=True)
-        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        # the vault masker's matcher: one alternation, any case, escapes decoded
+        self._known = vault_mask.Matcher(dict.fromkeys(sorted(forms), MASK))
 
     def redact(self, text: str) -> str:
-        if self._known is not None:
-            text = self._known.sub(MASK, text)
+        if self._known:
+            text = self._known.sub(text)
         for pattern in _SHAPES:
             text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + MASK, text)
         return text

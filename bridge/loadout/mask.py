@@ -1,24 +1,33 @@
 """Masking vault values, in every common spelling, out of text.
 
 `Masker(secrets)` knows every spelling of each value (`spellings`): the value
-itself, its JSON and Python string escapes, URL-encoding (`quote`,
-`quote_plus`, lower-case hex), hex in both cases, base64 standard and urlsafe
-with and without padding, and the part of a base64 text that only the value
-decides when the value sits inside a longer encoded blob (HTTP Basic auth
-`user:value`, say) at each of the three byte alignments. `mask(text)`
-replaces each with `[vault:NAME]` and returns `Masked` (`bridge.types.masked`):
-the one type the ways out of roost accept, so this module is the one masking
-point. `also(texts)` is the same masker plus the secrets a screen refused to
-keep in those texts (`bridge.loadout.refused`), each spelling replaced by
-`[refused secret]`: the turn that met a refusal stores them masked. Masked
-text is also valid Unicode: a lone surrogate (from a tool's result, an MCP
-server's JSON) becomes U+FFFD (`valid_unicode`), so no store refuses it.
+itself, its JSON and Python string escapes (also with `/` as `\\/`, as PHP's
+`json_encode` writes it), HTML escapes, URL-encoding (`quote`, `quote_plus`),
+hex, base64 standard and urlsafe with and without padding, and the part of a
+base64 text that only the value decides when the value sits inside a longer
+encoded blob (HTTP Basic auth `user:value`, say) at each of the three byte
+alignments. A server escapes a value in more ways than any list names, so
+`Matcher` finds each spelling in any letter case, in the text as it is and in
+its `canonical` view: one layer of common escapes decoded (`\\/`,
+`\\uXXXX`, `\\xHH`, `\\n`..., HTML/XML entities `&#43;` `&#x2F;` `&amp;`,
+ASCII `%2f`/`%2F`), with the offsets back to the text, and replaces the
+original span, escapes and all; overlapping matches merge into one span.
+`mask(text)` replaces each with `[vault:NAME]` and returns `Masked`
+(`bridge.types.masked`): the one type the ways out of roost accept, so this
+module is the one masking point. `also(texts)` is the same masker plus the
+secrets a screen refused to keep in those texts (`bridge.loadout.refused`),
+each spelling replaced by `[refused secret]`: the turn that met a refusal
+stores them masked. Masked text is also valid Unicode: a lone surrogate (from
+a tool's result, an MCP server's JSON) becomes U+FFFD (`valid_unicode`), so no
+store refuses it.
 
 `StreamMasker` does the same for text that arrives in pieces: it holds back
-the longest tail that could be the start of some spelling (found with the
-Knuth-Morris-Pratt failure table: the work per piece is linear in the held
-tail, which is never longer than the longest spelling), and a value split
-across two pieces is never sent half-way.
+the longest tail that could be the start of some spelling, in the text or in
+its decoded view, and any escape that more text could complete (found with
+the Knuth-Morris-Pratt failure table: the work per piece is linear in the
+held tail, which is never longer than the longest spelling); the held tail
+never starts inside an escape, so it decodes later as it does in the whole
+text, and a value split across two pieces is never sent half-way.
 
 Which values to mask for a tenant: all of that tenant's vault values (a tool
 may obtain or echo any of them), not only those a tool declared.
@@ -27,6 +36,9 @@ may obtain or echo any of them), not only those a tool declared.
 from __future__ import annotations
 
 import base64
+import bisect
+import html
+import html.entities
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +52,20 @@ from bridge.types.messages import valid_unicode
 MIN_SECRET_CHARS = 4
 REFUSED_MARK = "[refused secret]"
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
+# One server-side escape of one character, by kind (the group): JSON/JS `\uXXXX`,
+# Python `\xHH`, a backslash escape (PHP's JSON writes `/` as `\/`), an HTML/XML
+# numeric or named entity (`&#43;`, `&#x2F;`, `&amp;`), an ASCII %XX in either case.
+_ESCAPES = re.compile(
+    r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([\"\\/'bfnrt])"
+    r"|&#([0-9]{1,7});|&#[xX]([0-9a-fA-F]{1,6});|&([A-Za-z][A-Za-z0-9]{1,31};)"
+    r"|%([0-7][0-9a-fA-F])"
+)
+# The start of an escape that more text could complete (held back when streaming).
+_PARTIAL = re.compile(
+    r"(?:\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?)?"
+    r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-7]?)\Z"
+)
+_BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
@@ -51,18 +77,25 @@ def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
 
 
 def spellings(value: str) -> set[str]:
-    """The value and its common encodings, each at least MIN_SECRET_CHARS long."""
+    """The value and its common encodings, each at least MIN_SECRET_CHARS long.
+
+    The masker also matches each of them in any letter case and through one
+    layer of the escapes `canonical` decodes, so these are only the encodings
+    that are not character-for-character escapes (base64, hex) plus the
+    escaped forms themselves (for a stream, and a text too short to decode).
+    """
     data = value.encode("utf-8")
     escaped = json.dumps(value)[1:-1]
     forms = {
         value,
         escaped,
+        escaped.replace("/", "\\/"),  # PHP json_encode, some Java/.NET serializers
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(escaped)[1:-1],  # a JSON text inside a JSON string
         repr(value)[1:-1],
         ascii(value)[1:-1],
         data.hex(),
-        data.hex().upper(),
+        html.escape(value),
     }
     for quoted in (quote(value, safe=""), quote(value), quote_plus(value)):
         forms.add(quoted)
@@ -72,6 +105,82 @@ def spellings(value: str) -> set[str]:
         forms.update((full, full.rstrip("=")))
         forms.update(_aligned(data, offset, encode) for offset in range(3))
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def _lower(text: str) -> str:
+    """`text` lower-cased one character for one (a character whose lower case is longer stays)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _decoded(m: re.Match[str]) -> str | None:
+    """The character(s) one escape stands for, or None when it stands for none."""
+    kind = m.lastindex
+    arg = m.group(kind or 0)
+    if kind == 3:
+        return _BACKSLASHED.get(arg, arg)
+    if kind == 6:
+        return html.entities.html5.get(arg)
+    code = int(arg, 10 if kind == 4 else 16)
+    if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        return None  # a surrogate half: its escaped pair is a spelling of its own
+    return chr(code)
+
+
+class _View:
+    """A text with one layer of escapes decoded, and the way back to the text's offsets."""
+
+    __slots__ = ("at", "canon", "ends", "lengths", "starts")
+
+    def __init__(self, text: str) -> None:
+        pieces: list[str] = []
+        self.at: list[int] = []  # where each decoded escape starts in `canon`
+        self.lengths: list[int] = []  # how many characters it decoded to
+        self.starts: list[int] = []  # its span in the text
+        self.ends: list[int] = []
+        last = 0
+        size = 0
+        for m in _ESCAPES.finditer(text):
+            char = _decoded(m)
+            if char is None:
+                continue
+            pieces.append(text[last : m.start()])
+            size += m.start() - last
+            self.at.append(size)
+            self.lengths.append(len(char))
+            self.starts.append(m.start())
+            self.ends.append(m.end())
+            pieces.append(char)
+            size += len(char)
+            last = m.end()
+        pieces.append(text[last:])
+        self.canon = _lower("".join(pieces)) if self.at else ""
+
+    def start(self, i: int) -> int:
+        """Where the character at `i` of the decoded view starts in the text."""
+        k = bisect.bisect_right(self.at, i) - 1
+        if k < 0:
+            return i
+        if i < self.at[k] + self.lengths[k]:
+            return self.starts[k]
+        return self.ends[k] + i - self.at[k] - self.lengths[k]
+
+    def end(self, j: int) -> int:
+        """Where a match ending at `j` (exclusive) of the decoded view ends in the text."""
+        k = bisect.bisect_right(self.at, j - 1) - 1
+        if k < 0:
+            return j
+        if j - 1 < self.at[k] + self.lengths[k]:
+            return self.ends[k]
+        return self.ends[k] + j - self.at[k] - self.lengths[k]
+
+
+def canonical(text: str) -> str:
+    """`text` with one layer of common escapes decoded, lower-cased: what the masker reads."""
+    view = _View(text)
+    return view.canon if view.at else _lower(text)
 
 
 def _failure(pattern: str) -> list[int]:
@@ -104,6 +213,130 @@ def _overlap(text: str, pattern: str, fail: list[int]) -> int:
     return k
 
 
+Span = tuple[int, int, str]  # start, end, mark
+
+
+class Matcher:
+    r"""Finds known strings in text, in any letter case and through one layer of escapes.
+
+    `forms` maps each string to the mark that replaces it. A text is searched
+    as it is (lower-cased) and, when it holds escapes (`\/`, `\uXXXX`, `&#43;`,
+    `&amp;`, `%2f`), once more decoded (`canonical`); a match there replaces
+    the original span, escapes and all. Overlapping matches merge into one.
+    """
+
+    def __init__(self, forms: Mapping[str, str]) -> None:
+        by_form: dict[str, str] = {}
+        for form, mark in forms.items():
+            for spelled in (form, canonical(form)):
+                by_form.setdefault(_lower(spelled), mark)
+        self._by_form = by_form
+        longest_first = sorted(by_form, key=lambda f: (-len(f), f))
+        self._pattern = (
+            re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
+        )
+        self._tables = [(f, _failure(f)) for f in longest_first]
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def _found(self, low: str) -> list[Span]:
+        """Each match in `low` (start, end, form), lengthened by any form that starts
+        inside it: two values overlapping in a text are hidden whole, both of them."""
+        assert self._pattern is not None
+        out: list[Span] = []
+        pos = 0
+        while (m := self._pattern.search(low, pos)) is not None:
+            start, end = m.span()
+            at = start + 1
+            while at < end:  # rare (a match), and bounded by the longest form
+                inner = self._pattern.match(low, at)
+                if inner is not None and inner.end() > end:
+                    end = inner.end()
+                at += 1
+            out.append((start, end, m.group(0)))
+            pos = end
+        return out
+
+    def spans(self, text: str) -> list[Span]:
+        """The merged spans of `text` to replace, in order."""
+        if self._pattern is None:
+            return []
+        found = self._found(_lower(text))
+        view = _View(text)
+        if view.at:
+            found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
+            found.sort(key=lambda s: (s[0], -s[1]))
+        merged: list[Span] = []
+        for start, end, form in found:
+            if merged and start < merged[-1][1]:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end, merged[-1][2])
+                continue
+            merged.append((start, end, self._by_form[form]))
+        return merged
+
+    def sub(self, text: str) -> str:
+        out: list[str] = []
+        last = 0
+        for start, end, mark in self.spans(text):
+            out += (text[last:start], mark)
+            last = end
+        out.append(text[last:])
+        return "".join(out) if last else text
+
+    def _held(self, tail: str) -> int:
+        """Length of the longest suffix of `tail` (lower-cased) that starts some form."""
+        best = 0
+        for form, fail in self._tables:
+            if len(form) - 1 <= best:
+                break  # longest first: no shorter form can beat `best`
+            best = max(best, _overlap(tail, form, fail))
+        return best
+
+    def open_at(self, text: str) -> int:
+        """Where the tail of `text` that more text could make a match (or lengthen one) starts."""
+        partial = _PARTIAL.search(text, max(0, len(text) - 40))
+        cut = partial.start() if partial else len(text)
+        base = text[:cut]
+        low = _lower(base)
+        at = min(cut, len(base) - self._held(low))
+        view = _View(base)
+        if view.at:
+            at = min(at, view.start(len(view.canon) - self._held(view.canon)))
+        # never inside an escape: the tail is read again with what follows, and
+        # must decode as it does in the whole text (`\\` then `u0041` is no `A`)
+        whole = _View(text) if cut < len(text) or view.at else view
+        k = bisect.bisect_right(whole.starts, at) - 1
+        if k >= 0 and at < whole.ends[k]:
+            at = whole.starts[k]
+        return at
+
+    def split(self, text: str) -> tuple[str, str]:
+        """(text with every final match replaced, raw tail to hold back)."""
+        if self._pattern is None:
+            return text, ""
+        # From `open_at` on, the text may be the start of a form that more text
+        # would complete (or lengthen: padding after unpadded base64, an escape
+        # cut in two, another value overlapping it), so a match reaching there is
+        # left for later; one that ends before it is final.
+        open_at = self.open_at(text)
+        spans = self.spans(text)
+        for start, end, _ in spans:  # a match that more text could lengthen waits whole
+            if start < open_at < end:
+                open_at = start
+                break
+        out: list[str] = []
+        last = 0
+        for start, end, mark in spans:
+            if end > open_at:
+                break
+            out += (text[last:start], mark)
+            last = end
+        out.append(text[last:open_at])
+        return "".join(out), text[open_at:]
+
+
 class Masker:
     """The secrets of one tenant, ready to mask text (built when the vault changes)."""
 
@@ -113,26 +346,18 @@ class Masker:
         by_form: dict[str, str] = {}
         for name, value in sorted(self._secrets.items()):
             if len(value) >= MIN_SECRET_CHARS:
-                for form in spellings(value):
+                for form in sorted(spellings(value)):
                     by_form.setdefault(form, f"[vault:{name}]")
         for span in sorted(self._refused):
-            for form in spellings(span):
+            for form in sorted(spellings(span)):
                 by_form.setdefault(form, REFUSED_MARK)
-        self._by_form = by_form
-        longest_first = sorted(by_form, key=lambda f: (-len(f), f))
-        self._pattern = (
-            re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
-        )
-        self._tables = [(f, _failure(f)) for f in longest_first]
-
-    def _replace(self, m: re.Match[str]) -> str:
-        return self._by_form[m.group(0)]
+        self._matcher = Matcher(by_form)
 
     def mask(self, text: str) -> Masked:
         text = valid_unicode(text)  # what leaves roost or is stored is valid Unicode
-        if self._pattern is None or not text:
+        if not self._matcher or not text:
             return Masked(text)
-        return Masked(self._pattern.sub(self._replace, text))
+        return Masked(self._matcher.sub(text))
 
     def also(self, texts: Iterable[str]) -> Masker:
         """This masker plus the secrets the screen finds in `texts` (texts it refused)."""
@@ -149,39 +374,10 @@ class Masker:
     def stream(self) -> StreamMasker:
         return StreamMasker(self)
 
-    def _held(self, tail: str) -> int:
-        """Length of the longest suffix of `tail` that starts some spelling."""
-        best = 0
-        for form, fail in self._tables:
-            if len(form) - 1 <= best:
-                break  # longest first: no shorter form can beat `best`
-            best = max(best, _overlap(tail, form, fail))
-        return best
-
     def split(self, text: str) -> tuple[Masked, str]:
         """(masked text safe to send now, raw tail to hold back)."""
-        text = valid_unicode(text)
-        if self._pattern is None:
-            return Masked(text), ""
-        # From `open_at` on, the text may be the start of a spelling that more text
-        # would complete (or lengthen: padding after unpadded base64), so a match
-        # there is left for later; a match before it is final.
-        open_at = len(text) - self._held(text)
-        out: list[str] = []
-        last = 0
-        for m in self._pattern.finditer(text):
-            if m.start() >= open_at:
-                break
-            out.append(text[last : m.start()])
-            out.append(self._replace(m))
-            last = m.end()
-        if last <= open_at:
-            out.append(text[last:open_at])
-            return Masked("".join(out)), text[open_at:]
-        rest = text[last:]
-        hold = self._held(rest)
-        out.append(rest[: len(rest) - hold])
-        return Masked("".join(out)), rest[len(rest) - hold :]
+        sent, held = self._matcher.split(valid_unicode(text))
+        return Masked(sent), held
 
 
 def mask(text: str, secrets: Mapping[str, str]) -> Masked:

@@ -14,12 +14,14 @@ attach follows it from another, `web_follow`), the history
 (`GET /api/history`, `/api/conversations`: `web_history`),
 `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web.push`) and `GET /api/outbox?chat=C&after=ID` (the
-ones it missed); `GET /metrics` (Prometheus text, only when the roost passes
-a `metrics` renderer: `[web] metrics = true`). A reply's files come as
-`files: [{"name", "mime", "size", "url"}]`, each `url` a one-time signed
-`GET /files/<token>` link (`bridge.channels.web.files`; no bearer needed).
-The server runs inside roost's loop (AppRunner/TCPSite); other channels may
-add routes (the Telegram webhook) before it starts.
+ones it missed; each text, pushed or listed, once more through the tenant's
+masker of now, `masks`, as the history is); `GET /metrics` (Prometheus
+text, only when the roost passes a `metrics` renderer: `[web] metrics =
+true`). A reply's files come as `files: [{"name", "mime", "size", "url"}]`,
+each `url` a one-time signed `GET /files/<token>` link
+(`bridge.channels.web.files`; no bearer needed). The server runs inside
+roost's loop (AppRunner/TCPSite); other channels may add routes (the Telegram
+webhook) before it starts.
 
 Every route, added here or by another channel, first checks `Host` against
 the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
@@ -119,7 +121,8 @@ class WebChannel:
         self._ready = ready
         self._files = files
         self._recent = recent
-        self.deliver = WebPush()  # the outbox's deliver for channel "web"
+        self._masks = masks
+        self.deliver = WebPush(masks=masks)  # the outbox's deliver for channel "web"
         self._command_list = command_list
         tokens = {**(tenant_tokens or {}), token: local_tenant}
         self._gate = WebGate(tokens, local_tenant, barred)
@@ -311,6 +314,9 @@ class WebChannel:
             return web.json_response({"error": "after: an entry id"}, status=400)
         local = key.tenant == self._gate.local_tenant  # other tenants' outboxes: not on the web
         messages = await self._recent(key.chat, after or 0) if local and self._recent else []
+        if self._masks is not None and messages:  # stored masked, and masked once more now:
+            shown = self._masks(key.tenant).mask  # a value vaulted since is not listed
+            messages = [{**m, "text": shown(m["text"])} for m in messages]
         return web.json_response({"messages": messages})
 
     async def _events(self, request: web.Request) -> web.StreamResponse:

@@ -7,7 +7,10 @@ whether or not a page is open: the entry stays in the outbox (kept for its
 retention) and `GET /api/outbox?chat=C&after=ID` lists what a page missed, so
 a page loading later shows it, and a page de-duplicates by id. Each stream
 has a bounded queue: a page that stops reading loses live pushes (it sees
-them on its next load), never the daemon's memory. `WebPush.stream` is the
+them on its next load), never the daemon's memory. With `masks` (a tenant's
+masker) each pushed text passes the tenant's masker of now once more, as the
+listing does: a value put in the vault after the entry was stored (a retried
+entry) is not pushed in the clear. `WebPush.stream` is the
 route's body: one `ready` event, then a `message` per push and a keep-alive
 comment every `KEEPALIVE_S`, until the page goes (seen within `WATCH_S`, so
 its slot of `web_streams` is free again at once) or the server ends it.
@@ -19,12 +22,13 @@ import asyncio
 import contextlib
 import json
 from collections import defaultdict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
 from bridge.schedule.outbox import OutboxEntry
+from bridge.types.masked import TextMask
 
 QUEUE_SIZE = 100
 KEEPALIVE_S = 25.0
@@ -43,16 +47,24 @@ def sse(event: str, data: dict[str, Any]) -> bytes:
 class WebPush:
     """Open event streams per chat; `__call__(entry)` pushes to them."""
 
-    def __init__(self, queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(
+        self, queue_size: int = QUEUE_SIZE, masks: Callable[[str], TextMask] | None = None
+    ) -> None:
         self._streams: dict[tuple[str, str], set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
         self._size = queue_size
+        self._masks = masks
 
     def listeners(self, chat: str) -> int:
         return sum(len(queues) for (_, c), queues in self._streams.items() if c == chat)
 
     async def __call__(self, entry: OutboxEntry) -> None:
+        queues = list(self._streams.get((entry.tenant, entry.chat), ()))
+        if not queues:
+            return
         message = message_of(entry)
-        for queue in list(self._streams.get((entry.tenant, entry.chat), ())):
+        if self._masks is not None:
+            message["text"] = self._masks(entry.tenant).mask(entry.text)
+        for queue in queues:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(message)
 
