@@ -57,13 +57,12 @@ def chat_args(p: argparse.ArgumentParser) -> None:
 def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
     """The local tenant's reminders and job answers for terminal chat `chat`."""
     from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
-    from bridge.schedule.runtime import newest_message_id, recent_messages
+    from bridge.schedule.runtime import recent_messages
 
     tenant, seen = r.settings.local_tenant, r.loadout.chats
     assert seen is not None  # a built roost stores chat settings (and flushes them at close)
     return TerminalInbox(
         lambda after: recent_messages(r.database, tenant, "cli", chat, after),
-        lambda: newest_message_id(r.database),
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
         lambda value: seen.set_soon(tenant, "cli", chat, SEEN_KEY, value),
     )
@@ -202,7 +201,8 @@ def no_model(r: Roost, text: str, offline: bool) -> bool:
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 on an answer (or a queued --to message), 1 when the reply is an error,
-    2 for `--key` without `--to`, 78 when no model is configured (a command or
+    2 for `--key` without `--to` or a `--tenant` neither configured nor with files in
+    the home, 78 when no model is configured (a command or
     `--offline` still runs)."""
     if args.key is not None and args.to is None:
         print(
@@ -211,6 +211,13 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.tenant is not None:
+        from bridge.cli.tenant_check import unknown_tenant
+
+        refusal = unknown_tenant(settings, args.tenant, "send", files_do=True)
+        if refusal is not None:  # a typo would otherwise become a tenant (its folders made)
+            print(refusal, file=sys.stderr)
+            return 2
     if args.to is not None:
         from bridge.cli.schedule import send_to
 

@@ -3,8 +3,10 @@
 A configuration that does not load stops it before any check (`bridge.cli.main`:
 the configuration's one message, exit 78), as it stops every command.
 
-Checks, in order: the configuration loads; the home and everything in it is
-private (directories 0700, files 0600: no group or other bits); the
+Checks, in order: the configuration loads (and `roost serve` would take it:
+the same checks its channels make, e.g. a Telegram webhook needs a URL); the
+home (not made yet: a warning, the first start makes it; a file: a FAIL) and
+everything in it is private (directories 0700, files 0600: no group or other bits); the
 database, through the `Database` protocol: it opens, its schema step is the
 one this roost knows (behind: a warning, `roost serve` migrates it; ahead: a
 FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
@@ -16,7 +18,9 @@ warning); each model's
 server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
 with its model list and then one chat request (a server whose list needs no
 key, as llama.cpp's, would pass a wrong key: the chat request says so, a
-FAIL naming the key setting); the Telegram Bot API knows the token
+FAIL naming the key setting; a model not listed whose chat request fails
+too is a FAIL, naming the default model when `model` is unset); the
+Telegram Bot API knows the token
 and the webhook state; the sandbox layers forge can use (Landlock ABI,
 seccomp, via `python -m forge capabilities`); free disk space under the
 home (warn below 1 GiB, FAIL below 100 MiB); a `roost forget` that was
@@ -63,7 +67,28 @@ def check_config(settings: Settings) -> Check:
     source = str(path) if path.exists() else f"no file at {path}: defaults and environment"
     if named and not path.exists():
         return Check("FAIL", "config", f"ROOST_CONFIG names {path}, which does not exist")
+    refused = serve_refusal(settings)
+    if refused is not None:
+        return Check("FAIL", "config", f"loaded ({source}), but `roost serve` refuses: {refused}")
     return Check("ok", "config", f"loaded ({source}); {count(len(settings.tenants), 'tenant')}")
+
+
+def serve_refusal(settings: Settings) -> str | None:
+    """What `roost serve` would stop on in this configuration before its channels start
+    (bridge.app.channels_up and the Telegram webhook's own check, reused), or None."""
+    tg, web_on = settings.telegram, settings.web.enabled
+    if tg.token is not None and tg.mode == "webhook":
+        if not web_on:
+            return "telegram.mode 'webhook' needs the web server (web.enabled = true)"
+        from bridge.channels.telegram.webhook import webhook_secret  # the telegram library
+
+        try:
+            webhook_secret(tg)
+        except ConfigError as exc:
+            return str(exc)
+    if settings.whatsapp.enabled and not web_on:
+        return "whatsapp needs the web server (web.enabled = true) for its webhook"
+    return None
 
 
 def _loose(home: Path) -> list[str]:
@@ -91,7 +116,14 @@ def _short(rel: str) -> str:
 
 def check_home(home: Path) -> Check:
     if not home.is_dir():
-        return Check("FAIL", "home", f"{home} does not exist (roost serve creates it)")
+        if home.exists() or home.is_symlink():
+            return Check(
+                "FAIL",
+                "home",
+                f"{home} is not a directory (a file or a broken link): roost cannot keep its "
+                "state there; point ROOST_HOME at a folder (or remove what is there)",
+            )
+        return Check("warn", "home", f"{home} does not exist yet (created on first start)")
     loose = _loose(home)
     if loose:
         shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
@@ -283,7 +315,9 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     found += await check_models_answer(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
     found.append(await check_sandbox())
-    where = home if home.exists() else home.parent
+    where = home
+    while not where.exists() and where != where.parent:  # not made yet: the disk it goes on
+        where = where.parent
     found.append(disk_check(shutil.disk_usage(where).free))
     return found
 
@@ -316,6 +350,9 @@ async def check_models_answer(settings: Settings, timeout_s: float) -> list[Chec
         if failed is None:
             if check.status == "ok":
                 found[n] = check._replace(reason=f"{check.reason}; a chat request was answered")
+            else:  # not listed, yet it answers (an alias): the warning names whose name it is
+                reason = f"{_named(check.reason, section, llm)}; a chat request was answered"
+                found[n] = check._replace(reason=reason)
             continue
         key = llm.api_key.get_secret_value().strip() if llm.api_key else ""
         if failed.startswith("auth"):
@@ -328,10 +365,21 @@ async def check_models_answer(settings: Settings, timeout_s: float) -> list[Chec
             )
         elif check.status == "ok":
             reason = f"{where}: {llm.model} is listed, but a chat request failed, {failed}"
-        else:
-            continue  # a model not listed: its failing chat is the warning's story
+        else:  # not listed, and asking it fails too: every turn would fail the same way
+            reason = (
+                f"{_named(check.reason, section, llm)}; a chat request to it failed too, {failed}"
+            )
         found[n] = Check("FAIL", check.name, reason.replace(key, "***") if key else reason)
     return found
+
+
+def _named(reason: str, section: str, llm: LLMSettings) -> str:
+    """`check_models`' "model X not listed" line, saying "(llm.model is unset: the default)"
+    after X when nobody wrote the model's name (a newcomer never typed gpt-4o-mini)."""
+    if "model" in llm.model_fields_set:
+        return reason
+    said, unset = f"model {llm.model}", f"({section}.model is unset: the default)"
+    return reason.replace(f"{said} not listed", f"{said} {unset} not listed", 1)
 
 
 async def _chat(llm: LLMSettings, timeout_s: float) -> str | None:

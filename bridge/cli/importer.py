@@ -27,6 +27,7 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import check_chain_key, record_event
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.llm.embeddings import EmbeddingsClient, embeddings_client
 from bridge.loadout.vault import Vault
@@ -54,6 +55,10 @@ def import_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    refusal = unknown_tenant(settings, args.tenant, "import", files_do=True)
+    if refusal is not None:  # a typo would otherwise become a tenant holding the history
+        print(refusal, file=sys.stderr)
+        return 2
     path: Path = args.file
     if not path.is_file():
         print(f"roost import: {path} is not a file", file=sys.stderr)

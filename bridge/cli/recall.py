@@ -151,7 +151,12 @@ async def _evaluated(folders: list[Path]) -> list[tuple[Report, Path]]:
 
 
 def eval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", type=Path, default=DEV_DIR, help="conv-N.jsonl + questions-N.jsonl")
+    p.add_argument(
+        "--dir",
+        type=Path,
+        help="the set: conv-N.jsonl + questions-N.jsonl (default: the LoCoMo dev set in "
+        f"{DEV_DIR}, a shared/ folder beside the checkout; not shipped with roost)",
+    )
     p.add_argument(
         "--own",
         type=Path,
@@ -163,6 +168,16 @@ def eval_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_recall_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if args.dir is None:
+        args.dir = DEV_DIR
+        if not DEV_DIR.is_dir():
+            print(
+                f"roost recall-eval: the default data set (LoCoMo dev) is not shipped with "
+                f"roost and is not at {DEV_DIR} (a shared/eval/locomo-dev folder beside the "
+                "checkout); pass --dir DIR, a folder of conv-N.jsonl and questions-N.jsonl",
+                file=sys.stderr,
+            )
+            return 2
     if not args.dir.is_dir():
         print(f"roost recall-eval: {args.dir} is not a directory", file=sys.stderr)
         return 2

@@ -35,7 +35,10 @@ class ProfileCommands:
         sub, _, rest = args.strip().partition(" ")
         dirs = ctx.dirs.ensure()
         if not sub:
-            text = self._profile.read(dirs)
+            try:
+                text = self._profile.read(dirs)
+            except ProfileError as exc:  # a hand edit left it unreadable: say where
+                return str(exc)
             lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
             size = f"{body_chars(text):,}/{self._profile.cap:,} characters"
             if not lines:

@@ -3,7 +3,9 @@
 The person may edit the file by hand; `/profile set` and `/profile rm` change
 one line and keep the rest as written. A change that would pass the cap, or
 text that looks like a secret or an instruction, is refused and nothing is
-written. Changes are audited with the key and sizes only.
+written. A file that is not UTF-8 is named with its first bad byte's position
+(`ProfileError`: a retry would never help) and never rewritten. Changes are
+audited with the key and sizes only.
 """
 
 from __future__ import annotations
@@ -114,6 +116,19 @@ def _write(dirs: TenantDirs, text: str) -> None:
         raise
 
 
+def not_utf8(dirs: TenantDirs, exc: UnicodeDecodeError) -> str:
+    """Why a hand-edited USER.md cannot be used, and how to mend it: a retry never would."""
+    where = f"tenants/{dirs.tenant}/global/{dirs.user_md.name}"
+    bad = exc.object[exc.start : exc.start + 1].hex()
+    line = exc.object.count(b"\n", 0, exc.start) + 1
+    return (
+        f"Your profile file {dirs.user_md.name} ({where} in roost's home) is not UTF-8 "
+        f"text: byte 0x{bad} at position {exc.start:,} (line {line:,}) cannot be read. "
+        "Nothing was changed. Save the file as UTF-8 (or remove that byte, or the file), "
+        "then try again."
+    )
+
+
 class Profile:
     def __init__(self, cap: int, audit: AuditSink, locks: TenantLocks | None = None) -> None:
         self.cap = cap
@@ -121,10 +136,13 @@ class Profile:
         self._locks = locks or TenantLocks()
 
     def read(self, dirs: TenantDirs) -> str:
+        """USER.md's text ("" when there is none); ProfileError when it is not UTF-8."""
         try:
             return dirs.user_md.read_text(encoding="utf-8")
         except FileNotFoundError:
             return ""
+        except UnicodeDecodeError as exc:
+            raise ProfileError(not_utf8(dirs, exc)) from None
 
     async def set(self, dirs: TenantDirs, key: str, value: str) -> int:
         key = key.strip()

@@ -31,10 +31,12 @@ async def test_every_named_model_gets_its_own_line(
     assert checks["backend"][0] == "ok" and "small-1 among them" in checks["backend"][1]
     assert checks["model:smart"][0] == "ok" and "big-2 among them" in checks["model:smart"][1]
     assert checks["model:gone"][0] == "FAIL" and "unreachable" in checks["model:gone"][1]
-    assert checks["model:typo"] == (
-        "warn",
-        f"{second.base_url[:-3]}: model big-3 not listed (big-2)",
-    )
+    # not listed, and its chat request fails too: a FAIL (a listed-but-missing model
+    # that still answers would only warn)
+    status, reason = checks["model:typo"]
+    assert status == "FAIL", checks["model:typo"]
+    assert reason.startswith(f"{second.base_url[:-3]}: model big-3 not listed (big-2)"), reason
+    assert "a chat request to it failed too" in reason, reason
     names = [line.split()[1] for line in out.splitlines()]
     assert names.index("backend") + 3 == names.index("model:typo")  # together, sorted
     for key in (KEY_A, KEY_B, KEY_C):

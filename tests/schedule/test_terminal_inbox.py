@@ -10,7 +10,7 @@ from bridge.channels.terminal.inbox import SEEN_KEY, TerminalInbox
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.schedule.outbox import OutboxStore
 from bridge.schedule.planning import arrival
-from bridge.schedule.runtime import newest_message_id, recent_messages
+from bridge.schedule.runtime import recent_messages
 from bridge.storage.protocol import Database
 from tests.masking import m
 from tests.schedule.database import database_of
@@ -29,7 +29,6 @@ async def inbox_over(path: Path, database: Database, chat: str = "terminal") -> 
     OPENED.append(seen)
     return TerminalInbox(
         lambda after: recent_messages(database, "local", "cli", chat, after),
-        lambda: newest_message_id(database),
         lambda: seen.get("local", "cli", chat, SEEN_KEY),
         lambda value: seen.set_soon("local", "cli", chat, SEEN_KEY, value),
         interval_s=0,
@@ -44,8 +43,9 @@ async def test_new_messages_show_once_each_and_across_restarts(tmp_path: Path) -
 
 
 async def shown_once_each(db: Path, first: TerminalInbox, store: OutboxStore) -> None:
-    await store.enqueue("local", "cli", "terminal", m("⏰ old news"), "job:a:1", now_ms=1)
-    assert await first.missed() == []  # a chat opened the first time starts from now
+    await store.enqueue("local", "cli", "terminal", m("⏰ set by send"), "job:a:1", now_ms=1)
+    await store.enqueue("local", "cli", "elsewhere", m("⏰ another chat's"), "job:f:1", now_ms=1)
+    assert await first.missed() == ["⏰ set by send"]  # a chat never opened: all it waits for
     shown: list[str] = []
     arrived = asyncio.Event()
 

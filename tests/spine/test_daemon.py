@@ -32,7 +32,16 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
         yield server
 
 
+PEOPLE = "[tenants.alice]\n\n[tenants.bob]\n"  # a test's config, unless it writes its own
+
+
 def env_for(home: Path, fake: FakeOpenAI) -> dict[str, str]:
+    """The fake model; an empty config file gets tenants alice and bob beside the local
+    one (`roost send`/`import --tenant` refuse a tenant roost does not know). In the
+    file, not the environment: a test that writes its own config has exactly that."""
+    config = Path(os.environ["ROOST_CONFIG"])
+    if not config.exists() or not config.read_text().strip():
+        config.write_text(PEOPLE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
     env.update(
         ROOST_HOME=str(home),

@@ -31,7 +31,8 @@ BOB_PAGE = "bob-page-token-5c1d8e0f"
 
 
 def configure_bob(config: Path) -> None:
-    config.write_text(f'[tenants.bob]\nweb_token = "{BOB_PAGE}"\n')
+    """Bob with a page of his own; alice configured too (`setup_two_people` sends as her)."""
+    config.write_text(f'[tenants.alice]\n\n[tenants.bob]\nweb_token = "{BOB_PAGE}"\n')
 
 
 async def killed_forget(home: Path, env: dict[str, str]) -> None:

@@ -8,7 +8,9 @@ entry does, for 7 days). An open `roost chat` reads its chat's entries itself
 away"), then each new one within `interval_s`, printed between answers,
 never inside one. Which entry was shown last is remembered per chat
 (`chat_settings` key `outbox_seen`), so each message shows once, across
-restarts too; a chat opened for the first time starts from now.
+restarts too. A chat `roost chat` never opened shows everything waiting for
+it: only a `/remind` or `/every` sent to it (`roost send --chat NAME`) puts
+anything there, and its confirmation promised it would show here.
 """
 
 from __future__ import annotations
@@ -36,26 +38,22 @@ class TerminalInbox:
     def __init__(
         self,
         fetch: Fetch,
-        newest: Callable[[], Awaitable[int]],
         load: Callable[[], str | None],
         save: Callable[[str], None],
         *,
         interval_s: float = 1.0,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
-        self._fetch, self._newest = fetch, newest
+        self._fetch = fetch
         self._load, self._save = load, save
         self._interval_s, self._sleep = interval_s, sleep
         self._seen = 0
 
     async def missed(self) -> list[str]:
-        """What arrived since this chat last showed something (call once, at start)."""
+        """What arrived since this chat last showed something, or all that waits for a chat
+        never opened (call once, at start)."""
         stored = self._load()
-        if stored is None or not stored.isdigit():
-            self._seen = await self._newest()  # a new terminal chat starts from now
-            self._save(str(self._seen))
-            return []
-        self._seen = int(stored)
+        self._seen = int(stored) if stored is not None and stored.isdigit() else 0
         messages = await self._fetch(self._seen)
         for message in messages:
             self._mark(message)
