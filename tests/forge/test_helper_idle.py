@@ -19,6 +19,7 @@ from bridge.types.audit_sink import MemoryAudit
 from forge.runner import SandboxRunner
 from tests.conftest import Clock, ScriptedBackend
 from tests.forge.helpers import children_of, tool
+from tests.procs import gone
 from tests.waits import HANG_S, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -64,15 +65,6 @@ class FakeTime:
         self.now += seconds
         self._go.set()
         await until(lambda: self.checks > seen, "the reaper's check")
-
-
-def gone(pid: int) -> bool:
-    """Whether process `pid` has exited (reaped, or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it was read
-        return True
 
 
 @pytest_asyncio.fixture

@@ -19,6 +19,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes.fake_openai import FakeOpenAI
+from tests.procs import gone
 from tests.senses.hostile import dense_pdf
 from tests.senses.samples import make_png
 from tests.spine.test_daemon import env_for, fake, start_daemon  # noqa: F401  (fake: a fixture)
@@ -51,11 +52,7 @@ def decoders_of(pid: int) -> list[int]:
 
 
 def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return not fh.read().rsplit(") ", 1)[1].startswith("Z")
-    except FileNotFoundError:
-        return False
+    return not gone(pid)
 
 
 async def send_with_file(

@@ -28,6 +28,7 @@ from PIL import Image
 from bridge.senses.decode_confine import confine
 from bridge.senses.decode_wire import Job
 from bridge.senses.decoders import Decoded, DecodeFailed, DecoderPool, PoolSettings
+from tests.procs import gone
 from tests.senses.hostile import (
     dense_pdf,
     flat_jpeg,
@@ -60,14 +61,6 @@ async def decode(pool: DecoderPool, tmp: Path, data: bytes, job: Job, tenant: st
         return await pool.decode(tenant, job, fd)
     finally:
         os.close(fd)
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1].startswith("Z")
-    except FileNotFoundError:
-        return True
 
 
 PIXEL_BOMBS = [

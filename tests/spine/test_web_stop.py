@@ -19,6 +19,7 @@ import aiohttp
 
 from bridge.audit.verify import tail
 from tests.fakes.fake_openai import Call, Status, Text, ToolCalls
+from tests.procs import gone
 from tests.spine.test_web_history import (
     AS_ALICE,
     AS_BOB,
@@ -91,11 +92,7 @@ async def test_stop_mid_answer_closes_the_model_stream_and_keeps_the_partial(hom
 
 
 def alive_pid(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    return not gone(pid)
 
 
 def tree(root: int) -> set[int]:
