@@ -61,7 +61,10 @@ def test_a_full_table_closes_the_longest_idle_connection_for_a_new_one() -> None
     table.busy(conns[0], None, 5.0)  # c0 is answering something: it stays
     fresh = table.admit("10.0.0.9", 20, seen.closer("new"), 6.0)
     assert not isinstance(fresh, str)
-    assert seen.closed == ["c1"] and table.total == 4 and table.evicted == 1
+    assert seen.closed == ["c1"] and table.evicted == 1
+    assert table.total == 5  # c1 was cut: counted until its socket has really closed
+    table.gone(conns[1])  # (its transport's connection_lost)
+    assert table.total == 4
     for conn in [*conns[2:], fresh]:
         table.busy(conn, None, 7.0)  # now everything is busy
     assert table.admit("10.0.0.10", 21, seen.closer("x"), 8.0) == "total"
@@ -73,15 +76,49 @@ def test_a_full_table_closes_the_longest_idle_connection_for_a_new_one() -> None
 def test_one_client_at_its_cap_pushes_out_only_its_own_connections() -> None:
     table, seen = ConnTable(ConnLimits(max_total=10, per_client=2, fd_ceiling=100)), Closed()
     other = table.admit("192.0.2.1", 10, seen.closer("other"), 0.0)
-    table.admit("198.51.100.1", 11, seen.closer("a1"), 1.0)
+    a1 = table.admit("198.51.100.1", 11, seen.closer("a1"), 1.0)
     a2 = table.admit("198.51.100.1", 12, seen.closer("a2"), 2.0)
     assert not isinstance(table.admit("198.51.100.1", 13, seen.closer("a3"), 3.0), str)
     assert seen.closed == ["a1"]  # its own oldest idle one, not the older `other`
+    assert not isinstance(a1, str)
+    table.gone(a1)
     assert table.of("198.51.100.1") == 2 and not isinstance(other, str)
     for conn in table.all():
         table.busy(conn, None, 4.0)
     assert table.admit("198.51.100.1", 14, seen.closer("a4"), 5.0) == "client"
     assert table.refused["client"] == 1 and not isinstance(a2, str)
+
+
+def test_a_cut_connection_counts_until_it_has_gone_and_gives_way_once() -> None:
+    table, seen = ConnTable(ConnLimits(max_total=10, per_client=1, fd_ceiling=100)), Closed()
+    first = table.admit("198.51.100.1", 10, seen.closer("first"), 0.0)
+    second = table.admit("198.51.100.1", 11, seen.closer("second"), 1.0)
+    assert not isinstance(first, str) and not isinstance(second, str)
+    assert seen.closed == ["first"] and table.of("198.51.100.1") == 2
+    table.done(first)  # a request of it ends after the cut: it does not become idle again
+    third = table.admit("198.51.100.1", 12, seen.closer("third"), 2.0)
+    assert seen.closed == ["first", "second"] and not isinstance(third, str)
+    table.gone(first)
+    table.gone(second)
+    assert table.of("198.51.100.1") == 1 and table.evicted == 2
+
+
+def test_answers_left_unread_for_send_idle_s_are_overdue() -> None:
+    limits = ConnLimits(max_total=10, per_client=5, fd_ceiling=100, send_idle_s=3)
+    table, seen = ConnTable(limits), Closed()
+    waiting = {"stuck": 0, "slow": 0}
+    stuck = table.admit("10.0.0.1", 10, seen.closer("stuck"), 0.0, lambda: waiting["stuck"])
+    slow = table.admit("10.0.0.2", 11, seen.closer("slow"), 0.0, lambda: waiting["slow"])
+    assert not isinstance(stuck, str) and not isinstance(slow, str)
+    waiting["stuck"] = waiting["slow"] = 500_000
+    assert table.overdue(1.0) == []
+    for second in (2.0, 3.0):
+        waiting["slow"] -= 1000  # its client reads, slowly
+        assert table.overdue(second) == []
+    waiting["slow"] += 64_000  # more answers, read in time
+    assert table.overdue(4.0) == [(stuck, "answers not read")]  # none left for 3 s
+    table.timeout(stuck)
+    assert seen.closed == ["stuck"] and table.overdue(9.0) == [(slow, "answers not read")]
 
 
 def test_a_descriptor_past_the_ceiling_is_refused_before_anything() -> None:
@@ -111,14 +148,14 @@ def test_a_stalled_or_late_body_is_overdue_and_a_moving_one_is_not() -> None:
         moving.total_bytes += 10
         assert table.overdue(float(second)) == []
     moving.total_bytes += 10
-    assert table.overdue(5.0) == [a]  # no byte for body_idle_s
+    assert table.overdue(5.0) == [(a, "body stalled")]  # no byte for body_idle_s
     table.timeout(a)
     assert seen.closed == ["stalled"] and table.timed_out == 1
     for second in range(6, 30):
         moving.total_bytes += 1
         assert table.overdue(float(second)) == []
     moving.total_bytes += 1
-    assert table.overdue(30.0) == [b]  # still unfinished at body_timeout_s
+    assert table.overdue(30.0) == [(b, "body too slow")]  # unfinished at body_timeout_s
     moving.eof = True
     assert table.overdue(31.0) == []
 

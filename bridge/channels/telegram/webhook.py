@@ -51,7 +51,10 @@ def webhook_secret(settings: TelegramSettings) -> str:
 
 def secret_ok(request: web.Request, secret: str) -> bool:
     given = request.headers.get(SECRET_HEADER, "")
-    return bool(given) and hmac.compare_digest(given.encode(), secret.encode())
+    # a header's non-UTF-8 bytes arrive as lone surrogates: encoded so they cannot fail,
+    # they simply do not match (a wrong secret, not a crash)
+    raw = given.encode("utf-8", "surrogatepass")
+    return bool(given) and hmac.compare_digest(raw, secret.encode())
 
 
 def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:

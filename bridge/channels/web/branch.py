@@ -13,8 +13,11 @@ model was given the first time, and still shows what the person sent);
 version `index` (0-based, oldest first; `/api/history` gives each turn's
 `versions: {"index", "count"}`) the one the conversation continues from.
 When the new turn is not stored (the model failed, or it was cancelled at
-shutdown), the version it replaced comes back. While an answer runs in the
-chat, each is a 409. A message of another chat
+shutdown), the version it replaced comes back. Like `/api/chat/stream`, an
+edit or regenerate stream holds a slot of the channel's `StreamSlots` (429
+past the caps per token and per tenant; a reload that drops its token closes
+its connection), taken from the app (`web_turns.TURNS`) when it is mounted.
+While an answer runs in the chat, each is a 409. A message of another chat
 or tenant is a 404, as if it did not exist.
 """
 
@@ -34,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.channels.web.gate import CHAT_PATTERN, WebGate, error
 from bridge.channels.web.out import Out, Viewers
-from bridge.channels.web.turns import ProgressHandle
+from bridge.channels.web.turns import TURNS, ProgressHandle, WebTurns
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey, SessionStore
 from bridge.core.shown import read_meta
@@ -98,47 +101,52 @@ class WebBranches:
         self._handle, self._viewers, self._final = handle, viewers, final_json
         self._headers, self._inbox, self._clock = headers, inbox, clock
         self._versions: TurnVersions = sessions.archive.shown.versions
+        self._turns: WebTurns | None = None  # the channel's stream slots, found at mount
 
     def mount(self, app: web.Application) -> None:
+        self._turns = app.get(TURNS)
         app.router.add_post("/api/chat/edit", self.edit)
         app.router.add_post("/api/chat/regenerate", self.regenerate)
         app.router.add_post("/api/chat/version", self.version)
 
     async def _parsed(
         self, request: web.Request, model: type[RegenerateBody], example: str
-    ) -> tuple[SessionKey, RegenerateBody] | web.Response:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
+    ) -> tuple[SessionKey, RegenerateBody, str] | web.Response:
+        """The chat, the body and the token's key (its stream slots are counted by it)."""
+        caller = self._gate.caller(request)
+        if caller is None:
             return self._gate.deny()
+        tenant, token = caller
         body = await self._gate.body(request, model, example)
         if isinstance(body, web.Response):
             return body
         key = SessionKey(tenant, "web", body.chat)
         if self._running.running(key):
             return error(409, RUNNING)
-        return key, body
+        return key, body, token
 
     async def edit(self, request: web.Request) -> web.StreamResponse:
         got = await self._parsed(request, EditBody, '{"chat": "c", "seq": 12, "text": "..."}')
         if isinstance(got, web.Response):
             return got
-        key, body = got
+        key, body, token = got
         assert isinstance(body, EditBody)
         if not body.text.strip():
             return error(400, "text: the edited message is empty")
-        return await self._again(request, key, body.seq, body.text)
+        return await self._held(request, key, token, body.seq, body.text)
 
     async def regenerate(self, request: web.Request) -> web.StreamResponse:
         got = await self._parsed(request, RegenerateBody, '{"chat": "c", "seq": 12}')
         if isinstance(got, web.Response):
             return got
-        return await self._again(request, got[0], got[1].seq, None)
+        key, body, token = got
+        return await self._held(request, key, token, body.seq, None)
 
     async def version(self, request: web.Request) -> web.Response:
         got = await self._parsed(request, VersionBody, '{"chat": "c", "seq": 12, "index": 0}')
         if isinstance(got, web.Response):
             return got
-        key, body = got
+        key, body, _ = got
         assert isinstance(body, VersionBody)
         conversation = await self._sessions.archive.current(key, self._clock())
         try:
@@ -147,6 +155,21 @@ class WebBranches:
             return error(404, str(exc))
         self._sessions.forget(key)
         return web.json_response({"switched": switched})
+
+    async def _held(
+        self, request: web.Request, key: SessionKey, token: str, seq: int, text: str | None
+    ) -> web.StreamResponse:
+        """`_again` while holding a stream slot (429 when the token or tenant has its fill)."""
+        turns = self._turns
+        if turns is None:  # mounted on an app without the channel's turns (a test's)
+            return await self._again(request, key, seq, text)
+        slot = turns.slot(request, token, key.tenant)
+        if slot is None:
+            return turns.too_many(key.tenant)
+        try:
+            return await self._again(request, key, seq, text)
+        finally:
+            turns.release(slot)
 
     async def _again(
         self, request: web.Request, key: SessionKey, seq: int, text: str | None

@@ -25,9 +25,11 @@ webhook) before it starts.
 
 Every route, added here or by another channel, first checks `Host` against
 the allow-list (`web_input.HostAllowList`, DNS rebinding) and answers 421
-otherwise; a body that is not the expected JSON object gets a 400 (413 when
-too large) with a JSON `error`, never a 500; a route that meets a full disk
-answers 507 with the reason (`bridge.core.diskfull`).
+otherwise; every response, the router's own 404/405 too, carries
+`SECURITY_HEADERS` and `Server: roost` (no Python or aiohttp version); a
+body that is not the expected JSON object gets a 400 (413 when too large)
+with a JSON `error`, never a 500; a route that meets a full disk answers 507
+with the reason (`bridge.core.diskfull`).
 
 Connections pass `web_site.GuardedSite` (roost's accept loop, `web_conns`:
 caps in all and per client, a descriptor reserve, header and body timeouts)
@@ -58,7 +60,7 @@ from bridge.channels.web.relay import StopRelay, serving
 from bridge.channels.web.site import GuardedSite, WebGuard
 from bridge.channels.web.static import JS_DIR, PageFiles
 from bridge.channels.web.streams import StreamSlots
-from bridge.channels.web.turns import ProgressHandle, WebTurns
+from bridge.channels.web.turns import TURNS, ProgressHandle, WebTurns
 from bridge.channels.web.upload import WebUploads
 from bridge.core.conversations import ConversationArchive
 from bridge.core.diskfull import DISK_FULL, disk_full
@@ -84,6 +86,11 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
+
+
+async def _no_version(request: web.Request, response: web.StreamResponse) -> None:
+    """`Server: roost`, not aiohttp's default naming the Python and aiohttp versions."""
+    response.headers["Server"] = "roost"
 
 
 class WebChannel:
@@ -137,6 +144,7 @@ class WebChannel:
             middlewares=[self.guard.middleware, self._checked],
         )
         pages = PageFiles(js_dir)
+        self.app.on_response_prepare.append(_no_version)
         self.app.router.add_get("/", pages.index)
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
@@ -156,6 +164,7 @@ class WebChannel:
         )
         self._relay_stop: Callable[[], Awaitable[None]] | None = None
         self.turns.mount(self.app)
+        self.app[TURNS] = self.turns  # edit/regenerate streams hold its slots (`web_branch`)
         if inbox is not None:  # POST /api/upload (bridge.channels.web.upload)
             self.turns.uploads = WebUploads(self._gate, inbox, attachment_bytes, quota=quota)
             self.turns.uploads.mount(self.app)
@@ -233,8 +242,8 @@ class WebChannel:
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs;
         a route that meets a full disk says so (507), never a bare 500; the security
-        headers on every response the route made (one middleware: each layer is a
-        coroutine per request)."""
+        headers on every response the route made, and on the router's own 404/405
+        (one middleware: each layer is a coroutine per request)."""
         if not self._hosts.allows(request.headers.get("Host")):
             return web.json_response(
                 {
@@ -246,6 +255,10 @@ class WebChannel:
             )
         try:
             response: web.StreamResponse = await handler(request)
+        except web.HTTPException as exc:  # the router's own 404/405 too
+            for key, value in SECURITY_HEADERS.items():
+                exc.headers.setdefault(key, value)
+            raise
         except Exception as exc:
             if not disk_full(exc):
                 raise
@@ -280,12 +293,26 @@ class WebChannel:
         return web.json_response({"commands": self._command_list()})
 
     async def _chat(self, request: web.Request) -> web.Response:
-        tenant = self._gate.tenant(request)
-        if tenant is None:
+        """The answer in one response. The request holds a stream slot while it waits, as
+        an event stream does (429 past the caps); a reload that drops its token cancels
+        its turn and closes its connection."""
+        caller = self._gate.caller(request)
+        if caller is None:
             return self._gate.deny()
+        tenant, token = caller
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
+        waiting = asyncio.current_task()
+        slot = self.turns.slot(request, token, tenant, waiting)
+        if slot is None:
+            return self.turns.too_many(tenant)
+        try:
+            return await self._answer(request, tenant, parsed)
+        finally:
+            self.turns.release(slot)
+
+    async def _answer(self, request: web.Request, tenant: str, parsed: ChatRequest) -> web.Response:
         files = self.turns.attachments(tenant, parsed)
         if isinstance(files, web.Response):
             return files

@@ -88,7 +88,9 @@ class WebGate:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return None
-        given = token.strip().encode()
+        # a header's non-UTF-8 bytes arrive as lone surrogates (aiohttp decodes with
+        # surrogateescape): encoded so they cannot fail, they match no token (a 401)
+        given = token.strip().encode("utf-8", "surrogatepass")
         found = None
         for known, tenant in self._tokens:  # all of them: the time says nothing of which
             if hmac.compare_digest(given, known):

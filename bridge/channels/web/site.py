@@ -12,8 +12,12 @@ moment; one log line when that starts and one when it ends (asyncio's own
 loop would log a traceback per attempt). The request head must be complete
 within `header_timeout_s` (aiohttp's keep-alive timer, which also runs from
 the moment a connection opens); `WebGuard.middleware` marks requests busy
-while they are handled, and a sweep once a second closes requests whose body
-stalls or runs late, and logs one summary line per minute of what was refused.
+while they are handled, and a sweep once a second cuts connections whose
+request body stalls or runs late, or whose client leaves its answers unread
+(`send_idle_s`), logs once per client why it cut one, and logs one summary
+line per minute of what was refused. A connection is cut with
+`transport.abort()`: a graceful close would wait for a client that never
+reads, its descriptor open; the table counts it until `connection_lost`.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ import errno
 import json
 import logging
 import socket
+from collections import OrderedDict
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from aiohttp.web_protocol import RequestHandler
 
-from bridge.channels.web.conns import Conn, ConnLimits, ConnTable
+from bridge.channels.web.conns import Conn, ConnLimits, ConnTable, Cut
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,7 @@ SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_PAUSE_S = 0.1  # after a descriptor shortage with nothing idle to close
 SWEEP_S = 1.0
 REPORT_S = 60.0
+TOLD_MAX = 4096  # clients remembered as told (a log line each), the oldest forgotten
 BUSY_BODY = json.dumps(
     {"error": "roost has too many open connections right now; try again in a few seconds"}
 ).encode()
@@ -79,15 +85,36 @@ class WebGuard:
         self.table.gone(conn)
 
 
+class _Link:
+    """One admitted connection's transport once it exists; a cut asked for before
+    that happens as soon as it does."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.cut = False
+
+    def abort(self) -> None:  # not close(): that waits for a client that may never read
+        self.cut = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def unsent(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+
 class _Guarded(asyncio.Protocol):
     """aiohttp's handler for one connection, and the table told when it goes."""
 
-    def __init__(self, inner: RequestHandler, guard: WebGuard, conn: Conn) -> None:
-        self._inner, self._guard, self._conn = inner, guard, conn
+    def __init__(self, inner: RequestHandler, guard: WebGuard, conn: Conn, link: _Link) -> None:
+        self._inner, self._guard, self._conn, self._link = inner, guard, conn, link
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._link.transport = transport
         self._guard.attach(self._inner, self._conn)
         self._inner.connection_made(transport)
+        if self._link.cut:  # cut while it was being set up
+            transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._guard.detach(self._inner, self._conn)
@@ -177,7 +204,7 @@ def refuse(conn: socket.socket) -> None:
 class GuardedSite(web.BaseSite):
     """A TCP site whose connections pass `WebGuard` before aiohttp serves them."""
 
-    __slots__ = ("_bound", "_guard", "_host", "_port", "_shortage")
+    __slots__ = ("_bound", "_guard", "_host", "_port", "_shortage", "_told")
 
     def __init__(
         self, runner: web.BaseRunner, host: str, port: int, guard: WebGuard, backlog: int = 128
@@ -186,6 +213,7 @@ class GuardedSite(web.BaseSite):
         self._host, self._port, self._guard = host, port, guard
         self._bound = port
         self._shortage = 0
+        self._told: OrderedDict[tuple[str, Cut], None] = OrderedDict()
 
     @property
     def name(self) -> str:
@@ -215,6 +243,8 @@ class GuardedSite(web.BaseSite):
                 self._short(exc)
                 if not self._guard.table.shed():
                     await asyncio.sleep(ACCEPT_PAUSE_S)
+                self._gave_way()
+                await asyncio.sleep(0)  # the cut connection's descriptor closes first
                 continue
             if self._shortage:
                 log.warning("web: accepting again after %d refused accepts", self._shortage)
@@ -234,36 +264,50 @@ class GuardedSite(web.BaseSite):
 
     def _admit(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, address: Any) -> None:
         host = address[0] if isinstance(address, tuple) else str(address)
-        handle: list[asyncio.BaseTransport] = []
-
-        def close() -> None:
-            if handle:
-                handle[0].close()
-            else:
-                conn.close()
-
-        made = self._guard.table.admit(host, conn.fileno(), close, loop.time())
+        link = _Link()
+        made = self._guard.table.admit(host, conn.fileno(), link.abort, loop.time(), link.unsent)
+        self._gave_way()
         if isinstance(made, str):
             refuse(conn)
             return
         server = self._runner.server
         assert server is not None
-        protocol = _Guarded(server(), self._guard, made)
+        protocol = _Guarded(server(), self._guard, made, link)
         task = loop.create_task(loop.connect_accepted_socket(lambda: protocol, conn))
-        task.add_done_callback(lambda done: self._connected(done, handle, made, conn))
+        task.add_done_callback(lambda done: self._connected(done, made, conn))
 
     def _connected(
         self,
-        done: asyncio.Task[tuple[asyncio.BaseTransport, asyncio.BaseProtocol]],
-        handle: list[asyncio.BaseTransport],
+        done: asyncio.Task[tuple[asyncio.Transport, asyncio.BaseProtocol]],
         conn: Conn,
         sock: socket.socket,
     ) -> None:
         if done.cancelled() or done.exception() is not None:
             self._guard.table.gone(conn)
             sock.close()
+
+    def _gave_way(self) -> None:
+        table = self._guard.table
+        for conn in table.gave_way:
+            self._tell(conn.client, "room")
+        table.gave_way.clear()
+
+    def _tell(self, client: str, why: Cut) -> None:
+        """One log line per client and reason for a connection cut."""
+        if (client, why) in self._told:
             return
-        handle.append(done.result()[0])
+        self._told[(client, why)] = None
+        if len(self._told) > TOLD_MAX:
+            self._told.popitem(last=False)
+        limits = self._guard.limits
+        detail = {
+            "body stalled": f"its request body paused longer than {limits.body_idle_s:g} s",
+            "body too slow": f"its request body took longer than {limits.body_timeout_s:g} s",
+            "answers not read": f"it read none of its answers for {limits.send_idle_s:g} s",
+            "room": f"it was idle and the connection limit ({limits.per_client} per client, "
+            f"{limits.max_total} in all) was reached",
+        }[why]
+        log.warning("web: cut a connection of %s: %s", client, detail)
 
     async def _sweeping(self) -> None:
         loop = asyncio.get_running_loop()
@@ -272,7 +316,8 @@ class GuardedSite(web.BaseSite):
         last = loop.time()
         while True:
             await asyncio.sleep(SWEEP_S)
-            for conn in table.overdue(loop.time()):
+            for conn, why in table.overdue(loop.time()):
+                self._tell(conn.client, why)
                 table.timeout(conn)
             if loop.time() - last < REPORT_S:
                 continue

@@ -1,7 +1,9 @@
 """Open event streams, counted per page token and per tenant, and ended when a token goes.
 
 Every long-lived response of the web API (`GET /api/events`, `POST
-/api/chat/stream`, `GET /api/chat/attach`) holds a `Slot` while it is open.
+/api/chat/stream`, `GET /api/chat/attach`, `POST /api/chat/edit` and
+`/api/chat/regenerate`, and `POST /api/chat` while it waits for its answer)
+holds a `Slot` while it is open.
 `StreamSlots.open` refuses a new one past `per_token` streams of the same
 token or `per_tenant` of the same tenant (the route answers 429), so one
 token cannot hold the server's connections. `keep(tokens)` runs after a

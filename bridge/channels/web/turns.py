@@ -114,10 +114,22 @@ class WebTurns:
         response.headers["Retry-After"] = "10"
         return response
 
-    def slot(self, request: web.Request, token: str, tenant: str) -> Slot | None:
-        """A stream slot whose revocation closes this request's connection."""
+    def release(self, slot: Slot) -> None:
+        self._streams.release(slot)
+
+    def slot(
+        self,
+        request: web.Request,
+        token: str,
+        tenant: str,
+        waiting: asyncio.Task[Any] | None = None,
+    ) -> Slot | None:
+        """A stream slot whose revocation closes this request's connection (and cancels
+        `waiting`: a request that waits for its answer without a stream)."""
 
         def close() -> None:
+            if waiting is not None:
+                waiting.cancel()
             transport = request.transport
             if transport is not None:
                 transport.close()
@@ -277,3 +289,8 @@ class WebTurns:
         now = self._clock()
         ident = await self._archive.current(key, now) if self._archive is not None else None
         return web.json_response({"conversation": ident})
+
+
+# the channel's WebTurns, for routes mounted by other modules whose answers are event
+# streams too (`web_branch`): they hold its stream slots
+TURNS = web.AppKey("roost_web_turns", WebTurns)

@@ -21,6 +21,10 @@ the partial file is removed. A full disk (ENOSPC, EDQUOT:
 headers that aiohttp refuses (too long, too many, a NUL or another byte a
 header may not hold) are a 400 saying so; the raw header is never logged.
 
+At most `MAX_PENDING` uploads of a tenant wait for a message, counting those
+still arriving (their place is held before the body is read and given back
+when it fails), so concurrent uploads cannot pass the limit together.
+
 An upload waits for the chat message that names it (`"attachments": [id,
 ...]` in `POST /api/chat` and `/api/chat/stream`); `claim(tenant, ids)`
 turns the ids into `Attachment`s, once, and only the tenant's own: an id of
@@ -36,6 +40,7 @@ import os
 import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +117,7 @@ class WebUploads:
         self._clock, self._ttl = clock, ttl_s
         self._quota = quota
         self._pending: dict[str, dict[str, Pending]] = {}
+        self._arriving: Counter[str] = Counter()  # uploads of each tenant being received
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post("/api/upload", self.upload)
@@ -138,8 +144,17 @@ class WebUploads:
         length = request.content_length
         if length is not None and length > self.max_bytes + MULTIPART_SLACK:
             return _too_large(self.max_bytes)
-        if len(self._sweep(tenant)) >= MAX_PENDING:
+        if len(self._sweep(tenant)) + self._arriving[tenant] >= MAX_PENDING:
             return error(429, f"{MAX_PENDING} uploads are waiting for a message: send one first")
+        self._arriving[tenant] += 1  # its place is held while the body arrives
+        try:
+            return await self._receive(request, tenant, length)
+        finally:
+            self._arriving[tenant] -= 1
+            if self._arriving[tenant] <= 0:
+                del self._arriving[tenant]
+
+    async def _receive(self, request: web.Request, tenant: str, length: int | None) -> web.Response:
         dirs = self._quota.dirs(tenant) if self._quota is not None else None
         if self._quota is not None and dirs is not None and length is not None:
             try:  # the declared length must fit before a byte is read (walks at most per ttl)
