@@ -33,8 +33,7 @@ from typing import Any
 
 from forge.modules import ALLOWED, SHIMMED, SOURCES
 from forge.policy.builtin_names import SAFE_BUILTINS
-from forge.refused import FORMAT_DESCRIPTORS, FORMAT_FUNCTIONS, REGISTER_FUNCTIONS
-from forge.refused import REFUSED_CLASSES as _REFUSED_CLASSES
+from forge.refused import FORMAT_FUNCTIONS, REGISTER_FUNCTIONS, why_refused
 from forge.refused import REFUSED_INSTANCES as _REFUSED_INSTANCES
 
 # Results that are plain values: nothing to judge (the common case, kept first).
@@ -133,32 +132,11 @@ class Verdicts:
 
 
 def _why(value: Any, cls: type) -> str | None:
-    if cls is types.MethodType:
-        func, owner = value.__func__, value.__self__
-        if id(func) in _REGISTER_FUNCTIONS:
-            return "ABCMeta.register (it changes what isinstance answers)"
-        if id(func) in _DENIED_FUNCTIONS or isinstance(owner, string.Formatter):
-            return "a method that formats through str.format unguarded"
-        return None
-    if cls is types.FunctionType:
-        if id(value) in _REGISTER_FUNCTIONS:
-            return "ABCMeta.register (it changes what isinstance answers)"
-        return "a str.format formatter function" if id(value) in _DENIED_FUNCTIONS else None
+    """forge.refused's rules (shared with the dataclass helpers), and for a C function
+    the allow-list of modules and builtins."""
     if cls is types.BuiltinFunctionType:
         return _why_builtin(value)
-    if cls is types.MethodDescriptorType:
-        return "the real str.format" if id(value) in FORMAT_DESCRIPTORS else None
-    if cls is dict:
-        if "__builtins__" in value or "__import__" in value:
-            return "a namespace of globals or builtins"
-        return None
-    if isinstance(value, type):
-        if value in _REFUSED_CLASSES or issubclass(value, string.Formatter):
-            return f"the class {value.__name__}"
-        return None
-    if isinstance(value, _REFUSED_INSTANCES):
-        return f"a {cls.__name__} object"
-    return None
+    return why_refused(value)
 
 
 def _why_builtin(value: Any) -> str | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,12 +25,11 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from forge.broker import Broker
 from forge.net_call import NetScope
 from forge.net_rules import mask, parse_hosts
 from forge.protocol.net import NetAnswer, NetRequest
 from forge.runner import SandboxRunner
-from tests.forge.test_net import _cert
+from tests.forge.tls_server import tls_server, trusting_broker
 from tests.waits import HANG_S
 
 pytestmark = [
@@ -83,30 +81,18 @@ async def _response_headers(request: web.Request) -> web.Response:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[int, Path]]:
-    key, crt = _cert(tmp_path_factory.mktemp("tls"))
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(crt, key)
-    app = web.Application()
-    for path, handler in (
+    routes = (
         ("/utf16", _utf16),
         ("/json", _json),
         ("/form", _form),
         ("/header", _header),
         ("/response-headers", _response_headers),
-    ):
-        app.router.add_get(path, handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
-    await site.start()
-    yield runner.addresses[0][1], crt
-    await runner.cleanup()
-
-
-def _broker(port: int, crt: Path) -> Broker:
-    return Broker(
-        private_hosts=(f"127.0.0.1:{port}",), ssl_context=ssl.create_default_context(cafile=crt)
     )
+    async with tls_server(tmp_path_factory.mktemp("tls"), routes) as served:
+        yield served
+
+
+_broker = trusting_broker
 
 
 async def _fetch(server: tuple[int, Path], path: str, value: str) -> NetAnswer:
