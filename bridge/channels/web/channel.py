@@ -293,9 +293,10 @@ class WebChannel:
         return web.json_response({"commands": self._command_list()})
 
     async def _chat(self, request: web.Request) -> web.Response:
-        """The answer in one response. The request holds a stream slot while it waits, as
-        an event stream does (429 past the caps); a reload that drops its token cancels
-        its turn and closes its connection."""
+        """The answer in one response. The request holds an uncounted stream slot while
+        it waits (an API client may run more turns at once than a page holds streams;
+        the connection limits bound it): a reload that drops its token cancels its turn
+        and closes its connection."""
         caller = self._gate.caller(request)
         if caller is None:
             return self._gate.deny()
@@ -304,9 +305,8 @@ class WebChannel:
         if isinstance(parsed, web.Response):
             return parsed
         waiting = asyncio.current_task()
-        slot = self.turns.slot(request, token, tenant, waiting)
-        if slot is None:
-            return self.turns.too_many(tenant)
+        slot = self.turns.slot(request, token, tenant, waiting, counted=False)
+        assert slot is not None  # an uncounted slot is never refused
         try:
             return await self._answer(request, tenant, parsed)
         finally:

@@ -6,7 +6,10 @@ Every long-lived response of the web API (`GET /api/events`, `POST
 holds a `Slot` while it is open.
 `StreamSlots.open` refuses a new one past `per_token` streams of the same
 token or `per_tenant` of the same tenant (the route answers 429), so one
-token cannot hold the server's connections. `keep(tokens)` runs after a
+token cannot hold the server's connections. `POST /api/chat` takes an
+uncounted slot (`counted=False`): an API client may run more turns at once
+than a page holds streams (the connection limits bound it), but its request
+is ended with its token all the same. `keep(tokens)` runs after a
 config reload replaced the tokens (`WebGate.replace`): every stream opened
 with a token no longer configured (a removed tenant, a changed web_token)
 is ended at once; `close_all()` ends them all at shutdown. A slot's `ended`
@@ -28,6 +31,7 @@ class Slot:
     token: str  # the token's key (a hash), never the token
     tenant: str
     closer: Callable[[], None] | None = None
+    counted: bool = True  # against `per_token` / `per_tenant`
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     def end(self) -> None:
@@ -49,23 +53,38 @@ class StreamSlots:
     def count(self, tenant: str) -> int:
         return self._tenants[tenant]
 
+    def waiting(self, tenant: str) -> int:
+        """The tenant's open uncounted slots (`POST /api/chat` waiting for answers)."""
+        return sum(1 for slot in self._open if slot.tenant == tenant and not slot.counted)
+
     def open(
-        self, token: str, tenant: str, closer: Callable[[], None] | None = None
+        self,
+        token: str,
+        tenant: str,
+        closer: Callable[[], None] | None = None,
+        counted: bool = True,
     ) -> Slot | None:
-        """A slot for a new stream, or None when the token or the tenant has its fill."""
-        if self._tokens[token] >= self.per_token or self._tenants[tenant] >= self.per_tenant:
+        """A slot for a new stream, or None when the token or the tenant has its fill
+        (an uncounted slot is never refused and fills nothing: it is only ended with
+        its token)."""
+        if counted and (
+            self._tokens[token] >= self.per_token or self._tenants[tenant] >= self.per_tenant
+        ):
             self.refused += 1
             return None
-        slot = Slot(token, tenant, closer)
+        slot = Slot(token, tenant, closer, counted)
         self._open.add(slot)
-        self._tokens[token] += 1
-        self._tenants[tenant] += 1
+        if counted:
+            self._tokens[token] += 1
+            self._tenants[tenant] += 1
         return slot
 
     def release(self, slot: Slot) -> None:
         if slot not in self._open:
             return
         self._open.discard(slot)
+        if not slot.counted:
+            return
         for counter, key in ((self._tokens, slot.token), (self._tenants, slot.tenant)):
             counter[key] -= 1
             if counter[key] <= 0:

@@ -123,9 +123,11 @@ class WebTurns:
         token: str,
         tenant: str,
         waiting: asyncio.Task[Any] | None = None,
+        counted: bool = True,
     ) -> Slot | None:
         """A stream slot whose revocation closes this request's connection (and cancels
-        `waiting`: a request that waits for its answer without a stream)."""
+        `waiting`: a request that waits for its answer without a stream); `counted`:
+        against the caps (`StreamSlots.open`)."""
 
         def close() -> None:
             if waiting is not None:
@@ -134,7 +136,7 @@ class WebTurns:
             if transport is not None:
                 transport.close()
 
-        return self._streams.open(token, tenant, close)
+        return self._streams.open(token, tenant, close, counted)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         caller = self._gate.caller(request)
