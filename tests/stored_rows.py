@@ -24,3 +24,8 @@ def table_texts(path: Path) -> dict[str, list[str]]:
         return out
     finally:
         db.close()
+
+
+def stored_text(home: Path) -> str:
+    """Every text of every table of `home`'s roost.db, one per line."""
+    return "\n".join(v for texts in table_texts(home / "roost.db").values() for v in texts)

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from bridge.app.build import Roost, build
-from bridge.core.config import load_settings
+from bridge.app.build import Roost
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls, last_user_text
+from tests.fakes.roost_on_fake import roost_on_fake
 from tests.personal_tools.leakcheck import leaks
-from tests.stored_rows import table_texts
+from tests.stored_rows import stored_text
 
 TOKEN = "ghp_R8x2Kq9LmZ4vT7wYb1Nc6Hd3Jf5Gs0Pa2Ue8"
 PASSWORD = "Sommer2024!x"
@@ -51,21 +51,10 @@ def respond(body: dict[str, Any]) -> Text | ToolCalls:
 async def small(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[Roost, FakeOpenAI]]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"], responder=respond) as fake:
-        monkeypatch.setenv("ROOST_LLM__BASE_URL", fake.base_url)
-        monkeypatch.setenv("ROOST_LLM__API_KEY", KEY)
-        monkeypatch.setenv("ROOST_LLM__MODEL", "m1")
-        monkeypatch.setenv("ROOST_LIMITS__SESSION_CHARS", "1000")  # folds after a few turns
-        roost = await build(load_settings())
-        try:
-            yield roost, fake
-        finally:
-            await roost.aclose()
-
-
-def stored_text(home: Path) -> str:
-    """Every text of every table of roost.db, one per line."""
-    return "\n".join(v for texts in table_texts(home / "roost.db").values() for v in texts)
+    async with roost_on_fake(
+        monkeypatch, KEY, respond, ROOST_LIMITS__SESSION_CHARS="1000"
+    ) as built:  # folds after a few turns
+        yield built
 
 
 async def test_a_refused_secret_is_masked_wherever_the_turn_is_stored(

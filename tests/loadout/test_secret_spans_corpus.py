@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from bridge.app.build import Roost, build
-from bridge.core.config import load_settings
+from bridge.app.build import Roost
 from bridge.loadout.mask import REFUSED_MARK, Masker
 from bridge.loadout.refused import secret_spans
 from bridge.screening.screen import secret_kinds
 from tests.conftest import web_msg
 from tests.fakes.fake_openai import Call, FakeOpenAI, Text, ToolCalls
+from tests.fakes.roost_on_fake import roost_on_fake
 from tests.stored_rows import table_texts
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -139,15 +139,8 @@ def _respond(body: dict[str, Any]) -> Any:
 async def roost_with_model(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[Roost, FakeOpenAI]]:
-    async with FakeOpenAI(api_key=KEY, models=["m1"], responder=_respond) as fake:
-        monkeypatch.setenv("ROOST_LLM__BASE_URL", fake.base_url)
-        monkeypatch.setenv("ROOST_LLM__API_KEY", KEY)
-        monkeypatch.setenv("ROOST_LLM__MODEL", "m1")
-        roost = await build(load_settings())
-        try:
-            yield roost, fake
-        finally:
-            await roost.aclose()
+    async with roost_on_fake(monkeypatch, KEY, _respond) as built:
+        yield built
 
 
 async def test_a_refused_password_with_delimiters_is_stored_nowhere(
