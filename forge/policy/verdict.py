@@ -77,8 +77,8 @@ def _c_modules() -> frozenset[str]:
 # changes what `isinstance` answers for every library and for forge's own guards
 # (the write guard once took a registered class as writable: the attacker pass
 # after the `cached_property` one). Refused as a value, bound or not. The ids are
-# forge.refused's, shared with the dataclass helpers' `why_refused`.
-_REGISTER_FUNCTIONS = REGISTER_FUNCTIONS
+# forge.refused's, shared with the dataclass helpers' `why_refused`; the fast path of
+# `Verdicts.judge` passes any function or method whose function is not one of these.
 _DENIED_FUNCTIONS = FORMAT_FUNCTIONS | REGISTER_FUNCTIONS
 C_MODULES = _c_modules()
 _BUILTIN_NAMES = frozenset(SAFE_BUILTINS)
