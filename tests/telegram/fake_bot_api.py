@@ -414,6 +414,15 @@ class FakeBotAPI:
 
     # -- inspection --------------------------------------------------------------------------
 
+    def quiet(self) -> bool:
+        """No client connection open and no call being handled. After a client is
+        killed, what it wrote just before it died may still wait unread in a socket:
+        its call takes effect when the loop reads it, after the test's next steps. A
+        test heals a failure, or counts what was sent, only once this holds (a
+        long poll still open ends within `max_poll_s`)."""
+        server = self._runner.server if self._runner is not None else None
+        return server is None or not server.connections
+
     def calls_of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 

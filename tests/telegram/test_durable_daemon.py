@@ -34,6 +34,7 @@ import pytest
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.telegram.conftest import ALICE, TOKEN
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
+from tests.waits import until
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
 KEY = "sk-test-key-000000000000"
@@ -182,6 +183,8 @@ async def test_kill_9_while_replies_are_retried_loses_nothing(
     attempts = len(fake.calls_of("sendMessage"))
     await fake.wait_until(lambda: len(fake.calls_of("sendMessage")) > attempts, LIMIT_S)
     await daemon.kill()  # mid-retry
+    # a retry it wrote just before it died is failed too, not taken once Telegram is back
+    await until(fake.quiet, "the killed daemon's last calls answered")
     assert answered(fake) == {}
 
     fake.heal("sendMessage")  # Telegram is back
