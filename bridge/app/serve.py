@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from bridge.app.build import Roost, build
+from bridge.app.channel_config import half_configured, record_served
 from bridge.app.channels_up import (
     CHANNELS,
     ChannelRow,
@@ -254,11 +255,17 @@ async def run(
         except Exception as exc:
             notifier.status(f"failed: {exc}")
             raise
+        try:
+            record_served(settings.home, made)  # `roost send --to` trusts what is served
+        except OSError as exc:
+            log.warning("cannot record the started channels in %s: %s", settings.home, exc)
         for name, launched in made.items():
             if launched.deliver is not None:
                 scheduler.deliveries.add(name, launched.deliver)
             reloader.hooks += launched.live
         scheduler.start()
+        for channel, missing in half_configured(settings):  # partly written: not in silence
+            print(f"roost: {channel} is off: {missing}", flush=True)
         print(f"roost: model {roost.backend.describe()}; home {settings.home}", flush=True)
         beat = tell_ready(notifier, functools.partial(status_line, roost, started, made))
         background.append(asyncio.create_task(reloader.run()))  # after READY=1: then RELOADING=1

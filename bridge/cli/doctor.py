@@ -21,11 +21,12 @@ key, as llama.cpp's, would pass a wrong key: the chat request says so, a
 FAIL naming the key setting; a model not listed whose chat request fails
 too is a FAIL, naming the default model when `model` is unset); the
 Telegram Bot API knows the token
-and the webhook state; the sandbox layers forge can use (Landlock ABI,
-seccomp, via `python -m forge capabilities`); free disk space under the
-home (warn below 1 GiB, FAIL below 100 MiB); a `roost forget` that was
-interrupted (FAIL: the tenant's files may still be there). Nothing is created or
-repaired; the network checks live in `bridge.cli.doctor_net`.
+and the webhook state; a WhatsApp or Matrix section with some of the keys its
+channel needs but not all (FAIL: `roost serve` leaves that channel off); the
+sandbox layers forge can use (Landlock ABI, seccomp, via `python -m forge
+capabilities`); free disk space under the home (warn below 1 GiB, FAIL below
+100 MiB); a `roost forget` that was interrupted (FAIL: the tenant's files may
+still be there). Nothing is created or repaired; the network checks live in `bridge.cli.doctor_net`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from bridge.app.channel_config import half_configured
 from bridge.app.database import open_existing
 from bridge.app.forget_marks import pending
 from bridge.app.home import chain_paths
@@ -303,6 +305,12 @@ async def check_postgres(settings: Settings, timeout_s: float) -> list[Check]:
     return [Check(status, "postgresql", reason)]
 
 
+def check_channels(settings: Settings) -> list[Check]:
+    """A FAIL per chat platform whose section is partly written (`roost serve` leaves it
+    off: a token without a phone number id, a homeserver without its account)."""
+    return [Check("FAIL", name, f"off: {what}") for name, what in half_configured(settings)]
+
+
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     home = settings.home
     path = home / "roost.db"
@@ -314,6 +322,7 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     found += [unfinished] if unfinished is not None else []
     found += await check_models_answer(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
+    found += check_channels(settings)
     found.append(await check_sandbox())
     where = home
     while not where.exists() and where != where.parent:  # not made yet: the disk it goes on

@@ -128,7 +128,8 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
             "FAIL", line, f"{where}: GET /models answered HTTP {status} (check {section}.api_key)"
         )
     if status != 200 or not isinstance(data, list):
-        return await _chat_instead(llm, timeout_s, line, where, status)
+        hint = "" if anthropic else _v1_hint(url, section, status)
+        return await _chat_instead(llm, timeout_s, line, where, status, hint)
     names = [m.get("id") for m in data if isinstance(m, dict)]
     if llm.model not in names:
         listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
@@ -136,18 +137,35 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
     return Check("ok", line, f"{where}: {count(len(names), 'model')}, {llm.model} among them")
 
 
+def _v1_hint(url: str, section: str, status: int) -> str:
+    """What to add to a failed chat request's line when the server answered 404 at a base
+    URL that does not end in /v1 (Ollama's `http://127.0.0.1:11434`): an OpenAI-compatible
+    server serves its API under /v1, so every path roost asks for is missing."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if status != 404 or path.endswith("/v1"):
+        return ""
+    return (
+        f"; {section}.base_url does not end in /v1, where OpenAI-compatible servers "
+        f'(Ollama, vLLM, llama.cpp) answer: try base_url = "{_host(url)}{path}/v1"'
+    )
+
+
 async def _chat_instead(
-    llm: LLMSettings, timeout_s: float, line: str, where: str, status: int
+    llm: LLMSettings, timeout_s: float, line: str, where: str, status: int, hint: str = ""
 ) -> Check:
-    """The model list is optional: without one, a one-word chat request decides."""
+    """The model list is optional: without one, a one-word chat request decides; `hint`
+    follows a failure that was a 404 too (`_v1_hint`)."""
     from bridge.cli.doctor_chat import probe_chat  # the backends: only for this fallback
 
     listed = f"GET /models answered HTTP {status}" if status != 200 else "GET /models sent no list"
     failed = await probe_chat(llm, timeout_s)
     if failed is None:
         return Check("ok", line, f"{where}: {llm.model} answered a chat request ({listed})")
+    if "HTTP 404" not in failed and not failed.startswith("not_found"):
+        hint = ""  # the chat path was there: /v1 is not what is wrong
     return Check(
-        "FAIL", line, f"{where}: a chat request to {llm.model} failed, {failed} ({listed})"
+        "FAIL", line, f"{where}: a chat request to {llm.model} failed, {failed} ({listed}){hint}"
     )
 
 

@@ -33,7 +33,7 @@ from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
 from bridge.app.home import check_chain_key, record_event
 from bridge.app.instance import InstanceBusy, hold
 from bridge.cli.rows import tenant_arg
-from bridge.cli.tenant_check import unknown_tenant
+from bridge.cli.tenant_check import refused, unknown_tenant
 from bridge.core.config import Settings
 from bridge.core.words import count
 from bridge.types.file_tree import TRIES, TreeChanged
@@ -107,6 +107,9 @@ def default_out(settings: Settings, tenant: str, now: datetime) -> Path:
 
 
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
+    unfinished = marker_path(settings.home, args.tenant).exists()  # its files may be gone
+    if not unfinished and refused(settings, args.tenant, "forget"):
+        return 2
     if not args.yes:
         print(
             f"roost forget: this deletes every file and database row of tenant "

@@ -85,13 +85,50 @@ class LazySubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
         super().__call__(parser, namespace, values, option_string)
 
 
+class VersionAction(argparse.Action):
+    """`roost --version`: `roost <version>` from the installed package's metadata (the
+    `version` of pyproject.toml), looked up only when asked (`--help` stays lean)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "print roost's version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"roost {version()}")
+        parser.exit(0)
+
+
+def version() -> str:
+    """The installed distribution's version; pyproject.toml's when run from a checkout
+    that was never installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("roost")
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            return str(tomllib.loads(pyproject.read_text("utf-8"))["project"]["version"])
+        except (OSError, ValueError, KeyError):
+            return "(unknown version)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roost",
         description="roost: a chat-bridge daemon with a persistent per-person loadout. "
-        "`roost` without a command runs `roost serve`.",
+        "`roost` without a command runs `roost serve`; `roost --version` prints its version.",
         formatter_class=CommandListFormatter,
     )
+    parser.add_argument("-V", "--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=LazySubParsers)
     assert isinstance(sub, LazySubParsers)
     for row in COMMANDS:

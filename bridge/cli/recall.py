@@ -32,6 +32,7 @@ from bridge.app.home import record_event
 from bridge.channels.terminal.controls import shown
 from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import refused
 from bridge.core.config import Settings
 from bridge.llm.embeddings import embeddings_client
 from bridge.loadout.mask import Masker
@@ -91,6 +92,8 @@ async def _search_all(
     db = await open_database(settings.home / "roost.db")
     try:
         if not legacy_path(dirs).exists() and not await RecallIndex(db, dirs.tenant).count():
+            if refused(settings, args.tenant, "recall"):  # a typo, not an empty tenant
+                return 2
             print(f"roost recall: tenant {args.tenant} has nothing indexed yet", file=sys.stderr)
             return 1 if not args.json else _empty(queries)
         return await _search(args, settings, db, dirs, queries)

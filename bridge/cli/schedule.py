@@ -22,10 +22,12 @@ import uuid
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from bridge.app.channel_config import last_served, off_reason
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.channels.terminal.controls import shown
 from bridge.cli.rows import tenant_arg
+from bridge.cli.tenant_check import known, refused
 from bridge.core.config import Settings
 from bridge.core.identities import tenant_of
 from bridge.loadout.vault import masker_of
@@ -92,7 +94,22 @@ async def listing(settings: Settings, tenant: str | None) -> tuple[list[Job], li
     return jobs, failures
 
 
+async def held_tenants(settings: Settings) -> list[str]:
+    """The tenants with jobs or outbox entries in the home's database (none: no database)."""
+    if settings.database.url is None and not (settings.home / "roost.db").is_file():
+        return []
+    db = await open_database(settings.home / "roost.db", settings.database)
+    try:
+        return await tenants_of(db, None)
+    finally:
+        await db.aclose()
+
+
 def run_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    if not known(settings, args.tenant) and refused(  # a typo listed "no jobs"
+        settings, args.tenant, "jobs", asyncio.run(held_tenants(settings))
+    ):
+        return 2
     if not (settings.home / "roost.db").is_file():
         print("roost: no database yet (the daemon has not run)", file=sys.stderr)
         return 1
@@ -143,7 +160,9 @@ async def enqueue(
 
 
 def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms = PLATFORMS) -> int:
-    """Store the message in the outbox for the running daemon; exit 2 on bad input."""
+    """Store the message in the outbox for the running daemon; exit 2 on bad input or a
+    channel that is not configured (`channel_config.off_reason`: nothing could deliver it),
+    neither here nor in the daemon's last start (its secrets may be its own)."""
     target = target_of(args.to, platforms)
     text = " ".join(args.text).strip()
     if target is None or not text or len(text) > MAX_TEXT:
@@ -157,6 +176,14 @@ def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms =
         print("roost: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
         return 2
     channel, chat = target
+    off = off_reason(settings, channel)
+    if off is not None and channel not in last_served(settings.home):
+        # queued, it would wait for a channel that never starts
+        print(
+            f"roost send: cannot send to {channel}:{chat}: {off}; nothing was queued",
+            file=sys.stderr,
+        )
+        return 2
     tenant = tenant_for(settings, channel, chat, args.tenant, platforms)
     key = f"send:{args.key or uuid.uuid4().hex}"
     masked = masker_of(TenantDirs.of(settings.home, tenant)).mask(text)  # the outbox's type

@@ -19,6 +19,7 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import chain_paths, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
+from bridge.cli.tenant_check import known, refused
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
 from bridge.core.usage import UsageStore
@@ -178,6 +179,20 @@ async def run_list_live(args: argparse.Namespace, store: StyleStore) -> int:
     return await list_live(store, args.tenant, print)
 
 
+def run_list_live_verb(args: argparse.Namespace, settings: Settings) -> int:
+    """`list-live`; a `--tenant` neither known nor with bullets exits 2 (a typo once
+    answered "no live bullets")."""
+
+    async def use(args: argparse.Namespace, store: StyleStore) -> int:
+        if not known(settings, args.tenant) and refused(
+            settings, args.tenant, "style list-live", await store.tenants()
+        ):
+            return 2
+        return await run_list_live(args, store)
+
+    return with_store(use)(args, settings)
+
+
 VERBS: tuple[Verb[Run], ...] = (
     Verb(
         "status",
@@ -185,9 +200,7 @@ VERBS: tuple[Verb[Run], ...] = (
         no_args,
         with_store(run_status),
     ),
-    Verb(
-        "list-live", "the live bullets (all tenants or one)", live_args, with_store(run_list_live)
-    ),
+    Verb("list-live", "the live bullets (all tenants or one)", live_args, run_list_live_verb),
     Verb("sweep", "run the learner once over every tenant", sweep_args, run_sweep_verb),
 )
 

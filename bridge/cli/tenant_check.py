@@ -11,6 +11,9 @@ secrets), not where the command would make it (storing a secret, pairing).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Collection
+
 from bridge.core.config import Settings
 from bridge.core.tenants import configured_tenants
 
@@ -31,3 +34,25 @@ def unknown_tenant(
         f"roost {command}: there is no tenant {tenant!r} in the configuration{where} (known: "
         f"{', '.join(sorted(known))}). Add [tenants.{tenant}] to the config file first{hint}."
     )
+
+
+def refused(
+    settings: Settings, tenant: str | None, command: str, held: Collection[str] = ()
+) -> bool:
+    """True, after saying why on stderr (the caller exits 2), when `--tenant` names no
+    tenant `roost COMMAND` can read: not configured, no files in the home, and not among
+    `held` (the tenants with rows in what the command reads). Commands that read only
+    (`recall`, `jobs`, `style list-live`, `forget`) once answered a typo as an empty
+    tenant ("no jobs", "no live bullets"). None (no `--tenant`) passes."""
+    if tenant is None or tenant in held:
+        return False
+    refusal = unknown_tenant(settings, tenant, command, files_do=True)
+    if refusal is None:
+        return False
+    print(refusal, file=sys.stderr)
+    return True
+
+
+def known(settings: Settings, tenant: str | None) -> bool:
+    """Configured, or with files in the home (no need to look at a command's rows)."""
+    return tenant is None or unknown_tenant(settings, tenant, "", files_do=True) is None

@@ -203,6 +203,9 @@ MATRIX_USER = re.compile(r"@[^\s:]{1,255}:[A-Za-z0-9.\-\[\]:]{1,255}")
 # room version 12 ids are "!" and a hash, without ":server"
 MATRIX_ROOM = re.compile(r"![\x21-\x7b\x7d\x7e]{1,255}")
 LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(_[A-Za-z0-9]{2,8})?$")
+# the keys a channel needs, all of them, to be on (one set alone leaves it off)
+WHATSAPP_NEEDS = ("access_token", "app_secret", "phone_number_id")
+MATRIX_NEEDS = ("homeserver", "user_id", "access_token")
 
 
 class WhatsAppSettings(_Section):
@@ -263,7 +266,12 @@ class WhatsAppSettings(_Section):
 
     @property
     def enabled(self) -> bool:
-        return None not in (self.access_token, self.app_secret, self.phone_number_id)
+        return not self.missing
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The keys of `WHATSAPP_NEEDS` that are unset (all of them: not configured)."""
+        return tuple(key for key in WHATSAPP_NEEDS if getattr(self, key) is None)
 
 
 class MatrixSettings(_Section):
@@ -301,7 +309,12 @@ class MatrixSettings(_Section):
 
     @property
     def enabled(self) -> bool:
-        return None not in (self.homeserver, self.user_id, self.access_token)
+        return not self.missing
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The keys of `MATRIX_NEEDS` that are unset (all of them: not configured)."""
+        return tuple(key for key in MATRIX_NEEDS if getattr(self, key) is None)
 
 
 class LimitSettings(_Section):

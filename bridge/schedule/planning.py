@@ -5,7 +5,8 @@ checks the limits, stores the job for the chat the request came from, wakes
 the scheduler and records `job.created` (ids, kind, channel, who; never the
 text). Whatever it refuses comes back as `Refused` with a message fit to show
 the person (or the model): the parser's own (what it understood and an
-example), a per-tenant limit, an unknown tool.
+example), a per-tenant limit, an unknown tool, a `turn` whose text is a command a
+scheduled run may not run (`unschedulable`: it would be refused at every run).
 
 The confirmation says where the message will arrive when that is not simply
 this chat (`arrival`): a terminal shows it while `roost chat` is open or the
@@ -25,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
+from bridge.core.commands import SCHEDULED_MAY_RUN, parse_command
 from bridge.schedule.jobs import Job, LimitError
 from bridge.schedule.recur import Every, check_min_interval, parse_every
 from bridge.schedule.service import ScheduleService, next_slot, to_ms
@@ -138,6 +140,22 @@ def saved_schema(dirs: TenantDirs, name: str) -> dict[str, Any] | None:
         return None
 
 
+def unschedulable(text: str) -> str | None:
+    """Why a `turn` job's text may not be scheduled, or None: a command that a scheduled
+    run refuses every time (bridge.core.router: only `SCHEDULED_MAY_RUN` run from a job,
+    the others need the person to send them) is refused now, when it is scheduled,
+    rather than accepted and then refused at each run."""
+    parsed = parse_command(text.strip())
+    if parsed is None or parsed.name in SCHEDULED_MAY_RUN:
+        return None
+    allowed = ", ".join(f"/{name}" for name in sorted(SCHEDULED_MAY_RUN))
+    return (
+        f"Not scheduled: /{parsed.name} runs only when you send it yourself, never from a "
+        f"scheduled job. A job can run these commands: {allowed}; or give it a prompt "
+        "to answer."
+    )
+
+
 class Planner:
     def __init__(
         self,
@@ -174,6 +192,9 @@ class Planner:
         """A one-shot job at `when` (already read in the person's zone)."""
         if not text.strip():
             raise Refused("What should it say? Give the text after the time.", usage=True)
+        refusal = unschedulable(text) if kind == "turn" else None
+        if refusal is not None:
+            raise Refused(refusal)
         tz = when.at.tzinfo.key if isinstance(when.at.tzinfo, ZoneInfo) else "UTC"
         job = await self._store(target, kind, "", text.strip(), tz, to_ms(when.at), now)
         if kind == "reminder":
@@ -189,6 +210,9 @@ class Planner:
         """A recurring job from a parsed `Every`; `what` names it in the reply."""
         if not payload.strip():
             raise Refused("What should run? Give a prompt or me.<tool> after the time.", usage=True)
+        refusal = unschedulable(payload) if kind == "turn" else None
+        if refusal is not None:
+            raise Refused(refusal)
         first = to_ms(next_slot(every, int(now * 1000)))
         job = await self._store(target, kind, every.spec, payload.strip(), every.tz.key, first, now)
         nxt = stamp(local(first, every.tz.key), local(int(now * 1000), every.tz.key), "en")

@@ -7,7 +7,8 @@ jobs with `schedule_create` whose texts were `/tool save wc` and `/tool save wc 
 tool was saved with its secret and its host, and all the person saw was two
 "⏰ Scheduled" lines. A prompt injected by a file in the workspace could do it. Now a
 scheduled run runs only the commands that just read (`SCHEDULED_MAY_RUN`); every
-other one answers that it needs the person, and is audited as refused.
+other one answers that it needs the person, and is audited as refused (and scheduling
+one is refused at once: bridge/schedule/planning.py `unschedulable`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,17 @@ async def test_the_model_cannot_consent_for_the_person_through_its_jobs(roost: R
         [[("schedule_create", json.dumps(args)) for args in jobs], "I also scheduled a follow-up."]
     )
     await roost.core.handle(web_msg("thanks", 2))
+    # refused when scheduled (bridge.schedule.planning.unschedulable): nothing is stored
+    assert await roost.schedule.jobs.list_jobs("local") == []
+    assert str(backend.requests[-1].messages).count("error: Not scheduled: /") == 3
+
+    # and a run of such a job stored all the same (by an older roost) is refused too
+    mask = roost.loadout.vault.masker(roost.tenant_dirs("local")).mask
+    for n, job in enumerate(jobs):
+        await roost.schedule.jobs.create(
+            tenant="local", channel="web", chat="c1", kind="turn", spec="",
+            payload=mask(job["text"]), tz="UTC", next_run_ms=n + 1, created_ms=0,
+        )  # fmt: skip
     made = sorted(await roost.schedule.jobs.list_jobs("local"), key=lambda j: j.next_run_ms)
     assert [j.payload for j in made] == [j["text"] for j in jobs]
 

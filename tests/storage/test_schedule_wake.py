@@ -90,7 +90,7 @@ async def test_roost_send_to_wakes_the_daemons_watch(
         env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
         env.update(ROOST_HOME=str(home), ROOST_CONFIG=str(config))
         sent = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli.main", "send", "--to", "telegram:42", "hello",
+            sys.executable, "-m", "bridge.cli.main", "send", "--to", "web:default", "hello",
             env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, err = await asyncio.wait_for(sent.communicate(), HANG_S)

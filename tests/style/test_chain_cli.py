@@ -129,5 +129,8 @@ def test_cli_list_live_per_tenant(settings: Settings, capsys: pytest.CaptureFixt
     assert len(out) == 1 and out[0].startswith("bob\tb-0002\tdeploy") and "alice" not in out[0]
     assert run(["style", "list-live"], settings) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 2
+    (settings.home / "tenants" / "carol").mkdir(parents=True)  # a tenant, with no bullets
     assert run(["style", "list-live", "--tenant", "carol"], settings) == 0
     assert "carol: no live bullets" in capsys.readouterr().out
+    assert run(["style", "list-live", "--tenant", "dave"], settings) == 2  # nobody: a typo
+    assert "roost style list-live: there is no tenant 'dave'" in capsys.readouterr().err
