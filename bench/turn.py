@@ -44,7 +44,8 @@ recall, the A/B of what the index costs a turn). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers) and the SQL statements per turn on each connection, figures
-that load on a shared machine moves little or not at all.
+that load on a shared machine moves little or not at all; the writer's jobs per turn (each
+a commit: inline on the loop or on its thread) with turns at once, and over HTTP.
 """
 
 from __future__ import annotations
@@ -315,6 +316,8 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
             steps.cpu["handle (whole)"] += time.thread_time() - began
             steps.calls["handle (whole)"].append(time.perf_counter() - start)
 
+    writer = getattr(roost.database, "_writer", None)
+    jobs = writer_jobs(writer)
     began, cpu, loop = time.perf_counter(), time.process_time(), time.thread_time()
     await asyncio.gather(*(client(c) for c in range(clients)))
     took, cpu = time.perf_counter() - began, time.process_time() - cpu
@@ -325,8 +328,26 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
         f"CPU per turn {cpu / done * 1e3:.3f} ms (loop {loop / done * 1e3:.3f}), "
         f"loop busy {loop / took * 100:.0f}% of the time (ms per turn)"
     )
+    if writer is not None:
+        print("  roost.db " + jobs_line(jobs, writer_jobs(writer), done))
     print_table(steps, done)
     return loop / done * 1e3
+
+
+def writer_jobs(writer: Any) -> tuple[int, int]:
+    """SQLite writer's counts so far: jobs ended on its thread, writes run inline (each
+    a commit, as `statements_per_turn` counts them); zeros without one."""
+    if writer is None:
+        return (0, 0)
+    return (writer._ended, writer.inlined_writes)
+
+
+def jobs_line(before: tuple[int, int], after: tuple[int, int], turns: int) -> str:
+    ended, inline = (a - b for a, b in zip(after, before, strict=True))
+    return (
+        f"write jobs per turn (each a commit) {(ended + inline) / turns:.3f}"
+        f" ({inline / turns:.3f} inline, {ended / turns:.3f} on its thread)"
+    )
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -500,7 +521,8 @@ class ServerMeter:
     machine's load moves far less than turns/s) and `POST /bench/profile` (`start`, or
     `stop?turns=N` -> cProfile's report on the loop thread's CPU clock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, writer: Any = None) -> None:
+        self._writer = writer  # SQLite's writer (its jobs counted), or None
         self._prof: cProfile.Profile | None = None
         self._idle = 0.0  # wall seconds the loop spent waiting in its selector
         self._gc = [
@@ -539,6 +561,7 @@ class ServerMeter:
                 "idle": self._idle,
                 "gc": self._gc[0],
                 "wall": time.perf_counter(),
+                "write_jobs": float(sum(writer_jobs(self._writer))),
             }
         )
 
@@ -593,7 +616,7 @@ def serve_roost(
         channel = WebChannel(
             roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0, limits=LIMITS
         )
-        ServerMeter().mount(channel.app)
+        ServerMeter(getattr(roost.database, "_writer", None)).mount(channel.app)
         await channel.start()
         port_q.put(channel.port)
         await asyncio.Event().wait()
@@ -648,6 +671,7 @@ class Point:
         self.gc_ms = cpu["gc"] / self.turns * 1e3
         self.client_ms = cpu["client"] / self.turns * 1e3  # the load generator's, this process
         self.system_ms = cpu["system"] / self.turns * 1e3
+        self.write_jobs = cpu.get("write_jobs", 0.0) / self.turns  # roost.db write jobs
 
 
 class Poster:
@@ -681,8 +705,8 @@ class Poster:
             events += (await reader.readexactly(size + 2))[:-2]
         await reader.readexactly(2)  # the last chunk's empty trailer
         final = events.rpartition(b"event: final\ndata: ")[2]
-        body = dict(json.loads(final))
-        return {"reply": body.pop("text"), **body}
+        answer = dict(json.loads(final))
+        return {"reply": answer.pop("text"), **answer}
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -885,7 +909,8 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
                 f" {zero.busy:.0%} on the CPU, "
                 f"{zero.idle:.0%} waiting in epoll, {zero.blocked:.0%} blocked off the CPU; "
                 f"cyclic GC {zero.gc_ms:.3f} ms per turn (channel only {chan.gc_ms:.3f}); "
-                f"the clients' own CPU per turn {zero.client_ms:.3f} ms (the same 2 cores)"
+                f"the clients' own CPU per turn {zero.client_ms:.3f} ms (the same 2 cores); "
+                f"roost.db write jobs per turn {zero.write_jobs:.3f}"
             )
             if args.http_profile:
                 print("\nthe web channel only (no core):")
