@@ -85,7 +85,7 @@ for name, source in tools:
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _warm(ctx, ws_fd)
+            _warm(ctx, os.memfd_create("job"), pre)  # its empty job memfd, as a child's
             job = decode_job(blob)
             for _ in range(runs):
                 faults, cpu = usage()

@@ -7,8 +7,14 @@ import os
 from typing import Any
 
 from forge.bound_self import library_classes, protect
-from forge.child import HelperContext
-from forge.confine.landlock import landlock_abi, open_roots, read_only_roots, ruleset_args
+from forge.child import HelperContext, WarmFile
+from forge.confine.landlock import (
+    FORGE_PACKAGE,
+    landlock_abi,
+    open_roots,
+    read_only_roots,
+    ruleset_args,
+)
 from forge.confine.probe import probe
 from forge.confine.seccomp import SeccompFilter, seccomp_program
 from forge.layers import Layers
@@ -42,7 +48,8 @@ def prepare(
             __import__(name)
     caps = probe()
     abi = landlock_abi()
-    read_fds = tuple(open_roots(read_only_roots())) if abi else ()
+    roots = read_only_roots() if abi else []
+    read_fds = tuple(open_roots(roots))
     program = seccomp_program()
     proxies = build_proxies()
     ctx = HelperContext(
@@ -60,8 +67,19 @@ def prepare(
         warm=warm,
         ruleset=ruleset_args(abi, read_fds) if abi else None,
         judged=judge_modules(proxies),
+        warm_file=_warm_file(roots, read_fds),
     )
     return ctx, caps
+
+
+def _warm_file(roots: list[str], fds: tuple[int, ...]) -> WarmFile | None:
+    """forge's own `__init__.py`, in the read-only root of the forge package: the
+    file a waiting child reads through a path gate to warm that path (forge.child
+    `_warm_reading`); None without that root (no Landlock: no roots opened)."""
+    forge_root = os.path.realpath(FORGE_PACKAGE)
+    if forge_root not in roots:
+        return None
+    return WarmFile(fds[roots.index(forge_root)], forge_root, "__init__.py")
 
 
 def protect_library(proxies: dict[str, Any]) -> int:
