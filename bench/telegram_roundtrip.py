@@ -30,6 +30,17 @@ short answer is one `sendMessage`). `--only core`: `bench.turn`'s step table
 of the core inside the 1-chat Telegram round trip; `--only gaps`:
 `core.handle` alone back to back vs with idle gaps between turns (what a
 1-chat round trip's idle loop costs the same turns; `bench.telegram_core`).
+After the table, one message's CPU split (1 chat): roost's Telegram part
+(its own code, measured alone by `channel_cost`: the input path and the
+reply with a sender that sends nothing, what the core does to the reply,
+and the durable inbox as the round trip shows it), the core turn (the full
+roost less the echo with the inbox) and python-telegram-bot, httpx and the
+fake Bot API (the echo less roost's part of it); `--only split` prints just
+the table and the split. Note that the echo runs roost's input path, reply
+and sender too: a cut there lowers the floor as much as the full roost, so
+the ratio only moves with work the full roost alone does (the core, the
+inbox, `working()` and the delta). The profile's layers count the fake
+(aiohttp, tests/) apart from python-telegram-bot and httpx.
 Then a fast answer's reply machinery alone (CPU, tasks), the per-update work
 of the inbox alone, the default limits
 (AIORateLimiter 30/s + per-chat pacing) and `roost serve` as a subprocess:
@@ -47,6 +58,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import io
 import logging
 import os
@@ -213,11 +225,14 @@ async def round_trips(
         try:
             counts = dict.fromkeys(ids, 0)
 
+            def answered(uid: int, want: int) -> bool:
+                return fake.sent_count[uid] >= want
+
             async def one_chat(uid: int, messages: int) -> None:
                 for n in range(messages):
                     want = fake.sent_count[uid] + 1
                     fake.push_text(uid, f"ping {n}")
-                    await fake.wait_until(lambda w=want: fake.sent_count[uid] >= w, limit_s=120)
+                    await fake.wait_until(functools.partial(answered, uid, want), limit_s=120)
                     counts[uid] += 1
 
             await one_chat(ids[0], WARM)  # the tenant's first turns: imports, caches
@@ -330,6 +345,126 @@ async def reply_cost(answers: int = 5000, rounds: int = 7) -> tuple[float, float
     return statistics.median(spent), sum(tasks.made.values()) / (answers * rounds)
 
 
+class CoreLike:
+    """What the core does to a reply around a zero-latency answer (bridge.core.router):
+    `working()` around the turn, one delta, then the final."""
+
+    async def __call__(self, inbound: Inbound, reply: Reply) -> Final:
+        final = Final("pong: " + inbound.text[:40])
+        async with reply.working():
+            await reply.delta(final.text)
+        await reply.send(final)
+        return final
+
+
+async def channel_cost(home: Path, messages: int = 2000, rounds: int = 5) -> dict[str, float]:
+    """roost's own Telegram work per message, in µs of loop CPU (median of `rounds`),
+    without python-telegram-bot's parse of the update, HTTP or the fake: the
+    channel's `_on_update` handed an `Update` parsed beforehand, its sender one that
+    sends nothing (`NoSend`). `echo`: the input path and an echo's reply (the part of
+    the channel-only echo that is roost's); `core-like`: the same with what the core
+    does to a reply (`working()`, a delta); `+ inbox`: `core-like` through the durable
+    inbox on a real roost.db (the getUpdates answer stored, taken, marked done)."""
+    from telegram import Update
+
+    async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
+        settings = load_settings(
+            home=home,
+            telegram={"token": TOKEN, "api_base_url": fake.base_url},
+            tenants={"bench": {"telegram_ids": [BASE_ID]}},
+        )
+        roost = await build(settings, backend=ZeroLatency())
+        answers: dict[str, Callable[[Inbound, Reply], Any]] = {
+            "echo": echo,
+            "core-like": CoreLike(),
+        }
+        current: list[Callable[[Inbound, Reply], Any]] = [echo]
+
+        async def answer(inbound: Inbound, reply: Reply) -> Final:
+            return await current[0](inbound, reply)  # type: ignore[no-any-return]
+
+        inbox = UpdateInbox(roost.database, "telegram:bench", "bench")
+        plain = TelegramChannel(settings.telegram, answer, roost.command_list, options(False))
+        durable = TelegramChannel(
+            settings.telegram,
+            answer,
+            roost.command_list,
+            options(False),
+            inbox=inbox,
+            undelivered=undelivered_hook(roost),
+            parts=roost.schedule.outbox.parts,
+        )
+        await plain.app.bot.initialize()  # getMe: the bot's name, as after a start
+        await durable.app.bot.initialize()
+        plain.sender = durable.sender = NoSend()  # type: ignore[assignment]
+        assert durable.durable is not None
+        next_id = 1
+
+        def updates(n: int) -> list[tuple[dict[str, Any], Update]]:
+            nonlocal next_id
+            out = []
+            for _ in range(n):
+                msg = fake.message(BASE_ID, f"ping {next_id}", message_id=next_id)
+                raw = {"update_id": next_id, "message": msg}
+                out.append((raw, Update.de_json(raw, durable.app.bot)))
+                next_id += 1
+            return out
+
+        async def one_round(kind: str, n: int) -> float:
+            batch = updates(n)
+            current[0] = answers["core-like" if kind == "+ inbox" else kind]
+            began = time.thread_time()
+            if kind == "+ inbox":
+                hook = durable.durable
+                assert hook is not None
+                for raw, update in batch:
+                    await hook.received({"ok": True, "result": [raw]})
+                    await durable._on_update(update, None)  # type: ignore[arg-type]
+            else:
+                for _raw, update in batch:
+                    await plain._on_update(update, None)  # type: ignore[arg-type]
+            return (time.thread_time() - began) * 1e6 / n
+
+        kinds = ("echo", "core-like", "+ inbox")
+        try:
+            for kind in kinds:  # warm
+                await one_round(kind, max(1, messages // 10))
+            spent: dict[str, list[float]] = {k: [] for k in kinds}
+            for r in range(rounds):
+                for kind in kinds if r % 2 == 0 else tuple(reversed(kinds)):
+                    spent[kind].append(await one_round(kind, messages))
+        finally:
+            await plain.app.bot.shutdown()
+            await durable.app.bot.shutdown()
+            await roost.aclose()
+    return {k: statistics.median(v) for k, v in spent.items()}
+
+
+def print_split(cost: dict[str, float], rates: dict[tuple[str, int], list[Rate]]) -> None:
+    """One message's CPU (1 chat, medians), split: roost's Telegram work (`channel_cost`),
+    the core turn (the full roost less the echo with the inbox, less what the core does
+    to the reply), the rest (python-telegram-bot, httpx and the fake Bot API: the echo
+    less roost's part of it)."""
+    cpu = {s.label: statistics.median(g.cpu_ms for g in rates[(s.label, 1)]) for s in SETUPS}
+    full, floor = cpu[SETUPS[0].label], cpu[FLOOR.label]
+    inbox_rt = cpu[SETUPS[3].label] - floor  # the inbox in the round trip
+    channel = cost["echo"] / 1000
+    reply_core = (cost["core-like"] - cost["echo"]) / 1000
+    telegram = channel + reply_core + inbox_rt
+    core = full - cpu[SETUPS[3].label] - reply_core
+    print("one message's CPU, 1 chat (ms; medians):")
+    print(f"  full roost (daemon: + inbox)        {full:6.3f}")
+    print(f"    roost's Telegram part             {telegram:6.3f}  = input + reply {channel:.3f}"
+          f" + working/delta {reply_core:.3f} + inbox {inbox_rt:.3f} (in the round trip;"
+          f" alone {(cost['+ inbox'] - cost['core-like']) / 1000:.3f})")  # fmt: skip
+    print(f"    the core turn (+ its threads)     {core:6.3f}  = full - (echo + inbox)"
+          " - working/delta")  # fmt: skip
+    print(f"    python-telegram-bot, httpx, fake  {floor - channel:6.3f}  = echo"
+          " - roost's input + reply")  # fmt: skip
+    print("  roost's Telegram code alone (no PTB, no HTTP), µs per message: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in cost.items()))  # fmt: skip
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -362,13 +497,15 @@ async def daemon_memory(tmp: Path, chats: int) -> tuple[int, int]:
             await fake.wait_call("getUpdates", limit_s=60)
             await fake.wait_call("getUpdates", count=2, limit_s=60)  # settled into polling
             before = rss_kib(proc.pid)
+
+            def all_answered(batch: list[int]) -> bool:
+                return all(fake.sent_count[u] for u in batch)
+
             for start in range(0, chats, 50):
                 batch = ids[start : start + 50]
                 for uid in batch:
                     fake.push_text(uid, "hello, remember me")
-                await fake.wait_until(
-                    lambda b=batch: all(fake.sent_count[u] for u in b), limit_s=300
-                )
+                await fake.wait_until(functools.partial(all_answered, batch), limit_s=300)
             after = rss_kib(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -483,12 +620,12 @@ LAYERS = (  # (layer, what a profile row's file path contains), the first match 
     ("roost: audit", "bridge/audit/"),
     ("roost: core and the rest", "/bridge/"),
     ("sqlite3 (C)", "sqlite3."),
+    ("fake Bot API (aiohttp)", "aiohttp/"),  # before "http" (httpx's) and "telegram/"
+    ("fake Bot API (aiohttp)", "tests/"),  # tests/telegram/fake_bot_api.py
     ("python-telegram-bot", "telegram/"),
     ("httpx, httpcore, h11, anyio", "http"),
     ("httpx, httpcore, h11, anyio", "h11/"),
     ("httpx, httpcore, h11, anyio", "anyio/"),
-    ("fake Bot API (aiohttp)", "aiohttp/"),
-    ("fake Bot API (aiohttp)", "tests/"),
     ("event loop, waiting in epoll", "epoll"),
     ("event loop, waiting in epoll", "asyncio/"),
     ("event loop, waiting in epoll", "selectors"),
@@ -538,7 +675,7 @@ def print_layers(full: Profiled, echo: Profiled, updates: int) -> None:
           f"{sum(a.values()) - sum(b.values()):+8.3f}  total")  # fmt: skip
 
 
-async def table(base: Path, n: int, per: int, rounds: int) -> None:
+async def table(base: Path, n: int, per: int, rounds: int) -> dict[tuple[str, int], list[Rate]]:
     rates: dict[tuple[str, int], list[Rate]] = {}
     ratios: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for r in range(rounds):
@@ -564,9 +701,9 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
         head = f"{'trips/s':>8} {'ms each':>8} {'ratio':>6} {'cpu ms':>7} {'cpu ratio':>9}"
         print(f"  {chats} chat{'s' if chats > 1 else ''}: {'':22} {head}")
         for setup in SETUPS:
-            got = rates[(setup.label, chats)]
-            per_s = statistics.median(g.per_s for g in got)
-            cpu = statistics.median(g.cpu_ms for g in got)
+            runs = rates[(setup.label, chats)]
+            per_s = statistics.median(g.per_s for g in runs)
+            cpu = statistics.median(g.cpu_ms for g in runs)
             pairs = ratios[(setup.label, chats)]
             wall_ratio = statistics.median(p[0] for p in pairs)
             cpu_ratio = statistics.median(p[1] for p in pairs)
@@ -574,9 +711,9 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
                 f"{per_s:8.1f} {1000 / per_s:8.2f} {wall_ratio:6.2f} {cpu:7.2f} {cpu_ratio:9.2f}"
             )
             print(f"    {setup.label:30} {cells}")
-    floor = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
-    full = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
-    print(f"  roost adds {full - floor:.2f} CPU ms per message (1 chat, medians)")
+    echo_ms = statistics.median(g.cpu_ms for g in rates[(FLOOR.label, 1)])
+    full_ms = statistics.median(g.cpu_ms for g in rates[(SETUPS[0].label, 1)])
+    print(f"  roost adds {full_ms - echo_ms:.2f} CPU ms per message (1 chat, medians)")
     print("CPU ms per round trip by thread (the last round; loop: roost, PTB and the fake):")
     for chats in (1, 100):
         for setup in SETUPS:
@@ -595,6 +732,7 @@ async def table(base: Path, n: int, per: int, rounds: int) -> None:
             per_trip = {m: statistics.fmean(g.calls.get(m, 0.0) for g in runs) for m in methods}
             cells = ", ".join(f"{m} {n:.2f}" for m, n in per_trip.items())
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {cells}")
+    return rates
 
 
 async def steps(base: Path, n: int) -> None:
@@ -620,7 +758,9 @@ async def main() -> None:
     parser.add_argument("--top", type=int, default=30, help="profile rows")
     parser.add_argument("--steps", action="store_true", help="each step's ms (1 chat)")
     parser.add_argument(
-        "--only", choices=("table", "profile", "steps", "core", "gaps"), help="just one part"
+        "--only",
+        choices=("table", "split", "profile", "steps", "core", "gaps"),
+        help="just one part",
     )
     parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
     args = parser.parse_args()
@@ -632,8 +772,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         n, per = args.messages, max(1, args.messages // 100)
-        if args.only is None or args.only == "table":
-            await table(base / "t", n, per, args.rounds)
+        if args.only is None or args.only in ("table", "split"):
+            rates = await table(base / "t", n, per, args.rounds)
+            cost = await channel_cost(base / "u", 200 if args.quick else 2000)
+            print_split(cost, rates)
         if args.steps or args.quick or args.only == "steps":
             await steps(base / "w", n)
         if args.profile or args.only == "profile":
@@ -661,8 +803,10 @@ async def main() -> None:
         micros, made = await reply_cost(500 if args.quick else 5000)
         print(f"  a fast answer's reply:     {micros:8.1f} µs CPU, {made:.2f} tasks (working,")
         print("                             a delta, send; a sender that sends nothing)")
-        cost = await inbox_ms(base / "j", 200 if args.quick else 2000)
-        print(f"  inbox work per update:     {cost:8.3f} ms (store, take, done; one roost.db)")
+        inbox_cost = await inbox_ms(base / "j", 200 if args.quick else 2000)
+        print(
+            f"  inbox work per update:     {inbox_cost:8.3f} ms (store, take, done; one roost.db)"
+        )
         limited = await round_trips(base / "c", 100, 1, limits=True, inbox=True)
         rate = f"{limited.per_s:8.1f}/s"
         print(f"  100 chats, default limits: {rate} (AIORateLimiter 30/s overall, inbox)")

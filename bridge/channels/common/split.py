@@ -49,9 +49,9 @@ def split(
     texts joined with the trimmed whitespace give back the input, and every
     entity is preserved."""
     text = rendered.text
+    if len(rendered.entities) <= max_entities and _utf16_units(text) <= limit:
+        return [rendered] if visible(text) else []  # one message: no offsets needed
     offsets = _utf16_offsets(text)
-    if offsets[-1] <= limit and len(rendered.entities) <= max_entities:
-        return [rendered] if visible(text) else []
     index_of = {u: i for i, u in enumerate(offsets)}
     spans = sorted(
         ((index_of[e.offset], index_of[e.offset + e.length], e) for e in rendered.entities),
@@ -84,6 +84,14 @@ def split(
         while start < n and text[start].isspace():
             start += 1
     return chunks
+
+
+def _utf16_units(text: str) -> int:
+    """`_utf16_offsets(text)[-1]` without the list: the UTF-16 length, a lone
+    surrogate counted as one unit as there (`surrogatepass`)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _utf16_offsets(text: str) -> list[int]:

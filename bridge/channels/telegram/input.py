@@ -11,6 +11,7 @@ in a group); `message_inbound` is a person's message as an `Inbound`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Collection
@@ -66,10 +67,21 @@ def addressed(msg: Message, bot_id: int, username: str) -> bool:
     return False
 
 
+_RUNS = re.compile(r"[ \t]{2,}")
+
+
+@functools.lru_cache(maxsize=8)
+def _mention(username: str) -> re.Pattern[str]:
+    """The bot's mention in a text (compiled once per bot name)."""
+    return re.compile(rf"(?<![/\w])@{re.escape(username)}\b", re.IGNORECASE)
+
+
 def without_mention(text: str, username: str) -> str:
-    """Drop mentions of the bot ("@roost_bot what's up" -> "what's up")."""
-    cleaned = re.sub(rf"(?<![/\w])@{re.escape(username)}\b", " ", text, flags=re.IGNORECASE)
-    return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+    """Drop mentions of the bot ("@roost_bot what's up" -> "what's up"); runs of
+    spaces and tabs become one space. A text without "@" holds no mention (the
+    pattern's first character), so it is not searched for one."""
+    cleaned = _mention(username).sub(" ", text) if "@" in text else text
+    return _RUNS.sub(" ", cleaned).strip()
 
 
 def to_answer(
