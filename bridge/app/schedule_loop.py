@@ -82,6 +82,7 @@ class ScheduleLoop:
             sleep=sleep,
             observe=audit_observer(roost.audit),
             config=config,
+            masks=self.runner.masker_for,  # every delivery masked again with the vault of now
         )
         self._roost, self._clock = roost, clock
         self._grace = stop_grace_s

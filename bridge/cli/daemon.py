@@ -18,7 +18,7 @@ import contextlib
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridge.cli import collector
 from bridge.cli.rows import tenant_arg
@@ -61,8 +61,16 @@ def terminal_inbox(r: Roost, chat: str) -> TerminalInbox:
 
     tenant, seen = r.settings.local_tenant, r.loadout.chats
     assert seen is not None  # a built roost stores chat settings (and flushes them at close)
+
+    async def fetch(after: int) -> list[dict[str, Any]]:
+        """The chat's new outbox texts, masked again with the vault of now (a value vaulted
+        after the text was queued is masked too, as on the web page and every delivery)."""
+        rows = await recent_messages(r.database, tenant, "cli", chat, after)
+        mask = r.loadout.vault.masker(r.tenant_dirs(tenant))
+        return [{**row, "text": mask.mask(str(row["text"]))} for row in rows]
+
     return TerminalInbox(
-        lambda after: recent_messages(r.database, tenant, "cli", chat, after),
+        fetch,
         lambda: seen.get(tenant, "cli", chat, SEEN_KEY),
         lambda value: seen.set_soon(tenant, "cli", chat, SEEN_KEY, value),
     )

@@ -11,6 +11,9 @@ always, or only when its digest differs from the job's `last_digest`.
 A run whose chat no longer resolves to the job's tenant is skipped, never run
 as someone else. What a run posts goes through the tenant's masker (`masks`)
 before it is stored, whatever its kind: the outbox takes only `Masked` text.
+Its `masker_for(tenant)` (the same masker, of now) is what the scheduler masks
+each delivery with once more (`scheduler.TenantMasks`): the composition root
+hands the vault's masker to the runner only.
 
 `Deliveries` is the scheduler's `deliver`: the outbox entry goes to the
 channel of its row (`telegram`, `web`); a channel that is not running now is a
@@ -158,8 +161,12 @@ class JobRunner:
         self._dirs, self._now = tenant_dirs, now
         self._masks = masks
 
+    def masker_for(self, tenant: str) -> TextMask:
+        """The tenant's masker of now (the vault as it is): the scheduler's `TenantMasks`."""
+        return self._masks(self._dirs(tenant))
+
     async def __call__(self, job: Job, slot_ms: int) -> Masked | Post | None:
-        mask = self._masks(self._dirs(job.tenant))
+        mask = self.masker_for(job.tenant)
         if job.kind == "reminder":
             return mask.mask(REMINDER_MARK + job.payload)
         inbound = next(

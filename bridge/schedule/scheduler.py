@@ -38,6 +38,18 @@ second message out); after it, the entry
 waits in the outbox. A job removed while it ran posts nothing (checked
 before the entry is stored; a removal between that check and the run's
 record lets its one last message out).
+
+Every delivery masks once more: an entry's text was masked with the
+tenant's masker of when it was queued, so a value vaulted since (before a
+retry, or while the daemon was down) would go out in clear. Right before
+`deliver` is called, the entry's text passes `masks(tenant)`, the masker of
+now, in this one place for every channel; the channel lays its parts out
+from that text (`bridge.schedule.outbox_parts`: what it sends, edits into a
+draft or compares is the re-masked text). `masks` is given by the
+composition root, or taken from a `run_job` that knows each tenant's
+masker (`TenantMasks`: the daemon's `JobRunner`). A masker that cannot be
+had (the vault unreadable) fails the attempt: it is retried, never sent
+unmasked.
 """
 
 from __future__ import annotations
@@ -46,11 +58,12 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 from bridge.schedule.jobs import Job, JobStore, NextRun
 from bridge.schedule.outbox import DeliveryError, OutboxEntry, OutboxStore, backoff_ms
-from bridge.types.masked import Masked
+from bridge.types.masked import Masked, TextMask
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +87,15 @@ RunJob = Callable[[Job, int], Awaitable[Masked | Post | None]]
 Deliver = Callable[[OutboxEntry], Awaitable[None]]  # raises (DeliveryError) when not delivered
 Clock = Callable[[], int]  # ms since the epoch, UTC
 Sleep = Callable[[float], Awaitable[None]]  # seconds, as asyncio.sleep
+Masks = Callable[[str], TextMask]  # tenant -> its masker of now (the vault as it is)
+
+
+@runtime_checkable
+class TenantMasks(Protocol):
+    """A `run_job` that knows each tenant's masker of now (`runtime.JobRunner`): a
+    scheduler given no `masks` masks its deliveries with it."""
+
+    def masker_for(self, tenant: str) -> TextMask: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +183,11 @@ class _Running:
     overdue: bool = False
 
 
+def masks_of(run_job: RunJob) -> Masks | None:
+    """The tenant maskers a `run_job` knows (`TenantMasks`), or None."""
+    return run_job.masker_for if isinstance(run_job, TenantMasks) else None
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -179,9 +206,12 @@ class Scheduler:
         sleep: Sleep = asyncio.sleep,
         observe: Observe | None = None,
         config: SchedulerConfig | None = None,
+        masks: Masks | None = None,
     ) -> None:
         self.jobs, self.outbox = jobs, outbox
         self.run_job, self.deliver, self.next_run = run_job, deliver, next_run
+        # each delivery's text through the tenant's masker of now (None: as stored)
+        self.masks = masks if masks is not None else masks_of(run_job)
         self.clock, self.sleep, self.observe = clock, sleep, observe
         self.config = config or SchedulerConfig()
         self._limit = asyncio.Semaphore(self.config.concurrency)  # runs
@@ -326,10 +356,17 @@ class Scheduler:
         self._outcomes.append(error is None)
         return error is None
 
+    def outgoing(self, entry: OutboxEntry) -> OutboxEntry:
+        """The entry as it is handed to `deliver`: its text masked again with the
+        tenant's masker of now (a value vaulted since it was queued is masked too)."""
+        if self.masks is None:
+            return entry
+        return replace(entry, text=self.masks(entry.tenant).mask(entry.text))
+
     async def _send(self, entry: OutboxEntry) -> bool:
         async with self._send_limit:
             try:
-                await self.deliver(entry)
+                await self.deliver(self.outgoing(entry))  # a masker that fails: not sent
             except DeliveryError as exc:
                 failure: DeliveryError | None = exc
             except Exception as exc:  # an unexpected error: transient, by its type
