@@ -16,6 +16,7 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+from bridge.mcp.conns import CallSlots, McpLimits
 from bridge.mcp.http import BearerGate, serve_http
 from bridge.mcp.server import TenantTools, ToolsFeed, build_server, init_options
 from bridge.mcp.watch import watch_tools
@@ -55,14 +56,19 @@ async def run_http(
     stop: asyncio.Event,
     remote: bool = False,
     version: str = "",
+    limits: McpLimits | None = None,
 ) -> None:
-    """Serve on `sock` until `stop` is set; every request needs the tenant's token."""
+    """Serve on `sock` until `stop` is set; every request needs the tenant's token;
+    connections and tool calls in flight stay within `limits`."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    limits = limits or McpLimits()
+    calls = CallSlots(limits.calls_per_token)
     feed = ToolsFeed()
-    server = build_server(tenant, feed, version)
+    server = build_server(tenant, feed, version, calls)
     host = "0.0.0.0" if remote else "127.0.0.1"
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False) if remote else None
     app = server.streamable_http_app(host=host, transport_security=security)
     async with _watching(tenant, feed, asyncio.Event()):
-        await serve_http(BearerGate(app, token), sock, stop)
+        gate = BearerGate(app, token, calls, limits.retry_after_s)
+        await serve_http(gate, sock, stop, limits)

@@ -35,6 +35,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from bridge.core.agent import MAX_TOOL_RESULT_CHARS
+from bridge.mcp.conns import CallSlots
 from bridge.types.masked import Masked, masked_strings
 from bridge.types.messages import Inbound
 from bridge.types.tenant_dirs import TenantDirs
@@ -144,8 +145,12 @@ async def call_tool(tenant: TenantTools, name: str, args: dict[str, Any]) -> typ
     return _text(mask(_cut(mask(output))))  # masked before the cut, and what is left after
 
 
-def build_server(tenant: TenantTools, feed: ToolsFeed, version: str = "") -> Server[Any]:
-    """The SDK server over `tenant`'s saved tools, announcing changes through `feed`."""
+def build_server(
+    tenant: TenantTools, feed: ToolsFeed, version: str = "", calls: CallSlots | None = None
+) -> Server[Any]:
+    """The SDK server over `tenant`'s saved tools, announcing changes through `feed`;
+    with `calls`, no more tool calls run at once than it allows (a call past it is a
+    tool error saying so)."""
 
     async def on_list(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -156,7 +161,15 @@ def build_server(tenant: TenantTools, feed: ToolsFeed, version: str = "") -> Ser
     async def on_call(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await call_tool(tenant, params.name, dict(params.arguments or {}))
+        if calls is None:
+            return await call_tool(tenant, params.name, dict(params.arguments or {}))
+        if not calls.start():
+            busy = f"too many tool calls in flight ({calls.per_token} at most); try again soon"
+            return _text(tenant.mask(tenant.dirs)(busy), True)
+        try:
+            return await call_tool(tenant, params.name, dict(params.arguments or {}))
+        finally:
+            calls.end()
 
     server: Server[Any] = Server(
         "roost",
