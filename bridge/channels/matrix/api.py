@@ -47,6 +47,8 @@ MXC = re.compile(
     r"/[A-Za-z0-9_\-]{1,255}"
 )
 DEFAULTS: Access = {"m.room.history_visibility": "shared", "m.room.join_rules": "invite"}
+# the room state that stops clients (Element) asking the homeserver for link previews
+PREVIEWS = "org.matrix.room.preview_urls"
 
 
 class MatrixError(Exception):
@@ -223,6 +225,22 @@ class MatrixClient:
                 continue
             found[kind] = access_value(kind, content)
         return found
+
+    async def previews_off(self, room_id: str) -> bool:
+        """Make sure `PREVIEWS` says `{"disable": true}` in the room; whether it had to
+        be set (False: it already was). A room where the bot may not set it raises
+        `MatrixError` (403 M_FORBIDDEN)."""
+        path = Path.v3.rooms[room_id].state[PREVIEWS][""]
+        try:
+            content = await self.call(Method.GET, path)
+        except MatrixError as exc:
+            if exc.status != 404 or exc.errcode != "M_NOT_FOUND":
+                raise
+            content = {}
+        if content.get("disable") is True:
+            return False
+        await self.call(Method.PUT, path, {**content, "disable": True})
+        return True
 
     async def upload(self, data: bytes, mime: str, name: str) -> str:
         """Put bytes in the media repository; their mxc:// URI."""

@@ -57,6 +57,14 @@ answered to a room that grew or opened meanwhile. Encrypted rooms: roost
 holds no Olm/Megolm keys, so an encrypted message is answered, once per
 room and run, with `ENCRYPTED` (a plain notice) when its sender is known,
 never read.
+
+Link previews: before its first answer in a room the bot makes sure the
+room's `org.matrix.room.preview_urls` state says `{"disable": true}`
+(`MatrixClient.previews_off`: read first, set only when it does not), so
+clients do not have the homeserver fetch a URL the model chose, with no
+click. Done once per room and run (the room state itself is the durable
+record: after a restart a room costs one read); a room where the bot may
+not set state gets one log line, and answering goes on.
 """
 
 from __future__ import annotations
@@ -70,7 +78,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 
 from bridge.channels.common.retry import Backoff
-from bridge.channels.matrix.api import MatrixClient, MatrixError
+from bridge.channels.matrix.api import PREVIEWS, MatrixClient, MatrixError
 from bridge.channels.matrix.events import (
     ACCESS_KEYS,
     Access,
@@ -158,6 +166,7 @@ class MatrixChannel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
         self._told_encrypted: set[str] = set()
+        self._no_previews: set[str] = set()  # rooms whose link previews are off (or told)
         self._members: dict[str, int] = {}  # room -> joined + invited, while known
         self._access: dict[str, Access] = {}  # room -> history visibility, join rule, as known
         self._gone: dict[str, str] = {}  # direct rooms left: room -> why (a counter's name)
@@ -461,6 +470,31 @@ class MatrixChannel:
         if not task.cancelled() and task.exception() is not None:
             log.error("matrix: handling a message failed", exc_info=task.exception())
 
+    async def _previews_off(self, room_id: str) -> None:
+        """Turn link previews off in a room before its first answer: clients ask the
+        homeserver to fetch every URL in a message, so a model-chosen URL (a query
+        carrying memory) would be fetched with no click. Once per room: done, or
+        forbidden (one log line; the answer goes on); a transient failure tries again
+        with the room's next message."""
+        if room_id in self._no_previews:
+            return
+        try:
+            if await self.client.previews_off(room_id):
+                log.info("matrix: link previews turned off in a room the bot answers in")
+        except MatrixError as exc:
+            if exc.retryable:
+                log.warning("matrix: link previews could not be turned off yet (%s)", exc)
+                return
+            log.warning(
+                "matrix: link previews stay on in room %s (%s): the bot may not set %s; "
+                "give it the power level to change room state there, or turn URL previews "
+                "off in the client; answering anyway",
+                room_id,
+                exc,
+                PREVIEWS,
+            )
+        self._no_previews.add(room_id)
+
     async def _after(
         self, before: asyncio.Task[None] | None, inbound: Inbound, msg: Message
     ) -> None:
@@ -484,6 +518,7 @@ class MatrixChannel:
             inbox = receiving.inbox_of(tenant)
             att = await self.fetcher.attachment(msg.msgtype, msg.media, inbox, receiving)
             inbound = replace(inbound, attachments=(att,), has_text=True)
+        await self._previews_off(msg.room_id)
         reply = MatrixReply(
             self.out,
             inbound,
