@@ -30,12 +30,13 @@ clock is passed in, closing is a callable each connection brings.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import resource
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from bridge.types.clients import client_key as client_key  # guard.py's name too
 
 Refusal = Literal["fd", "client", "total"]
 Peer = tuple[str, int]
@@ -58,21 +59,6 @@ class McpLimits:
     calls_per_token: int = 8  # tool calls in flight of one bearer token
     fd_ceiling: int = field(default_factory=fd_ceiling)
     retry_after_s: int = 5  # what a refusal asks the client to wait
-
-
-def client_key(host: str | None) -> str:
-    """The per-client bucket of a peer address (IPv4 as is, also when IPv4-mapped;
-    IPv6 by its /64; anything else as given)."""
-    text = host or ""
-    try:
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return text
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 @dataclass(eq=False, slots=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bridge.channels.common.clients import client_key as client_of
 from bridge.channels.whatsapp.budget import (
     BODY_BUDGET,
     MAX_BODY,
@@ -24,6 +23,7 @@ from bridge.channels.whatsapp.budget import (
     BodyBudget,
     is_small,
 )
+from bridge.types.clients import client_key as client_of
 from tests.conftest import ScriptedBackend
 from tests.fakes import whatsapp_payloads as hooks
 from tests.fakes.fake_whatsapp import FakeWhatsApp

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from bridge.channels.common.clients import client_key as client_key  # the tests' name too
+from bridge.types.clients import client_key as client_key  # the tests' name too
 
 Refusal = Literal["fd", "client", "total"]
 Cut = Literal["body stalled", "body too slow", "answers not read", "room"]

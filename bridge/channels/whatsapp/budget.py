@@ -11,7 +11,7 @@ ends. `BodyBudget.take` admits a chunk, or refuses it (the webhook answers
   at most `small` bytes together, its other bodies at most `per_client`
   (3 MiB, one full body): a client is an IPv4 address, an IPv6 /64 (one
   machine easily holds a whole /64), anything else as given (`client_key`,
-  bridge.channels.common.clients, as the web server's connection cap counts them);
+  bridge.types.clients, as the web server's connection cap counts them);
 - the last `reserve` bytes of `total` (1 MiB) are for small bodies only.
 
 So one address holds at most 3 MiB + 64 KiB and cannot shut Meta out: a

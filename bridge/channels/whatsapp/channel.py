@@ -65,7 +65,6 @@ from dataclasses import dataclass, replace
 from aiohttp import ClientPayloadError, web
 
 from bridge.channels.common.chat_queue import Taken
-from bridge.channels.common.clients import client_key
 from bridge.channels.common.shared import GIVEN_UP, Cluster, SharedWork
 from bridge.channels.whatsapp.budget import BODY_BUDGET as BODY_BUDGET  # named here too
 from bridge.channels.whatsapp.budget import MAX_BODY as MAX_BODY
@@ -79,6 +78,7 @@ from bridge.channels.whatsapp.send import Outgoing
 from bridge.channels.whatsapp.signature import HEADER, challenge, check
 from bridge.channels.whatsapp.store import DAY_MS, WhatsAppStore, key
 from bridge.storage.errors import StorageError
+from bridge.types.clients import client_key
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")

@@ -1,5 +1,6 @@
-"""Which client a peer address counts as, for the per-client caps of the HTTP
-channels (the web server's connection table, the WhatsApp webhook's body budget):
+"""Which client a peer address counts as, for the per-client caps of roost's HTTP
+servers (the web server's and `roost mcp --http`'s connection tables, the
+WhatsApp webhook's body budget):
 IPv4 as is (also when IPv4-mapped), IPv6 by its /64 (one machine easily holds a
 whole /64), anything else (a Unix socket, no address) as given."""
 
