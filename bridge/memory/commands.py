@@ -10,6 +10,10 @@ later changes (unless a topic of its name exists again).
 `/memory tidy` asks the chat's model to merge and drop topics and shows the
 proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
 meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
+`/remember <topic>: <text>` with the name of an existing topic before the colon
+replaces that topic (the old version goes into its history, `/memory show <topic>
+--history`); any other `/remember` makes a new topic named after its first words
+(a user fact on a subject another topic holds still supersedes it, `MemoryStore.save`).
 `/memory proposals` shows what an import proposes to remember (facts the
 person stated about themselves, `bridge.memory.proposals`), each with
 actions to keep it (`/memory keep <id>`, saved as the person's own note) or
@@ -43,6 +47,7 @@ from bridge.screening.unicode_clean import clean
 from bridge.types.messages import Action, Final
 
 _REF = re.compile(r"#([0-9a-f]{8})")
+_NAMED = re.compile(r"([^:\n]{1,80}?)\s*:\s*(\S.*)", re.DOTALL)  # "<topic>: <text>"
 Sub = Callable[[CommandContext, str], Awaitable[str | Final]]
 ELLIPSIS = "..."  # "…" would become "..." in the store (NFKC) and overflow the cut
 USAGE = (
@@ -85,6 +90,14 @@ def remember_name(text: str) -> str:
     except MemoryInputError:
         return "note"
     return name
+
+
+def named_topic(text: str) -> tuple[str, str] | None:
+    """(topic, rest) of a `/remember <topic>: <text>` (None without a name before a colon)."""
+    m = _NAMED.fullmatch(text.strip())
+    if m is None or not m.group(1).strip():
+        return None
+    return m.group(1).strip(), m.group(2).strip()
 
 
 def remember_description(text: str) -> str:
@@ -135,8 +148,8 @@ class MemoryCommands:
             ),
             Command(
                 "remember",
-                "/remember <text>",
-                "save a memory directly (no model)",
+                "/remember <text> | /remember <topic>: <new text>",
+                "save a memory directly (no model); naming a topic before a colon replaces it",
                 self.remember,
                 common=True,
             ),
@@ -317,6 +330,10 @@ class MemoryCommands:
         if not text:
             raise UsageError("What should I remember?")
         dirs = ctx.dirs.ensure()
+        named = named_topic(text)
+        existing = self._memory.store.find(dirs, named[0]) if named else None
+        if named is not None and existing is not None:
+            return await self._replace(ctx, existing, named[1])
         base = name = remember_name(text)
         n = 2
         while self._memory.store.find(dirs, name) is not None:
@@ -333,5 +350,26 @@ class MemoryCommands:
         label = usage_label(result.used, result.cap)
         return (
             f"Remembered as {result.topic.name!r} {label}{_replaces(result.removed)}. "
+            "/memory undo reverts it."
+        )
+
+    async def _replace(self, ctx: CommandContext, old: Topic, text: str) -> str | Final:
+        """`/remember <topic>: <text>`: the topic holds `text` now, its old version its history."""
+        dirs, inbound = ctx.dirs, ctx.inbound
+        prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
+        desc = remember_description(text)
+        try:
+            result = await self._memory.save(dirs, old.name, old.type, desc, text, prov, ctx.now)
+        except MemoryFull:
+            return await self.full(ctx, f"Not saved: memory is full {self._memory.usage(dirs)}.")
+        except MemoryRefused as exc:
+            return str(exc)
+        label = usage_label(result.used, result.cap)
+        name = result.topic.name
+        if result.superseded is None:
+            return f"{name!r} already says that {label}; nothing changed."
+        return (
+            f"Updated {name!r} {label}{_replaces(result.removed)}: it holds the new text now; "
+            f"the earlier one is in its history (/memory show {name} --history). "
             "/memory undo reverts it."
         )
