@@ -32,7 +32,9 @@ run: $(STAMP)
 # either half did.
 # PYTHONDONTWRITEBYTECODE is dropped for the run: every daemon a test starts would
 # otherwise compile roost from source again (about 1.5 s of CPU each), and pytest
-# could not cache its rewritten test modules. pytest prints its slowest tests.
+# could not cache its rewritten test modules (in a fresh clone the controller rewrites
+# them all once, before the workers start, instead of each worker rewriting all of them:
+# tests/conftest.py's pytest_configure). pytest prints its slowest tests.
 # Where the CPU goes, per test file (worker and children): PYTEST_ARGS="-p tests.cpu_profile",
 # then `python -m tests.cpu_profile DIR` (tests/cpu_profile.py says how).
 PYTEST_WORKERS ?= 4
