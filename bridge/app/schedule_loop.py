@@ -68,6 +68,7 @@ class ScheduleLoop:
             tenant_dirs=roost.tenant_dirs,
             now=lambda: clock() / 1000,
             masks=roost.loadout.vault.masker,  # what a run posts: masked before the outbox
+            max_post_chars=lambda: roost.settings.limits.max_reply_chars,  # cut as a reply
             person_of=lambda channel, chat: (  # a chat's person, as its platform declares
                 p.identity_of_chat(chat) if (p := roost.platforms.get(channel)) else None
             ),

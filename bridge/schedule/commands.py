@@ -1,7 +1,9 @@
 """/remind, /every, /jobs and /job show|rm|pause|resume: the schedule as chat commands.
 
 Rows of small async functions returning text (no model involved). Times are
-read and shown in the person's zone (`zone.py`); a job belongs to the chat
+read and shown in the person's zone (`zone.py`), except a recurring job made
+in another zone: its line reads in that zone, named, with the person's time
+after it (`next_run`); a job belongs to the chat
 the command came from. Creating goes through `Planner` (limits, `changed()`,
 `job.created`); removing, pausing and resuming record `job.changed`.
 A channel may add lines to `/jobs` for its chats (`notes`: how it delivers
@@ -68,6 +70,22 @@ def recurrence(job: Job) -> str:
         return "once"
     every = parse_every(job.spec, ZoneInfo(job.tz))
     return job.spec if isinstance(every, WhenError) else every.echo
+
+
+def next_run(job: Job, tz: str, now_ms: int) -> str:
+    """When a job runs next, for a listing in the person's zone `tz`: the time in `tz`,
+    and for a recurring job made in another zone (`recurrence` names that zone) that
+    zone's time first, named, so the schedule and the next run on one line read in one zone:
+    `Sun 6 Dec 09:37 Etc/UTC (10:37 in Europe/Berlin)`."""
+    if not job.next_run_ms:
+        return "—"
+    here = stamp(local(job.next_run_ms, tz), local(now_ms, tz), "en")
+    if job.tz == tz or not job.recurring:  # a one-shot names no zone: the listing's
+        return here
+    there = stamp(local(job.next_run_ms, job.tz), local(now_ms, job.tz), "en")
+    if there.split()[:-1] == here.split()[:-1]:  # same day: the clock time is enough
+        here = here.split()[-1]
+    return f"{there} {job.tz} ({here} in {tz})"
 
 
 ChatNotes = Callable[[str, str, float], Awaitable[Sequence[str]]]
@@ -153,11 +171,7 @@ class ScheduleCommands:
         jobs = await self._jobs.list_jobs(ctx.tenant, i.channel, i.chat)
         lines = [f"Jobs in this chat (times in {tz}):"] if jobs else ["No jobs in this chat."]
         for job in jobs:
-            nxt = (
-                stamp(local(job.next_run_ms, tz), local(now_ms, tz), "en")
-                if job.next_run_ms
-                else "—"
-            )
+            nxt = next_run(job, tz, now_ms)
             lines.append(
                 f"• {job.id} · {job.kind} · {recurrence(job)} · next {nxt} · {job.state}"
                 f" — {preview(job)}"
@@ -219,14 +233,11 @@ class ScheduleCommands:
         """A job in full: kind, schedule, state, next run, then its whole text (last: a line
         of its text cannot pass for one of these)."""
         tz = self._planner.zone(ctx.dirs)
-        nxt = (
-            stamp(local(job.next_run_ms, tz), local(int(ctx.now * 1000), tz), "en")
-            if job.next_run_ms
-            else "—"
-        )
+        nxt = next_run(job, tz, int(ctx.now * 1000))
+        nxt = nxt if job.tz != tz or not job.next_run_ms else f"{nxt} ({tz})"
         payload = full_text(job, self._jobs.limits.max_payload_chars)
         return (
             f"Job {job.id} · {job.kind} · {recurrence(job)} · {job.state}\n"
-            f"Next run: {nxt} ({tz})\n"
+            f"Next run: {nxt}\n"
             f"Text ({count(len(job.payload), 'character')}):\n{payload}"
         )

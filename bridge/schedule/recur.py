@@ -104,11 +104,13 @@ def check_min_interval(every: Every, minimum: timedelta, lang: str = "en") -> Wh
     if shortest >= minimum:
         return None
     limit = _interval_spec(int(minimum.total_seconds()))
+    gap = _interval_spec(int(shortest.total_seconds()))
+    interval = isinstance(every.rule, Interval)  # its spec is its gap: not said twice
     if lang == "de":
-        detail = f"{every.spec} läuft alle {_interval_spec(int(shortest.total_seconds()))}"
+        detail = f"alle {gap}" if interval else f"{every.spec} läuft alle {gap}"
         detail += f", erlaubt ist höchstens alle {limit}"
     else:
-        detail = f"{every.spec} runs every {_interval_spec(int(shortest.total_seconds()))}"
+        detail = f"every {gap}" if interval else f"{every.spec} runs every {gap}"
         detail += f", the limit is once every {limit}"
     return make_error("too_often", detail, lang, f"{limit} me.check_site")
 

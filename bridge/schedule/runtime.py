@@ -8,6 +8,13 @@ carries text: "(reply /memory undo #… to ↩ undo deleting …)", `actions_hin
 a `tool` runs a saved `me.*` tool through the personal-tools `ToolSource`
 (the same sandbox, hash check and audit as in chat) and posts its result
 always, or only when its digest differs from the job's `last_digest`.
+What a run posts is cut at `max_post_chars` (the composition root passes
+`limits.max_reply_chars`), visibly, as a model reply is (`cut_post`; the digest
+is of the whole result). A tool job whose tool is gone is paused, and one whose
+tool fails is reported: either way the run raises `scheduler.JobFailed` with a
+masked notice for the job's chat naming the job (id, what it runs, when) and
+what to do (`tool_gone_notice`, `tool_failed_notice`); the scheduler posts a
+failure's notice on the first failure only.
 A run whose chat no longer resolves to the job's tenant is skipped, never run
 as someone else. What a run posts goes through the tenant's masker (`masks`)
 before it is stored, whatever its kind: the outbox takes only `Masked` text.
@@ -35,11 +42,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from bridge.core.agent import MAX_REPLY_CHARS, cut_note
 from bridge.core.tenants import LOOPBACK_CHANNELS
+from bridge.schedule.commands import preview, recurrence
 from bridge.schedule.jobs import Job
 from bridge.schedule.outbox import WAKE_TOPIC, DeliveryError, OutboxEntry, OutboxStore
 from bridge.schedule.outbox_parts import OutboxPart
-from bridge.schedule.scheduler import JobSkipped, Post, ScheduleEvent
+from bridge.schedule.scheduler import (
+    JobFailed,
+    JobSkipped,
+    Post,
+    ScheduleEvent,
+    SchedulerConfig,
+)
 from bridge.storage.protocol import Database
 from bridge.types.audit_sink import AuditSink
 from bridge.types.masked import Masked, TextMask
@@ -62,6 +77,7 @@ ERROR_KINDS: Final = frozenset(
     }
 )
 TOOL_MODES: Final = ("change", "always")
+PAUSE_AFTER: Final = SchedulerConfig().pause_after_failures  # the daemon's (not configurable)
 
 Resolve = Callable[[Inbound], str | None]
 ChannelDeliver = Callable[[OutboxEntry], Awaitable[None]]
@@ -137,6 +153,37 @@ def parse_tool_payload(payload: str) -> ToolOrder:
     return ToolOrder(tool[len(PREFIX) :], mode, args)
 
 
+def cut_post(text: Masked, limit: int, mask: TextMask) -> Masked:
+    """A run's post within `limit` characters, cut visibly as a model reply is
+    (`cut_note`). Cut after masking (a vaulted value is never half-posted), then
+    through the masker again: the outbox takes only what the masker made."""
+    if len(text) <= limit:
+        return text
+    return mask.mask(text[:limit] + "\n" + cut_note(limit))
+
+
+def what_runs(job: Job) -> str:
+    """'job rd38db (me.wc text="a b" (always), every 5m (Etc/UTC))': which job, what it runs."""
+    return f"job {job.id} ({preview(job)}, {recurrence(job)})"
+
+
+def tool_gone_notice(job: Job, tool: str) -> str:
+    return (
+        f"⚠️ {what_runs(job)} is paused: {tool} is no longer one of your saved tools, so it "
+        f"cannot run. Save {tool} again and send /job resume {job.id}, or remove the job: "
+        f"/job rm {job.id}"
+    )
+
+
+def tool_failed_notice(job: Job, error: str) -> str:
+    return (
+        f"⚠️ {what_runs(job)} failed: {error}\n"
+        f"It tries again at its next run; after {PAUSE_AFTER} failures in a row it is paused "
+        f"(/job resume {job.id} starts it again). This chat hears of it again only if it works "
+        f"and then fails again. /jobs shows its state, /job rm {job.id} removes it."
+    )
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -154,12 +201,14 @@ class JobRunner:
         now: Callable[[], float],
         masks: Callable[[TenantDirs], TextMask],
         person_of: PersonOf = lambda channel, chat: None,
+        max_post_chars: Callable[[], int] = lambda: MAX_REPLY_CHARS,
     ) -> None:
         self._handle, self._resolve = handle, resolve
         self._person_of = person_of
         self._sources = tuple(tool_sources)
         self._dirs, self._now = tenant_dirs, now
         self._masks = masks
+        self._max_post_chars = max_post_chars  # `limits.max_reply_chars` (of now: reloadable)
 
     def masker_for(self, tenant: str) -> TextMask:
         """The tenant's masker of now (the vault as it is): the scheduler's `TenantMasks`."""
@@ -180,7 +229,7 @@ class JobRunner:
         if inbound is None:
             raise JobSkipped("the chat no longer belongs to the job's tenant")
         if job.kind == "turn":
-            return mask.mask(await self._turn(inbound))
+            return cut_post(mask.mask(await self._turn(inbound)), self._max_post_chars(), mask)
         if job.kind == "tool":
             return await self._tool(job, inbound, mask)
         raise ValueError(f"unknown job kind {job.kind!r}")
@@ -201,17 +250,20 @@ class JobRunner:
         tool = next(
             (t for s in self._sources for t in s.tools_for(ctx) if t.schema.name == wire), None
         )
-        if tool is None:
-            raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool")
+        if tool is None:  # it can never run again as it is: paused, the person told
+            notice = mask.mask(tool_gone_notice(job, f"{PREFIX}{order.name}"))
+            raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool", notice, pause=True)
         try:
             result = await tool(dict(order.args), ctx)  # a ToolError is the run's failure
         except ToolError as exc:  # its text is kept on the job (/jobs shows it): masked
-            raise ToolError(mask.mask(str(exc))) from None
+            error = mask.mask(str(exc))
+            notice = mask.mask(tool_failed_notice(job, error))
+            raise JobFailed(error, notice, cause=f"ToolError: {error}") from None
         post = mask.mask(f"{PREFIX}{order.name}: {result}")
-        seen = digest(post)
+        seen = digest(post)  # of the whole result: a change past the cut is a change
         if order.mode == "change" and seen == job.last_digest:
             return None
-        return Post(post, seen)
+        return Post(cut_post(post, self._max_post_chars(), mask), seen)
 
 
 class Deliveries:

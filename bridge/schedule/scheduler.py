@@ -6,7 +6,9 @@ outcome; then it claims due outbox entries and hands them to `deliver`.
 A job missed while the daemon was down is due once: its next slot is asked of
 `next_run` after *now*, so the missed slots collapse into one run (systemd's
 Persistent=). A failing `run_job` or `deliver` is recorded on the job or
-entry and never stops the loop.
+entry and never stops the loop. A run that fails with `JobFailed` also posts
+its notice (under the run's key) on the job's first failure, not again while
+it keeps failing; one whose job can never succeed (`pause`) pauses the job.
 
 Runs are tasks of their own, tracked by (tenant, job id): a job whose run is
 under way is not started again (nor one whose run ended while the due jobs
@@ -77,7 +79,23 @@ class Post:
     digest: str = ""
 
 
-class JobSkipped(Exception):
+class JobFailed(Exception):
+    """A run's failure, recorded on the job as `cause` (default: the exception as
+    `_describe` writes it, e.g. "ToolError: …"). `notice` (masked), if any, is what
+    the person is told in the job's chat: it goes to the outbox under the run's key
+    on the job's first failure only (none after a success or since it was made),
+    so a job that keeps failing is not announced at every run. `pause`: the job can
+    never succeed as it is (its tool is gone): it is paused, and the notice always
+    goes (once per pause: a resumed job that fails so again is paused again)."""
+
+    def __init__(
+        self, message: str, notice: Masked | None = None, *, pause: bool = False, cause: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.notice, self.pause, self.cause = notice, pause, cause
+
+
+class JobSkipped(JobFailed):
     """A run that could not happen (the person is no longer admitted, the tool is
     gone): recorded on the job like a failure, reported with outcome `skipped`."""
 
@@ -305,7 +323,7 @@ class Scheduler:
         slot = job.next_run_ms if job.next_run_ms is not None else self.clock()
         error: str | None = None
         result: Masked | Post | None = None
-        skipped = False
+        skipped = stop = False
         async with self._limit:
             started = running.started_ms = self.clock()
             call = running.call = asyncio.ensure_future(self.run_job(job, slot))
@@ -318,11 +336,18 @@ class Scheduler:
                 log.warning("job %s/%s ran past its deadline: cancelled", job.tenant, job.id)
                 seconds = self.config.run_deadline_ms // 1000
                 error = _describe(RunTimeout(f"no result within {seconds} s"))
+            except JobFailed as exc:  # recorded; its notice told once (`JobFailed`)
+                error, stop = exc.cause or _describe(exc), exc.pause
+                skipped = isinstance(exc, JobSkipped)
+                log.warning("job %s/%s failed: %s", job.tenant, job.id, error.split(":", 1)[0])
+                if exc.notice is not None and (stop or job.fail_count == 0):
+                    result = Post(exc.notice)
             except Exception as exc:  # the job's failure, recorded on it
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, type(exc).__name__)
                 error, skipped = _describe(exc), isinstance(exc, JobSkipped)
         now = self.clock()
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
+        pause = pause or (stop and next_ms is not None)
         post = result if result is None or isinstance(result, Post) else Post(result)
         digest = ""
         if post is not None and post.text and await self.jobs.get(job.tenant, job.id) is not None:

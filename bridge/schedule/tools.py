@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.schedule.commands import full_text, preview, recurrence
+from bridge.schedule.commands import full_text, next_run, preview, recurrence
 from bridge.schedule.jobs import Job
-from bridge.schedule.planning import Planner, Refused, Target, local
-from bridge.schedule.when_echo import stamp
+from bridge.schedule.planning import Planner, Refused, Target
 from bridge.types.backend import ToolSchema
 from bridge.types.messages import Action
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
@@ -129,8 +128,7 @@ class ScheduleTools:
             return "No jobs in this chat."
         lines = [f"Jobs in this chat (times in {tz}):"]
         for job in jobs:
-            nxt = local(job.next_run_ms, tz) if job.next_run_ms else None
-            when = stamp(nxt, local(now_ms, tz), "en") if nxt else "—"
+            when = next_run(job, tz, now_ms)
             lines.append(
                 f"- {job.id}: {job.kind}, {recurrence(job)}, next {when}, {job.state}: "
                 f"{preview(job)}"

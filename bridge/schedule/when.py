@@ -140,6 +140,6 @@ def _echo(r: Reading, at: datetime, now: datetime, lang: str) -> str:
             parts.append(f"{r.months} {unit[r.months != 1]}")
         if r.days or r.seconds:
             parts.append(duration(r.days * 86400 + r.seconds, lang))
-        return f"in {' '.join(parts)}, {when}"
+        return f"in {' '.join(parts or [duration(0, lang)])}, {when}"  # "in 0m": 0 seconds
     label = DAY_LABELS[lang].get((at.date() - now.date()).days)
     return f"{label}, {when}" if label else when
