@@ -71,6 +71,7 @@ class Conn:
     opened: float
     busy: int = 0  # requests of it being handled now
     cut: bool = False  # closed by the table, not gone yet
+    stalled: bool = False  # its writes are paused: its client reads none of its answers
 
 
 @dataclass
@@ -124,12 +125,27 @@ class ConnTable:
     def busy(self, conn: Conn) -> None:
         """A request of `conn` is being handled (its head is complete)."""
         conn.busy += 1
-        self._idle.pop(conn, None)
+        if not conn.stalled:
+            self._idle.pop(conn, None)
 
     def done(self, conn: Conn) -> None:
         conn.busy = max(0, conn.busy - 1)
-        if conn.busy == 0 and self._by_peer.get(conn.peer) is conn and not conn.cut:
-            self._idle[conn] = None  # the newest idle: the last to give way
+        if conn.busy == 0 or conn.stalled:
+            self._give_way_later(conn)
+
+    def stall(self, conn: Conn, paused: bool) -> None:
+        """`conn`'s writes are paused (its client reads none of its answers: a pipelining
+        client that never reads holds a request "in progress" for ever) or flow again.
+        A stalled connection gives way as if idle, busy or not."""
+        conn.stalled = paused
+        if paused or conn.busy == 0:
+            self._give_way_later(conn)
+        else:
+            self._idle.pop(conn, None)
+
+    def _give_way_later(self, conn: Conn) -> None:
+        if self._by_peer.get(conn.peer) is conn and not conn.cut:
+            self._idle.setdefault(conn, None)  # the newest idle: the last to give way
 
     def _evict(self, client: str | None) -> bool:
         for conn in self._idle:

@@ -129,9 +129,11 @@ class _Guarded(asyncio.Protocol):
         return self._inner.eof_received()
 
     def pause_writing(self) -> None:
+        self._table.stall(self._conn, True)  # a client that reads nothing: it may give way
         self._inner.pause_writing()
 
     def resume_writing(self) -> None:
+        self._table.stall(self._conn, False)
         self._inner.resume_writing()
 
 

@@ -241,7 +241,9 @@ async def serve_http(
     import uvicorn
 
     guard = Guard(limits or McpLimits())
-    config = uvicorn.Config(guard.app(app), log_level="warning", lifespan="on")
+    # proxy_headers off: `scope["client"]` is the socket's peer, never X-Forwarded-For
+    # (the guard finds a request's connection by it; a header must not name another's)
+    config = uvicorn.Config(guard.app(app), log_level="warning", lifespan="on", proxy_headers=False)
     config.load()
     server = uvicorn.Server(config)
     server.lifespan = config.lifespan_class(config)
