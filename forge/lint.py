@@ -3,13 +3,15 @@
 It is the first of four layers (lint, restricted compile + guards, a confined
 process, the path gate) and gives the model actionable findings; it is not the
 boundary on its own. Codes: F00x size/syntax, F01x imports, F02x names and
-reflection, F03x statements, F04x tool format (see forge.schema).
+reflection, F03x statements, F04x tool format (see forge.schema), F048 a `net`
+call to a literal host the tool does not declare (see forge.lint_net).
 """
 
 from __future__ import annotations
 
 import ast
 
+from forge import lint_net
 from forge.findings import Finding
 from forge.modules import ALLOWED_NAMES, allowed_modules_text
 from forge.schema import inspect_tool
@@ -284,4 +286,5 @@ def lint(source: str) -> list[Finding]:
         findings.append(Finding(1, 0, "F002", f"source has more than {MAX_NODES} syntax nodes"))
     _, format_findings = inspect_tool(tree)
     findings.extend(format_findings)
+    findings.extend(lint_net.check(tree))
     return sorted(set(findings), key=lambda f: (f.line, f.col, f.code, f.message))

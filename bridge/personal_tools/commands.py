@@ -1,4 +1,4 @@
-"""/tools and /tool save|show|rm|drop: the person decides what to keep.
+"""/tools and /tool save|show|rm|undo|drop: the person decides what to keep.
 
 Nothing is ever deleted automatically; "unused 90d" is only a flag (from
 last use, or from creation when never used). Saving is the person's consent
@@ -20,6 +20,12 @@ are kept per chat in roost.db (`bridge.personal_tools.drafts`), at most
 `MAX_DRAFTS` of them: `/tool drop NAME` forgets one draft of this chat (every
 version), `/tool drop all` every one; a saved tool is never touched by it.
 `/tools` lists at most `LISTED` drafts, and how many more there are.
+`/tool rm me.NAME` removes a saved tool at once and keeps that version
+(`bridge.personal_tools.removed`) for `/tool undo me.NAME` (an "↩ Undo" button),
+which saves exactly it again; a bare `/tool rm NAME` (one word from `/tool drop
+NAME`) removes nothing and asks for the full name. The consent also names the
+declared secrets not in the vault yet and the operator's command that stores
+one (`bridge.personal_tools.vault_names`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from datetime import UTC, datetime
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.core.words import count
+from bridge.personal_tools import removed
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import (
     MAX_COMMAND_BYTES,
@@ -43,14 +50,17 @@ from bridge.personal_tools.consent import (
     save_command,
 )
 from bridge.personal_tools.drafts import Draft, DraftStore
+from bridge.personal_tools.vault_names import missing, missing_note, stored_keys
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Action, Final
-from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec
+from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec, build_spec
 from forge.names import BadName, bare_name, check_name
 
 SAVE_USAGE = "/tool save <name> [as <alias>] [yes <hash>]"
 YES_USAGE = "/tool yes <hash> [as <alias>]"
 DROP_USAGE = "/tool drop <name>|all"
+RM_USAGE = "/tool rm me.<name>"
+UNDO_USAGE = "/tool undo me.<name>"
 LISTED = 20  # drafts /tools lists
 _HEX = frozenset("0123456789abcdef")
 
@@ -116,9 +126,10 @@ class ToolCommands:
             Command("tools", "/tools", "your personal me.* tools: calls, last use", self.listing),
             Command(
                 "tool",
-                f"{SAVE_USAGE} | {YES_USAGE} | /tool show [me.]<name> | /tool rm me.<name> | "
-                f"{DROP_USAGE}",
-                "keep a tool written in this chat, show one, remove one, or drop drafts",
+                f"{SAVE_USAGE} | {YES_USAGE} | /tool show [me.]<name> | {RM_USAGE} | "
+                f"{UNDO_USAGE} | {DROP_USAGE}",
+                "keep a tool written in this chat, show one, remove one (and undo that), "
+                "or drop drafts",
                 self.tool,
             ),
         )
@@ -165,6 +176,8 @@ class ToolCommands:
             return await self._show(ctx, rest[0])
         if verb in ("rm", "remove", "delete") and len(rest) == 1:
             return await self._remove(ctx, rest[0])
+        if verb == "undo" and len(rest) == 1:
+            return await self._undo(ctx, rest[0])
         if verb == "drop" and len(rest) == 1:
             return await self._drop(ctx, rest[0])
         raise UsageError()
@@ -250,6 +263,10 @@ class ToolCommands:
         """Show what keeping this exact version allows, and what changed; remember it."""
         spec = draft.spec
         text = prompt(spec, draft.version, target, baseline, existing is not None)
+        note = missing_note(missing(spec.secrets, stored_keys(ctx.dirs)), ctx.tenant)
+        if note:  # before the "To keep it, send" line
+            head, _, last = text.rpartition("\n")
+            text = "\n".join((head, *note, last))
         await self._drafts.show(ctx.session, spec.name, spec.sha256)
         changed = baseline is not None and baseline[1].sha256 != spec.sha256
         await self._audit.emit(
@@ -283,6 +300,7 @@ class ToolCommands:
                 f"Saved me.{saved.spec.name}({params(saved.spec.schema)}) — "
                 f"{saved.spec.description}",
                 *capabilities(spec)[1:],
+                *missing_note(missing(spec.secrets, stored_keys(ctx.dirs)), ctx.tenant),
                 "Offered from your next message on; a changed tool needs a new /tool save.",
             )
         )
@@ -315,13 +333,73 @@ class ToolCommands:
         )
         return _saved_text(saved) + also
 
-    async def _remove(self, ctx: CommandContext, name: str) -> str:
+    async def _remove(self, ctx: CommandContext, name: str) -> str | Final:
+        """`/tool rm me.NAME`: removed at once, its version kept for `/tool undo me.NAME`
+        (an "↩ Undo" button). A bare NAME (one word from the harmless `/tool drop
+        NAME`) removes nothing: it asks for the full name, with a button that sends it."""
+        if not name.startswith("me."):
+            t = self._find(ctx, name)  # no such tool: says so
+            full = f"me.{t.spec.name}"
+            draft = await self._drafts.latest(ctx.session, t.spec.name)
+            drop = (
+                f" To forget the draft {t.spec.name} of this chat instead: "
+                f"/tool drop {t.spec.name}."
+                if draft is not None
+                else ""
+            )
+            return Final(
+                f"Not removed: /tool rm takes the saved tool's full name. Send /tool rm "
+                f"{full} to remove {full} (from every chat; /tool undo {full} brings it "
+                f"back).{drop}",
+                "command",
+                actions=(Action(f"Remove {full}", f"/tool rm {full}"),),
+            )
         t = self._find(ctx, name)
-        self._catalog.library(ctx.dirs.tools).remove(t.spec.name)
+        tools = ctx.dirs.tools
+        removed.keep(tools, t)
+        self._catalog.library(tools).remove(t.spec.name)
         await self._audit.emit(
             "tool.removed", ctx.tenant, {"name": f"me.{t.spec.name}", "hash": t.spec.sha256[:12]}
         )
-        return f"Removed me.{t.spec.name}."
+        full = f"me.{t.spec.name}"
+        return Final(
+            f"Removed {full}.",
+            "command",
+            actions=(Action(f"↩ Undo removing {full}", f"/tool undo {full}"),),
+        )
+
+    async def _undo(self, ctx: CommandContext, name: str) -> str:
+        """Bring back the last removed version of me.NAME, exactly (same hash: the
+        version the person consented to), unless a tool of that name was saved since."""
+        bare = name.removeprefix("me.")
+        tools = ctx.dirs.tools
+        kept = removed.read(tools, bare)
+        if kept is None:
+            return f"There is no removed me.{bare} to bring back; /tools lists your tools."
+        library = self._catalog.library(tools)
+        if _saved(library, bare) is not None:
+            return (
+                f"Not brought back: a tool me.{bare} was saved since. Remove it first "
+                f"(/tool rm me.{bare}), then /tool undo me.{bare}."
+            )
+        made = build_spec(bare, kept.description, kept.source)
+        if made.tool is None or made.tool.sha256 != kept.sha256:
+            problems = "; ".join(f"line {f.line}: {f.message}" for f in made.findings[:3])
+            return (
+                f"Cannot bring back me.{bare}: its code no longer passes the checks "
+                f"({problems or 'it changed'}). Ask the assistant to write it again."
+            )
+        saved = library.save(made.tool, saved_from=kept.saved_from or ctx.inbound.channel)
+        removed.forget(tools, bare)
+        await self._audit.emit(
+            "tool.saved",
+            ctx.tenant,
+            {"name": f"me.{bare}", "hash": saved.spec.sha256[:12], "replace": False},
+        )
+        return (
+            f"Brought back me.{bare} (sha256 {saved.spec.sha256[:12]}…, the version you "
+            "removed). Offered from your next message on."
+        )
 
 
 def _refused(

@@ -22,6 +22,7 @@ import difflib
 from typing import Any
 
 from forge.library import ToolSpec
+from forge.lint_net import undeclared_calls
 
 DIFF_LINES = 12  # changed lines shown in a notice or a prompt
 LINE_CHARS = 100
@@ -176,10 +177,27 @@ def net_calls(source: str) -> tuple[list[str], bool]:
     return [call for _, _, call in sorted(calls)], other
 
 
+def undeclared_lines(spec: ToolSpec) -> list[str]:
+    """A warning for each host written in the code that NETWORK does not declare:
+    such a call is refused every time, so it is not something the person allows."""
+    try:
+        tree = ast.parse(spec.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    hosts = list(dict.fromkeys(u.host for u in undeclared_calls(tree, spec.network)))
+    return [
+        f"⚠️ Its code calls {_shown(host)}, which it does not declare: those calls "
+        "will be refused, saving does not allow them."
+        for host in hosts
+    ]
+
+
 def code_lines(spec: ToolSpec, show: str) -> list[str]:
     """For a version that may read secrets or call hosts: how to read its code
-    first, and the `net` calls found in it ([] for one that may do neither)."""
-    if not spec.secrets and not spec.network:
+    first, the `net` calls found in it, and a warning for each host it calls but
+    does not declare ([] for one that may do none of this)."""
+    warnings = undeclared_lines(spec)
+    if not spec.secrets and not spec.network and not warnings:
         return []
     lines = [f"📖 Read its code before you say yes: {show}"]
     found, other = net_calls(spec.source)
@@ -191,7 +209,7 @@ def code_lines(spec: ToolSpec, show: str) -> list[str]:
             lines.append(f"- … {len(found) - NET_CALLS} more")
     if other:
         lines.append("(It also uses net in ways not listed here: read the code.)")
-    return lines
+    return lines + warnings
 
 
 def describe(

@@ -34,6 +34,7 @@ against the version before it or the saved tool of that name
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -43,6 +44,7 @@ from bridge.core.sessions import SessionKey
 from bridge.personal_tools.catalog import ToolCatalog
 from bridge.personal_tools.consent import rewrite_notice
 from bridge.personal_tools.drafts import MAX_DRAFTS, Draft, DraftLimit, DraftStore
+from bridge.personal_tools.vault_names import runtime_message
 from bridge.types.audit_sink import AuditSink
 from bridge.types.backend import ToolSchema
 from bridge.types.masked import TextMask
@@ -54,6 +56,7 @@ from forge.library import ToolNotFound, ToolSpec, build_spec
 from forge.names import check_name, to_wire
 from forge.net_call import HttpEvent, NetScope, http_details
 from forge.runner import RunResult, SandboxRunner
+from forge.schema import secret_key
 from forge.toolmeta import ToolMeta
 
 Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
@@ -317,8 +320,13 @@ class ForgeTools:
         return call
 
     async def call(self, name: str, params: dict[str, Any], turn: TurnContext) -> str:
+        unstored: list[str] = []  # declared secrets the vault did not hold
+
         async def reveal(wanted: tuple[str, ...]) -> Mapping[str, str]:
-            return await self._reveal(turn.dirs, list(wanted), f"me.{name}")
+            values = await self._reveal(turn.dirs, list(wanted), f"me.{name}")
+            keys = {secret_key(k) for k in values}
+            unstored.extend(n for n in wanted if secret_key(n) not in keys)
+            return values
 
         library = self._catalog.library(turn.dirs.tools)
 
@@ -333,4 +341,25 @@ class ForgeTools:
         await self._audited(turn, f"me.{name}", call.tool.spec.sha256 if call.tool else "", result)
         if result.ok:
             return json.dumps(result.result, ensure_ascii=False, default=str)
-        raise ToolError(f"me.{name} failed ({result.error_kind}): {result.error_message}")
+        message = unstored_message(result.error_message or "", unstored, turn.tenant)
+        raise ToolError(f"me.{name} failed ({result.error_kind}): {message}")
+
+
+# forge.policy.globals' `secret(NAME)` refusal: right for an undeclared name, half wrong
+# for a declared one the vault does not hold (N14)
+_NOT_AVAILABLE = re.compile(
+    r"secret '([A-Za-z][A-Za-z0-9_]{0,63})' is not available: "
+    r"declare it in SECRETS and store it in the vault"
+)
+
+
+def unstored_message(message: str, unstored: Sequence[str], tenant: str) -> str:
+    """`message` with the refusal of a declared secret missing from the vault told as
+    that: declared, not stored, and the operator's command that stores it."""
+    keys = {secret_key(n) for n in unstored}
+
+    def told(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return runtime_message(name, tenant) if secret_key(name) in keys else match.group(0)
+
+    return _NOT_AVAILABLE.sub(told, message) if keys else message

@@ -143,7 +143,8 @@ return {"echo": r.json(), "q": r2.json()["query"], "handle": str(key), "status":
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ('net.get("https://example.com/")', "host example.com is not declared in NETWORK"),
+        # a computed host (a literal one is a lint finding: tests/forge/test_lint_net.py)
+        ('h = "example.com"\nnet.get(f"https://{h}/")', "host example.com is not declared"),
         ('net.get(f"https://localhost:{PORT}/echo")', "resolves to a loopback address"),
         ('net.get(BASE + "/redirect")', "resolves to a loopback address"),
         ('net.get(BASE + "/big")', "larger than 1048576 bytes"),
@@ -200,7 +201,11 @@ async def test_the_tool_can_catch_net_error(
     api: tuple[Api, Path], sandbox: SandboxRunner, workspace: Path
 ) -> None:
     state, _ = api
-    body = 'try:\n    net.get("https://example.org/")\nexcept net.NetError as e:\n    return str(e)'
+    # a computed host: a literal undeclared one is refused by the linter (F048)
+    body = (
+        'h = "example.org"\ntry:\n    net.get(f"https://{h}/")\n'
+        "except net.NetError as e:\n    return str(e)"
+    )
     res = await sandbox.run(tool(state.port, body), {}, workspace, {"api_key": VALUE})
     assert res.ok and "not declared" in res.result
 
