@@ -99,3 +99,31 @@ async def test_a_room_where_the_bot_may_not_set_it_is_logged_once_and_answered(
         "URL previews off in the client; answering anyway"
     ]
     assert preview_events(alice, room) == []
+
+
+async def test_previews_turned_back_on_by_a_member_are_turned_off_again(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    """The attacker pass of session 33: the room's creator (power level 100 in an Element
+    DM) set `{"disable": false}` after the bot's first answer, and every later answer
+    of that run went out with previews on. The sync shows the change; the bot checks the
+    room again before its next answer."""
+    bot = accounts.bot.user_id
+    path = f"/_matrix/client/v3/rooms/{{room}}/state/{PREVIEWS}/"
+    async with running(mx_settings(home, synapse, accounts), ScriptedBackend("one", "two")) as r:
+        room = await trusted_dm_with_bot(alice, bot)
+        await alice.say(room, "question 1")
+        await alice.wait(answered(alice, room, bot, "one"), "answer 1")
+        assert await alice.call("GET", path.format(room=room)) == {"disable": True}
+        await alice.call("PUT", path.format(room=room), {"disable": False})
+        await alice.say(room, "question 2: see https://attacker.example/?q=MEMORY")
+        await alice.wait(answered(alice, room, bot, "two"), "answer 2")
+        await r.channel.idle()
+    assert await alice.call("GET", path.format(room=room)) == {"disable": True}
+    events = preview_events(alice, room)
+    assert [e["content"].get("disable") for e in events] == [True, False, True]
+    turned_on, turned_off = events[1], events[2]
+    answer = next(e for e in alice.timeline[room] if e.get("content", {}).get("body") == "two")
+    timeline = alice.timeline[room]
+    assert turned_on["sender"] != bot and turned_off["sender"] == bot
+    assert timeline.index(turned_off) < timeline.index(answer)  # off before the answer

@@ -31,7 +31,7 @@ from mautrix.util.logging import TraceLogger
 from yarl import URL
 
 from bridge.channels.common.retry import Backoff
-from bridge.channels.matrix.events import ACCESS_KEYS, Access, access_value
+from bridge.channels.matrix.events import ACCESS_KEYS, PREVIEWS, Access, access_value
 
 log = logging.getLogger("bridge.channels.matrix")
 _wire = TraceLogger("bridge.channels.matrix.http", logging.INFO)  # mautrix logs request bodies
@@ -47,8 +47,6 @@ MXC = re.compile(
     r"/[A-Za-z0-9_\-]{1,255}"
 )
 DEFAULTS: Access = {"m.room.history_visibility": "shared", "m.room.join_rules": "invite"}
-# the room state that stops clients (Element) asking the homeserver for link previews
-PREVIEWS = "org.matrix.room.preview_urls"
 
 
 class MatrixError(Exception):

@@ -63,8 +63,9 @@ room's `org.matrix.room.preview_urls` state says `{"disable": true}`
 (`MatrixClient.previews_off`: read first, set only when it does not), so
 clients do not have the homeserver fetch a URL the model chose, with no
 click. Done once per room and run (the room state itself is the durable
-record: after a restart a room costs one read); a room where the bot may
-not set state gets one log line, and answering goes on.
+record: after a restart a room costs one read), and again after anyone else
+sets that state (a room member turning previews back on: the sync shows it);
+a room where the bot may not set state gets one log line, and answering goes on.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 
 from bridge.channels.common.retry import Backoff
-from bridge.channels.matrix.api import PREVIEWS, MatrixClient, MatrixError
+from bridge.channels.matrix.api import MatrixClient, MatrixError
 from bridge.channels.matrix.events import (
     ACCESS_KEYS,
+    PREVIEWS,
     Access,
     Batch,
     Invite,
@@ -118,9 +120,12 @@ FILTER = json.dumps(
         "room": {
             "timeline": {
                 "limit": 100,
-                "types": ["m.room.message", "m.room.encrypted", "m.room.member", *ACCESS_KEYS],
+                "types": [
+                    *("m.room.message", "m.room.encrypted", "m.room.member", PREVIEWS),
+                    *ACCESS_KEYS,
+                ],
             },
-            "state": {"types": [*ACCESS_KEYS], "lazy_load_members": True},
+            "state": {"types": [*ACCESS_KEYS, PREVIEWS], "lazy_load_members": True},
             "ephemeral": {"types": []},
             "account_data": {"types": []},
         },
@@ -278,6 +283,7 @@ class MatrixChannel:
         for room_id, count in batch.members.items():
             self._members[room_id] = count
             self._news[room_id] += 1
+        self._no_previews -= batch.previews  # someone set them again: checked before answering
         for room_id, told in batch.access.items():
             self._access.setdefault(room_id, {}).update(told)
             self._news[room_id] += 1

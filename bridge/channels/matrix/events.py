@@ -50,6 +50,8 @@ KNOWN = frozenset({"m.location", "m.sticker", "m.key.verification.request", "m.s
 VOICE_KEYS = ("org.matrix.msc3245.voice", "org.matrix.msc1767.audio")
 HISTORY, JOIN_RULE = "m.room.history_visibility", "m.room.join_rules"
 ACCESS_KEYS = {HISTORY: "history_visibility", JOIN_RULE: "join_rule"}  # state type -> key
+# the room state that stops clients (Element) asking the homeserver for link previews
+PREVIEWS = "org.matrix.room.preview_urls"
 PRIVATE_HISTORY = frozenset({"shared", "invited", "joined"})
 PRIVATE_JOIN = frozenset({"invite", "knock"})
 Access = dict[str, str]  # state type (HISTORY, JOIN_RULE) -> its value, where known
@@ -94,6 +96,8 @@ class Batch:
     members: dict[str, int] = field(default_factory=dict)  # room -> joined + invited, if told
     changed: set[str] = field(default_factory=set)  # rooms whose members may have changed
     access: dict[str, Access] = field(default_factory=dict)  # room -> what the sync told
+    # rooms where someone else set the link-preview state (`PREVIEWS`): checked again
+    previews: set[str] = field(default_factory=set)
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -123,6 +127,10 @@ def read(sync: dict[str, Any], me: str) -> Batch | None:
             _access(_dict(event), told)
         if told:
             batch.access[room_id] = told
+        for event in _list(_dict(room.get("state")).get("events")) + _list(timeline.get("events")):
+            event = _dict(event)
+            if event.get("type") == PREVIEWS and event.get("sender") != me:
+                batch.previews.add(room_id)
         for event in _list(timeline.get("events")):
             if _dict(event).get("type") == "m.room.member":
                 batch.changed.add(room_id)
