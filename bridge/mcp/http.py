@@ -155,9 +155,8 @@ async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
 
 
 def _calls_a_tool(body: bytes) -> bool:
-    """Whether a JSON-RPC body (one message or a batch) asks for `tools/call`."""
-    if b"tools/call" not in body:
-        return False
+    """Whether a JSON-RPC body (one message or a batch) asks for `tools/call`. Parsed
+    whole (no byte search first: `tools\u002fcall` is the same method to the SDK)."""
     try:
         parsed = json.loads(body)
     except ValueError:
