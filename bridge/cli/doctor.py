@@ -6,7 +6,9 @@ the configuration's one message, exit 78), as it stops every command.
 Checks, in order: the configuration loads (and `roost serve` would take it:
 the same checks its channels make, e.g. a Telegram webhook needs a URL); the
 home (not made yet: a warning, the first start makes it; a file: a FAIL) and
-everything in it is private (directories 0700, files 0600: no group or other bits); the
+everything in it is private (directories 0700, files 0600: no group or other bits; the
+home itself open, as `mkdir` makes it: a warning with the `chmod`, every start tightens
+it, unless another user owns it: a FAIL); the
 database, through the `Database` protocol: it opens, its schema step is the
 one this roost knows (behind: a warning, `roost serve` migrates it; ahead: a
 FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import re
 import shutil
@@ -94,12 +97,9 @@ def serve_refusal(settings: Settings) -> str | None:
 
 
 def _loose(home: Path) -> list[str]:
-    """Paths under `home` (and itself) readable or writable by group or others (any
+    """Paths under `home` (not itself) readable or writable by group or others (any
     depth: `file_tree.walk`); a folder that cannot be read is named too."""
     found = []
-    mode = os.stat(home).st_mode  # a home reached through a link: its folder's mode
-    if mode & 0o077:
-        found.append(f"the home {stat.S_IMODE(mode):04o}")
     skipped: list[tuple[str, OSError]] = []
     try:
         for entry in walk(home, skipped=skipped):
@@ -126,11 +126,36 @@ def check_home(home: Path) -> Check:
                 "state there; point ROOST_HOME at a folder (or remove what is there)",
             )
         return Check("warn", "home", f"{home} does not exist yet (created on first start)")
+    own = os.stat(home)  # a home reached through a link: its folder's mode
+    mode = stat.S_IMODE(own.st_mode)
     loose = _loose(home)
     if loose:
+        loose = ([f"the home {mode:04o}"] if mode & 0o077 else []) + loose
         shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
         return Check("FAIL", "home", f"open to group/others: {shown} (want dirs 0700, files 0600)")
+    if mode & 0o077:
+        return loose_home(home, mode, own.st_uid)
     return Check("ok", "home", f"{home}: 0700, files 0600")
+
+
+def loose_home(home: Path, mode: int, owner: int) -> Check:
+    """A home open to others, with nothing loose inside (a home made with `mkdir`): every
+    start tightens it to 0700 (`bridge.app.home.prepare_home`), so a warning with the fix,
+    unless it belongs to another user (then roost cannot chmod it: a FAIL)."""
+    if owner != os.geteuid():
+        return Check(
+            "FAIL",
+            "home",
+            f"open to group/others: the home {mode:04o}, and it belongs to uid {owner}, not "
+            f"to this user (uid {os.geteuid()}), so roost cannot tighten it: run roost as its "
+            f"owner, or `sudo chown {os.geteuid()} {home}` and `chmod 700 {home}`",
+        )
+    return Check(
+        "warn",
+        "home",
+        f"the home {mode:04o} is open to group/others: roost tightens it to 0700 at its next "
+        f"start, or run `chmod 700 {home}` now",
+    )
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -404,8 +429,24 @@ def report(found: list[Check], out: TextIO) -> int:
     return 1 if any(c.status == "FAIL" for c in found) else 0
 
 
+def seconds(value: str) -> float:
+    """`--timeout`: a finite number of seconds above 0 (-1 or 0 made every network check
+    fail at once, blamed on the server)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not (0 < number < math.inf):
+        raise argparse.ArgumentTypeError(
+            f"{value} is not above 0: give the seconds each network check may wait, e.g. 5"
+        )
+    return number
+
+
 def doctor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds per network check")
+    p.add_argument(
+        "--timeout", type=seconds, default=5.0, help="seconds per network check (above 0)"
+    )
 
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:

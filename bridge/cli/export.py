@@ -38,6 +38,8 @@ from bridge.core.config import Settings
 from bridge.core.words import count
 from bridge.types.file_tree import TRIES, TreeChanged
 
+NOTHING_TO_FORGET = "Nothing was deleted: check the name against the known ones."
+
 
 def export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", type=tenant_arg, required=True, help="whose data")
@@ -62,6 +64,13 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     now = datetime.fromtimestamp(time.time(), UTC)
     out = args.out or default_out(settings, args.tenant, now)
     out = out.absolute()
+    if out.is_dir():
+        example = out / export_name(args.tenant, now)
+        print(
+            f"roost export: {out} is a folder; give a file name in it, e.g. --out {example}",
+            file=sys.stderr,
+        )
+        return 2
     if out.exists():
         print(f"roost export: {out} exists; give another --out", file=sys.stderr)
         return 2
@@ -103,12 +112,17 @@ def default_out(settings: Settings, tenant: str, now: datetime) -> Path:
     folder = settings.home / EXPORTS
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
-    return folder / f"roost-export-{tenant}-{now:%Y%m%d-%H%M%S}.zip"
+    return folder / export_name(tenant, now)
+
+
+def export_name(tenant: str, now: datetime) -> str:
+    """The ZIP's default file name: `roost-export-T-DATE.zip`."""
+    return f"roost-export-{tenant}-{now:%Y%m%d-%H%M%S}.zip"
 
 
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     unfinished = marker_path(settings.home, args.tenant).exists()  # its files may be gone
-    if not unfinished and refused(settings, args.tenant, "forget"):
+    if not unfinished and refused(settings, args.tenant, "forget", advice=NOTHING_TO_FORGET):
         return 2
     if not args.yes:
         print(

@@ -19,34 +19,48 @@ from bridge.core.tenants import configured_tenants
 
 
 def unknown_tenant(
-    settings: Settings, tenant: str, command: str, *, files_do: bool, hint: str = ""
+    settings: Settings,
+    tenant: str,
+    command: str,
+    *,
+    files_do: bool,
+    hint: str = "",
+    advice: str | None = None,
 ) -> str | None:
     """The refusal of `tenant` for `roost COMMAND`, or None when it may go on. `files_do`: a
     tenant that is not configured but has a folder in the home is taken too; `hint` ends
-    the advice (`roost pair`'s)."""
+    the advice (`roost pair`'s); `advice` replaces it (a command that deletes must not
+    suggest creating the tenant it names)."""
     known = configured_tenants(settings.tenants, settings.local_tenant)
     if tenant in known:
         return None
     if files_do and (settings.home / "tenants" / tenant).is_dir():
         return None
     where = " nor with files in the home" if files_do else ""
+    if advice is None:
+        advice = f"Add [tenants.{tenant}] to the config file first{hint}."
     return (
         f"roost {command}: there is no tenant {tenant!r} in the configuration{where} (known: "
-        f"{', '.join(sorted(known))}). Add [tenants.{tenant}] to the config file first{hint}."
+        f"{', '.join(sorted(known))}). {advice}"
     )
 
 
 def refused(
-    settings: Settings, tenant: str | None, command: str, held: Collection[str] = ()
+    settings: Settings,
+    tenant: str | None,
+    command: str,
+    held: Collection[str] = (),
+    advice: str | None = None,
 ) -> bool:
     """True, after saying why on stderr (the caller exits 2), when `--tenant` names no
     tenant `roost COMMAND` can read: not configured, no files in the home, and not among
     `held` (the tenants with rows in what the command reads). Commands that read only
     (`recall`, `jobs`, `style list-live`, `forget`) once answered a typo as an empty
-    tenant ("no jobs", "no live bullets"). None (no `--tenant`) passes."""
+    tenant ("no jobs", "no live bullets"). None (no `--tenant`) passes. `advice`: as
+    `unknown_tenant`'s."""
     if tenant is None or tenant in held:
         return False
-    refusal = unknown_tenant(settings, tenant, command, files_do=True)
+    refusal = unknown_tenant(settings, tenant, command, files_do=True, advice=advice)
     if refusal is None:
         return False
     print(refusal, file=sys.stderr)

@@ -6,6 +6,7 @@ here check one table at a time and name the key that is wrong.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from pathlib import Path
@@ -131,6 +132,26 @@ class DefaultLLMSettings(LLMSettings):
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
 
 
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+HOST_NAME = re.compile(rf"^(?=.{{1,253}}\.?$)({_LABEL}\.)*{_LABEL}\.?$")
+HOST_EXAMPLE = 'e.g. host = "127.0.0.1" (or "localhost", "0.0.0.0", "::1") and the port in web.port'
+
+
+def check_listen_host(v: str) -> str:
+    """`[web] host`: a host name or an IP address to listen on, nothing else: a URL
+    ("http://127.0.0.1") or "host:port" pasted in passed the check before and failed
+    only at `roost serve`, with advice about the port."""
+    text = v.strip()
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        if not HOST_NAME.fullmatch(text.lower()):
+            raise ValueError(
+                f"{v!r} is not a host name or IP address (no scheme, port or path): " + HOST_EXAMPLE
+            ) from None
+    return text
+
+
 HOST_ENTRY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?|\[[0-9a-f:.]{2,45}\])(:\d{1,5})?$")
 
 
@@ -161,6 +182,11 @@ class WebSettings(_Section):
     @classmethod
     def _token(cls, v: SecretStr | None) -> SecretStr | None:
         return check_web_token(v)
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        return check_listen_host(v)
 
     @field_validator("allowed_hosts")
     @classmethod
