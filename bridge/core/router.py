@@ -309,10 +309,10 @@ class Core:
             maybe = f" Did you mean /{hint}?" if hint else ""
             unknown = f"Unknown command /{parsed.name}.{maybe} Send /help for the list."
             await self._emit_command(tenant, inbound, parsed.name, "unknown")
-            return Final(unknown, "command")
+            return Final(unknown, "command", failed=True)
         if inbound.scheduled and command.name not in SCHEDULED_MAY_RUN:
             await self._emit_command(tenant, inbound, command.name, "refused")
-            return Final(NOT_SCHEDULED.format(name=command.name), "command")
+            return Final(NOT_SCHEDULED.format(name=command.name), "command", failed=True)
         ctx = CommandContext(inbound, tenant, dirs, key, self._clock())
         reply: str | Final
         try:
@@ -322,7 +322,9 @@ class Core:
             reason = f"{exc}\n" if str(exc) else ""
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
         await self._emit_command(tenant, inbound, command.name, outcome)
-        return reply if isinstance(reply, Final) else Final(reply, "command")
+        if isinstance(reply, Final):
+            return reply
+        return Final(reply, "command", failed=outcome != "ok")
 
     def _immediate(self, inbound: Inbound) -> bool:
         parsed = parse_command(inbound.text.strip())

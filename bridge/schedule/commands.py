@@ -27,6 +27,7 @@ from bridge.schedule.recur import parse_every
 from bridge.schedule.when_echo import stamp
 from bridge.schedule.when_errors import WhenError
 from bridge.types.audit_sink import AuditSink
+from bridge.types.messages import Final
 
 PREVIEW = 40
 SHOWN_FAILURES = 3
@@ -134,7 +135,7 @@ class ScheduleCommands:
     def _target(self, ctx: CommandContext) -> Target:
         return Target(ctx.dirs, ctx.inbound.channel, ctx.inbound.chat, "user")
 
-    async def remind(self, ctx: CommandContext, args: str) -> str:
+    async def remind(self, ctx: CommandContext, args: str) -> str | Final:
         if not args.strip():
             raise UsageError()
         try:
@@ -143,10 +144,10 @@ class ScheduleCommands:
         except Refused as exc:
             if exc.usage:
                 raise UsageError(exc.message) from None
-            return exc.message
+            return Final(exc.message, "command", failed=True)  # `roost send` exits 1
         return done.reply
 
-    async def every(self, ctx: CommandContext, args: str) -> str:
+    async def every(self, ctx: CommandContext, args: str) -> str | Final:
         if not args.strip():
             raise UsageError()
         planner = self._planner
@@ -161,7 +162,7 @@ class ScheduleCommands:
         except Refused as exc:
             if exc.usage:
                 raise UsageError(exc.message) from None
-            return exc.message
+            return Final(exc.message, "command", failed=True)  # `roost send` exits 1
         return done.reply
 
     async def list_jobs(self, ctx: CommandContext, args: str) -> str:
@@ -202,7 +203,7 @@ class ScheduleCommands:
             )
         return out
 
-    async def job(self, ctx: CommandContext, args: str) -> str:
+    async def job(self, ctx: CommandContext, args: str) -> str | Final:
         parts = args.lower().split()
         actions = ("show", "rm", "remove", "delete", "pause", "resume")
         if len(parts) != 2 or parts[0] not in actions:
@@ -210,7 +211,9 @@ class ScheduleCommands:
         action, job_id = parts
         job = await self._jobs.get(ctx.tenant, job_id)
         if job is None or job.state == "done":
-            return f"There is no job {job_id!r}; /jobs lists this chat's jobs."
+            return Final(
+                f"There is no job {job_id!r}; /jobs lists this chat's jobs.", "command", failed=True
+            )
         if action == "show":
             return self._show(ctx, job)
         if action == "pause":

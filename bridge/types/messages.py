@@ -146,6 +146,9 @@ class Final:
     kind: FinalKind = "answer"
     files: tuple[OutFile, ...] = ()
     actions: tuple[Action, ...] = ()  # one-tap replies offered with this reply
+    # a command that did not run as asked (unknown, its usage shown, not allowed from a
+    # job): `roost send` exits 1 on it, as on an error; what is shown does not change
+    failed: bool = False
 
 
 Outbound = Delta | Final

@@ -75,11 +75,12 @@ def file_lines(final: Final) -> str:
 
 async def send_once(handle: Handle, text: str, chat: str, out: TextIO) -> int:
     """One turn; the reply on `out` (its control characters `shown`). Exit status 1 when
-    the reply is an error."""
+    the reply is an error, a refusal or a command that did not run as asked (`failed`:
+    unknown, its usage shown, not allowed from a job)."""
     final = await handle(inbound(text, chat), None)
     out.write(shown(final.text.rstrip("\n")) + "\n" + file_lines(final))
     out.flush()
-    return 1 if final.kind in ("error", "refusal") else 0
+    return 1 if final.kind in ("error", "refusal") or final.failed else 0
 
 
 AWAY = "While you were away:"
