@@ -9,11 +9,14 @@ one fails saying it is declared but not stored, with the same command — not
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bridge.app.build import build
+from bridge.app.build import Roost, build
 from bridge.core.config import Settings
 from bridge.types.audit_sink import MemoryAudit
+from bridge.types.messages import Final
 from tests.conftest import Clock, ScriptedBackend, web_msg
 from tests.personal_tools.test_vault_names import VALUE, vault_set
 
@@ -27,11 +30,12 @@ SOURCE = (
 )
 
 
-async def test_consent_and_error_name_the_secret_missing_from_the_vault(
-    settings: Settings, clock: Clock, home: Path
-) -> None:
-    done = vault_set(home, "alice", "api_key", VALUE)
-    assert done.returncode == 0, done.stderr
+@asynccontextmanager
+async def offered(
+    settings: Settings, clock: Clock
+) -> AsyncIterator[tuple[Roost, ScriptedBackend, Final]]:
+    """Alice's roost after its model wrote the tool `sec` and she asked to save it: the
+    roost, its backend and the consent offer."""
     backend = ScriptedBackend()
     roost = await build(
         settings.model_copy(update={"local_tenant": "alice"}),
@@ -43,7 +47,17 @@ async def test_consent_and_error_name_the_secret_missing_from_the_vault(
         create = {"name": "sec", "description": "two keys", "source": SOURCE}
         backend.steps += [[("forge_create", json.dumps(create))], "made"]
         await roost.core.handle(web_msg("make it", 1))
-        offer = await roost.core.handle(web_msg("/tool save sec", 2))
+        yield roost, backend, await roost.core.handle(web_msg("/tool save sec", 2))
+    finally:
+        await roost.aclose()
+
+
+async def test_consent_and_error_name_the_secret_missing_from_the_vault(
+    settings: Settings, clock: Clock, home: Path
+) -> None:
+    done = vault_set(home, "alice", "api_key", VALUE)
+    assert done.returncode == 0, done.stderr
+    async with offered(settings, clock) as (roost, backend, offer):
         note = [line for line in offer.text.splitlines() if "Not in your vault yet" in line]
         assert len(note) == 1, offer.text
         assert "missing_key" in note[0] and "api_key" not in note[0], note
@@ -61,8 +75,6 @@ async def test_consent_and_error_name_the_secret_missing_from_the_vault(
         assert "`roost vault set alice missing_key`" in error, error
         assert "declare it in SECRETS and store" not in error, error
         assert VALUE not in error
-    finally:
-        await roost.aclose()
 
 
 async def test_consent_is_quiet_when_every_declared_secret_is_stored(
@@ -70,18 +82,5 @@ async def test_consent_is_quiet_when_every_declared_secret_is_stored(
 ) -> None:
     for name in ("api_key", "MISSING_KEY"):  # names compare case-insensitively
         assert vault_set(home, "alice", name, VALUE).returncode == 0
-    backend = ScriptedBackend()
-    roost = await build(
-        settings.model_copy(update={"local_tenant": "alice"}),
-        backend=backend,
-        audit=MemoryAudit(),
-        clock=clock,
-    )
-    try:
-        create = {"name": "sec", "description": "two keys", "source": SOURCE}
-        backend.steps += [[("forge_create", json.dumps(create))], "made"]
-        await roost.core.handle(web_msg("make it", 1))
-        offer = await roost.core.handle(web_msg("/tool save sec", 2))
+    async with offered(settings, clock) as (_, _, offer):
         assert "vault yet" not in offer.text, offer.text
-    finally:
-        await roost.aclose()
