@@ -1,39 +1,37 @@
 """`roost mcp --http`'s listener: roost's own accept loop in front of uvicorn.
 
-`Guard.accepting` accepts in a loop of its own and asks `ConnTable`
-(`bridge.mcp.conns`) about each connection before uvicorn sees a byte. A
-refused one gets a short `503` with `Retry-After` (its body a JSON-RPC error
-the SDK's client shows as is), its request read and dropped until the client
-closes (a few at once, two seconds at most; closed at once when descriptors
-are short); an admitted one is handed to uvicorn's HTTP protocol through a
-thin protocol that tells the table when it goes. When `accept()` itself
+`Guard.accepting` accepts in a loop of its own (`bridge.types.accept_loop`,
+shared with the web server) and asks `ConnTable` (`bridge.mcp.conns`) about
+each connection before uvicorn sees a byte. A refused one gets a short `503`
+with `Retry-After` (its body a JSON-RPC error the SDK's client shows as is),
+its request read and dropped until the client closes (a few at once, two
+seconds at most; closed at once when descriptors are short); an admitted one
+is handed to uvicorn's HTTP protocol through a thin protocol that tells the
+table when it goes and when its writes pause (a client that reads none of
+its answers: its connection gives way as if idle). When `accept()` itself
 fails for want of descriptors (EMFILE, ENFILE) the longest-idle connection
-is closed to make room. The ASGI wrapper `Guard.app` marks a connection
-busy while a request of it is handled. One log line per client and reason
+is closed to make room. The ASGI wrapper `Guard.app` marks a connection busy
+while a request of it is handled. One log line per client and reason
 (refused, or cut for room), never a traceback per connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import json
 import logging
 import socket
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bridge.mcp.conns import Conn, ConnTable, McpLimits, Peer, client_key
+from bridge.types.accept_loop import Acceptor, Guarded, Told, hand_over, refuse
+from bridge.types.accept_loop import Link as _Link
 
 log = logging.getLogger("roost.mcp")
 
-SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-ACCEPT_PAUSE_S = 0.1  # after a descriptor shortage with nothing idle to close
-TOLD_MAX = 4096  # (client, reason) pairs remembered as told, the oldest forgotten
 DRAIN_S = 2.0  # a refused connection's request is read and dropped for at most this
 REFUSING_MAX = 32  # refused connections drained at once; past it, closed at once
 
@@ -56,16 +54,6 @@ def busy_answer(limits: McpLimits) -> bytes:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
-
-
-def refuse(conn: socket.socket, answer: bytes) -> None:
-    """A short 503 and close at once (when descriptors are short)."""
-    with contextlib.suppress(OSError):
-        conn.setblocking(False)
-        conn.recv(65536)  # what already arrived: closing over unread bytes would reset
-    with contextlib.suppress(OSError):
-        conn.send(answer)
-    conn.close()
 
 
 async def refuse_cleanly(conn: socket.socket, answer: bytes) -> None:
@@ -91,50 +79,19 @@ def peer_of(address: Any) -> Peer:
     return str(address), 0
 
 
-class _Link:
-    """One admitted connection's transport once it exists; a cut asked for before
-    that happens as soon as it does."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.cut = False
-
-    def abort(self) -> None:  # not close(): that waits for a client that may never read
-        self.cut = True
-        if self.transport is not None:
-            self.transport.abort()
-
-
-class _Guarded(asyncio.Protocol):
-    """uvicorn's protocol for one connection, and the table told when it goes."""
+class _Guarded(Guarded):
+    """uvicorn's protocol for one connection, and the table told when it goes and
+    when its writes pause."""
 
     def __init__(self, inner: asyncio.Protocol, table: ConnTable, conn: Conn, link: _Link) -> None:
-        self._inner, self._table, self._conn, self._link = inner, table, conn, link
+        super().__init__(inner, link)
+        self._table, self._conn = table, conn
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._link.transport = transport
-        self._inner.connection_made(transport)
-        if self._link.cut:  # cut while it was being set up
-            transport.abort()
-
-    def connection_lost(self, exc: Exception | None) -> None:
+    def lost(self) -> None:
         self._table.gone(self._conn)
-        self._inner.connection_lost(exc)
 
-    def data_received(self, data: bytes) -> None:
-        self._inner.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        return self._inner.eof_received()
-
-    def pause_writing(self) -> None:
-        self._table.stall(self._conn, True)  # a client that reads nothing: it may give way
-        self._inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._table.stall(self._conn, False)
-        self._inner.resume_writing()
+    def writes(self, paused: bool) -> None:
+        self._table.stall(self._conn, paused)  # a client that reads nothing: it may give way
 
 
 class Guard:
@@ -143,8 +100,7 @@ class Guard:
     def __init__(self, limits: McpLimits) -> None:
         self.table = ConnTable(limits)
         self._busy = busy_answer(limits)
-        self._shortage = 0
-        self._told: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._told = Told()
         self._refusing: set[asyncio.Task[None]] = set()
 
     def app(self, inner: ASGIApp) -> ASGIApp:
@@ -169,34 +125,11 @@ class Guard:
     ) -> None:
         """Accept on `sock` until cancelled; each admitted connection gets `protocol()`."""
         loop = asyncio.get_running_loop()
-        sock.setblocking(False)
-        while True:
-            try:
-                conn, address = await loop.sock_accept(sock)
-            except OSError as exc:
-                if exc.errno not in SHORTAGE:
-                    raise
-                self._short(exc)
-                if not self.table.shed():
-                    await asyncio.sleep(ACCEPT_PAUSE_S)
-                self._gave_way()
-                await asyncio.sleep(0)  # the cut connection's descriptor closes first
-                continue
-            if self._shortage:
-                log.warning("MCP: accepting again after %d refused accepts", self._shortage)
-                self._shortage = 0
-            self._admit(loop, conn, peer_of(address), protocol)
-            # sock_accept does not yield while connections wait: let the loop close the
-            # ones that gave way (their descriptors) and start the admitted ones
-            await asyncio.sleep(0)
 
-    def _short(self, exc: OSError) -> None:
-        if not self._shortage:
-            log.warning(
-                "MCP: cannot accept connections (%s); closing idle ones to make room",
-                exc.strerror,
-            )
-        self._shortage += 1
+        def admit(conn: socket.socket, address: Any) -> None:
+            self._admit(loop, conn, peer_of(address), protocol)
+
+        await Acceptor("MCP", log, self.table, admit, self._gave_way).accepting(sock)
 
     def _admit(
         self,
@@ -218,13 +151,7 @@ class Guard:
             refusing.add_done_callback(self._refusing.discard)
             return
         guarded = _Guarded(protocol(), self.table, made, link)
-        task = loop.create_task(loop.connect_accepted_socket(lambda: guarded, sock))
-        task.add_done_callback(lambda done: self._connected(done, made, sock))
-
-    def _connected(self, done: asyncio.Task[Any], conn: Conn, sock: socket.socket) -> None:
-        if done.cancelled() or done.exception() is not None:
-            self.table.gone(conn)
-            sock.close()
+        hand_over(loop, sock, guarded, lambda: self.table.gone(made))
 
     def _gave_way(self) -> None:
         limits = self.table.limits
@@ -251,9 +178,5 @@ class Guard:
 
     def _tell(self, client: str, why: str, line: str) -> None:
         """One log line per client and reason."""
-        if (client, why) in self._told:
-            return
-        self._told[(client, why)] = None
-        if len(self._told) > TOLD_MAX:
-            self._told.popitem(last=False)
-        log.warning("%s", line)
+        if self._told.first((client, why)):
+            log.warning("%s", line)

@@ -1,49 +1,46 @@
 """The web server's listener: roost's own accept loop, so no flood reaches aiohttp unchecked.
 
 `GuardedSite` replaces aiohttp's `TCPSite`: it binds the listening sockets
-itself and accepts in a loop of its own, asking `ConnTable`
-(`bridge.channels.web.conns`) about each connection before aiohttp sees a
-byte. A refused one gets a short `503` and is closed at once (its
-descriptor is free again before any HTTP work); an admitted one is handed to
-aiohttp's `RequestHandler` through a thin protocol that tells the table when
-it goes. When `accept()` itself fails for want of descriptors (EMFILE, ENFILE),
-the longest-idle connection is closed to make room and the loop waits a
-moment; one log line when that starts and one when it ends (asyncio's own
-loop would log a traceback per attempt). The request head must be complete
-within `header_timeout_s` (aiohttp's keep-alive timer, which also runs from
-the moment a connection opens); `WebGuard.middleware` marks requests busy
-while they are handled, and a sweep once a second cuts connections whose
-request body stalls or runs late, or whose client leaves its answers unread
+itself and accepts in a loop of its own (`bridge.types.accept_loop`, shared
+with `roost mcp --http`), asking `ConnTable` (`bridge.channels.web.conns`)
+about each connection before aiohttp sees a byte. A refused one gets a short
+`503` and is closed at once (its descriptor is free again before any HTTP
+work); an admitted one is handed to aiohttp's `RequestHandler` through a thin
+protocol that tells the table when it goes. When `accept()` itself fails for
+want of descriptors (EMFILE, ENFILE), the longest-idle connection is closed
+to make room and the loop waits a moment; one log line when that starts and
+one when it ends. The request head must be complete within
+`header_timeout_s` (aiohttp's keep-alive timer, which also runs from the
+moment a connection opens); `WebGuard.middleware` marks requests busy while
+they are handled, and a sweep once a second cuts connections whose request
+body stalls or runs late, or whose client leaves its answers unread
 (`send_idle_s`), logs once per client why it cut one, and logs one summary
 line per minute of what was refused. A connection is cut with
 `transport.abort()`: a graceful close would wait for a client that never
 reads, its descriptor open; the table counts it until `connection_lost`.
+Files (the page) go out through the transport's buffer like every other
+answer, never the kernel's `sendfile` (`no_sendfile`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import json
 import logging
 import socket
-from collections import OrderedDict
 from typing import Any
 
-from aiohttp import web
+from aiohttp import web, web_fileresponse
 from aiohttp.typedefs import Handler
 from aiohttp.web_protocol import RequestHandler
 
 from bridge.channels.web.conns import Conn, ConnLimits, ConnTable, Cut
+from bridge.types.accept_loop import Acceptor, Guarded, Link, Told, hand_over, refuse
 
 log = logging.getLogger(__name__)
 
-SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-ACCEPT_PAUSE_S = 0.1  # after a descriptor shortage with nothing idle to close
 SWEEP_S = 1.0
 REPORT_S = 60.0
-TOLD_MAX = 4096  # clients remembered as told (a log line each), the oldest forgotten
 BUSY_BODY = json.dumps(
     {"error": "roost has too many open connections right now; try again in a few seconds"}
 ).encode()
@@ -85,52 +82,18 @@ class WebGuard:
         self.table.gone(conn)
 
 
-class _Link:
-    """One admitted connection's transport once it exists; a cut asked for before
-    that happens as soon as it does."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.cut = False
-
-    def abort(self) -> None:  # not close(): that waits for a client that may never read
-        self.cut = True
-        if self.transport is not None:
-            self.transport.abort()
-
-    def unsent(self) -> int:
-        return self.transport.get_write_buffer_size() if self.transport is not None else 0
-
-
-class _Guarded(asyncio.Protocol):
+class _Guarded(Guarded):
     """aiohttp's handler for one connection, and the table told when it goes."""
 
-    def __init__(self, inner: RequestHandler, guard: WebGuard, conn: Conn, link: _Link) -> None:
-        self._inner, self._guard, self._conn, self._link = inner, guard, conn, link
+    def __init__(self, inner: RequestHandler, guard: WebGuard, conn: Conn, link: Link) -> None:
+        super().__init__(inner, link)
+        self._handler, self._guard, self._conn = inner, guard, conn
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._link.transport = transport
-        self._guard.attach(self._inner, self._conn)
-        self._inner.connection_made(transport)
-        if self._link.cut:  # cut while it was being set up
-            transport.abort()
+    def made(self) -> None:
+        self._guard.attach(self._handler, self._conn)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._guard.detach(self._inner, self._conn)
-        self._inner.connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        self._inner.data_received(data)
-
-    def eof_received(self) -> None:
-        self._inner.eof_received()
-
-    def pause_writing(self) -> None:
-        self._inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._inner.resume_writing()
+    def lost(self) -> None:
+        self._guard.detach(self._handler, self._conn)
 
 
 class _Listening(asyncio.AbstractServer):
@@ -192,19 +155,22 @@ def bind(host: str, port: int, backlog: int) -> list[socket.socket]:
     return made
 
 
-def refuse(conn: socket.socket) -> None:
-    """A short 503 and close, without waiting for anything."""
-    with contextlib.suppress(OSError):
-        conn.recv(65536)  # what already arrived: closing over unread bytes would reset
-    with contextlib.suppress(OSError):
-        conn.send(BUSY)
-    conn.close()
+def no_sendfile() -> None:
+    """Files (aiohttp's `FileResponse`: the page) go out through the transport's buffer,
+    as every other answer, not the kernel's `sendfile` (aiohttp's own switch, the
+    `AIOHTTP_NOSENDFILE` its environment variable sets). A native `sendfile` bypasses
+    the buffer, so answers a client leaves unread are not seen as unsent (the
+    `send_idle_s` rule never cuts it); and a cut (`abort()`) while it waits leaves the
+    socket's writer in the selector (CPython 3.11), so the next connection given the
+    same descriptor number cannot register, is never read and is reset at the header
+    timeout. The page is a few kilobytes: nothing to gain from `sendfile`."""
+    web_fileresponse.NOSENDFILE = True  # type: ignore[misc]
 
 
 class GuardedSite(web.BaseSite):
     """A TCP site whose connections pass `WebGuard` before aiohttp serves them."""
 
-    __slots__ = ("_bound", "_guard", "_host", "_port", "_shortage", "_told")
+    __slots__ = ("_acceptor", "_bound", "_guard", "_host", "_port", "_told")
 
     def __init__(
         self, runner: web.BaseRunner, host: str, port: int, guard: WebGuard, backlog: int = 128
@@ -212,8 +178,8 @@ class GuardedSite(web.BaseSite):
         super().__init__(runner, backlog=backlog)
         self._host, self._port, self._guard = host, port, guard
         self._bound = port
-        self._shortage = 0
-        self._told: OrderedDict[tuple[str, Cut], None] = OrderedDict()
+        self._told = Told()
+        self._acceptor = Acceptor("web", log, guard.table, self._admit, self._gave_way)
 
     @property
     def name(self) -> str:
@@ -225,66 +191,27 @@ class GuardedSite(web.BaseSite):
 
     async def start(self) -> None:
         await super().start()
+        no_sendfile()
         sockets = bind(self._host, self._port, self._backlog)
         if sockets:
             self._bound = sockets[0].getsockname()[1]
-        tasks = [asyncio.create_task(self._accepting(sock)) for sock in sockets]
+        tasks = [asyncio.create_task(self._acceptor.accepting(sock)) for sock in sockets]
         tasks.append(asyncio.create_task(self._sweeping()))
         self._server = _Listening(sockets, tasks)
 
-    async def _accepting(self, sock: socket.socket) -> None:
+    def _admit(self, conn: socket.socket, address: Any) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, address = await loop.sock_accept(sock)
-            except OSError as exc:
-                if exc.errno not in SHORTAGE:
-                    raise
-                self._short(exc)
-                if not self._guard.table.shed():
-                    await asyncio.sleep(ACCEPT_PAUSE_S)
-                self._gave_way()
-                await asyncio.sleep(0)  # the cut connection's descriptor closes first
-                continue
-            if self._shortage:
-                log.warning("web: accepting again after %d refused accepts", self._shortage)
-                self._shortage = 0
-            self._admit(loop, conn, address)
-            # sock_accept does not yield while connections wait: let the loop close the
-            # ones that gave way (their descriptors) and start the admitted ones
-            await asyncio.sleep(0)
-
-    def _short(self, exc: OSError) -> None:
-        if not self._shortage:
-            log.warning(
-                "web: cannot accept connections (%s); closing idle ones to make room",
-                exc.strerror,
-            )
-        self._shortage += 1
-
-    def _admit(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, address: Any) -> None:
         host = address[0] if isinstance(address, tuple) else str(address)
-        link = _Link()
-        made = self._guard.table.admit(host, conn.fileno(), link.abort, loop.time(), link.unsent)
+        link = Link()
+        table = self._guard.table
+        made = table.admit(host, conn.fileno(), link.abort, loop.time(), link.unsent)
         self._gave_way()
         if isinstance(made, str):
-            refuse(conn)
+            refuse(conn, BUSY)
             return
         server = self._runner.server
         assert server is not None
-        protocol = _Guarded(server(), self._guard, made, link)
-        task = loop.create_task(loop.connect_accepted_socket(lambda: protocol, conn))
-        task.add_done_callback(lambda done: self._connected(done, made, conn))
-
-    def _connected(
-        self,
-        done: asyncio.Task[tuple[asyncio.Transport, asyncio.BaseProtocol]],
-        conn: Conn,
-        sock: socket.socket,
-    ) -> None:
-        if done.cancelled() or done.exception() is not None:
-            self._guard.table.gone(conn)
-            sock.close()
+        hand_over(loop, conn, _Guarded(server(), self._guard, made, link), lambda: table.gone(made))
 
     def _gave_way(self) -> None:
         table = self._guard.table
@@ -294,11 +221,8 @@ class GuardedSite(web.BaseSite):
 
     def _tell(self, client: str, why: Cut) -> None:
         """One log line per client and reason for a connection cut."""
-        if (client, why) in self._told:
+        if not self._told.first((client, why)):
             return
-        self._told[(client, why)] = None
-        if len(self._told) > TOLD_MAX:
-            self._told.popitem(last=False)
         limits = self._guard.limits
         detail = {
             "body stalled": f"its request body paused longer than {limits.body_idle_s:g} s",
