@@ -36,14 +36,19 @@ export function withActions(result, actions) {
   return ok.length ? { ...result, actions: ok } : result;
 }
 
-/** Buttons for `actions`; pressing one disables all of them and calls send(command). */
-export function actionButtons(document, actions, send) {
+/**
+ * Buttons for `actions`; pressing one disables all of them and calls send(command).
+ * `settled`: the offer was taken already (its command sent since, told by the
+ * history): the buttons show, disabled, saying so.
+ */
+export function actionButtons(document, actions, send, settled = false) {
   const buttons = cleanActions(actions).map((action) => {
     const button = document.createElement("button");
     button.type = "button";
     button.className = "action";
     button.textContent = action.label;
-    button.title = action.command;
+    button.title = settled ? `${action.command} (already sent)` : action.command;
+    button.disabled = Boolean(settled);
     button.addEventListener("click", () => {
       if (button.disabled) return;
       for (const b of buttons) b.disabled = true;

@@ -4,8 +4,10 @@
  *
  * No DOM. historyMethods({request, json}) (the transport of api.js) returns:
  *   history({chat, conversation?, before?, limit?, signal})
- *       GET /api/history -> {conversation, messages, more, running}
- *       messages [{seq, role, text, ts, status}], oldest first
+ *       GET /api/history -> {conversation, messages, more, running, newest_post}
+ *       messages [{seq, role, text, ts, status, kind?}], oldest first (kind
+ *       "proactive": a reminder or job post, `outbox` its id; "command": a slash
+ *       command or its reply, with `actions` and `settled`)
  *   conversations({chat, signal}) -> [{id, started_at, updated_at, turns, title, current}]
  *   newChat({chat, signal})       -> the new conversation id   POST /api/chat/new
  *   stopChat({chat, signal})      -> true when a turn was stopped   POST /api/chat/stop
@@ -23,6 +25,7 @@
  * status: 404}, which the page takes as "not supported here".
  */
 
+import { cleanActions } from "./actions.js";
 import { readTurn } from "./api_turn.js";
 import { ApiError, discard, httpError } from "./api_util.js";
 
@@ -69,7 +72,8 @@ function versionsOf(v) {
  */
 export function historyMessage(m) {
   if (!m || !ROLES.includes(m.role) || typeof m.text !== "string") return null;
-  if (!(Number.isInteger(m.seq) || (m.seq === null && m.status === "error") || (m.seq === null && m.role === "user"))) return null;
+  const placed = m.kind === "proactive" || m.kind === "command"; // a post or a command: no seq
+  if (!(Number.isInteger(m.seq) || (m.seq === null && (m.status === "error" || m.role === "user" || placed)))) return null;
   const out = {
     seq: m.seq,
     role: m.role,
@@ -84,6 +88,14 @@ export function historyMessage(m) {
   const versions = versionsOf(m.versions);
   if (versions) out.versions = versions;
   if (typeof m.quote === "string" && m.quote) out.quote = str(m.quote);
+  if (placed) out.kind = m.kind;
+  if (m.kind === "proactive" && Number.isInteger(m.outbox)) out.outbox = m.outbox;
+  if (m.kind === "proactive" && typeof m.job === "string") out.job = str(m.job, 40);
+  const actions = cleanActions(m.actions);
+  if (actions.length) {
+    out.actions = actions;
+    out.settled = m.settled === true;
+  }
   return out;
 }
 
@@ -98,6 +110,7 @@ export function normalizeHistory(body) {
     more: Boolean(body && body.more),
     running: Boolean(body && body.running),
     pending: p && typeof p.text === "string" ? { text: p.text, ts: Number.isFinite(p.ts) ? p.ts : 0 } : null,
+    newest_post: body && Number.isInteger(body.newest_post) ? body.newest_post : 0,
   };
 }
 

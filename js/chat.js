@@ -206,6 +206,8 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
     }
     if (signedIn && notice) view.setStatus(...notice); // why a link was not taken, over "Connected"
     notice = null;
+    // the history holds the posts in their place: listen after the newest it named
+    if (loaded) lastSeen = Math.max(lastSeen, convo.lastSeenOutbox(), history.newestPost);
     if (signedIn) listen(lastSeen);
   }
 
@@ -361,6 +363,8 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
       if (result !== null) {
         const { changes, status } = finalChanges(result, ready());
         convo.update(reply, changes);
+        const asked = convo.list[convo.list.indexOf(reply) - 1];
+        if (changes.kind === "command" && asked?.role === "user") convo.update(asked, { kind: "command" });
         view.setStatus(...status);
       }
     } catch (err) {

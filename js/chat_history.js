@@ -18,6 +18,8 @@ import { ApiError } from "./api.js";
 import { fromHistory, placeVersions } from "./conversation.js";
 
 const PAGE = 50;
+/** A message of a turn (the person's or its answer), not a proactive post nor a command. */
+const isTurn = (m) => m.kind !== "proactive" && m.kind !== "command";
 const is404 = (err) => err instanceof ApiError && err.kind === "http" && err.status === 404;
 
 export function createHistory({ api, chatId, convo, view, follow }) {
@@ -25,6 +27,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
   let current = "";
   let readOnly = null; // {id, title} while reading a past conversation
   let more = false;
+  let newestPost = 0; // the chat's newest outbox id the daemon named: the page listens after it
   let attaching = Promise.resolve(); // a re-attached answer, followed in the background
 
   function setMore(value) {
@@ -53,6 +56,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     const page = await fetchPage({});
     if (!page) return false;
     current = page.conversation;
+    if (Number.isInteger(page.newest_post)) newestPost = page.newest_post;
     convo.replace(placeVersions(page.messages.map(fromHistory)));
     setMore(page.more);
     if (page.running && attach && typeof api.attach === "function") {
@@ -78,7 +82,7 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     }
     if (current && page.conversation !== current) return;
     const theirs = placeVersions(page.messages.map(fromHistory)).filter((m) => Number.isInteger(m.seq));
-    const ours = convo.list;
+    const ours = convo.list.filter(isTurn); // posts and commands have no place among the turns
     for (let i = ours.length - 1, j = theirs.length - 1; i >= 0 && j >= 0; i--, j--) {
       const [a, b] = [ours[i], theirs[j]];
       if (a.role !== b.role || (a.role === "user" && a.text.trim() !== b.text.trim())) break;
@@ -244,6 +248,10 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     },
     get attaching() {
       return attaching;
+    },
+    /** The newest outbox id of the chat as the last load named it (0: none named). */
+    get newestPost() {
+      return newestPost;
     },
   };
 }

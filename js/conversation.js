@@ -14,9 +14,19 @@
  */
 
 /** A /api/history message as a page message (without its local id): a failed turn's
- * answer is its error line; `sent` are the files the person sent. */
+ * answer is its error line; `sent` are the files the person sent; a proactive post
+ * (a reminder, a job's run: `outboxId` when it came from the outbox) and a slash
+ * command with its reply keep their kind (neither is edited nor answered again);
+ * a command reply's one-tap actions come back, `settled` once the offer was taken. */
 export function fromHistory(m) {
   const msg = { seq: m.seq, role: m.role, text: m.text, kind: "", status: "done", error: "" };
+  if (m.kind === "proactive" || m.kind === "command") msg.kind = m.kind;
+  if (m.kind === "proactive" && Number.isInteger(m.outbox)) msg.outboxId = m.outbox;
+  if (m.kind === "proactive" && typeof m.job === "string" && m.job) msg.job = m.job;
+  if (Array.isArray(m.actions) && m.actions.length) {
+    msg.actions = m.actions;
+    if (m.settled) msg.settled = true;
+  }
   if (m.status === "stopped") msg.status = "stopped";
   if (m.status === "error") Object.assign(msg, { status: "failed", text: "", error: m.text || "This answer failed." });
   if (m.status === "summary") msg.kind = "summary";

@@ -89,7 +89,7 @@ export function createMessagesView(win, els, actions) {
     error.append(errorText, retry);
     n = {
       root,
-      who: el(document, "div", "who", msg.role === "user" ? "You" : "roost"),
+      who: el(document, "div", "who", msg.role === "user" ? "You" : msg.kind === "proactive" ? "roost · scheduled" : "roost"),
       sent: el(document, "ul", "chips sent-files"),
       tools: el(document, "div", "tools"),
       body: el(document, "div", "body"),
@@ -178,7 +178,7 @@ export function createMessagesView(win, els, actions) {
     n.notice.hidden = !msg.notice;
     iconize(document, n.notice);
     drawFiles(n, msg);
-    if (n.shownActions !== msg.actions) n.buttons.replaceChildren(...actionButtons(document, msg.actions, actions.send));
+    if (n.shownActions !== msg.actions) n.buttons.replaceChildren(...actionButtons(document, msg.actions, actions.send, msg.settled));
     n.shownActions = msg.actions;
     const row = messageTools(document, msg, { ...actions, startEdit: () => {
       n.editing = true;

@@ -3,11 +3,13 @@
 `JobRunner` is the scheduler's `run_job`: a `reminder` posts "⏰ " + its
 text; a `turn` runs a full turn through the core's `handle` as if the person
 had sent the prompt in that chat (access check, loadout, tools, session), and
-posts the answer, its one-tap actions written out as commands (the outbox
+posts the answer under a line naming the job ("🔁 /recall dentist (job
+vks6fz)", `job_header`: a person with several jobs sees which one posted and
+the id `/job rm` takes), its one-tap actions written out as commands (the outbox
 carries text: "(reply /memory undo #… to ↩ undo deleting …)", `actions_hint`);
 a `tool` runs a saved `me.*` tool through the personal-tools `ToolSource`
 (the same sandbox, hash check and audit as in chat) and posts its result
-always, or only when its digest differs from the job's `last_digest`.
+under the same line always, or only when its digest differs from the job's `last_digest`.
 What a run posts is cut at `max_post_chars` (the composition root passes
 `limits.max_reply_chars`), visibly, as a model reply is (`cut_post`; the digest
 is of the whole result). A tool job whose tool is gone is paused, and one whose
@@ -64,6 +66,7 @@ from bridge.types.tools import ToolError, ToolSource, TurnContext
 from forge.names import PREFIX, to_wire
 
 REMINDER_MARK: Final = "⏰ "
+JOB_MARK: Final = "🔁 "  # a recurring answer's or tool's post opens with the job it is
 ERROR_KINDS: Final = frozenset(
     {
         "network",
@@ -184,6 +187,17 @@ def tool_failed_notice(job: Job, error: str) -> str:
     )
 
 
+def job_header(job: Job) -> str:
+    """The line a job's post opens with, naming the job on every channel: what it runs
+    and its id (`/job rm <id>` removes it), e.g. '🔁 /recall dentist (job vks6fz)'."""
+    return f"{JOB_MARK}{preview(job)} (job {job.id})"
+
+
+def job_post(job: Job, body: str) -> str:
+    """A turn's or tool's run as posted: the job's header line, then what it said."""
+    return f"{job_header(job)}\n{body}"
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -229,7 +243,8 @@ class JobRunner:
         if inbound is None:
             raise JobSkipped("the chat no longer belongs to the job's tenant")
         if job.kind == "turn":
-            return cut_post(mask.mask(await self._turn(inbound)), self._max_post_chars(), mask)
+            post = mask.mask(job_post(job, await self._turn(inbound)))
+            return cut_post(post, self._max_post_chars(), mask)
         if job.kind == "tool":
             return await self._tool(job, inbound, mask)
         raise ValueError(f"unknown job kind {job.kind!r}")
@@ -259,10 +274,11 @@ class JobRunner:
             error = mask.mask(str(exc))
             notice = mask.mask(tool_failed_notice(job, error))
             raise JobFailed(error, notice, cause=f"ToolError: {error}") from None
-        post = mask.mask(f"{PREFIX}{order.name}: {result}")
-        seen = digest(post)  # of the whole result: a change past the cut is a change
+        said = mask.mask(f"{PREFIX}{order.name}: {result}")
+        seen = digest(said)  # of the whole result (as before: a stored digest still matches)
         if order.mode == "change" and seen == job.last_digest:
             return None
+        post = mask.mask(job_post(job, said))
         return Post(cut_post(post, self._max_post_chars(), mask), seen)
 
 
@@ -367,6 +383,27 @@ async def recent_messages(
         "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
         " AND chat = ? AND id > ? AND state != 'dead' ORDER BY id DESC LIMIT ?",
         (tenant, channel, chat, after_id, limit),
+    )
+    return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
+
+
+async def chat_posts(
+    db: Database,
+    tenant: str,
+    channel: str,
+    chat: str,
+    since_ms: float,
+    until_ms: float | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """A chat's outbox messages made in [`since_ms`, `until_ms`) (not dead-lettered),
+    oldest first, the newest `limit` of them: the proactive posts a page of a chat's
+    history shows in their place (`bridge.channels.web.timeline`)."""
+    rows = await db.fetch_all(
+        "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
+        " AND chat = ? AND created_ms >= ? AND created_ms < ? AND state != 'dead'"
+        " ORDER BY id DESC LIMIT ?",
+        (tenant, channel, chat, int(since_ms), int(until_ms or 2**62), limit),
     )
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
 

@@ -56,6 +56,7 @@ test("history: query string, paging parameters, limit capped, malformed messages
     more: true,
     running: false,
     pending: null,
+    newest_post: 0,
   });
   await api.history({});
   assert.equal(calls[1].url, "/api/history?chat=default");
@@ -131,7 +132,7 @@ test("the chat stream passes tool, retry and info events on and skips malformed 
 });
 
 test("normalizers tolerate junk bodies", () => {
-  assert.deepEqual(normalizeHistory(null), { conversation: "", messages: [], more: false, running: false, pending: null });
+  assert.deepEqual(normalizeHistory(null), { conversation: "", messages: [], more: false, running: false, pending: null, newest_post: 0 });
   assert.deepEqual(normalizeConversations({ conversations: "x" }), []);
 });
 
@@ -191,4 +192,21 @@ test("rename, delete, search, status, version and thumbnail requests", async () 
   assert.deepEqual(await api.regenerate({ chat: "w", seq: 2 }), { text: "new", kind: "answer" });
   assert.deepEqual(calls.at(-1).body, { chat: "w", seq: 2 });
   assert.deepEqual(seen, ["new"]);
+});
+
+test("history keeps a proactive post and a command with its actions, and where to listen from", () => {
+  const page = normalizeHistory({
+    conversation: 3,
+    newest_post: 9,
+    messages: [
+      { seq: null, role: "assistant", text: "⏰ tea", ts: 2, status: "done", kind: "proactive", outbox: 9, key: "job:a:1", job: "a" },
+      { seq: null, role: "user", text: "/tool rm me.wc", ts: 3, status: "done", kind: "command" },
+      { seq: null, role: "assistant", text: "Removed me.wc.", ts: 3, kind: "command", settled: false, actions: [{ label: "↩ Undo", command: "/tool undo me.wc" }, { label: "bad", command: "no slash" }] },
+      { seq: null, role: "assistant", text: "no kind, no seq", ts: 4 },
+    ],
+  });
+  assert.equal(page.newest_post, 9);
+  assert.deepEqual(page.messages.map((m) => [m.role, m.kind, m.outbox ?? null]), [["assistant", "proactive", 9], ["user", "command", null], ["assistant", "command", null]]);
+  assert.deepEqual(page.messages[2].actions, [{ label: "↩ Undo", command: "/tool undo me.wc" }]);
+  assert.equal(page.messages[2].settled, false);
 });

@@ -57,7 +57,8 @@ async def test_nothing_roost_emits_is_refused(
                 tenant="local", channel="web", chat="c1", kind="turn", spec="",
                 payload=m("brief me"), tz="UTC", next_run_ms=0, created_ms=0,
             )  # fmt: skip
-            assert await ScheduleLoop(roost).runner(job, 1_800_000_000_000) == "two"
+            posted = await ScheduleLoop(roost).runner(job, 1_800_000_000_000)
+            assert posted == f"🔁 brief me (job {job.id})\ntwo"
     finally:
         await roost.aclose()
     refused = [r.getMessage() for r in caplog.records if "refused fields" in r.getMessage()]

@@ -34,7 +34,7 @@ async def test_a_turn_job_in_a_matrix_chat_is_answered_in_the_room(
         loop = ScheduleLoop(r.roost)
         loop.deliveries.add("matrix", r.outbox)
         now_ms = int(time.time() * 1000)
-        await r.roost.schedule.jobs.create(
+        job = await r.roost.schedule.jobs.create(
             tenant="alice", channel="matrix", chat=who, kind="turn", spec="",
             payload=m("brief me"), tz="UTC", next_run_ms=now_ms, created_ms=now_ms - 1000,
         )  # fmt: skip
@@ -44,7 +44,7 @@ async def test_a_turn_job_in_a_matrix_chat_is_answered_in_the_room(
             await alice.wait(lambda: len(alice.texts(room, bot)) == 2, "the job's answer")
         finally:
             await loop.stop()
-    assert alice.texts(room, bot)[1] == "Your morning brief."
+    assert alice.texts(room, bot)[1] == f"🔁 brief me (job {job.id})\nYour morning brief."
     assert "brief me" in str(backend.requests[-1].messages[-1].content)
 
 

@@ -208,7 +208,8 @@ async def _all_entries(roost: Roost) -> list[dict[str, Any]]:
 async def test_a_turn_jobs_answer_arrives_in_the_chat(home: Path, fake: FakeBotAPI) -> None:
     async with live(home, fake, "Good morning: three meetings today.") as t:
         job = await t.job("turn", "brief me on my day", wall_ms())
-        await fake.wait_until(lambda: t.texts() == ["Good morning: three meetings today."])
+        said = f"🔁 brief me on my day (job {job.id})\nGood morning: three meetings today."
+        await fake.wait_until(lambda: t.texts() == [said])  # naming its job (N10)
         await until(lambda: t.events("outbox.delivered"), "the delivery recorded")
     (request,) = t.backend.requests
     assert "brief me on my day" in str(request.messages[-1])
@@ -246,11 +247,12 @@ async def test_a_tool_job_posts_only_on_change(home: Path, fake: FakeBotAPI) -> 
             t.advance(clock, HOUR)
             await _wait_runs(t, job.id, n)
             posted.append(list(t.texts()))
+        head = f"🔁 me.watch (on change) (job {job.id})\n"  # each post names its job
         assert posted == [
-            ['me.watch: "42"'],
-            ['me.watch: "42"'],
-            ['me.watch: "42"', 'me.watch: "43"'],
-            ['me.watch: "42"', 'me.watch: "43"'],
+            [head + 'me.watch: "42"'],
+            [head + 'me.watch: "42"'],
+            [head + 'me.watch: "42"', head + 'me.watch: "43"'],
+            [head + 'me.watch: "42"', head + 'me.watch: "43"'],
         ]
     assert [e["outcome"] for e in t.events("job.ran")] == ["ok"] * 4
     assert [e["name"] for e in t.events("tool.called")] == ["me.watch"] * 4

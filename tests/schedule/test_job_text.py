@@ -103,6 +103,7 @@ async def test_a_deletion_in_a_scheduled_turn_is_posted_with_its_undo(berlin: Ro
     dirs = berlin.tenant_dirs("local")
     assert berlin.loadout.memory.store.find(dirs, "gym locker") is None
     undo = re.fullmatch(
+        rf"🔁 Give me the daily weather summary for B… \(job {job.id}\)\n"
         r"Berlin: sunny, 21 °C\.\n\n🗑 Deleted from memory: gym locker\n"
         r"\(reply (/memory undo #[0-9a-f]{8}) to ↩ Undo deleting 'gym locker'\)",
         post,

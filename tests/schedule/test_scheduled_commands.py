@@ -19,6 +19,7 @@ import re
 from bridge.app.build import Roost
 from bridge.app.schedule_loop import ScheduleLoop
 from bridge.core.commands import NOT_SCHEDULED, SCHEDULED_MAY_RUN
+from bridge.schedule.commands import preview
 from bridge.types.messages import Inbound
 from tests.conftest import ScriptedBackend, web_msg
 from tests.consent import keep
@@ -80,10 +81,10 @@ async def test_the_model_cannot_consent_for_the_person_through_its_jobs(roost: R
 
     runner = ScheduleLoop(roost).runner  # what the schedule loop runs when a job is due
     replies = [str(await runner(job, 5)) for job in made]
-    assert replies == [
-        "🔒 /tool runs only when you send it yourself, never from a scheduled job.",
-        "🔒 /tool runs only when you send it yourself, never from a scheduled job.",
-        "🔒 /yes runs only when you send it yourself, never from a scheduled job.",
+    assert replies == [  # each post names its job (`bridge.schedule.runtime.job_header`)
+        f"🔁 {preview(job)} (job {job.id})\n🔒 /{name} runs only when you send it yourself,"
+        " never from a scheduled job."
+        for job, name in zip(made, ["tool", "tool", "yes"], strict=True)
     ]
     assert saved(roost) == []
     assert refusals(roost) == ["tool", "tool", "yes"]

@@ -49,6 +49,9 @@ def replace_tool(roost: Roost, name: str, body: str) -> None:
     ToolLibrary(roost.tenant_dirs("local").tools, lambda: NOW_MS).save(made.tool, replace=True)
 
 
+CUT = "\n… [reply cut at 1,000 characters]"
+
+
 async def run_once(sched: Scheduler, clock: Clock) -> None:
     clock.advance(301)  # past the next 5-minute slot
     await sched.tick()
@@ -60,20 +63,27 @@ async def test_a_tool_jobs_long_output_is_cut_visibly(berlin: Roost, clock: Cloc
     sent: list[str] = []
     await run_once(scheduler(berlin, clock, sent), clock)
     (post,) = sent
-    assert post == 'me.big: "' + "z" * (LIMIT - 9) + "\n… [reply cut at 1,000 characters]"
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
+    head = f"🔁 me.big (always) (job {job.id})\n"  # the post names its job, then the output
+    assert post == head + 'me.big: "' + "z" * (LIMIT - len(head) - 9) + CUT
 
 
 async def test_a_vaulted_value_at_the_cut_is_not_half_posted(berlin: Roost, clock: Clock) -> None:
     value = "Q7x9-Lmn2-Door"
     vault.set_value(berlin.tenant_dirs("local"), "door", value)
-    # the value starts 5 characters before the limit of what is posted ('me.big: "' + ...)
-    save_tool(berlin, "big", '"""T."""\n    ' + f'return "z" * {LIMIT - 14} + "{value}" + "z" * 50')
+    # the value starts 5 characters before the limit of what is posted (the job's line,
+    # 'me.big: "' + ...)
+    head = len("🔁 me.big (always) (job abcdef)\n")
+    zs = LIMIT - head - 14
+    save_tool(berlin, "big", '"""T."""\n    ' + f'return "z" * {zs} + "{value}" + "z" * 50')
     await say(berlin, "/every 5m me.big always")
     sent: list[str] = []
     await run_once(scheduler(berlin, clock, sent), clock)
     (post,) = sent
     assert value[:4] not in post and post.endswith("\n… [reply cut at 1,000 characters]")
-    assert post.startswith('me.big: "' + "z" * (LIMIT - 14) + "[vault:door]"[:5])
+    (job,) = await berlin.schedule.jobs.list_jobs("local")
+    start = f"🔁 me.big (always) (job {job.id})\n" + 'me.big: "' + "z" * zs
+    assert post.startswith(start + "[vault:door]"[:5])
 
 
 async def test_a_job_whose_tool_is_gone_is_paused_and_says_so_once(
@@ -127,4 +137,8 @@ async def test_a_failing_tool_is_told_once_until_it_works_again(
     replace_tool(berlin, "boom", "return str(1 // 0)")
     await run_once(sched, clock)
     await run_once(sched, clock)
-    assert sent[1] == 'me.boom: "fine"' and len(sent) == 3 and sent[2].startswith(told[:40])
+    assert (
+        sent[1] == f'🔁 me.boom (always) (job {job.id})\nme.boom: "fine"'
+        and len(sent) == 3
+        and sent[2].startswith(told[:40])
+    )

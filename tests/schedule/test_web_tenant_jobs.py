@@ -23,6 +23,7 @@ from bridge.app.build import Roost, build
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
 from bridge.channels.web.channel import WebChannel
 from bridge.core.config import Settings, load_settings
+from bridge.schedule.commands import preview
 from bridge.types.audit_sink import MemoryAudit
 from forge.library import ToolLibrary, build_spec
 from tests.conftest import ScriptedBackend
@@ -94,7 +95,10 @@ async def test_a_web_tenants_tool_and_prompt_jobs_run_as_her(alice_roost: Roost)
     finally:
         await loop.stop()
         await web.stop()
-    assert sorted(m["text"] for m in got) == ["it is sunny", 'me.weather: "Oslo x2"']
+    heads = {j.kind: f"🔁 {preview(j)} (job {j.id})\n" for j in jobs}  # each names its job
+    assert sorted(m["text"] for m in got) == sorted(
+        [heads["turn"] + "it is sunny", heads["tool"] + 'me.weather: "Oslo x2"']
+    )
     for job in await roost.schedule.jobs.list_jobs("alice"):
         assert job.last_error in ("", None), job.last_error
     assert json.loads(next(j for j in jobs if j.kind == "tool").payload)["args"] == {

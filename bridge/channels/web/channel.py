@@ -11,7 +11,9 @@ the running answers (`POST /api/chat/stream`, `/api/chat/stop`,
 `/api/chat/new`, `GET /api/chat/attach`: `web_turns`; with instances sharing
 the home a stop reaches the one running the answer, `web_relay`, and an
 attach follows it from another, `web_follow`), the history
-(`GET /api/history`, `/api/conversations`: `web_history`),
+(`GET /api/history`, `/api/conversations`: `web_history`; in time order with
+the proactive posts, job runs and the page's slash commands: `web_timeline`,
+the commands kept as they are answered: `web_kept`),
 `GET /api/events?chat=C` (proactive messages while the page is
 open, `bridge.channels.web.push`) and `GET /api/outbox?chat=C&after=ID` (the
 ones it missed; each text, pushed or listed, once more through the tenant's
@@ -49,17 +51,20 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from bridge.channels import ChannelStartError
+from bridge.channels.web.commandlog import CommandLog
 from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.channels.web.files import FileLinks
 from bridge.channels.web.follow import Follow
 from bridge.channels.web.gate import MAX_BODY, STOPPING, WebGate, error
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
+from bridge.channels.web.kept import database_of, kept_commands
 from bridge.channels.web.push import WebPush
 from bridge.channels.web.relay import StopRelay, serving
 from bridge.channels.web.site import GuardedSite, WebGuard
 from bridge.channels.web.static import JS_DIR, PageFiles
 from bridge.channels.web.streams import StreamSlots
+from bridge.channels.web.timeline import Timeline
 from bridge.channels.web.turns import TURNS, ProgressHandle, WebTurns
 from bridge.channels.web.upload import WebUploads
 from bridge.core.conversations import ConversationArchive
@@ -67,6 +72,7 @@ from bridge.core.diskfull import DISK_FULL, disk_full
 from bridge.core.quota import TenantQuota
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
+from bridge.storage.protocol import Database
 from bridge.types.masked import TextMask
 from bridge.types.messages import Final
 
@@ -123,7 +129,17 @@ class WebChannel:
         relay: StopRelay | None = None,  # instances share the home: `web_relay`
         follow: Follow | None = None,  # and attach follows their turns: `web_follow`
         masks: Callable[[str], TextMask] | None = None,  # a tenant's masker: history on its way out
+        database: Database | None = None,  # the history's posts and job runs (else the archive's)
     ) -> None:
+        database = database if database is not None else database_of(archive)
+        timeline = None  # the history in time order: posts, job runs, commands (`timeline`)
+        if database is not None and archive is not None:
+            commands = None
+            if inbox is not None:  # the page's commands, kept in tenants/<tid>/web/commands
+                commands = CommandLog(lambda tenant: inbox(tenant).parents[2])
+            timeline = Timeline(database, commands)
+            if commands is not None:
+                handle = kept_commands(handle, commands, timeline, archive, masks, local_tenant)
         self._handle = handle
         self._ready = ready
         self._files = files
@@ -170,7 +186,12 @@ class WebChannel:
             self.turns.uploads.mount(self.app)
         if archive is not None:
             WebHistory(
-                self._gate, archive, running, elsewhere=self.turns.elsewhere, masks=masks
+                self._gate,
+                archive,
+                running,
+                elsewhere=self.turns.elsewhere,
+                masks=masks,
+                timeline=timeline,
             ).mount(self.app)
         self.app.router.add_get("/api/events", self._events)
         self.app.router.add_get("/api/outbox", self._outbox)

@@ -10,7 +10,13 @@ not stored yet; `running` is true too when the turn runs on another instance
 sharing the home, `elsewhere`, without `pending`) and
 `GET /api/conversations?chat=C` -> `{"conversations":
 [{"id", "started_at", "updated_at", "turns", "title", "current"}]}` newest
-first. The texts are what the session stored (masked, without download
+first. With a `timeline` (`bridge.channels.web.timeline`), a page is the
+chat as the person saw it, in time order: the proactive posts of its time
+range (`"kind": "proactive"`), a scheduled job's run as its post (never its
+prompt as the person's message), the slash commands sent from the page and
+their replies (`"kind": "command"`); the current conversation's page names
+`"newest_post"`, the id of the chat's newest outbox entry (the page lists
+what comes after it). The texts are what the session stored (masked, without download
 links), through the tenant's masker once more on the way out (`masks`: a
 value put in the vault after it was said). Reads go to `bridge.core.conversations`.
 """
@@ -24,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from bridge.channels.web.gate import WebGate, error
+from bridge.channels.web.timeline import Timeline
 from bridge.core.conversations import ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
@@ -41,8 +48,10 @@ class WebHistory:
         clock: Callable[[], float] = time.time,
         elsewhere: Callable[[SessionKey], Awaitable[bool]] | None = None,  # runs on another
         masks: Callable[[str], TextMask] | None = None,  # a tenant's masker
+        timeline: Timeline | None = None,  # posts, job runs and commands in their place
     ) -> None:
         self._gate, self._archive, self._running, self._clock = gate, archive, running, clock
+        self._timeline = timeline
         self._elsewhere = elsewhere
         self._masks = masks
 
@@ -78,13 +87,20 @@ class WebHistory:
         if page.current and not running and self._elsewhere is not None:
             running = await self._elsewhere(key)  # the page attaches: it follows from here
         shown = self._shown(key.tenant)
-        messages = [masked_strings(m, shown) for m in page.messages]  # quote, tool args too
+        listed = page.messages
+        if self._timeline is not None:
+            listed = await self._timeline.page(
+                key, page.conversation, page.current, listed, page.more, before
+            )
+        messages = [masked_strings(m, shown) for m in listed]  # quote, tool args too
         body: dict[str, Any] = {
             "conversation": page.conversation,
             "messages": messages,
             "more": page.more,
             "running": running,
         }
+        if self._timeline is not None and page.current:
+            body["newest_post"] = await self._timeline.newest_post(key)
         asked = self._running.asked(key) if running else None
         if asked is not None:
             body["pending"] = {"text": shown(asked[0]), "ts": asked[1]}

@@ -1,0 +1,142 @@
+"""The web page's slash commands and their replies, kept for its history.
+
+A command (`/memory`, `/remind …`, `/tool save …`) is answered by the core
+without a turn: nothing of it is in the session, so a reload lost it. The
+web channel keeps each command the page sent and the reply it got here, per
+tenant and chat, with the conversation it was sent in and when
+(`CommandLog.add`), masked by the tenant's masker before it is written;
+`/api/history` places them among the conversation's messages by time
+(`bridge.channels.web.timeline`). A reply's one-tap actions are kept; an
+action whose command was sent afterwards is `settled` (the offer was taken).
+
+Storage: one JSON object a line in `tenants/<tid>/web/commands/<h>.jsonl`
+(`h`: a hash of the chat id; beside the tenant's `global/` tree, so never in
+a saved tool's workspace nor in an export, and gone with `roost forget`),
+mode 0600, rewritten whole (a temporary file renamed over it) at each add:
+the newest `KEEP` commands of the chat, less those of conversations that no
+longer exist (deleted). A line that does not read as an entry is skipped,
+so a file another version wrote still loads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.types.session_key import SessionKey
+
+KEEP = 300  # commands per chat
+MAX_TEXT = 40_000  # characters of a command or a reply kept (a reply is cut at 32,000)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One command the page sent and the reply it got (both masked)."""
+
+    conversation: int
+    at: float  # seconds since the epoch
+    asked: str
+    reply: str
+    actions: tuple[dict[str, str], ...] = ()
+    settled: bool = field(default=False, compare=False)  # an action's command sent since
+
+    def line(self) -> str:
+        body: dict[str, Any] = {
+            "conversation": self.conversation,
+            "at": self.at,
+            "asked": self.asked,
+            "reply": self.reply,
+        }
+        if self.actions:
+            body["actions"] = list(self.actions)
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def read_line(line: str) -> Sent | None:
+    """An entry from a stored line (None when it is not one)."""
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    conversation, at = raw.get("conversation"), raw.get("at")
+    asked, reply = raw.get("asked"), raw.get("reply")
+    if not (isinstance(conversation, int) and isinstance(at, int | float)):
+        return None
+    if not (isinstance(asked, str) and isinstance(reply, str)):
+        return None
+    actions = raw.get("actions")
+    kept = tuple(
+        {"label": a["label"], "command": a["command"]}
+        for a in (actions if isinstance(actions, list) else [])
+        if isinstance(a, dict) and isinstance(a.get("label"), str)
+        if isinstance(a.get("command"), str)
+    )
+    return Sent(conversation, float(at), asked, reply, kept)
+
+
+def settled(entries: list[Sent]) -> list[Sent]:
+    """The entries, each with `settled` set when one of its actions' commands was sent
+    after it (pure)."""
+    out: list[Sent] = []
+    later: set[str] = set()
+    for e in reversed(entries):
+        taken = any(a["command"].strip() in later for a in e.actions)
+        out.append(Sent(e.conversation, e.at, e.asked, e.reply, e.actions, taken))
+        later.add(e.asked.strip())
+    return out[::-1]
+
+
+class CommandLog:
+    """The commands of a tenant's web chats, in files under `tree_of(tenant)`."""
+
+    def __init__(self, tree_of: Callable[[str], Path], keep: int = KEEP) -> None:
+        self._tree_of = tree_of  # tenants/<tid>
+        self._keep = keep
+        self._locks: dict[Path, asyncio.Lock] = {}
+
+    def path(self, key: SessionKey) -> Path:
+        name = hashlib.sha256(key.chat.encode()).hexdigest()[:32]
+        return self._tree_of(key.tenant) / "web" / "commands" / f"{name}.jsonl"
+
+    def _read(self, path: Path) -> list[Sent]:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        return [e for line in text.splitlines() if (e := read_line(line)) is not None]
+
+    async def entries(self, key: SessionKey) -> list[Sent]:
+        """The chat's commands, oldest first, `settled` marked."""
+        return settled(await asyncio.to_thread(self._read, self.path(key)))
+
+    async def add(self, key: SessionKey, sent: Sent, conversations: Iterable[int]) -> None:
+        """Keep `sent`; drop what belongs to none of `conversations` (the chat's ones
+        that exist) and the oldest past `KEEP`."""
+        path = self.path(key)
+        lock = self._locks.setdefault(path, asyncio.Lock())
+        cut = Sent(
+            sent.conversation, sent.at, sent.asked[:MAX_TEXT], sent.reply[:MAX_TEXT], sent.actions
+        )
+        alive = set(conversations) | {sent.conversation}
+        async with lock:
+            await asyncio.to_thread(self._write, path, cut, alive)
+
+    def _write(self, path: Path, sent: Sent, alive: set[int]) -> None:
+        kept = [e for e in self._read(path) if e.conversation in alive] + [sent]
+        kept = kept[-self._keep :]
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # instances share the home
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("".join(e.line() + "\n" for e in kept))
+            out.flush()
+            os.fsync(fd)
+        os.replace(tmp, path)
