@@ -134,7 +134,10 @@ class ScheduleLoop:
         tasks, self._tasks = self._tasks, []
         self.scheduler.stop()
         main, helpers = tasks[0], tasks[1:]
-        _, pending = await asyncio.wait({main}, timeout=self._grace)
+        # an instance waiting for the lease runs no tick: nothing to let finish (a stop
+        # waited out the whole grace there, 10 s at every `systemctl stop`)
+        idle = self._lead is not None and not self._lead.held
+        _, pending = await asyncio.wait({main}, timeout=0 if idle else self._grace)
         for task in (*pending, *helpers):
             task.cancel()
         for task in tasks:
