@@ -9,6 +9,8 @@ instances ran it: `runs` 2, the outbox key keeping the second post out.)
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 
 from tests.cluster.kit import ClusterOf, private_message
@@ -39,7 +41,7 @@ async def test_a_reminder_is_delivered_once_by_two_instances(
     cluster_of: ClusterOf, pg_url: str, bot_api: FakeBotAPI
 ) -> None:
     cluster = cluster_of(people=[PERSON])
-    live = [await cluster.launch("s0"), await cluster.launch("s1")]
+    live = list(await asyncio.gather(cluster.launch("s0"), cluster.launch("s1")))
     update = private_message(1, PERSON, "/remind in 3 seconds water the plants", 700)
     assert await cluster.post_update(live[1], update) == 200
 

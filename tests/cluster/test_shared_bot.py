@@ -27,6 +27,12 @@ from tests.telegram.fake_bot_api import FakeBotAPI
 from tests.waits import until
 
 PEOPLE = [111_111 + n for n in range(6)]
+# questions delivered in each of the three phases: two per chat. Each chat's answers are
+# paced by the instance that sends them (bridge/channels/telegram/pace.py: a burst of 3,
+# then one a second, Telegram's per-chat limit): fifteen a chat made this test wait a
+# second per answer; with two a phase, every chat still has a turn under way at the kill,
+# one queued behind it and two more after it, all to be answered once and in order.
+EACH = 2 * len(PEOPLE)
 
 
 @pytest.fixture
@@ -54,15 +60,15 @@ async def test_three_instances_one_killed_every_message_answered_once_in_order(
             asked.setdefault(person, []).append(f"q{count}")
             count += 1
 
-    await deliver(live, 30)  # a warm cluster: every instance answers some chats
-    await until(lambda: _all_answered(bot_api, count), "the first 30 answers")
+    await deliver(live, EACH)  # a warm cluster: every instance answers some chats
+    await until(lambda: _all_answered(bot_api, count), "the first answers")
 
     bot_api.hold("sendMessage")  # from here replies wait at the Bot API: none goes out
-    await deliver(live, 30)
+    await deliver(live, EACH)
     holders: list[Instance] = []
 
     async def in_flight() -> bool:  # a turn of every chat under way (each chat leased)
-        held = {int(c.params["chat_id"]) for c in bot_api.calls_of("sendMessage")[30:]}
+        held = {int(c.params["chat_id"]) for c in bot_api.calls_of("sendMessage")[EACH:]}
         if not held >= set(PEOPLE):
             return False
         holders[:] = [i for i in live if await chats_leased_by(pg_url, i.name)]
@@ -73,7 +79,7 @@ async def test_three_instances_one_killed_every_message_answered_once_in_order(
     await cluster.kill(victim)  # SIGKILL mid-conversation: its leases expire by themselves
     bot_api.release()  # the dead instance's held replies went nowhere
     survivors = [i for i in live if i is not victim]
-    await deliver(survivors, 30)
+    await deliver(survivors, EACH)
 
     async def idle() -> bool:
         return _all_answered(bot_api, count) and await open_work(pg_url) == 0

@@ -9,6 +9,7 @@ answered exactly once, in each chat's order.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -19,6 +20,10 @@ from tests.telegram.fake_bot_api import FakeBotAPI
 from tests.waits import until
 
 PEOPLE = [222_222 + n for n in range(4)]
+# questions before the kill and after it: two per chat. Each chat's answers are paced by
+# the instance that sends them (bridge/channels/telegram/pace.py: a burst of 3, then one
+# a second, Telegram's per-chat limit): ten a chat made this test wait a second an answer.
+EACH = 2 * len(PEOPLE)
 POLLS = "this instance polls for the bot"
 
 
@@ -45,27 +50,27 @@ async def test_one_instance_polls_and_another_takes_over_after_a_kill(
     cluster_of: ClusterOf, pg_url: str, bot_api: FakeBotAPI
 ) -> None:
     cluster = cluster_of(people=PEOPLE, extra={"ROOST_TELEGRAM__MODE": "polling"})
-    live = [await cluster.launch("p0"), await cluster.launch("p1")]
+    live = list(await asyncio.gather(cluster.launch("p0"), cluster.launch("p1")))
     asked: dict[int, list[str]] = {}
-    for n in range(20):
+    for n in range(EACH):
         person = PEOPLE[n % len(PEOPLE)]
         bot_api.push_text(person, f"q{n}")
         asked.setdefault(person, []).append(f"q{n}")
 
     async def settled() -> bool:  # answered and marked: the kill hits no turn
-        return all_answered(bot_api, 20) and await open_work(pg_url) == 0
+        return all_answered(bot_api, EACH) and await open_work(pg_url) == 0
 
-    await until(settled, "the first 20 answers")
+    await until(settled, "the first answers")
     first = pollers(live)
     assert len(first) == 1, [inst.stderr()[-2000:] for inst in live]
     await cluster.kill(first[0])
-    for n in range(20, 40):
+    for n in range(EACH, 2 * EACH):
         person = PEOPLE[n % len(PEOPLE)]
         bot_api.push_text(person, f"q{n}")
         asked.setdefault(person, []).append(f"q{n}")
 
     async def idle() -> bool:
-        return all_answered(bot_api, 40) and await open_work(pg_url) == 0
+        return all_answered(bot_api, 2 * EACH) and await open_work(pg_url) == 0
 
     await until(idle, "every question answered after the poller died")
     survivor = next(inst for inst in live if inst is not first[0])

@@ -5,7 +5,8 @@ server speaking the client-server API's error format (`{"errcode",
 "error", "retry_after_ms"}`, spec "Rate limiting"): 429 is retried after at
 least the asked wait, 5xx and a dropped connection with backoff, with the
 same transaction id (the homeserver sends a retried event once); 403 is
-final. The sync loop survives a homeserver that is gone for a while. An
+final. The sync loop survives a homeserver that is gone for a while; a
+restarted bot is connected at once, never after a quiet account's long-poll. An
 mxc:// URI outside the spec's grammar is refused before any request.
 """
 
@@ -24,6 +25,7 @@ from bridge.channels.matrix.channel import MatrixChannel
 from bridge.channels.matrix.store import MatrixStore
 from bridge.types.messages import Final, Inbound, Reply
 from tests.schedule.database import database_of
+from tests.waits import until
 
 WAIT_S = 60.0
 
@@ -35,6 +37,8 @@ class Homeserver:
         self.script: list[tuple[int, dict[str, Any]]] = []
         self.txns: list[str] = []
         self.syncs = 0
+        self.sync_timeouts: list[str] = []  # each sync's `timeout` (ms), as asked
+        self.quiet = asyncio.Event()  # set: a long-poll ends (nothing new was said)
         self.other: list[str] = []  # any other request's raw path
         app = web.Application()
         app.router.add_put("/_matrix/client/v3/rooms/{room}/send/{kind}/{txn}", self._send)
@@ -52,6 +56,7 @@ class Homeserver:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.quiet.set()
         await self.runner.cleanup()
 
     def _next(self) -> web.Response | None:
@@ -70,7 +75,13 @@ class Homeserver:
 
     async def _sync(self, request: web.Request) -> web.Response:
         self.syncs += 1
-        return self._next() or web.json_response({"next_batch": f"s{self.syncs}", "rooms": {}})
+        self.sync_timeouts.append(request.query.get("timeout", ""))
+        scripted = self._next()
+        if scripted is not None:
+            return scripted
+        if request.query.get("timeout", "0") != "0":
+            await self.quiet.wait()  # a quiet account: the long-poll runs its course
+        return web.json_response({"next_batch": f"s{self.syncs}", "rooms": {}})
 
 
 @pytest.fixture
@@ -163,3 +174,26 @@ async def test_the_sync_loop_outlasts_a_failing_homeserver_and_keeps_its_token(
         finally:
             await channel.stop()
         assert await store.next_batch() == "s4"
+
+
+async def test_a_restarted_bot_is_connected_at_once_not_after_a_quiet_long_poll(
+    hs: Homeserver, tmp_path: Any
+) -> None:
+    """With a stored token, the run's first sync asks for what is pending at once (timeout
+    0): a quiet account's 30 s long-poll would keep a restarted bot "connecting" and
+    unsynced for that long. Then it long-polls as usual."""
+    async with database_of(tmp_path / "roost.db") as db:
+        store = MatrixStore(db, "@bot:hs")
+        await store.save_batch("s-before-the-restart", 0)
+        channel = MatrixChannel(MatrixClient(hs.url, "tok"), store, never, "@bot:hs")
+        await channel.start()
+        try:
+            await until(lambda: hs.sync_timeouts, "the first sync")
+            assert hs.sync_timeouts[0] == "0"  # not a long-poll the bot would wait out
+            await asyncio.wait_for(channel.synced.wait(), WAIT_S)
+            assert channel.status_line() == "matrix @bot:hs (connected)"
+            await until(lambda: len(hs.sync_timeouts) == 2, "the long-poll after it")
+            assert hs.sync_timeouts == ["0", "30000"]
+        finally:
+            await channel.stop()
+        assert await store.next_batch() == "s1"

@@ -1,7 +1,9 @@
 """The Matrix channel: a bot account that syncs, answers, and keeps its place.
 
 `start()` runs the sync loop in a task. The loop long-polls `/sync` from
-the stored token (`store.MatrixStore`); the very first sync of an account
+the stored token (`store.MatrixStore`), after a first sync of the run that
+returns at once (what came while roost was down, and `connected`, without
+waiting out a quiet account's long-poll); the very first sync of an account
 (no token yet) only takes invites: what was said before the bot existed is
 history, never answered. Each batch is taken (invites joined or refused,
 messages handed to their chat's queue, one chat's messages in order) and
@@ -245,9 +247,11 @@ class MatrixChannel:
     async def _run(self) -> None:
         since = await self._token()
         failures = 0
+        caught_up = False  # the run's first sync returns at once: connected, what is pending
         while True:
             try:
-                sync = await self.client.sync(since, self._poll_ms if since else 0, FILTER)
+                wait_ms = self._poll_ms if since and caught_up else 0
+                sync = await self.client.sync(since, wait_ms, FILTER)
             except MatrixError as exc:
                 failures += 1
                 self.connected = False
@@ -265,7 +269,7 @@ class MatrixChannel:
             await self._take(batch, history=since is None)
             now_ms = int(self._clock() * 1000)
             await self._stored("the sync token", self.store.save_batch(batch.next_batch, now_ms))
-            since = batch.next_batch
+            since, caught_up = batch.next_batch, True
             self.batches += 1
             self.synced.set()
 
