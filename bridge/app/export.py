@@ -7,9 +7,9 @@ and forgotten without a change here. The ZIP is written in a worker thread;
 its rows are read through the `Database` on the event loop (the history in
 pages of `PAGE` messages, so an index of any size is never held whole).
 The export is a ZIP (mode 0600) of the tenant's files (vault values left
-out: names only), one JSONL file per table, the tool usage counters, and
-the audit records whose tenant is T, with a README.txt saying what each
-file is. An export is a way out of roost:
+out: names only), the web page's kept commands (`web-commands/`), one JSONL
+file per table, the tool usage counters, and the audit records whose tenant
+is T, with a README.txt saying what each file is. An export is a way out of roost:
 every text in it (each table's JSONL, each file that reads as UTF-8) passes
 the tenant's masker (`bridge.loadout.vault.masker_of`), streamed in pieces,
 so a vault value a person left in a workspace file is `[vault:NAME]` there.
@@ -74,6 +74,8 @@ files/            the tenant's own files, as roost keeps them:
   forge/tools/      your personal tools: me.NAME.py (source) and me.NAME.json
                     (metadata: description, parameters, SHA-256, network hosts)
   workspace/        files your tools wrote
+web-commands/     the slash commands you sent from the web page and their replies,
+                  one JSON object a line, a file per chat
 vault-names.txt   the names of your stored secrets (the values are not exported;
                   where one appears in a text it reads [vault:NAME])
 tool-usage.jsonl  per tool: calls, errors, last use
@@ -276,6 +278,9 @@ def _fill(
         files += _add_file(
             zf, entry, "files/" + valid_unicode(entry.rel), mask
         )  # a ZIP names no lone surrogate
+    for entry in walk(dirs.web_commands):  # beside the files: no saved tool reads them
+        if entry.is_file() and entry.name.endswith(".jsonl"):
+            files += _add_file(zf, entry, "web-commands/" + valid_unicode(entry.rel), mask)
     vault = sorted(p.name for p in dirs.vault.iterdir()) if dirs.vault.is_dir() else []
     zf.writestr("vault-names.txt", "".join(name + "\n" for name in vault))
     zf.writestr("tool-usage.jsonl", _jsonl(usage_rows(dirs.tools)))

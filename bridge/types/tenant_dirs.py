@@ -40,6 +40,7 @@ class TenantDirs:
     out: Path = field(init=False, repr=False, compare=False)  # tenants/<tid>/out: files handed out
     inbox: Path = field(init=False, repr=False, compare=False)  # workspace/inbox: attachments in
     outputs: Path = field(init=False, repr=False, compare=False)  # workspace/outputs: tools' files
+    web_commands: Path = field(init=False, repr=False, compare=False)  # the page's commands
     _leaves: tuple[str, ...] = field(init=False, repr=False, compare=False)  # ensure()'s checks
 
     def __post_init__(self) -> None:
@@ -55,6 +56,7 @@ class TenantDirs:
             ("out", root.parent / "out"),  # beside global/: never inside an export
             ("inbox", root / "workspace" / "inbox"),  # a saved tool can read what was sent
             ("outputs", root / "workspace" / "outputs"),  # what a tool writes here is handed back
+            ("web_commands", root.parent / "web" / "commands"),  # beside global/: no tool reads it
         ):
             object.__setattr__(self, name, path)
         leaves = (self.memory, self.skills, self.tools, self.vault, self.workspace)
