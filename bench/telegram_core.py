@@ -27,7 +27,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.turn import EchoModel, instrument, isolated_settings, per_thread, print_table, thread_cpu
+from bench.turn import (
+    EchoModel,
+    instrument,
+    isolated_settings,
+    per_thread,
+    per_thread_switches,
+    print_table,
+    thread_cpu,
+    thread_switches,
+)
 from bridge.app.build import build
 from bridge.types.messages import Inbound
 
@@ -75,7 +84,7 @@ class CoreSteps:
 async def _turns(roost: Any, turns: int, gap_s: float, first: int) -> tuple[float, float, str]:
     """(loop CPU ms per turn inside `handle`, outside it, CPU by thread) for `turns`
     (message ids from `first` on)."""
-    before, inside = thread_cpu(), 0.0
+    before, switched, inside = thread_cpu(), thread_switches(), 0.0
     loop_before = time.thread_time()
     for i in range(turns):
         inbound = Inbound("web", "local", "c0", f"message {i}", str(first + i))  # ids: digits
@@ -86,6 +95,7 @@ async def _turns(roost: Any, turns: int, gap_s: float, first: int) -> tuple[floa
             await asyncio.sleep(gap_s)
     loop = time.thread_time() - loop_before
     spent = per_thread(before, thread_cpu(), turns)
+    spent += " | switches " + per_thread_switches(switched, thread_switches(), turns)
     return inside / turns * 1e3, (loop - inside) / turns * 1e3, spent
 
 

@@ -29,7 +29,9 @@ table also prints the bot's Bot API calls per round trip by method (a
 short answer is one `sendMessage`). `--only core`: `bench.turn`'s step table
 of the core inside the 1-chat Telegram round trip; `--only gaps`:
 `core.handle` alone back to back vs with idle gaps between turns (what a
-1-chat round trip's idle loop costs the same turns; `bench.telegram_core`).
+1-chat round trip's idle loop costs the same turns; `bench.telegram_core`);
+`--only audit`: the full roost with its durable audit chain and with a sink
+that records nothing (`NoChain`), alternating: what the chain costs a message.
 After the table, one message's CPU split (1 chat): roost's Telegram part
 (its own code, measured alone by `channel_cost`: the input path and the
 reply with a sender that sends nothing, what the core does to the reply,
@@ -47,7 +49,11 @@ of the inbox alone, the default limits
 resident memory at start and after 1,000 known chats. Prints figures and
 same-run ratios; no thresholds. The table also splits CPU per round trip by
 thread (the loop, which runs roost, PTB and the fake; sqlite; the audit
-writer). `--quick`: a smoke run (a few messages,
+writer) and counts each thread's context switches per round trip: at 1 chat
+every message wakes the audit writer, the head's sync and sometimes the
+database's writer on its own, and each hand-off of the GIL between them and
+the loop is a switch on both sides, which 100 chats share out over a batch.
+`--quick`: a smoke run (a few messages,
 one round, no daemon).
 
 Run: .venv/bin/python bench/telegram_roundtrip.py [--messages 300] [--rounds 3] [--profile]
@@ -77,7 +83,7 @@ from typing import Any
 from bench.machine import speed_line
 from bench.telegram_core import CoreSteps, idle_gaps
 from bench.telegram_steps import Steps, print_steps
-from bench.turn import per_thread, thread_cpu
+from bench.turn import per_thread, per_thread_switches, thread_cpu, thread_switches
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
@@ -132,6 +138,7 @@ class Rate:
     cpu_ms: float
     calls: dict[str, float] = field(default_factory=dict)
     threads: str = ""  # CPU ms per round trip by thread (the loop, sqlite, audit...)
+    switches: str = ""  # context switches per round trip by thread (voluntary/involuntary)
     tasks: dict[str, float] = field(default_factory=dict)  # asyncio tasks made, by coroutine
 
 
@@ -196,9 +203,11 @@ async def round_trips(
     core: bool = True,
     inbox: bool = False,
     around: Callable[[Any], object] | None = None,
+    chain: bool = True,
 ) -> Rate:
     """Round trips/s and CPU per trip; `around` (a context manager factory, given the
-    roost) wraps the measured part."""
+    roost) wraps the measured part; `chain` False: the roost's audit sink records
+    nothing (`NoChain`: no writer thread, no sync), for `--only audit`."""
     ids = [BASE_ID + i for i in range(chats)]
     async with FakeBotAPI(TOKEN, max_poll_s=5) as fake:
         settings = load_settings(
@@ -206,7 +215,7 @@ async def round_trips(
             telegram={"token": TOKEN, "api_base_url": fake.base_url},
             tenants={"bench": {"telegram_ids": ids}},
         )
-        roost = await build(settings, backend=ZeroLatency())
+        roost = await build(settings, backend=ZeroLatency(), audit=None if chain else NoChain())
         durable = {}
         if inbox:  # as the daemon wires it (bridge/app/channels_up.py)
             durable = {
@@ -243,7 +252,7 @@ async def round_trips(
             if ctx is not None:
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
-            by_thread = thread_cpu()
+            by_thread, switched = thread_cpu(), thread_switches()
             tasks = TaskCount()
             started, cpu = time.perf_counter(), time.process_time()
             try:
@@ -252,7 +261,7 @@ async def round_trips(
             finally:
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
-                threads = thread_cpu()
+                threads, switches = thread_cpu(), thread_switches()
                 methods = [c.method for c in fake.calls[first_call:]]
                 if ctx is not None:
                     ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
@@ -262,7 +271,53 @@ async def round_trips(
     trips = sum(counts.values())
     spent = per_thread(by_thread, threads, trips)
     calls = calls_per_trip(methods, trips)
-    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, tasks.per(trips))
+    handed = per_thread_switches(switched, switches, trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, handed, tasks.per(trips))
+
+
+class NoChain:
+    """An audit sink that records nothing and answers a turn's batch at once (a
+    `queue_many` whose future is done): the full roost without what the durable chain
+    costs, to measure that cost (never a way to run roost)."""
+
+    async def emit(self, event: str, tenant: str | None, details: object) -> None:
+        return None
+
+    async def emit_many(self, events: object) -> None:
+        return None
+
+    def queue_many(self, events: object) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+async def audit_cost(base: Path, n: int, per: int, rounds: int) -> None:
+    """The full roost with the inbox (as the daemon runs it) with its durable audit chain
+    and with `NoChain`, alternating, 1 chat and 100 chats: what the chain costs a
+    message (its writer thread, the head's sync, the hand-offs with the loop, and for
+    1 chat the sync on the answer's path). Medians of the rounds."""
+    got: dict[tuple[int, bool], list[Rate]] = {}
+    for r in range(rounds):
+        for chats, count in ((1, n), (100, per)):
+            for chain in (True, False) if r % 2 == 0 else (False, True):
+                home = base / f"a{r}-{chats}-{int(chain)}"
+                rate = await round_trips(home, chats, count, False, True, True, chain=chain)
+                got.setdefault((chats, chain), []).append(rate)
+    print(f"the durable audit chain's cost, full roost with the inbox, medians of {rounds}")
+    print("alternating rounds (trips/s, CPU ms per round trip; by thread and context switches")
+    print("per round trip, voluntary/involuntary, of the last round):")
+    for chats in (1, 100):
+        for chain in (True, False):
+            runs = got[(chats, chain)]
+            per_s = statistics.median(g.per_s for g in runs)
+            cpu = statistics.median(g.cpu_ms for g in runs)
+            label = "audit chain (as run)" if chain else "no chain (NoChain)"
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {label:22} {per_s:7.1f}/s "
+                  f"{cpu:6.2f} ms | {runs[-1].threads} | {runs[-1].switches}")  # fmt: skip
+        with_chain = statistics.median(g.cpu_ms for g in got[(chats, True)])
+        without = statistics.median(g.cpu_ms for g in got[(chats, False)])
+        print(f"      the chain costs {with_chain - without:.2f} CPU ms per message")
 
 
 async def inbox_ms(home: Path, updates: int = 2000) -> float:
@@ -719,6 +774,14 @@ async def table(base: Path, n: int, per: int, rounds: int) -> dict[tuple[str, in
         for setup in SETUPS:
             last = rates[(setup.label, chats)][-1]
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.threads}")
+    print("context switches per round trip by thread, voluntary/involuntary (the last round;")
+    print("voluntary: the thread blocked, in epoll, a sync, or waiting for the GIL another")
+    print("thread holds: each hand-off between the loop and a writer thread; involuntary:")
+    print("other processes took its core):")
+    for chats in (1, 100):
+        for setup in SETUPS:
+            last = rates[(setup.label, chats)][-1]
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.switches}")
     print("asyncio tasks made per round trip (1 chat, the last round), by coroutine:")
     for setup in SETUPS:
         made = rates[(setup.label, 1)][-1].tasks
@@ -759,7 +822,7 @@ async def main() -> None:
     parser.add_argument("--steps", action="store_true", help="each step's ms (1 chat)")
     parser.add_argument(
         "--only",
-        choices=("table", "split", "profile", "steps", "core", "gaps"),
+        choices=("table", "split", "profile", "steps", "core", "gaps", "audit"),
         help="just one part",
     )
     parser.add_argument("--quick", action="store_true", help="seconds: a smoke run (CI)")
@@ -796,6 +859,8 @@ async def main() -> None:
             print(f"the core's steps in the Telegram turn (bench.turn's table), 1 chat, {n}")
             print("updates, full roost with the inbox; handle (whole): the router's _serve")
             core.print(n)
+        if args.only == "audit" or args.quick:  # in the smoke run too, so it cannot rot
+            await audit_cost(base / "a", n, per, args.rounds)
         if args.only == "gaps":
             await idle_gaps(base / "g", n, max(2, args.rounds))
         if args.only is not None:

@@ -43,8 +43,10 @@ inline only while one turn is in flight; `--recall off`: no exchange indexed for
 recall, the A/B of what the index costs a turn). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
-the database's writer and readers) and the SQL statements per turn on each connection, figures
-that load on a shared machine moves little or not at all; the writer's jobs per turn (each
+the database's writer and readers, with each thread's context switches per turn:
+a writer thread's wake-up and each GIL hand-off with the loop are switches) and
+the SQL statements per turn on each connection, figures that load on a shared
+machine moves little or not at all; the writer's jobs per turn (each
 a commit: inline on the loop or on its thread) with turns at once, and over HTTP.
 """
 
@@ -245,6 +247,45 @@ def thread_cpu() -> dict[str, float]:
         name = "loop" if thread is threading.main_thread() else thread.name
         out[name.rstrip("0123456789").rstrip("_-")] += used
     return out
+
+
+_CTXT = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")  # in /proc/.../status
+
+
+def thread_switches() -> dict[str, tuple[int, int]]:
+    """Context switches so far of each live thread, (voluntary, involuntary), summed by
+    name as `thread_cpu` sums them (Linux's /proc/self/task; empty elsewhere). A
+    voluntary switch is the thread blocking: in epoll, on a lock or a queue, in a sync,
+    or waiting for the GIL another thread holds (each hand-off between the loop and a
+    writer thread costs one or more on each side); an involuntary one, the kernel
+    giving its core to another process (the machine's load)."""
+    names = {t.native_id: t for t in threading.enumerate() if t.native_id is not None}
+    out: dict[str, tuple[int, int]] = {}
+    for tid, thread in names.items():
+        try:
+            with open(f"/proc/self/task/{tid}/status", encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:  # ended meanwhile, or not Linux
+            continue
+        counts = {k: int(v) for k, _, v in (ln.partition(":\t") for ln in lines) if k in _CTXT}
+        name = "loop" if thread is threading.main_thread() else thread.name
+        name = name.rstrip("0123456789").rstrip("_-")
+        was = out.get(name, (0, 0))
+        out[name] = (was[0] + counts.get(_CTXT[0], 0), was[1] + counts.get(_CTXT[1], 0))
+    return out
+
+
+def per_thread_switches(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], turns: int
+) -> str:
+    """`name voluntary/involuntary` context switches per turn for each thread group that
+    switched between the two snapshots (`thread_switches`)."""
+    used = {}
+    for name, (vol, inv) in after.items():
+        was = before.get(name, (0, 0))
+        used[name] = ((vol - was[0]) / turns, (inv - was[1]) / turns)
+    shown = sorted((kv for kv in used.items() if sum(kv[1]) >= 0.005), key=lambda kv: -kv[1][0])
+    return ", ".join(f"{name} {vol:.2f}/{inv:.2f}" for name, (vol, inv) in shown)
 
 
 def per_thread(before: dict[str, float], after: dict[str, float], turns: int) -> str:
@@ -448,15 +489,17 @@ async def overhead(
             await roost.core.handle(warm)
         times: list[float] = []
         together: float | None = None  # the loop's CPU per turn, `clients` at once
-        cpu, by_thread = time.process_time(), thread_cpu()
+        cpu, by_thread, switched = time.process_time(), thread_cpu(), thread_switches()
         for i in range(turns):
             inbound = Inbound("web", "local", f"c{i % 20}", f"message {i}", str(i))
             start = time.perf_counter()
             await roost.core.handle(inbound)
             times.append(time.perf_counter() - start)
         cpu = (time.process_time() - cpu) / turns * 1e3
+        switches = per_thread_switches(switched, thread_switches(), turns)
         print(f"\nCPU per turn (this process, all threads): {cpu:.3f} ms")
         print(f"  by thread: {per_thread(by_thread, thread_cpu(), turns)}")
+        print(f"  context switches per turn by thread (voluntary/involuntary): {switches}")
         await statements_per_turn(roost, min(turns, 200))
         if profile:
             await profiled(roost, turns, match=profile_match)
