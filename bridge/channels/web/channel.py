@@ -31,7 +31,10 @@ otherwise; every response, the router's own 404/405 too, carries
 `SECURITY_HEADERS` and `Server: roost` (no Python or aiohttp version); a
 body that is not the expected JSON object gets a 400 (413 when too large)
 with a JSON `error`, never a 500; a route that meets a full disk answers 507
-with the reason (`bridge.core.diskfull`).
+with the reason (`bridge.core.diskfull`). A body sent with a
+`Content-Encoding` is refused (415) before it is read, on every route;
+request heads are capped, and aiohttp's own errors say nothing of the
+request (`bridge.channels.web.request_limits`).
 
 Connections pass `web_site.GuardedSite` (roost's accept loop, `web_conns`:
 caps in all and per client, a descriptor reserve, header and body timeouts)
@@ -61,6 +64,7 @@ from bridge.channels.web.input import ChatRequest, HostAllowList
 from bridge.channels.web.kept import database_of, kept_commands
 from bridge.channels.web.push import WebPush
 from bridge.channels.web.relay import StopRelay, serving
+from bridge.channels.web.request_limits import HANDLER_ARGS, RoostRunner, refused_encoding
 from bridge.channels.web.site import GuardedSite, WebGuard
 from bridge.channels.web.static import JS_DIR, PageFiles
 from bridge.channels.web.streams import StreamSlots
@@ -225,12 +229,14 @@ class WebChannel:
     async def start(self) -> None:
         # the keep-alive timer also runs from the moment a connection opens until its
         # request head is complete: that is the header timeout
-        self._runner = web.AppRunner(
+        # and each connection's head, body coding and aiohttp's own errors: `web_request_limits`
+        self._runner = RoostRunner(
             self.app,
             access_log=None,
             handle_signals=False,
             shutdown_timeout=2.0,
             keepalive_timeout=self.guard.limits.header_timeout_s,
+            **HANDLER_ARGS,
         )
         await self._runner.setup()
         site = GuardedSite(self._runner, self._host, self._port, self.guard)
@@ -261,10 +267,11 @@ class WebChannel:
 
     @web.middleware
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Refuse any `Host` not on the allow-list (DNS rebinding) before any route runs;
-        a route that meets a full disk says so (507), never a bare 500; the security
-        headers on every response the route made, and on the router's own 404/405
-        (one middleware: each layer is a coroutine per request)."""
+        """Refuse any `Host` not on the allow-list (DNS rebinding) and any coded body
+        (415, `web_request_limits`) before any route runs; a route that meets a full
+        disk says so (507), never a bare 500; the security headers on every response
+        the route made, and on the router's own 404/405 (one middleware: each layer is
+        a coroutine per request)."""
         if not self._hosts.allows(request.headers.get("Host")):
             return web.json_response(
                 {
@@ -274,6 +281,10 @@ class WebChannel:
                 status=421,
                 headers=SECURITY_HEADERS,
             )
+        coded = refused_encoding(request.headers.get("Content-Encoding"))
+        if coded is not None:  # before a byte of the body is read, whoever added the route
+            coded.headers.update(SECURITY_HEADERS)
+            return coded
         try:
             response: web.StreamResponse = await handler(request)
         except web.HTTPException as exc:  # the router's own 404/405 too
