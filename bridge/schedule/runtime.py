@@ -13,10 +13,16 @@ under the same line always, or only when its digest differs from the job's `last
 What a run posts is cut at `max_post_chars` (the composition root passes
 `limits.max_reply_chars`), visibly, as a model reply is (`cut_post`; the digest
 is of the whole result). A tool job whose tool is gone is paused, and one whose
-tool fails is reported: either way the run raises `scheduler.JobFailed` with a
-masked notice for the job's chat naming the job (id, what it runs, when) and
-what to do (`tool_gone_notice`, `tool_failed_notice`); the scheduler posts a
-failure's notice on the first failure only.
+tool fails, or a turn job whose turn fails (the model backend down or timed out,
+an error) or is refused (the token budget), is reported: the run raises
+`scheduler.JobFailed` with a masked notice for the job's chat naming the job (id,
+what it runs, when), why in the core's or the tool's words (never a trace) and
+what to do (`tool_gone_notice`, `failed_notice`: it tries again at its next run,
+`/job rm <id>` removes it); the scheduler posts a failure's notice on the first
+failure only (again only after a run that worked). A failing turn job stays on
+its schedule (paused only, as any recurring job, after `PAUSE_AFTER` failures in a
+row); the same notice tells a run the scheduler stopped at its deadline
+(`failure_notice`).
 A run whose chat no longer resolves to the job's tenant is skipped, never run
 as someone else. What a run posts goes through the tenant's masker (`masks`)
 before it is stored, whatever its kind: the outbox takes only `Masked` text.
@@ -81,6 +87,7 @@ ERROR_KINDS: Final = frozenset(
 )
 TOOL_MODES: Final = ("change", "always")
 PAUSE_AFTER: Final = SchedulerConfig().pause_after_failures  # the daemon's (not configurable)
+ONE_SHOT_TRIES: Final = SchedulerConfig().one_shot_attempts
 
 Resolve = Callable[[Inbound], str | None]
 ChannelDeliver = Callable[[OutboxEntry], Awaitable[None]]
@@ -178,13 +185,28 @@ def tool_gone_notice(job: Job, tool: str) -> str:
     )
 
 
-def tool_failed_notice(job: Job, error: str) -> str:
+def failed_notice(job: Job, reason: str) -> str:
+    """What a job's chat is told of its failure (a turn's or a tool's, `reason` in plain
+    words, masked by the caller): which job, why, what happens next, how to stop it."""
+    if job.recurring:
+        then = (
+            f"It tries again at its next run; after {PAUSE_AFTER} failures in a row it is "
+            f"paused (/job resume {job.id} starts it again). This chat hears of it again only "
+            "if it works and then fails again."
+        )
+    else:
+        then = f"It is tried again in a few minutes, {ONE_SHOT_TRIES} tries in all."
     return (
-        f"⚠️ {what_runs(job)} failed: {error}\n"
-        f"It tries again at its next run; after {PAUSE_AFTER} failures in a row it is paused "
-        f"(/job resume {job.id} starts it again). This chat hears of it again only if it works "
-        f"and then fails again. /jobs shows its state, /job rm {job.id} removes it."
+        f"⚠️ {what_runs(job)} failed: {reason}\n"
+        f"{then} /jobs shows its state, /job rm {job.id} removes it."
     )
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    """A failure's first line, within `limit` characters: what a job's record keeps
+    (`/jobs` shows it)."""
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def job_header(job: Job) -> str:
@@ -243,20 +265,37 @@ class JobRunner:
         if inbound is None:
             raise JobSkipped("the chat no longer belongs to the job's tenant")
         if job.kind == "turn":
-            post = mask.mask(job_post(job, await self._turn(inbound)))
+            post = mask.mask(job_post(job, await self._turn(job, inbound, mask)))
             return cut_post(post, self._max_post_chars(), mask)
         if job.kind == "tool":
             return await self._tool(job, inbound, mask)
         raise ValueError(f"unknown job kind {job.kind!r}")
 
-    async def _turn(self, inbound: Inbound) -> str:
+    def failure_notice(self, job: Job, reason: str) -> Masked | None:
+        """What the job's chat is told of a failure (`failed_notice`, masked, cut as a post);
+        None for a reminder (it only posts its text). The scheduler's `FailureNotices`:
+        it tells a run past its deadline so too."""
+        if job.kind == "reminder":
+            return None
+        mask = self.masker_for(job.tenant)
+        return cut_post(mask.mask(failed_notice(job, reason)), self._max_post_chars(), mask)
+
+    async def _turn(self, job: Job, inbound: Inbound, mask: TextMask) -> str:
+        """The turn's answer; a turn that fails (the model backend down or timed out, an
+        error) or is refused (the budget) raises `JobFailed` with the core's words for it
+        (already safe to show: no trace, masked) as its notice."""
         final = await self._handle(inbound, None)
-        if final.kind in ("refusal", "silent"):
-            raise JobSkipped(f"the turn was refused ({final.kind})")
-        if final.kind == "error":
-            raise RuntimeError("the turn failed")
         hint = actions_hint(final.actions, final.text)  # an undo the person can still send
-        return f"{final.text}\n{hint}" if hint else final.text
+        said = f"{final.text}\n{hint}" if hint else final.text
+        if final.kind in ("answer", "command", "stopped"):
+            return said
+        if final.kind == "silent" or self._resolve(inbound) != job.tenant:
+            raise JobSkipped(f"the turn was refused ({final.kind})")  # no one to tell
+        reason = mask.mask(said.strip() or "the turn gave no answer")
+        notice = self.failure_notice(job, reason)
+        if final.kind == "refusal":
+            raise JobSkipped(reason, notice, cause=f"TurnRefused: {first_line(reason)}")
+        raise JobFailed(reason, notice, cause=f"TurnFailed: {first_line(reason)}")
 
     async def _tool(self, job: Job, inbound: Inbound, mask: TextMask) -> Post | None:
         order = parse_tool_payload(job.payload)
@@ -266,13 +305,13 @@ class JobRunner:
             (t for s in self._sources for t in s.tools_for(ctx) if t.schema.name == wire), None
         )
         if tool is None:  # it can never run again as it is: paused, the person told
-            notice = mask.mask(tool_gone_notice(job, f"{PREFIX}{order.name}"))
-            raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool", notice, pause=True)
+            gone = mask.mask(tool_gone_notice(job, f"{PREFIX}{order.name}"))
+            raise JobSkipped(f"{PREFIX}{order.name} is not a saved tool", gone, pause=True)
         try:
             result = await tool(dict(order.args), ctx)  # a ToolError is the run's failure
         except ToolError as exc:  # its text is kept on the job (/jobs shows it): masked
             error = mask.mask(str(exc))
-            notice = mask.mask(tool_failed_notice(job, error))
+            notice = self.failure_notice(job, error)
             raise JobFailed(error, notice, cause=f"ToolError: {error}") from None
         said = mask.mask(f"{PREFIX}{order.name}: {result}")
         seen = digest(said)  # of the whole result (as before: a stored digest still matches)

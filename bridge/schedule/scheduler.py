@@ -8,7 +8,10 @@ A job missed while the daemon was down is due once: its next slot is asked of
 Persistent=). A failing `run_job` or `deliver` is recorded on the job or
 entry and never stops the loop. A run that fails with `JobFailed` also posts
 its notice (under the run's key) on the job's first failure, not again while
-it keeps failing; one whose job can never succeed (`pause`) pauses the job.
+it keeps failing (`told`); one whose job can never succeed (`pause`) pauses the job.
+A run cancelled at its deadline, or failing with any other error, is told on the
+same terms in the words of a `run_job` that gives them (`FailureNotices`: the
+daemon's `JobRunner`, nothing for a reminder).
 
 Runs are tasks of their own, tracked by (tenant, job id): a job whose run is
 under way is not started again (nor one whose run ended while the due jobs
@@ -116,6 +119,15 @@ class TenantMasks(Protocol):
     def masker_for(self, tenant: str) -> TextMask: ...
 
 
+@runtime_checkable
+class FailureNotices(Protocol):
+    """A `run_job` that words a job's failure for its chat (`runtime.JobRunner`): a run
+    cancelled at its deadline, or failing with an unexpected error, is told with it
+    (masked; None: nothing to tell, e.g. a reminder), on the same terms as `JobFailed`."""
+
+    def failure_notice(self, job: Job, reason: str) -> Masked | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     max_sleep_ms: int = 30_000
@@ -206,6 +218,20 @@ def masks_of(run_job: RunJob) -> Masks | None:
     return run_job.masker_for if isinstance(run_job, TenantMasks) else None
 
 
+def told(job: Job, notice: Masked | None, pause: bool) -> Post | None:
+    """The notice a failed run posts: on the job's first failure (none since its last
+    success or since it was made), or whenever the failure pauses it; else nothing."""
+    return Post(notice) if notice is not None and (pause or job.fail_count == 0) else None
+
+
+def in_words(ms: int) -> str:
+    """A run deadline in plain words: '10 minutes', '90 s'."""
+    if ms >= 60_000 and ms % 60_000 == 0:
+        minutes = ms // 60_000
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{ms / 1000:g} s"
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -230,6 +256,7 @@ class Scheduler:
         self.run_job, self.deliver, self.next_run = run_job, deliver, next_run
         # each delivery's text through the tenant's masker of now (None: as stored)
         self.masks = masks if masks is not None else masks_of(run_job)
+        self.notices = run_job if isinstance(run_job, FailureNotices) else None
         self.clock, self.sleep, self.observe = clock, sleep, observe
         self.config = config or SchedulerConfig()
         self._limit = asyncio.Semaphore(self.config.concurrency)  # runs
@@ -324,6 +351,7 @@ class Scheduler:
         error: str | None = None
         result: Masked | Post | None = None
         skipped = stop = False
+        notice: Masked | None = None
         async with self._limit:
             started = running.started_ms = self.clock()
             call = running.call = asyncio.ensure_future(self.run_job(job, slot))
@@ -336,15 +364,18 @@ class Scheduler:
                 log.warning("job %s/%s ran past its deadline: cancelled", job.tenant, job.id)
                 seconds = self.config.run_deadline_ms // 1000
                 error = _describe(RunTimeout(f"no result within {seconds} s"))
-            except JobFailed as exc:  # recorded; its notice told once (`JobFailed`)
-                error, stop = exc.cause or _describe(exc), exc.pause
+                deadline = in_words(self.config.run_deadline_ms)
+                notice = self._notice(job, f"it had no result after {deadline}, so it was stopped")
+            except JobFailed as exc:  # recorded; its notice told once (`told`)
+                error, stop, notice = exc.cause or _describe(exc), exc.pause, exc.notice
                 skipped = isinstance(exc, JobSkipped)
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, error.split(":", 1)[0])
-                if exc.notice is not None and (stop or job.fail_count == 0):
-                    result = Post(exc.notice)
             except Exception as exc:  # the job's failure, recorded on it
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, type(exc).__name__)
                 error, skipped = _describe(exc), isinstance(exc, JobSkipped)
+                notice = self._notice(job, "an unexpected error on my side")
+        if error is not None:
+            result = told(job, notice, stop)
         now = self.clock()
         next_ms, pause = plan_after_run(job, now, error is not None, self.next_run, self.config)
         pause = pause or (stop and next_ms is not None)
@@ -380,6 +411,17 @@ class Scheduler:
         await self._emit(event)
         self._outcomes.append(error is None)
         return error is None
+
+    def _notice(self, job: Job, reason: str) -> Masked | None:
+        """The run_job's notice of this failure (`FailureNotices`), or None (none given,
+        or its wording failed: the run is recorded all the same)."""
+        if self.notices is None:
+            return None
+        try:
+            return self.notices.failure_notice(job, reason)
+        except Exception as exc:  # e.g. the vault unreadable: nothing unmasked goes out
+            log.warning("job %s/%s: no failure notice: %s", job.tenant, job.id, type(exc).__name__)
+            return None
 
     def outgoing(self, entry: OutboxEntry) -> OutboxEntry:
         """The entry as it is handed to `deliver`: its text masked again with the
