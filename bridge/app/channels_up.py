@@ -186,6 +186,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         ready=lambda: database_ready(roost.database),
         relay=relay,
         follow=follow,
+        database=roost.database,  # the history's posts and job runs
+        commands=lambda tenant: TenantDirs.of(settings.home, tenant).web_commands,
     )
     mount_extras(web, roost, handle)  # rename/delete/search, edit/regenerate, thumbnails
     stored = None if settings.web.token is not None else settings.home / "web-token"

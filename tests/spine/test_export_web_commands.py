@@ -24,7 +24,7 @@ TOKEN = "tok_" + "Z9y8" * 8
 
 async def test_the_export_holds_the_persons_web_commands_masked(tmp_path: Path) -> None:
     home, out = tmp_path / "home", tmp_path / "alice.zip"
-    log = CommandLog(lambda tenant: TenantDirs.of(home, tenant).root.parent)
+    log = CommandLog(lambda tenant: TenantDirs.of(home, tenant).web_commands)
     alice, bob = SessionKey("alice", "web", "c1"), SessionKey("bob", "web", "c1")
     await log.add(alice, Sent(1, 1.0, f"/remember key: {TOKEN}", "Remembered."), [1])
     await log.add(bob, Sent(2, 2.0, "/memory", "bob's memories"), [2])

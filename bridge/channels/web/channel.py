@@ -61,7 +61,7 @@ from bridge.channels.web.follow import Follow
 from bridge.channels.web.gate import MAX_BODY, STOPPING, WebGate, error
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
-from bridge.channels.web.kept import database_of, kept_commands
+from bridge.channels.web.kept import kept_commands
 from bridge.channels.web.push import WebPush
 from bridge.channels.web.relay import StopRelay, serving
 from bridge.channels.web.request_limits import HANDLER_ARGS, RoostRunner, refused_encoding
@@ -133,17 +133,15 @@ class WebChannel:
         relay: StopRelay | None = None,  # instances share the home: `web_relay`
         follow: Follow | None = None,  # and attach follows their turns: `web_follow`
         masks: Callable[[str], TextMask] | None = None,  # a tenant's masker: history on its way out
-        database: Database | None = None,  # the history's posts and job runs (else the archive's)
+        database: Database | None = None,  # the history's posts and job runs
+        commands: Callable[[str], Path] | None = None,  # a tenant's folder of page commands
     ) -> None:
-        database = database if database is not None else database_of(archive)
         timeline = None  # the history in time order: posts, job runs, commands (`timeline`)
         if database is not None and archive is not None:
-            commands = None
-            if inbox is not None:  # the page's commands, kept in tenants/<tid>/web/commands
-                commands = CommandLog(lambda tenant: inbox(tenant).parents[2])
-            timeline = Timeline(database, commands)
-            if commands is not None:
-                handle = kept_commands(handle, commands, timeline, archive, masks, local_tenant)
+            commands_log = None if commands is None else CommandLog(commands)
+            timeline = Timeline(database, commands_log)
+            if commands_log is not None:
+                handle = kept_commands(handle, commands_log, timeline, archive, masks, local_tenant)
         self._handle = handle
         self._ready = ready
         self._files = files

@@ -95,16 +95,16 @@ def settled(entries: list[Sent]) -> list[Sent]:
 
 
 class CommandLog:
-    """The commands of a tenant's web chats, in files under `tree_of(tenant)`."""
+    """The commands of a tenant's web chats, a file per chat in `folder_of(tenant)`."""
 
-    def __init__(self, tree_of: Callable[[str], Path], keep: int = KEEP) -> None:
-        self._tree_of = tree_of  # tenants/<tid>
+    def __init__(self, folder_of: Callable[[str], Path], keep: int = KEEP) -> None:
+        self._folder_of = folder_of  # tenants/<tid>/web/commands (`TenantDirs.web_commands`)
         self._keep = keep
         self._locks: dict[Path, asyncio.Lock] = {}
 
     def path(self, key: SessionKey) -> Path:
         name = hashlib.sha256(key.chat.encode()).hexdigest()[:32]
-        return self._tree_of(key.tenant) / "web" / "commands" / f"{name}.jsonl"
+        return self._folder_of(key.tenant) / f"{name}.jsonl"
 
     def _read(self, path: Path) -> list[Sent]:
         try:

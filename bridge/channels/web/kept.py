@@ -6,9 +6,6 @@ current conversation (after the command: `/reset` is not kept, its effect
 is the new conversation), the person's text and the reply masked by the
 tenant's masker first, so a vaulted value is never written in clear.
 Keeping is best effort: a failure is logged and the reply goes out.
-
-`database_of(archive)`: the database the history reads posts and job runs
-from, until the composition root passes `WebChannel(database=...)`.
 """
 
 from __future__ import annotations
@@ -16,14 +13,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from bridge.channels.web.commandlog import CommandLog, Sent
 from bridge.channels.web.timeline import Timeline
 from bridge.channels.web.turns import ProgressHandle
 from bridge.core.conversations import ConversationArchive
 from bridge.core.sessions import SessionKey
-from bridge.storage.protocol import Database
 from bridge.types.masked import TextMask
 from bridge.types.messages import DeltaSink, Final, Inbound
 from bridge.types.progress import ProgressSink
@@ -31,12 +26,6 @@ from bridge.types.progress import ProgressSink
 log = logging.getLogger(__name__)
 
 NOT_KEPT = frozenset({"reset"})
-
-
-def database_of(archive: ConversationArchive | None) -> Database | None:
-    """The archive's database (None without an archive)."""
-    found: Any = getattr(archive, "_db", None)
-    return found if found is not None else None
 
 
 def command_name(text: str) -> str:
