@@ -22,18 +22,48 @@ ever); the longest idle gives way first. A connection given way is cut (its
 `close` aborts) and named in `gave_way` for the caller to log, but stays
 counted until it has really gone (`gone`), so the table never forgets a live
 descriptor. Pure: no I/O, the clock and closing are passed in.
+
+A request whose body must be read before it can be authenticated (a
+webhook's signature covers its body) reads it inside `unproven()`: the
+server's hook (`give_way_while`, set per request) makes its connection
+give way as if idle meanwhile, so bodies that never arrive hold no seat
+against newcomers (without a hook, as outside a guarded server, nothing
+happens).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Generic, Literal, Protocol, TypeVar
 
 from bridge.types.clients import client_key
 
 Refusal = Literal["fd", "client", "total"]
+GiveWay = Callable[[], AbstractContextManager[None]]
+
+# the running request's hook (each request is handled in a task of its own)
+_give_way: ContextVar[GiveWay | None] = ContextVar("roost_give_way", default=None)
+
+
+def give_way_while(hook: GiveWay | None) -> Token[GiveWay | None]:
+    """The server names how the running request's connection gives way (`reset` after)."""
+    return _give_way.set(hook)
+
+
+def reset_give_way(token: Token[GiveWay | None]) -> None:
+    _give_way.reset(token)
+
+
+def unproven() -> AbstractContextManager[None]:
+    """Around reading a body before the request could be authenticated: its connection
+    gives way as if idle meanwhile (the longest idle first), so a client that never
+    sends the body it announced holds no seat against anyone."""
+    hook = _give_way.get()
+    return hook() if hook is not None else nullcontext()
 
 
 class Caps(Protocol):

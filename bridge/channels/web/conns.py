@@ -70,6 +70,7 @@ class Conn(Seat):
     body_moved: float = 0.0
     unsent_seen: int = 0
     send_moved: float = 0.0  # when its unsent bytes last went down (or there were none)
+    pipelined: int = 0  # requests that arrived before the answer to the one ahead of them
 
 
 @dataclass

@@ -12,10 +12,14 @@ to make room and the loop waits a moment; one log line when that starts and
 one when it ends. The request head must be complete within
 `header_timeout_s` (aiohttp's keep-alive timer, which also runs from the
 moment a connection opens); `WebGuard.middleware` marks requests busy while
-they are handled, and a sweep once a second cuts connections whose request
-body stalls or runs late, or whose client leaves its answers unread
-(`send_idle_s`), logs once per client why it cut one, and logs one summary
-line per minute of what was refused. A connection is cut with
+they are handled (but not while a body is read before its request could be
+authenticated, `conn_table.unproven`: a webhook's body that never comes gives
+way like an idle connection), closes the connection after a 401 or 403 or
+once its client pipelined more than `PIPELINED_MAX` requests (what it
+pipelined behind is never read), and a sweep once a second cuts connections
+whose request body stalls or runs late, or whose client leaves its answers
+unread (`send_idle_s`), logs once per client why it cut one, and logs one
+summary line per minute of what was refused. A connection is cut with
 `transport.abort()`: a graceful close would wait for a client that never
 reads, its descriptor open; the table counts it until `connection_lost`.
 Files (the page) go out through the transport's buffer like every other
@@ -25,10 +29,13 @@ answer, never the kernel's `sendfile` (`no_sendfile`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 import socket
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from aiohttp import web, web_fileresponse
 from aiohttp.typedefs import Handler
@@ -36,11 +43,15 @@ from aiohttp.web_protocol import RequestHandler
 
 from bridge.channels.web.conns import Conn, ConnLimits, ConnTable, Cut
 from bridge.types.accept_loop import Acceptor, Guarded, Link, Told, hand_over, refuse
+from bridge.types.conn_table import give_way_while, reset_give_way
 
 log = logging.getLogger(__name__)
 
 SWEEP_S = 1.0
 REPORT_S = 60.0
+REFUSED = frozenset({401, 403})  # answers to a request without valid credentials
+PIPELINED_MAX = 16  # requests of a connection sent before the previous one's answer
+R = TypeVar("R", bound=web.StreamResponse)
 BUSY_BODY = json.dumps(
     {"error": "roost has too many open connections right now; try again in a few seconds"}
 ).encode()
@@ -69,10 +80,28 @@ class WebGuard:
         if conn is None:
             return await handler(request)
         self.table.busy(conn, request.content, asyncio.get_running_loop().time())
+        if _queued(request.protocol):
+            conn.pipelined += 1
+        hook = give_way_while(functools.partial(self._unproven, conn))
         try:
-            return await handler(request)
+            response = await handler(request)
+        except web.HTTPException as exc:
+            _last(exc, conn)
+            raise
         finally:
+            reset_give_way(hook)
             self.table.done(conn)
+        return _last(response, conn)
+
+    @contextlib.contextmanager
+    def _unproven(self, conn: Conn) -> Iterator[None]:
+        """While a request's body is read before it could be authenticated (`unproven`):
+        its connection is idle, and the longest idle gives way to a newcomer."""
+        self.table.handled(conn)
+        try:
+            yield
+        finally:
+            self.table.handling(conn)
 
     def attach(self, handler: RequestHandler, conn: Conn) -> None:
         self._by_handler[handler] = conn
@@ -80,6 +109,24 @@ class WebGuard:
     def detach(self, handler: RequestHandler, conn: Conn) -> None:
         self._by_handler.pop(handler, None)
         self.table.gone(conn)
+
+
+def _queued(handler: RequestHandler) -> bool:
+    """More requests of this connection already arrived (pipelined): aiohttp parses all
+    it received into its queue before handling the first."""
+    return bool(getattr(handler, "_messages", ()))
+
+
+def _last(response: R, conn: Conn) -> R:
+    """`response` closes its connection once sent (what its client pipelined behind it is
+    never read) when it refuses a request for want of credentials (401, 403), or when
+    the client has pipelined more than `PIPELINED_MAX` requests: a client that sends
+    thousands of requests per write and never reads the answers (each small enough for
+    the socket buffers, so no stall rule fires) costs a few answers per connection, not
+    thousands. Browsers and HTTP libraries wait for each answer; never near the cap."""
+    if response.status in REFUSED or conn.pipelined > PIPELINED_MAX:
+        response.force_close()
+    return response
 
 
 class _Guarded(Guarded):

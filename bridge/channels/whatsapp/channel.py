@@ -13,8 +13,10 @@ small bodies (a declared length of at most 64 KiB, as Meta's deliveries
 are), which have a share of their own, 64 KiB per client
 (`budget.BodyBudget`): one that would pass a share is 503 with
 `Retry-After` (Meta delivers it again), so unsigned bodies cannot fill
-the memory, nor can one address keep Meta out. A client gone mid-body
-ends its request quietly. Then it checks
+the memory, nor can one address keep Meta out. While a body is read (not
+yet signed) its connection gives way to newcomers like an idle one
+(`conn_table.unproven`: bodies that never come keep no one out). A client
+gone mid-body, or cut by the listener, ends its request quietly. Then it checks
 `X-Hub-Signature-256` against the body in constant time (401 without a
 usable header, 403 when wrong: nothing else happens), and only then parses
 it (`payload.parse`). It answers 200 as soon as the delivery is taken:
@@ -79,6 +81,7 @@ from bridge.channels.whatsapp.signature import HEADER, challenge, check
 from bridge.channels.whatsapp.store import DAY_MS, WhatsAppStore, key
 from bridge.storage.errors import StorageError
 from bridge.types.clients import client_key
+from bridge.types.conn_table import unproven
 from bridge.types.messages import Answer, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
@@ -209,8 +212,10 @@ class WhatsAppChannel:
         if declared is not None and not self.budget.fits(client, small, declared):
             return self._busy()
         try:
-            async with asyncio.timeout(self.body_deadline_s):
-                body = await self._read_capped(request, MAX_BODY, client, small)
+            # unsigned until read: its connection gives way to newcomers meanwhile
+            with unproven():
+                async with asyncio.timeout(self.body_deadline_s):
+                    body = await self._read_capped(request, MAX_BODY, client, small)
         except _TooLarge:
             return web.Response(status=413)
         except _Busy:
@@ -218,6 +223,10 @@ class WhatsAppChannel:
         except TimeoutError:
             return web.Response(status=408)
         except (ConnectionResetError, ClientPayloadError):  # the client went away mid-body
+            return web.Response(status=400)
+        except RuntimeError:  # aiohttp's "Connection closed.": cut before its body was read
+            if request.transport is not None:
+                raise
             return web.Response(status=400)
         verdict = check(self._secrets.app_secret, body, request.headers.get(HEADER))
         if verdict != "ok":
