@@ -20,8 +20,6 @@ from urllib.parse import urlsplit
 from bridge.core.config import Settings
 from bridge.core.config_sections import LLMSettings
 from bridge.core.words import count
-from bridge.llm.anthropic import API_VERSION, messages_url
-from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from bridge.llm.select import OPENAI_DEFAULT_BASE_URL
 
 if TYPE_CHECKING:
@@ -112,6 +110,10 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
         llm.provider == "auto" and not base and key.startswith("sk-ant-")
     )
     if anthropic:  # an Anthropic key is only ever sent to the Anthropic API
+        # the backend's module (its stream reader, retries...): only for an Anthropic check
+        from bridge.llm.anthropic import API_VERSION, messages_url
+        from bridge.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+
         url = messages_url(base or ANTHROPIC_BASE_URL).removesuffix("/messages")
         headers = {"x-api-key": key, "anthropic-version": API_VERSION}
     else:

@@ -18,18 +18,20 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.home import check_chain_key, prepare_home, record_event
-from bridge.app.memory_notes import Explained
 from bridge.cli.rows import Verb, add_verbs, pick, tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.loadout import vault
-from bridge.prompt.source import Rendered
 from bridge.types.audit_sink import NullAudit
 from bridge.types.tenant_dirs import TenantDirs
+
+if TYPE_CHECKING:  # `roost prompt`'s: `roost vault` renders no prompt
+    from bridge.app.memory_notes import Explained
+    from bridge.prompt.source import Rendered
 
 
 def prompt_args(p: argparse.ArgumentParser) -> None:

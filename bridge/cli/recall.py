@@ -30,7 +30,6 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import record_event
 from bridge.channels.terminal.controls import shown
-from bridge.cli.recall_answer import answer_eval
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import refused
 from bridge.core.config import Settings
@@ -193,6 +192,8 @@ def run_recall_eval(args: argparse.Namespace, settings: Settings) -> int:
         if settings.llm.provider == "offline":
             print("roost recall-eval --answer: no model configured (ROOST_LLM__*)", file=sys.stderr)
             return 2
+        from bridge.cli.recall_answer import answer_eval  # the composition root: only here
+
         score = asyncio.run(answer_eval(settings, args.dir, args.limit))
         print(score.line())
     return 0

@@ -6,7 +6,8 @@ parser, once per version of the text (a turn whose files did not change parses
 nothing); usage (calls, errors, last use) comes from the forge's usage store, a SQLite
 file in the same directory: a memo of the prompt depends on that directory's
 inotify generation for it (`FileCache.depend_on`).
-One `ToolLibrary` per tools directory, made on first use.
+One `ToolLibrary` per tools directory, made on first use (`forge.library` and its
+policy compiler are imported then: a turn that only lists tools does not need them).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.core.filecache import FileCache
-from forge.library import ToolLibrary
 from forge.toolmeta import BadMeta, ToolMeta, loads, name_of
 from forge.usage import FILENAME as USAGE_FILE
 from forge.usage import Usage
+
+if TYPE_CHECKING:
+    from forge.library import ToolLibrary
 
 
 class ToolCatalog:
@@ -36,6 +40,8 @@ class ToolCatalog:
     def library(self, tools_dir: Path) -> ToolLibrary:
         lib = self._libraries.get(tools_dir)
         if lib is None:
+            from forge.library import ToolLibrary  # the forge's writer: not for a read
+
             lib = self._libraries[tools_dir] = ToolLibrary(tools_dir, self._clock_ms)
         return lib
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from bridge.core.commands import Command, CommandContext, UsageError
 from bridge.core.words import count
@@ -53,8 +54,10 @@ from bridge.personal_tools.drafts import Draft, DraftStore
 from bridge.personal_tools.vault_names import missing, missing_note, stored_keys
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Action, Final
-from forge.library import SavedTool, ToolLibrary, ToolNotFound, ToolSpec, build_spec
 from forge.names import BadName, bare_name, check_name
+
+if TYPE_CHECKING:  # the forge's library (and its policy compiler): imported when a command uses it
+    from forge.library import SavedTool, ToolLibrary, ToolSpec
 
 SAVE_USAGE = "/tool save <name> [as <alias>] [yes <hash>]"
 YES_USAGE = "/tool yes <hash> [as <alias>]"
@@ -306,6 +309,8 @@ class ToolCommands:
         )
 
     def _find(self, ctx: CommandContext, name: str) -> SavedTool:
+        from forge.library import ToolNotFound
+
         try:
             return self._catalog.library(ctx.dirs.tools).show(bare_name(name))
         except (ToolNotFound, BadName):
@@ -382,6 +387,8 @@ class ToolCommands:
                 f"Not brought back: a tool me.{bare} was saved since. Remove it first "
                 f"(/tool rm me.{bare}), then /tool undo me.{bare}."
             )
+        from forge.library import build_spec
+
         made = build_spec(bare, kept.description, kept.source)
         if made.tool is None or made.tool.sha256 != kept.sha256:
             problems = "; ".join(f"line {f.line}: {f.message}" for f in made.findings[:3])
@@ -451,6 +458,8 @@ def _saved_text(t: SavedTool) -> str:
 
 
 def _saved(library: ToolLibrary, name: str) -> SavedTool | None:
+    from forge.library import ToolNotFound
+
     try:
         return library.show(name)
     except ToolNotFound:

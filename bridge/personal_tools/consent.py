@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import ast
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forge.library import ToolSpec
 from forge.lint_net import undeclared_calls
+
+if TYPE_CHECKING:
+    from forge.library import ToolSpec
 
 DIFF_LINES = 12  # changed lines shown in a notice or a prompt
 LINE_CHARS = 100

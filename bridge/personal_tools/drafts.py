@@ -39,14 +39,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.core.sessions import SessionKey
 from bridge.loadout.db_changes import TableChanges, TenantRows
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, fetch_one
 from bridge.types.masked import Masked, require
-from forge.library import ToolSpec, build_spec, sha256_text
+
+if TYPE_CHECKING:
+    from forge.library import ToolSpec
 
 KEEP_MS = 7 * 86_400_000
 KEEP_VERSIONS = 20
@@ -54,6 +56,14 @@ MAX_DRAFTS = 16  # live drafts per chat
 _SPECS = 256  # compiled specs remembered, by sha256
 TABLE = "tool_drafts"
 Chats = frozenset[tuple[str, str]]  # (channel, chat) of a tenant's chats with draft rows
+
+
+def _sha256(source: str) -> str:
+    """`forge.library.sha256_text`, the one hash of a tool's source; the library (and its
+    policy compiler) is imported when a draft is first written or read, not with roost."""
+    from forge.library import sha256_text
+
+    return sha256_text(source)
 
 
 class DraftLimit(Exception):
@@ -110,7 +120,7 @@ class DraftStore:
         require(source, "the draft store")
         await self.prune()  # expired drafts of any chat go whenever a draft is written
         previous = await self.latest(key, spec.name)
-        if previous is not None and previous.spec.sha256 == sha256_text(source):
+        if previous is not None and previous.spec.sha256 == _sha256(source):
             return Written(previous, previous)
         version = previous.version + 1 if previous is not None else 1
         await self._db.atomic(self._written(key, spec, source, version, previous is None))
@@ -138,7 +148,7 @@ class DraftStore:
         yield execute(
             "INSERT INTO tool_drafts (tenant, channel, chat, name, version, sha256,"
             " description, source, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*_args(key), spec.name, version, sha256_text(source), spec.description, source,
+            (*_args(key), spec.name, version, _sha256(source), spec.description, source,
              self._clock_ms()),
         )  # fmt: skip
         yield execute(
@@ -272,10 +282,12 @@ class DraftStore:
 
     def _spec(self, name: str, description: str, source: str) -> ToolSpec | None:
         """The version linted and compiled again (cached by hash); None if it fails now."""
-        key = f"{sha256_text(source)}:{name}:{description}"
+        key = f"{_sha256(source)}:{name}:{description}"
         if key in self._specs:
             self._specs.move_to_end(key)
             return self._specs[key]
+        from forge.library import build_spec  # the forge's compiler: only when a draft is read
+
         spec = build_spec(name, description, source).tool
         self._specs[key] = spec
         while len(self._specs) > _SPECS:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.core.atomic import remove, write_text
 from forge.atomic import private_dir
-from forge.library import SavedTool
+
+if TYPE_CHECKING:  # the forge's library (and its policy compiler) only when a tool is removed
+    from forge.library import SavedTool
 
 REMOVED_DIR = "removed"
 

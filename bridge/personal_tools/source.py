@@ -37,7 +37,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.core.identity_memo import ByIdentity
 from bridge.core.sessions import SessionKey
@@ -50,14 +50,15 @@ from bridge.types.backend import ToolSchema
 from bridge.types.masked import TextMask
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
-from forge.calls import call_saved
 from forge.findings import Finding
-from forge.library import ToolNotFound, ToolSpec, build_spec
 from forge.names import check_name, to_wire
 from forge.net_call import HttpEvent, NetScope, http_details
 from forge.runner import RunResult, SandboxRunner
 from forge.schema import secret_key
 from forge.toolmeta import ToolMeta
+
+if TYPE_CHECKING:  # the forge's library (and its policy compiler): imported on first use
+    from forge.library import ToolSpec
 
 Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
 CREATE_SCHEMA = {
@@ -195,6 +196,8 @@ class ForgeTools:
             raise ToolError("name, description and source must all be strings")
         mask = self._masks(turn.dirs)  # stored text (source, description): through the masker
         masked = mask.mask(source)
+        from forge.library import build_spec
+
         result = build_spec(name, mask.mask(description), masked)
         if result.tool is None:
             await self._audit.emit(
@@ -260,6 +263,8 @@ class ForgeTools:
         self._read.move_to_end(key)
 
     def _saved_spec(self, turn: TurnContext, name: str) -> ToolSpec | None:
+        from forge.library import ToolNotFound
+
         try:
             return self._catalog.library(turn.dirs.tools).show(name).spec
         except ToolNotFound:
@@ -332,6 +337,8 @@ class ForgeTools:
 
         async def on_http(event: HttpEvent) -> None:
             await self._audit.emit("tool.http", turn.tenant, http_details(event))
+
+        from forge.calls import call_saved  # the forge's library: with the first call
 
         call = await call_saved(
             self._runner, library, name, params, turn.dirs.workspace, reveal,

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from bridge.recall.backfill import EMBED_CHARS
 from bridge.recall.embedder import Embedder, EmbedError
-from bridge.recall.formats import utc
 from bridge.recall.hybrid import FUSION, Fusion, hybrid_search
 from bridge.recall.index import RecallIndex, Row
 from bridge.recall.indexer import Indexer
@@ -50,6 +49,8 @@ class Found:
 def when(at_ms: int) -> str:
     """The time as a UTC date; a time no date can show (stored before `roost import`
     refused them) as its milliseconds, never an error."""
+    from bridge.recall.formats import utc  # the import formats' module: not with every roost
+
     at = utc(at_ms)
     if at is None:
         return f"time out of range ({at_ms} ms since 1970)"

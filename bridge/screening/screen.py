@@ -12,16 +12,16 @@ skeleton (combining marks dropped, look-alike letters folded, casefolded), so
 `rule_data`), `secret_context` (key=value, named services, cards),
 `secret_speech` (sentences, English and German) and `injection` (instructions
 in ten languages); what is public on purpose is in `public_shapes`; the
-Unicode work is in `unicode_clean`.
+Unicode work is in `unicode_clean`. The rule modules are imported on the first
+screening, not with this module: a command that never screens (`roost send /help`,
+`roost vault`, `roost export`) does not load them (`bridge.screening.prepare` builds
+them ahead of the first message in a daemon).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bridge.screening import secret_context, secret_speech
-from bridge.screening.injection import looks_like_injection, looks_like_injection_in_clean
-from bridge.screening.secret_rules import labels, provider_kinds
 from bridge.screening.unicode_clean import clean, describe_found, invisible
 
 __all__ = ["has_invisible", "looks_like_injection", "refusal", "screen", "secret_kinds"]
@@ -32,7 +32,17 @@ def secret_kinds(text: str) -> list[str]:
     return _secret_kinds_in_clean(clean(text))
 
 
+def looks_like_injection(text: str) -> bool:
+    """`bridge.screening.injection.looks_like_injection` (imported on first use)."""
+    from bridge.screening.injection import looks_like_injection as looks
+
+    return looks(text)
+
+
 def _secret_kinds_in_clean(normal: str) -> list[str]:
+    from bridge.screening import secret_context, secret_speech
+    from bridge.screening.secret_rules import provider_kinds
+
     kinds = provider_kinds(normal)
     found = secret_context.Assignments(normal)  # read once: `assigned` and `named` both ask
     if secret_context.assigned_in(found):
@@ -58,6 +68,9 @@ def _holds(forms: tuple[str, str], values: Iterable[str]) -> bool:
 
 def screen(text: str, known_secrets: Iterable[str] = ()) -> list[str]:
     """Why `text` must not be stored; an empty list means it may be."""
+    from bridge.screening.injection import looks_like_injection_in_clean
+    from bridge.screening.secret_rules import labels
+
     normal = clean(text)  # once: the secret, vault and injection checks all read it
     kind_labels = labels()
     reasons = [f"it looks like {kind_labels[kind]}" for kind in _secret_kinds_in_clean(normal)]

@@ -35,13 +35,15 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import ValidationError
 
-from bridge.senses.decode_reply import DecodeReply, Ready, parse_reply, read_frame
 from bridge.senses.decode_wire import Job, header_limit
 from bridge.senses.fair import Busy, FairSlots
+
+if TYPE_CHECKING:  # the strict reply models are built when a decoder first starts
+    from bridge.senses.decode_reply import DecodeReply
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -186,6 +188,8 @@ class DecoderPool:
             self._spares.append(task)
 
     async def _start(self) -> _Decoder:
+        from bridge.senses.decode_reply import Ready, read_frame
+
         s = self.settings
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         spawn = asyncio.ensure_future(
@@ -227,6 +231,8 @@ class DecoderPool:
         return decoder
 
     async def _run(self, decoder: _Decoder, job: Job, fd: int) -> Decoded:
+        from bridge.senses.decode_reply import parse_reply, read_frame
+
         try:
             socket.send_fds(decoder.sock, [job.encode()], [fd])
         except OSError:

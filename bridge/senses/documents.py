@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import os
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from bridge.core.perceive import Prepared
-from bridge.senses.decode_reply import DecodeReply
 from bridge.senses.files import Refused, head, open_checked
 from bridge.senses.handlers import SenseContext, in_workspace, shown_name
 from bridge.senses.reading import decoded
 from bridge.types.messages import Attachment
+
+if TYPE_CHECKING:  # built when a decoder first starts (bridge.senses.decoders)
+    from bridge.senses.decode_reply import DecodeReply
 
 SUPPORTED = "PDF, plain text (.txt), Markdown (.md), CSV and JSON files, and photos"
 BY_SUFFIX = {

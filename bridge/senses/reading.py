@@ -9,13 +9,16 @@ becomes a `Refused` whose text names the limit that was reached and the
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from bridge.senses.decode_reply import DecodeReply
 from bridge.senses.decode_wire import Job
 from bridge.senses.decoders import Decoded, DecodeFailed
 from bridge.senses.files import Refused
 from bridge.senses.handlers import SenseContext, shown_name
 from bridge.types.messages import Attachment
+
+if TYPE_CHECKING:  # built when a decoder first starts (bridge.senses.decoders)
+    from bridge.senses.decode_reply import DecodeReply
 
 log = logging.getLogger(__name__)
 PHOTO_FORMATS = "JPEG, PNG, WebP and GIF"

@@ -1,0 +1,88 @@
+"""Start-up: what a command defers until it is used, asserted on `sys.modules` (never on time).
+
+- The forge's library (`forge.library`, with its policy compiler
+  `forge.policy.compile`) is imported when a personal tool is saved, shown,
+  called or a draft is read or written (`bridge.personal_tools`), not when a
+  roost is built: `roost send` of a command imports neither.
+- The decoders' strict reply models (`bridge.senses.decode_reply`, pydantic
+  models) are built when a decoder first starts, not with the roost.
+- The screens' rule modules (`bridge.screening.secret_context`, `injection`,
+  `secret_rules`, `secret_speech`) are imported by the first screening
+  (`bridge.screening.screen`) or by `bridge.screening.prepare` (a daemon, a chat),
+  and the import formats (`bridge.recall.formats`) by the first date shown.
+- `roost recall` imports neither the composition root (`bridge.app.build`)
+  nor `bridge.cli.recall_answer`, which only `roost recall-eval --answer` runs.
+- `roost doctor` of an OpenAI-compatible model imports no Anthropic backend
+  (`bridge.llm.anthropic`: its constants are read only for an Anthropic check).
+- `roost vault` imports neither the prompt (`bridge.prompt.source`) nor the
+  memory notes (`bridge.app.memory_notes`) nor the scheduler: `roost prompt`'s.
+
+Each case also checks the command's answer, so a deferral that broke it would show.
+The figures are in bench/startup.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.spine.import_probe import imported_by
+from tests.spine.test_terminal_startup import environment
+
+FORGE = ("forge.library", "forge.policy.compile", "forge.calls")
+DECODER_REPLY = "bridge.senses.decode_reply"
+SCREEN_RULES = tuple(
+    f"bridge.screening.{m}"
+    for m in ("secret_context", "injection", "secret_rules", "secret_speech")
+)
+
+
+def test_send_builds_a_roost_without_the_forge_library_or_the_decoder_models(home: Path) -> None:
+    code, out, modules = imported_by(["send", "/memory list"], environment(home))
+    assert code == 0 and "Memory is empty" in out, out
+    assert "bridge.app.build" in modules  # a roost was built: the deferral is what is tested
+    assert "bridge.personal_tools.source" in modules and "bridge.senses.decoders" in modules
+    assert "bridge.screening.screen" in modules and "bridge.recall.service" in modules
+    deferred = (*FORGE, DECODER_REPLY, *SCREEN_RULES, "bridge.recall.formats")
+    assert [m for m in deferred if m in modules] == []
+
+
+def test_a_memory_save_still_screens_with_the_rules(home: Path) -> None:
+    """The first screening imports the rules and refuses a credential as before (the
+    same line and exit status as with the rules imported at start)."""
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8J9k0L1m2N3p4Q5r6"
+    code, out, modules = imported_by(["send", f"/remember my key is {key}"], environment(home))
+    assert code == 0 and "Not saved" in out and key not in out, out
+    assert set(SCREEN_RULES) <= modules
+
+
+def test_a_tool_command_still_imports_the_forge_library(home: Path) -> None:
+    """`/tool show` of a tool nobody saved looks it up in the library: imported then
+    (a usage error: exit 1, as before the deferral)."""
+    code, out, modules = imported_by(["send", "/tool show me.nothing"], environment(home))
+    assert code == 1 and "There is no personal tool me.nothing" in out, out
+    assert "forge.library" in modules
+
+
+def test_recall_imports_no_composition_root(home: Path) -> None:
+    env = environment(home)
+    assert imported_by(["send", "/help"], env)[0] == 0  # the local tenant's folders made
+    code, out, modules = imported_by(["recall", "--tenant", "local", "hello"], env)
+    assert code == 1 and out == "", out  # nothing indexed yet (said on stderr)
+    assert "bridge.recall.service" in modules
+    loaded = {"bridge.app.build", "bridge.app.roost", "bridge.cli.recall_answer"} & modules
+    assert loaded == set()
+
+
+def test_vault_list_imports_no_prompt(home: Path) -> None:
+    env = environment(home)
+    code, out, modules = imported_by(["vault", "list", "local"], env)
+    assert code == 0, out
+    assert "bridge.loadout.vault" in modules
+    deferred = ("bridge.prompt.source", "bridge.app.memory_notes", "bridge.schedule.service")
+    assert [m for m in deferred if m in modules] == []
+
+
+def test_doctor_of_an_openai_compatible_model_imports_no_anthropic_backend(home: Path) -> None:
+    code, out, modules = imported_by(["doctor"], environment(home))
+    assert code == 1 and "unreachable" in out, out  # nobody listens on the model's port
+    assert "aiohttp" in modules and "bridge.llm.anthropic" not in modules
