@@ -1,17 +1,17 @@
 """Command line: `python -m forge run TOOL.py --workspace DIR --params JSON`,
-`python -m forge lint TOOL.py`, `python -m forge capabilities`."""
+`python -m forge lint TOOL.py`, `python -m forge capabilities`.
+
+Each sub-command imports what it uses when it runs: `lint` the linter alone (no
+asyncio, no sandbox runner); `run` and `capabilities` the runner, which starts a
+real sandbox helper (capabilities are what that helper probed)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
-
-from forge.lint import lint
-from forge.runner import SandboxRunner
 
 
 def _print(obj: Any) -> None:
@@ -19,6 +19,8 @@ def _print(obj: Any) -> None:
 
 
 async def _run(source: str, workspace: Path, params: Any, limit_s: float) -> int:
+    from forge.runner import SandboxRunner
+
     runner = SandboxRunner(default_timeout_s=limit_s)
     await runner.start()
     try:
@@ -30,6 +32,8 @@ async def _run(source: str, workspace: Path, params: Any, limit_s: float) -> int
 
 
 async def _caps() -> int:
+    from forge.runner import SandboxRunner
+
     runner = SandboxRunner()
     await runner.start()
     caps = runner.capabilities()
@@ -90,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("capabilities", help="print which sandbox layers this machine offers")
     args = parser.parse_args(argv)
     if args.cmd == "capabilities":
+        import asyncio
+
         return asyncio.run(_caps())
     try:
         source = args.tool.read_text("utf-8")
@@ -97,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"python -m forge: cannot read {str(args.tool)!r}: {exc}\n")
         return 2
     if args.cmd == "lint":
+        from forge.lint import lint
+
         findings = lint(source)
         for f in findings:
             sys.stdout.write(f"{args.tool}:{f}\n")
@@ -109,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     refusal = workspace_refusal(workspace)
     if refusal is not None:
         return _refused(refusal)
+    import asyncio
+
     return asyncio.run(_run(source, workspace, params, args.timeout))
 
 

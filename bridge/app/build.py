@@ -24,7 +24,7 @@ from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
 from bridge.app.lazy_broker import LazyBroker
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
-from bridge.app.models import ModelRegistry, build_generation, make_backend_of, model_tables
+from bridge.app.models import ModelRegistry, build_generation, make_backend, make_backend_of
 from bridge.app.roost import Closer, Roost
 from bridge.app.voice import Voice
 from bridge.app.wiring import (
@@ -63,13 +63,9 @@ from forge.net_call import NetBroker
 from forge.protocol.limits import Limits
 from forge.runner import SandboxRunner
 
-__all__ = ["Roost", "build", "make_backend", "with_roost"]  # Roost lives in bridge.app.roost
+# Roost lives in bridge.app.roost, make_backend in bridge.app.models
+__all__ = ["Roost", "build", "make_backend", "with_roost"]
 log = logging.getLogger("roost")
-
-
-def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
-    """The backend of the model `name` (None: the default, [llm]) and why it was chosen."""
-    return make_backend_of(model_tables(settings)[name or settings.llm.name])
 
 
 def make_broker(settings: Settings) -> NetBroker:

@@ -72,6 +72,15 @@ def model_tables(settings: Settings) -> dict[str, LLMSettings]:
     return {settings.llm.name: settings.llm, **settings.models}
 
 
+def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, str]:
+    """The backend of the model `name` (None: the default, [llm]) and why it was chosen.
+
+    Here, not in the composition root, so that the commands that only ask a model
+    (`roost style sweep`, `roost grade --judge`) do not import `bridge.app.build`;
+    `bridge.app.build` re-exports it."""
+    return make_backend_of(model_tables(settings)[name or settings.llm.name])
+
+
 @dataclass
 class Generation:
     """The backends of one configuration; closed once retired and idle."""

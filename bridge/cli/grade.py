@@ -92,7 +92,7 @@ async def run_grade_judged(
 def run_grade(args: argparse.Namespace, settings: Settings) -> int:
     if not args.judge:
         return run_grade_eval(args.eval_file)
-    from bridge.app.build import make_backend
+    from bridge.app.models import make_backend
 
     model = settings.grading.judge_model or settings.llm.name
     backend, _reason = make_backend(settings, model)

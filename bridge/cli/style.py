@@ -1,7 +1,7 @@
 """`roost style status|list-live|sweep`: the learner's operator commands, a table of verbs.
 
 `sweep` builds the model backend and opens the audit chain exactly as the
-daemon does (`bridge.app.build.make_backend`, `bridge.app.home.open_chain`);
+daemon does (`bridge.app.models.make_backend`, `bridge.app.home.open_chain`);
 the judge runs on `[style] judge_model` (default: the default model) and its
 calls count against each tenant's token budget. With the offline backend the
 judge reports "no model configured" and candidates stay pending.
@@ -119,7 +119,7 @@ def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
 
 
 async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None]) -> int:
-    from bridge.app.build import make_backend
+    from bridge.app.models import make_backend
     from bridge.types.audit_sink import NullAudit
 
     prepare_home(settings.home)

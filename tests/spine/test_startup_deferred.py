@@ -16,6 +16,10 @@
   (`bridge.llm.anthropic`: its constants are read only for an Anthropic check).
 - `roost vault` imports neither the prompt (`bridge.prompt.source`) nor the
   memory notes (`bridge.app.memory_notes`) nor the scheduler: `roost prompt`'s.
+- `roost style sweep` (the roost-style timer's command) and `roost grade --judge`
+  build a model backend (`bridge.app.models.make_backend`) without importing the
+  composition root (`bridge.app.build`, the sandbox runner, the capabilities).
+- `python -m forge lint` imports neither asyncio nor the sandbox runner.
 
 Each case also checks the command's answer, so a deferral that broke it would show.
 The figures are in bench/startup.py.
@@ -23,8 +27,10 @@ The figures are in bench/startup.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from tests.fresh import python_c
 from tests.spine.import_probe import imported_by
 from tests.spine.test_terminal_startup import environment
 
@@ -86,3 +92,57 @@ def test_doctor_of_an_openai_compatible_model_imports_no_anthropic_backend(home:
     code, out, modules = imported_by(["doctor"], environment(home))
     assert code == 1 and "unreachable" in out, out  # nobody listens on the model's port
     assert "aiohttp" in modules and "bridge.llm.anthropic" not in modules
+
+
+COMPOSITION_ROOT = ("bridge.app.build", "bridge.app.wiring", "bridge.app.roost", "forge.runner")
+
+
+def test_style_sweep_builds_its_judge_without_the_composition_root(home: Path) -> None:
+    env = environment(home)
+    for args in (["style", "sweep", "--dry-run"], ["style", "sweep"]):
+        code, out, modules = imported_by(args, env)
+        assert code == 0 and "0 tenants: 0 candidates" in out, out
+        assert "bridge.app.models" in modules and "bridge.style.judge" in modules
+        assert [m for m in COMPOSITION_ROOT if m in modules] == []
+
+
+def test_grade_judge_without_a_model_refuses_without_the_composition_root(
+    home: Path, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in environment(home).items() if not k.startswith("ROOST_LLM__")}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("")
+    code, out, modules = imported_by(["grade", "--eval", str(cases), "--judge"], env)
+    assert code == 78 and out == "", out  # the offline backend: refused, said on stderr
+    assert "bridge.app.models" in modules
+    assert [m for m in COMPOSITION_ROOT if m in modules] == []
+
+
+# `python -m forge ...` with the probe's report of sys.modules at exit
+FORGE_PROBE = """
+import atexit, json, runpy, sys
+atexit.register(lambda: sys.__stderr__.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+sys.argv = ["forge", *sys.argv[1:]]
+runpy.run_module("forge", run_name="__main__")
+"""
+
+
+def test_forge_lint_imports_no_runner(tmp_path: Path) -> None:
+    tool = tmp_path / "tool.py"
+    tool.write_text("import os\n\ndef run():\n    return os.getcwd()\n")
+    done = python_c(FORGE_PROBE, "lint", str(tool), check=False)
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")]
+    modules = set(json.loads(line.removeprefix("MODULES ")))
+    assert done.returncode == 1 and f"{tool}:" in done.stdout, done.stdout  # findings: os
+    assert "forge.lint" in modules
+    assert [m for m in ("asyncio", "forge.runner") if m in modules] == []
+
+
+def test_forge_capabilities_still_asks_a_sandbox_helper() -> None:
+    done = python_c(FORGE_PROBE, "capabilities", check=False)
+    assert done.returncode == 0, done.stderr[-500:]
+    caps = json.loads(done.stdout)
+    assert {"landlock", "seccomp", "rlimit_nproc", "drop_capabilities"} <= set(caps)
+    assert all(isinstance(c, dict) and "available" in c for c in caps.values())
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")]
+    assert "forge.runner" in set(json.loads(line.removeprefix("MODULES ")))
