@@ -213,3 +213,25 @@ def test_the_unit_bounds_the_daemons_memory() -> None:
 def _bytes(value: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(value[:-1]) * units[value[-1]] if value[-1] in units else int(value)
+
+
+async def test_a_head_that_begins_in_the_read_ending_a_body_counts_from_its_start(
+    listener: Listener,
+) -> None:
+    """The attacker's slip: a body's last bytes and a long head that never ends, in one
+    write after the first answer was read. The bytes after the body are head: past the
+    cap it is a 431, not a head held until the header timeout."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        first = head(listener, [b"Content-Length: 10\r\n\r\n"], b"POST /healthz")
+        writer.write(first + b"12345")  # answered (405) before its body is all there
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG_S)
+        assert answer.startswith(b"HTTP/1.1 405 "), answer
+        lines = [f"X-Pad-{i}: {'a' * 4000}\r\n".encode() for i in range(10)]  # one read
+        writer.write(b"67890" + head(listener, lines))  # no blank line: never ends
+        await writer.drain()
+        got = await asyncio.wait_for(reader.read(), HANG_S)
+    finally:
+        await shut(writer)
+    assert b" 431 Request Header Fields Too Large" in got, got[-300:]

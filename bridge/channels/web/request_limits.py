@@ -39,6 +39,7 @@ from bridge.channels.web.gate import error
 
 HEAD_MAX = 32 * 1024  # a request head in all (nginx's default is 4 x 8 KB, Node's 16 KB)
 MAX_HEADERS = 64  # header lines (a browser sends ~20, a CDN in front adds ~10)
+SLICE = 8 * 1024  # bytes fed to the parser at a time (the head count's slack)
 LINGER_S = 2.0  # the drain of a body the route did not read, so that its client reads the answer
 HANDLER_ARGS: dict[str, Any] = {
     "max_line_size": 8190,
@@ -105,22 +106,25 @@ class _Handler(RequestHandler):
         return self._body is None or self._body.is_eof()
 
     def data_received(self, data: bytes) -> None:
-        """Feed aiohttp's parser, a head at most `HEAD_MAX` bytes at a time: a head that
-        passes it is refused (431) and nothing more of the connection is read. Bytes
-        that arrive with the end of a body count as body (at most one read)."""
+        """Feed aiohttp's parser `SLICE` bytes at a time, counting a head's bytes: a head
+        that passes `HEAD_MAX` is refused (431) and nothing more of the connection is
+        read. Where a slice ends a head or a body, what of it follows is not known to
+        the byte: the whole slice counts as the next head's (a head may so be refused
+        up to `SLICE` bytes early, never let through longer)."""
         while data and not self._refused:
-            if self._reading_head():
-                step = data[: HEAD_MAX + 1 - self._head_bytes]
+            reading = self._reading_head()
+            step = data[: min(SLICE, HEAD_MAX + 1 - self._head_bytes) if reading else SLICE]
+            if reading:
                 self._head_bytes += len(step)
-            else:
-                step = data
             data = data[len(step) :]
             count = self._request_count
             super().data_received(step)
             if self._request_count != count:  # a head came (or aiohttp's own error)
-                self._head_bytes = 0
                 self._body = self._messages[-1][1] if self._messages else None
-            elif self._head_bytes > HEAD_MAX and self._reading_head():
+                self._head_bytes = len(step) if self._reading_head() else 0
+            elif not reading and self._reading_head():  # a body ended inside the slice
+                self._head_bytes = len(step)
+            if self._head_bytes > HEAD_MAX and self._reading_head():
                 self._refuse_head()
 
     def _refuse_head(self) -> None:
