@@ -15,7 +15,18 @@ a saved tool's workspace nor in an export, and gone with `roost forget`),
 mode 0600, rewritten whole (a temporary file renamed over it) at each add:
 the newest `KEEP` commands of the chat, less those of conversations that no
 longer exist (deleted). A line that does not read as an entry is skipped,
-so a file another version wrote still loads.
+so a file another version wrote still loads. The file is read and written a
+line at a time, split on "\n" only (a text may hold U+2028, U+2029 or U+0085,
+which JSON leaves raw); no string the size of the file is made (growing ones
+left the process's memory fragmented: hundreds of MiB).
+
+Bounded, since the chat ids are the client's to pick and commands cost no
+tokens: a command is kept cut to `ASKED_MAX` characters, its reply to
+`REPLY_MAX` (a cut text ends with "…"); a chat's file holds at most
+`CHAT_BYTES` (the oldest commands dropped first); a tenant keeps at most
+`CHATS` chat files (the least recently written one is removed). So one
+tenant's log is at most `CHATS` × `CHAT_BYTES` on disk, and a history read
+parses at most `CHAT_BYTES`.
 """
 
 from __future__ import annotations
@@ -32,7 +43,16 @@ from typing import Any
 from bridge.types.session_key import SessionKey
 
 KEEP = 300  # commands per chat
-MAX_TEXT = 40_000  # characters of a command or a reply kept (a reply is cut at 32,000)
+ASKED_MAX = 4_000  # characters of the person's command kept
+REPLY_MAX = 8_000  # characters of a reply kept
+CHAT_BYTES = 1_000_000  # bytes of one chat's file
+CHATS = 16  # chat files of one tenant
+CUT = "…"
+
+
+def clipped(text: str, most: int) -> str:
+    """`text`, or its first `most` - 1 characters and "…" when it is longer (pure)."""
+    return text if len(text) <= most else text[: most - 1] + CUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +128,12 @@ class CommandLog:
 
     def _read(self, path: Path) -> list[Sent]:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            stored = path.open("rb")  # a line at a time: no string the size of the file
         except FileNotFoundError:
             return []
-        return [e for line in text.splitlines() if (e := read_line(line)) is not None]
+        with stored:  # a binary file's lines end at b"\n" only
+            read = (read_line(raw.decode(errors="replace")) for raw in stored)
+            return [e for e in read if e is not None]
 
     async def entries(self, key: SessionKey) -> list[Sent]:
         """The chat's commands, oldest first, `settled` marked."""
@@ -123,7 +145,11 @@ class CommandLog:
         path = self.path(key)
         lock = self._locks.setdefault(path, asyncio.Lock())
         cut = Sent(
-            sent.conversation, sent.at, sent.asked[:MAX_TEXT], sent.reply[:MAX_TEXT], sent.actions
+            sent.conversation,
+            sent.at,
+            clipped(sent.asked, ASKED_MAX),
+            clipped(sent.reply, REPLY_MAX),
+            sent.actions,
         )
         alive = set(conversations) | {sent.conversation}
         async with lock:
@@ -131,12 +157,38 @@ class CommandLog:
 
     def _write(self, path: Path, sent: Sent, alive: set[int]) -> None:
         kept = [e for e in self._read(path) if e.conversation in alive] + [sent]
-        kept = kept[-self._keep :]
+        lines = [(e.line() + "\n").encode() for e in kept[-self._keep :]]
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # instances share the home
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write("".join(e.line() + "\n" for e in kept))
+        with os.fdopen(fd, "wb") as out:
+            out.writelines(within(lines, CHAT_BYTES))
             out.flush()
             os.fsync(fd)
         os.replace(tmp, path)
+        _prune(path.parent, CHATS, path)
+
+
+def within(lines: list[bytes], most: int) -> list[bytes]:
+    """The newest of `lines` (the last one always) of `most` bytes in all at most (pure)."""
+    out: list[bytes] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line)
+        if out and size > most:
+            break
+        out.append(line)
+    return out[::-1]
+
+
+def _prune(folder: Path, most: int, written: Path) -> None:
+    """Remove the least recently written chat files past `most` (never `written`)."""
+    found: list[tuple[int, Path]] = []
+    for p in folder.glob("*.jsonl"):
+        try:
+            found.append((p.stat().st_mtime_ns, p))
+        except FileNotFoundError:
+            continue
+    found.sort(key=lambda f: (f[1] == written, f[0]), reverse=True)  # `written` first
+    for _, old in found[most:]:
+        old.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ first. With a `timeline` (`bridge.channels.web.timeline`), a page is the
 chat as the person saw it, in time order: the proactive posts of its time
 range (`"kind": "proactive"`), a scheduled job's run as its post (never its
 prompt as the person's message), the slash commands sent from the page and
-their replies (`"kind": "command"`); the current conversation's page names
+their replies (`"kind": "command"`, at most `limit` of them); the current conversation's page names
 `"newest_post"`, the id of the chat's newest outbox entry (the page lists
 what comes after it). The texts are what the session stored (masked, without download
 links), through the tenant's masker once more on the way out (`masks`: a
@@ -76,9 +76,8 @@ class WebHistory:
             if isinstance(value, web.Response):
                 return value
         conversation, before, limit = (v if isinstance(v, int) else None for v in numbers)
-        page = await self._archive.page(
-            key, conversation, before, limit or DEFAULT_LIMIT, self._clock()
-        )
+        limit = limit or DEFAULT_LIMIT
+        page = await self._archive.page(key, conversation, before, limit, self._clock())
         if page is None:
             return error(
                 404, "no such conversation in this chat; GET /api/conversations lists them"
@@ -90,7 +89,7 @@ class WebHistory:
         listed = page.messages
         if self._timeline is not None:
             listed = await self._timeline.page(
-                key, page.conversation, page.current, listed, page.more, before
+                key, page.conversation, page.current, listed, page.more, before, limit
             )
         messages = [masked_strings(m, shown) for m in listed]  # quote, tool args too
         body: dict[str, Any] = {

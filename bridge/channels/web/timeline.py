@@ -16,7 +16,8 @@ wrong or not at all:
   the job's text, the answer, the time), while the outbox keeps it;
 - the slash commands the page sent and their replies (`commandlog`):
   `"kind": "command"`, `seq` null, the reply with its `actions` and
-  `settled` when the offer was taken since.
+  `settled` when the offer was taken since; at most the page's `limit`
+  commands (the newest of its range).
 
 A page covers a time range: up to the time of the message `before` (all
 later when not paging), from its first message's time (all earlier when
@@ -213,9 +214,10 @@ class Timeline:
         messages: list[dict[str, Any]],
         more: bool,
         before: int | None,
+        limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """The page's `messages` with the job runs shown as posts, and the posts and
-        commands of its time range placed among them."""
+        commands of its time range placed among them (the newest `limit` commands)."""
         lo, hi = await self._window(key, conversation)
         if more and messages:  # from where the next older page ends: its `before`
             first = next((m for m in messages if isinstance(m.get("seq"), int)), messages[0])
@@ -231,9 +233,13 @@ class Timeline:
             shown, runs = archived_runs(messages, posts)
         extras = [post_message(p) for p in posts if p["key"] not in runs]
         if self.commands is not None:
-            for sent in await self.commands.entries(key):
-                if sent.conversation == conversation and lo <= sent.at < hi:
-                    extras.extend(command_messages(sent))
+            ranged = [
+                sent
+                for sent in await self.commands.entries(key)
+                if sent.conversation == conversation and lo <= sent.at < hi
+            ]
+            for sent in ranged[-limit:] if limit else ranged:
+                extras.extend(command_messages(sent))
         return merged(shown, extras)
 
     async def _without_prompts(
