@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bridge.app.build import build
 from bridge.app.channels_up import web_channel
 from bridge.core.config import load_settings
@@ -124,6 +126,16 @@ async def opened(
     finally:
         await launched.channel.stop()
         await roost.aclose()
+
+
+@asynccontextmanager
+async def signed_in(monkeypatch: pytest.MonkeyPatch, browsers: Browsers) -> AsyncIterator[Page]:
+    """`opened` on the web channel of a free port with the tests' token (the ROOST_*
+    variables set through `monkeypatch`, with whatever the caller set before)."""
+    monkeypatch.setenv("ROOST_WEB__PORT", "0")
+    monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
+    async with opened(browsers) as page:
+        yield page
 
 
 async def reload(page: Page) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.spine.browser_kit import opened
+from tests.spine.browser_kit import signed_in
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import BROWSER_TESTS, TOKEN, Page
+from tests.spine.test_browser import BROWSER_TESTS, Page
 
 pytestmark = BROWSER_TESTS
 
@@ -23,9 +23,7 @@ pytestmark = BROWSER_TESTS
 async def page(
     home: Path, monkeypatch: pytest.MonkeyPatch, browsers: Browsers
 ) -> AsyncIterator[Page]:
-    monkeypatch.setenv("ROOST_WEB__PORT", "0")
-    monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
-    async with opened(browsers) as page:
+    async with signed_in(monkeypatch, browsers) as page:
         yield page
 
 

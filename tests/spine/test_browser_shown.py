@@ -13,9 +13,9 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from tests.spine.browser_kit import FAILED, opened, reload, save_wordcount
+from tests.spine.browser_kit import FAILED, reload, save_wordcount, signed_in
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import BROWSER_TESTS, TOKEN, Page
+from tests.spine.test_browser import BROWSER_TESTS, Page
 from tests.spine.test_web_upload import png
 
 pytestmark = BROWSER_TESTS
@@ -25,11 +25,9 @@ pytestmark = BROWSER_TESTS
 async def page(
     home: Path, monkeypatch: pytest.MonkeyPatch, browsers: Browsers
 ) -> AsyncIterator[Page]:
-    monkeypatch.setenv("ROOST_WEB__PORT", "0")
-    monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
     monkeypatch.setenv("ROOST_LLM__VISION", "true")  # photos reach the model
     save_wordcount(home)
-    async with opened(browsers) as page:
+    async with signed_in(monkeypatch, browsers) as page:
         yield page
 
 

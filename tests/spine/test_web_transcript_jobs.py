@@ -15,9 +15,9 @@ import pytest
 import pytest_asyncio
 
 from bridge.app.schedule_loop import ScheduleLoop, wall_ms
-from tests.spine.browser_kit import opened, reload
+from tests.spine.browser_kit import reload, signed_in
 from tests.spine.conftest import Browsers
-from tests.spine.test_browser import BROWSER_TESTS, TOKEN, Page
+from tests.spine.test_browser import BROWSER_TESTS, Page
 from tests.waits import until
 
 pytestmark = BROWSER_TESTS
@@ -27,9 +27,7 @@ pytestmark = BROWSER_TESTS
 async def page(
     home: Path, monkeypatch: pytest.MonkeyPatch, browsers: Browsers
 ) -> AsyncIterator[Page]:
-    monkeypatch.setenv("ROOST_WEB__PORT", "0")
-    monkeypatch.setenv("ROOST_WEB__TOKEN", TOKEN)
-    async with opened(browsers) as page:
+    async with signed_in(monkeypatch, browsers) as page:
         loop = ScheduleLoop(page.roost)  # runs the jobs (their posts wait in the outbox)
         loop.start()
         try:
