@@ -4,7 +4,9 @@ A command is (name, usage, summary, handler); the handler gets a
 `CommandContext` and the argument text and returns the reply text (or a
 `Final` when the reply carries files, as `/export` does). `/help`,
 the Telegram menu and the web page's hints are all generated from the table.
-A handler raises `UsageError` to answer with its usage line. A row marked
+A handler raises `UsageError` to answer with its usage line, and `Refused`
+when it cannot do what it was asked (a memory, draft or proposal that is
+not there): its message is the reply, and `roost send` exits 1. A row marked
 `common` is one of the few a short `/help` lists; one marked `immediate`
 runs at once, beside a running answer of the chat, instead of waiting its
 turn (`/stop`). A command
@@ -41,6 +43,11 @@ _PARSE = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]{1,64}))?(?:\s+(.*)
 
 class UsageError(Exception):
     """The arguments do not fit; the reply is the command's usage (+ the reason)."""
+
+
+class Refused(Exception):
+    """The command could not do what it was asked; the reply is the message, marked
+    failed (`Final.failed`: `roost send` exits 1)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from bridge.core.commands import (
     SCHEDULED_MAY_RUN,
     CommandContext,
     CommandTable,
+    Refused,
     UsageError,
     parse_command,
 )
@@ -321,6 +322,8 @@ class Core:
         except UsageError as exc:
             reason = f"{exc}\n" if str(exc) else ""
             reply, outcome = f"{reason}Usage: {command.usage}", "usage"
+        except Refused as exc:
+            reply, outcome = str(exc), "refused"
         await self._emit_command(tenant, inbound, command.name, outcome)
         if isinstance(reply, Final):
             return reply

@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 
-from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.memory import history, journal
 from bridge.memory.files import (
     MAX_DESCRIPTION,
@@ -184,7 +184,7 @@ class MemoryCommands:
             raise UsageError("Which one? /memory show <name> [--history]")
         topic = await self._memory.read(ctx.dirs, rest, ctx.now)
         if topic is None:
-            return f"No memory named {rest!r}. /memory list shows the names."
+            raise Refused(f"No memory named {rest!r}. /memory list shows the names.")
         shown = (
             f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
         )
@@ -206,7 +206,7 @@ class MemoryCommands:
             raise UsageError("Which one? /memory rm <name>")
         topic = await self._memory.delete(ctx.dirs, rest, "person", ctx.now)
         if topic is None:
-            return f"No memory named {rest!r}; nothing deleted."
+            raise Refused(f"No memory named {rest!r}; nothing deleted.")
         return f"Forgot {topic.name!r}. /memory undo brings it back."
 
     async def _undo(self, ctx: CommandContext, rest: str) -> str:
@@ -283,7 +283,7 @@ class MemoryCommands:
         box = ProposalBox(ctx.dirs.memory)
         proposal = box.take(rest.split()[0])
         if proposal is None:
-            return f"No memory proposal {rest.split()[0]!r} waits. /memory proposals"
+            raise Refused(f"No memory proposal {rest.split()[0]!r} waits. /memory proposals")
         inbound = ctx.inbound
         prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
         try:
@@ -316,7 +316,7 @@ class MemoryCommands:
         if not pid:
             raise UsageError("Which one? /memory decline <id|all>")
         if box.decline(pid) is None:
-            return f"No memory proposal {pid!r} waits. /memory proposals"
+            raise Refused(f"No memory proposal {pid!r} waits. /memory proposals")
         return "Declined; nothing was stored, and it is not offered again."
 
     async def full(self, ctx: CommandContext, lead: str) -> Final:

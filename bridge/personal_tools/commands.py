@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.core.words import count
 from bridge.personal_tools import removed
 from bridge.personal_tools.catalog import ToolCatalog
@@ -195,7 +195,7 @@ class ToolCommands:
         name = name.removeprefix("me.").removeprefix("draft__")
         names = await self._drafts.names(ctx.session)
         if name not in names:
-            return (
+            raise Refused(
                 f"There is no draft {name!r} written in this chat (written here: {_listed(names)})."
             )
         await self._drafts.remove(ctx.session, name)
@@ -205,7 +205,9 @@ class ToolCommands:
         draft = await self._drafts.latest(ctx.session, order.name)
         if draft is None:
             names = _listed(await self._drafts.names(ctx.session))
-            return f"There is no tool {order.name!r} written in this chat (written here: {names})."
+            raise Refused(
+                f"There is no tool {order.name!r} written in this chat (written here: {names})."
+            )
         try:
             target = check_name(order.alias or draft.spec.name)
         except BadName as exc:
@@ -380,7 +382,7 @@ class ToolCommands:
         tools = ctx.dirs.tools
         kept = removed.read(tools, bare)
         if kept is None:
-            return f"There is no removed me.{bare} to bring back; /tools lists your tools."
+            raise Refused(f"There is no removed me.{bare} to bring back; /tools lists your tools.")
         library = self._catalog.library(tools)
         if _saved(library, bare) is not None:
             return (

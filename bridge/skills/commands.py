@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.core.filecache import FileCache
 from bridge.skills.files import read_skills
 from bridge.skills.forge import SkillForge
@@ -116,7 +116,7 @@ class SkillCommands:
         proposal = self._forge.book.get(key, name, ctx.now)
         if proposal is None:
             names = ", ".join(p.name for p in self._forge.book.pending(key, ctx.now)) or "none"
-            return (
+            raise Refused(
                 f"There is no skill proposal {name!r} in this chat (proposed here: {names}). "
                 "Proposals expire after 24 h."
             )

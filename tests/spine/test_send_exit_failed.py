@@ -5,7 +5,8 @@ README promises 1 when the reply is an error, but a command's reply was always
 an ordinary command answer. The router now marks a command that is unknown,
 whose usage it showed, or that a job may not run (`Final.failed`), and so do
 commands that refuse what they were asked (a time that does not exist, a job
-that is not there). Through `send_once`, what `roost send` runs, on a real roost.
+that is not there; a memory, draft, removed tool or proposal that is not there:
+`Refused`). Through `send_once`, what `roost send` runs, on a real roost.
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ from bridge.channels.terminal.channel import send_once
         "/nosuchcommand",
         "/remind",
         "/every 1h /tool save x",
+        "/memory show nosuch",  # a memory, draft, tool or proposal that is not there
+        "/memory rm nosuch",
+        "/memory keep p404",
+        "/memory decline p404",
+        "/tool drop nosuch",
+        "/tool save nosuch",
+        "/tool undo me.nosuch",
+        "/skill save nosuch",
     ],
 )
 async def test_a_command_that_did_not_run_exits_1(roost: Roost, text: str) -> None:
