@@ -8,17 +8,15 @@ one fails saying it is declared but not stored, with the same command — not
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bridge.app.build import Roost, build
+from bridge.app.build import Roost
 from bridge.core.config import Settings
-from bridge.types.audit_sink import MemoryAudit
 from bridge.types.messages import Final
 from tests.conftest import Clock, ScriptedBackend, web_msg
-from tests.personal_tools.test_vault_names import VALUE, vault_set
+from tests.personal_tools.test_vault_names import VALUE, vault_set, written
 
 SOURCE = (
     'SECRETS = ["api_key", "missing_key"]\n\n\n'
@@ -36,20 +34,8 @@ async def offered(
 ) -> AsyncIterator[tuple[Roost, ScriptedBackend, Final]]:
     """Alice's roost after its model wrote the tool `sec` and she asked to save it: the
     roost, its backend and the consent offer."""
-    backend = ScriptedBackend()
-    roost = await build(
-        settings.model_copy(update={"local_tenant": "alice"}),
-        backend=backend,
-        audit=MemoryAudit(),
-        clock=clock,
-    )
-    try:
-        create = {"name": "sec", "description": "two keys", "source": SOURCE}
-        backend.steps += [[("forge_create", json.dumps(create))], "made"]
-        await roost.core.handle(web_msg("make it", 1))
+    async with written(settings, clock, "sec", "two keys", SOURCE) as (roost, backend):
         yield roost, backend, await roost.core.handle(web_msg("/tool save sec", 2))
-    finally:
-        await roost.aclose()
 
 
 async def test_consent_and_error_name_the_secret_missing_from_the_vault(

@@ -13,11 +13,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from bridge.app.build import build
+from bridge.app.build import Roost, build
 from bridge.core.config import Settings
 from bridge.loadout import vault
 from bridge.types.audit_sink import MemoryAudit
@@ -56,6 +58,27 @@ def vault_set(home: Path, tenant: str, name: str, value: str) -> subprocess.Comp
     )
 
 
+@asynccontextmanager
+async def written(
+    settings: Settings, clock: Clock, name: str, description: str, source: str
+) -> AsyncIterator[tuple[Roost, ScriptedBackend]]:
+    """Alice's roost after its model wrote the tool `name` (a draft, not saved yet)."""
+    backend = ScriptedBackend()
+    roost = await build(
+        settings.model_copy(update={"local_tenant": "alice"}),
+        backend=backend,
+        audit=MemoryAudit(),
+        clock=clock,
+    )
+    try:
+        create = {"name": name, "description": description, "source": source}
+        backend.steps += [[("forge_create", json.dumps(create))], "made"]
+        await roost.core.handle(web_msg("make it", 1))
+        yield roost, backend
+    finally:
+        await roost.aclose()
+
+
 @pytest.mark.parametrize(
     ("declared", "asked"),
     [
@@ -71,18 +94,8 @@ async def test_the_readme_example_works_end_to_end(
     done = vault_set(home, "alice", "GITHUB_TOKEN", VALUE)
     assert done.returncode == 0, done.stderr
     assert VALUE not in done.stdout + done.stderr
-    backend = ScriptedBackend()
-    roost = await build(
-        settings.model_copy(update={"local_tenant": "alice"}),
-        backend=backend,
-        audit=MemoryAudit(),
-        clock=clock,
-    )
-    try:
-        source = tool(declared, asked)
-        create = {"name": "gh_print", "description": "fingerprint", "source": source}
-        backend.steps += [[("forge_create", json.dumps(create))], "made"]
-        await roost.core.handle(web_msg("make it", 1))
+    source = tool(declared, asked)
+    async with written(settings, clock, "gh_print", "fingerprint", source) as (roost, backend):
         created = [m.content for m in backend.requests[-1].messages if m.role == "tool"][-1]
         assert created.startswith("Created gh_print"), created
         saved = await keep(lambda t: roost.core.handle(web_msg(t, 2)), "gh_print")
@@ -96,8 +109,6 @@ async def test_the_readme_example_works_end_to_end(
         used = [e[2]["name"] for e in roost.audit.events if e[0] == "secret.used"]
         assert used == ["GITHUB_TOKEN"]
         assert "GITHUB_TOKEN" in backend.requests[-1].system  # block 4 lists the name
-    finally:
-        await roost.aclose()
 
 
 def test_vault_and_secrets_share_one_rule(tmp_path: Path) -> None:
