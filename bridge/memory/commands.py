@@ -13,7 +13,8 @@ meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
 `/remember <topic>: <text>` with the name of an existing topic before the colon
 replaces that topic (the old version goes into its history, `/memory show <topic>
 --history`); any other `/remember` makes a new topic named after its first words
-(a user fact on a subject another topic holds still supersedes it, `MemoryStore.save`).
+(a user fact on a subject another topic holds still supersedes it, `MemoryStore.save`);
+a text a topic already holds (spacing aside) changes nothing.
 `/memory proposals` shows what an import proposes to remember (facts the
 person stated about themselves, `bridge.memory.proposals`), each with
 actions to keep it (`/memory keep <id>`, saved as the person's own note) or
@@ -117,6 +118,15 @@ def remember_description(text: str) -> str:
             return desc
         cut -= 1
     return ELLIPSIS
+
+
+def _holding(topics: Iterable[Topic], text: str) -> Topic | None:
+    """The topic that already holds `text` as stored (NFKC; spacing aside), if any."""
+    wanted = " ".join(clean(text).split())
+    for topic in topics:
+        if " ".join(topic.content.split()) == wanted:
+            return topic
+    return None
 
 
 class MemoryCommands:
@@ -334,6 +344,11 @@ class MemoryCommands:
         existing = self._memory.store.find(dirs, named[0]) if named else None
         if named is not None and existing is not None:
             return await self._replace(ctx, existing, named[1])
+        same = _holding(self._memory.store.topics(dirs), text)
+        if same is not None:
+            return (
+                f"Already remembered as {same.name!r} {self._memory.usage(dirs)}; nothing changed."
+            )
         base = name = remember_name(text)
         n = 2
         while self._memory.store.find(dirs, name) is not None:

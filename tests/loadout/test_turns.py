@@ -87,8 +87,11 @@ async def test_memory_commands(settings: Settings, make_roost: Any) -> None:
 
     assert "Memory is empty [0% — 0/2,200]" in await say("/memory")
     assert "Remembered as 'I prefer short answers'" in await say("/remember I prefer short answers")
-    assert "Remembered as 'I prefer short answers 2'" in await say(
+    assert "Already remembered as 'I prefer short answers'" in await say(
         "/remember I prefer short answers"
+    )
+    assert "Remembered as 'I prefer short answers 2'" in await say(
+        "/remember I prefer short answers!"
     )
     listing = await say("/memory list")
     assert "2 topics" in listing and "- I prefer short answers (user)" in listing

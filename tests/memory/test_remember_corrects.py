@@ -135,3 +135,31 @@ async def test_a_plain_fact_on_a_known_subject_replaces_the_topic(
         assert "Earlier versions (1" in shown and "Lives in Leipzig since 2019." in shown
     finally:
         await roost.aclose()
+
+
+async def test_the_same_text_twice_is_kept_once(settings: Settings, clock: Clock) -> None:
+    """A second `/remember` of a text memory already holds changes nothing: no second
+    topic, no journal entry (one `/memory undo` empties the memory again)."""
+    from bridge.app.build import build
+    from bridge.types.audit_sink import MemoryAudit
+
+    audit = MemoryAudit()
+    roost = await build(settings, backend=ScriptedBackend(), audit=audit, clock=clock)
+    try:
+
+        async def say(text: str, n: int) -> str:
+            return (await roost.core.handle(web_msg(text, n), None)).text
+
+        assert "Remembered as 'my dog is called Rex'" in await say(
+            "/remember my dog is called Rex", 1
+        )
+        saved = sum(e[0] == "memory.saved" for e in audit.events)
+        again = await say("/remember  my dog is  called Rex ", 2)
+        assert again.startswith("Already remembered as 'my dog is called Rex' [")
+        assert again.endswith("nothing changed.")
+        assert sum(e[0] == "memory.saved" for e in audit.events) == saved
+        assert "1 topic:" in await say("/memory list", 3)
+        assert "Undid" in await say("/memory undo", 4)
+        assert "Memory is empty" in await say("/memory list", 5)
+    finally:
+        await roost.aclose()
