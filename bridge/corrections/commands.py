@@ -13,8 +13,9 @@ instead as a second action.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NoReturn
 
-from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.corrections.keep import Keeper, Kept
 from bridge.corrections.offers import ChatKey, Offer, Offers, literal
 from bridge.memory.store import MemoryFull, MemoryRefused, Provenance
@@ -71,7 +72,7 @@ class CorrectionCommands:
             raise UsageError()
         offer = self._find(ctx, words[0] if words else "")
         if offer is None:
-            return self._nothing(ctx, words[0] if words else "")
+            self._nothing(ctx, words[0] if words else "")
         inbound = ctx.inbound
         prov = Provenance("person", inbound.channel, inbound.chat, inbound.msg_id)
         try:
@@ -86,24 +87,26 @@ class CorrectionCommands:
                 else Final(f"{lead}\n\n{HOW_TO_FREE}", "command")
             )
             instead = Action("Keep as steering instead", f"/yes {offer.id} steering")
-            return Final(final.text, "command", actions=(*final.actions, instead))
+            return Final(final.text, "command", actions=(*final.actions, instead), failed=True)
         except MemoryRefused as exc:
             self._offers.take(_key(ctx), offer.id)
-            return str(exc)
+            raise Refused(str(exc)) from None
         self._offers.take(_key(ctx), offer.id)
         return _said(kept)
 
     async def no(self, ctx: CommandContext, args: str) -> str:
         offer = self._find(ctx, args.strip().split()[0] if args.strip() else "")
         if offer is None:
-            return self._nothing(ctx, args.strip())
+            self._nothing(ctx, args.strip())
         self._offers.take(_key(ctx), offer.id)
         return "Not kept. Nothing was stored."
 
-    def _nothing(self, ctx: CommandContext, oid: str) -> str:
+    def _nothing(self, ctx: CommandContext, oid: str) -> NoReturn:
         pending = self._offers.pending(_key(ctx))
         if not oid and len(pending) > 1:
             ids = ", ".join(o.id for o in pending)
-            return f"Several offers wait in this chat ({ids}); say which: /yes <id>."
+            raise Refused(f"Several offers wait in this chat ({ids}); say which: /yes <id>.")
         what = f"offer {oid!r}" if oid else "offer"
-        return f"No {what} is waiting in this chat (offers last an hour). Nothing was stored."
+        raise Refused(
+            f"No {what} is waiting in this chat (offers last an hour). Nothing was stored."
+        )

@@ -28,6 +28,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
 from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.memory import history, journal
@@ -226,7 +227,7 @@ class MemoryCommands:
             try:
                 change = await self._memory.undo(ctx.dirs, ref=ref[1])
             except MemoryRefused as exc:
-                return str(exc)
+                raise Refused(str(exc)) from None
             if change is None:
                 return "Nothing to undo: that change was undone already (or is too old to keep)."
             return self._undone(ctx, change)
@@ -312,7 +313,7 @@ class MemoryCommands:
                 ctx, f"Not kept yet: memory is full {self._memory.usage(ctx.dirs)}."
             )
         except MemoryRefused as exc:
-            return str(exc)
+            raise Refused(str(exc)) from None
         label = usage_label(result.used, result.cap)
         replaces = _replaces(result.removed)
         kept = f"“{' '.join(proposal.sentence.split())}”"
@@ -330,10 +331,11 @@ class MemoryCommands:
         return "Declined; nothing was stored, and it is not offered again."
 
     async def full(self, ctx: CommandContext, lead: str) -> Final:
-        """The reply to a save that met a full memory: a tidy-up proposal when possible."""
+        """The reply to a save that met a full memory: a tidy-up proposal when possible,
+        marked failed (nothing was saved: `roost send` exits 1)."""
         if self._tidy is None:
-            return Final(f"{lead}\n\n{HOW_TO_FREE}", "command")
-        return await self._tidy.propose(ctx.dirs, ctx.inbound, lead)
+            return Final(f"{lead}\n\n{HOW_TO_FREE}", "command", failed=True)
+        return replace(await self._tidy.propose(ctx.dirs, ctx.inbound, lead), failed=True)
 
     async def remember(self, ctx: CommandContext, args: str) -> str | Final:
         text = args.strip()
@@ -361,7 +363,7 @@ class MemoryCommands:
         except MemoryFull:
             return await self.full(ctx, f"Not saved: memory is full {self._memory.usage(dirs)}.")
         except MemoryRefused as exc:
-            return str(exc)
+            raise Refused(str(exc)) from None
         label = usage_label(result.used, result.cap)
         return (
             f"Remembered as {result.topic.name!r} {label}{_replaces(result.removed)}. "
@@ -378,7 +380,7 @@ class MemoryCommands:
         except MemoryFull:
             return await self.full(ctx, f"Not saved: memory is full {self._memory.usage(dirs)}.")
         except MemoryRefused as exc:
-            return str(exc)
+            raise Refused(str(exc)) from None
         label = usage_label(result.used, result.cap)
         name = result.topic.name
         if result.superseded is None:

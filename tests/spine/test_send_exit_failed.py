@@ -47,3 +47,31 @@ async def test_a_command_that_did_not_run_exits_1(roost: Roost, text: str) -> No
 async def test_a_command_that_ran_exits_0(roost: Roost, text: str) -> None:
     out = io.StringIO()
     assert await send_once(roost.core.handle, text, "t1", out) == 0, out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/yes",  # no offer of a correction waits
+        "/yes z9",
+        "/no",
+        "/remember my token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",  # screened
+    ],
+)
+async def test_a_command_that_stored_nothing_exits_1(roost: Roost, text: str) -> None:
+    out = io.StringIO()
+    assert await send_once(roost.core.handle, text, "t1", out) == 1, out.getvalue()
+    assert "ghp_" not in out.getvalue() and out.getvalue().strip()
+
+
+async def test_a_remember_that_meets_a_full_memory_exits_1(roost: Roost) -> None:
+    for n in range(100):  # the 2,200-character index fills long before 100 topics
+        out = io.StringIO()
+        code = await send_once(roost.core.handle, f"/remember fact {n}: " + "word " * 20, "t1", out)
+        if "memory is full" in out.getvalue():
+            assert code == 1, out.getvalue()
+            break
+        assert code == 0, out.getvalue()
+    else:
+        raise AssertionError("the memory never filled")
+    assert n > 5
