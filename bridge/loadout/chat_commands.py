@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from bridge.core.commands import Command, CommandContext, UsageError
+from bridge.core.commands import Command, CommandContext, Refused, UsageError
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.personas import DEFAULT, Personas
 from bridge.loadout.profile import Profile, ProfileError, body_chars
@@ -99,7 +99,7 @@ class PersonaCommands:
             )
         if wanted not in table:
             names = ", ".join(sorted(table)) or "none"
-            return f"There is no persona {wanted!r}. Available: {names}."
+            raise Refused(f"There is no persona {wanted!r}. Available: {names}.")
         if wanted == DEFAULT:
             await self._chats.clear(ctx.tenant, i.channel, i.chat, "persona")
         else:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from bridge.core.budgets import Budget, month_days, near_note
-from bridge.core.commands import Command, CommandContext
+from bridge.core.commands import Command, CommandContext, Refused
 from bridge.core.usage import UsageRow, UsageStore, utc_day
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.types.audit_sink import AuditSink
@@ -76,7 +76,7 @@ class ModelCommands:
         known = dict(self._models.names())
         if wanted not in known:
             shown = wanted if len(wanted) <= 40 else wanted[:40] + "…"
-            return f"There is no model {shown!r}. Models:\n" + self._listing(current)
+            raise Refused(f"There is no model {shown!r}. Models:\n" + self._listing(current))
         if wanted == self._models.default:
             await self._chats.clear(ctx.tenant, i.channel, i.chat, KEY)
         else:

@@ -55,10 +55,12 @@ async def test_a_command_that_ran_exits_0(roost: Roost, text: str) -> None:
         "/yes",  # no offer of a correction waits
         "/yes z9",
         "/no",
+        "/persona nosuch",  # a persona or model that is not there
+        "/model nosuch",
         "/remember my token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",  # screened
     ],
 )
-async def test_a_command_that_stored_nothing_exits_1(roost: Roost, text: str) -> None:
+async def test_a_command_that_changed_nothing_exits_1(roost: Roost, text: str) -> None:
     out = io.StringIO()
     assert await send_once(roost.core.handle, text, "t1", out) == 1, out.getvalue()
     assert "ghp_" not in out.getvalue() and out.getvalue().strip()
