@@ -4,7 +4,9 @@ Private by default: files 0600, directories made here 0700 (whatever the umask).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
@@ -29,10 +31,29 @@ def private_dir(path: Path) -> None:
 
 
 def private_file(path: Path) -> None:
-    """Create `path` empty and 0600 unless it exists; tighten it to 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, PRIVATE_FILE)
+    """Create `path` empty and 0600 unless it exists; tighten it to 0600.
+
+    An existing file is never opened for reading or writing: closing such a
+    descriptor of a database file drops every POSIX lock this process holds on it,
+    so the process's open SQLite connections would lose their shared locks, and
+    another process closing its last connection would delete the -wal and -shm
+    files under them (they then fail with "disk I/O error"). An `O_PATH` descriptor
+    holds no lock to drop; through it a symlink is refused, as `O_NOFOLLOW` did.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        os.fchmod(fd, PRIVATE_FILE)
+        os.close(os.open(path, flags, PRIVATE_FILE))  # new: no other descriptor of it yet
+    except FileExistsError:
+        pass
+    else:
+        return
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.ELOOP, "not a regular file", str(path))
+        if stat.S_IMODE(st.st_mode) != PRIVATE_FILE:
+            os.chmod(f"/proc/self/fd/{fd}", PRIVATE_FILE)
     finally:
         os.close(fd)
 
