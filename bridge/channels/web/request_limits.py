@@ -19,9 +19,10 @@ the route did not read). Here:
 - `RoostRunner`, the `AppRunner` whose connections' handler (`_Handler`)
   refuses a head over `HEAD_MAX` bytes in all (431, the connection closed,
   without waiting for the rest: its memory is freed at once), and answers
-  aiohttp's own errors (an unparseable request: 400) with a fixed JSON body
-  and `Server: roost`, never aiohttp's text quoting the request's bytes
-  and naming its version.
+  aiohttp's own errors with a fixed JSON body and `Server: roost`, never
+  aiohttp's text quoting the request's bytes and naming its version: a head
+  line over `LINE_MAX` or more than `MAX_HEADERS` lines is a 431 naming the
+  limit (`refusal`), any other unparseable request a 400.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
@@ -41,9 +42,10 @@ HEAD_MAX = 32 * 1024  # a request head in all (nginx's default is 4 x 8 KB, Node
 MAX_HEADERS = 64  # header lines (a browser sends ~20, a CDN in front adds ~10)
 SLICE = 8 * 1024  # bytes fed to the parser at a time (the head count's slack)
 LINGER_S = 2.0  # the drain of a body the route did not read, so that its client reads the answer
+LINE_MAX = 8190  # a request line or one header line (long cookies and URLs pass)
 HANDLER_ARGS: dict[str, Any] = {
-    "max_line_size": 8190,
-    "max_field_size": 8190,
+    "max_line_size": LINE_MAX,
+    "max_field_size": LINE_MAX,
     "max_headers": MAX_HEADERS,
     "auto_decompress": False,
     "lingering_time": LINGER_S,
@@ -51,6 +53,10 @@ HANDLER_ARGS: dict[str, Any] = {
 CODED = "this roost takes request bodies only uncompressed: send it again without Content-Encoding"
 UNREADABLE = "roost could not read this request as HTTP"
 HEAD_TOO_LARGE = f"the request head (its line and headers) is larger than {HEAD_MAX // 1024} KiB"
+LINE_TOO_LONG = (
+    f"a line of the request head (the URL, or one header) is longer than {LINE_MAX:,} bytes"
+)
+TOO_MANY_HEADERS = f"the request head has more than {MAX_HEADERS} header lines"
 ERROR_HEADERS = {
     "Server": "roost",
     "X-Content-Type-Options": "nosniff",
@@ -71,17 +77,25 @@ class HeadTooLarge(HttpProcessingError):
     code = 431
 
 
-def quiet_error(status: int) -> web.Response:
-    """aiohttp's own answer to a request it could not serve, saying nothing of the request."""
+def refusal(status: int, exc: BaseException | None, head: bool) -> tuple[int, str]:
+    """The status and text of aiohttp's own answer, saying nothing of the request: a head
+    over one of the limits (`head`: it was being read) is a 431 naming the limit."""
+    if head and isinstance(exc, LineTooLong):
+        return 431, LINE_TOO_LONG
+    if head and isinstance(exc, BadHttpMessage) and "Too many headers" in exc.message:
+        return 431, TOO_MANY_HEADERS
     if status == 400:
-        text = UNREADABLE
-    elif status == 431:
-        text = HEAD_TOO_LARGE
-    else:  # 500, 504: aiohttp's own texts named no request either
-        try:
-            text = HTTPStatus(status).phrase
-        except ValueError:
-            text = "error"
+        return 400, UNREADABLE
+    if status == 431:
+        return 431, HEAD_TOO_LARGE
+    try:  # 500, 504: aiohttp's own texts named no request either
+        return status, HTTPStatus(status).phrase
+    except ValueError:
+        return status, "error"
+
+
+def quiet_error(status: int, text: str) -> web.Response:
+    """A JSON answer `{"error": text}` from roost, closing the connection."""
     body = json.dumps({"error": text}).encode()
     answer = web.Response(
         status=status, body=body, content_type="application/json", headers=ERROR_HEADERS
@@ -146,7 +160,7 @@ class _Handler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         super().handle_error(request, status, exc, message)  # logs; raises if an answer began
-        return quiet_error(status)
+        return quiet_error(*refusal(status, exc, self._reading_head()))
 
 
 class _Server(web.Server):
