@@ -38,7 +38,7 @@ class ProfileCommands:
             try:
                 text = self._profile.read(dirs)
             except ProfileError as exc:  # a hand edit left it unreadable: say where
-                return str(exc)
+                raise Refused(str(exc)) from None
             lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
             size = f"{body_chars(text):,}/{self._profile.cap:,} characters"
             if not lines:
@@ -51,7 +51,7 @@ class ProfileCommands:
             try:
                 used = await self._profile.set(dirs, key, value)
             except ProfileError as exc:
-                return str(exc)
+                raise Refused(str(exc)) from None
             return f"Profile: {key} set ({used:,}/{self._profile.cap:,} characters)."
         if sub in ("rm", "remove", "delete"):
             if not rest.strip():
@@ -59,10 +59,10 @@ class ProfileCommands:
             try:
                 removed = await self._profile.remove(dirs, rest)
             except ProfileError as exc:
-                return str(exc)
+                raise Refused(str(exc)) from None
             if removed:
                 return f"Profile: {rest.strip()} removed."
-            return f"Your profile has no line {rest.strip()!r}."
+            raise Refused(f"Your profile has no line {rest.strip()!r}.")
         raise UsageError(f"Unknown /profile subcommand {sub!r}.")
 
 

@@ -175,6 +175,8 @@ class MemoryCommands:
         return await handler(ctx, rest.strip())
 
     async def _list(self, ctx: CommandContext, rest: str) -> str:
+        if rest.strip() not in ("", "--all"):
+            raise UsageError(f"/memory list takes only --all, not {rest.strip()!r}.")
         every = self._memory.store.topics(ctx.dirs)
         resting = {t.name for t in self._memory.store.archived(ctx.dirs, every, ctx.now)}
         topics = every if rest.strip() == "--all" else [t for t in every if t.name not in resting]
@@ -223,6 +225,11 @@ class MemoryCommands:
     async def _undo(self, ctx: CommandContext, rest: str) -> str:
         ref = _REF.fullmatch(rest)
         last = journal.peek(ctx.dirs.memory)
+        if ref is None and rest.startswith("#") and (last is None or last.name != rest):
+            raise Refused(
+                f"No memory change {rest!r}: a change's reference is # and 8 hex digits, "
+                "as its undo button shows. /memory undo reverts the latest change."
+            )
         if ref is not None and (last is None or last.name != rest):  # not a topic named so
             try:
                 change = await self._memory.undo(ctx.dirs, ref=ref[1])
@@ -236,7 +243,7 @@ class MemoryCommands:
             last = journal.peek(ctx.dirs.memory)
             if last is None:
                 return "Nothing to undo."
-            return (
+            raise Refused(
                 f"{rest!r} is not the latest memory change ({last.op} {last.name!r} is); "
                 "/memory undo reverts the latest, one at a time."
             )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bridge.core.ask import read_answer
+from bridge.core.commands import Refused
 from bridge.core.turn import PickModel
 from bridge.memory.consolidate import (
     SYSTEM,
@@ -122,7 +123,9 @@ class Consolidator:
         key = (dirs.tenant, inbound.channel, inbound.chat)
         proposal = self._pending.get(key)
         if proposal is None or proposal.id != pid.lower() or self._expired(proposal):
-            return f"No tidy-up {pid!r} is waiting in this chat (they last an hour). /memory tidy"
+            raise Refused(
+                f"No tidy-up {pid!r} is waiting in this chat (they last an hour). /memory tidy"
+            )
         prov = Provenance("model", inbound.channel, inbound.chat, inbound.msg_id)
         try:
             after = await self._memory.consolidate(

@@ -316,7 +316,7 @@ class ToolCommands:
         try:
             return self._catalog.library(ctx.dirs.tools).show(bare_name(name))
         except (ToolNotFound, BadName):
-            raise UsageError(f"There is no personal tool {name}; /tools lists them.") from None
+            raise Refused(f"There is no personal tool {name}; /tools lists them.") from None
 
     async def _show(self, ctx: CommandContext, name: str) -> str:
         """A draft of this chat (labelled unsaved) or a saved tool: `me.NAME` prefers
@@ -325,7 +325,7 @@ class ToolCommands:
         draft = await self._drafts.latest(ctx.session, bare)
         try:
             saved: SavedTool | None = self._find(ctx, name)
-        except UsageError:
+        except Refused:
             if draft is None:
                 raise
             saved = None

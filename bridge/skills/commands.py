@@ -97,7 +97,7 @@ class SkillCommands:
     async def _show(self, ctx: CommandContext, wanted: str) -> str:
         skill = next((s for s in read_skills(ctx.dirs, self._cache) if s.name == wanted), None)
         if skill is None:
-            raise UsageError(f"There is no skill named {wanted!r}; /skills lists them.")
+            raise Refused(f"There is no skill named {wanted!r}; /skills lists them.")
         g = await self._grades.get(ctx.tenant, skill.name)
         c = g.counts
         return "\n".join(
@@ -140,7 +140,7 @@ class SkillCommands:
 
     async def _remove(self, ctx: CommandContext, name: str) -> str:
         if not await self._forge.remove(ctx.dirs, name, ctx.now):
-            raise UsageError(f"There is no skill named {name!r}; /skills lists them.")
+            raise Refused(f"There is no skill named {name!r}; /skills lists them.")
         return f"Removed skill {name}. /skill undo brings it back."
 
     async def _undo(self, ctx: CommandContext) -> str:

@@ -32,7 +32,7 @@ async def test_profile_commands_name_the_undecodable_byte(home: Path) -> None:
     user_md.write_bytes(BAD)
     for command in ("/profile", "/profile set city Berlin", "/profile rm name"):
         code, out, err = await offline_send(home, command)
-        assert code == 0, (command, err)
+        assert code == 1, (command, err)  # refused: `roost send` exits 1
         assert "USER.md (tenants/local/global/USER.md in roost's home) is not UTF-8" in out
         assert "byte 0xff at position 22 (line 2)" in out, out
         assert "Something went wrong" not in out and "Traceback" not in err, err

@@ -57,6 +57,11 @@ async def test_a_command_that_ran_exits_0(roost: Roost, text: str) -> None:
         "/no",
         "/persona nosuch",  # a persona or model that is not there
         "/model nosuch",
+        "/profile rm nokey",  # s35 newcomer N4
+        "/memory tidy zz",
+        "/memory undo #zz",
+        "/memory list --bogus",
+        "/skill show nosuch",
         "/remember my token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",  # screened
     ],
 )
@@ -77,3 +82,22 @@ async def test_a_remember_that_meets_a_full_memory_exits_1(roost: Roost) -> None
     else:
         raise AssertionError("the memory never filled")
     assert n > 5
+
+
+async def test_an_undo_that_cannot_revert_what_it_names_exits_1(roost: Roost) -> None:
+    """`/memory undo NAME` pressed after a later change, or a `#ref` that is no
+    reference: refused, saying why (before: '#zz' "is not the latest change")."""
+    out = io.StringIO()
+    assert await send_once(roost.core.handle, "/remember gym on mondays", "t1", out) == 0
+    assert await send_once(roost.core.handle, "/remember tea: green", "t1", out) == 0
+    out = io.StringIO()
+    assert await send_once(roost.core.handle, "/memory undo gym on mondays", "t1", out) == 1
+    assert "is not the latest memory change" in out.getvalue()
+    out = io.StringIO()
+    assert await send_once(roost.core.handle, "/memory undo #zz", "t1", out) == 1
+    assert "No memory change '#zz'" in out.getvalue()
+    assert "not the latest" not in out.getvalue()
+    out = io.StringIO()
+    assert await send_once(roost.core.handle, "/tool rm me.nothere", "t1", out) == 1
+    assert "There is no personal tool me.nothere" in out.getvalue()
+    assert "Usage" not in out.getvalue()  # a tool that is not there, not a usage error
