@@ -14,13 +14,15 @@ one per batch (each a disk flush, a thread wake-up and GIL hand-offs). A
 crash before the sync leaves the head behind the chain (by at most the
 records of the linger and the sync), which `verify` accepts; another
 process reads the head as put at once (the page cache), never a synced
-one only. The first put makes the file (never left empty before it) and is
-synced at once, with its directory. `close()` syncs what was put last, then
+one only. The first put of a new chain makes the file under a temporary
+name, synced, then renamed into place with its directory synced (`_make`):
+the head's name never stands for an empty file. `close()` syncs what was put last, then
 ends the thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -40,7 +42,6 @@ class HeadFile:
         self.path, self._dir_fd, self._key = path, dir_fd, key
         self._linger = linger
         self._fd = -1  # opened (made) by the first put: an empty head would read as damaged
-        self._new = False
         self._sized = False  # the file holds exactly one head (no longer one left after it)
         self._wake = threading.Condition()
         self._dirty = False
@@ -51,20 +52,40 @@ class HeadFile:
 
     def put(self, seq: int, digest: str) -> None:
         """Rewrite the head (call under the chain lock, after the records are durable)."""
+        data = head_bytes(seq, digest, self._key)
         if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            self._new = os.fstat(self._fd).st_size == 0
-        put_head(self._fd, head_bytes(seq, digest, self._key), trim=not self._sized)
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                self._make(data)
+                return
+        put_head(self._fd, data, trim=not self._sized)
         self._sized = True  # every head is HEAD_BYTES long: no later put leaves a tail
-        if self._new:  # a new file: synced now, and its directory entry with it
-            self.sync()
-            os.fsync(self._dir_fd)
-            self._new = False
-            return
         with self._wake:
             if not self._dirty:  # a sync is owed already: it covers this put too
                 self._dirty = True
                 self._wake.notify()
+
+    def _make(self, data: bytes) -> None:
+        """The first head of a chain: written and synced under a temporary name, then
+        renamed into place and the directory synced, so the head's name never stands
+        for an empty or unsynced file (a crash between making the file and syncing its
+        data could leave an empty head, which no process would open). A temporary
+        file a crash left is removed when the chain is next opened."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            put_head(fd, data, trim=False)
+            os.fdatasync(fd)
+            os.rename(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._fd, self._sized = fd, True
+        self.syncs += 1
+        os.fsync(self._dir_fd)
 
     def sync(self) -> None:
         os.fdatasync(self._fd)

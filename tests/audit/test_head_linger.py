@@ -60,3 +60,29 @@ def test_a_put_is_synced_after_the_linger_without_another_put(
     finally:
         heads.close()
         os.close(dir_fd)
+
+
+def test_a_crash_before_the_first_head_is_synced_leaves_no_head_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first head is made under a temporary name and renamed once synced: a crash
+    in between leaves no `chain.head` (an empty one would keep the daemon from
+    starting; no head at all `verify` reads as a chain whose head is behind)."""
+
+    def crash(fd: int) -> None:
+        raise OSError(5, "the machine stopped here")
+
+    heads, dir_fd = _head(tmp_path, linger=3600.0)
+    try:
+        monkeypatch.setattr(head_module.os, "fdatasync", crash)
+        with pytest.raises(OSError, match="stopped here"):
+            heads.put(1, DIGEST)
+        assert not (tmp_path / "chain.head").exists()
+        monkeypatch.undo()
+        heads.put(1, DIGEST)  # the next batch makes it
+        assert read_head(tmp_path / "chain.head") == {"seq": 1, "hash": DIGEST}
+        assert heads.syncs == 1
+        assert [p.name for p in tmp_path.iterdir()] == ["chain.head"]
+    finally:
+        heads.close()
+        os.close(dir_fd)
