@@ -64,7 +64,12 @@ _NEEDS = (
     "pet", "pupp", "kitten", "hund", "katze", "from", "komm",
 )  # fmt: skip
 _NEEDED = re.compile("|".join(_NEEDS))
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_BOUNDARY = re.compile(r"[.!?;]\s+|\n+")
+# words a full stop follows without ending the sentence ("Dr. Sousa", "z.B. Tee")
+_ABBREVIATIONS = frozenset(
+    {"dr", "mr", "mrs", "ms", "mx", "prof", "st", "jr", "sr", "vs", "e.g", "i.e", "approx"}
+    | {"ca", "nr", "str", "hr", "dipl", "z.b", "bzw", "usw", "u.a", "d.h", "inc", "ltd"}
+)
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|«[^»]*»")
 _FIRST_PERSON = re.compile(r"^(?:\w+[ ,:;-]+){0,3}?(?:i|i'm|i've|my|ich|mein\w*)\b", re.IGNORECASE)
 _NOT_ABOUT_ME = re.compile(
@@ -80,12 +85,31 @@ def fact_subject(text: str) -> str:
     return ""
 
 
+def sentences(text: str) -> list[str]:
+    """`text` cut after ".", "!", "?" or ";" followed by a space, and at line breaks,
+    each piece keeping its mark; a full stop after an abbreviation ("Dr.") or an
+    initial ("J.") does not end a sentence."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        mark = m.group()[0]
+        if mark == ".":
+            words = text[start : m.start()].split()
+            word = words[-1].lower().lstrip("(\"'“„«") if words else ""
+            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+                continue
+        out.append(text[start : m.start() + (mark in ".!?;")])
+        start = m.end()
+    out.append(text[start:])
+    return out
+
+
 def stated_facts(text: str) -> list[tuple[str, str]]:
     """(key, sentence) for each sentence of `text` stating a known fact about the speaker."""
     out: list[tuple[str, str]] = []
     if not _NEEDED.search(text.lower()):  # most messages: one scan of plain words
         return out
-    for raw in _SENTENCES.split(text):
+    for raw in sentences(text):
         sentence = " ".join(raw.split())
         if not MIN_SENTENCE <= len(sentence) <= MAX_SENTENCE or sentence.endswith("?"):
             continue

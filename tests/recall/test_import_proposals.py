@@ -137,6 +137,24 @@ def test_stated_facts_are_the_persons_own_statements() -> None:
     assert fact_subject("prefers tabs") == ""
 
 
+def test_an_abbreviation_or_an_initial_does_not_end_the_sentence() -> None:
+    """A newcomer's import proposed "… my dentist is Dr." (s35 N14): the name was lost."""
+    assert stated_facts("My dentist is Dr. Sousa. I live in Lisbon.") == [
+        ("home", "I live in Lisbon.")
+    ]
+    assert stated_facts("I work at J. Smith Ltd. in Porto") == [
+        ("work", "I work at J. Smith Ltd. in Porto")
+    ]
+    assert stated_facts("I live in St. Gallen, e.g. near the lake. My dog is Rex!") == [
+        ("home", "I live in St. Gallen, e.g. near the lake."),
+        ("pet", "My dog is Rex!"),
+    ]
+    assert stated_facts("Ich wohne in Berlin, z.B. in Mitte. Mein Hund heißt Bello.") == [
+        ("home", "Ich wohne in Berlin, z.B. in Mitte."),
+        ("pet", "Mein Hund heißt Bello."),
+    ]
+
+
 def _topic(desc: str) -> Topic:
     return Topic("home city", "user", desc, desc, {})
 
