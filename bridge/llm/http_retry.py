@@ -37,9 +37,14 @@ class Retry(Exception):
 def retry_reason(kind: str, detail: str) -> str:
     """Why a retry happens, for the person: the kind in words, an HTTP status at most
     (never the server's own message, which may echo anything)."""
-    busy = kind in ("rate_limited", "overloaded")
-    words = "the model server is busy" if busy else "the model server did not answer"
-    return f"{words} ({detail})" if detail.startswith("HTTP ") and len(detail) <= 8 else words
+    status = detail.startswith("HTTP ") and len(detail) <= 8
+    if kind in ("rate_limited", "overloaded"):
+        words = "the model server is busy"
+    elif status:  # it answered, with an error (as the final line says if no retry helps)
+        words = "the model server answered with an error"
+    else:
+        words = "the model server did not answer"
+    return f"{words} ({detail})" if status else words
 
 
 CANNOT_CONNECT = "cannot connect"

@@ -10,7 +10,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from bridge.llm.http_retry import retry_after_seconds
+from bridge.llm.http_retry import retry_after_seconds, retry_reason
 from bridge.types.backend import BackendError, TextDelta
 from tests.fakes.fake_openai import Garbage, Hang, Status, Text
 from tests.llm.support import KEY, MODEL, collect
@@ -241,3 +241,14 @@ async def test_an_internal_model_server_is_never_named_to_the_person(make_backen
     assert error.kind in ("unavailable", "timeout")
     host = base_url.split("//")[1].split("/")[0]
     assert host not in error.user_message and host in error.logged
+
+
+def test_a_retry_says_whether_the_server_answered() -> None:
+    """A 500 was "did not answer (HTTP 500)" while retrying and "answered with an error
+    (HTTP 500, 4 attempts)" at the end (s35 newcomer N22): both say it answered now."""
+    assert retry_reason("unavailable", "HTTP 500") == (
+        "the model server answered with an error (HTTP 500)"
+    )
+    assert retry_reason("rate_limited", "HTTP 429") == "the model server is busy (HTTP 429)"
+    assert retry_reason("timeout", "no answer in 60 s") == "the model server did not answer"
+    assert retry_reason("unavailable", "cannot connect") == "the model server did not answer"
