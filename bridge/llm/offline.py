@@ -22,18 +22,20 @@ base_url = "http://127.0.0.1:11434/v1"
 model = "llama3.2"'''
 
 
-def _indented(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
+def _fenced(text: str, info: str = "") -> str:
+    """A Markdown code block: every channel shows it as code, none re-flows it."""
+    return f"```{info}\n{text}\n```"
 
 
 OFFLINE_ANSWER = f"""\
 No model is configured, so I can only run slash commands (try /help).
 
-To connect a model, set these environment variables and restart roost:
-{_indented(CONFIG_ENV)}
+To connect a model, put these keys in the [llm] table of roost.toml (a running roost \
+applies the file on its own, no restart):
+{_fenced(CONFIG_TOML, "toml")}
 
-or put the same keys in the [llm] table of roost.toml:
-{_indented(CONFIG_TOML)}
+or set these environment variables and restart roost:
+{_fenced(CONFIG_ENV)}
 
 For Claude: ROOST_LLM__API_KEY=sk-ant-... (Anthropic's API), or
 ROOST_LLM__PROVIDER=claude_cli to use a logged-in Claude Code on this machine.
