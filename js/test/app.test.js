@@ -229,6 +229,7 @@ test("without any token the form is shown first", async () => {
   assert.equal(e.tokenView.hidden, false);
   assert.equal(e.composer.hidden, true);
   assert.match(e.tokenMessage.textContent, /Paste the access token/);
+  assert.match(e.tokenMessage.textContent, /\$ROOST_HOME\/web-token/); // where the operator finds it
   assert.equal(d.calls.filter((c) => c.url.startsWith("/api/")).length, 0);
 });
 
