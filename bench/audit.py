@@ -9,7 +9,11 @@ loop idle while it syncs and with the loop busy meanwhile (about 0.3 ms of Pytho
 three slices, as a turn's end unit is while the writer syncs: the writer thread then
 waits for the GIL), each next to the floor of a durable chain timed between batches in
 the same run (one appended line and its `fdatasync`), and the CPU of each thread per
-batch.
+batch; a third row adds 2 ms of idle loop after each batch and its floor (a 1-chat
+Telegram round trip's cadence: the loop, the writer and the head's sync sleep between
+turns). Each row prints p90 too. In session 35 this cadence (run alone, old and new
+trees alternating) was the only A/B of a chain change that read through a machine load
+of 4-8; the Telegram round trip's did not.
 
 `--rss` builds chains of those lengths and reports the peak RSS of a fresh
 process that only runs `verify` on each (ru_maxrss of that child), so the
@@ -80,10 +84,13 @@ def _threads() -> dict[str, tuple[float, int]]:
     return out
 
 
-async def turn_batches(path: Path, n: int, busy: float) -> tuple[list[float], list[float], str]:
+async def turn_batches(
+    path: Path, n: int, busy: float, gap: float = 0.0
+) -> tuple[list[float], list[float], str]:
     """`n` turn batches (`busy`: seconds of loop work while each syncs), each followed by the
-    floor: their wall times, the floor's, and each thread's CPU and context switches per
-    batch (the floor's sync is the loop's: about 1 switch and its CPU)."""
+    floor (and `gap` seconds of idle loop): their wall times, the floor's, and each thread's
+    CPU and context switches per batch (the floor's sync is the loop's: about 1 switch and
+    its CPU)."""
     fd = os.open(path.parent / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     times, floor = [], []
     async with AuditChain(path, KEY, schemas=schemas_for(PLATFORMS)) as chain:
@@ -102,6 +109,8 @@ async def turn_batches(path: Path, n: int, busy: float) -> tuple[list[float], li
             os.write(fd, b'{"seq": %d, "event": "message.answered"}\n' % i)
             os.fdatasync(fd)
             floor.append(time.perf_counter() - start)
+            if gap:
+                await asyncio.sleep(gap)
         after = _threads()
     os.close(fd)
     used = {
@@ -118,14 +127,21 @@ async def turn_batches(path: Path, n: int, busy: float) -> tuple[list[float], li
 
 
 def print_turn_batches(root: Path, n: int) -> None:
-    for label, busy in (("loop idle", 0.0), ("loop busy 0.3 ms", 0.0003)):
-        path = root / f"turn{int(busy * 1e6)}" / "chain.jsonl"
+    rows = (
+        ("loop idle", 0.0, 0.0),
+        ("loop busy 0.3 ms", 0.0003, 0.0),
+        ("busy 0.3, idle 2 ms", 0.0003, 0.002),
+    )
+    for label, busy, gap in rows:
+        path = root / f"turn{int(busy * 1e6)}-{int(gap * 1e6)}" / "chain.jsonl"
         path.parent.mkdir(parents=True)
-        times, floor, cpu = asyncio.run(turn_batches(path, n, busy))
+        times, floor, cpu = asyncio.run(turn_batches(path, n, busy, gap))
         mid, low = statistics.median(times) * 1e3, statistics.median(floor) * 1e3
+        p90 = sorted(times)[len(times) * 9 // 10] * 1e3
         print(
-            f"turn batch (3 events), {label:<16}: p50 {mid:.3f} ms, floor p50 {low:.3f} ms "
-            f"({mid / low:.1f}x)\n  per batch, each thread's CPU and context switches: {cpu}"
+            f"turn batch (3 events), {label:<19}: p50 {mid:.3f} ms, p90 {p90:.3f} ms, floor "
+            f"p50 {low:.3f} ms ({mid / low:.1f}x)\n  per batch, each thread's CPU and context "
+            f"switches: {cpu}"
         )
 
 

@@ -44,7 +44,10 @@ recall, the A/B of what the index costs a turn). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers, with each thread's context switches per turn:
-a writer thread's wake-up and each GIL hand-off with the loop are switches) and
+a writer thread's wake-up and each GIL hand-off with the loop are switches), with
+turns at once the user CPU of all threads per turn and the turns/s one GIL allows at
+most if all of it held the GIL (every thread's Python shares it: a writer thread's
+encoding counts as much as the loop's), and
 the SQL statements per turn on each connection, figures that load on a shared
 machine moves little or not at all; the writer's jobs per turn (each
 a commit: inline on the loop or on its thread) with turns at once, and over HTTP.
@@ -275,6 +278,38 @@ def thread_switches() -> dict[str, tuple[int, int]]:
     return out
 
 
+def user_cpu() -> float | None:
+    """User CPU seconds so far of every thread of this process (Linux's /proc/self/task,
+    in clock ticks; None elsewhere): the Python all threads run, which one GIL serialises
+    (system time, a sync or a statement in SQLite, runs beside it)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        total += int(fields[11])  # utime: the 14th field, the 12th after the name
+    return total / ticks
+
+
+def gil_line(before: float | None, after: float | None, turns: int) -> str:
+    """The user CPU of all threads per turn and the turns/s one GIL allows at most if all
+    of it held the GIL ('' without /proc)."""
+    if before is None or after is None or after <= before:
+        return ""
+    per = (after - before) / turns * 1e3
+    return (
+        f"  user CPU of all threads {per:.3f} ms per turn: {1e3 / per:.0f} turns/s at most"
+        " if all of it held the GIL (SQLite's own runs without it; HTTP adds its own)"
+    )
+
+
 def per_thread_switches(
     before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], turns: int
 ) -> str:
@@ -359,6 +394,7 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
 
     writer = getattr(roost.database, "_writer", None)
     jobs = writer_jobs(writer)
+    user = user_cpu()
     began, cpu, loop = time.perf_counter(), time.process_time(), time.thread_time()
     await asyncio.gather(*(client(c) for c in range(clients)))
     took, cpu = time.perf_counter() - began, time.process_time() - cpu
@@ -369,6 +405,9 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
         f"CPU per turn {cpu / done * 1e3:.3f} ms (loop {loop / done * 1e3:.3f}), "
         f"loop busy {loop / took * 100:.0f}% of the time (ms per turn)"
     )
+    bound = gil_line(user, user_cpu(), done)
+    if bound:
+        print(bound)
     if writer is not None:
         print("  roost.db " + jobs_line(jobs, writer_jobs(writer), done))
     print_table(steps, done)
