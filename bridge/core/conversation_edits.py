@@ -189,11 +189,11 @@ def _hit(shown: dict[str, Any], q: str) -> Hit | None:
     at = find(text, q)
     if at < 0:
         return None
-    piece, match = snippet(text, at, _span(text, at, q))
+    piece, match = snippet(text, at, span(text, at, q))
     return Hit(shown["seq"], str(shown["role"]), piece, match)
 
 
-def _span(text: str, at: int, q: str) -> int:
+def span(text: str, at: int, q: str) -> int:
     """How many characters of `text` from `at` the folded query covers."""
     size, n = 0, 0
     while at + n < len(text) and size < len(q):

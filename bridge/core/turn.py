@@ -481,7 +481,11 @@ class TurnRunner:
         mask: OutputMask,
         told: str,
     ) -> None:
-        """Keep a failed turn for the history the person reads (never for the model)."""
+        """Keep a failed turn for the history the person reads (never for the model); a
+        scheduled job's is not kept: its chat was told by the job's failure notice
+        (`bridge.schedule.runtime`), and its prompt is not the person's message."""
+        if inbound.scheduled:
+            return
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         sent, said = _sent(inbound, mask), mask.mask(told)
         try:

@@ -10,7 +10,9 @@ the chat through the core, as "new chat" does, then deletes what was
 archived; `current` is the chat's current conversation afterwards);
 `GET /api/conversations/search?chat=C&q=TEXT` -> `{"results": [{"conversation",
 "title", "current", "updated_at", "hits", "seq"?, "role"?, "snippet"?,
-"match"?}]}` (`bridge.core.conversation_edits`); `GET /api/status?chat=C` ->
+"match"?}]}` (in what the page shows: `bridge.channels.web.search`, when the
+history route is mounted; else `bridge.core.conversation_edits`, the session
+and archive only); `GET /api/status?chat=C` ->
 `{"model": {"name", "describe", "configured"}, "setup"?: {"toml", "env"},
 "speech": {"configured", "on"}, "tenant"}` (`setup` only when no model is
 configured: the page shows it before the first message; `tenant`: whose token
@@ -30,6 +32,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.channels.web.gate import CHAT_PATTERN, WebGate, error
+from bridge.channels.web.history import HISTORY
+from bridge.channels.web.search import search as search_shown
 from bridge.channels.web.turns import ProgressHandle
 from bridge.core.conversation_edits import ConversationEdits, EditError
 from bridge.core.conversations import ConversationArchive
@@ -124,8 +128,12 @@ class WebChats:
         key = self._gate.key(request)
         if isinstance(key, web.Response):
             return key
+        query, history = request.query.get("q", ""), request.app.get(HISTORY)
         try:
-            results = await self._edits.search(key, request.query.get("q", ""), self._clock())
+            if history is not None:  # what the pages show: commands, posts, failed turns
+                results = await search_shown(history, key, query, self._clock())
+            else:
+                results = await self._edits.search(key, query, self._clock())
         except EditError as exc:
             return error(400, f"q: {exc}")
         return web.json_response({"results": results})

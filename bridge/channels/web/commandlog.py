@@ -8,6 +8,10 @@ tenant and chat, with the conversation it was sent in and when
 `/api/history` places them among the conversation's messages by time
 (`bridge.channels.web.timeline`). A reply's one-tap actions are kept; an
 action whose command was sent afterwards is `settled` (the offer was taken).
+A model answer's one-tap offers ("Keep as memory", "↩ Undo memory …") are
+kept here too, as an entry of their own: no command, no text, only the
+actions and `answer`, the time the session stored that answer (the turn's
+stored row keeps no actions); the history puts them back under that answer.
 
 Storage: one JSON object a line in `tenants/<tid>/web/commands/<h>.jsonl`
 (`h`: a hash of the chat id; beside the tenant's `global/` tree, so never in
@@ -36,7 +40,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +69,15 @@ class Sent:
     reply: str
     actions: tuple[dict[str, str], ...] = ()
     settled: bool = field(default=False, compare=False)  # an action's command sent since
+    # the offers under a model answer stored at this time (`asked`, `reply` empty)
+    answer: float | None = None
 
     def line(self) -> str:
-        body: dict[str, Any] = {
-            "conversation": self.conversation,
-            "at": self.at,
-            "asked": self.asked,
-            "reply": self.reply,
-        }
+        body: dict[str, Any] = {"conversation": self.conversation, "at": self.at}
+        if self.answer is None:
+            body |= {"asked": self.asked, "reply": self.reply}
+        else:  # no text of its own: an older roost skips the line
+            body["answer"] = self.answer
         if self.actions:
             body["actions"] = list(self.actions)
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
@@ -87,9 +92,12 @@ def read_line(line: str) -> Sent | None:
     if not isinstance(raw, dict):
         return None
     conversation, at = raw.get("conversation"), raw.get("at")
-    asked, reply = raw.get("asked"), raw.get("reply")
+    asked, reply, answer = raw.get("asked"), raw.get("reply"), raw.get("answer")
     if not (isinstance(conversation, int) and isinstance(at, int | float)):
         return None
+    offers = isinstance(answer, int | float) and not isinstance(answer, bool)
+    if offers:
+        asked, reply = "", ""
     if not (isinstance(asked, str) and isinstance(reply, str)):
         return None
     actions = raw.get("actions")
@@ -99,7 +107,10 @@ def read_line(line: str) -> Sent | None:
         if isinstance(a, dict) and isinstance(a.get("label"), str)
         if isinstance(a.get("command"), str)
     )
-    return Sent(conversation, float(at), asked, reply, kept)
+    if offers and not kept:
+        return None
+    under = float(answer) if isinstance(answer, int | float) and offers else None
+    return Sent(conversation, float(at), asked, reply, kept, answer=under)
 
 
 def settled(entries: list[Sent]) -> list[Sent]:
@@ -109,8 +120,9 @@ def settled(entries: list[Sent]) -> list[Sent]:
     later: set[str] = set()
     for e in reversed(entries):
         taken = any(a["command"].strip() in later for a in e.actions)
-        out.append(Sent(e.conversation, e.at, e.asked, e.reply, e.actions, taken))
-        later.add(e.asked.strip())
+        out.append(replace(e, settled=taken))
+        if e.answer is None:
+            later.add(e.asked.strip())
     return out[::-1]
 
 
@@ -144,12 +156,8 @@ class CommandLog:
         that exist) and the oldest past `KEEP`."""
         path = self.path(key)
         lock = self._locks.setdefault(path, asyncio.Lock())
-        cut = Sent(
-            sent.conversation,
-            sent.at,
-            clipped(sent.asked, ASKED_MAX),
-            clipped(sent.reply, REPLY_MAX),
-            sent.actions,
+        cut = replace(
+            sent, asked=clipped(sent.asked, ASKED_MAX), reply=clipped(sent.reply, REPLY_MAX)
         )
         alive = set(conversations) | {sent.conversation}
         async with lock:

@@ -13,8 +13,10 @@ sharing the home, `elsewhere`, without `pending`) and
 first. With a `timeline` (`bridge.channels.web.timeline`), a page is the
 chat as the person saw it, in time order: the proactive posts of its time
 range (`"kind": "proactive"`), a scheduled job's run as its post (never its
-prompt as the person's message), the slash commands sent from the page and
-their replies (`"kind": "command"`, at most `limit` of them); the current conversation's page names
+prompt as the person's message; a failed run as its failure notice), the
+slash commands sent from the page and their replies (`"kind": "command"`, at
+most `limit` of them), a model answer with the one-tap offers it made
+(`actions`, `settled` once taken); the current conversation's page names
 `"newest_post"`, the id of the chat's newest outbox entry (the page lists
 what comes after it). The texts are what the session stored (masked, without download
 links), through the tenant's masker once more on the way out (`masks`: a
@@ -29,9 +31,10 @@ from typing import Any
 
 from aiohttp import web
 
+from bridge.channels.web.commandlog import Sent
 from bridge.channels.web.gate import WebGate, error
 from bridge.channels.web.timeline import Timeline
-from bridge.core.conversations import ConversationArchive
+from bridge.core.conversations import MAX_PAGE, ConversationArchive
 from bridge.core.running import RunningTurns
 from bridge.core.sessions import SessionKey
 from bridge.types.masked import TextMask, masked_strings
@@ -66,6 +69,47 @@ class WebHistory:
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/api/history", self.history)
         app.router.add_get("/api/conversations", self.conversations)
+        app[HISTORY] = self  # the search reads what the pages show
+
+    @property
+    def archive(self) -> ConversationArchive:
+        return self._archive
+
+    def shown(self, tenant: str) -> Callable[[str], str]:
+        """A text of `tenant`'s as the history shows it (through the tenant's masker)."""
+        return self._shown(tenant)
+
+    async def entries(self, key: SessionKey) -> list[Sent]:
+        """The chat's kept commands and offers (read once for many conversations)."""
+        if self._timeline is None or self._timeline.commands is None:
+            return []
+        return await self._timeline.commands.entries(key)
+
+    async def whole(
+        self, key: SessionKey, conversation: int, entries: list[Sent] | None = None
+    ) -> list[dict[str, Any]] | None:
+        """All of a conversation's messages as its pages show them, oldest first, masked
+        (None: no such conversation in this chat); `entries`: as read by `entries`."""
+        pages: list[list[dict[str, Any]]] = []
+        before: int | None = None
+        current = False
+        while True:
+            page = await self._archive.page(key, conversation, before, MAX_PAGE, self._clock())
+            if page is None:
+                return None
+            current = page.current
+            pages.insert(0, page.messages)
+            seqs = [m["seq"] for m in page.messages if isinstance(m.get("seq"), int)]
+            if not page.more or not any(s > 0 for s in seqs):
+                break
+            before = min(s for s in seqs if s > 0)
+        listed = [m for p in pages for m in p]
+        if self._timeline is not None:
+            listed = await self._timeline.page(
+                key, conversation, current, listed, False, None, None, entries
+            )
+        shown = self._shown(key.tenant)
+        return [masked_strings(m, shown) for m in listed]
 
     async def history(self, request: web.Request) -> web.Response:
         key = self._gate.key(request)
@@ -112,3 +156,6 @@ class WebHistory:
         listed = await self._archive.listing(key, self._clock())
         shown = self._shown(key.tenant)
         return web.json_response({"conversations": [masked_strings(c, shown) for c in listed]})
+
+
+HISTORY = web.AppKey("roost_web_history", WebHistory)

@@ -4,8 +4,11 @@
 `command` to a message the page sent is kept in the `CommandLog` with the
 current conversation (after the command: `/reset` is not kept, its effect
 is the new conversation), the person's text and the reply masked by the
-tenant's masker first, so a vaulted value is never written in clear.
-Keeping is best effort: a failure is logged and the reply goes out.
+tenant's masker first, so a vaulted value is never written in clear. A
+model answer (kind `answer`) that offers one-tap actions has them kept the
+same way, with the time the session stored that answer (found by the
+turn's msg_id; an answer that was not stored keeps none), so a reload shows
+them under it. Keeping is best effort: a failure is logged and the reply goes out.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def kept_commands(
     ) -> Final:
         final = await handle(inbound, on_delta, on_progress)
         name = command_name(inbound.text)
-        if final.kind == "command" and name and name not in NOT_KEPT:
+        command = final.kind == "command" and bool(name) and name not in NOT_KEPT
+        if command or (final.kind == "answer" and final.actions):
             tenant = (
                 local_tenant
                 if inbound.identity == "local"
@@ -65,9 +69,16 @@ def kept_commands(
     async def _keep(key: SessionKey, inbound: Inbound, final: Final) -> None:
         mask = (lambda text: text) if masks is None else masks(key.tenant).mask
         now = clock()
-        conversation = await archive.current(key, now)
         actions = tuple({"label": mask(a.label), "command": mask(a.command)} for a in final.actions)
-        sent = Sent(conversation, now, mask(inbound.text), mask(final.text), actions)
+        if final.kind == "answer":  # a model answer's offers, under the answer stored
+            answer = await timeline.answered_at(key, inbound.msg_id)
+            if answer is None:
+                return
+            conversation = await archive.current(key, now)
+            sent = Sent(conversation, now, "", "", actions, answer=answer)
+        else:
+            conversation = await archive.current(key, now)
+            sent = Sent(conversation, now, mask(inbound.text), mask(final.text), actions)
         await commands.add(key, sent, await timeline.conversations(key))
 
     return kept

@@ -1,0 +1,86 @@
+"""The search of a web chat's conversations: in what the page shows of them.
+
+`GET /api/conversations/search` (`bridge.channels.web.chats`) finds a text in
+the chat's conversation titles and in every message the history shows
+(`WebHistory.whole`): the person's words and the answers, a failed turn's
+error, the slash commands sent from the page and their replies, reminders
+and scheduled posts (a job's run as its post, never its prompt). The core's
+search (`bridge.core.conversation_edits`) reads only the session and the
+archive, so it missed the commands, the posts and the current conversation's
+failed turns, and found a job's prompt the page does not show.
+
+Each text is searched as the page shows it, through the tenant's masker of
+now, so a value vaulted after it was said is neither shown nor found (the
+number of hits tells nothing of it). Case folded, newest conversation first,
+one result per conversation with the number of matching messages and a
+snippet around the first match (its `seq` null for a command or a post: it
+has none). Only the asking tenant's chat is read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.channels.web.history import WebHistory
+from bridge.core.conversation_edits import (
+    MAX_QUERY,
+    MAX_RESULTS,
+    EditError,
+    find,
+    snippet,
+    span,
+)
+from bridge.core.sessions import SessionKey
+
+
+def folded_query(query: str) -> str:
+    """The query on one line, case folded (EditError when empty or too long)."""
+    q = " ".join(query.split()).casefold()
+    if not q:
+        raise EditError("say what to look for")
+    if len(q) > MAX_QUERY:
+        raise EditError(f"search for at most {MAX_QUERY} characters")
+    return q
+
+
+def hit(shown: dict[str, Any], q: str) -> dict[str, Any] | None:
+    """Where a shown message holds `q`: {seq, role, snippet, match} (None: it does not)
+    (pure)."""
+    text = str(shown.get("text", ""))
+    at = find(text, q)
+    if at < 0:
+        return None
+    piece, match = snippet(text, at, span(text, at, q))
+    return {"seq": shown.get("seq"), "role": shown["role"], "snippet": piece, "match": list(match)}
+
+
+async def search(
+    history: WebHistory, key: SessionKey, query: str, now: float
+) -> list[dict[str, Any]]:
+    """The chat's conversations whose title or shown messages hold `query`."""
+    q = folded_query(query)
+    shown = history.shown(key.tenant)
+    entries = await history.entries(key)  # the command log, read once
+    results: list[dict[str, Any]] = []
+    for listed in await history.archive.listing(key, now):
+        ident = int(listed["id"])
+        messages = await history.whole(key, ident, entries)
+        if messages is None:  # deleted meanwhile
+            continue
+        hits = [h for h in (hit(m, q) for m in messages) if h is not None]
+        title = shown(str(listed["title"]))
+        if not hits and find(title, q) < 0:
+            continue
+        found: dict[str, Any] = {
+            "conversation": ident,
+            "title": title,
+            "current": bool(listed["current"]),
+            "updated_at": listed["updated_at"],
+            "hits": len(hits),
+        }
+        if hits:
+            found |= hits[0]
+        results.append(found)
+        if len(results) >= MAX_RESULTS:
+            break
+    return results
