@@ -74,7 +74,7 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
         web.gate,
         roost.sessions,
         running,
-        handle,
+        web.handle,  # an edited or regenerated answer keeps its offers, as a sent one
         web.turns.viewers,
         web.final_json,
         SECURITY_HEADERS,

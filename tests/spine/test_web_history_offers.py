@@ -80,3 +80,22 @@ async def test_an_offer_reads_masked_once_its_value_is_vaulted(home: Path) -> No
         (answer,) = answers(page)
         assert answer["actions"] and "Q7x9" not in json.dumps(page, ensure_ascii=False)
         assert "[vault:door]" in answer["actions"][0]["command"]
+
+
+async def test_a_regenerated_answers_offers_come_back(home: Path) -> None:
+    """An answer asked again (regenerate, edit) goes through the page's handle too."""
+    from tests.spine.test_web_chats import stream
+
+    async with served(home) as site:
+        await chat(site, "remember my gym days")
+        _, page = await get(site, "/api/history?chat=c")
+        (first,) = answers(page)
+        args = {"name": "gym", "type": "user", "description": "gym days", "content": "Mon, Thu"}
+        site.fake.script(ToolCalls([Call("memory_save", args)]), Text("Saved."))
+        status, final = await stream(
+            site, "/api/chat/regenerate", {"chat": "c", "seq": first["seq"]}
+        )
+        assert status == 200 and [a["label"] for a in final["actions"]] == ["↩ Undo memory 'gym'"]
+        _, page = await get(site, "/api/history?chat=c")
+        (again,) = answers(page)
+        assert again["text"].startswith("Saved.") and again["actions"] == final["actions"]

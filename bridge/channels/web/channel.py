@@ -208,6 +208,12 @@ class WebChannel:
         self.port = port
 
     @property
+    def handle(self) -> ProgressHandle:
+        """The handle the page's turns go through (its commands and offers kept for the
+        history: `kept.py`), for routes other modules add (`bridge.app.web_extras`)."""
+        return self._handle
+
+    @property
     def gate(self) -> WebGate:
         """Who asks (for routes other modules add: `bridge.app.web_extras`)."""
         return self._gate
