@@ -31,6 +31,11 @@ The sustained run also prints its CPU time per call, process by process (the
 runner, the helper, the zygote, the children), with the calls/s that CPU allows
 on this machine's cores: the bound the 500 calls/s of issue 26 meets.
 
+The trivial tool names no way to read a file, so after a few of its calls the
+helper's next children leave the reading path out of their warm-up
+(forge.child_pool `ReadingHint`; `--stages` shows them as "ready_not_reading"), and
+the first CSV calls after a trivial block find such a child.
+
 `--hog N`: run the measurements a second time beside N busy loops and print both
 (the machine's load average is printed next to every figure).
 

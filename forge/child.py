@@ -98,6 +98,9 @@ class HelperContext:
     ruleset: RulesetArgs | None = None  # a child's ruleset calls' arguments (None: no Landlock)
     judged: JudgedModules | None = None  # the proxies' attributes, judged once (policy.guards)
     warm_file: WarmFile | None = None  # a library file the warm-up reads (`_warm_reading`)
+    # seccomp as a stacked pair (forge.confine.seccomp): the zygote's part, a child's part
+    seccomp_pair: tuple[SeccompFilter, SeccompFilter] | None = None
+    seccomp_stacked: bool = False  # the zygote installed its part: a child installs the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +169,9 @@ def _prepare(
     """The layers that are the same for every call, applied before the call is known
     (so the child is already confined when the call's data reaches it): die with the
     helper, no inherited descriptors, /dev/null for stdio, empty environment, no
-    capabilities, seccomp; with `bound`, Landlock with that workspace and cwd there.
+    capabilities, seccomp (the child's part of the stacked pair when the zygote
+    installed its own part: forge.confine.seccomp; else the whole filter); with
+    `bound`, Landlock with that workspace and cwd there.
     Returns this child's own Landlock ruleset with the read-only roots (the
     workspace is added per call), or None (none, or enforced already)."""
     die_with_parent(ctx.helper_pid)
@@ -191,7 +196,10 @@ def _prepare(
     if ctx.layers.drop_caps and os.geteuid() == 0 and not ctx.caps_dropped:
         drop_capabilities()
     if ctx.layers.seccomp and ctx.seccomp is not None:
-        ctx.seccomp.install()
+        if ctx.seccomp_stacked and ctx.seccomp_pair is not None:
+            ctx.seccomp_pair[1].install()  # over the zygote's part: the whole filter
+        else:
+            ctx.seccomp.install()
     return ruleset
 
 
@@ -400,6 +408,8 @@ def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
         return False
 
 
+# the "ready" mark of a child whose warm-up left out the reading path (traced calls)
+READY_NOT_READING = "ready_not_reading"
 # A job like a call's, decoded by every child while it waits (`_warm`), never run.
 WARM_SECRET = "forge_warm_up"  # the secret name it declares (no call sees it: tests/forge)
 WARM_READ = 1 << 12  # bytes the warm-up asks of its (still empty) job memfd
@@ -482,10 +492,13 @@ def child_main(
     result_fd: int,
     pre: CallGlobals | None = None,
     bound: Bound | None = None,
+    reading: bool = True,
 ) -> NoReturn:
     """Entry point right after fork, before the call is known; never returns. `pre`:
     the call's globals as the zygote built them (None: built here); `bound`: the
-    workspace it confines itself to while it waits (None: when its call arrives)."""
+    workspace it confines itself to while it waits (None: when its call arrives);
+    `reading` False: the warm-up leaves out the reading path (`_warm_reading`: its
+    helper's recent calls read no file, forge.child_pool `ReadingHint`)."""
     mark = _Stages()
     mark.faults("forked")
     trace = False
@@ -499,8 +512,10 @@ def child_main(
         else:
             setup_error = None
             if ctx.warm:
-                _warm(ctx, job_fd, call)
+                _warm(ctx, job_fd, call if reading else None)
         mark.faults("ready")
+        if ctx.warm and not reading:
+            mark.faults(READY_NOT_READING)  # a traced call shows it (tests/forge)
         job = _await_job(go_fd, job_fd)
         trace = mark.count = job.trace
         mark("job")

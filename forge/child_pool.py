@@ -15,6 +15,15 @@ on the zygote (a stopped zygote stalls no call a waiting child can take). The
 child's memfd is closed as it is handed over (its go pipe then carries only
 answers to its own `net` requests), so no child is ever given a second call.
 
+A waiting child warms its call's path (forge.child `_warm`), and the reading path
+most tools take as well (`_warm_reading`: about 85 copied pages and 0.35 ms of CPU
+a child), except while the helper's recent calls never named a way to read a file
+(`ReadingHint`: `QUIET_CALLS` in a row): its next children are asked for without
+it. The warm-up keeps nothing a call sees (tests/forge/test_warm_reading.py), so
+this only moves that work: a call that reads, right after, finds its child's
+reading path cold (as before session 33), and the children asked for after it
+warm it again.
+
 Once a call names the helper's workspace (`bind`), the zygote's later children
 confine themselves to it while they wait (forge.zygote); a child confined to
 another workspace (the directory was replaced, or its path now resolves
@@ -41,6 +50,49 @@ IDLE_CHILDREN = 3
 # at most (forge.helper_pool.MAX_HELPERS + the spare) * depth children wait
 MAX_DEPTH = 8
 SPAWN_BACKOFF_S = 0.5
+# calls in a row whose code names no way to read a file before the next children leave
+# the reading path out of their warm-up (`ReadingHint`)
+QUIET_CALLS = 4
+# the names a tool reads files with (the gate's open and listdir, the os and pathlib
+# shims) or parses what it read with (csv: `_warm_reading` walks a csv.DictReader too)
+READING_NAMES = ("open", "listdir", "os", "pathlib", "Path", "csv")
+# how marshal writes a short ASCII string (a name): its type byte (interned or not,
+# with or without the reference flag), its length, its text
+_SHORT_ASCII = (0x5A, 0xDA, 0x7A, 0xFA)
+_READING = tuple(bytes((t, len(n))) + n.encode() for n in READING_NAMES for t in _SHORT_ASCII)
+_JUDGED_MAX = 256  # codes whose judgement is kept (forge.code_cache keeps as many)
+
+
+def may_read(code: bytes) -> bool:
+    """Whether a tool's marshalled code names one of READING_NAMES (a name, an
+    attribute or a string constant with exactly that text: more than it reads with,
+    never less, for the tools the shims and the gate serve)."""
+    return any(word in code for word in _READING)
+
+
+class ReadingHint:
+    """Whether a helper's next waiting children warm the reading path too: not once
+    `quiet_calls` calls in a row named no way to read a file (`may_read`), again at
+    the first that does. A hint for the warm-up alone: whatever it says, every call
+    runs the same (tests/forge/test_reading_hint.py)."""
+
+    def __init__(self, quiet_calls: int = QUIET_CALLS) -> None:
+        self.quiet_calls = quiet_calls
+        self.quiet = 0  # calls in a row that named no way to read a file
+        self._judged: dict[bytes, bool] = {}  # code -> may_read (the cache's own bytes)
+
+    @property
+    def reading(self) -> bool:
+        return self.quiet < self.quiet_calls
+
+    def note(self, code: bytes) -> None:
+        """A call of `code` (marshalled, forge.code_cache) is about to be handed over."""
+        reads = self._judged.get(code)
+        if reads is None:
+            if len(self._judged) >= _JUDGED_MAX:
+                self._judged.clear()
+            reads = self._judged[code] = may_read(code)
+        self.quiet = 0 if reads else self.quiet + 1
 
 
 class ChildPool:
@@ -61,6 +113,7 @@ class ChildPool:
         self.binding: tuple[str, int, int] | None = None  # workspace, device, inode
         self.generation = 0  # of `binding` (0: none)
         self.failure: OSError | None = None  # the last failed fork, not yet reported
+        self.hint = ReadingHint()  # whether the next children warm the reading path
 
     def coming(self) -> int:
         """Children waiting, arrived but not collected, and asked for."""
@@ -75,7 +128,10 @@ class ChildPool:
     def refill(self) -> None:
         """Ask the zygote for one more waiting child, without waiting for it."""
         try:
-            self.zygote.ask()
+            if self.hint.reading:
+                self.zygote.ask()
+            else:
+                self.zygote.ask(reading=False)
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
 

@@ -16,7 +16,7 @@ from forge.confine.landlock import (
     ruleset_args,
 )
 from forge.confine.probe import probe
-from forge.confine.seccomp import SeccompFilter, seccomp_program
+from forge.confine.seccomp import SeccompFilter, child_program, seccomp_program, zygote_program
 from forge.layers import Layers
 from forge.modules import ALLOWED, SHIMMED, SOURCES, build_proxies
 from forge.policy.globals import safe_builtins
@@ -51,6 +51,7 @@ def prepare(
     roots = read_only_roots() if abi else []
     read_fds = tuple(open_roots(roots))
     program = seccomp_program()
+    zygote_part, child_part = zygote_program(), child_program()
     proxies = build_proxies()
     ctx = HelperContext(
         proxies=proxies,
@@ -68,6 +69,9 @@ def prepare(
         ruleset=ruleset_args(abi, read_fds) if abi else None,
         judged=judge_modules(proxies),
         warm_file=_warm_file(roots, read_fds),
+        seccomp_pair=(SeccompFilter(zygote_part), SeccompFilter(child_part))
+        if zygote_part is not None and child_part is not None
+        else None,
     )
     return ctx, caps
 

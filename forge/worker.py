@@ -132,6 +132,7 @@ class Helper:
         traced call's job carries the helper's marks (the child sends them on, so
         they reach the runner when the child answers it directly)."""
         code = self.codes.compile(req.source)
+        self.children.hint.note(code)  # whether the next children warm the reading path
         workspace = os.path.realpath(req.workspace)
         try:
             st: os.stat_result | None = os.stat(workspace)

@@ -15,7 +15,9 @@ Protocol on a SOCK_SEQPACKET pair (one message per datagram):
 helper -> zygote `b"f"` (fork one child; the helper never waits for the
 answer: the child is collected from the socket like an exit report, so the
 helper never stalls while the zygote forks, nor when it is stopped; only
-`fork_child`, for measurements, waits);
+`fork_child`, for measurements, waits), or `b"q"` (the same, but the child's
+warm-up leaves out the reading path, forge.child `_warm_reading`: asked while
+the helper's recent calls never read a file, forge.child_pool `ReadingHint`);
 helper -> zygote `b"w" generation dev ino path` (bind the children forked from now
 on to the helper's workspace: see below; never a blocking send either: a binding
 the socket has no room for, because the zygote is stopped and has not read what
@@ -26,6 +28,10 @@ write end, its job memfd, its result pipe read end, a pidfd), or `b"e" errno`;
 zygote -> helper `b"x" pid status` when a child has exited (the zygote reaps
 its children; the helper signals them through their pidfds, which cannot hit a
 recycled pid). The zygote dies with the helper (PDEATHSIG), its children with it.
+Before its first fork it installs the seccomp filter but for the calls it makes
+itself (clone, pidfd_open, sendto, sendmsg); each child adds a filter refusing
+those four (the stacked pair of forge.confine.seccomp: the same answers as the
+whole filter, which a child used to install alone).
 
 A helper serves one workspace (one tenant's: forge.helper_pool), so once its first
 call has named it, the helper tells the zygote (`bind`): the zygote opens that
@@ -65,6 +71,7 @@ _BIND = struct.Struct("<ciQQ")  # then the workspace's path
 BIND_MAX = 8192  # bytes of a bind message (a path is at most 4096)
 _ERROR = struct.Struct("<ci")
 _EXIT = struct.Struct("<cii")
+_FDS = struct.Struct("4i")  # a child's descriptors as SCM_RIGHTS carries them
 
 
 @dataclass
@@ -122,15 +129,16 @@ class Zygote:
         theirs.close()
         return cls(pid, mine)
 
-    def ask(self) -> None:
+    def ask(self, reading: bool = True) -> None:
         """Ask for one more child without waiting for it: it arrives in `born` when
         `read_reports` meets it (the helper never stalls while the zygote forks).
         Never blocks either: BlockingIOError when the zygote has not read the asks
         queued before (it is stopped or stuck), including a binding not sent yet
-        (`bind`), which always goes first."""
+        (`bind`), which always goes first. `reading` False: the child's warm-up
+        leaves out the reading path (forge.child `_warm_reading`)."""
         if not self.send_binding():
             raise BlockingIOError(errno.EAGAIN, "the zygote has not read the binding yet")
-        self.sock.send(b"f", socket.MSG_DONTWAIT)
+        self.sock.send(b"f" if reading else b"q", socket.MSG_DONTWAIT)
         self.asked += 1
 
     def bind(self, workspace: str, dev: int, ino: int) -> int:
@@ -244,9 +252,14 @@ def _bind(message: bytes, old: Binding | None) -> Binding | None:
 
 
 def _fork_one(
-    ctx: HelperContext, sock: socket.socket, pre: CallGlobals | None, bind: Binding | None
+    ctx: HelperContext,
+    sock: socket.socket,
+    pre: CallGlobals | None,
+    bind: Binding | None,
+    reading: bool = True,
 ) -> tuple[int, int] | None:
-    """Fork one child that waits for its call; send the helper its descriptors."""
+    """Fork one child that waits for its call; send the helper its descriptors.
+    `reading` False: its warm-up leaves out the reading path."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     res_r, res_w = os.pipe2(os.O_CLOEXEC)
     job = os.memfd_create("forge-call", os.MFD_CLOEXEC)
@@ -258,11 +271,14 @@ def _fork_one(
         sock.send(_ERROR.pack(b"e", exc.errno or 0))
         return None
     if pid == 0:  # pragma: no cover - child
-        child_main(ctx, go_r, job, res_w, pre, bind.bound if bind else None)
+        child_main(ctx, go_r, job, res_w, pre, bind.bound if bind else None, reading)
     pidfd = os.pidfd_open(pid)
     try:
         message = _CHILD.pack(b"c", pid, bind.generation if bind else 0)
-        socket.send_fds(sock, [message], [go_w, job, res_r, pidfd])
+        # socket.send_fds's own call, without its array: every object this process
+        # touches while a child lives is a page it copies (3-5 fewer a fork)
+        fds = _FDS.pack(go_w, job, res_r, pidfd)
+        sock.sendmsg((message,), ((socket.SOL_SOCKET, socket.SCM_RIGHTS, fds),))
     finally:
         for fd in (go_r, go_w, res_r, res_w, job):
             os.close(fd)
@@ -291,6 +307,20 @@ def _drop_caps(ctx: HelperContext) -> bool:
     return True
 
 
+def _install_seccomp(ctx: HelperContext) -> bool:
+    """Install the zygote's part of the stacked seccomp pair (forge.confine.seccomp):
+    the whole filter but for forking, pidfds and the messages to the helper; its
+    children inherit it and add the rest. False when seccomp is off or unavailable,
+    or the install failed (each child then installs the whole filter itself)."""
+    if not (ctx.layers.seccomp and ctx.seccomp is not None and ctx.seccomp_pair is not None):
+        return False
+    try:
+        ctx.seccomp_pair[0].install()
+    except OSError:
+        return False
+    return True
+
+
 def _zygote_main(
     ctx: HelperContext, sock: socket.socket, helper_pid: int
 ) -> NoReturn:  # pragma: no cover - runs in the zygote process
@@ -313,6 +343,9 @@ def _zygote_main(
             low = fd + 1
         close_range(low, 0xFFFFFFFF)
         os.environ.clear()  # every child inherits an empty environment
+        # the whole seccomp filter but for the calls this process makes; each child
+        # adds the rest (forge.confine.seccomp)
+        ctx = dataclasses.replace(ctx, seccomp_stacked=_install_seccomp(ctx))
         pre = _call_globals(ctx)
         gc.collect()
         gc.freeze()
@@ -332,7 +365,7 @@ def _zygote_main(
                     if message[:1] == b"w":
                         bind = _bind(message, bind)
                         continue
-                    spawned = _fork_one(ctx, sock, pre, bind)
+                    spawned = _fork_one(ctx, sock, pre, bind, message[:1] != b"q")
                     if spawned is not None:
                         children[spawned[1]] = spawned[0]
                         poll.register(spawned[1], select.EPOLLIN)

@@ -8,7 +8,8 @@ binary search), not the whole list: the kernel runs that pass for every number
 when a child installs the filter. The calls allowed on the child itself only
 (prlimit64, the scheduler's, setpriority, ioprio_set: a pid of 0) and fcntl/ioctl
 without the commands that make a descriptor signal another process read an
-argument's low word, as the kernel does (a C int)."""
+argument's low word, as the kernel does (a C int). The stacked pair (the zygote's
+part, then each child's) answers every call as the whole filter does."""
 
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ from forge.confine.seccomp import (
     RET_KILL,
     SETPRIORITY_X86_64,
     UTIMENSAT_X86_64,
+    X32_FIRST,
+    ZYGOTE_X86_64,
+    child_program,
     seccomp_program,
+    stacked,
+    zygote_program,
 )
 
 pytestmark = pytest.mark.skipif(platform.machine() not in AUDIT_ARCH, reason="no filter here")
@@ -202,3 +208,67 @@ def test_only_the_argument_checks_read_arguments() -> None:
         for arg0, arg1 in ((0, 0), (1, 0), (DAEMON, DAEMON), (0, 0xFFFF_FFFF)):
             steps = run(prog, nr, arg0=arg0, arg1=arg1)[1]
             assert steps <= 24, (nr, steps)
+
+
+def _decisions(
+    nr: int, arch: int = ARCH, arg0: int | None = None, arg1: int | None = None
+) -> tuple[int, int]:
+    """(the whole filter's answer, the stacked pair's) for one syscall."""
+    whole, zygote, child = seccomp_program(), zygote_program(), child_program()
+    assert whole is not None and zygote is not None and child is not None
+    one = run(whole, nr, arch, arg1, arg0)[0]
+    # newest first: the child's part, then the zygote's (the kernel's order)
+    pair = stacked([run(child, nr, arch, arg1, arg0)[0], run(zygote, nr, arch, arg1, arg0)[0]])
+    return one, pair
+
+
+def test_the_stacked_pair_decides_every_call_as_the_whole_filter() -> None:
+    """The zygote installs the whole filter but for what it calls itself, each child
+    the rest (issue 26): every native number, every argument the checks read, every
+    x32 number tried and a foreign architecture get the same answer from the pair,
+    combined as the kernel combines filters, as from the whole filter."""
+    for nr in range(0, 2048):
+        if nr in ARG_CHECKS_X86_64:
+            continue
+        one, pair = _decisions(nr)
+        assert one == pair, nr
+    args = (0, 1, 2, DAEMON, HIGH, DAEMON | HIGH, 0xFFFFFFFF, 1 << 31, 3)
+    for nr in ARG_CHECKS_X86_64:
+        for arg0 in args:
+            for arg1 in (*args, *FCNTL_REFUSED, *IOCTL_REFUSED, 0x5401, 16):
+                one, pair = _decisions(nr, arg0=arg0, arg1=arg1)
+                assert one == pair, (nr, arg0, arg1)
+    for nr in (X32_FIRST, X32_FIRST + 41, X32_FIRST + 56, X32_FIRST + 434, 0xFFFFFFFF):
+        assert _decisions(nr) == (RET_EPERM, RET_EPERM), nr
+    for arch in (0x40000003, 0xC00000B7, 0):  # i386, aarch64, nonsense
+        for nr in (0, 41, 44, 46, 56, 434, 435):
+            assert _decisions(nr, arch) == (RET_KILL, RET_KILL), (arch, nr)
+
+
+def test_the_zygote_part_allows_only_what_the_zygote_calls() -> None:
+    """What the zygote's part lets through and the whole filter does not: forking a
+    child (clone), its pidfd, and the messages to the helper; the child's part
+    refuses exactly those, and reads no argument (every number stays cacheable)."""
+    whole, zygote, child = seccomp_program(), zygote_program(), child_program()
+    assert whole is not None and zygote is not None and child is not None
+    plain = [nr for nr in range(0, 2048) if nr not in ARG_CHECKS_X86_64]  # arguments: above
+    loosened = {nr for nr in plain if run(zygote, nr)[0] != run(whole, nr)[0]}
+    assert loosened == set(ZYGOTE_X86_64.values()) == {56, 44, 46, 434}
+    for nr in loosened:
+        assert run(zygote, nr)[0] == RET_ALLOW and run(child, nr)[0] == RET_EPERM
+    for nr in range(0, 2048):
+        action, steps = run(child, nr)  # no argument given: any read would fail
+        assert action == (RET_EPERM if nr in loosened else RET_ALLOW), nr
+        assert steps <= 10
+    assert len(child) // 8 < len(whole) // 8 // 10
+
+
+def test_stacked_takes_the_strictest_answer() -> None:
+    """The kernel's rule for several filters: death over an errno over allow; of two
+    errnos, the newest filter's."""
+    assert stacked([RET_ALLOW, RET_EPERM]) == RET_EPERM
+    assert stacked([RET_EPERM, RET_ALLOW]) == RET_EPERM
+    assert stacked([RET_EPERM, RET_KILL]) == RET_KILL
+    assert stacked([RET_ALLOW, RET_ALLOW]) == RET_ALLOW
+    assert stacked([RET_ENOSYS, RET_EPERM]) == RET_ENOSYS
+    assert stacked([RET_EPERM, RET_ENOSYS]) == RET_EPERM
