@@ -11,17 +11,14 @@ from __future__ import annotations
 import json
 import os
 from collections import ChainMap, deque
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
 from forge.child import prepare_call_globals
-from forge.layers import Layers
 from forge.modules import build_proxies
 from forge.policy import globals as run_globals
 from forge.policy import guards as policy_guards
@@ -31,15 +28,6 @@ from forge.warmup import prepare
 from tests.forge.helpers import tool
 
 aio = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def raw_python() -> AsyncIterator[SandboxRunner]:
-    """Lint and RestrictedPython off: a tool can mutate anything in its process."""
-    r = SandboxRunner(layers_for_tests=Layers(lint=False, restricted=False))
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 @aio

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import errno
 import platform
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge.confine.seccomp import AUDIT_ARCH, ZYGOTE_X86_64
 from forge.layers import Layers
@@ -26,14 +24,6 @@ pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.skipif(platform.machine() not in AUDIT_ARCH, reason="no filter here"),
 ]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def raw_python() -> AsyncIterator[SandboxRunner]:
-    r = SandboxRunner(layers_for_tests=Layers(lint=False, restricted=False))
-    await r.start()
-    yield r
-    await r.aclose()
 
 
 def _filters(pid: int) -> int:
