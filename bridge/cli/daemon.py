@@ -169,7 +169,19 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(with_roost(settings, None, body))
 
 
+SEND_EXITS = """exit status:
+  0   an answer, or (with --to) the message queued
+  1   the reply is an error, or a slash command that did not run as asked
+  2   wrong usage: --key without --to, a --tenant roost does not know, an empty
+      message (or one on stdin past [limits] max_message_chars), a malformed
+      --to, or a --to channel that is not configured (nothing queued)
+  78  no model is configured (provider auto found none): a slash command or
+      --offline still runs; or the configuration is invalid"""
+
+
 def send_args(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog's lines as written
+    p.epilog = SEND_EXITS
     p.add_argument("--tenant", type=tenant_arg, help="tenant (default: the local tenant)")
     p.add_argument("--chat", default="send", help="conversation name (default send)")
     p.add_argument(

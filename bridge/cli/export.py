@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ from bridge.app.export import (
 from bridge.app.forget_marks import marker_path
 from bridge.app.forgetting import EXPORTS, begin, export_files, forget_tenant
 from bridge.app.home import check_chain_key, record_event
-from bridge.app.instance import InstanceBusy, hold
+from bridge.app.instance import LOCK_NAME, InstanceBusy, hold, holder
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import refused, unknown_tenant
 from bridge.core.config import Settings
@@ -120,6 +121,26 @@ def export_name(tenant: str, now: datetime) -> str:
     return f"roost-export-{tenant}-{now:%Y%m%d-%H%M%S}.zip"
 
 
+def busy_message(home: Path) -> str:
+    """Why forget cannot run now: a daemon holds the home (the lock's message is the second
+    daemon's, whose advice of another ROOST_HOME means nothing for a tenant of this one)."""
+    try:
+        fd = os.open(home / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        who = "a process"
+    else:
+        try:
+            who = holder(fd)
+        finally:
+            os.close(fd)
+    return (
+        f"roost forget: a roost serve ({who}) is running on {home}, and forget needs the home "
+        "to itself (the daemon could write the tenant back): stop it first (systemctl stop "
+        "roost; on PostgreSQL every instance sharing this home), then run roost forget "
+        "again. Nothing was deleted."
+    )
+
+
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     unfinished = marker_path(settings.home, args.tenant).exists()  # its files may be gone
     if not unfinished and refused(settings, args.tenant, "forget", advice=NOTHING_TO_FORGET):
@@ -135,8 +156,8 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     check_chain_key(settings)  # its record could not follow: nothing is deleted
     try:
         lock = hold(settings.home)  # no daemon may write the tenant back meanwhile
-    except InstanceBusy as exc:
-        print(f"roost forget: {exc}", file=sys.stderr)
+    except InstanceBusy:
+        print(busy_message(settings.home), file=sys.stderr)
         return 1
     resumed = marker_path(settings.home, args.tenant).exists()
     begin(settings.home, args.tenant)  # durable, before the database or a file is touched

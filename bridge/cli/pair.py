@@ -1,4 +1,11 @@
-"""`roost pair TENANT`: a one-time code that binds a chat identity to a configured tenant."""
+"""`roost pair TENANT`: a one-time code that binds a chat identity to a configured tenant.
+
+The person sends the code to a chat bot (Telegram, WhatsApp, Matrix: the platforms
+whose people the config lists, `<platform>_ids`). With none configured here nor
+started by the last `roost serve` (`channel_config.last_served`: the daemon may hold a
+secret this shell lacks), the code is still printed and kept, and stderr says that
+nobody can send it yet and which keys to set (`no_bot_warning`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,13 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
+from bridge.app.channel_config import last_served, off_reason
+from bridge.app.channels_up import PLATFORMS
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
 from bridge.core.pairing import CODE_TTL_S
+from bridge.types.platform import Platforms
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
@@ -18,6 +28,25 @@ if TYPE_CHECKING:
 
 def pair_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("tenant", type=tenant_arg, help="the tenant the person will be bound to")
+
+
+def no_bot_warning(settings: Settings, platforms: Platforms = PLATFORMS) -> str | None:
+    """What stderr says when no chat bot could take a code (None: one can): each bot
+    platform's missing keys."""
+    served = last_served(settings.home)
+    reasons = []
+    for platform in platforms:
+        if platform.ids_key is None:
+            continue  # not a chat of people (the page, the terminal, MCP): nobody pairs there
+        reason = off_reason(settings, platform.name)
+        if reason is None or platform.name in served:
+            return None
+        reasons.append(reason)
+    minutes = int(CODE_TTL_S // 60)
+    return (
+        "roost pair: warning: no chat bot is configured, so nobody can send this code yet "
+        f"(it stays valid for {minutes} minutes): {'; '.join(reasons)}"
+    )
 
 
 def pair_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -42,6 +71,9 @@ def pair_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Pairing code for tenant {args.tenant}: {code}")
         print(f"Valid for {minutes} minutes, once. The person sends this to the bot in a")
         print(f"private chat:  /pair {code}")
+        warning = no_bot_warning(settings)
+        if warning is not None:
+            print(warning, file=sys.stderr)
         return 0
 
     return asyncio.run(with_roost(settings, None, body))

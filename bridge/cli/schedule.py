@@ -1,14 +1,17 @@
 """Operator commands over the schedule: `roost jobs` and `roost send --to`.
 
 `roost jobs [--tenant T]` lists jobs (id, kind, chat, state, next run in the
-job's zone, runs, the last error) and the outbox's delivery failures (dead
+job's zone (none for a paused job), runs, the last error) and the outbox's delivery failures (dead
 letters and entries still retrying), never a job's text. `roost send --to
 CHANNEL:CHAT TEXT` (the forms the platforms declare: `telegram:<chat_id>`,
 `web[:<chat>]`, `whatsapp:<phone>`, ...) stores the message in the outbox of
 roost.db, filed under the tenant whose `<platform>_ids` lists that chat (else
 the local one), where the running daemon picks it up within a second
 (it watches the database) and delivers it with its retries; `--key K` makes
-a script's retry safe (a key is delivered at most once per chat).
+a script's retry safe (a key is delivered at most once per chat). The message
+is queued either way (exit 0), and stderr warns when nothing will deliver it yet
+(no `roost serve` runs) or nobody can read it (a web message for a tenant
+without a `web_token`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from zoneinfo import ZoneInfo
 from bridge.app.channel_config import last_served, off_reason
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
+from bridge.app.instance import held
 from bridge.channels.terminal.controls import shown
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import known, refused
@@ -56,9 +60,11 @@ def when(ms: int | None, tz: str) -> str:
 def job_line(job: Job) -> str:
     error = f"\terror: {job.last_error}" if job.last_error else ""
     every = f"every {job.spec}" if job.spec else "once"
+    # a paused job keeps its old time, which is not when it runs (resuming sets a new one)
+    nxt = "none (paused)" if job.state == "paused" else when(job.next_run_ms, job.tz)
     return (
         f"{job.tenant}\t{job.id}\t{job.kind}\t{job.channel}:{job.chat}\t{job.state}\t"
-        f"{every}\tnext {when(job.next_run_ms, job.tz)}\truns {job.runs}{error}"
+        f"{every}\tnext {nxt}\truns {job.runs}{error}"
     )
 
 
@@ -148,15 +154,50 @@ def tenant_for(
 
 async def enqueue(
     settings: Settings, where: tuple[str, str, str], masked: Masked, key: str
-) -> Enqueued:
-    """Store one message in roost.db's outbox (the file is made and migrated if new)."""
+) -> tuple[Enqueued, bool | None]:
+    """Store one message in roost.db's outbox (the file is made and migrated if new); with
+    whether a daemon serves it now (`serving`)."""
     db = await open_database(settings.home / "roost.db", settings.database)
     try:
         tenant, channel, chat = where
         now_ms = int(time.time() * 1000)
-        return await OutboxStore(db).enqueue(tenant, channel, chat, masked, key, now_ms=now_ms)
+        added = await OutboxStore(db).enqueue(tenant, channel, chat, masked, key, now_ms=now_ms)
+        return added, await serving(settings, db)
     finally:
         await db.aclose()
+
+
+async def serving(settings: Settings, db: Database) -> bool | None:
+    """Whether a `roost serve` delivers the outbox now: the home's lock on SQLite, a live
+    instance lease on PostgreSQL (its instances may run on other hosts); None: cannot tell."""
+    if settings.database.url is None:
+        return held(settings.home)
+    from bridge.storage.copy import live_instances  # PostgreSQL only
+
+    return bool(await live_instances(db))
+
+
+NOT_SERVING = (
+    "roost send: warning: `roost serve` is not running now, so nothing delivers this yet: "
+    "start it (`make run`, or `systemctl start roost`); the message waits in the outbox "
+    "until then"
+)
+
+
+def unread_warning(settings: Settings, tenant: str, channel: str) -> str | None:
+    """Why nobody can read a `web` message filed under `tenant`, or None: a tenant other
+    than the local one reads the page only through its own `[tenants.T] web_token`."""
+    if channel != "web" or tenant == settings.local_tenant:
+        return None
+    rule = settings.tenants.get(tenant)
+    if rule is not None and rule.web_token is not None:
+        return None
+    return (
+        f"roost send: warning: tenant {tenant} has no web_token, so no web page signs in as "
+        f"{tenant} and nobody reads this there: set [tenants.{tenant}] web_token in the config "
+        f"(it then shows in {tenant}'s web chat), or send it without --tenant (the local "
+        "tenant's page)"
+    )
 
 
 def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms = PLATFORMS) -> int:
@@ -168,12 +209,12 @@ def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms =
     if target is None or not text or len(text) > MAX_TEXT:
         forms = " or ".join(platforms.addresses())
         print(
-            f"roost: --to {forms}, and a text of at most {MAX_TEXT:,} characters",
+            f"roost send: --to {forms}, and a text of at most {MAX_TEXT:,} characters",
             file=sys.stderr,
         )
         return 2
     if args.key is not None and not KEY.fullmatch(args.key):
-        print("roost: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
+        print("roost send: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
         return 2
     channel, chat = target
     off = off_reason(settings, channel)
@@ -187,7 +228,12 @@ def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms =
     tenant = tenant_for(settings, channel, chat, args.tenant, platforms)
     key = f"send:{args.key or uuid.uuid4().hex}"
     masked = masker_of(TenantDirs.of(settings.home, tenant)).mask(text)  # the outbox's type
-    added = asyncio.run(enqueue(settings, (tenant, channel, chat), masked, key))
+    added, served = asyncio.run(enqueue(settings, (tenant, channel, chat), masked, key))
     note = "queued" if added.new else "already queued (same key), nothing added"
     print(f"outbox entry {added.id} for {channel}:{chat}: {note}")
+    unread = unread_warning(settings, tenant, channel)
+    if unread is not None:
+        print(unread, file=sys.stderr)
+    if served is False:
+        print(NOT_SERVING, file=sys.stderr)
     return 0

@@ -5,31 +5,91 @@ daemon does (`bridge.app.models.make_backend`, `bridge.app.home.open_chain`);
 the judge runs on `[style] judge_model` (default: the default model) and its
 calls count against each tenant's token budget. With the offline backend the
 judge reports "no model configured" and candidates stay pending.
+
+`status` says whether roost-style.timer will run the next sweep: its unit file where
+`roost install-units` puts it, and `systemctl is-active` when systemctl is here (a
+machine without it, or without systemd, only loses that word). A sweep looks only at
+tenants with a graded skill turn in its window or with bullets: the report names the
+configured tenants it passed over, and why.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
+import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime
+from pathlib import Path
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import chain_paths, open_chain, prepare_home
 from bridge.cli.rows import Run, Verb, add_verbs, no_args, pick, tenant_arg
 from bridge.cli.tenant_check import known, refused
+from bridge.cli.units import SYSTEMD_DIR
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.config import Settings
+from bridge.core.tenants import configured_tenants
 from bridge.core.usage import UsageStore
 from bridge.core.words import count
 from bridge.style.judge import Judge
 from bridge.style.rules import DAY_MS, Thresholds
 from bridge.style.store import STATES, StyleStore
-from bridge.style.sweep import Sweeper, SweepReport
+from bridge.style.sweep import Sweeper, SweepReport, read_window_ms
 
-SCHEDULE = "daily at 04:45 (roost-style.timer, Persistent=true)"
+TIMER = "roost-style.timer"
+SCHEDULE = "daily at 04:45"  # the timer's OnCalendar (systemd/roost-style.timer)
+ASK_S = 5.0  # how long `systemctl is-active` may take
+
+
+def timer_file() -> Path:
+    """Where `roost install-units` tells the operator to put the timer."""
+    return SYSTEMD_DIR / TIMER
+
+
+def timer_activity(systemctl: str | None) -> str | None:
+    """`systemctl is-active roost-style.timer`'s word (active, inactive, failed, ...), or
+    None when there is no systemctl or it cannot tell (no systemd as init, a container)."""
+    if systemctl is None:
+        return None
+    try:
+        done = subprocess.run(
+            [systemctl, "is-active", TIMER], capture_output=True, text=True, timeout=ASK_S
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = done.stdout.split()
+    return words[0] if words else None
+
+
+def next_sweep(installed: bool, activity: str | None) -> str:
+    """`style status`'s line about the timer: whether it runs the next sweep at all."""
+    where = timer_file()
+    if activity == "active":
+        return f"next sweep: {SCHEDULE} ({TIMER} is active, Persistent=true)"
+    if installed and activity is None:
+        return (
+            f"next sweep: {SCHEDULE} ({TIMER} is installed in {where.parent}, "
+            "Persistent=true; whether it is enabled could not be asked of systemctl)"
+        )
+    if installed:
+        return (
+            f"next sweep: {SCHEDULE} once {TIMER} runs: it is installed ({where}) but "
+            f"{activity}: systemctl enable --now {TIMER}"
+        )
+    return (
+        f"next sweep: {SCHEDULE} only with {TIMER}, which is not installed (no {where}): "
+        "`roost install-units` prints it; until then `roost style sweep` runs one"
+    )
+
+
+def timer_line() -> str:
+    """`next_sweep` for this machine: the unit file where install-units puts it, and
+    systemctl's word when there is a systemctl (never a failure when there is none)."""
+    return next_sweep(timer_file().is_file(), timer_activity(shutil.which("systemctl")))
 
 
 def live_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +110,10 @@ def _days(ms: int) -> int:
     return max(0, -(-ms // DAY_MS))
 
 
-async def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], None]) -> int:
+async def status(
+    store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[str], None], timer: str
+) -> int:
+    """The last sweep, the next one (`timer`: `timer_line`'s), then each tenant's bullets."""
     last = await store.last_sweep()
     if last is None:
         out("last sweep: never")
@@ -60,7 +123,7 @@ async def status(store: StyleStore, now_ms: int, t: Thresholds, out: Callable[[s
             f"{last.judged} judged, {last.promoted} promoted, {last.rejected} rejected, "
             f"{last.rolled_back} rolled back; judge: {last.judge_status}"
         )
-    out(f"next sweep: {SCHEDULE}")
+    out(timer)
     tenants = await store.tenants()
     if not tenants:
         out("no bullets yet")
@@ -104,7 +167,10 @@ async def list_live(store: StyleStore, tenant: str | None, out: Callable[[str], 
     return 0
 
 
-def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
+def print_report(
+    report: SweepReport, out: Callable[[str], None], configured: Collection[str] = ()
+) -> None:
+    """The sweep's counts; then the `configured` tenants it did not look at, and why."""
     head = "dry run: " if report.dry_run else ""
     out(
         f"{head}{count(len(report.tenants), 'tenant')}: "
@@ -112,6 +178,14 @@ def print_report(report: SweepReport, out: Callable[[str], None]) -> None:
         f"{report.judged} judged, {report.pending} pending, {report.promoted} promoted, "
         f"{report.rejected} rejected, {report.rolled_back} rolled back"
     )
+    idle = sorted(set(configured) - set(report.tenants))
+    if idle:
+        days = read_window_ms(Thresholds()) // DAY_MS
+        out(
+            f"  not swept: {', '.join(idle)}: no skill turn graded in the last {days} days and "
+            "no style bullets (the learner starts once a reply uses a skill and the next "
+            "message grades it)"
+        )
     if report.judge_status != "ok":
         out(f"judge: {report.judge_status}")
     for line in report.lines:
@@ -142,7 +216,7 @@ async def run_sweep(settings: Settings, dry_run: bool, out: Callable[[str], None
                 report = await sweeper.sweep_chain(paths, now_ms)
             finally:
                 await chain.aclose()
-        print_report(report, out)
+        print_report(report, out, configured_tenants(settings.tenants, settings.local_tenant))
         return 0
     finally:
         await backend.aclose()
@@ -172,7 +246,7 @@ def with_store(use: Callable[[argparse.Namespace, StyleStore], Awaitable[int]]) 
 
 
 async def run_status(args: argparse.Namespace, store: StyleStore) -> int:
-    return await status(store, int(time.time() * 1000), Thresholds(), print)
+    return await status(store, int(time.time() * 1000), Thresholds(), print, timer_line())
 
 
 async def run_list_live(args: argparse.Namespace, store: StyleStore) -> int:

@@ -66,7 +66,7 @@ class Row:
 ROWS: tuple[Row, ...] = (
     Row(
         "serve",
-        "run the daemon (web bridge, Telegram if configured)",
+        "run the daemon (web bridge; Telegram, WhatsApp, Matrix if configured)",
         "daemon",
         None,
         "run_serve",

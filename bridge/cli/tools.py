@@ -16,7 +16,7 @@ from bridge.types.tenant_dirs import TenantDirs
 
 
 def list_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tenant", type=tenant_arg, required=True)
+    p.add_argument("--tenant", type=tenant_arg, required=True, help="whose tools to list")
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:

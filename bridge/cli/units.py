@@ -12,9 +12,10 @@ gets the `audit-hmac-key` one when that file is present.
 A `--prefix` given without `.venv/bin/roost` under it is refused (exit 2): the
 units would name a program that is not there. A prefix under /home, /root or
 /run/user gets `ProtectHome=read-only` instead of `yes` (with `yes` the service
-could not reach its own program), and stderr says so; so does a secret file
-that others may read (it should be 0600). The default prefix prints the
-checked-in units unchanged.
+could not reach its own program), and stderr says so; a prefix under /tmp or
+/var/tmp, which `PrivateTmp=yes` hides (the units cannot run from there), is
+warned about too; so is a secret file that others may read (it should be
+0600). The default prefix prints the checked-in units unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from bridge.core.config import Settings
 
 UNITS_DIR = Path(__file__).resolve().parents[2] / "systemd"
+SYSTEMD_DIR = Path("/etc/systemd/system")  # where the printed units go (`# file:` headers)
 UNIT_NAMES = ("roost.service", "roost-style.service", "roost-style.timer")
 DEFAULT_PREFIX = "/opt/roost"
 EXECUTABLE = ".venv/bin/roost"
@@ -34,6 +36,8 @@ SECRETS = ("telegram-token", "llm-api-key", "audit-hmac-key")
 AUDIT_KEY = "audit-hmac-key"
 HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
 """What `ProtectHome=yes` hides from a service."""
+TMPS = (Path("/tmp"), Path("/var/tmp"))
+"""What `PrivateTmp=yes` replaces with an empty folder of the service's own."""
 HIDDEN = "ProtectHome=yes\n"
 READ_ONLY = "ProtectHome=read-only\n"
 
@@ -86,6 +90,15 @@ def under_home(prefix: Path) -> bool:
     return any(prefix == home or prefix.is_relative_to(home) for home in HOMES)
 
 
+def under_tmp(prefix: Path) -> bool:
+    """Whether `PrivateTmp=yes` would hide `prefix` (or the folder it links to)."""
+    return any(
+        place == tmp or place.is_relative_to(tmp)
+        for place in (prefix, prefix.resolve())
+        for tmp in TMPS
+    )
+
+
 def render(name: str, prefix: str, credentials: Path) -> str:
     text = (UNITS_DIR / name).read_text().replace(DEFAULT_PREFIX, prefix.rstrip("/") or "/")
     if under_home(Path(prefix)):
@@ -105,6 +118,13 @@ def warnings(prefix: Path, credentials: Path) -> list[str]:
             f"roost install-units: {prefix} is under a home folder, which ProtectHome=yes "
             "hides from the service: the units say ProtectHome=read-only instead (install "
             f"under {DEFAULT_PREFIX} to keep home folders hidden)"
+        )
+    if under_tmp(prefix):
+        said.append(
+            f"roost install-units: warning: {prefix} is under a temporary folder, which "
+            "PrivateTmp=yes replaces with an empty one for the service: its ExecStart "
+            f"cannot run. Install roost elsewhere (e.g. {DEFAULT_PREFIX}: `make` there) and "
+            "run install-units with that prefix"
         )
     for name in SECRETS:
         path = credentials / name
@@ -140,6 +160,6 @@ def run_install_units(args: argparse.Namespace, settings: Settings) -> int:
     for line in warnings(prefix, credentials):
         print(line, file=sys.stderr)
     for name in UNIT_NAMES:
-        sys.stdout.write(f"# file: /etc/systemd/system/{name}\n")
+        sys.stdout.write(f"# file: {SYSTEMD_DIR / name}\n")
         sys.stdout.write(render(name, str(prefix), credentials))
     return 0

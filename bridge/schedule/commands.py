@@ -8,8 +8,9 @@ the command came from. Creating goes through `Planner` (limits, `changed()`,
 `job.created`); removing, pausing and resuming record `job.changed`.
 A channel may add lines to `/jobs` for its chats (`notes`: how it delivers
 now, e.g. WhatsApp's 24-hour window). `/jobs` shows the first 40 characters
-of a job's text (`preview`); `/job show <id>` its whole text, kind, schedule
-and next run. A job's text is shown with its control and invisible characters
+of a job's text (`preview`); `/job show <id>` its whole text (a tool job's as
+`preview` reads it, counted as shown), kind, schedule and next run (a paused job
+has none: `NO_NEXT`). A job's text is shown with its control and invisible characters
 made visible (`visible`: escaped as `\\n`, `\\u202e`), so what runs is what is read.
 """
 
@@ -32,6 +33,7 @@ from bridge.types.messages import Final
 PREVIEW = 40
 SHOWN_FAILURES = 3
 JOB_USAGE = "/job show|rm|pause|resume <id>"
+NO_NEXT = "no next run"
 
 
 def visible(text: str, limit: int = 0) -> str:
@@ -66,6 +68,13 @@ def preview(job: Job) -> str:
     return visible(" ".join(job.payload.split()), PREVIEW)
 
 
+def next_and_state(job: Job, tz: str, now_ms: int, sep: str) -> str:
+    """`next <time><sep><state>` for a listing line; a paused job: `no next run<sep>paused`."""
+    nxt = next_run(job, tz, now_ms)
+    when = nxt if nxt == NO_NEXT else f"next {nxt}"
+    return f"{when}{sep}{job.state}"
+
+
 def recurrence(job: Job) -> str:
     if not job.recurring:
         return "once"
@@ -77,7 +86,10 @@ def next_run(job: Job, tz: str, now_ms: int) -> str:
     """When a job runs next, for a listing in the person's zone `tz`: the time in `tz`,
     and for a recurring job made in another zone (`recurrence` names that zone) that
     zone's time first, named, so the schedule and the next run on one line read in one zone:
-    `Sun 6 Dec 09:37 Etc/UTC (10:37 in Europe/Berlin)`."""
+    `Sun 6 Dec 09:37 Etc/UTC (10:37 in Europe/Berlin)`. A paused job has none (the time
+    it kept is not when it runs: `/job resume` sets a new one)."""
+    if job.state == "paused":
+        return NO_NEXT
     if not job.next_run_ms:
         return "—"
     here = stamp(local(job.next_run_ms, tz), local(now_ms, tz), "en")
@@ -172,10 +184,9 @@ class ScheduleCommands:
         jobs = await self._jobs.list_jobs(ctx.tenant, i.channel, i.chat)
         lines = [f"Jobs in this chat (times in {tz}):"] if jobs else ["No jobs in this chat."]
         for job in jobs:
-            nxt = next_run(job, tz, now_ms)
             lines.append(
-                f"• {job.id} · {job.kind} · {recurrence(job)} · next {nxt} · {job.state}"
-                f" — {preview(job)}"
+                f"• {job.id} · {job.kind} · {recurrence(job)} · "
+                f"{next_and_state(job, tz, now_ms, ' · ')} — {preview(job)}"
             )
             if job.last_error:
                 lines.append(f"  last run failed ({job.fail_count}×): {job.last_error}")
@@ -237,10 +248,15 @@ class ScheduleCommands:
         of its text cannot pass for one of these)."""
         tz = self._planner.zone(ctx.dirs)
         nxt = next_run(job, tz, int(ctx.now * 1000))
-        nxt = nxt if job.tz != tz or not job.next_run_ms else f"{nxt} ({tz})"
+        if nxt == NO_NEXT:
+            nxt = f"none while it is paused (/job resume {job.id} restarts it)"
+        elif job.tz == tz and job.next_run_ms:
+            nxt = f"{nxt} ({tz})"
         payload = full_text(job, self._jobs.limits.max_payload_chars)
+        # a tool job's stored text is JSON; what it shows (tool, arguments, mode) is counted
+        size = len(payload) if job.kind == "tool" else len(job.payload)
         return (
             f"Job {job.id} · {job.kind} · {recurrence(job)} · {job.state}\n"
             f"Next run: {nxt}\n"
-            f"Text ({count(len(job.payload), 'character')}):\n{payload}"
+            f"Text ({count(size, 'character')}):\n{payload}"
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bridge.schedule.commands import full_text, next_run, preview, recurrence
+from bridge.schedule.commands import full_text, next_and_state, preview, recurrence
 from bridge.schedule.jobs import Job
 from bridge.schedule.planning import Planner, Refused, Target
 from bridge.types.backend import ToolSchema
@@ -128,9 +128,8 @@ class ScheduleTools:
             return "No jobs in this chat."
         lines = [f"Jobs in this chat (times in {tz}):"]
         for job in jobs:
-            when = next_run(job, tz, now_ms)
             lines.append(
-                f"- {job.id}: {job.kind}, {recurrence(job)}, next {when}, {job.state}: "
-                f"{preview(job)}"
+                f"- {job.id}: {job.kind}, {recurrence(job)}, "
+                f"{next_and_state(job, tz, now_ms, ', ')}: {preview(job)}"
             )
         return "\n".join(lines)
