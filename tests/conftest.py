@@ -42,8 +42,9 @@ STORAGE_SHARDS = 2
 # is one unit, so that process starts once, not once on every worker that got one of its
 # tests (each worker starts a module's fixture for its first test of that module).
 # tests/forge/: a sandbox helper per module (conftest.py, a `python -I` start-up and its
-# zygote); test_readyz: a PostgreSQL.
-FILE_GROUPS = ("tests/forge/", "tests/spine/test_readyz.py")
+# zygote); test_readyz: a PostgreSQL; test_decoders: a decoder pool (its spare imports
+# Pillow and pypdf).
+FILE_GROUPS = ("tests/forge/", "tests/spine/test_readyz.py", "tests/senses/test_decoders.py")
 
 
 def _group(nodeid: str) -> str:

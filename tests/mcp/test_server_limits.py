@@ -4,12 +4,13 @@ Against the real `roost mcp --tenant alice --http 127.0.0.1:0` subprocess:
 raw sockets from several loopback addresses open connections and send half a
 request head, holding each. Before, the server kept every one (a descriptor
 each, until the process ran out). Now idle ones give way to fresh ones: what
-the server holds on its port (its `/proc/<pid>/fd` sockets in
-`/proc/net/tcp`) stays within the caps while the flood is held, the SDK's
-client with the token keeps listing and calling, and once the flood goes
-the server's sockets go too. A client with the token holding busy
-connections (open event streams) past the per-client cap gets `503` with
-`Retry-After` and a JSON-RPC error, with one log line for that client.
+the server holds on its port (its `/proc/<pid>/fd` sockets in the kernel's TCP
+table, the rows of /proc/net/tcp, asked through sock_diag) stays within the
+caps while the flood is held, the SDK's client with the token keeps listing
+and calling, and once the flood goes the server's sockets go too. A client
+with the token holding busy connections (open event streams) past the
+per-client cap gets `503` with `Retry-After` and a JSON-RPC error, with one
+log line for that client.
 
 Tool calls in flight of one token: the real HTTP stack (`run_http`) in this
 process over a tool that waits until the test lets it finish: with 8 calls
@@ -49,6 +50,7 @@ from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import FunctionTool, Tool, TurnContext
 from tests.mcp.conftest import CSV_SUM, REPO, roost_env, save_tool
 from tests.mcp.test_server_http import ACCEPT, INIT, _text, client, token
+from tests.sockdiag import diag_socket, server_inode, tcp_rows
 from tests.waits import HANG_S, until
 
 MAX_TOTAL, PER_CLIENT, CALLS = 64, 16, 8  # roost's caps (`bridge.mcp.conns.McpLimits`)
@@ -106,18 +108,6 @@ def socket_inodes(pid: int) -> set[str]:
     return found
 
 
-def tcp_rows() -> list[tuple[int, int, str, str]]:
-    """(local port, remote port, state, inode) of every IPv4 TCP socket."""
-    rows = []
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
-        rows.append(
-            (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode)
-        )
-    return rows
-
-
 def held(pid: int, port: int) -> set[int]:
     """The remote ports of the connections the server process holds on `port`."""
     ours = socket_inodes(pid)
@@ -138,9 +128,19 @@ def cut(sock: socket.socket) -> bool:
         return True
 
 
-def taken(sock: socket.socket, pid: int, port: int) -> Callable[[], bool]:
-    mine = sock.getsockname()[1]
-    return lambda: cut(sock) or mine in held(pid, port)
+def taken(sock: socket.socket, pid: int, port: int, diag: socket.socket) -> Callable[[], bool]:
+    """The server took `sock`'s connection: it cut it, or it holds its end (the end's
+    socket is one of its descriptors; what `held` counts, asked for this one
+    connection only)."""
+    client = sock.getsockname()
+
+    def took() -> bool:
+        if cut(sock):
+            return True
+        inode = server_inode(diag, port, client)
+        return inode not in (None, "0") and inode in socket_inodes(pid)
+
+    return took
 
 
 def flood_one(port: int, source: str) -> socket.socket:
@@ -165,13 +165,14 @@ async def test_a_connection_flood_is_held_off_and_its_descriptors_go(
         async with client(srv.url, secret, mode="legacy") as c:
             assert [t.name for t in (await c.list_tools()).tools] == ["me__csv_sum"]
         await until(lambda: not held(pid, srv.port), "the first client's sockets closed")
+        diag = diag_socket()
         try:
             for source in FLOOD_ADDRESSES:
                 for _ in range(PER_ADDRESS):
                     sock = flood_one(srv.port, source)
                     flood.append(sock)
                     # the server took it: it holds it, or it has already cut it
-                    await until(taken(sock, pid, srv.port), "the connection accepted")
+                    await until(taken(sock, pid, srv.port, diag), "the connection accepted")
                     # one that gave way to it may still close on the server's next turn
                     assert len(held(pid, srv.port)) <= MAX_TOTAL + 1
             still = [s for s in flood if not cut(s)]
@@ -184,6 +185,7 @@ async def test_a_connection_flood_is_held_off_and_its_descriptors_go(
                 assert json.loads(_text(result)) == {"total": 3.5}
                 assert len(held(pid, srv.port)) <= MAX_TOTAL + 1
         finally:
+            diag.close()
             for sock in flood:
                 sock.close()
         # the flood gone, what the server holds on its port goes back to nothing

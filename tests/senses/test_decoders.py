@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from PIL import Image
 
 from bridge.senses.decode_confine import confine
@@ -48,9 +49,25 @@ PROGRESSIVE = flat_jpeg(64, 64, progressive=True)
 
 @pytest.fixture
 async def pool() -> AsyncIterator[DecoderPool]:
+    """A pool of this test's own: for the tests that read or change its processes."""
     made = DecoderPool(PoolSettings(slots=2))
     yield made
     await made.aclose()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared() -> AsyncIterator[DecoderPool]:
+    """One pool for the tests that only decode: each file is still read in a fresh
+    process (one per file, then it exits), so what a test sees is its file's reply alone;
+    sharing saves each test a spare started for nothing (a Python start-up importing
+    Pillow and pypdf, about 0.1 s of CPU). The pool's own processes are checked by the
+    tests that make their own (`pool` and below)."""
+    made = DecoderPool(PoolSettings(slots=2))
+    yield made
+    await made.aclose()
+
+
+SHARED = pytest.mark.asyncio(loop_scope="module")  # the loop `shared` runs on
 
 
 async def decode(pool: DecoderPool, tmp: Path, data: bytes, job: Job, tenant: str = "a") -> Decoded:
@@ -78,40 +95,44 @@ PIXEL_BOMBS = [
 
 
 @pytest.mark.parametrize(("label", "data", "width", "height"), PIXEL_BOMBS)
+@SHARED
 async def test_a_huge_canvas_is_refused_by_its_size_before_decoding(
-    pool: DecoderPool, tmp_path: Path, label: str, data: bytes, width: int, height: int
+    shared: DecoderPool, tmp_path: Path, label: str, data: bytes, width: int, height: int
 ) -> None:
     assert len(data) < 1000, label  # a few bytes claiming a canvas
-    reply = (await decode(pool, tmp_path, data, IMAGE)).reply
+    reply = (await decode(shared, tmp_path, data, IMAGE)).reply
     assert (reply.ok, reply.why) == (False, "pixels"), label
     assert (reply.width, reply.height, reply.limit) == (width, height, LIMIT)
 
 
-async def test_the_pixel_limit_is_the_jobs(pool: DecoderPool, tmp_path: Path) -> None:
+@SHARED
+async def test_the_pixel_limit_is_the_jobs(shared: DecoderPool, tmp_path: Path) -> None:
     bomb = webp_lossless(6300, 6300)  # 39.7 megapixels from 32 bytes: under 40, over 10
     job = Job("image", 20_000_000, 120.0, max_pixels=10_000_000)
-    reply = (await decode(pool, tmp_path, bomb, job)).reply
+    reply = (await decode(shared, tmp_path, bomb, job)).reply
     assert (reply.why, reply.width, reply.limit) == ("pixels", 6300, 10_000_000)
 
 
+@SHARED
 async def test_a_large_baseline_jpeg_is_decoded_at_a_fraction_of_its_size(
-    pool: DecoderPool, tmp_path: Path
+    shared: DecoderPool, tmp_path: Path
 ) -> None:
     photo = flat_jpeg(8000, 6000)  # 48 megapixels, over the limit, but decoded at 1/4
-    done = await decode(pool, tmp_path, photo, IMAGE)
+    done = await decode(shared, tmp_path, photo, IMAGE)
     assert done.reply.ok and done.reply.mime == "image/jpeg"
     with Image.open(io.BytesIO(done.blob)) as img:
         assert img.size == (1568, 1176)
 
 
+@SHARED
 async def test_a_progressive_jpeg_with_thousands_of_scans_is_refused_unread(
-    pool: DecoderPool, tmp_path: Path
+    shared: DecoderPool, tmp_path: Path
 ) -> None:
     bomb = many_scans_jpeg(512, 512, 2000)
-    reply = (await decode(pool, tmp_path, bomb, IMAGE)).reply
+    reply = (await decode(shared, tmp_path, bomb, IMAGE)).reply
     assert (reply.why, reply.limit) == ("scans", 100) and reply.scans > 100
     ordinary = flat_jpeg(640, 480, progressive=True)  # Pillow's progression: a few scans
-    assert (await decode(pool, tmp_path, ordinary, IMAGE)).reply.ok
+    assert (await decode(shared, tmp_path, ordinary, IMAGE)).reply.ok
 
 
 @pytest.mark.parametrize(
@@ -126,32 +147,35 @@ async def test_a_progressive_jpeg_with_thousands_of_scans_is_refused_unread(
         (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "damaged"),
     ],
 )
+@SHARED
 async def test_truncated_and_fake_images_get_a_reason(
-    pool: DecoderPool, tmp_path: Path, data: bytes, why: str
+    shared: DecoderPool, tmp_path: Path, data: bytes, why: str
 ) -> None:
-    reply = (await decode(pool, tmp_path, data, IMAGE)).reply
+    reply = (await decode(shared, tmp_path, data, IMAGE)).reply
     assert (reply.ok, reply.why) == (False, why)
 
 
+@SHARED
 async def test_a_pdf_of_dense_shared_content_stops_at_the_deadline(
-    pool: DecoderPool, tmp_path: Path
+    shared: DecoderPool, tmp_path: Path
 ) -> None:
     bomb = dense_pdf()  # 300 pages, seconds each: far more than 3 s on any machine
     assert len(bomb) < 70_000
-    reply = (await decode(pool, tmp_path, bomb, Job("pdf", 20_000_000, 3.0))).reply
+    reply = (await decode(shared, tmp_path, bomb, Job("pdf", 20_000_000, 3.0))).reply
     # either nothing finished in time, or some pages did and the rest were left
     assert reply.why == "time" or (reply.ok and reply.stopped == "time" and reply.read < 300)
 
 
-async def test_pdf_bounds_pages_and_characters(pool: DecoderPool, tmp_path: Path) -> None:
+@SHARED
+async def test_pdf_bounds_pages_and_characters(shared: DecoderPool, tmp_path: Path) -> None:
     pages = [f"page {n} " + "words " * 50 for n in range(1, 41)]
     pdf = make_pdf(pages)
     job = Job("pdf", 20_000_000, 60.0)
-    by_pages = (await decode(pool, tmp_path, pdf, replace(job, max_pages=5))).reply
+    by_pages = (await decode(shared, tmp_path, pdf, replace(job, max_pages=5))).reply
     assert (by_pages.pages, by_pages.read, by_pages.stopped) == (40, 5, "pages")
-    by_chars = (await decode(pool, tmp_path, pdf, replace(job, max_chars=1000))).reply
+    by_chars = (await decode(shared, tmp_path, pdf, replace(job, max_chars=1000))).reply
     assert by_chars.stopped == "chars" and by_chars.read < 10 and len(by_chars.text) == 1000
-    bomb = (await decode(pool, tmp_path, inflate_bomb_pdf(), Job("pdf", 20_000_000, 60.0))).reply
+    bomb = (await decode(shared, tmp_path, inflate_bomb_pdf(), Job("pdf", 20_000_000, 60.0))).reply
     assert bomb.ok is False and bomb.why in ("no_text", "invalid")  # bounded, and said
 
 

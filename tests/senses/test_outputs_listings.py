@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 from bridge.core.dirwatch import DirWatch
 from bridge.senses import outputs
 from bridge.senses.outputs import Listings
-from tests.fresh import python_c
+from tests.waits import HANG_S
 
 
 @pytest.fixture
@@ -89,7 +91,11 @@ def _ops(out: Path, other: Path, rng: random.Random) -> list[Callable[[], None]]
         name = f"c{rng.randrange(3)}.png"
         code = "import os,sys; os.makedirs(sys.argv[1], exist_ok=True); "
         code += "open(os.path.join(sys.argv[1], sys.argv[2]), 'ab').write(b'p')"
-        python_c(code, str(out), name)
+        # `-S`: no `site` (the venv's .pth files), which the write does not need: a
+        # third of a plain start-up's CPU, and there are dozens of these per test
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, str(out), name], check=True, timeout=HANG_S
+        )
 
     def through_link() -> None:  # a file with another name outside outputs/, written there
         links = [p for p in other.iterdir() if p.name.startswith("link")]

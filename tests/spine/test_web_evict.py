@@ -29,6 +29,7 @@ import pytest
 from bridge.channels.web.channel import WebChannel
 from bridge.channels.web.conns import ConnLimits
 from bridge.types.messages import Final, Inbound
+from tests.sockdiag import tcp_rows
 from tests.waits import shut, until
 
 PER_CLIENT = 4
@@ -60,12 +61,9 @@ def served(port: int) -> int:
         if target.startswith("socket:["):
             ours.add(target[8:-1])
     count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        lines = Path(table).read_text().splitlines()[1:] if Path(table).exists() else []
-        for line in lines:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if int(local.rsplit(":", 1)[1], 16) == port and state != "0A" and inode in ours:
+    for family in (socket.AF_INET, socket.AF_INET6):  # /proc/net/tcp and tcp6
+        for local, _, state, inode in tcp_rows(family):
+            if local == port and state != "0A" and inode in ours:
                 count += 1
     return count
 
