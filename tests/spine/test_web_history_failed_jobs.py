@@ -1,11 +1,14 @@
 """A scheduled job whose turn failed, as a reload shows it.
 
-The core keeps a failed turn for the page's history (the message, then the
-error) and does so for a job's run too, with the job's prompt as the message.
-The open page showed only the job's failure notice ("⚠️ job … failed: …");
-before, a reload showed "You: <the job's prompt>", the error with Retry (which
-would send the prompt as if the person typed it), then the notice; and the
-job's next failure, which posts no notice, as another message of the person's.
+The core kept a failed turn for the page's history (the message, then the
+error) for a job's run too, with the job's prompt as the message. The open
+page showed only the job's failure notice ("⚠️ job … failed: …"); a reload
+showed "You: <the job's prompt>", the error with Retry (which would send the
+prompt as if the person typed it), then the notice; and the job's next
+failure, which posts no notice, as another message of the person's. The core
+now keeps no failed turn of a job's run. Matching such pairs by the job's text
+(a first fix) hid the person's own failed messages of the same text (session
+35's attacker pass): whatever the person typed always shows.
 Over a real socket, the daemon's web factory, a real core, the real schedule
 loop and the fake OpenAI server (it refuses every message with FAIL in it).
 """
@@ -89,4 +92,21 @@ async def test_the_persons_own_failed_turn_still_shows_with_retry(home: Path) ->
         said = [(m["role"], m.get("kind", ""), m["status"]) for m in page["messages"]]
         assert said[-2:] == [("user", "", "done"), ("assistant", "", "error")]
         assert page["messages"][-2]["text"] == "FAIL mine, typed"
+        assert [m.get("job") for m in page["messages"] if m.get("kind") == "proactive"] == [job]
+
+
+async def test_the_persons_failed_messages_with_a_jobs_text_stay(home: Path) -> None:
+    """Typed before and after the job's notice, with the job's own text: both stay,
+    each with its error and Retry, and the notice stands on its own."""
+    async with scheduled(home) as site:
+        site.fake.responder = refusing
+        await chat(site, "FAIL check my inbox")
+        await chat(site, "/every 5m FAIL check my inbox")
+        job = await run_now(site, "turn")
+        await chat(site, "FAIL check my inbox")
+        _, page = await get(site, "/api/history?chat=c")
+        typed = [m for m in page["messages"] if m["text"] == "FAIL check my inbox"]
+        assert [(m["role"], m.get("kind", "")) for m in typed] == [("user", ""), ("user", "")]
+        errors = [m for m in page["messages"] if m["status"] == "error"]
+        assert len(errors) == 2
         assert [m.get("job") for m in page["messages"] if m.get("kind") == "proactive"] == [job]

@@ -14,15 +14,13 @@ wrong or not at all:
   the stored answer, marked `proactive` with `"job"`); an archived
   conversation keeps no msg_id: there a run is told by its post (`is_run_of`:
   the job's text, the answer, the time), while the outbox keeps it;
-- a scheduled job's turn that failed is kept by the core as a failed turn
-  (the job's prompt as the person's message, then the error), without its
-  msg_id: the page showed only the job's failure notice (`⚠️ job <id>
-  (<its text>, …) failed: …`), so the pair is shown as that post, in its
-  place (`failed_runs`: the notice names the job's text and was made within
-  `RUN_S` after the failure), never as the person's message with Retry; a
-  later failure of the same job, which posts no notice (one is posted only
-  on the first failure since a success), is left out, as the page showed
-  nothing of it;
+- a scheduled job's turn that failed is not kept as a failed turn (the core
+  skips it: the page showed only the job's failure notice, a post like any
+  other). A failed run an older roost kept (the job's prompt as the person's
+  message, then the error, without its msg_id) still shows so: telling it
+  from a message the person typed with the same text cannot be done safely
+  (session 35's attacker pass: matching by the job's text and time hid the
+  person's own failed messages);
 - the slash commands the page sent and their replies (`commandlog`):
   `"kind": "command"`, `seq` null, the reply with its `actions` and
   `settled` when the offer was taken since; at most the page's `limit`
@@ -45,7 +43,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.channels.web.commandlog import CommandLog, Sent
-from bridge.schedule.commands import PREVIEW, visible
 from bridge.schedule.runtime import JOB_MARK, chat_posts
 from bridge.storage.protocol import Database
 from bridge.types.session_key import SessionKey
@@ -154,71 +151,6 @@ def archived_runs(
         out.append(m)
         i += 1
     return out, used
-
-
-FAILED_MARK = "⚠️ job "  # a job's failure notice (`bridge.schedule.runtime.failed_notice`)
-
-
-def _failed_pair(messages: list[dict[str, Any]], i: int) -> bool:
-    """Whether messages i, i+1 are a failed turn: the person's message, then its error."""
-    if i + 1 >= len(messages):
-        return False
-    asked, answer = messages[i], messages[i + 1]
-    return (
-        asked["role"] == "user"
-        and not asked.get("kind")
-        and answer["role"] == "assistant"
-        and answer.get("status") == "error"
-    )
-
-
-def job_preview(text: str) -> str:
-    """A job's text as its notices name it (`bridge.schedule.commands.preview`) (pure)."""
-    return visible(" ".join(text.split()), PREVIEW)
-
-
-def notice_head(job: str, asked: str) -> str:
-    """How a failure notice of job `job` whose text is `asked` opens (pure)."""
-    return f"{FAILED_MARK}{job} ({job_preview(asked)}, "
-
-
-def is_failure_of(post: dict[str, Any], asked: dict[str, Any], answer: dict[str, Any]) -> bool:
-    """Whether a failed turn (the person's message `asked`, the error `answer`) is the run
-    of the job whose failure notice is `post`: the notice names the job's text as the
-    message and was made within `RUN_S` after the failure (pure)."""
-    job = job_of(str(post["key"]))
-    made = post["at_ms"] / 1000 - float(answer["ts"])
-    head = notice_head(job, str(asked["text"]))
-    return bool(job) and str(post["text"]).startswith(head) and -1 <= made <= RUN_S
-
-
-def failed_runs(
-    messages: list[dict[str, Any]], posts: list[dict[str, Any]], used: set[str]
-) -> tuple[list[dict[str, Any]], set[str]]:
-    """The messages with a scheduled job's failed turns as the job's failure notice (by
-    `is_failure_of`), and without the same job's later failed turns, which posted none;
-    and the keys of the posts shown so (besides `used`) (pure)."""
-    out: list[dict[str, Any]] = []
-    taken = set(used)
-    failing: set[str] = set()  # the texts of the jobs whose failure notice is on this page
-    i = 0
-    while i < len(messages):
-        if not _failed_pair(messages, i):
-            out.append(messages[i])
-            i += 1
-            continue
-        asked, answer = messages[i], messages[i + 1]
-        post = next(
-            (p for p in posts if p["key"] not in taken and is_failure_of(p, asked, answer)), None
-        )
-        if post is not None:
-            taken.add(str(post["key"]))
-            failing.add(job_preview(str(asked["text"])))
-            out.append({**post_message(post), "ts": answer["ts"]})
-        elif job_preview(str(asked["text"])) not in failing:
-            out.extend((asked, answer))
-        i += 2
-    return out, taken - used
 
 
 SAME_S = 0.001  # an answer's stored time, as kept with its offers (a float's round trip)
@@ -333,8 +265,6 @@ class Timeline:
             shown, runs = await self._without_prompts(key, messages)
         else:
             shown, runs = archived_runs(messages, posts)
-        shown, failures = failed_runs(shown, posts, runs)
-        runs |= failures
         extras = [post_message(p) for p in posts if p["key"] not in runs]
         if entries is None and self.commands is not None:
             entries = await self.commands.entries(key)
