@@ -87,3 +87,28 @@ async def test_a_jobs_prompt_the_page_does_not_show_is_not_found(home: Path) -> 
         await run_now(site, "turn")
         [hit] = await found(site, "zebra")
         assert hit["hits"] == await on_page(site, "zebra") == 3  # command, reply, post
+
+
+def test_only_a_text_that_holds_the_query_is_masked() -> None:
+    """Masking every message made a search of a large chat hold the loop (s35 attacker
+    F2: 835 ms for 40,000 messages): a text is masked only when it holds the query as
+    stored, and a value vaulted since is still never found."""
+    from bridge.channels.web.search import hit
+
+    masked: list[str] = []
+
+    def shown(text: str) -> str:
+        masked.append(text)
+        return text.replace("Q7x9-door", "[vault:door]")
+
+    plain = {"seq": 1, "role": "user", "text": "the weather in Leipzig"}
+    assert hit(plain, "berlin", shown) is None and masked == []
+    assert hit(plain, "leipzig", shown) == {
+        "seq": 1,
+        "role": "user",
+        "snippet": "the weather in Leipzig",
+        "match": [15, 22],
+    }
+    secret = {"seq": 2, "role": "user", "text": "the code is Q7x9-door"}
+    assert hit(secret, "q7x9", shown) is None  # vaulted since: neither found nor counted
+    assert masked == [plain["text"], secret["text"]]

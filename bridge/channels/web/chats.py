@@ -23,6 +23,7 @@ exist.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -68,6 +69,9 @@ class WebChats:
     ) -> None:
         self._gate, self._archive, self._edits = gate, archive, edits
         self._running, self._handle, self._status, self._clock = running, handle, status, clock
+        # one search at a time per tenant: a search reads whole conversations on the
+        # loop, so parallel ones of one tenant would hold it for every other tenant
+        self._searching: dict[str, asyncio.Lock] = {}
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post("/api/conversations/rename", self.rename)
@@ -129,11 +133,13 @@ class WebChats:
         if isinstance(key, web.Response):
             return key
         query, history = request.query.get("q", ""), request.app.get(HISTORY)
+        lock = self._searching.setdefault(key.tenant, asyncio.Lock())
         try:
-            if history is not None:  # what the pages show: commands, posts, failed turns
-                results = await search_shown(history, key, query, self._clock())
-            else:
-                results = await self._edits.search(key, query, self._clock())
+            async with lock:
+                if history is not None:  # what the pages show: commands, posts, failed turns
+                    results = await search_shown(history, key, query, self._clock())
+                else:
+                    results = await self._edits.search(key, query, self._clock())
         except EditError as exc:
             return error(400, f"q: {exc}")
         return web.json_response({"results": results})

@@ -86,10 +86,16 @@ class WebHistory:
         return await self._timeline.commands.entries(key)
 
     async def whole(
-        self, key: SessionKey, conversation: int, entries: list[Sent] | None = None
+        self,
+        key: SessionKey,
+        conversation: int,
+        entries: list[Sent] | None = None,
+        masked: bool = True,
     ) -> list[dict[str, Any]] | None:
         """All of a conversation's messages as its pages show them, oldest first, masked
-        (None: no such conversation in this chat); `entries`: as read by `entries`."""
+        (None: no such conversation in this chat); `entries`: as read by `entries`;
+        `masked` False: as stored (masked when stored; the caller masks what it shows
+        through `shown`, a value vaulted since included)."""
         pages: list[list[dict[str, Any]]] = []
         before: int | None = None
         current = False
@@ -108,6 +114,8 @@ class WebHistory:
             listed = await self._timeline.page(
                 key, conversation, current, listed, False, None, None, entries
             )
+        if not masked:
+            return listed
         shown = self._shown(key.tenant)
         return [masked_strings(m, shown) for m in listed]
 

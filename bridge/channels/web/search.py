@@ -11,7 +11,11 @@ failed turns, and found a job's prompt the page does not show.
 
 Each text is searched as the page shows it, through the tenant's masker of
 now, so a value vaulted after it was said is neither shown nor found (the
-number of hits tells nothing of it). Case folded, newest conversation first,
+number of hits tells nothing of it); only a text that holds the query as
+stored is masked (`hit`: masking every message made a search of a large
+chat hold the loop for most of a second, session 35's attacker pass), and a
+tenant's searches run one at a time (`bridge.channels.web.chats`). Case
+folded, newest conversation first,
 one result per conversation with the number of matching messages and a
 snippet around the first match (its `seq` null for a command or a post: it
 has none). Only the asking tenant's chat is read.
@@ -19,6 +23,7 @@ has none). Only the asking tenant's chat is read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bridge.channels.web.history import WebHistory
@@ -43,15 +48,27 @@ def folded_query(query: str) -> str:
     return q
 
 
-def hit(shown: dict[str, Any], q: str) -> dict[str, Any] | None:
-    """Where a shown message holds `q`: {seq, role, snippet, match} (None: it does not)
-    (pure)."""
-    text = str(shown.get("text", ""))
+def hit(
+    message: dict[str, Any], q: str, shown: Callable[[str], str] = lambda text: text
+) -> dict[str, Any] | None:
+    """Where a message holds `q` as `shown` shows its text: {seq, role, snippet, match}
+    (None: it does not) (pure). Only a text that holds `q` as stored is shown (masked)
+    and searched again: masking is the search's cost (a value vaulted since it was
+    stored is never found, the masked text no longer holds it)."""
+    stored = str(message.get("text", ""))
+    if find(stored, q) < 0:
+        return None
+    text = shown(stored)
     at = find(text, q)
     if at < 0:
         return None
     piece, match = snippet(text, at, span(text, at, q))
-    return {"seq": shown.get("seq"), "role": shown["role"], "snippet": piece, "match": list(match)}
+    return {
+        "seq": message.get("seq"),
+        "role": message["role"],
+        "snippet": piece,
+        "match": list(match),
+    }
 
 
 async def search(
@@ -64,10 +81,10 @@ async def search(
     results: list[dict[str, Any]] = []
     for listed in await history.archive.listing(key, now):
         ident = int(listed["id"])
-        messages = await history.whole(key, ident, entries)
+        messages = await history.whole(key, ident, entries, masked=False)
         if messages is None:  # deleted meanwhile
             continue
-        hits = [h for h in (hit(m, q) for m in messages) if h is not None]
+        hits = [h for h in (hit(m, q, shown) for m in messages) if h is not None]
         title = shown(str(listed["title"]))
         if not hits and find(title, q) < 0:
             continue
