@@ -211,7 +211,8 @@ async def test_offline_model_drops_without_asking(small: Settings, clock: Clock)
     roost = await build(small, clock=clock)  # no model configured: the offline stand-in
     try:
         for n in range(1, 5):
-            await roost.core.handle(Inbound("web", "local", "c1", "x" * 300, f"{n:032x}"))
+            # each turn 200 + the offline answer (~740 characters): over the 1,000 together
+            await roost.core.handle(Inbound("web", "local", "c1", "x" * 200, f"{n:032x}"))
             await roost.compactor.idle()
         session = await roost.sessions.load(KEY, clock())
         assert session.dropped > 0 and session.summary == "" and session.chars <= 1000
