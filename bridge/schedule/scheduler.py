@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -256,7 +257,9 @@ class Scheduler:
         self.run_job, self.deliver, self.next_run = run_job, deliver, next_run
         # each delivery's text through the tenant's masker of now (None: as stored)
         self.masks = masks if masks is not None else masks_of(run_job)
-        self.notices = run_job if isinstance(run_job, FailureNotices) else None
+        self.notices: FailureNotices | None = (
+            run_job if isinstance(run_job, FailureNotices) else None
+        )
         self.clock, self.sleep, self.observe = clock, sleep, observe
         self.config = config or SchedulerConfig()
         self._limit = asyncio.Semaphore(self.config.concurrency)  # runs
@@ -371,9 +374,17 @@ class Scheduler:
                 skipped = isinstance(exc, JobSkipped)
                 log.warning("job %s/%s failed: %s", job.tenant, job.id, error.split(":", 1)[0])
             except Exception as exc:  # the job's failure, recorded on it
-                log.warning("job %s/%s failed: %s", job.tenant, job.id, type(exc).__name__)
+                ref = secrets.token_hex(3)  # the notice names it; the log has the traceback
+                log.error(
+                    "job %s/%s failed unexpectedly (ref %s): %s",
+                    job.tenant,
+                    job.id,
+                    ref,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
                 error, skipped = _describe(exc), isinstance(exc, JobSkipped)
-                notice = self._notice(job, "an unexpected error on my side")
+                notice = self._notice(job, f"an unexpected error on my side (ref {ref})")
         if error is not None:
             result = told(job, notice, stop)
         now = self.clock()

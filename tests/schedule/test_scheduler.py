@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -164,6 +165,30 @@ async def test_a_failing_run_is_recorded_and_others_still_run(h: Harness) -> Non
         bad: "job.failed",
         good: "job.run",
     }
+
+
+async def test_an_unexpected_failure_is_logged_with_its_traceback_and_a_ref(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log had only the exception's class and the chat "an unexpected error on my
+    side" with nothing to find it by (s35 newcomer N13): now the chat's notice names a
+    ref, and the log line with that ref has the traceback."""
+    await h.add(spec=f"every {HOUR}", payload="broken", at=T0)
+    h.fail_runs.add("broken")
+
+    class Notices:  # as runtime.JobRunner words a failure for its chat
+        def failure_notice(self, job: Job, reason: str) -> Masked:
+            return m(f"⚠️ job {job.id} failed: {reason}")
+
+    h.scheduler.notices = Notices()
+    with caplog.at_level("ERROR", logger="bridge.schedule.scheduler"):
+        await h.scheduler.tick()
+    ((_, notice),) = h.sent
+    ref = re.search(r"an unexpected error on my side \(ref ([0-9a-f]{6})\)", notice)
+    assert ref is not None, notice
+    (record,) = [r for r in caplog.records if f"(ref {ref[1]})" in r.getMessage()]
+    assert record.levelname == "ERROR" and record.exc_info is not None
+    assert "the model server is down" in caplog.text  # the traceback's last line
 
 
 async def test_a_recurring_job_failing_five_times_in_a_row_is_paused(h: Harness) -> None:
