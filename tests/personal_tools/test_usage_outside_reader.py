@@ -77,7 +77,8 @@ def test_the_usage_file_is_still_tightened_and_never_followed(tmp_path: Path) ->
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / FILENAME).touch(mode=0o644)
+    (elsewhere / FILENAME).touch()
+    os.chmod(elsewhere / FILENAME, 0o644)  # whatever the umask
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / FILENAME).symlink_to(elsewhere / FILENAME)
