@@ -118,11 +118,7 @@ class ConversationEdits:
 
     async def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:
         """Conversations of this chat whose title or messages hold `query`."""
-        q = " ".join(query.split()).casefold()
-        if not q:
-            raise EditError("say what to look for")
-        if len(q) > MAX_QUERY:
-            raise EditError(f"search for at most {MAX_QUERY} characters")
+        q = folded_query(query)
         mask = self._masks(key.tenant)  # a value put in the vault after it was said, too
         results = []
         for listed in await self._archive.listing(key, now):
@@ -191,6 +187,16 @@ def _hit(shown: dict[str, Any], q: str) -> Hit | None:
         return None
     piece, match = snippet(text, at, span(text, at, q))
     return Hit(shown["seq"], str(shown["role"]), piece, match)
+
+
+def folded_query(query: str) -> str:
+    """A search's query on one line, case folded (EditError when empty or too long)."""
+    q = " ".join(query.split()).casefold()
+    if not q:
+        raise EditError("say what to look for")
+    if len(q) > MAX_QUERY:
+        raise EditError(f"search for at most {MAX_QUERY} characters")
+    return q
 
 
 def span(text: str, at: int, q: str) -> int:

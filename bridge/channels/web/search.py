@@ -28,24 +28,13 @@ from typing import Any
 
 from bridge.channels.web.history import WebHistory
 from bridge.core.conversation_edits import (
-    MAX_QUERY,
     MAX_RESULTS,
-    EditError,
     find,
+    folded_query,
     snippet,
     span,
 )
 from bridge.core.sessions import SessionKey
-
-
-def folded_query(query: str) -> str:
-    """The query on one line, case folded (EditError when empty or too long)."""
-    q = " ".join(query.split()).casefold()
-    if not q:
-        raise EditError("say what to look for")
-    if len(q) > MAX_QUERY:
-        raise EditError(f"search for at most {MAX_QUERY} characters")
-    return q
 
 
 def hit(
