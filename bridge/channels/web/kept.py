@@ -70,14 +70,15 @@ def kept_commands(
         mask = (lambda text: text) if masks is None else masks(key.tenant).mask
         now = clock()
         actions = tuple({"label": mask(a.label), "command": mask(a.command)} for a in final.actions)
+        answer = None
         if final.kind == "answer":  # a model answer's offers, under the answer stored
             answer = await timeline.answered_at(key, inbound.msg_id)
             if answer is None:
                 return
-            conversation = await archive.current(key, now)
+        conversation = await archive.current(key, now)
+        if answer is not None:
             sent = Sent(conversation, now, "", "", actions, answer=answer)
         else:
-            conversation = await archive.current(key, now)
             sent = Sent(conversation, now, mask(inbound.text), mask(final.text), actions)
         await commands.add(key, sent, await timeline.conversations(key))
 
