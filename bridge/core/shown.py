@@ -9,6 +9,10 @@ files and no quote: the stored text is then exactly what was typed);
 `read_meta` reads it back, tolerating anything malformed. `tool_cards` turns
 a turn's stored tool-call steps into the cards the page shows while a turn
 runs (`bridge.types.progress.ToolStep`), so they survive a reload.
+A scheduled job's run keeps its msg_id in its prompt row's `meta`
+(`with_run`, read back by `run_of`): the conversation archive copies `meta`
+and no msg_id, so an archived page tells a run by it, never by its text (a
+person's message cannot carry the key: `sent_meta` writes only its own).
 Pure functions; every text in here was masked by the caller.
 """
 
@@ -25,6 +29,7 @@ from bridge.types.progress import shown
 
 MAX_QUOTE_SHOWN = 1_000
 MAX_FILES_SHOWN = 10
+RUN_KEY = "run"  # in a job run's prompt row's meta: the run's msg_id
 KIND_NAMES = {"photo": "image", "voice": "voice note", "audio": "audio", "document": "file"}
 
 
@@ -47,6 +52,26 @@ def sent_meta(
     if attachments:
         body["files"] = [_file(a, mask) for a in attachments[:MAX_FILES_SHOWN]]
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def with_run(meta: str, msg_id: str) -> str:
+    """`meta` ('' or `sent_meta`'s JSON) with a job run's msg_id added under `RUN_KEY`."""
+    body = {RUN_KEY: msg_id, **(json.loads(meta) if meta else {})}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def run_of(meta: str) -> str:
+    """The msg_id (`job:<id>:<slot>`) of the job run whose prompt a stored person's row
+    is, from its `meta` ('' for a message the person sent, or a row stored before the
+    mark was kept)."""
+    if RUN_KEY not in meta:
+        return ""
+    try:
+        body = json.loads(meta)
+    except ValueError:
+        return ""
+    run = body.get(RUN_KEY) if isinstance(body, dict) else None
+    return run if isinstance(run, str) else ""
 
 
 def _file(a: Attachment, mask: Callable[[str], str]) -> dict[str, Any]:

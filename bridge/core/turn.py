@@ -11,7 +11,11 @@ the turn is refused with the reason; files a tool wrote into `outputs/`
 during the turn go out with the reply. Once stored, an over-budget session is summarised in the
 background (`Compactor`). A backend
 failure becomes a short reply and stores nothing the model sees, so the person
-can retry (the history they read keeps it: `SessionStore.failed`); a turn that
+can retry (the history they read keeps it: `SessionStore.failed`). So does the
+answer of the offline backend (no model configured, told by the backend's name,
+never by its text: `_no_model`): it is shown, and kept for the page as a failed
+turn is, but never stored in the session, so once a model is configured none is
+sent it, and no observer grades or learns from it, nor is it indexed; a turn that
 fails (the backend or anything else) after its tools changed something still
 ends its error reply with their notices and offers their undo actions, as an
 answer does, so a memory saved before the failure is not hidden;
@@ -47,6 +51,9 @@ refusal as it is recorded, so every branch masks with what is refused so far:
 the deltas streamed after a refusal and the tool card, the answered turn, the
 one the person stopped and the one whose model failed (`SessionStore.failed`).
 A tool step is stored with its calls' names and ids masked too.
+A scheduled job's run keeps its msg_id (`job:<id>:<slot>`) in its prompt row's
+`meta` too (`_sent`, `bridge.core.shown.run_of`): the conversation archive copies `meta`
+and no msg_id, so an archived page tells a run by it, never by its text.
 """
 
 from __future__ import annotations
@@ -78,7 +85,7 @@ from bridge.core.masks import OutputMask
 from bridge.core.perceive import NOTHING, Prepared, Senses, attachment_meta
 from bridge.core.running import stop_requested, stopped_changes, stopped_text
 from bridge.core.sessions import Session, SessionKey, SessionStore
-from bridge.core.shown import sent_meta
+from bridge.core.shown import sent_meta, with_run
 from bridge.core.turn_mask import TurnMask
 from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.core.usage import Tokens
@@ -94,6 +101,7 @@ from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+OFFLINE = "offline"  # the name of the backend used when no model is configured
 NOT_STORED = (
     "(I could not store this exchange: the disk may be full. This answer is not in "
     "our conversation history, so I will not remember it next time.)"
@@ -294,7 +302,7 @@ class TurnRunner:
         if lead:
             await on_delta(lead)
         try:
-            result, model = await self._on_model(
+            result, model, offline = await self._on_model(
                 turn, session, mask, on_delta, on_progress, prepared
             )
         except BackendError as exc:
@@ -329,6 +337,12 @@ class TurnRunner:
         text = result.text.strip() or "(The model sent an empty answer. Please try again.)"
         if turn.notices:
             text = await _with_notices(text, turn.notices, mask, on_delta)
+        if offline:  # no model configured: shown, never stored, graded or learned from
+            ms = int((time.perf_counter() - started) * 1000)
+            kept = await self._no_model(turn, key, prepared, mask, lead + text)
+            events.add("message.answered", dirs.tenant, _answered(inbound, kept, ms, result))
+            await events.flush(self._audit)
+            return Final(kept, "answer", actions=tuple(turn.actions))
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
@@ -390,10 +404,11 @@ class TurnRunner:
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
         prepared: Prepared = NOTHING,
-    ) -> tuple[AgentResult, str]:
-        """The agent loop on the chat's model (held for the turn), and the model's name; the
-        tokens of a failed loop are counted here, those of an answer by the caller, while
-        the turn's audit batch syncs."""
+    ) -> tuple[AgentResult, str, bool]:
+        """The agent loop on the chat's model (held for the turn), the model's name and
+        whether it is the offline backend (no model configured); the tokens of a failed
+        loop are counted here, those of an answer by the caller, while the turn's audit
+        batch syncs."""
         async with self._pick(turn) as model:
             if on_progress is not None:
                 await on_progress(ModelInfo(model.backend.describe()))
@@ -404,7 +419,7 @@ class TurnRunner:
             except AgentFailed as exc:  # the steps that completed used tokens too
                 await self._count(turn.tenant, model.name, exc.partial, failed=True)
                 raise
-        return result, model.name
+        return result, model.name, model.backend.name == OFFLINE
 
     async def _count(
         self, tenant: str, model: str, result: AgentResult, failed: bool = False
@@ -481,9 +496,10 @@ class TurnRunner:
         mask: OutputMask,
         told: str,
     ) -> None:
-        """Keep a failed turn for the history the person reads (never for the model); a
-        scheduled job's is not kept: its chat was told by the job's failure notice
-        (`bridge.schedule.runtime`), and its prompt is not the person's message."""
+        """Keep a failed turn (or the offline answer) for the history the person reads
+        (never for the model); a scheduled job's is not kept: its chat was told by the
+        job's post or failure notice (`bridge.schedule.runtime`), and its prompt is not
+        the person's message."""
         if inbound.scheduled:
             return
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
@@ -492,6 +508,24 @@ class TurnRunner:
             await self.sessions.failed(key, asked, sent, said, self._clock())
         except (OSError, sqlite3.Error, StorageError) as exc:
             log.error("the failed turn was not kept for the history (%s)", exc)
+
+    async def _no_model(
+        self,
+        turn: TurnContext,
+        key: SessionKey,
+        prepared: Prepared,
+        mask: TurnMask,
+        said: str,
+    ) -> Masked:
+        """The offline backend's answer (no model is configured): the person is shown it,
+        and the page's history keeps it as it keeps a failed turn (`_keep_failure`), but the
+        session never stores it, so no model is sent it once one is configured; and as
+        nothing is stored, the observers' `after_turn` (skills, the turn log the next
+        message grades, the judge), the search index and the summary never see it. What
+        the person was shown, masked."""
+        answer = mask.mask(said)
+        await self._keep_failure(key, turn.inbound, prepared, mask, answer)
+        return answer
 
     def _indexed(self, dirs: TenantDirs, inbound: Inbound, asked: str, text: str) -> None:
         """Hand the stored (masked) exchange to the search index, when one is wired."""
@@ -585,8 +619,13 @@ class TurnRunner:
 
 def _sent(inbound: Inbound, mask: OutputMask) -> Masked:
     """What the person sent, for the history they read ('' when it is the stored text),
-    masked again as a whole: the session store takes only masked text."""
-    return mask.mask(sent_meta(inbound.text, inbound.quoted, inbound.attachments, mask.mask))
+    masked again as a whole: the session store takes only masked text. A scheduled
+    job's run is marked so (its msg_id, `bridge.core.shown.with_run`) in the same
+    `meta`, which the conversation archive keeps (it keeps no msg_id)."""
+    meta = sent_meta(inbound.text, inbound.quoted, inbound.attachments, mask.mask)
+    if inbound.scheduled:
+        meta = with_run(meta, inbound.msg_id)
+    return mask.mask(meta)
 
 
 def _showing(on_delta: DeltaSink | None, shown: list[str]) -> DeltaSink:

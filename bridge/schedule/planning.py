@@ -10,7 +10,8 @@ scheduled run may not run (`unschedulable`: it would be refused at every run).
 
 The confirmation says where the message will arrive when that is not simply
 this chat (`arrival`): a terminal shows it while `roost chat` is open or the
-next time it opens, and only a running daemon runs jobs at all.
+next time it opens (run as the job's tenant), and only a running daemon runs
+jobs at all.
 
 Payload conventions the runtime relies on: a `reminder` carries its text, a
 `turn` its prompt, a `tool` job `{"tool": "me.<name>", "mode": "change"|"always"}`.
@@ -72,17 +73,25 @@ class Scheduled:
 
 
 TERMINAL_CHAT: Final = "terminal"  # `roost chat`'s default --chat
+LOCAL_TENANT: Final = "local"  # the default `local_tenant`: whom a plain `roost chat` runs as
 
 
-def arrival(channel: str, chat: str, serving: bool | None) -> str:
+def arrival(
+    channel: str, chat: str, serving: bool | None, tenant: str = "", local: str = LOCAL_TENANT
+) -> str:
     """What to add to a confirmation about where and when it shows ('' for a push chat).
 
     The terminal is not a push channel: an open `roost chat` on this chat name
     prints what the daemon delivered, and one opened later prints what it missed.
+    `roost chat` has no `--tenant`: it runs as the local tenant (`local`), so a job
+    of another `tenant` (`roost send --tenant alice`) names the variable that makes
+    `roost chat` run as it (s35 N10).
     """
     if channel != "cli":
         return ""
     command = "roost chat" if chat == TERMINAL_CHAT else f"roost chat --chat {chat}"
+    if tenant and tenant != local:
+        command = f"ROOST_LOCAL_TENANT={tenant} {command}"
     note = f" It will show in `{command}` (while it is open, or the next time it starts)."
     if serving is False:
         note += (
@@ -162,8 +171,12 @@ class Planner:
         service: ScheduleService,
         audit: AuditSink,
         masks: Callable[[TenantDirs], TextMask],
+        local_tenant: str = LOCAL_TENANT,
     ) -> None:
         self.service = service
+        # whom a plain `roost chat` runs as: the configured local tenant, never the one a
+        # `roost send --tenant T` ran as (`with_roost` makes T the local one of its roost)
+        self.local_tenant = local_tenant
         self._audit = audit
         self._masks = masks  # a job's text is stored masked, as it will be posted
 
@@ -221,7 +234,7 @@ class Planner:
 
     def _arrival(self, target: Target) -> str:
         serving = self.service.serving() if target.channel == "cli" else None
-        return arrival(target.channel, target.chat, serving)
+        return arrival(target.channel, target.chat, serving, target.dirs.tenant, self.local_tenant)
 
     async def _store(
         self, t: Target, kind: str, spec: str, payload: str, tz: str, first_ms: int, now: float

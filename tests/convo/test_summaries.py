@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ import pytest
 from bridge.app.build import Roost, build
 from bridge.core.config import Settings, load_settings
 from bridge.core.sessions import SessionKey
+from bridge.core.turn import ChosenModel
 from bridge.loadout import vault
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
-from bridge.types.messages import Inbound
 from tests.conftest import Clock
 from tests.convo.conftest import SUMMARY_MARK, is_summary_request, msg
 from tests.fakes.fake_openai import FakeOpenAI, Response, Status, Text
@@ -208,11 +209,21 @@ async def test_summaries_run_after_the_reply_and_one_at_a_time(
 
 
 async def test_offline_model_drops_without_asking(small: Settings, clock: Clock) -> None:
+    """A session over its budget whose chat's model is now the offline stand-in (a reload
+    removed the model after its turns were stored). The offline answer itself is never
+    stored (tests/spine/test_web_offline_answer.py), so the turns are stored here."""
     roost = await build(small, clock=clock)  # no model configured: the offline stand-in
+    mask = vault.masker_of(roost.tenant_dirs("local")).mask
+
+    @asynccontextmanager
+    async def hold() -> AsyncIterator[ChosenModel]:
+        yield ChosenModel("default", roost.models.default_backend)
+
     try:
-        for n in range(1, 5):
-            # each turn 200 + the offline answer (~740 characters): over the 1,000 together
-            await roost.core.handle(Inbound("web", "local", "c1", "x" * 200, f"{n:032x}"))
+        for n in range(1, 5):  # each turn 200 + 300 characters: over the 1,000 together
+            asked, said = mask("x" * 200), mask("y" * 300)
+            await roost.sessions.append(KEY, asked, said, f"{n:032x}", clock(), ())
+            roost.compactor.after_turn(KEY, hold, mask)  # as the turn runner calls it
             await roost.compactor.idle()
         session = await roost.sessions.load(KEY, clock())
         assert session.dropped > 0 and session.summary == "" and session.chars <= 1000

@@ -269,9 +269,17 @@ async def test_vault_values_never_reach_the_judge(
 
 
 async def test_with_no_model_configured_the_judge_is_off_and_says_so_once(
-    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    home: Path,
+    clock: Clock,
+    fake: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    roost, audit = await make_roost(monkeypatch, None, clock)  # the offline backend
+    """The judge's model is the offline backend (the turns run on a model: with no model
+    at all no turn is stored, so there is nothing to grade: test_no_model_grades_nothing)."""
+    monkeypatch.setenv("ROOST_MODELS__OFF__PROVIDER", "offline")
+    monkeypatch.setenv("ROOST_GRADING__JUDGE_MODEL", "off")
+    roost, audit = await make_roost(monkeypatch, fake, clock)
     assert roost.judge.status().startswith("off (no model configured")
     caplog.set_level(logging.INFO, logger="bridge.grading.judge")
     for name in "ab":
@@ -283,6 +291,21 @@ async def test_with_no_model_configured_the_judge_is_off_and_says_so_once(
     assert len(off) == 1
     assert events(audit, "outcome.judged") == []
     assert (await JudgeUsage(roost.database).day("local", utc_day(clock()))).asked == 0
+    assert len(fake.requests) == 4  # the turns only
+
+
+async def test_no_model_grades_nothing(
+    home: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no model configured the offline answer is never stored (s35 N8): the next
+    message grades no turn and hands the judge nothing."""
+    roost, audit = await make_roost(monkeypatch, None, clock)  # the offline backend
+    assert roost.judge.status().startswith("off (no model configured")
+    chat = Chat(roost, "a")
+    await chat.say(ASK)
+    await chat.say(AGAIN)
+    assert roost.judge.queued() == (0, 0)
+    assert events(audit, "outcome.graded") == [] and events(audit, "outcome.judged") == []
 
 
 async def test_a_reload_changes_the_cap_live(

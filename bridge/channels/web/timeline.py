@@ -12,8 +12,13 @@ wrong or not at all:
   prompt is not shown (the person did not type it), its answer shows once,
   as the post (the outbox entry of that key when it is still kept, else
   the stored answer, marked `proactive` with `"job"`); an archived
-  conversation keeps no msg_id: there a run is told by its post (`is_run_of`:
-  the job's text, the answer, the time), while the outbox keeps it;
+  conversation keeps no msg_id, but a run's prompt row keeps the run's msg_id
+  in its `meta` (`bridge.core.shown.run_of`), and is told by it (its answer is
+  the row after it). Only an archive none of whose rows has that mark (its
+  runs stored by an older roost) tells a run by its post (`is_run_of`: the
+  job's text, the answer, the time), while the outbox keeps it: text that a
+  person may type too (session 36's attacker pass: the person's own turn of
+  the job's text took the run's place);
 - a scheduled job's turn that failed is not kept as a failed turn (the core
   skips it: the page showed only the job's failure notice, a post like any
   other). A failed run an older roost kept (the job's prompt as the person's
@@ -43,6 +48,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.channels.web.commandlog import CommandLog, Sent
+from bridge.core.shown import RUN_KEY, run_of
 from bridge.schedule.runtime import JOB_MARK, chat_posts
 from bridge.storage.protocol import Database
 from bridge.types.session_key import SessionKey
@@ -134,7 +140,8 @@ def archived_runs(
     messages: list[dict[str, Any]], posts: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], set[str]]:
     """An archived page's job runs (by `is_run_of`) as their posts, prompts left out;
-    and the keys of the posts shown so (pure)."""
+    and the keys of the posts shown so (pure). Only for an archive whose runs carry
+    no mark (`Timeline._archived`): text a person may type too decides here."""
     out: list[dict[str, Any]] = []
     used: set[str] = set()
     i = 0
@@ -264,7 +271,7 @@ class Timeline:
         if current:
             shown, runs = await self._without_prompts(key, messages)
         else:
-            shown, runs = archived_runs(messages, posts)
+            shown, runs = await self._archived(key, conversation, messages, posts)
         extras = [post_message(p) for p in posts if p["key"] not in runs]
         if entries is None and self.commands is not None:
             entries = await self.commands.entries(key)
@@ -284,6 +291,69 @@ class Timeline:
             (*_args(key), msg_id),
         )
         return float(at) if at is not None else None
+
+    async def _archived(
+        self,
+        key: SessionKey,
+        conversation: int,
+        messages: list[dict[str, Any]],
+        posts: list[dict[str, Any]],
+    ) -> tuple[list[dict[str, Any]], set[str]]:
+        """An archived page with its job runs as their posts: by the mark each run's
+        prompt row keeps (`run_of`); an archive with no mark at all (its runs stored
+        before the mark was kept) by the runs' text (`archived_runs`)."""
+        marks = await self._marks(key.tenant, conversation, messages)
+        if not marks and not await self._marked(key.tenant, conversation):
+            return archived_runs(messages, posts)
+        keyed = await self._keyed(key, set(marks.values()))
+        out: list[dict[str, Any]] = []
+        for m in messages:
+            run = marks.get(m["seq"]) if isinstance(m.get("seq"), int) else None
+            if run is None:
+                out.append(m)
+            elif m["role"] == "assistant":
+                post = keyed.get(run)
+                if post is not None:
+                    out.append({**post_message(post), "ts": m["ts"]})
+                else:
+                    out.append({**m, "seq": None, "kind": "proactive", "job": job_of(run)})
+        return out, set(marks.values())
+
+    async def _marks(
+        self, tenant: str, conversation: int, messages: list[dict[str, Any]]
+    ) -> dict[int, str]:
+        """seq -> the job run's msg_id, for the archived rows of a run: its prompt (marked,
+        `run_of`) and the answer after it (also when the prompt is on the page before)."""
+        seqs = [m["seq"] for m in messages if isinstance(m.get("seq"), int)]
+        if not seqs:
+            return {}
+        rows = await self._db.fetch_all(  # the page's rows and the one before them, newest first
+            "SELECT id, role, meta FROM conversation_messages WHERE conversation = ?"
+            " AND tenant = ? AND id <= ? ORDER BY id DESC LIMIT ?",
+            (conversation, tenant, max(seqs), len(seqs) + 1),
+        )
+        out: dict[int, str] = {}
+        prompt = ""  # the run whose prompt is the row before
+        for ident, role, meta in reversed(rows):
+            if role == "user":
+                prompt = run_of(str(meta or ""))
+                if prompt:
+                    out[int(ident)] = prompt
+            else:
+                if prompt:
+                    out[int(ident)] = prompt
+                prompt = ""
+        return out
+
+    async def _marked(self, tenant: str, conversation: int) -> bool:
+        """Whether any run of the archived conversation was stored with its mark: then
+        every run of it was, and no text decides which turn is a run."""
+        found = await self._db.fetch_value(
+            "SELECT 1 FROM conversation_messages WHERE conversation = ? AND tenant = ?"
+            " AND role = 'user' AND meta LIKE ? LIMIT 1",
+            (conversation, tenant, f'%"{RUN_KEY}":"{JOB_PREFIX}%'),
+        )
+        return found is not None
 
     async def _without_prompts(
         self, key: SessionKey, messages: list[dict[str, Any]]

@@ -1,0 +1,87 @@
+"""A `/remind` set with `roost send --tenant T` names a `roost chat` that shows it to T.
+
+A newcomer (s35 N10) ran `roost send --tenant alice "/remind in 1m …"` and was told
+"It will show in `roost chat --chat send`"; but `roost chat` has no `--tenant` and
+runs as the local tenant, so that chat never showed alice's reminder (only
+`ROOST_LOCAL_TENANT=alice roost chat --chat send` did). The confirmation now names
+that command, and the test runs exactly the command it names. Through the real
+processes: a daemon runs the job, its time is moved to now in roost.db (`fire_now`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.schedule.test_terminal_reminders import (
+    GUARD_S,
+    ROOST,
+    fire_now,
+    job_id,
+    offline_env,
+    settled,
+)
+from tests.spine.test_daemon import Daemon, start_daemon
+
+ALICE = '[tenants.alice]\nweb_token = "alice-web-token-0123456789"\n'
+
+
+def configure(text: str) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(text)
+
+
+@pytest.fixture
+async def daemon(home: Path) -> AsyncIterator[Daemon]:
+    """The daemon, with alice configured before it starts."""
+    configure(ALICE)
+    running = await start_daemon(offline_env(home))
+    yield running
+    await running.stop()
+
+
+async def roost(home: Path, args: list[str], env: dict[str, str], stdin: bytes = b"") -> str:
+    proc = await asyncio.create_subprocess_exec(
+        *ROOST, *args, env=offline_env(home) | env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(stdin), GUARD_S)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+def named_command(confirmation: str) -> tuple[dict[str, str], list[str]]:
+    """The command the confirmation names: its leading VAR=value words, and roost's args."""
+    found = re.search(r"It will show in `([^`]+)`", confirmation)
+    assert found, confirmation
+    words = shlex.split(found.group(1))
+    env = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))
+    rest = [w for w in words if not ("=" in w and not w.startswith("-"))]
+    assert rest[0] == "roost", confirmation
+    return env, rest[1:]
+
+
+async def test_the_hint_of_a_tenants_reminder_names_a_chat_that_shows_it(
+    home: Path, daemon: Daemon
+) -> None:
+    confirmation = await roost(
+        home, ["send", "--tenant", "alice", "/remind in 2 hours ping alice"], {}
+    )
+    env, args = named_command(confirmation)
+    assert args == ["chat", "--chat", "send"]
+    fire_now(home, job_id(confirmation))
+    await settled(home, 1)
+    assert "ping alice" not in await roost(home, ["chat", "--chat", "send"], {})  # the local's
+    shown = await roost(home, args, env)  # exactly what alice was told to run
+    assert "While you were away:\n⏰ ping alice\n" in shown
+
+
+async def test_the_local_tenants_hint_stays_plain(home: Path, daemon: Daemon) -> None:
+    confirmation = await roost(home, ["send", "/remind in 2 hours stretch"], {})
+    assert named_command(confirmation) == ({}, ["chat", "--chat", "send"])

@@ -1,0 +1,89 @@
+"""The offline answer (no model configured) is shown, never sent to a model or graded later.
+
+A newcomer (s35 N8) sent "hello offline" before configuring a model and got the
+offline backend's help text; once `[llm]` was written (a running roost reloads
+the file on its own), the next model request carried that help text as an
+assistant turn, and the grading judge was asked to grade "Request: hello
+offline / Answer: No model is configured…". The core now tells the offline
+backend by its name (never by the answer's text, which a model or a person
+could write too) and keeps its answer for the page only, as a failed turn is.
+Over a real socket: the daemon's web factory, a real core on the offline
+backend, the daemon's own reload hooks, then the fake OpenAI server.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bridge.app.build import build
+from bridge.app.channels_up import web_channel
+from bridge.app.live import reload_hooks
+from bridge.channels.web.channel import WebChannel
+from bridge.core.config import load_settings
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.spine.test_web_history import ALICE, AS_ALICE
+
+OFFLINE_HEAD = "No model is configured"
+WEB = f'local_tenant = "alice"\n[web]\nport = 0\ntoken = "{ALICE}"\n'
+
+
+def write_config(text: str) -> None:
+    Path(os.environ["ROOST_CONFIG"]).write_text(text)
+
+
+async def say(http: aiohttp.ClientSession, text: str) -> str:
+    async with http.post("/api/chat", json={"text": text, "chat": "c"}, headers=AS_ALICE) as r:
+        assert r.status == 200, await r.text()
+        return str((await r.json())["reply"])
+
+
+async def test_the_offline_answer_is_shown_but_never_sent_to_the_model_or_graded(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROOST_GRADING__JUDGE_DAILY_CAP", "100")  # the judge is on
+    write_config(WEB)  # no [llm]: the offline backend
+    roost = await build(load_settings())
+    web = web_channel(load_settings(), roost, {}).channel
+    assert isinstance(web, WebChannel)
+    await web.start()
+    try:
+        async with (
+            FakeOpenAI(api_key="sk-test", models=["m"]) as fake,
+            aiohttp.ClientSession(f"http://127.0.0.1:{web.port}") as http,
+        ):
+            offline = await say(http, "hello offline")
+            assert offline.startswith(OFFLINE_HEAD)  # the person is told how to set one up
+
+            llm = f'[llm]\nprovider = "openai"\nbase_url = "{fake.base_url}"\n'
+            write_config(WEB + llm + 'api_key = "sk-test"\nmodel = "m"\n')
+            new = load_settings()
+            for hook in reload_hooks(roost):  # as the daemon applies a changed file
+                hook.apply(new)
+            asked = "now with a model: can you tell me a joke?"
+            assert await say(http, asked) == f"echo: {asked}"
+            await roost.judge.drain()  # a judge request would have been made by now
+
+            sent = fake.requests[0]["messages"]
+            assert not any(OFFLINE_HEAD in str(m.get("content")) for m in sent)
+            assert [m["role"] for m in sent if m["role"] != "system"][-1:] == ["user"]
+            assert not any(m["role"] == "assistant" for m in sent)
+            assert "hello offline" not in str(sent)  # the offline turn is no context
+            assert len(fake.requests) == 1  # the turn only: the judge was never asked
+
+            async with http.get("/api/history?chat=c", headers=AS_ALICE) as r:
+                page = await r.json()
+            said = [(m["role"], m["text"]) for m in page["messages"]]
+            assert said == [  # what the person saw, in its place
+                ("user", "hello offline"),
+                ("assistant", offline),
+                ("user", asked),
+                ("assistant", f"echo: {asked}"),
+            ]
+            assert [m["seq"] is None for m in page["messages"]] == [True, True, False, False]
+    finally:
+        await web.stop()
+        await roost.aclose()
