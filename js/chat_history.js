@@ -70,7 +70,11 @@ export function createHistory({ api, chatId, convo, view, follow }) {
 
   /**
    * Give the newest messages their place in the daemon's history (`seq`), once a
-   * turn is stored, so they can be edited or answered again; matched from the end.
+   * turn is stored, so they can be edited or answered again; matched from the end,
+   * a turn at a time: an answer takes a place only when the person's message before
+   * it matches too (an answer never stored, such as a refusal, the offline answer or
+   * a failed turn, would otherwise take the stored answer's place before it, and
+   * "another answer" would answer that one again).
    */
   async function sync() {
     if (supported !== true || readOnly) return;
@@ -83,11 +87,21 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     if (current && page.conversation !== current) return;
     const theirs = placeVersions(page.messages.map(fromHistory)).filter((m) => Number.isInteger(m.seq));
     const ours = convo.list.filter(isTurn); // posts and commands have no place among the turns
+    let answers = []; // answers matched since the last matching message of the person
     for (let i = ours.length - 1, j = theirs.length - 1; i >= 0 && j >= 0; i--, j--) {
       const [a, b] = [ours[i], theirs[j]];
       if (a.role !== b.role || (a.role === "user" && a.text.trim() !== b.text.trim())) break;
-      if (!Number.isInteger(a.seq)) convo.update(a, { seq: b.seq, ...(b.versions ? { versions: b.versions } : {}) });
+      if (a.role !== "user") {
+        answers.push([a, b]);
+        continue;
+      }
+      for (const [m, stored] of [...answers, [a, b]]) place(m, stored);
+      answers = [];
     }
+  }
+
+  function place(m, stored) {
+    if (!Number.isInteger(m.seq)) convo.update(m, { seq: stored.seq, ...(stored.versions ? { versions: stored.versions } : {}) });
   }
 
   /** Follow the running answer; `asked`: its question is shown (without it, the answer
