@@ -12,6 +12,8 @@ Times, in one run, with a fresh home and an empty config file:
 - `roost doctor` without a model (no server to ask: no HTTP client) and with
   the fake model (its checks ask it), and `roost pair local` (an operator
   command: settings, database, audit, no roost built);
+- `roost mcp --tenant local` (the stdio MCP server) from the start to its answer to
+  `tools/list` (after `initialize`), then stdin closed: the CPU of the whole process;
 - `roost chat` under a pseudo-terminal, from the start to the moment the
   prompt `you>` is on the screen (time-to-prompt), then Ctrl-D;
 - `roost serve` from the start to its ready line ("roost: model ..."), then
@@ -45,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import resource
 import select
@@ -149,6 +152,53 @@ def _drain_until_exit(master: int, proc: subprocess.Popen[bytes]) -> None:
             with contextlib.suppress(OSError):
                 os.read(master, 65536)
     proc.wait(timeout=HANG_S)
+
+
+MCP_HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
+MCP_LIST = [
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
+def mcp_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s to the `tools/list` answer, cpu s of the whole run) of the stdio MCP server;
+    each answer is read before stdin closes (a request in flight at EOF may be dropped)."""
+    cpu0, t0 = child_cpu(), time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=env["PYTHONPATH"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for said in ([MCP_HELLO], MCP_LIST):
+            proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in said))
+            proc.stdin.flush()
+            if not proc.stdout.readline():
+                raise RuntimeError(f"roost mcp exited before it answered ({proc.wait()})")
+        wall = time.perf_counter() - t0
+        proc.stdin.close()
+        proc.stdout.read()
+        if proc.wait(timeout=HANG_S) != 0:
+            raise RuntimeError(f"roost mcp exited {proc.returncode}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return wall, child_cpu() - cpu0
 
 
 def process_cpu(pid: int) -> float:
@@ -383,6 +433,7 @@ def roost_rows(home: Path, config: Path, url: str, repo: Path) -> list[tuple[str
         ("roost doctor (no model)", lambda: run_once([*ROOST, "doctor"], bare)),
         ("roost doctor (fake model)", lambda: run_once([*ROOST, "doctor"], live)),
         ("roost pair local", lambda: run_once([*ROOST, "pair", "local"], bare)),
+        ("roost mcp: to tools/list", lambda: mcp_once([*ROOST, "mcp", "--tenant", "local"], bare)),
         ("roost chat: time to prompt", lambda: chat_once([*ROOST, "chat"], dead)),
         ("roost serve: time to ready", lambda: serve_once([*ROOST, "serve"], live)),
         ("serve, Telegram set: to ready", lambda: serve_once([*ROOST, "serve"], telegram)),

@@ -121,7 +121,7 @@ class ServerLink:
         """The SDK's session with the server, open while the block runs; an HTTP server's
         client (its connections) is closed with it (the SDK leaves a client it was given
         open)."""
-        from mcp import Client
+        from mcp.client.client import Client
 
         async with contextlib.AsyncExitStack() as stack:
             if self.settings.command:

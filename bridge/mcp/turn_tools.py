@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 
 from bridge.mcp.http import BearerGate, bind, serve_http, url_of
 from bridge.types.backend import ToolCaller, ToolEndpoint, ToolSchema
