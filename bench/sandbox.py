@@ -58,7 +58,9 @@ calls' children ran at once, the stages and the CPU per call of each process
 
 `--forks` measures the zygote alone, in a process started like a helper: it forks
 children that are closed at once (no call), and prints the zygote's mappings,
-anonymous memory and RSS (what every fork copies and every exit tears down), then
+anonymous memory and RSS (what every fork copies and every exit tears down; the
+anonymous part by kind: Python's arenas with malloc's large blocks, malloc's heap,
+libpython's data, other shared objects' data, the stack), then
 its CPU and minor page faults per fork beside its children's (their waiting path
 and exit), three batches of 300 (50 with `--quick`): low noise, for changes to the
 fork path. Then the kernel's floor beside it: a plain process with the zygote's
@@ -376,7 +378,7 @@ def print_faults(rows: list[dict[str, int]], what: str = "minor page faults") ->
     print(f"  child's {what}, median per stage:")
     prev = None
     for k in names:
-        deltas = [r[k] - r[prev] for r in rows if k in r and prev in r] if prev else []
+        deltas: list[float] = [r[k] - r[prev] for r in rows if k in r and prev in r] if prev else []
         at = statistics.median(r[k] for r in rows if k in r)
         step = f"+{statistics.median(deltas):.0f}" if deltas else "from the fork"
         print(f"    {k:16s} {at:7.0f}   ({step})")
@@ -551,6 +553,24 @@ def layout(pid):
     )
     print(f"  zygote: {len(maps)} mappings ({len(objects)} shared objects), anonymous "
           f"{int(rollup['Anonymous']) / 1024:.1f} MiB, RSS {int(rollup['Rss']) / 1024:.1f} MiB")
+    print("  its anonymous memory (KiB):", ", ".join(f"{k} {v}" for k, v in anon_parts(pid)))
+
+def anon_parts(pid):
+    # what the anonymous memory is: Python's object arenas and malloc's large blocks
+    # (unnamed mappings), malloc's heap, libpython's data, other objects' data, stack
+    parts = {"arenas+mmapped": 0, "malloc heap": 0, "libpython data": 0, "other .so data": 0,
+             "stack": 0}
+    where = None
+    for line in open(f"/proc/{pid}/smaps"):
+        fields = line.split()
+        if not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else ""
+            where = ("malloc heap" if name == "[heap]" else "stack" if name == "[stack]"
+                     else "arenas+mmapped" if not name else "libpython data"
+                     if "libpython" in name else "other .so data")
+        elif fields[0] == "Anonymous:" and where is not None:
+            parts[where] += int(fields[1])
+    return sorted(parts.items(), key=lambda kv: -kv[1])
 
 ctx, _ = prepare()
 z = Zygote.start(ctx)
@@ -823,10 +843,11 @@ async def measure(ws: Path, quick: bool) -> None:
         after = {who: proc_usage(pid) for who, pid in pids.items()}
         print(f"\nsustained, 2 concurrent callers, csv tool: {rate:.0f} calls/s ({load()})")
         cpu = usage_rows(before, after, max(calls, 1))
+        cores = os.cpu_count() or 1
         print(
-            f"  the CPU bound: {os.cpu_count()} cores / {cpu:.3f} ms = "
-            f"{os.cpu_count() * 1000 / cpu:.0f} calls/s at most (500 wanted: "
-            f"{os.cpu_count() * 1000 / 500:.1f} ms of CPU per call at most)"
+            f"  the CPU bound: {cores} cores / {cpu:.3f} ms = "
+            f"{cores * 1000 / cpu:.0f} calls/s at most (500 wanted: "
+            f"{cores * 1000 / 500:.1f} ms of CPU per call at most)"
             if cpu
             else "  the CPU bound: no CPU time counted (too few calls)"
         )
@@ -842,11 +863,11 @@ async def measure(ws: Path, quick: bool) -> None:
         await execd.start()
         for ready, how in ((True, "the spare helper running"), (False, "back to back")):
             for each, what in ((runner, "forked from the template"), (execd, "exec'd")):
-                first, cpu = await new_tenants(each, ws.parent, tenants, ready)
+                first, helper_cpu = await new_tenants(each, ws.parent, tenants, ready)
                 print(
                     f"first call of a new tenant ({how}; helpers {what}): p50 "
                     f"{statistics.median(first):.1f} ms, its helper's CPU p50 "
-                    f"{statistics.median(cpu):.1f} ms (n={len(first)}, {load()})"
+                    f"{statistics.median(helper_cpu):.1f} ms (n={len(first)}, {load()})"
                 )
         print(f"a helper forked from the template: {helper_memory(runner.helper_pid())}")
         print(f"an exec'd helper: {helper_memory(execd.helper_pid())}")
