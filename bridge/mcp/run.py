@@ -17,6 +17,7 @@ from typing import Any
 from mcp.server.stdio import stdio_server
 
 from bridge.mcp.conns import CallSlots, McpLimits
+from bridge.mcp.eof import answered_first
 from bridge.mcp.http import BearerGate, serve_http
 from bridge.mcp.server import TenantTools, ToolsFeed, build_server, init_options
 from bridge.mcp.watch import watch_tools
@@ -42,10 +43,12 @@ async def _watching(tenant: TenantTools, feed: ToolsFeed, stop: asyncio.Event) -
 
 
 async def run_stdio(tenant: TenantTools, version: str = "") -> None:
-    """Serve until the client closes stdin."""
+    """Serve until the client closes stdin, and every request it sent before is answered
+    (`answered_first`)."""
     feed = ToolsFeed()
     server = build_server(tenant, feed, version)
     async with _watching(tenant, feed, asyncio.Event()), stdio_server() as (read, write):
+        read, write = answered_first(read, write)
         await server.run(read, write, init_options(server))
 
 
