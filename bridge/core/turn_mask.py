@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from bridge.core.mask_memo import redacted
-from bridge.core.masks import OutputMask
+from bridge.core.masks import MaskedDeltas, OutputMask
 from bridge.types.backend import ChatMessage
 from bridge.types.masked import Masked
 from bridge.types.progress import SHOWN_CHARS
@@ -69,24 +69,6 @@ class TurnMask:
     def split(self, text: str) -> tuple[Masked, str]:
         return self.masker_now().split(text)
 
-    def stream(self) -> TurnStream:
-        return TurnStream(self)
-
-
-class TurnStream:
-    """The turn's deltas masked as they come, each piece by the masker of now: the tail
-    held back (the start of a spelling) is checked again with every piece."""
-
-    __slots__ = ("_mask", "_pending")
-
-    def __init__(self, mask: TurnMask) -> None:
-        self._mask = mask
-        self._pending = ""
-
-    def feed(self, delta: str) -> Masked:
-        out, self._pending = self._mask.split(self._pending + delta)
-        return out
-
-    def flush(self) -> Masked:
-        out, self._pending = self._mask.mask(self._pending), ""
-        return out
+    def stream(self) -> MaskedDeltas:
+        """The turn's deltas masked as they come, each piece by the masker of now."""
+        return MaskedDeltas(self)

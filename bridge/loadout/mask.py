@@ -21,11 +21,11 @@ stores them masked. Masked text is also valid Unicode: a lone surrogate (from
 a tool's result, an MCP server's JSON) becomes U+FFFD (`valid_unicode`), so no
 store refuses it.
 
-`StreamMasker` does the same for text that arrives in pieces: it holds back
-the longest tail that could be the start of some spelling, in the text or in
-its decoded view, and any escape that more text could complete (found with
-the Knuth-Morris-Pratt failure table: the work per piece is linear in the
-held tail, which is never longer than the longest spelling); the held tail
+`split` serves text that arrives in pieces (`stream`, with
+`bridge.core.masks.MaskedDeltas`): it holds back the longest tail that could
+be the start of some spelling, in the text or in its decoded view, and any
+escape that more text could complete (found with the Knuth-Morris-Pratt
+failure table: the work per piece is linear in the held tail, which is never longer than the longest spelling); the held tail
 never starts inside an escape, so it decodes later as it does in the whole
 text, and a value split across two pieces is never sent half-way.
 
@@ -44,6 +44,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
+from bridge.core.masks import MaskedDeltas
 from bridge.loadout.refused import secret_spans
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from bridge.types.masked import Masked
@@ -371,8 +372,8 @@ class Masker:
         calls = tuple(ToolCallRequest(c.id, c.name, self.mask(c.arguments)) for c in m.tool_calls)
         return ChatMessage(m.role, self.mask(m.content), calls, m.tool_call_id, m.name, m.images)
 
-    def stream(self) -> StreamMasker:
-        return StreamMasker(self)
+    def stream(self) -> MaskedDeltas:
+        return MaskedDeltas(self)
 
     def split(self, text: str) -> tuple[Masked, str]:
         """(masked text safe to send now, raw tail to hold back)."""
@@ -383,19 +384,3 @@ class Masker:
 def mask(text: str, secrets: Mapping[str, str]) -> Masked:
     """Replace every spelling of every secret value in `text` with `[vault:NAME]`."""
     return Masker(secrets).mask(text)
-
-
-class StreamMasker:
-    """Feed answer deltas in order; send what `feed` returns; `flush` at the end."""
-
-    def __init__(self, masker: Masker) -> None:
-        self._masker = masker
-        self._pending = ""
-
-    def feed(self, delta: str) -> Masked:
-        out, self._pending = self._masker.split(self._pending + delta)
-        return out
-
-    def flush(self) -> Masked:
-        out, self._pending = self._masker.mask(self._pending), ""
-        return out
