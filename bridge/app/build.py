@@ -85,13 +85,15 @@ async def build(
     clock: Callable[[], float] = time.time,
     tool_sources: Sequence[ToolSource] = (),
     platforms: Platforms = PLATFORMS,
+    terminal_tenant: str | None = None,
 ) -> Roost:
     """Wire one roost; the caller owns `aclose()`. A chain opened here is closed by it.
 
     A backend or audit sink passed in (tests, `roost prompt`) replaces the
     configured one; `tool_sources` are offered to the model besides the built-in ones;
     `platforms` is the registry of the channel table the roost serves (`serve()` passes
-    its table's, with any extra rows).
+    its table's, with any extra rows); `terminal_tenant` is whom a plain `roost chat` runs
+    as when it is not this roost's local tenant (`with_roost` for `--tenant T`).
     """
     identity_map(settings.tenants, platforms)  # ConfigError before anything is opened
     prepare_home(settings.home)
@@ -175,6 +177,7 @@ async def build(
         quota=quota,
         platforms=platforms,
         chat_notes=chat_notes,
+        terminal_tenant=terminal_tenant or settings.local_tenant,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     # an unfinished `roost forget` bars its tenant: checked through the watched cache
@@ -243,10 +246,12 @@ async def build(
 async def with_roost(
     settings: Settings, tenant: str | None, body: Callable[[Roost], Awaitable[int]]
 ) -> int:
-    """Build a roost in this process (with `tenant` as the local one), run `body`, close."""
+    """Build a roost in this process (with `tenant` as the local one), run `body`, close.
+    Whom a plain `roost chat` runs as stays the configured local tenant (its hints)."""
+    terminal = settings.local_tenant
     if tenant is not None and tenant != settings.local_tenant:
         settings = settings.model_copy(update={"local_tenant": tenant})
-    roost = await build(settings)
+    roost = await build(settings, terminal_tenant=terminal)
     try:
         return await body(roost)
     finally:

@@ -128,6 +128,7 @@ def build_capabilities(
     quota: TenantQuota | None = None,
     platforms: Platforms | None = None,
     chat_notes: Mapping[str, ChatNotes] | None = None,
+    terminal_tenant: str | None = None,
 ) -> Capabilities:
     """Loadout, skills, learned style and personal tools over one database and file cache.
 
@@ -160,7 +161,10 @@ def build_capabilities(
     skill_forge = SkillForge(grades, audit, loadout.vault.values)  # skill_propose, /skill save
     if judge is not None:  # what the judge sees is masked like what the model sees
         judge.use_masks(loadout.vault.masker)
-    planner = Planner(schedule, audit, loadout.vault.masker) if schedule is not None else None
+    planner = None
+    if schedule is not None:  # its hints name whom a plain `roost chat` runs as
+        terminal = terminal_tenant or settings.local_tenant
+        planner = Planner(schedule, audit, loadout.vault.masker, local_tenant=terminal)
     mcp = McpTools({t: r.mcp for t, r in settings.tenants.items()}, audit, settings.home / "mcp")
     on, embedder = settings.recall, embeddings_client(settings.llm)
     recall = build_recall(

@@ -85,3 +85,21 @@ async def test_the_hint_of_a_tenants_reminder_names_a_chat_that_shows_it(
 async def test_the_local_tenants_hint_stays_plain(home: Path, daemon: Daemon) -> None:
     confirmation = await roost(home, ["send", "/remind in 2 hours stretch"], {})
     assert named_command(confirmation) == ({}, ["chat", "--chat", "send"])
+
+
+async def test_with_a_configured_local_tenant_the_hint_names_whom_roost_chat_runs_as(
+    home: Path,
+) -> None:
+    """`local_tenant = "me"`: a plain `roost chat` runs as me. Sent `--tenant me`, the hint
+    is the plain command; sent `--tenant alice`, it names alice (the CLI's roost is built
+    with the `--tenant` one as its local tenant: the hint must not take it for whom
+    `roost chat` runs as)."""
+    configure('local_tenant = "me"\n' + ALICE)
+    running = await start_daemon(offline_env(home))
+    try:
+        mine = await roost(home, ["send", "--tenant", "me", "/remind in 2 hours stretch"], {})
+        assert named_command(mine) == ({}, ["chat", "--chat", "send"])
+        hers = await roost(home, ["send", "--tenant", "alice", "/remind in 2 hours ping"], {})
+        assert named_command(hers) == ({"ROOST_LOCAL_TENANT": "alice"}, ["chat", "--chat", "send"])
+    finally:
+        await running.stop()
