@@ -24,11 +24,13 @@ whenever a conversation is archived. A stopped answer is told by its mark
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bridge.core.history_page import CurrentPage, archive_rows, failed, forgotten, message
 from bridge.core.shown import read_meta
+from bridge.core.turn_failures import FailedRow
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, execute_many, fetch_one
 from bridge.types.session_key import SessionKey
@@ -84,19 +86,24 @@ class ConversationArchive:
             f" {self._db.dialect.for_update}",
             _args(key),
         )
-        if row is None:  # nothing said since the last reset: the current conversation stays
+        failures = (yield from failed(ident, key.tenant)) if ident >= 0 else []
+        if row is None and not failures:  # nothing said since the last reset: it stays
             yield from then
             return None
+        if row is None:  # only turns that were never stored (failed, or the offline answer)
+            row = (failures[0].at, failures[-1].at, 0, "")
         started, updated, turns, summary = row
         current = yield from _current(key, now)
-        failures = (yield from failed(ident, key.tenant)) if current == ident else []
+        if current != ident:
+            failures = []
         kept = yield from archive_rows(key, failures)
         yield execute_many(
             "INSERT INTO conversation_messages (conversation, tenant, role, text, at, meta)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             [(current, key.tenant, *r) for r in kept],
         )
-        title = _title((yield fetch_one(_FIRST, _args(key))))
+        first = yield fetch_one(_FIRST, _args(key))
+        title = _title(first) if first is not None or not failures else _failed_title(failures)
         yield execute(
             "UPDATE conversations SET started_at=?, updated_at=?, turns=?,"
             " title=COALESCE(NULLIF(title, ''), ?), summary=?, archived_at=? WHERE id=?",
@@ -183,6 +190,12 @@ class ConversationArchive:
 _FIRST = (
     f"SELECT content, meta FROM session_messages WHERE {_KEY} AND role='user' ORDER BY id LIMIT 1"
 )
+
+
+def _failed_title(failures: Sequence[FailedRow]) -> str:
+    """The title of a conversation none of whose turns was stored: its first question."""
+    asked = next((f for f in failures if f.role == "user"), failures[0])
+    return title_of(read_meta(asked.meta).get("text") or asked.text)
 
 
 def _title(first: Any) -> str:

@@ -87,3 +87,42 @@ async def test_the_offline_answer_is_shown_but_never_sent_to_the_model_or_graded
     finally:
         await web.stop()
         await roost.aclose()
+
+
+async def test_a_new_chat_clears_a_conversation_of_offline_answers_only(home: Path) -> None:
+    """No turn of it was stored (no session row), yet "new chat" archives what the page
+    showed and starts an empty one, as for any conversation (session 36's attacker F1:
+    the offline answers stayed in the current conversation, and came back on a reload)."""
+    write_config(WEB)
+    roost = await build(load_settings())
+    web = web_channel(load_settings(), roost, {}).channel
+    assert isinstance(web, WebChannel)
+    await web.start()
+    try:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{web.port}") as http:
+            for text in ("first try", "second try"):
+                assert (await say(http, text)).startswith(OFFLINE_HEAD)
+            async with http.get("/api/history?chat=c", headers=AS_ALICE) as r:
+                before = await r.json()
+            assert len(before["messages"]) == 4
+            assert (await say(http, "/reset")).startswith("Started a fresh conversation")
+            async with http.get("/api/history?chat=c", headers=AS_ALICE) as r:
+                after = await r.json()
+            assert after["conversation"] != before["conversation"]
+            assert [m for m in after["messages"] if m.get("kind") != "command"] == []
+            async with http.get("/api/conversations?chat=c", headers=AS_ALICE) as r:
+                listed = (await r.json())["conversations"]
+            archived = [c for c in listed if not c["current"]]
+            assert [c["title"] for c in archived] == ["first try"]
+            query = f"/api/history?chat=c&conversation={archived[0]['id']}"
+            async with http.get(query, headers=AS_ALICE) as r:
+                kept = await r.json()
+            assert [(m["role"], m["text"][:9]) for m in kept["messages"]] == [
+                ("user", "first try"),
+                ("assistant", OFFLINE_HEAD[:9]),
+                ("user", "second tr"),
+                ("assistant", OFFLINE_HEAD[:9]),
+            ]
+    finally:
+        await web.stop()
+        await roost.aclose()
