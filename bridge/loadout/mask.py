@@ -25,9 +25,10 @@ store refuses it.
 `bridge.core.masks.MaskedDeltas`): it holds back the longest tail that could
 be the start of some spelling, in the text or in its decoded view, and any
 escape that more text could complete (found with the Knuth-Morris-Pratt
-failure table: the work per piece is linear in the held tail, which is never longer than the longest spelling); the held tail
-never starts inside an escape, so it decodes later as it does in the whole
-text, and a value split across two pieces is never sent half-way.
+failure table: the work per piece is linear in the held tail, which is never
+longer than the longest spelling); the held tail never starts inside an
+escape, so it decodes later as it does in the whole text, and a value split
+across two pieces is never sent half-way.
 
 Which values to mask for a tenant: all of that tenant's vault values (a tool
 may obtain or echo any of them), not only those a tool declared.
