@@ -65,7 +65,8 @@ export async function readTurn(res, { onDelta, onProgress } = {}) {
       } else if (ev.event === "final") {
         const data = parseData(ev, soFar);
         if (typeof data.text !== "string") throw protocolError("the final event has no text", soFar);
-        return withActions(withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files), data.actions);
+        const result = withActions(withFiles({ text: data.text, kind: replyKind(data.kind) }, data.files), data.actions);
+        return data.unstored === true ? { ...result, unstored: true } : result; // not among the stored turns
       } else if (ev.event === "error") {
         const data = parseData(ev, soFar);
         const message = typeof data.message === "string" && data.message ? data.message : "the turn failed";

@@ -20,6 +20,17 @@ import { fromHistory, placeVersions } from "./conversation.js";
 const PAGE = 50;
 /** A message of a turn (the person's or its answer), not a proactive post nor a command. */
 const isTurn = (m) => m.kind !== "proactive" && m.kind !== "command";
+/** An answer the daemon keeps no place for: a failed turn, a refusal, one it said is `unstored`. */
+const neverStored = (m) => m.role === "assistant" && (m.status === "failed" || m.kind === "refusal" || m.unstored === true);
+/** `turns` without the ones never stored: each such answer and the person's message before it. */
+function storedTurns(turns) {
+  const out = [];
+  for (const m of turns) {
+    if (!neverStored(m)) out.push(m);
+    else if (out.length && out[out.length - 1].role === "user" && !Number.isInteger(out[out.length - 1].seq)) out.pop();
+  }
+  return out;
+}
 const is404 = (err) => err instanceof ApiError && err.kind === "http" && err.status === 404;
 
 export function createHistory({ api, chatId, convo, view, follow }) {
@@ -70,11 +81,12 @@ export function createHistory({ api, chatId, convo, view, follow }) {
 
   /**
    * Give the newest messages their place in the daemon's history (`seq`), once a
-   * turn is stored, so they can be edited or answered again; matched from the end,
-   * a turn at a time: an answer takes a place only when the person's message before
-   * it matches too (an answer never stored, such as a refusal, the offline answer or
-   * a failed turn, would otherwise take the stored answer's place before it, and
-   * "another answer" would answer that one again).
+   * turn is stored, so they can be edited or answered again; matched from the end.
+   * A turn the daemon did not store (failed, refused, or an answer it said was
+   * `unstored`: the offline one) has no place: it and the person's message before
+   * it are left out, or the answer would take the place of the stored one before it
+   * and "another answer" would answer that earlier question again. The person's
+   * text may differ from the stored one (masked): the answer still takes its place.
    */
   async function sync() {
     if (supported !== true || readOnly) return;
@@ -86,22 +98,12 @@ export function createHistory({ api, chatId, convo, view, follow }) {
     }
     if (current && page.conversation !== current) return;
     const theirs = placeVersions(page.messages.map(fromHistory)).filter((m) => Number.isInteger(m.seq));
-    const ours = convo.list.filter(isTurn); // posts and commands have no place among the turns
-    let answers = []; // answers matched since the last matching message of the person
+    const ours = storedTurns(convo.list.filter(isTurn)); // posts and commands have no place among the turns
     for (let i = ours.length - 1, j = theirs.length - 1; i >= 0 && j >= 0; i--, j--) {
       const [a, b] = [ours[i], theirs[j]];
       if (a.role !== b.role || (a.role === "user" && a.text.trim() !== b.text.trim())) break;
-      if (a.role !== "user") {
-        answers.push([a, b]);
-        continue;
-      }
-      for (const [m, stored] of [...answers, [a, b]]) place(m, stored);
-      answers = [];
+      if (!Number.isInteger(a.seq)) convo.update(a, { seq: b.seq, ...(b.versions ? { versions: b.versions } : {}) });
     }
-  }
-
-  function place(m, stored) {
-    if (!Number.isInteger(m.seq)) convo.update(m, { seq: stored.seq, ...(stored.versions ? { versions: stored.versions } : {}) });
   }
 
   /** Follow the running answer; `asked`: its question is shown (without it, the answer

@@ -69,7 +69,8 @@ export function finalChanges(result, ready = "Ready") {
     return { changes: { ...clean, text: "", status: "failed", error: result.text }, status: ["The daemon reported an error", "error"] };
   }
   const { text, kind, files, actions } = result;
-  return { changes: { ...clean, text, kind, files, actions, status: "done" }, status: [ready, "ok"] };
+  const unstored = result.unstored === true; // the daemon did not store it: no place among the turns
+  return { changes: { ...clean, text, kind, files, actions, unstored, status: "done" }, status: [ready, "ok"] };
 }
 
 /** A stopped answer's text without the daemon's mark (the page marks it once, by its status). */

@@ -342,7 +342,7 @@ class TurnRunner:
             kept = await self._no_model(turn, key, prepared, mask, lead + text)
             events.add("message.answered", dirs.tenant, _answered(inbound, kept, ms, result))
             await events.flush(self._audit)
-            return Final(kept, "answer", actions=tuple(turn.actions))
+            return Final(kept, "answer", actions=tuple(turn.actions), unstored=True)
         answer = mask.mask(lead + text)
         asked = mask.mask(prepared.asked(with_quote(inbound.text, inbound.quoted)))
         steps = tuple(mask.message(m) for m in bounded_steps(result.tool_steps))
@@ -380,7 +380,8 @@ class TurnRunner:
             hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.masker_now().mask)
         files = self._senses.handed_out(turn, prepared) if self._senses is not None else ()
-        return Final(text, "answer", files=files, actions=tuple(turn.actions))
+        actions = tuple(turn.actions)
+        return Final(text, "answer", files=files, actions=actions, unstored=not stored)
 
     @asynccontextmanager
     async def _hold_model(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:

@@ -149,6 +149,9 @@ class Final:
     # a command that did not run as asked (unknown, its usage shown, not allowed from a
     # job): `roost send` exits 1 on it, as on an error; what is shown does not change
     failed: bool = False
+    # an answer the session did not store (the offline backend's, or one the disk refused):
+    # the web page gives it no place among the stored turns (nothing to edit or ask again)
+    unstored: bool = False
 
 
 Outbound = Delta | Final

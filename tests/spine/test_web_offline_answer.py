@@ -13,6 +13,7 @@ backend, the daemon's own reload hooks, then the fake OpenAI server.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -123,6 +124,46 @@ async def test_a_new_chat_clears_a_conversation_of_offline_answers_only(home: Pa
                 ("user", "second tr"),
                 ("assistant", OFFLINE_HEAD[:9]),
             ]
+    finally:
+        await web.stop()
+        await roost.aclose()
+
+
+async def final_event(http: aiohttp.ClientSession, text: str) -> dict[str, object]:
+    async with http.post(
+        "/api/chat/stream", json={"text": text, "chat": "c"}, headers=AS_ALICE
+    ) as r:
+        assert r.status == 200, await r.text()
+        lines = [ln for ln in (await r.text()).splitlines() if ln.startswith("data:")]
+    body = json.loads(lines[-1].removeprefix("data:"))
+    assert isinstance(body, dict)
+    return body
+
+
+async def test_the_streamed_final_says_the_offline_answer_was_not_stored(home: Path) -> None:
+    """The page gives a stored turn its place after it ends (js/chat_history.js `sync`);
+    the offline answer is not stored, and its final event says so (`unstored`), so the
+    page does not give it the place of the stored answer before it. A stored answer's
+    final has no such key."""
+    write_config(WEB)
+    roost = await build(load_settings())
+    web = web_channel(load_settings(), roost, {}).channel
+    assert isinstance(web, WebChannel)
+    await web.start()
+    try:
+        async with (
+            FakeOpenAI(api_key="sk-test", models=["m"]) as fake,
+            aiohttp.ClientSession(f"http://127.0.0.1:{web.port}") as http,
+        ):
+            offline = await final_event(http, "hello offline")
+            assert str(offline["text"]).startswith(OFFLINE_HEAD) and offline["unstored"] is True
+            llm = f'[llm]\nprovider = "openai"\nbase_url = "{fake.base_url}"\n'
+            write_config(WEB + llm + 'api_key = "sk-test"\nmodel = "m"\n')
+            new = load_settings()
+            for hook in reload_hooks(roost):
+                hook.apply(new)
+            stored = await final_event(http, "and now?")
+            assert stored["text"] == "echo: and now?" and "unstored" not in stored
     finally:
         await web.stop()
         await roost.aclose()

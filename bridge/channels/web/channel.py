@@ -403,10 +403,13 @@ class WebChannel:
         return await self._files.download(request, SECURITY_HEADERS)
 
     def _final(self, final: Final, tenant: str) -> dict[str, Any]:
-        """A reply to `tenant` as JSON: text, kind, and download links for its files."""
+        """A reply to `tenant` as JSON: text, kind, download links for its files, its
+        one-tap actions, and `unstored` for an answer the session did not store."""
         body: dict[str, Any] = {"text": final.text, "kind": final.kind}
         if final.files and self._files is not None:
             body["files"] = self._files.offer(final.files, tenant)
         if final.actions:  # one-tap replies: the page shows buttons that send `command`
             body["actions"] = [{"label": a.label, "command": a.command} for a in final.actions]
+        if final.unstored:  # not among the stored turns: the page gives it no `seq`
+            body["unstored"] = True
         return body
