@@ -93,3 +93,32 @@ async def test_an_archive_of_an_older_roost_is_still_read_by_the_runs_text(home:
             ("user", "", "a newer message"),
             ("assistant", "", "echo: a newer message"),
         ]
+
+
+async def test_an_archive_open_during_the_upgrade_reads_its_older_runs_by_text(
+    home: Path,
+) -> None:
+    """Its first run was stored by an older roost (no mark), a later one with it: each
+    shows once, as its post (the older one was shown as the person's turn and its post)."""
+    async with scheduled(home) as site:
+        await chat(site, "hello")
+        await chat(site, "/every 5m cron one")
+        one = await run_now(site, "turn")
+        await chat(site, "/every 7m cron two")
+        two = await run_now(site, "turn")
+        await chat(site, "a newer message")
+        _, page = await get(site, "/api/history?chat=c")
+        async with site.http.post("/api/chat/new", json={"chat": "c"}, headers=AS_ALICE) as r:
+            assert r.status == 200
+        db = site.roost.database
+        unmark = "UPDATE conversation_messages SET meta = '' WHERE role = 'user' AND text = ?"
+        assert await db.execute(unmark, ("cron one",))
+        _, old = await get(site, f"/api/history?chat=c&conversation={page['conversation']}")
+        assert turns(old) == [
+            ("user", "", "hello"),
+            ("assistant", "", "echo: hello"),
+            ("assistant", "proactive", f"🔁 cron one (job {one})"),
+            ("assistant", "proactive", f"🔁 cron two (job {two})"),
+            ("user", "", "a newer message"),
+            ("assistant", "", "echo: a newer message"),
+        ]

@@ -14,8 +14,8 @@ wrong or not at all:
   the stored answer, marked `proactive` with `"job"`); an archived
   conversation keeps no msg_id, but a run's prompt row keeps the run's msg_id
   in its `meta` (`bridge.core.shown.run_of`), and is told by it (its answer is
-  the row after it). Only an archive none of whose rows has that mark (its
-  runs stored by an older roost) tells a run by its post (`is_run_of`: the
+  the row after it). Only the rows before an archive's first marked one (its
+  runs stored by an older roost) tell a run by its post (`is_run_of`: the
   job's text, the answer, the time), while the outbox keeps it: text that a
   person may type too (session 36's attacker pass: the person's own turn of
   the job's text took the run's place);
@@ -300,14 +300,18 @@ class Timeline:
         posts: list[dict[str, Any]],
     ) -> tuple[list[dict[str, Any]], set[str]]:
         """An archived page with its job runs as their posts: by the mark each run's
-        prompt row keeps (`run_of`); an archive with no mark at all (its runs stored
-        before the mark was kept) by the runs' text (`archived_runs`)."""
-        marks = await self._marks(key.tenant, conversation, messages)
-        if not marks and not await self._marked(key.tenant, conversation):
+        prompt row keeps (`run_of`); the rows stored before the conversation's first
+        marked one (by an older roost: all of an archive without marks, the start of
+        one that was open during the upgrade) by the runs' text (`archived_runs`)."""
+        first = await self._first_mark(key.tenant, conversation)
+        if first is None:
             return archived_runs(messages, posts)
-        keyed = await self._keyed(key, set(marks.values()))
-        out: list[dict[str, Any]] = []
-        for m in messages:
+        older = [m for m in messages if isinstance(m.get("seq"), int) and m["seq"] < first]
+        marks = await self._marks(key.tenant, conversation, messages)
+        runs = set(marks.values())
+        out, matched = archived_runs(older, [p for p in posts if p["key"] not in runs])
+        keyed = await self._keyed(key, runs)
+        for m in (m for m in messages if not any(m is o for o in older)):
             run = marks.get(m["seq"]) if isinstance(m.get("seq"), int) else None
             if run is None:
                 out.append(m)
@@ -317,7 +321,7 @@ class Timeline:
                     out.append({**post_message(post), "ts": m["ts"]})
                 else:
                     out.append({**m, "seq": None, "kind": "proactive", "job": job_of(run)})
-        return out, set(marks.values())
+        return out, runs | matched
 
     async def _marks(
         self, tenant: str, conversation: int, messages: list[dict[str, Any]]
@@ -345,15 +349,16 @@ class Timeline:
                 prompt = ""
         return out
 
-    async def _marked(self, tenant: str, conversation: int) -> bool:
-        """Whether any run of the archived conversation was stored with its mark: then
-        every run of it was, and no text decides which turn is a run."""
+    async def _first_mark(self, tenant: str, conversation: int) -> int | None:
+        """The first row of the archived conversation stored with a run's mark (None: an
+        older roost stored all of it): from it on every run was stored so, and no text
+        decides which turn is a run."""
         found = await self._db.fetch_value(
-            "SELECT 1 FROM conversation_messages WHERE conversation = ? AND tenant = ?"
-            " AND role = 'user' AND meta LIKE ? LIMIT 1",
+            "SELECT MIN(id) FROM conversation_messages WHERE conversation = ? AND tenant = ?"
+            " AND role = 'user' AND meta LIKE ?",
             (conversation, tenant, f'%"{RUN_KEY}":"{JOB_PREFIX}%'),
         )
-        return found is not None
+        return int(found) if found is not None else None
 
     async def _without_prompts(
         self, key: SessionKey, messages: list[dict[str, Any]]
