@@ -109,8 +109,12 @@ class SkillsObserver:
         return EndWrite(mark.unit, partial(self._mark_alone, turn, row))
 
     async def _mark_alone(self, turn: TurnContext, row: tuple[str, str, str, str]) -> None:
-        """The mark of a turn that ends without its end's unit, in its own transaction."""
+        """The mark of a turn that ends without its end's unit, in its own transaction;
+        the follow-up it handed the judge is released (its reply went out, failed or
+        unstored: the message still says how the previous answer landed)."""
         self._marks.pop(id(turn), None)
+        if self._judge is not None:
+            self._judge.release(turn.tenant, turn.inbound.msg_id)
         await self._log.mark_graded(*row)
 
     async def _grade(

@@ -308,6 +308,26 @@ async def test_no_model_grades_nothing(
     assert events(audit, "outcome.graded") == [] and events(audit, "outcome.judged") == []
 
 
+async def test_a_follow_up_answered_without_storing_is_still_judged(
+    home: Path, clock: Clock, fake: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person's message is answered by the offline model (never stored, as a failed
+    turn is not): it still says how the previous, stored answer landed, so the judge is
+    asked (it was held for good: session 36's attacker F4)."""
+    monkeypatch.setenv("ROOST_MODELS__OFF__PROVIDER", "offline")
+    roost, audit = await make_roost(monkeypatch, fake, clock)
+    fake.labels[AGAIN] = "rephrase"
+    chat = Chat(roost, "c1")
+    assert await chat.say(ASK) == REPLY
+    assert "off" in await chat.say("/model off")
+    assert "No model is configured" in await chat.say(AGAIN)
+    await roost.judge.drain()
+    assert roost.judge.queued() == (0, 0)
+    [judged] = events(audit, "outcome.judged")
+    said = (judged["label"], judged["prev_run_id"], judged["msg_id"])
+    assert said == ("rephrase", "c1-1", "c1-3")
+
+
 async def test_a_reload_changes_the_cap_live(
     home: Path, clock: Clock, fake: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
