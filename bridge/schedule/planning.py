@@ -21,6 +21,8 @@ Payload conventions the runtime relies on: a `reminder` carries its text, a
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -85,14 +87,16 @@ def arrival(
     prints what the daemon delivered, and one opened later prints what it missed.
     `roost chat` has no `--tenant`: it runs as the local tenant (`local`), so a job
     of another `tenant` (`roost send --tenant alice`) names the variable that makes
-    `roost chat` run as it (s35 N10).
+    `roost chat` run as it (s35 N10). The command is one a person may paste into a
+    shell: each name is quoted for it (a chat name is any text), and shown as code
+    whatever backticks it holds (`code_span`).
     """
     if channel != "cli":
         return ""
-    command = "roost chat" if chat == TERMINAL_CHAT else f"roost chat --chat {chat}"
+    command = "roost chat" if chat == TERMINAL_CHAT else f"roost chat --chat {shlex.quote(chat)}"
     if tenant and tenant != local:
-        command = f"ROOST_LOCAL_TENANT={tenant} {command}"
-    note = f" It will show in `{command}` (while it is open, or the next time it starts)."
+        command = f"ROOST_LOCAL_TENANT={shlex.quote(tenant)} {command}"
+    note = f" It will show in {code_span(command)} (while it is open, or the next time it starts)."
     if serving is False:
         note += (
             " Jobs run in the daemon, and `roost serve` is not running now: start it"
@@ -100,6 +104,15 @@ def arrival(
             " when it starts."
         )
     return note
+
+
+def code_span(text: str) -> str:
+    """`text` as one Markdown code span: fenced by one more backtick than its longest run
+    of them, with a space inside when it starts or ends with one (CommonMark 6.1)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def local(ms: int, tz: str) -> datetime:

@@ -18,7 +18,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
+from bridge.schedule.planning import arrival
 from tests.schedule.test_terminal_reminders import (
     GUARD_S,
     ROOST,
@@ -103,3 +105,16 @@ async def test_with_a_configured_local_tenant_the_hint_names_whom_roost_chat_run
         assert named_command(hers) == ({"ROOST_LOCAL_TENANT": "alice"}, ["chat", "--chat", "send"])
     finally:
         await running.stop()
+
+
+@pytest.mark.parametrize(
+    "chat", ["my chat;$(id)", "a`b", "`x`", "tick ``` run", "'quoted' \"both\"", "plain"]
+)
+def test_the_named_command_is_safe_to_paste_whatever_the_chat_name(chat: str) -> None:
+    """A chat name is any text: the hint's command, read as Markdown (how `roost chat`
+    shows it) and split as a shell would, runs `roost chat` on exactly that chat, as
+    exactly that tenant (session 36's attacker F6: `my chat;$(id)` ran `id`)."""
+    note = arrival("cli", chat, True, "alice", "local")
+    tokens = MarkdownIt("commonmark").parseInline(note)[0].children or []
+    (code,) = [t.content for t in tokens if t.type == "code_inline"]
+    assert shlex.split(code) == ["ROOST_LOCAL_TENANT=alice", "roost", "chat", "--chat", chat]
