@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
-from tests.spine.browser_kit import opened
+from tests.spine.browser_kit import opened, reload
 from tests.spine.conftest import Browsers
 from tests.spine.test_browser import BROWSER_TESTS, TOKEN, rich_markdown
 
@@ -102,6 +102,13 @@ async def test_without_a_model_the_page_says_so_before_the_first_message(
         toml = await banner.locator("pre code#setup-toml").inner_text()
         assert toml.startswith("[llm]\nbase_url = ") and 'model = "' in toml
         assert "ROOST_LLM__BASE_URL" in await banner.locator("#setup-env").inner_text()
+
+        await page.send("hello")  # the offline answer: not stored, reloaded as a failed turn
+        await reload(page)
+        error = tab.locator(".msg.status-failed.assistant .error > span")
+        await error.wait_for(state="visible")
+        said = await error.inner_text()  # its lines kept: the TOML can be copied as it is
+        assert said.startswith("No model is configured") and "\n[llm]\nbase_url = " in said
 
 
 async def test_a_spoken_answer_plays_in_the_page(browsers: Browsers) -> None:
