@@ -17,7 +17,7 @@ are, in order, and the sender's context (`last_context`) is the inner stream's.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import mcp_types as types
@@ -62,7 +62,28 @@ class Owed:
                 self.settled.set()
 
 
-class _Reading:
+class _Wrapped:
+    """A stream around `_inner`: closed with it, and an async context manager as it is."""
+
+    _inner: Any
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class _Reading(_Wrapped):
     """The server's read stream: its end waits until every request read is answered."""
 
     def __init__(self, inner: Any, owed: Owed, grace_s: float) -> None:
@@ -82,9 +103,6 @@ class _Reading:
         self._owed.read(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> _Reading:
         return self
 
@@ -94,20 +112,8 @@ class _Reading:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _Reading:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class _Writing:
+class _Writing(_Wrapped):
     """The server's write stream: each answer is counted as it goes out."""
 
     def __init__(self, inner: Any, owed: Owed) -> None:
@@ -116,21 +122,6 @@ class _Writing:
     async def send(self, item: Any, /) -> None:
         await self._inner.send(item)
         self._owed.sent(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Writing:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 def answered_first(read: Any, write: Any, grace_s: float = EOF_GRACE_S) -> tuple[Any, Any]:
