@@ -19,20 +19,11 @@ from mcp.shared.message import SessionMessage
 
 from bridge.mcp.eof import answered_first
 from tests.mcp.conftest import REPO, roost_env
+from tests.mcp.test_server_http import INIT
 from tests.waits import HANG_S
 
-HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "pipe", "version": "1"},
-    },
-}
 REQUESTS = [
-    HELLO,
+    INIT,
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     {"jsonrpc": "2.0", "id": "three", "method": "tools/list"},
