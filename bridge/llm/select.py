@@ -53,7 +53,7 @@ def select_backend(
     api_key = (api_key or "").strip() or None
     model = model.strip()
     if choice == "offline":
-        return OfflineBackend(), "provider offline (set explicitly)"
+        return OfflineBackend(chosen=True), "provider offline (set explicitly)"
     if choice == "claude_cli":
         return _claude_cli(model, kw)
     if choice == "auto" and not base_url and api_key and api_key.startswith("sk-ant-"):

@@ -320,7 +320,7 @@ async def test_a_follow_up_answered_without_storing_is_still_judged(
     chat = Chat(roost, "c1")
     assert await chat.say(ASK) == REPLY
     assert "off" in await chat.say("/model off")
-    assert "No model is configured" in await chat.say(AGAIN)
+    assert 'set to `provider = "offline"`' in await chat.say(AGAIN)
     await roost.judge.drain()
     assert roost.judge.queued() == (0, 0)
     [judged] = events(audit, "outcome.judged")

@@ -75,7 +75,7 @@ async def test_send_without_a_model_still_runs_commands_and_offline(home: Path) 
     code, out, _ = await run(["send", "--offline", "hello"], env)
     assert code == 0 and "No model is configured" in out
     code, out, _ = await run(["send", "hello"], env | {"ROOST_LLM__PROVIDER": "offline"})
-    assert code == 0 and "No model is configured" in out  # offline chosen on purpose
+    assert code == 0 and 'set to `provider = "offline"`' in out  # offline chosen on purpose
 
 
 async def test_send_dash_reads_the_message_from_stdin(home: Path, fake: FakeOpenAI) -> None:
