@@ -160,6 +160,26 @@ def archived_runs(
     return out, used
 
 
+def as_posts(
+    messages: list[dict[str, Any]], runs: dict[int, str], keyed: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The messages less each job run's prompt (`runs`: seq -> the run's msg_id), its
+    answer as the run's post: the outbox entry of that key when it is still kept
+    (`keyed`), else the stored answer marked `proactive` with its `job` (pure)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        run = runs.get(m["seq"]) if isinstance(m.get("seq"), int) else None
+        if run is None:
+            out.append(m)
+        elif m["role"] == "assistant":
+            post = keyed.get(run)
+            if post is not None:
+                out.append({**post_message(post), "ts": m["ts"]})
+            else:
+                out.append({**m, "seq": None, "kind": "proactive", "job": job_of(run)})
+    return out
+
+
 SAME_S = 0.001  # an answer's stored time, as kept with its offers (a float's round trip)
 
 
@@ -306,21 +326,15 @@ class Timeline:
         first = await self._first_mark(key.tenant, conversation)
         if first is None:
             return archived_runs(messages, posts)
-        older = [m for m in messages if isinstance(m.get("seq"), int) and m["seq"] < first]
+        older: list[dict[str, Any]] = []
+        newer: list[dict[str, Any]] = []
+        for m in messages:
+            seq = m.get("seq")
+            (older if isinstance(seq, int) and seq < first else newer).append(m)
         marks = await self._marks(key.tenant, conversation, messages)
         runs = set(marks.values())
         out, matched = archived_runs(older, [p for p in posts if p["key"] not in runs])
-        keyed = await self._keyed(key, runs)
-        for m in (m for m in messages if not any(m is o for o in older)):
-            run = marks.get(m["seq"]) if isinstance(m.get("seq"), int) else None
-            if run is None:
-                out.append(m)
-            elif m["role"] == "assistant":
-                post = keyed.get(run)
-                if post is not None:
-                    out.append({**post_message(post), "ts": m["ts"]})
-                else:
-                    out.append({**m, "seq": None, "kind": "proactive", "job": job_of(run)})
+        out += as_posts(newer, marks, await self._keyed(key, runs))
         return out, runs | matched
 
     async def _marks(
@@ -368,15 +382,4 @@ class Timeline:
         seqs = [m["seq"] for m in messages if isinstance(m.get("seq"), int) and m["seq"] > 0]
         runs = await self._runs(key, seqs)
         keyed = await self._keyed(key, set(runs.values()))
-        out: list[dict[str, Any]] = []
-        for m in messages:
-            msg_id = runs.get(m["seq"]) if isinstance(m.get("seq"), int) else None
-            if msg_id is None:
-                out.append(m)
-            elif m["role"] == "assistant":
-                post = keyed.get(msg_id)
-                if post is not None:
-                    out.append({**post_message(post), "ts": m["ts"]})
-                else:
-                    out.append({**m, "seq": None, "kind": "proactive", "job": job_of(msg_id)})
-        return out, set(runs.values())
+        return as_posts(messages, runs, keyed), set(runs.values())
