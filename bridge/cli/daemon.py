@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.cli import collector
 from bridge.cli.rows import tenant_arg
 from bridge.core.config import EX_CONFIG, Settings
+from bridge.types.backend import OFFLINE
 
 if TYPE_CHECKING:
     from bridge.app.build import Roost
@@ -216,7 +217,7 @@ def no_model(r: Roost, text: str, offline: bool) -> bool:
     """
     if offline or text.lstrip().startswith("/"):
         return False
-    return r.settings.llm.provider == "auto" and r.backend.name == "offline"
+    return r.settings.llm.provider == "auto" and r.backend.name == OFFLINE
 
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:

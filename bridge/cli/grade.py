@@ -19,9 +19,9 @@ from typing import TextIO
 
 from bridge.core.config import EX_CONFIG, Settings
 from bridge.grading.evaluate import Case, evaluate, format_report, load_cases
-from bridge.grading.judge_client import JudgeClient, offline
+from bridge.grading.judge_client import JudgeClient
 from bridge.grading.two_stage import judge_outcomes, report_of
-from bridge.types.backend import Backend
+from bridge.types.backend import Backend, offline
 
 NO_MODEL = (
     "grade: --judge needs a model, and none is configured (the offline backend). "

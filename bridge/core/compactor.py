@@ -36,6 +36,7 @@ from bridge.types.backend import (
     ChatMessage,
     Finish,
     ModelRequest,
+    offline,
 )
 from bridge.types.masked import Masked
 
@@ -149,7 +150,7 @@ class Compactor:
         self, key: SessionKey, fold: Fold, model: HeldModel, redact: Redact
     ) -> Masked | None:
         """The masked, bounded summary; None (logged once) when the model cannot give one."""
-        if model.backend.name == "offline":
+        if offline(model.backend):
             return self._fallback("no model is configured")
         if self._meter is not None and await self._meter.reached(key.tenant) is not None:
             return self._fallback("the tenant's token budget is used up")

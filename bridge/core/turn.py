@@ -92,7 +92,7 @@ from bridge.core.usage import Tokens
 from bridge.storage.errors import StorageError
 from bridge.storage.units import Made
 from bridge.types.audit_sink import AuditSink, TurnEvents
-from bridge.types.backend import Backend, BackendError, ChatMessage
+from bridge.types.backend import Backend, BackendError, ChatMessage, offline
 from bridge.types.masked import Masked
 from bridge.types.messages import DeltaSink, Final, Inbound
 from bridge.types.progress import ModelInfo, ProgressSink
@@ -101,7 +101,6 @@ from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-OFFLINE = "offline"  # the name of the backend used when no model is configured
 NOT_STORED = (
     "(I could not store this exchange: the disk may be full. This answer is not in "
     "our conversation history, so I will not remember it next time.)"
@@ -420,7 +419,7 @@ class TurnRunner:
             except AgentFailed as exc:  # the steps that completed used tokens too
                 await self._count(turn.tenant, model.name, exc.partial, failed=True)
                 raise
-        return result, model.name, model.backend.name == OFFLINE
+        return result, model.name, offline(model.backend)
 
     async def _count(
         self, tenant: str, model: str, result: AgentResult, failed: bool = False

@@ -32,12 +32,12 @@ from bridge.core.budgets import UsageMeter
 from bridge.core.config_sections import GradingSettings
 from bridge.core.usage import utc_day
 from bridge.grading.classify import Label
-from bridge.grading.judge_client import JudgeClient, offline
+from bridge.grading.judge_client import JudgeClient
 from bridge.grading.judge_prompt import JudgeItem, cache_key
 from bridge.grading.judge_store import JudgeUsage
 from bridge.grading.requests import is_request
 from bridge.types.audit_sink import AuditSink, TurnEvents
-from bridge.types.backend import Backend
+from bridge.types.backend import Backend, offline
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)

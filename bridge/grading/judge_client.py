@@ -19,7 +19,14 @@ from bridge.core.ask import read_answer
 from bridge.core.usage import Tokens
 from bridge.grading.classify import Label
 from bridge.grading.judge_prompt import SYSTEM, JudgeItem, parse, render
-from bridge.types.backend import Backend, BackendError, ChatMessage, Finish, ModelRequest
+from bridge.types.backend import (
+    Backend,
+    BackendError,
+    ChatMessage,
+    Finish,
+    ModelRequest,
+    offline,
+)
 
 log = logging.getLogger(__name__)
 MAX_ANSWER_CHARS = 2000
@@ -31,11 +38,6 @@ class Asked:
     ignored: int  # items left without a valid label
     tokens: Tokens | None = None
     error: str = ""  # BackendError kind, "timeout" or "unexpected"; "" when answered
-
-
-def offline(backend: Backend) -> bool:
-    """The offline backend stands for "no model configured"."""
-    return backend.name == "offline"
 
 
 class JudgeClient:

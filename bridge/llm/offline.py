@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
+from bridge.types.backend import OFFLINE, Finish, ModelEvent, ModelRequest, TextDelta
 
 CONFIG_ENV = """\
 ROOST_LLM__BASE_URL  an OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 \
@@ -54,7 +54,7 @@ class OfflineBackend:
     default), so the answer says so and how to pick another, not "no model is
     configured"."""
 
-    name = "offline"
+    name = OFFLINE
 
     def __init__(self, chosen: bool = False) -> None:
         self.chosen = chosen

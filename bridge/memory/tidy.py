@@ -37,7 +37,7 @@ from bridge.memory.service import Memory
 from bridge.memory.store import MemoryRefused, Provenance
 from bridge.screening.screen import refusal, screen
 from bridge.types.audit_sink import AuditSink
-from bridge.types.backend import BackendError, ChatMessage, ModelRequest
+from bridge.types.backend import BackendError, ChatMessage, ModelRequest, offline
 from bridge.types.messages import Action, Final, Inbound
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import TurnContext
@@ -160,7 +160,7 @@ class Consolidator:
         turn = TurnContext(dirs, inbound, self._clock)
         async with self._hold(turn) as model:
             backend = model.backend
-            if backend.name == "offline":
+            if offline(backend):
                 raise _NoModel("No model is configured to propose a tidy-up.")
             request = ModelRequest(
                 mask.mask(SYSTEM), (ChatMessage("user", mask.mask(ask)),), tenant=dirs.tenant

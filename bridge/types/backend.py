@@ -157,3 +157,11 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+OFFLINE = "offline"  # the name of the backend that stands for "no model configured"
+
+
+def offline(backend: Backend) -> bool:
+    """The offline backend (`bridge.llm.offline`): no model answers, only its setup help."""
+    return backend.name == OFFLINE
