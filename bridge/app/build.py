@@ -177,7 +177,7 @@ async def build(
         quota=quota,
         platforms=platforms,
         chat_notes=chat_notes,
-        terminal_tenant=terminal_tenant or settings.local_tenant,
+        terminal_tenant=terminal_tenant,
     )
     closers.extend(caps.closers)  # MCP sessions: closed before the sandbox and the chain
     # an unfinished `roost forget` bars its tenant: checked through the watched cache
