@@ -7,8 +7,9 @@ is the new conversation), the person's text and the reply masked by the
 tenant's masker first, so a vaulted value is never written in clear. A
 model answer (kind `answer`) that offers one-tap actions has them kept the
 same way, with the time the session stored that answer (found by the
-turn's msg_id; an answer that was not stored keeps none), so a reload shows
-them under it. Keeping is best effort: a failure is logged and the reply goes out.
+turn's msg_id; an answer that was not stored, `Final.unstored`, keeps none
+and costs no read), so a reload shows them under it. Keeping is best effort:
+a failure is logged and the reply goes out.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def kept_commands(
         final = await handle(inbound, on_delta, on_progress)
         name = command_name(inbound.text)
         command = final.kind == "command" and bool(name) and name not in NOT_KEPT
-        if command or (final.kind == "answer" and final.actions):
+        if command or (final.kind == "answer" and final.actions and not final.unstored):
             tenant = (
                 local_tenant
                 if inbound.identity == "local"
