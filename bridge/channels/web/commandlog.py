@@ -18,11 +18,16 @@ Storage: one JSON object a line in `tenants/<tid>/web/commands/<h>.jsonl`
 a saved tool's workspace nor in an export, and gone with `roost forget`),
 mode 0600, rewritten whole (a temporary file renamed over it) at each add:
 the newest `KEEP` commands of the chat, less those of conversations that no
-longer exist (deleted). A line that does not read as an entry is skipped,
-so a file another version wrote still loads. The file is read and written a
-line at a time, split on "\n" only (a text may hold U+2028, U+2029 or U+0085,
-which JSON leaves raw); no string the size of the file is made (growing ones
-left the process's memory fragmented: hundreds of MiB).
+longer exist (deleted). An add reads, changes and writes the file holding an
+`flock` on the tenant's `commands/.lock`, so two instances sharing the home
+(or a second process) never lose each other's command; in this process one
+add of a tenant runs at a time (`KeyedLocks`: nothing kept per chat once the
+add is done, whatever chat ids the client makes up). A line that does not
+read as an entry is skipped, so a file another version wrote still loads. The
+file is read and written a line at a time, split on "\n" only (a text may
+hold U+2028, U+2029 or U+0085, which JSON leaves raw); no string the size of
+the file is made (growing ones left the process's memory fragmented: hundreds
+of MiB).
 
 Bounded, since the chat ids are the client's to pick and commands cost no
 tokens: a command is kept cut to `ASKED_MAX` characters, its reply to
@@ -44,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bridge.core.locks import KeyedLocks, file_lock
 from bridge.types.session_key import SessionKey
 
 KEEP = 300  # commands per chat
@@ -52,6 +58,7 @@ REPLY_MAX = 8_000  # characters of a reply kept
 CHAT_BYTES = 1_000_000  # bytes of one chat's file
 CHATS = 16  # chat files of one tenant
 CUT = "…"
+LOCK = ".lock"  # in a tenant's commands folder: held by the add writing it
 
 
 def clipped(text: str, most: int) -> str:
@@ -132,7 +139,7 @@ class CommandLog:
     def __init__(self, folder_of: Callable[[str], Path], keep: int = KEEP) -> None:
         self._folder_of = folder_of  # tenants/<tid>/web/commands (`TenantDirs.web_commands`)
         self._keep = keep
-        self._locks: dict[Path, asyncio.Lock] = {}
+        self.adding: KeyedLocks[Path] = KeyedLocks()  # a tenant's folder: one add at a time
 
     def path(self, key: SessionKey) -> Path:
         name = hashlib.sha256(key.chat.encode()).hexdigest()[:32]
@@ -155,18 +162,21 @@ class CommandLog:
         """Keep `sent`; drop what belongs to none of `conversations` (the chat's ones
         that exist) and the oldest past `KEEP`."""
         path = self.path(key)
-        lock = self._locks.setdefault(path, asyncio.Lock())
         cut = replace(
             sent, asked=clipped(sent.asked, ASKED_MAX), reply=clipped(sent.reply, REPLY_MAX)
         )
         alive = set(conversations) | {sent.conversation}
-        async with lock:
+        async with self.adding.hold(path.parent):
             await asyncio.to_thread(self._write, path, cut, alive)
 
     def _write(self, path: Path, sent: Sent, alive: set[int]) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with file_lock(path.parent / LOCK):  # another instance's add waits, then reads ours
+            self._rewrite(path, sent, alive)
+
+    def _rewrite(self, path: Path, sent: Sent, alive: set[int]) -> None:
         kept = [e for e in self._read(path) if e.conversation in alive] + [sent]
         lines = [(e.line() + "\n").encode() for e in kept[-self._keep :]]
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # instances share the home
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:
