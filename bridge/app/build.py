@@ -240,6 +240,7 @@ async def build(
         platforms=platforms,
         channel_lines=channel_lines,
         chat_notes=chat_notes,
+        exchanges=caps.exchanges,
     )
 
 

@@ -26,6 +26,7 @@ from bridge.core.quota import TenantQuota
 from bridge.core.router import Core
 from bridge.core.sessions import SessionStore
 from bridge.core.tenants import TenantResolver
+from bridge.core.turn import ExchangeLog
 from bridge.grading.judge import OutcomeJudge
 from bridge.schedule.commands import ChatNotes
 from bridge.schedule.service import ScheduleService
@@ -73,6 +74,7 @@ class Roost:
     channel_lines: dict[str, Callable[[], str]] = dataclasses.field(default_factory=dict)
     # a channel whose delivery depends on the chat adds /jobs lines here (WhatsApp's window)
     chat_notes: dict[str, ChatNotes] = dataclasses.field(default_factory=dict)
+    exchanges: ExchangeLog | None = None  # the search index of stored exchanges (recall)
 
     def maintain(self) -> int:
         """Start-up care of every tenant: drop temp files a crash left, rebuild MEMORY.md.

@@ -21,12 +21,13 @@ from bridge.channels.web.chats import WebChats
 from bridge.channels.web.speech import speaking
 from bridge.channels.web.thumbs import SIDE, Thumbnail, WebThumbs
 from bridge.channels.web.turns import ProgressHandle
-from bridge.core.conversation_edits import ConversationEdits
+from bridge.core.conversation_edits import ConversationEdits, Unindex
 from bridge.core.sessions import SessionKey
 from bridge.llm.offline import CONFIG_ENV, CONFIG_TOML
 from bridge.senses.decoders import DecodeFailed
 from bridge.senses.pipeline import SensePipeline
 from bridge.types.messages import Inbound
+from bridge.types.session_key import SessionKey as ChatKey
 from bridge.types.tenant_dirs import TenantDirs
 
 
@@ -57,6 +58,19 @@ def spoken_handle(roost: Roost) -> ProgressHandle:
     return speaking(roost.core.handle, roost.voice.speak_hook("web"), out_dir)
 
 
+def unindexing(roost: Roost) -> Unindex | None:
+    """How a deleted conversation's words leave the search index (none: no index)."""
+    index = roost.exchanges
+    if index is None:
+        return None
+
+    async def unindex(key: ChatKey, started: float, archived: float) -> int:
+        dirs = roost.tenant_dirs(key.tenant)
+        return await index.unindex(dirs, key.channel, key.chat, started, archived)
+
+    return unindex
+
+
 def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
     home = roost.settings.home
 
@@ -66,7 +80,9 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
     archive = roost.sessions.archive
     running = roost.core.running
     masker = roost.loadout.vault.masker
-    edits = ConversationEdits(roost.database, archive, lambda t: masker(roost.tenant_dirs(t)))
+    edits = ConversationEdits(
+        roost.database, archive, lambda t: masker(roost.tenant_dirs(t)), unindexing(roost)
+    )
     WebChats(web.gate, archive, edits, running, handle, lambda key: page_status(roost, key)).mount(
         web.app
     )

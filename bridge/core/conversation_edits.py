@@ -12,12 +12,17 @@ around its first match and the number of matching messages. Every call is
 scoped to one (tenant, channel, chat): an id of another chat is unknown.
 Runs on the `Database` protocol: a rename is one UPDATE that checks the
 owner; a delete is one unit (`Database.atomic`) whose first DELETE checks
-the owner and that it is archived.
+the owner and that it is archived. What the conversation said is also taken
+out of the search index (`/recall`, the model's recall tool, `roost recall`,
+an export's history.jsonl): `unindex` is handed the chat and the
+conversation's time span (from its start to its archiving, when it was the
+chat's current one) before its rows go, so a delete cut short leaves the
+conversation listed (delete it again), never its words findable without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from bridge.core.conversations import ConversationArchive
@@ -31,6 +36,10 @@ MAX_TITLE = 120
 MAX_QUERY = 200
 MAX_RESULTS = 50
 BEFORE, AFTER = 40, 80  # characters of a snippet around the match
+
+
+# the chat and a conversation's span in seconds (started, archived): its indexed words go
+Unindex = Callable[[SessionKey, float, float], Awaitable[object]]
 
 
 class EditError(ValueError):
@@ -95,10 +104,17 @@ def _masked_snippet(
 
 class ConversationEdits:
     def __init__(
-        self, db: Database, archive: ConversationArchive, masks: Callable[[str], TextMask]
+        self,
+        db: Database,
+        archive: ConversationArchive,
+        masks: Callable[[str], TextMask],
+        unindex: Unindex | None = None,
     ) -> None:
-        """`masks`: a tenant's masker (its vault's values), for what is stored."""
+        """`masks`: a tenant's masker (its vault's values), for what is stored; `unindex`:
+        takes a deleted conversation's words out of the search index (none wired: no
+        index)."""
         self._db, self._archive, self._masks = db, archive, masks
+        self._unindex = unindex
 
     async def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
         """The title now given, through the tenant's masker like every stored text (None:
@@ -110,7 +126,17 @@ class ConversationEdits:
         return line if changed else None
 
     async def delete(self, key: SessionKey, ident: int) -> bool:
-        """Delete an archived conversation of this chat with its messages."""
+        """Delete an archived conversation of this chat with its messages, and its words
+        from the search index (first: a delete cut short can be run again)."""
+        span = await self._db.fetch_one(
+            f"SELECT started_at, archived_at FROM conversations WHERE {_OWNED}"
+            " AND archived_at IS NOT NULL",
+            (ident, *_args(key)),
+        )
+        if span is None:
+            return False
+        if self._unindex is not None:
+            await self._unindex(key, float(span[0]), float(span[1]))
         if not await self._db.atomic(_deleted(key, ident)):
             return False
         await self._archive.shown.archived(ident, key.tenant)  # its failed turns and versions

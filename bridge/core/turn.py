@@ -133,6 +133,12 @@ class ExchangeLog(Protocol):
         name: str = "",
     ) -> None: ...
 
+    async def unindex(
+        self, dirs: TenantDirs, channel: str, chat: str, started: float, archived: float
+    ) -> int:
+        """Take out what a chat's conversation deleted by its person said (its span)."""
+        ...
+
 
 class TurnObserver(Protocol):
     """Hooks around a turn; their audit events go into the turn's batch."""

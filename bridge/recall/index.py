@@ -343,10 +343,30 @@ class RecallIndex:
             "DELETE FROM recall_messages WHERE tenant = ? AND at_ms < ? RETURNING id",
             (self.tenant, cutoff_ms),
         )
+        return await self._removed([int(ident) for (ident,) in gone])
+
+    async def delete_span(self, name: str, first_ms: int, last_ms: int) -> int:
+        """Remove the messages of conversation `name` stored from `first_ms` to `last_ms`
+        (both included; a chat's conversation deleted by its person); returns how many."""
+        conv = await self.db.fetch_value(
+            "SELECT id FROM recall_conversations WHERE tenant = ? AND name = ?",
+            (self.tenant, name),
+        )
+        if conv is None:
+            return 0
+        gone = await self.db.fetch_all(
+            "DELETE FROM recall_messages WHERE tenant = ? AND conv = ?"
+            " AND at_ms >= ? AND at_ms <= ? RETURNING id",
+            (self.tenant, int(conv), first_ms, last_ms),
+        )
+        return await self._removed([int(ident) for (ident,) in gone])
+
+    async def _removed(self, gone: list[int]) -> int:
+        """The terms and vectors of deleted messages `gone`, and speakers no message has."""
         if not gone:
             return 0
-        for (ident,) in gone:
-            await self.text.remove(int(ident))
+        for ident in gone:
+            await self.text.remove(ident)
         await self.db.execute(
             "DELETE FROM recall_vectors WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM "
             "recall_messages m WHERE m.tenant = recall_vectors.tenant "

@@ -29,6 +29,7 @@ queued and ends the task. A process killed meanwhile loses its queued
 exchanges from the index (at most `LINGER_S` of them; they stay in the
 session store). With `[recall] retention_days`
 set, it also drops older messages, at most once a day per tenant.
+`unindex` takes out a chat's conversation its person deleted (its time span).
 `index(dirs)` is the tenant's `RecallIndex` (made once and kept): its first
 use moves the tenant's index file of before (`bridge.recall.legacy`) into the
 `Database` and adds terms a crash left unwritten (`RecallIndex.repair`).
@@ -151,6 +152,17 @@ class Indexer:
         self._open.pop(dirs.tenant, None)
         self._pruned.pop(dirs.tenant, None)
         self._queue = [e for e in self._queue if e[0].tenant != dirs.tenant]
+
+    async def unindex(
+        self, dirs: TenantDirs, channel: str, chat: str, started: float, archived: float
+    ) -> int:
+        """Remove what a chat's conversation said, stored from `started` to `archived`
+        (seconds; the conversation deleted by its person): its exchanges still queued are
+        written first, so none lands after. Returns how many messages went."""
+        await self.settled()
+        index = await self.index(dirs)
+        first, last = int(started * 1000), int(archived * 1000) + 1  # a reply is at + 1 ms
+        return await index.delete_span(f"{channel}:{chat}", first, last)
 
     async def settled(self) -> None:
         """Return once every exchange queued before the call is written (or failed)."""

@@ -202,6 +202,34 @@ async def test_delete_an_archived_and_the_current_conversation(home: Path) -> No
         assert left == (0,)
 
 
+async def test_a_deleted_conversation_is_recalled_no_more_and_its_neighbours_still_are(
+    home: Path,
+) -> None:
+    """Before: `/recall`, the model's recall tool, `roost recall` and an export's
+    history.jsonl still held a deleted conversation's words (newcomer37 F5)."""
+    async with served(home) as site:
+        await chat(site, "before: the lighthouse keeper")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "deleted: the lighthouse diary")
+        await chat(site, "deleted too: the lighthouse ghost")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "after: the lighthouse lamp")
+        await chat(site, "elsewhere: the lighthouse diary", chat="d")
+        current, middle, first = (r["id"] for r in await conversations(site))
+        assert "the lighthouse ghost" in await chat(site, "/recall ghost", chat="e")
+        gone = {"chat": "c", "conversation": middle}
+        assert (await call(site, "POST", "/api/conversations/delete", gone))[0] == 200
+        assert [r["id"] for r in await conversations(site)] == [current, first]
+        assert "Nothing found" in await chat(site, "/recall ghost", chat="e")
+        diary = await chat(site, "/recall diary", chat="e")
+        assert "elsewhere: the lighthouse diary" in diary and "deleted" not in diary
+        assert "the lighthouse keeper" in await chat(site, "/recall keeper", chat="e")
+        assert "the lighthouse lamp" in await chat(site, "/recall lamp", chat="e")
+        stored = await site.roost.database.fetch_all("SELECT text FROM recall_messages")
+        assert not [t for (t,) in stored if "deleted" in t or "ghost" in t]
+        assert [t for (t,) in stored if "elsewhere" in t]  # another chat's same words stay
+
+
 async def test_search_finds_titles_and_messages_case_folded_in_this_tenant_only(
     home: Path,
 ) -> None:
