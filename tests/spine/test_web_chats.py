@@ -202,17 +202,25 @@ async def test_delete_an_archived_and_the_current_conversation(home: Path) -> No
         assert left == (0,)
 
 
+def commands_of(home: Path) -> Path:
+    """alice's folder of the page's kept commands."""
+    return TenantDirs.of(home, "alice").web_commands
+
+
 async def test_a_deleted_conversation_is_recalled_no_more_and_its_neighbours_still_are(
     home: Path,
 ) -> None:
     """Before: `/recall`, the model's recall tool, `roost recall` and an export's
-    history.jsonl still held a deleted conversation's words (newcomer37 F5)."""
+    history.jsonl still held a deleted conversation's words, and its page commands
+    stayed in the chat's kept commands (an export's web-commands/) (newcomer37 F5)."""
     async with served(home) as site:
         await chat(site, "before: the lighthouse keeper")
         await post(site, "/api/chat/new", {"chat": "c"})
         await chat(site, "deleted: the lighthouse diary")
         await chat(site, "deleted too: the lighthouse ghost")
+        await chat(site, "/nosuchcmd deleted: the lighthouse cellar")  # the page keeps it
         await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "/nosuchcmd after: the lighthouse stairs")
         await chat(site, "after: the lighthouse lamp")
         await chat(site, "elsewhere: the lighthouse diary", chat="d")
         current, middle, first = (r["id"] for r in await conversations(site))
@@ -228,6 +236,8 @@ async def test_a_deleted_conversation_is_recalled_no_more_and_its_neighbours_sti
         stored = await site.roost.database.fetch_all("SELECT text FROM recall_messages")
         assert not [t for (t,) in stored if "deleted" in t or "ghost" in t]
         assert [t for (t,) in stored if "elsewhere" in t]  # another chat's same words stay
+        kept = b"".join(p.read_bytes() for p in commands_of(home).glob("*.jsonl"))
+        assert b"cellar" not in kept and b"the lighthouse stairs" in kept
 
 
 async def test_search_finds_titles_and_messages_case_folded_in_this_tenant_only(

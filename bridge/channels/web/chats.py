@@ -126,6 +126,9 @@ class WebChats:
                 return web.json_response({"deleted": True, "current": current})
         if not await self._edits.delete(key, ident):
             return error(404, NOT_FOUND)
+        history = request.app.get(HISTORY)
+        if history is not None:  # the page's kept commands of it
+            await history.forget(key, ident)
         return web.json_response({"deleted": True, "current": current})
 
     async def search(self, request: web.Request) -> web.Response:

@@ -15,10 +15,11 @@ stored row keeps no actions); the history puts them back under that answer.
 
 Storage: one JSON object a line in `tenants/<tid>/web/commands/<h>.jsonl`
 (`h`: a hash of the chat id; beside the tenant's `global/` tree, so never in
-a saved tool's workspace nor in an export, and gone with `roost forget`),
-mode 0600, rewritten whole (a temporary file renamed over it) at each add:
-the newest `KEEP` commands of the chat, less those of conversations that no
-longer exist (deleted). An add reads, changes and writes the file holding an
+a saved tool's workspace; an export holds them as `web-commands/`; gone with
+`roost forget`), mode 0600, rewritten whole (a temporary file renamed over
+it) at each add: the newest `KEEP` commands of the chat, less those of
+conversations that no longer exist (`drop` removes a deleted conversation's
+at once). An add or a drop reads, changes and writes the file holding an
 `flock` on the tenant's `commands/.lock`, so two instances sharing the home
 (or a second process) never lose each other's command; in this process one
 add of a tenant runs at a time (`KeyedLocks`: nothing kept per chat once the
@@ -169,13 +170,32 @@ class CommandLog:
         async with self.adding.hold(path.parent):
             await asyncio.to_thread(self._write, path, cut, alive)
 
+    async def drop(self, key: SessionKey, conversation: int) -> None:
+        """Forget the chat's commands of `conversation` (deleted by its person)."""
+        path = self.path(key)
+        async with self.adding.hold(path.parent):
+            await asyncio.to_thread(self._drop, path, conversation)
+
     def _write(self, path: Path, sent: Sent, alive: set[int]) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with file_lock(path.parent / LOCK):  # another instance's add waits, then reads ours
-            self._rewrite(path, sent, alive)
+            kept = [e for e in self._read(path) if e.conversation in alive]
+            self._rewrite(path, [*kept, sent])
 
-    def _rewrite(self, path: Path, sent: Sent, alive: set[int]) -> None:
-        kept = [e for e in self._read(path) if e.conversation in alive] + [sent]
+    def _drop(self, path: Path, conversation: int) -> None:
+        if not path.parent.is_dir():
+            return
+        with file_lock(path.parent / LOCK):
+            stored = self._read(path)
+            kept = [e for e in stored if e.conversation != conversation]
+            if len(kept) == len(stored):
+                return
+            if kept:
+                self._rewrite(path, kept)
+            else:
+                path.unlink(missing_ok=True)
+
+    def _rewrite(self, path: Path, kept: list[Sent]) -> None:
         lines = [(e.line() + "\n").encode() for e in kept[-self._keep :]]
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # instances share the home
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -79,6 +79,11 @@ class WebHistory:
         """A text of `tenant`'s as the history shows it (through the tenant's masker)."""
         return self._shown(tenant)
 
+    async def forget(self, key: SessionKey, conversation: int) -> None:
+        """The chat's kept commands of a deleted conversation go too."""
+        if self._timeline is not None and self._timeline.commands is not None:
+            await self._timeline.commands.drop(key, conversation)
+
     async def entries(self, key: SessionKey) -> list[Sent]:
         """The chat's kept commands and offers (read once for many conversations)."""
         if self._timeline is None or self._timeline.commands is None:
