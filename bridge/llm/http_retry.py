@@ -27,11 +27,14 @@ if TYPE_CHECKING:  # aiohttp is imported when a request is made
 class Retry(Exception):
     """A failure worth another attempt (429, 5xx, connection trouble)."""
 
-    def __init__(self, kind: str, detail: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, kind: str, detail: str, retry_after: float | None = None, said: str = ""
+    ) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.retry_after = retry_after
+        self.said = said  # the server's own message (redacted): for the log, never the person
 
 
 def retry_reason(kind: str, detail: str) -> str:

@@ -176,15 +176,17 @@ def unavailable_text(detail: str, attempts: int, who: str = "the model server") 
 
 
 def default_exhausted(exc: Retry, attempts: int) -> BackendError:
-    """The message once the retries are used up (OpenAI-compatible servers)."""
+    """The message once the retries are used up (OpenAI-compatible servers); the log's
+    line also has what the server said of its last error (the person never sees it)."""
     detail = f"{exc.detail}, {attempts_text(attempts)}"
+    logged = f"{detail}; the server said: {exc.said}" if exc.said else detail
     if exc.kind == "rate_limited":
         return ServerFault(
             "rate_limited",
             f"the model server is rate-limiting requests ({detail}); try again in a minute",
-            detail,
+            logged,
         )
-    return ServerFault("unavailable", unavailable_text(exc.detail, attempts), detail)
+    return ServerFault("unavailable", unavailable_text(exc.detail, attempts), logged)
 
 
 @dataclass

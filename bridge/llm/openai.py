@@ -237,9 +237,9 @@ class OpenAIBackend:
         detail = self._redact((message or text or response.reason or "").strip()[:300])
         retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         if status == 429:
-            raise Retry("rate_limited", "HTTP 429", retry_after)
+            raise Retry("rate_limited", "HTTP 429", retry_after, detail)
         if status >= 500:
-            raise Retry("unavailable", f"HTTP {status}", retry_after)
+            raise Retry("unavailable", f"HTTP {status}", retry_after, detail)
         if status in (401, 403):
             raise ServerFault(
                 "auth",

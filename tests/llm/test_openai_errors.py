@@ -103,6 +103,17 @@ async def test_server_errors_exhaust_retries(fake, make_backend, sleeps):
     assert fake.pending == 1
 
 
+@pytest.mark.parametrize("status", [500, 503, 429])
+async def test_the_log_line_of_the_ref_has_what_the_server_said(fake, make_backend, sleeps, status):
+    """README's Troubleshoot: the log line with the ref names the server, the status and
+    its message; for 5xx and 429 the message was nowhere (newcomer37 F3)."""
+    said = "CUDA out of memory on GPU 0"
+    fake.script(*[Status(status, said, retry_after=0)] * 2)
+    error = await failure(make_backend(max_retries=1))
+    assert said in error.logged and f"HTTP {status}" in error.logged
+    assert "CUDA" not in error.user_message  # the person gets roost's words only
+
+
 async def test_rate_limit_exhausts_retries(fake, make_backend, sleeps):
     fake.script(*[Status(429, retry_after=0)] * 3)
     error = await failure(make_backend(max_retries=2))
