@@ -59,7 +59,7 @@ class TenantDirs:
             ("web_commands", root.parent / "web" / "commands"),  # beside global/: no tool reads it
         ):
             object.__setattr__(self, name, path)
-        leaves = (self.memory, self.skills, self.tools, self.vault, self.workspace)
+        leaves = (self.memory, self.skills, self.tools, self.vault, self.outputs)
         object.__setattr__(self, "_leaves", tuple(map(str, leaves)))
 
     @classmethod
@@ -69,8 +69,18 @@ class TenantDirs:
 
     def ensure(self) -> TenantDirs:
         """Create the tree (mode 0700) if missing; cheap when it exists (a stat per folder:
-        an upload or a memory write may have made part of it, e.g. only workspace/inbox)."""
-        tree = (self.root, self.memory, self.skills, self.tools, self.vault, self.workspace)
+        an upload or a memory write may have made part of it, e.g. only workspace/inbox).
+        `workspace/outputs` is made too, so a tool's `open("outputs/report.txt", "w")` works
+        from the first call (made again by the next turn if a tool removed it)."""
+        tree = (
+            self.root,
+            self.memory,
+            self.skills,
+            self.tools,
+            self.vault,
+            self.workspace,
+            self.outputs,
+        )
         if all(map(os.path.isdir, self._leaves)):  # each leaf's parents exist with it
             return self
         for path in tree:

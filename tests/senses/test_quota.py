@@ -75,28 +75,29 @@ def test_the_measure_is_walked_once_and_kept_current(tmp_path: Path) -> None:
     dirs.out.mkdir()
     (dirs.out / "old.zip").write_bytes(b"z" * KIB)  # exports count too
     (dirs.root / "USER.md").write_text("x" * 50 * KIB)  # not the workspace: does not
-    # 10 + 5 KiB, old.zip and the folders deep/, deep/er/ and the link a block each
-    assert quota.usage(dirs) == 31 * KIB and quota.walks == 1
-    assert quota.remaining(dirs) == 69 * KIB and quota.walks == 1  # kept
+    # 10 + 5 KiB, old.zip and the folders outputs/ (every person has it), deep/, deep/er/
+    # and the link a block each
+    assert quota.usage(dirs) == 35 * KIB and quota.walks == 1
+    assert quota.remaining(dirs) == 65 * KIB and quota.walks == 1  # kept
 
     quota.take(dirs, 4 * KIB)  # roost's own writes are added as they happen
     quota.charge(dirs, -KIB)
-    assert quota.usage(dirs) == 34 * KIB and quota.walks == 1
+    assert quota.usage(dirs) == 38 * KIB and quota.walks == 1
     with pytest.raises(QuotaExceeded) as full:
-        quota.take(dirs, 67 * KIB)
+        quota.take(dirs, 63 * KIB)
     assert "[quota] tenant_bytes" in str(full.value)
-    assert quota.usage(dirs) == 34 * KIB  # a refused take counts nothing
+    assert quota.usage(dirs) == 38 * KIB  # a refused take counts nothing
 
     put(dirs, "tool-wrote.bin", 30 * KIB)  # unannounced: seen after the time
-    assert quota.usage(dirs) == 34 * KIB
+    assert quota.usage(dirs) == 38 * KIB
     clock.advance(301)
-    assert quota.usage(dirs) == 61 * KIB and quota.walks == 2
+    assert quota.usage(dirs) == 65 * KIB and quota.walks == 2
     quota.invalidate("alice")  # announced: at once
     (dirs.workspace / "tool-wrote.bin").unlink()
-    assert quota.usage(dirs) == 31 * KIB and quota.walks == 3
+    assert quota.usage(dirs) == 35 * KIB and quota.walks == 3
 
     other = quota.dirs("bob").ensure()
-    assert quota.usage(other) == 0  # per tenant
+    assert quota.usage(other) == KIB * 4  # per tenant: only its outputs/ folder
     quota.set_limit(0)
     assert quota.remaining(dirs) == UNLIMITED
     quota.check(dirs, 10**15)  # unlimited: nothing refused
@@ -119,12 +120,12 @@ async def test_on_the_event_loop_a_due_walk_runs_on_a_worker_thread(
         return measure(paths)
 
     monkeypatch.setattr(quota_module, "measure", watched)
-    assert await quota.room(dirs) == 90 * KIB
+    assert await quota.room(dirs) == 86 * KIB  # a.bin and the outputs/ folder
     assert len(walked_on) == 1 and walked_on[0] != threading.main_thread().name
-    assert await quota.room(dirs) == 90 * KIB and len(walked_on) == 1  # kept: no thread
-    await quota.fits(dirs, 90 * KIB)
+    assert await quota.room(dirs) == 86 * KIB and len(walked_on) == 1  # kept: no thread
+    await quota.fits(dirs, 86 * KIB)
     with pytest.raises(QuotaExceeded):
-        await quota.fits(dirs, 90 * KIB + 1)
+        await quota.fits(dirs, 86 * KIB + 1)
     assert len(walked_on) == 1
     quota.invalidate("alice")
     with pytest.raises(QuotaExceeded):
@@ -206,4 +207,4 @@ def test_empty_files_and_folders_count_a_block_each(tmp_path: Path) -> None:
         (dirs.workspace / f"empty{i}").touch()
     (dirs.workspace / "folder").mkdir()
     (dirs.workspace / "small.txt").write_text("x")
-    assert quota.usage(dirs) == 12 * ENTRY_BYTES
+    assert quota.usage(dirs) == 13 * ENTRY_BYTES  # and outputs/, every person's

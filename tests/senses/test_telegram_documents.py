@@ -127,6 +127,32 @@ async def test_a_tools_output_file_comes_back_as_a_photo_and_a_document(home: Pa
         assert len(run.fake.files.photos) == 1 and len(run.fake.documents) == 1  # not again
 
 
+async def test_a_new_persons_tool_writes_into_outputs_without_making_it(home: Path) -> None:
+    """README: a tool that writes into `outputs/` hands the file back. A new person's
+    workspace had no `outputs/`, so the plain `open("outputs/...", "w")` failed with
+    FileNotFoundError (newcomer37 F7)."""
+    source = """
+def run(name: str) -> str:
+    \"\"\"Write a small report into outputs/.\"\"\"
+    with open("outputs/" + name, "w") as fh:
+        fh.write("total: 3\\n")
+    return "written outputs/" + name
+"""
+    create = {"name": "report", "description": "Write a report", "source": source}
+    async with senses_running(home) as run:
+        run.model.script(
+            ToolCalls([Call("forge_create", create)]),
+            ToolCalls([Call("draft__report", {"name": "report.txt"})]),
+            Text("Here is your report."),
+        )
+        run.fake.push_text(ALICE, "write me a report")
+        await run.wait_text(ALICE, "Here is your report.")
+        assert tool_result(run.model.requests[-1]) == '"written outputs/report.txt"'
+        await run.fake.wait_until(lambda: len(run.fake.documents_to(ALICE)) == 1)
+        sent = run.fake.documents_to(ALICE)[0].upload
+        assert (sent.filename, sent.data) == ("report.txt", b"total: 3\n")
+
+
 async def test_another_tenant_cannot_reach_the_file(home: Path) -> None:
     async with senses_running(home) as run:
         run.model.script(Text("Got it."))
