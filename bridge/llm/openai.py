@@ -54,10 +54,13 @@ from bridge.llm.openai_wire import (
     build_body,
     completion_events,
     parse_json,
+    server_error_code,
     server_error_message,
 )
 from bridge.llm.sse import SSEDecoder, SSEError
 from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+
+NO_QUOTA = "insufficient_quota"  # OpenAI's 429 code for an account without credit
 
 if TYPE_CHECKING:  # aiohttp is imported when a request is made
     import aiohttp
@@ -231,11 +234,19 @@ class OpenAIBackend:
         except (BackendError, aiohttp.ClientError):
             text = ""
         try:
-            message = server_error_message(parse_json(text)) if text else None
+            body = parse_json(text) if text else None
         except BackendError:
-            message = None
+            body = None
+        message, code = server_error_message(body), server_error_code(body)
         detail = self._redact((message or text or response.reason or "").strip()[:300])
         retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        if status == 429 and code == NO_QUOTA:  # no credit left: waiting will not help
+            raise ServerFault(
+                "rate_limited",
+                "the model provider says roost's account has no quota left (HTTP 429 "
+                f"{NO_QUOTA}); the operator should check the plan and billing",
+                f"HTTP 429 {NO_QUOTA}: {detail or 'no reason given'}",
+            )
         if status == 429:
             raise Retry("rate_limited", "HTTP 429", retry_after, detail)
         if status >= 500:

@@ -139,6 +139,16 @@ def server_error_message(obj: Any) -> str | None:
     return str(err)
 
 
+def server_error_code(obj: Any) -> str:
+    """The `error.code` (else `error.type`) of an OpenAI-style error object ("" when none):
+    e.g. "insufficient_quota", which a 429 also carries when the account has no credit."""
+    err = obj.get("error") if isinstance(obj, Mapping) else None
+    if not isinstance(err, Mapping):
+        return ""
+    code = err.get("code") or err.get("type") or ""
+    return code if isinstance(code, str) else ""
+
+
 def parse_json(text: str | bytes) -> Any:
     try:
         return json.loads(text)

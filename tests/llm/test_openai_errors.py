@@ -114,6 +114,22 @@ async def test_the_log_line_of_the_ref_has_what_the_server_said(fake, make_backe
     assert "CUDA" not in error.user_message  # the person gets roost's words only
 
 
+async def test_no_quota_left_is_said_at_once_and_not_retried(fake, make_backend, sleeps):
+    """OpenAI answers 429 `insufficient_quota` to an account without credit: the person
+    was told "try again in a minute" after every retry (newcomer37 F4)."""
+    body = (
+        '{"error": {"message": "You exceeded your current quota, please check your plan and '
+        'billing details.", "type": "insufficient_quota", "param": null, '
+        '"code": "insufficient_quota"}}'
+    )
+    fake.script(Garbage(body, "application/json", 429), Text("never"))
+    error = await failure(make_backend(max_retries=3))
+    assert len(fake.requests) == 1 and sleeps.delays == []
+    assert "no quota left" in error.user_message and "plan and billing" in error.user_message
+    assert "try again" not in error.user_message
+    assert "You exceeded your current quota" in error.logged
+
+
 async def test_rate_limit_exhausts_retries(fake, make_backend, sleeps):
     fake.script(*[Status(429, retry_after=0)] * 3)
     error = await failure(make_backend(max_retries=2))
