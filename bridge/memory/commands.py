@@ -12,9 +12,11 @@ proposal with an action to apply it (`/memory tidy <id>`); a `/remember` that
 meets a full memory shows such a proposal at once (`bridge.memory.tidy`).
 `/remember <topic>: <text>` with the name of an existing topic before the colon
 replaces that topic (the old version goes into its history, `/memory show <topic>
---history`); any other `/remember` makes a new topic named after its first words
-(a user fact on a subject another topic holds still supersedes it, `MemoryStore.save`);
-a text a topic already holds (spacing aside) changes nothing.
+--history`); with a name no topic has, it makes that topic (`topic_named`: a name
+of at most 4 words; a colon of a clock time or an address is text); any other
+`/remember` makes a new topic named after its first words (a user fact on a
+subject another topic holds still supersedes it, `MemoryStore.save`); a text a
+topic already holds (spacing aside) changes nothing.
 `/memory proposals` shows what an import proposes to remember (facts the
 person stated about themselves, `bridge.memory.proposals`), each with
 actions to keep it (`/memory keep <id>`, saved as the person's own note) or
@@ -102,6 +104,24 @@ def named_topic(text: str) -> tuple[str, str] | None:
     return m.group(1).strip(), m.group(2).strip()
 
 
+def topic_named(name: str, rest: str) -> str | None:
+    """The name a `/remember <name>: <text>` gives a NEW topic: `name` when it reads as a
+    topic's name (at most 4 words and 40 characters, starting with a letter, with a
+    letter or digit a file name keeps); None when the colon is part of the text, a clock
+    time ("at 10:30") or an address ("https://…"): the topic is then named after the
+    text's first words, as any `/remember` (pure)."""
+    name = " ".join(clean(name).split())
+    if len(name) > 40 or len(name.split()) > 4 or not name[:1].isalpha():
+        return None
+    if rest.startswith("//") or (name[-1].isdigit() and rest[:1].isdigit()):
+        return None
+    try:
+        slug(name)
+    except MemoryInputError:
+        return None
+    return name
+
+
 def remember_description(text: str) -> str:
     """The index line for `/remember TEXT`: the text as stored, on one line, cut to fit.
 
@@ -160,7 +180,8 @@ class MemoryCommands:
             Command(
                 "remember",
                 "/remember <text> | /remember <topic>: <new text>",
-                "save a memory directly (no model); naming a topic before a colon replaces it",
+                "save a memory directly (no model); a topic's name before a colon makes that "
+                "topic, or replaces what it holds",
                 self.remember,
                 common=True,
             ),
@@ -353,12 +374,15 @@ class MemoryCommands:
         existing = self._memory.store.find(dirs, named[0]) if named else None
         if named is not None and existing is not None:
             return await self._replace(ctx, existing, named[1])
+        given = topic_named(*named) if named is not None else None
+        if given is not None and named is not None:
+            text = named[1]  # `/remember coffee: likes flat white` makes the topic `coffee`
         same = _holding(self._memory.store.topics(dirs), text)
         if same is not None:
             return (
                 f"Already remembered as {same.name!r} {self._memory.usage(dirs)}; nothing changed."
             )
-        base = name = remember_name(text)
+        base = name = given or remember_name(text)
         n = 2
         while self._memory.store.find(dirs, name) is not None:
             name, n = f"{base} {n}", n + 1

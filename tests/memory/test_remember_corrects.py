@@ -73,16 +73,19 @@ async def test_remember_topic_colon_replaces_the_topic(settings: Settings, clock
         assert "coffee preference\nLikes espresso." in shown
 
         helped = await say("/help remember", 8)
-        assert "/remember <topic>: <new text>" in helped and "replaces it" in helped
+        assert "/remember <topic>: <new text>" in helped and "replaces what it holds" in helped
         assert "Undid" in await say("/memory undo", 6)
         assert "- coffee (user): coffee preference" in await say("/memory list", 7)
     finally:
         await roost.aclose()
 
 
-async def test_a_colon_without_such_a_topic_makes_a_new_one(
+async def test_a_colon_without_such_a_topic_makes_that_topic(
     settings: Settings, clock: Clock
 ) -> None:
+    """`/remember coffee: likes flat white` made a topic 'coffee likes flat white', so the
+    next `/remember coffee: prefers tea now` made a second, contradicting one and
+    `/memory show coffee` knew no 'coffee' (newcomer37 F2)."""
     from bridge.app.build import build
     from bridge.types.audit_sink import MemoryAudit
 
@@ -92,15 +95,21 @@ async def test_a_colon_without_such_a_topic_makes_a_new_one(
         async def say(text: str, n: int) -> str:
             return (await roost.core.handle(web_msg(text, n), None)).text
 
-        made = await say("/remember tea: green, no sugar", 1)
-        assert "Remembered as 'tea green no sugar'" in made
-        assert "Remembered as 'note buy oat milk'" in await say("/remember note: buy oat milk", 2)
-        same = await say("/remember tea green no sugar: green, no sugar", 3)
-        assert same.startswith("Updated 'tea green no sugar'")
-        again = await say("/remember Tea green no sugar: green, no sugar", 4)
+        assert "Remembered as 'coffee'" in await say("/remember coffee: likes flat white", 1)
+        replaced = await say("/remember coffee: prefers tea now", 2)
+        assert replaced.startswith("Updated 'coffee'")
+        assert (await say("/memory show coffee", 3)).startswith("coffee (user): prefers tea now")
+        again = await say("/remember Coffee: prefers tea now", 4)
         assert "already says that" in again
-        listing = await say("/memory list", 5)
-        assert "2 topics" in listing
+        # a colon that is not a topic's name: named after the first words, as before
+        made = await say("/remember the meeting is at 10:30 on Monday", 5)
+        assert "Remembered as 'the meeting is at 10 30'" in made
+        made = await say("/remember see https://example.com/menu for lunch", 6)
+        assert "Remembered as 'see https example com menu for'" in made
+        made = await say("/remember what my sister said last week: call more often", 7)
+        assert "Remembered as 'what my sister said last week'" in made
+        listing = await say("/memory list", 8)
+        assert "4 topics" in listing and "- coffee (user): prefers tea now" in listing
     finally:
         await roost.aclose()
 

@@ -74,7 +74,8 @@ async def test_a_command_that_changed_nothing_exits_1(roost: Roost, text: str) -
 async def test_a_remember_that_meets_a_full_memory_exits_1(roost: Roost) -> None:
     for n in range(100):  # the 2,200-character index fills long before 100 topics
         out = io.StringIO()
-        code = await send_once(roost.core.handle, f"/remember fact {n}: " + "word " * 20, "t1", out)
+        text = f"/remember fact {n}: " + f"word{n} " * 20  # each its own text
+        code = await send_once(roost.core.handle, text, "t1", out)
         if "memory is full" in out.getvalue():
             assert code == 1, out.getvalue()
             break
