@@ -151,12 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _stdout_to_devnull()
         return EX_PIPE
+    except KeyboardInterrupt:  # Ctrl-C while the command starts: no traceback
+        if not own:
+            raise
+        return EX_INTERRUPTED
     finally:
         if own:
             collector.resume()
 
 
 EX_PIPE = 141  # as a shell reports a process that SIGPIPE ended (128 + 13)
+EX_INTERRUPTED = 130  # as a shell reports a process that Ctrl-C (SIGINT) ended (128 + 2)
 
 
 def _stdout_to_devnull() -> None:
@@ -208,7 +213,7 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
     try:
         return _run_unwrapped(row, args, settings)
     except KeyboardInterrupt:
-        return 130
+        return EX_INTERRUPTED
     except ConfigError as exc:
         return fail(str(exc), EX_CONFIG)
     except BackendError as exc:

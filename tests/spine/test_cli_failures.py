@@ -324,3 +324,34 @@ def test_a_task_groups_one_failure_is_said_as_itself(
     monkeypatch.setattr("bridge.cli.schedule.run_jobs", raising(group))
     code, line = in_process(["jobs"], capsys, monkeypatch)
     assert code == 1 and "roost.db cannot be used (disk I/O error)" in line
+
+
+PRESS_CTRL_C_WHILE_STARTING = """
+import sys
+import bridge.core.config as config
+
+def pressed(*args, **kwargs):
+    raise KeyboardInterrupt  # Ctrl-C while the command's modules and settings load
+
+config.load_settings = pressed
+sys.argv = ["roost", *sys.argv[1:]]
+from bridge.cli.main import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("argv", [["send", "/help"], ["chat"], ["doctor"]])
+def test_ctrl_c_while_a_command_starts_is_quiet(home: Path, argv: list[str]) -> None:
+    """Ctrl-C in the first half second of `roost chat` or `roost send` printed a 10-20
+    line traceback ending in KeyboardInterrupt (newcomer37 F9): exit 130, as a shell
+    reports Ctrl-C, and nothing on stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOST_")}
+    env.update(ROOST_HOME=str(home), ROOST_CONFIG=os.environ["ROOST_CONFIG"])
+    done = subprocess.run(
+        [sys.executable, "-c", PRESS_CTRL_C_WHILE_STARTING, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
+    assert (done.returncode, done.stderr) == (130, "")
