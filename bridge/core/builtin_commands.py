@@ -140,7 +140,9 @@ class CoreCommands:
             if cmd is None:
                 raise UsageError(f"There is no command /{args.lstrip('/')}.")
             aliases = f"\nAliases: {', '.join('/' + a for a in cmd.aliases)}" if cmd.aliases else ""
-            return f"{cmd.usage}\n{cmd.summary}{aliases}"
+            shown = "".join(f"\n  {e}" for e in cmd.examples)
+            examples = f"\nFor example:{shown}" if shown else ""
+            return f"{cmd.usage}\n{cmd.summary}{examples}{aliases}"
         lines = ["Most used:", *common_lines(table)]
         lines.append("Anything else you type goes to the assistant. /help all lists every command.")
         return Final("\n".join(lines), "command", actions=(MORE,))

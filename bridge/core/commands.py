@@ -71,6 +71,7 @@ class Command:
     aliases: tuple[str, ...] = ()
     common: bool = False  # listed by the short /help (and /start)
     immediate: bool = False  # runs beside the chat's running answer, not after it
+    examples: tuple[str, ...] = ()  # whole commands `/help <name>` shows (never the list)
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):

@@ -180,8 +180,8 @@ class MemoryCommands:
             Command(
                 "remember",
                 "/remember <text> | /remember <topic>: <new text>",
-                "save a memory directly (no model); a topic's name before a colon makes that "
-                "topic, or replaces what it holds",
+                "save a memory (no model); `<topic>: <text>` makes that topic or replaces "
+                "what it holds",
                 self.remember,
                 common=True,
             ),

@@ -25,7 +25,7 @@ from bridge.core.words import count
 from bridge.schedule.jobs import Job
 from bridge.schedule.planning import Planner, Refused, Target, local, tool_payload
 from bridge.schedule.recur import parse_every
-from bridge.schedule.when_echo import stamp
+from bridge.schedule.when_echo import EXAMPLES, stamp
 from bridge.schedule.when_errors import WhenError
 from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Final
@@ -122,12 +122,26 @@ class ScheduleCommands:
                 "a reminder in this chat",
                 self.remind,
                 common=True,
+                examples=tuple(
+                    f"/remind {EXAMPLES[lang][kind]}"
+                    for lang, kind in (
+                        ("en", "default"),
+                        ("en", "past"),
+                        ("en", "invalid_time"),
+                        ("de", "past"),
+                    )
+                ),
             ),
             Command(
                 "every",
                 "/every <when> <prompt> | /every <when> me.<tool> [key=value …] [always|on change]",
                 "a recurring answer or tool run in this chat",
                 self.every,
+                examples=(
+                    f"/every {EXAMPLES['en']['every']}",
+                    f"/every {EXAMPLES['en']['bad_cron']}",
+                    f"/every {EXAMPLES['de']['every']}",
+                ),
             ),
             Command(
                 "jobs",
