@@ -58,7 +58,8 @@ from bridge.llm.openai_wire import (
     server_error_message,
 )
 from bridge.llm.sse import SSEDecoder, SSEError
-from bridge.types.backend import BackendError, ModelEvent, ModelRequest
+from bridge.llm.think import ThinkBlock
+from bridge.types.backend import BackendError, Finish, ModelEvent, ModelRequest, TextDelta
 
 NO_QUOTA = "insufficient_quota"  # OpenAI's 429 code for an account without credit
 
@@ -117,9 +118,19 @@ class OpenAIBackend:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         body = build_body(self._model, request)
+        think = ThinkBlock()  # a reasoning model's leading <think> block is not the answer
         try:
             async with aclosing(self._retry.run(lambda: self._attempt(body))) as events:
                 async for event in events:
+                    if isinstance(event, TextDelta):
+                        shown = think.feed(event.text)
+                        if shown:
+                            yield TextDelta(shown)
+                        continue
+                    if isinstance(event, Finish):
+                        held = think.finish()
+                        if held:
+                            yield TextDelta(held)
                     yield event
         except BackendError as exc:
             raise reported(exc, self._host, self._redact) from exc
