@@ -94,7 +94,13 @@ def fingerprint(path: Path, env: Mapping[str, str]) -> str:
 
 
 def one_line(text: str) -> str:
-    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+    """A message's lines on one line: "; " between them, a space after a line's colon
+    ("invalid configuration: llm.model: …", never "invalid configuration:; …") (pure)."""
+    out = ""
+    for part in (p.strip() for p in text.splitlines()):
+        if part:
+            out += (" " if out.endswith(":") else "; ") + part if out else part
+    return out
 
 
 def _reason(exc: Exception) -> str:
