@@ -163,12 +163,17 @@ class Core:
         """Let in-flight messages finish for up to `grace_s`, then cancel the rest.
 
         Returns how many were cancelled. Counted-only stranger events are
-        written as their aggregate record.
+        written as their aggregate record. A cancelled turn that only a person's
+        resend can answer (`handle`'s) is kept for the page's history as a failed turn
+        (`TurnRunner.closing`); a push channel's (`answer`) is answered again from its
+        inbox after the restart.
         """
         await self.access.flush()
         pending = {t for t in self._inflight if not t.done()}
         if pending:
             _, pending = await asyncio.wait(pending, timeout=grace_s)
+        if pending:
+            self._turns.closing()
         for task in pending:
             task.cancel()
         if pending:
@@ -248,9 +253,10 @@ class Core:
         delivered = ahead == 1 and key in self._delivering  # next the moment it is sent
         if ahead and not delivered and isinstance(reply, Queued):  # answered in turn
             acknowledge(reply, ahead)
+        resent = not isinstance(reply, Returned)  # a push channel's inbox answers it again
         async with self.locks.hold(key):
             async with reply.working():
-                final = await self._guarded(inbound, tenant, key, on_delta, on_progress)
+                final = await self._guarded(inbound, tenant, key, on_delta, on_progress, resent)
             final = masked(final, self._masks(self._dirs_of(tenant)))
             self._delivering.add(key)
             try:
@@ -266,9 +272,10 @@ class Core:
         key: SessionKey,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
+        resent: bool = False,
     ) -> Final:
         try:
-            final = await self._route(inbound, tenant, key, on_delta, on_progress)
+            final = await self._route(inbound, tenant, key, on_delta, on_progress, resent)
             return confine(final, self._dirs_of(tenant))  # a reply's files: the tenant's only
         except asyncio.CancelledError:
             raise
@@ -293,6 +300,7 @@ class Core:
         key: SessionKey,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
+        resent: bool = False,
     ) -> Final:
         dirs = self._dirs_of(tenant)
         parsed = parse_command(inbound.text.strip())
@@ -300,7 +308,7 @@ class Core:
             self.turns_served += 1
 
             def turn(sink: DeltaSink, progress: ProgressSink) -> Coroutine[object, object, Final]:
-                return self._turns.run(inbound, dirs, key, sink, progress)
+                return self._turns.run(inbound, dirs, key, sink, progress, resent=resent)
 
             asked, now = self._masks(dirs).mask(inbound.text), self._clock()
             return await self.running.run(key, turn, on_delta, on_progress, asked, now)

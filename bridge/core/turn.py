@@ -19,7 +19,11 @@ sent it, and no observer grades or learns from it, nor is it indexed; a turn tha
 fails (the backend or anything else) after its tools changed something still
 ends its error reply with their notices and offers their undo actions, as an
 answer does, so a memory saved before the failure is not hidden;
-a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`;
+a turn cancelled at shutdown is audited as `message.failed` kind `cancelled`, and
+once `Core.drain` said the daemon stops (`closing`), one cut in its model call is kept
+for the page's history as a failed turn is (`CUT`, the person's message and Retry:
+nothing else will answer it), unless its channel answers the message again after the
+restart (`resent`: a push channel's durable inbox); nothing of it goes into the session;
 one the person stopped (`bridge.core.running`) keeps what was shown, marked
 "… [stopped]", and is audited with kind `stopped`.
 When the session store cannot write (a full disk), the answer is still sent,
@@ -101,6 +105,7 @@ from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CUT = "Not answered: roost was stopped or restarted while it worked on this. Send it again."
 NOT_STORED = (
     "(I could not store this exchange: the disk may be full. This answer is not in "
     "our conversation history, so I will not remember it next time.)"
@@ -225,6 +230,12 @@ class TurnRunner:
         self._notes: dict[str, tuple[ChatMessage]] = {}  # a note -> its message
         self._masked = MaskMemo()  # what the agent loop masked, for the next turns
         self.compactor = compactor or Compactor(sessions, audit)
+        self._closing = False  # the daemon stops: a cancelled turn was cut by it (`closing`)
+
+    def closing(self) -> None:
+        """The daemon stops (`Core.drain`, before it cancels what still runs): a turn
+        cancelled from now on, and not stopped by its person, was cut by the shutdown."""
+        self._closing = True
 
     @asynccontextmanager
     async def _only_backend(self, turn: TurnContext) -> AsyncIterator[ChosenModel]:
@@ -241,11 +252,15 @@ class TurnRunner:
         key: SessionKey,
         on_delta: DeltaSink | None,
         on_progress: ProgressSink | None = None,
+        *,
+        resent: bool = False,
     ) -> Final:
+        """Run one turn; `resent`: its channel answers the message again after a restart
+        (a push channel's durable inbox), so a shutdown that cuts it keeps nothing."""
         ends: list[EndWrite] = []  # the observers' writes, until the turn's end takes them
         turn = TurnContext(dirs, inbound, self._clock)
         try:
-            return await self._run(inbound, dirs, key, on_delta, on_progress, turn, ends)
+            return await self._run(inbound, dirs, key, on_delta, on_progress, turn, ends, resent)
         except Exception as exc:
             if not (turn.notices or turn.actions):
                 raise  # nothing changed: the core says it failed (`Core._guarded`)
@@ -279,6 +294,7 @@ class TurnRunner:
         on_progress: ProgressSink | None,
         turn: TurnContext,
         ends: list[EndWrite],
+        resent: bool = False,
     ) -> Final:
         started = time.perf_counter()
         shown: list[str] = []  # what the person saw, kept if they stop the turn
@@ -320,9 +336,14 @@ class TurnRunner:
             return failed
         except asyncio.CancelledError:
             # cancelled at shutdown (Core.drain): the chain says so, then the
-            # cancellation goes on; nothing was answered or stored. Stopped by
+            # cancellation goes on; nothing was answered or stored in the session,
+            # and the page's history keeps the message as a failed turn (`CUT`)
+            # unless its channel answers it again after the restart. Stopped by
             # the person: what they saw is stored, marked, before it goes on.
             stopped = stop_requested()
+            if not stopped and self._closing and not resent:
+                cut = _failure(CUT, turn, mask)  # with what its tools changed
+                await self._keep_failure(key, inbound, prepared, mask, cut.text)
             if stopped:
                 kept = stopped_text("".join(shown))
                 if turn.notices:  # a memory saved before the stop: said, with its undo
