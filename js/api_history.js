@@ -16,7 +16,7 @@
  *   renameConversation({chat, conversation, title}) -> the title kept
  *   deleteConversation({chat, conversation}) -> the current conversation's id
  *   searchConversations({chat, q}) -> results (normalizeResults)
- *   status({chat}) -> {configured, model, setup, speech}   GET /api/status
+ *   status({chat}) -> {configured, model, setup, speech, maxMessageChars}   GET /api/status
  *   editMessage({chat, seq, text, onDelta, onProgress, signal}),
  *   regenerate({chat, seq, onDelta, onProgress, signal}) -> final reply (a turn's events)
  *   switchVersion({chat, seq, index}) -> true when another version is now shown
@@ -137,9 +137,13 @@ export function normalizeResults(body) {
     });
 }
 
-/** A /api/status body: {configured, model, setup: {toml, env} | null, speech: {configured, on}}. */
+/**
+ * A /api/status body: {configured, model, setup: {toml, env} | null, speech: {configured, on},
+ * maxMessageChars} (`limits.max_message_chars`: a positive integer, else null: not said).
+ */
 export function normalizeStatus(body) {
   const model = body && body.model ? body.model : {};
+  const most = body && body.limits ? body.limits.max_message_chars : null;
   const setup = body && body.setup && typeof body.setup.toml === "string" ? { toml: body.setup.toml, env: str(body.setup.env) } : null;
   const speech = body && body.speech ? body.speech : {};
   return {
@@ -147,6 +151,7 @@ export function normalizeStatus(body) {
     model: str(model.describe, 200),
     setup,
     speech: { configured: speech.configured === true, on: speech.on === true },
+    maxMessageChars: Number.isSafeInteger(most) && most > 0 ? most : null,
   };
 }
 

@@ -10,7 +10,7 @@
 
 import { createApi } from "./api.js";
 import { createAttachments, createUploader, wireAttach } from "./attach.js";
-import { chatIdFromSearch, createChat, createWhoami } from "./chat.js";
+import { CHAT_RULE, chatFromSearch, createChat, createWhoami, suggestChatName } from "./chat.js";
 import { loadRenderer } from "./markdown.js";
 import { renderMarkdown } from "./render.js";
 import { TOKEN_KEY, createTokenStore, createTranscriptStore, tokenFromHash } from "./storage.js";
@@ -26,7 +26,8 @@ const ELEMENT_IDS = [
   "token-form", "token-input", "token-message", "composer", "hints", "send-form", "input", "send", "stop", "examples",
   "chips", "attach", "file-input", "mic", "setup", "setup-toml", "setup-env", "setup-model", "search-input",
   "search-icon", "account", "switch-view", "switch-text", "switch-yes", "switch-no", "account-notice",
-  "account-notice-text", "account-reload",
+  "account-notice-text", "account-reload", "chat-refused", "chat-refused-text", "chat-refused-rule", "chat-suggest",
+  "chat-default",
 ];
 
 function elements(document) {
@@ -74,6 +75,8 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
   applyTheme(win, els, themes.get());
 
   const tokens = createTokenStore(win.localStorage);
+  const { id: chatId, asked } = chatFromSearch(win.location.search);
+  if (chatId === null) return refuseChat(win, els, asked, { tokens, hashToken });
   let chat = null;
   // the token this tab signed in with (chat.js keeps it), not whatever localStorage holds now:
   // another tab (or a #token= link) changing the stored one does not switch this tab's account
@@ -120,7 +123,6 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
     remove: (id) => chat.deleteConversation(id),
     reload: () => win.location.reload?.(),
   });
-  const chatId = chatIdFromSearch(win.location.search);
   chat = createChat({
     api,
     view,
@@ -159,6 +161,42 @@ export function startPage(win, { importer = (path) => import(path) } = {}) {
   });
   const ready = chat.start({ hashToken });
   return { chat, ready, rendererReady };
+}
+
+/**
+ * ?chat= names a chat the daemon would refuse (`asked`: "Einkäufe", "my list"):
+ * no chat is opened (not the default one in its place, where the person's
+ * messages would land unseen), the page says why, names the rule and offers a
+ * valid name close to it and the default chat. A #token= link's token (already
+ * out of the address bar) is stored when none is, as a first open does, so
+ * that fixing the name by hand keeps the person signed in; one that differs
+ * from the stored token goes along with the buttons (the next page asks
+ * before switching account), never into the page's HTML.
+ */
+function refuseChat(win, els, asked, { tokens, hashToken }) {
+  const { location } = win;
+  if (hashToken && !tokens.get()) tokens.set(hashToken);
+  const carried = hashToken && hashToken !== tokens.get() ? `#token=${encodeURIComponent(hashToken)}` : "";
+  const go = (name) => location.assign(`${location.pathname}${name ? `?chat=${name}` : ""}${carried}`);
+  const chars = Array.from(asked);
+  const named = chars.length > 80 ? `${chars.slice(0, 79).join("")}…` : asked;
+  els.chatRefusedText.textContent = `The address names the chat “${named}”, which roost cannot open. No chat was opened: nothing can be sent from this page until the name is changed.`;
+  els.chatRefusedRule.textContent = `${CHAT_RULE} Change ?chat= in the address, or:`;
+  const suggested = suggestChatName(asked);
+  els.chatSuggest.hidden = suggested === null;
+  if (suggested !== null) {
+    els.chatSuggest.textContent = `Open the chat “${suggested}”`;
+    els.chatSuggest.addEventListener("click", () => go(suggested));
+  }
+  els.chatDefault.addEventListener("click", () => go(null));
+  els.chatRefused.hidden = false;
+  drawIcons(win, els);
+  for (const button of [els.chats, els.newChat]) button.disabled = true;
+  els.status.textContent = "No chat open: the chat name in the address is not allowed";
+  els.status.dataset.tone = "error";
+  els.status.title = els.status.textContent;
+  els.welcome.hidden = true;
+  return { chat: null, ready: Promise.resolve(), rendererReady: Promise.resolve() };
 }
 
 /** Attached, pasted, dropped and recorded files (attach.js, record.js) and their upload. */

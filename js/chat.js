@@ -44,19 +44,55 @@ import { createProactive } from "./proactive.js";
 import { applyProgress, busyStatus } from "./progress.js";
 import { cleanToken, tokenKey } from "./storage.js";
 
-const MAX_INPUT = 16000;
 const REFUSED_TOKEN = Symbol("refused");
-const CHAT_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const CHAT_RE = /^[A-Za-z0-9_-]{1,64}$/; // the daemon's CHAT_PATTERN (bridge/channels/web)
+export const CHAT_MAX = 64;
+export const CHAT_RULE = `A chat name is 1 to ${CHAT_MAX} characters: the letters A–Z and a–z, the digits 0–9, “_” and “-” (no spaces, dots or accented letters).`;
 
-/** The chat name from the page's query string (?chat=work), else "default". */
-export function chatIdFromSearch(search) {
+/**
+ * The chat the page's query string names: {id, asked}. No ?chat= (or an empty
+ * one): {id: "default", asked: null}. A valid name: {id: name, asked: name}. A
+ * name the daemon would refuse (outside [A-Za-z0-9_-]{1,64}): {id: null,
+ * asked: name}: the page opens no chat then (never the default one instead).
+ */
+export function chatFromSearch(search) {
   let value = null;
   try {
     value = new URLSearchParams(search || "").get("chat");
   } catch {
     value = null;
   }
-  return value && CHAT_RE.test(value) ? value : "default";
+  if (!value) return { id: "default", asked: null };
+  return { id: CHAT_RE.test(value) ? value : null, asked: value };
+}
+
+/**
+ * A valid chat name close to `name` ("Einkäufe" → "Einkaufe", "my list" →
+ * "my-list", "work.notes" → "work-notes"), or null when nothing is left.
+ */
+export function suggestChatName(name) {
+  const plain = String(name ?? "")
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "") // accents off their letters
+    .replace(/ß/g, "ss")
+    .replace(/[^A-Za-z0-9_-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, CHAT_MAX)
+    .replace(/-+$/, "");
+  return plain && CHAT_RE.test(plain) ? plain : null;
+}
+
+/** How many characters the daemon counts in `text`: code points (Python's len), not UTF-16 units. */
+export function charCount(text) {
+  let n = 0;
+  for (const _ of String(text)) n += 1;
+  return n;
+}
+
+/** The person's line for a message over the daemon's `limit` (characters, counted by charCount). */
+export function tooLong(count, limit) {
+  const n = (x) => x.toLocaleString("en-US");
+  return `The message is too long: ${n(count)} characters, this roost takes at most ${n(limit)} ([limits] max_message_chars). Shorten it or send it in parts.`;
 }
 
 const TENANT_RE = /^[A-Za-z0-9_.:@-]{1,64}$/;
@@ -319,12 +355,27 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
   async function send(rawText, { ids = [], sent = [] } = {}) {
     const text = typeof rawText === "string" ? rawText.trim() : "";
     if ((!text && !ids.length) || !canRun()) return false;
-    if (text.length > MAX_INPUT) {
-      view.setStatus(`The message is too long (${text.length} > ${MAX_INPUT} characters)`, "error");
-      return false;
-    }
+    // over the limit loaded at sign-in: asked again (no await otherwise: busy at once)
+    if (overLimit(text) && (!(await withinLimit(text)) || !canRun())) return false;
     convo.add({ role: "user", text, ...(sent.length ? { sent } : {}) });
     return runTurn(text, ids);
+  }
+
+  const overLimit = (text) => loader.limit !== null && charCount(text) > loader.limit;
+
+  /**
+   * False (and the person told) when `text` is over the daemon's message limit
+   * (GET /api/status's `limits.max_message_chars`, counted in code points as
+   * the daemon does). The daemon is the authority: without a known limit the
+   * message goes and the daemon answers; over the limit loaded at sign-in, the
+   * limit is asked again first (a reloaded configuration may have raised it).
+   */
+  async function withinLimit(text) {
+    const count = charCount(text);
+    await loader.status();
+    if (loader.limit === null || count <= loader.limit) return true;
+    view.setStatus(tooLong(count, loader.limit), "error");
+    return false;
   }
 
   async function runTurn(text, attachments = []) {

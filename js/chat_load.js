@@ -5,8 +5,10 @@
  * is configured). No DOM.
  *
  * createLoader({api, view, chatId, isIdle, onRefused}) returns {commands(),
- * health(), status(), list}; `list` is the last command list loaded. A
- * refused token calls onRefused(); other failures leave the chat working.
+ * health(), status(), list, limit}; `list` is the last command list loaded,
+ * `limit` the daemon's message limit in characters from the last status
+ * (`[limits] max_message_chars`; null: not known, the daemon alone decides).
+ * A refused token calls onRefused(); other failures leave the chat working.
  */
 
 import { ApiError } from "./api.js";
@@ -16,6 +18,7 @@ export const REFUSED = "The daemon refused the stored token. Paste the current o
 
 export function createLoader({ api, view, chatId, isIdle, onRefused }) {
   let list = [];
+  let limit = null;
   const refused = (err) => err instanceof ApiError && err.kind === "unauthorized";
 
   async function commands() {
@@ -42,6 +45,7 @@ export function createLoader({ api, view, chatId, isIdle, onRefused }) {
     try {
       const s = await api.status({ chat: chatId });
       view.showSetup?.(s.configured ? null : s.setup, s.model);
+      limit = s.maxMessageChars;
       return s;
     } catch (err) {
       if (refused(err)) onRefused(REFUSED);
@@ -55,6 +59,9 @@ export function createLoader({ api, view, chatId, isIdle, onRefused }) {
     status,
     get list() {
       return list;
+    },
+    get limit() {
+      return limit;
     },
     clear() {
       list = [];

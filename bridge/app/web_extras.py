@@ -33,7 +33,9 @@ from bridge.types.tenant_dirs import TenantDirs
 
 def page_status(roost: Roost, key: SessionKey) -> dict[str, Any]:
     """What the page shows before the first message: the chat's model (a setup
-    banner when none is configured) and whether answers can be spoken."""
+    banner when none is configured), whether answers can be spoken, and the
+    message limit in force (`[limits] max_message_chars`, reloads included: the
+    page refuses a longer message before sending it; the core still decides)."""
     name = roost.models.chat_model(key.tenant, key.channel, key.chat)
     backend = roost.models.backend(name)
     configured = backend.name != "offline"
@@ -44,6 +46,7 @@ def page_status(roost: Roost, key: SessionKey) -> dict[str, Any]:
             "configured": voice.speaker is not None,
             "on": voice.commands.is_on(key.tenant, key.channel, key.chat),
         },
+        "limits": {"max_message_chars": roost.core.limits.max_message_chars},  # reloads too
     }
     if not configured:
         body["setup"] = {"toml": CONFIG_TOML, "env": CONFIG_ENV}

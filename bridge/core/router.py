@@ -154,6 +154,11 @@ class Core:
         self._inflight: set[asyncio.Task[object]] = set()
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
+    @property
+    def limits(self) -> CoreLimits:
+        """The limits in force (the last reload's)."""
+        return self._limits
+
     def set_limits(self, limits: CoreLimits, turns: TurnSettings) -> None:
         """Apply reloaded limits from the next message on (a running turn keeps its own)."""
         self._limits = limits

@@ -180,7 +180,7 @@ test("rename, delete, search, status, version and thumbnail requests", async () 
   assert.deepEqual(found[0].match, [3, 9]);
   assert.equal(found[0].snippet.slice(3, 9), "Straße");
   assert.equal(found[1].match, null); // out of the snippet: not trusted
-  assert.deepEqual(await api.status({ chat: "w" }), { configured: false, model: "offline", setup: { toml: "[llm]", env: "E" }, speech: { configured: true, on: false } });
+  assert.deepEqual(await api.status({ chat: "w" }), { configured: false, model: "offline", setup: { toml: "[llm]", env: "E" }, speech: { configured: true, on: false }, maxMessageChars: null });
   assert.equal(await api.switchVersion({ chat: "w", seq: 3, index: 0 }), true);
   assert.deepEqual(calls.at(-1).body, { chat: "w", seq: 3, index: 0 });
   assert.equal(await (await api.thumbnail({ chat: "w", seq: 1, file: 0 })).text(), "img");

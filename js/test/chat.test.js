@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ApiError } from "../api.js";
-import { chatIdFromSearch, createChat } from "../chat.js";
+import { chatFromSearch, createChat } from "../chat.js";
 import { createTokenStore, createTranscriptStore, tokenKey } from "../storage.js";
 import { FakeStorage as MemStorage } from "../testlib/fake_dom.js";
 
@@ -82,11 +82,11 @@ function setup({ token = "tok", turns = [], storage = new MemStorage(), session 
   return { chat, view, api, tokens, storage, session };
 }
 
-test("chatIdFromSearch", () => {
-  assert.equal(chatIdFromSearch("?chat=work"), "work");
-  assert.equal(chatIdFromSearch(""), "default");
-  assert.equal(chatIdFromSearch("?chat=../x"), "default");
-  assert.equal(chatIdFromSearch("?chat=" + "a".repeat(65)), "default");
+test("chatFromSearch", () => {
+  assert.equal(chatFromSearch("?chat=work").id, "work");
+  assert.equal(chatFromSearch("").id, "default");
+  assert.equal(chatFromSearch("?chat=../x").id, null); // refused: not the default chat in its place
+  assert.equal(chatFromSearch("?chat=" + "a".repeat(65)).id, null);
 });
 
 test("no token: the form is shown and nothing is sent", async () => {
@@ -311,6 +311,7 @@ test("newChat() on a daemon without /api/chat/new sends /reset and empties the v
 
 test("an overlong message is refused before sending", async () => {
   const { chat, view, api } = setup();
+  api.status = async () => ({ configured: true, model: "", setup: null, speech: {}, maxMessageChars: 16000 });
   await chat.start();
   assert.equal(await chat.send("x".repeat(16001)), false);
   assert.equal(api.calls.length, 0);
