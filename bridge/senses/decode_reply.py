@@ -26,6 +26,7 @@ Why = Literal[
     "encrypted",  # a PDF that needs a password
     "invalid",  # not a PDF pypdf can parse
     "no_text",  # a PDF without a text layer
+    "not_text",  # a "text" file whose bytes are not text (text_encoding's rule)
     "time",  # the decoder's own deadline passed before anything was read
     "memory",  # the decoder's memory limit was reached
 ]

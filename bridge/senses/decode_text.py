@@ -1,10 +1,13 @@
 """Text documents (plain, Markdown, CSV, JSON), read inside a decoder process.
 
-`read_text(data, job)` decodes UTF-8 (a BOM dropped, bad bytes replaced),
-says whether JSON is valid (and where it is not), sniffs a CSV's dialect and
-counts its rows and columns, and returns at most `job.max_chars` of the
-stripped text with its full length, so the daemon never holds more text
-than the model is shown. Parsing a 20 MB JSON or CSV costs memory and CPU:
+`read_text(data, job)` decodes the file by the one rule every channel
+uses (`text_encoding`: UTF-8, UTF-16 with a BOM, else Windows-1252 when
+it looks like text; anything else is refused as "not_text"), names the
+encoding in its description when it was not UTF-8, says whether JSON is
+valid (and where it is not), sniffs a CSV's dialect and counts its rows
+and columns, and returns at most `job.max_chars` of the stripped text with
+its full length, so the daemon never holds more text than the model is
+shown. Parsing a 20 MB JSON or CSV costs memory and CPU:
 it is done here, under the decoder's limits, never in the daemon.
 """
 
@@ -14,19 +17,28 @@ import csv
 import io
 import json
 
+from bridge.senses.decode_image import Unreadable
 from bridge.senses.decode_wire import Job
+from bridge.senses.text_encoding import decode
 
 SNIFF_CHARS = 65_536
 
 
 def read_text(data: bytes, job: Job) -> dict[str, object]:
-    """{"text", "chars", "about"}: the text (cut), its length, and a short description."""
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    """{"text", "chars", "about"}: the text (cut), its length, and a short description
+    (ending in ", read as Windows-1252" or ", read as UTF-16" when it was not UTF-8, so
+    a tool that opens the file knows how); `Unreadable("not_text")` for a binary file."""
+    found = decode(data)
+    if found is None:
+        raise Unreadable("not_text")
+    text = found.text
     about = job.kind
     if job.kind == "JSON":
         about = json_validity(text)
     elif job.kind == "CSV":
         about = csv_shape(text)
+    if found.encoding != "utf-8" or found.replaced:
+        about += f", read as {found.shown}"
     body = text.strip()
     return {"text": body[: job.max_chars], "chars": len(body), "about": about}
 

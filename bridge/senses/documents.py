@@ -1,11 +1,13 @@
 """Documents in: PDF, plain text, Markdown, CSV and JSON, read into the turn.
 
 The type comes from the first 64 KB (`%PDF-`), then from the sender's file
-name or MIME type, and a "text" file must look like text (no NUL bytes).
-The file itself is read by a decoder process (`reading.decoded`): a PDF's
-text layer page by page (`pdf.py`: pages, characters and seconds bounded),
-text decoded as UTF-8, JSON checked, a CSV's shape counted
-(`decode_text.py`). The text goes before the person's message, framed by
+name or MIME type, and a "text" file must look like text by the rule every
+channel shares (`text_encoding`: UTF-8, UTF-16 with a BOM, or Windows-1252
+that is mostly printable; no NUL bytes otherwise). The file itself is read
+by a decoder process (`reading.decoded`): a PDF's text layer page by page
+(`pdf.py`: pages, characters and seconds bounded), text decoded by that
+rule (the encoding named when not UTF-8), JSON checked, a CSV's shape
+counted (`decode_text.py`). The text goes before the person's message, framed by
 the file's name and where a tool finds it (`inbox/NAME` in the workspace),
 and cut visibly at `[limits] document_chars`; pages not read (page limit,
 time limit, enough text) are named in the header, at the cut and in a
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING
 from bridge.core.perceive import Prepared
 from bridge.senses.files import Refused, head, open_checked
 from bridge.senses.handlers import SenseContext, in_workspace, shown_name
-from bridge.senses.reading import decoded
+from bridge.senses.reading import decoded, not_text
+from bridge.senses.text_encoding import TextSniff
 from bridge.types.messages import Attachment
 
 if TYPE_CHECKING:  # built when a decoder first starts (bridge.senses.decoders)
@@ -55,9 +58,17 @@ def kind_of(att: Attachment, data: bytes) -> str | None:
     said = BY_SUFFIX.get(PurePosixPath(att.name.lower()).suffix) or BY_MIME.get(att.mime.lower())
     if said == "PDF":
         raise Refused(f"📎 I could not read {shown_name(att)}: it is not a valid PDF.")
-    if said is not None and b"\x00" in data[:65536]:
-        raise Refused(f"📎 {shown_name(att)} is not a text file, whatever its name says.")
+    if said is not None and not looks_like_text(data[:65536]):
+        raise Refused(not_text(att))
     return said
+
+
+def looks_like_text(start: bytes) -> bool:
+    """Whether the first bytes of a file are text by the shared rule (the decoder
+    process checks the whole file again)."""
+    sniff = TextSniff()
+    sniff.feed(start)
+    return sniff.encoding(final=False) is not None
 
 
 async def document(att: Attachment, ctx: SenseContext) -> Prepared:

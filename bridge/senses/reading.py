@@ -51,6 +51,11 @@ def failure_text(name: str, why: str, ctx: SenseContext) -> str:
     return f"📎 I could not read {name}: the reader stopped on it (the file may be damaged)."
 
 
+def not_text(att: Attachment) -> str:
+    """The reply for a file sent as text whose bytes are not text."""
+    return f"📎 {shown_name(att)} is not a text file, whatever its name says."
+
+
 def refusal_text(att: Attachment, reply: DecodeReply, ctx: SenseContext) -> str:
     """The reply for a file the decoder read and refused."""
     name = shown_name(att)
@@ -77,6 +82,8 @@ def refusal_text(att: Attachment, reply: DecodeReply, ctx: SenseContext) -> str:
         )
     if reply.why == "invalid":
         return f"📎 I could not read {name}: it is not a valid PDF."
+    if reply.why == "not_text":
+        return not_text(att)
     if reply.why == "no_text":
         return (
             f"📎 {name} has no text I can read (a scanned document?). "

@@ -104,13 +104,14 @@ async def test_the_turn_runs_on_what_could_be_read(roost: Roost) -> None:
     assert "SQLite" not in asked
 
 
-async def test_json_is_validated_and_text_decoded_with_replacement(roost: Roost) -> None:
+async def test_json_is_validated_and_text_not_utf8_read_as_windows_1252(roost: Roost) -> None:
     model(roost).steps.extend(["ok", "ok"])
     await roost.core.handle(sent(roost, b'{"a": 1,}', "d.json", "application/json"))
     asked = model(roost).requests[-1].messages[-1].content
     assert "(JSON, not valid: Expecting property name enclosed in double quotes at line 1)" in asked
     await roost.core.handle(sent(roost, b"caf\xe9 \xef\xbb\xbf ok", "n.txt", "text/plain"))
-    assert "caf\ufffd" in model(roost).requests[-1].messages[-1].content
+    asked = model(roost).requests[-1].messages[-1].content
+    assert "(text, read as Windows-1252)" in asked and "café ï»¿ ok" in asked
 
 
 async def test_telegram_files_over_the_limits_are_never_fetched(home: Path) -> None:

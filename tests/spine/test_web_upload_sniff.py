@@ -74,13 +74,16 @@ def test_a_png_a_wav_and_text_flavours(tmp_path: Path) -> None:
     assert sniff(text, "brief.json") == Sniffed("document", "application/json", "json")
     assert sniff(text, "brief.html") == Sniffed("document", "text/plain", "txt")
     assert sniff(text, "no-suffix") == Sniffed("document", "text/plain", "txt")
+    # not UTF-8: UTF-16 with a BOM (not an MP3 frame), else Windows-1252 (tests/senses)
+    assert sniff(b"\xff\xfeh\x00i\x00") == Sniffed("document", "text/plain", "txt")
+    assert sniff("cut: ü".encode()[:-1]) == Sniffed("document", "text/plain", "txt")
 
 
 def test_what_is_refused() -> None:
     assert sniff(b"") is None
     assert sniff(b"plain until a \x00 NUL byte") is None
-    assert sniff("cut: ü".encode()[:-1]) is None  # a character cut at the end
-    assert sniff(b"\xff\xfeh\x00i\x00") is None  # UTF-16, not an MP3 frame
+    assert sniff(b"\xff\xfe\x00\xd8x\x00") is None  # UTF-16 with a lone surrogate
+    assert sniff(b"\xff\xfe" + bytes(range(1, 256)) * 4) is None  # a BOM, then binary
     assert sniff(b"MZ\x90\x00\x03" + bytes(range(200))) is None  # a Windows program
     assert sniff(b"RIFF\x24\x00\x00\x00AVI LIST") is None
     assert sniff(b"\x1a\x45\xdf\xa3\x01\x00\x00\x00matroska" + b"\x00" * 40) is None

@@ -3,17 +3,19 @@
 Pure, no I/O. `Sniffer` is fed the body chunk by chunk while it streams to
 disk and then says what it saw: an image (PNG, JPEG, GIF, WebP), a PDF,
 audio (WebM, Ogg, MP3, WAV, M4A) by their magic numbers, or text (the whole
-body valid UTF-8 without NUL bytes; Markdown, CSV or JSON by the file name's
-suffix, plain text otherwise). Anything else is `None`: refused. The name
-and the `Content-Type` a browser sends choose nothing but the flavour of
-text, so a `.png` that holds HTML is plain text, never an image or a page.
+body text by the rule every channel shares, `bridge.senses.text_encoding`:
+UTF-8, UTF-16 with a BOM, or Windows-1252 that is mostly printable;
+Markdown, CSV or JSON by the file name's suffix, plain text otherwise).
+Anything else is `None`: refused. The name and the `Content-Type` a
+browser sends choose nothing but the flavour of text, so a `.png` that
+holds HTML is plain text, never an image or a page.
 """
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 
+from bridge.senses.text_encoding import TextSniff
 from bridge.types.messages import AttachmentKind
 
 HEAD = 64  # bytes of the body the magic numbers are read from
@@ -95,30 +97,17 @@ class Sniffer:
 
     def __init__(self) -> None:
         self.head = b""
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._text = True
+        self._text = TextSniff()
         self.size = 0
 
     def feed(self, chunk: bytes) -> None:
         self.size += len(chunk)
         if len(self.head) < HEAD:
             self.head += chunk[: HEAD - len(self.head)]
-        if self._text:
-            try:
-                self._decoder.decode(chunk)
-            except UnicodeDecodeError:
-                self._text = False
-            if b"\x00" in chunk:
-                self._text = False
+        self._text.feed(chunk)
 
     def _is_text(self) -> bool:
-        if not self._text or self.size == 0:
-            return False
-        try:
-            self._decoder.decode(b"", final=True)  # a character cut at the end
-        except UnicodeDecodeError:
-            return False
-        return True
+        return self._text.encoding() is not None
 
     def result(self, name: str) -> Sniffed | None:
         """The file's type (binary magic first, then text), or None when unsupported."""
