@@ -9,7 +9,9 @@ arriving while the spare still starts waits for it).
 
 `--stages` instead runs each tool with `SandboxRunner(trace=True)` and prints the
 median time (ms since `run()` began) at which each stage of a call ended:
-runner lint/schema check, request sent, helper received/ready/handed over, the
+runner lint/schema check, the call written into a child the helper lent the
+runner (`runner_handed`, forge.protocol.lending: the runner then tells the helper,
+`runner_sent`) or else request sent and helper received/ready/handed over, the
 child's job decoded, Landlock (only in a child forked before its helper's
 first call: later children enforce it with their helper's workspace while they
 wait, forge.zygote), descriptors, rlimits, call's globals bound, tool ran,

@@ -28,17 +28,28 @@ Once a call names the helper's workspace (`bind`), the zygote's later children
 confine themselves to it while they wait (forge.zygote); a child confined to
 another workspace (the directory was replaced, or its path now resolves
 elsewhere) is never handed a call: it is killed when the binding changes.
+
+With a lending socket (forge.protocol.lending), every waiting child confined to
+the bound workspace is lent to the runner (`lend`), which writes a call's job
+into it itself, one hop fewer (forge.runner). A lent child still counts as
+waiting here; the runner then names it exactly once: handed (`take`: the helper
+watches it from then on, as one it handed a call itself), given back for a call
+that goes through the helper (`give_back`), or dropped (`drop`: killed; its
+binding is no longer the call's workspace, or it died while waiting).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 
 from forge.confine.sched import CALL_SLICE_NS, set_slice
+from forge.protocol.lending import encode_lend
 from forge.zygote import Spawned, Zygote, kill
 
 # children forked ahead of demand: with three, the child a call takes was forked two
@@ -114,16 +125,91 @@ class ChildPool:
         self.generation = 0  # of `binding` (0: none)
         self.failure: OSError | None = None  # the last failed fork, not yet reported
         self.hint = ReadingHint()  # whether the next children warm the reading path
+        self.lent: dict[int, Spawned] = {}  # pid -> a child lent to the runner, not yet named
+        self.dead: set[int] = set()  # lent children whose exit the zygote reported
+
+    def waiting(self) -> int:
+        """Children waiting for a call: here, or lent to the runner (and alive)."""
+        return len(self.idle) + len(self.lent) - len(self.dead)
 
     def coming(self) -> int:
         """Children waiting, arrived but not collected, and asked for."""
-        return len(self.idle) + self.zygote.asked + len(self.zygote.born)
+        return self.waiting() + self.zygote.asked + len(self.zygote.born)
 
     def wanted(self, in_flight: int) -> bool:
         """Whether to ask for the next waiting child now: below `depth` with those on
         their way, and, while calls are in flight, only when fewer children wait
-        than calls are in flight (forking competes with those calls for the CPU)."""
+        here than calls are in flight (forking competes with those calls for the
+        CPU; the children lent to the runner are for calls it has not sent yet)."""
         return self.coming() < self.depth and (not in_flight or len(self.idle) < in_flight)
+
+    def lend(self, sock: socket.socket) -> None:
+        """Once the newest waiting child is confined to the bound workspace, lend the
+        runner the older ones that are too (each one's go pipe and job memfd; this
+        process keeps its own copies) and kill the older ones that are not (forked
+        before the binding: the runner cannot take them; once per helper). The newest
+        stays here for a call that comes through this process. So at most `depth` - 1
+        are lent, a call that waits here always has a child on its way, and the child
+        kept here follows the reading hint best. Never blocks: a child the socket has
+        no room for stays here."""
+        if self.binding is None or self.generation <= 0 or not self.idle:
+            return
+        older = list(self.idle)
+        newest = older.pop()
+        if not older or newest.bound != self.generation:
+            return  # nothing to lend, or the newest is not confined yet: wait for one that is
+        path, dev, ino = self.binding
+        self.idle = deque([newest])
+        for child in older:
+            if child.bound != self.generation:
+                discard(child)  # not confined to the workspace (or to an old one)
+                continue
+            message = encode_lend(child.pid, child.bound, dev, ino, path)
+            try:
+                fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _FDS.pack(child.go, child.job))]
+                sock.sendmsg((message,), fds, socket.MSG_DONTWAIT)
+            except OSError:
+                self.idle.appendleft(child)  # no room: it waits here
+                continue
+            self.lent[child.pid] = child
+
+    def take(self, pid: int) -> Spawned | None:
+        """The lent child `pid`, which the runner handed a call (None: none such). Its
+        memfd is closed here: it can never be given another."""
+        child = self.lent.pop(pid, None)
+        if child is None:
+            return None
+        self.dead.discard(pid)
+        os.close(child.job)
+        return child
+
+    def give_back(self, pid: int) -> None:
+        """The runner gives lent child `pid` back, unused, for the call that comes with
+        it: it goes first among the waiting children (`hand_over` checks its binding
+        as any other's)."""
+        child = self.lent.pop(pid, None)
+        if child is not None:
+            if pid in self.dead:
+                self.dead.discard(pid)
+                discard(child)
+            else:
+                self.idle.appendleft(child)
+
+    def drop(self, pid: int) -> None:
+        """The runner will never use lent child `pid`: kill it."""
+        child = self.lent.pop(pid, None)
+        if child is not None:
+            self.dead.discard(pid)
+            discard(child)
+
+    def exited(self, pid: int) -> bool:
+        """The zygote reported `pid`'s exit: True when it is a lent child (which the
+        runner may have handed a call already: that call's outcome then needs this
+        exit status)."""
+        if pid in self.lent:
+            self.dead.add(pid)
+            return True
+        return False
 
     def refill(self) -> None:
         """Ask the zygote for one more waiting child, without waiting for it."""
@@ -219,6 +305,12 @@ class ChildPool:
             self.idle.append(self.zygote.born.popleft())
         while self.idle:
             discard(self.idle.popleft())
+        while self.lent:
+            discard(self.lent.popitem()[1])
+        self.dead.clear()
+
+
+_FDS = struct.Struct("2i")  # a lent child's go pipe and job memfd, as SCM_RIGHTS carries them
 
 
 def discard(child: Spawned) -> None:

@@ -21,10 +21,19 @@ class CodeCache:
         self.size = size
         self._codes: OrderedDict[str, bytes] = OrderedDict()
 
+    @staticmethod
+    def digest(source: str) -> bytes:
+        """The cache's key of `source` (its sha256), as bytes."""
+        return hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
+
+    def known(self, key: str) -> bytes | None:
+        """The code cached under `key` (hex sha256 of its source), if it is."""
+        return self._codes.get(key)
+
     def compile(self, source: str) -> bytes:
         """The marshalled code object of `source`, compiled once per source text
         (raises CompileFailed)."""
-        key = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+        key = self.digest(source).hex()
         code = self._codes.get(key)
         if code is None:
             code = marshal.dumps(compile_tool(source, self.restricted))

@@ -32,6 +32,7 @@ from forge.helper_process import (
     OnNet,
     answer_socket,
     helper_paths,
+    lend_socket,
     said_hello,
 )
 from forge.protocol.calls import Hello
@@ -337,23 +338,28 @@ async def fork_helper(
     without `answers=`: the template adds it), and its `Hello`. TemplateError when
     the template fails; RuntimeError when the helper does not say hello."""
     mine, theirs = answer_socket() if direct else (None, None)
+    lend, lend_theirs = lend_socket() if direct else (None, None)
     in_r, in_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
-    given = [in_r, out_w] + ([theirs.fileno()] if theirs is not None else [])
+    given = [in_r, out_w]
+    if theirs is not None and lend_theirs is not None:
+        given += [theirs.fileno(), lend_theirs.fileno()]
     try:
         pid, pidfd = await template.fork(argv, given)
     except BaseException:
         for fd in (in_w, out_r):
             os.close(fd)
-        if mine is not None:
-            mine.close()
+        for sock in (mine, lend):
+            if sock is not None:
+                sock.close()
         raise
     finally:
         for fd in (in_r, out_w):
             os.close(fd)
-        if theirs is not None:
-            theirs.close()  # the helper's copy is its own now
-    helper = HelperProcess(max_reply, on_net, mine)
+        for sock in (theirs, lend_theirs):
+            if sock is not None:
+                sock.close()  # the helper's copy is its own now
+    helper = HelperProcess(max_reply, on_net, mine, lend)
     transport = ForkedTransport(helper, pid, pidfd)
     try:
         await transport.connect(in_w, out_r)

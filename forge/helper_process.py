@@ -23,10 +23,18 @@ frame `{"op": "net", ...}` is a child's `net` request; it goes to `on_net`
 (the runner's broker), whose answer is written back as a frame on stdin. When the
 helper dies or breaks the protocol, every call it carried fails with
 ConnectionError.
+
+With `direct` it also holds the runner's end of the helper's lending socket
+(forge.protocol.lending): the helper lends it its waiting children confined to
+its workspace (`lent`) and the code of each tool it compiled (`codes`), so the
+runner can write a call into a child itself (forge.runner); every lent child is
+named back to the helper exactly once (handed, given back or dropped), and the
+ones still held are closed when the helper goes.
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import hmac
@@ -38,6 +46,7 @@ import select
 import signal
 import socket
 import subprocess
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -55,6 +64,8 @@ from forge.protocol.calls import (
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
 from forge.protocol.jobs import direct_reply
+from forge.protocol.lending import LEND_FDS, Lent, decode_code, decode_lend
+from forge.protocol.lending import MESSAGE_MAX as LEND_MESSAGE_MAX
 from forge.protocol.net import NetAsk, decode_ask
 
 log = logging.getLogger(__name__)
@@ -86,6 +97,8 @@ def boot() -> str:
 SHUT_WAIT_S = 5
 READS_PER_WAKE = 64  # answer-socket messages read per wake-up of the loop
 DROPS_TO_RETIRE = 64  # messages in a row that answer no call: the helper is retired
+CODES_KEPT = 256  # tools' codes kept per helper (forge.code_cache keeps as many)
+CODE_BYTES = 4 << 20  # and at most this many bytes of them (the oldest go first)
 
 
 class Unserved(Exception):
@@ -96,7 +109,11 @@ class HelperProcess(asyncio.SubprocessProtocol):
     """The helper process and its protocol: frames out, one reply frame per call."""
 
     def __init__(
-        self, limit: int, on_net: OnNet | None = None, answers: socket.socket | None = None
+        self,
+        limit: int,
+        on_net: OnNet | None = None,
+        answers: socket.socket | None = None,
+        lend: socket.socket | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
         self.transport: asyncio.SubprocessTransport | None = None
@@ -117,6 +134,12 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self._drained: list[asyncio.Future[None]] = []
         self._on_net = on_net
         self._pidfd: int | None = None  # signals it without reaping it (see `kill`)
+        self.lend = lend  # the runner's end of the lending socket (None: nothing is lent)
+        self.lent: deque[Lent] = deque()  # children lent and not yet named back
+        self.codes: OrderedDict[bytes, bytes] = OrderedDict()  # sha256 of a source -> code
+        self._code_bytes = 0  # of `codes`
+        self._lend_inbox = bytearray(LEND_MESSAGE_MAX + 1) if lend is not None else bytearray()
+        self.drops: list[int] = []  # lent children to name back as dropped
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.SubprocessTransport)
@@ -129,6 +152,8 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self.stdin = stdin
         if self.answers is not None:
             asyncio.get_running_loop().add_reader(self.answers.fileno(), self._answers_readable)
+        if self.lend is not None:
+            asyncio.get_running_loop().add_reader(self.lend.fileno(), self._lend_readable)
 
     @property
     def direct(self) -> bool:
@@ -144,6 +169,90 @@ class HelperProcess(asyncio.SubprocessProtocol):
     def forget(self, call_id: int) -> None:
         self.pending.pop(call_id, None)
         self.tokens.pop(call_id, None)
+
+    def _lend_readable(self) -> None:
+        """The helper's lend and code messages waiting on the lending socket (a
+        truncated one is dropped, with its descriptors)."""
+        sock = self.lend
+        space = socket.CMSG_SPACE(LEND_FDS * 4)
+        while sock is not None and self.lend is sock:
+            try:
+                n, ancdata, flags, _ = sock.recvmsg_into([self._lend_inbox], space)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._close_lent()
+                return
+            got = array.array("i")
+            for level, kind, payload in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    got.frombytes(payload[: len(payload) - len(payload) % got.itemsize])
+            fds = list(got)
+            if not n and not fds:  # the helper is gone
+                self._close_lent()
+                return
+            if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                for fd in fds:
+                    os.close(fd)
+                continue
+            self._lend_message(bytes(self._lend_inbox[:n]), fds)
+
+    def _lend_message(self, data: bytes, fds: list[int]) -> None:
+        try:
+            if data[:1] == b"C":
+                digest, code = decode_code(data)
+                self._keep_code(digest, code)
+                return
+            child = decode_lend(data, fds)
+            os.set_blocking(child.go, False)  # a full pipe fails the hand-over, never waits
+        except (ProtocolError, OSError):
+            for fd in fds:
+                os.close(fd)
+            return
+        if self.dead:
+            close_lent(child)
+            self.drops.append(child.pid)
+        else:
+            self.lent.append(child)
+
+    def _keep_code(self, digest: bytes, code: bytes) -> None:
+        """Keep a tool's code, within `CODES_KEPT` codes and `CODE_BYTES` bytes."""
+        old = self.codes.pop(digest, None)
+        self._code_bytes += len(code) - (len(old) if old is not None else 0)
+        self.codes[digest] = code
+        while len(self.codes) > CODES_KEPT or self._code_bytes > CODE_BYTES:
+            self._code_bytes -= len(self.codes.popitem(last=False)[1])
+
+    def take(self, binding: tuple[str, int, int]) -> Lent | None:
+        """A lent child confined to `binding` (the call's workspace resolved: path,
+        device, inode), now the caller's to name back once; the lent children confined
+        elsewhere are dropped (named back with the next frame: `take_drops`). None: none."""
+        while self.lent and not self.dead:
+            child = self.lent.popleft()
+            if child.binding() == binding:
+                return child
+            close_lent(child)
+            self.drops.append(child.pid)
+        return None
+
+    def drop(self, child: Lent) -> None:
+        """`child` is never used (it died while waiting): named back with the next frame."""
+        close_lent(child)
+        self.drops.append(child.pid)
+
+    def take_drops(self) -> tuple[int, ...]:
+        """The lent children to name back as dropped (and forget)."""
+        drops, self.drops = tuple(self.drops), []
+        return drops
+
+    def _close_lent(self) -> None:
+        sock, self.lend = self.lend, None
+        if sock is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed already
+                asyncio.get_running_loop().remove_reader(sock.fileno())
+            sock.close()
+        while self.lent:
+            close_lent(self.lent.popleft())
 
     def _answers_readable(self, limit: int = READS_PER_WAKE) -> None:
         """The messages waiting on the answer socket, up to `limit` (the rest wake the
@@ -275,6 +384,7 @@ class HelperProcess(asyncio.SubprocessProtocol):
         self.pending.clear()
         self.tokens.clear()
         self._close_answers()
+        self._close_lent()
 
     def kill(self) -> None:
         """SIGKILL it unless it is known to have exited. Through its pidfd: the
@@ -340,6 +450,13 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self.transport.close()
 
 
+def close_lent(child: Lent) -> None:
+    """Close the runner's descriptors of a lent child (once it is named back)."""
+    for fd in (child.go, child.job):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _hung_up(sock: socket.socket) -> bool:
     """Whether the other end of `sock` is closed (else an empty message was read)."""
     poller = select.poll()
@@ -355,6 +472,18 @@ def answer_socket() -> tuple[socket.socket, socket.socket]:
     mine.shutdown(socket.SHUT_WR)
     with contextlib.suppress(OSError):
         theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ANSWER_SNDBUF)
+    mine.setblocking(False)
+    return mine, theirs
+
+
+def lend_socket() -> tuple[socket.socket, socket.socket]:
+    """(the runner's end, the helper's end) of a new lending socket
+    (forge.protocol.lending): records, the runner's end shut for writing (nothing
+    flows to the helper on it), both close-on-exec."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mine.shutdown(socket.SHUT_WR)
+    with contextlib.suppress(OSError):
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 * LEND_MESSAGE_MAX)
     mine.setblocking(False)
     return mine, theirs
 
@@ -391,12 +520,15 @@ async def start_helper(
     demand (None: forge.child_pool's default)."""
     extra = helper_argv(layers, warm, slices, children)
     mine, theirs = answer_socket() if direct else (None, None)
-    if theirs is not None:
-        extra.append(f"answers={theirs.fileno()}")
+    lend, lend_theirs = lend_socket() if direct else (None, None)
+    passed: tuple[int, ...] = ()
+    if theirs is not None and lend_theirs is not None:
+        extra += [f"answers={theirs.fileno()}", f"lend={lend_theirs.fileno()}"]
+        passed = (theirs.fileno(), lend_theirs.fileno())
     loop = asyncio.get_running_loop()
     try:
         _, helper = await loop.subprocess_exec(
-            lambda: HelperProcess(max_reply, on_net, mine),
+            lambda: HelperProcess(max_reply, on_net, mine, lend),
             python,
             "-I",
             "-S",
@@ -409,15 +541,17 @@ async def start_helper(
             stderr=subprocess.DEVNULL,
             env=HELPER_ENV,
             cwd="/",
-            pass_fds=(theirs.fileno(),) if theirs is not None else (),
+            pass_fds=passed,
         )
     except BaseException:
-        if mine is not None:
-            mine.close()
+        for sock in (mine, lend):
+            if sock is not None:
+                sock.close()
         raise
     finally:
-        if theirs is not None:
-            theirs.close()  # the helper's copy is its own now
+        for sock in (theirs, lend_theirs):
+            if sock is not None:
+                sock.close()  # the helper's copy is its own now
     return helper, await said_hello(helper)
 
 

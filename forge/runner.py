@@ -12,7 +12,14 @@ schema derived from `run()`'s signature, and hands the call to a helper
 workspace, that is each tenant, gets its own helper process (forge.helper_pool).
 The child sends most outcomes straight back here, on the helper's answer socket
 (forge.protocol.answers, forge.helper_process), one hop fewer than through the
-helper.
+helper. On the request side too: the helper lends the runner its waiting
+children confined to its workspace, and the code of each tool it compiled
+(forge.protocol.lending); a call whose code the runner holds and whose workspace
+resolves to a lent child's directory (path, device, inode: the check the helper
+makes) is written into that child here, and the helper told afterwards, off the
+call's path (it then watches the child as one it handed the call itself). Any
+other call goes through the helper, as before, with a lent child given back
+for it.
 `start()` starts one pristine spare helper (it probes the machine); the next
 new workspace takes it and a new spare starts in the background. That first
 helper is exec'd; the later ones are forked from the runner's helper template
@@ -43,6 +50,7 @@ import hashlib
 import itertools
 import logging
 import os
+import stat
 import sys
 import time
 from collections import deque
@@ -52,10 +60,17 @@ from pathlib import Path
 from typing import Any
 
 from forge.confine.probe import missing
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.findings import format_findings
 from forge.helper_fork import HelperTemplate, TemplateError, fork_helper
 from forge.helper_pool import MAX_HELPERS, Clock, HelperPool, Tick, workspace_key
-from forge.helper_process import HelperProcess, Unserved, helper_argv, start_helper
+from forge.helper_process import (
+    HelperProcess,
+    Unserved,
+    close_lent,
+    helper_argv,
+    start_helper,
+)
 from forge.layers import Layers
 from forge.lint import lint
 from forge.net_call import NetBroker, NetCall, NetScope
@@ -63,6 +78,8 @@ from forge.net_rules import parse_hosts
 from forge.protocol.answers import TOKEN_SIZE
 from forge.protocol.calls import MAX_REQUEST, Hello, Reply, Request, encode_request
 from forge.protocol.fields import CPU, FAULTS, ErrorKind
+from forge.protocol.jobs import encode_job
+from forge.protocol.lending import Lent, handed_frame
 from forge.protocol.limits import Limits
 from forge.protocol.net import MAX_NET_REQUEST, NetAnswer, NetAsk, encode_answer
 from forge.schema import ToolFormatError, ToolInfo, describe_tool, validate_params
@@ -358,6 +375,16 @@ class SandboxRunner:
         with contextlib.suppress(ConnectionError):
             await helper.send(encode_answer(ask.call, ask.seq, answer))
 
+    def lent_children(self, workspace: Path) -> list[int]:
+        """The pids of the children `workspace`'s helper has lent to this runner, that
+        no call has taken yet and that are confined to the directory `workspace`
+        names now, the only ones a call there can take (forge.protocol.lending)."""
+        helper = self._pool.known(workspace)
+        binding = _resolved(os.fspath(workspace))
+        if helper is None or binding is None:
+            return []
+        return [child.pid for child in helper.lent if child.binding() == binding]
+
     def helper_count(self) -> int:
         """Helpers running for workspaces (the spare not counted)."""
         return self._pool.count()
@@ -414,7 +441,7 @@ class SandboxRunner:
         limit_s = request.timeout_s
         timer = loop.call_later(limit_s + GRACE_S, _expire, fut)
         try:
-            await helper.send(data)
+            await helper.send(self._start(helper, request, data, trace))
             if trace is not None:
                 trace[1].append(("runner_sent", time.perf_counter_ns()))
             reply = await fut
@@ -446,6 +473,66 @@ class SandboxRunner:
             self._record(trace, reply)
         return RunResult.of(reply, started)
 
+    def _start(
+        self, helper: HelperProcess, request: Request, data: bytes, trace: Trace | None
+    ) -> bytes:
+        """What starts `request` (its frame `data`) in `helper`: with the tool's code
+        (compiled by that helper) and a child lent by it confined to the call's
+        workspace, the call is written into that child here and the helper is only
+        told (`handed_frame`); else the request itself, with a lent child given
+        back for it, and asking for the code when the runner lacks it."""
+        if helper.lend is None:
+            return data
+        digest = hashlib.sha256(request.source.encode("utf-8", "surrogatepass")).digest()
+        code = helper.codes.get(digest)
+        binding = _resolved(request.workspace) if helper.lent else None
+        child = helper.take(binding) if binding is not None else None
+        while child is not None and code is not None and binding is not None:
+            try:
+                at = self._hand(child, code, request, binding[0])
+            except OSError:  # it died while waiting: another one
+                helper.drop(child)
+                child = helper.take(binding)
+                continue
+            close_lent(child)
+            if trace is not None:
+                trace[1].append(("runner_handed", time.perf_counter_ns()))
+            drops = helper.take_drops()
+            return handed_frame(
+                request.id,
+                child.pid,
+                digest.hex(),
+                at,
+                request.timeout_s,
+                request.max_output,
+                request.trace,
+                drops,
+            )
+        extra: dict[str, Any] = {}
+        if child is not None:
+            close_lent(child)
+            extra["give"] = child.pid
+        if code is None:
+            extra["code"] = True
+        drops = helper.take_drops()
+        if drops:
+            extra["drop"] = list(drops)
+        return encode_request(request, extra) if extra else data
+
+    def _hand(self, child: Lent, code: bytes, request: Request, workspace: str) -> float:
+        """Write `request`'s job into lent `child` and wake it (as the helper's
+        forge.child_pool `hand_over`); the monotonic time its deadline counts from
+        (OSError: it died while waiting)."""
+        job = memoryview(encode_job(code, request, workspace))
+        offset = 0
+        while offset < len(job):
+            offset += os.pwrite(child.job, job[offset:], offset)
+        if self._slices:
+            set_slice(child.pid, CALL_SLICE_NS)
+        at = time.monotonic()
+        os.write(child.go, b"g")
+        return at
+
     def _record(self, trace: Trace, reply: Reply) -> None:
         """Keep one call's stages: every mark in ms since `run()` began, in time order."""
         if self._trace is None:
@@ -463,6 +550,22 @@ class SandboxRunner:
         await self._pool.aclose()
         if self._template is not None:
             await self._template.aclose()
+
+
+def _resolved(workspace: str) -> tuple[str, int, int] | None:
+    """`workspace` as the helper resolves it for a call (forge.worker `job_data`): its
+    real path, device and inode; None when it is relative (the helper's cwd is not
+    ours) or no directory (the helper then answers the call as before)."""
+    if not os.path.isabs(workspace):
+        return None
+    path = os.path.realpath(workspace)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return (path, st.st_dev, st.st_ino)
 
 
 def _expire(fut: asyncio.Future[Reply]) -> None:

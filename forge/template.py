@@ -11,8 +11,9 @@ three descriptors of each new helper and its command line.
 The runner's control socket (SOCK_SEQPACKET, `control=FD`) carries one request
 per helper: a JSON list, the helper's command line after the project root, with
 its stdin's read end, its stdout's write end and, when it answers directly, its
-answer socket (SCM_RIGHTS). The template forks; the child puts them on 0, 1 and 3
-(`answers=3` is added to its command line), closes every other descriptor it
+answer socket and possibly its lending socket (forge.protocol.lending) (SCM_RIGHTS).
+The template forks; the child puts them on 0, 1, 3 and 4 (`answers=3` and
+`lend=4` are added to its command line), closes every other descriptor it
 has, and runs forge.worker's `main`. The template answers with the child's pid
 and a pidfd of it, opened before the child can be reaped: the runner signals and
 watches that process and never one that reused its pid. The template reaps its
@@ -35,6 +36,7 @@ import socket
 import sys
 
 ANSWERS_FD = 3  # where a forked helper finds its answer socket
+LEND_FD = 4  # and its lending socket
 MAX_REQUEST = 1 << 16
 READY = b"ready"
 
@@ -74,6 +76,10 @@ def _become_helper(control: socket.socket, fds: list[int], argv: list[str]) -> N
             os.dup2(fds[2], ANSWERS_FD)
             keep = ANSWERS_FD
             argv = [*argv, f"answers={ANSWERS_FD}"]
+        if len(fds) > 3:
+            os.dup2(fds[3], LEND_FD)
+            keep = LEND_FD
+            argv = [*argv, f"lend={LEND_FD}"]
         os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))  # the template's and the copies
         sys.argv = [sys.argv[0], sys.argv[1], *argv]
         from forge.worker import main
@@ -95,7 +101,7 @@ def serve(control: socket.socket) -> None:
     control.sendall(READY)
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 3)
+            data, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 4)
         except OSError:
             return
         if not data:
@@ -106,7 +112,7 @@ def serve(control: socket.socket) -> None:
             argv = json.loads(data)
             if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
                 raise ValueError("not a list of strings")
-            if len(fds) not in (2, 3):
+            if len(fds) not in (2, 3, 4):
                 raise ValueError(f"{len(fds)} descriptors")
         except ValueError as exc:  # the runner broke the protocol: say so, fork nothing
             for fd in fds:

@@ -29,6 +29,14 @@ afterwards (a call killed here is answered without waiting for that). The
 wall-clock deadline is enforced here with SIGKILL. A child's `net` requests are
 relayed to the runner's broker and its answers back into the child
 (forge.relay); the deadline covers them.
+
+With a lending socket (`lend=FD`, forge.protocol.lending) the helper lends the
+runner its waiting children confined to its workspace; the runner writes a call
+into one of them itself and tells the helper (`handed`): from then on the helper
+watches that child exactly as one it handed a call itself (the deadline counted
+from the moment the runner handed it, the output cap, the `net` relay, the exit
+status). Each call's code is compiled here and sent to the runner once
+(`code` message), the only code the runner writes into this helper's children.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import stat
 import sys
 import time
@@ -64,9 +73,10 @@ from forge.protocol.calls import (
     request_of,
     retire_frame,
 )
-from forge.protocol.fields import load
+from forge.protocol.fields import field, load
 from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
+from forge.protocol.lending import HANDED_OP, MESSAGE_MAX, encode_code
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
 from forge.rehearsal import rehearse_calls
 from forge.replies import InFlight, Waiting, failed, mark, outcome, traced, unserved
@@ -102,8 +112,10 @@ class Helper:
         zygote: Zygote,
         call_slice_ns: int | None = CALL_SLICE_NS,
         depth: int = IDLE_CHILDREN,
+        lend: socket.socket | None = None,
     ) -> None:
         self.caps = caps
+        self.lend = lend  # the lending socket (None: no child is lent to the runner)
         self.ctx = ctx
         self.zygote = zygote
         self.codes = CodeCache(ctx.layers.restricted)
@@ -127,11 +139,16 @@ class Helper:
         while view:
             view = view[os.write(1, view) :]
 
-    def job_data(self, req: Request, trace: list[tuple[str, int]] | None = None) -> bytes:
+    def job_data(
+        self, req: Request, trace: list[tuple[str, int]] | None = None, send_code: bool = False
+    ) -> bytes:
         """The job a child receives for `req` (raises CompileFailed, OSError, ...); a
         traced call's job carries the helper's marks (the child sends them on, so
-        they reach the runner when the child answers it directly)."""
+        they reach the runner when the child answers it directly). `send_code`: the
+        runner lacks this source's code: it goes on the lending socket."""
         code = self.codes.compile(req.source)
+        if send_code:
+            self.send_code(req.source, code)
         self.children.hint.note(code)  # whether the next children warm the reading path
         workspace = os.path.realpath(req.workspace)
         try:
@@ -146,12 +163,20 @@ class Helper:
         mark(trace, "helper_ready")
         return encode_job(code, req, workspace, tuple(trace or ()))
 
-    def start_job(self, req: Request) -> None:
+    def send_code(self, source: str, code: bytes) -> None:
+        """Send the runner `source`'s code (never blocks; one it cannot take now is
+        sent again with the next call of that source through this helper)."""
+        if self.lend is None or len(code) + 64 > MESSAGE_MAX:
+            return
+        with contextlib.suppress(OSError):
+            self.lend.send(encode_code(self.codes.digest(source), code), socket.MSG_DONTWAIT)
+
+    def start_job(self, req: Request, send_code: bool = False) -> None:
         started = time.monotonic()
         trace: list[tuple[str, int]] | None = [] if req.trace else None
         mark(trace, "helper_recv")
         try:
-            data = self.job_data(req, trace)
+            data = self.job_data(req, trace, send_code)
         except CompileFailed as exc:
             self.send(failed(req.id, started, "compile", str(exc)))
             return
@@ -168,6 +193,34 @@ class Helper:
         if child is None:
             return False
         mark(call.trace, "helper_sent")
+        self.follow(child, call)
+        return True
+
+    def handed(self, data: dict[str, Any]) -> None:
+        """The runner wrote a call into a child lent to it (forge.protocol.lending
+        `handed_frame`): watch that child as one handed a call here. The deadline
+        runs from when the runner handed it (never later than now)."""
+        started = time.monotonic()
+        # every field first (ProtocolError): a child taken is always watched
+        req_id = field(data, "id", int)
+        pid = field(data, "child", int)
+        key = field(data, "key", str)
+        at = min(float(field(data, "at", int, float)), started)
+        timeout = float(field(data, "timeout_s", int, float))
+        trace: list[tuple[str, int]] | None = [] if field(data, "trace", bool) else None
+        max_output = field(data, "max_output", int)
+        self.drop_lent(data.get("drop"))
+        child = self.children.take(pid)
+        if child is None:  # never: the runner names only children lent to it, once
+            self.send(failed(req_id, started, "runtime", "bad request: no such child"))
+            return
+        code = self.codes.known(key)
+        if code is not None:
+            self.children.hint.note(code)
+        self.follow(child, Waiting(req_id, b"", at, at + timeout, max_output, trace))
+
+    def follow(self, child: Spawned, call: Waiting) -> None:
+        """Watch `child`, which runs `call`."""
         limit = max(call.max_output + 4096, MAX_NET_REQUEST + 4096)
         self.watch(
             child,
@@ -184,7 +237,6 @@ class Helper:
                 frames=FrameReader(limit),
             ),
         )
-        return True
 
     def serve_waiting(self) -> None:
         """Hand the calls waiting for a child to those that arrived; a failed fork
@@ -322,7 +374,9 @@ class Helper:
 
     def exited(self, pid: int, status: int) -> None:
         """The zygote reaped `pid`."""
-        if (p := self.awaiting.pop(pid, None)) is not None:
+        if self.children.exited(pid):  # lent: the runner may have handed it a call
+            self.statuses[pid] = status
+        elif (p := self.awaiting.pop(pid, None)) is not None:
             self.send_outcome(p, status)
         elif (gone := self.exiting.pop(pid, None)) is not None:
             os.close(gone.pidfd)
@@ -358,15 +412,38 @@ class Helper:
         for doc in self.requests.feed(chunk):  # FrameTooLarge: exit, the runner restarts us
             try:
                 data = load(doc)
-                if data.get("op") == "net_answer":
+                op = data.get("op")
+                if op == "net_answer":
                     self.answer(*decode_answer(data))
                     continue
+                if op == HANDED_OP:
+                    self.handed(data)
+                    continue
                 req = request_of(data)
+                self.lent_back(data)
             except ProtocolError as exc:
                 self.refuse(doc, exc)
                 continue
-            self.start_job(req)
+            self.start_job(req, data.get("code") is True)
         return True
+
+    def lent_back(self, data: dict[str, Any]) -> None:
+        """A request's lent children: those the runner drops, the one it gives back
+        for this call."""
+        self.drop_lent(data.get("drop"))
+        give = data.get("give")
+        if type(give) is int:
+            if give in self.children.dead:  # it died while lent: discarded
+                self.statuses.pop(give, None)
+            self.children.give_back(give)
+
+    def drop_lent(self, pids: object) -> None:
+        """Kill the lent children of `pids` (a list from the runner), which the runner
+        will never use, and forget their exit statuses."""
+        for pid in pids if isinstance(pids, list) else ():
+            if type(pid) is int and pid in self.children.lent:
+                self.children.drop(pid)
+                self.statuses.pop(pid, None)
 
     def refuse(self, doc: bytes, exc: ProtocolError) -> None:
         """Answer a malformed request if it carries an id (else nobody waits for it)."""
@@ -430,11 +507,15 @@ class Helper:
         if key.data == "stdin":
             if not self.stdin_readable():
                 self.close_stdin()
+            elif self.lend is not None:
+                self.children.lend(self.lend)  # one given back and not used, say
         elif key.data == "zygote":
             self.owed_since = None  # it is alive: what it still owes counts from now
             if not self.children.collect():
                 raise SystemExit(1)  # no zygote: the runner restarts this helper
             self.serve_waiting()
+            if self.lend is not None and self.open_stdin:
+                self.children.lend(self.lend)  # after the calls waiting took theirs
         elif key.data == "go":
             self.flush(self.answering[key.fd])
         elif key.fd in self.pending:
@@ -464,6 +545,8 @@ def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
     for a short time slice); the last two for measurements only."""
     layers, answer_fd, warm, slices, depth = Layers(), -1, True, True, IDLE_CHILDREN
     for arg in argv:
+        if arg.startswith("lend="):
+            continue  # `lend_argument`
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
         elif arg.startswith("children="):
@@ -477,9 +560,18 @@ def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
     return layers, answer_fd, warm, slices, depth
 
 
+def lend_argument(argv: list[str]) -> int:
+    """`lend=FD`: the lending socket (forge.protocol.lending); -1: none."""
+    for arg in argv:
+        if arg.startswith("lend="):
+            return int(arg.removeprefix("lend="))
+    return -1
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     layers, answer_fd, warm, slices, depth = arguments(sys.argv[2:])
+    lend_fd = lend_argument(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd, warm)
     protect_library(ctx.proxies)  # library methods check their self (forge.bound_self)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
@@ -491,7 +583,11 @@ def main() -> None:
     if answer_fd >= 0:
         os.close(answer_fd)  # the zygote and its children hold it; this process never writes
 
-    helper = Helper(ctx, caps, zygote, CALL_SLICE_NS if slices else None, depth)
+    # the zygote closed its copy of the lending socket before its first fork
+    lend = socket.socket(fileno=lend_fd) if lend_fd >= 0 else None
+    if lend is not None:
+        lend.shutdown(socket.SHUT_RD)  # nothing flows to this process on it
+    helper = Helper(ctx, caps, zygote, CALL_SLICE_NS if slices else None, depth, lend)
     try:
         with contextlib.suppress(BrokenPipeError):
             helper.serve()

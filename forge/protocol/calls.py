@@ -89,8 +89,12 @@ def decode_hello(doc: bytes) -> Hello:
     return Hello(field(data, "pid", int), field(data, "zygote", int), caps)
 
 
-def encode_request(req: Request) -> bytes:
-    doc = {
+def encode_request(req: Request, extra: Mapping[str, Any] | None = None) -> bytes:
+    """`req`'s frame; `extra`: what the runner tells the helper with it about the
+    children lent to it (forge.protocol.lending: `give`, `drop`) and whether it
+    needs this tool's code (`code`)."""
+    doc: dict[str, Any] = {
+        **(extra or {}),
         "id": req.id,
         "source": req.source,
         "params": req.params,

@@ -82,14 +82,16 @@ async def test_the_call_after_a_missed_deadline_goes_to_a_new_helper(
 ) -> None:
     """A stopped helper answers nothing: the runner kills it at the call's deadline
     (plus its grace) and the very next call, made before the kill has been seen to
-    end it, runs in a new helper instead of failing in the dying one."""
+    end it, runs in a new helper instead of failing in the dying one. (The late call
+    is a tool new to the helper, so it goes through the helper; a call written into
+    a lent child while its helper is stopped: tests/forge/test_lent_children.py.)"""
     quick = tool("return 1")
     assert (await runner.run(quick, {}, workspace)).ok
     pid = runner.helper_pid(workspace)
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     try:
-        late = await runner.run(quick, {}, workspace, timeout_s=0.1)
+        late = await runner.run(tool("return 2"), {}, workspace, timeout_s=0.1)
         assert late.error_kind == "timeout", late
         res = await runner.run(quick, {}, workspace)
         assert res.ok, res
