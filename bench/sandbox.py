@@ -493,13 +493,19 @@ async def callers(ws: Path, seconds: float, children: int | None = None, warm: b
         waited = [r for r in rows if "helper_none_waiting" in r]
         print(f"  calls that found no waiting child: {len(waited)} ({len(waited) / len(rows):.0%})")
         ready = [r for r in rows if "helper_none_waiting" not in r]
-        for how, group in (("no child waiting", waited), ("a child waiting", ready)):
-            gaps = [r["job"] - r["helper_ready"] for r in group if "job" in r]
+        lent = [r for r in ready if "runner_handed" in r]  # the runner wrote the job itself
+        helped = [r for r in ready if "runner_handed" not in r]
+        for how, group, start in (
+            ("no child waiting", waited, "helper_ready"),
+            ("a child waiting", helped, "helper_ready"),
+            ("a lent child", lent, "runner_handed"),
+        ):
+            gaps = [r["job"] - r[start] for r in group if "job" in r and start in r]
             if gaps:
                 p50, p99 = statistics.median(gaps), pct(gaps, 0.99)
                 print(
-                    f"  {how:17s}: helper ready -> child has the job p50 {p50:.3f} ms, "
-                    f"p99 {p99:.3f} ms (n={len(gaps)})"
+                    f"  {how:17s}: {start.replace('_', ' ')} -> child has the job p50 "
+                    f"{p50:.3f} ms, p99 {p99:.3f} ms (n={len(gaps)})"
                 )
         total = [r["runner_done"] for r in rows]
         print(f"  call p50 {statistics.median(total):.3f} ms, p99 {pct(total, 0.99):.3f} ms")

@@ -64,7 +64,15 @@ from forge.protocol.calls import (
 from forge.protocol.fields import load
 from forge.protocol.frames import FrameReader, ProtocolError
 from forge.protocol.jobs import direct_reply
-from forge.protocol.lending import LEND_FDS, Lent, decode_code, decode_lend
+from forge.protocol.lending import (
+    LEND_FDS,
+    LENT_MAX,
+    Lent,
+    decode_code,
+    decode_gone,
+    decode_lend,
+    dropped_frame,
+)
 from forge.protocol.lending import MESSAGE_MAX as LEND_MESSAGE_MAX
 from forge.protocol.net import NetAsk, decode_ask
 
@@ -177,7 +185,9 @@ class HelperProcess(asyncio.SubprocessProtocol):
         space = socket.CMSG_SPACE(LEND_FDS * 4)
         while sock is not None and self.lend is sock:
             try:
-                n, ancdata, flags, _ = sock.recvmsg_into([self._lend_inbox], space)
+                n, ancdata, flags, _ = sock.recvmsg_into(
+                    [self._lend_inbox], space, socket.MSG_CMSG_CLOEXEC
+                )
             except BlockingIOError:
                 return
             except OSError:
@@ -198,10 +208,17 @@ class HelperProcess(asyncio.SubprocessProtocol):
             self._lend_message(bytes(self._lend_inbox[:n]), fds)
 
     def _lend_message(self, data: bytes, fds: list[int]) -> None:
+        if data[:1] in (b"C", b"G"):
+            for fd in fds:  # only a lend message carries descriptors
+                os.close(fd)
+            fds = []
         try:
             if data[:1] == b"C":
                 digest, code = decode_code(data)
                 self._keep_code(digest, code)
+                return
+            if data[:1] == b"G":
+                self._gone(decode_gone(data))
                 return
             child = decode_lend(data, fds)
             os.set_blocking(child.go, False)  # a full pipe fails the hand-over, never waits
@@ -212,8 +229,29 @@ class HelperProcess(asyncio.SubprocessProtocol):
         if self.dead:
             close_lent(child)
             self.drops.append(child.pid)
-        else:
-            self.lent.append(child)
+            return
+        self.lent.append(child)
+        if len(self.lent) > LENT_MAX:  # more than a helper lends: the oldest goes
+            oldest = self.lent.popleft()
+            close_lent(oldest)
+            self.drops.append(oldest.pid)
+            self._send_drops()
+
+    def _gone(self, pid: int) -> None:
+        """Lent child `pid` died while lent: unless the runner handed it a call already,
+        its copies are closed and it is named back as dropped now."""
+        for child in self.lent:
+            if child.pid == pid:
+                self.lent.remove(child)
+                close_lent(child)
+                self.drops.append(pid)
+                self._send_drops()
+                return
+
+    def _send_drops(self) -> None:
+        """Name the dropped lent children back now, without waiting for a call."""
+        if self.stdin is not None and not self.stdin.is_closing() and self.drops:
+            self.stdin.write(dropped_frame(self.take_drops()))
 
     def _keep_code(self, digest: bytes, code: bytes) -> None:
         """Keep a tool's code, within `CODES_KEPT` codes and `CODE_BYTES` bytes."""

@@ -76,7 +76,7 @@ from forge.protocol.calls import (
 from forge.protocol.fields import field, load
 from forge.protocol.frames import FrameReader, FrameTooLarge, ProtocolError
 from forge.protocol.jobs import encode_job
-from forge.protocol.lending import HANDED_OP, MESSAGE_MAX, encode_code
+from forge.protocol.lending import DROP_OP, HANDED_OP, MESSAGE_MAX, encode_code, encode_gone
 from forge.protocol.net import MAX_NET_REQUEST, decode_answer, encode_ask
 from forge.rehearsal import rehearse_calls
 from forge.replies import InFlight, Waiting, failed, mark, outcome, traced, unserved
@@ -376,6 +376,9 @@ class Helper:
         """The zygote reaped `pid`."""
         if self.children.exited(pid):  # lent: the runner may have handed it a call
             self.statuses[pid] = status
+            if self.lend is not None:  # unless it did, the runner drops it at once
+                with contextlib.suppress(OSError):  # no room: its EPIPE says it later
+                    self.lend.send(encode_gone(pid), socket.MSG_DONTWAIT)
         elif (p := self.awaiting.pop(pid, None)) is not None:
             self.send_outcome(p, status)
         elif (gone := self.exiting.pop(pid, None)) is not None:
@@ -418,6 +421,9 @@ class Helper:
                     continue
                 if op == HANDED_OP:
                     self.handed(data)
+                    continue
+                if op == DROP_OP:
+                    self.drop_lent(data.get("drop"))
                     continue
                 req = request_of(data)
                 self.lent_back(data)

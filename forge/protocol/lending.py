@@ -12,6 +12,13 @@ fewer on the call's path (forge.runner). The helper keeps its own copies (it
 watches the child, relays its `net` requests and may be given it back for a
 call that goes through it).
 
+A `gone` message names a lent child the zygote reported dead while it was
+lent: the runner, if it still holds it unused, closes its copies and names it
+back as dropped at once (`dropped_frame`), so children killed while they wait
+(the OOM killer, a stray signal) leave no descriptors behind on either side;
+the runner also holds at most `LENT_MAX` lent children of a helper, and closes
+any descriptor a message other than `lend` carries.
+
 A `code` message carries a tool's marshalled code (compiled by the helper,
 forge.code_cache) under the sha256 of its source: the runner writes only code
 its helper compiled, into that helper's children.
@@ -33,8 +40,11 @@ CODE = struct.Struct("<c32s")  # b"C", sha256 of the source; then the marshalled
 LEND_MAX = 8192 + LEND.size  # a lend message (a path is at most 4096 bytes)
 MESSAGE_MAX = 256 << 10  # any message (a tool whose code is larger never reaches the
 # runner: its calls go through the helper)
+GONE = struct.Struct("<ci")  # b"G", pid
 LEND_FDS = 2  # go pipe's write end, job memfd
+LENT_MAX = 8  # lent children the runner holds of one helper (its depth is at most 8)
 HANDED_OP = "handed"
+DROP_OP = "drop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,23 @@ def decode_lend(message: bytes, fds: list[int]) -> Lent:
         raise ProtocolError("a lend message without a pid or a binding")
     path = message[LEND.size :].decode("utf-8", "surrogateescape")
     return Lent(pid, generation, dev, ino, path, fds[0], fds[1])
+
+
+def encode_gone(pid: int) -> bytes:
+    return GONE.pack(b"G", pid)
+
+
+def decode_gone(message: bytes) -> int:
+    """The pid a `gone` message names (ProtocolError when it is not one)."""
+    if len(message) != GONE.size or message[:1] != b"G":
+        raise ProtocolError("not a gone message")
+    return int(GONE.unpack(message)[1])
+
+
+def dropped_frame(drop: tuple[int, ...]) -> bytes:
+    """The runner names lent children back as dropped without a call (they died while
+    lent, or it holds too many): the helper kills them and forgets them."""
+    return frame(dump({"op": DROP_OP, "drop": list(drop)}))
 
 
 def decode_code(message: bytes) -> tuple[bytes, bytes]:

@@ -398,3 +398,38 @@ async def test_the_runner_keeps_only_whole_messages_and_bounded_codes() -> None:
     finally:
         helper._close_lent()
         theirs.close()
+
+
+@aio
+async def test_lent_children_killed_while_waiting_leave_no_descriptors(
+    small: SandboxRunner, tmp_path: Path
+) -> None:
+    """A lent child killed while it waits (the OOM killer, a stray signal) was replaced
+    and lent again while the runner kept the dead one's descriptors until the next call,
+    and the helper its own: 120 kills took the daemon from 27 to 265 descriptors and
+    the helper from 23 to 503 (session 37's attacker pass). The helper now says a lent
+    child is gone, and the runner, which never handed it a call, drops it at once."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert (await small.run(ADDS, {"a": 1, "b": 2}, workspace)).ok
+    await until(lambda: small.lent_children(workspace), "a lent child")
+    helper = small.helper_pid(workspace)
+    assert helper is not None
+    for pid in small.lent_children(workspace):  # the runner's copies end with the daemon
+        for fd in small._pool.known(workspace).lent:  # type: ignore[union-attr]
+            if fd.pid == pid:
+                assert all(os.get_inheritable(d) is False for d in (fd.go, fd.job))
+    ours, its = len(descriptors(os.getpid())), len(descriptors(helper))
+    for _ in range(30):
+        victims = small.lent_children(workspace)
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        await until(
+            lambda v=victims: (
+                all(p not in small.lent_children(workspace) for p in v)
+                and len(small.lent_children(workspace)) == IDLE_CHILDREN - 1
+            ),
+            "the dead ones dropped and new ones lent",
+        )
+    assert len(descriptors(os.getpid())) <= ours + 4 and len(descriptors(helper)) <= its + 4
+    assert (await small.run(ADDS, {"a": 2, "b": 3}, workspace)).result == {"sum": 5}
