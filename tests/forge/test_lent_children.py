@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import array
 import asyncio
-import contextlib
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,8 @@ from forge.protocol.lending import (
 from forge.protocol.lending import MESSAGE_MAX as LEND_MESSAGE_MAX
 from forge.runner import RunResult, SandboxRunner, _resolved
 from tests.forge.helpers import children_of, descriptors, tool
+from tests.forge.test_stopped_zygote import stopped
+from tests.procs import gone
 from tests.waits import HANG_S, until
 
 aio = pytest.mark.asyncio(loop_scope="module")
@@ -84,25 +85,6 @@ async def small() -> AsyncIterator[SandboxRunner]:
     await r.start()
     yield r
     await r.aclose()
-
-
-def gone(pid: int) -> bool:
-    """Whether `pid` has exited (a zombie counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-@contextlib.contextmanager
-def stopped(pid: int) -> Iterator[None]:
-    """`pid` under SIGSTOP, continued afterwards whatever happens."""
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
 
 
 def handed(r: SandboxRunner) -> bool:
