@@ -39,27 +39,11 @@ from forge.protocol.lending import (
 from forge.protocol.lending import MESSAGE_MAX as LEND_MESSAGE_MAX
 from forge.runner import RunResult, SandboxRunner, _resolved
 from tests.forge.helpers import children_of, descriptors, tool
-from tests.forge.test_stopped_zygote import stopped
+from tests.forge.test_stopped_zygote import CRASHES, PID, stopped
 from tests.procs import gone
 from tests.waits import HANG_S, until
 
 aio = pytest.mark.asyncio(loop_scope="module")
-
-PID = '''
-import os
-
-def run() -> int:
-    """This call's process."""
-    return os.getpid()
-'''
-
-CRASHES = '''
-import ctypes
-
-def run() -> int:
-    """Dies of SIGSEGV before it sends any result."""
-    return ctypes.string_at(0)
-'''
 
 SPINS = tool("while True:\n    pass", "")
 PRINTS = tool("for i in range(100000):\n    print('x' * 100)\nreturn 1", "")
