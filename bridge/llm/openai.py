@@ -58,7 +58,7 @@ from bridge.llm.openai_wire import (
     server_error_message,
 )
 from bridge.llm.sse import SSEDecoder, SSEError
-from bridge.llm.think import ThinkBlock
+from bridge.llm.think import MAX_THINK_CHARS, ThinkBlock, ThinkTooLong
 from bridge.types.backend import BackendError, Finish, ModelEvent, ModelRequest, TextDelta
 
 NO_QUOTA = "insufficient_quota"  # OpenAI's 429 code for an account without credit
@@ -68,6 +68,10 @@ if TYPE_CHECKING:  # aiohttp is imported when a request is made
 
 MAX_JSON_BODY = 64 * 1024 * 1024  # bytes of a non-streamed answer, decompressed
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error body read for the log
+
+
+# said when a leading <think> block never closes (`ThinkBlock`'s own limit)
+THINK_LOOP = f"the model kept reasoning past {MAX_THINK_CHARS:,} characters without an answer"
 
 
 class OpenAIBackend:
@@ -123,7 +127,10 @@ class OpenAIBackend:
             async with aclosing(self._retry.run(lambda: self._attempt(body))) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
-                        shown = think.feed(event.text)
+                        try:
+                            shown = think.feed(event.text)
+                        except ThinkTooLong as exc:
+                            raise ServerFault("bad_response", THINK_LOOP, str(exc)) from None
                         if shown:
                             yield TextDelta(shown)
                         continue

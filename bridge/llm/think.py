@@ -10,6 +10,12 @@ what may still be the opening tag is held back until it can be told apart, only
 a tail that may be the closing tag is kept while inside, and a block that is
 never closed is dropped whole. A `<think>` anywhere else is the answer's own
 text. Pure: fed text in, text to show out.
+
+The text held back counts: `max_reply_chars` cuts only what is shown, so a block that
+never closes (a reasoning model looping) would otherwise be read up to the answer's
+32 Mi cap. Past `MAX_THINK_CHARS` held back, `feed` raises `ThinkTooLong` (the
+backend ends the call with an error the person sees); leading whitespace alone past it
+is let through as text (the reply's own cut applies). Each piece is looked at once.
 """
 
 from __future__ import annotations
@@ -17,6 +23,14 @@ from __future__ import annotations
 from typing import Literal
 
 OPEN, CLOSE = "<think>", "</think>"
+# Reasoning held back at most: about 40,000 tokens, beyond DeepSeek-R1's and Qwen3's
+# usual thinking budgets (32,768 tokens); an answer past it is a loop, not reasoning.
+MAX_THINK_CHARS = 160_000
+
+
+class ThinkTooLong(ValueError):
+    """The leading block went on past `MAX_THINK_CHARS` without closing."""
+
 
 State = Literal["start", "inside", "after", "text"]
 
@@ -24,41 +38,55 @@ State = Literal["start", "inside", "after", "text"]
 class ThinkBlock:
     """One answer's text, fed in pieces, less a leading `<think>` block."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_THINK_CHARS) -> None:
         self._state: State = "start"
-        self._held = ""
+        self._held = ""  # start: what follows the leading whitespace; inside: a tag's tail
+        self._space: list[str] = []  # start: the leading whitespace, kept for the answer
+        self._seen, self._limit = 0, limit
 
     def feed(self, text: str) -> str:
         """The part of `text` (with what was held) that is the answer's, now."""
         if self._state == "text":
             return text
+        self._seen += len(text)
+        if self._state == "start" and not self._held:  # only whitespace so far
+            lead = text.lstrip()  # this piece's is set aside, each piece looked at once
+            self._space.append(text[: len(text) - len(lead)])
+            text = lead
         self._held += text
         if self._state == "start":
-            lead = self._held.lstrip()
-            if len(lead) < len(OPEN) and OPEN.startswith(lead):
+            if self._seen > self._limit and not self._held:
+                return self._to_text()  # whitespace alone: the reply's own cut applies
+            if len(self._held) < len(OPEN) and OPEN.startswith(self._held):
                 return ""  # whitespace, or what may still become the tag
-            if not lead.startswith(OPEN):
+            if not self._held.startswith(OPEN):
                 return self._to_text()
-            self._state, self._held = "inside", lead[len(OPEN) :]
+            self._state, self._held = "inside", self._held[len(OPEN) :]
+            self._space = []
         if self._state == "inside":
             end = self._held.find(CLOSE)
             if end < 0:
+                if self._seen > self._limit:
+                    raise ThinkTooLong(f"no {CLOSE} within {self._limit} characters")
                 self._held = self._held[-(len(CLOSE) - 1) :]  # may hold the tag's start
                 return ""
             self._state, self._held = "after", self._held[end + len(CLOSE) :]
         rest = self._held.lstrip()  # "after": the blank lines between block and answer
         if not rest:
             self._held = ""
+            if self._seen > self._limit:
+                self._state = "text"  # whitespace alone since: the reply's own cut applies
             return ""
         self._held = rest
         return self._to_text()
 
     def finish(self) -> str:
         """What was held and is the answer's, at the end (a block never closed: nothing)."""
-        out = self._held if self._state == "start" else ""
+        out = self._to_text() if self._state == "start" else ""
         self._state, self._held = "text", ""
         return out
 
     def _to_text(self) -> str:
-        out, self._state, self._held = self._held, "text", ""
+        out = "".join(self._space) + self._held
+        self._state, self._held, self._space = "text", "", []
         return out

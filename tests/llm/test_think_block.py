@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.llm.think import ThinkBlock
-from bridge.types.backend import TextDelta
+from bridge.llm.think import ThinkBlock, ThinkTooLong
+from bridge.types.backend import BackendError, TextDelta
 from tests.fakes.fake_openai import Text
 from tests.llm.support import collect
 
@@ -51,3 +51,45 @@ async def test_the_backend_streams_the_answer_without_the_block(fake, make_backe
     events = await collect(make_backend())
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Hello there, friend!"
+
+
+def test_a_block_that_never_closes_is_cut_at_the_limit() -> None:
+    """atk38 F1: held-back reasoning counted toward nothing, so a looping model's block
+    was read up to the answer's 32 Mi cap; past the limit it is an error now."""
+    block = ThinkBlock(limit=100)
+    assert block.feed("<think>") == ""
+    for _ in range(9):
+        assert block.feed("x" * 10) == ""
+    with pytest.raises(ThinkTooLong):
+        block.feed("x" * 10)
+
+
+def test_a_block_closed_within_the_limit_and_its_answer_past_it_are_kept() -> None:
+    block = ThinkBlock(limit=100)
+    assert block.feed("<think>" + "x" * 80 + "</think>\n") == ""
+    assert block.feed("y" * 500) == "y" * 500  # the answer is the reply's to cut
+    assert block.finish() == ""
+
+
+def test_whitespace_alone_past_the_limit_is_let_through_as_text() -> None:
+    """Leading (or trailing-the-block) whitespace is not held without bound either: past
+    the limit it is the answer's, and `max_reply_chars` cuts it as any reply."""
+    block = ThinkBlock(limit=100)
+    shown = "".join(block.feed(" \n") for _ in range(60))
+    assert shown == " \n" * 60
+    assert block.feed("hi") == "hi"
+    after = ThinkBlock(limit=100)
+    assert after.feed("<think>a</think>") == ""
+    assert "".join(after.feed("\n\n") for _ in range(40)) == ""  # 96 characters seen
+    assert after.feed("\n" * 5) == ""
+    assert after.feed("\n") == "\n"  # past the limit: text, counted by the reply
+
+
+async def test_the_backend_ends_a_looping_block_with_an_error_the_person_sees(
+    fake, make_backend
+) -> None:
+    piece = "I should think more. " * 50
+    fake.script(Text("<think>" + piece * 200, pieces=["<think>"] + [piece] * 200))
+    with pytest.raises(BackendError) as info:
+        await collect(make_backend())
+    assert "kept reasoning past 160,000 characters" in info.value.user_message
