@@ -313,7 +313,7 @@ class TurnRunner:
         for observer in self._observers:  # as `_kept`, without a coroutine per observer
             try:
                 end = await observer.before_turn(turn, session, events)
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, StorageError) as exc:
                 _not_written("grading before the turn", exc)
                 end = None
             if end is not None:
@@ -375,7 +375,7 @@ class TurnRunner:
         for observer in self._observers:
             try:
                 end = await observer.after_turn(turn, result, events)
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, StorageError) as exc:
                 _not_written("grading after the turn", exc)
                 end = None
             if end is not None:
@@ -670,12 +670,12 @@ async def _kept(what: str, step: Awaitable[T]) -> T | None:
     """Run a bookkeeping step; a full disk there is logged (None), and the answer goes on."""
     try:
         return await step
-    except (OSError, sqlite3.Error) as exc:
+    except (OSError, sqlite3.Error, StorageError) as exc:  # the storage layer's, from SQLite's
         _not_written(what, exc)
         return None
 
 
-def _not_written(what: str, exc: OSError | sqlite3.Error) -> None:
+def _not_written(what: str, exc: OSError | sqlite3.Error | StorageError) -> None:
     """A bookkeeping step's error: a full disk is logged (the answer goes on), any other
     error raised again."""
     if not disk_full(exc):

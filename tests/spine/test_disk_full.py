@@ -229,3 +229,37 @@ async def test_an_observer_write_on_a_full_disk_is_logged_and_the_answer_goes_on
     assert f"grading {when} the turn not written, the disk is full" in caplog.text
     turns._observers = (*kept, _FailingObserver(OSError(errno.EACCES, "denied"), when))
     assert GENERIC in await say(roost, "hello again", 2)  # any other error: the turn fails
+
+
+async def test_a_followup_on_a_full_disk_is_answered_when_its_grading_mark_fails(
+    settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ops38 H1: every message after a chat's first marks the previous turn graded; on a
+    full disk (a real one: the WAL cannot grow) that write raised the storage layer's
+    `StorageError`, which `_kept` let through, so the person got "Not saved: the disk is
+    full" instead of the answer the model had already written (tokens spent)."""
+    from bridge.skills.grades import TurnLog
+    from bridge.storage.errors import StorageError
+
+    LONG = "Here is the long answer. " * 400
+
+    async def no_room(self: object, *row: str) -> None:
+        try:
+            raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.OperationalError as exc:
+            raise StorageError(str(exc)) from exc
+
+    roost = await build(
+        settings, backend=ScriptedBackend("first", LONG), audit=MemoryAudit(), clock=clock
+    )
+    try:
+        assert (await roost.core.handle(web_msg("hi", 1))).text == "first"
+        db = roost.sessions._db
+        pages = await db.fetch_value("PRAGMA page_count")
+        await db.execute(f"PRAGMA max_page_count = {pages}")  # the end's unit cannot write
+        monkeypatch.setattr(TurnLog, "mark_graded", no_room)  # nor the mark alone
+        final = await roost.core.handle(web_msg("and now?", 2))
+        assert final.kind == "answer" and final.text.startswith(LONG.strip()), final.text
+        assert DISK not in final.text and GENERIC not in final.text
+    finally:
+        await roost.aclose()
