@@ -456,3 +456,23 @@ async def test_status_says_whether_a_model_is_configured(home: Path) -> None:
         assert body["setup"]["toml"].startswith("[llm]\nbase_url = ")
         assert "ROOST_LLM__BASE_URL" in body["setup"]["env"]
         assert body["speech"]["configured"] is False
+
+
+async def test_ids_past_what_sqlite_holds_are_refused_not_a_server_error(home: Path) -> None:
+    """atk38 F9: a conversation id or seq past 2**63 - 1 passed the body's check and
+    SQLite raised OverflowError: a 500 and a traceback in the log. Now a 400."""
+    big = 2**70
+    async with served(home) as site:
+        for path, body in (
+            ("/api/conversations/delete", {"chat": "c", "conversation": big}),
+            ("/api/conversations/rename", {"chat": "c", "conversation": big, "title": "x"}),
+            ("/api/chat/regenerate", {"chat": "c", "seq": big}),
+            ("/api/chat/edit", {"chat": "c", "seq": big, "text": "x"}),
+            ("/api/chat/version", {"chat": "c", "seq": big, "index": 0}),
+        ):
+            status, answer = await call(site, "POST", path, body)
+            assert status == 400, (path, status, answer)
+        status, _ = await call(
+            site, "POST", "/api/conversations/delete", {"chat": "c", "conversation": 2**63 - 1}
+        )
+        assert status == 404  # the largest id SQLite holds is an id: no such conversation

@@ -35,7 +35,7 @@ from typing import Any, cast, get_args
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.channels.web.gate import CHAT_PATTERN, WebGate, error
+from bridge.channels.web.gate import CHAT_PATTERN, ROW_ID_MAX, WebGate, error
 from bridge.channels.web.out import Out, Viewers
 from bridge.channels.web.turns import TURNS, ProgressHandle, WebTurns
 from bridge.core.running import RunningTurns
@@ -53,7 +53,7 @@ RUNNING = "an answer is running in this chat; stop it first"
 class RegenerateBody(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     chat: str = Field("default", pattern=CHAT_PATTERN)
-    seq: int = Field(ge=1)
+    seq: int = Field(ge=1, le=ROW_ID_MAX)
 
 
 class EditBody(RegenerateBody):

@@ -32,7 +32,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.channels.web.gate import CHAT_PATTERN, WebGate, error
+from bridge.channels.web.gate import CHAT_PATTERN, ROW_ID_MAX, WebGate, error
 from bridge.channels.web.history import HISTORY
 from bridge.channels.web.search import search as search_shown
 from bridge.channels.web.turns import ProgressHandle
@@ -49,7 +49,7 @@ NOT_FOUND = "no such conversation in this chat; GET /api/conversations lists the
 class DeleteBody(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first request
     chat: str = Field("default", pattern=CHAT_PATTERN)
-    conversation: int = Field(ge=1)
+    conversation: int = Field(ge=1, le=ROW_ID_MAX)
 
 
 class RenameBody(DeleteBody):

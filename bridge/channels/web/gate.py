@@ -29,6 +29,7 @@ from bridge.core.sessions import SessionKey
 
 MAX_BODY = 1024 * 1024
 CHAT_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+ROW_ID_MAX = 2**63 - 1  # a row id or sequence number in a body: what SQLite can hold
 CHAT_ID = re.compile(CHAT_PATTERN)
 M = TypeVar("M", bound=BaseModel)
 
