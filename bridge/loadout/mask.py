@@ -42,12 +42,14 @@ import html
 import html.entities
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from bridge.core.masks import MaskedDeltas
 from bridge.loadout.refused import secret_spans
 from bridge.types.backend import ChatMessage, ToolCallRequest
+from bridge.types.cp1252 import read_1252
 from bridge.types.masked import Masked
 from bridge.types.messages import valid_unicode
 
@@ -106,6 +108,11 @@ def spellings(value: str) -> set[str]:
         full = encode(data).decode("ascii")
         forms.update((full, full.rstrip("=")))
         forms.update(_aligned(data, offset, encode) for offset in range(3))
+    if not value.isascii():
+        # the same letters composed otherwise (NFD: macOS text, PDF copies), and its UTF-8
+        # read as Windows-1252 (a file encoded twice): each reads back as the value
+        forms.update(unicodedata.normalize(form, value) for form in ("NFC", "NFD"))
+        forms.add(read_1252(data))
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 

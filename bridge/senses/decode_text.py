@@ -26,7 +26,8 @@ SNIFF_CHARS = 65_536
 
 def read_text(data: bytes, job: Job) -> dict[str, object]:
     """{"text", "chars", "about"}: the text (cut), its length, and a short description
-    (ending in ", read as Windows-1252" or ", read as UTF-16" when it was not UTF-8, so
+    (ending in ", read as Windows-1252", ", read as UTF-16" or ", read as UTF-8 (2 bytes not
+    UTF-8, read as Windows-1252)" when it was not all UTF-8, so
     a tool that opens the file knows how); `Unreadable("not_text")` for a binary file."""
     found = decode(data)
     if found is None:
@@ -37,7 +38,7 @@ def read_text(data: bytes, job: Job) -> dict[str, object]:
         about = json_validity(text)
     elif job.kind == "CSV":
         about = csv_shape(text)
-    if found.encoding != "utf-8" or found.replaced:
+    if found.encoding != "utf-8" or found.legacy:
         about += f", read as {found.shown}"
     body = text.strip()
     return {"text": body[: job.max_chars], "chars": len(body), "about": about}

@@ -2,9 +2,9 @@
 
 The type comes from the first 64 KB (`%PDF-`), then from the sender's file
 name or MIME type, and a "text" file must look like text by the rule every
-channel shares (`text_encoding`: UTF-8, UTF-16 with a BOM, or Windows-1252
-that is mostly printable; no NUL bytes otherwise). The file itself is read
-by a decoder process (`reading.decoded`): a PDF's text layer page by page
+channel shares (`text_encoding`: UTF-8, UTF-16 with a BOM, or UTF-8 where valid
+and Windows-1252 for the other bytes, mostly printable; no NUL bytes otherwise).
+The file itself is read by a decoder process (`reading.decoded`): a PDF's text layer page by page
 (`pdf.py`: pages, characters and seconds bounded), text decoded by that
 rule (the encoding named when not UTF-8), JSON checked, a CSV's shape
 counted (`decode_text.py`). The text goes before the person's message, framed by

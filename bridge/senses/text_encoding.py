@@ -8,20 +8,24 @@ confined). The rule, in order:
   UTF-16 without error, holds no U+0000 and is mostly printable;
 - any NUL byte otherwise: not text (a program, an image, an archive...);
 - valid UTF-8 (a BOM or not): text, as it always was;
-- UTF-8 with a few broken sequences (a stray byte, a character cut at the
-  end) among more valid non-ASCII characters than broken ones: read as UTF-8,
-  each broken sequence as U+FFFD (reading it as Windows-1252 would garble
-  every other accented letter), and the count said (`Decoded.replaced`);
-- otherwise text that is mostly printable (what Excel's "CSV" writes on a
-  German or French Windows): read as Windows-1252, its five undefined
-  bytes as Latin-1.
+- otherwise text that is mostly printable: read as UTF-8 where its bytes are
+  valid UTF-8 and each other byte as Windows-1252 (its five undefined bytes as
+  Latin-1). A file with no valid UTF-8 beyond ASCII is Windows-1252 throughout
+  (what Excel's "CSV" writes on a German or French Windows); one with both
+  (a stray Latin-1 byte in a UTF-8 file, a character cut at the end, lines
+  pasted from two editors) keeps every UTF-8 character as written, so a
+  name or a secret in it reads the same as anywhere else, and the count of
+  bytes read as Windows-1252 is said (`Decoded.legacy`).
 
-"Mostly printable": fewer than one in `ODD_SHARE` characters (bytes, for
-Windows-1252) is a control character other than tab, line feed, vertical tab,
-form feed, carriage return and escape. Random bytes hold about one in ten.
+"Mostly printable": fewer than one in `ODD_SHARE` characters of the text so
+read is a control or private-use character other than tab, line feed,
+vertical tab, form feed, carriage return and escape. Random bytes hold about
+one in ten; Japanese or Russian UTF-8 none (their continuation bytes are no
+controls once read as UTF-8).
 `TextSniff` is fed a body chunk by chunk (the web upload and the terminal's
 `/attach` stream it; `documents.kind_of` feeds the first 64 KB of a Telegram
-document); `decode(data)` reads a whole file by the same rule.
+document); `decode(data)` reads a whole file by the same rule. Both count with
+C-level string operations only (a 20 MB upload is counted in one pass).
 """
 
 from __future__ import annotations
@@ -30,35 +34,45 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from bridge.types.cp1252 import CP1252_TABLE
+
 ODD_SHARE = 32  # fewer than 1 in 32 characters may be control characters
 BOMS_16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-UNDEFINED_1252 = frozenset({0x81, 0x8D, 0x8F, 0x90, 0x9D})
-_FINE_CONTROLS = b"\t\n\x0b\x0c\r\x1b"
-PRINTABLE_8BIT = (
-    _FINE_CONTROLS
-    + bytes(range(0x20, 0x7F))
-    + bytes(b for b in range(0x80, 0x100) if b not in UNDEFINED_1252)
-)
-# Windows-1252, with the five bytes it leaves undefined read as Latin-1 (C1 controls)
-CP1252_TABLE = "".join(
-    chr(b) if b in UNDEFINED_1252 else bytes([b]).decode("cp1252") for b in range(256)
-)
 _ODD_CHARS = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f\ue000-\uf8ff\ufffe\uffff]")
+# UTF-8's broken bytes as `surrogateescape` leaves them (U+DC80-U+DCFF): as Windows-1252
+_ESCAPED = re.compile("[\udc80-\udcff]")
+_FROM_ESCAPED = {0xDC00 + b: CP1252_TABLE[b] for b in range(0x80, 0x100)}
 NAMES = {"utf-8": "UTF-8", "utf-16": "UTF-16", "cp1252": "Windows-1252"}
-
-
-def odd_bytes(data: bytes) -> int:
-    """How many bytes of `data` are no printable Windows-1252 character."""
-    return len(data.translate(None, PRINTABLE_8BIT))
 
 
 def odd_chars(text: str) -> int:
     """How many characters of `text` are control or private-use characters."""
-    return sum(1 for _ in _ODD_CHARS.finditer(text))
+    return len(text) - len(_ODD_CHARS.sub("", text))
 
 
 def mostly_printable(odd: int, total: int) -> bool:
     return odd * ODD_SHARE < total
+
+
+@dataclass(frozen=True, slots=True)
+class Mixed:
+    """Bytes read by the 8-bit rule: UTF-8 where valid, each other byte as Windows-1252."""
+
+    text: str
+    legacy: int  # bytes read as Windows-1252
+    wide: int  # characters beyond ASCII read as UTF-8
+
+
+def read_mixed(escaped: str) -> Mixed:
+    """`escaped` (UTF-8 decoded with `surrogateescape`) with its escaped bytes read as
+    Windows-1252; ASCII text is passed through as it is."""
+    if escaped.isascii():
+        return Mixed(escaped, 0, 0)
+    plain = _ESCAPED.sub("", escaped)
+    legacy = len(escaped) - len(plain)
+    wide = len(plain) - len(plain.encode("ascii", "ignore"))
+    text = escaped.translate(_FROM_ESCAPED) if legacy else escaped
+    return Mixed(text, legacy, wide)
 
 
 class TextSniff:
@@ -68,9 +82,9 @@ class TextSniff:
         self.size = 0
         self._start = b""  # the first two bytes, until the mode is known
         self._mode = ""  # "", "utf-16" or "8bit"
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._utf16 = codecs.getincrementaldecoder("utf-16")()
-        self._utf8_ok = True
+        self._legacy = self._wide = 0
         self._bad = False  # a NUL byte, or UTF-16 that does not decode
         self._odd = 0
         self._chars = 0
@@ -88,7 +102,7 @@ class TextSniff:
         if self._mode == "utf-16":
             self._feed_16(chunk, final=False)
         else:
-            self._feed_8bit(chunk)
+            self._feed_8bit(chunk, final=False)
 
     def _feed_16(self, chunk: bytes, final: bool) -> None:
         try:
@@ -97,20 +111,20 @@ class TextSniff:
             self._bad = True
             return
         self._bad = "\x00" in text
-        self._odd += odd_chars(text)
-        self._chars += len(text)
+        self._count(text)
 
-    def _feed_8bit(self, chunk: bytes) -> None:
+    def _feed_8bit(self, chunk: bytes, final: bool) -> None:
         if b"\x00" in chunk:
             self._bad = True
             return
-        self._odd += odd_bytes(chunk)
-        self._chars += len(chunk)
-        if self._utf8_ok:
-            try:
-                self._utf8.decode(chunk)
-            except UnicodeDecodeError:
-                self._utf8_ok = False
+        mixed = read_mixed(self._utf8.decode(chunk, final))
+        self._legacy += mixed.legacy
+        self._wide += mixed.wide
+        self._count(mixed.text)
+
+    def _count(self, text: str) -> None:
+        self._odd += odd_chars(text)
+        self._chars += len(text)
 
     def encoding(self, final: bool = True) -> str | None:
         """ "utf-8", "utf-16" or "cp1252", or None when the body is not text.
@@ -119,7 +133,7 @@ class TextSniff:
         at the end is no reason to refuse). Called with `final` once, last."""
         if not self._mode and self._start and not self._bad:  # a body of one byte
             self._mode = "8bit"
-            self._feed_8bit(self._start)
+            self._feed_8bit(self._start, final=False)
         if self._bad or self.size == 0:
             return None
         if self._mode == "utf-16":
@@ -127,14 +141,11 @@ class TextSniff:
                 self._feed_16(b"", final=True)  # an odd byte or half a pair at the end
             ok = not self._bad and mostly_printable(self._odd, self._chars)
             return "utf-16" if ok else None
-        if self._utf8_ok and final:
-            try:
-                self._utf8.decode(b"", final=True)
-            except UnicodeDecodeError:
-                self._utf8_ok = False
-        if self._utf8_ok:
-            return "utf-8"
-        return "cp1252" if mostly_printable(self._odd, self._chars) else None
+        if final:
+            self._feed_8bit(b"", final=True)  # a sequence cut at the end: its bytes
+        if not mostly_printable(self._odd, self._chars):
+            return None
+        return "cp1252" if self._legacy and not self._wide else "utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +154,15 @@ class Decoded:
 
     text: str
     encoding: str  # "utf-8", "utf-16" or "cp1252"
-    replaced: int = 0  # UTF-8's broken sequences read as U+FFFD
+    legacy: int = 0  # a UTF-8 file's bytes that were not UTF-8, read as Windows-1252
 
     @property
     def shown(self) -> str:
         """The encoding's name for people: "UTF-8", "UTF-16", "Windows-1252" (and the
-        broken sequences, when some were replaced)."""
-        if self.replaced:
-            some = "1 byte sequence" if self.replaced == 1 else f"{self.replaced} byte sequences"
-            return f"{NAMES[self.encoding]} ({some} not UTF-8, shown as \ufffd)"
+        bytes read as Windows-1252 in a UTF-8 file, when some were)."""
+        if self.legacy:
+            some = "1 byte" if self.legacy == 1 else f"{self.legacy} bytes"
+            return f"UTF-8 ({some} not UTF-8, read as Windows-1252)"
         return NAMES[self.encoding]
 
 
@@ -171,23 +182,9 @@ def decode(data: bytes) -> Decoded | None:
         return Decoded(data.decode("utf-8").removeprefix("\ufeff"), "utf-8")
     except UnicodeDecodeError:
         pass
-    if not mostly_printable(odd_bytes(data), len(data)):
+    mixed = read_mixed(data.decode("utf-8", "surrogateescape"))
+    if not mostly_printable(odd_chars(mixed.text), len(mixed.text)):
         return None
-    mended = mostly_utf8(data)
-    if mended is not None:
-        return mended
-    return Decoded(codecs.charmap_decode(data, "strict", CP1252_TABLE)[0], "cp1252")
-
-
-REPLACEMENT = "\ufffd".encode()
-
-
-def mostly_utf8(data: bytes) -> Decoded | None:
-    """`data` (not valid UTF-8) read as UTF-8 with its broken sequences as U+FFFD, when it
-    holds more valid non-ASCII characters than broken sequences; else None."""
-    text = data.decode("utf-8", "replace")
-    broken = text.count("\ufffd") - data.count(REPLACEMENT)
-    wide = sum(1 for ch in text if ch > "\x7f") - text.count("\ufffd")
-    if wide <= broken:
-        return None
-    return Decoded(text.removeprefix("\ufeff"), "utf-8", broken)
+    if not mixed.wide:
+        return Decoded(mixed.text, "cp1252")
+    return Decoded(mixed.text.removeprefix("\ufeff"), "utf-8", mixed.legacy)

@@ -72,3 +72,21 @@ def test_a_self_overlapping_value_is_held_and_masked_exactly() -> None:
     stream = Masker({"LONG": value}).stream()
     sent = "".join(stream.feed("a") for _ in range(700)) + stream.feed("b") + stream.flush()
     assert sent == "a" * 400 + "[vault:LONG]"
+
+
+def test_a_value_with_accents_is_masked_decomposed_and_read_as_windows_1252() -> None:
+    """atk38 F3: the same letters in NFD (macOS text, a PDF copy) or the value's UTF-8
+    read as Windows-1252 (a file encoded twice) reached the model unmasked."""
+    import unicodedata
+
+    value = "pässwörd-Ω42x"
+    masker = Masker({"BANK_PIN": value})
+    for form in (
+        unicodedata.normalize("NFD", value),
+        value.encode().decode("cp1252", "replace"),  # 'pÃ¤sswÃ¶rd-Î©42x'
+    ):
+        assert form != value
+        assert masker.mask(f"my pin is {form} ok") == "my pin is [vault:BANK_PIN] ok", form
+        stream = masker.stream()
+        sent = "".join(stream.feed(c) for c in f"pin {form}.") + stream.flush()
+        assert sent == "pin [vault:BANK_PIN].", form

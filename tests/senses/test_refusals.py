@@ -105,13 +105,19 @@ async def test_the_turn_runs_on_what_could_be_read(roost: Roost) -> None:
 
 
 async def test_json_is_validated_and_text_not_utf8_read_as_windows_1252(roost: Roost) -> None:
-    model(roost).steps.extend(["ok", "ok"])
+    model(roost).steps.extend(["ok", "ok", "ok"])
     await roost.core.handle(sent(roost, b'{"a": 1,}', "d.json", "application/json"))
     asked = model(roost).requests[-1].messages[-1].content
     assert "(JSON, not valid: Expecting property name enclosed in double quotes at line 1)" in asked
-    await roost.core.handle(sent(roost, b"caf\xe9 \xef\xbb\xbf ok", "n.txt", "text/plain"))
+    await roost.core.handle(sent(roost, b"caf\xe9 \xe0 la cr\xe8me ok", "n.txt", "text/plain"))
     asked = model(roost).requests[-1].messages[-1].content
-    assert "(text, read as Windows-1252)" in asked and "café ï»¿ ok" in asked
+    assert "(text, read as Windows-1252)" in asked and "café à la crème ok" in asked
+    # a file that mixes both: each UTF-8 character as written, the other bytes as 1252
+    mixed = b"caf\xe9 " + "Grüße".encode() + b" ok"
+    await roost.core.handle(sent(roost, mixed, "m.txt", "text/plain"))
+    asked = model(roost).requests[-1].messages[-1].content
+    assert "(text, read as UTF-8 (1 byte not UTF-8, read as Windows-1252))" in asked
+    assert "café Grüße ok" in asked
 
 
 async def test_telegram_files_over_the_limits_are_never_fetched(home: Path) -> None:

@@ -116,18 +116,46 @@ async def test_telegram_reads_windows_1252_and_utf_16_and_names_the_encoding(
         assert "Grüße aus Köln – 20 € bitte" in asked and "(text, read as UTF-16)" in asked
 
 
-def test_utf8_with_a_stray_byte_stays_utf8_with_the_byte_replaced() -> None:
+def test_utf8_with_a_stray_byte_stays_utf8_and_the_byte_is_read_as_windows_1252() -> None:
     """A UTF-8 file with one broken sequence (a stray Latin-1 byte, a character cut at
-    the end) read as Windows-1252 garbled every other umlaut ("KÃ¤se")."""
+    the end) read as Windows-1252 garbled every other umlaut ("KÃ¤se"); each of its
+    bytes is read as Windows-1252 now, every UTF-8 character as written."""
     lines = "Käse;Brötchen;Grüße\n" * 3
     stray = decode(lines.encode() + b"Caf\xe9 au lait\n")
-    assert stray is not None and stray.encoding == "utf-8" and stray.replaced == 1
-    assert stray.text == lines + "Caf\ufffd au lait\n"
-    assert "1 byte sequence not UTF-8" in stray.shown
+    assert stray is not None and stray.encoding == "utf-8" and stray.legacy == 1
+    assert stray.text == lines + "Café au lait\n"
+    assert stray.shown == "UTF-8 (1 byte not UTF-8, read as Windows-1252)"
     cut = decode((lines + "Grü").encode()[:-1])
-    assert cut is not None and cut.text == lines + "Gr\ufffd" and cut.replaced == 1
+    assert cut is not None and cut.text == lines + "Gr\u00c3" and cut.legacy == 1
     plain = decode("Käse;3,50\n".encode("cp1252"))  # no valid UTF-8 beside: Windows-1252
     assert plain is not None and (plain.encoding, plain.text) == ("cp1252", "Käse;3,50\n")
+
+
+def test_more_legacy_bytes_than_utf8_letters_keep_the_utf8_ones() -> None:
+    """atk38 F3: a few Windows-1252 accents and a UTF-8 line read the whole file as
+    Windows-1252, so a secret written in UTF-8 reached the model as 'pÃ¤sswÃ¶rd'
+    (the masker never saw the value). Each part is read as written now."""
+    body = "Notizen: été, Café, über, Straße\n".encode("cp1252") + "pässwörd-Ω42x\n".encode()
+    found = decode(body)
+    assert found is not None and found.encoding == "utf-8" and found.legacy == 5
+    assert found.text == "Notizen: été, Café, über, Straße\npässwörd-Ω42x\n"
+    streamed = TextSniff()
+    for start in range(0, len(body), 5):
+        streamed.feed(body[start : start + 5])
+    assert streamed.encoding() == "utf-8"
+
+
+def test_utf8_japanese_or_russian_with_one_stray_byte_is_text() -> None:
+    """atk38 F8: UTF-8 continuation bytes (E3 81 xx, D1 8F) were counted as control
+    characters before the UTF-8 reading, so such a file was refused as not text."""
+    for line in ("こんにちは、世界。ありがとうございます。\n", "Съешь же ещё этих мягких булок\n"):
+        body = (line * 20).encode() + b"\xff" + (line * 20).encode()
+        found = decode(body)
+        assert found is not None and found.encoding == "utf-8" and found.legacy == 1, line
+        assert found.text == line * 20 + "\u00ff" + line * 20
+        streamed = TextSniff()
+        streamed.feed(body)
+        assert streamed.encoding() == "utf-8"
 
 
 async def test_telegram_refuses_a_binary_named_text_and_keeps_the_character_limit(
