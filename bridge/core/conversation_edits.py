@@ -18,6 +18,7 @@ an export's history.jsonl): `unindex` is handed the chat and the
 conversation's time span (from its start to its archiving, when it was the
 chat's current one) before its rows go, so a delete cut short leaves the
 conversation listed (delete it again), never its words findable without it.
+The chat's posts made in its window (reminders, job answers) go in the same unit.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, NamedTuple
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import SHOWN, message
 from bridge.storage.protocol import Database
-from bridge.storage.units import Unit, execute
+from bridge.storage.units import Unit, execute, fetch_one
 from bridge.types.masked import TextMask
 from bridge.types.session_key import SessionKey
 
@@ -189,7 +190,16 @@ class ConversationEdits:
 
 
 def _deleted(key: SessionKey, ident: int) -> Unit[bool]:
-    """The conversation's row (if it is this chat's and archived), then its messages."""
+    """The conversation's row (if it is this chat's and archived), then its messages and
+    the chat's posts of its window (reminders, job answers: `chat_posts`, which a page
+    places by the time they were made, from the previous conversation's archiving to this
+    one's; left, they moved into the next conversation's page)."""
+    window = yield fetch_one(
+        "SELECT (SELECT MAX(archived_at) FROM conversations WHERE tenant=? AND channel=?"
+        " AND chat=? AND id < ? AND archived_at IS NOT NULL), archived_at"
+        f" FROM conversations WHERE {_OWNED} AND archived_at IS NOT NULL",
+        (*_args(key), ident, ident, *_args(key)),
+    )
     gone = yield execute(
         f"DELETE FROM conversations WHERE {_OWNED} AND archived_at IS NOT NULL",
         (ident, *_args(key)),
@@ -199,6 +209,13 @@ def _deleted(key: SessionKey, ident: int) -> Unit[bool]:
             "DELETE FROM conversation_messages WHERE conversation=? AND tenant=?",
             (ident, key.tenant),
         )
+        lo, hi = window
+        posts = (*_args(key), int(float(lo or 0) * 1000), int(float(hi) * 1000))
+        where = "tenant=? AND channel=? AND chat=? AND created_ms >= ? AND created_ms < ?"
+        yield execute(
+            f"DELETE FROM outbox_parts WHERE entry IN (SELECT id FROM outbox WHERE {where})", posts
+        )
+        yield execute(f"DELETE FROM outbox WHERE {where}", posts)
     return bool(gone)
 
 

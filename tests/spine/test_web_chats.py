@@ -476,3 +476,51 @@ async def test_ids_past_what_sqlite_holds_are_refused_not_a_server_error(home: P
             site, "POST", "/api/conversations/delete", {"chat": "c", "conversation": 2**63 - 1}
         )
         assert status == 404  # the largest id SQLite holds is an id: no such conversation
+
+
+async def _remind(site: Site, text: str) -> None:
+    """A reminder's post in chat c, as the scheduler leaves it (masked, in the outbox)."""
+    import time
+
+    from bridge.schedule.outbox import OutboxStore
+
+    masked = site.roost.loadout.vault.masker(TenantDirs.of(site.home, "alice")).mask(text)
+    await OutboxStore(site.roost.database).enqueue(
+        "alice", "web", "c", masked, f"job:{text}", now_ms=int(time.time() * 1000)
+    )
+
+
+async def test_a_deleted_conversations_reminders_go_with_it(home: Path) -> None:
+    """atk38 F2: a post (a reminder, a job's answer) of a deleted conversation stayed in the
+    outbox, and as a page's window starts at the previous conversation's archiving, it
+    showed in the next conversation's page and search (and in exports)."""
+    async with served(home) as site:
+        await chat(site, "first conversation: hello")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "remind me of the walrus affair")  # conversation A
+        await _remind(site, "⏰ Reminder: the walrus affair")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "conversation B: nothing about it")
+        await _remind(site, "⏰ Reminder: the otter party")  # B's own post stays
+        current, a, first = (r["id"] for r in await conversations(site))
+        _, old = await get(site, f"/api/history?chat=c&conversation={a}")
+        assert "walrus" in str(old)
+        status, _ = await call(
+            site, "POST", "/api/conversations/delete", {"chat": "c", "conversation": a}
+        )
+        assert status == 200
+        _, page = await get(site, "/api/history?chat=c")
+        assert "walrus" not in str(page) and "otter" in str(page)
+        _, found = await get(site, "/api/conversations/search?chat=c&q=walrus")
+        assert found["results"] == [], found
+        rows = await site.roost.database.fetch_all("SELECT text FROM outbox")
+        assert "walrus" not in str(rows) and "otter" in str(rows)
+        # the current conversation deleted: the fresh one starts without its posts
+        status, _ = await call(
+            site, "POST", "/api/conversations/delete", {"chat": "c", "conversation": current}
+        )
+        assert status == 200
+        _, page = await get(site, "/api/history?chat=c")
+        assert "otter" not in str(page), page["messages"]
+        _, kept = await get(site, f"/api/history?chat=c&conversation={first}")
+        assert "first conversation" in str(kept)
