@@ -10,6 +10,7 @@ offers its own rows in `Launched.live` (Telegram: `allowed_groups`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from bridge.app.build import Roost
@@ -18,6 +19,7 @@ from bridge.app.reload import OnReload
 from bridge.app.wiring import access_rules, sense_limits
 from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
+from bridge.core.pairing import unbind_unconfigured
 from bridge.core.router import CoreLimits
 from bridge.core.turn import TurnSettings
 from bridge.mcp.source import McpTools
@@ -39,9 +41,21 @@ SENSES = (
 
 def reload_hooks(roost: Roost) -> list[OnReload]:
     """The live settings of a roost and how each is applied (in this order)."""
+    pending: set[asyncio.Task[object]] = set()  # held until done (the loop keeps weak refs)
+
+    def _unbound(task: asyncio.Task[object]) -> None:
+        pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("reload: removing pairings to removed tenants failed: %r", task.exception())
 
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
         roost.resolver.replace(access_rules(new, roost.pairing, roost.platforms))
+        # the resolver refuses them from now on; removed for good in the background (a
+        # shutdown first leaves it to the next start's `build`)
+        unbinding = unbind_unconfigured(roost.pairing, roost.audit, set(new.tenants))
+        task = asyncio.get_running_loop().create_task(unbinding, name="unbind removed tenants")
+        pending.add(task)
+        task.add_done_callback(_unbound)
 
     def limits(new: Settings) -> None:  # from the next message on; running turns keep theirs
         roost.core.set_limits(

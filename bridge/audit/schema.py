@@ -412,7 +412,11 @@ SCHEMAS: dict[str, dict[str, Kind]] = {
     "secret.removed": {"name": SECRET, "by": enum("operator")},
     "pairing.issued": {"ttl_s": INT},
     "pairing.used": {"channel": CHANNEL, "identity": IDENTITY},
-    "pairing.revoked": {"channel": CHANNEL, "identity": IDENTITY, "by": enum("user", "operator")},
+    "pairing.revoked": {
+        "channel": CHANNEL,
+        "identity": IDENTITY,
+        "by": enum("user", "operator", "config"),
+    },
     "chat.model_set": {"model": MODEL, "previous": MODEL, "channel": CHANNEL, "chat": CHAT},
     "budget.reached": {
         "budget": enum("daily", "monthly"),

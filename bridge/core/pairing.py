@@ -46,13 +46,14 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 from bridge.core.tenants import Rule
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database, Row
+from bridge.types.audit_sink import AuditSink
 from bridge.types.messages import Inbound
 
 log = logging.getLogger(__name__)
@@ -318,6 +319,22 @@ class PairingStore:
             await self.db.notify(TOPIC)
         return gone
 
+    async def revoke_unconfigured(self, known: Collection[str]) -> list[Binding]:
+        """Remove every binding to a tenant not in `known` (the configuration's tenants);
+        returns those removed, oldest first. `rule` already ignores them; removed, they
+        stay gone: a tenant configured again under that name starts with nobody paired."""
+        names = sorted(known)
+        where = f"tenant NOT IN ({','.join('?' * len(names))})" if names else "1 = 1"
+        rows = await self.db.fetch_all(
+            f"DELETE FROM pairing_bindings WHERE {where} RETURNING {_BINDING_COLUMNS}", names
+        )
+        gone = sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
+        for b in gone:
+            self._mirror((b.channel, b.identity), None)
+        if gone:
+            await self.db.notify(TOPIC)
+        return gone
+
     async def bindings(self) -> list[Binding]:
         """Every binding, oldest first."""
         rows = await self.db.fetch_all(
@@ -402,3 +419,29 @@ def watching(store: PairingStore) -> Callable[[], object]:
             await task
 
     return stop
+
+
+async def unbind_unconfigured(
+    store: PairingStore, audit: AuditSink, known: Collection[str]
+) -> list[Binding]:
+    """The bindings to tenants no longer configured removed for good (at start and at each
+    reload), each audited as `pairing.revoked` by "config" and counted in the log."""
+    gone = await store.revoke_unconfigured(known)
+    if gone:
+        await audit.emit_many(
+            [
+                (
+                    "pairing.revoked",
+                    b.tenant,
+                    {"channel": b.channel, "identity": b.identity, "by": "config"},
+                )
+                for b in gone
+            ]
+        )
+        log.info(
+            "pairing: %d binding(s) to tenants no longer configured removed (%s): those people"
+            " are strangers again, and must /pair again if the tenant comes back",
+            len(gone),
+            ", ".join(sorted({b.tenant for b in gone})),
+        )
+    return gone
