@@ -36,7 +36,8 @@ GONE = (
     "this chat is back on the default model, {default!r}. /model lists the others.)"
 )
 
-MakeBackend = Callable[[LLMSettings], tuple[Backend, str]]
+# a backend of one model's table, and the table's [models.NAME] (None: [llm])
+MakeBackend = Callable[[LLMSettings, str | None], tuple[Backend, str]]
 
 
 def turn_tool_server(
@@ -49,8 +50,9 @@ def turn_tool_server(
     return serve_turn_tools(tools, call)
 
 
-def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
-    """A backend for one [llm] or [models.X] table, and why it was chosen (for the log)."""
+def make_backend_of(llm: LLMSettings, table: str | None = None) -> tuple[Backend, str]:
+    """A backend for one [llm] or [models.X] table (`table`: X), and why it was chosen (for
+    the log); an error names the table's own settings."""
     from bridge.llm.select import select_backend
 
     key = llm.api_key.get_secret_value() if llm.api_key else None
@@ -64,6 +66,7 @@ def make_backend_of(llm: LLMSettings) -> tuple[Backend, str]:
         max_output_tokens=llm.max_output_tokens,
         claude_path=llm.claude_path,
         tool_server=turn_tool_server,
+        table=table,
     )
 
 
@@ -78,7 +81,9 @@ def make_backend(settings: Settings, name: str | None = None) -> tuple[Backend, 
     Here, not in the composition root, so that the commands that only ask a model
     (`roost style sweep`, `roost grade --judge`) do not import `bridge.app.build`;
     `bridge.app.build` re-exports it."""
-    return make_backend_of(model_tables(settings)[name or settings.llm.name])
+    chosen = name or settings.llm.name
+    table = None if chosen == settings.llm.name else chosen
+    return make_backend_of(model_tables(settings)[chosen], table)
 
 
 @dataclass
@@ -113,7 +118,7 @@ def build_generation(
         if name == settings.llm.name and default is not None:
             backends[name], reasons[name] = default, "backend passed in"
         else:
-            backends[name], reasons[name] = make(llm)
+            backends[name], reasons[name] = make(llm, None if name == settings.llm.name else name)
     seeing = tuple(name for name, llm in model_tables(settings).items() if llm.vision)
     return Generation(settings.llm.name, backends, reasons, seeing=seeing)
 

@@ -20,10 +20,11 @@ from bridge.types.backend import BackendError, ChatMessage, ModelRequest, Retryi
 PING = ModelRequest(system="", messages=(ChatMessage("user", "Reply with the word OK."),))
 
 
-async def probe_chat(llm: LLMSettings, timeout_s: float) -> str | None:
-    """None when the model started answering; else why not, one safe line."""
+async def probe_chat(llm: LLMSettings, timeout_s: float, table: str | None = None) -> str | None:
+    """None when the model started answering; else why not, one safe line (naming the
+    settings of `table`, its [models.NAME], or [llm]'s)."""
     quiet = llm.model_copy(update={"max_retries": 0, "timeout_s": timeout_s})
-    backend, _ = make_backend_of(quiet)
+    backend, _ = make_backend_of(quiet, table)
     # the backend logs a failure's full story under a reference; the doctor's one
     # line is the report here, so keep its log out of the table
     faults = logging.getLogger("bridge.llm.faults")

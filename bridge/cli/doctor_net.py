@@ -131,7 +131,8 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
         )
     if status != 200 or not isinstance(data, list):
         hint = "" if anthropic else _v1_hint(url, section, status)
-        return await _chat_instead(llm, timeout_s, line, where, status, hint)
+        table = section.removeprefix("models.") if section.startswith("models.") else None
+        return await _chat_instead(llm, timeout_s, line, where, status, hint, table)
     names = [m.get("id") for m in data if isinstance(m, dict)]
     if llm.model not in names:
         listed = _scrub(", ".join(str(n) for n in names[:5]) or "none", key)
@@ -154,14 +155,20 @@ def _v1_hint(url: str, section: str, status: int) -> str:
 
 
 async def _chat_instead(
-    llm: LLMSettings, timeout_s: float, line: str, where: str, status: int, hint: str = ""
+    llm: LLMSettings,
+    timeout_s: float,
+    line: str,
+    where: str,
+    status: int,
+    hint: str = "",
+    table: str | None = None,
 ) -> Check:
     """The model list is optional: without one, a one-word chat request decides; `hint`
     follows a failure that was a 404 too (`_v1_hint`)."""
     from bridge.cli.doctor_chat import probe_chat  # the backends: only for this fallback
 
     listed = f"GET /models answered HTTP {status}" if status != 200 else "GET /models sent no list"
-    failed = await probe_chat(llm, timeout_s)
+    failed = await probe_chat(llm, timeout_s, table)
     if failed is None:
         return Check("ok", line, f"{where}: {llm.model} answered a chat request ({listed})")
     if "HTTP 404" not in failed and not failed.startswith("not_found"):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.llm.anthropic_events import EventReader, bad_response, message_events
 from bridge.llm.anthropic_wire import build_body, error_fields, safe_message
-from bridge.llm.faults import ServerFault, reported
+from bridge.llm.faults import ServerFault, reported, setting, which
 from bridge.llm.http_retry import (
     Retry,
     connection_detail,
@@ -98,7 +98,10 @@ class AnthropicBackend:
         session: aiohttp.ClientSession | None = None,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
+        table: str | None = None,
     ) -> None:
+        """`table`: the [models.NAME] this model is configured in (None: [llm])."""
+        self._table = table
         self._url = messages_url(base_url)
         self._host = safe_host(base_url)
         self._api_key = api_key or ""
@@ -131,7 +134,7 @@ class AnthropicBackend:
                 async for event in events:
                     yield event
         except BackendError as exc:
-            raise reported(exc, self._host, self._redact) from exc
+            raise reported(exc, self._host, self._redact, which(self._model, self._table)) from exc
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
@@ -170,7 +173,8 @@ class AnthropicBackend:
                 raise ServerFault(
                     "config",
                     f"the Anthropic API answered with a redirect (HTTP {response.status}), "
-                    "which roost does not follow; the operator should check ROOST_LLM__BASE_URL",
+                    "which roost does not follow; the operator should check "
+                    + setting(self._table, "base_url"),
                     f"HTTP {response.status} redirect to {where}, not followed",
                 )
             if response.status >= 400:
@@ -242,7 +246,7 @@ class AnthropicBackend:
         if status == 401:
             text = (
                 "Anthropic rejected roost's API key (HTTP 401); "
-                "the operator should check ROOST_LLM__API_KEY"
+                f"the operator should check {setting(self._table, 'api_key')}"
             )
             return ServerFault("auth", text, detail)
         if status == 403:
@@ -254,7 +258,7 @@ class AnthropicBackend:
         if status == 404:
             text = (
                 f"Anthropic has no model {self._model!r} (HTTP 404); "
-                "the operator should check ROOST_LLM__MODEL"
+                f"the operator should check {setting(self._table, 'model')}"
             )
             return ServerFault("not_found", text, f"{detail} (POST {self._url})")
         text = f"Anthropic refused the request (HTTP {status}: {said or kind or 'no reason given'})"

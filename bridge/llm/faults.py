@@ -26,14 +26,29 @@ class ServerFault(BackendError):
         self.detail = detail
 
 
-def reported(exc: BackendError, server: str, redact: Callable[[str], str]) -> BackendError:
+def setting(table: str | None, key: str) -> str:
+    """How the operator names a model's setting: `ROOST_LLM__API_KEY` for [llm] (README puts
+    the key in that variable), `[models.smart] api_key` for a named model's table."""
+    return f"ROOST_LLM__{key.upper()}" if table is None else f"[models.{table}] {key}"
+
+
+def which(model: str, table: str | None) -> str:
+    """The configured model, for the operator's log line (several may share one server)."""
+    return f"model {model!r} of " + ("[llm]" if table is None else f"[models.{table}]")
+
+
+def reported(
+    exc: BackendError, server: str, redact: Callable[[str], str], model: str = ""
+) -> BackendError:
     """Log `exc` in full under a fresh reference; return what the person may see.
 
-    Any mention of `server` (host[:port]) left in the safe text is replaced.
+    Any mention of `server` (host[:port]) left in the safe text is replaced. `model`:
+    which configured model it was (`which`), for the log.
     """
     ref = secrets.token_hex(3)
     detail = getattr(exc, "detail", "") or exc.user_message
-    log.warning("model call failed (ref %s) at %s: %s: %s", ref, server, exc.kind, redact(detail))
+    at = f"{server} ({model})" if model else server
+    log.warning("model call failed (ref %s) at %s: %s: %s", ref, at, exc.kind, redact(detail))
     public = exc.user_message.replace(server, "the model server") if server else exc.user_message
     return BackendError(
         exc.kind, f"{public[:1].upper()}{public[1:]}. The operator's log has details (ref {ref})."

@@ -39,7 +39,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bridge.llm.faults import ServerFault, reported
+from bridge.llm.faults import ServerFault, reported, setting, which
 from bridge.llm.http_retry import (
     Retry,
     connection_detail,
@@ -93,7 +93,11 @@ class OpenAIBackend:
         session: aiohttp.ClientSession | None = None,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
+        table: str | None = None,
     ) -> None:
+        """`table`: the [models.NAME] this model is configured in (None: [llm]), for what
+        the operator is told to check."""
+        self._table = table
         self._base_url = base_url.rstrip("/")
         self._url = f"{self._base_url}/chat/completions"
         self._host = safe_host(base_url)
@@ -140,7 +144,7 @@ class OpenAIBackend:
                             yield TextDelta(held)
                     yield event
         except BackendError as exc:
-            raise reported(exc, self._host, self._redact) from exc
+            raise reported(exc, self._host, self._redact, which(self._model, self._table)) from exc
 
     def _client(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -227,7 +231,7 @@ class OpenAIBackend:
         if "event-stream" in ctype:
             return bad_response(detail)
         return bad_response(
-            f"{detail} (content type {ctype or 'none'}; is ROOST_LLM__BASE_URL "
+            f"{detail} (content type {ctype or 'none'}; is {self._setting('base_url')} "
             f"{self._base_url_safe()!r} right? OpenAI-compatible servers usually end in /v1)"
         )
 
@@ -237,8 +241,8 @@ class OpenAIBackend:
         return ServerFault(
             "config",
             f"the model server answered with a redirect (HTTP {status}), which roost does "
-            "not follow; the operator should check ROOST_LLM__BASE_URL",
-            f"HTTP {status} redirect to {where}, not followed: set ROOST_LLM__BASE_URL to "
+            f"not follow; the operator should check {self._setting('base_url')}",
+            f"HTTP {status} redirect to {where}, not followed: set {self._setting('base_url')} to "
             "the address that answers itself",
         )
 
@@ -273,23 +277,27 @@ class OpenAIBackend:
             raise ServerFault(
                 "auth",
                 f"the model server rejected roost's API key (HTTP {status}); "
-                "the operator should check ROOST_LLM__API_KEY",
+                f"the operator should check {self._setting('api_key')}",
                 f"HTTP {status}: {detail or 'no reason given'}",
             )
         if status == 404:
             raise ServerFault(
                 "not_found",
                 f"the model server has no model {self._model!r} (HTTP 404); "
-                "the operator should check ROOST_LLM__MODEL and ROOST_LLM__BASE_URL",
+                f"the operator should check {self._setting('model')} and "
+                f"{self._setting('base_url')}",
                 f"{self._base_url_safe()} has no model {self._model!r} or no "
                 f"/chat/completions (HTTP 404: {detail or 'not found'}); check "
-                "ROOST_LLM__MODEL and ROOST_LLM__BASE_URL (usually ends in /v1)",
+                f"{self._setting('model')} and {self._setting('base_url')} (usually ends in /v1)",
             )
         raise ServerFault(
             "bad_response",
             f"the model server refused the request (HTTP {status})",
             f"HTTP {status}: {detail or 'no reason given'}",
         )
+
+    def _setting(self, key: str) -> str:
+        return setting(self._table, key)
 
     def _base_url_safe(self) -> str:
         parts = urlsplit(self._base_url)

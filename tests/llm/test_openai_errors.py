@@ -145,6 +145,21 @@ async def test_401_is_an_auth_error_without_retry(fake, make_backend, sleeps):
     assert len(fake.requests) == 1 and sleeps.delays == []
 
 
+async def test_a_named_models_errors_name_its_own_table(fake, make_backend):
+    """ops38 M4: a [models.smart] model's 401 or 404 told the operator to check
+    ROOST_LLM__API_KEY / ROOST_LLM__MODEL (the [llm] settings, which were fine), and the
+    log named only the host (several models may share one server)."""
+    error = await failure(make_backend(api_key="sk-wrong-key-999", table="smart"))
+    assert "[models.smart] api_key" in error.user_message
+    assert "ROOST_LLM__" not in error.user_message
+    assert f"model {MODEL!r} of [models.smart]" in error.logged
+    error = await failure(make_backend(model="no-such-model", table="smart"))
+    assert "[models.smart] model and [models.smart] base_url" in error.user_message
+    assert "ROOST_LLM__" not in error.user_message + error.logged
+    error = await failure(make_backend(api_key="sk-wrong-key-999"))
+    assert "ROOST_LLM__API_KEY" in error.user_message and "of [llm]" in error.logged
+
+
 async def test_404_names_the_model_and_the_server(fake, make_backend):
     error = await failure(make_backend(model="no-such-model"))
     assert error.kind == "not_found"

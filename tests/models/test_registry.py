@@ -51,7 +51,7 @@ def made() -> list[Recorded]:
 
 @pytest.fixture
 async def registry(home: Path, made: list[Recorded]) -> AsyncIterator[ModelRegistry]:
-    def make(llm: LLMSettings) -> tuple[Backend, str]:
+    def make(llm: LLMSettings, table: str | None = None) -> tuple[Backend, str]:
         made.append(Recorded(llm.model))
         return made[-1], "test"
 
@@ -98,7 +98,7 @@ async def test_a_reload_that_cannot_build_keeps_the_old_models(
         update={"models": {"smart": LLMSettings(provider="offline")}}
     )
 
-    def broken(llm: LLMSettings) -> tuple[Backend, str]:
+    def broken(llm: LLMSettings, table: str | None = None) -> tuple[Backend, str]:
         raise ValueError("unknown LLM provider 'nope'")
 
     registry._make = broken  # the seam the reload uses
