@@ -410,6 +410,8 @@ def _answer_direct(answer_fd: int, job: Job, doc: bytes) -> bool:
 
 # the "ready" mark of a child whose warm-up left out the reading path (traced calls)
 READY_NOT_READING = "ready_not_reading"
+# and of a child that did not warm up at all (asked while its helper's calls overlap)
+READY_COLD = "ready_cold"
 # A job like a call's, decoded by every child while it waits (`_warm`), never run.
 WARM_SECRET = "forge_warm_up"  # the secret name it declares (no call sees it: tests/forge)
 WARM_READ = 1 << 12  # bytes the warm-up asks of its (still empty) job memfd
@@ -493,12 +495,15 @@ def child_main(
     pre: CallGlobals | None = None,
     bound: Bound | None = None,
     reading: bool = True,
+    warm: bool = True,
 ) -> NoReturn:
     """Entry point right after fork, before the call is known; never returns. `pre`:
     the call's globals as the zygote built them (None: built here); `bound`: the
     workspace it confines itself to while it waits (None: when its call arrives);
     `reading` False: the warm-up leaves out the reading path (`_warm_reading`: its
-    helper's recent calls read no file, forge.child_pool `ReadingHint`)."""
+    helper's recent calls read no file, forge.child_pool `ReadingHint`); `warm`
+    False: no warm-up at all (`_warm`: its helper's calls overlap, so the cores are
+    busy and the warm-up's own work would only add to theirs; forge.child_pool)."""
     mark = _Stages()
     mark.faults("forked")
     trace = False
@@ -511,11 +516,13 @@ def child_main(
             setup_error: BaseException | None = exc
         else:
             setup_error = None
-            if ctx.warm:
+            if ctx.warm and warm:
                 _warm(ctx, job_fd, call if reading else None)
         mark.faults("ready")
-        if ctx.warm and not reading:
-            mark.faults(READY_NOT_READING)  # a traced call shows it (tests/forge)
+        if ctx.warm and not warm:
+            mark.faults(READY_COLD)  # a traced call shows it (tests/forge)
+        elif ctx.warm and not reading:
+            mark.faults(READY_NOT_READING)
         job = _await_job(go_fd, job_fd)
         trace = mark.count = job.trace
         mark("job")

@@ -22,7 +22,12 @@ a child), except while the helper's recent calls never named a way to read a fil
 it. The warm-up keeps nothing a call sees (tests/forge/test_warm_reading.py), so
 this only moves that work: a call that reads, right after, finds its child's
 reading path cold (as before session 33), and the children asked for after it
-warm it again.
+warm it again. A child asked for while the helper's calls overlap (the last call
+started while the runner had another call of this helper in flight: `overlap`)
+does not warm up at all: the warm-up shortens a call's path only when a core is
+idle while the child waits, and it costs CPU of its own (about 0.3-0.5 ms a CSV
+call's child, the call then copying those pages itself); calls that overlap keep
+the cores busy (tests/forge/test_overlap_cold.py).
 
 Once a call names the helper's workspace (`bind`), the zygote's later children
 confine themselves to it while they wait (forge.zygote); a child confined to
@@ -125,6 +130,11 @@ class ChildPool:
         self.generation = 0  # of `binding` (0: none)
         self.failure: OSError | None = None  # the last failed fork, not yet reported
         self.hint = ReadingHint()  # whether the next children warm the reading path
+        # the last call started beside another: the next children do not warm up
+        # (`overlap`): calls that overlap keep the cores busy, and a warm-up only moves
+        # a call's first page copies ahead of it while adding work of its own (about
+        # 0.3-0.5 ms of CPU a CSV call's child, issue 26): CPU those calls wait for
+        self.busy = False
         self.lent: dict[int, Spawned] = {}  # pid -> a child lent to the runner, not yet named
         self.dead: set[int] = set()  # lent children whose exit the zygote reported
 
@@ -211,13 +221,17 @@ class ChildPool:
             return True
         return False
 
+    def overlap(self, busy: bool) -> None:
+        """A call starts; `busy`: the runner had another call of this helper in flight
+        then. While the last call to start was such a one, the children asked for do
+        not warm up (`refill`)."""
+        self.busy = busy
+
     def refill(self) -> None:
-        """Ask the zygote for one more waiting child, without waiting for it."""
+        """Ask the zygote for one more waiting child, without waiting for it; one that
+        does not warm up at all while calls overlap (`overlap`)."""
         try:
-            if self.hint.reading:
-                self.zygote.ask()
-            else:
-                self.zygote.ask(reading=False)
+            self.zygote.ask(reading=self.hint.reading, warm=not self.busy)
         except OSError:
             self.spawn_after = time.monotonic() + SPAWN_BACKOFF_S
 

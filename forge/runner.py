@@ -480,9 +480,12 @@ class SandboxRunner:
         (compiled by that helper) and a child lent by it confined to the call's
         workspace, the call is written into that child here and the helper is only
         told (`handed_frame`); else the request itself, with a lent child given
-        back for it, and asking for the code when the runner lacks it."""
+        back for it, and asking for the code when the runner lacks it. Either says
+        whether another call of that helper is in flight (`busy`)."""
+        # another call of this helper in flight: its next children skip the warm-up
+        busy = len(helper.pending) > 1
         if helper.lend is None:
-            return data
+            return encode_request(request, {"busy": True}) if busy else data
         digest = hashlib.sha256(request.source.encode("utf-8", "surrogatepass")).digest()
         code = helper.codes.get(digest)
         binding = _resolved(request.workspace) if helper.lent else None
@@ -507,8 +510,9 @@ class SandboxRunner:
                 request.max_output,
                 request.trace,
                 drops,
+                busy,
             )
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"busy": True} if busy else {}
         if child is not None:
             close_lent(child)
             extra["give"] = child.pid

@@ -210,6 +210,7 @@ class Helper:
         trace: list[tuple[str, int]] | None = [] if field(data, "trace", bool) else None
         max_output = field(data, "max_output", int)
         self.drop_lent(data.get("drop"))
+        self.children.overlap(data.get("busy") is True)
         child = self.children.take(pid)
         if child is None:  # never: the runner names only children lent to it, once
             self.send(failed(req_id, started, "runtime", "bad request: no such child"))
@@ -427,6 +428,7 @@ class Helper:
                     continue
                 req = request_of(data)
                 self.lent_back(data)
+                self.children.overlap(data.get("busy") is True)
             except ProtocolError as exc:
                 self.refuse(doc, exc)
                 continue

@@ -17,7 +17,9 @@ answer: the child is collected from the socket like an exit report, so the
 helper never stalls while the zygote forks, nor when it is stopped; only
 `fork_child`, for measurements, waits), or `b"q"` (the same, but the child's
 warm-up leaves out the reading path, forge.child `_warm_reading`: asked while
-the helper's recent calls never read a file, forge.child_pool `ReadingHint`);
+the helper's recent calls never read a file, forge.child_pool `ReadingHint`), or
+`b"n"` (the same, but the child does not warm up at all, forge.child `_warm`:
+asked while the helper's calls overlap, forge.child_pool `ChildPool.refill`);
 helper -> zygote `b"w" generation dev ino path` (bind the children forked from now
 on to the helper's workspace: see below; never a blocking send either: a binding
 the socket has no room for, because the zygote is stopped and has not read what
@@ -66,6 +68,9 @@ from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.rlimits import forbid_priority_raise
 
+# what the helper asks the zygote to fork (one byte): a child that warms its call's
+# path, the same without the reading path, or one that does not warm up at all
+ASK_WARM, ASK_NOT_READING, ASK_COLD = b"f", b"q", b"n"
 _CHILD = struct.Struct("<cii")
 _BIND = struct.Struct("<ciQQ")  # then the workspace's path
 BIND_MAX = 8192  # bytes of a bind message (a path is at most 4096)
@@ -129,16 +134,18 @@ class Zygote:
         theirs.close()
         return cls(pid, mine)
 
-    def ask(self, reading: bool = True) -> None:
+    def ask(self, reading: bool = True, warm: bool = True) -> None:
         """Ask for one more child without waiting for it: it arrives in `born` when
         `read_reports` meets it (the helper never stalls while the zygote forks).
         Never blocks either: BlockingIOError when the zygote has not read the asks
         queued before (it is stopped or stuck), including a binding not sent yet
         (`bind`), which always goes first. `reading` False: the child's warm-up
-        leaves out the reading path (forge.child `_warm_reading`)."""
+        leaves out the reading path (forge.child `_warm_reading`); `warm` False: the
+        child does not warm up at all (forge.child `_warm`)."""
         if not self.send_binding():
             raise BlockingIOError(errno.EAGAIN, "the zygote has not read the binding yet")
-        self.sock.send(b"f" if reading else b"q", socket.MSG_DONTWAIT)
+        kind = ASK_COLD if not warm else ASK_WARM if reading else ASK_NOT_READING
+        self.sock.send(kind, socket.MSG_DONTWAIT)
         self.asked += 1
 
     def bind(self, workspace: str, dev: int, ino: int) -> int:
@@ -256,10 +263,11 @@ def _fork_one(
     sock: socket.socket,
     pre: CallGlobals | None,
     bind: Binding | None,
-    reading: bool = True,
+    ask: bytes = ASK_WARM,
 ) -> tuple[int, int] | None:
     """Fork one child that waits for its call; send the helper its descriptors.
-    `reading` False: its warm-up leaves out the reading path."""
+    `ask`: how it warms up (`ASK_WARM`: its call's path; `ASK_NOT_READING`: but the
+    reading path; `ASK_COLD`: not at all)."""
     go_r, go_w = os.pipe2(os.O_CLOEXEC)
     res_r, res_w = os.pipe2(os.O_CLOEXEC)
     job = os.memfd_create("forge-call", os.MFD_CLOEXEC)
@@ -271,7 +279,8 @@ def _fork_one(
         sock.send(_ERROR.pack(b"e", exc.errno or 0))
         return None
     if pid == 0:  # pragma: no cover - child
-        child_main(ctx, go_r, job, res_w, pre, bind.bound if bind else None, reading)
+        reading, warm = ask not in (ASK_NOT_READING, ASK_COLD), ask != ASK_COLD
+        child_main(ctx, go_r, job, res_w, pre, bind.bound if bind else None, reading, warm)
     pidfd = os.pidfd_open(pid)
     try:
         message = _CHILD.pack(b"c", pid, bind.generation if bind else 0)
@@ -365,7 +374,7 @@ def _zygote_main(
                     if message[:1] == b"w":
                         bind = _bind(message, bind)
                         continue
-                    spawned = _fork_one(ctx, sock, pre, bind, message[:1] != b"q")
+                    spawned = _fork_one(ctx, sock, pre, bind, message[:1])
                     if spawned is not None:
                         children[spawned[1]] = spawned[0]
                         poll.register(spawned[1], select.EPOLLIN)

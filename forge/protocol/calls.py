@@ -91,8 +91,9 @@ def decode_hello(doc: bytes) -> Hello:
 
 def encode_request(req: Request, extra: Mapping[str, Any] | None = None) -> bytes:
     """`req`'s frame; `extra`: what the runner tells the helper with it about the
-    children lent to it (forge.protocol.lending: `give`, `drop`) and whether it
-    needs this tool's code (`code`)."""
+    children lent to it (forge.protocol.lending: `give`, `drop`), whether it
+    needs this tool's code (`code`) and whether another call of this helper was in
+    flight when this one started (`busy`, forge.child_pool `ChildPool.overlap`)."""
     doc: dict[str, Any] = {
         **(extra or {}),
         "id": req.id,

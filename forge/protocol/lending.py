@@ -117,13 +117,16 @@ def handed_frame(
     max_output: int,
     trace: bool,
     drop: tuple[int, ...] = (),
+    busy: bool = False,
 ) -> bytes:
     """What the runner tells the helper once it wrote call `call_id`'s job into lent
     child `child` (at monotonic time `at`): the helper watches it from now on, as a
     child it handed the call to itself (deadline `at` + `timeout_s`, output cap
     `max_output`); `key`: the source's sha256 (hex) for the reading hint; `drop`:
     lent children the runner will never use (their binding is no longer the
-    workspace's, or they died while waiting): the helper kills them."""
+    workspace's, or they died while waiting): the helper kills them; `busy`: another
+    call of this helper was in flight when this one started (forge.child_pool
+    `ChildPool.overlap`)."""
     doc = {
         "op": HANDED_OP,
         "id": call_id,
@@ -134,5 +137,6 @@ def handed_frame(
         "max_output": max_output,
         "trace": trace,
         "drop": list(drop),
+        "busy": busy,
     }
     return frame(dump(doc))

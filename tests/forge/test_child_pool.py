@@ -28,11 +28,13 @@ class FakeZygote:
         self.born: deque[Spawned] = deque()
         self.fail = fail
         self.pids = iter(range(1000, 2000))
+        self.kinds: list[tuple[bool, bool]] = []  # (reading, warm) of each ask
 
-    def ask(self) -> None:
+    def ask(self, reading: bool = True, warm: bool = True) -> None:
         if self.fail:
             raise OSError("no fork")
         self.asked += 1
+        self.kinds.append((reading, warm))
 
     def arrive(self, pool: ChildPool) -> None:
         """Every child asked for arrives and is collected as waiting."""
@@ -149,3 +151,22 @@ def test_asking_a_zygote_that_reads_nothing_never_blocks() -> None:
         mine.close()
     assert outcome and isinstance(outcome[0], BlockingIOError), outcome
     assert zygote.asked > 0  # the asks that fitted were counted
+
+
+def test_while_calls_overlap_the_children_asked_for_do_not_warm_up() -> None:
+    zygote = FakeZygote()
+    pool = pool_of(zygote, 3)
+    pool.top_up(0)
+    assert zygote.kinds == [(True, True)] * 3
+    zygote.kinds.clear()
+    pool.overlap(True)  # a call started while another of this helper was in flight
+    zygote.arrive(pool)
+    pool.idle.clear()  # both taken
+    pool.top_up(2)
+    assert zygote.kinds and all(kind == (True, False) for kind in zygote.kinds), zygote.kinds
+    zygote.kinds.clear()
+    pool.overlap(False)  # the next call started alone: warmed ones again
+    zygote.arrive(pool)
+    pool.idle.clear()
+    pool.top_up(0)
+    assert zygote.kinds and all(kind == (True, True) for kind in zygote.kinds), zygote.kinds

@@ -34,7 +34,7 @@ class StoppedZygote:
         self.exits: list[tuple[int, int]] = []
         self.born: deque[Spawned] = deque()
 
-    def ask(self) -> None:
+    def ask(self, reading: bool = True, warm: bool = True) -> None:
         self.asked += 1
 
 

@@ -117,7 +117,7 @@ def test_lend_and_code_messages_round_trip() -> None:
     assert decode_code(encode_code(digest, b"code")) == (digest, b"code")
     with pytest.raises(ProtocolError):
         decode_code(b"C" + digest)
-    doc = unframe(handed_frame(5, 42, "ab", 1.5, 2.0, 100, True, (7,)))
+    doc = unframe(handed_frame(5, 42, "ab", 1.5, 2.0, 100, True, (7,), busy=True))
     assert doc is not None
     assert load(doc) == {
         "op": HANDED_OP,
@@ -129,6 +129,7 @@ def test_lend_and_code_messages_round_trip() -> None:
         "max_output": 100,
         "trace": True,
         "drop": [7],
+        "busy": True,
     }
 
 
