@@ -53,11 +53,14 @@ _NAME = type.__dict__["__name__"].__get__
 _SELF_NAMES = frozenset({"self", "cls", "mcls", "metacls"})
 _COPIED = ("__module__", "__name__", "__qualname__", "__doc__")
 _WRAPPERS: set[int] = set()  # ids of the wrappers made (never wrapped twice)
+_VARARGS = 0x04 | 0x08  # a code object's CO_VARARGS and CO_VARKEYWORDS flags
 
 
 def checked_method(owner: type, func: types.FunctionType) -> types.FunctionType:
     """`func` of class `owner`, refusing a `self` whose real class does not derive
-    from `owner`."""
+    from `owner`. A method of `self` alone (`__next__`, `__iter__`, `keys`) gets a
+    wrapper without `*args, **kwargs`: the same check, without packing and unpacking
+    arguments on every call (a CSV tool's `DictReader.__next__` runs once a row)."""
 
     def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         kind = type(self)
@@ -65,11 +68,26 @@ def checked_method(owner: type, func: types.FunctionType) -> types.FunctionType:
             raise TypeError(f"{owner.__name__}.{func.__name__}() {_refusal(self, kind)}")
         return func(self, *args, **kwargs)
 
+    def self_only(self: Any, /) -> Any:
+        kind = type(self)
+        if not _IS_SUBCLASS(owner, kind):
+            raise TypeError(f"{owner.__name__}.{func.__name__}() {_refusal(self, kind)}")
+        return func(self)
+
+    wrapper: Callable[..., Any] = self_only if _self_only(func) else method
     for name in _COPIED:
-        setattr(method, name, getattr(func, name))
-    method.__dict__.update(func.__dict__)  # `__isabstractmethod__` and the like
-    _WRAPPERS.add(id(method))
-    return cast(types.FunctionType, method)
+        setattr(wrapper, name, getattr(func, name))
+    wrapper.__dict__.update(func.__dict__)  # `__isabstractmethod__` and the like
+    _WRAPPERS.add(id(wrapper))
+    return cast(types.FunctionType, wrapper)
+
+
+def _self_only(func: types.FunctionType) -> bool:
+    """Whether `func` takes its `self` and nothing else (no other parameter, no
+    default, no `*args` or `**kwargs`)."""
+    code = func.__code__
+    varargs = code.co_flags & _VARARGS
+    return code.co_argcount == 1 and not code.co_kwonlyargcount and not varargs
 
 
 def _refusal(self: Any, kind: type) -> str:
