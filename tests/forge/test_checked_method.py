@@ -68,5 +68,5 @@ def test_the_sandbox_s_dict_reader_reads_as_before() -> None:
     assert wrapped(reader) == {"a": "3", "b": "4"}
     with pytest.raises(StopIteration):
         wrapped(reader)
-    with pytest.raises(TypeError, match="DictReader.__next__"):
+    with pytest.raises(TypeError, match=r"DictReader\.__next__"):
         wrapped(csv.reader(["a"]))
