@@ -31,7 +31,10 @@ at "serialised").
 
 The sustained run also prints its CPU time per call, process by process (the
 runner, the helper, the zygote, the children), with the calls/s that CPU allows
-on this machine's cores: the bound the 500 calls/s of issue 26 meets.
+on this machine's cores: the bound the 500 calls/s of issue 26 meets. Its two
+callers' calls overlap, so the helper's children skip the warm-up there whatever
+the runner (forge.child_pool `ChildPool.overlap`): its "children not warmed" row
+differs from the first only by the children forked before the calls overlapped.
 
 The trivial tool names no way to read a file, so after a few of its calls the
 helper's next children leave the reading path out of their warm-up
