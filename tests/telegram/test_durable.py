@@ -10,12 +10,16 @@ tests/telegram/test_durable_daemon.py.)
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+import pytest
 
 from bridge.channels.web.channel import WebChannel
 from bridge.core.commands import Command, CommandContext
@@ -171,3 +175,42 @@ async def test_an_answer_counts_once_its_text_arrived_before_its_files(
         assert texts(fake, ALICE) == ["here"] and fake.documents_to(ALICE) == []
         fake.release()
         await fake.wait_until(lambda: bool(fake.documents_to(ALICE)))
+
+
+async def test_updates_that_a_full_disk_cannot_store_are_logged_once_as_such(
+    home: Path, fake: FakeBotAPI, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ops38 M3: each try logged three lines (an ERROR without the cause, a WARNING that the
+    Bot API was unreachable and to check ROOST_TELEGRAM__API_BASE_URL, then "connected
+    again"): 18 lines in 20 s, with the wrong advice. Now one line says the disk is full,
+    and once there is room the message is answered (nothing lost). The store fails as
+    SQLite's does on a full disk (a real one: the WAL cannot grow)."""
+    from bridge.channels.telegram.inbox import UpdateInbox
+    from bridge.storage.errors import StorageError
+
+    full = asyncio.Event()
+    full.set()
+    store = UpdateInbox.store
+
+    async def no_room(self: UpdateInbox, *args: Any, **kwargs: Any) -> Any:
+        if full.is_set():
+            try:
+                raise sqlite3.OperationalError("database or disk is full")
+            except sqlite3.OperationalError as exc:
+                raise StorageError(str(exc)) from exc
+        return await store(self, *args, **kwargs)
+
+    caplog.set_level(logging.INFO, logger="bridge.channels.telegram")
+    async with durable(tg_settings(home, fake), fake, Gate(is_open=True)):
+        monkeypatch.setattr(UpdateInbox, "store", no_room)
+        before = len(fake.calls_of("getUpdates"))
+        fake.push_text(ALICE, "hello on a full disk")
+        await fake.wait_until(lambda: len(fake.calls_of("getUpdates")) >= before + 3)
+        lines = [r.getMessage() for r in caplog.records if "telegram" in r.name]
+        told = [line for line in lines if "could not be stored" in line]
+        assert len(told) == 1 and "the disk is full" in told[0], lines
+        assert not [line for line in lines if "unreachable" in line or "connected again" in line]
+        assert fake.sent_to(ALICE) == []
+        full.clear()
+        await fake.wait_until(lambda: texts(fake, ALICE) == ["echo: hello on a full disk"])
+        assert sum("connected again" in r.getMessage() for r in caplog.records) == 1

@@ -66,7 +66,8 @@ async def test_removed_tenant_makes_the_paired_person_a_stranger(
         asked = [r.messages[-1].content for r in backend.requests]
         assert asked == ["hi, it's bob", "sync 1"]
         assert ("access.refused", None) in [(e[0], e[1]) for e in run.audit.events]
-        assert not any(e[1] == "bob" for e in run.audit.events)
+        as_bob = [(e[0], e[2].get("by")) for e in run.audit.events if e[1] == "bob"]
+        assert as_bob == [("pairing.revoked", "config")]  # the start removed it, nothing else
 
 
 async def test_revoked_binding_takes_effect_on_the_next_message(

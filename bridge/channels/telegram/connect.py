@@ -38,17 +38,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from telegram.error import NetworkError
 from telegram.request import HTTPXRequest
 
 from bridge.channels.common.tls import verified
-from bridge.channels.telegram.health import Backoff, Health, TokenRefused, why
+from bridge.channels.telegram.health import (
+    Backoff,
+    Health,
+    InboxUnavailable,
+    TokenRefused,
+    why,
+)
+from bridge.core.diskfull import disk_full
 
 log = logging.getLogger("bridge.channels.telegram.channel")
-
-
-class InboxUnavailable(NetworkError):
-    """Updates arrived but could not be stored: they are fetched again later."""
 
 
 class EmptyPolls:
@@ -105,18 +107,25 @@ class PollWatch(HTTPXRequest):
         wait = self._empty.after(_empty(code, payload), self._clock() - asked)
         if wait:
             await self._sleep(wait)
-        self._seen(code)
         if code == 401:
+            self._seen(code)
             raise TokenRefused("Unauthorized")
         if code == 200 and self.received is not None:
             try:
                 body = HTTPXRequest.parse_json_payload(payload)
                 await self.received(body)
                 self._parsed = (payload, body)
-            except Exception as exc:
-                log.error("telegram: updates could not be stored (%s)", type(exc).__name__)
-                raise InboxUnavailable("the inbox could not store updates") from exc
+            except Exception as exc:  # logged by `Health`, once per change (not per try)
+                raise InboxUnavailable(_not_stored(exc)) from exc
+        self._seen(code)  # after the store: an answer that could not be kept is no "up"
         return code, payload
+
+
+def _not_stored(exc: BaseException) -> str:
+    """Why updates could not be stored, for the log and `/status` (no path, no text)."""
+    if disk_full(exc):
+        return "updates could not be stored: the disk is full"
+    return f"updates could not be stored ({type(exc).__name__})"
 
 
 class Connection:

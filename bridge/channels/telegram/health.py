@@ -32,6 +32,11 @@ class TokenRefused(NetworkError):
     """getUpdates answered 401: the token was revoked (retried, never fatal)."""
 
 
+class InboxUnavailable(NetworkError):
+    """Updates arrived but could not be stored: they are fetched again later. A network
+    kind of error, so the library keeps polling; its message says why (a full disk)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """Delay before retry number `attempt` (1, 2, ...): doubling from `first_s`,
@@ -56,6 +61,10 @@ def why(exc: BaseException, token: str) -> str:
         text = (
             "another program is reading this bot's updates (409 Conflict): stop the other "
             "instance, or remove its webhook"
+        )
+    elif isinstance(exc, InboxUnavailable):
+        text = (
+            f"{exc.message}; Telegram keeps them and they are fetched again once they can be stored"
         )
     elif isinstance(exc, Forbidden):
         text = f"Telegram forbids this ({exc})"
