@@ -192,7 +192,9 @@ async def build(
     # summaries of long conversations, in the background, counted in usage
     compactor = Compactor(sessions, audit, meter=meter)
     channel_lines: dict[str, Callable[[], str]] = {}
-    senses = build_senses(settings, platforms, models, quota, caps.loadout.files.watch)
+    senses = build_senses(
+        settings, platforms, models, quota, caps.loadout.files.watch, caps.loadout.vault.masker
+    )
     closers.append(senses.aclose)  # decoder processes: killed at shutdown
     for kind in VOICE_KINDS:  # voice notes and audio files: transcribed inside the turn
         senses.register(kind, voice.handle, explains_unfetched=True)

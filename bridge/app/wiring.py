@@ -25,6 +25,7 @@ from bridge.core.config import Settings
 from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache
 from bridge.core.identities import identity_map
+from bridge.core.masks import SplitMask
 from bridge.core.pairing import PairingStore
 from bridge.core.quota import QuotaObserver, TenantQuota
 from bridge.core.router import Core, CoreLimits
@@ -312,6 +313,7 @@ def build_senses(
     models: ModelRegistry | None = None,
     quota: TenantQuota | None = None,
     watch: DirWatch | None = None,
+    masks: Callable[[TenantDirs], SplitMask] | None = None,
 ) -> SensePipeline:
     """Attachments in (photo, document; another kind is one `register` line), files out;
     files are read in decoder processes (`[limits] decoders` at once, fair by tenant); a
@@ -327,6 +329,7 @@ def build_senses(
         quota=quota,
         platform_bytes=platforms.download_limits(),
         watch=watch,  # outputs/ listed only when it changed
+        masks=masks,  # a document cut at its limit is masked before the cut (no half value)
     )
 
 

@@ -108,7 +108,7 @@ def pdf_framed(att: Attachment, ctx: SenseContext, reply: DecodeReply) -> Prepar
     where = in_workspace(att, ctx)
     cut = f"… [cut: pages {read + 1}–{n} not read; the whole file is in your workspace at {where}]"
     notice = f"📎 {shown_name(att)}: I read pages 1–{read} of {n}; {why}."
-    return framed(att, ctx, reply.text[:limit] + "\n" + cut, 0, about, (notice,))
+    return framed(att, ctx, ctx.cut(reply.text, limit) + "\n" + cut, 0, about, (notice,))
 
 
 def framed(
@@ -126,7 +126,7 @@ def framed(
     body = text
     if total > limit:
         rest = total - limit
-        body = text[:limit] + (
+        body = ctx.cut(text, limit) + (
             f"\n… [cut: {rest:,} more characters; the whole file is in your workspace at {where}]"
         )
         notices += (f"📎 {name} is long: I read the first {limit:,} of {total:,} characters.",)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bridge.core.masks import SplitMask
 from bridge.core.perceive import Prepared
 from bridge.senses.decode_wire import Job, Op
 from bridge.senses.decoders import Decoded
@@ -64,6 +65,17 @@ class SenseContext:
     vision_models: tuple[str, ...] = ()  # configured model names that can see images
     decode: Decode | None = None
     platform_bytes: int = 0  # what the bot may fetch from the message's platform (0: no cap)
+    # the tenant's masker: a text cut at a limit goes in masked, less a tail that may be the
+    # start of a vault value (the turn masks the whole later: a cut value it never sees)
+    mask: SplitMask | None = None
+
+    def cut(self, text: str, limit: int) -> str:
+        """`text`'s first `limit` characters where the text goes on past them (the decoder
+        may have cut it already), masked and without the tail that may begin a secret's
+        spelling."""
+        if self.mask is None:
+            return text[:limit]
+        return self.mask.split(text[:limit])[0]
 
 
 Handler = Callable[[Attachment, SenseContext], Awaitable[Prepared]]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from bridge.core.masks import SplitMask
 from bridge.core.perceive import Prepared
 from bridge.core.quota import QuotaExceeded, TenantQuota
 from bridge.senses import outputs
@@ -58,8 +59,10 @@ class SensePipeline:
         quota: TenantQuota | None = None,
         platform_bytes: Mapping[str, int] | None = None,
         watch: outputs.Watch | None = None,
+        masks: Callable[[TenantDirs], SplitMask] | None = None,
     ) -> None:
         self._limits = limits
+        self._masks = masks  # the tenant's masker, for a text cut at a limit (`ctx.cut`)
         self._outputs = outputs.Listings(watch)  # outputs/ listed only when it changed
         self._platform_bytes = dict(platform_bytes or {})  # channel -> its download cap
         self._home = home
@@ -104,6 +107,7 @@ class SensePipeline:
             tuple(self._vision_models()),
             decode,
             self._platform_bytes.get(turn.inbound.channel, 0),
+            self._masks(turn.dirs) if self._masks is not None else None,
         )
         results = [await self._one(att, ctx) for att in turn.inbound.attachments]
         return replace(merged(results, before), outputs_stamp=stamp)
@@ -178,6 +182,7 @@ def default_pipeline(
     quota: TenantQuota | None = None,
     platform_bytes: Mapping[str, int] | None = None,
     watch: outputs.Watch | None = None,
+    masks: Callable[[TenantDirs], SplitMask] | None = None,
 ) -> SensePipeline:
     """The pipeline with the photo and document handlers registered."""
     senses = SensePipeline(
@@ -189,6 +194,7 @@ def default_pipeline(
         quota=quota,
         platform_bytes=platform_bytes,
         watch=watch,
+        masks=masks,
     )
     senses.register("photo", photo)
     senses.register("document", document)

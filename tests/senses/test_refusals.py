@@ -145,3 +145,24 @@ async def test_telegram_refuses_files_over_its_20_mb(home: Path) -> None:
         run.model.script(Text("fine"))
         run.fake.push_text(ALICE, "hello")
         await run.wait_text(ALICE, "fine")  # nothing was broken
+
+
+async def test_a_vault_value_across_the_documents_cut_is_not_sent_in_part(
+    roost: Roost,
+) -> None:
+    """atk38 F6: the decoder cut the text at `document_chars` before the turn masked it, so a
+    vault value across the cut reached the model as its first characters (12 of 20)."""
+    from bridge.loadout import vault
+
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    vault.set_value(roost.tenant_dirs("local"), "API", value)
+    limit = roost.settings.limits.document_chars
+    body = ("a" * (limit - 12 - len("key=")) + "key=" + value + "\nmore\n").encode()
+    model(roost).steps.extend(["ok", "ok"])
+    await roost.core.handle(sent(roost, body, "notes.txt", "text/plain"))
+    asked = model(roost).requests[-1].messages[-1].content
+    assert "… [cut:" in asked and value[:4] not in asked, asked[-200:]
+    whole = ("b" * 100 + "key=" + value + "\n").encode()  # a value inside the limit: masked
+    await roost.core.handle(sent(roost, whole, "short.txt", "text/plain"))
+    asked = model(roost).requests[-1].messages[-1].content
+    assert "key=[vault:API]" in asked and value not in asked
