@@ -84,7 +84,7 @@ def mount_extras(web: WebChannel, roost: Roost, handle: ProgressHandle) -> None:
     running = roost.core.running
     masker = roost.loadout.vault.masker
     edits = ConversationEdits(
-        roost.database, archive, lambda t: masker(roost.tenant_dirs(t)), unindexing(roost)
+        roost.database, archive, lambda t: masker(roost.tenant_dirs(t)), unindexing(roost), inbox
     )
     WebChats(web.gate, archive, edits, running, handle, lambda key: page_status(roost, key)).mount(
         web.app

@@ -18,16 +18,23 @@ an export's history.jsonl): `unindex` is handed the chat and the
 conversation's time span (from its start to its archiving, when it was the
 chat's current one) before its rows go, so a delete cut short leaves the
 conversation listed (delete it again), never its words findable without it.
-The chat's posts made in its window (reminders, job answers) go in the same unit.
+The chat's posts made in its window (reminders, job answers) go in the same unit,
+and the files its messages carried leave the tenant's inbox once it is committed (a
+tool, and so the model, could read them for `attachment_keep_hours` after).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import SHOWN, message
+from bridge.core.shown import read_meta
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, fetch_one
 from bridge.types.masked import TextMask
@@ -110,12 +117,13 @@ class ConversationEdits:
         archive: ConversationArchive,
         masks: Callable[[str], TextMask],
         unindex: Unindex | None = None,
+        inbox: Callable[[str], Path] | None = None,
     ) -> None:
         """`masks`: a tenant's masker (its vault's values), for what is stored; `unindex`:
         takes a deleted conversation's words out of the search index (none wired: no
-        index)."""
+        index); `inbox`: a tenant's inbox, where its messages' files are (none: kept)."""
         self._db, self._archive, self._masks = db, archive, masks
-        self._unindex = unindex
+        self._unindex, self._inbox = unindex, inbox
 
     async def rename(self, key: SessionKey, ident: int, title: str) -> str | None:
         """The title now given, through the tenant's masker like every stored text (None:
@@ -138,10 +146,22 @@ class ConversationEdits:
             return False
         if self._unindex is not None:
             await self._unindex(key, float(span[0]), float(span[1]))
+        files = await self._files(key, ident)
         if not await self._db.atomic(_deleted(key, ident)):
             return False
         await self._archive.shown.archived(ident, key.tenant)  # its failed turns and versions
+        if self._inbox is not None:
+            removed_files(self._inbox(key.tenant), files)
         return True
+
+    async def _files(self, key: SessionKey, ident: int) -> list[str]:
+        """The inbox names of the files the conversation's messages carried."""
+        rows = await self._db.fetch_all(
+            "SELECT meta FROM conversation_messages WHERE conversation=? AND tenant=?"
+            " AND meta != ''",
+            (ident, key.tenant),
+        )
+        return [str(f["ref"]) for (meta,) in rows for f in read_meta(str(meta)).get("files", ())]
 
     async def search(self, key: SessionKey, query: str, now: float) -> list[dict[str, Any]]:
         """Conversations of this chat whose title or messages hold `query`."""
@@ -249,3 +269,24 @@ def span(text: str, at: int, q: str) -> int:
         size += len(text[at + n].casefold())
         n += 1
     return n
+
+
+_INBOX_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,80}$")  # as the inbox names them
+
+
+def removed_files(inbox: Path, refs: Iterable[str]) -> int:
+    """Remove the inbox's files named `refs`: plain generated names only, regular files
+    or links (a link itself, never what it points to); how many went."""
+    count = 0
+    for ref in refs:
+        if not _INBOX_NAME.fullmatch(ref):
+            continue
+        path = inbox / ref
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                continue
+            path.unlink()
+        except OSError:  # gone already (swept after attachment_keep_hours), or not ours
+            continue
+        count += 1
+    return count

@@ -524,3 +524,23 @@ async def test_a_deleted_conversations_reminders_go_with_it(home: Path) -> None:
         assert "otter" not in str(page), page["messages"]
         _, kept = await get(site, f"/api/history?chat=c&conversation={first}")
         assert "first conversation" in str(kept)
+
+
+async def test_a_deleted_conversations_files_leave_the_inbox(home: Path) -> None:
+    """atk38 F5: a file sent in a deleted conversation stayed in the workspace inbox for
+    `attachment_keep_hours` (72 h), where the person's tools, and so the model, still read
+    it. The other conversation's file stays."""
+    async with served(home) as site:
+        up = await upload(site, b"Dear diary: the walrus affair.\n", "diary.txt", "text/plain")
+        await post(site, "/api/chat", {"text": "read this", "chat": "c", "attachments": [up]})
+        await post(site, "/api/chat/new", {"chat": "c"})
+        kept = await upload(site, b"The otter party list.\n", "otters.txt", "text/plain")
+        await post(site, "/api/chat", {"text": "and this", "chat": "c", "attachments": [kept]})
+        _, old = (r["id"] for r in await conversations(site))
+        inbox = TenantDirs.of(home, "alice").inbox
+        held = {p.read_bytes() for p in inbox.iterdir()}
+        assert b"Dear diary: the walrus affair.\n" in held
+        gone = {"chat": "c", "conversation": old}
+        assert (await call(site, "POST", "/api/conversations/delete", gone))[0] == 200
+        left = {p.read_bytes() for p in inbox.iterdir()}
+        assert left == {b"The otter party list.\n"}, left
