@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.audit import held
-from bridge.audit.record import GENESIS, HEX64_RE, head_document, head_mac
+from bridge.audit.record import GENESIS, HEX64_RE, Signer, head_mac
 from bridge.core.config import ConfigError
 
 BLOCK = 64 * 1024
@@ -176,13 +176,18 @@ def write_all(fd: int, data: bytes) -> None:
 HEAD_BYTES = 512  # the head document, padded: one sector, rewritten in place
 
 
-def head_bytes(seq: int, digest: str, key: bytes | None) -> bytes:
+def head_bytes(seq: int, digest: str, key: bytes | None, signer: Signer | None = None) -> bytes:
     """The head document padded to one sector: a crash leaves the old head or the new one.
 
     In place rather than temp-file-and-rename: one sync instead of three per batch
     (`bridge.audit.head`); a damaged head is reported by `verify`, never silently
-    accepted."""
-    doc = json.dumps(head_document(seq, digest, key), sort_keys=True).encode()
+    accepted. The bytes are `json.dumps(head_document(seq, digest, key), sort_keys=True)`
+    (a test holds them equal), put together without the encoder; `signer`: the key's
+    `Signer`, its pads hashed once (the writer's, for every head it puts)."""
+    mac = ""
+    if key is not None:
+        mac = f', "mac": "{(signer or Signer(key)).head(seq, digest)}"'
+    doc = f'{{"hash": "{digest}"{mac}, "seq": {int(seq)}}}'.encode("ascii")
     return doc.ljust(HEAD_BYTES - 1) + b"\n"
 
 
