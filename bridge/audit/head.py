@@ -6,13 +6,16 @@ chain lock and only after the records it names were fdatasynced: another
 process that takes the lock reads a whole head, and no head the kernel
 could write back names a record that is not on disk. Its `fdatasync` runs
 on the head's own thread (`head-sync`), so the chain writer's next batch
-does not wait for it (the chain's sync and the head's overlap). A put
-wakes the thread, which lingers `LINGER_S` (20 ms) before it syncs, so
-every put made meanwhile, or while the sync runs, is covered by one sync:
-with turns arriving steadily that is one head sync per 20 ms instead of
-one per batch (each a disk flush, a thread wake-up and GIL hand-offs). A
-crash before the sync leaves the head behind the chain (by at most the
-records of the linger and the sync), which `verify` accepts; another
+does not wait for it (the chain's sync and the head's overlap). The
+thread syncs at most once per `LINGER_S` (20 ms): a put after a quiet
+spell wakes it and is synced at once; every put made within 20 ms of a
+sync, or while it runs, waits for the next one, made 20 ms after it (the
+thread sleeps that long and no put wakes it), one sync for all of them:
+with turns arriving steadily that is one head sync and one wake-up per
+20 ms instead of one per batch (each a disk flush, a thread wake-up and
+GIL hand-offs). A crash before the sync leaves the head behind the chain
+(by at most the records of the last 20 ms and one sync), which `verify`
+accepts; another
 process reads the head as put at once (the page cache), never a synced
 one only. The first put of a new chain makes the file under a temporary
 name, synced, then renamed into place with its directory synced (`_make`):
@@ -24,27 +27,38 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from bridge.audit.record import Signer
 from bridge.audit.store import head_bytes, put_head
 
 log = logging.getLogger(__name__)
-LINGER_S = 0.02  # a put waits this long for more puts before the head is synced
+LINGER_S = 0.02  # at most one head sync in this long: the puts meanwhile share the next
 
 
 class HeadFile:
     def __init__(
-        self, path: Path, dir_fd: int, key: bytes | None, linger: float = LINGER_S
+        self,
+        path: Path,
+        dir_fd: int,
+        key: bytes | None,
+        linger: float = LINGER_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path, self._dir_fd, self._key = path, dir_fd, key
-        self._linger = linger
+        self._signer = Signer(key) if key is not None else None
+        self._linger, self._clock = linger, clock
+        self._synced_at = -math.inf  # when the last sync began (`clock`)
         self._fd = -1  # opened (made) by the first put: an empty head would read as damaged
         self._sized = False  # the file holds exactly one head (no longer one left after it)
         self._wake = threading.Condition()
         self._dirty = False
+        self._quiet = False  # the thread waits for a put (no sync owed, the linger out)
         self._closing = False
         self.syncs = 0  # head syncs made (tests, benches)
         self._thread = threading.Thread(target=self._run, name="head-sync", daemon=True)
@@ -52,7 +66,7 @@ class HeadFile:
 
     def put(self, seq: int, digest: str) -> None:
         """Rewrite the head (call under the chain lock, after the records are durable)."""
-        data = head_bytes(seq, digest, self._key)
+        data = head_bytes(seq, digest, self._key, self._signer)
         if self._fd < 0:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
@@ -62,8 +76,8 @@ class HeadFile:
         put_head(self._fd, data, trim=not self._sized)
         self._sized = True  # every head is HEAD_BYTES long: no later put leaves a tail
         with self._wake:
-            if not self._dirty:  # a sync is owed already: it covers this put too
-                self._dirty = True
+            self._dirty = True  # a sync owed already covers this put too
+            if self._quiet:  # else the thread is syncing or sleeping out the linger
                 self._wake.notify()
 
     def _make(self, data: bytes) -> None:
@@ -85,6 +99,8 @@ class HeadFile:
             raise
         self._fd, self._sized = fd, True
         self.syncs += 1
+        with self._wake:
+            self._synced_at = self._clock()
         os.fsync(self._dir_fd)
 
     def sync(self) -> None:
@@ -94,17 +110,20 @@ class HeadFile:
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._dirty and not self._closing:
-                    self._wake.wait()
-                if not self._dirty:
-                    return
-                deadline = time.monotonic() + self._linger
-                while not self._closing:  # puts meanwhile are covered by this sync
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+                while not self._closing:
+                    left = self._synced_at + self._linger - self._clock()
+                    if left > 0:  # within the linger of the last sync: no put wakes it
+                        self._wake.wait(left)
+                    elif self._dirty:
                         break
-                    self._wake.wait(left)
+                    else:  # quiet: the next put wakes it, and is synced at once
+                        self._quiet = True
+                        self._wake.wait()
+                        self._quiet = False
+                if not self._dirty:
+                    return  # closing, and the last put is synced
                 self._dirty = False
+                self._synced_at = self._clock()
             try:
                 self.sync()
             except OSError as exc:  # the next put tries again; the chain's records are durable

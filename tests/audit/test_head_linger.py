@@ -86,3 +86,41 @@ def test_a_crash_before_the_first_head_is_synced_leaves_no_head_file(
     finally:
         heads.close()
         os.close(dir_fd)
+
+
+def test_a_put_after_a_quiet_spell_is_synced_at_once_and_later_puts_do_not_wake_the_thread(
+    tmp_path: Path,
+) -> None:
+    """At most one sync per linger: a put made a linger or more after the last sync is
+    synced at once (no linger waited out first); the puts within the linger after it
+    are covered by the next sync without waking the thread (it sleeps out the linger)."""
+    now = [0.0]
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    heads = HeadFile(tmp_path / "chain.head", dir_fd, None, linger=3600.0, clock=lambda: now[0])
+    synced = threading.Event()
+    real_sync = heads.sync
+
+    def sync() -> None:
+        real_sync()
+        synced.set()
+
+    heads.sync = sync  # type: ignore[method-assign]
+    wakes = []
+    real_notify = heads._wake.notify
+    heads._wake.notify = lambda n=1: (wakes.append(n), real_notify(n))  # type: ignore[method-assign]
+    try:
+        heads.put(1, DIGEST)  # the new file: synced inline
+        now[0] = 3600.0  # a linger later (the clock the thread reads)
+        heads.put(2, DIGEST)
+        assert synced.wait(60)  # at once, not after the (real) hour: 60 s bounds a hang only
+        assert heads.syncs == 2 and len(wakes) <= 1  # 0: put before the thread first waited
+        woken = len(wakes)
+        for seq in range(3, 8):
+            heads.put(seq, DIGEST)
+        assert len(wakes) == woken  # the thread sleeps out the linger; no put woke it
+        assert heads.syncs == 2
+    finally:
+        heads.close()  # ends the linger: the last head synced
+        os.close(dir_fd)
+    assert heads.syncs == 3
+    assert read_head(tmp_path / "chain.head") == {"seq": 7, "hash": DIGEST}
