@@ -1,17 +1,19 @@
 """The audit chain writer: an `AuditSink` that returns once a record is fsynced.
 
-One writer thread per process owns the file. `emit()` fits the details to
-the event's schema (`schema.py`: names people typed become keyed ids, any
-other text is refused), queues the event and awaits its acknowledgement
-(`emit_many` queues its events as one item, so a turn's events always share
-one write); the thread takes everything queued (up to `max_batch` items),
-and under the cross-process lock re-reads the chain's tail, appends the
-batch, fdatasyncs it, acknowledges each event of the batch (group commit),
-and then rewrites the head file in place before it takes the next batch;
-the head's sync runs on a thread of its own (`bridge.audit.head`), beside
-the next batch's: the head never names a record that is not durable, and
-neither a waiter nor the next batch waits for the head's sync (a crash
-before it leaves the head behind the chain, which `verify` accepts).
+One writer thread per process owns the file. `emit()` checks the event's and
+tenant's names, queues the event with a copy of its details and awaits its
+acknowledgement (`emit_many` queues its events as one item, so a turn's
+events always share one write); the thread takes everything queued (up to
+`max_batch` items), fits each event's details to its schema (`schema.py`:
+names people typed become keyed ids, any other text is refused; on the
+thread, off the loop), and under the cross-process lock re-reads the chain's
+tail, appends the batch, fdatasyncs it, rewrites the head file in place and
+lets the lock go; acknowledging each event of the batch (group commit) is its
+last step, one call into each waiting loop. The head's sync runs on a thread
+of its own (`bridge.audit.head`), beside the next batch's: the head never
+names a record that is not durable, and neither a waiter nor the next batch
+waits for the head's sync (a crash before it leaves the head behind the
+chain, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from bridge.audit.head import HeadFile
 from bridge.audit.keys import load_names_key
-from bridge.audit.record import build_record, check_event, check_tenant
+from bridge.audit.record import Signer, check_event, check_tenant, record_line
 from bridge.audit.schema import Namer, Schemas, keyed_namer, sanitize
 from bridge.audit.store import (
     ChainCorrupt,
@@ -49,7 +51,7 @@ REPAIRED = "audit.repaired"
 class _Pending:
     event: str
     tenant: str | None
-    details: dict[str, object]
+    details: dict[str, object]  # as the caller gave them until the writer fits them
     ts: int
     loop: asyncio.AbstractEventLoop | None = None
     future: asyncio.Future[int] | None = None
@@ -73,6 +75,7 @@ class AuditChain:
         self.path = path
         self._schemas = schemas  # `schema.schemas_for(platforms)`: the channels it keeps
         self._key = hmac_key
+        self._signer = Signer(hmac_key) if hmac_key is not None else None  # pads hashed once
         self._names_key = names_key  # None: `<audit dir>/names.key`, made on first open
         self._namer: Namer | None = None
         self._clock = clock
@@ -121,9 +124,11 @@ class AuditChain:
     def queue_many(
         self, events: Sequence[tuple[str, str | None, Mapping[str, object]]]
     ) -> asyncio.Future[int] | None:
-        """Check, fit and queue the events now, as one item, and return the future that
-        is done once they are durable (None: no events), so the caller's next steps
-        overlap the write with no hop through its loop (`TurnEvents.begin`).
+        """Check and queue the events now, as one item, and return the future that is
+        done once they are durable (None: no events), so the caller's next steps overlap
+        the write with no hop through its loop (`TurnEvents.begin`). The names are
+        checked here (a `ValueError` to the caller); the details are copied here and
+        fitted to their schemas by the writer thread, off the loop.
 
         The writer takes the list as one item and never splits it, so the batch is
         written, synced and failed as a whole: its last event carries the one future
@@ -135,7 +140,7 @@ class AuditChain:
         for event, tenant, details in events:
             check_event(event)
             check_tenant(tenant)
-            items.append(_Pending(event, tenant, self._fit(event, tenant, details), self._now()))
+            items.append(_Pending(event, tenant, dict(details), self._now()))
         if not items:
             return None
         loop = asyncio.get_running_loop()
@@ -151,25 +156,25 @@ class AuditChain:
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
         loop = asyncio.get_running_loop()
-        fitted = self._fit(event, tenant, details)
-        item = _Pending(event, tenant, fitted, self._now(), loop, loop.create_future())
+        item = _Pending(event, tenant, dict(details), self._now(), loop, loop.create_future())
         self._queue.put(item)
         assert item.future is not None
         return await item.future
 
-    def _fit(
-        self, event: str, tenant: str | None, details: Mapping[str, object]
-    ) -> dict[str, object]:
+    def _fit(self, pending: list[_Pending]) -> None:
+        """Fit each event's details to its schema (on the writer thread, before the
+        lock): only what fits is ever encoded."""
         assert self._namer is not None  # set by open()
-        fitted = sanitize(event, tenant, details, self._namer, self._schemas)
-        if "_dropped" in fitted or "_unknown" in fitted:
-            log.warning(
-                "audit %s: refused fields %s, %d unknown",
-                event,
-                fitted.get("_dropped", []),
-                fitted.get("_unknown", 0),
-            )
-        return fitted
+        namer, schemas = self._namer, self._schemas
+        for p in pending:
+            fitted = p.details = sanitize(p.event, p.tenant, p.details, namer, schemas)
+            if "_dropped" in fitted or "_unknown" in fitted:
+                log.warning(
+                    "audit %s: refused fields %s, %d unknown",
+                    p.event,
+                    fitted.get("_dropped", []),
+                    fitted.get("_unknown", 0),
+                )
 
     def _now(self) -> int:
         return int(self._clock() * 1000)
@@ -190,7 +195,9 @@ class AuditChain:
                 for orphan in self.path.parent.glob(f".{self._head.name}.*.tmp"):
                     orphan.unlink(missing_ok=True)
                 self._heads = HeadFile(self._head, self._dir_fd, self._key)
-                self._commit([])  # repairs a torn tail (and records it) if there is one
+                _, last = self._commit([])  # repairs a torn tail (and records it) if any
+                if last is not None:
+                    self._heads.put(*last)  # a failure here fails the open
         except BaseException:
             self._close_fds()
             raise
@@ -222,16 +229,32 @@ class AuditChain:
                     break
                 batch.append(nxt)
             pending = _flat(batch)
-
-            def durable(seqs: list[int], pending: list[_Pending] = pending) -> None:
-                _resolve_all(list(zip(pending, seqs, strict=True)), None)
-
             try:
+                self._fit(pending)
                 with exclusive(self._lock_fd):
-                    self._commit(pending, durable)
+                    seqs, last = self._commit(pending)
+                    self._move_head(last)
             except Exception as exc:  # resolve every waiter, keep the thread alive
                 log.error("audit append failed: %s", exc)
-                _resolve_all([(p, 0) for p in pending], exc)  # those acknowledged stay so
+                _resolve_all([(p, 0) for p in pending], exc)
+                continue
+            # Durable, the head moved and the lock let go: the waiters go on. Waking the
+            # loop is the batch's last step, so the writer is back at its queue (the GIL
+            # let go) as the loop takes the GIL, not still wanting it for the head.
+            _resolve_all(list(zip(pending, seqs, strict=True)), None)
+
+    def _move_head(self, last: tuple[int, str] | None) -> None:
+        """Rewrite the head to name record `last` (seq, hash), durable now; its sync runs
+        on the head's own thread, beside the next batch. A head that cannot be written
+        is logged and left behind (as a crash would leave it, which `verify` accepts):
+        the records are durable all the same, and the next batch moves it."""
+        if last is None:
+            return
+        assert self._heads is not None  # open with the chain
+        try:
+            self._heads.put(*last)
+        except OSError as exc:
+            log.error("audit head not moved (the records are durable): %s", exc)
 
     def _tail(self) -> Tail:
         """Where the batch goes on. One `stat` of the path: its inode says the file is still
@@ -246,11 +269,10 @@ class AuditChain:
             return Tail(seq=cache[1], hash=cache[2], end=cache[0], torn=0)
         return inspect_tail(self._fd, self._head, self._key)
 
-    def _commit(
-        self, pending: list[_Pending], durable: Callable[[list[int]], None] | None = None
-    ) -> list[int]:
-        """Under the lock: repair a torn tail, append `pending`, fdatasync, tell `durable`
-        the records' sequence numbers, then move the head (and sync it)."""
+    def _commit(self, pending: list[_Pending]) -> tuple[list[int], tuple[int, str] | None]:
+        """Under the lock: repair a torn tail, append `pending` and fdatasync it; the
+        records' sequence numbers and the last record's (seq, hash) (None: nothing
+        written), for the caller to move the head and then acknowledge."""
         tail = self._tail()
         wanted = len(pending)
         if tail.torn:
@@ -261,7 +283,7 @@ class AuditChain:
             pending = [repair, *pending]
         if not pending:
             self._cache = (tail.end, tail.seq, tail.hash)
-            return []
+            return [], None
         data, seq, prev = self._encode(pending, tail.seq, tail.hash)
         try:
             write_all(self._fd, data)
@@ -276,28 +298,15 @@ class AuditChain:
         # `fstat` between the sync and the waiters).
         self._cache = (tail.end + len(data), seq, prev)
         self.batches += 1
-        seqs = list(range(seq - wanted + 1, seq + 1))
-        if durable is not None:
-            durable(seqs)  # the records are on disk: their waiters go on
-        assert self._heads is not None  # open with the chain
-        self._heads.put(seq, prev)  # synced on its own thread, beside the next batch
-        return seqs
+        return list(range(seq - wanted + 1, seq + 1)), (seq, prev)
 
     def _encode(self, pending: list[_Pending], seq: int, prev: str) -> tuple[bytes, int, str]:
         """The records of `pending` after record `seq` (hash `prev`): bytes, last seq, last hash."""
         lines = []
+        signer = self._signer
         for p in pending:
             seq += 1
-            record, line = build_record(
-                seq=seq,
-                ts=p.ts,
-                event=p.event,
-                tenant=p.tenant,
-                details=p.details,
-                prev=prev,
-                key=self._key,
-            )
-            prev = str(record["hash"])
+            line, prev = record_line(seq, p.ts, p.event, p.tenant, p.details, prev, signer)
             lines.append(line)
         return "".join(lines).encode("ascii"), seq, prev
 
