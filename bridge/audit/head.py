@@ -9,8 +9,8 @@ on the head's own thread (`head-sync`), so the chain writer's next batch
 does not wait for it (the chain's sync and the head's overlap). The
 thread syncs at most once per `LINGER_S` (20 ms): a put after a quiet
 spell wakes it and is synced at once; every put made within 20 ms of a
-sync, or while it runs, waits for the next one, made 20 ms after it (the
-thread sleeps that long and no put wakes it), one sync for all of them:
+sync, or while it runs, waits for the next one, made 20 ms after it ended
+(the thread sleeps that long and no put wakes it), one sync for all of them:
 with turns arriving steadily that is one head sync and one wake-up per
 20 ms instead of one per batch (each a disk flush, a thread wake-up and
 GIL hand-offs). A crash before the sync leaves the head behind the chain
@@ -123,11 +123,12 @@ class HeadFile:
                 if not self._dirty:
                     return  # closing, and the last put is synced
                 self._dirty = False
-                self._synced_at = self._clock()
             try:
                 self.sync()
             except OSError as exc:  # the next put tries again; the chain's records are durable
                 log.error("audit head not synced: %s", exc)
+            with self._wake:
+                self._synced_at = self._clock()  # the linger runs from the sync's end
 
     def close(self) -> None:
         """Sync what was put last, end the thread, close the file."""
