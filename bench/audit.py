@@ -15,6 +15,11 @@ turns). Each row prints p90 too. In session 35 this cadence (run alone, old and 
 trees alternating) was the only A/B of a chain change that read through a machine load
 of 4-8; the Telegram round trip's did not.
 
+Then the head's sync thread alone (`bridge.audit.head`): a put every 2 ms (a steady
+load) and every 30 ms (turns further apart than its 20 ms linger) for a second each,
+its syncs and its context switches (each a wake-up: for a put, the linger's end, the
+disk) per put and per sync.
+
 `--rss` builds chains of those lengths and reports the peak RSS of a fresh
 process that only runs `verify` on each (ru_maxrss of that child), so the
 figure is verify's own footprint, not the benchmark's.
@@ -37,6 +42,7 @@ from pathlib import Path
 from bridge.app.channels_up import PLATFORMS
 from bridge.audit import AuditChain, verify
 from bridge.audit.catalogue import EVENTS
+from bridge.audit.head import HeadFile
 from bridge.audit.record import GENESIS, build_record, head_document
 from bridge.audit.schema import schemas_for
 from bridge.audit.store import head_path
@@ -145,6 +151,42 @@ def print_turn_batches(root: Path, n: int) -> None:
         )
 
 
+def _switches(name: str) -> int:
+    """Voluntary context switches so far of the live thread called `name` (0: none)."""
+    for thread in threading.enumerate():
+        if thread.name == name and thread.native_id is not None:
+            status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+            for line in status.splitlines():
+                if line.startswith("voluntary_ctxt_switches"):
+                    return int(line.split()[1])
+    return 0
+
+
+def print_head_cadence(root: Path) -> None:
+    """The head's sync thread under puts every 2 ms and every 30 ms for a second each."""
+    for gap in (0.002, 0.03):
+        folder = root / f"head{int(gap * 1e3)}"
+        folder.mkdir()
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        heads = HeadFile(folder / "chain.head", dir_fd, KEY)
+        try:
+            heads.put(1, GENESIS)  # the file made (synced inline)
+            time.sleep(0.05)
+            switches, syncs, puts = _switches("head-sync"), heads.syncs, int(1 / gap)
+            for seq in range(2, puts + 2):
+                heads.put(seq, GENESIS)
+                time.sleep(gap)
+            switches, syncs = _switches("head-sync") - switches, heads.syncs - syncs
+        finally:
+            heads.close()
+            os.close(dir_fd)
+        print(
+            f"head puts every {gap * 1e3:2.0f} ms: {puts} puts, {syncs} head syncs, "
+            f"{switches / puts:.2f} head-sync context switches per put "
+            f"({switches / max(1, syncs):.1f} per sync)"
+        )
+
+
 async def sequential(path: Path, n: int) -> float:
     async with AuditChain(path, KEY) as chain:
         t = time.perf_counter()
@@ -224,6 +266,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         print_turn_batches(root, args.turns)
+        print_head_cadence(root)
         if args.turns_only:
             return
         seq_rate = asyncio.run(sequential(root / "a" / "chain.jsonl", args.appends))
