@@ -4,7 +4,8 @@ One writer connection on its own thread takes every write and every
 transaction, in turn (an asyncio lock: one transaction at a time, as SQLite
 allows one writer; a write outside one is queued on the thread once no
 other task's transaction is open, and awaited outside the lock, so the
-thread runs queued writes back to back); `readers` reader connections (threads, `query_only`)
+thread runs queued writes back to back; units queued back to back commit
+together, each in a savepoint: `group`); `readers` reader connections (threads, `query_only`)
 take plain SELECTs outside a transaction, so a long write does not hold up
 reads (WAL); a SELECT that an idle reader answers within a small budget of
 SQLite steps is answered on the caller's thread, without the two thread
@@ -44,6 +45,7 @@ from bridge.storage.notify import Hub, Sub, check_topic
 from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
+from bridge.storage.sqlite.group import Together
 from bridge.storage.sqlite.steps import run_steps
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
@@ -275,15 +277,19 @@ class SqliteDatabase:
         task's transaction, its steps one by one on it. Given the function that makes
         it, on the caller's thread when the writer is idle and the unit short (like a
         single statement: `_statement`); cut short, it is rolled back and made again for
-        the writer's thread."""
+        the writer's thread; there, committed together with the units queued next to
+        it (`bridge.storage.sqlite.group`), each caller told after the commit."""
         if self._tx.get() is not None:
             return await drive(self, made(unit))
         self._count_write()
-        if not isinstance(unit, Generator) and self.inline_writes and not self._lock.locked():
+        if isinstance(unit, Generator):
+            return await self._queue(functools.partial(_run_unit, unit=unit))
+        if self.inline_writes and not self._lock.locked():
             done, value = self._writer.try_inline(_made_unit(unit), write=True)
             if done:
                 return value  # type: ignore[return-value]
-        return await self._queue(functools.partial(_run_unit, unit=made(unit)))
+        # on the thread, in one transaction with the units queued next to it (`group`)
+        return await self._queue(Together(unit))
 
     # -- schema -------------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ settles, so a slow statement never stalls the loop. A job is a function of
 the connection; it runs to its end even when the awaiting task is cancelled
 (a connection cannot be left half-way), and jobs run in the order they were
 queued. sqlite3's exceptions become `bridge.storage.errors` ones on the thread.
+`Together` jobs (units) queued back to back run as one transaction, each caller
+told after its commit (`bridge.storage.sqlite.group`).
 
 `try_inline` is the short way for a read: when no job is queued or running
 (so the order of jobs holds), it runs the job on the caller's thread under
@@ -24,10 +26,11 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from bridge.storage.errors import IntegrityError, StorageError
 from bridge.storage.sqlite.engine import BUSY_MS
+from bridge.storage.sqlite.group import MAX_UNITS, Together, run_group
 
 T = TypeVar("T")
 Job = tuple[Callable[[sqlite3.Connection], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]]
@@ -40,6 +43,11 @@ def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
         fut.set_result(value)
     else:
         fut.set_exception(value)
+
+
+def _settle_all(told: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for fut, ok, value in told:
+        _settle(fut, ok, value)
 
 
 def converted(exc: BaseException) -> BaseException:
@@ -95,6 +103,7 @@ class Worker:
         self._ended = 0
         self.inlined = 0  # jobs answered by try_inline (for benches and tests)
         self.inlined_writes = 0  # of them, the writes (each a commit)
+        self.grouped = 0  # jobs that shared a commit with the job before them (`Together`)
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._conn: sqlite3.Connection | None = None
@@ -203,8 +212,12 @@ class Worker:
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             self._ready.set_result(None)
         try:
-            while (job := self._jobs.get()) is not None:
+            job = self._jobs.get()
+            while job is not None:
                 fn, loop, fut = job
+                if isinstance(fn, Together):
+                    job = self._together(conn, job)
+                    continue
                 try:
                     self._wait_ms(conn, BUSY_MS)
                     ok, value = True, fn(conn)
@@ -215,6 +228,43 @@ class Worker:
                 self._ended += 1
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
                     loop.call_soon_threadsafe(_settle, fut, ok, value)
+                job = self._jobs.get()
         finally:
             self._conn = None
             conn.close()
+
+    def _together(self, conn: sqlite3.Connection, first: Job) -> Job | None:
+        """`first` (a `Together` job) and the `Together` jobs queued right after it of the
+        same loop, committed together (`group.run_group`); each caller told after the
+        commit, all in one call on the loop. The next job to run (taken off the queue to
+        see it was not one of them), or None to stop."""
+        group, loop = [first], first[1]
+        while len(group) < MAX_UNITS:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is None or not isinstance(job[0], Together) or job[1] is not loop:
+                self._run_group(conn, group)
+                return job
+            group.append(job)
+        self._run_group(conn, group)
+        return self._jobs.get()
+
+    def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> None:
+        self._wait_ms(conn, BUSY_MS)
+        units = [cast(Together, job[0]).make for job in group]
+        try:
+            outcomes = run_group(conn, units)
+        except BaseException as exc:  # not one of the units': everyone's
+            outcomes = [(False, exc)] * len(group)
+        if self._jobs.empty() and not conn.in_transaction:
+            self._wait_ms(conn, self._idle_ms)
+        told = [
+            (job[2], ok, value if ok else converted(value))
+            for job, (ok, value) in zip(group, outcomes, strict=True)
+        ]
+        self._ended += len(group)
+        self.grouped += len(group) - 1
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+            group[0][1].call_soon_threadsafe(_settle_all, told)
