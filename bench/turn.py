@@ -393,7 +393,7 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
             steps.calls["handle (whole)"].append(time.perf_counter() - start)
 
     writer = getattr(roost.database, "_writer", None)
-    jobs = writer_jobs(writer)
+    jobs, grouped = writer_jobs(writer), getattr(writer, "grouped", 0)
     user = user_cpu()
     began, cpu, loop = time.perf_counter(), time.process_time(), time.thread_time()
     await asyncio.gather(*(client(c) for c in range(clients)))
@@ -409,25 +409,37 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
     if bound:
         print(bound)
     if writer is not None:
-        print("  roost.db " + jobs_line(jobs, writer_jobs(writer), done))
+        print(
+            "  roost.db "
+            + jobs_line(jobs, writer_jobs(writer), done)
+            + grouped_line(writer, grouped, done)
+        )
     print_table(steps, done)
     return loop / done * 1e3
 
 
 def writer_jobs(writer: Any) -> tuple[int, int]:
-    """SQLite writer's counts so far: jobs ended on its thread, writes run inline (each
-    a commit, as `statements_per_turn` counts them); zeros without one."""
+    """SQLite writer's counts so far: commits on its thread (its jobs, those that shared
+    the commit of the job before them not counted: `bridge.storage.sqlite.group`), and
+    writes run inline (each a commit, as `statements_per_turn` counts them); zeros
+    without one."""
     if writer is None:
         return (0, 0)
-    return (writer._ended, writer.inlined_writes)
+    return (writer._ended - getattr(writer, "grouped", 0), writer.inlined_writes)
 
 
 def jobs_line(before: tuple[int, int], after: tuple[int, int], turns: int) -> str:
     ended, inline = (a - b for a, b in zip(after, before, strict=True))
     return (
-        f"write jobs per turn (each a commit) {(ended + inline) / turns:.3f}"
+        f"write commits per turn {(ended + inline) / turns:.3f}"
         f" ({inline / turns:.3f} inline, {ended / turns:.3f} on its thread)"
     )
+
+
+def grouped_line(writer: Any, before: int, turns: int) -> str:
+    """Units that shared a commit on the writer's thread (`together`), per turn."""
+    grouped = getattr(writer, "grouped", 0) - before
+    return f"; {grouped / turns:.3f} units a turn shared a commit on its thread"
 
 
 async def statements_per_turn(roost: Any, turns: int) -> None:
@@ -992,7 +1004,7 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
                 f"{zero.idle:.0%} waiting in epoll, {zero.blocked:.0%} blocked off the CPU; "
                 f"cyclic GC {zero.gc_ms:.3f} ms per turn (channel only {chan.gc_ms:.3f}); "
                 f"the clients' own CPU per turn {zero.client_ms:.3f} ms (the same 2 cores); "
-                f"roost.db write jobs per turn {zero.write_jobs:.3f}"
+                f"roost.db write commits per turn {zero.write_jobs:.3f}"
             )
             if args.http_profile:
                 print("\nthe web channel only (no core):")
