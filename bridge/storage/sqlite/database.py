@@ -5,7 +5,7 @@ transaction, in turn (an asyncio lock: one transaction at a time, as SQLite
 allows one writer; a write outside one is queued on the thread once no
 other task's transaction is open, and awaited outside the lock, so the
 thread runs queued writes back to back; units queued back to back commit
-together, each in a savepoint: `group`); `readers` reader connections (threads, `query_only`)
+together: `group`); `readers` reader connections (threads, `query_only`)
 take plain SELECTs outside a transaction, so a long write does not hold up
 reads (WAL); a SELECT that an idle reader answers within a small budget of
 SQLite steps is answered on the caller's thread, without the two thread

@@ -3,18 +3,20 @@
 A unit given to `Database.atomic` as the function that makes it (a turn's
 end) and queued on the writer (it was busy) is a `Together` job. When the
 writer's thread takes one and more wait behind it, it runs them all (up to
-`MAX_UNITS`, in queue order) in ONE transaction: each unit in a savepoint of
-its own, then one COMMIT, and only then is each caller told (`run_group`): its
-rows are committed, as durable as any commit, before it hears so. A unit that
-fails is rolled back to its savepoint and only its caller gets the error; the
-others commit. When SQLite ends the whole transaction instead (a full disk
-can) or the COMMIT fails, every unit that had not failed is made again and run
-alone, in a transaction of its own, so a caller only ever hears its own unit's
-outcome. Why: each job on the thread is a BEGIN and a COMMIT (the COMMIT writes
-every page the unit changed to the WAL: the turn's end about 0.1 ms of the
-writer's CPU), and a GIL hand-off with the loop for each statement; units
-queued together share one BEGIN, one COMMIT, their shared pages (the chats'
-rows, the day's usage row) written once, and one wake-up of the loop.
+`MAX_UNITS`, in queue order) in ONE transaction with one COMMIT, and only then
+is each caller told (`run_group`): its rows are committed, as durable as any
+commit, before it hears so. When any of it fails (a unit's statement or its
+own Python, the COMMIT: a deferred constraint, a full disk; a unit that ends
+the transaction) nothing of it stays and each unit runs again alone, in
+order, in a transaction of its own (units are pure functions of their
+arguments: made again, each writes what it wrote the first time): each
+caller gets the outcome its unit has by itself, the others are stored. No
+savepoints: a unit costs its own statements only. Why: each job on the
+thread is a BEGIN and a COMMIT (the COMMIT writes every page the unit changed
+to the WAL: the turn's end about 0.1 ms of the writer's CPU), each statement a
+GIL hand-off with the loop; units queued together share one BEGIN, one
+COMMIT, their shared pages (the day's usage row, the chats' rows) written once,
+and one wake-up of the loop.
 """
 
 from __future__ import annotations
@@ -56,37 +58,19 @@ def alone(conn: sqlite3.Connection, make: Made[Any]) -> Any:
     return value
 
 
-def run_group(conn: sqlite3.Connection, units: list[Made[Any]]) -> list[Outcome]:
-    """Each unit's outcome, in order: all in one transaction, each in a savepoint; the
-    ones the transaction's end took with it run again alone."""
-    if len(units) == 1:
-        return [_alone(conn, units[0])]
-    outcomes: list[Outcome | None] = [None] * len(units)
-    try:
-        begin(conn)
-        for at, make in enumerate(units):
-            conn.execute("SAVEPOINT unit")
-            try:
-                value = run_steps(conn, make())
-            except BaseException as exc:  # its caller's, told below
-                outcomes[at] = (False, exc)
-                if not conn.in_transaction:  # SQLite ended all of it
-                    break
-                conn.execute("ROLLBACK TO unit")
-                conn.execute("RELEASE unit")
-                continue
-            conn.execute("RELEASE unit")
-            outcomes[at] = (True, value)
-        if conn.in_transaction:
+def run_group(conn: sqlite3.Connection, units: list[Made[Any]]) -> tuple[list[Outcome], bool]:
+    """Each unit's outcome, in order, and whether they shared one commit: all in one
+    transaction; when any of it fails (a unit, or the COMMIT), nothing of it stays and
+    each unit runs again alone, in order, so each caller gets its unit's own outcome."""
+    if len(units) > 1:
+        try:
+            begin(conn)
+            values = [run_steps(conn, make()) for make in units]
             conn.execute("COMMIT")
-            return [o for o in outcomes if o is not None]  # every unit ran
-    except BaseException:  # the COMMIT (or a SAVEPOINT) refused
-        rollback(conn)
-    # nothing of the group stays: each unit that did not fail, alone
-    return [
-        o if o is not None and not o[0] else _alone(conn, m)
-        for o, m in zip(outcomes, units, strict=True)
-    ]
+            return [(True, value) for value in values], True
+        except BaseException:  # one of them: which one, running them alone tells
+            rollback(conn)
+    return [_alone(conn, make) for make in units], False
 
 
 def _alone(conn: sqlite3.Connection, make: Made[Any]) -> Outcome:

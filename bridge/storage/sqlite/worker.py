@@ -103,7 +103,7 @@ class Worker:
         self._ended = 0
         self.inlined = 0  # jobs answered by try_inline (for benches and tests)
         self.inlined_writes = 0  # of them, the writes (each a commit)
-        self.grouped = 0  # jobs that shared a commit with the job before them (`Together`)
+        self.grouped = 0  # jobs that shared the commit of the job before them (`Together`)
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._conn: sqlite3.Connection | None = None
@@ -255,9 +255,9 @@ class Worker:
         self._wait_ms(conn, BUSY_MS)
         units = [cast(Together, job[0]).make for job in group]
         try:
-            outcomes = run_group(conn, units)
+            outcomes, shared = run_group(conn, units)
         except BaseException as exc:  # not one of the units': everyone's
-            outcomes = [(False, exc)] * len(group)
+            outcomes, shared = [(False, exc)] * len(group), False
         if self._jobs.empty() and not conn.in_transaction:
             self._wait_ms(conn, self._idle_ms)
         told = [
@@ -265,6 +265,6 @@ class Worker:
             for job, (ok, value) in zip(group, outcomes, strict=True)
         ]
         self._ended += len(group)
-        self.grouped += len(group) - 1
+        self.grouped += (len(group) - 1) * shared
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
             group[0][1].call_soon_threadsafe(_settle_all, told)
