@@ -252,14 +252,14 @@ class Worker:
         return self._jobs.get()
 
     def _run_group(self, conn: sqlite3.Connection, group: list[Job]) -> None:
-        self._wait_ms(conn, BUSY_MS)
         units = [cast(Together, job[0]).make for job in group]
         try:
+            self._wait_ms(conn, BUSY_MS)
             outcomes, shared = run_group(conn, units)
+            if self._jobs.empty() and not conn.in_transaction:
+                self._wait_ms(conn, self._idle_ms)
         except BaseException as exc:  # not one of the units': everyone's
             outcomes, shared = [(False, exc)] * len(group), False
-        if self._jobs.empty() and not conn.in_transaction:
-            self._wait_ms(conn, self._idle_ms)
         told = [
             (job[2], ok, value if ok else converted(value))
             for job, (ok, value) in zip(group, outcomes, strict=True)
