@@ -3,8 +3,11 @@
 `Reloader.reload()` loads the configuration again (file and environment, as at
 start). A configuration that does not load (invalid TOML, invalid values, or
 any other error while it is read) is refused with one ERROR line naming the
-reason, and the old one stays in force; `Reloader.run` outlives any failure of
-one reload (one ERROR line, READY=1 again), so later reloads still apply.
+reason, and the old one stays in force; so is a config file that vanished (moved
+or deleted) or is empty while the configuration in force was read from one: a reload
+never falls back to the built-in defaults (every tenant dropped, `[llm]` pointed at
+api.openai.com); a restart does, as a first start without a file does.
+`Reloader.run` outlives any failure of one reload (one ERROR line, READY=1 again), so later reloads still apply.
 A good one is handed to every registered `OnReload` callback (tenants and
 their Telegram ids, limits, personas, the models (`[llm]`, `[models.*]`)
 and token budgets, ...: the rows of `bridge.app.live`),
@@ -93,6 +96,26 @@ def fingerprint(path: Path, env: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
+def file_gone(path: Path) -> str | None:
+    """Why `path` cannot be the configuration a reload reads (it is not a file, or holds
+    nothing but white space), as a ConfigError's message; None when it has content."""
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return (
+            f"invalid configuration: {path} is gone (moved or deleted); put it back, "
+            "or restart roost to run on the built-in defaults"
+        )
+    except OSError:
+        return None  # unreadable: loading it names the reason
+    if not data.strip():
+        return (
+            f"invalid configuration: {path} is empty; write the configuration into it, "
+            "or restart roost to run on the built-in defaults"
+        )
+    return None
+
+
 def one_line(text: str) -> str:
     """A message's lines on one line: "; " between them, a space after a line's colon
     ("invalid configuration: llm.model: …", never "invalid configuration:; …") (pure)."""
@@ -122,6 +145,7 @@ class Reloader:
         *,
         fingerprint: Callable[[], str] = lambda: "",
         hooks: Iterable[OnReload] = (),
+        path: Path | None = None,
     ) -> None:
         self.settings = settings  # the configuration in force
         # what the restart-only settings still are: the start's, whatever reloads read since
@@ -130,6 +154,9 @@ class Reloader:
         self._fingerprint = fingerprint
         self._attempted = fingerprint()  # what the configuration in force was read from
         self._last_refused = False
+        # the config file, and whether the configuration in force was read from it
+        self._path = path
+        self._from_file = path is not None and file_gone(path) is None
         self.hooks: list[OnReload] = list(hooks)
         self._wanted = asyncio.Event()
         self.reloads = 0  # applied reloads (tests, STATUS)
@@ -172,7 +199,10 @@ class Reloader:
         self._attempted = seen
         monotonic_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         self._notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec}")
+        gone = file_gone(self._path) if self._path is not None else None
         try:
+            if gone is not None and self._from_file:
+                raise ConfigError(gone)
             new = self._load()
         except Exception as exc:  # ConfigError, or whatever else reading it raised
             self._last_refused = True
@@ -182,6 +212,7 @@ class Reloader:
             )
             return False
         self._last_refused = False
+        self._from_file = gone is None
         self._apply(new)
         return True
 

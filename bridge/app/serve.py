@@ -236,6 +236,7 @@ async def run(
         notifier,
         fingerprint=lambda: fingerprint(path, os.environ),
         hooks=reload_hooks(roost),
+        path=path,
     )
     loop.add_signal_handler(signal.SIGHUP, reloader.request)
     watcher = asyncio.create_task(watch_config(path, reloader, stop))
