@@ -80,7 +80,15 @@ def check_config(settings: Settings) -> Check:
 
 def serve_refusal(settings: Settings) -> str | None:
     """What `roost serve` would stop on in this configuration before its channels start
-    (bridge.app.channels_up and the Telegram webhook's own check, reused), or None."""
+    (the tenants' `<platform>_ids` lists, bridge.app.channels_up and the Telegram
+    webhook's own check, reused), or None."""
+    from bridge.app.channels_up import PLATFORMS
+    from bridge.core.identities import identity_map
+
+    try:
+        identity_map(settings.tenants, PLATFORMS)  # as `roost serve` does before all else
+    except ConfigError as exc:
+        return str(exc)
     tg, web_on = settings.telegram, settings.web.enabled
     if tg.token is not None and tg.mode == "webhook":
         if not web_on:

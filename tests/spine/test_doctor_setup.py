@@ -10,7 +10,10 @@ a file says so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_doctor import API_KEY, lines, roost
@@ -51,6 +54,30 @@ async def test_a_config_serve_refuses_is_a_failure(home: Path) -> None:
     assert "A" * 35 not in out
     serve, said = await roost("serve", **webhook, ROOST_WEB__PORT="0")
     assert serve == 78 and "telegram.webhook_url is required" in said  # the same words
+
+
+@pytest.mark.parametrize(
+    ("tenant", "said"),
+    [
+        ("telgram_ids = [123]", "tenants.a.telgram_ids: no platform of that name"),
+        ('telegram_ids = ["abc"]', "tenants.a.telegram_ids: 'abc' is not a Telegram identity"),
+    ],
+)
+async def test_a_tenant_id_list_serve_refuses_is_a_failure(
+    home: Path, tenant: str, said: str
+) -> None:
+    """A typo in a `<platform>_ids` key, or an id the platform cannot read, stops `roost
+    serve` (exit 78): doctor says so with the same words, never "ok config"."""
+    Path(os.environ["ROOST_CONFIG"]).write_text(f"[tenants.a]\n{tenant}\n")
+    offline = {"ROOST_LLM__PROVIDER": "offline"}
+    code, out = await roost("doctor", "--timeout", "1", **offline)
+    status, reason = lines(out)["config"]
+    assert (code, status) == (1, "FAIL"), out
+    assert "but `roost serve` refuses: invalid configuration: " + said in reason, reason
+    serve, refused = await roost("serve", **offline, ROOST_WEB__PORT="0")
+    assert serve == 78, refused
+    (line,) = refused.splitlines()
+    assert line.startswith("roost: ") and line.removeprefix("roost: ") in reason  # same words
 
 
 async def test_before_the_first_start_the_home_is_a_warning(home: Path, tmp_path: Path) -> None:
