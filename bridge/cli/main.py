@@ -5,7 +5,9 @@ how to add its arguments, how to run it); `roost` alone runs `serve`. Configurat
 errors exit with status 78 (EX_CONFIG) and a message naming the key, so
 systemd's RestartPreventExitStatus=78 stops a restart loop; so does a home this
 user cannot read (checked before any command that uses it but `doctor`, which
-reports it, and `audit`, which exits 2). What a command does not catch itself is
+reports it, and `audit`, which exits 2); and a home of another user (root running
+`roost pair` on the service's home) for a command that writes into it (exit 78, naming
+the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run). What a command does not catch itself is
 one line too, never a traceback: a full disk (exit 1), a database that cannot be
 read (exit 1, pointing to `roost doctor` and a backup), a file this user may not
 touch (exit 78). Every entry point
@@ -210,6 +212,10 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
         unusable = home_problem(settings.home)
         if unusable is not None:
             return fail(unusable, EX_CONFIG)
+    if row.name not in READS_ONLY:
+        foreign = owner_problem(settings.home, os.geteuid(), sys.argv[1:] if own else argv)
+        if foreign is not None:
+            return fail(foreign, EX_CONFIG)
     try:
         return _run_unwrapped(row, args, settings)
     except KeyboardInterrupt:
@@ -237,6 +243,10 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
 # as one of its checks, `audit` exits 2 on an unreadable chain (its documented status);
 # `install-units`, `grade` and `recall-eval` read no home.
 OWN_HOME_CHECK = frozenset({"doctor", "audit", "install-units", "grade", "recall-eval"})
+# Commands that write nothing into the home (`backup` writes DEST, outside it): they may
+# run as another user than the home's owner (root); every other one writes (a database,
+# tenant folders, the audit chain, exports/) and is refused (`owner_problem`).
+READS_ONLY = frozenset({"doctor", "audit", "backup", "install-units", "grade", "recall-eval"})
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 FULL = "database or disk is full"
 
@@ -256,6 +266,34 @@ def home_problem(home: Path) -> str | None:
             "set ROOST_HOME to a directory this user can read and write"
         )
     return None
+
+
+def owner_problem(home: Path, euid: int, argv: Sequence[str] | None) -> str | None:
+    """Why a command that writes into `home` must not run as `euid`: the home belongs to
+    another user (root running `roost pair` on a service's home left files the service
+    cannot read, and it stayed down), or None (the same user, or no home yet)."""
+    try:
+        owner = os.stat(home).st_uid
+    except OSError:
+        return None  # not made yet (the command makes it), or `home_problem`'s case
+    if owner == euid:
+        return None
+    import pwd
+    import shlex
+
+    def name(uid: int) -> str:
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return f"#{uid}"  # as sudo -u takes a uid
+
+    user = name(owner)
+    again = shlex.join(["sudo", "-u", user, "roost", *(argv or [])])
+    return (
+        f"{home} belongs to the user {user.lstrip('#')}, not to {name(euid).lstrip('#')}: "
+        "files this command wrote there would be unreadable to roost; run it as the "
+        f"home's owner (`{again}`, with the same ROOST_HOME and ROOST_CONFIG)"
+    )
 
 
 def _run_unwrapped(row: Command, args: argparse.Namespace, settings: Settings) -> int:
