@@ -277,6 +277,12 @@ def backup(home: Path, dest: Path, clock: Callable[[], float] = time.time) -> Ba
         raise BackupError(
             f"backup destination {dest} is inside the home {home}; give a directory outside it"
         )
+    if os.statvfs(home).f_flag & os.ST_RDONLY:  # not a damaged database: say what it is
+        raise BackupError(
+            f"the home {home} is on a read-only file system: a backup takes SQLite's and the "
+            "audit chain's locks in it, which needs it writable; run it where the home is "
+            "mounted read-write (the daemon may run)"
+        )
     _empty_target(dest, "backup destination")
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(dest, 0o700)

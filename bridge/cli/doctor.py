@@ -192,6 +192,12 @@ async def check_database(path: Path) -> Check:
         db = await open_existing(path)
     except StorageError as exc:
         return Check("FAIL", "database", f"{path.name}: {exc}; restore it from a backup")
+    except OSError as exc:  # e.g. a read-only home: SQLite needs to write beside the file
+        return Check(
+            "FAIL",
+            "database",
+            f"{path.name}: cannot open it ({exc.strerror}); roost needs its home writable",
+        )
     try:
         return await database_check(db)
     finally:
