@@ -342,8 +342,9 @@ def _last_resort(exc: Exception, settings: Settings, fail: Callable[[str, int], 
             )
         return fail(
             f"the database {settings.home / 'roost.db'} cannot be used ({_line(exc)}). Run "
-            "`roost doctor` to check it; if it is damaged, stop roost, move roost.db (and "
-            "roost.db-wal, roost.db-shm) aside and restore a backup (`roost restore`)",
+            f"`roost doctor` to check it; if it is damaged, stop roost, move the home "
+            f"{settings.home} aside and restore a backup into it (`roost restore BACKUP`: "
+            "it restores only into a new or empty home)",
             1,
         )
     if isinstance(exc, PermissionError):

@@ -48,9 +48,11 @@ def check(path: Path) -> None:
     if problem:
         problem = " ".join(problem.split())[:200]  # one line, whatever SQLite said
         raise DatabaseDamaged(
-            f"the database {path} is damaged ({problem}). Stop roost, move {path.name} "
-            f"(and any {path.name}-wal, {path.name}-shm) aside, then restore a backup "
-            "(roost restore) or start again with a new empty database"
+            f"the database {path} is damaged ({problem}). Stop roost, then either move "
+            f"the home {path.parent} aside and restore a backup into it (`roost restore "
+            "BACKUP`: it restores only into a new or empty home), or move "
+            f"{path.name} (and any {path.name}-wal, {path.name}-shm) aside to start again "
+            "with a new empty database"
         )
 
 
