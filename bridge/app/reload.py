@@ -4,10 +4,11 @@
 start). A configuration that does not load (invalid TOML, invalid values, or
 any other error while it is read) is refused with one ERROR line naming the
 reason, and the old one stays in force; so is a config file that vanished (moved
-or deleted) or is empty while the configuration in force was read from one: a reload
-never falls back to the built-in defaults (every tenant dropped, `[llm]` pointed at
-api.openai.com); a restart does, as a first start without a file does.
-`Reloader.run` outlives any failure of one reload (one ERROR line, READY=1 again), so later reloads still apply.
+or deleted) or is empty while the configuration in force was read from one: a
+reload never falls back to the built-in defaults (every tenant dropped, `[llm]`
+pointed at api.openai.com); a restart does, as a first start without a file does.
+`Reloader.run` outlives any failure of one reload (one ERROR line, READY=1 again),
+so later reloads still apply.
 A good one is handed to every registered `OnReload` callback (tenants and
 their Telegram ids, limits, personas, the models (`[llm]`, `[models.*]`)
 and token budgets, ...: the rows of `bridge.app.live`),

@@ -7,10 +7,10 @@ systemd's RestartPreventExitStatus=78 stops a restart loop; so does a home this
 user cannot read (checked before any command that uses it but `doctor`, which
 reports it, and `audit`, which exits 2); and a home of another user (root running
 `roost pair` on the service's home) for a command that writes into it (exit 78, naming
-the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run). What a command does not catch itself is
-one line too, never a traceback: a full disk (exit 1), a database that cannot be
-read (exit 1, pointing to `roost doctor` and a backup), a file this user may not
-touch (exit 78). Every entry point
+the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run). What a command
+does not catch itself is one line too, never a traceback: a full disk (exit 1), a
+database that cannot be read (exit 1, pointing to `roost doctor` and a backup), a file
+this user may not touch (exit 78). Every entry point
 runs with umask 0077 (`PRIVATE_UMASK`): whatever roost or its sandbox creates
 (database and its WAL, audit files, memory, tools) is readable by its owner only.
 

@@ -12,12 +12,13 @@ import os
 from pathlib import Path
 
 from tests.spine.test_doctor import lines, roost
+from tests.spine.test_reload import write_config
 
 OFFLINE = {"ROOST_LLM__PROVIDER": "offline", "ROOST_WEB__PORT": "0"}
 
 
 async def test_the_advice_for_a_damaged_database_restores_it(home: Path, tmp_path: Path) -> None:
-    Path(os.environ["ROOST_CONFIG"]).write_text("[tenants.alice]\n")
+    write_config("[tenants.alice]\n")
     code, out = await roost("pair", "alice", **OFFLINE)  # some state: database, chain, files
     assert code == 0, out
     backup = tmp_path / "backup"
@@ -32,7 +33,7 @@ async def test_the_advice_for_a_damaged_database_restores_it(home: Path, tmp_pat
         said
     )
 
-    home.rename(tmp_path / "home.damaged")  # as it says
+    os.rename(home, tmp_path / "home.damaged")  # as it says
     code, out = await roost("restore", str(backup), **OFFLINE)
     assert code == 0, out
     code, out = await roost("doctor", "--timeout", "1", **OFFLINE)

@@ -10,13 +10,13 @@ a file says so.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_doctor import API_KEY, lines, roost
+from tests.spine.test_reload import write_config
 
 
 async def test_an_unset_model_the_server_lacks_fails_naming_the_default(home: Path) -> None:
@@ -68,7 +68,7 @@ async def test_a_tenant_id_list_serve_refuses_is_a_failure(
 ) -> None:
     """A typo in a `<platform>_ids` key, or an id the platform cannot read, stops `roost
     serve` (exit 78): doctor says so with the same words, never "ok config"."""
-    Path(os.environ["ROOST_CONFIG"]).write_text(f"[tenants.a]\n{tenant}\n")
+    write_config(f"[tenants.a]\n{tenant}\n")
     offline = {"ROOST_LLM__PROVIDER": "offline"}
     code, out = await roost("doctor", "--timeout", "1", **offline)
     status, reason = lines(out)["config"]

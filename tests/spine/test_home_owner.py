@@ -18,6 +18,7 @@ import pytest
 
 from bridge.cli.main import owner_problem
 from tests.spine.test_doctor import roost
+from tests.spine.test_reload import write_config
 
 NOBODY = 65534
 
@@ -33,18 +34,22 @@ def test_another_users_home_is_refused_naming_its_owner(tmp_path: Path) -> None:
     assert owner_problem(tmp_path / "not-yet", me + 1, ["pair", "alice"]) is None  # made now
 
 
+def give(home: Path, uid: int) -> None:
+    for path in [home, *home.rglob("*")]:
+        os.chown(path, uid, uid, follow_symlinks=False)
+
+
 def files(home: Path) -> list[tuple[str, int]]:
     return sorted((str(p.relative_to(home)), p.stat().st_uid) for p in home.rglob("*"))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="root plays the operator: needs root")
 async def test_root_cannot_write_into_the_service_users_home(home: Path, tmp_path: Path) -> None:
-    Path(os.environ["ROOST_CONFIG"]).write_text("[tenants.alice]\n")
+    write_config("[tenants.alice]\n")
     offline = {"ROOST_LLM__PROVIDER": "offline", "ROOST_WEB__PORT": "0"}
     code, out = await roost("pair", "alice", **offline)  # the home made by its owner (here)
     assert code == 0, out
-    for path in [home, *home.rglob("*")]:
-        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)  # the service user's
+    give(home, NOBODY)  # to the service user
     owner = pwd.getpwuid(NOBODY).pw_name
     before = files(home)
 

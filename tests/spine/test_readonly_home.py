@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.spine.test_doctor import lines, roost
+from tests.spine.test_reload import write_config
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("mount") is None, reason="a bind mount: needs root"
@@ -40,7 +41,7 @@ def read_only(home: Path, tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 async def made(home: Path) -> Path:
-    Path(os.environ["ROOST_CONFIG"]).write_text("[tenants.alice]\n")
+    write_config("[tenants.alice]\n")
     code, out = await roost("pair", "alice", **OFFLINE)  # a database, chain, tenant folder
     assert code == 0, out
     return home

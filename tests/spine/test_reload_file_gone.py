@@ -22,7 +22,7 @@ import pytest
 
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.spine.test_daemon import env_for
-from tests.spine.test_reload import Daemon, config, reloaded, settled, started
+from tests.spine.test_reload import Daemon, config, reloaded, settled, started, write_config
 from tests.spine.test_reload import notify as notify  # the fixture
 from tests.waits import until
 
@@ -83,14 +83,14 @@ async def test_an_emptied_config_is_refused(
     home: Path, model: FakeOpenAI, notify: tuple[socket.socket, str]
 ) -> None:
     path = Path(os.environ["ROOST_CONFIG"])
-    path.write_text(CONFIG)
+    write_config(CONFIG)
     async with started(env_for(home, model), notify, "web") as daemon:
-        path.write_bytes(b"")  # `: > roost.toml`, a tool that truncates, then writes
+        write_config("")  # `: > roost.toml`, a tool that truncates, then writes
         await refused_once(daemon, notify[0], f"{path} is empty")
         assert await bob_signs_in(daemon)
         daemon.proc.send_signal(signal.SIGHUP)  # still empty: not logged again
         await settled(daemon)
         assert len(daemon.lines("reload refused")) == 1
 
-        path.write_text(CONFIG + "[tenants.carol]\n")
+        write_config(CONFIG + "[tenants.carol]\n")
         await until(lambda: daemon.lines("3 tenants configured"), "the written file")
