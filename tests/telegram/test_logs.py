@@ -92,6 +92,6 @@ async def test_the_daemon_serves_telegram_without_logging_the_token(
     logs = out.decode() + err.decode()
     assert proc.returncode == 0, logs
     assert "roost: telegram: reconnecting, last error: the Bot API is unreachable" in logs
-    assert "telegram: connected again (@roost_test_bot, polling) after 1 failed tries" in logs
+    assert "telegram: connected again (@roost_test_bot, polling) after 1 failed try" in logs
     assert "Internal Server Error" in logs and "Bad Gateway" in logs
     assert TOKEN not in logs and TOKEN.split(":")[1] not in logs

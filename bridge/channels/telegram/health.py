@@ -24,6 +24,8 @@ from urllib.parse import quote, quote_plus
 
 from telegram.error import Conflict, Forbidden, InvalidToken, NetworkError, TelegramError
 
+from bridge.core.words import count
+
 log = logging.getLogger("bridge.channels.telegram.channel")
 MAX_WHY = 300
 
@@ -112,7 +114,8 @@ class Health:
         if self.state == "up" and detail == self.detail:
             return
         if self.failures:
-            log.info("telegram: connected again (%s) after %d failed tries", detail, self.failures)
+            tries = count(self.failures, "failed try", "failed tries")
+            log.info("telegram: connected again (%s) after %s", detail, tries)
         else:
             log.info("telegram: connected (%s)", detail)
         self.state, self.detail, self.failures, self._retry_at = "up", detail, 0, None

@@ -33,6 +33,7 @@ from typing import Any
 from telegram import Bot, Update
 
 from bridge.channels.telegram.inbox import Stored, UpdateInbox, updates_in
+from bridge.core.words import count
 from bridge.storage.errors import StorageError
 
 log = logging.getLogger("bridge.channels.telegram.channel")
@@ -145,7 +146,8 @@ class Durable:
         for chat, stored in chats.items():
             self._replaying[chat] = spawn(self._replay_chat(bot, chat, stored))
         if rows:
-            log.info("telegram: answering %d messages left from before the restart", len(rows))
+            said = count(len(rows), "message")
+            log.info("telegram: answering %s left from before the restart", said)
         return len(rows)
 
     async def _replay_chat(self, bot: Bot, chat: str, stored: list[Stored]) -> None:

@@ -108,7 +108,8 @@ class Health:
         with contextlib.suppress(Exception):
             await self._on_up()
         if was_down:
-            log.warning("database reachable again after %d failed tries", self.tries)
+            tries = "1 failed try" if self.tries == 1 else f"{self.tries} failed tries"
+            log.warning("database reachable again after %s", tries)
         self.up.set()
 
     async def aclose(self) -> None:
