@@ -158,7 +158,8 @@ class KeptEntries:
     this process found in it or added to it (`used`), and `save` at exit when it grew:
     merged with what other processes wrote meanwhile; past `bound` entries, only those
     this process used (entries of code edited away go). `bridge.regex_code` and
-    `bridge.screening.shape_cache` keep theirs so."""
+    `bridge.screening.shape_cache` keep theirs so; `stored` is what a value is written
+    as (itself here; `bridge.regex_code` writes each marshalled on its own)."""
 
     def __init__(self, path: Path, header: bytes, bound: int) -> None:
         self.path, self.header, self.bound = path, header, bound
@@ -175,7 +176,11 @@ class KeptEntries:
         merged.update(self.entries)
         if len(merged) > self.bound:
             merged = {key: self.entries[key] for key in self.used}
-        write_marshal(self.path, self.header, merged)
+        write_marshal(self.path, self.header, {k: self.stored(v) for k, v in merged.items()})
+
+    def stored(self, value: Any) -> Any:
+        """`value` as the file holds it."""
+        return value
 
 
 def _load(path: Path) -> dict[str, CodeType | bytes]:

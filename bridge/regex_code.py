@@ -20,7 +20,7 @@ given to `exec`) (`re.compile(...)` at module level, or in a
 comprehension there), by the body of a class defined there (`logging`'s,
 `textwrap`'s, pydantic's class attributes), and by the few functions listed
 in `_CONSTANT_SITES`, each read and found to compile only patterns written in
-its source or built from such (python-dotenv's `make_regex`, `tokenize`'s,
+its source or built from such (python-dotenv's `make_regex`,
 argparse's), or from roost's shipped rule file (the screens:
 `rule_data._compile`, `rule_data.load`, `secret_context._names`,
 `injection._table`, and `literal_trie.compile_shipped`, which only a
@@ -32,9 +32,10 @@ log redactor's), so it is compiled as before and never written down.
 
 It stays out of the way whenever it cannot be exact or safe:
 - only on the Python versions whose `re` internals it mirrors (3.11);
-- a pattern whose compilation could warn (a `[[`, `--`, `&&`, `~~`, `||` in
-  it, a conditional group, a non-ASCII bytes pattern) is compiled as before,
-  so its warning is never lost to a cache hit;
+- a pattern whose compilation could warn (a set opening with `[[`, a `--`, `&&`,
+  `~~` or `||` inside a set, a conditional group, a non-ASCII bytes pattern; in a
+  verbose pattern, whose comments may hold a `[`, any of these anywhere) is
+  compiled as before, so its warning is never lost to a cache hit (`may_warn`);
 - nothing is written when byte-code writing is off (`PYTHONDONTWRITEBYTECODE`,
   `sys.dont_write_bytecode`) or the folder is not writable;
 - at most 4,000 patterns are kept: past that, a process writes only the
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import _sre  # type: ignore[import-not-found]  # the regex engine: no stub
 import atexit
+import marshal
 import re
 import sys
 from collections.abc import Callable
@@ -62,6 +64,8 @@ from bridge.dataclass_code import KeptEntries, cache_path
 _VERSIONS = ((3, 11),)
 _MAX = 4_000  # patterns kept (roost compiles about 450 at import)
 _MAY_WARN = ("[[", "--", "&&", "~~", "||", "(?(")  # re._parser's FutureWarning/DeprecationWarning
+_DOUBLED = "-&~|"  # a set's `--`, `&&`, `~~`, `||`: re._parser's "Possible set ..." warnings
+_INLINE_FLAGS = frozenset("aiLmsux-")
 _INNER = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _FUNCTION = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS: set for functions, not class bodies
 # Functions (module, qualified name) whose every pattern is constant: literals in their
@@ -70,7 +74,6 @@ _FUNCTION = 0x1 | 0x2  # CO_OPTIMIZED | CO_NEWLOCALS: set for functions, not cla
 _CONSTANT_SITES = frozenset(
     {
         ("dotenv.parser", "make_regex"),  # called only by the module's top-level constants
-        ("tokenize", "_compile"),  # lru_cached; given tokenize's own token patterns
         ("argparse", "_ActionsContainer.__init__"),  # the negative-number matcher, a literal
         ("argparse", "HelpFormatter.__init__"),  # two whitespace literals
         # the nargs patterns of the parser's own actions (letters A, O and -), never argv's text
@@ -96,6 +99,9 @@ _CONSTANT_SITES = frozenset(
 # Modules whose top-level patterns are built from sets: their text follows the order the
 # string hash seed gives each process (email's `''.join(WSP)`, `ATOM_ENDS`, ...), so each
 # process would add new ones and write the file again at its exit. Never kept.
+# (`tokenize._compile` is given such a pattern too: its string prefixes come from a set;
+# it was a constant site while the rule above, a `||` anywhere, happened to refuse most
+# of its orders.)
 _UNSTABLE_MODULES = frozenset({"email._header_value_parser"})
 
 Key = tuple[bool, str | bytes, int]  # (is text, pattern, flags)
@@ -103,18 +109,58 @@ Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 
 
 def _header() -> bytes:
-    return f"roost-regex 1|{sys.version}|{_sre.MAGIC}|{_sre.CODESIZE}\n".encode()
+    return f"roost-regex 2|{sys.version}|{_sre.MAGIC}|{_sre.CODESIZE}\n".encode()
 
 
 class _Cache(KeptEntries):
     """What `_sre.compile` was given, by pattern (Key -> Entry); saves itself at exit
-    when it grew, past `_MAX` patterns only those this process used."""
+    when it grew, past `_MAX` patterns only those this process used.
+
+    The file holds each entry marshalled on its own (`stored`), decoded when its pattern
+    is first compiled (`entry`): a process reads the whole file as bytes but builds the
+    code lists of its own patterns only (`roost send` compiles about 270 of 1,200 kept;
+    decoding them all cost about 30 M instructions, 8 ms, in every process)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, _header(), _MAX)
 
+    def entry(self, key: Key) -> Entry | None:
+        """The kept entry of `key`, decoded; None when there is none or it does not load
+        (then it is dropped, and the pattern compiled and kept again)."""
+        found = self.entries.get(key)
+        if isinstance(found, bytes):
+            found = _decoded(found)
+            if found is None:
+                del self.entries[key]
+            else:
+                self.entries[key] = found
+        return found
 
-def cacheable(pattern: object) -> bool:
+    def stored(self, value: Any) -> Any:
+        return value if isinstance(value, bytes) else marshal.dumps(value)
+
+
+def _decoded(data: bytes) -> Entry | None:
+    """A marshalled entry, or None when it does not load or is not of an entry's shape."""
+    try:
+        value = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(value, tuple) and len(value) == 5):
+        return None
+    final, code, groups, groupindex, indexgroup = value
+    if not (
+        type(final) is int
+        and type(code) is list
+        and type(groups) is int
+        and type(groupindex) is dict
+        and type(indexgroup) is tuple
+    ):
+        return None
+    return value
+
+
+def cacheable(pattern: object, flags: int = 0) -> bool:
     """A pattern whose compilation cannot warn (so a cache hit loses nothing), of a type
     `marshal` writes (exactly `str` or `bytes`, no subclass)."""
     if type(pattern) is bytes:
@@ -125,7 +171,57 @@ def cacheable(pattern: object) -> bool:
         text = pattern
     else:
         return False
-    return not any(bad in text for bad in _MAY_WARN)
+    return not may_warn(text, flags)
+
+
+def may_warn(text: str, flags: int = 0) -> bool:
+    """Whether Python 3.11's `re._parser` could warn compiling `text`: a set (`[...]`)
+    whose first character is `[`, a doubled `-`, `&`, `~` or `|` inside a set, a
+    conditional group `(?(`. The sets are found as the parser finds them: a backslash
+    and the character after it are one item, a `]` right after `[` or `[^` is a
+    character, any later one closes the set. A comment (`(?#...)`, or `#` in a verbose
+    pattern) may hold a `[` the parser skips, so with one any of `_MAY_WARN` anywhere
+    counts (the former rule)."""
+    if "(?(" in text:
+        return True
+    if "(?#" in text or flags & re.VERBOSE or _verbose_inline(text):
+        return any(bad in text for bad in _MAY_WARN)
+    inside = first = False
+    i, end = 0, len(text)
+    while i < end:
+        c = text[i]
+        if c == "\\":
+            first = False
+            i += 2
+            continue
+        if not inside:
+            if c == "[":
+                if text.startswith("[", i + 1):
+                    return True
+                inside = first = True
+                i += 2 if text.startswith("^", i + 1) else 1
+                continue
+        elif c == "]" and not first:
+            inside = False
+        elif c in _DOUBLED and text.startswith(c, i + 1):
+            return True
+        else:
+            first = False
+        i += 1
+    return False
+
+
+def _verbose_inline(text: str) -> bool:
+    """An inline flag group turning on `x` (verbose) anywhere: `(?x)`, `(?ix:...)`."""
+    start = text.find("(?")
+    while start != -1:
+        i = start + 2
+        while i < len(text) and text[i] in _INLINE_FLAGS:
+            if text[i] == "x":
+                return True
+            i += 1
+        start = text.find("(?", start + 2)
+    return False
 
 
 def at_module_level(frame: FrameType | None) -> bool:
@@ -172,14 +268,14 @@ def _compiler_wrapper(cache: _Cache, original: Callable[..., Any]) -> Callable[.
         if not isinstance(p, (str, bytes)) or flags & re.DEBUG:
             return original(p, flags)
         key: Key = (isinstance(p, str), p, int(flags))
-        found = cache.entries.get(key)
+        found = cache.entry(key)
         if found is not None:
             cache.used.add(key)
             final, code, groups, groupindex, indexgroup = found
             return _sre.compile(p, final, code, groups, groupindex, indexgroup)
         entry = _entry(p, flags)
         made = _sre.compile(p, *entry)
-        if cacheable(p) and at_module_level(sys._getframe(1)):
+        if cacheable(p, flags) and at_module_level(sys._getframe(1)):
             cache.entries[key] = entry
             cache.used.add(key)
             cache.added += 1

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, overload
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bridge import regex_code
 from tests.fresh import env_without, python_c
@@ -409,3 +411,118 @@ def test_a_word_gate_keeps_its_pattern_only_when_its_words_are_shipped(
     assert wrapped.entries  # its pattern(s), kept
     if kind == "trie":
         assert any(ours[4:] in str(key[1]) for key in wrapped.entries)
+
+
+# Patterns that could warn only inside a set (`[...]`): kept when their `--` or `||` is
+# outside any set, compiled as before when it may be inside one.
+OUTSIDE_SETS = [
+    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----.*?-----END",
+    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)",
+    r"(\*\*|__|~~|[*_`#|])",
+    r"a||b",
+    r"\[[^]]+\]--",
+    r"[]a]--[^]&]&&",
+]
+MAY_WARN = [
+    r"[[a-z]]",
+    r"[a--z]",
+    r"[a-z--0-9]",
+    r"[\w&&x]",
+    r"[]--]",
+    r"[^]||]",
+    r"x[~~]",
+    r"(?#[)[]--]",  # the comment's `[` is no set: the set is `[]--]`
+    r"(?(1)a|b)",
+]
+
+
+@pytest.mark.parametrize("pattern", OUTSIDE_SETS)
+def test_a_doubled_character_outside_any_set_is_kept(
+    wrapped: regex_code._Cache, pattern: str
+) -> None:
+    run_as_module(f"import re\nx = re.compile({pattern!r})")
+    assert (True, pattern, 0) in wrapped.entries
+
+
+@pytest.mark.parametrize("pattern", MAY_WARN)
+def test_a_pattern_that_may_warn_is_compiled_as_before(pattern: str) -> None:
+    assert regex_code.may_warn(pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags"), [(r"a||b  # [", re.VERBOSE), (r"(?x)a--b", 0), (r"(?i)(?ix:a)--", 0)]
+)
+def test_in_a_verbose_pattern_any_doubled_character_may_warn(pattern: str, flags: int) -> None:
+    assert regex_code.may_warn(pattern, flags)
+    assert not regex_code.may_warn(r"a||b  # [x]")  # not verbose: no set holds the `||`
+
+
+def _warns(pattern: str, flags: int) -> bool | None:
+    """Whether compiling `pattern` warns (None: it does not compile)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            regex_code._entry(pattern, flags)
+        except (re.error, OverflowError, RecursionError):
+            return None
+    return bool(seen)
+
+
+@given(
+    pattern=st.text(alphabet="[]^-&~|\\ax()?#\n:P<>=!{}0 ", max_size=14),
+    flags=st.sampled_from([0, re.VERBOSE]),
+)
+@settings(max_examples=3000, deadline=None)
+def test_no_pattern_that_warns_is_said_not_to(pattern: str, flags: int) -> None:
+    if _warns(pattern, flags):
+        assert regex_code.may_warn(pattern, flags)
+
+
+def test_tokenizes_pattern_follows_the_hash_seed_and_is_not_kept(tmp_path: Path) -> None:
+    """tokenize's token pattern lists the string prefixes in a set's order: kept, each
+    process with another hash seed would add one and write the file again."""
+    probe = WRAPPED_PROBE + (
+        "import tokenize\n"
+        "tokenize._compile.cache_clear()\n"
+        "tokenize._compile(tokenize.PseudoToken)\n"
+        "print(cache.added, len(cache.entries))\n"
+    )
+    out = python_c(probe, str(tmp_path / "regex.marshal")).stdout.split()
+    assert out == ["0", "0"]
+
+
+def test_each_entry_is_decoded_when_its_pattern_is_compiled(
+    tmp_path: Path, wrapped: regex_code._Cache
+) -> None:
+    first, second = unique(r"(?P<a>x+)y"), unique(r"z{2,}")
+    run_as_module(f"import re\na = re.compile({first!r})\nb = re.compile({second!r})")
+    wrapped.save()
+    read = regex_code._Cache(tmp_path / "regex.marshal")
+    assert all(isinstance(value, bytes) for value in read.entries.values())
+    entry = read.entry((True, first, 0))
+    assert entry is not None and entry[3] == {"a": 1}
+    assert isinstance(read.entries[(True, second, 0)], bytes)  # not asked for: not decoded
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path: Path, wrapped: regex_code._Cache) -> None:
+    pattern = unique(r"(?P<n>\d+)-(\d+)")
+    run_as_module(f"import re\nx = re.compile({pattern!r})")
+    wrapped.save()
+    path = tmp_path / "regex.marshal"
+    read = regex_code._Cache(path)
+    read.entries[(True, pattern, 0)] = b"\x00garbage"
+    assert read.entry((True, pattern, 0)) is None
+    assert (True, pattern, 0) not in read.entries
+    probe = (
+        "import re, sys\n"
+        "from bridge import regex_code\n"
+        "from pathlib import Path\n"
+        "cache = regex_code._Cache(Path(sys.argv[1]))\n"
+        "key = (True, sys.argv[2], 0)\n"
+        "cache.entries[key] = b'\\x00garbage'\n"
+        "re._compiler.compile = regex_code._compiler_wrapper(cache, re._compiler.compile)\n"
+        "x = re.compile(sys.argv[2])\n"
+        "print(x.match('12-34').groupdict(), isinstance(cache.entries.get(key), tuple))\n"
+    )
+    out = python_c(probe, str(path), pattern).stdout.strip()
+    assert out == "{'n': '12'} True"  # compiled as the stdlib does, and kept again
