@@ -13,7 +13,6 @@ can reuse it.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 import time
@@ -93,6 +92,8 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     if _DELTA_SECONDS.fullmatch(value):
         seconds = float(value)
         return seconds if math.isfinite(seconds) else None
+    import email.utils  # here: the email package is a dozen modules every start skipped
+
     try:
         when = email.utils.parsedate_to_datetime(value)
         stamp = when.timestamp()
