@@ -69,15 +69,6 @@ def test_doctor_with_a_model_still_asks_it(home: Path) -> None:
     assert "aiohttp" in loaded and "asyncpg" not in loaded
 
 
-def test_send_imports_neither_package_metadata_nor_email(home: Path) -> None:
-    """pydantic's plugin loader imports `importlib.metadata` when it looks for a plugin
-    (bridge/pydantic_plugins.py), the model clients `email.utils` when a server's
-    Retry-After is an HTTP date: neither at a command's start."""
-    code, out, modules = imported_by(["send", "/help"], environment(home))
-    assert code == 0 and "/help all" in out
-    assert {"importlib.metadata", "email", "email.utils"} & set(modules) == set()
-
-
 def test_a_retry_after_date_is_still_read_in_a_fresh_process() -> None:
     from tests.fresh import python_c
 
