@@ -122,7 +122,7 @@ async def test_sighup_adds_changes_and_removes_an_mcp_server(
 
             waiting = asyncio.ensure_future(say("wait please", chat="a"))
             await until(lambda: Path(str(gate_file) + ".waiting").exists())
-            hup("")  # removed while a turn's call runs on it
+            hup("# no MCP server\n")  # removed while a turn's call runs on it
             await until(lambda: shows(offered("c"), "tools: none"))
             assert await offered("c") == "tools: none"  # new turns are not offered its tools
             assert alive(second) and not waiting.done()  # the running turn keeps its session

@@ -96,7 +96,7 @@ async def test_sighup_adds_a_model_a_chat_switches_to_it_and_a_running_turn_keep
             assert await slow == "echo: slow"  # finished on the backend it started with
             assert "Model: openai model=big-2 (named smart)" in await say("/status")
 
-            write_config("")
+            write_config("# no named models: a blank file is refused on reload\n")
             daemon.proc.send_signal(signal.SIGHUP)
             await until(lambda: shows(say("/model", chat="c"), "smart", False))
             told = await say("still there?")
