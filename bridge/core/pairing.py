@@ -308,25 +308,21 @@ class PairingStore:
 
     async def revoke_tenant(self, tenant: str) -> list[Binding]:
         """Remove every binding to `tenant`; returns the bindings removed, oldest first."""
-        rows = await self.db.fetch_all(
-            f"DELETE FROM pairing_bindings WHERE tenant = ? RETURNING {_BINDING_COLUMNS}",
-            (tenant,),
-        )
-        gone = sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
-        for b in gone:
-            self._mirror((b.channel, b.identity), None)
-        if gone:
-            await self.db.notify(TOPIC)
-        return gone
+        return await self._revoked("tenant = ?", (tenant,))
 
     async def revoke_unconfigured(self, known: Collection[str]) -> list[Binding]:
         """Remove every binding to a tenant not in `known` (the configuration's tenants);
         returns those removed, oldest first. `rule` already ignores them; removed, they
         stay gone: a tenant configured again under that name starts with nobody paired."""
-        names = sorted(known)
+        names = tuple(sorted(known))
         where = f"tenant NOT IN ({','.join('?' * len(names))})" if names else "1 = 1"
+        return await self._revoked(where, names)
+
+    async def _revoked(self, where: str, params: tuple[str, ...]) -> list[Binding]:
+        """Remove the bindings `where` picks, out of the mirror too; those removed, oldest
+        first (every process told when there were some)."""
         rows = await self.db.fetch_all(
-            f"DELETE FROM pairing_bindings WHERE {where} RETURNING {_BINDING_COLUMNS}", names
+            f"DELETE FROM pairing_bindings WHERE {where} RETURNING {_BINDING_COLUMNS}", params
         )
         gone = sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
         for b in gone:
