@@ -46,7 +46,7 @@ from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
 from bridge.storage.sqlite.group import Together
-from bridge.storage.sqlite.steps import run_steps
+from bridge.storage.sqlite.steps import begin, rollback, run_unit
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
 from bridge.storage.units import Made, Unit, drive, made
@@ -236,19 +236,19 @@ class SqliteDatabase:
                 yield
             return
         async with self._lock:
-            await self._writer.run_to_end(_begin)
+            await self._writer.run_to_end(begin)
             tx = _Tx()
             token = self._tx.set(tx)
             try:
                 yield
             except BaseException:
-                await self._writer.run_to_end(_rollback)
+                await self._writer.run_to_end(rollback)
                 raise
             else:
                 try:
                     await self._writer.run_to_end(_commit)
                 except BaseException:
-                    await self._writer.run_to_end(_rollback)
+                    await self._writer.run_to_end(rollback)
                     raise
             finally:
                 self._tx.reset(token)
@@ -283,7 +283,7 @@ class SqliteDatabase:
             return await drive(self, made(unit))
         self._count_write()
         if isinstance(unit, Generator):
-            return await self._queue(functools.partial(_run_unit, unit=unit))
+            return await self._queue(functools.partial(run_unit, unit=unit))
         if self.inline_writes and not self._lock.locked():
             done, value = self._writer.try_inline(_made_unit(unit), write=True)
             if done:
@@ -426,33 +426,10 @@ def _counts(conn: Conn, seen: int | None) -> tuple[int, dict[str, int] | None]:
     return int(version), {str(t): int(n) for t, n in rows}
 
 
-def _run_unit(conn: Conn, unit: Unit[T]) -> T:
-    _begin(conn)
-    try:
-        value = run_steps(conn, unit)
-        conn.execute("COMMIT")
-    except BaseException:
-        unit.close()
-        _rollback(conn)  # SQLITE_FULL may have rolled it back already
-        raise
-    return value
-
-
 def _made_unit(make: Made[T]) -> Callable[[Conn], T]:
     """A job that makes the unit and runs it (each try a unit of its own)."""
-    return lambda conn: _run_unit(conn, make())
-
-
-def _begin(conn: Conn) -> None:
-    if conn.in_transaction:  # a transaction a cancelled task left: never build on it
-        conn.execute("ROLLBACK")
-    conn.execute("BEGIN IMMEDIATE")
+    return lambda conn: run_unit(conn, make())
 
 
 def _commit(conn: Conn) -> None:
     conn.execute("COMMIT")
-
-
-def _rollback(conn: Conn) -> None:
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from bridge.storage.sqlite.steps import run_steps
+from bridge.storage.sqlite.steps import begin, rollback, run_steps, run_unit
 from bridge.storage.units import Made
 
 MAX_UNITS = 64  # units in one transaction at most
@@ -45,17 +45,8 @@ class Together:
 
 
 def alone(conn: sqlite3.Connection, make: Made[Any]) -> Any:
-    """The unit in a transaction of its own (BEGIN IMMEDIATE ... COMMIT)."""
-    begin(conn)
-    unit = make()
-    try:
-        value = run_steps(conn, unit)
-        conn.execute("COMMIT")
-    except BaseException:
-        unit.close()
-        rollback(conn)  # SQLITE_FULL may have rolled it back already
-        raise
-    return value
+    """The unit `make` makes, in a transaction of its own."""
+    return run_unit(conn, make())
 
 
 def run_group(conn: sqlite3.Connection, units: list[Made[Any]]) -> tuple[list[Outcome], bool]:
@@ -78,14 +69,3 @@ def _alone(conn: sqlite3.Connection, make: Made[Any]) -> Outcome:
         return True, alone(conn, make)
     except BaseException as exc:  # its caller's
         return False, exc
-
-
-def begin(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:  # a transaction a cancelled task left: never build on it
-        conn.execute("ROLLBACK")
-    conn.execute("BEGIN IMMEDIATE")
-
-
-def rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")

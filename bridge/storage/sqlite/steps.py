@@ -1,9 +1,11 @@
 """A unit's steps (`bridge.storage.units`) run on one sqlite3 connection, on its thread.
 
 `run_steps(conn, unit)` sends each step's result back into the unit and
-returns what the unit returns; it opens no transaction (`SqliteDatabase`'s
-`_run_unit` wraps it in BEGIN IMMEDIATE ... COMMIT; the text index's own
-writes in `_atomic`). A failing step closes the unit and raises.
+returns what the unit returns; it opens no transaction. `run_unit` runs one in
+a transaction of its own (BEGIN IMMEDIATE ... COMMIT: `SqliteDatabase`'s jobs, a
+writer group's unit run alone); `begin` and `rollback` are the two ends every
+transaction on the writer shares (the text index's own writes: `_atomic`). A
+failing step closes the unit and raises.
 """
 
 from __future__ import annotations
@@ -47,3 +49,27 @@ def run_step(conn: sqlite3.Connection, step: Step) -> Any:
     if step.kind == "one":
         return rows[0] if rows else None
     return rows
+
+
+def run_unit(conn: sqlite3.Connection, unit: Unit[T]) -> T:
+    """`unit` in a transaction of its own; rolled back whole when any of it fails."""
+    begin(conn)
+    try:
+        value = run_steps(conn, unit)
+        conn.execute("COMMIT")
+    except BaseException:
+        unit.close()
+        rollback(conn)  # SQLITE_FULL may have rolled it back already
+        raise
+    return value
+
+
+def begin(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # a transaction a cancelled task left: never build on it
+        conn.execute("ROLLBACK")
+    conn.execute("BEGIN IMMEDIATE")
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
