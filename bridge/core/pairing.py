@@ -313,7 +313,11 @@ class PairingStore:
     async def revoke_unconfigured(self, known: Collection[str]) -> list[Binding]:
         """Remove every binding to a tenant not in `known` (the configuration's tenants);
         returns those removed, oldest first. `rule` already ignores them; removed, they
-        stay gone: a tenant configured again under that name starts with nobody paired."""
+        stay gone: a tenant configured again under that name starts with nobody paired.
+        Nothing is written when the mirror (loaded at start, kept by every notify) holds
+        no such binding: a command's start or a reload pays no write for nothing."""
+        if all(tenant in known for tenant in self._bound.values()):
+            return []
         names = tuple(sorted(known))
         where = f"tenant NOT IN ({','.join('?' * len(names))})" if names else "1 = 1"
         return await self._revoked(where, names)
