@@ -40,9 +40,10 @@ from bridge.core.config import Settings
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import CurrentPage
 from bridge.core.identities import identity_map
-from bridge.core.pairing import unbind_unconfigured, watching
+from bridge.core.pairing import warn_unconfigured, watching
 from bridge.core.quota import TenantQuota
 from bridge.core.sessions import SessionStore
+from bridge.core.tenants import configured_tenants
 from bridge.core.turn_failures import TurnFailures
 from bridge.core.usage import UsageStore
 from bridge.core.versions import TurnVersions
@@ -139,7 +140,7 @@ async def build(
     )
     resolver, pairing = build_access(settings, database, clock, platforms)
     await pairing.load()  # the mirror the resolver's rule reads
-    await unbind_unconfigured(pairing, audit, settings.tenants)  # a removed tenant's, for good
+    warn_unconfigured(pairing, configured_tenants(settings.tenants, settings.local_tenant))
     closers.append(watching(pairing))  # reloaded when another process pairs or revokes
     closers.append(chats.flush)  # the terminal inbox's marks, before the database closes
     closers.append(watching_rows(chats))  # read again when another process sets a choice

@@ -19,8 +19,9 @@ from bridge.app.reload import OnReload
 from bridge.app.wiring import access_rules, sense_limits
 from bridge.core.budgets import budgets_of
 from bridge.core.config import Settings
-from bridge.core.pairing import unbind_unconfigured
+from bridge.core.pairing import unbind_removed
 from bridge.core.router import CoreLimits
+from bridge.core.tenants import configured_tenants
 from bridge.core.turn import TurnSettings
 from bridge.mcp.source import McpTools
 
@@ -48,11 +49,20 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
         if not task.cancelled() and task.exception() is not None:
             log.error("reload: removing pairings to removed tenants failed: %r", task.exception())
 
+    served = set(configured_tenants(roost.settings.tenants, roost.settings.local_tenant))
+
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
         roost.resolver.replace(access_rules(new, roost.pairing, roost.platforms))
-        # the resolver refuses them from now on; removed for good in the background (a
-        # shutdown first leaves it to the next start's `build`)
-        unbinding = unbind_unconfigured(roost.pairing, roost.audit, set(new.tenants))
+        # the resolver refuses the removed tenants' people from now on; their bindings
+        # are removed for good in the background (a shutdown first: kept, and the next
+        # start warns about them)
+        known = configured_tenants(new.tenants, new.local_tenant)
+        removed = served - known
+        served.clear()
+        served.update(known)
+        if not removed:
+            return
+        unbinding = unbind_removed(roost.pairing, roost.audit, removed)
         task = asyncio.get_running_loop().create_task(unbinding, name="unbind removed tenants")
         pending.add(task)
         task.add_done_callback(_unbound)

@@ -36,6 +36,14 @@ own writes, refreshed for one identity by `seen` and `bound_tenant` (which
 or removed counts from that identity's next message), and reloaded whole by
 `watch()` when any process notifies `TOPIC` (every binding write does:
 `roost access revoke`, another instance on PostgreSQL).
+
+Bindings to a tenant the configuration does not have are ignored by the
+rule. A running daemon's reload that removes a tenant removes its bindings
+and unused codes for good (`unbind_removed`, audited first); a start only
+warns about such bindings (`warn_unconfigured`): any command builds a roost,
+and one run with another configuration than the service's (ROOST_CONFIG
+unset under sudo, say) must not unpair anyone. A code whose tenant was
+removed since it was issued pairs nobody.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 from bridge.core.tenants import Rule
+from bridge.core.words import count
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database, Row
 from bridge.types.audit_sink import AuditSink
@@ -151,6 +160,8 @@ class PairingStore:
         self._rand = rand
         self._stamped: dict[Key, float] = {}  # identity_seen writes, per identity
         self._bound: dict[Key, str] = {}  # the mirror the synchronous rule reads
+        # the tenants a code may pair to: every tenant until `rule` is given the configured
+        self._known: Callable[[str], bool] = lambda tenant: True
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -218,7 +229,7 @@ class PairingStore:
                 " RETURNING tenant",
                 {"now": now, "who": f"{channel}:{identity}", "hash": code_hash(normal)},
             )
-        if tenant is None:
+        if tenant is None or not self._known(str(tenant)):  # its tenant removed since
             return await self._failed(channel, identity, now)
         await self._bind(channel, identity, str(tenant), now)
         return Redeemed("bound", tenant=str(tenant))
@@ -310,16 +321,36 @@ class PairingStore:
         """Remove every binding to `tenant`; returns the bindings removed, oldest first."""
         return await self._revoked("tenant = ?", (tenant,))
 
-    async def revoke_unconfigured(self, known: Collection[str]) -> list[Binding]:
-        """Remove every binding to a tenant not in `known` (the configuration's tenants);
-        returns those removed, oldest first. `rule` already ignores them; removed, they
-        stay gone: a tenant configured again under that name starts with nobody paired.
-        Nothing is written when the mirror (loaded at start, kept by every notify) holds
-        no such binding: a command's start or a reload pays no write for nothing."""
-        if all(tenant in known for tenant in self._bound.values()):
+    def unconfigured(self, known: Collection[str]) -> list[Binding]:
+        """The bindings to tenants not in `known`, from the mirror (no statement): the
+        resolver ignores them; `build` warns about them, it never removes them (a command
+        run with another configuration than the service's must not unpair anyone)."""
+        return [
+            Binding(channel, identity, tenant, 0.0, None)
+            for (channel, identity), tenant in sorted(self._bound.items())
+            if tenant not in known
+        ]
+
+    async def bound_to(self, tenants: Collection[str]) -> list[Binding]:
+        """Every binding to one of `tenants`, oldest first (nothing removed)."""
+        names = tuple(sorted(tenants))
+        if not names:
             return []
-        names = tuple(sorted(known))
-        where = f"tenant NOT IN ({','.join('?' * len(names))})" if names else "1 = 1"
+        rows = await self.db.fetch_all(
+            f"SELECT {_BINDING_COLUMNS} FROM pairing_bindings"
+            f" WHERE tenant IN ({','.join('?' * len(names))})",
+            names,
+        )
+        return sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
+
+    async def revoke_tenants(self, tenants: Collection[str]) -> list[Binding]:
+        """Remove every binding to one of `tenants` and their codes not yet used; returns
+        the bindings removed, oldest first."""
+        names = tuple(sorted(tenants))
+        if not names:
+            return []
+        where = f"tenant IN ({','.join('?' * len(names))})"
+        await self.db.execute(f"DELETE FROM pairing_codes WHERE used_at IS NULL AND {where}", names)
         return await self._revoked(where, names)
 
     async def _revoked(self, where: str, params: tuple[str, ...]) -> list[Binding]:
@@ -391,6 +422,8 @@ class PairingStore:
         the person is a stranger again from their next message on.
         """
 
+        self._known = known  # the tenants a code may still pair to (`redeem`)
+
         def rule(inbound: Inbound) -> str | None:
             tenant = self._bound.get((inbound.channel, inbound.identity))
             return tenant if tenant is not None and known(tenant) else None
@@ -421,13 +454,15 @@ def watching(store: PairingStore) -> Callable[[], object]:
     return stop
 
 
-async def unbind_unconfigured(
-    store: PairingStore, audit: AuditSink, known: Collection[str]
+async def unbind_removed(
+    store: PairingStore, audit: AuditSink, removed: Collection[str]
 ) -> list[Binding]:
-    """The bindings to tenants no longer configured removed for good (at start and at each
-    reload), each audited as `pairing.revoked` by "config" and counted in the log."""
-    gone = await store.revoke_unconfigured(known)
-    if gone:
+    """A reload removed the tenants `removed`: their bindings and unused codes go for good,
+    each binding audited as `pairing.revoked` by "config" BEFORE it is removed (an audit
+    that cannot be written removes nothing: raised), and counted in the log. Only a
+    running daemon's reload calls it, for tenants its own configuration had."""
+    bindings = await store.bound_to(removed)
+    if bindings:
         await audit.emit_many(
             [
                 (
@@ -435,13 +470,32 @@ async def unbind_unconfigured(
                     b.tenant,
                     {"channel": b.channel, "identity": b.identity, "by": "config"},
                 )
-                for b in gone
+                for b in bindings
             ]
         )
-        log.info(
-            "pairing: %d binding(s) to tenants no longer configured removed (%s): those people"
-            " are strangers again, and must /pair again if the tenant comes back",
-            len(gone),
+    gone = await store.revoke_tenants(removed)
+    if gone:
+        log.warning(
+            "pairing: %s to tenants the reload removed (%s) revoked: those people are"
+            " strangers again, and must /pair again if the tenant comes back",
+            count(len(gone), "binding"),
             ", ".join(sorted({b.tenant for b in gone})),
         )
     return gone
+
+
+def warn_unconfigured(store: PairingStore, known: Collection[str]) -> None:
+    """Say (WARNING) which pairings point at tenants this configuration does not have:
+    they are ignored, never removed here (a command run with another ROOST_CONFIG than
+    the service's would unpair everyone); the operator removes them, or configures the
+    tenant again (then they count again)."""
+    stale = store.unconfigured(known)
+    if stale:
+        tenants = sorted({b.tenant for b in stale})
+        log.warning(
+            "pairing: %s to tenants not in this configuration (%s) ignored; if they were"
+            " removed on purpose: roost access revoke %s",
+            count(len(stale), "binding"),
+            ", ".join(tenants),
+            tenants[0] if len(tenants) == 1 else "TENANT (each)",
+        )

@@ -1,21 +1,28 @@
-"""A pairing lasts while its tenant is configured, and not past it (ops38 M5).
+"""A pairing lasts while its tenant is configured, and a wrong configuration unpairs nobody.
 
 README: remove `[tenants.alice]` (a reload is enough) and the people paired to it are
-strangers again. The binding rows stayed, so when a tenant of that name was configured
-again (the name reused for someone else), the old account was let in at once, without a
-new /pair, and `roost access list` kept listing it. Now they are removed at each start and
-each reload, audited as `pairing.revoked` by "config".
+strangers again. Session 38 removed the binding rows at each reload (good) and at each
+start, in `build()` (ops38 M5): but every roost command builds a roost, so `roost send`
+run once without the service's ROOST_CONFIG (sudo drops it) unpaired everyone, and a
+pairing to the local tenant went at every start (atk39 #1, #2). Now a running daemon's
+reload removes the bindings and unused codes of the tenants it removed, audited first
+(atk39 #9); a start only warns about bindings to tenants it does not know; a code whose
+tenant was removed pairs nobody (atk39 #4).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import pytest
 
 from bridge.app.build import Roost, build
 from bridge.app.live import reload_hooks
 from bridge.core.config import Settings, load_settings
-from bridge.types.audit_sink import MemoryAudit
+from bridge.types.audit_sink import Event, MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 
@@ -28,14 +35,34 @@ def configured(home: Path, *tenants: str) -> Settings:
     return load_settings()
 
 
-async def paired(roost: Roost) -> None:
-    code = await roost.pairing.issue("alice")
+async def paired(roost: Roost, tenant: str = "alice") -> None:
+    code = await roost.pairing.issue(tenant)
     assert (await roost.pairing.redeem("telegram", "111", code)).outcome == "bound"
-    assert roost.resolver.match(HIM) == "alice"
+    assert roost.resolver.match(HIM) == tenant
 
 
 def revoked(audit: MemoryAudit) -> list[tuple[str | None, dict[str, object]]]:
     return [(tenant, d) for event, tenant, d in audit.events if event == "pairing.revoked"]
+
+
+def reloaded(roost: Roost, settings: Settings) -> None:
+    for hook in reload_hooks_of(roost):
+        hook.apply(settings)
+
+
+_HOOKS: dict[int, list] = {}  # one table per roost, as serve registers it once
+
+
+def reload_hooks_of(roost: Roost) -> list:
+    return _HOOKS.setdefault(id(roost), [h for h in reload_hooks(roost) if "tenants" in h.live])
+
+
+async def settled(roost: Roost, expected: int) -> None:
+    """The background removal done: wait for the rows, never a time."""
+    for _ in range(2000):
+        if len(await roost.pairing.bindings()) == expected:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def test_a_reload_without_the_tenant_removes_its_pairings_for_good(
@@ -47,43 +74,125 @@ async def test_a_reload_without_the_tenant_removes_its_pairings_for_good(
     )
     try:
         await paired(roost)
-        hooks = [h for h in reload_hooks(roost) if "tenants" in h.live]
-        for hook in hooks:
-            hook.apply(configured(home, "bob"))
+        reload_hooks_of(roost)
+        reloaded(roost, configured(home, "bob"))
         assert roost.resolver.match(HIM) is None  # at once
-        for _ in range(1000):  # the rows go in the background: wait for it, not a time
-            if not await roost.pairing.bindings():
-                break
-            await asyncio.sleep(0.01)
+        await settled(roost, 0)
         assert await roost.pairing.bindings() == []
         assert revoked(audit) == [
             ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
         ]
-        for hook in hooks:  # a tenant of that name again: he must pair again
-            hook.apply(configured(home, "alice", "bob"))
+        reloaded(roost, configured(home, "alice", "bob"))  # the name again: pair again
         assert roost.resolver.match(HIM) is None
         assert await roost.pairing.bound_tenant("telegram", "111") is None
     finally:
         await roost.aclose()
 
 
-async def test_a_start_without_the_tenant_removes_its_pairings(home: Path, clock: Clock) -> None:
+async def test_a_command_run_with_another_configuration_unpairs_nobody(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
     first = await build(configured(home, "alice"), backend=ScriptedBackend(), clock=clock)
     try:
         await paired(first)
     finally:
         await first.aclose()
     audit = MemoryAudit()
-    second = await build(
-        configured(home, "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
-    )
+    with caplog.at_level(logging.WARNING):  # e.g. `roost send` without the service's config
+        other = await build(
+            configured(home, "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+        )
     try:
-        assert await second.pairing.bindings() == []
-        assert [d["by"] for _, d in revoked(audit)] == ["config"]
+        assert other.resolver.match(HIM) is None  # ignored while alice is not configured
+        assert [b.tenant for b in await other.pairing.bindings()] == ["alice"]
+        assert revoked(audit) == []
+    finally:
+        await other.aclose()
+    said = [r.getMessage() for r in caplog.records if r.name == "bridge.core.pairing"]
+    assert said == [
+        "pairing: 1 binding to tenants not in this configuration (alice) ignored; if they"
+        " were removed on purpose: roost access revoke alice"
+    ]
+    again = await build(configured(home, "alice"), backend=ScriptedBackend(), clock=clock)
+    try:
+        assert again.resolver.match(HIM) == "alice"  # the service's configuration: as before
+    finally:
+        await again.aclose()
+
+
+async def test_a_pairing_to_the_local_tenant_survives_restarts_and_reloads(
+    home: Path, clock: Clock
+) -> None:
+    first = await build(configured(home, "bob"), backend=ScriptedBackend(), clock=clock)
+    try:
+        await paired(first, "local")
+        reloaded(first, configured(home, "bob", "carol"))
+        reloaded(first, configured(home))
+        await asyncio.sleep(0)
+        assert first.resolver.match(HIM) == "local"
+    finally:
+        await first.aclose()
+    second = await build(configured(home), backend=ScriptedBackend(), clock=clock)
+    try:
+        assert second.resolver.match(HIM) == "local"
+        assert [b.tenant for b in await second.pairing.bindings()] == ["local"]
     finally:
         await second.aclose()
-    third = await build(configured(home, "alice"), backend=ScriptedBackend(), clock=clock)
+
+
+async def test_a_code_issued_before_its_tenant_was_removed_pairs_nobody(
+    home: Path, clock: Clock
+) -> None:
+    roost = await build(configured(home, "alice", "bob"), backend=ScriptedBackend(), clock=clock)
     try:
-        assert third.resolver.match(HIM) is None
+        code = await roost.pairing.issue("alice")
+        late = await roost.pairing.issue("alice")
+        reloaded(roost, configured(home, "bob"))
+        assert (await roost.pairing.redeem("telegram", "111", code)).outcome != "bound"
+        for _ in range(2000):  # the removed tenant's codes go in the background
+            if not await roost.database.fetch_value(
+                "SELECT count(*) FROM pairing_codes WHERE tenant = 'alice' AND used_at IS NULL"
+            ):
+                break
+            await asyncio.sleep(0.01)
+        reloaded(roost, configured(home, "alice", "bob"))  # the name given to someone else
+        assert (await roost.pairing.redeem("telegram", "111", late)).outcome != "bound"
+        assert roost.resolver.match(HIM) is None
+        assert await roost.pairing.bindings() == []
     finally:
-        await third.aclose()
+        await roost.aclose()
+
+
+class BrokenAudit(MemoryAudit):
+    """An audit chain that cannot be written (a full disk)."""
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        raise OSError(28, "No space left on device")
+
+    async def emit(self, event: str, tenant: str | None, details: Mapping[str, object]) -> None:
+        raise OSError(28, "No space left on device")
+
+
+async def test_a_revocation_that_cannot_be_audited_removes_nothing(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    roost = await build(
+        configured(home, "alice", "bob"),
+        backend=ScriptedBackend(),
+        audit=BrokenAudit(),
+        clock=clock,
+    )
+    try:
+        await paired(roost)
+        with caplog.at_level(logging.ERROR):
+            reloaded(roost, configured(home, "bob"))
+            for _ in range(2000):  # the background task ends with its error logged
+                if any(
+                    "pairings to removed tenants failed" in r.getMessage() for r in caplog.records
+                ):
+                    break
+                await asyncio.sleep(0.01)
+        assert [b.tenant for b in await roost.pairing.bindings()] == ["alice"]
+        assert roost.resolver.match(HIM) is None  # still refused: alice is not configured
+    finally:
+        await roost.aclose()
