@@ -42,6 +42,7 @@ _WHAT = (
     "refusal_notices.seq, pairing_failures.seq",
     "recall index: messages, conversations, speakers, vectors",
     "channel_inbox.tries, open updates by chat",
+    "channel_inbox.shown, a streamed answer's draft",
 )
 
 # version -> hand-written PostgreSQL text, where the derived one is wrong

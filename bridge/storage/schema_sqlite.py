@@ -319,4 +319,9 @@ SQLITE: tuple[str, ...] = (
     CREATE INDEX channel_inbox_chat ON channel_inbox (source, chat, update_id)
         WHERE state IN ('new', 'working')
     """,
+    # the draft of a streamed answer an update's process showed (bridge/channels/telegram):
+    # the message ids, so the process that answers the update after a kill edits them
+    """
+    ALTER TABLE channel_inbox ADD COLUMN shown TEXT NOT NULL DEFAULT ''
+    """,
 )

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.channels.common.inbox_marks import message_ids
 from bridge.core.dispatch import lease_name as chat_lease
 from bridge.storage.protocol import Database
 
@@ -37,6 +38,7 @@ class Taken:
     msg: str
     payload: dict[str, Any]
     tries: int  # this one included
+    shown: tuple[int, ...] = ()  # the messages a draft of its answer was shown in
 
 
 def lease_name(source: str, chat: str) -> str:
@@ -80,13 +82,15 @@ class ChatQueue:
             " AND update_id = (SELECT update_id FROM channel_inbox"
             " WHERE source = ? AND chat = ? AND state IN ('new', 'working')"
             f" ORDER BY update_id LIMIT 1 {db.dialect.skip_locked})"
-            " RETURNING update_id, chat, msg, payload, tries",
+            " RETURNING update_id, chat, msg, payload, tries, shown",
             (owner, self.source, self.source, chat),
         )
         if row is None:
             return None
-        uid, chat_, msg, payload, tries = row
-        return Taken(int(uid), str(chat_), str(msg), json.loads(payload), int(tries))
+        uid, chat_, msg, payload, tries, shown = row
+        return Taken(
+            int(uid), str(chat_), str(msg), json.loads(payload), int(tries), message_ids(shown)
+        )
 
     async def answered(self, taken: Taken) -> bool:
         """Whether the answer of `taken` is kept in the outbox already; then it is marked

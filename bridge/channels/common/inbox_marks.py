@@ -130,3 +130,8 @@ class InboxMarks:
             " AND done_ms < ?",
             (self.source, self._now_ms() - KEEP_MS),
         )
+
+
+def message_ids(shown: object) -> tuple[int, ...]:
+    """The message ids a stored `channel_inbox.shown` holds ("12,13"; '' when none)."""
+    return tuple(int(m) for m in str(shown or "").split(",") if m.strip().isdigit())

@@ -372,8 +372,16 @@ class TelegramChannel:
                 self._tasks.discard(task)
 
     def _reply(
-        self, chat_id: int, reply_to: int | None, inbound: Inbound, in_place: int | None = None
+        self,
+        chat_id: int,
+        reply_to: int | None,
+        inbound: Inbound,
+        in_place: int | None = None,
+        outcome: Outcome | None = None,
     ) -> TelegramReply:
+        """`outcome`: the durable inbox's, for the reply to an update's message (the
+        messages an earlier process showed its draft in, and where to record its own)."""
+        resumed, drafted = (outcome.shown, outcome.drafted) if outcome else ((), None)
         reply = TelegramReply(
             self.sender,
             self.timing,
@@ -385,6 +393,8 @@ class TelegramChannel:
             self.speak,
             timer=self._opts.timer,
             in_place=in_place,
+            resumed=resumed if in_place is None else (),
+            on_draft=drafted,
         )
         if self.durable is not None:
             reply.abort_notice = RESUMES
@@ -402,7 +412,8 @@ class TelegramChannel:
         def reply_for(
             inbound: Inbound, chat_id: int, reply_to: int | None, in_place: int | None = None
         ) -> TelegramReply:
-            reply = self._reply(chat_id, reply_to, inbound, in_place)
+            first = outcome if not replies else None  # the update's own answer
+            reply = self._reply(chat_id, reply_to, inbound, in_place, first)
             reply.on_settled = outcome.settle  # its text delivered or kept: answered
             replies.append(reply)
             return reply
@@ -449,7 +460,7 @@ class TelegramChannel:
             log.warning("telegram: stored update %d is unreadable; dropped", taken.update_id)
             await self.durable.inbox.done(taken.update_id, dropped=True)
             return
-        await self.durable.answer(update)
+        await self.durable.answer(update, taken.shown)
 
     async def _give_up(self, taken: Taken) -> None:
         """An update that was taken too often without an answer: the person is told once."""

@@ -23,7 +23,11 @@ handed to the next one by `recover`, oldest first, so it is answered after
 a restart in each chat's order; an update whose answer already waits in the
 outbox (`reply:<msg>` for that chat) counts as done and is not answered
 twice. A done row keeps only its ids (the text is dropped at once) and is
-pruned after `KEEP_MS` (`bridge.channels.common.inbox_marks`).
+pruned after `KEEP_MS` (`bridge.channels.common.inbox_marks`). A streamed
+answer's first draft records the messages it is shown in (`showing`, column
+`shown`): the process that answers the update after a kill -9 (or a stop)
+edits those messages into its answer instead of leaving a half draft with its
+Stop button above a second answer.
 
 The store runs on the `Database` protocol (`bridge.storage`, SQLite or
 PostgreSQL) and every write is ONE statement, never a transaction held
@@ -48,10 +52,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.channels.common.inbox_marks import InboxMarks
+from bridge.channels.common.inbox_marks import InboxMarks, message_ids
 from bridge.storage.protocol import Database
 
-_ROW = "update_id, chat, msg, payload, sent_ms"
+_ROW = "update_id, chat, msg, payload, sent_ms, shown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ class Stored:
     msg: str  # the message id its answer is kept under ('' when it has none)
     payload: dict[str, Any]
     sent_ms: int
+    shown: tuple[int, ...] = ()  # the messages a draft of its answer was shown in
 
 
 def updates_in(body: object) -> list[dict[str, Any]]:
@@ -184,8 +189,18 @@ class UpdateInbox(InboxMarks):
         )
         return sorted(
             (
-                Stored(int(uid), str(chat), str(msg), json.loads(payload), int(sent))
-                for uid, chat, msg, payload, sent in rows
+                Stored(int(u), str(c), str(m), json.loads(p), int(sent), message_ids(shown))
+                for u, c, m, p, sent, shown in rows
             ),
             key=lambda s: s.update_id,
+        )
+
+    async def showing(self, update_id: int, message_ids: Iterable[int]) -> None:
+        """A draft of the update's answer is shown in `message_ids` (ONE statement): the
+        process that answers it after this one is killed edits them into its answer.
+        Raises `StorageError` when it could not be written."""
+        shown = ",".join(str(int(m)) for m in message_ids)
+        await self.db.execute(
+            "UPDATE channel_inbox SET shown = ? WHERE source = ? AND update_id = ?",
+            (shown, self.source, update_id),
         )

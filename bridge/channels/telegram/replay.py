@@ -18,6 +18,10 @@
   answered: `drop` tells them (through the outbox) and it is marked dropped.
   A mark that cannot be written (the database is away) is logged: the update
   stays open and the next start answers it again.
+- a streamed answer's draft records the messages it is shown in
+  (`Outcome.drafted`, `UpdateInbox.showing`); the process that answers the
+  update after a kill (or a stop) is handed them (`Outcome.shown`) and edits
+  them into its answer.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from telegram import Bot, Update
@@ -52,6 +57,10 @@ class Outcome:
 
     done: Callable[[], Awaitable[None]] = _nothing
     settled: bool = False
+    # the messages an earlier process showed a draft of this answer in (edited into it)
+    shown: tuple[int, ...] = ()
+    # told the messages a draft of the answer is shown in (recorded for the next process)
+    drafted: Callable[[list[int]], Awaitable[None]] | None = None
 
     async def settle(self) -> None:
         if not self.settled:
@@ -160,15 +169,24 @@ class Durable:
                     await self._mark(row.update_id, dropped=True)
                     continue
                 try:
-                    await self.answer(update)
+                    await self.answer(update, row.shown)
                 except Exception:  # marked done; the chat's next messages still go
                     log.exception("telegram: answering stored update %d failed", row.update_id)
         finally:
             if self._replaying.get(chat) is asyncio.current_task():
                 del self._replaying[chat]
 
-    async def answer(self, update: Update) -> None:
-        """Answer one taken update (or drop it when too old); marked once settled."""
+    async def _drafted(self, update_id: int, message_ids: list[int]) -> None:
+        """Record the messages a draft of the update's answer is shown in; a failure is
+        logged, not raised (the answer goes on; after a kill the draft stays as it was)."""
+        try:
+            await self.inbox.showing(update_id, message_ids)
+        except StorageError as exc:
+            log.warning("telegram: update %d's draft could not be recorded: %s", update_id, exc)
+
+    async def answer(self, update: Update, shown: tuple[int, ...] = ()) -> None:
+        """Answer one taken update (or drop it when too old); marked once settled.
+        `shown`: the messages an earlier process showed a draft of its answer in."""
         sent = sent_at(update)
         age = self._clock() - sent if sent is not None else 0.0
         if age > self._max_age_s:
@@ -179,7 +197,7 @@ class Durable:
                 await self._mark(update.update_id, dropped=True)
             return
         uid = update.update_id
-        outcome = Outcome(lambda: self._mark(uid))
+        outcome = Outcome(lambda: self._mark(uid), shown=shown, drafted=partial(self._drafted, uid))
         try:  # cancelled before it settled (roost stopping): left for the next start
             await self._dispatch(update, outcome)
         except Exception:

@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from telegram import Bot
 
@@ -94,7 +94,12 @@ class TelegramReply:
         *,
         timer: Timer | None = None,
         in_place: int | None = None,
+        resumed: Sequence[int] = (),
+        on_draft: Callable[[list[int]], Awaitable[None]] | None = None,
     ) -> None:
+        """`in_place`: the message a pressed button's answer replaces; `resumed`: the
+        messages an earlier process (killed or stopped) showed a draft of this answer
+        in, edited into it; `on_draft`: told the messages a draft is shown in."""
         self._sender, self._chat, self._msg_id = sender, chat_id, inbound.msg_id
         self._timer = timer or LoopTimer()
         self._bot = bot  # puts a reply's one-tap actions on its last message
@@ -112,9 +117,12 @@ class TelegramReply:
             final_sender=self._once,
             timer=self._timer,
             stop=STOP_KEYS,
+            on_shown=on_draft,
         )
         if in_place is not None:  # the answer replaces what that message shows
-            self._stream.shown.append((in_place, Rendered("")))
+            self._stream.resume([in_place])
+        else:  # a draft an earlier process left becomes the answer
+            self._stream.resume(resumed)
         self.settled = False  # the final text was delivered or kept in the outbox
         # told when it settles, if more than the text follows (else the dispatch tells it)
         self.on_settled: Callable[[], Awaitable[None]] | None = None

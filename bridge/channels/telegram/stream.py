@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from telegram import InlineKeyboardMarkup
@@ -112,6 +112,7 @@ class StreamingReply:
         *,
         timer: Timer | None = None,
         stop: InlineKeyboardMarkup | None = None,
+        on_shown: Callable[[list[int]], Awaitable[None]] | None = None,
     ) -> None:
         self._sender = sender
         self._timer = timer or LoopTimer()
@@ -131,6 +132,15 @@ class StreamingReply:
         self._closing = asyncio.Event()
         self._due: Later | None = None  # the first draft's delay, until it has passed
         self._pump: asyncio.Task[None] | None = None  # drafts, once the first is due
+        self._on_shown = on_shown  # told the messages a draft is shown in, when they change
+        self._told: list[int] = []
+
+    def resume(self, message_ids: Sequence[int]) -> None:
+        """The answer replaces what these messages show (a pressed button's message, or
+        a draft an earlier process showed before it was killed): edited, not sent anew."""
+        for message_id in message_ids:
+            self.shown.append((message_id, Rendered("")))
+        self._told = [mid for mid, _ in self.shown]
 
     async def on_delta(self, piece: str) -> None:
         """A new piece of the answer; never waits for Telegram."""
@@ -215,6 +225,10 @@ class StreamingReply:
             except DeliveryError as exc:
                 log.warning("draft not shown (chat %s): %s", self._chat, exc)
                 self._sender.failed("draft")
+        shown = [mid for mid, _ in self.shown if mid != UNKNOWN]
+        if self._on_shown is not None and shown != self._told:
+            self._told = shown
+            await self._on_shown(shown)
 
     async def _sync(self, chunks: list[Rendered], final: bool) -> None:
         for index, chunk in enumerate(chunks):
