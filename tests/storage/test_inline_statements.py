@@ -135,7 +135,8 @@ async def test_inline_jobs_set_no_busy_timeout_the_writers_thread_leaves_it_at_z
     finally:
         await db.write(lambda c: c.set_trace_callback(None))
     inline = [sql for thread, sql in ran if thread != "db-w"]
-    assert len(inline) == 6 and not any("PRAGMA" in sql for sql in inline)
+    # each inline write in a transaction of its own (BEGIN, UPDATE, COMMIT), and the read
+    assert len(inline) == 12 and not any("PRAGMA" in sql for sql in inline)
     thread = [sql for name, sql in ran if name == "db-w" and "busy_timeout" in sql]
     wait, idle = "PRAGMA busy_timeout=10000", "PRAGMA busy_timeout=0"
     # the trace's job ends idle; a transaction waits from its BEGIN to its COMMIT; the last
@@ -260,3 +261,38 @@ def test_a_fetch_goes_to_a_reader_only_when_it_writes_nothing() -> None:
     assert all(database._reads_only(sql) for sql in reads)
     assert not any(database._reads_only(sql) for sql in writes)
     assert database._reads_only("SELECT 1")  # the second time from the cache, the same
+
+
+def _unit(n: int, execute, fetch_one):  # type: ignore[no-untyped-def]
+    """Two rows and a counter: stored once, or twice when a committed unit runs again."""
+    yield execute("INSERT INTO t (v) VALUES (?)", (f"a{n}",))
+    yield fetch_one("SELECT count(*) FROM t")
+    yield execute("INSERT INTO t (v) VALUES (?)", (f"b{n}",))
+    yield execute("UPDATE c SET n = n + 1")
+    return n
+
+
+async def test_an_inline_write_cut_as_it_returns_its_work_done_is_stored_once(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite calls the progress handler once more as a statement returns: a COMMIT (or
+    an autocommit statement) whose budget ends there has committed, yet says
+    "interrupted" (atk39 #3: the unit was run again on the thread, stored twice). Every
+    budget from 1 to 400 checks of one step each cuts the inline work at every point
+    there is, that one included; each write must be stored exactly once."""
+    from functools import partial
+
+    from bridge.storage.sqlite import worker
+    from bridge.storage.units import execute, fetch_one
+
+    await db.execute("CREATE TABLE c (n INTEGER NOT NULL)")
+    await db.execute("INSERT INTO c VALUES (0)")
+    monkeypatch.setattr(worker, "INLINE_PERIOD", 1)
+    budgets = range(1, 400)
+    for n in budgets:
+        monkeypatch.setattr(worker, "INLINE_PERIODS", n)
+        assert await db.atomic(partial(_unit, n, execute, fetch_one)) == n
+        assert await db.execute("INSERT INTO t (v) VALUES (?)", (f"s{n}",)) == 1
+    rows = await db.fetch_all("SELECT substr(v, 1, 1), count(*) FROM t GROUP BY 1 ORDER BY 1")
+    assert dict(rows) == {"a": len(budgets), "b": len(budgets), "s": len(budgets), "v": 100}
+    assert await db.fetch_value("SELECT n FROM c") == len(budgets)

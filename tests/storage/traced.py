@@ -7,10 +7,13 @@ from pathlib import Path
 
 from bridge.storage.schema import MIGRATIONS
 from bridge.storage.sqlite import SqliteDatabase
+from bridge.storage.sqlite.database import ALONE
 
 # What the engine itself sends around a store's statements, left out of the list: the
-# busy_timeout of a write run inline (`Worker.try_inline`) and the queued WAL checkpoint.
-ENGINE_OWN = ("PRAGMA busy_timeout=", "PRAGMA wal_checkpoint(")
+# busy_timeout of a write run inline (`Worker.try_inline`), the transaction of its own
+# an inline single statement runs in (`database.ALONE`, spelled apart from any unit's)
+# and the queued WAL checkpoint.
+ENGINE_OWN = ("PRAGMA busy_timeout=", "PRAGMA wal_checkpoint(", *ALONE)
 
 
 async def traced(path: Path) -> tuple[SqliteDatabase, list[str]]:

@@ -11,7 +11,9 @@ reads (WAL); a SELECT that an idle reader answers within a small budget of
 SQLite steps is answered on the caller's thread, without the two thread
 wake-ups (`Worker.try_inline`; a longer one is interrupted and queued); so
 is a single writing statement outside any transaction when the writer is
-idle (busy with another connection's lock, it is queued too). The writer
+idle (busy with another connection's lock, it is queued too), in a
+transaction of its own (`_alone`: a budget that cuts a statement as it
+returns, its work done, must not make it run twice). The writer
 makes no WAL checkpoint inside a commit; every `CHECKPOINT_EVERY` writes
 one is queued on its thread.
 `BEGIN IMMEDIATE` starts a transaction; nested ones are savepoints.
@@ -46,7 +48,7 @@ from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
 from bridge.storage.sqlite.group import Together
-from bridge.storage.sqlite.steps import begin, rollback, run_unit
+from bridge.storage.sqlite.steps import begin, commit, rollback, run_unit
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
 from bridge.storage.units import Made, Unit, drive, made
@@ -159,7 +161,7 @@ class SqliteDatabase:
         (in this task or another) and it is short; else a job on the writer's thread."""
         self._count_write()
         if self.inline_writes and self._tx.get() is None and not self._lock.locked():
-            done, value = self._writer.try_inline(job, write=True)
+            done, value = self._writer.try_inline(functools.partial(_alone, job), write=True)
             if done:
                 return value  # type: ignore[return-value]
         return await self.write(job)
@@ -424,6 +426,23 @@ def _counts(conn: Conn, seen: int | None) -> tuple[int, dict[str, int] | None]:
     except sqlite3.OperationalError:  # not migrated yet: nothing was notified
         rows = []
     return int(version), {str(t): int(n) for t, n in rows}
+
+
+# the engine's own transaction around ONE inline statement (spelled apart from a unit's
+# BEGIN IMMEDIATE ... COMMIT, so a trace of a store's statements can leave it out)
+ALONE = ("BEGIN IMMEDIATE TRANSACTION", "COMMIT TRANSACTION")
+
+
+def _alone(job: Callable[[Conn], T], conn: Conn) -> T:
+    """ONE writing statement inline, in a transaction of its own: its budget can cut it
+    as it returns, its work done (in autocommit: committed, yet "interrupted", and run
+    again on the thread: stored twice, atk39 #3); inside a transaction the cut leaves
+    nothing (`Worker.try_inline` rolls it back), and a cut COMMIT that committed is a
+    success (`steps.commit`)."""
+    conn.execute(ALONE[0])
+    value = job(conn)
+    commit(conn, ALONE[1])
+    return value
 
 
 def _made_unit(make: Made[T]) -> Callable[[Conn], T]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from bridge.storage.sqlite.steps import begin, rollback, run_steps, run_unit
+from bridge.storage.sqlite.steps import begin, commit, rollback, run_steps, run_unit
 from bridge.storage.units import Made
 
 MAX_UNITS = 64  # units in one transaction at most
@@ -57,7 +57,7 @@ def run_group(conn: sqlite3.Connection, units: list[Made[Any]]) -> tuple[list[Ou
         try:
             begin(conn)
             values = [run_steps(conn, make()) for make in units]
-            conn.execute("COMMIT")
+            commit(conn)
             return [(True, value) for value in values], True
         except BaseException:  # one of them: which one, running them alone tells
             rollback(conn)

@@ -56,12 +56,26 @@ def run_unit(conn: sqlite3.Connection, unit: Unit[T]) -> T:
     begin(conn)
     try:
         value = run_steps(conn, unit)
-        conn.execute("COMMIT")
+        commit(conn)
     except BaseException:
         unit.close()
         rollback(conn)  # SQLITE_FULL may have rolled it back already
         raise
     return value
+
+
+def commit(conn: sqlite3.Connection, sql: str = "COMMIT") -> None:
+    """COMMIT. SQLite calls the progress handler (an inline job's budget,
+    `Worker.try_inline`) once more as a statement returns, after its work is done: a
+    COMMIT can report "interrupted" when it has committed. The transaction is closed
+    then, and that is the commit's success: raised, the unit would be run again and
+    stored twice (atk39 #3). Interrupted before it committed, the transaction is open
+    and the error is raised (rolled back, run again)."""
+    try:
+        conn.execute(sql)
+    except sqlite3.OperationalError as exc:
+        if str(exc) != "interrupted" or conn.in_transaction:
+            raise
 
 
 def begin(conn: sqlite3.Connection) -> None:
