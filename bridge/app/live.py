@@ -62,6 +62,13 @@ def reload_hooks(roost: Roost) -> list[OnReload]:
         served.update(known)
         if not removed:
             return
+        if not new.tenants:  # every tenant gone at once: a file emptied or half written?
+            log.warning(
+                "reload: the configuration has no [tenants] left; the pairings to %s are"
+                " ignored, not removed (they count again when the tenants come back)",
+                ", ".join(sorted(removed)),
+            )
+            return
         unbinding = unbind_removed(roost.pairing, roost.audit, removed)
         task = asyncio.get_running_loop().create_task(unbinding, name="unbind removed tenants")
         pending.add(task)

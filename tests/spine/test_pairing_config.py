@@ -57,6 +57,12 @@ def reload_hooks_of(roost: Roost) -> list:
     return _HOOKS.setdefault(id(roost), [h for h in reload_hooks(roost) if "tenants" in h.live])
 
 
+async def unbinding_done() -> None:
+    """Wait for the reload's background removals (`live.reload_hooks`), if any."""
+    tasks = [t for t in asyncio.all_tasks() if t.get_name() == "unbind removed tenants"]
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def settled(roost: Roost, expected: int) -> None:
     """The background removal done: wait for the rows, never a time."""
     for _ in range(2000):
@@ -194,5 +200,29 @@ async def test_a_revocation_that_cannot_be_audited_removes_nothing(
                 await asyncio.sleep(0.01)
         assert [b.tenant for b in await roost.pairing.bindings()] == ["alice"]
         assert roost.resolver.match(HIM) is None  # still refused: alice is not configured
+    finally:
+        await roost.aclose()
+
+
+async def test_a_reload_that_leaves_no_tenant_at_all_removes_no_pairing(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file emptied to comments, or read half written, parses as no tenant at all:
+    everyone is refused while it is in force, and nobody is unpaired for good."""
+    audit = MemoryAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        with caplog.at_level(logging.WARNING):
+            reloaded(roost, configured(home))
+        assert roost.resolver.match(HIM) is None
+        assert any("no [tenants] left" in r.getMessage() for r in caplog.records)
+        await unbinding_done()
+        reloaded(roost, configured(home, "alice", "bob"))
+        assert roost.resolver.match(HIM) == "alice"
+        assert revoked(audit) == []
+        assert [b.tenant for b in await roost.pairing.bindings()] == ["alice"]
     finally:
         await roost.aclose()
