@@ -31,7 +31,8 @@ with a note that it was not stored; grading and the turn's audit batch that
 meet a full disk are logged and skipped (`_kept`), never the answer. The
 audit batch is queued before the turn's tokens are counted and the exchange
 is stored, so those writes run while the audit writer syncs the batch
-(`TurnEvents.begin`); the turn returns once all are done. The turn's end is ONE unit of
+(`TurnEvents.begin`), and so does the look for the files its tools wrote into
+`outputs/`; the turn returns once all are done. The turn's end is ONE unit of
 the database (`_end`): the usage count, the session append and the observers'
 rows (`EndWrite`, the turn log) commit together, one job on SQLite's writer.
 Observers (outcome grading, skills) hook in before and after.
@@ -98,7 +99,7 @@ from bridge.storage.units import Made
 from bridge.types.audit_sink import AuditSink, TurnEvents
 from bridge.types.backend import Backend, BackendError, ChatMessage, offline
 from bridge.types.masked import Masked
-from bridge.types.messages import DeltaSink, Final, Inbound
+from bridge.types.messages import DeltaSink, Final, Inbound, OutFile
 from bridge.types.progress import ModelInfo, ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import PreparedSource, Tool, ToolSource, TurnContext
@@ -383,13 +384,17 @@ class TurnRunner:
         ms = int((time.perf_counter() - started) * 1000)
         events.add("message.answered", dirs.tenant, _answered(inbound, answer, ms, result))
         stored = False
+        files: tuple[OutFile, ...] = ()
         durable = await events.begin(self._audit)  # queued: the writer starts on it now
         try:  # the tokens are counted and the exchange stored while the writer syncs it
             stored = await self._end(
                 turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask)
             )
-            # done only once its records are durable, stored or not
-            await _kept("the turn's audit records", durable)
+            try:  # the files its tools wrote into outputs/, looked for while it syncs too
+                if self._senses is not None:
+                    files = self._senses.handed_out(turn, prepared)
+            finally:  # done only once its records are durable, stored or not
+                await _kept("the turn's audit records", durable)
         finally:  # queued after the audit batch: the index write keeps off the reply's path
             if not durable.done():  # cancelled meanwhile: the batch is written all the same
                 durable.cancel()
@@ -405,7 +410,6 @@ class TurnRunner:
         if stored:  # an over-budget session is summarised in the background
             hold = partial(self._hold_model, turn)
             self.compactor.after_turn(key, hold, mask.masker_now().mask)
-        files = self._senses.handed_out(turn, prepared) if self._senses is not None else ()
         actions = tuple(turn.actions)
         return Final(text, "answer", files=files, actions=actions, unstored=not stored)
 

@@ -65,3 +65,46 @@ async def test_the_exchange_is_stored_while_the_batch_syncs(
         assert [m.content for m in stored.history] == ["hi", "stored meanwhile"]
     finally:
         await roost.aclose()
+
+
+async def test_the_files_a_tool_wrote_are_looked_for_while_the_batch_syncs(
+    settings: Settings, clock: Clock
+) -> None:
+    """The look into `outputs/` after the answer runs while the batch is held, not after it;
+    the file still goes out with the reply, which comes only once the batch is durable."""
+    audit = GatedAudit()
+    roost = await build(settings, backend=ScriptedBackend("see the file"), audit=audit, clock=clock)
+    try:
+        runner = roost.core._turns
+        senses = runner._senses
+        assert senses is not None
+        looked: list[bool] = []
+        handed_out, append = senses.handed_out, runner.sessions.append
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            looked.append(audit.answered_durable)
+            return handed_out(*args, **kwargs)
+
+        stored: list[bool] = []
+
+        async def writes_a_file(key: SessionKey, *args: Any, **kwargs: Any) -> None:
+            # during the turn, after the model: as a tool's file would be there by now
+            (roost.core._dirs_of(key.tenant).outputs / "report.txt").write_text("42")
+            await append(key, *args, **kwargs)
+            stored.append(True)
+
+        senses.handed_out = watched  # type: ignore[method-assign]
+        runner.sessions.append = writes_a_file  # type: ignore[method-assign]
+        turn = asyncio.create_task(roost.core.handle(Inbound("web", "local", "c1", "hi", "8")))
+        await audit.queued.wait()
+        await until(lambda: stored, "the exchange stored")  # while the batch is held
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not turn.done()  # not done before its records are durable
+        audit.release.set()
+        final = await turn
+        assert audit.answered_durable
+        assert looked == [False]  # looked for while the batch was still held
+        assert [f.name for f in final.files] == ["report.txt"]
+    finally:
+        await roost.aclose()
