@@ -348,6 +348,98 @@ class Floor:
         os.close(self._fd)
 
 
+class EndPath:
+    """The critical path of one turn's end, timed across threads (`perf_counter` marks put
+    by wrappers on the audit chain's writer steps and on the turn's `_end`): from the
+    batch queued to the writer holding it (its wake-up and the GIL), to its records
+    encoded (fitting, lock, tail), synced (write + fdatasync), the head moved, the loop
+    settling the batch (unlock, `call_soon_threadsafe`, the loop's wake-up) and `handle`
+    returning (the turn's tail); beside it, the end's unit (run meanwhile on the loop)."""
+
+    SEGMENTS = (
+        ("start", "queued", "handle start -> batch queued (model, observers, ...)"),
+        ("queued", "taken", "  -> the writer holds it (wake-up, GIL)"),
+        ("taken", "encoded", "  -> records fitted, locked, tail, encoded"),
+        ("encoded", "synced", "  -> written + fdatasynced"),
+        ("synced", "headed", "  -> head moved"),
+        ("headed", "settled", "  -> settled on the loop (unlock, wake-up)"),
+        ("settled", "returned", "  -> handle returns (the turn's tail)"),
+        ("queued", "ended", "beside it: batch queued -> the end's unit done"),
+        ("ended", "settled", "  the end's unit done -> batch settled"),
+    )
+
+    def __init__(self, roost: Any) -> None:
+        self.marks: dict[str, float] = {}
+        self.rows: list[dict[str, float]] = []
+        chain = roost.core._turns._audit
+        for _ in range(8):  # under the app's wrappers (metrics): the chain itself
+            if hasattr(type(chain), "_commit") or not hasattr(chain, "inner"):
+                break  # (a wrapper may hand on every attribute it lacks: its type's)
+            chain = chain.inner
+        self.ok = hasattr(type(chain), "_commit")
+        if not self.ok:
+            return
+        self._at(chain, "_fit", "taken", before=True)
+        self._at(chain, "_encode", "encoded")
+        self._at(chain, "_commit", "synced")
+        self._at(chain, "_move_head", "headed")
+        self._at(roost.core._turns, "_end", "ended")
+        queue_many, marks = chain.queue_many, self.marks
+
+        def queued(events: Any) -> Any:
+            marks.setdefault("queued", time.perf_counter())
+            done = queue_many(events)
+            if done is not None:  # the first callback: before the turn's task wakes
+                done.add_done_callback(lambda _f: marks.setdefault("settled", time.perf_counter()))
+            return done
+
+        chain.queue_many = queued
+
+    def _at(self, obj: Any, attr: str, name: str, before: bool = False) -> None:
+        fn, marks = getattr(obj, attr), self.marks
+        if asyncio.iscoroutinefunction(fn):
+
+            async def timed_async(*a: Any, **k: Any) -> Any:
+                try:
+                    return await fn(*a, **k)
+                finally:
+                    marks.setdefault(name, time.perf_counter())
+
+            setattr(obj, attr, timed_async)
+            return
+
+        def timed(*a: Any, **k: Any) -> Any:
+            if before:
+                marks.setdefault(name, time.perf_counter())
+            try:
+                return fn(*a, **k)
+            finally:
+                marks.setdefault(name, time.perf_counter())
+
+        setattr(obj, attr, timed)
+
+    def start(self) -> None:
+        self.marks.clear()
+        self.marks["start"] = time.perf_counter()
+
+    def finish(self) -> None:
+        self.marks["returned"] = time.perf_counter()
+        self.rows.append(dict(self.marks))
+
+    def report(self) -> None:
+        if not self.ok or not self.rows:
+            return
+        print(f"\nthe turn's end, critical path (ms, {len(self.rows)} turns one at a time)")
+        print(f"  {'segment':<52} {'mean':>8} {'p50':>8}")
+        for a, b, label in self.SEGMENTS:
+            took = [r[b] - r[a] for r in self.rows if a in r and b in r]
+            if took:
+                mean, mid = statistics.fmean(took) * 1e3, statistics.median(took) * 1e3
+                print(f"  {label:<52} {mean:8.3f} {mid:8.3f}")
+        late = sum(1 for r in self.rows if r.get("settled", 0.0) > r.get("ended", 0.0))
+        print(f"  the batch settled after the end's unit in {late} of {len(self.rows)} turns")
+
+
 def print_steps(steps: Steps, turns: int, p50: float, floor: list[float]) -> None:
     print(f"\nwhere a turn's time goes (ms per turn over {turns} turns; p50 {p50:.3f} ms)")
     print_table(steps, turns)
@@ -555,19 +647,23 @@ async def overhead(
         if profile:
             await profiled(roost, turns, match=profile_match)
         if breakdown:
+            path = EndPath(roost)
             steps, floor = instrument(roost), Floor(Path(tmp))
             steps.order.append("handle (whole)")
             for i in range(turns):
                 inbound = Inbound("web", "local", f"c{i % 20}", f"again {i}", str(2 * 10**6 + i))
+                path.start()
                 start, began = time.perf_counter(), time.thread_time()
                 await roost.core.handle(inbound)
                 took = time.perf_counter() - start
+                path.finish()
                 steps.total["handle (whole)"] += took
                 steps.cpu["handle (whole)"] += time.thread_time() - began
                 steps.calls["handle (whole)"].append(took)
                 floor.once()
             floor.close()
             print_steps(steps, turns, statistics.median(times) * 1e3, floor.times)
+            path.report()
             if clients > 1:
                 together = await concurrent(roost, steps, turns, clients)
         bare: list[float] = []
