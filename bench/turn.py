@@ -16,7 +16,10 @@ injection, the tool list, the agent loop, the turn's end (usage, the session
 store, the turn log: one unit), recall indexing, the audit batch, the
 compactor) timed by wrappers the bench puts on the built objects, in ms per
 turn, with the floor of a durable audit chain (one appended line and its
-`fdatasync`) measured in the same run.
+`fdatasync`) measured in the same run; then the turn's end's critical path,
+segment by segment (`EndPath`: the batch queued, held by the audit writer,
+encoded, synced, the head moved, settled on the loop, `handle` returning, and
+beside it the end's unit), p50 and mean over the turns.
 
 Over HTTP each server also reports its CPU per turn (its process, and its loop thread:
 minus the in-process `turns at once` loop figure, that is what HTTP and the web channel
