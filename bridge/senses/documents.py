@@ -90,13 +90,18 @@ async def document(att: Attachment, ctx: SenseContext) -> Prepared:
 
 def pdf_framed(att: Attachment, ctx: SenseContext, reply: DecodeReply) -> Prepared:
     """A PDF's text; the pages not read (page limit, time limit, enough text) are said
-    in the header, at the cut and, for time and text, in a notice."""
+    in the header, at the cut and, for time and text, in a notice. Text that stops before
+    the PDF's end goes through `ctx.cut` (masked, less a tail that may begin a value)."""
     n, read, limit = reply.pages, reply.read, ctx.limits.document_chars
     about = f"PDF, {n} page{'s' if n != 1 else ''}"
     if reply.stopped == "pages":
         about += f", the text of the first {read} read"
     if reply.stopped not in ("time", "chars"):
-        return framed(att, ctx, reply.text, reply.chars, about)
+        text = reply.text
+        if reply.stopped == "pages" and reply.chars <= limit:
+            # the last page read may end in the start of a value the next page goes on with
+            text = ctx.cut(text, limit)
+        return framed(att, ctx, text, reply.chars, about)
     about += f", the text of pages 1–{read} read"
     if reply.stopped == "time":
         why = (

@@ -166,3 +166,24 @@ async def test_a_vault_value_across_the_documents_cut_is_not_sent_in_part(
     await roost.core.handle(sent(roost, whole, "short.txt", "text/plain"))
     asked = model(roost).requests[-1].messages[-1].content
     assert "key=[vault:API]" in asked and value not in asked
+
+
+async def test_a_vault_value_across_the_pdf_page_limit_is_not_sent_in_part(home: Path) -> None:
+    """atk39 F6: reading stopped at `document_pages` sent the last page read whole, so a
+    value going on past that page reached the model as its first characters (12 of 20)."""
+    from bridge.loadout import vault
+
+    made = await build(
+        load_settings(limits={"document_pages": 2}), backend=ScriptedBackend(), audit=MemoryAudit()
+    )
+    try:
+        value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+        vault.set_value(made.tenant_dirs("local"), "API", value)
+        pdf = make_pdf(["page one", f"intro key={value[:12]}", f"{value[12:]} rest"])
+        model(made).steps.append("ok")
+        await made.core.handle(sent(made, pdf, "a.pdf", "application/pdf"))
+        asked = model(made).requests[-1].messages[-1].content
+        assert "the text of the first 2 read" in asked and "intro key=" in asked, asked
+        assert value[:4] not in asked, asked
+    finally:
+        await made.aclose()
