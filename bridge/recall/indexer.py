@@ -53,7 +53,7 @@ from bridge.types.masked import Masked
 from bridge.types.tenant_dirs import TenantDirs
 
 log = logging.getLogger(__name__)
-MAX_TEXT = 100_000  # a longer message is indexed by its first 100,000 characters
+MAX_TEXT = 100_000  # a longer message is masked whole, then indexed by its first 100,000
 DAY_MS = 86_400_000
 GROUP = 32  # messages screened together; a group with a finding is screened one by one
 LINGER_S = 0.05  # how long queued exchanges wait for more before they are written
@@ -193,14 +193,14 @@ class Indexer:
         if isinstance(text, Masked) and len(text) <= MAX_TEXT:
             # already through the tenant's masker (a stored turn's text): screened only
             return None if not screened and self._screen(text) else text
-        text = text[:MAX_TEXT]
-        if not screened and self._screen(text):
+        if not screened and self._screen(text[:MAX_TEXT]):
             return None
+        # masked whole, then cut: a value across the cut is masked, not kept as its start
         if mask is not None:
-            return mask(text)
+            return mask(text)[:MAX_TEXT]
         if self._mask is None:
-            return text
-        return self._mask(dirs, text)
+            return text[:MAX_TEXT]
+        return self._mask(dirs, text)[:MAX_TEXT]
 
     def _batch_mask(self, dirs: TenantDirs) -> Callable[[str], str] | None:
         """The mask step for one batch: a mask with `bind` (the vault's) is looked up once."""

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from bridge.loadout.mask import Masker
 from bridge.recall.index import Message
-from bridge.recall.indexer import GROUP, Indexer
+from bridge.recall.indexer import GROUP, MAX_TEXT, Indexer
 from bridge.recall.search import search
 from bridge.recall.service import Recall
 from bridge.screening.screen import secret_kinds
@@ -111,6 +111,23 @@ async def test_credentials_are_refused_and_vault_values_masked_in_every_spelling
     assert b64 not in stored["3"] and quote(SECRET) not in stored["3"]
     raw = _raw(tmp_path)
     assert SECRET.encode() not in raw and b"sk-proj-" not in raw
+
+
+async def test_a_vault_value_across_the_length_cut_is_not_stored_in_part(
+    tmp_path: Path, db: Database
+) -> None:
+    """atk39 F6: a message longer than MAX_TEXT was cut, then masked: the start of a value
+    across the cut was stored, and `recall_search` could show it to the model."""
+    masker = Masker({"API": "Rt5pLm8Qz2Wx7Nv4Kb9J"})
+    indexer = Indexer(db, lambda dirs, text: masker.mask(text))
+    dirs = TenantDirs.of(tmp_path, "t")
+    long = "word " * ((MAX_TEXT - 12) // 5) + "a" * ((MAX_TEXT - 12) % 5)
+    got = await indexer.admit(dirs, [msg("a", "1", long + "Rt5pLm8Qz2Wx7Nv4Kb9J rest")])
+    assert got.added == 1
+    (stored,) = [r.text async for r in (await indexer.index(dirs)).iter_all()]
+    assert len(stored) == MAX_TEXT and "Rt5pLm8Q" not in stored
+    assert stored.endswith("aaa[vault:API] ")
+    assert "Rt5p" not in indexer.clean(dirs, long + "Rt5pLm8Qz2Wx7Nv4Kb9J")  # the import's way
 
 
 async def test_a_group_with_one_credential_keeps_the_rest(tmp_path: Path, db: Database) -> None:
