@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bridge.memory.files import (
@@ -72,11 +72,19 @@ def index_fingerprint(topics: Sequence[Topic]) -> str:
     return digest.hexdigest()[:16]
 
 
-def request_text(topics: Sequence[Topic], used: int, cap: int) -> str:
-    """The user message: the index and a short view of each topic."""
+def _as_is(text: str) -> str:
+    return text
+
+
+def request_text(
+    topics: Sequence[Topic], used: int, cap: int, mask: Callable[[str], str] = _as_is
+) -> str:
+    """The user message: the index and a short view of each topic. `mask` (the tenant's
+    masker) sees each topic's content whole, before its whitespace is joined and it is
+    cut: a value across the cut, or one holding a line break, is masked all the same."""
     lines = [f"The memory index is {used:,} characters; the cap is {cap:,}. Topics:"]
     for topic in sorted(topics, key=lambda t: (t.type, t.name.lower())):
-        body = " ".join(topic.content.split())
+        body = " ".join(mask(topic.content).split())
         if len(body) > MAX_PROMPT_CONTENT:
             body = body[:MAX_PROMPT_CONTENT] + " …"
         updated = topic.meta.get("updated", "?")

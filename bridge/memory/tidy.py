@@ -98,7 +98,9 @@ class Consolidator:
         if len(topics) < 2:
             return Final(f"{head}There is nothing to merge yet. {HOW_TO_FREE}", "command")
         try:
-            answer = await self._ask(dirs, inbound, request_text(topics, used, store.memory_cap))
+            mask = self._masks(dirs)
+            ask = request_text(topics, used, store.memory_cap, mask.mask)
+            answer = await self._ask(dirs, inbound, ask, mask)
         except _NoModel as exc:
             return Final(f"{head}Memory is full {self._memory.usage(dirs)}. {exc} {HOW_TO_FREE}")
         try:
@@ -153,10 +155,9 @@ class Consolidator:
     def _expired(self, proposal: Proposal) -> bool:
         return proposal.made < self._clock() - TTL_S
 
-    async def _ask(self, dirs: TenantDirs, inbound: Inbound, ask: str) -> str:
+    async def _ask(self, dirs: TenantDirs, inbound: Inbound, ask: str, mask: Masker) -> str:
         if self._hold is None:
             raise _NoModel("No model is configured to propose a tidy-up.")
-        mask = self._masks(dirs)
         turn = TurnContext(dirs, inbound, self._clock)
         async with self._hold(turn) as model:
             backend = model.backend
