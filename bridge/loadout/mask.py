@@ -70,6 +70,20 @@ _PARTIAL = re.compile(
     r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-7]?)\Z"
 )
 _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+# A line break between two non-blank characters (with the line's trailing and the next
+# line's leading blanks: PEM indented in YAML), or soft hyphens (U+00AD, PDF hyphenation):
+# what wraps a base64 blob (MIME, PEM, the `base64` CLI) or a long token.
+_LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
+_BREAK = rf"(?:\u00ad++(?:{_LINE_BREAK})?|{_LINE_BREAK})\u00ad*+"
+_TOKEN = r"[^\s\u00ad\0]++"
+# Tokens joined by breaks, from a token's start (possessive: linear in the text).
+_CHAIN = re.compile(rf"(?<![^\s\u00ad\0]){_TOKEN}(?:{_BREAK}{_TOKEN})++")
+_BREAKS = re.compile(_BREAK)
+# The chain a text ends with (its last token, perhaps a break after it): what may go on.
+_OPEN_CHAIN = re.compile(
+    rf"(?<![^\s\u00ad\0])(?:{_TOKEN}{_BREAK})*+(?:{_TOKEN})?(?:{_BREAK}|[ \t]*+\r?)\Z"
+)
+_JOIN = "\0"  # between two chains in the joined view: no form holds it
 
 
 def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
@@ -186,6 +200,44 @@ class _View:
         return self.ends[k] + j - self.at[k] - self.lengths[k]
 
 
+def _unbroken(chain: str, i: int) -> int:
+    """Where the character at `i` of `chain` with its breaks removed is in `chain`."""
+    removed = 0
+    for m in _BREAKS.finditer(chain):
+        if m.start() - removed > i:
+            break
+        removed += m.end() - m.start()
+    return i + removed
+
+
+class _Joined:
+    """The tokens of a text that line breaks or soft hyphens join (`_CHAIN`), the breaks
+    removed, each chain apart (`_JOIN`), and the way back to the text's offsets. Only
+    the chains are read again, not the text: prose adds its lines' last and first words."""
+
+    __slots__ = ("chains", "joined", "low")
+
+    def __init__(self, low: str) -> None:
+        self.low = low
+        self.chains: list[str] = (
+            _CHAIN.findall(low) if "\n" in low or "\u00ad" in low else []
+        )
+        self.joined = _BREAKS.sub("", _JOIN.join(self.chains)) if self.chains else ""
+
+    def spans(self, found: list[Span]) -> list[Span]:
+        """`found` (matches in `joined`) as spans of the text."""
+        at = [m.start() for m in _CHAIN.finditer(self.low)]
+        out = []
+        for a, b, form in found:
+            ka, kb = self.joined.count(_JOIN, 0, a), self.joined.count(_JOIN, 0, b - 1)
+            first_a = self.joined.rfind(_JOIN, 0, a) + 1
+            first_b = self.joined.rfind(_JOIN, 0, b - 1) + 1
+            start = at[ka] + _unbroken(self.chains[ka], a - first_a)
+            end = at[kb] + _unbroken(self.chains[kb], b - 1 - first_b) + 1
+            out.append((start, end, form))
+        return out
+
+
 def canonical(text: str) -> str:
     """`text` with one layer of common escapes decoded, lower-cased: what the masker reads."""
     view = _View(text)
@@ -245,6 +297,8 @@ class Matcher:
             re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
         )
         self._tables = [(f, _failure(f)) for f in longest_first]
+        # how far back a held chain of tokens is looked for (`open_at`)
+        self._window = 2 * len(longest_first[0]) + 256 if longest_first else 0
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -271,10 +325,16 @@ class Matcher:
         """The merged spans of `text` to replace, in order."""
         if self._pattern is None:
             return []
-        found = self._found(_lower(text))
+        low = _lower(text)
+        found = self._found(low)
         view = _View(text)
+        joined = _Joined(low)
+        more = joined.joined and self._found(joined.joined)
+        if more:
+            found += joined.spans(more)
         if view.at:
             found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
+        if more or view.at:
             found.sort(key=lambda s: (s[0], -s[1]))
         merged: list[Span] = []
         for start, end, form in found:
@@ -310,6 +370,14 @@ class Matcher:
         base = text[:cut]
         low = _lower(base)
         at = min(cut, len(base) - self._held(low))
+        # a spelling may go on after a line break or a soft hyphen (`_Joined`)
+        chain = _OPEN_CHAIN.search(low, max(0, len(low) - self._window))
+        if chain is not None and chain.end() > chain.start():
+            whole = chain.group()
+            joined = _BREAKS.sub("", whole).rstrip(" \t\r")  # a line break may follow
+            held = self._held(joined)
+            if held and joined != whole:
+                at = min(at, chain.start() + _unbroken(whole, len(joined) - held))
         view = _View(base)
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))

@@ -90,3 +90,60 @@ def test_a_value_with_accents_is_masked_decomposed_and_read_as_windows_1252() ->
         stream = masker.stream()
         sent = "".join(stream.feed(c) for c in f"pin {form}.") + stream.flush()
         assert sent == "pin [vault:BANK_PIN].", form
+
+
+def _decodable(masked: str, value: str, part: int = 6) -> bool:
+    """Some `part` bytes of `value` decode from a base64 run left in `masked` (its runs
+    between two marks joined, line breaks and all, read at each of the four offsets)."""
+    import re
+
+    for piece in masked.split("[vault:"):
+        run = "".join(re.findall(r"[A-Za-z0-9+/]+", piece))
+        for off in range(4):
+            chars = run[off:][: (len(run) - off) // 4 * 4]
+            data = base64.b64decode(chars)
+            if any(value.encode()[i : i + part] in data for i in range(len(value) - part + 1)):
+                return True
+    return False
+
+
+def test_a_value_in_line_wrapped_base64_is_masked_wherever_it_falls() -> None:
+    """atk39 F5: base64 wrapped at 76 (MIME, the `base64` CLI) or 64 (PEM) columns; a value
+    whose base64 crossed a line break reached the model whole (offsets 42-56 of 80)."""
+    import textwrap
+
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    for width, newline in ((76, "\r\n"), (64, "\n"), (76, "\n  ")):  # the last: YAML-indented
+        for offset in range(80):
+            blob = base64.b64encode(b"x" * offset + value.encode() + b"y" * 40).decode()
+            text = "body:" + newline + newline.join(textwrap.wrap(blob, width)) + "\nend"
+            assert _decodable(text, value)
+            out = masker.mask(text)
+            assert not _decodable(out, value), (width, offset, out)
+            assert out.startswith("body:") and out.endswith("\nend") and "[vault:API]" in out
+    stream = masker.stream()  # streamed in pieces: the same text as masked whole
+    assert "".join(stream.feed(text[i : i + 5]) for i in range(0, len(text), 5)) + (
+        stream.flush()
+    ) == masker.mask(text)
+
+
+def test_a_value_broken_over_two_lines_or_by_a_soft_hyphen_is_masked() -> None:
+    """atk39 F7: a value wrapped onto the next line (PDF text, wrapped text) or with a soft
+    hyphen (U+00AD, PDF hyphenation) inside reached the model unmasked; whole or streamed."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    for text, masked in (
+        (f"key={value[:10]}\n{value[10:]} rest", "key=[vault:API] rest"),
+        (f"key: {value[:7]}  \r\n    {value[7:]}\nnext", "key: [vault:API]\nnext"),
+        (f"a\n{value[:3]}\n{value[3:12]}\n{value[12:]}.", "a\n[vault:API]."),
+        (f"key {value[:10]}\u00ad{value[10:]} rest", "key [vault:API] rest"),
+        (f"key {value[:10]}\u00ad\n{value[10:]}", "key [vault:API]"),
+    ):
+        assert masker.mask(text) == masked, text
+        for size in (1, 3, 7):
+            stream = masker.stream()
+            sent = "".join(stream.feed(text[i : i + size]) for i in range(0, len(text), size))
+            assert sent + stream.flush() == masked, (text, size)
+    prose = "a long line of prose\nthat wraps at words, Rt5p\nand goes on.\n"
+    assert masker.mask(prose) == prose  # tokens joined by a break that spell no value
