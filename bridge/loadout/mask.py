@@ -75,13 +75,22 @@ _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # what wraps a base64 blob (MIME, PEM, the `base64` CLI) or a long token.
 _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
 _BREAK = rf"(?:\u00ad++(?:{_LINE_BREAK})?|{_LINE_BREAK})\u00ad*+"
-_TOKEN = r"[^\s\u00ad\0]++"
-# Tokens joined by breaks, from a token's start (possessive: linear in the text).
-_CHAIN = re.compile(rf"(?<![^\s\u00ad\0]){_TOKEN}(?:{_BREAK}{_TOKEN})++")
+_CHAR = r"[^\s\u00ad\0]"
+_TOKEN = rf"{_CHAR}++"
 _BREAKS = re.compile(_BREAK)
+# Where a spelling may be wrapped: a line break after `_WRAPPED` or more word or base64
+# characters and before four more. A literal first, so found at C speed; a prose line
+# rarely ends in such a 12-character token (1 MB of the docs: about 50 places).
+_WRAPPED = 12
+_SOFT_HYPHEN = re.compile("\u00ad")
+_SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with
+_WORD = r"[\w+/=-]"
+_EDGE = re.compile(
+    rf"\n(?:(?<={_WORD}{{{_WRAPPED}}}\n)|(?<={_WORD}{{{_WRAPPED}}}\r\n))[ \t]*+{_WORD}{{4}}"
+)
 # The chain a text ends with (its last token, perhaps a break after it): what may go on.
 _OPEN_CHAIN = re.compile(
-    rf"(?<![^\s\u00ad\0])(?:{_TOKEN}{_BREAK})*+(?:{_TOKEN})?(?:{_BREAK}|[ \t]*+\r?)\Z"
+    rf"(?<!{_CHAR})(?:{_TOKEN}{_BREAK})*+(?:{_TOKEN})?(?:{_BREAK}|[ \t]*+\r?)\Z"
 )
 _JOIN = "\0"  # between two chains in the joined view: no form holds it
 
@@ -210,30 +219,54 @@ def _unbroken(chain: str, i: int) -> int:
     return i + removed
 
 
+def _unwrapped(text: str) -> str:
+    """`text` with its breaks removed (`_BREAKS`); plain line breaks (a base64 blob's) by
+    `str.replace`, four times faster than the pattern."""
+    if "\u00ad" in text or _SPACED.search(text):
+        return _BREAKS.sub("", text)
+    return text.replace("\r\n", "").replace("\n", "")
+
+
 class _Joined:
-    """The tokens of a text that line breaks or soft hyphens join (`_CHAIN`), the breaks
-    removed, each chain apart (`_JOIN`), and the way back to the text's offsets. Only
-    the chains are read again, not the text: prose adds its lines' last and first words."""
+    """The text around each place a spelling may be wrapped (`_EDGE`, and each soft hyphen),
+    `reach` characters either side, with its breaks removed (`_BREAKS`), the regions apart
+    (`_JOIN`), and the way back to the text's offsets. Only those regions are read again,
+    not the text."""
 
-    __slots__ = ("chains", "joined", "low")
+    __slots__ = ("joined", "low", "regions")
 
-    def __init__(self, low: str) -> None:
+    def __init__(self, low: str, reach: int) -> None:
         self.low = low
-        self.chains: list[str] = (
-            _CHAIN.findall(low) if "\n" in low or "\u00ad" in low else []
-        )
-        self.joined = _BREAKS.sub("", _JOIN.join(self.chains)) if self.chains else ""
+        self.regions: list[tuple[int, int]] = []
+        self.joined = ""
+        if "\n" not in low and "\u00ad" not in low:
+            return
+        places = [m.start() for m in _EDGE.finditer(low)]
+        if "\u00ad" in low:
+            places = sorted(places + [m.start() for m in _SOFT_HYPHEN.finditer(low)])
+        regions = self.regions
+        for at in places:
+            start, end = max(0, at - reach), at + reach
+            if regions and start <= regions[-1][1]:
+                regions[-1] = (regions[-1][0], end)
+            else:
+                regions.append((start, end))
+        if regions:
+            self.joined = _JOIN.join(_unwrapped(self._region(k)) for k in range(len(regions)))
+
+    def _region(self, k: int) -> str:
+        start, end = self.regions[k]
+        return self.low[start:end].replace(_JOIN, "\x01")  # same length, no `_JOIN`
 
     def spans(self, found: list[Span]) -> list[Span]:
         """`found` (matches in `joined`) as spans of the text."""
-        at = [m.start() for m in _CHAIN.finditer(self.low)]
         out = []
         for a, b, form in found:
             ka, kb = self.joined.count(_JOIN, 0, a), self.joined.count(_JOIN, 0, b - 1)
             first_a = self.joined.rfind(_JOIN, 0, a) + 1
             first_b = self.joined.rfind(_JOIN, 0, b - 1) + 1
-            start = at[ka] + _unbroken(self.chains[ka], a - first_a)
-            end = at[kb] + _unbroken(self.chains[kb], b - 1 - first_b) + 1
+            start = self.regions[ka][0] + _unbroken(self._region(ka), a - first_a)
+            end = self.regions[kb][0] + _unbroken(self._region(kb), b - 1 - first_b) + 1
             out.append((start, end, form))
         return out
 
@@ -297,8 +330,9 @@ class Matcher:
             re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
         )
         self._tables = [(f, _failure(f)) for f in longest_first]
-        # how far back a held chain of tokens is looked for (`open_at`)
-        self._window = 2 * len(longest_first[0]) + 256 if longest_first else 0
+        # how far from a line break a spelling across it may reach (`_Joined`), and how far
+        # back a held chain of tokens is looked for (`open_at`)
+        self._window = len(longest_first[0]) + 64 if longest_first else 0
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -328,7 +362,7 @@ class Matcher:
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
-        joined = _Joined(low)
+        joined = _Joined(low, self._window)
         more = joined.joined and self._found(joined.joined)
         if more:
             found += joined.spans(more)
