@@ -15,7 +15,10 @@ confined). The rule, in order:
   (a stray Latin-1 byte in a UTF-8 file, a character cut at the end, lines
   pasted from two editors) keeps every UTF-8 character as written, so a
   name or a secret in it reads the same as anywhere else, and the count of
-  bytes read as Windows-1252 is said (`Decoded.legacy`).
+  bytes read as Windows-1252 is said (`Decoded.legacy`). Except: when each UTF-8
+  character in it is one a Windows-1252 letter Ô..ß and a following symbol make
+  (U+0500-U+07FF: "ß“" reads as N'Ko) and there are no more of them than bytes that
+  are not UTF-8, the file is Windows-1252 throughout (`legacy_throughout`).
 
 "Mostly printable": fewer than one in `ODD_SHARE` characters of the text so
 read is a control or private-use character other than tab, line feed,
@@ -34,7 +37,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from bridge.types.cp1252 import CP1252_TABLE
+from bridge.types.cp1252 import CP1252_TABLE, read_1252
 
 ODD_SHARE = 32  # fewer than 1 in 32 characters may be control characters
 BOMS_16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -43,6 +46,10 @@ _ODD_CHARS = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f\ue000-\uf8ff\ufff
 _ESCAPED = re.compile("[\udc80-\udcff]")
 _FROM_ESCAPED = {0xDC00 + b: CP1252_TABLE[b] for b in range(0x80, 0x100)}
 NAMES = {"utf-8": "UTF-8", "utf-16": "UTF-16", "cp1252": "Windows-1252"}
+# A Windows-1252 letter Ô..ß (D4-DF) before a symbol or punctuation mark (80-BF: “ ” – …
+# § ° NBSP) is valid UTF-8: one character U+0500-U+07FF (Armenian, Hebrew, Arabic, Syriac,
+# Thaana, N'Ko); any other character beyond ASCII is no such pair.
+_UNPAIRED = re.compile("[\u0080-\u04ff\u0800-\U0010ffff]")
 
 
 def odd_chars(text: str) -> int:
@@ -61,6 +68,7 @@ class Mixed:
     text: str
     legacy: int  # bytes read as Windows-1252
     wide: int  # characters beyond ASCII read as UTF-8
+    unpaired: bool = False  # one of them is no Windows-1252 letter-and-symbol pair
 
 
 def read_mixed(escaped: str) -> Mixed:
@@ -72,7 +80,14 @@ def read_mixed(escaped: str) -> Mixed:
     legacy = len(escaped) - len(plain)
     wide = len(plain) - len(plain.encode("ascii", "ignore"))
     text = escaped.translate(_FROM_ESCAPED) if legacy else escaped
-    return Mixed(text, legacy, wide)
+    return Mixed(text, legacy, wide, bool(wide) and _UNPAIRED.search(plain) is not None)
+
+
+def legacy_throughout(legacy: int, wide: int, unpaired: bool) -> bool:
+    """Whether bytes that are not all UTF-8 are Windows-1252 throughout: no UTF-8 beyond
+    ASCII, or only characters a Windows-1252 letter and symbol make (`_UNPAIRED`) and no more
+    of them than bytes that are not UTF-8 ("Fuß“" in a German file)."""
+    return legacy > 0 and (wide == 0 or (not unpaired and wide <= legacy))
 
 
 class TextSniff:
@@ -85,6 +100,7 @@ class TextSniff:
         self._utf8 = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._utf16 = codecs.getincrementaldecoder("utf-16")()
         self._legacy = self._wide = 0
+        self._unpaired = False
         self._bad = False  # a NUL byte, or UTF-16 that does not decode
         self._odd = 0
         self._chars = 0
@@ -120,6 +136,7 @@ class TextSniff:
         mixed = read_mixed(self._utf8.decode(chunk, final))
         self._legacy += mixed.legacy
         self._wide += mixed.wide
+        self._unpaired = self._unpaired or mixed.unpaired
         self._count(mixed.text)
 
     def _count(self, text: str) -> None:
@@ -145,7 +162,7 @@ class TextSniff:
             self._feed_8bit(b"", final=True)  # a sequence cut at the end: its bytes
         if not mostly_printable(self._odd, self._chars):
             return None
-        return "cp1252" if self._legacy and not self._wide else "utf-8"
+        return "cp1252" if legacy_throughout(self._legacy, self._wide, self._unpaired) else "utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +202,6 @@ def decode(data: bytes) -> Decoded | None:
     mixed = read_mixed(data.decode("utf-8", "surrogateescape"))
     if not mostly_printable(odd_chars(mixed.text), len(mixed.text)):
         return None
-    if not mixed.wide:
-        return Decoded(mixed.text, "cp1252")
+    if legacy_throughout(mixed.legacy, mixed.wide, mixed.unpaired):
+        return Decoded(read_1252(data) if mixed.wide else mixed.text, "cp1252")
     return Decoded(mixed.text.removeprefix("\ufeff"), "utf-8", mixed.legacy)

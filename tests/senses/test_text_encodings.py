@@ -214,3 +214,24 @@ async def test_attach_in_the_terminal_takes_a_windows_1252_csv(
     assert "Käse;3,50" in said and "read as Windows-1252" in said
     [copy] = inbox_files(home)
     assert copy.read_bytes() == CSV_1252  # the file itself is kept as it came
+
+
+def test_a_windows_1252_letter_before_a_symbol_keeps_the_file_windows_1252() -> None:
+    """atk39 F8: in a Windows-1252 file "ß§" or "ß“" (DF A7, DF 93) is valid UTF-8, so the
+    mixed reading made it one N'Ko character: the text was garbled and a vault value holding
+    the pair was not masked. Such a file is read as Windows-1252 throughout again."""
+    from bridge.loadout.mask import Masker
+
+    for value, around in (("Paß§wort-Größe", "Zugang: {}\n"), ("Kennwort-Fuß“99", "„{}\n")):
+        body = around.format(value).encode("cp1252")
+        found = decode(body)
+        assert found is not None and (found.encoding, found.text) == ("cp1252", body.decode("cp1252"))
+        assert Masker({"PW": value}).mask(found.text) == around.format("[vault:PW]")
+        streamed = TextSniff()
+        for start in range(0, len(body), 3):
+            streamed.feed(body[start : start + 3])
+        assert streamed.encoding() == "cp1252"
+    # a UTF-8 Hebrew line with one stray byte stays UTF-8 (more letters than stray bytes)
+    hebrew = "שלום עולם, מה שלומך היום?\n".encode()
+    found = decode(hebrew + b"\xe9" + hebrew)
+    assert found is not None and found.encoding == "utf-8" and found.legacy == 1
