@@ -49,7 +49,7 @@ from urllib.parse import quote, quote_plus
 from bridge.core.masks import MaskedDeltas
 from bridge.loadout.refused import secret_spans
 from bridge.types.backend import ChatMessage, ToolCallRequest
-from bridge.types.cp1252 import read_1252
+from bridge.types.cp1252 import CP1252_TABLE, read_1252
 from bridge.types.masked import Masked
 from bridge.types.messages import valid_unicode
 
@@ -103,6 +103,18 @@ def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
     return text[first:last]
 
 
+def _mixed_1252(value: str) -> str:
+    """`value`'s Windows-1252 bytes read as the text rule reads a mixed file: UTF-8 where
+    they are valid UTF-8 ("ß§" is one character), each other byte as Windows-1252; the
+    value itself when it has no Windows-1252 bytes."""
+    try:
+        data = value.encode("cp1252")
+    except UnicodeEncodeError:
+        return value
+    escaped = data.decode("utf-8", "surrogateescape")
+    return "".join(CP1252_TABLE[ord(c) - 0xDC00] if "\udc80" <= c <= "\udcff" else c for c in escaped)
+
+
 def spellings(value: str) -> set[str]:
     """The value and its common encodings, each at least MIN_SECRET_CHARS long.
 
@@ -132,10 +144,15 @@ def spellings(value: str) -> set[str]:
         forms.update((full, full.rstrip("=")))
         forms.update(_aligned(data, offset, encode) for offset in range(3))
     if not value.isascii():
-        # the same letters composed otherwise (NFD: macOS text, PDF copies), and its UTF-8
-        # read as Windows-1252 (a file encoded twice): each reads back as the value
+        # the same letters composed otherwise (NFD: macOS text, PDF copies), its UTF-8 read
+        # as Windows-1252 (a file encoded twice) or as ISO-8859-1 (a tool reading UTF-8 as
+        # Latin-1), its Windows-1252 bytes read by the mixed rule (`_mixed_1252`), and
+        # upper-cased where that changes its length ("GRÜSSE": `_lower` keeps "ß")
         forms.update(unicodedata.normalize(form, value) for form in ("NFC", "NFD"))
-        forms.add(read_1252(data))
+        forms.update((read_1252(data), data.decode("latin-1"), _mixed_1252(value)))
+        upper = value.upper()
+        if len(upper) != len(value):
+            forms.update((upper, unicodedata.normalize("NFD", upper)))
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 

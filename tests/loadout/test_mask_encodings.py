@@ -145,3 +145,23 @@ def test_a_value_broken_over_two_lines_or_by_a_soft_hyphen_is_masked() -> None:
         assert masker.mask(text) == masked, text
     prose = "a long line of prose\nthat wraps at words, Rt5p\nand goes on.\n"
     assert masker.mask(prose) == prose  # tokens joined by a break that spell no value
+
+
+def test_a_value_with_sharp_s_upper_cased_or_read_as_latin_1_or_mixed_is_masked() -> None:
+    """atk39 F7/F8: "Grüße" upper-cased is "GRÜSSE" (longer: no letter case of the value);
+    its UTF-8 read as ISO-8859-1 (a tool reading UTF-8 as Latin-1: "ÃŸ" with a C1 control);
+    its Windows-1252 bytes read by the mixed rule (a pair such as "ß§" read as UTF-8)."""
+    from bridge.types.cp1252 import CP1252_TABLE
+
+    value = "Grüße-Paß§wort-€42"
+    masker = Masker({"PW": value})
+    raw = value.encode("cp1252").decode("utf-8", "surrogateescape")
+    mixed = "".join(CP1252_TABLE[ord(c) - 0xDC00] if "\udc80" <= c <= "\udcff" else c for c in raw)
+    for form in (
+        value.upper(),  # GRÜSSE-PASS§WORT-€42
+        value.upper().lower(),
+        value.encode().decode("latin-1"),
+        mixed,  # Grüߧwort... as the mixed rule reads the Windows-1252 bytes
+    ):
+        assert form != value
+        assert masker.mask(f"pw: {form} ok") == "pw: [vault:PW] ok", form
