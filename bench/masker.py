@@ -1,0 +1,101 @@
+"""The vault masker's cost on ordinary and encoded documents: CPU µs per `Masker.mask`.
+
+A tenant with six vault values (ASCII, accented, a URL-ish token, a value
+holding a line break) masks: a chat message, 1 MB of prose (the repo's docs,
+many short lines), 1 MB of Python source, 1 MB of JSON log lines, 1 MB of
+German prose with Windows-1252-ish punctuation, 1 MB of a MIME attachment
+(base64 wrapped at 76 columns) and 1 MB of PEM-like text (64 columns). Each
+figure is the median CPU time of `--repeat` calls (process time, so another
+process's load counts less), with MB/s. No thresholds: compare two trees by
+running this in each, alternating (`PYTHONPATH=OTHER python -P -m bench.masker`).
+
+Run: .venv/bin/python -m bench.masker [--quick] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+from bridge.loadout.mask import Masker  # noqa: E402
+
+SECRETS = {
+    "API": "Rt5pLm8Qz2Wx7Nv4Kb9J",
+    "WIFI": "Grüße-Paßwort-€-42x",
+    "DB": "postgres-h0rse-battery",
+    "PIN": "8812-4471",
+    "NOTE": "line1-Xy7q\nline2  Zk9w",
+    "TOKEN": "ghp_" + "a1B2c3D4" * 4,
+}
+MB = 1_000_000
+
+
+def _fill(unit: str, n: int) -> str:
+    return (unit * (n // max(1, len(unit)) + 1))[:n]
+
+
+def texts(size: int) -> list[tuple[str, str]]:
+    docs = "".join(p.read_text("utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
+    docs += (ROOT / "README.md").read_text("utf-8")
+    code = "".join(p.read_text("utf-8") for p in sorted((ROOT / "bridge" / "core").glob("*.py")))
+    log = "".join(
+        json.dumps({"ts": 1_800_000_000 + i, "level": "INFO", "msg": f"turn {i} done in 12 ms"})
+        + "\n"
+        for i in range(2000)
+    )
+    german = (
+        "„Die Straße ist gesperrt“, sagte er – wegen der Bauarbeiten bis 30. März.\n"
+        "Größe: 42 m², Preis 1.200 € (zzgl. Nebenkosten); Rückfragen gern per Mail.\n"
+    )
+    blob = base64.b64encode(os.urandom(size * 3 // 4 + 3)).decode()
+    mime = "\r\n".join(textwrap.wrap(blob, 76))
+    pem = "\n".join(textwrap.wrap(blob, 64))
+    return [
+        ("chat message", "Can you check the staging deploy? It failed at 10:42 again."),
+        ("prose (docs)", _fill(docs, size)),
+        ("python source", _fill(code, size)),
+        ("json log lines", _fill(log, size)),
+        ("german prose", _fill(german, size)),
+        ("mime base64/76", mime[:size]),
+        ("pem base64/64", pem[:size]),
+    ]
+
+
+def cpu_us(masker: Masker, text: str, repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        masker.mask(text)
+        runs.append(time.process_time() - t0)
+    return statistics.median(runs) * 1e6
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="100 kB texts, one call each")
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    size, repeat = (100_000, 1) if args.quick else (MB, args.repeat)
+    masker = Masker(SECRETS)
+    print(f"load {os.getloadavg()[0]:.2f}; median CPU µs of {repeat} calls per text")
+    for name, text in texts(size):
+        rounds = repeat * 200 if len(text) < 1000 else repeat
+        took = cpu_us(masker, text, rounds)
+        rate = len(text) / took if took else float("inf")
+        print(f"    {name:<16} {len(text):>9} chars {took:12.1f} µs {rate:8.1f} MB/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
