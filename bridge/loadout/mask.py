@@ -112,7 +112,9 @@ def _mixed_1252(value: str) -> str:
     except UnicodeEncodeError:
         return value
     escaped = data.decode("utf-8", "surrogateescape")
-    return "".join(CP1252_TABLE[ord(c) - 0xDC00] if "\udc80" <= c <= "\udcff" else c for c in escaped)
+    return "".join(
+        CP1252_TABLE[ord(c) - 0xDC00] if "\udc80" <= c <= "\udcff" else c for c in escaped
+    )
 
 
 def spellings(value: str) -> set[str]:
@@ -424,11 +426,11 @@ class Matcher:
         # a spelling may go on after a line break or a soft hyphen (`_Joined`)
         chain = _OPEN_CHAIN.search(low, max(0, len(low) - self._window))
         if chain is not None and chain.end() > chain.start():
-            whole = chain.group()
-            joined = _BREAKS.sub("", whole).rstrip(" \t\r")  # a line break may follow
+            held_chain = chain.group()
+            joined = _BREAKS.sub("", held_chain).rstrip(" \t\r")  # a line break may follow
             held = self._held(joined)
-            if held and joined != whole:
-                at = min(at, chain.start() + _unbroken(whole, len(joined) - held))
+            if held and joined != held_chain:
+                at = min(at, chain.start() + _unbroken(held_chain, len(joined) - held))
         view = _View(base)
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))

@@ -225,7 +225,10 @@ def test_a_windows_1252_letter_before_a_symbol_keeps_the_file_windows_1252() -> 
     for value, around in (("Paß§wort-Größe", "Zugang: {}\n"), ("Kennwort-Fuß“99", "„{}\n")):
         body = around.format(value).encode("cp1252")
         found = decode(body)
-        assert found is not None and (found.encoding, found.text) == ("cp1252", body.decode("cp1252"))
+        assert found is not None and (found.encoding, found.text) == (
+            "cp1252",
+            body.decode("cp1252"),
+        )
         assert Masker({"PW": value}).mask(found.text) == around.format("[vault:PW]")
         streamed = TextSniff()
         for start in range(0, len(body), 3):
