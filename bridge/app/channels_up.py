@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,20 +64,33 @@ def page_url(host: str, port: int) -> str:
 
 
 def web_start_line(
-    url: str, token: str, created: bool, stored: Path | None, every_address: bool = False
+    url: str,
+    token: str,
+    created: bool,
+    stored: Path | None,
+    every_address: bool = False,
+    tty: bool = False,
 ) -> str:
     """What `serve` prints once the page is up: where, and where its token is.
 
     `stored` is the `web-token` file, None when the token is configured
     (`web.token`, from the file or ROOST_WEB__TOKEN): then no file is named.
+    A new token's `#token=` link is printed only when stdout is a terminal (`tty`):
+    under systemd stdout is the journal, kept and readable by the `adm` group, so
+    the line names the file and `roost web-token` instead (a secret never reaches a log).
     `every_address`: bound to a wildcard with no `[web] allowed_hosts`: one more line
     says what a browser elsewhere needs.
     """
     if stored is None:
         line = f"roost: web chat at {url} (token: the configured web.token)"
-    elif created:
+    elif created and tty:
         where = f"roost: the access token is stored in {stored}"
         line = f"roost: web chat at {url}#token={token}\n{where}"
+    elif created:
+        line = (
+            f"roost: web chat at {url} (a new access token is stored in {stored}; "
+            "`roost web-token --link` prints the link with it)"
+        )
     else:
         line = f"roost: web chat at {url} (token in {stored})"
     return f"{line}\n{EVERY_ADDRESS}" if every_address else line
@@ -198,7 +212,8 @@ def web_channel(settings: Settings, roost: Roost, made: Mapping[str, Launched]) 
         if created and stored is not None:  # kept once the page listens: its link shown once
             store_web_token(stored, token)
         url = page_url(settings.web.host, web.port)
-        return web_start_line(url, token, created, stored, every_address)
+        tty = sys.stdout.isatty()  # a terminal: the operator's eyes only, not a journal
+        return web_start_line(url, token, created, stored, every_address, tty)
 
     def tokens(new: Settings) -> None:  # a removed tenant's page is refused at once
         web.set_tenant_tokens(tenant_web_tokens(new, token))

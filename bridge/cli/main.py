@@ -246,7 +246,9 @@ OWN_HOME_CHECK = frozenset({"doctor", "audit", "install-units", "grade", "recall
 # Commands that write nothing into the home (`backup` writes DEST, outside it): they may
 # run as another user than the home's owner (root); every other one writes (a database,
 # tenant folders, the audit chain, exports/) and is refused (`owner_problem`).
-READS_ONLY = frozenset({"doctor", "audit", "backup", "install-units", "grade", "recall-eval"})
+READS_ONLY = frozenset(
+    {"doctor", "audit", "backup", "install-units", "grade", "recall-eval", "web-token"}
+)
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 FULL = "database or disk is full"
 

@@ -172,6 +172,13 @@ ROWS: tuple[Row, ...] = (
         "run_install_units",
     ),
     Row(
+        "web-token",
+        "print the web page's access token (--link: with its address)",
+        "web_token",
+        "web_token_args",
+        "run_web_token",
+    ),
+    Row(
         "style",
         "the user-style learner: status, list-live, sweep",
         "style",

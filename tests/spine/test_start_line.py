@@ -13,8 +13,10 @@ from tests.spine.test_daemon import run, start_daemon
 
 def test_the_line_for_each_source_of_the_token(tmp_path: Path) -> None:
     url, stored = "http://127.0.0.1:8787/", tmp_path / "web-token"
-    first = web_start_line(url, "Zx3q", True, stored)
+    first = web_start_line(url, "Zx3q", True, stored, tty=True)
     assert first.startswith(f"roost: web chat at {url}#token=Zx3q\n") and str(stored) in first
+    logged = web_start_line(url, "Zx3q", True, stored)  # stdout no terminal (the journal)
+    assert "Zx3q" not in logged and str(stored) in logged and "roost web-token" in logged
     later = web_start_line(url, "Zx3q", False, stored)
     assert later == f"roost: web chat at {url} (token in {stored})"
     configured = web_start_line(url, "Zx3q", False, None)
@@ -61,7 +63,7 @@ async def test_a_first_start_that_fails_leaves_the_link_to_the_first_that_works(
     home: Path,
 ) -> None:
     """The first `serve` cannot listen (its port is taken): the next start is the one that
-    prints the `#token=` link (and keeps that token, 0600); the one after it does not."""
+    makes the token (and keeps it, 0600) and says so; the one after it does not."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -71,10 +73,13 @@ async def test_a_first_start_that_fails_leaves_the_link_to_the_first_that_works(
 
     daemon = await start_daemon(offline_env(home))
     code, _ = await daemon.stop()
-    shown = re.search(r"web chat at http://127\.0\.0\.1:\d+/#token=(\S+)", "".join(daemon.lines))
-    assert shown is not None, daemon.lines
     stored = home / "web-token"
-    assert stored.read_text().strip() == shown.group(1)
+    shown = re.search(
+        r"web chat at http://127\.0\.0\.1:\d+/ \(a new access token is stored in (\S+);",
+        "".join(daemon.lines),
+    )
+    assert shown is not None and shown.group(1) == str(stored), daemon.lines
+    assert len(stored.read_text().strip()) >= 16
     assert stored.stat().st_mode & 0o777 == 0o600
     assert code == 0
 
