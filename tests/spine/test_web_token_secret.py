@@ -71,3 +71,25 @@ async def test_a_first_start_on_a_terminal_prints_the_link(home: Path) -> None:
         os.close(leader)
     token = (home / "web-token").read_text().strip()
     assert f"/#token={token}" in seen.decode()
+
+
+async def test_a_loose_token_file_is_made_owner_only_at_start_with_one_warning(
+    home: Path,
+) -> None:
+    """A `web-token` others may read (0644: copied in by hand) was left so without a word
+    while `roost doctor` FAILs it; a start now makes it 0600 and says so once."""
+    home.mkdir(mode=0o700)
+    stored = home / "web-token"
+    stored.write_text("loose-token-0123456789abcdef\n")
+    stored.chmod(0o644)
+    daemon = await start_daemon(offline_env(home))
+    code, err = await daemon.stop()
+    assert code == 0
+    assert stored.stat().st_mode & 0o777 == 0o600
+    said = [line for line in err.splitlines() if str(stored) in line]
+    assert len(said) == 1 and "WARNING" in said[0], err
+    assert "mode 0644); changed to 0600" in said[0]
+    assert "loose-token" not in err + "".join(daemon.lines)
+
+    code, out, _ = await run(["doctor", "--timeout", "1"], offline_env(home))
+    assert "FAIL  home" not in out and "ok    home" in out, out
