@@ -7,7 +7,8 @@ systemd's RestartPreventExitStatus=78 stops a restart loop; so does a home this
 user cannot read (checked before any command that uses it but `doctor`, which
 reports it, and `audit`, which exits 2); and a home of another user (root running
 `roost pair` on the service's home) for a command that writes into it (exit 78, naming
-the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run). What a command
+the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run, and root runs the
+read-only ones of `bridge.cli.as_owner.AS_OWNER` as the home's owner). What a command
 does not catch itself is one line too, never a traceback: a full disk (exit 1), a
 database that cannot be read (exit 1, pointing to `roost doctor` and a backup), a file
 this user may not touch (exit 78). Every entry point
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.cli import collector
+from bridge.cli.as_owner import become_owner, reads_only
 from bridge.cli.rows import AddArgs, Command
 from bridge.cli.table import COMMANDS, command
 
@@ -212,6 +214,10 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
         unusable = home_problem(settings.home)
         if unusable is not None:
             return fail(unusable, EX_CONFIG)
+    if reads_only(row.name, args):  # root on the service's home: as its owner (as_owner.py)
+        hidden = become_owner(settings.home)
+        if hidden is not None:
+            return fail(hidden, EX_CONFIG)
     if row.name not in READS_ONLY:
         foreign = owner_problem(settings.home, os.geteuid(), sys.argv[1:] if own else argv)
         if foreign is not None:
