@@ -73,15 +73,21 @@ async def test_a_first_start_on_a_terminal_prints_the_link(home: Path) -> None:
     assert f"/#token={token}" in seen.decode()
 
 
+def loose_token(home: Path) -> Path:
+    """A home whose `web-token` is 0644."""
+    home.mkdir(mode=0o700)
+    stored = home / "web-token"
+    stored.write_text("loose-token-0123456789abcdef\n")
+    stored.chmod(0o644)
+    return stored
+
+
 async def test_a_loose_token_file_is_made_owner_only_at_start_with_one_warning(
     home: Path,
 ) -> None:
     """A `web-token` others may read (0644: copied in by hand) was left so without a word
     while `roost doctor` FAILs it; a start now makes it 0600 and says so once."""
-    home.mkdir(mode=0o700)
-    stored = home / "web-token"
-    stored.write_text("loose-token-0123456789abcdef\n")
-    stored.chmod(0o644)
+    stored = loose_token(home)
     daemon = await start_daemon(offline_env(home))
     code, err = await daemon.stop()
     assert code == 0
