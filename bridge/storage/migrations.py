@@ -9,15 +9,20 @@ SQLite in `PRAGMA user_version` (so a `roost.db` migrated by
 `bridge.core.db`, whose list is steps 1..N here, is at step N), PostgreSQL in
 `storage_schema` under an advisory lock (two instances starting together
 migrate once). A step killed half-way rolls back whole; running the list
-again continues from the last complete step.
+again continues from the last complete step. An upgrade of an existing schema
+(`pending` finds steps to run after step 1 or later) is one INFO line naming both
+steps; a new database and a start with nothing to run say nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bridge.storage.errors import MigrationError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,4 +48,7 @@ def pending(migrations: Sequence[Migration], current: int) -> list[Migration]:
             f"the database schema is at version {current}, newer than this roost knows "
             f"({len(migrations)}): run the newer roost, or restore a backup"
         )
-    return list(migrations[current:])
+    steps = list(migrations[current:])
+    if steps and current > 0:  # an existing database, made by an older roost
+        log.info("upgrading the database schema from step %d to step %d", current, len(migrations))
+    return steps
