@@ -15,12 +15,18 @@ units would name a program that is not there. A prefix under /home, /root or
 could not reach its own program), and stderr says so; a prefix under /tmp or
 /var/tmp, which `PrivateTmp=yes` hides (the units cannot run from there), is
 warned about too; so is a secret file that others may read (it should be
-0600). The default prefix prints the checked-in units unchanged.
+0600). So is a venv whose Python really lives (its links followed, and the `home`
+its `pyvenv.cfg` names) under a home folder or a temporary one, as a venv made with
+a pyenv, asdf or uv Python in /root is: the prefix is fine, yet the service cannot
+start its interpreter (status 203/EXEC, restarted every 5 s); the warning says to
+make the venv again with a Python outside them (`make PYTHON=/usr/bin/python3`).
+The default prefix prints the checked-in units unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -110,9 +116,52 @@ def render(name: str, prefix: str, credentials: Path) -> str:
     return text
 
 
+def interpreter(prefix: Path) -> list[Path]:
+    """Where the venv of `prefix` really runs from: its `python` with every link followed,
+    and the Python installation its `pyvenv.cfg` names (`home`: a venv made with
+    `--copies` still reads the standard library there); none without a venv."""
+    venv = prefix / ".venv"
+    python = venv / "bin" / "python"
+    if not python.is_symlink() and not python.exists():
+        return []
+    found = [Path(os.path.realpath(python))]
+    try:
+        lines = (venv / "pyvenv.cfg").read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    for line in lines:
+        key, eq, value = line.partition("=")
+        if eq and key.strip() == "home" and value.strip():
+            found.append(Path(os.path.realpath(value.strip())))
+    return found
+
+
+def hidden_interpreter(prefix: Path) -> str | None:
+    """A warning when the units would hide the venv's real Python from the service."""
+    for place in interpreter(prefix):
+        homes = [h for h in HOMES if place.is_relative_to(h)]
+        tmps = [t for t in TMPS if place.is_relative_to(t)]
+        if homes and not under_home(prefix):
+            why = f"under {homes[0]}, which ProtectHome=yes hides from the service"
+        elif tmps:
+            why = f"under {tmps[0]}, which PrivateTmp=yes empties for the service"
+        else:
+            continue
+        return (
+            f"roost install-units: warning: {prefix / '.venv/bin/python'} is {place} (links "
+            f"followed), {why}: it cannot start (status 203/EXEC). Make the venv again "
+            f"with a Python outside home and temporary folders (in {prefix}: `rm -rf .venv "
+            "&& make PYTHON=/usr/bin/python3`), then run install-units again"
+        )
+    return None
+
+
 def warnings(prefix: Path, credentials: Path) -> list[str]:
     """What the operator should know about the printed units (stderr, one line each)."""
     said = []
+    hidden = hidden_interpreter(prefix)
+    if hidden is not None:
+        said.append(hidden)
     if under_home(prefix):
         said.append(
             f"roost install-units: {prefix} is under a home folder, which ProtectHome=yes "
