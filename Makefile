@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test pytest nodetest browser postgres synapse bench bench-quick lint format clean
+.PHONY: install prod run test pytest nodetest browser postgres synapse bench bench-quick lint format clean
 
 # `make` alone installs: the venv and the pinned dependencies, then roost's byte code and
 # start-up caches (bridge/cli/precompile.py), written ahead because the systemd unit's
@@ -20,6 +20,17 @@ $(STAMP): pyproject.toml
 	@echo "make: installing roost and its pinned dependencies into $(VENV) (the first time takes a minute or two)"
 	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
+
+# `make prod`: the install for a service (README, "Run as a service"): roost and its pinned
+# runtime dependencies only, none of the test and lint tools `make` adds (pytest, playwright,
+# mypy, ruff, hypothesis, ...), then the same byte code and start-up caches. In a fresh
+# checkout: pip removes nothing a `make` there installed before. `make run` and `make test`
+# still install the dev tools on top (their stamp).
+prod:
+	@test -x $(BIN)/python || { echo "make: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make: installing roost and its pinned runtime dependencies into $(VENV)"
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e .
+	$(BIN)/python -m bridge.cli.precompile
 
 run: $(STAMP)
 	$(BIN)/roost serve
