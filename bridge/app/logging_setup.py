@@ -27,6 +27,12 @@ accept or every file open therefore writes a few lines a minute, not a
 traceback per attempt. At `log_level = "DEBUG"` nothing is held back (a
 debugging session asks for every line).
 
+Libraries: `httpx`, `telegram` and `aiohttp.access` log from WARNING up (httpx
+logs a line per request, with the bot token in its URL); `httpcore` (a line per
+connection step of every Telegram long poll) from INFO up, also at `log_level =
+"DEBUG"`, where it would be most of the log. `ROOST_LOG_DEBUG` (comma-separated
+logger names, e.g. `httpcore,httpx,telegram`) asks for those at DEBUG explicitly.
+
 `MalformedRequests` (on `aiohttp.server`) turns a request aiohttp could not
 parse (an overlong header or URL, a broken header line) into one WARNING
 naming its kind: aiohttp logs it as an ERROR with a traceback that quotes up
@@ -38,11 +44,12 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import re
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TextIO
 from urllib.parse import quote, quote_plus, unquote
@@ -280,10 +287,27 @@ def _flush_at_exit(flood: LogFlood, handler: logging.StreamHandler[TextIO]) -> N
         flood.flush()
 
 
+QUIET = ("httpx", "telegram", "aiohttp.access")
+"""Libraries logged from WARNING up."""
+CHATTY = ("httpcore",)
+"""Libraries logged from INFO up, even at DEBUG (a line per connection step)."""
+DEBUG_ALSO = "ROOST_LOG_DEBUG"
+"""Logger names (comma-separated) the operator wants at DEBUG, libraries included."""
+
+
+def asked_for(environ: Mapping[str, str]) -> list[str]:
+    """The logger names `ROOST_LOG_DEBUG` lists."""
+    return [name.strip() for name in environ.get(DEBUG_ALSO, "").split(",") if name.strip()]
+
+
 def setup_logging(
-    level: str = "INFO", secrets: Iterable[str] = (), log_format: str = "text"
+    level: str = "INFO",
+    secrets: Iterable[str] = (),
+    log_format: str = "text",
+    environ: Mapping[str, str] | None = None,
 ) -> Redactor:
-    """Route logging (and uncaught tracebacks) to stderr through one `Redactor`."""
+    """Route logging (and uncaught tracebacks) to stderr through one `Redactor`;
+    `environ` (default: this process's) may ask for libraries at DEBUG (`DEBUG_ALSO`)."""
     redactor = Redactor(secrets)
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
@@ -298,8 +322,12 @@ def setup_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "telegram", "aiohttp.access"):
+    for noisy in QUIET:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    for chatty in CHATTY:
+        logging.getLogger(chatty).setLevel(max(logging.INFO, root.level))
+    for name in asked_for(os.environ if environ is None else environ):
+        logging.getLogger(name).setLevel(logging.DEBUG)
     server = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, MalformedRequests) for f in server.filters):
         server.addFilter(MalformedRequests())
