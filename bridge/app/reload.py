@@ -7,6 +7,10 @@ reason, and the old one stays in force; so is a config file that vanished (moved
 or deleted) or is empty while the configuration in force was read from one: a
 reload never falls back to the built-in defaults (every tenant dropped, `[llm]`
 pointed at api.openai.com); a restart does, as a first start without a file does.
+Likewise a configuration that would drop every tenant at once (all their sections
+gone, commented out or renamed away, none left: a file saved half-way, a wrong file)
+is refused, naming them: every person would be a stranger from the next message on.
+A restart applies it when that is meant.
 `Reloader.run` outlives any failure of one reload (one ERROR line, READY=1 again),
 so later reloads still apply.
 A good one is handed to every registered `OnReload` callback (tenants and
@@ -117,6 +121,21 @@ def file_gone(path: Path) -> str | None:
     return None
 
 
+def every_tenant_dropped(old: Settings, new: Settings, path: Path | None) -> str | None:
+    """Why a reload from `old` to `new` is refused when `new` configures no tenant and
+    `old` did (pure): who would lose access, and that a restart applies it."""
+    if new.tenants or not old.tenants:
+        return None
+    names = sorted(old.tenants)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    where = path if path is not None else "the configuration"
+    return (
+        f"{where} configures no tenant any more (it had {shown}): every person would be "
+        "refused from their next message on; if that is meant, restart roost (a start "
+        "applies it)"
+    )
+
+
 def one_line(text: str) -> str:
     """A message's lines on one line: "; " between them, a space after a line's colon
     ("invalid configuration: llm.model: …", never "invalid configuration:; …") (pure)."""
@@ -205,6 +224,9 @@ class Reloader:
             if gone is not None and self._from_file:
                 raise ConfigError(gone)
             new = self._load()
+            dropped = every_tenant_dropped(self.settings, new, self._path)
+            if dropped is not None:
+                raise ConfigError(dropped)
         except Exception as exc:  # ConfigError, or whatever else reading it raised
             self._last_refused = True
             log.error("reload refused, the old configuration stays in force: %s", _reason(exc))
