@@ -123,16 +123,18 @@ def file_gone(path: Path) -> str | None:
 
 def every_tenant_dropped(old: Settings, new: Settings, path: Path | None) -> str | None:
     """Why a reload from `old` to `new` is refused when `new` configures no tenant and
-    `old` did (pure): who would lose access, and that a restart applies it."""
-    if new.tenants or not old.tenants:
+    `old` did (pure): who would lose access, and that a restart applies it. The local
+    tenant does not count: it is there with or without its `[tenants.local]` (the web
+    page and the terminal), so dropping that section alone refuses no one."""
+    names = sorted(set(old.tenants) - {old.local_tenant})
+    if not names or set(new.tenants) - {new.local_tenant}:
         return None
-    names = sorted(old.tenants)
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     where = path if path is not None else "the configuration"
     return (
-        f"{where} configures no tenant any more (it had {shown}): every person would be "
-        "refused from their next message on; if that is meant, restart roost (a start "
-        "applies it)"
+        f"{where}: no tenant is configured any more (there were {shown}): every person "
+        "would be refused from their next message on; if that is meant, restart roost (a "
+        "start applies it)"
     )
 
 

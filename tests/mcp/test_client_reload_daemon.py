@@ -88,7 +88,9 @@ async def test_sighup_adds_changes_and_removes_an_mcp_server(
 ) -> None:
     gate_file = tmp_path / "gate-open"
     fake.responder = model(gate_file)
-    write_config("")
+    # not blank: env_for would add tenants alice and bob, and a reload to a file without
+    # them all is refused (tests/spine/test_reload_no_tenant.py)
+    write_config("# the local tenant only\n")
     daemon = await start_daemon(env_for(home, fake))
     token = (home / "web-token").read_text().strip()
     auth = {"Authorization": f"Bearer {token}"}

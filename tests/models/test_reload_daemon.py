@@ -72,7 +72,9 @@ async def until(check: Callable[[], Awaitable[bool] | bool]) -> None:
 async def test_sighup_adds_a_model_a_chat_switches_to_it_and_a_running_turn_keeps_its_own(
     home: Path, fake: Gated, second: FakeOpenAI
 ) -> None:
-    write_config("")
+    # not blank: env_for would add tenants alice and bob, and a reload to a file without
+    # them all is refused (tests/spine/test_reload_no_tenant.py)
+    write_config("# the local tenant only\n")
     daemon = await start_daemon(env_for(home, fake))
     token = (home / "web-token").read_text().strip()
     auth = {"Authorization": f"Bearer {token}"}

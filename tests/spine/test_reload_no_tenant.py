@@ -6,6 +6,8 @@ A roost.toml saved half-way, or with every `[tenants.X]` commented out, still lo
 I don't know you" from the next message on, logged at INFO only. Now the reload is
 refused with one ERROR line naming the tenants and the restart that applies it; the
 tenants in force still sign in, and a file with a tenant again applies as before.
+The local tenant is not counted: it is there with or without `[tenants.local]`
+(tests/mcp/test_client_reload_daemon.py drops that section alone, and it applies).
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ async def test_a_config_without_any_tenant_is_refused_on_reload(
         await refused_once(
             daemon,
             notify[0],
-            f"{path} configures no tenant any more (it had alice, bob): every person would "
-            "be refused from their next message on; if that is meant, restart roost",
+            f"{path}: no tenant is configured any more (there were alice, bob): every person "
+            "would be refused from their next message on; if that is meant, restart roost",
         )
         assert await bob_signs_in(daemon)  # the tenants in force are kept
 
@@ -64,3 +66,22 @@ async def test_a_config_without_any_tenant_is_refused_on_reload(
     async with started(env_for(home, model), notify, "web") as daemon:  # a restart applies it
         assert not daemon.lines("reload refused")
         assert not await bob_signs_in(daemon)
+
+
+def test_the_local_tenant_alone_is_not_counted(home: Path) -> None:
+    from bridge.app.reload import every_tenant_dropped
+    from bridge.core.config import load_settings
+
+    write_config("[tenants.local]\n")
+    local = load_settings()
+    write_config("[tenants.alice]\n")
+    alice = load_settings()
+    write_config("# nothing\n")
+    none = load_settings()
+    assert every_tenant_dropped(local, none, None) is None  # the local tenant stays anyway
+    said = every_tenant_dropped(alice, none, None)
+    assert said is not None and said.startswith(
+        "the configuration: no tenant is configured any more"
+    )
+    assert every_tenant_dropped(alice, local, None) is not None  # alice would be refused
+    assert every_tenant_dropped(none, alice, None) is None
