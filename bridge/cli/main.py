@@ -7,9 +7,10 @@ systemd's RestartPreventExitStatus=78 stops a restart loop; so does a home this
 user cannot read (checked before any command that uses it but `doctor`, which
 reports it, and `audit`, which exits 2); and a home of another user (root running
 `roost pair` on the service's home) for a command that writes into it (exit 78, naming
-the owner and `sudo -u OWNER roost ...`; `READS_ONLY` commands run, and root runs the
-read-only ones of `bridge.cli.as_owner.AS_OWNER` as the home's owner). What a command
-does not catch itself is one line too, never a traceback: a full disk (exit 1), a
+the owner and `sudo -u OWNER env ROOST_HOME=... roost ...`; `READS_ONLY` commands run,
+and root runs the read-only ones of `bridge.cli.as_owner.AS_OWNER` as the home's
+owner). What a command does not catch itself is one line too, never a traceback: a
+full disk (exit 1), a
 database that cannot be read (exit 1, pointing to `roost doctor` and a backup), a file
 this user may not touch (exit 78). Every entry point
 runs with umask 0077 (`PRIVATE_UMASK`): whatever roost or its sandbox creates
@@ -296,11 +297,15 @@ def owner_problem(home: Path, euid: int, argv: Sequence[str] | None) -> str | No
             return f"#{uid}"  # as sudo -u takes a uid
 
     user = name(owner)
-    again = shlex.join(["sudo", "-u", user, "roost", *(argv or [])])
+    # sudo's env_reset drops ROOST_HOME and ROOST_CONFIG: the advice names them (atk39)
+    where = [f"ROOST_HOME={home}"]
+    if os.environ.get("ROOST_CONFIG"):
+        where.append(f"ROOST_CONFIG={os.environ['ROOST_CONFIG']}")
+    again = shlex.join(["sudo", "-u", user, "env", *where, "roost", *(argv or [])])
     return (
         f"{home} belongs to the user {user.lstrip('#')}, not to {name(euid).lstrip('#')}: "
         "files this command wrote there would be unreadable to roost; run it as the "
-        f"home's owner (`{again}`, with the same ROOST_HOME and ROOST_CONFIG)"
+        f"home's owner: `{again}`"
     )
 
 

@@ -4,7 +4,7 @@ On a systemd install the home (/var/lib/roost) belongs to the `roost` user; an
 operator typing `sudo roost pair alice` left root-owned files in it, and the
 service could then not read them and stayed down (exit 78, not restarted).
 Now such a command exits 78 with one line naming the owner and the command to
-run instead (`sudo -u OWNER roost ...`), and writes nothing; the commands that
+run instead (`sudo -u OWNER env ROOST_HOME=... roost ...`), and writes nothing; the commands that
 only read the home (`doctor`, `audit`, `backup`) still run.
 """
 
@@ -29,7 +29,9 @@ def test_another_users_home_is_refused_naming_its_owner(tmp_path: Path) -> None:
     said = owner_problem(tmp_path, me + 1, ["pair", "alice"])
     assert said is not None
     assert f"{tmp_path} belongs to the user {owner}, not to " in said
-    assert f"`sudo -u {owner} roost pair alice`" in said
+    # with the home (and the config, when set) spelled out: sudo drops both (atk39)
+    assert f"`sudo -u {owner} env ROOST_HOME={tmp_path} " in said
+    assert said.endswith(" roost pair alice`")
     assert owner_problem(tmp_path, me, ["pair", "alice"]) is None  # its owner
     assert owner_problem(tmp_path / "not-yet", me + 1, ["pair", "alice"]) is None  # made now
 
@@ -58,7 +60,8 @@ async def test_root_cannot_write_into_the_service_users_home(home: Path, tmp_pat
         assert code == 78, out
         (line,) = out.splitlines()
         assert line.startswith(f"roost: {home} belongs to the user {owner}, not to root"), line
-        assert f"`sudo -u {owner} roost {' '.join(argv)}`" in line
+        assert f"`sudo -u {owner} env ROOST_HOME={home} " in line
+        assert line.endswith(f" roost {' '.join(argv)}`"), line
     assert files(home) == before  # nothing written, nobody's files still nobody's
 
     code, out = await roost("doctor", "--timeout", "1", **offline)
