@@ -296,3 +296,23 @@ async def test_an_inline_write_cut_as_it_returns_its_work_done_is_stored_once(
     rows = await db.fetch_all("SELECT substr(v, 1, 1), count(*) FROM t GROUP BY 1 ORDER BY 1")
     assert dict(rows) == {"a": len(budgets), "b": len(budgets), "s": len(budgets), "v": 100}
     assert await db.fetch_value("SELECT n FROM c") == len(budgets)
+
+
+async def test_an_inline_write_that_fails_outside_sqlite_leaves_no_transaction_open(
+    db: SqliteDatabase,
+) -> None:
+    """A value SQLite cannot bind (an int past 2^63) fails in Python, not in SQLite: the
+    inline statement's own transaction must not stay open (atk2 s39: the writes
+    acknowledged after it were rolled back by the next unit, and other processes got
+    "database is locked" meanwhile)."""
+    with pytest.raises(OverflowError):
+        await db.execute("INSERT INTO t (v) VALUES (?)", (2**64,))
+    assert not await db.write(lambda c: c.in_transaction)
+    await db.execute("INSERT INTO t VALUES (500, 'kept')")
+    other = sqlite3.connect(db.path, timeout=0)  # another process's write gets the lock
+    try:
+        other.execute("INSERT INTO t VALUES (501, 'theirs')")
+        other.commit()
+    finally:
+        other.close()
+    assert await db.fetch_value("SELECT count(*) FROM t WHERE id IN (500, 501)") == 2

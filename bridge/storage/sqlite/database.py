@@ -440,8 +440,12 @@ def _alone(job: Callable[[Conn], T], conn: Conn) -> T:
     nothing (`Worker.try_inline` rolls it back), and a cut COMMIT that committed is a
     success (`steps.commit`)."""
     conn.execute(ALONE[0])
-    value = job(conn)
-    commit(conn, ALONE[1])
+    try:
+        value = job(conn)
+        commit(conn, ALONE[1])
+    except BaseException:  # any failure (an OverflowError of a bound int, too): nothing stays
+        rollback(conn)
+        raise
     return value
 
 

@@ -171,6 +171,11 @@ class Worker:
             ):
                 return False, None
             raise converted(exc)  # noqa: B904 - converted() sets sqlite3's as the cause
+        except BaseException:  # not SQLite's (a bound int too big, say): none of fn stays
+            conn.set_progress_handler(None, 0)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
         finally:
             conn.set_progress_handler(None, 0)
         self.inlined += 1
