@@ -11,6 +11,7 @@ offers its own rows in `Launched.live` (Telegram: `allowed_groups`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from bridge.app.build import Roost
@@ -27,6 +28,10 @@ from bridge.mcp.source import McpTools
 
 log = logging.getLogger("roost")
 
+# a tenant a reload removed loses its pairings for good after this long out of the
+# configuration (a half-written roost.toml, fixed a moment later, must unpair nobody)
+REMOVAL_GRACE_S = 600.0
+
 MODELS = ("llm", "models", "style", "limits.daily_tokens", "limits.monthly_tokens")
 LIMITS = ("limits.max_message_chars", "limits.max_reply_chars", "llm.max_steps")
 SENSES = (
@@ -40,39 +45,46 @@ SENSES = (
 )
 
 
-def reload_hooks(roost: Roost) -> list[OnReload]:
-    """The live settings of a roost and how each is applied (in this order)."""
-    pending: set[asyncio.Task[object]] = set()  # held until done (the loop keeps weak refs)
+def reload_hooks(roost: Roost, removal_grace_s: float = REMOVAL_GRACE_S) -> list[OnReload]:
+    """The live settings of a roost and how each is applied (in this order).
+    `removal_grace_s`: how long a tenant a reload removed stays out of the configuration
+    before its pairings are removed for good."""
+    pending: dict[str, asyncio.Task[object]] = {}  # tenant -> its removal, until done
 
-    def _unbound(task: asyncio.Task[object]) -> None:
-        pending.discard(task)
+    def _unbound(tenant: str, task: asyncio.Task[object]) -> None:
+        if pending.get(tenant) is task:
+            del pending[tenant]
         if not task.cancelled() and task.exception() is not None:
             log.error("reload: removing pairings to removed tenants failed: %r", task.exception())
 
-    served = set(configured_tenants(roost.settings.tenants, roost.settings.local_tenant))
+    local = roost.settings.local_tenant  # restart-only: the one in force stays configured
+    served = set(configured_tenants(roost.settings.tenants, local))
+
+    async def removal(tenant: str) -> None:
+        await asyncio.sleep(removal_grace_s)
+        if tenant not in served:  # still out of the configuration: for good
+            await unbind_removed(roost.pairing, roost.audit, {tenant})
 
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
+        if new.local_tenant != local:  # applied at the next restart, like the loopback's
+            new = new.model_copy(update={"local_tenant": local})
         roost.resolver.replace(access_rules(new, roost.pairing, roost.platforms))
         # the resolver refuses the removed tenants' people from now on; their bindings
-        # are removed for good in the background (a shutdown first: kept, and the next
-        # start warns about them)
-        known = configured_tenants(new.tenants, new.local_tenant)
-        removed = served - known
+        # are removed for good once the tenant has stayed out for `removal_grace_s` (a
+        # file saved half-way and fixed meanwhile unpairs nobody; a shutdown first: kept,
+        # and the next start warns about them)
+        known = configured_tenants(new.tenants, local)
+        removed, back = served - known, known & set(pending)
         served.clear()
         served.update(known)
-        if not removed:
-            return
-        if not new.tenants:  # every tenant gone at once: a file emptied or half written?
-            log.warning(
-                "reload: the configuration has no [tenants] left; the pairings to %s are"
-                " ignored, not removed (they count again when the tenants come back)",
-                ", ".join(sorted(removed)),
+        for tenant in back:  # configured again before its removal: nothing goes
+            pending.pop(tenant).cancel()
+        for tenant in sorted(removed - set(pending)):
+            task = asyncio.get_running_loop().create_task(
+                removal(tenant), name=f"unbind removed tenant {tenant}"
             )
-            return
-        unbinding = unbind_removed(roost.pairing, roost.audit, removed)
-        task = asyncio.get_running_loop().create_task(unbinding, name="unbind removed tenants")
-        pending.add(task)
-        task.add_done_callback(_unbound)
+            pending[tenant] = task
+            task.add_done_callback(functools.partial(_unbound, tenant))
 
     def limits(new: Settings) -> None:  # from the next message on; running turns keep theirs
         roost.core.set_limits(

@@ -343,15 +343,25 @@ class PairingStore:
         )
         return sorted((_binding(row) for row in rows), key=lambda b: (b.bound_at, b.identity))
 
-    async def revoke_tenants(self, tenants: Collection[str]) -> list[Binding]:
-        """Remove every binding to one of `tenants` and their codes not yet used; returns
-        the bindings removed, oldest first."""
+    async def revoke_codes(self, tenants: Collection[str]) -> None:
+        """Remove the codes not yet used that were issued for one of `tenants`."""
         names = tuple(sorted(tenants))
-        if not names:
-            return []
-        where = f"tenant IN ({','.join('?' * len(names))})"
-        await self.db.execute(f"DELETE FROM pairing_codes WHERE used_at IS NULL AND {where}", names)
-        return await self._revoked(where, names)
+        if names:
+            marks = ",".join("?" * len(names))
+            await self.db.execute(
+                f"DELETE FROM pairing_codes WHERE used_at IS NULL AND tenant IN ({marks})",
+                names,
+            )
+
+    async def revoke_bindings(self, bindings: Collection[Binding]) -> list[Binding]:
+        """Remove exactly these bindings (each only while it still points at the same
+        tenant); returns those removed, oldest first."""
+        gone: list[Binding] = []
+        for b in bindings:
+            gone += await self._revoked(
+                "channel = ? AND identity = ? AND tenant = ?", (b.channel, b.identity, b.tenant)
+            )
+        return sorted(gone, key=lambda b: (b.bound_at, b.identity))
 
     async def _revoked(self, where: str, params: tuple[str, ...]) -> list[Binding]:
         """Remove the bindings `where` picks, out of the mirror too; those removed, oldest
@@ -473,7 +483,8 @@ async def unbind_removed(
                 for b in bindings
             ]
         )
-    gone = await store.revoke_tenants(removed)
+    await store.revoke_codes(removed)
+    gone = await store.revoke_bindings(bindings)  # exactly those audited
     if gone:
         log.warning(
             "pairing: %s to tenants the reload removed (%s) revoked: those people are"
@@ -484,18 +495,20 @@ async def unbind_removed(
     return gone
 
 
-def warn_unconfigured(store: PairingStore, known: Collection[str]) -> None:
-    """Say (WARNING) which pairings point at tenants this configuration does not have:
-    they are ignored, never removed here (a command run with another ROOST_CONFIG than
-    the service's would unpair everyone); the operator removes them, or configures the
-    tenant again (then they count again)."""
+def warn_unconfigured(store: PairingStore, known: Collection[str], source: str) -> None:
+    """Say (WARNING) which pairings point at tenants this configuration (read from
+    `source`) does not have: they are ignored, never removed here (a command run with
+    another ROOST_CONFIG than the service's would unpair everyone); the operator removes
+    them, or configures the tenant again (then they count again)."""
     stale = store.unconfigured(known)
     if stale:
         tenants = sorted({b.tenant for b in stale})
         log.warning(
-            "pairing: %s to tenants not in this configuration (%s) ignored; if they were"
-            " removed on purpose: roost access revoke %s",
+            "pairing: %s to tenants %s does not configure (%s) ignored; if that is the"
+            " service's configuration and they were removed on purpose: roost access"
+            " revoke %s",
             count(len(stale), "binding"),
+            source,
             ", ".join(tenants),
             tenants[0] if len(tenants) == 1 else "TENANT (each)",
         )
