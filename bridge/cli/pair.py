@@ -1,7 +1,11 @@
 """`roost pair TENANT`: a one-time code that binds a chat identity to a configured tenant.
 
 The person sends the code to a chat bot (Telegram, WhatsApp, Matrix: the platforms
-whose people the config lists, `<platform>_ids`). With none configured here nor
+whose people the config lists, `<platform>_ids`). It opens what a code needs (the
+database, the audit chain, the tenant's folders), not a whole roost (`build()`, whose
+capabilities cost most of a command's start), and does what a start does to the
+pairings first: bindings to tenants no longer configured are removed and audited
+(`unbind_unconfigured`). With none configured here nor
 started by the last `roost serve` (`channel_config.last_served`: the daemon may hold a
 secret this shell lacks), the code is still printed and kept, and stderr says that
 nobody can send it yet and which keys to set (`no_bot_warning`).
@@ -12,18 +16,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING
+import time
 
 from bridge.app.channel_config import last_served, off_reason
 from bridge.app.channels_up import PLATFORMS
+from bridge.app.database import open_database
+from bridge.app.home import open_chain, prepare_home
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings
-from bridge.core.pairing import CODE_TTL_S
+from bridge.core.identities import identity_map
+from bridge.core.pairing import CODE_TTL_S, PairingStore, unbind_unconfigured
 from bridge.types.platform import Platforms
-
-if TYPE_CHECKING:
-    from bridge.app.build import Roost
+from bridge.types.tenant_dirs import TenantDirs
 
 
 def pair_args(p: argparse.ArgumentParser) -> None:
@@ -61,19 +66,35 @@ def pair_command(args: argparse.Namespace, settings: Settings) -> int:
         print(refusal, file=sys.stderr)
         return 2
 
-    from bridge.app.build import with_roost
+    code = asyncio.run(issue_code(settings, args.tenant))
+    minutes = int(CODE_TTL_S // 60)
+    print(f"Pairing code for tenant {args.tenant}: {code}")
+    print(f"Valid for {minutes} minutes, once. The person sends this to the bot in a")
+    print(f"private chat:  /pair {code}")
+    warning = no_bot_warning(settings)
+    if warning is not None:
+        print(warning, file=sys.stderr)
+    return 0
 
-    async def body(roost: Roost) -> int:
-        roost.tenant_dirs(args.tenant)
-        code = await roost.pairing.issue(args.tenant)
-        await roost.audit.emit("pairing.issued", args.tenant, {"ttl_s": int(CODE_TTL_S)})
-        minutes = int(CODE_TTL_S // 60)
-        print(f"Pairing code for tenant {args.tenant}: {code}")
-        print(f"Valid for {minutes} minutes, once. The person sends this to the bot in a")
-        print(f"private chat:  /pair {code}")
-        warning = no_bot_warning(settings)
-        if warning is not None:
-            print(warning, file=sys.stderr)
-        return 0
 
-    return asyncio.run(with_roost(settings, None, body))
+async def issue_code(settings: Settings, tenant: str) -> str:
+    """A code for `tenant`, stored hashed and audited (`pairing.issued`), in the order
+    `build()` opens things: the config's identities checked (ConfigError before anything
+    is opened), the home, the database, the chain; then the start's pairing step."""
+    identity_map(settings.tenants, PLATFORMS)
+    prepare_home(settings.home)
+    database = await open_database(settings.home / "roost.db", settings.database)
+    try:
+        chain = await open_chain(settings, time.time, PLATFORMS)
+        try:
+            pairing = PairingStore(database, time.time)
+            await pairing.load()
+            await unbind_unconfigured(pairing, chain, settings.tenants)
+            TenantDirs.of(settings.home, tenant).ensure()
+            code = await pairing.issue(tenant)
+            await chain.emit("pairing.issued", tenant, {"ttl_s": int(CODE_TTL_S)})
+            return code
+        finally:
+            await chain.aclose()
+    finally:
+        await database.aclose()
