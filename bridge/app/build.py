@@ -17,6 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
@@ -24,6 +25,7 @@ from bridge.app.forget_marks import ForgetMarks
 from bridge.app.home import open_chain, prepare_home
 from bridge.app.instance import held
 from bridge.app.lazy_broker import LazyBroker
+from bridge.app.lazy_runner import LazyRunner
 from bridge.app.metrics import MeteredAudit, Metrics, TimedBackend
 from bridge.app.models import ModelRegistry, build_generation, make_backend, make_backend_of
 from bridge.app.roost import Closer, Roost
@@ -62,12 +64,26 @@ from bridge.types.backend import Backend
 from bridge.types.platform import Platforms
 from bridge.types.tools import ToolSource
 from forge.net_call import NetBroker
-from forge.protocol.limits import Limits
-from forge.runner import SandboxRunner
+
+if TYPE_CHECKING:
+    from forge.runner import SandboxRunner
 
 # Roost lives in bridge.app.roost, make_backend in bridge.app.models
 __all__ = ["Roost", "build", "make_backend", "with_roost"]
 log = logging.getLogger("roost")
+
+
+def make_runner(settings: Settings, broker: NetBroker) -> SandboxRunner:
+    """The sandbox runner of `settings` (`LazyRunner` makes it at its first use)."""
+    from forge.protocol.limits import Limits
+    from forge.runner import SandboxRunner
+
+    return SandboxRunner(
+        broker=broker,
+        limits=Limits(write_bytes=settings.forge.write_bytes_per_call),
+        helper_idle_s=settings.forge.helper_idle_s,
+        fork_helpers=settings.forge.fork_helpers,
+    )
 
 
 def make_broker(settings: Settings) -> NetBroker:
@@ -126,13 +142,11 @@ async def build(
         audit = chain
     audit = MeteredAudit(audit, metrics)
     broker = LazyBroker(lambda: make_broker(settings))  # aiohttp: when a tool needs the net
-    runner = SandboxRunner(
-        broker=broker,
-        limits=Limits(write_bytes=settings.forge.write_bytes_per_call),
-        helper_idle_s=settings.forge.helper_idle_s,
-        fork_helpers=settings.forge.fork_helpers,
-    )
-    closers.append(runner.aclose)
+    # forge.runner imported and the runner made at its first use (a tool's call, serve's
+    # start of the sandbox): every attribute of the stand-in is the real runner's
+    lazy = LazyRunner(lambda: make_runner(settings, broker))
+    closers.append(lazy.aclose)
+    runner = cast("SandboxRunner", lazy)
     limits = settings.limits
     shown = CurrentPage(database, TurnFailures(database), TurnVersions(database))
     archive = ConversationArchive(database, shown)

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bridge.app.loadout import Loadout
 from bridge.app.metrics import Metrics
@@ -37,7 +38,9 @@ from bridge.types.backend import Backend
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
-from forge.runner import SandboxRunner
+
+if TYPE_CHECKING:
+    from forge.runner import SandboxRunner
 
 Closer = Callable[[], object]
 log = logging.getLogger("roost")

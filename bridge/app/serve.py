@@ -34,6 +34,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from bridge.app.build import Roost, build
 from bridge.app.channel_config import half_configured, record_served
@@ -66,7 +67,9 @@ from bridge.screening.prepare import prepare_screens
 from bridge.storage.errors import LeaseHeld
 from bridge.storage.leases import InstanceName, Leases, Singleton
 from bridge.types.platform import Platforms
-from forge.runner import SandboxRunner
+
+if TYPE_CHECKING:
+    from forge.runner import SandboxRunner
 
 log = logging.getLogger("roost")
 

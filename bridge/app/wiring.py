@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bridge.app.export_chat import ExportCommands
 from bridge.app.forget_marks import forgetting
@@ -78,7 +79,9 @@ from bridge.types.backend import Backend
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 from bridge.types.tools import ToolSource
-from forge.runner import SandboxRunner
+
+if TYPE_CHECKING:
+    from forge.runner import SandboxRunner
 
 
 @dataclass(frozen=True)

@@ -53,12 +53,12 @@ from bridge.types.tools import FunctionTool, Tool, ToolError, TurnContext
 from forge.findings import Finding
 from forge.names import check_name, to_wire
 from forge.net_call import HttpEvent, NetScope, http_details
-from forge.runner import RunResult, SandboxRunner
 from forge.schema import secret_key
 from forge.toolmeta import ToolMeta
 
 if TYPE_CHECKING:  # the forge's library (and its policy compiler): imported on first use
     from forge.library import ToolSpec
+    from forge.runner import RunResult, SandboxRunner  # the sandbox: at the first call
 
 Reveal = Callable[[TenantDirs, list[str], str], Awaitable[dict[str, str]]]
 # what forge's linter lets a tool import (`forge.modules.ALLOWED`, which costs 18 ms to
