@@ -59,7 +59,8 @@ def test_pair_removes_the_bindings_of_a_removed_tenant_as_a_start_does(home: Pat
     finally:
         db.close()
     seen = [(e["event"], e["tenant"], e["details"]) for e in events(home)]
-    revoked = ("pairing.revoked", "gone", {"channel": "telegram", "identity": "4242", "by": "config"})
+    gone = {"channel": "telegram", "identity": "4242", "by": "config"}
+    revoked = ("pairing.revoked", "gone", gone)
     issued = ("pairing.issued", "local", {"ttl_s": 3600})
     assert seen.count(issued) == 2 and revoked in seen
     assert seen.index(revoked) < len(seen) - 1 and seen[-1] == issued  # removed, then issued
