@@ -39,7 +39,7 @@ from bridge.app.wiring import (
 )
 from bridge.core.budgets import UsageMeter, budgets_of
 from bridge.core.compactor import Compactor
-from bridge.core.config import Settings, config_path
+from bridge.core.config import Settings, config_source
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import CurrentPage
 from bridge.core.identities import identity_map
@@ -156,7 +156,9 @@ async def build(
     resolver, pairing = build_access(settings, database, clock, platforms)
     await pairing.load()  # the mirror the resolver's rule reads
     warn_unconfigured(
-        pairing, configured_tenants(settings.tenants, settings.local_tenant), _source()
+        pairing,
+        configured_tenants(settings.tenants, settings.local_tenant),
+        config_source(os.environ),
     )
     closers.append(watching(pairing))  # reloaded when another process pairs or revokes
     closers.append(chats.flush)  # the terminal inbox's marks, before the database closes
@@ -278,9 +280,3 @@ async def with_roost(
         return await body(roost)
     finally:
         await roost.aclose()
-
-
-def _source() -> str:
-    """Where this process's configuration came from, for the operator's eyes."""
-    path, _ = config_path(os.environ)
-    return str(path) if path.is_file() else f"the built-in defaults (no {path})"

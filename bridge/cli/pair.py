@@ -4,8 +4,8 @@ The person sends the code to a chat bot (Telegram, WhatsApp, Matrix: the platfor
 whose people the config lists, `<platform>_ids`). It opens what a code needs (the
 database, the audit chain, the tenant's folders), not a whole roost (`build()`, whose
 capabilities cost most of a command's start), and does what a start does to the
-pairings first: bindings to tenants no longer configured are removed and audited
-(`unbind_unconfigured`). With none configured here nor
+pairings first: bindings to tenants this configuration does not have are named in a
+WARNING, never removed (`warn_unconfigured`). With none configured here nor
 started by the last `roost serve` (`channel_config.last_served`: the daemon may hold a
 secret this shell lacks), the code is still printed and kept, and stderr says that
 nobody can send it yet and which keys to set (`no_bot_warning`).
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 
@@ -24,9 +25,10 @@ from bridge.app.database import open_database
 from bridge.app.home import open_chain, prepare_home
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import unknown_tenant
-from bridge.core.config import Settings
+from bridge.core.config import Settings, config_source
 from bridge.core.identities import identity_map
-from bridge.core.pairing import CODE_TTL_S, PairingStore, unbind_unconfigured
+from bridge.core.pairing import CODE_TTL_S, PairingStore, warn_unconfigured
+from bridge.core.tenants import configured_tenants
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
@@ -89,7 +91,8 @@ async def issue_code(settings: Settings, tenant: str) -> str:
         try:
             pairing = PairingStore(database, time.time)
             await pairing.load()
-            await unbind_unconfigured(pairing, chain, settings.tenants)
+            known = configured_tenants(settings.tenants, settings.local_tenant)
+            warn_unconfigured(pairing, known, config_source(os.environ))
             TenantDirs.of(settings.home, tenant).ensure()
             code = await pairing.issue(tenant)
             await chain.emit("pairing.issued", tenant, {"ttl_s": int(CODE_TTL_S)})

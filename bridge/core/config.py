@@ -155,6 +155,13 @@ def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:
     return Path.home() / ".config" / "roost" / "roost.toml", False
 
 
+def config_source(env: Mapping[str, str]) -> str:
+    """Where a process's configuration comes from, for the operator's eyes: the file, or
+    the built-in defaults when there is none."""
+    path, _ = config_path(env)
+    return str(path) if path.is_file() else f"the built-in defaults (no {path})"
+
+
 def _describe(err: ValidationError, source: str) -> str:
     lines = [f"invalid configuration ({source}):"]
     for e in err.errors():
