@@ -30,12 +30,18 @@ from bridge.types.messages import Inbound
 # read-only), so the grouping is a scheduler: every other test is its own unit.
 # tests/storage/ is split in STORAGE_SHARDS groups by file (each starts its own
 # PostgreSQL, about a second): as one group it had become the run's longest worker.
-# The browser tests (tests/spine/test_browser*.py, five files) share one chromium per
-# worker (tests/spine/conftest.py, about 2 s of CPU to launch): one group, one launch.
+# The browser tests (tests/spine/test_browser*.py and the web page's files below: every
+# test that takes `browsers`) share one chromium per worker (tests/spine/conftest.py,
+# about 2 s of CPU to launch): one group, one launch. A test that takes a group's server
+# (GROUP_FIXTURES) from a file outside the group stops the run at collection.
 SERVER_GROUPS = {
     "tests/storage/": "postgres",
     "tests/matrix/": "synapse",
     "tests/spine/test_browser": "browser",
+    "tests/spine/test_web_account_switch.py": "browser",
+    "tests/spine/test_web_page_chat_name_limit.py": "browser",
+    "tests/spine/test_web_transcript_account.py": "browser",
+    "tests/spine/test_web_transcript_jobs.py": "browser",
 }
 STORAGE_SHARDS = 2
 # Files whose tests share a module-scoped process that is dear to start: each such file
@@ -142,8 +148,30 @@ def _long_rank(item: pytest.Item) -> int:
     return len(LONG_FIRST)
 
 
+# Each shared server's fixture and its group: a test that takes one must be in that group,
+# or its worker starts the server again for it (a browser per stray file took ~2 s of CPU).
+GROUP_FIXTURES = {"browsers": "browser", "synapse": "synapse"}
+
+
+def misgrouped(items: list[Any]) -> list[str]:
+    """The node ids of `items` (each with `nodeid` and `fixturenames`) that take a shared
+    server's fixture but are not in its group, each with the fixture's name."""
+    out = []
+    for item in items:
+        for fixture, group in GROUP_FIXTURES.items():
+            if fixture in item.fixturenames and _group(item.nodeid) != group:
+                out.append(f"{item.nodeid} (takes `{fixture}`)")
+    return out
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_long_rank)  # stable: within a folder, the order is unchanged
+    stray = misgrouped(items)
+    if stray:
+        raise pytest.UsageError(
+            "tests outside their server's group (add their file to SERVER_GROUPS in "
+            "tests/conftest.py): " + ", ".join(stray)
+        )
 
 
 class ScriptedBackend:
