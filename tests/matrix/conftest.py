@@ -1,7 +1,9 @@
-"""A real Synapse for the Matrix tests, once per session, and a roost wired to it.
+"""A real Synapse for the Matrix tests, once for them all, and a roost wired to it.
 
-`synapse` starts the homeserver (`synapse_server.start`) once per test
-session; when `.venv-synapse` is missing the tests skip with a message,
+`synapse` starts the homeserver (`synapse_server.start`) once for the Matrix tests
+of a test process (package scope: under xdist they are one group, run in one block) and
+stops it after the last of them, not at the end of the session (idle, it took about
+0.5 s of CPU a minute); when `.venv-synapse` is missing the tests skip with a message,
 unless ROOST_REQUIRE_MATRIX=1 (CI), which fails them instead. Each test
 registers fresh accounts (`accounts`: the bot, alice, a stranger), so tests
 share the server but no rooms or sync tokens. `running(settings)` builds a
@@ -38,7 +40,7 @@ from tests.matrix.synapse_server import Account, NoSynapse, Synapse, start
 FAST = Backoff(first_s=0.01, max_s=0.1, attempts=4)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def synapse() -> Iterator[Synapse]:
     try:
         server = start()
