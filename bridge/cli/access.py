@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,9 +27,10 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import check_chain_key, open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
-from bridge.core.config import Settings
+from bridge.core.config import Settings, config_source
 from bridge.core.identities import listed
 from bridge.core.pairing import Binding, PairingStore
+from bridge.core.tenants import configured_tenants
 from bridge.storage.protocol import Database
 
 AccessRun = Callable[[argparse.Namespace, Settings, TextIO], int]
@@ -113,10 +115,20 @@ def run_list(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     if not rows:
         print("nobody is mapped or paired (roost pair TENANT issues a code)", file=out)
         return 0
+    known = configured_tenants(settings.tenants, settings.local_tenant)
     print("IDENTITY\tTENANT\tHOW\tSINCE\tLAST SEEN", file=out)
     for p in rows:
         since = "config" if p.how == "config" else f"paired {_when(p.since)}"
-        print(f"{p.identity}\t{p.tenant}\t{p.how}\t{since}\t{_when(p.last_seen)}", file=out)
+        how = p.how if p.tenant in known else "ignored"
+        print(f"{p.identity}\t{p.tenant}\t{how}\t{since}\t{_when(p.last_seen)}", file=out)
+    ignored = sorted({p.tenant for p in rows if p.tenant not in known})
+    if ignored:  # a removed tenant's pairings: kept, refused (atk2 s39 #6)
+        print(
+            f"ignored: paired to tenants {config_source(os.environ)} does not configure"
+            f" ({', '.join(ignored)}); they count again if the tenant is configured again,"
+            " and `roost access revoke TENANT` removes them",
+            file=out,
+        )
     return 0
 
 

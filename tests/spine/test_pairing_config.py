@@ -250,3 +250,33 @@ async def test_a_reload_that_changes_the_restart_only_local_tenant_removes_nothi
         assert [b.tenant for b in await roost.pairing.bindings()] == ["local"]
     finally:
         await roost.aclose()
+
+
+def test_access_list_marks_the_pairings_a_configuration_ignores(home: Path, clock: Clock) -> None:
+    """`roost access list` run with a configuration that lacks a paired tenant says that
+    pairing is ignored, and what to do, instead of listing it as any other (atk2 s39 #6)."""
+    import argparse
+    import io
+
+    from bridge.cli.access import run_list
+
+    async def pair_alice() -> None:
+        roost = await build(configured(home, "alice"), backend=ScriptedBackend(), clock=clock)
+        try:
+            await paired(roost)
+        finally:
+            await roost.aclose()
+
+    asyncio.run(pair_alice())
+    out = io.StringIO()
+    assert run_list(argparse.Namespace(), configured(home, "bob"), out) == 0
+    rows = [line.split("\t") for line in out.getvalue().splitlines()]
+    assert rows[1][:3] == ["telegram:111", "alice", "ignored"]
+    assert rows[2] == [
+        f"ignored: paired to tenants {home.parent / 'roost.toml'} does not configure (alice);"
+        " they count again if the tenant is configured again, and `roost access revoke"
+        " TENANT` removes them"
+    ]
+    out = io.StringIO()
+    run_list(argparse.Namespace(), configured(home, "alice"), out)
+    assert out.getvalue().splitlines()[1].split("\t")[:3] == ["telegram:111", "alice", "paired"]
