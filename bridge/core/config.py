@@ -159,7 +159,11 @@ def config_source(env: Mapping[str, str]) -> str:
     """Where a process's configuration comes from, for the operator's eyes: the file, or
     the built-in defaults when there is none."""
     path, _ = config_path(env)
-    return str(path) if path.is_file() else f"the built-in defaults (no {path})"
+    try:
+        found = path.is_file()
+    except OSError:  # a folder this user may not look into (root's, read as the owner)
+        return str(path)
+    return str(path) if found else f"the built-in defaults (no {path})"
 
 
 def _describe(err: ValidationError, source: str) -> str:

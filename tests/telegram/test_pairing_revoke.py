@@ -67,7 +67,8 @@ async def test_removed_tenant_makes_the_paired_person_a_stranger(
         assert asked == ["hi, it's bob", "sync 1"]
         assert ("access.refused", None) in [(e[0], e[1]) for e in run.audit.events]
         as_bob = [(e[0], e[2].get("by")) for e in run.audit.events if e[1] == "bob"]
-        assert as_bob == [("pairing.revoked", "config")]  # the start removed it, nothing else
+        assert as_bob == []  # ignored, not removed: a start unpairs nobody (atk39 #1)
+        assert [b.tenant for b in await run.pairing.bindings()] == ["bob"]
 
 
 async def test_revoked_binding_takes_effect_on_the_next_message(
