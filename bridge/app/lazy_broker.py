@@ -10,29 +10,16 @@ limits hold across calls as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from bridge.app.lazy import Lazy
 from forge.net_call import NetBroker, NetCall, OnHttp
 from forge.net_rules import HostRule
 from forge.protocol.net import NetAnswer, NetRequest
 
 
-class LazyBroker:
+class LazyBroker(Lazy[NetBroker]):
     """A `NetBroker` that builds the real one on first use."""
-
-    def __init__(self, make: Callable[[], NetBroker]) -> None:
-        self._make = make
-        self._real: NetBroker | None = None
-
-    @property
-    def real(self) -> NetBroker:
-        if self._real is None:
-            self._real = self._make()
-        return self._real
-
-    @property
-    def made(self) -> bool:
-        return self._real is not None
 
     def open_call(
         self,

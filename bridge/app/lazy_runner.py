@@ -12,33 +12,20 @@ serves the roost as before. `aclose()` of a runner never made has nothing to clo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bridge.app.lazy import Lazy
+
 if TYPE_CHECKING:
-    from forge.runner import SandboxRunner
+    from forge.runner import SandboxRunner  # noqa: F401 - named in the base class below
 
 
-class LazyRunner:
+class LazyRunner(Lazy["SandboxRunner"]):
     """Stands for a `SandboxRunner`: every attribute is the real one's, made on first use."""
 
-    def __init__(self, make: Callable[[], SandboxRunner]) -> None:
-        self._make = make
-        self._real: SandboxRunner | None = None
-
-    @property
-    def real(self) -> SandboxRunner:
-        if self._real is None:
-            self._real = self._make()
-        return self._real
-
-    @property
-    def made(self) -> bool:
-        return self._real is not None
-
     async def aclose(self) -> None:
-        if self._real is not None:
-            await self._real.aclose()
+        if self.made:
+            await self.real.aclose()
 
     def __getattr__(self, name: str) -> Any:
         # only names this class lacks get here (`run`, `start`, `limits`, ...)
