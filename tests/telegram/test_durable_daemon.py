@@ -54,7 +54,10 @@ class Daemon:
         assert self.proc.stdout is not None
         while True:
             line = (await asyncio.wait_for(self.proc.stdout.readline(), LIMIT_S)).decode()
-            assert line, "the daemon exited: " + "".join(self.out)
+            if not line:  # exited: say why (its stderr), not only what it printed
+                assert self.proc.stderr is not None
+                err = (await asyncio.wait_for(self.proc.stderr.read(), LIMIT_S)).decode()
+                raise AssertionError("the daemon exited: " + "".join(self.out) + err)
             self.out.append(line)
             found = re.search(r"web chat at http://127\.0\.0\.1:(\d+)/", line)
             if found:

@@ -53,7 +53,10 @@ class Daemon:
         assert self.proc.stdout is not None
         while True:
             line = (await asyncio.wait_for(self.proc.stdout.readline(), HANG_S)).decode()
-            assert line, "the daemon exited: " + "".join(self.out)
+            if not line:  # exited: say why (its stderr), not only what it printed
+                assert self.proc.stderr is not None
+                err = (await asyncio.wait_for(self.proc.stderr.read(), HANG_S)).decode()
+                raise AssertionError("the daemon exited: " + "".join(self.out) + err)
             self.out.append(line)
             found = re.search(r"web chat at http://127\.0\.0\.1:(\d+)/", line)
             if found:
