@@ -68,14 +68,6 @@ async def unbinding_done() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def settled(roost: Roost, expected: int) -> None:
-    """The background removal done: wait for the rows, never a time."""
-    for _ in range(2000):
-        if len(await roost.pairing.bindings()) == expected:
-            return
-        await asyncio.sleep(0.01)
-
-
 async def test_a_reload_without_the_tenant_removes_its_pairings_for_good(
     home: Path, clock: Clock
 ) -> None:
@@ -88,7 +80,7 @@ async def test_a_reload_without_the_tenant_removes_its_pairings_for_good(
         reload_hooks_of(roost)
         reloaded(roost, configured(home, "bob"))
         assert roost.resolver.match(HIM) is None  # at once
-        await settled(roost, 0)
+        await unbinding_done()
         assert await roost.pairing.bindings() == []
         assert revoked(audit) == [
             ("alice", {"channel": "telegram", "identity": "111", "by": "config"})

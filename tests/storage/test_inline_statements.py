@@ -21,6 +21,7 @@ import pytest
 
 from bridge.storage.errors import StorageError
 from bridge.storage.sqlite import SqliteDatabase, database, engine
+from tests.waits import HANG_S
 
 LONG = (
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000) "
@@ -309,7 +310,9 @@ async def test_an_inline_write_that_fails_outside_sqlite_leaves_no_transaction_o
         await db.execute("INSERT INTO t (v) VALUES (?)", (2**64,))
     assert not await db.write(lambda c: c.in_transaction)
     await db.execute("INSERT INTO t VALUES (500, 'kept')")
-    other = sqlite3.connect(db.path, timeout=0)  # another process's write gets the lock
+    # another process's write gets the lock (a leaked transaction would hold it for good:
+    # the bound only ends that hang)
+    other = sqlite3.connect(db.path, timeout=HANG_S)
     try:
         other.execute("INSERT INTO t VALUES (501, 'theirs')")
         other.commit()
