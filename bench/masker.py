@@ -3,7 +3,8 @@
 A tenant with six vault values (ASCII, accented, a URL-ish token, a value
 holding a line break) masks: a chat message, 1 MB of prose (the repo's docs,
 many short lines), 1 MB of Python source, 1 MB of JSON log lines, 1 MB of
-German prose with Windows-1252-ish punctuation, 1 MB of a MIME attachment
+German prose with Windows-1252-ish punctuation, 1 MB of Chinese prose with
+fullwidth punctuation (read as ASCII by the masker), 1 MB of a MIME attachment
 (base64 wrapped at 76 columns) and 1 MB of PEM-like text (64 columns). Each
 figure is the median CPU time of `--repeat` calls (process time, so another
 process's load counts less), with MB/s. No thresholds: compare two trees by
@@ -58,6 +59,10 @@ def texts(size: int) -> list[tuple[str, str]]:
         "„Die Straße ist gesperrt“, sagte er – wegen der Bauarbeiten bis 30. März.\n"
         "Größe: 42 m², Preis 1.200 € (zzgl. Nebenkosten); Rückfragen gern per Mail.\n"
     )
+    chinese = (  # fullwidth punctuation (U+FF01-U+FF5E) the masker reads as ASCII
+        "部署在今天上午十点失败了（第三次），日志显示：连接超时！请检查配置文件。\n"
+        "版本号：ｖ２．４．１，负责人：张伟；如有问题，请回复本邮件？谢谢。\n"
+    )
     blob = base64.b64encode(os.urandom(size * 3 // 4 + 3)).decode()
     mime = "\r\n".join(textwrap.wrap(blob, 76))
     pem = "\n".join(textwrap.wrap(blob, 64))
@@ -67,6 +72,7 @@ def texts(size: int) -> list[tuple[str, str]]:
         ("python source", _fill(code, size)),
         ("json log lines", _fill(log, size)),
         ("german prose", _fill(german, size)),
+        ("chinese prose", _fill(chinese, size)),
         ("mime base64/76", mime[:size]),
         ("pem base64/64", pem[:size]),
     ]

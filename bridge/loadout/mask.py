@@ -12,6 +12,9 @@ its `canonical` view: one layer of common escapes decoded (`\\/`,
 `\\uXXXX`, `\\xHH`, `\\n`..., HTML/XML entities `&#43;` `&#x2F;` `&amp;`,
 ASCII `%2f`/`%2F`), with the offsets back to the text, and replaces the
 original span, escapes and all; overlapping matches merge into one span.
+Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII; a value wrapped over lines
+or broken by characters that show nothing (a soft hyphen, zero-width
+spaces and joiners, a BOM) is read joined (`_Joined`).
 `mask(text)` replaces each with `[vault:NAME]` and returns `Masked`
 (`bridge.types.masked`): the one type the ways out of roost accept, so this
 module is the one masking point. `also(texts)` is the same masker plus the
@@ -74,15 +77,27 @@ _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # line's leading blanks: PEM indented in YAML), or soft hyphens (U+00AD, PDF hyphenation):
 # what wraps a base64 blob (MIME, PEM, the `base64` CLI) or a long token.
 _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
-_BREAK = rf"(?:\u00ad++(?:{_LINE_BREAK})?|{_LINE_BREAK})\u00ad*+"
-_CHAR = r"[^\s\u00ad\0]"
+# Characters that show nothing and may sit inside a value: the soft hyphen, the zero-width
+# space, non-joiner and joiner, the word joiner, a BOM (web pages and chat apps insert them
+# to break long words; a copy keeps them). Read like a soft hyphen: removed in `_Joined`.
+_HIDDEN_CHARS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE = f"[{_HIDDEN_CHARS}]"
+_BREAK = rf"(?:{_INVISIBLE}++(?:{_LINE_BREAK})?|{_LINE_BREAK}){_INVISIBLE}*+"
+_CHAR = rf"[^\s{_HIDDEN_CHARS}\0]"
 _TOKEN = rf"{_CHAR}++"
 _BREAKS = re.compile(_BREAK)
 # Where a spelling may be wrapped: a line break after `_WRAPPED` or more word or base64
 # characters and before four more. A literal first, so found at C speed; a prose line
 # rarely ends in such a 12-character token (1 MB of the docs: about 50 places).
 _WRAPPED = 12
-_SOFT_HYPHEN = re.compile("\u00ad")
+_HIDDEN = re.compile(_INVISIBLE)
+
+
+def _has_hidden(text: str) -> bool:
+    """Whether `text` holds an `_INVISIBLE` character (`in` is ten times a pattern's speed)."""
+    return not text.isascii() and any(c in text for c in _HIDDEN_CHARS)
+
+
 _SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with
 _WORD = r"[\w+/=-]"
 _EDGE = re.compile(
@@ -156,6 +171,26 @@ def spellings(value: str) -> set[str]:
         if len(upper) != len(value):
             forms.update((upper, unicodedata.normalize("NFD", upper)))
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+# Fullwidth forms of ASCII (U+FF01-U+FF5E: East Asian input, a converted copy) read as the
+# ASCII they stand for, one character for one, so every offset stays the text's.
+_HALFWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_FULLWIDTH_RUN = {run: re.compile(f"[\uff01-\uff5e]{{{run},}}") for run in (1, MIN_SECRET_CHARS)}
+
+
+def _halfwidth(text: str, run: int = MIN_SECRET_CHARS) -> str:
+    """`text` with its runs of `run` or more fullwidth ASCII characters as ASCII (the same
+    length: the offsets stay). A text is read with runs of MIN_SECRET_CHARS: CJK prose sets
+    its punctuation so (，。：「」, a pair at most), and a value in fullwidth letters is
+    such a run; a stream's held tail with every one (`Matcher.open_at`: a value arriving one
+    character at a time starts as a lone one)."""
+    if text.isascii():
+        return text
+    pattern = _FULLWIDTH_RUN[run]
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(lambda m: m.group().translate(_HALFWIDTH), text)
 
 
 def _lower(text: str) -> str:
@@ -241,13 +276,14 @@ def _unbroken(chain: str, i: int) -> int:
 def _unwrapped(text: str) -> str:
     """`text` with its breaks removed (`_BREAKS`); plain line breaks (a base64 blob's) by
     `str.replace`, four times faster than the pattern."""
-    if "\u00ad" in text or _SPACED.search(text):
+    if _has_hidden(text) or _SPACED.search(text):
         return _BREAKS.sub("", text)
     return text.replace("\r\n", "").replace("\n", "")
 
 
 class _Joined:
-    """The text around each place a spelling may be wrapped (`_EDGE`, and each soft hyphen),
+    """The text around each place a spelling may be wrapped or broken (`_EDGE`, and each
+    character that shows nothing: `_INVISIBLE`),
     `reach` characters either side, with its breaks removed (`_BREAKS`), the regions apart
     (`_JOIN`), and the way back to the text's offsets. Only those regions are read again,
     not the text."""
@@ -258,11 +294,12 @@ class _Joined:
         self.low = low
         self.regions: list[tuple[int, int]] = []
         self.joined = ""
-        if "\n" not in low and "\u00ad" not in low:
+        hidden = _has_hidden(low)
+        if "\n" not in low and not hidden:
             return
         places = [m.start() for m in _EDGE.finditer(low)]
-        if "\u00ad" in low:
-            places = sorted(places + [m.start() for m in _SOFT_HYPHEN.finditer(low)])
+        if hidden:
+            places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
         regions = self.regions
         for at in places:
             start, end = max(0, at - reach), at + reach
@@ -341,7 +378,7 @@ class Matcher:
     def __init__(self, forms: Mapping[str, str]) -> None:
         by_form: dict[str, str] = {}
         for form, mark in forms.items():
-            for spelled in (form, canonical(form)):
+            for spelled in (form, _halfwidth(form, 1), canonical(form)):
                 by_form.setdefault(_lower(spelled), mark)
         self._by_form = by_form
         longest_first = sorted(by_form, key=lambda f: (-len(f), f))
@@ -378,6 +415,7 @@ class Matcher:
         """The merged spans of `text` to replace, in order."""
         if self._pattern is None:
             return []
+        text = _halfwidth(text)  # one character for one: the spans are the text's
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
@@ -420,10 +458,10 @@ class Matcher:
         """Where the tail of `text` that more text could make a match (or lengthen one) starts."""
         partial = _PARTIAL.search(text, max(0, len(text) - 40))
         cut = partial.start() if partial else len(text)
-        base = text[:cut]
+        base = _halfwidth(text[:cut], 1)
         low = _lower(base)
         at = min(cut, len(base) - self._held(low))
-        # a spelling may go on after a line break or a soft hyphen (`_Joined`)
+        # a spelling may go on after a line break or an invisible character (`_Joined`)
         chain = _OPEN_CHAIN.search(low, max(0, len(low) - self._window))
         if chain is not None and chain.end() > chain.start():
             held_chain = chain.group()
@@ -436,7 +474,7 @@ class Matcher:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))
         # never inside an escape: the tail is read again with what follows, and
         # must decode as it does in the whole text (`\\` then `u0041` is no `A`)
-        whole = _View(text) if cut < len(text) or view.at else view
+        whole = _View(_halfwidth(text, 1)) if cut < len(text) or view.at else view
         k = bisect.bisect_right(whole.starts, at) - 1
         if k >= 0 and at < whole.ends[k]:
             at = whole.starts[k]

@@ -165,3 +165,50 @@ def test_a_value_with_sharp_s_upper_cased_or_read_as_latin_1_or_mixed_is_masked(
     ):
         assert form != value
         assert masker.mask(f"pw: {form} ok") == "pw: [vault:PW] ok", form
+
+
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")  # ZWSP, ZWNJ, ZWJ, WJ, BOM
+
+
+def _streamed(masker: Masker, text: str, size: int) -> str:
+    stream = masker.stream()
+    sent = "".join(stream.feed(text[i : i + size]) for i in range(0, len(text), size))
+    return sent + stream.flush()
+
+
+def test_a_value_with_zero_width_characters_inside_is_masked_whole_and_streamed() -> None:
+    """atk39 F7: a value with a zero-width space, joiner, non-joiner, word joiner or a BOM
+    inside (copied from a web page or a chat that inserts them to break long words) reached
+    the model as the value's letters; whole and streamed in pieces alike."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    for mark in INVISIBLE:
+        for text, masked in (
+            (f"key {value[:7]}{mark}{value[7:]} rest", "key [vault:API] rest"),
+            (f"key {mark.join(value)} rest", "key [vault:API] rest"),  # one after each letter
+            (f"key={value[:10]}{mark}\n{value[10:]}", "key=[vault:API]"),
+        ):
+            assert masker.mask(text) == masked, (mark, text)
+            for size in (1, 3, 8):
+                assert _streamed(masker, text, size) == masked, (mark, size)
+    prose = "a word\u200bbreak and a joiner\u200d here, Rt5p\u2060Lm8 alone"
+    assert masker.mask(prose) == prose  # the marks themselves are left where no value is
+
+
+def test_a_value_in_fullwidth_letters_is_masked_whole_and_streamed() -> None:
+    """atk39 F7: a value typed or converted in fullwidth forms (U+FF01-U+FF5E: what an East
+    Asian input method or NFKC-unaware tool gives) reached the model unmasked."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in value)
+    half = value[:9] + wide[9:]  # half of it converted
+    for form in (wide, wide.upper(), half):
+        text = f"token\u3000{form}\u3002 rest"
+        assert masker.mask(text) == "token\u3000[vault:API]\u3002 rest", form
+        for size in (1, 4):
+            assert _streamed(masker, text, size) == masker.mask(text), (form, size)
+    b64 = base64.b64encode(value.encode()).decode()
+    wide_b64 = "".join(chr(ord(c) + 0xFEE0) for c in b64)
+    assert masker.mask(f"b {wide_b64} e") == "b [vault:API] e"
+    ordinary = "全角のテキスト ＡＢＣ１２３ and ascii"
+    assert masker.mask(ordinary) == ordinary
