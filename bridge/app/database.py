@@ -153,6 +153,16 @@ async def postgres_status(
     return "ok", line
 
 
+async def open_reachable(settings: DatabaseSettings, timeout_s: float) -> Database:
+    """`roost doctor`'s one connection to `[database] url` (not migrated), waiting at most
+    `timeout_s`; DatabaseUnreachable when the server does not answer."""
+    url = postgres_url(settings)
+    if url is None:
+        raise ConfigError("no database.url")
+    wait = min(timeout_s, settings.connect_timeout_s)
+    return await postgres_engine().open(url, pool_size=1, connect_timeout_s=wait)
+
+
 async def open_existing(path: Path) -> Database:
     """A `Database` on the existing roost.db at `path` as it is (`roost doctor`): not
     migrated, and the modes of the file and its WAL siblings left as they were (opening

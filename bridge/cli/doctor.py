@@ -15,8 +15,10 @@ FAIL, an older roost on a newer home), and on SQLite `PRAGMA quick_check`
 passes (on PostgreSQL the server keeps its own pages; the check says whether
 data checksums are on); with `[database] url`, a `postgresql` line (the server
 answers, its schema version, live `[cluster]` instances; the URL without its
-password); the audit chain verifies (a keyed chain checked without the key: a
-warning); each model's
+password); pairings to tenants this configuration does not have (a warning naming
+them and `roost access revoke`: they are kept and ignored, see
+`bridge.core.pairing.warn_unconfigured`); the audit chain verifies (a keyed chain
+checked without the key: a warning); each model's
 server (`[llm]`: the `backend` line; `[models.X]`: a `model:X` line) answers
 with its model list and then one chat request (a server whose list needs no
 key, as llama.cpp's, would pass a wrong key: the chat request says so, a
@@ -46,7 +48,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bridge.app.channel_config import half_configured
-from bridge.app.database import open_existing
+from bridge.app.database import open_existing, open_reachable
 from bridge.app.forget_marks import pending
 from bridge.app.home import chain_paths
 from bridge.audit.chains import label
@@ -54,8 +56,10 @@ from bridge.audit.keys import HmacKeyError, load_hmac_key
 from bridge.audit.store import ChainCorrupt, head_path, read_head
 from bridge.audit.verify import verify
 from bridge.cli.doctor_net import Check, check_models, check_telegram
-from bridge.core.config import ConfigError, Settings, config_path
+from bridge.core.config import ConfigError, Settings, config_path, config_source
 from bridge.core.config_sections import LLMSettings
+from bridge.core.pairing import PairingStore
+from bridge.core.tenants import configured_tenants
 from bridge.core.words import count
 from bridge.storage.errors import StorageError
 from bridge.storage.protocol import Database
@@ -236,6 +240,44 @@ async def database_check(db: Database) -> Check:
     return Check("ok", "database", f"{health}; schema step {version}")
 
 
+async def check_pairings(settings: Settings, timeout_s: float) -> list[Check]:
+    """A warning naming the tenants with pairings this configuration does not configure
+    (kept and ignored: `roost access list` marks them, each start logs them) and the
+    command that removes them; nothing when there are none, or when the database cannot
+    be read (its own line says why)."""
+    db: Database
+    try:
+        if settings.database.url is not None:
+            db = await open_reachable(settings.database, timeout_s)
+        elif (settings.home / "roost.db").is_file():
+            db = await open_existing(settings.home / "roost.db")
+        else:
+            return []
+    except (ConfigError, StorageError, OSError):
+        return []
+    try:
+        bound = await PairingStore(db).bindings()
+    except StorageError:  # damaged, or a schema before pairings: the database line says
+        return []
+    finally:
+        await db.aclose()
+    known = configured_tenants(settings.tenants, settings.local_tenant)
+    stale = [b for b in bound if b.tenant not in known]
+    if not stale:
+        return []
+    tenants = sorted({b.tenant for b in stale})
+    return [
+        Check(
+            "warn",
+            "pairing",
+            f"{count(len(stale), 'binding')} to tenants {config_source(os.environ)} does not"
+            f" configure ({', '.join(tenants)}) ignored (roost access list); if that is the"
+            " service's configuration and they were removed on purpose: roost access revoke"
+            f" {tenants[0] if len(tenants) == 1 else 'TENANT (each)'}",
+        )
+    ]
+
+
 def check_audit(settings: Settings) -> Check:
     """Every chain of the home (one per instance when several share it) verified."""
     paths = chain_paths(settings.home)
@@ -356,6 +398,7 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     found = [check_config(settings), check_home(home)]
     found.append(no_database(path) or await check_database(path))
     found += await check_postgres(settings, timeout_s)
+    found += await check_pairings(settings, timeout_s)
     found.append(check_audit(settings))
     unfinished = check_forgetting(home)
     found += [unfinished] if unfinished is not None else []

@@ -272,3 +272,38 @@ def test_access_list_marks_the_pairings_a_configuration_ignores(home: Path, cloc
     out = io.StringIO()
     run_list(argparse.Namespace(), configured(home, "alice"), out)
     assert out.getvalue().splitlines()[1].split("\t")[:3] == ["telegram:111", "alice", "paired"]
+
+
+def test_doctor_names_the_pairings_a_configuration_ignores(home: Path, clock: Clock) -> None:
+    """`roost doctor` gives one warning naming the tenants whose pairings this
+    configuration ignores, and the command that removes them; none when all count."""
+    import io
+
+    from bridge.cli.doctor import check_pairings, report
+
+    async def pair(*tenants: str) -> None:
+        roost = await build(configured(home, *tenants), backend=ScriptedBackend(), clock=clock)
+        try:
+            for n, tenant in enumerate(tenants):
+                code = await roost.pairing.issue(tenant)
+                assert (await roost.pairing.redeem("telegram", str(n), code)).outcome == "bound"
+        finally:
+            await roost.aclose()
+
+    asyncio.run(pair("alice", "bob"))
+    out = io.StringIO()
+    assert report(asyncio.run(check_pairings(configured(home, "bob"), 5.0)), out) == 0
+    assert out.getvalue() == (
+        f"warn  pairing   1 binding to tenants {home.parent / 'roost.toml'} does not configure"
+        " (alice) ignored (roost access list); if that is the service's configuration and"
+        " they were removed on purpose: roost access revoke alice\n"
+    )
+    out = io.StringIO()
+    report(asyncio.run(check_pairings(configured(home), 5.0)), out)
+    assert "2 bindings to tenants" in out.getvalue()
+    assert out.getvalue().endswith(
+        "(alice, bob) ignored (roost access list); if that is the"
+        " service's configuration and they were removed on purpose: roost access revoke"
+        " TENANT (each)\n"
+    )
+    assert asyncio.run(check_pairings(configured(home, "alice", "bob"), 5.0)) == []
