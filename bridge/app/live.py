@@ -45,10 +45,14 @@ SENSES = (
 )
 
 
-def reload_hooks(roost: Roost, removal_grace_s: float = REMOVAL_GRACE_S) -> list[OnReload]:
+def reload_hooks(
+    roost: Roost, removal_grace_s: float = REMOVAL_GRACE_S, retry_s: float = REMOVAL_GRACE_S
+) -> list[OnReload]:
     """The live settings of a roost and how each is applied (in this order).
     `removal_grace_s`: how long a tenant a reload removed stays out of the configuration
-    before its pairings are removed for good."""
+    before its pairings are removed for good; `retry_s`: how long after a removal that
+    failed (its audit could not be written: nothing removed) it is tried again, for as long
+    as the tenant stays out."""
     pending: dict[str, asyncio.Task[object]] = {}  # tenant -> its removal, until done
 
     def _unbound(tenant: str, task: asyncio.Task[object]) -> None:
@@ -62,8 +66,19 @@ def reload_hooks(roost: Roost, removal_grace_s: float = REMOVAL_GRACE_S) -> list
 
     async def removal(tenant: str) -> None:
         await asyncio.sleep(removal_grace_s)
-        if tenant not in served:  # still out of the configuration: for good
-            await unbind_removed(roost.pairing, roost.audit, {tenant})
+        while tenant not in served:  # still out of the configuration: for good
+            try:
+                await unbind_removed(roost.pairing, roost.audit, {tenant})
+                return
+            except Exception as exc:  # a full disk: tried again while the tenant stays out
+                log.error(
+                    "reload: removing the pairings of removed tenant %s failed (%r); trying"
+                    " again in %.0f s",
+                    tenant,
+                    exc,
+                    retry_s,
+                )
+            await asyncio.sleep(retry_s)
 
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
         if new.local_tenant != local:  # applied at the next restart, like the loopback's

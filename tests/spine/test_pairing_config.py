@@ -192,12 +192,64 @@ async def test_a_revocation_that_cannot_be_audited_removes_nothing(
             reloaded(roost, configured(home, "bob"))
             for _ in range(2000):  # the background task ends with its error logged
                 if any(
-                    "pairings to removed tenants failed" in r.getMessage() for r in caplog.records
+                    "pairings of removed tenant alice failed" in r.getMessage()
+                    for r in caplog.records
                 ):
                     break
                 await asyncio.sleep(0.01)
         assert [b.tenant for b in await roost.pairing.bindings()] == ["alice"]
         assert roost.resolver.match(HIM) is None  # still refused: alice is not configured
+    finally:
+        await roost.aclose()
+
+
+class FullThenFreedAudit(MemoryAudit):
+    """An audit chain whose disk is full for its first `full` writes, then freed."""
+
+    def __init__(self, full: int) -> None:
+        super().__init__()
+        self.full = full
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        if self.full > 0:
+            self.full -= 1
+            raise OSError(28, "No space left on device")
+        await super().emit_many(events)
+
+
+async def test_a_removal_that_could_not_be_audited_is_tried_again_until_it_is(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reload's removal that fails (the audit cannot be written) is tried again while
+    the tenant stays out, and removes only once audited: the bindings do not stay behind
+    to count again if the tenant comes back (atk2 s39 #4)."""
+    audit = FullThenFreedAudit(full=2)
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
+        with caplog.at_level(logging.ERROR):
+            for hook in hooks:
+                hook.apply(configured(home, "bob"))
+            await unbinding_done()
+        failed = [r.getMessage() for r in caplog.records if "removed tenant" in r.getMessage()]
+        assert (
+            failed
+            == [
+                "reload: removing the pairings of removed tenant alice failed"
+                " (OSError(28, 'No space left on device')); trying again in 0 s"
+            ]
+            * 2
+        )
+        assert await roost.pairing.bindings() == []
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+        for hook in hooks:  # alice configured again: her old person is a stranger
+            hook.apply(configured(home, "alice", "bob"))
+        assert roost.resolver.match(HIM) is None
     finally:
         await roost.aclose()
 
