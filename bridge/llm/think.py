@@ -13,9 +13,12 @@ text. Pure: fed text in, text to show out.
 
 The text held back counts: `max_reply_chars` cuts only what is shown, so a block that
 never closes (a reasoning model looping) would otherwise be read up to the answer's
-32 Mi cap. Past `MAX_THINK_CHARS` held back, `feed` raises `ThinkTooLong` (the
-backend ends the call with an error the person sees); leading whitespace alone past it
-is let through as text (the reply's own cut applies). Each piece is looked at once.
+32 Mi cap. Past `MAX_THINK_CHARS` inside the block, `feed` raises `ThinkTooLong` (the
+backend ends the call with an error the person sees); whitespace alone past it, before
+the block or after it, is let through as text (the reply's own cut applies). Each of
+the three counts on its own (whitespace before the block does not shorten the block's
+allowance), so at most three times the limit is read before anything is shown, and only
+the leading whitespace is kept meanwhile. Each piece is looked at once.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class ThinkBlock:
             if not self._held.startswith(OPEN):
                 return self._to_text()
             self._state, self._held = "inside", self._held[len(OPEN) :]
-            self._space = []
+            self._space, self._seen = [], len(self._held)  # the block counts from here
         if self._state == "inside":
             end = self._held.find(CLOSE)
             if end < 0:
@@ -71,6 +74,7 @@ class ThinkBlock:
                 self._held = self._held[-(len(CLOSE) - 1) :]  # may hold the tag's start
                 return ""
             self._state, self._held = "after", self._held[end + len(CLOSE) :]
+            self._seen = len(self._held)  # and the blank lines after it from here
         rest = self._held.lstrip()  # "after": the blank lines between block and answer
         if not rest:
             self._held = ""

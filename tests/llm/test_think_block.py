@@ -58,10 +58,10 @@ def test_a_block_that_never_closes_is_cut_at_the_limit() -> None:
     was read up to the answer's 32 Mi cap; past the limit it is an error now."""
     block = ThinkBlock(limit=100)
     assert block.feed("<think>") == ""
-    for _ in range(9):
-        assert block.feed("x" * 10) == ""
+    for _ in range(10):
+        assert block.feed("x" * 10) == ""  # the block's 100 characters: its allowance
     with pytest.raises(ThinkTooLong):
-        block.feed("x" * 10)
+        block.feed("x")
 
 
 def test_a_block_closed_within_the_limit_and_its_answer_past_it_are_kept() -> None:
@@ -80,9 +80,26 @@ def test_whitespace_alone_past_the_limit_is_let_through_as_text() -> None:
     assert block.feed("hi") == "hi"
     after = ThinkBlock(limit=100)
     assert after.feed("<think>a</think>") == ""
-    assert "".join(after.feed("\n\n") for _ in range(40)) == ""  # 96 characters seen
-    assert after.feed("\n" * 5) == ""
+    assert "".join(after.feed("\n\n") for _ in range(45)) == ""  # 90 since the block
+    assert after.feed("\n" * 11) == ""  # past the limit from here
     assert after.feed("\n") == "\n"  # past the limit: text, counted by the reply
+
+
+def test_whitespace_before_the_block_leaves_the_block_its_whole_allowance() -> None:
+    """atk s39 F1: 150k of whitespace, then a 20k block, then the answer ended in
+    ThinkTooLong, the whitespace counted toward the block's 160k. Each counts alone."""
+    block = ThinkBlock()
+    assert block.feed(" " * 150_000) == ""
+    assert block.feed("<think>" + "r" * 20_000) == ""
+    assert block.feed("</think>\n\nThe answer.") == "The answer."
+    block = ThinkBlock(limit=100)
+    assert block.feed("\n" * 100 + "<think>" + "x" * 95) == ""  # 195 since the start
+    assert block.feed("x" * 5 + "</think>" + " " * 100) == ""
+    assert block.feed("The answer.") == "The answer."
+    looping = ThinkBlock(limit=100)
+    assert looping.feed("\n" * 100 + "<think>" + "x" * 100) == ""
+    with pytest.raises(ThinkTooLong):  # the block itself is still bounded
+        looping.feed("x")
 
 
 async def test_the_backend_ends_a_looping_block_with_an_error_the_person_sees(
