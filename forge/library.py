@@ -156,8 +156,10 @@ class ToolLibrary:
         alias: str | None = None,
         saved_from: str = "",
         replace: bool = False,
+        created_ms: int | None = None,
     ) -> SavedTool:
-        """Copy a session tool to `me.<alias or name>`; raises ToolExists unless replace."""
+        """Copy a session tool to `me.<alias or name>`; raises ToolExists unless replace.
+        `created_ms`: when it was first saved (a removed tool brought back); default now."""
         name = check_name(alias or spec.name)
         private_dir(self.directory)
         py, meta_file = self._paths(name)
@@ -165,7 +167,13 @@ class ToolLibrary:
             raise ToolExists(f"me.{name} exists; save with --replace to overwrite it")
         digest = sha256_text(spec.source)
         meta = ToolMeta(
-            name, spec.description, spec.schema, spec.secrets, digest, self.clock_ms(), saved_from
+            name,
+            spec.description,
+            spec.schema,
+            spec.secrets,
+            digest,
+            self.clock_ms() if created_ms is None else created_ms,
+            saved_from,
         )
         write_atomic(py, spec.source.encode("utf-8"))
         write_atomic(meta_file, dumps(meta))

@@ -63,6 +63,19 @@ class UsageStore:
             conn.close()
         return {r[0]: Usage(r[1], r[2], r[3]) for r in rows}
 
+    def restore(self, name: str, usage: Usage) -> None:
+        """Set `name`'s counters to `usage` (a removed tool brought back as it was)."""
+        conn = self._connect()
+        try:
+            conn.execute(
+                "INSERT INTO usage (name, calls, errors, last_used_ms) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET calls = excluded.calls, "
+                "errors = excluded.errors, last_used_ms = excluded.last_used_ms",
+                (name, usage.calls, usage.errors, usage.last_used_ms),
+            )
+        finally:
+            conn.close()
+
     def forget(self, name: str) -> None:
         if not self.path.exists():
             return

@@ -398,7 +398,12 @@ class ToolCommands:
                 f"Cannot bring back me.{bare}: its code no longer passes the checks "
                 f"({problems or 'it changed'}). Ask the assistant to write it again."
             )
-        saved = library.save(made.tool, saved_from=kept.saved_from or ctx.inbound.channel)
+        saved = library.save(
+            made.tool,
+            saved_from=kept.saved_from or ctx.inbound.channel,
+            created_ms=kept.created_ms,
+        )
+        library.usage.restore(bare, kept.usage)  # as it was: its calls and last use
         removed.forget(tools, bare)
         await self._audit.emit(
             "tool.saved",

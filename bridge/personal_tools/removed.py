@@ -2,10 +2,12 @@
 
 `/tool rm me.NAME` deletes the saved tool at once (the forge's library forgets
 it and its usage); its exact version (name, description, source, hash, where it
-was saved from) is first written to `removed/me.NAME.json` in the tenant's tools
-directory (private, like the tools; the library lists only `me.*.json` of its
-own directory, so a removed tool is never offered). One version per name: the
-newest removal replaces an older one; an undo consumes it.
+was saved from, when it was first saved) and its usage (calls, errors, last use)
+are first written to `removed/me.NAME.json` in the tenant's tools directory
+(private, like the tools; the library lists only `me.*.json` of its own directory,
+so a removed tool is never offered). One version per name: the newest removal
+replaces an older one; an undo consumes it. A file kept by an older roost, without
+the usage, reads as never used.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from bridge.core.atomic import remove, write_text
 from forge.atomic import private_dir
+from forge.usage import Usage
 
 if TYPE_CHECKING:  # the forge's library (and its policy compiler) only when a tool is removed
     from forge.library import SavedTool
@@ -31,6 +34,19 @@ class Removed:
     source: str
     sha256: str
     saved_from: str
+    created_ms: int | None = None
+    calls: int = 0
+    errors: int = 0
+    last_used_ms: int | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.calls, self.errors, self.last_used_ms)
+
+
+_TEXT = ("name", "description", "source", "sha256", "saved_from")
+_COUNTS = ("calls", "errors")
+_TIMES = ("created_ms", "last_used_ms")
 
 
 def _path(tools_dir: Path, name: str) -> Path:
@@ -39,8 +55,18 @@ def _path(tools_dir: Path, name: str) -> Path:
 
 def keep(tools_dir: Path, tool: SavedTool) -> None:
     """Write `tool`'s version where `read` finds it (before the library removes it)."""
-    spec = tool.spec
-    kept = Removed(spec.name, spec.description, spec.source, spec.sha256, tool.saved_from)
+    spec, used = tool.spec, tool.usage
+    kept = Removed(
+        spec.name,
+        spec.description,
+        spec.source,
+        spec.sha256,
+        tool.saved_from,
+        tool.created_ms,
+        used.calls,
+        used.errors,
+        used.last_used_ms,
+    )
     private_dir(tools_dir / REMOVED_DIR)
     write_text(_path(tools_dir, spec.name), json.dumps(asdict(kept), ensure_ascii=False))
 
@@ -49,9 +75,20 @@ def read(tools_dir: Path, name: str) -> Removed | None:
     """The last removed version of me.`name`, or None (never removed, undone, unreadable)."""
     try:
         data = json.loads(_path(tools_dir, name).read_text(encoding="utf-8"))
-        return Removed(**{k: str(data[k]) for k in Removed.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError):
+        texts = {k: str(data[k]) for k in _TEXT}
+        counts = {k: _whole(data.get(k), 0) for k in _COUNTS}
+        times = {k: _whole(data.get(k), None) for k in _TIMES}
+        return Removed(**texts, **counts, **times)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _whole(value: object, default: int | None) -> int | None:
+    """A count or a time in ms as written by `keep`; anything else (missing, a file of an
+    older roost, hand-edited): `default`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
 
 
 def forget(tools_dir: Path, name: str) -> None:

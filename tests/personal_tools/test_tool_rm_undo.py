@@ -75,3 +75,21 @@ async def test_removal_can_be_undone_with_the_same_version(made: Roost) -> None:
     assert again.text.startswith("There is no removed me.wc2"), again.text
     saved = [e[2] for e in made.audit.events if e[0] == "tool.saved"]
     assert saved[-1] == {"name": "me.wc2", "hash": before[:12], "replace": False}
+
+
+async def test_undo_brings_the_tool_back_with_its_usage(made: Roost, clock: Clock) -> None:
+    """`/tool rm` then `/tool undo` gave the tool back as never used (s38 left): the undo
+    brings back its calls, errors and last use too, and when it was first saved."""
+    used = ToolLibrary(made.tenant_dirs("local").tools, lambda: 1_780_000_000_000)
+    used.record_use("wc2", True)
+    used.record_use("wc2", False)
+    created = library(made).show("wc2").created_ms
+    listed = (await send(made, "/tools", 3)).text
+    assert "· 2 calls, last use 2026-05-28 20:26 UTC" in listed, listed
+    await send(made, "/tool rm me.wc2", 4)
+    clock.advance(86400)
+    assert (await send(made, "/tool undo me.wc2", 5)).text.startswith("Brought back me.wc2")
+    assert (await send(made, "/tools", 6)).text == listed
+    back = library(made).show("wc2")
+    assert (back.usage.calls, back.usage.errors) == (2, 1)
+    assert back.created_ms == created
