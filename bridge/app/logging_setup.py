@@ -93,7 +93,8 @@ def secret_values(settings: Settings) -> list[str]:
         settings.whatsapp.app_secret,
         settings.whatsapp.verify_token,
     ]
-    for rule in settings.tenants.values():  # external MCP servers' env and headers
+    for rule in settings.tenants.values():  # a tenant's page token, MCP servers' secrets
+        values.append(rule.web_token)
         for server in rule.mcp.values():
             values.extend((*server.env.values(), *server.headers.values()))
     found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
@@ -106,9 +107,17 @@ class Redactor:
     """Masks known secrets (every spelling) and secrets of known shapes."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms = set().union(*(spellings(s) for s in secrets)) if secrets else set()
+        self._forms: set[str] = set().union(*(spellings(s) for s in secrets)) if secrets else set()
         # the vault masker's matcher: one alternation, any case, escapes decoded
-        self._known = vault_mask.Matcher(dict.fromkeys(sorted(forms), MASK))
+        self._known = vault_mask.Matcher(dict.fromkeys(sorted(self._forms), MASK))
+
+    def learn(self, secret: str) -> None:
+        """Mask `secret` too from now on (a value read or made after logging was set up:
+        the web page's token kept in the home)."""
+        forms = spellings(secret) if secret else set()
+        if not forms <= self._forms:
+            self._forms |= forms
+            self._known = vault_mask.Matcher(dict.fromkeys(sorted(self._forms), MASK))
 
     def redact(self, text: str) -> str:
         if self._known:
@@ -127,13 +136,22 @@ class Redactor:
         sys.stderr.write(self.redact(text))
 
 
+def redact_also(secret: str) -> None:
+    """Tell the Redactor this process logs through (`setup_logging`'s, on the root logger's
+    handlers) about one more secret; nothing when logging was set up otherwise."""
+    for handler in logging.getLogger().handlers:
+        redactor = getattr(handler.formatter, "redactor", None)
+        if isinstance(redactor, Redactor):
+            redactor.learn(secret)
+
+
 class _RedactingFormatter(logging.Formatter):
     def __init__(self, fmt: str, redactor: Redactor) -> None:
         super().__init__(fmt)
-        self._redactor = redactor
+        self.redactor = redactor
 
     def format(self, record: logging.LogRecord) -> str:
-        return self._redactor.redact(super().format(record))
+        return self.redactor.redact(super().format(record))
 
 
 class _JsonFormatter(logging.Formatter):
@@ -143,7 +161,7 @@ class _JsonFormatter(logging.Formatter):
 
     def __init__(self, redactor: Redactor) -> None:
         super().__init__()
-        self._redactor = redactor
+        self.redactor = redactor
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, str] = {
@@ -156,7 +174,7 @@ class _JsonFormatter(logging.Formatter):
             entry["exc"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        clean = {key: self._redactor.redact(value) for key, value in entry.items()}
+        clean = {key: self.redactor.redact(value) for key, value in entry.items()}
         return json.dumps(clean, ensure_ascii=False)
 
 

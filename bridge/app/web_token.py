@@ -15,6 +15,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from bridge.app.logging_setup import redact_also
 from bridge.core.config import Settings
 
 log = logging.getLogger(__name__)
@@ -22,14 +23,18 @@ log = logging.getLogger(__name__)
 
 def web_token(settings: Settings) -> tuple[str, bool]:
     """The token and whether it is new: configured, stored, or generated now (not yet
-    stored: `store_web_token` keeps it once the page is up)."""
+    stored: `store_web_token` keeps it once the page is up). The log's Redactor knows
+    the configured one from the start; a stored or generated one is taught to it here."""
     if settings.web.token is not None:
         return settings.web.token.get_secret_value(), False
     path = settings.home / "web-token"
     if path.is_file():
         tighten_token_file(path)
-        return path.read_text().strip(), False
-    return secrets.token_urlsafe(24), True
+        token, new = path.read_text().strip(), False
+    else:
+        token, new = secrets.token_urlsafe(24), True
+    redact_also(token)  # no log line may show it, as a configured web.token
+    return token, new
 
 
 def store_web_token(path: Path, token: str) -> None:
