@@ -19,7 +19,7 @@ warned about too; so is a secret file that others may read (it should be
 its `pyvenv.cfg` names) under a home folder or a temporary one, as a venv made with
 a pyenv, asdf or uv Python in /root is: the prefix is fine, yet the service cannot
 start its interpreter (status 203/EXEC, restarted every 5 s); the warning says to
-make the venv again with a Python outside them (`make PYTHON=/usr/bin/python3`).
+make the venv again with a Python outside them (`make prod PYTHON=/usr/bin/python3`).
 The default prefix prints the checked-in units unchanged.
 """
 
@@ -151,7 +151,7 @@ def hidden_interpreter(prefix: Path) -> str | None:
             f"roost install-units: warning: {prefix / '.venv/bin/python'} is {place} (links "
             f"followed), {why}: it cannot start (status 203/EXEC). Make the venv again "
             f"with a Python outside home and temporary folders (in {prefix}: `rm -rf .venv "
-            "&& make PYTHON=/usr/bin/python3`), then run install-units again"
+            "&& make prod PYTHON=/usr/bin/python3`), then run install-units again"
         )
     return None
 
@@ -172,7 +172,7 @@ def warnings(prefix: Path, credentials: Path) -> list[str]:
         said.append(
             f"roost install-units: warning: {prefix} is under a temporary folder, which "
             "PrivateTmp=yes replaces with an empty one for the service: its ExecStart "
-            f"cannot run. Install roost elsewhere (e.g. {DEFAULT_PREFIX}: `make` there) and "
+            f"cannot run. Install roost elsewhere (e.g. {DEFAULT_PREFIX}: `make prod` there) and "
             "run install-units with that prefix"
         )
     for name in SECRETS:
@@ -195,7 +195,7 @@ def run_install_units(args: argparse.Namespace, settings: Settings) -> int:
     if given and not (prefix / EXECUTABLE).is_file():
         print(
             f"roost install-units: there is no {prefix / EXECUTABLE}: install roost there "
-            "first (`make` in the checkout), or give the prefix it is installed under",
+            "first (`make prod` in the checkout), or give the prefix it is installed under",
             file=sys.stderr,
         )
         return 2

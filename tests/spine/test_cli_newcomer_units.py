@@ -34,8 +34,8 @@ def test_a_prefix_under_tmp_is_warned_about(home: Path, tmp_path: Path) -> None:
     assert err.splitlines() == [
         f"roost install-units: warning: {prefix} is under a temporary folder, which "
         "PrivateTmp=yes replaces with an empty one for the service: its ExecStart cannot "
-        "run. Install roost elsewhere (e.g. /opt/roost: `make` there) and run install-units "
-        "with that prefix"
+        "run. Install roost elsewhere (e.g. /opt/roost: `make prod` there) and run "
+        "install-units with that prefix"
     ]
 
 

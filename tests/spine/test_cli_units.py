@@ -36,6 +36,7 @@ def test_a_prefix_without_roost_is_refused(home: Path, tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert f"there is no {tmp_path / 'nonexistent' / '.venv/bin/roost'}" in err
+    assert "install roost there first (`make prod` in the checkout)" in err  # a service's
 
 
 def test_a_readable_secret_is_named_and_the_sweep_gets_the_audit_key(

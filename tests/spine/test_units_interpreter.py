@@ -42,7 +42,7 @@ def test_a_venv_python_under_root_is_named_with_the_fix(home: Path, tmp_path: Pa
         f"roost install-units: warning: {prefix}/.venv/bin/python is {real} (links followed), "
         "under /root, which ProtectHome=yes hides from the service: it cannot start (status "
         "203/EXEC). Make the venv again with a Python outside home and temporary folders (in "
-        f"{prefix}: `rm -rf .venv && make PYTHON=/usr/bin/python3`), then run install-units "
+        f"{prefix}: `rm -rf .venv && make prod PYTHON=/usr/bin/python3`), then run install-units "
         "again"
     ]
 
