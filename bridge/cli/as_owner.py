@@ -9,7 +9,9 @@ on first use) that root would own and the service could not read. So root runnin
 of them on a home of another user first becomes that user (`become_owner`: its groups,
 gid and uid, before anything in the home is opened): whatever the command creates is
 the owner's, as if the operator had typed `sudo -u roost roost ...`. The settings are
-loaded before, so a root-only `/etc/roost/roost.toml` or `roost.env` still works.
+loaded before, so a root-only `/etc/roost/roost.toml` or `roost.env` still works; a
+root-only file read later (`recall --batch /root/q.txt`) is refused with a line naming
+it and the user the command runs as (`denied_as`).
 """
 
 from __future__ import annotations
@@ -80,6 +82,29 @@ def become_owner(home: Path) -> str | None:
     os.setgid(gid)
     os.setuid(st.st_uid)
     return None
+
+
+def owner_name(uid: int) -> str:
+    """The user name of `uid` (`#uid` when it has no passwd entry)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"#{uid}"
+
+
+def denied_as(args: argparse.Namespace, home: Path) -> str:
+    """After `become_owner`: why a file root could read is refused (a file named on the
+    command line, one the configuration points at), for the end of its line; "" when
+    this process did not switch."""
+    user = getattr(args, "as_owner", None)
+    if user is None:
+        return ""
+    return (
+        f" (this command runs as {user}, the owner of {home}, who may not read it: put it"
+        " where that user can read it)"
+    )
 
 
 def _installation() -> list[Path]:

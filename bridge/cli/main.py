@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.cli import collector
-from bridge.cli.as_owner import become_owner, reads_only
+from bridge.cli.as_owner import become_owner, denied_as, owner_name, reads_only
 from bridge.cli.rows import AddArgs, Command
 from bridge.cli.table import COMMANDS, command
 
@@ -216,9 +216,12 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
         if unusable is not None:
             return fail(unusable, EX_CONFIG)
     if reads_only(row.name, args):  # root on the service's home: as its owner (as_owner.py)
+        was = os.geteuid()
         hidden = become_owner(settings.home)
         if hidden is not None:
             return fail(hidden, EX_CONFIG)
+        if os.geteuid() != was:  # what it may not read is said so (`denied_as`)
+            args.as_owner = owner_name(os.geteuid())
     if row.name not in READS_ONLY:
         foreign = owner_problem(settings.home, os.geteuid(), sys.argv[1:] if own else argv)
         if foreign is not None:
@@ -243,7 +246,7 @@ def _main(argv: Sequence[str] | None, own: bool) -> int:
             EX_CONFIG,
         )
     except Exception as exc:
-        return _last_resort(exc, settings, fail)
+        return _last_resort(exc, settings, fail, denied_as(args, settings.home))
 
 
 # Commands that check the home themselves or use none: `doctor` reports an unusable home
@@ -334,9 +337,12 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
     return leaves[0] if len(leaves) == 1 else None
 
 
-def _last_resort(exc: Exception, settings: Settings, fail: Callable[[str, int], int]) -> int:
+def _last_resort(
+    exc: Exception, settings: Settings, fail: Callable[[str, int], int], as_owner: str = ""
+) -> int:
     """One line for what the commands do not catch themselves: a full disk, a database
-    that cannot be read, a file this user may not touch; anything else is re-raised."""
+    that cannot be read, a file this user may not touch (`as_owner`: why, when root
+    became the home's owner: `as_owner.denied_as`); anything else is re-raised."""
     import sqlite3
 
     from bridge.storage.errors import DatabaseUnreachable, StorageError
@@ -362,6 +368,8 @@ def _last_resort(exc: Exception, settings: Settings, fail: Callable[[str, int], 
         )
     if isinstance(exc, PermissionError):
         what = exc.filename or settings.home
+        if as_owner and exc.filename:  # already its owner: a file that user may not read
+            return fail(f"cannot use {what} ({exc.strerror}){as_owner}", EX_CONFIG)
         return fail(
             f"cannot use {what} ({exc.strerror}); run roost as the user that owns {settings.home}",
             EX_CONFIG,

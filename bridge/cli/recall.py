@@ -30,6 +30,7 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import record_event
 from bridge.channels.terminal.controls import shown
+from bridge.cli.as_owner import denied_as
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import refused
 from bridge.core.config import Settings
@@ -75,7 +76,8 @@ def run_recall(args: argparse.Namespace, settings: Settings) -> int:
             text = args.batch.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            print(f"recall: cannot read {args.batch}: {why or exc}", file=sys.stderr)
+            owner = denied_as(args, settings.home) if isinstance(exc, PermissionError) else ""
+            print(f"recall: cannot read {args.batch}: {why or exc}{owner}", file=sys.stderr)
             return 2
         queries = [q for q in text.splitlines() if q.strip()]
     else:

@@ -139,3 +139,41 @@ async def test_a_roost_the_owner_cannot_read_is_named_and_nothing_runs(
     assert line.startswith(f"roost: {served} belongs to the user nobody: this command runs "), line
     assert "who cannot read /" in line and "/opt/roost/.venv/bin/roost" in line
     assert files(served) == before
+
+
+async def test_a_root_only_file_is_named_with_the_user_the_command_runs_as(
+    home: Path, shared: Path, tmp_path: Path
+) -> None:
+    """After root became the home's owner, a file only root may read (named on the
+    command line, or by the configuration) is refused with a line naming it and that
+    user, not "run roost as the user that owns HOME" (which it already is; ops2 s39)."""
+    found = python_of(NOBODY)
+    if found is None:
+        pytest.skip("no Python here that the user nobody can read")
+    python, extra = found
+    personas = tmp_path / "personas"  # pytest's tmp_path: root's alone
+    personas.mkdir()
+    queries = tmp_path / "q.txt"
+    queries.write_text("hello\n")
+    write_config("")
+    served = shared / "home"
+    env = {**offline_env(served), **extra}
+    code, _, err = await roost(python, "pair", "local", **env)
+    assert code == 0, err
+    give(served, NOBODY)
+    why = f"(this command runs as nobody, the owner of {served}, who may not read it: put it"
+    code, out, err = await roost(
+        python, "recall", "--tenant", "local", "--batch", str(queries), **env
+    )
+    assert (code, out) == (2, ""), err
+    assert (
+        err
+        == f"recall: cannot read {queries}: Permission denied {why} where that user can read it)\n"
+    )
+    write_config(f'[loadout]\npersonas_dir = "{personas}"\n')
+    code, out, err = await roost(python, "prompt", **env)
+    assert (code, out) == (78, ""), err
+    assert (
+        err
+        == f"roost: cannot use {personas} (Permission denied) {why} where that user can read it)\n"
+    )
