@@ -45,8 +45,6 @@ class Removed:
 
 
 _TEXT = ("name", "description", "source", "sha256", "saved_from")
-_COUNTS = ("calls", "errors")
-_TIMES = ("created_ms", "last_used_ms")
 
 
 def _path(tools_dir: Path, name: str) -> Path:
@@ -75,20 +73,28 @@ def read(tools_dir: Path, name: str) -> Removed | None:
     """The last removed version of me.`name`, or None (never removed, undone, unreadable)."""
     try:
         data = json.loads(_path(tools_dir, name).read_text(encoding="utf-8"))
-        texts = {k: str(data[k]) for k in _TEXT}
-        counts = {k: _whole(data.get(k), 0) for k in _COUNTS}
-        times = {k: _whole(data.get(k), None) for k in _TIMES}
-        return Removed(**texts, **counts, **times)
+        name_, description, source, sha256, saved_from = (str(data[k]) for k in _TEXT)
+        return Removed(
+            name_,
+            description,
+            source,
+            sha256,
+            saved_from,
+            _whole(data.get("created_ms")),
+            _whole(data.get("calls")) or 0,
+            _whole(data.get("errors")) or 0,
+            _whole(data.get("last_used_ms")),
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _whole(value: object, default: int | None) -> int | None:
+def _whole(value: object) -> int | None:
     """A count or a time in ms as written by `keep`; anything else (missing, a file of an
-    older roost, hand-edited): `default`."""
+    older roost, hand-edited): None."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    return default
+    return None
 
 
 def forget(tools_dir: Path, name: str) -> None:

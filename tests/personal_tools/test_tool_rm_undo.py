@@ -93,3 +93,15 @@ async def test_undo_brings_the_tool_back_with_its_usage(made: Roost, clock: Cloc
     back = library(made).show("wc2")
     assert (back.usage.calls, back.usage.errors) == (2, 1)
     assert back.created_ms == created
+
+
+async def test_a_removal_kept_by_an_older_roost_is_brought_back_unused(made: Roost) -> None:
+    """A `removed/me.NAME.json` written before usage was kept in it still undoes."""
+    await send(made, "/tool rm me.wc2", 3)
+    kept = made.tenant_dirs("local").tools / "removed" / "me.wc2.json"
+    data = json.loads(kept.read_text())
+    for key in ("created_ms", "calls", "errors", "last_used_ms"):
+        del data[key]
+    kept.write_text(json.dumps(data))
+    assert (await send(made, "/tool undo me.wc2", 4)).text.startswith("Brought back me.wc2")
+    assert "· 0 calls, last use never" in (await send(made, "/tools", 5)).text
