@@ -103,3 +103,31 @@ async def test_a_clobbered_header_fails_while_a_wal_holds_page_one(
         conn.close()
     assert found.status == "FAIL"
     assert found.reason == "roost.db: file is not a database; restore it from a backup"
+
+
+async def test_pairings_the_configuration_ignores_are_named_on_both_backends(
+    db: Database, backend: str, location: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`roost doctor`'s pairing line reads the bindings where the service keeps them: the
+    home's roost.db, or `[database] url` (one connection, nothing migrated)."""
+    from bridge.cli.doctor import check_pairings
+    from bridge.core.config import load_settings
+    from bridge.core.pairing import PairingStore
+
+    if backend == "sqlite":
+        monkeypatch.setenv("ROOST_HOME", str(Path(location).parent))
+    else:
+        monkeypatch.setenv("ROOST_DATABASE__URL", location)
+    store = PairingStore(db)
+    code = await store.issue("alice")
+    assert (await store.redeem("telegram", "111", code)).outcome == "bound"
+    (home.parent / "roost.toml").write_text("[tenants.bob]\n")
+    (found,) = await check_pairings(load_settings(), 5.0)
+    assert (found.status, found.name) == ("warn", "pairing")
+    assert found.reason.startswith("1 binding to tenants ")
+    assert found.reason.endswith(
+        "(alice) ignored (roost access list); if that is the service's"
+        " configuration and they were removed on purpose: roost access revoke alice"
+    )
+    (home.parent / "roost.toml").write_text("[tenants.alice]\n")
+    assert await check_pairings(load_settings(), 5.0) == []
