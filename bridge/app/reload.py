@@ -42,6 +42,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from bridge.app.logging_setup import redact_also, secret_values
 from bridge.app.notify import Notifier
 from bridge.core.config import ConfigError, Settings
 from bridge.core.credentials import CREDENTIALS
@@ -242,6 +243,8 @@ class Reloader:
         return True
 
     def _apply(self, new: Settings) -> None:
+        for secret in secret_values(new):  # a key or page token the reload brought in
+            redact_also(secret)
         for hook in self.hooks:
             try:
                 hook.apply(new)

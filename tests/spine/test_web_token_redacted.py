@@ -68,3 +68,24 @@ def test_a_tenants_page_token_never_reaches_the_log(
     logging.getLogger("roost").warning("page of %s", TENANT)
     err = logged.readouterr().err
     assert TENANT not in err and f"page of {MASK}" in err, err
+
+
+def test_a_secret_a_reload_brings_in_never_reaches_the_log(
+    home: Path, logged: pytest.CaptureFixture[str]
+) -> None:
+    """A page token (or key) added by a reload is masked from that reload on, as the
+    ones the daemon started with."""
+    from bridge.app.notify import Notifier
+    from bridge.app.reload import Reloader
+
+    settings = load_settings()
+    setup_logging("INFO", secret_values(settings), "text")
+    (home.parent / "roost.toml").write_text(f'[tenants.alice]\nweb_token = "{TENANT}"\n')
+    versions = iter(range(100))
+    reloader = Reloader(
+        settings, load_settings, Notifier(None), fingerprint=lambda: str(next(versions))
+    )
+    assert reloader.reload() is True
+    logging.getLogger("roost").warning("page of %s", TENANT)
+    err = logged.readouterr().err
+    assert TENANT not in err and f"page of {MASK}" in err, err
