@@ -83,7 +83,13 @@ from typing import Any
 from bench.machine import speed_line
 from bench.telegram_core import CoreSteps, idle_gaps
 from bench.telegram_steps import Steps, print_steps
-from bench.turn import per_thread, per_thread_switches, thread_cpu, thread_switches
+from bench.turn import (
+    per_thread,
+    per_thread_switches,
+    thread_cpu,
+    thread_switches,
+    writer_jobs,
+)
 from bridge.app.build import build
 from bridge.app.channels_up import undelivered_hook
 from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
@@ -140,6 +146,35 @@ class Rate:
     threads: str = ""  # CPU ms per round trip by thread (the loop, sqlite, audit...)
     switches: str = ""  # context switches per round trip by thread (voluntary/involuntary)
     tasks: dict[str, float] = field(default_factory=dict)  # asyncio tasks made, by coroutine
+    durable: str = ""  # audit batches, head syncs, roost.db commits per round trip (`DurableCount`)
+
+
+class DurableCount:
+    """What a round trip makes durable, counted: the audit chain's batches (each an
+    appended, fdatasynced write), its head's syncs (`bridge.audit.head`, at most one per
+    `LINGER_S`) and roost.db's write commits, run inline on the loop or as jobs on the
+    writer's thread (each job a wake-up of that thread and a hand-off back to the loop;
+    jobs that shared the commit of the job before them not counted, `writer_jobs`)."""
+
+    def __init__(self, roost: Any) -> None:
+        self._chain = roost.audit  # `MeteredAudit` hands attributes on to the chain
+        self._writer = getattr(roost.database, "_writer", None)
+        self._start = self._now()
+
+    def _now(self) -> tuple[int, int, int, int]:
+        batches = int(getattr(self._chain, "batches", 0))
+        heads = getattr(self._chain, "_heads", None)
+        ended, inline = writer_jobs(self._writer)
+        return batches, int(getattr(heads, "syncs", 0)), inline, ended
+
+    def per(self, trips: int) -> str:
+        batches, syncs, inline, ended = (
+            (b - a) / trips for a, b in zip(self._start, self._now(), strict=True)
+        )
+        return (
+            f"audit batches {batches:.2f}, head syncs {syncs:.2f}, roost.db commits"
+            f" {inline + ended:.2f} ({inline:.2f} inline, {ended:.2f} on its thread)"
+        )
 
 
 class TaskCount:
@@ -253,6 +288,7 @@ async def round_trips(
                 ctx.__enter__()  # type: ignore[attr-defined]
             first_call = len(fake.calls)
             by_thread, switched = thread_cpu(), thread_switches()
+            kept = DurableCount(roost)
             tasks = TaskCount()
             started, cpu = time.perf_counter(), time.process_time()
             try:
@@ -262,6 +298,7 @@ async def round_trips(
                 elapsed = time.perf_counter() - started
                 cpu = time.process_time() - cpu
                 threads, switches = thread_cpu(), thread_switches()
+                made_durable = kept.per(max(sum(counts.values()), 1))
                 methods = [c.method for c in fake.calls[first_call:]]
                 if ctx is not None:
                     ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
@@ -272,7 +309,8 @@ async def round_trips(
     spent = per_thread(by_thread, threads, trips)
     calls = calls_per_trip(methods, trips)
     handed = per_thread_switches(switched, switches, trips)
-    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, handed, tasks.per(trips))
+    made = tasks.per(trips)
+    return Rate(trips / elapsed, cpu * 1000 / trips, calls, spent, handed, made, made_durable)
 
 
 class NoChain:
@@ -782,6 +820,12 @@ async def table(base: Path, n: int, per: int, rounds: int) -> dict[tuple[str, in
         for setup in SETUPS:
             last = rates[(setup.label, chats)][-1]
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.switches}")
+    print("made durable per round trip (the last round): audit batches (each one fdatasync),")
+    print("the audit head's syncs, roost.db write commits (inline on the loop / on its thread):")
+    for chats in (1, 100):
+        for setup in SETUPS[:2]:
+            last = rates[(setup.label, chats)][-1]
+            print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {setup.label:30} {last.durable}")
     print("asyncio tasks made per round trip (1 chat, the last round), by coroutine:")
     for setup in SETUPS:
         made = rates[(setup.label, 1)][-1].tasks
