@@ -53,6 +53,9 @@ writer) and counts each thread's context switches per round trip: at 1 chat
 every message wakes the audit writer, the head's sync and sometimes the
 database's writer on its own, and each hand-off of the GIL between them and
 the loop is a switch on both sides, which 100 chats share out over a batch.
+It also counts what a round trip makes durable: audit batches (each one
+fdatasync), the audit head's syncs and roost.db's write commits, inline on the
+loop or as jobs on the writer's thread (`DurableCount`).
 `--quick`: a smoke run (a few messages,
 one round, no daemon).
 
