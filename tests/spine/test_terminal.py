@@ -154,32 +154,6 @@ async def test_ctrl_c_stops_the_answer_and_the_next_message_is_answered(
         assert await term.exit_status() == 0
 
 
-async def test_lines_typed_while_an_answer_streams_survive_its_ctrl_c(
-    home: Path, term: Terminal
-) -> None:
-    """Typed while the answer streams (the line is cooked: the keys are shown as typed),
-    then Ctrl-C: the kernel threw the typed-ahead input away, so a line the person saw on
-    the screen was never sent (s38 left). Now it is kept, as when the answer ends by
-    itself: the whole line is the next message, the half line waits in the prompt."""
-    words = [f"word{n} " for n in range(400)]
-    async with FakeOpenAI(api_key=KEY, models=["m1"], chunk_delay_s=0.05) as fake:
-        fake.script(Text("".join(words), pieces=words))
-        await term.start(["chat"], env_for(home, fake))
-        await term.see("you>")
-        term.type("tell me everything" + ENTER)
-        await term.see("word3")
-        term.type("typed ahead" + ENTER + "half a")
-        await term.see("typed ahead")  # echoed by the terminal while the answer streams
-        term.type(CTRL_C)
-        await term.see("(stopped)")
-        screen = await term.see("echo: typed ahead")
-        assert "word399" not in screen
-        assert [last_user_text(r) for r in fake.requests] == ["tell me everything", "typed ahead"]
-        screen = await term.until(lambda t: t.rstrip().endswith("you> half a"), "the half line")
-        term.type(" line" + ENTER)
-        await term.see("echo: half a line")
-
-
 async def test_piped_output_is_plain_text(home: Path, fake: FakeOpenAI) -> None:
     fake.script(Text("Here is **bold** and `code`."))
     proc = await asyncio.create_subprocess_exec(

@@ -13,8 +13,7 @@ Each line: `/attach PATH` and `/detach` are answered here; paths dropped into
 the line are attached (`cli_attach`), named in a dim line each; the rest is
 one turn, shown live (`cli_render.LiveAnswer`), each tool call and retry as
 a dim line (`cli_progress`), Ctrl-C (SIGINT: the terminal is not raw during
-a turn) cancels it, and what was typed ahead meanwhile stays for the next
-prompt (`keep_typeahead`). After a turn that logged warnings, one dim line says how
+a turn) cancels it. After a turn that logged warnings, one dim line says how
 many and where the log is (`notice`): the log never writes into the
 conversation.
 """
@@ -22,14 +21,13 @@ conversation.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from bridge.channels.terminal.channel import QUIT, Backing, inbound, stop_watching, watch_inbox
 from bridge.channels.terminal.controls import shown
@@ -220,7 +218,6 @@ async def _tty_turn(ready: asyncio.Future[Backing], text: str, chat: str, screen
     loop = asyncio.get_running_loop()
     turn = asyncio.ensure_future(_line(ready, text, chat, answer))
     loop.add_signal_handler(signal.SIGINT, turn.cancel)
-    restore = keep_typeahead(sys.stdin)
     try:
         final = await turn
     except asyncio.CancelledError:
@@ -231,30 +228,5 @@ async def _tty_turn(ready: asyncio.Future[Backing], text: str, chat: str, screen
         return
     finally:  # until the prompt takes the keys again, a late Ctrl-C is ignored
         loop.add_signal_handler(signal.SIGINT, lambda: None)
-        restore()
     if final is not None:
         answer.finish(final)
-
-
-def keep_typeahead(stream: TextIO) -> Callable[[], None]:
-    """While a turn runs the line is cooked, so Ctrl-C is the terminal's interrupt: by
-    default the kernel then throws away what was typed ahead (lines typed while the answer
-    streamed, shown on the screen as typed). NOFLSH on keeps them for the next prompt, as
-    when the answer ends by itself (a whole line is sent, a half line waits to be edited).
-    Returns what puts the terminal back; nothing to do off a terminal."""
-    import termios
-
-    try:
-        fd = stream.fileno()
-        before = termios.tcgetattr(fd)
-        kept = list(before)
-        kept[3] = before[3] | termios.NOFLSH  # lflag
-        termios.tcsetattr(fd, termios.TCSANOW, kept)
-    except (OSError, ValueError, termios.error):  # not a terminal, or closed
-        return lambda: None
-
-    def restore() -> None:
-        with contextlib.suppress(OSError, termios.error):
-            termios.tcsetattr(fd, termios.TCSANOW, before)
-
-    return restore
