@@ -4,7 +4,9 @@ A tenant with six vault values (ASCII, accented, a URL-ish token, a value
 holding a line break) masks: a chat message, 1 MB of prose (the repo's docs,
 many short lines), 1 MB of Python source, 1 MB of JSON log lines, 1 MB of
 German prose with Windows-1252-ish punctuation, 1 MB of Chinese prose with
-fullwidth punctuation (read as ASCII by the masker), 1 MB of a MIME attachment
+fullwidth punctuation (read as ASCII by the masker), 1 MB dense with zero-width
+characters and a four-digit value broken by them (every match read joined and mapped
+back: linear since session 40, quadratic before), 1 MB of a MIME attachment
 (base64 wrapped at 76 columns) and 1 MB of PEM-like text (64 columns). Each
 figure is the median CPU time of `--repeat` calls (process time, so another
 process's load counts less), with MB/s. No thresholds: compare two trees by
@@ -73,6 +75,10 @@ def texts(size: int) -> list[tuple[str, str]]:
         ("json log lines", _fill(log, size)),
         ("german prose", _fill(german, size)),
         ("chinese prose", _fill(chinese, size)),
+        (
+            "zero-width dense",
+            _fill("pin 8812-44\u200b71, 88\u00ad12-4471 or 8812\u2060-4471. ", size),
+        ),
         ("mime base64/76", mime[:size]),
         ("pem base64/64", pem[:size]),
     ]

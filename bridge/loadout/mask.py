@@ -45,6 +45,7 @@ import html
 import html.entities
 import json
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus
@@ -77,11 +78,43 @@ _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # line's leading blanks: PEM indented in YAML), or soft hyphens (U+00AD, PDF hyphenation):
 # what wraps a base64 blob (MIME, PEM, the `base64` CLI) or a long token.
 _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
-# Characters that show nothing and may sit inside a value: the soft hyphen, the zero-width
-# space, non-joiner and joiner, the word joiner, a BOM (web pages and chat apps insert them
-# to break long words; a copy keeps them). Read like a soft hyphen: removed in `_Joined`.
-_HIDDEN_CHARS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+# Characters that show nothing and may sit inside a value: Unicode's
+# Default_Ignorable_Code_Point set (DerivedCoreProperties.txt: the soft hyphen, zero-width
+# spaces and joiners, bidi marks and controls, the word joiner and invisible operators,
+# variation selectors, Hangul fillers, a BOM, tags). Web pages and chat apps insert some to
+# break long words or to set a direction; a copy keeps them. Read like a soft hyphen:
+# removed in `_Joined`. `_VISIBLE_UP_TO`: no character below is one but these two.
+_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def _class_body(ranges: Iterable[tuple[int, int]]) -> str:
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+_HIDDEN_CHARS = _class_body(_IGNORABLE)
 _INVISIBLE = f"[{_HIDDEN_CHARS}]"
+# Looked for apart (a pattern's scan is several times slower with characters past U+FFFF
+# in its class, or with an alternative): those of the Basic Multilingual Plane and any
+# fullwidth character in one class, the others only in a text that may hold them.
+_SPECIAL_BMP = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[1] < 0x10000)}\uff01-\uff5e]")
+_HIDDEN_BMP = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[1] < 0x10000)}]")
+_HIDDEN_ASTRAL = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[0] >= 0x10000)}]")
+_STR_HEAD = sys.getsizeof("\U00010000") - 8  # a non-ASCII str's size less its characters'
+
+
+def _may_be_astral(text: str) -> bool:
+    """Whether non-ASCII `text` may hold a character past U+FFFF, at once: CPython keeps a
+    str in 1, 2 or 4 bytes a character (PEP 393), the fewest its widest character needs,
+    so only a 4-byte one can (`sys.getsizeof`: the head, then len + 1 characters)."""
+    return sys.getsizeof(text) - _STR_HEAD >= 4 * (len(text) + 1)
+
+
 _BREAK = rf"(?:{_INVISIBLE}++(?:{_LINE_BREAK})?|{_LINE_BREAK}){_INVISIBLE}*+"
 _CHAR = rf"[^\s{_HIDDEN_CHARS}\0]"
 _TOKEN = rf"{_CHAR}++"
@@ -91,11 +124,27 @@ _BREAKS = re.compile(_BREAK)
 # rarely ends in such a 12-character token (1 MB of the docs: about 50 places).
 _WRAPPED = 12
 _HIDDEN = re.compile(_INVISIBLE)
+# how much farther back a stream looks for the start of a value when invisible characters
+# are in its tail (several between each two of its letters: 8 in tests/loadout)
+HIDDEN_REACH = 8
 
 
 def _has_hidden(text: str) -> bool:
-    """Whether `text` holds an `_INVISIBLE` character (`in` is ten times a pattern's speed)."""
-    return not text.isascii() and any(c in text for c in _HIDDEN_CHARS)
+    """Whether `text` holds an `_INVISIBLE` character (an ASCII text at once)."""
+    if text.isascii():
+        return False
+    if _HIDDEN_BMP.search(text) is not None:
+        return True
+    return _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
+
+
+def _has_special(text: str) -> bool:
+    """Whether `text` holds an `_INVISIBLE` or a fullwidth character (one scan mostly)."""
+    if text.isascii():
+        return False
+    if _SPECIAL_BMP.search(text) is not None:
+        return True
+    return _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
 
 
 _SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with
@@ -232,6 +281,7 @@ class _View:
             char = _decoded(m)
             if char is None:
                 continue
+            char = char.translate(_HALFWIDTH)  # `\uff32` is an escaped fullwidth "R"
             pieces.append(text[last : m.start()])
             size += m.start() - last
             self.at.append(size)
@@ -283,18 +333,24 @@ def _unwrapped(text: str) -> str:
 
 class _Joined:
     """The text around each place a spelling may be wrapped or broken (`_EDGE`, and each
-    character that shows nothing: `_INVISIBLE`),
-    `reach` characters either side, with its breaks removed (`_BREAKS`), the regions apart
-    (`_JOIN`), and the way back to the text's offsets. Only those regions are read again,
-    not the text."""
+    character that shows nothing: `_INVISIBLE`), `reach` characters either side, with its
+    breaks removed (`_BREAKS`) and fullwidth ASCII read as ASCII (`_halfwidth`, every one:
+    a run broken by invisible characters is one run here), the regions apart (`_JOIN`),
+    and the way back to the text's offsets, made once per region (a text dense with
+    matches maps each back in log time, not by walking its region again). Only those
+    regions are read again, not the text."""
 
-    __slots__ = ("joined", "low", "regions")
+    __slots__ = ("bases", "joined", "low", "marks", "regions", "shifts")
 
-    def __init__(self, low: str, reach: int) -> None:
+    def __init__(self, low: str, reach: int, hidden: bool | None = None) -> None:
         self.low = low
         self.regions: list[tuple[int, int]] = []
+        self.bases: list[int] = []  # where region k starts in `joined`
+        self.marks: list[list[int]] = []  # region k's breaks, where each was, unbroken
+        self.shifts: list[list[int]] = []  # characters removed up to each of them
         self.joined = ""
-        hidden = _has_hidden(low)
+        if hidden is None:
+            hidden = _has_hidden(low)
         if "\n" not in low and not hidden:
             return
         places = [m.start() for m in _EDGE.finditer(low)]
@@ -302,29 +358,48 @@ class _Joined:
             places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
         regions = self.regions
         for at in places:
-            start, end = max(0, at - reach), at + reach
+            start, end = max(0, at - reach), min(len(low), at + reach)
             if regions and start <= regions[-1][1]:
                 regions[-1] = (regions[-1][0], end)
             else:
                 regions.append((start, end))
-        if regions:
-            self.joined = _JOIN.join(_unwrapped(self._region(k)) for k in range(len(regions)))
+        pieces: list[str] = []
+        size = 0
+        for start, end in regions:
+            piece = _halfwidth(_unwrapped(self._region(start, end)), 1)
+            self.bases.append(size)
+            pieces.append(piece)
+            size += len(piece) + len(_JOIN)
+        self.joined = _JOIN.join(pieces)
+        self.marks = [[] for _ in regions]  # made at a region's first match (`_way_back`)
+        self.shifts = [[] for _ in regions]
 
-    def _region(self, k: int) -> str:
-        start, end = self.regions[k]
+    def _region(self, start: int, end: int) -> str:
         return self.low[start:end].replace(_JOIN, "\x01")  # same length, no `_JOIN`
+
+    def _way_back(self, k: int) -> None:
+        """Region `k`'s breaks: where each was in the region with them removed, and how
+        many characters were removed up to and with it."""
+        marks, shifts, removed = self.marks[k], self.shifts[k], 0
+        for m in _BREAKS.finditer(self._region(*self.regions[k])):
+            marks.append(m.start() - removed)
+            removed += m.end() - m.start()
+            shifts.append(removed)
+        marks.append(len(self.low) + 1)  # past every offset: made, even with no break
+        shifts.append(removed)
+
+    def _at(self, i: int) -> int:
+        """Where the character at `i` of `joined` is in the text."""
+        k = bisect.bisect_right(self.bases, i) - 1
+        local = i - self.bases[k]
+        if not self.marks[k]:
+            self._way_back(k)
+        j = bisect.bisect_right(self.marks[k], local) - 1
+        return self.regions[k][0] + local + (self.shifts[k][j] if j >= 0 else 0)
 
     def spans(self, found: list[Span]) -> list[Span]:
         """`found` (matches in `joined`) as spans of the text."""
-        out = []
-        for a, b, form in found:
-            ka, kb = self.joined.count(_JOIN, 0, a), self.joined.count(_JOIN, 0, b - 1)
-            first_a = self.joined.rfind(_JOIN, 0, a) + 1
-            first_b = self.joined.rfind(_JOIN, 0, b - 1) + 1
-            start = self.regions[ka][0] + _unbroken(self._region(ka), a - first_a)
-            end = self.regions[kb][0] + _unbroken(self._region(kb), b - 1 - first_b) + 1
-            out.append((start, end, form))
-        return out
+        return [(self._at(a), self._at(b - 1) + 1, form) for a, b, form in found]
 
 
 def canonical(text: str) -> str:
@@ -415,11 +490,14 @@ class Matcher:
         """The merged spans of `text` to replace, in order."""
         if self._pattern is None:
             return []
-        text = _halfwidth(text)  # one character for one: the spans are the text's
+        hidden = False
+        if _has_special(text):  # one look, then closer
+            text = _halfwidth(text)  # one character for one: the spans are the text's
+            hidden = _has_hidden(text)
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
-        joined = _Joined(low, self._window)
+        joined = _Joined(low, self._window, hidden)
         more = joined.joined and self._found(joined.joined)
         if more:
             found += joined.spans(more)
@@ -462,7 +540,10 @@ class Matcher:
         low = _lower(base)
         at = min(cut, len(base) - self._held(low))
         # a spelling may go on after a line break or an invisible character (`_Joined`)
-        chain = _OPEN_CHAIN.search(low, max(0, len(low) - self._window))
+        reach = self._window
+        if _has_hidden(low[-reach:]):  # invisible characters between a value's letters
+            reach *= HIDDEN_REACH
+        chain = _OPEN_CHAIN.search(low, max(0, len(low) - reach))
         if chain is not None and chain.end() > chain.start():
             held_chain = chain.group()
             joined = _BREAKS.sub("", held_chain).rstrip(" \t\r")  # a line break may follow

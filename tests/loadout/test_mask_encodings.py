@@ -212,3 +212,75 @@ def test_a_value_in_fullwidth_letters_is_masked_whole_and_streamed() -> None:
     assert masker.mask(f"b {wide_b64} e") == "b [vault:API] e"
     ordinary = "全角のテキスト ＡＢＣ１２３ and ascii"
     assert masker.mask(ordinary) == ordinary
+
+
+def test_every_default_ignorable_character_inside_a_value_is_looked_through() -> None:
+    """atk40 #3: only six invisible characters were known; a value with an invisible
+    separator (U+2063), a bidi mark or control (U+200E, U+202E, U+2066), a combining
+    grapheme joiner (U+034F), a variation selector (U+FE0F), a Hangul filler or a tag
+    character inside reached the model. Unicode's Default_Ignorable_Code_Point set
+    (DerivedCoreProperties.txt) is looked through, whole and streamed."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    for mark in ("\u2063", "\u200e", "\u202e", "\u2066", "\u034f", "\ufe0f", "\u3164",
+                 "\u061c", "\U000e0041", "\U0001d173"):  # fmt: skip
+        text = f"key {value[:7]}{mark}{value[7:]} rest"
+        assert masker.mask(text) == "key [vault:API] rest", hex(ord(mark))
+        assert _streamed(masker, text, 1) == "key [vault:API] rest", hex(ord(mark))
+    dense = "key " + ("\u200b" * 8).join(value) + " rest"  # 8 between each two letters
+    assert masker.mask(dense) == "key [vault:API] rest"
+    assert _streamed(masker, dense, 1) == "key [vault:API] rest"
+
+
+def test_fullwidth_escaped_or_broken_by_invisible_characters_is_masked() -> None:
+    """atk40 #4: a fullwidth value as JSON escapes (`json.dumps`' default `\\uff32...`),
+    or with a zero-width space every one to three letters (runs shorter than four)."""
+    import json
+
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in value)
+    assert masker.mask(json.dumps({"token": wide})) == '{"token": "[vault:API]"}'
+    for every in (1, 2, 3):
+        broken = "\u200b".join(wide[i : i + every] for i in range(0, len(wide), every))
+        assert masker.mask(f"key {broken} rest") == "key [vault:API] rest", every
+
+
+def test_a_text_dense_with_invisible_characters_maps_its_matches_back_exactly() -> None:
+    """atk40 #1: each match read with the invisible characters removed was mapped back by
+    walking its region again (a region as long as the text when they are dense: masking
+    64 KB of tool-call arguments took 8 s of the loop's CPU). Now the way back is made once
+    per region; here it is checked against the walk it replaces, on texts where every
+    match lands at a different distance from the region's start."""
+    import random
+
+    from bridge.loadout import mask as mask_module
+
+    value = "4711"
+    masker = Masker({"PIN": value})
+    rng = random.Random(40)
+    for _ in range(200):
+        parts = []
+        for _ in range(rng.randrange(1, 12)):
+            cut = rng.randrange(1, len(value))
+            mark = rng.choice(("\u200b", "\u00ad", "\u2060", "\u200b\n", "\u00ad\u00ad"))
+            parts.append(rng.choice(("x ", "word ", "a\u200bb ", "")) + value[:cut] + mark)
+            parts[-1] += value[cut:] + rng.choice((" ", ". ", "\n"))
+        text = "".join(parts)
+        low = mask_module._lower(text)
+        joined = mask_module._Joined(low, 20)
+        found = [
+            (m.start(), m.end(), value) for m in __import__("re").finditer(value, joined.joined)
+        ]
+        walked = []
+        for a, b, form in found:  # the old walk: count the regions, then the breaks, per match
+            ka, kb = joined.joined.count("\0", 0, a), joined.joined.count("\0", 0, b - 1)
+            first_a = joined.joined.rfind("\0", 0, a) + 1
+            first_b = joined.joined.rfind("\0", 0, b - 1) + 1
+            region_a = low[slice(*joined.regions[ka])]
+            region_b = low[slice(*joined.regions[kb])]
+            start = joined.regions[ka][0] + mask_module._unbroken(region_a, a - first_a)
+            end = joined.regions[kb][0] + mask_module._unbroken(region_b, b - 1 - first_b) + 1
+            walked.append((start, end, form))
+        assert joined.spans(found) == walked, text
+        assert value not in masker.mask(text).replace("[vault:PIN]", "")
