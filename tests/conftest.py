@@ -91,6 +91,11 @@ def pytest_configure(config: pytest.Config) -> None:
     import os
     import sys
 
+    config.addinivalue_line(
+        "markers",
+        "fresh_roost: every roost process the test starts is a fresh interpreter, never one "
+        "forked from the pre-imported server (tests/forkserver.py)",
+    )
     if (
         sys.dont_write_bytecode
         or hasattr(config, "workerinput")
@@ -172,6 +177,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "tests outside their server's group (add their file to SERVER_GROUPS in "
             "tests/conftest.py): " + ", ".join(stray)
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def roost_fork_server() -> Iterator[Any]:
+    """The `roost` processes of this worker's tests fork from one pre-imported server
+    (tests/forkserver.py: started at the first such process, stopped here); none with
+    ROOST_TEST_FRESH=1."""
+    import os
+
+    from tests import forkserver
+
+    if os.environ.get("ROOST_TEST_FRESH") == "1":
+        yield None
+        return
+    server = forkserver.ForkServer(log=os.environ.get("ROOST_TEST_FORKSERVER_LOG"))
+    forkserver.install()
+    forkserver.current = server
+    try:
+        yield server
+    finally:
+        forkserver.current = None
+        forkserver.uninstall()
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_roost(request: pytest.FixtureRequest, roost_fork_server: Any) -> Iterator[None]:
+    """A test marked `fresh_roost` starts every roost process as a fresh interpreter."""
+    from tests import forkserver
+
+    if roost_fork_server is None or request.node.get_closest_marker("fresh_roost") is None:
+        yield
+        return
+    forkserver.current = None
+    try:
+        yield
+    finally:
+        forkserver.current = roost_fork_server
 
 
 class ScriptedBackend:
