@@ -91,15 +91,41 @@ elif what == "buffered":
 
 @pytest.fixture
 def probe(tmp_path: Path) -> Path:
+    """A cwd of the test's own with the probe in it."""
     (tmp_path / "forkserver_probe.py").write_text(PROBE)
     return tmp_path
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch, probe: Path) -> Iterator[forkserver.ForkServer]:
+@pytest.fixture(scope="module")
+def shared() -> Iterator[forkserver.ForkServer]:
+    """One probe server for the tests that do not stop it or change its environment
+    (each server imports roost once: about 1.5 s of CPU)."""
     own = forkserver.ForkServer(module="forkserver_probe")
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+def _serving(monkeypatch: pytest.MonkeyPatch, own: forkserver.ForkServer) -> None:
     monkeypatch.setattr(forkserver, "current", own)
     monkeypatch.setattr(subprocess.Popen, "_execute_child", forkserver._execute_child)
+
+
+@pytest.fixture
+def server(
+    monkeypatch: pytest.MonkeyPatch, shared: forkserver.ForkServer
+) -> forkserver.ForkServer:
+    _serving(monkeypatch, shared)
+    return shared
+
+
+@pytest.fixture
+def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[forkserver.ForkServer]:
+    """A server of the test's own, started at its first launch (after the test has set
+    the environment it is to start with)."""
+    own = forkserver.ForkServer(module="forkserver_probe")
+    _serving(monkeypatch, own)
     try:
         yield own
     finally:
@@ -185,7 +211,7 @@ def test_stdout_is_flushed_after_atexit_at_the_end(
 
 @pytest.mark.parametrize("unbuffered", [None, "1"])
 def test_a_tty_stdout_is_line_buffered_and_a_new_session_is_its_own(
-    server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path,
+    own_server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path,
     unbuffered: str | None,
 ) -> None:  # fmt: skip
     if unbuffered is None:  # before the server starts: it is started with os.environ
@@ -197,7 +223,7 @@ def test_a_tty_stdout_is_line_buffered_and_a_new_session_is_its_own(
     for fresh in (True, False):
         main, tty = pty.openpty()
         try:
-            done = run(server, fresh, monkeypatch, "report", cwd=probe, env=env,
+            done = run(own_server, fresh, monkeypatch, "report", cwd=probe, env=env,
                        stdin=subprocess.DEVNULL, stdout=tty, stderr=tty,
                        capture_output=False, start_new_session=True)  # fmt: skip
         finally:
@@ -215,6 +241,7 @@ def test_a_tty_stdout_is_line_buffered_and_a_new_session_is_its_own(
 def test_signals_and_waiting_are_as_for_an_execd_child(
     server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
 ) -> None:
+    before = server.served
     for fresh in (True, False):
         with monkeypatch.context() as m:
             m.setattr(forkserver, "current", None if fresh else server)
@@ -230,12 +257,14 @@ def test_signals_and_waiting_are_as_for_an_execd_child(
         assert proc.wait(HANG_S) == -signal.SIGTERM
         proc.stdout.close()
         assert gone(proc.pid)
-    assert server.served == 1
+    assert server.served == before + 1
 
 
 def test_asyncio_subprocesses_are_served_and_reaped(
     server: forkserver.ForkServer, probe: Path
 ) -> None:
+    before = server.served
+
     async def go() -> list[Any]:
         out = []
         for args in (("exit", "5"), ("report",)):
@@ -250,7 +279,7 @@ def test_asyncio_subprocesses_are_served_and_reaped(
     (code, _), (zero, report) = asyncio.run(go())
     assert (code, zero) == (5, 0)
     assert json.loads(report)["ppid"] == os.getpid()
-    assert server.served == 2
+    assert server.served == before + 2
 
 
 @pytest.mark.parametrize("case", ["preexec_fn", "PYTHONPATH", "cwd holds bridge", "shell"])
@@ -266,19 +295,22 @@ def test_what_the_server_cannot_reproduce_is_execd(
     elif case != "cwd holds bridge":
         args = f"{sys.executable} -m forkserver_probe exit 4"
         run_kw["shell"] = True
+    served = server.served
     warm = subprocess.run([sys.executable, "-m", "forkserver_probe", "exit", "0"], cwd=probe)
-    assert warm.returncode == 0 and server.served == 1  # started, and serving
+    assert warm.returncode == 0 and server.served == served + 1  # started, and serving
     if case == "cwd holds bridge":
         (probe / "bridge").mkdir()
+    fallen = server.fallen
     done = subprocess.run(args, **run_kw)
     assert done.returncode == 4
-    assert server.served == 1
-    assert server.fallen == (0 if case == "shell" else 1)  # a shell is not even `-m`
+    assert server.served == served + 1
+    assert server.fallen == fallen + (0 if case == "shell" else 1)  # a shell is no `-m`
 
 
 def test_a_dead_server_is_replaced_and_a_start_never_fails_for_it(
-    server: forkserver.ForkServer, probe: Path
+    own_server: forkserver.ForkServer, probe: Path
 ) -> None:
+    server = own_server
     args = [sys.executable, "-m", "forkserver_probe", "exit", "6"]
     assert subprocess.run(args, cwd=probe).returncode == 6
     assert server.proc is not None
