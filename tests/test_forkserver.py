@@ -163,12 +163,16 @@ def test_a_forked_probe_reports_what_a_fresh_one_does(
     server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
 ) -> None:
     r, w = os.pipe()
+    ignored = signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # an exec keeps both
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
     try:
         env = {**os.environ, "PROBE_VALUE": "é ü", "TMPDIR": str(probe)}
         env.pop("PROBE_ATEXIT", None)
         kw: dict[str, Any] = {"cwd": probe, "env": env, "umask": 0o027, "pass_fds": [w]}
         fresh, forked = both(server, monkeypatch, "report", "x y", input=b"in\nput", **kw)
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGWINCH])
+        signal.signal(signal.SIGUSR2, ignored)
         os.close(r)
         os.close(w)
     assert (fresh.returncode, forked.returncode) == (0, 0), (fresh.stderr, forked.stderr)
@@ -177,6 +181,8 @@ def test_a_forked_probe_reports_what_a_fresh_one_does(
     assert a["env"]["PROBE_VALUE"] == "é ü" and a["tmp"] == str(probe)
     assert a["umask"] == 0o027 and str(w) in a["fds"] and a["stdin_text"] == "in\nput"
     assert a["argv"][1:] == ["report", "x y"] and a["path0"] == str(probe)
+    assert a["signals"][str(int(signal.SIGUSR2))] == signal.SIG_IGN
+    assert int(signal.SIGWINCH) in a["mask"] and a["signals"]["2"] == "default_int_handler"
     assert a == b
     assert fresh.stderr == forked.stderr == b""
 
