@@ -47,6 +47,7 @@ Tests that look at what a NEW process imports or writes at start take the marker
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -56,7 +57,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -159,7 +159,7 @@ def _preload() -> dict[str, Any]:
     if plugins:  # as bridge.cli.main does, before pydantic's first model
         os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     try:
-        import bridge  # noqa: F401  (its hooks first, as `python -m bridge.cli.main`)
+        import bridge
         import bridge.cli
 
         names = [f"bridge.cli.{m.name}" for m in pkgutil.iter_modules(bridge.cli.__path__)]
@@ -168,7 +168,7 @@ def _preload() -> dict[str, Any]:
                 continue
             try:
                 __import__(name)
-            except Exception:  # noqa: BLE001 (a module that cannot load is a fresh import)
+            except Exception:
                 sys.modules.pop(name, None)
     finally:
         stop()
@@ -238,7 +238,8 @@ def _stdio(name: str, fd: int, old: Any) -> Any:
     write = name != "stdin"
     unbuffered = bool(old.write_through)  # -u or PYTHONUNBUFFERED: as the server's
     raw_only = unbuffered and write  # stdin stays buffered (TextIOWrapper needs read1)
-    buf = io.open(fd, "wb" if write else "rb", buffering=0 if raw_only else -1, closefd=False)
+    mode = "wb" if write else "rb"
+    buf: Any = open(fd, mode, buffering=0 if raw_only else -1, closefd=False)  # noqa: SIM115
     raw = buf if raw_only else buf.raw
     raw.name = f"<{name}>"
     line = not unbuffered and (raw.isatty() or name == "stderr")
@@ -324,25 +325,21 @@ def _finish(module: str) -> None:
         runpy._run_module_as_main(module)  # type: ignore[attr-defined]
     except SystemExit as exc:
         code = _exit_code(exc.code)
-    except BaseException as exc:  # noqa: BLE001 (an uncaught exception: as Python prints it)
+    except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         below = exc.__traceback__.tb_next if exc.__traceback__ else None  # from runpy on
         sys.excepthook(type(exc), exc.with_traceback(below), below)
         code = 1
-    try:
+    with contextlib.suppress(BaseException):  # joins the non-daemon threads, as Python does
         threading._shutdown()  # type: ignore[attr-defined]
-    except BaseException:  # noqa: BLE001
-        pass
     atexit._run_exitfuncs()
     gc.collect()
     try:
         sys.stdout.flush()
-    except Exception:  # noqa: BLE001 (as Python: "Exception ignored ... flush", status 120)
+    except Exception:
         code = 120
-    try:
+    with contextlib.suppress(Exception):
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001
-        pass
     if interrupted:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
@@ -356,10 +353,8 @@ def _exit_code(value: object) -> int:
         return 0
     if isinstance(value, int):
         return value & 0xFF
-    try:
+    with contextlib.suppress(Exception):
         print(value, file=sys.stderr)
-    except Exception:  # noqa: BLE001
-        pass
     return 1
 
 
@@ -376,7 +371,7 @@ def server_main(fd: int) -> None:
     os.close(fd)
     try:
         _become(request, fds, go)
-    except BaseException:  # noqa: BLE001 (never back into the server's frames)
+    except BaseException:
         import traceback
 
         traceback.print_exc()
@@ -389,7 +384,7 @@ def server_main(fd: int) -> None:
 
 def _libc_prctl() -> Callable[..., int]:
     libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl  # type: ignore[no-any-return]
+    return libc.prctl
 
 
 class ForkServer:
@@ -472,9 +467,9 @@ class ForkServer:
         """Why the server cannot start a process with this env and cwd (None: it can)."""
         mine = self.env
         for key in {*env, *mine}:
-            if key.startswith(("PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", *IMPORT_ENV):
-                if env.get(key) != mine.get(key):
-                    return f"env {key}"
+            named = key.startswith(("PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", *IMPORT_ENV)
+            if named and env.get(key) != mine.get(key):
+                return f"env {key}"
         for key, value in self.info["env"].items():
             if env.get(key) != value:
                 return f"env {key} (read at import)"
@@ -491,10 +486,9 @@ class ForkServer:
 
     def launch(self, request: dict[str, Any], fds: list[int]) -> int | None:
         with self.lock:
-            if self.sock is None:
-                if self.failures >= 2 or not self._start():
-                    self.failures += 1
-                    return None
+            if self.sock is None and (self.failures >= 2 or not self._start()):
+                self.failures += 1
+                return None
             if self.sock is None:
                 return None
             why = self.refusal(request["env"], request["cwd"])

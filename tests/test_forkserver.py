@@ -25,12 +25,13 @@ from tests import forkserver
 from tests.procs import gone
 from tests.waits import HANG_S
 
-PROBE = r'''
+PROBE = r"""
 import json, os, signal, sys, tempfile, time
 
 def stream(s):
     return {"encoding": s.encoding, "errors": s.errors, "line_buffering": s.line_buffering,
-            "write_through": s.write_through, "name": getattr(s.buffer, "raw", s.buffer).name, "mode": s.mode,
+            "write_through": s.write_through, "mode": s.mode,
+            "name": getattr(s.buffer, "raw", s.buffer).name,
             "tty": s.isatty(), "fd": s.fileno(), "newlines": s._CHUNK_SIZE > 0}
 
 def fds():
@@ -86,7 +87,7 @@ elif what == "buffered":
     import atexit
     atexit.register(lambda: sys.stdout.write("atexit ran\n"))
     sys.stdout.write("no newline, no flush")
-'''
+"""
 
 
 @pytest.fixture
@@ -113,9 +114,7 @@ def _serving(monkeypatch: pytest.MonkeyPatch, own: forkserver.ForkServer) -> Non
 
 
 @pytest.fixture
-def server(
-    monkeypatch: pytest.MonkeyPatch, shared: forkserver.ForkServer
-) -> forkserver.ForkServer:
+def server(monkeypatch: pytest.MonkeyPatch, shared: forkserver.ForkServer) -> forkserver.ForkServer:
     _serving(monkeypatch, shared)
     return shared
 
