@@ -313,6 +313,30 @@ def _become(request: dict[str, Any], fds: list[int], go: int) -> None:
     sys.argv = ["-m", *request["args"]]
 
 
+def _paths(env: Mapping[str, str], base: list[str], home: str | None) -> None:
+    """`sys.path` and the user site folders as a fresh start with `env` computes them:
+    [cwd, PYTHONPATH's folders (absolute, duplicates dropped, as site.py does), base];
+    site's and sysconfig's user base from HOME."""
+    if "PYTHONPATH" in env:
+        seen: set[str] = set()
+        path = []
+        for entry in [*env["PYTHONPATH"].split(os.pathsep), *base]:
+            full = os.path.normcase(os.path.abspath(entry))
+            if full not in seen:
+                seen.add(full)
+                path.append(full)
+        sys.path[:] = [os.getcwd(), *path]
+    if env.get("HOME") != home:
+        import site
+        import sysconfig
+
+        site.USER_BASE = None
+        site.USER_SITE = None
+        site.getusersitepackages()  # sets both from the new HOME
+        if sysconfig._CONFIG_VARS is not None:  # type: ignore[attr-defined]
+            sysconfig._CONFIG_VARS["userbase"] = site.USER_BASE  # type: ignore[attr-defined]
+
+
 def _finish(module: str) -> None:
     """Run `module` as __main__ and end as `python -m` ends; never returns."""
     import atexit
@@ -361,6 +385,8 @@ def _exit_code(value: object) -> int:
 def server_main(fd: int) -> None:
     """The server process: import, say ready with what it read, serve."""
     sock = socket.socket(fileno=fd)
+    base = sys.path[1:]  # after `-m`'s cwd: what site made of the stdlib and site-packages
+    home = os.environ.get("HOME")
     info = _preload()
     _send(sock, info)
     launched = _serve(sock)
@@ -371,6 +397,7 @@ def server_main(fd: int) -> None:
     os.close(fd)
     try:
         _become(request, fds, go)
+        _paths(request["env"], base, home)
     except BaseException:
         import traceback
 
@@ -469,20 +496,41 @@ class ForkServer:
         for key in {*env, *mine}:
             named = key.startswith(("PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", *IMPORT_ENV)
             if named and env.get(key) != mine.get(key):
+                if key == "PYTHONPATH" and self.path_fits(env[key], cwd):
+                    continue
                 return f"env {key}"
         for key, value in self.info["env"].items():
-            if env.get(key) != value:
+            if key != "HOME" and env.get(key) != value:  # HOME: site and sysconfig, redone
                 return f"env {key} (read at import)"
-        if Path(cwd).resolve() != REPO:
-            try:
-                here = os.listdir(cwd)
-            except OSError:
-                return "cwd unreadable"
-            tops = set(self.info["tops"])
-            for entry in here:
-                if entry.removesuffix(".py") in tops or entry.split(".")[0] in tops:
-                    return f"cwd holds {entry}"
+        shadow = self.shadows(cwd)
+        return None if shadow is None else f"cwd holds {shadow}"
+
+    def shadows(self, folder: str) -> str | None:
+        """An entry of `folder` that a fresh process would import instead of a module the
+        server imported (None: none; this checkout's own folder never shadows)."""
+        if Path(folder).resolve() == REPO:
+            return None
+        try:
+            here = os.listdir(folder)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return f"{folder} unreadable"
+        tops = set(self.info["tops"])
+        for entry in here:
+            if entry.removesuffix(".py") in tops or entry.split(".")[0] in tops:
+                return entry
         return None
+
+    def path_fits(self, value: str | None, cwd: str) -> bool:
+        """A PYTHONPATH the forked process can take (the server started without one): its
+        folders shadow nothing the server imported."""
+        if value is None or "PYTHONPATH" in self.env:
+            return False
+        entries = value.split(os.pathsep)
+        if "" in entries:
+            return False
+        return all(self.shadows(os.path.join(cwd, entry)) is None for entry in entries)
 
     def launch(self, request: dict[str, Any], fds: list[int]) -> int | None:
         with self.lock:

@@ -53,7 +53,9 @@ def report():
             continue
         disp[n] = h if isinstance(h, int) or h is None else getattr(h, "__name__", "?")
     return {
-        "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0],
+        "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "path": sys.path,
+        "user": [__import__("site").USER_BASE, __import__("site").USER_SITE,
+                 __import__("sysconfig").get_config_var("userbase")],
         "umask": os.umask(0), "env": dict(os.environ), "ppid": os.getppid(),
         "session": os.getsid(0) == os.getpid(), "group": os.getpgid(0) == os.getpid(),
         "fds": fds(), "stdin": stream(sys.stdin), "stdout": stream(sys.stdout),
@@ -287,6 +289,19 @@ def test_asyncio_subprocesses_are_served_and_reaped(
     assert server.served == before + 2
 
 
+def test_another_pythonpath_and_home_are_served_as_a_fresh_start_sees_them(
+    server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
+) -> None:
+    (probe / "lib").mkdir()
+    paths = os.pathsep.join([str(forkserver.REPO), "lib", str(probe / "missing")])
+    env = {**os.environ, "PYTHONPATH": paths, "HOME": str(probe)}
+    fresh, forked = both(server, monkeypatch, "report", cwd=probe, env=env)
+    a, b = json.loads(fresh.stdout), json.loads(forked.stdout)
+    assert a["path"][:3] == [str(probe), str(forkserver.REPO), str(probe / "lib")]
+    assert a["user"][0] == str(probe / ".local")
+    assert a == b
+
+
 @pytest.mark.parametrize("case", ["preexec_fn", "PYTHONPATH", "cwd holds bridge", "shell"])
 def test_what_the_server_cannot_reproduce_is_execd(
     server: forkserver.ForkServer, probe: Path, case: str
@@ -296,7 +311,8 @@ def test_what_the_server_cannot_reproduce_is_execd(
     if case == "preexec_fn":
         run_kw["preexec_fn"] = os.getpid
     elif case == "PYTHONPATH":
-        run_kw["env"] = {**os.environ, "PYTHONPATH": str(probe)}
+        (probe / "lib" / "bridge").mkdir(parents=True)  # would shadow roost's package
+        run_kw["env"] = {**os.environ, "PYTHONPATH": str(probe / "lib")}
     elif case != "cwd holds bridge":
         args = f"{sys.executable} -m forkserver_probe exit 4"
         run_kw["shell"] = True
