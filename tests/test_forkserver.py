@@ -163,6 +163,7 @@ def both(server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, *args: 
 def test_a_forked_probe_reports_what_a_fresh_one_does(
     server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
 ) -> None:
+    run(server, False, monkeypatch, "exit", "0", cwd=probe)  # started before the changes
     r, w = os.pipe()
     ignored = signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # an exec keeps both
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
