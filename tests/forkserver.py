@@ -18,9 +18,13 @@ objects too). A start is served only when the server can reproduce it: argv exac
 `[sys.executable, "-m", "bridge.cli.main", ...]`, no shell, no `preexec_fn`, no
 user/group change, `close_fds`, `restore_signals`, an existing cwd that holds no module
 the server imported, and an environment that agrees with the server's on every
-variable read while it imported (recorded), on every PYTHON*, LANG, LC_* variable and
-on a few read by C code at import (`IMPORT_ENV`). Anything else, and any failure of
-the server (it is restarted once, then left off for the session), is a plain exec.
+variable read while it imported (recorded; HOME aside, whose only use, the user site
+folders, is redone), on every PYTHON*, LANG, LC_* variable (a PYTHONPATH whose folders
+hold none of those modules aside: `sys.path` is rebuilt as site.py builds it) and on a
+few read by C code at import (`IMPORT_ENV`). Anything else, and any failure of the
+server (it is restarted once, then left off for the session), is a plain exec; in the
+suite that is mostly tests with a `preexec_fn` (a umask, a controlling tty) or a
+process that is not `-m bridge.cli.main` (`-c` probes of what a start imports).
 
 In the forked process, as a fresh interpreter has them: the request's environment
 (os.environ and putenv), cwd (and `sys.path[0]`), umask, new session or process group,
@@ -37,8 +41,13 @@ stdio flushed (120 if stdout cannot be).
 Not reproduced: the hash seed (every forked process shares the server's, so set and
 dict-of-str iteration orders agree between them where fresh processes would differ),
 `sys.modules` (the process already holds every module the server imported, even those
-its command would not import), the garbage collector's generations, and the
-destructors a real interpreter's finalization runs (os._exit after the steps above).
+its command would not import), `/proc/PID/cmdline` and `/proc/PID/environ` (the
+server's: `ps` shows `python -m tests.forkserver`), resource limits (the worker's when
+the server started), the garbage collector's generations, the start-up caches'
+contents (bridge/dataclass_code.py, regex_code.py: the server's entries are saved too
+at exit), and the destructors a real interpreter's finalization runs (os._exit after
+the steps above). While a launch runs (a few ms), the worker is a subreaper: an
+orphan of another of its descendants at that moment becomes its (unreaped) child.
 Tests that look at what a NEW process imports or writes at start take the marker
 `fresh_roost`; `ROOST_TEST_FRESH=1` turns the server off for the whole run.
 `ROOST_TEST_FORKSERVER_LOG=FILE` appends one line per start: served or fallen back
