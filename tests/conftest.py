@@ -191,7 +191,9 @@ def roost_fork_server() -> Iterator[Any]:
     if os.environ.get("ROOST_TEST_FRESH") == "1":
         yield None
         return
-    server = forkserver.ForkServer(log=os.environ.get("ROOST_TEST_FORKSERVER_LOG"))
+    # the session's environment, not the one a test has changed when the first start comes
+    log = os.environ.get("ROOST_TEST_FORKSERVER_LOG")
+    server = forkserver.ForkServer(log=log, env=dict(os.environ))
     forkserver.install()
     forkserver.current = server
     try:

@@ -426,8 +426,11 @@ def _libc_prctl() -> Callable[..., int]:
 class ForkServer:
     """One server, started on first use; `launch` returns a pid or None (fall back)."""
 
-    def __init__(self, log: str | None = None, module: str = MODULE) -> None:
+    def __init__(
+        self, log: str | None = None, module: str = MODULE, env: Mapping[str, str] | None = None
+    ) -> None:
         self.module = module  # the one `python -m` module it runs (tests run a probe)
+        self.start_env = env  # the server's environment (None: os.environ when it starts)
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
@@ -451,7 +454,7 @@ class ForkServer:
     # -- its life
     def _start(self) -> bool:
         mine, theirs = socket.socketpair()
-        env = dict(os.environ)
+        env = dict(os.environ if self.start_env is None else self.start_env)
         try:
             self.proc = _ORIGINAL_POPEN(
                 [sys.executable, "-m", "tests.forkserver", str(theirs.fileno())],
