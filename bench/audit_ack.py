@@ -497,7 +497,7 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, help="where the files go (default: a temp dir)")
     ap.add_argument("--quick", action="store_true", help="a few syncs (CI: it still runs)")
     args = ap.parse_args()
-    syncs = 20 if args.quick else args.syncs
+    syncs = 5 if args.quick else args.syncs
     engines, missing = _engines()
     for line in missing:
         print(line)
