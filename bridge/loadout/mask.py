@@ -13,8 +13,9 @@ its `canonical` view: one layer of common escapes decoded (`\\/`,
 ASCII `%2f`/`%2F`), with the offsets back to the text, and replaces the
 original span, escapes and all; overlapping matches merge into one span.
 Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII; a value wrapped over lines
-or broken by characters that show nothing (a soft hyphen, zero-width
-spaces and joiners, a BOM) is read joined (`_Joined`).
+or broken by characters that show nothing (Unicode's Default_Ignorable set:
+a soft hyphen, zero-width spaces and joiners, bidi controls, a BOM...) is
+read joined (`_Joined`).
 `mask(text)` replaces each with `[vault:NAME]` and returns `Masked`
 (`bridge.types.masked`): the one type the ways out of roost accept, so this
 module is the one masking point. `also(texts)` is the same masker plus the
@@ -83,7 +84,7 @@ _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
 # spaces and joiners, bidi marks and controls, the word joiner and invisible operators,
 # variation selectors, Hangul fillers, a BOM, tags). Web pages and chat apps insert some to
 # break long words or to set a direction; a copy keeps them. Read like a soft hyphen:
-# removed in `_Joined`. `_VISIBLE_UP_TO`: no character below is one but these two.
+# removed in `_Joined`.
 _IGNORABLE = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
     (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
