@@ -13,9 +13,9 @@ its `canonical` view: one layer of common escapes decoded (`\\/`,
 ASCII `%2f`/`%2F`), with the offsets back to the text, and replaces the
 original span, escapes and all; overlapping matches merge into one span.
 Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII; a value wrapped over lines
-or broken by characters that show nothing (Unicode's Default_Ignorable set:
-a soft hyphen, zero-width spaces and joiners, bidi controls, a BOM...) is
-read joined (`_Joined`).
+or broken by characters that show nothing (the screen's hidden code points:
+a soft hyphen, zero-width spaces and joiners, bidi controls, line and
+paragraph separators, a BOM...) is read joined (`_Joined`).
 `mask(text)` replaces each with `[vault:NAME]` and returns `Masked`
 (`bridge.types.masked`): the one type the ways out of roost accept, so this
 module is the one masking point. `also(texts)` is the same masker plus the
@@ -53,6 +53,7 @@ from urllib.parse import quote, quote_plus
 
 from bridge.core.masks import MaskedDeltas
 from bridge.loadout.refused import secret_spans
+from bridge.screening.char_classes import HIDDEN_RANGES
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from bridge.types.cp1252 import CP1252_TABLE, read_1252
 from bridge.types.masked import Masked
@@ -79,19 +80,19 @@ _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # line's leading blanks: PEM indented in YAML), or soft hyphens (U+00AD, PDF hyphenation):
 # what wraps a base64 blob (MIME, PEM, the `base64` CLI) or a long token.
 _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
-# Characters that show nothing and may sit inside a value: Unicode's
-# Default_Ignorable_Code_Point set (DerivedCoreProperties.txt: the soft hyphen, zero-width
-# spaces and joiners, bidi marks and controls, the word joiner and invisible operators,
-# variation selectors, Hangul fillers, a BOM, tags). Web pages and chat apps insert some to
+# Characters that show nothing and may sit inside a value: the screen's hidden code points
+# (`bridge.screening.char_classes`: the format, control and line/paragraph separator
+# categories and the fillers that render as nothing, a superset of Unicode's
+# Default_Ignorable set: soft hyphen, zero-width spaces and joiners, bidi marks and
+# controls, variation selectors, Hangul fillers, a BOM, tags), past ASCII (tab, newline
+# and ASCII's other controls are the text's own). Web pages and chat apps insert some to
 # break long words or to set a direction; a copy keeps them. Read like a soft hyphen:
 # removed in `_Joined`.
+# U+2065, unassigned but Default_Ignorable, is one the screen does not count.
 _IGNORABLE = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
-    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)  # fmt: skip
+    *((max(a, 0x80), b) for a, b in HIDDEN_RANGES if b >= 0x80),
+    (0x2065, 0x2065),
+)
 
 
 def _class_body(ranges: Iterable[tuple[int, int]]) -> str:
@@ -130,22 +131,24 @@ _HIDDEN = re.compile(_INVISIBLE)
 HIDDEN_REACH = 8
 
 
-def _has_hidden(text: str) -> bool:
-    """Whether `text` holds an `_INVISIBLE` character (an ASCII text at once)."""
+def _holds(text: str, bmp: re.Pattern[str]) -> bool:
+    """Whether `text` holds a character `bmp` finds or an `_INVISIBLE` one past U+FFFF (an
+    ASCII text at once; the astral scan only in a text that may hold one)."""
     if text.isascii():
         return False
-    if _HIDDEN_BMP.search(text) is not None:
+    if bmp.search(text) is not None:
         return True
     return _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
+
+
+def _has_hidden(text: str) -> bool:
+    """Whether `text` holds an `_INVISIBLE` character."""
+    return _holds(text, _HIDDEN_BMP)
 
 
 def _has_special(text: str) -> bool:
     """Whether `text` holds an `_INVISIBLE` or a fullwidth character (one scan mostly)."""
-    if text.isascii():
-        return False
-    if _SPECIAL_BMP.search(text) is not None:
-        return True
-    return _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
+    return _holds(text, _SPECIAL_BMP)
 
 
 _SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with

@@ -68,9 +68,10 @@ def _without_allowed(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 _STATIC = unicodedata.unidata_version == unicode_tables.UNIDATA_VERSION
-_ALL_HIDDEN = re.compile(
-    _class(_without_allowed([*unicode_tables.HIDDEN_CATEGORIES, *EXTRA]))
-)  # every hidden code point of this Unicode version (used only when _STATIC)
+# every hidden code point of `unicode_tables`' Unicode version, as ranges (the vault
+# masker reads a value through them: bridge/loadout/mask.py)
+HIDDEN_RANGES = tuple(_without_allowed([*unicode_tables.HIDDEN_CATEGORIES, *EXTRA]))
+_ALL_HIDDEN = re.compile(_class(list(HIDDEN_RANGES)))  # used only when _STATIC
 _BMP_MARKS = re.compile(_class([r for r in unicode_tables.MARKS if r[1] <= 0xFFFF]))
 # a code point outside the BMP first (one range: `re` skips ahead to it), then which
 _ASTRAL_MARKS = re.compile(

@@ -223,7 +223,7 @@ def test_every_default_ignorable_character_inside_a_value_is_looked_through() ->
     value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
     masker = Masker({"API": value})
     for mark in ("\u2063", "\u200e", "\u202e", "\u2066", "\u034f", "\ufe0f", "\u3164",
-                 "\u061c", "\U000e0041", "\U0001d173"):  # fmt: skip
+                 "\u061c", "\U000e0041", "\U0001d173", "\u2065", "\u2028", "\u2029"):  # fmt: skip
         text = f"key {value[:7]}{mark}{value[7:]} rest"
         assert masker.mask(text) == "key [vault:API] rest", hex(ord(mark))
         assert _streamed(masker, text, 1) == "key [vault:API] rest", hex(ord(mark))
