@@ -7,9 +7,15 @@ which roost never reads). The person was shown it, the session stored it and
 the model was sent it again with every later turn. `ThinkBlock` drops a block
 that opens the answer (whitespace before it aside) as the text streams in:
 what may still be the opening tag is held back until it can be told apart, only
-a tail that may be the closing tag is kept while inside, and a block that is
-never closed is dropped whole. A `<think>` anywhere else is the answer's own
-text. Pure: fed text in, text to show out.
+a tail that may be a tag is kept while inside, and a block that is never closed is
+dropped whole. A `<think>` anywhere else is the answer's own text. Pure: fed text in,
+text to show out.
+
+A `<think>` inside the block nests: the block ends at the `</think>` that closes the
+first one (`<think>a<think>b</think>c</think>answer` shows `answer`, streamed). A
+reasoning that only names the tag (`the user asks about <think>`) never gets back to
+depth 0: so once a `</think>` was met, the text after the last one is held (within the
+block's allowance) and is the answer at the end of the stream, shown then.
 
 The text held back counts: `max_reply_chars` cuts only what is shown, so a block that
 never closes (a reasoning model looping) would otherwise be read up to the answer's
@@ -18,7 +24,9 @@ backend ends the call with an error the person sees); whitespace alone past it, 
 the block or after it, is let through as text (the reply's own cut applies). Each of
 the three counts on its own (whitespace before the block does not shorten the block's
 allowance), so at most three times the limit is read before anything is shown, and only
-the leading whitespace is kept meanwhile. Each piece is looked at once.
+the leading whitespace (and a block's text after its last `</think>`, above) is kept
+meanwhile, each at most the limit. Each piece is looked at once, inside the block only as
+far as its allowance: one piece that closes the block past it is too long too.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class ThinkBlock:
         self._held = ""  # start: what follows the leading whitespace; inside: a tag's tail
         self._space: list[str] = []  # start: the leading whitespace, kept for the answer
         self._seen, self._limit = 0, limit
+        self._depth = 0  # inside: the `<think>`s open
+        self._since: list[str] | None = None  # inside: the text after the last `</think>`
 
     def feed(self, text: str) -> str:
         """The part of `text` (with what was held) that is the answer's, now."""
@@ -66,14 +76,14 @@ class ThinkBlock:
                 return self._to_text()
             self._state, self._held = "inside", self._held[len(OPEN) :]
             self._space, self._seen = [], len(self._held)  # the block counts from here
+            self._depth = 1
         if self._state == "inside":
-            end = self._held.find(CLOSE)
+            end = self._close()
             if end < 0:
                 if self._seen > self._limit:
                     raise ThinkTooLong(f"no {CLOSE} within {self._limit} characters")
-                self._held = self._held[-(len(CLOSE) - 1) :]  # may hold the tag's start
                 return ""
-            self._state, self._held = "after", self._held[end + len(CLOSE) :]
+            self._state, self._held, self._since = "after", self._held[end:], None
             self._seen = len(self._held)  # and the blank lines after it from here
         rest = self._held.lstrip()  # "after": the blank lines between block and answer
         if not rest:
@@ -87,8 +97,39 @@ class ThinkBlock:
     def finish(self) -> str:
         """What was held and is the answer's, at the end (a block never closed: nothing)."""
         out = self._to_text() if self._state == "start" else ""
-        self._state, self._held = "text", ""
+        if self._state == "inside" and self._since is not None:  # named, never closed
+            out = ("".join(self._since) + self._held).lstrip()
+        self._state, self._held, self._since = "text", "", None
         return out
+
+    def _close(self) -> int:
+        """Where the text after the block starts in what is held, or -1 (then only a
+        tail that may be a tag's start is kept, and the text after a `</think>`). Only
+        the block's allowance is looked at: a tag costs a step, at most the limit's."""
+        held, pos, mark = self._held, 0, -1
+        reach = self._limit - (self._seen - len(held)) + len(CLOSE)  # the allowance's end
+        if reach < len(held):  # past it the block is too long: not looked at
+            held = held[: max(reach, 0)]
+        opens, closes = held.find(OPEN), held.find(CLOSE)  # each found once per tag met
+        while closes >= 0:
+            if 0 <= opens < closes:
+                self._depth, pos = self._depth + 1, opens + len(OPEN)
+                opens = held.find(OPEN, pos)
+                continue
+            self._depth, pos = self._depth - 1, closes + len(CLOSE)
+            if self._depth == 0:
+                return pos
+            mark, closes = pos, held.find(CLOSE, pos)  # the tags cannot overlap
+        while opens >= 0:  # after the last closing tag: each still counts
+            self._depth, pos = self._depth + 1, opens + len(OPEN)
+            opens = held.find(OPEN, pos)
+        keep = max(pos, len(held) - (len(CLOSE) - 1))  # may hold a tag's start
+        if mark >= 0:
+            self._since = []
+        if self._since is not None:
+            self._since.append(held[max(mark, 0) : keep])
+        self._held = held[keep:]
+        return -1
 
     def _to_text(self) -> str:
         out = "".join(self._space) + self._held

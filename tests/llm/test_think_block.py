@@ -27,6 +27,11 @@ CASES = [
     ("  ", "  "),
     ("<think>never closed, all reasoning", ""),
     ("<think>x</thin", ""),
+    ("<think>a<think>b</think>c</think>answer", "answer"),  # nested: none of it shown
+    ("<think><think></think></think>\n\nHi", "Hi"),
+    ("<think>a<think>b</think>c</think>d</think>e", "d</think>e"),
+    # a reasoning that names the tag: the answer after the last close, at the end
+    ("<think>They ask about <think> tags.</think>\n\nIt opens <think>", "It opens <think>"),
     ("", ""),
 ]
 
@@ -110,3 +115,42 @@ async def test_the_backend_ends_a_looping_block_with_an_error_the_person_sees(
     with pytest.raises(BackendError) as info:
         await collect(make_backend())
     assert "kept reasoning past 160,000 characters" in info.value.user_message
+
+
+def test_a_nested_block_is_hidden_as_it_streams() -> None:
+    """s40 carried over: `<think>a<think>b</think>c</think>answer` showed
+    `c</think>answer`; the block ends at the close of its first tag, and the answer
+    streams from there."""
+    block = ThinkBlock()
+    assert block.feed("<think>a<think>b</think>c") == ""
+    assert block.feed("</think>\n\nHello") == "Hello"
+    assert block.feed(" there") == " there"
+    assert block.finish() == ""
+
+
+def test_a_block_that_names_the_tag_shows_its_answer_at_the_end() -> None:
+    """The depth never gets back to 0: what follows the last `</think>` is held, within
+    the block's allowance, and is the answer once the stream ends."""
+    block = ThinkBlock(limit=100)
+    assert block.feed("<think>They ask what <think> does.</think>\n") == ""
+    assert block.feed("\nIt opens the reasoning") == ""  # depth 1: the answer is held
+    assert block.feed(", hidden from you.") == ""
+    assert block.finish() == "It opens the reasoning, hidden from you."
+    held = ThinkBlock(limit=100)
+    assert held.feed("<think><think></think>" + "x" * 85) == ""
+    with pytest.raises(ThinkTooLong):  # what is held counts toward the block
+        held.feed("x" * 10)
+
+
+def test_only_the_blocks_allowance_is_looked_at() -> None:
+    """A block past its limit is too long however the stream is split (one piece that
+    closes it past the limit was let through before), and its tags past the limit are
+    not counted one by one."""
+    whole = ThinkBlock(limit=100)
+    with pytest.raises(ThinkTooLong):
+        whole.feed("<think>" + "x" * 150 + "</think>answer")
+    tags = ThinkBlock(limit=100)
+    with pytest.raises(ThinkTooLong):
+        tags.feed("<think>" + "<think></think>" * 100_000 + "</think>answer")
+    within = ThinkBlock(limit=100)
+    assert within.feed("<think>" + "x" * 100 + "</think>answer") == "answer"
