@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import termios
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -152,6 +154,58 @@ async def test_ctrl_c_stops_the_answer_and_the_next_message_is_answered(
         await term.see("you>", 5)
         term.type(CTRL_D)
         assert await term.exit_status() == 0
+
+
+async def test_typed_ahead_input_waits_in_the_line_after_ctrl_c(home: Path, term: Terminal) -> None:
+    """Typed (or pasted) while the answer streams, then Ctrl-C: the kernel threw it away
+    (s38), and with NOFLSH alone each whole line was sent without an Enter (atk40 #2).
+    Now all of it is in the next prompt's line, and only Enter sends it, as one message."""
+    words = [f"word{n} " for n in range(400)]
+    async with FakeOpenAI(api_key=KEY, models=["m1"], chunk_delay_s=0.05) as fake:
+        fake.script(Text("".join(words), pieces=words))
+        await term.start(["chat"], env_for(home, fake))
+        await term.see("you>")
+        term.type("draft the mail to the landlord" + ENTER)
+        await term.see("word3")
+        term.type("my bank pin is 4711" + ENTER + "send it to bob" + ENTER + "and ha")
+        await term.see("send it to bob")  # echoed by the terminal while the answer streams
+        term.type(CTRL_C)
+        screen = await term.until(
+            lambda t: "you> my bank pin is 4711" in t and "...> and ha" in t, "the kept lines"
+        )
+        assert "word399" not in screen
+        assert "...> send it to bob" in screen
+        assert [last_user_text(r) for r in fake.requests] == ["draft the mail to the landlord"]
+        term.type("lf" + ENTER)
+        await term.see("echo: my bank pin is 4711")
+        sent = [last_user_text(r) for r in fake.requests]
+        assert sent == [
+            "draft the mail to the landlord",
+            "my bank pin is 4711\nsend it to bob\nand half",
+        ]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+async def test_a_chat_ended_during_an_answer_puts_the_terminal_back(
+    home: Path, term: Terminal, sig: signal.Signals
+) -> None:
+    """atk40 #8: killed during an answer, `roost chat` left NOFLSH on the terminal (the
+    shell's Ctrl-C then kept typed-ahead input). The terminal is back as the turn found
+    it (cooked), and the signal still ends the chat."""
+    words = [f"word{n} " for n in range(400)]
+    async with FakeOpenAI(api_key=KEY, models=["m1"], chunk_delay_s=0.05) as fake:
+        fake.script(Text("".join(words), pieces=words))
+        await term.start(["chat"], env_for(home, fake))
+        await term.see("you>")
+        term.type("tell me everything" + ENTER)
+        await term.see("word3")
+        assert termios.tcgetattr(term.master)[3] & termios.NOFLSH  # kept during the turn
+        assert term.proc is not None
+        term.proc.send_signal(sig)
+        assert await term.exit_status() == -sig
+        lflag = termios.tcgetattr(term.master)[3]
+        assert not lflag & termios.NOFLSH
+        assert lflag & termios.ICANON and lflag & termios.ECHO
 
 
 async def test_piped_output_is_plain_text(home: Path, fake: FakeOpenAI) -> None:

@@ -13,7 +13,9 @@ Each line: `/attach PATH` and `/detach` are answered here; paths dropped into
 the line are attached (`cli_attach`), named in a dim line each; the rest is
 one turn, shown live (`cli_render.LiveAnswer`), each tool call and retry as
 a dim line (`cli_progress`), Ctrl-C (SIGINT: the terminal is not raw during
-a turn) cancels it. After a turn that logged warnings, one dim line says how
+a turn) cancels it. What was typed ahead while it ran (shown as typed: the line is
+cooked) is then put in the next prompt's line, to be edited or sent with Enter, never
+sent by itself (`Typeahead`). After a turn that logged warnings, one dim line says how
 many and where the log is (`notice`): the log never writes into the
 conversation.
 """
@@ -21,13 +23,16 @@ conversation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bridge.channels.terminal.channel import QUIT, Backing, inbound, stop_watching, watch_inbox
 from bridge.channels.terminal.controls import shown
@@ -159,12 +164,13 @@ async def _tty_lines(
     screen: Screen,
     notice: Notice | None,
 ) -> int:
+    kept = ""  # typed ahead during an answer stopped by Ctrl-C: in the line, not sent
     while True:
         failed = _failure(ready)
         if failed is not None:
             raise failed
         try:
-            text = await session.prompt_async()
+            text, kept = await session.prompt_async(default=kept), ""
         except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
             continue
         except EOFError:  # Ctrl-D
@@ -173,7 +179,7 @@ async def _tty_lines(
             return 0
         if text.strip():
             async with screen.busy:
-                await _tty_turn(ready, text, chat, screen)
+                kept = await _tty_turn(ready, text, chat, screen)
             said = notice() if notice is not None else None
             if said:
                 screen.console.print(said, style="dim", markup=False, highlight=False)
@@ -210,14 +216,16 @@ async def _line(
     return await backing.handle(inbound(text, chat, files), answer.delta, progress)
 
 
-async def _tty_turn(ready: asyncio.Future[Backing], text: str, chat: str, screen: Screen) -> None:
-    """One line shown live; Ctrl-C (SIGINT: the terminal is not raw now) cancels it."""
+async def _tty_turn(ready: asyncio.Future[Backing], text: str, chat: str, screen: Screen) -> str:
+    """One line shown live; Ctrl-C (SIGINT: the terminal is not raw now) cancels it, and
+    what was typed ahead meanwhile is returned for the next prompt's line (else "")."""
     from bridge.channels.terminal.render import LiveAnswer
 
     answer = LiveAnswer(screen.console, screen.osc8)
     loop = asyncio.get_running_loop()
     turn = asyncio.ensure_future(_line(ready, text, chat, answer))
     loop.add_signal_handler(signal.SIGINT, turn.cancel)
+    typeahead = Typeahead.keep(sys.stdin)
     try:
         final = await turn
     except asyncio.CancelledError:
@@ -225,8 +233,89 @@ async def _tty_turn(ready: asyncio.Future[Backing], text: str, chat: str, screen
         if not turn.cancelled() or (current is not None and current.cancelling()):
             raise
         answer.stop()
-        return
+        return typeahead.take() if typeahead is not None else ""
     finally:  # until the prompt takes the keys again, a late Ctrl-C is ignored
         loop.add_signal_handler(signal.SIGINT, lambda: None)
+        if typeahead is not None:
+            typeahead.restore()
     if final is not None:
         answer.finish(final)
+    return ""
+
+
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?|[\x00-\x08\x0b-\x1f\x7f]")
+_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # they end the chat at once
+
+
+class Typeahead:
+    """What is typed while a turn runs, kept from Ctrl-C's flush.
+
+    The line is cooked then (keys shown as typed, Backspace works), so Ctrl-C is the
+    terminal's interrupt, and by default the kernel throws away the input queue with it.
+    `keep` sets NOFLSH on the terminal for the turn; after Ctrl-C `take` reads the queue
+    itself (whole lines and the half one) as text for the next prompt's line: nothing is
+    sent until Enter (a paste then Ctrl-C sent each pasted line before, atk40 #2). When
+    the answer ends by itself the prompt reads the queue, as a terminal would. `restore`
+    puts the terminal back; SIGTERM, SIGHUP and SIGQUIT (Ctrl-\\) during the turn do too,
+    then end the process as they would have (atk40 #8)."""
+
+    def __init__(self, fd: int, before: list[Any]) -> None:
+        self._fd, self._before = fd, before
+        self._handlers: dict[int, Any] = {}
+
+    @classmethod
+    def keep(cls, stream: TextIO) -> Typeahead | None:
+        """NOFLSH on `stream`'s terminal for a turn; None off a terminal."""
+        import termios
+
+        try:
+            fd = stream.fileno()
+            before = termios.tcgetattr(fd)
+        except (OSError, ValueError, termios.error):  # not a terminal, or closed
+            return None
+        kept = cls(fd, before)
+        for sig in _ENDING:
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored (nohup): left so
+                kept._handlers[sig] = signal.signal(sig, kept._ended)
+        attrs = list(before)
+        attrs[3] = before[3] | termios.NOFLSH  # lflag
+        kept._set(attrs)
+        return kept
+
+    def take(self) -> str:
+        """What waits in the input queue, as text for the line (control keys dropped)."""
+        import termios
+
+        attrs = list(self._before)
+        attrs[3] = (self._before[3] | termios.NOFLSH) & ~(termios.ICANON | termios.ECHO)
+        attrs[6] = list(self._before[6])
+        attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 0, 0  # a read returns at once
+        data = b""
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSANOW, attrs)  # the half line readable
+            while chunk := os.read(self._fd, 4096):
+                data += chunk
+        typed = data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+        return _ESCAPE.sub("", typed).rstrip("\n")
+
+    def restore(self) -> None:
+        """The terminal as before the turn, and the signals' own handlers."""
+        self._set(self._before)
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+        self._handlers = {}
+
+    def _set(self, attrs: list[Any]) -> None:
+        import termios
+
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSANOW, attrs)
+
+    def _ended(self, sig: int, frame: FrameType | None) -> None:
+        handler = self._handlers.get(sig, signal.SIG_DFL)
+        self.restore()
+        if callable(handler):
+            handler(sig, frame)
+            return
+        signal.signal(sig, signal.SIG_DFL)  # ended by it, as without a turn running
+        os.kill(os.getpid(), sig)
