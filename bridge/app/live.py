@@ -51,9 +51,13 @@ def reload_hooks(
     """The live settings of a roost and how each is applied (in this order).
     `removal_grace_s`: how long a tenant a reload removed stays out of the configuration
     before its pairings are removed for good; `retry_s`: how long after a removal that
-    failed (its audit could not be written: nothing removed) it is tried again, for as long
-    as the tenant stays out."""
+    failed (its audit could not be written: nothing removed; or its delete failed: the
+    bindings audited are not audited again) it is tried again, for as long as the tenant
+    stays out. A removal under way is not called off by a reload that configures the
+    tenant again: it ends, so no binding is audited as revoked and kept, or half of them
+    removed; the tenant comes back without them (its people /pair again)."""
     pending: dict[str, asyncio.Task[object]] = {}  # tenant -> its removal, until done
+    removing: set[str] = set()  # tenants whose removal is under way: not called off
 
     def _unbound(tenant: str, task: asyncio.Task[object]) -> None:
         if pending.get(tenant) is task:
@@ -66,9 +70,19 @@ def reload_hooks(
 
     async def removal(tenant: str) -> None:
         await asyncio.sleep(removal_grace_s)
+        audited: set[tuple[str, str, str, float]] = set()  # by an earlier try
         while tenant not in served:  # still out of the configuration: for good
+            removing.add(tenant)
             try:
-                await unbind_removed(roost.pairing, roost.audit, {tenant})
+                gone = await unbind_removed(roost.pairing, roost.audit, {tenant}, audited)
+                if gone and tenant in served:
+                    log.warning(
+                        "reload: tenant %s is configured again, but its pairings were being"
+                        " removed (out of the configuration for %.0f s): its people /pair"
+                        " again",
+                        tenant,
+                        removal_grace_s,
+                    )
                 return
             except Exception as exc:  # a full disk: tried again while the tenant stays out
                 log.error(
@@ -78,6 +92,8 @@ def reload_hooks(
                     exc,
                     retry_s,
                 )
+            finally:
+                removing.discard(tenant)
             await asyncio.sleep(retry_s)
 
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind
@@ -92,7 +108,7 @@ def reload_hooks(
         removed, back = served - known, known & set(pending)
         served.clear()
         served.update(known)
-        for tenant in back:  # configured again before its removal: nothing goes
+        for tenant in back - removing:  # configured again before its removal: nothing goes
             pending.pop(tenant).cancel()
         for tenant in sorted(removed - set(pending)):
             task = asyncio.get_running_loop().create_task(

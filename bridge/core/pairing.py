@@ -465,14 +465,21 @@ def watching(store: PairingStore) -> Callable[[], object]:
 
 
 async def unbind_removed(
-    store: PairingStore, audit: AuditSink, removed: Collection[str]
+    store: PairingStore,
+    audit: AuditSink,
+    removed: Collection[str],
+    audited: set[tuple[str, str, str, float]] | None = None,
 ) -> list[Binding]:
     """A reload removed the tenants `removed`: their bindings and unused codes go for good,
     each binding audited as `pairing.revoked` by "config" BEFORE it is removed (an audit
     that cannot be written removes nothing: raised), and counted in the log. Only a
-    running daemon's reload calls it, for tenants its own configuration had."""
+    running daemon's reload calls it, for tenants its own configuration had. `audited`:
+    the bindings (channel, identity, tenant, bound_at) an earlier try of the same removal
+    audited before it failed, not audited again; this try's are added to it."""
     bindings = await store.bound_to(removed)
-    if bindings:
+    seen = audited if audited is not None else set()
+    fresh = [b for b in bindings if (b.channel, b.identity, b.tenant, b.bound_at) not in seen]
+    if fresh:
         await audit.emit_many(
             [
                 (
@@ -480,9 +487,10 @@ async def unbind_removed(
                     b.tenant,
                     {"channel": b.channel, "identity": b.identity, "by": "config"},
                 )
-                for b in bindings
+                for b in fresh
             ]
         )
+        seen.update((b.channel, b.identity, b.tenant, b.bound_at) for b in fresh)
     await store.revoke_codes(removed)
     gone = await store.revoke_bindings(bindings)  # exactly those audited
     if gone:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ import pytest
 from bridge.app.build import Roost, build
 from bridge.app.live import reload_hooks
 from bridge.core.config import Settings, load_settings
+from bridge.core.pairing import Binding
 from bridge.types.audit_sink import Event, MemoryAudit
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
@@ -359,3 +360,84 @@ def test_doctor_names_the_pairings_a_configuration_ignores(home: Path, clock: Cl
         " TENANT (each)\n"
     )
     assert asyncio.run(check_pairings(configured(home, "alice", "bob"), 5.0)) == []
+
+
+async def test_a_removal_whose_delete_failed_is_not_audited_again_at_its_retry(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """s40: the audit written, then the delete failed (the database, a moment): the retry
+    audited the same binding as revoked a second time. Now once, and still removed."""
+    audit = MemoryAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        revoke = roost.pairing.revoke_bindings
+        failures = [OSError(5, "Input/output error")]
+
+        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
+            if failures:
+                raise failures.pop()
+            return await revoke(bindings)
+
+        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+        hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
+        with caplog.at_level(logging.ERROR):
+            for hook in hooks:
+                hook.apply(configured(home, "bob"))
+            await unbinding_done()
+        assert "Input/output error" in caplog.text  # the first try failed
+        assert await roost.pairing.bindings() == []
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+    finally:
+        await roost.aclose()
+
+
+class HeldAudit(MemoryAudit):
+    """An audit chain whose batch is written, then held until the test lets it return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written, self.release = asyncio.Event(), asyncio.Event()
+
+    async def emit_many(self, events: Sequence[Event]) -> None:
+        await super().emit_many(events)
+        self.written.set()
+        await self.release.wait()
+
+
+async def test_a_tenant_configured_again_while_its_removal_runs_is_removed_whole(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reload that configured the tenant again while its removal ran called it off
+    part-way: `pairing.revoked` audited and the binding kept (and counting again), or
+    some bindings deleted. The removal under way ends: audited and removed, one log
+    line says so; the tenant is back, its old person a stranger."""
+    audit = HeldAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        hooks = [h for h in reload_hooks(roost, 0.0) if "tenants" in h.live]
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))
+        await audit.written.wait()  # the revocation audited, its delete not yet done
+        with caplog.at_level(logging.WARNING):
+            for hook in hooks:
+                hook.apply(configured(home, "alice", "bob"))
+            audit.release.set()
+            await unbinding_done()
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+        assert await roost.pairing.bindings() == []
+        assert roost.resolver.match(HIM) is None
+        assert "tenant alice is configured again, but its pairings were being removed" in (
+            caplog.text
+        )
+    finally:
+        await roost.aclose()
