@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+from bridge.channels.common.chat_queue import Taken
 from bridge.types.backend import Finish, ModelEvent, ModelRequest, TextDelta
 from tests.telegram.conftest import ALICE, FAST, tg_settings
 from tests.telegram.durable import Gate, durable, inbox_rows, until
@@ -111,3 +115,72 @@ async def test_a_draft_the_person_deleted_meanwhile_gets_the_answer_anew(
     messages = [m for m in fake.sent_to(ALICE) if not m.deleted]
     assert [m.text for m in messages] == ["echo: hello"]
     assert messages[0].message_id != draft
+
+
+async def test_a_draft_that_cannot_be_edited_loses_its_stop_button(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """The killed process's draft cannot be edited (a 400 other than "not found"): the
+    answer went anew, and the half draft kept its Stop button above it (s40 left). The
+    answer still goes anew; the button is taken off."""
+    draft = await _interrupted(home, fake, kill=True)
+    fake.fail("editMessageText", Failure(400, "Bad Request: message can't be edited"))
+    second = Gate(is_open=True)
+    async with durable(tg_settings(home, fake), fake, second, owner="second"):
+        await until(lambda: all(s == "done" for _, s, _ in inbox_rows(home)))
+    messages = fake.sent_to(ALICE)
+    assert [m.text for m in messages] == [f"{PARTIAL} …", "echo: hello"]
+    assert messages[0].message_id == draft
+    assert fake.keyboard(ALICE) == []  # no Stop button on the half draft
+
+
+def _stored_as_sent_days_ago(home: Path, days: int) -> tuple[int, dict[str, Any]]:
+    """The stored update's message, dated `days` ago (roost was away); (id, payload)."""
+    with contextlib.closing(sqlite3.connect(home / "roost.db")) as conn, conn:
+        ((update_id, payload),) = conn.execute("SELECT update_id, payload FROM channel_inbox")
+        update = json.loads(payload)
+        update["message"]["date"] = int(time.time()) - days * 86_400
+        conn.execute(
+            "UPDATE channel_inbox SET payload = ? WHERE update_id = ?",
+            (json.dumps(update), update_id),
+        )
+    return int(update_id), update
+
+
+async def test_a_draft_whose_update_is_too_old_now_loses_its_stop_button(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """The next process drops the update as too old (the person is told): the killed
+    process's half draft kept its Stop button (s40 left). The button is taken off."""
+    draft = await _interrupted(home, fake, kill=True)
+    _stored_as_sent_days_ago(home, 3)
+    second = Gate(is_open=True)
+    settings = tg_settings(home, fake, answer_max_age_s=86_400)
+    async with durable(settings, fake, second, owner="second"):
+        await until(lambda: [s for _, s, _ in inbox_rows(home)] == ["dropped"])
+        await fake.wait_until(lambda: any(m.text.startswith("⌛") for m in fake.sent_to(ALICE)))
+    messages = fake.sent_to(ALICE)
+    assert messages[0].message_id == draft and PARTIAL in messages[0].text
+    assert "too late to answer" in messages[1].text
+    assert fake.keyboard(ALICE) == []
+    assert second.asked == []
+
+
+async def test_a_draft_whose_update_is_given_up_loses_its_stop_button(
+    home: Path, fake: FakeBotAPI
+) -> None:
+    """An update taken too often without an answer (a cluster's instances dying on it) is
+    given up and the person told once; the half draft kept its Stop button (s40 left)."""
+    draft = await _interrupted(home, fake, kill=True)
+    update_id, payload = _stored_as_sent_days_ago(home, 0)
+    with contextlib.closing(sqlite3.connect(home / "roost.db")) as conn, conn:
+        conn.execute("UPDATE channel_inbox SET state = 'dropped'")  # not replayed here
+    second = Gate(is_open=True)
+    async with durable(tg_settings(home, fake), fake, second, owner="second") as running:
+        assert running.channel is not None
+        taken = Taken(update_id, str(ALICE), "m", payload, tries=4, shown=(draft,))
+        await running.channel._give_up(taken)  # what `Shared` calls past its tries
+        await fake.wait_until(lambda: len(fake.sent_to(ALICE)) == 2)
+    messages = fake.sent_to(ALICE)
+    assert messages[0].message_id == draft and PARTIAL in messages[0].text
+    assert fake.keyboard(ALICE) == []

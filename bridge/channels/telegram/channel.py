@@ -80,7 +80,7 @@ from bridge.channels.telegram.input import chat_of, message_inbound, to_answer
 from bridge.channels.telegram.outbox import OutboxSender
 from bridge.channels.telegram.replay import Durable, Outcome, too_old
 from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered
-from bridge.channels.telegram.send import Sender, SendFailed, SendPolicy
+from bridge.channels.telegram.send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram.shared import SharedWork
 from bridge.channels.telegram.stream import StreamTiming
 from bridge.channels.telegram.typing import LoopTimer, Timer
@@ -470,17 +470,30 @@ class TelegramChannel:
             return
         if msg is None or msg.from_user is None or self.undelivered is None:
             return
+        await self._unkey(msg.chat.id, taken.shown)
         inbound = message_inbound(msg, self.app.bot.username)
         await self.undelivered(inbound, GIVEN_UP, f"failed:{msg.message_id}")
 
-    async def _drop(self, update: Update, age_s: float) -> None:
+    async def _drop(self, update: Update, age_s: float, shown: tuple[int, ...] = ()) -> None:
         """A message too old to answer: the person is told, through the outbox."""
         msg = update.message
         if msg is None or msg.from_user is None or self.undelivered is None:
             return
+        await self._unkey(msg.chat.id, shown)
         inbound = message_inbound(msg, self.app.bot.username)
         key = f"dropped:{msg.message_id}"
         await self.undelivered(inbound, too_old(update, age_s), key)
+
+    async def _unkey(self, chat_id: int, shown: tuple[int, ...]) -> None:
+        """The draft an earlier process (killed) showed of an answer that will not come
+        (too old, given up): its Stop button taken off where Telegram lets it. Its half
+        text stays, the line that says why follows it; a button left says nothing runs
+        when pressed."""
+        for message_id in shown:
+            try:
+                await self.sender.markup(chat_id, message_id, None)
+            except DeliveryError as exc:
+                log.info("telegram: a draft's Stop button in chat %s stays: %s", chat_id, exc)
 
     async def _voice(self, msg: Message, identity: str) -> tuple[Attachment, ...]:
         """A voice note or audio file of a known person, fetched within its limits."""

@@ -15,7 +15,8 @@
   for a reason a retry would not fix; cancelled (roost stopping) or
   undeliverable with no outbox before it settled, it stays for the next
   start. A message the person sent more than `max_age_s` ago is not
-  answered: `drop` tells them (through the outbox) and it is marked dropped.
+  answered: `drop` tells them (through the outbox; a draft an earlier process
+  showed of its answer loses its Stop button) and it is marked dropped.
   A mark that cannot be written (the database is away) is logged: the update
   stays open and the next start answers it again.
 - a streamed answer's draft records the messages it is shown in
@@ -69,7 +70,8 @@ class Outcome:
 
 
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
-Drop = Callable[[Update, float], Awaitable[None]]  # (update, age in s): tell the person
+# (update, age in s, the messages an earlier process showed a draft in): tell the person
+Drop = Callable[[Update, float, tuple[int, ...]], Awaitable[None]]
 
 
 def too_old(update: Update, age_s: float) -> str:
@@ -192,7 +194,7 @@ class Durable:
         if age > self._max_age_s:
             log.info("telegram: update %d is %.0fs old; dropped", update.update_id, age)
             try:
-                await self._drop(update, age)
+                await self._drop(update, age, shown)
             finally:
                 await self._mark(update.update_id, dropped=True)
             return

@@ -27,7 +27,9 @@ and a message the final text leaves unchanged loses it by
 `editMessageReplyMarkup`). Waits go through an injected `Timer`
 (`bridge.channels.telegram.typing`), so a test fires "later" itself. Until
 the first draft is due the pump is only a timer handle (`Timer.later`): an
-answer faster than `first_delay` makes no task for it.
+answer faster than `first_delay` makes no task for it. A message `resume` handed
+over that Telegram refuses to edit (a 400 other than "not found") is replaced: the
+answer goes in a new message and the old one's keyboard is taken off (`_replaced`).
 """
 
 from __future__ import annotations
@@ -134,12 +136,14 @@ class StreamingReply:
         self._pump: asyncio.Task[None] | None = None  # drafts, once the first is due
         self._on_shown = on_shown  # told the messages a draft is shown in, when they change
         self._told: list[int] = []
+        self._resumed: set[int] = set()  # messages `resume` handed over, not yet edited
 
     def resume(self, message_ids: Sequence[int]) -> None:
         """The answer replaces what these messages show (a pressed button's message, or
         a draft an earlier process showed before it was killed): edited, not sent anew."""
         for message_id in message_ids:
             self.shown.append((message_id, Rendered("")))
+        self._resumed = set(message_ids)  # what they show is not known here
         self._told = [mid for mid, _ in self.shown]
 
     async def on_delta(self, piece: str) -> None:
@@ -268,10 +272,34 @@ class StreamingReply:
                     raise
                 self._keyed = None if keyed else self._keyed
                 message_id = await self._send(sender, chunk, None, None, index)
+            except Rejected:
+                if message_id not in self._resumed:
+                    raise  # this text refused: `_sync` marks the part
+                message_id = await self._replaced(sender, message_id, chunk, keys, index)
+            self._resumed.discard(message_id)
             self.shown[index] = (message_id, chunk)
         else:
             reply_to = self._reply_to if not self.shown else None
             self.shown.append((await self._send(sender, chunk, reply_to, keys, index), chunk))
+
+    async def _replaced(
+        self,
+        sender: Sender,
+        message_id: int,
+        chunk: Rendered,
+        keys: InlineKeyboardMarkup | None,
+        index: int,
+    ) -> int:
+        """A message handed over by `resume` that cannot be edited (a 400 other than "not
+        found": an earlier process's draft, a pressed button's message): the answer goes
+        in a new one, and the old one loses its keyboard (a Stop button) where Telegram
+        lets it; where not, a button pressed there says nothing runs."""
+        self._resumed.discard(message_id)
+        try:
+            await sender.markup(self._chat, message_id, None)
+        except DeliveryError as exc:
+            log.info("chat %s: a handed-over message keeps its keyboard: %s", self._chat, exc)
+        return await self._send(sender, chunk, None, keys, index)
 
     async def _unkey(self, keep: int | None) -> None:
         """Take the Stop keyboard off a message other than `keep` (None: off all)."""
