@@ -208,6 +208,21 @@ async def test_a_chat_ended_during_an_answer_puts_the_terminal_back(
         assert lflag & termios.ICANON and lflag & termios.ECHO
 
 
+async def test_a_chat_ended_at_its_prompt_puts_the_terminal_back(
+    home: Path, fake: FakeOpenAI, term: Terminal
+) -> None:
+    """SIGTERM while the prompt has the keys (raw: no echo, no line) left the shell's
+    terminal raw. It is back as the chat found it, and the signal still ends the chat."""
+    cooked = termios.ICANON | termios.ECHO | termios.ISIG  # a new pty's, as a shell's
+    await term.start(["chat"], env_for(home, fake))
+    await term.see("you>")
+    assert not termios.tcgetattr(term.master)[3] & termios.ICANON  # the prompt's raw mode
+    assert term.proc is not None
+    term.proc.send_signal(signal.SIGTERM)
+    assert await term.exit_status() == -signal.SIGTERM
+    assert termios.tcgetattr(term.master)[3] & cooked == cooked
+
+
 async def test_piped_output_is_plain_text(home: Path, fake: FakeOpenAI) -> None:
     fake.script(Text("Here is **bold** and `code`."))
     proc = await asyncio.create_subprocess_exec(

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from bridge.channels.terminal.channel import QUIT, Backing, inbound, stop_watching, watch_inbox
 from bridge.channels.terminal.controls import shown
@@ -114,6 +114,7 @@ async def chat_tty(
     from bridge.channels.terminal.attach import LOCAL_COMMANDS
     from bridge.channels.terminal.editor import make_session
 
+    modes = Modes.saved(sys.stdin)  # put back on SIGTERM/SIGHUP too, prompt or answer
     commands = list(LOCAL_COMMANDS)  # the core's join them when the roost is ready
     ready = asyncio.ensure_future(starting)
     ready.add_done_callback(lambda done: _add_commands(commands, done))  # before any waiter
@@ -130,6 +131,8 @@ async def chat_tty(
         welcome.cancel()
         await stop_watching(watching[0])
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        if modes is not None:
+            modes.restore()
 
 
 async def _welcome(
@@ -247,7 +250,55 @@ _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|.)?|[\x00-\x08\x0b-\x1f\x7f
 _ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # they end the chat at once
 
 
-class Typeahead:
+class Modes:
+    """A terminal's modes, put back at the end: by `restore`, and first thing on SIGTERM,
+    SIGHUP or SIGQUIT (Ctrl-\\), which then end the process as they would have (else the
+    shell was left with prompt_toolkit's raw mode, or a turn's NOFLSH: atk40 #8)."""
+
+    def __init__(self, fd: int, before: list[Any]) -> None:
+        self._fd, self._before = fd, before
+        self._handlers: dict[int, Any] = {}
+
+    @classmethod
+    def saved(cls, stream: TextIO) -> Self | None:
+        """`stream`'s terminal modes now, guarded; None off a terminal."""
+        import termios
+
+        try:
+            fd = stream.fileno()
+            before = termios.tcgetattr(fd)
+        except (OSError, ValueError, termios.error):  # not a terminal, or closed
+            return None
+        modes = cls(fd, before)
+        for sig in _ENDING:
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored (nohup): left so
+                modes._handlers[sig] = signal.signal(sig, modes._ended)
+        return modes
+
+    def restore(self) -> None:
+        """The terminal as it was, and the signals' own handlers."""
+        self._set(self._before)
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+        self._handlers = {}
+
+    def _set(self, attrs: list[Any]) -> None:
+        import termios
+
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSANOW, attrs)
+
+    def _ended(self, sig: int, frame: FrameType | None) -> None:
+        handler = self._handlers.get(sig, signal.SIG_DFL)
+        self.restore()
+        if callable(handler):  # an outer guard's: it puts back its own modes
+            handler(sig, frame)
+            return
+        signal.signal(sig, signal.SIG_DFL)  # ended by it, as without the guard
+        os.kill(os.getpid(), sig)
+
+
+class Typeahead(Modes):
     """What is typed while a turn runs, kept from Ctrl-C's flush.
 
     The line is cooked then (keys shown as typed, Backspace works), so Ctrl-C is the
@@ -256,30 +307,18 @@ class Typeahead:
     itself (whole lines and the half one) as text for the next prompt's line: nothing is
     sent until Enter (a paste then Ctrl-C sent each pasted line before, atk40 #2). When
     the answer ends by itself the prompt reads the queue, as a terminal would. `restore`
-    puts the terminal back; SIGTERM, SIGHUP and SIGQUIT (Ctrl-\\) during the turn do too,
-    then end the process as they would have (atk40 #8)."""
-
-    def __init__(self, fd: int, before: list[Any]) -> None:
-        self._fd, self._before = fd, before
-        self._handlers: dict[int, Any] = {}
+    puts the terminal back (an ending signal too: `Modes`)."""
 
     @classmethod
     def keep(cls, stream: TextIO) -> Typeahead | None:
         """NOFLSH on `stream`'s terminal for a turn; None off a terminal."""
         import termios
 
-        try:
-            fd = stream.fileno()
-            before = termios.tcgetattr(fd)
-        except (OSError, ValueError, termios.error):  # not a terminal, or closed
-            return None
-        kept = cls(fd, before)
-        for sig in _ENDING:
-            if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored (nohup): left so
-                kept._handlers[sig] = signal.signal(sig, kept._ended)
-        attrs = list(before)
-        attrs[3] = before[3] | termios.NOFLSH  # lflag
-        kept._set(attrs)
+        kept = cls.saved(stream)
+        if kept is not None:
+            attrs = list(kept._before)
+            attrs[3] = kept._before[3] | termios.NOFLSH  # lflag
+            kept._set(attrs)
         return kept
 
     def take(self) -> str:
@@ -297,25 +336,3 @@ class Typeahead:
                 data += chunk
         typed = data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         return _ESCAPE.sub("", typed).rstrip("\n")
-
-    def restore(self) -> None:
-        """The terminal as before the turn, and the signals' own handlers."""
-        self._set(self._before)
-        for sig, handler in self._handlers.items():
-            signal.signal(sig, handler)
-        self._handlers = {}
-
-    def _set(self, attrs: list[Any]) -> None:
-        import termios
-
-        with contextlib.suppress(OSError, termios.error):
-            termios.tcsetattr(self._fd, termios.TCSANOW, attrs)
-
-    def _ended(self, sig: int, frame: FrameType | None) -> None:
-        handler = self._handlers.get(sig, signal.SIG_DFL)
-        self.restore()
-        if callable(handler):
-            handler(sig, frame)
-            return
-        signal.signal(sig, signal.SIG_DFL)  # ended by it, as without a turn running
-        os.kill(os.getpid(), sig)
