@@ -78,7 +78,7 @@ class ThinkBlock:
             self._space, self._seen = [], len(self._held)  # the block counts from here
             self._depth = 1
         if self._state == "inside":
-            end = self._close()
+            end = self._close() if "<" in self._held else self._no_tag()
             if end < 0:
                 if self._seen > self._limit:
                     raise ThinkTooLong(f"no {CLOSE} within {self._limit} characters")
@@ -101,6 +101,13 @@ class ThinkBlock:
             out = ("".join(self._since) + self._held).lstrip()
         self._state, self._held, self._since = "text", "", None
         return out
+
+    def _no_tag(self) -> int:
+        """Inside, what is held has no tag nor a tag's start (most pieces): -1."""
+        if self._since is not None:
+            self._since.append(self._held)
+        self._held = ""
+        return -1
 
     def _close(self) -> int:
         """Where the text after the block starts in what is held, or -1 (then only a
