@@ -23,6 +23,7 @@ from bridge.core.builtin_commands import CoreCommands
 from bridge.core.commands import CommandContext, CommandSet, CommandTable
 from bridge.core.compactor import Compactor
 from bridge.core.config import Settings
+from bridge.core.dirs_memo import EnsuredDirs
 from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache
 from bridge.core.identities import identity_map
@@ -370,6 +371,7 @@ def build_turns(
         compactor=compactor,
         senses=senses,
         exchanges=caps.exchanges,
+        ensure=EnsuredDirs(caps.loadout.files.watch).ensure,  # no stat while inotify vouches
     )
 
 

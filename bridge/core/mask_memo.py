@@ -39,6 +39,7 @@ SYSTEMS = 1024  # system prompts kept masked
 SCHEMA_TEXTS = 2048  # tool parameter schemas kept as JSON text
 SCHEMAS = 2048  # tool schemas kept masked
 LAST_OFFERS = 256  # maskers (tenants) whose last tool list is kept as the model saw it
+_TAIL = 8  # last messages of a history compared one by one (`_common`)
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -64,6 +65,24 @@ class _LastUsed(Generic[K, V]):
             del self._entries[next(iter(self._entries))]
         self._entries[key] = value
         return value
+
+
+def _common(now: tuple[ChatMessage, ...], last: tuple[ChatMessage, ...]) -> int:
+    """How many first messages of `now` are those of `last` (the same objects, or equal
+    ones: their masked forms are equal, `redacted` reads nothing else), or fewer. A
+    turn's history differs from the last one's in its last few messages: those are
+    looked at here one by one, from the end (at most `_TAIL`), and the prefix before
+    them is compared whole, a loop in C that passes a pair of the same object by its
+    identity alone; when it differs, an identity check per message finds the common
+    prefix (a list of them, made in C)."""
+    bound = min(len(now), len(last))
+    k, floor = bound, max(0, bound - _TAIL)
+    while k > floor and not (now[k - 1] is last[k - 1] or now[k - 1] == last[k - 1]):
+        k -= 1
+    if now[:k] == last[:k]:  # and now[k:bound] differ pairwise from last's
+        return k
+    same = list(map(operator.is_, now, last))
+    return same.index(False) if False in same else len(same)
 
 
 def masker_of(redact: Redact) -> tuple[object, object] | None:
@@ -144,8 +163,8 @@ class MaskMemo:
         (masker, first message) is kept too, so one per chat (a masker serves all of a
         tenant's chats, a chat's cached history keeps its first message object): the
         part of this one that starts with the same objects (a history grows by
-        appending) is taken whole, found by identity checks in C; each message after it
-        is one dict get and three identity checks."""
+        appending) is taken whole, found by tuple comparisons in C (`_common`); each
+        message after it is one dict get and three identity checks."""
         masker = masker_of(redact)
         if masker is None:
             return [redacted(m, redact) for m in messages]
@@ -155,9 +174,7 @@ class MaskMemo:
         last = self._last.get(key)
         out: list[ChatMessage] = []
         if last is not None and last[0] is owner and last[1] is func:
-            same = list(map(operator.is_, messages, last[2]))
-            common = same.index(False) if False in same else len(same)
-            out = list(last[3][:common])
+            out = list(last[3][: _common(messages, last[2])])
         out.extend(self._one(m, redact, owner, func) for m in messages[len(out) :])
         self._last.put(key, (owner, func, messages, tuple(out)))
         return out

@@ -210,8 +210,10 @@ class TurnRunner:
         compactor: Compactor | None = None,
         senses: Senses | None = None,
         exchanges: ExchangeLog | None = None,
+        ensure: Callable[[TenantDirs], object] = TenantDirs.ensure,
     ) -> None:
         self.backend = backend
+        self._ensure = ensure  # the tenant's tree made sure of (`bridge.core.dirs_memo`)
         self._exchanges = exchanges  # every stored exchange is indexed too (recall)
         self._senses = senses  # attachments in, files from outputs/ out (bridge.senses)
         self._pick = pick or self._only_backend
@@ -300,7 +302,7 @@ class TurnRunner:
         started = time.perf_counter()
         shown: list[str] = []  # what the person saw, kept if they stop the turn
         on_delta = _showing(on_delta, shown)
-        dirs.ensure()
+        self._ensure(dirs)
         events = TurnEvents()
         events.add("message.received", dirs.tenant, _received(inbound))
         session = await self.sessions.load(key, self._clock())

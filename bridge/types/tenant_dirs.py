@@ -62,6 +62,11 @@ class TenantDirs:
         leaves = (self.memory, self.skills, self.tools, self.vault, self.outputs)
         object.__setattr__(self, "_leaves", tuple(map(str, leaves)))
 
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """The folders `ensure` checks (each one's parents exist with it)."""
+        return self._leaves
+
     @classmethod
     def of(cls, home: Path, tenant: str) -> TenantDirs:
         check_tenant_id(tenant)

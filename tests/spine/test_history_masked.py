@@ -82,3 +82,21 @@ def test_a_growing_history_is_not_masked_again_when_other_tenants_churn_the_cach
     again = memo.history(history, mine.mask)
     assert mine.calls == 1  # only the new message
     assert again == [redacted(m, mine.masker.mask) for m in history]
+
+
+def test_equal_messages_made_again_are_not_masked_again() -> None:
+    """A history whose messages after the first are equal but new objects: they are
+    masked as the last ones were (equal messages mask alike), with no masker call but
+    for the new message, and the secret stays out."""
+    memo = MaskMemo()
+    mine = CountingMasker(Masker({"A": SECRETS[0]}))
+    history = [ChatMessage("user", f"{i}: {SECRETS[0]}") for i in range(40)]
+    memo.history(history, mine.mask)
+    loaded = [ChatMessage(m.role, m.content) for m in history]
+    loaded[0] = history[0]  # the chat's first message: the same object (its memo's key)
+    loaded.append(ChatMessage("user", f"new {SECRETS[0]}"))
+    mine.calls = 0
+    again = memo.history(loaded, mine.mask)
+    assert mine.calls == 1
+    assert again == [redacted(m, mine.masker.mask) for m in loaded]
+    assert all(SECRETS[0] not in m.content for m in again)
