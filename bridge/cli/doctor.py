@@ -28,7 +28,7 @@ Telegram Bot API knows the token
 and the webhook state; a WhatsApp or Matrix section with some of the keys its
 channel needs but not all (FAIL: `roost serve` leaves that channel off); the
 sandbox layers forge can use (Landlock ABI, seccomp, via `python -m forge
-capabilities`); free disk space under the home (warn below 1 GiB, FAIL below
+capabilities`, a child process started first that runs beside the other checks); free disk space under the home (warn below 1 GiB, FAIL below
 100 MiB); a `roost forget` that was interrupted (FAIL: the tenant's files may
 still be there). Nothing is created or repaired; the network checks live in `bridge.cli.doctor_net`.
 """
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -341,6 +342,11 @@ async def check_sandbox(timeout_s: float = 60.0) -> Check:
         if proc.returncode is None:
             proc.kill()
         return Check("FAIL", "sandbox", "python -m forge capabilities gave no answer")
+    except asyncio.CancelledError:  # the doctor stopped early: no probe outlives it
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+        raise
     parts = [f"{n} {caps.get(n, {}).get('detail', '?')}" for n in SANDBOX_LAYERS]
     missing = [n for n, c in caps.items() if isinstance(c, dict) and not c.get("available")]
     if missing:
@@ -393,6 +399,22 @@ def check_channels(settings: Settings) -> list[Check]:
 
 
 async def checks(settings: Settings, timeout_s: float) -> list[Check]:
+    """Every check, in the order the report lists them. The sandbox probe (a child
+    process and its helper: most of the command's CPU) runs beside the checks before it,
+    on a core of its own; its line keeps its place."""
+    sandbox = asyncio.create_task(check_sandbox())
+    try:
+        return await _checks(settings, timeout_s, sandbox)
+    finally:
+        if not sandbox.done():  # a check before it failed: the probe is not left behind
+            sandbox.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sandbox
+
+
+async def _checks(
+    settings: Settings, timeout_s: float, sandbox: asyncio.Task[Check]
+) -> list[Check]:
     home = settings.home
     path = home / "roost.db"
     found = [check_config(settings), check_home(home)]
@@ -405,7 +427,7 @@ async def checks(settings: Settings, timeout_s: float) -> list[Check]:
     found += await check_models_answer(settings, timeout_s)
     found += await check_telegram(settings, timeout_s)
     found += check_channels(settings)
-    found.append(await check_sandbox())
+    found.append(await sandbox)
     where = home
     while not where.exists() and where != where.parent:  # not made yet: the disk it goes on
         where = where.parent
