@@ -28,7 +28,8 @@ Telegram Bot API knows the token
 and the webhook state; a WhatsApp or Matrix section with some of the keys its
 channel needs but not all (FAIL: `roost serve` leaves that channel off); the
 sandbox layers forge can use (Landlock ABI, seccomp, via `python -m forge
-capabilities`, a child process started first that runs beside the other checks); free disk space under the home (warn below 1 GiB, FAIL below
+capabilities`, a child process started first that runs beside the other checks);
+free disk space under the home (warn below 1 GiB, FAIL below
 100 MiB); a `roost forget` that was interrupted (FAIL: the tenant's files may
 still be there). Nothing is created or repaired; the network checks live in `bridge.cli.doctor_net`.
 """
