@@ -27,7 +27,8 @@ credential files, hashed) equals the last one attempted, applied or refused,
 does nothing but one INFO line. So a config write followed by SIGHUP (the
 file watcher and the signal both ask) reloads once and reports a bad file
 once. `watch_config` turns changes of the file (watchfiles, its directory
-watched so an editor's rename-over counts) into reload requests.
+watched so an editor's rename-over counts) into reload requests; `changes` asks
+watchfiles' watcher in a thread of its own, without anyio (`awatch`'s way).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -47,6 +50,9 @@ from bridge.app.notify import Notifier
 from bridge.core.config import ConfigError, Settings
 from bridge.core.credentials import CREDENTIALS
 from bridge.core.words import count
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 log = logging.getLogger("roost")
 
@@ -264,6 +270,65 @@ class Reloader:
 # about 1 s (two looks: the change, then nothing more)
 STEP_MS = 500
 APPEAR_LOOK_MS = 5_000  # while the config's folder does not exist: a look this often too
+DEBOUNCE_MS = 1_600  # watchfiles' default: changes within it come as one answer
+LOOK_MS = 5_000  # watchfiles' default on Linux: its thread answers at least this often
+
+
+async def changes(
+    folder: Path,
+    keep: Callable[[Change, str], bool],
+    stop: asyncio.Event,
+    *,
+    look_ms: int = LOOK_MS,
+    on_timeout: bool = False,
+) -> AsyncIterator[set[tuple[Change, str]]]:
+    """The changes in `folder` (not its subfolders) that `keep(change, path)` keeps, a set
+    per answer of watchfiles' watcher, until `stop` is set; with `on_timeout`, an empty
+    set too when `look_ms` passed without one. watchfiles' `awatch` on asyncio alone:
+    the same watcher (`RustNotify`, its `WATCHFILES_*` variables read as `awatch` reads
+    them), asked in a thread of its own, without the anyio backend `awatch` runs it
+    through (about 30 ms of CPU on the way to the daemon's ready line). Cancelled, it
+    sets `stop` (as `awatch` does) and waits for the thread to see it."""
+    from watchfiles import Change
+    from watchfiles._rust_notify import RustNotify
+    from watchfiles.main import (
+        _default_debug,
+        _default_force_polling,
+        _default_ignore_permission_denied,
+        _default_poll_delay_ms,
+    )
+
+    loop = asyncio.get_running_loop()
+    with (
+        RustNotify(
+            [str(folder)],
+            _default_debug(None),
+            _default_force_polling(None),
+            _default_poll_delay_ms(300),
+            False,  # recursive
+            _default_ignore_permission_denied(None),
+        ) as watcher,
+        ThreadPoolExecutor(1, thread_name_prefix="roost-config-watch") as thread,
+    ):
+        while True:
+            asked = loop.run_in_executor(thread, watcher.watch, DEBOUNCE_MS, STEP_MS, look_ms, stop)
+            try:
+                raw = await asyncio.shield(asked)
+            except asyncio.CancelledError:
+                stop.set()  # the thread sees it within STEP_MS
+                await asyncio.wait([asked])
+                raise
+            if raw == "timeout":
+                if on_timeout:
+                    yield set()
+            elif raw == "stop":
+                return
+            elif raw == "signal":
+                raise RuntimeError("watch thread unexpectedly received a signal")
+            else:
+                kept = {(Change(c), p) for c, p in raw if keep(Change(c), p)}
+                if kept:
+                    yield kept
 
 
 async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> None:
@@ -272,8 +337,6 @@ async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> N
     A folder that does not exist yet (`~/.config/roost` on a first run) is waited for:
     the nearest existing ancestor is watched for the next folder on the way, and once
     the config's own folder exists, a file already in it is read at once."""
-    from watchfiles import awatch
-
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # we log the change ourselves
     folder = path.parent
     waited = False
@@ -296,9 +359,7 @@ async def watch_config(path: Path, reloader: Reloader, stop: asyncio.Event) -> N
         def ours(_change: object, changed: str) -> bool:
             return Path(changed).name == name
 
-        async for _ in awatch(
-            folder, watch_filter=ours, stop_event=stop, recursive=False, step=STEP_MS
-        ):
+        async for _ in changes(folder, ours, stop):
             log.info("config file %s changed: reloading", path)
             reloader.request()
     except (OSError, RuntimeError) as exc:  # e.g. out of inotify watches
@@ -322,7 +383,6 @@ def _nearest(folder: Path) -> tuple[Path | None, str]:
 
 async def _appears(ancestor: Path, name: str, stop: asyncio.Event) -> bool:
     """Wait until `ancestor/name` exists (True) or `stop` is set (False)."""
-    from watchfiles import awatch
 
     def ours(_change: object, changed: str) -> bool:
         return Path(changed).name == name
@@ -331,15 +391,7 @@ async def _appears(ancestor: Path, name: str, stop: asyncio.Event) -> bool:
         return True
     # an empty answer every few seconds as well: a folder made between the look above
     # and the watch's start is seen then (only while waiting: a first run's case)
-    async for _ in awatch(
-        ancestor,
-        watch_filter=ours,
-        stop_event=stop,
-        recursive=False,
-        step=STEP_MS,
-        rust_timeout=APPEAR_LOOK_MS,
-        yield_on_timeout=True,
-    ):
+    async for _ in changes(ancestor, ours, stop, look_ms=APPEAR_LOOK_MS, on_timeout=True):
         if (ancestor / name).exists():
             return True
     return False
