@@ -21,10 +21,14 @@ the server imported, and an environment that agrees with the server's on every
 variable read while it imported (recorded; HOME aside, whose only use, the user site
 folders, is redone), on every PYTHON*, LANG, LC_* variable (a PYTHONPATH whose folders
 hold none of those modules aside: `sys.path` is rebuilt as site.py builds it) and on a
-few read by C code at import (`IMPORT_ENV`). Anything else, and any failure of the
-server (it is restarted once, then left off for the session), is a plain exec; in the
-suite that is mostly tests with a `preexec_fn` (a umask, a controlling tty) or a
-process that is not `-m bridge.cli.main` (`-c` probes of what a start imports).
+few read by C code at import (`IMPORT_ENV`). A start refused only for its environment
+(a variable other than PYTHONPATH: tests/mcp's minimal one has no LANG and no SSL_CERT_*)
+goes to a sibling server started with that environment (what the interpreter's start
+adds to it, PEP 538's LC_CTYPE, too), one per distinct value of those variables, at
+most MAX_SIBLINGS a worker. Anything else, and any failure of a server (it is restarted
+once, then left off for the session), is a plain exec; in the suite that is mostly tests
+with a `preexec_fn` (a umask, a controlling tty) or a process that is not
+`-m bridge.cli.main` (`-c` probes of what a start imports).
 
 In the forked process, as a fresh interpreter has them: the request's environment
 (os.environ and putenv), cwd (and `sys.path[0]`), umask, new session or process group,
@@ -76,6 +80,7 @@ PR_SET_CHILD_SUBREAPER = 36
 START_S = 120.0  # the server's imports, on a loaded machine: a hang guard only
 REPLY_S = 60.0  # one launch (two forks): a hang guard only
 MAX_FDS = 32
+MAX_SIBLINGS = 3  # servers for other environments, each an import of roost (~1.5 s CPU)
 # read by C code at import or by the interpreter's start, which the recorder cannot see
 IMPORT_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "OPENSSL_CONF", "TZ", "PYTHONHOME")
 PRELOAD = (
@@ -396,7 +401,9 @@ def server_main(fd: int) -> None:
     sock = socket.socket(fileno=fd)
     base = sys.path[1:]  # after `-m`'s cwd: what site made of the stdlib and site-packages
     home = os.environ.get("HOME")
+    environ = dict(os.environ)  # with what the interpreter's start added (LC_CTYPE)
     info = _preload()
+    info["environ"] = environ
     _send(sock, info)
     launched = _serve(sock)
     if launched is None:
@@ -436,11 +443,16 @@ class ForkServer:
         self.sock: socket.socket | None = None
         self.info: dict[str, Any] = {}
         self.env: dict[str, str] = {}
+        self.added: dict[str, str] = {}
         self.failures = 0
         self.log = log
         self.prctl = _libc_prctl()
         self.served = 0
         self.fallen = 0
+        # servers of other environments (`sibling`), by what a start depends on; none of
+        # their own (`pooled` False in a sibling)
+        self.siblings: dict[tuple[tuple[str, str | None], ...], ForkServer] = {}
+        self.pooled = True
 
     def note(self, line: str) -> None:
         if self.log:
@@ -478,6 +490,9 @@ class ForkServer:
             return False
         mine.settimeout(REPLY_S)
         self.sock, self.info, self.env = mine, info, env
+        # set by the interpreter's start (PEP 538's LC_CTYPE for a C locale): a fresh
+        # process of the same locale variables has them too
+        self.added = {k: v for k, v in info["environ"].items() if k not in env}
         self.note(f"started server {self.proc.pid}")
         return True
 
@@ -500,14 +515,37 @@ class ForkServer:
                     proc.kill()
                     proc.wait(REPLY_S)
             self.note(f"stopped: served {self.served}, fell back {self.fallen}")
+        for sibling in self.siblings.values():
+            sibling.stop()
+        self.siblings.clear()
 
     # -- what it can do
+    def sibling(self, why: str, env: Mapping[str, str]) -> ForkServer | None:
+        """The server (started at its first start) for an environment this one refused
+        for a variable (`why`) other than PYTHONPATH: one per distinct value of the
+        variables a start depends on, at most MAX_SIBLINGS; None: fall back."""
+        if not self.pooled or not why.startswith("env ") or why.startswith("env PYTHONPATH"):
+            return None
+        mine = self.env
+        names = {*env, *mine, *self.info["env"]} - {"HOME", "PYTHONPATH"}
+        read = self.info["env"]
+        key = tuple((n, env.get(n)) for n in sorted(names) if n in read or _named(n))
+        sibling = self.siblings.get(key)
+        if sibling is None and len(self.siblings) < MAX_SIBLINGS:
+            start = {name: value for name, value in env.items() if name != "PYTHONPATH"}
+            if "PYTHONPATH" in mine:  # the forked process gets its own; the server ours
+                start["PYTHONPATH"] = mine["PYTHONPATH"]
+            sibling = ForkServer(log=self.log, module=self.module, env=start)
+            sibling.pooled = False
+            self.siblings[key] = sibling
+            self.note(f"sibling {len(self.siblings)} for {why}")
+        return sibling
+
     def refusal(self, env: Mapping[str, str], cwd: str) -> str | None:
         """Why the server cannot start a process with this env and cwd (None: it can)."""
         mine = self.env
         for key in {*env, *mine}:
-            named = key.startswith(("PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", *IMPORT_ENV)
-            if named and env.get(key) != mine.get(key):
+            if _named(key) and env.get(key) != mine.get(key):
                 if key == "PYTHONPATH" and self.path_fits(env[key], cwd):
                     continue
                 return f"env {key}"
@@ -553,9 +591,18 @@ class ForkServer:
                 return None
             why = self.refusal(request["env"], request["cwd"])
             if why is not None:
-                self.fall_back(why, request["args"])
-                return None
+                sibling = self.sibling(why, request["env"])
+                if sibling is None:
+                    self.fall_back(why, request["args"])
+                    return None
+                pid = sibling.launch(request, fds)  # its own lock; it has no siblings
+                if pid is None:
+                    self.fallen += 1
+                else:
+                    self.served += 1
+                return pid
             request["parent"] = os.getpid()
+            request["env"] = {**self.added, **request["env"]}
             self.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
             try:
                 _send(self.sock, request, fds)
@@ -575,6 +622,11 @@ class ForkServer:
             self.served += 1
             self.note(f"served {reply['pid']}: {request['args']!r}"[:400])
             return int(reply["pid"])
+
+
+def _named(key: str) -> bool:
+    """A variable the interpreter's start reads (PYTHON*, the locale's, IMPORT_ENV)."""
+    return key.startswith(("PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", *IMPORT_ENV)
 
 
 _ORIGINAL_POPEN: Any = subprocess.Popen
