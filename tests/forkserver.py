@@ -27,11 +27,13 @@ goes to a sibling server started with that environment (what the interpreter's s
 adds to it, PEP 538's LC_CTYPE, too), one per distinct value of those variables, at
 most MAX_SIBLINGS a worker. Anything else, and any failure of a server (it is restarted
 once, then left off for the session), is a plain exec; in the suite that is mostly tests
-with a `preexec_fn` (a umask, a controlling tty) or a process that is not
-`-m bridge.cli.main` (`-c` probes of what a start imports).
+with a `preexec_fn` (a resource limit, a umask; `controlling_tty` with a new session is
+served) or a process that is not `-m bridge.cli.main` (`-c` probes of what a start
+imports).
 
 In the forked process, as a fresh interpreter has them: the request's environment
-(os.environ and putenv), cwd (and `sys.path[0]`), umask, new session or process group,
+(os.environ and putenv), cwd (and `sys.path[0]`), umask, new session or process group
+(and a tty as its controlling terminal: `controlling_tty`),
 fds 0/1/2 and `pass_fds` only (everything else closed), `sys.stdin/stdout/stderr`
 rebuilt over the new fds as Python's start-up builds them (a tty's stdout
 line-buffered, stderr line-buffered with backslashreplace, PYTHONUNBUFFERED), the
@@ -290,6 +292,8 @@ def _become(request: dict[str, Any], fds: list[int], go: int) -> None:
         start = fd + 1
     if request["session"]:
         os.setsid()
+    if request.get("ctty"):
+        controlling_tty()
     if request["group"] >= 0:
         os.setpgid(0, request["group"])
     os.environ.clear()
@@ -659,7 +663,7 @@ def _execute_child(self: subprocess.Popen[Any], args: Any, executable: Any, pree
     if server is None or not _roost_argv(args, server.module):
         return _ORIGINAL_EXECUTE(self, *whole)  # type: ignore[no-any-return]
     why = _unservable(executable, preexec_fn, close_fds, pass_fds, cwd, env, shell,
-                      restore_signals, gid, gids, uid)  # fmt: skip
+                      restore_signals, gid, gids, uid, start_new_session)  # fmt: skip
     if why is not None:
         server.fall_back(why, args)
         return _ORIGINAL_EXECUTE(self, *whole)  # type: ignore[no-any-return]
@@ -678,6 +682,7 @@ def _execute_child(self: subprocess.Popen[Any], args: Any, executable: Any, pree
         "cwd": os.path.abspath(where),
         "umask": umask,
         "session": bool(start_new_session),
+        "ctty": preexec_fn is not None,  # controlling_tty: the only one served
         "group": process_group,
         "targets": targets,
         "ignored": _ignored_signals(),
@@ -690,6 +695,16 @@ def _execute_child(self: subprocess.Popen[Any], args: Any, executable: Any, pree
     self.pid = pid
     self._child_created = True  # type: ignore[attr-defined]
     self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)  # type: ignore[attr-defined]
+
+
+def controlling_tty() -> None:
+    """A `preexec_fn` (with `start_new_session`): fd 0, a tty, becomes the controlling
+    terminal of the new session. The one `preexec_fn` a server reproduces: it does this
+    same step in the process it forks, after setsid."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _roost_argv(args: object, module: str) -> bool:
@@ -705,12 +720,12 @@ def _roost_argv(args: object, module: str) -> bool:
 
 def _unservable(executable: Any, preexec_fn: Any, close_fds: bool, pass_fds: Any, cwd: Any,
                 env: Any, shell: bool, restore_signals: bool, gid: Any, gids: Any,
-                uid: Any) -> str | None:  # fmt: skip
+                uid: Any, start_new_session: bool) -> str | None:  # fmt: skip
     if shell:
         return "shell"
     if executable is not None and os.fspath(executable) != sys.executable:
         return "executable"
-    if preexec_fn is not None:
+    if preexec_fn is not None and not (preexec_fn is controlling_tty and start_new_session):
         return "preexec_fn"
     if gid is not None or gids is not None or uid is not None:
         return "user or group"

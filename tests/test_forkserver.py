@@ -44,6 +44,13 @@ def fds():
             continue
     return out
 
+def ctty():
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR))
+    except OSError:
+        return None
+    return os.tcgetpgrp(0) == os.getpgid(0) if os.isatty(0) else "not fd 0"
+
 def report():
     disp = {}
     for n in range(1, signal.NSIG):
@@ -64,7 +71,8 @@ def report():
         "main": sorted(vars(sys.modules["__main__"])),
         "builtins": type(vars(sys.modules["__main__"]).get("__builtins__")).__name__,
         "annotations": repr(vars(sys.modules["__main__"]).get("__annotations__")),
-        "name": __name__, "tmp": tempfile.gettempdir(), "stdin_text": sys.stdin.read(),
+        "name": __name__, "tmp": tempfile.gettempdir(),
+        "stdin_text": "" if sys.stdin.isatty() else sys.stdin.read(), "ctty": ctty(),
         "atexit": os.environ.get("PROBE_ATEXIT"),
     }
 
@@ -247,6 +255,29 @@ def test_a_tty_stdout_is_line_buffered_and_a_new_session_is_its_own(
     assert a["stdout"]["tty"] and a["session"]
     assert a["stdout"]["line_buffering"] == (unbuffered is None) != a["stdout"]["write_through"]
     assert a["stderr"]["tty"] and not a["stdin"]["tty"]
+    assert a == b
+
+
+def test_a_tty_given_as_controlling_terminal_is_the_forked_process_s_too(
+    server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
+) -> None:
+    """`controlling_tty`, the one `preexec_fn` served (tests/spine/terminal_pty.py's):
+    the pty is the new session's controlling terminal, the process its foreground."""
+    reports = []
+    env = {**os.environ, "PROBE_OUT": str(probe / "out")}
+    for fresh in (True, False):
+        main, tty = pty.openpty()
+        try:
+            done = run(server, fresh, monkeypatch, "report", cwd=probe, env=env, stdin=tty,
+                       stdout=tty, stderr=tty, capture_output=False, start_new_session=True,
+                       preexec_fn=forkserver.controlling_tty)  # fmt: skip
+        finally:
+            os.close(tty)
+            os.close(main)
+        assert done.returncode == 0
+        reports.append(json.loads((probe / "out").read_text()))
+    a, b = reports
+    assert a["ctty"] is True and a["session"] and a["stdin"]["tty"]
     assert a == b
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 import pyte
 
+from tests.forkserver import controlling_tty
 from tests.waits import HANG_S
 
 ROOST = [sys.executable, "-m", "bridge.cli.main"]
@@ -35,10 +36,6 @@ class _Screen(pyte.Screen):
 
     def write_process_input(self, data: str) -> None:
         os.write(self.master, data.encode())
-
-
-def _controlling_tty() -> None:  # runs in the child, after setsid
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 class Terminal:
@@ -64,7 +61,7 @@ class Terminal:
             stdout=child,
             stderr=child,
             start_new_session=True,
-            preexec_fn=_controlling_tty,
+            preexec_fn=controlling_tty,  # after setsid; a fork server does it too
         )
         os.close(child)
         asyncio.get_running_loop().add_reader(self.master, self._read)
