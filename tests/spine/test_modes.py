@@ -62,8 +62,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
         yield server
 
 
-def umask_022() -> None:
-    os.umask(0o022)  # the common default; roost must not depend on it
+UMASK = 0o022  # the common default; roost must not depend on it
 
 
 async def start_daemon(env: dict[str, str]) -> Daemon:
@@ -73,7 +72,7 @@ async def start_daemon(env: dict[str, str]) -> Daemon:
         env=env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=umask_022,
+        umask=UMASK,
     )
     assert proc.stdout is not None
     lines: list[str] = []
@@ -158,7 +157,7 @@ async def test_operator_commands_create_private_files(
         env=env_for(home, fake),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=umask_022,
+        umask=UMASK,
     )
     _, err = await asyncio.wait_for(proc.communicate(), HANG_S)
     assert proc.returncode == 0, err.decode()
