@@ -10,15 +10,19 @@ back: linear since session 40, quadratic before), 1 MB of a MIME attachment
 (base64 wrapped at 76 columns) and 1 MB of PEM-like text (64 columns). Each
 figure is the median CPU time of `--repeat` calls (process time, so another
 process's load counts less), with MB/s. No thresholds: compare two trees by
-running this in each, alternating (`PYTHONPATH=OTHER python -P -m bench.masker`).
+running this in each, alternating (`PYTHONPATH=OTHER python -P -m bench.masker`), or
+in one process with `--base OTHER`: OTHER's `bridge/loadout/mask.py` is loaded beside
+this tree's (the rest of `bridge` is this tree's) and each call alternates between
+them, so both see the same load; it prints both medians and new/base.
 
-Run: .venv/bin/python -m bench.masker [--quick] [--repeat N]
+Run: .venv/bin/python -m bench.masker [--quick] [--repeat N] [--base OTHER_TREE]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import importlib.util
 import json
 import os
 import statistics
@@ -93,13 +97,46 @@ def cpu_us(masker: Masker, text: str, repeat: int) -> float:
     return statistics.median(runs) * 1e6
 
 
+def base_masker(tree: Path) -> Masker:
+    """The masker of `tree`'s `bridge/loadout/mask.py`, loaded beside this tree's."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_base_mask", tree / "bridge" / "loadout" / "mask.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    masker: Masker = module.Masker(SECRETS)
+    return masker
+
+
+def alternating(new: Masker, base: Masker, size: int, repeat: int) -> None:
+    """Each text masked by `base` and `new` in turn; medians of each and new/base."""
+    print(f"load {os.getloadavg()[0]:.2f}; median CPU µs of {repeat} calls each, alternating")
+    for name, text in texts(size):
+        rounds = repeat * 200 if len(text) < 1000 else repeat
+        a: list[float] = []
+        b: list[float] = []
+        for _ in range(rounds):
+            a.append(cpu_us(base, text, 1))
+            b.append(cpu_us(new, text, 1))
+        took_a, took_b = statistics.median(a), statistics.median(b)
+        ratio = took_b / took_a if took_a else float("inf")
+        print(
+            f"    {name:<16} base {took_a:12.1f} µs  new {took_b:12.1f} µs  new/base {ratio:5.2f}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="100 kB texts, one call each")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--base", type=Path, help="another tree: alternate with its masker")
     args = ap.parse_args()
     size, repeat = (100_000, 1) if args.quick else (MB, args.repeat)
     masker = Masker(SECRETS)
+    if args.base is not None:
+        alternating(masker, base_masker(args.base), size, repeat)
+        return 0
     print(f"load {os.getloadavg()[0]:.2f}; median CPU µs of {repeat} calls per text")
     for name, text in texts(size):
         rounds = repeat * 200 if len(text) < 1000 else repeat

@@ -10,9 +10,14 @@ alignments. A server escapes a value in more ways than any list names, so
 `Matcher` finds each spelling in any letter case, in the text as it is and in
 its `canonical` view: one layer of common escapes decoded (`\\/`,
 `\\uXXXX`, `\\xHH`, `\\n`..., HTML/XML entities `&#43;` `&#x2F;` `&amp;`,
-ASCII `%2f`/`%2F`), with the offsets back to the text, and replaces the
-original span, escapes and all; overlapping matches merge into one span.
-Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII; a value wrapped over lines
+ASCII `%2f`/`%2F`, a UTF-8 character's `%EF%BC%B2`), with the offsets back
+to the text, and replaces the original span, escapes and all; overlapping
+matches merge into one span. Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII,
+and so do the other compatibility forms NFKC makes ASCII, one character at a
+time (`_Folded`: mathematical, circled and parenthesized letters and digits,
+superscripts, ligatures; every space character reads as U+0020, so a value's
+own spaces match any of them, while a space put inside a value that has none
+is ordinary text, as U+0020 is); a value wrapped over lines
 or broken by characters that show nothing (the screen's hidden code points:
 a soft hyphen, zero-width spaces and joiners, bidi controls, line and
 paragraph separators, a BOM...) is read joined (`_Joined`).
@@ -30,7 +35,9 @@ store refuses it.
 be the start of some spelling, in the text or in its decoded view, and any
 escape that more text could complete (found with the Knuth-Morris-Pratt
 failure table: the work per piece is linear in the held tail, which is never
-longer than the longest spelling); the held tail never starts inside an
+longer than the longest spelling); the tail is also read with its breaks and
+invisible characters removed, spaces and all (a passphrase with a zero-width
+space inside); the held tail never starts inside an
 escape, so it decodes later as it does in the whole text, and a value split
 across two pieces is never sent half-way.
 
@@ -53,7 +60,7 @@ from urllib.parse import quote, quote_plus
 
 from bridge.core.masks import MaskedDeltas
 from bridge.loadout.refused import secret_spans
-from bridge.screening.char_classes import HIDDEN_RANGES
+from bridge.screening.char_classes import HIDDEN_RANGES, merged
 from bridge.types.backend import ChatMessage, ToolCallRequest
 from bridge.types.cp1252 import CP1252_TABLE, read_1252
 from bridge.types.masked import Masked
@@ -64,16 +71,20 @@ REFUSED_MARK = "[refused secret]"
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
 # One server-side escape of one character, by kind (the group): JSON/JS `\uXXXX`,
 # Python `\xHH`, a backslash escape (PHP's JSON writes `/` as `\/`), an HTML/XML
-# numeric or named entity (`&#43;`, `&#x2F;`, `&amp;`), an ASCII %XX in either case.
+# numeric or named entity (`&#43;`, `&#x2F;`, `&amp;`), an ASCII %XX in either case, the
+# %XX bytes of one UTF-8 character (`%EF%BC%B2`, a fullwidth "R").
 _ESCAPES = re.compile(
     r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([\"\\/'bfnrt])"
     r"|&#([0-9]{1,7});|&#[xX]([0-9a-fA-F]{1,6});|&([A-Za-z][A-Za-z0-9]{1,31};)"
-    r"|%([0-7][0-9a-fA-F])"
+    r"|%(?:([0-7][0-9a-fA-F])"
+    r"|([cdCD][0-9a-fA-F]%[89abAB][0-9a-fA-F]|[eE][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){2}"
+    r"|[fF][0-7](?:%[89abAB][0-9a-fA-F]){3}))"
 )
 # The start of an escape that more text could complete (held back when streaming).
 _PARTIAL = re.compile(
     r"(?:\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?)?"
-    r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-7]?)\Z"
+    r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-9a-fA-F]?"
+    r"|%[c-fC-F][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){0,2}(?:%[89abAB]?)?)\Z"
 )
 _BACKSLASHED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # A line break between two non-blank characters (with the line's trailing and the next
@@ -100,13 +111,84 @@ def _class_body(ranges: Iterable[tuple[int, int]]) -> str:
 
 
 _HIDDEN_CHARS = _class_body(_IGNORABLE)
+
+
+# Other compatibility forms of ASCII (what NFKC makes of each one character, where that is
+# ASCII): mathematical letters and digits (bold, italic, script, fraktur, double-struck,
+# monospace: U+1D400-U+1D7FF), circled and parenthesized letters and digits (U+2460-U+24FF,
+# U+1F100-U+1F1FF), superscripts and subscripts, modifier letters, letterlike symbols and
+# Roman numerals, ligatures ("\ufb01" is "fi"), squared Latin abbreviations, segmented
+# digits; and every space character (Unicode's Zs: no-break, thin, ideographic...) as
+# U+0020. Some stand for more than one character ("\u2474" is "(1)", "\u2026" "..."):
+# `_Folded` maps those back one by one.
+_COMPAT_BLOCKS = (
+    (0x00A0, 0x00FF), (0x02B0, 0x02FF), (0x1680, 0x1680), (0x1D2C, 0x1DBF), (0x2000, 0x218F),
+    (0x2460, 0x24FF), (0x2C7C, 0x2C7D), (0x3000, 0x3000), (0x3200, 0x33FF), (0xFB00, 0xFB06),
+    (0x1D400, 0x1D7FF), (0x1F100, 0x1F1FF), (0x1FBF0, 0x1FBF9),
+)  # fmt: skip
+
+
+def _compat_table() -> dict[int, str]:
+    """Each code point of `_COMPAT_BLOCKS` that NFKC makes ASCII, with that ASCII; each
+    space character, with U+0020."""
+    table: dict[int, str] = {}
+    for first, last in _COMPAT_BLOCKS:
+        for code in range(first, last + 1):
+            char = chr(code)
+            if unicodedata.category(char) == "Zs":
+                table[code] = " "
+                continue
+            nfkc = unicodedata.normalize("NFKC", char)
+            if nfkc != char and nfkc.isascii() and nfkc.isprintable():
+                table[code] = nfkc
+    return table
+
+
+_COMPAT = _compat_table()
+_COMPAT_RANGES = merged(sorted(_COMPAT))
+
+
+def _run_of(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+    """A run of characters of `ranges`, one class first (`re` skips ahead to a class; to
+    `[...]+` it steps a character at a time, four times slower)."""
+    body = _class_body(ranges)
+    return re.compile(f"[{body}][{body}]*")
+
+
+def _astral_of(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+    """A character of `ranges` past U+FFFF: any such character first (one range: `re` skips
+    ahead to it), then which (a class with characters past U+FFFF scans six times slower)."""
+    body = _class_body(r for r in ranges if r[0] >= 0x10000)
+    return re.compile(f"[\U00010000-\U0010ffff](?<=[{body}])")
+
+
+def _compat_run(m: re.Match[str]) -> str:
+    return m.group().translate(_COMPAT)
+
+
+_COMPAT_BMP = _run_of(r for r in _COMPAT_RANGES if r[1] < 0x10000)
+_COMPAT_ANY = _run_of(_COMPAT_RANGES)  # slower: only in a text holding one past U+FFFF
+_COMPAT_ASTRAL = _astral_of(_COMPAT_RANGES)
+_COMPAT_CHAR_BMP = re.compile(f"[{_class_body(r for r in _COMPAT_RANGES if r[1] < 0x10000)}]")
+_COMPAT_CHAR_ANY = re.compile(f"[{_class_body(_COMPAT_RANGES)}]")
+_REPLACES = 8  # up to so many kinds of them in a text: one `str.replace` each
+
 _INVISIBLE = f"[{_HIDDEN_CHARS}]"
 # Looked for apart (a pattern's scan is several times slower with characters past U+FFFF
-# in its class, or with an alternative): those of the Basic Multilingual Plane and any
-# fullwidth character in one class, the others only in a text that may hold them.
-_SPECIAL_BMP = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[1] < 0x10000)}\uff01-\uff5e]")
+# in its class, or with an alternative): those of the Basic Multilingual Plane, any
+# fullwidth character and the compatibility forms in one class, the others only in a text
+# that may hold them.
+_SPECIAL_BMP = re.compile(
+    f"[{_class_body(r for r in _IGNORABLE if r[1] < 0x10000)}\uff01-\uff5e"
+    f"{_class_body(r for r in _COMPAT_RANGES if r[1] < 0x10000)}]"
+)
+# the special characters but fullwidth ones: looked for once in a text that holds one
+_OTHER_BMP = re.compile(
+    f"[{_class_body(r for r in (*_IGNORABLE, *_COMPAT_RANGES) if r[1] < 0x10000)}]"
+)
 _HIDDEN_BMP = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[1] < 0x10000)}]")
-_HIDDEN_ASTRAL = re.compile(f"[{_class_body(r for r in _IGNORABLE if r[0] >= 0x10000)}]")
+_HIDDEN_ASTRAL = _astral_of(_IGNORABLE)
+_SPECIAL_ASTRAL = _astral_of((*_IGNORABLE, *_COMPAT_RANGES))
 _STR_HEAD = sys.getsizeof("\U00010000") - 8  # a non-ASCII str's size less its characters'
 
 
@@ -118,8 +200,6 @@ def _may_be_astral(text: str) -> bool:
 
 
 _BREAK = rf"(?:{_INVISIBLE}++(?:{_LINE_BREAK})?|{_LINE_BREAK}){_INVISIBLE}*+"
-_CHAR = rf"[^\s{_HIDDEN_CHARS}\0]"
-_TOKEN = rf"{_CHAR}++"
 _BREAKS = re.compile(_BREAK)
 # Where a spelling may be wrapped: a line break after `_WRAPPED` or more word or base64
 # characters and before four more. A literal first, so found at C speed; a prose line
@@ -131,34 +211,31 @@ _HIDDEN = re.compile(_INVISIBLE)
 HIDDEN_REACH = 8
 
 
-def _holds(text: str, bmp: re.Pattern[str]) -> bool:
-    """Whether `text` holds a character `bmp` finds or an `_INVISIBLE` one past U+FFFF (an
-    ASCII text at once; the astral scan only in a text that may hold one)."""
+def _holds(text: str, bmp: re.Pattern[str], astral: re.Pattern[str]) -> bool:
+    """Whether `text` holds a character `bmp` or `astral` finds (an ASCII text at once; the
+    astral scan only in a text that may hold a character past U+FFFF)."""
     if text.isascii():
         return False
     if bmp.search(text) is not None:
         return True
-    return _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
+    return _may_be_astral(text) and astral.search(text) is not None
 
 
 def _has_hidden(text: str) -> bool:
     """Whether `text` holds an `_INVISIBLE` character."""
-    return _holds(text, _HIDDEN_BMP)
+    return _holds(text, _HIDDEN_BMP, _HIDDEN_ASTRAL)
 
 
 def _has_special(text: str) -> bool:
-    """Whether `text` holds an `_INVISIBLE` or a fullwidth character (one scan mostly)."""
-    return _holds(text, _SPECIAL_BMP)
+    """Whether `text` holds an `_INVISIBLE`, a fullwidth or a compatibility character (`_COMPAT`)
+    (one scan mostly)."""
+    return _holds(text, _SPECIAL_BMP, _SPECIAL_ASTRAL)
 
 
 _SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with
 _WORD = r"[\w+/=-]"
 _EDGE = re.compile(
     rf"\n(?:(?<={_WORD}{{{_WRAPPED}}}\n)|(?<={_WORD}{{{_WRAPPED}}}\r\n))[ \t]*+{_WORD}{{4}}"
-)
-# The chain a text ends with (its last token, perhaps a break after it): what may go on.
-_OPEN_CHAIN = re.compile(
-    rf"(?<!{_CHAR})(?:{_TOKEN}{_BREAK})*+(?:{_TOKEN})?(?:{_BREAK}|[ \t]*+\r?)\Z"
 )
 _JOIN = "\0"  # between two chains in the joined view: no form holds it
 
@@ -229,15 +306,27 @@ def spellings(value: str) -> set[str]:
 # Fullwidth forms of ASCII (U+FF01-U+FF5E: East Asian input, a converted copy) read as the
 # ASCII they stand for, one character for one, so every offset stays the text's.
 _HALFWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
-_FULLWIDTH_RUN = {run: re.compile(f"[\uff01-\uff5e]{{{run},}}") for run in (1, MIN_SECRET_CHARS)}
+_FULLWIDTH_RUN = {
+    1: re.compile("[\uff01-\uff5e][\uff01-\uff5e]*"),
+    # a run of four or more, or a shorter one next to ASCII ("Rt5p\uff2c\uff4d8Qz": a value
+    # half converted); CJK prose sets its fullwidth punctuation among CJK characters. A
+    # class first (`_run_of`): the run's first character, then what makes the run one
+    MIN_SECRET_CHARS: re.compile(
+        "[\uff01-\uff5e](?:(?<=[!-~].)[\uff01-\uff5e]*|[\uff01-\uff5e]{3,}"
+        "|[\uff01-\uff5e]{0,2}(?=[!-~]))"
+    ),
+}
+# what a decoded escape stands for, read as ASCII where it is a form of it
+_FOLD_CHAR: dict[int, str | int] = {**_HALFWIDTH, **_COMPAT}
 
 
 def _halfwidth(text: str, run: int = MIN_SECRET_CHARS) -> str:
     """`text` with its runs of `run` or more fullwidth ASCII characters as ASCII (the same
-    length: the offsets stay). A text is read with runs of MIN_SECRET_CHARS: CJK prose sets
-    its punctuation so (，。：「」, a pair at most), and a value in fullwidth letters is
-    such a run; a stream's held tail with every one (`Matcher.open_at`: a value arriving one
-    character at a time starts as a lone one)."""
+    length: the offsets stay). A text is read with runs of MIN_SECRET_CHARS and shorter runs
+    next to ASCII: CJK prose sets its punctuation among CJK characters (，。：「」, a pair at
+    most), and a value in fullwidth letters is such a run, or part of one half converted; a
+    stream's held tail with every one (`Matcher.open_at`: a value arriving one character at
+    a time starts as a lone one)."""
     if text.isascii():
         return text
     pattern = _FULLWIDTH_RUN[run]
@@ -262,30 +351,116 @@ def _decoded(m: re.Match[str]) -> str | None:
         return _BACKSLASHED.get(arg, arg)
     if kind == 6:
         return html.entities.html5.get(arg)
+    if kind == 8:  # checked UTF-8 (its shape only in `_ESCAPES`): an overlong form is none
+        try:
+            return bytes.fromhex(arg.replace("%", "")).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     code = int(arg, 10 if kind == 4 else 16)
     if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
         return None  # a surrogate half: its escaped pair is a spelling of its own
     return chr(code)
 
 
-class _View:
-    """A text with one layer of escapes decoded, and the way back to the text's offsets."""
+class _Back:
+    """The way back from a view of a text, where some spans of the text became other
+    characters (each one recorded: `at` in the view, `lengths` there, `starts`/`ends` in
+    the text), to the text's offsets; the characters between them are the text's."""
 
-    __slots__ = ("at", "canon", "ends", "lengths", "starts")
+    __slots__ = ("at", "ends", "lengths", "starts")
 
-    def __init__(self, text: str) -> None:
-        pieces: list[str] = []
-        self.at: list[int] = []  # where each decoded escape starts in `canon`
-        self.lengths: list[int] = []  # how many characters it decoded to
+    def __init__(self) -> None:
+        self.at: list[int] = []  # where each changed span starts in the view
+        self.lengths: list[int] = []  # how many characters it became
         self.starts: list[int] = []  # its span in the text
         self.ends: list[int] = []
+
+    def start(self, i: int) -> int:
+        """Where the character at `i` of the view starts in the text."""
+        k = bisect.bisect_right(self.at, i) - 1
+        if k < 0:
+            return i
+        if i < self.at[k] + self.lengths[k]:
+            return self.starts[k]
+        return self.ends[k] + i - self.at[k] - self.lengths[k]
+
+    def end(self, j: int) -> int:
+        """Where a match ending at `j` (exclusive) of the view ends in the text."""
+        k = bisect.bisect_right(self.at, j - 1) - 1
+        if k < 0:
+            return j
+        if j - 1 < self.at[k] + self.lengths[k]:
+            return self.ends[k]
+        return self.ends[k] + j - self.at[k] - self.lengths[k]
+
+
+class _Folded(_Back):
+    """`text` with its compatibility forms of ASCII as ASCII (`_COMPAT`: mathematical,
+    circled, superscript letters and digits, ligatures, every space as U+0020), and the
+    way back where one character became several (`"\u2026"` is "..."). A text without
+    any costs one scan; one with a few kinds of them (prose's "\u00b2", no-break spaces)
+    one `str.replace` a kind; else one call a run of them."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        if text.isascii():
+            return
+        astral = _may_be_astral(text) and _COMPAT_ASTRAL.search(text) is not None
+        kinds = set((_COMPAT_CHAR_ANY if astral else _COMPAT_CHAR_BMP).findall(text))
+        if not kinds:
+            return
+        pattern = _COMPAT_ANY if astral else _COMPAT_BMP
+        if all(len(_COMPAT[ord(c)]) == 1 for c in kinds):  # one for one: the offsets stay
+            if len(kinds) > _REPLACES:
+                self.text = pattern.sub(_compat_run, text)
+                return
+            for char in kinds:
+                text = text.replace(char, _COMPAT[ord(char)])
+            self.text = text
+            return
+        pieces: list[str] = []
+        last = 0
+        size = 0
+        for m in pattern.finditer(text):
+            run = m.group()
+            folded = run.translate(_COMPAT)
+            pieces.append(text[last : m.start()])
+            size += m.start() - last
+            if len(folded) != len(run):  # rare: record each character that grew
+                at = size
+                for i, char in enumerate(run, m.start()):
+                    new = _COMPAT[ord(char)]
+                    if len(new) > 1:
+                        self.at.append(at)
+                        self.lengths.append(len(new))
+                        self.starts.append(i)
+                        self.ends.append(i + 1)
+                    at += len(new)
+            pieces.append(folded)
+            size += len(folded)
+            last = m.end()
+        pieces.append(text[last:])
+        self.text = "".join(pieces)
+
+
+class _View(_Back):
+    """A text with one layer of escapes decoded, and the way back to the text's offsets."""
+
+    __slots__ = ("canon",)
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        pieces: list[str] = []
         last = 0
         size = 0
         for m in _ESCAPES.finditer(text):
             char = _decoded(m)
             if char is None:
                 continue
-            char = char.translate(_HALFWIDTH)  # `\uff32` is an escaped fullwidth "R"
+            char = char.translate(_FOLD_CHAR)  # `\uff32` is an escaped fullwidth "R"
             pieces.append(text[last : m.start()])
             size += m.start() - last
             self.at.append(size)
@@ -297,24 +472,6 @@ class _View:
             last = m.end()
         pieces.append(text[last:])
         self.canon = _lower("".join(pieces)) if self.at else ""
-
-    def start(self, i: int) -> int:
-        """Where the character at `i` of the decoded view starts in the text."""
-        k = bisect.bisect_right(self.at, i) - 1
-        if k < 0:
-            return i
-        if i < self.at[k] + self.lengths[k]:
-            return self.starts[k]
-        return self.ends[k] + i - self.at[k] - self.lengths[k]
-
-    def end(self, j: int) -> int:
-        """Where a match ending at `j` (exclusive) of the decoded view ends in the text."""
-        k = bisect.bisect_right(self.at, j - 1) - 1
-        if k < 0:
-            return j
-        if j - 1 < self.at[k] + self.lengths[k]:
-            return self.ends[k]
-        return self.ends[k] + j - self.at[k] - self.lengths[k]
 
 
 def _unbroken(chain: str, i: int) -> int:
@@ -459,6 +616,7 @@ class Matcher:
         for form, mark in forms.items():
             for spelled in (form, _halfwidth(form, 1), canonical(form)):
                 by_form.setdefault(_lower(spelled), mark)
+                by_form.setdefault(_lower(_Folded(spelled).text), mark)  # a value's own NBSP
         self._by_form = by_form
         longest_first = sorted(by_form, key=lambda f: (-len(f), f))
         self._pattern = (
@@ -494,10 +652,27 @@ class Matcher:
         """The merged spans of `text` to replace, in order."""
         if self._pattern is None:
             return []
-        hidden = False
-        if _has_special(text):  # one look, then closer
-            text = _halfwidth(text)  # one character for one: the spans are the text's
-            hidden = _has_hidden(text)
+        if not _has_special(text):  # one look, then closer
+            return self._spans(text, False)
+        if not _holds(text, _OTHER_BMP, _SPECIAL_ASTRAL):  # fullwidth only (CJK prose)
+            return self._spans(_halfwidth(text), False)
+        folded = _Folded(text)
+        text = _halfwidth(folded.text)  # one character for one: the spans are the text's
+        found = self._spans(text, _has_hidden(text))
+        if not folded.at:
+            return found
+        merged: list[Span] = []  # a character that stood for several: back to the text's
+        for start, end, mark in found:
+            start, end = folded.start(start), folded.end(end)
+            if merged and start < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+            else:
+                merged.append((start, end, mark))
+        return merged
+
+    def _spans(self, text: str, hidden: bool) -> list[Span]:
+        """`spans` of `text` with its compatibility and fullwidth forms read as ASCII."""
+        assert self._pattern is not None
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
@@ -538,6 +713,10 @@ class Matcher:
 
     def open_at(self, text: str) -> int:
         """Where the tail of `text` that more text could make a match (or lengthen one) starts."""
+        folded = _Folded(text)
+        if folded.at:  # a character that stands for several: read where it stands
+            return folded.start(self.open_at(folded.text))
+        text = folded.text  # one character for one
         partial = _PARTIAL.search(text, max(0, len(text) - 40))
         cut = partial.start() if partial else len(text)
         base = _halfwidth(text[:cut], 1)
@@ -547,13 +726,15 @@ class Matcher:
         reach = self._window
         if _has_hidden(low[-reach:]):  # invisible characters between a value's letters
             reach *= HIDDEN_REACH
-        chain = _OPEN_CHAIN.search(low, max(0, len(low) - reach))
-        if chain is not None and chain.end() > chain.start():
-            held_chain = chain.group()
-            joined = _BREAKS.sub("", held_chain).rstrip(" \t\r")  # a line break may follow
+        # the whole tail read joined, spaces and all (a passphrase with an invisible
+        # character inside), and a line break may follow its last blanks
+        first = max(0, len(low) - reach)
+        tail = low[first:]
+        joined = _BREAKS.sub("", tail).rstrip(" \t\r")
+        if joined != tail:
             held = self._held(joined)
-            if held and joined != held_chain:
-                at = min(at, chain.start() + _unbroken(held_chain, len(joined) - held))
+            if held:
+                at = min(at, first + _unbroken(tail, len(joined) - held))
         view = _View(base)
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))

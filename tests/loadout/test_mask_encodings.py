@@ -284,3 +284,104 @@ def test_a_text_dense_with_invisible_characters_maps_its_matches_back_exactly() 
             walked.append((start, end, form))
         assert joined.spans(found) == walked, text
         assert value not in masker.mask(text).replace("[vault:PIN]", "")
+
+
+SPACES = ("\u00a0", "\u2009", "\u202f", "\u2007", "\u205f", "\u3000", "\u1680")
+
+
+def test_a_value_s_own_spaces_match_every_space_character() -> None:
+    """atk40 #3: a passphrase written with a no-break, thin or ideographic space where the
+    value has U+0020 reached the model; and a value holding a no-break space was known only
+    with it. A space put inside a value that has none is ordinary text, as U+0020 is."""
+    import json
+
+    value = "correct horse battery staple"
+    masker = Masker({"PASS": value})
+    for space in SPACES:
+        text = f"pw: {value.replace(' ', space)}. ok"
+        assert masker.mask(text) == "pw: [vault:PASS]. ok", hex(ord(space))
+        for size in (1, 3):
+            assert _streamed(masker, text, size) == "pw: [vault:PASS]. ok", (hex(ord(space)), size)
+    escaped = json.dumps({"pw": value.replace(" ", "\u00a0")})  # '"correct\\u00a0horse...'
+    assert masker.mask(escaped) == '{"pw": "[vault:PASS]"}'
+    own = Masker({"PASS": "correct\u00a0horse\u00a0battery"})
+    assert own.mask("pw correct horse battery") == "pw [vault:PASS]"
+    pin = Masker({"PIN": "4711"})
+    for space in (" ", *SPACES):  # a space inside a value that has none: left, as U+0020 is
+        assert pin.mask(f"call 47{space}11 now") == f"call 47{space}11 now"
+    prose = "Prix\u00a0: 42\u202f€ ! Voilà\u2026 see №\u00a05™ and 3\u00b2 m"
+    assert pin.mask(prose) == prose and Masker({"PASS": value}).mask(prose) == prose
+
+
+def test_compatibility_forms_of_a_value_are_masked_whole_and_streamed() -> None:
+    """atk40 #3/#4: a value in mathematical letters (U+1D400...), circled letters, super-
+    or subscript digits, a ligature (a PDF's "\\ufb01"), or fullwidth mixed with ASCII in
+    runs of three or fewer reached the model: NFKC reads each as the ASCII it stands for."""
+    value = "Rt5pLm8Qz2fiWx7"
+    masker = Masker({"API": value})
+
+    def shifted(base_upper: int, base_lower: int, base_digit: int) -> str:
+        out = ""
+        for c in value:
+            if c.isdigit():
+                out += chr(base_digit + int(c))
+            else:
+                out += chr((base_upper if c.isupper() else base_lower) + ord(c.lower()) - 97)
+        return out
+
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in value)
+    for form in (
+        shifted(0x1D400, 0x1D41A, 0x1D7CE),  # mathematical bold
+        shifted(0x1D670, 0x1D68A, 0x1D7F6),  # mathematical monospace
+        shifted(0x24B6, 0x24D0, 0x2460 - 1).replace(chr(0x2460 - 1), "0"),  # circled
+        value.replace("fi", "\ufb01"),  # a ligature: one character for two
+        "".join(w if i % 4 == 3 else c for i, (c, w) in enumerate(zip(value, wide, strict=True))),
+        value[:-3] + wide[-3:],  # the last three converted
+    ):
+        text = f"key… {form} rest…"
+        assert masker.mask(text) == "key… [vault:API] rest…", ascii(form)
+        for size in (1, 4):
+            assert _streamed(masker, text, size) == "key… [vault:API] rest…", (ascii(form), size)
+    pin = Masker({"PIN": "4711"})
+    superscript, subscript, circled = (
+        "\u2074\u2077\u00b9\u00b9",
+        "\u2084\u2087\u2081\u2081",
+        "\u2463\u2466\u2460\u2460",
+    )
+    for form in (superscript, subscript, circled):
+        assert pin.mask(f"pin {form}!") == "pin [vault:PIN]!", ascii(form)
+    ordinary = "全角のテキスト ＡＢＣ１２３、版本：ｖ２．４．１ and 𝐛𝐨𝐥𝐝 ① ⑵ ﬁne"
+    assert masker.mask(ordinary) == ordinary and pin.mask(ordinary) == ordinary
+
+
+def test_a_fullwidth_value_percent_encoded_as_utf_8_is_masked() -> None:
+    """atk40 #4: fullwidth letters URL-encoded (`%EF%BC%B2...`, what `quote` gives) reached
+    the model: a UTF-8 character's %XX bytes are decoded as one escape."""
+    from urllib.parse import quote
+
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"API": value})
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in value)
+    for form in (quote(wide), quote(wide).lower(), quote(value[:6]) + quote(wide[6:])):
+        text = f"GET /?k={form}&x=1"
+        assert masker.mask(text) == "GET /?k=[vault:API]&x=1", form
+        for size in (1, 5):
+            assert _streamed(masker, text, size) == "GET /?k=[vault:API]&x=1", (form, size)
+    ordinary = "see https://example.com/caf%C3%A9?q=%E2%9C%93 and 100%EF"
+    assert masker.mask(ordinary) == ordinary
+
+
+def test_a_stream_masks_what_the_whole_text_masks_across_spaces_and_earlier_text() -> None:
+    """atk40 #5/#7: streamed, a passphrase with a zero-width space or soft hyphen inside
+    was sent (the stream held back only since the last space), and a value whose fullwidth
+    run began in text already sent was sent; the same text whole was masked."""
+    passphrase = Masker({"PASS": "correct horse battery staple"})
+    for mark in ("\u200b", "\u00ad"):
+        text = f"pw: correct horse bat{mark}tery staple. ok"
+        for size in (1, 3, 8):
+            assert _streamed(passphrase, text, size) == "pw: [vault:PASS]. ok", (mark, size)
+    value = Masker({"V": "AB12cd34efGH"})
+    text = "id \uff38\uff39\uff21\uff2212cd34efGH end"
+    assert value.mask(text) == "id \uff38\uff39[vault:V] end"
+    for size in (1, 2, 5):
+        assert _streamed(value, text, size) == "id \uff38\uff39[vault:V] end", size
