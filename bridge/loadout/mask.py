@@ -99,11 +99,7 @@ _LINE_BREAK = r"[ \t]*+\r?\n[ \t]*+"
 # and ASCII's other controls are the text's own). Web pages and chat apps insert some to
 # break long words or to set a direction; a copy keeps them. Read like a soft hyphen:
 # removed in `_Joined`.
-# U+2065, unassigned but Default_Ignorable, is one the screen does not count.
-_IGNORABLE = (
-    *((max(a, 0x80), b) for a, b in HIDDEN_RANGES if b >= 0x80),
-    (0x2065, 0x2065),
-)
+_IGNORABLE = tuple((max(a, 0x80), b) for a, b in HIDDEN_RANGES if b >= 0x80)
 
 
 def _class_body(ranges: Iterable[tuple[int, int]]) -> str:
