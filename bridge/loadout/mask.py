@@ -399,13 +399,20 @@ class _Folded(_Back):
 
     __slots__ = ("text",)
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, special: set[str] | None = None) -> None:
+        """`special`: the text's characters of the Basic Multilingual Plane `_SPECIAL_BMP`
+        finds, when the caller has them (no second scan)."""
         super().__init__()
         self.text = text
         if text.isascii():
             return
         astral = _may_be_astral(text) and _COMPAT_ASTRAL.search(text) is not None
-        kinds = set((_COMPAT_CHAR_ANY if astral else _COMPAT_CHAR_BMP).findall(text))
+        if astral:
+            kinds = set(_COMPAT_CHAR_ANY.findall(text))
+        elif special is not None:
+            kinds = {c for c in special if ord(c) in _COMPAT}
+        else:
+            kinds = set(_COMPAT_CHAR_BMP.findall(text))
         if not kinds:
             return
         pattern = _COMPAT_ANY if astral else _COMPAT_BMP
@@ -448,7 +455,7 @@ class _View(_Back):
     __slots__ = ("canon",)
 
     def __init__(self, text: str) -> None:
-        super().__init__()
+        self.at, self.lengths, self.starts, self.ends = [], [], [], []  # (every text: no call)
         pieces: list[str] = []
         last = 0
         size = 0
@@ -598,6 +605,19 @@ def _overlap(text: str, pattern: str, fail: list[int]) -> int:
 Span = tuple[int, int, str]  # start, end, mark
 
 
+def _back(found: list[Span], folded: _Folded) -> list[Span]:
+    """Spans of `folded.text` as spans of the text it was folded from, merged again (two
+    that end and start inside one character that stood for several now overlap)."""
+    merged: list[Span] = []
+    for start, end, mark in found:
+        start, end = folded.start(start), folded.end(end)
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+        else:
+            merged.append((start, end, mark))
+    return merged
+
+
 class Matcher:
     r"""Finds known strings in text, in any letter case and through one layer of escapes.
 
@@ -648,27 +668,21 @@ class Matcher:
         """The merged spans of `text` to replace, in order."""
         if self._pattern is None:
             return []
-        if not _has_special(text):  # one look, then closer
-            return self._spans(text, False)
-        if not _holds(text, _OTHER_BMP, _SPECIAL_ASTRAL):  # fullwidth only (CJK prose)
-            return self._spans(_halfwidth(text), False)
-        folded = _Folded(text)
-        text = _halfwidth(folded.text)  # one character for one: the spans are the text's
-        found = self._spans(text, _has_hidden(text))
-        if not folded.at:
-            return found
-        merged: list[Span] = []  # a character that stood for several: back to the text's
-        for start, end, mark in found:
-            start, end = folded.start(start), folded.end(end)
-            if merged and start < merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+        hidden = False
+        folded = None  # a character that stood for several: the folded text's spans mapped back
+        if _has_special(text):  # one look, then closer
+            if _holds(text, _OTHER_BMP, _SPECIAL_ASTRAL):  # not only fullwidth (CJK prose)
+                special = set(_SPECIAL_BMP.findall(text))  # one scan says which kinds
+                folded = _Folded(text, special)
+                text = folded.text  # spans mapped back at the end (`_back`) if it grew
+                kinds = "".join(special)
+                if _FULLWIDTH_RUN[1].search(kinds) is not None:
+                    text = _halfwidth(text)
+                hidden = _HIDDEN_BMP.search(kinds) is not None or (
+                    _may_be_astral(text) and _HIDDEN_ASTRAL.search(text) is not None
+                )
             else:
-                merged.append((start, end, mark))
-        return merged
-
-    def _spans(self, text: str, hidden: bool) -> list[Span]:
-        """`spans` of `text` with its compatibility and fullwidth forms read as ASCII."""
-        assert self._pattern is not None
+                text = _halfwidth(text)  # one character for one: the spans are the text's
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
@@ -687,7 +701,7 @@ class Matcher:
                     merged[-1] = (merged[-1][0], end, merged[-1][2])
                 continue
             merged.append((start, end, self._by_form[form]))
-        return merged
+        return _back(merged, folded) if folded is not None and folded.at else merged
 
     def sub(self, text: str) -> str:
         out: list[str] = []
