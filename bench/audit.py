@@ -11,9 +11,11 @@ waits for the GIL), each next to the floor of a durable chain timed between batc
 the same run (one appended line and its `fdatasync`), and the CPU of each thread per
 batch; a third row adds 2 ms of idle loop after each batch and its floor (a 1-chat
 Telegram round trip's cadence: the loop, the writer and the head's sync sleep between
-turns). Each row prints p90 too. In session 35 this cadence (run alone, old and new
-trees alternating) was the only A/B of a chain change that read through a machine load
-of 4-8; the Telegram round trip's did not.
+turns), a fourth 25 ms (a chat at a person's pace: each batch after a quiet spell
+longer than the head's 20 ms linger, its head synced at once). Each row prints p90
+too. In session 35 the 2 ms cadence (run alone, old and new trees alternating) was
+the only A/B of a chain change that read through a machine load of 4-8; the Telegram
+round trip's did not.
 
 Then the head's sync thread alone (`bridge.audit.head`): a put every 2 ms (a steady
 load) and every 30 ms (turns further apart than its 20 ms linger) for a second each,
@@ -137,6 +139,7 @@ def print_turn_batches(root: Path, n: int) -> None:
         ("loop idle", 0.0, 0.0),
         ("loop busy 0.3 ms", 0.0003, 0.0),
         ("busy 0.3, idle 2 ms", 0.0003, 0.002),
+        ("busy 0.3, idle 25 ms", 0.0003, 0.025),
     )
     for label, busy, gap in rows:
         path = root / f"turn{int(busy * 1e6)}-{int(gap * 1e6)}" / "chain.jsonl"

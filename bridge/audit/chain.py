@@ -8,12 +8,14 @@ events always share one write); the thread takes everything queued (up to
 names people typed become keyed ids, any other text is refused; on the
 thread, off the loop), and under the cross-process lock re-reads the chain's
 tail, appends the batch, fdatasyncs it, rewrites the head file in place and
-lets the lock go; acknowledging each event of the batch (group commit) is its
-last step, one call into each waiting loop. The head's sync runs on a thread
-of its own (`bridge.audit.head`), beside the next batch's: the head never
-names a record that is not durable, and neither a waiter nor the next batch
-waits for the head's sync (a crash before it leaves the head behind the
-chain, which `verify` accepts).
+lets the lock go, then acknowledges each event of the batch (group commit),
+one call into each waiting loop. The head's sync runs on a thread of its own
+(`bridge.audit.head`), beside the next batch's, except after a quiet spell
+with no other batch queued: then the writer syncs it itself once it has
+acknowledged the batch (the head's thread is not woken). The head never
+names a record that is not durable, no waiter waits for the head's sync,
+and the next batch waits only for one the writer makes (a crash before it
+leaves the head behind the chain, which `verify` accepts).
 """
 
 from __future__ import annotations
@@ -229,32 +231,44 @@ class AuditChain:
                     break
                 batch.append(nxt)
             pending = _flat(batch)
+            owed = False
             try:
                 self._fit(pending)
                 with exclusive(self._lock_fd):
                     seqs, last = self._commit(pending)
-                    self._move_head(last)
+                    owed = self._move_head(last)
             except Exception as exc:  # resolve every waiter, keep the thread alive
                 log.error("audit append failed: %s", exc)
                 _resolve_all([(p, 0) for p in pending], exc)
+                if owed:  # a head put, then the unlock failed: its thread syncs it
+                    assert self._heads is not None
+                    self._heads.settle(here=False)
                 continue
             # Durable, the head moved and the lock let go: the waiters go on. Waking the
-            # loop is the batch's last step, so the writer is back at its queue (the GIL
-            # let go) as the loop takes the GIL, not still wanting it for the head.
+            # loop comes before the head's sync, so no waiter waits for that.
             _resolve_all(list(zip(pending, seqs, strict=True)), None)
+            if owed:  # after a quiet spell: synced here when no batch waits, one wake-up
+                assert self._heads is not None  # fewer (the head's thread sleeps on)
+                try:
+                    self._heads.settle(here=self._queue.empty())
+                except Exception as exc:  # the records are durable; the thread lives on
+                    log.error("audit head not synced: %s", exc)
 
-    def _move_head(self, last: tuple[int, str] | None) -> None:
-        """Rewrite the head to name record `last` (seq, hash), durable now; its sync runs
-        on the head's own thread, beside the next batch. A head that cannot be written
-        is logged and left behind (as a crash would leave it, which `verify` accepts):
-        the records are durable all the same, and the next batch moves it."""
+    def _move_head(self, last: tuple[int, str] | None) -> bool:
+        """Rewrite the head to name record `last` (seq, hash), durable now; True: a sync
+        is owed at once (a quiet spell before it), for the writer to settle once it
+        acknowledged the batch, else its sync runs on the head's own thread, beside the
+        next batch. A head that cannot be written is logged and left behind (as a crash
+        would leave it, which `verify` accepts): the records are durable all the same,
+        and the next batch moves it."""
         if last is None:
-            return
+            return False
         assert self._heads is not None  # open with the chain
         try:
-            self._heads.put(*last)
+            return self._heads.put(*last, defer=True)
         except OSError as exc:
             log.error("audit head not moved (the records are durable): %s", exc)
+            return False
 
     def _tail(self) -> Tail:
         """Where the batch goes on. One `stat` of the path: its inode says the file is still

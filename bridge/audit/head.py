@@ -1,4 +1,4 @@
-"""The chain's head file: rewritten in place under the chain lock, synced on a thread of its own.
+"""The chain's head file: rewritten in place under the chain lock, synced off the waiters' path.
 
 `HeadFile.put(seq, digest)` rewrites the head (one padded 512-byte sector,
 `store.head_bytes`) with `pwrite` on the chain writer's thread, under the
@@ -6,11 +6,15 @@ chain lock and only after the records it names were fdatasynced: another
 process that takes the lock reads a whole head, and no head the kernel
 could write back names a record that is not on disk. Its `fdatasync` runs
 on the head's own thread (`head-sync`), so the chain writer's next batch
-does not wait for it (the chain's sync and the head's overlap). The
-thread syncs at most once per `LINGER_S` (20 ms): a put after a quiet
-spell wakes it and is synced at once; every put made within 20 ms of a
-sync, or while it runs, waits for the next one, made 20 ms after it ended
-(the thread sleeps that long and no put wakes it), one sync for all of them:
+does not wait for it (the chain's sync and the head's overlap). The head is
+synced at most once per `LINGER_S` (20 ms): a put after a quiet spell is
+synced at once, by the chain's writer itself when no other batch is queued
+(`settle`: after it acknowledged its batch, no wake-up of the thread, whose
+wake-up and GIL hand-offs cost more than the sync's own Python; a batch
+queued during that sync waits for it), else by the woken thread; every put
+made within 20 ms of a sync, or while it runs, waits for the next one, made
+20 ms after it ended (the thread sleeps that long and no put wakes it), one
+sync for all of them:
 with turns arriving steadily that is one head sync and one wake-up per
 20 ms instead of one per batch (each a disk flush, a thread wake-up and
 GIL hand-offs). A crash before the sync leaves the head behind the chain
@@ -64,21 +68,48 @@ class HeadFile:
         self._thread = threading.Thread(target=self._run, name="head-sync", daemon=True)
         self._thread.start()
 
-    def put(self, seq: int, digest: str) -> None:
-        """Rewrite the head (call under the chain lock, after the records are durable)."""
+    def put(self, seq: int, digest: str, defer: bool = False) -> bool:
+        """Rewrite the head (call under the chain lock, after the records are durable).
+
+        `defer`: a put that would wake the quiet thread leaves that to the caller's
+        `settle` (True: call it), which either syncs on the caller's thread (the chain's
+        writer, its queue empty) or wakes the thread then."""
         data = head_bytes(seq, digest, self._key, self._signer)
         if self._fd < 0:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
             except FileNotFoundError:
                 self._make(data)
-                return
+                return False
         put_head(self._fd, data, trim=not self._sized)
         self._sized = True  # every head is HEAD_BYTES long: no later put leaves a tail
         with self._wake:
             self._dirty = True  # a sync owed already covers this put too
             if self._quiet:  # else the thread is syncing or sleeping out the linger
+                if defer:
+                    return True
                 self._wake.notify()
+        return False
+
+    def settle(self, here: bool) -> None:
+        """After a deferred put (`put(..., defer=True)` returned True): when `here` and
+        the linger since the last sync is out, sync the head now on this thread (the
+        thread, quiet, is not woken: one wake-up fewer); else wake the thread, which
+        syncs at once or once the linger is out, as for any put. Only one thread puts
+        (the chain's writer), so no put comes between the sync's claim and its end."""
+        with self._wake:
+            if not (self._dirty and self._quiet):  # synced meanwhile, or the thread is up
+                return
+            if not here or self._clock() < self._synced_at + self._linger:
+                self._wake.notify()
+                return
+            self._dirty = False  # claimed: the quiet thread sees nothing owed
+        try:
+            self.sync()
+        except OSError as exc:  # as on the thread: the next put tries again
+            log.error("audit head not synced: %s", exc)
+        with self._wake:
+            self._synced_at = self._clock()  # the linger runs from the sync's end
 
     def _make(self, data: bytes) -> None:
         """The first head of a chain: written and synced under a temporary name, then

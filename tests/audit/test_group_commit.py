@@ -39,10 +39,17 @@ async def test_emit_many_is_one_batch_whatever_the_batch_limit(tmp_path: Path) -
 async def test_waiters_and_the_next_batches_go_on_before_the_head_is_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The head's sync runs on its own thread: while it is held, the batch that moved the
-    head is acknowledged and the next batches are written; closing syncs the last head."""
+    """The head's sync on its own thread (within the linger, or with batches queued behind
+    the one that moved it): while it is held, that batch is acknowledged and the next
+    batches are written; closing syncs the last head."""
     path = tmp_path / "audit" / "chain.jsonl"
     chain = AuditChain(path, None, fake_clock())
+    real_settle = head_module.HeadFile.settle
+    # as if a batch were always queued behind: a put after a quiet spell (20 ms since the
+    # first head's sync, on a loaded machine) goes to the thread too, never the writer
+    monkeypatch.setattr(
+        head_module.HeadFile, "settle", lambda self, here: real_settle(self, here=False)
+    )
     async with chain:
         await chain.emit(*EVENTS[0])  # the head file made (synced at once, with its directory)
         entered, release = threading.Event(), threading.Event()
@@ -69,6 +76,50 @@ async def test_waiters_and_the_next_batches_go_on_before_the_head_is_synced(
         assert (task.result(), more) == (2, 3)
         monkeypatch.setattr(head_module.HeadFile, "sync", real)
     assert read_head(head_path(path)) == {"seq": 3, "hash": read_last_hash(path)}  # synced
+    assert verify(path).ok
+
+
+async def test_after_a_quiet_spell_the_writer_syncs_the_head_itself_once_it_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch after a quiet spell (here every batch: no linger) with nothing queued
+    behind it: its waiter is acknowledged first, then the writer syncs the head on its
+    own thread; the head's thread is never woken for it. (A batch queued as the waiter
+    goes on leaves the head to the thread: `test_a_deferred_put_is_the_threads...`.)"""
+    path = tmp_path / "audit" / "chain.jsonl"
+    chain = AuditChain(path, None, fake_clock())
+    order: list[str] = []
+    async with chain:
+        await chain.emit(*EVENTS[0])  # the head file made (synced inline, with its directory)
+        heads = chain._heads
+        assert heads is not None
+        heads._linger = 0.0  # every later put comes after a quiet spell
+        while not heads._quiet:  # the head's thread asleep, waiting for a put
+            await asyncio.sleep(0.001)
+        real_sync, real_resolve = head_module.HeadFile.sync, chain_module._resolve_all
+
+        def sync(self: head_module.HeadFile) -> None:
+            real_sync(self)
+            order.append(f"head synced on {threading.current_thread().name}")
+
+        def resolve(done: list[tuple[object, int]], exc: Exception | None) -> None:
+            order.append(f"acknowledged {[seq for _, seq in done]}")
+            real_resolve(done, exc)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(head_module.HeadFile, "sync", sync)
+        monkeypatch.setattr(chain_module, "_resolve_all", resolve)
+        for _ in range(3):
+            synced = heads.syncs
+            await chain.append(*EVENTS[1])
+            while heads.syncs == synced:  # nothing queued until this head is synced
+                await asyncio.sleep(0.001)
+    monkeypatch.undo()
+    assert order == [
+        *("acknowledged [2]", "head synced on audit-writer"),
+        *("acknowledged [3]", "head synced on audit-writer"),
+        *("acknowledged [4]", "head synced on audit-writer"),
+    ]
+    assert read_head(head_path(path)) == {"seq": 4, "hash": read_last_hash(path)}
     assert verify(path).ok
 
 

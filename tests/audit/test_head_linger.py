@@ -124,3 +124,76 @@ def test_a_put_after_a_quiet_spell_is_synced_at_once_and_later_puts_do_not_wake_
         os.close(dir_fd)
     assert heads.syncs == 3
     assert read_head(tmp_path / "chain.head") == {"seq": 7, "hash": DIGEST}
+
+
+def _asleep(heads: HeadFile) -> None:
+    """Wait for the head's thread to wait for a put (a condition, not a time)."""
+    while not heads._quiet:
+        threading.Event().wait(0.001)
+
+
+def test_a_deferred_put_after_a_quiet_spell_is_synced_by_its_caller_not_the_thread(
+    tmp_path: Path,
+) -> None:
+    """The chain's writer puts with `defer`: a put after a quiet spell is synced at once
+    on the writer's own thread when it settles it with nothing else queued (the quiet
+    thread not woken); within the linger of that sync the next one is the thread's."""
+    now = [0.0]
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    heads = HeadFile(tmp_path / "chain.head", dir_fd, None, linger=3600.0, clock=lambda: now[0])
+    synced_by: list[str] = []
+    real_sync = heads.sync
+
+    def sync() -> None:
+        real_sync()
+        synced_by.append(threading.current_thread().name)
+
+    heads.sync = sync  # type: ignore[method-assign]
+    wakes = []
+    real_notify = heads._wake.notify
+    heads._wake.notify = lambda n=1: (wakes.append(n), real_notify(n))  # type: ignore[method-assign]
+    try:
+        heads.put(1, DIGEST)  # the new file: synced inline (not through `sync`)
+        _asleep(heads)
+        now[0] = 3600.0  # a linger later
+        assert heads.put(2, DIGEST, defer=True)  # owed at once: left to the caller
+        heads.settle(here=True)
+        assert synced_by == [threading.current_thread().name] and wakes == []
+        assert read_head(tmp_path / "chain.head") == {"seq": 2, "hash": DIGEST}
+        assert heads.put(3, DIGEST, defer=True)  # the thread still asleep
+        heads.settle(here=True)  # within the linger of that sync: the thread times it
+        assert wakes == [1] and len(synced_by) == 1
+    finally:
+        heads.close()  # ends the linger: the last head synced, by the thread
+        os.close(dir_fd)
+    assert synced_by[1:] == ["head-sync"]
+    assert read_head(tmp_path / "chain.head") == {"seq": 3, "hash": DIGEST}
+
+
+def test_a_deferred_put_is_the_threads_while_the_caller_has_more_to_write(
+    tmp_path: Path,
+) -> None:
+    now = [0.0]
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    heads = HeadFile(tmp_path / "chain.head", dir_fd, None, linger=3600.0, clock=lambda: now[0])
+    synced = threading.Event()
+    real_sync = heads.sync
+
+    def sync() -> None:
+        real_sync()
+        if threading.current_thread().name == "head-sync":
+            synced.set()
+
+    heads.sync = sync  # type: ignore[method-assign]
+    try:
+        heads.put(1, DIGEST)
+        _asleep(heads)
+        now[0] = 3600.0
+        assert heads.put(2, DIGEST, defer=True)
+        heads.settle(here=False)  # more batches queued: the woken thread syncs it at once
+        assert synced.wait(60)  # at once, not after the (real) hour: 60 s bounds a hang only
+        assert heads.syncs == 2
+    finally:
+        heads.close()
+        os.close(dir_fd)
+    assert read_head(tmp_path / "chain.head") == {"seq": 2, "hash": DIGEST}

@@ -139,9 +139,9 @@ async def test_a_batch_is_acknowledged_once_its_head_moved_and_the_lock_is_let_g
     order: list[str] = []
     real_put, real_unlock, real_resolve = HeadFile.put, held.unlock, chain_module._resolve_all
 
-    def put(self: HeadFile, seq: int, digest: str) -> None:
+    def put(self: HeadFile, seq: int, digest: str, defer: bool = False) -> bool:
         order.append(f"head {seq}")
-        real_put(self, seq, digest)
+        return real_put(self, seq, digest, defer)
 
     def unlock(fd: int) -> None:
         order.append("unlock")
@@ -174,7 +174,7 @@ async def test_a_head_that_cannot_be_written_leaves_the_batch_acknowledged(
     async with AuditChain(path, None, fake_clock()) as chain:
         assert await chain.append(*EVENT) == 1
 
-        def put(self: HeadFile, seq: int, digest: str) -> None:
+        def put(self: HeadFile, seq: int, digest: str, defer: bool = False) -> bool:
             raise OSError(28, "No space left on device")
 
         monkeypatch.setattr(HeadFile, "put", put)
