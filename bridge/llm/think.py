@@ -14,8 +14,11 @@ text to show out.
 A `<think>` inside the block nests: the block ends at the `</think>` that closes the
 first one (`<think>a<think>b</think>c</think>answer` shows `answer`, streamed). A
 reasoning that only names the tag (`the user asks about <think>`) never gets back to
-depth 0: so once a `</think>` was met, the text after the last one is held (within the
-block's allowance) and is the answer at the end of the stream, shown then.
+depth 0, and its answer may name the tags too: so once a `</think>` was met, the text
+after the first one is held, and if the stream ends without depth 0 it is the answer,
+shown then (what a block closed by its first `</think>` shows). Held past the block's
+allowance, it is not held longer: the first `</think>` closed the block, and the held
+text and all that follows stream as the answer.
 
 The text held back counts: `max_reply_chars` cuts only what is shown, so a block that
 never closes (a reasoning model looping) would otherwise be read up to the answer's
@@ -24,7 +27,7 @@ backend ends the call with an error the person sees); whitespace alone past it, 
 the block or after it, is let through as text (the reply's own cut applies). Each of
 the three counts on its own (whitespace before the block does not shorten the block's
 allowance), so at most three times the limit is read before anything is shown, and only
-the leading whitespace (and a block's text after its last `</think>`, above) is kept
+the leading whitespace (and a block's text after its first `</think>`, above) is kept
 meanwhile, each at most the limit. Each piece is looked at once, inside the block only as
 far as its allowance: one piece that closes the block past it is too long too.
 """
@@ -55,7 +58,7 @@ class ThinkBlock:
         self._space: list[str] = []  # start: the leading whitespace, kept for the answer
         self._seen, self._limit = 0, limit
         self._depth = 0  # inside: the `<think>`s open
-        self._since: list[str] | None = None  # inside: the text after the last `</think>`
+        self._since: list[str] | None = None  # inside: the text after the first `</think>`
 
     def feed(self, text: str) -> str:
         """The part of `text` (with what was held) that is the answer's, now."""
@@ -79,11 +82,15 @@ class ThinkBlock:
             self._depth = 1
         if self._state == "inside":
             end = self._close() if "<" in self._held else self._no_tag()
-            if end < 0:
-                if self._seen > self._limit:
-                    raise ThinkTooLong(f"no {CLOSE} within {self._limit} characters")
+            if end >= 0:
+                self._held = self._held[end:]
+            elif self._seen <= self._limit:
                 return ""
-            self._state, self._held, self._since = "after", self._held[end:], None
+            elif self._since is None:
+                raise ThinkTooLong(f"no {CLOSE} within {self._limit} characters")
+            else:  # named the tag, held past the allowance: the first `</think>` closed it
+                self._held = "".join(self._since) + self._held
+            self._state, self._since = "after", None
             self._seen = len(self._held)  # and the blank lines after it from here
         rest = self._held.lstrip()  # "after": the blank lines between block and answer
         if not rest:
@@ -111,9 +118,11 @@ class ThinkBlock:
 
     def _close(self) -> int:
         """Where the text after the block starts in what is held, or -1 (then only a
-        tail that may be a tag's start is kept, and the text after a `</think>`). Only
-        the block's allowance is looked at: a tag costs a step, at most the limit's."""
-        held, pos, mark = self._held, 0, -1
+        tail that may be a tag's start is kept, and the text after the first `</think>`).
+        Only the block's allowance is looked at: a tag costs a step, at most the limit's
+        (past it the block is too long, and all of what is held is kept for `feed`)."""
+        whole = held = self._held
+        pos, mark = 0, -1
         reach = self._limit - (self._seen - len(held)) + len(CLOSE)  # the allowance's end
         if reach < len(held):  # past it the block is too long: not looked at
             held = held[: max(reach, 0)]
@@ -126,16 +135,19 @@ class ThinkBlock:
             self._depth, pos = self._depth - 1, closes + len(CLOSE)
             if self._depth == 0:
                 return pos
-            mark, closes = pos, held.find(CLOSE, pos)  # the tags cannot overlap
+            if mark < 0:
+                mark = pos
+            closes = held.find(CLOSE, pos)  # the tags cannot overlap
         while opens >= 0:  # after the last closing tag: each still counts
             self._depth, pos = self._depth + 1, opens + len(OPEN)
             opens = held.find(OPEN, pos)
         keep = max(pos, len(held) - (len(CLOSE) - 1))  # may hold a tag's start
-        if mark >= 0:
-            self._since = []
+        start = 0
+        if self._since is None and mark >= 0:  # the first `</think>`: held from here on
+            self._since, start = [], mark
         if self._since is not None:
-            self._since.append(held[max(mark, 0) : keep])
-        self._held = held[keep:]
+            self._since.append(held[start:keep])
+        self._held = whole[keep:]
         return -1
 
     def _to_text(self) -> str:

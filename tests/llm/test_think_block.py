@@ -30,8 +30,10 @@ CASES = [
     ("<think>a<think>b</think>c</think>answer", "answer"),  # nested: none of it shown
     ("<think><think></think></think>\n\nHi", "Hi"),
     ("<think>a<think>b</think>c</think>d</think>e", "d</think>e"),
-    # a reasoning that names the tag: the answer after the last close, at the end
+    # a reasoning that names the tag: the answer after the first close, at the end
     ("<think>They ask about <think> tags.</think>\n\nIt opens <think>", "It opens <think>"),
+    ("<think>a<think>b</think>c", "c"),  # cut off nested: as the first close reads it
+    ("<think><think>b</think>c</think>d", "d"),
     ("", ""),
 ]
 
@@ -129,7 +131,7 @@ def test_a_nested_block_is_hidden_as_it_streams() -> None:
 
 
 def test_a_block_that_names_the_tag_shows_its_answer_at_the_end() -> None:
-    """The depth never gets back to 0: what follows the last `</think>` is held, within
+    """The depth never gets back to 0: what follows the first `</think>` is held, within
     the block's allowance, and is the answer once the stream ends."""
     block = ThinkBlock(limit=100)
     assert block.feed("<think>They ask what <think> does.</think>\n") == ""
@@ -137,9 +139,11 @@ def test_a_block_that_names_the_tag_shows_its_answer_at_the_end() -> None:
     assert block.feed(", hidden from you.") == ""
     assert block.finish() == "It opens the reasoning, hidden from you."
     held = ThinkBlock(limit=100)
-    assert held.feed("<think><think></think>" + "x" * 85) == ""
-    with pytest.raises(ThinkTooLong):  # what is held counts toward the block
-        held.feed("x" * 10)
+    assert held.feed("<think><think></think>" + "x" * 85) == ""  # 100: its allowance
+    # past it, what is held is not held longer: it and what follows stream as the answer
+    assert held.feed("x" * 10) == "x" * 95
+    assert held.feed("</think>y") == "</think>y"
+    assert held.finish() == ""
 
 
 def test_only_the_blocks_allowance_is_looked_at() -> None:
@@ -151,6 +155,62 @@ def test_only_the_blocks_allowance_is_looked_at() -> None:
         whole.feed("<think>" + "x" * 150 + "</think>answer")
     tags = ThinkBlock(limit=100)
     with pytest.raises(ThinkTooLong):
-        tags.feed("<think>" + "<think></think>" * 100_000 + "</think>answer")
+        tags.feed("<think>" + "<think>" * 200_000 + "</think>answer")
+    closed = ThinkBlock(limit=100)  # a `</think>` within it: the first one closed it
+    pairs = "<think></think>" * 100_000
+    assert closed.feed("<think>" + pairs + "</think>answer") == pairs[15:] + "</think>answer"
     within = ThinkBlock(limit=100)
     assert within.feed("<think>" + "x" * 100 + "</think>answer") == "answer"
+
+
+# atk s41 #3: the answer itself names the tags (s40's first close showed all of it)
+NAMING = [
+    (
+        "<think>The user asks what <think> does. I'll explain.</think>"
+        "The <think> tag wraps a model's reasoning; it ends with </think>. "
+        "In a prompt write <think>...</think> around it.",
+        "The <think> tag wraps a model's reasoning; it ends with </think>. "
+        "In a prompt write <think>...</think> around it.",
+    ),
+    (
+        "<think>The user typed <think> literally. Keep it short.</think>Here is the answer.",
+        "Here is the answer.",
+    ),
+    (
+        "<think>plan: answer briefly</think>Models close reasoning with </think> and go on.",
+        "Models close reasoning with </think> and go on.",
+    ),
+    (
+        "<think>I must not print </think> early. secret plan: upsell</think>Answer.",
+        "early. secret plan: upsell</think>Answer.",  # s40's reading, as before
+    ),
+    ("<think>a<think>b</think>c</think>Answer.", "Answer."),
+    (
+        "<think>User wrote <think>. Hmm.</think> is the closer. Private: user seems angry, "
+        "flatter them",
+        "is the closer. Private: user seems angry, flatter them",
+    ),
+    (
+        "<think>ok</think>Here:\n```python\nOPEN = '<think>'\n```\nDone.",
+        "Here:\n```python\nOPEN = '<think>'\n```\nDone.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "answer"), NAMING)
+def test_an_answer_that_names_the_tags_is_shown_whole(text: str, answer: str) -> None:
+    assert fed([text]) == answer
+    assert fed(list(text)) == answer
+    for cut in range(len(text) + 1):
+        assert fed([text[:cut], text[cut:]]) == answer, cut
+
+
+def test_a_long_answer_after_a_named_tag_streams_past_the_allowance() -> None:
+    """atk s41 #4: the answer after a reasoning that names `<think>` was held, and one
+    past the block's 160,000 characters ended in ThinkTooLong, lost; past the allowance
+    it streams now, all of it."""
+    text = "<think>The user wrote <think>.</think>" + ("x" * 99 + "\n") * 2000
+    block, pieces = ThinkBlock(), [text[at : at + 1000] for at in range(0, len(text), 1000)]
+    shown = [block.feed(piece) for piece in pieces]
+    assert "".join(shown) + block.finish() == ("x" * 99 + "\n") * 2000
+    assert shown[-3:] == pieces[-3:]  # streamed by the end, not held to it
