@@ -51,13 +51,18 @@ def reload_hooks(
     """The live settings of a roost and how each is applied (in this order).
     `removal_grace_s`: how long a tenant a reload removed stays out of the configuration
     before its pairings are removed for good; `retry_s`: how long after a removal that
-    failed (its audit could not be written: nothing removed; or its delete failed: the
-    bindings audited are not audited again) it is tried again, for as long as the tenant
-    stays out. A removal under way is not called off by a reload that configures the
-    tenant again: it ends, so no binding is audited as revoked and kept, or half of them
-    removed; the tenant comes back without them (its people /pair again)."""
+    failed is tried again: its audit could not be written (nothing removed), for as long
+    as the tenant stays out; its delete failed (the bindings audited are never audited
+    again, by this removal or a later one of the tenant), until it is done. A removal under
+    way (a try running, or a binding audited as revoked and not yet deleted) is not called
+    off by a reload that configures the tenant again: it ends, so no binding is audited as
+    revoked and kept, or half of them removed; the tenant comes back without them (its
+    people /pair again)."""
     pending: dict[str, asyncio.Task[object]] = {}  # tenant -> its removal, until done
     removing: set[str] = set()  # tenants whose removal is under way: not called off
+    # tenant -> its bindings (channel, identity, tenant, bound_at) audited as revoked and
+    # not yet deleted (a delete that failed): its removal is under way until they go
+    audited: dict[str, set[tuple[str, str, str, float]]] = {}
 
     def _unbound(tenant: str, task: asyncio.Task[object]) -> None:
         if pending.get(tenant) is task:
@@ -70,11 +75,12 @@ def reload_hooks(
 
     async def removal(tenant: str) -> None:
         await asyncio.sleep(removal_grace_s)
-        audited: set[tuple[str, str, str, float]] = set()  # by an earlier try
-        while tenant not in served:  # still out of the configuration: for good
+        while tenant not in served or audited.get(tenant):  # out for good, or under way
             removing.add(tenant)
             try:
-                gone = await unbind_removed(roost.pairing, roost.audit, {tenant}, audited)
+                told = audited.setdefault(tenant, set())  # by an earlier try, not again
+                gone = await unbind_removed(roost.pairing, roost.audit, {tenant}, told)
+                audited.pop(tenant, None)  # deleted: all it audited
                 if gone and tenant in served:
                     log.warning(
                         "reload: tenant %s is configured again, but its pairings were being"
@@ -84,7 +90,7 @@ def reload_hooks(
                         removal_grace_s,
                     )
                 return
-            except Exception as exc:  # a full disk: tried again while the tenant stays out
+            except Exception as exc:  # a full disk: tried again (while out, or under way)
                 log.error(
                     "reload: removing the pairings of removed tenant %s failed (%r); trying"
                     " again in %.0f s",
@@ -93,7 +99,9 @@ def reload_hooks(
                     retry_s,
                 )
             finally:
-                removing.discard(tenant)
+                if not audited.get(tenant):  # nothing audited and kept: may be called off
+                    audited.pop(tenant, None)
+                    removing.discard(tenant)
             await asyncio.sleep(retry_s)
 
     def access(new: Settings) -> None:  # tenants, their identities, who a pairing may bind

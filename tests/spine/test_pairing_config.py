@@ -441,3 +441,100 @@ async def test_a_tenant_configured_again_while_its_removal_runs_is_removed_whole
         )
     finally:
         await roost.aclose()
+
+
+async def test_a_tenant_configured_again_while_a_failed_delete_waits_is_removed_whole(
+    home: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """atk s41 #6: the revocation audited, then its delete failed; a reload that configured
+    the tenant again while the retry waited called the removal off: `pairing.revoked` in
+    the chain and the binding kept (the person could still chat), and a later removal of
+    the tenant audited the same binding revoked again. The removal goes on until the
+    delete is done, audited once; removed again later, nothing is audited twice."""
+    audit = MemoryAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        revoke, bound_to = roost.pairing.revoke_bindings, roost.pairing.bound_to
+        failed, tries = asyncio.Event(), []
+
+        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
+            if not failed.is_set():
+                failed.set()  # the retry waits from here, before this test runs again
+                raise OSError(5, "Input/output error")
+            return await revoke(bindings)
+
+        async def counted(tenants: Collection[str]) -> list[Binding]:
+            tries.append(tenants)
+            return await bound_to(tenants)
+
+        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+        roost.pairing.bound_to = counted  # type: ignore[method-assign]
+        hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))
+        await failed.wait()
+        assert len(tries) == 1  # between the tries: the retry has not begun
+        with caplog.at_level(logging.WARNING):
+            for hook in hooks:
+                hook.apply(configured(home, "alice", "bob"))
+            await unbinding_done()
+        assert len(tries) == 2
+        assert await roost.pairing.bindings() == []
+        assert roost.resolver.match(HIM) is None  # a stranger, as the chain says
+        assert "tenant alice is configured again, but its pairings were being removed" in (
+            caplog.text
+        )
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))  # removed again later
+        await unbinding_done()
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+    finally:
+        await roost.aclose()
+
+
+async def test_a_binding_audited_revoked_is_not_audited_by_a_later_removal_either(
+    home: Path, clock: Clock
+) -> None:
+    """A removal whose delete failed and that ended before its retry (its task cancelled,
+    as at shutdown): the tenant's next removal deletes the binding without auditing it
+    revoked a second time."""
+    audit = MemoryAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)
+        revoke = roost.pairing.revoke_bindings
+        failed = asyncio.Event()
+
+        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
+            if not failed.is_set():
+                failed.set()
+                raise OSError(5, "Input/output error")
+            return await revoke(bindings)
+
+        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+        hooks = [h for h in reload_hooks(roost, 0.0, retry_s=3600.0) if "tenants" in h.live]
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))
+        await failed.wait()  # the first removal waits out its retry
+        (first,) = [t for t in asyncio.all_tasks() if t.get_name().startswith("unbind removed")]
+        first.cancel()
+        await unbinding_done()
+        assert [b.identity for b in await roost.pairing.bindings()] == ["111"]
+        for hook in hooks:
+            hook.apply(configured(home, "alice", "bob"))
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))  # a new removal of alice
+        await unbinding_done()
+        assert await roost.pairing.bindings() == []
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+    finally:
+        await roost.aclose()
