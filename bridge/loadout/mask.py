@@ -15,9 +15,11 @@ to the text, and replaces the original span, escapes and all; overlapping
 matches merge into one span. Fullwidth ASCII (U+FF01-U+FF5E) reads as ASCII,
 and so do the other compatibility forms NFKC makes ASCII, one character at a
 time (`_Folded`: mathematical, circled and parenthesized letters and digits,
-superscripts, ligatures; every space character reads as U+0020, so a value's
-own spaces match any of them, while a space put inside a value that has none
-is ordinary text, as U+0020 is); a value wrapped over lines
+superscripts, ligatures, small forms, every code point whose NFKC is ASCII;
+every space character reads as U+0020, and a value's own spaces match any run
+of spaces, tabs and line breaks, while a space put inside a value that has none
+is ordinary text, as U+0020 is); an escape of an invisible character decodes
+to nothing, and a JSON surrogate pair to its character; a value wrapped over lines
 or broken by characters that show nothing (the screen's hidden code points:
 a soft hyphen, zero-width spaces and joiners, bidi controls, line and
 paragraph separators, a BOM...) is read joined (`_Joined`).
@@ -69,12 +71,14 @@ from bridge.types.messages import valid_unicode
 MIN_SECRET_CHARS = 4
 REFUSED_MARK = "[refused secret]"
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
-# One server-side escape of one character, by kind (the group): JSON/JS `\uXXXX`,
+# One server-side escape of one character, by kind (the group): JSON/JS `\uXXXX` (a
+# surrogate pair's two of them as one: `json.dumps` of a character past U+FFFF),
 # Python `\xHH`, a backslash escape (PHP's JSON writes `/` as `\/`), an HTML/XML
 # numeric or named entity (`&#43;`, `&#x2F;`, `&amp;`), an ASCII %XX in either case, the
 # %XX bytes of one UTF-8 character (`%EF%BC%B2`, a fullwidth "R").
 _ESCAPES = re.compile(
-    r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([\"\\/'bfnrt])"
+    r"\\u(?:([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|([0-9a-fA-F]{4}))"
+    r"|\\x([0-9a-fA-F]{2})|\\([\"\\/'bfnrt])"
     r"|&#([0-9]{1,7});|&#[xX]([0-9a-fA-F]{1,6});|&([A-Za-z][A-Za-z0-9]{1,31};)"
     r"|%(?:([0-7][0-9a-fA-F])"
     r"|([cdCD][0-9a-fA-F]%[89abAB][0-9a-fA-F]|[eE][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){2}"
@@ -82,7 +86,8 @@ _ESCAPES = re.compile(
 )
 # The start of an escape that more text could complete (held back when streaming).
 _PARTIAL = re.compile(
-    r"(?:\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?)?"
+    r"(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u?[0-9a-fA-F]{0,3})?"
+    r"|\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?)?"
     r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-9a-fA-F]?"
     r"|%[c-fC-F][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){0,2}(?:%[89abAB]?)?)\Z"
 )
@@ -114,13 +119,19 @@ _HIDDEN_CHARS = _class_body(_IGNORABLE)
 # monospace: U+1D400-U+1D7FF), circled and parenthesized letters and digits (U+2460-U+24FF,
 # U+1F100-U+1F1FF), superscripts and subscripts, modifier letters, letterlike symbols and
 # Roman numerals, ligatures ("\ufb01" is "fi"), squared Latin abbreviations, segmented
-# digits; and every space character (Unicode's Zs: no-break, thin, ideographic...) as
-# U+0020. Some stand for more than one character ("\u2474" is "(1)", "\u2026" "..."):
-# `_Folded` maps those back one by one.
+# digits, small and vertical forms (U+FE10-U+FE6B: "\ufe63" is "-"), the long s; and every
+# space character (Unicode's Zs: no-break, thin, ideographic...) as U+0020. Some stand for
+# more than one character ("\u2474" is "(1)", "\u2026" "..."): `_Folded` maps those back
+# one by one. The ranges hold every code point whose NFKC is ASCII (but fullwidth ASCII,
+# read apart: `_HALFWIDTH`), found once from `unicodedata` with gaps of up to 64 closed;
+# tests/loadout checks them against every code point of the running Python's Unicode.
 _COMPAT_BLOCKS = (
-    (0x00A0, 0x00FF), (0x02B0, 0x02FF), (0x1680, 0x1680), (0x1D2C, 0x1DBF), (0x2000, 0x218F),
-    (0x2460, 0x24FF), (0x2C7C, 0x2C7D), (0x3000, 0x3000), (0x3200, 0x33FF), (0xFB00, 0xFB06),
-    (0x1D400, 0x1D7FF), (0x1F100, 0x1F1FF), (0x1FBF0, 0x1FBF9),
+    (0x00A0, 0x00BA), (0x0132, 0x0133), (0x017F, 0x017F), (0x01C7, 0x01F3), (0x02B0, 0x02E3),
+    (0x037E, 0x037E), (0x1680, 0x1680), (0x1D2C, 0x1DBB), (0x1FEF, 0x20A8), (0x2100, 0x217F),
+    (0x2460, 0x24EA), (0x2A74, 0x2A76), (0x2C7C, 0x2C7D), (0x3000, 0x3000), (0x3250, 0x325F),
+    (0x32B1, 0x32CF), (0x3371, 0x33FF), (0xA7F2, 0xA7F4), (0xFB00, 0xFB29), (0xFE10, 0xFE6B),
+    (0x107A5, 0x107A5), (0x1D400, 0x1D6A3), (0x1D7CE, 0x1D7FF), (0x1F100, 0x1F190),
+    (0x1FBF0, 0x1FBF9),
 )  # fmt: skip
 
 
@@ -202,6 +213,7 @@ _BREAKS = re.compile(_BREAK)
 # rarely ends in such a 12-character token (1 MB of the docs: about 50 places).
 _WRAPPED = 12
 _HIDDEN = re.compile(_INVISIBLE)
+_INVISIBLES = re.compile(f"{_INVISIBLE}+")
 # how much farther back a stream looks for the start of a value when invisible characters
 # are in its tail (several between each two of its letters: 8 in tests/loadout)
 HIDDEN_REACH = 8
@@ -234,6 +246,26 @@ _EDGE = re.compile(
     rf"\n(?:(?<={_WORD}{{{_WRAPPED}}}\n)|(?<={_WORD}{{{_WRAPPED}}}\r\n))[ \t]*+{_WORD}{{4}}"
 )
 _JOIN = "\0"  # between two chains in the joined view: no form holds it
+# a value's own spaces: any run of blanks and line breaks (a passphrase wrapped, tabbed)
+_BLANKS = re.compile(r"[ \t\r\n]+")
+_SPACES = re.compile(" +")
+
+
+def _spelled(form: str) -> str:
+    """A pattern of `form` (lower-cased), its spaces matching any run of `_BLANKS`."""
+    if " " not in form:
+        return re.escape(form)
+    return r"[ \t\r\n]+".join(re.escape(part) for part in _SPACES.split(form))
+
+
+def _unsqueezed(text: str, i: int) -> int:
+    """Where the character at `i` of `text` with each run of `_BLANKS` as one space is."""
+    removed = 0
+    for m in _BLANKS.finditer(text):
+        if m.start() - removed >= i:
+            break
+        removed += m.end() - m.start() - 1
+    return i + removed
 
 
 def _aligned(data: bytes, offset: int, encode: Callable[[bytes], bytes]) -> str:
@@ -304,12 +336,14 @@ def spellings(value: str) -> set[str]:
 _HALFWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _FULLWIDTH_RUN = {
     1: re.compile("[\uff01-\uff5e][\uff01-\uff5e]*"),
-    # a run of four or more, or a shorter one next to ASCII ("Rt5p\uff2c\uff4d8Qz": a value
-    # half converted); CJK prose sets its fullwidth punctuation among CJK characters. A
-    # class first (`_run_of`): the run's first character, then what makes the run one
+    # a run of four or more, or a shorter one next to ASCII or a Latin letter (U+00C0-U+024F)
+    # ("Rt5p\uff2c\uff4d8Qz", "\uff27\uff52\u00fc\u00dfe": a value half converted, an
+    # IME's fullwidth letters around accented ones); CJK prose sets its fullwidth punctuation
+    # among CJK characters. A class first (`_run_of`): the run's first character, then what
+    # makes the run one
     MIN_SECRET_CHARS: re.compile(
-        "[\uff01-\uff5e](?:(?<=[!-~].)[\uff01-\uff5e]*|[\uff01-\uff5e]{3,}"
-        "|[\uff01-\uff5e]{0,2}(?=[!-~]))"
+        "[\uff01-\uff5e](?:(?<=[!-~\u00c0-\u024f].)[\uff01-\uff5e]*|[\uff01-\uff5e]{3,}"
+        "|[\uff01-\uff5e]{0,2}(?=[!-~\u00c0-\u024f]))"
     ),
 }
 # what a decoded escape stands for, read as ASCII where it is a form of it
@@ -342,17 +376,22 @@ def _lower(text: str) -> str:
 def _decoded(m: re.Match[str]) -> str | None:
     """The character(s) one escape stands for, or None when it stands for none."""
     kind = m.lastindex
-    arg = m.group(kind or 0)
-    if kind == 3:
+    if kind is None:  # a character that shows nothing (`_View` with `hidden`)
+        return ""
+    arg = m.group(kind)
+    if kind == 1:  # a surrogate pair
+        high, low = int(arg[:4], 16), int(arg[6:], 16)
+        return chr(0x10000 + ((high - 0xD800) << 10) + low - 0xDC00)
+    if kind == 4:
         return _BACKSLASHED.get(arg, arg)
-    if kind == 6:
+    if kind == 7:
         return html.entities.html5.get(arg)
-    if kind == 8:  # checked UTF-8 (its shape only in `_ESCAPES`): an overlong form is none
+    if kind == 9:  # checked UTF-8 (its shape only in `_ESCAPES`): an overlong form is none
         try:
             return bytes.fromhex(arg.replace("%", "")).decode("utf-8")
         except UnicodeDecodeError:
             return None
-    code = int(arg, 10 if kind == 4 else 16)
+    code = int(arg, 10 if kind == 5 else 16)
     if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
         return None  # a surrogate half: its escaped pair is a spelling of its own
     return chr(code)
@@ -450,20 +489,34 @@ class _Folded(_Back):
 
 
 class _View(_Back):
-    """A text with one layer of escapes decoded, and the way back to the text's offsets."""
+    """A text with one layer of escapes decoded, and the way back to the text's offsets; an
+    escape of a character that shows nothing (`_INVISIBLE`) decodes to nothing, as the text
+    itself is read joined (`_Joined`)."""
 
-    __slots__ = ("canon",)
+    __slots__ = ("canon", "dropped")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, hidden: bool = False) -> None:
+        """`hidden`: the text's own invisible characters are removed too (a value holding
+        one of them and an escaped one)."""
         self.at, self.lengths, self.starts, self.ends = [], [], [], []  # (every text: no call)
+        self.dropped = False  # an escaped invisible character read as nothing
         pieces: list[str] = []
         last = 0
         size = 0
-        for m in _ESCAPES.finditer(text):
+        matches: Iterable[re.Match[str]] = _ESCAPES.finditer(text)
+        if hidden:  # two scans, merged: one pattern of both is several times slower
+            found = [*matches, *_HIDDEN_BMP.finditer(text)]
+            if _may_be_astral(text):
+                found += _HIDDEN_ASTRAL.finditer(text)
+            matches = sorted(found, key=lambda m: m.start())
+        for m in matches:
             char = _decoded(m)
             if char is None:
                 continue
             char = char.translate(_FOLD_CHAR)  # `\uff32` is an escaped fullwidth "R"
+            if len(char) == 1 and _HIDDEN.match(char) is not None:
+                char = ""  # an escaped soft hyphen (`&shy;`), `\u200b`: read joined
+                self.dropped = True
             pieces.append(text[last : m.start()])
             size += m.start() - last
             self.at.append(size)
@@ -477,10 +530,10 @@ class _View(_Back):
         self.canon = _lower("".join(pieces)) if self.at else ""
 
 
-def _unbroken(chain: str, i: int) -> int:
+def _unbroken(chain: str, i: int, breaks: re.Pattern[str] = _BREAKS) -> int:
     """Where the character at `i` of `chain` with its breaks removed is in `chain`."""
     removed = 0
-    for m in _BREAKS.finditer(chain):
+    for m in breaks.finditer(chain):
         if m.start() - removed > i:
             break
         removed += m.end() - m.start()
@@ -504,10 +557,21 @@ class _Joined:
     matches maps each back in log time, not by walking its region again). Only those
     regions are read again, not the text."""
 
-    __slots__ = ("bases", "joined", "low", "marks", "regions", "shifts")
+    __slots__ = ("bases", "breaks", "joined", "low", "marks", "regions", "shifts")
 
-    def __init__(self, low: str, reach: int, hidden: bool | None = None) -> None:
+    def __init__(
+        self,
+        low: str,
+        reach: int,
+        hidden: bool | None = None,
+        breaks: re.Pattern[str] = _BREAKS,
+        regions: list[tuple[int, int]] | None = None,
+    ) -> None:
+        """`breaks`: what is removed (`_INVISIBLES` keeps the line breaks: a passphrase's
+        own spaces, `_spelled`, match them), in `regions` (those of the `_Joined` of the same
+        text and reach) where a line break is, or around every break."""
         self.low = low
+        self.breaks = breaks
         self.regions: list[tuple[int, int]] = []
         self.bases: list[int] = []  # where region k starts in `joined`
         self.marks: list[list[int]] = []  # region k's breaks, where each was, unbroken
@@ -515,28 +579,40 @@ class _Joined:
         self.joined = ""
         if hidden is None:
             hidden = _has_hidden(low)
-        if "\n" not in low and not hidden:
+        if ("\n" not in low or breaks is not _BREAKS) and not hidden:
             return
-        places = [m.start() for m in _EDGE.finditer(low)]
-        if hidden:
-            places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
-        regions = self.regions
-        for at in places:
-            start, end = max(0, at - reach), min(len(low), at + reach)
-            if regions and start <= regions[-1][1]:
-                regions[-1] = (regions[-1][0], end)
-            else:
-                regions.append((start, end))
+        if regions is None:
+            regions = self._around(low, reach, hidden)
+        if breaks is not _BREAKS:  # only where a line break is: elsewhere as `_BREAKS` reads
+            regions = [(a, b) for a, b in regions if low.find("\n", a, b) >= 0]
+        self.regions = regions
         pieces: list[str] = []
         size = 0
         for start, end in regions:
-            piece = _halfwidth(_unwrapped(self._region(start, end)), 1)
+            region = self._region(start, end)
+            region = _unwrapped(region) if breaks is _BREAKS else breaks.sub("", region)
+            piece = _halfwidth(region, 1)
             self.bases.append(size)
             pieces.append(piece)
             size += len(piece) + len(_JOIN)
         self.joined = _JOIN.join(pieces)
         self.marks = [[] for _ in regions]  # made at a region's first match (`_way_back`)
         self.shifts = [[] for _ in regions]
+
+    @staticmethod
+    def _around(low: str, reach: int, hidden: bool) -> list[tuple[int, int]]:
+        """The regions of `low`, `reach` around each place a spelling may be broken."""
+        places = [m.start() for m in _EDGE.finditer(low)]
+        if hidden:
+            places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
+        regions: list[tuple[int, int]] = []
+        for at in places:
+            start, end = max(0, at - reach), min(len(low), at + reach)
+            if regions and start <= regions[-1][1]:
+                regions[-1] = (regions[-1][0], end)
+            else:
+                regions.append((start, end))
+        return regions
 
     def _region(self, start: int, end: int) -> str:
         return self.low[start:end].replace(_JOIN, "\x01")  # same length, no `_JOIN`
@@ -545,7 +621,7 @@ class _Joined:
         """Region `k`'s breaks: where each was in the region with them removed, and how
         many characters were removed up to and with it."""
         marks, shifts, removed = self.marks[k], self.shifts[k], 0
-        for m in _BREAKS.finditer(self._region(*self.regions[k])):
+        for m in self.breaks.finditer(self._region(*self.regions[k])):
             marks.append(m.start() - removed)
             removed += m.end() - m.start()
             shifts.append(removed)
@@ -633,12 +709,20 @@ class Matcher:
             for spelled in (form, _halfwidth(form, 1), canonical(form)):
                 by_form.setdefault(_lower(spelled), mark)
                 by_form.setdefault(_lower(_Folded(spelled).text), mark)  # a value's own NBSP
-        self._by_form = by_form
+        # a value's own spaces match any run of blanks (`_spelled`): a match that is no form
+        # is known with its blanks as one space (`_found`)
+        self._spaced = any(" " in f for f in by_form)
         longest_first = sorted(by_form, key=lambda f: (-len(f), f))
         self._pattern = (
-            re.compile("|".join(re.escape(f) for f in longest_first)) if by_form else None
+            re.compile("|".join(_spelled(f) for f in longest_first)) if by_form else None
         )
         self._tables = [(f, _failure(f)) for f in longest_first]
+        squeezed: dict[str, str] = {}  # the spaced forms, each run of blanks as one space
+        for form, mark in by_form.items() if self._spaced else ():
+            if " " in form:
+                squeezed.setdefault(_BLANKS.sub(" ", form), mark)
+        self._squeezed = [(f, _failure(f)) for f in sorted(squeezed, key=lambda f: (-len(f), f))]
+        self._by_form = {**squeezed, **by_form}  # (the same pattern: not in it)
         # how far from a line break a spelling across it may reach (`_Joined`), and how far
         # back a held chain of tokens is looked for (`open_at`)
         self._window = len(longest_first[0]) + 64 if longest_first else 0
@@ -660,7 +744,10 @@ class Matcher:
                 if inner is not None and inner.end() > end:
                     end = inner.end()
                 at += 1
-            out.append((start, end, m.group(0)))
+            form = m.group(0)
+            if self._spaced and form not in self._by_form:
+                form = _BLANKS.sub(" ", form)
+            out.append((start, end, form))
             pos = end
         return out
 
@@ -686,10 +773,18 @@ class Matcher:
         low = _lower(text)
         found = self._found(low)
         view = _View(text)
+        if view.dropped and hidden:  # escaped invisible characters and the text's own
+            view = _View(text, hidden=True)
         joined = _Joined(low, self._window, hidden)
         more = joined.joined and self._found(joined.joined)
         if more:
             found += joined.spans(more)
+        if hidden and self._spaced and "\n" in low:  # invisible characters removed, line
+            # breaks kept (`_Joined` removes both: "correct horse" then "battery" joined)
+            kept = _Joined(low, self._window, True, _INVISIBLES, joined.regions)
+            if kept_found := self._found(kept.joined):
+                found += kept.spans(kept_found)
+                more = kept_found
         if view.at:
             found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
         if more or view.at:
@@ -712,10 +807,11 @@ class Matcher:
         out.append(text[last:])
         return "".join(out) if last else text
 
-    def _held(self, tail: str) -> int:
-        """Length of the longest suffix of `tail` (lower-cased) that starts some form."""
+    def _held(self, tail: str, tables: list[tuple[str, list[int]]] | None = None) -> int:
+        """Length of the longest suffix of `tail` (lower-cased) that starts some form (of
+        `tables`: all by default)."""
         best = 0
-        for form, fail in self._tables:
+        for form, fail in self._tables if tables is None else tables:
             if len(form) - 1 <= best:
                 break  # longest first: no shorter form can beat `best`
             best = max(best, _overlap(tail, form, fail))
@@ -745,9 +841,23 @@ class Matcher:
             held = self._held(joined)
             if held:
                 at = min(at, first + _unbroken(tail, len(joined) - held))
+        if self._spaced:  # the tail with each run of blanks as one space, invisibles removed
+            seen = _INVISIBLES.sub("", tail)
+            squeezed = _BLANKS.sub(" ", seen)
+            if squeezed != tail and (held := self._held(squeezed, self._squeezed)):
+                i = _unsqueezed(seen, len(squeezed) - held)
+                at = min(at, first + _unbroken(tail, i, _INVISIBLES))
         view = _View(base)
+        if view.dropped and _has_hidden(base):
+            view = _View(base, hidden=True)
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))
+            if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
+                first = max(0, len(view.canon) - reach)
+                tail = view.canon[first:]
+                squeezed = _BLANKS.sub(" ", tail)
+                if squeezed != tail and (held := self._held(squeezed, self._squeezed)):
+                    at = min(at, view.start(first + _unsqueezed(tail, len(squeezed) - held)))
         # never inside an escape: the tail is read again with what follows, and
         # must decode as it does in the whole text (`\\` then `u0041` is no `A`)
         whole = _View(_halfwidth(text, 1)) if cut < len(text) or view.at else view
