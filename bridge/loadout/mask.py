@@ -376,9 +376,7 @@ def _lower(text: str) -> str:
 def _decoded(m: re.Match[str]) -> str | None:
     """The character(s) one escape stands for, or None when it stands for none."""
     kind = m.lastindex
-    if kind is None:  # a character that shows nothing (`_View` with `hidden`)
-        return ""
-    arg = m.group(kind)
+    arg = m.group(kind or 0)
     if kind == 1:  # a surrogate pair
         high, low = int(arg[:4], 16), int(arg[6:], 16)
         return chr(0x10000 + ((high - 0xD800) << 10) + low - 0xDC00)
@@ -496,20 +494,12 @@ class _View(_Back):
     __slots__ = ("canon", "dropped")
 
     def __init__(self, text: str, hidden: bool = False) -> None:
-        """`hidden`: the text's own invisible characters are removed too (a value holding
-        one of them and an escaped one)."""
+        """`hidden`: the text holds invisible characters of its own; they are removed too
+        when an escape stands for one (a value holding one of them and an escaped one)."""
         self.at, self.lengths, self.starts, self.ends = [], [], [], []  # (every text: no call)
         self.dropped = False  # an escaped invisible character read as nothing
-        pieces: list[str] = []
-        last = 0
-        size = 0
-        matches: Iterable[re.Match[str]] = _ESCAPES.finditer(text)
-        if hidden:  # two scans, merged: one pattern of both is several times slower
-            found = [*matches, *_HIDDEN_BMP.finditer(text)]
-            if _may_be_astral(text):
-                found += _HIDDEN_ASTRAL.finditer(text)
-            matches = sorted(found, key=lambda m: m.start())
-        for m in matches:
+        decoded: list[tuple[re.Match[str], str]] = []
+        for m in _ESCAPES.finditer(text):
             char = _decoded(m)
             if char is None:
                 continue
@@ -517,6 +507,19 @@ class _View(_Back):
             if len(char) == 1 and _HIDDEN.match(char) is not None:
                 char = ""  # an escaped soft hyphen (`&shy;`), `\u200b`: read joined
                 self.dropped = True
+            decoded.append((m, char))
+        if not decoded:  # most texts
+            self.canon = ""
+            return
+        if hidden and self.dropped:  # the text's own too (two scans: one pattern is slower)
+            decoded += ((m, "") for m in _HIDDEN_BMP.finditer(text))
+            if _may_be_astral(text):
+                decoded += ((m, "") for m in _HIDDEN_ASTRAL.finditer(text))
+            decoded.sort(key=lambda d: d[0].start())
+        pieces: list[str] = []
+        last = 0
+        size = 0
+        for m, char in decoded:
             pieces.append(text[last : m.start()])
             size += m.start() - last
             self.at.append(size)
@@ -772,9 +775,7 @@ class Matcher:
                 text = _halfwidth(text)  # one character for one: the spans are the text's
         low = _lower(text)
         found = self._found(low)
-        view = _View(text)
-        if view.dropped and hidden:  # escaped invisible characters and the text's own
-            view = _View(text, hidden=True)
+        view = _View(text, hidden)
         joined = _Joined(low, self._window, hidden)
         more = joined.joined and self._found(joined.joined)
         if more:
@@ -847,9 +848,7 @@ class Matcher:
             if squeezed != tail and (held := self._held(squeezed, self._squeezed)):
                 i = _unsqueezed(seen, len(squeezed) - held)
                 at = min(at, first + _unbroken(tail, i, _INVISIBLES))
-        view = _View(base)
-        if view.dropped and _has_hidden(base):
-            view = _View(base, hidden=True)
+        view = _View(base, _has_hidden(base))
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))
             if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
