@@ -79,7 +79,9 @@ def reload_hooks(
             removing.add(tenant)
             try:
                 told = audited.setdefault(tenant, set())  # by an earlier try, not again
-                gone = await unbind_removed(roost.pairing, roost.audit, {tenant}, told)
+                gone = await unbind_removed(
+                    roost.pairing, roost.audit, {tenant}, told, back=tenant in served
+                )  # configured again: only what it audited goes, no pairing made since
                 audited.pop(tenant, None)  # deleted: all it audited
                 if gone and tenant in served:
                     log.warning(

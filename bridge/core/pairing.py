@@ -469,15 +469,21 @@ async def unbind_removed(
     audit: AuditSink,
     removed: Collection[str],
     audited: set[tuple[str, str, str, float]] | None = None,
+    *,
+    back: bool = False,
 ) -> list[Binding]:
     """A reload removed the tenants `removed`: their bindings and unused codes go for good,
     each binding audited as `pairing.revoked` by "config" BEFORE it is removed (an audit
     that cannot be written removes nothing: raised), and counted in the log. Only a
     running daemon's reload calls it, for tenants its own configuration had. `audited`:
     the bindings (channel, identity, tenant, bound_at) an earlier try of the same removal
-    audited before it failed, not audited again; this try's are added to it."""
+    audited before it failed, not audited again; this try's are added to it. `back`: the
+    tenants are configured again (a removal under way finishing): only the bindings already
+    in `audited` go, and no code; a binding made since, and the codes issued since, stay."""
     bindings = await store.bound_to(removed)
     seen = audited if audited is not None else set()
+    if back:
+        bindings = [b for b in bindings if (b.channel, b.identity, b.tenant, b.bound_at) in seen]
     fresh = [b for b in bindings if (b.channel, b.identity, b.tenant, b.bound_at) not in seen]
     if fresh:
         await audit.emit_many(
@@ -491,7 +497,8 @@ async def unbind_removed(
             ]
         )
         seen.update((b.channel, b.identity, b.tenant, b.bound_at) for b in fresh)
-    await store.revoke_codes(removed)
+    if not back:
+        await store.revoke_codes(removed)
     gone = await store.revoke_bindings(bindings)  # exactly those audited
     if gone:
         log.warning(

@@ -497,6 +497,60 @@ async def test_a_tenant_configured_again_while_a_failed_delete_waits_is_removed_
         await roost.aclose()
 
 
+HER = Inbound("telegram", "222", "222", "hello", "m2")
+
+
+async def test_a_pairing_made_after_the_tenant_came_back_outlives_the_removal_s_retry(
+    home: Path, clock: Clock
+) -> None:
+    """atk2 s41 #7: the revocation audited, its delete failed, the tenant configured again,
+    then someone paired to it: the retry audited that new binding revoked and deleted it,
+    and voided the codes issued since. Now the retry deletes only what it had audited."""
+    audit = MemoryAudit()
+    roost = await build(
+        configured(home, "alice", "bob"), backend=ScriptedBackend(), audit=audit, clock=clock
+    )
+    try:
+        await paired(roost)  # 111 -> alice
+        revoke, bound_to = roost.pairing.revoke_bindings, roost.pairing.bound_to
+        failed, go_on, tries = asyncio.Event(), asyncio.Event(), []
+
+        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
+            if not failed.is_set():
+                failed.set()
+                raise OSError(5, "Input/output error")
+            return await revoke(bindings)
+
+        async def gated(tenants: Collection[str]) -> list[Binding]:
+            tries.append(tenants)
+            if len(tries) > 1:
+                await go_on.wait()  # the retry: once she has paired
+            return await bound_to(tenants)
+
+        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+        roost.pairing.bound_to = gated  # type: ignore[method-assign]
+        hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
+        for hook in hooks:
+            hook.apply(configured(home, "bob"))
+        await failed.wait()
+        for hook in hooks:
+            hook.apply(configured(home, "alice", "bob"))  # alice is back
+        code = await roost.pairing.issue("alice")
+        assert (await roost.pairing.redeem("telegram", "222", code)).outcome == "bound"
+        later = await roost.pairing.issue("alice")  # for the next person
+        go_on.set()
+        await unbinding_done()
+        assert len(tries) == 2
+        assert roost.resolver.match(HIM) is None  # audited revoked before: gone
+        assert roost.resolver.match(HER) == "alice"  # paired after she came back: stays
+        assert revoked(audit) == [
+            ("alice", {"channel": "telegram", "identity": "111", "by": "config"})
+        ]
+        assert (await roost.pairing.redeem("telegram", "333", later)).outcome == "bound"
+    finally:
+        await roost.aclose()
+
+
 async def test_a_binding_audited_revoked_is_not_audited_by_a_later_removal_either(
     home: Path, clock: Clock
 ) -> None:
